@@ -1,0 +1,140 @@
+/* The voxel model: a regular grid of box voxels (elements), labels that map
+ * voxels to materials, and boundary conditions as sparse node lists. After
+ * optimization it also carries the density, displacements and history.
+ *
+ * Indexing (the same everywhere in voxfe, and in the netCDF file):
+ *   element (i,j,k), 0 <= i < nx:   e = (k*ny + j)*nx + i        (x fastest)
+ *   node    (i,j,k), 0 <= i <= nx:  n = (k*(ny+1) + j)*(nx+1) + i
+ *   degree of freedom of node n, component c (0=x, 1=y, 2=z): 3*n + c
+ * Element (i,j,k) spans [origin + (i,j,k)*h, origin + (i+1,j+1,k+1)*h].
+ * Units: mm, N, MPa. */
+#ifndef VOXFE_MODEL_H
+#define VOXFE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voxfe/context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a label means to the optimizer. */
+typedef enum vox_material_role {
+  VOX_ROLE_DESIGN = 0, /* density is a design variable */
+  VOX_ROLE_SOLID = 1,  /* passive solid: density fixed at 1 */
+  VOX_ROLE_VOID = 2    /* passive void: density fixed at 0 (stiffness Emin) */
+} vox_material_role;
+
+#define VOX_NAME_MAX 64
+
+typedef struct vox_material {
+  uint8_t label;                /* 1..255; label 0 is "no material" */
+  char name[VOX_NAME_MAX];
+  vox_material_role role;
+  double youngs_modulus;        /* E of the solid, MPa */
+  double poisson_ratio;         /* nu */
+  double conductivity;          /* W/(mm K), for heat conduction */
+} vox_material;
+
+typedef struct vox_grid {
+  int64_t nx, ny, nz;           /* elements along x, y, z */
+  double voxel_size[3];         /* element edge lengths along x, y, z, mm */
+  double origin[3];             /* coordinates of node (0,0,0), mm */
+} vox_grid;
+
+/* A prescribed displacement: dof `component` of `node` is `value` (mm). */
+typedef struct vox_constraint {
+  int64_t node;
+  uint8_t component;
+  double value;
+} vox_constraint;
+
+/* A nodal force (N) in load case `load_case` (0-based). */
+typedef struct vox_load {
+  int64_t node;
+  uint8_t component;
+  int32_t load_case;
+  double value;
+} vox_load;
+
+/* One row of the optimization history. */
+typedef struct vox_history_row {
+  int32_t iteration;
+  double objective;
+  double volume_fraction;
+  double change;
+  double non_discreteness;
+  double penalty;
+  double q;
+  int32_t cg_iterations;
+  double seconds;
+} vox_history_row;
+
+typedef enum vox_stage {
+  VOX_STAGE_MODEL = 0,  /* voxelize output: grid, labels, materials, BCs */
+  VOX_STAGE_DESIGN = 1  /* optimize output: + density, displacement, history */
+} vox_stage;
+
+typedef struct vox_model {
+  vox_stage stage;
+  vox_grid grid;
+  uint8_t *label;               /* nx*ny*nz, 0 = empty */
+
+  int n_materials;
+  vox_material *materials;      /* at most one per label */
+
+  size_t n_constraints;
+  vox_constraint *constraints;
+
+  int n_load_cases;             /* >= 1 when there are loads */
+  char (*load_case_names)[VOX_NAME_MAX]; /* n_load_cases names */
+  size_t n_loads;
+  vox_load *loads;
+
+  /* Stage outputs; NULL / 0 when absent. */
+  double *density;              /* nx*ny*nz, physical (filtered) density */
+  double *displacement;         /* n_load_cases * n_nodes * 3, case-major */
+  size_t n_history;
+  vox_history_row *history;
+
+  /* Text attributes carried from stage to stage. */
+  char *history_text;           /* netCDF `history`: one line per program run */
+  char *title;                  /* free text, may be NULL */
+} vox_model;
+
+static inline int64_t vox_grid_elements(const vox_grid *g) { return g->nx * g->ny * g->nz; }
+static inline int64_t vox_grid_nodes(const vox_grid *g) {
+  return (g->nx + 1) * (g->ny + 1) * (g->nz + 1);
+}
+
+/* Allocates a model with an all-zero label array of the given grid. */
+vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *grid);
+/* Frees every array and resets the struct to zero. */
+void vox_model_free(vox_model *model);
+/* Deep copy. */
+vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src);
+
+/* Appends a material; fails if the label is taken or zero. */
+vox_status vox_model_add_material(vox_context *ctx, vox_model *model, const vox_material *m);
+/* The material of a label, or NULL. */
+const vox_material *vox_model_material(const vox_model *model, uint8_t label);
+vox_status vox_model_add_constraint(vox_context *ctx, vox_model *model, int64_t node,
+                                    int component, double value);
+vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, int component,
+                              int load_case, double value);
+/* Sets the number of load cases, naming the new ones "case<N>". */
+vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n);
+/* Appends one line ("<time> <text>") to history_text. */
+vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const char *line);
+
+/* Checks the model is consistent: grid sizes, every used label has a
+ * material, node indices and components in range, load cases in range. The
+ * message names the first problem found. */
+vox_status vox_model_validate(vox_context *ctx, const vox_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

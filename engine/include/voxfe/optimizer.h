@@ -1,0 +1,74 @@
+/* Density topology optimization: minimum compliance with modified SIMP,
+ * sensitivity or density filter, optimality-criteria updates and continuation
+ * (seed 000, section 3). */
+#ifndef VOXFE_OPTIMIZER_H
+#define VOXFE_OPTIMIZER_H
+
+#include "voxfe/backend.h"
+#include "voxfe/model.h"
+#include "voxfe/solver.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vox_filter_type {
+  VOX_FILTER_NONE = 0,
+  VOX_FILTER_SENSITIVITY = 1, /* seed 000 eq. 3 */
+  VOX_FILTER_DENSITY = 2      /* rho_phys = H rho / sum H */
+} vox_filter_type;
+
+typedef struct vox_optimizer_options {
+  double volume_fraction;      /* target, of the design-domain volume */
+  double penalty;              /* final SIMP exponent p */
+  double emin_ratio;           /* Emin / E */
+  vox_filter_type filter;
+  double filter_radius;        /* R, mm (distance between element centres) */
+  double move_limit;           /* zeta: |rho_new - rho| <= zeta */
+  double damping;              /* eta: exponent on B */
+  double q_max;                /* final intermediate-density exponent q (1 = off) */
+  int continuation;            /* eq. 11 and 12; when 0, p and q are final at once */
+  int continuation_start_p;    /* p = 1 for iterations <= this */
+  double continuation_growth_p;/* gamma of eq. 11 */
+  int continuation_start_q;    /* q = 1 for iterations <= this */
+  double continuation_growth_q;/* factor of eq. 12 */
+  int max_iterations;
+  double change_tolerance;     /* stop when max |d rho| <= this ... */
+  double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
+  vox_solver_options solver;
+} vox_optimizer_options;
+
+typedef enum vox_stop_reason {
+  VOX_STOP_CONVERGED = 1,       /* change and objective tolerances met */
+  VOX_STOP_MAX_ITERATIONS = 2,
+  VOX_STOP_SOLVER_FAILED = -1   /* a state solve did not converge */
+} vox_stop_reason;
+
+typedef struct vox_optimize_result {
+  int iterations;
+  double objective;
+  double volume_fraction;
+  double non_discreteness;
+  vox_stop_reason reason;
+  vox_solve_result last_solve;  /* of the last failing or last solve */
+  double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
+  int total_cg_iterations;
+} vox_optimize_result;
+
+void vox_optimizer_options_default(vox_optimizer_options *options);
+const char *vox_filter_name(vox_filter_type filter);
+int vox_filter_parse(const char *text, vox_filter_type *filter);
+const char *vox_stop_reason_string(vox_stop_reason reason);
+
+/* Runs the optimization on `model` (stage model or design: an existing
+ * density is the starting design). On success fills model->density (the
+ * physical density), model->displacement (final state, every load case) and
+ * appends to model->history; sets model->stage = VOX_STAGE_DESIGN. Progress
+ * is reported once per iteration. */
+vox_status vox_optimize(vox_context *ctx, vox_backend *backend, vox_model *model,
+                        const vox_optimizer_options *options, vox_optimize_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,56 @@
+/* Linear solves on a voxel model: preconditioned conjugate gradients with a
+ * matrix-free operator. A solve that does not converge is not an error: it
+ * returns VOX_OK and says why in the result's reason. */
+#ifndef VOXFE_SOLVER_H
+#define VOXFE_SOLVER_H
+
+#include "voxfe/backend.h"
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vox_preconditioner {
+  VOX_PC_JACOBI = 0
+} vox_preconditioner;
+
+typedef struct vox_solver_options {
+  double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
+  int max_iterations;
+  vox_preconditioner preconditioner;
+} vox_solver_options;
+
+typedef enum vox_convergence {
+  VOX_CONVERGED_RTOL = 1,       /* relative residual below rtol */
+  VOX_CONVERGED_ZERO_RHS = 2,   /* b = 0: u = 0 is exact */
+  VOX_DIVERGED_MAX_ITERATIONS = -1,
+  VOX_DIVERGED_INDEFINITE = -2, /* p'Kp <= 0 or z'r <= 0: singular or not SPD */
+  VOX_DIVERGED_NAN = -3
+} vox_convergence;
+
+typedef struct vox_solve_result {
+  int iterations;
+  double residual_norm;     /* ||b - K u|| of the recurrence at exit */
+  double rhs_norm;          /* ||b|| */
+  vox_convergence reason;
+} vox_solve_result;
+
+void vox_solver_options_default(vox_solver_options *options);
+const char *vox_convergence_string(vox_convergence reason);
+
+/* Solves linear elasticity on the model with every non-empty voxel at the full
+ * modulus of its material (or scaled by model->density when present and
+ * `use_density` is set, with the SIMP law of `penalty` and `emin_ratio`).
+ * `displacement` holds n_load_cases * n_nodes * 3 values: the initial guess
+ * on entry (zeros are fine), the solution on return. `results` has one entry
+ * per load case. Nodes that touch no material are held at zero. */
+vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
+                                int use_density, double penalty, double emin_ratio,
+                                const vox_solver_options *options, double *displacement,
+                                vox_solve_result *results);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* libvoxfe: finite elements on voxel grids. Include this for the engine. */
+#ifndef VOXFE_VOXFE_H
+#define VOXFE_VOXFE_H
+
+#include "voxfe/backend.h"
+#include "voxfe/context.h"
+#include "voxfe/element.h"
+#include "voxfe/model.h"
+#include "voxfe/optimizer.h"
+#include "voxfe/solver.h"
+
+#endif

@@ -1,0 +1,187 @@
+/* The voxel model's memory: allocation, copies, appending materials,
+ * boundary conditions and history, and a consistency check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "voxfe/model.h"
+
+static vox_status out_of_memory(vox_context *ctx) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+}
+
+/* Grows an array of `*count` items of `size` bytes by one; capacity doubles. */
+static void *grow(void *array, size_t count, size_t size) {
+  if (count & (count - 1)) return array; /* capacity is the next power of two */
+  size_t capacity = count ? 2 * count : 1;
+  return realloc(array, capacity * size);
+}
+
+vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *grid) {
+  memset(model, 0, sizeof *model);
+  if (grid->nx < 1 || grid->ny < 1 || grid->nz < 1)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "grid size %lldx%lldx%lld is empty",
+                     (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
+  for (int a = 0; a < 3; a++)
+    if (!(grid->voxel_size[a] > 0))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "voxel size must be positive");
+  model->grid = *grid;
+  model->label = calloc((size_t)vox_grid_elements(grid), 1);
+  if (!model->label) return out_of_memory(ctx);
+  return VOX_OK;
+}
+
+void vox_model_free(vox_model *model) {
+  free(model->label);
+  free(model->materials);
+  free(model->constraints);
+  free(model->load_case_names);
+  free(model->loads);
+  free(model->density);
+  free(model->displacement);
+  free(model->history);
+  free(model->history_text);
+  free(model->title);
+  memset(model, 0, sizeof *model);
+}
+
+static void *dup_array(const void *src, size_t bytes, int *failed) {
+  if (!src || bytes == 0) return NULL;
+  void *dst = malloc(bytes);
+  if (!dst) {
+    *failed = 1;
+    return NULL;
+  }
+  return memcpy(dst, src, bytes);
+}
+
+vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src) {
+  int failed = 0;
+  size_t ne = (size_t)vox_grid_elements(&src->grid), nn = (size_t)vox_grid_nodes(&src->grid);
+  *dst = *src;
+  dst->label = dup_array(src->label, ne, &failed);
+  dst->materials = dup_array(src->materials, src->n_materials * sizeof *src->materials, &failed);
+  dst->constraints =
+      dup_array(src->constraints, src->n_constraints * sizeof *src->constraints, &failed);
+  dst->load_case_names = dup_array(src->load_case_names,
+                                   src->n_load_cases * sizeof *src->load_case_names, &failed);
+  dst->loads = dup_array(src->loads, src->n_loads * sizeof *src->loads, &failed);
+  dst->density = dup_array(src->density, ne * sizeof(double), &failed);
+  dst->displacement =
+      dup_array(src->displacement, (size_t)src->n_load_cases * nn * 3 * sizeof(double), &failed);
+  dst->history = dup_array(src->history, src->n_history * sizeof *src->history, &failed);
+  dst->history_text = src->history_text ? strdup(src->history_text) : NULL;
+  dst->title = src->title ? strdup(src->title) : NULL;
+  if (failed || (src->history_text && !dst->history_text) || (src->title && !dst->title)) {
+    vox_model_free(dst);
+    return out_of_memory(ctx);
+  }
+  return VOX_OK;
+}
+
+vox_status vox_model_add_material(vox_context *ctx, vox_model *model, const vox_material *m) {
+  if (m->label == 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "material label 0 is reserved for empty voxels");
+  if (vox_model_material(model, m->label))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "material label %d is defined twice", m->label);
+  vox_material *grown = grow(model->materials, (size_t)model->n_materials, sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  model->materials = grown;
+  model->materials[model->n_materials++] = *m;
+  return VOX_OK;
+}
+
+const vox_material *vox_model_material(const vox_model *model, uint8_t label) {
+  for (int i = 0; i < model->n_materials; i++)
+    if (model->materials[i].label == label) return &model->materials[i];
+  return NULL;
+}
+
+vox_status vox_model_add_constraint(vox_context *ctx, vox_model *model, int64_t node,
+                                    int component, double value) {
+  vox_constraint *grown = grow(model->constraints, model->n_constraints, sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  model->constraints = grown;
+  model->constraints[model->n_constraints++] =
+      (vox_constraint){.node = node, .component = (uint8_t)component, .value = value};
+  return VOX_OK;
+}
+
+vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, int component,
+                              int load_case, double value) {
+  vox_load *grown = grow(model->loads, model->n_loads, sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  model->loads = grown;
+  model->loads[model->n_loads++] = (vox_load){
+      .node = node, .component = (uint8_t)component, .load_case = load_case, .value = value};
+  return VOX_OK;
+}
+
+vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n) {
+  if (n < 0) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "negative number of load cases");
+  char(*names)[VOX_NAME_MAX] = realloc(model->load_case_names, (size_t)(n ? n : 1) * VOX_NAME_MAX);
+  if (!names) return out_of_memory(ctx);
+  for (int i = model->n_load_cases; i < n; i++) snprintf(names[i], VOX_NAME_MAX, "case%d", i + 1);
+  model->load_case_names = names;
+  model->n_load_cases = n;
+  return VOX_OK;
+}
+
+vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const char *line) {
+  char stamp[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+  size_t old = model->history_text ? strlen(model->history_text) : 0;
+  size_t add = strlen(stamp) + 1 + strlen(line) + 2;
+  char *text = realloc(model->history_text, old + add);
+  if (!text) return out_of_memory(ctx);
+  snprintf(text + old, add, "%s %s\n", stamp, line);
+  model->history_text = text;
+  return VOX_OK;
+}
+
+vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
+  const vox_grid *g = &model->grid;
+  if (g->nx < 1 || g->ny < 1 || g->nz < 1)
+    return vox_error(ctx, VOX_ERR_FORMAT, "grid size %lldx%lldx%lld is empty", (long long)g->nx,
+                     (long long)g->ny, (long long)g->nz);
+  for (int a = 0; a < 3; a++)
+    if (!(g->voxel_size[a] > 0))
+      return vox_error(ctx, VOX_ERR_FORMAT, "voxel size must be positive");
+  if (!model->label) return vox_error(ctx, VOX_ERR_FORMAT, "the model has no labels");
+  for (int i = 0; i < model->n_materials; i++) {
+    const vox_material *m = &model->materials[i];
+    if (!(m->youngs_modulus > 0) || !(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
+      return vox_error(ctx, VOX_ERR_FORMAT,
+                       "material '%s' (label %d) needs E > 0 and -1 < nu < 0.5", m->name,
+                       m->label);
+    if (m->role != VOX_ROLE_DESIGN && m->role != VOX_ROLE_SOLID && m->role != VOX_ROLE_VOID)
+      return vox_error(ctx, VOX_ERR_FORMAT, "material '%s' has an unknown role", m->name);
+  }
+  int used[256] = {0};
+  int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
+  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  for (int l = 1; l < 256; l++)
+    if (used[l] && !vox_model_material(model, (uint8_t)l))
+      return vox_error(ctx, VOX_ERR_FORMAT, "label %d is used but has no material", l);
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    if (c->node < 0 || c->node >= nn || c->component > 2)
+      return vox_error(ctx, VOX_ERR_FORMAT, "constraint %zu: node %lld component %d out of range",
+                       i, (long long)c->node, c->component);
+  }
+  for (size_t i = 0; i < model->n_loads; i++) {
+    const vox_load *l = &model->loads[i];
+    if (l->node < 0 || l->node >= nn || l->component > 2)
+      return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: node %lld component %d out of range", i,
+                       (long long)l->node, l->component);
+    if (l->load_case < 0 || l->load_case >= model->n_load_cases)
+      return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: load case %d out of range (%d cases)", i,
+                       l->load_case, model->n_load_cases);
+  }
+  if (model->displacement && model->n_load_cases < 1)
+    return vox_error(ctx, VOX_ERR_FORMAT, "a displacement is stored but there are no load cases");
+  return VOX_OK;
+}

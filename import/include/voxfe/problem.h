@@ -1,0 +1,77 @@
+/* Problem files: loads, supports and passive regions written by people in a
+ * small YAML file (docs/problem-file.md), rasterised onto a voxel model. */
+#ifndef VOXFE_PROBLEM_H
+#define VOXFE_PROBLEM_H
+
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vox_region_kind {
+  VOX_REGION_FACE,    /* one of the six faces of the grid's bounding box */
+  VOX_REGION_EDGE,    /* the intersection of two faces */
+  VOX_REGION_POINT,   /* the node nearest to a point */
+  VOX_REGION_BOX,     /* axis-aligned box [min, max] */
+  VOX_REGION_SPHERE,  /* centre and radius */
+  VOX_REGION_LABEL    /* nodes / elements of one label */
+} vox_region_kind;
+
+/* Faces are numbered 2*axis + side: 0 = x-, 1 = x+, 2 = y-, 3 = y+, 4 = z-, 5 = z+. */
+typedef struct vox_region {
+  vox_region_kind kind;
+  int face[2];            /* FACE: face[0]; EDGE: face[0] and face[1] */
+  double point[3];        /* POINT, SPHERE centre, BOX min */
+  double point2[3];       /* BOX max */
+  double radius;          /* SPHERE */
+  int label;              /* LABEL */
+} vox_region;
+
+typedef struct vox_support {
+  char name[VOX_NAME_MAX];
+  vox_region region;
+  int fixed[3];           /* component c is prescribed when fixed[c] */
+  double value[3];        /* its displacement, mm (0 for a plain support) */
+} vox_support;
+
+typedef struct vox_force {
+  char name[VOX_NAME_MAX];
+  vox_region region;
+  double force[3];        /* total force on the region, N, spread over its nodes */
+  int load_case;          /* 0-based index into load case names */
+} vox_force;
+
+typedef struct vox_passive {
+  char name[VOX_NAME_MAX];
+  vox_region region;      /* elements whose centre lies inside */
+  vox_material_role role; /* VOX_ROLE_SOLID or VOX_ROLE_VOID */
+} vox_passive;
+
+typedef struct vox_problem {
+  vox_material material;  /* of the design domain (label 1) */
+  int n_load_cases;
+  char (*load_case_names)[VOX_NAME_MAX];
+  int n_supports;
+  vox_support *supports;
+  int n_forces;
+  vox_force *forces;
+  int n_passive;
+  vox_passive *passive;
+} vox_problem;
+
+/* Parses a problem file. Errors (VOX_ERR_IO, VOX_ERR_FORMAT) name the file,
+ * and the line where the YAML says it. */
+vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *problem);
+void vox_problem_free(vox_problem *problem);
+
+/* Fills `model` (already holding its grid and labels) from the problem:
+ * materials (label 1 design, 2 passive solid, 3 passive void, as used),
+ * passive regions relabelled, constraints and loads as node lists, load case
+ * names. Fails if a region selects nothing. */
+vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, vox_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+/* The voxfe netCDF-4 file (docs/file-format.md): models, designs, results. */
+#ifndef VOXFE_IO_H
+#define VOXFE_IO_H
+
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Schema version written into the file's `voxfe_schema_version` attribute
+ * and checked on read (files of a newer major version are refused). */
+#define VOX_SCHEMA_VERSION 1
+
+/* Reads a voxfe model or design file into a zeroed `model`. Errors name the
+ * file and the problem: VOX_ERR_IO (missing, unreadable, not netCDF),
+ * VOX_ERR_FORMAT (not a voxfe file, wrong version, inconsistent content). */
+vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model);
+
+/* Writes `model` to `path` as netCDF-4 (chunked, deflate-compressed). The file
+ * is written to a temporary name in the same folder and renamed into place
+ * only when complete, so a failure leaves no partial file and an existing file
+ * at `path` untouched. */
+vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
