@@ -1,0 +1,45 @@
+/* Backend selection: cpu, cuda, or auto (CUDA when built and a device is
+ * present, else the CPU). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_ops.h"
+
+vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out) {
+  *out = NULL;
+  switch (device) {
+  case VOX_DEVICE_CPU:
+    return vox_cpu_backend_create(ctx, out);
+  case VOX_DEVICE_CUDA:
+#ifdef VOXFE_HAVE_CUDA
+    return vox_cuda_backend_create(ctx, out);
+#else
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)");
+#endif
+  case VOX_DEVICE_AUTO:
+#ifdef VOXFE_HAVE_CUDA
+    if (vox_cuda_backend_create(ctx, out) == VOX_OK) return VOX_OK;
+    vox_context_clear_error(ctx);
+#endif
+    return vox_cpu_backend_create(ctx, out);
+  }
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown device %d", (int)device);
+}
+
+void vox_backend_destroy(vox_backend *backend) {
+  if (backend) backend->ops->destroy(backend);
+}
+
+const char *vox_backend_name(const vox_backend *backend) { return backend->ops->name; }
+
+int vox_device_parse(const char *text, vox_device *device) {
+  static const struct { const char *name; vox_device device; } names[] = {
+      {"auto", VOX_DEVICE_AUTO}, {"cpu", VOX_DEVICE_CPU}, {"cuda", VOX_DEVICE_CUDA}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(text, names[i].name) == 0) {
+      *device = names[i].device;
+      return 0;
+    }
+  return -1;
+}

@@ -1,0 +1,116 @@
+/* The backend interface: a table of operations that the solver and the
+ * optimizer are written against (private to libvoxfe). A backend owns the
+ * memory of its vectors (host memory for the CPU, device memory for CUDA);
+ * only scalars (dot products, maxima) come back to the caller.
+ *
+ * Every operation returns a status; a failing one leaves a message on the
+ * backend's context. */
+#ifndef VOXFE_BACKEND_OPS_H
+#define VOXFE_BACKEND_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voxfe/backend.h"
+#include "voxfe/model.h"
+
+/* A vector of doubles living on the backend's device. */
+typedef struct vox_vec {
+  double *data;
+  size_t n;
+} vox_vec;
+
+/* What a stiffness (or conductivity) operator needs: the grid, the one
+ * element matrix of unit modulus and which dofs have identity rows. */
+typedef struct vox_operator_desc {
+  vox_grid grid;
+  int dofs_per_node;          /* 3 for elasticity, 1 for heat conduction */
+  const double *ke;           /* (8*dofs_per_node)^2, row-major, host */
+  const uint8_t *dof_fixed;   /* one per dof, host: 1 = Dirichlet or isolated */
+} vox_operator_desc;
+
+typedef struct vox_operator vox_operator; /* defined by each backend */
+typedef struct vox_filter vox_filter;     /* defined by each backend */
+
+typedef struct vox_backend_ops {
+  const char *name;
+  void (*destroy)(vox_backend *be);
+
+  /* Vectors. vec_create gives a zeroed vector. */
+  vox_status (*vec_create)(vox_backend *be, size_t n, vox_vec *v);
+  void (*vec_destroy)(vox_backend *be, vox_vec *v);
+  vox_status (*vec_upload)(vox_backend *be, vox_vec *v, const double *host);
+  vox_status (*vec_download)(vox_backend *be, const vox_vec *v, double *host);
+  vox_status (*vec_set)(vox_backend *be, vox_vec *v, double a);              /* v = a */
+  vox_status (*vec_copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
+  vox_status (*vec_axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
+  vox_status (*vec_xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
+  vox_status (*vec_mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
+  vox_status (*vec_reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
+  vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+
+  /* The matrix-free operator K = sum_e modulus_e * Ke over the grid. */
+  vox_status (*op_create)(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
+  void (*op_destroy)(vox_backend *be, vox_operator *op);
+  /* Element moduli used by later applications (the vector is referenced). */
+  vox_status (*op_set_moduli)(vox_backend *be, vox_operator *op, const vox_vec *moduli);
+  /* y = K x with fixed dofs eliminated: y_f = K_ff x_f, y_c = x_c. With
+   * `full`, the plain y = K x (used to lift prescribed values). */
+  vox_status (*op_apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y, int full);
+  /* d = diag(K) (1 on fixed dofs). */
+  vox_status (*op_diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
+  /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
+  vox_status (*op_element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
+                                  vox_vec *energy, int accumulate);
+
+  /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
+   * empty voxels):
+   *   moduli_e = e_solid_e (emin + (1 - emin) rho_e^p)
+   *   dc_e     = -p rho_e^(p-1) (1 - emin) e_solid_e energy_e        */
+  vox_status (*simp_moduli)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                            double p, double emin, vox_vec *moduli);
+  vox_status (*simp_sensitivity)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                 const vox_vec *energy, double p, double emin, vox_vec *dc);
+
+  /* Optimality-criteria update for one trial multiplier lambda (seed 000
+   * eq. 9, 10) on design elements (design_e = 1); other elements get
+   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). */
+  vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                          const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                          double lambda, double move, double eta, double q, vox_vec *rho_new);
+
+  /* Linear-hat filter of radius R (mm) over the non-empty elements:
+   *   apply:       out = (H in) ./ Hs
+   *   transpose:   out = H (in ./ Hs)
+   *   sensitivity: out = (H (rho .* dc)) ./ (Hs .* max(gamma, rho))   (eq. 3) */
+  vox_status (*filter_create)(vox_backend *be, const vox_grid *grid, double radius,
+                              const uint8_t *active, vox_filter **filter);
+  void (*filter_destroy)(vox_backend *be, vox_filter *filter);
+  vox_status (*filter_apply)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
+  vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
+  vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
+                                   const vox_vec *dc, double gamma, vox_vec *out);
+} vox_backend_ops;
+
+struct vox_backend {
+  const vox_backend_ops *ops;
+  vox_context *ctx;
+  int threads;   /* CPU threads (0 = OpenMP default) */
+  void *impl;    /* backend-specific state */
+};
+
+/* Each backend's constructor. */
+vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out);
+#ifdef VOXFE_HAVE_CUDA
+vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
+#endif
+
+/* Propagates a failing status: `TRY(be->ops->vec_dot(...));` */
+#define TRY(call)                                                                 \
+  do {                                                                            \
+    vox_status try_status_ = (call);                                              \
+    if (try_status_ != VOX_OK) return try_status_;                                \
+  } while (0)
+
+#endif

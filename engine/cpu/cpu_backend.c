@@ -1,0 +1,147 @@
+/* The CPU backend: vectors in host memory, vector operations with OpenMP, and
+ * the operation table that ties in the operator, SIMP and filter kernels. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+int vox_cpu_threads(const vox_backend *be) {
+  return be->threads > 0 ? be->threads : omp_get_max_threads();
+}
+
+static vox_status vec_create(vox_backend *be, size_t n, vox_vec *v) {
+  v->n = n;
+  v->data = calloc(n ? n : 1, sizeof *v->data);
+  if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu doubles)", n);
+  return VOX_OK;
+}
+
+static void vec_destroy(vox_backend *be, vox_vec *v) {
+  free(v->data);
+  v->data = NULL;
+  v->n = 0;
+}
+
+static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
+  memcpy(v->data, host, v->n * sizeof *host);
+  return VOX_OK;
+}
+
+static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) {
+  memcpy(host, v->data, v->n * sizeof *host);
+  return VOX_OK;
+}
+
+static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
+  double *restrict x = v->data;
+  const ptrdiff_t n = (ptrdiff_t)v->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) x[i] = a;
+  return VOX_OK;
+}
+
+static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  memcpy(dst->data, src->data, src->n * sizeof *src->data);
+  return VOX_OK;
+}
+
+static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  double *restrict yy = y->data;
+  const double *restrict xx = x->data;
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) yy[i] += a * xx[i];
+  return VOX_OK;
+}
+
+static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  double *restrict yy = y->data;
+  const double *restrict xx = x->data;
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) yy[i] = xx[i] + a * yy[i];
+  return VOX_OK;
+}
+
+static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
+  double *ww = w->data; /* may alias x or y */
+  const double *xx = x->data, *yy = y->data;
+  const ptrdiff_t n = (ptrdiff_t)w->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) ww[i] = xx[i] * yy[i];
+  return VOX_OK;
+}
+
+static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
+  double *restrict x = v->data;
+  const ptrdiff_t n = (ptrdiff_t)v->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) x[i] = 1 / x[i];
+  return VOX_OK;
+}
+
+static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
+  const double *restrict xx = x->data, *restrict yy = y->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+  double s = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
+  for (ptrdiff_t i = 0; i < n; i++) s += xx[i] * yy[i];
+  *out = s;
+  return VOX_OK;
+}
+
+static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_vec *y,
+                                   double *out) {
+  const double *restrict xx = x->data, *restrict yy = y->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+  double m = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(max : m)
+  for (ptrdiff_t i = 0; i < n; i++) m = fmax(m, fabs(xx[i] - yy[i]));
+  *out = m;
+  return VOX_OK;
+}
+
+static void destroy(vox_backend *be) { free(be); }
+
+static const vox_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = destroy,
+    .vec_create = vec_create,
+    .vec_destroy = vec_destroy,
+    .vec_upload = vec_upload,
+    .vec_download = vec_download,
+    .vec_set = vec_set,
+    .vec_copy = vec_copy,
+    .vec_axpy = vec_axpy,
+    .vec_xpay = vec_xpay,
+    .vec_mult = vec_mult,
+    .vec_reciprocal = vec_reciprocal,
+    .vec_dot = vec_dot,
+    .vec_max_abs_diff = vec_max_abs_diff,
+    .op_create = vox_cpu_op_create,
+    .op_destroy = vox_cpu_op_destroy,
+    .op_set_moduli = vox_cpu_op_set_moduli,
+    .op_apply = vox_cpu_op_apply,
+    .op_diagonal = vox_cpu_op_diagonal,
+    .op_element_energy = vox_cpu_op_element_energy,
+    .simp_moduli = vox_cpu_simp_moduli,
+    .simp_sensitivity = vox_cpu_simp_sensitivity,
+    .oc_update = vox_cpu_oc_update,
+    .filter_create = vox_cpu_filter_create,
+    .filter_destroy = vox_cpu_filter_destroy,
+    .filter_apply = vox_cpu_filter_apply,
+    .filter_transpose = vox_cpu_filter_transpose,
+    .filter_sensitivity = vox_cpu_filter_sensitivity,
+};
+
+vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {
+  vox_backend *be = calloc(1, sizeof *be);
+  if (!be) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  be->ops = &cpu_ops;
+  be->ctx = ctx;
+  be->threads = vox_context_threads(ctx);
+  *out = be;
+  return VOX_OK;
+}

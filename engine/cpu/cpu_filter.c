@@ -1,0 +1,125 @@
+/* The linear-hat density and sensitivity filters on the CPU (seed 000 eq. 3,
+ * 4): w = R - |x_i - x_e| over element centres within R, restricted to
+ * non-empty elements. The stencil of offsets and weights is built once. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cpu.h"
+
+struct vox_filter {
+  vox_grid grid;
+  int n_taps;
+  int (*offset)[3];   /* di, dj, dk of each tap */
+  double *weight;
+  uint8_t *active;    /* per element */
+  double *inv_hs;     /* 1 / (sum of the weights of an element's active neighbours) */
+  double *scratch;    /* per element, for the sensitivity filter's scaling */
+};
+
+void vox_cpu_filter_destroy(vox_backend *be, vox_filter *f) {
+  if (!f) return;
+  free(f->offset);
+  free(f->weight);
+  free(f->active);
+  free(f->inv_hs);
+  free(f->scratch);
+  free(f);
+}
+
+/* out_e = sum_taps w in_i (over active i), for active e; 0 elsewhere. Scaled
+ * per element by pre[i] (on the input) and post[e] (on the output) when given. */
+static void convolve(vox_backend *be, const vox_filter *f, const double *restrict in,
+                     const double *restrict pre, const double *restrict post,
+                     double *restrict out) {
+  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const int64_t e = (k * ny + j) * nx + i;
+        if (!f->active[e]) {
+          out[e] = 0;
+          continue;
+        }
+        double s = 0;
+        for (int t = 0; t < f->n_taps; t++) {
+          const int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1],
+                        kk = k + f->offset[t][2];
+          if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
+          const int64_t n = (kk * ny + jj) * nx + ii;
+          if (!f->active[n]) continue;
+          s += f->weight[t] * (pre ? pre[n] * in[n] : in[n]);
+        }
+        out[e] = post ? s * post[e] : s;
+      }
+}
+
+vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double radius,
+                                 const uint8_t *active, vox_filter **out) {
+  vox_filter *f = calloc(1, sizeof *f);
+  if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  f->grid = *grid;
+  int reach[3];
+  for (int a = 0; a < 3; a++) reach[a] = (int)floor(radius / grid->voxel_size[a]);
+  size_t max_taps = (size_t)(2 * reach[0] + 1) * (2 * reach[1] + 1) * (2 * reach[2] + 1);
+  size_t ne = (size_t)vox_grid_elements(grid);
+  f->offset = malloc(max_taps * sizeof *f->offset);
+  f->weight = malloc(max_taps * sizeof *f->weight);
+  f->active = malloc(ne);
+  f->inv_hs = malloc(ne * sizeof *f->inv_hs);
+  f->scratch = malloc(ne * sizeof *f->scratch);
+  double *ones = malloc(ne * sizeof *ones);
+  if (!f->offset || !f->weight || !f->active || !f->inv_hs || !f->scratch || !ones) {
+    free(ones);
+    vox_cpu_filter_destroy(be, f);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
+  }
+  for (int dk = -reach[2]; dk <= reach[2]; dk++)
+    for (int dj = -reach[1]; dj <= reach[1]; dj++)
+      for (int di = -reach[0]; di <= reach[0]; di++) {
+        const double dx = di * grid->voxel_size[0], dy = dj * grid->voxel_size[1],
+                     dz = dk * grid->voxel_size[2];
+        const double w = radius - sqrt(dx * dx + dy * dy + dz * dz);
+        if (w <= 0) continue;
+        f->offset[f->n_taps][0] = di;
+        f->offset[f->n_taps][1] = dj;
+        f->offset[f->n_taps][2] = dk;
+        f->weight[f->n_taps++] = w;
+      }
+  for (size_t e = 0; e < ne; e++) {
+    f->active[e] = active[e] != 0;
+    ones[e] = 1;
+  }
+  convolve(be, f, ones, NULL, NULL, f->inv_hs);
+  free(ones);
+  /* Hs > 0 on active elements: an element is its own neighbour */
+  for (size_t e = 0; e < ne; e++) f->inv_hs[e] = f->active[e] ? 1 / f->inv_hs[e] : 0;
+  if (f->n_taps == 0) {
+    vox_cpu_filter_destroy(be, f);
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "filter radius %g mm must be positive",
+                     radius);
+  }
+  *out = f;
+  return VOX_OK;
+}
+
+vox_status vox_cpu_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out) {
+  convolve(be, f, in->data, NULL, f->inv_hs, out->data);
+  return VOX_OK;
+}
+
+vox_status vox_cpu_filter_transpose(vox_backend *be, vox_filter *f, const vox_vec *in,
+                                    vox_vec *out) {
+  convolve(be, f, in->data, f->inv_hs, NULL, out->data); /* the stencil is symmetric */
+  return VOX_OK;
+}
+
+vox_status vox_cpu_filter_sensitivity(vox_backend *be, vox_filter *f, const vox_vec *rho,
+                                      const vox_vec *dc, double gamma, vox_vec *out) {
+  const ptrdiff_t ne = (ptrdiff_t)rho->n;
+  double *restrict post = f->scratch;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t e = 0; e < ne; e++) post[e] = f->inv_hs[e] / fmax(gamma, rho->data[e]);
+  convolve(be, f, dc->data, rho->data, post, out->data);
+  return VOX_OK;
+}

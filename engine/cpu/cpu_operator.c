@@ -1,0 +1,173 @@
+/* The matrix-free stiffness operator on the CPU: K x = sum_e m_e Ke x_e,
+ * element by element. Elements are visited in 8 colours (parity of i, j, k)
+ * so that the elements of one colour share no node and their scatter needs no
+ * atomics; within a colour, OpenMP threads split the (k, j) rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "voxfe/element.h"
+
+struct vox_operator {
+  vox_grid grid;
+  int dpn;                 /* dofs per node */
+  int nloc;                /* 8 * dpn */
+  double *ke;              /* nloc x nloc, unit modulus */
+  uint8_t *fixed;          /* per dof */
+  size_t n_dofs;
+  const double *moduli;    /* per element, set by op_set_moduli */
+  ptrdiff_t corner[8];     /* node offset of each local corner */
+};
+
+vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
+  vox_operator *op = calloc(1, sizeof *op);
+  if (!op) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  op->grid = desc->grid;
+  op->dpn = desc->dofs_per_node;
+  op->nloc = 8 * op->dpn;
+  op->n_dofs = (size_t)vox_grid_nodes(&desc->grid) * (size_t)op->dpn;
+  op->ke = malloc((size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
+  op->fixed = malloc(op->n_dofs);
+  if (!op->ke || !op->fixed) {
+    vox_cpu_op_destroy(be, op);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  memcpy(op->ke, desc->ke, (size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
+  memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
+  const ptrdiff_t sx = 1, sy = desc->grid.nx + 1, sz = sy * (desc->grid.ny + 1);
+  for (int a = 0; a < 8; a++)
+    op->corner[a] =
+        vox_hex8_corner[a][0] * sx + vox_hex8_corner[a][1] * sy + vox_hex8_corner[a][2] * sz;
+  *out = op;
+  return VOX_OK;
+}
+
+void vox_cpu_op_destroy(vox_backend *be, vox_operator *op) {
+  if (!op) return;
+  free(op->ke);
+  free(op->fixed);
+  free(op);
+}
+
+vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli) {
+  op->moduli = moduli->data;
+  return VOX_OK;
+}
+
+/* y += m Ke x_e for every element of one colour, for an element matrix of
+ * compile-time size NLOC (inlined into the two callers below so that the
+ * dense product vectorises). */
+static inline __attribute__((always_inline)) void
+apply_colour(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+             int ci, int cj, int ck, const int NLOC) {
+  const int dpn = NLOC / 8;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1);
+  const double *restrict ke = op->ke;
+  const uint8_t *restrict fixed = op->fixed;
+#pragma omp for collapse(2) schedule(static)
+  for (int64_t k = ck; k < nz; k += 2)
+    for (int64_t j = cj; j < ny; j += 2) {
+      for (int64_t i = ci; i < nx; i += 2) {
+        const double m = op->moduli[(k * ny + j) * nx + i];
+        if (m == 0) continue;
+        const ptrdiff_t n0 = k * sz + j * sy + i;
+        double xe[NLOC], ye[NLOC];
+        for (int a = 0; a < 8; a++)
+          for (int c = 0; c < dpn; c++) {
+            const ptrdiff_t dof = (n0 + op->corner[a]) * dpn + c;
+            xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
+          }
+        for (int r = 0; r < NLOC; r++) {
+          double s = 0;
+          for (int c = 0; c < NLOC; c++) s += ke[r * NLOC + c] * xe[c];
+          ye[r] = m * s;
+        }
+        for (int a = 0; a < 8; a++)
+          for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += ye[a * dpn + c];
+      }
+    }
+}
+
+vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
+                            int full) {
+  const double *restrict x = xv->data;
+  double *restrict y = yv->data;
+  const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
+#pragma omp parallel num_threads(vox_cpu_threads(be))
+  {
+#pragma omp for schedule(static)
+    for (ptrdiff_t d = 0; d < n; d++) y[d] = 0;
+    for (int colour = 0; colour < 8; colour++) {
+      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+      if (op->nloc == 24)
+        apply_colour(op, x, y, full, ci, cj, ck, 24);
+      else
+        apply_colour(op, x, y, full, ci, cj, ck, 8);
+      /* the implicit barrier of omp for ends each colour */
+    }
+    if (!full) {
+#pragma omp for schedule(static)
+      for (ptrdiff_t d = 0; d < n; d++)
+        if (op->fixed[d]) y[d] = x[d];
+    }
+  }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
+  double *restrict d = dv->data;
+  const int dpn = op->dpn, nloc = op->nloc;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1), n = (ptrdiff_t)op->n_dofs;
+#pragma omp parallel num_threads(vox_cpu_threads(be))
+  {
+#pragma omp for schedule(static)
+    for (ptrdiff_t i = 0; i < n; i++) d[i] = 0;
+    for (int colour = 0; colour < 8; colour++) {
+      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t k = ck; k < nz; k += 2)
+        for (int64_t j = cj; j < ny; j += 2)
+          for (int64_t i = ci; i < nx; i += 2) {
+            const double m = op->moduli[(k * ny + j) * nx + i];
+            const ptrdiff_t n0 = k * sz + j * sy + i;
+            for (int a = 0; a < 8; a++)
+              for (int c = 0; c < dpn; c++) {
+                const int l = a * dpn + c;
+                d[(n0 + op->corner[a]) * dpn + c] += m * op->ke[l * nloc + l];
+              }
+          }
+    }
+#pragma omp for schedule(static)
+    for (ptrdiff_t i = 0; i < n; i++)
+      if (op->fixed[i]) d[i] = 1;
+  }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *uv,
+                                     vox_vec *ev, int accumulate) {
+  const double *restrict u = uv->data;
+  double *restrict energy = ev->data;
+  const int dpn = op->dpn, nloc = op->nloc;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1);
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const ptrdiff_t n0 = k * sz + j * sy + i, e = (k * ny + j) * nx + i;
+        double ue[24];
+        for (int a = 0; a < 8; a++)
+          for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[(n0 + op->corner[a]) * dpn + c];
+        double s = 0;
+        for (int r = 0; r < nloc; r++) {
+          double t = 0;
+          for (int c = 0; c < nloc; c++) t += op->ke[r * nloc + c] * ue[c];
+          s += ue[r] * t;
+        }
+        energy[e] = accumulate ? energy[e] + s : s;
+      }
+  return VOX_OK;
+}

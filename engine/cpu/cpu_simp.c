@@ -1,0 +1,48 @@
+/* Element-granularity SIMP kernels on the CPU: moduli from densities,
+ * compliance sensitivities, and the optimality-criteria update for one trial
+ * Lagrange multiplier (seed 000, eq. 2, 7, 9, 10). */
+#include <math.h>
+
+#include "cpu.h"
+
+vox_status vox_cpu_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                               double p, double emin, vox_vec *moduli) {
+  const double *restrict x = rho->data, *restrict es = e_solid->data;
+  double *restrict m = moduli->data;
+  const ptrdiff_t n = (ptrdiff_t)rho->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t e = 0; e < n; e++) m[e] = es[e] * (emin + (1 - emin) * pow(x[e], p));
+  return VOX_OK;
+}
+
+vox_status vox_cpu_simp_sensitivity(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                    const vox_vec *energy, double p, double emin, vox_vec *dc) {
+  const double *restrict x = rho->data, *restrict es = e_solid->data, *restrict w = energy->data;
+  double *restrict g = dc->data;
+  const ptrdiff_t n = (ptrdiff_t)rho->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t e = 0; e < n; e++) g[e] = -p * pow(x[e], p - 1) * (1 - emin) * es[e] * w[e];
+  return VOX_OK;
+}
+
+vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                             const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                             double lambda, double move, double eta, double q,
+                             vox_vec *rho_new) {
+  const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
+  const double *restrict des = design->data, *restrict pas = passive->data;
+  double *restrict xn = rho_new->data;
+  const ptrdiff_t n = (ptrdiff_t)rho->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t e = 0; e < n; e++) {
+    if (des[e] == 0) {
+      xn[e] = pas[e];
+      continue;
+    }
+    const double b = fmax(0.0, -g[e]) / (lambda * v[e]);
+    const double trial = x[e] * pow(b, eta);
+    const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
+    xn[e] = trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q));
+  }
+  return VOX_OK;
+}

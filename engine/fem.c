@@ -1,0 +1,200 @@
+/* The linear-elastic FE system of a voxel model: one element matrix of unit
+ * modulus scaled per element, Dirichlet dofs (and nodes touching no material)
+ * eliminated symmetrically, prescribed values lifted into the right-hand side
+ * so that the solve works on the correction only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fem.h"
+#include "voxfe/element.h"
+
+void vox_fem_destroy(vox_fem *fem) {
+  if (!fem) return;
+  vox_backend *be = fem->be;
+  if (fem->op) be->ops->op_destroy(be, fem->op);
+  vox_vec *v[] = {&fem->e_solid, &fem->moduli, &fem->inv_diag, &fem->free_mask,
+                  &fem->lift,    &fem->rhs,    &fem->correction};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  for (int c = 0; fem->force && c < fem->n_cases; c++)
+    if (fem->force[c].data) be->ops->vec_destroy(be, &fem->force[c]);
+  free(fem->force);
+  vox_pcg_work_destroy(be, &fem->pcg);
+  free(fem->element_active);
+  free(fem);
+}
+
+/* The one Poisson ratio of the materials in use. */
+static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
+  int used[256] = {0}, found = 0;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  for (int l = 1; l < 256; l++) {
+    if (!used[l]) continue;
+    const vox_material *m = vox_model_material(model, (uint8_t)l);
+    if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
+    if (found && m->poisson_ratio != *nu)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "materials with different Poisson ratios (%g, %g) are not supported yet",
+                       *nu, m->poisson_ratio);
+    *nu = m->poisson_ratio;
+    found = 1;
+  }
+  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+  return VOX_OK;
+}
+
+/* Host-side arrays that describe the system before they go to the backend. */
+typedef struct fem_host {
+  double *e_solid, *lift, *free_mask, *force;
+  uint8_t *fixed;
+} fem_host;
+
+static void host_free(fem_host *h) {
+  free(h->e_solid);
+  free(h->lift);
+  free(h->free_mask);
+  free(h->force);
+  free(h->fixed);
+}
+
+static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *fem, fem_host *h) {
+  const vox_grid *g = &model->grid;
+  const size_t ne = fem->n_elements, nd = fem->n_dofs;
+  h->e_solid = malloc(ne * sizeof *h->e_solid);
+  h->lift = calloc(nd, sizeof *h->lift);
+  h->free_mask = malloc(nd * sizeof *h->free_mask);
+  h->force = malloc(nd * sizeof *h->force);
+  h->fixed = calloc(nd, 1);
+  fem->element_active = malloc(ne);
+  if (!h->e_solid || !h->lift || !h->free_mask || !h->force || !h->fixed || !fem->element_active)
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+
+  double modulus[256] = {0};
+  for (int i = 0; i < model->n_materials; i++)
+    modulus[model->materials[i].label] = model->materials[i].youngs_modulus;
+  for (size_t e = 0; e < ne; e++) {
+    h->e_solid[e] = modulus[model->label[e]];
+    fem->element_active[e] = model->label[e] != 0;
+  }
+
+  /* A node that touches no material has no stiffness: hold it at zero. */
+  for (size_t d = 0; d < nd; d++) h->fixed[d] = 1;
+  const int64_t sy = g->nx + 1, sz = sy * (g->ny + 1);
+  for (int64_t k = 0; k < g->nz; k++)
+    for (int64_t j = 0; j < g->ny; j++)
+      for (int64_t i = 0; i < g->nx; i++) {
+        if (!model->label[(k * g->ny + j) * g->nx + i]) continue;
+        for (int a = 0; a < 8; a++) {
+          const int64_t n = (k + vox_hex8_corner[a][2]) * sz + (j + vox_hex8_corner[a][1]) * sy +
+                            i + vox_hex8_corner[a][0];
+          h->fixed[3 * n] = h->fixed[3 * n + 1] = h->fixed[3 * n + 2] = 0;
+        }
+      }
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    const size_t d = 3 * (size_t)c->node + c->component;
+    h->fixed[d] = 1;
+    h->lift[d] = c->value;
+    if (c->value != 0) fem->has_lift = 1;
+  }
+  for (size_t d = 0; d < nd; d++) h->free_mask[d] = h->fixed[d] ? 0 : 1;
+  return VOX_OK;
+}
+
+/* Nodal forces of one load case; forces on fixed dofs are taken by the support. */
+static void case_forces(const vox_model *model, const fem_host *h, int load_case, size_t nd,
+                        double *force) {
+  memset(force, 0, nd * sizeof *force);
+  for (size_t i = 0; i < model->n_loads; i++) {
+    const vox_load *l = &model->loads[i];
+    if (l->load_case == load_case) force[3 * (size_t)l->node + l->component] += l->value;
+  }
+  for (size_t d = 0; d < nd; d++)
+    if (h->fixed[d]) force[d] = 0;
+}
+
+vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
+                          vox_fem **out) {
+  *out = NULL;
+  double nu = 0, ke[24 * 24];
+  TRY(vox_model_validate(ctx, model));
+  TRY(common_poisson_ratio(ctx, model, &nu));
+  if (vox_hex8_elasticity(1.0, nu, model->grid.voxel_size, ke) != 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
+
+  vox_fem *fem = calloc(1, sizeof *fem);
+  if (!fem) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  fem->be = be;
+  fem->grid = model->grid;
+  fem->n_elements = (size_t)vox_grid_elements(&model->grid);
+  fem->n_dofs = 3 * (size_t)vox_grid_nodes(&model->grid);
+  fem->n_cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
+  fem->force = calloc((size_t)fem->n_cases, sizeof *fem->force);
+
+  fem_host h = {0};
+  vox_status s = fem->force ? build_host(ctx, model, fem, &h)
+                            : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const vox_backend_ops *o = be->ops;
+#define STEP(call)                                                                 \
+  if (s == VOX_OK) s = (call)
+  STEP(o->vec_create(be, fem->n_elements, &fem->e_solid));
+  STEP(o->vec_create(be, fem->n_elements, &fem->moduli));
+  STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
+  STEP(o->vec_create(be, fem->n_dofs, &fem->free_mask));
+  STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
+  STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
+  STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
+  STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
+  STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
+  STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
+  STEP(o->vec_upload(be, &fem->free_mask, h.free_mask));
+  STEP(o->vec_upload(be, &fem->lift, h.lift));
+  for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
+    case_forces(model, &h, c, fem->n_dofs, h.force);
+    STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
+    STEP(o->vec_upload(be, &fem->force[c], h.force));
+  }
+  if (s == VOX_OK) {
+    vox_operator_desc desc = {
+        .grid = model->grid, .dofs_per_node = 3, .ke = ke, .dof_fixed = h.fixed};
+    s = o->op_create(be, &desc, &fem->op);
+  }
+  STEP(o->op_set_moduli(be, fem->op, &fem->moduli));
+  STEP(vox_fem_update(fem));
+#undef STEP
+  host_free(&h);
+  if (s != VOX_OK) {
+    vox_fem_destroy(fem);
+    return s;
+  }
+  *out = fem;
+  return VOX_OK;
+}
+
+vox_status vox_fem_update(vox_fem *fem) {
+  vox_backend *be = fem->be;
+  TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
+  return be->ops->vec_reciprocal(be, &fem->inv_diag);
+}
+
+vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
+                         const vox_solver_options *options, vox_solve_result *result) {
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  const vox_vec *f = &fem->force[load_case];
+  if (!fem->has_lift)
+    return vox_pcg_solve(be, fem->op, &fem->inv_diag, f, u, options, &fem->pcg, result);
+
+  /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
+  TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, 1));
+  TRY(o->vec_xpay(be, &fem->rhs, -1, f));
+  TRY(o->vec_mult(be, &fem->rhs, &fem->rhs, &fem->free_mask));
+  TRY(o->vec_copy(be, &fem->correction, u));
+  TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
+  TRY(o->vec_mult(be, &fem->correction, &fem->correction, &fem->free_mask));
+  TRY(vox_pcg_solve(be, fem->op, &fem->inv_diag, &fem->rhs, &fem->correction, options, &fem->pcg,
+                    result));
+  TRY(o->vec_copy(be, u, &fem->correction));
+  return o->vec_axpy(be, u, 1, &fem->lift);
+}

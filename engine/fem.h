@@ -1,0 +1,40 @@
+/* The linear-elastic finite element system of a voxel model on a backend
+ * (private): operator, element moduli, Dirichlet elimination, the load
+ * vectors of every load case, and the solve. */
+#ifndef VOXFE_FEM_H
+#define VOXFE_FEM_H
+
+#include "backend_ops.h"
+#include "pcg.h"
+#include "voxfe/solver.h"
+
+typedef struct vox_fem {
+  vox_backend *be;
+  vox_grid grid;
+  size_t n_dofs, n_elements;
+  int n_cases;
+  vox_operator *op;
+  vox_vec e_solid;     /* modulus of each element's material, 0 for empty voxels */
+  vox_vec moduli;      /* current element moduli, referenced by the operator */
+  vox_vec inv_diag;    /* Jacobi preconditioner */
+  vox_vec free_mask;   /* 1 on free dofs, 0 on fixed ones */
+  vox_vec *force;      /* n_cases nodal force vectors (0 on fixed dofs) */
+  vox_vec lift;        /* prescribed values on fixed dofs, 0 elsewhere */
+  int has_lift;        /* some prescribed value is non-zero */
+  vox_vec rhs, correction;
+  vox_pcg_work pcg;
+  uint8_t *element_active; /* host: label != 0 */
+} vox_fem;
+
+/* Builds the system; element moduli start at each material's E. Fails if
+ * the materials in use have different Poisson ratios (one element matrix). */
+vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
+                          vox_fem **out);
+void vox_fem_destroy(vox_fem *fem);
+/* Call after fem->moduli changed: refreshes the preconditioner. */
+vox_status vox_fem_update(vox_fem *fem);
+/* Solves load case `load_case`; u holds the initial guess (warm start). */
+vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
+                         const vox_solver_options *options, vox_solve_result *result);
+
+#endif

@@ -1,0 +1,387 @@
+/* Minimum-compliance topology optimization (seed 000, section 3): modified
+ * SIMP, sensitivity or density filter, optimality-criteria update with a
+ * bisection for the volume multiplier, continuation on p and q. The loop is
+ * host code that calls backend operations; only scalars come back. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fem.h"
+#include "voxfe/optimizer.h"
+
+void vox_optimizer_options_default(vox_optimizer_options *o) {
+  memset(o, 0, sizeof *o);
+  o->volume_fraction = 0.3;
+  o->penalty = 3;
+  o->emin_ratio = 1e-9;
+  o->filter = VOX_FILTER_SENSITIVITY;
+  o->filter_radius = 1.5;
+  o->move_limit = 0.2;
+  o->damping = 0.5;
+  o->q_max = 1;
+  o->continuation = 1;
+  o->continuation_start_p = 20;
+  o->continuation_growth_p = 1.02;
+  o->continuation_start_q = 15;
+  o->continuation_growth_q = 1.01;
+  o->max_iterations = 100;
+  o->change_tolerance = 0.01;
+  o->objective_tolerance = 1e-3;
+  vox_solver_options_default(&o->solver);
+}
+
+static const char *const filter_names[] = {"none", "sensitivity", "density"};
+
+const char *vox_filter_name(vox_filter_type filter) {
+  return (unsigned)filter < 3 ? filter_names[filter] : "unknown";
+}
+
+int vox_filter_parse(const char *text, vox_filter_type *filter) {
+  for (int i = 0; i < 3; i++)
+    if (strcmp(text, filter_names[i]) == 0) {
+      *filter = (vox_filter_type)i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *vox_stop_reason_string(vox_stop_reason reason) {
+  switch (reason) {
+  case VOX_STOP_CONVERGED: return "converged";
+  case VOX_STOP_MAX_ITERATIONS: return "iteration limit reached";
+  case VOX_STOP_SOLVER_FAILED: return "the state solve did not converge";
+  }
+  return "unknown";
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o) {
+#define REQUIRE(cond, ...)                                                        \
+  if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+  REQUIRE(o->volume_fraction > 0 && o->volume_fraction <= 1, "volume fraction %g not in (0, 1]",
+          o->volume_fraction);
+  REQUIRE(o->penalty >= 1, "penalty %g must be >= 1", o->penalty);
+  REQUIRE(o->emin_ratio > 0 && o->emin_ratio < 1, "Emin/E %g not in (0, 1)", o->emin_ratio);
+  REQUIRE(o->filter == VOX_FILTER_NONE || o->filter_radius > 0, "filter radius %g must be > 0",
+          o->filter_radius);
+  REQUIRE(o->move_limit > 0 && o->move_limit <= 1, "move limit %g not in (0, 1]", o->move_limit);
+  REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
+  REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
+  REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
+  REQUIRE(o->solver.rtol > 0 && o->solver.rtol < 1, "solver tolerance %g not in (0, 1)",
+          o->solver.rtol);
+  REQUIRE(o->solver.max_iterations >= 1, "the solver needs at least one iteration");
+  REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
+          "continuation growth factors must be > 1");
+#undef REQUIRE
+  return VOX_OK;
+}
+
+/* Everything the loop keeps on the backend. */
+typedef struct opt_state {
+  vox_fem *fem;
+  vox_filter *filter;
+  vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
+  vox_vec *u; /* one displacement per load case */
+  int n_cases;
+  double n_design;
+} opt_state;
+
+static void state_free(vox_backend *be, opt_state *s) {
+  vox_vec *v[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
+                  &s->energy, &s->design, &s->passive, &s->scratch};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  for (int c = 0; s->u && c < s->n_cases; c++)
+    if (s->u[c].data) be->ops->vec_destroy(be, &s->u[c]);
+  free(s->u);
+  if (s->filter) be->ops->filter_destroy(be, s->filter);
+  vox_fem_destroy(s->fem);
+}
+
+/* Design mask, passive densities and the starting design, from the labels. */
+static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
+                             const vox_optimizer_options *opt, opt_state *s) {
+  const vox_backend_ops *o = be->ops;
+  TRY(vox_fem_create(ctx, be, model, &s->fem));
+  const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
+  s->n_cases = s->fem->n_cases;
+  vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
+                   &s->energy, &s->design, &s->passive, &s->scratch};
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
+  s->u = calloc((size_t)s->n_cases, sizeof *s->u);
+  if (!s->u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (int c = 0; c < s->n_cases; c++) {
+    TRY(o->vec_create(be, nd, &s->u[c]));
+    if (model->displacement) TRY(o->vec_upload(be, &s->u[c], model->displacement + c * nd));
+  }
+
+  double *design = malloc(ne * sizeof *design), *passive = malloc(ne * sizeof *passive),
+         *x = malloc(ne * sizeof *x);
+  if (!design || !passive || !x) {
+    free(design), free(passive), free(x);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  vox_material_role role[256];
+  for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
+  for (int i = 0; i < model->n_materials; i++)
+    role[model->materials[i].label] = model->materials[i].role;
+  s->n_design = 0;
+  for (size_t e = 0; e < ne; e++) {
+    const int is_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
+    design[e] = is_design;
+    passive[e] = model->label[e] && role[model->label[e]] == VOX_ROLE_SOLID;
+    x[e] = is_design ? (model->density ? model->density[e] : opt->volume_fraction) : passive[e];
+    s->n_design += is_design;
+  }
+  vox_status st = VOX_OK;
+  if (s->n_design == 0) st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
+  if (st == VOX_OK) st = o->vec_upload(be, &s->design, design);
+  if (st == VOX_OK) st = o->vec_upload(be, &s->passive, passive);
+  if (st == VOX_OK) st = o->vec_upload(be, &s->x, x);
+  free(design), free(passive), free(x);
+  TRY(st);
+
+  if (opt->filter != VOX_FILTER_NONE)
+    TRY(o->filter_create(be, &model->grid, opt->filter_radius, s->fem->element_active, &s->filter));
+  /* dV/dx: 1 on design elements, through the filter's transpose for the
+   * density filter (the volume is measured on the physical density). */
+  if (opt->filter == VOX_FILTER_DENSITY)
+    TRY(o->filter_transpose(be, s->filter, &s->design, &s->dv));
+  else
+    TRY(o->vec_copy(be, &s->dv, &s->design));
+  return VOX_OK;
+}
+
+/* x_phys from design variables x: the density filter, then passive values. */
+static vox_status physical_density(vox_backend *be, const vox_optimizer_options *opt,
+                                   opt_state *s, const vox_vec *x, vox_vec *x_phys) {
+  const vox_backend_ops *o = be->ops;
+  if (opt->filter != VOX_FILTER_DENSITY) return o->vec_copy(be, x_phys, x);
+  TRY(o->filter_apply(be, s->filter, x, x_phys));
+  TRY(o->vec_mult(be, x_phys, x_phys, &s->design)); /* passive elements keep */
+  return o->vec_axpy(be, x_phys, 1, &s->passive);  /* their fixed density */
+}
+
+static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *x_phys,
+                                  double *out) {
+  double v;
+  TRY(be->ops->vec_dot(be, x_phys, &s->design, &v));
+  *out = v / s->n_design;
+  return VOX_OK;
+}
+
+/* M_nd = 100% * 4 sum rho (1 - rho) / N over design elements (eq. 13). */
+static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
+  double sum, sum_sq;
+  TRY(be->ops->vec_dot(be, &s->x_phys, &s->design, &sum));
+  TRY(be->ops->vec_mult(be, &s->scratch, &s->x_phys, &s->design));
+  TRY(be->ops->vec_dot(be, &s->scratch, &s->x_phys, &sum_sq));
+  *out = 100 * 4 * (sum - sum_sq) / s->n_design;
+  return VOX_OK;
+}
+
+/* Solves every load case at the current moduli and returns the summed
+ * compliance; s->energy holds the summed element energies (unit modulus). */
+static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                          double p, double *compliance, int *cg_iterations,
+                          vox_solve_result *failed) {
+  const vox_backend_ops *o = be->ops;
+  TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
+  TRY(vox_fem_update(s->fem));
+  *cg_iterations = 0;
+  failed->reason = VOX_CONVERGED_RTOL;
+  for (int c = 0; c < s->n_cases; c++) {
+    vox_solve_result r;
+    TRY(vox_fem_solve(s->fem, c, &s->u[c], &opt->solver, &r));
+    *cg_iterations += r.iterations;
+    if (r.reason < 0 && failed->reason > 0) *failed = r;
+    TRY(o->op_element_energy(be, s->fem->op, &s->u[c], &s->energy, c > 0));
+  }
+  return o->vec_dot(be, &s->fem->moduli, &s->energy, compliance);
+}
+
+/* OC update (eq. 9, 10): bisection on the volume multiplier so that the
+ * physical volume fraction meets the target; ends on the feasible side. */
+static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                            double q) {
+  const vox_backend_ops *o = be->ops;
+  double dc_max, lo = 0, hi, volume;
+  TRY(o->vec_set(be, &s->scratch, 0));
+  TRY(o->vec_max_abs_diff(be, &s->dc, &s->scratch, &dc_max));
+  hi = 1e9 * (dc_max > 0 ? dc_max : 1);
+  const double lambda_min = 1e-40 * hi;
+  while ((hi - lo) > 1e-9 * (hi + lo) && hi > lambda_min) {
+    const double mid = 0.5 * (lo + hi);
+    TRY(o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, mid, opt->move_limit,
+                     opt->damping, q, &s->x_new));
+    TRY(physical_density(be, opt, s, &s->x_new, &s->scratch));
+    TRY(volume_fraction(be, s, &s->scratch, &volume));
+    if (volume > opt->volume_fraction)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
+                      opt->damping, q, &s->x_new);
+}
+
+/* Penalties of eq. 11 and 12 for 1-based iteration k. */
+static void continuation(const vox_optimizer_options *o, int k, double *p, double *q) {
+  if (!o->continuation) {
+    *p = o->penalty;
+    *q = o->q_max;
+    return;
+  }
+  *p = k <= o->continuation_start_p ? 1 : fmin(o->penalty, *p * o->continuation_growth_p);
+  *q = k <= o->continuation_start_q ? 1 : fmin(o->q_max, *q * o->continuation_growth_q);
+}
+
+static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row) {
+  vox_history_row *h = realloc(model->history, (model->n_history + 1) * sizeof *h);
+  if (!h) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  model->history = h;
+  model->history[model->n_history++] = *row;
+  return VOX_OK;
+}
+
+/* Brings the final state back into the model. */
+static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s, vox_model *model) {
+  const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
+  double *density = realloc(model->density, ne * sizeof *density);
+  if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  model->density = density;
+  double *u = realloc(model->displacement, (size_t)s->n_cases * nd * sizeof *u);
+  if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  model->displacement = u;
+  TRY(be->ops->vec_download(be, &s->x_phys, density));
+  for (int c = 0; c < s->n_cases; c++) TRY(be->ops->vec_download(be, &s->u[c], u + c * nd));
+  if (model->n_load_cases < 1) TRY(vox_model_set_load_cases(ctx, model, 1));
+  model->stage = VOX_STAGE_DESIGN;
+  return VOX_OK;
+}
+
+static vox_status check_problem(vox_context *ctx, const vox_model *model) {
+  for (size_t i = 0; i < model->n_constraints; i++)
+    if (model->constraints[i].value != 0)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "prescribed non-zero displacements are not supported in compliance "
+                       "optimization (constraint on node %lld)",
+                       (long long)model->constraints[i].node);
+  if (model->n_loads == 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no loads: nothing to optimize");
+  return VOX_OK;
+}
+
+vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
+                        const vox_optimizer_options *opt, vox_optimize_result *result) {
+  memset(result, 0, sizeof *result);
+  TRY(check_options(ctx, opt));
+  TRY(check_problem(ctx, model));
+  opt_state s = {0};
+  vox_status st = state_init(ctx, be, model, opt, &s);
+  const vox_backend_ops *o = be->ops;
+  double p = 1, q = 1, previous = 0, compliance = 0;
+  const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
+  if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
+  result->reason = VOX_STOP_MAX_ITERATIONS;
+
+  for (int k = 1; st == VOX_OK && k <= opt->max_iterations; k++) {
+    vox_history_row row = {.iteration = first_row + k};
+    double t0 = now(), t1, t2, t3, t4;
+    continuation(opt, k, &p, &q);
+
+    /* 1. state solves and compliance */
+    vox_solve_result failed;
+    st = analyse(be, opt, &s, p, &compliance, &row.cg_iterations, &failed);
+    if (st != VOX_OK) break;
+    t1 = now();
+    if (failed.reason < 0) {
+      result->reason = VOX_STOP_SOLVER_FAILED;
+      result->last_solve = failed;
+      break;
+    }
+    /* 2. sensitivities (eq. 7; compliance is self-adjoint) */
+    st = o->simp_sensitivity(be, &s.x_phys, &s.fem->e_solid, &s.energy, p, opt->emin_ratio, &s.dc);
+    t2 = now();
+    /* 3. filter */
+    if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
+      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.scratch);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+    } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
+      st = o->filter_transpose(be, s.filter, &s.dc, &s.scratch);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+    }
+    t3 = now();
+    /* 4. OC update, change, new physical density */
+    if (st == VOX_OK) st = oc_update(be, opt, &s, q);
+    if (st == VOX_OK) st = o->vec_max_abs_diff(be, &s.x_new, &s.x, &row.change);
+    if (st == VOX_OK) st = non_discreteness(be, &s, &row.non_discreteness);
+    if (st == VOX_OK) st = volume_fraction(be, &s, &s.x_phys, &row.volume_fraction);
+    if (st == VOX_OK) st = o->vec_copy(be, &s.x, &s.x_new);
+    if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
+    if (st != VOX_OK) break;
+    t4 = now();
+
+    row.objective = compliance;
+    row.penalty = p;
+    row.q = q;
+    row.seconds = t4 - t0;
+    result->seconds_solve += t1 - t0;
+    result->seconds_sensitivity += t2 - t1;
+    result->seconds_filter += t3 - t2;
+    result->seconds_update += t4 - t3;
+    result->total_cg_iterations += row.cg_iterations;
+    result->iterations = k;
+    st = append_history(ctx, model, &row);
+    if (st == VOX_OK) {
+      vox_progress progress = {.stage = "optimize",
+                               .iteration = row.iteration,
+                               .max_iterations = first_row + opt->max_iterations,
+                               .objective = row.objective,
+                               .volume_fraction = row.volume_fraction,
+                               .change = row.change,
+                               .non_discreteness = row.non_discreteness,
+                               .penalty = p,
+                               .q = q,
+                               .cg_iterations = row.cg_iterations,
+                               .seconds = row.seconds};
+      st = vox_report_progress(ctx, &progress);
+    }
+    /* 5. stop when the penalties are final and the design has settled */
+    const int penalties_final = p >= opt->penalty && q >= opt->q_max;
+    if (st == VOX_OK && k > 1 && penalties_final && row.change <= opt->change_tolerance &&
+        fabs(compliance - previous) <= opt->objective_tolerance * fabs(compliance)) {
+      result->reason = VOX_STOP_CONVERGED;
+      break;
+    }
+    previous = compliance;
+  }
+
+  /* The final design's own state, so that density, displacement and
+   * objective in the file belong together. */
+  if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
+    int cg;
+    vox_solve_result failed;
+    st = analyse(be, opt, &s, p, &compliance, &cg, &failed);
+    result->total_cg_iterations += cg;
+    if (st == VOX_OK && failed.reason < 0) {
+      result->reason = VOX_STOP_SOLVER_FAILED;
+      result->last_solve = failed;
+    }
+  }
+  if (st == VOX_OK) {
+    result->objective = compliance;
+    st = volume_fraction(be, &s, &s.x_phys, &result->volume_fraction);
+  }
+  if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
+  if (st == VOX_OK) st = store_results(ctx, be, &s, model);
+  state_free(be, &s);
+  return st;
+}

@@ -1,0 +1,53 @@
+/* One linear-elastic solve of a model, every load case: the public entry for
+ * analyses and tests; the optimizer uses the same FE system. */
+#include <stdlib.h>
+
+#include "fem.h"
+
+void vox_solver_options_default(vox_solver_options *options) {
+  options->rtol = 1e-8;
+  options->max_iterations = 10000;
+  options->preconditioner = VOX_PC_JACOBI;
+}
+
+const char *vox_convergence_string(vox_convergence reason) {
+  switch (reason) {
+  case VOX_CONVERGED_RTOL: return "converged (relative residual)";
+  case VOX_CONVERGED_ZERO_RHS: return "converged (zero right-hand side)";
+  case VOX_DIVERGED_MAX_ITERATIONS: return "not converged (iteration limit)";
+  case VOX_DIVERGED_INDEFINITE: return "not converged (operator not positive definite)";
+  case VOX_DIVERGED_NAN: return "not converged (NaN or infinity)";
+  }
+  return "unknown";
+}
+
+vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
+                                int use_density, double penalty, double emin_ratio,
+                                const vox_solver_options *options, double *displacement,
+                                vox_solve_result *results) {
+  if (use_density && !model->density)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
+  vox_fem *fem;
+  TRY(vox_fem_create(ctx, backend, model, &fem));
+  const vox_backend_ops *o = backend->ops;
+  vox_vec rho = {0}, u = {0};
+  vox_status s = VOX_OK;
+  if (use_density) {
+    s = o->vec_create(backend, fem->n_elements, &rho);
+    if (s == VOX_OK) s = o->vec_upload(backend, &rho, model->density);
+    if (s == VOX_OK)
+      s = o->simp_moduli(backend, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
+    if (s == VOX_OK) s = vox_fem_update(fem);
+  }
+  if (s == VOX_OK) s = o->vec_create(backend, fem->n_dofs, &u);
+  for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
+    double *uc = displacement + (size_t)c * fem->n_dofs;
+    s = o->vec_upload(backend, &u, uc);
+    if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
+    if (s == VOX_OK) s = o->vec_download(backend, &u, uc);
+  }
+  if (rho.data) o->vec_destroy(backend, &rho);
+  if (u.data) o->vec_destroy(backend, &u);
+  vox_fem_destroy(fem);
+  return s;
+}

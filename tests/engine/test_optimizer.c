@@ -1,0 +1,224 @@
+/* The optimizer's parts: compliance sensitivities against central finite
+ * differences (plain and through the density filter), the filter's
+ * normalisation and transpose, and the volume constraint after every OC
+ * update of a short optimization. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "fem.h"
+#include "voxfe/voxfe.h"
+
+static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+/* A small 2:1:1 cantilever: clamped at x-, a downward load at the bottom of
+ * the free end, one passive-solid element. */
+static void make_cantilever(vox_context *ctx, vox_model *m, int nx) {
+  vox_grid g = {.nx = nx, .ny = nx / 2, .nz = nx / 2, .voxel_size = {1, 1, 1}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  memset(m->label, 1, (size_t)vox_grid_elements(&g));
+  m->label[nx - 1] = 2;
+  vox_material design = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .name = "design"};
+  vox_material solid = design;
+  solid.label = 2;
+  solid.role = VOX_ROLE_SOLID;
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &design));
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &solid));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, 0, j, k), c, 0));
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 2));
+  for (int64_t j = 0; j <= g.ny; j++)
+    CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, 0), 2, 0, -1.0 / (g.ny + 1)));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, g.ny, g.nz), 1, 1, 0.5));
+}
+
+typedef struct fixture {
+  vox_backend *be;
+  vox_fem *fem;
+  vox_vec rho, u, energy;
+  vox_solver_options opt;
+} fixture;
+
+/* Summed compliance over both load cases at densities rho (host). */
+static double compliance(fixture *f, const double *rho, double p, double *dc_host) {
+  const vox_backend_ops *o = f->be->ops;
+  o->vec_upload(f->be, &f->rho, rho);
+  o->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, 1e-9, &f->fem->moduli);
+  vox_fem_update(f->fem);
+  for (int c = 0; c < f->fem->n_cases; c++) {
+    vox_solve_result r;
+    o->vec_set(f->be, &f->u, 0);
+    vox_fem_solve(f->fem, c, &f->u, &f->opt, &r);
+    CHECK(r.reason == VOX_CONVERGED_RTOL);
+    o->op_element_energy(f->be, f->fem->op, &f->u, &f->energy, c > 0);
+  }
+  double c;
+  o->vec_dot(f->be, &f->fem->moduli, &f->energy, &c);
+  if (dc_host) {
+    vox_vec dc;
+    o->vec_create(f->be, f->rho.n, &dc);
+    o->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-9, &dc);
+    o->vec_download(f->be, &dc, dc_host);
+    o->vec_destroy(f->be, &dc);
+  }
+  return c;
+}
+
+static void test_sensitivities(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cantilever(ctx, &m, 6);
+  fixture f = {.be = be};
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &f.fem));
+  const size_t ne = f.fem->n_elements;
+  be->ops->vec_create(be, ne, &f.rho);
+  be->ops->vec_create(be, f.fem->n_dofs, &f.u);
+  be->ops->vec_create(be, ne, &f.energy);
+  vox_solver_options_default(&f.opt);
+  f.opt.rtol = 1e-13;
+  double *rho = malloc(ne * sizeof *rho), *dc = malloc(ne * sizeof *dc);
+  srand(7);
+  for (size_t e = 0; e < ne; e++) rho[e] = 0.2 + 0.8 * rand() / (double)RAND_MAX;
+  const double p = 3;
+  compliance(&f, rho, p, dc);
+  const size_t probe[] = {0, 7, ne / 2, ne - 2};
+  for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+    const size_t e = probe[i];
+    const double h = 1e-5, saved = rho[e];
+    rho[e] = saved + h;
+    const double cp = compliance(&f, rho, p, NULL);
+    rho[e] = saved - h;
+    const double cm = compliance(&f, rho, p, NULL);
+    rho[e] = saved;
+    CHECK_CLOSE(dc[e], (cp - cm) / (2 * h), 1e-6 * fabs(dc[e]) / fmax(1, fabs(dc[e])) + 1e-9);
+  }
+
+  /* Through the density filter: d c(H x)/dx = H^T dc. */
+  vox_filter *filter;
+  CHECK_OK(ctx, be->ops->filter_create(be, &m.grid, 1.8, f.fem->element_active, &filter));
+  vox_vec x, xf, g, gt;
+  be->ops->vec_create(be, ne, &x), be->ops->vec_create(be, ne, &xf);
+  be->ops->vec_create(be, ne, &g), be->ops->vec_create(be, ne, &gt);
+  double *xh = malloc(ne * sizeof *xh), *xfh = malloc(ne * sizeof *xfh), *gth = malloc(ne * sizeof *gth);
+  for (size_t e = 0; e < ne; e++) xh[e] = rho[e];
+  be->ops->vec_upload(be, &x, xh);
+  be->ops->filter_apply(be, filter, &x, &xf);
+  be->ops->vec_download(be, &xf, xfh);
+  compliance(&f, xfh, p, dc);
+  be->ops->vec_upload(be, &g, dc);
+  be->ops->filter_transpose(be, filter, &g, &gt);
+  be->ops->vec_download(be, &gt, gth);
+  for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+    const size_t e = probe[i];
+    const double h = 1e-5, saved = xh[e];
+    double c2[2];
+    for (int s = 0; s < 2; s++) {
+      xh[e] = saved + (s ? -h : h);
+      be->ops->vec_upload(be, &x, xh);
+      be->ops->filter_apply(be, filter, &x, &xf);
+      be->ops->vec_download(be, &xf, xfh);
+      c2[s] = compliance(&f, xfh, p, NULL);
+    }
+    xh[e] = saved;
+    CHECK_CLOSE(gth[e], (c2[0] - c2[1]) / (2 * h), 1e-6 * fabs(gth[e]) / fmax(1, fabs(gth[e])) + 1e-9);
+  }
+
+  /* The filter keeps constants and H^T is the adjoint of H. */
+  be->ops->vec_set(be, &x, 0.37);
+  be->ops->filter_apply(be, filter, &x, &xf);
+  be->ops->vec_download(be, &xf, xfh);
+  for (size_t e = 0; e < ne; e++) CHECK_CLOSE(xfh[e], 0.37, 1e-14);
+  double a_ht_b, ha_b;
+  be->ops->vec_upload(be, &x, rho);
+  be->ops->vec_upload(be, &g, dc);
+  be->ops->filter_apply(be, filter, &x, &xf);
+  be->ops->vec_dot(be, &xf, &g, &ha_b);
+  be->ops->filter_transpose(be, filter, &g, &gt);
+  be->ops->vec_dot(be, &x, &gt, &a_ht_b);
+  CHECK_CLOSE(a_ht_b, ha_b, 1e-13);
+
+  be->ops->filter_destroy(be, filter);
+  vox_vec *v[] = {&x, &xf, &g, &gt, &f.rho, &f.u, &f.energy};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec_destroy(be, v[i]);
+  free(xh), free(xfh), free(gth), free(rho), free(dc);
+  vox_fem_destroy(f.fem);
+  vox_model_free(&m);
+}
+
+typedef struct watch {
+  int calls;
+  double target;
+  int violations;
+} watch;
+
+static int on_progress(const vox_progress *p, void *user) {
+  watch *w = user;
+  /* Each row's volume is that of the design the previous OC update made. */
+  if (w->calls++ > 0 && p->volume_fraction > w->target * (1 + 1e-6)) w->violations++;
+  return 0;
+}
+
+static void test_optimization(vox_context *ctx, vox_backend *be, vox_filter_type filter) {
+  vox_model m;
+  make_cantilever(ctx, &m, 12);
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.25;
+  opt.max_iterations = 25;
+  opt.filter = filter;
+  opt.continuation_start_p = 3;
+  opt.continuation_growth_p = 1.2;
+  watch w = {.target = opt.volume_fraction};
+  vox_context_set_progress(ctx, on_progress, &w);
+  vox_optimize_result r;
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+  vox_context_set_progress(ctx, NULL, NULL);
+  CHECK(w.calls == r.iterations && w.calls > 5);
+  CHECK(w.violations == 0);
+  CHECK(r.volume_fraction <= opt.volume_fraction * (1 + 1e-6));
+  CHECK(r.volume_fraction >= opt.volume_fraction * 0.98); /* the constraint is active */
+  CHECK(m.stage == VOX_STAGE_DESIGN && m.density && m.displacement);
+  CHECK(m.n_history == (size_t)r.iterations);
+  /* At equal p, compliance falls as the design improves: compare the last
+   * iterations of constant penalty with the first ones at p = 1. */
+  CHECK(m.history[0].penalty == 1);
+  if (filter != VOX_FILTER_DENSITY) /* uniform start (the density filter smears the passive one) */
+    CHECK_CLOSE(m.history[0].non_discreteness, 100 * 4 * 0.25 * 0.75, 1e-9);
+  CHECK(m.history[m.n_history - 1].non_discreteness < m.history[0].non_discreteness);
+  CHECK(m.density[11] == 1.0); /* the passive solid element */
+  for (size_t e = 0; e < (size_t)vox_grid_elements(&m.grid); e++)
+    CHECK(m.density[e] >= 0 && m.density[e] <= 1);
+  vox_model_free(&m);
+}
+
+static void test_bad_options(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cantilever(ctx, &m, 4);
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  vox_optimize_result r;
+  opt.volume_fraction = 1.5;
+  CHECK(vox_optimize(ctx, be, &m, &opt, &r) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "volume fraction") != NULL);
+  vox_optimizer_options_default(&opt);
+  m.constraints[0].value = 0.1;
+  CHECK(vox_optimize(ctx, be, &m, &opt, &r) == VOX_ERR_UNSUPPORTED);
+  vox_model_free(&m);
+}
+
+int main(void) {
+  vox_context *ctx;
+  vox_backend *be;
+  vox_context_create(&ctx);
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
+  test_sensitivities(ctx, be);
+  test_optimization(ctx, be, VOX_FILTER_SENSITIVITY);
+  test_optimization(ctx, be, VOX_FILTER_DENSITY);
+  test_bad_options(ctx, be);
+  vox_backend_destroy(be);
+  vox_context_destroy(ctx);
+  CHECK_DONE();
+}
