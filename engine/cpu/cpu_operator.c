@@ -78,13 +78,13 @@ apply_colour(const vox_operator *op, const double *restrict x, double *restrict 
             const ptrdiff_t dof = (n0 + op->corner[a]) * dpn + c;
             xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
           }
-        for (int r = 0; r < NLOC; r++) {
-          double s = 0;
-          for (int c = 0; c < NLOC; c++) s += ke[r * NLOC + c] * xe[c];
-          ye[r] = m * s;
-        }
+        /* ye = Ke xe as a sum of columns (Ke is symmetric: column c is row
+         * c), which vectorises without horizontal reductions */
+        for (int r = 0; r < NLOC; r++) ye[r] = 0;
+        for (int c = 0; c < NLOC; c++)
+          for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
         for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += ye[a * dpn + c];
+          for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += m * ye[a * dpn + c];
       }
     }
 }

@@ -1,0 +1,125 @@
+/* Benchmark of the CPU pipeline on the 2:1:1 cantilever (seed 001): the time
+ * of one matrix-free product K*u, achieved bandwidth and flops against the
+ * copy bandwidth measured in the same run, and a fixed number of design
+ * iterations (seconds per iteration, CG iterations per solve).
+ *
+ *   bench_cantilever PROBLEM.yaml NX [ITERATIONS] [THREADS]
+ *
+ * The grid is NX x NX/2 x NX/2 unit voxels; the problem file gives the
+ * supports and loads (workflows/cantilever/cantilever.yaml). */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_ops.h"
+#include "fem.h"
+#include "voxfe/problem.h"
+#include "voxfe/voxfe.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Copy bandwidth (read + write bytes per second) of a large array. */
+static double copy_bandwidth(int threads) {
+  const size_t n = 64u << 20; /* 512 MiB per array */
+  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  if (!a || !b) return 0;
+#pragma omp parallel for num_threads(threads)
+  for (size_t i = 0; i < n; i++) a[i] = (double)i, b[i] = 0;
+  double best = 1e30;
+  for (int rep = 0; rep < 5; rep++) {
+    double t = now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < n; i++) b[i] = a[i];
+    t = now() - t;
+    if (t < best) best = t;
+  }
+  double bw = 2.0 * (double)(n * sizeof *a) / best;
+  free(a), free(b);
+  return bw;
+}
+
+static void die(vox_context *ctx, const char *what) {
+  fprintf(stderr, "bench_cantilever: %s: %s\n", what, vox_context_message(ctx));
+  exit(1);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s PROBLEM.yaml NX [ITERATIONS] [THREADS]\n", argv[0]);
+    return 2;
+  }
+  const int nx = atoi(argv[2]), iterations = argc > 3 ? atoi(argv[3]) : 20;
+  const int threads = argc > 4 ? atoi(argv[4]) : omp_get_max_threads();
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_context_set_threads(ctx, threads);
+  vox_problem problem;
+  if (vox_problem_read(ctx, argv[1], &problem)) die(ctx, "problem");
+  vox_grid grid = {.nx = nx, .ny = nx / 2, .nz = nx / 2, .voxel_size = {1, 1, 1}};
+  vox_model model;
+  if (vox_model_init(ctx, &model, &grid)) die(ctx, "model");
+  memset(model.label, 1, (size_t)vox_grid_elements(&grid));
+  if (vox_problem_rasterize(ctx, &problem, &model)) die(ctx, "rasterize");
+  vox_backend *be;
+  if (vox_backend_create(ctx, VOX_DEVICE_CPU, &be)) die(ctx, "backend");
+
+  const double bw = copy_bandwidth(threads);
+  printf("cantilever %dx%dx%d: %lld elements, %lld dofs, %d threads\n", nx, nx / 2, nx / 2,
+         (long long)vox_grid_elements(&grid), 3 * (long long)vox_grid_nodes(&grid), threads);
+  printf("copy bandwidth: %.1f GB/s\n", bw * 1e-9);
+
+  /* One matrix-free product at the uniform start design. */
+  vox_fem *fem;
+  if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "fem");
+  vox_vec x, y;
+  be->ops->vec_create(be, fem->n_dofs, &x);
+  be->ops->vec_create(be, fem->n_dofs, &y);
+  be->ops->vec_set(be, &x, 1e-3);
+  be->ops->op_apply(be, fem->op, &x, &y, 0); /* warm-up */
+  int reps = 0;
+  double t = now(), elapsed;
+  do {
+    be->ops->op_apply(be, fem->op, &x, &y, 0);
+    reps++;
+  } while ((elapsed = now() - t) < 2.0);
+  const double t_mv = elapsed / reps, ne = (double)fem->n_elements, nd = (double)fem->n_dofs;
+  /* minimum traffic: x, y (read + write), fixed mask, moduli */
+  const double bytes = nd * (8 + 16 + 1) + ne * 8, flops = ne * 24 * 24 * 2;
+  printf("K*u: %.3f ms, %.1f GB/s (%.0f%% of copy), %.2f GFLOP/s\n", t_mv * 1e3,
+         bytes / t_mv * 1e-9, 100 * bytes / t_mv / bw, flops / t_mv * 1e-9);
+  be->ops->vec_destroy(be, &x);
+  be->ops->vec_destroy(be, &y);
+  vox_fem_destroy(fem);
+
+  /* Design iterations at the final penalty (no continuation: every solve is
+   * as hard as in the later iterations of a real run). */
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.continuation = 0;
+  opt.max_iterations = iterations;
+  opt.change_tolerance = 0;
+  opt.objective_tolerance = 0;
+  opt.solver.rtol = 1e-6;
+  vox_optimize_result r;
+  t = now();
+  if (vox_optimize(ctx, be, &model, &opt, &r)) die(ctx, "optimize");
+  elapsed = now() - t;
+  const double solves = (double)r.iterations * model.n_load_cases;
+  printf("%d design iterations: %.2f s per iteration, %.1f CG iterations per solve "
+         "(rtol %g, Jacobi), compliance %.6g\n",
+         r.iterations, elapsed / r.iterations, r.total_cg_iterations / (solves + model.n_load_cases),
+         opt.solver.rtol, r.objective);
+  printf("time per stage: solve %.2f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
+         r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
+  vox_backend_destroy(be);
+  vox_model_free(&model);
+  vox_problem_free(&problem);
+  vox_context_destroy(ctx);
+  return 0;
+}

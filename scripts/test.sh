@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Configures, builds (warnings are errors) and runs the test suite.
+#   scripts/test.sh                      build in ./build
+#   VOXFE_BUILD_DIR=dir VOXFE_SANITIZE=ON scripts/test.sh   an ASan+UBSan build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${VOXFE_BUILD_DIR:-build}
+sanitize=${VOXFE_SANITIZE:-OFF}
+type=Release
+[ "$sanitize" = ON ] && type=Debug
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DVOXFE_WERROR=ON -DVOXFE_SANITIZE="$sanitize" \
+  -DVOXFE_CUDA="${VOXFE_CUDA:-AUTO}" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+# GPU tests skip themselves without a device; the label lets a CPU-only
+# machine leave them out entirely.
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${VOXFE_CTEST_ARGS:-}
