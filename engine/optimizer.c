@@ -29,6 +29,8 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->change_tolerance = 0.01;
   o->objective_tolerance = 1e-3;
   vox_solver_options_default(&o->solver);
+  /* design iterations need less than an analysis: the design changes anyway */
+  o->solver.rtol = 1e-6;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};

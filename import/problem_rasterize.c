@@ -1,0 +1,610 @@
+/* Rasterises a problem onto a voxel model: turns the regions of supports,
+ * loads and passive parts into element labels and node lists on the model's
+ * grid, spreads each total force over its nodes, and adds the materials. The
+ * rules (tolerances, weights, which support wins) are those of
+ * docs/problem-file.md; this file is where they are kept. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "voxfe/problem.h"
+
+/* Label numbers of the design domain and the passive parts. */
+enum { LABEL_DESIGN = 1, LABEL_SOLID = 2, LABEL_VOID = 3 };
+
+static const char component_names[3] = {'x', 'y', 'z'};
+
+/* The grid and the labels a region is looked up in. */
+typedef struct raster {
+  const vox_grid *grid;
+  const uint8_t *label; /* the labels after passive parts were applied */
+  int64_t n[3];         /* elements along x, y, z */
+  double tol;           /* 1e-6 of the smallest voxel edge: a coordinate that
+                           lands on a node up to rounding still selects it */
+} raster;
+
+static vox_status out_of_memory(vox_context *ctx) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+}
+
+static int64_t node_index(const raster *r, const int64_t ijk[3]) {
+  return (ijk[2] * (r->n[1] + 1) + ijk[1]) * (r->n[0] + 1) + ijk[0];
+}
+
+static void node_ijk(const raster *r, int64_t node, int64_t ijk[3]) {
+  ijk[0] = node % (r->n[0] + 1);
+  node /= r->n[0] + 1;
+  ijk[1] = node % (r->n[1] + 1);
+  ijk[2] = node / (r->n[1] + 1);
+}
+
+/* Coordinate along axis `a` of node `i` (offset 0) or of element centre `i`
+ * (offset 0.5). */
+static double coord(const raster *r, int a, int64_t i, double offset) {
+  return r->grid->origin[a] + ((double)i + offset) * r->grid->voxel_size[a];
+}
+
+/* The elements around node ijk that hold material (label != 0), or that
+ * hold `label` when it is not 0. For a node on a face of the grid these are
+ * the face quads touching it, on an edge the edge segments: the count is the
+ * node's tributary weight. */
+static int adjacent_elements(const raster *r, const int64_t ijk[3], int label) {
+  int count = 0;
+  for (int64_t k = ijk[2] - 1; k <= ijk[2]; k++) {
+    if (k < 0 || k >= r->n[2]) continue;
+    for (int64_t j = ijk[1] - 1; j <= ijk[1]; j++) {
+      if (j < 0 || j >= r->n[1]) continue;
+      for (int64_t i = ijk[0] - 1; i <= ijk[0]; i++) {
+        if (i < 0 || i >= r->n[0]) continue;
+        uint8_t l = r->label[(k * r->n[1] + j) * r->n[0] + i];
+        count += label ? l == label : l != 0;
+      }
+    }
+  }
+  return count;
+}
+
+/* The index range [lo, hi] along each axis of the nodes (offset 0) or
+ * element centres (offset 0.5) that may lie in [min - tol, max + tol]; one
+ * wider on each side, as the caller tests each coordinate exactly. Returns 0
+ * when the range is empty. Clamping happens in double, as the bounds may be
+ * infinite. */
+static int index_range(const raster *r, const double min[3], const double max[3], double offset,
+                       int64_t lo[3], int64_t hi[3]) {
+  for (int a = 0; a < 3; a++) {
+    double h = r->grid->voxel_size[a], o = r->grid->origin[a];
+    double top = (double)r->n[a] - (offset > 0 ? 1 : 0);
+    double first = ceil((min[a] - r->tol - o) / h - offset) - 1;
+    double last = floor((max[a] + r->tol - o) / h - offset) + 1;
+    first = first < 0 ? 0 : first > top ? top : first;
+    last = last < 0 ? 0 : last > top ? top : last;
+    if (first > last) return 0;
+    lo[a] = (int64_t)first;
+    hi[a] = (int64_t)last;
+  }
+  return 1;
+}
+
+/* Whether a point lies in the grid's bounding box (with the tolerance). */
+static int inside_grid(const raster *r, const double p[3]) {
+  for (int a = 0; a < 3; a++)
+    if (!(p[a] >= coord(r, a, 0, 0) - r->tol && p[a] <= coord(r, a, r->n[a], 0) + r->tol))
+      return 0;
+  return 1;
+}
+
+static vox_status outside_grid(vox_context *ctx, const raster *r, const char *what,
+                               const char *name, const double p[3]) {
+  return vox_error(ctx, VOX_ERR_FORMAT,
+                   "%s '%s': point (%g, %g, %g) lies outside the grid, which spans (%g, %g, %g) "
+                   "to (%g, %g, %g) mm",
+                   what, name, p[0], p[1], p[2], coord(r, 0, 0, 0), coord(r, 1, 0, 0),
+                   coord(r, 2, 0, 0), coord(r, 0, r->n[0], 0), coord(r, 1, r->n[1], 0),
+                   coord(r, 2, r->n[2], 0));
+}
+
+/* ---- node selection (supports and loads) ---------------------------------- */
+
+typedef struct selection {
+  int64_t *node;
+  double *weight;
+  size_t n, capacity;
+} selection;
+
+static vox_status select_add(vox_context *ctx, selection *s, int64_t node, double weight) {
+  if (s->n == s->capacity) {
+    size_t capacity = s->capacity ? 2 * s->capacity : 64;
+    int64_t *nodes = realloc(s->node, capacity * sizeof *nodes);
+    if (!nodes) return out_of_memory(ctx);
+    s->node = nodes;
+    double *weights = realloc(s->weight, capacity * sizeof *weights);
+    if (!weights) return out_of_memory(ctx);
+    s->weight = weights;
+    s->capacity = capacity;
+  }
+  s->node[s->n] = node;
+  s->weight[s->n++] = weight;
+  return VOX_OK;
+}
+
+static void selection_free(selection *s) {
+  free(s->node);
+  free(s->weight);
+  memset(s, 0, sizeof *s);
+}
+
+/* Pins the range of a face's axis to that face. */
+static void pin_face(int face, int64_t lo[3], int64_t hi[3], int64_t last[3]) {
+  int a = face / 2;
+  lo[a] = hi[a] = face % 2 ? last[a] : 0;
+}
+
+/* The node nearest to p among those touching material; ties go to the lower
+ * node index. Returns -1 when no node touches material. */
+static int64_t nearest_node(const raster *r, const double p[3]) {
+  int64_t ijk[3];
+  for (int a = 0; a < 3; a++) {
+    /* Halfway rounds down, to the lower index, as the scan below does. */
+    double i = ceil((p[a] - r->grid->origin[a]) / r->grid->voxel_size[a] - 0.5);
+    ijk[a] = i < 0 ? 0 : i > (double)r->n[a] ? r->n[a] : (int64_t)i;
+  }
+  /* The nearest grid node is the answer whenever it touches material. */
+  if (adjacent_elements(r, ijk, 0)) return node_index(r, ijk);
+  int64_t best = -1;
+  double best_d2 = INFINITY;
+  for (ijk[2] = 0; ijk[2] <= r->n[2]; ijk[2]++)
+    for (ijk[1] = 0; ijk[1] <= r->n[1]; ijk[1]++)
+      for (ijk[0] = 0; ijk[0] <= r->n[0]; ijk[0]++) {
+        double d2 = 0;
+        for (int a = 0; a < 3; a++) {
+          double d = coord(r, a, ijk[a], 0) - p[a];
+          d2 += d * d;
+        }
+        if (d2 < best_d2 && adjacent_elements(r, ijk, 0)) {
+          best_d2 = d2;
+          best = node_index(r, ijk);
+        }
+      }
+  return best;
+}
+
+/* The nodes of a region that touch material, in node order, with their
+ * weights: tributary area on a face, tributary length on an edge, 1
+ * elsewhere. */
+static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_region *rg,
+                               const char *what, const char *name, selection *s) {
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {r->n[0], r->n[1], r->n[2]}, last[3];
+  memcpy(last, hi, sizeof last);
+  switch (rg->kind) {
+  case VOX_REGION_FACE:
+    pin_face(rg->face[0], lo, hi, last);
+    break;
+  case VOX_REGION_EDGE:
+    pin_face(rg->face[0], lo, hi, last);
+    pin_face(rg->face[1], lo, hi, last);
+    break;
+  case VOX_REGION_POINT: {
+    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, what, name, rg->point);
+    int64_t node = nearest_node(r, rg->point);
+    return node < 0 ? VOX_OK : select_add(ctx, s, node, 1);
+  }
+  case VOX_REGION_BOX:
+    if (!index_range(r, rg->point, rg->point2, 0, lo, hi)) return VOX_OK;
+    break;
+  case VOX_REGION_SPHERE: {
+    double min[3], max[3];
+    for (int a = 0; a < 3; a++) {
+      min[a] = rg->point[a] - rg->radius;
+      max[a] = rg->point[a] + rg->radius;
+    }
+    if (!index_range(r, min, max, 0, lo, hi)) return VOX_OK;
+    break;
+  }
+  case VOX_REGION_LABEL:
+    break;
+  }
+  int weighted = rg->kind == VOX_REGION_FACE || rg->kind == VOX_REGION_EDGE;
+  int label = rg->kind == VOX_REGION_LABEL ? rg->label : 0;
+  double reach2 = (rg->radius + r->tol) * (rg->radius + r->tol);
+  int64_t ijk[3];
+  for (ijk[2] = lo[2]; ijk[2] <= hi[2]; ijk[2]++)
+    for (ijk[1] = lo[1]; ijk[1] <= hi[1]; ijk[1]++)
+      for (ijk[0] = lo[0]; ijk[0] <= hi[0]; ijk[0]++) {
+        if (rg->kind == VOX_REGION_BOX || rg->kind == VOX_REGION_SPHERE) {
+          double d2 = 0;
+          int in = 1;
+          for (int a = 0; a < 3; a++) {
+            double x = coord(r, a, ijk[a], 0);
+            if (rg->kind == VOX_REGION_BOX)
+              in &= x >= rg->point[a] - r->tol && x <= rg->point2[a] + r->tol;
+            else
+              d2 += (x - rg->point[a]) * (x - rg->point[a]);
+          }
+          if (!in || (rg->kind == VOX_REGION_SPHERE && d2 > reach2)) continue;
+        }
+        int count = adjacent_elements(r, ijk, label);
+        if (!count) continue;
+        vox_status status = select_add(ctx, s, node_index(r, ijk), weighted ? count : 1);
+        if (status) return status;
+      }
+  return VOX_OK;
+}
+
+/* ---- passive parts (elements) --------------------------------------------- */
+
+/* Relabels the design elements of a region, chosen by their centres, to
+ * `to`. *hits counts the region's elements that hold material at all, so that
+ * a region missing the model is told apart from one already taken by an
+ * earlier passive part. */
+static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, const vox_passive *pa,
+                          uint8_t to, int64_t *hits) {
+  const vox_region *rg = &pa->region;
+  int64_t lo[3] = {0, 0, 0}, hi[3] = {r->n[0] - 1, r->n[1] - 1, r->n[2] - 1}, last[3];
+  memcpy(last, hi, sizeof last);
+  *hits = 0;
+  switch (rg->kind) {
+  case VOX_REGION_FACE:
+    pin_face(rg->face[0], lo, hi, last);
+    break;
+  case VOX_REGION_EDGE:
+    pin_face(rg->face[0], lo, hi, last);
+    pin_face(rg->face[1], lo, hi, last);
+    break;
+  case VOX_REGION_POINT:
+    /* The element that holds the point; on a shared face the upper one. */
+    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, "passive", pa->name, rg->point);
+    for (int a = 0; a < 3; a++) {
+      double i = floor((rg->point[a] - r->grid->origin[a]) / r->grid->voxel_size[a]);
+      lo[a] = hi[a] = i < 0 ? 0 : i > (double)last[a] ? last[a] : (int64_t)i;
+    }
+    break;
+  case VOX_REGION_BOX:
+    if (!index_range(r, rg->point, rg->point2, 0.5, lo, hi)) return VOX_OK;
+    break;
+  case VOX_REGION_SPHERE: {
+    double min[3], max[3];
+    for (int a = 0; a < 3; a++) {
+      min[a] = rg->point[a] - rg->radius;
+      max[a] = rg->point[a] + rg->radius;
+    }
+    if (!index_range(r, min, max, 0.5, lo, hi)) return VOX_OK;
+    break;
+  }
+  case VOX_REGION_LABEL:
+    break;
+  }
+  double reach2 = (rg->radius + r->tol) * (rg->radius + r->tol);
+  for (int64_t k = lo[2]; k <= hi[2]; k++)
+    for (int64_t j = lo[1]; j <= hi[1]; j++)
+      for (int64_t i = lo[0]; i <= hi[0]; i++) {
+        int64_t ijk[3] = {i, j, k};
+        if (rg->kind == VOX_REGION_BOX || rg->kind == VOX_REGION_SPHERE) {
+          double d2 = 0;
+          int in = 1;
+          for (int a = 0; a < 3; a++) {
+            double x = coord(r, a, ijk[a], 0.5);
+            if (rg->kind == VOX_REGION_BOX)
+              in &= x >= rg->point[a] - r->tol && x <= rg->point2[a] + r->tol;
+            else
+              d2 += (x - rg->point[a]) * (x - rg->point[a]);
+          }
+          if (!in || (rg->kind == VOX_REGION_SPHERE && d2 > reach2)) continue;
+        }
+        uint8_t *l = &label[(k * r->n[1] + j) * r->n[0] + i];
+        if (*l == 0 || (rg->kind == VOX_REGION_LABEL && *l != rg->label)) continue;
+        ++*hits;
+        if (*l == LABEL_DESIGN) *l = to;
+      }
+  return VOX_OK;
+}
+
+/* ---- checks of a problem built by hand ------------------------------------ */
+
+/* vox_problem_read checks all of this; a caller that fills a vox_problem
+ * itself gets the same guarantees here. */
+static vox_status check_region(vox_context *ctx, const vox_region *rg, const char *what,
+                               const char *name) {
+  int ok = 1;
+  switch (rg->kind) {
+  case VOX_REGION_EDGE:
+    ok = rg->face[1] >= 0 && rg->face[1] < 6 && rg->face[0] / 2 != rg->face[1] / 2;
+    /* fall through */
+  case VOX_REGION_FACE:
+    ok = ok && rg->face[0] >= 0 && rg->face[0] < 6;
+    break;
+  case VOX_REGION_POINT:
+    ok = isfinite(rg->point[0]) && isfinite(rg->point[1]) && isfinite(rg->point[2]);
+    break;
+  case VOX_REGION_BOX:
+    for (int a = 0; a < 3; a++) ok = ok && rg->point[a] <= rg->point2[a];
+    break;
+  case VOX_REGION_SPHERE:
+    ok = isfinite(rg->point[0]) && isfinite(rg->point[1]) && isfinite(rg->point[2]) &&
+         rg->radius >= 0 && isfinite(rg->radius);
+    break;
+  case VOX_REGION_LABEL:
+    ok = rg->label >= 1 && rg->label <= 255;
+    break;
+  default:
+    ok = 0;
+  }
+  return ok ? VOX_OK
+            : vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s '%s': the region is malformed", what,
+                        name);
+}
+
+static vox_status check_problem(vox_context *ctx, const vox_problem *p) {
+  const vox_material *m = &p->material;
+  if (!(m->youngs_modulus > 0) || !(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "material '%s' needs E > 0 and -1 < nu < 0.5", m->name);
+  if (p->n_load_cases < 0 || (p->n_load_cases > 0 && !p->load_case_names) ||
+      p->n_supports < 0 || (p->n_supports > 0 && !p->supports) || p->n_forces < 0 ||
+      (p->n_forces > 0 && !p->forces) || p->n_passive < 0 || (p->n_passive > 0 && !p->passive))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the problem's lists are inconsistent");
+  vox_status status;
+  for (int i = 0; i < p->n_supports; i++) {
+    const vox_support *s = &p->supports[i];
+    if ((status = check_region(ctx, &s->region, "support", s->name))) return status;
+    if (!s->fixed[0] && !s->fixed[1] && !s->fixed[2])
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "support '%s' holds no component",
+                       s->name);
+    for (int c = 0; c < 3; c++)
+      if (s->fixed[c] && !isfinite(s->value[c]))
+        return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "support '%s': value is not finite",
+                         s->name);
+  }
+  int cases = p->n_load_cases > 0 ? p->n_load_cases : 1;
+  for (int i = 0; i < p->n_forces; i++) {
+    const vox_force *f = &p->forces[i];
+    if ((status = check_region(ctx, &f->region, "load", f->name))) return status;
+    if (f->load_case < 0 || f->load_case >= cases)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': load case %d out of range",
+                       f->name, f->load_case);
+    if (!isfinite(f->force[0]) || !isfinite(f->force[1]) || !isfinite(f->force[2]))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': force is not finite", f->name);
+  }
+  for (int i = 0; i < p->n_passive; i++) {
+    const vox_passive *pa = &p->passive[i];
+    if ((status = check_region(ctx, &pa->region, "passive", pa->name))) return status;
+    if (pa->role != VOX_ROLE_SOLID && pa->role != VOX_ROLE_VOID)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "passive '%s': role must be solid or void",
+                       pa->name);
+  }
+  return VOX_OK;
+}
+
+/* ---- constraints and loads ------------------------------------------------ */
+
+typedef struct pending_constraint {
+  int64_t node;
+  int component;
+  int support; /* index into problem->supports, for messages */
+  double value;
+} pending_constraint;
+
+typedef struct pending_load {
+  int64_t node;
+  int component;
+  int load_case;
+  double value;
+} pending_load;
+
+/* A growing array of `size`-byte items; one helper for both kinds. */
+static vox_status push(vox_context *ctx, void **items, size_t *n, size_t *capacity, size_t size,
+                       const void *item) {
+  if (*n == *capacity) {
+    size_t grown = *capacity ? 2 * *capacity : 256;
+    void *p = realloc(*items, grown * size);
+    if (!p) return out_of_memory(ctx);
+    *items = p;
+    *capacity = grown;
+  }
+  memcpy((char *)*items + *n * size, item, size);
+  ++*n;
+  return VOX_OK;
+}
+
+static int compare_constraints(const void *pa, const void *pb) {
+  const pending_constraint *a = pa, *b = pb;
+  if (a->node != b->node) return a->node < b->node ? -1 : 1;
+  if (a->component != b->component) return a->component - b->component;
+  return a->support - b->support;
+}
+
+static int compare_loads(const void *pa, const void *pb) {
+  const pending_load *a = pa, *b = pb;
+  if (a->load_case != b->load_case) return a->load_case - b->load_case;
+  if (a->node != b->node) return a->node < b->node ? -1 : 1;
+  return a->component - b->component;
+}
+
+/* Sorts the constraints by node and component and drops repeats. Where two
+ * supports prescribe the same component of a node, the values must agree:
+ * the last one silently winning would hide a mistake in the file. */
+static vox_status merge_constraints(vox_context *ctx, const raster *r, const vox_problem *p,
+                                    pending_constraint *c, size_t *n) {
+  if (*n == 0) return VOX_OK;
+  qsort(c, *n, sizeof *c, compare_constraints);
+  size_t kept = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (kept && c[kept - 1].node == c[i].node && c[kept - 1].component == c[i].component) {
+      if (c[kept - 1].value != c[i].value) {
+        int64_t ijk[3];
+        node_ijk(r, c[i].node, ijk);
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "supports '%s' and '%s' prescribe different %c displacements (%g and "
+                         "%g mm) at node (%lld, %lld, %lld), at (%g, %g, %g) mm",
+                         p->supports[c[kept - 1].support].name, p->supports[c[i].support].name,
+                         component_names[c[i].component], c[kept - 1].value, c[i].value,
+                         (long long)ijk[0], (long long)ijk[1], (long long)ijk[2],
+                         coord(r, 0, ijk[0], 0), coord(r, 1, ijk[1], 0), coord(r, 2, ijk[2], 0));
+      }
+      continue;
+    }
+    c[kept++] = c[i];
+  }
+  *n = kept;
+  return VOX_OK;
+}
+
+/* Sorts the nodal forces by case, node and component and adds up those that
+ * fall on the same degree of freedom (two loads sharing an edge node), so
+ * that the model holds one entry per loaded degree of freedom. */
+static void merge_loads(pending_load *l, size_t *n) {
+  if (*n == 0) return;
+  qsort(l, *n, sizeof *l, compare_loads);
+  size_t kept = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (kept && compare_loads(&l[kept - 1], &l[i]) == 0) {
+      l[kept - 1].value += l[i].value;
+      continue;
+    }
+    l[kept++] = l[i];
+  }
+  *n = kept;
+}
+
+/* Spreads a total force over the selected nodes in proportion to their
+ * weights. The node of largest weight takes the rounding remainder, so that
+ * the nodal forces add up to the total to the last bit or so. */
+static vox_status spread_force(vox_context *ctx, const vox_force *f, const selection *s,
+                               pending_load **loads, size_t *n, size_t *capacity) {
+  double total_weight = 0;
+  size_t heaviest = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    total_weight += s->weight[i];
+    if (s->weight[i] > s->weight[heaviest]) heaviest = i;
+  }
+  for (int c = 0; c < 3; c++) {
+    if (f->force[c] == 0) continue;
+    double sum = 0;
+    for (size_t i = 0; i < s->n; i++) sum += f->force[c] * (s->weight[i] / total_weight);
+    double remainder = f->force[c] - sum;
+    for (size_t i = 0; i < s->n; i++) {
+      pending_load l = {.node = s->node[i], .component = c, .load_case = f->load_case,
+                        .value = f->force[c] * (s->weight[i] / total_weight)};
+      if (i == heaviest) l.value += remainder;
+      vox_status status = push(ctx, (void **)loads, n, capacity, sizeof l, &l);
+      if (status) return status;
+    }
+  }
+  return VOX_OK;
+}
+
+/* ---- the whole problem ---------------------------------------------------- */
+
+/* The materials of labels 1-3 that the labels use and the model lacks;
+ * materials the caller defined already are kept. */
+static vox_status add_materials(vox_context *ctx, const vox_problem *p, vox_model *model) {
+  int used[4] = {0};
+  int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++)
+    if (model->label[e] <= LABEL_VOID) used[model->label[e]] = 1;
+  static const char *const passive_names[] = {"", "", "passive_solid", "passive_void"};
+  for (int l = LABEL_DESIGN; l <= LABEL_VOID; l++) {
+    if (!used[l] || vox_model_material(model, (uint8_t)l)) continue;
+    vox_material m = p->material;
+    m.label = (uint8_t)l;
+    m.role = l == LABEL_DESIGN  ? VOX_ROLE_DESIGN
+             : l == LABEL_SOLID ? VOX_ROLE_SOLID
+                                : VOX_ROLE_VOID;
+    if (l != LABEL_DESIGN) snprintf(m.name, sizeof m.name, "%s", passive_names[l]);
+    vox_status status = vox_model_add_material(ctx, model, &m);
+    if (status) return status;
+  }
+  return VOX_OK;
+}
+
+vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, vox_model *model) {
+  if (!problem || !model || !model->label)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "rasterize needs a problem and a model with labels");
+  const vox_grid *g = &model->grid;
+  if (g->nx < 1 || g->ny < 1 || g->nz < 1 ||
+      !(g->voxel_size[0] > 0 && g->voxel_size[1] > 0 && g->voxel_size[2] > 0))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model's grid is empty");
+  vox_status status = check_problem(ctx, problem);
+  if (status) return status;
+  if (problem->n_supports == 0)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "the problem has no support, so the structure is free to move; "
+                     "add an entry under 'supports'");
+
+  /* Everything is worked out on the side first, so that a region selecting
+   * nothing leaves the model as it was. */
+  size_t ne = (size_t)vox_grid_elements(g);
+  uint8_t *label = malloc(ne);
+  pending_constraint *constraints = NULL;
+  pending_load *loads = NULL;
+  size_t n_constraints = 0, constraints_capacity = 0, n_loads = 0, loads_capacity = 0;
+  selection s = {0};
+  if (!label) return out_of_memory(ctx);
+  memcpy(label, model->label, ne);
+  raster r = {.grid = g, .label = label, .n = {g->nx, g->ny, g->nz}};
+  double h_min = fmin(g->voxel_size[0], fmin(g->voxel_size[1], g->voxel_size[2]));
+  r.tol = 1e-6 * h_min;
+
+  for (int i = 0; i < problem->n_passive && !status; i++) {
+    const vox_passive *pa = &problem->passive[i];
+    int64_t hits;
+    status = relabel(ctx, &r, label, pa, pa->role == VOX_ROLE_SOLID ? LABEL_SOLID : LABEL_VOID,
+                     &hits);
+    if (!status && hits == 0)
+      status = vox_error(ctx, VOX_ERR_FORMAT, "passive '%s': region selects no element", pa->name);
+  }
+
+  for (int i = 0; i < problem->n_supports && !status; i++) {
+    const vox_support *sup = &problem->supports[i];
+    s.n = 0;
+    status = select_nodes(ctx, &r, &sup->region, "support", sup->name, &s);
+    if (!status && s.n == 0)
+      status = vox_error(ctx, VOX_ERR_FORMAT,
+                         "support '%s': region selects no node (of the model's material)",
+                         sup->name);
+    for (size_t k = 0; k < s.n && !status; k++)
+      for (int c = 0; c < 3 && !status; c++) {
+        if (!sup->fixed[c]) continue;
+        pending_constraint pc = {s.node[k], c, i, sup->value[c]};
+        status = push(ctx, (void **)&constraints, &n_constraints, &constraints_capacity,
+                      sizeof pc, &pc);
+      }
+  }
+  if (!status) status = merge_constraints(ctx, &r, problem, constraints, &n_constraints);
+
+  for (int i = 0; i < problem->n_forces && !status; i++) {
+    const vox_force *f = &problem->forces[i];
+    s.n = 0;
+    status = select_nodes(ctx, &r, &f->region, "load", f->name, &s);
+    if (!status && s.n == 0)
+      status = vox_error(ctx, VOX_ERR_FORMAT,
+                         "load '%s': region selects no node (of the model's material)", f->name);
+    if (!status) status = spread_force(ctx, f, &s, &loads, &n_loads, &loads_capacity);
+  }
+  if (!status) merge_loads(loads, &n_loads);
+
+  /* Commit. Only running out of memory can fail from here on. */
+  if (!status) {
+    memcpy(model->label, label, ne);
+    status = add_materials(ctx, problem, model);
+  }
+  for (size_t i = 0; i < n_constraints && !status; i++)
+    status = vox_model_add_constraint(ctx, model, constraints[i].node, constraints[i].component,
+                                      constraints[i].value);
+  for (size_t i = 0; i < n_loads && !status; i++)
+    status = vox_model_add_load(ctx, model, loads[i].node, loads[i].component,
+                                loads[i].load_case, loads[i].value);
+  if (!status) {
+    int cases = problem->n_load_cases > 0 ? problem->n_load_cases : 1;
+    status = vox_model_set_load_cases(ctx, model, cases);
+    for (int c = 0; c < problem->n_load_cases && !status; c++)
+      snprintf(model->load_case_names[c], VOX_NAME_MAX, "%s", problem->load_case_names[c]);
+  }
+
+  selection_free(&s);
+  free(loads);
+  free(constraints);
+  free(label);
+  return status;
+}
