@@ -5,9 +5,6 @@
 
 #include "voxfe/element.h"
 
-const int vox_hex8_corner[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0},
-                                   {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
-
 /* Gradients (physical, 1/mm) of the 8 shape functions at reference point
  * (xi, eta, zeta) in [0,1]^3 of a box with edges h. */
 static void shape_gradients(const double xi[3], const double h[3], double grad[8][3]) {

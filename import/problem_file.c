@@ -654,11 +654,18 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE };
   entry f[7];
   if ((status = get_fields(r, root, NULL, "", keys, f))) return status;
-  /* The title is free text for people; vox_problem has no field for it. */
+  /* The title is free text for people, carried into the model file. */
   if (f[K_TITLE].key && (is_null(f[K_TITLE].value) ||
                          fy_node_get_type(f[K_TITLE].value) != FYNT_SCALAR))
     return fail(r, f[K_TITLE].value, f[K_TITLE].key, "title", "must be text, not %s",
                 describe(f[K_TITLE].value, &(description){0}));
+  if (f[K_TITLE].key) {
+    size_t len;
+    const char *text = fy_node_get_scalar(f[K_TITLE].value, &len);
+    if (len >= sizeof p->title) len = sizeof p->title - 1;
+    memcpy(p->title, text, len);
+    p->title[len] = '\0';
+  }
   if (!f[K_MATERIAL].key) return missing(r, root, NULL, "", "material");
   if ((status = parse_material(r, f[K_MATERIAL], &p->material))) return status;
   if ((status = parse_load_cases(r, f[K_CASES], p))) return status;

@@ -601,6 +601,8 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
     for (int c = 0; c < problem->n_load_cases && !status; c++)
       snprintf(model->load_case_names[c], VOX_NAME_MAX, "%s", problem->load_case_names[c]);
   }
+  if (!status && problem->title[0] && !model->title && !(model->title = strdup(problem->title)))
+    status = out_of_memory(ctx);
 
   selection_free(&s);
   free(loads);

@@ -12,8 +12,10 @@
 extern "C" {
 #endif
 
-/* Local node offsets (di, dj, dk) in VTK_HEXAHEDRON order. */
-extern const int vox_hex8_corner[8][3];
+/* Local node offsets (di, dj, dk) in VTK_HEXAHEDRON order: a table in the
+ * header so that writers of other formats share the one node order. */
+static const int vox_hex8_corner[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0},
+                                          {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
 
 /* 24x24 stiffness matrix, row-major, dof 3*a + c for local node a and
  * component c, of an element with Young's modulus E, Poisson ratio nu and

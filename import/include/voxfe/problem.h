@@ -49,6 +49,7 @@ typedef struct vox_passive {
 } vox_passive;
 
 typedef struct vox_problem {
+  char title[256];        /* free text for people; "" when absent */
   vox_material material;  /* of the design domain (label 1) */
   int n_load_cases;
   char (*load_case_names)[VOX_NAME_MAX];
@@ -66,6 +67,7 @@ vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *pro
 void vox_problem_free(vox_problem *problem);
 
 /* Fills `model` (already holding its grid and labels) from the problem:
+ * the title (when the model has none),
  * materials (label 1 design, 2 passive solid, 3 passive void, as used),
  * passive regions relabelled, constraints and loads as node lists, load case
  * names. Fails if a region selects nothing. */
