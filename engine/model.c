@@ -56,17 +56,31 @@ static void *dup_array(const void *src, size_t bytes, int *failed) {
   return memcpy(dst, src, bytes);
 }
 
+/* A copy of a list that grow() extends: its capacity is the next power of two. */
+static void *dup_list(const void *src, size_t count, size_t size, int *failed) {
+  if (!src || count == 0) return NULL;
+  size_t capacity = 1;
+  while (capacity < count) capacity *= 2;
+  void *dst = malloc(capacity * size);
+  if (!dst) {
+    *failed = 1;
+    return NULL;
+  }
+  return memcpy(dst, src, count * size);
+}
+
 vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src) {
   int failed = 0;
   size_t ne = (size_t)vox_grid_elements(&src->grid), nn = (size_t)vox_grid_nodes(&src->grid);
   *dst = *src;
   dst->label = dup_array(src->label, ne, &failed);
-  dst->materials = dup_array(src->materials, src->n_materials * sizeof *src->materials, &failed);
+  dst->materials =
+      dup_list(src->materials, (size_t)src->n_materials, sizeof *src->materials, &failed);
   dst->constraints =
-      dup_array(src->constraints, src->n_constraints * sizeof *src->constraints, &failed);
+      dup_list(src->constraints, src->n_constraints, sizeof *src->constraints, &failed);
   dst->load_case_names = dup_array(src->load_case_names,
                                    src->n_load_cases * sizeof *src->load_case_names, &failed);
-  dst->loads = dup_array(src->loads, src->n_loads * sizeof *src->loads, &failed);
+  dst->loads = dup_list(src->loads, src->n_loads, sizeof *src->loads, &failed);
   dst->density = dup_array(src->density, ne * sizeof(double), &failed);
   dst->displacement =
       dup_array(src->displacement, (size_t)src->n_load_cases * nn * 3 * sizeof(double), &failed);
@@ -153,6 +167,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
   if (!model->label) return vox_error(ctx, VOX_ERR_FORMAT, "the model has no labels");
   for (int i = 0; i < model->n_materials; i++) {
     const vox_material *m = &model->materials[i];
+    if (m->label == 0 || vox_model_material(model, m->label) != m)
+      return vox_error(ctx, VOX_ERR_FORMAT, "material '%s': label %d is zero or used twice",
+                       m->name, m->label);
     if (!(m->youngs_modulus > 0) || !(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
       return vox_error(ctx, VOX_ERR_FORMAT,
                        "material '%s' (label %d) needs E > 0 and -1 < nu < 0.5", m->name,

@@ -70,7 +70,7 @@ def reference_compliance(path, penalty):
         c_comp = np.asarray(nc["constraint_component"][:], dtype=np.int64)
         l_node = np.asarray(nc["load_node"][:], dtype=np.int64)
         l_comp = np.asarray(nc["load_component"][:], dtype=np.int64)
-        l_case = np.asarray(nc["load_case"][:], dtype=np.int64)
+        l_case = np.asarray(nc["load_case_index"][:], dtype=np.int64)
         l_value = np.asarray(nc["load_value"][:])
         n_cases = len(nc.dimensions["load_case"])
     nz, ny, nx = label.shape

@@ -2,7 +2,9 @@
  *
  * libvoxfe keeps no global state. Every call takes a context; a failing call
  * returns a status code and leaves a one-line message on the context. The
- * library never prints and never exits: progress goes to a callback. */
+ * library never prints and never exits: progress goes to a callback.
+ * Separate contexts may be used from separate threads, except for file I/O
+ * through netCDF (voxfe/io.h), which is not thread-safe. */
 #ifndef VOXFE_CONTEXT_H
 #define VOXFE_CONTEXT_H
 

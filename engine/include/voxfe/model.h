@@ -109,7 +109,11 @@ static inline int64_t vox_grid_nodes(const vox_grid *g) {
   return (g->nx + 1) * (g->ny + 1) * (g->nz + 1);
 }
 
-/* Allocates a model with an all-zero label array of the given grid. */
+/* The lists (materials, constraints, loads) are grown by the vox_model_add_*
+ * functions with a capacity of the next power of two of their length; code
+ * that allocates them itself must keep to that.
+ *
+ * Allocates a model with an all-zero label array of the given grid. */
 vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *grid);
 /* Frees every array and resets the struct to zero. */
 void vox_model_free(vox_model *model);

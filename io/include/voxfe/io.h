@@ -12,12 +12,17 @@ extern "C" {
  * and checked on read (files of a newer major version are refused). */
 #define VOX_SCHEMA_VERSION 1
 
+/* netCDF-C is not thread-safe: do not read or write files from two threads
+ * at once, even with separate contexts. */
+
 /* Reads a voxfe model or design file into a zeroed `model`. Errors name the
- * file and the problem: VOX_ERR_IO (missing, unreadable, not netCDF),
- * VOX_ERR_FORMAT (not a voxfe file, wrong version, inconsistent content). */
+ * file and the problem: VOX_ERR_IO (missing or unreadable), VOX_ERR_FORMAT
+ * (not netCDF, truncated, not a voxfe file, newer schema version,
+ * inconsistent content). On error the model is left zeroed. */
 vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model);
 
-/* Writes `model` to `path` as netCDF-4 (chunked, deflate-compressed). The file
+/* Writes `model` to `path` as netCDF-4 (chunked, deflate-compressed); an
+ * inconsistent model gives VOX_ERR_INVALID_ARGUMENT. The file
  * is written to a temporary name in the same folder and renamed into place
  * only when complete, so a failure leaves no partial file and an existing file
  * at `path` untouched. */

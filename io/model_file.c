@@ -1,0 +1,1114 @@
+/* The voxfe model file: vox_model_write and vox_model_read map a vox_model to
+ * and from one netCDF-4 file (schema: docs/file-format.md).
+ *
+ * The schema lives here once: the sparse lists (materials, constraints, loads,
+ * load cases, optimization history) are tables of columns that the writer and
+ * the reader both walk, so that the two cannot drift apart. The grid variables
+ * (label, density, displacement) are written and read by hand. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netcdf.h>
+
+#include "voxfe/io.h"
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+/* Both conventions by name, as CF-1.8 allows (blank-separated). */
+#define CONVENTIONS "CF-1.8 voxfe-" STRINGIFY(VOX_SCHEMA_VERSION)
+
+enum {
+  /* Chunks of at most 4 MiB: big enough that the per-chunk overhead (B-tree
+   * entry, filter call) vanishes, small enough that reading one slab of a
+   * large model does not inflate much more than the slab. */
+  CHUNK_BYTES = 4 << 20,
+  /* Deflate level 1: once shuffle has grouped the bytes of the doubles, levels
+   * 2 to 6 saved under 2 % of the size for up to 30 % more time (measured on
+   * 128^3 fields, docs/file-format.md). */
+  DEFLATE_LEVEL = 1,
+  /* Lists (constraints, loads) are compressed only above this size: small
+   * ones stay contiguous, which is smaller and faster for a few entries. */
+  COMPRESS_LIST_BYTES = 64 << 10,
+  MAX_COLUMNS = 9, /* columns of the widest table */
+  MAX_DIMS = 5     /* dimensions of the widest variable (displacement) */
+};
+
+/* ---------------------------------------------------------------------------
+ * The schema of the lists: one table per dimension, one column per variable.
+ * ------------------------------------------------------------------------- */
+
+typedef enum col_type {
+  COL_U8,   /* uint8_t field, stored NC_UBYTE */
+  COL_ROLE, /* vox_material_role field, stored NC_UBYTE */
+  COL_I32,  /* int32_t field, stored NC_INT */
+  COL_I64,  /* int64_t field, stored NC_INT64 */
+  COL_F64,  /* double field, stored NC_DOUBLE */
+  COL_NAME  /* char[VOX_NAME_MAX] field, stored NC_STRING */
+} col_type;
+
+typedef struct column {
+  const char *name;
+  col_type type;
+  size_t offset; /* of the field in the row struct */
+  const char *long_name;
+  const char *units;         /* NULL: none (labels, counts, flags, names) */
+  const char *flag_meanings; /* meanings of flag_values 0, 1, ...; or NULL */
+  const char *comment;       /* or NULL */
+} column;
+
+typedef struct table {
+  const char *dim; /* the dimension all columns run along */
+  size_t row_size; /* bytes per row in memory */
+  int n_columns;
+  const column *columns;
+} table;
+
+#define TABLE(dim, row_type, cols)                                                                 \
+  { dim, sizeof(row_type), (int)(sizeof cols / sizeof cols[0]), cols }
+
+static const char node_comment[] =
+    "0-based node index n = (k*(ny+1) + j)*(nx+1) + i of node (i,j,k), x fastest";
+
+static const column material_columns[] = {
+    {"material_label", COL_U8, offsetof(vox_material, label), "label value of the material", NULL,
+     NULL, "voxels whose label equals this value are made of this material"},
+    {"material_name", COL_NAME, offsetof(vox_material, name), "material name", NULL, NULL, NULL},
+    {"material_role", COL_ROLE, offsetof(vox_material, role),
+     "role of the material in optimization", NULL, "design passive_solid passive_void", NULL},
+    {"material_youngs_modulus", COL_F64, offsetof(vox_material, youngs_modulus),
+     "Young's modulus of the solid material", "MPa", NULL, NULL},
+    {"material_poisson_ratio", COL_F64, offsetof(vox_material, poisson_ratio), "Poisson's ratio",
+     "1", NULL, NULL},
+    {"material_conductivity", COL_F64, offsetof(vox_material, conductivity), "thermal conductivity",
+     "W mm-1 K-1", NULL, NULL},
+};
+
+static const column constraint_columns[] = {
+    {"constraint_node", COL_I64, offsetof(vox_constraint, node), "constrained node", NULL, NULL,
+     node_comment},
+    {"constraint_component", COL_U8, offsetof(vox_constraint, component),
+     "constrained displacement component", NULL, "x y z", NULL},
+    {"constraint_value", COL_F64, offsetof(vox_constraint, value), "prescribed displacement", "mm",
+     NULL, NULL},
+};
+
+static const column load_columns[] = {
+    {"load_node", COL_I64, offsetof(vox_load, node), "loaded node", NULL, NULL, node_comment},
+    {"load_component", COL_U8, offsetof(vox_load, component), "force component", NULL, "x y z",
+     NULL},
+    {"load_case_index", COL_I32, offsetof(vox_load, load_case), "load case of the force", NULL,
+     NULL, "0-based index along dimension load_case"},
+    {"load_value", COL_F64, offsetof(vox_load, value), "nodal force", "N", NULL, NULL},
+};
+
+/* The load case names are an array of char[VOX_NAME_MAX]: a one-column table. */
+typedef struct load_case_row {
+  char name[VOX_NAME_MAX];
+} load_case_row;
+_Static_assert(sizeof(load_case_row) == VOX_NAME_MAX,
+               "load_case_row must match char[VOX_NAME_MAX]");
+
+static const column load_case_columns[] = {
+    {"load_case_name", COL_NAME, offsetof(load_case_row, name), "load case name", NULL, NULL, NULL},
+};
+
+static const column history_columns[] = {
+    {"iteration", COL_I32, offsetof(vox_history_row, iteration), "design iteration", NULL, NULL,
+     "1-based"},
+    {"objective", COL_F64, offsetof(vox_history_row, objective),
+     "compliance summed over the load cases", "N mm", NULL, NULL},
+    {"volume_fraction", COL_F64, offsetof(vox_history_row, volume_fraction),
+     "volume fraction of the design domain", "1", NULL, NULL},
+    {"change", COL_F64, offsetof(vox_history_row, change), "largest density change", "1", NULL,
+     NULL},
+    {"non_discreteness", COL_F64, offsetof(vox_history_row, non_discreteness),
+     "measure of non-discreteness M_nd", "percent", NULL, NULL},
+    {"penalty", COL_F64, offsetof(vox_history_row, penalty), "SIMP penalty exponent p", "1", NULL,
+     NULL},
+    {"q", COL_F64, offsetof(vox_history_row, q), "intermediate-density exponent q", "1", NULL,
+     NULL},
+    {"cg_iterations", COL_I32, offsetof(vox_history_row, cg_iterations),
+     "conjugate-gradient iterations summed over the load cases", NULL, NULL, NULL},
+    {"seconds", COL_F64, offsetof(vox_history_row, seconds), "wall time of the iteration", "s",
+     NULL, NULL},
+};
+
+static const table material_table = TABLE("material", vox_material, material_columns);
+static const table constraint_table = TABLE("constraint", vox_constraint, constraint_columns);
+static const table load_table = TABLE("load", vox_load, load_columns);
+static const table load_case_table = TABLE("load_case", load_case_row, load_case_columns);
+static const table history_table = TABLE("iteration", vox_history_row, history_columns);
+
+#define HISTORY_GROUP "optimization"
+
+/* Integer fields travel as long long: netCDF converts to and from the stored
+ * type, and a range check on read catches values the field cannot hold. */
+static long long get_int_field(const column *c, const char *row) {
+  const void *f = row + c->offset;
+  switch (c->type) {
+  case COL_U8: return *(const uint8_t *)f;
+  case COL_ROLE: return *(const vox_material_role *)f;
+  case COL_I32: return *(const int32_t *)f;
+  case COL_I64: return *(const int64_t *)f;
+  default: return 0;
+  }
+}
+
+/* Returns 0 when `v` does not fit the field. Any byte is a role here:
+ * vox_model_validate names an unknown one. */
+static int set_int_field(const column *c, char *row, long long v) {
+  void *f = row + c->offset;
+  switch (c->type) {
+  case COL_U8:
+  case COL_ROLE:
+    if (v < 0 || v > UINT8_MAX) return 0;
+    if (c->type == COL_U8)
+      *(uint8_t *)f = (uint8_t)v;
+    else
+      *(vox_material_role *)f = (vox_material_role)v;
+    return 1;
+  case COL_I32:
+    if (v < INT32_MIN || v > INT32_MAX) return 0;
+    *(int32_t *)f = (int32_t)v;
+    return 1;
+  case COL_I64: *(int64_t *)f = v; return 1;
+  default: return 0;
+  }
+}
+
+static nc_type column_nc_type(col_type t) {
+  switch (t) {
+  case COL_U8:
+  case COL_ROLE: return NC_UBYTE;
+  case COL_I32: return NC_INT;
+  case COL_I64: return NC_INT64;
+  case COL_F64: return NC_DOUBLE;
+  case COL_NAME: return NC_STRING;
+  }
+  return NC_NAT;
+}
+
+static size_t nc_type_bytes(nc_type t) {
+  switch (t) {
+  case NC_UBYTE: return 1;
+  case NC_INT: return 4;
+  default: return 8;
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * Shared helpers.
+ * ------------------------------------------------------------------------- */
+
+/* a*b, or 0 (with *ok cleared) when it overflows size_t. */
+static size_t mul_size(size_t a, size_t b, int *ok) {
+  if (a && b > SIZE_MAX / a) {
+    *ok = 0;
+    return 0;
+  }
+  return a * b;
+}
+
+/* Puts "path: " before the context's current message (from helpers that do
+ * not know the file) and keeps it on one line: the message may quote material
+ * names, which come from the caller or the file. */
+static vox_status with_path(vox_context *ctx, vox_status status, const char *path) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", vox_context_message(ctx));
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+  return vox_error(ctx, status, "%s: %s", path, msg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Writing.
+ * ------------------------------------------------------------------------- */
+
+typedef struct writer {
+  vox_context *ctx;
+  const char *path; /* the destination, for messages */
+  int ncid;
+} writer;
+
+/* Every netCDF failure while writing is an I/O error (disk full, quota,
+ * permissions surface as HDF errors), except running out of memory. */
+static vox_status write_fail(writer *w, int err, const char *what) {
+  return vox_error(w->ctx, err == NC_ENOMEM ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
+                   "%s: cannot write %s: %s", w->path, what, nc_strerror(err));
+}
+
+#define W_TRY(w, call, what)                                                                       \
+  do {                                                                                             \
+    int w_err_ = (call);                                                                           \
+    if (w_err_ != NC_NOERR) return write_fail((w), w_err_, (what));                                \
+  } while (0)
+
+static int put_text(int ncid, int varid, const char *name, const char *text) {
+  return nc_put_att_text(ncid, varid, name, strlen(text), text);
+}
+
+/* long_name, units, flag_values/flag_meanings, comment: what CF readers look
+ * for. flag_values are 0..n-1 for n blank-separated meanings. */
+static int put_var_atts(int ncid, int varid, const char *long_name, const char *units,
+                        const char *flag_meanings, const char *comment) {
+  int err = put_text(ncid, varid, "long_name", long_name);
+  if (!err && units) err = put_text(ncid, varid, "units", units);
+  if (!err && flag_meanings) {
+    unsigned char values[16];
+    size_t n = 0;
+    for (const char *p = flag_meanings; *p && n < sizeof values; n++) {
+      values[n] = (unsigned char)n;
+      p += strcspn(p, " ");
+      p += strspn(p, " ");
+    }
+    err = nc_put_att_uchar(ncid, varid, "flag_values", NC_UBYTE, n, values);
+    if (!err) err = put_text(ncid, varid, "flag_meanings", flag_meanings);
+  }
+  if (!err && comment) err = put_text(ncid, varid, "comment", comment);
+  return err;
+}
+
+/* Chunk shape for an array of `ndims` dimensions (C order, last fastest) and
+ * `elem` bytes per value: the inner dimensions whole, then as many slabs of
+ * the next one as fit in CHUNK_BYTES, spread evenly so that the last chunk
+ * is not a sliver; the first `single` dimensions get chunk 1 (one load case
+ * per chunk, so that one case reads alone). */
+static void choose_chunks(int ndims, const size_t *shape, size_t elem, int single, size_t *chunk) {
+  size_t bytes = elem;
+  int d = ndims - 1;
+  for (; d >= single && shape[d] <= CHUNK_BYTES / bytes; d--) {
+    chunk[d] = shape[d];
+    bytes *= shape[d];
+  }
+  if (d >= single) {
+    size_t fit = CHUNK_BYTES / bytes; /* >= 1: bytes never exceeds CHUNK_BYTES */
+    size_t pieces = (shape[d] + fit - 1) / fit;
+    chunk[d] = (shape[d] + pieces - 1) / pieces;
+    d--;
+  }
+  for (; d >= 0; d--) chunk[d] = 1;
+}
+
+/* Defines a variable that is written whole (so no fill is needed), chunked
+ * and deflated when `compress`, with shuffle for multi-byte values. */
+static int def_var(int ncid, const char *name, nc_type type, int ndims, const int *dimids,
+                   const size_t *shape, int compress, int single, int *varid) {
+  int err = nc_def_var(ncid, name, type, ndims, dimids, varid);
+  if (!err && type != NC_STRING) err = nc_def_var_fill(ncid, *varid, NC_NOFILL, NULL);
+  if (!err && compress) {
+    size_t chunk[MAX_DIMS];
+    size_t elem = nc_type_bytes(type);
+    choose_chunks(ndims, shape, elem, single, chunk);
+    err = nc_def_var_chunking(ncid, *varid, NC_CHUNKED, chunk);
+    if (!err) err = nc_def_var_deflate(ncid, *varid, elem > 1, 1, DEFLATE_LEVEL);
+  }
+  return err;
+}
+
+/* Defines the dimension and the column variables of a non-empty table. */
+static vox_status def_table(writer *w, int ncid, const table *t, size_t n, int *varids) {
+  int dim;
+  W_TRY(w, nc_def_dim(ncid, t->dim, n, &dim), t->dim);
+  for (int i = 0; i < t->n_columns; i++) {
+    const column *c = &t->columns[i];
+    nc_type type = column_nc_type(c->type);
+    int compress = type != NC_STRING && n * nc_type_bytes(type) >= COMPRESS_LIST_BYTES;
+    W_TRY(w, def_var(ncid, c->name, type, 1, &dim, &n, compress, 0, &varids[i]), c->name);
+    W_TRY(w, put_var_atts(ncid, varids[i], c->long_name, c->units, c->flag_meanings, c->comment),
+          c->name);
+  }
+  return VOX_OK;
+}
+
+/* Writes the columns of a table: each gathered from the rows into one buffer. */
+static vox_status put_table(writer *w, int ncid, const table *t, const void *rows, size_t n,
+                            const int *varids) {
+  void *buf = malloc(n * 8); /* long long, double or char * per row */
+  if (!buf) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  for (int i = 0; i < t->n_columns; i++) {
+    const column *c = &t->columns[i];
+    const char *row = rows;
+    int err;
+    if (c->type == COL_F64) {
+      for (size_t r = 0; r < n; r++, row += t->row_size)
+        memcpy((double *)buf + r, row + c->offset, sizeof(double));
+      err = nc_put_var_double(ncid, varids[i], buf);
+    } else if (c->type == COL_NAME) {
+      for (size_t r = 0; r < n; r++, row += t->row_size) ((const char **)buf)[r] = row + c->offset;
+      err = nc_put_var_string(ncid, varids[i], buf);
+    } else {
+      for (size_t r = 0; r < n; r++, row += t->row_size)
+        ((long long *)buf)[r] = get_int_field(c, row);
+      err = nc_put_var_longlong(ncid, varids[i], buf);
+    }
+    if (err) {
+      free(buf);
+      return write_fail(w, err, c->name);
+    }
+  }
+  free(buf);
+  return VOX_OK;
+}
+
+/* Makes a word of a material name for flag_meanings, which CF wants as
+ * blank-separated words of letters, digits and _.+-@. */
+static void append_flag_word(char *out, const vox_material *m) {
+  char *p = out + strlen(out);
+  if (*out) *p++ = ' ';
+  if (!m->name[0]) {
+    sprintf(p, "label_%d", m->label);
+    return;
+  }
+  for (const char *s = m->name; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+             strchr("_.+-@", ch);
+    *p++ = ok && ch ? (char)ch : '_';
+  }
+  *p = '\0';
+}
+
+/* label: the material of each voxel, with the material table as CF flags. */
+static vox_status def_label(writer *w, const vox_model *m, const int *dims, const size_t *shape,
+                            int *varid) {
+  W_TRY(w, def_var(w->ncid, "label", NC_UBYTE, 3, dims, shape, 1, 0, varid), "label");
+  unsigned char values[256];
+  char *meanings = malloc((size_t)(m->n_materials + 1) * (VOX_NAME_MAX + 1) + 8);
+  if (!meanings) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  strcpy(meanings, "empty");
+  values[0] = 0;
+  for (int i = 0; i < m->n_materials; i++) {
+    values[i + 1] = m->materials[i].label;
+    append_flag_word(meanings, &m->materials[i]);
+  }
+  int err = put_var_atts(w->ncid, *varid, "material label", NULL, NULL,
+                         "0 = empty voxel; other values are material_label values of the "
+                         "material table");
+  if (!err)
+    err = nc_put_att_uchar(w->ncid, *varid, "flag_values", NC_UBYTE, (size_t)m->n_materials + 1,
+                           values);
+  if (!err) err = put_text(w->ncid, *varid, "flag_meanings", meanings);
+  free(meanings);
+  if (err) return write_fail(w, err, "label");
+  return VOX_OK;
+}
+
+/* Defines a coordinate variable along `dim` (cell centres or nodes). */
+static vox_status def_coord(writer *w, const char *name, int dim, const char *long_name,
+                            const char *axis, int *varid) {
+  size_t unused = 0; /* the shape only matters for chunked variables */
+  W_TRY(w, def_var(w->ncid, name, NC_DOUBLE, 1, &dim, &unused, 0, 0, varid), name);
+  W_TRY(w, put_var_atts(w->ncid, *varid, long_name, "mm", NULL, NULL), name);
+  W_TRY(w, put_text(w->ncid, *varid, "axis", axis), name);
+  return VOX_OK;
+}
+
+/* Writes origin + (i + shift) * h for i < n. */
+static vox_status put_coord(writer *w, int varid, size_t n, double origin, double h, double shift) {
+  double *v = malloc(n * sizeof *v);
+  if (!v) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  for (size_t i = 0; i < n; i++) v[i] = origin + ((double)i + shift) * h;
+  int err = nc_put_var_double(w->ncid, varid, v);
+  free(v);
+  if (err) return write_fail(w, err, "coordinates");
+  return VOX_OK;
+}
+
+typedef struct var_ids {
+  int cell_coord[3], node_coord[3]; /* x, y, z */
+  int label, density, displacement;
+  int history_group;
+  int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
+      history[MAX_COLUMNS];
+} var_ids;
+
+static const char *const axis_names[3] = {"x", "y", "z"};
+static const char *const node_dim_names[3] = {"node_x", "node_y", "node_z"};
+static const char *const axis_upper[3] = {"X", "Y", "Z"};
+
+static vox_status def_globals(writer *w, const vox_model *m) {
+  int ncid = w->ncid, version = VOX_SCHEMA_VERSION;
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "Conventions", CONVENTIONS), "attribute Conventions");
+  W_TRY(w, nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &version),
+        "attribute voxfe_schema_version");
+  if (m->title) W_TRY(w, put_text(ncid, NC_GLOBAL, "title", m->title), "attribute title");
+  if (m->history_text)
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "history", m->history_text), "attribute history");
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "voxfe_version", vox_version()), "attribute voxfe_version");
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "stage", m->stage == VOX_STAGE_DESIGN ? "design" : "model"),
+        "attribute stage");
+  W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "voxel_size", NC_DOUBLE, 3, m->grid.voxel_size),
+        "attribute voxel_size");
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "voxel_size_units", "mm"), "attribute voxel_size_units");
+  W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "origin", NC_DOUBLE, 3, m->grid.origin),
+        "attribute origin");
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "origin_units", "mm"), "attribute origin_units");
+  return VOX_OK;
+}
+
+/* Defines everything, so that the data then go out in one pass. */
+static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
+  int ncid = w->ncid;
+  const vox_grid *g = &m->grid;
+  size_t n[3] = {(size_t)g->nx, (size_t)g->ny, (size_t)g->nz};
+  int cell_dim[3], node_dim[3], component_dim = -1, case_dim = -1;
+  vox_status s = def_globals(w, m);
+  if (s) return s;
+
+  for (int a = 2; a >= 0; a--)
+    W_TRY(w, nc_def_dim(ncid, axis_names[a], n[a], &cell_dim[a]), axis_names[a]);
+  for (int a = 2; a >= 0; a--) {
+    char long_name[64];
+    snprintf(long_name, sizeof long_name, "%s coordinate of voxel centre", axis_names[a]);
+    if ((s = def_coord(w, axis_names[a], cell_dim[a], long_name, axis_upper[a], &v->cell_coord[a])))
+      return s;
+  }
+  const int zyx[3] = {cell_dim[2], cell_dim[1], cell_dim[0]};
+  const size_t zyx_len[3] = {n[2], n[1], n[0]};
+  if ((s = def_label(w, m, zyx, zyx_len, &v->label))) return s;
+
+  if (m->n_materials > 0 &&
+      (s = def_table(w, ncid, &material_table, (size_t)m->n_materials, v->material)))
+    return s;
+  if (m->n_constraints > 0 &&
+      (s = def_table(w, ncid, &constraint_table, m->n_constraints, v->constraint)))
+    return s;
+  if (m->n_load_cases > 0) {
+    if ((s = def_table(w, ncid, &load_case_table, (size_t)m->n_load_cases, v->load_case))) return s;
+    W_TRY(w, nc_inq_dimid(ncid, "load_case", &case_dim), "load_case");
+  }
+  if (m->n_loads > 0 && (s = def_table(w, ncid, &load_table, m->n_loads, v->load))) return s;
+
+  if (m->density) {
+    W_TRY(w, def_var(ncid, "density", NC_DOUBLE, 3, zyx, zyx_len, 1, 0, &v->density), "density");
+    W_TRY(w,
+          put_var_atts(ncid, v->density, "physical (filtered) density", "1", NULL,
+                       "1 = solid, 0 = void"),
+          "density");
+  }
+  if (m->displacement) {
+    for (int a = 2; a >= 0; a--)
+      W_TRY(w, nc_def_dim(ncid, node_dim_names[a], n[a] + 1, &node_dim[a]), node_dim_names[a]);
+    W_TRY(w, nc_def_dim(ncid, "component", 3, &component_dim), "component");
+    for (int a = 2; a >= 0; a--) {
+      char long_name[64];
+      snprintf(long_name, sizeof long_name, "%s coordinate of node", axis_names[a]);
+      if ((s = def_coord(w, node_dim_names[a], node_dim[a], long_name, axis_upper[a],
+                         &v->node_coord[a])))
+        return s;
+    }
+    const int dims[5] = {case_dim, node_dim[2], node_dim[1], node_dim[0], component_dim};
+    const size_t shape[5] = {(size_t)m->n_load_cases, n[2] + 1, n[1] + 1, n[0] + 1, 3};
+    W_TRY(w, def_var(ncid, "displacement", NC_DOUBLE, 5, dims, shape, 1, 1, &v->displacement),
+          "displacement");
+    W_TRY(w,
+          put_var_atts(ncid, v->displacement, "nodal displacement", "mm", NULL,
+                       "component 0 = x, 1 = y, 2 = z; one field per load case"),
+          "displacement");
+    /* The case names label the first axis for CF readers (xarray, cf-python). */
+    W_TRY(w, put_text(ncid, v->displacement, "coordinates", "load_case_name"), "displacement");
+  }
+  if (m->n_history > 0) {
+    W_TRY(w, nc_def_grp(ncid, HISTORY_GROUP, &v->history_group), "group " HISTORY_GROUP);
+    W_TRY(w, put_text(v->history_group, NC_GLOBAL, "comment", "one row per design iteration"),
+          "group " HISTORY_GROUP);
+    if ((s = def_table(w, v->history_group, &history_table, m->n_history, v->history))) return s;
+  }
+  W_TRY(w, nc_enddef(ncid), "the header");
+  return VOX_OK;
+}
+
+static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
+  int ncid = w->ncid;
+  const vox_grid *g = &m->grid;
+  size_t n[3] = {(size_t)g->nx, (size_t)g->ny, (size_t)g->nz};
+  vox_status s;
+  for (int a = 0; a < 3; a++)
+    if ((s = put_coord(w, v->cell_coord[a], n[a], g->origin[a], g->voxel_size[a], 0.5))) return s;
+  W_TRY(w, nc_put_var_uchar(ncid, v->label, m->label), "label");
+  if (m->n_materials > 0 &&
+      (s = put_table(w, ncid, &material_table, m->materials, (size_t)m->n_materials, v->material)))
+    return s;
+  if (m->n_constraints > 0 &&
+      (s = put_table(w, ncid, &constraint_table, m->constraints, m->n_constraints, v->constraint)))
+    return s;
+  if (m->n_load_cases > 0 && (s = put_table(w, ncid, &load_case_table, m->load_case_names,
+                                            (size_t)m->n_load_cases, v->load_case)))
+    return s;
+  if (m->n_loads > 0 && (s = put_table(w, ncid, &load_table, m->loads, m->n_loads, v->load)))
+    return s;
+  if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
+  if (m->displacement) {
+    for (int a = 0; a < 3; a++)
+      if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
+        return s;
+    W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement), "displacement");
+  }
+  if (m->n_history > 0 &&
+      (s = put_table(w, v->history_group, &history_table, m->history, m->n_history, v->history)))
+    return s;
+  return VOX_OK;
+}
+
+static int name_ok(const char *name) { return memchr(name, '\0', VOX_NAME_MAX) != NULL; }
+
+/* What vox_model_validate leaves to the caller's care but the file needs:
+ * terminated names, unique non-zero labels (the reader refuses others),
+ * arrays present where counts say so. */
+static vox_status check_writable(vox_context *ctx, const char *path, const vox_model *m) {
+  /* Arrays first: vox_model_validate walks them. */
+  if (m->n_materials < 0 || m->n_load_cases < 0 || (m->n_materials && !m->materials) ||
+      (m->n_constraints && !m->constraints) || (m->n_loads && !m->loads) ||
+      (m->n_load_cases && !m->load_case_names) || (m->n_history && !m->history))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: a list of the model has a count but no array", path);
+  if (vox_model_validate(ctx, m)) return with_path(ctx, VOX_ERR_INVALID_ARGUMENT, path);
+  if (m->stage != VOX_STAGE_MODEL && m->stage != VOX_STAGE_DESIGN)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown stage %d", path, (int)m->stage);
+  int seen[256] = {0};
+  for (int i = 0; i < m->n_materials; i++) {
+    const vox_material *mat = &m->materials[i];
+    if (mat->label == 0 || seen[mat->label]++)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%s: material %d has label %d, which is zero or taken", path, i, mat->label);
+    if (!name_ok(mat->name))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: material %d has an unterminated name",
+                       path, i);
+  }
+  for (int i = 0; i < m->n_load_cases; i++)
+    if (!name_ok(m->load_case_names[i]))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: load case %d has an unterminated name",
+                       path, i);
+  return VOX_OK;
+}
+
+/* Creates an empty file under a fresh name "<path>.tmp.<pid>.<random>" beside
+ * `path` (same folder, so that rename() is atomic). Not mkstemp: its mode 0600
+ * would stay on the renamed file; O_EXCL with 0666 gives the mode the user's
+ * umask asks for. */
+static vox_status create_temp(vox_context *ctx, const char *path, char **out) {
+  size_t size = strlen(path) + 48;
+  char *tmp = malloc(size);
+  if (!tmp) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long seed =
+      (unsigned long)ts.tv_nsec ^ ((unsigned long)ts.tv_sec << 20) ^ (unsigned long)(uintptr_t)&ts;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    seed = seed * 6364136223846793005UL + 1442695040888963407UL; /* an LCG step */
+    snprintf(tmp, size, "%s.tmp.%ld.%06lx", path, (long)getpid(), (seed >> 40) & 0xffffff);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0) {
+      close(fd);
+      *out = tmp;
+      return VOX_OK;
+    }
+    if (errno != EEXIST) break;
+  }
+  int e = errno;
+  free(tmp);
+  return vox_error(ctx, VOX_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
+                   strerror(e));
+}
+
+/* Flushes the finished temporary file to disk, so that the rename never
+ * publishes a file whose data are still in flight. */
+static int sync_file(const char *tmp) {
+  int fd = open(tmp, O_RDONLY);
+  if (fd < 0) return errno;
+  int e = fsync(fd) ? errno : 0;
+  close(fd);
+  return e;
+}
+
+vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model) {
+  if (!path || !*path || !model)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_write: no path or no model");
+  vox_status s = check_writable(ctx, path, model);
+  if (s) return s;
+  char *tmp = NULL;
+  if ((s = create_temp(ctx, path, &tmp))) return s;
+
+  writer w = {ctx, path, -1};
+  int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
+  if (err) {
+    s = write_fail(&w, err, "the file");
+  } else {
+    var_ids v;
+    memset(&v, -1, sizeof v);
+    s = define_all(&w, model, &v);
+    if (!s) s = put_all(&w, model, &v);
+    if (s) {
+      nc_abort(w.ncid); /* the temporary file goes below */
+    } else if ((err = nc_close(w.ncid))) {
+      s = write_fail(&w, err, "the file");
+    } else if ((err = sync_file(tmp))) {
+      s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(err));
+    } else if (rename(tmp, path)) {
+      s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
+                    strerror(errno));
+    }
+  }
+  if (s) unlink(tmp);
+  free(tmp);
+  return s;
+}
+
+/* ---------------------------------------------------------------------------
+ * Reading.
+ * ------------------------------------------------------------------------- */
+
+typedef struct reader {
+  vox_context *ctx;
+  const char *path; /* for messages */
+  int ncid;
+} reader;
+
+static vox_status read_fail(reader *r, vox_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static vox_status read_fail(reader *r, vox_status status, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return vox_error(r->ctx, status, "%s: %s", r->path, msg);
+}
+
+/* A failing netCDF call while reading: system errors are I/O errors, the rest
+ * (HDF errors on truncated or damaged data, conversions out of range) mean
+ * the content is bad. */
+static vox_status read_nc_fail(reader *r, int err, const char *what) {
+  vox_status status = err > 0 ? VOX_ERR_IO : err == NC_ENOMEM ? VOX_ERR_NO_MEMORY : VOX_ERR_FORMAT;
+  return read_fail(r, status, "cannot read %s: %s", what, nc_strerror(err));
+}
+
+#define R_TRY(r, call, what)                                                                       \
+  do {                                                                                             \
+    int r_err_ = (call);                                                                           \
+    if (r_err_ != NC_NOERR) return read_nc_fail((r), r_err_, (what));                              \
+  } while (0)
+
+static int is_int_type(nc_type t) {
+  return t == NC_BYTE || t == NC_UBYTE || t == NC_SHORT || t == NC_USHORT || t == NC_INT ||
+         t == NC_UINT || t == NC_INT64 || t == NC_UINT64;
+}
+
+static int is_number_type(nc_type t) { return is_int_type(t) || t == NC_FLOAT || t == NC_DOUBLE; }
+
+/* What a variable may be stored as; netCDF converts on read. */
+typedef enum want_type { WANT_INT, WANT_NUMBER, WANT_STRING } want_type;
+
+static const char *const want_names[] = {"an integer", "a number", "a string"};
+
+static int type_fits(nc_type t, want_type want) {
+  switch (want) {
+  case WANT_INT: return is_int_type(t);
+  case WANT_NUMBER: return is_number_type(t);
+  case WANT_STRING: return t == NC_STRING;
+  }
+  return 0;
+}
+
+/* Length of dimension `name` as seen from group `ncid`; *found = 0 when absent. */
+static vox_status dim_length(reader *r, int ncid, const char *name, size_t *len, int *found) {
+  int dim, err = nc_inq_dimid(ncid, name, &dim);
+  *len = 0;
+  *found = err == NC_NOERR;
+  if (err == NC_EBADDIM) return VOX_OK;
+  R_TRY(r, err, name);
+  R_TRY(r, nc_inq_dimlen(ncid, dim, len), name);
+  return VOX_OK;
+}
+
+/* Finds variable `name` and checks its type and dimension names. A missing
+ * optional variable gives *varid = -1. */
+static vox_status find_var(reader *r, int ncid, const char *name, want_type want, int ndims,
+                           const char *const *dim_names, int required, int *varid) {
+  int err = nc_inq_varid(ncid, name, varid);
+  if (err == NC_ENOTVAR) {
+    *varid = -1;
+    if (!required) return VOX_OK;
+    return read_fail(r, VOX_ERR_FORMAT, "required variable '%s' is missing", name);
+  }
+  R_TRY(r, err, name);
+  nc_type type;
+  int nd, dims[MAX_DIMS];
+  R_TRY(r, nc_inq_vartype(ncid, *varid, &type), name);
+  R_TRY(r, nc_inq_varndims(ncid, *varid, &nd), name);
+  if (!type_fits(type, want))
+    return read_fail(r, VOX_ERR_FORMAT, "variable '%s' should hold %s", name, want_names[want]);
+  if (nd != ndims)
+    return read_fail(r, VOX_ERR_FORMAT, "variable '%s' has %d dimension(s), expected %d", name, nd,
+                     ndims);
+  R_TRY(r, nc_inq_vardimid(ncid, *varid, dims), name);
+  /* Same rank: compare the names, and name both lists if they differ. */
+  int same = 1;
+  char have[MAX_DIMS * (NC_MAX_NAME + 1) + 1] = "", expect[MAX_DIMS * (NC_MAX_NAME + 1) + 1] = "";
+  for (int i = 0; i < nd; i++) {
+    char dim_name[NC_MAX_NAME + 1];
+    R_TRY(r, nc_inq_dimname(ncid, dims[i], dim_name), name);
+    same = same && !strcmp(dim_name, dim_names[i]);
+    if (i) {
+      strcat(have, ",");
+      strcat(expect, ",");
+    }
+    strcat(have, dim_name);
+    strcat(expect, dim_names[i]);
+  }
+  if (same) return VOX_OK;
+  return read_fail(r, VOX_ERR_FORMAT, "variable '%s' has dimensions (%s), expected (%s)", name,
+                   have, expect);
+}
+
+/* Reads a text attribute (NC_CHAR, or a single NC_STRING as some tools write
+ * it) into a new string; *text = NULL when the attribute is absent. */
+static vox_status read_text_att(reader *r, int ncid, int varid, const char *name, char **text) {
+  nc_type type;
+  size_t len;
+  *text = NULL;
+  int err = nc_inq_att(ncid, varid, name, &type, &len);
+  if (err == NC_ENOTATT) return VOX_OK;
+  R_TRY(r, err, name);
+  if (type == NC_CHAR) {
+    if (!(*text = malloc(len + 1))) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+    err = nc_get_att_text(ncid, varid, name, *text);
+    (*text)[len] = '\0';
+  } else if (type == NC_STRING && len == 1) {
+    char *s = NULL;
+    if (!(err = nc_get_att_string(ncid, varid, name, &s))) {
+      *text = strdup(s ? s : "");
+      nc_free_string(1, &s);
+      if (!*text) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+  } else {
+    return read_fail(r, VOX_ERR_FORMAT, "attribute '%s' is not text", name);
+  }
+  if (err) {
+    free(*text);
+    *text = NULL;
+    return read_nc_fail(r, err, name);
+  }
+  return VOX_OK;
+}
+
+/* Reads a global numeric attribute of exactly `n` values. */
+static vox_status read_number_att(reader *r, const char *name, size_t n, double *values) {
+  nc_type type;
+  size_t len;
+  int err = nc_inq_att(r->ncid, NC_GLOBAL, name, &type, &len);
+  if (err == NC_ENOTATT)
+    return read_fail(r, VOX_ERR_FORMAT, "required attribute '%s' is missing", name);
+  R_TRY(r, err, name);
+  if (!is_number_type(type) || len != n)
+    return read_fail(r, VOX_ERR_FORMAT, "attribute '%s' should hold %zu number(s)", name, n);
+  R_TRY(r, nc_get_att_double(r->ncid, NC_GLOBAL, name, values), name);
+  return VOX_OK;
+}
+
+/* Is this a voxfe file, of a schema version this code reads? */
+static vox_status check_identity(reader *r) {
+  char *conventions;
+  vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "Conventions", &conventions);
+  if (s) return s;
+  int voxfe = conventions && strstr(conventions, "voxfe-");
+  free(conventions);
+  nc_type type;
+  size_t len;
+  int version = 0, err = nc_inq_att(r->ncid, NC_GLOBAL, "voxfe_schema_version", &type, &len);
+  if (err && err != NC_ENOTATT) return read_nc_fail(r, err, "voxfe_schema_version");
+  if (!voxfe || err || !is_int_type(type) || len != 1)
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "not a voxfe model file (no voxfe Conventions or voxfe_schema_version)");
+  R_TRY(r, nc_get_att_int(r->ncid, NC_GLOBAL, "voxfe_schema_version", &version),
+        "voxfe_schema_version");
+  if (version > VOX_SCHEMA_VERSION)
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "schema version %d is newer than this voxfe reads (%d); update voxfe", version,
+                     VOX_SCHEMA_VERSION);
+  if (version < 1) return read_fail(r, VOX_ERR_FORMAT, "invalid schema version %d", version);
+  return VOX_OK;
+}
+
+static vox_status read_stage(reader *r, vox_model *m) {
+  char *stage;
+  vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "stage", &stage);
+  if (s) return s;
+  if (!stage) return read_fail(r, VOX_ERR_FORMAT, "required attribute 'stage' is missing");
+  if (!strcmp(stage, "model"))
+    m->stage = VOX_STAGE_MODEL;
+  else if (!strcmp(stage, "design"))
+    m->stage = VOX_STAGE_DESIGN;
+  else
+    s = read_fail(r, VOX_ERR_FORMAT, "unknown stage '%.32s'", stage);
+  free(stage);
+  return s;
+}
+
+/* The grid from the dimensions x, y, z and the global attributes; allocates
+ * the label array. */
+static vox_status read_grid(reader *r, vox_model *m) {
+  vox_grid g;
+  memset(&g, 0, sizeof g);
+  int64_t *len[3] = {&g.nx, &g.ny, &g.nz};
+  size_t elements = 1;
+  int ok = 1;
+  for (int a = 0; a < 3; a++) {
+    size_t n;
+    int found;
+    vox_status s = dim_length(r, r->ncid, axis_names[a], &n, &found);
+    if (s) return s;
+    if (!found)
+      return read_fail(r, VOX_ERR_FORMAT, "required dimension '%s' is missing", axis_names[a]);
+    /* Bounded so that node counts and byte sizes below cannot overflow. */
+    if (n < 1 || n > (size_t)INT32_MAX)
+      return read_fail(r, VOX_ERR_FORMAT, "dimension '%s' has length %zu", axis_names[a], n);
+    *len[a] = (int64_t)n;
+    elements = mul_size(elements, n, &ok);
+  }
+  size_t nodes = mul_size(mul_size((size_t)g.nx + 1, (size_t)g.ny + 1, &ok), (size_t)g.nz + 1, &ok);
+  /* density bytes and one load case's displacement bytes must be countable */
+  if (!ok || elements > (size_t)INT64_MAX / sizeof(double) ||
+      nodes > SIZE_MAX / (3 * sizeof(double)))
+    return read_fail(r, VOX_ERR_FORMAT, "grid %lldx%lldx%lld is too large", (long long)g.nx,
+                     (long long)g.ny, (long long)g.nz);
+  vox_status s = read_number_att(r, "voxel_size", 3, g.voxel_size);
+  if (!s) s = read_number_att(r, "origin", 3, g.origin);
+  if (s) return s;
+  if ((s = vox_model_init(r->ctx, m, &g)))
+    return with_path(r->ctx, s == VOX_ERR_NO_MEMORY ? s : VOX_ERR_FORMAT, r->path);
+  return VOX_OK;
+}
+
+static const char *const zyx_names[3] = {"z", "y", "x"};
+
+static vox_status read_label(reader *r, vox_model *m) {
+  int varid;
+  vox_status s = find_var(r, r->ncid, "label", WANT_INT, 3, zyx_names, 1, &varid);
+  if (s) return s;
+  R_TRY(r, nc_get_var_uchar(r->ncid, varid, m->label), "variable 'label'");
+  return VOX_OK;
+}
+
+/* Reads the `n` rows of table `t` from group `ncid` into `rows` (zeroed). */
+static vox_status read_table(reader *r, int ncid, const table *t, size_t n, void *rows) {
+  if (n > SIZE_MAX / 8) return read_fail(r, VOX_ERR_FORMAT, "dimension '%s' is too long", t->dim);
+  void *buf = malloc(n * 8); /* long long, double or char * per row */
+  if (!buf) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = VOX_OK;
+  for (int i = 0; i < t->n_columns && !s; i++) {
+    const column *c = &t->columns[i];
+    want_type want = c->type == COL_NAME  ? WANT_STRING
+                     : c->type == COL_F64 ? WANT_NUMBER
+                                          : WANT_INT;
+    int varid, err;
+    if ((s = find_var(r, ncid, c->name, want, 1, &t->dim, 1, &varid))) break;
+    char *row = rows;
+    if (c->type == COL_F64) {
+      if ((err = nc_get_var_double(ncid, varid, buf))) {
+        s = read_nc_fail(r, err, c->name);
+        break;
+      }
+      for (size_t k = 0; k < n; k++, row += t->row_size)
+        memcpy(row + c->offset, (double *)buf + k, sizeof(double));
+    } else if (c->type == COL_NAME) {
+      char **names = buf;
+      if ((err = nc_get_var_string(ncid, varid, names))) {
+        s = read_nc_fail(r, err, c->name);
+        break;
+      }
+      for (size_t k = 0; k < n && !s; k++, row += t->row_size) {
+        const char *name = names[k] ? names[k] : "";
+        if (strlen(name) >= VOX_NAME_MAX)
+          s = read_fail(r, VOX_ERR_FORMAT, "%s %zu is longer than %d bytes", c->name, k,
+                        VOX_NAME_MAX - 1);
+        else
+          strcpy(row + c->offset, name);
+      }
+      nc_free_string(n, names);
+    } else {
+      long long *values = buf;
+      if ((err = nc_get_var_longlong(ncid, varid, values))) {
+        s = read_nc_fail(r, err, c->name);
+        break;
+      }
+      for (size_t k = 0; k < n && !s; k++, row += t->row_size)
+        if (!set_int_field(c, row, values[k]))
+          s = read_fail(r, VOX_ERR_FORMAT, "%s %zu: value %lld is out of range", c->name, k,
+                        values[k]);
+    }
+  }
+  free(buf);
+  return s;
+}
+
+/* Reads an optional table into a new zeroed array; *n = 0 and *rows = NULL
+ * when its dimension is absent. */
+static vox_status read_table_alloc(reader *r, int ncid, const table *t, size_t *n, void **rows) {
+  int found;
+  *rows = NULL;
+  vox_status s = dim_length(r, ncid, t->dim, n, &found);
+  if (s || *n == 0) return s;
+  if (!(*rows = calloc(*n, t->row_size))) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  if ((s = read_table(r, ncid, t, *n, *rows))) {
+    free(*rows);
+    *rows = NULL;
+  }
+  return s;
+}
+
+/* Materials, constraints, load cases and loads. The model's own append
+ * functions build the lists: they check labels, and they keep the capacity
+ * convention that later appends rely on. */
+static vox_status read_lists(reader *r, vox_model *m) {
+  size_t n;
+  void *rows;
+  vox_status s = read_table_alloc(r, r->ncid, &material_table, &n, &rows);
+  if (s) return s;
+  if (n > 255) s = read_fail(r, VOX_ERR_FORMAT, "%zu materials; at most 255 fit the labels", n);
+  for (size_t i = 0; i < n && !s; i++)
+    if ((s = vox_model_add_material(r->ctx, m, (vox_material *)rows + i)))
+      s = with_path(r->ctx, s == VOX_ERR_NO_MEMORY ? s : VOX_ERR_FORMAT, r->path);
+  free(rows);
+  if (s) return s;
+
+  if ((s = read_table_alloc(r, r->ncid, &constraint_table, &n, &rows))) return s;
+  for (size_t i = 0; i < n && !s; i++) {
+    const vox_constraint *c = (vox_constraint *)rows + i;
+    s = vox_model_add_constraint(r->ctx, m, c->node, c->component, c->value);
+  }
+  free(rows);
+  if (s) return with_path(r->ctx, s, r->path);
+
+  if ((s = read_table_alloc(r, r->ncid, &load_case_table, &n, &rows))) return s;
+  if (n > INT32_MAX) s = read_fail(r, VOX_ERR_FORMAT, "too many load cases");
+  if (!s && n && (s = vox_model_set_load_cases(r->ctx, m, (int)n)))
+    s = with_path(r->ctx, s, r->path);
+  if (!s && n) memcpy(m->load_case_names, rows, n * VOX_NAME_MAX);
+  free(rows);
+  if (s) return s;
+
+  if ((s = read_table_alloc(r, r->ncid, &load_table, &n, &rows))) return s;
+  for (size_t i = 0; i < n && !s; i++) {
+    const vox_load *l = (vox_load *)rows + i;
+    s = vox_model_add_load(r->ctx, m, l->node, l->component, l->load_case, l->value);
+  }
+  free(rows);
+  if (s) return with_path(r->ctx, s, r->path);
+  return VOX_OK;
+}
+
+static vox_status read_density(reader *r, vox_model *m) {
+  int varid;
+  vox_status s = find_var(r, r->ncid, "density", WANT_NUMBER, 3, zyx_names, 0, &varid);
+  if (s || varid < 0) return s;
+  if (!(m->density = malloc((size_t)vox_grid_elements(&m->grid) * sizeof(double))))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_var_double(r->ncid, varid, m->density), "variable 'density'");
+  return VOX_OK;
+}
+
+static vox_status read_displacement(reader *r, vox_model *m) {
+  static const char *const dims[5] = {"load_case", "node_z", "node_y", "node_x", "component"};
+  int varid;
+  vox_status s = find_var(r, r->ncid, "displacement", WANT_NUMBER, 5, dims, 0, &varid);
+  if (s || varid < 0) return s;
+  if (m->n_load_cases < 1)
+    return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is stored but no load case is");
+  const long long want[5] = {m->n_load_cases, m->grid.nz + 1, m->grid.ny + 1, m->grid.nx + 1, 3};
+  for (int d = 0; d < 5; d++) {
+    size_t len;
+    int found;
+    if ((s = dim_length(r, r->ncid, dims[d], &len, &found))) return s;
+    if ((long long)len != want[d])
+      return read_fail(r, VOX_ERR_FORMAT, "dimension '%s' has length %zu, expected %lld", dims[d],
+                       len, want[d]);
+  }
+  int ok = 1;
+  size_t bytes =
+      mul_size((size_t)m->n_load_cases, (size_t)vox_grid_nodes(&m->grid) * 3 * sizeof(double), &ok);
+  if (!ok) return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is too large");
+  if (!(m->displacement = malloc(bytes))) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_var_double(r->ncid, varid, m->displacement), "variable 'displacement'");
+  return VOX_OK;
+}
+
+/* The optimization history: the group is optional, its table is not. */
+static vox_status read_history(reader *r, vox_model *m) {
+  int gid, err = nc_inq_grp_ncid(r->ncid, HISTORY_GROUP, &gid);
+  if (err == NC_ENOGRP || err == NC_ENOTNC4) return VOX_OK;
+  R_TRY(r, err, "group " HISTORY_GROUP);
+  size_t n;
+  int found;
+  vox_status s = dim_length(r, gid, history_table.dim, &n, &found);
+  if (s) return s;
+  if (!found)
+    return read_fail(r, VOX_ERR_FORMAT, "group " HISTORY_GROUP " has no dimension 'iteration'");
+  if (n == 0) return VOX_OK;
+  /* Capacity rounded up to a power of two, the convention of model.c's
+   * appends, so that code appending rows later does not overrun. */
+  size_t capacity = 1;
+  while (capacity < n) capacity *= 2;
+  if (!(m->history = calloc(capacity, sizeof *m->history)))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  m->n_history = n;
+  return read_table(r, gid, &history_table, n, m->history);
+}
+
+static vox_status read_model(reader *r, vox_model *m) {
+  vox_status s = check_identity(r);
+  if (!s) s = read_grid(r, m);
+  if (!s) s = read_stage(r, m); /* after read_grid: vox_model_init zeroes the model */
+  if (!s) s = read_label(r, m);
+  if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "history", &m->history_text);
+  if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);
+  if (!s) s = read_lists(r, m);
+  if (!s) s = read_density(r, m);
+  if (!s) s = read_displacement(r, m);
+  if (!s) s = read_history(r, m);
+  return s;
+}
+
+/* Opens the file, telling a missing or unreadable file (I/O) from one that is
+ * not netCDF (format). The system is asked first: netCDF reports a missing
+ * file differently across versions and backends, and only errno names it. */
+static vox_status open_file(vox_context *ctx, const char *path, int *ncid) {
+  struct stat st;
+  if (stat(path, &st)) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(EISDIR));
+  if (!S_ISREG(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: not a regular file", path);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
+  close(fd);
+  int err = nc_open(path, NC_NOWRITE, ncid);
+  if (err == NC_NOERR) return VOX_OK;
+  if (err > 0) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(err));
+  if (err == NC_ENOMEM) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a netCDF file or truncated (%s)", path,
+                   nc_strerror(err));
+}
+
+vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model) {
+  if (!model) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_read: no model");
+  memset(model, 0, sizeof *model);
+  if (!path || !*path) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_read: no path");
+  reader r = {ctx, path, -1};
+  vox_status s = open_file(ctx, path, &r.ncid);
+  if (s) return s;
+  s = read_model(&r, model);
+  int err = nc_close(r.ncid);
+  if (!s && err) s = read_nc_fail(&r, err, "the file");
+  if (!s && (s = vox_model_validate(ctx, model))) s = with_path(ctx, s, path);
+  if (s) vox_model_free(model);
+  return s;
+}
