@@ -6,6 +6,10 @@
 
 #include "cpu.h"
 
+/* A bound on the filter's neighbourhood: a radius of 20 voxels, far more
+ * than any useful filter, already means 33 000 taps per element. */
+#define VOX_FILTER_MAX_TAPS 100000
+
 struct vox_filter {
   vox_grid grid;
   int n_taps;
@@ -59,9 +63,20 @@ vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double r
   vox_filter *f = calloc(1, sizeof *f);
   if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->grid = *grid;
-  int reach[3];
-  for (int a = 0; a < 3; a++) reach[a] = (int)floor(radius / grid->voxel_size[a]);
-  size_t max_taps = (size_t)(2 * reach[0] + 1) * (2 * reach[1] + 1) * (2 * reach[2] + 1);
+  /* Taps beyond the grid never contribute: the reach stops at its size. */
+  int64_t reach[3];
+  const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
+  for (int a = 0; a < 3; a++) {
+    const double r = floor(radius / grid->voxel_size[a]);
+    reach[a] = r < (double)(n[a] - 1) ? (int64_t)r : n[a] - 1;
+  }
+  size_t max_taps = (size_t)(2 * reach[0] + 1) * (size_t)(2 * reach[1] + 1) * (size_t)(2 * reach[2] + 1);
+  if (max_taps > VOX_FILTER_MAX_TAPS) {
+    free(f);
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "filter radius %g mm spans %zu voxels; at most %d are supported", radius,
+                     max_taps, VOX_FILTER_MAX_TAPS);
+  }
   size_t ne = (size_t)vox_grid_elements(grid);
   f->offset = malloc(max_taps * sizeof *f->offset);
   f->weight = malloc(max_taps * sizeof *f->weight);
@@ -74,9 +89,9 @@ vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double r
     vox_cpu_filter_destroy(be, f);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
   }
-  for (int dk = -reach[2]; dk <= reach[2]; dk++)
-    for (int dj = -reach[1]; dj <= reach[1]; dj++)
-      for (int di = -reach[0]; di <= reach[0]; di++) {
+  for (int dk = -(int)reach[2]; dk <= reach[2]; dk++)
+    for (int dj = -(int)reach[1]; dj <= reach[1]; dj++)
+      for (int di = -(int)reach[0]; di <= reach[0]; di++) {
         const double dx = di * grid->voxel_size[0], dy = dj * grid->voxel_size[1],
                      dz = dk * grid->voxel_size[2];
         const double w = radius - sqrt(dx * dx + dy * dy + dz * dz);

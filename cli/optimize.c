@@ -1,0 +1,211 @@
+/* voxfe-optimize: reads a model file, runs minimum-compliance topology
+ * optimization on it, and writes the design file (density, displacements,
+ * history). Nothing is written unless the run succeeds. */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli_common.h"
+#include "cli_files.h"
+#include "cli_options.h"
+#include "cli_progress.h"
+#include "voxfe/voxfe.h"
+
+/* The default filter radius, in voxel sizes; the library's default is in mm
+ * and cannot know the grid. */
+#define FILTER_RADIUS_VOXELS 1.5
+
+typedef struct settings {
+  const char *input;
+  const char *output;
+  vox_optimizer_options opt;
+  vox_device device;
+  int threads;
+  int quiet;
+} settings;
+
+static int parse_filter(const char *what, const char *text, void *value) {
+  if (vox_filter_parse(text, value) != 0) {
+    cli_error("%s: expected sensitivity, density or none, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_filter(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
+}
+
+static int parse_device(const char *what, const char *text, void *value) {
+  if (vox_device_parse(text, value) != 0) {
+    cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_device(const void *value, char *buf, size_t size) {
+  vox_device d = *(const vox_device *)value;
+  snprintf(buf, size, "%s", d == VOX_DEVICE_CPU ? "cpu" : d == VOX_DEVICE_CUDA ? "cuda" : "auto");
+}
+
+#define AT(member) offsetof(settings, member)
+/* Accepted ranges: (a, b] is {a, b, 1, 0}. */
+#define POSITIVE {0, INFINITY, 1, 0}
+#define FRACTION {0, 1, 1, 0}
+#define AT_LEAST(a) {a, INFINITY, 0, 0}
+#define COUNT {1, INT_MAX, 0, 0}
+/* A number of the optimizer's, recorded in the history. */
+#define NUMBER(NAME, KIND, ARG, MEMBER, RANGE, HELP)                                    \
+  {.name = NAME, .arg = ARG, .kind = KIND, .offset = AT(MEMBER), .range = RANGE,         \
+   .flags = CLI_RECORD, .help = HELP}
+
+static const cli_option options[] = {
+    {.kind = CLI_HEADING, .help = "Output:"},
+    {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
+     .flags = CLI_REQUIRED,
+     .help = "design file to write (netCDF); written only when the run succeeds"},
+
+    {.kind = CLI_HEADING, .help = "Optimization:"},
+    NUMBER("volume-fraction", CLI_REAL, "F", opt.volume_fraction, FRACTION,
+           "target volume fraction of the design domain, in (0, 1]"),
+    NUMBER("penalty", CLI_REAL, "P", opt.penalty, AT_LEAST(1),
+           "SIMP penalty exponent p (its final value under continuation)"),
+    {.name = "filter", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.filter),
+     .flags = CLI_RECORD, .help = "sensitivity, density or none", .parse = parse_filter,
+     .format = format_filter},
+    {.name = "filter-radius", .arg = "R", .kind = CLI_REAL, .offset = AT(opt.filter_radius),
+     .range = POSITIVE, .flags = CLI_RECORD,
+     .help = "filter radius in mm, between element centres",
+     .default_text = "1.5 times the longest voxel edge"},
+    NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
+           "largest change of a density in one iteration"),
+    NUMBER("damping", CLI_REAL, "D", opt.damping, FRACTION,
+           "damping exponent of the optimality-criteria update"),
+    NUMBER("q-max", CLI_REAL, "Q", opt.q_max, AT_LEAST(1),
+           "final exponent q that pushes intermediate densities to 0 or 1; 1 = off"),
+    {.name = "no-continuation", .kind = CLI_DISABLE, .offset = AT(opt.continuation),
+     .flags = CLI_RECORD, .help = "use the final p and q from the first iteration on"},
+    NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
+           "stop after N design iterations"),
+    NUMBER("change-tol", CLI_REAL, "T", opt.change_tolerance, AT_LEAST(0),
+           "converged when the largest density change is at most T (and the "
+           "objective tolerance is met)"),
+    NUMBER("objective-tol", CLI_REAL, "T", opt.objective_tolerance, AT_LEAST(0),
+           "converged when the relative change of the objective is at most T (and the "
+           "change tolerance is met)"),
+
+    {.kind = CLI_HEADING, .help = "Solver:"},
+    NUMBER("cg-tol", CLI_REAL, "T", opt.solver.rtol, FRACTION,
+           "relative residual at which a state solve has converged"),
+    NUMBER("cg-max-iterations", CLI_INTEGER, "N", opt.solver.max_iterations, COUNT,
+           "CG iterations after which a state solve has failed"),
+
+    {.kind = CLI_HEADING, .help = "Execution:"},
+    {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
+     .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",
+     .parse = parse_device, .format = format_device},
+    {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = AT(threads),
+     .range = {0, 4096, 0, 0},
+     .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},
+    {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = AT(quiet),
+     .help = "print nothing but errors"},
+    {.kind = CLI_END},
+};
+
+static const cli_program program = {
+    .name = "voxfe-optimize",
+    .args_doc = "MODEL.nc -o DESIGN.nc",
+    .doc = "Minimum-compliance topology optimization (SIMP, filter, optimality criteria, "
+           "continuation) of a voxfe model file; writes the design file.",
+    .epilogue = "Progress goes to stderr: one line rewritten in place on a terminal, one "
+                "line per iteration otherwise. A summary goes to stdout.",
+    .options = options,
+    .input = "MODEL.nc",
+    .input_offset = AT(input),
+};
+
+/* The filter radius the user did not give: a fixed number of voxels, so
+ * that the same options suit every grid. */
+static void resolve_filter_radius(settings *s, const vox_grid *g) {
+  if (!isnan(s->opt.filter_radius)) return;
+  double h = fmax(g->voxel_size[0], fmax(g->voxel_size[1], g->voxel_size[2]));
+  s->opt.filter_radius = FILTER_RADIUS_VOXELS * h;
+}
+
+/* The exit status and message of a run that ended without an error. */
+static int report_result(const settings *s, const vox_optimize_result *r) {
+  if (r->reason == VOX_STOP_SOLVER_FAILED) {
+    const vox_solve_result *solve = &r->last_solve;
+    double relative = solve->rhs_norm > 0 ? solve->residual_norm / solve->rhs_norm : NAN;
+    /* the failing solve may come after the last design iteration (the
+     * final state), so count the iterations done, not the one failing */
+    cli_error("%s after %d design iterations: %s after %d CG iterations, relative residual "
+              "%.3g (--cg-tol %g, --cg-max-iterations %d); %s not written",
+              vox_stop_reason_string(r->reason), r->iterations,
+              vox_convergence_string(solve->reason), solve->iterations, relative,
+              s->opt.solver.rtol, s->opt.solver.max_iterations, s->output);
+    return CLI_EXIT_FAILED;
+  }
+  return 0;
+}
+
+static int run(vox_context *ctx, settings *s, int argc, char **argv) {
+  vox_model model = {0};
+  vox_backend *backend = NULL;
+  char *history = NULL;
+  int status = cli_read_model(ctx, s->input, &model);
+  if (status) goto done;
+  resolve_filter_radius(s, &model.grid);
+  vox_context_set_threads(ctx, s->threads);
+
+  vox_status vs = vox_backend_create(ctx, s->device, &backend);
+  if (vs != VOX_OK) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  /* record the device that ran, not "auto" */
+  vox_device_parse(vox_backend_name(backend), &s->device);
+
+  cli_progress progress;
+  cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
+  vox_context_set_progress(ctx, cli_progress_report, &progress);
+  vox_optimize_result result = {0};
+  vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
+  cli_progress_finish(&progress);
+  if (vs != VOX_OK) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  if ((status = report_result(s, &result))) goto done;
+
+  history = cli_history_line(&program, s, argc, argv);
+  if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
+  if (!s->quiet)
+    printf("%s: %s after %d iterations: compliance %.6g, volume fraction %.4f, M_nd %.1f%%\n",
+           s->output, vox_stop_reason_string(result.reason), result.iterations,
+           result.objective, result.volume_fraction, result.non_discreteness);
+done:
+  free(history);
+  if (backend) vox_backend_destroy(backend);
+  vox_model_free(&model);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  settings s = {.device = VOX_DEVICE_AUTO};
+  vox_optimizer_options_default(&s.opt);
+  s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
+  int status = cli_parse(&program, argc, argv, &s);
+  if (status) return status;
+  const char *inputs[] = {s.input};
+  if ((status = cli_check_output(s.output, inputs, 1))) return status;
+
+  vox_context *ctx = cli_context();
+  if (!ctx) return CLI_EXIT_FAILED;
+  status = run(ctx, &s, argc, argv);
+  vox_context_destroy(ctx);
+  return status;
+}
