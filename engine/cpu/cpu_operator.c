@@ -54,39 +54,53 @@ vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_ve
   return VOX_OK;
 }
 
-/* y += m Ke x_e for every element of one colour, for an element matrix of
- * compile-time size NLOC (inlined into the two callers below so that the
- * dense product vectorises). */
+/* Where the compiler supports it, the hot loops are also built for AVX2 and
+ * FMA (x86-64-v3) and the best clone is picked at load time: the dense
+ * element product runs about twice as fast as with the baseline SSE2. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define HOT_CLONES
+#endif
+
+/* y += m Ke x_e for the elements i = ci, ci+2, ... of row (j, k), for an
+ * element matrix of compile-time size NLOC. */
 static inline __attribute__((always_inline)) void
-apply_colour(const vox_operator *op, const double *restrict x, double *restrict y, int full,
-             int ci, int cj, int ck, const int NLOC) {
+apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+          int64_t j, int64_t k, int ci, const int NLOC) {
   const int dpn = NLOC / 8;
-  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
   const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1);
   const double *restrict ke = op->ke;
   const uint8_t *restrict fixed = op->fixed;
-#pragma omp for collapse(2) schedule(static)
-  for (int64_t k = ck; k < nz; k += 2)
-    for (int64_t j = cj; j < ny; j += 2) {
-      for (int64_t i = ci; i < nx; i += 2) {
-        const double m = op->moduli[(k * ny + j) * nx + i];
-        if (m == 0) continue;
-        const ptrdiff_t n0 = k * sz + j * sy + i;
-        double xe[NLOC], ye[NLOC];
-        for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) {
-            const ptrdiff_t dof = (n0 + op->corner[a]) * dpn + c;
-            xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
-          }
-        /* ye = Ke xe as a sum of columns (Ke is symmetric: column c is row
-         * c), which vectorises without horizontal reductions */
-        for (int r = 0; r < NLOC; r++) ye[r] = 0;
-        for (int c = 0; c < NLOC; c++)
-          for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
-        for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += m * ye[a * dpn + c];
+  for (int64_t i = ci; i < nx; i += 2) {
+    const double m = op->moduli[(k * ny + j) * nx + i];
+    if (m == 0) continue;
+    const ptrdiff_t n0 = k * sz + j * sy + i;
+    double xe[NLOC], ye[NLOC];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) {
+        const ptrdiff_t dof = (n0 + op->corner[a]) * dpn + c;
+        xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
       }
-    }
+    /* ye = Ke xe as a sum of columns (Ke is symmetric: column c is row c),
+     * which vectorises without horizontal reductions */
+    for (int r = 0; r < NLOC; r++) ye[r] = 0;
+    for (int c = 0; c < NLOC; c++)
+      for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += m * ye[a * dpn + c];
+  }
+}
+
+HOT_CLONES static void apply_row_elasticity(const vox_operator *op, const double *x, double *y,
+                                            int full, int64_t j, int64_t k, int ci) {
+  apply_row(op, x, y, full, j, k, ci, 24);
+}
+
+HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double *x, double *y,
+                                            int full, int64_t j, int64_t k, int ci) {
+  apply_row(op, x, y, full, j, k, ci, 8);
 }
 
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
@@ -100,11 +114,15 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
     for (ptrdiff_t d = 0; d < n; d++) y[d] = 0;
     for (int colour = 0; colour < 8; colour++) {
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
-      if (op->nloc == 24)
-        apply_colour(op, x, y, full, ci, cj, ck, 24);
-      else
-        apply_colour(op, x, y, full, ci, cj, ck, 8);
-      /* the implicit barrier of omp for ends each colour */
+      /* rows of one colour share no node; the barrier of omp for ends it */
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t k = ck; k < op->grid.nz; k += 2)
+        for (int64_t j = cj; j < op->grid.ny; j += 2) {
+          if (op->nloc == 24)
+            apply_row_elasticity(op, x, y, full, j, k, ci);
+          else
+            apply_row_conduction(op, x, y, full, j, k, ci);
+        }
     }
     if (!full) {
 #pragma omp for schedule(static)
