@@ -132,6 +132,56 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The operator with one dof per node (heat conduction): a bar held at T = 0
+ * on face x- and heated by a total flux Q through face x+ reaches
+ * T = Q L / (k A) there, the same at every node of the face. */
+static void test_conduction(vox_context *ctx, vox_backend *be) {
+  const vox_grid g = {.nx = 6, .ny = 2, .nz = 3, .voxel_size = {0.5, 1.0, 0.75}};
+  const double k = 0.2, Q = 3.0;
+  double ke[64];
+  CHECK(vox_hex8_conduction(1.0, g.voxel_size, ke) == 0);
+  const size_t nn = (size_t)vox_grid_nodes(&g), ne = (size_t)vox_grid_elements(&g);
+  uint8_t *fixed = calloc(nn, 1);
+  double *q = calloc(nn, sizeof *q), *t = calloc(nn, sizeof *t), *mod = malloc(ne * sizeof *mod);
+  const double area = g.ny * g.voxel_size[1] * g.nz * g.voxel_size[2];
+  for (int64_t kk = 0; kk <= g.nz; kk++)
+    for (int64_t j = 0; j <= g.ny; j++) {
+      fixed[node(&g, 0, j, kk)] = 1;
+      const double wy = (j == 0 || j == g.ny) ? 0.5 : 1, wz = (kk == 0 || kk == g.nz) ? 0.5 : 1;
+      q[node(&g, g.nx, j, kk)] = Q * wy * g.voxel_size[1] * wz * g.voxel_size[2] / area;
+    }
+  for (size_t e = 0; e < ne; e++) mod[e] = k;
+  vox_operator_desc desc = {.grid = g, .dofs_per_node = 1, .ke = ke, .dof_fixed = fixed};
+  vox_operator *op;
+  CHECK_OK(ctx, be->ops->op_create(be, &desc, &op));
+  vox_vec m, b, x, d;
+  be->ops->vec_create(be, ne, &m), be->ops->vec_create(be, nn, &b);
+  be->ops->vec_create(be, nn, &x), be->ops->vec_create(be, nn, &d);
+  be->ops->vec_upload(be, &m, mod);
+  be->ops->vec_upload(be, &b, q);
+  be->ops->op_set_moduli(be, op, &m);
+  be->ops->op_diagonal(be, op, &d);
+  be->ops->vec_reciprocal(be, &d);
+  vox_pcg_work work;
+  CHECK_OK(ctx, vox_pcg_work_create(be, nn, &work));
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-13;
+  vox_solve_result r;
+  CHECK_OK(ctx, vox_pcg_solve(be, op, &d, &b, &x, &opt, &work, &r));
+  CHECK(r.reason == VOX_CONVERGED_RTOL);
+  be->ops->vec_download(be, &x, t);
+  for (int64_t kk = 0; kk <= g.nz; kk++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int64_t i = 0; i <= g.nx; i++)
+        CHECK_CLOSE(t[node(&g, i, j, kk)], Q * i * g.voxel_size[0] / (k * area), 1e-10);
+  vox_pcg_work_destroy(be, &work);
+  vox_vec *v[] = {&m, &b, &x, &d};
+  for (int i = 0; i < 4; i++) be->ops->vec_destroy(be, v[i]);
+  be->ops->op_destroy(be, op);
+  free(fixed), free(q), free(t), free(mod);
+}
+
 int main(void) {
   vox_context *ctx;
   vox_backend *be;
@@ -139,6 +189,7 @@ int main(void) {
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_tension(ctx, be);
   test_prescribed(ctx, be);
+  test_conduction(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();
