@@ -169,60 +169,77 @@ static int64_t nearest_node(const raster *r, const double p[3]) {
   return best;
 }
 
-/* The nodes of a region that touch material, in node order, with their
- * weights: tributary area on a face, tributary length on an edge, 1
- * elsewhere. */
-static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_region *rg,
-                               const char *what, const char *name, selection *s) {
-  int64_t lo[3] = {0, 0, 0}, hi[3] = {r->n[0], r->n[1], r->n[2]}, last[3];
-  memcpy(last, hi, sizeof last);
+/* The index range [lo, hi] that a face, edge, box, sphere or label region
+ * can hold, for nodes (offset 0, last = n) or element centres (offset 0.5,
+ * last = n - 1). Returns 0 when the region misses the grid. Points are the
+ * callers' own: a node and an element find theirs differently. */
+static int region_range(const raster *r, const vox_region *rg, double offset,
+                        const int64_t last[3], int64_t lo[3], int64_t hi[3]) {
+  int64_t end[3];
+  memcpy(end, last, sizeof end);
+  for (int a = 0; a < 3; a++) lo[a] = 0, hi[a] = last[a];
   switch (rg->kind) {
+  case VOX_REGION_EDGE: /* two faces */
+    pin_face(rg->face[0], lo, hi, end);
+    pin_face(rg->face[1], lo, hi, end);
+    return 1;
   case VOX_REGION_FACE:
-    pin_face(rg->face[0], lo, hi, last);
-    break;
-  case VOX_REGION_EDGE:
-    pin_face(rg->face[0], lo, hi, last);
-    pin_face(rg->face[1], lo, hi, last);
-    break;
-  case VOX_REGION_POINT: {
-    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, what, name, rg->point);
-    int64_t node = nearest_node(r, rg->point);
-    return node < 0 ? VOX_OK : select_add(ctx, s, node, 1);
-  }
+    pin_face(rg->face[0], lo, hi, end);
+    return 1;
   case VOX_REGION_BOX:
-    if (!index_range(r, rg->point, rg->point2, 0, lo, hi)) return VOX_OK;
-    break;
+    return index_range(r, rg->point, rg->point2, offset, lo, hi);
   case VOX_REGION_SPHERE: {
     double min[3], max[3];
     for (int a = 0; a < 3; a++) {
       min[a] = rg->point[a] - rg->radius;
       max[a] = rg->point[a] + rg->radius;
     }
-    if (!index_range(r, min, max, 0, lo, hi)) return VOX_OK;
-    break;
+    return index_range(r, min, max, offset, lo, hi);
   }
+  case VOX_REGION_POINT:
   case VOX_REGION_LABEL:
-    break;
+    return 1;
   }
+  return 1;
+}
+
+/* Whether the node or element centre (offset as above) at ijk lies in a box
+ * or sphere region; the range of the other kinds is exact. */
+static int region_contains(const raster *r, const vox_region *rg, const int64_t ijk[3],
+                           double offset) {
+  if (rg->kind != VOX_REGION_BOX && rg->kind != VOX_REGION_SPHERE) return 1;
+  double d2 = 0;
+  for (int a = 0; a < 3; a++) {
+    const double x = coord(r, a, ijk[a], offset);
+    if (rg->kind == VOX_REGION_BOX) {
+      if (x < rg->point[a] - r->tol || x > rg->point2[a] + r->tol) return 0;
+    } else {
+      d2 += (x - rg->point[a]) * (x - rg->point[a]);
+    }
+  }
+  const double reach = rg->radius + r->tol;
+  return rg->kind == VOX_REGION_BOX || d2 <= reach * reach;
+}
+
+/* The nodes of a region that touch material, in node order, with their
+ * weights: tributary area on a face, tributary length on an edge, 1
+ * elsewhere. */
+static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_region *rg,
+                               const char *what, const char *name, selection *s) {
+  if (rg->kind == VOX_REGION_POINT) {
+    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, what, name, rg->point);
+    int64_t node = nearest_node(r, rg->point);
+    return node < 0 ? VOX_OK : select_add(ctx, s, node, 1);
+  }
+  const int64_t last[3] = {r->n[0], r->n[1], r->n[2]};
+  int64_t lo[3], hi[3], ijk[3];
+  if (!region_range(r, rg, 0, last, lo, hi)) return VOX_OK;
   int weighted = rg->kind == VOX_REGION_FACE || rg->kind == VOX_REGION_EDGE;
   int label = rg->kind == VOX_REGION_LABEL ? rg->label : 0;
-  double reach2 = (rg->radius + r->tol) * (rg->radius + r->tol);
-  int64_t ijk[3];
   for (ijk[2] = lo[2]; ijk[2] <= hi[2]; ijk[2]++)
     for (ijk[1] = lo[1]; ijk[1] <= hi[1]; ijk[1]++)
       for (ijk[0] = lo[0]; ijk[0] <= hi[0]; ijk[0]++) {
-        if (rg->kind == VOX_REGION_BOX || rg->kind == VOX_REGION_SPHERE) {
-          double d2 = 0;
-          int in = 1;
-          for (int a = 0; a < 3; a++) {
-            double x = coord(r, a, ijk[a], 0);
-            if (rg->kind == VOX_REGION_BOX)
-              in &= x >= rg->point[a] - r->tol && x <= rg->point2[a] + r->tol;
-            else
-              d2 += (x - rg->point[a]) * (x - rg->point[a]);
-          }
-          if (!in || (rg->kind == VOX_REGION_SPHERE && d2 > reach2)) continue;
-        }
+        if (!region_contains(r, rg, ijk, 0)) continue;
         int count = adjacent_elements(r, ijk, label);
         if (!count) continue;
         vox_status status = select_add(ctx, s, node_index(r, ijk), weighted ? count : 1);
@@ -240,58 +257,24 @@ static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_regi
 static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, const vox_passive *pa,
                           uint8_t to, int64_t *hits) {
   const vox_region *rg = &pa->region;
-  int64_t lo[3] = {0, 0, 0}, hi[3] = {r->n[0] - 1, r->n[1] - 1, r->n[2] - 1}, last[3];
-  memcpy(last, hi, sizeof last);
+  const int64_t last[3] = {r->n[0] - 1, r->n[1] - 1, r->n[2] - 1};
+  int64_t lo[3], hi[3], ijk[3];
   *hits = 0;
-  switch (rg->kind) {
-  case VOX_REGION_FACE:
-    pin_face(rg->face[0], lo, hi, last);
-    break;
-  case VOX_REGION_EDGE:
-    pin_face(rg->face[0], lo, hi, last);
-    pin_face(rg->face[1], lo, hi, last);
-    break;
-  case VOX_REGION_POINT:
+  if (rg->kind == VOX_REGION_POINT) {
     /* The element that holds the point; on a shared face the upper one. */
     if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, "passive", pa->name, rg->point);
     for (int a = 0; a < 3; a++) {
       double i = floor((rg->point[a] - r->grid->origin[a]) / r->grid->voxel_size[a]);
       lo[a] = hi[a] = i < 0 ? 0 : i > (double)last[a] ? last[a] : (int64_t)i;
     }
-    break;
-  case VOX_REGION_BOX:
-    if (!index_range(r, rg->point, rg->point2, 0.5, lo, hi)) return VOX_OK;
-    break;
-  case VOX_REGION_SPHERE: {
-    double min[3], max[3];
-    for (int a = 0; a < 3; a++) {
-      min[a] = rg->point[a] - rg->radius;
-      max[a] = rg->point[a] + rg->radius;
-    }
-    if (!index_range(r, min, max, 0.5, lo, hi)) return VOX_OK;
-    break;
+  } else if (!region_range(r, rg, 0.5, last, lo, hi)) {
+    return VOX_OK;
   }
-  case VOX_REGION_LABEL:
-    break;
-  }
-  double reach2 = (rg->radius + r->tol) * (rg->radius + r->tol);
-  for (int64_t k = lo[2]; k <= hi[2]; k++)
-    for (int64_t j = lo[1]; j <= hi[1]; j++)
-      for (int64_t i = lo[0]; i <= hi[0]; i++) {
-        int64_t ijk[3] = {i, j, k};
-        if (rg->kind == VOX_REGION_BOX || rg->kind == VOX_REGION_SPHERE) {
-          double d2 = 0;
-          int in = 1;
-          for (int a = 0; a < 3; a++) {
-            double x = coord(r, a, ijk[a], 0.5);
-            if (rg->kind == VOX_REGION_BOX)
-              in &= x >= rg->point[a] - r->tol && x <= rg->point2[a] + r->tol;
-            else
-              d2 += (x - rg->point[a]) * (x - rg->point[a]);
-          }
-          if (!in || (rg->kind == VOX_REGION_SPHERE && d2 > reach2)) continue;
-        }
-        uint8_t *l = &label[(k * r->n[1] + j) * r->n[0] + i];
+  for (ijk[2] = lo[2]; ijk[2] <= hi[2]; ijk[2]++)
+    for (ijk[1] = lo[1]; ijk[1] <= hi[1]; ijk[1]++)
+      for (ijk[0] = lo[0]; ijk[0] <= hi[0]; ijk[0]++) {
+        if (!region_contains(r, rg, ijk, 0.5)) continue;
+        uint8_t *l = &label[(ijk[2] * r->n[1] + ijk[1]) * r->n[0] + ijk[0]];
         if (*l == 0 || (rg->kind == VOX_REGION_LABEL && *l != rg->label)) continue;
         ++*hits;
         if (*l == LABEL_DESIGN) *l = to;

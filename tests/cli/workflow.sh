@@ -5,8 +5,10 @@
 . "$(dirname "$0")/lib.sh"
 
 workflow=$1
-cp "$SOURCE_DIR/workflows/$workflow/Makefile" "$SOURCE_DIR/workflows/$workflow/$workflow.yaml" . ||
-  { fail "cannot copy the $workflow workflow"; finish; }
+# the workflow's folder beside the shared pipeline.mk, as in the source tree
+mkdir "$workflow" && cp "$SOURCE_DIR/workflows/pipeline.mk" . &&
+  cp "$SOURCE_DIR/workflows/$workflow/Makefile" "$SOURCE_DIR/workflows/$workflow/$workflow.yaml" \
+    "$workflow/" && cd "$workflow" || { fail "cannot copy the $workflow workflow"; finish; }
 MAKE_ARGS=(VOXFE_BIN="$(dirname "$VOXELIZE")" SIZE=12x6x6 ITERATIONS=3
   "OPTIMIZE_OPTIONS=--device cpu --threads 2")
 outputs="model.nc design.nc design.vti design.vtu"
