@@ -7,8 +7,11 @@ cd "$(dirname "$0")/.."
 build=${VOXFE_BUILD_DIR:-build}
 sanitize=${VOXFE_SANITIZE:-OFF}
 type=Release
+# sanitizer builds keep debug information, at -O1 so that the numerical tests
+# stay quick
 [ "$sanitize" = ON ] && type=Debug
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DVOXFE_WERROR=ON -DVOXFE_SANITIZE="$sanitize" \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
+  -DVOXFE_WERROR=ON -DVOXFE_SANITIZE="$sanitize" \
   -DVOXFE_CUDA="${VOXFE_CUDA:-AUTO}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # GPU tests skip themselves without a device; the label lets a CPU-only
