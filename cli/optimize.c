@@ -38,6 +38,30 @@ static void format_filter(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
 }
 
+static int parse_preconditioner(const char *what, const char *text, void *value) {
+  if (vox_preconditioner_parse(text, value) != 0) {
+    cli_error("%s: expected multigrid or jacobi, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_preconditioner(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_preconditioner_name(*(const vox_preconditioner *)value));
+}
+
+static int parse_smoother(const char *what, const char *text, void *value) {
+  if (vox_smoother_parse(text, value) != 0) {
+    cli_error("%s: expected chebyshev or jacobi, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_smoother(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_smoother_name(*(const vox_smoother *)value));
+}
+
 static int parse_device(const char *what, const char *text, void *value) {
   if (vox_device_parse(text, value) != 0) {
     cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);
@@ -102,6 +126,19 @@ static const cli_option options[] = {
            "relative residual at which a state solve has converged"),
     NUMBER("cg-max-iterations", CLI_INTEGER, "N", opt.solver.max_iterations, COUNT,
            "CG iterations after which a state solve has failed"),
+    {.name = "preconditioner", .arg = "PC", .kind = CLI_CUSTOM,
+     .offset = AT(opt.solver.preconditioner), .flags = CLI_RECORD,
+     .help = "multigrid (a geometric multigrid V-cycle) or jacobi", .parse = parse_preconditioner,
+     .format = format_preconditioner},
+    {.name = "smoother", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.solver.smoother),
+     .flags = CLI_RECORD, .help = "multigrid smoother: chebyshev or jacobi (damped)",
+     .parse = parse_smoother, .format = format_smoother},
+    NUMBER("smoothing-steps", CLI_INTEGER, "N", opt.solver.smoothing_steps, COUNT,
+           "multigrid smoothing before and after the coarse correction: Jacobi sweeps or the "
+           "Chebyshev degree"),
+    NUMBER("mg-levels", CLI_INTEGER, "N", opt.solver.mg_levels, AT_LEAST(0),
+           "multigrid levels, 0 to choose from the grid (coarsest level of at most 4000 "
+           "unknowns, solved directly)"),
 
     {.kind = CLI_HEADING, .help = "Execution:"},
     {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),

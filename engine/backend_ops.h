@@ -31,6 +31,19 @@ typedef struct vox_operator_desc {
 
 typedef struct vox_operator vox_operator; /* defined by each backend */
 typedef struct vox_filter vox_filter;     /* defined by each backend */
+typedef struct vox_stencil vox_stencil;   /* defined by each backend */
+
+/* Multigrid grids are nested: the coarse grid of a grid of n elements along
+ * an axis has ceil(n/2) elements of twice the size, and coarse node I sits on
+ * fine node 2I (one past the fine grid when n is odd: it then interpolates
+ * to the last fine node only). Prolongation P is trilinear interpolation,
+ * restriction R = P^T. */
+static inline vox_grid vox_grid_coarsen(const vox_grid *fine) {
+  vox_grid c = *fine;
+  c.nx = (fine->nx + 1) / 2, c.ny = (fine->ny + 1) / 2, c.nz = (fine->nz + 1) / 2;
+  for (int a = 0; a < 3; a++) c.voxel_size[a] = 2 * fine->voxel_size[a];
+  return c;
+}
 
 typedef struct vox_backend_ops {
   const char *name;
@@ -46,6 +59,7 @@ typedef struct vox_backend_ops {
   vox_status (*vec_axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
   vox_status (*vec_xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
   vox_status (*vec_mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
+  vox_status (*vec_axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b); /* y = a x + b y */
   vox_status (*vec_reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
@@ -91,6 +105,30 @@ typedef struct vox_backend_ops {
   vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
   vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
                                    const vox_vec *dc, double gamma, vox_vec *out);
+
+  /* Geometric multigrid. A stencil is an assembled operator on a grid kept
+   * per node as 27 blocks of dofs_per_node^2 (seed 000 section 4.1): block t
+   * = (dk+1)*9 + (dj+1)*3 + (di+1) couples the node with its neighbour at
+   * offset (di, dj, dk). */
+  vox_status (*stencil_create)(vox_backend *be, const vox_grid *grid, int dofs_per_node,
+                               vox_stencil **st);
+  void (*stencil_destroy)(vox_backend *be, vox_stencil *st);
+  /* coarse = R A P (Galerkin) of the fine operator A in its eliminated form
+   * (identity rows and columns on fixed dofs), at its current moduli... */
+  vox_status (*galerkin_operator)(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
+  /* ... or of a fine stencil. */
+  vox_status (*galerkin_stencil)(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
+  vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
+  vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
+  /* Direct solve of the coarsest level: factor after each Galerkin update,
+   * then solve A x = b. */
+  vox_status (*stencil_factor)(vox_backend *be, vox_stencil *st);
+  vox_status (*stencil_solve)(vox_backend *be, vox_stencil *st, const vox_vec *b, vox_vec *x);
+  /* coarse = R fine;  fine += P coarse  (grids of vox_grid_coarsen) */
+  vox_status (*restrict_residual)(vox_backend *be, const vox_grid *fine, int dofs_per_node,
+                                  const vox_vec *r_fine, vox_vec *r_coarse);
+  vox_status (*prolong_add)(vox_backend *be, const vox_grid *fine, int dofs_per_node,
+                            const vox_vec *x_coarse, vox_vec *x_fine);
 } vox_backend_ops;
 
 struct vox_backend {

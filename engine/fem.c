@@ -20,6 +20,7 @@ void vox_fem_destroy(vox_fem *fem) {
     if (fem->force[c].data) be->ops->vec_destroy(be, &fem->force[c]);
   free(fem->force);
   vox_pcg_work_destroy(be, &fem->pcg);
+  vox_mg_destroy(fem->mg);
   free(fem->element_active);
   free(fem);
 }
@@ -175,7 +176,36 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
 vox_status vox_fem_update(vox_fem *fem) {
   vox_backend *be = fem->be;
   TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
+  fem->mg_stale = 1;
   return be->ops->vec_reciprocal(be, &fem->inv_diag);
+}
+
+/* One V-cycle, kept off the fixed dofs: the correction there is zero, and
+ * CG then stays in the free subspace where the V-cycle is definite. */
+static vox_status multigrid_apply(void *self, const vox_vec *r, vox_vec *z) {
+  vox_fem *fem = self;
+  TRY(vox_mg_apply(fem->mg, r, z));
+  return fem->be->ops->vec_mult(fem->be, z, z, &fem->free_mask);
+}
+
+/* The preconditioner the options ask for, set up for the current moduli. */
+static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options,
+                                 vox_jacobi *jacobi, vox_pcg_preconditioner *pc) {
+  if (options->preconditioner != VOX_PC_MULTIGRID) {
+    *jacobi = (vox_jacobi){.be = fem->be, .inv_diag = &fem->inv_diag};
+    *pc = (vox_pcg_preconditioner){.apply = vox_jacobi_apply, .self = jacobi};
+    return VOX_OK;
+  }
+  if (!fem->mg) {
+    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, 3, options, &fem->mg));
+    fem->mg_stale = 1;
+  }
+  if (fem->mg_stale) {
+    TRY(vox_mg_setup(fem->mg, &fem->inv_diag));
+    fem->mg_stale = 0;
+  }
+  *pc = (vox_pcg_preconditioner){.apply = multigrid_apply, .self = fem};
+  return VOX_OK;
 }
 
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
@@ -183,8 +213,10 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   const vox_vec *f = &fem->force[load_case];
-  if (!fem->has_lift)
-    return vox_pcg_solve(be, fem->op, &fem->inv_diag, f, u, options, &fem->pcg, result);
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
+  if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, 1));
@@ -193,8 +225,7 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
   TRY(o->vec_copy(be, &fem->correction, u));
   TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->vec_mult(be, &fem->correction, &fem->correction, &fem->free_mask));
-  TRY(vox_pcg_solve(be, fem->op, &fem->inv_diag, &fem->rhs, &fem->correction, options, &fem->pcg,
-                    result));
+  TRY(vox_pcg_solve(be, fem->op, &pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
   TRY(o->vec_copy(be, u, &fem->correction));
   return o->vec_axpy(be, u, 1, &fem->lift);
 }

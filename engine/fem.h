@@ -5,6 +5,7 @@
 #define VOXFE_FEM_H
 
 #include "backend_ops.h"
+#include "multigrid.h"
 #include "pcg.h"
 #include "voxfe/solver.h"
 
@@ -23,6 +24,8 @@ typedef struct vox_fem {
   int has_lift;        /* some prescribed value is non-zero */
   vox_vec rhs, correction;
   vox_pcg_work pcg;
+  vox_multigrid *mg;   /* made on the first multigrid solve */
+  int mg_stale;        /* the moduli changed since the last multigrid setup */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 
@@ -31,7 +34,8 @@ typedef struct vox_fem {
 vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                           vox_fem **out);
 void vox_fem_destroy(vox_fem *fem);
-/* Call after fem->moduli changed: refreshes the preconditioner. */
+/* Call after fem->moduli changed: refreshes the preconditioners (the
+ * multigrid hierarchy on its next use). */
 vox_status vox_fem_update(vox_fem *fem);
 /* Solves load case `load_case`; u holds the initial guess (warm start). */
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,

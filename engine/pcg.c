@@ -26,7 +26,12 @@ void vox_pcg_work_destroy(vox_backend *be, vox_pcg_work *w) {
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
 }
 
-vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_vec *inv_diag,
+vox_status vox_jacobi_apply(void *self, const vox_vec *r, vox_vec *z) {
+  const vox_jacobi *j = self;
+  return j->be->ops->vec_mult(j->be, z, j->inv_diag, r);
+}
+
+vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_preconditioner *pc,
                          const vox_vec *b, vox_vec *x, const vox_solver_options *options,
                          vox_pcg_work *w, vox_solve_result *result) {
   const vox_backend_ops *o = be->ops;
@@ -45,7 +50,7 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_vec *inv_d
   TRY(o->op_apply(be, op, x, &w->r, 0));          /* r <- b - A x */
   TRY(o->vec_xpay(be, &w->r, -1, b));
   TRY(o->vec_dot(be, &w->r, &w->r, &rr));
-  TRY(o->vec_mult(be, &w->z, inv_diag, &w->r));   /* z <- M^-1 r */
+  TRY(pc->apply(pc->self, &w->r, &w->z));         /* z <- M^-1 r */
   TRY(o->vec_copy(be, &w->p, &w->z));             /* p <- z */
   TRY(o->vec_dot(be, &w->r, &w->z, &rz));
 
@@ -65,7 +70,7 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_vec *inv_d
     TRY(o->vec_axpy(be, x, alpha, &w->p));        /* x <- x + alpha p */
     TRY(o->vec_axpy(be, &w->r, -alpha, &w->q));   /* r <- r - alpha q */
     TRY(o->vec_dot(be, &w->r, &w->r, &rr));
-    TRY(o->vec_mult(be, &w->z, inv_diag, &w->r)); /* z <- M^-1 r */
+    TRY(pc->apply(pc->self, &w->r, &w->z));       /* z <- M^-1 r */
     rz_old = rz;
     TRY(o->vec_dot(be, &w->r, &w->z, &rz));
     TRY(o->vec_xpay(be, &w->p, rz / rz_old, &w->z)); /* p <- z + beta p */

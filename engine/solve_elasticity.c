@@ -1,13 +1,47 @@
 /* One linear-elastic solve of a model, every load case: the public entry for
  * analyses and tests; the optimizer uses the same FE system. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fem.h"
 
 void vox_solver_options_default(vox_solver_options *options) {
   options->rtol = 1e-8;
   options->max_iterations = 10000;
-  options->preconditioner = VOX_PC_JACOBI;
+  options->preconditioner = VOX_PC_MULTIGRID;
+  options->mg_levels = 0;
+  options->smoother = VOX_SMOOTHER_CHEBYSHEV;
+  options->smoothing_steps = 3;
+  options->jacobi_damping = 0.6;
+}
+
+static const char *const pc_names[] = {"jacobi", "multigrid"};
+static const char *const smoother_names[] = {"jacobi", "chebyshev"};
+
+static int parse_name(const char *text, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(text, names[i]) == 0) return i;
+  return -1;
+}
+
+const char *vox_preconditioner_name(vox_preconditioner pc) {
+  return (unsigned)pc < 2 ? pc_names[pc] : "unknown";
+}
+
+int vox_preconditioner_parse(const char *text, vox_preconditioner *pc) {
+  int i = parse_name(text, pc_names, 2);
+  if (i >= 0) *pc = (vox_preconditioner)i;
+  return i >= 0 ? 0 : -1;
+}
+
+const char *vox_smoother_name(vox_smoother smoother) {
+  return (unsigned)smoother < 2 ? smoother_names[smoother] : "unknown";
+}
+
+int vox_smoother_parse(const char *text, vox_smoother *smoother) {
+  int i = parse_name(text, smoother_names, 2);
+  if (i >= 0) *smoother = (vox_smoother)i;
+  return i >= 0 ? 0 : -1;
 }
 
 const char *vox_convergence_string(vox_convergence reason) {

@@ -10,7 +10,7 @@ packages=(
   # build
   build-essential cmake pkg-config
   # libraries of libvoxfe and the programs
-  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev
+  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev
   # tests: independent references and file checks
   netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9
 )

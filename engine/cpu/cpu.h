@@ -4,6 +4,31 @@
 
 #include "../backend_ops.h"
 
+/* The matrix-free operator (cpu_operator.c; read by cpu_galerkin.c). */
+struct vox_operator {
+  vox_grid grid;
+  int dpn;                 /* dofs per node */
+  int nloc;                /* 8 * dpn */
+  double *ke;              /* nloc x nloc, unit modulus */
+  uint8_t *fixed;          /* per dof */
+  size_t n_dofs;
+  const double *moduli;    /* per element, set by op_set_moduli */
+  ptrdiff_t corner[8];     /* node offset of each local corner */
+};
+
+/* An assembled operator as 27 blocks per node (backend_ops.h):
+ *   value[((n * 27 + t) * dpn + r) * dpn + c]
+ * couples dof r of node n with dof c of the neighbour at offset t; blocks
+ * that reach outside the grid are zero. The direct solver's state of the
+ * coarsest level hangs off `factor` (cpu_coarse_solve.c). */
+struct vox_stencil {
+  vox_grid grid;           /* elements; the stencil lives on its nodes */
+  int dpn;
+  size_t n_nodes, n_dofs;
+  double *value;           /* n_nodes * 27 * dpn * dpn */
+  void *factor;            /* NULL until stencil_factor */
+};
+
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
 
@@ -25,6 +50,27 @@ vox_status vox_cpu_simp_sensitivity(vox_backend *be, const vox_vec *rho, const v
 vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                              const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                              double lambda, double move, double eta, double q, vox_vec *rho_new);
+
+/* cpu_stencil.c: stencils, their products and the grid transfers */
+vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
+                                  vox_stencil **st);
+void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st);
+vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
+vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
+vox_status vox_cpu_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
+                                     const vox_vec *r_fine, vox_vec *r_coarse);
+vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
+                               const vox_vec *x_coarse, vox_vec *x_fine);
+
+/* cpu_galerkin.c */
+vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
+vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
+
+/* cpu_coarse_solve.c: CHOLMOD on the coarsest level */
+vox_status vox_cpu_stencil_factor(vox_backend *be, vox_stencil *st);
+vox_status vox_cpu_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b, vox_vec *x);
+/* Frees st->factor (called by vox_cpu_stencil_destroy). */
+void vox_cpu_stencil_factor_free(vox_stencil *st);
 
 /* cpu_filter.c */
 vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double radius,

@@ -74,6 +74,15 @@ static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const 
   return VOX_OK;
 }
 
+static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
+  double *restrict yy = y->data;
+  const double *restrict xx = x->data;
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) yy[i] = a * xx[i] + b * yy[i];
+  return VOX_OK;
+}
+
 static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
   double *restrict x = v->data;
   const ptrdiff_t n = (ptrdiff_t)v->n;
@@ -117,6 +126,7 @@ static const vox_backend_ops cpu_ops = {
     .vec_axpy = vec_axpy,
     .vec_xpay = vec_xpay,
     .vec_mult = vec_mult,
+    .vec_axpby = vec_axpby,
     .vec_reciprocal = vec_reciprocal,
     .vec_dot = vec_dot,
     .vec_max_abs_diff = vec_max_abs_diff,
@@ -134,6 +144,16 @@ static const vox_backend_ops cpu_ops = {
     .filter_apply = vox_cpu_filter_apply,
     .filter_transpose = vox_cpu_filter_transpose,
     .filter_sensitivity = vox_cpu_filter_sensitivity,
+    .stencil_create = vox_cpu_stencil_create,
+    .stencil_destroy = vox_cpu_stencil_destroy,
+    .galerkin_operator = vox_cpu_galerkin_operator,
+    .galerkin_stencil = vox_cpu_galerkin_stencil,
+    .stencil_apply = vox_cpu_stencil_apply,
+    .stencil_diagonal = vox_cpu_stencil_diagonal,
+    .stencil_factor = vox_cpu_stencil_factor,
+    .stencil_solve = vox_cpu_stencil_solve,
+    .restrict_residual = vox_cpu_restrict_residual,
+    .prolong_add = vox_cpu_prolong_add,
 };
 
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {

@@ -8,16 +8,6 @@
 #include "cpu.h"
 #include "voxfe/element.h"
 
-struct vox_operator {
-  vox_grid grid;
-  int dpn;                 /* dofs per node */
-  int nloc;                /* 8 * dpn */
-  double *ke;              /* nloc x nloc, unit modulus */
-  uint8_t *fixed;          /* per dof */
-  size_t n_dofs;
-  const double *moduli;    /* per element, set by op_set_moduli */
-  ptrdiff_t corner[8];     /* node offset of each local corner */
-};
 
 vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
   vox_operator *op = calloc(1, sizeof *op);

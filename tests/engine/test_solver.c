@@ -168,7 +168,9 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   vox_solver_options_default(&opt);
   opt.rtol = 1e-13;
   vox_solve_result r;
-  CHECK_OK(ctx, vox_pcg_solve(be, op, &d, &b, &x, &opt, &work, &r));
+  vox_jacobi jacobi = {.be = be, .inv_diag = &d};
+  vox_pcg_preconditioner pc = {.apply = vox_jacobi_apply, .self = &jacobi};
+  CHECK_OK(ctx, vox_pcg_solve(be, op, &pc, &b, &x, &opt, &work, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   be->ops->vec_download(be, &x, t);
   for (int64_t kk = 0; kk <= g.nz; kk++)

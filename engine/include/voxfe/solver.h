@@ -12,13 +12,24 @@ extern "C" {
 #endif
 
 typedef enum vox_preconditioner {
-  VOX_PC_JACOBI = 0
+  VOX_PC_JACOBI = 0,    /* diagonal scaling */
+  VOX_PC_MULTIGRID = 1  /* one geometric multigrid V-cycle (Galerkin coarse levels) */
 } vox_preconditioner;
+
+typedef enum vox_smoother {
+  VOX_SMOOTHER_JACOBI = 0,    /* damped Jacobi */
+  VOX_SMOOTHER_CHEBYSHEV = 1  /* Chebyshev polynomial in D^-1 A (seed 004) */
+} vox_smoother;
 
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
   vox_preconditioner preconditioner;
+  /* multigrid only */
+  int mg_levels;         /* 0: chosen from the grid */
+  vox_smoother smoother;
+  int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
+  double jacobi_damping; /* omega of the damped Jacobi smoother */
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -38,6 +49,12 @@ typedef struct vox_solve_result {
 
 void vox_solver_options_default(vox_solver_options *options);
 const char *vox_convergence_string(vox_convergence reason);
+/* "jacobi" / "multigrid" and "jacobi" / "chebyshev"; parsers return -1 for
+ * anything else. */
+const char *vox_preconditioner_name(vox_preconditioner pc);
+int vox_preconditioner_parse(const char *text, vox_preconditioner *pc);
+const char *vox_smoother_name(vox_smoother smoother);
+int vox_smoother_parse(const char *text, vox_smoother *smoother);
 
 /* Solves linear elasticity on the model with every non-empty voxel at the full
  * modulus of its material (or scaled by model->density when present and

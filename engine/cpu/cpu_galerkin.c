@@ -1,0 +1,127 @@
+/* Galerkin coarse operators on the CPU (seed 000 section 4.1): the coarse
+ * stencil is R A P, built one coarse row at a time as
+ *   row I = sum over fine nodes a near 2I of w(a, I) * (fine row a) * P,
+ * where a fine row is the 27 blocks that couple node a to its neighbours.
+ * Rows are independent, so threads need no synchronisation. The fine rows
+ * of level 0 are assembled on the fly from the element moduli, with the
+ * fixed dofs eliminated (identity rows and columns) as the solver sees them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "voxfe/element.h"
+
+enum { MAX_BLOCK = 9 }; /* dpn <= 3 */
+
+/* Coarse nodes that interpolate fine index a along an axis, with weights. */
+static inline int parents(int64_t a, int64_t J[2], double w[2]) {
+  if (!(a & 1)) {
+    J[0] = a / 2, w[0] = 1;
+    return 1;
+  }
+  J[0] = (a - 1) / 2, J[1] = (a + 1) / 2, w[0] = w[1] = 0.5;
+  return 2;
+}
+
+static inline int offset_index(int di, int dj, int dk) { return (dk + 1) * 9 + (dj + 1) * 3 + di + 1; }
+
+/* The fine row of node (i, j, k) of the matrix-free operator, eliminated form. */
+static void operator_row(const vox_operator *op, int64_t i, int64_t j, int64_t k,
+                         double row[27][MAX_BLOCK]) {
+  const int dpn = op->dpn, nloc = op->nloc;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const int64_t px = nx + 1, py = ny + 1;
+  const int64_t a = (k * py + j) * px + i;
+  memset(row, 0, 27 * MAX_BLOCK * sizeof(double));
+  for (int la = 0; la < 8; la++) {
+    /* the element that has node a as its local corner la */
+    const int64_t ei = i - vox_hex8_corner[la][0], ej = j - vox_hex8_corner[la][1],
+                  ek = k - vox_hex8_corner[la][2];
+    if (ei < 0 || ei >= nx || ej < 0 || ej >= ny || ek < 0 || ek >= nz) continue;
+    const double m = op->moduli[(ek * ny + ej) * nx + ei];
+    if (m == 0) continue;
+    for (int lb = 0; lb < 8; lb++) {
+      const int di = vox_hex8_corner[lb][0] - vox_hex8_corner[la][0],
+                dj = vox_hex8_corner[lb][1] - vox_hex8_corner[la][1],
+                dk = vox_hex8_corner[lb][2] - vox_hex8_corner[la][2];
+      const int64_t b = a + (dk * py + dj) * px + di;
+      double *blk = row[offset_index(di, dj, dk)];
+      for (int r = 0; r < dpn; r++) {
+        if (op->fixed[a * dpn + r]) continue;
+        for (int c = 0; c < dpn; c++)
+          if (!op->fixed[b * dpn + c])
+            blk[r * dpn + c] += m * op->ke[(la * dpn + r) * nloc + lb * dpn + c];
+      }
+    }
+  }
+  for (int r = 0; r < dpn; r++)
+    if (op->fixed[a * dpn + r]) row[13][r * dpn + r] = 1;
+}
+
+static void stencil_row(const vox_stencil *st, int64_t n, double row[27][MAX_BLOCK]) {
+  const int bs = st->dpn * st->dpn;
+  for (int t = 0; t < 27; t++)
+    memcpy(row[t], st->value + ((size_t)n * 27 + (size_t)t) * (size_t)bs, (size_t)bs * sizeof(double));
+}
+
+/* Coarse row I of R A P for a fine level given as a matrix-free operator
+ * (op) or a stencil (st); `fine` is the fine level's grid. */
+static void coarse_row(const vox_operator *op, const vox_stencil *st, const vox_grid *fine,
+                       int dpn, int64_t I, int64_t J, int64_t K, double *out) {
+  const int bs = dpn * dpn;
+  const int64_t px = fine->nx + 1, py = fine->ny + 1, pz = fine->nz + 1;
+  double row[27][MAX_BLOCK];
+  memset(out, 0, 27 * (size_t)bs * sizeof *out);
+  for (int dk = -1; dk <= 1; dk++)
+    for (int dj = -1; dj <= 1; dj++)
+      for (int di = -1; di <= 1; di++) {
+        const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
+        if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
+        const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
+        if (op)
+          operator_row(op, i, j, k, row);
+        else
+          stencil_row(st, (k * py + j) * px + i, row);
+        for (int t = 0; t < 27; t++) {
+          /* neighbour b of a, and the coarse nodes it interpolates from */
+          const int64_t bi = i + t % 3 - 1, bj = j + (t / 3) % 3 - 1, bk = k + t / 9 - 1;
+          if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
+          int64_t Pi[2], Pj[2], Pk[2];
+          double wi[2], wj[2], wk[2];
+          const int ni = parents(bi, Pi, wi), nj = parents(bj, Pj, wj), nk = parents(bk, Pk, wk);
+          for (int c3 = 0; c3 < nk; c3++)
+            for (int c2 = 0; c2 < nj; c2++)
+              for (int c1 = 0; c1 < ni; c1++) {
+                const double w = wa * wi[c1] * wj[c2] * wk[c3];
+                double *blk =
+                    out + (size_t)offset_index((int)(Pi[c1] - I), (int)(Pj[c2] - J), (int)(Pk[c3] - K)) * bs;
+                for (int e = 0; e < bs; e++) blk[e] += w * row[t][e];
+              }
+        }
+      }
+}
+
+static vox_status galerkin(vox_backend *be, const vox_operator *op, const vox_stencil *st,
+                           const vox_grid *fine, int dpn, vox_stencil *coarse) {
+  const vox_grid expect = vox_grid_coarsen(fine);
+  if (coarse->grid.nx != expect.nx || coarse->grid.ny != expect.ny ||
+      coarse->grid.nz != expect.nz || coarse->dpn != dpn || dpn * dpn > MAX_BLOCK)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
+  const int64_t cx = expect.nx + 1, cy = expect.ny + 1, cz = expect.nz + 1;
+  const size_t bs = (size_t)dpn * (size_t)dpn;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(dynamic, 4)
+  for (int64_t K = 0; K < cz; K++)
+    for (int64_t J = 0; J < cy; J++)
+      for (int64_t I = 0; I < cx; I++)
+        coarse_row(op, st, fine, dpn, I, J, K,
+                   coarse->value + (size_t)((K * cy + J) * cx + I) * 27 * bs);
+  return VOX_OK;
+}
+
+vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse) {
+  return galerkin(be, fine, NULL, &fine->grid, fine->dpn, coarse);
+}
+
+vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
+  return galerkin(be, NULL, fine, &fine->grid, fine->dpn, coarse);
+}

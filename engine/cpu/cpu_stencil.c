@@ -1,0 +1,144 @@
+/* Stencils on the CPU: an assembled operator stored per node as 27 blocks
+ * (the coarse levels of the multigrid), its product and diagonal, and the
+ * transfers between a grid and its coarse grid: trilinear prolongation P and
+ * restriction R = P^T. Every loop is a gather over the nodes it writes, so
+ * threads never write the same entry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
+                                  vox_stencil **out) {
+  vox_stencil *st = calloc(1, sizeof *st);
+  if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  st->grid = *grid;
+  st->dpn = dpn;
+  st->n_nodes = (size_t)vox_grid_nodes(grid);
+  st->n_dofs = st->n_nodes * (size_t)dpn;
+  st->value = calloc(st->n_nodes * 27 * (size_t)(dpn * dpn), sizeof *st->value);
+  if (!st->value) {
+    free(st);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a multigrid level (%zu nodes)",
+                     (size_t)vox_grid_nodes(grid));
+  }
+  *out = st;
+  return VOX_OK;
+}
+
+void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st) {
+  if (!st) return;
+  vox_cpu_stencil_factor_free(st);
+  free(st->value);
+  free(st);
+}
+
+vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *xv,
+                                 vox_vec *yv) {
+  const double *restrict x = xv->data, *restrict a = st->value;
+  double *restrict y = yv->data;
+  const int dpn = st->dpn, bs = dpn * dpn;
+  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t k = 0; k < pz; k++)
+    for (int64_t j = 0; j < py; j++)
+      for (int64_t i = 0; i < px; i++) {
+        const int64_t n = (k * py + j) * px + i;
+        double s[3] = {0, 0, 0};
+        for (int t = 0; t < 27; t++) {
+          const int64_t ii = i + t % 3 - 1, jj = j + (t / 3) % 3 - 1, kk = k + t / 9 - 1;
+          if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) continue;
+          const double *blk = a + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
+          const double *xm = x + ((kk * py + jj) * px + ii) * dpn;
+          for (int r = 0; r < dpn; r++)
+            for (int c = 0; c < dpn; c++) s[r] += blk[r * dpn + c] * xm[c];
+        }
+        for (int r = 0; r < dpn; r++) y[n * dpn + r] = s[r];
+      }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *dv) {
+  const int dpn = st->dpn, bs = dpn * dpn;
+  const ptrdiff_t n = (ptrdiff_t)st->n_nodes;
+  double *restrict d = dv->data;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < n; m++)
+    for (int r = 0; r < dpn; r++) d[m * dpn + r] = st->value[((size_t)m * 27 + 13) * bs + r * dpn + r];
+  return VOX_OK;
+}
+
+/* Coarse nodes that interpolate fine node index a along one axis, with their
+ * weights: an even a sits on coarse node a/2; an odd one halfway between. */
+static inline int parents(int64_t a, int64_t last_coarse, int64_t J[2], double w[2]) {
+  if (!(a & 1)) {
+    J[0] = a / 2, w[0] = 1;
+    return 1;
+  }
+  J[0] = (a - 1) / 2, J[1] = (a + 1) / 2, w[0] = w[1] = 0.5;
+  return J[1] <= last_coarse ? 2 : 1;
+}
+
+vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
+                               const vox_vec *xc, vox_vec *xf) {
+  const vox_grid coarse = vox_grid_coarsen(fine);
+  const int64_t fx = fine->nx + 1, fy = fine->ny + 1, fz = fine->nz + 1;
+  const int64_t cx = coarse.nx + 1, cy = coarse.ny + 1;
+  const double *restrict c = xc->data;
+  double *restrict f = xf->data;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t k = 0; k < fz; k++)
+    for (int64_t j = 0; j < fy; j++) {
+      int64_t J[3][2];
+      double w[3][2];
+      const int nk = parents(k, coarse.nz, J[2], w[2]), nj = parents(j, coarse.ny, J[1], w[1]);
+      for (int64_t i = 0; i < fx; i++) {
+        const int ni = parents(i, coarse.nx, J[0], w[0]);
+        double s[3] = {0, 0, 0};
+        for (int a = 0; a < nk; a++)
+          for (int b = 0; b < nj; b++)
+            for (int e = 0; e < ni; e++) {
+              const double wt = w[2][a] * w[1][b] * w[0][e];
+              const double *cv = c + ((J[2][a] * cy + J[1][b]) * cx + J[0][e]) * dpn;
+              for (int r = 0; r < dpn; r++) s[r] += wt * cv[r];
+            }
+        double *fv = f + ((k * fy + j) * fx + i) * dpn;
+        for (int r = 0; r < dpn; r++) fv[r] += s[r];
+      }
+    }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
+                                     const vox_vec *rf, vox_vec *rc) {
+  const vox_grid coarse = vox_grid_coarsen(fine);
+  const int64_t fx = fine->nx + 1, fy = fine->ny + 1, fz = fine->nz + 1;
+  const int64_t cx = coarse.nx + 1, cy = coarse.ny + 1, cz = coarse.nz + 1;
+  const double *restrict f = rf->data;
+  double *restrict c = rc->data;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t K = 0; K < cz; K++)
+    for (int64_t J = 0; J < cy; J++)
+      for (int64_t I = 0; I < cx; I++) {
+        /* the fine nodes 2I-1..2I+1 per axis that interpolate from (I,J,K) */
+        double s[3] = {0, 0, 0};
+        for (int dk = -1; dk <= 1; dk++) {
+          const int64_t k = 2 * K + dk;
+          if (k < 0 || k >= fz) continue;
+          for (int dj = -1; dj <= 1; dj++) {
+            const int64_t j = 2 * J + dj;
+            if (j < 0 || j >= fy) continue;
+            for (int di = -1; di <= 1; di++) {
+              const int64_t i = 2 * I + di;
+              if (i < 0 || i >= fx) continue;
+              const double wt = (dk ? 0.5 : 1) * (dj ? 0.5 : 1) * (di ? 0.5 : 1);
+              const double *fv = f + ((k * fy + j) * fx + i) * dpn;
+              for (int r = 0; r < dpn; r++) s[r] += wt * fv[r];
+            }
+          }
+        }
+        double *cv = c + ((K * cy + J) * cx + I) * dpn;
+        for (int r = 0; r < dpn; r++) cv[r] = s[r];
+      }
+  return VOX_OK;
+}

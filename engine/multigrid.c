@@ -1,0 +1,207 @@
+/* Geometric multigrid V-cycle as a PCG preconditioner (seed 000 section 4.1,
+ * seed 004 section 3): nested grids of vox_grid_coarsen, Galerkin coarse
+ * operators R A P kept as 27-block stencils, damped Jacobi or Chebyshev
+ * smoothing, and a direct solve on the coarsest level. This file decides;
+ * the backend computes. Pre- and post-smoothing are the same symmetric
+ * smoother from a zero start, so the V-cycle is a symmetric operator, as
+ * conjugate gradients require. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multigrid.h"
+
+/* A coarsest level of at most this many dofs is solved directly: the
+ * factorisation's fill stays small and its solve cheap per V-cycle. */
+enum { MAX_COARSE_DOFS = 4000 };
+
+/* Bounds of the Chebyshev smoother as fractions of the estimated largest
+ * eigenvalue of D^-1 A: above it for safety (the estimate is from below), and
+ * a tenth of it as the lower end, the range smoothing must damp. */
+static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+enum { POWER_ITERATIONS = 12 };
+
+static size_t grid_dofs(const vox_grid *g, int dpn) { return (size_t)vox_grid_nodes(g) * (size_t)dpn; }
+
+int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
+  int levels = 1;
+  vox_grid g = *grid;
+  while (requested > 0 ? levels < requested : grid_dofs(&g, dofs_per_node) > MAX_COARSE_DOFS) {
+    const vox_grid c = vox_grid_coarsen(&g);
+    if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break; /* a single voxel */
+    g = c;
+    levels++;
+  }
+  return levels < 2 ? 2 : levels;
+}
+
+static void level_free(vox_backend *be, vox_mg_level *l, int owns_diag) {
+  vox_vec *v[] = {&l->b, &l->x, &l->r, &l->d};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  if (owns_diag && l->inv_diag.data) be->ops->vec_destroy(be, &l->inv_diag);
+  if (l->stencil) be->ops->stencil_destroy(be, l->stencil);
+}
+
+void vox_mg_destroy(vox_multigrid *mg) {
+  if (!mg) return;
+  for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
+  free(mg->level);
+  free(mg);
+}
+
+vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
+                         int dofs_per_node, const vox_solver_options *options,
+                         vox_multigrid **out) {
+  *out = NULL;
+  vox_multigrid *mg = calloc(1, sizeof *mg);
+  if (!mg) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  mg->be = be;
+  mg->fine = fine;
+  mg->dofs_per_node = dofs_per_node;
+  mg->options = *options;
+  mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
+  mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
+  vox_status s = mg->level ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_grid g = *grid;
+  for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
+    vox_mg_level *lv = &mg->level[l];
+    lv->grid = g;
+    const size_t n = grid_dofs(&g, dofs_per_node);
+    if (l > 0) {
+      s = be->ops->stencil_create(be, &g, dofs_per_node, &lv->stencil);
+      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->inv_diag);
+      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->b);
+      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->x);
+    }
+    if (s == VOX_OK && l < mg->n_levels - 1) { /* the coarsest level only solves */
+      s = be->ops->vec_create(be, n, &lv->r);
+      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->d);
+    }
+    g = vox_grid_coarsen(&g);
+  }
+  if (s != VOX_OK) {
+    vox_mg_destroy(mg);
+    return s;
+  }
+  *out = mg;
+  return VOX_OK;
+}
+
+/* y = A_l x */
+static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
+  vox_backend *be = mg->be;
+  if (l == 0) return be->ops->op_apply(be, mg->fine, x, y, 0);
+  return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
+}
+
+/* Largest eigenvalue of D^-1 A by power iteration (a lower estimate). */
+static vox_status estimate_lambda_max(vox_multigrid *mg, int l) {
+  vox_backend *be = mg->be;
+  vox_mg_level *lv = &mg->level[l];
+  const size_t n = lv->r.n;
+  double *start = malloc(n * sizeof *start);
+  if (!start) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* a fixed, rough start vector: the same estimate on every run */
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (size_t i = 0; i < n; i++) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    start[i] = (double)(state >> 11) / 9007199254740992.0 - 0.5;
+  }
+  vox_status s = be->ops->vec_upload(be, &lv->d, start);
+  free(start);
+  TRY(s);
+  double norm2, lambda = 0;
+  TRY(be->ops->vec_dot(be, &lv->d, &lv->d, &norm2));
+  for (int it = 0; it < POWER_ITERATIONS; it++) {
+    TRY(be->ops->vec_axpby(be, &lv->d, 0, &lv->d, 1 / sqrt(norm2))); /* d /= |d| */
+    TRY(level_apply(mg, l, &lv->d, &lv->r));                         /* r = D^-1 A d */
+    TRY(be->ops->vec_mult(be, &lv->r, &lv->r, &lv->inv_diag));
+    TRY(be->ops->vec_dot(be, &lv->r, &lv->r, &norm2));
+    lambda = sqrt(norm2);
+    TRY(be->ops->vec_copy(be, &lv->d, &lv->r));
+  }
+  lv->lambda_max = lambda;
+  return VOX_OK;
+}
+
+vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag) {
+  vox_backend *be = mg->be;
+  mg->level[0].inv_diag = *fine_inv_diag; /* borrowed */
+  for (int l = 1; l < mg->n_levels; l++) {
+    vox_mg_level *lv = &mg->level[l];
+    if (l == 1)
+      TRY(be->ops->galerkin_operator(be, mg->fine, lv->stencil));
+    else
+      TRY(be->ops->galerkin_stencil(be, mg->level[l - 1].stencil, lv->stencil));
+    TRY(be->ops->stencil_diagonal(be, lv->stencil, &lv->inv_diag));
+    TRY(be->ops->vec_reciprocal(be, &lv->inv_diag));
+  }
+  if (mg->options.smoother == VOX_SMOOTHER_CHEBYSHEV)
+    for (int l = 0; l < mg->n_levels - 1; l++) TRY(estimate_lambda_max(mg, l));
+  return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
+}
+
+/* r = D^-1 (b - A x) */
+static vox_status scaled_residual(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x) {
+  vox_backend *be = mg->be;
+  vox_mg_level *lv = &mg->level[l];
+  TRY(level_apply(mg, l, x, &lv->r));
+  TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
+  return be->ops->vec_mult(be, &lv->r, &lv->r, &lv->inv_diag);
+}
+
+static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+  for (int sweep = 0; sweep < mg->options.smoothing_steps; sweep++) {
+    TRY(scaled_residual(mg, l, b, x));
+    TRY(mg->be->ops->vec_axpy(mg->be, x, mg->options.jacobi_damping, &mg->level[l].r));
+  }
+  return VOX_OK;
+}
+
+/* Chebyshev iteration of degree k on [lower, upper] of D^-1 A (Saad,
+ * Iterative Methods, algorithm 12.1, with the Jacobi scaling). */
+static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+  vox_backend *be = mg->be;
+  vox_mg_level *lv = &mg->level[l];
+  const double upper = CHEBYSHEV_UPPER * lv->lambda_max, lower = CHEBYSHEV_LOWER * lv->lambda_max;
+  const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
+  const double sigma = theta / delta;
+  double rho = 1 / sigma;
+  TRY(scaled_residual(mg, l, b, x));
+  TRY(be->ops->vec_axpby(be, &lv->d, 1 / theta, &lv->r, 0)); /* d = D^-1 r / theta */
+  TRY(be->ops->vec_axpy(be, x, 1, &lv->d));
+  for (int k = 1; k < mg->options.smoothing_steps; k++) {
+    const double rho_new = 1 / (2 * sigma - rho);
+    TRY(scaled_residual(mg, l, b, x));
+    TRY(be->ops->vec_axpby(be, &lv->d, 2 * rho_new / delta, &lv->r, rho_new * rho));
+    TRY(be->ops->vec_axpy(be, x, 1, &lv->d));
+    rho = rho_new;
+  }
+  return VOX_OK;
+}
+
+static vox_status smooth(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+  return mg->options.smoother == VOX_SMOOTHER_CHEBYSHEV ? smooth_chebyshev(mg, l, b, x)
+                                                        : smooth_jacobi(mg, l, b, x);
+}
+
+/* x = V-cycle(b) on level l, from x = 0. */
+static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+  vox_backend *be = mg->be;
+  vox_mg_level *lv = &mg->level[l];
+  if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
+  vox_mg_level *coarse = &mg->level[l + 1];
+  TRY(be->ops->vec_set(be, x, 0));
+  TRY(smooth(mg, l, b, x));
+  TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
+  TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
+  TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
+  TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
+  TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, x));
+  return smooth(mg, l, b, x);
+}
+
+vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
+  return vcycle(mg, 0, r, z);
+}

@@ -1,0 +1,42 @@
+/* Geometric multigrid preconditioner (private): the hierarchy of nested grids
+ * with Galerkin coarse operators, and one V-cycle as the preconditioner of
+ * PCG. Host code only: every step is a backend operation. */
+#ifndef VOXFE_MULTIGRID_H
+#define VOXFE_MULTIGRID_H
+
+#include "backend_ops.h"
+#include "voxfe/solver.h"
+
+typedef struct vox_mg_level {
+  vox_grid grid;
+  vox_stencil *stencil;    /* NULL on level 0 (the matrix-free operator) */
+  vox_vec inv_diag;        /* Jacobi scaling of the smoother */
+  vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work */
+  double lambda_max;       /* estimate of the largest eigenvalue of D^-1 A */
+} vox_mg_level;
+
+typedef struct vox_multigrid {
+  vox_backend *be;
+  vox_operator *fine;
+  int dofs_per_node;
+  int n_levels;
+  vox_mg_level *level;
+  vox_solver_options options; /* smoother, sweeps, ... */
+} vox_multigrid;
+
+/* The number of levels for a grid: coarsen while every axis keeps at least 2
+ * elements and the coarsest level has more than `max_coarse_dofs` dofs. */
+int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested);
+
+vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
+                         int dofs_per_node, const vox_solver_options *options,
+                         vox_multigrid **out);
+void vox_mg_destroy(vox_multigrid *mg);
+/* After the fine operator's moduli changed: Galerkin operators, diagonals,
+ * smoother bounds, and the coarsest level's factorisation. `fine_inv_diag`
+ * is the fine operator's inverse diagonal (owned by the caller). */
+vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag);
+/* z = one V-cycle applied to r (z need not be zero on entry). */
+vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
+
+#endif
