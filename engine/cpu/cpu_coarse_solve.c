@@ -114,7 +114,12 @@ static vox_status factor_setup(vox_backend *be, vox_stencil *st) {
    * there) goes through negative pivots, so an indefinite matrix would not
    * be reported. */
   f->cm.final_ll = 1;
-  f->cm.supernodal = CHOLMOD_AUTO;
+  /* Simplicial: the coarsest level is small (multigrid keeps it to a few
+   * thousand unknowns), and the supernodal path would run on BLAS and on
+   * CHOLMOD's own OpenMP threads, which contend with ours for the cores
+   * (measured: 24-134 ms per factorisation of 1 200 unknowns, against a few
+   * ms here). */
+  f->cm.supernodal = CHOLMOD_SIMPLICIAL;
   f->cm.quick_return_if_not_posdef = 1;
   /* nmethods = 0 (the default) tries AMD only, and METIS as well when AMD's
    * fill is large: cheap, and the analysis is paid once. */
