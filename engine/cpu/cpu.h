@@ -29,6 +29,18 @@ struct vox_stencil {
   void *factor;            /* NULL until stencil_factor */
 };
 
+/* The coarse nodes that interpolate fine node index a along one axis, with
+ * their weights (grids of vox_grid_coarsen): an even a sits on coarse node
+ * a/2, an odd one halfway between (a-1)/2 and (a+1)/2. */
+static inline int vox_cpu_parents(int64_t a, int64_t J[2], double w[2]) {
+  if (!(a & 1)) {
+    J[0] = a / 2, w[0] = 1;
+    return 1;
+  }
+  J[0] = (a - 1) / 2, J[1] = (a + 1) / 2, w[0] = w[1] = 0.5;
+  return 2;
+}
+
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
 

@@ -21,16 +21,6 @@
 
 enum { MAX_BLOCK = 9 }; /* dpn <= 3 */
 
-/* Coarse nodes that interpolate fine index a along an axis, with weights. */
-static inline int parents(int64_t a, int64_t J[2], double w[2]) {
-  if (!(a & 1)) {
-    J[0] = a / 2, w[0] = 1;
-    return 1;
-  }
-  J[0] = (a - 1) / 2, J[1] = (a + 1) / 2, w[0] = w[1] = 0.5;
-  return 2;
-}
-
 static inline int offset_index(int di, int dj, int dk) { return (dk + 1) * 9 + (dj + 1) * 3 + di + 1; }
 
 /* The fine row of node (i, j, k) of the matrix-free operator, eliminated form. */
@@ -96,7 +86,8 @@ static void coarse_row(const vox_operator *op, const vox_stencil *st, const vox_
           if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
           int64_t Pi[2], Pj[2], Pk[2];
           double wi[2], wj[2], wk[2];
-          const int ni = parents(bi, Pi, wi), nj = parents(bj, Pj, wj), nk = parents(bk, Pk, wk);
+          const int ni = vox_cpu_parents(bi, Pi, wi), nj = vox_cpu_parents(bj, Pj, wj),
+                    nk = vox_cpu_parents(bk, Pk, wk);
           for (int c3 = 0; c3 < nk; c3++)
             for (int c2 = 0; c2 < nj; c2++)
               for (int c1 = 0; c1 < ni; c1++) {
@@ -186,7 +177,8 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
         const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
         int64_t Pi[2], Pj[2], Pk[2];
         double wi[2], wj[2], wk[2];
-        const int ni = parents(i, Pi, wi), nj = parents(j, Pj, wj), nk = parents(k, Pk, wk);
+        const int ni = vox_cpu_parents(i, Pi, wi), nj = vox_cpu_parents(j, Pj, wj),
+                  nk = vox_cpu_parents(k, Pk, wk);
         for (int c3 = 0; c3 < nk; c3++)
           for (int c2 = 0; c2 < nj; c2++)
             for (int c1 = 0; c1 < ni; c1++) {

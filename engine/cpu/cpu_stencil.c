@@ -68,17 +68,6 @@ vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d
   return VOX_OK;
 }
 
-/* Coarse nodes that interpolate fine node index a along one axis, with their
- * weights: an even a sits on coarse node a/2; an odd one halfway between. */
-static inline int parents(int64_t a, int64_t last_coarse, int64_t J[2], double w[2]) {
-  if (!(a & 1)) {
-    J[0] = a / 2, w[0] = 1;
-    return 1;
-  }
-  J[0] = (a - 1) / 2, J[1] = (a + 1) / 2, w[0] = w[1] = 0.5;
-  return J[1] <= last_coarse ? 2 : 1;
-}
-
 vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
                                const vox_vec *xc, vox_vec *xf) {
   const vox_grid coarse = vox_grid_coarsen(fine);
@@ -91,9 +80,9 @@ vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
     for (int64_t j = 0; j < fy; j++) {
       int64_t J[3][2];
       double w[3][2];
-      const int nk = parents(k, coarse.nz, J[2], w[2]), nj = parents(j, coarse.ny, J[1], w[1]);
+      const int nk = vox_cpu_parents(k, J[2], w[2]), nj = vox_cpu_parents(j, J[1], w[1]);
       for (int64_t i = 0; i < fx; i++) {
-        const int ni = parents(i, coarse.nx, J[0], w[0]);
+        const int ni = vox_cpu_parents(i, J[0], w[0]);
         double s[3] = {0, 0, 0};
         for (int a = 0; a < nk; a++)
           for (int b = 0; b < nj; b++)
