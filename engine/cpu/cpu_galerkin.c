@@ -1,109 +1,63 @@
 /* Galerkin coarse operators on the CPU (seed 000 section 4.1), R A P.
  *
- * From a stencil level, one coarse row at a time:
- *   row I = sum over fine nodes a near 2I of w(a, I) * (fine row a) * P,
- * where a fine row is the 27 blocks that couple node a to its neighbours.
- * Rows are independent, so threads need no synchronisation.
- *
  * From the matrix-free level 0, element by element: every fine element lies
- * in one coarse element, and P restricted to it is a fixed 24x24 map Q_s of
- * its position s in that coarse element, so
+ * in one coarse element, and P restricted to it is a fixed map Q_s of its
+ * position s in that coarse element, so
  *   R A P = sum_e m_e Q_s' (D Ke D) Q_s  +  R (I - D) P,
  * with D the free-dof mask (the solver's eliminated operator: identity rows
  * and columns on fixed dofs). Q_s' Ke Q_s is computed once per position;
  * elements with fixed dofs get their own product. Coarse elements are
- * visited in 8 colours, like the operator, so their scatter needs no atomics. */
+ * visited in 8 colours, like the operator, so their scatter needs no atomics.
+ *
+ * From a stencil level, one coarse row at a time:
+ *   row I = sum over fine nodes a near 2I of w(a, I) * (fine row a) * P,
+ * where a fine row is the 27 blocks that couple node a to its neighbours.
+ * Rows are independent, so threads need no synchronisation. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
 #include "voxfe/element.h"
 
-enum { MAX_BLOCK = 9 }; /* dpn <= 3 */
+enum { MAX_DPN = 3, MAX_BLOCK = MAX_DPN * MAX_DPN, MAX_LOCAL = 8 * MAX_DPN };
 
 static inline int offset_index(int di, int dj, int dk) { return (dk + 1) * 9 + (dj + 1) * 3 + di + 1; }
 
-/* The fine row of node (i, j, k) of the matrix-free operator, eliminated form. */
-static void operator_row(const vox_operator *op, int64_t i, int64_t j, int64_t k,
-                         double row[27][MAX_BLOCK]) {
-  const int dpn = op->dpn, nloc = op->nloc;
-  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
-  const int64_t px = nx + 1, py = ny + 1;
-  const int64_t a = (k * py + j) * px + i;
-  memset(row, 0, 27 * MAX_BLOCK * sizeof(double));
-  for (int la = 0; la < 8; la++) {
-    /* the element that has node a as its local corner la */
-    const int64_t ei = i - vox_hex8_corner[la][0], ej = j - vox_hex8_corner[la][1],
-                  ek = k - vox_hex8_corner[la][2];
-    if (ei < 0 || ei >= nx || ej < 0 || ej >= ny || ek < 0 || ek >= nz) continue;
-    const double m = op->moduli[(ek * ny + ej) * nx + ei];
-    if (m == 0) continue;
-    for (int lb = 0; lb < 8; lb++) {
-      const int di = vox_hex8_corner[lb][0] - vox_hex8_corner[la][0],
-                dj = vox_hex8_corner[lb][1] - vox_hex8_corner[la][1],
-                dk = vox_hex8_corner[lb][2] - vox_hex8_corner[la][2];
-      const int64_t b = a + (dk * py + dj) * px + di;
-      double *blk = row[offset_index(di, dj, dk)];
-      for (int r = 0; r < dpn; r++) {
-        if (op->fixed[a * dpn + r]) continue;
-        for (int c = 0; c < dpn; c++)
-          if (!op->fixed[b * dpn + c])
-            blk[r * dpn + c] += m * op->ke[(la * dpn + r) * nloc + lb * dpn + c];
-      }
-    }
-  }
-  for (int r = 0; r < dpn; r++)
-    if (op->fixed[a * dpn + r]) row[13][r * dpn + r] = 1;
+static vox_status check_nesting(vox_backend *be, const vox_grid *fine, int dpn,
+                                const vox_stencil *coarse) {
+  const vox_grid expect = vox_grid_coarsen(fine);
+  if (coarse->grid.nx != expect.nx || coarse->grid.ny != expect.ny ||
+      coarse->grid.nz != expect.nz || coarse->dpn != dpn || dpn > MAX_DPN)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
+  return VOX_OK;
 }
 
-static void stencil_row(const vox_stencil *st, int64_t n, double row[27][MAX_BLOCK]) {
-  const int bs = st->dpn * st->dpn;
-  for (int t = 0; t < 27; t++)
-    memcpy(row[t], st->value + ((size_t)n * 27 + (size_t)t) * (size_t)bs, (size_t)bs * sizeof(double));
-}
-
-/* Coarse row I of R A P for a fine level given as a matrix-free operator
- * (op) or a stencil (st); `fine` is the fine level's grid. */
-static void coarse_row(const vox_operator *op, const vox_stencil *st, const vox_grid *fine,
-                       int dpn, int64_t I, int64_t J, int64_t K, double *out) {
-  const int bs = dpn * dpn;
-  const int64_t px = fine->nx + 1, py = fine->ny + 1, pz = fine->nz + 1;
-  double row[27][MAX_BLOCK];
-  memset(out, 0, 27 * (size_t)bs * sizeof *out);
-  for (int dk = -1; dk <= 1; dk++)
-    for (int dj = -1; dj <= 1; dj++)
-      for (int di = -1; di <= 1; di++) {
-        const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
-        if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
-        const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
-        if (op)
-          operator_row(op, i, j, k, row);
-        else
-          stencil_row(st, (k * py + j) * px + i, row);
-        for (int t = 0; t < 27; t++) {
-          /* neighbour b of a, and the coarse nodes it interpolates from */
-          const int64_t bi = i + t % 3 - 1, bj = j + (t / 3) % 3 - 1, bk = k + t / 9 - 1;
-          if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
-          int64_t Pi[2], Pj[2], Pk[2];
-          double wi[2], wj[2], wk[2];
-          const int ni = vox_cpu_parents(bi, Pi, wi), nj = vox_cpu_parents(bj, Pj, wj),
-                    nk = vox_cpu_parents(bk, Pk, wk);
-          for (int c3 = 0; c3 < nk; c3++)
-            for (int c2 = 0; c2 < nj; c2++)
-              for (int c1 = 0; c1 < ni; c1++) {
-                const double w = wa * wi[c1] * wj[c2] * wk[c3];
-                double *blk =
-                    out + (size_t)offset_index((int)(Pi[c1] - I), (int)(Pj[c2] - J), (int)(Pk[c3] - K)) * bs;
-                for (int e = 0; e < bs; e++) blk[e] += w * row[t][e];
-              }
-        }
+/* Adds w * block (dpn x dpn, coupling into fine node b = (bi, bj, bk)) to the
+ * blocks of coarse row (I, J, K) of the coarse nodes that b interpolates
+ * from, each with its interpolation weight. */
+static void spread(int64_t I, int64_t J, int64_t K, int64_t bi, int64_t bj, int64_t bk, double w,
+                   const double *block, int bs, double *row) {
+  int64_t Pi[2], Pj[2], Pk[2];
+  double wi[2], wj[2], wk[2];
+  const int ni = vox_cpu_parents(bi, Pi, wi), nj = vox_cpu_parents(bj, Pj, wj),
+            nk = vox_cpu_parents(bk, Pk, wk);
+  for (int c3 = 0; c3 < nk; c3++)
+    for (int c2 = 0; c2 < nj; c2++)
+      for (int c1 = 0; c1 < ni; c1++) {
+        const double wt = w * wi[c1] * wj[c2] * wk[c3];
+        double *blk =
+            row + (size_t)offset_index((int)(Pi[c1] - I), (int)(Pj[c2] - J), (int)(Pk[c3] - K)) * bs;
+        for (int e = 0; e < bs; e++) blk[e] += wt * block[e];
       }
 }
 
-/* Q_s: the 24x24 interpolation from the 8 corners of a coarse element to the
- * 8 nodes of its fine element at sub-position s (bits x, y, z). */
-static void interpolation(int s, double q[24 * 24]) {
-  memset(q, 0, 24 * 24 * sizeof *q);
+/* ---- level 0: element by element ------------------------------------------ */
+
+/* Q_s: the interpolation from the 8 corners of a coarse element to the 8
+ * nodes of its fine element at sub-position s (bits x, y, z), nloc x nloc. */
+static void interpolation(int s, int dpn, double *q) {
+  const int nloc = 8 * dpn;
+  memset(q, 0, (size_t)nloc * (size_t)nloc * sizeof *q);
   for (int a = 0; a < 8; a++)
     for (int c = 0; c < 8; c++) {
       double w = 1;
@@ -111,61 +65,65 @@ static void interpolation(int s, double q[24 * 24]) {
         const int f = ((s >> axis) & 1) + vox_hex8_corner[a][axis]; /* 0..2 fine units */
         w *= 1 - 0.5 * abs(f - 2 * vox_hex8_corner[c][axis]);
       }
-      for (int d = 0; d < 3; d++) q[(3 * a + d) * 24 + 3 * c + d] = w;
+      for (int d = 0; d < dpn; d++) q[(dpn * a + d) * nloc + dpn * c + d] = w;
     }
 }
 
-/* out = Q' K Q for 24x24 matrices. */
-static void triple_product(const double *q, const double *k, double *out) {
-  double kq[24 * 24];
-  for (int r = 0; r < 24; r++)
-    for (int c = 0; c < 24; c++) {
+/* out = Q' K Q, nloc x nloc. */
+static void triple_product(const double *q, const double *k, int nloc, double *out) {
+  double kq[MAX_LOCAL * MAX_LOCAL];
+  for (int r = 0; r < nloc; r++)
+    for (int c = 0; c < nloc; c++) {
       double s = 0;
-      for (int m = 0; m < 24; m++) s += k[r * 24 + m] * q[m * 24 + c];
-      kq[r * 24 + c] = s;
+      for (int m = 0; m < nloc; m++) s += k[r * nloc + m] * q[m * nloc + c];
+      kq[r * nloc + c] = s;
     }
-  for (int r = 0; r < 24; r++)
-    for (int c = 0; c < 24; c++) {
+  for (int r = 0; r < nloc; r++)
+    for (int c = 0; c < nloc; c++) {
       double s = 0;
-      for (int m = 0; m < 24; m++) s += q[m * 24 + r] * kq[m * 24 + c];
-      out[r * 24 + c] = s;
+      for (int m = 0; m < nloc; m++) s += q[m * nloc + r] * kq[m * nloc + c];
+      out[r * nloc + c] = s;
     }
 }
 
-/* The coarse element matrix of coarse element (I, J, K): sum over its fine
- * elements of m_e Q_s' (D Ke D) Q_s. */
+/* The matrix of coarse element (I, J, K): the sum over its fine elements of
+ * m_e Q_s' (D Ke D) Q_s; qkq holds Q_s' Ke Q_s for the 8 positions. */
 static void coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J,
-                           int64_t K, double ke_coarse[24 * 24]) {
+                           int64_t K, double *ke_coarse) {
+  const int dpn = op->dpn, nloc = op->nloc, size = nloc * nloc;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
   const int64_t px = nx + 1, py = ny + 1;
-  memset(ke_coarse, 0, 24 * 24 * sizeof *ke_coarse);
+  memset(ke_coarse, 0, (size_t)size * sizeof *ke_coarse);
   for (int s = 0; s < 8; s++) {
     const int64_t i = 2 * I + (s & 1), j = 2 * J + ((s >> 1) & 1), k = 2 * K + (s >> 2);
     if (i >= nx || j >= ny || k >= nz) continue;
     const double m = op->moduli[(k * ny + j) * nx + i];
     if (m == 0) continue;
     const int64_t n0 = (k * py + j) * px + i;
-    uint8_t fixed[24];
+    uint8_t fixed[MAX_LOCAL];
     int any_fixed = 0;
     for (int a = 0; a < 8; a++)
-      for (int d = 0; d < 3; d++) any_fixed |= fixed[3 * a + d] = op->fixed[3 * (n0 + op->corner[a]) + d];
-    if (!any_fixed) {
-      const double *a_s = qkq + (size_t)s * 576;
-      for (int e = 0; e < 576; e++) ke_coarse[e] += m * a_s[e];
-      continue;
+      for (int d = 0; d < dpn; d++)
+        any_fixed |= fixed[dpn * a + d] = op->fixed[dpn * (n0 + op->corner[a]) + d];
+    const double *product = qkq + (size_t)s * (size_t)size;
+    double kd[MAX_LOCAL * MAX_LOCAL], q[MAX_LOCAL * MAX_LOCAL], own[MAX_LOCAL * MAX_LOCAL];
+    if (any_fixed) { /* this element's own Q_s' (D Ke D) Q_s */
+      for (int r = 0; r < nloc; r++)
+        for (int c = 0; c < nloc; c++)
+          kd[r * nloc + c] = fixed[r] || fixed[c] ? 0 : op->ke[r * nloc + c];
+      interpolation(s, dpn, q);
+      triple_product(q, kd, nloc, own);
+      product = own;
     }
-    double kd[576], q[576], out[576];
-    for (int r = 0; r < 24; r++)
-      for (int c = 0; c < 24; c++) kd[r * 24 + c] = fixed[r] || fixed[c] ? 0 : op->ke[r * 24 + c];
-    interpolation(s, q);
-    triple_product(q, kd, out);
-    for (int e = 0; e < 576; e++) ke_coarse[e] += m * out[e];
+    for (int e = 0; e < size; e++) ke_coarse[e] += m * product[e];
   }
 }
 
-/* R (I - D) P of coarse row I: the identity rows of the fixed fine dofs. */
+/* Coarse row (I, J, K) of R (I - D) P: the identity rows of the fixed fine
+ * dofs of the fine nodes near 2I. */
 static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int64_t K,
                                double *row) {
+  const int dpn = op->dpn;
   const int64_t px = op->grid.nx + 1, py = op->grid.ny + 1, pz = op->grid.nz + 1;
   for (int dk = -1; dk <= 1; dk++)
     for (int dj = -1; dj <= 1; dj++)
@@ -173,28 +131,22 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
         const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
         if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
         const int64_t a = (k * py + j) * px + i;
-        if (!op->fixed[3 * a] && !op->fixed[3 * a + 1] && !op->fixed[3 * a + 2]) continue;
+        double identity[MAX_BLOCK] = {0};
+        int any = 0;
+        for (int d = 0; d < dpn; d++) any |= (int)(identity[d * dpn + d] = op->fixed[dpn * a + d]);
+        if (!any) continue;
         const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
-        int64_t Pi[2], Pj[2], Pk[2];
-        double wi[2], wj[2], wk[2];
-        const int ni = vox_cpu_parents(i, Pi, wi), nj = vox_cpu_parents(j, Pj, wj),
-                  nk = vox_cpu_parents(k, Pk, wk);
-        for (int c3 = 0; c3 < nk; c3++)
-          for (int c2 = 0; c2 < nj; c2++)
-            for (int c1 = 0; c1 < ni; c1++) {
-              double *blk = row + (size_t)offset_index((int)(Pi[c1] - I), (int)(Pj[c2] - J),
-                                                       (int)(Pk[c3] - K)) * 9;
-              for (int d = 0; d < 3; d++)
-                if (op->fixed[3 * a + d]) blk[d * 3 + d] += wa * wi[c1] * wj[c2] * wk[c3];
-            }
+        spread(I, J, K, i, j, k, wa, identity, dpn * dpn, row);
       }
 }
 
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
-  double qkq[8 * 576], q[576];
+  const int dpn = op->dpn, nloc = op->nloc, bs = dpn * dpn;
+  const size_t size = (size_t)nloc * (size_t)nloc;
+  double qkq[8 * MAX_LOCAL * MAX_LOCAL], q[MAX_LOCAL * MAX_LOCAL];
   for (int s = 0; s < 8; s++) {
-    interpolation(s, q);
-    triple_product(q, op->ke, qkq + (size_t)s * 576);
+    interpolation(s, dpn, q);
+    triple_product(q, op->ke, nloc, qkq + (size_t)s * size);
   }
   const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
   const int64_t qx = cx + 1, qy = cy + 1;
@@ -205,10 +157,9 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
     /* the identity part first: it also clears each row */
 #pragma omp for schedule(static)
     for (ptrdiff_t n = 0; n < n_nodes; n++) {
-      double *row = value + (size_t)n * 27 * 9;
-      memset(row, 0, 27 * 9 * sizeof *row);
-      const int64_t I = n % qx, J = (n / qx) % qy, K = n / (qx * qy);
-      fixed_identity_row(op, I, J, K, row);
+      double *row = value + (size_t)n * 27 * (size_t)bs;
+      memset(row, 0, 27 * (size_t)bs * sizeof *row);
+      fixed_identity_row(op, n % qx, (n / qx) % qy, n / (qx * qy), row);
     }
     for (int colour = 0; colour < 8; colour++) {
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
@@ -216,7 +167,7 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
       for (int64_t K = ck; K < cz; K += 2)
         for (int64_t J = cj; J < cy; J += 2)
           for (int64_t I = ci; I < cx; I += 2) {
-            double kc[576];
+            double kc[MAX_LOCAL * MAX_LOCAL];
             coarse_element(op, qkq, I, J, K, kc);
             for (int p = 0; p < 8; p++) {
               const int64_t np = ((K + vox_hex8_corner[p][2]) * qy + J + vox_hex8_corner[p][1]) * qx +
@@ -225,9 +176,10 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
                 const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
                                            vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
                                            vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
-                double *blk = value + ((size_t)np * 27 + (size_t)t) * 9;
-                for (int r = 0; r < 3; r++)
-                  for (int d = 0; d < 3; d++) blk[r * 3 + d] += kc[(3 * p + r) * 24 + 3 * c + d];
+                double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
+                for (int r = 0; r < dpn; r++)
+                  for (int d = 0; d < dpn; d++)
+                    blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
               }
             }
           }
@@ -236,33 +188,43 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
   return VOX_OK;
 }
 
-static vox_status galerkin(vox_backend *be, const vox_operator *op, const vox_stencil *st,
-                           const vox_grid *fine, int dpn, vox_stencil *coarse) {
-  const vox_grid expect = vox_grid_coarsen(fine);
-  if (coarse->grid.nx != expect.nx || coarse->grid.ny != expect.ny ||
-      coarse->grid.nz != expect.nz || coarse->dpn != dpn || dpn * dpn > MAX_BLOCK)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
-  const int64_t cx = expect.nx + 1, cy = expect.ny + 1, cz = expect.nz + 1;
-  const size_t bs = (size_t)dpn * (size_t)dpn;
+vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse) {
+  TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
+  return galerkin_elements(be, fine, coarse);
+}
+
+/* ---- stencil levels: row by row ------------------------------------------- */
+
+/* Coarse row (I, J, K) of R S P for a fine stencil S. */
+static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, double *out) {
+  const int bs = st->dpn * st->dpn;
+  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  memset(out, 0, 27 * (size_t)bs * sizeof *out);
+  for (int dk = -1; dk <= 1; dk++)
+    for (int dj = -1; dj <= 1; dj++)
+      for (int di = -1; di <= 1; di++) {
+        const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
+        if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
+        const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
+        const double *fine_row = st->value + (size_t)((k * py + j) * px + i) * 27 * (size_t)bs;
+        for (int t = 0; t < 27; t++) {
+          /* neighbour b of fine node a, spread onto the coarse nodes it
+           * interpolates from */
+          const int64_t bi = i + t % 3 - 1, bj = j + (t / 3) % 3 - 1, bk = k + t / 9 - 1;
+          if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
+          spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
+        }
+      }
+}
+
+vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
+  TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
+  const int64_t cx = coarse->grid.nx + 1, cy = coarse->grid.ny + 1, cz = coarse->grid.nz + 1;
+  const size_t bs = (size_t)fine->dpn * (size_t)fine->dpn;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(dynamic, 4)
   for (int64_t K = 0; K < cz; K++)
     for (int64_t J = 0; J < cy; J++)
       for (int64_t I = 0; I < cx; I++)
-        coarse_row(op, st, fine, dpn, I, J, K,
-                   coarse->value + (size_t)((K * cy + J) * cx + I) * 27 * bs);
+        coarse_row(fine, I, J, K, coarse->value + (size_t)((K * cy + J) * cx + I) * 27 * bs);
   return VOX_OK;
-}
-
-vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse) {
-  if (fine->dpn != 3) /* the row-wise product serves other dof counts */
-    return galerkin(be, fine, NULL, &fine->grid, fine->dpn, coarse);
-  const vox_grid expect = vox_grid_coarsen(&fine->grid);
-  if (coarse->grid.nx != expect.nx || coarse->grid.ny != expect.ny ||
-      coarse->grid.nz != expect.nz || coarse->dpn != 3)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
-  return galerkin_elements(be, fine, coarse);
-}
-
-vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
-  return galerkin(be, NULL, fine, &fine->grid, fine->dpn, coarse);
 }

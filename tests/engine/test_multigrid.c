@@ -114,6 +114,48 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The same R A P identity for one dof per node (heat conduction). */
+static void test_galerkin_conduction(vox_context *ctx, vox_backend *be) {
+  const vox_grid g0 = {.nx = 5, .ny = 6, .nz = 3, .voxel_size = {1, 0.5, 2}};
+  const vox_grid g1 = vox_grid_coarsen(&g0);
+  const size_t n0 = (size_t)vox_grid_nodes(&g0), n1 = (size_t)vox_grid_nodes(&g1),
+               ne = (size_t)vox_grid_elements(&g0);
+  double ke[64], *mod = malloc(ne * sizeof *mod);
+  uint8_t *fixed = calloc(n0, 1);
+  CHECK(vox_hex8_conduction(1.0, g0.voxel_size, ke) == 0);
+  uint64_t seed = 13;
+  for (size_t e = 0; e < ne; e++) mod[e] = 0.1 + uniform(&seed);
+  for (int64_t k = 0; k <= g0.nz; k++)
+    for (int64_t j = 0; j <= g0.ny; j++) fixed[node(&g0, 0, j, k)] = 1;
+  vox_operator_desc desc = {.grid = g0, .dofs_per_node = 1, .ke = ke, .dof_fixed = fixed};
+  vox_operator *op;
+  vox_stencil *s1;
+  CHECK_OK(ctx, be->ops->op_create(be, &desc, &op));
+  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 1, &s1));
+  vox_vec m, xc, xf, yf, yc, ref;
+  be->ops->vec_create(be, ne, &m), be->ops->vec_create(be, n1, &xc);
+  be->ops->vec_create(be, n0, &xf), be->ops->vec_create(be, n0, &yf);
+  be->ops->vec_create(be, n1, &yc), be->ops->vec_create(be, n1, &ref);
+  be->ops->vec_upload(be, &m, mod);
+  be->ops->op_set_moduli(be, op, &m);
+  CHECK_OK(ctx, be->ops->galerkin_operator(be, op, s1));
+  random_vec(be, &xc, 17);
+  be->ops->prolong_add(be, &g0, 1, &xc, &xf);
+  be->ops->op_apply(be, op, &xf, &yf, 0);
+  be->ops->restrict_residual(be, &g0, 1, &yf, &ref);
+  be->ops->stencil_apply(be, s1, &xc, &yc);
+  be->ops->vec_axpy(be, &yc, -1, &ref);
+  double err, scale;
+  be->ops->vec_dot(be, &yc, &yc, &err);
+  be->ops->vec_dot(be, &ref, &ref, &scale);
+  CHECK(sqrt(err) <= 1e-13 * sqrt(scale));
+  vox_vec *v[] = {&m, &xc, &xf, &yf, &yc, &ref};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec_destroy(be, v[i]);
+  be->ops->stencil_destroy(be, s1);
+  be->ops->op_destroy(be, op);
+  free(mod), free(fixed);
+}
+
 /* Solves the cantilever at densities rho (NULL: solid) with the options;
  * returns the iterations, and the solution in u (host, n_dofs). */
 static int solve(vox_context *ctx, vox_backend *be, vox_model *m, const double *rho,
@@ -203,6 +245,7 @@ int main(void) {
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_levels();
   test_galerkin(ctx, be);
+  test_galerkin_conduction(ctx, be);
   test_grid_independence(ctx, be, VOX_SMOOTHER_JACOBI);
   test_grid_independence(ctx, be, VOX_SMOOTHER_CHEBYSHEV);
   test_contrast(ctx, be);
