@@ -55,14 +55,8 @@ vox_status vox_write_vti(vox_context *ctx, const char *path, const vox_model *mo
     vtkx_attr_vector(doc, "Spacing", g->voxel_size);
     vtkx_start(doc, "Piece");
     vtkx_attr(doc, "Extent", "%s", extent);
-    vtkx_start(doc, "PointData");
-    if (n_cases > 0) vtkx_attr(doc, "Vectors", "%s", names[0]); /* the active vectors */
-    for (size_t i = 0; i < first_cell_array; i++) vtkx_data_array(doc, i);
-    vtkx_end(doc);
-    vtkx_start(doc, "CellData");
-    vtkx_attr(doc, "Scalars", "%s", model->density ? "density" : "label");
-    for (size_t i = first_cell_array; i < n; i++) vtkx_data_array(doc, i);
-    vtkx_end(doc);
+    vtkx_point_and_cell_data(doc, n_cases > 0 ? names[0] : NULL,
+                             model->density ? "density" : "label", first_cell_array, n);
     status = vtkx_finish(doc); /* closes Piece and ImageData */
   }
   free(names);

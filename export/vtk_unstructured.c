@@ -204,14 +204,8 @@ vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *mo
   vtkx_start(doc, "Piece");
   vtkx_attr(doc, "NumberOfPoints", "%lld", (long long)m.n_points);
   vtkx_attr(doc, "NumberOfCells", "%lld", (long long)m.n_cells);
-  vtkx_start(doc, "PointData");
-  if (n_cases > 0) vtkx_attr(doc, "Vectors", "%s", names[0]); /* the active vectors */
-  for (size_t i = 0; i < first_cell_data; i++) vtkx_data_array(doc, i);
-  vtkx_end(doc);
-  vtkx_start(doc, "CellData");
-  vtkx_attr(doc, "Scalars", "%s", model->density ? "density" : "label");
-  for (size_t i = first_cell_data; i < points; i++) vtkx_data_array(doc, i);
-  vtkx_end(doc);
+  vtkx_point_and_cell_data(doc, n_cases > 0 ? names[0] : NULL,
+                           model->density ? "density" : "label", first_cell_data, points);
   vtkx_start(doc, "Points");
   vtkx_data_array(doc, points);
   vtkx_end(doc);

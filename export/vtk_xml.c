@@ -383,6 +383,18 @@ void vtkx_data_array(vtkx_doc *doc, size_t index) {
   vtkx_end(doc);
 }
 
+void vtkx_point_and_cell_data(vtkx_doc *doc, const char *vectors, const char *scalars,
+                              size_t first_cell, size_t end) {
+  vtkx_start(doc, "PointData");
+  if (vectors) vtkx_attr(doc, "Vectors", "%s", vectors); /* the active vectors */
+  for (size_t i = 0; i < first_cell; i++) vtkx_data_array(doc, i);
+  vtkx_end(doc);
+  vtkx_start(doc, "CellData");
+  vtkx_attr(doc, "Scalars", "%s", scalars);
+  for (size_t i = first_cell; i < end; i++) vtkx_data_array(doc, i);
+  vtkx_end(doc);
+}
+
 static void write_raw(vtkx_doc *doc, const unsigned char *data, size_t size) {
   while (size > 0 && doc->status == VOX_OK) {
     int chunk = size > RAW_CHUNK ? RAW_CHUNK : (int)size;

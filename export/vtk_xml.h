@@ -69,6 +69,12 @@ void vtkx_attr_vector(vtkx_doc *doc, const char *name, const double value[3]);
  * for arrays[index] of vtkx_begin. */
 void vtkx_data_array(vtkx_doc *doc, size_t index);
 
+/* <PointData Vectors=...> with arrays [0, first_cell) and <CellData
+ * Scalars=...> with arrays [first_cell, end): the model's fields, laid out
+ * the same in every file. `vectors` may be NULL (no displacement). */
+void vtkx_point_and_cell_data(vtkx_doc *doc, const char *vectors, const char *scalars,
+                              size_t first_cell, size_t end);
+
 /* Closes the elements still open below <VTKFile>, writes the appended data,
  * and renames the file into place. On any failure so far (or now) it removes
  * the temporary file, leaves `path` as it was and returns the first error.
