@@ -37,6 +37,8 @@ void vox_fem_destroy(vox_fem *fem);
 /* Call after fem->moduli changed: refreshes the preconditioners (the
  * multigrid hierarchy on its next use). */
 vox_status vox_fem_update(vox_fem *fem);
+/* Checks solver options from the caller (message names the bad one). */
+vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *options);
 /* Solves load case `load_case`; u holds the initial guess (warm start). */
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result);

@@ -76,13 +76,10 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
   REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
   REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
-  REQUIRE(o->solver.rtol > 0 && o->solver.rtol < 1, "solver tolerance %g not in (0, 1)",
-          o->solver.rtol);
-  REQUIRE(o->solver.max_iterations >= 1, "the solver needs at least one iteration");
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
 #undef REQUIRE
-  return VOX_OK;
+  return vox_solver_options_check(ctx, &o->solver);
 }
 
 /* Everything the loop keeps on the backend. */

@@ -55,10 +55,27 @@ const char *vox_convergence_string(vox_convergence reason) {
   return "unknown";
 }
 
+vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *o) {
+#define REQUIRE(cond, ...)                                                        \
+  if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+  REQUIRE(o->rtol > 0 && o->rtol < 1, "solver tolerance %g not in (0, 1)", o->rtol);
+  REQUIRE(o->max_iterations >= 1, "the solver needs at least one iteration");
+  REQUIRE((unsigned)o->preconditioner <= VOX_PC_MULTIGRID, "unknown preconditioner %d",
+          (int)o->preconditioner);
+  REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);
+  REQUIRE(o->smoothing_steps >= 1, "at least one smoothing step is needed");
+  REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
+  REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
+          o->jacobi_damping);
+#undef REQUIRE
+  return VOX_OK;
+}
+
 vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
                                 int use_density, double penalty, double emin_ratio,
                                 const vox_solver_options *options, double *displacement,
                                 vox_solve_result *results) {
+  TRY(vox_solver_options_check(ctx, options));
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
   vox_fem *fem;
