@@ -43,3 +43,26 @@ int vox_device_parse(const char *text, vox_device *device) {
     }
   return -1;
 }
+
+void vox_backend_set_kernel(vox_backend *backend, vox_kernel kernel) { backend->kernel = kernel; }
+
+vox_kernel vox_backend_kernel(const vox_backend *backend) { return backend->kernel; }
+
+static const char *const kernel_names[] = {"auto", "dbd", "nbn", "ebe"};
+
+const char *vox_kernel_name(vox_kernel kernel) {
+  return (unsigned)kernel < 4 ? kernel_names[kernel] : "unknown";
+}
+
+int vox_kernel_parse(const char *text, vox_kernel *kernel) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(text, kernel_names[i]) == 0) {
+      *kernel = (vox_kernel)i;
+      return 0;
+    }
+  return -1;
+}
+
+vox_status vox_backend_memory(vox_backend *backend, size_t *free_bytes, size_t *total_bytes) {
+  return backend->ops->memory(backend, free_bytes, total_bytes);
+}

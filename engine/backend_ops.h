@@ -13,6 +13,7 @@
 
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
+#include "voxfe/solver.h"
 
 /* A vector of doubles living on the backend's device. */
 typedef struct vox_vec {
@@ -48,6 +49,10 @@ static inline vox_grid vox_grid_coarsen(const vox_grid *fine) {
 typedef struct vox_backend_ops {
   const char *name;
   void (*destroy)(vox_backend *be);
+  /* Waits until every operation issued so far has finished (timing). */
+  vox_status (*synchronize)(vox_backend *be);
+  /* Free and total bytes of the memory the backend allocates from. */
+  vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 
   /* Vectors. vec_create gives a zeroed vector. */
   vox_status (*vec_create)(vox_backend *be, size_t n, vox_vec *v);
@@ -111,13 +116,17 @@ typedef struct vox_backend_ops {
    * = (dk+1)*9 + (dj+1)*3 + (di+1) couples the node with its neighbour at
    * offset (di, dj, dk). */
   vox_status (*stencil_create)(vox_backend *be, const vox_grid *grid, int dofs_per_node,
-                               vox_stencil **st);
+                               vox_precision precision, vox_stencil **st);
   void (*stencil_destroy)(vox_backend *be, vox_stencil *st);
   /* coarse = R A P (Galerkin) of the fine operator A in its eliminated form
    * (identity rows and columns on fixed dofs), at its current moduli... */
   vox_status (*galerkin_operator)(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
   /* ... or of a fine stencil. */
   vox_status (*galerkin_stencil)(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
+  /* Host copies of the values in the layout above, n_nodes * 27 * dpn^2
+   * doubles (the coarsest level's direct solve, tests). */
+  vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
+  vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
   vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
   /* Direct solve of the coarsest level: factor after each Galerkin update,
@@ -135,13 +144,20 @@ struct vox_backend {
   const vox_backend_ops *ops;
   vox_context *ctx;
   int threads;   /* CPU threads (0 = OpenMP default) */
+  vox_kernel kernel; /* K u variant of operators made from now on */
   void *impl;    /* backend-specific state */
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* Each backend's constructor. */
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out);
 #ifdef VOXFE_HAVE_CUDA
 vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
+#endif
+#ifdef __cplusplus
+}
 #endif
 
 /* Propagates a failing status: `TRY(be->ops->vec_dot(...));` */

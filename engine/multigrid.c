@@ -69,7 +69,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     lv->grid = g;
     const size_t n = grid_dofs(&g, dofs_per_node);
     if (l > 0) {
-      s = be->ops->stencil_create(be, &g, dofs_per_node, &lv->stencil);
+      s = be->ops->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->inv_diag);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->b);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->x);

@@ -13,10 +13,12 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
   options->smoothing_steps = 3;
   options->jacobi_damping = 0.6;
+  options->precision = VOX_PRECISION_DOUBLE;
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
 static const char *const smoother_names[] = {"jacobi", "chebyshev"};
+static const char *const precision_names[] = {"double", "mixed"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -44,6 +46,16 @@ int vox_smoother_parse(const char *text, vox_smoother *smoother) {
   return i >= 0 ? 0 : -1;
 }
 
+const char *vox_precision_name(vox_precision precision) {
+  return (unsigned)precision < 2 ? precision_names[precision] : "unknown";
+}
+
+int vox_precision_parse(const char *text, vox_precision *precision) {
+  int i = parse_name(text, precision_names, 2);
+  if (i >= 0) *precision = (vox_precision)i;
+  return i >= 0 ? 0 : -1;
+}
+
 const char *vox_convergence_string(vox_convergence reason) {
   switch (reason) {
   case VOX_CONVERGED_RTOL: return "converged (relative residual)";
@@ -65,6 +77,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);
   REQUIRE(o->smoothing_steps >= 1, "at least one smoothing step is needed");
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
+  REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
+          (int)o->precision);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
 #undef REQUIRE

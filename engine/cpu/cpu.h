@@ -65,8 +65,10 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
 
 /* cpu_stencil.c: stencils, their products and the grid transfers */
 vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
-                                  vox_stencil **st);
+                                  vox_precision precision, vox_stencil **st);
 void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st);
+vox_status vox_cpu_stencil_upload(vox_backend *be, vox_stencil *st, const double *host);
+vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
 vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
 vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
 vox_status vox_cpu_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,

@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu.h"
 
@@ -114,9 +115,23 @@ static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_
 
 static void destroy(vox_backend *be) { free(be); }
 
+static vox_status synchronize(vox_backend *be) { return VOX_OK; }
+
+static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  const long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES),
+             total = sysconf(_SC_PHYS_PAGES);
+  if (page <= 0 || avail < 0 || total <= 0)
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED, "the size of memory is unknown");
+  *free_bytes = (size_t)avail * (size_t)page;
+  *total_bytes = (size_t)total * (size_t)page;
+  return VOX_OK;
+}
+
 static const vox_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = destroy,
+    .synchronize = synchronize,
+    .memory = memory,
     .vec_create = vec_create,
     .vec_destroy = vec_destroy,
     .vec_upload = vec_upload,
@@ -148,6 +163,8 @@ static const vox_backend_ops cpu_ops = {
     .stencil_destroy = vox_cpu_stencil_destroy,
     .galerkin_operator = vox_cpu_galerkin_operator,
     .galerkin_stencil = vox_cpu_galerkin_stencil,
+    .stencil_upload = vox_cpu_stencil_upload,
+    .stencil_download = vox_cpu_stencil_download,
     .stencil_apply = vox_cpu_stencil_apply,
     .stencil_diagonal = vox_cpu_stencil_diagonal,
     .stencil_factor = vox_cpu_stencil_factor,

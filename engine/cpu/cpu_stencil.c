@@ -9,7 +9,7 @@
 #include "cpu.h"
 
 vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
-                                  vox_stencil **out) {
+                                  vox_precision precision, vox_stencil **out) {
   vox_stencil *st = calloc(1, sizeof *st);
   if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   st->grid = *grid;
@@ -31,6 +31,16 @@ void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st) {
   vox_cpu_stencil_factor_free(st);
   free(st->value);
   free(st);
+}
+
+vox_status vox_cpu_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
+  memcpy(st->value, host, st->n_nodes * 27 * (size_t)(st->dpn * st->dpn) * sizeof *host);
+  return VOX_OK;
+}
+
+vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, double *host) {
+  memcpy(host, st->value, st->n_nodes * 27 * (size_t)(st->dpn * st->dpn) * sizeof *host);
+  return VOX_OK;
 }
 
 vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *xv,

@@ -58,8 +58,8 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   const size_t n0 = 3 * (size_t)vox_grid_nodes(&g0), n1 = 3 * (size_t)vox_grid_nodes(&g1),
                n2 = 3 * (size_t)vox_grid_nodes(&g2);
   vox_stencil *s1, *s2;
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 3, &s1));
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g2, 3, &s2));
+  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 3, VOX_PRECISION_DOUBLE, &s1));
+  CHECK_OK(ctx, be->ops->stencil_create(be, &g2, 3, VOX_PRECISION_DOUBLE, &s2));
   CHECK_OK(ctx, be->ops->galerkin_operator(be, fem->op, s1));
   CHECK_OK(ctx, be->ops->galerkin_stencil(be, s1, s2));
 
@@ -131,7 +131,7 @@ static void test_galerkin_conduction(vox_context *ctx, vox_backend *be) {
   vox_operator *op;
   vox_stencil *s1;
   CHECK_OK(ctx, be->ops->op_create(be, &desc, &op));
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 1, &s1));
+  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 1, VOX_PRECISION_DOUBLE, &s1));
   vox_vec m, xc, xf, yf, yc, ref;
   be->ops->vec_create(be, ne, &m), be->ops->vec_create(be, n1, &xc);
   be->ops->vec_create(be, n0, &xf), be->ops->vec_create(be, n0, &yf);

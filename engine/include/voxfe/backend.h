@@ -18,12 +18,36 @@ typedef enum vox_device {
 
 typedef struct vox_backend vox_backend;
 
+/* The fine-level matrix-free K u of the CUDA backend (seed 000, 001, 004):
+ * one thread per degree of freedom with the element data staged in shared
+ * memory (dbd), one thread per node (nbn), or one thread per element with
+ * the element product scattered in 8 colours (ebe). AUTO is the fastest
+ * measured on an H100 (docs/benchmarks.md). The CPU backend has one
+ * element-by-element kernel and takes any value. */
+typedef enum vox_kernel {
+  VOX_KERNEL_AUTO = 0,
+  VOX_KERNEL_DBD = 1,
+  VOX_KERNEL_NBN = 2,
+  VOX_KERNEL_EBE = 3
+} vox_kernel;
+
 vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out);
 void vox_backend_destroy(vox_backend *backend);
 /* "cpu" or "cuda". */
 const char *vox_backend_name(const vox_backend *backend);
 /* Parses "cpu", "cuda" or "auto"; returns -1 for anything else. */
 int vox_device_parse(const char *text, vox_device *device);
+
+/* The K u variant for operators made after the call. */
+void vox_backend_set_kernel(vox_backend *backend, vox_kernel kernel);
+vox_kernel vox_backend_kernel(const vox_backend *backend);
+/* "auto", "dbd", "nbn", "ebe"; the parser returns -1 for anything else. */
+const char *vox_kernel_name(vox_kernel kernel);
+int vox_kernel_parse(const char *text, vox_kernel *kernel);
+
+/* Device memory: free and total bytes (the CPU backend reports physical
+ * memory). */
+vox_status vox_backend_memory(vox_backend *backend, size_t *free_bytes, size_t *total_bytes);
 
 #ifdef __cplusplus
 }

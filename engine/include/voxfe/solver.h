@@ -21,6 +21,14 @@ typedef enum vox_smoother {
   VOX_SMOOTHER_CHEBYSHEV = 1  /* Chebyshev polynomial in D^-1 A (seed 004) */
 } vox_smoother;
 
+/* Precision of the multigrid preconditioner's storage: the outer conjugate
+ * gradients always run in double. MIXED stores the coarse-level operators in
+ * single precision on the CUDA backend (the CPU backend keeps double). */
+typedef enum vox_precision {
+  VOX_PRECISION_DOUBLE = 0,
+  VOX_PRECISION_MIXED = 1
+} vox_precision;
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
@@ -30,6 +38,7 @@ typedef struct vox_solver_options {
   vox_smoother smoother;
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
+  vox_precision precision;
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -55,6 +64,9 @@ const char *vox_preconditioner_name(vox_preconditioner pc);
 int vox_preconditioner_parse(const char *text, vox_preconditioner *pc);
 const char *vox_smoother_name(vox_smoother smoother);
 int vox_smoother_parse(const char *text, vox_smoother *smoother);
+/* "double" / "mixed" */
+const char *vox_precision_name(vox_precision precision);
+int vox_precision_parse(const char *text, vox_precision *precision);
 
 /* Solves linear elasticity on the model with every non-empty voxel at the full
  * modulus of its material (or scaled by model->density when present and

@@ -1,0 +1,325 @@
+/* The CUDA backend: device selection, device memory, vector operations and
+ * reductions, and the operation table that ties in the operator, SIMP,
+ * filter and multigrid kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_backend.cuh"
+
+/* Elementwise kernels: 256 threads a block, grid-stride loops over at most
+ * this many blocks (enough to fill 132 SMs several times). */
+enum { THREADS = 256, MAX_BLOCKS = 4096 };
+/* Reductions: a fixed grid, so that the order of the additions and thus the
+ * result is the same on every run. */
+enum { REDUCE_THREADS = 256, REDUCE_BLOCKS = 1024 };
+
+vox_status vox_cuda_check(vox_backend *be, cudaError_t err, const char *what) {
+  if (err == cudaSuccess) return VOX_OK;
+  cudaGetLastError(); /* clear a non-sticky error so later calls report their own */
+  return vox_error(be->ctx, err == cudaErrorMemoryAllocation ? VOX_ERR_NO_MEMORY : VOX_ERR_DEVICE,
+                   "CUDA: %s: %s", what, cudaGetErrorString(err));
+}
+
+vox_status vox_cuda_alloc(vox_backend *be, void **p, size_t bytes, const char *what) {
+  *p = NULL;
+  cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
+  if (err == cudaSuccess) return VOX_OK;
+  cudaGetLastError();
+  *p = NULL;
+  size_t free_bytes = 0, total = 0;
+  cudaMemGetInfo(&free_bytes, &total);
+  return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                   "CUDA: out of device memory for %s: %zu bytes needed, %zu of %zu free", what,
+                   bytes, free_bytes, total);
+}
+
+void vox_cuda_free(void *p) {
+  if (p) cudaFree(p);
+}
+
+static unsigned blocks(size_t n) {
+  unsigned b = vox_cuda_blocks(n, THREADS);
+  const unsigned most = MAX_BLOCKS;
+  return b < 1 ? 1 : b > most ? most : b;
+}
+
+#define GRID_STRIDE(i, n) \
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+/* ---- vectors -------------------------------------------------------------- */
+
+static vox_status vec_create(vox_backend *be, size_t n, vox_vec *v) {
+  v->n = 0;
+  TRY(vox_cuda_alloc(be, (void **)&v->data, (n ? n : 1) * sizeof(double), "a vector"));
+  v->n = n;
+  CUDA_TRY(be, cudaMemset(v->data, 0, (n ? n : 1) * sizeof(double)), "clearing a vector");
+  return VOX_OK;
+}
+
+static void vec_destroy(vox_backend *be, vox_vec *v) {
+  vox_cuda_free(v->data);
+  v->data = NULL;
+  v->n = 0;
+}
+
+static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
+  CUDA_TRY(be, cudaMemcpy(v->data, host, v->n * sizeof *host, cudaMemcpyHostToDevice),
+           "uploading a vector");
+  return VOX_OK;
+}
+
+static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) {
+  CUDA_TRY(be, cudaMemcpy(host, v->data, v->n * sizeof *host, cudaMemcpyDeviceToHost),
+           "downloading a vector");
+  return VOX_OK;
+}
+
+static __global__ void set_kernel(double *x, double a, size_t n) {
+  GRID_STRIDE(i, n) x[i] = a;
+}
+
+static __global__ void axpby_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
+                                    double b, size_t n) {
+  GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
+}
+
+static __global__ void axpy_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
+                                   size_t n) {
+  GRID_STRIDE(i, n) y[i] += a * x[i];
+}
+
+static __global__ void xpay_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
+                                   size_t n) {
+  GRID_STRIDE(i, n) y[i] = x[i] + a * y[i];
+}
+
+static __global__ void mult_kernel(double *w, const double *x, const double *y, size_t n) {
+  GRID_STRIDE(i, n) w[i] = x[i] * y[i];
+}
+
+static __global__ void reciprocal_kernel(double *x, size_t n) {
+  GRID_STRIDE(i, n) x[i] = 1 / x[i];
+}
+
+static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
+  set_kernel<<<blocks(v->n), THREADS>>>(v->data, a, v->n);
+  CUDA_LAUNCHED(be, "vector set");
+  return VOX_OK;
+}
+
+static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  CUDA_TRY(be, cudaMemcpyAsync(dst->data, src->data, src->n * sizeof(double), cudaMemcpyDeviceToDevice),
+           "copying a vector");
+  return VOX_OK;
+}
+
+static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  axpy_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, y->n);
+  CUDA_LAUNCHED(be, "vector axpy");
+  return VOX_OK;
+}
+
+static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  xpay_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, y->n);
+  CUDA_LAUNCHED(be, "vector xpay");
+  return VOX_OK;
+}
+
+static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
+  mult_kernel<<<blocks(w->n), THREADS>>>(w->data, x->data, y->data, w->n);
+  CUDA_LAUNCHED(be, "vector product");
+  return VOX_OK;
+}
+
+static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
+  axpby_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, b, y->n);
+  CUDA_LAUNCHED(be, "vector axpby");
+  return VOX_OK;
+}
+
+static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
+  reciprocal_kernel<<<blocks(v->n), THREADS>>>(v->data, v->n);
+  CUDA_LAUNCHED(be, "vector reciprocal");
+  return VOX_OK;
+}
+
+/* ---- reductions ----------------------------------------------------------- */
+
+struct sum_op {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+struct max_op {
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+
+/* Reduces the value of every thread of a block into thread 0's result. */
+template <class Op> static __device__ double block_reduce(double v, Op op) {
+  __shared__ double warp_sums[REDUCE_THREADS / 32];
+  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < REDUCE_THREADS / 32 ? warp_sums[lane] : 0.0;
+    for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+/* Stage 1: partials[block] = reduction of term(i) over a grid-stride slice. */
+template <class Op, class Term>
+static __global__ void reduce_partials(size_t n, Term term, Op op, double *partials) {
+  double v = 0;
+  GRID_STRIDE(i, n) v = op(v, term(i));
+  v = block_reduce(v, op);
+  if (threadIdx.x == 0) partials[blockIdx.x] = v;
+}
+
+/* Stage 2: one block folds the partials into partials[REDUCE_BLOCKS]. */
+template <class Op> static __global__ void reduce_final(Op op, double *partials) {
+  double v = 0;
+  for (int i = threadIdx.x; i < REDUCE_BLOCKS; i += REDUCE_THREADS) v = op(v, partials[i]);
+  v = block_reduce(v, op);
+  if (threadIdx.x == 0) partials[REDUCE_BLOCKS] = v;
+}
+
+struct dot_term {
+  const double *x, *y;
+  __device__ double operator()(size_t i) const { return x[i] * y[i]; }
+};
+struct abs_diff_term {
+  const double *x, *y;
+  __device__ double operator()(size_t i) const { return fabs(x[i] - y[i]); }
+};
+
+template <class Op, class Term>
+static vox_status reduce(vox_backend *be, size_t n, Term term, Op op, double *out) {
+  vox_cuda_state *cs = vox_cuda(be);
+  reduce_partials<<<REDUCE_BLOCKS, REDUCE_THREADS>>>(n, term, op, cs->partials);
+  reduce_final<<<1, REDUCE_THREADS>>>(op, cs->partials);
+  CUDA_LAUNCHED(be, "a reduction");
+  CUDA_TRY(be, cudaMemcpy(cs->scalar, cs->partials + REDUCE_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost),
+           "reading a reduction");
+  *out = *cs->scalar;
+  return VOX_OK;
+}
+
+static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
+  return reduce(be, x->n, dot_term{x->data, y->data}, sum_op{}, out);
+}
+
+static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_vec *y,
+                                   double *out) {
+  return reduce(be, x->n, abs_diff_term{x->data, y->data}, max_op{}, out);
+}
+
+/* ---- the backend ---------------------------------------------------------- */
+
+static vox_status synchronize(vox_backend *be) {
+  CUDA_TRY(be, cudaDeviceSynchronize(), "waiting for the device");
+  return VOX_OK;
+}
+
+static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  CUDA_TRY(be, cudaMemGetInfo(free_bytes, total_bytes), "reading the device memory");
+  return VOX_OK;
+}
+
+static void destroy(vox_backend *be) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (cs) {
+    vox_cuda_free(cs->partials);
+    if (cs->scalar) cudaFreeHost(cs->scalar);
+    vox_backend_destroy(cs->host);
+    free(cs);
+  }
+  free(be);
+}
+
+static vox_backend_ops make_ops(void) {
+  vox_backend_ops o = {};
+  o.name = "cuda";
+  o.destroy = destroy;
+  o.synchronize = synchronize;
+  o.memory = memory;
+  o.vec_create = vec_create;
+  o.vec_destroy = vec_destroy;
+  o.vec_upload = vec_upload;
+  o.vec_download = vec_download;
+  o.vec_set = vec_set;
+  o.vec_copy = vec_copy;
+  o.vec_axpy = vec_axpy;
+  o.vec_xpay = vec_xpay;
+  o.vec_mult = vec_mult;
+  o.vec_axpby = vec_axpby;
+  o.vec_reciprocal = vec_reciprocal;
+  o.vec_dot = vec_dot;
+  o.vec_max_abs_diff = vec_max_abs_diff;
+  o.op_create = vox_cuda_op_create;
+  o.op_destroy = vox_cuda_op_destroy;
+  o.op_set_moduli = vox_cuda_op_set_moduli;
+  o.op_apply = vox_cuda_op_apply;
+  o.op_diagonal = vox_cuda_op_diagonal;
+  o.op_element_energy = vox_cuda_op_element_energy;
+  o.simp_moduli = vox_cuda_simp_moduli;
+  o.simp_sensitivity = vox_cuda_simp_sensitivity;
+  o.oc_update = vox_cuda_oc_update;
+  o.filter_create = vox_cuda_filter_create;
+  o.filter_destroy = vox_cuda_filter_destroy;
+  o.filter_apply = vox_cuda_filter_apply;
+  o.filter_transpose = vox_cuda_filter_transpose;
+  o.filter_sensitivity = vox_cuda_filter_sensitivity;
+  o.stencil_create = vox_cuda_stencil_create;
+  o.stencil_destroy = vox_cuda_stencil_destroy;
+  o.galerkin_operator = vox_cuda_galerkin_operator;
+  o.galerkin_stencil = vox_cuda_galerkin_stencil;
+  o.stencil_upload = vox_cuda_stencil_upload;
+  o.stencil_download = vox_cuda_stencil_download;
+  o.stencil_apply = vox_cuda_stencil_apply;
+  o.stencil_diagonal = vox_cuda_stencil_diagonal;
+  o.stencil_factor = vox_cuda_stencil_factor;
+  o.stencil_solve = vox_cuda_stencil_solve;
+  o.restrict_residual = vox_cuda_restrict_residual;
+  o.prolong_add = vox_cuda_prolong_add;
+  return o;
+}
+
+static const vox_backend_ops cuda_ops = make_ops();
+
+extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out) {
+  *out = NULL;
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return vox_error(ctx, VOX_ERR_DEVICE, "no CUDA device: %s",
+                     err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+  }
+  vox_backend *be = (vox_backend *)calloc(1, sizeof *be);
+  vox_cuda_state *cs = (vox_cuda_state *)calloc(1, sizeof *cs);
+  if (!be || !cs) {
+    free(be);
+    free(cs);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  be->ops = &cuda_ops;
+  be->ctx = ctx;
+  be->threads = vox_context_threads(ctx);
+  be->impl = cs;
+  vox_status s = vox_cuda_check(be, cudaGetDevice(&cs->device), "selecting the device");
+  if (s == VOX_OK)
+    s = vox_cuda_check(be, cudaGetDeviceProperties(&cs->prop, cs->device), "reading the device");
+  if (s == VOX_OK)
+    s = vox_cuda_alloc(be, (void **)&cs->partials, (REDUCE_BLOCKS + 1) * sizeof(double),
+                       "reduction scratch");
+  if (s == VOX_OK)
+    s = vox_cuda_check(be, cudaMallocHost((void **)&cs->scalar, sizeof(double)),
+                       "pinned host memory");
+  if (s == VOX_OK) s = vox_cpu_backend_create(ctx, &cs->host);
+  if (s != VOX_OK) {
+    destroy(be);
+    return s;
+  }
+  *out = be;
+  return VOX_OK;
+}

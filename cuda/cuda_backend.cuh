@@ -1,0 +1,127 @@
+/* The CUDA backend's pieces, one file each (private to libvoxfe).
+ *
+ * Every large array lives in device memory, allocated once; operations run
+ * on the legacy default stream in order, so a kernel launch needs no
+ * synchronisation, and only scalars (dot products, maxima) and the coarsest
+ * multigrid level cross to the host. */
+#ifndef VOXFE_CUDA_BACKEND_CUH
+#define VOXFE_CUDA_BACKEND_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend_ops.h"
+
+/* The backend's own state (be->impl). */
+typedef struct vox_cuda_state {
+  int device;
+  cudaDeviceProp prop;
+  double *partials;      /* device: per-block partial sums of the reductions */
+  double *scalar;        /* pinned host: a reduction's result */
+  vox_backend *host;     /* the CPU backend, for the coarsest level's direct solve */
+} vox_cuda_state;
+
+static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }
+
+/* A failing CUDA call as a voxfe status with the message on the context:
+ *   CUDA_TRY(be, cudaMemcpy(...), "uploading a vector");
+ * and after a kernel launch:
+ *   CUDA_LAUNCHED(be, "the K u kernel"); */
+vox_status vox_cuda_check(vox_backend *be, cudaError_t err, const char *what);
+#define CUDA_TRY(be, call, what) TRY(vox_cuda_check((be), (call), (what)))
+#define CUDA_LAUNCHED(be, what) TRY(vox_cuda_check((be), cudaGetLastError(), (what)))
+
+/* cudaMalloc with a message that names what it was for, the bytes asked and
+ * the bytes free; *p is NULL on failure. */
+vox_status vox_cuda_alloc(vox_backend *be, void **p, size_t bytes, const char *what);
+void vox_cuda_free(void *p);
+
+/* Blocks of `threads` threads that cover n items once. */
+static inline unsigned vox_cuda_blocks(size_t n, unsigned threads) {
+  return (unsigned)((n + threads - 1) / threads);
+}
+
+/* The matrix-free operator (cuda_operator.cu). */
+struct vox_operator {
+  vox_grid grid;
+  int dpn;                 /* dofs per node: 3 or 1 */
+  int nloc;                /* 8 * dpn */
+  vox_kernel kernel;       /* the K u variant, never AUTO */
+  size_t n_dofs, n_elements;
+  double ke_host[24 * 24]; /* nloc x nloc, unit modulus */
+  double *ke;              /* device copy of ke_host */
+  uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
+  const double *moduli;    /* device, per element, set by op_set_moduli */
+};
+
+/* An assembled operator as 27 blocks per node (backend_ops.h layout), in
+ * double or, for VOX_PRECISION_MIXED, single precision
+ * (cuda_stencil.cu, cuda_galerkin.cu). The coarsest level keeps a CPU copy
+ * for the direct solve (cuda_coarse_solve.cu). */
+struct vox_stencil {
+  vox_grid grid;
+  int dpn;
+  size_t n_nodes, n_dofs;
+  vox_precision precision;
+  double *value;           /* device, n_nodes * 27 * dpn^2, when DOUBLE */
+  float *value32;          /* device, the same when MIXED */
+  vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
+  vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */
+};
+
+/* cuda_operator.cu */
+vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
+void vox_cuda_op_destroy(vox_backend *be, vox_operator *op);
+vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
+vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
+                             int full);
+vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
+vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
+                                      vox_vec *energy, int accumulate);
+
+/* cuda_simp.cu */
+vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                double p, double emin, vox_vec *moduli);
+vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                     const vox_vec *energy, double p, double emin, vox_vec *dc);
+vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                              const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                              double lambda, double move, double eta, double q, vox_vec *rho_new);
+
+/* cuda_filter.cu */
+vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,
+                                  const uint8_t *active, vox_filter **filter);
+void vox_cuda_filter_destroy(vox_backend *be, vox_filter *filter);
+vox_status vox_cuda_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
+vox_status vox_cuda_filter_transpose(vox_backend *be, vox_filter *f, const vox_vec *in,
+                                     vox_vec *out);
+vox_status vox_cuda_filter_sensitivity(vox_backend *be, vox_filter *f, const vox_vec *rho,
+                                       const vox_vec *dc, double gamma, vox_vec *out);
+
+/* cuda_stencil.cu: stencils, their products and the grid transfers */
+vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
+                                   vox_precision precision, vox_stencil **st);
+void vox_cuda_stencil_destroy(vox_backend *be, vox_stencil *st);
+vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host);
+vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
+vox_status vox_cuda_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x,
+                                  vox_vec *y);
+vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
+vox_status vox_cuda_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
+                                      const vox_vec *r_fine, vox_vec *r_coarse);
+vox_status vox_cuda_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
+                                const vox_vec *x_coarse, vox_vec *x_fine);
+
+/* cuda_galerkin.cu: coarse operators R A P computed on the device */
+vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
+vox_status vox_cuda_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
+
+/* cuda_coarse_solve.cu: the coarsest level through the CPU backend */
+vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st);
+vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                  vox_vec *x);
+/* Frees the CPU copy (called by vox_cuda_stencil_destroy). */
+void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
+
+#endif
