@@ -22,6 +22,7 @@ typedef struct settings {
   const char *output;
   vox_optimizer_options opt;
   vox_device device;
+  vox_kernel kernel;
   int threads;
   int quiet;
 } settings;
@@ -60,6 +61,30 @@ static int parse_smoother(const char *what, const char *text, void *value) {
 
 static void format_smoother(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_smoother_name(*(const vox_smoother *)value));
+}
+
+static int parse_precision(const char *what, const char *text, void *value) {
+  if (vox_precision_parse(text, value) != 0) {
+    cli_error("%s: expected double or mixed, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_precision(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_precision_name(*(const vox_precision *)value));
+}
+
+static int parse_kernel(const char *what, const char *text, void *value) {
+  if (vox_kernel_parse(text, value) != 0) {
+    cli_error("%s: expected auto, dbd, nbn or ebe, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_kernel(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_kernel_name(*(const vox_kernel *)value));
 }
 
 static int parse_device(const char *what, const char *text, void *value) {
@@ -139,11 +164,19 @@ static const cli_option options[] = {
     NUMBER("mg-levels", CLI_INTEGER, "N", opt.solver.mg_levels, AT_LEAST(0),
            "multigrid levels, 0 to choose from the grid (coarsest level of at most 4000 "
            "unknowns, solved directly)"),
+    {.name = "precision", .arg = "P", .kind = CLI_CUSTOM, .offset = AT(opt.solver.precision),
+     .flags = CLI_RECORD,
+     .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "
+             "CG stays in double)",
+     .parse = parse_precision, .format = format_precision},
 
     {.kind = CLI_HEADING, .help = "Execution:"},
     {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
      .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",
      .parse = parse_device, .format = format_device},
+    {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = AT(kernel), .flags = CLI_RECORD,
+     .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",
+     .parse = parse_kernel, .format = format_kernel},
     {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = AT(threads),
      .range = {0, 4096, 0, 0},
      .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},
@@ -205,6 +238,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   /* record the device that ran, not "auto" */
   vox_device_parse(vox_backend_name(backend), &s->device);
+  vox_backend_set_kernel(backend, s->kernel);
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);

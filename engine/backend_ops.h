@@ -51,6 +51,9 @@ typedef struct vox_backend_ops {
   void (*destroy)(vox_backend *be);
   /* Waits until every operation issued so far has finished (timing). */
   vox_status (*synchronize)(vox_backend *be);
+  /* 1: the backend allocates from a device's fixed memory, so runs check
+   * their need against `memory` before allocating (memory_plan.h). */
+  int device_memory;
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "fem.h"
+#include "memory_plan.h"
 #include "voxfe/optimizer.h"
 
 void vox_optimizer_options_default(vox_optimizer_options *o) {
@@ -283,6 +284,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   memset(result, 0, sizeof *result);
   TRY(check_options(ctx, opt));
   TRY(check_problem(ctx, model));
+  TRY(vox_memory_check(be, &model->grid, 3, model->n_load_cases > 0 ? model->n_load_cases : 1,
+                       &opt->solver, 1));
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
   const vox_backend_ops *o = be->ops;
@@ -308,6 +311,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     }
     /* 2. sensitivities (eq. 7; compliance is self-adjoint) */
     st = o->simp_sensitivity(be, &s.x_phys, &s.fem->e_solid, &s.energy, p, opt->emin_ratio, &s.dc);
+    /* device work is asynchronous: wait for it before reading the clock */
+    if (st == VOX_OK) st = o->synchronize(be);
     t2 = now();
     /* 3. filter */
     if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
@@ -317,6 +322,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       st = o->filter_transpose(be, s.filter, &s.dc, &s.scratch);
       if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
     }
+    if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
     /* 4. OC update, change, new physical density */
     if (st == VOX_OK) st = oc_update(be, opt, &s, q);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fem.h"
+#include "memory_plan.h"
 
 void vox_solver_options_default(vox_solver_options *options) {
   options->rtol = 1e-8;
@@ -92,6 +93,8 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
   TRY(vox_solver_options_check(ctx, options));
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
+  TRY(vox_memory_check(backend, &model->grid, 3,
+                       model->n_load_cases > 0 ? model->n_load_cases : 1, options, 0));
   vox_fem *fem;
   TRY(vox_fem_create(ctx, backend, model, &fem));
   const vox_backend_ops *o = backend->ops;

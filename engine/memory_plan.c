@@ -1,0 +1,72 @@
+/* The memory a run needs on its backend (memory_plan.h). The counts follow
+ * the allocations of fem.c, pcg.c, multigrid.c and optimizer.c; they are
+ * kept together here so that a change there is a change here. */
+#include <math.h>
+
+#include "memory_plan.h"
+#include "multigrid.h"
+
+/* Room for what is not counted: the CUDA context's own growth, allocation
+ * granularity, the filter's taps. */
+static const double MARGIN = 1.02;
+static const size_t MARGIN_BYTES = 64u << 20;
+
+size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases,
+                         const vox_solver_options *solver, int optimizing) {
+  const double D = sizeof(double);
+  const double elements = (double)vox_grid_elements(grid);
+  const double dofs = (double)vox_grid_nodes(grid) * dpn;
+  /* fem.c: e_solid and moduli per element; inv_diag, free_mask, lift, rhs,
+   * correction, the forces, the 4 CG vectors and the fixed flag per dof */
+  double bytes = 2 * D * elements + (9 + n_cases) * D * dofs + dofs;
+  if (solver->preconditioner == VOX_PC_MULTIGRID) {
+    const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
+    const double value = solver->precision == VOX_PRECISION_MIXED ? sizeof(float) : D;
+    vox_grid g = *grid;
+    for (int l = 0; l < levels; l++) {
+      const double n = (double)vox_grid_nodes(&g) * dpn;
+      if (l > 0) bytes += 27.0 * dpn * n * value + 3 * D * n; /* stencil, inv_diag, b, x */
+      if (l < levels - 1) bytes += 2 * D * n;                  /* r, d */
+      g = vox_grid_coarsen(&g);
+    }
+  }
+  if (optimizing) /* 9 vectors per element, a displacement per load case, the filter */
+    bytes += 9 * D * elements + n_cases * D * dofs + (2 * D + 1) * elements;
+  return (size_t)(bytes * MARGIN) + MARGIN_BYTES;
+}
+
+vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
+                            const vox_solver_options *solver, int optimizing) {
+  if (!be->ops->device_memory) return VOX_OK;
+  size_t free_bytes, total;
+  TRY(be->ops->memory(be, &free_bytes, &total));
+  const size_t need = vox_memory_needed(grid, dpn, n_cases, solver, optimizing);
+  if (need <= free_bytes) return VOX_OK;
+  /* the largest grid of these proportions that fits, by bisection on a scale */
+  double lo = 0, hi = 1;
+  vox_grid fit = *grid;
+  for (int it = 0; it < 40; it++) {
+    const double s = 0.5 * (lo + hi);
+    vox_grid g = *grid;
+    g.nx = (int64_t)floor((double)grid->nx * s), g.ny = (int64_t)floor((double)grid->ny * s),
+    g.nz = (int64_t)floor((double)grid->nz * s);
+    if (g.nx < 1 || g.ny < 1 || g.nz < 1 ||
+        vox_memory_needed(&g, dpn, n_cases, solver, optimizing) > free_bytes) {
+      hi = s;
+    } else {
+      lo = s;
+      fit = g;
+    }
+  }
+  if (lo == 0)
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                     "%s: %zu bytes of device memory needed, %zu of %zu free: no grid fits",
+                     be->ops->name, need, free_bytes, total);
+  return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                   "%s: the %lldx%lldx%lld grid needs %.2f GB of device memory, %.2f GB of "
+                   "%.2f GB are free; the largest grid of these proportions that fits is "
+                   "%lldx%lldx%lld",
+                   be->ops->name, (long long)grid->nx, (long long)grid->ny, (long long)grid->nz,
+                   (double)need / 1e9, (double)free_bytes / 1e9, (double)total / 1e9,
+                   (long long)fit.nx, (long long)fit.ny, (long long)fit.nz);
+}

@@ -1,0 +1,23 @@
+/* What a solve or an optimization will allocate on a backend, checked before
+ * anything is allocated (private). A GPU has a fixed memory: a run that
+ * cannot fit fails at once with the bytes it needs, the bytes free and the
+ * largest grid of the same proportions that fits, instead of failing in the
+ * middle of its setup. */
+#ifndef VOXFE_MEMORY_PLAN_H
+#define VOXFE_MEMORY_PLAN_H
+
+#include "backend_ops.h"
+#include "voxfe/solver.h"
+
+/* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
+ * cases and its solver; `optimizing` adds the optimizer's per-element state
+ * and its filter. */
+size_t vox_memory_needed(const vox_grid *grid, int dofs_per_node, int n_cases,
+                         const vox_solver_options *solver, int optimizing);
+
+/* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
+ * message above when the need exceeds the free memory. */
+vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dofs_per_node, int n_cases,
+                            const vox_solver_options *solver, int optimizing);
+
+#endif
