@@ -12,18 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend_ops.h"
+#include "bench_common.h"
 #include "fem.h"
-#include "voxfe/problem.h"
-#include "voxfe/voxfe.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Copy bandwidth (read + write bytes per second) of a large array. */
 static double copy_bandwidth(int threads) {
@@ -34,10 +26,10 @@ static double copy_bandwidth(int threads) {
   for (size_t i = 0; i < n; i++) a[i] = (double)i, b[i] = 0;
   double best = 1e30;
   for (int rep = 0; rep < 5; rep++) {
-    double t = now();
+    double t = bench_now();
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (size_t i = 0; i < n; i++) b[i] = a[i];
-    t = now() - t;
+    t = bench_now() - t;
     if (t < best) best = t;
   }
   double bw = 2.0 * (double)(n * sizeof *a) / best;
@@ -61,13 +53,10 @@ int main(int argc, char **argv) {
   vox_context *ctx;
   vox_context_create(&ctx);
   vox_context_set_threads(ctx, threads);
-  vox_problem problem;
-  if (vox_problem_read(ctx, argv[1], &problem)) die(ctx, "problem");
-  vox_grid grid = {.nx = nx, .ny = nx / 2, .nz = nx / 2, .voxel_size = {1, 1, 1}};
   vox_model model;
-  if (vox_model_init(ctx, &model, &grid)) die(ctx, "model");
-  memset(model.label, 1, (size_t)vox_grid_elements(&grid));
-  if (vox_problem_rasterize(ctx, &problem, &model)) die(ctx, "rasterize");
+  const char *what;
+  if (bench_cantilever_model(ctx, argv[1], nx, &model, &what)) die(ctx, what);
+  const vox_grid grid = model.grid;
   vox_backend *be;
   if (vox_backend_create(ctx, VOX_DEVICE_CPU, &be)) die(ctx, "backend");
 
@@ -85,11 +74,11 @@ int main(int argc, char **argv) {
   be->ops->vec_set(be, &x, 1e-3);
   be->ops->op_apply(be, fem->op, &x, &y, 0); /* warm-up */
   int reps = 0;
-  double t = now(), elapsed;
+  double t = bench_now(), elapsed;
   do {
     be->ops->op_apply(be, fem->op, &x, &y, 0);
     reps++;
-  } while ((elapsed = now() - t) < 2.0);
+  } while ((elapsed = bench_now() - t) < 2.0);
   const double t_mv = elapsed / reps, ne = (double)fem->n_elements, nd = (double)fem->n_dofs;
   /* minimum traffic: x, y (read + write), fixed mask, moduli */
   const double bytes = nd * (8 + 16 + 1) + ne * 8, flops = ne * 24 * 24 * 2;
@@ -114,9 +103,9 @@ int main(int argc, char **argv) {
     opt.solver.rtol = 1e-6;
     opt.solver.preconditioner = (vox_preconditioner)pc;
     vox_optimize_result r;
-    t = now();
+    t = bench_now();
     if (vox_optimize(ctx, be, &run, &opt, &r)) die(ctx, "optimize");
-    elapsed = now() - t;
+    elapsed = bench_now() - t;
     const double solves = (double)(r.iterations + 1) * run.n_load_cases;
     printf("%s: %d design iterations: %.2f s per iteration, %.1f CG iterations per solve "
            "(rtol %g), compliance %.6g\n",
@@ -129,7 +118,6 @@ int main(int argc, char **argv) {
   }
   vox_backend_destroy(be);
   vox_model_free(&model);
-  vox_problem_free(&problem);
   vox_context_destroy(ctx);
   return 0;
 }

@@ -1,0 +1,339 @@
+/* Benchmark of the CUDA backend (docs/benchmarks.md). Two modes:
+ *
+ *   bench_cuda kernel NX NY NZ [REPS]
+ *     The matrix-free K u (elasticity, random moduli, the x- face fixed) in
+ *     each variant (dbd, nbn, ebe, and auto, the backend's choice): time per
+ *     product, achieved bandwidth over the minimal bytes and its ratio to the
+ *     device copy bandwidth measured in the same run, GFLOP/s of the dense
+ *     element product; each variant's result against the first one and
+ *     against one product on the CPU backend.
+ *
+ *   bench_cuda cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [KERNEL]
+ *     Design iterations of the 2:1:1 cantilever NX x NX/2 x NX/2 of the
+ *     problem file (workflows/cantilever/cantilever.yaml) on the GPU with the
+ *     multigrid preconditioner: E = 1, nu = 0.3, p = 3 from the start,
+ *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
+ *     1e-5 (warm started). Prints seconds per design iteration, CG
+ *     iterations per solve, the final compliance, the time per stage and
+ *     the peak device memory in use.
+ *
+ * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
+ * warm-up, with the backend's synchronize before reading the clock.
+ * VOXFE_BENCH_DEVICE=cpu runs the same on the CPU backend (to try the
+ * program on a machine without a GPU; the numbers then mean nothing). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_ops.h"
+#include "bench_common.h"
+#include "memory_plan.h"
+#include "multigrid.h"
+
+static const double GiB = 1073741824.0;
+
+static _Noreturn void usage(const char *prog) {
+  fprintf(stderr,
+          "usage: %s kernel NX NY NZ [REPS]\n"
+          "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n",
+          prog, prog);
+  exit(2);
+}
+
+static _Noreturn void die(vox_context *ctx, const char *what) {
+  fprintf(stderr, "bench_cuda: %s: %s\n", what, vox_context_message(ctx));
+  exit(1);
+}
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static vox_backend *cuda_backend(vox_context *ctx) {
+  vox_backend *be;
+  vox_device device = VOX_DEVICE_CUDA; /* VOXFE_BENCH_DEVICE=cpu: try this program without a GPU */
+  const char *env = getenv("VOXFE_BENCH_DEVICE");
+  if (env && *env && vox_device_parse(env, &device) != 0) usage("bench_cuda");
+  if (vox_backend_create(ctx, device, &be)) die(ctx, "backend");
+  size_t free_bytes, total;
+  if (be->ops->memory(be, &free_bytes, &total)) die(ctx, "device memory");
+  printf("device: %s backend, %.2f GiB of %.2f GiB free\n", vox_backend_name(be),
+         (double)free_bytes / GiB, (double)total / GiB);
+  return be;
+}
+
+/* max |a - b| / max |b|; non-finite values make it infinite. */
+static double rel_diff(const double *a, const double *b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs(a[i] - b[i]);
+    if (!isfinite(d)) return INFINITY;
+    num = fmax(num, d);
+    den = fmax(den, fabs(b[i]));
+  }
+  return den > 0 ? num / den : num;
+}
+
+/* ---- kernel ------------------------------------------------------------------- */
+
+/* Copy bandwidth of the device (read + write bytes per second) from
+ * vec_copy of a pair of 512 MiB vectors; 0 when they do not fit. */
+static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
+  const size_t n = 64u << 20;
+  const int reps = 20;
+  vox_vec a = {0}, b = {0};
+  double best = INFINITY;
+  if (be->ops->vec_create(be, n, &a) || be->ops->vec_create(be, n, &b)) {
+    printf("copy bandwidth: not measured: %s\n", vox_context_message(ctx));
+    goto done;
+  }
+  if (be->ops->vec_set(be, &a, 1.5) || be->ops->vec_copy(be, &b, &a) ||
+      be->ops->vec_copy(be, &a, &b) || be->ops->synchronize(be)) /* warm-up */
+    die(ctx, "copy bandwidth");
+  for (int trial = 0; trial < 3; trial++) {
+    const double t = bench_now();
+    for (int r = 0; r < reps; r++)
+      if (be->ops->vec_copy(be, &b, &a)) die(ctx, "vec_copy");
+    if (be->ops->synchronize(be)) die(ctx, "synchronize");
+    best = fmin(best, (bench_now() - t) / reps);
+  }
+done:
+  if (a.data) be->ops->vec_destroy(be, &a);
+  if (b.data) be->ops->vec_destroy(be, &b);
+  if (!isfinite(best)) return 0;
+  const double bw = 2.0 * (double)n * sizeof(double) / best;
+  printf("copy bandwidth: %.0f GB/s (vec_copy of %.0f MiB, read + write, best of 3 x %d)\n",
+         bw * 1e-9, (double)n * sizeof(double) / 1048576.0, reps);
+  return bw;
+}
+
+static int kernel_mode(int argc, char **argv) {
+  if (argc < 5) usage(argv[0]);
+  const long long nx = atoll(argv[2]), ny = atoll(argv[3]), nz = atoll(argv[4]);
+  const int reps_arg = argc > 5 ? atoi(argv[5]) : 0;
+  if (nx < 1 || ny < 1 || nz < 1) usage(argv[0]);
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_backend *be = cuda_backend(ctx), *cpu;
+  if (vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu)) die(ctx, "CPU backend");
+  const double bw_copy = copy_bandwidth(ctx, be);
+
+  const vox_grid grid = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1, 1}};
+  const size_t ne = (size_t)vox_grid_elements(&grid), nd = 3 * (size_t)vox_grid_nodes(&grid);
+  /* minimal traffic of y = K u: read u, the moduli and the fixed flags, write y */
+  const double bytes = (double)nd * (8 + 8 + 1) + (double)ne * 8;
+  const double flops = (double)ne * 2 * 576; /* the dense 24x24 element product */
+  printf("K u: grid %lldx%lldx%lld, %zu elements, %zu dofs, elasticity; minimal bytes %.1f MB "
+         "(u 8 B/dof, y 8 B/dof, fixed 1 B/dof, moduli 8 B/element), %.2f GFLOP "
+         "(2*576 per element)\n",
+         nx, ny, nz, ne, nd, bytes * 1e-6, flops * 1e-9);
+
+  double ke[24 * 24];
+  const double h[3] = {1, 1, 1};
+  vox_hex8_elasticity(1.0, 0.3, h, ke);
+  uint8_t *fixed = calloc(nd, 1);
+  double *host = malloc((nd > ne ? nd : ne) * sizeof *host), *y_first = malloc(nd * sizeof *y_first),
+         *y_cpu = malloc(nd * sizeof *y_cpu), *y = malloc(nd * sizeof *y);
+  if (!fixed || !host || !y_first || !y_cpu || !y) {
+    fprintf(stderr, "bench_cuda: out of host memory\n");
+    return 1;
+  }
+  for (int64_t k = 0; k <= grid.nz; k++) /* clamp the x- face */
+    for (int64_t j = 0; j <= grid.ny; j++)
+      for (int c = 0; c < 3; c++) fixed[3 * (size_t)((k * (ny + 1) + j) * (nx + 1)) + (size_t)c] = 1;
+  const vox_operator_desc desc = {.grid = grid, .dofs_per_node = 3, .ke = ke, .dof_fixed = fixed};
+  vox_vec moduli, u, yv;
+  if (be->ops->vec_create(be, ne, &moduli) || be->ops->vec_create(be, nd, &u) ||
+      be->ops->vec_create(be, nd, &yv))
+    die(ctx, "vectors");
+  uint64_t seed = 1;
+  for (size_t e = 0; e < ne; e++) /* SIMP-like: a fifth void, the rest graded */
+    host[e] = uniform(&seed) < 0.2 ? 1e-9 : 0.05 + 0.95 * uniform(&seed);
+  if (be->ops->vec_upload(be, &moduli, host)) die(ctx, "upload");
+
+  /* the reference: one product on the CPU backend */
+  {
+    vox_vec cm, cu, cy;
+    vox_operator *cop;
+    if (cpu->ops->vec_create(cpu, ne, &cm) || cpu->ops->vec_create(cpu, nd, &cu) ||
+        cpu->ops->vec_create(cpu, nd, &cy) || cpu->ops->op_create(cpu, &desc, &cop))
+      die(ctx, "CPU operator");
+    cpu->ops->vec_upload(cpu, &cm, host);
+    for (size_t i = 0; i < nd; i++) host[i] = uniform(&seed) - 0.5;
+    cpu->ops->vec_upload(cpu, &cu, host);
+    if (be->ops->vec_upload(be, &u, host)) die(ctx, "upload");
+    cpu->ops->op_set_moduli(cpu, cop, &cm);
+    const double t = bench_now();
+    if (cpu->ops->op_apply(cpu, cop, &cu, &cy, 0)) die(ctx, "CPU K u");
+    printf("CPU reference K u: %.3f s\n", bench_now() - t);
+    cpu->ops->vec_download(cpu, &cy, y_cpu);
+    cpu->ops->op_destroy(cpu, cop);
+    cpu->ops->vec_destroy(cpu, &cm), cpu->ops->vec_destroy(cpu, &cu), cpu->ops->vec_destroy(cpu, &cy);
+  }
+
+  printf("%-5s %10s %7s %10s %8s %10s  %-14s %-14s\n", "K u", "ms", "reps", "GB/s", "of copy",
+         "GFLOP/s", "vs first", "vs cpu");
+  const vox_kernel variants[] = {VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE, VOX_KERNEL_AUTO};
+  int have_first = 0, failed = 0;
+  for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+    const char *name = vox_kernel_name(variants[v]);
+    vox_backend_set_kernel(be, variants[v]);
+    vox_operator *op;
+    if (be->ops->op_create(be, &desc, &op)) {
+      printf("%-5s op_create failed: %s\n", name, vox_context_message(ctx));
+      failed = 1;
+      continue;
+    }
+    vox_status s = be->ops->op_set_moduli(be, op, &moduli);
+    if (!s) s = be->ops->vec_set(be, &yv, 12345.678); /* an output not written shows */
+    if (!s) s = be->ops->op_apply(be, op, &u, &yv, 0); /* warm-up */
+    if (!s) s = be->ops->synchronize(be);
+    int reps = reps_arg;
+    if (!s && reps <= 0) { /* about one second */
+      const double t = bench_now();
+      s = be->ops->op_apply(be, op, &u, &yv, 0);
+      if (!s) s = be->ops->synchronize(be);
+      const double once = bench_now() - t;
+      reps = once > 0.1 ? 10 : once * 10000 < 1 ? 10000 : (int)(1.0 / once);
+      if (reps < 10) reps = 10;
+    }
+    double t_one = 0;
+    if (!s) {
+      const double t = bench_now();
+      for (int r = 0; r < reps && !s; r++) s = be->ops->op_apply(be, op, &u, &yv, 0);
+      if (!s) s = be->ops->synchronize(be);
+      t_one = (bench_now() - t) / reps;
+    }
+    if (!s) s = be->ops->vec_download(be, &yv, y);
+    if (s) {
+      printf("%-5s failed: %s\n", name, vox_context_message(ctx));
+      failed = 1;
+      be->ops->op_destroy(be, op);
+      continue;
+    }
+    if (!have_first) memcpy(y_first, y, nd * sizeof *y), have_first = 1;
+    const double d_first = rel_diff(y, y_first, nd), d_cpu = rel_diff(y, y_cpu, nd);
+    printf("%-5s %10.4f %7d %10.1f %7.1f%% %10.1f  %-14.2e %-14.2e%s\n", name, t_one * 1e3, reps,
+           bytes / t_one * 1e-9, bw_copy > 0 ? 100 * bytes / t_one / bw_copy : NAN,
+           flops / t_one * 1e-9, d_first, d_cpu, d_cpu > 1e-12 ? "  <- DIFFERS" : "");
+    if (d_cpu > 1e-12) failed = 1;
+    be->ops->op_destroy(be, op);
+  }
+  printf("(vs first / vs cpu: max |y - y_ref| / max |y_ref|)\n");
+  be->ops->vec_destroy(be, &moduli), be->ops->vec_destroy(be, &u), be->ops->vec_destroy(be, &yv);
+  free(fixed), free(host), free(y_first), free(y_cpu), free(y);
+  vox_backend_destroy(be), vox_backend_destroy(cpu);
+  vox_context_destroy(ctx);
+  return failed;
+}
+
+/* ---- cantilever ------------------------------------------------------------------ */
+
+typedef struct watch {
+  vox_backend *be;
+  size_t min_free;     /* the least free device memory seen */
+  double first_seconds;
+  int n_cases;
+} watch;
+
+static int on_progress(const vox_progress *p, void *user) {
+  watch *w = user;
+  size_t free_bytes, total;
+  if (w->be->ops->memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
+    w->min_free = free_bytes;
+  if (p->iteration == 1) w->first_seconds = p->seconds;
+  printf("  it %3d  compliance %-12.6g vol %.4f  change %.4f  CG %4d (%.1f per solve)  %.3f s\n",
+         p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
+         (double)p->cg_iterations / w->n_cases, p->seconds);
+  return 0;
+}
+
+static int cantilever_mode(int argc, char **argv) {
+  if (argc < 4) usage(argv[0]);
+  const int nx = atoi(argv[3]), iterations = argc > 4 ? atoi(argv[4]) : 20;
+  vox_precision precision = VOX_PRECISION_DOUBLE;
+  vox_kernel kernel = VOX_KERNEL_AUTO;
+  if (nx < 2 || iterations < 1) usage(argv[0]);
+  if (argc > 5 && vox_precision_parse(argv[5], &precision) != 0) usage(argv[0]);
+  if (argc > 6 && vox_kernel_parse(argv[6], &kernel) != 0) usage(argv[0]);
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_model model;
+  const char *what;
+  if (bench_cantilever_model(ctx, argv[2], nx, &model, &what)) die(ctx, what);
+  vox_backend *be = cuda_backend(ctx);
+  vox_backend_set_kernel(be, kernel);
+
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.12;
+  opt.penalty = 3;
+  opt.continuation = 0; /* every solve as hard as in the later iterations of a real run */
+  opt.filter = VOX_FILTER_SENSITIVITY;
+  opt.filter_radius = 1.5;
+  opt.max_iterations = iterations;
+  opt.change_tolerance = 0;
+  opt.objective_tolerance = 0;
+  opt.solver.rtol = 1e-5;
+  opt.solver.preconditioner = VOX_PC_MULTIGRID;
+  opt.solver.precision = precision;
+
+  const vox_grid *g = &model.grid;
+  const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
+  printf("cantilever %lldx%lldx%lld: %lld elements, %lld dofs, %d load case(s); multigrid "
+         "(%d levels), %s precision, K u kernel %s\n",
+         (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
+         3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
+         vox_precision_name(precision), vox_kernel_name(kernel));
+  printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
+         "iterations\n",
+         opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
+  size_t free0, total;
+  if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
+  const size_t planned = vox_memory_needed(g, 3, n_cases, &opt.solver, 1);
+
+  watch w = {.be = be, .min_free = free0, .n_cases = n_cases};
+  vox_context_set_progress(ctx, on_progress, &w);
+  vox_optimize_result r;
+  const double t = bench_now();
+  if (vox_optimize(ctx, be, &model, &opt, &r)) die(ctx, "optimize");
+  const double elapsed = bench_now() - t;
+  size_t free1;
+  if (be->ops->memory(be, &free1, &total)) die(ctx, "device memory");
+  if (free1 < w.min_free) w.min_free = free1;
+
+  const double solves = (double)(r.iterations + 1) * n_cases;
+  const double loop = r.seconds_solve + r.seconds_sensitivity + r.seconds_filter + r.seconds_update;
+  printf("%s multigrid (%s, kernel %s): %d design iterations: %.3f s per iteration "
+         "(%.3f s without the first, which took %.3f s), %.1f CG iterations per solve (rtol %g), "
+         "final compliance %.6g (%s)\n",
+         vox_backend_name(be), vox_precision_name(precision), vox_kernel_name(kernel),
+         r.iterations, loop / r.iterations,
+         r.iterations > 1 ? (loop - w.first_seconds) / (r.iterations - 1) : NAN, w.first_seconds,
+         r.total_cg_iterations / solves, opt.solver.rtol, r.objective,
+         vox_stop_reason_string(r.reason));
+  printf("  total %.2f s (with setup and the final state solve); time per stage over the "
+         "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
+         elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
+  printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled after each "
+         "design iteration), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
+         "total %.2f GiB\n",
+         (double)(total - free0) / GiB, (double)(total - w.min_free) / GiB,
+         (double)(free0 - w.min_free) / GiB, (double)planned / GiB, (double)total / GiB);
+  vox_context_set_progress(ctx, NULL, NULL);
+  vox_backend_destroy(be);
+  vox_model_free(&model);
+  vox_context_destroy(ctx);
+  return r.reason == VOX_STOP_SOLVER_FAILED;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc < 2) usage(argv[0]);
+  if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);
+  if (strcmp(argv[1], "cantilever") == 0) return cantilever_mode(argc, argv);
+  usage(argv[0]);
+}

@@ -1,0 +1,843 @@
+/* The CUDA backend against the CPU backend, operation by operation, on the
+ * same random input: vectors and reductions, the matrix-free operator in
+ * every K u variant (elasticity and conduction, odd grid sizes, zero and
+ * 1e-9 moduli, random fixed dofs), SIMP and OC kernels, the filters, and the
+ * multigrid pieces (Galerkin stencils in double and mixed precision,
+ * stencil products, transfers, coarse factor and solve).
+ *
+ * Every check prints one line with the measured difference
+ *   max |cuda - cpu| / max |cpu|
+ * (the absolute difference where the CPU result is all zero), so that the
+ * log says how close each operation is, not only whether it passed.
+ *
+ *   test_cuda_backend [vectors|operator|simp|filter|multigrid]...
+ *
+ * runs only the named sections (all by default). Exit 77 (skipped) when this
+ * build has no CUDA or the machine no device. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "backend_ops.h"
+#include "voxfe/voxfe.h"
+
+enum { SKIP = 77 };
+
+/* The backend under test: CUDA, or the one VOXFE_GPU_TEST_DEVICE names
+ * ("cpu" checks this test itself on a machine without a GPU: every
+ * difference is then that of the CPU backend with itself). */
+static vox_device test_device(void) {
+  vox_device d = VOX_DEVICE_CUDA;
+  const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
+  if (env && *env && vox_device_parse(env, &d) == 0)
+    printf("VOXFE_GPU_TEST_DEVICE=%s: testing the %s backend against the CPU one\n", env, env);
+  return d;
+}
+
+
+/* Relative difference allowed in double precision, and between the
+ * single-precision (mixed) Galerkin stencils and the double ones. */
+static const double TOL = 1e-12, TOL_MIXED = 1e-6;
+
+static vox_backend *cpu, *gpu;
+/* What the checks of the moment work on ("13x10x7 dpn=3"), for the names. */
+static char where[96];
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+static const char *grid_text(const vox_grid *g) {
+  static char buf[64];
+  snprintf(buf, sizeof buf, "%lldx%lldx%lld", (long long)g->nx, (long long)g->ny,
+           (long long)g->nz);
+  return buf;
+}
+
+/* ---- reporting ------------------------------------------------------------- */
+
+static void fail_line(const char *check, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_line(const char *check, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  printf("  FAIL  %s %s: %s\n", where, check, msg);
+  check_failures++;
+}
+
+static void ok_line(const char *check, double d, double tol) {
+  char name[192];
+  snprintf(name, sizeof name, "%s %s", where, check);
+  if (tol > 0)
+    printf("  ok    %-68s %9.2e  (tol %.0e)\n", name, d, tol);
+  else
+    printf("  ok    %-68s %9.2e  (exact)\n", name, d);
+}
+
+/* A backend call; on failure prints the check, the call and the backend's
+ * message, counts a failure and evaluates to 0. */
+static int call_ok(vox_status s, vox_backend *be, const char *check, const char *call) {
+  static int failed_calls = 0;
+  if (s == VOX_OK) return 1;
+  fail_line(check, "%s backend: %s returned %s: %s", be->ops->name, call, vox_status_string(s),
+            vox_context_message(be->ctx));
+  /* A CUDA error such as an illegal address is sticky: every later call
+   * fails with it. Stop rather than print hundreds of lines. */
+  if (++failed_calls >= 25) {
+    printf("stopping after %d failed backend calls: the first FAIL above is the one to look at "
+           "(run one section alone: test_cuda_backend vectors|operator|simp|filter|multigrid)\n",
+           failed_calls);
+    exit(1);
+  }
+  return 0;
+}
+#define C_OK(check, call) call_ok((call), cpu, (check), #call)
+#define G_OK(check, call) call_ok((call), gpu, (check), #call)
+
+/* max |a - b| / max |b| over n values; a non-finite value where the other
+ * is finite counts as infinitely far. *worst is the index of the largest
+ * difference. */
+static double rel_diff(const double *a, const double *b, size_t n, size_t *worst) {
+  double num = 0, den = 0;
+  *worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d;
+    if (isfinite(a[i]) && isfinite(b[i]))
+      d = fabs(a[i] - b[i]);
+    else
+      d = (a[i] == b[i]) ? 0 : INFINITY; /* equal infinities are equal; NaN never is */
+    if (d > num || (isnan(d) && !isnan(num))) num = d, *worst = i;
+    if (isfinite(b[i]) && fabs(b[i]) > den) den = fabs(b[i]);
+  }
+  return den > 0 ? num / den : num;
+}
+
+/* Prints "ok"/"FAIL" with the difference of `cuda` from `ref` (the CPU). */
+static void report(const char *check, const double *cuda, const double *ref, size_t n, double tol) {
+  size_t worst;
+  const double d = rel_diff(cuda, ref, n, &worst);
+  if (d <= tol) {
+    ok_line(check, d, tol);
+  } else {
+    fail_line(check, "relative difference %.3e > tol %.0e; worst at index %zu of %zu: cuda %.17g, "
+              "cpu %.17g", d, tol, worst, n, cuda[worst], ref[worst]);
+  }
+}
+
+static void report_scalar(const char *check, double cuda, double ref, double scale, double tol) {
+  const double d = fabs(cuda - ref) / (scale > 0 ? scale : 1);
+  if (d <= tol)
+    ok_line(check, d, tol);
+  else
+    fail_line(check, "relative difference %.3e > tol %.0e: cuda %.17g, cpu %.17g", d, tol, cuda,
+              ref);
+}
+
+/* ---- a vector on both backends ---------------------------------------------- */
+
+typedef struct pvec {
+  vox_vec c, g;   /* CPU and CUDA */
+  size_t n;
+  double *hc, *hg; /* host scratch for downloads */
+} pvec;
+
+static int pv_create(pvec *v, size_t n) {
+  memset(v, 0, sizeof *v);
+  v->n = n;
+  v->hc = malloc((n ? n : 1) * sizeof(double));
+  v->hg = malloc((n ? n : 1) * sizeof(double));
+  if (!v->hc || !v->hg) {
+    fail_line("setup", "out of host memory");
+    return 0;
+  }
+  return C_OK("vec_create", cpu->ops->vec_create(cpu, n, &v->c)) &&
+         G_OK("vec_create", gpu->ops->vec_create(gpu, n, &v->g));
+}
+
+static void pv_destroy(pvec *v) {
+  if (v->c.data) cpu->ops->vec_destroy(cpu, &v->c);
+  if (v->g.data) gpu->ops->vec_destroy(gpu, &v->g);
+  free(v->hc), free(v->hg);
+  memset(v, 0, sizeof *v);
+}
+
+static int pv_upload(pvec *v, const double *h) {
+  return C_OK("vec_upload", cpu->ops->vec_upload(cpu, &v->c, h)) &&
+         G_OK("vec_upload", gpu->ops->vec_upload(gpu, &v->g, h));
+}
+
+/* Uniform in [lo, hi) on both backends (the same values). */
+static int pv_random(pvec *v, uint64_t *seed, double lo, double hi) {
+  for (size_t i = 0; i < v->n; i++) v->hc[i] = lo + (hi - lo) * uniform(seed);
+  return pv_upload(v, v->hc);
+}
+
+/* Fills the CUDA copy with a value no kernel computes, so that an output a
+ * kernel fails to write shows up. */
+static int pv_poison(pvec *v) { return G_OK("vec_set", gpu->ops->vec_set(gpu, &v->g, 12345.678)); }
+
+/* Downloads both copies and reports their difference. */
+static void pv_check(const char *check, pvec *v, double tol) {
+  if (!C_OK(check, cpu->ops->vec_download(cpu, &v->c, v->hc)) ||
+      !G_OK(check, gpu->ops->vec_download(gpu, &v->g, v->hg)))
+    return;
+  report(check, v->hg, v->hc, v->n, tol);
+}
+
+/* Both calls ran: compare. Used as `if (BOTH(name, cpu call, gpu call)) pv_check(...)`. */
+#define BOTH(check, ccall, gcall) (C_OK((check), (ccall)) & G_OK((check), (gcall)))
+
+/* ---- vectors and reductions -------------------------------------------------- */
+
+static void test_vectors(size_t n) {
+  snprintf(where, sizeof where, "n=%zu", n);
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  uint64_t seed = 1000 + n;
+  pvec x, y, w;
+  if (!pv_create(&x, n) || !pv_create(&y, n) || !pv_create(&w, n)) goto done;
+
+  if (pv_poison(&w) && BOTH("vec_set", c->vec_set(cpu, &w.c, -2.5), g->vec_set(gpu, &w.g, -2.5)))
+    pv_check("vec_set", &w, TOL);
+  pv_random(&x, &seed, -1, 1);
+  if (pv_poison(&w) && BOTH("vec_copy", c->vec_copy(cpu, &w.c, &x.c), g->vec_copy(gpu, &w.g, &x.g)))
+    pv_check("vec_copy", &w, TOL);
+  pv_random(&y, &seed, -1, 1);
+  if (BOTH("vec_axpy", c->vec_axpy(cpu, &y.c, 0.7, &x.c), g->vec_axpy(gpu, &y.g, 0.7, &x.g)))
+    pv_check("vec_axpy", &y, TOL);
+  pv_random(&y, &seed, -1, 1);
+  if (BOTH("vec_xpay", c->vec_xpay(cpu, &y.c, -1.3, &x.c), g->vec_xpay(gpu, &y.g, -1.3, &x.g)))
+    pv_check("vec_xpay", &y, TOL);
+  pv_random(&y, &seed, -1, 1);
+  if (BOTH("vec_axpby", c->vec_axpby(cpu, &y.c, 0.3, &x.c, 1.7),
+           g->vec_axpby(gpu, &y.g, 0.3, &x.g, 1.7)))
+    pv_check("vec_axpby", &y, TOL);
+  pv_random(&y, &seed, -1, 1);
+  if (pv_poison(&w) &&
+      BOTH("vec_mult", c->vec_mult(cpu, &w.c, &x.c, &y.c), g->vec_mult(gpu, &w.g, &x.g, &y.g)))
+    pv_check("vec_mult", &w, TOL);
+  /* w = w .* y: the output may alias an input */
+  if (BOTH("vec_mult aliased", c->vec_mult(cpu, &w.c, &w.c, &y.c),
+           g->vec_mult(gpu, &w.g, &w.g, &y.g)))
+    pv_check("vec_mult aliased (w = w.*y)", &w, TOL);
+  for (size_t i = 0; i < n; i++) /* away from zero, both signs */
+    w.hc[i] = (uniform(&seed) < 0.5 ? -1 : 1) * (0.25 + 4 * uniform(&seed));
+  pv_upload(&w, w.hc);
+  if (BOTH("vec_reciprocal", c->vec_reciprocal(cpu, &w.c), g->vec_reciprocal(gpu, &w.g)))
+    pv_check("vec_reciprocal", &w, TOL);
+
+  /* Reductions: the sum order differs between backends, so each is
+   * compared on its natural scale (positive terms, or ||x|| ||y||). */
+  double a, b, xx, yy;
+  if (BOTH("vec_dot x.x", c->vec_dot(cpu, &x.c, &x.c, &b), g->vec_dot(gpu, &x.g, &x.g, &a)))
+    report_scalar("vec_dot x.x", a, b, fabs(b), TOL);
+  xx = b;
+  c->vec_dot(cpu, &y.c, &y.c, &yy);
+  if (BOTH("vec_dot x.y", c->vec_dot(cpu, &x.c, &y.c, &b), g->vec_dot(gpu, &x.g, &y.g, &a)))
+    report_scalar("vec_dot x.y (of ||x|| ||y||)", a, b, sqrt(xx * yy), TOL);
+  pv_random(&w, &seed, 0.5, 1.5);
+  if (BOTH("vec_dot positive", c->vec_dot(cpu, &w.c, &w.c, &b), g->vec_dot(gpu, &w.g, &w.g, &a)))
+    report_scalar("vec_dot w.w", a, b, fabs(b), TOL);
+  if (BOTH("vec_max_abs_diff", c->vec_max_abs_diff(cpu, &x.c, &y.c, &b),
+           g->vec_max_abs_diff(gpu, &x.g, &y.g, &a)))
+    report_scalar("vec_max_abs_diff", a, b, fabs(b), TOL);
+  /* the largest difference in the last element (a reduction that misses
+   * the tail of the grid-stride loop shows here) */
+  C_OK("vec_download", c->vec_download(cpu, &x.c, y.hc)); /* y = x except at the end */
+  y.hc[n - 1] += 10;
+  pv_upload(&y, y.hc);
+  if (BOTH("vec_max_abs_diff tail", c->vec_max_abs_diff(cpu, &x.c, &y.c, &b),
+           g->vec_max_abs_diff(gpu, &x.g, &y.g, &a)))
+    report_scalar("vec_max_abs_diff (max at the last index)", a, b, fabs(b), TOL);
+done:
+  pv_destroy(&x), pv_destroy(&y), pv_destroy(&w);
+}
+
+/* ---- the operator ---------------------------------------------------------------- */
+
+/* An operator problem: grid, element matrix, fixed dofs, moduli. */
+typedef struct problem {
+  vox_grid grid;
+  int dpn;
+  size_t n_dofs, n_elements;
+  double ke[24 * 24];
+  uint8_t *fixed;
+  double *moduli;
+} problem;
+
+/* Random moduli (with `zeros`: some exactly 0; always some 1e-9) and fixed
+ * dofs: the x- face and a random few. */
+static int problem_make(problem *p, const vox_grid *g, int dpn, int zeros, uint64_t seed) {
+  memset(p, 0, sizeof *p);
+  p->grid = *g;
+  p->dpn = dpn;
+  p->n_dofs = (size_t)dpn * (size_t)vox_grid_nodes(g);
+  p->n_elements = (size_t)vox_grid_elements(g);
+  const int bad = dpn == 3 ? vox_hex8_elasticity(1.0, 0.3, g->voxel_size, p->ke)
+                           : vox_hex8_conduction(1.0, g->voxel_size, p->ke);
+  p->fixed = calloc(p->n_dofs, 1);
+  p->moduli = malloc(p->n_elements * sizeof *p->moduli);
+  if (bad || !p->fixed || !p->moduli) {
+    fail_line("setup", "element matrix or host memory");
+    return 0;
+  }
+  for (size_t e = 0; e < p->n_elements; e++) {
+    const double r = uniform(&seed);
+    p->moduli[e] = zeros && r < 0.1 ? 0 : r < 0.25 ? 1e-9 : 0.1 + uniform(&seed);
+  }
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++)
+      for (int c = 0; c < dpn; c++) p->fixed[node_index(g, 0, j, k) * dpn + c] = 1;
+  for (size_t d = 0; d < p->n_dofs; d++)
+    if (uniform(&seed) < 0.05) p->fixed[d] = 1;
+  return 1;
+}
+
+static void problem_free(problem *p) {
+  free(p->fixed), free(p->moduli);
+  memset(p, 0, sizeof *p);
+}
+
+static vox_operator_desc problem_desc(const problem *p) {
+  return (vox_operator_desc){
+      .grid = p->grid, .dofs_per_node = p->dpn, .ke = p->ke, .dof_fixed = p->fixed};
+}
+
+static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
+  snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  problem p;
+  pvec mod, mod2, x, x2, y, d, en;
+  vox_operator *cop = NULL;
+  memset(&mod, 0, sizeof mod), memset(&mod2, 0, sizeof mod2), memset(&x, 0, sizeof x);
+  memset(&x2, 0, sizeof x2), memset(&y, 0, sizeof y), memset(&d, 0, sizeof d);
+  memset(&en, 0, sizeof en);
+  if (!problem_make(&p, grid, dpn, 1, seed)) goto done;
+  const vox_operator_desc desc = problem_desc(&p);
+  if (!pv_create(&mod, p.n_elements) || !pv_create(&mod2, p.n_elements) ||
+      !pv_create(&x, p.n_dofs) || !pv_create(&x2, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
+      !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements))
+    goto done;
+  pv_upload(&mod, p.moduli);
+  pv_random(&x, &seed, -0.5, 0.5); /* non-zero on fixed dofs too */
+  pv_random(&x2, &seed, -0.5, 0.5);
+  for (size_t e = 0; e < p.n_elements; e++) mod2.hc[e] = 0.5 + uniform(&seed);
+  if (!C_OK("op_create", c->op_create(cpu, &desc, &cop)) ||
+      !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c)))
+    goto done;
+
+  const vox_kernel kernels[] = {VOX_KERNEL_AUTO, VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE};
+  for (size_t kv = 0; kv < sizeof kernels / sizeof kernels[0]; kv++) {
+    const char *kn = vox_kernel_name(kernels[kv]);
+    char check[96];
+    vox_operator *gop = NULL;
+    vox_backend_set_kernel(gpu, kernels[kv]);
+    snprintf(check, sizeof check, "op_create %s", kn);
+    if (!G_OK(check, g->op_create(gpu, &desc, &gop))) continue;
+    if (!G_OK(check, g->op_set_moduli(gpu, gop, &mod.g))) goto next;
+    for (int full = 0; full <= 1; full++) {
+      snprintf(check, sizeof check, "op_apply %s full=%d", kn, full);
+      if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, full),
+                                g->op_apply(gpu, gop, &x.g, &y.g, full)))
+        pv_check(check, &y, TOL);
+    }
+    snprintf(check, sizeof check, "op_diagonal %s", kn);
+    if (pv_poison(&d) && BOTH(check, c->op_diagonal(cpu, cop, &d.c), g->op_diagonal(gpu, gop, &d.g)))
+      pv_check(check, &d, TOL);
+    snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
+    if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
+                               g->op_element_energy(gpu, gop, &x.g, &en.g, 0)))
+      pv_check(check, &en, TOL);
+    snprintf(check, sizeof check, "op_element_energy %s accumulate=1", kn);
+    if (BOTH(check, c->op_element_energy(cpu, cop, &x2.c, &en.c, 1),
+             g->op_element_energy(gpu, gop, &x2.g, &en.g, 1)))
+      pv_check(check, &en, TOL);
+    /* The moduli vector is referenced: new values in it are used by the
+     * next product without another op_set_moduli. */
+    snprintf(check, sizeof check, "op_apply %s after the moduli changed", kn);
+    if (pv_upload(&mod, mod2.hc) && pv_poison(&y) &&
+        BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, 0), g->op_apply(gpu, gop, &x.g, &y.g, 0)))
+      pv_check(check, &y, TOL);
+    /* ... and another vector after op_set_moduli */
+    snprintf(check, sizeof check, "op_apply %s after op_set_moduli", kn);
+    pv_upload(&mod2, p.moduli);
+    if (BOTH(check, c->op_set_moduli(cpu, cop, &mod2.c), g->op_set_moduli(gpu, gop, &mod2.g)) &&
+        pv_poison(&y) &&
+        BOTH(check, c->op_apply(cpu, cop, &x2.c, &y.c, 0), g->op_apply(gpu, gop, &x2.g, &y.g, 0)))
+      pv_check(check, &y, TOL);
+    /* back to the first vector and values for the next variant */
+    pv_upload(&mod, p.moduli);
+    C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c));
+    for (size_t e = 0; e < p.n_elements; e++) mod2.hc[e] = 0.5 + uniform(&seed);
+  next:
+    g->op_destroy(gpu, gop);
+  }
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
+done:
+  if (cop) c->op_destroy(cpu, cop);
+  pv_destroy(&mod), pv_destroy(&mod2), pv_destroy(&x), pv_destroy(&x2), pv_destroy(&y);
+  pv_destroy(&d), pv_destroy(&en);
+  problem_free(&p);
+}
+
+/* Two operators alive at once (elasticity and conduction, different element
+ * matrices), applied in turn: each product must use its own matrix. */
+static void test_two_operators(const vox_grid *grid, uint64_t seed) {
+  snprintf(where, sizeof where, "%s", grid_text(grid));
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  problem p[2];
+  pvec mod, x[2], y[2];
+  vox_operator *cop[2] = {NULL, NULL}, *gop[2] = {NULL, NULL};
+  memset(&mod, 0, sizeof mod), memset(x, 0, sizeof x), memset(y, 0, sizeof y);
+  memset(p, 0, sizeof p);
+  if (!problem_make(&p[0], grid, 3, 1, seed) || !problem_make(&p[1], grid, 1, 1, seed + 1) ||
+      !pv_create(&mod, p[0].n_elements))
+    goto done;
+  pv_upload(&mod, p[0].moduli);
+  for (int i = 0; i < 2; i++) {
+    const vox_operator_desc desc = problem_desc(&p[i]);
+    if (!pv_create(&x[i], p[i].n_dofs) || !pv_create(&y[i], p[i].n_dofs) ||
+        !C_OK("op_create", c->op_create(cpu, &desc, &cop[i])) ||
+        !G_OK("op_create", g->op_create(gpu, &desc, &gop[i])) ||
+        !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop[i], &mod.c)) ||
+        !G_OK("op_set_moduli", g->op_set_moduli(gpu, gop[i], &mod.g)))
+      goto done;
+    pv_random(&x[i], &seed, -0.5, 0.5);
+  }
+  for (int round = 0; round < 3; round++) {
+    const int i = round % 2;
+    char check[96];
+    snprintf(check, sizeof check, "two operators alive: op_apply dpn=%d (turn %d)", i ? 1 : 3,
+             round + 1);
+    if (pv_poison(&y[i]) && BOTH(check, c->op_apply(cpu, cop[i], &x[i].c, &y[i].c, 0),
+                                 g->op_apply(gpu, gop[i], &x[i].g, &y[i].g, 0)))
+      pv_check(check, &y[i], TOL);
+  }
+done:
+  for (int i = 0; i < 2; i++) {
+    if (cop[i]) c->op_destroy(cpu, cop[i]);
+    if (gop[i]) g->op_destroy(gpu, gop[i]);
+    pv_destroy(&x[i]), pv_destroy(&y[i]);
+    problem_free(&p[i]);
+  }
+  pv_destroy(&mod);
+}
+
+/* ---- SIMP and OC --------------------------------------------------------------- */
+
+static void test_simp(size_t n) {
+  snprintf(where, sizeof where, "n=%zu", n);
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  uint64_t seed = 77 + n;
+  pvec rho, es, en, out, dc, dv, design, passive;
+  pvec *all[] = {&rho, &es, &en, &out, &dc, &dv, &design, &passive};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) memset(all[i], 0, sizeof *all[i]);
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ok = ok && pv_create(all[i], n);
+  if (!ok) goto done;
+  for (size_t e = 0; e < n; e++) { /* densities with exact 0 and 1 */
+    const double r = uniform(&seed);
+    rho.hc[e] = r < 0.05 ? 0 : r < 0.1 ? 1 : uniform(&seed);
+    es.hc[e] = uniform(&seed) < 0.1 ? 0 : 0.5 + 1.5 * uniform(&seed);
+    dc.hc[e] = -2 + 2.1 * uniform(&seed); /* mostly negative, some positive */
+    design.hc[e] = uniform(&seed) < 0.8 ? 1 : 0;
+    passive.hc[e] = uniform(&seed) < 0.5 ? 1 : 0;
+  }
+  pv_upload(&rho, rho.hc), pv_upload(&es, es.hc), pv_upload(&dc, dc.hc);
+  pv_upload(&design, design.hc), pv_upload(&passive, passive.hc);
+  pv_random(&en, &seed, 0, 3);
+  pv_random(&dv, &seed, 0.5, 1.5);
+
+  const double params[][2] = {{3, 1e-9}, {1, 1e-9}, {2.7, 1e-3}};
+  for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+    const double pp = params[i][0], emin = params[i][1];
+    char check[96];
+    snprintf(check, sizeof check, "simp_moduli p=%g emin=%g", pp, emin);
+    if (pv_poison(&out) && BOTH(check, c->simp_moduli(cpu, &rho.c, &es.c, pp, emin, &out.c),
+                                g->simp_moduli(gpu, &rho.g, &es.g, pp, emin, &out.g)))
+      pv_check(check, &out, TOL);
+    snprintf(check, sizeof check, "simp_sensitivity p=%g emin=%g", pp, emin);
+    if (pv_poison(&out) &&
+        BOTH(check, c->simp_sensitivity(cpu, &rho.c, &es.c, &en.c, pp, emin, &out.c),
+             g->simp_sensitivity(gpu, &rho.g, &es.g, &en.g, pp, emin, &out.g)))
+      pv_check(check, &out, TOL);
+  }
+  const double lambdas[] = {0.3, 1.0, 7.0}, qs[] = {1, 2};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 2; j++) {
+      char check[96];
+      snprintf(check, sizeof check, "oc_update lambda=%g q=%g", lambdas[i], qs[j]);
+      if (pv_poison(&out) &&
+          BOTH(check,
+               c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i], 0.2,
+                            0.5, qs[j], &out.c),
+               g->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i], 0.2,
+                            0.5, qs[j], &out.g)))
+        pv_check(check, &out, TOL);
+    }
+done:
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pv_destroy(all[i]);
+}
+
+/* ---- filters ------------------------------------------------------------------ */
+
+static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t seed) {
+  const double radius = radius_voxels * grid->voxel_size[0];
+  snprintf(where, sizeof where, "%s R=%g mm", grid_text(grid), radius);
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  const size_t ne = (size_t)vox_grid_elements(grid);
+  uint8_t *active = malloc(ne);
+  pvec in, out, rho, dc;
+  vox_filter *cf = NULL, *gf = NULL;
+  memset(&in, 0, sizeof in), memset(&out, 0, sizeof out);
+  memset(&rho, 0, sizeof rho), memset(&dc, 0, sizeof dc);
+  if (!active || !pv_create(&in, ne) || !pv_create(&out, ne) || !pv_create(&rho, ne) ||
+      !pv_create(&dc, ne))
+    goto done;
+  size_t n_inactive = 0;
+  for (size_t e = 0; e < ne; e++) {
+    active[e] = uniform(&seed) < 0.85;
+    n_inactive += !active[e];
+  }
+  if (ne > 1 && n_inactive == 0) active[ne / 2] = 0, n_inactive = 1;
+  printf("        %s: %zu of %zu elements inactive\n", where, n_inactive, ne);
+  pv_random(&in, &seed, 0, 1);
+  for (size_t e = 0; e < ne; e++) rho.hc[e] = uniform(&seed) < 0.1 ? 1e-4 : uniform(&seed);
+  pv_upload(&rho, rho.hc);
+  pv_random(&dc, &seed, -3, 0);
+  if (!C_OK("filter_create", c->filter_create(cpu, grid, radius, active, &cf)) ||
+      !G_OK("filter_create", g->filter_create(gpu, grid, radius, active, &gf)))
+    goto done;
+  if (pv_poison(&out) && BOTH("filter_apply", c->filter_apply(cpu, cf, &in.c, &out.c),
+                              g->filter_apply(gpu, gf, &in.g, &out.g)))
+    pv_check("filter_apply", &out, TOL);
+  if (pv_poison(&out) && BOTH("filter_transpose", c->filter_transpose(cpu, cf, &in.c, &out.c),
+                              g->filter_transpose(gpu, gf, &in.g, &out.g)))
+    pv_check("filter_transpose", &out, TOL);
+  if (pv_poison(&out) &&
+      BOTH("filter_sensitivity", c->filter_sensitivity(cpu, cf, &rho.c, &dc.c, 1e-3, &out.c),
+           g->filter_sensitivity(gpu, gf, &rho.g, &dc.g, 1e-3, &out.g)))
+    pv_check("filter_sensitivity", &out, TOL);
+done:
+  if (cf) c->filter_destroy(cpu, cf);
+  if (gf) g->filter_destroy(gpu, gf);
+  pv_destroy(&in), pv_destroy(&out), pv_destroy(&rho), pv_destroy(&dc);
+  free(active);
+}
+
+/* ---- multigrid ---------------------------------------------------------------- */
+
+/* A stencil on both backends, with a host buffer of its values. */
+typedef struct pstencil {
+  vox_stencil *c, *g;
+  size_t n_values;
+  double *hc, *hg;
+} pstencil;
+
+static int ps_create(pstencil *s, const vox_grid *grid, int dpn, vox_precision gpu_precision) {
+  memset(s, 0, sizeof *s);
+  s->n_values = (size_t)vox_grid_nodes(grid) * 27 * (size_t)(dpn * dpn);
+  s->hc = malloc(s->n_values * sizeof(double));
+  s->hg = malloc(s->n_values * sizeof(double));
+  if (!s->hc || !s->hg) {
+    fail_line("setup", "out of host memory");
+    return 0;
+  }
+  return C_OK("stencil_create",
+              cpu->ops->stencil_create(cpu, grid, dpn, VOX_PRECISION_DOUBLE, &s->c)) &&
+         G_OK("stencil_create", gpu->ops->stencil_create(gpu, grid, dpn, gpu_precision, &s->g));
+}
+
+static void ps_destroy(pstencil *s) {
+  if (s->c) cpu->ops->stencil_destroy(cpu, s->c);
+  if (s->g) gpu->ops->stencil_destroy(gpu, s->g);
+  free(s->hc), free(s->hg);
+  memset(s, 0, sizeof *s);
+}
+
+static void ps_check(const char *check, pstencil *s, double tol) {
+  if (C_OK(check, cpu->ops->stencil_download(cpu, s->c, s->hc)) &&
+      G_OK(check, gpu->ops->stencil_download(gpu, s->g, s->hg)))
+    report(check, s->hg, s->hc, s->n_values, tol);
+}
+
+/* The CPU stencil's values into the CUDA one: the same input for the next check. */
+static int ps_same(const char *check, pstencil *s) {
+  return C_OK(check, cpu->ops->stencil_download(cpu, s->c, s->hc)) &&
+         G_OK(check, gpu->ops->stencil_upload(gpu, s->g, s->hc));
+}
+
+/* Products, diagonal and direct solve of one stencil level on the same values. */
+static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, int dpn,
+                          uint64_t *seed, int solve) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  const size_t n = (size_t)vox_grid_nodes(grid) * (size_t)dpn;
+  char check[96];
+  pvec x, y, b;
+  memset(&x, 0, sizeof x), memset(&y, 0, sizeof y), memset(&b, 0, sizeof b);
+  snprintf(check, sizeof check, "%s stencil_upload+download", level);
+  if (!ps_same(check, s)) return;
+  ps_check(check, s, 0);
+  if (!pv_create(&x, n) || !pv_create(&y, n) || !pv_create(&b, n)) goto done;
+  pv_random(&x, seed, -0.5, 0.5);
+  snprintf(check, sizeof check, "%s stencil_apply", level);
+  if (pv_poison(&y) &&
+      BOTH(check, c->stencil_apply(cpu, s->c, &x.c, &y.c), g->stencil_apply(gpu, s->g, &x.g, &y.g)))
+    pv_check(check, &y, TOL);
+  snprintf(check, sizeof check, "%s stencil_diagonal", level);
+  if (pv_poison(&y) &&
+      BOTH(check, c->stencil_diagonal(cpu, s->c, &y.c), g->stencil_diagonal(gpu, s->g, &y.g)))
+    pv_check(check, &y, TOL);
+  if (!solve) goto done;
+
+  /* factor + solve, then a refactorisation after new values (as after each
+   * Galerkin update): both with the CPU's values. The solution of a system
+   * with a 1e-9 modulus contrast is ill-conditioned, so besides the
+   * difference the backward error of the CUDA solution is checked:
+   * ||b - A x||_inf / (||A||_inf ||x||_inf), with A applied on the CPU. */
+  for (int round = 0; round < 2; round++) {
+    if (round == 1) {
+      for (size_t i = 0; i < s->n_values; i++) s->hc[i] *= 2.5;
+      if (!C_OK("stencil_upload", c->stencil_upload(cpu, s->c, s->hc)) ||
+          !G_OK("stencil_upload", g->stencil_upload(gpu, s->g, s->hc)))
+        break;
+    }
+    pv_random(&b, seed, -1, 1);
+    snprintf(check, sizeof check, "%s stencil_factor+solve%s", level, round ? " (refactored)" : "");
+    if (!BOTH(check, c->stencil_factor(cpu, s->c), g->stencil_factor(gpu, s->g))) break;
+    if (!pv_poison(&x) || !BOTH(check, c->stencil_solve(cpu, s->c, &b.c, &x.c),
+                                g->stencil_solve(gpu, s->g, &b.g, &x.g)))
+      break;
+    pv_check(check, &x, 1e-9);
+    /* backward error: A x_cuda on the CPU */
+    double norm_a = 0, norm_x = 0, norm_r = 0;
+    for (size_t row = 0; row < n; row++) { /* ||A||_inf from the values */
+      double sum = 0;
+      const size_t node = row / (size_t)dpn, r = row % (size_t)dpn;
+      for (int t = 0; t < 27; t++)
+        for (int col = 0; col < dpn; col++)
+          sum += fabs(s->hc[((node * 27 + (size_t)t) * (size_t)dpn + r) * (size_t)dpn + (size_t)col]);
+      if (sum > norm_a) norm_a = sum;
+    }
+    if (!C_OK(check, c->vec_upload(cpu, &y.c, x.hg)) ||
+        !C_OK(check, c->stencil_apply(cpu, s->c, &y.c, &x.c)) ||
+        !C_OK(check, c->vec_download(cpu, &x.c, x.hc)) ||
+        !C_OK(check, c->vec_download(cpu, &b.c, b.hc)))
+      break;
+    for (size_t i = 0; i < n; i++) {
+      norm_x = fmax(norm_x, fabs(x.hg[i]));
+      norm_r = fmax(norm_r, fabs(b.hc[i] - x.hc[i]));
+    }
+    snprintf(check, sizeof check, "%s stencil_solve backward error%s", level,
+             round ? " (refactored)" : "");
+    const double backward = norm_r / (norm_a * norm_x > 0 ? norm_a * norm_x : 1);
+    if (backward <= 1e-12)
+      ok_line(check, backward, 1e-12);
+    else
+      fail_line(check, "backward error %.3e > tol 1e-12 (||b - A x||_inf %.3e, ||A||_inf %.3e, "
+                "||x||_inf %.3e)", backward, norm_r, norm_a, norm_x);
+  }
+done:
+  pv_destroy(&x), pv_destroy(&y), pv_destroy(&b);
+}
+
+static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
+  snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  const vox_grid g0 = *grid, g1 = vox_grid_coarsen(&g0), g2 = vox_grid_coarsen(&g1);
+  const size_t n0 = (size_t)vox_grid_nodes(&g0) * (size_t)dpn,
+               n1 = (size_t)vox_grid_nodes(&g1) * (size_t)dpn,
+               n2 = (size_t)vox_grid_nodes(&g2) * (size_t)dpn;
+  problem p;
+  pvec mod, r0, r1, r2;
+  pstencil s1, s2, u2, m1, m2;
+  vox_operator *cop = NULL, *gop = NULL;
+  memset(&mod, 0, sizeof mod), memset(&r0, 0, sizeof r0), memset(&r1, 0, sizeof r1);
+  memset(&r2, 0, sizeof r2);
+  memset(&s1, 0, sizeof s1), memset(&s2, 0, sizeof s2), memset(&u2, 0, sizeof u2);
+  memset(&m1, 0, sizeof m1), memset(&m2, 0, sizeof m2);
+  /* no zero moduli: the coarse levels must be positive definite to factor */
+  if (!problem_make(&p, grid, dpn, 0, seed)) goto done;
+  const vox_operator_desc desc = problem_desc(&p);
+  printf("        %s: levels %s", where, grid_text(&g0));
+  printf(" -> %s", grid_text(&g1));
+  printf(" -> %s\n", grid_text(&g2));
+  if (!pv_create(&mod, p.n_elements) || !pv_create(&r0, n0) || !pv_create(&r1, n1) ||
+      !pv_create(&r2, n2))
+    goto done;
+  pv_upload(&mod, p.moduli);
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
+  if (!C_OK("op_create", c->op_create(cpu, &desc, &cop)) ||
+      !G_OK("op_create", g->op_create(gpu, &desc, &gop)) ||
+      !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c)) ||
+      !G_OK("op_set_moduli", g->op_set_moduli(gpu, gop, &mod.g)))
+    goto done;
+
+  /* transfers: coarse = R fine; fine += P coarse (into a non-zero fine vector) */
+  pv_random(&r0, &seed, -1, 1);
+  if (pv_poison(&r1) && BOTH("restrict_residual 0->1",
+                             c->restrict_residual(cpu, &g0, dpn, &r0.c, &r1.c),
+                             g->restrict_residual(gpu, &g0, dpn, &r0.g, &r1.g)))
+    pv_check("restrict_residual level 0->1", &r1, TOL);
+  if (pv_poison(&r2) && BOTH("restrict_residual 1->2",
+                             c->restrict_residual(cpu, &g1, dpn, &r1.c, &r2.c),
+                             g->restrict_residual(gpu, &g1, dpn, &r1.g, &r2.g)))
+    pv_check("restrict_residual level 1->2", &r2, TOL);
+  pv_random(&r1, &seed, -1, 1);
+  if (BOTH("prolong_add 1->0", c->prolong_add(cpu, &g0, dpn, &r1.c, &r0.c),
+           g->prolong_add(gpu, &g0, dpn, &r1.g, &r0.g)))
+    pv_check("prolong_add level 1->0", &r0, TOL);
+  pv_random(&r2, &seed, -1, 1);
+  if (BOTH("prolong_add 2->1", c->prolong_add(cpu, &g1, dpn, &r2.c, &r1.c),
+           g->prolong_add(gpu, &g1, dpn, &r2.g, &r1.g)))
+    pv_check("prolong_add level 2->1", &r1, TOL);
+
+  /* Galerkin operators in double */
+  if (!ps_create(&s1, &g1, dpn, VOX_PRECISION_DOUBLE) ||
+      !ps_create(&s2, &g2, dpn, VOX_PRECISION_DOUBLE) ||
+      !ps_create(&u2, &g2, dpn, VOX_PRECISION_DOUBLE))
+    goto done;
+  if (BOTH("galerkin_operator", c->galerkin_operator(cpu, cop, s1.c),
+           g->galerkin_operator(gpu, gop, s1.g)))
+    ps_check("galerkin_operator level 1", &s1, TOL);
+  if (BOTH("galerkin_stencil", c->galerkin_stencil(cpu, s1.c, s2.c),
+           g->galerkin_stencil(gpu, s1.g, s2.g)))
+    ps_check("galerkin_stencil level 2 (from cuda's level 1)", &s2, TOL);
+  /* the same level-1 values on both: galerkin_stencil alone */
+  if (ps_same("galerkin_stencil", &s1) &&
+      BOTH("galerkin_stencil", c->galerkin_stencil(cpu, s1.c, u2.c),
+           g->galerkin_stencil(gpu, s1.g, u2.g)))
+    ps_check("galerkin_stencil level 2 (same level 1)", &u2, TOL);
+  stencil_level("level 1", &s1, &g1, dpn, &seed, 0);
+  stencil_level("level 2", &u2, &g2, dpn, &seed, 1);
+
+  /* mixed precision: single-precision stencils on the CUDA backend */
+  if (!ps_create(&m1, &g1, dpn, VOX_PRECISION_MIXED) ||
+      !ps_create(&m2, &g2, dpn, VOX_PRECISION_MIXED))
+    goto done;
+  if (BOTH("galerkin_operator mixed", c->galerkin_operator(cpu, cop, m1.c),
+           g->galerkin_operator(gpu, gop, m1.g)))
+    ps_check("mixed galerkin_operator level 1", &m1, TOL_MIXED);
+  if (BOTH("galerkin_stencil mixed", c->galerkin_stencil(cpu, m1.c, m2.c),
+           g->galerkin_stencil(gpu, m1.g, m2.g)))
+    ps_check("mixed galerkin_stencil level 2", &m2, TOL_MIXED);
+  {
+    /* products of the single-precision stencil (its own values, against
+     * the CPU's double ones): within float rounding of the values */
+    pvec x1, y1;
+    memset(&x1, 0, sizeof x1), memset(&y1, 0, sizeof y1);
+    if (pv_create(&x1, n1) && pv_create(&y1, n1)) {
+      pv_random(&x1, &seed, -0.5, 0.5);
+      if (pv_poison(&y1) && BOTH("stencil_apply mixed", c->stencil_apply(cpu, m1.c, &x1.c, &y1.c),
+                                 g->stencil_apply(gpu, m1.g, &x1.g, &y1.g)))
+        pv_check("mixed stencil_apply level 1", &y1, 1e-5);
+      if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->stencil_diagonal(cpu, m1.c, &y1.c),
+                                 g->stencil_diagonal(gpu, m1.g, &y1.g)))
+        pv_check("mixed stencil_diagonal level 1", &y1, TOL_MIXED);
+    }
+    pv_destroy(&x1), pv_destroy(&y1);
+  }
+done:
+  if (cop) c->op_destroy(cpu, cop);
+  if (gop) g->op_destroy(gpu, gop);
+  pv_destroy(&mod), pv_destroy(&r0), pv_destroy(&r1), pv_destroy(&r2);
+  ps_destroy(&s1), ps_destroy(&s2), ps_destroy(&u2), ps_destroy(&m1), ps_destroy(&m2);
+  problem_free(&p);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static int wanted(int argc, char **argv, const char *section) {
+  if (argc < 2) return 1;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], section) == 0) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr, up to a crash */
+  static const char *const sections[] = {"vectors", "operator", "simp", "filter", "multigrid"};
+  for (int i = 1; i < argc; i++) {
+    int known = 0;
+    for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++)
+      known |= strcmp(argv[i], sections[s]) == 0;
+    if (!known) {
+      fprintf(stderr, "usage: %s [vectors|operator|simp|filter|multigrid]...\n", argv[0]);
+      return 2;
+    }
+  }
+  vox_context *cctx, *gctx;
+  if (vox_context_create(&cctx) || vox_context_create(&gctx)) return 1;
+  if (vox_backend_create(gctx, test_device(), &gpu) != VOX_OK) {
+    printf("SKIP: %s\n", vox_context_message(gctx));
+    vox_context_destroy(cctx), vox_context_destroy(gctx);
+    return SKIP;
+  }
+  CHECK_OK(cctx, vox_backend_create(cctx, VOX_DEVICE_CPU, &cpu));
+  if (!cpu) return 1;
+  size_t free_bytes = 0, total = 0;
+  if (gpu->ops->memory(gpu, &free_bytes, &total) == VOX_OK)
+    printf("%s backend: %.1f of %.1f GiB device memory free\n", vox_backend_name(gpu),
+           (double)free_bytes / 1073741824.0, (double)total / 1073741824.0);
+  printf("check: max |cuda - cpu| / max |cpu| (tol)\n");
+
+  const vox_grid grids[] = {
+      {.nx = 13, .ny = 10, .nz = 7, .voxel_size = {1.0, 0.7, 1.3}},
+      {.nx = 1, .ny = 3, .nz = 2, .voxel_size = {1, 1, 1}},
+      {.nx = 37, .ny = 21, .nz = 18, .voxel_size = {1, 1, 1}}, /* many blocks and tiles */
+  };
+  const size_t n_grids = sizeof grids / sizeof grids[0];
+
+  if (wanted(argc, argv, "vectors")) {
+    printf("vectors\n");
+    /* 3000017 > 4096 blocks of 256 threads: the grid-stride loops go round */
+    const size_t sizes[] = {1, 7, 1000, 3000017};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_vectors(sizes[i]);
+  }
+  if (wanted(argc, argv, "operator")) {
+    printf("operator (K u variants, diagonal, element energy)\n");
+    for (size_t i = 0; i < n_grids; i++)
+      for (int dpn = 3; dpn >= 1; dpn -= 2) test_operator(&grids[i], dpn, 31 * i + (uint64_t)dpn);
+    test_two_operators(&grids[0], 99);
+  }
+  if (wanted(argc, argv, "simp")) {
+    printf("SIMP and OC\n");
+    test_simp(1);
+    test_simp(910);
+    test_simp(1500007);
+  }
+  if (wanted(argc, argv, "filter")) {
+    printf("filters\n");
+    const vox_grid aniso = {.nx = 11, .ny = 9, .nz = 8, .voxel_size = {1, 0.5, 2}};
+    for (size_t i = 0; i < n_grids; i++) {
+      vox_grid cube = grids[i];
+      cube.voxel_size[0] = cube.voxel_size[1] = cube.voxel_size[2] = 1;
+      test_filter(&cube, 1.5, 5 + i);
+      test_filter(&cube, 2.5, 7 + i);
+    }
+    test_filter(&aniso, 1.5, 11);
+    test_filter(&aniso, 2.5, 13);
+  }
+  if (wanted(argc, argv, "multigrid")) {
+    printf("multigrid (Galerkin stencils, products, transfers, coarse solve; mixed precision)\n");
+    for (size_t i = 0; i < n_grids; i++)
+      for (int dpn = 3; dpn >= 1; dpn -= 2) test_multigrid(&grids[i], dpn, 57 * i + (uint64_t)dpn);
+  }
+
+  vox_backend_destroy(gpu);
+  vox_backend_destroy(cpu);
+  vox_context_destroy(cctx), vox_context_destroy(gctx);
+  if (check_failures) printf("%d check(s) failed (lines with FAIL above)\n", check_failures);
+  else printf("all checks passed\n");
+  CHECK_DONE();
+}

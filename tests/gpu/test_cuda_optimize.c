@@ -1,0 +1,271 @@
+/* Whole runs on the CUDA backend against the CPU backend:
+ *
+ * - a short optimization (2:1:1 cantilever 24x12x12, two load cases, a
+ *   passive solid element, p = 3 from the start, sensitivity filter,
+ *   multigrid-PCG in double): the same iterates within rounding, i.e. the
+ *   compliance history and the final densities within 1e-8 relative;
+ * - the same on CUDA with the mixed-precision multigrid: the final
+ *   compliance within 1e-3 of the double CPU run;
+ * - one vox_solve_elasticity with a 1e-9 density contrast: the same
+ *   solution (compliance, and the difference in the energy norm).
+ *
+ * Exit 77 (skipped) when this build has no CUDA or the machine no device. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../check.h"
+#include "fem.h"
+#include "voxfe/voxfe.h"
+
+enum { SKIP = 77 };
+
+/* The backend under test: CUDA, or the one VOXFE_GPU_TEST_DEVICE names
+ * ("cpu" checks this test itself on a machine without a GPU: every
+ * difference is then that of the CPU backend with itself). */
+static vox_device test_device(void) {
+  vox_device d = VOX_DEVICE_CUDA;
+  const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
+  if (env && *env && vox_device_parse(env, &d) == 0)
+    printf("VOXFE_GPU_TEST_DEVICE=%s: testing the %s backend against the CPU one\n", env, env);
+  return d;
+}
+
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+/* Prints the check with its measured value; counts a failure above tol. */
+static void report(const char *check, double measured, double tol) {
+  const int ok = measured <= tol; /* NaN fails */
+  printf("  %-4s  %-60s %9.2e  (tol %.0e)\n", ok ? "ok" : "FAIL", check, measured, tol);
+  if (!ok) check_failures++;
+}
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-300); }
+
+/* The 2:1:1 cantilever of tests/engine/test_optimizer.c: clamped at x-, a
+ * downward line load at the bottom of the free end (case 0), a sideways
+ * point load at the top corner (case 1), one passive solid element. */
+static void make_cantilever(vox_context *ctx, vox_model *m, int nx) {
+  vox_grid g = {.nx = nx, .ny = nx / 2, .nz = nx / 2, .voxel_size = {1, 1, 1}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  memset(m->label, 1, (size_t)vox_grid_elements(&g));
+  m->label[nx - 1] = 2;
+  vox_material design = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .name = "design"};
+  vox_material solid = design;
+  solid.label = 2;
+  solid.role = VOX_ROLE_SOLID;
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &design));
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &solid));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int c = 0; c < 3; c++)
+        CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, 0, j, k), c, 0));
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 2));
+  for (int64_t j = 0; j <= g.ny; j++)
+    CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, 0), 2, 0, -1.0 / (double)(g.ny + 1)));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, g.ny, g.nz), 1, 1, 0.5));
+}
+
+/* Runs the optimization on a copy of `base`; returns 0 when it failed. */
+static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base,
+                    vox_precision precision, vox_model *out, vox_optimize_result *r) {
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.3;
+  opt.max_iterations = 10;
+  opt.continuation = 0;         /* p = 3 from the first iteration */
+  opt.change_tolerance = 0;     /* run all 10 iterations */
+  opt.objective_tolerance = 0;
+  opt.filter = VOX_FILTER_SENSITIVITY;
+  opt.filter_radius = 1.5;
+  opt.solver.preconditioner = VOX_PC_MULTIGRID;
+  opt.solver.precision = precision;
+  CHECK_OK(ctx, vox_model_copy(ctx, out, base));
+  const double t = now();
+  const vox_status s = vox_optimize(ctx, be, out, &opt, r);
+  if (s != VOX_OK) {
+    printf("  FAIL  vox_optimize on %s (%s precision): %s: %s\n", vox_backend_name(be),
+           vox_precision_name(precision), vox_status_string(s), vox_context_message(ctx));
+    check_failures++;
+    return 0;
+  }
+  printf("  %s, %s precision: %d iterations in %.2f s, %d CG iterations in all, final compliance "
+         "%.12g, %s\n",
+         vox_backend_name(be), vox_precision_name(precision), r->iterations, now() - t,
+         r->total_cg_iterations, r->objective, vox_stop_reason_string(r->reason));
+  return 1;
+}
+
+static void test_optimize(vox_context *cctx, vox_backend *cpu, vox_context *gctx,
+                          vox_backend *gpu) {
+  printf("optimization: cantilever 24x12x12, 10 design iterations, multigrid\n");
+  vox_model base, mc, mg, mm;
+  memset(&mc, 0, sizeof mc), memset(&mg, 0, sizeof mg), memset(&mm, 0, sizeof mm);
+  make_cantilever(cctx, &base, 24);
+  vox_optimize_result rc, rg, rm;
+  const int ok_c = optimize(cctx, cpu, &base, VOX_PRECISION_DOUBLE, &mc, &rc);
+  const int ok_g = optimize(gctx, gpu, &base, VOX_PRECISION_DOUBLE, &mg, &rg);
+  if (ok_c && ok_g) {
+    CHECK(rc.iterations == 10 && rg.iterations == 10);
+    CHECK(mc.n_history == mg.n_history);
+    printf("  iter  compliance cpu        compliance cuda       rel diff   CG cpu  CG cuda\n");
+    double worst = 0;
+    for (size_t i = 0; i < mc.n_history && i < mg.n_history; i++) {
+      const double d = rel(mg.history[i].objective, mc.history[i].objective);
+      worst = isnan(d) || d > worst ? d : worst;
+      printf("  %4d  %.15g  %.15g  %9.2e  %6d  %7d\n", (int)mc.history[i].iteration,
+             mc.history[i].objective, mg.history[i].objective, d, (int)mc.history[i].cg_iterations,
+             (int)mg.history[i].cg_iterations);
+    }
+    report("compliance history, cuda vs cpu (double)", worst, 1e-8);
+    report("final compliance, cuda vs cpu (double)", rel(rg.objective, rc.objective), 1e-8);
+    const size_t ne = (size_t)vox_grid_elements(&base.grid);
+    double dmax = 0;
+    for (size_t e = 0; e < ne; e++) {
+      const double d = fabs(mg.density[e] - mc.density[e]);
+      dmax = isnan(d) || d > dmax ? d : dmax;
+    }
+    report("final densities max |cuda - cpu| (double)", dmax, 1e-8);
+    report("final volume fraction, cuda vs cpu (double)",
+           rel(rg.volume_fraction, rc.volume_fraction), 1e-8);
+  }
+  if (ok_c && optimize(gctx, gpu, &base, VOX_PRECISION_MIXED, &mm, &rm)) {
+    printf("  iter  compliance cpu double  compliance cuda mixed  rel diff   CG cpu  CG cuda\n");
+    for (size_t i = 0; i < mc.n_history && i < mm.n_history; i++)
+      printf("  %4d  %.15g  %.15g  %9.2e  %6d  %7d\n", (int)mc.history[i].iteration,
+             mc.history[i].objective, mm.history[i].objective,
+             rel(mm.history[i].objective, mc.history[i].objective),
+             (int)mc.history[i].cg_iterations, (int)mm.history[i].cg_iterations);
+    report("final compliance, cuda mixed vs cpu double", rel(rm.objective, rc.objective), 1e-3);
+  }
+  vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&mm), vox_model_free(&base);
+}
+
+/* A solve at random solid/void densities (stiffness contrast 1e-9). */
+static void test_contrast_solve(vox_context *cctx, vox_backend *cpu, vox_context *gctx,
+                                vox_backend *gpu) {
+  printf("vox_solve_elasticity: cantilever 21x11x9, random solid/void, contrast 1e-9\n");
+  vox_model m;
+  vox_grid g = {.nx = 21, .ny = 11, .nz = 9, .voxel_size = {1, 1, 1}};
+  CHECK_OK(cctx, vox_model_init(cctx, &m, &g));
+  memset(m.label, 1, (size_t)vox_grid_elements(&g));
+  vox_material mat = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .name = "solid"};
+  CHECK_OK(cctx, vox_model_add_material(cctx, &m, &mat));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int c = 0; c < 3; c++)
+        CHECK_OK(cctx, vox_model_add_constraint(cctx, &m, node(&g, 0, j, k), c, 0));
+  CHECK_OK(cctx, vox_model_set_load_cases(cctx, &m, 1));
+  for (int64_t j = 0; j <= g.ny; j++)
+    CHECK_OK(cctx, vox_model_add_load(cctx, &m, node(&g, g.nx, j, 0), 2, 0, -1.0 / (double)(g.ny + 1)));
+  const size_t ne = (size_t)vox_grid_elements(&g), nd = 3 * (size_t)vox_grid_nodes(&g);
+  m.density = malloc(ne * sizeof *m.density);
+  double *uc = calloc(nd, sizeof *uc), *ug = calloc(nd, sizeof *ug);
+  if (!m.density || !uc || !ug) {
+    printf("  FAIL  out of host memory\n");
+    check_failures++;
+    goto done;
+  }
+  uint64_t seed = 42;
+  for (size_t e = 0; e < ne; e++) m.density[e] = uniform(&seed) < 0.5 ? 1.0 : 0.0;
+
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.preconditioner = VOX_PC_MULTIGRID;
+  opt.rtol = 1e-11;
+  opt.max_iterations = 20000;
+  vox_solve_result rc, rg;
+  vox_status sc = vox_solve_elasticity(cctx, cpu, &m, 1, 3, 1e-9, &opt, uc, &rc);
+  vox_status sg = vox_solve_elasticity(gctx, gpu, &m, 1, 3, 1e-9, &opt, ug, &rg);
+  if (sc != VOX_OK || sg != VOX_OK) {
+    printf("  FAIL  vox_solve_elasticity: cpu %s (%s), cuda %s (%s)\n", vox_status_string(sc),
+           sc ? vox_context_message(cctx) : "", vox_status_string(sg),
+           sg ? vox_context_message(gctx) : "");
+    check_failures++;
+    goto done;
+  }
+  printf("  cpu: %d CG iterations, %s; cuda: %d CG iterations, %s\n", rc.iterations,
+         vox_convergence_string(rc.reason), rg.iterations, vox_convergence_string(rg.reason));
+  CHECK(rc.reason == VOX_CONVERGED_RTOL);
+  CHECK(rg.reason == VOX_CONVERGED_RTOL);
+  double fc = 0, fg = 0, umax = 0, dmax = 0;
+  for (size_t i = 0; i < m.n_loads; i++) {
+    const size_t d = 3 * (size_t)m.loads[i].node + m.loads[i].component;
+    fc += m.loads[i].value * uc[d];
+    fg += m.loads[i].value * ug[d];
+  }
+  for (size_t i = 0; i < nd; i++) {
+    umax = fmax(umax, fabs(uc[i]));
+    const double d = fabs(ug[i] - uc[i]);
+    dmax = isnan(d) || d > dmax ? d : dmax;
+  }
+  printf("  compliance: cpu %.15g, cuda %.15g; max |u_cuda - u_cpu| / max |u_cpu| = %.2e "
+         "(not checked: voids are soft)\n",
+         fc, fg, dmax / umax);
+  report("compliance f.u, cuda vs cpu", rel(fg, fc), 1e-8);
+
+  /* ||u_cuda - u_cpu||_K / ||u_cpu||_K with K at the same densities, on the CPU */
+  vox_fem *fem = NULL;
+  CHECK_OK(cctx, vox_fem_create(cctx, cpu, &m, &fem));
+  if (fem) {
+    const vox_backend_ops *o = cpu->ops;
+    vox_vec rho, d, kd;
+    o->vec_create(cpu, ne, &rho), o->vec_create(cpu, nd, &d), o->vec_create(cpu, nd, &kd);
+    o->vec_upload(cpu, &rho, m.density);
+    o->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli);
+    double e_diff, e_ref;
+    for (size_t i = 0; i < nd; i++) ug[i] -= uc[i];
+    o->vec_upload(cpu, &d, ug);
+    o->op_apply(cpu, fem->op, &d, &kd, 0);
+    o->vec_dot(cpu, &d, &kd, &e_diff);
+    o->vec_upload(cpu, &d, uc);
+    o->op_apply(cpu, fem->op, &d, &kd, 0);
+    o->vec_dot(cpu, &d, &kd, &e_ref);
+    report("energy norm of u_cuda - u_cpu, relative", sqrt(fabs(e_diff) / e_ref), 1e-6);
+    o->vec_destroy(cpu, &rho), o->vec_destroy(cpu, &d), o->vec_destroy(cpu, &kd);
+    vox_fem_destroy(fem);
+  }
+done:
+  free(uc), free(ug);
+  vox_model_free(&m);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  vox_context *cctx, *gctx;
+  vox_backend *cpu, *gpu;
+  if (vox_context_create(&cctx) || vox_context_create(&gctx)) return 1;
+  if (vox_backend_create(gctx, test_device(), &gpu) != VOX_OK) {
+    printf("SKIP: %s\n", vox_context_message(gctx));
+    vox_context_destroy(cctx), vox_context_destroy(gctx);
+    return SKIP;
+  }
+  if (vox_backend_create(cctx, VOX_DEVICE_CPU, &cpu) != VOX_OK) {
+    printf("FAIL: CPU backend: %s\n", vox_context_message(cctx));
+    return 1;
+  }
+  test_optimize(cctx, cpu, gctx, gpu);
+  test_contrast_solve(cctx, cpu, gctx, gpu);
+  vox_backend_destroy(gpu), vox_backend_destroy(cpu);
+  vox_context_destroy(cctx), vox_context_destroy(gctx);
+  if (check_failures) printf("%d check(s) failed (lines with FAIL above)\n", check_failures);
+  else printf("all checks passed\n");
+  CHECK_DONE();
+}
