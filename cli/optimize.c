@@ -122,6 +122,8 @@ static const cli_option options[] = {
            "target volume fraction of the design domain, in (0, 1]"),
     NUMBER("penalty", CLI_REAL, "P", opt.penalty, AT_LEAST(1),
            "SIMP penalty exponent p (its final value under continuation)"),
+    NUMBER("emin-ratio", CLI_REAL, "R", opt.emin_ratio, POSITIVE,
+           "modulus of void over that of solid, E_min / E (keeps K positive definite)"),
     {.name = "filter", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.filter),
      .flags = CLI_RECORD, .help = "sensitivity, density or none", .parse = parse_filter,
      .format = format_filter},
