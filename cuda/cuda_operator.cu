@@ -1,0 +1,747 @@
+/* The matrix-free operator on the device: y = K x with K = sum_e m_e Ke, the
+ * one element matrix Ke of unit modulus shared by every voxel (seed 000
+ * section 4.1, seed 001, seed 004 section 3). Three kernels compute the same
+ * product at three granularities; op->kernel picks one, and DEFAULT_KERNEL
+ * is what VOX_KERNEL_AUTO means.
+ *
+ * dbd, one thread per dof (seed 000, algorithm 5). A block owns a tile of
+ * BX x BY nodes and marches along z through BZ node planes. Each plane of x
+ * (with a one-node halo, fixed dofs already zeroed) and of the moduli is
+ * staged once in shared memory, coalesced, into a ring of planes, so each x
+ * value is read from global memory about twice instead of 27 times. A thread
+ * sums its row over the 27 neighbours of its node: each neighbour's dpn
+ * values are read from shared memory once and feed every element around the
+ * node that also holds the neighbour, into one partial sum per element; the
+ * moduli multiply the 8 partials at the end (64 dpn + 8 FMA a row). The
+ * component is the slowest thread index, so a warp works on one component
+ * and every Ke entry it needs is one address for the whole warp, known at
+ * compile time once the loops are unrolled: the warp fetches it once
+ * (through the uniform datapath) from constant memory. For elasticity a
+ * thread computes its row for NZ = 2 nodes above one another, so that each
+ * fetched entry feeds two FMAs.
+ *
+ * nbn, one thread per node (seed 001). The same neighbour-major sum for all
+ * dpn rows of the node at once (24 partial sums for elasticity), with x, the
+ * fixed flags and the moduli read through the read-only cache; no shared
+ * memory, no barrier. 27 dpn loads feed 576 FMA (elasticity).
+ *
+ * ebe, one thread per element (seed 004). The plain 24 x 24 product of the
+ * element, scattered into y. The elements run in 8 launches by the parity of
+ * (i, j, k), so that no two threads of a launch share a node: the scatter
+ * needs no atomics and the sums are deterministic (with a generic Ke, in
+ * the CPU backend's order). Each launch reads x and updates y on every node:
+ * ebe moves 8 times the data of the others.
+ *
+ * Constant memory. The double-precision product is compute-bound, and what
+ * bounds it first is the SM's immediate constant cache: it holds far less
+ * than the 4.6 KB of a 24 x 24 Ke, and warps at different places of the
+ * unrolled product miss in it all the time (ncu: about half of all stall
+ * cycles). voxfe's element matrices are those of a box of isotropic material
+ * and so have the box's mirror symmetries: mirroring axis q maps corner a to
+ * the corner with coordinate q flipped and changes the sign of rows and
+ * columns of component q. Every entry is then +- an entry of the 3 rows of
+ * corner 0 (72 doubles, 576 bytes), with the sign known at compile time and
+ * folded into the FMA. load_ke checks the symmetry (to rounding) whenever it
+ * loads a matrix, and the elasticity kernels then read only those rows; any
+ * other Ke takes the generic kernels. On an H100, 257^3 nodes, elasticity,
+ * generic -> mirrored: dbd 3.8 -> 1.9 ms, nbn 2.4 -> 1.8 ms, ebe 6.0 -> 3.8
+ * ms, element energy 0.92 -> 0.69 ms. Conduction's Ke (512 bytes) fits as it
+ * is.
+ *
+ * Ke lives in one __constant__ array of the module, so one operator's matrix
+ * is there at a time: load_ke re-uploads it when another operator is applied
+ * (a run has one fine operator per physics; alternating physics reloads at
+ * most once per solve).
+ *
+ * The device copy of `fixed` holds, after the n_dofs per-dof flags, one byte
+ * per node with bit c set when dof c of the node is fixed: nbn and ebe test
+ * a node with one load instead of dpn.
+ *
+ * Indices of dofs, nodes and elements are 64-bit (an H200 holds grids of
+ * more than 2^31 dofs); node coordinates are int. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.cuh"
+#include "voxfe/element.h"
+
+/* The variant VOX_KERNEL_AUTO selects. On an H100, 257^3 nodes, with fixed
+ * dofs eliminated: elasticity dbd 1.89 ms, nbn 1.79, ebe 3.84; conduction
+ * dbd 0.44 ms, nbn 0.62, ebe 1.60. dbd is within 6% of the best for
+ * elasticity and 30% ahead for conduction. */
+static const vox_kernel DEFAULT_KERNEL = VOX_KERNEL_DBD;
+
+/* The element matrix of the operator last applied, nloc x nloc row-major. */
+static __constant__ double c_ke[24 * 24];
+/* Whose matrix c_ke holds (NULL: none), and whether it has the mirror
+ * symmetries of the box. One device, one host thread. */
+static const vox_operator *ke_loaded;
+static bool ke_loaded_mirrored;
+
+/* Local corner of offset (x, y, z) in {0,1}^3, VTK_HEXAHEDRON order as
+ * vox_hex8_corner (checked against it in op_create): a compile-time table, so
+ * that unrolled loops index Ke with constants. */
+__host__ __device__ constexpr int corner_of(int x, int y, int z) {
+  return 4 * z + (y ? (x ? 2 : 3) : (x ? 1 : 0));
+}
+__host__ __device__ constexpr int corner_x(int a) { return (a & 3) == 1 || (a & 3) == 2; }
+__host__ __device__ constexpr int corner_y(int a) { return (a & 3) >= 2; }
+__host__ __device__ constexpr int corner_z(int a) { return a >= 4; }
+__host__ __device__ constexpr int corner_coord(int a, int q) {
+  return q == 0 ? corner_x(a) : q == 1 ? corner_y(a) : corner_z(a);
+}
+/* The corner that b becomes when the axes on which a sits at 1 are mirrored. */
+__host__ __device__ constexpr int corner_mirror(int a, int b) {
+  return corner_of(corner_x(a) ^ corner_x(b), corner_y(a) ^ corner_y(b),
+                   corner_z(a) ^ corner_z(b));
+}
+
+/* Ke[a DPN + r][b DPN + c], the indices compile-time after unrolling. With
+ * MIRROR, from the rows of corner 0 only (see the top of the file). */
+template <int DPN, bool MIRROR>
+static __device__ __forceinline__ double ke(int a, int r, int b, int c) {
+  constexpr int NLOC = 8 * DPN;
+  if (!MIRROR) return c_ke[(a * DPN + r) * NLOC + b * DPN + c];
+  const double v = c_ke[r * NLOC + corner_mirror(a, b) * DPN + c];
+  return DPN == 3 && (corner_coord(a, r) ^ corner_coord(a, c)) ? -v : v;
+}
+
+/* The grid as kernels see it: elements along each axis and node strides. */
+struct grid_dims {
+  int nx, ny, nz;
+  int64_t sy, sz; /* node (i, j, k) = k sz + j sy + i */
+};
+
+static grid_dims dims_of(const vox_operator *op) {
+  grid_dims g;
+  g.nx = (int)op->grid.nx, g.ny = (int)op->grid.ny, g.nz = (int)op->grid.nz;
+  g.sy = g.nx + 1;
+  g.sz = g.sy * (g.ny + 1);
+  return g;
+}
+
+static __device__ __forceinline__ int64_t element_index(const grid_dims &g, int i, int j, int k) {
+  return ((int64_t)k * g.ny + j) * g.nx + i;
+}
+
+/* Per-node fixed bits (see the top of the file). */
+static const uint8_t *node_fixed(const vox_operator *op) { return op->fixed + op->n_dofs; }
+
+/* Blocks of `block` that cover nx x ny x nz items. */
+static dim3 cover(int64_t nx, int64_t ny, int64_t nz, dim3 block) {
+  return dim3(vox_cuda_blocks((size_t)nx, block.x), vox_cuda_blocks((size_t)ny, block.y),
+              vox_cuda_blocks((size_t)nz, block.z));
+}
+
+/* ---- dbd: one thread per dof, shared-memory staging ------------------------ */
+
+template <int DPN, bool MIRROR> struct dbd_tile {
+  /* a block owns BX x BY nodes of a plane; BX * BY is a multiple of 32, so a
+   * warp never spans two components */
+  static constexpr int BX = 32, BY = DPN == 3 ? 4 : 8;
+  /* a thread's row for NZ nodes above one another, BZ node planes a block
+   * (a multiple of NZ). NZ = 2 needs about 80 registers: only worth it where
+   * the constant fetches, not the registers, are what limits. */
+  static constexpr int NZ = DPN == 3 && MIRROR ? 2 : 1, BZ = 8;
+  static constexpr int ROW = (BX + 2) * DPN;   /* staged x values per node row */
+  static constexpr int PLANE = (BY + 2) * ROW; /* ... per node plane */
+  static constexpr int EROW = BX + 1;          /* staged moduli per element row */
+  static constexpr int EPLANE = (BY + 1) * EROW;
+  static constexpr int THREADS = BX * BY * DPN;
+  /* registers: at most 85 (elasticity, 2 blocks of 384) or 51 (conduction,
+   * 5 blocks of 256) a thread; measured, tighter bounds spill */
+  static constexpr int MIN_BLOCKS = DPN == 3 ? 2 : 5;
+  /* ring buffers: node planes k - 1 .. k + NZ, element planes k - 1 .. k + NZ - 1 */
+  static constexpr int XRING = NZ + 2, MRING = NZ + 1;
+};
+
+/* Row C of the NZ nodes at planes k .. k + NZ - 1 into v: xc[p] points at the
+ * thread's node column in node plane k - 1 + p, mc[p] at element (i, j) of
+ * element plane k - 1 + p. */
+template <int DPN, bool MIRROR, int C>
+static __device__ __forceinline__ void dbd_rows(const double *const *xc, const double *const *mc,
+                                                double *v) {
+  using T = dbd_tile<DPN, MIRROR>;
+  constexpr int NZ = T::NZ;
+  double t[NZ][8]; /* row C of Ke x_e for the element whose corner a is the node */
+#pragma unroll
+  for (int n = 0; n < NZ; n++)
+#pragma unroll
+    for (int a = 0; a < 8; a++) t[n][a] = 0;
+#pragma unroll
+  for (int dz = -1; dz <= 1; dz++)
+#pragma unroll
+    for (int dy = -1; dy <= 1; dy++)
+#pragma unroll
+      for (int dx = -1; dx <= 1; dx++) {
+        double xw[NZ][DPN]; /* the neighbour at (dx, dy, dz) of each node */
+#pragma unroll
+        for (int n = 0; n < NZ; n++)
+#pragma unroll
+          for (int d = 0; d < DPN; d++) xw[n][d] = xc[n + 1 + dz][dy * T::ROW + dx * DPN + d];
+        /* the elements node - corner(a) that hold the neighbour too, as
+         * their corner corner(a) + (dx, dy, dz) */
+#pragma unroll
+        for (int a = 0; a < 8; a++) {
+          const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
+          if (bx < 0 || bx > 1 || by < 0 || by > 1 || bz < 0 || bz > 1) continue;
+          const int b = corner_of(bx, by, bz);
+#pragma unroll
+          for (int d = 0; d < DPN; d++) {
+            const double k = ke<DPN, MIRROR>(a, C, b, d);
+#pragma unroll
+            for (int n = 0; n < NZ; n++) t[n][a] += k * xw[n][d];
+          }
+        }
+      }
+#pragma unroll
+  for (int n = 0; n < NZ; n++) {
+    v[n] = 0;
+#pragma unroll
+    for (int a = 0; a < 8; a++) {
+      const double m = mc[n + 1 - corner_z(a)][-corner_y(a) * T::EROW - corner_x(a)];
+      if (m != 0) v[n] += m * t[n][a]; /* void elements add nothing, whatever x holds */
+    }
+  }
+}
+
+/* Node planes k .. k + planes - 1 of x (zeros outside the grid and, unless
+ * full, on fixed dofs) into their ring slots: row r of a slot is node row
+ * j0 - 1 + r from node i0 - 1 on. */
+template <int DPN, bool MIRROR>
+static __device__ __forceinline__ void dbd_stage_x(double (*xs)[dbd_tile<DPN, MIRROR>::PLANE],
+                                                   const double *__restrict__ x,
+                                                   const uint8_t *__restrict__ fixed, int full,
+                                                   const grid_dims &g, int i0, int j0, int k,
+                                                   int planes, int tid) {
+  using T = dbd_tile<DPN, MIRROR>;
+  for (int q = tid; q < planes * T::PLANE; q += T::THREADS) {
+    const int s = q / T::PLANE, r = q % T::PLANE / T::ROW, p = q % T::ROW;
+    const int kk = k + s, i = i0 - 1 + p / DPN, j = j0 - 1 + r;
+    double v = 0;
+    if (kk >= 0 && kk <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx) {
+      const int64_t dof = ((int64_t)kk * g.sz + (int64_t)j * g.sy + (i0 - 1)) * DPN + p;
+      v = x[dof]; /* loaded before the flag is known: the two loads overlap */
+      if (!full && fixed[dof]) v = 0;
+    }
+    xs[(kk + T::XRING) % T::XRING][q % T::PLANE] = v;
+  }
+}
+
+/* Element planes k .. k + planes - 1 of the moduli (zeros outside the grid)
+ * into their ring slots: row r is element row j0 - 1 + r from element i0 - 1
+ * on. */
+template <int DPN, bool MIRROR>
+static __device__ __forceinline__ void dbd_stage_moduli(
+    double (*ms)[dbd_tile<DPN, MIRROR>::EPLANE], const double *__restrict__ moduli,
+    const grid_dims &g, int i0, int j0, int k, int planes, int tid) {
+  using T = dbd_tile<DPN, MIRROR>;
+  for (int q = tid; q < planes * T::EPLANE; q += T::THREADS) {
+    const int s = q / T::EPLANE, r = q % T::EPLANE / T::EROW, p = q % T::EROW;
+    const int kk = k + s, i = i0 - 1 + p, j = j0 - 1 + r;
+    ms[(kk + T::MRING) % T::MRING][q % T::EPLANE] =
+        kk >= 0 && kk < g.nz && j >= 0 && j < g.ny && i >= 0 && i < g.nx
+            ? moduli[element_index(g, i, j, kk)]
+            : 0.0;
+  }
+}
+
+/* Block (BX, BY, DPN): thread (tx, ty, c) computes row c of the nodes
+ * (i0 + tx, j0 + ty, k) for the block's planes k = k0 .. k0 + BZ - 1. */
+template <int DPN, bool MIRROR>
+static __global__ void __launch_bounds__(dbd_tile<DPN, MIRROR>::THREADS,
+                                         dbd_tile<DPN, MIRROR>::MIN_BLOCKS)
+    dbd_kernel(const double *__restrict__ x, double *__restrict__ y,
+               const double *__restrict__ moduli, const uint8_t *__restrict__ fixed, int full,
+               grid_dims g) {
+  using T = dbd_tile<DPN, MIRROR>;
+  __shared__ double xs[T::XRING][T::PLANE];
+  __shared__ double ms[T::MRING][T::EPLANE];
+  const int tx = threadIdx.x, ty = threadIdx.y, c = threadIdx.z;
+  const int tid = tx + T::BX * (ty + T::BY * c);
+  const int i0 = blockIdx.x * T::BX, j0 = blockIdx.y * T::BY, k0 = blockIdx.z * T::BZ;
+  const int k_end = min(k0 + T::BZ, g.nz + 1);
+  const int i = i0 + tx, j = j0 + ty;
+  const bool inside = i <= g.nx && j <= g.ny;
+  const int centre = (ty + 1) * T::ROW + (tx + 1) * DPN, ecentre = (ty + 1) * T::EROW + tx + 1;
+  dbd_stage_x<DPN, MIRROR>(xs, x, fixed, full, g, i0, j0, k0 - 1, 2, tid);
+  dbd_stage_moduli<DPN, MIRROR>(ms, moduli, g, i0, j0, k0 - 1, 1, tid);
+  for (int k = k0; k < k_end; k += T::NZ) {
+    dbd_stage_x<DPN, MIRROR>(xs, x, fixed, full, g, i0, j0, k + 1, T::NZ, tid);
+    dbd_stage_moduli<DPN, MIRROR>(ms, moduli, g, i0, j0, k, T::NZ, tid);
+    /* the rows of fixed dofs are x itself: skip the product when all are */
+    int64_t dof[T::NZ];
+    bool own[T::NZ], any = false;
+#pragma unroll
+    for (int n = 0; n < T::NZ; n++) {
+      dof[n] = ((int64_t)(k + n) * g.sz + (int64_t)j * g.sy + i) * DPN + c;
+      own[n] = inside && k + n < k_end;
+      const bool identity = own[n] && !full && fixed[dof[n]];
+      if (identity) y[dof[n]] = x[dof[n]];
+      own[n] = own[n] && !identity;
+      any = any || own[n];
+    }
+    __syncthreads();
+    if (any) {
+      const double *xc[T::XRING], *mc[T::MRING];
+#pragma unroll
+      for (int p = 0; p < T::XRING; p++) xc[p] = xs[(k - 1 + p + T::XRING) % T::XRING] + centre;
+#pragma unroll
+      for (int p = 0; p < T::MRING; p++)
+        mc[p] = ms[(k - 1 + p + T::MRING) % T::MRING] + ecentre;
+      double v[T::NZ];
+      /* c is uniform across a warp: no divergence */
+      if (DPN == 1 || c == 0)
+        dbd_rows<DPN, MIRROR, 0>(xc, mc, v);
+      else if (c == 1)
+        dbd_rows<DPN, MIRROR, DPN == 3 ? 1 : 0>(xc, mc, v);
+      else
+        dbd_rows<DPN, MIRROR, DPN == 3 ? 2 : 0>(xc, mc, v);
+#pragma unroll
+      for (int n = 0; n < T::NZ; n++)
+        if (own[n]) y[dof[n]] = v[n];
+    }
+    __syncthreads(); /* before the next planes overwrite the ring */
+  }
+}
+
+/* ---- nbn: one thread per node, read-only cache ----------------------------- */
+
+/* 128 threads of about 100 registers (elasticity): 4 blocks, 16 warps an SM;
+ * capping the registers for more blocks spills */
+enum { NBN_BX = 32, NBN_BY = 2, NBN_BZ = 2 };
+
+/* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
+ * a node inside: they belong only to elements outside the grid, whose
+ * modulus is taken as 0, so their values never count. */
+template <int DPN, bool MIRROR>
+static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
+    nbn_kernel(const double *__restrict__ x, double *__restrict__ y,
+               const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
+               int full, grid_dims g) {
+  const int i = blockIdx.x * NBN_BX + threadIdx.x, j = blockIdx.y * NBN_BY + threadIdx.y,
+            k = blockIdx.z * NBN_BZ + threadIdx.z;
+  if (i > g.nx || j > g.ny || k > g.nz) return;
+  const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  const unsigned own = full ? 0u : __ldg(node_fixed + node);
+  if (own == (1u << DPN) - 1) { /* every row is the identity */
+#pragma unroll
+    for (int c = 0; c < DPN; c++) y[node * DPN + c] = __ldg(x + node * DPN + c);
+    return;
+  }
+  double t[8][DPN]; /* rows of Ke x_e for the element whose corner a is the node */
+#pragma unroll
+  for (int a = 0; a < 8; a++)
+#pragma unroll
+    for (int r = 0; r < DPN; r++) t[a][r] = 0;
+#pragma unroll
+  for (int dz = -1; dz <= 1; dz++) {
+    const int kk = min(max(k + dz, 0), g.nz);
+#pragma unroll
+    for (int dy = -1; dy <= 1; dy++) {
+      const int jj = min(max(j + dy, 0), g.ny);
+#pragma unroll
+      for (int dx = -1; dx <= 1; dx++) {
+        const int ii = min(max(i + dx, 0), g.nx);
+        const int64_t w = (int64_t)kk * g.sz + (int64_t)jj * g.sy + ii;
+        const unsigned wf = full ? 0u : __ldg(node_fixed + w);
+        double xw[DPN];
+#pragma unroll
+        for (int d = 0; d < DPN; d++) {
+          xw[d] = __ldg(x + w * DPN + d); /* loaded before the flags are known */
+          if ((wf >> d) & 1u) xw[d] = 0;
+        }
+#pragma unroll
+        for (int a = 0; a < 8; a++) {
+          const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
+          if (bx < 0 || bx > 1 || by < 0 || by > 1 || bz < 0 || bz > 1) continue;
+          const int b = corner_of(bx, by, bz);
+#pragma unroll
+          for (int r = 0; r < DPN; r++)
+#pragma unroll
+            for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR>(a, r, b, d) * xw[d];
+        }
+      }
+    }
+  }
+  double m[8];
+#pragma unroll
+  for (int a = 0; a < 8; a++) {
+    const int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    const bool exists = ei >= 0 && ei < g.nx && ej >= 0 && ej < g.ny && ek >= 0 && ek < g.nz;
+    m[a] = exists ? __ldg(moduli + element_index(g, ei, ej, ek)) : 0.0;
+  }
+#pragma unroll
+  for (int r = 0; r < DPN; r++) {
+    double v = 0;
+#pragma unroll
+    for (int a = 0; a < 8; a++)
+      if (m[a] != 0) v += m[a] * t[a][r]; /* void elements add nothing, whatever x holds */
+    y[node * DPN + r] = (own >> r) & 1u ? __ldg(x + node * DPN + r) : v;
+  }
+}
+
+/* ---- ebe: one thread per element, 8 colours ------------------------------- */
+
+/* ye = Ke xe for one element. Generic: row by row, each row summed over the
+ * columns in order, as the CPU backend does. MIRROR: each of the 64 DPN
+ * entries of corner 0's rows is fetched once and used for the 8 corners it
+ * stands for, with 8 DPN partial sums live (fetching per use, the compiler
+ * keeps the fetched entries in registers instead, and spills). */
+template <int DPN, bool MIRROR>
+static __device__ __forceinline__ void element_product(const double *xe, double (*ye)[DPN]) {
+  constexpr int NLOC = 8 * DPN;
+#pragma unroll
+  for (int a = 0; a < 8; a++)
+#pragma unroll
+    for (int r = 0; r < DPN; r++) ye[a][r] = 0;
+  if (MIRROR) {
+#pragma unroll
+    for (int r = 0; r < DPN; r++)
+#pragma unroll
+      for (int b0 = 0; b0 < 8; b0++)
+#pragma unroll
+        for (int d = 0; d < DPN; d++) {
+          const double k = c_ke[r * NLOC + b0 * DPN + d];
+#pragma unroll
+          for (int a = 0; a < 8; a++) {
+            const double xv = xe[corner_mirror(a, b0) * DPN + d];
+            if (DPN == 3 && (corner_coord(a, r) ^ corner_coord(a, d)))
+              ye[a][r] -= k * xv;
+            else
+              ye[a][r] += k * xv;
+          }
+        }
+  } else {
+#pragma unroll
+    for (int a = 0; a < 8; a++)
+#pragma unroll
+      for (int r = 0; r < DPN; r++)
+#pragma unroll
+        for (int b = 0; b < 8; b++)
+#pragma unroll
+          for (int d = 0; d < DPN; d++) ye[a][r] += ke<DPN, false>(a, r, b, d) * xe[b * DPN + d];
+  }
+}
+
+enum { EBE_BX = 32, EBE_BY = 2, EBE_BZ = 2 };
+
+/* y += m_e Ke x_e for the elements (ci + 2 u, cj + 2 v, ck + 2 w); y must be
+ * cleared before colour 0. */
+template <int DPN, bool MIRROR>
+static __global__ void __launch_bounds__(EBE_BX *EBE_BY *EBE_BZ)
+    ebe_kernel(const double *__restrict__ x, double *__restrict__ y,
+               const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
+               int full, grid_dims g, int ci, int cj, int ck) {
+  constexpr int NLOC = 8 * DPN;
+  const int i = 2 * (int)(blockIdx.x * EBE_BX + threadIdx.x) + ci;
+  const int j = 2 * (int)(blockIdx.y * EBE_BY + threadIdx.y) + cj;
+  const int k = 2 * (int)(blockIdx.z * EBE_BZ + threadIdx.z) + ck;
+  if (i >= g.nx || j >= g.ny || k >= g.nz) return;
+  const double m = __ldg(moduli + element_index(g, i, j, k));
+  if (m == 0) return;
+  const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  int64_t node[8];
+  double xe[NLOC];
+#pragma unroll
+  for (int b = 0; b < 8; b++) {
+    node[b] = n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+    const unsigned f = full ? 0u : __ldg(node_fixed + node[b]);
+#pragma unroll
+    for (int d = 0; d < DPN; d++) {
+      xe[b * DPN + d] = __ldg(x + node[b] * DPN + d); /* loaded before the flags are known */
+      if ((f >> d) & 1u) xe[b * DPN + d] = 0;
+    }
+  }
+  double ye[8][DPN];
+  element_product<DPN, MIRROR>(xe, ye);
+#pragma unroll
+  for (int a = 0; a < 8; a++)
+#pragma unroll
+    for (int r = 0; r < DPN; r++) y[node[a] * DPN + r] += m * ye[a][r];
+}
+
+/* y = x on fixed dofs (the eliminated form, after ebe's scatter). */
+static __global__ void fixed_rows_kernel(const double *__restrict__ x, double *__restrict__ y,
+                                         const uint8_t *__restrict__ fixed, size_t n) {
+  for (size_t d = blockIdx.x * (size_t)blockDim.x + threadIdx.x; d < n;
+       d += (size_t)gridDim.x * blockDim.x)
+    if (fixed[d]) y[d] = x[d];
+}
+
+/* ---- diagonal and element energies ----------------------------------------- */
+
+enum { NODE_BX = 32, NODE_BY = 4, NODE_BZ = 1 };
+
+/* d = sum over the elements around the node of m_e Ke[l][l]; 1 on fixed dofs. */
+template <int DPN>
+static __global__ void diagonal_kernel(const double *__restrict__ moduli,
+                                       const uint8_t *__restrict__ fixed, grid_dims g,
+                                       double *__restrict__ diag) {
+  const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
+            k = blockIdx.z * NODE_BZ + threadIdx.z;
+  if (i > g.nx || j > g.ny || k > g.nz) return;
+  const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  double v[DPN];
+#pragma unroll
+  for (int c = 0; c < DPN; c++) v[c] = 0;
+#pragma unroll
+  for (int a = 0; a < 8; a++) {
+    const int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    if (ei < 0 || ei >= g.nx || ej < 0 || ej >= g.ny || ek < 0 || ek >= g.nz) continue;
+    const double m = moduli[element_index(g, ei, ej, ek)];
+#pragma unroll
+    for (int c = 0; c < DPN; c++) v[c] += m * ke<DPN, false>(a, c, a, c);
+  }
+#pragma unroll
+  for (int c = 0; c < DPN; c++) diag[node * DPN + c] = fixed[node * DPN + c] ? 1.0 : v[c];
+}
+
+/* energy_e (+)= u_e' Ke u_e, summed in the CPU backend's order (generic Ke). */
+template <int DPN, bool MIRROR>
+static __global__ void energy_kernel(const double *__restrict__ u, grid_dims g, int accumulate,
+                                     double *__restrict__ energy) {
+  constexpr int NLOC = 8 * DPN;
+  const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
+            k = blockIdx.z * NODE_BZ + threadIdx.z;
+  if (i >= g.nx || j >= g.ny || k >= g.nz) return;
+  const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  double ue[NLOC];
+#pragma unroll
+  for (int b = 0; b < 8; b++) {
+    const int64_t node = n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+#pragma unroll
+    for (int d = 0; d < DPN; d++) ue[b * DPN + d] = __ldg(u + node * DPN + d);
+  }
+  double ku[8][DPN];
+  element_product<DPN, MIRROR>(ue, ku);
+  double s = 0;
+#pragma unroll
+  for (int a = 0; a < 8; a++)
+#pragma unroll
+    for (int r = 0; r < DPN; r++) s += ue[a * DPN + r] * ku[a][r];
+  const int64_t e = element_index(g, i, j, k);
+  energy[e] = accumulate ? energy[e] + s : s;
+}
+
+/* ---- host ------------------------------------------------------------------ */
+
+/* Fills the per-node fixed bits after the per-dof flags. */
+static __global__ void node_fixed_kernel(uint8_t *fixed, int dpn, size_t n_nodes) {
+  for (size_t n = blockIdx.x * (size_t)blockDim.x + threadIdx.x; n < n_nodes;
+       n += (size_t)gridDim.x * blockDim.x) {
+    unsigned bits = 0;
+    for (int c = 0; c < dpn; c++) bits |= (fixed[n * dpn + c] != 0) << c;
+    fixed[dpn * n_nodes + n] = (uint8_t)bits;
+  }
+}
+
+enum { THREADS = 256, MAX_BLOCKS = 4096 };
+
+static unsigned flat_blocks(size_t n) {
+  const unsigned b = vox_cuda_blocks(n, THREADS);
+  return b < 1 ? 1 : b > (unsigned)MAX_BLOCKS ? (unsigned)MAX_BLOCKS : b;
+}
+
+/* Whether the elasticity Ke has the mirror symmetries of the box, to within
+ * the rounding of its computation (the quadrature leaves mirrored entries a
+ * few ulps of max |Ke| apart; the kernels then use the entries of corner 0's
+ * rows, a difference of the order of the rounding of the product itself). */
+static bool mirror_symmetric(const vox_operator *op) {
+  if (op->dpn != 3) return false;
+  const int nloc = op->nloc;
+  double big = 0;
+  for (int l = 0; l < nloc * nloc; l++) big = fmax(big, fabs(op->ke_host[l]));
+  const double tol = 1e-14 * big;
+  for (int a = 0; a < 8; a++)
+    for (int b = 0; b < 8; b++)
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+          const double v = op->ke_host[(a * 3 + r) * nloc + b * 3 + c];
+          double w = op->ke_host[r * nloc + corner_mirror(a, b) * 3 + c];
+          if (corner_coord(a, r) ^ corner_coord(a, c)) w = -w;
+          if (!(fabs(v - w) <= tol)) return false;
+        }
+  return true;
+}
+
+/* Puts op's Ke into c_ke unless it is there already; *mirrored tells whether
+ * the kernels may read it through its mirror symmetries. The copy is ordered
+ * on the default stream after the kernels that still read the previous one. */
+static vox_status load_ke(vox_backend *be, const vox_operator *op, bool *mirrored) {
+  if (ke_loaded != op) {
+    ke_loaded = NULL;
+    CUDA_TRY(be,
+             cudaMemcpyToSymbolAsync(c_ke, op->ke_host,
+                                     (size_t)op->nloc * (size_t)op->nloc * sizeof(double), 0,
+                                     cudaMemcpyHostToDevice),
+             "loading the element matrix into constant memory");
+    ke_loaded = op;
+    ke_loaded_mirrored = mirror_symmetric(op);
+  }
+  *mirrored = ke_loaded_mirrored;
+  return VOX_OK;
+}
+
+vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
+  *out = NULL;
+  const vox_grid *grid = &desc->grid;
+  const int dpn = desc->dofs_per_node;
+  if (dpn != 1 && dpn != 3)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: %d dofs per node (1 or 3 expected)", dpn);
+  /* node coordinates are int; the y and z of a launch grid stay below 65536 */
+  if (grid->nx < 1 || grid->ny < 1 || grid->nz < 1 || grid->nx >= INT_MAX / 2 ||
+      grid->ny >= 65535 || grid->nz >= 65535)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: a grid of %lld x %lld x %lld elements is outside what the CUDA "
+                     "kernels take (1 .. 65534 along y and z)",
+                     (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
+  const vox_kernel kernel = be->kernel == VOX_KERNEL_AUTO ? DEFAULT_KERNEL : be->kernel;
+  if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: unknown kernel %d",
+                     (int)kernel);
+  for (int a = 0; a < 8; a++)
+    if (vox_hex8_corner[a][0] != corner_x(a) || vox_hex8_corner[a][1] != corner_y(a) ||
+        vox_hex8_corner[a][2] != corner_z(a))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "operator: the CUDA corner table disagrees with vox_hex8_corner");
+
+  vox_operator *op = (vox_operator *)calloc(1, sizeof *op);
+  if (!op) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  op->grid = *grid;
+  op->dpn = dpn;
+  op->nloc = 8 * dpn;
+  op->kernel = kernel;
+  const size_t n_nodes = (size_t)vox_grid_nodes(grid);
+  op->n_dofs = n_nodes * (size_t)dpn;
+  op->n_elements = (size_t)vox_grid_elements(grid);
+  const size_t ke_bytes = (size_t)op->nloc * (size_t)op->nloc * sizeof(double);
+  memcpy(op->ke_host, desc->ke, ke_bytes);
+  /* per-dof flags, then per-node bits */
+  const size_t fixed_bytes = op->n_dofs + n_nodes;
+  vox_status s = vox_cuda_alloc(be, (void **)&op->ke, ke_bytes, "the element matrix");
+  if (s == VOX_OK)
+    s = vox_cuda_alloc(be, (void **)&op->fixed, fixed_bytes, "the fixed-dof flags");
+  if (s == VOX_OK)
+    s = vox_cuda_check(be, cudaMemcpy(op->ke, op->ke_host, ke_bytes, cudaMemcpyHostToDevice),
+                       "uploading the element matrix");
+  if (s == VOX_OK)
+    s = vox_cuda_check(
+        be, cudaMemcpy(op->fixed, desc->dof_fixed, op->n_dofs, cudaMemcpyHostToDevice),
+        "uploading the fixed-dof flags");
+  if (s == VOX_OK) {
+    node_fixed_kernel<<<flat_blocks(n_nodes), THREADS>>>(op->fixed, dpn, n_nodes);
+    s = vox_cuda_check(be, cudaGetLastError(), "the per-node fixed flags kernel");
+  }
+  if (s != VOX_OK) {
+    vox_cuda_op_destroy(be, op);
+    return s;
+  }
+  *out = op;
+  return VOX_OK;
+}
+
+void vox_cuda_op_destroy(vox_backend *be, vox_operator *op) {
+  if (!op) return;
+  if (ke_loaded == op) ke_loaded = NULL; /* a new operator may get this address */
+  vox_cuda_free(op->ke);
+  vox_cuda_free(op->fixed);
+  free(op);
+}
+
+vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli) {
+  if (moduli->n < op->n_elements)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: %zu moduli for %zu elements", moduli->n, op->n_elements);
+  op->moduli = moduli->data;
+  return VOX_OK;
+}
+
+/* The launches of one K u (without ebe's clearing and fixed rows). */
+template <int DPN, bool MIRROR>
+static void launch_apply(const vox_operator *op, const double *x, double *y, int full) {
+  const grid_dims g = dims_of(op);
+  if (op->kernel == VOX_KERNEL_NBN) {
+    const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
+    nbn_kernel<DPN, MIRROR><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(
+        x, y, op->moduli, node_fixed(op), full, g);
+  } else if (op->kernel == VOX_KERNEL_EBE) {
+    const dim3 block(EBE_BX, EBE_BY, EBE_BZ);
+    for (int colour = 0; colour < 8; colour++) {
+      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+      const int64_t ex = (g.nx - ci + 1) / 2, ey = (g.ny - cj + 1) / 2, ez = (g.nz - ck + 1) / 2;
+      if (ex == 0 || ey == 0 || ez == 0) continue; /* a grid one element thick */
+      ebe_kernel<DPN, MIRROR><<<cover(ex, ey, ez, block), block>>>(
+          x, y, op->moduli, node_fixed(op), full, g, ci, cj, ck);
+    }
+  } else {
+    using T = dbd_tile<DPN, MIRROR>;
+    const dim3 block(T::BX, T::BY, DPN);
+    const dim3 blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX),
+                      vox_cuda_blocks((size_t)g.ny + 1, T::BY),
+                      vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
+    dbd_kernel<DPN, MIRROR><<<blocks, block>>>(x, y, op->moduli, op->fixed, full, g);
+  }
+}
+
+vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
+                             int full) {
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: applied before its moduli");
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  const double *x = xv->data;
+  double *y = yv->data;
+  if (op->kernel == VOX_KERNEL_EBE)
+    CUDA_TRY(be, cudaMemsetAsync(y, 0, op->n_dofs * sizeof *y), "clearing K u");
+  if (op->dpn == 1)
+    launch_apply<1, false>(op, x, y, full);
+  else if (mirrored)
+    launch_apply<3, true>(op, x, y, full);
+  else
+    launch_apply<3, false>(op, x, y, full);
+  CUDA_LAUNCHED(be, op->kernel == VOX_KERNEL_NBN   ? "the node-by-node K u kernel"
+                    : op->kernel == VOX_KERNEL_EBE ? "the element-by-element K u kernel"
+                                                   : "the dof-by-dof K u kernel");
+  if (op->kernel == VOX_KERNEL_EBE && !full) {
+    fixed_rows_kernel<<<flat_blocks(op->n_dofs), THREADS>>>(x, y, op->fixed, op->n_dofs);
+    CUDA_LAUNCHED(be, "the fixed rows of K u");
+  }
+  return VOX_OK;
+}
+
+vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d) {
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: diagonal before its moduli");
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  const grid_dims g = dims_of(op);
+  const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
+  const dim3 blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
+  if (op->dpn == 3)
+    diagonal_kernel<3><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
+  else
+    diagonal_kernel<1><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
+  CUDA_LAUNCHED(be, "the operator diagonal kernel");
+  return VOX_OK;
+}
+
+vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
+                                      vox_vec *energy, int accumulate) {
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  const grid_dims g = dims_of(op);
+  const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
+  const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
+  if (op->dpn == 1)
+    energy_kernel<1, false><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  else if (mirrored)
+    energy_kernel<3, true><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  else
+    energy_kernel<3, false><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  CUDA_LAUNCHED(be, "the element energy kernel");
+  return VOX_OK;
+}
