@@ -315,6 +315,10 @@ static int cantilever_mode(int argc, char **argv) {
          r.iterations > 1 ? (loop - w.first_seconds) / (r.iterations - 1) : NAN, w.first_seconds,
          r.total_cg_iterations / solves, opt.solver.rtol, r.objective,
          vox_stop_reason_string(r.reason));
+  if (r.reason == VOX_STOP_SOLVER_FAILED)
+    printf("  the failing solve: %s after %d CG iterations, residual %.3g of %.3g\n",
+           vox_convergence_string(r.last_solve.reason), r.last_solve.iterations,
+           r.last_solve.residual_norm, r.last_solve.rhs_norm);
   printf("  total %.2f s (with setup and the final state solve); time per stage over the "
          "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
          elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);

@@ -101,6 +101,16 @@ static __global__ void reciprocal_kernel(double *x, size_t n) {
   GRID_STRIDE(i, n) x[i] = 1 / x[i];
 }
 
+static __global__ void random_kernel(double *x, uint64_t seed, size_t n) {
+  GRID_STRIDE(i, n) x[i] = vox_hash_uniform(seed, i);
+}
+
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+  random_kernel<<<blocks(v->n), THREADS>>>(v->data, seed, v->n);
+  CUDA_LAUNCHED(be, "random vector");
+  return VOX_OK;
+}
+
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
   set_kernel<<<blocks(v->n), THREADS>>>(v->data, a, v->n);
   CUDA_LAUNCHED(be, "vector set");
@@ -241,6 +251,7 @@ static vox_backend_ops make_ops(void) {
   o.name = "cuda";
   o.destroy = destroy;
   o.synchronize = synchronize;
+  o.device_memory = 1;
   o.memory = memory;
   o.vec_create = vec_create;
   o.vec_destroy = vec_destroy;
@@ -253,6 +264,7 @@ static vox_backend_ops make_ops(void) {
   o.vec_mult = vec_mult;
   o.vec_axpby = vec_axpby;
   o.vec_reciprocal = vec_reciprocal;
+  o.vec_random = vec_random;
   o.vec_dot = vec_dot;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;

@@ -46,6 +46,20 @@ static inline vox_grid vox_grid_coarsen(const vox_grid *fine) {
   return c;
 }
 
+/* A uniform number in [-0.5, 0.5) from a seed and an index (the splitmix64
+ * finaliser of seed + index): a counter-based generator that needs no state,
+ * so every thread of any backend computes its own entry. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline double vox_hash_uniform(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + i * 0x9e3779b97f4a7c15u;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0 - 0.5;
+}
+
 typedef struct vox_backend_ops {
   const char *name;
   void (*destroy)(vox_backend *be);
@@ -69,6 +83,9 @@ typedef struct vox_backend_ops {
   vox_status (*vec_mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
   vox_status (*vec_axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b); /* y = a x + b y */
   vox_status (*vec_reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
+  /* v_i = vox_hash_uniform(seed, i): the same pseudo-random vector on every
+   * backend, made where it lives. */
+  vox_status (*vec_random)(vox_backend *be, vox_vec *v, uint64_t seed);
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
 

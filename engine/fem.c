@@ -201,7 +201,7 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
     fem->mg_stale = 1;
   }
   if (fem->mg_stale) {
-    TRY(vox_mg_setup(fem->mg, &fem->inv_diag));
+    TRY(vox_mg_setup(fem->mg, &fem->inv_diag, &fem->pcg.p, &fem->pcg.q));
     fem->mg_stale = 0;
   }
   *pc = (vox_pcg_preconditioner){.apply = multigrid_apply, .self = fem};

@@ -34,8 +34,11 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
 void vox_mg_destroy(vox_multigrid *mg);
 /* After the fine operator's moduli changed: Galerkin operators, diagonals,
  * smoother bounds, and the coarsest level's factorisation. `fine_inv_diag`
- * is the fine operator's inverse diagonal (owned by the caller). */
-vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag);
+ * is the fine operator's inverse diagonal (owned by the caller); work0 and
+ * work1 are two fine-level vectors setup may overwrite (the CG's own, so
+ * that the fine level needs no more memory). */
+vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *work0,
+                        vox_vec *work1);
 /* z = one V-cycle applied to r (z need not be zero on entry). */
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
 

@@ -92,6 +92,14 @@ static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
   return VOX_OK;
 }
 
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+  double *restrict x = v->data;
+  const ptrdiff_t n = (ptrdiff_t)v->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, (uint64_t)i);
+  return VOX_OK;
+}
+
 static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   const double *restrict xx = x->data, *restrict yy = y->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
@@ -143,6 +151,7 @@ static const vox_backend_ops cpu_ops = {
     .vec_mult = vec_mult,
     .vec_axpby = vec_axpby,
     .vec_reciprocal = vec_reciprocal,
+    .vec_random = vec_random,
     .vec_dot = vec_dot,
     .vec_max_abs_diff = vec_max_abs_diff,
     .op_create = vox_cpu_op_create,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
+#   bench/cuda-benchmarks.sh BIN_DIR [kernel|cantilever256|cantilever512|bridge]...
+# BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
+# prints its own table; nothing is written but under $OUT (when set).
+set -euo pipefail
+bin=$1
+shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-/tmp}
+for part in "$@"; do
+  case $part in
+  kernel) "$bin/bench/bench_cuda" kernel 256 128 128 ;;
+  cantilever256)
+    for p in double mixed; do
+      "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 ${ITER256:-100} $p
+    done ;;
+  cantilever512)
+    "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 512 ${ITER512:-10} mixed ;;
+  bridge)
+    d=$(mktemp -d)
+    (cd "$here/workflows/bridge" && /usr/bin/time -f "bridge: %e s wall" make \
+      VOXFE_BIN="$bin/cli" DEVICE=cuda 2>&1 | tail -3)
+    cp "$here/workflows/bridge/design.nc" "$out/bridge-design.nc" 2>/dev/null || true
+    rm -rf "$d" ;;
+  *) echo "unknown part $part" >&2; exit 2 ;;
+  esac
+done
