@@ -29,6 +29,7 @@
 
 #include "backend_ops.h"
 #include "bench_common.h"
+#include "fem.h"
 #include "memory_plan.h"
 #include "multigrid.h"
 
@@ -37,8 +38,9 @@ static const double GiB = 1073741824.0;
 static _Noreturn void usage(const char *prog) {
   fprintf(stderr,
           "usage: %s kernel NX NY NZ [REPS]\n"
-          "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n",
-          prog, prog);
+          "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
+          "       %s vcycle PROBLEM.yaml NX [double|mixed]\n",
+          prog, prog, prog);
   exit(2);
 }
 
@@ -334,10 +336,89 @@ static int cantilever_mode(int argc, char **argv) {
   return r.reason == VOX_STOP_SOLVER_FAILED;
 }
 
+/* Seconds per call of `body` (reps calls after one warm-up call). */
+#define TIME_PER_CALL(be, reps, body)                                               \
+  ({                                                                                \
+    body;                                                                           \
+    (be)->ops->synchronize(be);                                                     \
+    const double t0_ = bench_now();                                                 \
+    for (int r_ = 0; r_ < (reps); r_++) body;                                       \
+    (be)->ops->synchronize(be);                                                     \
+    (bench_now() - t0_) / (reps);                                                   \
+  })
+
+/* Where the time of a V-cycle goes: the cantilever's FE system at random
+ * SIMP densities (rho uniform in [0, 1], p = 3), the multigrid set up as a
+ * solve would, then each part timed on its own. */
+static int vcycle_mode(int argc, char **argv) {
+  if (argc < 4) usage(argv[0]);
+  const int nx = atoi(argv[3]);
+  vox_precision precision = VOX_PRECISION_DOUBLE;
+  if (argc > 4 && vox_precision_parse(argv[4], &precision) != 0) usage(argv[0]);
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_model model;
+  const char *what;
+  if (bench_cantilever_model(ctx, argv[2], nx, &model, &what)) die(ctx, what);
+  vox_backend *be = cuda_backend(ctx);
+  const vox_backend_ops *o = be->ops;
+  vox_fem *fem;
+  if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "FE system");
+  vox_vec rho, half; /* rho = uniform in [-0.5, 0.5) + 0.5 */
+  if (o->vec_create(be, fem->n_elements, &rho) || o->vec_create(be, fem->n_elements, &half) ||
+      o->vec_random(be, &rho, 7) || o->vec_set(be, &half, 0.5) || o->vec_axpy(be, &rho, 1, &half) ||
+      o->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) || vox_fem_update(fem))
+    die(ctx, "densities");
+  vox_solver_options so;
+  vox_solver_options_default(&so);
+  so.precision = precision;
+  vox_multigrid *mg;
+  if (vox_mg_create(be, fem->op, &fem->grid, 3, &so, &mg)) die(ctx, "multigrid");
+  vox_vec *r = &fem->pcg.r, *z = &fem->pcg.z;
+  if (o->vec_random(be, r, 3) || o->vec_mult(be, r, r, &fem->free_mask)) die(ctx, "vectors");
+  vox_status st = VOX_OK;
+  printf("V-cycle of the cantilever %dx%dx%d, random densities, %d levels, %s precision, "
+         "Chebyshev degree %d\n",
+         nx, nx / 2, nx / 2, mg->n_levels, vox_precision_name(precision), so.smoothing_steps);
+  const double setup = TIME_PER_CALL(be, 3, st |= vox_mg_setup(mg, &fem->inv_diag, &fem->pcg.p, &fem->pcg.q));
+  const double vc = TIME_PER_CALL(be, 20, st |= vox_mg_apply(mg, r, z));
+  const double ku = TIME_PER_CALL(be, 50, st |= o->op_apply(be, fem->op, r, z, 0));
+  const double axpby = TIME_PER_CALL(be, 50, st |= o->vec_axpby(be, z, 0.5, r, 0.5));
+  double dotv;
+  const double dot = TIME_PER_CALL(be, 50, st |= o->vec_dot(be, r, z, &dotv));
+  printf("  setup %.2f ms, V-cycle %.3f ms; level 0: K u %.3f ms, axpby %.3f ms, dot %.3f ms\n",
+         1e3 * setup, 1e3 * vc, 1e3 * ku, 1e3 * axpby, 1e3 * dot);
+  for (int l = 1; l < mg->n_levels; l++) {
+    vox_mg_level *lv = &mg->level[l], *fine = &mg->level[l - 1];
+    const double ap = TIME_PER_CALL(be, 20, st |= o->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
+    const double re = TIME_PER_CALL(
+        be, 20, st |= o->restrict_residual(be, &fine->grid, 3, l == 1 ? r : &fine->r, &lv->b));
+    const double pr = TIME_PER_CALL(
+        be, 20, st |= o->prolong_add(be, &fine->grid, 3, &lv->x, l == 1 ? z : &fine->x));
+    const double cs = l == mg->n_levels - 1
+                          ? TIME_PER_CALL(be, 20, st |= o->stencil_solve(be, lv->stencil, &lv->b, &lv->x))
+                          : 0;
+    printf("  level %d (%lldx%lldx%lld): stencil apply %.3f ms, restrict %.3f ms, prolong %.3f ms%s",
+           l, (long long)lv->grid.nx, (long long)lv->grid.ny, (long long)lv->grid.nz, 1e3 * ap,
+           1e3 * re, 1e3 * pr, cs > 0 ? "" : "\n");
+    if (cs > 0) printf(", coarse solve %.3f ms\n", 1e3 * cs);
+  }
+  if (st) die(ctx, "timing");
+  vox_mg_destroy(mg);
+  o->vec_destroy(be, &rho);
+  o->vec_destroy(be, &half);
+  vox_fem_destroy(fem);
+  vox_backend_destroy(be);
+  vox_model_free(&model);
+  vox_context_destroy(ctx);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);
   if (strcmp(argv[1], "cantilever") == 0) return cantilever_mode(argc, argv);
+  if (strcmp(argv[1], "vcycle") == 0) return vcycle_mode(argc, argv);
   usage(argv[0]);
 }

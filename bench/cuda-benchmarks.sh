@@ -4,13 +4,17 @@
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
 # prints its own table; nothing is written but under $OUT (when set).
 set -euo pipefail
-bin=$1
+bin=$(cd "$1" && pwd)
 shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp}
 for part in "$@"; do
   case $part in
   kernel) "$bin/bench/bench_cuda" kernel 256 128 128 ;;
+  vcycle)
+    for p in double mixed; do
+      "$bin/bench/bench_cuda" vcycle "$here/workflows/cantilever/cantilever.yaml" 256 $p
+    done ;;
   cantilever256)
     for p in double mixed; do
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 ${ITER256:-100} $p
