@@ -111,6 +111,28 @@ static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
   return VOX_OK;
 }
 
+static __global__ void smoother_step_kernel(const double *__restrict__ b,
+                                            const double *__restrict__ ax,
+                                            const double *__restrict__ w, double alpha, double beta,
+                                            double *__restrict__ d, double *__restrict__ x,
+                                            size_t n) {
+  GRID_STRIDE(i, n) {
+    const double r = w[i] * (ax ? b[i] - ax[i] : b[i]);
+    const double di = beta != 0 ? alpha * r + beta * d[i] : alpha * r;
+    d[i] = di;
+    x[i] += di;
+  }
+}
+
+static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                                vox_vec *x) {
+  smoother_step_kernel<<<blocks(x->n), THREADS>>>(b->data, ax ? ax->data : NULL, inv_diag->data,
+                                                  alpha, beta, d->data, x->data, x->n);
+  CUDA_LAUNCHED(be, "smoother step");
+  return VOX_OK;
+}
+
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
   set_kernel<<<blocks(v->n), THREADS>>>(v->data, a, v->n);
   CUDA_LAUNCHED(be, "vector set");
@@ -265,6 +287,7 @@ static vox_backend_ops make_ops(void) {
   o.vec_axpby = vec_axpby;
   o.vec_reciprocal = vec_reciprocal;
   o.vec_random = vec_random;
+  o.smoother_step = smoother_step;
   o.vec_dot = vec_dot;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;

@@ -86,6 +86,13 @@ typedef struct vox_backend_ops {
   /* v_i = vox_hash_uniform(seed, i): the same pseudo-random vector on every
    * backend, made where it lives. */
   vox_status (*vec_random)(vox_backend *be, vox_vec *v, uint64_t seed);
+  /* One fused step of the multigrid smoothers (one pass over memory instead
+   * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
+   * means A x = 0 (a zero start); beta = 0 overwrites d (which may hold
+   * anything). */
+  vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                              const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                              vox_vec *x);
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
 

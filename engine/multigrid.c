@@ -193,52 +193,49 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
 }
 
-/* r = D^-1 (b - A x) */
-static vox_status scaled_residual(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x) {
-  vox_backend *be = mg->be;
-  vox_mg_level *lv = &mg->level[l];
-  TRY(level_apply(mg, l, x, &lv->r));
-  TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
-  return be->ops->vec_mult(be, &lv->r, &lv->r, &lv->inv_diag);
-}
-
 /* Damped Jacobi keeps the V-cycle positive definite only while omega
  * lambda_max(D^-1 A) < 2; at a high stiffness contrast lambda_max passes 3,
- * so omega is capped at 1.5 / lambda_max. */
-static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
-  const double omega = fmin(mg->options.jacobi_damping, 1.5 / mg->level[l].lambda_max);
+ * so omega is capped at 1.5 / lambda_max. A zero start needs no product. */
+static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x,
+                                int x_is_zero) {
+  vox_backend *be = mg->be;
+  vox_mg_level *lv = &mg->level[l];
+  const double omega = fmin(mg->options.jacobi_damping, 1.5 / lv->lambda_max);
   for (int sweep = 0; sweep < mg->options.smoothing_steps; sweep++) {
-    TRY(scaled_residual(mg, l, b, x));
-    TRY(mg->be->ops->vec_axpy(mg->be, x, omega, &mg->level[l].r));
+    const int zero = x_is_zero && sweep == 0;
+    if (!zero) TRY(level_apply(mg, l, x, &lv->r));
+    TRY(be->ops->smoother_step(be, b, zero ? NULL : &lv->r, &lv->inv_diag, omega, 0, &lv->d, x));
   }
   return VOX_OK;
 }
 
 /* Chebyshev iteration of degree k on [lower, upper] of D^-1 A (Saad,
- * Iterative Methods, algorithm 12.1, with the Jacobi scaling). */
-static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+ * Iterative Methods, algorithm 12.1, with the Jacobi scaling), each step one
+ * product and one fused update of d and x. */
+static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x,
+                                   int x_is_zero) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   const double upper = CHEBYSHEV_UPPER * lv->lambda_max, lower = CHEBYSHEV_LOWER * lv->lambda_max;
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma;
-  TRY(scaled_residual(mg, l, b, x));
-  TRY(be->ops->vec_axpby(be, &lv->d, 1 / theta, &lv->r, 0)); /* d = D^-1 r / theta */
-  TRY(be->ops->vec_axpy(be, x, 1, &lv->d));
+  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r));
+  TRY(be->ops->smoother_step(be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
+                             &lv->d, x)); /* d = D^-1 r / theta */
   for (int k = 1; k < mg->options.smoothing_steps; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
-    TRY(scaled_residual(mg, l, b, x));
-    TRY(be->ops->vec_axpby(be, &lv->d, 2 * rho_new / delta, &lv->r, rho_new * rho));
-    TRY(be->ops->vec_axpy(be, x, 1, &lv->d));
+    TRY(level_apply(mg, l, x, &lv->r));
+    TRY(be->ops->smoother_step(be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
+                               &lv->d, x));
     rho = rho_new;
   }
   return VOX_OK;
 }
 
-static vox_status smooth(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
-  return mg->options.smoother == VOX_SMOOTHER_CHEBYSHEV ? smooth_chebyshev(mg, l, b, x)
-                                                        : smooth_jacobi(mg, l, b, x);
+static vox_status smooth(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, int x_is_zero) {
+  return mg->options.smoother == VOX_SMOOTHER_CHEBYSHEV ? smooth_chebyshev(mg, l, b, x, x_is_zero)
+                                                        : smooth_jacobi(mg, l, b, x, x_is_zero);
 }
 
 /* x = V-cycle(b) on level l, from x = 0. */
@@ -248,13 +245,13 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
   vox_mg_level *coarse = &mg->level[l + 1];
   TRY(be->ops->vec_set(be, x, 0));
-  TRY(smooth(mg, l, b, x));
+  TRY(smooth(mg, l, b, x, 1));
   TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
   TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, x));
-  return smooth(mg, l, b, x);
+  return smooth(mg, l, b, x, 0);
 }
 
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {

@@ -100,6 +100,23 @@ static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
   return VOX_OK;
 }
 
+static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                                vox_vec *x) {
+  const double *restrict bb = b->data, *restrict aa = ax ? ax->data : NULL,
+                         *restrict w = inv_diag->data;
+  double *restrict dd = d->data, *restrict xx = x->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const double r = w[i] * (aa ? bb[i] - aa[i] : bb[i]);
+    const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
+    dd[i] = di;
+    xx[i] += di;
+  }
+  return VOX_OK;
+}
+
 static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   const double *restrict xx = x->data, *restrict yy = y->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
@@ -152,6 +169,7 @@ static const vox_backend_ops cpu_ops = {
     .vec_axpby = vec_axpby,
     .vec_reciprocal = vec_reciprocal,
     .vec_random = vec_random,
+    .smoother_step = smoother_step,
     .vec_dot = vec_dot,
     .vec_max_abs_diff = vec_max_abs_diff,
     .op_create = vox_cpu_op_create,

@@ -230,6 +230,29 @@ static void test_vectors(size_t n) {
   if (BOTH("vec_mult aliased", c->vec_mult(cpu, &w.c, &w.c, &y.c),
            g->vec_mult(gpu, &w.g, &w.g, &y.g)))
     pv_check("vec_mult aliased (w = w.*y)", &w, TOL);
+  /* the fused smoother step: d = a w.*(b - ax) + beta d, x += d, with and
+   * without a product and with beta = 0 overwriting whatever d holds */
+  {
+    pvec b = {0}, d = {0};
+    if (pv_create(&b, n) && pv_create(&d, n)) {
+      pv_random(&b, &seed, -1, 1);
+      pv_random(&d, &seed, -1, 1);
+      pv_random(&w, &seed, 0.5, 2);
+      if (BOTH("smoother_step", c->smoother_step(cpu, &b.c, &y.c, &w.c, 0.8, 0.3, &d.c, &x.c),
+               g->smoother_step(gpu, &b.g, &y.g, &w.g, 0.8, 0.3, &d.g, &x.g))) {
+        pv_check("smoother_step d", &d, TOL);
+        pv_check("smoother_step x", &x, TOL);
+      }
+      if (pv_poison(&d) &&
+          BOTH("smoother_step zero start", c->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
+               g->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
+        pv_check("smoother_step zero start d", &d, TOL);
+        pv_check("smoother_step zero start x", &x, TOL);
+      }
+    }
+    pv_destroy(&b);
+    pv_destroy(&d);
+  }
   for (size_t i = 0; i < n; i++) /* away from zero, both signs */
     w.hc[i] = (uniform(&seed) < 0.5 ? -1 : 1) * (0.25 + 4 * uniform(&seed));
   pv_upload(&w, w.hc);
