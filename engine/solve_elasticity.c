@@ -14,7 +14,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
   options->smoothing_steps = 3;
   options->jacobi_damping = 0.6;
-  options->precision = VOX_PRECISION_DOUBLE;
+  options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};

@@ -19,6 +19,7 @@
 
 #include "../check.h"
 #include "fem.h"
+#include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
 enum { SKIP = 77 };
@@ -247,6 +248,23 @@ done:
   vox_model_free(&m);
 }
 
+/* A run too large for the device fails before allocating, with the bytes
+ * and the largest grid that fits (only on a device backend). */
+static void test_memory_plan(vox_context *ctx, vox_backend *gpu) {
+  if (!gpu->ops->device_memory) return;
+  vox_grid huge = {.nx = 4000, .ny = 2000, .nz = 2000, .voxel_size = {1, 1, 1}};
+  vox_solver_options so;
+  vox_solver_options_default(&so);
+  const vox_status s = vox_memory_check(gpu, &huge, 3, 1, &so, 1);
+  const char *msg = vox_context_message(ctx);
+  printf("  memory plan of a 4000x2000x2000 optimization: %s\n", msg);
+  CHECK(s == VOX_ERR_NO_MEMORY);
+  CHECK(strstr(msg, "largest grid of these proportions that fits is") != NULL);
+  vox_context_clear_error(ctx);
+  vox_grid small = {.nx = 24, .ny = 12, .nz = 12, .voxel_size = {1, 1, 1}};
+  CHECK(vox_memory_check(gpu, &small, 3, 1, &so, 1) == VOX_OK);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   vox_context *cctx, *gctx;
@@ -263,6 +281,7 @@ int main(void) {
   }
   test_optimize(cctx, cpu, gctx, gpu);
   test_contrast_solve(cctx, cpu, gctx, gpu);
+  test_memory_plan(gctx, gpu);
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);
   vox_context_destroy(cctx), vox_context_destroy(gctx);
   if (check_failures) printf("%d check(s) failed (lines with FAIL above)\n", check_failures);
