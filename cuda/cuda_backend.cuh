@@ -50,6 +50,7 @@ struct vox_operator {
   vox_kernel kernel;       /* the K u variant, never AUTO */
   size_t n_dofs, n_elements;
   double ke_host[24 * 24]; /* nloc x nloc, unit modulus */
+  float ke32_host[24 * 24]; /* the same rounded to float (VOX_APPLY_SINGLE) */
   double *ke;              /* device copy of ke_host */
   uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
   const double *moduli;    /* device, per element, set by op_set_moduli */
@@ -75,7 +76,7 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
 void vox_cuda_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
-                             int full);
+                             int flags);
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
                                       vox_vec *energy, int accumulate);

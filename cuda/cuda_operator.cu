@@ -1,7 +1,7 @@
 /* The matrix-free operator on the device: y = K x with K = sum_e m_e Ke, the
  * one element matrix Ke of unit modulus shared by every voxel (seed 000
  * section 4.1, seed 001, seed 004 section 3). Three kernels compute the same
- * product at three granularities; op->kernel picks one, and DEFAULT_KERNEL
+ * product at three granularities; op->kernel picks one, and default_kernel
  * is what VOX_KERNEL_AUTO means.
  *
  * dbd, one thread per dof (seed 000, algorithm 5). A block owns a tile of
@@ -53,6 +53,15 @@
  * (a run has one fine operator per physics; alternating physics reloads at
  * most once per solve).
  *
+ * Single precision (VOX_APPLY_SINGLE, asked for by the multigrid smoother
+ * of VOX_PRECISION_MIXED). dbd and nbn are templated on the compute type R:
+ * with float, x and the moduli are read as double and converted on load
+ * (staged as float in dbd's shared memory, half the bytes), Ke is read from
+ * c_ke32, its float copy uploaded with c_ke, the products and sums are in
+ * float, and y is stored as double. The H100's float FMA rate is twice its
+ * double rate. ebe ignores the flag and computes in double. The double
+ * instances are the same code as before the template parameter.
+ *
  * The device copy of `fixed` holds, after the n_dofs per-dof flags, one byte
  * per node with bit c set when dof c of the node is fixed: nbn and ebe test
  * a node with one load instead of dpn.
@@ -67,14 +76,17 @@
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
-/* The variant VOX_KERNEL_AUTO selects. On an H100, 257^3 nodes, with fixed
- * dofs eliminated: elasticity dbd 1.89 ms, nbn 1.79, ebe 3.84; conduction
- * dbd 0.44 ms, nbn 0.62, ebe 1.60. dbd is within 6% of the best for
- * elasticity and 30% ahead for conduction. */
-static const vox_kernel DEFAULT_KERNEL = VOX_KERNEL_DBD;
+/* The variant VOX_KERNEL_AUTO selects, by the dofs per node. On an H100,
+ * 257^3 nodes, with fixed dofs eliminated: elasticity dbd 1.89 ms, nbn 1.79,
+ * ebe 3.84, and in single precision (the multigrid smoother) dbd 1.70, nbn
+ * 1.19; conduction dbd 0.44 ms, nbn 0.62, ebe 1.60. */
+static vox_kernel default_kernel(int dpn) { return dpn == 3 ? VOX_KERNEL_NBN : VOX_KERNEL_DBD; }
 
-/* The element matrix of the operator last applied, nloc x nloc row-major. */
+/* The element matrix of the operator last applied, nloc x nloc row-major,
+ * and the same rounded to float for the single-precision products
+ * (VOX_APPLY_SINGLE), uploaded together. */
 static __constant__ double c_ke[24 * 24];
+static __constant__ float c_ke32[24 * 24];
 /* Whose matrix c_ke holds (NULL: none), and whether it has the mirror
  * symmetries of the box. One device, one host thread. */
 static const vox_operator *ke_loaded;
@@ -98,13 +110,19 @@ __host__ __device__ constexpr int corner_mirror(int a, int b) {
                    corner_z(a) ^ corner_z(b));
 }
 
-/* Ke[a DPN + r][b DPN + c], the indices compile-time after unrolling. With
- * MIRROR, from the rows of corner 0 only (see the top of the file). */
-template <int DPN, bool MIRROR>
-static __device__ __forceinline__ double ke(int a, int r, int b, int c) {
+/* Entry l of the constant Ke in the compute type R (double or float). */
+template <typename R> static __device__ __forceinline__ R ke_entry(int l);
+template <> __device__ __forceinline__ double ke_entry<double>(int l) { return c_ke[l]; }
+template <> __device__ __forceinline__ float ke_entry<float>(int l) { return c_ke32[l]; }
+
+/* Ke[a DPN + r][b DPN + c] in the compute type R, the indices compile-time
+ * after unrolling. With MIRROR, from the rows of corner 0 only (see the top
+ * of the file). */
+template <int DPN, bool MIRROR, typename R = double>
+static __device__ __forceinline__ R ke(int a, int r, int b, int c) {
   constexpr int NLOC = 8 * DPN;
-  if (!MIRROR) return c_ke[(a * DPN + r) * NLOC + b * DPN + c];
-  const double v = c_ke[r * NLOC + corner_mirror(a, b) * DPN + c];
+  if (!MIRROR) return ke_entry<R>((a * DPN + r) * NLOC + b * DPN + c);
+  const R v = ke_entry<R>(r * NLOC + corner_mirror(a, b) * DPN + c);
   return DPN == 3 && (corner_coord(a, r) ^ corner_coord(a, c)) ? -v : v;
 }
 
@@ -160,12 +178,11 @@ template <int DPN, bool MIRROR> struct dbd_tile {
 /* Row C of the NZ nodes at planes k .. k + NZ - 1 into v: xc[p] points at the
  * thread's node column in node plane k - 1 + p, mc[p] at element (i, j) of
  * element plane k - 1 + p. */
-template <int DPN, bool MIRROR, int C>
-static __device__ __forceinline__ void dbd_rows(const double *const *xc, const double *const *mc,
-                                                double *v) {
+template <int DPN, bool MIRROR, int C, typename R>
+static __device__ __forceinline__ void dbd_rows(const R *const *xc, const R *const *mc, R *v) {
   using T = dbd_tile<DPN, MIRROR>;
   constexpr int NZ = T::NZ;
-  double t[NZ][8]; /* row C of Ke x_e for the element whose corner a is the node */
+  R t[NZ][8]; /* row C of Ke x_e for the element whose corner a is the node */
 #pragma unroll
   for (int n = 0; n < NZ; n++)
 #pragma unroll
@@ -176,7 +193,7 @@ static __device__ __forceinline__ void dbd_rows(const double *const *xc, const d
     for (int dy = -1; dy <= 1; dy++)
 #pragma unroll
       for (int dx = -1; dx <= 1; dx++) {
-        double xw[NZ][DPN]; /* the neighbour at (dx, dy, dz) of each node */
+        R xw[NZ][DPN]; /* the neighbour at (dx, dy, dz) of each node */
 #pragma unroll
         for (int n = 0; n < NZ; n++)
 #pragma unroll
@@ -190,7 +207,7 @@ static __device__ __forceinline__ void dbd_rows(const double *const *xc, const d
           const int b = corner_of(bx, by, bz);
 #pragma unroll
           for (int d = 0; d < DPN; d++) {
-            const double k = ke<DPN, MIRROR>(a, C, b, d);
+            const R k = ke<DPN, MIRROR, R>(a, C, b, d);
 #pragma unroll
             for (int n = 0; n < NZ; n++) t[n][a] += k * xw[n][d];
           }
@@ -201,7 +218,7 @@ static __device__ __forceinline__ void dbd_rows(const double *const *xc, const d
     v[n] = 0;
 #pragma unroll
     for (int a = 0; a < 8; a++) {
-      const double m = mc[n + 1 - corner_z(a)][-corner_y(a) * T::EROW - corner_x(a)];
+      const R m = mc[n + 1 - corner_z(a)][-corner_y(a) * T::EROW - corner_x(a)];
       if (m != 0) v[n] += m * t[n][a]; /* void elements add nothing, whatever x holds */
     }
   }
@@ -210,8 +227,8 @@ static __device__ __forceinline__ void dbd_rows(const double *const *xc, const d
 /* Node planes k .. k + planes - 1 of x (zeros outside the grid and, unless
  * full, on fixed dofs) into their ring slots: row r of a slot is node row
  * j0 - 1 + r from node i0 - 1 on. */
-template <int DPN, bool MIRROR>
-static __device__ __forceinline__ void dbd_stage_x(double (*xs)[dbd_tile<DPN, MIRROR>::PLANE],
+template <int DPN, bool MIRROR, typename R>
+static __device__ __forceinline__ void dbd_stage_x(R (*xs)[dbd_tile<DPN, MIRROR>::PLANE],
                                                    const double *__restrict__ x,
                                                    const uint8_t *__restrict__ fixed, int full,
                                                    const grid_dims &g, int i0, int j0, int k,
@@ -220,10 +237,10 @@ static __device__ __forceinline__ void dbd_stage_x(double (*xs)[dbd_tile<DPN, MI
   for (int q = tid; q < planes * T::PLANE; q += T::THREADS) {
     const int s = q / T::PLANE, r = q % T::PLANE / T::ROW, p = q % T::ROW;
     const int kk = k + s, i = i0 - 1 + p / DPN, j = j0 - 1 + r;
-    double v = 0;
+    R v = 0;
     if (kk >= 0 && kk <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx) {
       const int64_t dof = ((int64_t)kk * g.sz + (int64_t)j * g.sy + (i0 - 1)) * DPN + p;
-      v = x[dof]; /* loaded before the flag is known: the two loads overlap */
+      v = (R)x[dof]; /* loaded before the flag is known: the two loads overlap */
       if (!full && fixed[dof]) v = 0;
     }
     xs[(kk + T::XRING) % T::XRING][q % T::PLANE] = v;
@@ -233,9 +250,9 @@ static __device__ __forceinline__ void dbd_stage_x(double (*xs)[dbd_tile<DPN, MI
 /* Element planes k .. k + planes - 1 of the moduli (zeros outside the grid)
  * into their ring slots: row r is element row j0 - 1 + r from element i0 - 1
  * on. */
-template <int DPN, bool MIRROR>
+template <int DPN, bool MIRROR, typename R>
 static __device__ __forceinline__ void dbd_stage_moduli(
-    double (*ms)[dbd_tile<DPN, MIRROR>::EPLANE], const double *__restrict__ moduli,
+    R (*ms)[dbd_tile<DPN, MIRROR>::EPLANE], const double *__restrict__ moduli,
     const grid_dims &g, int i0, int j0, int k, int planes, int tid) {
   using T = dbd_tile<DPN, MIRROR>;
   for (int q = tid; q < planes * T::EPLANE; q += T::THREADS) {
@@ -243,22 +260,22 @@ static __device__ __forceinline__ void dbd_stage_moduli(
     const int kk = k + s, i = i0 - 1 + p, j = j0 - 1 + r;
     ms[(kk + T::MRING) % T::MRING][q % T::EPLANE] =
         kk >= 0 && kk < g.nz && j >= 0 && j < g.ny && i >= 0 && i < g.nx
-            ? moduli[element_index(g, i, j, kk)]
-            : 0.0;
+            ? (R)moduli[element_index(g, i, j, kk)]
+            : (R)0;
   }
 }
 
 /* Block (BX, BY, DPN): thread (tx, ty, c) computes row c of the nodes
  * (i0 + tx, j0 + ty, k) for the block's planes k = k0 .. k0 + BZ - 1. */
-template <int DPN, bool MIRROR>
+template <int DPN, bool MIRROR, typename R>
 static __global__ void __launch_bounds__(dbd_tile<DPN, MIRROR>::THREADS,
                                          dbd_tile<DPN, MIRROR>::MIN_BLOCKS)
     dbd_kernel(const double *__restrict__ x, double *__restrict__ y,
                const double *__restrict__ moduli, const uint8_t *__restrict__ fixed, int full,
                grid_dims g) {
   using T = dbd_tile<DPN, MIRROR>;
-  __shared__ double xs[T::XRING][T::PLANE];
-  __shared__ double ms[T::MRING][T::EPLANE];
+  __shared__ R xs[T::XRING][T::PLANE];
+  __shared__ R ms[T::MRING][T::EPLANE];
   const int tx = threadIdx.x, ty = threadIdx.y, c = threadIdx.z;
   const int tid = tx + T::BX * (ty + T::BY * c);
   const int i0 = blockIdx.x * T::BX, j0 = blockIdx.y * T::BY, k0 = blockIdx.z * T::BZ;
@@ -266,11 +283,11 @@ static __global__ void __launch_bounds__(dbd_tile<DPN, MIRROR>::THREADS,
   const int i = i0 + tx, j = j0 + ty;
   const bool inside = i <= g.nx && j <= g.ny;
   const int centre = (ty + 1) * T::ROW + (tx + 1) * DPN, ecentre = (ty + 1) * T::EROW + tx + 1;
-  dbd_stage_x<DPN, MIRROR>(xs, x, fixed, full, g, i0, j0, k0 - 1, 2, tid);
-  dbd_stage_moduli<DPN, MIRROR>(ms, moduli, g, i0, j0, k0 - 1, 1, tid);
+  dbd_stage_x<DPN, MIRROR, R>(xs, x, fixed, full, g, i0, j0, k0 - 1, 2, tid);
+  dbd_stage_moduli<DPN, MIRROR, R>(ms, moduli, g, i0, j0, k0 - 1, 1, tid);
   for (int k = k0; k < k_end; k += T::NZ) {
-    dbd_stage_x<DPN, MIRROR>(xs, x, fixed, full, g, i0, j0, k + 1, T::NZ, tid);
-    dbd_stage_moduli<DPN, MIRROR>(ms, moduli, g, i0, j0, k, T::NZ, tid);
+    dbd_stage_x<DPN, MIRROR, R>(xs, x, fixed, full, g, i0, j0, k + 1, T::NZ, tid);
+    dbd_stage_moduli<DPN, MIRROR, R>(ms, moduli, g, i0, j0, k, T::NZ, tid);
     /* the rows of fixed dofs are x itself: skip the product when all are */
     int64_t dof[T::NZ];
     bool own[T::NZ], any = false;
@@ -285,20 +302,20 @@ static __global__ void __launch_bounds__(dbd_tile<DPN, MIRROR>::THREADS,
     }
     __syncthreads();
     if (any) {
-      const double *xc[T::XRING], *mc[T::MRING];
+      const R *xc[T::XRING], *mc[T::MRING];
 #pragma unroll
       for (int p = 0; p < T::XRING; p++) xc[p] = xs[(k - 1 + p + T::XRING) % T::XRING] + centre;
 #pragma unroll
       for (int p = 0; p < T::MRING; p++)
         mc[p] = ms[(k - 1 + p + T::MRING) % T::MRING] + ecentre;
-      double v[T::NZ];
+      R v[T::NZ];
       /* c is uniform across a warp: no divergence */
       if (DPN == 1 || c == 0)
-        dbd_rows<DPN, MIRROR, 0>(xc, mc, v);
+        dbd_rows<DPN, MIRROR, 0, R>(xc, mc, v);
       else if (c == 1)
-        dbd_rows<DPN, MIRROR, DPN == 3 ? 1 : 0>(xc, mc, v);
+        dbd_rows<DPN, MIRROR, DPN == 3 ? 1 : 0, R>(xc, mc, v);
       else
-        dbd_rows<DPN, MIRROR, DPN == 3 ? 2 : 0>(xc, mc, v);
+        dbd_rows<DPN, MIRROR, DPN == 3 ? 2 : 0, R>(xc, mc, v);
 #pragma unroll
       for (int n = 0; n < T::NZ; n++)
         if (own[n]) y[dof[n]] = v[n];
@@ -316,7 +333,7 @@ enum { NBN_BX = 32, NBN_BY = 2, NBN_BZ = 2 };
 /* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
  * a node inside: they belong only to elements outside the grid, whose
  * modulus is taken as 0, so their values never count. */
-template <int DPN, bool MIRROR>
+template <int DPN, bool MIRROR, typename R>
 static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     nbn_kernel(const double *__restrict__ x, double *__restrict__ y,
                const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
@@ -331,7 +348,7 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     for (int c = 0; c < DPN; c++) y[node * DPN + c] = __ldg(x + node * DPN + c);
     return;
   }
-  double t[8][DPN]; /* rows of Ke x_e for the element whose corner a is the node */
+  R t[8][DPN]; /* rows of Ke x_e for the element whose corner a is the node */
 #pragma unroll
   for (int a = 0; a < 8; a++)
 #pragma unroll
@@ -347,10 +364,10 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
         const int ii = min(max(i + dx, 0), g.nx);
         const int64_t w = (int64_t)kk * g.sz + (int64_t)jj * g.sy + ii;
         const unsigned wf = full ? 0u : __ldg(node_fixed + w);
-        double xw[DPN];
+        R xw[DPN];
 #pragma unroll
         for (int d = 0; d < DPN; d++) {
-          xw[d] = __ldg(x + w * DPN + d); /* loaded before the flags are known */
+          xw[d] = (R)__ldg(x + w * DPN + d); /* loaded before the flags are known */
           if ((wf >> d) & 1u) xw[d] = 0;
         }
 #pragma unroll
@@ -361,21 +378,21 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
 #pragma unroll
           for (int r = 0; r < DPN; r++)
 #pragma unroll
-            for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR>(a, r, b, d) * xw[d];
+            for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR, R>(a, r, b, d) * xw[d];
         }
       }
     }
   }
-  double m[8];
+  R m[8];
 #pragma unroll
   for (int a = 0; a < 8; a++) {
     const int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
     const bool exists = ei >= 0 && ei < g.nx && ej >= 0 && ej < g.ny && ek >= 0 && ek < g.nz;
-    m[a] = exists ? __ldg(moduli + element_index(g, ei, ej, ek)) : 0.0;
+    m[a] = exists ? (R)__ldg(moduli + element_index(g, ei, ej, ek)) : (R)0;
   }
 #pragma unroll
   for (int r = 0; r < DPN; r++) {
-    double v = 0;
+    R v = 0;
 #pragma unroll
     for (int a = 0; a < 8; a++)
       if (m[a] != 0) v += m[a] * t[a][r]; /* void elements add nothing, whatever x holds */
@@ -578,6 +595,11 @@ static vox_status load_ke(vox_backend *be, const vox_operator *op, bool *mirrore
                                      (size_t)op->nloc * (size_t)op->nloc * sizeof(double), 0,
                                      cudaMemcpyHostToDevice),
              "loading the element matrix into constant memory");
+    CUDA_TRY(be,
+             cudaMemcpyToSymbolAsync(c_ke32, op->ke32_host,
+                                     (size_t)op->nloc * (size_t)op->nloc * sizeof(float), 0,
+                                     cudaMemcpyHostToDevice),
+             "loading the single-precision element matrix into constant memory");
     ke_loaded = op;
     ke_loaded_mirrored = mirror_symmetric(op);
   }
@@ -599,7 +621,8 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
                      "operator: a grid of %lld x %lld x %lld elements is outside what the CUDA "
                      "kernels take (1 .. 65534 along y and z)",
                      (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
-  const vox_kernel kernel = be->kernel == VOX_KERNEL_AUTO ? DEFAULT_KERNEL : be->kernel;
+  const vox_kernel kernel = be->kernel == VOX_KERNEL_AUTO ? default_kernel(desc->dofs_per_node)
+                                                          : be->kernel;
   if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: unknown kernel %d",
                      (int)kernel);
@@ -620,6 +643,7 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   op->n_elements = (size_t)vox_grid_elements(grid);
   const size_t ke_bytes = (size_t)op->nloc * (size_t)op->nloc * sizeof(double);
   memcpy(op->ke_host, desc->ke, ke_bytes);
+  for (int l = 0; l < op->nloc * op->nloc; l++) op->ke32_host[l] = (float)op->ke_host[l];
   /* per-dof flags, then per-node bits */
   const size_t fixed_bytes = op->n_dofs + n_nodes;
   vox_status s = vox_cuda_alloc(be, (void **)&op->ke, ke_bytes, "the element matrix");
@@ -660,13 +684,14 @@ vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_v
   return VOX_OK;
 }
 
-/* The launches of one K u (without ebe's clearing and fixed rows). */
-template <int DPN, bool MIRROR>
+/* The launches of one K u (without ebe's clearing and fixed rows), with the
+ * dbd and nbn products computed in R (ebe always in double). */
+template <int DPN, bool MIRROR, typename R>
 static void launch_apply(const vox_operator *op, const double *x, double *y, int full) {
   const grid_dims g = dims_of(op);
   if (op->kernel == VOX_KERNEL_NBN) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
-    nbn_kernel<DPN, MIRROR><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(
+    nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(
         x, y, op->moduli, node_fixed(op), full, g);
   } else if (op->kernel == VOX_KERNEL_EBE) {
     const dim3 block(EBE_BX, EBE_BY, EBE_BZ);
@@ -683,12 +708,14 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
     const dim3 blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX),
                       vox_cuda_blocks((size_t)g.ny + 1, T::BY),
                       vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
-    dbd_kernel<DPN, MIRROR><<<blocks, block>>>(x, y, op->moduli, op->fixed, full, g);
+    dbd_kernel<DPN, MIRROR, R><<<blocks, block>>>(x, y, op->moduli, op->fixed, full, g);
   }
 }
 
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
-                             int full) {
+                             int flags) {
+  const int full = (flags & VOX_APPLY_FULL) != 0;
+  const bool single = (flags & VOX_APPLY_SINGLE) && op->kernel != VOX_KERNEL_EBE;
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: applied before its moduli");
   bool mirrored;
@@ -697,12 +724,21 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
   double *y = yv->data;
   if (op->kernel == VOX_KERNEL_EBE)
     CUDA_TRY(be, cudaMemsetAsync(y, 0, op->n_dofs * sizeof *y), "clearing K u");
-  if (op->dpn == 1)
-    launch_apply<1, false>(op, x, y, full);
-  else if (mirrored)
-    launch_apply<3, true>(op, x, y, full);
-  else
-    launch_apply<3, false>(op, x, y, full);
+  if (single) {
+    if (op->dpn == 1)
+      launch_apply<1, false, float>(op, x, y, full);
+    else if (mirrored)
+      launch_apply<3, true, float>(op, x, y, full);
+    else
+      launch_apply<3, false, float>(op, x, y, full);
+  } else {
+    if (op->dpn == 1)
+      launch_apply<1, false, double>(op, x, y, full);
+    else if (mirrored)
+      launch_apply<3, true, double>(op, x, y, full);
+    else
+      launch_apply<3, false, double>(op, x, y, full);
+  }
   CUDA_LAUNCHED(be, op->kernel == VOX_KERNEL_NBN   ? "the node-by-node K u kernel"
                     : op->kernel == VOX_KERNEL_EBE ? "the element-by-element K u kernel"
                                                    : "the dof-by-dof K u kernel");

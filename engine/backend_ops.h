@@ -60,6 +60,17 @@ static inline double vox_hash_uniform(uint64_t seed, uint64_t i) {
   return (double)(z >> 11) / 9007199254740992.0 - 0.5;
 }
 
+/* Flags of op_apply:
+ *   VOX_APPLY_FULL   the plain y = K x, fixed dofs not eliminated (used to
+ *                    lift prescribed values);
+ *   VOX_APPLY_SINGLE the backend may compute the product in single-precision
+ *                    arithmetic (x, y and the moduli stay double in memory);
+ *                    results agree with the double product to about 1e-6 of
+ *                    max |y|. Only preconditioners ask for it (the multigrid
+ *                    smoother of VOX_PRECISION_MIXED); a backend may ignore it
+ *                    and compute in double. */
+enum { VOX_APPLY_FULL = 1, VOX_APPLY_SINGLE = 2 };
+
 typedef struct vox_backend_ops {
   const char *name;
   void (*destroy)(vox_backend *be);
@@ -101,9 +112,10 @@ typedef struct vox_backend_ops {
   void (*op_destroy)(vox_backend *be, vox_operator *op);
   /* Element moduli used by later applications (the vector is referenced). */
   vox_status (*op_set_moduli)(vox_backend *be, vox_operator *op, const vox_vec *moduli);
-  /* y = K x with fixed dofs eliminated: y_f = K_ff x_f, y_c = x_c. With
-   * `full`, the plain y = K x (used to lift prescribed values). */
-  vox_status (*op_apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y, int full);
+  /* y = K x with fixed dofs eliminated: y_f = K_ff x_f, y_c = x_c. `flags`
+   * is a set of VOX_APPLY_* bits (0: the eliminated product in double). */
+  vox_status (*op_apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
+                         int flags);
   /* d = diag(K) (1 on fixed dofs). */
   vox_status (*op_diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */

@@ -143,14 +143,16 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   STEP(o->vec_create(be, fem->n_elements, &fem->moduli));
   STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
   STEP(o->vec_create(be, fem->n_dofs, &fem->free_mask));
-  STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
-  STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
-  STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
+  if (fem->has_lift) { /* three vectors only prescribed displacements need */
+    STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
+    STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
+    STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
+  }
   STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
   STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
   STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
   STEP(o->vec_upload(be, &fem->free_mask, h.free_mask));
-  STEP(o->vec_upload(be, &fem->lift, h.lift));
+  if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
     case_forces(model, &h, c, fem->n_dofs, h.force);
     STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
@@ -219,7 +221,7 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
   if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
-  TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, 1));
+  TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
   TRY(o->vec_xpay(be, &fem->rhs, -1, f));
   TRY(o->vec_mult(be, &fem->rhs, &fem->rhs, &fem->free_mask));
   TRY(o->vec_copy(be, &fem->correction, u));

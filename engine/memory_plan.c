@@ -11,14 +11,16 @@
 static const double MARGIN = 1.02;
 static const size_t MARGIN_BYTES = 64u << 20;
 
-size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases,
+size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases, int prescribed,
                          const vox_solver_options *solver, int optimizing) {
   const double D = sizeof(double);
   const double elements = (double)vox_grid_elements(grid);
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
-  /* fem.c: e_solid and moduli per element; inv_diag, free_mask, lift, rhs,
-   * correction, the forces, the 4 CG vectors and the fixed flag per dof */
-  double bytes = 2 * D * elements + (9 + n_cases) * D * dofs + dofs;
+  /* fem.c: e_solid and moduli per element; inv_diag, free_mask, the
+   * forces, the 4 CG vectors, the fixed flags per dof (and per node, on the
+   * GPU), and lift, rhs and correction for prescribed displacements */
+  double bytes = 2 * D * elements + (6 + n_cases + (prescribed ? 3 : 0)) * D * dofs + dofs +
+                 dofs / dpn;
   if (solver->preconditioner == VOX_PC_MULTIGRID) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
     const double value = solver->precision == VOX_PRECISION_MIXED ? sizeof(float) : D;
@@ -36,11 +38,11 @@ size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases,
 }
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
-                            const vox_solver_options *solver, int optimizing) {
+                            int prescribed, const vox_solver_options *solver, int optimizing) {
   if (!be->ops->device_memory) return VOX_OK;
   size_t free_bytes, total;
   TRY(be->ops->memory(be, &free_bytes, &total));
-  const size_t need = vox_memory_needed(grid, dpn, n_cases, solver, optimizing);
+  const size_t need = vox_memory_needed(grid, dpn, n_cases, prescribed, solver, optimizing);
   if (need <= free_bytes) return VOX_OK;
   /* the largest grid of these proportions that fits, by bisection on a scale */
   double lo = 0, hi = 1;
@@ -51,7 +53,7 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
     g.nx = (int64_t)floor((double)grid->nx * s), g.ny = (int64_t)floor((double)grid->ny * s),
     g.nz = (int64_t)floor((double)grid->nz * s);
     if (g.nx < 1 || g.ny < 1 || g.nz < 1 ||
-        vox_memory_needed(&g, dpn, n_cases, solver, optimizing) > free_bytes) {
+        vox_memory_needed(&g, dpn, n_cases, prescribed, solver, optimizing) > free_bytes) {
       hi = s;
     } else {
       lo = s;

@@ -10,14 +10,15 @@
 #include "voxfe/solver.h"
 
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
- * cases and its solver; `optimizing` adds the optimizer's per-element state
- * and its filter. */
-size_t vox_memory_needed(const vox_grid *grid, int dofs_per_node, int n_cases,
+ * cases and its solver; `prescribed`: some displacement is prescribed
+ * non-zero (three more vectors); `optimizing` adds the optimizer's
+ * per-element state and its filter. */
+size_t vox_memory_needed(const vox_grid *grid, int dofs_per_node, int n_cases, int prescribed,
                          const vox_solver_options *solver, int optimizing);
 
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dofs_per_node, int n_cases,
-                            const vox_solver_options *solver, int optimizing);
+                            int prescribed, const vox_solver_options *solver, int optimizing);
 
 #endif

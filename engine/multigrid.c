@@ -94,10 +94,18 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   return VOX_OK;
 }
 
-/* y = A_l x */
-static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
+/* y = A_l x. With `approximate`, the fine level's product may be computed
+ * in single precision when the solver runs in VOX_PRECISION_MIXED (the
+ * coarse stencils are stored in float then already): the smoother and the
+ * residual only shape the preconditioner, which the outer CG in double
+ * corrects. The eigenvalue estimate passes 0 and stays in double. */
+static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y,
+                              int approximate) {
   vox_backend *be = mg->be;
-  if (l == 0) return be->ops->op_apply(be, mg->fine, x, y, 0);
+  if (l == 0) {
+    const int single = approximate && mg->options.precision == VOX_PRECISION_MIXED;
+    return be->ops->op_apply(be, mg->fine, x, y, single ? VOX_APPLY_SINGLE : 0);
+  }
   return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
 }
 
@@ -148,7 +156,7 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *p, vox_
   int steps = 0;
   while (steps < LANCZOS_STEPS) {
     double pq, rz_new;
-    TRY(level_apply(mg, l, p, q));
+    TRY(level_apply(mg, l, p, q, 0)); /* in double: see level_apply */
     TRY(be->ops->vec_dot(be, p, q, &pq));
     if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
     alpha[steps] = rz / pq;
@@ -203,7 +211,7 @@ static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_
   const double omega = fmin(mg->options.jacobi_damping, 1.5 / lv->lambda_max);
   for (int sweep = 0; sweep < mg->options.smoothing_steps; sweep++) {
     const int zero = x_is_zero && sweep == 0;
-    if (!zero) TRY(level_apply(mg, l, x, &lv->r));
+    if (!zero) TRY(level_apply(mg, l, x, &lv->r, 1));
     TRY(be->ops->smoother_step(be, b, zero ? NULL : &lv->r, &lv->inv_diag, omega, 0, &lv->d, x));
   }
   return VOX_OK;
@@ -220,12 +228,12 @@ static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, v
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma;
-  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r));
+  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r, 1));
   TRY(be->ops->smoother_step(be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
                              &lv->d, x)); /* d = D^-1 r / theta */
   for (int k = 1; k < mg->options.smoothing_steps; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
-    TRY(level_apply(mg, l, x, &lv->r));
+    TRY(level_apply(mg, l, x, &lv->r, 1));
     TRY(be->ops->smoother_step(be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
                                &lv->d, x));
     rho = rho_new;
@@ -246,7 +254,7 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   vox_mg_level *coarse = &mg->level[l + 1];
   TRY(be->ops->vec_set(be, x, 0));
   TRY(smooth(mg, l, b, x, 1));
-  TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
+  TRY(level_apply(mg, l, x, &lv->r, 1)); /* r = b - A x */
   TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));

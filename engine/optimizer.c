@@ -284,7 +284,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   memset(result, 0, sizeof *result);
   TRY(check_options(ctx, opt));
   TRY(check_problem(ctx, model));
-  TRY(vox_memory_check(be, &model->grid, 3, model->n_load_cases > 0 ? model->n_load_cases : 1,
+  /* (check_problem refused prescribed non-zero displacements) */
+  TRY(vox_memory_check(be, &model->grid, 3, model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
                        &opt->solver, 1));
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);

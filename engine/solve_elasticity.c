@@ -93,8 +93,10 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
   TRY(vox_solver_options_check(ctx, options));
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
+  int prescribed = 0;
+  for (size_t i = 0; i < model->n_constraints; i++) prescribed |= model->constraints[i].value != 0;
   TRY(vox_memory_check(backend, &model->grid, 3,
-                       model->n_load_cases > 0 ? model->n_load_cases : 1, options, 0));
+                       model->n_load_cases > 0 ? model->n_load_cases : 1, prescribed, options, 0));
   vox_fem *fem;
   TRY(vox_fem_create(ctx, backend, model, &fem));
   const vox_backend_ops *o = backend->ops;

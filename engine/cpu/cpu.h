@@ -49,7 +49,7 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
 void vox_cpu_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
-                            int full);
+                            int flags);
 vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
                                      vox_vec *energy, int accumulate);

@@ -93,8 +93,10 @@ HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double
   apply_row(op, x, y, full, j, k, ci, 8);
 }
 
+/* VOX_APPLY_SINGLE is ignored: the product is always computed in double. */
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
-                            int full) {
+                            int flags) {
+  const int full = (flags & VOX_APPLY_FULL) != 0;
   const double *restrict x = xv->data;
   double *restrict y = yv->data;
   const ptrdiff_t n = (ptrdiff_t)op->n_dofs;

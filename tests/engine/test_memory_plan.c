@@ -33,7 +33,7 @@ static size_t model_grid_plan(const vox_grid *g, vox_precision p) {
   vox_solver_options so;
   vox_solver_options_default(&so);
   so.precision = p;
-  return vox_memory_needed(g, 3, 1, &so, 1);
+  return vox_memory_needed(g, 3, 1, 0, &so, 1);
 }
 
 /* An optimization of a cantilever on the counting backend: what it
@@ -67,7 +67,7 @@ static void test_plan_matches_allocations(vox_context *ctx) {
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   /* the plan adds a fixed margin for what is not counted (context, taps):
    * without it, plan and count agree to a few percent */
-  const double plan = (double)vox_memory_needed(&g, 3, 1, &opt.solver, 1);
+  const double plan = (double)vox_memory_needed(&g, 3, 1, 0, &opt.solver, 1);
   const double plan_without_margin = (plan - (64u << 20)) / 1.02;
   printf("allocated %zu bytes, planned %.0f (without the margin)\n", counted, plan_without_margin);
   CHECK(plan_without_margin >= 0.97 * (double)counted);

@@ -117,7 +117,7 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   be->ops->vec_create(be, nd, &uv);
   be->ops->vec_create(be, nd, &kv);
   be->ops->vec_upload(be, &uv, u);
-  be->ops->op_apply(be, fem->op, &uv, &kv, 1);
+  be->ops->op_apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
   double *ku = malloc(nd * sizeof *ku), reaction = 0;
   be->ops->vec_download(be, &kv, ku);
   for (int64_t k = 0; k <= g->nz; k++)
