@@ -16,7 +16,7 @@ for part in "$@"; do
       "$bin/bench/bench_cuda" vcycle "$here/workflows/cantilever/cantilever.yaml" 256 $p
     done ;;
   cantilever256)
-    for p in double mixed; do
+    for p in mixed double; do
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 ${ITER256:-100} $p
     done ;;
   cantilever512)
@@ -24,7 +24,7 @@ for part in "$@"; do
   bridge)
     d=$(mktemp -d)
     (cd "$here/workflows/bridge" && /usr/bin/time -f "bridge: %e s wall" make \
-      VOXFE_BIN="$bin/cli" DEVICE=cuda 2>&1 | tail -3)
+      VOXFE_BIN="$bin/cli" DEVICE=cuda PRECISION=${PRECISION:-mixed} 2>&1 | tail -3)
     cp "$here/workflows/bridge/design.nc" "$out/bridge-design.nc" 2>/dev/null || true
     rm -rf "$d" ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
