@@ -164,7 +164,7 @@ static const cli_option options[] = {
            "multigrid smoothing before and after the coarse correction: Jacobi sweeps or the "
            "Chebyshev degree"),
     NUMBER("mg-levels", CLI_INTEGER, "N", opt.solver.mg_levels, AT_LEAST(0),
-           "multigrid levels, 0 to choose from the grid (coarsest level of at most 4000 "
+           "multigrid levels, 0 to choose from the grid (coarsest level of at most 6000 "
            "unknowns, solved directly)"),
     {.name = "precision", .arg = "P", .kind = CLI_CUSTOM, .offset = AT(opt.solver.precision),
      .flags = CLI_RECORD,

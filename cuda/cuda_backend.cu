@@ -260,6 +260,7 @@ static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_byte
 static void destroy(vox_backend *be) {
   vox_cuda_state *cs = vox_cuda(be);
   if (cs) {
+    vox_cuda_coarse_solver_free(be);
     vox_cuda_free(cs->partials);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     vox_backend_destroy(cs->host);
@@ -274,6 +275,7 @@ static vox_backend_ops make_ops(void) {
   o.destroy = destroy;
   o.synchronize = synchronize;
   o.device_memory = 1;
+  o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
   o.memory = memory;
   o.vec_create = vec_create;
   o.vec_destroy = vec_destroy;

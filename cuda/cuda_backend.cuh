@@ -20,6 +20,7 @@ typedef struct vox_cuda_state {
   double *partials;      /* device: per-block partial sums of the reductions */
   double *scalar;        /* pinned host: a reduction's result */
   vox_backend *host;     /* the CPU backend, for the coarsest level's direct solve */
+  void *solver;          /* cuSOLVER handle, made by the first dense coarse solve */
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }
@@ -69,6 +70,8 @@ struct vox_stencil {
   float *value32;          /* device, the same when MIXED */
   vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
   vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */
+  double *dense;           /* device: dense Cholesky factor of a small coarsest level */
+  int *info;               /* device: cuSOLVER's status word */
 };
 
 /* cuda_operator.cu */
@@ -118,11 +121,17 @@ vox_status vox_cuda_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
 vox_status vox_cuda_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
 
-/* cuda_coarse_solve.cu: the coarsest level through the CPU backend */
+/* cuda_coarse_solve.cu: the coarsest level, by a dense Cholesky factor on
+ * the device when it is small, else through the CPU backend */
 vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st);
 vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                   vox_vec *x);
-/* Frees the CPU copy (called by vox_cuda_stencil_destroy). */
+/* The largest coarsest level factored densely on the device: 8000 unknowns
+ * make a 512 MB factor (the memory plan counts it). */
+enum { VOX_CUDA_DENSE_COARSE_DOFS = 8000 };
+/* Frees the factor (called by vox_cuda_stencil_destroy). */
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
+/* Releases the cuSOLVER handle (called when the backend is destroyed). */
+void vox_cuda_coarse_solver_free(vox_backend *be);
 
 #endif

@@ -1,21 +1,110 @@
-/* The direct solve of the coarsest multigrid level through the CPU backend
- * (CHOLMOD, engine/cpu/cpu_coarse_solve.c).
+/* The direct solve of the coarsest multigrid level.
  *
- * Why on the host: the coarsest level is kept to a few thousand dofs, where
- * a sparse Cholesky factorisation is cheap on the CPU and a GPU one would be
- * dominated by launch latency. The factor is made once per Galerkin update
- * (a download of the level's stencil), and each V-cycle pays one round trip
- * of a few thousand doubles: b down, x up.
- *
- * The CPU stencil and its two vectors hang off the device stencil (st->host,
- * st->host_b, st->host_x), made by the first factorisation and kept, so the
- * CPU backend's symbolic analysis is reused by later factorisations. */
+ * Up to VOX_CUDA_DENSE_COARSE_DOFS unknowns it stays on the device: the stencil is
+ * spread into a dense matrix and factored by cuSOLVER's Cholesky (potrf)
+ * after each Galerkin update, and each V-cycle solves with the factor
+ * (potrs). A 4131-unknown level (16 x 8 x 8 elements) is a 136 MB matrix, a
+ * 24 GFLOP factorisation and two triangular solves per V-cycle, all without
+ * leaving the device. A larger coarse level (a small --mg-levels) goes
+ * through the CPU backend instead (CHOLMOD, engine/cpu/cpu_coarse_solve.c),
+ * with one round trip of b and x per V-cycle; the CPU stencil and its two
+ * vectors hang off the device stencil (st->host, st->host_b, st->host_x),
+ * made by the first factorisation and kept, so CHOLMOD's symbolic analysis
+ * is reused by later factorisations. */
+#include <cusolverDn.h>
 #include <stdlib.h>
 
 #include "cuda_backend.cuh"
 
+static int dense_fits(const vox_stencil *st) { return st->n_dofs <= VOX_CUDA_DENSE_COARSE_DOFS; }
+
+void vox_cuda_coarse_solver_free(vox_backend *be) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (cs->solver) cusolverDnDestroy((cusolverDnHandle_t)cs->solver);
+  cs->solver = NULL;
+}
+
+static vox_status cusolver_check(vox_backend *be, cusolverStatus_t status, const char *what) {
+  if (status == CUSOLVER_STATUS_SUCCESS) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: %s failed (status %d)", what, (int)status);
+}
+
+/* Column-major dense matrix of the stencil: entry (row, col) with row =
+ * node n, component r and col = its neighbour at offset t, component c. The
+ * stencil's pattern gives every (row, col) once, so the writes never meet. */
+template <typename V>
+static __global__ void stencil_to_dense(const V *__restrict__ value, int dpn, int64_t px,
+                                        int64_t py, int64_t pz, double *__restrict__ dense,
+                                        int64_t n_dofs) {
+  const int64_t n_nodes = px * py * pz;
+  const int bs = dpn * dpn;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_nodes * 27 * bs;
+       k += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t n = k / (27 * bs);
+    const int t = (int)(k / bs % 27), e = (int)(k % bs), r = e / dpn, c = e % dpn;
+    const int64_t i = n % px, j = n / px % py, kk = n / (px * py);
+    const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, k2 = kk + t / 9 - 1;
+    if (ii < 0 || ii >= px || jj < 0 || jj >= py || k2 < 0 || k2 >= pz) continue;
+    const int64_t m = (k2 * py + jj) * px + ii;
+    dense[(m * dpn + c) * n_dofs + n * dpn + r] = (double)value[k];
+  }
+}
+
+static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
+  vox_cuda_state *cs = vox_cuda(be);
+  const int64_t n = (int64_t)st->n_dofs;
+  if (!cs->solver) {
+    cusolverDnHandle_t h;
+    TRY(cusolver_check(be, cusolverDnCreate(&h), "creating a handle"));
+    cs->solver = h;
+  }
+  cusolverDnHandle_t h = (cusolverDnHandle_t)cs->solver;
+  if (!st->dense) {
+    TRY(vox_cuda_alloc(be, (void **)&st->dense, (size_t)(n * n) * sizeof(double),
+                       "the coarsest multigrid level's factor"));
+    TRY(vox_cuda_alloc(be, (void **)&st->info, sizeof(int), "cuSOLVER's status"));
+  }
+  CUDA_TRY(be, cudaMemsetAsync(st->dense, 0, (size_t)(n * n) * sizeof(double)),
+           "clearing the coarsest level's matrix");
+  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  const int64_t entries = (int64_t)st->n_nodes * 27 * st->dpn * st->dpn;
+  const unsigned blocks = vox_cuda_blocks((size_t)entries, 256);
+  if (st->value32)
+    stencil_to_dense<<<blocks, 256>>>(st->value32, st->dpn, px, py, pz, st->dense, n);
+  else
+    stencil_to_dense<<<blocks, 256>>>(st->value, st->dpn, px, py, pz, st->dense, n);
+  CUDA_LAUNCHED(be, "spreading the coarsest level into a dense matrix");
+  int lwork = 0;
+  TRY(cusolver_check(be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense,
+                                                     (int)n, &lwork),
+                     "sizing the Cholesky workspace"));
+  double *work;
+  TRY(vox_cuda_alloc(be, (void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
+                     "the Cholesky workspace"));
+  vox_status s = cusolver_check(be,
+                                cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense,
+                                                 (int)n, work, lwork, st->info),
+                                "the coarsest level's Cholesky factorisation");
+  int info = 0;
+  if (s == VOX_OK)
+    s = vox_cuda_check(be, cudaMemcpy(&info, st->info, sizeof info, cudaMemcpyDeviceToHost),
+                       "reading cuSOLVER's status");
+  vox_cuda_free(work);
+  TRY(s);
+  if (info > 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "coarse-level Cholesky: the matrix is not positive definite (leading minor "
+                     "%d of %lld)",
+                     info, (long long)n);
+  return VOX_OK;
+}
+
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st) {
   if (!st) return;
+  vox_cuda_free(st->dense);
+  vox_cuda_free(st->info);
+  st->dense = NULL;
+  st->info = NULL;
   vox_backend *host = vox_cuda(be)->host;
   if (st->host) host->ops->stencil_destroy(host, st->host);
   if (st->host_b.data) host->ops->vec_destroy(host, &st->host_b);
@@ -36,6 +125,7 @@ static vox_status host_setup(vox_backend *be, vox_stencil *st) {
 }
 
 vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
+  if (dense_fits(st)) return dense_factor(be, st);
   vox_backend *host = vox_cuda(be)->host;
   if (!st->host) TRY(host_setup(be, st));
   const size_t n = st->n_nodes * 27 * (size_t)(st->dpn * st->dpn);
@@ -55,6 +145,17 @@ vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
 
 vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                   vox_vec *x) {
+  if (st->dense) {
+    CUDA_TRY(be, cudaMemcpyAsync(x->data, b->data, st->n_dofs * sizeof(double),
+                                 cudaMemcpyDeviceToDevice),
+             "the coarsest level's right-hand side");
+    /* potrs checks only its arguments in info: nothing to read back */
+    return cusolver_check(be,
+                          cusolverDnDpotrs((cusolverDnHandle_t)vox_cuda(be)->solver,
+                                           CUBLAS_FILL_MODE_LOWER, (int)st->n_dofs, 1, st->dense,
+                                           (int)st->n_dofs, x->data, (int)st->n_dofs, st->info),
+                          "the coarsest level's triangular solves");
+  }
   if (!st->host)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "coarse-level solve: the stencil has not been factored");

@@ -79,6 +79,9 @@ typedef struct vox_backend_ops {
   /* 1: the backend allocates from a device's fixed memory, so runs check
    * their need against `memory` before allocating (memory_plan.h). */
   int device_memory;
+  /* The largest coarsest multigrid level the backend factors densely on
+   * the device (its factor is in the memory plan); 0 for none. */
+  size_t dense_coarse_dofs;
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 

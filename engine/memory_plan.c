@@ -11,8 +11,8 @@
 static const double MARGIN = 1.02;
 static const size_t MARGIN_BYTES = 64u << 20;
 
-size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases, int prescribed,
-                         const vox_solver_options *solver, int optimizing) {
+size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
+                         int prescribed, const vox_solver_options *solver, int optimizing) {
   const double D = sizeof(double);
   const double elements = (double)vox_grid_elements(grid);
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
@@ -29,6 +29,7 @@ size_t vox_memory_needed(const vox_grid *grid, int dpn, int n_cases, int prescri
       const double n = (double)vox_grid_nodes(&g) * dpn;
       if (l > 0) bytes += 27.0 * dpn * n * value + 3 * D * n; /* stencil, inv_diag, b, x */
       if (l < levels - 1) bytes += 2 * D * n;                  /* r, d */
+      if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs) bytes += D * n * n;
       g = vox_grid_coarsen(&g);
     }
   }
@@ -42,7 +43,7 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
   if (!be->ops->device_memory) return VOX_OK;
   size_t free_bytes, total;
   TRY(be->ops->memory(be, &free_bytes, &total));
-  const size_t need = vox_memory_needed(grid, dpn, n_cases, prescribed, solver, optimizing);
+  const size_t need = vox_memory_needed(be, grid, dpn, n_cases, prescribed, solver, optimizing);
   if (need <= free_bytes) return VOX_OK;
   /* the largest grid of these proportions that fits, by bisection on a scale */
   double lo = 0, hi = 1;
@@ -53,7 +54,7 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
     g.nx = (int64_t)floor((double)grid->nx * s), g.ny = (int64_t)floor((double)grid->ny * s),
     g.nz = (int64_t)floor((double)grid->nz * s);
     if (g.nx < 1 || g.ny < 1 || g.nz < 1 ||
-        vox_memory_needed(&g, dpn, n_cases, prescribed, solver, optimizing) > free_bytes) {
+        vox_memory_needed(be, &g, dpn, n_cases, prescribed, solver, optimizing) > free_bytes) {
       hi = s;
     } else {
       lo = s;

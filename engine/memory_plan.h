@@ -13,8 +13,9 @@
  * cases and its solver; `prescribed`: some displacement is prescribed
  * non-zero (three more vectors); `optimizing` adds the optimizer's
  * per-element state and its filter. */
-size_t vox_memory_needed(const vox_grid *grid, int dofs_per_node, int n_cases, int prescribed,
-                         const vox_solver_options *solver, int optimizing);
+size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dofs_per_node,
+                         int n_cases, int prescribed, const vox_solver_options *solver,
+                         int optimizing);
 
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */

@@ -29,11 +29,11 @@ static vox_status counting_stencil_create(vox_backend *be, const vox_grid *g, in
   return cpu_stencil_create(be, g, dpn, p, st);
 }
 
-static size_t model_grid_plan(const vox_grid *g, vox_precision p) {
+static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_precision p) {
   vox_solver_options so;
   vox_solver_options_default(&so);
   so.precision = p;
-  return vox_memory_needed(g, 3, 1, 0, &so, 1);
+  return vox_memory_needed(be, g, 3, 1, 0, &so, 1);
 }
 
 /* An optimization of a cantilever on the counting backend: what it
@@ -67,7 +67,7 @@ static void test_plan_matches_allocations(vox_context *ctx) {
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   /* the plan adds a fixed margin for what is not counted (context, taps):
    * without it, plan and count agree to a few percent */
-  const double plan = (double)vox_memory_needed(&g, 3, 1, 0, &opt.solver, 1);
+  const double plan = (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1);
   const double plan_without_margin = (plan - (64u << 20)) / 1.02;
   printf("allocated %zu bytes, planned %.0f (without the margin)\n", counted, plan_without_margin);
   CHECK(plan_without_margin >= 0.97 * (double)counted);
@@ -77,20 +77,23 @@ static void test_plan_matches_allocations(vox_context *ctx) {
   vox_backend_destroy(be);
 }
 
-static void test_scaling(void) {
+static void test_scaling(const vox_backend *be) {
   vox_grid g = {.nx = 100, .ny = 50, .nz = 50, .voxel_size = {1, 1, 1}};
   vox_grid g2 = {.nx = 200, .ny = 100, .nz = 100, .voxel_size = {1, 1, 1}};
-  const double a = (double)model_grid_plan(&g, VOX_PRECISION_DOUBLE) - (64u << 20);
-  const double b = (double)model_grid_plan(&g2, VOX_PRECISION_DOUBLE) - (64u << 20);
+  const double a = (double)model_grid_plan(be, &g, VOX_PRECISION_DOUBLE) - (64u << 20);
+  const double b = (double)model_grid_plan(be, &g2, VOX_PRECISION_DOUBLE) - (64u << 20);
   CHECK(b / a > 7.5 && b / a < 8.5);
-  CHECK(model_grid_plan(&g2, VOX_PRECISION_MIXED) < model_grid_plan(&g2, VOX_PRECISION_DOUBLE));
+  CHECK(model_grid_plan(be, &g2, VOX_PRECISION_MIXED) < model_grid_plan(be, &g2, VOX_PRECISION_DOUBLE));
 }
 
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   test_plan_matches_allocations(ctx);
-  test_scaling();
+  vox_backend *be;
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
+  test_scaling(be);
+  vox_backend_destroy(be);
   vox_context_destroy(ctx);
   return check_failures ? 1 : 0;
 }
