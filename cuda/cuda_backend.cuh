@@ -70,7 +70,10 @@ struct vox_stencil {
   float *value32;          /* device, the same when MIXED */
   vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
   vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */
-  double *dense;           /* device: dense Cholesky factor of a small coarsest level */
+  double *dense;           /* device: L^-1 of the dense Cholesky factor A = L L' of a
+                            * small coarsest level, column-major */
+  double *dense_rows;      /* the same transposed */
+  double *dense_z;         /* work vector of its solve */
   int *info;               /* device: cuSOLVER's status word */
 };
 
@@ -127,7 +130,8 @@ vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st);
 vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                   vox_vec *x);
 /* The largest coarsest level factored densely on the device: 8000 unknowns
- * make a 512 MB factor (the memory plan counts it). */
+ * make 2 x 512 MB (the inverse factor in both orders; the memory plan
+ * counts them). */
 enum { VOX_CUDA_DENSE_COARSE_DOFS = 8000 };
 /* Frees the factor (called by vox_cuda_stencil_destroy). */
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
