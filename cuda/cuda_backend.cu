@@ -6,9 +6,6 @@
 
 #include "cuda_backend.cuh"
 
-/* Elementwise kernels: 256 threads a block, grid-stride loops over at most
- * this many blocks (enough to fill 132 SMs several times). */
-enum { THREADS = 256, MAX_BLOCKS = 4096 };
 /* Reductions: a fixed grid, so that the order of the additions and thus the
  * result is the same on every run. */
 enum { REDUCE_THREADS = 256, REDUCE_BLOCKS = 1024 };
@@ -36,15 +33,6 @@ vox_status vox_cuda_alloc(vox_backend *be, void **p, size_t bytes, const char *w
 void vox_cuda_free(void *p) {
   if (p) cudaFree(p);
 }
-
-static unsigned blocks(size_t n) {
-  unsigned b = vox_cuda_blocks(n, THREADS);
-  const unsigned most = MAX_BLOCKS;
-  return b < 1 ? 1 : b > most ? most : b;
-}
-
-#define GRID_STRIDE(i, n) \
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
 /* ---- vectors -------------------------------------------------------------- */
 
@@ -74,39 +62,37 @@ static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) 
   return VOX_OK;
 }
 
-static __global__ void set_kernel(double *x, double a, size_t n) {
-  GRID_STRIDE(i, n) x[i] = a;
-}
+static __global__ void set_kernel(double *x, double a, size_t n) { VOX_GRID_STRIDE(i, n) x[i] = a; }
 
 static __global__ void axpby_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
                                     double b, size_t n) {
-  GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
+  VOX_GRID_STRIDE(i, n) y[i] = a * x[i] + b * y[i];
 }
 
 static __global__ void axpy_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
                                    size_t n) {
-  GRID_STRIDE(i, n) y[i] += a * x[i];
+  VOX_GRID_STRIDE(i, n) y[i] += a * x[i];
 }
 
 static __global__ void xpay_kernel(double *__restrict__ y, double a, const double *__restrict__ x,
                                    size_t n) {
-  GRID_STRIDE(i, n) y[i] = x[i] + a * y[i];
+  VOX_GRID_STRIDE(i, n) y[i] = x[i] + a * y[i];
 }
 
 static __global__ void mult_kernel(double *w, const double *x, const double *y, size_t n) {
-  GRID_STRIDE(i, n) w[i] = x[i] * y[i];
+  VOX_GRID_STRIDE(i, n) w[i] = x[i] * y[i];
 }
 
 static __global__ void reciprocal_kernel(double *x, size_t n) {
-  GRID_STRIDE(i, n) x[i] = 1 / x[i];
+  VOX_GRID_STRIDE(i, n) x[i] = 1 / x[i];
 }
 
 static __global__ void random_kernel(double *x, uint64_t seed, size_t n) {
-  GRID_STRIDE(i, n) x[i] = vox_hash_uniform(seed, i);
+  VOX_GRID_STRIDE(i, n) x[i] = vox_hash_uniform(seed, i);
 }
 
 static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
-  random_kernel<<<blocks(v->n), THREADS>>>(v->data, seed, v->n);
+  random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, seed, v->n);
   CUDA_LAUNCHED(be, "random vector");
   return VOX_OK;
 }
@@ -116,7 +102,7 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
                                             const double *__restrict__ w, double alpha, double beta,
                                             double *__restrict__ d, double *__restrict__ x,
                                             size_t n) {
-  GRID_STRIDE(i, n) {
+  VOX_GRID_STRIDE(i, n) {
     const double r = w[i] * (ax ? b[i] - ax[i] : b[i]);
     const double di = beta != 0 ? alpha * r + beta * d[i] : alpha * r;
     d[i] = di;
@@ -127,50 +113,51 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
 static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                                 const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                                 vox_vec *x) {
-  smoother_step_kernel<<<blocks(x->n), THREADS>>>(b->data, ax ? ax->data : NULL, inv_diag->data,
-                                                  alpha, beta, d->data, x->data, x->n);
+  smoother_step_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS>>>(
+      b->data, ax ? ax->data : NULL, inv_diag->data, alpha, beta, d->data, x->data, x->n);
   CUDA_LAUNCHED(be, "smoother step");
   return VOX_OK;
 }
 
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
-  set_kernel<<<blocks(v->n), THREADS>>>(v->data, a, v->n);
+  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, a, v->n);
   CUDA_LAUNCHED(be, "vector set");
   return VOX_OK;
 }
 
 static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
-  CUDA_TRY(be, cudaMemcpyAsync(dst->data, src->data, src->n * sizeof(double), cudaMemcpyDeviceToDevice),
+  CUDA_TRY(be,
+           cudaMemcpyAsync(dst->data, src->data, src->n * sizeof(double), cudaMemcpyDeviceToDevice),
            "copying a vector");
   return VOX_OK;
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  axpy_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, y->n);
+  axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector axpy");
   return VOX_OK;
 }
 
 static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  xpay_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, y->n);
+  xpay_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector xpay");
   return VOX_OK;
 }
 
 static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
-  mult_kernel<<<blocks(w->n), THREADS>>>(w->data, x->data, y->data, w->n);
+  mult_kernel<<<vox_cuda_grid(w->n), VOX_CUDA_THREADS>>>(w->data, x->data, y->data, w->n);
   CUDA_LAUNCHED(be, "vector product");
   return VOX_OK;
 }
 
 static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
-  axpby_kernel<<<blocks(y->n), THREADS>>>(y->data, a, x->data, b, y->n);
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, b, y->n);
   CUDA_LAUNCHED(be, "vector axpby");
   return VOX_OK;
 }
 
 static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
-  reciprocal_kernel<<<blocks(v->n), THREADS>>>(v->data, v->n);
+  reciprocal_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, v->n);
   CUDA_LAUNCHED(be, "vector reciprocal");
   return VOX_OK;
 }
@@ -187,13 +174,15 @@ struct max_op {
 /* Reduces the value of every thread of a block into thread 0's result. */
 template <class Op> static __device__ double block_reduce(double v, Op op) {
   __shared__ double warp_sums[REDUCE_THREADS / 32];
-  for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
   if (warp == 0) {
     v = lane < REDUCE_THREADS / 32 ? warp_sums[lane] : 0.0;
-    for (int offset = 16; offset > 0; offset /= 2) v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+    for (int offset = 16; offset > 0; offset /= 2)
+      v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
   }
   return v;
 }
@@ -202,7 +191,7 @@ template <class Op> static __device__ double block_reduce(double v, Op op) {
 template <class Op, class Term>
 static __global__ void reduce_partials(size_t n, Term term, Op op, double *partials) {
   double v = 0;
-  GRID_STRIDE(i, n) v = op(v, term(i));
+  VOX_GRID_STRIDE(i, n) v = op(v, term(i));
   v = block_reduce(v, op);
   if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
@@ -230,8 +219,10 @@ static vox_status reduce(vox_backend *be, size_t n, Term term, Op op, double *ou
   reduce_partials<<<REDUCE_BLOCKS, REDUCE_THREADS>>>(n, term, op, cs->partials);
   reduce_final<<<1, REDUCE_THREADS>>>(op, cs->partials);
   CUDA_LAUNCHED(be, "a reduction");
-  CUDA_TRY(be, cudaMemcpy(cs->scalar, cs->partials + REDUCE_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost),
-           "reading a reduction");
+  CUDA_TRY(
+      be,
+      cudaMemcpy(cs->scalar, cs->partials + REDUCE_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost),
+      "reading a reduction");
   *out = *cs->scalar;
   return VOX_OK;
 }

@@ -43,6 +43,19 @@ static inline unsigned vox_cuda_blocks(size_t n, unsigned threads) {
   return (unsigned)((n + threads - 1) / threads);
 }
 
+/* Elementwise kernels: 256 threads a block, grid-stride loops over at most
+ * 4096 blocks (enough to fill 132 SMs several times); larger arrays loop:
+ *   kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(...)  with
+ *   VOX_GRID_STRIDE(i, n) body;  inside. */
+enum { VOX_CUDA_THREADS = 256, VOX_CUDA_MAX_BLOCKS = 4096 };
+static inline unsigned vox_cuda_grid(size_t n) {
+  const unsigned b = vox_cuda_blocks(n, VOX_CUDA_THREADS), most = VOX_CUDA_MAX_BLOCKS;
+  return b < 1 ? 1 : b > most ? most : b;
+}
+#define VOX_GRID_STRIDE(i, n)                                                          \
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);             \
+       i += (size_t)gridDim.x * blockDim.x)
+
 /* The matrix-free operator (cuda_operator.cu). */
 struct vox_operator {
   vox_grid grid;

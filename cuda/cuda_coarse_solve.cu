@@ -39,9 +39,10 @@ static __device__ double warp_sum(double v) {
 }
 
 /* z_i = sum_{j <= i} X_ij b_j */
-static __global__ void lower_product(const double *__restrict__ x_rows, const double *__restrict__ b,
-                                     double *__restrict__ z, int n) {
-  const int i = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
+static __global__ void lower_product(const double *__restrict__ x_rows,
+                                     const double *__restrict__ b, double *__restrict__ z, int n) {
+  const int i = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32),
+            lane = threadIdx.x % 32;
   if (i >= n) return;
   const double *row = x_rows + (size_t)i * n;
   double s = 0;
@@ -51,9 +52,10 @@ static __global__ void lower_product(const double *__restrict__ x_rows, const do
 }
 
 /* w_j = sum_{i >= j} X_ij z_i */
-static __global__ void upper_product(const double *__restrict__ x_cols, const double *__restrict__ z,
-                                     double *__restrict__ w, int n) {
-  const int j = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32), lane = threadIdx.x % 32;
+static __global__ void upper_product(const double *__restrict__ x_cols,
+                                     const double *__restrict__ z, double *__restrict__ w, int n) {
+  const int j = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32),
+            lane = threadIdx.x % 32;
   if (j >= n) return;
   const double *col = x_cols + (size_t)j * n;
   double s = 0;
@@ -63,8 +65,8 @@ static __global__ void upper_product(const double *__restrict__ x_cols, const do
 }
 
 /* x_rows = the lower triangle of x_cols, transposed (zeros above) */
-static __global__ void transpose_lower(const double *__restrict__ x_cols, double *__restrict__ x_rows,
-                                       int n) {
+static __global__ void transpose_lower(const double *__restrict__ x_cols,
+                                       double *__restrict__ x_rows, int n) {
   for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < (size_t)n * n;
        k += (size_t)gridDim.x * blockDim.x) {
     const size_t i = k % n, j = k / n; /* x_rows(i, j) = X(j, i) */
@@ -128,16 +130,16 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
     stencil_to_dense<<<blocks, 256>>>(st->value, st->dpn, px, py, pz, st->dense, n);
   CUDA_LAUNCHED(be, "spreading the coarsest level into a dense matrix");
   int lwork = 0;
-  TRY(cusolver_check(be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense,
-                                                     (int)n, &lwork),
-                     "sizing the Cholesky workspace"));
+  TRY(cusolver_check(
+      be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense, (int)n, &lwork),
+      "sizing the Cholesky workspace"));
   double *work;
   TRY(vox_cuda_alloc(be, (void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
                      "the Cholesky workspace"));
-  vox_status s = cusolver_check(be,
-                                cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense,
-                                                 (int)n, work, lwork, st->info),
-                                "the coarsest level's Cholesky factorisation");
+  vox_status s = cusolver_check(
+      be,
+      cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense, (int)n, work, lwork, st->info),
+      "the coarsest level's Cholesky factorisation");
   int info = 0;
   if (s == VOX_OK)
     s = vox_cuda_check(be, cudaMemcpy(&info, st->info, sizeof info, cudaMemcpyDeviceToHost),
@@ -151,14 +153,15 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
                      info, (long long)n);
   /* L^-1 in place of L */
   size_t dev_bytes = 0, host_bytes = 0;
-  TRY(cusolver_check(be, cusolverDnXtrtri_bufferSize(h, CUBLAS_FILL_MODE_LOWER,
-                                                     CUBLAS_DIAG_NON_UNIT, n, CUDA_R_64F,
-                                                     st->dense, n, &dev_bytes, &host_bytes),
+  TRY(cusolver_check(be,
+                     cusolverDnXtrtri_bufferSize(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n,
+                                                 CUDA_R_64F, st->dense, n, &dev_bytes, &host_bytes),
                      "sizing the triangular inverse's workspace"));
   void *dev_work = NULL, *host_work = host_bytes ? malloc(host_bytes) : NULL;
   if (host_bytes && !host_work)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for cuSOLVER's workspace");
-  s = vox_cuda_alloc(be, &dev_work, dev_bytes ? dev_bytes : 1, "the triangular inverse's workspace");
+  s = vox_cuda_alloc(be, &dev_work, dev_bytes ? dev_bytes : 1,
+                     "the triangular inverse's workspace");
   if (s == VOX_OK)
     s = cusolver_check(be,
                        cusolverDnXtrtri(h, CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n,
@@ -175,7 +178,8 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "coarse-level Cholesky: the factor is singular at column %d of %lld", info,
                      (long long)n);
-  transpose_lower<<<vox_cuda_blocks((size_t)(n * n), 256), 256>>>(st->dense, st->dense_rows, (int)n);
+  transpose_lower<<<vox_cuda_blocks((size_t)(n * n), 256), 256>>>(st->dense, st->dense_rows,
+                                                                  (int)n);
   CUDA_LAUNCHED(be, "transposing the coarsest level's inverse factor");
   return VOX_OK;
 }
@@ -199,8 +203,8 @@ void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st) {
 static vox_status host_setup(vox_backend *be, vox_stencil *st) {
   vox_backend *host = vox_cuda(be)->host;
   /* always a double stencil: a MIXED level is widened by the download */
-  vox_status s = host->ops->stencil_create(host, &st->grid, st->dpn, VOX_PRECISION_DOUBLE,
-                                           &st->host);
+  vox_status s =
+      host->ops->stencil_create(host, &st->grid, st->dpn, VOX_PRECISION_DOUBLE, &st->host);
   if (s == VOX_OK) s = host->ops->vec_create(host, st->n_dofs, &st->host_b);
   if (s == VOX_OK) s = host->ops->vec_create(host, st->n_dofs, &st->host_x);
   if (s != VOX_OK) vox_cuda_stencil_factor_free(be, st);
@@ -226,8 +230,7 @@ vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
   return s;
 }
 
-vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b,
-                                  vox_vec *x) {
+vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b, vox_vec *x) {
   if (st->dense) { /* x = L^-T (L^-1 b), through the coarse level's own work vector */
     const int n = (int)st->n_dofs;
     const unsigned warps = vox_cuda_blocks((size_t)n * 32, 256);
@@ -242,8 +245,8 @@ vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_ve
   const size_t n = st->n_dofs;
   if (b->n != n || x->n != n)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "coarse-level solve: vectors of %zu and %zu entries for %zu dofs", b->n,
-                     x->n, n);
+                     "coarse-level solve: vectors of %zu and %zu entries for %zu dofs", b->n, x->n,
+                     n);
   vox_backend *host = vox_cuda(be)->host;
   /* cudaMemcpy on the legacy stream waits for the restriction that made b */
   CUDA_TRY(be, cudaMemcpy(st->host_b.data, b->data, n * sizeof *b->data, cudaMemcpyDeviceToHost),

@@ -16,10 +16,7 @@
 #include <stdlib.h>
 
 #include "cuda_backend.cuh"
-
-/* A bound on the filter's neighbourhood, as on the CPU: a radius of 20
- * voxels, far more than any useful filter, already means 33 000 taps. */
-#define VOX_FILTER_MAX_TAPS 100000
+#include "filter_taps.h"
 
 /* Taps kept in constant memory: at most 128 (3.5 KB; up to a radius of 3.16
  * voxels). Measured on the H100 (256 x 128 x 128 elements): constant memory
@@ -28,18 +25,6 @@
  * the table outgrows the SM's constant cache. */
 enum { CONST_TAPS = 128 };
 
-/* 256 threads a block and at most 4096 blocks, as the vector kernels of
- * cuda_backend.cu; larger grids loop. */
-enum { THREADS = 256, MAX_BLOCKS = 4096 };
-
-static unsigned blocks(size_t n) {
-  const unsigned b = vox_cuda_blocks(n, THREADS);
-  return b < 1 ? 1 : b > (unsigned)MAX_BLOCKS ? (unsigned)MAX_BLOCKS : b;
-}
-
-#define GRID_STRIDE(i, n)                                                  \
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (size_t)gridDim.x * blockDim.x)
 
 /* The tap table, structure of arrays: weight, linear offset of the neighbour
  * (dk ny + dj) nx + di, and (di, dj, dk) for the test against the grid's
@@ -92,11 +77,11 @@ struct conv_args {
  * per element by pre[i] (on the input) and post[e] (on the output) when given.
  * TAPS_IN_CONSTANT picks where the taps are read from. */
 template <bool TAPS_IN_CONSTANT>
-static __global__ void __launch_bounds__(THREADS)
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     convolve_kernel(conv_args a, const uint8_t *__restrict__ active,
                     const double *__restrict__ in, const double *__restrict__ pre,
                     const double *__restrict__ post, double *__restrict__ out) {
-  GRID_STRIDE(e, a.ne) {
+  VOX_GRID_STRIDE(e, a.ne) {
     if (!active[e]) {
       out[e] = 0;
       continue;
@@ -130,20 +115,20 @@ static __global__ void __launch_bounds__(THREADS)
 }
 
 static __global__ void fill_kernel(double *x, double a, size_t n) {
-  GRID_STRIDE(i, n) x[i] = a;
+  VOX_GRID_STRIDE(i, n) x[i] = a;
 }
 
 /* Hs -> 1 / Hs on active elements (Hs > 0 there: an element is its own
  * neighbour), 0 elsewhere. */
 static __global__ void invert_hs_kernel(const uint8_t *__restrict__ active, double *hs, size_t n) {
-  GRID_STRIDE(e, n) hs[e] = active[e] ? 1 / hs[e] : 0;
+  VOX_GRID_STRIDE(e, n) hs[e] = active[e] ? 1 / hs[e] : 0;
 }
 
 /* post_e = 1 / (Hs_e max(gamma, rho_e)), as inv_hs_e / max(gamma, rho_e) */
 static __global__ void sensitivity_scale_kernel(const double *__restrict__ inv_hs,
                                                 const double *__restrict__ rho, double gamma,
                                                 double *__restrict__ post, size_t n) {
-  GRID_STRIDE(e, n) post[e] = inv_hs[e] / fmax(gamma, rho[e]);
+  VOX_GRID_STRIDE(e, n) post[e] = inv_hs[e] / fmax(gamma, rho[e]);
 }
 
 /* ---- host ----------------------------------------------------------------- */
@@ -176,9 +161,11 @@ static vox_status convolve(vox_backend *be, vox_filter *f, const double *in, con
   const conv_args a = {f->grid.nx, f->grid.ny,  f->grid.nz,  f->n_elements,
                        f->n_taps,  f->d_weight, f->d_offset, f->d_delta};
   if (f->n_taps <= CONST_TAPS)
-    convolve_kernel<true><<<blocks(a.ne), THREADS>>>(a, f->active, in, pre, post, out);
+    convolve_kernel<true>
+        <<<vox_cuda_grid(a.ne), VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
   else
-    convolve_kernel<false><<<blocks(a.ne), THREADS>>>(a, f->active, in, pre, post, out);
+    convolve_kernel<false>
+        <<<vox_cuda_grid(a.ne), VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
   CUDA_LAUNCHED(be, what);
   return VOX_OK;
 }
@@ -198,39 +185,29 @@ void vox_cuda_filter_destroy(vox_backend *be, vox_filter *f) {
   free(f);
 }
 
-/* The taps within the radius, in the CPU's order (dk, dj, di ascending) and
- * with its arithmetic, so that the weights are the same doubles. */
+/* The taps within the radius (engine/filter_taps.c, the CPU's list and
+ * order, so the weights are the same doubles), with each neighbour's linear
+ * offset (dk ny + dj) nx + di for the kernels. */
 static vox_status build_taps(vox_backend *be, vox_filter *f, double radius) {
   const vox_grid *grid = &f->grid;
-  /* Taps beyond the grid never contribute: the reach stops at its size. */
-  int64_t reach[3];
-  const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
-  for (int a = 0; a < 3; a++) {
-    const double r = floor(radius / grid->voxel_size[a]);
-    reach[a] = r < (double)(n[a] - 1) ? (int64_t)r : n[a] - 1;
-  }
-  const size_t max_taps = (size_t)(2 * reach[0] + 1) * (size_t)(2 * reach[1] + 1) *
-                          (size_t)(2 * reach[2] + 1);
-  if (max_taps > VOX_FILTER_MAX_TAPS)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "filter radius %g mm spans %zu voxels; at most %d are supported", radius,
-                     max_taps, VOX_FILTER_MAX_TAPS);
-  f->weight = (double *)malloc(max_taps * sizeof *f->weight);
-  f->offset = (long long *)malloc(max_taps * sizeof *f->offset);
-  f->delta = (int3 *)malloc(max_taps * sizeof *f->delta);
-  if (!f->weight || !f->offset || !f->delta)
+  vox_filter_taps taps;
+  TRY(vox_filter_taps_make(be->ctx, grid, radius, &taps));
+  const size_t nt = (size_t)taps.n;
+  f->weight = (double *)malloc(nt * sizeof *f->weight);
+  f->offset = (long long *)malloc(nt * sizeof *f->offset);
+  f->delta = (int3 *)malloc(nt * sizeof *f->delta);
+  if (!f->weight || !f->offset || !f->delta) {
+    vox_filter_taps_free(&taps);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
-  for (int dk = -(int)reach[2]; dk <= reach[2]; dk++)
-    for (int dj = -(int)reach[1]; dj <= reach[1]; dj++)
-      for (int di = -(int)reach[0]; di <= reach[0]; di++) {
-        const double dx = di * grid->voxel_size[0], dy = dj * grid->voxel_size[1],
-                     dz = dk * grid->voxel_size[2];
-        const double w = radius - sqrt(dx * dx + dy * dy + dz * dz);
-        if (w <= 0) continue;
-        f->weight[f->n_taps] = w;
-        f->offset[f->n_taps] = ((long long)dk * grid->ny + dj) * grid->nx + di;
-        f->delta[f->n_taps++] = make_int3(di, dj, dk);
-      }
+  }
+  for (int t = 0; t < taps.n; t++) {
+    const int di = taps.offset[t][0], dj = taps.offset[t][1], dk = taps.offset[t][2];
+    f->weight[t] = taps.weight[t];
+    f->offset[t] = ((long long)dk * grid->ny + dj) * grid->nx + di;
+    f->delta[t] = make_int3(di, dj, dk);
+  }
+  f->n_taps = taps.n;
+  vox_filter_taps_free(&taps);
   return VOX_OK;
 }
 
@@ -260,10 +237,10 @@ static vox_status element_arrays(vox_backend *be, vox_filter *f, const uint8_t *
   CUDA_TRY(be, cudaMemcpy(f->active, active, ne, cudaMemcpyHostToDevice),
            "uploading the filter's active elements");
   /* Hs = H 1, convolved like any input, then inverted on active elements */
-  fill_kernel<<<blocks(ne), THREADS>>>(f->scratch, 1.0, ne);
+  fill_kernel<<<vox_cuda_grid(ne), VOX_CUDA_THREADS>>>(f->scratch, 1.0, ne);
   CUDA_LAUNCHED(be, "the filter's ones kernel");
   TRY(convolve(be, f, f->scratch, NULL, NULL, f->inv_hs, "the filter's Hs kernel"));
-  invert_hs_kernel<<<blocks(ne), THREADS>>>(f->active, f->inv_hs, ne);
+  invert_hs_kernel<<<vox_cuda_grid(ne), VOX_CUDA_THREADS>>>(f->active, f->inv_hs, ne);
   CUDA_LAUNCHED(be, "the filter's 1/Hs kernel");
   return VOX_OK;
 }
@@ -271,13 +248,6 @@ static vox_status element_arrays(vox_backend *be, vox_filter *f, const uint8_t *
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,
                                   const uint8_t *active, vox_filter **out) {
   *out = NULL;
-  /* The CPU reaches the same message through an empty tap list for a radius
-   * of 0; testing first also keeps a negative or NaN radius out of the reach
-   * arithmetic. A positive radius never gives an empty list: the centre tap
-   * weighs R. */
-  if (!(radius > 0))
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "filter radius %g mm must be positive",
-                     radius);
   vox_filter *f = (vox_filter *)calloc(1, sizeof *f);
   if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->grid = *grid;
@@ -308,7 +278,8 @@ vox_status vox_cuda_filter_transpose(vox_backend *be, vox_filter *f, const vox_v
 vox_status vox_cuda_filter_sensitivity(vox_backend *be, vox_filter *f, const vox_vec *rho,
                                        const vox_vec *dc, double gamma, vox_vec *out) {
   const size_t ne = f->n_elements;
-  sensitivity_scale_kernel<<<blocks(ne), THREADS>>>(f->inv_hs, rho->data, gamma, f->scratch, ne);
+  sensitivity_scale_kernel<<<vox_cuda_grid(ne), VOX_CUDA_THREADS>>>(f->inv_hs, rho->data, gamma,
+                                                                    f->scratch, ne);
   CUDA_LAUNCHED(be, "the sensitivity filter's scaling kernel");
   return convolve(be, f, dc->data, rho->data, f->scratch, out->data,
                   "the sensitivity filter kernel");

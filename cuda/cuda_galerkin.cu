@@ -29,6 +29,7 @@
 #include <stdlib.h>
 
 #include "cuda_backend.cuh"
+#include "galerkin_element.h"
 #include "voxfe/element.h"
 
 /* ---- the element geometry, usable on both sides --------------------------- */
@@ -313,34 +314,6 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
   }
 }
 
-/* Q_s of the CPU file, nloc x nloc. */
-static void interpolation(int s, int dpn, double *q) {
-  const int nloc = 8 * dpn;
-  for (int e = 0; e < nloc * nloc; e++) q[e] = 0;
-  for (int a = 0; a < 8; a++)
-    for (int c = 0; c < 8; c++) {
-      const double w = interpolation_weight(s, a, c);
-      for (int d = 0; d < dpn; d++) q[(dpn * a + d) * nloc + dpn * c + d] = w;
-    }
-}
-
-/* out = Q' K Q, nloc x nloc, in the CPU's order. */
-static void triple_product(const double *q, const double *k, int nloc, double *out) {
-  double kq[24 * 24];
-  for (int r = 0; r < nloc; r++)
-    for (int c = 0; c < nloc; c++) {
-      double s = 0;
-      for (int m = 0; m < nloc; m++) s += k[r * nloc + m] * q[m * nloc + c];
-      kq[r * nloc + c] = s;
-    }
-  for (int r = 0; r < nloc; r++)
-    for (int c = 0; c < nloc; c++) {
-      double s = 0;
-      for (int m = 0; m < nloc; m++) s += q[m * nloc + r] * kq[m * nloc + c];
-      out[r * nloc + c] = s;
-    }
-}
-
 template <int DPN, class VC>
 static vox_status launch_operator(vox_backend *be, const vox_operator *op, const double *qkq,
                                   VC *value) {
@@ -373,11 +346,8 @@ vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_ste
    * entries (the constant cache serialises those). */
   const int nloc = op->nloc;
   const size_t size = (size_t)nloc * (size_t)nloc;
-  double qkq[8 * 24 * 24], q[24 * 24];
-  for (int s = 0; s < 8; s++) {
-    interpolation(s, op->dpn, q);
-    triple_product(q, op->ke_host, nloc, qkq + (size_t)s * size);
-  }
+  double qkq[8 * 24 * 24];
+  vox_galerkin_element_products(op->ke_host, op->dpn, qkq);
   double *dev = NULL;
   TRY(vox_cuda_alloc(be, (void **)&dev, 8 * size * sizeof *dev, "the Galerkin element products"));
   vox_status s = vox_cuda_check(

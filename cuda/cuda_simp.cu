@@ -8,23 +8,10 @@
  * 1) and of the one product-sum nvcc contracts into an FMA in the moduli. */
 #include "cuda_backend.cuh"
 
-/* 256 threads a block and at most 4096 blocks, as the vector kernels of
- * cuda_backend.cu: enough to fill 132 SMs several times; larger grids loop. */
-enum { THREADS = 256, MAX_BLOCKS = 4096 };
-
-static unsigned blocks(size_t n) {
-  const unsigned b = vox_cuda_blocks(n, THREADS);
-  return b < 1 ? 1 : b > (unsigned)MAX_BLOCKS ? (unsigned)MAX_BLOCKS : b;
-}
-
-#define GRID_STRIDE(i, n)                                                  \
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (size_t)gridDim.x * blockDim.x)
-
 /* moduli_e = e_solid_e (emin + (1 - emin) rho_e^p) */
 static __global__ void moduli_kernel(const double *__restrict__ x, const double *__restrict__ es,
                                      double p, double emin, double *__restrict__ m, size_t n) {
-  GRID_STRIDE(e, n) m[e] = es[e] * (emin + (1 - emin) * pow(x[e], p));
+  VOX_GRID_STRIDE(e, n) m[e] = es[e] * (emin + (1 - emin) * pow(x[e], p));
 }
 
 /* dc_e = -p rho_e^(p-1) (1 - emin) e_solid_e energy_e, multiplied left to
@@ -33,7 +20,7 @@ static __global__ void sensitivity_kernel(const double *__restrict__ x,
                                           const double *__restrict__ es,
                                           const double *__restrict__ w, double p, double emin,
                                           double *__restrict__ g, size_t n) {
-  GRID_STRIDE(e, n) g[e] = -p * pow(x[e], p - 1) * (1 - emin) * es[e] * w[e];
+  VOX_GRID_STRIDE(e, n) g[e] = -p * pow(x[e], p - 1) * (1 - emin) * es[e] * w[e];
 }
 
 /* The OC update (eq. 9, 10) for one lambda: design elements move towards
@@ -43,7 +30,7 @@ static __global__ void oc_kernel(const double *__restrict__ x, const double *__r
                                  const double *__restrict__ v, const double *__restrict__ des,
                                  const double *__restrict__ pas, double lambda, double move,
                                  double eta, double q, double *__restrict__ xn, size_t n) {
-  GRID_STRIDE(e, n) {
+  VOX_GRID_STRIDE(e, n) {
     if (des[e] == 0) {
       xn[e] = pas[e];
       continue;
@@ -59,7 +46,8 @@ static __global__ void oc_kernel(const double *__restrict__ x, const double *__r
 vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
                                 double p, double emin, vox_vec *moduli) {
   const size_t n = rho->n;
-  moduli_kernel<<<blocks(n), THREADS>>>(rho->data, e_solid->data, p, emin, moduli->data, n);
+  moduli_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(rho->data, e_solid->data, p, emin,
+                                                        moduli->data, n);
   CUDA_LAUNCHED(be, "the SIMP moduli kernel");
   return VOX_OK;
 }
@@ -67,8 +55,8 @@ vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_v
 vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
                                      const vox_vec *energy, double p, double emin, vox_vec *dc) {
   const size_t n = rho->n;
-  sensitivity_kernel<<<blocks(n), THREADS>>>(rho->data, e_solid->data, energy->data, p, emin,
-                                             dc->data, n);
+  sensitivity_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(rho->data, e_solid->data, energy->data,
+                                                             p, emin, dc->data, n);
   CUDA_LAUNCHED(be, "the SIMP sensitivity kernel");
   return VOX_OK;
 }
@@ -77,8 +65,9 @@ vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                               double lambda, double move, double eta, double q, vox_vec *rho_new) {
   const size_t n = rho->n;
-  oc_kernel<<<blocks(n), THREADS>>>(rho->data, dc->data, dv->data, design->data, passive->data,
-                                    lambda, move, eta, q, rho_new->data, n);
+  oc_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(rho->data, dc->data, dv->data, design->data,
+                                                    passive->data, lambda, move, eta, q,
+                                                    rho_new->data, n);
   CUDA_LAUNCHED(be, "the OC update kernel");
   return VOX_OK;
 }

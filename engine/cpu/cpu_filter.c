@@ -4,11 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../filter_taps.h"
 #include "cpu.h"
-
-/* A bound on the filter's neighbourhood: a radius of 20 voxels, far more
- * than any useful filter, already means 33 000 taps per element. */
-#define VOX_FILTER_MAX_TAPS 100000
 
 struct vox_filter {
   vox_grid grid;
@@ -63,44 +60,23 @@ vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double r
   vox_filter *f = calloc(1, sizeof *f);
   if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->grid = *grid;
-  /* Taps beyond the grid never contribute: the reach stops at its size. */
-  int64_t reach[3];
-  const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
-  for (int a = 0; a < 3; a++) {
-    const double r = floor(radius / grid->voxel_size[a]);
-    reach[a] = r < (double)(n[a] - 1) ? (int64_t)r : n[a] - 1;
-  }
-  size_t max_taps = (size_t)(2 * reach[0] + 1) * (size_t)(2 * reach[1] + 1) * (size_t)(2 * reach[2] + 1);
-  if (max_taps > VOX_FILTER_MAX_TAPS) {
+  vox_filter_taps taps;
+  vox_status st = vox_filter_taps_make(be->ctx, grid, radius, &taps);
+  if (st != VOX_OK) {
     free(f);
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "filter radius %g mm spans %zu voxels; at most %d are supported", radius,
-                     max_taps, VOX_FILTER_MAX_TAPS);
+    return st;
   }
+  f->n_taps = taps.n, f->offset = taps.offset, f->weight = taps.weight; /* taken over */
   size_t ne = (size_t)vox_grid_elements(grid);
-  f->offset = malloc(max_taps * sizeof *f->offset);
-  f->weight = malloc(max_taps * sizeof *f->weight);
   f->active = malloc(ne);
   f->inv_hs = malloc(ne * sizeof *f->inv_hs);
   f->scratch = malloc(ne * sizeof *f->scratch);
   double *ones = malloc(ne * sizeof *ones);
-  if (!f->offset || !f->weight || !f->active || !f->inv_hs || !f->scratch || !ones) {
+  if (!f->active || !f->inv_hs || !f->scratch || !ones) {
     free(ones);
     vox_cpu_filter_destroy(be, f);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
   }
-  for (int dk = -(int)reach[2]; dk <= reach[2]; dk++)
-    for (int dj = -(int)reach[1]; dj <= reach[1]; dj++)
-      for (int di = -(int)reach[0]; di <= reach[0]; di++) {
-        const double dx = di * grid->voxel_size[0], dy = dj * grid->voxel_size[1],
-                     dz = dk * grid->voxel_size[2];
-        const double w = radius - sqrt(dx * dx + dy * dy + dz * dz);
-        if (w <= 0) continue;
-        f->offset[f->n_taps][0] = di;
-        f->offset[f->n_taps][1] = dj;
-        f->offset[f->n_taps][2] = dk;
-        f->weight[f->n_taps++] = w;
-      }
   for (size_t e = 0; e < ne; e++) {
     f->active[e] = active[e] != 0;
     ones[e] = 1;
@@ -109,11 +85,6 @@ vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double r
   free(ones);
   /* Hs > 0 on active elements: an element is its own neighbour */
   for (size_t e = 0; e < ne; e++) f->inv_hs[e] = f->active[e] ? 1 / f->inv_hs[e] : 0;
-  if (f->n_taps == 0) {
-    vox_cpu_filter_destroy(be, f);
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "filter radius %g mm must be positive",
-                     radius);
-  }
   *out = f;
   return VOX_OK;
 }

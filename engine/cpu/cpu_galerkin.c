@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../galerkin_element.h"
 #include "cpu.h"
 #include "voxfe/element.h"
 
@@ -53,39 +54,6 @@ static void spread(int64_t I, int64_t J, int64_t K, int64_t bi, int64_t bj, int6
 
 /* ---- level 0: element by element ------------------------------------------ */
 
-/* Q_s: the interpolation from the 8 corners of a coarse element to the 8
- * nodes of its fine element at sub-position s (bits x, y, z), nloc x nloc. */
-static void interpolation(int s, int dpn, double *q) {
-  const int nloc = 8 * dpn;
-  memset(q, 0, (size_t)nloc * (size_t)nloc * sizeof *q);
-  for (int a = 0; a < 8; a++)
-    for (int c = 0; c < 8; c++) {
-      double w = 1;
-      for (int axis = 0; axis < 3; axis++) {
-        const int f = ((s >> axis) & 1) + vox_hex8_corner[a][axis]; /* 0..2 fine units */
-        w *= 1 - 0.5 * abs(f - 2 * vox_hex8_corner[c][axis]);
-      }
-      for (int d = 0; d < dpn; d++) q[(dpn * a + d) * nloc + dpn * c + d] = w;
-    }
-}
-
-/* out = Q' K Q, nloc x nloc. */
-static void triple_product(const double *q, const double *k, int nloc, double *out) {
-  double kq[MAX_LOCAL * MAX_LOCAL];
-  for (int r = 0; r < nloc; r++)
-    for (int c = 0; c < nloc; c++) {
-      double s = 0;
-      for (int m = 0; m < nloc; m++) s += k[r * nloc + m] * q[m * nloc + c];
-      kq[r * nloc + c] = s;
-    }
-  for (int r = 0; r < nloc; r++)
-    for (int c = 0; c < nloc; c++) {
-      double s = 0;
-      for (int m = 0; m < nloc; m++) s += q[m * nloc + r] * kq[m * nloc + c];
-      out[r * nloc + c] = s;
-    }
-}
-
 /* The matrix of coarse element (I, J, K): the sum over its fine elements of
  * m_e Q_s' (D Ke D) Q_s; qkq holds Q_s' Ke Q_s for the 8 positions. */
 static void coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J,
@@ -111,8 +79,8 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
       for (int r = 0; r < nloc; r++)
         for (int c = 0; c < nloc; c++)
           kd[r * nloc + c] = fixed[r] || fixed[c] ? 0 : op->ke[r * nloc + c];
-      interpolation(s, dpn, q);
-      triple_product(q, kd, nloc, own);
+      vox_galerkin_interpolation(s, dpn, q);
+      vox_galerkin_triple_product(q, kd, nloc, own);
       product = own;
     }
     for (int e = 0; e < size; e++) ke_coarse[e] += m * product[e];
@@ -142,12 +110,8 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
 
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
   const int dpn = op->dpn, nloc = op->nloc, bs = dpn * dpn;
-  const size_t size = (size_t)nloc * (size_t)nloc;
-  double qkq[8 * MAX_LOCAL * MAX_LOCAL], q[MAX_LOCAL * MAX_LOCAL];
-  for (int s = 0; s < 8; s++) {
-    interpolation(s, dpn, q);
-    triple_product(q, op->ke, nloc, qkq + (size_t)s * size);
-  }
+  double qkq[8 * MAX_LOCAL * MAX_LOCAL];
+  vox_galerkin_element_products(op->ke, dpn, qkq);
   const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
   const int64_t qx = cx + 1, qy = cy + 1;
   double *value = coarse->value;
