@@ -3,6 +3,7 @@
  * with the arrays appended as raw binary, and replaces the output file
  * atomically. See FORMATS.md (VTK XML) for the layout. */
 #include "vtk_xml.h"
+#include "temp_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -225,47 +226,6 @@ no_memory:
 
 /* --- the temporary file ----------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-
-/* Creates "<path>.tmp.XXXXXX" exclusively, as mkstemp does, but with mode
- * 0666 so that the kernel applies the caller's umask (and default ACLs):
- * mkstemp's 0600 would make every exported file private, and reading the
- * umask to fchmod afterwards means changing it, which is process-wide. */
-static int open_temp(const char *path, char **tmp_out) {
-  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  size_t size = strlen(path) + sizeof ".tmp.XXXXXX";
-  char *tmp = malloc(size);
-  if (!tmp) return -1; /* errno is ENOMEM */
-  /* The names need only differ between tries (O_EXCL makes a clash
-   * harmless), so a failing clock just makes the seed weaker. */
-  struct timespec now = {0};
-  if (clock_gettime(CLOCK_REALTIME, &now) != 0) now.tv_nsec = 0;
-  uint64_t state = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^
-                   ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)tmp;
-  for (int attempt = 0; attempt < 100; attempt++) {
-    uint64_t bits = splitmix64(&state);
-    snprintf(tmp, size, "%s.tmp.", path);
-    char *x = tmp + size - 7;
-    for (int i = 0; i < 6; i++, bits /= 62) x[i] = letters[bits % 62];
-    x[6] = '\0';
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      *tmp_out = tmp;
-      return fd;
-    }
-    if (errno != EEXIST) break;
-  }
-  int saved = errno;
-  free(tmp);
-  errno = saved;
-  return -1;
-}
-
 /* libxml2's output callback: write() all of it, or report the errno. */
 static int write_callback(void *context, const char *buffer, int len) {
   vtkx_doc *doc = context;
@@ -429,7 +389,7 @@ vox_status vtkx_begin(vox_context *ctx, vtkx_doc **out, const char *path, const 
     offset += doc->blobs[i].size;
   }
 
-  doc->fd = open_temp(path, &doc->tmp_path);
+  doc->fd = vox_open_temp(path, &doc->tmp_path);
   if (doc->fd < 0) {
     fail(doc, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     return vtkx_finish(doc);

@@ -10,9 +10,10 @@ packages=(
   # build
   build-essential cmake pkg-config
   # libraries of libvoxfe and the programs
-  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev
-  # tests: independent references and file checks
-  netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9
+  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev libcairo2-dev
+  # tests: independent references and file checks (admesh checks STL
+  # surfaces, CalculiX solves the exported .inp decks)
+  netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 admesh calculix-ccx
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,448 @@
+/* vox_write_history_png: the optimization history as four stacked line
+ * plots, drawn with cairo on an RGB image and written as PNG through a
+ * stream callback into a temporary file that is renamed into place. */
+#include "voxfe/plot.h"
+#include "temp_file.h"
+
+#include <cairo.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { N_PANELS = 4, MAX_TICKS = 24 };
+
+typedef struct panel {
+  const char *title;
+  size_t offset; /* of the double in vox_history_row */
+  double r, g, b;
+  /* Set up by setup_axis: */
+  int log;       /* values are drawn as log10 */
+  int has_data;  /* at least one finite (and, for log, positive) value */
+  double lo, hi; /* axis range, in log10 when log */
+  int n_ticks;
+  double ticks[MAX_TICKS];
+  char labels[MAX_TICKS][32];
+} panel;
+
+static double row_value(const vox_history_row *row, size_t offset) {
+  double v;
+  memcpy(&v, (const char *)row + offset, sizeof v);
+  return v;
+}
+
+/* The x of a row: its iteration, or its 1-based position when the row has
+ * none. */
+static double row_x(const vox_history_row *rows, size_t i) {
+  return rows[i].iteration >= 0 ? (double)rows[i].iteration : (double)(i + 1);
+}
+
+/* 1, 2 or 5 times a power of ten, near range/target. */
+static double nice_step(double range, int target) {
+  double raw = range / target;
+  double mag = pow(10, floor(log10(raw)));
+  double f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+}
+
+static void format_tick(char out[32], double value, double step) {
+  if (fabs(value) < 1e-9 * step) value = 0; /* no "-0" or "1e-17" */
+  double mag = fabs(value) > fabs(step) ? fabs(value) : fabs(step);
+  if (mag >= 1e6 || mag < 1e-4) {
+    snprintf(out, 32, "%.3g", value);
+  } else {
+    int decimals = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    snprintf(out, 32, "%.*f", decimals, value);
+  }
+}
+
+/* Linear ticks covering [lo, hi] (widened to whole steps). */
+static void linear_ticks(double *lo, double *hi, int target, double *ticks, int *n,
+                         char (*labels)[32]) {
+  if (!(*hi > *lo)) {
+    double pad = *lo != 0 ? fabs(*lo) * 0.1 : 1.0;
+    *lo -= pad;
+    *hi += pad;
+  }
+  double step = nice_step(*hi - *lo, target);
+  *lo = floor(*lo / step + 1e-9) * step;
+  *hi = ceil(*hi / step - 1e-9) * step;
+  *n = 0;
+  for (double t = *lo; t <= *hi + 0.5 * step && *n < MAX_TICKS; t += step) {
+    ticks[*n] = t;
+    if (labels) format_tick(labels[*n], t, step);
+    (*n)++;
+  }
+}
+
+static void setup_axis(panel *p, const vox_history_row *rows, size_t n_rows) {
+  double lo = INFINITY, hi = -INFINITY;
+  int positive = 1;
+  for (size_t i = 0; i < n_rows; i++) {
+    double v = row_value(&rows[i], p->offset);
+    if (!isfinite(v)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    if (v <= 0) positive = 0;
+  }
+  p->has_data = lo <= hi;
+  if (!p->has_data) {
+    lo = 0;
+    hi = 1;
+  }
+  p->log = p->has_data && positive && hi / lo > 100;
+  if (!p->log) {
+    p->lo = lo;
+    p->hi = hi;
+    linear_ticks(&p->lo, &p->hi, 4, p->ticks, &p->n_ticks, p->labels);
+    return;
+  }
+  p->lo = floor(log10(lo));
+  p->hi = ceil(log10(hi));
+  int decades = (int)(p->hi - p->lo);
+  int every = (decades + 5) / 6; /* at most about 6 labelled decades */
+  p->n_ticks = 0;
+  for (int k = (int)p->lo; k <= (int)p->hi && p->n_ticks < MAX_TICKS; k += every) {
+    p->ticks[p->n_ticks] = k;
+    if (k >= -3 && k <= 5) snprintf(p->labels[p->n_ticks], 32, "%g", pow(10, k));
+    else snprintf(p->labels[p->n_ticks], 32, "1e%d", k);
+    p->n_ticks++;
+  }
+}
+
+/* Text for cairo's toy API: valid UTF-8 (other bytes become '?') on one line
+ * (control characters become blanks). */
+static void clean_text(const char *in, char *out, size_t size) {
+  const unsigned char *s = (const unsigned char *)in;
+  size_t o = 0;
+  while (*s && o + 5 < size) {
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    unsigned cp = n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (int i = 1; i < n; i++) {
+      if ((s[i] & 0xC0) != 0x80) {
+        n = 0;
+        break;
+      }
+      cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (n > 1) {
+      static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+      if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) n = 0;
+    }
+    if (n == 0) {
+      out[o++] = '?';
+      s++;
+    } else if (n == 1) {
+      out[o++] = c < 0x20 || c == 0x7F ? ' ' : (char)c;
+      s++;
+    } else {
+      memcpy(out + o, s, (size_t)n);
+      o += (size_t)n;
+      s += n;
+    }
+  }
+  out[o] = '\0';
+}
+
+/* Shortens UTF-8 text to fit `width` pixels, ending it in "...". */
+static void fit_text(cairo_t *cr, char *text, double width) {
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, text, &e);
+  if (e.x_advance <= width) return;
+  size_t len = strlen(text);
+  while (len > 0) {
+    do len--; /* back to the start of a character */
+    while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80);
+    memcpy(text + len, "...", 4);
+    cairo_text_extents(cr, text, &e);
+    if (e.x_advance <= width) return;
+  }
+}
+
+static double text_width(cairo_t *cr, const char *text) {
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, text, &e);
+  return e.x_advance;
+}
+
+/* Draws text with its left (align 0), centre (0.5) or right (1) end at x and
+ * its vertical middle at y. */
+static void draw_text(cairo_t *cr, const char *text, double x, double y, double align) {
+  cairo_text_extents_t e;
+  cairo_font_extents_t fe;
+  cairo_text_extents(cr, text, &e);
+  cairo_font_extents(cr, &fe);
+  cairo_move_to(cr, x - align * e.x_advance, y + 0.5 * (fe.ascent - fe.descent));
+  cairo_show_text(cr, text);
+}
+
+/* --- the atomic write (as in summary.c and vtk_xml.c) ------------------------ */
+
+typedef struct png_sink {
+  int fd;
+  int err; /* errno of the first failed write */
+} png_sink;
+
+static cairo_status_t write_png_bytes(void *closure, const unsigned char *data,
+                                      unsigned int length) {
+  png_sink *sink = closure;
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = write(sink->fd, data + done, length - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (!sink->err) sink->err = n < 0 ? errno : EIO;
+      return CAIRO_STATUS_WRITE_ERROR;
+    }
+    done += (size_t)n;
+  }
+  return CAIRO_STATUS_SUCCESS;
+}
+
+static vox_status write_png(vox_context *ctx, const char *path, cairo_surface_t *surface) {
+  char *tmp = NULL;
+  png_sink sink = {.fd = vox_open_temp(path, &tmp), .err = 0};
+  if (sink.fd < 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+  cairo_status_t cs = cairo_surface_write_to_png_stream(surface, write_png_bytes, &sink);
+  int err = sink.err;
+  if (cs != CAIRO_STATUS_SUCCESS && !err) err = -1;
+  if (!err && fsync(sink.fd) != 0) err = errno;
+  if (close(sink.fd) != 0 && !err) err = errno;
+  if (!err && rename(tmp, path) != 0) err = errno;
+  if (err) unlink(tmp);
+  free(tmp);
+  if (err > 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+  if (err < 0)
+    return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
+                     "%s: cannot write: cairo: %s", path, cairo_status_to_string(cs));
+  return VOX_OK;
+}
+
+/* --- drawing ------------------------------------------------------------------ */
+
+static void draw_panel(cairo_t *cr, const panel *p, const vox_history_row *rows, size_t n_rows,
+                       double x0, double y0, double w, double h, double xlo, double xhi,
+                       const double *xticks, int n_xticks, double fs, int last) {
+  /* The frame, grid lines and tick labels. */
+  cairo_set_line_width(cr, 1.0);
+  cairo_set_source_rgb(cr, 0.88, 0.88, 0.88);
+  for (int i = 0; i < n_xticks; i++) {
+    double x = x0 + (xticks[i] - xlo) / (xhi - xlo) * w;
+    cairo_move_to(cr, floor(x) + 0.5, y0);
+    cairo_line_to(cr, floor(x) + 0.5, y0 + h);
+  }
+  for (int i = 0; i < p->n_ticks; i++) {
+    double y = y0 + h - (p->ticks[i] - p->lo) / (p->hi - p->lo) * h;
+    cairo_move_to(cr, x0, floor(y) + 0.5);
+    cairo_line_to(cr, x0 + w, floor(y) + 0.5);
+  }
+  cairo_stroke(cr);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_rectangle(cr, floor(x0) + 0.5, floor(y0) + 0.5, floor(w), floor(h));
+  cairo_stroke(cr);
+  cairo_set_font_size(cr, fs * 0.85);
+  for (int i = 0; i < p->n_ticks; i++) {
+    double y = y0 + h - (p->ticks[i] - p->lo) / (p->hi - p->lo) * h;
+    cairo_move_to(cr, x0 - 0.4 * fs, floor(y) + 0.5);
+    cairo_line_to(cr, x0, floor(y) + 0.5);
+    cairo_stroke(cr);
+    draw_text(cr, p->labels[i], x0 - 0.6 * fs, y, 1.0);
+  }
+  cairo_set_font_size(cr, fs);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+  char title[160];
+  snprintf(title, sizeof title, "%s%s", p->title, p->log ? " (log scale)" : "");
+  draw_text(cr, title, x0, y0 - 0.8 * fs, 0.0);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  if (!p->has_data) {
+    cairo_set_source_rgb(cr, 0.5, 0.5, 0.5);
+    draw_text(cr, "no values", x0 + 0.5 * w, y0 + 0.5 * h, 0.5);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+  }
+  if (last) {
+    cairo_set_font_size(cr, fs * 0.85);
+    char label[32];
+    for (int i = 0; i < n_xticks; i++) {
+      double x = x0 + (xticks[i] - xlo) / (xhi - xlo) * w;
+      cairo_move_to(cr, floor(x) + 0.5, y0 + h);
+      cairo_line_to(cr, floor(x) + 0.5, y0 + h + 0.4 * fs);
+      cairo_stroke(cr);
+      snprintf(label, sizeof label, "%.0f", xticks[i]);
+      draw_text(cr, label, x, y0 + h + 1.2 * fs, 0.5);
+    }
+    cairo_set_font_size(cr, fs);
+    draw_text(cr, "iteration", x0 + 0.5 * w, y0 + h + 2.6 * fs, 0.5);
+  }
+  if (!p->has_data) return;
+
+  /* The line, broken where a value is missing, with dots when there are few
+   * points (and always for a point that stands alone). */
+  cairo_save(cr);
+  cairo_rectangle(cr, x0, y0, w, h);
+  cairo_clip(cr);
+  cairo_set_source_rgb(cr, p->r, p->g, p->b);
+  cairo_set_line_width(cr, fmax(1.5, fs / 7));
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  double radius = fmax(2.0, fs / 5);
+  int run = 0;
+  for (size_t i = 0; i < n_rows; i++) {
+    double v = row_value(&rows[i], p->offset);
+    int ok = isfinite(v) && (!p->log || v > 0);
+    if (!ok) {
+      run = 0;
+      continue;
+    }
+    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
+    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
+    if (run) cairo_line_to(cr, x, y);
+    else cairo_move_to(cr, x, y);
+    run = 1;
+  }
+  cairo_stroke(cr);
+  for (size_t i = 0; i < n_rows; i++) {
+    double v = row_value(&rows[i], p->offset);
+    if (!isfinite(v) || (p->log && v <= 0)) continue;
+    int alone = (i == 0 || !isfinite(row_value(&rows[i - 1], p->offset))) &&
+                (i + 1 == n_rows || !isfinite(row_value(&rows[i + 1], p->offset)));
+    if (n_rows > 40 && !alone) continue;
+    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
+    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x, y, radius, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+  cairo_restore(cr);
+}
+
+static void format_value(char out[32], double v) {
+  if (isfinite(v)) snprintf(out, 32, "%.6g", v);
+  else snprintf(out, 32, "n/a");
+}
+
+vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_model *m, int width,
+                                 int height) {
+  if (!path || !*path) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no output path given");
+  if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no model given", path);
+  if (m->n_history == 0 || !m->history)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: the model has no optimization history to plot (not a design file?)",
+                     path);
+  if (width < VOX_PLOT_MIN_WIDTH || height < VOX_PLOT_MIN_HEIGHT || width > VOX_PLOT_MAX_SIZE ||
+      height > VOX_PLOT_MAX_SIZE)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: picture size %dx%d is outside %dx%d to %dx%d pixels", path, width,
+                     height, VOX_PLOT_MIN_WIDTH, VOX_PLOT_MIN_HEIGHT, VOX_PLOT_MAX_SIZE,
+                     VOX_PLOT_MAX_SIZE);
+  const vox_history_row *rows = m->history;
+  size_t n_rows = m->n_history;
+
+  panel panels[N_PANELS] = {
+      {.title = "objective (compliance, N mm)", .offset = offsetof(vox_history_row, objective),
+       .r = 0.12, .g = 0.47, .b = 0.71},
+      {.title = "volume fraction", .offset = offsetof(vox_history_row, volume_fraction),
+       .r = 0.85, .g = 0.45, .b = 0.0},
+      {.title = "largest density change", .offset = offsetof(vox_history_row, change),
+       .r = 0.17, .g = 0.60, .b = 0.17},
+      {.title = "non-discreteness M_nd (%)", .offset = offsetof(vox_history_row, non_discreteness),
+       .r = 0.80, .g = 0.15, .b = 0.16},
+  };
+  for (int i = 0; i < N_PANELS; i++) setup_axis(&panels[i], rows, n_rows);
+  double xlo = INFINITY, xhi = -INFINITY;
+  for (size_t i = 0; i < n_rows; i++) {
+    xlo = fmin(xlo, row_x(rows, i));
+    xhi = fmax(xhi, row_x(rows, i));
+  }
+  if (!(xhi > xlo)) {
+    xlo -= 1;
+    xhi += 1;
+  }
+  double xticks[MAX_TICKS];
+  int n_xticks = 0;
+  {
+    /* Whole iterations: the step is at least 1; the axis keeps the data's
+     * range so that the lines start and end at the frame. */
+    double step = fmax(1.0, nice_step(xhi - xlo, 6));
+    for (double t = ceil(xlo / step - 1e-9) * step; t <= xhi + 1e-9 && n_xticks < MAX_TICKS;
+         t += step)
+      xticks[n_xticks++] = t + 0.0; /* no -0 */
+  }
+
+  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
+  cairo_t *cr = cairo_create(surface);
+  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS) {
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
+                     "%s: cairo: %s", path, cairo_status_to_string(cs));
+  }
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+
+  /* Sizes follow the picture: about 14 px text on 800x1000. */
+  double fs = fmax(9.0, fmin(width / 55.0, height / 70.0));
+  cairo_set_font_size(cr, fs * 0.85);
+  double label_w = 0;
+  for (int i = 0; i < N_PANELS; i++)
+    for (int t = 0; t < panels[i].n_ticks; t++)
+      label_w = fmax(label_w, text_width(cr, panels[i].labels[t]));
+  double left = label_w + 1.4 * fs, right = 1.5 * fs;
+  double top = 4.4 * fs, bottom = 3.6 * fs, title_h = 1.8 * fs, gap = 0.8 * fs;
+  double plot_w = width - left - right;
+  double plot_h = (height - top - bottom - N_PANELS * title_h - (N_PANELS - 1) * gap) / N_PANELS;
+  if (plot_w < 4 * fs || plot_h < 2 * fs) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: picture size %dx%d leaves no room to plot",
+                     path, width, height);
+  }
+
+  /* The file's title, and the final values under it. */
+  char text[512];
+  clean_text(m->title && *m->title ? m->title : "optimization history", text, sizeof text);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+  cairo_set_font_size(cr, fs * 1.3);
+  fit_text(cr, text, width - 2 * fs);
+  draw_text(cr, text, 0.5 * width, 1.3 * fs, 0.5);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, fs * 0.9);
+  const vox_history_row *last = &rows[n_rows - 1];
+  char obj[32], vol[32], mnd[32];
+  format_value(obj, last->objective);
+  format_value(vol, last->volume_fraction);
+  format_value(mnd, last->non_discreteness);
+  snprintf(text, sizeof text, "%zu iteration%s, final objective %s, volume fraction %s, M_nd %s%%",
+           n_rows, n_rows == 1 ? "" : "s", obj, vol, mnd);
+  fit_text(cr, text, width - 2 * fs);
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  draw_text(cr, text, 0.5 * width, 2.9 * fs, 0.5);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+
+  for (int i = 0; i < N_PANELS; i++) {
+    double y0 = top + i * (title_h + plot_h + gap) + title_h;
+    draw_panel(cr, &panels[i], rows, n_rows, left, y0, plot_w, plot_h, xlo, xhi, xticks, n_xticks,
+               fs, i == N_PANELS - 1);
+  }
+
+  cairo_status_t cs = cairo_status(cr);
+  cairo_destroy(cr);
+  cairo_surface_flush(surface);
+  if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(surface);
+  if (cs != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(surface);
+    return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
+                     "%s: cairo: %s", path, cairo_status_to_string(cs));
+  }
+  vox_status status = write_png(ctx, path, surface);
+  cairo_surface_destroy(surface);
+  return status;
+}

@@ -1,0 +1,49 @@
+/* The temporary file of the writers (temp_file.h). */
+#define _GNU_SOURCE
+#include "temp_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+int vox_open_temp(const char *path, char **tmp_out) {
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  size_t size = strlen(path) + sizeof ".tmp.XXXXXX";
+  char *tmp = malloc(size);
+  if (!tmp) return -1; /* errno is ENOMEM */
+  /* The names need only differ between tries (O_EXCL makes a clash
+   * harmless), so a failing clock just makes the seed weaker. */
+  struct timespec now = {0};
+  if (clock_gettime(CLOCK_REALTIME, &now) != 0) now.tv_nsec = 0;
+  uint64_t state = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^
+                   ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)tmp;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    uint64_t bits = splitmix64(&state);
+    snprintf(tmp, size, "%s.tmp.", path);
+    char *x = tmp + size - 7;
+    for (int i = 0; i < 6; i++, bits /= 62) x[i] = letters[bits % 62];
+    x[6] = '\0';
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      *tmp_out = tmp;
+      return fd;
+    }
+    if (errno != EEXIST) break;
+  }
+  int saved = errno;
+  free(tmp);
+  errno = saved;
+  return -1;
+}
