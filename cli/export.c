@@ -1,17 +1,29 @@
 /* voxfe-export: writes a model or design file in a format other programs
- * open (ParaView's VTK XML for now), chosen by the extension of -o. */
+ * open, chosen by the extension of -o: VTK XML for ParaView, STL for CAD and
+ * printing, a CalculiX/Abaqus deck, a PNG plot of the optimization history,
+ * and JSON or CSV summaries. */
+#include <limits.h>
 #include <stddef.h>
 #include <strings.h>
 
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_options.h"
+#include "voxfe/inp.h"
+#include "voxfe/plot.h"
+#include "voxfe/summary.h"
+#include "voxfe/surface.h"
 #include "voxfe/vtk.h"
 
 typedef struct settings {
   const char *input;
   const char *output;
   double threshold;
+  int label;      /* .stl: the surface of this label instead of the density's */
+  int smooth;     /* .stl: Taubin smoothing iterations */
+  int ascii;      /* .stl: ASCII instead of binary */
+  int no_header;  /* .csv: the row alone */
+  int width, height; /* .png */
 } settings;
 
 #define AT(member) offsetof(settings, member)
@@ -19,18 +31,34 @@ typedef struct settings {
 static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
-     .help = "file to write; its extension picks the format: .vti (the whole grid) or .vtu "
-             "(the kept voxels as hexahedra)"},
+     .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
+             "kept voxels as hexahedra), .stl (the surface), .inp (a CalculiX/Abaqus deck of "
+             "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
+             "summary)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),
      .range = {0, 1, 0, 0},
-     .help = ".vtu only: keep the voxels whose density is at least T"},
+     .help = ".vtu, .inp: keep the voxels whose density is at least T; .stl: the density of "
+             "the surface"},
+    {.name = "label", .arg = "L", .kind = CLI_INTEGER, .offset = AT(label), .range = {1, 255, 0, 0},
+     .help = ".stl: the surface of the voxels of label L instead of the density's"},
+    {.name = "smooth", .arg = "N", .kind = CLI_INTEGER, .offset = AT(smooth),
+     .range = {0, 10000, 0, 0},
+     .help = ".stl: N iterations of volume-keeping (Taubin) smoothing"},
+    {.name = "ascii", .kind = CLI_ENABLE, .offset = AT(ascii), .help = ".stl: ASCII, not binary"},
+    {.name = "no-header", .kind = CLI_ENABLE, .offset = AT(no_header),
+     .help = ".csv: the row alone, to append to a table of many files"},
+    {.name = "width", .arg = "PX", .kind = CLI_INTEGER, .offset = AT(width),
+     .range = {100, 10000, 0, 0}, .help = ".png: width in pixels"},
+    {.name = "height", .arg = "PX", .kind = CLI_INTEGER, .offset = AT(height),
+     .range = {100, 10000, 0, 0}, .help = ".png: height in pixels"},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-export",
-    .args_doc = "INPUT.nc -o OUTPUT.vti|OUTPUT.vtu",
-    .doc = "Writes a voxfe model or design file as VTK XML for ParaView.",
+    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.stl|.inp|.png|.json|.csv",
+    .doc = "Writes a voxfe model or design file for other programs: VTK XML for ParaView, STL, "
+           "a CalculiX/Abaqus deck, a plot of the optimization history, or a summary.",
     .options = options,
     .input = "INPUT.nc",
     .input_offset = AT(input),
@@ -51,9 +79,35 @@ static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model
   return vox_write_vtu(ctx, s->output, model, s->threshold);
 }
 
+static vox_status write_stl(vox_context *ctx, const settings *s, const vox_model *model) {
+  vox_surface surface = {0};
+  vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, &surface)
+                           : vox_isosurface_density(ctx, model, s->threshold, &surface);
+  if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, &surface, s->smooth);
+  if (st == VOX_OK) st = vox_write_stl(ctx, s->output, &surface, !s->ascii);
+  vox_surface_free(&surface);
+  return st;
+}
+
+static vox_status write_inp(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_inp(ctx, s->output, model, s->threshold);
+}
+
+static vox_status write_png(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_history_png(ctx, s->output, model, s->width, s->height);
+}
+
+static vox_status write_json(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_summary_json(ctx, s->output, model);
+}
+
+static vox_status write_csv(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_summary_csv(ctx, s->output, model, !s->no_header);
+}
+
 static const format formats[] = {
-    {".vti", write_vti},
-    {".vtu", write_vtu},
+    {".vti", write_vti},   {".vtu", write_vtu},   {".stl", write_stl}, {".inp", write_inp},
+    {".png", write_png},   {".json", write_json}, {".csv", write_csv},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -62,12 +116,14 @@ static const format *pick_format(const char *output) {
   const char *ext = cli_extension(output);
   for (size_t i = 0; i < N_FORMATS; i++)
     if (strcasecmp(ext, formats[i].extension) == 0) return &formats[i];
-  cli_error("-o %s: unknown extension '%s'; expected .vti or .vtu", output, ext);
+  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .stl, .inp, .png, .json or "
+            ".csv",
+            output, ext);
   return NULL;
 }
 
 int main(int argc, char **argv) {
-  settings s = {.threshold = 0.5};
+  settings s = {.threshold = 0.5, .width = 1200, .height = 1000};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
   const format *fmt = pick_format(s.output);

@@ -1,0 +1,57 @@
+# voxfe-export's formats on a small optimized cantilever: each extension
+# writes its kind of file, silently, and each file is what it claims to be.
+# Deeper checks of each writer are in tests/export.
+. "$(dirname "$0")/lib.sh"
+
+make_model model.nc 12x6x6 || finish
+"$OPTIMIZE" model.nc -o design.nc --max-iterations 3 --device cpu --threads 2 --quiet ||
+  { fail "optimize failed"; finish; }
+
+export_ok() { # export_ok OUT [OPTIONS...]
+  local out=$1
+  shift
+  "$EXPORT" design.nc -o "$out" "$@" >"$LOG/out" 2>"$LOG/err"
+  local status=$?
+  [ "$status" -eq 0 ] || { fail "export $out: exit status $status: $(cat "$LOG/err")"; return 1; }
+  [ -s "$LOG/out" ] || [ -s "$LOG/err" ] && fail "export $out: not silent"
+  [ -s "$out" ] || fail "export $out: empty or missing"
+}
+
+export_ok design.stl && {
+  # binary STL: 80-byte header, a count, 50 bytes a triangle
+  n=$(od -An -tu4 -j80 -N4 design.stl | tr -d ' ')
+  [ "$(stat -c %s design.stl)" -eq $((84 + 50 * n)) ] || fail "design.stl: size is not 84 + 50 n"
+  [ "$n" -gt 0 ] || fail "design.stl: no triangles"
+}
+export_ok ascii.stl --ascii --smooth 5 && {
+  head -c 5 ascii.stl | grep -q "solid" || fail "ascii.stl does not start with 'solid'"
+}
+export_ok label.stl --label 1
+export_ok design.inp --threshold 0.3 && {
+  grep -q "^\*NODE" design.inp && grep -q "^\*ELEMENT" design.inp && grep -q "^\*STEP" design.inp ||
+    fail "design.inp lacks *NODE, *ELEMENT or *STEP"
+}
+export_ok history.png --width 640 --height 480 && {
+  [ "$(head -c 8 history.png | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] ||
+    fail "history.png is not a PNG"
+  [ "$(od -An -tu1 -j16 -N8 history.png | awk '{print $3*256+$4, $7*256+$8}')" = "640 480" ] ||
+    fail "history.png is not 640 x 480"
+}
+export_ok summary.json && {
+  /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' summary.json ||
+    fail "summary.json is not JSON"
+}
+export_ok summary.csv && {
+  [ "$(wc -l <summary.csv)" -eq 2 ] || fail "summary.csv is not a header and a row"
+}
+export_ok row.csv --no-header && {
+  [ "$(wc -l <row.csv)" -eq 1 ] || fail "row.csv --no-header is not one row"
+}
+
+# a model without history has no plot: a clear error, no file
+"$EXPORT" model.nc -o none.png >"$LOG/out" 2>"$LOG/err"
+status=$?
+[ "$status" -ne 0 ] || fail "export of a model without history to .png succeeded"
+[ -e none.png ] && fail "a failed .png export left a file"
+[ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "the .png refusal is not one line: $(cat "$LOG/err")"
+finish
