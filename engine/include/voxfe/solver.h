@@ -21,9 +21,11 @@ typedef enum vox_smoother {
   VOX_SMOOTHER_CHEBYSHEV = 1  /* Chebyshev polynomial in D^-1 A (seed 004) */
 } vox_smoother;
 
-/* Precision of the multigrid preconditioner's storage: the outer conjugate
- * gradients always run in double. MIXED stores the coarse-level operators in
- * single precision on the CUDA backend (the CPU backend keeps double). */
+/* Precision of the multigrid preconditioner: the outer conjugate gradients
+ * always run in double, so the solution is as accurate either way. MIXED (the
+ * default) stores the coarse-level operators in single precision and lets the
+ * smoother's fine-level products compute in single precision on the CUDA
+ * backend (the CPU backend keeps double). */
 typedef enum vox_precision {
   VOX_PRECISION_DOUBLE = 0,
   VOX_PRECISION_MIXED = 1
