@@ -10,6 +10,8 @@ type=Release
 # sanitizer builds keep debug information, at -O1 so that the numerical tests
 # stay quick
 [ "$sanitize" = ON ] && type=Debug
+# third-party caches that live until exit are not leaks of ours
+[ "$sanitize" = ON ] && export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=$type -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
   -DVOXFE_WERROR=ON -DVOXFE_SANITIZE="$sanitize" \
   -DVOXFE_CUDA="${VOXFE_CUDA:-AUTO}" >/dev/null
