@@ -253,6 +253,7 @@ static void destroy(vox_backend *be) {
   if (cs) {
     vox_cuda_coarse_solver_free(be);
     vox_cuda_free(cs->partials);
+    vox_cuda_free(cs->oc_partial);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     vox_backend_destroy(cs->host);
     free(cs);
@@ -292,6 +293,7 @@ static vox_backend_ops make_ops(void) {
   o.simp_moduli = vox_cuda_simp_moduli;
   o.simp_sensitivity = vox_cuda_simp_sensitivity;
   o.oc_update = vox_cuda_oc_update;
+  o.oc_volumes = vox_cuda_oc_volumes;
   o.filter_create = vox_cuda_filter_create;
   o.filter_destroy = vox_cuda_filter_destroy;
   o.filter_apply = vox_cuda_filter_apply;

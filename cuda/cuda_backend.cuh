@@ -21,6 +21,7 @@ typedef struct vox_cuda_state {
   double *scalar;        /* pinned host: a reduction's result */
   vox_backend *host;     /* the CPU backend, for the coarsest level's direct solve */
   void *solver;          /* cuSOLVER handle, made by the first dense coarse solve */
+  double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }
@@ -108,6 +109,11 @@ vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const 
 vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                               double lambda, double move, double eta, double q, vox_vec *rho_new);
+
+vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                               const vox_vec *w, const double *lambda, int n, double move,
+                               double eta, double q, double *volume);
 
 /* cuda_filter.cu */
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,

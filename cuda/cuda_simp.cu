@@ -71,3 +71,87 @@ vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec
   CUDA_LAUNCHED(be, "the OC update kernel");
   return VOX_OK;
 }
+
+/* ---- oc_volumes: the volume for many trial multipliers in one pass ------- */
+
+/* A fixed grid, so that the sums are added in the same order on every run. */
+enum { OC_BLOCKS = 512, OC_WARPS = VOX_CUDA_THREADS / 32 };
+
+struct oc_scales {
+  double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS]; /* lambda^-eta, lambda^(-eta q) */
+};
+
+/* partial[block][j] = sum over the block's elements of w_e rho_new_e(lambda_j) */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    oc_volumes_kernel(const double *__restrict__ x, const double *__restrict__ g,
+                      const double *__restrict__ v, const double *__restrict__ des,
+                      const double *__restrict__ pas, const double *__restrict__ w, oc_scales k,
+                      int n, double move, double eta, double q, double *__restrict__ partial,
+                      size_t ne) {
+  double sum[VOX_OC_LAMBDAS];
+#pragma unroll
+  for (int j = 0; j < VOX_OC_LAMBDAS; j++) sum[j] = 0;
+  VOX_GRID_STRIDE(e, ne) {
+    if (des[e] == 0) {
+      const double fixed = w[e] * pas[e];
+#pragma unroll
+      for (int j = 0; j < VOX_OC_LAMBDAS; j++) sum[j] += fixed;
+      continue;
+    }
+    const double c = x[e] * pow(fmax(0.0, -g[e]) / v[e], eta), cq = q == 1 ? c : pow(c, q);
+    const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
+#pragma unroll
+    for (int j = 0; j < VOX_OC_LAMBDAS; j++) {
+      const double trial = c * k.scale[j];
+      sum[j] += w[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * k.scale_q[j]);
+    }
+  }
+  __shared__ double warp_sum[OC_WARPS][VOX_OC_LAMBDAS];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int j = 0; j < VOX_OC_LAMBDAS; j++) {
+    double t = sum[j];
+    for (int offset = 16; offset > 0; offset /= 2) t += __shfl_down_sync(0xffffffffu, t, offset);
+    if (lane == 0) warp_sum[warp][j] = t;
+  }
+  __syncthreads();
+  if (threadIdx.x < n) {
+    double t = 0;
+    for (int i = 0; i < OC_WARPS; i++) t += warp_sum[i][threadIdx.x];
+    partial[(size_t)blockIdx.x * VOX_OC_LAMBDAS + threadIdx.x] = t;
+  }
+}
+
+/* volume[j] = the blocks' partial sums of multiplier j, in block order */
+static __global__ void oc_volumes_final(const double *__restrict__ partial, int n,
+                                        double *__restrict__ volume) {
+  const int j = threadIdx.x;
+  if (j >= n) return;
+  double t = 0;
+  for (int b = 0; b < OC_BLOCKS; b++) t += partial[(size_t)b * VOX_OC_LAMBDAS + j];
+  volume[j] = t;
+}
+
+vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                               const vox_vec *w, const double *lambda, int n, double move,
+                               double eta, double q, double *volume) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (n < 1 || n > VOX_OC_LAMBDAS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "OC: %d trial multipliers", n);
+  if (!cs->oc_partial)
+    TRY(vox_cuda_alloc(be, (void **)&cs->oc_partial,
+                       ((size_t)OC_BLOCKS + 1) * VOX_OC_LAMBDAS * sizeof(double),
+                       "the OC bisection's partial sums"));
+  oc_scales k = {};
+  for (int j = 0; j < n; j++) k.scale[j] = pow(lambda[j], -eta), k.scale_q[j] = pow(k.scale[j], q);
+  double *result = cs->oc_partial + (size_t)OC_BLOCKS * VOX_OC_LAMBDAS;
+  oc_volumes_kernel<<<OC_BLOCKS, VOX_CUDA_THREADS>>>(rho->data, dc->data, dv->data, design->data,
+                                                     passive->data, w->data, k, n, move, eta, q,
+                                                     cs->oc_partial, rho->n);
+  oc_volumes_final<<<1, VOX_OC_LAMBDAS>>>(cs->oc_partial, n, result);
+  CUDA_LAUNCHED(be, "the OC volume kernels");
+  CUDA_TRY(be, cudaMemcpy(volume, result, (size_t)n * sizeof *volume, cudaMemcpyDeviceToHost),
+           "reading the OC volumes");
+  return VOX_OK;
+}

@@ -181,6 +181,7 @@ static const vox_backend_ops cpu_ops = {
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,
+    .oc_volumes = vox_cpu_oc_volumes,
     .filter_create = vox_cpu_filter_create,
     .filter_destroy = vox_cpu_filter_destroy,
     .filter_apply = vox_cpu_filter_apply,

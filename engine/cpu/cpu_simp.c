@@ -2,6 +2,8 @@
  * compliance sensitivities, and the optimality-criteria update for one trial
  * Lagrange multiplier (seed 000, eq. 2, 7, 9, 10). */
 #include <math.h>
+#include <omp.h>
+#include <stdlib.h>
 
 #include "cpu.h"
 
@@ -44,5 +46,43 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
     const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
     xn[e] = trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q));
   }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                              const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                              const vox_vec *w, const double *lambda, int n, double move,
+                              double eta, double q, double *volume) {
+  const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
+  const double *restrict des = design->data, *restrict pas = passive->data, *restrict ww = w->data;
+  double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS];
+  for (int j = 0; j < n; j++) scale[j] = pow(lambda[j], -eta), scale_q[j] = pow(scale[j], q);
+  const ptrdiff_t ne = (ptrdiff_t)rho->n;
+  /* per-thread sums added in thread order: the same result on every run */
+  const int threads = vox_cpu_threads(be);
+  double(*sums)[VOX_OC_LAMBDAS] = calloc((size_t)threads, sizeof *sums);
+  if (!sums) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+#pragma omp parallel num_threads(threads)
+  {
+    double *sum = sums[omp_get_thread_num()];
+#pragma omp for schedule(static)
+    for (ptrdiff_t e = 0; e < ne; e++) {
+      if (des[e] == 0) {
+        for (int j = 0; j < n; j++) sum[j] += ww[e] * pas[e];
+        continue;
+      }
+      const double c = x[e] * pow(fmax(0.0, -g[e]) / v[e], eta), cq = q == 1 ? c : pow(c, q);
+      const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
+      for (int j = 0; j < n; j++) {
+        const double trial = c * scale[j];
+        sum[j] += ww[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
+      }
+    }
+  }
+  for (int j = 0; j < n; j++) {
+    volume[j] = 0;
+    for (int t = 0; t < threads; t++) volume[j] += sums[t][j];
+  }
+  free(sums);
   return VOX_OK;
 }
