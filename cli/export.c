@@ -1,9 +1,11 @@
 /* voxfe-export: writes a model or design file in a format other programs
- * open, chosen by the extension of -o: VTK XML for ParaView, STL for CAD and
+ * open, chosen by the extension of -o: VTK XML for ParaView (the grid, the
+ * kept voxels, the surface), STL for CAD and
  * printing, a CalculiX/Abaqus deck, a PNG plot of the optimization history,
  * and JSON or CSV summaries. */
 #include <limits.h>
 #include <stddef.h>
+#include <string.h>
 #include <strings.h>
 
 #include "cli_common.h"
@@ -11,6 +13,7 @@
 #include "cli_options.h"
 #include "voxfe/inp.h"
 #include "voxfe/plot.h"
+#include "voxfe/render.h"
 #include "voxfe/summary.h"
 #include "voxfe/surface.h"
 #include "voxfe/vtk.h"
@@ -19,11 +22,13 @@ typedef struct settings {
   const char *input;
   const char *output;
   double threshold;
-  int label;      /* .stl: the surface of this label instead of the density's */
-  int smooth;     /* .stl: Taubin smoothing iterations */
+  int label;      /* .stl, .vtp: the surface of this label instead of the density's */
+  int smooth;     /* .stl, .vtp: Taubin smoothing iterations */
   int ascii;      /* .stl: ASCII instead of binary */
   int no_header;  /* .csv: the row alone */
   int width, height; /* .png */
+  const char *picture; /* .png: "surface" or "history"; NULL: history if there is one */
+  const char *view;    /* .png surface: a name vox_view_from_name takes */
 } settings;
 
 #define AT(member) offsetof(settings, member)
@@ -32,18 +37,19 @@ static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
      .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
-             "kept voxels as hexahedra), .stl (the surface), .inp (a CalculiX/Abaqus deck of "
+             "kept voxels as hexahedra), .stl (the surface), .vtp (the surface with normals, for "
+             "ParaView), .inp (a CalculiX/Abaqus deck of "
              "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
              "summary)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),
      .range = {0, 1, 0, 0},
-     .help = ".vtu, .inp: keep the voxels whose density is at least T; .stl: the density of "
-             "the surface"},
+     .help = ".vtu, .inp: keep the voxels whose density is at least T; .stl, .vtp: the density "
+             "of the surface"},
     {.name = "label", .arg = "L", .kind = CLI_INTEGER, .offset = AT(label), .range = {1, 255, 0, 0},
-     .help = ".stl: the surface of the voxels of label L instead of the density's"},
+     .help = ".stl, .vtp: the surface of the voxels of label L instead of the density's"},
     {.name = "smooth", .arg = "N", .kind = CLI_INTEGER, .offset = AT(smooth),
      .range = {0, 10000, 0, 0},
-     .help = ".stl: N iterations of volume-keeping (Taubin) smoothing"},
+     .help = ".stl, .vtp: N iterations of volume-keeping (Taubin) smoothing"},
     {.name = "ascii", .kind = CLI_ENABLE, .offset = AT(ascii), .help = ".stl: ASCII, not binary"},
     {.name = "no-header", .kind = CLI_ENABLE, .offset = AT(no_header),
      .help = ".csv: the row alone, to append to a table of many files"},
@@ -51,12 +57,19 @@ static const cli_option options[] = {
      .range = {100, 10000, 0, 0}, .help = ".png: width in pixels"},
     {.name = "height", .arg = "PX", .kind = CLI_INTEGER, .offset = AT(height),
      .range = {100, 10000, 0, 0}, .help = ".png: height in pixels"},
+    {.name = "picture", .arg = "WHAT", .kind = CLI_STRING, .offset = AT(picture),
+     .default_text = "history if the file has one, else surface",
+     .help = ".png: 'history' (a plot of the optimization history) or 'surface' (a shaded "
+             "picture of the surface that .stl writes, with --threshold, --label, --smooth)"},
+    {.name = "view", .arg = "V", .kind = CLI_STRING, .offset = AT(view),
+     .help = ".png surface: where the camera is: iso, x, y, z, -x, -y or -z (x: from the +x "
+             "side)"},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-export",
-    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.stl|.inp|.png|.json|.csv",
+    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.vtp|.stl|.inp|.png|.json|.csv",
     .doc = "Writes a voxfe model or design file for other programs: VTK XML for ParaView, STL, "
            "a CalculiX/Abaqus deck, a plot of the optimization history, or a summary.",
     .options = options,
@@ -79,12 +92,28 @@ static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model
   return vox_write_vtu(ctx, s->output, model, s->threshold);
 }
 
+/* The surface that .stl and .vtp write: of --label, or of the density at
+ * --threshold, smoothed --smooth times. */
+static vox_status make_surface(vox_context *ctx, const settings *s, const vox_model *model,
+                               vox_surface *surface) {
+  vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, surface)
+                           : vox_isosurface_density(ctx, model, s->threshold, surface);
+  if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, surface, s->smooth);
+  return st;
+}
+
 static vox_status write_stl(vox_context *ctx, const settings *s, const vox_model *model) {
   vox_surface surface = {0};
-  vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, &surface)
-                           : vox_isosurface_density(ctx, model, s->threshold, &surface);
-  if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, &surface, s->smooth);
+  vox_status st = make_surface(ctx, s, model, &surface);
   if (st == VOX_OK) st = vox_write_stl(ctx, s->output, &surface, !s->ascii);
+  vox_surface_free(&surface);
+  return st;
+}
+
+static vox_status write_vtp(vox_context *ctx, const settings *s, const vox_model *model) {
+  vox_surface surface = {0};
+  vox_status st = make_surface(ctx, s, model, &surface);
+  if (st == VOX_OK) st = vox_write_vtp(ctx, s->output, &surface);
   vox_surface_free(&surface);
   return st;
 }
@@ -94,7 +123,15 @@ static vox_status write_inp(vox_context *ctx, const settings *s, const vox_model
 }
 
 static vox_status write_png(vox_context *ctx, const settings *s, const vox_model *model) {
-  return vox_write_history_png(ctx, s->output, model, s->width, s->height);
+  int surface_picture = s->picture ? strcmp(s->picture, "surface") == 0 : model->n_history == 0;
+  if (!surface_picture) return vox_write_history_png(ctx, s->output, model, s->width, s->height);
+  vox_render_options o = {.width = s->width, .height = s->height};
+  vox_view_from_name(s->view, &o.view); /* checked in main */
+  vox_surface surface = {0};
+  vox_status st = make_surface(ctx, s, model, &surface);
+  if (st == VOX_OK) st = vox_render_surface_png(ctx, s->output, &surface, &o);
+  vox_surface_free(&surface);
+  return st;
 }
 
 static vox_status write_json(vox_context *ctx, const settings *s, const vox_model *model) {
@@ -106,8 +143,9 @@ static vox_status write_csv(vox_context *ctx, const settings *s, const vox_model
 }
 
 static const format formats[] = {
-    {".vti", write_vti},   {".vtu", write_vtu},   {".stl", write_stl}, {".inp", write_inp},
-    {".png", write_png},   {".json", write_json}, {".csv", write_csv},
+    {".vti", write_vti}, {".vtu", write_vtu},   {".vtp", write_vtp},
+    {".stl", write_stl}, {".inp", write_inp},   {".png", write_png},
+    {".json", write_json}, {".csv", write_csv},
 };
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
@@ -116,16 +154,24 @@ static const format *pick_format(const char *output) {
   const char *ext = cli_extension(output);
   for (size_t i = 0; i < N_FORMATS; i++)
     if (strcasecmp(ext, formats[i].extension) == 0) return &formats[i];
-  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .stl, .inp, .png, .json or "
-            ".csv",
+  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .vtp, .stl, .inp, .png, .json "
+            "or .csv",
             output, ext);
   return NULL;
 }
 
 int main(int argc, char **argv) {
-  settings s = {.threshold = 0.5, .width = 1200, .height = 1000};
+  settings s = {.threshold = 0.5, .width = 1200, .height = 1000, .view = "iso"};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
+  if (s.picture && strcmp(s.picture, "surface") != 0 && strcmp(s.picture, "history") != 0) {
+    cli_error("--picture %s: expected 'surface' or 'history'", s.picture);
+    return CLI_EXIT_USAGE;
+  }
+  if (vox_view_from_name(s.view, NULL) != 0) {
+    cli_error("--view %s: expected iso, x, y, z, -x, -y or -z", s.view);
+    return CLI_EXIT_USAGE;
+  }
   const format *fmt = pick_format(s.output);
   if (!fmt) return CLI_EXIT_USAGE;
   const char *inputs[] = {s.input};

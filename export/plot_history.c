@@ -2,7 +2,7 @@
  * plots, drawn with cairo on an RGB image and written as PNG through a
  * stream callback into a temporary file that is renamed into place. */
 #include "voxfe/plot.h"
-#include "temp_file.h"
+#include "png_file.h"
 
 #include <cairo.h>
 #include <errno.h>
@@ -181,48 +181,6 @@ static void draw_text(cairo_t *cr, const char *text, double x, double y, double 
   cairo_font_extents(cr, &fe);
   cairo_move_to(cr, x - align * e.x_advance, y + 0.5 * (fe.ascent - fe.descent));
   cairo_show_text(cr, text);
-}
-
-/* --- the atomic write (as in summary.c and vtk_xml.c) ------------------------ */
-
-typedef struct png_sink {
-  int fd;
-  int err; /* errno of the first failed write */
-} png_sink;
-
-static cairo_status_t write_png_bytes(void *closure, const unsigned char *data,
-                                      unsigned int length) {
-  png_sink *sink = closure;
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = write(sink->fd, data + done, length - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (!sink->err) sink->err = n < 0 ? errno : EIO;
-      return CAIRO_STATUS_WRITE_ERROR;
-    }
-    done += (size_t)n;
-  }
-  return CAIRO_STATUS_SUCCESS;
-}
-
-static vox_status write_png(vox_context *ctx, const char *path, cairo_surface_t *surface) {
-  char *tmp = NULL;
-  png_sink sink = {.fd = vox_open_temp(path, &tmp), .err = 0};
-  if (sink.fd < 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  cairo_status_t cs = cairo_surface_write_to_png_stream(surface, write_png_bytes, &sink);
-  int err = sink.err;
-  if (cs != CAIRO_STATUS_SUCCESS && !err) err = -1;
-  if (!err && fsync(sink.fd) != 0) err = errno;
-  if (close(sink.fd) != 0 && !err) err = errno;
-  if (!err && rename(tmp, path) != 0) err = errno;
-  if (err) unlink(tmp);
-  free(tmp);
-  if (err > 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
-  if (err < 0)
-    return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
-                     "%s: cannot write: cairo: %s", path, cairo_status_to_string(cs));
-  return VOX_OK;
 }
 
 /* --- drawing ------------------------------------------------------------------ */
@@ -442,7 +400,7 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
     return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,
                      "%s: cairo: %s", path, cairo_status_to_string(cs));
   }
-  vox_status status = write_png(ctx, path, surface);
+  vox_status status = vox_write_cairo_png(ctx, path, surface);
   cairo_surface_destroy(surface);
   return status;
 }

@@ -4,8 +4,8 @@
  *
  * Cells keep the grid's element order and points the grid's node order, so
  * the file is the same whatever the threads. Points are Float64 physical
- * coordinates; label is UInt8, density and displacement Float32 as in the
- * .vti (viewing precision; the netCDF file keeps the doubles). */
+ * coordinates; the fields (vtkx_fields_init) are the .vti's, restricted to
+ * the kept cells and their points. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +25,6 @@ typedef struct mesh {
   int64_t n_points;
   int64_t *point_of_node;  /* grid node -> point, -1 where no kept cell uses it */
 } mesh;
-
-/* One load case's displacement, 3 values per grid node. */
-typedef struct point_field {
-  const mesh *mesh;
-  const double *values;
-} point_field;
 
 static void mesh_free(mesh *m) {
   free(m->cells);
@@ -129,27 +123,6 @@ static void fill_types(const void *source, uint64_t first, size_t count, void *d
   memset(dst, VTK_HEXAHEDRON, count);
 }
 
-static void fill_label(const void *source, uint64_t first, size_t count, void *dst) {
-  const mesh *m = source;
-  uint8_t *out = dst;
-  for (size_t v = 0; v < count; v++) out[v] = m->model->label[m->cells[first + v]];
-}
-
-static void fill_density(const void *source, uint64_t first, size_t count, void *dst) {
-  const mesh *m = source;
-  float *out = dst;
-  for (size_t v = 0; v < count; v++) out[v] = vtkx_float32(m->model->density[m->cells[first + v]]);
-}
-
-static void fill_displacement(const void *source, uint64_t first, size_t count, void *dst) {
-  const point_field *f = source;
-  float *out = dst;
-  for (size_t v = 0; v < count; v++) {
-    int64_t n = f->mesh->node_of_point[(first + v) / 3];
-    out[v] = vtkx_float32(f->values[3 * n + (int64_t)((first + v) % 3)]);
-  }
-}
-
 vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *model,
                          double threshold) {
   vox_status status = vtkx_check_model(ctx, path, model);
@@ -161,31 +134,15 @@ vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *mo
   status = build_mesh(ctx, path, model, threshold, &m);
   if (status != VOX_OK) return status;
 
-  size_t n_grid_nodes = (size_t)vox_grid_nodes(&model->grid);
-  int n_cases = model->displacement ? model->n_load_cases : 0;
-  char(*names)[VTKX_NAME_MAX] = calloc((size_t)n_cases + 1, sizeof *names);
-  point_field *fields = calloc((size_t)n_cases + 1, sizeof *fields);
-  vtkx_array *arrays = calloc((size_t)n_cases + 6, sizeof *arrays);
-  if (!names || !fields || !arrays) {
-    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-    goto done;
-  }
+  vtkx_fields f;
+  status = vtkx_fields_init(ctx, path, model, m.node_of_point, (uint64_t)m.n_points, m.cells,
+                            (uint64_t)m.n_cells, 4, &f);
+  if (status != VOX_OK) goto done;
   uint64_t n_points = (uint64_t)m.n_points, n_cells = (uint64_t)m.n_cells;
-  /* In the order they are declared, so the appended section reads in order. */
-  size_t n = 0;
-  for (int c = 0; c < n_cases; c++) {
-    vtkx_displacement_name(model, c, names[c]);
-    fields[c] = (point_field){.mesh = &m, .values = model->displacement + c * n_grid_nodes * 3};
-    arrays[n++] = (vtkx_array){.name = names[c], .type = VTKX_FLOAT32, .components = 3,
-                               .tuples = n_points, .fill = fill_displacement, .source = &fields[c],
-                               .noisy = 1};
-  }
-  size_t first_cell_data = n;
-  arrays[n++] = (vtkx_array){.name = "label", .type = VTKX_UINT8, .components = 1,
-                             .tuples = n_cells, .fill = fill_label, .source = &m};
-  if (model->density)
-    arrays[n++] = (vtkx_array){.name = "density", .type = VTKX_FLOAT32, .components = 1,
-                               .tuples = n_cells, .fill = fill_density, .source = &m};
+  /* After the fields, in the order they are declared, so the appended
+   * section reads in order. */
+  vtkx_array *arrays = f.arrays;
+  size_t n = f.n;
   size_t points = n;
   arrays[n++] = (vtkx_array){.name = "Points", .type = VTKX_FLOAT64, .components = 3,
                              .tuples = n_points, .fill = fill_points, .source = &m};
@@ -201,11 +158,11 @@ vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *mo
   status = vtkx_begin(ctx, &doc, path, "UnstructuredGrid", arrays, n);
   if (status != VOX_OK) goto done;
   vtkx_start(doc, "UnstructuredGrid");
+  vtkx_fields_field_data(doc, &f);
   vtkx_start(doc, "Piece");
   vtkx_attr(doc, "NumberOfPoints", "%lld", (long long)m.n_points);
   vtkx_attr(doc, "NumberOfCells", "%lld", (long long)m.n_cells);
-  vtkx_point_and_cell_data(doc, n_cases > 0 ? names[0] : NULL,
-                           model->density ? "density" : "label", first_cell_data, points);
+  vtkx_fields_point_and_cell_data(doc, &f);
   vtkx_start(doc, "Points");
   vtkx_data_array(doc, points);
   vtkx_end(doc);
@@ -215,9 +172,7 @@ vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *mo
   status = vtkx_finish(doc); /* closes Piece and UnstructuredGrid */
 
 done:
-  free(names);
-  free(fields);
-  free(arrays);
+  vtkx_fields_free(&f);
   mesh_free(&m);
   return status;
 }

@@ -75,7 +75,8 @@ struct vtkx_doc {
 
 static size_t type_size(vtkx_type type) {
   switch (type) {
-  case VTKX_UINT8: return 1;
+  case VTKX_UINT8:
+  case VTKX_STRING: return 1;
   case VTKX_FLOAT32: return 4;
   case VTKX_INT64:
   case VTKX_FLOAT64: return 8;
@@ -89,6 +90,7 @@ static const char *type_name(vtkx_type type) {
   case VTKX_INT64: return "Int64";
   case VTKX_FLOAT32: return "Float32";
   case VTKX_FLOAT64: return "Float64";
+  case VTKX_STRING: return "String";
   }
   return "?";
 }
@@ -343,15 +345,20 @@ void vtkx_data_array(vtkx_doc *doc, size_t index) {
   vtkx_end(doc);
 }
 
-void vtkx_point_and_cell_data(vtkx_doc *doc, const char *vectors, const char *scalars,
-                              size_t first_cell, size_t end) {
-  vtkx_start(doc, "PointData");
-  if (vectors) vtkx_attr(doc, "Vectors", "%s", vectors); /* the active vectors */
-  for (size_t i = 0; i < first_cell; i++) vtkx_data_array(doc, i);
-  vtkx_end(doc);
-  vtkx_start(doc, "CellData");
-  vtkx_attr(doc, "Scalars", "%s", scalars);
-  for (size_t i = first_cell; i < end; i++) vtkx_data_array(doc, i);
+/* Field data arrays are <Array>, not <DataArray>, and give their number of
+ * tuples: VTK cannot infer it as it does from a piece's points and cells. */
+void vtkx_field_data(vtkx_doc *doc, size_t first, size_t end) {
+  vtkx_start(doc, "FieldData");
+  for (size_t i = first; i < end; i++) {
+    const vtkx_array *a = &doc->arrays[i];
+    vtkx_start(doc, "Array");
+    vtkx_attr(doc, "type", "%s", type_name(a->type));
+    vtkx_attr(doc, "Name", "%s", a->name);
+    vtkx_attr(doc, "NumberOfTuples", "%" PRIu64, a->type == VTKX_STRING ? a->strings : a->tuples);
+    vtkx_attr(doc, "format", "appended");
+    vtkx_attr(doc, "offset", "%" PRIu64, doc->offsets[i]);
+    vtkx_end(doc);
+  }
   vtkx_end(doc);
 }
 
@@ -485,14 +492,56 @@ void vtkx_fill_float32_of_double(const void *source, uint64_t first, size_t coun
   for (size_t i = 0; i < count; i++) out[i] = vtkx_float32(in[i]);
 }
 
-/* --- shared by the two model writers ------------------------------------------ */
+void vtkx_fill_bytes(const void *source, uint64_t first, size_t count, void *dst) {
+  memcpy(dst, (const char *)source + first, count);
+}
 
-void vtkx_displacement_name(const vox_model *model, int c, char name[VTKX_NAME_MAX]) {
+/* --- String arrays -------------------------------------------------------------- */
+
+int vtkx_strings_add(vtkx_strings *list, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return -1;
+  size_t need = (size_t)n + 1; /* with its NUL, which ends it in the array */
+  if (list->capacity - list->size < need) {
+    size_t capacity = list->capacity ? list->capacity : 256;
+    while (capacity - list->size < need) capacity *= 2;
+    char *grown = realloc(list->data, capacity);
+    if (!grown) return -1;
+    list->data = grown;
+    list->capacity = capacity;
+  }
+  va_start(ap, fmt);
+  vsnprintf(list->data + list->size, need, fmt, ap);
+  va_end(ap);
+  list->size += need;
+  list->count++;
+  return 0;
+}
+
+void vtkx_strings_free(vtkx_strings *list) {
+  free(list->data);
+  memset(list, 0, sizeof *list);
+}
+
+vtkx_array vtkx_string_array(const char *name, const vtkx_strings *list) {
+  return (vtkx_array){.name = name, .type = VTKX_STRING, .components = 1, .tuples = list->size,
+                      .strings = list->count, .fill = vtkx_fill_bytes, .source = list->data};
+}
+
+/* --- shared by the model writers ------------------------------------------------ */
+
+#define NAME_MAX_ (VOX_NAME_MAX + 16)
+
+/* The point array name of load case `c`: "<prefix>_<case name>", where a
+ * model without names gets "case<c+1>" as vox_model_set_load_cases does. */
+static void case_name(const vox_model *model, const char *prefix, int c, char name[NAME_MAX_]) {
   if (model->load_case_names)
-    snprintf(name, VTKX_NAME_MAX, "displacement_%.*s", VOX_NAME_MAX - 1,
-             model->load_case_names[c]);
+    snprintf(name, NAME_MAX_, "%s_%.*s", prefix, VOX_NAME_MAX - 1, model->load_case_names[c]);
   else
-    snprintf(name, VTKX_NAME_MAX, "displacement_case%d", c + 1);
+    snprintf(name, NAME_MAX_, "%s_case%d", prefix, c + 1);
 }
 
 vox_status vtkx_check_model(vox_context *ctx, const char *path, const vox_model *model) {
@@ -515,21 +564,26 @@ vox_status vtkx_check_model(vox_context *ctx, const char *path, const vox_model 
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                        "%s: voxel size must be positive and the origin finite", path);
   }
-  if (!model->displacement) return VOX_OK;
-  if (model->n_load_cases < 1)
+  if (model->title && !xmlCheckUTF8(BAD_CAST model->title))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: the model's title is not UTF-8", path);
+  if (model->displacement && model->n_load_cases < 1)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a displacement is stored but there are no load cases", path);
+  if (model->n_loads > 0 && model->n_load_cases < 1)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: loads are stored but there are no load cases", path);
+  if (!model->displacement && model->n_loads == 0) return VOX_OK; /* names unused */
   /* Array names come from the case names: they must be text an XML reader
    * accepts, and distinct, or one array would hide another. */
   for (int c = 0; c < model->n_load_cases; c++) {
-    char name[VTKX_NAME_MAX];
-    vtkx_displacement_name(model, c, name);
+    char name[NAME_MAX_];
+    case_name(model, "displacement", c, name);
     if (!xmlCheckUTF8(BAD_CAST name))
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: load case %d's name is not UTF-8",
                        path, c + 1);
     for (int d = 0; d < c; d++) {
-      char other[VTKX_NAME_MAX];
-      vtkx_displacement_name(model, d, other);
+      char other[NAME_MAX_];
+      case_name(model, "displacement", d, other);
       if (strcmp(name, other) == 0)
         return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                          "%s: load cases %d and %d have the same name '%s'", path, d + 1, c + 1,
@@ -537,4 +591,298 @@ vox_status vtkx_check_model(vox_context *ctx, const char *path, const vox_model 
     }
   }
   return VOX_OK;
+}
+
+/* --- the model's fields ----------------------------------------------------------- */
+
+/* Sparse per-node values (constraints, loads) as a dense point array: the
+ * nodes with a value, ascending, and their values. */
+typedef struct sparse_field {
+  const int64_t *node_of_point; /* NULL: point = node */
+  const int64_t *node;          /* ascending, distinct */
+  size_t n;
+  const uint8_t *mask;          /* fixed: one per node */
+  const double *vector;         /* force: three per node */
+} sparse_field;
+
+/* A dense per-node or per-element array, through a point or cell map. */
+typedef struct dense_field {
+  const int64_t *map; /* NULL: identity */
+  const void *values;
+} dense_field;
+
+struct vtkx_fields_data {
+  vtkx_strings units, title;
+  char (*names)[NAME_MAX_];     /* displacement_<c>, then force_<c> */
+  dense_field *dense;           /* displacement of each case, label, density */
+  sparse_field *sparse;         /* force of each case, fixed */
+  int64_t *fixed_node;
+  uint8_t *fixed_mask;
+  size_t n_fixed;
+  int64_t *force_node;          /* of every case, one after another */
+  double *force;
+  size_t *force_start;          /* n_cases + 1 */
+};
+
+static int64_t node_of(const int64_t *map, uint64_t point) {
+  return map ? map[point] : (int64_t)point;
+}
+
+/* The first of the n ascending nodes that is >= node. */
+static size_t lower_bound(const int64_t *nodes, size_t n, int64_t node) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (nodes[mid] < node) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void fill_dense_vector(const void *source, uint64_t first, size_t count, void *dst) {
+  const dense_field *f = source;
+  const double *values = f->values;
+  float *out = dst;
+  for (size_t v = 0; v < count; v++) {
+    int64_t n = node_of(f->map, (first + v) / 3);
+    out[v] = vtkx_float32(values[3 * n + (int64_t)((first + v) % 3)]);
+  }
+}
+
+static void fill_dense_uint8(const void *source, uint64_t first, size_t count, void *dst) {
+  const dense_field *f = source;
+  const uint8_t *values = f->values;
+  uint8_t *out = dst;
+  if (!f->map) memcpy(out, values + first, count);
+  else
+    for (size_t v = 0; v < count; v++) out[v] = values[f->map[first + v]];
+}
+
+static void fill_dense_scalar(const void *source, uint64_t first, size_t count, void *dst) {
+  const dense_field *f = source;
+  const double *values = f->values;
+  float *out = dst;
+  for (size_t v = 0; v < count; v++) out[v] = vtkx_float32(values[node_of(f->map, first + v)]);
+}
+
+/* Points are in ascending node order, so one search finds where the range
+ * starts in the sparse list and the rest is a merge. */
+static void fill_sparse(const sparse_field *f, int components, uint64_t first, size_t count,
+                        void *dst) {
+  size_t k = lower_bound(f->node, f->n, node_of(f->node_of_point, first / (uint64_t)components));
+  for (size_t v = 0; v < count; v++) {
+    uint64_t t = (first + v) / (uint64_t)components;
+    int c = (int)((first + v) % (uint64_t)components);
+    int64_t n = node_of(f->node_of_point, t);
+    while (k < f->n && f->node[k] < n) k++;
+    int here = k < f->n && f->node[k] == n;
+    if (f->mask) ((uint8_t *)dst)[v] = here ? f->mask[k] : 0;
+    else ((float *)dst)[v] = here ? vtkx_float32(f->vector[3 * k + (size_t)c]) : 0.0f;
+  }
+}
+
+static void fill_fixed(const void *source, uint64_t first, size_t count, void *dst) {
+  fill_sparse(source, 1, first, count, dst);
+}
+
+static void fill_force(const void *source, uint64_t first, size_t count, void *dst) {
+  fill_sparse(source, 3, first, count, dst);
+}
+
+typedef struct node_entry {
+  int32_t load_case;
+  int64_t node;
+  size_t order; /* keeps the sums the same whatever qsort does with ties */
+} node_entry;
+
+static int compare_entries(const void *pa, const void *pb) {
+  const node_entry *a = pa, *b = pb;
+  if (a->load_case != b->load_case) return a->load_case < b->load_case ? -1 : 1;
+  if (a->node != b->node) return a->node < b->node ? -1 : 1;
+  return (a->order > b->order) - (a->order < b->order);
+}
+
+/* Constraints as a bit mask per node (1 x, 2 y, 4 z), loads summed per node
+ * and case. */
+static vox_status gather_conditions(vox_context *ctx, const char *path, const vox_model *model,
+                                    struct vtkx_fields_data *d) {
+  int64_t nn = vox_grid_nodes(&model->grid);
+  size_t nc = model->n_constraints, nl = model->n_loads;
+  int n_cases = model->n_load_cases;
+  for (size_t i = 0; i < nc; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    if (c->node < 0 || c->node >= nn || c->component > 2)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%s: constraint %zu: node %lld component %d is not in the grid", path,
+                       i + 1, (long long)c->node, c->component);
+  }
+  for (size_t i = 0; i < nl; i++) {
+    const vox_load *l = &model->loads[i];
+    if (l->node < 0 || l->node >= nn || l->component > 2)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%s: load %zu: node %lld component %d is not in the grid", path, i + 1,
+                       (long long)l->node, l->component);
+    if (l->load_case < 0 || l->load_case >= n_cases)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%s: load %zu: load case %d of %d", path, i + 1, l->load_case + 1, n_cases);
+  }
+  size_t most = nc > nl ? nc : nl;
+  node_entry *e = malloc((most ? most : 1) * sizeof *e);
+  d->fixed_node = malloc((nc ? nc : 1) * sizeof *d->fixed_node);
+  d->fixed_mask = calloc(nc ? nc : 1, 1);
+  d->force_node = malloc((nl ? nl : 1) * sizeof *d->force_node);
+  d->force = calloc(3 * (nl ? nl : 1), sizeof *d->force);
+  d->force_start = calloc((size_t)(n_cases > 0 ? n_cases : 0) + 1, sizeof *d->force_start);
+  if (!e || !d->fixed_node || !d->fixed_mask || !d->force_node || !d->force || !d->force_start) {
+    free(e);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+
+  for (size_t i = 0; i < nc; i++) e[i] = (node_entry){0, model->constraints[i].node, i};
+  qsort(e, nc, sizeof *e, compare_entries);
+  size_t n = 0;
+  for (size_t i = 0; i < nc; i++) {
+    if (n == 0 || d->fixed_node[n - 1] != e[i].node) d->fixed_node[n++] = e[i].node;
+    d->fixed_mask[n - 1] |= (uint8_t)(1u << model->constraints[e[i].order].component);
+  }
+  d->n_fixed = n;
+
+  for (size_t i = 0; i < nl; i++)
+    e[i] = (node_entry){model->loads[i].load_case, model->loads[i].node, i};
+  qsort(e, nl, sizeof *e, compare_entries);
+  n = 0;
+  for (size_t i = 0; i < nl; i++) {
+    if (i == 0 || e[i].load_case != e[i - 1].load_case || e[i].node != e[i - 1].node) {
+      d->force_node[n++] = e[i].node;
+      d->force_start[e[i].load_case + 1] = n; /* the end of its case so far */
+    }
+    const vox_load *l = &model->loads[e[i].order];
+    d->force[3 * (n - 1) + l->component] += l->value;
+  }
+  /* Cases without loads end where the previous one ends. */
+  for (int c = 0; c < n_cases; c++)
+    if (d->force_start[c + 1] < d->force_start[c]) d->force_start[c + 1] = d->force_start[c];
+  free(e);
+  return VOX_OK;
+}
+
+vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model *model,
+                            const int64_t *node_of_point, uint64_t n_points,
+                            const int64_t *cell_of, uint64_t n_cells, size_t extra,
+                            vtkx_fields *f) {
+  memset(f, 0, sizeof *f);
+  struct vtkx_fields_data *d = calloc(1, sizeof *d);
+  if (!d) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  f->data = d;
+  int n_disp = model->displacement ? model->n_load_cases : 0;
+  int n_force = model->n_loads > 0 ? model->n_load_cases : 0;
+  int fixed = model->n_constraints > 0;
+  size_t n_names = (size_t)n_disp + (size_t)n_force;
+  d->names = calloc(n_names + 1, sizeof *d->names);
+  d->dense = calloc((size_t)n_disp + 2, sizeof *d->dense);
+  d->sparse = calloc((size_t)n_force + 1, sizeof *d->sparse);
+  f->arrays = calloc(2 + n_names + 1 + 2 + extra, sizeof *f->arrays);
+  if (!d->names || !d->dense || !d->sparse || !f->arrays)
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status status = gather_conditions(ctx, path, model, d);
+  if (status != VOX_OK) return status;
+
+  /* Field data first: it comes first in the file. `units` is filled below,
+   * the arrays it points to are in place by the time it is compressed. */
+  vtkx_array *a = f->arrays;
+  size_t n = 0, units = n++;
+  if (model->title && model->title[0]) {
+    if (vtkx_strings_add(&d->title, "%s", model->title))
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    a[n++] = vtkx_string_array("title", &d->title);
+  }
+
+  f->first_point = n;
+  for (int c = 0; c < n_disp; c++) {
+    case_name(model, "displacement", c, d->names[c]);
+    d->dense[c] = (dense_field){.map = node_of_point,
+                                .values = model->displacement +
+                                          (size_t)c * (size_t)vox_grid_nodes(&model->grid) * 3};
+    a[n++] = (vtkx_array){.name = d->names[c], .type = VTKX_FLOAT32, .components = 3,
+                          .tuples = n_points, .fill = fill_dense_vector, .source = &d->dense[c],
+                          .noisy = 1};
+  }
+  for (int c = 0; c < n_force; c++) {
+    char *name = d->names[n_disp + c];
+    case_name(model, "force", c, name);
+    d->sparse[c] = (sparse_field){.node_of_point = node_of_point,
+                                  .node = d->force_node + d->force_start[c],
+                                  .n = d->force_start[c + 1] - d->force_start[c],
+                                  .vector = d->force + 3 * d->force_start[c]};
+    a[n++] = (vtkx_array){.name = name, .type = VTKX_FLOAT32, .components = 3,
+                          .tuples = n_points, .fill = fill_force, .source = &d->sparse[c]};
+  }
+  if (fixed) {
+    d->sparse[n_force] = (sparse_field){.node_of_point = node_of_point, .node = d->fixed_node,
+                                        .n = d->n_fixed, .mask = d->fixed_mask};
+    a[n++] = (vtkx_array){.name = "fixed", .type = VTKX_UINT8, .components = 1,
+                          .tuples = n_points, .fill = fill_fixed, .source = &d->sparse[n_force]};
+  }
+
+  f->first_cell = n;
+  d->dense[n_disp] = (dense_field){.map = cell_of, .values = model->label};
+  a[n++] = (vtkx_array){.name = "label", .type = VTKX_UINT8, .components = 1, .tuples = n_cells,
+                        .fill = fill_dense_uint8, .source = &d->dense[n_disp]};
+  if (model->density) {
+    d->dense[n_disp + 1] = (dense_field){.map = cell_of, .values = model->density};
+    a[n++] = (vtkx_array){.name = "density", .type = VTKX_FLOAT32, .components = 1,
+                          .tuples = n_cells, .fill = fill_dense_scalar,
+                          .source = &d->dense[n_disp + 1]};
+  }
+  f->n = n;
+  f->vectors = n_disp > 0 ? d->names[0] : n_force > 0 ? d->names[n_disp] : NULL;
+  f->scalars = model->density ? "density" : "label";
+
+  /* "name: unit" for each array, in the units of docs/file-format.md; "1"
+   * for a fraction, "-" for a code without a unit. */
+  int failed = vtkx_strings_add(&d->units, "coordinates: mm");
+  for (size_t i = f->first_point; i < n; i++) {
+    const char *name = a[i].name, *unit = "-";
+    if (strncmp(name, "displacement_", 13) == 0) unit = "mm";
+    else if (strncmp(name, "force_", 6) == 0) unit = "N";
+    else if (strcmp(name, "density") == 0) unit = "1";
+    failed |= vtkx_strings_add(&d->units, "%s: %s", name, unit);
+  }
+  if (failed) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  a[units] = vtkx_string_array("units", &d->units);
+  return VOX_OK;
+}
+
+void vtkx_fields_free(vtkx_fields *f) {
+  struct vtkx_fields_data *d = f->data;
+  if (d) {
+    vtkx_strings_free(&d->units);
+    vtkx_strings_free(&d->title);
+    free(d->names);
+    free(d->dense);
+    free(d->sparse);
+    free(d->fixed_node);
+    free(d->fixed_mask);
+    free(d->force_node);
+    free(d->force);
+    free(d->force_start);
+    free(d);
+  }
+  free(f->arrays);
+  memset(f, 0, sizeof *f);
+}
+
+void vtkx_fields_field_data(vtkx_doc *doc, const vtkx_fields *f) {
+  vtkx_field_data(doc, 0, f->first_point);
+}
+
+void vtkx_fields_point_and_cell_data(vtkx_doc *doc, const vtkx_fields *f) {
+  vtkx_start(doc, "PointData");
+  if (f->vectors) vtkx_attr(doc, "Vectors", "%s", f->vectors); /* the active vectors */
+  for (size_t i = f->first_point; i < f->first_cell; i++) vtkx_data_array(doc, i);
+  vtkx_end(doc);
+  vtkx_start(doc, "CellData");
+  vtkx_attr(doc, "Scalars", "%s", f->scalars);
+  for (size_t i = f->first_cell; i < f->n; i++) vtkx_data_array(doc, i);
+  vtkx_end(doc);
 }

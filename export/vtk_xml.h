@@ -23,8 +23,15 @@
 
 #include "voxfe/model.h"
 
-/* Value types, named in the file as VTK names them. */
-typedef enum vtkx_type { VTKX_UINT8, VTKX_INT64, VTKX_FLOAT32, VTKX_FLOAT64 } vtkx_type;
+/* Value types, named in the file as VTK names them. A String array's values
+ * are its bytes: the strings one after another, each ending in a NUL. */
+typedef enum vtkx_type {
+  VTKX_UINT8,
+  VTKX_INT64,
+  VTKX_FLOAT32,
+  VTKX_FLOAT64,
+  VTKX_STRING
+} vtkx_type;
 
 /* Writes values [first, first + count) of an array (value = one component of
  * one tuple) to dst, in the array's type and the host's byte order. It is
@@ -36,7 +43,8 @@ typedef struct vtkx_array {
   const char *name;   /* the DataArray's Name */
   vtkx_type type;
   int components;     /* NumberOfComponents */
-  uint64_t tuples;    /* number of points or cells */
+  uint64_t tuples;    /* number of points or cells; for a String, of bytes */
+  uint64_t strings;   /* for a String: the number of strings (NumberOfTuples) */
   vtkx_fill_fn fill;
   const void *source; /* passed to fill */
   /* Set for computed floating-point fields (displacements): their low bits
@@ -69,11 +77,9 @@ void vtkx_attr_vector(vtkx_doc *doc, const char *name, const double value[3]);
  * for arrays[index] of vtkx_begin. */
 void vtkx_data_array(vtkx_doc *doc, size_t index);
 
-/* <PointData Vectors=...> with arrays [0, first_cell) and <CellData
- * Scalars=...> with arrays [first_cell, end): the model's fields, laid out
- * the same in every file. `vectors` may be NULL (no displacement). */
-void vtkx_point_and_cell_data(vtkx_doc *doc, const char *vectors, const char *scalars,
-                              size_t first_cell, size_t end);
+/* <FieldData> with an <Array .../> for each of arrays [first, end) of
+ * vtkx_begin: it goes first inside the dataset element (<ImageData>...). */
+void vtkx_field_data(vtkx_doc *doc, size_t first, size_t end);
 
 /* Closes the elements still open below <VTKFile>, writes the appended data,
  * and renames the file into place. On any failure so far (or now) it removes
@@ -82,23 +88,70 @@ void vtkx_point_and_cell_data(vtkx_doc *doc, const char *vectors, const char *sc
 vox_status vtkx_finish(vtkx_doc *doc);
 
 /* Fill functions for the common cases: `source` is the first element of a
- * plain array. */
+ * plain array (of doubles for float32_of_double, of bytes for the others). */
 void vtkx_fill_uint8(const void *source, uint64_t first, size_t count, void *dst);
+void vtkx_fill_bytes(const void *source, uint64_t first, size_t count, void *dst);
 void vtkx_fill_float32_of_double(const void *source, uint64_t first, size_t count, void *dst);
+
+/* --- String arrays of field data ---------------------------------------------- */
+
+/* A growing list of strings, kept as a String array's bytes. */
+typedef struct vtkx_strings {
+  char *data;
+  size_t size, capacity;
+  uint64_t count;
+} vtkx_strings;
+
+/* Appends one string; -1 when out of memory (the list is then unchanged). */
+int vtkx_strings_add(vtkx_strings *list, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void vtkx_strings_free(vtkx_strings *list);
+/* The String array `name` of the list (kept by pointer). */
+vtkx_array vtkx_string_array(const char *name, const vtkx_strings *list);
 
 /* A double as Float32. Outside float's range a plain cast is undefined
  * behaviour, so those values saturate to +-infinity (NaN stays NaN). */
 float vtkx_float32(double value);
 
-/* --- shared by the two model writers --------------------------------------- */
+/* --- shared by the writers ---------------------------------------------------- */
 
-/* Checks what both writers read from the model: a grid VTK can index (extents
- * are C ints), labels, and load cases when there is a displacement. */
+/* Checks what both model writers read from the model: a grid VTK can index
+ * (extents are C ints), labels, load cases when there is a displacement, and
+ * names (of load cases, the title) that are UTF-8 and distinct. */
 vox_status vtkx_check_model(vox_context *ctx, const char *path, const vox_model *model);
 
-/* The point array name of load case `c`: "displacement_<case name>", where a
- * model without names gets "case<c+1>" as vox_model_set_load_cases does. */
-#define VTKX_NAME_MAX (VOX_NAME_MAX + 16)
-void vtkx_displacement_name(const vox_model *model, int c, char name[VTKX_NAME_MAX]);
+/* The model's fields as the .vti and .vtu write them, over a set of points
+ * and cells of the grid: `node_of_point` maps each point to its grid node,
+ * `cell_of` each cell to its grid element, in ascending order (NULL: every
+ * node or element, in grid order). The arrays, in the order of the file:
+ *   field data  [0, first_point):          `units`, `title` (when the model
+ *                                           has one)
+ *   point data  [first_point, first_cell): displacement_<case> (mm),
+ *                                           force_<case> (N), fixed
+ *   cell data   [first_cell, n):           label, density
+ * and `extra` free slots from `n` on for the caller's own arrays (points,
+ * cells). `units` names the unit of each array and of the coordinates. */
+typedef struct vtkx_fields {
+  vtkx_array *arrays;
+  size_t n, first_point, first_cell;
+  const char *vectors; /* the active point vectors, or NULL */
+  const char *scalars; /* the active cell scalars */
+  /* private */
+  struct vtkx_fields_data *data;
+} vtkx_fields;
+
+/* Builds the arrays (the model is checked by vtkx_check_model first: the
+ * node and component of every constraint and load, and the load cases of
+ * loads, are checked here). Free with vtkx_fields_free either way. */
+vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model *model,
+                            const int64_t *node_of_point, uint64_t n_points,
+                            const int64_t *cell_of, uint64_t n_cells, size_t extra,
+                            vtkx_fields *fields);
+void vtkx_fields_free(vtkx_fields *fields);
+
+/* <FieldData>, to write right after the dataset element starts, and
+ * <PointData> and <CellData>, inside the <Piece>. */
+void vtkx_fields_field_data(vtkx_doc *doc, const vtkx_fields *fields);
+void vtkx_fields_point_and_cell_data(vtkx_doc *doc, const vtkx_fields *fields);
 
 #endif

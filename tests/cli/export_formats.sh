@@ -27,6 +27,10 @@ export_ok ascii.stl --ascii --smooth 5 && {
   head -c 5 ascii.stl | grep -q "solid" || fail "ascii.stl does not start with 'solid'"
 }
 export_ok label.stl --label 1
+export_ok design.vtp --smooth 5 && {
+  head -c 300 design.vtp | grep -q '<VTKFile type="PolyData"' || fail "design.vtp is not VTK PolyData"
+  grep -aq 'Name="normals"' design.vtp || fail "design.vtp has no normals"
+}
 export_ok design.inp --threshold 0.3 && {
   grep -q "^\*NODE" design.inp && grep -q "^\*ELEMENT" design.inp && grep -q "^\*STEP" design.inp ||
     fail "design.inp lacks *NODE, *ELEMENT or *STEP"
@@ -36,6 +40,11 @@ export_ok history.png --width 640 --height 480 && {
     fail "history.png is not a PNG"
   [ "$(od -An -tu1 -j16 -N8 history.png | awk '{print $3*256+$4, $7*256+$8}')" = "640 480" ] ||
     fail "history.png is not 640 x 480"
+}
+export_ok surface.png --picture surface --view -y --width 400 --height 300 && {
+  [ "$(od -An -tu1 -j16 -N8 surface.png | awk '{print $3*256+$4, $7*256+$8}')" = "400 300" ] ||
+    fail "surface.png is not 400 x 300"
+  cmp -s surface.png history.png && fail "surface.png is the history plot"
 }
 export_ok summary.json && {
   /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' summary.json ||
@@ -49,7 +58,7 @@ export_ok row.csv --no-header && {
 }
 
 # a model without history has no plot: a clear error, no file
-"$EXPORT" model.nc -o none.png >"$LOG/out" 2>"$LOG/err"
+"$EXPORT" model.nc -o none.png --picture history >"$LOG/out" 2>"$LOG/err"
 status=$?
 [ "$status" -ne 0 ] || fail "export of a model without history to .png succeeded"
 [ -e none.png ] && fail "a failed .png export left a file"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Reads back what test_export_vtk wrote, with VTK's own XML readers
-(python3-vtk9), and checks it against expected.json (the models as the C
-program built them); also decodes the appended data by hand to check the
+(python3-vtk9), and checks it against expected.json (the models and the
+sphere's surface as the C program built them): arrays, their values, the
+field data (units, title), the .vtp's outward normals; also decodes the appended data by hand to check the
 exact layout (UInt64 headers, 32768-byte zlib blocks, contiguous offsets).
 With meshio installed, reads the files with it too.
 
@@ -46,13 +47,15 @@ vtk.vtkOutputWindow.SetInstance(messages)
 
 HEX = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0],
                 [0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]])
-TYPES = {"UInt8": np.uint8, "Int64": np.int64, "Float32": np.float32, "Float64": np.float64}
+TYPES = {"UInt8": np.uint8, "Int64": np.int64, "Float32": np.float32, "Float64": np.float64,
+         "String": str}
 VTK_TYPES = {np.uint8: vtk.VTK_UNSIGNED_CHAR, np.float32: vtk.VTK_FLOAT,
              np.float64: vtk.VTK_DOUBLE, np.int64: vtk.VTK_LONG_LONG}
 
 
 def decode_appended(path, kind):
-    """The file's arrays, decoded from the raw bytes: {name: (type, ncomp, values)}."""
+    """The file's arrays, decoded from the raw bytes: {name: (type, ncomp, values)},
+    field data (<Array>) included; a String array's values are a list of str."""
     data = open(path, "rb").read()
     root = (f'<VTKFile type="{kind}" version="1.0" byte_order="LittleEndian" '
             'header_type="UInt64" compressor="vtkZLibDataCompressor">').encode()
@@ -62,7 +65,7 @@ def decode_appended(path, kind):
     check(at > 0, f"{path}: AppendedData")
     base = at + len(tag)
     arrays, end = {}, base
-    for m in re.finditer(rb"<DataArray ([^>]*)/>", data[:at]):
+    for m in re.finditer(rb"<(?:DataArray|Array) ([^>]*)/>", data[:at]):
         pairs = re.findall(r'(\w+)="([^"]*)"', m.group(1).decode())
         attrs = {k: html.unescape(v) for k, v in pairs}
         check(attrs.get("format") == "appended", f"{path}: format of {attrs}")
@@ -81,6 +84,13 @@ def decode_appended(path, kind):
             raw += chunk
             pos += int(size)
         end = pos
+        if dtype is str:  # NUL-terminated strings, one after another
+            check(raw.endswith(b"\0"), f"{path}: {attrs['Name']} ends in a NUL")
+            values = [v.decode() for v in raw.split(b"\0")[:-1]]
+            check(len(values) == int(attrs["NumberOfTuples"]),
+                  f"{path}: {attrs['Name']} NumberOfTuples")
+            arrays[attrs["Name"]] = (str, 1, values)
+            continue
         ncomp = int(attrs["NumberOfComponents"])
         values = np.frombuffer(raw, dtype)
         check(values.size % ncomp == 0, f"{path}: {attrs['Name']} size")
@@ -111,6 +121,71 @@ def check_array(path, data, name, dtype, expected, rtol, raw):
     check(name in raw and raw[name][0] is dtype, f"{path}: {name} in the appended data")
     if name in raw:
         close(raw[name][2], expected, rtol, f"{path}: {name} decoded by hand")
+
+
+def strings(data, name):
+    """The values of field data String array `name`, or None."""
+    array = data.GetFieldData().GetAbstractArray(name)
+    if array is None:
+        return None
+    return [array.GetValue(i) for i in range(array.GetNumberOfValues())]
+
+
+def conditions(model):
+    """Dense fixed masks and forces per node, from the sparse lists."""
+    n = model["n"]
+    nn = (n[0] + 1) * (n[1] + 1) * (n[2] + 1)
+    fixed = np.zeros(nn, np.uint8)
+    for node, comp in model["constraints"]:
+        fixed[node] |= 1 << comp
+    force = np.zeros((model["n_load_cases"], nn, 3))
+    for node, comp, case, value in model["loads"]:
+        force[case, node, comp] += value
+    return fixed, force
+
+
+def check_point_and_field_data(path, data, model, raw, used):
+    """The point arrays (displacement, force, fixed) restricted to the nodes
+    `used` (in point order), the active vectors, and the field data."""
+    label, density, disp = model_arrays(model)
+    fixed, force = conditions(model)
+    pd = data.GetPointData()
+    case_names = model["cases"] or [f"case{c + 1}" for c in range(model["n_load_cases"])]
+    dnames = ["displacement_" + c for c in model["cases"]]
+    fnames = ["force_" + c for c in case_names] if model["loads"] else []
+    for c, name in enumerate(dnames):
+        check_array(path, pd, name, np.float32, disp[c][used], 1e-6, raw)
+    for c, name in enumerate(fnames):
+        check_array(path, pd, name, np.float32, force[c][used], 1e-7, raw)
+    if model["loads"]:
+        check(np.count_nonzero(force[:, used]) > 0, f"{path}: some force is in the file")
+    pnames = dnames + fnames
+    if model["constraints"]:
+        check_array(path, pd, "fixed", np.uint8, fixed[used], 0, raw)
+        check(np.count_nonzero(fixed[used]) > 0, f"{path}: some node is fixed in the file")
+        pnames.append("fixed")
+    check([pd.GetArrayName(i) for i in range(pd.GetNumberOfArrays())] == pnames,
+          f"{path}: point arrays {[pd.GetArrayName(i) for i in range(pd.GetNumberOfArrays())]}")
+    vectors = (dnames + fnames)[:1]
+    if vectors:
+        check(pd.GetVectors() is not None and pd.GetVectors().GetName() == vectors[0],
+              f"{path}: active vectors")
+    else:
+        check(pd.GetVectors() is None, f"{path}: no active vectors")
+
+    units = {"density": "1", "label": "-", "fixed": "-"}
+    units.update({name: "mm" for name in dnames})
+    units.update({name: "N" for name in fnames})
+    cnames = ["label"] + (["density"] if density is not None else [])
+    want = ["coordinates: mm"] + [f"{name}: {units[name]}" for name in pnames + cnames]
+    check(strings(data, "units") == want, f"{path}: units {strings(data, 'units')} != {want}")
+    check(raw.get("units", (None, 0, None))[2] == want, f"{path}: units decoded by hand")
+    title = strings(data, "title")
+    check(title == ([model["title"]] if model["title"] else None), f"{path}: title {title!r}")
+    names = sorted(data.GetFieldData().GetArrayName(i)
+                   for i in range(data.GetFieldData().GetNumberOfArrays()))
+    check(names == sorted(["units"] + (["title"] if model["title"] else [])),
+          f"{path}: field data {names}")
 
 
 def model_arrays(model):
@@ -145,14 +220,8 @@ def check_vti(model, folder):
               f"{path}: active scalars")
     check(sorted(cd.GetArrayName(i) for i in range(cd.GetNumberOfArrays())) == sorted(names),
           f"{path}: cell arrays")
-    pnames = ["displacement_" + c for c in model["cases"]]
-    for c, name in enumerate(pnames):
-        check_array(path, pd, name, np.float32, disp[c], 1e-6, raw)
-    check([pd.GetArrayName(i) for i in range(pd.GetNumberOfArrays())] == pnames,
-          f"{path}: point arrays")
-    if pnames:
-        check(pd.GetVectors() is not None and pd.GetVectors().GetName() == pnames[0],
-              f"{path}: active vectors")
+    check_point_and_field_data(path, image, model, raw,
+                               np.arange((nx + 1) * (ny + 1) * (nz + 1)))
     # VTK numbers an image's points x fastest, as the model does: one spot check.
     p = image.GetPoint(image.ComputePointId([nx, 1, nz]))
     close(p, np.array(model["origin"]) + np.array([nx, 1, nz]) * model["h"], 1e-12,
@@ -204,15 +273,57 @@ def check_vtu(model, folder):
     check_array(path, cd, "label", np.uint8, label[cells], 0, raw)
     if density is not None:
         check_array(path, cd, "density", np.float32, density[cells], 1e-7, raw)
-    pnames = ["displacement_" + c for c in model["cases"]]
-    for c, name in enumerate(pnames):
-        check_array(path, pd, name, np.float32, disp[c][used], 1e-6, raw)
-    check([pd.GetArrayName(i) for i in range(pd.GetNumberOfArrays())] == pnames,
-          f"{path}: point arrays")
-    if pnames:
-        check(pd.GetVectors() is not None and pd.GetVectors().GetName() == pnames[0],
-              f"{path}: active vectors")
+    check_point_and_field_data(path, grid, model, raw, used)
     return cells.size, used.size
+
+
+def check_vtp(sphere, folder):
+    path = f"{folder}/sphere.vtp"
+    raw = decode_appended(path, "PolyData")
+    poly = read(vtk.vtkXMLPolyDataReader, path)
+    nv, nt = sphere["vertices"], sphere["triangles"]
+    check(poly.GetNumberOfPoints() == nv, f"{path}: {poly.GetNumberOfPoints()} points, not {nv}")
+    check(poly.GetNumberOfPolys() == nt and poly.GetNumberOfCells() == nt,
+          f"{path}: {poly.GetNumberOfPolys()} polys, not {nt}")
+    if poly.GetNumberOfPoints() != nv or poly.GetNumberOfCells() != nt:
+        return
+    check(poly.GetPoints().GetDataType() == vtk.VTK_DOUBLE, f"{path}: points are Float64")
+    vertex = np.array(sphere["vertex"]).reshape(-1, 3)
+    triangle = np.array(sphere["triangle"]).reshape(-1, 3)
+    points = vtk_to_numpy(poly.GetPoints().GetData())
+    close(points, vertex, 0, f"{path}: points")
+    polys = poly.GetPolys()
+    check(np.array_equal(vtk_to_numpy(polys.GetOffsetsArray()), 3 * np.arange(nt + 1)),
+          f"{path}: every poly a triangle")
+    check(np.array_equal(vtk_to_numpy(polys.GetConnectivityArray()).reshape(-1, 3), triangle),
+          f"{path}: triangles")
+    types = {poly.GetCellType(i) for i in range(nt)}
+    check(types == {vtk.VTK_TRIANGLE}, f"{path}: cell types {types}")
+
+    pd = poly.GetPointData()
+    check(pd.GetNormals() is not None and pd.GetNormals().GetName() == "normals",
+          f"{path}: active normals")
+    # Area-weighted vertex normals, computed here again.
+    a, b, c = (vertex[triangle[:, k]] for k in range(3))
+    face = np.cross(b - a, c - a)
+    want = np.zeros_like(vertex)
+    for k in range(3):
+        np.add.at(want, triangle[:, k], face)
+    want /= np.linalg.norm(want, axis=1)[:, None]
+    check_array(path, pd, "normals", np.float32, want, 1e-5, raw)
+    normals = vtk_to_numpy(pd.GetArray("normals")).astype(float)
+    close(np.linalg.norm(normals, axis=1), np.ones(nv), 1e-6, f"{path}: unit normals")
+    outward = np.einsum("ij,ij->i", normals, vertex - np.array(sphere["centre"]))
+    check(np.all(outward > 0), f"{path}: {np.count_nonzero(outward <= 0)} normals point inwards")
+    # and close to the radial direction of a sphere
+    radial = vertex - np.array(sphere["centre"])
+    radial /= np.linalg.norm(radial, axis=1)[:, None]
+    cos = np.einsum("ij,ij->i", normals, radial)
+    check(np.mean(cos) > 0.9, f"{path}: mean cosine to the radius {np.mean(cos):.3f}")
+    check(strings(poly, "units") == ["coordinates: mm", "normals: -"],
+          f"{path}: units {strings(poly, 'units')}")
+    print(f"sphere.vtp: {nv} points, {nt} triangles, normals outward "
+          f"(min cosine to the radius {np.min(cos):.3f})")
 
 
 def check_meshio(model, folder, counts):
@@ -230,13 +341,15 @@ def check_meshio(model, folder, counts):
 def main():
     folder = sys.argv[1]
     with open(f"{folder}/expected.json") as f:
-        models = json.load(f)["models"]
+        expected = json.load(f)
+    models = expected["models"]
     for model in models:
         check_vti(model, folder)
         counts = check_vtu(model, folder)
         if counts:
             print(f"{model['name']}: {counts[0]} cells, {counts[1]} points")
             check_meshio(model, folder, counts)
+    check_vtp(expected["sphere"], folder)
     print(f"{len(failures)} failure(s)" if failures else "all checks passed")
     return 1 if failures else 0
 

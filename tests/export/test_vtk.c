@@ -1,4 +1,4 @@
-/* Writes small models as .vti and .vtu into a folder, with expected.json
+/* Writes small models as .vti and .vtu, and a sphere's surface as .vtp, into a folder, with expected.json
  * describing the models, for check_vtk.py to read back with VTK; and checks
  * the writers' failures here: an unwritable folder, no cell kept, a write
  * failing halfway, invalid models. A failure must return a clear message,
@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "voxfe/model.h"
+#include "voxfe/surface.h"
 #include "voxfe/vtk.h"
 
 static char out_dir[4096];
@@ -120,6 +121,22 @@ static void make_small(vox_context *ctx, vox_model *m) {
   CHECK(m->displacement != NULL);
   for (int64_t v = 0; v < 2 * nn * 3; v++) m->displacement[v] = 1e-3 * (double)v - 0.05 + 1e-7 / 3;
   m->stage = VOX_STAGE_DESIGN;
+  /* Supports: node 0 fixed in x and z (two entries), the last node in all
+   * three, node 7 in y twice. Loads: node 59 pulled in case 1 by two entries
+   * that add up, pushed in case 2; node 36 (in the .vtu) in case 2 only. */
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, nn - 1, 0, 0.0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, 0, 2, 0.0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, 7, 1, 0.0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, nn - 1, 1, 0.0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, 0, 0, 0.0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, 7, 1, 0.1));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, m, nn - 1, 2, 0.0));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, 59, 2, 0, -10.0));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, 36, 0, 1, 2.5));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, 59, 2, 0, -5.0));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, 59, 1, 1, 7.0));
+  m->title = strdup("small & <odd> \"title\" \xc2\xb5m");
+  CHECK(m->title != NULL);
 }
 
 /* 32x32x32: the label array is exactly one full 32 KiB block, the density
@@ -142,6 +159,14 @@ static void make_blocks(vox_context *ctx, vox_model *m) {
   CHECK(m->displacement != NULL);
   for (int64_t v = 0; v < nn * 3; v++) m->displacement[v] = sin(1e-3 * (double)v);
   m->stage = VOX_STAGE_DESIGN;
+  /* The face x = 0 fixed, the face x = 32 loaded: sparse lists that span many
+   * 32 KiB blocks of the point arrays (a block boundary falls inside them). */
+  for (int64_t k = 0; k <= 32; k++)
+    for (int64_t j = 0; j <= 32; j++) {
+      int64_t node = (k * 33 + j) * 33;
+      for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node, c, 0.0));
+      CHECK_OK(ctx, vox_model_add_load(ctx, m, node + 32, 2, 0, -1.0 - (double)j));
+    }
 }
 
 /* 4x3x2 of labels only: no density, no displacement. */
@@ -191,7 +216,34 @@ static void json_model(FILE *f, const char *name, const vox_model *m, double thr
   fprintf(f, ",\"displacement\":");
   if (m->displacement) json_doubles(f, m->displacement, n_cases * nn * 3);
   else fprintf(f, "null");
+  fprintf(f, ",\"n_load_cases\":%d,\"constraints\":[", m->n_load_cases);
+  for (size_t i = 0; i < m->n_constraints; i++)
+    fprintf(f, "%s[%lld,%d]", i ? "," : "", (long long)m->constraints[i].node,
+            m->constraints[i].component);
+  fprintf(f, "],\"loads\":[");
+  for (size_t i = 0; i < m->n_loads; i++)
+    fprintf(f, "%s[%lld,%d,%d,%.17g]", i ? "," : "", (long long)m->loads[i].node,
+            m->loads[i].component, m->loads[i].load_case, m->loads[i].value);
+  fprintf(f, "],\"title\":");
+  if (m->title) json_string(f, m->title);
+  else fprintf(f, "null");
   fputc('}', f);
+}
+
+/* --- the surface ------------------------------------------------------------------ */
+
+/* A ball of radius 9 voxels (1.5 mm) in a 24^3 grid, centred at `centre`. */
+static void make_sphere(vox_context *ctx, vox_model *m, double centre[3]) {
+  vox_grid g = {.nx = 24, .ny = 24, .nz = 24, .voxel_size = {1.5, 1.5, 1.5},
+                .origin = {10, -20, 5}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  add_materials(ctx, m);
+  for (int a = 0; a < 3; a++) centre[a] = g.origin[a] + 12 * 1.5;
+  for (int64_t e = 0; e < vox_grid_elements(&g); e++) {
+    double i = (double)(e % 24) + 0.5 - 12, j = (double)((e / 24) % 24) + 0.5 - 12,
+           k = (double)(e / 576) + 0.5 - 12;
+    m->label[e] = i * i + j * j + k * k <= 81 ? 1 : 0;
+  }
 }
 
 /* --- failures ------------------------------------------------------------------ */
@@ -306,7 +358,37 @@ static void test_invalid_models(vox_context *ctx, vox_model *small) {
   small->n_load_cases = 0;
   CHECK(vox_write_vtu(ctx, path, small, 0.5) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(message_has(ctx, path, "no load cases"));
+  double *displacement = small->displacement;
+  small->displacement = NULL;
+  CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "loads are stored but there are no load cases"));
+  small->displacement = displacement;
   small->n_load_cases = n_cases;
+
+  /* Constraints and loads outside the grid or the load cases. */
+  int64_t node = small->constraints[1].node;
+  small->constraints[1].node = vox_grid_nodes(&small->grid);
+  CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "constraint 2: node 60"));
+  small->constraints[1].node = node;
+  small->constraints[1].component = 3;
+  CHECK(vox_write_vtu(ctx, path, small, 0.5) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "constraint 2"));
+  small->constraints[1].component = 2;
+  small->loads[2].node = -1;
+  CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "load 3: node -1"));
+  small->loads[2].node = 59;
+  small->loads[2].load_case = 2;
+  CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "load 3: load case 3 of 2"));
+  small->loads[2].load_case = 0;
+
+  char *title = small->title;
+  small->title = "bad \xff title";
+  CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "title is not UTF-8"));
+  small->title = title;
 
   char name[VOX_NAME_MAX];
   memcpy(name, small->load_case_names[1], VOX_NAME_MAX);
@@ -326,6 +408,29 @@ static void test_invalid_models(vox_context *ctx, vox_model *small) {
   CHECK(vox_write_vti(ctx, path, small) == VOX_ERR_INVALID_ARGUMENT);
   small->grid.voxel_size[1] = h;
   CHECK(!file_exists(path));
+}
+
+static void test_vtp_failures(vox_context *ctx, const vox_surface *sphere) {
+  OUT_PATH(path, "bad.vtp");
+  write_text(path, "an older file\n");
+  vox_surface empty = {0};
+  CHECK(vox_write_vtp(ctx, path, &empty) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "no triangles"));
+  CHECK(vox_write_vtp(ctx, path, NULL) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(vox_write_vtp(ctx, NULL, sphere) == VOX_ERR_INVALID_ARGUMENT);
+  vox_surface bad = *sphere;
+  int64_t saved = bad.triangle[5];
+  bad.triangle[5] = (int64_t)bad.n_vertices;
+  CHECK(vox_write_vtp(ctx, path, &bad) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "triangle 2"));
+  bad.triangle[5] = -1;
+  CHECK(vox_write_vtp(ctx, path, &bad) == VOX_ERR_INVALID_ARGUMENT);
+  bad.triangle[5] = saved;
+  CHECK(file_is(path, "an older file\n"));
+  CHECK(unlink(path) == 0);
+  OUT_PATH(missing, "missing/sphere.vtp");
+  CHECK(vox_write_vtp(ctx, missing, sphere) == VOX_ERR_IO);
+  CHECK(message_has(ctx, missing, "cannot write"));
 }
 
 /* --- a caller's libxml2 handler survives the writers ----------------------- */
@@ -363,6 +468,7 @@ int main(int argc, char **argv) {
   OUT_PATH(blocks_vtu, "blocks.vtu");
   OUT_PATH(labels_vti, "labels.vti");
   OUT_PATH(labels_vtu, "labels.vtu");
+  OUT_PATH(sphere_vtp, "sphere.vtp");
   CHECK_OK(ctx, vox_write_vti(ctx, small_vti, &small));
   CHECK_OK(ctx, vox_write_vti(ctx, small_vti, &small)); /* replaces it */
   CHECK_OK(ctx, vox_write_vtu(ctx, small_vtu, &small, small_threshold));
@@ -370,6 +476,13 @@ int main(int argc, char **argv) {
   CHECK_OK(ctx, vox_write_vtu(ctx, blocks_vtu, &blocks, blocks_threshold));
   CHECK_OK(ctx, vox_write_vti(ctx, labels_vti, &labels));
   CHECK_OK(ctx, vox_write_vtu(ctx, labels_vtu, &labels, 0.5));
+  vox_model sphere_model;
+  double centre[3];
+  make_sphere(ctx, &sphere_model, centre);
+  vox_surface sphere = {0};
+  CHECK_OK(ctx, vox_isosurface_label(ctx, &sphere_model, 1, &sphere));
+  CHECK_OK(ctx, vox_surface_smooth(ctx, &sphere, 10));
+  CHECK_OK(ctx, vox_write_vtp(ctx, sphere_vtp, &sphere));
 
   /* The umask applies to new files as to any other (not mkstemp's 0600). */
   mode_t mask = umask(022);
@@ -402,6 +515,7 @@ int main(int argc, char **argv) {
   test_failed_write(ctx, &blocks);
   test_path_is_folder(ctx, &small);
   test_invalid_models(ctx, &small);
+  test_vtp_failures(ctx, &sphere);
   CHECK(count_temporaries() == 0);
   CHECK(xmlGenericError == caller_handler); /* put back after every call */
   CHECK(caller_handler_calls == 0);         /* and never called by them */
@@ -416,13 +530,23 @@ int main(int argc, char **argv) {
     json_model(f, "blocks", &blocks, blocks_threshold);
     fputc(',', f);
     json_model(f, "labels", &labels, 0.5);
-    fprintf(f, "]}\n");
+    fprintf(f, "],\"sphere\":{\"vertices\":%zu,\"triangles\":%zu,\"centre\":", sphere.n_vertices,
+            sphere.n_triangles);
+    json_doubles(f, centre, 3);
+    fprintf(f, ",\"vertex\":");
+    json_doubles(f, sphere.vertex, (int64_t)(3 * sphere.n_vertices));
+    fprintf(f, ",\"triangle\":[");
+    for (size_t i = 0; i < 3 * sphere.n_triangles; i++)
+      fprintf(f, "%s%lld", i ? "," : "", (long long)sphere.triangle[i]);
+    fprintf(f, "]}}\n");
     CHECK(fclose(f) == 0);
   }
 
   vox_model_free(&small);
   vox_model_free(&blocks);
   vox_model_free(&labels);
+  vox_model_free(&sphere_model);
+  vox_surface_free(&sphere);
   vox_context_destroy(ctx);
   CHECK_DONE();
 }

@@ -1,30 +1,73 @@
 /* VTK XML writers (appended binary, zlib-compressed, UInt64 headers), written
  * with libxml2: what ParaView opens.
  *
- * Density and displacement are written as Float32 (viewing precision; the
- * netCDF file keeps the doubles). The output replaces `path` atomically (a
- * temporary file renamed into place) and leaves it untouched on failure.
- * Compression runs on the context's threads. */
+ * The model files (.vti, .vtu) hold every field of the model:
+ *   cell data   label       UInt8, the material label (0 = empty)
+ *               density     Float32, when the model has one (the active Scalars,
+ *                           else label)
+ *   point data  displacement_<case>  Float32 x 3 (mm), per load case, when the
+ *                           model has a displacement (the first case's is the
+ *                           active Vectors)
+ *               force_<case>  Float32 x 3 (N), per load case, when the model
+ *                           has loads: the nodal forces of the case, summed
+ *                           per node, 0 elsewhere (the active Vectors when
+ *                           there is no displacement)
+ *               fixed       UInt8, when the model has constraints: a bit mask
+ *                           of the constrained components of each node, 1 x,
+ *                           2 y, 4 z (7: fully fixed; 0: free). A non-zero
+ *                           prescribed value shows only as a constrained bit.
+ * <case> is the load case's name, or case<N> for a model without names.
+ *
+ * Units: VTK XML has no attribute for them, so every file carries field data
+ * (a <FieldData> of the dataset, which ParaView lists in the Information
+ * panel and the spreadsheet view's Field Data):
+ *   units       String array, one "name: unit" per array of the file plus
+ *               "coordinates: mm" (points, origin and spacing); units as in
+ *               docs/file-format.md: "mm", "N", "1" (a fraction: density),
+ *               "-" (a code or direction: label, fixed, normals), e.g.
+ *               "coordinates: mm", "displacement_lift: mm", "force_lift: N",
+ *               "fixed: -", "label: -", "density: 1"
+ *   title       String array of one string, the model's title, when it has one
+ *               (.vti and .vtu)
+ * Read them in Python as
+ *   f = reader.GetOutput().GetFieldData().GetAbstractArray("units")
+ *   [f.GetValue(i) for i in range(f.GetNumberOfValues())]
+ *
+ * Density, displacement, force and normals are written as Float32 (viewing
+ * precision; the netCDF file keeps the doubles). The output replaces `path`
+ * atomically (a temporary file renamed into place) and leaves it untouched on
+ * failure. Compression runs on the context's threads. */
 #ifndef VOXFE_VTK_H
 #define VOXFE_VTK_H
 
 #include "voxfe/model.h"
+#include "voxfe/surface.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ImageData (.vti) of the whole grid: cell data `label` and, when present,
- * `density`; point data `displacement_<case name>` for each load case. */
+/* ImageData (.vti) of the whole grid with every field above. Fails on an
+ * invalid model (a constraint or load outside the grid, names that are not
+ * UTF-8 or that clash). */
 vox_status vox_write_vti(vox_context *ctx, const char *path, const vox_model *model);
 
 /* UnstructuredGrid (.vtu) of the hexahedra (VTK_HEXAHEDRON) whose density is
  * >= threshold (or, without density, whose label is non-zero: the threshold
  * is then ignored), with the same
- * cell and point arrays as the .vti, restricted to the kept cells and their
- * nodes. Fails if no cell is kept. */
+ * cell, point and field arrays as the .vti, restricted to the kept cells and
+ * their nodes; points are Float64. Fails if no cell is kept. */
 vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *model,
                          double threshold);
+
+/* PolyData (.vtp) of a triangle surface (see surface.h): Float64 points (mm),
+ * the triangles as polys (Int64 connectivity and offsets), point data
+ * `normals` (Float32 x 3, the active Normals): area-weighted vertex normals,
+ * of unit length, pointing outwards for an outward-oriented surface (0 where
+ * the triangles around a vertex cancel out); field data `units`
+ * ("coordinates: mm", "normals: -"). Fails on a surface without triangles or
+ * with a vertex index out of range. */
+vox_status vox_write_vtp(vox_context *ctx, const char *path, const vox_surface *surface);
 
 #ifdef __cplusplus
 }
