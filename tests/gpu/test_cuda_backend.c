@@ -521,6 +521,31 @@ static void test_simp(size_t n) {
                             0.5, qs[j], &out.g)))
         pv_check(check, &out, TOL);
     }
+  /* the volumes of 32 multipliers in one pass, against each other and
+   * against the update at each multiplier followed by its weighted sum */
+  for (size_t j = 0; j < 2; j++) {
+    double lambda[VOX_OC_LAMBDAS], vc[VOX_OC_LAMBDAS], vg[VOX_OC_LAMBDAS];
+    for (int k = 0; k < VOX_OC_LAMBDAS; k++) lambda[k] = 0.01 * pow(1e4, k / (VOX_OC_LAMBDAS - 1.0));
+    char check[96];
+    snprintf(check, sizeof check, "oc_volumes q=%g", qs[j]);
+    if (!BOTH(check,
+              c->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, &dv.c, lambda,
+                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vc),
+              g->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, &dv.g, lambda,
+                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vg)))
+      continue;
+    for (int k = 0; k < VOX_OC_LAMBDAS; k += 7) {
+      double direct;
+      if (!C_OK(check, c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda[k],
+                                    0.2, 0.5, qs[j], &out.c)) ||
+          !C_OK(check, c->vec_dot(cpu, &out.c, &dv.c, &direct)))
+        break;
+      snprintf(check, sizeof check, "oc_volumes q=%g lambda=%.3g cuda vs cpu", qs[j], lambda[k]);
+      report_scalar(check, vg[k], vc[k], fabs(vc[k]), TOL);
+      snprintf(check, sizeof check, "oc_volumes q=%g lambda=%.3g vs oc_update", qs[j], lambda[k]);
+      report_scalar(check, vc[k], direct, fabs(direct), TOL);
+    }
+  }
 done:
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pv_destroy(all[i]);
 }
