@@ -23,14 +23,9 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "export/output_dir.h"
 #include "voxfe/voxfe.h"
 #include "voxfe/inp.h"
-
-static char out_dir[4096];
-
-#define OUT_PATH(var, name)                                                      \
-  char var[sizeof out_dir + 64];                                                 \
-  snprintf(var, sizeof var, "%s/%s", out_dir, name)
 
 static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
@@ -38,25 +33,6 @@ static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
 
 static int64_t element(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * g->ny + j) * g->nx + i;
-}
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-static int count_temporaries(void) {
-  DIR *d = opendir(out_dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *entry;
-  while ((entry = readdir(d)))
-    if (strstr(entry->d_name, ".tmp.")) {
-      fprintf(stderr, "temporary file left: %s\n", entry->d_name);
-      n++;
-    }
-  closedir(d);
-  return n;
 }
 
 /* --- the models ------------------------------------------------------------------ */

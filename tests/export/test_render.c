@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "export/output_dir.h"
 #include "voxfe/model.h"
 #include "voxfe/render.h"
 #include "voxfe/surface.h"
@@ -26,31 +27,6 @@
  * the process; LeakSanitizer (VOXFE_SANITIZE builds) would report it. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
-
-static char out_dir[4096];
-
-#define OUT_PATH(var, name)                                                      \
-  char var[sizeof out_dir + 64];                                                 \
-  snprintf(var, sizeof var, "%s/%s", out_dir, name)
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-static int count_temporaries(void) {
-  DIR *d = opendir(out_dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *entry;
-  while ((entry = readdir(d)))
-    if (strstr(entry->d_name, ".tmp.")) {
-      fprintf(stderr, "temporary file left: %s\n", entry->d_name);
-      n++;
-    }
-  closedir(d);
-  return n;
-}
 
 static int message_has(vox_context *ctx, const char *text) {
   const char *msg = vox_context_message(ctx);

@@ -22,37 +22,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "export/output_dir.h"
 #include "voxfe/model.h"
 #include "voxfe/surface.h"
-
-static char out_dir[4096];
-
-#define OUT_PATH(var, name)                                                      \
-  char var[sizeof out_dir + 64];                                                 \
-  snprintf(var, sizeof var, "%s/%s", out_dir, name)
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
 
 static long file_size(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
-}
-
-static int count_temporaries(void) {
-  DIR *d = opendir(out_dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *entry;
-  while ((entry = readdir(d)))
-    if (strstr(entry->d_name, ".tmp.")) {
-      fprintf(stderr, "temporary file left: %s\n", entry->d_name);
-      n++;
-    }
-  closedir(d);
-  return n;
 }
 
 static int message_has(vox_context *ctx, const char *text) {
@@ -267,7 +243,7 @@ static float get_f32(const unsigned char *p) {
   return f;
 }
 
-static unsigned char *read_all(const char *path, size_t *size) {
+static unsigned char *read_bytes(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   long n = file_size(path);
@@ -293,7 +269,7 @@ static int normal_matches(const float n[3], const float v[3][3]) {
 
 static void check_binary_stl(const char *path, const vox_surface *s) {
   size_t size = 0;
-  unsigned char *d = read_all(path, &size);
+  unsigned char *d = read_bytes(path, &size);
   CHECK(d != NULL);
   if (!d) return;
   CHECK(size == 84 + 50 * s->n_triangles);
@@ -321,7 +297,7 @@ static void check_binary_stl(const char *path, const vox_surface *s) {
 
 static void check_ascii_stl(const char *path, const vox_surface *s) {
   size_t size = 0;
-  unsigned char *d = read_all(path, &size);
+  unsigned char *d = read_bytes(path, &size);
   CHECK(d != NULL);
   if (!d) return;
   const char *text = (const char *)d;

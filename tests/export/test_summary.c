@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "export/output_dir.h"
 #include "voxfe/model.h"
 #include "voxfe/plot.h"
 #include "voxfe/summary.h"
@@ -27,71 +28,6 @@
  * the process; LeakSanitizer (VOXFE_SANITIZE builds) would report it. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libfontconfig.so\n"; }
-
-static char out_dir[4096];
-
-/* char var[] = "<out_dir>/<name>" */
-#define OUT_PATH(var, name)                                                      \
-  char var[sizeof out_dir + 64];                                                 \
-  snprintf(var, sizeof var, "%s/%s", out_dir, name)
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  CHECK(f != NULL);
-  if (!f) return;
-  CHECK(fputs(text, f) >= 0);
-  CHECK(fclose(f) == 0);
-}
-
-/* The whole of a (small) file, NUL-terminated; NULL if it cannot be read. */
-static char *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *data = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (cap - n < 65536) {
-      cap = cap ? 2 * cap : 65536;
-      char *grown = realloc(data, cap + 1);
-      if (!grown) break;
-      data = grown;
-    }
-    size_t got = fread(data + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  if (data) data[n] = '\0';
-  if (size) *size = n;
-  return data;
-}
-
-static int file_is(const char *path, const char *text) {
-  char *data = read_all(path, NULL);
-  int same = data && strcmp(data, text) == 0;
-  free(data);
-  return same;
-}
-
-static int count_temporaries(void) {
-  DIR *d = opendir(out_dir);
-  CHECK(d != NULL);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *entry;
-  while ((entry = readdir(d)))
-    if (strstr(entry->d_name, ".tmp.")) {
-      fprintf(stderr, "temporary file left: %s\n", entry->d_name);
-      n++;
-    }
-  closedir(d);
-  return n;
-}
 
 static int message_has(vox_context *ctx, const char *a, const char *b) {
   const char *msg = vox_context_message(ctx);
