@@ -382,7 +382,7 @@ static int vcycle_mode(int argc, char **argv) {
   vox_multigrid *mg;
   if (vox_mg_create(be, fem->op, &fem->grid, 3, &so, &mg)) die(ctx, "multigrid");
   vox_vec *r = &fem->pcg.r, *z = &fem->pcg.z;
-  if (o->vec_random(be, r, 3) || o->vec_mult(be, r, r, &fem->free_mask)) die(ctx, "vectors");
+  if (o->vec_random(be, r, 3) || o->op_zero_fixed(be, fem->op, r)) die(ctx, "vectors");
   vox_status st = VOX_OK;
   printf("V-cycle of the cantilever %dx%dx%d, random densities, %d levels, %s precision, "
          "Chebyshev degree %d\n",

@@ -288,6 +288,7 @@ static vox_backend_ops make_ops(void) {
   o.op_destroy = vox_cuda_op_destroy;
   o.op_set_moduli = vox_cuda_op_set_moduli;
   o.op_apply = vox_cuda_op_apply;
+  o.op_zero_fixed = vox_cuda_op_zero_fixed;
   o.op_diagonal = vox_cuda_op_diagonal;
   o.op_element_energy = vox_cuda_op_element_energy;
   o.simp_moduli = vox_cuda_simp_moduli;

@@ -749,6 +749,18 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
   return VOX_OK;
 }
 
+static __global__ void zero_fixed_kernel(const uint8_t *__restrict__ fixed, double *__restrict__ v,
+                                         size_t n) {
+  VOX_GRID_STRIDE(d, n) if (fixed[d]) v[d] = 0;
+}
+
+vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v) {
+  zero_fixed_kernel<<<vox_cuda_grid(op->n_dofs), VOX_CUDA_THREADS>>>(op->fixed, v->data,
+                                                                     op->n_dofs);
+  CUDA_LAUNCHED(be, "zeroing the fixed dofs");
+  return VOX_OK;
+}
+
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d) {
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: diagonal before its moduli");

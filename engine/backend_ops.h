@@ -122,6 +122,8 @@ typedef struct vox_backend_ops {
    * is a set of VOX_APPLY_* bits (0: the eliminated product in double). */
   vox_status (*op_apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                          int flags);
+  /* v = 0 on the fixed dofs (the operator's own flags: no mask vector). */
+  vox_status (*op_zero_fixed)(vox_backend *be, vox_operator *op, vox_vec *v);
   /* d = diag(K) (1 on fixed dofs). */
   vox_status (*op_diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */

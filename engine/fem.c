@@ -12,7 +12,7 @@ void vox_fem_destroy(vox_fem *fem) {
   if (!fem) return;
   vox_backend *be = fem->be;
   if (fem->op) be->ops->op_destroy(be, fem->op);
-  vox_vec *v[] = {&fem->e_solid, &fem->moduli, &fem->inv_diag, &fem->free_mask,
+  vox_vec *v[] = {&fem->e_solid, &fem->moduli, &fem->inv_diag,
                   &fem->lift,    &fem->rhs,    &fem->correction};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
@@ -47,14 +47,13 @@ static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model,
 
 /* Host-side arrays that describe the system before they go to the backend. */
 typedef struct fem_host {
-  double *e_solid, *lift, *free_mask, *force;
+  double *e_solid, *lift, *force;
   uint8_t *fixed;
 } fem_host;
 
 static void host_free(fem_host *h) {
   free(h->e_solid);
   free(h->lift);
-  free(h->free_mask);
   free(h->force);
   free(h->fixed);
 }
@@ -64,11 +63,10 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
   const size_t ne = fem->n_elements, nd = fem->n_dofs;
   h->e_solid = malloc(ne * sizeof *h->e_solid);
   h->lift = calloc(nd, sizeof *h->lift);
-  h->free_mask = malloc(nd * sizeof *h->free_mask);
   h->force = malloc(nd * sizeof *h->force);
   h->fixed = calloc(nd, 1);
   fem->element_active = malloc(ne);
-  if (!h->e_solid || !h->lift || !h->free_mask || !h->force || !h->fixed || !fem->element_active)
+  if (!h->e_solid || !h->lift || !h->force || !h->fixed || !fem->element_active)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 
   double modulus[256] = {0};
@@ -99,7 +97,6 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
     h->lift[d] = c->value;
     if (c->value != 0) fem->has_lift = 1;
   }
-  for (size_t d = 0; d < nd; d++) h->free_mask[d] = h->fixed[d] ? 0 : 1;
   return VOX_OK;
 }
 
@@ -142,7 +139,6 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   STEP(o->vec_create(be, fem->n_elements, &fem->e_solid));
   STEP(o->vec_create(be, fem->n_elements, &fem->moduli));
   STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
-  STEP(o->vec_create(be, fem->n_dofs, &fem->free_mask));
   if (fem->has_lift) { /* three vectors only prescribed displacements need */
     STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
     STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
@@ -151,7 +147,6 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
   STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
   STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
-  STEP(o->vec_upload(be, &fem->free_mask, h.free_mask));
   if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
     case_forces(model, &h, c, fem->n_dofs, h.force);
@@ -187,7 +182,7 @@ vox_status vox_fem_update(vox_fem *fem) {
 static vox_status multigrid_apply(void *self, const vox_vec *r, vox_vec *z) {
   vox_fem *fem = self;
   TRY(vox_mg_apply(fem->mg, r, z));
-  return fem->be->ops->vec_mult(fem->be, z, z, &fem->free_mask);
+  return fem->be->ops->op_zero_fixed(fem->be, fem->op, z);
 }
 
 /* The preconditioner the options ask for, set up for the current moduli. */
@@ -223,10 +218,10 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
   TRY(o->vec_xpay(be, &fem->rhs, -1, f));
-  TRY(o->vec_mult(be, &fem->rhs, &fem->rhs, &fem->free_mask));
+  TRY(o->op_zero_fixed(be, fem->op, &fem->rhs));
   TRY(o->vec_copy(be, &fem->correction, u));
   TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
-  TRY(o->vec_mult(be, &fem->correction, &fem->correction, &fem->free_mask));
+  TRY(o->op_zero_fixed(be, fem->op, &fem->correction));
   TRY(vox_pcg_solve(be, fem->op, &pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
   TRY(o->vec_copy(be, u, &fem->correction));
   return o->vec_axpy(be, u, 1, &fem->lift);

@@ -18,7 +18,6 @@ typedef struct vox_fem {
   vox_vec e_solid;     /* modulus of each element's material, 0 for empty voxels */
   vox_vec moduli;      /* current element moduli, referenced by the operator */
   vox_vec inv_diag;    /* Jacobi preconditioner */
-  vox_vec free_mask;   /* 1 on free dofs, 0 on fixed ones */
   vox_vec *force;      /* n_cases nodal force vectors (0 on fixed dofs) */
   vox_vec lift;        /* prescribed values on fixed dofs, 0 elsewhere */
   int has_lift;        /* some prescribed value is non-zero */

@@ -16,10 +16,10 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   const double D = sizeof(double);
   const double elements = (double)vox_grid_elements(grid);
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
-  /* fem.c: e_solid and moduli per element; inv_diag, free_mask, the
-   * forces, the 4 CG vectors, the fixed flags per dof (and per node, on the
-   * GPU), and lift, rhs and correction for prescribed displacements */
-  double bytes = 2 * D * elements + (6 + n_cases + (prescribed ? 3 : 0)) * D * dofs + dofs +
+  /* fem.c: e_solid and moduli per element; inv_diag, the forces, the 4 CG
+   * vectors, the fixed flags per dof (and per node, on the GPU), and lift,
+   * rhs and correction for prescribed displacements */
+  double bytes = 2 * D * elements + (5 + n_cases + (prescribed ? 3 : 0)) * D * dofs + dofs +
                  dofs / dpn;
   if (solver->preconditioner == VOX_PC_MULTIGRID) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);

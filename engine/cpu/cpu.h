@@ -50,6 +50,7 @@ void vox_cpu_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                             int flags);
+vox_status vox_cpu_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v);
 vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
                                      vox_vec *energy, int accumulate);

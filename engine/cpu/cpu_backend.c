@@ -176,6 +176,7 @@ static const vox_backend_ops cpu_ops = {
     .op_destroy = vox_cpu_op_destroy,
     .op_set_moduli = vox_cpu_op_set_moduli,
     .op_apply = vox_cpu_op_apply,
+    .op_zero_fixed = vox_cpu_op_zero_fixed,
     .op_diagonal = vox_cpu_op_diagonal,
     .op_element_energy = vox_cpu_op_element_energy,
     .simp_moduli = vox_cpu_simp_moduli,

@@ -125,6 +125,16 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
   return VOX_OK;
 }
 
+vox_status vox_cpu_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v) {
+  double *restrict x = v->data;
+  const uint8_t *restrict fixed = op->fixed;
+  const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t d = 0; d < n; d++)
+    if (fixed[d]) x[d] = 0;
+  return VOX_OK;
+}
+
 vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
   double *restrict d = dv->data;
   const int dpn = op->dpn, nloc = op->nloc;

@@ -390,6 +390,10 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
     snprintf(check, sizeof check, "op_diagonal %s", kn);
     if (pv_poison(&d) && BOTH(check, c->op_diagonal(cpu, cop, &d.c), g->op_diagonal(gpu, gop, &d.g)))
       pv_check(check, &d, TOL);
+    /* zeroes the fixed dofs of the product above, keeps the others */
+    snprintf(check, sizeof check, "op_zero_fixed %s", kn);
+    if (BOTH(check, c->op_zero_fixed(cpu, cop, &y.c), g->op_zero_fixed(gpu, gop, &y.g)))
+      pv_check(check, &y, TOL_SINGLE);
     snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
     if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
                                g->op_element_energy(gpu, gop, &x.g, &en.g, 0)))
