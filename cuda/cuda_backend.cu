@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cuda_backend.cuh"
+#include "voxfe/element.h"
 
 /* Reductions: a fixed grid, so that the order of the additions and thus the
  * result is the same on every run. */
@@ -317,8 +318,24 @@ static vox_backend_ops make_ops(void) {
 
 static const vox_backend_ops cuda_ops = make_ops();
 
+/* The kernels number the hexahedron's corners by vox_cuda_corner; it must be
+ * element.h's order, in which Ke numbers its dofs. */
+static bool corners_match_element_h(void) {
+  for (int a = 0; a < 8; a++) {
+    for (int axis = 0; axis < 3; axis++)
+      if (vox_cuda_corner(a, axis) != vox_hex8_corner[a][axis]) return false;
+    if (vox_cuda_corner_index(vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
+                              vox_cuda_corner(a, 2)) != a)
+      return false;
+  }
+  return true;
+}
+
 extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out) {
   *out = NULL;
+  if (!corners_match_element_h())
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the CUDA backend's hexahedron corner order differs from voxfe/element.h");
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {

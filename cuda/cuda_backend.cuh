@@ -57,6 +57,39 @@ static inline unsigned vox_cuda_grid(size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);             \
        i += (size_t)gridDim.x * blockDim.x)
 
+/* The hexahedron's corners, vox_hex8_corner (VTK order) as bit arithmetic:
+ * that host table cannot be read on the device nor used in constant
+ * expressions. vox_cuda_backend_create checks the two agree. */
+__host__ __device__ constexpr int vox_cuda_corner(int a, int axis) {
+  return axis == 0 ? ((a ^ (a >> 1)) & 1) : axis == 1 ? ((a >> 1) & 1) : ((a >> 2) & 1);
+}
+/* The corner at offset (x, y, z), each 0 or 1: the inverse of vox_cuda_corner. */
+__host__ __device__ constexpr int vox_cuda_corner_index(int x, int y, int z) {
+  return 4 * z + (y ? 3 - x : x);
+}
+
+/* (i, j, k) of node n on a grid of px x py x pz nodes. 64-bit division is a
+ * long emulated sequence on the GPU, so grids of fewer than 2^32 nodes (all
+ * in practice) divide in 32 bits. */
+static __device__ __forceinline__ void vox_cuda_node_coords(size_t n, int64_t px, int64_t py,
+                                                            int64_t pz, int64_t &i, int64_t &j,
+                                                            int64_t &k) {
+  if ((uint64_t)(px * py * pz) <= UINT32_MAX) {
+    const uint32_t m = (uint32_t)n, x = (uint32_t)px, y = (uint32_t)py;
+    const uint32_t q = m / x;
+    i = m - q * x, j = q % y, k = q / y;
+  } else {
+    const int64_t m = (int64_t)n, q = m / px;
+    i = m - q * px, j = q % py, k = q / py;
+  }
+}
+
+/* The sum over a warp, in lane 0. */
+static __device__ __forceinline__ double vox_cuda_warp_sum(double v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 /* The matrix-free operator (cuda_operator.cu). */
 struct vox_operator {
   vox_grid grid;
@@ -113,8 +146,8 @@ vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec
 
 vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                                const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                               const vox_vec *w, const double *lambda, int n, double move,
-                               double eta, double q, double *volume);
+                               const double *lambda, int n, double move, double eta,
+                               double q, double *volume);
 
 /* cuda_filter.cu */
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,

@@ -33,11 +33,6 @@ void vox_cuda_coarse_solver_free(vox_backend *be) {
  * entry so that every warp reads a contiguous column: X = L^-1 is lower
  * triangular in `x_cols` (column-major) and its transpose in `x_rows`
  * (column j of x_rows is row j of X). */
-static __device__ double warp_sum(double v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 /* z_i = sum_{j <= i} X_ij b_j */
 static __global__ void lower_product(const double *__restrict__ x_rows,
                                      const double *__restrict__ b, double *__restrict__ z, int n) {
@@ -47,7 +42,7 @@ static __global__ void lower_product(const double *__restrict__ x_rows,
   const double *row = x_rows + (size_t)i * n;
   double s = 0;
   for (int j = lane; j <= i; j += 32) s += row[j] * b[j];
-  s = warp_sum(s);
+  s = vox_cuda_warp_sum(s);
   if (lane == 0) z[i] = s;
 }
 
@@ -60,7 +55,7 @@ static __global__ void upper_product(const double *__restrict__ x_cols,
   const double *col = x_cols + (size_t)j * n;
   double s = 0;
   for (int i = j + lane; i < n; i += 32) s += col[i] * z[i];
-  s = warp_sum(s);
+  s = vox_cuda_warp_sum(s);
   if (lane == 0) w[j] = s;
 }
 

@@ -34,55 +34,17 @@
 
 /* ---- the element geometry, usable on both sides --------------------------- */
 
-/* Offset of corner a of the hexahedron along an axis: vox_hex8_corner (VTK
- * order) as bit arithmetic, since that host table cannot be read on the
- * device. */
-static __host__ __device__ constexpr int corner(int a, int axis) {
-  return axis == 0 ? ((a ^ (a >> 1)) & 1) : axis == 1 ? ((a >> 1) & 1) : ((a >> 2) & 1);
-}
-
-/* The corner at offset (x, y, z), each 0 or 1: the inverse of corner(). */
-static __host__ __device__ constexpr int corner_index(int x, int y, int z) {
-  return 4 * z + (y ? 3 - x : x);
-}
-
-/* corner() must be element.h's order, in which op->ke numbers its dofs. The
- * table is not a constant expression in C++, so this is checked at run time
- * (24 comparisons per Galerkin product). */
-static bool corners_match_element_h(void) {
-  for (int a = 0; a < 8; a++) {
-    for (int axis = 0; axis < 3; axis++)
-      if (corner(a, axis) != vox_hex8_corner[a][axis]) return false;
-    if (corner_index(corner(a, 0), corner(a, 1), corner(a, 2)) != a) return false;
-  }
-  return true;
-}
-
 /* Entry (a, c) of Q_s, node by node: the weight of coarse corner c at fine
  * corner a of the fine element at sub-position s (bits x, y, z) of its
  * coarse element. Exactly 1, 0.5 or 0, as in interpolation() of the CPU. */
 static __host__ __device__ inline double interpolation_weight(int s, int a, int c) {
   double w = 1;
   for (int axis = 0; axis < 3; axis++) {
-    const int f = ((s >> axis) & 1) + corner(a, axis); /* 0..2 fine units */
-    const int d = f - 2 * corner(c, axis);
+    const int f = ((s >> axis) & 1) + vox_cuda_corner(a, axis); /* 0..2 fine units */
+    const int d = f - 2 * vox_cuda_corner(c, axis);
     w *= 1 - 0.5 * (d < 0 ? -d : d);
   }
   return w;
-}
-
-/* (i, j, k) of node n on a grid of px x py x pz nodes, in 32-bit arithmetic
- * when the grid allows (64-bit division is emulated on the GPU). */
-static __device__ __forceinline__ void node_coords(size_t n, int64_t px, int64_t py, int64_t pz,
-                                                   int64_t &i, int64_t &j, int64_t &k) {
-  if ((uint64_t)(px * py * pz) <= UINT32_MAX) {
-    const uint32_t m = (uint32_t)n, x = (uint32_t)px, y = (uint32_t)py;
-    const uint32_t q = m / x;
-    i = m - q * x, j = q % y, k = q / y;
-  } else {
-    const int64_t m = (int64_t)n, q = m / px;
-    i = m - q * px, j = q % py, k = q / py;
-  }
 }
 
 /* check_nesting of the CPU file: the coarse stencil must be on the coarsened
@@ -142,14 +104,14 @@ static __device__ __noinline__ double own_product_entry(const double *__restrict
     if (w1 == 0) continue;
     const int m1 = DPN * a1 + rr;
     const uint8_t f1 =
-        fx[staged_node<W>(x + corner(a1, 0), y + corner(a1, 1), z + corner(a1, 2)) * DPN + rr];
+        fx[staged_node<W>(x + vox_cuda_corner(a1, 0), y + vox_cuda_corner(a1, 1), z + vox_cuda_corner(a1, 2)) * DPN + rr];
     double kq = 0; /* (D Ke D Q_s)[m1][DPN q + cc] */
     for (int a2 = 0; a2 < 8; a2++) {
       const double w2 = interpolation_weight(s, a2, q);
       if (w2 == 0) continue;
       const int m2 = DPN * a2 + cc;
       const uint8_t f2 =
-          fx[staged_node<W>(x + corner(a2, 0), y + corner(a2, 1), z + corner(a2, 2)) * DPN + cc];
+          fx[staged_node<W>(x + vox_cuda_corner(a2, 0), y + vox_cuda_corner(a2, 1), z + vox_cuda_corner(a2, 2)) * DPN + cc];
       const double kd = f1 || f2 ? 0.0 : ke[m1 * NLOC + m2];
       kq += kd * w2;
     }
@@ -163,7 +125,7 @@ static __device__ __noinline__ double own_product_entry(const double *__restrict
  *  0. stage the fixed flags and moduli of the fine neighbourhood (each is
  *     read by many threads), and which fine elements have a fixed dof;
  *  1. one thread per entry (R, C) of the matrix of coarse element E = P -
- *     corner(R / DPN), for the 8 elements around each P: only the rows of
+ *     vox_cuda_corner(R / DPN), for the 8 elements around each P: only the rows of
  *     P, but all 8 x 72 of them, which balances the work (a value of the
  *     centre block gathers from 8 elements, one of a corner block from 1)
  *     and reads the products Q_s' Ke Q_s coalesced. That is coarse_element()
@@ -222,7 +184,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
     const int x = l % WE, y = l / WE % 4, z = l / (WE * 4);
     int any = 0;
     for (int a = 0; a < 8; a++)
-      any |= s_node_any[staged_node<WN>(x + corner(a, 0), y + corner(a, 1), z + corner(a, 2))];
+      any |= s_node_any[staged_node<WN>(x + vox_cuda_corner(a, 0), y + vox_cuda_corner(a, 1), z + vox_cuda_corner(a, 2))];
     s_any[l] = any != 0;
   }
   __syncthreads();
@@ -232,13 +194,13 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
     const int g = idx / S::SIZE, entry = idx - g * S::SIZE;
     const int R = entry / S::NLOC, C = entry - R * S::NLOC;
     const int p = R / DPN, rr = R - p * DPN, q = C / DPN, cc = C - q * DPN;
-    const int64_t E[3] = {I0 + g - corner(p, 0), J - corner(p, 1), K - corner(p, 2)};
+    const int64_t E[3] = {I0 + g - vox_cuda_corner(p, 0), J - vox_cuda_corner(p, 1), K - vox_cuda_corner(p, 2)};
     double kc = 0;
     if (g < nodes && E[0] >= 0 && E[0] < cn[0] && E[1] >= 0 && E[1] < cn[1] && E[2] >= 0 &&
         E[2] < cn[2]) {
       /* E's fine elements start at staged offset 2 (E - P) + 2, P at 2 g */
-      const int x0 = 2 * g + 2 - 2 * corner(p, 0), y0 = 2 - 2 * corner(p, 1),
-                z0 = 2 - 2 * corner(p, 2);
+      const int x0 = 2 * g + 2 - 2 * vox_cuda_corner(p, 0), y0 = 2 - 2 * vox_cuda_corner(p, 1),
+                z0 = 2 - 2 * vox_cuda_corner(p, 2);
 #pragma unroll
       for (int s = 0; s < 8; s++) {
         const int x = x0 + (s & 1), y = y0 + ((s >> 1) & 1), z = z0 + (s >> 2);
@@ -306,8 +268,8 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
     for (int colour = 0; colour < 8; colour++) {
       const int ox = off[0][colour & 1], oy = off[1][(colour >> 1) & 1], oz = off[2][colour >> 2];
       if (ox < 0 || oy < 0 || oz < 0) continue;
-      const int p = corner_index(ox, oy, oz);
-      const int q = corner_index(ox + t[0], oy + t[1], oz + t[2]);
+      const int p = vox_cuda_corner_index(ox, oy, oz);
+      const int q = vox_cuda_corner_index(ox + t[0], oy + t[1], oz + t[2]);
       acc += s_kc[g][(DPN * p + rr) * S::NLOC + DPN * q + cc];
     }
     value[(size_t)((K * qy + J) * qx + I0) * S::ROW + idx] = (VC)acc;
@@ -333,10 +295,6 @@ static vox_status launch_operator(vox_backend *be, const vox_operator *op, const
 
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_stencil *coarse) {
   TRY(check_nesting(be, &op->grid, op->dpn, coarse));
-  if (!corners_match_element_h())
-    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "Galerkin coarse operator: cuda_galerkin.cu's hexahedron corner order "
-                     "differs from voxfe/element.h");
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "Galerkin coarse operator: the fine operator has no moduli");
@@ -447,7 +405,7 @@ static __global__ void __launch_bounds__(STENCIL_WARPS * 32)
   const size_t n = (size_t)blockIdx.x * STENCIL_NODES + lane;
   if (n >= n_coarse) return;
   int64_t I[3];
-  node_coords(n, cx, cy, cz, I[0], I[1], I[2]);
+  vox_cuda_node_coords(n, cx, cy, cz, I[0], I[1], I[2]);
   for (int b = 0; b < 9; b++) {
     const int T = warp_blocks[warp][b];
     if (T < 0) break;

@@ -92,15 +92,14 @@ static __constant__ float c_ke32[24 * 24];
 static const vox_operator *ke_loaded;
 static bool ke_loaded_mirrored;
 
-/* Local corner of offset (x, y, z) in {0,1}^3, VTK_HEXAHEDRON order as
- * vox_hex8_corner (checked against it in op_create): a compile-time table, so
- * that unrolled loops index Ke with constants. */
+/* The corners as compile-time expressions (cuda_backend.cuh), so that
+ * unrolled loops index Ke with constants. */
 __host__ __device__ constexpr int corner_of(int x, int y, int z) {
-  return 4 * z + (y ? (x ? 2 : 3) : (x ? 1 : 0));
+  return vox_cuda_corner_index(x, y, z);
 }
-__host__ __device__ constexpr int corner_x(int a) { return (a & 3) == 1 || (a & 3) == 2; }
-__host__ __device__ constexpr int corner_y(int a) { return (a & 3) >= 2; }
-__host__ __device__ constexpr int corner_z(int a) { return a >= 4; }
+__host__ __device__ constexpr int corner_x(int a) { return vox_cuda_corner(a, 0); }
+__host__ __device__ constexpr int corner_y(int a) { return vox_cuda_corner(a, 1); }
+__host__ __device__ constexpr int corner_z(int a) { return vox_cuda_corner(a, 2); }
 __host__ __device__ constexpr int corner_coord(int a, int q) {
   return q == 0 ? corner_x(a) : q == 1 ? corner_y(a) : corner_z(a);
 }
@@ -626,11 +625,6 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: unknown kernel %d",
                      (int)kernel);
-  for (int a = 0; a < 8; a++)
-    if (vox_hex8_corner[a][0] != corner_x(a) || vox_hex8_corner[a][1] != corner_y(a) ||
-        vox_hex8_corner[a][2] != corner_z(a))
-      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "operator: the CUDA corner table disagrees with vox_hex8_corner");
 
   vox_operator *op = (vox_operator *)calloc(1, sizeof *op);
   if (!op) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");

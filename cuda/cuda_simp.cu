@@ -81,11 +81,11 @@ struct oc_scales {
   double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS]; /* lambda^-eta, lambda^(-eta q) */
 };
 
-/* partial[block][j] = sum over the block's elements of w_e rho_new_e(lambda_j) */
+/* partial[block][j] = sum over the block's elements of dv_e rho_new_e(lambda_j) */
 static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     oc_volumes_kernel(const double *__restrict__ x, const double *__restrict__ g,
                       const double *__restrict__ v, const double *__restrict__ des,
-                      const double *__restrict__ pas, const double *__restrict__ w, oc_scales k,
+                      const double *__restrict__ pas, oc_scales k,
                       int n, double move, double eta, double q, double *__restrict__ partial,
                       size_t ne) {
   double sum[VOX_OC_LAMBDAS];
@@ -93,7 +93,7 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
   for (int j = 0; j < VOX_OC_LAMBDAS; j++) sum[j] = 0;
   VOX_GRID_STRIDE(e, ne) {
     if (des[e] == 0) {
-      const double fixed = w[e] * pas[e];
+      const double fixed = v[e] * pas[e];
 #pragma unroll
       for (int j = 0; j < VOX_OC_LAMBDAS; j++) sum[j] += fixed;
       continue;
@@ -103,15 +103,14 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
 #pragma unroll
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) {
       const double trial = c * k.scale[j];
-      sum[j] += w[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * k.scale_q[j]);
+      sum[j] += v[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * k.scale_q[j]);
     }
   }
   __shared__ double warp_sum[OC_WARPS][VOX_OC_LAMBDAS];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
   for (int j = 0; j < VOX_OC_LAMBDAS; j++) {
-    double t = sum[j];
-    for (int offset = 16; offset > 0; offset /= 2) t += __shfl_down_sync(0xffffffffu, t, offset);
+    const double t = vox_cuda_warp_sum(sum[j]);
     if (lane == 0) warp_sum[warp][j] = t;
   }
   __syncthreads();
@@ -134,8 +133,8 @@ static __global__ void oc_volumes_final(const double *__restrict__ partial, int 
 
 vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                                const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                               const vox_vec *w, const double *lambda, int n, double move,
-                               double eta, double q, double *volume) {
+                               const double *lambda, int n, double move, double eta,
+                               double q, double *volume) {
   vox_cuda_state *cs = vox_cuda(be);
   if (n < 1 || n > VOX_OC_LAMBDAS)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "OC: %d trial multipliers", n);
@@ -147,7 +146,7 @@ vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_ve
   for (int j = 0; j < n; j++) k.scale[j] = pow(lambda[j], -eta), k.scale_q[j] = pow(k.scale[j], q);
   double *result = cs->oc_partial + (size_t)OC_BLOCKS * VOX_OC_LAMBDAS;
   oc_volumes_kernel<<<OC_BLOCKS, VOX_CUDA_THREADS>>>(rho->data, dc->data, dv->data, design->data,
-                                                     passive->data, w->data, k, n, move, eta, q,
+                                                     passive->data, k, n, move, eta, q,
                                                      cs->oc_partial, rho->n);
   oc_volumes_final<<<1, VOX_OC_LAMBDAS>>>(cs->oc_partial, n, result);
   CUDA_LAUNCHED(be, "the OC volume kernels");

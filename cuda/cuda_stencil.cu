@@ -26,21 +26,6 @@ static const size_t CONVERT_CHUNK = (size_t)1 << 20;
 
 /* ---- helpers shared by the kernels ------------------------------------------ */
 
-/* (i, j, k) of node n on a grid of px x py x pz nodes. 64-bit division is a
- * long emulated sequence on the GPU, so grids of fewer than 2^32 nodes (all
- * in practice) divide in 32 bits. */
-static __device__ __forceinline__ void node_coords(size_t n, int64_t px, int64_t py, int64_t pz,
-                                                   int64_t &i, int64_t &j, int64_t &k) {
-  if ((uint64_t)(px * py * pz) <= UINT32_MAX) {
-    const uint32_t m = (uint32_t)n, x = (uint32_t)px, y = (uint32_t)py;
-    const uint32_t q = m / x;
-    i = m - q * x, j = q % y, k = q / y;
-  } else {
-    const int64_t m = (int64_t)n, q = m / px;
-    i = m - q * px, j = q % py, k = q / py;
-  }
-}
-
 /* The coarse nodes that interpolate fine node index a along one axis, with
  * their weights (vox_cpu_parents): an even a sits on coarse node a/2, an odd
  * one halfway between (a-1)/2 and (a+1)/2. Both slots are always written so
@@ -188,7 +173,7 @@ static __global__ void __launch_bounds__(NB * DPN)
   const int local = threadIdx.x / DPN, r = threadIdx.x - local * DPN;
   const bool active = local < nodes;
   int64_t i = 0, j = 0, k = 0;
-  if (active) node_coords(first + local, px, py, pz, i, j, k);
+  if (active) vox_cuda_node_coords(first + local, px, py, pz, i, j, k);
   double s = 0;
 #pragma unroll 1
   for (int round = 0; round < 27 / G; round++) {
@@ -276,7 +261,7 @@ static __global__ void __launch_bounds__(THREADS)
   const size_t n = dof / DPN;
   const int r = (int)(dof - n * DPN);
   int64_t I, J, K;
-  node_coords(n, cx, cy, cz, I, J, K);
+  vox_cuda_node_coords(n, cx, cy, cz, I, J, K);
   double s = 0;
 #pragma unroll
   for (int dk = -1; dk <= 1; dk++) {
@@ -309,7 +294,7 @@ static __global__ void __launch_bounds__(THREADS)
   const size_t n = dof / DPN;
   const int r = (int)(dof - n * DPN);
   int64_t i, j, k;
-  node_coords(n, fx, fy, fz, i, j, k);
+  vox_cuda_node_coords(n, fx, fy, fz, i, j, k);
   int64_t Pi[2], Pj[2], Pk[2];
   double wi[2], wj[2], wk[2];
   const int nk = parents(k, Pk, wk), nj = parents(j, Pj, wj), ni = parents(i, Pi, wi);

@@ -146,15 +146,16 @@ typedef struct vox_backend_ops {
                           const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                           double lambda, double move, double eta, double q, vox_vec *rho_new);
 
-  /* The volume sum_e w_e rho_new_e(lambda_j) the update above gives for each
+  /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
    * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
    * bisection for lambda narrows its bracket n + 1 times per round instead of
    * twice (seed 000 algorithm 8). rho_new(lambda) is separable:
-   * x B^eta = x (max(0, -dc) / dv)^eta lambda^-eta. */
+   * x B^eta = x (max(0, -dc) / dv)^eta lambda^-eta. The volume is linear in
+   * rho, so its gradient dv is also its weight. */
   vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                            const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                           const vox_vec *w, const double *lambda, int n, double move,
-                           double eta, double q, double *volume);
+                           const double *lambda, int n, double move, double eta, double q,
+                           double *volume);
 
   /* Linear-hat filter of radius R (mm) over the non-empty elements:
    *   apply:       out = (H in) ./ Hs

@@ -228,8 +228,8 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     double lambda[VOX_OC_LAMBDAS], volume[VOX_OC_LAMBDAS];
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
-    TRY(o->oc_volumes(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, &s->dv, lambda,
-                      VOX_OC_LAMBDAS, opt->move_limit, opt->damping, q, volume));
+    TRY(o->oc_volumes(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, lambda, VOX_OC_LAMBDAS,
+                      opt->move_limit, opt->damping, q, volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
     int j = 0;

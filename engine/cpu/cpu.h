@@ -66,8 +66,8 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
 
 vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                              const vox_vec *w, const double *lambda, int n, double move,
-                              double eta, double q, double *volume);
+                              const double *lambda, int n, double move, double eta,
+                              double q, double *volume);
 
 /* cpu_stencil.c: stencils, their products and the grid transfers */
 vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,

@@ -51,10 +51,10 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
 
 vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                              const vox_vec *w, const double *lambda, int n, double move,
-                              double eta, double q, double *volume) {
+                              const double *lambda, int n, double move, double eta,
+                              double q, double *volume) {
   const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
-  const double *restrict des = design->data, *restrict pas = passive->data, *restrict ww = w->data;
+  const double *restrict des = design->data, *restrict pas = passive->data;
   double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS];
   for (int j = 0; j < n; j++) scale[j] = pow(lambda[j], -eta), scale_q[j] = pow(scale[j], q);
   const ptrdiff_t ne = (ptrdiff_t)rho->n;
@@ -68,14 +68,14 @@ vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec
 #pragma omp for schedule(static)
     for (ptrdiff_t e = 0; e < ne; e++) {
       if (des[e] == 0) {
-        for (int j = 0; j < n; j++) sum[j] += ww[e] * pas[e];
+        for (int j = 0; j < n; j++) sum[j] += v[e] * pas[e];
         continue;
       }
       const double c = x[e] * pow(fmax(0.0, -g[e]) / v[e], eta), cq = q == 1 ? c : pow(c, q);
       const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
       for (int j = 0; j < n; j++) {
         const double trial = c * scale[j];
-        sum[j] += ww[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
+        sum[j] += v[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
       }
     }
   }

@@ -533,9 +533,9 @@ static void test_simp(size_t n) {
     char check[96];
     snprintf(check, sizeof check, "oc_volumes q=%g", qs[j]);
     if (!BOTH(check,
-              c->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, &dv.c, lambda,
+              c->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda,
                             VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vc),
-              g->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, &dv.g, lambda,
+              g->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambda,
                             VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vg)))
       continue;
     for (int k = 0; k < VOX_OC_LAMBDAS; k += 7) {
