@@ -21,6 +21,7 @@ typedef struct vox_cuda_state {
   double *scalar;        /* pinned host: a reduction's result */
   vox_backend *host;     /* the CPU backend, for the coarsest level's direct solve */
   void *solver;          /* cuSOLVER handle, made by the first dense coarse solve */
+  void *blas;            /* cuBLAS handle, likewise */
   double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
 } vox_cuda_state;
 
