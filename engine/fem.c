@@ -198,7 +198,8 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
     fem->mg_stale = 1;
   }
   if (fem->mg_stale) {
-    TRY(vox_mg_setup(fem->mg, &fem->inv_diag, &fem->pcg.p, &fem->pcg.q));
+    vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
+    TRY(vox_mg_setup(fem->mg, &fem->inv_diag, work));
     fem->mg_stale = 0;
   }
   *pc = (vox_pcg_preconditioner){.apply = multigrid_apply, .self = fem};

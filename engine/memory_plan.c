@@ -6,11 +6,6 @@
 #include "memory_plan.h"
 #include "multigrid.h"
 
-/* Room for what is not counted: the CUDA context's own growth, allocation
- * granularity, the filter's taps. */
-static const double MARGIN = 1.02;
-static const size_t MARGIN_BYTES = 64u << 20;
-
 size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                          int prescribed, const vox_solver_options *solver, int optimizing) {
   const double D = sizeof(double);
@@ -28,14 +23,14 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
       if (l > 0) bytes += 27.0 * dpn * n * value + 3 * D * n; /* stencil, inv_diag, b, x */
-      if (l < levels - 1) bytes += 2 * D * n;                  /* r, d */
+      if (l < levels - 1) bytes += (l > 0 ? 2 : 1) * D * n;   /* r (level 0: CG's q), d */
       if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs) bytes += 2 * D * n * n;
       g = vox_grid_coarsen(&g);
     }
   }
   if (optimizing) /* 9 vectors per element, a displacement per load case, the filter */
     bytes += 9 * D * elements + n_cases * D * dofs + (2 * D + 1) * elements;
-  return (size_t)(bytes * MARGIN) + MARGIN_BYTES;
+  return (size_t)(bytes * VOX_MEMORY_MARGIN) + VOX_MEMORY_MARGIN_BYTES;
 }
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,

@@ -9,6 +9,13 @@
 #include "backend_ops.h"
 #include "voxfe/solver.h"
 
+/* Room for what is not counted, as a factor and a fixed sum: the CUDA
+ * context's own growth, allocation granularity, the filter's taps, and the
+ * workspaces of the cuBLAS and cuSOLVER handles of the coarsest level
+ * (about 70 MiB on an H100). */
+#define VOX_MEMORY_MARGIN 1.02
+#define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
+
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed
  * non-zero (three more vectors); `optimizing` adds the optimizer's

@@ -44,11 +44,13 @@ int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
   return levels < 2 ? 2 : levels;
 }
 
-static void level_free(vox_backend *be, vox_mg_level *l, int owns_diag) {
-  vox_vec *v[] = {&l->b, &l->x, &l->r, &l->d};
+/* Level 0 borrows its inverse diagonal and residual from the caller. */
+static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
+  vox_vec *v[] = {&l->b, &l->x, &l->d};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  if (owns_diag && l->inv_diag.data) be->ops->vec_destroy(be, &l->inv_diag);
+  if (owns_borrowed && l->r.data) be->ops->vec_destroy(be, &l->r);
+  if (owns_borrowed && l->inv_diag.data) be->ops->vec_destroy(be, &l->inv_diag);
   if (l->stencil) be->ops->stencil_destroy(be, l->stencil);
 }
 
@@ -84,7 +86,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->x);
     }
     if (s == VOX_OK && l < mg->n_levels - 1) { /* the coarsest level only solves */
-      s = be->ops->vec_create(be, n, &lv->r);
+      if (l > 0) s = be->ops->vec_create(be, n, &lv->r);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->d);
     }
     g = vox_grid_coarsen(&g);
@@ -97,16 +99,15 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   return VOX_OK;
 }
 
-/* y = A_l x. With `approximate`, the fine level's product may be computed
- * in single precision when the solver runs in VOX_PRECISION_MIXED (the
- * coarse stencils are stored in float then already): the smoother and the
+/* y = A_l x. The fine level's product is computed in single precision
+ * when the solver runs in VOX_PRECISION_MIXED (the coarse stencils are
+ * stored in float then already): the smoother, its eigenvalue bound and the
  * residual only shape the preconditioner, which the outer CG in double
- * corrects. The eigenvalue estimate passes 0 and stays in double. */
-static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y,
-                              int approximate) {
+ * corrects. */
+static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
   vox_backend *be = mg->be;
   if (l == 0) {
-    const int single = approximate && mg->options.precision == VOX_PRECISION_MIXED;
+    const int single = mg->options.precision == VOX_PRECISION_MIXED;
     return be->ops->op_apply(be, mg->fine, x, y, single ? VOX_APPLY_SINGLE : 0);
   }
   return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
@@ -144,12 +145,13 @@ static double tridiagonal_max_eigenvalue(const double *a, const double *b, int n
  * tridiagonal of Jacobi-preconditioned conjugate gradients on A x = b for a
  * fixed pseudo-random b (Saad, Iterative Methods, section 6.7.3): with
  * alpha_j, beta_j of CG, T_jj = 1/alpha_j + beta_{j-1}/alpha_{j-1} and
- * T_j,j+1 = sqrt(beta_j)/alpha_j. `p` and `q` are work vectors of the
- * level's size. */
-static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *p, vox_vec *q) {
+ * T_j,j+1 = sqrt(beta_j)/alpha_j. `r`, `z`, `p` and `q` are work vectors
+ * of the level's size. The products are those of the smoother (in single
+ * precision where it runs so), whose spectrum the bound is for. */
+static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_vec *z,
+                                      vox_vec *p, vox_vec *q) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
-  vox_vec *r = &lv->r, *z = &lv->d;
   /* the same start on every run and backend, made on the device */
   TRY(be->ops->vec_random(be, r, 0x9e3779b97f4a7c15u));
   TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
@@ -159,7 +161,7 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *p, vox_
   int steps = 0;
   while (steps < LANCZOS_STEPS) {
     double pq, rz_new;
-    TRY(level_apply(mg, l, p, q, 0)); /* in double: see level_apply */
+    TRY(level_apply(mg, l, p, q));
     TRY(be->ops->vec_dot(be, p, q, &pq));
     if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
     alpha[steps] = rz / pq;
@@ -182,10 +184,10 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *p, vox_
   return VOX_OK;
 }
 
-vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *work0,
-                        vox_vec *work1) {
+vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *const work[4]) {
   vox_backend *be = mg->be;
   mg->level[0].inv_diag = *fine_inv_diag; /* borrowed */
+  if (mg->n_levels > 1) mg->level[0].r = *work[3];
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l];
     if (l == 1)
@@ -196,10 +198,10 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
     TRY(be->ops->vec_reciprocal(be, &lv->inv_diag));
   }
   for (int l = 0; l < mg->n_levels - 1; l++) {
-    /* coarse levels lend their own b and x, which setup does not use */
+    /* coarse levels use their own vectors, which setup does not need */
     vox_mg_level *lv = &mg->level[l];
-    TRY(l == 0 ? estimate_lambda_max(mg, l, work0, work1)
-               : estimate_lambda_max(mg, l, &lv->b, &lv->x));
+    TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
+               : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }
   return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
 }
@@ -214,7 +216,7 @@ static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_
   const double omega = fmin(mg->options.jacobi_damping, 1.5 / lv->lambda_max);
   for (int sweep = 0; sweep < mg->options.smoothing_steps; sweep++) {
     const int zero = x_is_zero && sweep == 0;
-    if (!zero) TRY(level_apply(mg, l, x, &lv->r, 1));
+    if (!zero) TRY(level_apply(mg, l, x, &lv->r));
     TRY(be->ops->smoother_step(be, b, zero ? NULL : &lv->r, &lv->inv_diag, omega, 0, &lv->d, x));
   }
   return VOX_OK;
@@ -231,12 +233,12 @@ static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, v
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma;
-  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r, 1));
+  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r));
   TRY(be->ops->smoother_step(be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
                              &lv->d, x)); /* d = D^-1 r / theta */
   for (int k = 1; k < mg->options.smoothing_steps; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
-    TRY(level_apply(mg, l, x, &lv->r, 1));
+    TRY(level_apply(mg, l, x, &lv->r));
     TRY(be->ops->smoother_step(be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
                                &lv->d, x));
     rho = rho_new;
@@ -257,7 +259,7 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   vox_mg_level *coarse = &mg->level[l + 1];
   TRY(be->ops->vec_set(be, x, 0));
   TRY(smooth(mg, l, b, x, 1));
-  TRY(level_apply(mg, l, x, &lv->r, 1)); /* r = b - A x */
+  TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
   TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));

@@ -11,7 +11,8 @@ typedef struct vox_mg_level {
   vox_grid grid;
   vox_stencil *stencil;    /* NULL on level 0 (the matrix-free operator) */
   vox_vec inv_diag;        /* Jacobi scaling of the smoother */
-  vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work */
+  vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work;
+                              on level 0 r is lent by the caller */
   double lambda_max;       /* estimate of the largest eigenvalue of D^-1 A */
 } vox_mg_level;
 
@@ -34,11 +35,13 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
 void vox_mg_destroy(vox_multigrid *mg);
 /* After the fine operator's moduli changed: Galerkin operators, diagonals,
  * smoother bounds, and the coarsest level's factorisation. `fine_inv_diag`
- * is the fine operator's inverse diagonal (owned by the caller); work0 and
- * work1 are two fine-level vectors setup may overwrite (the CG's own, so
- * that the fine level needs no more memory). */
-vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *work0,
-                        vox_vec *work1);
+ * is the fine operator's inverse diagonal (owned by the caller). `work` is
+ * four fine-level vectors of the caller's (the CG's r, z, p, q, so that the
+ * fine level needs as little memory of its own as possible): setup
+ * overwrites all four, and work[3] stays lent as the V-cycle's fine
+ * residual, so every vox_mg_apply overwrites it too. CG's q qualifies: it
+ * is dead between its use in the residual update and the next product. */
+vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *const work[4]);
 /* z = one V-cycle applied to r (z need not be zero on entry). */
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
 
