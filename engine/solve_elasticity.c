@@ -12,7 +12,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->preconditioner = VOX_PC_MULTIGRID;
   options->mg_levels = 0;
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
-  options->smoothing_steps = 3;
+  options->smoothing_steps = 2; /* fastest on the H100: docs/benchmarks.md */
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
 }
