@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cli_common.h"
 #include "cli_files.h"
@@ -246,7 +247,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
   vox_context_set_progress(ctx, cli_progress_report, &progress);
   vox_optimize_result result = {0};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
   if (vs != VOX_OK) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
@@ -257,9 +261,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   history = cli_history_line(&program, s, argc, argv);
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
   if (!s->quiet)
-    printf("%s: %s after %d iterations: compliance %.6g, volume fraction %.4f, M_nd %.1f%%\n",
-           s->output, vox_stop_reason_string(result.reason), result.iterations,
-           result.objective, result.volume_fraction, result.non_discreteness);
+    printf("%s: %s after %d iterations: compliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
+           "%.2f s, %d CG iterations\n",
+           s->output, vox_stop_reason_string(result.reason), result.iterations, result.objective,
+           result.volume_fraction, result.non_discreteness,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           result.total_cg_iterations);
 done:
   free(history);
   if (backend) vox_backend_destroy(backend);

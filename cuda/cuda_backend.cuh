@@ -118,9 +118,11 @@ struct vox_stencil {
   float *value32;          /* device, the same when MIXED */
   vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
   vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */
-  double *dense;           /* device: L^-1 of the dense Cholesky factor A = L L' of a
-                            * small coarsest level, column-major */
-  double *dense_rows;      /* the same transposed */
+  /* A small coarsest level's dense solve (cuda_coarse_solve.cu): */
+  double *dense_factor;    /* device, n_dofs^2: A, then its Cholesky factor L */
+  double *dense_inverse;   /* device, n_dofs^2: X = L^-1, column-major */
+  const void *x_rows, *x_cols; /* X by rows and by columns, as the solve reads
+                            * it: float (packed into dense_factor) when MIXED */
   double *dense_z;         /* work vector of its solve */
   int *info;               /* device: cuSOLVER's status word */
 };

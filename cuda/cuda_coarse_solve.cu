@@ -2,20 +2,23 @@
  *
  * Up to VOX_CUDA_DENSE_COARSE_DOFS unknowns it stays on the device: the
  * stencil is spread into a dense matrix, factored by cuSOLVER's Cholesky
- * A = L L' (potrf) after each Galerkin update, and L is inverted (cuBLAS
- * trsm against the identity); each V-cycle then applies x = L^-T (L^-1 b) as two triangular
- * matrix-vector products, one warp per entry reading a contiguous column
- * (L^-1 is kept in both orders for that), which stream the factor at memory
- * speed. Two triangular solves (potrs) are a chain of dependent steps, 0.6
- * ms for 4131 unknowns (a 16 x 8 x 8 level); cuBLAS's trmv took 1.05 ms. Whatever
- * the rounding in the computed inverse X of L, X' X is symmetric positive
- * definite, so the V-cycle stays a valid preconditioner even at a 1e-9
- * stiffness contrast. A larger coarse level (a small --mg-levels) goes
- * through the CPU backend instead (CHOLMOD, engine/cpu/cpu_coarse_solve.c),
- * with one round trip of b and x per V-cycle; the CPU stencil and its two
- * vectors hang off the device stencil (st->host, st->host_b, st->host_x),
- * made by the first factorisation and kept, so CHOLMOD's symbolic analysis
- * is reused by later factorisations. */
+ * A = L L' (potrf) after each Galerkin update, and L is inverted by cuBLAS's
+ * triangular products (invert_lower). Each V-cycle then applies
+ * x = L^-T (L^-1 b) as two triangular matrix-vector products, one warp per
+ * entry reading a contiguous column (L^-1 is kept in both orders for that),
+ * which stream the factor at memory speed. Two triangular solves (potrs) are
+ * a chain of dependent steps, 0.6 ms for 4131 unknowns (a 16 x 8 x 8 level);
+ * cuBLAS's trmv took 1.05 ms. In MIXED precision the two copies of L^-1 are
+ * stored in float, which halves the bytes of every solve (0.11 ms per V-cycle
+ * for the 5616 unknowns of the bridge in double). Whatever the rounding in
+ * the stored inverse X of L, X' X is symmetric positive definite, so the
+ * V-cycle stays a valid preconditioner even at a 1e-9 stiffness contrast.
+ * A larger coarse level (a small --mg-levels) goes through the CPU backend
+ * instead (CHOLMOD, engine/cpu/cpu_coarse_solve.c), with one round trip of b
+ * and x per V-cycle; the CPU stencil and its two vectors hang off the device
+ * stencil (st->host, st->host_b, st->host_x), made by the first
+ * factorisation and kept, so CHOLMOD's symbolic analysis is reused by later
+ * factorisations. */
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 #include <stdlib.h>
@@ -36,44 +39,77 @@ void vox_cuda_coarse_solver_free(vox_backend *be) {
  * triangular in `x_cols` (column-major) and its transpose in `x_rows`
  * (column j of x_rows is row j of X). */
 /* z_i = sum_{j <= i} X_ij b_j */
-static __global__ void lower_product(const double *__restrict__ x_rows,
+template <typename T>
+static __global__ void lower_product(const T *__restrict__ x_rows,
                                      const double *__restrict__ b, double *__restrict__ z, int n) {
   const int i = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32),
             lane = threadIdx.x % 32;
   if (i >= n) return;
-  const double *row = x_rows + (size_t)i * n;
+  const T *row = x_rows + (size_t)i * n;
   double s = 0;
-  for (int j = lane; j <= i; j += 32) s += row[j] * b[j];
+  for (int j = lane; j <= i; j += 32) s += (double)row[j] * b[j];
   s = vox_cuda_warp_sum(s);
   if (lane == 0) z[i] = s;
 }
 
 /* w_j = sum_{i >= j} X_ij z_i */
-static __global__ void upper_product(const double *__restrict__ x_cols,
+template <typename T>
+static __global__ void upper_product(const T *__restrict__ x_cols,
                                      const double *__restrict__ z, double *__restrict__ w, int n) {
   const int j = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32),
             lane = threadIdx.x % 32;
   if (j >= n) return;
-  const double *col = x_cols + (size_t)j * n;
+  const T *col = x_cols + (size_t)j * n;
   double s = 0;
-  for (int i = j + lane; i < n; i += 32) s += col[i] * z[i];
+  for (int i = j + lane; i < n; i += 32) s += (double)col[i] * z[i];
   s = vox_cuda_warp_sum(s);
   if (lane == 0) w[j] = s;
 }
 
-/* x_rows = the lower triangle of x_cols, transposed (zeros above) */
-static __global__ void transpose_lower(const double *__restrict__ x_cols,
-                                       double *__restrict__ x_rows, int n) {
+/* x_rows = the lower triangle of x (column-major) transposed, zeros above;
+ * x_cols = the same as x, when given (the float copy) */
+template <typename T>
+static __global__ void copy_inverse(const double *__restrict__ x, T *__restrict__ x_rows,
+                                    T *__restrict__ x_cols, int n) {
   for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < (size_t)n * n;
        k += (size_t)gridDim.x * blockDim.x) {
     const size_t i = k % n, j = k / n; /* x_rows(i, j) = X(j, i) */
-    x_rows[k] = i <= j ? x_cols[j + i * (size_t)n] : 0.0;
+    x_rows[k] = i <= j ? (T)x[j + i * (size_t)n] : (T)0;
+    if (x_cols) x_cols[k] = i >= j ? (T)x[k] : (T)0;
   }
 }
 
 static __global__ void set_diagonal(double *__restrict__ a, int n, double value) {
   const int i = (int)(blockIdx.x * (size_t)blockDim.x + threadIdx.x);
   if (i < n) a[(size_t)i * n + i] = value;
+}
+
+/* X = L^-1 for the m x m lower triangle L, into X preset to the identity
+ * (both column-major with leading dimension ld). Split in halves,
+ *   [L11 0; L21 L22]^-1 = [X11 0; -X22 L21 X11  X22],
+ * down to blocks solved by cuBLAS's trsm against the identity: all steps
+ * run as matrix products on the tensor cores, in about n^3/3 flops where
+ * one trsm of the whole would take n^3. cuSOLVER's own trtri took 8.5 ms of
+ * small recursive steps for 4131 unknowns (ncu, H100). */
+static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld) {
+  static const double one = 1, minus_one = -1;
+  enum { TRSM_BLOCK = 1024 };
+  if (m <= TRSM_BLOCK)
+    return cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                       CUBLAS_DIAG_NON_UNIT, m, m, &one, L, ld, X, ld);
+  const int m1 = m / 2, m2 = m - m1;
+  const size_t d = (size_t)m1 * (size_t)ld + (size_t)m1; /* offset of the (2,2) block */
+  cublasStatus_t s = invert_lower(h, L, X, m1, ld);
+  if (s == CUBLAS_STATUS_SUCCESS) s = invert_lower(h, L + d, X + d, m2, ld);
+  /* X21 = L21 X11, then X21 = -X22 X21 (cuBLAS's trmm writes to C, and in
+   * place when C is B) */
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasDtrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                    CUBLAS_DIAG_NON_UNIT, m2, m1, &one, X, ld, L + m1, ld, X + m1, ld);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                    CUBLAS_DIAG_NON_UNIT, m2, m1, &minus_one, X + d, ld, X + m1, ld, X + m1, ld);
+  return s;
 }
 
 static vox_status cusolver_check(vox_backend *be, cusolverStatus_t status, const char *what) {
@@ -112,35 +148,37 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   }
 
   cusolverDnHandle_t h = (cusolverDnHandle_t)cs->solver;
-  if (!st->dense) {
-    TRY(vox_cuda_alloc(be, (void **)&st->dense, (size_t)(n * n) * sizeof(double),
+  if (!st->dense_factor) {
+    TRY(vox_cuda_alloc(be, (void **)&st->dense_factor, (size_t)(n * n) * sizeof(double),
                        "the coarsest multigrid level's factor"));
-    TRY(vox_cuda_alloc(be, (void **)&st->dense_rows, (size_t)(n * n) * sizeof(double),
+    TRY(vox_cuda_alloc(be, (void **)&st->dense_inverse, (size_t)(n * n) * sizeof(double),
                        "the coarsest multigrid level's factor"));
     TRY(vox_cuda_alloc(be, (void **)&st->info, sizeof(int), "cuSOLVER's status"));
     TRY(vox_cuda_alloc(be, (void **)&st->dense_z, (size_t)n * sizeof(double),
                        "the coarsest level's work vector"));
   }
-  CUDA_TRY(be, cudaMemsetAsync(st->dense, 0, (size_t)(n * n) * sizeof(double)),
+  st->x_rows = st->x_cols = NULL; /* until the new factor is complete */
+  double *dense = st->dense_factor;
+  CUDA_TRY(be, cudaMemsetAsync(dense, 0, (size_t)(n * n) * sizeof(double)),
            "clearing the coarsest level's matrix");
   const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
   const int64_t entries = (int64_t)st->n_nodes * 27 * st->dpn * st->dpn;
   const unsigned blocks = vox_cuda_blocks((size_t)entries, 256);
   if (st->value32)
-    stencil_to_dense<<<blocks, 256>>>(st->value32, st->dpn, px, py, pz, st->dense, n);
+    stencil_to_dense<<<blocks, 256>>>(st->value32, st->dpn, px, py, pz, dense, n);
   else
-    stencil_to_dense<<<blocks, 256>>>(st->value, st->dpn, px, py, pz, st->dense, n);
+    stencil_to_dense<<<blocks, 256>>>(st->value, st->dpn, px, py, pz, dense, n);
   CUDA_LAUNCHED(be, "spreading the coarsest level into a dense matrix");
   int lwork = 0;
   TRY(cusolver_check(
-      be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense, (int)n, &lwork),
+      be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n, &lwork),
       "sizing the Cholesky workspace"));
   double *work;
   TRY(vox_cuda_alloc(be, (void **)&work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
                      "the Cholesky workspace"));
   vox_status s = cusolver_check(
       be,
-      cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, st->dense, (int)n, work, lwork, st->info),
+      cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n, work, lwork, st->info),
       "the coarsest level's Cholesky factorisation");
   int info = 0;
   if (s == VOX_OK)
@@ -153,45 +191,44 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
                      "coarse-level Cholesky: the matrix is not positive definite (leading minor "
                      "%d of %lld)",
                      info, (long long)n);
-  /* X = L^-1 as the solution of L X = I: cuBLAS's blocked triangular solve
-   * runs as matrix products on the tensor cores, where cuSOLVER's trtri took
-   * 8.5 ms of small recursive steps for 4131 unknowns (ncu, H100). X goes
-   * to dense_rows, its transpose to dense, and the two are swapped so that
-   * dense holds X by columns and dense_rows by rows, as the solve reads
-   * them. The entries above X's diagonal come out exactly zero (zero
-   * right-hand side, zero partial solutions) and are never read anyway. */
+  /* X = L^-1 (invert_lower). The entries above X's diagonal stay exactly
+   * zero and are never read anyway. */
   if (!cs->blas) {
     cublasHandle_t bh;
     if (cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS)
       return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: creating a handle failed");
     cs->blas = bh;
   }
-  CUDA_TRY(be, cudaMemsetAsync(st->dense_rows, 0, (size_t)(n * n) * sizeof(double)),
+  double *x = st->dense_inverse;
+  CUDA_TRY(be, cudaMemsetAsync(x, 0, (size_t)(n * n) * sizeof(double)),
            "clearing the coarsest level's inverse factor");
-  set_diagonal<<<vox_cuda_blocks((size_t)n, 256), 256>>>(st->dense_rows, (int)n, 1.0);
+  set_diagonal<<<vox_cuda_blocks((size_t)n, 256), 256>>>(x, (int)n, 1.0);
   CUDA_LAUNCHED(be, "the identity of the coarsest level's inverse factor");
-  const double one = 1;
-  if (cublasDtrsm((cublasHandle_t)cs->blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                  CUBLAS_DIAG_NON_UNIT, (int)n, (int)n, &one, st->dense, (int)n, st->dense_rows,
-                  (int)n) != CUBLAS_STATUS_SUCCESS)
+  if (invert_lower((cublasHandle_t)cs->blas, dense, x, (int)n, (int)n) != CUBLAS_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE,
                      "cuBLAS: inverting the coarsest level's Cholesky factor failed");
-  transpose_lower<<<vox_cuda_blocks((size_t)(n * n), 256), 256>>>(st->dense_rows, st->dense,
-                                                                  (int)n);
-  CUDA_LAUNCHED(be, "transposing the coarsest level's inverse factor");
-  double *x_cols = st->dense_rows;
-  st->dense_rows = st->dense;
-  st->dense = x_cols;
+  /* L is spent: its buffer takes X by rows (double), or both float copies */
+  const unsigned blocks_nn = vox_cuda_blocks((size_t)(n * n), 256);
+  if (st->value32) {
+    float *rows = (float *)dense, *cols = rows + (size_t)(n * n);
+    copy_inverse<<<blocks_nn, 256>>>(x, rows, cols, (int)n);
+    st->x_rows = rows, st->x_cols = cols;
+  } else {
+    copy_inverse<<<blocks_nn, 256>>>(x, dense, (double *)NULL, (int)n);
+    st->x_rows = dense, st->x_cols = x;
+  }
+  CUDA_LAUNCHED(be, "copying the coarsest level's inverse factor");
   return VOX_OK;
 }
 
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st) {
   if (!st) return;
-  vox_cuda_free(st->dense);
-  vox_cuda_free(st->dense_rows);
+  vox_cuda_free(st->dense_factor);
+  vox_cuda_free(st->dense_inverse);
   vox_cuda_free(st->dense_z);
   vox_cuda_free(st->info);
-  st->dense = st->dense_rows = st->dense_z = NULL;
+  st->dense_factor = st->dense_inverse = st->dense_z = NULL;
+  st->x_rows = st->x_cols = NULL;
   st->info = NULL;
   vox_backend *host = vox_cuda(be)->host;
   if (st->host) host->ops->stencil_destroy(host, st->host);
@@ -232,11 +269,16 @@ vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
 }
 
 vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec *b, vox_vec *x) {
-  if (st->dense) { /* x = L^-T (L^-1 b), through the coarse level's own work vector */
+  if (st->x_rows) { /* x = L^-T (L^-1 b), through the coarse level's own work vector */
     const int n = (int)st->n_dofs;
     const unsigned warps = vox_cuda_blocks((size_t)n * 32, 256);
-    lower_product<<<warps, 256>>>(st->dense_rows, b->data, st->dense_z, n);
-    upper_product<<<warps, 256>>>(st->dense, st->dense_z, x->data, n);
+    if (st->value32) {
+      lower_product<<<warps, 256>>>((const float *)st->x_rows, b->data, st->dense_z, n);
+      upper_product<<<warps, 256>>>((const float *)st->x_cols, st->dense_z, x->data, n);
+    } else {
+      lower_product<<<warps, 256>>>((const double *)st->x_rows, b->data, st->dense_z, n);
+      upper_product<<<warps, 256>>>((const double *)st->x_cols, st->dense_z, x->data, n);
+    }
     CUDA_LAUNCHED(be, "the coarsest level's solve");
     return VOX_OK;
   }
