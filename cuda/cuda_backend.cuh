@@ -105,16 +105,35 @@ struct vox_operator {
   const double *moduli;    /* device, per element, set by op_set_moduli */
 };
 
-/* An assembled operator as 27 blocks per node (backend_ops.h layout), in
- * double or, for VOX_PRECISION_MIXED, single precision
- * (cuda_stencil.cu, cuda_galerkin.cu). The coarsest level keeps a CPU copy
- * for the direct solve (cuda_coarse_solve.cu). */
+/* An assembled operator of 27 blocks per node (backend_ops.h layout), in
+ * double or, for VOX_PRECISION_MIXED, single precision (cuda_stencil.cu,
+ * cuda_galerkin.cu). The operators are symmetric (Galerkin products of a
+ * symmetric one), so only the centre block and the 13 blocks towards the
+ * neighbours later in the node order are stored: block t = 13..26 in slot
+ * t - 13, value[((n*14 + t-13)*dpn + r)*dpn + c], while block t < 13 of node
+ * n is the transpose of block 26 - t of its neighbour n + offset(t). That
+ * halves the bytes of every coarse product and of the Galerkin output. The
+ * coarsest level keeps a CPU copy for the direct solve (cuda_coarse_solve.cu). */
+enum { VOX_CUDA_STENCIL_SLOTS = 14, VOX_CUDA_STENCIL_CENTRE = 13 };
+
+/* Entry (r, c) of block t of node n, whose neighbour at offset t is m (both
+ * inside the grid), from the half storage `a`. */
+template <int DPN, class V>
+static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restrict__ a, size_t n,
+                                                                size_t m, int t, int r, int c) {
+  constexpr int BS = DPN * DPN;
+  return t >= VOX_CUDA_STENCIL_CENTRE
+             ? (double)a[(n * VOX_CUDA_STENCIL_SLOTS + (t - VOX_CUDA_STENCIL_CENTRE)) * BS +
+                         r * DPN + c]
+             : (double)a[(m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS +
+                         c * DPN + r];
+}
 struct vox_stencil {
   vox_grid grid;
   int dpn;
   size_t n_nodes, n_dofs;
   vox_precision precision;
-  double *value;           /* device, n_nodes * 27 * dpn^2, when DOUBLE */
+  double *value;           /* device, n_nodes * 14 * dpn^2, when DOUBLE */
   float *value32;          /* device, the same when MIXED */
   vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
   vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */

@@ -118,23 +118,27 @@ static vox_status cusolver_check(vox_backend *be, cusolverStatus_t status, const
 }
 
 /* Column-major dense matrix of the stencil: entry (row, col) with row =
- * node n, component r and col = its neighbour at offset t, component c. The
- * stencil's pattern gives every (row, col) once, so the writes never meet. */
+ * node n, component r and col = its neighbour m at offset t, component c,
+ * from the stored blocks t = 13..26; a block past the centre also gives its
+ * transpose, the block t' = 26 - t of m. Every (row, col) is written once. */
 template <typename V>
 static __global__ void stencil_to_dense(const V *__restrict__ value, int dpn, int64_t px,
                                         int64_t py, int64_t pz, double *__restrict__ dense,
                                         int64_t n_dofs) {
   const int64_t n_nodes = px * py * pz;
   const int bs = dpn * dpn;
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n_nodes * 27 * bs;
-       k += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t n = k / (27 * bs);
-    const int t = (int)(k / bs % 27), e = (int)(k % bs), r = e / dpn, c = e % dpn;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       k < n_nodes * VOX_CUDA_STENCIL_SLOTS * bs; k += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t n = k / (VOX_CUDA_STENCIL_SLOTS * bs);
+    const int t = VOX_CUDA_STENCIL_CENTRE + (int)(k / bs % VOX_CUDA_STENCIL_SLOTS),
+              e = (int)(k % bs), r = e / dpn, c = e % dpn;
     const int64_t i = n % px, j = n / px % py, kk = n / (px * py);
     const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, k2 = kk + t / 9 - 1;
     if (ii < 0 || ii >= px || jj < 0 || jj >= py || k2 < 0 || k2 >= pz) continue;
     const int64_t m = (k2 * py + jj) * px + ii;
-    dense[(m * dpn + c) * n_dofs + n * dpn + r] = (double)value[k];
+    const double v = (double)value[k];
+    dense[(m * dpn + c) * n_dofs + n * dpn + r] = v;
+    if (t != VOX_CUDA_STENCIL_CENTRE) dense[(n * dpn + r) * n_dofs + m * dpn + c] = v;
   }
 }
 
@@ -162,7 +166,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   CUDA_TRY(be, cudaMemsetAsync(dense, 0, (size_t)(n * n) * sizeof(double)),
            "clearing the coarsest level's matrix");
   const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
-  const int64_t entries = (int64_t)st->n_nodes * 27 * st->dpn * st->dpn;
+  const int64_t entries = (int64_t)st->n_nodes * VOX_CUDA_STENCIL_SLOTS * st->dpn * st->dpn;
   const unsigned blocks = vox_cuda_blocks((size_t)entries, 256);
   if (st->value32)
     stencil_to_dense<<<blocks, 256>>>(st->value32, st->dpn, px, py, pz, dense, n);

@@ -1,5 +1,6 @@
 /* Galerkin coarse operators R A P on the device (seed 000 section 4.1), the
- * results of engine/cpu/cpu_galerkin.c, stored as 27 blocks per coarse node.
+ * results of engine/cpu/cpu_galerkin.c: 27 blocks per coarse node, of which
+ * the 14 not implied by symmetry are computed and stored (cuda_backend.cuh).
  *
  * Both products are gathers: each value of the coarse stencil is summed by
  * one thread and written once, so there are no atomics, no colour launches
@@ -62,13 +63,13 @@ static vox_status check_nesting(vox_backend *be, const vox_grid *fine, int dpn,
 
 template <int DPN> struct op_shape {
   static constexpr int BS = DPN * DPN, NLOC = 8 * DPN, SIZE = NLOC * NLOC;
-  static constexpr int ROW = 27 * BS; /* values of one coarse node's row */
+  static constexpr int HALF = VOX_CUDA_STENCIL_SLOTS * BS; /* stored values of a coarse row */
   /* A thread block takes TX coarse nodes in a line along x, which share most
    * of their fine neighbourhood: staging it costs about half as much per
    * node as for one node, and the barriers are paid once for TX rows. */
   static constexpr int TX = DPN == 1 ? 16 : 4;
-  /* Phase 1 has TX SIZE element entries, phase 2 TX ROW values: 288 threads
-   * take elasticity's in 8 and 4 rounds, 256 heat conduction's in 4 and 2. */
+  /* Phase 1 has TX SIZE element entries, phase 2 TX HALF values: 288 threads
+   * take elasticity's in 8 and 2 rounds, 256 heat conduction's in 4 and 1. */
   static constexpr int THREADS = DPN == 1 ? 256 : 288;
   static_assert((TX * SIZE) % THREADS == 0, "whole rounds of phase 1");
   /* The staged fine neighbourhood: the nodes 2P-2..2P+2 and the elements
@@ -131,7 +132,8 @@ static __device__ __noinline__ double own_product_entry(const double *__restrict
  *     and reads the products Q_s' Ke Q_s coalesced. That is coarse_element()
  *     of the CPU, kept in shared memory; each entry of each coarse element is
  *     computed once, for the node its row belongs to;
- *  2. one thread per value (T, rr, cc) of a row: R (I - D) P (identity rows
+ *  2. one thread per stored value (T >= 13, rr, cc) of a row (the blocks
+ *     before the centre are the transposes of neighbours'): R (I - D) P (identity rows
  *     of fixed fine dofs, diagonal values only), then the entries of the
  *     elements holding P and Q = P + T, in the CPU's colour order. The TX
  *     rows are contiguous, so the block's writes are too. */
@@ -218,9 +220,9 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
   __syncthreads();
 
   /* phase 2 */
-  for (int idx = threadIdx.x; idx < nodes * S::ROW; idx += S::THREADS) {
-    const int g = idx / S::ROW, e = idx - g * S::ROW;
-    const int T = e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
+  for (int idx = threadIdx.x; idx < nodes * S::HALF; idx += S::THREADS) {
+    const int g = idx / S::HALF, e = idx - g * S::HALF;
+    const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
     const int t[3] = {T % 3 - 1, T / 3 % 3 - 1, T / 9 - 1};
     const int64_t P[3] = {I0 + g, J, K};
     double acc = 0;
@@ -272,7 +274,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
       const int q = vox_cuda_corner_index(ox + t[0], oy + t[1], oz + t[2]);
       acc += s_kc[g][(DPN * p + rr) * S::NLOC + DPN * q + cc];
     }
-    value[(size_t)((K * qy + J) * qx + I0) * S::ROW + idx] = (VC)acc;
+    value[(size_t)((K * qy + J) * qx + I0) * S::HALF + idx] = (VC)acc;
   }
 }
 
@@ -354,7 +356,7 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
           const int64_t ai = 2 * I[0] + di;
           if (ai < 0 || ai >= fx) continue;
           const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
-          const VF *row = fine + (size_t)((ak * fy + aj) * fx + ai) * 27 * BS;
+          const size_t a = (size_t)((ak * fy + aj) * fx + ai);
 #pragma unroll
           for (int tk = -1; tk <= 1; tk++) {
             const int64_t bk = ak + tk, ek = bk - 2 * J[2];
@@ -368,9 +370,11 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
                 const int64_t bi = ai + ti, ei = bi - 2 * J[0];
                 if (bi < 0 || bi >= fx || ei < -1 || ei > 1) continue;
                 const double wt = wa * (ei ? 0.5 : 1) * (ej ? 0.5 : 1) * (ek ? 0.5 : 1);
-                const VF *blk = row + ((tk + 1) * 9 + (tj + 1) * 3 + (ti + 1)) * BS;
+                const int t = (tk + 1) * 9 + (tj + 1) * 3 + (ti + 1);
+                const size_t b = (size_t)((bk * fy + bj) * fx + bi);
 #pragma unroll
-                for (int e = 0; e < BS; e++) acc[e] += wt * (double)blk[e];
+                for (int e = 0; e < BS; e++)
+                  acc[e] += wt * vox_cuda_stencil_entry<DPN>(fine, a, b, t, e / DPN, e % DPN);
               }
             }
           }
@@ -386,14 +390,14 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
  * pairs (a, b): 343 for the centre block, 147 for a face, 63 for an edge, 27
  * for a corner. A thread per (I, T) would put blocks of every kind in each
  * warp and make all wait for the centre's; instead a warp takes the same
- * blocks of 32 coarse nodes, and the 8 warps of a thread block share the 27
- * blocks as evenly as they go: the centre; a face and two edges (273) six
- * times; the 8 corners (216). The warps of a thread block then also read the
- * same fine rows, close together in time. -1 ends a list. */
-static __constant__ signed char warp_blocks[8][9] = {
-    {13, -1},           {4, 1, 3, -1},      {10, 5, 7, -1},
-    {12, 9, 11, -1},    {14, 15, 17, -1},   {16, 19, 21, -1},
-    {22, 23, 25, -1},   {0, 2, 6, 8, 18, 20, 24, 26, -1}};
+ * blocks of 32 coarse nodes, and the 8 warps of a thread block share the 14
+ * stored blocks (T >= 13) as evenly as they go: the centre; each face
+ * (147); two edges (126) three times; the 4 corners (108). The warps of a
+ * thread block then also read the same fine rows, close together in time.
+ * -1 ends a list. */
+static __constant__ signed char warp_blocks[8][5] = {
+    {13, -1},     {14, -1},     {16, -1},     {22, -1},
+    {15, 17, -1}, {19, 21, -1}, {23, 25, -1}, {18, 20, 24, 26, -1}};
 enum { STENCIL_WARPS = 8, STENCIL_NODES = 32 };
 
 template <int DPN, class VF, class VC>
@@ -406,11 +410,13 @@ static __global__ void __launch_bounds__(STENCIL_WARPS * 32)
   if (n >= n_coarse) return;
   int64_t I[3];
   vox_cuda_node_coords(n, cx, cy, cz, I[0], I[1], I[2]);
-  for (int b = 0; b < 9; b++) {
+  for (int b = 0; b < 5; b++) {
     const int T = warp_blocks[warp][b];
     if (T < 0) break;
-    coarse_block<DPN>(fine, coarse + (n * 27 + (size_t)T) * DPN * DPN, I, T, fx, fy, fz, cx, cy,
-                      cz);
+    coarse_block<DPN>(fine,
+                      coarse + (n * VOX_CUDA_STENCIL_SLOTS + (size_t)(T - VOX_CUDA_STENCIL_CENTRE)) *
+                                   DPN * DPN,
+                      I, T, fx, fy, fz, cx, cy, cz);
   }
 }
 

@@ -1,6 +1,6 @@
 /* Stencils on the device: the assembled operators of the coarse multigrid
- * levels, stored per node as 27 blocks of dpn x dpn (backend_ops.h layout,
- * value[((n*27 + t)*dpn + r)*dpn + c]), their product and diagonal, and the
+ * levels, 27 blocks of dpn x dpn per node of which the 14 not implied by
+ * symmetry are stored (cuda_backend.cuh), their product and diagonal, and the
  * transfers between a grid and its coarse grid: trilinear prolongation P and
  * restriction R = P^T (engine/cpu/cpu_stencil.c is the reference).
  *
@@ -39,8 +39,9 @@ static __device__ __forceinline__ int parents(int64_t a, int64_t J[2], double w[
   return 2;
 }
 
+/* Values stored on the device; the host layout has 27 blocks per node. */
 static size_t stencil_values(const vox_stencil *st) {
-  return st->n_nodes * 27 * (size_t)(st->dpn * st->dpn);
+  return st->n_nodes * VOX_CUDA_STENCIL_SLOTS * (size_t)(st->dpn * st->dpn);
 }
 
 static vox_status check_dpn(vox_backend *be, int dpn) {
@@ -92,23 +93,23 @@ void vox_cuda_stencil_destroy(vox_backend *be, vox_stencil *st) {
   free(st);
 }
 
-vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
-  const size_t n = stencil_values(st);
-  if (st->value) {
-    CUDA_TRY(be, cudaMemcpy(st->value, host, n * sizeof *host, cudaMemcpyHostToDevice),
-             "uploading a stencil");
-    return VOX_OK;
-  }
-  const size_t chunk = n < CONVERT_CHUNK ? n : CONVERT_CHUNK;
-  float *buf = (float *)malloc((chunk ? chunk : 1) * sizeof *buf);
+/* Upload: blocks 13..26 of each node of the host's 27, converted to the
+ * storage type, a bounded number of nodes at a time. */
+template <class V>
+static vox_status upload_as(vox_backend *be, vox_stencil *st, V *dst, const double *host) {
+  const size_t bs = (size_t)(st->dpn * st->dpn), per_node = VOX_CUDA_STENCIL_SLOTS * bs;
+  const size_t chunk_nodes = CONVERT_CHUNK / per_node + 1;
+  V *buf = (V *)malloc(chunk_nodes * per_node * sizeof *buf);
   if (!buf) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status s = VOX_OK;
-  for (size_t at = 0; at < n && s == VOX_OK; at += chunk) {
-    const size_t len = n - at < chunk ? n - at : chunk;
-    for (size_t e = 0; e < len; e++) buf[e] = (float)host[at + e];
+  for (size_t n0 = 0; n0 < st->n_nodes && s == VOX_OK; n0 += chunk_nodes) {
+    const size_t nodes = st->n_nodes - n0 < chunk_nodes ? st->n_nodes - n0 : chunk_nodes;
+    for (size_t n = 0; n < nodes; n++)
+      for (size_t e = 0; e < per_node; e++)
+        buf[n * per_node + e] = (V)host[((n0 + n) * 27 + VOX_CUDA_STENCIL_CENTRE) * bs + e];
     /* from pageable memory cudaMemcpy returns once buf has been read, so the
      * buffer can be refilled at once */
-    s = vox_cuda_check(be, cudaMemcpy(st->value32 + at, buf, len * sizeof *buf,
+    s = vox_cuda_check(be, cudaMemcpy(dst + n0 * per_node, buf, nodes * per_node * sizeof *buf,
                                       cudaMemcpyHostToDevice),
                        "uploading a stencil");
   }
@@ -116,27 +117,48 @@ vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const doubl
   return s;
 }
 
-vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host) {
-  const size_t n = stencil_values(st);
-  if (st->value) {
-    CUDA_TRY(be, cudaMemcpy(host, st->value, n * sizeof *host, cudaMemcpyDeviceToHost),
-             "downloading a stencil");
-    return VOX_OK;
+vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
+  return st->value ? upload_as(be, st, st->value, host) : upload_as(be, st, st->value32, host);
+}
+
+/* Download: the stored half, then the 27 blocks, those before the centre as
+ * the transposes of their neighbours' (zero towards outside the grid). */
+template <class V>
+static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *src,
+                              double *host) {
+  const int dpn = st->dpn;
+  const size_t bs = (size_t)(dpn * dpn), n = stencil_values(st);
+  V *half = (V *)malloc((n ? n : 1) * sizeof *half);
+  if (!half) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = vox_cuda_check(
+      be, cudaMemcpy(half, src, n * sizeof *half, cudaMemcpyDeviceToHost), "downloading a stencil");
+  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  for (size_t node = 0; s == VOX_OK && node < st->n_nodes; node++) {
+    const int64_t i = (int64_t)node % px, j = (int64_t)node / px % py,
+                  k = (int64_t)node / (px * py);
+    for (int t = 0; t < 27; t++) {
+      double *out = host + (node * 27 + (size_t)t) * bs;
+      const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+      const bool inside = ii >= 0 && ii < px && jj >= 0 && jj < py && kk >= 0 && kk < pz;
+      if (t >= VOX_CUDA_STENCIL_CENTRE) {
+        const V *own = half + (node * VOX_CUDA_STENCIL_SLOTS + (size_t)(t - 13)) * bs;
+        for (size_t e = 0; e < bs; e++) out[e] = (double)own[e];
+      } else if (inside) {
+        const size_t m = (size_t)((kk * py + jj) * px + ii);
+        const V *theirs = half + (m * VOX_CUDA_STENCIL_SLOTS + (size_t)(13 - t)) * bs;
+        for (int r = 0; r < dpn; r++)
+          for (int c = 0; c < dpn; c++) out[r * dpn + c] = (double)theirs[c * dpn + r];
+      } else {
+        for (size_t e = 0; e < bs; e++) out[e] = 0;
+      }
+    }
   }
-  const size_t chunk = n < CONVERT_CHUNK ? n : CONVERT_CHUNK;
-  float *buf = (float *)malloc((chunk ? chunk : 1) * sizeof *buf);
-  if (!buf) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status s = VOX_OK;
-  for (size_t at = 0; at < n && s == VOX_OK; at += chunk) {
-    const size_t len = n - at < chunk ? n - at : chunk;
-    s = vox_cuda_check(be, cudaMemcpy(buf, st->value32 + at, len * sizeof *buf,
-                                      cudaMemcpyDeviceToHost),
-                       "downloading a stencil");
-    if (s == VOX_OK)
-      for (size_t e = 0; e < len; e++) host[at + e] = (double)buf[e];
-  }
-  free(buf);
+  free(half);
   return s;
+}
+
+vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host) {
+  return st->value ? download_as(be, st, st->value, host) : download_as(be, st, st->value32, host);
 }
 
 /* ---- product and diagonal ---------------------------------------------------- */
@@ -145,58 +167,55 @@ vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, dou
  * each of node n's 27 blocks against the neighbour's dofs, in t order.
  * Blocks reaching outside the grid are skipped (they are zero).
  *
- * A node's row is 27 dpn^2 contiguous values, so a thread reading its own
- * row makes a warp touch 32 rows far apart at each load. Instead the block
- * first copies the rows of its nodes, G blocks of each at a time, into
- * shared memory with consecutive threads on consecutive values (for dpn 1,
- * G = 27 and the whole range of the thread block is one contiguous run),
- * then each thread reads its row from there. */
+ * The stored half of a node's row (blocks 13..26) is 14 dpn^2 contiguous
+ * values, so a thread reading its own row would make a warp touch 32 rows
+ * far apart at each load: the block first copies the rows of its nodes into
+ * shared memory with consecutive threads on consecutive values (one
+ * contiguous run for the whole thread block), then each thread reads its row
+ * from there. Blocks 0..12 are column r of the neighbours' stored blocks
+ * 26 - t, read directly: the neighbours before a node in the sweep were read
+ * a moment ago by their own thread blocks and mostly come from the L2
+ * cache, which is where the halved storage saves its DRAM bytes. */
 template <int DPN> struct apply_shape {
-  /* Measured on an H100 among 32..256 nodes and 3, 9 or 27 blocks a round:
-   * dpn 1: 128 nodes x 27 blocks (27.6 KB of doubles), one round, 2.5 TB/s
-   * against 1.6 for a thread reading its own row; dpn 3: 32 nodes x 9 blocks
-   * (those of one dk, 20.7 KB of doubles), three rounds, 2.46 TB/s against
-   * 2.16 in double and 2.2 against 2.1 in float. */
-  static constexpr int NB = DPN == 1 ? 128 : 32, G = DPN == 1 ? 27 : 9;
+  static constexpr int NB = DPN == 1 ? 128 : 32;
   static constexpr int THREADS = NB * DPN;
 };
 
-template <int DPN, class V, int NB, int G>
+template <int DPN, class V, int NB>
 static __global__ void __launch_bounds__(NB * DPN)
     stencil_apply_kernel(const V *__restrict__ a, const double *__restrict__ x,
                          double *__restrict__ y, int64_t px, int64_t py, int64_t pz,
                          size_t n_nodes) {
-  constexpr int BS = DPN * DPN, CHUNK = G * BS; /* values of a node in one round */
-  __shared__ V s_a[NB * CHUNK];
+  constexpr int BS = DPN * DPN, ROW = VOX_CUDA_STENCIL_SLOTS * BS;
+  __shared__ V s_a[NB * ROW];
   const size_t first = (size_t)blockIdx.x * NB;
   const int nodes = n_nodes - first < (size_t)NB ? (int)(n_nodes - first) : NB;
   const int local = threadIdx.x / DPN, r = threadIdx.x - local * DPN;
-  const bool active = local < nodes;
-  int64_t i = 0, j = 0, k = 0;
-  if (active) vox_cuda_node_coords(first + local, px, py, pz, i, j, k);
+  for (int idx = threadIdx.x; idx < nodes * ROW; idx += NB * DPN) s_a[idx] = a[first * ROW + idx];
+  __syncthreads();
+  if (local >= nodes) return;
+  const size_t n = first + local;
+  int64_t i, j, k;
+  vox_cuda_node_coords(n, px, py, pz, i, j, k);
+  const V *row = s_a + local * ROW + r * DPN; /* row r of slot 0 (the centre) */
   double s = 0;
-#pragma unroll 1
-  for (int round = 0; round < 27 / G; round++) {
-    if (round) __syncthreads(); /* the previous round's values are read */
-    const V *src = a + first * 27 * BS + (size_t)round * CHUNK;
-    for (int idx = threadIdx.x; idx < nodes * CHUNK; idx += NB * DPN) {
-      const int node = idx / CHUNK;
-      s_a[idx] = src[(size_t)node * 27 * BS + (idx - node * CHUNK)];
-    }
-    __syncthreads();
-    if (!active) continue;
-    const V *row = s_a + local * CHUNK + r * DPN; /* row r of the round's first block */
 #pragma unroll
-    for (int b = 0; b < G; b++) {
-      const int t = round * G + b;
-      const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
-      if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) continue;
-      const double *xm = x + ((kk * py + jj) * px + ii) * DPN;
+  for (int t = 0; t < 27; t++) {
+    const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+    if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) continue;
+    const size_t m = (size_t)((kk * py + jj) * px + ii);
+    const double *xm = x + m * DPN;
+    if (t >= VOX_CUDA_STENCIL_CENTRE) {
 #pragma unroll
-      for (int c = 0; c < DPN; c++) s += (double)row[b * BS + c] * xm[c];
+      for (int c = 0; c < DPN; c++)
+        s += (double)row[(t - VOX_CUDA_STENCIL_CENTRE) * BS + c] * xm[c];
+    } else {
+      const V *col = a + (m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS + r;
+#pragma unroll
+      for (int c = 0; c < DPN; c++) s += (double)col[c * DPN] * xm[c];
     }
   }
-  if (active) y[(first + local) * DPN + r] = s;
+  y[n * DPN + r] = s;
 }
 
 /* d = the diagonal of the centre blocks (t = 13). */
@@ -207,7 +226,7 @@ static __global__ void __launch_bounds__(THREADS)
   if (dof >= n_dofs) return;
   const size_t n = dof / DPN;
   const int r = (int)(dof - n * DPN);
-  d[dof] = (double)a[((n * 27 + 13) * DPN + r) * DPN + r];
+  d[dof] = (double)a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r]; /* slot 0 */
 }
 
 template <int DPN, class V>
@@ -215,7 +234,7 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
                            vox_vec *y) {
   using S = apply_shape<DPN>;
   if (!st->n_nodes) return VOX_OK;
-  stencil_apply_kernel<DPN, V, S::NB, S::G><<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+  stencil_apply_kernel<DPN, V, S::NB><<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
       a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes);
   CUDA_LAUNCHED(be, "the stencil product kernel");
   return VOX_OK;

@@ -85,6 +85,9 @@ typedef struct vox_backend_ops {
   /* The largest coarsest multigrid level the backend factors densely on
    * the device (its factor is in the memory plan); 0 for none. */
   size_t dense_coarse_dofs;
+  /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
+   * where the backend keeps only those not implied by symmetry. */
+  int stencil_blocks;
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 
@@ -182,7 +185,10 @@ typedef struct vox_backend_ops {
   /* ... or of a fine stencil. */
   vox_status (*galerkin_stencil)(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
   /* Host copies of the values in the layout above, n_nodes * 27 * dpn^2
-   * doubles (the coarsest level's direct solve, tests). */
+   * doubles (the coarsest level's direct solve, tests). The operators are
+   * symmetric (block t of node n is the transpose of block 26 - t of its
+   * neighbour): a backend may store only the blocks from the centre on
+   * (stencil_blocks 14), so uploaded values must be symmetric too. */
   vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
   vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);

@@ -22,7 +22,8 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
-      if (l > 0) bytes += 27.0 * dpn * n * value + 3 * D * n; /* stencil, inv_diag, b, x */
+      if (l > 0) /* the stencil, inv_diag, b, x */
+        bytes += be->ops->stencil_blocks * dpn * n * value + 3 * D * n;
       if (l < levels - 1) bytes += (l > 0 ? 2 : 1) * D * n;   /* r (level 0: CG's q), d */
       if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs)
         bytes += 2 * D * n * n; /* L and L^-1 */

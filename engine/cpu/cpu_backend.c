@@ -156,6 +156,7 @@ static const vox_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = destroy,
     .synchronize = synchronize,
+    .stencil_blocks = 27,
     .memory = memory,
     .vec_create = vec_create,
     .vec_destroy = vec_destroy,

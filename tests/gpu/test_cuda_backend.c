@@ -650,9 +650,12 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   char check[96];
   pvec x, y, b;
   memset(&x, 0, sizeof x), memset(&y, 0, sizeof y), memset(&b, 0, sizeof b);
+  /* the CUDA backend keeps the blocks from the centre on and gives back the
+   * others as their neighbours' transposes, which the CPU's Galerkin sums
+   * match to rounding (the stencils are symmetric) */
   snprintf(check, sizeof check, "%s stencil_upload+download", level);
   if (!ps_same(check, s)) return;
-  ps_check(check, s, 0);
+  ps_check(check, s, 1e-15);
   if (!pv_create(&x, n) || !pv_create(&y, n) || !pv_create(&b, n)) goto done;
   pv_random(&x, seed, -0.5, 0.5);
   snprintf(check, sizeof check, "%s stencil_apply", level);
