@@ -555,6 +555,160 @@ static void test_labels(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* --- topology of binary fields ------------------------------------------------- */
+
+/* The surface parts that a binary field should have: the inside voxels are
+ * joined through faces (6-connected: the table cuts inside corners apart on
+ * ambiguous faces), the outside ones, with the padding, through faces or
+ * edges (18-connected: across an ambiguous face, but not along a cube's
+ * diagonal, whose two outside corners the table leaves in two loops when
+ * the other six are inside), and every pair of an inside and an outside
+ * component that touch through a face is separated by one closed surface.
+ * comp[] gets the component of each padded voxel. Returns the number of
+ * touching pairs. */
+static int64_t expected_parts(const uint8_t *in, int nx, int ny, int nz) {
+  const int px = nx + 2, py = ny + 2, pz = nz + 2;
+  const size_t np = (size_t)px * py * pz;
+  int64_t *comp = malloc(np * sizeof *comp), *queue = malloc(np * sizeof *queue);
+  uint8_t *inside = calloc(np, 1);
+  CHECK(comp && queue && inside);
+  if (!comp || !queue || !inside) return -1;
+  for (int k = 0; k < nz; k++)
+    for (int j = 0; j < ny; j++)
+      for (int i = 0; i < nx; i++)
+        inside[((size_t)(k + 1) * py + j + 1) * px + i + 1] = in[((size_t)k * ny + j) * nx + i];
+  for (size_t p = 0; p < np; p++) comp[p] = -1;
+  int64_t n_comp = 0;
+  for (size_t seed = 0; seed < np; seed++) {
+    if (comp[seed] >= 0) continue;
+    size_t head = 0, tail = 0;
+    comp[seed] = n_comp;
+    queue[tail++] = (int64_t)seed;
+    while (head < tail) {
+      int64_t p = queue[head++];
+      int i = (int)(p % px), j = (int)(p / px % py), k = (int)(p / px / py);
+      for (int dk = -1; dk <= 1; dk++)
+        for (int dj = -1; dj <= 1; dj++)
+          for (int di = -1; di <= 1; di++) {
+            int far = abs(di) + abs(dj) + abs(dk);
+            if (!far || far > (inside[p] ? 1 : 2)) continue;
+            int a = i + di, b = j + dj, c = k + dk;
+            if (a < 0 || b < 0 || c < 0 || a >= px || b >= py || c >= pz) continue;
+            size_t q = ((size_t)c * py + b) * px + a;
+            if (comp[q] >= 0 || inside[q] != inside[p]) continue;
+            comp[q] = n_comp;
+            queue[tail++] = (int64_t)q;
+          }
+    }
+    n_comp++;
+  }
+  /* touching pairs (inside component, outside component), without repeats */
+  uint8_t *pair = calloc((size_t)(n_comp * n_comp), 1);
+  int64_t pairs = 0;
+  for (size_t p = 0; pair && p < np; p++) {
+    if (!inside[p]) continue;
+    const size_t step[3] = {1, (size_t)px, (size_t)px * py};
+    for (int d = 0; d < 3; d++)
+      for (int sgn = -1; sgn <= 1; sgn += 2) {
+        size_t q = sgn > 0 ? p + step[d] : p - step[d]; /* inside voxels are not on the padding */
+        if (inside[q]) continue;
+        uint8_t *seen = &pair[comp[p] * n_comp + comp[q]];
+        pairs += !*seen;
+        *seen = 1;
+      }
+  }
+  free(pair), free(comp), free(queue), free(inside);
+  return pairs;
+}
+
+/* Every corner configuration of a cube, in a 2x2x2 grid of voxels whose
+ * centres are the cube's corners (on the padded grid, so the cubes around
+ * it see other configurations too), with values far from the threshold, at
+ * it and just off it on either side (vertices pushed against the corners):
+ * a closed, oriented 2-manifold each time, with as many parts as the voxels
+ * say and the Euler characteristic of as many spheres. */
+static void test_every_case(vox_context *ctx) {
+  static const double value_sets[4][2] = {/* inside, outside */
+                                          {1.0, 0.0},
+                                          {0.5, 0.0},
+                                          {0.5, 0.4999999999},
+                                          {0.5000000001, 0.25}};
+  vox_grid g = {.nx = 2, .ny = 2, .nz = 2, .voxel_size = {0.5, 1.0, 2.0}, .origin = {1, 2, 3}};
+  vox_model m;
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  m.density = malloc(8 * sizeof *m.density);
+  CHECK(m.density != NULL);
+  int failed = 0;
+  size_t triangles = 0;
+  for (int set = 0; set < 4; set++)
+    for (int config = 1; config < 256; config++) {
+      uint8_t in[8];
+      for (int k = 0; k < 8; k++) {
+        in[k] = (config >> k) & 1;
+        m.density[k] = value_sets[set][!in[k]];
+      }
+      vox_surface s = {0};
+      CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+      char name[64];
+      snprintf(name, sizeof name, "case %d (values %g, %g)", config, value_sets[set][0],
+               value_sets[set][1]);
+      mesh_stats st = check_mesh(name, &s);
+      int64_t parts = expected_parts(in, 2, 2, 2);
+      if (!st.closed || st.components != parts || st.euler != 2 * parts) {
+        fprintf(stderr, "%s: closed %d, %lld parts (expected %lld), euler %lld\n", name,
+                st.closed, (long long)st.components, (long long)parts, (long long)st.euler);
+        failed++;
+      }
+      triangles += s.n_triangles;
+      vox_surface_free(&s);
+    }
+  printf("every case: 4 x 255 configurations, %zu triangles, %d failed\n", triangles, failed);
+  CHECK(failed == 0);
+  vox_model_free(&m);
+}
+
+/* Random binary fields (every kind of neighbourhood, many ambiguous faces)
+ * and random fields with ties: closed 2-manifolds with the parts that the
+ * voxels' components say. */
+static void test_random_fields(vox_context *ctx) {
+  vox_grid g = {.nx = 7, .ny = 6, .nz = 5, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  vox_model m;
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  const int ne = 7 * 6 * 5;
+  m.density = malloc((size_t)ne * sizeof *m.density);
+  uint8_t *in = malloc((size_t)ne);
+  CHECK(m.density && in);
+  uint64_t x = 99;
+  int failed = 0, tried = 0;
+  for (int round = 0; round < 200; round++) {
+    int any = 0;
+    for (int e = 0; e < ne; e++) {
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      int r = (int)(x >> 58); /* 0..63 */
+      /* even rounds binary, odd ones with values at the threshold */
+      double v = round % 2 ? (r < 16 ? 0.5 : r / 63.0) : (r < 32 ? 1.0 : 0.0);
+      m.density[e] = v;
+      any |= in[e] = v >= 0.5;
+    }
+    if (!any) continue;
+    vox_surface s = {0};
+    CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+    mesh_stats st = check_mesh("random field", &s);
+    int64_t parts = expected_parts(in, 7, 6, 5);
+    if (!st.closed || st.components != parts || st.euler % 2) {
+      fprintf(stderr, "random field %d: closed %d, %lld parts (expected %lld), euler %lld\n",
+              round, st.closed, (long long)st.components, (long long)parts, (long long)st.euler);
+      failed++;
+    }
+    tried++;
+    vox_surface_free(&s);
+  }
+  printf("random fields: %d tried, %d failed\n", tried, failed);
+  CHECK(failed == 0 && tried > 150);
+  free(in);
+  vox_model_free(&m);
+}
+
 static void test_failures(vox_context *ctx) {
   /* a small surface to write */
   vox_grid g = {.nx = 2, .ny = 2, .nz = 2, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
@@ -638,6 +792,8 @@ int main(int argc, char **argv) {
   test_two_and_torus(ctx);
   test_noise(ctx);
   test_labels(ctx);
+  test_every_case(ctx);
+  test_random_fields(ctx);
   test_failures(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -2,13 +2,17 @@
  *
  * An isosurface treats a voxel field (the density, or a label as 1 where it
  * is and 0 elsewhere) as values at the voxel centres, on the grid padded by
- * one layer of 0 all around, and extracts the level set with marching
- * tetrahedra on the Freudenthal (Kuhn) split of each cube of the centres into
- * six tetrahedra. The mesh is indexed (a vertex is shared by all triangles
- * that meet there), closed, 2-manifold, free of degenerate triangles, and
- * every triangle is ordered so that its right-hand normal points from the
- * inside (value >= threshold) to the outside (value < threshold). It is the
- * same whatever the number of threads.
+ * one layer of 0 all around, and extracts the level set with marching cubes
+ * on the cubes of the centres, with a case table derived from one rule per
+ * cube face (export/cube_cases.h): on a face whose inside corners lie on one
+ * diagonal, each inside corner is cut off on its own. The inside voxels are
+ * therefore joined through faces only (6-connected), the outside ones
+ * through faces and edges (18-connected). The mesh is indexed (a vertex is
+ * shared by all triangles that meet there), closed, 2-manifold, free of
+ * degenerate triangles, and every triangle is ordered so that its
+ * right-hand normal points from the inside (value >= threshold) to the
+ * outside (value < threshold). It is the same whatever the number of
+ * threads.
  *
  * Coordinates are physical, in mm: a voxel centre (i, j, k) is at
  * origin + (i + 0.5, j + 0.5, k + 0.5) * voxel_size. The surface lies between
