@@ -24,6 +24,7 @@ typedef struct settings {
   double threshold;
   int label;      /* .stl, .vtp: the surface of this label instead of the density's */
   int smooth;     /* .stl, .vtp: Taubin smoothing iterations */
+  int triangles;  /* .stl, .vtp: decimate to at most this many triangles; 0: no decimation */
   int ascii;      /* .stl: ASCII instead of binary */
   int no_header;  /* .csv: the row alone */
   int width, height; /* .png */
@@ -50,6 +51,10 @@ static const cli_option options[] = {
     {.name = "smooth", .arg = "N", .kind = CLI_INTEGER, .offset = AT(smooth),
      .range = {0, 10000, 0, 0},
      .help = ".stl, .vtp: N iterations of volume-keeping (Taubin) smoothing"},
+    {.name = "triangles", .arg = "N", .kind = CLI_INTEGER, .offset = AT(triangles),
+     .range = {4, INT_MAX, 0, 0},
+     .help = ".stl, .vtp: at most N triangles, by quadric error edge collapses that keep the "
+             "surface closed, manifold and outward (after --smooth)"},
     {.name = "ascii", .kind = CLI_ENABLE, .offset = AT(ascii), .help = ".stl: ASCII, not binary"},
     {.name = "no-header", .kind = CLI_ENABLE, .offset = AT(no_header),
      .help = ".csv: the row alone, to append to a table of many files"},
@@ -60,7 +65,8 @@ static const cli_option options[] = {
     {.name = "picture", .arg = "WHAT", .kind = CLI_STRING, .offset = AT(picture),
      .default_text = "history if the file has one, else surface",
      .help = ".png: 'history' (a plot of the optimization history) or 'surface' (a shaded "
-             "picture of the surface that .stl writes, with --threshold, --label, --smooth)"},
+             "picture of the surface that .stl writes, with --threshold, --label, --smooth, "
+             "--triangles)"},
     {.name = "view", .arg = "V", .kind = CLI_STRING, .offset = AT(view),
      .help = ".png surface: where the camera is: iso, x, y, z, -x, -y or -z (x: from the +x "
              "side)"},
@@ -93,12 +99,14 @@ static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model
 }
 
 /* The surface that .stl and .vtp write: of --label, or of the density at
- * --threshold, smoothed --smooth times. */
+ * --threshold, smoothed --smooth times, decimated to --triangles. */
 static vox_status make_surface(vox_context *ctx, const settings *s, const vox_model *model,
                                vox_surface *surface) {
   vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, surface)
                            : vox_isosurface_density(ctx, model, s->threshold, surface);
   if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, surface, s->smooth);
+  if (st == VOX_OK && s->triangles > 0)
+    st = vox_surface_decimate(ctx, surface, (size_t)s->triangles);
   return st;
 }
 

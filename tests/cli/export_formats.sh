@@ -27,6 +27,11 @@ export_ok ascii.stl --ascii --smooth 5 && {
   head -c 5 ascii.stl | grep -q "solid" || fail "ascii.stl does not start with 'solid'"
 }
 export_ok label.stl --label 1
+export_ok small.stl --smooth 5 --triangles 60 && {
+  n=$(od -An -tu4 -j80 -N4 small.stl | tr -d ' ')
+  [ "$n" -le 60 ] && [ "$n" -ge 4 ] || fail "small.stl: $n triangles for --triangles 60"
+  [ "$n" -lt "$(od -An -tu4 -j80 -N4 design.stl | tr -d ' ')" ] || fail "small.stl: not decimated"
+}
 export_ok design.vtp --smooth 5 && {
   head -c 300 design.vtp | grep -q '<VTKFile type="PolyData"' || fail "design.vtp is not VTK PolyData"
   grep -aq 'Name="normals"' design.vtp || fail "design.vtp has no normals"
@@ -56,6 +61,11 @@ export_ok summary.csv && {
 export_ok row.csv --no-header && {
   [ "$(wc -l <row.csv)" -eq 1 ] || fail "row.csv --no-header is not one row"
 }
+
+# a budget below a tetrahedron's: a usage error, no file
+"$EXPORT" design.nc -o tiny.stl --triangles 3 >"$LOG/out" 2>"$LOG/err"
+[ $? -eq 2 ] || fail "--triangles 3 did not exit 2"
+[ -e tiny.stl ] && fail "--triangles 3 left a file"
 
 # a model without history has no plot: a clear error, no file
 "$EXPORT" model.nc -o none.png --picture history >"$LOG/out" 2>"$LOG/err"

@@ -709,6 +709,133 @@ static void test_random_fields(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* --- decimation ------------------------------------------------------------------ */
+
+static double max_radius_error(const vox_surface *s, const double centre[3], double r) {
+  double worst = 0;
+  for (size_t v = 0; v < s->n_vertices; v++) {
+    double d2 = 0;
+    for (int c = 0; c < 3; c++) d2 += pow(s->vertex[3 * v + c] - centre[c], 2);
+    worst = fmax(worst, fabs(sqrt(d2) - r));
+  }
+  return worst;
+}
+
+static void copy_surface(const vox_surface *from, vox_surface *to) {
+  to->n_vertices = from->n_vertices, to->n_triangles = from->n_triangles;
+  to->vertex = malloc(3 * from->n_vertices * sizeof *to->vertex);
+  to->triangle = malloc(3 * from->n_triangles * sizeof *to->triangle);
+  CHECK(to->vertex && to->triangle);
+  memcpy(to->vertex, from->vertex, 3 * from->n_vertices * sizeof *to->vertex);
+  memcpy(to->triangle, from->triangle, 3 * from->n_triangles * sizeof *to->triangle);
+}
+
+static void test_decimate(vox_context *ctx) {
+  /* a sphere: the budget reached, the shape kept (vertices on the sphere,
+   * volume and area), still one closed outward sphere */
+  const int n = 40;
+  const double h = 0.5, r = 15 * h, p[2] = {r, h};
+  const double exact_v = 4.0 / 3.0 * M_PI * r * r * r, exact_a = 4 * M_PI * r * r;
+  vox_model m;
+  make_model(ctx, &m, n, h, origin, smooth_sphere, p);
+  vox_surface s = {0}, again = {0};
+  CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+  const double centre[3] = {origin[0] + 0.5 * n * h, origin[1] + 0.5 * n * h,
+                            origin[2] + 0.5 * n * h};
+  double before = max_radius_error(&s, centre, r);
+  copy_surface(&s, &again);
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 1000));
+  mesh_stats st = check_mesh("decimated sphere", &s);
+  double after = max_radius_error(&s, centre, r);
+  printf("decimated sphere: %zu -> %zu triangles, volume %.3f (exact %.3f), area %.3f "
+         "(exact %.3f), radius error %.4f mm (before %.4f)\n",
+         again.n_triangles, s.n_triangles, st.volume, exact_v, st.area, exact_a, after, before);
+  CHECK(st.closed && st.components == 1 && st.euler == 2);
+  CHECK(s.n_triangles <= 1000 && s.n_triangles >= 998);
+  CHECK_CLOSE(st.volume, exact_v, 0.02);
+  CHECK_CLOSE(st.area, exact_a, 0.02);
+  CHECK(after < 0.1 * h);
+  OUT_PATH(path, "sphere_decimated.stl");
+  CHECK_OK(ctx, vox_write_stl(ctx, path, &s, 1));
+  /* the same again (deterministic); a budget above the count: untouched */
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 1000));
+  CHECK(same_surface(&s, &again));
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 5000));
+  CHECK(same_surface(&s, &again));
+  vox_surface_free(&again);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+
+  /* a torus keeps its hole */
+  double pt[3] = {12, 4.5, 1.0};
+  make_model(ctx, &m, 40, 1.0, origin, smooth_torus, pt);
+  CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 400));
+  st = check_mesh("decimated torus", &s);
+  double torus_v = 2 * M_PI * M_PI * 12 * 4.5 * 4.5;
+  printf("decimated torus: %zu triangles, euler %lld, volume %.1f (exact %.1f)\n",
+         s.n_triangles, (long long)st.euler, st.volume, torus_v);
+  CHECK(st.closed && st.components == 1 && st.euler == 0 && s.n_triangles <= 400);
+  CHECK_CLOSE(st.volume, torus_v, 0.04);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+
+  /* random binary fields, to a budget of 4: every part down to as few
+   * triangles as the link condition allows, parts and Euler characteristic
+   * (the topology) kept */
+  vox_grid g = {.nx = 9, .ny = 8, .nz = 7, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  const int ne = 9 * 8 * 7;
+  m.density = malloc((size_t)ne * sizeof *m.density);
+  CHECK(m.density != NULL);
+  uint64_t x = 7;
+  int failed = 0;
+  for (int round = 0; round < 20; round++) {
+    for (int e = 0; e < ne; e++) {
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      m.density[e] = (x >> 62) < 2 ? 1.0 : 0.0;
+    }
+    CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+    mesh_stats a = check_mesh("random field", &s);
+    CHECK_OK(ctx, vox_surface_decimate(ctx, &s, round % 2 ? 4 : s.n_triangles / 5));
+    mesh_stats b = check_mesh("decimated random field", &s);
+    if (!b.closed || b.components != a.components || b.euler != a.euler ||
+        (int64_t)s.n_triangles < 4 * b.components)
+      failed++;
+    vox_surface_free(&s);
+  }
+  printf("decimated random fields: 20 tried, %d failed\n", failed);
+  CHECK(failed == 0);
+  vox_model_free(&m);
+
+  /* refusals: too small a budget, meshes that are not closed 2-manifolds
+   * (left as they were) */
+  vox_grid one = {.nx = 3, .ny = 3, .nz = 3, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &one));
+  for (int e = 0; e < 27; e++) m.label[e] = 1;
+  CHECK_OK(ctx, vox_isosurface_label(ctx, &m, 1, &s));
+  CHECK(vox_surface_decimate(ctx, &s, 3) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "too small"));
+  size_t nt = s.n_triangles;
+  s.n_triangles--; /* a hole */
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "not a closed 2-manifold"));
+  CHECK(s.n_triangles == nt - 1);
+  s.n_triangles++;
+  int64_t saved = s.triangle[0];
+  s.triangle[0] = s.triangle[1]; /* a degenerate triangle */
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  s.triangle[0] = (int64_t)s.n_vertices;
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "vertex index outside"));
+  s.triangle[0] = saved;
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 10));
+  st = check_mesh("decimated cube", &s);
+  CHECK(st.closed && st.euler == 2 && s.n_triangles <= 10);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+}
+
 static void test_failures(vox_context *ctx) {
   /* a small surface to write */
   vox_grid g = {.nx = 2, .ny = 2, .nz = 2, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
@@ -794,6 +921,7 @@ int main(int argc, char **argv) {
   test_labels(ctx);
   test_every_case(ctx);
   test_random_fields(ctx);
+  test_decimate(ctx);
   test_failures(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -62,6 +62,20 @@ vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int la
  * the connectivity is not touched, so a closed mesh stays closed. */
 vox_status vox_surface_smooth(vox_context *ctx, vox_surface *surface, int iterations);
 
+/* Decimation to at most `target_triangles` triangles (>= 4) by quadric
+ * error edge collapses (export/decimate.c): each collapse keeps the mesh a
+ * closed, oriented 2-manifold of the same topology (the link condition), and
+ * refuses to flip a triangle or to make a sliver, so the result is
+ * watertight, outward and free of degenerate triangles like the input. It
+ * stops earlier, above the budget, when no edge may collapse any more (a
+ * part is at least a tetrahedron: 4 triangles). A surface within the budget
+ * is left as it is. The surface must be closed and 2-manifold (every edge
+ * shared by two triangles with opposite orientations, one fan of triangles
+ * around every vertex), as the isosurfaces here are: other meshes fail with
+ * VOX_ERR_INVALID_ARGUMENT and are left untouched. Single-threaded and
+ * deterministic; vertices keep their order, less the removed ones. */
+vox_status vox_surface_decimate(vox_context *ctx, vox_surface *surface, size_t target_triangles);
+
 /* Writes the surface as STL, binary (`binary` non-zero: an 80-byte header,
  * a uint32 triangle count, then 50 bytes per triangle, little-endian) or
  * ASCII (`solid voxfe` ... `endsolid voxfe`). Coordinates are written as
