@@ -39,7 +39,8 @@ static const cli_option options[] = {
      .flags = CLI_REQUIRED,
      .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
              "kept voxels as hexahedra), .stl (the surface), .vtp (the surface with normals, for "
-             "ParaView), .inp (a CalculiX/Abaqus deck of "
+             "ParaView), .pvd (the density snapshots of an optimization, one .vti each beside it, for "
+             "ParaView's time controls), .inp (a CalculiX/Abaqus deck of "
              "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
              "summary)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),
@@ -75,7 +76,7 @@ static const cli_option options[] = {
 
 static const cli_program program = {
     .name = "voxfe-export",
-    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.vtp|.stl|.inp|.png|.json|.csv",
+    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.vtp|.pvd|.stl|.inp|.png|.json|.csv",
     .doc = "Writes a voxfe model or design file for other programs: VTK XML for ParaView, STL, "
            "a CalculiX/Abaqus deck, a plot of the optimization history, or a summary.",
     .options = options,
@@ -126,6 +127,10 @@ static vox_status write_vtp(vox_context *ctx, const settings *s, const vox_model
   return st;
 }
 
+static vox_status write_pvd(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_pvd(ctx, s->output, model);
+}
+
 static vox_status write_inp(vox_context *ctx, const settings *s, const vox_model *model) {
   return vox_write_inp(ctx, s->output, model, s->threshold);
 }
@@ -151,7 +156,7 @@ static vox_status write_csv(vox_context *ctx, const settings *s, const vox_model
 }
 
 static const format formats[] = {
-    {".vti", write_vti}, {".vtu", write_vtu},   {".vtp", write_vtp},
+    {".vti", write_vti}, {".vtu", write_vtu},   {".vtp", write_vtp}, {".pvd", write_pvd},
     {".stl", write_stl}, {".inp", write_inp},   {".png", write_png},
     {".json", write_json}, {".csv", write_csv},
 };
@@ -162,8 +167,8 @@ static const format *pick_format(const char *output) {
   const char *ext = cli_extension(output);
   for (size_t i = 0; i < N_FORMATS; i++)
     if (strcasecmp(ext, formats[i].extension) == 0) return &formats[i];
-  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .vtp, .stl, .inp, .png, .json "
-            "or .csv",
+  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .vtp, .pvd, .stl, .inp, .png, "
+            ".json or .csv",
             output, ext);
   return NULL;
 }
