@@ -120,8 +120,11 @@ static inline double point_value(const field *f, int64_t a, int64_t b, int64_t c
 
 /* --- extraction -------------------------------------------------------------------- */
 
-/* Pass 1 for one row: inside[a] for a in [0, px). */
-static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row) {
+/* Pass 1 for one row: inside[a] for a in [0, px), the number inside, and
+ * in span[0], span[1] the first and last inside point (1, 0 when none). */
+static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row,
+                               int64_t *span) {
+  span[0] = 1, span[1] = 0;
   if (b < 1 || c < 1 || b > f->ny || c > f->nz) {
     memset(row, 0, (size_t)px);
     return 0;
@@ -151,6 +154,12 @@ static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px,
   }
   }
   for (int64_t i = 0; i < nx; i++) n += r[i];
+  if (n) {
+    int64_t first = 1, last = px - 2;
+    while (!row[first]) first++;
+    while (!row[last]) last--;
+    span[0] = first, span[1] = last;
+  }
   return n;
 }
 
@@ -160,6 +169,7 @@ typedef struct grid_rows {
   const uint8_t *mask;      /* px*py*pz */
   const uint8_t *cases;     /* px*py*pz: the case of the cube whose lowest corner is there */
   const uint8_t *zero;      /* px + 1 zeros, for rows past the grid */
+  const int64_t *span;      /* 2 per row: its first and last inside point (1, 0: none) */
 } grid_rows;
 
 /* The inside or mask row (b, c), or zeros past the grid. */
@@ -201,25 +211,39 @@ static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, in
   const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
                 *r2 = row_of(g, g->inside, b, c + 1), *r3 = row_of(g, g->inside, b + 1, c + 1);
   const int64_t px = g->px;
+  /* Outside the span of the four rows' inside points every corner is out
+   * (the padding is), so nothing crosses there: trimmed as flying edges
+   * does, which is most of the rows of a sparse design. */
+  int64_t lo = px, hi = -1;
+  const int64_t rows[4][2] = {{b, c}, {b + 1, c}, {b, c + 1}, {b + 1, c + 1}};
+  for (int k = 0; k < 4; k++) {
+    if (rows[k][0] >= g->py || rows[k][1] >= g->pz) continue;
+    const int64_t *sp = g->span + 2 * (rows[k][1] * g->py + rows[k][0]);
+    if (sp[0] > sp[1]) continue;
+    if (sp[0] < lo) lo = sp[0];
+    if (sp[1] > hi) hi = sp[1];
+  }
+  memset(mask, 0, (size_t)px);
+  memset(cases, 0, (size_t)px);
+  *n_vertices = *n_triangles = 0;
+  if (hi < 0) return;
+  lo -= 1; /* the x edge and the cube that end at the first inside point */
   unsigned nv = 0;
-  for (int64_t a = 0; a < px; a++) {
+  for (int64_t a = lo; a <= hi; a++) {
     unsigned x = r0[a] ^ r0[a + 1], y = r0[a] ^ r1[a], z = r0[a] ^ r2[a];
     mask[a] = (uint8_t)(x | y << 1 | z << 2);
     nv += x + y + z;
   }
   int64_t nt = 0;
   if (b + 1 < g->py && c + 1 < g->pz) {
-    for (int64_t a = 0; a + 1 < px; a++)
+    for (int64_t a = lo; a <= hi; a++)
       cases[a] = (uint8_t)(r0[a] | r0[a + 1] << 1 | r1[a] << 2 | r1[a + 1] << 3 | r2[a] << 4 |
                            r2[a + 1] << 5 | r3[a] << 6 | r3[a + 1] << 7);
-    cases[px - 1] = 0;
-    int64_t a = 0;
-    for (; a + 8 <= px; a += 8)
+    int64_t a = lo;
+    for (; a + 8 <= hi + 1; a += 8)
       if (!uniform8(load8(cases + a)))
         for (int k = 0; k < 8; k++) nt += cc->count[cases[a + k]];
-    for (; a < px; a++) nt += cc->count[cases[a]];
-  } else {
-    memset(cases, 0, (size_t)px);
+    for (; a <= hi; a++) nt += cc->count[cases[a]];
   }
   *n_vertices = nv;
   *n_triangles = nt;
@@ -339,11 +363,12 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   uint8_t *inside = big_alloc(n_points + 1), *mask = big_alloc(n_points),
           *cases = big_alloc(n_points);
   uint8_t *zero = calloc(1, (size_t)g.px + 1);
+  int64_t *span = malloc(2 * (size_t)n_rows * sizeof *span);
   int64_t *vertex_first = malloc(((size_t)n_rows + 1) * sizeof *vertex_first);
   int64_t *triangle_first = malloc(((size_t)n_rows + 1) * sizeof *triangle_first);
   vox_cube_cases *cc = malloc(sizeof *cc);
   vox_status status = VOX_OK;
-  if (!inside || !mask || !cases || !zero || !vertex_first || !triangle_first || !cc) {
+  if (!inside || !mask || !cases || !zero || !span || !vertex_first || !triangle_first || !cc) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
@@ -353,13 +378,14 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
     goto done;
   }
   inside[n_points] = 0;
-  g.inside = inside, g.mask = mask, g.cases = cases, g.zero = zero;
+  g.inside = inside, g.mask = mask, g.cases = cases, g.zero = zero, g.span = span;
 
   /* 1. inside */
   int64_t n_inside = 0;
 #pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : n_inside)
   for (int64_t row = 0; row < n_rows; row++)
-    n_inside += fill_inside_row(f, row % g.py, row / g.py, g.px, inside + (size_t)(row * g.px));
+    n_inside += fill_inside_row(f, row % g.py, row / g.py, g.px, inside + (size_t)(row * g.px),
+                                span + 2 * row);
   if (n_inside == 0) {
     if (f->kind == FIELD_LABEL)
       status = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no voxel has label %d", what,
@@ -418,6 +444,7 @@ done:
   free(mask);
   free(cases);
   free(zero);
+  free(span);
   free(vertex_first);
   free(triangle_first);
   free(cc);
