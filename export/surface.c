@@ -228,7 +228,7 @@ static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, in
   *n_vertices = *n_triangles = 0;
   if (hi < 0) return;
   lo -= 1; /* the x edge and the cube that end at the first inside point */
-  unsigned nv = 0;
+  int64_t nv = 0;
   for (int64_t a = lo; a <= hi; a++) {
     unsigned x = r0[a] ^ r0[a + 1], y = r0[a] ^ r1[a], z = r0[a] ^ r2[a];
     mask[a] = (uint8_t)(x | y << 1 | z << 2);

@@ -442,6 +442,9 @@ vox_status vtkx_finish(vtkx_doc *doc) {
       write_raw(doc, (const unsigned char *)"_", 1); /* offsets count from after it */
       for (size_t i = 0; i < doc->n_arrays; i++)
         write_raw(doc, doc->blobs[i].data, doc->blobs[i].size);
+      /* a line break after the data, as VTK writes it: readers that look
+       * for the data's end at the last line break (meshio) need it */
+      write_raw(doc, (const unsigned char *)"\n  ", 3);
       vtkx_end(doc); /* AppendedData */
     }
     vtkx_end(doc); /* VTKFile */
