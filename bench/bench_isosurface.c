@@ -1,8 +1,9 @@
 /* Benchmark of the isosurface and the STL writer (voxfe/surface.h) on a
  * gyroid, or on an optimized design upsampled.
  *
- *   bench_isosurface N [THREADS] [PERIODS] [OUTPUT.stl] [REPEATS]
- *   bench_isosurface --design DESIGN.nc FACTOR [THREADS] [OUTPUT.stl] [REPEATS] [RAW]
+ *   bench_isosurface [--triangles T] N [THREADS] [PERIODS] [OUTPUT.stl] [REPEATS]
+ *   bench_isosurface [--triangles T] --design DESIGN.nc FACTOR [THREADS] [OUTPUT.stl]
+ *                    [REPEATS] [RAW]
  *
  * The gyroid: an N^3 grid of unit voxels with density
  *   (sin x cos y + sin y cos z + sin z cos x + 1.5) / 3   in [0, 1]
@@ -14,8 +15,9 @@
  * hz ox oy oz"), for VTK. bench/isosurface-vs-vtk.sh runs VTK's
  * vtkFlyingEdges3D on the same fields.
  *
- * Prints the best of REPEATS (default 5) isosurface times, and the time of
- * one binary STL write (fsync included) to OUTPUT.stl (default
+ * Prints the best of REPEATS (default 5) isosurface times, with --triangles
+ * the time of one decimation of the surface to T triangles
+ * (vox_surface_decimate), and the time of one binary STL write (fsync included) to OUTPUT.stl (default
  * gyroid-N.stl or design.stl in the current folder; removed afterwards
  * unless named). */
 #include <math.h>
@@ -111,6 +113,12 @@ static void write_raw(const vox_model *m, const char *path) {
 }
 
 int main(int argc, char **argv) {
+  long budget = 0; /* --triangles */
+  if (argc > 2 && strcmp(argv[1], "--triangles") == 0) {
+    budget = atol(argv[2]);
+    argv[2] = argv[0];
+    argv += 2, argc -= 2;
+  }
   const int design = argc > 1 && strcmp(argv[1], "--design") == 0;
   if (design ? argc < 4 || atoi(argv[3]) < 1 : argc < 2 || atoi(argv[1]) < 2) {
     fprintf(stderr,
@@ -167,6 +175,14 @@ int main(int argc, char **argv) {
     if (vox_isosurface_density(ctx, &model, 0.5, &s) != VOX_OK) die(ctx, "isosurface");
     t = now() - t;
     if (t < best) best = t;
+  }
+  if (budget > 0) {
+    size_t before = s.n_triangles;
+    double t = now();
+    if (vox_surface_decimate(ctx, &s, (size_t)budget) != VOX_OK) die(ctx, "decimation");
+    t = now() - t;
+    printf("voxfe  %s: decimation %zu -> %zu triangles in %.3f s\n", what, before, s.n_triangles,
+           t);
   }
   double t_stl = now();
   if (vox_write_stl(ctx, path, &s, 1) != VOX_OK) die(ctx, "STL");
