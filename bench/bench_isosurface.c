@@ -17,9 +17,9 @@
  *
  * Prints the best of REPEATS (default 5) isosurface times, with --triangles
  * the time of one decimation of the surface to T triangles
- * (vox_surface_decimate), and the time of one binary STL write (fsync included) to OUTPUT.stl (default
- * gyroid-N.stl or design.stl in the current folder; removed afterwards
- * unless named). */
+ * (vox_surface_decimate), and the time of one binary STL write (fsync
+ * included) to OUTPUT.stl (default gyroid-N.stl or design.stl in the current
+ * folder; removed afterwards unless named). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -56,7 +56,8 @@ static void upsample(vox_context *ctx, const char *path, int factor, int threads
   }
   const vox_grid *c = &coarse.grid;
   vox_grid g = {.nx = c->nx * factor, .ny = c->ny * factor, .nz = c->nz * factor};
-  for (int k = 0; k < 3; k++) g.voxel_size[k] = c->voxel_size[k] / factor, g.origin[k] = c->origin[k];
+  for (int k = 0; k < 3; k++)
+    g.voxel_size[k] = c->voxel_size[k] / factor, g.origin[k] = c->origin[k];
   if (vox_model_init(ctx, fine, &g) != VOX_OK) die(ctx, "model");
   fine->density = malloc((size_t)vox_grid_elements(&g) * sizeof *fine->density);
   if (!fine->density) exit(1);

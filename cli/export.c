@@ -39,8 +39,8 @@ static const cli_option options[] = {
      .flags = CLI_REQUIRED,
      .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
              "kept voxels as hexahedra), .stl (the surface), .vtp (the surface with normals, for "
-             "ParaView), .pvd (the density snapshots of an optimization, one .vti each beside it, for "
-             "ParaView's time controls), .inp (a CalculiX/Abaqus deck of "
+             "ParaView), .pvd (the density snapshots of an optimization, one .vti each beside "
+             "it, for ParaView's time controls), .inp (a CalculiX/Abaqus deck of "
              "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
              "summary)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),

@@ -56,7 +56,7 @@ typedef struct mesh {
   size_t heap_n, heap_cap;
 } mesh;
 
-/* --- quadrics ------------------------------------------------------------------------------ */
+/* --- quadrics -------------------------------------------------------------------------------- */
 
 static void add_plane(double *q, const double n[3], double d, double w) {
   q[0] += w * n[0] * n[0], q[1] += w * n[0] * n[1], q[2] += w * n[0] * n[2];
@@ -114,7 +114,7 @@ static double collapse_point(const mesh *m, int64_t u, int64_t v, double p[3]) {
   return best;
 }
 
-/* --- the heap ---------------------------------------------------------------------------------- */
+/* --- the heap -------------------------------------------------------------------------------- */
 
 static int heap_less(const heap_entry *a, const heap_entry *b) {
   if (a->cost != b->cost) return a->cost < b->cost;
@@ -179,19 +179,22 @@ static heap_entry edge_entry(const mesh *m, int64_t u, int64_t v) {
 
 static int push_edge(mesh *m, int64_t u, int64_t v) { return heap_push(m, edge_entry(m, u, v)); }
 
-/* --- checks -------------------------------------------------------------------------------------- */
+/* --- checks ---------------------------------------------------------------------------------- */
 
 static void triangle_normal(const double *a, const double *b, const double *c, double n[3]) {
   double u[3], v[3];
   for (int k = 0; k < 3; k++) u[k] = b[k] - a[k], v[k] = c[k] - a[k];
-  n[0] = u[1] * v[2] - u[2] * v[1], n[1] = u[2] * v[0] - u[0] * v[2], n[2] = u[0] * v[1] - u[1] * v[0];
+  n[0] = u[1] * v[2] - u[2] * v[1];
+  n[1] = u[2] * v[0] - u[0] * v[2];
+  n[2] = u[0] * v[1] - u[1] * v[0];
 }
 
 static double shape_quality(const double *a, const double *b, const double *c) {
   double n[3], s = 0;
   triangle_normal(a, b, c, n);
   for (int k = 0; k < 3; k++)
-    s += (b[k] - a[k]) * (b[k] - a[k]) + (c[k] - a[k]) * (c[k] - a[k]) + (c[k] - b[k]) * (c[k] - b[k]);
+    s += (b[k] - a[k]) * (b[k] - a[k]) + (c[k] - a[k]) * (c[k] - a[k]) +
+         (c[k] - b[k]) * (c[k] - b[k]);
   return s > 0 ? 2 * sqrt(3.0) * sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]) / s : 0;
 }
 
@@ -239,7 +242,7 @@ static int64_t find_half_edge(const mesh *m, int64_t u, int64_t v) {
   return -1;
 }
 
-/* --- the collapse ------------------------------------------------------------------------------ */
+/* --- the collapse ---------------------------------------------------------------------------- */
 
 /* Tries to collapse half-edge h (u -> v) into u at p; returns 1 if done. */
 static int try_collapse(mesh *m, int64_t h, const double p[3], int64_t serial) {
@@ -306,7 +309,8 @@ static int build_twins(mesh *m) {
       int64_t from = m->tri[h], to = m->tri[next_he(h)], found = -1, same = 0;
       for (int64_t k = first[to]; k < first[to + 1]; k++)
         if (m->tri[next_he(list[k])] == from) found = found < 0 ? list[k] : -2;
-      for (int64_t k = first[from]; k < first[from + 1]; k++) same += m->tri[next_he(list[k])] == to;
+      for (int64_t k = first[from]; k < first[from + 1]; k++)
+        same += m->tri[next_he(list[k])] == to;
       if (found < 0 || same != 1 || from == to) status = -1;
       m->opp[h] = found;
     }

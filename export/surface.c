@@ -184,7 +184,6 @@ static inline const uint8_t *row_of(const grid_rows *g, const uint8_t *base, int
  * third of the extraction. */
 static const uint8_t bits3[8] = {0, 1, 1, 2, 1, 2, 2, 3};
 
-
 /* 8 bytes as one word, for the tests that skip 8 points or cubes at once. */
 static inline uint64_t load8(const uint8_t *p) {
   uint64_t w;
@@ -326,12 +325,12 @@ static void emit_triangles(const extract_job *j, int64_t b, int64_t c) {
         id[u1 << 2 | 2] = at1 + bits3[m1 & 3];
       }
       const uint8_t(*e)[3] = cc->edge[config];
-      for (int i = 0; i < n; i++, tri += 3) tri[0] = id[e[i][0]], tri[1] = id[e[i][1]], tri[2] = id[e[i][2]];
+      for (int i = 0; i < n; i++, tri += 3)
+        tri[0] = id[e[i][0]], tri[1] = id[e[i][1]], tri[2] = id[e[i][2]];
     }
     for (int r = 0; r < 4; r++) next[r] += bits3[mk[r][a]];
   }
 }
-
 
 static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *what) {
   if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no model given", what);
@@ -351,7 +350,6 @@ static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *w
                        "%s: voxel size and origin must be finite, the size positive", what);
   return VOX_OK;
 }
-
 
 static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, const char *what,
                           vox_surface *out) {
@@ -450,7 +448,6 @@ done:
   free(cc);
   return status;
 }
-
 
 vox_status vox_isosurface_density(vox_context *ctx, const vox_model *model, double threshold,
                                   vox_surface *out) {
