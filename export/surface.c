@@ -24,10 +24,11 @@
  * of mask[p]. The work goes by rows of points along x (b, c fixed), in three
  * passes, as flying edges does (Schroeder et al., 2015):
  *   1. inside[p] = (value >= threshold), one byte per point;
- *   2. per row: the crossing masks, the case of each cube whose lowest
- *      corner is in the row, the number of vertices (the masks' bits) and of
- *      triangles; prefix sums over the rows give each row's first vertex and
- *      first triangle, so the output is the same for any number of threads;
+ *   2. per row: the crossing masks, the number of vertices (the masks'
+ *      bits) and of triangles (of the cases of the cubes whose lowest corner
+ *      is in the row); prefix sums over the rows give each row's first
+ *      vertex and first triangle, so the output is the same for any number
+ *      of threads;
  *   3. per row: its vertices, in order of x then axis, and its cubes'
  *      triangles. A cube's edges start at four rows of points, whose vertex
  *      numbers are counted along with the cubes. */
@@ -167,7 +168,6 @@ typedef struct grid_rows {
   int64_t px, py, pz;       /* padded point counts */
   const uint8_t *inside;    /* px*py*pz + 1 (the last 0) */
   const uint8_t *mask;      /* px*py*pz */
-  const uint8_t *cases;     /* px*py*pz: the case of the cube whose lowest corner is there */
   const uint8_t *zero;      /* px + 1 zeros, for rows past the grid */
   const int64_t *span;      /* 2 per row: its first and last inside point (1, 0: none) */
 } grid_rows;
@@ -202,31 +202,49 @@ static inline unsigned bits8(uint64_t w) {
   return (unsigned)((p * BYTES_01) >> 56);
 }
 
-/* Pass 2 for row (b, c): crossing masks, the cases of its cubes, and the
- * numbers of vertices and triangles of the row. The first two loops are
- * plain byte arithmetic, which the compiler vectorizes. */
-static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, int64_t c,
-                     uint8_t *mask, uint8_t *cases, int64_t *n_vertices, int64_t *n_triangles) {
-  const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
-                *r2 = row_of(g, g->inside, b, c + 1), *r3 = row_of(g, g->inside, b + 1, c + 1);
-  const int64_t px = g->px;
-  /* Outside the span of the four rows' inside points every corner is out
-   * (the padding is), so nothing crosses there: trimmed as flying edges
-   * does, which is most of the rows of a sparse design. */
-  int64_t lo = px, hi = -1;
+/* The points [lo, hi] of row (b, c) outside which the cubes of the row and
+ * the edges from its points cross nothing: outside the span of the inside
+ * points of the four rows around the cubes every corner is out (the
+ * padding is). hi < 0 when none is inside. Trimming the rows so, as flying
+ * edges does, skips most of the rows of a sparse design. */
+static void cube_span(const grid_rows *g, int64_t b, int64_t c, int64_t *lo, int64_t *hi) {
+  *lo = g->px, *hi = -1;
   const int64_t rows[4][2] = {{b, c}, {b + 1, c}, {b, c + 1}, {b + 1, c + 1}};
   for (int k = 0; k < 4; k++) {
     if (rows[k][0] >= g->py || rows[k][1] >= g->pz) continue;
     const int64_t *sp = g->span + 2 * (rows[k][1] * g->py + rows[k][0]);
     if (sp[0] > sp[1]) continue;
-    if (sp[0] < lo) lo = sp[0];
-    if (sp[1] > hi) hi = sp[1];
+    if (sp[0] < *lo) *lo = sp[0];
+    if (sp[1] > *hi) *hi = sp[1];
   }
+  *lo -= 1; /* the x edge and the cube that end at the first inside point */
+}
+
+/* The case of each cube (a, b, c) of the row into cases[0, px): zero outside
+ * [lo, hi]. Recomputed where needed rather than stored: a byte per point
+ * less to fill and to touch. Plain byte arithmetic, which vectorizes. */
+static void row_cases(const grid_rows *g, int64_t b, int64_t c, int64_t lo, int64_t hi,
+                      uint8_t *cases) {
+  const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
+                *r2 = row_of(g, g->inside, b, c + 1), *r3 = row_of(g, g->inside, b + 1, c + 1);
+  memset(cases, 0, (size_t)g->px);
+  for (int64_t a = lo; a <= hi; a++)
+    cases[a] = (uint8_t)(r0[a] | r0[a + 1] << 1 | r1[a] << 2 | r1[a + 1] << 3 | r2[a] << 4 |
+                         r2[a + 1] << 5 | r3[a] << 6 | r3[a + 1] << 7);
+}
+
+/* Pass 2 for row (b, c): crossing masks, and the numbers of vertices and
+ * triangles of the row (`cases`: px bytes of scratch). */
+static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, int64_t c,
+                     uint8_t *mask, uint8_t *cases, int64_t *n_vertices, int64_t *n_triangles) {
+  const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
+                *r2 = row_of(g, g->inside, b, c + 1);
+  const int64_t px = g->px;
+  int64_t lo, hi;
+  cube_span(g, b, c, &lo, &hi);
   memset(mask, 0, (size_t)px);
-  memset(cases, 0, (size_t)px);
   *n_vertices = *n_triangles = 0;
   if (hi < 0) return;
-  lo -= 1; /* the x edge and the cube that end at the first inside point */
   int64_t nv = 0;
   for (int64_t a = lo; a <= hi; a++) {
     unsigned x = r0[a] ^ r0[a + 1], y = r0[a] ^ r1[a], z = r0[a] ^ r2[a];
@@ -235,9 +253,7 @@ static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, in
   }
   int64_t nt = 0;
   if (b + 1 < g->py && c + 1 < g->pz) {
-    for (int64_t a = lo; a <= hi; a++)
-      cases[a] = (uint8_t)(r0[a] | r0[a + 1] << 1 | r1[a] << 2 | r1[a + 1] << 3 | r2[a] << 4 |
-                           r2[a + 1] << 5 | r3[a] << 6 | r3[a + 1] << 7);
+    row_cases(g, b, c, lo, hi, cases);
     int64_t a = lo;
     for (; a + 8 <= hi + 1; a += 8)
       if (!uniform8(load8(cases + a)))
@@ -290,12 +306,15 @@ static void emit_vertices(const extract_job *j, int64_t b, int64_t c) {
   }
 }
 
-/* Pass 3, triangles of the cubes of row (b, c). */
-static void emit_triangles(const extract_job *j, int64_t b, int64_t c) {
+/* Pass 3, triangles of the cubes of row (b, c) (`cases`: px bytes of
+ * scratch). */
+static void emit_triangles(const extract_job *j, int64_t b, int64_t c, uint8_t *cases) {
   const grid_rows *g = j->g;
   const int64_t px = g->px, row = c * g->py + b;
   if (b + 1 >= g->py || c + 1 >= g->pz) return;
-  const uint8_t *cases = g->cases + (size_t)(row * px);
+  int64_t lo, hi;
+  cube_span(g, b, c, &lo, &hi);
+  row_cases(g, b, c, lo, hi, cases);
   const uint8_t *mk[4] = {g->mask + (size_t)(row * px), row_of(g, g->mask, b + 1, c),
                           row_of(g, g->mask, b, c + 1), row_of(g, g->mask, b + 1, c + 1)};
   /* the first vertex of point (a, row r) */
@@ -358,15 +377,14 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   grid_rows g = {.px = gr->nx + 2, .py = gr->ny + 2, .pz = gr->nz + 2};
   const size_t n_points = (size_t)(g.px * g.py * g.pz);
   const int64_t n_rows = g.py * g.pz;
-  uint8_t *inside = big_alloc(n_points + 1), *mask = big_alloc(n_points),
-          *cases = big_alloc(n_points);
+  uint8_t *inside = big_alloc(n_points + 1), *mask = big_alloc(n_points);
   uint8_t *zero = calloc(1, (size_t)g.px + 1);
   int64_t *span = malloc(2 * (size_t)n_rows * sizeof *span);
   int64_t *vertex_first = malloc(((size_t)n_rows + 1) * sizeof *vertex_first);
   int64_t *triangle_first = malloc(((size_t)n_rows + 1) * sizeof *triangle_first);
   vox_cube_cases *cc = malloc(sizeof *cc);
   vox_status status = VOX_OK;
-  if (!inside || !mask || !cases || !zero || !span || !vertex_first || !triangle_first || !cc) {
+  if (!inside || !mask || !zero || !span || !vertex_first || !triangle_first || !cc) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
@@ -376,7 +394,7 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
     goto done;
   }
   inside[n_points] = 0;
-  g.inside = inside, g.mask = mask, g.cases = cases, g.zero = zero, g.span = span;
+  g.inside = inside, g.mask = mask, g.zero = zero, g.span = span;
 
   /* 1. inside */
   int64_t n_inside = 0;
@@ -398,11 +416,23 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
     goto done;
   }
 
-  /* 2. masks, cases and counts (row counts first, then prefix sums in place) */
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t row = 0; row < n_rows; row++)
-    mask_row(&g, cc, row % g.py, row / g.py, mask + (size_t)(row * g.px),
-             cases + (size_t)(row * g.px), &vertex_first[row + 1], &triangle_first[row + 1]);
+  /* 2. masks and counts (row counts first, then prefix sums in place) */
+  int scratch_failed = 0;
+#pragma omp parallel num_threads(threads) reduction(| : scratch_failed)
+  {
+    uint8_t *cases = malloc((size_t)g.px + 8);
+    scratch_failed = !cases;
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < n_rows; row++)
+      if (cases)
+        mask_row(&g, cc, row % g.py, row / g.py, mask + (size_t)(row * g.px), cases,
+                 &vertex_first[row + 1], &triangle_first[row + 1]);
+    free(cases);
+  }
+  if (scratch_failed) {
+    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
+    goto done;
+  }
   vertex_first[0] = triangle_first[0] = 0;
   for (int64_t row = 0; row < n_rows; row++) {
     vertex_first[row + 1] += vertex_first[row];
@@ -430,17 +460,28 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   extract_job job = {.f = f, .g = &g, .cc = cc, .origin = gr->origin, .h = gr->voxel_size,
                      .vertex_first = vertex_first, .triangle_first = triangle_first,
                      .vertex = out->vertex, .triangle = out->triangle};
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 16)
-  for (int64_t row = 0; row < n_rows; row++) {
-    if (vertex_first[row + 1] != vertex_first[row]) emit_vertices(&job, row % g.py, row / g.py);
-    if (triangle_first[row + 1] != triangle_first[row])
-      emit_triangles(&job, row % g.py, row / g.py);
+#pragma omp parallel num_threads(threads) reduction(| : scratch_failed)
+  {
+    uint8_t *cases = malloc((size_t)g.px + 8);
+    scratch_failed = !cases;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t row = 0; row < n_rows; row++) {
+      if (!cases) continue;
+      if (vertex_first[row + 1] != vertex_first[row]) emit_vertices(&job, row % g.py, row / g.py);
+      if (triangle_first[row + 1] != triangle_first[row])
+        emit_triangles(&job, row % g.py, row / g.py, cases);
+    }
+    free(cases);
+  }
+  if (scratch_failed) {
+    vox_surface_free(out);
+    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
+    goto done;
   }
 
 done:
   free(inside);
   free(mask);
-  free(cases);
   free(zero);
   free(span);
   free(vertex_first);
