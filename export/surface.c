@@ -121,6 +121,20 @@ static inline double point_value(const field *f, int64_t a, int64_t b, int64_t c
 
 /* --- extraction -------------------------------------------------------------------- */
 
+/* 8 bytes as one word, for the tests that skip 8 points or cubes at once. */
+static inline uint64_t load8(const uint8_t *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* r[i] = (d[i] >= t), NaN as out. restrict, because a byte store may
+ * otherwise alias the doubles, which keeps the compiler from vectorizing. */
+static void threshold_doubles(const double *restrict d, double t, int64_t n,
+                              uint8_t *restrict r) {
+  for (int64_t i = 0; i < n; i++) r[i] = d[i] >= t;
+}
+
 /* Pass 1 for one row: inside[a] for a in [0, px), the number inside, and
  * in span[0], span[1] the first and last inside point (1, 0 when none). */
 static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row,
@@ -138,8 +152,7 @@ static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px,
   int64_t n = 0;
   switch (f->kind) {
   case FIELD_DENSITY: {
-    const double *d = f->density + e0, t = f->threshold;
-    for (int64_t i = 0; i < nx; i++) r[i] = d[i] >= t; /* NaN: 0 */
+    threshold_doubles(f->density + e0, f->threshold, nx, r);
     break;
   }
   case FIELD_NONZERO: {
@@ -156,8 +169,9 @@ static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px,
   }
   for (int64_t i = 0; i < nx; i++) n += r[i];
   if (n) {
-    int64_t first = 1, last = px - 2;
-    while (!row[first]) first++;
+    /* row[0] and row[px - 1] are 0, so both searches stop inside the row */
+    int64_t first = (const uint8_t *)memchr(row, 1, (size_t)px) - row, last = px - 1;
+    while (last >= 8 && load8(row + last - 7) == 0) last -= 8;
     while (!row[last]) last--;
     span[0] = first, span[1] = last;
   }
@@ -183,13 +197,6 @@ static inline const uint8_t *row_of(const grid_rows *g, const uint8_t *base, int
  * portable build has no popcount instruction and the library call cost a
  * third of the extraction. */
 static const uint8_t bits3[8] = {0, 1, 1, 2, 1, 2, 2, 3};
-
-/* 8 bytes as one word, for the tests that skip 8 points or cubes at once. */
-static inline uint64_t load8(const uint8_t *p) {
-  uint64_t w;
-  memcpy(&w, p, 8);
-  return w;
-}
 
 #define BYTES_01 0x0101010101010101ull
 
