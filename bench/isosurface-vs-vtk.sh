@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The isosurface benchmark of docs/benchmarks.md: voxfe's isosurface and
 # binary STL writer against VTK's vtkFlyingEdges3D (python3-vtk9, the system
-# /usr/bin/python3), on the same gyroid density field, the same number of
-# threads, side by side.
-#   bench/isosurface-vs-vtk.sh [BUILD_DIR] [THREADS] [SIZES...]
+# /usr/bin/python3), on the same density field, the same number of threads,
+# side by side.
+#   bench/isosurface-vs-vtk.sh [BUILD_DIR] [THREADS] [CASES...]
+# A case is N (an N^3 gyroid) or DESIGN.nc:FACTOR (the density of a
+# voxfe-optimize result, upsampled FACTOR times by trilinear interpolation;
+# VTK reads the same upsampled field from a raw file).
 # defaults: build, 2 threads, 256 (add 512 for the large case: ~1 GiB of
 # density per program, and several GiB for the meshes).
 set -euo pipefail
@@ -16,10 +19,17 @@ periods=4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for n in "${sizes[@]}"; do
-  "$build/bench/bench_isosurface" "$n" "$threads" "$periods" "$tmp/voxfe.stl"
+for case in "${sizes[@]}"; do
+  if [[ $case == *:* ]]; then
+    "$build/bench/bench_isosurface" --design "${case%:*}" "${case##*:}" "$threads" \
+      "$tmp/voxfe.stl" 5 "$tmp/field.raw"
+    field=$tmp/field.raw
+  else
+    "$build/bench/bench_isosurface" "$case" "$threads" "$periods" "$tmp/voxfe.stl"
+    field=gyroid:$case
+  fi
   rm -f "$tmp/voxfe.stl"
-  /usr/bin/python3 - "$n" "$threads" "$periods" "$tmp/vtk.stl" <<'PY'
+  /usr/bin/python3 - "$field" "$threads" "$periods" "$tmp/vtk.stl" <<'PY'
 import sys, time
 import numpy as np
 from vtkmodules.vtkCommonCore import vtkSMPTools
@@ -28,18 +38,32 @@ from vtkmodules.vtkFiltersCore import vtkFlyingEdges3D
 from vtkmodules.vtkIOGeometry import vtkSTLWriter
 from vtkmodules.util.numpy_support import numpy_to_vtk
 
-n, threads, periods, out = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+field, threads, periods, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 smp = vtkSMPTools()
 smp.Initialize(threads)
-# the same field as bench_isosurface.c, at the voxel centres (VTK's points)
-x = 2 * np.pi * periods * (np.arange(n) + 0.5) / n
-z, y, xx = np.meshgrid(x, x, x, indexing="ij")  # (z, y, x): x fastest, as VTK
-v = np.sin(xx) * np.cos(y) + np.sin(y) * np.cos(z) + np.sin(z) * np.cos(xx)
-density = np.ascontiguousarray(((v + 1.5) / 3.0).ravel())  # float64, as voxfe's
-del v, xx, y, z
 image = vtkImageData()
-image.SetDimensions(n, n, n)
-image.SetOrigin(0.5, 0.5, 0.5)
+if field.startswith("gyroid:"):
+    # the same field as bench_isosurface.c, at the voxel centres (VTK's points)
+    n = int(field[7:])
+    x = 2 * np.pi * periods * (np.arange(n) + 0.5) / n
+    z, y, xx = np.meshgrid(x, x, x, indexing="ij")  # (z, y, x): x fastest, as VTK
+    v = np.sin(xx) * np.cos(y) + np.sin(y) * np.cos(z) + np.sin(z) * np.cos(xx)
+    density = np.ascontiguousarray(((v + 1.5) / 3.0).ravel())  # float64, as voxfe's
+    del v, xx, y, z
+    image.SetDimensions(n, n, n)
+    image.SetOrigin(0.5, 0.5, 0.5)
+    what = f"{n}^3 gyroid ({periods:g} periods)"
+else:
+    # the upsampled design that bench_isosurface wrote, points at the voxel centres
+    with open(field + ".dims") as f:
+        d = f.read().split()
+    nx, ny, nz = (int(t) for t in d[:3])
+    h, o = [float(t) for t in d[3:6]], [float(t) for t in d[6:9]]
+    density = np.fromfile(field, dtype=np.float64)
+    image.SetDimensions(nx, ny, nz)
+    image.SetSpacing(*h)
+    image.SetOrigin(*(o[k] + 0.5 * h[k] for k in range(3)))
+    what = f"{nx}x{ny}x{nz} design"
 array = numpy_to_vtk(density, deep=0)
 array.SetName("density")
 image.GetPointData().SetScalars(array)
@@ -64,11 +88,11 @@ writer.SetInputData(out_poly)
 t = time.perf_counter()
 writer.Write()
 t_stl = time.perf_counter() - t
-print(f"VTK    {n}^3 gyroid ({periods:g} periods), {smp.GetEstimatedNumberOfThreads()} threads "
+print(f"VTK    {what}, {smp.GetEstimatedNumberOfThreads()} threads "
       f"({smp.GetBackend()}): vtkFlyingEdges3D {best:.4f} s (best of 5), "
       f"{out_poly.GetNumberOfPolys()} triangles, {out_poly.GetNumberOfPoints()} vertices; "
       f"vtkSTLWriter {t_stl:.4f} s (no fsync)")
 PY
-  rm -f "$tmp/vtk.stl"
+  rm -f "$tmp/vtk.stl" "$tmp/field.raw" "$tmp/field.raw.dims"
   echo
 done

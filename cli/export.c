@@ -24,6 +24,7 @@ typedef struct settings {
   double threshold;
   int label;      /* .stl, .vtp: the surface of this label instead of the density's */
   int smooth;     /* .stl, .vtp: Taubin smoothing iterations */
+  int triangles;  /* .stl, .vtp: decimate to at most this many triangles; 0: no decimation */
   int ascii;      /* .stl: ASCII instead of binary */
   int no_header;  /* .csv: the row alone */
   int width, height; /* .png */
@@ -38,7 +39,8 @@ static const cli_option options[] = {
      .flags = CLI_REQUIRED,
      .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
              "kept voxels as hexahedra), .stl (the surface), .vtp (the surface with normals, for "
-             "ParaView), .inp (a CalculiX/Abaqus deck of "
+             "ParaView), .pvd (the density snapshots of an optimization, one .vti each beside "
+             "it, for ParaView's time controls), .inp (a CalculiX/Abaqus deck of "
              "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
              "summary)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),
@@ -50,6 +52,10 @@ static const cli_option options[] = {
     {.name = "smooth", .arg = "N", .kind = CLI_INTEGER, .offset = AT(smooth),
      .range = {0, 10000, 0, 0},
      .help = ".stl, .vtp: N iterations of volume-keeping (Taubin) smoothing"},
+    {.name = "triangles", .arg = "N", .kind = CLI_INTEGER, .offset = AT(triangles),
+     .range = {4, INT_MAX, 0, 0},
+     .help = ".stl, .vtp: at most N triangles, by quadric error edge collapses that keep the "
+             "surface closed, manifold and outward (after --smooth)"},
     {.name = "ascii", .kind = CLI_ENABLE, .offset = AT(ascii), .help = ".stl: ASCII, not binary"},
     {.name = "no-header", .kind = CLI_ENABLE, .offset = AT(no_header),
      .help = ".csv: the row alone, to append to a table of many files"},
@@ -60,7 +66,8 @@ static const cli_option options[] = {
     {.name = "picture", .arg = "WHAT", .kind = CLI_STRING, .offset = AT(picture),
      .default_text = "history if the file has one, else surface",
      .help = ".png: 'history' (a plot of the optimization history) or 'surface' (a shaded "
-             "picture of the surface that .stl writes, with --threshold, --label, --smooth)"},
+             "picture of the surface that .stl writes, with --threshold, --label, --smooth, "
+             "--triangles)"},
     {.name = "view", .arg = "V", .kind = CLI_STRING, .offset = AT(view),
      .help = ".png surface: where the camera is: iso, x, y, z, -x, -y or -z (x: from the +x "
              "side)"},
@@ -69,7 +76,7 @@ static const cli_option options[] = {
 
 static const cli_program program = {
     .name = "voxfe-export",
-    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.vtp|.stl|.inp|.png|.json|.csv",
+    .args_doc = "INPUT.nc -o OUTPUT.vti|.vtu|.vtp|.pvd|.stl|.inp|.png|.json|.csv",
     .doc = "Writes a voxfe model or design file for other programs: VTK XML for ParaView, STL, "
            "a CalculiX/Abaqus deck, a plot of the optimization history, or a summary.",
     .options = options,
@@ -93,12 +100,14 @@ static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model
 }
 
 /* The surface that .stl and .vtp write: of --label, or of the density at
- * --threshold, smoothed --smooth times. */
+ * --threshold, smoothed --smooth times, decimated to --triangles. */
 static vox_status make_surface(vox_context *ctx, const settings *s, const vox_model *model,
                                vox_surface *surface) {
   vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, surface)
                            : vox_isosurface_density(ctx, model, s->threshold, surface);
   if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, surface, s->smooth);
+  if (st == VOX_OK && s->triangles > 0)
+    st = vox_surface_decimate(ctx, surface, (size_t)s->triangles);
   return st;
 }
 
@@ -116,6 +125,10 @@ static vox_status write_vtp(vox_context *ctx, const settings *s, const vox_model
   if (st == VOX_OK) st = vox_write_vtp(ctx, s->output, &surface);
   vox_surface_free(&surface);
   return st;
+}
+
+static vox_status write_pvd(vox_context *ctx, const settings *s, const vox_model *model) {
+  return vox_write_pvd(ctx, s->output, model);
 }
 
 static vox_status write_inp(vox_context *ctx, const settings *s, const vox_model *model) {
@@ -143,7 +156,7 @@ static vox_status write_csv(vox_context *ctx, const settings *s, const vox_model
 }
 
 static const format formats[] = {
-    {".vti", write_vti}, {".vtu", write_vtu},   {".vtp", write_vtp},
+    {".vti", write_vti}, {".vtu", write_vtu},   {".vtp", write_vtp}, {".pvd", write_pvd},
     {".stl", write_stl}, {".inp", write_inp},   {".png", write_png},
     {".json", write_json}, {".csv", write_csv},
 };
@@ -154,8 +167,8 @@ static const format *pick_format(const char *output) {
   const char *ext = cli_extension(output);
   for (size_t i = 0; i < N_FORMATS; i++)
     if (strcasecmp(ext, formats[i].extension) == 0) return &formats[i];
-  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .vtp, .stl, .inp, .png, .json "
-            "or .csv",
+  cli_error("-o %s: unknown extension '%s'; expected .vti, .vtu, .vtp, .pvd, .stl, .inp, .png, "
+            ".json or .csv",
             output, ext);
   return NULL;
 }

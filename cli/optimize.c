@@ -142,6 +142,9 @@ static const cli_option options[] = {
      .flags = CLI_RECORD, .help = "use the final p and q from the first iteration on"},
     NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
            "stop after N design iterations"),
+    NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,
+           "save the density of every N-th iteration in the design file (variable "
+           "density_snapshot), for voxfe-export -o history.pvd"),
     NUMBER("change-tol", CLI_REAL, "T", opt.change_tolerance, AT_LEAST(0),
            "converged when the largest density change is at most T (and the "
            "objective tolerance is met)"),

@@ -43,6 +43,8 @@ void vox_model_free(vox_model *model) {
   free(model->history);
   free(model->history_text);
   free(model->title);
+  free(model->snapshot_iteration);
+  free(model->snapshot_density);
   memset(model, 0, sizeof *model);
 }
 
@@ -87,10 +89,32 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->history = dup_array(src->history, src->n_history * sizeof *src->history, &failed);
   dst->history_text = src->history_text ? strdup(src->history_text) : NULL;
   dst->title = src->title ? strdup(src->title) : NULL;
+  dst->snapshot_iteration = dup_array(
+      src->snapshot_iteration, src->n_snapshots * sizeof *src->snapshot_iteration, &failed);
+  dst->snapshot_density =
+      dup_array(src->snapshot_density, src->n_snapshots * ne * sizeof(double), &failed);
   if (failed || (src->history_text && !dst->history_text) || (src->title && !dst->title)) {
     vox_model_free(dst);
     return out_of_memory(ctx);
   }
+  return VOX_OK;
+}
+
+vox_status vox_model_add_snapshot(vox_context *ctx, vox_model *model, int32_t iteration,
+                                  const double *density) {
+  const size_t ne = (size_t)vox_grid_elements(&model->grid), n = model->n_snapshots + 1;
+  if (!density || ne == 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "snapshot: no density or an empty grid");
+  if (n > SIZE_MAX / sizeof(double) / ne) return out_of_memory(ctx);
+  int32_t *it = realloc(model->snapshot_iteration, n * sizeof *it);
+  if (!it) return out_of_memory(ctx);
+  model->snapshot_iteration = it;
+  double *d = realloc(model->snapshot_density, n * ne * sizeof *d);
+  if (!d) return out_of_memory(ctx);
+  model->snapshot_density = d;
+  it[n - 1] = iteration;
+  memcpy(d + (n - 1) * ne, density, ne * sizeof *d);
+  model->n_snapshots = n;
   return VOX_OK;
 }
 

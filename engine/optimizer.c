@@ -261,6 +261,17 @@ static vox_status append_history(vox_context *ctx, vox_model *model, const vox_h
   return VOX_OK;
 }
 
+/* Keeps the physical density of this iteration in the model. */
+static vox_status take_snapshot(vox_context *ctx, vox_backend *be, opt_state *s, vox_model *model,
+                                int32_t iteration) {
+  double *density = malloc(s->fem->n_elements * sizeof *density);
+  if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status st = be->ops->vec_download(be, &s->x_phys, density);
+  if (st == VOX_OK) st = vox_model_add_snapshot(ctx, model, iteration, density);
+  free(density);
+  return st;
+}
+
 /* Brings the final state back into the model. */
 static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s, vox_model *model) {
   const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
@@ -356,6 +367,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     result->total_cg_iterations += row.cg_iterations;
     result->iterations = k;
     st = append_history(ctx, model, &row);
+    if (st == VOX_OK && opt->snapshot_every > 0 && row.iteration % opt->snapshot_every == 0)
+      st = take_snapshot(ctx, be, &s, model, row.iteration);
     if (st == VOX_OK) {
       vox_progress progress = {.stage = "optimize",
                                .iteration = row.iteration,

@@ -424,8 +424,10 @@ vox_status vtkx_begin(vox_context *ctx, vtkx_doc **out, const char *path, const 
   vtkx_attr(doc, "type", "%s", type);
   vtkx_attr(doc, "version", "1.0"); /* header_type needs version 1.0 */
   vtkx_attr(doc, "byte_order", HOST_BYTE_ORDER);
-  vtkx_attr(doc, "header_type", "UInt64");
-  vtkx_attr(doc, "compressor", "vtkZLibDataCompressor");
+  if (n_arrays > 0) { /* a collection (.pvd) has no data of its own */
+    vtkx_attr(doc, "header_type", "UInt64");
+    vtkx_attr(doc, "compressor", "vtkZLibDataCompressor");
+  }
   if (doc->status != VOX_OK) return vtkx_finish(doc);
   *out = doc;
   return VOX_OK;
@@ -434,12 +436,17 @@ vox_status vtkx_begin(vox_context *ctx, vtkx_doc **out, const char *path, const 
 vox_status vtkx_finish(vtkx_doc *doc) {
   if (doc->status == VOX_OK) {
     while (doc->depth > 1) vtkx_end(doc); /* down to <VTKFile> */
-    vtkx_start(doc, "AppendedData");
-    vtkx_attr(doc, "encoding", "raw");
-    write_raw(doc, (const unsigned char *)"_", 1); /* offsets count from after it */
-    for (size_t i = 0; i < doc->n_arrays; i++)
-      write_raw(doc, doc->blobs[i].data, doc->blobs[i].size);
-    vtkx_end(doc); /* AppendedData */
+    if (doc->n_arrays > 0) {
+      vtkx_start(doc, "AppendedData");
+      vtkx_attr(doc, "encoding", "raw");
+      write_raw(doc, (const unsigned char *)"_", 1); /* offsets count from after it */
+      for (size_t i = 0; i < doc->n_arrays; i++)
+        write_raw(doc, doc->blobs[i].data, doc->blobs[i].size);
+      /* a line break after the data, as VTK writes it: readers that look
+       * for the data's end at the last line break (meshio) need it */
+      write_raw(doc, (const unsigned char *)"\n  ", 3);
+      vtkx_end(doc); /* AppendedData */
+    }
     vtkx_end(doc); /* VTKFile */
     if (doc->status == VOX_OK && xmlTextWriterEndDocument(doc->writer) < 0) fail_writer(doc);
   }

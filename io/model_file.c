@@ -426,6 +426,7 @@ static vox_status put_coord(writer *w, int varid, size_t n, double origin, doubl
 typedef struct var_ids {
   int cell_coord[3], node_coord[3]; /* x, y, z */
   int label, density, displacement;
+  int snapshot_iteration, snapshot_density;
   int history_group;
   int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
       history[MAX_COLUMNS];
@@ -495,6 +496,29 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
                        "1 = solid, 0 = void"),
           "density");
   }
+  if (m->n_snapshots > 0) {
+    /* density snapshots of the optimization: one chunk (at most) per snapshot */
+    int snap_dim;
+    W_TRY(w, nc_def_dim(ncid, "snapshot", m->n_snapshots, &snap_dim), "snapshot");
+    size_t unused = m->n_snapshots;
+    W_TRY(w, def_var(ncid, "snapshot_iteration", NC_INT, 1, &snap_dim, &unused, 0, 0,
+                     &v->snapshot_iteration),
+          "snapshot_iteration");
+    W_TRY(w,
+          put_var_atts(ncid, v->snapshot_iteration, "design iteration of each density snapshot",
+                       "1", NULL, NULL),
+          "snapshot_iteration");
+    const int dims[4] = {snap_dim, zyx[0], zyx[1], zyx[2]};
+    const size_t shape[4] = {m->n_snapshots, zyx_len[0], zyx_len[1], zyx_len[2]};
+    W_TRY(w, def_var(ncid, "density_snapshot", NC_DOUBLE, 4, dims, shape, 1, 1,
+                     &v->snapshot_density),
+          "density_snapshot");
+    W_TRY(w,
+          put_var_atts(ncid, v->snapshot_density,
+                       "physical (filtered) density after the snapshot's iteration", "1", NULL,
+                       "1 = solid, 0 = void"),
+          "density_snapshot");
+  }
   if (m->displacement) {
     for (int a = 2; a >= 0; a--)
       W_TRY(w, nc_def_dim(ncid, node_dim_names[a], n[a] + 1, &node_dim[a]), node_dim_names[a]);
@@ -547,6 +571,12 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
   if (m->n_loads > 0 && (s = put_table(w, ncid, &load_table, m->loads, m->n_loads, v->load)))
     return s;
   if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
+  if (m->n_snapshots > 0) {
+    W_TRY(w, nc_put_var_int(ncid, v->snapshot_iteration, m->snapshot_iteration),
+          "snapshot_iteration");
+    W_TRY(w, nc_put_var_double(ncid, v->snapshot_density, m->snapshot_density),
+          "density_snapshot");
+  }
   if (m->displacement) {
     for (int a = 0; a < 3; a++)
       if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
@@ -568,7 +598,8 @@ static vox_status check_writable(vox_context *ctx, const char *path, const vox_m
   /* Arrays first: vox_model_validate walks them. */
   if (m->n_materials < 0 || m->n_load_cases < 0 || (m->n_materials && !m->materials) ||
       (m->n_constraints && !m->constraints) || (m->n_loads && !m->loads) ||
-      (m->n_load_cases && !m->load_case_names) || (m->n_history && !m->history))
+      (m->n_load_cases && !m->load_case_names) || (m->n_history && !m->history) ||
+      (m->n_snapshots && (!m->snapshot_iteration || !m->snapshot_density)))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a list of the model has a count but no array", path);
   if (vox_model_validate(ctx, m)) return with_path(ctx, VOX_ERR_INVALID_ARGUMENT, path);
@@ -1018,6 +1049,36 @@ static vox_status read_density(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
+/* The optional density snapshots: snapshot_iteration(snapshot) and
+ * density_snapshot(snapshot, z, y, x), both or neither. */
+static vox_status read_snapshots(reader *r, vox_model *m) {
+  static const char *const it_dims[1] = {"snapshot"};
+  static const char *const dims[4] = {"snapshot", "z", "y", "x"};
+  int it_var, var;
+  vox_status s = find_var(r, r->ncid, "snapshot_iteration", WANT_INT, 1, it_dims, 0, &it_var);
+  if (!s) s = find_var(r, r->ncid, "density_snapshot", WANT_NUMBER, 4, dims, 0, &var);
+  if (s) return s;
+  if ((it_var < 0) != (var < 0))
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "variables 'snapshot_iteration' and 'density_snapshot' come together");
+  if (var < 0) return VOX_OK;
+  size_t n;
+  int found;
+  if ((s = dim_length(r, r->ncid, "snapshot", &n, &found))) return s;
+  if (n == 0) return VOX_OK;
+  const size_t ne = (size_t)vox_grid_elements(&m->grid);
+  if (n > SIZE_MAX / sizeof(double) / ne)
+    return read_fail(r, VOX_ERR_FORMAT, "dimension 'snapshot' is too long");
+  m->snapshot_iteration = malloc(n * sizeof *m->snapshot_iteration);
+  m->snapshot_density = malloc(n * ne * sizeof *m->snapshot_density);
+  if (!m->snapshot_iteration || !m->snapshot_density)
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  m->n_snapshots = n;
+  R_TRY(r, nc_get_var_int(r->ncid, it_var, m->snapshot_iteration), "variable 'snapshot_iteration'");
+  R_TRY(r, nc_get_var_double(r->ncid, var, m->snapshot_density), "variable 'density_snapshot'");
+  return VOX_OK;
+}
+
 static vox_status read_displacement(reader *r, vox_model *m) {
   static const char *const dims[5] = {"load_case", "node_z", "node_y", "node_x", "component"};
   int varid;
@@ -1074,6 +1135,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);
   if (!s) s = read_lists(r, m);
   if (!s) s = read_density(r, m);
+  if (!s) s = read_snapshots(r, m);
   if (!s) s = read_displacement(r, m);
   if (!s) s = read_history(r, m);
   return s;

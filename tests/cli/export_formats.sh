@@ -27,6 +27,11 @@ export_ok ascii.stl --ascii --smooth 5 && {
   head -c 5 ascii.stl | grep -q "solid" || fail "ascii.stl does not start with 'solid'"
 }
 export_ok label.stl --label 1
+export_ok small.stl --smooth 5 --triangles 60 && {
+  n=$(od -An -tu4 -j80 -N4 small.stl | tr -d ' ')
+  [ "$n" -le 60 ] && [ "$n" -ge 4 ] || fail "small.stl: $n triangles for --triangles 60"
+  [ "$n" -lt "$(od -An -tu4 -j80 -N4 design.stl | tr -d ' ')" ] || fail "small.stl: not decimated"
+}
 export_ok design.vtp --smooth 5 && {
   head -c 300 design.vtp | grep -q '<VTKFile type="PolyData"' || fail "design.vtp is not VTK PolyData"
   grep -aq 'Name="normals"' design.vtp || fail "design.vtp has no normals"
@@ -56,6 +61,59 @@ export_ok summary.csv && {
 export_ok row.csv --no-header && {
   [ "$(wc -l <row.csv)" -eq 1 ] || fail "row.csv --no-header is not one row"
 }
+
+# a budget below a tetrahedron's: a usage error, no file
+"$EXPORT" design.nc -o tiny.stl --triangles 3 >"$LOG/out" 2>"$LOG/err"
+[ $? -eq 2 ] || fail "--triangles 3 did not exit 2"
+[ -e tiny.stl ] && fail "--triangles 3 left a file"
+
+# the density snapshots of an optimization as a .pvd collection: iterations 2
+# (a snapshot) and 3 (the final design, added), each .vti holding that
+# iteration's density as the design file stores it
+"$OPTIMIZE" model.nc -o snapshots.nc --max-iterations 3 --snapshot-every 2 --device cpu \
+  --threads 2 --quiet || fail "optimize --snapshot-every failed"
+mkdir frames
+"$EXPORT" snapshots.nc -o frames/history.pvd >"$LOG/out" 2>"$LOG/err" ||
+  fail "export frames/history.pvd: $(cat "$LOG/err")"
+[ -s "$LOG/out" ] || [ -s "$LOG/err" ] && fail "export frames/history.pvd: not silent"
+for f in frames/history_0002.vti frames/history_0003.vti; do [ -s "$f" ] || fail "$f is missing"; done
+[ "$(ls frames | wc -l)" -eq 3 ] || fail "frames/ holds $(ls frames | tr '\n' ' ')"
+/usr/bin/python3 - snapshots.nc frames/history.pvd <<'PY' || fail "history.pvd does not hold the snapshots"
+import os, sys, xml.etree.ElementTree as ET
+import numpy as np
+try:
+    import netCDF4
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+except ImportError:
+    sys.exit(0)  # the CI installs both; a bare machine checks the files' presence only
+nc = netCDF4.Dataset(sys.argv[1])
+snap_it = nc["snapshot_iteration"][:].tolist()
+assert snap_it == [2], snap_it
+expect = {2: nc["density_snapshot"][0, :, :, :], 3: nc["density"][:]}
+root = ET.parse(sys.argv[2]).getroot()
+assert root.get("type") == "Collection", root.attrib
+sets = root.findall("./Collection/DataSet")
+assert [int(d.get("timestep")) for d in sets] == [2, 3], [d.attrib for d in sets]
+folder = os.path.dirname(sys.argv[2])
+for d in sets:
+    r = vtkXMLImageDataReader()
+    r.SetFileName(os.path.join(folder, d.get("file")))
+    r.Update()
+    img = r.GetOutput()
+    rho = vtk_to_numpy(img.GetCellData().GetArray("density"))
+    want = np.asarray(expect[int(d.get("timestep"))], dtype=np.float64).ravel()
+    assert rho.shape == want.shape, (rho.shape, want.shape)
+    assert np.allclose(rho, want, rtol=1e-6, atol=1e-7), d.get("file")
+    assert img.GetPointData().GetArray("displacement_tip") is None
+assert not np.allclose(expect[2], expect[3]), "the snapshots do not differ"
+print("history.pvd: iterations", [int(d.get("timestep")) for d in sets])
+PY
+# without snapshots: a clear refusal, no file
+"$EXPORT" design.nc -o none.pvd >"$LOG/out" 2>"$LOG/err"
+[ $? -eq 2 ] || fail "export of a design without snapshots to .pvd did not exit 2"
+grep -q "snapshot-every" "$LOG/err" || fail "the .pvd refusal does not say how to save snapshots"
+ls none*.vti none.pvd >/dev/null 2>&1 && fail "a refused .pvd export left files"
 
 # a model without history has no plot: a clear error, no file
 "$EXPORT" model.nc -o none.png --picture history >"$LOG/out" 2>"$LOG/err"

@@ -71,6 +71,7 @@ check sphere_ascii.stl 1 ascii
 check two_spheres.stl 2 binary
 check torus_ascii.stl 1 ascii
 check noise.stl - binary
+check sphere_decimated.stl 1 binary
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"

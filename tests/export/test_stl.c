@@ -555,6 +555,287 @@ static void test_labels(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* --- topology of binary fields ------------------------------------------------- */
+
+/* The surface parts that a binary field should have: the inside voxels are
+ * joined through faces (6-connected: the table cuts inside corners apart on
+ * ambiguous faces), the outside ones, with the padding, through faces or
+ * edges (18-connected: across an ambiguous face, but not along a cube's
+ * diagonal, whose two outside corners the table leaves in two loops when
+ * the other six are inside), and every pair of an inside and an outside
+ * component that touch through a face is separated by one closed surface.
+ * comp[] gets the component of each padded voxel. Returns the number of
+ * touching pairs. */
+static int64_t expected_parts(const uint8_t *in, int nx, int ny, int nz) {
+  const int px = nx + 2, py = ny + 2, pz = nz + 2;
+  const size_t np = (size_t)px * py * pz;
+  int64_t *comp = malloc(np * sizeof *comp), *queue = malloc(np * sizeof *queue);
+  uint8_t *inside = calloc(np, 1);
+  CHECK(comp && queue && inside);
+  if (!comp || !queue || !inside) return -1;
+  for (int k = 0; k < nz; k++)
+    for (int j = 0; j < ny; j++)
+      for (int i = 0; i < nx; i++)
+        inside[((size_t)(k + 1) * py + j + 1) * px + i + 1] = in[((size_t)k * ny + j) * nx + i];
+  for (size_t p = 0; p < np; p++) comp[p] = -1;
+  int64_t n_comp = 0;
+  for (size_t seed = 0; seed < np; seed++) {
+    if (comp[seed] >= 0) continue;
+    size_t head = 0, tail = 0;
+    comp[seed] = n_comp;
+    queue[tail++] = (int64_t)seed;
+    while (head < tail) {
+      int64_t p = queue[head++];
+      int i = (int)(p % px), j = (int)(p / px % py), k = (int)(p / px / py);
+      for (int dk = -1; dk <= 1; dk++)
+        for (int dj = -1; dj <= 1; dj++)
+          for (int di = -1; di <= 1; di++) {
+            int far = abs(di) + abs(dj) + abs(dk);
+            if (!far || far > (inside[p] ? 1 : 2)) continue;
+            int a = i + di, b = j + dj, c = k + dk;
+            if (a < 0 || b < 0 || c < 0 || a >= px || b >= py || c >= pz) continue;
+            size_t q = ((size_t)c * py + b) * px + a;
+            if (comp[q] >= 0 || inside[q] != inside[p]) continue;
+            comp[q] = n_comp;
+            queue[tail++] = (int64_t)q;
+          }
+    }
+    n_comp++;
+  }
+  /* touching pairs (inside component, outside component), without repeats */
+  uint8_t *pair = calloc((size_t)(n_comp * n_comp), 1);
+  int64_t pairs = 0;
+  for (size_t p = 0; pair && p < np; p++) {
+    if (!inside[p]) continue;
+    const size_t step[3] = {1, (size_t)px, (size_t)px * py};
+    for (int d = 0; d < 3; d++)
+      for (int sgn = -1; sgn <= 1; sgn += 2) {
+        size_t q = sgn > 0 ? p + step[d] : p - step[d]; /* inside voxels are not on the padding */
+        if (inside[q]) continue;
+        uint8_t *seen = &pair[comp[p] * n_comp + comp[q]];
+        pairs += !*seen;
+        *seen = 1;
+      }
+  }
+  free(pair), free(comp), free(queue), free(inside);
+  return pairs;
+}
+
+/* Every corner configuration of a cube, in a 2x2x2 grid of voxels whose
+ * centres are the cube's corners (on the padded grid, so the cubes around
+ * it see other configurations too), with values far from the threshold, at
+ * it and just off it on either side (vertices pushed against the corners):
+ * a closed, oriented 2-manifold each time, with as many parts as the voxels
+ * say and the Euler characteristic of as many spheres. */
+static void test_every_case(vox_context *ctx) {
+  static const double value_sets[4][2] = {/* inside, outside */
+                                          {1.0, 0.0},
+                                          {0.5, 0.0},
+                                          {0.5, 0.4999999999},
+                                          {0.5000000001, 0.25}};
+  vox_grid g = {.nx = 2, .ny = 2, .nz = 2, .voxel_size = {0.5, 1.0, 2.0}, .origin = {1, 2, 3}};
+  vox_model m;
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  m.density = malloc(8 * sizeof *m.density);
+  CHECK(m.density != NULL);
+  int failed = 0;
+  size_t triangles = 0;
+  for (int set = 0; set < 4; set++)
+    for (int config = 1; config < 256; config++) {
+      uint8_t in[8];
+      for (int k = 0; k < 8; k++) {
+        in[k] = (config >> k) & 1;
+        m.density[k] = value_sets[set][!in[k]];
+      }
+      vox_surface s = {0};
+      CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+      char name[64];
+      snprintf(name, sizeof name, "case %d (values %g, %g)", config, value_sets[set][0],
+               value_sets[set][1]);
+      mesh_stats st = check_mesh(name, &s);
+      int64_t parts = expected_parts(in, 2, 2, 2);
+      if (!st.closed || st.components != parts || st.euler != 2 * parts) {
+        fprintf(stderr, "%s: closed %d, %lld parts (expected %lld), euler %lld\n", name,
+                st.closed, (long long)st.components, (long long)parts, (long long)st.euler);
+        failed++;
+      }
+      triangles += s.n_triangles;
+      vox_surface_free(&s);
+    }
+  printf("every case: 4 x 255 configurations, %zu triangles, %d failed\n", triangles, failed);
+  CHECK(failed == 0);
+  vox_model_free(&m);
+}
+
+/* Random binary fields (every kind of neighbourhood, many ambiguous faces)
+ * and random fields with ties: closed 2-manifolds with the parts that the
+ * voxels' components say. */
+static void test_random_fields(vox_context *ctx) {
+  vox_grid g = {.nx = 7, .ny = 6, .nz = 5, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  vox_model m;
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  const int ne = 7 * 6 * 5;
+  m.density = malloc((size_t)ne * sizeof *m.density);
+  uint8_t *in = malloc((size_t)ne);
+  CHECK(m.density && in);
+  uint64_t x = 99;
+  int failed = 0, tried = 0;
+  for (int round = 0; round < 200; round++) {
+    int any = 0;
+    for (int e = 0; e < ne; e++) {
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      int r = (int)(x >> 58); /* 0..63 */
+      /* even rounds binary, odd ones with values at the threshold */
+      double v = round % 2 ? (r < 16 ? 0.5 : r / 63.0) : (r < 32 ? 1.0 : 0.0);
+      m.density[e] = v;
+      any |= in[e] = v >= 0.5;
+    }
+    if (!any) continue;
+    vox_surface s = {0};
+    CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+    mesh_stats st = check_mesh("random field", &s);
+    int64_t parts = expected_parts(in, 7, 6, 5);
+    if (!st.closed || st.components != parts || st.euler % 2) {
+      fprintf(stderr, "random field %d: closed %d, %lld parts (expected %lld), euler %lld\n",
+              round, st.closed, (long long)st.components, (long long)parts, (long long)st.euler);
+      failed++;
+    }
+    tried++;
+    vox_surface_free(&s);
+  }
+  printf("random fields: %d tried, %d failed\n", tried, failed);
+  CHECK(failed == 0 && tried > 150);
+  free(in);
+  vox_model_free(&m);
+}
+
+/* --- decimation ------------------------------------------------------------------ */
+
+static double max_radius_error(const vox_surface *s, const double centre[3], double r) {
+  double worst = 0;
+  for (size_t v = 0; v < s->n_vertices; v++) {
+    double d2 = 0;
+    for (int c = 0; c < 3; c++) d2 += pow(s->vertex[3 * v + c] - centre[c], 2);
+    worst = fmax(worst, fabs(sqrt(d2) - r));
+  }
+  return worst;
+}
+
+static void copy_surface(const vox_surface *from, vox_surface *to) {
+  to->n_vertices = from->n_vertices, to->n_triangles = from->n_triangles;
+  to->vertex = malloc(3 * from->n_vertices * sizeof *to->vertex);
+  to->triangle = malloc(3 * from->n_triangles * sizeof *to->triangle);
+  CHECK(to->vertex && to->triangle);
+  memcpy(to->vertex, from->vertex, 3 * from->n_vertices * sizeof *to->vertex);
+  memcpy(to->triangle, from->triangle, 3 * from->n_triangles * sizeof *to->triangle);
+}
+
+static void test_decimate(vox_context *ctx) {
+  /* a sphere: the budget reached, the shape kept (vertices on the sphere,
+   * volume and area), still one closed outward sphere */
+  const int n = 40;
+  const double h = 0.5, r = 15 * h, p[2] = {r, h};
+  const double exact_v = 4.0 / 3.0 * M_PI * r * r * r, exact_a = 4 * M_PI * r * r;
+  vox_model m;
+  make_model(ctx, &m, n, h, origin, smooth_sphere, p);
+  vox_surface s = {0}, again = {0};
+  CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+  const double centre[3] = {origin[0] + 0.5 * n * h, origin[1] + 0.5 * n * h,
+                            origin[2] + 0.5 * n * h};
+  double before = max_radius_error(&s, centre, r);
+  copy_surface(&s, &again);
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 1000));
+  mesh_stats st = check_mesh("decimated sphere", &s);
+  double after = max_radius_error(&s, centre, r);
+  printf("decimated sphere: %zu -> %zu triangles, volume %.3f (exact %.3f), area %.3f "
+         "(exact %.3f), radius error %.4f mm (before %.4f)\n",
+         again.n_triangles, s.n_triangles, st.volume, exact_v, st.area, exact_a, after, before);
+  CHECK(st.closed && st.components == 1 && st.euler == 2);
+  CHECK(s.n_triangles <= 1000 && s.n_triangles >= 998);
+  CHECK_CLOSE(st.volume, exact_v, 0.02);
+  CHECK_CLOSE(st.area, exact_a, 0.02);
+  CHECK(after < 0.1 * h);
+  OUT_PATH(path, "sphere_decimated.stl");
+  CHECK_OK(ctx, vox_write_stl(ctx, path, &s, 1));
+  /* the same again (deterministic); a budget above the count: untouched */
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 1000));
+  CHECK(same_surface(&s, &again));
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 5000));
+  CHECK(same_surface(&s, &again));
+  vox_surface_free(&again);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+
+  /* a torus keeps its hole */
+  double pt[3] = {12, 4.5, 1.0};
+  make_model(ctx, &m, 40, 1.0, origin, smooth_torus, pt);
+  CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 400));
+  st = check_mesh("decimated torus", &s);
+  double torus_v = 2 * M_PI * M_PI * 12 * 4.5 * 4.5;
+  printf("decimated torus: %zu triangles, euler %lld, volume %.1f (exact %.1f)\n",
+         s.n_triangles, (long long)st.euler, st.volume, torus_v);
+  CHECK(st.closed && st.components == 1 && st.euler == 0 && s.n_triangles <= 400);
+  CHECK_CLOSE(st.volume, torus_v, 0.04);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+
+  /* random binary fields, to a budget of 4: every part down to as few
+   * triangles as the link condition allows, parts and Euler characteristic
+   * (the topology) kept */
+  vox_grid g = {.nx = 9, .ny = 8, .nz = 7, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  const int ne = 9 * 8 * 7;
+  m.density = malloc((size_t)ne * sizeof *m.density);
+  CHECK(m.density != NULL);
+  uint64_t x = 7;
+  int failed = 0;
+  for (int round = 0; round < 20; round++) {
+    for (int e = 0; e < ne; e++) {
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      m.density[e] = (x >> 62) < 2 ? 1.0 : 0.0;
+    }
+    CHECK_OK(ctx, vox_isosurface_density(ctx, &m, 0.5, &s));
+    mesh_stats a = check_mesh("random field", &s);
+    CHECK_OK(ctx, vox_surface_decimate(ctx, &s, round % 2 ? 4 : s.n_triangles / 5));
+    mesh_stats b = check_mesh("decimated random field", &s);
+    if (!b.closed || b.components != a.components || b.euler != a.euler ||
+        (int64_t)s.n_triangles < 4 * b.components)
+      failed++;
+    vox_surface_free(&s);
+  }
+  printf("decimated random fields: 20 tried, %d failed\n", failed);
+  CHECK(failed == 0);
+  vox_model_free(&m);
+
+  /* refusals: too small a budget, meshes that are not closed 2-manifolds
+   * (left as they were) */
+  vox_grid one = {.nx = 3, .ny = 3, .nz = 3, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &one));
+  for (int e = 0; e < 27; e++) m.label[e] = 1;
+  CHECK_OK(ctx, vox_isosurface_label(ctx, &m, 1, &s));
+  CHECK(vox_surface_decimate(ctx, &s, 3) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "too small"));
+  size_t nt = s.n_triangles;
+  s.n_triangles--; /* a hole */
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "not a closed 2-manifold"));
+  CHECK(s.n_triangles == nt - 1);
+  s.n_triangles++;
+  int64_t saved = s.triangle[0];
+  s.triangle[0] = s.triangle[1]; /* a degenerate triangle */
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  s.triangle[0] = (int64_t)s.n_vertices;
+  CHECK(vox_surface_decimate(ctx, &s, 10) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, "vertex index outside"));
+  s.triangle[0] = saved;
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &s, 10));
+  st = check_mesh("decimated cube", &s);
+  CHECK(st.closed && st.euler == 2 && s.n_triangles <= 10);
+  vox_surface_free(&s);
+  vox_model_free(&m);
+}
+
 static void test_failures(vox_context *ctx) {
   /* a small surface to write */
   vox_grid g = {.nx = 2, .ny = 2, .nz = 2, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
@@ -638,6 +919,9 @@ int main(int argc, char **argv) {
   test_two_and_torus(ctx);
   test_noise(ctx);
   test_labels(ctx);
+  test_every_case(ctx);
+  test_random_fields(ctx);
+  test_decimate(ctx);
   test_failures(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -377,6 +377,56 @@ static void caller_handler(void *context, const char *msg, ...) {
   caller_handler_calls++;
 }
 
+/* A .pvd of the density snapshots: one .vti per snapshot and the final
+ * design added after them, the collection naming them in order; refusals
+ * (no snapshots, a name not ending in .pvd); and a collection that cannot be
+ * written takes back the frames it wrote. */
+static void test_pvd(vox_context *ctx, const vox_model *small) {
+  vox_model m;
+  CHECK_OK(ctx, vox_model_copy(ctx, &m, small));
+  OUT_PATH(path, "history.pvd");
+  CHECK(vox_write_pvd(ctx, path, &m) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(message_has(ctx, path, "no density snapshots"));
+  const size_t ne = (size_t)vox_grid_elements(&m.grid);
+  double *rho = malloc(ne * sizeof *rho);
+  CHECK(rho != NULL);
+  if (!rho) return;
+  for (int k = 1; k <= 2; k++) {
+    for (size_t e = 0; e < ne; e++) rho[e] = 0.1 * k;
+    CHECK_OK(ctx, vox_model_add_snapshot(ctx, &m, 5 * k, rho));
+  }
+  free(rho);
+  m.history = calloc(1, sizeof *m.history);
+  CHECK(m.history != NULL);
+  m.n_history = 1;
+  m.history[0].iteration = 12; /* the final design: after the last snapshot */
+  OUT_PATH(bad_name, "history.vti");
+  CHECK(vox_write_pvd(ctx, bad_name, &m) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK_OK(ctx, vox_write_pvd(ctx, path, &m));
+  OUT_PATH(f5, "history_0005.vti");
+  OUT_PATH(f10, "history_0010.vti");
+  OUT_PATH(f12, "history_0012.vti");
+  CHECK(file_exists(f5) && file_exists(f10) && file_exists(f12));
+  char *text = read_all(path, NULL);
+  CHECK(text && strstr(text, "<VTKFile type=\"Collection\"") && !strstr(text, "AppendedData"));
+  const char *a = text ? strstr(text, "timestep=\"5\"") : NULL;
+  const char *b = a ? strstr(a, "timestep=\"10\"") : NULL;
+  const char *c = b ? strstr(b, "timestep=\"12\"") : NULL;
+  CHECK(c && strstr(c, "file=\"history_0012.vti\""));
+  free(text);
+  CHECK(unlink(f5) == 0 && unlink(f10) == 0 && unlink(f12) == 0 && unlink(path) == 0);
+
+  /* the .pvd's name taken by a folder: no frame left behind */
+  OUT_PATH(blocked, "blocked.pvd");
+  CHECK(mkdir(blocked, 0755) == 0 || errno == EEXIST);
+  CHECK(vox_write_pvd(ctx, blocked, &m) == VOX_ERR_IO);
+  OUT_PATH(b5, "blocked_0005.vti");
+  OUT_PATH(b12, "blocked_0012.vti");
+  CHECK(!file_exists(b5) && !file_exists(b12));
+  CHECK(rmdir(blocked) == 0);
+  vox_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s OUTPUT_FOLDER\n", argv[0]);
@@ -451,6 +501,7 @@ int main(int argc, char **argv) {
   test_path_is_folder(ctx, &small);
   test_invalid_models(ctx, &small);
   test_vtp_failures(ctx, &sphere);
+  test_pvd(ctx, &small);
   CHECK(count_temporaries() == 0);
   CHECK(xmlGenericError == caller_handler); /* put back after every call */
   CHECK(caller_handler_calls == 0);         /* and never called by them */

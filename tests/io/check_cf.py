@@ -28,7 +28,7 @@ def check(ok, what):
 
 UNITS = {
     "x": "mm", "y": "mm", "z": "mm", "node_x": "mm", "node_y": "mm", "node_z": "mm",
-    "density": "1", "displacement": "mm",
+    "density": "1", "displacement": "mm", "density_snapshot": "1", "snapshot_iteration": "1",
     "material_youngs_modulus": "MPa", "material_poisson_ratio": "1",
     "material_conductivity": "W mm-1 K-1", "constraint_value": "mm", "load_value": "N",
 }
@@ -54,7 +54,8 @@ def check_file(path):
 
     dims = {name: len(d) for name, d in ds.dimensions.items()}
     check(dims == {"x": 5, "y": 4, "z": 3, "node_x": 6, "node_y": 5, "node_z": 4,
-                   "component": 3, "material": 3, "constraint": 91, "load": 3, "load_case": 2},
+                   "component": 3, "material": 3, "constraint": 91, "load": 3, "load_case": 2,
+                   "snapshot": 2},
           f"dimensions {dims}")
 
     for name, var in ds.variables.items():
@@ -96,6 +97,11 @@ def check_file(path):
               f"{name} shuffle + deflate 1-4")
         check(not np.ma.is_masked(var[:]), f"{name} reads unmasked")
     check(ds["displacement"].chunking() == [1, 4, 5, 6, 3], "displacement chunk per case")
+    snap = ds["density_snapshot"]
+    check(snap.dimensions == ("snapshot", "z", "y", "x"), "density_snapshot dimensions")
+    check(snap.chunking() == [1, 3, 4, 5] and snap.filters()["zlib"], "snapshot chunk per snapshot")
+    check(list(ds["snapshot_iteration"][:]) == [1, 2], "snapshot_iteration")
+    check(np.allclose(snap[1, 2, 3, 4], (0.22 * 59) % 1.0), "density_snapshot is (z,y,x), x fastest")
 
     group = ds.groups["optimization"]
     check(len(group.dimensions["iteration"]) == 3, "iteration dimension")

@@ -77,6 +77,13 @@ static void check_same(const vox_model *a, const vox_model *b) {
   }
   CHECK(same_text(a->history_text, b->history_text));
   CHECK(same_text(a->title, b->title));
+  CHECK(a->n_snapshots == b->n_snapshots);
+  if (a->n_snapshots == b->n_snapshots && a->n_snapshots) {
+    CHECK(!memcmp(a->snapshot_iteration, b->snapshot_iteration,
+                  a->n_snapshots * sizeof *a->snapshot_iteration));
+    CHECK(!memcmp(a->snapshot_density, b->snapshot_density,
+                  a->n_snapshots * ne * sizeof *a->snapshot_density));
+  }
 }
 
 static void roundtrip(vox_context *ctx, const vox_model *model, const char *path) {

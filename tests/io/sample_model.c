@@ -65,6 +65,16 @@ vox_status sample_full_model(vox_context *ctx, vox_model *m) {
                                       .seconds = 0.01 * (i + 1)};
   m->history[2].q = NAN;
   m->history[2].cg_iterations = -1;
+  /* density snapshots of iterations 1 and 2 (--snapshot-every 1 that stopped
+   * short of the final one, so a .pvd adds the final design) */
+  double *snap = malloc((size_t)ne * sizeof *snap);
+  if (!snap) return VOX_ERR_NO_MEMORY;
+  for (int k = 1; k <= 2 && !s; k++) {
+    for (int64_t e = 0; e < ne; e++) snap[e] = fmod(0.11 * k * (double)e, 1.0);
+    s = vox_model_add_snapshot(ctx, m, k, snap);
+  }
+  free(snap);
+  if (s) return s;
   if ((s = vox_model_append_history(ctx, m, "voxfe-voxelize in.yaml -o model.nc")) ||
       (s = vox_model_append_history(ctx, m, "voxfe-optimize model.nc -o design.nc")))
     return s;

@@ -102,6 +102,12 @@ typedef struct vox_model {
   /* Text attributes carried from stage to stage. */
   char *history_text;           /* netCDF `history`: one line per program run */
   char *title;                  /* free text, may be NULL */
+
+  /* Density snapshots saved during optimization (voxfe-optimize
+   * --snapshot-every N), in the order taken; 0 / NULL when none. */
+  size_t n_snapshots;
+  int32_t *snapshot_iteration;  /* n_snapshots: the design iteration of each */
+  double *snapshot_density;     /* n_snapshots * nx*ny*nz, physical density */
 } vox_model;
 
 static inline int64_t vox_grid_elements(const vox_grid *g) { return g->nx * g->ny * g->nz; }
@@ -130,6 +136,9 @@ vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, 
                               int load_case, double value);
 /* Sets the number of load cases, naming the new ones "case<N>". */
 vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n);
+/* Appends a copy of `density` (nx*ny*nz) as the snapshot of `iteration`. */
+vox_status vox_model_add_snapshot(vox_context *ctx, vox_model *model, int32_t iteration,
+                                  const double *density);
 /* Appends one line ("<time> <text>") to history_text. */
 vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const char *line);
 

@@ -36,6 +36,8 @@ typedef struct vox_optimizer_options {
   double change_tolerance;     /* stop when max |d rho| <= this ... */
   double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
   vox_solver_options solver;
+  int snapshot_every;          /* > 0: the physical density of every N-th iteration is kept
+                                  in the model (vox_model_add_snapshot); 0: none */
 } vox_optimizer_options;
 
 typedef enum vox_stop_reason {

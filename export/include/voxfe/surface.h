@@ -2,13 +2,17 @@
  *
  * An isosurface treats a voxel field (the density, or a label as 1 where it
  * is and 0 elsewhere) as values at the voxel centres, on the grid padded by
- * one layer of 0 all around, and extracts the level set with marching
- * tetrahedra on the Freudenthal (Kuhn) split of each cube of the centres into
- * six tetrahedra. The mesh is indexed (a vertex is shared by all triangles
- * that meet there), closed, 2-manifold, free of degenerate triangles, and
- * every triangle is ordered so that its right-hand normal points from the
- * inside (value >= threshold) to the outside (value < threshold). It is the
- * same whatever the number of threads.
+ * one layer of 0 all around, and extracts the level set with marching cubes
+ * on the cubes of the centres, with a case table derived from one rule per
+ * cube face (export/cube_cases.h): on a face whose inside corners lie on one
+ * diagonal, each inside corner is cut off on its own. The inside voxels are
+ * therefore joined through faces only (6-connected), the outside ones
+ * through faces and edges (18-connected). The mesh is indexed (a vertex is
+ * shared by all triangles that meet there), closed, 2-manifold, free of
+ * degenerate triangles, and every triangle is ordered so that its
+ * right-hand normal points from the inside (value >= threshold) to the
+ * outside (value < threshold). It is the same whatever the number of
+ * threads.
  *
  * Coordinates are physical, in mm: a voxel centre (i, j, k) is at
  * origin + (i + 0.5, j + 0.5, k + 0.5) * voxel_size. The surface lies between
@@ -57,6 +61,20 @@ vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int la
  * voxel steps away while keeping the enclosed volume nearly unchanged;
  * the connectivity is not touched, so a closed mesh stays closed. */
 vox_status vox_surface_smooth(vox_context *ctx, vox_surface *surface, int iterations);
+
+/* Decimation to at most `target_triangles` triangles (>= 4) by quadric
+ * error edge collapses (export/decimate.c): each collapse keeps the mesh a
+ * closed, oriented 2-manifold of the same topology (the link condition), and
+ * refuses to flip a triangle or to make a sliver, so the result is
+ * watertight, outward and free of degenerate triangles like the input. It
+ * stops earlier, above the budget, when no edge may collapse any more (a
+ * part is at least a tetrahedron: 4 triangles). A surface within the budget
+ * is left as it is. The surface must be closed and 2-manifold (every edge
+ * shared by two triangles with opposite orientations, one fan of triangles
+ * around every vertex), as the isosurfaces here are: other meshes fail with
+ * VOX_ERR_INVALID_ARGUMENT and are left untouched. Single-threaded and
+ * deterministic; vertices keep their order, less the removed ones. */
+vox_status vox_surface_decimate(vox_context *ctx, vox_surface *surface, size_t target_triangles);
 
 /* Writes the surface as STL, binary (`binary` non-zero: an 80-byte header,
  * a uint32 triangle count, then 50 bytes per triangle, little-endian) or

@@ -60,6 +60,19 @@ vox_status vox_write_vti(vox_context *ctx, const char *path, const vox_model *mo
 vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *model,
                          double threshold);
 
+/* A collection (.pvd) of the density snapshots that voxfe-optimize saved
+ * (model->n_snapshots, --snapshot-every N), for ParaView's time controls:
+ * one ImageData per snapshot beside `path`, named <stem>_<iteration>.vti
+ * (iteration zero-padded to 4 digits; <stem> is `path` less ".pvd"), with
+ * the .vti's fields except the displacements (which belong to the final
+ * design only) and the snapshot's density; the collection's timestep is the
+ * design iteration. When the final design (model->density, after the last
+ * history row) is not the last snapshot, it is added as the last frame.
+ * Fails (VOX_ERR_INVALID_ARGUMENT) without snapshots or with a path not
+ * ending in .pvd. Each file is written atomically, the .pvd last; on failure
+ * the .vti files written by this call are removed again. */
+vox_status vox_write_pvd(vox_context *ctx, const char *path, const vox_model *model);
+
 /* PolyData (.vtp) of a triangle surface (see surface.h): Float64 points (mm),
  * the triangles as polys (Int64 connectivity and offsets), point data
  * `normals` (Float32 x 3, the active Normals): area-weighted vertex normals,
