@@ -1,0 +1,271 @@
+/* Makes a mesh ready for the fill on one grid: vertices to the grid's
+ * fixed-point lattice, welded there (the same point is the same vertex, so
+ * the edges of neighbouring triangles meet exactly), degenerate triangles
+ * and repeats dropped, the edges counted for the closedness check, the
+ * corners of each triangle put in canonical order. All of it is independent
+ * of the order and orientation of the triangles. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh_prepared.h"
+#include "mesh_raycast.h"
+
+static vox_status out_of_memory(vox_context *ctx) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory preparing the mesh");
+}
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+static uint64_t table_size(int64_t n) {
+  uint64_t size = 1024;
+  while (size < 2 * (uint64_t)n) size *= 2;
+  return size;
+}
+
+#define EMPTY UINT32_MAX
+
+/* Welds the vertices the triangles use by their fixed-point coordinates:
+ * remap[v] is the new index of input vertex v. */
+static vox_status weld(vox_context *ctx, const int64_t *fixed_in, int64_t nv, int64_t *fixed_out,
+                       int64_t *n_out, uint32_t *remap) {
+  uint64_t size = table_size(nv), mask = size - 1;
+  uint32_t *slot = malloc(size * sizeof *slot);
+  if (!slot) return out_of_memory(ctx);
+  memset(slot, 0xff, size * sizeof *slot);
+  int64_t n = 0;
+  for (int64_t v = 0; v < nv; v++) {
+    const int64_t *p = &fixed_in[3 * v];
+    uint64_t h = mix((uint64_t)p[0] * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)p[1]) ^
+                     mix((uint64_t)p[2] + 0x632be59bd9b4e019ULL));
+    for (;; h++) {
+      uint32_t s = slot[h & mask];
+      if (s == EMPTY) {
+        slot[h & mask] = (uint32_t)n;
+        memcpy(&fixed_out[3 * n], p, 3 * sizeof *p);
+        remap[v] = (uint32_t)n++;
+        break;
+      }
+      if (!memcmp(&fixed_out[3 * (int64_t)s], p, 3 * sizeof *p)) {
+        remap[v] = s;
+        break;
+      }
+    }
+  }
+  free(slot);
+  *n_out = n;
+  return VOX_OK;
+}
+
+/* One group of triangles on the same three vertices. */
+typedef struct triangle_group {
+  uint32_t key[3];  /* sorted vertex indices; key[0] == EMPTY: free slot */
+  int64_t first;    /* the first triangle of the group */
+  int64_t count[2]; /* by orientation: even and odd permutation of the key */
+} triangle_group;
+
+/* Drops triangles with a repeated corner (degenerate after welding) and
+ * repeats: of the copies of one triangle, pairs of opposite orientation
+ * cancel (the shared face of two solids exported together, which parity
+ * counts twice anyway) and the rest count once (a face exported twice). The
+ * kept triangles, canonical order, go to `out`. */
+static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint32_t *in,
+                                  int64_t nt) {
+  uint64_t size = table_size(nt), mask = size - 1;
+  triangle_group *group = malloc(size * sizeof *group);
+  if (!group) return out_of_memory(ctx);
+  for (uint64_t i = 0; i < size; i++) group[i].key[0] = EMPTY;
+  int64_t degenerate = 0;
+  for (int64_t t = 0; t < nt; t++) {
+    uint32_t k[3] = {in[3 * t], in[3 * t + 1], in[3 * t + 2]};
+    if (k[0] == k[1] || k[1] == k[2] || k[0] == k[2]) {
+      degenerate++;
+      continue;
+    }
+    /* sort, counting swaps: the parity of the permutation is the orientation */
+    int odd = 0;
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2 - i; j++)
+        if (k[j] > k[j + 1]) {
+          uint32_t tmp = k[j];
+          k[j] = k[j + 1];
+          k[j + 1] = tmp;
+          odd ^= 1;
+        }
+    uint64_t h = mix(((uint64_t)k[0] << 32 | k[1]) ^ mix(k[2]));
+    for (;; h++) {
+      triangle_group *g = &group[h & mask];
+      if (g->key[0] == EMPTY) {
+        memcpy(g->key, k, sizeof k);
+        g->first = t;
+        g->count[0] = g->count[1] = 0;
+        g->count[odd] = 1;
+        break;
+      }
+      if (!memcmp(g->key, k, sizeof k)) {
+        g->count[odd]++;
+        break;
+      }
+    }
+  }
+  /* Kept triangles in the order of their first copy in the input, so that
+   * the output does not depend on the hash table's layout. */
+  uint8_t *keep = calloc((size_t)nt, 1);
+  if (!keep) {
+    free(group);
+    return out_of_memory(ctx);
+  }
+  int64_t kept = 0;
+  for (uint64_t i = 0; i < size; i++) {
+    const triangle_group *g = &group[i];
+    if (g->key[0] == EMPTY) continue;
+    if (g->count[0] != g->count[1]) {
+      keep[g->first] = 1;
+      kept++;
+    }
+  }
+  m->triangle = malloc((size_t)(kept ? kept : 1) * 3 * sizeof *m->triangle);
+  if (!m->triangle) {
+    free(keep);
+    free(group);
+    return out_of_memory(ctx);
+  }
+  for (int64_t t = 0; t < nt; t++) {
+    if (!keep[t]) continue;
+    uint32_t *o = &m->triangle[3 * m->n_triangles++];
+    memcpy(o, &in[3 * t], 3 * sizeof *o);
+    /* canonical corner order: lexicographic by coordinates */
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2 - i; j++)
+        if (raycast_less(&m->fixed[3 * (int64_t)o[j + 1]], &m->fixed[3 * (int64_t)o[j]])) {
+          uint32_t tmp = o[j];
+          o[j] = o[j + 1];
+          o[j + 1] = tmp;
+        }
+  }
+  m->degenerate = degenerate;
+  m->duplicates = nt - degenerate - kept;
+  free(keep);
+  free(group);
+  return VOX_OK;
+}
+
+/* Edges with an odd number of triangles: 0 for a closed surface (every edge
+ * shared by two triangles, or by four where two solids touch). */
+static vox_status count_open_edges(vox_context *ctx, mesh_prepared *m) {
+  uint64_t size = table_size(3 * m->n_triangles), mask = size - 1;
+  uint64_t *key = malloc(size * sizeof *key);
+  uint8_t *odd = calloc(size, 1);
+  if (!key || !odd) {
+    free(key);
+    free(odd);
+    return out_of_memory(ctx);
+  }
+  memset(key, 0xff, size * sizeof *key);
+  for (int64_t t = 0; t < m->n_triangles; t++) {
+    const uint32_t *v = &m->triangle[3 * t];
+    for (int e = 0; e < 3; e++) {
+      uint32_t p = v[e], q = v[(e + 1) % 3];
+      uint64_t k = p < q ? (uint64_t)p << 32 | q : (uint64_t)q << 32 | p;
+      for (uint64_t h = mix(k);; h++) {
+        uint64_t *s = &key[h & mask];
+        if (*s == UINT64_MAX) *s = k;
+        if (*s == k) {
+          odd[h & mask] ^= 1;
+          break;
+        }
+      }
+    }
+  }
+  int64_t open = 0;
+  for (uint64_t i = 0; i < size; i++) open += odd[i];
+  m->open_edges = open;
+  free(key);
+  free(odd);
+  return VOX_OK;
+}
+
+vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
+                        mesh_prepared *out) {
+  memset(out, 0, sizeof *out);
+  const int64_t nv = mesh->n_vertices, nt = mesh->n_triangles;
+  if (nt <= 0 || nv <= 0 || !mesh->vertex || !mesh->triangle)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the mesh has no triangle");
+  for (int64_t i = 0; i < 3 * nt; i++)
+    if ((int64_t)mesh->triangle[i] >= nv)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "triangle %lld refers to vertex %u of %lld",
+                       (long long)(i / 3), mesh->triangle[i], (long long)nv);
+  const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
+  /* The lattice: the finest 2^-K voxel (K <= 20) at which every coordinate,
+   * of the mesh and of the grid's far corner, stays within 2^29. */
+  double reach = 0;
+  for (int a = 0; a < 3; a++) {
+    if (!(grid->voxel_size[a] > 0) || !isfinite(grid->origin[a]) || n[a] < 1)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the grid is empty");
+    reach = fmax(reach, (double)n[a]);
+  }
+  for (int64_t v = 0; v < nv; v++)
+    for (int a = 0; a < 3; a++) {
+      double u = fabs((mesh->vertex[3 * v + a] - grid->origin[a]) / grid->voxel_size[a]);
+      if (!(u <= 1e300))
+        return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vertex %lld is not finite",
+                         (long long)v);
+      reach = fmax(reach, u);
+    }
+  int bits = 20;
+  while (bits >= 1 && (reach + 1) * ldexp(1, bits) > (double)RAYCAST_FIXED_LIMIT) bits--;
+  if (bits < 1)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "the mesh reaches %.3g voxels from the grid's origin, more than 2^28: "
+                     "wrong units, or a stray vertex",
+                     reach);
+  out->bits = bits;
+  memcpy(out->n, n, sizeof out->n);
+
+  int64_t *fixed = malloc((size_t)nv * 3 * sizeof *fixed);
+  uint32_t *remap = malloc((size_t)nv * sizeof *remap);
+  uint32_t *tri = malloc((size_t)nt * 3 * sizeof *tri);
+  out->fixed = malloc((size_t)nv * 3 * sizeof *out->fixed);
+  vox_status status = VOX_OK;
+  if (!fixed || !remap || !tri || !out->fixed) {
+    status = out_of_memory(ctx);
+    goto done;
+  }
+  const double scale = ldexp(1, bits);
+#pragma omp parallel for schedule(static)
+  for (int64_t v = 0; v < nv; v++)
+    for (int a = 0; a < 3; a++)
+      fixed[3 * v + a] =
+          llrint((mesh->vertex[3 * v + a] - grid->origin[a]) / grid->voxel_size[a] * scale);
+  if ((status = weld(ctx, fixed, nv, out->fixed, &out->n_vertices, remap))) goto done;
+  for (int64_t i = 0; i < 3 * nt; i++) tri[i] = remap[mesh->triangle[i]];
+  if ((status = clean_triangles(ctx, out, tri, nt))) goto done;
+  status = count_open_edges(ctx, out);
+done:
+  free(fixed);
+  free(remap);
+  free(tri);
+  if (status) mesh_prepared_free(out);
+  return status;
+}
+
+void mesh_prepared_free(mesh_prepared *m) {
+  free(m->fixed);
+  free(m->triangle);
+  memset(m, 0, sizeof *m);
+}
+
+int mesh_parity_axis(const int64_t n[3]) {
+  int64_t rays[3] = {n[1] * n[2], n[2] * n[0], n[0] * n[1]};
+  int best = 2;
+  for (int a = 1; a >= 0; a--)
+    if (rays[a] < rays[best]) best = a;
+  return best;
+}
