@@ -68,14 +68,12 @@ static vox_status weld(vox_context *ctx, const int64_t *fixed_in, int64_t nv, in
 typedef struct triangle_group {
   uint32_t key[3];  /* sorted vertex indices; key[0] == EMPTY: free slot */
   int64_t first;    /* the first triangle of the group */
-  int64_t count[2]; /* by orientation: even and odd permutation of the key */
 } triangle_group;
 
 /* Drops triangles with a repeated corner (degenerate after welding) and
- * repeats: of the copies of one triangle, pairs of opposite orientation
- * cancel (the shared face of two solids exported together, which parity
- * counts twice anyway) and the rest count once (a face exported twice). The
- * kept triangles, canonical order, go to `out`. */
+ * repeats: the copies of one triangle, in either orientation, count once (a
+ * face exported twice would otherwise cancel itself out of the parity). The
+ * kept triangles, corners in canonical order, go to `m`. */
 static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint32_t *in,
                                   int64_t nt) {
   uint64_t size = table_size(nt), mask = size - 1;
@@ -89,15 +87,12 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
       degenerate++;
       continue;
     }
-    /* sort, counting swaps: the parity of the permutation is the orientation */
-    int odd = 0;
     for (int i = 0; i < 2; i++)
       for (int j = 0; j < 2 - i; j++)
         if (k[j] > k[j + 1]) {
           uint32_t tmp = k[j];
           k[j] = k[j + 1];
           k[j + 1] = tmp;
-          odd ^= 1;
         }
     uint64_t h = mix(((uint64_t)k[0] << 32 | k[1]) ^ mix(k[2]));
     for (;; h++) {
@@ -105,14 +100,9 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
       if (g->key[0] == EMPTY) {
         memcpy(g->key, k, sizeof k);
         g->first = t;
-        g->count[0] = g->count[1] = 0;
-        g->count[odd] = 1;
         break;
       }
-      if (!memcmp(g->key, k, sizeof k)) {
-        g->count[odd]++;
-        break;
-      }
+      if (!memcmp(g->key, k, sizeof k)) break;
     }
   }
   /* Kept triangles in the order of their first copy in the input, so that
@@ -126,10 +116,8 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
   for (uint64_t i = 0; i < size; i++) {
     const triangle_group *g = &group[i];
     if (g->key[0] == EMPTY) continue;
-    if (g->count[0] != g->count[1]) {
-      keep[g->first] = 1;
-      kept++;
-    }
+    keep[g->first] = 1;
+    kept++;
   }
   m->triangle = malloc((size_t)(kept ? kept : 1) * 3 * sizeof *m->triangle);
   if (!m->triangle) {

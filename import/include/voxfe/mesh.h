@@ -60,8 +60,8 @@ typedef struct vox_mesh_fill_info {
   vox_device device;           /* CPU or CUDA: where it ran */
   int64_t triangles;           /* used, after cleaning */
   int64_t degenerate;          /* dropped: two corners on one vertex */
-  int64_t duplicates;          /* dropped: repeats of a triangle (and pairs of
-                                  opposite copies, which cancel) */
+  int64_t duplicates;          /* dropped: repeats of a triangle, in either
+                                  orientation */
   int64_t open_edges;          /* edges with an odd number of triangles */
   int64_t inside;              /* voxels marked */
   int fixed_point_bits;        /* K: vertices on a lattice of 2^-K voxel */
