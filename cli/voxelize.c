@@ -275,7 +275,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.voxel_size = {NAN, NAN, NAN}, .padding = 1};
+  settings s = {.voxel_size = {NAN, NAN, NAN}};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
   const source *src = pick_source(&s);

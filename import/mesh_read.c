@@ -18,14 +18,31 @@
  * - PreTransformVertices: the node transforms (OBJ groups, 3MF build items,
  *   glTF scenes) put into the coordinates, as the part was drawn;
  * - Triangulate: quads and polygons (OBJ, PLY, OFF) become triangles;
+ * - SortByPType: points and lines in meshes of their own, skipped below;
  * - DropNormals + JoinIdenticalVertices: the STL soup (three vertices per
  *   triangle) welded into shared vertices; without dropping the facet normals
  *   first, vertices of different facets would differ by their normals and
- *   never join;
- * - SortByPType: points and lines in meshes of their own, skipped below. */
+ *   never join. The join runs after the check for coordinates that are not
+ *   finite: it would merge a NaN vertex into another one. */
 static const unsigned int import_flags = aiProcess_PreTransformVertices | aiProcess_Triangulate |
-                                         aiProcess_DropNormals | aiProcess_JoinIdenticalVertices |
-                                         aiProcess_SortByPType;
+                                         aiProcess_DropNormals | aiProcess_SortByPType;
+static const unsigned int join_flags = aiProcess_JoinIdenticalVertices;
+
+/* The first vertex with a coordinate that is not finite, as a message. */
+static vox_status check_finite(vox_context *ctx, const char *path, const struct aiScene *scene) {
+  for (unsigned m = 0; m < scene->mNumMeshes; m++) {
+    const struct aiMesh *am = scene->mMeshes[m];
+    for (unsigned v = 0; v < am->mNumVertices; v++) {
+      const double p[3] = {am->mVertices[v].x, am->mVertices[v].y, am->mVertices[v].z};
+      if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2]))
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "%s: vertex %u of mesh %u has a coordinate that is not a finite "
+                         "number (%g, %g, %g)",
+                         path, v, m, p[0], p[1], p[2]);
+    }
+  }
+  return VOX_OK;
+}
 
 /* assimp's messages end with a newline or a period now and then; the
  * programs print one line. */
@@ -50,6 +67,12 @@ vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
   fclose(probe);
 
   const struct aiScene *scene = aiImportFile(path, import_flags);
+  vox_status status = VOX_OK;
+  if (scene && (status = check_finite(ctx, path, scene))) {
+    aiReleaseImport(scene);
+    return status;
+  }
+  if (scene) scene = aiApplyPostProcessing(scene, join_flags);
   if (!scene) {
     char why[512];
     snprintf(why, sizeof why, "%s", aiGetErrorString());
@@ -65,7 +88,6 @@ vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
     nv += am->mNumVertices;
     nt += am->mNumFaces;
   }
-  vox_status status = VOX_OK;
   if (nt == 0 || nv == 0) {
     status = vox_error(ctx, VOX_ERR_FORMAT, "%s: holds no triangle", path);
     goto done;
@@ -87,13 +109,6 @@ vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
     uint32_t base = (uint32_t)mesh->n_vertices;
     for (unsigned v = 0; v < am->mNumVertices; v++) {
       const double p[3] = {am->mVertices[v].x, am->mVertices[v].y, am->mVertices[v].z};
-      if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2])) {
-        status = vox_error(ctx, VOX_ERR_FORMAT,
-                           "%s: vertex %lld has a coordinate that is not a finite number "
-                           "(%g, %g, %g)",
-                           path, (long long)mesh->n_vertices, p[0], p[1], p[2]);
-        goto done;
-      }
       memcpy(&mesh->vertex[3 * mesh->n_vertices++], p, sizeof p);
     }
     for (unsigned f = 0; f < am->mNumFaces; f++) {
