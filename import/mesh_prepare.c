@@ -64,72 +64,97 @@ static vox_status weld(vox_context *ctx, const int64_t *fixed_in, int64_t nv, in
   return VOX_OK;
 }
 
-/* One group of triangles on the same three vertices. */
-typedef struct triangle_group {
-  uint32_t key[3];  /* sorted vertex indices; key[0] == EMPTY: free slot */
-  int64_t first;    /* the first triangle of the group */
-} triangle_group;
+/* Buckets items by a vertex (counting sort): start[v]..start[v + 1] index
+ * `item` for vertex v, in the order the items come. */
+typedef struct buckets {
+  int64_t *start; /* n_vertices + 1 */
+  uint32_t *item;
+} buckets;
+
+static void buckets_free(buckets *b) {
+  free(b->start);
+  free(b->item);
+}
+
+/* Sorts three indices; returns them in k. */
+static void sort3(uint32_t k[3]) {
+  if (k[0] > k[1]) { uint32_t t = k[0]; k[0] = k[1]; k[1] = t; }
+  if (k[1] > k[2]) { uint32_t t = k[1]; k[1] = k[2]; k[2] = t; }
+  if (k[0] > k[1]) { uint32_t t = k[0]; k[0] = k[1]; k[1] = t; }
+}
 
 /* Drops triangles with a repeated corner (degenerate after welding) and
  * repeats: the copies of one triangle, in either orientation, count once (a
- * face exported twice would otherwise cancel itself out of the parity). The
- * kept triangles, corners in canonical order, go to `m`. */
+ * face exported twice would otherwise cancel itself out of the parity); the
+ * first copy in the input stays. Copies share their smallest vertex, so each
+ * vertex compares the few triangles bucketed under it, in parallel. The kept
+ * triangles, corners in canonical order, go to `m`. */
 static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint32_t *in,
                                   int64_t nt) {
-  uint64_t size = table_size(nt), mask = size - 1;
-  triangle_group *group = malloc(size * sizeof *group);
-  if (!group) return out_of_memory(ctx);
-  for (uint64_t i = 0; i < size; i++) group[i].key[0] = EMPTY;
+  const int64_t nv = m->n_vertices;
+  buckets b = {calloc((size_t)nv + 1, sizeof *b.start), malloc((size_t)nt * sizeof *b.item)};
+  uint8_t *keep = calloc((size_t)nt, 1);
+  if (!b.start || !b.item || !keep) {
+    buckets_free(&b);
+    free(keep);
+    return out_of_memory(ctx);
+  }
   int64_t degenerate = 0;
   for (int64_t t = 0; t < nt; t++) {
-    uint32_t k[3] = {in[3 * t], in[3 * t + 1], in[3 * t + 2]};
+    const uint32_t *k = &in[3 * t];
     if (k[0] == k[1] || k[1] == k[2] || k[0] == k[2]) {
       degenerate++;
       continue;
     }
-    for (int i = 0; i < 2; i++)
-      for (int j = 0; j < 2 - i; j++)
-        if (k[j] > k[j + 1]) {
-          uint32_t tmp = k[j];
-          k[j] = k[j + 1];
-          k[j + 1] = tmp;
-        }
-    uint64_t h = mix(((uint64_t)k[0] << 32 | k[1]) ^ mix(k[2]));
-    for (;; h++) {
-      triangle_group *g = &group[h & mask];
-      if (g->key[0] == EMPTY) {
-        memcpy(g->key, k, sizeof k);
-        g->first = t;
-        break;
-      }
-      if (!memcmp(g->key, k, sizeof k)) break;
-    }
+    uint32_t low = k[0] < k[1] ? (k[0] < k[2] ? k[0] : k[2]) : (k[1] < k[2] ? k[1] : k[2]);
+    b.start[low + 1]++;
+    keep[t] = 1;
   }
-  /* Kept triangles in the order of their first copy in the input, so that
-   * the output does not depend on the hash table's layout. */
-  uint8_t *keep = calloc((size_t)nt, 1);
-  if (!keep) {
-    free(group);
+  for (int64_t v = 0; v < nv; v++) b.start[v + 1] += b.start[v];
+  int64_t *fill = malloc((size_t)nv * sizeof *fill);
+  if (!fill) {
+    buckets_free(&b);
+    free(keep);
     return out_of_memory(ctx);
   }
-  int64_t kept = 0;
-  for (uint64_t i = 0; i < size; i++) {
-    const triangle_group *g = &group[i];
-    if (g->key[0] == EMPTY) continue;
-    keep[g->first] = 1;
-    kept++;
+  memcpy(fill, b.start, (size_t)nv * sizeof *fill);
+  for (int64_t t = 0; t < nt; t++) {
+    if (!keep[t]) continue;
+    const uint32_t *k = &in[3 * t];
+    uint32_t low = k[0] < k[1] ? (k[0] < k[2] ? k[0] : k[2]) : (k[1] < k[2] ? k[1] : k[2]);
+    b.item[fill[low]++] = (uint32_t)t;
   }
+  free(fill);
+#pragma omp parallel for schedule(dynamic, 4096)
+  for (int64_t v = 0; v < nv; v++)
+    for (int64_t i = b.start[v] + 1; i < b.start[v + 1]; i++) {
+      uint32_t ki[3];
+      memcpy(ki, &in[3 * (int64_t)b.item[i]], sizeof ki);
+      sort3(ki);
+      for (int64_t j = b.start[v]; j < i; j++) {
+        uint32_t kj[3];
+        memcpy(kj, &in[3 * (int64_t)b.item[j]], sizeof kj);
+        sort3(kj);
+        if (!memcmp(ki, kj, sizeof ki)) {
+          keep[b.item[i]] = 0; /* items are in input order: j came first */
+          break;
+        }
+      }
+    }
+  buckets_free(&b);
+  int64_t kept = 0;
+  for (int64_t t = 0; t < nt; t++) kept += keep[t];
   m->triangle = malloc((size_t)(kept ? kept : 1) * 3 * sizeof *m->triangle);
   if (!m->triangle) {
     free(keep);
-    free(group);
     return out_of_memory(ctx);
   }
-  for (int64_t t = 0; t < nt; t++) {
-    if (!keep[t]) continue;
-    uint32_t *o = &m->triangle[3 * m->n_triangles++];
-    memcpy(o, &in[3 * t], 3 * sizeof *o);
-    /* canonical corner order: lexicographic by coordinates */
+  for (int64_t t = 0; t < nt; t++)
+    if (keep[t]) memcpy(&m->triangle[3 * m->n_triangles++], &in[3 * t], 3 * sizeof(uint32_t));
+  /* canonical corner order: lexicographic by coordinates */
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < kept; t++) {
+    uint32_t *o = &m->triangle[3 * t];
     for (int i = 0; i < 2; i++)
       for (int j = 0; j < 2 - i; j++)
         if (raycast_less(&m->fixed[3 * (int64_t)o[j + 1]], &m->fixed[3 * (int64_t)o[j]])) {
@@ -141,42 +166,52 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
   m->degenerate = degenerate;
   m->duplicates = nt - degenerate - kept;
   free(keep);
-  free(group);
   return VOX_OK;
 }
 
 /* Edges with an odd number of triangles: 0 for a closed surface (every edge
- * shared by two triangles, or by four where two solids touch). */
+ * shared by two triangles, or by four where two solids touch). Each edge is
+ * bucketed under its smaller vertex; each vertex counts its few edges. */
 static vox_status count_open_edges(vox_context *ctx, mesh_prepared *m) {
-  uint64_t size = table_size(3 * m->n_triangles), mask = size - 1;
-  uint64_t *key = malloc(size * sizeof *key);
-  uint8_t *odd = calloc(size, 1);
-  if (!key || !odd) {
-    free(key);
-    free(odd);
+  const int64_t nv = m->n_vertices, ne = 3 * m->n_triangles;
+  buckets b = {calloc((size_t)nv + 1, sizeof *b.start), malloc((size_t)ne * sizeof *b.item)};
+  int64_t *fill = malloc((size_t)nv * sizeof *fill);
+  if (!b.start || !b.item || !fill) {
+    buckets_free(&b);
+    free(fill);
     return out_of_memory(ctx);
   }
-  memset(key, 0xff, size * sizeof *key);
-  for (int64_t t = 0; t < m->n_triangles; t++) {
-    const uint32_t *v = &m->triangle[3 * t];
-    for (int e = 0; e < 3; e++) {
-      uint32_t p = v[e], q = v[(e + 1) % 3];
-      uint64_t k = p < q ? (uint64_t)p << 32 | q : (uint64_t)q << 32 | p;
-      for (uint64_t h = mix(k);; h++) {
-        uint64_t *s = &key[h & mask];
-        if (*s == UINT64_MAX) *s = k;
-        if (*s == k) {
-          odd[h & mask] ^= 1;
-          break;
-        }
+  for (int64_t e = 0; e < ne; e++) {
+    uint32_t p = m->triangle[e], q = m->triangle[e % 3 == 2 ? e - 2 : e + 1];
+    b.start[(p < q ? p : q) + 1]++;
+  }
+  for (int64_t v = 0; v < nv; v++) b.start[v + 1] += b.start[v];
+  memcpy(fill, b.start, (size_t)nv * sizeof *fill);
+  for (int64_t e = 0; e < ne; e++) {
+    uint32_t p = m->triangle[e], q = m->triangle[e % 3 == 2 ? e - 2 : e + 1];
+    b.item[fill[p < q ? p : q]++] = p < q ? q : p;
+  }
+  free(fill);
+  int64_t open = 0;
+#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : open)
+  for (int64_t v = 0; v < nv; v++) {
+    uint32_t *q = &b.item[b.start[v]];
+    int64_t n = b.start[v + 1] - b.start[v];
+    for (int64_t i = 1; i < n; i++) /* insertion sort: a vertex has a few edges */
+      for (int64_t j = i; j > 0 && q[j - 1] > q[j]; j--) {
+        uint32_t t = q[j];
+        q[j] = q[j - 1];
+        q[j - 1] = t;
       }
+    for (int64_t i = 0; i < n;) {
+      int64_t j = i;
+      while (j < n && q[j] == q[i]) j++;
+      open += (j - i) & 1;
+      i = j;
     }
   }
-  int64_t open = 0;
-  for (uint64_t i = 0; i < size; i++) open += odd[i];
+  buckets_free(&b);
   m->open_edges = open;
-  free(key);
-  free(odd);
   return VOX_OK;
 }
 
@@ -199,14 +234,15 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the grid is empty");
     reach = fmax(reach, (double)n[a]);
   }
+  int finite = 1;
+#pragma omp parallel for schedule(static) reduction(max : reach) reduction(&& : finite)
   for (int64_t v = 0; v < nv; v++)
     for (int a = 0; a < 3; a++) {
       double u = fabs((mesh->vertex[3 * v + a] - grid->origin[a]) / grid->voxel_size[a]);
-      if (!(u <= 1e300))
-        return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vertex %lld is not finite",
-                         (long long)v);
-      reach = fmax(reach, u);
+      finite = finite && u <= 1e300;
+      reach = u > reach ? u : reach;
     }
+  if (!finite) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "a vertex is not finite");
   int bits = 20;
   while (bits >= 1 && (reach + 1) * ldexp(1, bits) > (double)RAYCAST_FIXED_LIMIT) bits--;
   if (bits < 1)
