@@ -1,5 +1,5 @@
 /* The mesh fill benchmark (bench/mesh-vs-vtk.sh, docs/benchmarks.md): a
- * rippled ball of about T triangles, written as a binary STL, read back
+ * rippled ball of about T triangles (tests/mesh/mesh_shapes.h), written as a binary STL, read back
  * through assimp and filled into an N^3-ish grid (N voxels along the longest
  * side) on the CPU or the GPU. Prints the times, sizes and counts, and writes
  * the grid (for VTK) and the voxels (for the comparison).
@@ -14,55 +14,13 @@
 
 #include <omp.h>
 
+#include "../tests/mesh/mesh_shapes.h"
 #include "voxfe/mesh.h"
 
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A ball of radius 40 mm whose surface ripples by up to 8 mm (12 x 9
- * bumps): saddles, several crossings per column, no symmetry the grid could
- * line up with, and a bounding box close to a cube. u x v quads of longitude
- * and latitude, two triangles each, as a triangle soup (binary STL); the
- * triangles at the poles are degenerate, as in many exports. */
-static int write_ball(const char *path, long triangles) {
-  int v = (int)sqrt(triangles / 2.0 / 2.0), u = (int)(triangles / 2.0 / v);
-  const double pi = 3.14159265358979323846;
-  float *p = malloc((size_t)u * (v + 1) * 3 * sizeof *p);
-  if (!p) return -1;
-  for (int i = 0; i < u; i++)
-    for (int j = 0; j <= v; j++) {
-      double a = 2 * pi * i / u, b = pi * j / v - pi / 2;
-      double rr = 40 + 8 * sin(12 * a) * sin(9 * b) * cos(b);
-      float *q = &p[3 * ((size_t)i * (v + 1) + j)];
-      q[0] = (float)(rr * cos(b) * cos(a) + 0.123);
-      q[1] = (float)(rr * cos(b) * sin(a) - 0.456);
-      q[2] = (float)(rr * sin(b) + 0.789);
-    }
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  char header[80] = "rippled ball (bench_mesh_fill)";
-  uint32_t n = (uint32_t)(2 * u * v);
-  fwrite(header, 1, 80, f);
-  fwrite(&n, 4, 1, f);
-  for (int i = 0; i < u; i++)
-    for (int j = 0; j < v; j++) {
-      int i1 = (i + 1) % u, j1 = j + 1;
-      size_t c[4] = {(size_t)i * (v + 1) + j, (size_t)i1 * (v + 1) + j,
-                     (size_t)i1 * (v + 1) + j1, (size_t)i * (v + 1) + j1};
-      size_t tri[2][3] = {{c[0], c[1], c[2]}, {c[0], c[2], c[3]}};
-      for (int t = 0; t < 2; t++) {
-        float rec[12] = {0};
-        for (int k = 0; k < 3; k++) memcpy(&rec[3 + 3 * k], &p[3 * tri[t][k]], 3 * sizeof(float));
-        uint16_t attr = 0;
-        fwrite(rec, 4, 12, f);
-        fwrite(&attr, 2, 1, f);
-      }
-    }
-  free(p);
-  return fclose(f);
 }
 
 int main(int argc, char **argv) {
@@ -80,7 +38,11 @@ int main(int argc, char **argv) {
   vox_context *ctx;
   if (vox_context_create(&ctx)) return 1;
   snprintf(path, sizeof path, "%s.stl", argv[5]);
-  if (write_ball(path, triangles)) return 1;
+  vox_mesh ball;
+  shape_rippled_ball(&ball, triangles);
+  /* a triangle soup, as CAD tools write STL */
+  if (shape_write_stl_binary(&ball, path, "rippled ball (bench_mesh_fill)")) return 1;
+  vox_mesh_free(&ball);
 
   double t0 = now();
   vox_mesh mesh;
@@ -119,6 +81,21 @@ int main(int argc, char **argv) {
          "(+ count); %lld voxels inside, open edges %lld\n",
          t_read, best_total, best.seconds_prepare, best.seconds_fill, (long long)best.inside,
          (long long)best.open_edges);
+  if (best.device == VOX_DEVICE_CUDA) {
+    printf("voxfe: GPU kernels %.4f s; transfers and set-up %.4f s\n", best.seconds_device,
+           best.seconds_fill - best.seconds_device);
+    /* the same voxels as the CPU's, counted in the same run */
+    uint8_t *cpu = malloc((size_t)ne);
+    t0 = now();
+    if (!cpu || vox_mesh_fill(ctx, &mesh, &grid, VOX_FILL_AUTO, VOX_DEVICE_CPU, cpu, &info))
+      return 1;
+    double t_cpu = now() - t0;
+    int64_t differ = 0;
+    for (int64_t e = 0; e < ne; e++) differ += cpu[e] != inside[e];
+    printf("voxfe: CPU (%d threads) %.4f s; voxels that differ between GPU and CPU: %lld\n",
+           omp_get_max_threads(), t_cpu, (long long)differ);
+    free(cpu);
+  }
   snprintf(path, sizeof path, "%s.grid", argv[5]);
   FILE *f = fopen(path, "w");
   fprintf(f, "%lld %lld %lld %.17g %.17g %.17g %.17g %.17g %.17g\n", (long long)grid.nx,

@@ -269,7 +269,7 @@ vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid 
       (device == VOX_DEVICE_AUTO && vox_grid_elements(grid) >= GPU_MIN_ELEMENTS)) {
     double kernel_seconds;
     status = mesh_fill_cuda(ctx, &m, rule, inside, &kernel_seconds);
-    if (status == VOX_OK) info->device = VOX_DEVICE_CUDA;
+    if (status == VOX_OK) info->device = VOX_DEVICE_CUDA, info->seconds_device = kernel_seconds;
     /* AUTO on a machine without a usable device: the CPU does it */
     if (status == VOX_ERR_DEVICE && device == VOX_DEVICE_AUTO) status = VOX_OK;
     else if (status) goto done;

@@ -13,7 +13,7 @@
 
 #include "voxfe/mesh.h"
 
-static void shape_alloc(vox_mesh *m, int64_t nv, int64_t nt) {
+static inline void shape_alloc(vox_mesh *m, int64_t nv, int64_t nt) {
   m->n_vertices = 0;
   m->n_triangles = 0;
   m->vertex = malloc((size_t)nv * 3 * sizeof *m->vertex);
@@ -24,26 +24,26 @@ static void shape_alloc(vox_mesh *m, int64_t nv, int64_t nt) {
   }
 }
 
-static uint32_t shape_vertex(vox_mesh *m, double x, double y, double z) {
+static inline uint32_t shape_vertex(vox_mesh *m, double x, double y, double z) {
   double *v = &m->vertex[3 * m->n_vertices];
   v[0] = (float)x, v[1] = (float)y, v[2] = (float)z;
   return (uint32_t)m->n_vertices++;
 }
 
-static void shape_triangle(vox_mesh *m, uint32_t a, uint32_t b, uint32_t c) {
+static inline void shape_triangle(vox_mesh *m, uint32_t a, uint32_t b, uint32_t c) {
   uint32_t *t = &m->triangle[3 * m->n_triangles++];
   t[0] = a, t[1] = b, t[2] = c;
 }
 
 /* a-b-c-d counter-clockwise seen from outside */
-static void shape_quad(vox_mesh *m, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+static inline void shape_quad(vox_mesh *m, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   shape_triangle(m, a, b, c);
   shape_triangle(m, a, c, d);
 }
 
 /* A UV sphere: `rings` bands of latitude, `segments` of longitude; outward
  * triangles, poles as single vertices. */
-static void shape_sphere(vox_mesh *m, int rings, int segments, double r, const double c[3]) {
+static inline void shape_sphere(vox_mesh *m, int rings, int segments, double r, const double c[3]) {
   shape_alloc(m, (int64_t)(rings - 1) * segments + 2, 2 * (int64_t)segments * (rings - 1));
   const double pi = 3.14159265358979323846;
   uint32_t south = shape_vertex(m, c[0], c[1], c[2] - r);
@@ -66,10 +66,33 @@ static void shape_sphere(vox_mesh *m, int rings, int segments, double r, const d
 #undef RING
 }
 
+/* A ball of radius 40 mm whose surface ripples by up to 8 mm (12 x 9
+ * bumps): saddles, several crossings per column, no symmetry a grid could
+ * line up with, a bounding box close to a cube. About `triangles` triangles:
+ * u x v quads of longitude and latitude, two triangles each; those at the
+ * poles are degenerate (a pole is one point), as in many exports. */
+static inline void shape_rippled_ball(vox_mesh *m, long triangles) {
+  int v = (int)sqrt(triangles / 2.0 / 2.0), u = (int)(triangles / 2.0 / v);
+  const double pi = 3.14159265358979323846;
+  shape_alloc(m, (int64_t)u * (v + 1), 2 * (int64_t)u * v);
+  for (int i = 0; i < u; i++)
+    for (int j = 0; j <= v; j++) {
+      double a = 2 * pi * i / u, b = pi * j / v - pi / 2;
+      double r = 40 + 8 * sin(12 * a) * sin(9 * b) * cos(b);
+      shape_vertex(m, r * cos(b) * cos(a) + 0.123, r * cos(b) * sin(a) - 0.456,
+                   r * sin(b) + 0.789);
+    }
+  for (int i = 0; i < u; i++)
+    for (int j = 0; j < v; j++) {
+      uint32_t i1 = (uint32_t)((i + 1) % u), w = (uint32_t)(v + 1);
+      shape_quad(m, (uint32_t)i * w + j, i1 * w + j, i1 * w + j + 1, (uint32_t)i * w + j + 1);
+    }
+}
+
 /* The exact inside test of a convex mesh with outward triangles: the point
  * lies on the inner side of every face plane. Returns 1 inside, 0 outside,
  * -1 within `tol` of a plane (where rounding may decide either way). */
-static int shape_convex_inside(const vox_mesh *m, const double p[3], double tol) {
+static inline int shape_convex_inside(const vox_mesh *m, const double p[3], double tol) {
   int near = 0;
   for (int64_t t = 0; t < m->n_triangles; t++) {
     const double *a = &m->vertex[3 * m->triangle[3 * t]], *b = &m->vertex[3 * m->triangle[3 * t + 1]],
@@ -90,7 +113,7 @@ static int shape_convex_inside(const vox_mesh *m, const double p[3], double tol)
 
 /* The volume of a closed mesh with outward triangles (divergence theorem)
  * and its surface area. */
-static double shape_volume(const vox_mesh *m, double *area) {
+static inline double shape_volume(const vox_mesh *m, double *area) {
   double volume = 0, a_sum = 0;
   for (int64_t t = 0; t < m->n_triangles; t++) {
     const double *a = &m->vertex[3 * m->triangle[3 * t]], *b = &m->vertex[3 * m->triangle[3 * t + 1]],
@@ -112,7 +135,7 @@ static double shape_volume(const vox_mesh *m, double *area) {
  * vertices): genus 1, not convex. Each of the N sectors is four quads: top
  * and bottom between the polygon and the square, the hole's wall and the
  * cube's side. */
-static void shape_holed_cube(vox_mesh *m, double L, double r, int N) {
+static inline void shape_holed_cube(vox_mesh *m, double L, double r, int N) {
   shape_alloc(m, 4 * (int64_t)N, 8 * (int64_t)N);
   const double pi = 3.14159265358979323846;
   for (int s = 0; s < 2; s++) { /* bottom, top */
@@ -138,7 +161,7 @@ static void shape_holed_cube(vox_mesh *m, double L, double r, int N) {
 
 /* Inside the holed cube: in the cube, outside the N-gon (the side of every
  * polygon edge); -1 within tol of a face. */
-static int shape_holed_cube_inside(double L, double r, int N, const double p[3], double tol) {
+static inline int shape_holed_cube_inside(double L, double r, int N, const double p[3], double tol) {
   const double pi = 3.14159265358979323846;
   double out = -INFINITY; /* largest signed distance to the cube's faces */
   for (int k = 0; k < 3; k++) out = fmax(out, fabs(p[k]) - L);
@@ -154,13 +177,13 @@ static int shape_holed_cube_inside(double L, double r, int N, const double p[3],
 
 /* ---- files ------------------------------------------------------------------ */
 
-static const double *shape_corner(const vox_mesh *m, int64_t t, int c) {
+static inline const double *shape_corner(const vox_mesh *m, int64_t t, int c) {
   return &m->vertex[3 * m->triangle[3 * t + c]];
 }
 
 /* Binary STL; `header` goes into the 80-byte header ("solid ..." is what
  * many CAD tools write there, and what fools a reader that trusts it). */
-static int shape_write_stl_binary(const vox_mesh *m, const char *path, const char *header) {
+static inline int shape_write_stl_binary(const vox_mesh *m, const char *path, const char *header) {
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
   char head[80] = {0};
@@ -179,7 +202,7 @@ static int shape_write_stl_binary(const vox_mesh *m, const char *path, const cha
   return fclose(f);
 }
 
-static int shape_write_stl_ascii(const vox_mesh *m, const char *path) {
+static inline int shape_write_stl_ascii(const vox_mesh *m, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
   fprintf(f, "solid shape\n");
@@ -196,7 +219,7 @@ static int shape_write_stl_ascii(const vox_mesh *m, const char *path) {
 }
 
 /* OBJ, PLY (ASCII) and OFF: shared vertices, faces by index. */
-static int shape_write_indexed(const vox_mesh *m, const char *path, const char *format) {
+static inline int shape_write_indexed(const vox_mesh *m, const char *path, const char *format) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
   int obj = !strcmp(format, "obj"), ply = !strcmp(format, "ply");

@@ -67,6 +67,7 @@ typedef struct vox_mesh_fill_info {
   int fixed_point_bits;        /* K: vertices on a lattice of 2^-K voxel */
   double seconds_prepare;      /* weld, clean, fixed point */
   double seconds_fill;         /* the rays (with transfers on a GPU) */
+  double seconds_device;       /* on a GPU: its kernels alone; 0 on the CPU */
 } vox_mesh_fill_info;
 
 /* Sets inside[e] to 1 for every element e of `grid` (model order, x fastest)
