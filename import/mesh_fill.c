@@ -3,7 +3,7 @@
  *
  * One pass per ray axis A does all crossings of all columns at once: every
  * triangle marks, in each column of voxels along A that it crosses, the first
- * voxel whose centre lies beyond the crossing (an XOR of 1); a running XOR
+ * voxel whose centre lies at or beyond the crossing (an XOR of 1); a running XOR
  * along each column then gives, for every voxel, the parity of the crossings
  * below its centre. The order of the triangles cannot matter (XOR commutes)
  * and a crossing is found once, whatever the column length: the work is the
