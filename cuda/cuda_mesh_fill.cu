@@ -145,6 +145,18 @@ __global__ void majority(uint8_t *vote, int64_t ne) {
   if (e < ne) vote[e] = vote[e] >= 4;
 }
 
+/* One bit per voxel, a warp's 32 voxels to a word (coalesced byte reads, a
+ * ballot), and the count of the voxels inside. */
+__global__ void pack_bits(const uint8_t *inside, int64_t ne, unsigned *bits,
+                          unsigned long long *count) {
+  const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned word = __ballot_sync(0xffffffffu, e < ne && inside[e]);
+  if ((threadIdx.x & 31) == 0 && e < ne) {
+    bits[e / 32] = word;
+    if (word) atomicAdd(count, (unsigned long long)__popc(word));
+  }
+}
+
 unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
 
 } // namespace
@@ -160,7 +172,7 @@ unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / 
   } while (0)
 
 extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
-                                     uint8_t *inside, double *kernel_seconds) {
+                                     uint32_t *bits, int64_t *count, double *kernel_seconds) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     cudaGetLastError();
@@ -175,6 +187,9 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
   uint32_t *d_tri = nullptr;
   unsigned long long *d_offsets = nullptr;
   uint8_t *d_cells = nullptr, *d_vote = nullptr, *d_rows = nullptr;
+  unsigned *d_bits = nullptr;
+  unsigned long long *d_count = nullptr, inside_count = 0;
+  const int64_t words = (ne + 31) / 32;
   void *d_scan = nullptr;
   size_t scan_bytes = 0;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -192,6 +207,8 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
     TRY(cudaMalloc(&d_vote, (size_t)ne));
     TRY(cudaMalloc(&d_rows, (size_t)(max_rows + 3) / 4 * 4));
   }
+  TRY(cudaMalloc(&d_bits, (size_t)words * sizeof *d_bits));
+  TRY(cudaMalloc(&d_count, sizeof *d_count));
   TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, d_offsets, d_offsets, nt + 1));
   TRY(cudaMalloc(&d_scan, scan_bytes));
   TRY(cudaMemcpy(d_fixed, m->fixed, (size_t)nv * 3 * sizeof *d_fixed, cudaMemcpyHostToDevice));
@@ -232,6 +249,10 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
     majority<<<blocks(ne, 256), 256>>>(d_vote, ne);
     TRY(cudaGetLastError());
   }
+  TRY(cudaMemsetAsync(d_count, 0, sizeof *d_count));
+  /* whole warps: the grid rounded up to 32 threads, guarded inside */
+  pack_bits<<<blocks(words * 32, 256), 256>>>(d_vote ? d_vote : d_cells, ne, d_bits, d_count);
+  TRY(cudaGetLastError());
   TRY(cudaEventRecord(stop));
   TRY(cudaEventSynchronize(stop));
   {
@@ -239,7 +260,9 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
     TRY(cudaEventElapsedTime(&ms, start, stop));
     if (kernel_seconds) *kernel_seconds = 1e-3 * ms;
   }
-  TRY(cudaMemcpy(inside, d_vote ? d_vote : d_cells, (size_t)ne, cudaMemcpyDeviceToHost));
+  TRY(cudaMemcpy(bits, d_bits, (size_t)words * sizeof *d_bits, cudaMemcpyDeviceToHost));
+  TRY(cudaMemcpy(&inside_count, d_count, sizeof inside_count, cudaMemcpyDeviceToHost));
+  *count = (int64_t)inside_count;
 done:
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
@@ -250,5 +273,7 @@ done:
   cudaFree(d_vote);
   cudaFree(d_rows);
   cudaFree(d_scan);
+  cudaFree(d_bits);
+  cudaFree(d_count);
   return status;
 }

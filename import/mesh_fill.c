@@ -264,26 +264,38 @@ vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid 
 
   t0 = now();
   info->device = VOX_DEVICE_CPU;
+  const int64_t ne = vox_grid_elements(grid);
 #ifdef VOXFE_HAVE_CUDA
   if (device == VOX_DEVICE_CUDA ||
-      (device == VOX_DEVICE_AUTO && vox_grid_elements(grid) >= GPU_MIN_ELEMENTS)) {
+      (device == VOX_DEVICE_AUTO && ne >= GPU_MIN_ELEMENTS)) {
+    const int64_t words = (ne + 31) / 32;
+    uint32_t *bits = malloc((size_t)words * sizeof *bits);
     double kernel_seconds;
-    status = mesh_fill_cuda(ctx, &m, rule, inside, &kernel_seconds);
-    if (status == VOX_OK) info->device = VOX_DEVICE_CUDA, info->seconds_device = kernel_seconds;
+    status = bits ? mesh_fill_cuda(ctx, &m, rule, bits, &info->inside, &kernel_seconds)
+                  : out_of_memory(ctx);
+    if (status == VOX_OK) {
+      info->device = VOX_DEVICE_CUDA, info->seconds_device = kernel_seconds;
+#pragma omp parallel for schedule(static)
+      for (int64_t w = 0; w < words; w++) {
+        uint8_t *out = inside + 32 * w;
+        const int n = ne - 32 * w < 32 ? (int)(ne - 32 * w) : 32;
+        for (int b = 0; b < n; b++) out[b] = (uint8_t)(bits[w] >> b & 1u);
+      }
+    }
+    free(bits);
     /* AUTO on a machine without a usable device: the CPU does it */
     if (status == VOX_ERR_DEVICE && device == VOX_DEVICE_AUTO) status = VOX_OK;
     else if (status) goto done;
   }
 #endif
-  if (info->device == VOX_DEVICE_CPU) status = mesh_fill_cpu(ctx, &m, rule, inside);
-  if (status) goto done;
-  info->seconds_fill = now() - t0;
-  int64_t count = 0;
-  const int64_t ne = vox_grid_elements(grid);
+  if (info->device == VOX_DEVICE_CPU) {
+    if ((status = mesh_fill_cpu(ctx, &m, rule, inside))) goto done;
+    int64_t count = 0;
 #pragma omp parallel for reduction(+ : count) schedule(static)
-  for (int64_t e = 0; e < ne; e++) count += inside[e];
-  info->inside = count;
-  goto done; /* keeps `done` used in builds without CUDA */
+    for (int64_t e = 0; e < ne; e++) count += inside[e];
+    info->inside = count;
+  }
+  info->seconds_fill = now() - t0;
 done:
   mesh_prepared_free(&m);
   return status;

@@ -1,5 +1,6 @@
 # voxfe-voxelize --mesh: a box part from an ASCII STL with a passive solid
-# (binary STL whose header starts with "solid") and a passive void (OBJ),
+# (binary STL whose header starts with "solid") and a passive void (OBJ), and
+# from a 3MF,
 # voxel size and origin carried into the model; then bad meshes: exit 2, one
 # line naming the file and the cause, no output file.
 . "$(dirname "$0")/lib.sh"
@@ -99,7 +100,45 @@ fi
 ncdump -h res.nc | grep -qE "x = 20 ;" || fail "--resolution 20: x is not 20"
 ncdump -h res.nc | grep -qE ":origin = 100\.?, 50\.?, 0\.? ;" ||
   fail "--resolution: origin not (100, 50, 0): $(ncdump -h res.nc | grep :origin)"
-rm -f model.nc res.nc
+
+# the part as 3MF (a zip of XML, as slicers and CAD tools write it): the same
+# voxels as from the STL
+"$PY" - <<'PY'
+import zipfile
+c = [(x, y, z) for z in (0, 4) for y in (50, 54) for x in (100, 110)]
+quads = [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)]
+tris = [t for a, b, cc, d in quads for t in ((a, b, cc), (a, cc, d))]
+core = "http://schemas.microsoft.com/3dmanufacturing/core/2015/02"
+model = ['<?xml version="1.0" encoding="UTF-8"?>',
+         '<model unit="millimeter" xmlns="%s"><resources><object id="1" type="model"><mesh>' % core,
+         "<vertices>"] + ['<vertex x="%g" y="%g" z="%g"/>' % v for v in c] + \
+        ["</vertices><triangles>"] + \
+        ['<triangle v1="%d" v2="%d" v3="%d"/>' % t for t in tris] + \
+        ['</triangles></mesh></object></resources><build><item objectid="1"/></build></model>']
+types = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/'
+         'package/2006/content-types"><Default Extension="rels" ContentType="application/'
+         'vnd.openxmlformats-package.relationships+xml"/><Default Extension="model" ContentType='
+         '"application/vnd.ms-package.3dmanufacturing-3dmodel+xml"/></Types>')
+rels = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats'
+        '.org/package/2006/relationships"><Relationship Target="/3D/3dmodel.model" Id="rel0" '
+        'Type="http://schemas.microsoft.com/3dmanufacturing/2013/01/3dmodel"/></Relationships>')
+with zipfile.ZipFile("part.3mf", "w") as z:
+    z.writestr("[Content_Types].xml", types)
+    z.writestr("_rels/.rels", rels)
+    z.writestr("3D/3dmodel.model", "\n".join(model))
+PY
+"$VOXELIZE" --mesh part.3mf --resolution 20 -p "$CANTILEVER" -o part3mf.nc \
+  2>"$LOG/err" || fail "3MF: $(cat "$LOG/err")"
+if [ -f part3mf.nc ] && [ -f res.nc ]; then
+  "$PY" - >"$LOG/check" 2>&1 <<'PY' || fail "3MF check: $(cat "$LOG/check")"
+import numpy as np, netCDF4
+a, b = netCDF4.Dataset("part3mf.nc"), netCDF4.Dataset("res.nc")
+assert list(a.origin) == list(b.origin), (a.origin, b.origin)
+la, lb = np.asarray(a["label"][:]), np.asarray(b["label"][:])
+assert la.shape == lb.shape and (la == lb).all() and (la == 1).sum() == 20 * 8 * 8
+PY
+fi
+rm -f model.nc res.nc part3mf.nc
 
 # ---- bad input --------------------------------------------------------------
 : >empty.stl
