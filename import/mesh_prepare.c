@@ -32,67 +32,34 @@ static uint64_t table_size(int64_t n) {
 
 #define EMPTY UINT32_MAX
 
-static uint64_t point_hash(const int64_t *p) {
-  return mix((uint64_t)p[0] * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)p[1]) ^
-             mix((uint64_t)p[2] + 0x632be59bd9b4e019ULL));
-}
-
-/* Welds the vertices by their fixed-point coordinates: remap[v] is the new
- * index of input vertex v. Threads insert into one open-addressing table
- * with compare-and-swap; each point's slot ends up holding the smallest
- * input index among its copies, and the new indices follow the input order
- * of those, so the result does not depend on the threads' timing. */
+/* Welds the vertices the triangles use by their fixed-point coordinates:
+ * remap[v] is the new index of input vertex v. */
 static vox_status weld(vox_context *ctx, const int64_t *fixed_in, int64_t nv, int64_t *fixed_out,
                        int64_t *n_out, uint32_t *remap) {
   uint64_t size = table_size(nv), mask = size - 1;
   uint32_t *slot = malloc(size * sizeof *slot);
-  uint32_t *number = malloc((size_t)nv * sizeof *number);
-  if (!slot || !number) {
-    free(slot);
-    free(number);
-    return out_of_memory(ctx);
-  }
+  if (!slot) return out_of_memory(ctx);
   memset(slot, 0xff, size * sizeof *slot);
-#pragma omp parallel for schedule(static)
+  int64_t n = 0;
   for (int64_t v = 0; v < nv; v++) {
     const int64_t *p = &fixed_in[3 * v];
-    for (uint64_t h = point_hash(p);; h++) {
-      uint32_t *s = &slot[h & mask];
-      uint32_t seen = __atomic_load_n(s, __ATOMIC_ACQUIRE);
-      if (seen == EMPTY) {
-        if (__atomic_compare_exchange_n(s, &seen, (uint32_t)v, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
-          break;
-        /* taken meanwhile: `seen` holds the new owner; look at it below */
+    uint64_t h = mix((uint64_t)p[0] * 0x9e3779b97f4a7c15ULL ^ mix((uint64_t)p[1]) ^
+                     mix((uint64_t)p[2] + 0x632be59bd9b4e019ULL));
+    for (;; h++) {
+      uint32_t s = slot[h & mask];
+      if (s == EMPTY) {
+        slot[h & mask] = (uint32_t)n;
+        memcpy(&fixed_out[3 * n], p, 3 * sizeof *p);
+        remap[v] = (uint32_t)n++;
+        break;
       }
-      if (memcmp(&fixed_in[3 * (int64_t)seen], p, 3 * sizeof *p)) continue;
-      /* the same point: keep the smaller index in the slot */
-      while (seen > (uint32_t)v &&
-             !__atomic_compare_exchange_n(s, &seen, (uint32_t)v, 0, __ATOMIC_ACQ_REL,
-                                          __ATOMIC_ACQUIRE)) {
+      if (!memcmp(&fixed_out[3 * (int64_t)s], p, 3 * sizeof *p)) {
+        remap[v] = s;
+        break;
       }
-      break;
     }
   }
-  /* each vertex's representative, then new numbers in input order */
-#pragma omp parallel for schedule(static)
-  for (int64_t v = 0; v < nv; v++) {
-    const int64_t *p = &fixed_in[3 * v];
-    uint64_t h = point_hash(p);
-    while (memcmp(&fixed_in[3 * (int64_t)slot[h & mask]], p, 3 * sizeof *p)) h++;
-    remap[v] = slot[h & mask];
-  }
-  int64_t n = 0;
-  for (int64_t v = 0; v < nv; v++)
-    if (remap[v] == (uint32_t)v) number[v] = (uint32_t)n++;
-#pragma omp parallel for schedule(static)
-  for (int64_t v = 0; v < nv; v++) {
-    if (remap[v] == (uint32_t)v) memcpy(&fixed_out[3 * (int64_t)number[v]], &fixed_in[3 * v], 3 * sizeof(int64_t));
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t v = 0; v < nv; v++) remap[v] = number[remap[v]];
   free(slot);
-  free(number);
   *n_out = n;
   return VOX_OK;
 }
@@ -133,7 +100,6 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
     return out_of_memory(ctx);
   }
   int64_t degenerate = 0;
-#pragma omp parallel for schedule(static) reduction(+ : degenerate)
   for (int64_t t = 0; t < nt; t++) {
     const uint32_t *k = &in[3 * t];
     if (k[0] == k[1] || k[1] == k[2] || k[0] == k[2]) {
@@ -141,7 +107,6 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
       continue;
     }
     uint32_t low = k[0] < k[1] ? (k[0] < k[2] ? k[0] : k[2]) : (k[1] < k[2] ? k[1] : k[2]);
-#pragma omp atomic
     b.start[low + 1]++;
     keep[t] = 1;
   }
@@ -153,28 +118,15 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
     return out_of_memory(ctx);
   }
   memcpy(fill, b.start, (size_t)nv * sizeof *fill);
-#pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < nt; t++) {
     if (!keep[t]) continue;
     const uint32_t *k = &in[3 * t];
     uint32_t low = k[0] < k[1] ? (k[0] < k[2] ? k[0] : k[2]) : (k[1] < k[2] ? k[1] : k[2]);
-    int64_t at;
-#pragma omp atomic capture
-    at = fill[low]++;
-    b.item[at] = (uint32_t)t;
+    b.item[fill[low]++] = (uint32_t)t;
   }
   free(fill);
 #pragma omp parallel for schedule(dynamic, 4096)
-  for (int64_t v = 0; v < nv; v++) {
-    /* threads filled the bucket in any order: input order first */
-    uint32_t *item = &b.item[b.start[v]];
-    int64_t n = b.start[v + 1] - b.start[v];
-    for (int64_t i = 1; i < n; i++)
-      for (int64_t j = i; j > 0 && item[j - 1] > item[j]; j--) {
-        uint32_t t = item[j];
-        item[j] = item[j - 1];
-        item[j - 1] = t;
-      }
+  for (int64_t v = 0; v < nv; v++)
     for (int64_t i = b.start[v] + 1; i < b.start[v + 1]; i++) {
       uint32_t ki[3];
       memcpy(ki, &in[3 * (int64_t)b.item[i]], sizeof ki);
@@ -189,7 +141,6 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
         }
       }
     }
-  }
   buckets_free(&b);
   int64_t kept = 0;
   for (int64_t t = 0; t < nt; t++) kept += keep[t];
@@ -230,21 +181,15 @@ static vox_status count_open_edges(vox_context *ctx, mesh_prepared *m) {
     free(fill);
     return out_of_memory(ctx);
   }
-#pragma omp parallel for schedule(static)
   for (int64_t e = 0; e < ne; e++) {
     uint32_t p = m->triangle[e], q = m->triangle[e % 3 == 2 ? e - 2 : e + 1];
-#pragma omp atomic
     b.start[(p < q ? p : q) + 1]++;
   }
   for (int64_t v = 0; v < nv; v++) b.start[v + 1] += b.start[v];
   memcpy(fill, b.start, (size_t)nv * sizeof *fill);
-#pragma omp parallel for schedule(static)
   for (int64_t e = 0; e < ne; e++) {
     uint32_t p = m->triangle[e], q = m->triangle[e % 3 == 2 ? e - 2 : e + 1];
-    int64_t at;
-#pragma omp atomic capture
-    at = fill[p < q ? p : q]++;
-    b.item[at] = p < q ? q : p; /* any order: each vertex sorts its own */
+    b.item[fill[p < q ? p : q]++] = p < q ? q : p;
   }
   free(fill);
   int64_t open = 0;
@@ -276,13 +221,10 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
   const int64_t nv = mesh->n_vertices, nt = mesh->n_triangles;
   if (nt <= 0 || nv <= 0 || !mesh->vertex || !mesh->triangle)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the mesh has no triangle");
-  int64_t bad = -1;
-#pragma omp parallel for schedule(static) reduction(max : bad)
   for (int64_t i = 0; i < 3 * nt; i++)
-    if ((int64_t)mesh->triangle[i] >= nv && i > bad) bad = i;
-  if (bad >= 0)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "triangle %lld refers to vertex %u of %lld",
-                     (long long)(bad / 3), mesh->triangle[bad], (long long)nv);
+    if ((int64_t)mesh->triangle[i] >= nv)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "triangle %lld refers to vertex %u of %lld",
+                       (long long)(i / 3), mesh->triangle[i], (long long)nv);
   const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
   /* The lattice: the finest 2^-K voxel (K <= 20) at which every coordinate,
    * of the mesh and of the grid's far corner, stays within 2^29. */
@@ -327,7 +269,6 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
       fixed[3 * v + a] =
           llrint((mesh->vertex[3 * v + a] - grid->origin[a]) / grid->voxel_size[a] * scale);
   if ((status = weld(ctx, fixed, nv, out->fixed, &out->n_vertices, remap))) goto done;
-#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < 3 * nt; i++) tri[i] = remap[mesh->triangle[i]];
   if ((status = clean_triangles(ctx, out, tri, nt))) goto done;
   status = count_open_edges(ctx, out);

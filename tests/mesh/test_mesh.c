@@ -146,7 +146,7 @@ static int test_sphere(void) {
   /* the mesh is within the discretization of the true sphere */
   CHECK(fabs(volume - 4.0 / 3 * M_PI * 1000) < 0.01 * 4.0 / 3 * M_PI * 1000);
   for (int r = 0; r < 2; r++) {
-    vox_grid g = cube_grid(-10.5, 11, r ? 0.25 : 0.7);
+    vox_grid g = cube_grid(-10.5, 11, r ? 0.35 : 0.7);
     compare("sphere", &sphere, &g, r ? VOX_FILL_PARITY : VOX_FILL_VOTE, sphere_inside, volume,
             area, 0.05);
   }
