@@ -40,6 +40,8 @@ int main(void) {
   vox_status s = vox_mesh_fill(ctx, &sphere, &g, VOX_FILL_AUTO, VOX_DEVICE_CUDA, probe, NULL);
   if (s == VOX_ERR_UNSUPPORTED || s == VOX_ERR_DEVICE) {
     printf("skipped: %s\n", vox_context_message(ctx));
+    vox_mesh_free(&sphere);
+    vox_context_destroy(ctx);
     return 77;
   }
   for (int r = 1; r <= 2; r++) same("sphere", &sphere, &g, (vox_fill_rule)r);
