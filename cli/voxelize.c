@@ -221,8 +221,20 @@ static int mesh_build(vox_context *ctx, const settings *s, vox_model *model) {
                         .max_elements = MESH_MAX_ELEMENTS, .rule = s->fill,
                         .device = s->device};
   memcpy(in.voxel_size, s->voxel_size, sizeof in.voxel_size);
-  vox_status vs = vox_model_from_meshes(ctx, &in, model, NULL);
-  return vs == VOX_OK ? 0 : cli_fail(ctx, vs, CLI_READING);
+  vox_mesh_fill_info info[3] = {{0}};
+  vox_status vs = vox_model_from_meshes(ctx, &in, model, info);
+  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  /* A mesh with holes is filled all the same, but its owner should know:
+   * one note per such mesh, on stderr. */
+  const char *paths[3] = {s->mesh, s->solid_mesh, s->void_mesh};
+  for (int i = 0; i < 3; i++)
+    if (paths[i] && info[i].open_edges)
+      fprintf(stderr, "%s: note: %s is not closed (%lld edges with an odd number of "
+                      "triangles); filled by %s\n",
+              cli_program_name(), paths[i], (long long)info[i].open_edges,
+              info[i].rule == VOX_FILL_VOTE ? "the vote of six rays"
+                                            : "ray parity, as asked: holes may leak");
+  return 0;
 }
 
 static const source sources[] = {

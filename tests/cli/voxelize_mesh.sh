@@ -140,6 +140,25 @@ PY
 fi
 rm -f model.nc res.nc part3mf.nc
 
+# an open mesh (the part without its x+ face, two facets): filled by the vote, with
+# one note on stderr, and the same voxels as the closed part
+head -n $((1 + 7 * 10)) part.stl >open.stl && echo "endsolid box" >>open.stl
+"$VOXELIZE" --mesh open.stl --resolution 20 -p "$CANTILEVER" -o open.nc 2>"$LOG/err" ||
+  fail "open mesh: $(cat "$LOG/err")"
+[ "$(wc -l <"$LOG/err")" -eq 1 ] && grep -q "note: open.stl is not closed (4 edges.*vote" "$LOG/err" ||
+  fail "open mesh: expected one note, got: $(cat "$LOG/err")"
+"$VOXELIZE" --mesh part.stl --resolution 20 -p "$CANTILEVER" -o closed.nc 2>"$LOG/err" ||
+  fail "closed mesh: $(cat "$LOG/err")"
+[ -s "$LOG/err" ] && fail "closed mesh: printed on stderr: $(cat "$LOG/err")"
+if [ -f open.nc ] && [ -f closed.nc ]; then
+  "$PY" -c '
+import numpy as np, netCDF4
+a, b = (np.asarray(netCDF4.Dataset(f)["label"][:]) for f in ("open.nc", "closed.nc"))
+assert a.shape == b.shape and (a == b).all(), "the open mesh gave other voxels"
+' 2>"$LOG/check" || fail "open mesh: $(cat "$LOG/check")"
+fi
+rm -f open.nc closed.nc
+
 # ---- bad input --------------------------------------------------------------
 : >empty.stl
 printf 'this is not a mesh\n' >garbage.stl
