@@ -183,6 +183,9 @@ expect_usage_error "a folder" "folder\.stl: not a regular file" \
   "$VOXELIZE" --mesh folder.stl --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "NaN coordinate" "nan\.stl: .*not a finite number" \
   "$VOXELIZE" --mesh nan.stl --resolution 10 -p problem.yaml -o out.nc
+head -c 300 solid.stl >truncated.stl
+expect_usage_error "truncated binary STL" "truncated\.stl: not a mesh assimp can read" \
+  "$VOXELIZE" --mesh truncated.stl --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no triangle" "lines\.obj: " \
   "$VOXELIZE" --mesh lines.obj --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no volume" "flat\.obj: no voxel centre lies inside" \
