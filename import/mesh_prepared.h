@@ -29,7 +29,8 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
 void mesh_prepared_free(mesh_prepared *m);
 
 /* The ray axis of the parity rule: the one with the fewest columns (rays),
- * z on a tie; the CPU and the GPU must take the same. */
+ * on a tie the later axis (z before y before x); the CPU and the GPU must
+ * take the same. */
 int mesh_parity_axis(const int64_t n[3]);
 
 /* The fill on the CPU (OpenMP); rule is PARITY or VOTE. */
