@@ -259,6 +259,29 @@ static vox_status get_vec3(const reader *r, struct fy_node *node, struct fy_node
   return VOX_OK;
 }
 
+/* A mesh file's path; a relative one is taken from the problem file's folder,
+ * so that a problem and its meshes move together. The file is read when the
+ * problem is rasterised. */
+static vox_status get_mesh_path(const reader *r, struct fy_node *node, struct fy_node *fallback,
+                                const char *where, char out[VOX_PATH_MAX]) {
+  if (is_null(node) || fy_node_get_type(node) != FYNT_SCALAR)
+    return fail(r, node, fallback, where, "must be the path of a mesh file, not %s",
+                describe(node, &(description){0}));
+  size_t len;
+  const char *text = fy_node_get_scalar(node, &len);
+  if (!text || len == 0) return fail(r, node, fallback, where, "must not be empty");
+  if (memchr(text, '\0', len)) return fail(r, node, fallback, where, "holds a NUL character");
+  const char *slash = strrchr(r->path, '/');
+  int folder = text[0] != '/' && slash ? (int)(slash - r->path + 1) : 0;
+  if ((size_t)folder + len >= VOX_PATH_MAX)
+    return fail(r, node, fallback, where, "the path is longer than %d characters",
+                VOX_PATH_MAX - 1);
+  memcpy(out, r->path, (size_t)folder);
+  memcpy(out + folder, text, len);
+  out[folder + len] = '\0';
+  return VOX_OK;
+}
+
 /* ---- mappings ------------------------------------------------------------- */
 
 /* Checks that `node` is a mapping whose keys are all among `keys` (NULL
@@ -344,12 +367,13 @@ static vox_status parse_material(const reader *r, entry e, vox_material *m) {
 }
 
 static vox_status parse_region(const reader *r, entry e, const char *where, vox_region *rg) {
-  static const char *const keys[] = {"face", "edge", "point", "box", "sphere", "label", NULL};
-  entry f[6];
+  static const char *const keys[] = {"face", "edge", "point", "box", "sphere", "label", "mesh",
+                                     NULL};
+  entry f[7];
   vox_status status = get_fields(r, e.value, e.key, where, keys, f);
   if (status) return status;
   int kind = -1;
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     if (!f[i].key) continue;
     if (kind >= 0)
       return fail(r, f[i].key, e.value, where, "has both '%s' and '%s'; give one shape",
@@ -357,7 +381,8 @@ static vox_status parse_region(const reader *r, entry e, const char *where, vox_
     kind = i;
   }
   if (kind < 0)
-    return fail(r, e.value, e.key, where, "needs one of face, edge, point, box, sphere, label");
+    return fail(r, e.value, e.key, where,
+                "needs one of face, edge, point, box, sphere, label, mesh");
   memset(rg, 0, sizeof *rg);
   entry v = f[kind];
   char at[WHERE_MAX];
@@ -423,9 +448,12 @@ static vox_status parse_region(const reader *r, entry e, const char *where, vox_
       return fail(r, s[1].value, s[1].key, rad, "must not be negative, not %g", rg->radius);
     return VOX_OK;
   }
-  default:
+  case 5:
     rg->kind = VOX_REGION_LABEL;
     return get_integer(r, v.value, v.key, at, 1, 255, &rg->label);
+  default:
+    rg->kind = VOX_REGION_MESH;
+    return get_mesh_path(r, v.value, v.key, at, rg->mesh);
   }
 }
 

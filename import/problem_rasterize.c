@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "voxfe/mesh.h"
 #include "voxfe/problem.h"
 
 /* Label numbers of the design domain and the passive parts. */
@@ -104,6 +105,36 @@ static vox_status outside_grid(vox_context *ctx, const raster *r, const char *wh
                    coord(r, 2, r->n[2], 0));
 }
 
+/* ---- mesh regions ---------------------------------------------------------- */
+
+/* The solid of a mesh region on the grid: mask[e] = 1 for the elements whose
+ * centres are inside (nodes = 0), or, on the grid of the nodes (nodes = 1:
+ * one more along each axis, shifted by half a voxel, so that its element
+ * centres are the model's nodes), for the nodes inside. Errors name the
+ * item and the file. */
+static vox_status mesh_mask(vox_context *ctx, const raster *r, const vox_region *rg,
+                            const char *what, const char *name, int nodes, uint8_t **out) {
+  vox_grid g = *r->grid;
+  if (nodes) {
+    g.nx++, g.ny++, g.nz++;
+    for (int a = 0; a < 3; a++) g.origin[a] -= 0.5 * g.voxel_size[a];
+  }
+  vox_mesh mesh;
+  vox_status status = vox_mesh_read(ctx, rg->mesh, &mesh);
+  uint8_t *mask = status ? NULL : malloc((size_t)vox_grid_elements(&g));
+  if (!status && !mask) status = out_of_memory(ctx);
+  if (!status)
+    status = vox_mesh_fill(ctx, &mesh, &g, VOX_FILL_AUTO, VOX_DEVICE_AUTO, mask, NULL);
+  vox_mesh_free(&mesh);
+  *out = mask;
+  if (!status) return VOX_OK;
+  free(mask);
+  *out = NULL;
+  char why[1024];
+  snprintf(why, sizeof why, "%s", vox_context_message(ctx));
+  return vox_error(ctx, status, "%s '%s': %s", what, name, why);
+}
+
 /* ---- node selection (supports and loads) ---------------------------------- */
 
 typedef struct selection {
@@ -198,6 +229,7 @@ static int region_range(const raster *r, const vox_region *rg, double offset,
   }
   case VOX_REGION_POINT:
   case VOX_REGION_LABEL:
+  case VOX_REGION_MESH:
     return 1;
   }
   return 1;
@@ -233,6 +265,18 @@ static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_regi
   }
   const int64_t last[3] = {r->n[0], r->n[1], r->n[2]};
   int64_t lo[3], hi[3], ijk[3];
+  if (rg->kind == VOX_REGION_MESH) {
+    uint8_t *mask;
+    vox_status status = mesh_mask(ctx, r, rg, what, name, 1, &mask);
+    if (status) return status;
+    int64_t node = 0;
+    for (ijk[2] = 0; ijk[2] <= r->n[2]; ijk[2]++)
+      for (ijk[1] = 0; ijk[1] <= r->n[1]; ijk[1]++)
+        for (ijk[0] = 0; ijk[0] <= r->n[0] && !status; ijk[0]++, node++)
+          if (mask[node] && adjacent_elements(r, ijk, 0)) status = select_add(ctx, s, node, 1);
+    free(mask);
+    return status;
+  }
   if (!region_range(r, rg, 0, last, lo, hi)) return VOX_OK;
   int weighted = rg->kind == VOX_REGION_FACE || rg->kind == VOX_REGION_EDGE;
   int label = rg->kind == VOX_REGION_LABEL ? rg->label : 0;
@@ -260,6 +304,19 @@ static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, con
   const int64_t last[3] = {r->n[0] - 1, r->n[1] - 1, r->n[2] - 1};
   int64_t lo[3], hi[3], ijk[3];
   *hits = 0;
+  if (rg->kind == VOX_REGION_MESH) {
+    uint8_t *mask;
+    vox_status status = mesh_mask(ctx, r, rg, "passive", pa->name, 0, &mask);
+    if (status) return status;
+    const int64_t ne = r->n[0] * r->n[1] * r->n[2];
+    for (int64_t e = 0; e < ne; e++) {
+      if (!mask[e] || label[e] == 0) continue;
+      ++*hits;
+      if (label[e] == LABEL_DESIGN) label[e] = to;
+    }
+    free(mask);
+    return VOX_OK;
+  }
   if (rg->kind == VOX_REGION_POINT) {
     /* The element that holds the point; on a shared face the upper one. */
     if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, "passive", pa->name, rg->point);
@@ -308,6 +365,9 @@ static vox_status check_region(vox_context *ctx, const vox_region *rg, const cha
     break;
   case VOX_REGION_LABEL:
     ok = rg->label >= 1 && rg->label <= 255;
+    break;
+  case VOX_REGION_MESH:
+    ok = rg->mesh[0] != '\0' && memchr(rg->mesh, '\0', sizeof rg->mesh) != NULL;
     break;
   default:
     ok = 0;

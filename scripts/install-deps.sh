@@ -11,6 +11,8 @@ packages=(
   build-essential cmake pkg-config
   # libraries of libvoxfe and the programs
   libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev libcairo2-dev
+  # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)
+  libassimp-dev
   # tests: independent references and file checks (admesh checks STL
   # surfaces, CalculiX solves the exported .inp decks)
   netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 admesh calculix-ccx

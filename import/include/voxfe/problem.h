@@ -15,8 +15,11 @@ typedef enum vox_region_kind {
   VOX_REGION_POINT,   /* the node nearest to a point */
   VOX_REGION_BOX,     /* axis-aligned box [min, max] */
   VOX_REGION_SPHERE,  /* centre and radius */
-  VOX_REGION_LABEL    /* nodes / elements of one label */
+  VOX_REGION_LABEL,   /* nodes / elements of one label */
+  VOX_REGION_MESH     /* inside the solid a closed surface mesh bounds */
 } vox_region_kind;
+
+#define VOX_PATH_MAX 4096
 
 /* Faces are numbered 2*axis + side: 0 = x-, 1 = x+, 2 = y-, 3 = y+, 4 = z-, 5 = z+. */
 typedef struct vox_region {
@@ -26,6 +29,8 @@ typedef struct vox_region {
   double point2[3];       /* BOX max */
   double radius;          /* SPHERE */
   int label;              /* LABEL */
+  char mesh[VOX_PATH_MAX];/* MESH: the mesh file (a problem file's relative
+                             paths are resolved from its folder) */
 } vox_region;
 
 typedef struct vox_support {

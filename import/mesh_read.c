@@ -1,0 +1,144 @@
+/* Reads a triangle mesh through assimp's C API: STL (ASCII and binary), OBJ,
+ * PLY, OFF, 3MF, glTF and the other formats assimp knows. Every mesh of the
+ * scene is taken, with its node transforms applied, into one vox_mesh. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <assimp/cimport.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+
+#include "voxfe/mesh.h"
+
+/* Post-processing asked of assimp:
+ * - PreTransformVertices: the node transforms (OBJ groups, 3MF build items,
+ *   glTF scenes) put into the coordinates, as the part was drawn;
+ * - Triangulate: quads and polygons (OBJ, PLY, OFF) become triangles;
+ * - SortByPType: points and lines in meshes of their own, skipped below;
+ * - DropNormals + JoinIdenticalVertices: the STL soup (three vertices per
+ *   triangle) welded into shared vertices; without dropping the facet normals
+ *   first, vertices of different facets would differ by their normals and
+ *   never join. The join runs after the check for coordinates that are not
+ *   finite: it would merge a NaN vertex into another one. */
+static const unsigned int import_flags = aiProcess_PreTransformVertices | aiProcess_Triangulate |
+                                         aiProcess_DropNormals | aiProcess_SortByPType;
+static const unsigned int join_flags = aiProcess_JoinIdenticalVertices;
+
+/* The first vertex with a coordinate that is not finite, as a message. */
+static vox_status check_finite(vox_context *ctx, const char *path, const struct aiScene *scene) {
+  for (unsigned m = 0; m < scene->mNumMeshes; m++) {
+    const struct aiMesh *am = scene->mMeshes[m];
+    for (unsigned v = 0; v < am->mNumVertices; v++) {
+      const double p[3] = {am->mVertices[v].x, am->mVertices[v].y, am->mVertices[v].z};
+      if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2]))
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "%s: vertex %u of mesh %u has a coordinate that is not a finite "
+                         "number (%g, %g, %g)",
+                         path, v, m, p[0], p[1], p[2]);
+    }
+  }
+  return VOX_OK;
+}
+
+/* assimp's messages end with a newline or a period now and then; the
+ * programs print one line. */
+static void one_line(char *text) {
+  for (char *c = text; *c; c++)
+    if (*c == '\n' || *c == '\r') *c = ' ';
+  size_t n = strlen(text);
+  while (n && (text[n - 1] == ' ' || text[n - 1] == '.')) text[--n] = '\0';
+}
+
+vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
+  memset(mesh, 0, sizeof *mesh);
+  /* assimp says "Unable to open file" for a missing file and a folder alike;
+   * the system's reason is clearer, and a folder must not be parsed. */
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: not a regular file", path);
+  if (st.st_size == 0) return vox_error(ctx, VOX_ERR_FORMAT, "%s: empty file, no mesh", path);
+  FILE *probe = fopen(path, "rb");
+  if (!probe) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  fclose(probe);
+
+  const struct aiScene *scene = aiImportFile(path, import_flags);
+  vox_status status = VOX_OK;
+  if (scene && (status = check_finite(ctx, path, scene))) {
+    aiReleaseImport(scene);
+    return status;
+  }
+  if (scene) scene = aiApplyPostProcessing(scene, join_flags);
+  if (!scene) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", aiGetErrorString());
+    one_line(why);
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a mesh assimp can read: %s", path,
+                     why[0] ? why : "unknown format");
+  }
+
+  int64_t nv = 0, nt = 0;
+  for (unsigned m = 0; m < scene->mNumMeshes; m++) {
+    const struct aiMesh *am = scene->mMeshes[m];
+    if (!(am->mPrimitiveTypes & aiPrimitiveType_TRIANGLE)) continue;
+    nv += am->mNumVertices;
+    nt += am->mNumFaces;
+  }
+  if (nt == 0 || nv == 0) {
+    status = vox_error(ctx, VOX_ERR_FORMAT, "%s: holds no triangle", path);
+    goto done;
+  }
+  if (nv > UINT32_MAX) {
+    status = vox_error(ctx, VOX_ERR_FORMAT, "%s: more than %u vertices", path, UINT32_MAX);
+    goto done;
+  }
+  mesh->vertex = malloc((size_t)nv * 3 * sizeof *mesh->vertex);
+  mesh->triangle = malloc((size_t)nt * 3 * sizeof *mesh->triangle);
+  if (!mesh->vertex || !mesh->triangle) {
+    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory for %lld triangles", path,
+                       (long long)nt);
+    goto done;
+  }
+  for (unsigned m = 0; m < scene->mNumMeshes; m++) {
+    const struct aiMesh *am = scene->mMeshes[m];
+    if (!(am->mPrimitiveTypes & aiPrimitiveType_TRIANGLE)) continue;
+    uint32_t base = (uint32_t)mesh->n_vertices;
+    for (unsigned v = 0; v < am->mNumVertices; v++) {
+      const double p[3] = {am->mVertices[v].x, am->mVertices[v].y, am->mVertices[v].z};
+      memcpy(&mesh->vertex[3 * mesh->n_vertices++], p, sizeof p);
+    }
+    for (unsigned f = 0; f < am->mNumFaces; f++) {
+      const struct aiFace *face = &am->mFaces[f];
+      if (face->mNumIndices != 3) continue; /* SortByPType leaves none in a triangle mesh */
+      uint32_t *t = &mesh->triangle[3 * mesh->n_triangles++];
+      for (int c = 0; c < 3; c++) t[c] = base + face->mIndices[c];
+    }
+  }
+  if (mesh->n_triangles == 0) status = vox_error(ctx, VOX_ERR_FORMAT, "%s: holds no triangle", path);
+done:
+  aiReleaseImport(scene);
+  if (status) vox_mesh_free(mesh);
+  return status;
+}
+
+void vox_mesh_free(vox_mesh *mesh) {
+  if (!mesh) return;
+  free(mesh->vertex);
+  free(mesh->triangle);
+  memset(mesh, 0, sizeof *mesh);
+}
+
+void vox_mesh_bounds(const vox_mesh *mesh, double min[3], double max[3]) {
+  for (int a = 0; a < 3; a++) min[a] = INFINITY, max[a] = -INFINITY;
+  for (int64_t t = 0; t < 3 * mesh->n_triangles; t++) {
+    const double *p = &mesh->vertex[3 * (size_t)mesh->triangle[t]];
+    for (int a = 0; a < 3; a++) {
+      if (p[a] < min[a]) min[a] = p[a];
+      if (p[a] > max[a]) max[a] = p[a];
+    }
+  }
+}
