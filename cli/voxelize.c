@@ -1,15 +1,18 @@
 /* voxfe-voxelize: makes a model file from an input geometry and a problem
  * file (loads, supports, passive regions, material). The geometry is a box
- * of voxels for now; images and meshes are further entries in `sources`. */
+ * of voxels or a CT image (import/image*.c, docs/images.md); each kind is an
+ * entry in `sources`. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_options.h"
+#include "voxfe/image.h"
 #include "voxfe/model.h"
 #include "voxfe/problem.h"
 
@@ -21,7 +24,18 @@ typedef struct settings {
   const char *problem;
   long long box[3];      /* NX, NY, NZ; 0 when --box is not given */
   double voxel_size[3];  /* mm; NaN when --voxel-size is not given */
-  double origin[3];      /* mm */
+  double origin[3];      /* mm; NaN when --origin is not given */
+  /* --image */
+  const char *image;
+  long long raw_size[3]; /* 0 when the image is not raw */
+  vox_raw_type raw_type;
+  int raw_big_endian;
+  int raw_header;
+  int crop;              /* margin; -1: no cropping */
+  int downsample;
+  vox_segmentation seg;
+  int threshold_given;
+  int verbose;
 } settings;
 
 /* --- option values --------------------------------------------------------- */
@@ -31,9 +45,13 @@ static int parse_box(const char *what, const char *text, void *value) {
   return cli_parse_integer_list(what, "NXxNYxNZ", text, 'x', 3, range, value);
 }
 
+/* Nothing when not given: the history then leaves it out. */
 static void format_box(const void *value, char *buf, size_t size) {
   const long long *n = value;
-  snprintf(buf, size, "%lldx%lldx%lld", n[0], n[1], n[2]);
+  if (n[0] > 0)
+    snprintf(buf, size, "%lldx%lldx%lld", n[0], n[1], n[2]);
+  else
+    buf[0] = '\0';
 }
 
 /* One edge length for cubes, or one per axis. */
@@ -67,8 +85,161 @@ static int parse_point(const char *what, const char *text, void *value) {
   return cli_parse_real_list(what, "X,Y,Z", text, ',', 3, any, value);
 }
 
-static void format_point(const void *value, char *buf, size_t size) {
-  format_reals(value, 3, buf, size);
+static void format_origin(const void *value, char *buf, size_t size) {
+  const double *p = value;
+  if (isnan(p[0]))
+    buf[0] = '\0'; /* not given: 0 for a box, the file's for an image */
+  else
+    format_reals(p, 3, buf, size);
+}
+
+/* --- image option values ------------------------------------------------------ */
+
+static int parse_raw_type(const char *what, const char *text, void *value) {
+  if (vox_image_parse_raw_type(text, value) == 0) return 0;
+  cli_error("%s: expected uint8, int8, uint16, int16, uint32, int32, float32 or float64, got '%s'",
+            what, text);
+  return -1;
+}
+
+static void format_raw_type(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_image_raw_type_name(*(const vox_raw_type *)value));
+}
+
+/* "otsu", or increasing numbers separated by commas. */
+static int parse_thresholds(const char *what, const char *text, void *value) {
+  vox_segmentation *seg = value;
+  if (strcmp(text, "otsu") == 0) {
+    seg->otsu = 1;
+    seg->n_thresholds = 1;
+    return 0;
+  }
+  int n = cli_count_fields(text, ',');
+  cli_range any = {-INFINITY, INFINITY, 0, 0};
+  if (n < 1 || n > VOX_MAX_THRESHOLDS) {
+    cli_error("%s: expected otsu or 1 to %d numbers T1,T2,..., got '%s'", what,
+              VOX_MAX_THRESHOLDS, text);
+    return -1;
+  }
+  if (cli_parse_real_list(what, "otsu or T1,T2,...", text, ',', n, any, seg->thresholds)) return -1;
+  for (int i = 1; i < n; i++)
+    if (!(seg->thresholds[i] > seg->thresholds[i - 1])) {
+      cli_error("%s: thresholds must increase, got '%s'", what, text);
+      return -1;
+    }
+  seg->otsu = 0;
+  seg->n_thresholds = n;
+  return 0;
+}
+
+static void format_thresholds(const void *value, char *buf, size_t size) {
+  const vox_segmentation *seg = value;
+  if (seg->otsu)
+    snprintf(buf, size, "otsu");
+  else if (isnan(seg->thresholds[0]))
+    buf[0] = '\0'; /* not given */
+  else
+    format_reals(seg->thresholds, seg->n_thresholds, buf, size);
+}
+
+static int parse_units(const char *what, const char *text, void *value) {
+  static const char *const names[] = {"file", "hu", "density"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(text, names[i]) == 0) {
+      *(vox_value_units *)value = (vox_value_units)i;
+      return 0;
+    }
+  cli_error("%s: expected file, hu or density, got '%s'", what, text);
+  return -1;
+}
+
+static void format_units(const void *value, char *buf, size_t size) {
+  static const char *const names[] = {"file", "hu", "density"};
+  snprintf(buf, size, "%s", names[*(const vox_value_units *)value]);
+}
+
+static int parse_calibration(const char *what, const char *text, void *value) {
+  vox_linear *c = value;
+  cli_range any = {-INFINITY, INFINITY, 0, 0};
+  double v[2];
+  if (cli_parse_real_list(what, "SLOPE,INTERCEPT", text, ',', 2, any, v)) return -1;
+  *c = (vox_linear){1, v[0], v[1]};
+  return 0;
+}
+
+static void format_calibration(const void *value, char *buf, size_t size) {
+  const vox_linear *c = value;
+  if (!c->known)
+    buf[0] = '\0'; /* the file's, if any */
+  else
+    format_reals(&c->slope, 2, buf, size);
+}
+
+static int parse_labels(const char *what, const char *text, void *value) {
+  uint8_t *labels = value;
+  int n = cli_count_fields(text, ',');
+  long long v[VOX_MAX_THRESHOLDS];
+  cli_range range = {1, 255, 0, 0};
+  if (n < 1 || n > VOX_MAX_THRESHOLDS) {
+    cli_error("%s: expected 1 to %d labels L1,L2,..., got '%s'", what, VOX_MAX_THRESHOLDS, text);
+    return -1;
+  }
+  if (cli_parse_integer_list(what, "L1,L2,...", text, ',', n, range, v)) return -1;
+  memset(labels, 0, VOX_MAX_THRESHOLDS);
+  for (int i = 0; i < n; i++) labels[i] = (uint8_t)v[i];
+  return 0;
+}
+
+static void format_labels(const void *value, char *buf, size_t size) {
+  const uint8_t *labels = value;
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < VOX_MAX_THRESHOLDS && labels[i] && len + 5 < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%d", i ? "," : "", labels[i]);
+  /* nothing when not given: the default 1,4,5,... */
+}
+
+/* X0:X1,Y0:Y1,Z0:Z1 in voxel indices of the image, end excluded. */
+static int parse_roi(const char *what, const char *text, void *value) {
+  int64_t *lo = value, *hi = lo + 3;
+  long long a[6];
+  int used = 0;
+  if (sscanf(text, "%lld:%lld,%lld:%lld,%lld:%lld%n", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+             &used) != 6 ||
+      text[used] != '\0' || a[0] < 0 || a[2] < 0 || a[4] < 0 || a[1] <= a[0] || a[3] <= a[2] ||
+      a[5] <= a[4]) {
+    cli_error("%s: expected X0:X1,Y0:Y1,Z0:Z1 (voxel indices, 0 <= start < end), got '%s'", what,
+              text);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++) {
+    lo[i] = a[2 * i];
+    hi[i] = a[2 * i + 1];
+  }
+  return 0;
+}
+
+static void format_roi(const void *value, char *buf, size_t size) {
+  const int64_t *lo = value, *hi = lo + 3;
+  if (hi[0] == 0)
+    buf[0] = '\0'; /* the whole image */
+  else
+    snprintf(buf, size, "%lld:%lld,%lld:%lld,%lld:%lld", (long long)lo[0], (long long)hi[0],
+             (long long)lo[1], (long long)hi[1], (long long)lo[2], (long long)hi[2]);
+}
+
+static int parse_downsample_mode(const char *what, const char *text, void *value) {
+  if (strcmp(text, "majority") == 0 || strcmp(text, "mean") == 0) {
+    *(vox_downsample_mode *)value = text[1] == 'a' ? VOX_DOWNSAMPLE_MAJORITY : VOX_DOWNSAMPLE_MEAN;
+    return 0;
+  }
+  cli_error("%s: expected majority or mean, got '%s'", what, text);
+  return -1;
+}
+
+static void format_downsample_mode(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s",
+           *(const vox_downsample_mode *)value == VOX_DOWNSAMPLE_MEAN ? "mean" : "majority");
 }
 
 #define AT(member) offsetof(settings, member)
@@ -79,15 +250,74 @@ static const cli_option options[] = {
      .flags = CLI_RECORD | CLI_NO_DEFAULT,
      .help = "a box of NX by NY by NZ voxels, all of the design material",
      .parse = parse_box, .format = format_box},
+    {.name = "image", .arg = "PATH", .kind = CLI_STRING, .offset = AT(image),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT,
+     .help = "a CT image: a folder of DICOM files (one series) or TIFF slices, or a .dcm, "
+             ".tif, .nii, .nii.gz, .mhd, .mha or .aim file (docs/images.md)"},
+
+    {.kind = CLI_HEADING, .help = "Raw images (--image FILE of bare voxels, x fastest):"},
+    {.name = "raw-size", .arg = "NXxNYxNZ", .kind = CLI_CUSTOM, .offset = AT(raw_size),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT, .help = "read --image as raw voxels of this size",
+     .parse = parse_box, .format = format_box},
+    {.name = "raw-type", .arg = "TYPE", .kind = CLI_CUSTOM, .offset = AT(raw_type),
+     .help = "voxel type: uint8, int8, uint16, int16, uint32, int32, float32, float64",
+     .parse = parse_raw_type, .format = format_raw_type},
+    {.name = "raw-big-endian", .kind = CLI_ENABLE, .offset = AT(raw_big_endian),
+     .help = "the raw voxels are big-endian (default: little-endian)"},
+    {.name = "raw-header", .arg = "BYTES", .kind = CLI_INTEGER, .offset = AT(raw_header),
+     .range = {0, 2147483647, 0, 0}, .help = "bytes to skip at the start of the raw file"},
+
+    {.kind = CLI_HEADING, .help = "Segmentation (with --image):"},
+    {.name = "threshold", .arg = "T", .kind = CLI_CUSTOM, .offset = AT(seg),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT,
+     .help = "material where the value >= T; otsu for Otsu's threshold; T1,T2,... for "
+             "several classes (see --labels)",
+     .parse = parse_thresholds, .format = format_thresholds},
+    {.name = "threshold-units", .arg = "UNITS", .kind = CLI_CUSTOM, .offset = AT(seg.units),
+     .help = "units of the thresholds and of --keep-intensity: file (as stored; DICOM "
+             "rescaled), hu, or density (through --calibration or the file's)",
+     .parse = parse_units, .format = format_units},
+    {.name = "calibration", .arg = "SLOPE,INTERCEPT", .kind = CLI_CUSTOM,
+     .offset = AT(seg.calibration), .flags = CLI_RECORD,
+     .help = "density = SLOPE * value + INTERCEPT (value in file units)",
+     .default_text = "the file's (AIM)",
+     .parse = parse_calibration, .format = format_calibration},
+    {.name = "labels", .arg = "L1,L2,...", .kind = CLI_CUSTOM, .offset = AT(seg.labels),
+     .flags = CLI_RECORD,
+     .help = "label of each class above T1, T2, ... (1 = design, 2 = passive solid)",
+     .default_text = "1,4,5,...",
+     .parse = parse_labels, .format = format_labels},
+    {.name = "largest-component", .kind = CLI_ENABLE, .offset = AT(seg.keep_largest),
+     .flags = CLI_RECORD,
+     .help = "keep only the largest face-connected piece of material"},
+    {.name = "crop", .arg = "MARGIN", .kind = CLI_INTEGER, .offset = AT(crop),
+     .range = {0, 1e9, 0, 0}, .default_text = "no cropping",
+     .help = "crop to the material's bounding box plus MARGIN voxels"},
+    {.name = "downsample", .arg = "F", .kind = CLI_INTEGER, .offset = AT(downsample),
+     .range = {1, 1000, 0, 0},
+     .help = "merge blocks of FxFxF voxels into one"},
+    {.name = "downsample-mode", .arg = "MODE", .kind = CLI_CUSTOM,
+     .offset = AT(seg.downsample_mode),
+     .help = "majority (vote of the labels) or mean (average the values, then threshold)",
+     .parse = parse_downsample_mode, .format = format_downsample_mode},
+    {.name = "roi", .arg = "X0:X1,Y0:Y1,Z0:Z1", .kind = CLI_CUSTOM, .offset = AT(seg.roi_lo),
+     .flags = CLI_RECORD, .help = "use only these voxels of the image (indices, end excluded)",
+     .default_text = "the whole image",
+     .parse = parse_roi, .format = format_roi},
+    {.name = "keep-intensity", .kind = CLI_ENABLE, .offset = AT(seg.keep_intensity),
+     .flags = CLI_RECORD,
+     .help = "store the image values (in --threshold-units) in the model as 'intensity'"},
 
     {.kind = CLI_HEADING, .help = "Grid:"},
     {.name = "voxel-size", .arg = "H", .kind = CLI_CUSTOM, .offset = AT(voxel_size),
      .flags = CLI_RECORD | CLI_NO_DEFAULT,
-     .help = "voxel edge length in mm: H, or HX,HY,HZ (needed with --box)",
+     .help = "voxel edge length in mm: H, or HX,HY,HZ (needed with --box; with --image it "
+             "overrides the file's)",
      .parse = parse_voxel_size, .format = format_voxel_size},
     {.name = "origin", .arg = "X,Y,Z", .kind = CLI_CUSTOM, .offset = AT(origin),
      .flags = CLI_RECORD, .help = "coordinates of the grid's first corner, mm",
-     .parse = parse_point, .format = format_point},
+     .default_text = "0,0,0 for --box; from the file for --image",
+     .parse = parse_point, .format = format_origin},
 
     {.kind = CLI_HEADING, .help = "Problem and output:"},
     {.name = "problem", .key = 'p', .arg = "FILE", .kind = CLI_STRING, .offset = AT(problem),
@@ -95,15 +325,19 @@ static const cli_option options[] = {
      .help = "problem file (YAML): material, supports, loads, passive regions"},
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED, .help = "model file to write (netCDF)"},
+    {.name = "verbose", .key = 'v', .kind = CLI_ENABLE, .offset = AT(verbose),
+     .help = "say what was read and segmented (on stderr)"},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-voxelize",
-    .args_doc = "--box NXxNYxNZ --voxel-size H -p FILE -o FILE",
+    .args_doc = "(--box NXxNYxNZ --voxel-size H | --image PATH --threshold T) -p FILE -o FILE",
     .doc = "Makes a voxfe model file: a voxel grid with the material, supports and loads "
            "of a problem file.\n\n"
-           "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc",
+           "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc\n"
+           "  voxfe-voxelize --image scan/ --threshold 400 --threshold-units hu "
+           "--largest-component --crop 2 -p bone.yaml -o model.nc",
     .options = options,
 };
 
@@ -130,7 +364,7 @@ static int box_build(vox_context *ctx, const settings *s, vox_model *model) {
   vox_grid grid = {.nx = s->box[0], .ny = s->box[1], .nz = s->box[2]};
   for (int a = 0; a < 3; a++) {
     grid.voxel_size[a] = s->voxel_size[a];
-    grid.origin[a] = s->origin[a];
+    grid.origin[a] = isnan(s->origin[a]) ? 0 : s->origin[a];
   }
   vox_status vs = vox_model_init(ctx, model, &grid);
   if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_RUNNING);
@@ -138,8 +372,64 @@ static int box_build(vox_context *ctx, const settings *s, vox_model *model) {
   return 0;
 }
 
+static int image_given(const settings *s) { return s->image != NULL; }
+
+static const char *image_file(const settings *s) { return s->image; }
+
+static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
+  if (!s->threshold_given) {
+    cli_error("--image needs --threshold T (or --threshold otsu)");
+    return CLI_EXIT_USAGE;
+  }
+  vox_image image;
+  vox_status vs;
+  if (s->raw_size[0] > 0) {
+    vox_raw_layout layout = {.n = {s->raw_size[0], s->raw_size[1], s->raw_size[2]},
+                             .type = s->raw_type, .big_endian = s->raw_big_endian,
+                             .header_bytes = (uint64_t)s->raw_header};
+    vs = vox_image_read_raw(ctx, s->image, &layout, &image);
+  } else {
+    vs = vox_image_read(ctx, s->image, &image);
+  }
+  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (!isnan(s->voxel_size[0])) {
+    for (int a = 0; a < 3; a++) image.spacing[a] = s->voxel_size[a];
+    image.spacing_known = 1;
+  }
+  if (!image.spacing_known) {
+    cli_error("%s: the file gives no voxel size: give --voxel-size H", s->image);
+    vox_image_free(&image);
+    return CLI_EXIT_USAGE;
+  }
+  char what[160];
+  snprintf(what, sizeof what, "%lldx%lldx%lld %s image, voxels %gx%gx%g mm", (long long)image.n[0],
+           (long long)image.n[1], (long long)image.n[2], image.format, image.spacing[0],
+           image.spacing[1], image.spacing[2]);
+  vox_segmentation seg = s->seg;
+  seg.crop = s->crop >= 0;
+  seg.crop_margin = s->crop;
+  seg.downsample = s->downsample;
+  seg.roi_given = seg.roi_hi[0] > 0;
+  vox_segmentation_report report;
+  vs = vox_image_segment(ctx, s->image, &image, &seg, model, &report);
+  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (!isnan(s->origin[0]))
+    for (int a = 0; a < 3; a++) model->grid.origin[a] = s->origin[a];
+  if (s->verbose) {
+    fprintf(stderr, "%s: %s: %s\n", cli_program_name(), s->image, what);
+    for (int c = 0; c < report.n_thresholds; c++)
+      fprintf(stderr, "%s: threshold %d: %g %s\n", cli_program_name(), c + 1,
+              report.thresholds[c], report.units);
+    fprintf(stderr, "%s: %lld voxels labelled, %lld kept; model %lldx%lldx%lld\n",
+            cli_program_name(), (long long)report.labelled, (long long)report.kept,
+            (long long)model->grid.nx, (long long)model->grid.ny, (long long)model->grid.nz);
+  }
+  return 0;
+}
+
 static const source sources[] = {
     {"--box", box_given, box_file, box_build},
+    {"--image", image_given, image_file, image_build},
 };
 #define N_SOURCES (sizeof sources / sizeof sources[0])
 
@@ -154,7 +444,7 @@ static const source *pick_source(const settings *s) {
     }
     picked = &sources[i];
   }
-  if (!picked) cli_error("missing the geometry: give --box NXxNYxNZ");
+  if (!picked) cli_error("missing the geometry: give --box NXxNYxNZ or --image PATH");
   return picked;
 }
 
@@ -187,9 +477,15 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.voxel_size = {NAN, NAN, NAN}};
+  settings s = {.voxel_size = {NAN, NAN, NAN},
+                .origin = {NAN, NAN, NAN},
+                .raw_type = VOX_RAW_U16,
+                .crop = -1,
+                .downsample = 1,
+                .seg = {.units = VOX_UNITS_FILE, .n_thresholds = 1, .thresholds = {NAN}}};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
+  s.threshold_given = s.seg.otsu || s.seg.n_thresholds > 1 || !isnan(s.seg.thresholds[0]);
   const source *src = pick_source(&s);
   if (!src) return CLI_EXIT_USAGE;
   const char *inputs[] = {s.problem, src->input_file(&s)};
