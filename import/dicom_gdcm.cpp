@@ -4,12 +4,17 @@
 // guessed. No C++ exception crosses into C.
 #include "dicom_gdcm.h"
 
+#include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gdcmImage.h>
 #include <gdcmImageReader.h>
@@ -31,6 +36,44 @@ void quiet() {
 void say(char *message, size_t size, const std::string &text) {
   std::snprintf(message, size, "%s", text.c_str());
 }
+
+// GDCM as Debian builds it keeps its assert()s, and some malformed files
+// (a NumberOfFrames of the wrong VR, 1-bit pixels) trip one: abort() would
+// end the program with a core dump instead of one line of error. While GDCM
+// runs, SIGABRT jumps back here, and stderr (where assert, libjpeg and
+// OpenJPEG write) goes to /dev/null. The jump skips C++ destructors: the
+// memory of that one failed read is lost, which the program, about to exit
+// with an error, can afford. Not thread-safe: the readers run one at a time.
+sigjmp_buf abort_jump;
+
+void on_abort(int) { siglongjmp(abort_jump, 1); }
+
+struct guard {
+  struct sigaction old_action;
+  int saved_stderr = -1;
+  guard() {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_abort;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGABRT, &sa, &old_action);
+    std::fflush(stderr);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      saved_stderr = dup(2);
+      dup2(null, 2);
+      close(null);
+    }
+  }
+  ~guard() {
+    std::fflush(stderr);
+    if (saved_stderr >= 0) {
+      dup2(saved_stderr, 2);
+      close(saved_stderr);
+    }
+    sigaction(SIGABRT, &old_action, nullptr);
+  }
+};
 
 std::string value_of(const gdcm::StringFilter &sf, const gdcm::DataSet &ds, uint16_t group,
                      uint16_t element) {
@@ -79,10 +122,7 @@ template <typename T> void convert(const char *src, size_t n, double a, double b
   }
 }
 
-}  // namespace
-
-extern "C" int dicom_read_header(const char *path, dicom_header *h, char *message, size_t size) {
-  quiet();
+int read_header(const char *path, dicom_header *h, char *message, size_t size) {
   std::memset(h, 0, sizeof *h);
   try {
     gdcm::Reader reader;
@@ -100,6 +140,7 @@ extern "C" int dicom_read_header(const char *path, dicom_header *h, char *messag
     h->rows = numbers_of(value_of(sf, ds, 0x0028, 0x0010), v, 1) ? (int)v[0] : 0;
     h->columns = numbers_of(value_of(sf, ds, 0x0028, 0x0011), v, 1) ? (int)v[0] : 0;
     h->frames = numbers_of(value_of(sf, ds, 0x0028, 0x0008), v, 1) ? (int)v[0] : 1;
+    h->bits_allocated = numbers_of(value_of(sf, ds, 0x0028, 0x0100), v, 1) ? (int)v[0] : 0;
     h->samples_per_pixel = numbers_of(value_of(sf, ds, 0x0028, 0x0002), v, 1) ? (int)v[0] : 1;
     h->has_position = numbers_of(value_of(sf, ds, 0x0020, 0x0032), h->position, 3) == 3;
     h->has_orientation = numbers_of(value_of(sf, ds, 0x0020, 0x0037), h->orientation, 6) == 6;
@@ -127,9 +168,7 @@ extern "C" int dicom_read_header(const char *path, dicom_header *h, char *messag
   return DICOM_BAD;
 }
 
-extern "C" int dicom_read_pixels(const char *path, float *out, size_t count, char *message,
-                                 size_t size) {
-  quiet();
+int read_pixels(const char *path, float *out, size_t count, char *message, size_t size) {
   try {
     gdcm::ImageReader reader;
     reader.SetFileName(path);
@@ -207,4 +246,27 @@ extern "C" int dicom_read_pixels(const char *path, float *out, size_t count, cha
     say(message, size, "cannot decode the pixel data");
   }
   return DICOM_BAD;
+}
+
+}  // namespace
+
+extern "C" int dicom_read_header(const char *path, dicom_header *h, char *message, size_t size) {
+  quiet();
+  guard g;
+  if (sigsetjmp(abort_jump, 1)) {
+    say(message, size, "a malformed DICOM file (GDCM gave up on it)");
+    return DICOM_BAD;
+  }
+  return read_header(path, h, message, size);
+}
+
+extern "C" int dicom_read_pixels(const char *path, float *out, size_t count, char *message,
+                                 size_t size) {
+  quiet();
+  guard g;
+  if (sigsetjmp(abort_jump, 1)) {
+    say(message, size, "a malformed DICOM image (GDCM gave up on it)");
+    return DICOM_BAD;
+  }
+  return read_pixels(path, out, count, message, size);
 }

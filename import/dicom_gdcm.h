@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 typedef struct dicom_header {
-  int rows, columns, frames, samples_per_pixel;
+  int rows, columns, frames, samples_per_pixel, bits_allocated;
   int has_position, has_orientation, has_pixel_spacing;
   double position[3];        /* ImagePositionPatient: centre of the first pixel, mm */
   double orientation[6];     /* ImageOrientationPatient: row then column direction */

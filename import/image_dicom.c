@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dicom_check.h"
 #include "dicom_gdcm.h"
 #include "image_internal.h"
 
@@ -117,9 +118,14 @@ static vox_status read_headers(vox_context *ctx, const char *path, slice **out, 
       break;
     }
     char message[256];
-    int code = dicom_read_header(file, &s[n].h, message, sizeof message);
+    const char *problem = NULL;
     s[n].path = file;
     n++;
+    if (dicom_check_file(file, &problem)) {
+      status = vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid DICOM file: %s", file, problem);
+      break;
+    }
+    int code = dicom_read_header(file, &s[n - 1].h, message, sizeof message);
     if (code) status = header_error(ctx, file, code, message);
   }
   if (folder) image_free_list(names, n_names);
@@ -145,6 +151,9 @@ vox_status vox_image_read_dicom(vox_context *ctx, const char *path, vox_image *i
   if (!status && h->samples_per_pixel != 1)
     status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: colour images (%d samples per pixel) are not read",
                        s[0].path, h->samples_per_pixel);
+  if (!status && (h->bits_allocated % 8 || h->bits_allocated > 64))
+    status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: %d-bit pixels are not read", s[0].path,
+                       h->bits_allocated);
   if (!status && n > 1) {
     for (size_t i = 1; i < n && !status; i++) status = check_alike(ctx, &s[0], &s[i]);
     if (!status && (!h->has_position || !h->has_orientation))
