@@ -378,16 +378,21 @@ def case_metaimage():
     if m:
         check_grid(m, (1, 1, 2), (0, 0, 0), "mha")
         check(close(m["intensity"], fvol.astype(float), 1e-5), "mha: values differ")
-    # a MetaImage sample of insighttoolkit5-examples, when installed
+    # samples of insighttoolkit5-examples: a 3D image with an external .raw,
+    # and a compressed .zraw (CompressedDataSize) against its plain twin
     itk = "/usr/share/doc/insighttoolkit5-examples/examples/Data"
-    for name in ["HeadMRVolume.mhd", "BrainProtonDensity3Slices.mha"]:
-        path = os.path.join(itk, name)
-        if os.path.exists(path) or os.path.exists(path + ".gz"):
-            if not os.path.exists(path):
-                with gzip.open(path + ".gz") as src, open(name, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                path = name
-            voxelize("--image", path, "--threshold", "100")
+    if os.path.isdir(itk):
+        raw = np.fromfile(os.path.join(itk, "BrainProtonDensity3Slices.raw"), np.uint8)
+        m = voxelize("--image", os.path.join(itk, "BrainProtonDensity3Slices.mha"),
+                     "--threshold", "100", "--keep-intensity")
+        if m:
+            check(close(m["intensity"].ravel(), raw), "ITK BrainProtonDensity3Slices: values")
+            check(m["label"].shape == (3, 217, 181), "ITK BrainProtonDensity3Slices: shape")
+        plain = np.fromfile(os.path.join(itk, "BrainProtonDensitySliceBorder20.raw"), np.uint8)
+        m = voxelize("--image", os.path.join(itk, "BrainProtonDensitySliceBorder20DirectionPlus30"
+                                                  ".mhd"), "--threshold", "100", "--keep-intensity")
+        if m:
+            check(close(m["intensity"].ravel(), plain), "ITK .zraw: values differ from the .raw")
     os.truncate("vol.raw", vol.nbytes - 10)
     expect_bad(["--image", "vol.mhd", "--threshold", "0"], ["vol.raw", "truncated"])
     with open("bad.mhd", "w") as f:
