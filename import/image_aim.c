@@ -209,6 +209,31 @@ static int plain_type(uint32_t code, vox_raw_type *type) {
   }
 }
 
+/* The data must be able to hold the image before the image is allocated:
+ * a corrupt header must not ask for terabytes. Run-length bytes give at
+ * most 254 voxels (binary) or 255 per pair (char), a packed byte 8. */
+static vox_status check_data_size(vox_context *ctx, const char *path, const aim_header *h) {
+  vox_raw_type type;
+  size_t bytes;
+  vox_status s = image_checked_size(ctx, path, h->dim, 1, &bytes);
+  if (s) return s;
+  double n = (double)bytes, have = (double)h->data_bytes;
+  double most = plain_type(h->type, &type) ? have / vox_image_raw_type_size(type)
+                : h->type == AIM_BINARY_RLE ? 254 * have
+                : h->type == AIM_CHAR_RLE   ? 128 * have
+                : h->type == AIM_BITS_PACKED ? 8 * have
+                                             : -1;
+  if (most < 0)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: AIM data type 0x%08x is not read", path,
+                     (unsigned)h->type);
+  if (n > most)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "%s: truncated (%llu bytes of data cannot hold %lldx%lldx%lld voxels)", path,
+                     (unsigned long long)h->data_bytes, (long long)h->dim[0], (long long)h->dim[1],
+                     (long long)h->dim[2]);
+  return VOX_OK;
+}
+
 static vox_status read_data(vox_context *ctx, const char *path, FILE *f, const aim_header *h,
                             vox_image *image) {
   vox_raw_type type;
@@ -253,6 +278,7 @@ vox_status vox_image_read_aim(vox_context *ctx, const char *path, vox_image *ima
   if (!s && h.log_bytes > LOG_MAX) s = corrupt(ctx, path, "a processing log of many megabytes");
   if (!s && !(log = malloc((size_t)h.log_bytes + 1))) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (!s) s = image_read_at(ctx, path, f, h.log_offset, log, (size_t)h.log_bytes);
+  if (!s) s = check_data_size(ctx, path, &h);
   if (!s) s = vox_image_init(ctx, image, h.dim);
   if (!s) s = read_data(ctx, path, f, &h, image);
   fclose(f);

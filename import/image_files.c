@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "image_internal.h"
 
@@ -131,4 +133,24 @@ vox_status image_list_folder(vox_context *ctx, const char *path, char ***names, 
 int image_has_suffix(const char *path, const char *suffix) {
   size_t lp = strlen(path), ls = strlen(suffix);
   return lp >= ls && strcasecmp(path + lp - ls, suffix) == 0;
+}
+
+int image_quiet_begin(void) {
+#ifdef VOXFE_FUZZING
+  return -1; /* the fuzzer reports through stderr, even from inside the libraries */
+#endif
+  fflush(stderr);
+  int null = open("/dev/null", O_WRONLY);
+  if (null < 0) return -1;
+  int saved = dup(2);
+  if (saved >= 0) dup2(null, 2);
+  close(null);
+  return saved;
+}
+
+void image_quiet_end(int saved) {
+  if (saved < 0) return;
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
 }

@@ -10,6 +10,12 @@
 
 #include "voxfe/image.h"
 
+/* Sends stderr to /dev/null while a library that prints its own complaints
+ * (nifticlib) runs, so that voxfe's one-line message is all the user sees;
+ * returns what image_quiet_end needs. Not for threads. */
+int image_quiet_begin(void);
+void image_quiet_end(int saved);
+
 /* 1 on a big-endian machine. */
 int image_host_big_endian(void);
 

@@ -3,6 +3,7 @@
  * C library for it. Raw and zlib-compressed data, one channel, 2 or 3
  * dimensions. */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -96,7 +97,7 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
       if (!h->ndims) return bad(ctx, path, number, "DimSize before NDims");
       if (parse_numbers(value, v, 3) != h->ndims) return bad(ctx, path, number, "DimSize needs NDims sizes");
       for (int a = 0; a < h->ndims; a++) {
-        if (!(v[a] >= 1 && v[a] <= 1e12 && v[a] == (double)(int64_t)v[a]))
+        if (!(v[a] >= 1 && v[a] <= 1e12 && v[a] == floor(v[a])))
           return bad(ctx, path, number, "DimSize must be positive integers");
         h->dims[a] = (int64_t)v[a];
       }
@@ -130,13 +131,14 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
     } else if (!strcasecmp(key, "CompressedData")) {
       h->compressed = parse_bool(value);
     } else if (!strcasecmp(key, "CompressedDataSize")) {
-      if (parse_numbers(value, v, 1) != 1 || !(v[0] > 0)) return bad(ctx, path, number, "bad CompressedDataSize");
+      if (parse_numbers(value, v, 1) != 1 || !(v[0] > 0 && v[0] < 1e18))
+        return bad(ctx, path, number, "bad CompressedDataSize");
       h->compressed_size = (uint64_t)v[0];
     } else if (!strcasecmp(key, "ElementNumberOfChannels")) {
       if (parse_numbers(value, v, 1) != 1 || v[0] != 1)
         return bad(ctx, path, number, "only one channel (ElementNumberOfChannels = 1) is read");
     } else if (!strcasecmp(key, "HeaderSize")) {
-      if (parse_numbers(value, v, 1) != 1 || v[0] < -1 || v[0] != (double)(int64_t)v[0])
+      if (parse_numbers(value, v, 1) != 1 || v[0] < -1 || v[0] > 1e15 || v[0] != floor(v[0]))
         return bad(ctx, path, number, "bad HeaderSize");
       h->header_size = (int64_t)v[0];
     } else if (!strcasecmp(key, "ObjectType")) {
@@ -243,6 +245,11 @@ vox_status vox_image_read_metaimage(vox_context *ctx, const char *path, vox_imag
       if (size < bytes) s = vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated", data);
       offset = size - bytes;
     }
+    /* checked before the image is allocated; zlib expands at most 1032:1 */
+    uint64_t room = offset > size ? 0 : size - offset;
+    if (!s && (h.compressed ? (double)bytes > 1032.0 * (double)room + 64 : bytes > room))
+      s = vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (%llu bytes of voxels, %llu in the file)",
+                    data, (unsigned long long)bytes, (unsigned long long)room);
   }
   if (!s) s = vox_image_init(ctx, image, h.dims);
   if (!s)

@@ -3,10 +3,12 @@
  * from pixdim and the sform (else the qform), in the file's xyz units; the
  * scaling slope and intercept are applied. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nifti2_io.h>
+#include <zlib.h>
 
 #include "image_internal.h"
 
@@ -35,14 +37,80 @@ static double mm_per_unit(int units) {
   }
 }
 
+static uint64_t load_le(const unsigned char *p, int size, int swap) {
+  uint64_t v = 0;
+  for (int i = 0; i < size; i++) v |= (uint64_t)p[swap ? size - 1 - i : i] << (8 * i);
+  return v;
+}
+
+/* nifticlib trusts dim[0] as an index into its arrays: a corrupt header with
+ * dim[0] beyond 7 makes it write out of bounds. The header is checked here
+ * first (gzread reads plain and gzip files alike). */
+static vox_status check_header(vox_context *ctx, const char *path) {
+  unsigned char h[540];
+  gzFile z = gzopen(path, "rb");
+  if (!z) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open", path);
+  int got = gzread(z, h, sizeof h);
+  gzclose(z);
+  if (got < 348) return vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (in the NIfTI header)", path);
+  uint32_t size_le = (uint32_t)load_le(h, 4, 0), size_be = (uint32_t)load_le(h, 4, 1);
+  int two = size_le == 540 || size_be == 540, swap = size_le != 348 && size_le != 540;
+  if (!two && size_le != 348 && size_be != 348)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a NIfTI file (header size %u)", path, size_le);
+  if (two && got < 540)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (in the NIfTI-2 header)", path);
+  int64_t ndim = two ? (int64_t)load_le(h + 16, 8, swap) : (int16_t)load_le(h + 40, 2, swap);
+  if (ndim < 1 || ndim > 7)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid NIfTI header (dim[0] = %lld)", path,
+                     (long long)ndim);
+  for (int d = 1; d <= ndim; d++) {
+    int64_t n = two ? (int64_t)load_le(h + 16 + 8 * d, 8, swap)
+                    : (int16_t)load_le(h + 40 + 2 * d, 2, swap);
+    if (n < 1)
+      return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid NIfTI header (dim[%d] = %lld)", path,
+                       d, (long long)n);
+  }
+  /* the extensions between the header and the voxels: nifticlib allocates
+   * what each says its size is, so each must fit before vox_offset */
+  uint32_t bits = (uint32_t)load_le(h + 108, 4, swap);
+  float offset_f;
+  memcpy(&offset_f, &bits, sizeof offset_f);
+  double vox_offset = two ? (double)(int64_t)load_le(h + 168, 8, swap) : offset_f;
+  size_t header = two ? 540 : 348;
+  if (!(vox_offset >= 0 && vox_offset < 1e12))
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid NIfTI header (vox_offset)", path);
+  if ((size_t)got < header + 4 || h[header] == 0 || vox_offset < (double)header + 4) return VOX_OK;
+  z = gzopen(path, "rb");
+  if (!z) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open", path);
+  vox_status status = VOX_OK;
+  double at = (double)header + 4;
+  while (at + 8 <= vox_offset) {
+    unsigned char e[8];
+    if (gzseek(z, (z_off_t)at, SEEK_SET) < 0 || gzread(z, e, 8) != 8) break; /* nifticlib stops */
+    int32_t esize = (int32_t)load_le(e, 4, swap);
+    if (esize < 16 || esize % 16 || at + esize > vox_offset) {
+      status = vox_error(ctx, VOX_ERR_FORMAT, "%s: a corrupt NIfTI extension (size %d)", path,
+                         esize);
+      break;
+    }
+    at += esize;
+  }
+  gzclose(z);
+  return status;
+}
+
 vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *image) {
   memset(image, 0, sizeof *image);
   uint64_t size;
   vox_status s = image_file_size(ctx, path, &size);
+  if (!s) s = check_header(ctx, path);
   if (s) return s;
-  /* nifticlib prints its complaints; voxfe reports one line of its own */
+  /* nifticlib prints its complaints even at debug level 0; voxfe reports
+   * one line of its own */
   nifti_set_debug_level(0);
+  int quiet = image_quiet_begin();
   nifti_image *nim = nifti_image_read(path, 0);
+  image_quiet_end(quiet);
   if (!nim)
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a readable NIfTI-1 or NIfTI-2 header", path);
   vox_raw_type type = VOX_RAW_U8;
@@ -50,7 +118,7 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
   if (!raw_type_of(nim->datatype, &type)) {
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: NIfTI datatype %d (%s) is not read", path,
                   nim->datatype, nifti_datatype_string(nim->datatype));
-  } else if (nim->ndim > 3 && nim->nvox != nim->nx * nim->ny * nim->nz) {
+  } else if (nim->nt > 1 || nim->nu > 1 || nim->nv > 1 || nim->nw > 1) {
     s = vox_error(ctx, VOX_ERR_FORMAT, "%s: a %lld-dimensional image; voxfe reads 3D volumes",
                   path, (long long)nim->ndim);
   } else {
@@ -64,8 +132,13 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
       s = vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (%llu bytes of voxels at offset %lld, the "
                     "file has %llu)", path, (unsigned long long)bytes,
                     (long long)nim->iname_offset, (unsigned long long)size);
-    if (!s && nifti_image_load(nim) != 0)
-      s = vox_error(ctx, VOX_ERR_FORMAT, "%s: the voxel data are truncated or unreadable", path);
+    if (!s) {
+      quiet = image_quiet_begin();
+      int failed = nifti_image_load(nim) != 0;
+      image_quiet_end(quiet);
+      if (failed)
+        s = vox_error(ctx, VOX_ERR_FORMAT, "%s: the voxel data are truncated or unreadable", path);
+    }
   }
   if (!s) s = vox_image_init(ctx, image, n);
   if (!s) {

@@ -160,7 +160,16 @@ static TIFF *open_tiff(vox_context *ctx, const char *path, vox_status *s) {
   TIFFSetErrorHandler(on_error);
   TIFFSetWarningHandler(on_warning);
   tiff_message[0] = '\0';
-  TIFF *tif = TIFFOpen(path, "r");
+  /* no single buffer beyond 512 MiB (a strip or tile of a real scan is far
+   * smaller): a corrupt directory must not make libtiff ask for gigabytes */
+  TIFFOpenOptions *options = TIFFOpenOptionsAlloc();
+  if (!options) {
+    *s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    return NULL;
+  }
+  TIFFOpenOptionsSetMaxSingleMemAlloc(options, (tmsize_t)512 << 20);
+  TIFF *tif = TIFFOpenExt(path, "r", options);
+  TIFFOpenOptionsFree(options);
   if (!tif) *s = tiff_fail(ctx, VOX_ERR_FORMAT, path, "not a readable TIFF file");
   return tif;
 }
@@ -201,9 +210,12 @@ static vox_status read_pages(vox_context *ctx, const char *path, const page_form
   TIFF *tif = open_tiff(ctx, path, &s);
   if (!tif) return s;
   tmsize_t size = TIFFIsTiled(tif) ? TIFFTileSize(tif) : TIFFScanlineSize(tif);
-  unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
-  if (!buf) s = tiff_fail(ctx, size > 0 ? VOX_ERR_NO_MEMORY : VOX_ERR_FORMAT, path,
-                          size > 0 ? "out of memory" : "a page of no size");
+  /* the limit libtiff itself keeps to (open_tiff) */
+  unsigned char *buf = size > 0 && size <= ((tmsize_t)512 << 20) ? malloc((size_t)size) : NULL;
+  if (!buf)
+    s = size > 0 && size <= ((tmsize_t)512 << 20)
+            ? vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory")
+            : tiff_fail(ctx, VOX_ERR_FORMAT, path, "a corrupt tile or strip size");
   size_t slice = (size_t)p->width * p->height;
   int64_t k = 0;
   for (; !s && k < max_pages; k++) {
@@ -236,6 +248,19 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
     vox_status s = image_list_folder(ctx, path, &names, &count);
     if (s) return s;
     folder = 1;
+    /* other files (a scanner's .log, notes) are not slices */
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+      if (image_has_suffix(names[i], ".tif") || image_has_suffix(names[i], ".tiff"))
+        names[kept++] = names[i];
+      else
+        free(names[i]);
+    }
+    count = kept;
+    if (count == 0) {
+      free(names);
+      return vox_error(ctx, VOX_ERR_FORMAT, "%s: no .tif or .tiff files", path);
+    }
   }
   char **files = folder ? names : single;
   page_format first = {0};
@@ -250,6 +275,18 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
     else s = count_pages(ctx, full[i], &first, i > 0, &pages[i], &info);
     total += pages[i];
   }
+  /* a corrupt directory must not ask for terabytes: no compression TIFF
+   * offers packs grey values 4096 times (deflate at most about 1032) */
+  uint64_t file_bytes = 0;
+  for (size_t i = 0; i < count && !s; i++) {
+    uint64_t one;
+    if (!image_file_size(ctx, full[i], &one)) file_bytes += one;
+  }
+  if (!s && (double)first.width * first.height * (double)total * (first.bits / 8) >
+                4096.0 * (double)file_bytes)
+    s = vox_error(ctx, VOX_ERR_FORMAT, "%s: %ux%u pixels by %lld pages cannot be in %llu bytes",
+                  path, first.width, first.height, (long long)total,
+                  (unsigned long long)file_bytes);
   if (!s) {
     int64_t n[3] = {first.width, first.height, total};
     s = vox_image_init(ctx, image, n);
