@@ -108,10 +108,12 @@ static int walk_dataset(walker *w, size_t *at, size_t end, int depth, int in_ite
   return 0;
 }
 
-int dicom_check_buffer(const unsigned char *data, size_t size, const char **error) {
+int dicom_check_buffer(const unsigned char *data, size_t size, const char **error,
+                       char *syntax_out) {
   walker w = {data, size, 1, 0, NULL};
   size_t at = 0;
   char syntax[65] = "";
+  if (syntax_out) syntax_out[0] = '\0';
   if (size >= 132 && memcmp(data + 128, "DICM", 4) == 0) {
     at = 132;
     /* the meta group: explicit little endian, ends where group 0002 does */
@@ -138,6 +140,7 @@ int dicom_check_buffer(const unsigned char *data, size_t size, const char **erro
       }
       at += head + len;
     }
+    if (syntax_out) memcpy(syntax_out, syntax, sizeof syntax);
     if (!strcmp(syntax, "1.2.840.10008.1.2")) w.explicit_vr = 0;
     if (!strcmp(syntax, "1.2.840.10008.1.2.2")) w.big_endian = 1;
     /* deflated data sets cannot be walked without inflating them */
@@ -157,7 +160,7 @@ int dicom_check_buffer(const unsigned char *data, size_t size, const char **erro
   return 0;
 }
 
-int dicom_check_file(const char *path, const char **error) {
+int dicom_check_file(const char *path, const char **error, char *syntax) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     *error = "cannot open";
@@ -183,7 +186,7 @@ int dicom_check_file(const char *path, const char **error) {
   }
   int bad = ferror(f);
   fclose(f);
-  int status = bad ? (*error = "read error", -1) : dicom_check_buffer(data, size, error);
+  int status = bad ? (*error = "read error", -1) : dicom_check_buffer(data, size, error, syntax);
   free(data);
   return status;
 }

@@ -270,3 +270,7 @@ extern "C" int dicom_read_pixels(const char *path, float *out, size_t count, cha
   }
   return read_pixels(path, out, count, message, size);
 }
+
+extern "C" int dicom_syntax_known(const char *uid) {
+  return gdcm::TransferSyntax::GetTSType(uid) != gdcm::TransferSyntax::TS_END;
+}

@@ -32,6 +32,9 @@ enum { DICOM_OK = 0, DICOM_BAD = 1, DICOM_UNSUPPORTED = 2 };
  * `message` holds the cause, without the path. */
 int dicom_read_header(const char *path, dicom_header *header, char *message, size_t size);
 
+/* 1 when GDCM knows the transfer syntax `uid` (it may still lack a codec). */
+int dicom_syntax_known(const char *uid);
+
 /* Decodes the pixels of `path` (rows x columns x frames, x fastest), applies
  * the rescale slope and intercept and writes floats to `out`, which holds
  * `count` values; the image must have that many. */

@@ -119,10 +119,15 @@ static vox_status read_headers(vox_context *ctx, const char *path, slice **out, 
     }
     char message[256];
     const char *problem = NULL;
+    char syntax[65];
     s[n].path = file;
     n++;
-    if (dicom_check_file(file, &problem)) {
+    if (dicom_check_file(file, &problem, syntax)) {
       status = vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid DICOM file: %s", file, problem);
+      break;
+    }
+    if (syntax[0] && !dicom_syntax_known(syntax)) {
+      status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: unknown transfer syntax %s", file, syntax);
       break;
     }
     int code = dicom_read_header(file, &s[n - 1].h, message, sizeof message);

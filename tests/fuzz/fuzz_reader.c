@@ -33,7 +33,7 @@ static const char *input_path(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #ifdef FUZZ_DICOM_CHECK
   const char *error = NULL;
-  if (dicom_check_buffer(data, size, &error) && !error) abort(); /* a refusal names its cause */
+  if (dicom_check_buffer(data, size, &error, NULL) && !error) abort(); /* a refusal names its cause */
   return 0;
 #else
   const char *path = input_path();

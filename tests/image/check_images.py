@@ -260,6 +260,12 @@ def case_dicom_bad():
     ds["PixelData"].is_undefined_length = True
     ds.save_as("mpeg2.dcm", write_like_original=False)
     expect_bad(["--image", "mpeg2.dcm", "--threshold", "0"], ["mpeg2.dcm", "decode"])
+    # a transfer syntax GDCM has never heard of
+    ds = pydicom.dcmread(os.path.join(PYDICOM_FILES, "CT_small.dcm"))
+    ds.file_meta.TransferSyntaxUID = "1.2.3.4.5"
+    ds.save_as("unknown.dcm", write_like_original=False)
+    expect_bad(["--image", "unknown.dcm", "--threshold", "0"],
+               ["unknown.dcm", "unknown transfer syntax 1.2.3.4.5"])
     # not DICOM at all
     open("junk.dcm", "wb").write(b"\0" * 128 + b"DICM" + bytes(range(256)) * 4)
     expect_bad(["--image", "junk.dcm", "--threshold", "0"], ["junk.dcm"])
