@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dicom_check.h"
 #include "dicom_gdcm.h"
+#include "dicom_scan.h"
 #include "image_internal.h"
 
 /* Slices more than this fraction of the mean spacing off are a gap. */
@@ -20,7 +20,9 @@
 typedef struct slice {
   char *path;
   dicom_header h;
+  dicom_pixels px;
   double distance; /* along the slice normal, mm */
+  const char *problem; /* the walk's complaint, or NULL */
 } slice;
 
 static vox_status header_error(vox_context *ctx, const char *path, int code, const char *message) {
@@ -98,6 +100,24 @@ static void set_units(vox_image *image, const dicom_header *h) {
   if (!strcasecmp(units, "HU")) image->to_hu = (vox_linear){1, 1, 0};
 }
 
+/* One file's header: the walk of dicom_scan.c, GDCM for what it cannot walk
+ * (deflated data sets). */
+static vox_status header_of(vox_context *ctx, slice *sl) {
+  if (sl->problem)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid DICOM file: %s", sl->path, sl->problem);
+  if (sl->px.syntax[0] && !dicom_syntax_known(sl->px.syntax))
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: unknown transfer syntax %s", sl->path,
+                     sl->px.syntax);
+  if (!sl->px.walked) {
+    char message[256];
+    int code = dicom_read_header(sl->path, &sl->h, message, sizeof message);
+    if (code) return header_error(ctx, sl->path, code, message);
+  }
+  if (sl->h.rows <= 0 || sl->h.columns <= 0)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: no image (Rows and Columns missing)", sl->path);
+  return VOX_OK;
+}
+
 static vox_status read_headers(vox_context *ctx, const char *path, slice **out, size_t *count) {
   char **names = NULL;
   size_t n_names = 1;
@@ -112,31 +132,48 @@ static vox_status read_headers(vox_context *ctx, const char *path, slice **out, 
   vox_status status = s ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < n_names && !status; i++) {
     if (folder && !strcasecmp(names[i], "DICOMDIR")) continue; /* an index, not a slice */
-    char *file = folder ? image_join(path, names[i]) : strdup(path);
-    if (!file) {
+    if (!(s[n].path = folder ? image_join(path, names[i]) : strdup(path)))
       status = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-      break;
-    }
-    char message[256];
-    const char *problem = NULL;
-    char syntax[65];
-    s[n].path = file;
     n++;
-    if (dicom_check_file(file, &problem, syntax)) {
-      status = vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid DICOM file: %s", file, problem);
-      break;
-    }
-    if (syntax[0] && !dicom_syntax_known(syntax)) {
-      status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: unknown transfer syntax %s", file, syntax);
-      break;
-    }
-    int code = dicom_read_header(file, &s[n - 1].h, message, sizeof message);
-    if (code) status = header_error(ctx, file, code, message);
   }
   if (folder) image_free_list(names, n_names);
+  /* the walks are independent: the files in parallel */
+  if (!status) {
+#pragma omp parallel for schedule(dynamic, 8)
+    for (size_t i = 0; i < n; i++)
+      dicom_scan_file(s[i].path, &s[i].h, &s[i].px, &s[i].problem);
+    for (size_t i = 0; i < n && !status; i++) status = header_of(ctx, &s[i]);
+  }
   if (!status && n == 0) status = vox_error(ctx, VOX_ERR_FORMAT, "%s: no DICOM files", path);
   *out = s;
   *count = n;
+  return status;
+}
+
+/* The pixels of every file into its place in z: uncompressed ones straight
+ * from the file, in parallel; compressed ones through GDCM, one at a time
+ * (its guard in dicom_gdcm.cpp is process-wide). */
+static vox_status read_pixels(vox_context *ctx, slice *s, size_t n, size_t per_file,
+                              vox_image *image) {
+  const char **problem = calloc(n, sizeof *problem);
+  if (!problem) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+#pragma omp parallel for schedule(dynamic, 4)
+  for (size_t i = 0; i < n; i++)
+    if (s[i].px.native)
+      dicom_read_native(s[i].path, &s[i].h, &s[i].px, image->data + i * per_file, per_file,
+                        &problem[i]);
+  vox_status status = VOX_OK;
+  for (size_t i = 0; i < n && !status; i++) {
+    if (s[i].px.native) {
+      if (problem[i]) status = vox_error(ctx, VOX_ERR_FORMAT, "%s: %s", s[i].path, problem[i]);
+      continue;
+    }
+    char message[256];
+    int code = dicom_read_pixels(s[i].path, image->data + i * per_file, per_file, message,
+                                 sizeof message);
+    if (code) status = header_error(ctx, s[i].path, code, message);
+  }
+  free(problem);
   return status;
 }
 
@@ -180,13 +217,7 @@ vox_status vox_image_read_dicom(vox_context *ctx, const char *path, vox_image *i
   }
   if (!status) {
     size_t per_file = (size_t)(image->n[0] * image->n[1]) * (n > 1 ? 1 : (size_t)h->frames);
-    /* one file after the other: each slice lands at its place in z */
-    for (size_t i = 0; i < n && !status; i++) {
-      char message[256];
-      int code = dicom_read_pixels(s[i].path, image->data + i * per_file, per_file, message,
-                                   sizeof message);
-      if (code) status = header_error(ctx, s[i].path, code, message);
-    }
+    status = read_pixels(ctx, s, n, per_file, image);
   }
   if (!status) {
     image->spacing[0] = h->has_pixel_spacing ? h->pixel_spacing[1] : 1;

@@ -1,5 +1,5 @@
 /* libFuzzer harness of one image reader (chosen at compile time by
- * FUZZ_READER: aim, metaimage, tiff, nifti, dicom_check): the input becomes
+ * FUZZ_READ, or FUZZ_DICOM_SCAN for the DICOM walk): the input becomes
  * a file, which the reader must accept or refuse with a message, never
  * crash on, overrun, or leak. Built with clang -fsanitize=fuzzer,address,
  * undefined by tests/fuzz/CMakeLists.txt and run for a few seconds per
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dicom_check.h"
+#include "dicom_scan.h"
 #include "voxfe/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,16 +31,28 @@ static const char *input_path(void) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-#ifdef FUZZ_DICOM_CHECK
-  const char *error = NULL;
-  if (dicom_check_buffer(data, size, &error, NULL) && !error) abort(); /* a refusal names its cause */
-  return 0;
-#else
   const char *path = input_path();
   FILE *f = fopen(path, "wb");
   if (!f) return 0;
   fwrite(data, 1, size, f);
   fclose(f);
+#ifdef FUZZ_DICOM_SCAN
+  /* the walk, the header fields, and the uncompressed pixels it locates */
+  const char *error = NULL;
+  dicom_header h;
+  dicom_pixels px;
+  if (dicom_scan_file(path, &h, &px, &error)) {
+    if (!error) abort(); /* a refusal names its cause */
+  } else if (px.native && h.rows > 0 && h.columns > 0 && h.frames > 0 &&
+             (size_t)h.rows * h.columns * h.frames <= ((size_t)16 << 20)) {
+    size_t count = (size_t)h.rows * h.columns * h.frames;
+    float *out = malloc(count * sizeof *out);
+    if (out && dicom_read_native(path, &h, &px, out, count, &error) && !error) abort();
+    free(out);
+  }
+  unlink(path);
+  return 0;
+#else
   vox_context *ctx = NULL;
   if (vox_context_create(&ctx) != VOX_OK) return 0;
   vox_image image;

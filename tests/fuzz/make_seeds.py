@@ -54,7 +54,7 @@ elif kind == "nifti":
     img.header.set_slope_inter(2.0, 1.0)
     nib.save(img, out("one.nii"))
     nib.save(nib.Nifti2Image(vol.astype(np.float32), np.eye(4)), out("two.nii"))
-elif kind == "dicom_check":
+elif kind == "dicom_scan":
     data = "/usr/lib/python3/dist-packages/pydicom/data/test_files"
     for name in ["CT_small.dcm", "MR_small_RLE.dcm", "MR_small_bigendian.dcm",
                  "JPEG2000.dcm", "nested_priv_SQ.dcm", "no_meta.dcm"]:

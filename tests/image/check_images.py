@@ -190,6 +190,28 @@ def case_dicom_series():
         check_labels(m, (hu >= -300).astype(np.uint8), "reverse series")
 
 
+def case_dicom_bits_stored():
+    """12 of 16 bits stored, the other 4 holding junk (overlays): only the
+    stored bits count, signed when PixelRepresentation is 1."""
+    import pydicom
+
+    rng = np.random.default_rng(9)
+    for signed in (0, 1):
+        value = rng.integers(-2048 if signed else 0, 2048 if signed else 4096, size=(6, 7))
+        junk = rng.integers(0, 16, size=value.shape) << 12
+        stored = (value & 0xFFF) | junk
+        write_dicom_series(f"b{signed}", np.zeros((1, 6, 7), np.int16), (0.5, 0.5, 0.5), (0, 0, 0))
+        name = os.path.join(f"b{signed}", os.listdir(f"b{signed}")[0])
+        ds = pydicom.dcmread(name)
+        ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 12, 11, signed
+        ds.PixelData = stored.astype("<u2").tobytes()
+        ds.save_as(name, write_like_original=False)
+        m = voxelize("--image", name, "--threshold", "-5000", "--keep-intensity")
+        if m:
+            check(close(m["intensity"][0], value),
+                  f"BitsStored 12, signed {signed}: values differ")
+
+
 def case_dicom_gap():
     vol = test_volume((8, 5, 6))
     write_dicom_series("gap", vol, (0.5, 0.5, 1.0), (0, 0, 0), skip=(4,))
@@ -219,7 +241,7 @@ def case_dicom_samples():
     # compressed transfer syntaxes: lossless ones give MR_small's pixels
     ref = pydicom.dcmread(os.path.join(PYDICOM_FILES, "MR_small.dcm")).pixel_array.astype(float)
     for name in ["MR_small_RLE.dcm", "MR_small_jpeg_ls_lossless.dcm", "MR_small_jp2klossless.dcm",
-                 "MR_small_bigendian.dcm"]:
+                 "MR_small_bigendian.dcm", "MR_small_implicit.dcm", "MR_small_expb.dcm"]:
         m = voxelize("--image", os.path.join(PYDICOM_FILES, name), "--threshold", "500",
                      "--keep-intensity")
         if m:
