@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -153,4 +154,17 @@ void image_quiet_end(int saved) {
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
+}
+
+void image_huge_pages(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  if (!p || bytes < 8 * huge) return;
+  uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+  uintptr_t end = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }

@@ -145,6 +145,17 @@ double vox_image_otsu(const vox_image *image) {
 int64_t vox_image_threshold(const vox_image *image, const double *t, const uint8_t *labels,
                             int n_thresholds, uint8_t *out) {
   int64_t n = vox_image_voxels(image), hits = 0;
+  if (n_thresholds == 1) { /* the common case, in a loop the compiler vectorizes */
+    const double t0 = t[0];
+    const uint8_t l0 = labels[0];
+#pragma omp parallel for reduction(+ : hits) schedule(static)
+    for (int64_t v = 0; v < n; v++) {
+      int on = (double)image->data[v] >= t0;
+      out[v] = on ? l0 : 0;
+      hits += on;
+    }
+    return hits;
+  }
 #pragma omp parallel for reduction(+ : hits) schedule(static)
   for (int64_t v = 0; v < n; v++) {
     double x = image->data[v];

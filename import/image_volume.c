@@ -10,7 +10,9 @@ vox_status vox_image_init(vox_context *ctx, vox_image *image, const int64_t n[3]
   size_t bytes;
   vox_status s = image_checked_size(ctx, "image", n, sizeof(float), &bytes);
   if (s) return s;
-  if (!(image->data = calloc(1, bytes)))
+  image->data = calloc(1, bytes);
+  image_huge_pages(image->data, bytes);
+  if (!image->data)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for a %lldx%lldx%lld image",
                      (long long)n[0], (long long)n[1], (long long)n[2]);
   for (int a = 0; a < 3; a++) {

@@ -49,6 +49,7 @@ static vox_status segment(vox_context *ctx, const char *path, vox_image *image,
 
   size_t n = (size_t)vox_image_voxels(image);
   if (!(l->label = malloc(n))) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  image_huge_pages(l->label, n);
   report->labelled = vox_image_threshold(image, t, labels, n_t, l->label);
   if (report->labelled == 0) {
     double lo, hi;
