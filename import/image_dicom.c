@@ -115,6 +115,14 @@ static vox_status header_of(vox_context *ctx, slice *sl) {
   }
   if (sl->h.rows <= 0 || sl->h.columns <= 0)
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: no image (Rows and Columns missing)", sl->path);
+  /* uncompressed pixels must be all there: known before the volume is
+   * allocated, which a corrupt header could make huge */
+  double need = (double)sl->h.rows * sl->h.columns * (sl->h.frames > 0 ? sl->h.frames : 1) *
+                (sl->h.bits_allocated / 8);
+  if (sl->px.native && (double)sl->px.length < need)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "%s: truncated (the pixel data hold %u bytes, the image needs %.0f)", sl->path,
+                     sl->px.length, need);
   return VOX_OK;
 }
 
