@@ -108,14 +108,17 @@ vox_status vox_image_downsample_mean(vox_context *ctx, vox_image *image, int f) 
 double vox_image_otsu(const vox_image *image) {
   int64_t n = vox_image_voxels(image);
   double lo = INFINITY, hi = -INFINITY;
+  /* NaN and infinite values (a reader's "no data") take no part */
   for (int64_t v = 0; v < n; v++) {
     double x = image->data[v];
+    if (!isfinite(x)) continue;
     if (x < lo) lo = x;
     if (x > hi) hi = x;
   }
-  if (!(hi > lo)) return lo;
+  if (!(hi > lo)) return isfinite(lo) ? lo : 0;
   double count[OTSU_BINS] = {0}, width = (hi - lo) / OTSU_BINS;
   for (int64_t v = 0; v < n; v++) {
+    if (!isfinite(image->data[v])) continue;
     int b = (int)((image->data[v] - lo) / width);
     count[b < 0 ? 0 : b >= OTSU_BINS ? OTSU_BINS - 1 : b]++;
   }

@@ -442,6 +442,13 @@ def case_raw():
                 "--voxel-size", "1", "--threshold", "0"], ["vol.bin", "bytes"])
     expect_bad(["--image", "vol.bin", "--raw-size", "5x3x4", "--raw-header", "6",
                 "--threshold", "0"], ["vol.bin", "--voxel-size"])
+    # usage: no threshold, two geometries, bad option values
+    expect_bad(["--image", "vol.bin", "--raw-size", "5x3x4", "--voxel-size", "1"], ["--threshold"])
+    expect_bad(["--image", "vol.bin", "--box", "2x2x2", "--voxel-size", "1", "--threshold", "1"],
+               ["--box", "--image"])
+    expect_bad(["--image", "vol.bin", "--threshold", "5,2"], ["increase"])
+    expect_bad(["--image", "vol.bin", "--threshold", "1", "--roi", "3:1,0:2,0:2"], ["--roi"])
+    expect_bad(["--image", "missing.nii", "--threshold", "1"], ["missing.nii"])
 
 
 # --- Scanco AIM ---------------------------------------------------------------------
