@@ -33,20 +33,21 @@ static int is_aim_magic(const unsigned char *m, size_t n) {
          m[5] == 0 && m[6] == 0 && m[7] == 0;
 }
 
-/* A folder holds a DICOM series or a TIFF stack: its first file says which. */
+/* A folder holds a DICOM series or a TIFF stack: a TIFF stack when it has
+ * .tif/.tiff files that are TIFF (beside them a scanner may leave a .log). */
 static vox_status read_folder(vox_context *ctx, const char *path, vox_image *image) {
   char **names;
   size_t count;
   vox_status s = image_list_folder(ctx, path, &names, &count);
   if (s) return s;
   int tiff = 0;
-  for (size_t i = 0; i < count && !tiff; i++) {
+  for (size_t i = 0; i < count; i++) {
+    if (!image_has_suffix(names[i], ".tif") && !image_has_suffix(names[i], ".tiff")) continue;
     char *file = image_join(path, names[i]);
     unsigned char m[8];
-    if (file && (image_has_suffix(file, ".tif") || image_has_suffix(file, ".tiff")))
-      tiff = is_tiff_magic(m, read_magic(file, m, sizeof m));
+    tiff = file && is_tiff_magic(m, read_magic(file, m, sizeof m));
     free(file);
-    break; /* the first file decides */
+    break; /* the first TIFF name decides */
   }
   image_free_list(names, count);
   return tiff ? vox_image_read_tiff(ctx, path, image) : vox_image_read_dicom(ctx, path, image);

@@ -238,9 +238,27 @@ static vox_status read_pages(vox_context *ctx, const char *path, const page_form
   return s;
 }
 
+/* A Bruker SkyScan reconstruction log: "Pixel Size (um)=..." (the
+ * reconstructed slices are isotropic); 0 when the file does not say. */
+static double skyscan_pixel_mm(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[512];
+  double mm = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *eq = strchr(line, '=');
+    if (!eq || strncmp(line, "Pixel Size (um)", 15)) continue;
+    double um = strtod(eq + 1, NULL);
+    if (um > 0 && um < 1e6) mm = um * 1e-3;
+  }
+  fclose(f);
+  return mm;
+}
+
 vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *image) {
   memset(image, 0, sizeof *image);
   char **names = NULL, *single[1] = {(char *)path};
+  double skyscan_mm = 0;
   size_t count = 1;
   int folder = 0;
   uint64_t size;
@@ -248,13 +266,20 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
     vox_status s = image_list_folder(ctx, path, &names, &count);
     if (s) return s;
     folder = 1;
-    /* other files (a scanner's .log, notes) are not slices */
+    /* other files (a scanner's .log, notes) are not slices; a SkyScan
+     * .log gives the pixel size */
     size_t kept = 0;
     for (size_t i = 0; i < count; i++) {
-      if (image_has_suffix(names[i], ".tif") || image_has_suffix(names[i], ".tiff"))
+      if (image_has_suffix(names[i], ".tif") || image_has_suffix(names[i], ".tiff")) {
         names[kept++] = names[i];
-      else
-        free(names[i]);
+        continue;
+      }
+      if (image_has_suffix(names[i], ".log") && !(skyscan_mm > 0)) {
+        char *log = image_join(path, names[i]);
+        if (log) skyscan_mm = skyscan_pixel_mm(log);
+        free(log);
+      }
+      free(names[i]);
     }
     count = kept;
     if (count == 0) {
@@ -308,7 +333,10 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
     vox_image_free(image);
     return s;
   }
-  if (info.pixel_mm[0] > 0) {
+  if (skyscan_mm > 0) { /* the scanner's word over the TIFF tags (often 72 dpi) */
+    for (int a = 0; a < 3; a++) image->spacing[a] = skyscan_mm;
+    image->spacing_known = 1;
+  } else if (info.pixel_mm[0] > 0) {
     image->spacing[0] = info.pixel_mm[0];
     image->spacing[1] = info.pixel_mm[1];
     image->spacing[2] = info.slice_mm > 0 ? info.slice_mm : info.pixel_mm[0];

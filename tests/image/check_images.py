@@ -328,6 +328,12 @@ def case_tiff():
     if m:
         check_grid(m, (0.05, 0.05, 0.05), (0, 0, 0), "TIFF folder")
         check_labels(m, (vol >= 300).astype(np.uint8), "TIFF folder")
+    # a SkyScan reconstruction log beside the slices gives the pixel size
+    open("slices/scan_rec.log", "w").write("[Reconstruction]\nPixel Size (um)=12.5\n")
+    m = voxelize("--image", "slices", "--threshold", "300")
+    if m:
+        check_grid(m, (0.0125,) * 3, (0, 0, 0), "TIFF folder with a SkyScan log")
+        check_labels(m, (vol >= 300).astype(np.uint8), "TIFF folder with a SkyScan log")
     # no pixel size in the file: --voxel-size is needed
     tifffile.imwrite("nosize.tif", vol)
     expect_bad(["--image", "nosize.tif", "--threshold", "300"], ["nosize.tif", "--voxel-size"])
