@@ -40,8 +40,8 @@ int image_parse_thresholds(const char *what, const char *text, void *value) {
   int n = cli_count_fields(text, ',');
   cli_range any = {-INFINITY, INFINITY, 0, 0};
   if (n < 1 || n > VOX_MAX_THRESHOLDS) {
-    cli_error("%s: expected otsu or 1 to %d numbers T1,T2,..., got '%s'", what,
-              VOX_MAX_THRESHOLDS, text);
+    cli_error("%s: expected otsu or 1 to %d numbers T1,T2,..., got '%s'", what, VOX_MAX_THRESHOLDS,
+              text);
     return -1;
   }
   if (cli_parse_real_list(what, "otsu or T1,T2,...", text, ',', n, any, seg->thresholds)) return -1;
@@ -164,4 +164,3 @@ void image_format_downsample_mode(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s",
            *(const vox_downsample_mode *)value == VOX_DOWNSAMPLE_MEAN ? "mean" : "majority");
 }
-

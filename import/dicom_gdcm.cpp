@@ -184,13 +184,15 @@ int read_pixels(const char *path, float *out, size_t count, char *message, size_
                          ? gdcm::TransferSyntax::GetTSString(image.GetTransferSyntax())
                          : "unknown";
     if (pf.GetSamplesPerPixel() != 1) {
-      say(message, size, "colour images are not read (" + std::to_string(pf.GetSamplesPerPixel()) +
-                             " samples per pixel)");
+      say(message, size,
+          "colour images are not read (" + std::to_string(pf.GetSamplesPerPixel()) +
+              " samples per pixel)");
       return DICOM_UNSUPPORTED;
     }
     if (n != count) {
-      say(message, size, "the image holds " + std::to_string(n) + " pixels, not the " +
-                             std::to_string(count) + " its header announced");
+      say(message, size,
+          "the image holds " + std::to_string(n) + " pixels, not the " + std::to_string(count) +
+              " its header announced");
       return DICOM_BAD;
     }
     // A native (uncompressed) Pixel Data element shorter than the image is a
@@ -202,17 +204,19 @@ int read_pixels(const char *path, float *out, size_t count, char *message, size_
       const gdcm::ByteValue *bv = de.GetByteValue();
       size_t need = n * pf.GetPixelSize();
       if (!de.GetSequenceOfFragments() && (!bv || bv->GetLength() < need)) {
-        say(message, size, "truncated (the pixel data hold " +
-                               std::to_string(bv ? (size_t)bv->GetLength() : (size_t)0) + " bytes, the image needs " +
-                               std::to_string(need) + ")");
+        say(message, size,
+            "truncated (the pixel data hold " +
+                std::to_string(bv ? (size_t)bv->GetLength() : (size_t)0) +
+                " bytes, the image needs " + std::to_string(need) + ")");
         return DICOM_BAD;
       }
     }
     size_t bytes = image.GetBufferLength();
     std::vector<char> buffer(bytes);
     if (bytes == 0 || !image.GetBuffer(buffer.data())) {
-      say(message, size, "cannot decode the pixel data (transfer syntax " + ts +
-                             "): an unsupported compression, or corrupt data");
+      say(message, size,
+          "cannot decode the pixel data (transfer syntax " + ts +
+              "): an unsupported compression, or corrupt data");
       return DICOM_UNSUPPORTED;
     }
     double a = image.GetSlope(), b = image.GetIntercept();
@@ -234,8 +238,7 @@ int read_pixels(const char *path, float *out, size_t count, char *message, size_
       CASE(FLOAT64, double)
 #undef CASE
     default:
-      say(message, size, std::string("pixel type ") + pf.GetScalarTypeAsString() +
-                             " is not read");
+      say(message, size, std::string("pixel type ") + pf.GetScalarTypeAsString() + " is not read");
       return DICOM_UNSUPPORTED;
     }
     say(message, size, "the pixel data are shorter than the image");
@@ -248,7 +251,7 @@ int read_pixels(const char *path, float *out, size_t count, char *message, size_
   return DICOM_BAD;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" int dicom_read_header(const char *path, dicom_header *h, char *message, size_t size) {
   quiet();

@@ -13,16 +13,16 @@ extern "C" {
 typedef struct dicom_header {
   int rows, columns, frames, samples_per_pixel, bits_allocated;
   int has_position, has_orientation, has_pixel_spacing;
-  double position[3];        /* ImagePositionPatient: centre of the first pixel, mm */
-  double orientation[6];     /* ImageOrientationPatient: row then column direction */
-  double pixel_spacing[2];   /* between rows, between columns, mm */
-  double slice_thickness;    /* 0 when absent */
+  double position[3];      /* ImagePositionPatient: centre of the first pixel, mm */
+  double orientation[6];   /* ImageOrientationPatient: row then column direction */
+  double pixel_spacing[2]; /* between rows, between columns, mm */
+  double slice_thickness;  /* 0 when absent */
   double spacing_between_slices;
-  double slope, intercept;   /* rescale; 1 and 0 when absent */
-  char rescale_type[17];     /* "HU", ... or "" */
-  char modality[17];         /* "CT", ... */
+  double slope, intercept; /* rescale; 1 and 0 when absent */
+  char rescale_type[17];   /* "HU", ... or "" */
+  char modality[17];       /* "CT", ... */
   char series_uid[65];
-  char transfer_syntax[96];  /* its name, or the UID GDCM does not know */
+  char transfer_syntax[96]; /* its name, or the UID GDCM does not know */
 } dicom_header;
 
 /* Outcomes of the calls: */

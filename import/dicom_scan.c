@@ -29,9 +29,25 @@ typedef struct kept {
 } kept;
 
 enum {
-  F_ROWS, F_COLUMNS, F_FRAMES, F_SAMPLES, F_BITS_ALLOCATED, F_BITS_STORED, F_PIXEL_REP,
-  F_POSITION, F_ORIENTATION, F_PIXEL_SPACING, F_THICKNESS, F_SPACING_BETWEEN, F_INTERCEPT,
-  F_SLOPE, F_RESCALE_TYPE, F_MODALITY, F_SERIES, F_PIXEL_DATA, F_COUNT
+  F_ROWS,
+  F_COLUMNS,
+  F_FRAMES,
+  F_SAMPLES,
+  F_BITS_ALLOCATED,
+  F_BITS_STORED,
+  F_PIXEL_REP,
+  F_POSITION,
+  F_ORIENTATION,
+  F_PIXEL_SPACING,
+  F_THICKNESS,
+  F_SPACING_BETWEEN,
+  F_INTERCEPT,
+  F_SLOPE,
+  F_RESCALE_TYPE,
+  F_MODALITY,
+  F_SERIES,
+  F_PIXEL_DATA,
+  F_COUNT
 };
 
 static const uint16_t wanted[F_COUNT][2] = {
@@ -70,8 +86,8 @@ static uint32_t u32(const walker *w, size_t at) {
 
 /* VRs with a 2-byte reserved field and a 4-byte length in explicit VR. */
 static int long_vr(const unsigned char *vr) {
-  static const char *const vrs[] = {"OB", "OW", "OF", "SQ", "UT", "UN", "OD", "OL", "OV",
-                                    "UC", "UR", "SV", "UV"};
+  static const char *const vrs[] = {"OB", "OW", "OF", "SQ", "UT", "UN", "OD",
+                                    "OL", "OV", "UC", "UR", "SV", "UV"};
   for (size_t i = 0; i < sizeof vrs / sizeof vrs[0]; i++)
     if (vr[0] == vrs[i][0] && vr[1] == vrs[i][1]) return 1;
   return 0;
@@ -152,8 +168,8 @@ static int walk_dataset(walker *w, size_t *at, size_t end, int depth, int in_ite
   return 0;
 }
 
-static int walk_file(const unsigned char *data, size_t size, const char **error,
-                     char *syntax_out, kept *found, int *big_endian) {
+static int walk_file(const unsigned char *data, size_t size, const char **error, char *syntax_out,
+                     kept *found, int *big_endian) {
   walker w = {data, size, 1, 0, NULL, found};
   size_t at = 0;
   char syntax[65] = "";
@@ -252,8 +268,8 @@ static int us_of(const unsigned char *data, const kept *f, int big_endian, int f
   return big_endian ? v[0] << 8 | v[1] : v[1] << 8 | v[0];
 }
 
-static void fill_header(const unsigned char *data, const kept *f, int big_endian,
-                        dicom_header *h, dicom_pixels *px) {
+static void fill_header(const unsigned char *data, const kept *f, int big_endian, dicom_header *h,
+                        dicom_pixels *px) {
   double v[6];
   memset(h, 0, sizeof *h);
   h->rows = us_of(data, &f[F_ROWS], big_endian, 0);
@@ -352,8 +368,10 @@ static void convert(const unsigned char *raw, int bytes, const dicom_pixels *px,
   for (size_t i = 0; i < count; i++) {
     const unsigned char *p = raw + i * (size_t)bytes;
     uint32_t u;
-    if (bytes == 1) u = p[0];
-    else if (bytes == 2) u = px->big_endian ? (uint32_t)(p[0] << 8 | p[1]) : (uint32_t)(p[1] << 8 | p[0]);
+    if (bytes == 1)
+      u = p[0];
+    else if (bytes == 2)
+      u = px->big_endian ? (uint32_t)(p[0] << 8 | p[1]) : (uint32_t)(p[1] << 8 | p[0]);
     else
       u = px->big_endian ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
                          : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];

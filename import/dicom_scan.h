@@ -11,12 +11,12 @@
 
 /* Where a file's pixels are and how they are stored. */
 typedef struct dicom_pixels {
-  char syntax[65];   /* transfer syntax UID; "" without a meta group */
-  int walked;        /* 0: deflated, the header fields must come from GDCM */
-  int native;        /* uncompressed pixel data of defined length */
-  int present;       /* the file has Pixel Data */
+  char syntax[65]; /* transfer syntax UID; "" without a meta group */
+  int walked;      /* 0: deflated, the header fields must come from GDCM */
+  int native;      /* uncompressed pixel data of defined length */
+  int present;     /* the file has Pixel Data */
   int big_endian, signed_pixels, bits_stored;
-  size_t offset;     /* of the pixel data's value in the file */
+  size_t offset; /* of the pixel data's value in the file */
   uint32_t length;
 } dicom_pixels;
 

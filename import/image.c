@@ -29,8 +29,8 @@ static int is_dicom_magic(const unsigned char *m, size_t n) {
 static int is_aim_magic(const unsigned char *m, size_t n) {
   if (n >= 12 && memcmp(m, "AIMDATA_V030", 12) == 0) return 1;
   /* v020: a pre-header of five int32 starting with its own length, 20 */
-  return n >= 8 && m[0] == 20 && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 140 &&
-         m[5] == 0 && m[6] == 0 && m[7] == 0;
+  return n >= 8 && m[0] == 20 && m[1] == 0 && m[2] == 0 && m[3] == 0 && m[4] == 140 && m[5] == 0 &&
+         m[6] == 0 && m[7] == 0;
 }
 
 /* A folder holds a DICOM series or a TIFF stack: a TIFF stack when it has

@@ -66,7 +66,8 @@ static vox_status corrupt(vox_context *ctx, const char *path, const char *what) 
 static vox_status read_header(vox_context *ctx, const char *path, FILE *f, uint64_t file_size,
                               aim_header *h) {
   unsigned char pre[56], st[512];
-  vox_status s = image_read_at(ctx, path, f, 0, pre, file_size < sizeof pre ? (size_t)file_size : sizeof pre);
+  vox_status s =
+      image_read_at(ctx, path, f, 0, pre, file_size < sizeof pre ? (size_t)file_size : sizeof pre);
   if (s) return s;
   if (file_size < 20) return corrupt(ctx, path, "shorter than its header");
   h->v030 = file_size >= 56 && memcmp(pre, V030_MAGIC, 15) == 0;
@@ -82,14 +83,17 @@ static vox_status read_header(vox_context *ctx, const char *path, FILE *f, uint6
     return corrupt(ctx, path, "the pre-header does not give the v030 sizes");
   if (pre_len + struct_len > file_size - start || h->log_bytes > file_size ||
       h->data_bytes > file_size)
-    return vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (the header announces more than the "
-                     "file holds)", path);
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "%s: truncated (the header announces more than the "
+                     "file holds)",
+                     path);
   h->log_offset = start + pre_len + struct_len;
   h->data_offset = h->log_offset + h->log_bytes;
   if (h->data_offset > file_size || h->data_bytes > file_size - h->data_offset)
-    return vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (%llu bytes of data announced, %llu left)",
-                     path, (unsigned long long)h->data_bytes,
-                     (unsigned long long)(h->data_offset > file_size ? 0 : file_size - h->data_offset));
+    return vox_error(
+        ctx, VOX_ERR_FORMAT, "%s: truncated (%llu bytes of data announced, %llu left)", path,
+        (unsigned long long)h->data_bytes,
+        (unsigned long long)(h->data_offset > file_size ? 0 : file_size - h->data_offset));
   if ((s = image_read_at(ctx, path, f, start + pre_len, st, (size_t)struct_len))) return s;
   if (!h->v030) {
     h->type = u32(st + 20);
@@ -121,7 +125,7 @@ static void parse_log(char *log, size_t n, vox_image *image) {
   double mu_scaling = 0, mu_water = 0, slope = NAN, intercept = NAN;
   char unit[VOX_UNITS_MAX] = "";
   log[n] = '\0';
-  for (char *line = log; line && *line; ) {
+  for (char *line = log; line && *line;) {
     char *end = strchr(line, '\n');
     if (end) *end = '\0';
     if (*line != '!') {
@@ -130,10 +134,14 @@ static void parse_log(char *log, size_t n, vox_image *image) {
         *gap = '\0';
         char *value = gap + 2;
         while (*value == ' ') value++;
-        if (!strcmp(line, "Mu_Scaling")) mu_scaling = strtod(value, NULL);
-        else if (!strcmp(line, "HU: mu water")) mu_water = strtod(value, NULL);
-        else if (!strcmp(line, "Density: slope")) slope = strtod(value, NULL);
-        else if (!strcmp(line, "Density: intercept")) intercept = strtod(value, NULL);
+        if (!strcmp(line, "Mu_Scaling"))
+          mu_scaling = strtod(value, NULL);
+        else if (!strcmp(line, "HU: mu water"))
+          mu_water = strtod(value, NULL);
+        else if (!strcmp(line, "Density: slope"))
+          slope = strtod(value, NULL);
+        else if (!strcmp(line, "Density: intercept"))
+          intercept = strtod(value, NULL);
         else if (!strcmp(line, "Density: unit")) {
           snprintf(unit, sizeof unit, "%s", value);
           size_t l = strlen(unit);
@@ -218,9 +226,9 @@ static vox_status check_data_size(vox_context *ctx, const char *path, const aim_
   vox_status s = image_checked_size(ctx, path, h->dim, 1, &bytes);
   if (s) return s;
   double n = (double)bytes, have = (double)h->data_bytes;
-  double most = plain_type(h->type, &type) ? have / vox_image_raw_type_size(type)
-                : h->type == AIM_BINARY_RLE ? 254 * have
-                : h->type == AIM_CHAR_RLE   ? 128 * have
+  double most = plain_type(h->type, &type)   ? have / vox_image_raw_type_size(type)
+                : h->type == AIM_BINARY_RLE  ? 254 * have
+                : h->type == AIM_CHAR_RLE    ? 128 * have
                 : h->type == AIM_BITS_PACKED ? 8 * have
                                              : -1;
   if (most < 0)
@@ -276,7 +284,8 @@ vox_status vox_image_read_aim(vox_context *ctx, const char *path, vox_image *ima
   char *log = NULL;
   s = read_header(ctx, path, f, size, &h);
   if (!s && h.log_bytes > LOG_MAX) s = corrupt(ctx, path, "a processing log of many megabytes");
-  if (!s && !(log = malloc((size_t)h.log_bytes + 1))) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (!s && !(log = malloc((size_t)h.log_bytes + 1)))
+    s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (!s) s = image_read_at(ctx, path, f, h.log_offset, log, (size_t)h.log_bytes);
   if (!s) s = check_data_size(ctx, path, &h);
   if (!s) s = vox_image_init(ctx, image, h.dim);

@@ -21,7 +21,7 @@ typedef struct slice {
   char *path;
   dicom_header h;
   dicom_pixels px;
-  double distance; /* along the slice normal, mm */
+  double distance;     /* along the slice normal, mm */
   const char *problem; /* the walk's complaint, or NULL */
 } slice;
 
@@ -57,9 +57,9 @@ static vox_status check_alike(vox_context *ctx, const slice *first, const slice 
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: a %dx%d image, unlike %s (%dx%d)", s->path,
                      b->columns, b->rows, first->path, a->columns, a->rows);
   if (!b->has_position || !b->has_orientation)
-    return vox_error(ctx, VOX_ERR_FORMAT,
-                     "%s: no ImagePositionPatient or ImageOrientationPatient to order the slices by",
-                     s->path);
+    return vox_error(
+        ctx, VOX_ERR_FORMAT,
+        "%s: no ImagePositionPatient or ImageOrientationPatient to order the slices by", s->path);
   for (int i = 0; i < 6; i++)
     if (fabs(a->orientation[i] - b->orientation[i]) > 1e-4)
       return vox_error(ctx, VOX_ERR_FORMAT, "%s: the slice is oriented unlike %s", s->path,
@@ -80,8 +80,8 @@ static vox_status order_slices(vox_context *ctx, const char *folder, slice *s, s
   for (size_t i = 0; i + 1 < n; i++) {
     double d = s[i + 1].distance - s[i].distance;
     if (d < 1e-6)
-      return vox_error(ctx, VOX_ERR_FORMAT, "%s: slices %s and %s lie at the same position",
-                       folder, base_name(s[i].path), base_name(s[i + 1].path));
+      return vox_error(ctx, VOX_ERR_FORMAT, "%s: slices %s and %s lie at the same position", folder,
+                       base_name(s[i].path), base_name(s[i + 1].path));
     if (fabs(d - mean) > GAP_TOLERANCE * mean)
       return vox_error(ctx, VOX_ERR_FORMAT,
                        "%s: irregular slice spacing: %g mm between slices %s and %s, %g mm on "
@@ -93,7 +93,7 @@ static vox_status order_slices(vox_context *ctx, const char *folder, slice *s, s
 }
 
 static void set_units(vox_image *image, const dicom_header *h) {
-  const char *units = h->rescale_type[0]             ? h->rescale_type
+  const char *units = h->rescale_type[0]               ? h->rescale_type
                       : !strcasecmp(h->modality, "CT") ? "HU"
                                                        : "1";
   snprintf(image->units, sizeof image->units, "%s", units);
@@ -148,8 +148,7 @@ static vox_status read_headers(vox_context *ctx, const char *path, slice **out, 
   /* the walks are independent: the files in parallel */
   if (!status) {
 #pragma omp parallel for schedule(dynamic, 8)
-    for (size_t i = 0; i < n; i++)
-      dicom_scan_file(s[i].path, &s[i].h, &s[i].px, &s[i].problem);
+    for (size_t i = 0; i < n; i++) dicom_scan_file(s[i].path, &s[i].h, &s[i].px, &s[i].problem);
     for (size_t i = 0; i < n && !status; i++) status = header_of(ctx, &s[i]);
   }
   if (!status && n == 0) status = vox_error(ctx, VOX_ERR_FORMAT, "%s: no DICOM files", path);
@@ -177,8 +176,8 @@ static vox_status read_pixels(vox_context *ctx, slice *s, size_t n, size_t per_f
       continue;
     }
     char message[256];
-    int code = dicom_read_pixels(s[i].path, image->data + i * per_file, per_file, message,
-                                 sizeof message);
+    int code =
+        dicom_read_pixels(s[i].path, image->data + i * per_file, per_file, message, sizeof message);
     if (code) status = header_error(ctx, s[i].path, code, message);
   }
   free(problem);
@@ -199,8 +198,9 @@ vox_status vox_image_read_dicom(vox_context *ctx, const char *path, vox_image *i
   double dz = 0;
   const dicom_header *h = n ? &s[0].h : NULL;
   if (!status && h->samples_per_pixel != 1)
-    status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: colour images (%d samples per pixel) are not read",
-                       s[0].path, h->samples_per_pixel);
+    status =
+        vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: colour images (%d samples per pixel) are not read",
+                  s[0].path, h->samples_per_pixel);
   if (!status && (h->bits_allocated % 8 || h->bits_allocated > 64))
     status = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: %d-bit pixels are not read", s[0].path,
                        h->bits_allocated);
@@ -209,7 +209,8 @@ vox_status vox_image_read_dicom(vox_context *ctx, const char *path, vox_image *i
     if (!status && (!h->has_position || !h->has_orientation))
       status = vox_error(ctx, VOX_ERR_FORMAT,
                          "%s: no ImagePositionPatient or ImageOrientationPatient to order the "
-                         "slices by", s[0].path);
+                         "slices by",
+                         s[0].path);
     if (!status) status = order_slices(ctx, path, s, n, &dz);
     h = &s[0].h;
   } else if (!status) {

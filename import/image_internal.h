@@ -29,8 +29,8 @@ void image_decode(const void *src, vox_raw_type type, int big_endian, size_t n, 
 
 /* Reads the voxels of `image` (allocated) from `path` at `offset`: `type`
  * in the given byte order, slice by slice. */
-vox_status image_read_typed(vox_context *ctx, const char *path, uint64_t offset,
-                            vox_raw_type type, int big_endian, vox_image *image);
+vox_status image_read_typed(vox_context *ctx, const char *path, uint64_t offset, vox_raw_type type,
+                            int big_endian, vox_image *image);
 
 /* Reads exactly `bytes` at `offset` of the open file; a short read is a
  * truncated file (VOX_ERR_FORMAT), a failing read VOX_ERR_IO. */

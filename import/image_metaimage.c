@@ -29,8 +29,8 @@ static const struct {
   const char *name;
   vox_raw_type type;
 } meta_types[] = {
-    {"MET_UCHAR", VOX_RAW_U8},  {"MET_CHAR", VOX_RAW_I8},   {"MET_USHORT", VOX_RAW_U16},
-    {"MET_SHORT", VOX_RAW_I16}, {"MET_UINT", VOX_RAW_U32},  {"MET_INT", VOX_RAW_I32},
+    {"MET_UCHAR", VOX_RAW_U8},  {"MET_CHAR", VOX_RAW_I8},    {"MET_USHORT", VOX_RAW_U16},
+    {"MET_SHORT", VOX_RAW_I16}, {"MET_UINT", VOX_RAW_U32},   {"MET_INT", VOX_RAW_I32},
     {"MET_FLOAT", VOX_RAW_F32}, {"MET_DOUBLE", VOX_RAW_F64},
 };
 
@@ -95,7 +95,8 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
       h->ndims = (int)v[0];
     } else if (!strcasecmp(key, "DimSize")) {
       if (!h->ndims) return bad(ctx, path, number, "DimSize before NDims");
-      if (parse_numbers(value, v, 3) != h->ndims) return bad(ctx, path, number, "DimSize needs NDims sizes");
+      if (parse_numbers(value, v, 3) != h->ndims)
+        return bad(ctx, path, number, "DimSize needs NDims sizes");
       for (int a = 0; a < h->ndims; a++) {
         if (!(v[a] >= 1 && v[a] <= 1e12 && v[a] == floor(v[a])))
           return bad(ctx, path, number, "DimSize must be positive integers");
@@ -126,7 +127,8 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
           h->have_type = 1;
         }
       if (!h->have_type) return bad(ctx, path, number, "unsupported ElementType");
-    } else if (!strcasecmp(key, "ElementByteOrderMSB") || !strcasecmp(key, "BinaryDataByteOrderMSB")) {
+    } else if (!strcasecmp(key, "ElementByteOrderMSB") ||
+               !strcasecmp(key, "BinaryDataByteOrderMSB")) {
       h->big_endian = parse_bool(value);
     } else if (!strcasecmp(key, "CompressedData")) {
       h->compressed = parse_bool(value);
@@ -154,7 +156,8 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
   }
   if (ferror(f)) return vox_error(ctx, VOX_ERR_IO, "%s: read error", path);
   if (!done) return vox_error(ctx, VOX_ERR_FORMAT, "%s: no ElementDataFile in the header", path);
-  if (!h->ndims || h->have_dims == 0) return vox_error(ctx, VOX_ERR_FORMAT, "%s: no NDims or DimSize", path);
+  if (!h->ndims || h->have_dims == 0)
+    return vox_error(ctx, VOX_ERR_FORMAT, "%s: no NDims or DimSize", path);
   if (!h->have_type) return vox_error(ctx, VOX_ERR_FORMAT, "%s: no ElementType", path);
   return VOX_OK;
 }

@@ -64,8 +64,8 @@ static vox_status check_header(vox_context *ctx, const char *path) {
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid NIfTI header (dim[0] = %lld)", path,
                      (long long)ndim);
   for (int d = 1; d <= ndim; d++) {
-    int64_t n = two ? (int64_t)load_le(h + 16 + 8 * d, 8, swap)
-                    : (int16_t)load_le(h + 40 + 2 * d, 2, swap);
+    int64_t n =
+        two ? (int64_t)load_le(h + 16 + 8 * d, 8, swap) : (int16_t)load_le(h + 40 + 2 * d, 2, swap);
     if (n < 1)
       return vox_error(ctx, VOX_ERR_FORMAT, "%s: not a valid NIfTI header (dim[%d] = %lld)", path,
                        d, (long long)n);
@@ -89,8 +89,8 @@ static vox_status check_header(vox_context *ctx, const char *path) {
     if (gzseek(z, (z_off_t)at, SEEK_SET) < 0 || gzread(z, e, 8) != 8) break; /* nifticlib stops */
     int32_t esize = (int32_t)load_le(e, 4, swap);
     if (esize < 16 || esize % 16 || at + esize > vox_offset) {
-      status = vox_error(ctx, VOX_ERR_FORMAT, "%s: a corrupt NIfTI extension (size %d)", path,
-                         esize);
+      status =
+          vox_error(ctx, VOX_ERR_FORMAT, "%s: a corrupt NIfTI extension (size %d)", path, esize);
       break;
     }
     at += esize;
@@ -119,8 +119,8 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: NIfTI datatype %d (%s) is not read", path,
                   nim->datatype, nifti_datatype_string(nim->datatype));
   } else if (nim->nt > 1 || nim->nu > 1 || nim->nv > 1 || nim->nw > 1) {
-    s = vox_error(ctx, VOX_ERR_FORMAT, "%s: a %lld-dimensional image; voxfe reads 3D volumes",
-                  path, (long long)nim->ndim);
+    s = vox_error(ctx, VOX_ERR_FORMAT, "%s: a %lld-dimensional image; voxfe reads 3D volumes", path,
+                  (long long)nim->ndim);
   } else {
     size_t bytes;
     s = image_checked_size(ctx, path, n, (size_t)vox_image_raw_type_size(type), &bytes);
@@ -129,9 +129,11 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
     if (!s && !image_has_suffix(path, ".gz") && nim->nifti_type != NIFTI_FTYPE_NIFTI1_2 &&
         nim->nifti_type != NIFTI_FTYPE_NIFTI2_2 && nim->iname_offset >= 0 &&
         (uint64_t)nim->iname_offset + bytes > size)
-      s = vox_error(ctx, VOX_ERR_FORMAT, "%s: truncated (%llu bytes of voxels at offset %lld, the "
-                    "file has %llu)", path, (unsigned long long)bytes,
-                    (long long)nim->iname_offset, (unsigned long long)size);
+      s = vox_error(ctx, VOX_ERR_FORMAT,
+                    "%s: truncated (%llu bytes of voxels at offset %lld, the "
+                    "file has %llu)",
+                    path, (unsigned long long)bytes, (long long)nim->iname_offset,
+                    (unsigned long long)size);
     if (!s) {
       quiet = image_quiet_begin();
       int failed = nifti_image_load(nim) != 0;
@@ -142,7 +144,8 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
   }
   if (!s) s = vox_image_init(ctx, image, n);
   if (!s) {
-    image_decode(nim->data, type, image_host_big_endian(), (size_t)vox_image_voxels(image), image->data);
+    image_decode(nim->data, type, image_host_big_endian(), (size_t)vox_image_voxels(image),
+                 image->data);
     double unit = mm_per_unit(nim->xyz_units);
     double d[3] = {nim->dx, nim->dy, nim->dz};
     const nifti_dmat44 *m = nim->sform_code > 0 ? &nim->sto_xyz : &nim->qto_xyz;

@@ -10,9 +10,8 @@ static const struct {
   const char *name;
   int size;
 } raw_types[] = {
-    [VOX_RAW_U8] = {"uint8", 1},   [VOX_RAW_I8] = {"int8", 1},
-    [VOX_RAW_U16] = {"uint16", 2}, [VOX_RAW_I16] = {"int16", 2},
-    [VOX_RAW_U32] = {"uint32", 4}, [VOX_RAW_I32] = {"int32", 4},
+    [VOX_RAW_U8] = {"uint8", 1},    [VOX_RAW_I8] = {"int8", 1},     [VOX_RAW_U16] = {"uint16", 2},
+    [VOX_RAW_I16] = {"int16", 2},   [VOX_RAW_U32] = {"uint32", 4},  [VOX_RAW_I32] = {"int32", 4},
     [VOX_RAW_F32] = {"float32", 4}, [VOX_RAW_F64] = {"float64", 8},
 };
 
@@ -92,15 +91,16 @@ vox_status vox_image_read_raw(vox_context *ctx, const char *path, const vox_raw_
   uint64_t file_size;
   size_t bytes;
   vox_status s = image_file_size(ctx, path, &file_size);
-  if (!s) s = image_checked_size(ctx, path, layout->n, (size_t)raw_types[layout->type].size, &bytes);
+  if (!s)
+    s = image_checked_size(ctx, path, layout->n, (size_t)raw_types[layout->type].size, &bytes);
   if (s) return s;
   if (file_size < layout->header_bytes || file_size - layout->header_bytes != bytes)
     return vox_error(ctx, VOX_ERR_FORMAT,
                      "%s: holds %llu bytes, but %lldx%lldx%lld %s voxels after a %llu-byte "
                      "header take %llu",
                      path, (unsigned long long)file_size, (long long)layout->n[0],
-                     (long long)layout->n[1], (long long)layout->n[2],
-                     raw_types[layout->type].name, (unsigned long long)layout->header_bytes,
+                     (long long)layout->n[1], (long long)layout->n[2], raw_types[layout->type].name,
+                     (unsigned long long)layout->header_bytes,
                      (unsigned long long)(layout->header_bytes + bytes));
   FILE *f = fopen(path, "rb");
   if (!f) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open", path);
@@ -116,8 +116,8 @@ vox_status vox_image_read_raw(vox_context *ctx, const char *path, const vox_raw_
   return VOX_OK;
 }
 
-vox_status image_read_typed(vox_context *ctx, const char *path, uint64_t offset,
-                            vox_raw_type type, int big_endian, vox_image *image) {
+vox_status image_read_typed(vox_context *ctx, const char *path, uint64_t offset, vox_raw_type type,
+                            int big_endian, vox_image *image) {
   FILE *f = fopen(path, "rb");
   if (!f) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open", path);
   vox_status s = read_voxels(ctx, path, f, offset, type, big_endian, image);

@@ -38,8 +38,7 @@ typedef struct stack_info {
 
 static vox_status tiff_fail(vox_context *ctx, vox_status status, const char *path,
                             const char *what) {
-  if (tiff_message[0])
-    return vox_error(ctx, status, "%s: %s (%s)", path, what, tiff_message);
+  if (tiff_message[0]) return vox_error(ctx, status, "%s: %s (%s)", path, what, tiff_message);
   return vox_error(ctx, status, "%s: %s", path, what);
 }
 
@@ -60,8 +59,8 @@ static vox_status page_of(vox_context *ctx, const char *path, TIFF *tif, page_fo
                ? (p->bits == 8 || p->bits == 16 || p->bits == 32)
                : p->format == SAMPLEFORMAT_IEEEFP && (p->bits == 32 || p->bits == 64);
   if (!ok)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: %u-bit samples of format %u are not read",
-                     path, p->bits, p->format);
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "%s: %u-bit samples of format %u are not read", path,
+                     p->bits, p->format);
   if (p->width == 0 || p->height == 0)
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: an empty page", path);
   return VOX_OK;
@@ -70,7 +69,7 @@ static vox_status page_of(vox_context *ctx, const char *path, TIFF *tif, page_fo
 static vox_raw_type type_of(const page_format *p) {
   if (p->format == SAMPLEFORMAT_IEEEFP) return p->bits == 32 ? VOX_RAW_F32 : VOX_RAW_F64;
   int s = p->format == SAMPLEFORMAT_INT;
-  return p->bits == 8 ? (s ? VOX_RAW_I8 : VOX_RAW_U8)
+  return p->bits == 8    ? (s ? VOX_RAW_I8 : VOX_RAW_U8)
          : p->bits == 16 ? (s ? VOX_RAW_I16 : VOX_RAW_U16)
                          : (s ? VOX_RAW_I32 : VOX_RAW_U32);
 }
@@ -94,7 +93,8 @@ static void sizes_of(TIFF *tif, stack_info *info) {
   double ij_unit = 0, ij_spacing = 0;
   char *desc = NULL;
   if (TIFFGetField(tif, TIFFTAG_IMAGEDESCRIPTION, &desc) && desc && !strncmp(desc, "ImageJ=", 7)) {
-    for (const char *line = desc; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = desc; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
       char value[64];
       size_t len = strcspn(line, "\n");
       if (!strncmp(line, "unit=", 5) && len - 5 < sizeof value) {
@@ -110,8 +110,10 @@ static void sizes_of(TIFF *tif, stack_info *info) {
   TIFFGetField(tif, TIFFTAG_YRESOLUTION, &yres);
   TIFFGetFieldDefaulted(tif, TIFFTAG_RESOLUTIONUNIT, &unit);
   double per_unit = unit == RESUNIT_CENTIMETER ? 10 : unit == RESUNIT_INCH ? 25.4 : 0;
-  if (ij_unit > 0) per_unit = ij_unit; /* ImageJ stores pixels per its unit, tag unit NONE */
-  else if (unit == RESUNIT_INCH && (xres == 72 || xres == 96)) per_unit = 0;
+  if (ij_unit > 0)
+    per_unit = ij_unit; /* ImageJ stores pixels per its unit, tag unit NONE */
+  else if (unit == RESUNIT_INCH && (xres == 72 || xres == 96))
+    per_unit = 0;
   if (per_unit > 0 && xres > 0 && yres > 0) {
     info->pixel_mm[0] = per_unit / xres;
     info->pixel_mm[1] = per_unit / yres;
@@ -146,7 +148,8 @@ static vox_status read_page(vox_context *ctx, const char *path, TIFF *tif, const
         s = tiff_fail(ctx, VOX_ERR_FORMAT, path, "a corrupt or truncated tile");
         break;
       }
-      uint32_t w = p->width - x < tw ? p->width - x : tw, h = p->height - y < th ? p->height - y : th;
+      uint32_t w = p->width - x < tw ? p->width - x : tw,
+               h = p->height - y < th ? p->height - y : th;
       for (uint32_t r = 0; r < h; r++) {
         image_decode(buf + (size_t)r * tw * elem, type, host, w, line);
         memcpy(dst + (size_t)(y + r) * p->width + x, line, w * sizeof *line);
@@ -204,8 +207,8 @@ static vox_status count_pages(vox_context *ctx, const char *path, page_format *f
   return s;
 }
 
-static vox_status read_pages(vox_context *ctx, const char *path, const page_format *p,
-                             float *dst, int64_t max_pages, int64_t *done) {
+static vox_status read_pages(vox_context *ctx, const char *path, const page_format *p, float *dst,
+                             int64_t max_pages, int64_t *done) {
   vox_status s = VOX_OK;
   TIFF *tif = open_tiff(ctx, path, &s);
   if (!tif) return s;
@@ -296,8 +299,10 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
   if (!full && !s) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < count && !s; i++) {
     full[i] = folder ? image_join(path, files[i]) : strdup(path);
-    if (!full[i]) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-    else s = count_pages(ctx, full[i], &first, i > 0, &pages[i], &info);
+    if (!full[i])
+      s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    else
+      s = count_pages(ctx, full[i], &first, i > 0, &pages[i], &info);
     total += pages[i];
   }
   /* a corrupt directory must not ask for terabytes: no compression TIFF

@@ -494,7 +494,8 @@ static vox_status add_materials(vox_context *ctx, const vox_problem *p, vox_mode
     m.role = l == LABEL_SOLID  ? VOX_ROLE_SOLID
              : l == LABEL_VOID ? VOX_ROLE_VOID
                                : VOX_ROLE_DESIGN;
-    if (l == LABEL_SOLID || l == LABEL_VOID) snprintf(m.name, sizeof m.name, "%s", passive_names[l]);
+    if (l == LABEL_SOLID || l == LABEL_VOID)
+      snprintf(m.name, sizeof m.name, "%s", passive_names[l]);
     if (l > LABEL_VOID) snprintf(m.name, sizeof m.name, "phase%d", l);
     vox_status status = vox_model_add_material(ctx, model, &m);
     if (status) return status;

@@ -27,21 +27,27 @@ typedef struct vox_linear {
 } vox_linear;
 
 typedef struct vox_image {
-  int64_t n[3];          /* voxels along x, y, z */
-  double spacing[3];     /* mm */
-  double origin[3];      /* centre of voxel (0,0,0), mm */
-  int spacing_known;     /* 0: the file does not say (raw, a TIFF without units) */
-  float *data;           /* n[0]*n[1]*n[2] values, in `units` */
+  int64_t n[3];              /* voxels along x, y, z */
+  double spacing[3];         /* mm */
+  double origin[3];          /* centre of voxel (0,0,0), mm */
+  int spacing_known;         /* 0: the file does not say (raw, a TIFF without units) */
+  float *data;               /* n[0]*n[1]*n[2] values, in `units` */
   char units[VOX_UNITS_MAX]; /* of the values: "HU", "1" when unknown, ... */
-  vox_linear to_hu;      /* values -> Hounsfield units, when the file says */
-  vox_linear to_density; /* values -> density (mg HA/ccm), when the file says */
-  char format[16];       /* "DICOM", "TIFF", ...: for messages */
+  vox_linear to_hu;          /* values -> Hounsfield units, when the file says */
+  vox_linear to_density;     /* values -> density (mg HA/ccm), when the file says */
+  char format[16];           /* "DICOM", "TIFF", ...: for messages */
 } vox_image;
 
 /* The element type of a raw volume (also those of MetaImage and AIM). */
 typedef enum vox_raw_type {
-  VOX_RAW_U8, VOX_RAW_I8, VOX_RAW_U16, VOX_RAW_I16, VOX_RAW_U32, VOX_RAW_I32,
-  VOX_RAW_F32, VOX_RAW_F64
+  VOX_RAW_U8,
+  VOX_RAW_I8,
+  VOX_RAW_U16,
+  VOX_RAW_I16,
+  VOX_RAW_U32,
+  VOX_RAW_I32,
+  VOX_RAW_F32,
+  VOX_RAW_F64
 } vox_raw_type;
 
 /* A raw volume's layout, given by the user (there is no header). */
@@ -52,7 +58,9 @@ typedef struct vox_raw_layout {
   uint64_t header_bytes; /* skipped at the start of the file */
 } vox_raw_layout;
 
-static inline int64_t vox_image_voxels(const vox_image *im) { return im->n[0] * im->n[1] * im->n[2]; }
+static inline int64_t vox_image_voxels(const vox_image *im) {
+  return im->n[0] * im->n[1] * im->n[2];
+}
 
 /* Allocates `data` for n voxels (all 0), spacing 1, origin 0, units "1". */
 vox_status vox_image_init(vox_context *ctx, vox_image *image, const int64_t n[3]);
@@ -116,7 +124,7 @@ typedef struct vox_labels {
   int64_t n[3];
   double spacing[3], origin[3]; /* as in vox_image: origin is a voxel centre */
   uint8_t *label;
-  float *intensity;             /* the same voxels' values, or NULL */
+  float *intensity; /* the same voxels' values, or NULL */
 } vox_labels;
 
 void vox_labels_free(vox_labels *labels);
@@ -145,29 +153,29 @@ typedef enum vox_downsample_mode {
 } vox_downsample_mode;
 
 typedef struct vox_segmentation {
-  vox_value_units units;         /* of the thresholds and the kept intensities */
-  vox_linear calibration;        /* value -> density; known = 0: the file's */
-  int otsu;                      /* 1: one threshold by Otsu's method */
-  int n_thresholds;              /* 1.. VOX_MAX_THRESHOLDS when !otsu */
+  vox_value_units units;                 /* of the thresholds and the kept intensities */
+  vox_linear calibration;                /* value -> density; known = 0: the file's */
+  int otsu;                              /* 1: one threshold by Otsu's method */
+  int n_thresholds;                      /* 1.. VOX_MAX_THRESHOLDS when !otsu */
   double thresholds[VOX_MAX_THRESHOLDS]; /* increasing */
   uint8_t labels[VOX_MAX_THRESHOLDS];    /* label of each class; 0: default */
-  int roi_given;                 /* crop the image to [roi_lo, roi_hi) first */
+  int roi_given;                         /* crop the image to [roi_lo, roi_hi) first */
   int64_t roi_lo[3], roi_hi[3];
-  int downsample;                /* factor >= 1 */
+  int downsample; /* factor >= 1 */
   vox_downsample_mode downsample_mode;
-  int keep_largest;              /* largest face-connected component only */
-  int crop;                      /* crop to the labelled voxels ... */
-  int64_t crop_margin;           /* ... plus this many voxels */
-  int keep_intensity;            /* store the values in model->intensity */
+  int keep_largest;    /* largest face-connected component only */
+  int crop;            /* crop to the labelled voxels ... */
+  int64_t crop_margin; /* ... plus this many voxels */
+  int keep_intensity;  /* store the values in model->intensity */
 } vox_segmentation;
 
 /* What the segmentation did, for the user. */
 typedef struct vox_segmentation_report {
   double thresholds[VOX_MAX_THRESHOLDS]; /* as used (Otsu's computed) */
   int n_thresholds;
-  char units[VOX_UNITS_MAX];     /* of the thresholds */
-  int64_t labelled;              /* voxels over the first threshold */
-  int64_t kept;                  /* after the largest component */
+  char units[VOX_UNITS_MAX]; /* of the thresholds */
+  int64_t labelled;          /* voxels over the first threshold */
+  int64_t kept;              /* after the largest component */
 } vox_segmentation_report;
 
 /* The default labels of the classes: 1 (the design material) for the first,
