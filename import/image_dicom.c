@@ -6,6 +6,7 @@
  * as an error that names the two files. Values are rescaled (slope and
  * intercept), so CT images come out in Hounsfield units. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -28,6 +29,12 @@ typedef struct slice {
 static vox_status header_error(vox_context *ctx, const char *path, int code, const char *message) {
   return vox_error(ctx, code == DICOM_UNSUPPORTED ? VOX_ERR_UNSUPPORTED : VOX_ERR_FORMAT, "%s: %s",
                    path, message);
+}
+
+/* The context's thread count (vox_context_set_threads), else OpenMP's. */
+static int threads_of(const vox_context *ctx) {
+  int n = vox_context_threads(ctx);
+  return n > 0 ? n : omp_get_max_threads();
 }
 
 static const char *base_name(const char *path) {
@@ -147,7 +154,7 @@ static vox_status read_headers(vox_context *ctx, const char *path, slice **out, 
   if (folder) image_free_list(names, n_names);
   /* the walks are independent: the files in parallel */
   if (!status) {
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads_of(ctx))
     for (size_t i = 0; i < n; i++) dicom_scan_file(s[i].path, &s[i].h, &s[i].px, &s[i].problem);
     for (size_t i = 0; i < n && !status; i++) status = header_of(ctx, &s[i]);
   }
@@ -164,7 +171,7 @@ static vox_status read_pixels(vox_context *ctx, slice *s, size_t n, size_t per_f
                               vox_image *image) {
   const char **problem = calloc(n, sizeof *problem);
   if (!problem) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-#pragma omp parallel for schedule(dynamic, 4)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads_of(ctx))
   for (size_t i = 0; i < n; i++)
     if (s[i].px.native)
       dicom_read_native(s[i].path, &s[i].h, &s[i].px, image->data + i * per_file, per_file,
