@@ -637,6 +637,18 @@ def case_segmentation():
         check_labels(m, box, "largest component + crop")
         first = np.array([1 + 0.5 * lo[2], 1 + 0.5 * lo[1], 1 + 0.5 * lo[0]])
         check_grid(m, (0.5,) * 3, first, "crop")
+    # face connectivity: a voxel touching the blob along an edge only is a
+    # piece of its own (it would hinge in the finite-element model)
+    solid = np.zeros((6, 6, 6), np.float32)
+    solid[1:3, 1:3, 1:3] = 1000
+    solid[3, 3, 2] = 1000  # shares an edge with voxel (2, 2, 2), no face
+    solid[4, 4, 4] = 1000  # shares a corner only
+    m = voxelize("--image", write_mhd("edges", solid), "--threshold", "500",
+                 "--largest-component")
+    if m:
+        expected = np.zeros(solid.shape, np.uint8)
+        expected[1:3, 1:3, 1:3] = 1
+        check_labels(m, expected, "largest face-connected component")
     # several thresholds: classes to labels 1, 4 (default) or as given
     m = voxelize("--image", path, "--threshold", "300,800")
     if m:
