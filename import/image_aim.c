@@ -9,7 +9,9 @@
  *         VAX F-floats), the processing log, the data.
  *   v030: the text "AIMDATA_V030   " and a NUL, then the same with int64
  *         pre-header fields and triplets (version, id, reference, type stay
- *         int32) and the element size as int64 micrometres times 1e-3.
+ *         int32) and the element size as an int64 times 1e-6 mm. (The offsets of
+ *         the v030 struct: version, id, reference, type as int32 at 0-15,
+ *         then the int64 triplets from 16, the element size at 184.)
  *
  * The processing log's "key  value" lines give the calibration: Mu_Scaling,
  * "HU: mu water", "Density: slope", "Density: intercept", "Density: unit".

@@ -551,7 +551,7 @@ def case_aim():
     m = voxelize("--image", "short.aim", "--threshold", "3000", "--threshold-units", "hu")
     if m:
         check_labels(m, (hu >= 3000).astype(np.uint8), "AIM v020 HU")
-    # v030: int64 fields, element size in nanometres... of micrometres
+    # v030: int64 fields, the element size an int64 times 1e-6 mm
     write_aim("v030.aim", (7, 6, 5), 0x00020002, vol.tobytes(), (0.0607, 0.0607, 0.0607),
               position=(1, 2, 3), v030=True)
     m = voxelize("--image", "v030.aim", "--threshold", "2000")
