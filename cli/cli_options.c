@@ -276,6 +276,9 @@ char *cli_history_line(const cli_program *program, const void *settings, int arg
     if (!set) continue; /* a flag in its default state */
     char value[256];
     format_value(o, settings, value, sizeof value);
+    /* a string not given, or a custom value that formats to nothing (an
+     * option of a geometry source not in use), is left out */
+    if ((o->kind == CLI_STRING || o->kind == CLI_CUSTOM) && !value[0]) continue;
     append(&t, open);
     open = "";
     append(&t, " --");

@@ -1,7 +1,7 @@
 /* voxfe-voxelize: makes a model file from an input geometry and a problem
  * file (loads, supports, passive regions, material). The geometry is a box
- * of voxels or a surface mesh (import/mesh_*.c); each kind is an entry in
- * `sources`. */
+ * of voxels, a surface mesh (import/mesh_*.c, docs/meshes.md) or a CT image
+ * (import/image*.c, docs/images.md); each kind is an entry in `sources`. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -11,6 +11,8 @@
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_options.h"
+#include "image_options.h"
+#include "voxfe/image.h"
 #include "voxfe/mesh.h"
 #include "voxfe/model.h"
 #include "voxfe/problem.h"
@@ -23,15 +25,26 @@ typedef struct settings {
   const char *problem;
   long long box[3];      /* NX, NY, NZ; 0 when --box is not given */
   double voxel_size[3];  /* mm; NaN when --voxel-size is not given */
-  double origin[3];      /* mm */
-  int origin_given;
-  const char *mesh;       /* --mesh: the design domain */
+  double origin[3];      /* mm; NaN when --origin is not given */
+  /* --mesh */
+  const char *mesh;       /* the design domain */
   const char *solid_mesh; /* --solid-mesh */
   const char *void_mesh;  /* --void-mesh */
   int resolution;         /* voxels along the part's longest side; 0: not given */
   int padding;            /* empty voxels around a mesh */
   vox_fill_rule fill;
   vox_device device;
+  /* --image */
+  const char *image;
+  long long raw_size[3]; /* 0 when the image is not raw */
+  vox_raw_type raw_type;
+  int raw_big_endian;
+  int raw_header;
+  int crop;              /* margin; -1: no cropping */
+  int downsample;
+  vox_segmentation seg;
+  int threshold_given;
+  int verbose;
 } settings;
 
 /* --- option values --------------------------------------------------------- */
@@ -41,9 +54,13 @@ static int parse_box(const char *what, const char *text, void *value) {
   return cli_parse_integer_list(what, "NXxNYxNZ", text, 'x', 3, range, value);
 }
 
+/* Nothing when not given: the history then leaves it out. */
 static void format_box(const void *value, char *buf, size_t size) {
   const long long *n = value;
-  snprintf(buf, size, "%lldx%lldx%lld", n[0], n[1], n[2]);
+  if (n[0] > 0)
+    snprintf(buf, size, "%lldx%lldx%lld", n[0], n[1], n[2]);
+  else
+    buf[0] = '\0';
 }
 
 /* One edge length for cubes, or one per axis. */
@@ -69,16 +86,16 @@ static void format_reals(const double *v, int n, char *buf, size_t size) {
 
 static void format_voxel_size(const void *value, char *buf, size_t size) {
   const double *h = value;
+  if (isnan(h[0])) {
+    buf[0] = '\0'; /* not given: the image's */
+    return;
+  }
   format_reals(h, h[0] == h[1] && h[1] == h[2] ? 1 : 3, buf, size);
 }
 
-/* The origin; settings.origin_given follows it (a mesh places its own grid). */
 static int parse_point(const char *what, const char *text, void *value) {
   cli_range any = {-INFINITY, INFINITY, 0, 0};
-  int status = cli_parse_real_list(what, "X,Y,Z", text, ',', 3, any, value);
-  if (!status)
-    *(int *)((char *)value + offsetof(settings, origin_given) - offsetof(settings, origin)) = 1;
-  return status;
+  return cli_parse_real_list(what, "X,Y,Z", text, ',', 3, any, value);
 }
 
 static int parse_fill(const char *what, const char *text, void *value) {
@@ -106,8 +123,12 @@ static void format_device(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", d == VOX_DEVICE_CPU ? "cpu" : d == VOX_DEVICE_CUDA ? "cuda" : "auto");
 }
 
-static void format_point(const void *value, char *buf, size_t size) {
-  format_reals(value, 3, buf, size);
+static void format_origin(const void *value, char *buf, size_t size) {
+  const double *p = value;
+  if (isnan(p[0]))
+    buf[0] = '\0'; /* not given: 0 for a box, the file's for an image */
+  else
+    format_reals(p, 3, buf, size);
 }
 
 #define AT(member) offsetof(settings, member)
@@ -125,16 +146,76 @@ static const cli_option options[] = {
      .help = "with --mesh: a passive solid (label 2), added even outside the design mesh"},
     {.name = "void-mesh", .arg = "FILE", .kind = CLI_STRING, .offset = AT(void_mesh),
      .help = "with --mesh: a passive void (label 3) cut from the design domain"},
+    {.name = "image", .arg = "PATH", .kind = CLI_STRING, .offset = AT(image),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT,
+     .help = "a CT image: a folder of DICOM files (one series) or TIFF slices, or a .dcm, "
+             ".tif, .nii, .nii.gz, .mhd, .mha or .aim file (docs/images.md)"},
+
+    {.kind = CLI_HEADING, .help = "Raw images (--image FILE of bare voxels, x fastest):"},
+    {.name = "raw-size", .arg = "NXxNYxNZ", .kind = CLI_CUSTOM, .offset = AT(raw_size),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT, .help = "read --image as raw voxels of this size",
+     .parse = parse_box, .format = format_box},
+    {.name = "raw-type", .arg = "TYPE", .kind = CLI_CUSTOM, .offset = AT(raw_type),
+     .help = "voxel type: uint8, int8, uint16, int16, uint32, int32, float32, float64",
+     .parse = image_parse_raw_type, .format = image_format_raw_type},
+    {.name = "raw-big-endian", .kind = CLI_ENABLE, .offset = AT(raw_big_endian),
+     .help = "the raw voxels are big-endian (default: little-endian)"},
+    {.name = "raw-header", .arg = "BYTES", .kind = CLI_INTEGER, .offset = AT(raw_header),
+     .range = {0, 2147483647, 0, 0}, .help = "bytes to skip at the start of the raw file"},
+
+    {.kind = CLI_HEADING, .help = "Segmentation (with --image):"},
+    {.name = "threshold", .arg = "T", .kind = CLI_CUSTOM, .offset = AT(seg),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT,
+     .help = "material where the value >= T; otsu for Otsu's threshold; T1,T2,... for "
+             "several classes (see --labels)",
+     .parse = image_parse_thresholds, .format = image_format_thresholds},
+    {.name = "threshold-units", .arg = "UNITS", .kind = CLI_CUSTOM, .offset = AT(seg.units),
+     .help = "units of the thresholds and of --keep-intensity: file (as stored; DICOM "
+             "rescaled), hu, or density (through --calibration or the file's)",
+     .parse = image_parse_units, .format = image_format_units},
+    {.name = "calibration", .arg = "SLOPE,INTERCEPT", .kind = CLI_CUSTOM,
+     .offset = AT(seg.calibration), .flags = CLI_RECORD,
+     .help = "density = SLOPE * value + INTERCEPT (value in file units)",
+     .default_text = "the file's (AIM)",
+     .parse = image_parse_calibration, .format = image_format_calibration},
+    {.name = "labels", .arg = "L1,L2,...", .kind = CLI_CUSTOM, .offset = AT(seg.labels),
+     .flags = CLI_RECORD,
+     .help = "label of each class above T1, T2, ... (1 = design, 2 = passive solid)",
+     .default_text = "1,4,5,...",
+     .parse = image_parse_labels, .format = image_format_labels},
+    {.name = "largest-component", .kind = CLI_ENABLE, .offset = AT(seg.keep_largest),
+     .flags = CLI_RECORD,
+     .help = "keep only the largest face-connected piece of material"},
+    {.name = "crop", .arg = "MARGIN", .kind = CLI_INTEGER, .offset = AT(crop),
+     .range = {0, 1e9, 0, 0}, .default_text = "no cropping",
+     .help = "crop to the material's bounding box plus MARGIN voxels"},
+    {.name = "downsample", .arg = "F", .kind = CLI_INTEGER, .offset = AT(downsample),
+     .range = {1, 1000, 0, 0},
+     .help = "merge blocks of FxFxF voxels into one"},
+    {.name = "downsample-mode", .arg = "MODE", .kind = CLI_CUSTOM,
+     .offset = AT(seg.downsample_mode),
+     .help = "majority (vote of the labels) or mean (average the values, then threshold)",
+     .parse = image_parse_downsample_mode, .format = image_format_downsample_mode},
+    {.name = "roi", .arg = "X0:X1,Y0:Y1,Z0:Z1", .kind = CLI_CUSTOM, .offset = AT(seg.roi_lo),
+     .flags = CLI_RECORD, .help = "use only these voxels of the image (indices, end excluded)",
+     .default_text = "the whole image",
+     .parse = image_parse_roi, .format = image_format_roi},
+    {.name = "keep-intensity", .kind = CLI_ENABLE, .offset = AT(seg.keep_intensity),
+     .flags = CLI_RECORD,
+     .help = "store the image values (in --threshold-units) in the model as 'intensity'"},
 
     {.kind = CLI_HEADING, .help = "Grid:"},
     {.name = "voxel-size", .arg = "H", .kind = CLI_CUSTOM, .offset = AT(voxel_size),
      .flags = CLI_RECORD | CLI_NO_DEFAULT,
      .help = "voxel edge length in mm: H, or HX,HY,HZ (needed with --box; with --mesh, this "
-             "or --resolution)",
+             "or --resolution; with --image it overrides the file's)",
      .parse = parse_voxel_size, .format = format_voxel_size},
     {.name = "origin", .arg = "X,Y,Z", .kind = CLI_CUSTOM, .offset = AT(origin),
-     .flags = CLI_RECORD, .help = "coordinates of the grid's first corner, mm (--box only)",
-     .parse = parse_point, .format = format_point},
+     .flags = CLI_RECORD,
+     .help = "coordinates of the grid's first corner, mm (not with --mesh: its grid lies on "
+             "the mesh's own coordinates)",
+     .default_text = "0,0,0 for --box; from the file for --image",
+     .parse = parse_point, .format = format_origin},
     {.name = "resolution", .arg = "N", .kind = CLI_INTEGER, .offset = AT(resolution),
      .range = {1, 100000, 0, 0}, .flags = CLI_RECORD | CLI_NO_DEFAULT,
      .help = "with --mesh: cubic voxels, N along the longest side of the part"},
@@ -155,17 +236,22 @@ static const cli_option options[] = {
      .help = "problem file (YAML): material, supports, loads, passive regions"},
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED, .help = "model file to write (netCDF)"},
+    {.name = "verbose", .key = 'v', .kind = CLI_ENABLE, .offset = AT(verbose),
+     .help = "say what was read and segmented (on stderr)"},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-voxelize",
     .args_doc = "--box NXxNYxNZ --voxel-size H -p FILE -o FILE\n"
-                "--mesh FILE (--voxel-size H | --resolution N) -p FILE -o FILE",
+                "--mesh FILE (--voxel-size H | --resolution N) -p FILE -o FILE\n"
+                "--image PATH --threshold T -p FILE -o FILE",
     .doc = "Makes a voxfe model file: a voxel grid with the material, supports and loads "
            "of a problem file.\n\n"
            "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc\n"
-           "  voxfe-voxelize --mesh bracket.stl --resolution 200 -p bracket.yaml -o model.nc",
+           "  voxfe-voxelize --mesh bracket.stl --resolution 200 -p bracket.yaml -o model.nc\n"
+           "  voxfe-voxelize --image scan/ --threshold 400 --threshold-units hu "
+           "--largest-component --crop 2 -p bone.yaml -o model.nc",
     .options = options,
 };
 
@@ -192,7 +278,7 @@ static int box_build(vox_context *ctx, const settings *s, vox_model *model) {
   vox_grid grid = {.nx = s->box[0], .ny = s->box[1], .nz = s->box[2]};
   for (int a = 0; a < 3; a++) {
     grid.voxel_size[a] = s->voxel_size[a];
-    grid.origin[a] = s->origin[a];
+    grid.origin[a] = isnan(s->origin[a]) ? 0 : s->origin[a];
   }
   vox_status vs = vox_model_init(ctx, model, &grid);
   if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_RUNNING);
@@ -208,7 +294,7 @@ static const char *mesh_file(const settings *s) { return s->mesh; }
 #define MESH_MAX_ELEMENTS ((int64_t)1 << 34)
 
 static int mesh_build(vox_context *ctx, const settings *s, vox_model *model) {
-  if (s->origin_given) {
+  if (!isnan(s->origin[0])) {
     cli_error("--origin is for --box; a mesh's grid lies on the mesh's own coordinates");
     return CLI_EXIT_USAGE;
   }
@@ -237,9 +323,65 @@ static int mesh_build(vox_context *ctx, const settings *s, vox_model *model) {
   return 0;
 }
 
+static int image_given(const settings *s) { return s->image != NULL; }
+
+static const char *image_file(const settings *s) { return s->image; }
+
+static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
+  if (!s->threshold_given) {
+    cli_error("--image needs --threshold T (or --threshold otsu)");
+    return CLI_EXIT_USAGE;
+  }
+  vox_image image;
+  vox_status vs;
+  if (s->raw_size[0] > 0) {
+    vox_raw_layout layout = {.n = {s->raw_size[0], s->raw_size[1], s->raw_size[2]},
+                             .type = s->raw_type, .big_endian = s->raw_big_endian,
+                             .header_bytes = (uint64_t)s->raw_header};
+    vs = vox_image_read_raw(ctx, s->image, &layout, &image);
+  } else {
+    vs = vox_image_read(ctx, s->image, &image);
+  }
+  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (!isnan(s->voxel_size[0])) {
+    for (int a = 0; a < 3; a++) image.spacing[a] = s->voxel_size[a];
+    image.spacing_known = 1;
+  }
+  if (!image.spacing_known) {
+    cli_error("%s: the file gives no voxel size: give --voxel-size H", s->image);
+    vox_image_free(&image);
+    return CLI_EXIT_USAGE;
+  }
+  char what[160];
+  snprintf(what, sizeof what, "%lldx%lldx%lld %s image, voxels %gx%gx%g mm", (long long)image.n[0],
+           (long long)image.n[1], (long long)image.n[2], image.format, image.spacing[0],
+           image.spacing[1], image.spacing[2]);
+  vox_segmentation seg = s->seg;
+  seg.crop = s->crop >= 0;
+  seg.crop_margin = s->crop;
+  seg.downsample = s->downsample;
+  seg.roi_given = seg.roi_hi[0] > 0;
+  vox_segmentation_report report;
+  vs = vox_image_segment(ctx, s->image, &image, &seg, model, &report);
+  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (!isnan(s->origin[0]))
+    for (int a = 0; a < 3; a++) model->grid.origin[a] = s->origin[a];
+  if (s->verbose) {
+    fprintf(stderr, "%s: %s: %s\n", cli_program_name(), s->image, what);
+    for (int c = 0; c < report.n_thresholds; c++)
+      fprintf(stderr, "%s: threshold %d: %g %s\n", cli_program_name(), c + 1,
+              report.thresholds[c], report.units);
+    fprintf(stderr, "%s: %lld voxels labelled, %lld kept; model %lldx%lldx%lld\n",
+            cli_program_name(), (long long)report.labelled, (long long)report.kept,
+            (long long)model->grid.nx, (long long)model->grid.ny, (long long)model->grid.nz);
+  }
+  return 0;
+}
+
 static const source sources[] = {
     {"--box", box_given, box_file, box_build},
     {"--mesh", mesh_given, mesh_file, mesh_build},
+    {"--image", image_given, image_file, image_build},
 };
 #define N_SOURCES (sizeof sources / sizeof sources[0])
 
@@ -254,7 +396,8 @@ static const source *pick_source(const settings *s) {
     }
     picked = &sources[i];
   }
-  if (!picked) cli_error("missing the geometry: give --box NXxNYxNZ or --mesh FILE");
+  if (!picked)
+    cli_error("missing the geometry: give --box NXxNYxNZ, --mesh FILE or --image PATH");
   return picked;
 }
 
@@ -287,9 +430,15 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.voxel_size = {NAN, NAN, NAN}};
+  settings s = {.voxel_size = {NAN, NAN, NAN},
+                .origin = {NAN, NAN, NAN},
+                .raw_type = VOX_RAW_U16,
+                .crop = -1,
+                .downsample = 1,
+                .seg = {.units = VOX_UNITS_FILE, .n_thresholds = 1, .thresholds = {NAN}}};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
+  s.threshold_given = s.seg.otsu || s.seg.n_thresholds > 1 || !isnan(s.seg.thresholds[0]);
   const source *src = pick_source(&s);
   if (!src) return CLI_EXIT_USAGE;
   if ((s.solid_mesh || s.void_mesh) && !s.mesh) {

@@ -34,6 +34,7 @@ vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *gr
 
 void vox_model_free(vox_model *model) {
   free(model->label);
+  free(model->intensity);
   free(model->materials);
   free(model->constraints);
   free(model->load_case_names);
@@ -76,6 +77,7 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   size_t ne = (size_t)vox_grid_elements(&src->grid), nn = (size_t)vox_grid_nodes(&src->grid);
   *dst = *src;
   dst->label = dup_array(src->label, ne, &failed);
+  dst->intensity = dup_array(src->intensity, ne * sizeof(float), &failed);
   dst->materials =
       dup_list(src->materials, (size_t)src->n_materials, sizeof *src->materials, &failed);
   dst->constraints =

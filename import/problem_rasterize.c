@@ -538,22 +538,25 @@ static vox_status spread_force(vox_context *ctx, const vox_force *f, const selec
 
 /* ---- the whole problem ---------------------------------------------------- */
 
-/* The materials of labels 1-3 that the labels use and the model lacks;
- * materials the caller defined already are kept. */
+/* The materials of the labels the model uses and lacks; materials the
+ * caller defined already are kept. Labels 1-3 are the design domain and the
+ * passive parts; labels above 3 (the further classes of a segmented image,
+ * docs/images.md) get the design material too, named phase<L>. */
 static vox_status add_materials(vox_context *ctx, const vox_problem *p, vox_model *model) {
-  int used[4] = {0};
+  int used[256] = {0};
   int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne; e++)
-    if (model->label[e] <= LABEL_VOID) used[model->label[e]] = 1;
+  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
   static const char *const passive_names[] = {"", "", "passive_solid", "passive_void"};
-  for (int l = LABEL_DESIGN; l <= LABEL_VOID; l++) {
+  for (int l = LABEL_DESIGN; l <= 255; l++) {
     if (!used[l] || vox_model_material(model, (uint8_t)l)) continue;
     vox_material m = p->material;
     m.label = (uint8_t)l;
-    m.role = l == LABEL_DESIGN  ? VOX_ROLE_DESIGN
-             : l == LABEL_SOLID ? VOX_ROLE_SOLID
-                                : VOX_ROLE_VOID;
-    if (l != LABEL_DESIGN) snprintf(m.name, sizeof m.name, "%s", passive_names[l]);
+    m.role = l == LABEL_SOLID  ? VOX_ROLE_SOLID
+             : l == LABEL_VOID ? VOX_ROLE_VOID
+                               : VOX_ROLE_DESIGN;
+    if (l == LABEL_SOLID || l == LABEL_VOID)
+      snprintf(m.name, sizeof m.name, "%s", passive_names[l]);
+    if (l > LABEL_VOID) snprintf(m.name, sizeof m.name, "phase%d", l);
     vox_status status = vox_model_add_material(ctx, model, &m);
     if (status) return status;
   }

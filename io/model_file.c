@@ -425,7 +425,7 @@ static vox_status put_coord(writer *w, int varid, size_t n, double origin, doubl
 
 typedef struct var_ids {
   int cell_coord[3], node_coord[3]; /* x, y, z */
-  int label, density, displacement;
+  int label, intensity, density, displacement;
   int snapshot_iteration, snapshot_density;
   int history_group;
   int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
@@ -489,6 +489,14 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   }
   if (m->n_loads > 0 && (s = def_table(w, ncid, &load_table, m->n_loads, v->load))) return s;
 
+  if (m->intensity) {
+    W_TRY(w, def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, 1, 0, &v->intensity),
+          "intensity");
+    W_TRY(w,
+          put_var_atts(ncid, v->intensity, "image intensity the labels were segmented from",
+                       m->intensity_units[0] ? m->intensity_units : "1", NULL, NULL),
+          "intensity");
+  }
   if (m->density) {
     W_TRY(w, def_var(ncid, "density", NC_DOUBLE, 3, zyx, zyx_len, 1, 0, &v->density), "density");
     W_TRY(w,
@@ -570,6 +578,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
     return s;
   if (m->n_loads > 0 && (s = put_table(w, ncid, &load_table, m->loads, m->n_loads, v->load)))
     return s;
+  if (m->intensity) W_TRY(w, nc_put_var_float(ncid, v->intensity, m->intensity), "intensity");
   if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
   if (m->n_snapshots > 0) {
     W_TRY(w, nc_put_var_int(ncid, v->snapshot_iteration, m->snapshot_iteration),
@@ -1079,6 +1088,22 @@ static vox_status read_snapshots(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
+/* The optional image intensities and their units (netCDF converts any
+ * number type to float). */
+static vox_status read_intensity(reader *r, vox_model *m) {
+  int varid;
+  vox_status s = find_var(r, r->ncid, "intensity", WANT_NUMBER, 3, zyx_names, 0, &varid);
+  if (s || varid < 0) return s;
+  if (!(m->intensity = malloc((size_t)vox_grid_elements(&m->grid) * sizeof(float))))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_var_float(r->ncid, varid, m->intensity), "variable 'intensity'");
+  char *units = NULL;
+  if ((s = read_text_att(r, r->ncid, varid, "units", &units))) return s;
+  snprintf(m->intensity_units, sizeof m->intensity_units, "%s", units ? units : "1");
+  free(units);
+  return VOX_OK;
+}
+
 static vox_status read_displacement(reader *r, vox_model *m) {
   static const char *const dims[5] = {"load_case", "node_z", "node_y", "node_x", "component"};
   int varid;
@@ -1134,6 +1159,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "history", &m->history_text);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);
   if (!s) s = read_lists(r, m);
+  if (!s) s = read_intensity(r, m);
   if (!s) s = read_density(r, m);
   if (!s) s = read_snapshots(r, m);
   if (!s) s = read_displacement(r, m);

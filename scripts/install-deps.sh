@@ -13,9 +13,16 @@ packages=(
   libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev libcairo2-dev
   # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)
   libassimp-dev
+  # image readers of voxfe-voxelize --image (GDCM for DICOM, with its codecs;
+  # libtiff; nifticlib)
+  g++ libgdcm-dev libtiff-dev libnifti2-dev
   # tests: independent references and file checks (admesh checks STL
   # surfaces, CalculiX solves the exported .inp decks)
   netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 admesh calculix-ccx
+  # image tests: writers of DICOM, TIFF and NIfTI files, sample files
+  # (pydicom's and nibabel's test data, ITK's MetaImage examples), and
+  # clang-14's libFuzzer for the readers' fuzz harnesses (tests/fuzz)
+  python3-pydicom python3-tifffile python3-nibabel insighttoolkit5-examples clang-14
 )
 
 export DEBIAN_FRONTEND=noninteractive

@@ -59,6 +59,11 @@ static void check_same(const vox_model *a, const vox_model *b) {
           same_bits(x->value, y->value));
   }
 
+  CHECK(!a->intensity == !b->intensity);
+  if (a->intensity && b->intensity) {
+    CHECK(!memcmp(a->intensity, b->intensity, ne * sizeof(float)));
+    CHECK(!strcmp(a->intensity_units, b->intensity_units));
+  }
   CHECK(!a->density == !b->density);
   if (a->density && b->density) CHECK(!memcmp(a->density, b->density, ne * sizeof(double)));
   CHECK(!a->displacement == !b->displacement);
@@ -175,7 +180,7 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
   CHECK_OK(ctx, vox_model_read(ctx, path, &back));
   CHECK(back.n_materials == 0 && !back.materials && back.n_constraints == 0 && !back.constraints &&
         back.n_load_cases == 0 && !back.load_case_names && back.n_loads == 0 && !back.loads &&
-        !back.density && !back.displacement && back.n_history == 0 && !back.history &&
+        !back.intensity && !back.density && !back.displacement && back.n_history == 0 && !back.history &&
         !back.history_text && !back.title && back.stage == VOX_STAGE_MODEL);
   vox_model_free(&back);
 

@@ -46,6 +46,10 @@ vox_status sample_full_model(vox_context *ctx, vox_model *m) {
       (s = vox_model_add_load(ctx, m, nn - 4, 2, 1, 1e300)))
     return s;
   m->density = malloc((size_t)ne * sizeof *m->density);
+  m->intensity = malloc((size_t)ne * sizeof *m->intensity);
+  if (!m->intensity) return VOX_ERR_NO_MEMORY;
+  for (int64_t e = 0; e < ne; e++) m->intensity[e] = (float)(e * 7 % 3000) - 1024.5f;
+  strcpy(m->intensity_units, "HU");
   m->displacement = malloc((size_t)(2 * nn * 3) * sizeof *m->displacement);
   m->history = calloc(4, sizeof *m->history);
   if (!m->density || !m->displacement || !m->history) return VOX_ERR_NO_MEMORY;

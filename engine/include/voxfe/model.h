@@ -81,6 +81,10 @@ typedef struct vox_model {
   vox_stage stage;
   vox_grid grid;
   uint8_t *label;               /* nx*ny*nz, 0 = empty */
+  /* The image values a model was segmented from (voxfe-voxelize --image
+   * --keep-intensity), for intensity-to-modulus maps; NULL when absent. */
+  float *intensity;             /* nx*ny*nz */
+  char intensity_units[32];     /* "HU", "mg HA/ccm", "1", ... */
 
   int n_materials;
   vox_material *materials;      /* at most one per label */
