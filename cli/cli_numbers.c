@@ -95,6 +95,16 @@ void cli_format_real(double value, char *buf, size_t size) {
   }
 }
 
+void cli_format_real_list(const double *v, int n, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && len + 1 < size; i++) {
+    if (i) buf[len++] = ',';
+    cli_format_real(v[i], buf + len, size - len);
+    len += strlen(buf + len);
+  }
+}
+
 int cli_count_fields(const char *text, char sep) {
   int n = 1;
   for (const char *c = text; *c; c++) n += *c == sep;

@@ -32,6 +32,9 @@ int cli_parse_integer_list(const char *what, const char *form, const char *text,
  * "0.29999999999999999"), for --help defaults and the history. */
 void cli_format_real(double value, char *buf, size_t size);
 
+/* `n` values so, separated by commas ("1,0.5,2"). */
+void cli_format_real_list(const double *v, int n, char *buf, size_t size);
+
 /* How many fields `text` has when split at `sep` (for lists that accept more
  * than one length, such as one voxel size or three). */
 int cli_count_fields(const char *text, char sep);

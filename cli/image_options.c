@@ -8,16 +8,6 @@
 #include "cli_numbers.h"
 #include "image_options.h"
 
-static void format_list(const double *v, int n, char *buf, size_t size) {
-  size_t len = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < n && len + 1 < size; i++) {
-    if (i) buf[len++] = ',';
-    cli_format_real(v[i], buf + len, size - len);
-    len += strlen(buf + len);
-  }
-}
-
 int image_parse_raw_type(const char *what, const char *text, void *value) {
   if (vox_image_parse_raw_type(text, value) == 0) return 0;
   cli_error("%s: expected uint8, int8, uint16, int16, uint32, int32, float32 or float64, got '%s'",
@@ -62,7 +52,7 @@ void image_format_thresholds(const void *value, char *buf, size_t size) {
   else if (isnan(seg->thresholds[0]))
     buf[0] = '\0'; /* not given */
   else
-    format_list(seg->thresholds, seg->n_thresholds, buf, size);
+    cli_format_real_list(seg->thresholds, seg->n_thresholds, buf, size);
 }
 
 int image_parse_units(const char *what, const char *text, void *value) {
@@ -95,7 +85,7 @@ void image_format_calibration(const void *value, char *buf, size_t size) {
   if (!c->known)
     buf[0] = '\0'; /* the file's, if any */
   else
-    format_list(&c->slope, 2, buf, size);
+    cli_format_real_list(&c->slope, 2, buf, size);
 }
 
 int image_parse_labels(const char *what, const char *text, void *value) {

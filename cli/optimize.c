@@ -88,19 +88,6 @@ static void format_kernel(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_kernel_name(*(const vox_kernel *)value));
 }
 
-static int parse_device(const char *what, const char *text, void *value) {
-  if (vox_device_parse(text, value) != 0) {
-    cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_device(const void *value, char *buf, size_t size) {
-  vox_device d = *(const vox_device *)value;
-  snprintf(buf, size, "%s", d == VOX_DEVICE_CPU ? "cpu" : d == VOX_DEVICE_CUDA ? "cuda" : "auto");
-}
-
 #define AT(member) offsetof(settings, member)
 /* Accepted ranges: (a, b] is {a, b, 1, 0}. */
 #define POSITIVE {0, INFINITY, 1, 0}
@@ -179,7 +166,7 @@ static const cli_option options[] = {
     {.kind = CLI_HEADING, .help = "Execution:"},
     {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
      .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",
-     .parse = parse_device, .format = format_device},
+     .parse = cli_parse_device, .format = cli_format_device},
     {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = AT(kernel), .flags = CLI_RECORD,
      .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",
      .parse = parse_kernel, .format = format_kernel},

@@ -74,23 +74,13 @@ static int parse_voxel_size(const char *what, const char *text, void *value) {
   return 0;
 }
 
-static void format_reals(const double *v, int n, char *buf, size_t size) {
-  size_t len = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < n && len + 1 < size; i++) {
-    if (i) buf[len++] = ',';
-    cli_format_real(v[i], buf + len, size - len);
-    len += strlen(buf + len);
-  }
-}
-
 static void format_voxel_size(const void *value, char *buf, size_t size) {
   const double *h = value;
   if (isnan(h[0])) {
     buf[0] = '\0'; /* not given: the image's */
     return;
   }
-  format_reals(h, h[0] == h[1] && h[1] == h[2] ? 1 : 3, buf, size);
+  cli_format_real_list(h, h[0] == h[1] && h[1] == h[2] ? 1 : 3, buf, size);
 }
 
 static int parse_point(const char *what, const char *text, void *value) {
@@ -110,25 +100,12 @@ static void format_fill(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_fill_rule_name(*(const vox_fill_rule *)value));
 }
 
-static int parse_device(const char *what, const char *text, void *value) {
-  if (vox_device_parse(text, value) != 0) {
-    cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_device(const void *value, char *buf, size_t size) {
-  vox_device d = *(const vox_device *)value;
-  snprintf(buf, size, "%s", d == VOX_DEVICE_CPU ? "cpu" : d == VOX_DEVICE_CUDA ? "cuda" : "auto");
-}
-
 static void format_origin(const void *value, char *buf, size_t size) {
   const double *p = value;
   if (isnan(p[0]))
     buf[0] = '\0'; /* not given: 0 for a box, the file's for an image */
   else
-    format_reals(p, 3, buf, size);
+    cli_format_real_list(p, 3, buf, size);
 }
 
 #define AT(member) offsetof(settings, member)
@@ -228,7 +205,7 @@ static const cli_option options[] = {
      .parse = parse_fill, .format = format_fill},
     {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
      .flags = CLI_RECORD, .help = "with --mesh: cpu, cuda or auto (the GPU for large grids)",
-     .parse = parse_device, .format = format_device},
+     .parse = cli_parse_device, .format = cli_format_device},
 
     {.kind = CLI_HEADING, .help = "Problem and output:"},
     {.name = "problem", .key = 'p', .arg = "FILE", .kind = CLI_STRING, .offset = AT(problem),
