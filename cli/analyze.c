@@ -456,17 +456,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     snprintf(name, sizeof name, "load_share_label%d", label);
     add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
   }
-  const char *const voigt[6] = {"xx", "yy", "zz", "yz", "zx", "xy"};
   vs = add_stats(ctx, &sum, "sed", r.sed, ne, 1, 0, r.bone, "MPa");
   if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, ne, 1, 0, r.bone, "MPa");
   if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, ne, 1, 0, r.bone, "1");
-  if (!vs && s->test != TEST_MODEL) {
-    char field[32];
-    snprintf(field, sizeof field, "strain_%s", voigt[s->axis]);
-    vs = add_stats(ctx, &sum, field, r.strain, ne, 6, (size_t)s->axis, r.bone, "1");
-    snprintf(field, sizeof field, "stress_%s", voigt[s->axis]);
-    if (!vs) vs = add_stats(ctx, &sum, field, r.stress, ne, 6, (size_t)s->axis, r.bone, "MPa");
-  }
+  /* "axial", not xx/yy/zz: the columns of a batch table stay the same
+   * whatever the axis (NaN without a compression test) */
+  const size_t n_axial = s->test == TEST_MODEL ? 0 : ne;
+  if (!vs)
+    vs = add_stats(ctx, &sum, "strain_axial", r.strain, n_axial, 6, (size_t)s->axis, r.bone, "1");
+  if (!vs)
+    vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, r.bone,
+                   "MPa");
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
