@@ -359,6 +359,11 @@ static vox_status write_all(n88_file *f, const vox_model *m, const vox_analysis_
              (err = put_text(f->ncid, "ActiveProblem", "Problem1")) ||
              (out && (err = put_text(f->ncid, "ActiveSolution", "Solution1"))) ||
              (m->history_text && (err = put_text(f->ncid, "History", m->history_text))) ||
+             (err = nc_put_att_longlong(f->ncid, NC_GLOBAL, "voxfe_grid_size", NC_INT64, 3,
+                                        (const long long[3]){m->grid.nx, m->grid.ny,
+                                                             m->grid.nz})) ||
+             (err = nc_put_att_double(f->ncid, NC_GLOBAL, "voxfe_grid_origin", NC_DOUBLE, 3,
+                                      m->grid.origin)) ||
              (err = nc_def_dim(f->ncid, "Dimensionality", 3, &dim3))))
     s = nc_fail(f, VOX_ERR_IO, err, "cannot write the header");
   if (!s) s = write_part(f, m, &me, dim3);
@@ -553,6 +558,20 @@ static vox_status mesh_to_grid(n88_file *f, n88_mesh *me, vox_model *m) {
   for (int a = 0; a < 3; a++) {
     g.voxel_size[a] = h[a], g.origin[a] = lo[a];
     *n[a] = (int64_t)llround((hi[a] - lo[a]) / h[a]);
+  }
+  /* A file voxfe wrote keeps its grid (the box can be larger than the
+   * bone's), so that plates and indices survive the round trip. */
+  long long size[3];
+  double origin[3];
+  if (!nc_get_att_longlong(f->ncid, NC_GLOBAL, "voxfe_grid_size", size) &&
+      !nc_get_att_double(f->ncid, NC_GLOBAL, "voxfe_grid_origin", origin)) {
+    int fits = 1;
+    for (int a = 0; a < 3; a++) {
+      const double first = (lo[a] - origin[a]) / h[a], last = (hi[a] - origin[a]) / h[a];
+      fits &= size[a] >= 1 && fabs(first - llround(first)) < 1e-6 && first > -1e-6 &&
+              last < (double)size[a] + 1e-6;
+    }
+    for (int a = 0; fits && a < 3; a++) lo[a] = origin[a], g.origin[a] = origin[a], *n[a] = size[a];
   }
   vox_status s = vox_model_init(f->ctx, m, &g);
   if (s) return s;
