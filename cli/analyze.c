@@ -457,12 +457,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_number(&sum, "compliance", compliance, "N mm");
   add_number(&sum, "box_length", length, "mm");
   add_number(&sum, "box_area", area, "mm2");
+  /* every material of the model, used or not, so that the columns of a
+   * batch table depend only on the material table */
   for (int i = 0; i < m->n_materials; i++) {
     char name[VOX_NAME_MAX];
     const int label = m->materials[i].label;
-    int used = 0;
-    for (size_t e = 0; e < ne && !used; e++) used = m->label[e] == label;
-    if (!used) continue;
     snprintf(name, sizeof name, "load_share_label%d", label);
     add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
   }

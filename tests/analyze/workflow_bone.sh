@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# workflows/bone/Makefile on two generated scans, one of them bad (its bone
-# does not connect the plates): make -j2 analyses the good one, reports the
-# bad one, writes the table with the good row only, leaves no result or
-# temporary file of the bad one, and fails; make clean removes the outputs.
+# workflows/bone/Makefile on generated scans, one of them bad (its bone does
+# not connect the plates): make -j2 analyses the good ones, reports the bad
+# one, writes the table with the good rows only (one with other columns left
+# out and reported), leaves no result or temporary file of the bad one, and
+# fails; make clean removes the outputs.
 #
 # usage: workflow_bone.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE
 source "$(dirname "$0")/../cli/lib.sh"
@@ -10,7 +11,10 @@ ANALYZE=$(realpath "$1")
 MAKE_MODEL="/usr/bin/python3 $SOURCE_DIR/tests/analyze/make_model.py"
 
 cp "$SOURCE_DIR/workflows/bone/Makefile" . && mkdir scans || { fail "setup"; finish; }
-$MAKE_MODEL porous scans/good.nc 8 8 6 11 && $MAKE_MODEL split scans/bad.nc 4 4 6 ||
+# other.nc is good but has one material where good.nc has two: its row has
+# other columns and stays out of the table, reported
+$MAKE_MODEL porous scans/good.nc 8 8 6 11 && $MAKE_MODEL split scans/bad.nc 4 4 6 &&
+  $MAKE_MODEL cube scans/other.nc 4 4 4 ||
   { fail "make_model"; finish; }
 make -j2 VOXFE_BIN="$(dirname "$ANALYZE")" ANALYZE_OPTIONS="--device cpu --threads 1" \
   >"$LOG/out" 2>&1
@@ -27,6 +31,9 @@ sed -n 2p results/summary.csv | grep -q "^good,uniaxial,z," || fail "summary.csv
 ls results/samples | grep -qE '^bad\.(nc|json|csv|done)$' && fail "outputs of the bad sample left"
 ls -A results results/samples | grep -q tmp && fail "temporary files left: $(ls -A results/samples)"
 grep -q "^FAILED: bad" results/failed.txt || fail "failed.txt does not list bad"
+grep -q "^FAILED: other: its summary has other columns" results/failed.txt ||
+  fail "failed.txt does not list other: $(cat results/failed.txt)"
+[ -s results/samples/other.nc ] || fail "other was not analysed"
 
 # the good sample is not redone; the bad one is tried again
 make -n VOXFE_BIN="$(dirname "$ANALYZE")" ANALYZE_OPTIONS="--device cpu --threads 1" \
