@@ -328,7 +328,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->test != TEST_MODEL)
     vs = vox_add_compression_test(ctx, m, (vox_compression_test)s->test, s->axis, s->strain,
                                   &applied);
-  else if (m->n_load_cases < 1)
+  else if (m->n_constraints == 0) {
+    cli_error("%s: --test model needs the model's supports, and it has none", s->input);
+    status = CLI_EXIT_USAGE;
+    goto done;
+  } else if (m->n_load_cases < 1)
     vs = vox_model_set_load_cases(ctx, m, 1);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);

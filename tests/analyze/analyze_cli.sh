@@ -72,5 +72,7 @@ expect_usage_error "bad summary name" "--summary: expected a file name ending in
   "$ANALYZE" cube.nc -o r.nc --summary s.txt
 expect_usage_error "bad connectivity" "--connectivity: expected 6 or 26" \
   "$ANALYZE" cube.nc -o r.nc --connectivity 18
+expect_usage_error "--test model without supports" "cube.nc: --test model needs the model's supports" \
+  "$ANALYZE" cube.nc -o r.nc --test model
 expect_usage_error "missing input" "nothere.nc" "$ANALYZE" nothere.nc -o r.nc
 finish
