@@ -51,6 +51,39 @@ with netCDF4.Dataset("result.nc") as d:
 PY
 rm -f result.nc result2.nc s.json table.csv
 
+# --- on a porous two-material model: the statistics, the failure load and
+# the load shares of the summary against numpy on the result's own fields
+$MAKE porous porous.nc 10 10 8 5 || fail "make_model porous"
+"$ANALYZE" porous.nc -o porous_r.nc --summary p.json -q --cg-tol 1e-10 ||
+  fail "porous run"
+/usr/bin/python3 - <<'PY' || fail "porous: summary against numpy"
+import json, math
+import netCDF4
+import numpy as np
+s = json.load(open("p.json"))
+with netCDF4.Dataset("porous_r.nc") as d:
+    bone = np.array(d["label"][:]) != 0
+    fields = {"sed": d["strain_energy_density"], "von_mises": d["von_mises"],
+              "effective_strain": d["effective_strain"]}
+    fields = {k: np.array(v[:], float)[bone] for k, v in fields.items()}
+    fields["strain_axial"] = np.array(d["strain"][:], float)[bone][:, 2]
+for name, x in fields.items():
+    want = [x.mean(), x.std()] + list(np.percentile(x, [5, 25, 50, 75, 95]))
+    got = [s[name + k] for k in ("_mean", "_sd", "_p05", "_p25", "_p50", "_p75", "_p95")]
+    # the file holds the fields in single precision
+    assert np.allclose(got, want, rtol=2e-6, atol=1e-7 * np.abs(x).max()), (name, got, want)
+# Pistoia: the k-th largest effective strain, k = ceil(2 % of the bone)
+eff = np.sort(fields["effective_strain"])[::-1]
+k = math.ceil(0.02 * len(eff))
+want = abs(s["reaction_force"]) * 0.007 / eff[k - 1]
+assert abs(s["failure_load"] / want - 1) < 1e-6, (s["failure_load"], want)
+shares = [v for k, v in s.items() if k.startswith("load_share_label")]
+# the top layer of make_model's porous model is all label 1: it carries all
+assert len(shares) == 2 and abs(shares[0] - 1) < 1e-9 and abs(shares[1]) < 1e-12, shares
+assert s["bone_elements"] == bone.sum()
+PY
+rm -f porous_r.nc p.json
+
 # --- the removed voxels are counted
 "$ANALYZE" islands.nc -o islands_r.nc --summary i.json >"$LOG/out" 2>"$LOG/err" ||
   fail "islands: $(cat "$LOG/err")"

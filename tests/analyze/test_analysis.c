@@ -1,7 +1,7 @@
 /* The analysis engine against analytic values: a homogeneous cube under the
  * uniaxial and the confined compression test (strain-energy density, strain,
  * stress, von Mises stress, effective strain, reaction force E A eps), the
- * Pistoia failure load on a constructed strain distribution, the field
+ * load shares of two columns in parallel, the Pistoia failure load on a constructed strain distribution, the field
  * statistics on a hand-computed sample, connected components and the
  * plate-contact checks. */
 #include <math.h>
@@ -87,6 +87,42 @@ static void check_cube(vox_context *ctx, vox_backend *be, vox_compression_test t
   vox_model_free(&m);
 }
 
+/* Load share: two columns side by side along the loading axis, E 1000 and
+ * 500 MPa, nu = 0, uniaxial compression: every element at the same axial
+ * strain and no lateral stress, so the columns carry E_i A_i eps each and the
+ * shares are 2/3 and 1/3. */
+static void check_load_share(vox_context *ctx, vox_backend *be) {
+  vox_model m = {0};
+  cube_model(ctx, &m, 4, 0.5, 1000, 0);
+  vox_material soft = {.label = 2, .role = VOX_ROLE_SOLID, .youngs_modulus = 500,
+                       .poisson_ratio = 0, .conductivity = 1};
+  strcpy(soft.name, "soft");
+  CHECK_OK(ctx, vox_model_add_material(ctx, &m, &soft));
+  for (int e = 0; e < 64; e++) m.label[e] = e % 4 < 2 ? 1 : 2; /* x < 2: stiff */
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, NULL));
+  const size_t nn = 125;
+  double *u = calloc(3 * nn, sizeof *u), *reaction = malloc(3 * nn * sizeof *reaction);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  int64_t plate[25];
+  size_t n_plate = 0;
+  for (size_t i = 0; i < m.n_constraints; i++)
+    if (m.constraints[i].component == 2 && m.constraints[i].value != 0)
+      plate[n_plate++] = 3 * m.constraints[i].node + 2;
+  double share[256], force = 0;
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, NULL, plate, n_plate, share));
+  for (size_t i = 0; i < n_plate; i++) force += reaction[plate[i]];
+  CHECK_CLOSE(force / (-0.01 * (1000 + 500) * 2 * 0.5 * 2), 1, 1e-9); /* sum E_i A_i eps */
+  CHECK_CLOSE(share[1] / force, 2.0 / 3, 1e-9);
+  CHECK_CLOSE(share[2] / force, 1.0 / 3, 1e-9);
+  free(u), free(reaction);
+  vox_model_free(&m);
+}
+
 static void check_pistoia(void) {
   /* 1000 elements with effective strains 1e-5 .. 1e-2, shuffled: the 20th
    * largest (2 %) is 981e-5, so the load scales by 0.007 / 0.00981 */
@@ -160,6 +196,7 @@ int main(void) {
     check_cube(ctx, be, VOX_TEST_UNIAXIAL, axis);
     check_cube(ctx, be, VOX_TEST_CONFINED, axis);
   }
+  check_load_share(ctx, be);
   check_pistoia();
   check_statistics(ctx);
   check_components(ctx);
