@@ -5,6 +5,7 @@
 #include "voxfe/analysis.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,7 +282,6 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     flag[3 * model->constraints[i].node + model->constraints[i].component] |= 1;
   for (size_t i = 0; i < n_share; i++)
     if (share_dofs[i] >= 0 && share_dofs[i] < 3 * nn) flag[share_dofs[i]] |= 2;
-  if (share) memset(share, 0, 256 * sizeof *share);
   if (reaction) memset(reaction, 0, (size_t)(3 * nn) * sizeof *reaction);
   vox_element_fields *f = fields;
   if (f) {
@@ -292,55 +292,64 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     set_nan(f->effective_strain, (size_t)ne);
   }
 
-  for (int64_t k = 0; k < g->nz; k++)
-    for (int64_t j = 0; j < g->ny; j++)
-      for (int64_t i = 0; i < g->nx; i++) {
-        const int64_t e = (k * g->ny + j) * g->nx + i;
-        const uint8_t label = model->label[e];
-        if (!label) continue;
-        const double E = moduli ? moduli[e] : modulus[label];
-        int64_t dof[24];
-        double ue[24], fe[24];
-        for (int a = 0; a < 8; a++) {
-          const int64_t n = node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
-                                       k + vox_hex8_corner[a][2]);
-          for (int c = 0; c < 3; c++) dof[3 * a + c] = 3 * n + c, ue[3 * a + c] = u[3 * n + c];
-        }
-        double energy = 0;
-        for (int r = 0; r < 24; r++) {
-          double sum = 0;
-          for (int c = 0; c < 24; c++) sum += ke[r * 24 + c] * ue[c];
-          fe[r] = E * sum;
-          energy += ue[r] * fe[r];
-        }
-        for (int r = 0; r < 24; r++) {
-          const uint8_t fl = flag[dof[r]];
-          if (reaction && (fl & 1)) reaction[dof[r]] += fe[r];
-          if (share && (fl & 2)) share[label] += fe[r];
-        }
-        if (!f) continue;
-        double eps[6], sig[6];
-        for (int v = 0; v < 6; v++) {
-          double sum = 0;
-          for (int c = 0; c < 24; c++) sum += b[v * 24 + c] * ue[c];
-          eps[v] = sum;
-        }
-        for (int v = 0; v < 6; v++) {
-          double sum = 0;
-          for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];
-          sig[v] = E * sum;
-        }
-        const double sed = 0.5 * energy / volume;
-        if (f->strain) memcpy(f->strain + 6 * e, eps, sizeof eps);
-        if (f->stress) memcpy(f->stress + 6 * e, sig, sizeof sig);
-        if (f->sed) f->sed[e] = sed;
-        if (f->von_mises) {
-          const double dxy = sig[0] - sig[1], dyz = sig[1] - sig[2], dzx = sig[2] - sig[0];
-          f->von_mises[e] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
-                                 3 * (sig[3] * sig[3] + sig[4] * sig[4] + sig[5] * sig[5]));
-        }
-        if (f->effective_strain) f->effective_strain[e] = sqrt(2 * fmax(sed, 0) / E);
+  /* One pass over the elements, in parallel: each element writes its own
+   * fields; the reactions are summed into the constrained dofs only (the
+   * plates: few, so atomic adds cost little), the shares per thread. */
+  double share_sum[256] = {0};
+  const int threads = vox_context_threads(ctx);
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    schedule(static) reduction(+ : share_sum[:256])
+  for (int64_t e = 0; e < ne; e++) {
+    const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
+    const uint8_t label = model->label[e];
+    if (!label) continue;
+    const double E = moduli ? moduli[e] : modulus[label];
+    int64_t dof[24];
+    double ue[24], fe[24];
+    for (int a = 0; a < 8; a++) {
+      const int64_t n = node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
+                                   k + vox_hex8_corner[a][2]);
+      for (int c = 0; c < 3; c++) dof[3 * a + c] = 3 * n + c, ue[3 * a + c] = u[3 * n + c];
+    }
+    double energy = 0;
+    for (int r = 0; r < 24; r++) {
+      double sum = 0;
+      for (int c = 0; c < 24; c++) sum += ke[r * 24 + c] * ue[c];
+      fe[r] = E * sum;
+      energy += ue[r] * fe[r];
+    }
+    for (int r = 0; r < 24; r++) {
+      const uint8_t fl = flag[dof[r]];
+      if (reaction && (fl & 1)) {
+#pragma omp atomic
+        reaction[dof[r]] += fe[r];
       }
+      if (fl & 2) share_sum[label] += fe[r];
+    }
+    if (!f) continue;
+    double eps[6], sig[6];
+    for (int v = 0; v < 6; v++) {
+      double sum = 0;
+      for (int c = 0; c < 24; c++) sum += b[v * 24 + c] * ue[c];
+      eps[v] = sum;
+    }
+    for (int v = 0; v < 6; v++) {
+      double sum = 0;
+      for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];
+      sig[v] = E * sum;
+    }
+    const double sed = 0.5 * energy / volume;
+    if (f->strain) memcpy(f->strain + 6 * e, eps, sizeof eps);
+    if (f->stress) memcpy(f->stress + 6 * e, sig, sizeof sig);
+    if (f->sed) f->sed[e] = sed;
+    if (f->von_mises) {
+      const double dxy = sig[0] - sig[1], dyz = sig[1] - sig[2], dzx = sig[2] - sig[0];
+      f->von_mises[e] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
+                             3 * (sig[3] * sig[3] + sig[4] * sig[4] + sig[5] * sig[5]));
+    }
+    if (f->effective_strain) f->effective_strain[e] = sqrt(2 * fmax(sed, 0) / E);
+  }
+  if (share) memcpy(share, share_sum, sizeof share_sum);
   free(flag);
   return VOX_OK;
 }
