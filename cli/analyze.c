@@ -272,6 +272,10 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
   }
+  /* a design file's displacements are of other load cases: this analysis
+   * writes its own */
+  free(m->displacement);
+  m->displacement = NULL;
   override_materials(s, m);
   vox_status vs = vox_model_validate(ctx, m);
   if (vs) {
