@@ -141,12 +141,13 @@ static const cli_option options[] = {
      .range = {-0.5, 0.5, 0, 0}, .flags = CLI_RECORD,
      .help = "applied strain (negative: compression)"},
     {.name = "youngs-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(youngs_modulus),
-     .range = POSITIVE, .flags = CLI_RECORD,
+     .range = POSITIVE, /* not recorded when not given: NaN would not parse; the
+                           * command line and the materials in the file say it */
      .help = "Young's modulus of every material, MPa (HR-pQCT tissue: 6829 first, 8748 second "
              "generation)",
      .default_text = "each material's own"},
     {.name = "poisson-ratio", .arg = "NU", .kind = CLI_REAL, .offset = AT(poisson_ratio),
-     .range = {-1, 0.5, 1, 1}, .flags = CLI_RECORD, .help = "Poisson ratio of every material",
+     .range = {-1, 0.5, 1, 1}, .help = "Poisson ratio of every material",
      .default_text = "each material's own"},
     {.name = "connectivity", .arg = "N", .kind = CLI_CUSTOM, .offset = AT(connectivity),
      .flags = CLI_RECORD,
