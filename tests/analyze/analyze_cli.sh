@@ -84,6 +84,17 @@ assert s["bone_elements"] == bone.sum()
 PY
 rm -f porous_r.nc p.json
 
+# --- parallel jobs appending to one table: one header, one whole row each
+for i in 1 2 3 4 5 6; do
+  "$ANALYZE" cube.nc -o par$i.nc --summary shared.csv -q --threads 1 &
+done
+wait
+[ "$(grep -c '^sample,' shared.csv)" -eq 1 ] || fail "shared.csv: header not once"
+[ "$(grep -c '^cube,uniaxial,z,' shared.csv)" -eq 6 ] || fail "shared.csv: $(cat shared.csv)"
+[ "$(awk -F, '{print NF}' shared.csv | sort -u | wc -l)" -eq 1 ] ||
+  fail "shared.csv: rows of different lengths"
+rm -f par?.nc shared.csv
+
 # --- the removed voxels are counted
 "$ANALYZE" islands.nc -o islands_r.nc --summary i.json >"$LOG/out" 2>"$LOG/err" ||
   fail "islands: $(cat "$LOG/err")"
