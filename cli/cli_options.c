@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli_common.h"
-#include "voxfe/backend.h"
 #include "voxfe/context.h"
 
 /* Room for the argp tables built from a program's option table. Static, so
@@ -187,19 +186,6 @@ static error_t parse_option(int key, char *arg, struct argp_state *state) {
     return 0;
   }
   return ARGP_ERR_UNKNOWN;
-}
-
-int cli_parse_device(const char *what, const char *text, void *value) {
-  if (vox_device_parse(text, value) != 0) {
-    cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-void cli_format_device(const void *value, char *buf, size_t size) {
-  const vox_device d = *(const vox_device *)value;
-  snprintf(buf, size, "%s", d == VOX_DEVICE_CPU ? "cpu" : d == VOX_DEVICE_CUDA ? "cuda" : "auto");
 }
 
 int cli_parse(const cli_program *program, int argc, char **argv, void *settings) {

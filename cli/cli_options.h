@@ -55,10 +55,6 @@ typedef struct cli_program {
   size_t input_offset;      /* where it goes (a const char * in settings) */
 } cli_program;
 
-/* The --device option of the programs that compute (a vox_device). */
-int cli_parse_device(const char *what, const char *text, void *value);
-void cli_format_device(const void *value, char *buf, size_t size);
-
 /* Parses the command line into `settings`, which already holds the defaults
  * (--help shows them from there); `argv` itself is left as it is. Returns
  * 0, or the exit status (CLI_EXIT_USAGE) after one line on stderr. --help,

@@ -12,6 +12,7 @@
 #include "cli_files.h"
 #include "cli_options.h"
 #include "cli_progress.h"
+#include "cli_solver_options.h"
 #include "voxfe/voxfe.h"
 
 /* The default filter radius, in voxel sizes; the library's default is in mm
@@ -38,54 +39,6 @@ static int parse_filter(const char *what, const char *text, void *value) {
 
 static void format_filter(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
-}
-
-static int parse_preconditioner(const char *what, const char *text, void *value) {
-  if (vox_preconditioner_parse(text, value) != 0) {
-    cli_error("%s: expected multigrid or jacobi, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_preconditioner(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_preconditioner_name(*(const vox_preconditioner *)value));
-}
-
-static int parse_smoother(const char *what, const char *text, void *value) {
-  if (vox_smoother_parse(text, value) != 0) {
-    cli_error("%s: expected chebyshev or jacobi, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_smoother(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_smoother_name(*(const vox_smoother *)value));
-}
-
-static int parse_precision(const char *what, const char *text, void *value) {
-  if (vox_precision_parse(text, value) != 0) {
-    cli_error("%s: expected double or mixed, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_precision(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_precision_name(*(const vox_precision *)value));
-}
-
-static int parse_kernel(const char *what, const char *text, void *value) {
-  if (vox_kernel_parse(text, value) != 0) {
-    cli_error("%s: expected auto, dbd, nbn or ebe, got '%s'", what, text);
-    return -1;
-  }
-  return 0;
-}
-
-static void format_kernel(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_kernel_name(*(const vox_kernel *)value));
 }
 
 #define AT(member) offsetof(settings, member)
@@ -139,42 +92,9 @@ static const cli_option options[] = {
            "converged when the relative change of the objective is at most T (and the "
            "change tolerance is met)"),
 
-    {.kind = CLI_HEADING, .help = "Solver:"},
-    NUMBER("cg-tol", CLI_REAL, "T", opt.solver.rtol, FRACTION,
-           "relative residual at which a state solve has converged"),
-    NUMBER("cg-max-iterations", CLI_INTEGER, "N", opt.solver.max_iterations, COUNT,
-           "CG iterations after which a state solve has failed"),
-    {.name = "preconditioner", .arg = "PC", .kind = CLI_CUSTOM,
-     .offset = AT(opt.solver.preconditioner), .flags = CLI_RECORD,
-     .help = "multigrid (a geometric multigrid V-cycle) or jacobi", .parse = parse_preconditioner,
-     .format = format_preconditioner},
-    {.name = "smoother", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.solver.smoother),
-     .flags = CLI_RECORD, .help = "multigrid smoother: chebyshev or jacobi (damped)",
-     .parse = parse_smoother, .format = format_smoother},
-    NUMBER("smoothing-steps", CLI_INTEGER, "N", opt.solver.smoothing_steps, COUNT,
-           "multigrid smoothing before and after the coarse correction: Jacobi sweeps or the "
-           "Chebyshev degree"),
-    NUMBER("mg-levels", CLI_INTEGER, "N", opt.solver.mg_levels, AT_LEAST(0),
-           "multigrid levels, 0 to choose from the grid (coarsest level of at most 6000 "
-           "unknowns, solved directly)"),
-    {.name = "precision", .arg = "P", .kind = CLI_CUSTOM, .offset = AT(opt.solver.precision),
-     .flags = CLI_RECORD,
-     .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "
-             "CG stays in double)",
-     .parse = parse_precision, .format = format_precision},
-
-    {.kind = CLI_HEADING, .help = "Execution:"},
-    {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
-     .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",
-     .parse = cli_parse_device, .format = cli_format_device},
-    {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = AT(kernel), .flags = CLI_RECORD,
-     .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",
-     .parse = parse_kernel, .format = format_kernel},
-    {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = AT(threads),
-     .range = {0, 4096, 0, 0},
-     .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},
-    {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = AT(quiet),
-     .help = "print nothing but errors"},
+    CLI_SOLVER_OPTIONS(settings, opt.solver,
+                       "relative residual at which a state solve has converged"),
+    CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.kind = CLI_END},
 };
 

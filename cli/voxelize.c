@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_options.h"
+#include "cli_solver_options.h"
 #include "image_options.h"
 #include "voxfe/image.h"
 #include "voxfe/mesh.h"

@@ -182,6 +182,15 @@ vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const ch
   return VOX_OK;
 }
 
+const char *vox_stage_name(vox_stage stage) {
+  switch (stage) {
+  case VOX_STAGE_MODEL: return "model";
+  case VOX_STAGE_DESIGN: return "design";
+  case VOX_STAGE_ANALYSIS: return "analysis";
+  }
+  return "unknown";
+}
+
 vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
   const vox_grid *g = &model->grid;
   if (g->nx < 1 || g->ny < 1 || g->nz < 1)

@@ -209,10 +209,6 @@ static void json_vector(FILE *f, const double v[3]) {
   fputc(']', f);
 }
 
-static const char *stage_name(vox_stage stage) {
-  return stage == VOX_STAGE_DESIGN ? "design" : "model";
-}
-
 static const char *role_name(vox_material_role role) {
   switch (role) {
   case VOX_ROLE_DESIGN: return "design";
@@ -229,7 +225,7 @@ static int write_json(FILE *f, const vox_model *m, const summary *s) {
   fputs("{\n  \"title\": ", f);
   if (m->title) json_string(f, m->title);
   else fputs("null", f);
-  fprintf(f, ",\n  \"stage\": \"%s\",\n  \"history\": ", stage_name(m->stage));
+  fprintf(f, ",\n  \"stage\": \"%s\",\n  \"history\": ", vox_stage_name(m->stage));
   if (m->history_text) {
     /* One string per line of the netCDF history attribute. */
     fputc('[', f);
@@ -403,7 +399,7 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   const vox_grid *g = &m->grid;
   if (header) fputs(VOX_SUMMARY_CSV_COLUMNS "\n", f);
   csv_field(f, m->title ? m->title : "", 0);
-  csv_field(f, stage_name(m->stage), 0);
+  csv_field(f, vox_stage_name(m->stage), 0);
   csv_integer(f, g->nx);
   csv_integer(f, g->ny);
   csv_integer(f, g->nz);

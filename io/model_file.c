@@ -445,7 +445,7 @@ static vox_status def_globals(writer *w, const vox_model *m) {
   if (m->history_text)
     W_TRY(w, put_text(ncid, NC_GLOBAL, "history", m->history_text), "attribute history");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "voxfe_version", vox_version()), "attribute voxfe_version");
-  W_TRY(w, put_text(ncid, NC_GLOBAL, "stage", m->stage == VOX_STAGE_DESIGN ? "design" : "model"),
+  W_TRY(w, put_text(ncid, NC_GLOBAL, "stage", vox_stage_name(m->stage)),
         "attribute stage");
   W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "voxel_size", NC_DOUBLE, 3, m->grid.voxel_size),
         "attribute voxel_size");
@@ -612,7 +612,8 @@ static vox_status check_writable(vox_context *ctx, const char *path, const vox_m
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a list of the model has a count but no array", path);
   if (vox_model_validate(ctx, m)) return with_path(ctx, VOX_ERR_INVALID_ARGUMENT, path);
-  if (m->stage != VOX_STAGE_MODEL && m->stage != VOX_STAGE_DESIGN)
+  if (m->stage != VOX_STAGE_MODEL && m->stage != VOX_STAGE_DESIGN &&
+      m->stage != VOX_STAGE_ANALYSIS)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown stage %d", path, (int)m->stage);
   int seen[256] = {0};
   for (int i = 0; i < m->n_materials; i++) {
@@ -889,6 +890,8 @@ static vox_status read_stage(reader *r, vox_model *m) {
     m->stage = VOX_STAGE_MODEL;
   else if (!strcmp(stage, "design"))
     m->stage = VOX_STAGE_DESIGN;
+  else if (!strcmp(stage, "analysis"))
+    m->stage = VOX_STAGE_ANALYSIS;
   else
     s = read_fail(r, VOX_ERR_FORMAT, "unknown stage '%.32s'", stage);
   free(stage);

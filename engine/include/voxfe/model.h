@@ -74,7 +74,9 @@ typedef struct vox_history_row {
 
 typedef enum vox_stage {
   VOX_STAGE_MODEL = 0,  /* voxelize output: grid, labels, materials, BCs */
-  VOX_STAGE_DESIGN = 1  /* optimize output: + density, displacement, history */
+  VOX_STAGE_DESIGN = 1, /* optimize output: + density, displacement, history */
+  VOX_STAGE_ANALYSIS = 2 /* analyze output: + displacement, and the analysis results
+                          * that io/result_file.c adds (not read into the model) */
 } vox_stage;
 
 typedef struct vox_model {
@@ -145,6 +147,9 @@ vox_status vox_model_add_snapshot(vox_context *ctx, vox_model *model, int32_t it
                                   const double *density);
 /* Appends one line ("<time> <text>") to history_text. */
 vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const char *line);
+
+/* "model", "design" or "analysis" (the file's `stage` attribute). */
+const char *vox_stage_name(vox_stage stage);
 
 /* Checks the model is consistent: grid sizes, every used label has a
  * material, node indices and components in range, load cases in range. The

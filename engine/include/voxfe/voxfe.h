@@ -2,6 +2,7 @@
 #ifndef VOXFE_VOXFE_H
 #define VOXFE_VOXFE_H
 
+#include "voxfe/analysis.h"
 #include "voxfe/backend.h"
 #include "voxfe/context.h"
 #include "voxfe/element.h"

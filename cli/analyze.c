@@ -1,0 +1,563 @@
+/* voxfe-analyze: one linear-elastic micro-FE analysis of a voxel model, the
+ * standard bone compression tests or the model's own supports and loads;
+ * writes the result file (displacement, reactions, element fields, summary)
+ * and, on request, the summary as JSON or as a CSV row. Nothing is written
+ * unless the run succeeds. */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_common.h"
+#include "cli_files.h"
+#include "cli_options.h"
+#include "cli_progress.h"
+#include "cli_solver_options.h"
+#include "voxfe/analysis_summary.h"
+#include "voxfe/io.h"
+#include "voxfe/n88model.h"
+#include "voxfe/result_file.h"
+#include "voxfe/voxfe.h"
+
+/* --test: a standard compression test, or the model's own conditions. */
+#define TEST_MODEL (-1)
+
+typedef struct summary_paths {
+  const char *json, *csv;
+} summary_paths;
+
+typedef struct settings {
+  const char *input;
+  const char *output;
+  summary_paths summary;
+  int test;              /* vox_compression_test or TEST_MODEL */
+  int axis;
+  double strain;
+  double youngs_modulus; /* NaN: the materials' own */
+  double poisson_ratio;  /* NaN: the materials' own */
+  int connectivity;
+  double critical_strain, critical_volume;
+  vox_solver_options solver;
+  vox_device device;
+  vox_kernel kernel;
+  int threads;
+  int quiet;
+} settings;
+
+static int parse_test(const char *what, const char *text, void *value) {
+  vox_compression_test t;
+  if (strcmp(text, "model") == 0) {
+    *(int *)value = TEST_MODEL;
+  } else if (vox_compression_test_parse(text, &t) == 0) {
+    *(int *)value = (int)t;
+  } else {
+    cli_error("%s: expected uniaxial, friction, confined or model, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_test(const void *value, char *buf, size_t size) {
+  int t = *(const int *)value;
+  snprintf(buf, size, "%s", t == TEST_MODEL ? "model" : vox_compression_test_name(t));
+}
+
+static const char *const axis_names[3] = {"x", "y", "z"};
+
+static int parse_axis(const char *what, const char *text, void *value) {
+  for (int a = 0; a < 3; a++)
+    if (strcmp(text, axis_names[a]) == 0) {
+      *(int *)value = a;
+      return 0;
+    }
+  cli_error("%s: expected x, y or z, got '%s'", what, text);
+  return -1;
+}
+
+static void format_axis(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", axis_names[*(const int *)value]);
+}
+
+static int parse_connectivity(const char *what, const char *text, void *value) {
+  if (strcmp(text, "6") && strcmp(text, "26")) {
+    cli_error("%s: expected 6 or 26, got '%s'", what, text);
+    return -1;
+  }
+  *(int *)value = atoi(text);
+  return 0;
+}
+
+static void format_connectivity(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%d", *(const int *)value);
+}
+
+/* --summary FILE.json or FILE.csv, once each. */
+static int parse_summary(const char *what, const char *text, void *value) {
+  summary_paths *p = value;
+  const char *ext = cli_extension(text);
+  const char **slot = !strcmp(ext, ".json") ? &p->json : !strcmp(ext, ".csv") ? &p->csv : NULL;
+  if (!slot) {
+    cli_error("%s: expected a file name ending in .json or .csv, got '%s'", what, text);
+    return -1;
+  }
+  *slot = text;
+  return 0;
+}
+
+static void format_summary(const void *value, char *buf, size_t size) {
+  const summary_paths *p = value;
+  snprintf(buf, size, "%s%s%s", p->json ? p->json : "", p->json && p->csv ? " " : "",
+           p->csv ? p->csv : "");
+}
+
+#define AT(member) offsetof(settings, member)
+#define POSITIVE {0, INFINITY, 1, 0}
+#define FRACTION {0, 1, 1, 0}
+
+static const cli_option options[] = {
+    {.kind = CLI_HEADING, .help = "Output:"},
+    {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
+     .flags = CLI_REQUIRED,
+     .help = "result file to write: voxfe netCDF (.nc), or Numerics88 n88model (.n88model); "
+             "written only when the run succeeds"},
+    {.name = "summary", .arg = "FILE", .kind = CLI_CUSTOM, .offset = AT(summary),
+     .flags = CLI_NO_DEFAULT,
+     .help = "also write the summary: FILE.json (replaced) or FILE.csv (one row appended, the "
+             "header written once); may be given once for each",
+     .parse = parse_summary, .format = format_summary},
+
+    {.kind = CLI_HEADING, .help = "Test:"},
+    {.name = "test", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(test), .flags = CLI_RECORD,
+     .help = "uniaxial (plates fixed along the axis only), friction (plates fixed laterally), "
+             "confined (lateral faces held too), or model (the supports and loads of the "
+             "model file)",
+     .parse = parse_test, .format = format_test},
+    {.name = "axis", .arg = "A", .kind = CLI_CUSTOM, .offset = AT(axis), .flags = CLI_RECORD,
+     .help = "compression axis: x, y or z", .parse = parse_axis, .format = format_axis},
+    {.name = "strain", .arg = "S", .kind = CLI_REAL, .offset = AT(strain),
+     .range = {-0.5, 0.5, 0, 0}, .flags = CLI_RECORD,
+     .help = "applied strain (negative: compression)"},
+    {.name = "youngs-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(youngs_modulus),
+     .range = POSITIVE, /* not recorded when not given: NaN would not parse; the
+                           * command line and the materials in the file say it */
+     .help = "Young's modulus of every material, MPa (HR-pQCT tissue: 6829 first, 8748 second "
+             "generation)",
+     .default_text = "each material's own"},
+    {.name = "poisson-ratio", .arg = "NU", .kind = CLI_REAL, .offset = AT(poisson_ratio),
+     .range = {-1, 0.5, 1, 1}, .help = "Poisson ratio of every material",
+     .default_text = "each material's own"},
+    {.name = "connectivity", .arg = "N", .kind = CLI_CUSTOM, .offset = AT(connectivity),
+     .flags = CLI_RECORD,
+     .help = "keep the largest component of bone connected through faces (6) or faces, edges "
+             "and corners (26)",
+     .parse = parse_connectivity, .format = format_connectivity},
+    {.name = "critical-strain", .arg = "S", .kind = CLI_REAL, .offset = AT(critical_strain),
+     .range = POSITIVE, .flags = CLI_RECORD,
+     .help = "Pistoia failure criterion: critical effective strain"},
+    {.name = "critical-volume", .arg = "F", .kind = CLI_REAL, .offset = AT(critical_volume),
+     .range = FRACTION, .flags = CLI_RECORD,
+     .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
+
+    CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
+    CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
+    {.kind = CLI_END},
+};
+
+static const cli_program program = {
+    .name = "voxfe-analyze",
+    .args_doc = "MODEL -o RESULT",
+    .doc = "Linear-elastic micro-FE analysis of a voxel model (voxfe .nc or Numerics88 "
+           ".n88model): a standard compression test or the model's own supports and loads; "
+           "writes displacements, reaction forces, element strain, stress, strain-energy "
+           "density, von Mises stress, effective strain, and a summary with stiffness, "
+           "apparent modulus and the Pistoia failure load.",
+    .epilogue = "Only the largest connected component of bone is analysed; a standard test "
+                "refuses a model whose bone does not connect the plates (exit status 2). "
+                "A one-line summary goes to stdout.",
+    .options = options,
+    .input = "MODEL",
+    .input_offset = AT(input),
+};
+
+/* n88model files go by their extension; everything else is voxfe's. */
+static int is_n88model(const char *path) { return !strcmp(cli_extension(path), ".n88model"); }
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+/* --youngs-modulus and --poisson-ratio replace every material's value. */
+static void override_materials(const settings *s, vox_model *m) {
+  for (int i = 0; i < m->n_materials; i++) {
+    if (!isnan(s->youngs_modulus)) m->materials[i].youngs_modulus = s->youngs_modulus;
+    if (!isnan(s->poisson_ratio)) m->materials[i].poisson_ratio = s->poisson_ratio;
+  }
+}
+
+/* The summary, gathered as the run goes. */
+#define SUMMARY_MAX 128
+typedef struct summary {
+  vox_summary_entry e[SUMMARY_MAX];
+  size_t n;
+} summary;
+
+static void add_number(summary *s, const char *name, double value, const char *units) {
+  if (s->n == SUMMARY_MAX) return;
+  vox_summary_entry *e = &s->e[s->n++];
+  snprintf(e->name, sizeof e->name, "%s", name);
+  e->text = NULL, e->value = value, e->units = units;
+}
+
+static void add_text(summary *s, const char *name, const char *text) {
+  if (s->n == SUMMARY_MAX) return;
+  vox_summary_entry *e = &s->e[s->n++];
+  snprintf(e->name, sizeof e->name, "%s", name);
+  e->text = text, e->value = NAN, e->units = NULL;
+}
+
+static vox_status add_stats(vox_context *ctx, summary *s, const char *field, const double *values,
+                            size_t n, size_t stride, size_t offset, const uint8_t *active,
+                            const char *units) {
+  vox_field_stats st;
+  vox_status vs = vox_field_statistics(ctx, values, n, stride, offset, active, &st);
+  if (vs) return vs;
+  char name[VOX_NAME_MAX];
+  snprintf(name, sizeof name, "%s_mean", field), add_number(s, name, st.mean, units);
+  snprintf(name, sizeof name, "%s_sd", field), add_number(s, name, st.sd, units);
+  for (int p = 0; p < VOX_STAT_PERCENTILES; p++) {
+    snprintf(name, sizeof name, "%s_p%02d", field, (int)vox_stat_percentiles[p]);
+    add_number(s, name, st.percentile[p], units);
+  }
+  return VOX_OK;
+}
+
+/* The base name of the input without its extension: the sample's name. */
+static void sample_name(const char *path, char *out, size_t size) {
+  const char *slash = strrchr(path, '/');
+  snprintf(out, size, "%s", slash ? slash + 1 : path);
+  char *dot = strrchr(out, '.');
+  if (dot && dot != out) *dot = '\0';
+}
+
+typedef struct run_state {
+  vox_model model;
+  vox_backend *backend;
+  double *u, *reaction, *strain, *stress, *sed, *vm, *eff, *bone_eff;
+  uint8_t *bone;
+  int64_t *plate_dofs;
+  char *history;
+  char sample[256];
+} run_state;
+
+static void free_state(run_state *r) {
+  if (r->backend) vox_backend_destroy(r->backend);
+  r->model.displacement = NULL; /* r->u, freed below */
+  vox_model_free(&r->model);
+  free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
+  free(r->eff), free(r->bone_eff), free(r->bone), free(r->plate_dofs), free(r->history);
+}
+
+/* Reads the input, keeps the largest component and checks the plates; one
+ * line and exit status 2 for anything wrong with the input. */
+static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
+  vox_model *m = &r->model;
+  int status;
+  if (is_n88model(s->input)) {
+    vox_status vs = vox_n88model_read(ctx, s->input, m);
+    if (vs) return cli_fail(ctx, vs, CLI_READING); /* the reader names the file */
+  } else if ((status = cli_read_model(ctx, s->input, m))) {
+    return status;
+  }
+  /* a design file's displacements are of other load cases: this analysis
+   * writes its own */
+  free(m->displacement);
+  m->displacement = NULL;
+  override_materials(s, m);
+  vox_status vs = vox_model_validate(ctx, m);
+  if (vs) {
+    cli_error("%s: %s", s->input, vox_context_message(ctx));
+    return CLI_EXIT_USAGE;
+  }
+  if (s->test != TEST_MODEL) {
+    vs = vox_check_plate_contact(ctx, m, s->axis, s->connectivity);
+    if (vs) {
+      cli_error("%s: %s", s->input, vox_context_message(ctx));
+      return CLI_EXIT_USAGE;
+    }
+  }
+  size_t removed = 0, components = 0;
+  vs = vox_keep_largest_component(ctx, m, s->connectivity, &removed, &components);
+  if (vs) return cli_fail(ctx, vs, CLI_RUNNING);
+  if (components == 0) {
+    cli_error("%s: the model has no bone (no voxel with a non-zero label)", s->input);
+    return CLI_EXIT_USAGE;
+  }
+  if (s->test != TEST_MODEL && vox_check_plate_contact(ctx, m, s->axis, s->connectivity)) {
+    cli_error("%s: the largest connected component of the bone (%d-connectivity) does not reach "
+              "from plate to plate along %s",
+              s->input, s->connectivity, axis_names[s->axis]);
+    return CLI_EXIT_USAGE;
+  }
+  add_number(sum, "components", (double)components, NULL);
+  add_number(sum, "removed_voxels", (double)removed, NULL);
+  if (removed && !s->quiet)
+    fprintf(stderr, "%s: kept the largest of %zu components; removed %zu voxels\n", s->input,
+            components, removed);
+  return 0;
+}
+
+static int run(vox_context *ctx, settings *s, int argc, char **argv) {
+  run_state r = {0};
+  summary sum = {0};
+  vox_model *m = &r.model;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  sample_name(s->input, r.sample, sizeof r.sample);
+  add_text(&sum, "sample", r.sample);
+  add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
+  add_text(&sum, "axis", s->test == TEST_MODEL ? "" : axis_names[s->axis]);
+  add_number(&sum, "connectivity", s->connectivity, NULL);
+  int status = prepare(ctx, s, &r, &sum);
+  if (status) goto done;
+  vox_context_set_threads(ctx, s->threads);
+
+  const vox_grid *g = &m->grid;
+  const size_t ne = (size_t)vox_grid_elements(g), nn = (size_t)vox_grid_nodes(g);
+  double applied = NAN;
+  vox_status vs = VOX_OK;
+  if (s->test != TEST_MODEL)
+    vs = vox_add_compression_test(ctx, m, (vox_compression_test)s->test, s->axis, s->strain,
+                                  &applied);
+  else if (m->n_constraints == 0) {
+    cli_error("%s: --test model needs the model's supports, and it has none", s->input);
+    status = CLI_EXIT_USAGE;
+    goto done;
+  } else if (m->n_load_cases < 1)
+    vs = vox_model_set_load_cases(ctx, m, 1);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  if (m->n_load_cases > 1) {
+    cli_error("%s: %d load cases; voxfe-analyze solves models with one", s->input,
+              m->n_load_cases);
+    status = CLI_EXIT_USAGE;
+    goto done;
+  }
+
+  r.u = calloc(3 * nn, sizeof *r.u);
+  r.reaction = malloc(3 * nn * sizeof *r.reaction);
+  r.strain = malloc(6 * ne * sizeof *r.strain);
+  r.stress = malloc(6 * ne * sizeof *r.stress);
+  r.sed = malloc(ne * sizeof *r.sed);
+  r.vm = malloc(ne * sizeof *r.vm);
+  r.eff = malloc(ne * sizeof *r.eff);
+  r.bone = malloc(ne);
+  r.plate_dofs = malloc((m->n_constraints + 1) * sizeof *r.plate_dofs);
+  if (!r.u || !r.reaction || !r.strain || !r.stress || !r.sed || !r.vm || !r.eff || !r.bone ||
+      !r.plate_dofs) {
+    cli_error("out of memory");
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+
+  vs = vox_backend_create(ctx, s->device, &r.backend);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  vox_device_parse(vox_backend_name(r.backend), &s->device); /* record the device that ran */
+  vox_backend_set_kernel(r.backend, s->kernel);
+
+  cli_progress progress;
+  cli_progress_init(&progress, stderr, s->quiet, 0);
+  size_t bone = 0;
+  for (size_t e = 0; e < ne; e++) bone += (r.bone[e] = m->label[e] != 0);
+  if (!s->quiet && progress.mode != CLI_PROGRESS_QUIET)
+    fprintf(stderr, "%s: solving %zu elements, %zu dofs on %s\n", s->input, bone, 3 * nn,
+            vox_backend_name(r.backend));
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  vox_solve_result solve = {0};
+  vs = vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
+  const double solve_seconds = seconds_since(&ts);
+  vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
+  cli_progress_report(&report, &progress);
+  cli_progress_finish(&progress);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  const double relative = solve.rhs_norm > 0 ? solve.residual_norm / solve.rhs_norm : 0;
+  if (solve.reason < 0) {
+    cli_error("%s: %s after %d CG iterations, relative residual %.3g (--cg-tol %g, "
+              "--cg-max-iterations %d); %s not written",
+              s->input, vox_convergence_string(solve.reason), solve.iterations, relative,
+              s->solver.rtol, s->solver.max_iterations, s->output);
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+
+  /* the loaded face: the top plate's dofs along the axis */
+  size_t n_plate = 0;
+  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
+  for (size_t i = 0; s->test != TEST_MODEL && i < m->n_constraints; i++) {
+    const vox_constraint *c = &m->constraints[i];
+    const int64_t ijk[3] = {c->node % (g->nx + 1), (c->node / (g->nx + 1)) % (g->ny + 1),
+                            c->node / ((g->nx + 1) * (g->ny + 1))};
+    if (c->component == s->axis && ijk[s->axis] == n_axis[s->axis])
+      r.plate_dofs[n_plate++] = 3 * c->node + c->component;
+  }
+  double share[256];
+  vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff};
+  vs = vox_analysis_fields(ctx, m, NULL, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+
+  double force = 0, support[3] = {0, 0, 0}, compliance = 0;
+  for (size_t i = 0; i < m->n_loads; i++)
+    compliance += m->loads[i].value * r.u[3 * m->loads[i].node + m->loads[i].component];
+  for (size_t i = 0; i < n_plate; i++) force += r.reaction[r.plate_dofs[i]];
+  for (size_t n = 0; n < nn; n++)
+    for (int c = 0; c < 3; c++) support[c] += r.reaction[3 * n + c];
+  double area = NAN, length = NAN, failure = NAN;
+  if (s->test != TEST_MODEL) {
+    const int a1 = s->axis == 0 ? 1 : 0, a2 = s->axis == 2 ? 1 : 2;
+    area = (double)n_axis[a1] * g->voxel_size[a1] * (double)n_axis[a2] * g->voxel_size[a2];
+    length = (double)n_axis[s->axis] * g->voxel_size[s->axis];
+    r.bone_eff = malloc(bone * sizeof *r.bone_eff);
+    if (!r.bone_eff) {
+      cli_error("out of memory");
+      status = CLI_EXIT_FAILED;
+      goto done;
+    }
+    size_t k = 0;
+    for (size_t e = 0; e < ne; e++)
+      if (r.bone[e]) r.bone_eff[k++] = r.eff[e];
+    failure = vox_pistoia_failure_load(r.bone_eff, bone, force, s->critical_strain,
+                                       s->critical_volume);
+  }
+
+  const double volume = g->voxel_size[0] * g->voxel_size[1] * g->voxel_size[2];
+  add_text(&sum, "device", vox_backend_name(r.backend));
+  add_number(&sum, "bone_elements", (double)bone, NULL);
+  add_number(&sum, "bone_volume", (double)bone * volume, "mm3");
+  add_number(&sum, "bone_volume_fraction", (double)bone / (double)ne, "1");
+  add_number(&sum, "dofs", (double)(3 * nn), NULL);
+  add_number(&sum, "applied_strain", s->test == TEST_MODEL ? NAN : s->strain, "1");
+  add_number(&sum, "applied_displacement", applied, "mm");
+  add_number(&sum, "reaction_force", s->test == TEST_MODEL ? NAN : force, "N");
+  add_number(&sum, "stiffness", s->test == TEST_MODEL ? NAN : force / applied, "N/mm");
+  add_number(&sum, "apparent_modulus",
+             s->test == TEST_MODEL ? NAN : (force / area) / s->strain, "MPa");
+  add_number(&sum, "failure_load", failure, "N");
+  add_number(&sum, "critical_strain", s->critical_strain, "1");
+  add_number(&sum, "critical_volume", s->critical_volume, "1");
+  add_number(&sum, "support_reaction_x", support[0], "N");
+  add_number(&sum, "support_reaction_y", support[1], "N");
+  add_number(&sum, "support_reaction_z", support[2], "N");
+  add_number(&sum, "compliance", compliance, "N mm");
+  add_number(&sum, "box_length", length, "mm");
+  add_number(&sum, "box_area", area, "mm2");
+  /* every material of the model, used or not, so that the columns of a
+   * batch table depend only on the material table */
+  for (int i = 0; i < m->n_materials; i++) {
+    char name[VOX_NAME_MAX];
+    const int label = m->materials[i].label;
+    snprintf(name, sizeof name, "load_share_label%d", label);
+    add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
+  }
+  vs = add_stats(ctx, &sum, "sed", r.sed, ne, 1, 0, r.bone, "MPa");
+  if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, ne, 1, 0, r.bone, "MPa");
+  if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, ne, 1, 0, r.bone, "1");
+  /* "axial", not xx/yy/zz: the columns of a batch table stay the same
+   * whatever the axis (NaN without a compression test) */
+  const size_t n_axial = s->test == TEST_MODEL ? 0 : ne;
+  if (!vs)
+    vs = add_stats(ctx, &sum, "strain_axial", r.strain, n_axial, 6, (size_t)s->axis, r.bone, "1");
+  if (!vs)
+    vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, r.bone,
+                   "MPa");
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  add_number(&sum, "cg_iterations", solve.iterations, NULL);
+  add_number(&sum, "relative_residual", relative, "1");
+  add_number(&sum, "solve_seconds", solve_seconds, "s");
+
+  r.history = cli_history_line(&program, s, argc, argv);
+  if (!r.history || vox_model_append_history(ctx, m, r.history)) {
+    cli_error("out of memory");
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+  m->displacement = r.u;
+  m->stage = VOX_STAGE_ANALYSIS;
+  vox_analysis_output out = {.reaction = r.reaction, .fields = fields, .summary = sum.e,
+                             .n_summary = sum.n};
+  vs = is_n88model(s->output)
+           ? vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis)
+           : vox_result_write(ctx, s->output, m, &out);
+  if (!vs && s->summary.json) vs = vox_write_analysis_json(ctx, s->summary.json, sum.e, sum.n);
+  if (!vs && s->summary.csv) vs = vox_append_analysis_csv(ctx, s->summary.csv, sum.e, sum.n);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_WRITING);
+    goto done;
+  }
+  if (!s->quiet && s->test == TEST_MODEL)
+    printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
+           "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",
+           s->output, bone, support[0], support[1], support[2], compliance, solve.iterations,
+           seconds_since(&t0));
+  else if (!s->quiet)
+    printf("%s: %s %s, %zu bone elements: F %.6g N, stiffness %.6g N/mm, apparent modulus "
+           "%.6g MPa, failure load %.6g N; %d CG iterations, %.2f s\n",
+           s->output, sum.e[1].text, sum.e[2].text, bone, force, force / applied,
+           (force / area) / s->strain, failure, solve.iterations, seconds_since(&t0));
+done:
+  free_state(&r);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  settings s = {.test = VOX_TEST_UNIAXIAL,
+                .axis = 2,
+                .strain = -0.01,
+                .youngs_modulus = NAN,
+                .poisson_ratio = NAN,
+                .connectivity = 26,
+                .critical_strain = 0.007,
+                .critical_volume = 0.02,
+                .device = VOX_DEVICE_AUTO};
+  vox_solver_options_default(&s.solver);
+  s.solver.rtol = 1e-6;
+  int status = cli_parse(&program, argc, argv, &s);
+  if (status) return status;
+  const char *inputs[] = {s.input};
+  if ((status = cli_check_output(s.output, inputs, 1))) return status;
+  if (s.summary.json && (status = cli_check_output(s.summary.json, inputs, 1))) return status;
+  if (s.summary.csv) {
+    /* a table to append to is an input of sorts: only its folder is checked */
+    const char *outs[] = {s.input, s.output};
+    if ((status = cli_check_output(s.summary.csv, outs, 2))) return status;
+  }
+  if (!strcmp(s.output, s.summary.json ? s.summary.json : "") ||
+      !strcmp(s.output, s.summary.csv ? s.summary.csv : "")) {
+    cli_error("--summary names the result file %s", s.output);
+    return CLI_EXIT_USAGE;
+  }
+
+  vox_context *ctx = cli_context();
+  if (!ctx) return CLI_EXIT_FAILED;
+  status = run(ctx, &s, argc, argv);
+  vox_context_destroy(ctx);
+  return status;
+}

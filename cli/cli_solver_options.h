@@ -1,0 +1,76 @@
+/* The solver and execution options that every solving program shares
+ * (voxfe-optimize, voxfe-analyze): parsers of their names and the option
+ * table entries, declared once so that the programs take the same options
+ * with the same help. */
+#ifndef VOXFE_CLI_SOLVER_OPTIONS_H
+#define VOXFE_CLI_SOLVER_OPTIONS_H
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+
+#include "cli_options.h"
+
+/* CLI_CUSTOM callbacks for vox_preconditioner, vox_smoother, vox_precision,
+ * vox_kernel and vox_device values. */
+int cli_parse_preconditioner(const char *what, const char *text, void *value);
+void cli_format_preconditioner(const void *value, char *buf, size_t size);
+int cli_parse_smoother(const char *what, const char *text, void *value);
+void cli_format_smoother(const void *value, char *buf, size_t size);
+int cli_parse_precision(const char *what, const char *text, void *value);
+void cli_format_precision(const void *value, char *buf, size_t size);
+int cli_parse_kernel(const char *what, const char *text, void *value);
+void cli_format_kernel(const void *value, char *buf, size_t size);
+int cli_parse_device(const char *what, const char *text, void *value);
+void cli_format_device(const void *value, char *buf, size_t size);
+
+/* The "Solver:" entries of an option table, for a vox_solver_options at
+ * member SOLVER of the settings struct TYPE. */
+#define CLI_SOLVER_OPTIONS(TYPE, SOLVER, CG_TOL_HELP)                                            \
+  {.kind = CLI_HEADING, .help = "Solver:"},                                                      \
+  {.name = "cg-tol", .arg = "T", .kind = CLI_REAL, .offset = offsetof(TYPE, SOLVER.rtol),        \
+   .range = {0, 1, 1, 0}, .flags = CLI_RECORD, .help = CG_TOL_HELP},                             \
+  {.name = "cg-max-iterations", .arg = "N", .kind = CLI_INTEGER,                                 \
+   .offset = offsetof(TYPE, SOLVER.max_iterations), .range = {1, INT_MAX, 0, 0},                 \
+   .flags = CLI_RECORD, .help = "CG iterations after which a solve has failed"},                 \
+  {.name = "preconditioner", .arg = "PC", .kind = CLI_CUSTOM,                                    \
+   .offset = offsetof(TYPE, SOLVER.preconditioner), .flags = CLI_RECORD,                         \
+   .help = "multigrid (a geometric multigrid V-cycle) or jacobi",                                \
+   .parse = cli_parse_preconditioner, .format = cli_format_preconditioner},                      \
+  {.name = "smoother", .arg = "KIND", .kind = CLI_CUSTOM,                                        \
+   .offset = offsetof(TYPE, SOLVER.smoother), .flags = CLI_RECORD,                               \
+   .help = "multigrid smoother: chebyshev or jacobi (damped)", .parse = cli_parse_smoother,      \
+   .format = cli_format_smoother},                                                               \
+  {.name = "smoothing-steps", .arg = "N", .kind = CLI_INTEGER,                                   \
+   .offset = offsetof(TYPE, SOLVER.smoothing_steps), .range = {1, INT_MAX, 0, 0},                \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "multigrid smoothing before and after the coarse correction: Jacobi sweeps or the "   \
+           "Chebyshev degree"},                                                                  \
+  {.name = "mg-levels", .arg = "N", .kind = CLI_INTEGER,                                         \
+   .offset = offsetof(TYPE, SOLVER.mg_levels), .range = {0, INFINITY, 0, 0},                     \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "multigrid levels, 0 to choose from the grid (coarsest level of at most 6000 "        \
+           "unknowns, solved directly)"},                                                        \
+  {.name = "precision", .arg = "P", .kind = CLI_CUSTOM,                                          \
+   .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \
+   .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "    \
+           "CG stays in double)",                                                                \
+   .parse = cli_parse_precision, .format = cli_format_precision}
+
+/* The "Execution:" entries: --device, --kernel, --threads, --quiet. */
+#define CLI_EXECUTION_OPTIONS(TYPE, DEVICE, KERNEL, THREADS, QUIET)                              \
+  {.kind = CLI_HEADING, .help = "Execution:"},                                                   \
+  {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, DEVICE),         \
+   .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",                 \
+   .parse = cli_parse_device, .format = cli_format_device},                                      \
+  {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, KERNEL),           \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",           \
+   .parse = cli_parse_kernel, .format = cli_format_kernel},                                      \
+  {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = offsetof(TYPE, THREADS),        \
+   .range = {0, 4096, 0, 0},                                                                     \
+   .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},                  \
+  {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = offsetof(TYPE, QUIET),             \
+   .help = "print nothing but errors"}
+
+#endif

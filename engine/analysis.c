@@ -1,0 +1,411 @@
+/* Bone-strength analysis on the host: standard compression tests, connected
+ * components, element fields, reactions, the Pistoia failure load and field
+ * statistics (voxfe/analysis.h). These run once per analysis, after the
+ * solve, in one pass over the elements each. */
+#include "voxfe/analysis.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "voxfe/element.h"
+
+static const char *const test_names[] = {"uniaxial", "friction", "confined"};
+
+const char *vox_compression_test_name(vox_compression_test test) {
+  return (unsigned)test < 3 ? test_names[test] : "unknown";
+}
+
+int vox_compression_test_parse(const char *text, vox_compression_test *test) {
+  for (int i = 0; i < 3; i++)
+    if (strcmp(text, test_names[i]) == 0) {
+      *test = (vox_compression_test)i;
+      return 0;
+    }
+  return -1;
+}
+
+static vox_status out_of_memory(vox_context *ctx) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+}
+
+static vox_status check_connectivity(vox_context *ctx, int connectivity) {
+  if (connectivity != 6 && connectivity != 26)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "connectivity %d is not 6 or 26",
+                     connectivity);
+  return VOX_OK;
+}
+
+/* Flood fill from the elements already in `queue[0..n)`, all marked with
+ * `id` in `comp`: marks every non-empty element connected to them. Returns
+ * the number of elements marked (the queue is reused as the work list). */
+static size_t flood(const vox_model *m, int connectivity, int32_t *comp, int32_t id,
+                    int64_t *queue, size_t n) {
+  const vox_grid *g = &m->grid;
+  size_t head = 0;
+  while (head < n) {
+    const int64_t e = queue[head++];
+    const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
+    for (int dk = -1; dk <= 1; dk++)
+      for (int dj = -1; dj <= 1; dj++)
+        for (int di = -1; di <= 1; di++) {
+          const int nonzero = (di != 0) + (dj != 0) + (dk != 0);
+          if (nonzero == 0 || (connectivity == 6 && nonzero > 1)) continue;
+          const int64_t ni = i + di, nj = j + dj, nk = k + dk;
+          if (ni < 0 || nj < 0 || nk < 0 || ni >= g->nx || nj >= g->ny || nk >= g->nz) continue;
+          const int64_t f = (nk * g->ny + nj) * g->nx + ni;
+          if (!m->label[f] || comp[f]) continue;
+          comp[f] = id;
+          queue[n++] = f;
+        }
+  }
+  return n;
+}
+
+vox_status vox_keep_largest_component(vox_context *ctx, vox_model *model, int connectivity,
+                                      size_t *removed, size_t *components) {
+  vox_status s = check_connectivity(ctx, connectivity);
+  if (s) return s;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  int32_t *comp = calloc((size_t)ne, sizeof *comp);
+  int64_t *queue = malloc((size_t)ne * sizeof *queue);
+  if (!comp || !queue) {
+    free(comp);
+    free(queue);
+    return out_of_memory(ctx);
+  }
+  int32_t n_comp = 0, best = 0;
+  size_t best_size = 0, bone = 0;
+  for (int64_t e = 0; e < ne; e++) {
+    if (!model->label[e] || comp[e]) continue;
+    comp[e] = ++n_comp;
+    queue[0] = e;
+    const size_t size = flood(model, connectivity, comp, n_comp, queue, 1);
+    bone += size;
+    if (size > best_size) best_size = size, best = n_comp;
+  }
+  for (int64_t e = 0; e < ne; e++)
+    if (comp[e] != best) model->label[e] = 0;
+  free(comp);
+  free(queue);
+  *removed = bone - best_size;
+  *components = (size_t)n_comp;
+  return VOX_OK;
+}
+
+/* Element index of (p, q) on layer `layer` perpendicular to `axis`, where p
+ * and q run along the other two axes in increasing order. */
+static int64_t layer_element(const vox_grid *g, int axis, int64_t layer, int64_t p, int64_t q) {
+  int64_t ijk[3];
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  ijk[axis] = layer, ijk[a1] = p, ijk[a2] = q;
+  return (ijk[2] * g->ny + ijk[1]) * g->nx + ijk[0];
+}
+
+static const char *const axis_name[3] = {"x", "y", "z"};
+
+vox_status vox_check_plate_contact(vox_context *ctx, const vox_model *model, int axis,
+                                   int connectivity) {
+  vox_status s = check_connectivity(ctx, connectivity);
+  if (s) return s;
+  if (axis < 0 || axis > 2) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "axis %d", axis);
+  const vox_grid *g = &model->grid;
+  const int64_t ne = vox_grid_elements(g), n[3] = {g->nx, g->ny, g->nz};
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  size_t bone = 0, at_bottom = 0, at_top = 0;
+  for (int64_t e = 0; e < ne; e++) bone += model->label[e] != 0;
+  if (!bone) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no bone (no voxel with a non-zero label)");
+  for (int64_t p = 0; p < n[a1]; p++)
+    for (int64_t q = 0; q < n[a2]; q++) {
+      at_bottom += model->label[layer_element(g, axis, 0, p, q)] != 0;
+      at_top += model->label[layer_element(g, axis, n[axis] - 1, p, q)] != 0;
+    }
+  if (!at_bottom || !at_top)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "no bone at the %s plate (the %s face at %s = %s): nothing to compress",
+                     at_bottom ? "top" : "bottom", at_bottom ? "last" : "first", axis_name[axis],
+                     at_bottom ? "max" : "min");
+  int32_t *comp = calloc((size_t)ne, sizeof *comp);
+  int64_t *queue = malloc((size_t)ne * sizeof *queue);
+  if (!comp || !queue) {
+    free(comp);
+    free(queue);
+    return out_of_memory(ctx);
+  }
+  size_t start = 0;
+  for (int64_t p = 0; p < n[a1]; p++)
+    for (int64_t q = 0; q < n[a2]; q++) {
+      const int64_t e = layer_element(g, axis, 0, p, q);
+      if (model->label[e]) comp[e] = 1, queue[start++] = e;
+    }
+  flood(model, connectivity, comp, 1, queue, start);
+  int reached = 0;
+  for (int64_t p = 0; p < n[a1] && !reached; p++)
+    for (int64_t q = 0; q < n[a2] && !reached; q++)
+      reached = comp[layer_element(g, axis, n[axis] - 1, p, q)] != 0;
+  free(comp);
+  free(queue);
+  if (!reached)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the bone is not connected from plate to plate along %s (%d-connectivity)",
+                     axis_name[axis], connectivity);
+  return VOX_OK;
+}
+
+static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+/* 1 for each node of a non-empty voxel. */
+static uint8_t *bone_nodes(const vox_model *m) {
+  const vox_grid *g = &m->grid;
+  uint8_t *used = calloc((size_t)vox_grid_nodes(g), 1);
+  if (!used) return NULL;
+  for (int64_t k = 0; k < g->nz; k++)
+    for (int64_t j = 0; j < g->ny; j++)
+      for (int64_t i = 0; i < g->nx; i++)
+        if (m->label[(k * g->ny + j) * g->nx + i])
+          for (int a = 0; a < 8; a++)
+            used[node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
+                            k + vox_hex8_corner[a][2])] = 1;
+  return used;
+}
+
+vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_compression_test test,
+                                    int axis, double strain, double *applied) {
+  if (axis < 0 || axis > 2 || (unsigned)test > VOX_TEST_CONFINED || !isfinite(strain))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad compression test (axis %d, test %d)",
+                     axis, (int)test);
+  const vox_grid *g = &model->grid;
+  const int64_t n[3] = {g->nx, g->ny, g->nz};
+  const double delta = strain * (double)n[axis] * g->voxel_size[axis];
+  uint8_t *used = bone_nodes(model);
+  if (!used) return out_of_memory(ctx);
+  model->n_constraints = 0;
+  model->n_loads = 0;
+  vox_status s = vox_model_set_load_cases(ctx, model, 1);
+  if (!s) snprintf(model->load_case_names[0], VOX_NAME_MAX, "compression");
+
+  int64_t pin = -1, pin_q = -1; /* the pinned node and its lateral partner */
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  int64_t ijk[3];
+  for (int64_t k = 0; k <= g->nz && !s; k++)
+    for (int64_t j = 0; j <= g->ny && !s; j++)
+      for (int64_t i = 0; i <= g->nx && !s; i++) {
+        const int64_t node = node_index(g, i, j, k);
+        if (!used[node]) continue;
+        ijk[0] = i, ijk[1] = j, ijk[2] = k;
+        const int bottom = ijk[axis] == 0, top = ijk[axis] == n[axis];
+        if (bottom || top) {
+          s = vox_model_add_constraint(ctx, model, node, axis, top ? delta : 0);
+          if (!s && test == VOX_TEST_FRICTION) {
+            s = vox_model_add_constraint(ctx, model, node, a1, 0);
+            if (!s) s = vox_model_add_constraint(ctx, model, node, a2, 0);
+          }
+          if (bottom && test != VOX_TEST_FRICTION) {
+            /* the pin: the first bottom node in node order; its partner: a
+             * later bottom node off the pin's line along a2 (it is held
+             * along a2, so it stops the rotation about the axis) */
+            if (pin < 0)
+              pin = node;
+            else if (pin_q < 0) {
+              int64_t pijk[3] = {pin % (g->nx + 1), (pin / (g->nx + 1)) % (g->ny + 1),
+                                 pin / ((g->nx + 1) * (g->ny + 1))};
+              if (pijk[a1] != ijk[a1]) pin_q = node;
+            }
+          }
+        }
+        if (test == VOX_TEST_CONFINED)
+          for (int a = 0; a < 3 && !s; a++)
+            if (a != axis && (ijk[a] == 0 || ijk[a] == n[a]))
+              s = vox_model_add_constraint(ctx, model, node, a, 0);
+      }
+  free(used);
+  /* confined: the lateral faces hold the body already (unless the bone
+   * does not reach them, where the pin does the job) */
+  if (!s && test != VOX_TEST_FRICTION && pin >= 0) {
+    s = vox_model_add_constraint(ctx, model, pin, a1, 0);
+    if (!s) s = vox_model_add_constraint(ctx, model, pin, a2, 0);
+    if (!s && pin_q >= 0) s = vox_model_add_constraint(ctx, model, pin_q, a2, 0);
+  }
+  if (!s && applied) *applied = delta;
+  return s;
+}
+
+/* The one Poisson ratio of the materials in use (the solver's rule). */
+static vox_status poisson_ratio(vox_context *ctx, const vox_model *m, double *nu) {
+  int used[256] = {0}, found = 0;
+  const int64_t ne = vox_grid_elements(&m->grid);
+  for (int64_t e = 0; e < ne; e++) used[m->label[e]] = 1;
+  for (int l = 1; l < 256; l++) {
+    if (!used[l]) continue;
+    const vox_material *mat = vox_model_material(m, (uint8_t)l);
+    if (!mat) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
+    if (found && mat->poisson_ratio != *nu)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "materials with different Poisson ratios (%g, %g) are not supported",
+                       *nu, mat->poisson_ratio);
+    *nu = mat->poisson_ratio;
+    found = 1;
+  }
+  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no bone");
+  return VOX_OK;
+}
+
+static void set_nan(double *a, size_t n) {
+  if (a)
+    for (size_t i = 0; i < n; i++) a[i] = NAN;
+}
+
+vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const double *moduli,
+                               const double *u, double *reaction, vox_element_fields *fields,
+                               const int64_t *share_dofs, size_t n_share, double *share) {
+  const vox_grid *g = &model->grid;
+  const int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
+  double nu = 0, ke[24 * 24], d[36], b[6 * 24];
+  vox_status s = poisson_ratio(ctx, model, &nu);
+  if (s) return s;
+  if (vox_hex8_elasticity(1.0, nu, g->voxel_size, ke) || vox_isotropic_elasticity_matrix(1.0, nu, d))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
+  vox_hex8_strain_at_centre(g->voxel_size, b);
+  double modulus[256] = {0};
+  for (int i = 0; i < model->n_materials; i++)
+    modulus[model->materials[i].label] = model->materials[i].youngs_modulus;
+  const double volume = g->voxel_size[0] * g->voxel_size[1] * g->voxel_size[2];
+
+  /* which dofs are constrained, and which belong to the loaded face (2) */
+  uint8_t *flag = calloc((size_t)(3 * nn), 1);
+  if (!flag) return out_of_memory(ctx);
+  for (size_t i = 0; i < model->n_constraints; i++)
+    flag[3 * model->constraints[i].node + model->constraints[i].component] |= 1;
+  for (size_t i = 0; i < n_share; i++)
+    if (share_dofs[i] >= 0 && share_dofs[i] < 3 * nn) flag[share_dofs[i]] |= 2;
+  if (reaction) memset(reaction, 0, (size_t)(3 * nn) * sizeof *reaction);
+  vox_element_fields *f = fields;
+  if (f) {
+    set_nan(f->strain, (size_t)(6 * ne));
+    set_nan(f->stress, (size_t)(6 * ne));
+    set_nan(f->sed, (size_t)ne);
+    set_nan(f->von_mises, (size_t)ne);
+    set_nan(f->effective_strain, (size_t)ne);
+  }
+
+  /* One pass over the elements, in parallel: each element writes its own
+   * fields; the reactions are summed into the constrained dofs only (the
+   * plates: few, so atomic adds cost little), the shares per thread. */
+  double share_sum[256] = {0};
+  const int threads = vox_context_threads(ctx);
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    schedule(static) reduction(+ : share_sum[:256])
+  for (int64_t e = 0; e < ne; e++) {
+    const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
+    const uint8_t label = model->label[e];
+    if (!label) continue;
+    const double E = moduli ? moduli[e] : modulus[label];
+    int64_t dof[24];
+    double ue[24], fe[24];
+    for (int a = 0; a < 8; a++) {
+      const int64_t n = node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
+                                   k + vox_hex8_corner[a][2]);
+      for (int c = 0; c < 3; c++) dof[3 * a + c] = 3 * n + c, ue[3 * a + c] = u[3 * n + c];
+    }
+    double energy = 0;
+    for (int r = 0; r < 24; r++) {
+      double sum = 0;
+      for (int c = 0; c < 24; c++) sum += ke[r * 24 + c] * ue[c];
+      fe[r] = E * sum;
+      energy += ue[r] * fe[r];
+    }
+    for (int r = 0; r < 24; r++) {
+      const uint8_t fl = flag[dof[r]];
+      if (reaction && (fl & 1)) {
+#pragma omp atomic
+        reaction[dof[r]] += fe[r];
+      }
+      if (fl & 2) share_sum[label] += fe[r];
+    }
+    if (!f) continue;
+    double eps[6], sig[6];
+    for (int v = 0; v < 6; v++) {
+      double sum = 0;
+      for (int c = 0; c < 24; c++) sum += b[v * 24 + c] * ue[c];
+      eps[v] = sum;
+    }
+    for (int v = 0; v < 6; v++) {
+      double sum = 0;
+      for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];
+      sig[v] = E * sum;
+    }
+    const double sed = 0.5 * energy / volume;
+    if (f->strain) memcpy(f->strain + 6 * e, eps, sizeof eps);
+    if (f->stress) memcpy(f->stress + 6 * e, sig, sizeof sig);
+    if (f->sed) f->sed[e] = sed;
+    if (f->von_mises) {
+      const double dxy = sig[0] - sig[1], dyz = sig[1] - sig[2], dzx = sig[2] - sig[0];
+      f->von_mises[e] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
+                             3 * (sig[3] * sig[3] + sig[4] * sig[4] + sig[5] * sig[5]));
+    }
+    if (f->effective_strain) f->effective_strain[e] = sqrt(2 * fmax(sed, 0) / E);
+  }
+  if (share) memcpy(share, share_sum, sizeof share_sum);
+  free(flag);
+  return VOX_OK;
+}
+
+static int descending(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+static int ascending(const void *a, const void *b) { return -descending(a, b); }
+
+double vox_pistoia_failure_load(const double *effective_strain, size_t n, double load,
+                                double critical_strain, double critical_volume) {
+  if (n == 0 || !(critical_volume > 0 && critical_volume <= 1)) return NAN;
+  double *sorted = malloc(n * sizeof *sorted);
+  if (!sorted) return NAN;
+  memcpy(sorted, effective_strain, n * sizeof *sorted);
+  qsort(sorted, n, sizeof *sorted, descending);
+  /* ceil with a guard against 0.02 * 1000 = 20.000000000000004 */
+  size_t k = (size_t)ceil(critical_volume * (double)n - 1e-9);
+  if (k < 1) k = 1;
+  if (k > n) k = n;
+  const double strain = sorted[k - 1];
+  free(sorted);
+  return strain > 0 ? fabs(load) * critical_strain / strain : NAN;
+}
+
+const double vox_stat_percentiles[VOX_STAT_PERCENTILES] = {5, 25, 50, 75, 95};
+
+vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n, size_t stride,
+                                size_t offset, const uint8_t *active, vox_field_stats *stats) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) m += !active || active[i];
+  stats->mean = stats->sd = stats->min = stats->max = NAN;
+  for (int p = 0; p < VOX_STAT_PERCENTILES; p++) stats->percentile[p] = NAN;
+  if (m == 0) return VOX_OK;
+  double *x = malloc(m * sizeof *x);
+  if (!x) return out_of_memory(ctx);
+  m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!active || active[i]) x[m++] = values[i * stride + offset];
+  double sum = 0;
+  for (size_t i = 0; i < m; i++) sum += x[i];
+  const double mean = sum / (double)m;
+  double ss = 0; /* two passes: no cancellation */
+  for (size_t i = 0; i < m; i++) ss += (x[i] - mean) * (x[i] - mean);
+  qsort(x, m, sizeof *x, ascending);
+  stats->mean = mean;
+  stats->sd = sqrt(ss / (double)m);
+  stats->min = x[0];
+  stats->max = x[m - 1];
+  for (int p = 0; p < VOX_STAT_PERCENTILES; p++) {
+    const double pos = vox_stat_percentiles[p] / 100 * (double)(m - 1);
+    const size_t lo = (size_t)floor(pos), hi = lo + 1 < m ? lo + 1 : lo;
+    stats->percentile[p] = x[lo] + (pos - (double)lo) * (x[hi] - x[lo]);
+  }
+  free(x);
+  return VOX_OK;
+}

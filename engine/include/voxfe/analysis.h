@@ -1,0 +1,122 @@
+/* Bone-strength analysis of a voxel model (the engine side of voxfe-analyze):
+ * the standard compression tests as boundary conditions, the largest
+ * connected component of bone, the fields an analysis reports per element
+ * (strain, stress, strain-energy density, von Mises stress, effective strain),
+ * nodal reaction forces, the failure load by the Pistoia criterion and field
+ * statistics. No file formats here: io/ and export/ write what this computes.
+ *
+ * Conventions: tensors in Voigt order xx, yy, zz, yz, zx, xy with engineering
+ * shear strains (gamma = 2 eps), as vox_isotropic_elasticity_matrix. Units mm,
+ * N, MPa. A compression test along axis a has its bottom plate on the grid's
+ * face at coordinate index 0 along a and its top plate on the opposite face. */
+#ifndef VOXFE_ANALYSIS_H
+#define VOXFE_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vox_compression_test {
+  /* bottom plate nodes fixed along the axis, top plate nodes displaced
+   * along it, lateral motion free except one bottom node pinned in all
+   * directions and a second bottom node held in one lateral direction (the
+   * pin alone leaves the rotation about the axis free) */
+  VOX_TEST_UNIAXIAL = 0,
+  /* plates fixed laterally as well: axial compression with full friction */
+  VOX_TEST_FRICTION = 1,
+  /* uniaxial plates, and every node on the four lateral faces of the box
+   * held in the face's normal direction: confined compression */
+  VOX_TEST_CONFINED = 2
+} vox_compression_test;
+
+/* "uniaxial", "friction", "confined"; the parser returns -1 for anything else. */
+const char *vox_compression_test_name(vox_compression_test test);
+int vox_compression_test_parse(const char *text, vox_compression_test *test);
+
+/* Keeps the largest connected component of the non-empty voxels (6: face
+ * neighbours, 26: face, edge and corner neighbours) and empties the rest.
+ * `removed` gets the number of voxels emptied, `components` the number of
+ * components found (0 for an empty model). Ties keep the component found
+ * first in element order. */
+vox_status vox_keep_largest_component(vox_context *ctx, vox_model *model, int connectivity,
+                                      size_t *removed, size_t *components);
+
+/* Checks that bone reaches both plates of `axis` (0 = x, 1 = y, 2 = z) and
+ * that the bone touching one plate is connected to the bone touching the
+ * other (with the given connectivity). Fails with VOX_ERR_INVALID_ARGUMENT and
+ * a message that says which: no bone, no bone at the bottom or top plate, or
+ * not connected from plate to plate. */
+vox_status vox_check_plate_contact(vox_context *ctx, const vox_model *model, int axis,
+                                   int connectivity);
+
+/* Replaces the model's constraints and loads by those of a compression test
+ * along `axis` with applied strain `strain` (negative for compression): the
+ * top plate moves by strain * L, L the box length along the axis. Only nodes
+ * of non-empty voxels are constrained. Sets one load case named
+ * "compression" (no forces). `applied` gets the top plate's displacement. */
+vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_compression_test test,
+                                    int axis, double strain, double *applied);
+
+/* Per-element results; arrays the caller allocates (NULL: not wanted), one
+ * entry (or 6) per grid element in element order, NaN for empty voxels.
+ * Strain and stress are at the element centre; the strain-energy density is
+ * the element's exact energy 1/2 u_e' K_e u_e over its volume (the mean of
+ * the energy density over the element, equal to the centre's value in a
+ * uniform strain); the effective strain is sqrt(2 SED / E_e) and von Mises
+ * stress is computed from the centre stress. */
+typedef struct vox_element_fields {
+  double *strain;           /* 6 per element */
+  double *stress;           /* 6 per element, MPa */
+  double *sed;              /* MPa (mJ/mm^3) */
+  double *von_mises;        /* MPa */
+  double *effective_strain; /* 1 */
+} vox_element_fields;
+
+/* Computes the element fields of displacement `u` (3 per node), and the
+ * internal nodal forces K u (3 per node) into `reaction` when it is not NULL:
+ * on a constrained dof that is the reaction force of the support; elsewhere
+ * it is the applied load plus the solver's residual, and is set to 0.
+ * `moduli` gives each element's Young's modulus (NULL: its material's E);
+ * the Poisson ratio is that of the materials in use (one for all).
+ *
+ * `share_dofs` (n_share entries, dof indices 3 n + c) names the dofs of a
+ * loaded face: `share` (256 entries, by label, may be NULL) then gets the part
+ * of their summed reaction that each material's elements carry; the parts add
+ * up to the face's total reaction. */
+vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const double *moduli,
+                               const double *u, double *reaction, vox_element_fields *fields,
+                               const int64_t *share_dofs, size_t n_share, double *share);
+
+/* The failure load by the Pistoia criterion: the load at which
+ * `critical_volume` (a fraction, 0.02) of the bone exceeds the critical
+ * effective strain `critical_strain` (0.007), scaling the linear solution.
+ * With the n bone values `effective_strain` (equal volumes) sorted in
+ * descending order, s is the k-th largest, k = ceil(critical_volume * n):
+ * then the failure load is |load| * critical_strain / s. Returns NaN when n
+ * is 0 or s is 0. Does not change the array. */
+double vox_pistoia_failure_load(const double *effective_strain, size_t n, double load,
+                                double critical_strain, double critical_volume);
+
+/* Mean, standard deviation (population) and percentiles (linear
+ * interpolation between order statistics, numpy's default) of n values. */
+#define VOX_STAT_PERCENTILES 5
+extern const double vox_stat_percentiles[VOX_STAT_PERCENTILES]; /* 5 25 50 75 95 */
+typedef struct vox_field_stats {
+  double mean, sd, min, max;
+  double percentile[VOX_STAT_PERCENTILES];
+} vox_field_stats;
+
+/* Statistics of values[i * stride + offset] over the elements with active[i]
+ * set (NULL: all n). Fails only when out of memory; NaN fields when none. */
+vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n, size_t stride,
+                                size_t offset, const uint8_t *active, vox_field_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

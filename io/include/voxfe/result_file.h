@@ -1,0 +1,40 @@
+/* The analysis result file: a voxfe model file (stage "analysis", with the
+ * displacement) plus the analysis's reaction forces, element fields and
+ * summary (docs/file-format.md, "Analysis results"). */
+#ifndef VOXFE_RESULT_FILE_H
+#define VOXFE_RESULT_FILE_H
+
+#include "voxfe/analysis.h"
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One value of an analysis summary: a number (text NULL) or a text. Names
+ * are snake_case; they become attributes of the result file's group
+ * `results`, keys of the JSON summary and columns of the CSV row. */
+typedef struct vox_summary_entry {
+  char name[VOX_NAME_MAX];
+  const char *text; /* static or owned by the caller; NULL for a number */
+  double value;     /* NaN when undefined (written as null / empty) */
+  const char *units;/* NULL for none */
+} vox_summary_entry;
+
+typedef struct vox_analysis_output {
+  const double *reaction;     /* 3 per node (0 off the supports) */
+  vox_element_fields fields;  /* every array given */
+  const vox_summary_entry *summary;
+  size_t n_summary;
+} vox_analysis_output;
+
+/* Writes `model` (its displacement set, stage VOX_STAGE_ANALYSIS) and the
+ * analysis output to `path`, atomically: through a temporary file beside it
+ * that is renamed into place only when complete. */
+vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
+                            const vox_analysis_output *output);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

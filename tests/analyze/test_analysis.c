@@ -1,0 +1,207 @@
+/* The analysis engine against analytic values: a homogeneous cube under the
+ * uniaxial and the confined compression test (strain-energy density, strain,
+ * stress, von Mises stress, effective strain, reaction force E A eps), the
+ * load shares of two columns in parallel, the Pistoia failure load on a constructed strain distribution, the field
+ * statistics on a hand-computed sample, connected components and the
+ * plate-contact checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "voxfe/voxfe.h"
+
+static void cube_model(vox_context *ctx, vox_model *m, int n, double h, double E, double nu) {
+  vox_grid g = {n, n, n, {h, h, h}, {0, 0, 0}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  memset(m->label, 1, (size_t)n * n * n);
+  vox_material mat = {.label = 1, .role = VOX_ROLE_SOLID, .youngs_modulus = E,
+                      .poisson_ratio = nu, .conductivity = 1};
+  strcpy(mat.name, "bone");
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &mat));
+}
+
+/* Solves the cube under `test` along `axis` and checks every element
+ * against the uniform analytic state; returns the top plate's force. */
+static void check_cube(vox_context *ctx, vox_backend *be, vox_compression_test test, int axis) {
+  const int n = 4;
+  const double h = 0.5, E = 1000, nu = 0.3, eps = -0.01;
+  vox_model m = {0};
+  cube_model(ctx, &m, n, h, E, nu);
+  double applied = 0;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, test, axis, eps, &applied));
+  CHECK_CLOSE(applied, eps * n * h, 1e-15);
+  const size_t ne = (size_t)n * n * n, nn = (size_t)(n + 1) * (n + 1) * (n + 1);
+  double *u = calloc(3 * nn, sizeof *u), *reaction = malloc(3 * nn * sizeof *reaction);
+  double *strain = malloc(6 * ne * sizeof *strain), *stress = malloc(6 * ne * sizeof *stress);
+  double *sed = malloc(ne * sizeof *sed), *vm = malloc(ne * sizeof *vm);
+  double *eff = malloc(ne * sizeof *eff);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  CHECK(res.reason > 0);
+
+  /* the top plate's dofs along the axis */
+  int64_t *plate = malloc(m.n_constraints * sizeof *plate);
+  size_t n_plate = 0;
+  for (size_t i = 0; i < m.n_constraints; i++)
+    if (m.constraints[i].component == axis && m.constraints[i].value != 0)
+      plate[n_plate++] = 3 * m.constraints[i].node + axis;
+  CHECK(n_plate == (size_t)(n + 1) * (n + 1));
+  double share[256];
+  vox_element_fields f = {strain, stress, sed, vm, eff};
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, &f, plate, n_plate, share));
+
+  const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+  const double area = n * h * n * h;
+  double want_sed, want_stress, want_lateral_strain, want_vm;
+  if (test == VOX_TEST_CONFINED) {
+    want_sed = 0.5 * (lambda + 2 * mu) * eps * eps;
+    want_stress = (lambda + 2 * mu) * eps;
+    want_lateral_strain = 0;
+    want_vm = fabs(want_stress - lambda * eps); /* sigma_axis - sigma_lateral */
+  } else {
+    want_sed = 0.5 * E * eps * eps;
+    want_stress = E * eps;
+    want_lateral_strain = -nu * eps;
+    want_vm = fabs(E * eps);
+  }
+  double force = 0;
+  for (size_t i = 0; i < n_plate; i++) force += reaction[plate[i]];
+  CHECK_CLOSE(force / (want_stress * area), 1, 1e-9);
+  if (test == VOX_TEST_UNIAXIAL) CHECK_CLOSE(force / (E * area * eps), 1, 1e-9);
+  CHECK_CLOSE(share[1] / force, 1, 1e-12);
+  for (size_t e = 0; e < ne; e++) {
+    CHECK_CLOSE(sed[e] / want_sed, 1, 1e-6);
+    CHECK_CLOSE(strain[6 * e + axis] / eps, 1, 1e-6);
+    CHECK_CLOSE(strain[6 * e + (axis + 1) % 3] / eps, want_lateral_strain / eps, 1e-6);
+    CHECK_CLOSE(stress[6 * e + axis] / want_stress, 1, 1e-6);
+    CHECK_CLOSE(vm[e] / want_vm, 1, 1e-6);
+    CHECK_CLOSE(eff[e] / sqrt(2 * want_sed / E), 1, 1e-6);
+    for (int c = 3; c < 6; c++) CHECK(fabs(strain[6 * e + c]) < 1e-9);
+  }
+  free(u), free(reaction), free(strain), free(stress), free(sed), free(vm), free(eff), free(plate);
+  vox_model_free(&m);
+}
+
+/* Load share: two columns side by side along the loading axis, E 1000 and
+ * 500 MPa, nu = 0, uniaxial compression: every element at the same axial
+ * strain and no lateral stress, so the columns carry E_i A_i eps each and the
+ * shares are 2/3 and 1/3. */
+static void check_load_share(vox_context *ctx, vox_backend *be) {
+  vox_model m = {0};
+  cube_model(ctx, &m, 4, 0.5, 1000, 0);
+  vox_material soft = {.label = 2, .role = VOX_ROLE_SOLID, .youngs_modulus = 500,
+                       .poisson_ratio = 0, .conductivity = 1};
+  strcpy(soft.name, "soft");
+  CHECK_OK(ctx, vox_model_add_material(ctx, &m, &soft));
+  for (int e = 0; e < 64; e++) m.label[e] = e % 4 < 2 ? 1 : 2; /* x < 2: stiff */
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, NULL));
+  const size_t nn = 125;
+  double *u = calloc(3 * nn, sizeof *u), *reaction = malloc(3 * nn * sizeof *reaction);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  int64_t plate[25];
+  size_t n_plate = 0;
+  for (size_t i = 0; i < m.n_constraints; i++)
+    if (m.constraints[i].component == 2 && m.constraints[i].value != 0)
+      plate[n_plate++] = 3 * m.constraints[i].node + 2;
+  double share[256], force = 0;
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, NULL, plate, n_plate, share));
+  for (size_t i = 0; i < n_plate; i++) force += reaction[plate[i]];
+  CHECK_CLOSE(force / (-0.01 * (1000 + 500) * 2 * 0.5 * 2), 1, 1e-9); /* sum E_i A_i eps */
+  CHECK_CLOSE(share[1] / force, 2.0 / 3, 1e-9);
+  CHECK_CLOSE(share[2] / force, 1.0 / 3, 1e-9);
+  free(u), free(reaction);
+  vox_model_free(&m);
+}
+
+static void check_pistoia(void) {
+  /* 1000 elements with effective strains 1e-5 .. 1e-2, shuffled: the 20th
+   * largest (2 %) is 981e-5, so the load scales by 0.007 / 0.00981 */
+  enum { N = 1000 };
+  double eff[N];
+  for (int i = 0; i < N; i++) eff[i] = (double)((i * 389) % N + 1) * 1e-5;
+  const double load = -1234.5;
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.02), 1234.5 * 0.007 / 981e-5, 1e-12);
+  /* 5 %: the 50th largest, 951e-5; 1 %: the 10th, 991e-5 */
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.05), 1234.5 * 0.007 / 951e-5, 1e-12);
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.01, 0.01), 1234.5 * 0.01 / 991e-5, 1e-12);
+  /* scaled to the failure load, exactly 2 % of the elements reach 0.7 % */
+  double factor = vox_pistoia_failure_load(eff, N, 1, 0.007, 0.02);
+  int above = 0;
+  for (int i = 0; i < N; i++) above += eff[i] * factor >= 0.007 * (1 - 1e-12);
+  CHECK(above == 20);
+  CHECK(isnan(vox_pistoia_failure_load(eff, 0, load, 0.007, 0.02)));
+}
+
+static void check_statistics(vox_context *ctx) {
+  const double x[6] = {5, 1, 4, 99, 2, 3};
+  const uint8_t active[6] = {1, 1, 1, 0, 1, 1};
+  vox_field_stats st;
+  CHECK_OK(ctx, vox_field_statistics(ctx, x, 6, 1, 0, active, &st));
+  CHECK_CLOSE(st.mean, 3, 1e-15);
+  CHECK_CLOSE(st.sd, sqrt(2), 1e-15);
+  CHECK_CLOSE(st.min, 1, 0);
+  CHECK_CLOSE(st.max, 5, 0);
+  const double want[VOX_STAT_PERCENTILES] = {1.2, 2, 3, 4, 4.8}; /* numpy.percentile */
+  for (int p = 0; p < VOX_STAT_PERCENTILES; p++) CHECK_CLOSE(st.percentile[p], want[p], 1e-14);
+}
+
+static void check_components(vox_context *ctx) {
+  vox_model m = {0};
+  cube_model(ctx, &m, 4, 1, 1000, 0.3);
+  memset(m.label, 0, 64);
+  /* a 2x2x4 column (16), a voxel touching it by an edge only, and a lone voxel */
+  for (int k = 0; k < 4; k++)
+    for (int j = 0; j < 2; j++)
+      for (int i = 0; i < 2; i++) m.label[(k * 4 + j) * 4 + i] = 1;
+  m.label[(1 * 4 + 2) * 4 + 2] = 1; /* edge neighbour of (1,1,1) */
+  m.label[(3 * 4 + 3) * 4 + 3] = 1; /* corner (3,3,3): 26-neighbour of nothing */
+  vox_model c = {0};
+  size_t removed, comps;
+  CHECK_OK(ctx, vox_model_copy(ctx, &c, &m));
+  CHECK_OK(ctx, vox_keep_largest_component(ctx, &c, 26, &removed, &comps));
+  CHECK(comps == 2 && removed == 1 && c.label[(1 * 4 + 2) * 4 + 2] == 1);
+  vox_model_free(&c);
+  CHECK_OK(ctx, vox_model_copy(ctx, &c, &m));
+  CHECK_OK(ctx, vox_keep_largest_component(ctx, &c, 6, &removed, &comps));
+  CHECK(comps == 3 && removed == 2 && c.label[(1 * 4 + 2) * 4 + 2] == 0 && c.label[0] == 1);
+  vox_model_free(&c);
+  CHECK(vox_check_plate_contact(ctx, &m, 2, 6) == VOX_OK);
+  CHECK(vox_check_plate_contact(ctx, &m, 0, 26) != VOX_OK); /* x = max only the lone voxel */
+  CHECK(strstr(vox_context_message(ctx), "not connected from plate to plate") != NULL);
+  m.label[(3 * 4 + 3) * 4 + 3] = 0;
+  CHECK(vox_check_plate_contact(ctx, &m, 0, 26) != VOX_OK);
+  CHECK(strstr(vox_context_message(ctx), "no bone at the top plate") != NULL);
+  memset(m.label, 0, 64);
+  CHECK(vox_check_plate_contact(ctx, &m, 2, 26) != VOX_OK);
+  CHECK(strstr(vox_context_message(ctx), "no bone") != NULL);
+  vox_model_free(&m);
+}
+
+int main(void) {
+  vox_context *ctx;
+  if (vox_context_create(&ctx) != VOX_OK) return 1;
+  vox_backend *be;
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
+  for (int axis = 0; axis < 3; axis++) {
+    check_cube(ctx, be, VOX_TEST_UNIAXIAL, axis);
+    check_cube(ctx, be, VOX_TEST_CONFINED, axis);
+  }
+  check_load_share(ctx, be);
+  check_pistoia();
+  check_statistics(ctx);
+  check_components(ctx);
+  vox_backend_destroy(be);
+  vox_context_destroy(ctx);
+  if (check_failures) fprintf(stderr, "%d checks failed\n", check_failures);
+  return check_failures ? 1 : 0;
+}
