@@ -380,7 +380,7 @@ static int vcycle_mode(int argc, char **argv) {
   vox_solver_options_default(&so);
   so.precision = precision;
   vox_multigrid *mg;
-  if (vox_mg_create(be, fem->op, &fem->grid, 3, &so, &mg)) die(ctx, "multigrid");
+  if (vox_mg_create(be, fem->op, &fem->grid, 3, fem->jacobi_bound, &so, &mg)) die(ctx, "multigrid");
   vox_vec *r = &fem->pcg.r, *z = &fem->pcg.z;
   vox_vec *const work[4] = {r, z, &fem->pcg.p, &fem->pcg.q};
   vox_status st = VOX_OK;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fem.h"
+#include "smoother_bound.h"
 #include "voxfe/element.h"
 
 void vox_fem_destroy(vox_fem *fem) {
@@ -159,6 +160,7 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
     s = o->op_create(be, &desc, &fem->op);
   }
   STEP(o->op_set_moduli(be, fem->op, &fem->moduli));
+  STEP(vox_jacobi_spectrum_bound(ctx, ke, 24, &fem->jacobi_bound));
   STEP(vox_fem_update(fem));
 #undef STEP
   host_free(&h);
@@ -194,7 +196,7 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
     return VOX_OK;
   }
   if (!fem->mg) {
-    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, 3, options, &fem->mg));
+    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, 3, fem->jacobi_bound, options, &fem->mg));
     fem->mg_stale = 1;
   }
   if (fem->mg_stale) {

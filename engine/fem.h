@@ -24,6 +24,7 @@ typedef struct vox_fem {
   vox_vec rhs, correction;
   vox_pcg_work pcg;
   vox_multigrid *mg;   /* made on the first multigrid solve */
+  double jacobi_bound; /* lambda_max(D^-1 A) <= this, for any moduli (smoother_bound.h) */
   int mg_stale;        /* the moduli changed since the last multigrid setup */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;

@@ -62,7 +62,7 @@ void vox_mg_destroy(vox_multigrid *mg) {
 }
 
 vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
-                         int dofs_per_node, const vox_solver_options *options,
+                         int dofs_per_node, double fine_bound, const vox_solver_options *options,
                          vox_multigrid **out) {
   *out = NULL;
   vox_multigrid *mg = calloc(1, sizeof *mg);
@@ -70,6 +70,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->be = be;
   mg->fine = fine;
   mg->dofs_per_node = dofs_per_node;
+  mg->fine_bound = fine_bound;
   mg->options = *options;
   mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
@@ -200,6 +201,11 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   for (int l = 0; l < mg->n_levels - 1; l++) {
     /* coarse levels use their own vectors, which setup does not need */
     vox_mg_level *lv = &mg->level[l];
+    if (l == 0 && mg->fine_bound > 0) {
+      /* a bound, not an estimate: the interval's upper end is the bound */
+      lv->lambda_max = mg->fine_bound / CHEBYSHEV_UPPER;
+      continue;
+    }
     TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
                : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }

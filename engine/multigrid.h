@@ -23,14 +23,18 @@ typedef struct vox_multigrid {
   int n_levels;
   vox_mg_level *level;
   vox_solver_options options; /* smoother, sweeps, ... */
+  double fine_bound;        /* an upper bound of lambda_max(D^-1 A) on level 0, or 0 */
 } vox_multigrid;
 
 /* The number of levels for a grid: coarsen while every axis keeps at least 2
  * elements and the coarsest level has more than `max_coarse_dofs` dofs. */
 int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested);
 
+/* `fine_bound`: an upper bound of the fine level's Jacobi-scaled spectrum
+ * (smoother_bound.h), the Chebyshev smoother's upper end there; 0 to
+ * estimate it by Lanczos at every setup, as on the coarse levels. */
 vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
-                         int dofs_per_node, const vox_solver_options *options,
+                         int dofs_per_node, double fine_bound, const vox_solver_options *options,
                          vox_multigrid **out);
 void vox_mg_destroy(vox_multigrid *mg);
 /* After the fine operator's moduli changed: Galerkin operators, diagonals,

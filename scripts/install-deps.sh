@@ -10,7 +10,7 @@ packages=(
   # build
   build-essential cmake pkg-config
   # libraries of libvoxfe and the programs
-  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev libcairo2-dev
+  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev liblapack-dev libcairo2-dev
   # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)
   libassimp-dev
   # image readers of voxfe-voxelize --image (GDCM for DICOM, with its codecs;
