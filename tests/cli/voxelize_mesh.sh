@@ -186,6 +186,12 @@ expect_usage_error "NaN coordinate" "nan\.stl: .*not a finite number" \
 head -c 300 solid.stl >truncated.stl
 expect_usage_error "truncated binary STL" "truncated\.stl: not a mesh assimp can read" \
   "$VOXELIZE" --mesh truncated.stl --resolution 10 -p problem.yaml -o out.nc
+# a face line broken by a control character: assimp 5.2's OFF loader makes a
+# face without indices, on which its Triangulate asserted and aborted; its
+# validation refuses it first (tests/fuzz/fuzz_mesh.c found it)
+printf 'OFF\n4 4 0\n0 0 0\0322 0 0\n0 2 0\n0 0 2\n3 0 2 1\n3 0 1 3\n3 1 2 3\n3 0 3 2\n' >ctrl.off
+expect_usage_error "OFF line with a control character" "ctrl\.off: not a mesh assimp can read" \
+  "$VOXELIZE" --mesh ctrl.off --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no triangle" "lines\.obj: " \
   "$VOXELIZE" --mesh lines.obj --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no volume" "flat\.obj: no voxel centre lies inside" \
