@@ -93,6 +93,26 @@ PY
   ncdump -h model.nc | grep -q -- "--mesh part.stl" || fail "history lacks the command line"
 fi
 
+# On a terminal (script(1) gives it one) the stages show on one status line,
+# each rewriting it in place ("\r" then the stage: the terminal's own newlines
+# come as "\r\n"), the line ended before the program ends; --quiet: no line.
+# (The piped run above printed nothing on stderr.)
+script -qec "'$VOXELIZE' --mesh part.stl --solid-mesh solid.stl --voxel-size 0.5 --padding 2 \
+  -p problem.yaml -o tty.nc" /dev/null >"$LOG/tty" 2>&1 </dev/null ||
+  fail "on a terminal: $(cat "$LOG/tty")"
+for stage in "read part.stl: 12 triangles" "read solid.stl: 12 triangles" \
+  "filled part.stl: [0-9]+ voxels inside \(parity, CPU\)" "filled solid.stl"; do
+  grep -qE $'\r'"$stage" "$LOG/tty" ||
+    fail "on a terminal: no live line '$stage' in: $(cat -A "$LOG/tty")"
+done
+[ "$(tail -c 1 "$LOG/tty" | od -An -c | tr -d ' ')" = '\n' ] ||
+  fail "on a terminal: the status line is not ended: $(tail -c 20 "$LOG/tty" | od -c)"
+script -qec "'$VOXELIZE' -q --mesh part.stl --solid-mesh solid.stl --voxel-size 0.5 --padding 2 \
+  -p problem.yaml -o quiet.nc" /dev/null >"$LOG/tty" 2>&1 </dev/null ||
+  fail "--quiet on a terminal: $(cat "$LOG/tty")"
+[ -s "$LOG/tty" ] && fail "--quiet on a terminal printed: $(cat -A "$LOG/tty")"
+rm -f tty.nc quiet.nc
+
 # the same part by resolution: 20 voxels along its longest side (10 mm); no
 # padding by default, so the faces of the problem file are the part's
 "$VOXELIZE" --mesh part.stl --resolution 20 -p "$CANTILEVER" -o res.nc \
