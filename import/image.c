@@ -85,8 +85,9 @@ vox_status vox_image_read(vox_context *ctx, const char *path, vox_image *image) 
   const double t0 = import_clock();
   vox_status status = read_any(ctx, path, image);
   if (status == VOX_OK &&
-      (status = import_stage(ctx, t0, "read %s: %lldx%lldx%lld %s", path, (long long)image->n[0],
-                             (long long)image->n[1], (long long)image->n[2], image->format)))
+      (status = import_stage(ctx, t0, "read %s: %lldx%lldx%lld %s", import_short_name(path),
+                             (long long)image->n[0], (long long)image->n[1],
+                             (long long)image->n[2], image->format)))
     vox_image_free(image);
   return status;
 }

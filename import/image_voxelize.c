@@ -93,7 +93,8 @@ vox_status vox_image_segment(vox_context *ctx, const char *path, vox_image *imag
   vox_labels_free(&l);
   vox_image_free(image);
   if (!s)
-    s = import_stage(ctx, t0, "segmented %s: %lld voxels kept, model %lldx%lldx%lld", path,
+    s = import_stage(ctx, t0, "segmented %s: %lld voxels kept, model %lldx%lldx%lld",
+                     import_short_name(path),
                      (long long)report->kept, (long long)model->grid.nx,
                      (long long)model->grid.ny, (long long)model->grid.nz);
   if (s) vox_model_free(model);

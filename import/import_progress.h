@@ -19,6 +19,15 @@ static inline double import_clock(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A file's last name ("scan/" for "data/scan/"), for a status line that
+ * must fit a terminal's width. */
+static inline const char *import_short_name(const char *path) {
+  const char *name = path;
+  for (const char *c = path; *c; c++)
+    if (c[0] == '/' && c[1] && c[1] != '/') name = c + 1;
+  return name;
+}
+
 /* A stage that began at `since` (import_clock) and ended now, described by
  * the format. */
 static inline vox_status import_stage(vox_context *ctx, double since, const char *format, ...)

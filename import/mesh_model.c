@@ -32,7 +32,8 @@ static vox_status apply(vox_context *ctx, const vox_mesh_inputs *in, const vox_m
   vox_status status =
       vox_mesh_fill(ctx, mesh, &model->grid, in->rule, in->device, inside, info);
   if (status) return name_file(ctx, status, path);
-  if ((status = import_stage(ctx, t0, "filled %s: %lld voxels inside (%s, %s)", path,
+  if ((status = import_stage(ctx, t0, "filled %s: %lld voxels inside (%s, %s)",
+                             import_short_name(path),
                              (long long)info->inside, vox_fill_rule_name(info->rule),
                              info->device == VOX_DEVICE_CUDA ? "GPU" : "CPU")))
     return status;
@@ -68,7 +69,7 @@ vox_status vox_model_from_meshes(vox_context *ctx, const vox_mesh_inputs *in, vo
     if (!paths[i]) continue;
     const double t0 = import_clock();
     if (!(status = vox_mesh_read(ctx, paths[i], &mesh[i])))
-      status = import_stage(ctx, t0, "read %s: %lld triangles", paths[i],
+      status = import_stage(ctx, t0, "read %s: %lld triangles", import_short_name(paths[i]),
                             (long long)mesh[i].n_triangles);
   }
   if (status) goto done;
