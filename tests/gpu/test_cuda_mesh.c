@@ -131,7 +131,8 @@ static void same(const char *what, const vox_mesh *m, const vox_grid *g, vox_fil
   free(gpu);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const int small = argc > 1 && !strcmp(argv[1], "small");
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   vox_mesh sphere;
   const double c[3] = {0.31, -0.17, 0.23};
@@ -179,6 +180,12 @@ int main(void) {
   same("holed cube, messy soup", &soup, &gc, VOX_FILL_AUTO);
   vox_mesh_free(&soup);
 
+  if (small) {
+    vox_mesh_free(&cube);
+    vox_mesh_free(&sphere);
+    vox_context_destroy(ctx);
+    CHECK_DONE();
+  }
   vox_mesh ball;
   shape_rippled_ball(&ball, 1000000);
   double lo[3], hi[3];
