@@ -77,9 +77,9 @@ int main(int argc, char **argv) {
          (long long)best.triangles, (long long)mesh.n_vertices, (long long)grid.nx,
          (long long)grid.ny, (long long)grid.nz, vox_fill_rule_name(best.rule),
          best.device == VOX_DEVICE_CUDA ? "cuda" : "cpu", threads);
-  printf("voxfe: read %.3f s (not counted); fill %.4f s = prepare %.4f s + rays %.4f s "
-         "(+ count); %lld voxels inside, open edges %lld\n",
-         t_read, best_total, best.seconds_prepare, best.seconds_fill, (long long)best.inside,
+  printf("voxfe: read %.3f s (not counted); fill %.4f s = prepare (on the %s) %.4f s + rays "
+         "%.4f s (+ count); %lld voxels inside, open edges %lld\n",
+         t_read, best_total, best.device == VOX_DEVICE_CUDA ? "GPU" : "CPU", best.seconds_prepare, best.seconds_fill, (long long)best.inside,
          (long long)best.open_edges);
   if (best.device == VOX_DEVICE_CUDA) {
     printf("voxfe: GPU kernels %.4f s; transfers and set-up %.4f s\n", best.seconds_device,
@@ -92,8 +92,13 @@ int main(int argc, char **argv) {
     double t_cpu = now() - t0;
     int64_t differ = 0;
     for (int64_t e = 0; e < ne; e++) differ += cpu[e] != inside[e];
-    printf("voxfe: CPU (%d threads) %.4f s; voxels that differ between GPU and CPU: %lld\n",
-           omp_get_max_threads(), t_cpu, (long long)differ);
+    printf("voxfe: CPU (%d threads) %.4f s (prepare %.4f s); voxels that differ between GPU "
+           "and CPU: %lld; counts (triangles, degenerate, repeats, open edges) %s\n",
+           omp_get_max_threads(), t_cpu, info.seconds_prepare, (long long)differ,
+           info.triangles == best.triangles && info.degenerate == best.degenerate &&
+                   info.duplicates == best.duplicates && info.open_edges == best.open_edges
+               ? "the same"
+               : "DIFFER");
     free(cpu);
   }
   snprintf(path, sizeof path, "%s.grid", argv[5]);

@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli_common.h"
 #include "cli_files.h"
 #include "cli_options.h"
+#include "cli_progress.h"
 #include "cli_solver_options.h"
 #include "image_options.h"
 #include "voxfe/image.h"
@@ -46,7 +49,20 @@ typedef struct settings {
   vox_segmentation seg;
   int threshold_given;
   int verbose;
+  int quiet;
 } settings;
+
+/* The stages of a long run (reading, filling, segmenting) on a terminal's
+ * status line; nothing in a pipe or a log, where voxelize prints only
+ * errors and notes. Every message ends the live line first. */
+static cli_progress progress;
+
+static int fail(const vox_context *ctx, vox_status status, cli_phase phase) {
+  cli_progress_finish(&progress);
+  return cli_fail(ctx, status, phase);
+}
+
+#define report_error(...) (cli_progress_finish(&progress), cli_error(__VA_ARGS__))
 
 /* --- option values --------------------------------------------------------- */
 
@@ -91,7 +107,7 @@ static int parse_point(const char *what, const char *text, void *value) {
 
 static int parse_fill(const char *what, const char *text, void *value) {
   if (vox_fill_rule_parse(text, value) != 0) {
-    cli_error("%s: expected auto, parity or vote, got '%s'", what, text);
+    report_error("%s: expected auto, parity or vote, got '%s'", what, text);
     return -1;
   }
   return 0;
@@ -216,6 +232,8 @@ static const cli_option options[] = {
      .flags = CLI_REQUIRED, .help = "model file to write (netCDF)"},
     {.name = "verbose", .key = 'v', .kind = CLI_ENABLE, .offset = AT(verbose),
      .help = "say what was read and segmented (on stderr)"},
+    {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = AT(quiet),
+     .help = "no progress line on a terminal (a pipe never gets one)"},
     {.kind = CLI_END},
 };
 
@@ -250,7 +268,7 @@ static const char *box_file(const settings *s) { return NULL; }
 
 static int box_build(vox_context *ctx, const settings *s, vox_model *model) {
   if (isnan(s->voxel_size[0])) {
-    cli_error("--box needs --voxel-size H");
+    report_error("--box needs --voxel-size H");
     return CLI_EXIT_USAGE;
   }
   vox_grid grid = {.nx = s->box[0], .ny = s->box[1], .nz = s->box[2]};
@@ -259,7 +277,7 @@ static int box_build(vox_context *ctx, const settings *s, vox_model *model) {
     grid.origin[a] = isnan(s->origin[a]) ? 0 : s->origin[a];
   }
   vox_status vs = vox_model_init(ctx, model, &grid);
-  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_RUNNING);
+  if (vs != VOX_OK) return fail(ctx, vs, CLI_RUNNING);
   memset(model->label, 1, (size_t)vox_grid_elements(&grid));
   return 0;
 }
@@ -273,11 +291,11 @@ static const char *mesh_file(const settings *s) { return s->mesh; }
 
 static int mesh_build(vox_context *ctx, const settings *s, vox_model *model) {
   if (!isnan(s->origin[0])) {
-    cli_error("--origin is for --box; a mesh's grid lies on the mesh's own coordinates");
+    report_error("--origin is for --box; a mesh's grid lies on the mesh's own coordinates");
     return CLI_EXIT_USAGE;
   }
   if (isnan(s->voxel_size[0]) == !s->resolution) {
-    cli_error("--mesh needs one of --voxel-size H and --resolution N");
+    report_error("--mesh needs one of --voxel-size H and --resolution N");
     return CLI_EXIT_USAGE;
   }
   vox_mesh_inputs in = {.design = s->mesh, .solid = s->solid_mesh, .empty = s->void_mesh,
@@ -287,10 +305,11 @@ static int mesh_build(vox_context *ctx, const settings *s, vox_model *model) {
   memcpy(in.voxel_size, s->voxel_size, sizeof in.voxel_size);
   vox_mesh_fill_info info[3] = {{0}};
   vox_status vs = vox_model_from_meshes(ctx, &in, model, info);
-  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (vs != VOX_OK) return fail(ctx, vs, CLI_READING);
   /* A mesh with holes is filled all the same, but its owner should know:
    * one note per such mesh, on stderr. */
   const char *paths[3] = {s->mesh, s->solid_mesh, s->void_mesh};
+  cli_progress_finish(&progress);
   for (int i = 0; i < 3; i++)
     if (paths[i] && info[i].open_edges)
       fprintf(stderr, "%s: note: %s is not closed (%lld edges with an odd number of "
@@ -307,7 +326,7 @@ static const char *image_file(const settings *s) { return s->image; }
 
 static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
   if (!s->threshold_given) {
-    cli_error("--image needs --threshold T (or --threshold otsu)");
+    report_error("--image needs --threshold T (or --threshold otsu)");
     return CLI_EXIT_USAGE;
   }
   vox_image image;
@@ -320,13 +339,13 @@ static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
   } else {
     vs = vox_image_read(ctx, s->image, &image);
   }
-  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (vs != VOX_OK) return fail(ctx, vs, CLI_READING);
   if (!isnan(s->voxel_size[0])) {
     for (int a = 0; a < 3; a++) image.spacing[a] = s->voxel_size[a];
     image.spacing_known = 1;
   }
   if (!image.spacing_known) {
-    cli_error("%s: the file gives no voxel size: give --voxel-size H", s->image);
+    report_error("%s: the file gives no voxel size: give --voxel-size H", s->image);
     vox_image_free(&image);
     return CLI_EXIT_USAGE;
   }
@@ -341,9 +360,10 @@ static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
   seg.roi_given = seg.roi_hi[0] > 0;
   vox_segmentation_report report;
   vs = vox_image_segment(ctx, s->image, &image, &seg, model, &report);
-  if (vs != VOX_OK) return cli_fail(ctx, vs, CLI_READING);
+  if (vs != VOX_OK) return fail(ctx, vs, CLI_READING);
   if (!isnan(s->origin[0]))
     for (int a = 0; a < 3; a++) model->grid.origin[a] = s->origin[a];
+  cli_progress_finish(&progress);
   if (s->verbose) {
     fprintf(stderr, "%s: %s: %s\n", cli_program_name(), s->image, what);
     for (int c = 0; c < report.n_thresholds; c++)
@@ -369,13 +389,13 @@ static const source *pick_source(const settings *s) {
   for (size_t i = 0; i < N_SOURCES; i++) {
     if (!sources[i].given(s)) continue;
     if (picked) {
-      cli_error("give only one of %s and %s", picked->option, sources[i].option);
+      report_error("give only one of %s and %s", picked->option, sources[i].option);
       return NULL;
     }
     picked = &sources[i];
   }
   if (!picked)
-    cli_error("missing the geometry: give --box NXxNYxNZ, --mesh FILE or --image PATH");
+    report_error("missing the geometry: give --box NXxNYxNZ, --mesh FILE or --image PATH");
   return picked;
 }
 
@@ -388,19 +408,21 @@ static int run(vox_context *ctx, const settings *s, const source *src, int argc,
   /* The problem first: a bad problem file fails before a large grid is
    * allocated. */
   vox_status vs = vox_problem_read(ctx, s->problem, &problem);
-  int status = vs == VOX_OK ? 0 : cli_fail(ctx, vs, CLI_READING);
+  int status = vs == VOX_OK ? 0 : fail(ctx, vs, CLI_READING);
   if (status || (status = src->build(ctx, s, &model))) goto done;
 
   /* A problem that does not fit this grid (a region that selects nothing)
    * is bad input. */
   vs = vox_problem_rasterize(ctx, &problem, &model);
   if (vs != VOX_OK) {
-    status = cli_fail(ctx, vs, CLI_READING);
+    status = fail(ctx, vs, CLI_READING);
     goto done;
   }
   history = cli_history_line(&program, s, argc, argv);
+  cli_progress_finish(&progress);
   status = cli_write_model(ctx, s->output, &model, history);
 done:
+  cli_progress_finish(&progress);
   free(history);
   vox_model_free(&model);
   vox_problem_free(&problem);
@@ -420,7 +442,7 @@ int main(int argc, char **argv) {
   const source *src = pick_source(&s);
   if (!src) return CLI_EXIT_USAGE;
   if ((s.solid_mesh || s.void_mesh) && !s.mesh) {
-    cli_error("--solid-mesh and --void-mesh go with --mesh");
+    report_error("--solid-mesh and --void-mesh go with --mesh");
     return CLI_EXIT_USAGE;
   }
   const char *inputs[] = {s.problem, src->input_file(&s), s.solid_mesh, s.void_mesh};
@@ -428,6 +450,8 @@ int main(int argc, char **argv) {
 
   vox_context *ctx = cli_context();
   if (!ctx) return CLI_EXIT_FAILED;
+  cli_progress_init(&progress, stderr, s.quiet || !isatty(fileno(stderr)), 0);
+  vox_context_set_progress(ctx, cli_progress_report, &progress);
   status = run(ctx, &s, src, argc, argv);
   vox_context_destroy(ctx);
   return status;

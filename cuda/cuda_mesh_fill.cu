@@ -1,5 +1,6 @@
 /* The mesh fill on the GPU: the same voxels as the CPU's (import/mesh_fill.c),
- * from the same prepared mesh and the same exact arithmetic
+ * from the same prepared mesh, already in device memory
+ * (cuda_mesh_prepare.cu), and the same exact arithmetic
  * (import/mesh_raycast.h, with explicitly rounded double operations on the
  * device).
  *
@@ -173,18 +174,13 @@ unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / 
 
 extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
                                      uint32_t *bits, int64_t *count, double *kernel_seconds) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    return vox_error(ctx, VOX_ERR_DEVICE, "no CUDA device");
-  }
   vox_status status = VOX_OK;
-  const int64_t nv = m->n_vertices, nt = m->n_triangles;
+  const int64_t nt = m->n_triangles;
   const int64_t ne = m->n[0] * m->n[1] * m->n[2];
   const int64_t max_rows =
       std::max(m->n[1] * m->n[2], std::max(m->n[2] * m->n[0], m->n[0] * m->n[1]));
-  int64_t *d_fixed = nullptr;
-  uint32_t *d_tri = nullptr;
+  const int64_t *d_fixed = m->fixed;
+  const uint32_t *d_tri = m->triangle;
   unsigned long long *d_offsets = nullptr;
   uint8_t *d_cells = nullptr, *d_vote = nullptr, *d_rows = nullptr;
   unsigned *d_bits = nullptr;
@@ -198,8 +194,6 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
   for (int a = 0; a < 3; a++) s.n[a] = m->n[a];
   s.stride[0] = 1, s.stride[1] = m->n[0], s.stride[2] = m->n[0] * m->n[1];
 
-  TRY(cudaMalloc(&d_fixed, (size_t)nv * 3 * sizeof *d_fixed));
-  TRY(cudaMalloc(&d_tri, (size_t)nt * 3 * sizeof *d_tri));
   TRY(cudaMalloc(&d_offsets, (size_t)(nt + 1) * sizeof *d_offsets));
   /* bytes flipped through 32-bit words: rounded up to whole words */
   TRY(cudaMalloc(&d_cells, (size_t)(ne + 3) / 4 * 4));
@@ -211,8 +205,6 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
   TRY(cudaMalloc(&d_count, sizeof *d_count));
   TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, d_offsets, d_offsets, nt + 1));
   TRY(cudaMalloc(&d_scan, scan_bytes));
-  TRY(cudaMemcpy(d_fixed, m->fixed, (size_t)nv * 3 * sizeof *d_fixed, cudaMemcpyHostToDevice));
-  TRY(cudaMemcpy(d_tri, m->triangle, (size_t)nt * 3 * sizeof *d_tri, cudaMemcpyHostToDevice));
   TRY(cudaEventCreate(&start));
   TRY(cudaEventCreate(&stop));
   TRY(cudaEventRecord(start));
@@ -224,8 +216,10 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
     if (d_rows) TRY(cudaMemsetAsync(d_rows, 0, (size_t)(max_rows + 3) / 4 * 4));
     /* offsets[nt] is the total: its count is set to 0 first */
     TRY(cudaMemsetAsync(d_offsets + nt, 0, sizeof *d_offsets));
-    count_columns<<<blocks(nt, 256), 256>>>(d_fixed, d_tri, nt, s, d_offsets);
-    TRY(cudaGetLastError());
+    if (nt) { /* a grid of no blocks is an error */
+      count_columns<<<blocks(nt, 256), 256>>>(d_fixed, d_tri, nt, s, d_offsets);
+      TRY(cudaGetLastError());
+    }
     TRY(cub::DeviceScan::ExclusiveSum(d_scan, scan_bytes, d_offsets, d_offsets, nt + 1));
     unsigned long long pairs = 0;
     TRY(cudaMemcpy(&pairs, d_offsets + nt, sizeof pairs, cudaMemcpyDeviceToHost));
@@ -266,8 +260,6 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
 done:
   if (start) cudaEventDestroy(start);
   if (stop) cudaEventDestroy(stop);
-  cudaFree(d_fixed);
-  cudaFree(d_tri);
   cudaFree(d_offsets);
   cudaFree(d_cells);
   cudaFree(d_vote);

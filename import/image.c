@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "image_internal.h"
+#include "import_progress.h"
 
 /* The first bytes of a file, for telling formats apart; fewer when short. */
 static size_t read_magic(const char *path, unsigned char *buf, size_t size) {
@@ -53,8 +54,7 @@ static vox_status read_folder(vox_context *ctx, const char *path, vox_image *ima
   return tiff ? vox_image_read_tiff(ctx, path, image) : vox_image_read_dicom(ctx, path, image);
 }
 
-vox_status vox_image_read(vox_context *ctx, const char *path, vox_image *image) {
-  memset(image, 0, sizeof *image);
+static vox_status read_any(vox_context *ctx, const char *path, vox_image *image) {
   struct stat st;
   if (stat(path, &st)) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
   if (S_ISDIR(st.st_mode)) return read_folder(ctx, path, image);
@@ -78,4 +78,16 @@ vox_status vox_image_read(vox_context *ctx, const char *path, vox_image *image) 
                    "%s: not an image voxfe reads (DICOM, TIFF, NIfTI .nii, MetaImage .mhd, "
                    "Scanco .aim; a raw volume needs --raw-size and --raw-type)",
                    path);
+}
+
+vox_status vox_image_read(vox_context *ctx, const char *path, vox_image *image) {
+  memset(image, 0, sizeof *image);
+  const double t0 = import_clock();
+  vox_status status = read_any(ctx, path, image);
+  if (status == VOX_OK &&
+      (status = import_stage(ctx, t0, "read %s: %lldx%lldx%lld %s", import_short_name(path),
+                             (long long)image->n[0], (long long)image->n[1],
+                             (long long)image->n[2], image->format)))
+    vox_image_free(image);
+  return status;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "image_internal.h"
+#include "import_progress.h"
 
 uint8_t vox_segmentation_default_label(int class_index) {
   return (uint8_t)(class_index == 0 ? 1 : class_index + 3);
@@ -87,9 +88,15 @@ vox_status vox_image_segment(vox_context *ctx, const char *path, vox_image *imag
   memset(&l, 0, sizeof l);
   memset(model, 0, sizeof *model);
   memset(report, 0, sizeof *report);
+  const double t0 = import_clock();
   vox_status s = segment(ctx, path, image, seg, model, report, &l);
   vox_labels_free(&l);
   vox_image_free(image);
+  if (!s)
+    s = import_stage(ctx, t0, "segmented %s: %lld voxels kept, model %lldx%lldx%lld",
+                     import_short_name(path),
+                     (long long)report->kept, (long long)model->grid.nx,
+                     (long long)model->grid.ny, (long long)model->grid.nz);
   if (s) vox_model_free(model);
   return s;
 }

@@ -234,6 +234,46 @@ int vox_fill_rule_parse(const char *text, vox_fill_rule *rule) {
  * transfers and the start of the device cost more than the CPU's fill. */
 #define GPU_MIN_ELEMENTS ((int64_t)1 << 21)
 
+/* What the preparation found; the rule AUTO decided. */
+static void record_prepared(const mesh_prepared *m, double seconds, vox_fill_rule *rule,
+                            vox_mesh_fill_info *info) {
+  info->seconds_prepare = seconds;
+  info->triangles = m->n_triangles;
+  info->degenerate = m->degenerate;
+  info->duplicates = m->duplicates;
+  info->open_edges = m->open_edges;
+  info->fixed_point_bits = m->bits;
+  if (*rule == VOX_FILL_AUTO) *rule = m->open_edges ? VOX_FILL_VOTE : VOX_FILL_PARITY;
+  info->rule = *rule;
+}
+
+#ifdef VOXFE_HAVE_CUDA
+/* The fill from a mesh prepared on the GPU (since t0); the voxels come back
+ * packed to bits and are unpacked here. */
+static vox_status fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
+                            int64_t ne, uint8_t *inside, double t0, vox_mesh_fill_info *info) {
+  record_prepared(m, now() - t0, &rule, info);
+  t0 = now();
+  const int64_t words = (ne + 31) / 32;
+  uint32_t *bits = malloc((size_t)words * sizeof *bits);
+  if (!bits) return out_of_memory(ctx);
+  double kernel_seconds;
+  vox_status status = mesh_fill_cuda(ctx, m, rule, bits, &info->inside, &kernel_seconds);
+  if (status == VOX_OK) {
+    info->seconds_device = kernel_seconds;
+#pragma omp parallel for schedule(static)
+    for (int64_t w = 0; w < words; w++) {
+      uint8_t *out = inside + 32 * w;
+      const int n = ne - 32 * w < 32 ? (int)(ne - 32 * w) : 32;
+      for (int b = 0; b < n; b++) out[b] = (uint8_t)(bits[w] >> b & 1u);
+    }
+    info->seconds_fill = now() - t0;
+  }
+  free(bits);
+  return status;
+}
+#endif
+
 vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
                          vox_fill_rule rule, vox_device device, uint8_t *inside,
                          vox_mesh_fill_info *info) {
@@ -249,52 +289,34 @@ vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid 
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)");
 #endif
+  const int64_t ne = vox_grid_elements(grid);
   double t0 = now();
   mesh_prepared m;
-  vox_status status = mesh_prepare(ctx, mesh, grid, &m);
-  if (status) return status;
-  info->seconds_prepare = now() - t0;
-  info->triangles = m.n_triangles;
-  info->degenerate = m.degenerate;
-  info->duplicates = m.duplicates;
-  info->open_edges = m.open_edges;
-  info->fixed_point_bits = m.bits;
-  if (rule == VOX_FILL_AUTO) rule = m.open_edges ? VOX_FILL_VOTE : VOX_FILL_PARITY;
-  info->rule = rule;
-
-  t0 = now();
+  vox_status status;
   info->device = VOX_DEVICE_CPU;
-  const int64_t ne = vox_grid_elements(grid);
 #ifdef VOXFE_HAVE_CUDA
-  if (device == VOX_DEVICE_CUDA ||
-      (device == VOX_DEVICE_AUTO && ne >= GPU_MIN_ELEMENTS)) {
-    const int64_t words = (ne + 31) / 32;
-    uint32_t *bits = malloc((size_t)words * sizeof *bits);
-    double kernel_seconds;
-    status = bits ? mesh_fill_cuda(ctx, &m, rule, bits, &info->inside, &kernel_seconds)
-                  : out_of_memory(ctx);
+  /* On the GPU the mesh is prepared there too and never comes back; AUTO on
+   * a machine without a usable device goes on on the CPU. */
+  if (device == VOX_DEVICE_CUDA || (device == VOX_DEVICE_AUTO && ne >= GPU_MIN_ELEMENTS)) {
+    status = mesh_prepare_cuda(ctx, mesh, grid, &m);
     if (status == VOX_OK) {
-      info->device = VOX_DEVICE_CUDA, info->seconds_device = kernel_seconds;
-#pragma omp parallel for schedule(static)
-      for (int64_t w = 0; w < words; w++) {
-        uint8_t *out = inside + 32 * w;
-        const int n = ne - 32 * w < 32 ? (int)(ne - 32 * w) : 32;
-        for (int b = 0; b < n; b++) out[b] = (uint8_t)(bits[w] >> b & 1u);
-      }
+      info->device = VOX_DEVICE_CUDA;
+      status = fill_cuda(ctx, &m, rule, ne, inside, t0, info);
+      mesh_prepared_cuda_free(&m);
     }
-    free(bits);
-    /* AUTO on a machine without a usable device: the CPU does it */
-    if (status == VOX_ERR_DEVICE && device == VOX_DEVICE_AUTO) status = VOX_OK;
-    else if (status) goto done;
+    if (status != VOX_ERR_DEVICE || device != VOX_DEVICE_AUTO) return status;
+    info->device = VOX_DEVICE_CPU;
+    t0 = now();
   }
 #endif
-  if (info->device == VOX_DEVICE_CPU) {
-    if ((status = mesh_fill_cpu(ctx, &m, rule, inside))) goto done;
-    int64_t count = 0;
+  if ((status = mesh_prepare(ctx, mesh, grid, &m))) return status;
+  record_prepared(&m, now() - t0, &rule, info);
+  t0 = now();
+  if ((status = mesh_fill_cpu(ctx, &m, rule, inside))) goto done;
+  int64_t count = 0;
 #pragma omp parallel for reduction(+ : count) schedule(static)
-    for (int64_t e = 0; e < ne; e++) count += inside[e];
-    info->inside = count;
-  }
+  for (int64_t e = 0; e < ne; e++) count += inside[e];
+  info->inside = count;
   info->seconds_fill = now() - t0;
 done:
   mesh_prepared_free(&m);

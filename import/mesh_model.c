@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import_progress.h"
 #include "voxfe/mesh.h"
 
 enum { LABEL_DESIGN = 1, LABEL_SOLID = 2, LABEL_VOID = 3 };
@@ -25,9 +26,17 @@ static vox_status name_file(vox_context *ctx, vox_status status, const char *pat
 static vox_status apply(vox_context *ctx, const vox_mesh_inputs *in, const vox_mesh *mesh,
                         const char *path, vox_model *model, uint8_t *inside, int from, int to,
                         vox_mesh_fill_info *info) {
+  vox_mesh_fill_info local;
+  if (!info) info = &local;
+  const double t0 = import_clock();
   vox_status status =
       vox_mesh_fill(ctx, mesh, &model->grid, in->rule, in->device, inside, info);
   if (status) return name_file(ctx, status, path);
+  if ((status = import_stage(ctx, t0, "filled %s: %lld voxels inside (%s, %s)",
+                             import_short_name(path),
+                             (long long)info->inside, vox_fill_rule_name(info->rule),
+                             info->device == VOX_DEVICE_CUDA ? "GPU" : "CPU")))
+    return status;
   const int64_t ne = vox_grid_elements(&model->grid);
   int64_t hits = 0;
 #pragma omp parallel for reduction(+ : hits) schedule(static)
@@ -56,8 +65,13 @@ vox_status vox_model_from_meshes(vox_context *ctx, const vox_mesh_inputs *in, vo
   vox_status status = VOX_OK;
   /* All files are read first: a bad one fails before a large grid is
    * allocated. */
-  for (int i = 0; i < 3 && !status; i++)
-    if (paths[i]) status = vox_mesh_read(ctx, paths[i], &mesh[i]);
+  for (int i = 0; i < 3 && !status; i++) {
+    if (!paths[i]) continue;
+    const double t0 = import_clock();
+    if (!(status = vox_mesh_read(ctx, paths[i], &mesh[i])))
+      status = import_stage(ctx, t0, "read %s: %lld triangles", import_short_name(paths[i]),
+                            (long long)mesh[i].n_triangles);
+  }
   if (status) goto done;
 
   double min[3], max[3];

@@ -215,16 +215,20 @@ static vox_status count_open_edges(vox_context *ctx, mesh_prepared *m) {
   return VOX_OK;
 }
 
-vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
-                        mesh_prepared *out) {
-  memset(out, 0, sizeof *out);
+vox_status mesh_lattice(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
+                        int *bits_out) {
   const int64_t nv = mesh->n_vertices, nt = mesh->n_triangles;
   if (nt <= 0 || nv <= 0 || !mesh->vertex || !mesh->triangle)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the mesh has no triangle");
+  int64_t bad = -1;
+#pragma omp parallel for schedule(static) reduction(max : bad)
   for (int64_t i = 0; i < 3 * nt; i++)
-    if ((int64_t)mesh->triangle[i] >= nv)
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "triangle %lld refers to vertex %u of %lld",
-                       (long long)(i / 3), mesh->triangle[i], (long long)nv);
+    if ((int64_t)mesh->triangle[i] >= nv) bad = bad > i ? bad : i;
+  if (bad >= 0) { /* the first, as the message names it */
+    for (bad = 0; (int64_t)mesh->triangle[bad] < nv; bad++) continue;
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "triangle %lld refers to vertex %u of %lld",
+                     (long long)(bad / 3), mesh->triangle[bad], (long long)nv);
+  }
   const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
   /* The lattice: the finest 2^-K voxel (K <= 20) at which every coordinate,
    * of the mesh and of the grid's far corner, stays within 2^29. */
@@ -250,14 +254,24 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
                      "the mesh reaches %.3g voxels from the grid's origin, more than 2^28: "
                      "wrong units, or a stray vertex",
                      reach);
+  *bits_out = bits;
+  return VOX_OK;
+}
+
+vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
+                        mesh_prepared *out) {
+  memset(out, 0, sizeof *out);
+  int bits;
+  vox_status status = mesh_lattice(ctx, mesh, grid, &bits);
+  if (status) return status;
+  const int64_t nv = mesh->n_vertices, nt = mesh->n_triangles;
   out->bits = bits;
-  memcpy(out->n, n, sizeof out->n);
+  out->n[0] = grid->nx, out->n[1] = grid->ny, out->n[2] = grid->nz;
 
   int64_t *fixed = malloc((size_t)nv * 3 * sizeof *fixed);
   uint32_t *remap = malloc((size_t)nv * sizeof *remap);
   uint32_t *tri = malloc((size_t)nt * 3 * sizeof *tri);
   out->fixed = malloc((size_t)nv * 3 * sizeof *out->fixed);
-  vox_status status = VOX_OK;
   if (!fixed || !remap || !tri || !out->fixed) {
     status = out_of_memory(ctx);
     goto done;

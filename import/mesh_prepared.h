@@ -28,6 +28,12 @@ vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
                         mesh_prepared *out);
 void mesh_prepared_free(mesh_prepared *m);
 
+/* What both preparations check and share, on the host: the triangles refer
+ * to vertices that exist, the vertices are finite and near enough to the
+ * grid; *bits gets the lattice's K. The errors of a bad mesh come from here,
+ * the same whichever device prepares it. */
+vox_status mesh_lattice(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid, int *bits);
+
 /* The ray axis of the parity rule: the one with the fewest columns (rays),
  * on a tie the later axis (z before y before x); the CPU and the GPU must
  * take the same. */
@@ -38,10 +44,27 @@ vox_status mesh_fill_cpu(vox_context *ctx, const mesh_prepared *m, vox_fill_rule
                          uint8_t *inside);
 
 #ifdef VOXFE_HAVE_CUDA
-/* The same on the GPU, the same voxels (cuda/cuda_mesh_fill.cu), packed to
+/* The same preparation on the GPU (cuda/cuda_mesh_prepare.cu): the same
+ * welded mesh (vertices numbered by first use, the same triangles kept, in
+ * the same order and corner order) and the same counts, with `fixed` and
+ * `triangle` in device memory (free with mesh_prepared_cuda_free). Sorts
+ * instead of hash tables: the CPU's 60 ms for a million triangles become a
+ * few on the GPU, and the mesh crosses the bus once, as it is read.
+ * VOX_ERR_DEVICE without a device or for a mesh too large for its 32-bit
+ * sorts (over 2^31 vertices or 2^29 triangles). */
+vox_status mesh_prepare_cuda(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
+                             mesh_prepared *out);
+void mesh_prepared_cuda_free(mesh_prepared *m);
+/* A host copy of a prepared mesh in device memory (tests compare it with
+ * mesh_prepare's); free it with mesh_prepared_free. */
+vox_status mesh_prepared_cuda_to_host(vox_context *ctx, const mesh_prepared *device,
+                                      mesh_prepared *host);
+
+/* The fill on the GPU from a mesh prepared there, the same voxels
+ * (cuda/cuda_mesh_fill.cu), packed to
  * bits to cross the bus 8 times faster: bit b of bits[w] is voxel 32 w + b;
  * (nx*ny*nz + 31) / 32 words. *count gets the voxels inside, *kernel_seconds
- * the device time without the transfers. VOX_ERR_DEVICE without a device. */
+ * the device time without the transfers. */
 vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
                           uint32_t *bits, int64_t *count, double *kernel_seconds);
 #endif

@@ -15,6 +15,11 @@
 #include "voxfe/mesh.h"
 
 /* Post-processing asked of assimp:
+ * - ValidateDataStructure, which runs before the other steps: a loader's
+ *   broken scene (a face without indices, an index past the vertices) is
+ *   refused with a message instead of reaching Triangulate, whose assertion
+ *   aborts the process (assimp 5.2 on an OFF file with a control character
+ *   in a line; found by tests/fuzz/fuzz_mesh.c);
  * - PreTransformVertices: the node transforms (OBJ groups, 3MF build items,
  *   glTF scenes) put into the coordinates, as the part was drawn;
  * - Triangulate: quads and polygons (OBJ, PLY, OFF) become triangles;
@@ -24,8 +29,9 @@
  *   first, vertices of different facets would differ by their normals and
  *   never join. The join runs after the check for coordinates that are not
  *   finite: it would merge a NaN vertex into another one. */
-static const unsigned int import_flags = aiProcess_PreTransformVertices | aiProcess_Triangulate |
-                                         aiProcess_DropNormals | aiProcess_SortByPType;
+static const unsigned int import_flags =
+    aiProcess_ValidateDataStructure | aiProcess_PreTransformVertices | aiProcess_Triangulate |
+    aiProcess_DropNormals | aiProcess_SortByPType;
 static const unsigned int join_flags = aiProcess_JoinIdenticalVertices;
 
 /* The first vertex with a coordinate that is not finite, as a message. */
@@ -114,6 +120,13 @@ vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
     for (unsigned f = 0; f < am->mNumFaces; f++) {
       const struct aiFace *face = &am->mFaces[f];
       if (face->mNumIndices != 3) continue; /* SortByPType leaves none in a triangle mesh */
+      for (int c = 0; c < 3; c++)
+        if (face->mIndices[c] >= am->mNumVertices) { /* validated above; never trusted */
+          status = vox_error(ctx, VOX_ERR_FORMAT,
+                             "%s: face %u of mesh %u refers to vertex %u of %u", path, f, m,
+                             face->mIndices[c], am->mNumVertices);
+          goto done;
+        }
       uint32_t *t = &mesh->triangle[3 * mesh->n_triangles++];
       for (int c = 0; c < 3; c++) t[c] = base + face->mIndices[c];
     }

@@ -21,8 +21,10 @@ packages=(
   netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 admesh calculix-ccx
   # image tests: writers of DICOM, TIFF and NIfTI files, sample files
   # (pydicom's and nibabel's test data, ITK's MetaImage examples), and
-  # clang-14's libFuzzer for the readers' fuzz harnesses (tests/fuzz)
+  # clang-14's libFuzzer for the readers' fuzz harnesses (tests/fuzz), and
+  # its OpenMP runtime for the mesh path's (the fill is OpenMP code)
   python3-pydicom python3-tifffile python3-nibabel insighttoolkit5-examples clang-14
+  libomp-14-dev
 )
 
 export DEBIAN_FRONTEND=noninteractive

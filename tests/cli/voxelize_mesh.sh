@@ -93,6 +93,26 @@ PY
   ncdump -h model.nc | grep -q -- "--mesh part.stl" || fail "history lacks the command line"
 fi
 
+# On a terminal (script(1) gives it one) the stages show on one status line,
+# each rewriting it in place ("\r" then the stage: the terminal's own newlines
+# come as "\r\n"), the line ended before the program ends; --quiet: no line.
+# (The piped run above printed nothing on stderr.)
+script -qec "'$VOXELIZE' --mesh part.stl --solid-mesh solid.stl --voxel-size 0.5 --padding 2 \
+  -p problem.yaml -o tty.nc" /dev/null >"$LOG/tty" 2>&1 </dev/null ||
+  fail "on a terminal: $(cat "$LOG/tty")"
+for stage in "read part.stl: 12 triangles" "read solid.stl: 12 triangles" \
+  "filled part.stl: [0-9]+ voxels inside \(parity, CPU\)" "filled solid.stl"; do
+  grep -qE $'\r'"$stage" "$LOG/tty" ||
+    fail "on a terminal: no live line '$stage' in: $(cat -A "$LOG/tty")"
+done
+[ "$(tail -c 1 "$LOG/tty" | od -An -c | tr -d ' ')" = '\n' ] ||
+  fail "on a terminal: the status line is not ended: $(tail -c 20 "$LOG/tty" | od -c)"
+script -qec "'$VOXELIZE' -q --mesh part.stl --solid-mesh solid.stl --voxel-size 0.5 --padding 2 \
+  -p problem.yaml -o quiet.nc" /dev/null >"$LOG/tty" 2>&1 </dev/null ||
+  fail "--quiet on a terminal: $(cat "$LOG/tty")"
+[ -s "$LOG/tty" ] && fail "--quiet on a terminal printed: $(cat -A "$LOG/tty")"
+rm -f tty.nc quiet.nc
+
 # the same part by resolution: 20 voxels along its longest side (10 mm); no
 # padding by default, so the faces of the problem file are the part's
 "$VOXELIZE" --mesh part.stl --resolution 20 -p "$CANTILEVER" -o res.nc \
@@ -186,6 +206,12 @@ expect_usage_error "NaN coordinate" "nan\.stl: .*not a finite number" \
 head -c 300 solid.stl >truncated.stl
 expect_usage_error "truncated binary STL" "truncated\.stl: not a mesh assimp can read" \
   "$VOXELIZE" --mesh truncated.stl --resolution 10 -p problem.yaml -o out.nc
+# a face line broken by a control character: assimp 5.2's OFF loader makes a
+# face without indices, on which its Triangulate asserted and aborted; its
+# validation refuses it first (tests/fuzz/fuzz_mesh.c found it)
+printf 'OFF\n4 4 0\n0 0 0\0322 0 0\n0 2 0\n0 0 2\n3 0 2 1\n3 0 1 3\n3 1 2 3\n3 0 3 2\n' >ctrl.off
+expect_usage_error "OFF line with a control character" "ctrl\.off: not a mesh assimp can read" \
+  "$VOXELIZE" --mesh ctrl.off --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no triangle" "lines\.obj: " \
   "$VOXELIZE" --mesh lines.obj --resolution 10 -p problem.yaml -o out.nc
 expect_usage_error "no volume" "flat\.obj: no voxel centre lies inside" \

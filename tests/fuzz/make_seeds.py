@@ -60,5 +60,53 @@ elif kind == "dicom_scan":
                  "JPEG2000.dcm", "nested_priv_SQ.dcm", "no_meta.dcm"]:
         if os.path.exists(os.path.join(data, name)):
             shutil.copy(os.path.join(data, name), out(name))
+elif kind == "mesh":
+    # a tetrahedron and an open pyramid in each format; the first byte picks
+    # the file type in fuzz_mesh.c (0 STL, 1 OBJ, 2 PLY, 3 OFF)
+    V = [(0, 0, 0), (2, 0, 0), (0, 2, 0), (0, 0, 2), (1, 1, 1.5)]
+    tet = [(0, 2, 1), (0, 1, 3), (1, 2, 3), (0, 3, 2)]
+    pyramid = [(0, 1, 4), (1, 2, 4), (2, 0, 4)]
+    for name, faces in (("tet", tet), ("pyramid", pyramid)):
+        used = sorted({i for f in faces for i in f})
+        index = {v: k for k, v in enumerate(used)}
+        verts = [V[i] for i in used]
+        faces = [tuple(index[i] for i in f) for f in faces]
+        ascii_stl = "solid s\n" + "".join(
+            "facet normal 0 0 0\nouter loop\n" +
+            "".join("vertex %g %g %g\n" % verts[i] for i in f) + "endloop\nendfacet\n"
+            for f in faces) + "endsolid s\n"
+        open(out(name + "_ascii.stl"), "wb").write(b"\0" + ascii_stl.encode())
+        binary = b"solid but binary".ljust(80, b" ") + struct.pack("<I", len(faces))
+        for f in faces:
+            binary += struct.pack("<3f", 0, 0, 0)
+            for i in f:
+                binary += struct.pack("<3f", *verts[i])
+            binary += b"\0\0"
+        open(out(name + "_binary.stl"), "wb").write(b"\0" + binary)
+        obj = "".join("v %g %g %g\n" % v for v in verts) + "".join(
+            "f %d %d %d\n" % tuple(i + 1 for i in f) for f in faces)
+        open(out(name + ".obj"), "wb").write(b"\1" + obj.encode())
+        ply = ("ply\nformat ascii 1.0\nelement vertex %d\nproperty float x\nproperty float y\n"
+               "property float z\nelement face %d\nproperty list uchar int vertex_indices\n"
+               "end_header\n" % (len(verts), len(faces)))
+        ply += "".join("%g %g %g\n" % v for v in verts) + "".join(
+            "3 %d %d %d\n" % f for f in faces)
+        open(out(name + "_ascii.ply"), "wb").write(b"\2" + ply.encode())
+        plyb = ("ply\nformat binary_little_endian 1.0\nelement vertex %d\nproperty float x\n"
+                "property float y\nproperty float z\nelement face %d\n"
+                "property list uchar int vertex_indices\nend_header\n"
+                % (len(verts), len(faces))).encode()
+        for v in verts:
+            plyb += struct.pack("<3f", *v)
+        for f in faces:
+            plyb += struct.pack("<B3i", 3, *f)
+        open(out(name + "_binary.ply"), "wb").write(b"\2" + plyb)
+        off = "OFF\n%d %d 0\n" % (len(verts), len(faces)) + "".join(
+            "%g %g %g\n" % v for v in verts) + "".join("3 %d %d %d\n" % f for f in faces)
+        open(out(name + ".off"), "wb").write(b"\3" + off.encode())
+    # found by this fuzzer: a control character in an OFF line made assimp
+    # assert (import/mesh_read.c now has it validate the scene first)
+    open(out("ctrl.off"), "wb").write(
+        b"\3OFF\n4 4 0\n0 0 0\x1a2 0 0\n0 2 0\n0 0 2\n3 0 2 1\n3 0 1 3\n3 1 2 3\n3 0 3 2\n")
 else:
     sys.exit(f"unknown kind {kind}")
