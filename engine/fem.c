@@ -1,6 +1,7 @@
 /* The FE system of a voxel model -- linear elasticity (3 dofs per node) or
  * steady heat conduction (1 dof per node, the physics of the model): one
- * element matrix of unit modulus (conductivity) scaled per element, Dirichlet dofs (and nodes touching no material)
+ * element matrix of unit modulus (conductivity) scaled per element,
+ * Dirichlet dofs (and nodes touching no material)
  * eliminated symmetrically, prescribed values lifted into the right-hand side
  * so that the solve works on the correction only. */
 #include <stdlib.h>
@@ -129,7 +130,8 @@ static void case_forces(const vox_model *model, const fem_host *h, int load_case
   memset(force, 0, nd * sizeof *force);
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
-    if (l->load_case == load_case) force[(size_t)dpn * (size_t)l->node + l->component] += l->value;
+    if (l->load_case == load_case)
+      force[(size_t)dpn * (size_t)l->node + l->component] += l->value;
   }
   for (size_t d = 0; d < nd; d++)
     if (h->fixed[d]) force[d] = 0;

@@ -1,5 +1,6 @@
 /* The finite element system of a voxel model on a backend (private), linear
- * elasticity or heat conduction after the model's physics: operator, element moduli, Dirichlet elimination, the load
+ * elasticity or heat conduction after the model's physics: operator, element
+ * moduli, Dirichlet elimination, the load
  * vectors of every load case, and the solve. */
 #ifndef VOXFE_FEM_H
 #define VOXFE_FEM_H

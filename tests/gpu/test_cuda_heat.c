@@ -64,7 +64,8 @@ static void make_block(vox_context *ctx, vox_model *m, int nx, int ny, int nz) {
     for (int64_t j = 0; j <= ny; j++)
       for (int64_t i = 0; i <= nx; i++) {
         const int ex = (i > 0) + (i < nx), ey = (j > 0) + (j < ny), ez = (k > 0) + (k < nz);
-        CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, i, j, k), 0, 0, 1e-5 * ex * ey * ez / 8.0));
+        CHECK_OK(ctx,
+                 vox_model_add_load(ctx, m, node(&g, i, j, k), 0, 0, 1e-5 * ex * ey * ez / 8.0));
       }
 }
 

@@ -75,8 +75,8 @@ int vox_precision_parse(const char *text, vox_precision *precision);
  * model with every non-empty voxel at the full modulus of its material (or
  * scaled by model->density when present and `use_density` is set, with the
  * SIMP law of `penalty` and `emin_ratio`). `displacement` holds
- * n_load_cases * n_nodes * vox_physics_dofs_per_node(model->physics) values: the initial guess
- * on entry (zeros are fine), the solution on return. `results` has one entry
+ * n_load_cases * n_nodes * vox_physics_dofs_per_node(model->physics) values:
+ * the initial guess on entry (zeros are fine), the solution on return. `results` has one entry
  * per load case. Nodes that touch no material are held at zero. */
 vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
                                 int use_density, double penalty, double emin_ratio,
