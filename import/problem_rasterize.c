@@ -511,6 +511,14 @@ static vox_status merge_constraints(vox_context *ctx, const raster *r, const vox
       if (c[kept - 1].value != c[i].value) {
         int64_t ijk[3];
         node_ijk(r, c[i].node, ijk);
+        if (p->physics == VOX_PHYSICS_HEAT)
+          return vox_error(ctx, VOX_ERR_FORMAT,
+                           "supports '%s' and '%s' prescribe different temperatures (%g and %g "
+                           "K) at node (%lld, %lld, %lld), at (%g, %g, %g) mm",
+                           p->supports[c[kept - 1].support].name, p->supports[c[i].support].name,
+                           c[kept - 1].value, c[i].value, (long long)ijk[0], (long long)ijk[1],
+                           (long long)ijk[2], coord(r, 0, ijk[0], 0), coord(r, 1, ijk[1], 0),
+                           coord(r, 2, ijk[2], 0));
         return vox_error(ctx, VOX_ERR_FORMAT,
                          "supports '%s' and '%s' prescribe different %c displacements (%g and "
                          "%g mm) at node (%lld, %lld, %lld), at (%g, %g, %g) mm",
@@ -654,8 +662,11 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
   if (status) return status;
   if (problem->n_supports == 0)
     return vox_error(ctx, VOX_ERR_FORMAT,
-                     "the problem has no support, so the structure is free to move; "
-                     "add an entry under 'supports'");
+                     problem->physics == VOX_PHYSICS_HEAT
+                         ? "the problem fixes no temperature, so the temperature is undetermined; "
+                           "add an entry with 'temperature' under 'supports'"
+                         : "the problem has no support, so the structure is free to move; "
+                           "add an entry under 'supports'");
 
   /* Everything is worked out on the side first, so that a region selecting
    * nothing leaves the model as it was. */

@@ -2,7 +2,7 @@
 # voxels, voxelized (physics heat, schema version 2), optimized for a few
 # iterations (temperatures stored, zero on the heat sink), exported to .vti
 # (a temperature array) but refused as .inp; and problem files that mix
-# elasticity and heat keys, refused with one line.
+# elasticity and heat keys, clash or fix no temperature, refused with one line.
 . "$(dirname "$0")/lib.sh"
 
 HEATSINK="$SOURCE_DIR/workflows/heatsink/heatsink.yaml"
@@ -49,7 +49,7 @@ loads:
   - {heat_source: 1}
 YAML
 expect_usage_error "heat problem with 'fix'" "fix.yaml.*'fix' is for elasticity" \
-  "$VOXELIZE" --box 4x4x4 --problem fix.yaml -o bad.nc
+  "$VOXELIZE" --box 4x4x4 --voxel-size 1 --problem fix.yaml -o bad.nc
 cat >temperature.yaml <<'YAML'
 voxfe-problem: 1
 material: {E: 1, nu: 0.3}
@@ -58,7 +58,7 @@ supports:
 YAML
 expect_usage_error "temperature without physics heat" \
   "temperature.yaml.*'temperature' needs 'physics: heat'" \
-  "$VOXELIZE" --box 4x4x4 --problem temperature.yaml -o bad.nc
+  "$VOXELIZE" --box 4x4x4 --voxel-size 1 --problem temperature.yaml -o bad.nc
 cat >force.yaml <<'YAML'
 voxfe-problem: 1
 physics: heat
@@ -69,6 +69,28 @@ loads:
   - {region: {face: x+}, force: [1, 0, 0]}
 YAML
 expect_usage_error "heat problem with a force" "force.yaml.*'force' is for elasticity" \
-  "$VOXELIZE" --box 4x4x4 --problem force.yaml -o bad.nc
-rm -f fix.yaml temperature.yaml force.yaml
+  "$VOXELIZE" --box 4x4x4 --voxel-size 1 --problem force.yaml -o bad.nc
+cat >clash.yaml <<'YAML'
+voxfe-problem: 1
+physics: heat
+material: {conductivity: 1}
+supports:
+  - {name: cold, region: {face: x-}, temperature: 0}
+  - {name: warm, region: {face: y-}, temperature: 1}
+loads:
+  - {heat_source: 1}
+YAML
+expect_usage_error "two temperatures on one node" \
+  "supports 'cold' and 'warm' prescribe different temperatures" \
+  "$VOXELIZE" --box 4x4x4 --voxel-size 1 --problem clash.yaml -o bad.nc
+cat >unheld.yaml <<'YAML'
+voxfe-problem: 1
+physics: heat
+material: {conductivity: 1}
+loads:
+  - {heat_source: 1}
+YAML
+expect_usage_error "heat problem without a temperature" "fixes no temperature" \
+  "$VOXELIZE" --box 4x4x4 --voxel-size 1 --problem unheld.yaml -o bad.nc
+rm -f fix.yaml temperature.yaml force.yaml clash.yaml unheld.yaml
 finish
