@@ -10,7 +10,8 @@
  * - thermal compliance sensitivities against central finite differences,
  *   and the compliance from element energies against f.T;
  * - a short heat-sink optimization: the volume constraint holds and the
- *   thermal compliance falls. */
+ *   thermal compliance falls; its design file reads back as written
+ *   (physics, temperatures, loads). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 #include "../check.h"
 #include "fem.h"
+#include "voxfe/io.h"
 #include "voxfe/problem.h"
 #include "voxfe/voxfe.h"
 
@@ -241,6 +243,25 @@ static void test_optimization(vox_context *ctx, vox_backend *be) {
   double t_max = 0;
   for (int64_t n = 0; n < vox_grid_nodes(&m.grid); n++) t_max = fmax(t_max, m.displacement[n]);
   CHECK(t_max > 0 && m.displacement[node(&m.grid, 0, 0, m.grid.nz)] == 0);
+
+  /* the design file: physics and temperatures come back bit for bit */
+  char path[] = "/tmp/voxfe_test_heat_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  CHECK_OK(ctx, vox_model_write(ctx, path, &m));
+  vox_model back;
+  CHECK_OK(ctx, vox_model_read(ctx, path, &back));
+  unlink(path);
+  CHECK(back.physics == VOX_PHYSICS_HEAT && back.stage == VOX_STAGE_DESIGN);
+  CHECK(back.displacement != NULL && back.n_load_cases == 1);
+  if (back.displacement)
+    CHECK(!memcmp(back.displacement, m.displacement,
+                  (size_t)vox_grid_nodes(&m.grid) * sizeof *m.displacement));
+  CHECK(back.n_loads == m.n_loads && back.n_constraints == m.n_constraints);
+  for (size_t i = 0; i < back.n_loads && i < m.n_loads; i++)
+    CHECK(back.loads[i].component == 0 && back.loads[i].value == m.loads[i].value);
+  vox_model_free(&back);
   vox_model_free(&m);
 }
 
