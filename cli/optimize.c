@@ -171,9 +171,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   history = cli_history_line(&program, s, argc, argv);
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
   if (!s->quiet)
-    printf("%s: %s after %d iterations: compliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
+    printf("%s: %s after %d iterations: %scompliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
            "%.2f s, %d CG iterations\n",
-           s->output, vox_stop_reason_string(result.reason), result.iterations, result.objective,
+           s->output, vox_stop_reason_string(result.reason), result.iterations,
+           model.physics == VOX_PHYSICS_HEAT ? "thermal " : "", result.objective,
            result.volume_fraction, result.non_discreteness,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);

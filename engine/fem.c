@@ -1,5 +1,7 @@
-/* The linear-elastic FE system of a voxel model: one element matrix of unit
- * modulus scaled per element, Dirichlet dofs (and nodes touching no material)
+/* The FE system of a voxel model -- linear elasticity (3 dofs per node) or
+ * steady heat conduction (1 dof per node, the physics of the model): one
+ * element matrix of unit modulus (conductivity) scaled per element,
+ * Dirichlet dofs (and nodes touching no material)
  * eliminated symmetrically, prescribed values lifted into the right-hand side
  * so that the solve works on the correction only. */
 #include <stdlib.h>
@@ -46,6 +48,25 @@ static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model,
   return VOX_OK;
 }
 
+/* Heat conduction: every material in use conducts (a zero conductivity
+ * would leave its nodes without an equation). */
+static vox_status check_conductivities(vox_context *ctx, const vox_model *model) {
+  int used[256] = {0};
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  int found = 0;
+  for (int l = 1; l < 256; l++) {
+    if (!used[l]) continue;
+    const vox_material *m = vox_model_material(model, (uint8_t)l);
+    if (!m || !(m->conductivity > 0))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "material of label %d needs a positive conductivity for heat conduction", l);
+    found = 1;
+  }
+  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+  return VOX_OK;
+}
+
 /* Host-side arrays that describe the system before they go to the backend. */
 typedef struct fem_host {
   double *e_solid, *lift, *force;
@@ -70,9 +91,12 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
   if (!h->e_solid || !h->lift || !h->force || !h->fixed || !fem->element_active)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 
+  /* the property that scales the unit element matrix: E, or the conductivity */
+  const int heat = model->physics == VOX_PHYSICS_HEAT;
   double modulus[256] = {0};
   for (int i = 0; i < model->n_materials; i++)
-    modulus[model->materials[i].label] = model->materials[i].youngs_modulus;
+    modulus[model->materials[i].label] =
+        heat ? model->materials[i].conductivity : model->materials[i].youngs_modulus;
   for (size_t e = 0; e < ne; e++) {
     h->e_solid[e] = modulus[model->label[e]];
     fem->element_active[e] = model->label[e] != 0;
@@ -88,12 +112,12 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
         for (int a = 0; a < 8; a++) {
           const int64_t n = (k + vox_hex8_corner[a][2]) * sz + (j + vox_hex8_corner[a][1]) * sy +
                             i + vox_hex8_corner[a][0];
-          h->fixed[3 * n] = h->fixed[3 * n + 1] = h->fixed[3 * n + 2] = 0;
+          memset(h->fixed + fem->dpn * n, 0, (size_t)fem->dpn);
         }
       }
   for (size_t i = 0; i < model->n_constraints; i++) {
     const vox_constraint *c = &model->constraints[i];
-    const size_t d = 3 * (size_t)c->node + c->component;
+    const size_t d = (size_t)fem->dpn * (size_t)c->node + c->component;
     h->fixed[d] = 1;
     h->lift[d] = c->value;
     if (c->value != 0) fem->has_lift = 1;
@@ -102,12 +126,13 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
 }
 
 /* Nodal forces of one load case; forces on fixed dofs are taken by the support. */
-static void case_forces(const vox_model *model, const fem_host *h, int load_case, size_t nd,
-                        double *force) {
+static void case_forces(const vox_model *model, const fem_host *h, int load_case, int dpn,
+                        size_t nd, double *force) {
   memset(force, 0, nd * sizeof *force);
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
-    if (l->load_case == load_case) force[3 * (size_t)l->node + l->component] += l->value;
+    if (l->load_case == load_case)
+      force[(size_t)dpn * (size_t)l->node + l->component] += l->value;
   }
   for (size_t d = 0; d < nd; d++)
     if (h->fixed[d]) force[d] = 0;
@@ -118,16 +143,24 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   *out = NULL;
   double nu = 0, ke[24 * 24];
   TRY(vox_model_validate(ctx, model));
-  TRY(common_poisson_ratio(ctx, model, &nu));
-  if (vox_hex8_elasticity(1.0, nu, model->grid.voxel_size, ke) != 0)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
+  const int dpn = vox_physics_dofs_per_node(model->physics);
+  if (model->physics == VOX_PHYSICS_HEAT) {
+    TRY(check_conductivities(ctx, model));
+    if (vox_hex8_conduction(1.0, model->grid.voxel_size, ke) != 0)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad voxel size for conduction");
+  } else {
+    TRY(common_poisson_ratio(ctx, model, &nu));
+    if (vox_hex8_elasticity(1.0, nu, model->grid.voxel_size, ke) != 0)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
+  }
 
   vox_fem *fem = calloc(1, sizeof *fem);
   if (!fem) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   fem->be = be;
   fem->grid = model->grid;
   fem->n_elements = (size_t)vox_grid_elements(&model->grid);
-  fem->n_dofs = 3 * (size_t)vox_grid_nodes(&model->grid);
+  fem->dpn = dpn;
+  fem->n_dofs = (size_t)dpn * (size_t)vox_grid_nodes(&model->grid);
   fem->n_cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
   fem->force = calloc((size_t)fem->n_cases, sizeof *fem->force);
 
@@ -150,17 +183,17 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
   if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
-    case_forces(model, &h, c, fem->n_dofs, h.force);
+    case_forces(model, &h, c, dpn, fem->n_dofs, h.force);
     STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
     STEP(o->vec_upload(be, &fem->force[c], h.force));
   }
   if (s == VOX_OK) {
     vox_operator_desc desc = {
-        .grid = model->grid, .dofs_per_node = 3, .ke = ke, .dof_fixed = h.fixed};
+        .grid = model->grid, .dofs_per_node = dpn, .ke = ke, .dof_fixed = h.fixed};
     s = o->op_create(be, &desc, &fem->op);
   }
   STEP(o->op_set_moduli(be, fem->op, &fem->moduli));
-  STEP(vox_jacobi_spectrum_bound(ctx, ke, 24, &fem->jacobi_bound));
+  STEP(vox_jacobi_spectrum_bound(ctx, ke, 8 * dpn, &fem->jacobi_bound));
   STEP(vox_fem_update(fem));
 #undef STEP
   host_free(&h);
@@ -196,7 +229,8 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
     return VOX_OK;
   }
   if (!fem->mg) {
-    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, 3, fem->jacobi_bound, options, &fem->mg));
+    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, fem->dpn, fem->jacobi_bound, options,
+                      &fem->mg));
     fem->mg_stale = 1;
   }
   if (fem->mg_stale) {

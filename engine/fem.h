@@ -1,5 +1,6 @@
-/* The linear-elastic finite element system of a voxel model on a backend
- * (private): operator, element moduli, Dirichlet elimination, the load
+/* The finite element system of a voxel model on a backend (private), linear
+ * elasticity or heat conduction after the model's physics: operator, element
+ * moduli, Dirichlet elimination, the load
  * vectors of every load case, and the solve. */
 #ifndef VOXFE_FEM_H
 #define VOXFE_FEM_H
@@ -13,9 +14,11 @@ typedef struct vox_fem {
   vox_backend *be;
   vox_grid grid;
   size_t n_dofs, n_elements;
+  int dpn;             /* dofs per node: 3 (elasticity) or 1 (heat) */
   int n_cases;
   vox_operator *op;
-  vox_vec e_solid;     /* modulus of each element's material, 0 for empty voxels */
+  vox_vec e_solid;     /* modulus (heat: conductivity) of each element's material,
+                          0 for empty voxels */
   vox_vec moduli;      /* current element moduli, referenced by the operator */
   vox_vec inv_diag;    /* Jacobi preconditioner */
   vox_vec *force;      /* n_cases nodal force vectors (0 on fixed dofs) */

@@ -212,6 +212,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
     if (m->role != VOX_ROLE_DESIGN && m->role != VOX_ROLE_SOLID && m->role != VOX_ROLE_VOID)
       return vox_error(ctx, VOX_ERR_FORMAT, "material '%s' has an unknown role", m->name);
   }
+  if (model->physics != VOX_PHYSICS_ELASTICITY && model->physics != VOX_PHYSICS_HEAT)
+    return vox_error(ctx, VOX_ERR_FORMAT, "unknown physics %d", (int)model->physics);
+  const int max_component = vox_physics_dofs_per_node(model->physics) - 1;
   int used[256] = {0};
   int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
   for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
@@ -220,13 +223,13 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
       return vox_error(ctx, VOX_ERR_FORMAT, "label %d is used but has no material", l);
   for (size_t i = 0; i < model->n_constraints; i++) {
     const vox_constraint *c = &model->constraints[i];
-    if (c->node < 0 || c->node >= nn || c->component > 2)
+    if (c->node < 0 || c->node >= nn || c->component > max_component)
       return vox_error(ctx, VOX_ERR_FORMAT, "constraint %zu: node %lld component %d out of range",
                        i, (long long)c->node, c->component);
   }
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
-    if (l->node < 0 || l->node >= nn || l->component > 2)
+    if (l->node < 0 || l->node >= nn || l->component > max_component)
       return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: node %lld component %d out of range", i,
                        (long long)l->node, l->component);
     if (l->load_case < 0 || l->load_case >= model->n_load_cases)
@@ -236,4 +239,15 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
   if (model->displacement && model->n_load_cases < 1)
     return vox_error(ctx, VOX_ERR_FORMAT, "a displacement is stored but there are no load cases");
   return VOX_OK;
+}
+
+const char *vox_physics_name(vox_physics physics) {
+  return physics == VOX_PHYSICS_HEAT ? "heat" : "elasticity";
+}
+
+int vox_physics_parse(const char *text, vox_physics *physics) {
+  if (strcmp(text, "elasticity") == 0) *physics = VOX_PHYSICS_ELASTICITY;
+  else if (strcmp(text, "heat") == 0) *physics = VOX_PHYSICS_HEAT;
+  else return -1;
+  return 0;
 }

@@ -292,8 +292,9 @@ static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   for (size_t i = 0; i < model->n_constraints; i++)
     if (model->constraints[i].value != 0)
       return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                       "prescribed non-zero displacements are not supported in compliance "
+                       "prescribed non-zero %s are not supported in compliance "
                        "optimization (constraint on node %lld)",
+                       model->physics == VOX_PHYSICS_HEAT ? "temperatures" : "displacements",
                        (long long)model->constraints[i].node);
   if (model->n_loads == 0)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no loads: nothing to optimize");
@@ -306,7 +307,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   TRY(check_options(ctx, opt));
   TRY(check_problem(ctx, model));
   /* (check_problem refused prescribed non-zero displacements) */
-  TRY(vox_memory_check(be, &model->grid, 3, model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
+  TRY(vox_memory_check(be, &model->grid, vox_physics_dofs_per_node(model->physics),
+                       model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
                        &opt->solver, 1));
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);

@@ -95,6 +95,14 @@ static vox_status build_deck(vox_context *ctx, const char *path, const vox_model
   const int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
   const int64_t px = g->nx + 1, py = g->ny + 1;
   memset(d, 0, sizeof *d);
+  /* The deck is a static stress analysis: its *BOUNDARY and *CLOAD would
+   * read a heat model's temperatures and heat flows as displacements and
+   * forces. */
+  if (model->physics == VOX_PHYSICS_HEAT)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "%s: the model is a heat-conduction model; .inp export writes "
+                     "elasticity decks only",
+                     path);
   d->model = model;
   d->threshold = threshold;
   for (int64_t e = 0; e < ne; e++) {

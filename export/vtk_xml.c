@@ -781,8 +781,11 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
   struct vtkx_fields_data *d = calloc(1, sizeof *d);
   if (!d) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->data = d;
+  /* A heat model's state is a temperature per node; its heat loads (W, one
+   * value a node) are not exported: the model file lists them. */
+  const int heat = model->physics == VOX_PHYSICS_HEAT;
   int n_disp = model->displacement ? model->n_load_cases : 0;
-  int n_force = model->n_loads > 0 ? model->n_load_cases : 0;
+  int n_force = model->n_loads > 0 && !heat ? model->n_load_cases : 0;
   int fixed = model->n_constraints > 0;
   size_t n_names = (size_t)n_disp + (size_t)n_force;
   d->names = calloc(n_names + 1, sizeof *d->names);
@@ -805,14 +808,16 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
   }
 
   f->first_point = n;
+  const int dpn = vox_physics_dofs_per_node(model->physics);
   for (int c = 0; c < n_disp; c++) {
-    case_name(model, "displacement", c, d->names[c]);
+    case_name(model, heat ? "temperature" : "displacement", c, d->names[c]);
     d->dense[c] = (dense_field){.map = node_of_point,
                                 .values = model->displacement +
-                                          (size_t)c * (size_t)vox_grid_nodes(&model->grid) * 3};
-    a[n++] = (vtkx_array){.name = d->names[c], .type = VTKX_FLOAT32, .components = 3,
-                          .tuples = n_points, .fill = fill_dense_vector, .source = &d->dense[c],
-                          .noisy = 1};
+                                          (size_t)c * (size_t)vox_grid_nodes(&model->grid) * dpn};
+    a[n++] = (vtkx_array){.name = d->names[c], .type = VTKX_FLOAT32, .components = dpn,
+                          .tuples = n_points,
+                          .fill = heat ? fill_dense_scalar : fill_dense_vector,
+                          .source = &d->dense[c], .noisy = 1};
   }
   for (int c = 0; c < n_force; c++) {
     char *name = d->names[n_disp + c];
@@ -842,7 +847,7 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
                           .source = &d->dense[n_disp + 1]};
   }
   f->n = n;
-  f->vectors = n_disp > 0 ? d->names[0] : n_force > 0 ? d->names[n_disp] : NULL;
+  f->vectors = n_disp > 0 && !heat ? d->names[0] : n_force > 0 ? d->names[n_disp] : NULL;
   f->scalars = model->density ? "density" : "label";
 
   /* "name: unit" for each array, in the units of docs/file-format.md; "1"
@@ -851,6 +856,7 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
   for (size_t i = f->first_point; i < n; i++) {
     const char *name = a[i].name, *unit = "-";
     if (strncmp(name, "displacement_", 13) == 0) unit = "mm";
+    else if (strncmp(name, "temperature_", 12) == 0) unit = "K";
     else if (strncmp(name, "force_", 6) == 0) unit = "N";
     else if (strcmp(name, "density") == 0) unit = "1";
     failed |= vtkx_strings_add(&d->units, "%s: %s", name, unit);

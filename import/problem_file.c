@@ -329,7 +329,7 @@ static vox_status missing(const reader *r, struct fy_node *map, struct fy_node *
 
 /* ---- the parts of a problem ----------------------------------------------- */
 
-static vox_status parse_material(const reader *r, entry e, vox_material *m) {
+static vox_status parse_material(const reader *r, entry e, vox_physics physics, vox_material *m) {
   static const char *const keys[] = {"name", "E", "nu", "conductivity", NULL};
   entry f[4];
   vox_status status = get_fields(r, e.value, e.key, "material", keys, f);
@@ -343,14 +343,23 @@ static vox_status parse_material(const reader *r, entry e, vox_material *m) {
   m->conductivity = 1.0;
   if (f[0].key && (status = get_name(r, f[0].value, f[0].key, "material.name", m->name)))
     return status;
-  if (!f[1].key) return missing(r, e.value, e.key, "material", "E");
-  if (!f[2].key) return missing(r, e.value, e.key, "material", "nu");
-  if ((status = get_number(r, f[1].value, f[1].key, "material.E", false, &m->youngs_modulus)))
+  /* A heat problem needs no elastic constants; these keep the model valid
+   * for the elastic tools that may read it. */
+  m->youngs_modulus = 1.0;
+  m->poisson_ratio = 0.3;
+  if (physics == VOX_PHYSICS_HEAT && !f[3].key)
+    return missing(r, e.value, e.key, "material", "conductivity");
+  if (physics != VOX_PHYSICS_HEAT && !f[1].key) return missing(r, e.value, e.key, "material", "E");
+  if (physics != VOX_PHYSICS_HEAT && !f[2].key)
+    return missing(r, e.value, e.key, "material", "nu");
+  if (f[1].key &&
+      (status = get_number(r, f[1].value, f[1].key, "material.E", false, &m->youngs_modulus)))
     return status;
   if (!(m->youngs_modulus > 0))
     return fail(r, f[1].value, f[1].key, "material.E", "must be positive, not %g",
                 m->youngs_modulus);
-  if ((status = get_number(r, f[2].value, f[2].key, "material.nu", false, &m->poisson_ratio)))
+  if (f[2].key &&
+      (status = get_number(r, f[2].value, f[2].key, "material.nu", false, &m->poisson_ratio)))
     return status;
   if (!(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
     return fail(r, f[2].value, f[2].key, "material.nu",
@@ -478,11 +487,12 @@ static vox_status duplicate_name(const reader *r, entry e, struct fy_node *item,
 }
 
 /* Components held by a support: `fix: [x, y]` at 0, `displacement: {z: 0.1}`
- * at a value. */
+ * at a value; for heat, `temperature: 0`. */
 static vox_status parse_support(const reader *r, struct fy_node *node, const char *where,
-                                int index, vox_support *list) {
-  static const char *const keys[] = {"name", "region", "fix", "displacement", NULL};
-  entry f[4];
+                                int index, vox_physics physics, vox_support *list) {
+  static const char *const keys[] = {"name", "region", "fix", "displacement", "temperature",
+                                     NULL};
+  entry f[5];
   vox_support *s = &list[index];
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
@@ -494,6 +504,18 @@ static vox_status parse_support(const reader *r, struct fy_node *node, const cha
   where_key(at, where, "region");
   if (!f[1].key) return missing(r, node, NULL, where, "region");
   if ((status = parse_region(r, f[1], at, &s->region))) return status;
+  if (physics == VOX_PHYSICS_HEAT) {
+    if (f[2].key || f[3].key)
+      return fail(r, f[2].key ? f[2].key : f[3].key, node, where,
+                  "'%s' is for elasticity; a heat problem holds 'temperature'",
+                  f[2].key ? "fix" : "displacement");
+    if (!f[4].key) return fail(r, node, NULL, where, "needs 'temperature' (K)");
+    where_key(at, where, "temperature");
+    s->fixed[0] = 1;
+    return get_number(r, f[4].value, f[4].key, at, false, &s->value[0]);
+  }
+  if (f[4].key)
+    return fail(r, f[4].key, node, where, "'temperature' needs 'physics: heat' in the file");
   if (!f[2].key && !f[3].key)
     return fail(r, node, NULL, where, "needs 'fix' or 'displacement' (which components to hold)");
   if (f[2].key) {
@@ -539,10 +561,28 @@ static vox_status parse_support(const reader *r, struct fy_node *node, const cha
   return VOX_OK;
 }
 
+/* The amount of a heat load: `heat` (W) or `heat_source` (W/mm^3), one of them. */
+static vox_status parse_heat_amount(const reader *r, struct fy_node *node, const char *where,
+                                    const entry *f, vox_force *l) {
+  if (f[2].key)
+    return fail(r, f[2].key, node, where, "'force' is for elasticity; a heat problem loads "
+                                          "'heat' (W) or 'heat_source' (W/mm^3)");
+  if (f[4].key && f[5].key)
+    return fail(r, f[5].key, node, where, "give 'heat' or 'heat_source', not both");
+  if (!f[4].key && !f[5].key)
+    return fail(r, node, NULL, where, "needs 'heat' (W) or 'heat_source' (W/mm^3)");
+  const entry *e = f[4].key ? &f[4] : &f[5];
+  char at[WHERE_MAX];
+  where_key(at, where, f[4].key ? "heat" : "heat_source");
+  l->kind = f[4].key ? VOX_LOAD_HEAT : VOX_LOAD_HEAT_SOURCE;
+  return get_number(r, e->value, e->key, at, false, &l->force[0]);
+}
+
 static vox_status parse_force(const reader *r, struct fy_node *node, const char *where, int index,
                               const vox_problem *p, vox_force *list) {
-  static const char *const keys[] = {"name", "region", "force", "case", NULL};
-  entry f[4];
+  static const char *const keys[] = {"name", "region", "force", "case", "heat", "heat_source",
+                                     NULL};
+  entry f[6];
   vox_force *l = &list[index];
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
@@ -551,12 +591,22 @@ static vox_status parse_force(const reader *r, struct fy_node *node, const char 
     if (!strcmp(list[i].name, l->name))
       return duplicate_name(r, f[0], node, where, l->name, "loads", i);
   char at[WHERE_MAX];
-  if (!f[1].key) return missing(r, node, NULL, where, "region");
+  if (p->physics == VOX_PHYSICS_HEAT) {
+    if ((status = parse_heat_amount(r, node, where, f, l))) return status;
+  } else if (f[4].key || f[5].key) {
+    return fail(r, f[4].key ? f[4].key : f[5].key, node, where,
+                "'%s' needs 'physics: heat' in the file", f[4].key ? "heat" : "heat_source");
+  }
+  /* a heat source without a region heats every element with material */
+  l->whole_model = l->kind == VOX_LOAD_HEAT_SOURCE && !f[1].key;
+  if (!f[1].key && !l->whole_model) return missing(r, node, NULL, where, "region");
   where_key(at, where, "region");
-  if ((status = parse_region(r, f[1], at, &l->region))) return status;
-  if (!f[2].key) return missing(r, node, NULL, where, "force");
-  where_key(at, where, "force");
-  if ((status = get_vec3(r, f[2].value, f[2].key, at, false, l->force))) return status;
+  if (f[1].key && (status = parse_region(r, f[1], at, &l->region))) return status;
+  if (p->physics != VOX_PHYSICS_HEAT) {
+    if (!f[2].key) return missing(r, node, NULL, where, "force");
+    where_key(at, where, "force");
+    if ((status = get_vec3(r, f[2].value, f[2].key, at, false, l->force))) return status;
+  }
   l->load_case = 0;
   if (!f[3].key) {
     if (p->n_load_cases > 1)
@@ -678,9 +728,9 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   vox_status status = check_version(r, root);
   if (status) return status;
   static const char *const keys[] = {"voxfe-problem", "title", "material", "load_cases",
-                                     "supports", "loads", "passive", NULL};
-  enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE };
-  entry f[7];
+                                     "supports", "loads", "passive", "physics", NULL};
+  enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE, K_PHYSICS };
+  entry f[8];
   if ((status = get_fields(r, root, NULL, "", keys, f))) return status;
   /* The title is free text for people, carried into the model file. */
   if (f[K_TITLE].key && (is_null(f[K_TITLE].value) ||
@@ -694,8 +744,14 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
     memcpy(p->title, text, len);
     p->title[len] = '\0';
   }
+  static const char *const physics_names[] = {"elasticity", "heat"};
+  int physics = 0;
+  if (f[K_PHYSICS].key && (status = get_word(r, f[K_PHYSICS].value, f[K_PHYSICS].key, "physics",
+                                             "physics", physics_names, 2, &physics)))
+    return status;
+  p->physics = physics == 1 ? VOX_PHYSICS_HEAT : VOX_PHYSICS_ELASTICITY;
   if (!f[K_MATERIAL].key) return missing(r, root, NULL, "", "material");
-  if ((status = parse_material(r, f[K_MATERIAL], &p->material))) return status;
+  if ((status = parse_material(r, f[K_MATERIAL], p->physics, &p->material))) return status;
   if ((status = parse_load_cases(r, f[K_CASES], p))) return status;
 
   int n;
@@ -708,7 +764,7 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   iter = NULL;
   for (int i = 0; i < n && (item = fy_node_sequence_iterate(f[K_SUPPORTS].value, &iter)); i++) {
     where_index(at, "supports", i);
-    if ((status = parse_support(r, item, at, i, p->supports))) return status;
+    if ((status = parse_support(r, item, at, i, p->physics, p->supports))) return status;
     p->n_supports = i + 1;
   }
   if ((status = get_list(r, f[K_LOADS], "loads", &n))) return status;

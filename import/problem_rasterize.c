@@ -294,32 +294,32 @@ static vox_status select_nodes(vox_context *ctx, const raster *r, const vox_regi
 
 /* ---- passive parts (elements) --------------------------------------------- */
 
-/* Relabels the design elements of a region, chosen by their centres, to
- * `to`. *hits counts the region's elements that hold material at all, so that
- * a region missing the model is told apart from one already taken by an
- * earlier passive part. */
-static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, const vox_passive *pa,
-                          uint8_t to, int64_t *hits) {
-  const vox_region *rg = &pa->region;
+/* Marks in `mask` (zeroed by the caller) the elements of a region that hold
+ * material, chosen by their centres (a LABEL region: those of its label);
+ * *hits counts them. */
+static vox_status region_elements(vox_context *ctx, const raster *r, const vox_region *rg,
+                                  const char *what, const char *name, uint8_t *mask,
+                                  int64_t *hits) {
+  const uint8_t *label = r->label;
   const int64_t last[3] = {r->n[0] - 1, r->n[1] - 1, r->n[2] - 1};
   int64_t lo[3], hi[3], ijk[3];
   *hits = 0;
   if (rg->kind == VOX_REGION_MESH) {
-    uint8_t *mask;
-    vox_status status = mesh_mask(ctx, r, rg, "passive", pa->name, 0, &mask);
+    uint8_t *inside;
+    vox_status status = mesh_mask(ctx, r, rg, what, name, 0, &inside);
     if (status) return status;
     const int64_t ne = r->n[0] * r->n[1] * r->n[2];
     for (int64_t e = 0; e < ne; e++) {
-      if (!mask[e] || label[e] == 0) continue;
+      if (!inside[e] || label[e] == 0) continue;
       ++*hits;
-      if (label[e] == LABEL_DESIGN) label[e] = to;
+      mask[e] = 1;
     }
-    free(mask);
+    free(inside);
     return VOX_OK;
   }
   if (rg->kind == VOX_REGION_POINT) {
     /* The element that holds the point; on a shared face the upper one. */
-    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, "passive", pa->name, rg->point);
+    if (!inside_grid(r, rg->point)) return outside_grid(ctx, r, what, name, rg->point);
     for (int a = 0; a < 3; a++) {
       double i = floor((rg->point[a] - r->grid->origin[a]) / r->grid->voxel_size[a]);
       lo[a] = hi[a] = i < 0 ? 0 : i > (double)last[a] ? last[a] : (int64_t)i;
@@ -331,12 +331,28 @@ static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, con
     for (ijk[1] = lo[1]; ijk[1] <= hi[1]; ijk[1]++)
       for (ijk[0] = lo[0]; ijk[0] <= hi[0]; ijk[0]++) {
         if (!region_contains(r, rg, ijk, 0.5)) continue;
-        uint8_t *l = &label[(ijk[2] * r->n[1] + ijk[1]) * r->n[0] + ijk[0]];
-        if (*l == 0 || (rg->kind == VOX_REGION_LABEL && *l != rg->label)) continue;
+        const int64_t e = (ijk[2] * r->n[1] + ijk[1]) * r->n[0] + ijk[0];
+        if (label[e] == 0 || (rg->kind == VOX_REGION_LABEL && label[e] != rg->label)) continue;
         ++*hits;
-        if (*l == LABEL_DESIGN) *l = to;
+        mask[e] = 1;
       }
   return VOX_OK;
+}
+
+/* Relabels the design elements of a region, chosen by their centres, to
+ * `to`. *hits counts the region's elements that hold material at all, so that
+ * a region missing the model is told apart from one already taken by an
+ * earlier passive part. */
+static vox_status relabel(vox_context *ctx, const raster *r, uint8_t *label, const vox_passive *pa,
+                          uint8_t to, int64_t *hits) {
+  const size_t ne = (size_t)(r->n[0] * r->n[1] * r->n[2]);
+  uint8_t *mask = calloc(ne, 1);
+  if (!mask) return out_of_memory(ctx);
+  vox_status status = region_elements(ctx, r, &pa->region, "passive", pa->name, mask, hits);
+  for (size_t e = 0; e < ne && !status; e++)
+    if (mask[e] && label[e] == LABEL_DESIGN) label[e] = to;
+  free(mask);
+  return status;
 }
 
 /* ---- checks of a problem built by hand ------------------------------------ */
@@ -398,10 +414,29 @@ static vox_status check_problem(vox_context *ctx, const vox_problem *p) {
         return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "support '%s': value is not finite",
                          s->name);
   }
+  const int heat = p->physics == VOX_PHYSICS_HEAT;
+  if (p->physics != VOX_PHYSICS_ELASTICITY && !heat)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown physics %d", (int)p->physics);
+  if (heat && !(m->conductivity > 0))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "material '%s' needs a conductivity > 0",
+                     m->name);
+  for (int i = 0; heat && i < p->n_supports; i++)
+    if (p->supports[i].fixed[1] || p->supports[i].fixed[2])
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "support '%s': a heat problem holds only the temperature (component 0)",
+                       p->supports[i].name);
   int cases = p->n_load_cases > 0 ? p->n_load_cases : 1;
   for (int i = 0; i < p->n_forces; i++) {
     const vox_force *f = &p->forces[i];
-    if ((status = check_region(ctx, &f->region, "load", f->name))) return status;
+    const int heat_load = f->kind == VOX_LOAD_HEAT || f->kind == VOX_LOAD_HEAT_SOURCE;
+    if (heat_load != heat || (unsigned)f->kind > VOX_LOAD_HEAT_SOURCE)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': a %s load in a %s problem",
+                       f->name, heat_load ? "heat" : "force", heat ? "heat" : "elasticity");
+    if (heat_load && (f->force[1] != 0 || f->force[2] != 0))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': a heat load has one value",
+                       f->name);
+    if (!f->whole_model && (status = check_region(ctx, &f->region, "load", f->name)))
+      return status;
     if (f->load_case < 0 || f->load_case >= cases)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': load case %d out of range",
                        f->name, f->load_case);
@@ -476,6 +511,14 @@ static vox_status merge_constraints(vox_context *ctx, const raster *r, const vox
       if (c[kept - 1].value != c[i].value) {
         int64_t ijk[3];
         node_ijk(r, c[i].node, ijk);
+        if (p->physics == VOX_PHYSICS_HEAT)
+          return vox_error(ctx, VOX_ERR_FORMAT,
+                           "supports '%s' and '%s' prescribe different temperatures (%g and %g "
+                           "K) at node (%lld, %lld, %lld), at (%g, %g, %g) mm",
+                           p->supports[c[kept - 1].support].name, p->supports[c[i].support].name,
+                           c[kept - 1].value, c[i].value, (long long)ijk[0], (long long)ijk[1],
+                           (long long)ijk[2], coord(r, 0, ijk[0], 0), coord(r, 1, ijk[1], 0),
+                           coord(r, 2, ijk[2], 0));
         return vox_error(ctx, VOX_ERR_FORMAT,
                          "supports '%s' and '%s' prescribe different %c displacements (%g and "
                          "%g mm) at node (%lld, %lld, %lld), at (%g, %g, %g) mm",
@@ -536,6 +579,50 @@ static vox_status spread_force(vox_context *ctx, const vox_force *f, const selec
   return VOX_OK;
 }
 
+/* A heat source of q W/mm^3 in the elements of a region: each element
+ * generates q times its volume, and the consistent nodal loads of trilinear
+ * elements under a uniform source give each of its 8 nodes one eighth. The
+ * loads are summed per node first, so that the list holds one entry a node. */
+static vox_status spread_heat_source(vox_context *ctx, const raster *r, const vox_force *f,
+                                     pending_load **loads, size_t *n, size_t *capacity) {
+  const size_t ne = (size_t)(r->n[0] * r->n[1] * r->n[2]);
+  const int64_t sy = r->n[0] + 1, sz = sy * (r->n[1] + 1);
+  const size_t nn = (size_t)(sz * (r->n[2] + 1));
+  uint8_t *mask = calloc(ne, 1);
+  double *node_heat = calloc(nn, sizeof *node_heat);
+  vox_status status = mask && node_heat ? VOX_OK : out_of_memory(ctx);
+  int64_t hits = 0;
+  if (!status && f->whole_model) {
+    for (size_t e = 0; e < ne; e++) mask[e] = r->label[e] != 0;
+    hits = 1;
+  } else if (!status) {
+    status = region_elements(ctx, r, &f->region, "load", f->name, mask, &hits);
+  }
+  if (!status && hits == 0)
+    status = vox_error(ctx, VOX_ERR_FORMAT, "load '%s': region selects no element", f->name);
+  const double *h = r->grid->voxel_size;
+  const double share = f->force[0] * h[0] * h[1] * h[2] / 8;
+  int64_t ijk[3];
+  size_t e = 0;
+  for (ijk[2] = 0; ijk[2] < r->n[2] && !status; ijk[2]++)
+    for (ijk[1] = 0; ijk[1] < r->n[1]; ijk[1]++)
+      for (ijk[0] = 0; ijk[0] < r->n[0]; ijk[0]++, e++) {
+        if (!mask[e]) continue;
+        const int64_t n0 = ijk[2] * sz + ijk[1] * sy + ijk[0];
+        for (int c = 0; c < 8; c++)
+          node_heat[n0 + (c & 1) + ((c >> 1) & 1) * sy + (c >> 2) * sz] += share;
+      }
+  for (size_t node = 0; node < nn && !status; node++) {
+    if (node_heat[node] == 0) continue;
+    pending_load l = {.node = (int64_t)node, .component = 0, .load_case = f->load_case,
+                      .value = node_heat[node]};
+    status = push(ctx, (void **)loads, n, capacity, sizeof l, &l);
+  }
+  free(mask);
+  free(node_heat);
+  return status;
+}
+
 /* ---- the whole problem ---------------------------------------------------- */
 
 /* The materials of the labels the model uses and lacks; materials the
@@ -575,8 +662,11 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
   if (status) return status;
   if (problem->n_supports == 0)
     return vox_error(ctx, VOX_ERR_FORMAT,
-                     "the problem has no support, so the structure is free to move; "
-                     "add an entry under 'supports'");
+                     problem->physics == VOX_PHYSICS_HEAT
+                         ? "the problem fixes no temperature, so the temperature is undetermined; "
+                           "add an entry with 'temperature' under 'supports'"
+                         : "the problem has no support, so the structure is free to move; "
+                           "add an entry under 'supports'");
 
   /* Everything is worked out on the side first, so that a region selecting
    * nothing leaves the model as it was. */
@@ -621,6 +711,10 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
 
   for (int i = 0; i < problem->n_forces && !status; i++) {
     const vox_force *f = &problem->forces[i];
+    if (f->kind == VOX_LOAD_HEAT_SOURCE) {
+      status = spread_heat_source(ctx, &r, f, &loads, &n_loads, &loads_capacity);
+      continue;
+    }
     s.n = 0;
     status = select_nodes(ctx, &r, &f->region, "load", f->name, &s);
     if (!status && s.n == 0)
@@ -633,6 +727,7 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
   /* Commit. Only running out of memory can fail from here on. */
   if (!status) {
     memcpy(model->label, label, ne);
+    model->physics = problem->physics;
     status = add_materials(ctx, problem, model);
   }
   for (size_t i = 0; i < n_constraints && !status; i++)

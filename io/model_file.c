@@ -437,7 +437,8 @@ static const char *const node_dim_names[3] = {"node_x", "node_y", "node_z"};
 static const char *const axis_upper[3] = {"X", "Y", "Z"};
 
 static vox_status def_globals(writer *w, const vox_model *m) {
-  int ncid = w->ncid, version = VOX_SCHEMA_VERSION;
+  const int heat = m->physics == VOX_PHYSICS_HEAT;
+  int ncid = w->ncid, version = heat ? VOX_SCHEMA_VERSION_HEAT : VOX_SCHEMA_VERSION;
   W_TRY(w, put_text(ncid, NC_GLOBAL, "Conventions", CONVENTIONS), "attribute Conventions");
   W_TRY(w, nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &version),
         "attribute voxfe_schema_version");
@@ -447,6 +448,7 @@ static vox_status def_globals(writer *w, const vox_model *m) {
   W_TRY(w, put_text(ncid, NC_GLOBAL, "voxfe_version", vox_version()), "attribute voxfe_version");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "stage", vox_stage_name(m->stage)),
         "attribute stage");
+  if (heat) W_TRY(w, put_text(ncid, NC_GLOBAL, "physics", "heat"), "attribute physics");
   W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "voxel_size", NC_DOUBLE, 3, m->grid.voxel_size),
         "attribute voxel_size");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "voxel_size_units", "mm"), "attribute voxel_size_units");
@@ -528,9 +530,10 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
           "density_snapshot");
   }
   if (m->displacement) {
+    const int heat = m->physics == VOX_PHYSICS_HEAT;
     for (int a = 2; a >= 0; a--)
       W_TRY(w, nc_def_dim(ncid, node_dim_names[a], n[a] + 1, &node_dim[a]), node_dim_names[a]);
-    W_TRY(w, nc_def_dim(ncid, "component", 3, &component_dim), "component");
+    if (!heat) W_TRY(w, nc_def_dim(ncid, "component", 3, &component_dim), "component");
     for (int a = 2; a >= 0; a--) {
       char long_name[64];
       snprintf(long_name, sizeof long_name, "%s coordinate of node", axis_names[a]);
@@ -540,14 +543,23 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     }
     const int dims[5] = {case_dim, node_dim[2], node_dim[1], node_dim[0], component_dim};
     const size_t shape[5] = {(size_t)m->n_load_cases, n[2] + 1, n[1] + 1, n[0] + 1, 3};
-    W_TRY(w, def_var(ncid, "displacement", NC_DOUBLE, 5, dims, shape, 1, 1, &v->displacement),
-          "displacement");
-    W_TRY(w,
-          put_var_atts(ncid, v->displacement, "nodal displacement", "mm", NULL,
-                       "component 0 = x, 1 = y, 2 = z; one field per load case"),
-          "displacement");
+    /* heat: one temperature per node, the variable without the component axis */
+    const char *name = heat ? "temperature" : "displacement";
+    W_TRY(w, def_var(ncid, name, NC_DOUBLE, heat ? 4 : 5, dims, shape, 1, 1, &v->displacement),
+          name);
+    if (heat)
+      W_TRY(w,
+            put_var_atts(ncid, v->displacement, "nodal temperature", "K", NULL,
+                         "above the fixed-temperature regions' reference; one field per "
+                         "load case"),
+            name);
+    else
+      W_TRY(w,
+            put_var_atts(ncid, v->displacement, "nodal displacement", "mm", NULL,
+                         "component 0 = x, 1 = y, 2 = z; one field per load case"),
+            name);
     /* The case names label the first axis for CF readers (xarray, cf-python). */
-    W_TRY(w, put_text(ncid, v->displacement, "coordinates", "load_case_name"), "displacement");
+    W_TRY(w, put_text(ncid, v->displacement, "coordinates", "load_case_name"), name);
   }
   if (m->n_history > 0) {
     W_TRY(w, nc_def_grp(ncid, HISTORY_GROUP, &v->history_group), "group " HISTORY_GROUP);
@@ -590,7 +602,8 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
     for (int a = 0; a < 3; a++)
       if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
         return s;
-    W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement), "displacement");
+    W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement),
+          m->physics == VOX_PHYSICS_HEAT ? "temperature" : "displacement");
   }
   if (m->n_history > 0 &&
       (s = put_table(w, v->history_group, &history_table, m->history, m->n_history, v->history)))
@@ -712,6 +725,7 @@ typedef struct reader {
   vox_context *ctx;
   const char *path; /* for messages */
   int ncid;
+  int version; /* voxfe_schema_version of the file */
 } reader;
 
 static vox_status read_fail(reader *r, vox_status status, const char *fmt, ...)
@@ -873,10 +887,11 @@ static vox_status check_identity(reader *r) {
                      "not a voxfe model file (no voxfe Conventions or voxfe_schema_version)");
   R_TRY(r, nc_get_att_int(r->ncid, NC_GLOBAL, "voxfe_schema_version", &version),
         "voxfe_schema_version");
-  if (version > VOX_SCHEMA_VERSION)
+  if (version > VOX_SCHEMA_VERSION_HEAT)
     return read_fail(r, VOX_ERR_FORMAT,
                      "schema version %d is newer than this voxfe reads (%d); update voxfe", version,
-                     VOX_SCHEMA_VERSION);
+                     VOX_SCHEMA_VERSION_HEAT);
+  r->version = version;
   if (version < 1) return read_fail(r, VOX_ERR_FORMAT, "invalid schema version %d", version);
   return VOX_OK;
 }
@@ -895,6 +910,20 @@ static vox_status read_stage(reader *r, vox_model *m) {
   else
     s = read_fail(r, VOX_ERR_FORMAT, "unknown stage '%.32s'", stage);
   free(stage);
+  return s;
+}
+
+/* `physics`: absent means elasticity; heat comes with schema version 2. */
+static vox_status read_physics(reader *r, vox_model *m) {
+  char *physics;
+  vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "physics", &physics);
+  if (s || !physics) return s;
+  if (vox_physics_parse(physics, &m->physics))
+    s = read_fail(r, VOX_ERR_FORMAT, "unknown physics '%.32s' (elasticity or heat)", physics);
+  else if (m->physics == VOX_PHYSICS_HEAT && r->version < VOX_SCHEMA_VERSION_HEAT)
+    s = read_fail(r, VOX_ERR_FORMAT, "physics 'heat' needs voxfe_schema_version %d, not %d",
+                  VOX_SCHEMA_VERSION_HEAT, r->version);
+  free(physics);
   return s;
 }
 
@@ -1107,15 +1136,19 @@ static vox_status read_intensity(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
+/* The state: `displacement` (case, node, component), or for heat models
+ * `temperature` (case, node). */
 static vox_status read_displacement(reader *r, vox_model *m) {
   static const char *const dims[5] = {"load_case", "node_z", "node_y", "node_x", "component"};
+  const int heat = m->physics == VOX_PHYSICS_HEAT, n_dims = heat ? 4 : 5;
+  const char *name = heat ? "temperature" : "displacement";
   int varid;
-  vox_status s = find_var(r, r->ncid, "displacement", WANT_NUMBER, 5, dims, 0, &varid);
+  vox_status s = find_var(r, r->ncid, name, WANT_NUMBER, n_dims, dims, 0, &varid);
   if (s || varid < 0) return s;
   if (m->n_load_cases < 1)
-    return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is stored but no load case is");
+    return read_fail(r, VOX_ERR_FORMAT, "variable '%s' is stored but no load case is", name);
   const long long want[5] = {m->n_load_cases, m->grid.nz + 1, m->grid.ny + 1, m->grid.nx + 1, 3};
-  for (int d = 0; d < 5; d++) {
+  for (int d = 0; d < n_dims; d++) {
     size_t len;
     int found;
     if ((s = dim_length(r, r->ncid, dims[d], &len, &found))) return s;
@@ -1125,10 +1158,11 @@ static vox_status read_displacement(reader *r, vox_model *m) {
   }
   int ok = 1;
   size_t bytes =
-      mul_size((size_t)m->n_load_cases, (size_t)vox_grid_nodes(&m->grid) * 3 * sizeof(double), &ok);
-  if (!ok) return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is too large");
+      mul_size((size_t)m->n_load_cases,
+               (size_t)vox_grid_nodes(&m->grid) * (heat ? 1 : 3) * sizeof(double), &ok);
+  if (!ok) return read_fail(r, VOX_ERR_FORMAT, "variable '%s' is too large", name);
   if (!(m->displacement = malloc(bytes))) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
-  R_TRY(r, nc_get_var_double(r->ncid, varid, m->displacement), "variable 'displacement'");
+  R_TRY(r, nc_get_var_double(r->ncid, varid, m->displacement), name);
   return VOX_OK;
 }
 
@@ -1158,6 +1192,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   vox_status s = check_identity(r);
   if (!s) s = read_grid(r, m);
   if (!s) s = read_stage(r, m); /* after read_grid: vox_model_init zeroes the model */
+  if (!s) s = read_physics(r, m);
   if (!s) s = read_label(r, m);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "history", &m->history_text);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);
@@ -1193,7 +1228,7 @@ vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model) 
   if (!model) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_read: no model");
   memset(model, 0, sizeof *model);
   if (!path || !*path) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_read: no path");
-  reader r = {ctx, path, -1};
+  reader r = {ctx, path, -1, 0};
   vox_status s = open_file(ctx, path, &r.ncid);
   if (s) return s;
   s = read_model(&r, model);

@@ -1,16 +1,19 @@
 # A workflow Makefile on a small grid, run on a copy of its folder with the
 # built programs: all four files, nothing to redo on a second run, the right
 # stages redone when the problem file or a setting changes, and make clean.
-# Usage: bash workflow.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR WORKFLOW
+# Usage: bash workflow.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR WORKFLOW [MAKE_VARIABLE=VALUE...]
+# (the variables replace the small-grid defaults below, e.g. a SIZE and
+# VOXEL_SIZE that fit a problem file given in mm)
 . "$(dirname "$0")/lib.sh"
 
 workflow=$1
+shift
 # the workflow's folder beside the shared pipeline.mk, as in the source tree
 mkdir "$workflow" && cp "$SOURCE_DIR/workflows/pipeline.mk" . &&
   cp "$SOURCE_DIR/workflows/$workflow/Makefile" "$SOURCE_DIR/workflows/$workflow/$workflow.yaml" \
     "$workflow/" && cd "$workflow" || { fail "cannot copy the $workflow workflow"; finish; }
 MAKE_ARGS=(VOXFE_BIN="$(dirname "$VOXELIZE")" SIZE=12x6x6 ITERATIONS=3
-  "OPTIMIZE_OPTIONS=--device cpu --threads 2")
+  "OPTIMIZE_OPTIONS=--device cpu --threads 2" "$@")
 outputs="model.nc design.nc design.vti design.vtu"
 
 make -s "${MAKE_ARGS[@]}" >"$LOG/out" 2>&1 || { fail "make: $(tail -n 5 "$LOG/out")"; finish; }

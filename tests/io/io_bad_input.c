@@ -144,12 +144,26 @@ static void test_bad_schema(vox_context *ctx) {
   char path[512];
   int ncid, varid, dims[3];
 
-  int newer = VOX_SCHEMA_VERSION + 1;
+  int newer = VOX_SCHEMA_VERSION_HEAT + 1;
   ncid = open_copy(in_dir(path, sizeof path, "newer.nc"));
   CHECK(nc_redef(ncid) == NC_NOERR);
   CHECK(nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &newer) == NC_NOERR);
   CHECK(nc_close(ncid) == NC_NOERR);
   expect_failure(ctx, path, VOX_ERR_FORMAT, "newer");
+
+  /* heat models come with schema version 2; a version-1 file claiming heat
+   * was not written by voxfe */
+  ncid = open_copy(in_dir(path, sizeof path, "heat_v1.nc"));
+  CHECK(nc_redef(ncid) == NC_NOERR);
+  CHECK(nc_put_att_text(ncid, NC_GLOBAL, "physics", 4, "heat") == NC_NOERR);
+  CHECK(nc_close(ncid) == NC_NOERR);
+  expect_failure(ctx, path, VOX_ERR_FORMAT, "physics 'heat' needs voxfe_schema_version 2");
+
+  ncid = open_copy(in_dir(path, sizeof path, "physics.nc"));
+  CHECK(nc_redef(ncid) == NC_NOERR);
+  CHECK(nc_put_att_text(ncid, NC_GLOBAL, "physics", 5, "sound") == NC_NOERR);
+  CHECK(nc_close(ncid) == NC_NOERR);
+  expect_failure(ctx, path, VOX_ERR_FORMAT, "unknown physics 'sound'");
 
   ncid = open_copy(in_dir(path, sizeof path, "no_label.nc"));
   CHECK(nc_redef(ncid) == NC_NOERR);

@@ -6,8 +6,9 @@
  *   element (i,j,k), 0 <= i < nx:   e = (k*ny + j)*nx + i        (x fastest)
  *   node    (i,j,k), 0 <= i <= nx:  n = (k*(ny+1) + j)*(nx+1) + i
  *   degree of freedom of node n, component c (0=x, 1=y, 2=z): 3*n + c
+ *   (heat conduction: one dof per node, the temperature, dof n, component 0)
  * Element (i,j,k) spans [origin + (i,j,k)*h, origin + (i+1,j+1,k+1)*h].
- * Units: mm, N, MPa. */
+ * Units: mm, N, MPa; for heat conduction W, K (or degrees C), W/(mm K). */
 #ifndef VOXFE_MODEL_H
 #define VOXFE_MODEL_H
 
@@ -29,6 +30,15 @@ typedef enum vox_material_role {
 
 #define VOX_NAME_MAX 64
 
+/* What the model's finite element system describes. The physics sets the
+ * dofs per node, what constraints and loads mean and which material
+ * property scales the element matrix. */
+typedef enum vox_physics {
+  VOX_PHYSICS_ELASTICITY = 0, /* 3 dofs per node: displacements (mm), forces (N), E */
+  VOX_PHYSICS_HEAT = 1        /* 1 dof per node: temperature (K), heat flows (W),
+                                 conductivity; the objective is the thermal compliance */
+} vox_physics;
+
 typedef struct vox_material {
   uint8_t label;                /* 1..255; label 0 is "no material" */
   char name[VOX_NAME_MAX];
@@ -44,14 +54,16 @@ typedef struct vox_grid {
   double origin[3];             /* coordinates of node (0,0,0), mm */
 } vox_grid;
 
-/* A prescribed displacement: dof `component` of `node` is `value` (mm). */
+/* A prescribed displacement: dof `component` of `node` is `value` (mm);
+ * for heat, a prescribed temperature (component 0, K). */
 typedef struct vox_constraint {
   int64_t node;
   uint8_t component;
   double value;
 } vox_constraint;
 
-/* A nodal force (N) in load case `load_case` (0-based). */
+/* A nodal force (N) in load case `load_case` (0-based); for heat, a nodal
+ * heat flow into the body (component 0, W). */
 typedef struct vox_load {
   int64_t node;
   uint8_t component;
@@ -81,6 +93,7 @@ typedef enum vox_stage {
 
 typedef struct vox_model {
   vox_stage stage;
+  vox_physics physics;          /* elasticity unless a problem says heat */
   vox_grid grid;
   uint8_t *label;               /* nx*ny*nz, 0 = empty */
   /* The image values a model was segmented from (voxfe-voxelize --image
@@ -101,7 +114,8 @@ typedef struct vox_model {
 
   /* Stage outputs; NULL / 0 when absent. */
   double *density;              /* nx*ny*nz, physical (filtered) density */
-  double *displacement;         /* n_load_cases * n_nodes * 3, case-major */
+  double *displacement;         /* n_load_cases * n_nodes * dofs per node, case-major:
+                                   displacements, or temperatures for heat */
   size_t n_history;
   vox_history_row *history;
 
@@ -115,6 +129,14 @@ typedef struct vox_model {
   int32_t *snapshot_iteration;  /* n_snapshots: the design iteration of each */
   double *snapshot_density;     /* n_snapshots * nx*ny*nz, physical density */
 } vox_model;
+
+/* Degrees of freedom per node of a physics: 3, or 1 for heat conduction. */
+static inline int vox_physics_dofs_per_node(vox_physics physics) {
+  return physics == VOX_PHYSICS_HEAT ? 1 : 3;
+}
+/* "elasticity" or "heat"; vox_physics_parse returns -1 for other words. */
+const char *vox_physics_name(vox_physics physics);
+int vox_physics_parse(const char *text, vox_physics *physics);
 
 static inline int64_t vox_grid_elements(const vox_grid *g) { return g->nx * g->ny * g->nz; }
 static inline int64_t vox_grid_nodes(const vox_grid *g) {

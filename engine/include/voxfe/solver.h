@@ -70,11 +70,13 @@ int vox_smoother_parse(const char *text, vox_smoother *smoother);
 const char *vox_precision_name(vox_precision precision);
 int vox_precision_parse(const char *text, vox_precision *precision);
 
-/* Solves linear elasticity on the model with every non-empty voxel at the full
- * modulus of its material (or scaled by model->density when present and
- * `use_density` is set, with the SIMP law of `penalty` and `emin_ratio`).
- * `displacement` holds n_load_cases * n_nodes * 3 values: the initial guess
- * on entry (zeros are fine), the solution on return. `results` has one entry
+/* Solves linear elasticity (or heat conduction, when model->physics says so:
+ * conductivity in place of E, temperatures in place of displacements) on the
+ * model with every non-empty voxel at the full modulus of its material (or
+ * scaled by model->density when present and `use_density` is set, with the
+ * SIMP law of `penalty` and `emin_ratio`). `displacement` holds
+ * n_load_cases * n_nodes * vox_physics_dofs_per_node(model->physics) values:
+ * the initial guess on entry (zeros are fine), the solution on return. `results` has one entry
  * per load case. Nodes that touch no material are held at zero. */
 vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
                                 int use_density, double penalty, double emin_ratio,

@@ -37,13 +37,24 @@ typedef struct vox_support {
   char name[VOX_NAME_MAX];
   vox_region region;
   int fixed[3];           /* component c is prescribed when fixed[c] */
-  double value[3];        /* its displacement, mm (0 for a plain support) */
+  double value[3];        /* its displacement, mm (0 for a plain support);
+                             heat: component 0 only, the temperature, K */
 } vox_support;
+
+typedef enum vox_load_kind {
+  VOX_LOAD_FORCE = 0,       /* elasticity: `force`, spread over the region's nodes */
+  VOX_LOAD_HEAT = 1,        /* heat: `heat`, a total heat flow (W) spread like a force */
+  VOX_LOAD_HEAT_SOURCE = 2  /* heat: `heat_source`, W/mm^3 generated in the region's
+                               elements (consistent nodal loads, 1/8 of each element's) */
+} vox_load_kind;
 
 typedef struct vox_force {
   char name[VOX_NAME_MAX];
   vox_region region;
-  double force[3];        /* total force on the region, N, spread over its nodes */
+  int whole_model;        /* HEAT_SOURCE without a region: every element with material */
+  vox_load_kind kind;
+  double force[3];        /* FORCE: total force on the region, N, spread over its nodes;
+                             HEAT: force[0], W; HEAT_SOURCE: force[0], W/mm^3 */
   int load_case;          /* 0-based index into load case names */
 } vox_force;
 
@@ -55,6 +66,7 @@ typedef struct vox_passive {
 
 typedef struct vox_problem {
   char title[256];        /* free text for people; "" when absent */
+  vox_physics physics;    /* `physics:`, elasticity when absent */
   vox_material material;  /* of the design domain (label 1) */
   int n_load_cases;
   char (*load_case_names)[VOX_NAME_MAX];

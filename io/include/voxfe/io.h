@@ -11,6 +11,11 @@ extern "C" {
 /* Schema version written into the file's `voxfe_schema_version` attribute
  * and checked on read (files of a newer major version are refused). */
 #define VOX_SCHEMA_VERSION 1
+/* The version of files of heat-conduction models (attribute physics =
+ * "heat", variable temperature): readers that predate heat refuse them
+ * instead of reading temperatures as displacements. Elasticity files keep
+ * VOX_SCHEMA_VERSION. */
+#define VOX_SCHEMA_VERSION_HEAT 2
 
 /* netCDF-C is not thread-safe: do not read or write files from two threads
  * at once, even with separate contexts. */

@@ -1,0 +1,75 @@
+/* Benchmark of a whole optimization of a model file, with the time of each
+ * stage (docs/benchmarks.md, seed 000's heat sink):
+ *
+ *   bench_optimize MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX ITERATIONS
+ *
+ * runs vox_optimize on the model (any physics) with the defaults of
+ * voxfe-optimize and these settings (DEVICE: cpu, cuda or auto), and prints
+ * the grid, the dofs, the total time and the time of each stage of seed 000's
+ * table 4 (solve, sensitivities, filter, OC update), the CG iterations, the
+ * final objective and M_nd. The stage times are those vox_optimize measures,
+ * with the backend synchronised before each clock reading. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "voxfe/io.h"
+#include "voxfe/voxfe.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 8) {
+    fprintf(stderr,
+            "usage: %s MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX "
+            "ITERATIONS\n",
+            argv[0]);
+    return 2;
+  }
+  vox_context *ctx;
+  vox_backend *be;
+  vox_device device;
+  vox_model model;
+  if (vox_context_create(&ctx)) return 1;
+  if (vox_device_parse(argv[2], &device) != 0) {
+    fprintf(stderr, "%s: unknown device '%s'\n", argv[0], argv[2]);
+    return 2;
+  }
+  if (vox_model_read(ctx, argv[1], &model) || vox_backend_create(ctx, device, &be)) {
+    fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
+    return 1;
+  }
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = atof(argv[3]);
+  opt.filter_radius = atof(argv[4]);
+  opt.emin_ratio = atof(argv[5]);
+  opt.q_max = atof(argv[6]);
+  opt.max_iterations = atoi(argv[7]);
+  const vox_grid *g = &model.grid;
+  printf("%s: %lldx%lldx%lld, %lld elements, %lld dofs (%s), backend %s\n", argv[1],
+         (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
+         (long long)vox_grid_nodes(g) * vox_physics_dofs_per_node(model.physics),
+         vox_physics_name(model.physics), vox_backend_name(be));
+  vox_optimize_result r;
+  const double t0 = now();
+  if (vox_optimize(ctx, be, &model, &opt, &r) != VOX_OK) {
+    fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
+    return 1;
+  }
+  const double total = now() - t0;
+  printf("%d iterations (%s), %d CG iterations: total %.2f s (with setup and the final "
+         "state); solve %.2f s, sensitivities %.3f s, filter %.3f s, OC %.3f s\n",
+         r.iterations, vox_stop_reason_string(r.reason), r.total_cg_iterations, total,
+         r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
+  printf("final objective %.6g, volume fraction %.4f, M_nd %.2f%%\n", r.objective,
+         r.volume_fraction, r.non_discreteness);
+  vox_model_free(&model);
+  vox_backend_destroy(be);
+  vox_context_destroy(ctx);
+  return 0;
+}
