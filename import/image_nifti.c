@@ -124,16 +124,22 @@ vox_status vox_image_read_nifti(vox_context *ctx, const char *path, vox_image *i
   } else {
     size_t bytes;
     s = image_checked_size(ctx, path, n, (size_t)vox_image_raw_type_size(type), &bytes);
-    /* an uncompressed file must hold the voxels: checked before a huge
-     * allocation that a corrupt header would ask for */
-    if (!s && !image_has_suffix(path, ".gz") && nim->nifti_type != NIFTI_FTYPE_NIFTI1_2 &&
-        nim->nifti_type != NIFTI_FTYPE_NIFTI2_2 && nim->iname_offset >= 0 &&
-        (uint64_t)nim->iname_offset + bytes > size)
+    /* an uncompressed data file (the .nii itself, or the .img of a pair)
+     * must hold what nifti_image_load will allocate and read, nvox * nbyper
+     * bytes at iname_offset: checked before a huge allocation that a
+     * corrupt header would ask for (found by the fuzzer) */
+    const uint64_t need = (uint64_t)nim->nvox * (uint64_t)(nim->nbyper > 0 ? nim->nbyper : 0);
+    uint64_t data_size = size;
+    if (!s && nim->iname && strcmp(nim->iname, path) != 0 && !image_has_suffix(nim->iname, ".gz"))
+      s = image_file_size(ctx, nim->iname, &data_size);
+    if (!s && nim->iname && !image_has_suffix(nim->iname, ".gz") &&
+        (nim->iname_offset < 0 || need < bytes ||
+         (uint64_t)nim->iname_offset + need > data_size))
       s = vox_error(ctx, VOX_ERR_FORMAT,
                     "%s: truncated (%llu bytes of voxels at offset %lld, the "
-                    "file has %llu)",
-                    path, (unsigned long long)bytes, (long long)nim->iname_offset,
-                    (unsigned long long)size);
+                    "data file has %llu)",
+                    path, (unsigned long long)need, (long long)nim->iname_offset,
+                    (unsigned long long)data_size);
     if (!s) {
       quiet = image_quiet_begin();
       int failed = nifti_image_load(nim) != 0;
