@@ -17,8 +17,9 @@ packages=(
   # libtiff; nifticlib)
   g++ libgdcm-dev libtiff-dev libnifti2-dev
   # tests: independent references and file checks (admesh checks STL
-  # surfaces, CalculiX solves the exported .inp decks)
-  netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 admesh calculix-ccx
+  # surfaces, CalculiX solves the exported .inp decks, meshio reads the .vtu)
+  netcdf-bin python3 python3-numpy python3-scipy python3-netcdf4 python3-vtk9 python3-meshio
+  admesh calculix-ccx
   # image tests: writers of DICOM, TIFF and NIfTI files, sample files
   # (pydicom's and nibabel's test data, ITK's MetaImage examples), and
   # clang-14's libFuzzer for the readers' fuzz harnesses (tests/fuzz), and
