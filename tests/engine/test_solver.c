@@ -1,6 +1,7 @@
 /* The matrix-free PCG solve: a homogeneous bar in uniaxial tension against
- * its analytic stiffness EA/L, the residual really below the tolerance, and a
- * prescribed displacement giving the analytic reaction. */
+ * its analytic stiffness EA/L, the residual really below the tolerance, a
+ * prescribed displacement giving the analytic reaction, and a half model
+ * with a symmetry plane against the whole. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,75 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   free(fixed), free(q), free(t), free(mod);
 }
 
+/* A cantilever block clamped at x- with a load along its free top edge
+ * that is symmetric about the plane y = NY/2, built whole (half = 0) or as
+ * the half y <= NY/2 with u_y = 0 on that plane (half = 1), the half
+ * carrying half the load (seed 000 solves half and quarter models so). */
+static void make_symmetric_block(vox_context *ctx, vox_model *m, int half) {
+  enum { NX = 8, NY = 8, NZ = 4 };
+  vox_grid g = {.nx = NX, .ny = half ? NY / 2 : NY, .nz = NZ, .voxel_size = {1, 1, 1}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  memset(m->label, 1, (size_t)vox_grid_elements(&g));
+  vox_material mat = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &mat));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++) {
+      for (int c = 0; c < 3; c++)
+        CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, 0, j, k), c, 0));
+      if (half)
+        for (int64_t i = 1; i <= g.nx; i++)
+          if (j == g.ny) CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, i, j, k), 1, 0));
+    }
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 1));
+  /* -1 N over the whole edge, the end nodes (and the plane's, shared by
+   * the two halves) at half weight */
+  for (int64_t j = 0; j <= g.ny; j++) {
+    const double w = (j == 0 || j == g.ny) ? 0.5 : 1;
+    CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, g.nz), 2, 0, -w / NY));
+  }
+}
+
+static double solve_compliance(vox_context *ctx, vox_backend *be, const vox_model *m, double *u) {
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  vox_solve_result res;
+  memset(u, 0, 3 * (size_t)vox_grid_nodes(&m->grid) * sizeof *u);
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, m, 0, 1, 0, &opt, u, &res));
+  CHECK(res.reason == VOX_CONVERGED_RTOL);
+  double c = 0;
+  for (size_t l = 0; l < m->n_loads; l++)
+    c += m->loads[l].value * u[3 * (size_t)m->loads[l].node + m->loads[l].component];
+  return c;
+}
+
+/* The half model with its symmetry plane: half the compliance of the whole,
+ * and the same displacements where they overlap. */
+static void test_symmetry_plane(vox_context *ctx, vox_backend *be) {
+  vox_model whole, half;
+  make_symmetric_block(ctx, &whole, 0);
+  make_symmetric_block(ctx, &half, 1);
+  double *uw = malloc(3 * (size_t)vox_grid_nodes(&whole.grid) * sizeof *uw),
+         *uh = malloc(3 * (size_t)vox_grid_nodes(&half.grid) * sizeof *uh);
+  const double cw = solve_compliance(ctx, be, &whole, uw);
+  const double ch = solve_compliance(ctx, be, &half, uh);
+  fprintf(stderr, "symmetry plane: whole compliance %.12g, twice the half's %.12g\n", cw, 2 * ch);
+  CHECK(fabs(cw - 2 * ch) <= 1e-9 * cw);
+  double worst = 0, scale = 0;
+  for (int64_t k = 0; k <= half.grid.nz; k++)
+    for (int64_t j = 0; j <= half.grid.ny; j++)
+      for (int64_t i = 0; i <= half.grid.nx; i++)
+        for (int c = 0; c < 3; c++) {
+          const double a = uw[3 * node(&whole.grid, i, j, k) + c];
+          const double b = uh[3 * node(&half.grid, i, j, k) + c];
+          worst = fmax(worst, fabs(a - b));
+          scale = fmax(scale, fabs(a));
+        }
+  CHECK(worst <= 1e-8 * scale);
+  free(uw), free(uh);
+  vox_model_free(&whole), vox_model_free(&half);
+}
+
 int main(void) {
   vox_context *ctx;
   vox_backend *be;
@@ -192,6 +262,7 @@ int main(void) {
   test_tension(ctx, be);
   test_prescribed(ctx, be);
   test_conduction(ctx, be);
+  test_symmetry_plane(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();
