@@ -18,15 +18,10 @@ typedef struct png_sink {
 static cairo_status_t write_png_bytes(void *closure, const unsigned char *data,
                                       unsigned int length) {
   png_sink *sink = closure;
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = write(sink->fd, data + done, length - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (!sink->err) sink->err = n < 0 ? errno : EIO;
-      return CAIRO_STATUS_WRITE_ERROR;
-    }
-    done += (size_t)n;
+  const int err = vox_write_all(sink->fd, data, length);
+  if (err) {
+    if (!sink->err) sink->err = err;
+    return CAIRO_STATUS_WRITE_ERROR;
   }
   return CAIRO_STATUS_SUCCESS;
 }
@@ -38,11 +33,7 @@ vox_status vox_write_cairo_png(vox_context *ctx, const char *path, cairo_surface
   cairo_status_t cs = cairo_surface_write_to_png_stream(surface, write_png_bytes, &sink);
   int err = sink.err;
   if (cs != CAIRO_STATUS_SUCCESS && !err) err = -1;
-  if (!err && fsync(sink.fd) != 0) err = errno;
-  if (close(sink.fd) != 0 && !err) err = errno;
-  if (!err && rename(tmp, path) != 0) err = errno;
-  if (err) unlink(tmp);
-  free(tmp);
+  err = vox_commit_temp(sink.fd, tmp, path, err);
   if (err > 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
   if (err < 0)
     return vox_error(ctx, cs == CAIRO_STATUS_NO_MEMORY ? VOX_ERR_NO_MEMORY : VOX_ERR_IO,

@@ -464,26 +464,13 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
 
 /* --- the atomic write ------------------------------------------------------- */
 
-/* Creates "<path>.tmp.XXXXXX" exclusively with mode 0666 less the umask (as
- * export/vtk_xml.c does: mkstemp's 0600 would make the file private). */
 /* Writes `size` bytes of `data` to a temporary file and renames it over
  * `path`; on failure removes the temporary and leaves `path` alone. */
 static vox_status write_file(vox_context *ctx, const char *path, const char *data, size_t size) {
   char *tmp = NULL;
   int fd = vox_open_temp(path, &tmp);
   if (fd < 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  int err = 0;
-  for (size_t done = 0; done < size && !err;) {
-    ssize_t n = write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = n < 0 ? errno : EIO;
-    else done += (size_t)n;
-  }
-  if (!err && fsync(fd) != 0) err = errno;
-  if (close(fd) != 0 && !err) err = errno;
-  if (!err && rename(tmp, path) != 0) err = errno;
-  if (err) unlink(tmp);
-  free(tmp);
+  const int err = vox_commit_temp(fd, tmp, path, vox_write_all(fd, data, size));
   if (err) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
   return VOX_OK;
 }

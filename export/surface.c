@@ -619,18 +619,6 @@ vox_status vox_surface_smooth(vox_context *ctx, vox_surface *s, int iterations) 
 /* --- STL ----------------------------------------------------------------------------- */
 
 /* 0 or the errno of the failure. */
-static int write_all(int fd, const void *data, size_t size) {
-  const char *p = data;
-  while (size) {
-    ssize_t n = write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n < 0 ? errno : EIO;
-    p += n;
-    size -= (size_t)n;
-  }
-  return 0;
-}
-
 static void put_u32(unsigned char *p, uint32_t u) {
   p[0] = (unsigned char)u, p[1] = (unsigned char)(u >> 8), p[2] = (unsigned char)(u >> 16),
   p[3] = (unsigned char)(u >> 24);
@@ -728,7 +716,7 @@ vox_status vox_write_stl(vox_context *ctx, const char *path, const vox_surface *
     } else {
       head_size = (size_t)snprintf(head, sizeof head, "solid voxfe\n");
     }
-    err = write_all(fd, head, head_size);
+    err = vox_write_all(fd, head, head_size);
   }
   const size_t n_blocks = (s->n_triangles + STL_BLOCK - 1) / STL_BLOCK;
   for (size_t round = 0; !err && round < n_blocks; round += per_round) {
@@ -739,21 +727,14 @@ vox_status vox_write_stl(vox_context *ctx, const char *path, const vox_surface *
       size_t n = s->n_triangles - first < STL_BLOCK ? s->n_triangles - first : STL_BLOCK;
       used[k] = format_block(s, first, n, binary, buffer + k * block_bytes);
     }
-    for (size_t k = 0; !err && k < count; k++) err = write_all(fd, buffer + k * block_bytes, used[k]);
+    for (size_t k = 0; !err && k < count; k++) err = vox_write_all(fd, buffer + k * block_bytes, used[k]);
   }
-  if (!err && !binary) err = write_all(fd, "endsolid voxfe\n", strlen("endsolid voxfe\n"));
+  if (!err && !binary) err = vox_write_all(fd, "endsolid voxfe\n", strlen("endsolid voxfe\n"));
   free(buffer);
   free(used);
 
-  if (fd >= 0) {
-    /* fsync so that a crash after the rename cannot leave an empty file in
-     * place of the old one, and so that late write errors show */
-    if (!err && fsync(fd) != 0) err = errno;
-    if (close(fd) != 0 && !err) err = errno;
-    if (!err && rename(tmp, path) != 0) err = errno;
-    if (err) unlink(tmp);
-  }
-  free(tmp);
+  if (fd >= 0) err = vox_commit_temp(fd, tmp, path, err);
+  else free(tmp);
   if (err) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
   return VOX_OK;
 }

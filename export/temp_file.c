@@ -47,3 +47,24 @@ int vox_open_temp(const char *path, char **tmp_out) {
   errno = saved;
   return -1;
 }
+
+int vox_write_all(int fd, const void *data, size_t size) {
+  const char *p = data;
+  while (size) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    p += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+int vox_commit_temp(int fd, char *tmp, const char *path, int err) {
+  if (!err && fsync(fd) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno;
+  if (!err && rename(tmp, path) != 0) err = errno;
+  if (err) unlink(tmp);
+  free(tmp);
+  return err;
+}
