@@ -1,5 +1,6 @@
 /* JSON and CSV summaries of an analysis (voxfe/analysis_summary.h). */
 #include "voxfe/analysis_summary.h"
+#include "csv_field.h"
 #include "temp_file.h"
 
 #include <errno.h>
@@ -43,16 +44,11 @@ static void json_value(FILE *f, const vox_summary_entry *e) {
   }
 }
 
+/* The CSV appends go through this; errno texts name the file. */
 static vox_status write_all(vox_context *ctx, const char *path, int fd, const char *data,
                             size_t size) {
-  for (size_t done = 0; done < size;) {
-    ssize_t n = write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path,
-                                 strerror(n < 0 ? errno : EIO));
-    done += (size_t)n;
-  }
-  return VOX_OK;
+  const int err = vox_write_all(fd, data, size);
+  return err ? vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err)) : VOX_OK;
 }
 
 vox_status vox_write_analysis_json(vox_context *ctx, const char *path,
@@ -90,32 +86,10 @@ vox_status vox_write_analysis_json(vox_context *ctx, const char *path,
     free(text);
     return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
   }
-  vox_status s = write_all(ctx, path, fd, text, size);
+  const int err = vox_commit_temp(fd, tmp, path, vox_write_all(fd, text, size));
   free(text);
-  if (!s && fsync(fd) != 0)
-    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  if (close(fd) != 0 && !s)
-    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  if (!s && rename(tmp, path) != 0)
-    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-  if (s) unlink(tmp);
-  free(tmp);
-  return s;
-}
-
-/* One CSV field: quoted when it holds a comma, quote or line break. */
-static void csv_field(FILE *f, const char *v, int last) {
-  if (strpbrk(v, ",\"\r\n")) {
-    fputc('"', f);
-    for (const char *p = v; *p; p++) {
-      if (*p == '"') fputc('"', f);
-      fputc(*p, f);
-    }
-    fputc('"', f);
-  } else {
-    fputs(v, f);
-  }
-  fputs(last ? "\n" : ",", f);
+  if (err) return vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(err));
+  return VOX_OK;
 }
 
 vox_status vox_append_analysis_csv(vox_context *ctx, const char *path,
@@ -128,8 +102,8 @@ vox_status vox_append_analysis_csv(vox_context *ctx, const char *path,
       const vox_summary_entry *e = &entries[i];
       char text[32] = "";
       if (!e->text && isfinite(e->value)) format_double(text, e->value);
-      csv_field(h, e->name, i + 1 == n);
-      csv_field(r, e->text ? e->text : text, i + 1 == n);
+      vox_csv_field(h, e->name, i + 1 == n);
+      vox_csv_field(r, e->text ? e->text : text, i + 1 == n);
     }
   int failed = !h || !r;
   if (h && fclose(h)) failed = 1;

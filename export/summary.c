@@ -3,6 +3,7 @@
  * struct, formatted into memory (open_memstream), and the text is written to
  * a temporary file beside the output that is renamed into place. */
 #include "voxfe/summary.h"
+#include "csv_field.h"
 #include "temp_file.h"
 
 #include <errno.h>
@@ -344,7 +345,7 @@ static char *valid_utf8(const char *text) {
 
 /* A field, quoted when RFC 4180 needs it (and for leading or trailing blanks,
  * which some readers strip). */
-static void csv_field(FILE *f, const char *text, int last) {
+void vox_csv_field(FILE *f, const char *text, int last) {
   char *t = valid_utf8(text);
   const char *v = t ? t : "";
   size_t len = strlen(v);
@@ -367,13 +368,13 @@ static void csv_field(FILE *f, const char *text, int last) {
 static void csv_number(FILE *f, double value) {
   char text[32] = "";
   if (isfinite(value)) format_double(text, value);
-  csv_field(f, text, 0);
+  vox_csv_field(f, text, 0);
 }
 
 static void csv_integer(FILE *f, long long value) {
   char text[32];
   snprintf(text, sizeof text, "%lld", value);
-  csv_field(f, text, 0);
+  vox_csv_field(f, text, 0);
 }
 
 /* A packed list field, built in `mem` (NULL if open_memstream failed, which
@@ -381,7 +382,7 @@ static void csv_integer(FILE *f, long long value) {
 static void csv_packed(FILE *f, char **text, FILE *mem, int *failed) {
   if (!mem || ferror(mem)) *failed = 1;
   if (mem && fclose(mem) != 0) *failed = 1;
-  csv_field(f, *text ? *text : "", 0);
+  vox_csv_field(f, *text ? *text : "", 0);
   free(*text);
   *text = NULL;
 }
@@ -398,8 +399,8 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   int failed = 0;
   const vox_grid *g = &m->grid;
   if (header) fputs(VOX_SUMMARY_CSV_COLUMNS "\n", f);
-  csv_field(f, m->title ? m->title : "", 0);
-  csv_field(f, vox_stage_name(m->stage), 0);
+  vox_csv_field(f, m->title ? m->title : "", 0);
+  vox_csv_field(f, vox_stage_name(m->stage), 0);
   csv_integer(f, g->nx);
   csv_integer(f, g->ny);
   csv_integer(f, g->nz);
@@ -446,7 +447,7 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
 
   const vox_history_row *r = s->last;
   if (s->has_design) csv_integer(f, (long long)m->n_history);
-  else csv_field(f, "", 0);
+  else vox_csv_field(f, "", 0);
   csv_number(f, r ? r->objective : NAN);
   csv_number(f, r ? r->volume_fraction : NAN);
   csv_number(f, r ? r->change : NAN);
@@ -458,7 +459,7 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   csv_number(f, s->density_min);
   char last[32] = "";
   if (isfinite(s->density_max)) format_double(last, s->density_max);
-  csv_field(f, last, 1);
+  vox_csv_field(f, last, 1);
   return failed;
 }
 
