@@ -302,6 +302,8 @@ static vox_backend_ops make_ops(void) {
   o.filter_apply = vox_cuda_filter_apply;
   o.filter_transpose = vox_cuda_filter_transpose;
   o.filter_sensitivity = vox_cuda_filter_sensitivity;
+  o.filter_create_periodic = vox_cuda_filter_create_periodic;
+  o.symmetrize = vox_cuda_symmetrize;
   o.stencil_create = vox_cuda_stencil_create;
   o.stencil_destroy = vox_cuda_stencil_destroy;
   o.galerkin_operator = vox_cuda_galerkin_operator;

@@ -174,7 +174,13 @@ vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_ve
 /* cuda_filter.cu */
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,
                                   const uint8_t *active, vox_filter **filter);
+vox_status vox_cuda_filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                           const uint8_t *active, vox_filter **filter);
 void vox_cuda_filter_destroy(vox_backend *be, vox_filter *filter);
+
+/* cuda_symmetry.cu */
+vox_status vox_cuda_symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
+                               vox_vec *v);
 vox_status vox_cuda_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
 vox_status vox_cuda_filter_transpose(vox_backend *be, vox_filter *f, const vox_vec *in,
                                      vox_vec *out);

@@ -11,7 +11,11 @@
  * The taps live in __constant__ memory when the table is small: every thread
  * of a warp reads the same tap at the same time, which the constant cache
  * broadcasts. Larger tables read a global-memory copy of the same layout
- * through the read-only cache. */
+ * through the read-only cache.
+ *
+ * A periodic filter (seed 003 section 6.5) wraps a tap that leaves the grid
+ * around to the opposite face instead of dropping it, computing the
+ * neighbour's index from its wrapped coordinates. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -35,6 +39,7 @@ static __constant__ int3 c_delta[CONST_TAPS];
 
 struct vox_filter {
   vox_grid grid;
+  int periodic;           /* taps wrap around the faces (a periodic cell) */
   size_t n_elements;
   int n_taps;
   unsigned long long id;  /* names the filter whose taps are in c_* (never 0) */
@@ -73,10 +78,17 @@ struct conv_args {
   const int3 *delta;
 };
 
+/* a modulo n in [0, n) */
+static __device__ __forceinline__ long long wrap(long long a, long long n) {
+  const long long r = a % n;
+  return r < 0 ? r + n : r;
+}
+
 /* out_e = sum_taps w in_i (over active i), for active e; 0 elsewhere. Scaled
  * per element by pre[i] (on the input) and post[e] (on the output) when given.
- * TAPS_IN_CONSTANT picks where the taps are read from. */
-template <bool TAPS_IN_CONSTANT>
+ * TAPS_IN_CONSTANT picks where the taps are read from, PERIODIC whether taps
+ * wrap around the faces. */
+template <bool TAPS_IN_CONSTANT, bool PERIODIC>
 static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     convolve_kernel(conv_args a, const uint8_t *__restrict__ active,
                     const double *__restrict__ in, const double *__restrict__ pre,
@@ -97,12 +109,18 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
       const int3 d = TAPS_IN_CONSTANT ? c_delta[t]
                                       : make_int3(__ldg(&a.delta[t].x), __ldg(&a.delta[t].y),
                                                   __ldg(&a.delta[t].z));
-      /* one unsigned comparison tests both ends of each axis */
-      if ((unsigned long long)(i + d.x) >= (unsigned long long)a.nx ||
-          (unsigned long long)(j + d.y) >= (unsigned long long)a.ny ||
-          (unsigned long long)(k + d.z) >= (unsigned long long)a.nz)
-        continue;
-      const size_t n = e + (TAPS_IN_CONSTANT ? c_offset[t] : __ldg(&a.offset[t]));
+      size_t n;
+      if (PERIODIC) {
+        n = (size_t)((wrap(k + d.z, a.nz) * a.ny + wrap(j + d.y, a.ny)) * a.nx +
+                     wrap(i + d.x, a.nx));
+      } else {
+        /* one unsigned comparison tests both ends of each axis */
+        if ((unsigned long long)(i + d.x) >= (unsigned long long)a.nx ||
+            (unsigned long long)(j + d.y) >= (unsigned long long)a.ny ||
+            (unsigned long long)(k + d.z) >= (unsigned long long)a.nz)
+          continue;
+        n = e + (TAPS_IN_CONSTANT ? c_offset[t] : __ldg(&a.offset[t]));
+      }
       if (!active[n]) continue;
       const double w = TAPS_IN_CONSTANT ? c_weight[t] : __ldg(&a.weight[t]);
       /* __dmul_rn/__dadd_rn keep nvcc from fusing the product and the sum
@@ -160,12 +178,15 @@ static vox_status convolve(vox_backend *be, vox_filter *f, const double *in, con
   TRY(load_taps(be, f));
   const conv_args a = {f->grid.nx, f->grid.ny,  f->grid.nz,  f->n_elements,
                        f->n_taps,  f->d_weight, f->d_offset, f->d_delta};
-  if (f->n_taps <= CONST_TAPS)
-    convolve_kernel<true>
-        <<<vox_cuda_grid(a.ne), VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
+  const unsigned blocks = vox_cuda_grid(a.ne);
+  if (f->n_taps <= CONST_TAPS && !f->periodic)
+    convolve_kernel<true, false><<<blocks, VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
+  else if (!f->periodic)
+    convolve_kernel<false, false><<<blocks, VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
+  else if (f->n_taps <= CONST_TAPS)
+    convolve_kernel<true, true><<<blocks, VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
   else
-    convolve_kernel<false>
-        <<<vox_cuda_grid(a.ne), VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
+    convolve_kernel<false, true><<<blocks, VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
   CUDA_LAUNCHED(be, what);
   return VOX_OK;
 }
@@ -191,7 +212,8 @@ void vox_cuda_filter_destroy(vox_backend *be, vox_filter *f) {
 static vox_status build_taps(vox_backend *be, vox_filter *f, double radius) {
   const vox_grid *grid = &f->grid;
   vox_filter_taps taps;
-  TRY(vox_filter_taps_make(be->ctx, grid, radius, &taps));
+  TRY(f->periodic ? vox_filter_taps_make_periodic(be->ctx, grid, radius, &taps)
+                  : vox_filter_taps_make(be->ctx, grid, radius, &taps));
   const size_t nt = (size_t)taps.n;
   f->weight = (double *)malloc(nt * sizeof *f->weight);
   f->offset = (long long *)malloc(nt * sizeof *f->offset);
@@ -245,12 +267,13 @@ static vox_status element_arrays(vox_backend *be, vox_filter *f, const uint8_t *
   return VOX_OK;
 }
 
-vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,
-                                  const uint8_t *active, vox_filter **out) {
+static vox_status create(vox_backend *be, const vox_grid *grid, double radius, int periodic,
+                         const uint8_t *active, vox_filter **out) {
   *out = NULL;
   vox_filter *f = (vox_filter *)calloc(1, sizeof *f);
   if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->grid = *grid;
+  f->periodic = periodic;
   f->n_elements = (size_t)vox_grid_elements(grid);
   f->id = ++last_id;
   vox_status s = build_taps(be, f, radius);
@@ -262,6 +285,16 @@ vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double 
   }
   *out = f;
   return VOX_OK;
+}
+
+vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,
+                                  const uint8_t *active, vox_filter **out) {
+  return create(be, grid, radius, 0, active, out);
+}
+
+vox_status vox_cuda_filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                           const uint8_t *active, vox_filter **out) {
+  return create(be, grid, radius, 1, active, out);
 }
 
 vox_status vox_cuda_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in,

@@ -14,6 +14,7 @@
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
+#include "voxfe/symmetry.h"
 
 /* A vector of doubles living on the backend's device. */
 typedef struct vox_vec {
@@ -171,6 +172,19 @@ typedef struct vox_backend_ops {
   vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
   vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
                                    const vox_vec *dc, double gamma, vox_vec *out);
+  /* The same filter on a periodic cell (seed 003 section 6.5): taps that
+   * reach past a face wrap around to the opposite one, as if the cell were
+   * tiled; the taps are not cut at the grid's size. The other filter_*
+   * operations work on it unchanged. */
+  vox_status (*filter_create_periodic)(vox_backend *be, const vox_grid *grid, double radius,
+                                       const uint8_t *active, vox_filter **filter);
+
+  /* Symmetry enforcement (voxfe/symmetry.h) on a vector of one value per
+   * element: each element becomes the mean of its orbit under the group, in
+   * place, with the same bits on every backend. Fails for a symmetry the
+   * grid cannot have (vox_symmetry_check). */
+  vox_status (*symmetrize)(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
+                           vox_vec *v);
 
   /* Geometric multigrid. A stencil is an assembled operator on a grid kept
    * per node as 27 blocks of dofs_per_node^2 (seed 000 section 4.1): block t

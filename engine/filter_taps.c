@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double radius,
-                                vox_filter_taps *taps) {
+static vox_status make_taps(vox_context *ctx, const vox_grid *grid, double radius, int periodic,
+                            vox_filter_taps *taps) {
   *taps = (vox_filter_taps){0};
   /* tested first, so that a negative or NaN radius stays out of the reach
    * arithmetic; a positive one never gives an empty list (the centre tap
@@ -17,7 +17,10 @@ vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double r
   const int64_t n[3] = {grid->nx, grid->ny, grid->nz};
   for (int a = 0; a < 3; a++) {
     const double r = floor(radius / grid->voxel_size[a]);
-    reach[a] = r < (double)(n[a] - 1) ? (int64_t)r : n[a] - 1;
+    /* a periodic filter reaches past the faces; the bound on the taps
+     * then stops a radius too wide (and keeps the cast below in range) */
+    const double limit = periodic ? VOX_FILTER_MAX_TAPS : (double)(n[a] - 1);
+    reach[a] = r < limit ? (int64_t)r : (int64_t)limit;
   }
   const size_t max_taps =
       (size_t)(2 * reach[0] + 1) * (size_t)(2 * reach[1] + 1) * (size_t)(2 * reach[2] + 1);
@@ -44,6 +47,16 @@ vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double r
         taps->weight[taps->n++] = w;
       }
   return VOX_OK;
+}
+
+vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double radius,
+                                vox_filter_taps *taps) {
+  return make_taps(ctx, grid, radius, 0, taps);
+}
+
+vox_status vox_filter_taps_make_periodic(vox_context *ctx, const vox_grid *grid, double radius,
+                                         vox_filter_taps *taps) {
+  return make_taps(ctx, grid, radius, 1, taps);
 }
 
 void vox_filter_taps_free(vox_filter_taps *taps) {

@@ -27,6 +27,12 @@ typedef struct vox_filter_taps {
  * grid are left out: they never contribute. */
 vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double radius,
                                 vox_filter_taps *taps);
+/* The taps of the same filter on a periodic cell (seed 003 section 6.5):
+ * not cut at the grid's size, since a tap past a face wraps around to the
+ * opposite one. A radius wider than the cell gives taps that wrap onto the
+ * same element more than once, each counted, as on the tiled cell. */
+vox_status vox_filter_taps_make_periodic(vox_context *ctx, const vox_grid *grid, double radius,
+                                         vox_filter_taps *taps);
 void vox_filter_taps_free(vox_filter_taps *taps);
 
 #ifdef __cplusplus

@@ -92,7 +92,16 @@ vox_status vox_cpu_stencil_solve(vox_backend *be, vox_stencil *st, const vox_vec
 /* Frees st->factor (called by vox_cpu_stencil_destroy). */
 void vox_cpu_stencil_factor_free(vox_stencil *st);
 
+/* cpu_symmetry.c (the loop is shared with vox_symmetrize on host arrays) */
+struct vox_symmetry_group;
+void vox_cpu_symmetrize_field(const struct vox_symmetry_group *g, const vox_grid *grid,
+                              double *field, int threads);
+vox_status vox_cpu_symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
+                              vox_vec *v);
+
 /* cpu_filter.c */
+vox_status vox_cpu_filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                          const uint8_t *active, vox_filter **filter);
 vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double radius,
                                  const uint8_t *active, vox_filter **filter);
 void vox_cpu_filter_destroy(vox_backend *be, vox_filter *filter);

@@ -9,6 +9,7 @@
 
 struct vox_filter {
   vox_grid grid;
+  int periodic;       /* taps wrap around the faces (a periodic cell) */
   int n_taps;
   int (*offset)[3];   /* di, dj, dk of each tap */
   double *weight;
@@ -25,6 +26,13 @@ void vox_cpu_filter_destroy(vox_backend *be, vox_filter *f) {
   free(f->inv_hs);
   free(f->scratch);
   free(f);
+}
+
+/* a modulo n in [0, n), for a tap past a face of a periodic cell (a tap
+ * may span several cells when the radius is wider than the cell) */
+static inline int64_t wrap(int64_t a, int64_t n) {
+  const int64_t r = a % n;
+  return r < 0 ? r + n : r;
 }
 
 /* out_e = sum_taps w in_i (over active i), for active e; 0 elsewhere. Scaled
@@ -44,9 +52,12 @@ static void convolve(vox_backend *be, const vox_filter *f, const double *restric
         }
         double s = 0;
         for (int t = 0; t < f->n_taps; t++) {
-          const int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1],
-                        kk = k + f->offset[t][2];
-          if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) continue;
+          int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1], kk = k + f->offset[t][2];
+          if (f->periodic) {
+            ii = wrap(ii, nx), jj = wrap(jj, ny), kk = wrap(kk, nz);
+          } else if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) {
+            continue;
+          }
           const int64_t n = (kk * ny + jj) * nx + ii;
           if (!f->active[n]) continue;
           s += f->weight[t] * (pre ? pre[n] * in[n] : in[n]);
@@ -55,13 +66,15 @@ static void convolve(vox_backend *be, const vox_filter *f, const double *restric
       }
 }
 
-vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double radius,
-                                 const uint8_t *active, vox_filter **out) {
+static vox_status create(vox_backend *be, const vox_grid *grid, double radius, int periodic,
+                         const uint8_t *active, vox_filter **out) {
   vox_filter *f = calloc(1, sizeof *f);
   if (!f) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   f->grid = *grid;
+  f->periodic = periodic;
   vox_filter_taps taps;
-  vox_status st = vox_filter_taps_make(be->ctx, grid, radius, &taps);
+  vox_status st = periodic ? vox_filter_taps_make_periodic(be->ctx, grid, radius, &taps)
+                           : vox_filter_taps_make(be->ctx, grid, radius, &taps);
   if (st != VOX_OK) {
     free(f);
     return st;
@@ -87,6 +100,16 @@ vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double r
   for (size_t e = 0; e < ne; e++) f->inv_hs[e] = f->active[e] ? 1 / f->inv_hs[e] : 0;
   *out = f;
   return VOX_OK;
+}
+
+vox_status vox_cpu_filter_create(vox_backend *be, const vox_grid *grid, double radius,
+                                 const uint8_t *active, vox_filter **out) {
+  return create(be, grid, radius, 0, active, out);
+}
+
+vox_status vox_cpu_filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                          const uint8_t *active, vox_filter **out) {
+  return create(be, grid, radius, 1, active, out);
 }
 
 vox_status vox_cpu_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out) {

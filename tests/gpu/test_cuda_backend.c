@@ -1,7 +1,8 @@
 /* The CUDA backend against the CPU backend, operation by operation, on the
  * same random input: vectors and reductions, the matrix-free operator in
  * every K u variant (elasticity and conduction, odd grid sizes, zero and
- * 1e-9 moduli, random fixed dofs), SIMP and OC kernels, the filters, and the
+ * 1e-9 moduli, random fixed dofs), SIMP and OC kernels, the filters (plain
+ * and periodic), the symmetry orbit means, and the
  * multigrid pieces (Galerkin stencils in double and mixed precision,
  * stencil products, transfers, coarse factor and solve).
  *
@@ -10,7 +11,7 @@
  * (the absolute difference where the CPU result is all zero), so that the
  * log says how close each operation is, not only whether it passed.
  *
- *   test_cuda_backend [vectors|operator|simp|filter|multigrid]...
+ *   test_cuda_backend [vectors|operator|simp|filter|symmetry|multigrid]...
  *
  * runs only the named sections (all by default). Exit 77 (skipped) when this
  * build has no CUDA or the machine no device. */
@@ -99,7 +100,7 @@ static int call_ok(vox_status s, vox_backend *be, const char *check, const char 
    * fails with it. Stop rather than print hundreds of lines. */
   if (++failed_calls >= 25) {
     printf("stopping after %d failed backend calls: the first FAIL above is the one to look at "
-           "(run one section alone: test_cuda_backend vectors|operator|simp|filter|multigrid)\n",
+           "(run one section alone: test_cuda_backend vectors|operator|simp|filter|symmetry|multigrid)\n",
            failed_calls);
     exit(1);
   }
@@ -554,11 +555,28 @@ done:
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pv_destroy(all[i]);
 }
 
+/* ---- symmetry ----------------------------------------------------------------- */
+
+/* The orbit means of a random field, in place on both backends: the same
+ * code adds the same values in the same order, so the same bits (tol 0). */
+static void test_symmetry(const vox_grid *grid, vox_symmetry sym, uint64_t seed) {
+  snprintf(where, sizeof where, "%s %s", grid_text(grid), vox_symmetry_name(sym));
+  const size_t ne = (size_t)vox_grid_elements(grid);
+  pvec v;
+  memset(&v, 0, sizeof v);
+  if (pv_create(&v, ne) && pv_random(&v, &seed, -1, 1) &&
+      BOTH("symmetrize", cpu->ops->symmetrize(cpu, grid, sym, &v.c),
+           gpu->ops->symmetrize(gpu, grid, sym, &v.g)))
+    pv_check("symmetrize", &v, 0);
+  pv_destroy(&v);
+}
+
 /* ---- filters ------------------------------------------------------------------ */
 
-static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t seed) {
+static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t seed, int periodic) {
   const double radius = radius_voxels * grid->voxel_size[0];
-  snprintf(where, sizeof where, "%s R=%g mm", grid_text(grid), radius);
+  snprintf(where, sizeof where, "%s R=%g mm%s", grid_text(grid), radius,
+           periodic ? " periodic" : "");
   const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
   const size_t ne = (size_t)vox_grid_elements(grid);
   uint8_t *active = malloc(ne);
@@ -580,8 +598,12 @@ static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t see
   for (size_t e = 0; e < ne; e++) rho.hc[e] = uniform(&seed) < 0.1 ? 1e-4 : uniform(&seed);
   pv_upload(&rho, rho.hc);
   pv_random(&dc, &seed, -3, 0);
-  if (!C_OK("filter_create", c->filter_create(cpu, grid, radius, active, &cf)) ||
-      !G_OK("filter_create", g->filter_create(gpu, grid, radius, active, &gf)))
+  if (periodic ? !C_OK("filter_create_periodic",
+                       c->filter_create_periodic(cpu, grid, radius, active, &cf)) ||
+                     !G_OK("filter_create_periodic",
+                           g->filter_create_periodic(gpu, grid, radius, active, &gf))
+               : !C_OK("filter_create", c->filter_create(cpu, grid, radius, active, &cf)) ||
+                     !G_OK("filter_create", g->filter_create(gpu, grid, radius, active, &gf)))
     goto done;
   if (pv_poison(&out) && BOTH("filter_apply", c->filter_apply(cpu, cf, &in.c, &out.c),
                               g->filter_apply(gpu, gf, &in.g, &out.g)))
@@ -851,13 +873,15 @@ static int wanted(int argc, char **argv, const char *section) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr, up to a crash */
-  static const char *const sections[] = {"vectors", "operator", "simp", "filter", "multigrid"};
+  static const char *const sections[] = {"vectors", "operator", "simp",
+                                         "filter",  "symmetry", "multigrid"};
   for (int i = 1; i < argc; i++) {
     int known = 0;
     for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++)
       known |= strcmp(argv[i], sections[s]) == 0;
     if (!known) {
-      fprintf(stderr, "usage: %s [vectors|operator|simp|filter|multigrid]...\n", argv[0]);
+      fprintf(stderr, "usage: %s [vectors|operator|simp|filter|symmetry|multigrid]...\n",
+              argv[0]);
       return 2;
     }
   }
@@ -907,11 +931,28 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n_grids; i++) {
       vox_grid cube = grids[i];
       cube.voxel_size[0] = cube.voxel_size[1] = cube.voxel_size[2] = 1;
-      test_filter(&cube, 1.5, 5 + i);
-      test_filter(&cube, 2.5, 7 + i);
+      test_filter(&cube, 1.5, 5 + i, 0);
+      test_filter(&cube, 2.5, 7 + i, 0);
+      /* periodic (seed 003 section 6.5): taps wrap around the faces; 4.5
+       * voxels reach across the 1 x 3 x 2 grid several times and, with 401
+       * taps, past constant memory */
+      test_filter(&cube, 1.5, 15 + i, 1);
+      test_filter(&cube, 4.5, 17 + i, 1);
     }
-    test_filter(&aniso, 1.5, 11);
-    test_filter(&aniso, 2.5, 13);
+    test_filter(&aniso, 1.5, 11, 0);
+    test_filter(&aniso, 2.5, 13, 0);
+    test_filter(&aniso, 2.5, 19, 1);
+  }
+  if (wanted(argc, argv, "symmetry")) {
+    printf("symmetry (orbit means of reflect3, reflect6, rotate3)\n");
+    const vox_grid box = {.nx = 13, .ny = 10, .nz = 7, .voxel_size = {1, 1, 1}};
+    const vox_grid cubes[] = {{.nx = 8, .ny = 8, .nz = 8, .voxel_size = {1, 1, 1}},
+                              {.nx = 33, .ny = 33, .nz = 33, .voxel_size = {1, 1, 1}},
+                              {.nx = 160, .ny = 160, .nz = 160, .voxel_size = {1, 1, 1}}};
+    test_symmetry(&box, VOX_SYMMETRY_REFLECT3, 21);
+    for (size_t i = 0; i < sizeof cubes / sizeof cubes[0]; i++)
+      for (int sym = VOX_SYMMETRY_REFLECT3; sym <= VOX_SYMMETRY_ROTATE3; sym++)
+        test_symmetry(&cubes[i], (vox_symmetry)sym, 23 + 3 * i + (uint64_t)sym);
   }
   if (wanted(argc, argv, "multigrid")) {
     printf("multigrid (Galerkin stencils, products, transfers, coarse solve; mixed precision)\n");

@@ -6,8 +6,11 @@
 #include "voxfe/backend.h"
 #include "voxfe/context.h"
 #include "voxfe/element.h"
+#include "voxfe/expression.h"
+#include "voxfe/initial_design.h"
 #include "voxfe/model.h"
 #include "voxfe/optimizer.h"
 #include "voxfe/solver.h"
+#include "voxfe/symmetry.h"
 
 #endif

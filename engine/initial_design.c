@@ -1,0 +1,185 @@
+/* Initial designs (voxfe/initial_design.h). The sums y_e are computed into
+ * rho, then mapped through the sigmoid in place once its shift mu is found.
+ * Every element is independent of the others, and the reductions of the
+ * bisection are summed per z-slice and then in slice order, so the result is
+ * the same for any number of threads. */
+#include "voxfe/initial_design.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_ops.h" /* vox_hash_uniform */
+
+/* seed 003 section 6.2 */
+#define SIGMOID_K 15.0
+#define MAX_ORDER 8
+
+static const char *const names[] = {"uniform", "random", "trigonometric"};
+
+const char *vox_initial_name(vox_initial_kind kind) {
+  return (unsigned)kind < 3 ? names[kind] : "unknown";
+}
+
+int vox_initial_parse(const char *text, vox_initial_kind *kind) {
+  for (int i = 0; i < 3; i++)
+    if (strcmp(text, names[i]) == 0) {
+      *kind = (vox_initial_kind)i;
+      return 0;
+    }
+  if (strcmp(text, "trig") == 0) {
+    *kind = VOX_INITIAL_TRIGONOMETRIC;
+    return 0;
+  }
+  return -1;
+}
+
+void vox_initial_design_defaults(vox_initial_design *d) {
+  *d = (vox_initial_design){.kind = VOX_INITIAL_UNIFORM,
+                            .volume_fraction = 0.3,
+                            .rho_min = 1e-3,
+                            .seed = 1,
+                            .order = 2,
+                            .symmetry = VOX_SYMMETRY_NONE};
+}
+
+/* A number in [-1, 1) from the seed: the design's random stream. Index 0..3
+ * make the quaternion, 4 on the weights; "random" uses the element index. */
+static double draw(uint64_t seed, uint64_t i) { return 2 * vox_hash_uniform(seed, i); }
+
+/* The rotation matrix of the normalised quaternion (w, x, y, z). */
+static void quaternion_rotation(uint64_t seed, double r[3][3]) {
+  double q[4], norm = 0;
+  for (int i = 0; i < 4; i++) {
+    q[i] = draw(seed, (uint64_t)i);
+    norm += q[i] * q[i];
+  }
+  norm = sqrt(norm);
+  if (!(norm > 1e-12)) q[0] = 1, q[1] = q[2] = q[3] = 0, norm = 1; /* never in practice */
+  const double w = q[0] / norm, x = q[1] / norm, y = q[2] / norm, z = q[3] / norm;
+  r[0][0] = 1 - 2 * (y * y + z * z), r[0][1] = 2 * (x * y - w * z), r[0][2] = 2 * (x * z + w * y);
+  r[1][0] = 2 * (x * y + w * z), r[1][1] = 1 - 2 * (x * x + z * z), r[1][2] = 2 * (y * z - w * x);
+  r[2][0] = 2 * (x * z - w * y), r[2][1] = 2 * (y * z + w * x), r[2][2] = 1 - 2 * (x * x + y * y);
+}
+
+/* y_e = sum_a w_a p_a + sum_{a <= b} w_ab p_a p_b over T_n (6n functions:
+ * for each axis i, for k = 1..n, cos then sin of 2 pi k xb_i). */
+static void trigonometric_sums(const vox_grid *grid, uint64_t seed, int order, int nt, double *y) {
+  const int nb = 6 * order, nw = nb + nb * (nb + 1) / 2;
+  double r[3][3], w[6 * MAX_ORDER + 6 * MAX_ORDER * (6 * MAX_ORDER + 1) / 2];
+  quaternion_rotation(seed, r);
+  for (int t = 0; t < nw; t++) w[t] = draw(seed, 4 + (uint64_t)t);
+  const int64_t nx = grid->nx, ny = grid->ny, nz = grid->nz;
+  const double two_pi = 2 * 3.14159265358979323846;
+#pragma omp parallel for collapse(2) num_threads(nt) schedule(static)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const double x[3] = {(i + 0.5) / nx - 0.5, (j + 0.5) / ny - 0.5, (k + 0.5) / nz - 0.5};
+        double p[6 * MAX_ORDER];
+        int a = 0;
+        for (int ax = 0; ax < 3; ax++) {
+          const double xb = r[ax][0] * x[0] + r[ax][1] * x[1] + r[ax][2] * x[2];
+          for (int f = 1; f <= order; f++) {
+            p[a++] = cos(two_pi * f * xb);
+            p[a++] = sin(two_pi * f * xb);
+          }
+        }
+        double s = 0;
+        int t = 0;
+        for (a = 0; a < nb; a++) s += w[t++] * p[a];
+        for (a = 0; a < nb; a++)
+          for (int b = a; b < nb; b++) s += w[t++] * p[a] * p[b];
+        y[(k * ny + j) * nx + i] = s;
+      }
+}
+
+static double sigmoid(double y, double mu, double rho_min, double v_hat) {
+  return rho_min + v_hat / (1 + exp(-SIGMOID_K * (y - mu)));
+}
+
+/* The mean of S(y) over the grid, summed per z-slice in a fixed order. */
+static double mean_density(const vox_grid *grid, const double *y, double mu, double rho_min,
+                           double v_hat, int nt, double *slice) {
+  const int64_t per_slice = grid->nx * grid->ny, nz = grid->nz;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t k = 0; k < nz; k++) {
+    double s = 0;
+    for (int64_t e = k * per_slice; e < (k + 1) * per_slice; e++)
+      s += sigmoid(y[e], mu, rho_min, v_hat);
+    slice[k] = s;
+  }
+  double total = 0;
+  for (int64_t k = 0; k < nz; k++) total += slice[k];
+  return total / (double)(per_slice * nz);
+}
+
+/* rho = S(y) with mu such that the mean is V. */
+static vox_status project(vox_context *ctx, const vox_grid *grid, double V, double rho_min,
+                          int nt, double *y) {
+  const int64_t ne = vox_grid_elements(grid);
+  const double v_hat = fmin(1.5 * V, 1 - rho_min);
+  double *slice = malloc((size_t)grid->nz * sizeof *slice);
+  if (!slice) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design");
+  double lo = INFINITY, hi = -INFINITY;
+  for (int64_t e = 0; e < ne; e++) lo = fmin(lo, y[e]), hi = fmax(hi, y[e]);
+  /* beyond 40/k of the values every element is at one end of the sigmoid
+   * (to e^-40), so the mean brackets V there */
+  lo -= 40 / SIGMOID_K, hi += 40 / SIGMOID_K;
+  double mu = 0.5 * (lo + hi);
+  for (int it = 0; it < 200 && hi - lo > 1e-13 * (1 + fabs(mu)); it++) {
+    mu = 0.5 * (lo + hi);
+    const double m = mean_density(grid, y, mu, rho_min, v_hat, nt, slice);
+    if (fabs(m - V) <= 1e-12 * V) break;
+    if (m > V) /* the mean falls as mu rises */
+      lo = mu;
+    else
+      hi = mu;
+  }
+  free(slice);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t e = 0; e < ne; e++) y[e] = sigmoid(y[e], mu, rho_min, v_hat);
+  return VOX_OK;
+}
+
+vox_status vox_initial_design_make(vox_context *ctx, const vox_grid *grid,
+                                   const vox_initial_design *d, double *rho) {
+  if ((unsigned)d->kind > VOX_INITIAL_TRIGONOMETRIC)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown initial design %d", (int)d->kind);
+  if (!(d->rho_min >= 0 && d->rho_min < 1))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "initial design: the least density %g must be in [0, 1)", d->rho_min);
+  if (!(d->volume_fraction > d->rho_min && d->volume_fraction < 1))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "initial design: the volume fraction %g must lie between the least density "
+                     "%g and 1",
+                     d->volume_fraction, d->rho_min);
+  if (d->kind == VOX_INITIAL_TRIGONOMETRIC && (d->order < 1 || d->order > MAX_ORDER))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "initial design: the trigonometric order %d must be 1 to %d", d->order,
+                     MAX_ORDER);
+  TRY(vox_symmetry_check(ctx, grid, d->symmetry));
+  const int64_t ne = vox_grid_elements(grid);
+  if (ne <= 0) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "initial design: an empty grid");
+  const int threads = vox_context_threads(ctx);
+  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  vox_status st = VOX_OK;
+  switch (d->kind) {
+    case VOX_INITIAL_UNIFORM:
+      for (int64_t e = 0; e < ne; e++) rho[e] = d->volume_fraction;
+      break;
+    case VOX_INITIAL_RANDOM:
+#pragma omp parallel for num_threads(nt) schedule(static)
+      for (int64_t e = 0; e < ne; e++) rho[e] = draw(d->seed, (uint64_t)e);
+      st = project(ctx, grid, d->volume_fraction, d->rho_min, nt, rho);
+      break;
+    case VOX_INITIAL_TRIGONOMETRIC:
+      trigonometric_sums(grid, d->seed, d->order, nt, rho);
+      st = project(ctx, grid, d->volume_fraction, d->rho_min, nt, rho);
+      break;
+  }
+  if (st == VOX_OK && d->symmetry != VOX_SYMMETRY_NONE)
+    st = vox_symmetrize(ctx, grid, d->symmetry, rho);
+  return st;
+}

@@ -1,0 +1,77 @@
+/* The symmetry groups of the cell (voxfe/symmetry.h, symmetry_group.h). */
+#include <string.h>
+
+#include "symmetry_group.h"
+#include "voxfe/symmetry.h"
+#include "cpu/cpu.h"
+
+static const char *const names[] = {"none", "reflect3", "reflect6", "rotate3"};
+
+const char *vox_symmetry_name(vox_symmetry symmetry) {
+  return (unsigned)symmetry < 4 ? names[symmetry] : "unknown";
+}
+
+int vox_symmetry_parse(const char *text, vox_symmetry *symmetry) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(text, names[i]) == 0) {
+      *symmetry = (vox_symmetry)i;
+      return 0;
+    }
+  return -1;
+}
+
+vox_status vox_symmetry_check(vox_context *ctx, const vox_grid *grid, vox_symmetry symmetry) {
+  if ((unsigned)symmetry > VOX_SYMMETRY_ROTATE3)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown symmetry %d", (int)symmetry);
+  const int cubic = grid->nx == grid->ny && grid->ny == grid->nz &&
+                    grid->voxel_size[0] == grid->voxel_size[1] &&
+                    grid->voxel_size[1] == grid->voxel_size[2];
+  if ((symmetry == VOX_SYMMETRY_REFLECT6 || symmetry == VOX_SYMMETRY_ROTATE3) && !cubic)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "symmetry %s needs a cubic cell (equal elements and voxel sizes along x, y "
+                     "and z); the grid is %lld x %lld x %lld of %g x %g x %g mm",
+                     vox_symmetry_name(symmetry), (long long)grid->nx, (long long)grid->ny,
+                     (long long)grid->nz, grid->voxel_size[0], grid->voxel_size[1],
+                     grid->voxel_size[2]);
+  return VOX_OK;
+}
+
+/* +1 for an even permutation of the axes, -1 for an odd one. */
+static int permutation_sign(const int8_t p[3]) {
+  int inversions = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = a + 1; b < 3; b++) inversions += p[a] > p[b];
+  return inversions % 2 ? -1 : 1;
+}
+
+void vox_symmetry_group_make(vox_symmetry symmetry, vox_symmetry_group *g) {
+  static const int8_t perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                     {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  memset(g, 0, sizeof *g);
+  /* reflect3 keeps the axes; reflect6 and rotate3 take every permutation */
+  const int n_perms = symmetry == VOX_SYMMETRY_REFLECT6 || symmetry == VOX_SYMMETRY_ROTATE3 ? 6 : 1;
+  const int n_flips = symmetry == VOX_SYMMETRY_NONE ? 1 : 8;
+  for (int p = 0; p < n_perms; p++)
+    for (int f = 0; f < n_flips; f++) {
+      vox_symmetry_map m;
+      int flips = 0;
+      for (int a = 0; a < 3; a++) {
+        m.perm[a] = perms[p][a];
+        m.flip[a] = (int8_t)((f >> a) & 1);
+        flips += m.flip[a];
+      }
+      /* a rotation has determinant +1: sign(perm) (-1)^flips */
+      const int det = permutation_sign(m.perm) * (flips % 2 ? -1 : 1);
+      if (symmetry == VOX_SYMMETRY_ROTATE3 && det != 1) continue;
+      g->map[g->n++] = m;
+    }
+}
+
+vox_status vox_symmetrize(vox_context *ctx, const vox_grid *grid, vox_symmetry symmetry,
+                          double *field) {
+  TRY(vox_symmetry_check(ctx, grid, symmetry));
+  vox_symmetry_group g;
+  vox_symmetry_group_make(symmetry, &g);
+  vox_cpu_symmetrize_field(&g, grid, field, vox_context_threads(ctx));
+  return VOX_OK;
+}

@@ -1,0 +1,73 @@
+/* The maps of a symmetry group of the cell (voxfe/symmetry.h) as index maps
+ * on the element grid, shared by the CPU and CUDA backends (private), so
+ * that both visit the maps in the same order and add the same values in the
+ * same order: they give the same bits. */
+#ifndef VOXFE_SYMMETRY_GROUP_H
+#define VOXFE_SYMMETRY_GROUP_H
+
+#include <stdint.h>
+
+#include "voxfe/symmetry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __CUDACC__
+#define VOX_SYMMETRY_HD __host__ __device__
+#else
+#define VOX_SYMMETRY_HD
+#endif
+
+enum { VOX_SYMMETRY_MAX_MAPS = 48 };
+
+/* One map: image coordinate a = c[perm[a]], or n[a] - 1 - that when flip[a]. */
+typedef struct vox_symmetry_map {
+  int8_t perm[3];
+  int8_t flip[3];
+} vox_symmetry_map;
+
+typedef struct vox_symmetry_group {
+  int n; /* maps, the identity first */
+  vox_symmetry_map map[VOX_SYMMETRY_MAX_MAPS];
+} vox_symmetry_group;
+
+/* The maps of `symmetry` (none: the identity alone), in a fixed order. The
+ * grid must suit the symmetry (vox_symmetry_check). */
+void vox_symmetry_group_make(vox_symmetry symmetry, vox_symmetry_group *group);
+
+/* The index of the image of element (i, j, k) under map m. */
+static inline VOX_SYMMETRY_HD int64_t vox_symmetry_image(const vox_symmetry_map *m, int64_t nx,
+                                                         int64_t ny, int64_t nz, int64_t i,
+                                                         int64_t j, int64_t k) {
+  const int64_t c[3] = {i, j, k}, n[3] = {nx, ny, nz};
+  int64_t t[3];
+  for (int a = 0; a < 3; a++) {
+    const int64_t v = c[m->perm[a]];
+    t[a] = m->flip[a] ? n[a] - 1 - v : v;
+  }
+  return (t[2] * ny + t[1]) * nx + t[0];
+}
+
+/* The orbit mean at element e = (i, j, k), written to every member of the
+ * orbit, when e is the orbit's lowest index (its representative); nothing
+ * otherwise. Each orbit is thus written by one caller only, so the loop over
+ * e may run in parallel and in place. The sum runs over the maps in order
+ * (each member |stabiliser| times), divided by the number of maps. */
+static inline VOX_SYMMETRY_HD void vox_symmetry_average_orbit(const vox_symmetry_group *g,
+                                                              int64_t nx, int64_t ny, int64_t nz,
+                                                              int64_t i, int64_t j, int64_t k,
+                                                              double *field) {
+  const int64_t e = (k * ny + j) * nx + i;
+  for (int m = 1; m < g->n; m++)
+    if (vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k) < e) return;
+  double s = 0;
+  for (int m = 0; m < g->n; m++) s += field[vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k)];
+  const double mean = s / g->n;
+  for (int m = 0; m < g->n; m++) field[vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k)] = mean;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
