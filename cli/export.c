@@ -5,17 +5,20 @@
  * and JSON or CSV summaries. */
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli_common.h"
 #include "cli_files.h"
+#include "cli_numbers.h"
 #include "cli_options.h"
 #include "voxfe/inp.h"
 #include "voxfe/plot.h"
 #include "voxfe/render.h"
 #include "voxfe/summary.h"
 #include "voxfe/surface.h"
+#include "voxfe/tile.h"
 #include "voxfe/vtk.h"
 
 typedef struct settings {
@@ -30,9 +33,27 @@ typedef struct settings {
   int width, height; /* .png */
   const char *picture; /* .png: "surface" or "history"; NULL: history if there is one */
   const char *view;    /* .png surface: a name vox_view_from_name takes */
+  long long tile[3];   /* cells along x, y, z of a periodic design's array */
 } settings;
 
 #define AT(member) offsetof(settings, member)
+
+/* --tile NXxNYxNZ, or N for N x N x N */
+static int parse_tile(const char *what, const char *text, void *value) {
+  long long *t = value;
+  const cli_range range = {1, 1000, 0, 0};
+  if (cli_count_fields(text, 'x') == 1) {
+    if (cli_parse_integer(what, text, range, &t[0])) return -1;
+    t[1] = t[2] = t[0];
+    return 0;
+  }
+  return cli_parse_integer_list(what, "NXxNYxNZ", text, 'x', 3, range, t);
+}
+
+static void format_tile(const void *value, char *buf, size_t size) {
+  const long long *t = value;
+  snprintf(buf, size, "%lldx%lldx%lld", t[0], t[1], t[2]);
+}
 
 static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
@@ -68,6 +89,10 @@ static const cli_option options[] = {
      .help = ".png: 'history' (a plot of the optimization history) or 'surface' (a shaded "
              "picture of the surface that .stl writes, with --threshold, --label, --smooth, "
              "--triangles)"},
+    {.name = "tile", .arg = "NXxNYxNZ", .kind = CLI_CUSTOM, .offset = AT(tile),
+     .parse = parse_tile, .format = format_tile,
+     .help = ".stl, .vtp, .vti, .vtu, .png surface: an array of NX x NY x NZ copies of the cell "
+             "of a periodic design (N alone: N x N x N), as one closed surface or grid"},
     {.name = "view", .arg = "V", .kind = CLI_STRING, .offset = AT(view),
      .help = ".png surface: where the camera is: iso, x, y, z, -x, -y or -z (x: from the +x "
              "side)"},
@@ -174,7 +199,7 @@ static const format *pick_format(const char *output) {
 }
 
 int main(int argc, char **argv) {
-  settings s = {.threshold = 0.5, .width = 1200, .height = 1000, .view = "iso"};
+  settings s = {.threshold = 0.5, .width = 1200, .height = 1000, .view = "iso", .tile = {1, 1, 1}};
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
   if (s.picture && strcmp(s.picture, "surface") != 0 && strcmp(s.picture, "history") != 0) {
@@ -187,6 +212,14 @@ int main(int argc, char **argv) {
   }
   const format *fmt = pick_format(s.output);
   if (!fmt) return CLI_EXIT_USAGE;
+  const int tiled = s.tile[0] * s.tile[1] * s.tile[2] > 1;
+  if (tiled && !(fmt->write == write_stl || fmt->write == write_vtp || fmt->write == write_vti ||
+                 fmt->write == write_vtu || (fmt->write == write_png && s.picture &&
+                                             strcmp(s.picture, "surface") == 0))) {
+    cli_error("--tile: applies to .stl, .vtp, .vti, .vtu and .png --picture surface, not %s",
+              cli_extension(s.output));
+    return CLI_EXIT_USAGE;
+  }
   const char *inputs[] = {s.input};
   if ((status = cli_check_output(s.output, inputs, 1))) return status;
 
@@ -194,6 +227,17 @@ int main(int argc, char **argv) {
   if (!ctx) return CLI_EXIT_FAILED;
   vox_model model = {0};
   status = cli_read_model(ctx, s.input, &model);
+  if (!status && tiled) {
+    /* the array replaces the cell; a refusal (too large) is bad input */
+    vox_model array;
+    const int tiles[3] = {(int)s.tile[0], (int)s.tile[1], (int)s.tile[2]};
+    vox_status vs = vox_model_tile(ctx, &model, tiles, &array);
+    vox_model_free(&model);
+    if (vs != VOX_OK)
+      status = cli_fail(ctx, vs, CLI_RUNNING);
+    else
+      model = array;
+  }
   if (!status) {
     vox_status vs = fmt->write(ctx, &s, &model);
     /* The writers convert and write in one call: a refusal (no voxel at or

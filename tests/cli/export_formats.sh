@@ -62,6 +62,28 @@ export_ok row.csv --no-header && {
   [ "$(wc -l <row.csv)" -eq 1 ] || fail "row.csv --no-header is not one row"
 }
 
+# --tile: an array of the cell, one closed surface (checked with admesh where
+# it is installed); the grid of a .vti array is the cell's times the counts
+export_ok tiled.stl --tile 2x1x3 && {
+  n=$(od -An -tu4 -j80 -N4 tiled.stl | tr -d ' ')
+  [ "$n" -gt "$(od -An -tu4 -j80 -N4 design.stl | tr -d ' ')" ] || fail "tiled.stl: no more triangles than one cell"
+  if command -v admesh >/dev/null 2>&1; then
+    admesh tiled.stl >"$LOG/admesh" 2>&1 || fail "admesh tiled.stl failed"
+    grep -q "No holes need to be filled" "$LOG/admesh" || fail "tiled.stl is not closed"
+  fi
+}
+export_ok tiled.vti --tile 2 && {
+  grep -aq 'WholeExtent="0 24 0 12 0 12"' tiled.vti || fail "tiled.vti: not 2 x 2 x 2 cells of 12 x 6 x 6"
+}
+for bad in "0" "2x2" "2x0x1" "1001"; do
+  "$EXPORT" design.nc -o bad.stl --tile "$bad" >"$LOG/out" 2>"$LOG/err"
+  [ $? -eq 2 ] || fail "--tile $bad did not exit 2"
+  [ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "--tile $bad: not one line: $(cat "$LOG/err")"
+done
+"$EXPORT" design.nc -o bad.json --tile 2 >"$LOG/out" 2>"$LOG/err"
+[ $? -eq 2 ] || fail "--tile with .json did not exit 2"
+ls bad.* >/dev/null 2>&1 && fail "a refused --tile left a file"
+
 # a budget below a tetrahedron's: a usage error, no file
 "$EXPORT" design.nc -o tiny.stl --triangles 3 >"$LOG/out" 2>"$LOG/err"
 [ $? -eq 2 ] || fail "--triangles 3 did not exit 2"

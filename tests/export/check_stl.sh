@@ -6,7 +6,8 @@
 # fixed), the expected number of parts, a positive volume, and the binary
 # files 84 + 50 n bytes long.
 #
-# usage: check_stl.sh FOLDER     exits 77 (skipped) where admesh is missing.
+# usage: check_stl.sh FOLDER [FILE PARTS TYPE]...   exits 77 (skipped) where
+# admesh is missing. Without FILE arguments, the files of test_export_stl.
 set -u
 dir=${1:?usage: check_stl.sh FOLDER}
 if ! command -v admesh >/dev/null 2>&1; then
@@ -66,12 +67,20 @@ check() {
   echo "$1: $facets facets, parts $(value "Number of parts"), volume $volume: ok"
 }
 
-check sphere.stl 1 binary
-check sphere_ascii.stl 1 ascii
-check two_spheres.stl 2 binary
-check torus_ascii.stl 1 ascii
-check noise.stl - binary
-check sphere_decimated.stl 1 binary
+if [ $# -gt 1 ]; then # the files named on the command line: FILE PARTS TYPE...
+  shift
+  while [ $# -ge 3 ]; do
+    check "$1" "$2" "$3"
+    shift 3
+  done
+else
+  check sphere.stl 1 binary
+  check sphere_ascii.stl 1 ascii
+  check two_spheres.stl 2 binary
+  check torus_ascii.stl 1 ascii
+  check noise.stl - binary
+  check sphere_decimated.stl 1 binary
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed"
