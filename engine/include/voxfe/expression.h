@@ -4,7 +4,8 @@
  * entry (forward-mode automatic differentiation over the parse tree).
  *
  * C^H is the 6 x 6 matrix in Voigt order xx, yy, zz, yz, zx, xy (the order
- * of the homogenization solver, engine/homogenization), stored row-major:
+ * of the homogenization solver and of C^H in the result files), with
+ * engineering shear strains (2 eps_yz, ...), stored row-major:
  * entry Cij (i, j = 1..6, the usual 1-based Voigt notation) is ch[6 (i-1) +
  * (j-1)]. The 36 entries are independent variables here: C12 and C21 are
  * equal in a symmetric C^H, but the gradient puts each derivative on the
