@@ -15,7 +15,8 @@
  *
  * A periodic filter (seed 003 section 6.5) wraps a tap that leaves the grid
  * around to the opposite face instead of dropping it, computing the
- * neighbour's index from its wrapped coordinates. */
+ * neighbour's index from its wrapped coordinates; elements farther from the
+ * faces than the taps reach take the plain filter's path. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -40,6 +41,8 @@ static __constant__ int3 c_delta[CONST_TAPS];
 struct vox_filter {
   vox_grid grid;
   int periodic;           /* taps wrap around the faces (a periodic cell) */
+  int3 reach;             /* the largest |offset| of a tap along each axis */
+  int far;                /* some tap reaches past a whole cell */
   size_t n_elements;
   int n_taps;
   unsigned long long id;  /* names the filter whose taps are in c_* (never 0) */
@@ -70,6 +73,8 @@ static unsigned long long last_id = 0;
 /* What the convolution needs of a filter, passed by value. */
 struct conv_args {
   long long nx, ny, nz;
+  int3 reach;       /* the largest |offset| of a tap along each axis */
+  int far;          /* a tap reaches past a whole cell: wrap by division */
   size_t ne;
   int n_taps;
   /* the global tap table; unused when the taps are in constant memory */
@@ -78,8 +83,10 @@ struct conv_args {
   const int3 *delta;
 };
 
-/* a modulo n in [0, n) */
-static __device__ __forceinline__ long long wrap(long long a, long long n) {
+/* a modulo n in [0, n): one addition or subtraction when the taps reach
+ * no further than a cell (64-bit division is a long sequence on the GPU) */
+static __device__ __forceinline__ long long wrap(long long a, long long n, int far) {
+  if (!far) return a < 0 ? a + n : a >= n ? a - n : a;
   const long long r = a % n;
   return r < 0 ? r + n : r;
 }
@@ -100,6 +107,9 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     }
     const long long i = (long long)(e % (size_t)a.nx), r = (long long)(e / (size_t)a.nx);
     const long long j = r % a.ny, k = r / a.ny;
+    const bool wraps = PERIODIC && !(i >= a.reach.x && i + a.reach.x < a.nx && j >= a.reach.y &&
+                                     j + a.reach.y < a.ny && k >= a.reach.z &&
+                                     k + a.reach.z < a.nz);
     double s = 0;
     /* The loop is the same for every thread of a warp, so they read tap t
      * together (one broadcast); only the tests below diverge, at the faces
@@ -110,9 +120,11 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
                                       : make_int3(__ldg(&a.delta[t].x), __ldg(&a.delta[t].y),
                                                   __ldg(&a.delta[t].z));
       size_t n;
-      if (PERIODIC) {
-        n = (size_t)((wrap(k + d.z, a.nz) * a.ny + wrap(j + d.y, a.ny)) * a.nx +
-                     wrap(i + d.x, a.nx));
+      if (wraps) {
+        n = (size_t)((wrap(k + d.z, a.nz, a.far) * a.ny + wrap(j + d.y, a.ny, a.far)) * a.nx +
+                     wrap(i + d.x, a.nx, a.far));
+      } else if (PERIODIC) { /* away from the faces: every tap lands inside */
+        n = e + (TAPS_IN_CONSTANT ? c_offset[t] : __ldg(&a.offset[t]));
       } else {
         /* one unsigned comparison tests both ends of each axis */
         if ((unsigned long long)(i + d.x) >= (unsigned long long)a.nx ||
@@ -176,8 +188,8 @@ static vox_status load_taps(vox_backend *be, vox_filter *f) {
 static vox_status convolve(vox_backend *be, vox_filter *f, const double *in, const double *pre,
                            const double *post, double *out, const char *what) {
   TRY(load_taps(be, f));
-  const conv_args a = {f->grid.nx, f->grid.ny,  f->grid.nz,  f->n_elements,
-                       f->n_taps,  f->d_weight, f->d_offset, f->d_delta};
+  const conv_args a = {f->grid.nx,  f->grid.ny,  f->grid.nz,  f->reach,   f->far,
+                       f->n_elements, f->n_taps, f->d_weight, f->d_offset, f->d_delta};
   const unsigned blocks = vox_cuda_grid(a.ne);
   if (f->n_taps <= CONST_TAPS && !f->periodic)
     convolve_kernel<true, false><<<blocks, VOX_CUDA_THREADS>>>(a, f->active, in, pre, post, out);
@@ -229,6 +241,15 @@ static vox_status build_taps(vox_backend *be, vox_filter *f, double radius) {
     f->delta[t] = make_int3(di, dj, dk);
   }
   f->n_taps = taps.n;
+  f->reach = make_int3(0, 0, 0);
+  for (int t = 0; t < taps.n; t++) {
+    int r[3];
+    for (int a = 0; a < 3; a++) r[a] = taps.offset[t][a] < 0 ? -taps.offset[t][a] : taps.offset[t][a];
+    if (r[0] > f->reach.x) f->reach.x = r[0];
+    if (r[1] > f->reach.y) f->reach.y = r[1];
+    if (r[2] > f->reach.z) f->reach.z = r[2];
+  }
+  f->far = f->reach.x > grid->nx || f->reach.y > grid->ny || f->reach.z > grid->nz;
   vox_filter_taps_free(&taps);
   return VOX_OK;
 }

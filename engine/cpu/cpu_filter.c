@@ -12,6 +12,7 @@
 struct vox_filter {
   vox_grid grid;
   int periodic;       /* taps wrap around the faces (a periodic cell) */
+  int64_t reach[3];   /* the largest |offset| of a tap along each axis */
   int n_taps;
   int (*offset)[3];   /* di, dj, dk of each tap */
   double *weight;
@@ -30,9 +31,11 @@ void vox_cpu_filter_destroy(vox_backend *be, vox_filter *f) {
   free(f);
 }
 
-/* a modulo n in [0, n), for a tap past a face of a periodic cell (a tap
- * may span several cells when the radius is wider than the cell) */
-static inline int64_t wrap(int64_t a, int64_t n) {
+/* a modulo n in [0, n), for a tap past a face of a periodic cell: one
+ * addition or subtraction when the taps reach no further than a cell, a
+ * division when they span several */
+static inline int64_t wrap(int64_t a, int64_t n, int far) {
+  if (!far) return a < 0 ? a + n : a >= n ? a - n : a;
   const int64_t r = a % n;
   return r < 0 ? r + n : r;
 }
@@ -43,6 +46,8 @@ static void convolve(vox_backend *be, const vox_filter *f, const double *restric
                      const double *restrict pre, const double *restrict post,
                      double *restrict out) {
   const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+  const int64_t *reach = f->reach;
+  const int far = reach[0] > nx || reach[1] > ny || reach[2] > nz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < nz; k++)
     for (int64_t j = 0; j < ny; j++)
@@ -52,11 +57,15 @@ static void convolve(vox_backend *be, const vox_filter *f, const double *restric
           out[e] = 0;
           continue;
         }
+        /* a periodic filter wraps only near the faces: away from them
+         * every tap lands inside as it is */
+        const int wraps = f->periodic && !(i >= reach[0] && i + reach[0] < nx && j >= reach[1] &&
+                                           j + reach[1] < ny && k >= reach[2] && k + reach[2] < nz);
         double s = 0;
         for (int t = 0; t < f->n_taps; t++) {
           int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1], kk = k + f->offset[t][2];
-          if (f->periodic) {
-            ii = wrap(ii, nx), jj = wrap(jj, ny), kk = wrap(kk, nz);
+          if (wraps) {
+            ii = wrap(ii, nx, far), jj = wrap(jj, ny, far), kk = wrap(kk, nz, far);
           } else if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) {
             continue;
           }
@@ -82,6 +91,9 @@ static vox_status create(vox_backend *be, const vox_grid *grid, double radius, i
     return st;
   }
   f->n_taps = taps.n, f->offset = taps.offset, f->weight = taps.weight; /* taken over */
+  for (int t = 0; t < f->n_taps; t++)
+    for (int a = 0; a < 3; a++)
+      if (llabs(f->offset[t][a]) > f->reach[a]) f->reach[a] = llabs(f->offset[t][a]);
   size_t ne = (size_t)vox_grid_elements(grid);
   f->active = malloc(ne);
   f->inv_hs = malloc(ne * sizeof *f->inv_hs);

@@ -115,6 +115,8 @@ int main(void) {
   const vox_grid small = {.nx = 3, .ny = 3, .nz = 3, .voxel_size = {1, 1, 1}};
   test_tiled(ctx, be, &small, 5, 3.5, 0, 4);
   test_tiled(ctx, be, &small, 5, 3.5, 1, 5);
+  /* taps reaching 4 voxels, past the whole cell: tiled 7 times */
+  test_tiled(ctx, be, &small, 7, 4.5, 1, 6);
 
   /* a constant stays constant, even where the plain filter's neighbourhood
    * is cut at the faces, and a radius wider than the cell counts the taps
