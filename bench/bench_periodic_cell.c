@@ -61,7 +61,8 @@ int main(int argc, char **argv) {
     RUN(ctx, "symmetrize", o->symmetrize(be, &grid, (vox_symmetry)s, &v));
     RUN(ctx, "sync", o->synchronize(be));
     const double t0 = bench_now();
-    for (int r = 0; r < reps; r++) RUN(ctx, "symmetrize", o->symmetrize(be, &grid, (vox_symmetry)s, &v));
+    for (int r = 0; r < reps; r++)
+      RUN(ctx, "symmetrize", o->symmetrize(be, &grid, (vox_symmetry)s, &v));
     RUN(ctx, "sync", o->synchronize(be));
     const double t = (bench_now() - t0) / reps;
     printf("symmetrize %-9s %10.3f ms  %7.1f GB/s\n", vox_symmetry_name((vox_symmetry)s), 1e3 * t,

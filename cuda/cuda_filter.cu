@@ -244,7 +244,8 @@ static vox_status build_taps(vox_backend *be, vox_filter *f, double radius) {
   f->reach = make_int3(0, 0, 0);
   for (int t = 0; t < taps.n; t++) {
     int r[3];
-    for (int a = 0; a < 3; a++) r[a] = taps.offset[t][a] < 0 ? -taps.offset[t][a] : taps.offset[t][a];
+    for (int a = 0; a < 3; a++)
+      r[a] = taps.offset[t][a] < 0 ? -taps.offset[t][a] : taps.offset[t][a];
     if (r[0] > f->reach.x) f->reach.x = r[0];
     if (r[1] > f->reach.y) f->reach.y = r[1];
     if (r[2] > f->reach.z) f->reach.z = r[2];

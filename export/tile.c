@@ -58,7 +58,8 @@ vox_status vox_model_tile(vox_context *ctx, const vox_model *cell, const int til
   out->physics = cell->physics;
   memcpy(out->intensity_units, cell->intensity_units, sizeof out->intensity_units);
   tile_array(&cell->grid, tiles, 1, cell->label, out->label);
-  if (cell->density) tile_array(&cell->grid, tiles, sizeof *out->density, cell->density, out->density);
+  if (cell->density)
+    tile_array(&cell->grid, tiles, sizeof *out->density, cell->density, out->density);
   if (cell->intensity)
     tile_array(&cell->grid, tiles, sizeof *out->intensity, cell->intensity, out->intensity);
   return VOX_OK;

@@ -117,8 +117,8 @@ static void test_functions(void) {
   };
   for (size_t i = 0; i < sizeof formulas / sizeof *formulas; i++)
     check_against_differences(formulas[i], ch, 2);
-  CHECK_CLOSE(eval("sqrt(C11*C22 - C12^2)", ch, 1, NULL), sqrt(C(1, 1) * C(2, 2) - C(1, 2) * C(1, 2)),
-              1e-15);
+  CHECK_CLOSE(eval("sqrt(C11*C22 - C12^2)", ch, 1, NULL),
+              sqrt(C(1, 1) * C(2, 2) - C(1, 2) * C(1, 2)), 1e-15);
   CHECK_CLOSE(eval("min(C11, C22) * max(C44, C55)", ch, 1, NULL), C(1, 1) * C(5, 5), 1e-15);
   CHECK_CLOSE(eval("pow(C11, C22)", ch, 1, NULL), pow(C(1, 1), C(2, 2)), 1e-15);
 }

@@ -144,8 +144,9 @@ static void test_group(vox_context *ctx, vox_backend *be, const vox_grid *g, vox
         const double x = (i + 0.5) / g->nx - 0.5, y = (j + 0.5) / g->ny - 0.5,
                      z = (k + 0.5) / g->nz - 0.5;
         const int64_t e = (k * g->ny + j) * g->nx + i;
-        s[e] = sym == VOX_SYMMETRY_REFLECT3 ? cos(6 * x) + x * x * y * y + 3 * z * z * z * z + y * y
-                                            : cos(6 * x) + cos(6 * y) + cos(6 * z) + x * x * y * y * z * z;
+        s[e] = sym == VOX_SYMMETRY_REFLECT3
+                   ? cos(6 * x) + x * x * y * y + 3 * z * z * z * z + y * y
+                   : cos(6 * x) + cos(6 * y) + cos(6 * z) + x * x * y * y * z * z;
         p[e] = s[e];
       }
   CHECK_OK(ctx, vox_symmetrize(ctx, g, sym, s));
