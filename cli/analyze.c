@@ -29,6 +29,12 @@ typedef struct summary_paths {
   const char *json, *csv;
 } summary_paths;
 
+/* --density-calibration: given, or the default of the intensity's units. */
+typedef struct calibration {
+  int given;
+  double slope, intercept;
+} calibration;
+
 typedef struct settings {
   const char *input;
   const char *output;
@@ -39,6 +45,10 @@ typedef struct settings {
   double youngs_modulus; /* NaN: the materials' own */
   double poisson_ratio;  /* NaN: the materials' own */
   int connectivity;
+  int modulus_from_intensity;
+  calibration density_calibration;
+  double density_modulus[2]; /* a, b of E = a rho^b */
+  double min_modulus;
   double critical_strain, critical_volume;
   vox_solver_options solver;
   vox_device device;
@@ -92,6 +102,38 @@ static int parse_connectivity(const char *what, const char *text, void *value) {
 
 static void format_connectivity(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%d", *(const int *)value);
+}
+
+static int parse_calibration(const char *what, const char *text, void *value) {
+  calibration *c = value;
+  const cli_range any = {-INFINITY, INFINITY, 0, 0};
+  double v[2];
+  if (cli_parse_real_list(what, "SLOPE,INTERCEPT", text, ',', 2, any, v)) return -1;
+  *c = (calibration){1, v[0], v[1]};
+  return 0;
+}
+
+static void format_calibration(const void *value, char *buf, size_t size) {
+  const calibration *c = value;
+  if (c->given)
+    cli_format_real_list(&c->slope, 2, buf, size);
+  else
+    buf[0] = '\0'; /* the default of the intensity's units */
+}
+
+static int parse_power_law(const char *what, const char *text, void *value) {
+  const cli_range any = {-INFINITY, INFINITY, 0, 0};
+  double *v = value;
+  if (cli_parse_real_list(what, "A,B", text, ',', 2, any, v)) return -1;
+  if (!(v[0] > 0)) {
+    cli_error("%s: the factor A must be positive, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_power_law(const void *value, char *buf, size_t size) {
+  cli_format_real_list(value, 2, buf, size);
 }
 
 /* --summary FILE.json or FILE.csv, once each. */
@@ -154,6 +196,28 @@ static const cli_option options[] = {
      .help = "keep the largest component of bone connected through faces (6) or faces, edges "
              "and corners (26)",
      .parse = parse_connectivity, .format = format_connectivity},
+    {.kind = CLI_HEADING, .help = "Modulus from CT intensity (the model's 'intensity', "
+                                  "voxfe-voxelize --keep-intensity):"},
+    {.name = "modulus-from-intensity", .kind = CLI_ENABLE,
+     .offset = AT(modulus_from_intensity), .flags = CLI_RECORD,
+     .help = "each bone element's Young's modulus from its intensity: density rho = SLOPE * "
+             "intensity + INTERCEPT (g/cm3), E = A * rho^B (MPa); the Poisson ratio stays the "
+             "materials'"},
+    {.name = "density-calibration", .arg = "SLOPE,INTERCEPT", .kind = CLI_CUSTOM,
+     .offset = AT(density_calibration), .flags = CLI_RECORD,
+     .help = "intensity to density in g/cm3 (needed unless the intensity is in mg HA/ccm)",
+     .default_text = "0.001,0 for intensity in mg HA/ccm",
+     .parse = parse_calibration, .format = format_calibration},
+    {.name = "density-modulus", .arg = "A,B", .kind = CLI_CUSTOM,
+     .offset = AT(density_modulus), .flags = CLI_RECORD,
+     .help = "E = A * rho^B, MPa (Morgan et al. 2003, pooled sites)",
+     .parse = parse_power_law, .format = format_power_law},
+    {.name = "min-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(min_modulus),
+     .range = POSITIVE, .flags = CLI_RECORD,
+     .help = "smallest modulus from intensity, MPa (lower ones, and densities <= 0, are "
+             "raised to it)"},
+
+    {.kind = CLI_HEADING, .help = "Failure load:"},
     {.name = "critical-strain", .arg = "S", .kind = CLI_REAL, .offset = AT(critical_strain),
      .range = POSITIVE, .flags = CLI_RECORD,
      .help = "Pistoia failure criterion: critical effective strain"},
@@ -248,6 +312,7 @@ typedef struct run_state {
   vox_model model;
   vox_backend *backend;
   double *u, *reaction, *strain, *stress, *sed, *vm, *eff, *bone_eff;
+  double *moduli; /* per element, with --modulus-from-intensity */
   uint8_t *bone;
   int64_t *plate_dofs;
   char *history;
@@ -260,6 +325,7 @@ static void free_state(run_state *r) {
   vox_model_free(&r->model);
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
   free(r->eff), free(r->bone_eff), free(r->bone), free(r->plate_dofs), free(r->history);
+  free(r->moduli);
 }
 
 /* Reads the input, keeps the largest component and checks the plates; one
@@ -273,7 +339,20 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
   }
-  /* a design file's displacements are of other load cases: this analysis
+  if (m->physics != VOX_PHYSICS_ELASTICITY) {
+    cli_error("%s: a %s model (physics = %s); voxfe-analyze solves linear elasticity only",
+              s->input, m->physics == VOX_PHYSICS_HEAT ? "heat-conduction" : "non-elastic",
+              vox_physics_name(m->physics));
+    return CLI_EXIT_USAGE;
+  }
+  if (m->stage == VOX_STAGE_DESIGN) {
+    /* its labels are the design domain, not the optimized structure */
+    cli_error("%s: a design file (voxfe-optimize output); voxfe-analyze analyses the labelled "
+              "voxels of a model, and a design's labels are its whole design domain",
+              s->input);
+    return CLI_EXIT_USAGE;
+  }
+  /* a result file's displacements are of an earlier analysis: this one
    * writes its own */
   free(m->displacement);
   m->displacement = NULL;
@@ -283,6 +362,28 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
     cli_error("%s: %s", s->input, vox_context_message(ctx));
     return CLI_EXIT_USAGE;
   }
+  if (s->modulus_from_intensity && !m->intensity) {
+    cli_error("%s: --modulus-from-intensity: the model has no intensity (voxfe-voxelize "
+              "--keep-intensity keeps it)",
+              s->input);
+    return CLI_EXIT_USAGE;
+  }
+  if (s->modulus_from_intensity && !s->density_calibration.given &&
+      strcmp(m->intensity_units, "mg HA/ccm")) {
+    cli_error("%s: --modulus-from-intensity: the intensity is in '%s', not mg HA/ccm; give "
+              "--density-calibration SLOPE,INTERCEPT (g/cm3)",
+              s->input, m->intensity_units);
+    return CLI_EXIT_USAGE;
+  }
+  /* passive-void voxels are empty space to an optimizer (stiffness Emin):
+   * not bone */
+  size_t void_voxels = 0;
+  const size_t n_voxels = (size_t)vox_grid_elements(&m->grid);
+  for (size_t e = 0; e < n_voxels; e++) {
+    const vox_material *mat = m->label[e] ? vox_model_material(m, m->label[e]) : NULL;
+    if (mat && mat->role == VOX_ROLE_VOID) m->label[e] = 0, void_voxels++;
+  }
+  add_number(sum, "void_voxels", (double)void_voxels, NULL);
   if (s->test != TEST_MODEL) {
     vs = vox_check_plate_contact(ctx, m, s->axis, s->connectivity);
     if (vs) {
@@ -308,6 +409,15 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   if (removed && !s->quiet)
     fprintf(stderr, "%s: kept the largest of %zu components; removed %zu voxels\n", s->input,
             components, removed);
+  /* what the analysis does differently from what the file says */
+  if (void_voxels && !s->quiet)
+    fprintf(stderr, "%s: %zu voxels of passive-void materials are left out (empty)\n", s->input,
+            void_voxels);
+  if (s->test != TEST_MODEL && (m->n_constraints || m->n_loads) && !s->quiet)
+    fprintf(stderr,
+            "%s: the model's %zu supports and %zu loads are replaced by the %s test (--test "
+            "model uses them)\n",
+            s->input, m->n_constraints, m->n_loads, vox_compression_test_name(s->test));
   return 0;
 }
 
@@ -350,6 +460,32 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
+  /* the tissue moduli from the intensity, after the component is kept */
+  size_t floored = 0;
+  if (s->modulus_from_intensity) {
+    vox_density_modulus law;
+    vox_density_modulus_default(&law);
+    if (s->density_calibration.given)
+      law.slope = s->density_calibration.slope, law.intercept = s->density_calibration.intercept;
+    law.a = s->density_modulus[0], law.b = s->density_modulus[1];
+    law.min_modulus = s->min_modulus;
+    r.moduli = malloc(ne * sizeof *r.moduli);
+    if (!r.moduli) {
+      cli_error("out of memory");
+      status = CLI_EXIT_FAILED;
+      goto done;
+    }
+    vs = vox_intensity_moduli(ctx, m, &law, r.moduli, &floored);
+    if (vs) {
+      cli_error("%s: %s", s->input, vox_context_message(ctx));
+      status = CLI_EXIT_USAGE;
+      goto done;
+    }
+  }
+  add_text(&sum, "modulus_source", s->modulus_from_intensity ? "intensity" : "materials");
+  add_number(&sum, "modulus_floored_elements", s->modulus_from_intensity ? (double)floored : NAN,
+             NULL);
+
   r.u = calloc(3 * nn, sizeof *r.u);
   r.reaction = malloc(3 * nn * sizeof *r.reaction);
   r.strain = malloc(6 * ne * sizeof *r.strain);
@@ -384,7 +520,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   vox_solve_result solve = {0};
-  vs = vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
+  vs = r.moduli ? vox_solve_elasticity_moduli(ctx, r.backend, m, r.moduli, &s->solver, r.u, &solve)
+               : vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
   const double solve_seconds = seconds_since(&ts);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);
@@ -415,7 +552,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   double share[256];
   vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff};
-  vs = vox_analysis_fields(ctx, m, NULL, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
+  vs = vox_analysis_fields(ctx, m, r.moduli, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
@@ -477,6 +614,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vs = add_stats(ctx, &sum, "sed", r.sed, ne, 1, 0, r.bone, "MPa");
   if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, ne, 1, 0, r.bone, "MPa");
   if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, ne, 1, 0, r.bone, "1");
+  /* NaN when the materials give E: their table says it */
+  if (!vs)
+    vs = add_stats(ctx, &sum, "youngs_modulus", r.moduli, r.moduli ? ne : 0, 1, 0, r.bone, "MPa");
   /* "axial", not xx/yy/zz: the columns of a batch table stay the same
    * whatever the axis (NaN without a compression test) */
   const size_t n_axial = s->test == TEST_MODEL ? 0 : ne;
@@ -534,6 +674,8 @@ int main(int argc, char **argv) {
                 .youngs_modulus = NAN,
                 .poisson_ratio = NAN,
                 .connectivity = 26,
+                .density_modulus = {8920, 1.83}, /* Morgan et al. 2003, pooled */
+                .min_modulus = 1,
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .device = VOX_DEVICE_AUTO};
@@ -552,6 +694,17 @@ int main(int argc, char **argv) {
   if (!strcmp(s.output, s.summary.json ? s.summary.json : "") ||
       !strcmp(s.output, s.summary.csv ? s.summary.csv : "")) {
     cli_error("--summary names the result file %s", s.output);
+    return CLI_EXIT_USAGE;
+  }
+
+  if (s.modulus_from_intensity && !isnan(s.youngs_modulus)) {
+    cli_error("--youngs-modulus and --modulus-from-intensity both set the moduli: give one");
+    return CLI_EXIT_USAGE;
+  }
+  if (s.modulus_from_intensity && is_n88model(s.output)) {
+    /* its material table has one modulus per label */
+    cli_error("--modulus-from-intensity: the moduli of each element do not fit an n88model "
+              "material table; write a voxfe result (.nc)");
     return CLI_EXIT_USAGE;
   }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "voxfe/components.h"
 #include "voxfe/element.h"
 
 static const char *const test_names[] = {"uniaxial", "friction", "confined"};
@@ -31,67 +32,14 @@ static vox_status out_of_memory(vox_context *ctx) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 }
 
-static vox_status check_connectivity(vox_context *ctx, int connectivity) {
-  if (connectivity != 6 && connectivity != 26)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "connectivity %d is not 6 or 26",
-                     connectivity);
-  return VOX_OK;
-}
-
-/* Flood fill from the elements already in `queue[0..n)`, all marked with
- * `id` in `comp`: marks every non-empty element connected to them. Returns
- * the number of elements marked (the queue is reused as the work list). */
-static size_t flood(const vox_model *m, int connectivity, int32_t *comp, int32_t id,
-                    int64_t *queue, size_t n) {
-  const vox_grid *g = &m->grid;
-  size_t head = 0;
-  while (head < n) {
-    const int64_t e = queue[head++];
-    const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
-    for (int dk = -1; dk <= 1; dk++)
-      for (int dj = -1; dj <= 1; dj++)
-        for (int di = -1; di <= 1; di++) {
-          const int nonzero = (di != 0) + (dj != 0) + (dk != 0);
-          if (nonzero == 0 || (connectivity == 6 && nonzero > 1)) continue;
-          const int64_t ni = i + di, nj = j + dj, nk = k + dk;
-          if (ni < 0 || nj < 0 || nk < 0 || ni >= g->nx || nj >= g->ny || nk >= g->nz) continue;
-          const int64_t f = (nk * g->ny + nj) * g->nx + ni;
-          if (!m->label[f] || comp[f]) continue;
-          comp[f] = id;
-          queue[n++] = f;
-        }
-  }
-  return n;
-}
-
 vox_status vox_keep_largest_component(vox_context *ctx, vox_model *model, int connectivity,
                                       size_t *removed, size_t *components) {
-  vox_status s = check_connectivity(ctx, connectivity);
+  const int64_t n[3] = {model->grid.nx, model->grid.ny, model->grid.nz};
+  vox_component_counts counts;
+  vox_status s = vox_keep_largest_labels(ctx, model->label, n, connectivity, &counts);
   if (s) return s;
-  const int64_t ne = vox_grid_elements(&model->grid);
-  int32_t *comp = calloc((size_t)ne, sizeof *comp);
-  int64_t *queue = malloc((size_t)ne * sizeof *queue);
-  if (!comp || !queue) {
-    free(comp);
-    free(queue);
-    return out_of_memory(ctx);
-  }
-  int32_t n_comp = 0, best = 0;
-  size_t best_size = 0, bone = 0;
-  for (int64_t e = 0; e < ne; e++) {
-    if (!model->label[e] || comp[e]) continue;
-    comp[e] = ++n_comp;
-    queue[0] = e;
-    const size_t size = flood(model, connectivity, comp, n_comp, queue, 1);
-    bone += size;
-    if (size > best_size) best_size = size, best = n_comp;
-  }
-  for (int64_t e = 0; e < ne; e++)
-    if (comp[e] != best) model->label[e] = 0;
-  free(comp);
-  free(queue);
-  *removed = bone - best_size;
-  *components = (size_t)n_comp;
+  *removed = counts.removed;
+  *components = counts.components;
   return VOX_OK;
 }
 
@@ -108,8 +56,9 @@ static const char *const axis_name[3] = {"x", "y", "z"};
 
 vox_status vox_check_plate_contact(vox_context *ctx, const vox_model *model, int axis,
                                    int connectivity) {
-  vox_status s = check_connectivity(ctx, connectivity);
-  if (s) return s;
+  if (connectivity != 6 && connectivity != 26)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "connectivity %d is not 6 or 26",
+                     connectivity);
   if (axis < 0 || axis > 2) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "axis %d", axis);
   const vox_grid *g = &model->grid;
   const int64_t ne = vox_grid_elements(g), n[3] = {g->nx, g->ny, g->nz};
@@ -127,27 +76,10 @@ vox_status vox_check_plate_contact(vox_context *ctx, const vox_model *model, int
                      "no bone at the %s plate (the %s face at %s = %s): nothing to compress",
                      at_bottom ? "top" : "bottom", at_bottom ? "last" : "first", axis_name[axis],
                      at_bottom ? "max" : "min");
-  int32_t *comp = calloc((size_t)ne, sizeof *comp);
-  int64_t *queue = malloc((size_t)ne * sizeof *queue);
-  if (!comp || !queue) {
-    free(comp);
-    free(queue);
-    return out_of_memory(ctx);
-  }
-  size_t start = 0;
-  for (int64_t p = 0; p < n[a1]; p++)
-    for (int64_t q = 0; q < n[a2]; q++) {
-      const int64_t e = layer_element(g, axis, 0, p, q);
-      if (model->label[e]) comp[e] = 1, queue[start++] = e;
-    }
-  flood(model, connectivity, comp, 1, queue, start);
-  int reached = 0;
-  for (int64_t p = 0; p < n[a1] && !reached; p++)
-    for (int64_t q = 0; q < n[a2] && !reached; q++)
-      reached = comp[layer_element(g, axis, n[axis] - 1, p, q)] != 0;
-  free(comp);
-  free(queue);
-  if (!reached)
+  int connected = 0;
+  vox_status s = vox_layers_connected(ctx, model->label, n, axis, connectivity, &connected);
+  if (s) return s;
+  if (!connected)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the bone is not connected from plate to plate along %s (%d-connectivity)",
                      axis_name[axis], connectivity);
