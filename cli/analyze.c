@@ -55,6 +55,7 @@ typedef struct settings {
   vox_kernel kernel;
   int threads;
   int quiet;
+  int timings;
 } settings;
 
 static int parse_test(const char *what, const char *text, void *value) {
@@ -225,6 +226,9 @@ static const cli_option options[] = {
      .range = FRACTION, .flags = CLI_RECORD,
      .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
 
+    {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
+     .help = "print the seconds of each stage on stderr: reading, connectivity, solve (with "
+             "its setup), fields, writing"},
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.kind = CLI_END},
@@ -317,6 +321,8 @@ typedef struct run_state {
   int64_t *plate_dofs;
   char *history;
   char sample[256];
+  struct timespec start;
+  double read_done, prepare_done; /* seconds since start */
 } run_state;
 
 static void free_state(run_state *r) {
@@ -339,6 +345,7 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
   }
+  r->read_done = seconds_since(&r->start);
   if (m->physics != VOX_PHYSICS_ELASTICITY) {
     cli_error("%s: a %s model (physics = %s); voxfe-analyze solves linear elasticity only",
               s->input, m->physics == VOX_PHYSICS_HEAT ? "heat-conduction" : "non-elastic",
@@ -404,6 +411,7 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
               s->input, s->connectivity, axis_names[s->axis]);
     return CLI_EXIT_USAGE;
   }
+  r->prepare_done = seconds_since(&r->start);
   add_number(sum, "components", (double)components, NULL);
   add_number(sum, "removed_voxels", (double)removed, NULL);
   if (removed && !s->quiet)
@@ -425,8 +433,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   run_state r = {0};
   summary sum = {0};
   vox_model *m = &r.model;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  clock_gettime(CLOCK_MONOTONIC, &r.start);
+  const struct timespec t0 = r.start;
   sample_name(s->input, r.sample, sizeof r.sample);
   add_text(&sum, "sample", r.sample);
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
@@ -522,7 +530,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_solve_result solve = {0};
   vs = r.moduli ? vox_solve_elasticity_moduli(ctx, r.backend, m, r.moduli, &s->solver, r.u, &solve)
                : vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
-  const double solve_seconds = seconds_since(&ts);
+  const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);
   cli_progress_finish(&progress);
@@ -631,7 +639,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   add_number(&sum, "cg_iterations", solve.iterations, NULL);
   add_number(&sum, "relative_residual", relative, "1");
+  const double fields_done = seconds_since(&t0);
+  add_number(&sum, "read_seconds", r.read_done, "s");
+  add_number(&sum, "components_seconds", r.prepare_done - r.read_done, "s");
   add_number(&sum, "solve_seconds", solve_seconds, "s");
+  add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
   r.history = cli_history_line(&program, s, argc, argv);
   if (!r.history || vox_model_append_history(ctx, m, r.history)) {
@@ -652,6 +664,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
+  if (s->timings)
+    fprintf(stderr,
+            "%s: seconds: read %.3f, connectivity %.3f, setup %.3f, solve %.3f, fields %.3f, "
+            "write %.3f, total %.3f\n",
+            s->input, r.read_done, r.prepare_done - r.read_done,
+            solve_done - solve_seconds - r.prepare_done, solve_seconds,
+            fields_done - solve_done, seconds_since(&t0) - fields_done, seconds_since(&t0));
   if (!s->quiet && s->test == TEST_MODEL)
     printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
            "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",
