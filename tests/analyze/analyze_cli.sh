@@ -202,6 +202,10 @@ expect_usage_error "disconnected model, 6-connectivity" "not connected from plat
   "$ANALYZE" split.nc -o r.nc --connectivity 6
 expect_usage_error "no bone at a plate" "no_top.nc: no bone at the top plate" \
   "$ANALYZE" no_top.nc -o r.nc
+$MAKE lump lump.nc 5 5 6 || fail "make lump"
+expect_usage_error "largest component off a plate" \
+  "lump.nc: the largest connected component of the bone \\(26-connectivity\\) does not reach from plate to plate along z" \
+  "$ANALYZE" lump.nc -o r.nc
 expect_usage_error "bad test" "--test: expected uniaxial, friction, confined or model" \
   "$ANALYZE" cube.nc -o r.nc --test shear
 expect_usage_error "bad summary name" "--summary: expected a file name ending in .json or .csv" \

@@ -19,6 +19,8 @@ usage: make_model.py KIND OUT [options]
   heat       NX NY NZ: cube as a heat-conduction model (physics = "heat")
   design     NX NY NZ: cube as a design file (stage = "design")
   void       NX NY NZ: cube whose last x layer is label 2, a passive void
+  lump       NX NY NZ: a one-voxel column from plate to plate, apart from a
+             larger block on the bottom plate that does not reach the top
 """
 import sys
 
@@ -100,6 +102,9 @@ def main():
     elif kind in ("heat", "design"):
         label[:] = 1
         extra = {"physics": "heat"} if kind == "heat" else {"stage": "design"}
+    elif kind == "lump":
+        label[:, 0, 0] = 1
+        label[: nz - 1, 2:, 2:] = 1
     elif kind == "void":
         label[:] = 1
         label[:, :, -1] = 2
