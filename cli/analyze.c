@@ -171,6 +171,9 @@ static const cli_option options[] = {
      .help = "also write the summary: FILE.json (replaced) or FILE.csv (one row appended, the "
              "header written once); may be given once for each",
      .parse = parse_summary, .format = format_summary},
+    {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
+     .help = "print the seconds of each stage on stderr: reading, connectivity, setup, solve "
+             "(with the solver's own setup), fields, writing"},
 
     {.kind = CLI_HEADING, .help = "Test:"},
     {.name = "test", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(test), .flags = CLI_RECORD,
@@ -226,9 +229,6 @@ static const cli_option options[] = {
      .range = FRACTION, .flags = CLI_RECORD,
      .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
 
-    {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
-     .help = "print the seconds of each stage on stderr: reading, connectivity, solve (with "
-             "its setup), fields, writing"},
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.kind = CLI_END},

@@ -97,7 +97,7 @@ static vox_status set_moduli(vox_context *ctx, const vox_model *model, vox_fem *
     e[i] = model->label[i] ? moduli[i] : 0;
     if (model->label[i] && !(e[i] > 0 && e[i] < 1e300)) {
       free(e);
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element %zu: modulus %g is not positive",
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element %zu: modulus %g is not a positive number",
                        i, moduli[i]);
     }
   }
