@@ -29,6 +29,12 @@ typedef struct summary_paths {
   const char *json, *csv;
 } summary_paths;
 
+/* --density-calibration: given, or the default of the intensity's units. */
+typedef struct calibration {
+  int given;
+  double slope, intercept;
+} calibration;
+
 typedef struct settings {
   const char *input;
   const char *output;
@@ -39,12 +45,17 @@ typedef struct settings {
   double youngs_modulus; /* NaN: the materials' own */
   double poisson_ratio;  /* NaN: the materials' own */
   int connectivity;
+  int modulus_from_intensity;
+  calibration density_calibration;
+  double density_modulus[2]; /* a, b of E = a rho^b */
+  double min_modulus;
   double critical_strain, critical_volume;
   vox_solver_options solver;
   vox_device device;
   vox_kernel kernel;
   int threads;
   int quiet;
+  int timings;
 } settings;
 
 static int parse_test(const char *what, const char *text, void *value) {
@@ -94,6 +105,38 @@ static void format_connectivity(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%d", *(const int *)value);
 }
 
+static int parse_calibration(const char *what, const char *text, void *value) {
+  calibration *c = value;
+  const cli_range any = {-INFINITY, INFINITY, 0, 0};
+  double v[2];
+  if (cli_parse_real_list(what, "SLOPE,INTERCEPT", text, ',', 2, any, v)) return -1;
+  *c = (calibration){1, v[0], v[1]};
+  return 0;
+}
+
+static void format_calibration(const void *value, char *buf, size_t size) {
+  const calibration *c = value;
+  if (c->given)
+    cli_format_real_list(&c->slope, 2, buf, size);
+  else
+    buf[0] = '\0'; /* the default of the intensity's units */
+}
+
+static int parse_power_law(const char *what, const char *text, void *value) {
+  const cli_range any = {-INFINITY, INFINITY, 0, 0};
+  double *v = value;
+  if (cli_parse_real_list(what, "A,B", text, ',', 2, any, v)) return -1;
+  if (!(v[0] > 0)) {
+    cli_error("%s: the factor A must be positive, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_power_law(const void *value, char *buf, size_t size) {
+  cli_format_real_list(value, 2, buf, size);
+}
+
 /* --summary FILE.json or FILE.csv, once each. */
 static int parse_summary(const char *what, const char *text, void *value) {
   summary_paths *p = value;
@@ -128,6 +171,9 @@ static const cli_option options[] = {
      .help = "also write the summary: FILE.json (replaced) or FILE.csv (one row appended, the "
              "header written once); may be given once for each",
      .parse = parse_summary, .format = format_summary},
+    {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
+     .help = "print the seconds of each stage on stderr: reading, connectivity, setup, solve "
+             "(with the solver's own setup), fields, writing"},
 
     {.kind = CLI_HEADING, .help = "Test:"},
     {.name = "test", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(test), .flags = CLI_RECORD,
@@ -154,6 +200,28 @@ static const cli_option options[] = {
      .help = "keep the largest component of bone connected through faces (6) or faces, edges "
              "and corners (26)",
      .parse = parse_connectivity, .format = format_connectivity},
+    {.kind = CLI_HEADING, .help = "Modulus from CT intensity (the model's 'intensity', "
+                                  "voxfe-voxelize --keep-intensity):"},
+    {.name = "modulus-from-intensity", .kind = CLI_ENABLE,
+     .offset = AT(modulus_from_intensity), .flags = CLI_RECORD,
+     .help = "each bone element's Young's modulus from its intensity: density rho = SLOPE * "
+             "intensity + INTERCEPT (g/cm3), E = A * rho^B (MPa); the Poisson ratio stays the "
+             "materials'"},
+    {.name = "density-calibration", .arg = "SLOPE,INTERCEPT", .kind = CLI_CUSTOM,
+     .offset = AT(density_calibration), .flags = CLI_RECORD,
+     .help = "intensity to density in g/cm3 (needed unless the intensity is in mg HA/ccm)",
+     .default_text = "0.001,0 for intensity in mg HA/ccm",
+     .parse = parse_calibration, .format = format_calibration},
+    {.name = "density-modulus", .arg = "A,B", .kind = CLI_CUSTOM,
+     .offset = AT(density_modulus), .flags = CLI_RECORD,
+     .help = "E = A * rho^B, MPa (Morgan et al. 2003, pooled sites)",
+     .parse = parse_power_law, .format = format_power_law},
+    {.name = "min-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(min_modulus),
+     .range = POSITIVE, .flags = CLI_RECORD,
+     .help = "smallest modulus from intensity, MPa (lower ones, and densities <= 0, are "
+             "raised to it)"},
+
+    {.kind = CLI_HEADING, .help = "Failure load:"},
     {.name = "critical-strain", .arg = "S", .kind = CLI_REAL, .offset = AT(critical_strain),
      .range = POSITIVE, .flags = CLI_RECORD,
      .help = "Pistoia failure criterion: critical effective strain"},
@@ -248,10 +316,13 @@ typedef struct run_state {
   vox_model model;
   vox_backend *backend;
   double *u, *reaction, *strain, *stress, *sed, *vm, *eff, *bone_eff;
+  double *moduli; /* per element, with --modulus-from-intensity */
   uint8_t *bone;
   int64_t *plate_dofs;
   char *history;
   char sample[256];
+  struct timespec start;
+  double read_done, prepare_done; /* seconds since start */
 } run_state;
 
 static void free_state(run_state *r) {
@@ -260,6 +331,24 @@ static void free_state(run_state *r) {
   vox_model_free(&r->model);
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
   free(r->eff), free(r->bone_eff), free(r->bone), free(r->plate_dofs), free(r->history);
+  free(r->moduli);
+}
+
+/* Whether bone lies on both end layers along `axis`: for one connected
+ * component (the largest, once kept), the same as reaching from plate to
+ * plate, without another flood fill. */
+static int on_both_plates(const vox_model *m, int axis) {
+  const vox_grid *g = &m->grid;
+  const int64_t n[3] = {g->nx, g->ny, g->nz}, stride[3] = {1, g->nx, g->nx * g->ny};
+  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+  int bottom = 0, top = 0;
+  for (int64_t p = 0; p < n[a1]; p++)
+    for (int64_t q = 0; q < n[a2]; q++) {
+      const int64_t e = p * stride[a1] + q * stride[a2];
+      bottom |= m->label[e] != 0;
+      top |= m->label[e + (n[axis] - 1) * stride[axis]] != 0;
+    }
+  return bottom && top;
 }
 
 /* Reads the input, keeps the largest component and checks the plates; one
@@ -273,7 +362,21 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
   }
-  /* a design file's displacements are of other load cases: this analysis
+  r->read_done = seconds_since(&r->start);
+  if (m->physics != VOX_PHYSICS_ELASTICITY) {
+    cli_error("%s: a %s model (physics = %s); voxfe-analyze solves linear elasticity only",
+              s->input, m->physics == VOX_PHYSICS_HEAT ? "heat-conduction" : "non-elastic",
+              vox_physics_name(m->physics));
+    return CLI_EXIT_USAGE;
+  }
+  if (m->stage == VOX_STAGE_DESIGN) {
+    /* its labels are the design domain, not the optimized structure */
+    cli_error("%s: a design file (voxfe-optimize output); voxfe-analyze analyses the labelled "
+              "voxels of a model, and a design's labels are its whole design domain",
+              s->input);
+    return CLI_EXIT_USAGE;
+  }
+  /* a result file's displacements are of an earlier analysis: this one
    * writes its own */
   free(m->displacement);
   m->displacement = NULL;
@@ -283,31 +386,80 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
     cli_error("%s: %s", s->input, vox_context_message(ctx));
     return CLI_EXIT_USAGE;
   }
-  if (s->test != TEST_MODEL) {
-    vs = vox_check_plate_contact(ctx, m, s->axis, s->connectivity);
-    if (vs) {
-      cli_error("%s: %s", s->input, vox_context_message(ctx));
-      return CLI_EXIT_USAGE;
-    }
+  if (s->modulus_from_intensity && !m->intensity) {
+    cli_error("%s: --modulus-from-intensity: the model has no intensity (voxfe-voxelize "
+              "--keep-intensity keeps it)",
+              s->input);
+    return CLI_EXIT_USAGE;
   }
+  if (s->modulus_from_intensity && !s->density_calibration.given &&
+      strcmp(m->intensity_units, "mg HA/ccm")) {
+    cli_error("%s: --modulus-from-intensity: the intensity is in '%s', not mg HA/ccm; give "
+              "--density-calibration SLOPE,INTERCEPT (g/cm3)",
+              s->input, m->intensity_units);
+    return CLI_EXIT_USAGE;
+  }
+  /* passive-void voxels are empty space to an optimizer (stiffness Emin):
+   * not bone */
+  size_t void_voxels = 0;
+  const size_t n_voxels = (size_t)vox_grid_elements(&m->grid);
+  for (size_t e = 0; e < n_voxels; e++) {
+    const vox_material *mat = m->label[e] ? vox_model_material(m, m->label[e]) : NULL;
+    if (mat && mat->role == VOX_ROLE_VOID) m->label[e] = 0, void_voxels++;
+  }
+  add_number(sum, "void_voxels", (double)void_voxels, NULL);
+  /* The largest component first; only when it misses a plate is the whole
+   * bone (a copy of the labels) flooded again, to say why: no bone at a
+   * plate, none connecting the plates, or the largest not among those that
+   * do. A flood fill less for every model that is fine. */
+  const size_t n_elements = (size_t)vox_grid_elements(&m->grid);
+  uint8_t *whole = s->test != TEST_MODEL ? malloc(n_elements) : NULL;
+  if (s->test != TEST_MODEL && !whole) {
+    cli_error("out of memory");
+    return CLI_EXIT_FAILED;
+  }
+  if (whole) memcpy(whole, m->label, n_elements);
   size_t removed = 0, components = 0;
   vs = vox_keep_largest_component(ctx, m, s->connectivity, &removed, &components);
-  if (vs) return cli_fail(ctx, vs, CLI_RUNNING);
+  if (vs) {
+    free(whole);
+    return cli_fail(ctx, vs, CLI_RUNNING);
+  }
   if (components == 0) {
+    free(whole);
     cli_error("%s: the model has no bone (no voxel with a non-zero label)", s->input);
     return CLI_EXIT_USAGE;
   }
-  if (s->test != TEST_MODEL && vox_check_plate_contact(ctx, m, s->axis, s->connectivity)) {
-    cli_error("%s: the largest connected component of the bone (%d-connectivity) does not reach "
-              "from plate to plate along %s",
-              s->input, s->connectivity, axis_names[s->axis]);
+  if (whole && !on_both_plates(m, s->axis)) {
+    uint8_t *kept = m->label;
+    m->label = whole;
+    vs = vox_check_plate_contact(ctx, m, s->axis, s->connectivity);
+    m->label = kept;
+    free(whole);
+    if (vs)
+      cli_error("%s: %s", s->input, vox_context_message(ctx));
+    else
+      cli_error("%s: the largest connected component of the bone (%d-connectivity) does not "
+                "reach from plate to plate along %s",
+                s->input, s->connectivity, axis_names[s->axis]);
     return CLI_EXIT_USAGE;
   }
+  free(whole);
+  r->prepare_done = seconds_since(&r->start);
   add_number(sum, "components", (double)components, NULL);
   add_number(sum, "removed_voxels", (double)removed, NULL);
   if (removed && !s->quiet)
     fprintf(stderr, "%s: kept the largest of %zu components; removed %zu voxels\n", s->input,
             components, removed);
+  /* what the analysis does differently from what the file says */
+  if (void_voxels && !s->quiet)
+    fprintf(stderr, "%s: %zu voxels of passive-void materials are left out (empty)\n", s->input,
+            void_voxels);
+  if (s->test != TEST_MODEL && (m->n_constraints || m->n_loads) && !s->quiet)
+    fprintf(stderr,
+            "%s: the model's %zu supports and %zu loads are replaced by the %s test (--test "
+            "model uses them)\n",
+            s->input, m->n_constraints, m->n_loads, vox_compression_test_name(s->test));
   return 0;
 }
 
@@ -315,8 +467,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   run_state r = {0};
   summary sum = {0};
   vox_model *m = &r.model;
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  clock_gettime(CLOCK_MONOTONIC, &r.start);
+  const struct timespec t0 = r.start;
   sample_name(s->input, r.sample, sizeof r.sample);
   add_text(&sum, "sample", r.sample);
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
@@ -349,6 +501,32 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = CLI_EXIT_USAGE;
     goto done;
   }
+
+  /* the tissue moduli from the intensity, after the component is kept */
+  size_t floored = 0;
+  if (s->modulus_from_intensity) {
+    vox_density_modulus law;
+    vox_density_modulus_default(&law);
+    if (s->density_calibration.given)
+      law.slope = s->density_calibration.slope, law.intercept = s->density_calibration.intercept;
+    law.a = s->density_modulus[0], law.b = s->density_modulus[1];
+    law.min_modulus = s->min_modulus;
+    r.moduli = malloc(ne * sizeof *r.moduli);
+    if (!r.moduli) {
+      cli_error("out of memory");
+      status = CLI_EXIT_FAILED;
+      goto done;
+    }
+    vs = vox_intensity_moduli(ctx, m, &law, r.moduli, &floored);
+    if (vs) {
+      cli_error("%s: %s", s->input, vox_context_message(ctx));
+      status = CLI_EXIT_USAGE;
+      goto done;
+    }
+  }
+  add_text(&sum, "modulus_source", s->modulus_from_intensity ? "intensity" : "materials");
+  add_number(&sum, "modulus_floored_elements", s->modulus_from_intensity ? (double)floored : NAN,
+             NULL);
 
   r.u = calloc(3 * nn, sizeof *r.u);
   r.reaction = malloc(3 * nn * sizeof *r.reaction);
@@ -384,8 +562,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   vox_solve_result solve = {0};
-  vs = vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
-  const double solve_seconds = seconds_since(&ts);
+  vs = r.moduli ? vox_solve_elasticity_moduli(ctx, r.backend, m, r.moduli, &s->solver, r.u, &solve)
+               : vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
+  const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);
   cli_progress_finish(&progress);
@@ -415,7 +594,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   double share[256];
   vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff};
-  vs = vox_analysis_fields(ctx, m, NULL, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
+  vs = vox_analysis_fields(ctx, m, r.moduli, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
@@ -485,13 +664,20 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (!vs)
     vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, r.bone,
                    "MPa");
+  /* NaN when the materials give E: their table says it */
+  if (!vs)
+    vs = add_stats(ctx, &sum, "youngs_modulus", r.moduli, r.moduli ? ne : 0, 1, 0, r.bone, "MPa");
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
   add_number(&sum, "cg_iterations", solve.iterations, NULL);
   add_number(&sum, "relative_residual", relative, "1");
+  const double fields_done = seconds_since(&t0);
+  add_number(&sum, "read_seconds", r.read_done, "s");
+  add_number(&sum, "components_seconds", r.prepare_done - r.read_done, "s");
   add_number(&sum, "solve_seconds", solve_seconds, "s");
+  add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
   r.history = cli_history_line(&program, s, argc, argv);
   if (!r.history || vox_model_append_history(ctx, m, r.history)) {
@@ -512,6 +698,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
+  if (s->timings)
+    fprintf(stderr,
+            "%s: seconds: read %.3f, connectivity %.3f, setup %.3f, solve %.3f, fields %.3f, "
+            "write %.3f, total %.3f\n",
+            s->input, r.read_done, r.prepare_done - r.read_done,
+            solve_done - solve_seconds - r.prepare_done, solve_seconds,
+            fields_done - solve_done, seconds_since(&t0) - fields_done, seconds_since(&t0));
   if (!s->quiet && s->test == TEST_MODEL)
     printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
            "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",
@@ -534,6 +727,8 @@ int main(int argc, char **argv) {
                 .youngs_modulus = NAN,
                 .poisson_ratio = NAN,
                 .connectivity = 26,
+                .density_modulus = {8920, 1.83}, /* Morgan et al. 2003, pooled */
+                .min_modulus = 1,
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .device = VOX_DEVICE_AUTO};
@@ -552,6 +747,17 @@ int main(int argc, char **argv) {
   if (!strcmp(s.output, s.summary.json ? s.summary.json : "") ||
       !strcmp(s.output, s.summary.csv ? s.summary.csv : "")) {
     cli_error("--summary names the result file %s", s.output);
+    return CLI_EXIT_USAGE;
+  }
+
+  if (s.modulus_from_intensity && !isnan(s.youngs_modulus)) {
+    cli_error("--youngs-modulus and --modulus-from-intensity both set the moduli: give one");
+    return CLI_EXIT_USAGE;
+  }
+  if (s.modulus_from_intensity && is_n88model(s.output)) {
+    /* its material table has one modulus per label */
+    cli_error("--modulus-from-intensity: the moduli of each element do not fit an n88model "
+              "material table; write a voxfe result (.nc)");
     return CLI_EXIT_USAGE;
   }
 

@@ -86,10 +86,32 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   return VOX_OK;
 }
 
-vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
-                                int use_density, double penalty, double emin_ratio,
-                                const vox_solver_options *options, double *displacement,
-                                vox_solve_result *results) {
+/* The element moduli of the caller in place of the materials' (0 for empty
+ * voxels whatever the caller says: they are not in the system). */
+static vox_status set_moduli(vox_context *ctx, const vox_model *model, vox_fem *fem,
+                             const double *moduli) {
+  const size_t ne = fem->n_elements;
+  double *e = malloc(ne * sizeof *e);
+  if (!e) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < ne; i++) {
+    e[i] = model->label[i] ? moduli[i] : 0;
+    if (model->label[i] && !(e[i] > 0 && e[i] < 1e300)) {
+      free(e);
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element %zu: modulus %g is not a positive number",
+                       i, moduli[i]);
+    }
+  }
+  const vox_backend_ops *o = fem->be->ops;
+  vox_status s = o->vec_upload(fem->be, &fem->e_solid, e);
+  if (s == VOX_OK) s = o->vec_upload(fem->be, &fem->moduli, e);
+  free(e);
+  return s == VOX_OK ? vox_fem_update(fem) : s;
+}
+
+static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model *model,
+                        const double *moduli, int use_density, double penalty, double emin_ratio,
+                        const vox_solver_options *options, double *displacement,
+                        vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
@@ -101,8 +123,8 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
   TRY(vox_fem_create(ctx, backend, model, &fem));
   const vox_backend_ops *o = backend->ops;
   vox_vec rho = {0}, u = {0};
-  vox_status s = VOX_OK;
-  if (use_density) {
+  vox_status s = moduli ? set_moduli(ctx, model, fem, moduli) : VOX_OK;
+  if (s == VOX_OK && use_density) {
     s = o->vec_create(backend, fem->n_elements, &rho);
     if (s == VOX_OK) s = o->vec_upload(backend, &rho, model->density);
     if (s == VOX_OK)
@@ -120,4 +142,22 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
   if (u.data) o->vec_destroy(backend, &u);
   vox_fem_destroy(fem);
   return s;
+}
+
+vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
+                                int use_density, double penalty, double emin_ratio,
+                                const vox_solver_options *options, double *displacement,
+                                vox_solve_result *results) {
+  return solve(ctx, backend, model, NULL, use_density, penalty, emin_ratio, options,
+               displacement, results);
+}
+
+vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
+                                       const vox_model *model, const double *moduli,
+                                       const vox_solver_options *options, double *displacement,
+                                       vox_solve_result *results) {
+  if (!moduli) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no element moduli");
+  if (model->physics != VOX_PHYSICS_ELASTICITY)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
+  return solve(ctx, backend, model, moduli, 0, 1, 0, options, displacement, results);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "image_internal.h"
+#include "voxfe/components.h"
 
 void vox_labels_free(vox_labels *labels) {
   free(labels->label);
@@ -11,91 +12,11 @@ void vox_labels_free(vox_labels *labels) {
   memset(labels, 0, sizeof *labels);
 }
 
-/* A FIFO of voxel indices that grows as needed. */
-typedef struct queue {
-  int64_t *items;
-  size_t head, tail, capacity; /* tail - head items, ring buffer */
-} queue;
-
-static int push(queue *q, int64_t v) {
-  if (q->tail - q->head == q->capacity) {
-    size_t grown = q->capacity ? 2 * q->capacity : 4096;
-    int64_t *p = malloc(grown * sizeof *p);
-    if (!p) return -1;
-    for (size_t i = 0; i < q->capacity; i++) p[i] = q->items[(q->head + i) % q->capacity];
-    free(q->items);
-    q->items = p;
-    q->tail = q->capacity;
-    q->head = 0;
-    q->capacity = grown;
-  }
-  q->items[q->tail++ % q->capacity] = v;
-  return 0;
-}
-
-static int64_t pop(queue *q) { return q->items[q->head++ % q->capacity]; }
-
-#define TEST(bits, v) ((bits)[(v) >> 6] >> ((v)&63) & 1)
-#define SET(bits, v) ((bits)[(v) >> 6] |= (uint64_t)1 << ((v)&63))
-
-/* Visits the component of `seed` (breadth first over the 6 face
- * neighbours), marking it in `seen`; returns its size, -1 out of memory. */
-static int64_t flood(const vox_labels *l, uint64_t *seen, int64_t seed, queue *q) {
-  const int64_t nx = l->n[0], ny = l->n[1], nz = l->n[2], plane = nx * ny;
-  int64_t size = 0;
-  q->head = q->tail = 0;
-  SET(seen, seed);
-  if (push(q, seed)) return -1;
-  while (q->tail != q->head) {
-    int64_t v = pop(q), i = v % nx, j = v / nx % ny, k = v / plane;
-    size++;
-    int64_t next[6];
-    int m = 0;
-    if (i > 0) next[m++] = v - 1;
-    if (i + 1 < nx) next[m++] = v + 1;
-    if (j > 0) next[m++] = v - nx;
-    if (j + 1 < ny) next[m++] = v + nx;
-    if (k > 0) next[m++] = v - plane;
-    if (k + 1 < nz) next[m++] = v + plane;
-    for (int t = 0; t < m; t++)
-      if (l->label[next[t]] && !TEST(seen, next[t])) {
-        SET(seen, next[t]);
-        if (push(q, next[t])) return -1;
-      }
-  }
-  return size;
-}
-
 vox_status vox_labels_keep_largest(vox_context *ctx, vox_labels *l, int64_t *kept) {
-  int64_t n = l->n[0] * l->n[1] * l->n[2];
-  size_t words = (size_t)(n + 63) / 64;
-  uint64_t *seen = calloc(words, sizeof *seen);
-  queue q = {0};
-  if (!seen) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  /* one bit a voxel: a pass that sizes every component, then a second
-   * flood from the largest one's seed marks what stays */
-  int64_t best = 0, best_seed = -1;
-  for (int64_t v = 0; v < n; v++) {
-    if (!l->label[v] || TEST(seen, v)) continue;
-    int64_t size = flood(l, seen, v, &q);
-    if (size < 0) goto oom;
-    if (size > best) {
-      best = size;
-      best_seed = v;
-    }
-  }
-  memset(seen, 0, words * sizeof *seen);
-  if (best_seed >= 0 && flood(l, seen, best_seed, &q) < 0) goto oom;
-  for (int64_t v = 0; v < n; v++)
-    if (!TEST(seen, v)) l->label[v] = 0;
-  free(seen);
-  free(q.items);
-  *kept = best;
-  return VOX_OK;
-oom:
-  free(seen);
-  free(q.items);
-  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_component_counts counts;
+  vox_status s = vox_keep_largest_labels(ctx, l->label, l->n, 6, &counts);
+  if (!s) *kept = (int64_t)counts.kept;
+  return s;
 }
 
 vox_status vox_labels_downsample_majority(vox_context *ctx, vox_labels *l, int f) {

@@ -3,6 +3,7 @@
  * a temporary name that is renamed over the output only when complete. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +64,11 @@ static int var_atts(int ncid, int varid, const char *long_name, const char *unit
  * half the file). */
 static float *to_float(const double *x, size_t n) {
   float *f = malloc(n * sizeof *f);
-  if (f)
-    for (size_t i = 0; i < n; i++) f[i] = (float)x[i];
+  if (f) {
+    const ptrdiff_t m = (ptrdiff_t)n;
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < m; i++) f[i] = (float)x[i];
+  }
   return f;
 }
 

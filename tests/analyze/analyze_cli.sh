@@ -102,7 +102,99 @@ grep -q "removed 1 voxels" "$LOG/err" || fail "islands: no removal reported: $(c
 grep -q '"removed_voxels": 1,' i.json || fail "islands: summary $(cat i.json)"
 rm -f islands_r.nc i.json
 
+# --- the modulus from CT intensity through E = a rho^b: two layers side by
+# side (uniaxial: the same strain in both, F = eps h^2 sum E_i n_i), stacked
+# (nu = 0 uniaxial, or confined with the constrained modulus M: F = A delta /
+# sum L_i / M_i); the FE solution of these piecewise linear fields is exact
+for kind in parallel series series_hu; do $MAKE $kind $kind.nc 4 4 4 || fail "make $kind"; done
+"$ANALYZE" parallel.nc -o par_r.nc --modulus-from-intensity --summary par.json -q --cg-tol 1e-10 ||
+  fail "parallel layers: exit $?"
+"$ANALYZE" series.nc -o ser_r.nc --modulus-from-intensity --poisson-ratio 0 --summary ser.json \
+  --density-modulus 1000,2 -q || fail "series layers: exit $?"
+"$ANALYZE" series.nc -o conf_r.nc --modulus-from-intensity --test confined --summary conf.json \
+  -q || fail "series layers, confined: exit $?"
+"$ANALYZE" parallel.nc -o low_r.nc --modulus-from-intensity --density-calibration 0.001,-0.5 \
+  --min-modulus 50 --summary low.json -q || fail "parallel layers, floored: exit $?"
+"$ANALYZE" series_hu.nc -o hu_r.nc --modulus-from-intensity --density-calibration 0.002,0 \
+  --density-modulus 1000,2 --poisson-ratio 0 --summary hu.json -q || fail "HU calibrated: exit $?"
+/usr/bin/python3 - <<'PY' || fail "moduli from intensity against the analytic stiffness"
+import json
+def load(name): return json.load(open(name))
+h, eps, n = 0.5, -0.01, 4
+A, L = (n * h) ** 2, n * h
+morgan = lambda rho: 8920 * rho ** 1.83
+# parallel: each half of the cross-section at its own E, the same strain
+s = load("par.json")
+E1, E2 = morgan(0.8), morgan(0.4)
+want = eps * (A / 2) * (E1 + E2)
+assert abs(s["reaction_force"] / want - 1) < 1e-8, (s["reaction_force"], want)
+assert s["modulus_source"] == "intensity" and s["modulus_floored_elements"] == 0
+assert abs(s["youngs_modulus_mean"] / ((E1 + E2) / 2) - 1) < 1e-12
+# every element at the applied strain: the effective strain sqrt(2 SED / E_e)
+# is |eps| in both layers (with the label's E it would not be), and the
+# failure load is F * 0.007 / 0.01
+assert abs(s["failure_load"] / (abs(want) * 0.7) - 1) < 1e-8, (s["failure_load"], abs(want) * 0.7)
+# series, nu = 0, E = 1000 rho^2: springs in series
+s = load("ser.json")
+E1, E2 = 1000 * 0.8 ** 2, 1000 * 0.4 ** 2
+want = A * eps * L / (L / 2 / E1 + L / 2 / E2)
+assert abs(s["reaction_force"] / want - 1) < 1e-8, (s["reaction_force"], want)
+# series, confined, nu = 0.3: the constrained moduli M = E (1 - nu) / ((1 + nu) (1 - 2 nu))
+s = load("conf.json")
+nu = 0.3
+M = lambda E: E * (1 - nu) / ((1 + nu) * (1 - 2 * nu))
+want = A * eps * L / (L / 2 / M(morgan(0.8)) + L / 2 / M(morgan(0.4)))
+assert abs(s["reaction_force"] / want - 1) < 1e-8, (s["reaction_force"], want)
+# a calibration that puts the 400 layer at rho = -0.1: raised to --min-modulus
+s = load("low.json")
+want = eps * (A / 2) * (morgan(0.3) + 50)
+assert abs(s["reaction_force"] / want - 1) < 1e-8, (s["reaction_force"], want)
+assert s["modulus_floored_elements"] == 32, s["modulus_floored_elements"]
+# HU with its own calibration: rho = 0.002 HU
+s = load("hu.json")
+E1, E2 = 1000 * 1.6 ** 2, 1000 * 0.8 ** 2
+want = A * eps * L / (L / 2 / E1 + L / 2 / E2)
+assert abs(s["reaction_force"] / want - 1) < 1e-8, (s["reaction_force"], want)
+# without the option, the materials' E and no modulus statistics
+PY
+"$ANALYZE" parallel.nc -o plain_r.nc --summary plain.json -q || fail "parallel, no option"
+grep -q '"modulus_source": "materials"' plain.json || fail "plain: $(grep modulus plain.json)"
+grep -q '"youngs_modulus_mean": null' plain.json || fail "plain: $(grep youngs plain.json)"
+rm -f par_r.nc ser_r.nc conf_r.nc low_r.nc hu_r.nc plain_r.nc par.json ser.json conf.json \
+  low.json hu.json plain.json
+
+# --- passive-void voxels are not bone: a 4 x 4 x 4 cube with its last x
+# layer void carries E A' eps on the 3 x 4 voxels that are left
+$MAKE void void.nc 4 4 4 || fail "make void"
+"$ANALYZE" void.nc -o void_r.nc --summary v.json >"$LOG/out" 2>"$LOG/err" ||
+  fail "void: $(cat "$LOG/err")"
+grep -q "16 voxels of passive-void materials are left out" "$LOG/err" ||
+  fail "void: not reported: $(cat "$LOG/err")"
+/usr/bin/python3 - <<'PY' || fail "void: the reaction force"
+import json
+s = json.load(open("v.json"))
+want = 1000 * (3 * 0.5) * (4 * 0.5) * -0.01
+assert abs(s["reaction_force"] / want - 1) < 1e-6 and s["void_voxels"] == 16, s
+PY
+rm -f void_r.nc v.json
+
 # --- bad input
+for kind in heat design; do $MAKE $kind $kind.nc 4 4 4 || fail "make $kind"; done
+expect_usage_error "heat model" "heat.nc: a heat-conduction model \\(physics = heat\\); voxfe-analyze solves linear elasticity only" \
+  "$ANALYZE" heat.nc -o r.nc
+expect_usage_error "design file" "design.nc: a design file \\(voxfe-optimize output\\)" \
+  "$ANALYZE" design.nc -o r.nc
+expect_usage_error "intensity without calibration" \
+  "series_hu.nc: --modulus-from-intensity: the intensity is in 'HU', not mg HA/ccm; give --density-calibration" \
+  "$ANALYZE" series_hu.nc -o r.nc --modulus-from-intensity
+expect_usage_error "no intensity" "cube.nc: --modulus-from-intensity: the model has no intensity" \
+  "$ANALYZE" cube.nc -o r.nc --modulus-from-intensity
+expect_usage_error "intensity and --youngs-modulus" "--youngs-modulus and --modulus-from-intensity" \
+  "$ANALYZE" series.nc -o r.nc --modulus-from-intensity --youngs-modulus 5000
+expect_usage_error "intensity to n88model" "n88model material table" \
+  "$ANALYZE" series.nc -o r.n88model --modulus-from-intensity
+expect_usage_error "bad power law" "--density-modulus: the factor A must be positive" \
+  "$ANALYZE" series.nc -o r.nc --modulus-from-intensity --density-modulus -1,2
 expect_usage_error "empty model" "empty.nc: the model has no bone" "$ANALYZE" empty.nc -o r.nc
 expect_usage_error "disconnected model" "split.nc: the bone is not connected from plate to plate along z" \
   "$ANALYZE" split.nc -o r.nc
@@ -110,6 +202,10 @@ expect_usage_error "disconnected model, 6-connectivity" "not connected from plat
   "$ANALYZE" split.nc -o r.nc --connectivity 6
 expect_usage_error "no bone at a plate" "no_top.nc: no bone at the top plate" \
   "$ANALYZE" no_top.nc -o r.nc
+$MAKE lump lump.nc 5 5 6 || fail "make lump"
+expect_usage_error "largest component off a plate" \
+  "lump.nc: the largest connected component of the bone \\(26-connectivity\\) does not reach from plate to plate along z" \
+  "$ANALYZE" lump.nc -o r.nc
 expect_usage_error "bad test" "--test: expected uniaxial, friction, confined or model" \
   "$ANALYZE" cube.nc -o r.nc --test shear
 expect_usage_error "bad summary name" "--summary: expected a file name ending in .json or .csv" \

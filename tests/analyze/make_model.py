@@ -11,6 +11,16 @@ usage: make_model.py KIND OUT [options]
              separated by an empty layer)
   no_top     NX NY NZ: bone everywhere except the top layer
   islands    NX NY NZ: a full column plus a lone voxel not touching it
+  parallel   NX NY NZ: every voxel bone, with an intensity of 800 mg HA/ccm
+             for x < NX/2 and 400 above (layers side by side along z)
+  series     NX NY NZ: the same with the layers stacked along z (800 below
+             NZ/2)
+  series_hu  NX NY NZ: series with the intensity in HU (no calibration)
+  heat       NX NY NZ: cube as a heat-conduction model (physics = "heat")
+  design     NX NY NZ: cube as a design file (stage = "design")
+  void       NX NY NZ: cube whose last x layer is label 2, a passive void
+  lump       NX NY NZ: a one-voxel column from plate to plate, apart from a
+             larger block on the bottom plate that does not reach the top
 """
 import sys
 
@@ -18,12 +28,15 @@ import netCDF4
 import numpy as np
 
 
-def write(path, label, h=0.5, materials=((1, "bone", 1000.0, 0.3),)):
+def write(path, label, h=0.5, materials=((1, "bone", 1000.0, 0.3),), intensity=None,
+          units="mg HA/ccm", stage="model", physics=None, roles=None):
     nz, ny, nx = label.shape
     with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
         d.Conventions = "CF-1.8 voxfe-1"
-        d.voxfe_schema_version = np.int32(1)
-        d.stage = "model"
+        d.voxfe_schema_version = np.int32(2 if physics == "heat" else 1)
+        d.stage = stage
+        if physics:
+            d.physics = physics
         d.voxel_size = np.array([h, h, h])
         d.origin = np.zeros(3)
         d.createDimension("z", nz)
@@ -32,6 +45,11 @@ def write(path, label, h=0.5, materials=((1, "bone", 1000.0, 0.3),)):
         v = d.createVariable("label", "u1", ("z", "y", "x"))
         v.long_name = "material label"
         v[:] = label
+        if intensity is not None:
+            v = d.createVariable("intensity", "f4", ("z", "y", "x"))
+            v.long_name = "image intensity"
+            v.units = units
+            v[:] = intensity
         d.createDimension("material", len(materials))
         cols = [("material_label", "u1"), ("material_name", str),
                 ("material_role", "u1"), ("material_youngs_modulus", "f8"),
@@ -43,7 +61,7 @@ def write(path, label, h=0.5, materials=((1, "bone", 1000.0, 0.3),)):
         for i, (lab, name, e, nu) in enumerate(materials):
             vars_["material_label"][i] = lab
             vars_["material_name"][i] = name
-            vars_["material_role"][i] = 1
+            vars_["material_role"][i] = roles[i] if roles else 1
             vars_["material_youngs_modulus"][i] = e
             vars_["material_poisson_ratio"][i] = nu
             vars_["material_conductivity"][i] = 1.0
@@ -54,6 +72,7 @@ def main():
     nx, ny, nz = (int(a) for a in sys.argv[3:6])
     label = np.zeros((nz, ny, nx), np.uint8)
     mats = ((1, "bone", 1000.0, 0.3),)
+    extra = {}
     if kind == "cube":
         label[:] = 1
     elif kind == "porous":
@@ -72,9 +91,28 @@ def main():
     elif kind == "islands":
         label[:, :2, :2] = 1
         label[nz // 2, -1, -1] = 1
+    elif kind in ("parallel", "series", "series_hu"):
+        label[:] = 1
+        rho = np.full(label.shape, 400.0, np.float32)
+        if kind == "parallel":
+            rho[:, :, : nx // 2] = 800
+        else:
+            rho[: nz // 2] = 800
+        extra = {"intensity": rho, "units": "HU" if kind == "series_hu" else "mg HA/ccm"}
+    elif kind in ("heat", "design"):
+        label[:] = 1
+        extra = {"physics": "heat"} if kind == "heat" else {"stage": "design"}
+    elif kind == "lump":
+        label[:, 0, 0] = 1
+        label[: nz - 1, 2:, 2:] = 1
+    elif kind == "void":
+        label[:] = 1
+        label[:, :, -1] = 2
+        mats = ((1, "bone", 1000.0, 0.3), (2, "hole", 1000.0, 0.3))
+        extra = {"roles": (1, 2)}
     else:
         sys.exit("unknown kind " + kind)
-    write(out, label, materials=mats)
+    write(out, label, materials=mats, **extra)
 
 
 main()

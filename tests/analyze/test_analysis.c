@@ -187,6 +187,78 @@ static void check_components(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* The density-modulus map element by element: rho = slope I + intercept,
+ * E = a rho^b, raised to the minimum; empty voxels 0; the refusals. */
+static void check_intensity_moduli(vox_context *ctx) {
+  vox_model m = {0};
+  cube_model(ctx, &m, 2, 1, 1000, 0.3);
+  double E[8];
+  vox_density_modulus law;
+  vox_density_modulus_default(&law);
+  CHECK(law.a == 8920 && law.b == 1.83 && law.slope == 0.001 && law.intercept == 0);
+  CHECK(vox_intensity_moduli(ctx, &m, &law, E, NULL) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "no intensity") != NULL);
+  m.intensity = malloc(8 * sizeof *m.intensity);
+  const float values[8] = {1000, 500, 250, 0, -100, 1200, 800, 700};
+  memcpy(m.intensity, values, sizeof values);
+  m.label[7] = 0;
+  law = (vox_density_modulus){.slope = 0.002, .intercept = 0.1, .a = 3000, .b = 2.5,
+                              .min_modulus = 200};
+  size_t floored = 99;
+  CHECK_OK(ctx, vox_intensity_moduli(ctx, &m, &law, E, &floored));
+  for (int e = 0; e < 7; e++) {
+    const double rho = 0.002 * values[e] + 0.1;
+    const double want = rho > 0 ? fmax(3000 * pow(rho, 2.5), 200) : 200;
+    CHECK_CLOSE(E[e], want, 1e-14);
+  }
+  CHECK(E[7] == 0);
+  /* rho 0.1 (E 9.5) and -0.1 are raised */
+  CHECK(floored == 2);
+  m.intensity[2] = NAN;
+  CHECK(vox_intensity_moduli(ctx, &m, &law, E, NULL) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "element 2") != NULL);
+  m.intensity[7] = NAN; /* an empty voxel's intensity does not matter */
+  m.intensity[2] = 1;
+  CHECK_OK(ctx, vox_intensity_moduli(ctx, &m, &law, E, NULL));
+  law.min_modulus = 0;
+  CHECK(vox_intensity_moduli(ctx, &m, &law, E, NULL) == VOX_ERR_INVALID_ARGUMENT);
+  vox_model_free(&m);
+}
+
+static int ascending(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The statistics and the failure load by selection against a full sort,
+ * on values with many ties and on distinct ones. */
+static void check_selection(vox_context *ctx) {
+  for (int trial = 0; trial < 40; trial++) {
+    const size_t n = 1 + (size_t)(rand() % 3000);
+    double *x = malloc(n * sizeof *x), *sorted = malloc(n * sizeof *sorted);
+    for (size_t i = 0; i < n; i++)
+      x[i] = trial % 2 ? (double)(rand() % 7) : (double)rand() / RAND_MAX - 0.3;
+    memcpy(sorted, x, n * sizeof *x);
+    qsort(sorted, n, sizeof *sorted, ascending);
+    vox_field_stats st;
+    CHECK_OK(ctx, vox_field_statistics(ctx, x, n, 1, 0, NULL, &st));
+    CHECK(st.min == sorted[0] && st.max == sorted[n - 1]);
+    for (int p = 0; p < VOX_STAT_PERCENTILES; p++) {
+      const double pos = vox_stat_percentiles[p] / 100 * (double)(n - 1);
+      const size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+      CHECK_CLOSE(st.percentile[p], sorted[lo] + (pos - (double)lo) * (sorted[hi] - sorted[lo]),
+                  1e-15);
+    }
+    const double volume = 0.02 + 0.1 * (trial % 5);
+    size_t k = (size_t)ceil(volume * (double)n - 1e-9);
+    k = k < 1 ? 1 : k > n ? n : k;
+    const double want = sorted[n - k] > 0 ? 10 * 0.007 / sorted[n - k] : NAN;
+    const double got = vox_pistoia_failure_load(x, n, -10, 0.007, volume);
+    CHECK((isnan(want) && isnan(got)) || fabs(got - want) <= 1e-15 * fabs(want));
+    free(x), free(sorted);
+  }
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -200,6 +272,8 @@ int main(void) {
   check_pistoia();
   check_statistics(ctx);
   check_components(ctx);
+  check_intensity_moduli(ctx);
+  check_selection(ctx);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   if (check_failures) fprintf(stderr, "%d checks failed\n", check_failures);

@@ -116,6 +116,33 @@ typedef struct vox_field_stats {
 vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n, size_t stride,
                                 size_t offset, const uint8_t *active, vox_field_stats *stats);
 
+/* Young's modulus from calibrated CT intensity, element by element: the
+ * density rho = slope * intensity + intercept (g/cm^3, the calibration of
+ * the scanner's phantom), then the power law E = a * rho^b (MPa), as in the
+ * density-modulus relations of trabecular bone (Morgan, Bayraktar & Keaveny
+ * 2003, J Biomech 36:897-904, pooled sites: a = 8920, b = 1.83 for the
+ * apparent density) and the grey-value voxel conversion of Homminga et al.
+ * 2001 (J Biomech 34:513-517: E = E_max (rho / rho_max)^1.7). A modulus below
+ * `min_modulus` (a density at or below zero included) is raised to it, so
+ * that partial-volume voxels at the bone's surface keep a stiffness. */
+typedef struct vox_density_modulus {
+  double slope, intercept; /* intensity -> density, g/cm^3 */
+  double a, b;             /* E = a rho^b, MPa */
+  double min_modulus;      /* MPa, > 0 */
+} vox_density_modulus;
+
+/* Morgan et al. 2003, pooled: a 8920, b 1.83, min_modulus 1; the
+ * calibration of intensity in mg HA/cm^3 (slope 0.001, intercept 0). */
+void vox_density_modulus_default(vox_density_modulus *law);
+
+/* Fills moduli[e] (nx*ny*nz entries) from model->intensity through `law`
+ * for every non-empty voxel, 0 for empty ones; `floored` (may be NULL) gets
+ * the number of elements raised to the minimum. Fails when the model has no
+ * intensity, when a bone voxel's intensity is not finite, or when the law
+ * is not one (a, min_modulus not positive, slope or b not finite). */
+vox_status vox_intensity_moduli(vox_context *ctx, const vox_model *model,
+                                const vox_density_modulus *law, double *moduli, size_t *floored);
+
 #ifdef __cplusplus
 }
 #endif

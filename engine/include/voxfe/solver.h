@@ -83,6 +83,16 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
                                 const vox_solver_options *options, double *displacement,
                                 vox_solve_result *results);
 
+/* As vox_solve_elasticity without density, with each non-empty element at
+ * the Young's modulus moduli[e] (MPa, positive; nx*ny*nz entries, those of
+ * empty voxels ignored) in place of its material's: heterogeneous tissue
+ * moduli, for example from CT intensity (vox_intensity_moduli). The Poisson
+ * ratio stays that of the materials in use. Elasticity models only. */
+vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
+                                       const vox_model *model, const double *moduli,
+                                       const vox_solver_options *options, double *displacement,
+                                       vox_solve_result *results);
+
 #ifdef __cplusplus
 }
 #endif

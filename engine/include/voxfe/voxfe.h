@@ -4,6 +4,7 @@
 
 #include "voxfe/analysis.h"
 #include "voxfe/backend.h"
+#include "voxfe/components.h"
 #include "voxfe/context.h"
 #include "voxfe/element.h"
 #include "voxfe/expression.h"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The clinical benchmark of voxfe-analyze (docs/benchmarks.md, issue 6):
+#
+#   bench/clinical.sh BIN_DIR [SAMPLES [JOBS]]
+#
+# BIN_DIR is a build folder (bench/bench_clinical_model, cli/voxfe-analyze).
+# Makes SAMPLES synthetic HR-pQCT-like distal tibiae (bench_clinical_model,
+# about 3 M bone elements each, seeds 1..SAMPLES) in a scratch folder, then
+#  1. one sample, uniaxial compression along z on the default device: a
+#     first run (device start-up, cold page cache), then two timed runs
+#     with --timings (read, connectivity, setup, solve, fields, write);
+#  2. the same sample written as .n88model (bone elements only), and with
+#     the modulus from intensity (--modulus-from-intensity);
+#  3. the batch workflow (workflows/bone/Makefile) on all samples with
+#     make -j JOBS: the wall time and the samples per hour.
+# Prints times and counts; the result files stay in the scratch folder
+# (WORK, default a new folder under /tmp), which is removed at the end
+# unless KEEP=1.
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+samples=${2:-8}
+jobs=${3:-4}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=${WORK:-$(mktemp -d /tmp/voxfe-clinical.XXXXXX)}
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+analyze=$bin/cli/voxfe-analyze
+TIMEFORMAT='%R s wall'
+mkdir -p "$work/scans"
+
+echo "== models"
+time for i in $(seq 1 "$samples"); do
+  "$bin/bench/bench_clinical_model" "$work/scans/tibia$i.nc" "$i"
+done
+"$bin/bench/bench_clinical_model" "$work/tibia1_intensity.nc" 1 --intensity
+ls -l "$work/scans" | awk 'NR > 1 {s += $5} END {print "model files: " s / NR / 1e6 " MB each"}'
+
+echo "== one sample: a first run, then two timed runs"
+time "$analyze" "$work/scans/tibia1.nc" -o "$work/first.nc" --timings
+for r in 1 2; do
+  time "$analyze" "$work/scans/tibia1.nc" -o "$work/r$r.nc" --summary "$work/r$r.json" --timings
+done
+ls -l "$work/r1.nc" | awk '{print "result file: " $5 / 1e6 " MB"}'
+grep -E '"(cg_iterations|relative_residual|solve_seconds|reaction_force|failure_load)"' \
+  "$work/r1.json" | tr -d ' \n'
+echo
+
+echo "== the same sample as .n88model"
+time "$analyze" "$work/scans/tibia1.nc" -o "$work/r.n88model" --timings
+ls -l "$work/r.n88model" | awk '{print "n88model file: " $5 / 1e6 " MB"}'
+
+echo "== modulus from intensity (mg HA/ccm, Morgan et al. 2003)"
+time "$analyze" "$work/tibia1_intensity.nc" -o "$work/ri.nc" --modulus-from-intensity --timings
+
+echo "== batch: workflows/bone, $samples samples, make -j$jobs"
+start=$(date +%s.%N)
+make -s -C "$here/workflows/bone" SCANS="$work/scans" OUT="$work/batch" \
+  VOXFE_BIN="$bin/cli" -j"$jobs" || echo "make failed: $?"
+end=$(date +%s.%N)
+ok=$(($(wc -l <"$work/batch/summary.csv") - 1))
+awk -v s="$start" -v e="$end" -v n="$ok" \
+  'BEGIN {t = e - s; printf "batch: %d samples in %.2f s: %.1f s a sample, %.0f samples per hour\n", n, t, t / n, 3600 * n / t}'
