@@ -107,7 +107,7 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
     const double r = w[i] * (ax ? b[i] - ax[i] : b[i]);
     const double di = beta != 0 ? alpha * r + beta * d[i] : alpha * r;
     d[i] = di;
-    x[i] += di;
+    x[i] = ax ? x[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
 }
 
@@ -293,6 +293,8 @@ static vox_backend_ops make_ops(void) {
   o.op_zero_fixed = vox_cuda_op_zero_fixed;
   o.op_diagonal = vox_cuda_op_diagonal;
   o.op_element_energy = vox_cuda_op_element_energy;
+  o.op_smooth = vox_cuda_op_smooth;
+  o.op_residual = vox_cuda_op_residual;
   o.simp_moduli = vox_cuda_simp_moduli;
   o.simp_sensitivity = vox_cuda_simp_sensitivity;
   o.oc_update = vox_cuda_oc_update;

@@ -152,6 +152,11 @@ void vox_cuda_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                              int flags);
+vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,
+                              const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                              double beta, vox_vec *d, vox_vec *x_out, int flags);
+vox_status vox_cuda_op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
+                                const vox_vec *x, vox_vec *r, int flags);
 vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v);
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,

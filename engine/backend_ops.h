@@ -108,8 +108,9 @@ typedef struct vox_backend_ops {
   vox_status (*vec_random)(vox_backend *be, vox_vec *v, uint64_t seed);
   /* One fused step of the multigrid smoothers (one pass over memory instead
    * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
-   * means A x = 0 (a zero start); beta = 0 overwrites d (which may hold
-   * anything). */
+   * means a zero start: x = 0 is implied, so x is overwritten with d
+   * without being read (it may hold anything, and needs no zeroing pass);
+   * beta = 0 overwrites d (which may hold anything). */
   vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
@@ -132,6 +133,19 @@ typedef struct vox_backend_ops {
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
   vox_status (*op_element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
                                   vox_vec *energy, int accumulate);
+  /* The multigrid's fine-level steps, each one pass instead of a product
+   * and a vector operation (the product's result never goes to memory).
+   * With y = K x (eliminated; `flags` as for op_apply):
+   *   op_smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
+   *                (smoother_step with a product; beta = 0 overwrites d);
+   *   op_residual: r = b - y.
+   * The output must not alias x, whose neighbouring values the product
+   * reads. */
+  vox_status (*op_smooth)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+                          const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                          vox_vec *x_out, int flags);
+  vox_status (*op_residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
+                            const vox_vec *x, vox_vec *r, int flags);
 
   /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
    * empty voxels):

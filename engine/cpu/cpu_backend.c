@@ -112,8 +112,38 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
     const double r = w[i] * (aa ? bb[i] - aa[i] : bb[i]);
     const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
     dd[i] = di;
-    xx[i] += di;
+    xx[i] = aa ? xx[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
+  return VOX_OK;
+}
+
+/* The fused operator steps of the interface, composed: the product goes
+ * into the output vector, which the update then reads in place. */
+static vox_status op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+                            const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                            vox_vec *x_out, int flags) {
+  TRY(vox_cpu_op_apply(be, op, x, x_out, flags));
+  const double *restrict bb = b->data, *restrict xx = x->data, *restrict w = inv_diag->data;
+  double *restrict dd = d->data, *restrict out = x_out->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const double r = w[i] * (bb[i] - out[i]);
+    const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
+    dd[i] = di;
+    out[i] = xx[i] + di;
+  }
+  return VOX_OK;
+}
+
+static vox_status op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
+                              const vox_vec *x, vox_vec *r, int flags) {
+  TRY(vox_cpu_op_apply(be, op, x, r, flags));
+  const double *restrict bb = b->data;
+  double *restrict rr = r->data;
+  const ptrdiff_t n = (ptrdiff_t)r->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) rr[i] = bb[i] - rr[i];
   return VOX_OK;
 }
 
@@ -180,6 +210,8 @@ static const vox_backend_ops cpu_ops = {
     .op_zero_fixed = vox_cpu_op_zero_fixed,
     .op_diagonal = vox_cpu_op_diagonal,
     .op_element_energy = vox_cpu_op_element_energy,
+    .op_smooth = op_smooth,
+    .op_residual = op_residual,
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,

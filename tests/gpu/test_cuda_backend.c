@@ -1,7 +1,8 @@
 /* The CUDA backend against the CPU backend, operation by operation, on the
  * same random input: vectors and reductions, the matrix-free operator in
  * every K u variant (elasticity and conduction, odd grid sizes, zero and
- * 1e-9 moduli, random fixed dofs), SIMP and OC kernels, the filters, and the
+ * 1e-9 moduli, random fixed dofs) and the multigrid's fused fine-level
+ * steps built on it, SIMP and OC kernels, the filters, and the
  * multigrid pieces (Galerkin stencils in double and mixed precision,
  * stencil products, transfers, coarse factor and solve).
  *
@@ -234,7 +235,9 @@ static void test_vectors(size_t n) {
            g->vec_mult(gpu, &w.g, &w.g, &y.g)))
     pv_check("vec_mult aliased (w = w.*y)", &w, TOL);
   /* the fused smoother step: d = a w.*(b - ax) + beta d, x += d, with and
-   * without a product and with beta = 0 overwriting whatever d holds */
+   * without a product and with beta = 0 overwriting whatever d holds; the
+   * zero start (no product) overwrites whatever x holds (poisoned on the
+   * GPU only, so reading it would show) */
   {
     pvec b = {0}, d = {0};
     if (pv_create(&b, n) && pv_create(&d, n)) {
@@ -246,7 +249,7 @@ static void test_vectors(size_t n) {
         pv_check("smoother_step d", &d, TOL);
         pv_check("smoother_step x", &x, TOL);
       }
-      if (pv_poison(&d) &&
+      if (pv_poison(&d) && pv_poison(&x) &&
           BOTH("smoother_step zero start", c->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
                g->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
         pv_check("smoother_step zero start d", &d, TOL);
@@ -343,16 +346,17 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
   snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
   const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
   problem p;
-  pvec mod, mod2, x, x2, y, d, en;
+  pvec mod, mod2, x, x2, y, d, en, sw, sd;
   vox_operator *cop = NULL;
   memset(&mod, 0, sizeof mod), memset(&mod2, 0, sizeof mod2), memset(&x, 0, sizeof x);
   memset(&x2, 0, sizeof x2), memset(&y, 0, sizeof y), memset(&d, 0, sizeof d);
-  memset(&en, 0, sizeof en);
+  memset(&en, 0, sizeof en), memset(&sw, 0, sizeof sw), memset(&sd, 0, sizeof sd);
   if (!problem_make(&p, grid, dpn, 1, seed)) goto done;
   const vox_operator_desc desc = problem_desc(&p);
   if (!pv_create(&mod, p.n_elements) || !pv_create(&mod2, p.n_elements) ||
       !pv_create(&x, p.n_dofs) || !pv_create(&x2, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
-      !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements))
+      !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements) || !pv_create(&sw, p.n_dofs) ||
+      !pv_create(&sd, p.n_dofs))
     goto done;
   pv_upload(&mod, p.moduli);
   pv_random(&x, &seed, -0.5, 0.5); /* non-zero on fixed dofs too */
@@ -394,6 +398,35 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
     snprintf(check, sizeof check, "op_zero_fixed %s", kn);
     if (BOTH(check, c->op_zero_fixed(cpu, cop, &y.c), g->op_zero_fixed(gpu, gop, &y.g)))
       pv_check(check, &y, TOL_SINGLE);
+    /* The multigrid's fused fine-level steps (nbn computes them in one
+     * kernel, the others in two) against the CPU's product-then-update, in
+     * double and in single precision; b = x2, the iterate x. */
+    for (int single = 0; single <= 1; single++) {
+      const int flags = single ? VOX_APPLY_SINGLE : 0;
+      const double tol = single ? TOL_SINGLE : TOL;
+      pv_random(&sw, &seed, 0.5, 2); /* an inverse diagonal */
+      pv_random(&sd, &seed, -1, 1);  /* a direction carried over (beta != 0) */
+      snprintf(check, sizeof check, "op_smooth %s single=%d", kn, single);
+      if (pv_poison(&y) &&
+          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 0.8, 0.3, &sd.c, &y.c, flags),
+               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 0.8, 0.3, &sd.g, &y.g, flags))) {
+        pv_check(check, &y, tol);
+        snprintf(check, sizeof check, "op_smooth %s single=%d d", kn, single);
+        pv_check(check, &sd, tol);
+      }
+      snprintf(check, sizeof check, "op_smooth %s single=%d beta=0", kn, single);
+      if (pv_poison(&y) && pv_poison(&sd) &&
+          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 1.1, 0, &sd.c, &y.c, flags),
+               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 1.1, 0, &sd.g, &y.g, flags))) {
+        pv_check(check, &y, tol);
+        snprintf(check, sizeof check, "op_smooth %s single=%d beta=0 d", kn, single);
+        pv_check(check, &sd, tol);
+      }
+      snprintf(check, sizeof check, "op_residual %s single=%d", kn, single);
+      if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, cop, &x2.c, &x.c, &y.c, flags),
+                                g->op_residual(gpu, gop, &x2.g, &x.g, &y.g, flags)))
+        pv_check(check, &y, tol);
+    }
     snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
     if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
                                g->op_element_energy(gpu, gop, &x.g, &en.g, 0)))
@@ -426,7 +459,7 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
 done:
   if (cop) c->op_destroy(cpu, cop);
   pv_destroy(&mod), pv_destroy(&mod2), pv_destroy(&x), pv_destroy(&x2), pv_destroy(&y);
-  pv_destroy(&d), pv_destroy(&en);
+  pv_destroy(&d), pv_destroy(&en), pv_destroy(&sw), pv_destroy(&sd);
   problem_free(&p);
 }
 
