@@ -15,7 +15,8 @@
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
  *     iterations per solve, the final compliance, the time per stage and
- *     the peak device memory in use.
+ *     the peak device memory in use. VOXFE_BENCH_MG_REUSE sets the
+ *     solver's mg_reuse (the multigrid hierarchy's reuse factor).
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
  * warm-up, with the backend's synchronize before reading the clock.
@@ -289,6 +290,8 @@ static int cantilever_mode(int argc, char **argv) {
   opt.solver.rtol = 1e-5;
   opt.solver.preconditioner = VOX_PC_MULTIGRID;
   opt.solver.precision = precision;
+  const char *reuse = getenv("VOXFE_BENCH_MG_REUSE"); /* the default's alternatives */
+  if (reuse && *reuse) opt.solver.mg_reuse = atof(reuse);
 
   const vox_grid *g = &model.grid;
   const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
@@ -298,8 +301,9 @@ static int cantilever_mode(int argc, char **argv) {
          3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
          vox_precision_name(precision), vox_kernel_name(kernel));
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
-         "iterations\n",
-         opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
+         "iterations, multigrid reuse factor %g\n",
+         opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations,
+         opt.solver.mg_reuse);
   size_t free0, total;
   if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
   const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &opt.solver, 1);
@@ -329,8 +333,10 @@ static int cantilever_mode(int argc, char **argv) {
            vox_convergence_string(r.last_solve.reason), r.last_solve.iterations,
            r.last_solve.residual_norm, r.last_solve.rhs_norm);
   printf("  total %.2f s (with setup and the final state solve); time per stage over the "
-         "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
-         elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
+         "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s; "
+         "%d multigrid setups for %.0f solves\n",
+         elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
+         r.multigrid_setups, solves);
   printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled after each "
          "design iteration), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
          "total %.2f GiB\n",
@@ -396,6 +402,21 @@ static int vcycle_mode(int argc, char **argv) {
   const double dot = TIME_PER_CALL(be, 50, st |= o->vec_dot(be, r, z, &dotv));
   printf("  setup %.2f ms, V-cycle %.3f ms; level 0: K u %.3f ms, axpby %.3f ms, dot %.3f ms\n",
          1e3 * setup, 1e3 * vc, 1e3 * ku, 1e3 * axpby, 1e3 * dot);
+  /* one smoothing step of the fine level, fused (op_smooth) and as the
+   * smoother's product followed by its update (a convergent damping, so
+   * that the repeated steps keep finite values) */
+  const int flags = precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
+  vox_vec *p = &fem->pcg.p, *q = &fem->pcg.q;
+  const double fused = TIME_PER_CALL(
+      be, 50, st |= o->op_smooth(be, fem->op, r, z, &fem->inv_diag, 0.2, 0.1, p, q, flags));
+  const double apart = TIME_PER_CALL(be, 50, {
+    st |= o->op_apply(be, fem->op, z, q, flags);
+    st |= o->smoother_step(be, r, q, &fem->inv_diag, 0.2, 0.1, p, z);
+  });
+  const double resid = TIME_PER_CALL(be, 50, st |= o->op_residual(be, fem->op, r, z, q, flags));
+  printf("  level 0 smoothing step: fused %.3f ms, product and update %.3f ms; fused residual "
+         "%.3f ms\n",
+         1e3 * fused, 1e3 * apart, 1e3 * resid);
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l], *fine = &mg->level[l - 1];
     const double ap = TIME_PER_CALL(be, 20, st |= o->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
