@@ -15,8 +15,7 @@
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
  *     iterations per solve, the final compliance, the time per stage and
- *     the peak device memory in use. VOXFE_BENCH_MG_REUSE sets the
- *     solver's mg_reuse (the multigrid hierarchy's reuse factor).
+ *     the peak device memory in use.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
  * warm-up, with the backend's synchronize before reading the clock.
@@ -290,8 +289,6 @@ static int cantilever_mode(int argc, char **argv) {
   opt.solver.rtol = 1e-5;
   opt.solver.preconditioner = VOX_PC_MULTIGRID;
   opt.solver.precision = precision;
-  const char *reuse = getenv("VOXFE_BENCH_MG_REUSE"); /* the default's alternatives */
-  if (reuse && *reuse) opt.solver.mg_reuse = atof(reuse);
 
   const vox_grid *g = &model.grid;
   const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
@@ -301,9 +298,8 @@ static int cantilever_mode(int argc, char **argv) {
          3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
          vox_precision_name(precision), vox_kernel_name(kernel));
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
-         "iterations, multigrid reuse factor %g\n",
-         opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations,
-         opt.solver.mg_reuse);
+         "iterations\n",
+         opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
   size_t free0, total;
   if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
   const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &opt.solver, 1);
@@ -333,10 +329,8 @@ static int cantilever_mode(int argc, char **argv) {
            vox_convergence_string(r.last_solve.reason), r.last_solve.iterations,
            r.last_solve.residual_norm, r.last_solve.rhs_norm);
   printf("  total %.2f s (with setup and the final state solve); time per stage over the "
-         "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s; "
-         "%d multigrid setups for %.0f solves\n",
-         elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
-         r.multigrid_setups, solves);
+         "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
+         elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
   printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled after each "
          "design iteration), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
          "total %.2f GiB\n",

@@ -208,12 +208,6 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
 vox_status vox_fem_update(vox_fem *fem) {
   vox_backend *be = fem->be;
   TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
-  if (fem->mg) { /* close the round */
-    if (fem->mg_age == 0) fem->fresh_cg = fem->round_cg;
-    fem->last_cg = fem->round_cg;
-    fem->mg_age++;
-  }
-  fem->round_cg = 0;
   fem->mg_stale = 1;
   return be->ops->vec_reciprocal(be, &fem->inv_diag);
 }
@@ -226,29 +220,7 @@ static vox_status multigrid_apply(void *self, const vox_vec *r, vox_vec *z) {
   return fem->be->ops->op_zero_fixed(fem->be, fem->op, z);
 }
 
-static vox_status multigrid_setup(vox_fem *fem) {
-  vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
-  TRY(vox_mg_setup(fem->mg, &fem->inv_diag, work));
-  fem->mg_age = 0;
-  fem->mg_setups++;
-  return VOX_OK;
-}
-
-/* Whether the hierarchy set up for earlier moduli may precondition the
- * current ones. It stays symmetric positive definite: its coarse levels are
- * stale but consistent with their own smoother bounds and factor, and the
- * fine level smooths the current operator with a bound that holds for any
- * moduli (fine_bound; a Lanczos estimate of the old operator would not).
- * What it loses is strength, so it is kept while the last round's CG
- * iterations stay within mg_reuse times those of the setup's own round. */
-static int keep_hierarchy(const vox_fem *fem, const vox_solver_options *options) {
-  if (options->mg_reuse < 1 || fem->mg->fine_bound <= 0 || fem->mg_age == 0) return 0;
-  const long fresh = fem->fresh_cg > 1 ? fem->fresh_cg : 1;
-  return (double)fem->last_cg <= options->mg_reuse * (double)fresh;
-}
-
-/* The preconditioner the options ask for, set up for the current moduli
- * (or kept: keep_hierarchy). */
+/* The preconditioner the options ask for, set up for the current moduli. */
 static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options,
                                  vox_jacobi *jacobi, vox_pcg_preconditioner *pc) {
   if (options->preconditioner != VOX_PC_MULTIGRID) {
@@ -261,19 +233,24 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
                       &fem->mg));
     fem->mg_stale = 1;
   }
-  if (fem->mg_stale && !keep_hierarchy(fem, options)) TRY(multigrid_setup(fem));
-  fem->mg_stale = 0;
+  if (fem->mg_stale) {
+    vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
+    TRY(vox_mg_setup(fem->mg, &fem->inv_diag, work));
+    fem->mg_stale = 0;
+  }
   *pc = (vox_pcg_preconditioner){.apply = multigrid_apply, .self = fem};
   return VOX_OK;
 }
 
-static vox_status solve_once(vox_fem *fem, int load_case, vox_vec *u,
-                             const vox_solver_options *options, const vox_pcg_preconditioner *pc,
-                             vox_solve_result *result) {
+vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
+                         const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   const vox_vec *f = &fem->force[load_case];
-  if (!fem->has_lift) return vox_pcg_solve(be, fem->op, pc, f, u, options, &fem->pcg, result);
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
+  if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
@@ -282,27 +259,7 @@ static vox_status solve_once(vox_fem *fem, int load_case, vox_vec *u,
   TRY(o->vec_copy(be, &fem->correction, u));
   TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->op_zero_fixed(be, fem->op, &fem->correction));
-  TRY(vox_pcg_solve(be, fem->op, pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
+  TRY(vox_pcg_solve(be, fem->op, &pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
   TRY(o->vec_copy(be, u, &fem->correction));
   return o->vec_axpy(be, u, 1, &fem->lift);
-}
-
-vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
-                         const vox_solver_options *options, vox_solve_result *result) {
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
-  TRY(preconditioner(fem, options, &jacobi, &pc));
-  TRY(solve_once(fem, load_case, u, options, &pc, result));
-  fem->round_cg += result->iterations;
-  if (result->reason > 0 || options->preconditioner != VOX_PC_MULTIGRID || fem->mg_age == 0)
-    return VOX_OK;
-  /* A kept hierarchy failed (it should not: see keep_hierarchy): set it up
-   * for the current moduli and solve again, from zero after a NaN. */
-  const int failed_iterations = result->iterations;
-  if (result->reason == VOX_DIVERGED_NAN) TRY(fem->be->ops->vec_set(fem->be, u, 0));
-  TRY(multigrid_setup(fem));
-  TRY(solve_once(fem, load_case, u, options, &pc, result));
-  fem->round_cg += result->iterations;
-  result->iterations += failed_iterations;
-  return VOX_OK;
 }

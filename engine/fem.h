@@ -29,13 +29,6 @@ typedef struct vox_fem {
   vox_multigrid *mg;   /* made on the first multigrid solve */
   double jacobi_bound; /* lambda_max(D^-1 A) <= this, for any moduli (smoother_bound.h) */
   int mg_stale;        /* the moduli changed since the last multigrid setup */
-  /* Multigrid reuse (vox_solver_options.mg_reuse). A round is what happens
-   * between two vox_fem_update calls. */
-  int mg_age;          /* rounds since the hierarchy's setup (0: its own round) */
-  long round_cg;       /* CG iterations of this round so far */
-  long fresh_cg;       /* CG iterations of the setup's own round */
-  long last_cg;        /* CG iterations of the last finished round */
-  long mg_setups;      /* setups so far (benchmarks, tests) */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 
@@ -45,7 +38,7 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
                           vox_fem **out);
 void vox_fem_destroy(vox_fem *fem);
 /* Call after fem->moduli changed: refreshes the preconditioners (the
- * multigrid hierarchy on its next use, or keeps it: mg_reuse). */
+ * multigrid hierarchy on its next use). */
 vox_status vox_fem_update(vox_fem *fem);
 /* Checks solver options from the caller (message names the bad one). */
 vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *options);

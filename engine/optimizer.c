@@ -413,7 +413,6 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
-  if (s.fem) result->multigrid_setups = (int)s.fem->mg_setups;
   state_free(be, &s);
   return st;
 }

@@ -15,7 +15,6 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->smoothing_steps = 2; /* fastest on the H100: docs/benchmarks.md */
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
-  options->mg_reuse = 0; /* set from the cantilever's measurements: docs/benchmarks.md */
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
@@ -81,8 +80,6 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);
-  REQUIRE(o->mg_reuse == 0 || o->mg_reuse >= 1,
-          "multigrid reuse factor %g must be 0 (off) or >= 1", o->mg_reuse);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
 #undef REQUIRE

@@ -1,8 +1,7 @@
 /* The multigrid preconditioner on the CPU: R = P^T, Galerkin coarse stencils
  * equal to R A P composed from the operators themselves, iteration counts
  * that do not grow with the grid, robustness to a 1e-9 stiffness contrast,
- * and the same solution as Jacobi-PCG, on grids not divisible by 2^levels;
- * the hierarchy kept across moduli changes (mg_reuse). */
+ * and the same solution as Jacobi-PCG, on grids not divisible by 2^levels. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,73 +230,6 @@ static void test_contrast(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
-/* ||f - K u|| / ||f||, the true relative residual of a solve. */
-static double true_residual(vox_backend *be, vox_fem *fem, const vox_vec *u) {
-  vox_vec ku;
-  be->ops->vec_create(be, fem->n_dofs, &ku);
-  double ff, rr;
-  be->ops->op_apply(be, fem->op, u, &ku, 0);
-  be->ops->vec_xpay(be, &ku, -1, &fem->force[0]); /* f - K u */
-  be->ops->vec_dot(be, &ku, &ku, &rr);
-  be->ops->vec_dot(be, &fem->force[0], &fem->force[0], &ff);
-  be->ops->vec_destroy(be, &ku);
-  return sqrt(rr / ff);
-}
-
-/* Solid (1) or void (1e-9) moduli at random. */
-static void random_solid_void(vox_backend *be, vox_fem *fem, uint64_t seed) {
-  double *mod = malloc(fem->n_elements * sizeof *mod);
-  for (size_t e = 0; e < fem->n_elements; e++) mod[e] = uniform(&seed) < 0.5 ? 1.0 : 1e-9;
-  be->ops->vec_upload(be, &fem->moduli, mod);
-  free(mod);
-  vox_fem_update(fem);
-}
-
-/* The hierarchy kept across moduli changes (mg_reuse): even set up for an
- * unrelated 1e-9 solid/void design it stays a positive definite
- * preconditioner, so CG converges with it (no fresh setup, no retry); and
- * the rule sets up anew once a round needed more than mg_reuse times the
- * CG iterations of the setup's own round. */
-static void test_reuse(vox_context *ctx, vox_backend *be) {
-  vox_model m;
-  make_cantilever(ctx, &m, 21, 11, 9);
-  vox_fem *fem;
-  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
-  vox_solver_options opt;
-  vox_solver_options_default(&opt);
-  opt.rtol = 1e-8;
-  opt.preconditioner = VOX_PC_MULTIGRID;
-  opt.mg_reuse = 1e9; /* keep it whatever happens */
-  vox_vec u;
-  CHECK_OK(ctx, be->ops->vec_create(be, fem->n_dofs, &u));
-  vox_solve_result res;
-  random_solid_void(be, fem, 5);
-  CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &res));
-  CHECK(res.reason == VOX_CONVERGED_RTOL && fem->mg_setups == 1);
-  const int fresh = res.iterations;
-  random_solid_void(be, fem, 6); /* another design: the hierarchy is stale */
-  CHECK_OK(ctx, be->ops->vec_set(be, &u, 0));
-  CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &res));
-  fprintf(stderr, "reuse: %d CG iterations with a fresh hierarchy, %d with one of another "
-          "design\n", fresh, res.iterations);
-  CHECK(res.reason == VOX_CONVERGED_RTOL && fem->mg_setups == 1);
-  CHECK(true_residual(be, fem, &u) <= 1e-6);
-  const long stale = res.iterations;
-  opt.mg_reuse = 1.0; /* the stale round needed more: the next round sets up */
-  random_solid_void(be, fem, 7);
-  CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &res));
-  CHECK(fem->mg_setups == (stale > fresh ? 2 : 1));
-  CHECK(res.reason == VOX_CONVERGED_RTOL && true_residual(be, fem, &u) <= 1e-6);
-  opt.mg_reuse = 0; /* off: every change sets up */
-  const long setups = fem->mg_setups;
-  random_solid_void(be, fem, 8);
-  CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &res));
-  CHECK(fem->mg_setups == setups + 1);
-  be->ops->vec_destroy(be, &u);
-  vox_fem_destroy(fem);
-  vox_model_free(&m);
-}
-
 static void test_levels(void) {
   const vox_grid g = {.nx = 96, .ny = 48, .nz = 48, .voxel_size = {1, 1, 1}};
   CHECK(vox_mg_levels_for(&g, 3, 0) == 4); /* 96 -> 48 -> 24 -> 12 */
@@ -317,7 +249,6 @@ int main(void) {
   test_grid_independence(ctx, be, VOX_SMOOTHER_JACOBI);
   test_grid_independence(ctx, be, VOX_SMOOTHER_CHEBYSHEV);
   test_contrast(ctx, be);
-  test_reuse(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -55,7 +55,6 @@ typedef struct vox_optimize_result {
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
   int total_cg_iterations;
-  int multigrid_setups;         /* of the hierarchy (fewer than solves: mg_reuse) */
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);

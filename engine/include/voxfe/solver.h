@@ -41,15 +41,6 @@ typedef struct vox_solver_options {
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
-  /* Reuse of the multigrid hierarchy (Galerkin levels, their smoother
-   * bounds and the coarsest factor) after the moduli change: it is kept
-   * while the CG iterations since the last change stay within this factor
-   * of those right after its setup, and set up anew otherwise (and for a
-   * failed solve, which is then repeated). 0: set up after every change.
-   * A kept hierarchy is a stale but still symmetric positive definite
-   * preconditioner (docs/engine.md); the fine level always uses the
-   * current operator. */
-  double mg_reuse;
 } vox_solver_options;
 
 typedef enum vox_convergence {
