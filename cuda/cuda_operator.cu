@@ -332,34 +332,6 @@ enum { NBN_BX = 32, NBN_BY = 2, NBN_BZ = 2 };
 /* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
  * a node inside: they belong only to elements outside the grid, whose
  * modulus is taken as 0, so their values never count. */
-/* What a fused kernel does with row i of y = K x instead of storing it
- * (op_smooth, op_residual of the backend interface):
- *   ROW_PRODUCT   out = y;
- *   ROW_SMOOTH    d = alpha w (b - y) + beta d, out = x + d;
- *   ROW_RESIDUAL  out = b - y.
- * out never aliases x (the interface forbids it). */
-enum { ROW_PRODUCT, ROW_SMOOTH, ROW_RESIDUAL };
-struct row_epilogue {
-  const double *b, *w; /* right-hand side, inverse diagonal */
-  double alpha, beta;
-  double *d;
-};
-
-template <int MODE>
-static __device__ __forceinline__ void row_out(int64_t i, double y, const double *__restrict__ x,
-                                               double *__restrict__ out, const row_epilogue &e) {
-  if (MODE == ROW_PRODUCT) {
-    out[i] = y;
-  } else if (MODE == ROW_RESIDUAL) {
-    out[i] = __ldg(e.b + i) - y;
-  } else {
-    const double r = __ldg(e.w + i) * (__ldg(e.b + i) - y);
-    const double di = e.beta != 0 ? e.alpha * r + e.beta * e.d[i] : e.alpha * r;
-    e.d[i] = di;
-    out[i] = __ldg(x + i) + di;
-  }
-}
-
 template <int DPN, bool MIRROR, typename R, int MODE = ROW_PRODUCT>
 static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     nbn_kernel(const double *__restrict__ x, double *__restrict__ y,
@@ -774,13 +746,6 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
 
 /* ---- fused fine-level steps of the multigrid (op_smooth, op_residual) ---- */
 
-/* The epilogue on its own, after a product stored in out. */
-template <int MODE>
-static __global__ void finish_rows_kernel(const double *__restrict__ x, double *__restrict__ out,
-                                          row_epilogue e, size_t n) {
-  VOX_GRID_STRIDE(i, n) row_out<MODE>((int64_t)i, out[i], x, out, e);
-}
-
 /* nbn with the epilogue in the kernel (elasticity with the mirrored Ke:
  * the multigrid's fine level on every voxfe grid); any other operator
  * stores its product in out and finishes in a second pass. On an H100 at
@@ -807,10 +772,7 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
     return VOX_OK;
   }
   TRY(vox_cuda_op_apply(be, op, xv, out, flags));
-  finish_rows_kernel<MODE><<<vox_cuda_grid(out->n), VOX_CUDA_THREADS>>>(xv->data, out->data, e,
-                                                                        out->n);
-  CUDA_LAUNCHED(be, what);
-  return VOX_OK;
+  return vox_cuda_finish_rows<MODE>(be, xv, out, e, what);
 }
 
 vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,

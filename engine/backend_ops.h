@@ -115,6 +115,10 @@ typedef struct vox_backend_ops {
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  /* Conjugate gradients' update after the step length, one pass instead of
+   * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
+  vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
+                          const vox_vec *p, const vox_vec *q, double *rr);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
 
   /* The matrix-free operator K = sum_e modulus_e * Ke over the grid. */
@@ -133,8 +137,9 @@ typedef struct vox_backend_ops {
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
   vox_status (*op_element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
                                   vox_vec *energy, int accumulate);
-  /* The multigrid's fine-level steps, each one pass instead of a product
-   * and a vector operation (the product's result never goes to memory).
+  /* The multigrid's steps on the fine level, each one pass instead of a
+   * product and a vector operation (the product's result never goes to
+   * memory).
    * With y = K x (eliminated; `flags` as for op_apply):
    *   op_smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
    *                (smoother_step with a product; beta = 0 overwrites d);
@@ -206,6 +211,13 @@ typedef struct vox_backend_ops {
   vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
   vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
+  /* The fused steps of op_smooth and op_residual with y = A x of the
+   * stencil (the coarse levels' smoothing and residual). */
+  vox_status (*stencil_smooth)(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                               const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                               double beta, vox_vec *d, vox_vec *x_out);
+  vox_status (*stencil_residual)(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                 const vox_vec *x, vox_vec *r);
   vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
   /* Direct solve of the coarsest level: factor after each Galerkin update,
    * then solve A x = b. */

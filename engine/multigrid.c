@@ -105,12 +105,13 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
  * stored in float then already): the smoother, its eigenvalue bound and the
  * residual only shape the preconditioner, which the outer CG in double
  * corrects. */
+static int level_flags(const vox_multigrid *mg) {
+  return mg->options.precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
+}
+
 static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
   vox_backend *be = mg->be;
-  if (l == 0) {
-    const int single = mg->options.precision == VOX_PRECISION_MIXED;
-    return be->ops->op_apply(be, mg->fine, x, y, single ? VOX_APPLY_SINGLE : 0);
-  }
+  if (l == 0) return be->ops->op_apply(be, mg->fine, x, y, level_flags(mg));
   return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
 }
 
@@ -251,71 +252,61 @@ static void smoothing_next(const vox_multigrid *mg, smoothing *s) {
   s->rho = rho_new;
 }
 
-/* The smoother on a coarse level: each step one product and one fused
- * update of d and x; a zero start skips the first product. */
-static vox_status smooth(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, int x_is_zero) {
+/* One fused smoothing step on level l (op_smooth / stencil_smooth):
+ * d = alpha D^-1 (b - A x) + beta d, x_out = x + d. */
+static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
+                               const smoothing *s, vox_vec *x_out) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
-  smoothing s = smoothing_start(mg, l);
-  for (int k = 0; k < mg->options.smoothing_steps; k++) {
-    if (k > 0) smoothing_next(mg, &s);
-    const int zero = x_is_zero && k == 0;
-    if (!zero) TRY(level_apply(mg, l, x, &lv->r));
-    TRY(be->ops->smoother_step(be, b, zero ? NULL : &lv->r, &lv->inv_diag, s.alpha, s.beta,
-                               &lv->d, x));
-  }
-  return VOX_OK;
+  if (l == 0)
+    return be->ops->op_smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+                              x_out, level_flags(mg));
+  return be->ops->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+                                 x_out);
 }
 
-/* x = V-cycle(b) on level l > 0, from x = 0 (x's old values are never read). */
+/* r = b - A_l x, fused (op_residual / stencil_residual). */
+static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
+                                 vox_vec *r) {
+  vox_backend *be = mg->be;
+  if (l == 0) return be->ops->op_residual(be, mg->fine, b, x, r, level_flags(mg));
+  return be->ops->stencil_residual(be, mg->level[l].stencil, b, x, r);
+}
+
+/* x = V-cycle(b) on level l, from x = 0 (x's old values are never read).
+ * Every product is fused with what follows it (level_smooth,
+ * level_residual), so no product goes to memory. A fused step writes a new
+ * iterate beside the one its product reads, so the iterate alternates
+ * between x and the level's residual vector r, which the fused steps do not
+ * otherwise need (on level 0, CG's q, lent): the zero start writes r, each
+ * of the 2s - 1 later steps swaps, and an odd number of swaps ends in x.
+ * The residual before the restriction goes into whichever is free. */
 static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
   vox_mg_level *coarse = &mg->level[l + 1];
-  TRY(smooth(mg, l, b, x, 1)); /* its first step overwrites x: no zeroing pass */
-  TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
-  TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
-  TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
-  TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
-  TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, x));
-  return smooth(mg, l, b, x, 0);
-}
-
-/* The V-cycle's fine level, where the vectors are largest: every product
- * is fused with what follows it (op_smooth, op_residual), so no product
- * goes to memory. A fused step writes a new iterate beside the one its
- * product reads, so the iterate alternates between z and the lent residual
- * vector r, which the fused steps no longer need: the zero start writes r,
- * each of the 2s - 1 later steps swaps, and an odd number of swaps ends in
- * z. The residual before the restriction goes into whichever is free. */
-static vox_status vcycle_fine(vox_multigrid *mg, const vox_vec *b, vox_vec *z) {
-  vox_backend *be = mg->be;
-  vox_mg_level *lv = &mg->level[0], *coarse = &mg->level[1];
-  const int flags = mg->options.precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
-  vox_vec *cur = &lv->r, *other = z, *t;
-  smoothing s = smoothing_start(mg, 0);
+  vox_vec *cur = &lv->r, *other = x, *t;
+  smoothing s = smoothing_start(mg, l);
   TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
   for (int k = 1; k < mg->options.smoothing_steps; k++) {
     smoothing_next(mg, &s);
-    TRY(be->ops->op_smooth(be, mg->fine, b, cur, &lv->inv_diag, s.alpha, s.beta, &lv->d, other,
-                           flags));
+    TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;
   }
-  TRY(be->ops->op_residual(be, mg->fine, b, cur, other, flags));
+  TRY(level_residual(mg, l, b, cur, other));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, other, &coarse->b));
-  TRY(vcycle(mg, 1, &coarse->b, &coarse->x));
+  TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
-  s = smoothing_start(mg, 0);
+  s = smoothing_start(mg, l);
   for (int k = 0; k < mg->options.smoothing_steps; k++) {
     if (k > 0) smoothing_next(mg, &s);
-    TRY(be->ops->op_smooth(be, mg->fine, b, cur, &lv->inv_diag, s.alpha, s.beta, &lv->d, other,
-                           flags));
+    TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;
   }
-  return cur == z ? VOX_OK : be->ops->vec_copy(be, z, cur); /* not reached: see above */
+  return cur == x ? VOX_OK : be->ops->vec_copy(be, x, cur); /* not reached: see above */
 }
 
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
-  return vcycle_fine(mg, r, z);
+  return vcycle(mg, 0, r, z);
 }

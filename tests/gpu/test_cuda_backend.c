@@ -268,6 +268,20 @@ static void test_vectors(size_t n) {
   /* Reductions: the sum order differs between backends, so each is
    * compared on its natural scale (positive terms, or ||x|| ||y||). */
   double a, b, xx, yy;
+  /* CG's fused update: x += alpha p, r -= alpha q, and r.r (here y, w as
+   * p, q and x, a fresh r) */
+  {
+    pvec r = {0};
+    if (pv_create(&r, n) && pv_random(&r, &seed, -1, 1) && pv_random(&y, &seed, -1, 1) &&
+        pv_random(&w, &seed, -1, 1) &&
+        BOTH("cg_update", c->cg_update(cpu, &x.c, &r.c, 0.37, &y.c, &w.c, &b),
+             g->cg_update(gpu, &x.g, &r.g, 0.37, &y.g, &w.g, &a))) {
+      pv_check("cg_update x", &x, TOL);
+      pv_check("cg_update r", &r, TOL);
+      report_scalar("cg_update r.r", a, b, fabs(b), TOL);
+    }
+    pv_destroy(&r);
+  }
   if (BOTH("vec_dot x.x", c->vec_dot(cpu, &x.c, &x.c, &b), g->vec_dot(gpu, &x.g, &x.g, &a)))
     report_scalar("vec_dot x.x", a, b, fabs(b), TOL);
   xx = b;
@@ -675,6 +689,45 @@ static int ps_same(const char *check, pstencil *s) {
          G_OK(check, gpu->ops->stencil_upload(gpu, s->g, s->hc));
 }
 
+/* The fused smoothing step and residual of a stencil (stencil_smooth,
+ * stencil_residual: one kernel on CUDA) against the CPU's product followed
+ * by the update, within tol of the stencil's precision. */
+static void stencil_fused(const char *level, pstencil *s, size_t n, uint64_t *seed, double tol) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  char check[96];
+  pvec x, b, w, d, out;
+  memset(&x, 0, sizeof x), memset(&b, 0, sizeof b), memset(&w, 0, sizeof w);
+  memset(&d, 0, sizeof d), memset(&out, 0, sizeof out);
+  if (pv_create(&x, n) && pv_create(&b, n) && pv_create(&w, n) && pv_create(&d, n) &&
+      pv_create(&out, n)) {
+    pv_random(&x, seed, -0.5, 0.5);
+    pv_random(&b, seed, -1, 1);
+    pv_random(&w, seed, 0.5, 2);
+    pv_random(&d, seed, -1, 1);
+    snprintf(check, sizeof check, "%s stencil_smooth", level);
+    if (pv_poison(&out) &&
+        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &out.c),
+             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &out.g))) {
+      pv_check(check, &out, tol);
+      snprintf(check, sizeof check, "%s stencil_smooth d", level);
+      pv_check(check, &d, tol);
+    }
+    snprintf(check, sizeof check, "%s stencil_smooth beta=0", level);
+    if (pv_poison(&out) && pv_poison(&d) &&
+        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 1.1, 0, &d.c, &out.c),
+             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 1.1, 0, &d.g, &out.g))) {
+      pv_check(check, &out, tol);
+      snprintf(check, sizeof check, "%s stencil_smooth beta=0 d", level);
+      pv_check(check, &d, tol);
+    }
+    snprintf(check, sizeof check, "%s stencil_residual", level);
+    if (pv_poison(&out) && BOTH(check, c->stencil_residual(cpu, s->c, &b.c, &x.c, &out.c),
+                                g->stencil_residual(gpu, s->g, &b.g, &x.g, &out.g)))
+      pv_check(check, &out, tol);
+  }
+  pv_destroy(&x), pv_destroy(&b), pv_destroy(&w), pv_destroy(&d), pv_destroy(&out);
+}
+
 /* Products, diagonal and direct solve of one stencil level on the same values. */
 static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, int dpn,
                           uint64_t *seed, int solve) {
@@ -699,6 +752,7 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   if (pv_poison(&y) &&
       BOTH(check, c->stencil_diagonal(cpu, s->c, &y.c), g->stencil_diagonal(gpu, s->g, &y.g)))
     pv_check(check, &y, TOL);
+  stencil_fused(level, s, n, seed, TOL);
   if (!solve) goto done;
 
   /* factor + solve, then a refactorisation after new values (as after each
@@ -845,6 +899,7 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
       if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->stencil_diagonal(cpu, m1.c, &y1.c),
                                  g->stencil_diagonal(gpu, m1.g, &y1.g)))
         pv_check("mixed stencil_diagonal level 1", &y1, TOL_MIXED);
+      stencil_fused("mixed level 1", &m1, n1, &seed, 1e-5);
     }
     pv_destroy(&x1), pv_destroy(&y1);
   }
