@@ -749,8 +749,12 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
 /* nbn with the epilogue in the kernel (elasticity with the mirrored Ke:
  * the multigrid's fine level on every voxfe grid); any other operator
  * stores its product in out and finishes in a second pass. On an H100 at
- * 256 x 128 x 128 a fused single-precision step replaces a product and a
- * smoother step (docs/benchmarks.md). */
+ * 256 x 128 x 128 (docs/benchmarks.md): a single-precision smoothing step
+ * fused 0.422 ms, in two passes 0.545 ms; the residual fused 0.332 ms in
+ * single and 0.500 ms in double, in two passes 0.565 ms in double; but the
+ * double smoothing step fused 0.728 ms against 0.699 ms in two passes (the
+ * double kernel's registers are its limit already, and the update's
+ * operands add to them), so that one takes two passes. */
 template <int MODE>
 static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *out,
                               const row_epilogue &e, int flags, const char *what) {
@@ -759,13 +763,15 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   bool mirrored;
   TRY(load_ke(be, op, &mirrored));
   const int full = (flags & VOX_APPLY_FULL) != 0;
-  if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored) {
+  const bool single = (flags & VOX_APPLY_SINGLE) != 0;
+  if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored &&
+      (single || MODE != ROW_SMOOTH)) {
     const grid_dims g = dims_of(op);
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
-    if (flags & VOX_APPLY_SINGLE)
+    if (single)
       nbn_kernel<3, true, float, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
                                                          node_fixed(op), full, g, e);
-    else
+    else if constexpr (MODE != ROW_SMOOTH)
       nbn_kernel<3, true, double, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
                                                           node_fixed(op), full, g, e);
     CUDA_LAUNCHED(be, what);

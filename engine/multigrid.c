@@ -100,11 +100,11 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   return VOX_OK;
 }
 
-/* y = A_l x. The fine level's product is computed in single precision
- * when the solver runs in VOX_PRECISION_MIXED (the coarse stencils are
- * stored in float then already): the smoother, its eigenvalue bound and the
- * residual only shape the preconditioner, which the outer CG in double
- * corrects. */
+/* The fine level's products (y = A_l x below, and those of the fused
+ * steps) compute in single precision when the solver runs in
+ * VOX_PRECISION_MIXED (the coarse stencils are stored in float then
+ * already): the smoother, its eigenvalue bound and the residual only shape
+ * the preconditioner, which the outer CG in double corrects. */
 static int level_flags(const vox_multigrid *mg) {
   return mg->options.precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
 }
