@@ -15,7 +15,8 @@
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
  *     iterations per solve, the final compliance, the time per stage and
- *     the peak device memory in use.
+ *     the peak device memory in use. VOXFE_BENCH_SMOOTHING_STEPS sets the
+ *     Chebyshev degree (default 2).
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
  * warm-up, with the backend's synchronize before reading the clock.
@@ -289,14 +290,16 @@ static int cantilever_mode(int argc, char **argv) {
   opt.solver.rtol = 1e-5;
   opt.solver.preconditioner = VOX_PC_MULTIGRID;
   opt.solver.precision = precision;
+  const char *degree = getenv("VOXFE_BENCH_SMOOTHING_STEPS"); /* the default's alternatives */
+  if (degree && atoi(degree) > 0) opt.solver.smoothing_steps = atoi(degree);
 
   const vox_grid *g = &model.grid;
   const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
   printf("cantilever %lldx%lldx%lld: %lld elements, %lld dofs, %d load case(s); multigrid "
-         "(%d levels), %s precision, K u kernel %s\n",
+         "(%d levels, Chebyshev degree %d), %s precision, K u kernel %s\n",
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
          3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
-         vox_precision_name(precision), vox_kernel_name(kernel));
+         opt.solver.smoothing_steps, vox_precision_name(precision), vox_kernel_name(kernel));
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
          "iterations\n",
          opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
@@ -388,6 +391,15 @@ static int vcycle_mode(int argc, char **argv) {
          "Chebyshev degree %d\n",
          nx, nx / 2, nx / 2, mg->n_levels, vox_precision_name(precision), so.smoothing_steps);
   const double setup = TIME_PER_CALL(be, 3, st |= vox_mg_setup(mg, &fem->inv_diag, work));
+  /* its parts, recomputed from the same moduli (the same values again) */
+  const int last = mg->n_levels - 1;
+  const double galerkin1 =
+      TIME_PER_CALL(be, 3, st |= o->galerkin_operator(be, fem->op, mg->level[1].stencil));
+  double galerkin_deeper = 0;
+  for (int l = 2; l < mg->n_levels; l++)
+    galerkin_deeper += TIME_PER_CALL(
+        be, 3, st |= o->galerkin_stencil(be, mg->level[l - 1].stencil, mg->level[l].stencil));
+  const double factor = TIME_PER_CALL(be, 3, st |= o->stencil_factor(be, mg->level[last].stencil));
   if (o->vec_random(be, r, 3) || o->op_zero_fixed(be, fem->op, r)) die(ctx, "vectors");
   const double vc = TIME_PER_CALL(be, 20, st |= vox_mg_apply(mg, r, z));
   const double ku = TIME_PER_CALL(be, 50, st |= o->op_apply(be, fem->op, r, z, 0));
@@ -396,6 +408,25 @@ static int vcycle_mode(int argc, char **argv) {
   const double dot = TIME_PER_CALL(be, 50, st |= o->vec_dot(be, r, z, &dotv));
   printf("  setup %.2f ms, V-cycle %.3f ms; level 0: K u %.3f ms, axpby %.3f ms, dot %.3f ms\n",
          1e3 * setup, 1e3 * vc, 1e3 * ku, 1e3 * axpby, 1e3 * dot);
+  printf("  setup: Galerkin level 1 %.2f ms, deeper levels %.2f ms, coarsest factor %.2f ms, "
+         "the rest (diagonals, Lanczos bounds) %.2f ms\n",
+         1e3 * galerkin1, 1e3 * galerkin_deeper, 1e3 * factor,
+         1e3 * (setup - galerkin1 - galerkin_deeper - factor));
+  /* one smoothing step of the fine level, fused (op_smooth) and as the
+   * smoother's product followed by its update (a convergent damping, so
+   * that the repeated steps keep finite values) */
+  const int flags = precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
+  vox_vec *p = &fem->pcg.p, *q = &fem->pcg.q;
+  const double fused = TIME_PER_CALL(
+      be, 50, st |= o->op_smooth(be, fem->op, r, z, &fem->inv_diag, 0.2, 0.1, p, q, flags));
+  const double apart = TIME_PER_CALL(be, 50, {
+    st |= o->op_apply(be, fem->op, z, q, flags);
+    st |= o->smoother_step(be, r, q, &fem->inv_diag, 0.2, 0.1, p, z);
+  });
+  const double resid = TIME_PER_CALL(be, 50, st |= o->op_residual(be, fem->op, r, z, q, flags));
+  printf("  level 0 smoothing step: fused %.3f ms, product and update %.3f ms; fused residual "
+         "%.3f ms\n",
+         1e3 * fused, 1e3 * apart, 1e3 * resid);
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l], *fine = &mg->level[l - 1];
     const double ap = TIME_PER_CALL(be, 20, st |= o->stencil_apply(be, lv->stencil, &lv->x, &lv->b));

@@ -107,7 +107,7 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
     const double r = w[i] * (ax ? b[i] - ax[i] : b[i]);
     const double di = beta != 0 ? alpha * r + beta * d[i] : alpha * r;
     d[i] = di;
-    x[i] += di;
+    x[i] = ax ? x[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
 }
 
@@ -232,6 +232,25 @@ static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, d
   return reduce(be, x->n, dot_term{x->data, y->data}, sum_op{}, out);
 }
 
+/* CG's update as the term of its own reduction: each element is updated
+ * once and its new residual squared is summed in the same pass. */
+struct cg_update_term {
+  double *x, *r;
+  const double *p, *q;
+  double alpha;
+  __device__ double operator()(size_t i) const {
+    x[i] += alpha * p[i];
+    const double ri = r[i] - alpha * q[i];
+    r[i] = ri;
+    return ri * ri;
+  }
+};
+
+static vox_status cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
+                            const vox_vec *p, const vox_vec *q, double *rr) {
+  return reduce(be, x->n, cg_update_term{x->data, r->data, p->data, q->data, alpha}, sum_op{}, rr);
+}
+
 static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_vec *y,
                                    double *out) {
   return reduce(be, x->n, abs_diff_term{x->data, y->data}, max_op{}, out);
@@ -285,6 +304,7 @@ static vox_backend_ops make_ops(void) {
   o.vec_random = vec_random;
   o.smoother_step = smoother_step;
   o.vec_dot = vec_dot;
+  o.cg_update = cg_update;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;
   o.op_destroy = vox_cuda_op_destroy;
@@ -293,6 +313,8 @@ static vox_backend_ops make_ops(void) {
   o.op_zero_fixed = vox_cuda_op_zero_fixed;
   o.op_diagonal = vox_cuda_op_diagonal;
   o.op_element_energy = vox_cuda_op_element_energy;
+  o.op_smooth = vox_cuda_op_smooth;
+  o.op_residual = vox_cuda_op_residual;
   o.simp_moduli = vox_cuda_simp_moduli;
   o.simp_sensitivity = vox_cuda_simp_sensitivity;
   o.oc_update = vox_cuda_oc_update;
@@ -311,6 +333,8 @@ static vox_backend_ops make_ops(void) {
   o.stencil_upload = vox_cuda_stencil_upload;
   o.stencil_download = vox_cuda_stencil_download;
   o.stencil_apply = vox_cuda_stencil_apply;
+  o.stencil_smooth = vox_cuda_stencil_smooth;
+  o.stencil_residual = vox_cuda_stencil_residual;
   o.stencil_diagonal = vox_cuda_stencil_diagonal;
   o.stencil_factor = vox_cuda_stencil_factor;
   o.stencil_solve = vox_cuda_stencil_solve;

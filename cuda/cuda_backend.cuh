@@ -105,6 +105,54 @@ struct vox_operator {
   const double *moduli;    /* device, per element, set by op_set_moduli */
 };
 
+/* What a fused kernel does with row i of y = A x instead of storing it
+ * (op_smooth, op_residual, stencil_smooth, stencil_residual of the backend
+ * interface):
+ *   ROW_PRODUCT   out = y;
+ *   ROW_SMOOTH    d = alpha w (b - y) + beta d, out = x + d;
+ *   ROW_RESIDUAL  out = b - y.
+ * out never aliases x (the interface forbids it). */
+enum { ROW_PRODUCT, ROW_SMOOTH, ROW_RESIDUAL };
+struct row_epilogue {
+  const double *b, *w; /* right-hand side, inverse diagonal */
+  double alpha, beta;
+  double *d;
+};
+
+template <int MODE>
+static __device__ __forceinline__ void row_out(int64_t i, double y, const double *__restrict__ x,
+                                               double *__restrict__ out, const row_epilogue &e) {
+  if (MODE == ROW_PRODUCT) {
+    out[i] = y;
+  } else if (MODE == ROW_RESIDUAL) {
+    out[i] = __ldg(e.b + i) - y;
+  } else {
+    const double r = __ldg(e.w + i) * (__ldg(e.b + i) - y);
+    const double di = e.beta != 0 ? e.alpha * r + e.beta * e.d[i] : e.alpha * r;
+    e.d[i] = di;
+    out[i] = __ldg(x + i) + di;
+  }
+}
+
+/* The epilogue on its own, after a product stored in out. */
+template <int MODE>
+static __global__ void vox_cuda_finish_rows_kernel(const double *__restrict__ x,
+                                                   double *__restrict__ out, row_epilogue e,
+                                                   size_t n) {
+  VOX_GRID_STRIDE(i, n) row_out<MODE>((int64_t)i, out[i], x, out, e);
+}
+
+/* The epilogue as a second pass over a product already in out (for the
+ * kernels that do not fuse it). */
+template <int MODE>
+static vox_status vox_cuda_finish_rows(vox_backend *be, const vox_vec *x, vox_vec *out,
+                                       const row_epilogue &e, const char *what) {
+  vox_cuda_finish_rows_kernel<MODE><<<vox_cuda_grid(out->n), VOX_CUDA_THREADS>>>(
+      x->data, out->data, e, out->n);
+  CUDA_LAUNCHED(be, what);
+  return VOX_OK;
+}
+
 /* An assembled operator of 27 blocks per node (backend_ops.h layout), in
  * double or, for VOX_PRECISION_MIXED, single precision (cuda_stencil.cu,
  * cuda_galerkin.cu). The operators are symmetric (Galerkin products of a
@@ -152,6 +200,11 @@ void vox_cuda_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                              int flags);
+vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,
+                              const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                              double beta, vox_vec *d, vox_vec *x_out, int flags);
+vox_status vox_cuda_op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
+                                const vox_vec *x, vox_vec *r, int flags);
 vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v);
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
@@ -195,6 +248,11 @@ vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const doubl
 vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
 vox_status vox_cuda_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x,
                                   vox_vec *y);
+vox_status vox_cuda_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                   const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                   double beta, vox_vec *d, vox_vec *x_out);
+vox_status vox_cuda_stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                     const vox_vec *x, vox_vec *r);
 vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
 vox_status vox_cuda_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
                                       const vox_vec *r_fine, vox_vec *r_coarse);

@@ -332,11 +332,11 @@ enum { NBN_BX = 32, NBN_BY = 2, NBN_BZ = 2 };
 /* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
  * a node inside: they belong only to elements outside the grid, whose
  * modulus is taken as 0, so their values never count. */
-template <int DPN, bool MIRROR, typename R>
+template <int DPN, bool MIRROR, typename R, int MODE = ROW_PRODUCT>
 static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     nbn_kernel(const double *__restrict__ x, double *__restrict__ y,
                const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
-               int full, grid_dims g) {
+               int full, grid_dims g, row_epilogue e = row_epilogue()) {
   const int i = blockIdx.x * NBN_BX + threadIdx.x, j = blockIdx.y * NBN_BY + threadIdx.y,
             k = blockIdx.z * NBN_BZ + threadIdx.z;
   if (i > g.nx || j > g.ny || k > g.nz) return;
@@ -344,7 +344,7 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
   const unsigned own = full ? 0u : __ldg(node_fixed + node);
   if (own == (1u << DPN) - 1) { /* every row is the identity */
 #pragma unroll
-    for (int c = 0; c < DPN; c++) y[node * DPN + c] = __ldg(x + node * DPN + c);
+    for (int c = 0; c < DPN; c++) row_out<MODE>(node * DPN + c, __ldg(x + node * DPN + c), x, y, e);
     return;
   }
   R t[8][DPN]; /* rows of Ke x_e for the element whose corner a is the node */
@@ -395,7 +395,8 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
 #pragma unroll
     for (int a = 0; a < 8; a++)
       if (m[a] != 0) v += m[a] * t[a][r]; /* void elements add nothing, whatever x holds */
-    y[node * DPN + r] = (own >> r) & 1u ? __ldg(x + node * DPN + r) : v;
+    row_out<MODE>(node * DPN + r, (own >> r) & 1u ? __ldg(x + node * DPN + r) : (double)v, x, y,
+                  e);
   }
 }
 
@@ -741,6 +742,56 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
     CUDA_LAUNCHED(be, "the fixed rows of K u");
   }
   return VOX_OK;
+}
+
+/* ---- fused fine-level steps of the multigrid (op_smooth, op_residual) ---- */
+
+/* nbn with the epilogue in the kernel (elasticity with the mirrored Ke:
+ * the multigrid's fine level on every voxfe grid); any other operator
+ * stores its product in out and finishes in a second pass. On an H100 at
+ * 256 x 128 x 128 (docs/benchmarks.md): a single-precision smoothing step
+ * fused 0.422 ms, in two passes 0.545 ms; the residual fused 0.332 ms in
+ * single and 0.500 ms in double, in two passes 0.565 ms in double; but the
+ * double smoothing step fused 0.728 ms against 0.699 ms in two passes (the
+ * double kernel's registers are its limit already, and the update's
+ * operands add to them), so that one takes two passes. */
+template <int MODE>
+static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *out,
+                              const row_epilogue &e, int flags, const char *what) {
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: applied before its moduli");
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  const int full = (flags & VOX_APPLY_FULL) != 0;
+  const bool single = (flags & VOX_APPLY_SINGLE) != 0;
+  if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored &&
+      (single || MODE != ROW_SMOOTH)) {
+    const grid_dims g = dims_of(op);
+    const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
+    if (single)
+      nbn_kernel<3, true, float, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
+                                                         node_fixed(op), full, g, e);
+    else if constexpr (MODE != ROW_SMOOTH)
+      nbn_kernel<3, true, double, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
+                                                          node_fixed(op), full, g, e);
+    CUDA_LAUNCHED(be, what);
+    return VOX_OK;
+  }
+  TRY(vox_cuda_op_apply(be, op, xv, out, flags));
+  return vox_cuda_finish_rows<MODE>(be, xv, out, e, what);
+}
+
+vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,
+                              const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                              double beta, vox_vec *d, vox_vec *x_out, int flags) {
+  const row_epilogue e = {b->data, inv_diag->data, alpha, beta, d->data};
+  return fused_apply<ROW_SMOOTH>(be, op, x, x_out, e, flags, "the fused smoothing step");
+}
+
+vox_status vox_cuda_op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
+                                const vox_vec *x, vox_vec *r, int flags) {
+  const row_epilogue e = {b->data, NULL, 0, 0, NULL};
+  return fused_apply<ROW_RESIDUAL>(be, op, x, r, e, flags, "the fused residual");
 }
 
 static __global__ void zero_fixed_kernel(const uint8_t *__restrict__ fixed, double *__restrict__ v,

@@ -181,11 +181,11 @@ template <int DPN> struct apply_shape {
   static constexpr int THREADS = NB * DPN;
 };
 
-template <int DPN, class V, int NB>
+template <int DPN, class V, int NB, int MODE>
 static __global__ void __launch_bounds__(NB * DPN)
     stencil_apply_kernel(const V *__restrict__ a, const double *__restrict__ x,
                          double *__restrict__ y, int64_t px, int64_t py, int64_t pz,
-                         size_t n_nodes) {
+                         size_t n_nodes, row_epilogue e) {
   constexpr int BS = DPN * DPN, ROW = VOX_CUDA_STENCIL_SLOTS * BS;
   __shared__ V s_a[NB * ROW];
   const size_t first = (size_t)blockIdx.x * NB;
@@ -215,7 +215,7 @@ static __global__ void __launch_bounds__(NB * DPN)
       for (int c = 0; c < DPN; c++) s += (double)col[c * DPN] * xm[c];
     }
   }
-  y[n * DPN + r] = s;
+  row_out<MODE>((int64_t)(n * DPN + r), s, x, y, e); /* y = s, or a fused step's update */
 }
 
 /* d = the diagonal of the centre blocks (t = 13). */
@@ -229,15 +229,31 @@ static __global__ void __launch_bounds__(THREADS)
   d[dof] = (double)a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r]; /* slot 0 */
 }
 
-template <int DPN, class V>
+template <int DPN, int MODE, class V>
 static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, const vox_vec *x,
-                           vox_vec *y) {
+                           vox_vec *y, const row_epilogue &e) {
   using S = apply_shape<DPN>;
   if (!st->n_nodes) return VOX_OK;
-  stencil_apply_kernel<DPN, V, S::NB><<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
-      a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes);
-  CUDA_LAUNCHED(be, "the stencil product kernel");
+  stencil_apply_kernel<DPN, V, S::NB, MODE><<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+      a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes, e);
+  CUDA_LAUNCHED(be, MODE == ROW_PRODUCT ? "the stencil product kernel"
+                    : MODE == ROW_SMOOTH ? "the fused stencil smoothing step"
+                                         : "the fused stencil residual");
   return VOX_OK;
+}
+
+/* The product with the epilogue MODE (row_out), in the stencil's storage
+ * precision. */
+template <int MODE>
+static vox_status apply_mode(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y,
+                             const row_epilogue &e) {
+  if (st->dpn == 3)
+    return st->value ? apply_as<3, MODE>(be, st->value, st, x, y, e)
+                     : apply_as<3, MODE>(be, st->value32, st, x, y, e);
+  if (st->dpn == 1)
+    return st->value ? apply_as<1, MODE>(be, st->value, st, x, y, e)
+                     : apply_as<1, MODE>(be, st->value32, st, x, y, e);
+  return check_dpn(be, st->dpn);
 }
 
 template <int DPN, class V>
@@ -251,11 +267,20 @@ static vox_status diagonal_as(vox_backend *be, const V *a, const vox_stencil *st
 
 vox_status vox_cuda_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x,
                                   vox_vec *y) {
-  if (st->dpn == 3)
-    return st->value ? apply_as<3>(be, st->value, st, x, y) : apply_as<3>(be, st->value32, st, x, y);
-  if (st->dpn == 1)
-    return st->value ? apply_as<1>(be, st->value, st, x, y) : apply_as<1>(be, st->value32, st, x, y);
-  return check_dpn(be, st->dpn);
+  return apply_mode<ROW_PRODUCT>(be, st, x, y, row_epilogue());
+}
+
+vox_status vox_cuda_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                   const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                   double beta, vox_vec *d, vox_vec *x_out) {
+  const row_epilogue e = {b->data, inv_diag->data, alpha, beta, d->data};
+  return apply_mode<ROW_SMOOTH>(be, st, x, x_out, e);
+}
+
+vox_status vox_cuda_stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                     const vox_vec *x, vox_vec *r) {
+  const row_epilogue e = {b->data, NULL, 0, 0, NULL};
+  return apply_mode<ROW_RESIDUAL>(be, st, x, r, e);
 }
 
 vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d) {

@@ -109,12 +109,17 @@ typedef struct vox_backend_ops {
   vox_status (*vec_random)(vox_backend *be, vox_vec *v, uint64_t seed);
   /* One fused step of the multigrid smoothers (one pass over memory instead
    * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
-   * means A x = 0 (a zero start); beta = 0 overwrites d (which may hold
-   * anything). */
+   * means a zero start: x = 0 is implied, so x is overwritten with d
+   * without being read (it may hold anything, and needs no zeroing pass);
+   * beta = 0 overwrites d (which may hold anything). */
   vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  /* Conjugate gradients' update after the step length, one pass instead of
+   * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
+  vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
+                          const vox_vec *p, const vox_vec *q, double *rr);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
 
   /* The matrix-free operator K = sum_e modulus_e * Ke over the grid. */
@@ -133,6 +138,20 @@ typedef struct vox_backend_ops {
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
   vox_status (*op_element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
                                   vox_vec *energy, int accumulate);
+  /* The multigrid's steps on the fine level, each one pass instead of a
+   * product and a vector operation (the product's result never goes to
+   * memory).
+   * With y = K x (eliminated; `flags` as for op_apply):
+   *   op_smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
+   *                (smoother_step with a product; beta = 0 overwrites d);
+   *   op_residual: r = b - y.
+   * The output must not alias x, whose neighbouring values the product
+   * reads. */
+  vox_status (*op_smooth)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+                          const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                          vox_vec *x_out, int flags);
+  vox_status (*op_residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
+                            const vox_vec *x, vox_vec *r, int flags);
 
   /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
    * empty voxels):
@@ -206,6 +225,13 @@ typedef struct vox_backend_ops {
   vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
   vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
+  /* The fused steps of op_smooth and op_residual with y = A x of the
+   * stencil (the coarse levels' smoothing and residual). */
+  vox_status (*stencil_smooth)(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                               const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                               double beta, vox_vec *d, vox_vec *x_out);
+  vox_status (*stencil_residual)(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                 const vox_vec *x, vox_vec *r);
   vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
   /* Direct solve of the coarsest level: factor after each Galerkin update,
    * then solve A x = b. */

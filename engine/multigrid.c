@@ -100,17 +100,18 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   return VOX_OK;
 }
 
-/* y = A_l x. The fine level's product is computed in single precision
- * when the solver runs in VOX_PRECISION_MIXED (the coarse stencils are
- * stored in float then already): the smoother, its eigenvalue bound and the
- * residual only shape the preconditioner, which the outer CG in double
- * corrects. */
+/* The fine level's products (y = A_l x below, and those of the fused
+ * steps) compute in single precision when the solver runs in
+ * VOX_PRECISION_MIXED (the coarse stencils are stored in float then
+ * already): the smoother, its eigenvalue bound and the residual only shape
+ * the preconditioner, which the outer CG in double corrects. */
+static int level_flags(const vox_multigrid *mg) {
+  return mg->options.precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
+}
+
 static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
   vox_backend *be = mg->be;
-  if (l == 0) {
-    const int single = mg->options.precision == VOX_PRECISION_MIXED;
-    return be->ops->op_apply(be, mg->fine, x, y, single ? VOX_APPLY_SINGLE : 0);
-  }
+  if (l == 0) return be->ops->op_apply(be, mg->fine, x, y, level_flags(mg));
   return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
 }
 
@@ -212,65 +213,98 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
 }
 
-/* Damped Jacobi keeps the V-cycle positive definite only while omega
+/* The coefficients of smoothing step k (0 first): d = alpha D^-1 (b - A x)
+ * + beta d, x += d.
+ *
+ * Damped Jacobi keeps the V-cycle positive definite only while omega
  * lambda_max(D^-1 A) < 2; at a high stiffness contrast lambda_max passes 3,
- * so omega is capped at 1.5 / lambda_max. A zero start needs no product. */
-static vox_status smooth_jacobi(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x,
-                                int x_is_zero) {
+ * so omega is capped at 1.5 / lambda_max.
+ *
+ * Chebyshev iteration of degree k on [lower, upper] of D^-1 A (Saad,
+ * Iterative Methods, algorithm 12.1, with the Jacobi scaling): rho_k follows
+ * rho_0 = 1 / sigma, rho_k = 1 / (2 sigma - rho_(k-1)). */
+typedef struct smoothing {
+  double alpha, beta;
+  double sigma, delta, rho; /* Chebyshev */
+} smoothing;
+
+static smoothing smoothing_start(const vox_multigrid *mg, int l) {
+  const double lambda = mg->level[l].lambda_max;
+  smoothing s = {0};
+  if (mg->options.smoother != VOX_SMOOTHER_CHEBYSHEV) {
+    s.alpha = fmin(mg->options.jacobi_damping, 1.5 / lambda);
+    return s;
+  }
+  const double upper = CHEBYSHEV_UPPER * lambda, lower = CHEBYSHEV_LOWER * lambda;
+  const double theta = 0.5 * (upper + lower);
+  s.delta = 0.5 * (upper - lower);
+  s.sigma = theta / s.delta;
+  s.rho = 1 / s.sigma;
+  s.alpha = 1 / theta; /* d = D^-1 r / theta */
+  return s;
+}
+
+static void smoothing_next(const vox_multigrid *mg, smoothing *s) {
+  if (mg->options.smoother != VOX_SMOOTHER_CHEBYSHEV) return; /* Jacobi: beta = 0 */
+  const double rho_new = 1 / (2 * s->sigma - s->rho);
+  s->alpha = 2 * rho_new / s->delta;
+  s->beta = rho_new * s->rho;
+  s->rho = rho_new;
+}
+
+/* One fused smoothing step on level l (op_smooth / stencil_smooth):
+ * d = alpha D^-1 (b - A x) + beta d, x_out = x + d. */
+static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
+                               const smoothing *s, vox_vec *x_out) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
-  const double omega = fmin(mg->options.jacobi_damping, 1.5 / lv->lambda_max);
-  for (int sweep = 0; sweep < mg->options.smoothing_steps; sweep++) {
-    const int zero = x_is_zero && sweep == 0;
-    if (!zero) TRY(level_apply(mg, l, x, &lv->r));
-    TRY(be->ops->smoother_step(be, b, zero ? NULL : &lv->r, &lv->inv_diag, omega, 0, &lv->d, x));
-  }
-  return VOX_OK;
+  if (l == 0)
+    return be->ops->op_smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+                              x_out, level_flags(mg));
+  return be->ops->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+                                 x_out);
 }
 
-/* Chebyshev iteration of degree k on [lower, upper] of D^-1 A (Saad,
- * Iterative Methods, algorithm 12.1, with the Jacobi scaling), each step one
- * product and one fused update of d and x. */
-static vox_status smooth_chebyshev(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x,
-                                   int x_is_zero) {
+/* r = b - A_l x, fused (op_residual / stencil_residual). */
+static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
+                                 vox_vec *r) {
   vox_backend *be = mg->be;
-  vox_mg_level *lv = &mg->level[l];
-  const double upper = CHEBYSHEV_UPPER * lv->lambda_max, lower = CHEBYSHEV_LOWER * lv->lambda_max;
-  const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
-  const double sigma = theta / delta;
-  double rho = 1 / sigma;
-  if (!x_is_zero) TRY(level_apply(mg, l, x, &lv->r));
-  TRY(be->ops->smoother_step(be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
-                             &lv->d, x)); /* d = D^-1 r / theta */
-  for (int k = 1; k < mg->options.smoothing_steps; k++) {
-    const double rho_new = 1 / (2 * sigma - rho);
-    TRY(level_apply(mg, l, x, &lv->r));
-    TRY(be->ops->smoother_step(be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
-                               &lv->d, x));
-    rho = rho_new;
-  }
-  return VOX_OK;
+  if (l == 0) return be->ops->op_residual(be, mg->fine, b, x, r, level_flags(mg));
+  return be->ops->stencil_residual(be, mg->level[l].stencil, b, x, r);
 }
 
-static vox_status smooth(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, int x_is_zero) {
-  return mg->options.smoother == VOX_SMOOTHER_CHEBYSHEV ? smooth_chebyshev(mg, l, b, x, x_is_zero)
-                                                        : smooth_jacobi(mg, l, b, x, x_is_zero);
-}
-
-/* x = V-cycle(b) on level l, from x = 0. */
+/* x = V-cycle(b) on level l, from x = 0 (x's old values are never read).
+ * Every product is fused with what follows it (level_smooth,
+ * level_residual), so no product goes to memory. A fused step writes a new
+ * iterate beside the one its product reads, so the iterate alternates
+ * between x and the level's residual vector r, which the fused steps do not
+ * otherwise need (on level 0, CG's q, lent): the zero start writes r, each
+ * of the 2s - 1 later steps swaps, and an odd number of swaps ends in x.
+ * The residual before the restriction goes into whichever is free. */
 static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
   vox_mg_level *coarse = &mg->level[l + 1];
-  TRY(be->ops->vec_set(be, x, 0));
-  TRY(smooth(mg, l, b, x, 1));
-  TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
-  TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
-  TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
+  vox_vec *cur = &lv->r, *other = x, *t;
+  smoothing s = smoothing_start(mg, l);
+  TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
+  for (int k = 1; k < mg->options.smoothing_steps; k++) {
+    smoothing_next(mg, &s);
+    TRY(level_smooth(mg, l, b, cur, &s, other));
+    t = cur, cur = other, other = t;
+  }
+  TRY(level_residual(mg, l, b, cur, other));
+  TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, other, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
-  TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, x));
-  return smooth(mg, l, b, x, 0);
+  TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
+  s = smoothing_start(mg, l);
+  for (int k = 0; k < mg->options.smoothing_steps; k++) {
+    if (k > 0) smoothing_next(mg, &s);
+    TRY(level_smooth(mg, l, b, cur, &s, other));
+    t = cur, cur = other, other = t;
+  }
+  return cur == x ? VOX_OK : be->ops->vec_copy(be, x, cur); /* not reached: see above */
 }
 
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {

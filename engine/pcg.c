@@ -1,7 +1,8 @@
 /* Preconditioned conjugate gradients against the backend interface: it calls
- * only the operator, the Jacobi scaling, axpy-type updates and dot products,
- * so it runs unchanged on every backend. A solve that fails to converge
- * returns VOX_OK with a reason; only backend failures are errors. */
+ * only the operator, the Jacobi scaling, axpy-type updates (those of x and r
+ * fused with r.r: cg_update) and dot products, so it runs unchanged on every
+ * backend. A solve that fails to converge returns VOX_OK with a reason; only
+ * backend failures are errors. */
 #include <math.h>
 #include <string.h>
 
@@ -67,9 +68,7 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
       break;
     }
     const double alpha = rz / pq;
-    TRY(o->vec_axpy(be, x, alpha, &w->p));        /* x <- x + alpha p */
-    TRY(o->vec_axpy(be, &w->r, -alpha, &w->q));   /* r <- r - alpha q */
-    TRY(o->vec_dot(be, &w->r, &w->r, &rr));
+    TRY(o->cg_update(be, x, &w->r, alpha, &w->p, &w->q, &rr)); /* x += alpha p, r -= alpha q */
     TRY(pc->apply(pc->self, &w->r, &w->z));       /* z <- M^-1 r */
     rz_old = rz;
     TRY(o->vec_dot(be, &w->r, &w->z, &rz));

@@ -112,8 +112,79 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
     const double r = w[i] * (aa ? bb[i] - aa[i] : bb[i]);
     const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
     dd[i] = di;
-    xx[i] += di;
+    xx[i] = aa ? xx[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
+  return VOX_OK;
+}
+
+/* The fused steps of the interface, composed: the product goes into the
+ * output vector, which these updates then read in place. */
+static void finish_smooth(vox_backend *be, const vox_vec *b, const vox_vec *x,
+                          const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                          vox_vec *x_out) {
+  const double *restrict bb = b->data, *restrict xx = x->data, *restrict w = inv_diag->data;
+  double *restrict dd = d->data, *restrict out = x_out->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const double r = w[i] * (bb[i] - out[i]);
+    const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
+    dd[i] = di;
+    out[i] = xx[i] + di;
+  }
+}
+
+static void finish_residual(vox_backend *be, const vox_vec *b, vox_vec *r) {
+  const double *restrict bb = b->data;
+  double *restrict rr = r->data;
+  const ptrdiff_t n = (ptrdiff_t)r->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) rr[i] = bb[i] - rr[i];
+}
+
+static vox_status op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+                            const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                            vox_vec *x_out, int flags) {
+  TRY(vox_cpu_op_apply(be, op, x, x_out, flags));
+  finish_smooth(be, b, x, inv_diag, alpha, beta, d, x_out);
+  return VOX_OK;
+}
+
+static vox_status op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
+                              const vox_vec *x, vox_vec *r, int flags) {
+  TRY(vox_cpu_op_apply(be, op, x, r, flags));
+  finish_residual(be, b, r);
+  return VOX_OK;
+}
+
+static vox_status stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                 const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                 double beta, vox_vec *d, vox_vec *x_out) {
+  TRY(vox_cpu_stencil_apply(be, st, x, x_out));
+  finish_smooth(be, b, x, inv_diag, alpha, beta, d, x_out);
+  return VOX_OK;
+}
+
+static vox_status stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                   const vox_vec *x, vox_vec *r) {
+  TRY(vox_cpu_stencil_apply(be, st, x, r));
+  finish_residual(be, b, r);
+  return VOX_OK;
+}
+
+static vox_status cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
+                            const vox_vec *p, const vox_vec *q, double *rr) {
+  double *restrict xx = x->data, *restrict res = r->data;
+  const double *restrict pp = p->data, *restrict qq = q->data;
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+  double s = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    xx[i] += alpha * pp[i];
+    res[i] -= alpha * qq[i];
+    s += res[i] * res[i];
+  }
+  *rr = s;
   return VOX_OK;
 }
 
@@ -172,6 +243,7 @@ static const vox_backend_ops cpu_ops = {
     .vec_random = vec_random,
     .smoother_step = smoother_step,
     .vec_dot = vec_dot,
+    .cg_update = cg_update,
     .vec_max_abs_diff = vec_max_abs_diff,
     .op_create = vox_cpu_op_create,
     .op_destroy = vox_cpu_op_destroy,
@@ -180,6 +252,8 @@ static const vox_backend_ops cpu_ops = {
     .op_zero_fixed = vox_cpu_op_zero_fixed,
     .op_diagonal = vox_cpu_op_diagonal,
     .op_element_energy = vox_cpu_op_element_energy,
+    .op_smooth = op_smooth,
+    .op_residual = op_residual,
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,
@@ -198,6 +272,8 @@ static const vox_backend_ops cpu_ops = {
     .stencil_upload = vox_cpu_stencil_upload,
     .stencil_download = vox_cpu_stencil_download,
     .stencil_apply = vox_cpu_stencil_apply,
+    .stencil_smooth = stencil_smooth,
+    .stencil_residual = stencil_residual,
     .stencil_diagonal = vox_cpu_stencil_diagonal,
     .stencil_factor = vox_cpu_stencil_factor,
     .stencil_solve = vox_cpu_stencil_solve,

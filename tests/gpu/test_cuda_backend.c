@@ -1,8 +1,9 @@
 /* The CUDA backend against the CPU backend, operation by operation, on the
  * same random input: vectors and reductions, the matrix-free operator in
  * every K u variant (elasticity and conduction, odd grid sizes, zero and
- * 1e-9 moduli, random fixed dofs), SIMP and OC kernels, the filters (plain
- * and periodic), the symmetry orbit means, and the
+ * 1e-9 moduli, random fixed dofs) and the multigrid's fused fine-level
+ * steps built on it, SIMP and OC kernels, the filters (plain and periodic),
+ * the symmetry orbit means, and the
  * multigrid pieces (Galerkin stencils in double and mixed precision,
  * stencil products, transfers, coarse factor and solve).
  *
@@ -235,7 +236,9 @@ static void test_vectors(size_t n) {
            g->vec_mult(gpu, &w.g, &w.g, &y.g)))
     pv_check("vec_mult aliased (w = w.*y)", &w, TOL);
   /* the fused smoother step: d = a w.*(b - ax) + beta d, x += d, with and
-   * without a product and with beta = 0 overwriting whatever d holds */
+   * without a product and with beta = 0 overwriting whatever d holds; the
+   * zero start (no product) overwrites whatever x holds (poisoned on the
+   * GPU only, so reading it would show) */
   {
     pvec b = {0}, d = {0};
     if (pv_create(&b, n) && pv_create(&d, n)) {
@@ -247,7 +250,7 @@ static void test_vectors(size_t n) {
         pv_check("smoother_step d", &d, TOL);
         pv_check("smoother_step x", &x, TOL);
       }
-      if (pv_poison(&d) &&
+      if (pv_poison(&d) && pv_poison(&x) &&
           BOTH("smoother_step zero start", c->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
                g->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
         pv_check("smoother_step zero start d", &d, TOL);
@@ -266,6 +269,20 @@ static void test_vectors(size_t n) {
   /* Reductions: the sum order differs between backends, so each is
    * compared on its natural scale (positive terms, or ||x|| ||y||). */
   double a, b, xx, yy;
+  /* CG's fused update: x += alpha p, r -= alpha q, and r.r (here y, w as
+   * p, q and x, a fresh r) */
+  {
+    pvec r = {0};
+    if (pv_create(&r, n) && pv_random(&r, &seed, -1, 1) && pv_random(&y, &seed, -1, 1) &&
+        pv_random(&w, &seed, -1, 1) &&
+        BOTH("cg_update", c->cg_update(cpu, &x.c, &r.c, 0.37, &y.c, &w.c, &b),
+             g->cg_update(gpu, &x.g, &r.g, 0.37, &y.g, &w.g, &a))) {
+      pv_check("cg_update x", &x, TOL);
+      pv_check("cg_update r", &r, TOL);
+      report_scalar("cg_update r.r", a, b, fabs(b), TOL);
+    }
+    pv_destroy(&r);
+  }
   if (BOTH("vec_dot x.x", c->vec_dot(cpu, &x.c, &x.c, &b), g->vec_dot(gpu, &x.g, &x.g, &a)))
     report_scalar("vec_dot x.x", a, b, fabs(b), TOL);
   xx = b;
@@ -344,16 +361,17 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
   snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
   const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
   problem p;
-  pvec mod, mod2, x, x2, y, d, en;
+  pvec mod, mod2, x, x2, y, d, en, sw, sd;
   vox_operator *cop = NULL;
   memset(&mod, 0, sizeof mod), memset(&mod2, 0, sizeof mod2), memset(&x, 0, sizeof x);
   memset(&x2, 0, sizeof x2), memset(&y, 0, sizeof y), memset(&d, 0, sizeof d);
-  memset(&en, 0, sizeof en);
+  memset(&en, 0, sizeof en), memset(&sw, 0, sizeof sw), memset(&sd, 0, sizeof sd);
   if (!problem_make(&p, grid, dpn, 1, seed)) goto done;
   const vox_operator_desc desc = problem_desc(&p);
   if (!pv_create(&mod, p.n_elements) || !pv_create(&mod2, p.n_elements) ||
       !pv_create(&x, p.n_dofs) || !pv_create(&x2, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
-      !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements))
+      !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements) || !pv_create(&sw, p.n_dofs) ||
+      !pv_create(&sd, p.n_dofs))
     goto done;
   pv_upload(&mod, p.moduli);
   pv_random(&x, &seed, -0.5, 0.5); /* non-zero on fixed dofs too */
@@ -395,6 +413,35 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
     snprintf(check, sizeof check, "op_zero_fixed %s", kn);
     if (BOTH(check, c->op_zero_fixed(cpu, cop, &y.c), g->op_zero_fixed(gpu, gop, &y.g)))
       pv_check(check, &y, TOL_SINGLE);
+    /* The multigrid's fused fine-level steps (nbn computes them in one
+     * kernel, the others in two) against the CPU's product-then-update, in
+     * double and in single precision; b = x2, the iterate x. */
+    for (int single = 0; single <= 1; single++) {
+      const int flags = single ? VOX_APPLY_SINGLE : 0;
+      const double tol = single ? TOL_SINGLE : TOL;
+      pv_random(&sw, &seed, 0.5, 2); /* an inverse diagonal */
+      pv_random(&sd, &seed, -1, 1);  /* a direction carried over (beta != 0) */
+      snprintf(check, sizeof check, "op_smooth %s single=%d", kn, single);
+      if (pv_poison(&y) &&
+          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 0.8, 0.3, &sd.c, &y.c, flags),
+               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 0.8, 0.3, &sd.g, &y.g, flags))) {
+        pv_check(check, &y, tol);
+        snprintf(check, sizeof check, "op_smooth %s single=%d d", kn, single);
+        pv_check(check, &sd, tol);
+      }
+      snprintf(check, sizeof check, "op_smooth %s single=%d beta=0", kn, single);
+      if (pv_poison(&y) && pv_poison(&sd) &&
+          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 1.1, 0, &sd.c, &y.c, flags),
+               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 1.1, 0, &sd.g, &y.g, flags))) {
+        pv_check(check, &y, tol);
+        snprintf(check, sizeof check, "op_smooth %s single=%d beta=0 d", kn, single);
+        pv_check(check, &sd, tol);
+      }
+      snprintf(check, sizeof check, "op_residual %s single=%d", kn, single);
+      if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, cop, &x2.c, &x.c, &y.c, flags),
+                                g->op_residual(gpu, gop, &x2.g, &x.g, &y.g, flags)))
+        pv_check(check, &y, tol);
+    }
     snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
     if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
                                g->op_element_energy(gpu, gop, &x.g, &en.g, 0)))
@@ -427,7 +474,7 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
 done:
   if (cop) c->op_destroy(cpu, cop);
   pv_destroy(&mod), pv_destroy(&mod2), pv_destroy(&x), pv_destroy(&x2), pv_destroy(&y);
-  pv_destroy(&d), pv_destroy(&en);
+  pv_destroy(&d), pv_destroy(&en), pv_destroy(&sw), pv_destroy(&sd);
   problem_free(&p);
 }
 
@@ -664,6 +711,45 @@ static int ps_same(const char *check, pstencil *s) {
          G_OK(check, gpu->ops->stencil_upload(gpu, s->g, s->hc));
 }
 
+/* The fused smoothing step and residual of a stencil (stencil_smooth,
+ * stencil_residual: one kernel on CUDA) against the CPU's product followed
+ * by the update, within tol of the stencil's precision. */
+static void stencil_fused(const char *level, pstencil *s, size_t n, uint64_t *seed, double tol) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  char check[96];
+  pvec x, b, w, d, out;
+  memset(&x, 0, sizeof x), memset(&b, 0, sizeof b), memset(&w, 0, sizeof w);
+  memset(&d, 0, sizeof d), memset(&out, 0, sizeof out);
+  if (pv_create(&x, n) && pv_create(&b, n) && pv_create(&w, n) && pv_create(&d, n) &&
+      pv_create(&out, n)) {
+    pv_random(&x, seed, -0.5, 0.5);
+    pv_random(&b, seed, -1, 1);
+    pv_random(&w, seed, 0.5, 2);
+    pv_random(&d, seed, -1, 1);
+    snprintf(check, sizeof check, "%s stencil_smooth", level);
+    if (pv_poison(&out) &&
+        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &out.c),
+             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &out.g))) {
+      pv_check(check, &out, tol);
+      snprintf(check, sizeof check, "%s stencil_smooth d", level);
+      pv_check(check, &d, tol);
+    }
+    snprintf(check, sizeof check, "%s stencil_smooth beta=0", level);
+    if (pv_poison(&out) && pv_poison(&d) &&
+        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 1.1, 0, &d.c, &out.c),
+             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 1.1, 0, &d.g, &out.g))) {
+      pv_check(check, &out, tol);
+      snprintf(check, sizeof check, "%s stencil_smooth beta=0 d", level);
+      pv_check(check, &d, tol);
+    }
+    snprintf(check, sizeof check, "%s stencil_residual", level);
+    if (pv_poison(&out) && BOTH(check, c->stencil_residual(cpu, s->c, &b.c, &x.c, &out.c),
+                                g->stencil_residual(gpu, s->g, &b.g, &x.g, &out.g)))
+      pv_check(check, &out, tol);
+  }
+  pv_destroy(&x), pv_destroy(&b), pv_destroy(&w), pv_destroy(&d), pv_destroy(&out);
+}
+
 /* Products, diagonal and direct solve of one stencil level on the same values. */
 static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, int dpn,
                           uint64_t *seed, int solve) {
@@ -688,6 +774,7 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   if (pv_poison(&y) &&
       BOTH(check, c->stencil_diagonal(cpu, s->c, &y.c), g->stencil_diagonal(gpu, s->g, &y.g)))
     pv_check(check, &y, TOL);
+  stencil_fused(level, s, n, seed, TOL);
   if (!solve) goto done;
 
   /* factor + solve, then a refactorisation after new values (as after each
@@ -834,6 +921,7 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
       if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->stencil_diagonal(cpu, m1.c, &y1.c),
                                  g->stencil_diagonal(gpu, m1.g, &y1.g)))
         pv_check("mixed stencil_diagonal level 1", &y1, TOL_MIXED);
+      stencil_fused("mixed level 1", &m1, n1, &seed, 1e-5);
     }
     pv_destroy(&x1), pv_destroy(&y1);
   }
