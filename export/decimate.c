@@ -27,17 +27,20 @@
  * its time in cache misses (2.9 M triangles to 100 k took 25 s). Each round
  *   1. computes the cost of every edge touching a vertex that changed in the
  *      round before (every edge in the first), in parallel;
- *   2. orders the edges by cost (a stable radix sort of their costs as
- *      float, so ties keep the half-edge order);
- *   3. collapses them in that order, skipping every edge one of whose ends
- *      has already changed in this round (its cost is out of date), until
- *      half of the triangles still to remove are gone.
+ *   2. finds the cost below which lie as many edges as the round should
+ *      collapse (half of the collapses still to make), from a histogram of
+ *      the costs' top 16 bits as float (1% steps);
+ *   3. collapses the edges up to that cost in mesh order (so that the walks
+ *      around them stay in cache, where cost order jumps across the mesh),
+ *      skipping every edge one of whose ends has already changed in this
+ *      round (its cost is out of date), until half of the triangles still
+ *      to remove are gone.
  * So every collapse made has its exact, current cost, and a round takes
- * the cheapest of the edges it may touch, as the greedy order would; only
- * the edges around a vertex just merged wait for the next round. Stopping
- * each round at half of what is left keeps that wait short where it
- * matters. The result depends only on the mesh and the budget, not on the
- * number of threads. */
+ * only the cheapest edges, as the greedy order would; the edges around a
+ * vertex just merged wait for the next round. A round that collapses
+ * nothing below its limit is followed by one without a limit; one without a
+ * limit that collapses nothing ends the decimation. The result depends only
+ * on the mesh and the budget, not on the number of threads. */
 #include "voxfe/surface.h"
 
 #include <float.h>
@@ -56,8 +59,8 @@
 static inline int64_t next_he(int64_t h) { return h % 3 == 2 ? h - 2 : h + 1; }
 static inline int64_t prev_he(int64_t h) { return h % 3 == 0 ? h + 2 : h - 1; }
 
-/* One edge to sort: its cost as the bits of a float (for costs >= 0 they
- * order as the floats do) and its half-edge. */
+/* One edge: its cost as the bits of a float (for costs >= 0 they order as
+ * the floats do) and its half-edge. */
 typedef struct edge_key {
   uint32_t key;
   int64_t h;
@@ -134,7 +137,7 @@ static double collapse_point(const mesh *m, int64_t u, int64_t v, double p[3]) {
   return best;
 }
 
-/* --- ordering the edges --------------------------------------------------------------------- */
+/* --- the costs --------------------------------------------------------------------- */
 
 /* The cost as sortable bits: a non-negative float's bits order as it does;
  * anything else (NaN) goes last. */
@@ -144,18 +147,6 @@ static uint32_t cost_key(double cost) {
   uint32_t k;
   memcpy(&k, &f, sizeof k);
   return k;
-}
-
-/* Stable LSD radix sort of e[0, n) by key, 8 bits a pass, through tmp. */
-static void sort_edges(edge_key *e, edge_key *tmp, size_t n) {
-  for (int shift = 0; shift < 32; shift += 8) {
-    size_t count[257] = {0};
-    for (size_t i = 0; i < n; i++) count[(e[i].key >> shift & 0xFF) + 1]++;
-    if (count[(e[0].key >> shift & 0xFF) + 1] == n) continue; /* one bucket: nothing moves */
-    for (int b = 0; b < 256; b++) count[b + 1] += count[b];
-    for (size_t i = 0; i < n; i++) tmp[count[e[i].key >> shift & 0xFF]++] = e[i];
-    memcpy(e, tmp, n * sizeof *e);
-  }
 }
 
 /* --- checks ---------------------------------------------------------------------------------- */
@@ -366,14 +357,16 @@ vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target)
     for (int k = 0; k < 3; k++) add_plane(m.q + 10 * c[k], n, d, 0.5 * len);
   }
   /* the rounds (the comment at the top) */
-  edge_key *order = malloc(nh / 2 * sizeof *order), *tmp = malloc(nh / 2 * sizeof *tmp);
-  if (!order || !tmp) {
+  edge_key *order = malloc(nh / 2 * sizeof *order);
+  size_t *hist = malloc(65536 * sizeof *hist);
+  if (!order || !hist) {
     free(order);
-    free(tmp);
+    free(hist);
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
   int64_t alive = m.nt, serial = 0;
+  int open = 0; /* 1 after a round that collapsed nothing below its cost limit: no limit */
   for (int64_t round = 0; alive > (int64_t)target; round++) {
     /* 1. costs of the edges that changed in the last round */
     const int64_t nt = m.nt;
@@ -390,18 +383,32 @@ vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target)
         }
       }
     }
-    /* 2. the edges in order of cost */
+    /* 2. the edges, in mesh order */
     size_t n = 0;
     for (int64_t t = 0; t < nt; t++) {
       if (m.dead[t]) continue;
       for (int64_t h = 3 * t; h < 3 * t + 3; h++)
         if (m.tri[h] < m.tri[next_he(h)]) order[n++] = (edge_key){cost_key(m.cost[h]), h};
     }
-    sort_edges(order, tmp, n);
-    /* 3. collapses, until half of what is left to remove is gone */
+    /* 3. collapses of the edges up to the cost of the one that would end
+     * the round in cost order (a histogram of the keys' top 16 bits: sign,
+     * exponent and 7 bits of mantissa, 1% steps), in mesh order, which
+     * keeps the walks around the edges in cache; until half of the
+     * triangles still to remove are gone */
     const int64_t stop = (int64_t)target + (alive - (int64_t)target) / 2;
+    const size_t want = (size_t)(alive - stop + 1) / 2;
+    memset(hist, 0, 65536 * sizeof *hist);
+    for (size_t i = 0; i < n; i++) hist[order[i].key >> 16]++;
+    uint32_t limit = UINT32_MAX;
+    size_t below = 0;
+    for (uint32_t b = 0; b < 65536 && !open; b++)
+      if ((below += hist[b]) >= want) {
+        limit = b << 16 | 0xFFFF;
+        break;
+      }
     int64_t made = 0;
     for (size_t i = 0; i < n && alive > stop; i++) {
+      if (order[i].key > limit) continue;
       const int64_t h = order[i].h, u = m.tri[h], v = m.tri[next_he(h)];
       /* a removed triangle, or an end changed in this round: the cost is old */
       if (m.dead[h / 3] || m.changed[u] == round || m.changed[v] == round) continue;
@@ -410,10 +417,11 @@ vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target)
       if (!try_collapse(&m, h, p, serial++, round)) continue;
       alive -= 2, made++;
     }
-    if (made == 0) break; /* no edge may collapse any more */
+    if (made == 0 && limit == UINT32_MAX) break; /* no edge may collapse any more */
+    open = made == 0;
   }
   free(order);
-  free(tmp);
+  free(hist);
 
   /* the surviving vertices and triangles, in their old order */
   int64_t *renumber = m.mark; /* no longer needed for the link condition */

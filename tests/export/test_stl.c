@@ -821,9 +821,17 @@ static void test_decimate(vox_context *ctx) {
   CHECK(after < 0.1 * h);
   OUT_PATH(path, "sphere_decimated.stl");
   CHECK_OK(ctx, vox_write_stl(ctx, path, &s, 1));
-  /* the same again (deterministic); a budget above the count: untouched */
+  /* the same again (deterministic), and on one thread (the costs are
+   * computed in parallel); a budget above the count: untouched */
+  vox_surface single = {0};
+  copy_surface(&again, &single);
   CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 1000));
   CHECK(same_surface(&s, &again));
+  vox_context_set_threads(ctx, 1);
+  CHECK_OK(ctx, vox_surface_decimate(ctx, &single, 1000));
+  vox_context_set_threads(ctx, 2);
+  CHECK(same_surface(&s, &single));
+  vox_surface_free(&single);
   CHECK_OK(ctx, vox_surface_decimate(ctx, &again, 5000));
   CHECK(same_surface(&s, &again));
   vox_surface_free(&again);
