@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +439,14 @@ static void emit_triangles(const extract_job *j, int64_t b, int64_t c, uint8_t *
   }
 }
 
+/* The case table, derived once per process (it takes milliseconds, as long
+ * as the whole extraction of a small design) and then only read. */
+static vox_cube_cases case_table;
+static int case_table_status;
+static pthread_once_t case_table_once = PTHREAD_ONCE_INIT;
+
+static void build_case_table(void) { case_table_status = vox_cube_cases_build(&case_table); }
+
 static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *what) {
   if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no model given", what);
   const vox_grid *g = &m->grid;
@@ -469,14 +478,14 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   int64_t *span = malloc(2 * (size_t)n_rows * sizeof *span);
   int64_t *vertex_first = malloc(((size_t)n_rows + 1) * sizeof *vertex_first);
   int64_t *triangle_first = malloc(((size_t)n_rows + 1) * sizeof *triangle_first);
-  vox_cube_cases *cc = malloc(sizeof *cc);
   vox_status status = VOX_OK;
-  if (!inside || !mask || !zero || !mask_live || !span || !vertex_first || !triangle_first ||
-      !cc) {
+  if (!inside || !mask || !zero || !mask_live || !span || !vertex_first || !triangle_first) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
-  if (vox_cube_cases_build(cc) != 0) {
+  pthread_once(&case_table_once, build_case_table);
+  const vox_cube_cases *cc = &case_table;
+  if (case_table_status != 0) {
     status = vox_error(ctx, VOX_ERR_UNSUPPORTED,
                        "%s: internal error: the marching-cubes table is inconsistent", what);
     goto done;
@@ -584,7 +593,6 @@ done:
   free(span);
   free(vertex_first);
   free(triangle_first);
-  free(cc);
   return status;
 }
 
