@@ -137,8 +137,8 @@ static inline uint64_t load8(const uint8_t *p) {
  * (SSE2, part of every x86-64; a plain loop elsewhere), 64 points a word,
  * whose population count and first and last bits give the row's count and
  * span. Only rows with a point inside are then written out as bytes: the
- * empty rows of a sparse design are neither written nor (with row_of)
- * read. */
+ * empty rows of a sparse design are neither written nor (inside_row gives
+ * zeros for them) read. */
 
 /* bits[w] bit i = point 64 w + i of the row is inside, for the nx voxels of
  * the row starting at voxel e0; the bits past nx are 0. */
