@@ -18,15 +18,38 @@
  *     degenerate triangles.
  *
  * The mesh is held as half-edges: half-edge h of triangle h / 3 runs from
- * corner tri[h] to corner tri[next(h)], opp[h] is its twin. Edges wait in a
- * binary heap by cost; an entry is stale once one of its vertices changed
- * (a stamp per vertex), and is skipped when it comes up. Single-threaded
- * and deterministic. */
+ * corner tri[h] to corner tri[next(h)], opp[h] is its twin; an edge is
+ * represented by its half-edge from the lower vertex number to the higher.
+ *
+ * The collapses go in rounds rather than from one priority queue of all
+ * edges: a global heap of millions of edges, with a new entry for every
+ * edge around every collapse and the stale ones left in it, spent most of
+ * its time in cache misses (2.9 M triangles to 100 k took 25 s). Each round
+ *   1. computes the cost of every edge touching a vertex that changed in the
+ *      round before (every edge in the first), in parallel;
+ *   2. finds the cost below which lie as many edges as the round should
+ *      collapse (half of the collapses still to make), from a histogram of
+ *      the costs' top 16 bits as float (1% steps);
+ *   3. collapses the edges up to that cost in mesh order (so that the walks
+ *      around them stay in cache, where cost order jumps across the mesh),
+ *      skipping every edge one of whose ends has already changed in this
+ *      round (its cost is out of date), until half of the triangles still
+ *      to remove are gone.
+ * So every collapse made has its exact, current cost, and a round takes
+ * only the cheapest edges, as the greedy order would; the edges around a
+ * vertex just merged wait for the next round. A round that collapses
+ * nothing below its limit is followed by one without a limit; one without a
+ * limit that collapses nothing ends the decimation. The result depends only
+ * on the mesh and the budget, not on the number of threads. */
 #include "voxfe/surface.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* New triangles whose shape quality (4 sqrt 3 area / sum of squared sides:
  * 1 equilateral, 0 degenerate) falls below this are refused, unless the
@@ -36,11 +59,12 @@
 static inline int64_t next_he(int64_t h) { return h % 3 == 2 ? h - 2 : h + 1; }
 static inline int64_t prev_he(int64_t h) { return h % 3 == 0 ? h + 2 : h - 1; }
 
-typedef struct heap_entry {
-  double cost;
-  int64_t u, v;
-  uint32_t stamp_u, stamp_v;
-} heap_entry;
+/* One edge: its cost as the bits of a float (for costs >= 0 they order as
+ * the floats do) and its half-edge. */
+typedef struct edge_key {
+  uint32_t key;
+  int64_t h;
+} edge_key;
 
 typedef struct mesh {
   int64_t nv, nt;
@@ -49,11 +73,10 @@ typedef struct mesh {
   int64_t *opp;    /* twin of each half-edge */
   int64_t *out;    /* an outgoing half-edge of each vertex; -1 once removed */
   double *q;       /* the quadric of each vertex: a11 a12 a13 a22 a23 a33 b1 b2 b3 c */
-  uint32_t *stamp; /* changes whenever the vertex does */
-  uint8_t *dead;   /* per triangle */
-  int64_t *mark;   /* scratch for the link condition: the last edge that marked a vertex */
-  heap_entry *heap;
-  size_t heap_n, heap_cap;
+  int64_t *changed; /* the last round in which the vertex moved or was removed; -1 never */
+  float *cost;      /* per half-edge from the lower vertex to the higher: its edge's cost */
+  uint8_t *dead;    /* per triangle */
+  int64_t *mark;    /* scratch for the link condition: the last edge that marked a vertex */
 } mesh;
 
 /* --- quadrics -------------------------------------------------------------------------------- */
@@ -114,70 +137,17 @@ static double collapse_point(const mesh *m, int64_t u, int64_t v, double p[3]) {
   return best;
 }
 
-/* --- the heap -------------------------------------------------------------------------------- */
+/* --- the costs --------------------------------------------------------------------- */
 
-static int heap_less(const heap_entry *a, const heap_entry *b) {
-  if (a->cost != b->cost) return a->cost < b->cost;
-  if (a->u != b->u) return a->u < b->u;
-  return a->v < b->v;
+/* The cost as sortable bits: a non-negative float's bits order as it does;
+ * anything else (NaN) goes last. */
+static uint32_t cost_key(double cost) {
+  float f = cost < (double)FLT_MAX ? (float)cost : FLT_MAX;
+  if (!(f >= 0)) return UINT32_MAX;
+  uint32_t k;
+  memcpy(&k, &f, sizeof k);
+  return k;
 }
-
-/* A 4-ary heap: half the levels of a binary one, and the four children of
- * a node share cache lines; the heap's cache misses were most of the time. */
-static void sift_down(heap_entry *heap, size_t n, size_t i, heap_entry e) {
-  for (;;) {
-    size_t c = 4 * i + 1, best = c;
-    if (c >= n) break;
-    size_t end = c + 4 < n ? c + 4 : n;
-    for (size_t k = c + 1; k < end; k++)
-      if (heap_less(&heap[k], &heap[best])) best = k;
-    if (!heap_less(&heap[best], &e)) break;
-    heap[i] = heap[best];
-    i = best;
-  }
-  heap[i] = e;
-}
-
-static int heap_push(mesh *m, heap_entry e) {
-  if (m->heap_n == m->heap_cap) {
-    size_t cap = m->heap_cap ? 2 * m->heap_cap : 1024;
-    heap_entry *h = realloc(m->heap, cap * sizeof *h);
-    if (!h) return -1;
-    m->heap = h, m->heap_cap = cap;
-  }
-  size_t i = m->heap_n++;
-  while (i > 0) {
-    size_t parent = (i - 1) / 4;
-    if (!heap_less(&e, &m->heap[parent])) break;
-    m->heap[i] = m->heap[parent];
-    i = parent;
-  }
-  m->heap[i] = e;
-  return 0;
-}
-
-static heap_entry heap_pop(mesh *m) {
-  heap_entry top = m->heap[0], last = m->heap[--m->heap_n];
-  if (m->heap_n) sift_down(m->heap, m->heap_n, 0, last);
-  return top;
-}
-
-/* Orders the entries appended so far into a heap (Floyd), in linear time. */
-static void heapify(mesh *m) {
-  for (size_t i = m->heap_n / 4 + 1; i-- > 0;)
-    if (i < m->heap_n) sift_down(m->heap, m->heap_n, i, m->heap[i]);
-}
-
-static heap_entry edge_entry(const mesh *m, int64_t u, int64_t v) {
-  if (u > v) {
-    int64_t t = u;
-    u = v, v = t;
-  }
-  double p[3];
-  return (heap_entry){collapse_point(m, u, v, p), u, v, m->stamp[u], m->stamp[v]};
-}
-
-static int push_edge(mesh *m, int64_t u, int64_t v) { return heap_push(m, edge_entry(m, u, v)); }
 
 /* --- checks ---------------------------------------------------------------------------------- */
 
@@ -232,20 +202,10 @@ static int fan_stays_valid(const mesh *m, int64_t w, int64_t skip1, int64_t skip
   return 1;
 }
 
-/* The half-edge from u to v, or -1. */
-static int64_t find_half_edge(const mesh *m, int64_t u, int64_t v) {
-  int64_t h = m->out[u];
-  do {
-    if (m->tri[next_he(h)] == v) return h;
-    h = m->opp[prev_he(h)];
-  } while (h != m->out[u]);
-  return -1;
-}
-
 /* --- the collapse ---------------------------------------------------------------------------- */
 
 /* Tries to collapse half-edge h (u -> v) into u at p; returns 1 if done. */
-static int try_collapse(mesh *m, int64_t h, const double p[3], int64_t serial) {
+static int try_collapse(mesh *m, int64_t h, const double p[3], int64_t serial, int64_t round) {
   const int64_t ho = m->opp[h];
   const int64_t u = m->tri[h], v = m->tri[next_he(h)];
   const int64_t a = m->tri[prev_he(h)], b = m->tri[prev_he(ho)];
@@ -281,15 +241,15 @@ static int try_collapse(mesh *m, int64_t h, const double p[3], int64_t serial) {
   m->out[u] = o2, m->out[a] = o1, m->out[b] = o3, m->out[v] = -1;
   memcpy(m->x + 3 * u, p, 3 * sizeof *p);
   for (int k = 0; k < 10; k++) m->q[10 * u + k] += m->q[10 * v + k];
-  m->stamp[u]++, m->stamp[v]++;
+  m->changed[u] = m->changed[v] = round;
   return 1;
 }
 
 /* --- building and the result ----------------------------------------------------------------- */
 
 static void mesh_free(mesh *m) {
-  free(m->x), free(m->tri), free(m->opp), free(m->out), free(m->q), free(m->stamp);
-  free(m->dead), free(m->mark), free(m->heap);
+  free(m->x), free(m->tri), free(m->opp), free(m->out), free(m->q), free(m->changed);
+  free(m->cost), free(m->dead), free(m->mark);
 }
 
 /* Twins from the outgoing half-edges of each vertex; 0, or -1 if the
@@ -332,6 +292,11 @@ static int build_twins(mesh *m) {
 }
 
 vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target) {
+  int threads = vox_context_threads(ctx);
+#ifdef _OPENMP
+  if (threads <= 0) threads = omp_get_max_threads();
+#endif
+  if (threads < 1) threads = 1;
   const char *what = "decimation";
   if (!s) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no surface given", what);
   if (target < 4)
@@ -354,17 +319,18 @@ vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target)
   m.opp = malloc(nh * sizeof *m.opp);
   m.out = malloc(nv * sizeof *m.out);
   m.q = calloc(10 * nv, sizeof *m.q);
-  m.stamp = calloc(nv, sizeof *m.stamp);
+  m.changed = malloc(nv * sizeof *m.changed);
+  m.cost = malloc(nh * sizeof *m.cost);
   m.dead = calloc(s->n_triangles, 1);
   m.mark = malloc(nv * sizeof *m.mark);
   vox_status status = VOX_OK;
-  if (!m.x || !m.tri || !m.opp || !m.out || !m.q || !m.stamp || !m.dead || !m.mark) {
+  if (!m.x || !m.tri || !m.opp || !m.out || !m.q || !m.changed || !m.cost || !m.dead || !m.mark) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
   memcpy(m.x, s->vertex, 3 * nv * sizeof *m.x);
   memcpy(m.tri, s->triangle, nh * sizeof *m.tri);
-  for (size_t v = 0; v < nv; v++) m.mark[v] = -1;
+  for (size_t v = 0; v < nv; v++) m.mark[v] = -1, m.changed[v] = -1;
   int twins = build_twins(&m);
   if (twins == -2) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
@@ -390,41 +356,72 @@ vox_status vox_surface_decimate(vox_context *ctx, vox_surface *s, size_t target)
     double d = -(n[0] * p[0] + n[1] * p[1] + n[2] * p[2]);
     for (int k = 0; k < 3; k++) add_plane(m.q + 10 * c[k], n, d, 0.5 * len);
   }
-  /* every edge once (from its lower end), then ordered */
-  m.heap_cap = nh / 2 + 1;
-  m.heap = malloc(m.heap_cap * sizeof *m.heap);
-  if (!m.heap) {
+  /* the rounds (the comment at the top) */
+  edge_key *order = malloc(nh / 2 * sizeof *order);
+  size_t *hist = malloc(65536 * sizeof *hist);
+  if (!order || !hist) {
+    free(order);
+    free(hist);
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
-  for (size_t h = 0; h < nh; h++) {
-    int64_t u = m.tri[h], v = m.tri[next_he((int64_t)h)];
-    if (u < v) m.heap[m.heap_n++] = edge_entry(&m, u, v);
-  }
-  heapify(&m);
-
   int64_t alive = m.nt, serial = 0;
-  while (alive > (int64_t)target && m.heap_n > 0) {
-    heap_entry e = heap_pop(&m);
-    if (m.out[e.u] < 0 || m.out[e.v] < 0 || e.stamp_u != m.stamp[e.u] ||
-        e.stamp_v != m.stamp[e.v])
-      continue;
-    int64_t h = find_half_edge(&m, e.u, e.v);
-    if (h < 0) continue;
-    double p[3];
-    collapse_point(&m, e.u, e.v, p);
-    if (!try_collapse(&m, h, p, serial++)) continue;
-    alive -= 2;
-    /* the edges around the merged vertex have new costs */
-    int64_t g = m.out[e.u];
-    do {
-      if (push_edge(&m, e.u, m.tri[next_he(g)]) != 0) {
-        status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
-        goto done;
+  int open = 0; /* 1 after a round that collapsed nothing below its cost limit: no limit */
+  for (int64_t round = 0; alive > (int64_t)target; round++) {
+    /* 1. costs of the edges that changed in the last round */
+    const int64_t nt = m.nt;
+    const mesh *mc = &m;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
+    for (int64_t t = 0; t < nt; t++) {
+      if (mc->dead[t]) continue;
+      for (int64_t h = 3 * t; h < 3 * t + 3; h++) {
+        const int64_t u = mc->tri[h], v = mc->tri[next_he(h)];
+        if (u < v && (round == 0 || mc->changed[u] == round - 1 || mc->changed[v] == round - 1)) {
+          double p[3];
+          const double c = collapse_point(mc, u, v, p);
+          m.cost[h] = c < (double)FLT_MAX ? (float)c : FLT_MAX;
+        }
       }
-      g = m.opp[prev_he(g)];
-    } while (g != m.out[e.u]);
+    }
+    /* 2. the edges, in mesh order */
+    size_t n = 0;
+    for (int64_t t = 0; t < nt; t++) {
+      if (m.dead[t]) continue;
+      for (int64_t h = 3 * t; h < 3 * t + 3; h++)
+        if (m.tri[h] < m.tri[next_he(h)]) order[n++] = (edge_key){cost_key(m.cost[h]), h};
+    }
+    /* 3. collapses of the edges up to the cost of the one that would end
+     * the round in cost order (a histogram of the keys' top 16 bits: sign,
+     * exponent and 7 bits of mantissa, 1% steps), in mesh order, which
+     * keeps the walks around the edges in cache; until half of the
+     * triangles still to remove are gone */
+    const int64_t stop = (int64_t)target + (alive - (int64_t)target) / 2;
+    const size_t want = (size_t)(alive - stop + 1) / 2;
+    memset(hist, 0, 65536 * sizeof *hist);
+    for (size_t i = 0; i < n; i++) hist[order[i].key >> 16]++;
+    uint32_t limit = UINT32_MAX;
+    size_t below = 0;
+    for (uint32_t b = 0; b < 65536 && !open; b++)
+      if ((below += hist[b]) >= want) {
+        limit = b << 16 | 0xFFFF;
+        break;
+      }
+    int64_t made = 0;
+    for (size_t i = 0; i < n && alive > stop; i++) {
+      if (order[i].key > limit) continue;
+      const int64_t h = order[i].h, u = m.tri[h], v = m.tri[next_he(h)];
+      /* a removed triangle, or an end changed in this round: the cost is old */
+      if (m.dead[h / 3] || m.changed[u] == round || m.changed[v] == round) continue;
+      double p[3];
+      collapse_point(&m, u, v, p);
+      if (!try_collapse(&m, h, p, serial++, round)) continue;
+      alive -= 2, made++;
+    }
+    if (made == 0 && limit == UINT32_MAX) break; /* no edge may collapse any more */
+    open = made == 0;
   }
+  free(order);
+  free(hist);
 
   /* the surviving vertices and triangles, in their old order */
   int64_t *renumber = m.mark; /* no longer needed for the link condition */

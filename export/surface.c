@@ -40,12 +40,16 @@
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -128,77 +132,152 @@ static inline uint64_t load8(const uint8_t *p) {
   return w;
 }
 
-/* r[i] = (d[i] >= t), NaN as out. restrict, because a byte store may
- * otherwise alias the doubles, which keeps the compiler from vectorizing. */
-static void threshold_doubles(const double *restrict d, double t, int64_t n,
-                              uint8_t *restrict r) {
-  for (int64_t i = 0; i < n; i++) r[i] = d[i] >= t;
-}
+/* Pass 1 reads the whole field once, which is most of its memory traffic:
+ * the comparisons go 2 doubles (or 16 labels) at a time into bit masks
+ * (SSE2, part of every x86-64; a plain loop elsewhere), 64 points a word,
+ * whose population count and first and last bits give the row's count and
+ * span. Only rows with a point inside are then written out as bytes: the
+ * empty rows of a sparse design are neither written nor (inside_row gives
+ * zeros for them) read. */
 
-/* Pass 1 for one row: inside[a] for a in [0, px), the number inside, and
- * in span[0], span[1] the first and last inside point (1, 0 when none). */
-static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row,
-                               int64_t *span) {
-  span[0] = 1, span[1] = 0;
-  if (b < 1 || c < 1 || b > f->ny || c > f->nz) {
-    memset(row, 0, (size_t)px);
-    return 0;
-  }
-  size_t e0 = (size_t)(((c - 1) * f->ny + (b - 1)) * f->nx);
-  const int64_t nx = f->nx;
-  row[0] = 0;
-  row[px - 1] = 0;
-  uint8_t *r = row + 1;
-  int64_t n = 0;
+/* bits[w] bit i = point 64 w + i of the row is inside, for the nx voxels of
+ * the row starting at voxel e0; the bits past nx are 0. */
+static void inside_bits(const field *f, size_t e0, int64_t nx, uint64_t *bits) {
+  const int64_t words = (nx + 63) / 64;
   switch (f->kind) {
   case FIELD_DENSITY: {
-    threshold_doubles(f->density + e0, f->threshold, nx, r);
-    break;
-  }
-  case FIELD_NONZERO: {
-    const uint8_t *l = f->label + e0;
-    for (int64_t i = 0; i < nx; i++) r[i] = l[i] != 0;
+    const double *d = f->density + e0;
+    const double t = f->threshold;
+    int64_t i = 0;
+#ifdef __SSE2__
+    const __m128d tv = _mm_set1_pd(t);
+    for (; i + 64 <= nx; i += 64) {
+      uint64_t w = 0;
+      for (int k = 0; k < 64; k += 2) /* NaN >= t is false: NaN counts as 0 */
+        w |= (uint64_t)_mm_movemask_pd(_mm_cmpge_pd(_mm_loadu_pd(d + i + k), tv)) << k;
+      bits[i / 64] = w;
+    }
+#endif
+    for (int64_t w = i / 64; w < words; w++) {
+      uint64_t m = 0;
+      const int64_t end = 64 * w + 64 < nx ? 64 * w + 64 : nx;
+      for (int64_t k = 64 * w; k < end; k++) m |= (uint64_t)(d[k] >= t) << (k - 64 * w);
+      bits[w] = m;
+    }
     break;
   }
   default: {
     const uint8_t *l = f->label + e0;
-    const uint8_t w = f->which;
-    for (int64_t i = 0; i < nx; i++) r[i] = l[i] == w;
+    /* FIELD_NONZERO: inside where the label is not 0; FIELD_LABEL: where it is `which` */
+    const int nonzero = f->kind == FIELD_NONZERO;
+    const uint8_t which = nonzero ? 0 : f->which;
+    int64_t i = 0;
+#ifdef __SSE2__
+    const __m128i wv = _mm_set1_epi8((char)which);
+    for (; i + 64 <= nx; i += 64) {
+      uint64_t w = 0;
+      for (int k = 0; k < 64; k += 16) {
+        unsigned eq = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(l + i + k)), wv));
+        w |= (uint64_t)(nonzero ? ~eq & 0xFFFFu : eq) << k;
+      }
+      bits[i / 64] = w;
+    }
+#endif
+    for (int64_t w = i / 64; w < words; w++) {
+      uint64_t m = 0;
+      const int64_t end = 64 * w + 64 < nx ? 64 * w + 64 : nx;
+      for (int64_t k = 64 * w; k < end; k++)
+        m |= (uint64_t)(nonzero ? l[k] != 0 : l[k] == which) << (k - 64 * w);
+      bits[w] = m;
+    }
     break;
   }
   }
-  for (int64_t i = 0; i < nx; i++) n += r[i];
-  if (n) {
-    /* row[0] and row[px - 1] are 0, so both searches stop inside the row */
-    int64_t first = (const uint8_t *)memchr(row, 1, (size_t)px) - row, last = px - 1;
-    while (last >= 8 && load8(row + last - 7) == 0) last -= 8;
-    while (!row[last]) last--;
-    span[0] = first, span[1] = last;
+}
+
+#define BYTES_01 0x0101010101010101ull
+
+/* The bits set in w (no popcount instruction in the portable build). */
+static inline int64_t popcount64(uint64_t w) {
+  w -= (w >> 1) & 0x5555555555555555ull;
+  w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
+  w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return (int64_t)((w * 0x0101010101010101ull) >> 56);
+}
+
+/* Byte k (0 or 1) is bit k of m: the byte of m repeated, each copy masked
+ * to its own bit, and a non-zero byte turned into 1 (no carries between
+ * bytes: each is at most 0x80 + 0x7F). */
+static inline uint64_t expand8(uint64_t m) {
+  uint64_t w = ((m & 0xFF) * BYTES_01) & 0x8040201008040201ull;
+  return ((w + 0x7F7F7F7F7F7F7F7Full) >> 7) & BYTES_01;
+}
+
+/* Pass 1 for one row: the number of inside points, in span[0], span[1] the
+ * first and last of them (1, 0 when none), and, when there is one,
+ * inside[a] for a in [0, px) in `row` (untouched otherwise). `bits`:
+ * (px + 63) / 64 words of scratch. */
+static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row,
+                               int64_t *span, uint64_t *bits) {
+  span[0] = 1, span[1] = 0;
+  if (b < 1 || c < 1 || b > f->ny || c > f->nz) return 0;
+  const int64_t nx = f->nx, words = (nx + 63) / 64;
+  inside_bits(f, (size_t)(((c - 1) * f->ny + (b - 1)) * nx), nx, bits);
+  int64_t n = 0, first = -1, last = -1;
+  for (int64_t w = 0; w < words; w++) {
+    if (!bits[w]) continue;
+    n += popcount64(bits[w]);
+    if (first < 0) first = 64 * w + __builtin_ctzll(bits[w]);
+    last = 64 * w + 63 - __builtin_clzll(bits[w]);
   }
+  if (!n) return 0;
+  span[0] = first + 1, span[1] = last + 1; /* points are voxels + 1 */
+  row[0] = 0;
+  uint8_t *r = row + 1;
+  for (int64_t w = 0; w < words; w++) {
+    const int64_t left = nx - 64 * w, bytes = left < 64 ? left : 64;
+    uint8_t tmp[64];
+    for (int k = 0; k < 8; k++) {
+      const uint64_t e = expand8(bits[w] >> 8 * k);
+      memcpy(tmp + 8 * k, &e, 8);
+    }
+    memcpy(r + 64 * w, tmp, (size_t)bytes);
+  }
+  row[px - 1] = 0;
   return n;
 }
 
 typedef struct grid_rows {
   int64_t px, py, pz;       /* padded point counts */
-  const uint8_t *inside;    /* px*py*pz + 1 (the last 0) */
-  const uint8_t *mask;      /* px*py*pz */
-  const uint8_t *zero;      /* px + 1 zeros, for rows past the grid */
+  const uint8_t *inside;    /* px*py*pz + 1 (the last 0); only rows with a point inside */
+  const uint8_t *mask;      /* px*py*pz; only rows whose mask_live is 1 */
+  const uint8_t *mask_live; /* per row: 1 if its masks were written (they may cross) */
+  const uint8_t *zero;      /* px + 1 zeros, for rows past the grid and empty rows */
   const int64_t *span;      /* 2 per row: its first and last inside point (1, 0: none) */
 } grid_rows;
 
-/* The inside or mask row (b, c), or zeros past the grid. */
-static inline const uint8_t *row_of(const grid_rows *g, const uint8_t *base, int64_t b,
-                                    int64_t c) {
+/* The inside row (b, c), or zeros past the grid or where none is inside
+ * (such rows are never written). */
+static inline const uint8_t *inside_row(const grid_rows *g, int64_t b, int64_t c) {
   if (b >= g->py || c >= g->pz) return g->zero;
-  return base + (size_t)((c * g->py + b) * g->px);
+  const int64_t row = c * g->py + b;
+  if (g->span[2 * row] > g->span[2 * row + 1]) return g->zero;
+  return g->inside + (size_t)(row * g->px);
+}
+
+/* The mask row (b, c), or zeros past the grid or where nothing crosses. */
+static inline const uint8_t *mask_row_of(const grid_rows *g, int64_t b, int64_t c) {
+  if (b >= g->py || c >= g->pz) return g->zero;
+  const int64_t row = c * g->py + b;
+  if (!g->mask_live[row]) return g->zero;
+  return g->mask + (size_t)(row * g->px);
 }
 
 /* The number of crossed edges in a mask (3 bits): a table, since the
  * portable build has no popcount instruction and the library call cost a
  * third of the extraction. */
 static const uint8_t bits3[8] = {0, 1, 1, 2, 1, 2, 2, 3};
-
-#define BYTES_01 0x0101010101010101ull
 
 /* Whether each of the 8 bytes of w is 0 or 255: a cube with no crossing. */
 static inline int uniform8(uint64_t w) { return ((w ^ (w << 1)) & 0xFEFEFEFEFEFEFEFEull) == 0; }
@@ -232,8 +311,8 @@ static void cube_span(const grid_rows *g, int64_t b, int64_t c, int64_t *lo, int
  * less to fill and to touch. Plain byte arithmetic, which vectorizes. */
 static void row_cases(const grid_rows *g, int64_t b, int64_t c, int64_t lo, int64_t hi,
                       uint8_t *cases) {
-  const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
-                *r2 = row_of(g, g->inside, b, c + 1), *r3 = row_of(g, g->inside, b + 1, c + 1);
+  const uint8_t *r0 = inside_row(g, b, c), *r1 = inside_row(g, b + 1, c),
+                *r2 = inside_row(g, b, c + 1), *r3 = inside_row(g, b + 1, c + 1);
   memset(cases, 0, (size_t)g->px);
   for (int64_t a = lo; a <= hi; a++)
     cases[a] = (uint8_t)(r0[a] | r0[a + 1] << 1 | r1[a] << 2 | r1[a + 1] << 3 | r2[a] << 4 |
@@ -243,15 +322,17 @@ static void row_cases(const grid_rows *g, int64_t b, int64_t c, int64_t lo, int6
 /* Pass 2 for row (b, c): crossing masks, and the numbers of vertices and
  * triangles of the row (`cases`: px bytes of scratch). */
 static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, int64_t c,
-                     uint8_t *mask, uint8_t *cases, int64_t *n_vertices, int64_t *n_triangles) {
-  const uint8_t *r0 = row_of(g, g->inside, b, c), *r1 = row_of(g, g->inside, b + 1, c),
-                *r2 = row_of(g, g->inside, b, c + 1);
+                     uint8_t *mask, uint8_t *live, uint8_t *cases, int64_t *n_vertices,
+                     int64_t *n_triangles) {
+  const uint8_t *r0 = inside_row(g, b, c), *r1 = inside_row(g, b + 1, c),
+                *r2 = inside_row(g, b, c + 1);
   const int64_t px = g->px;
   int64_t lo, hi;
   cube_span(g, b, c, &lo, &hi);
-  memset(mask, 0, (size_t)px);
   *n_vertices = *n_triangles = 0;
-  if (hi < 0) return;
+  *live = hi >= 0;
+  if (hi < 0) return; /* the row is left unwritten: mask_row_of gives zeros */
+  memset(mask, 0, (size_t)px);
   int64_t nv = 0;
   for (int64_t a = lo; a <= hi; a++) {
     unsigned x = r0[a] ^ r0[a + 1], y = r0[a] ^ r1[a], z = r0[a] ^ r2[a];
@@ -322,8 +403,8 @@ static void emit_triangles(const extract_job *j, int64_t b, int64_t c, uint8_t *
   int64_t lo, hi;
   cube_span(g, b, c, &lo, &hi);
   row_cases(g, b, c, lo, hi, cases);
-  const uint8_t *mk[4] = {g->mask + (size_t)(row * px), row_of(g, g->mask, b + 1, c),
-                          row_of(g, g->mask, b, c + 1), row_of(g, g->mask, b + 1, c + 1)};
+  const uint8_t *mk[4] = {mask_row_of(g, b, c), mask_row_of(g, b + 1, c),
+                          mask_row_of(g, b, c + 1), mask_row_of(g, b + 1, c + 1)};
   /* the first vertex of point (a, row r) */
   int64_t next[4] = {j->vertex_first[row], j->vertex_first[row + 1],
                      j->vertex_first[row + g->py], j->vertex_first[row + g->py + 1]};
@@ -358,6 +439,14 @@ static void emit_triangles(const extract_job *j, int64_t b, int64_t c, uint8_t *
   }
 }
 
+/* The case table, derived once per process (it takes milliseconds, as long
+ * as the whole extraction of a small design) and then only read. */
+static vox_cube_cases case_table;
+static int case_table_status;
+static pthread_once_t case_table_once = PTHREAD_ONCE_INIT;
+
+static void build_case_table(void) { case_table_status = vox_cube_cases_build(&case_table); }
+
 static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *what) {
   if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no model given", what);
   const vox_grid *g = &m->grid;
@@ -385,30 +474,101 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   const size_t n_points = (size_t)(g.px * g.py * g.pz);
   const int64_t n_rows = g.py * g.pz;
   uint8_t *inside = big_alloc(n_points + 1), *mask = big_alloc(n_points);
-  uint8_t *zero = calloc(1, (size_t)g.px + 1);
+  uint8_t *zero = calloc(1, (size_t)g.px + 1), *mask_live = malloc((size_t)n_rows);
   int64_t *span = malloc(2 * (size_t)n_rows * sizeof *span);
   int64_t *vertex_first = malloc(((size_t)n_rows + 1) * sizeof *vertex_first);
   int64_t *triangle_first = malloc(((size_t)n_rows + 1) * sizeof *triangle_first);
-  vox_cube_cases *cc = malloc(sizeof *cc);
   vox_status status = VOX_OK;
-  if (!inside || !mask || !zero || !span || !vertex_first || !triangle_first || !cc) {
+  if (!inside || !mask || !zero || !mask_live || !span || !vertex_first || !triangle_first) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
-  if (vox_cube_cases_build(cc) != 0) {
+  pthread_once(&case_table_once, build_case_table);
+  const vox_cube_cases *cc = &case_table;
+  if (case_table_status != 0) {
     status = vox_error(ctx, VOX_ERR_UNSUPPORTED,
                        "%s: internal error: the marching-cubes table is inconsistent", what);
     goto done;
   }
   inside[n_points] = 0;
-  g.inside = inside, g.mask = mask, g.zero = zero, g.span = span;
+  g.inside = inside, g.mask = mask, g.mask_live = mask_live, g.zero = zero, g.span = span;
 
-  /* 1. inside */
-  int64_t n_inside = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : n_inside)
-  for (int64_t row = 0; row < n_rows; row++)
-    n_inside += fill_inside_row(f, row % g.py, row / g.py, g.px, inside + (size_t)(row * g.px),
-                                span + 2 * row);
+  /* One parallel region for the three passes, with a barrier between them,
+   * and rows handed out in small chunks as threads come free: on a machine
+   * shared with other work a thread that loses its core for a while then
+   * leaves its rows to the others instead of holding all of them up at the
+   * next barrier (static halves made the wall time several times the CPU
+   * time there). Every row's result depends only on the row, so the output
+   * is the same whatever thread does what. */
+  int64_t n_inside = 0, n_vertices = 0, n_triangles = 0;
+  int failed = 0;     /* 1 out of scratch memory, 2 out of memory for the mesh */
+  extract_job job = {.f = f, .g = &g, .cc = cc, .origin = gr->origin, .h = gr->voxel_size,
+                     .vertex_first = vertex_first, .triangle_first = triangle_first};
+#pragma omp parallel num_threads(threads)
+  {
+    uint8_t *cases = malloc((size_t)g.px + 8);
+    uint64_t *bits = malloc(((size_t)g.px + 63) / 64 * sizeof *bits);
+    if (!cases || !bits) {
+#pragma omp atomic write
+      failed = 1;
+    }
+    /* 1. inside */
+    int64_t mine = 0;
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t row = 0; row < n_rows; row++)
+      if (bits)
+        mine += fill_inside_row(f, row % g.py, row / g.py, g.px, inside + (size_t)(row * g.px),
+                                span + 2 * row, bits);
+#pragma omp atomic
+    n_inside += mine;
+#pragma omp barrier
+    /* 2. masks and counts (row counts first, then prefix sums in place) */
+    int stop;
+#pragma omp atomic read
+    stop = failed;
+    if (!stop && n_inside > 0) { /* the same for every thread, after the barrier */
+#pragma omp for schedule(dynamic, 64)
+      for (int64_t row = 0; row < n_rows; row++)
+        mask_row(&g, cc, row % g.py, row / g.py, mask + (size_t)(row * g.px), mask_live + row,
+                 cases, &vertex_first[row + 1], &triangle_first[row + 1]);
+#pragma omp single
+      {
+        vertex_first[0] = triangle_first[0] = 0;
+        for (int64_t row = 0; row < n_rows; row++) {
+          vertex_first[row + 1] += vertex_first[row];
+          triangle_first[row + 1] += triangle_first[row];
+        }
+        n_vertices = vertex_first[n_rows], n_triangles = triangle_first[n_rows];
+        if ((uint64_t)n_vertices <= SIZE_MAX / (3 * sizeof(double)) &&
+            (uint64_t)n_triangles <= SIZE_MAX / (3 * sizeof(int64_t))) {
+          out->vertex = big_alloc((size_t)n_vertices * 3 * sizeof *out->vertex);
+          out->triangle = big_alloc((size_t)n_triangles * 3 * sizeof *out->triangle);
+        }
+        if (!out->vertex || !out->triangle) failed = 2;
+        job.vertex = out->vertex, job.triangle = out->triangle;
+      } /* (the single's barrier) */
+      /* 3. vertices and triangles */
+      if (!failed) {
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t row = 0; row < n_rows; row++) {
+          if (vertex_first[row + 1] != vertex_first[row])
+            emit_vertices(&job, row % g.py, row / g.py);
+          if (triangle_first[row + 1] != triangle_first[row])
+            emit_triangles(&job, row % g.py, row / g.py, cases);
+        }
+      }
+    }
+    free(cases);
+    free(bits);
+  }
+  if (failed) {
+    vox_surface_free(out);
+    status = failed == 2 ? vox_error(ctx, VOX_ERR_NO_MEMORY,
+                                     "%s: out of memory for %lld vertices and %lld triangles",
+                                     what, (long long)n_vertices, (long long)n_triangles)
+                         : vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
+    goto done;
+  }
   if (n_inside == 0) {
     if (f->kind == FIELD_LABEL)
       status = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no voxel has label %d", what,
@@ -422,78 +582,17 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
                          f->threshold);
     goto done;
   }
-
-  /* 2. masks and counts (row counts first, then prefix sums in place) */
-  int scratch_failed = 0;
-#pragma omp parallel num_threads(threads) reduction(| : scratch_failed)
-  {
-    uint8_t *cases = malloc((size_t)g.px + 8);
-    scratch_failed = !cases;
-#pragma omp for schedule(static)
-    for (int64_t row = 0; row < n_rows; row++)
-      if (cases)
-        mask_row(&g, cc, row % g.py, row / g.py, mask + (size_t)(row * g.px), cases,
-                 &vertex_first[row + 1], &triangle_first[row + 1]);
-    free(cases);
-  }
-  if (scratch_failed) {
-    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
-    goto done;
-  }
-  vertex_first[0] = triangle_first[0] = 0;
-  for (int64_t row = 0; row < n_rows; row++) {
-    vertex_first[row + 1] += vertex_first[row];
-    triangle_first[row + 1] += triangle_first[row];
-  }
-  const int64_t n_vertices = vertex_first[n_rows], n_triangles = triangle_first[n_rows];
-  if ((uint64_t)n_vertices > SIZE_MAX / (3 * sizeof(double)) ||
-      (uint64_t)n_triangles > SIZE_MAX / (3 * sizeof(int64_t))) {
-    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
-    goto done;
-  }
-  out->vertex = big_alloc((size_t)n_vertices * 3 * sizeof *out->vertex);
-  out->triangle = big_alloc((size_t)n_triangles * 3 * sizeof *out->triangle);
-  if (!out->vertex || !out->triangle) {
-    vox_surface_free(out);
-    status = vox_error(ctx, VOX_ERR_NO_MEMORY,
-                       "%s: out of memory for %lld vertices and %lld triangles", what,
-                       (long long)n_vertices, (long long)n_triangles);
-    goto done;
-  }
   out->n_vertices = (size_t)n_vertices;
   out->n_triangles = (size_t)n_triangles;
-
-  /* 3. vertices and triangles */
-  extract_job job = {.f = f, .g = &g, .cc = cc, .origin = gr->origin, .h = gr->voxel_size,
-                     .vertex_first = vertex_first, .triangle_first = triangle_first,
-                     .vertex = out->vertex, .triangle = out->triangle};
-#pragma omp parallel num_threads(threads) reduction(| : scratch_failed)
-  {
-    uint8_t *cases = malloc((size_t)g.px + 8);
-    scratch_failed = !cases;
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t row = 0; row < n_rows; row++) {
-      if (!cases) continue;
-      if (vertex_first[row + 1] != vertex_first[row]) emit_vertices(&job, row % g.py, row / g.py);
-      if (triangle_first[row + 1] != triangle_first[row])
-        emit_triangles(&job, row % g.py, row / g.py, cases);
-    }
-    free(cases);
-  }
-  if (scratch_failed) {
-    vox_surface_free(out);
-    status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
-    goto done;
-  }
 
 done:
   free(inside);
   free(mask);
   free(zero);
+  free(mask_live);
   free(span);
   free(vertex_first);
   free(triangle_first);
-  free(cc);
   return status;
 }
 

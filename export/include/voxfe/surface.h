@@ -72,8 +72,10 @@ vox_status vox_surface_smooth(vox_context *ctx, vox_surface *surface, int iterat
  * is left as it is. The surface must be closed and 2-manifold (every edge
  * shared by two triangles with opposite orientations, one fan of triangles
  * around every vertex), as the isosurfaces here are: other meshes fail with
- * VOX_ERR_INVALID_ARGUMENT and are left untouched. Single-threaded and
- * deterministic; vertices keep their order, less the removed ones. */
+ * VOX_ERR_INVALID_ARGUMENT and are left untouched. The collapses go in
+ * rounds of the cheapest edges (costs computed on the context's threads);
+ * deterministic, the same for any number of threads; vertices keep their
+ * order, less the removed ones. */
 vox_status vox_surface_decimate(vox_context *ctx, vox_surface *surface, size_t target_triangles);
 
 /* Writes the surface as STL, binary (`binary` non-zero: an 80-byte header,
