@@ -110,11 +110,23 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
       for (int64_t i = 0; i < g->nx; i++) {
         if (!model->label[(k * g->ny + j) * g->nx + i]) continue;
         for (int a = 0; a < 8; a++) {
-          const int64_t n = (k + vox_hex8_corner[a][2]) * sz + (j + vox_hex8_corner[a][1]) * sy +
-                            i + vox_hex8_corner[a][0];
-          memset(h->fixed + fem->dpn * n, 0, (size_t)fem->dpn);
+          int64_t ii = i + vox_hex8_corner[a][0], jj = j + vox_hex8_corner[a][1],
+                  kk = k + vox_hex8_corner[a][2];
+          if (g->periodic) ii %= g->nx, jj %= g->ny, kk %= g->nz;
+          memset(h->fixed + fem->dpn * (kk * sz + jj * sy + ii), 0, (size_t)fem->dpn);
         }
       }
+  if (g->periodic) {
+    /* The images carry no unknowns. Node 0 (the eight corners of the cell,
+     * seed 003 section 4.2) is held: the periodic operator is singular
+     * with the rigid translations, and this picks the solution with
+     * u = 0 there (the homogenized tensor does not depend on it). */
+    for (int64_t k = 0; k <= g->nz; k++)
+      for (int64_t j = 0; j <= g->ny; j++)
+        for (int64_t i = 0; i <= g->nx; i++)
+          if (vox_is_image(g->nx, g->ny, g->nz, i, j, k) || (i == 0 && j == 0 && k == 0))
+            memset(h->fixed + fem->dpn * (k * sz + j * sy + i), 1, (size_t)fem->dpn);
+  }
   for (size_t i = 0; i < model->n_constraints; i++) {
     const vox_constraint *c = &model->constraints[i];
     const size_t d = (size_t)fem->dpn * (size_t)c->node + c->component;

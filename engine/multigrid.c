@@ -29,6 +29,9 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
  * the V-cycle indefinite (seen on a 128 x 64 x 64 cantilever). Lanczos
  * converges to the extreme eigenvalue far faster. */
 enum { LANCZOS_STEPS = 16 };
+#ifndef PROJECT_SOLUTION
+#define PROJECT_SOLUTION 1
+#endif
 
 static size_t grid_dofs(const vox_grid *g, int dpn) { return (size_t)vox_grid_nodes(g) * (size_t)dpn; }
 
@@ -38,6 +41,10 @@ int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
   while (requested > 0 ? levels < requested : grid_dofs(&g, dofs_per_node) > MAX_COARSE_DOFS) {
     const vox_grid c = vox_grid_coarsen(&g);
     if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break; /* a single voxel */
+    /* periodic levels nest only with even sizes, and keep even sizes
+     * themselves so that their element colours do not meet across the wrap */
+    if (g.periodic && (g.nx % 2 || g.ny % 2 || g.nz % 2 || c.nx % 2 || c.ny % 2 || c.nz % 2))
+      break;
     g = c;
     levels++;
   }
@@ -57,8 +64,47 @@ static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
 void vox_mg_destroy(vox_multigrid *mg) {
   if (!mg) return;
   for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
+  for (int c = 0; c < mg->n_translations; c++)
+    if (mg->translation[c].data) mg->be->ops->vec_destroy(mg->be, &mg->translation[c]);
   free(mg->level);
   free(mg);
+}
+
+/* The unit translation vectors of the coarsest level of a periodic
+ * hierarchy: 1/sqrt(masters) on every master dof of one component. */
+static vox_status make_translations(vox_multigrid *mg) {
+  vox_backend *be = mg->be;
+  const vox_grid *g = &mg->level[mg->n_levels - 1].grid;
+  const int dpn = mg->dofs_per_node;
+  const size_t n = grid_dofs(g, dpn);
+  double *host = malloc(n * sizeof *host);
+  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const double value = 1 / sqrt((double)vox_grid_elements(g)); /* masters = elements */
+  vox_status s = VOX_OK;
+  for (int c = 0; c < dpn && s == VOX_OK; c++) {
+    size_t d = 0;
+    for (int64_t k = 0; k <= g->nz; k++)
+      for (int64_t j = 0; j <= g->ny; j++)
+        for (int64_t i = 0; i <= g->nx; i++, d += (size_t)dpn)
+          for (int r = 0; r < dpn; r++)
+            host[d + (size_t)r] = r == c && !vox_is_image(g->nx, g->ny, g->nz, i, j, k) ? value : 0;
+    s = be->ops->vec_create(be, n, &mg->translation[c]);
+    if (s == VOX_OK) mg->n_translations = c + 1;
+    if (s == VOX_OK) s = be->ops->vec_upload(be, &mg->translation[c], host);
+  }
+  free(host);
+  return s;
+}
+
+/* v -= its components along the translations (orthonormal). */
+static vox_status remove_translations(vox_multigrid *mg, vox_vec *v) {
+  vox_backend *be = mg->be;
+  for (int c = 0; c < mg->n_translations; c++) {
+    double a;
+    TRY(be->ops->vec_dot(be, v, &mg->translation[c], &a));
+    TRY(be->ops->vec_axpy(be, v, -a, &mg->translation[c]));
+  }
+  return VOX_OK;
 }
 
 vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
@@ -92,6 +138,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     }
     g = vox_grid_coarsen(&g);
   }
+  if (s == VOX_OK && grid->periodic) s = make_translations(mg);
   if (s != VOX_OK) {
     vox_mg_destroy(mg);
     return s;
@@ -268,7 +315,10 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   TRY(level_apply(mg, l, x, &lv->r)); /* r = b - A x */
   TRY(be->ops->vec_xpay(be, &lv->r, -1, b));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, &lv->r, &coarse->b));
+  const int coarsest = l + 1 == mg->n_levels - 1;
+  if (coarsest) TRY(remove_translations(mg, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
+  if (coarsest && PROJECT_SOLUTION) TRY(remove_translations(mg, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, x));
   return smooth(mg, l, b, x, 0);
 }

@@ -24,6 +24,12 @@ typedef struct vox_multigrid {
   vox_mg_level *level;
   vox_solver_options options; /* smoother, sweeps, ... */
   double fine_bound;        /* an upper bound of lambda_max(D^-1 A) on level 0, or 0 */
+  /* Periodic grids: the rigid translations on the coarsest level's master
+   * nodes, one unit vector per component, removed from the restricted
+   * residual before the coarsest solve and from its solution (seed 003
+   * section 4.2). */
+  int n_translations;
+  vox_vec translation[3];
 } vox_multigrid;
 
 /* The number of levels for a grid: coarsen while every axis keeps at least 2

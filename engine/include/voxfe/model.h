@@ -52,6 +52,14 @@ typedef struct vox_grid {
   int64_t nx, ny, nz;           /* elements along x, y, z */
   double voxel_size[3];         /* element edge lengths along x, y, z, mm */
   double origin[3];             /* coordinates of node (0,0,0), mm */
+  /* 1: a periodic unit cell (homogenization): the grid wraps around along
+   * every axis, so node nx is node 0 again (and so for y, z). Nodes keep
+   * the (nx+1)(ny+1)(nz+1) layout: those with i = nx, j = ny or k = nz are
+   * images of their periodic twins, carry no unknowns of their own (the
+   * solver treats them like fixed dofs) and hold copies of the twins'
+   * values only in results written to files. Not stored in model files:
+   * set by the program that sets up the cell problem. */
+  int periodic;
 } vox_grid;
 
 /* A prescribed displacement: dof `component` of `node` is `value` (mm);

@@ -6,6 +6,7 @@
 #include "voxfe/backend.h"
 #include "voxfe/context.h"
 #include "voxfe/element.h"
+#include "voxfe/homogenize.h"
 #include "voxfe/model.h"
 #include "voxfe/optimizer.h"
 #include "voxfe/solver.h"
