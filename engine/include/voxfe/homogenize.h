@@ -31,6 +31,15 @@ typedef struct vox_cell_moduli {
   double shear_axis[3];     /* G_xy, G_yz, G_zx */
 } vox_cell_moduli;
 
+/* A function of C^H to minimise (the objectives of a periodic cell, seed
+ * 003 section 5.3): its value at c (6x6 row-major, the order above) and
+ * its gradient d f / d c_ij (6x6, as if all 36 entries were independent;
+ * only the symmetric part matters). `iteration` is the design iteration
+ * (1-based; eq. 21 uses it). Returns 0, or -1 where f is not defined at c.
+ * A parsed expression of the C^H entries plugs in here. */
+typedef int (*vox_tensor_function)(void *self, const double c[36], int iteration, double *value,
+                                   double gradient[36]);
+
 /* Fills m from c (6x6 row-major). Returns 0, or -1 when c is singular (the
  * compliance-based entries are then NaN). */
 int vox_cell_moduli_of(const double c[36], vox_cell_moduli *m);
