@@ -423,6 +423,9 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   if (s->homog) { /* a cell keeps no state fields: C^H is its result */
     free(model->displacement);
     model->displacement = NULL;
+    if (!model->cell_tensor && !(model->cell_tensor = malloc(sizeof s->tensor)))
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    memcpy(model->cell_tensor, s->tensor, sizeof s->tensor);
     return VOX_OK;
   }
   for (int c = 0; c < s->n_cases; c++) TRY(be->ops->vec_download(be, &s->u[c], u + c * nd));

@@ -126,6 +126,10 @@ typedef struct vox_model {
                                    displacements, or temperatures for heat */
   size_t n_history;
   vox_history_row *history;
+  /* The homogenized stiffness C^H of a periodic-cell design (voxfe-optimize
+   * --objective bulk|shear|...): 36 values, 6x6 row-major in the Voigt
+   * order of voxfe/homogenize.h; NULL when absent. */
+  double *cell_tensor;
 
   /* Text attributes carried from stage to stage. */
   char *history_text;           /* netCDF `history`: one line per program run */
