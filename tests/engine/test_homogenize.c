@@ -296,11 +296,11 @@ static void test_multigrid(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
-/* Bulk-modulus maximisation of a 12^3 cell from a smooth start: the
+/* Bulk-modulus maximisation of an 8^3 cell from a smooth start: the
  * modulus grows, stays under the Hashin-Shtrikman bound, the volume is
  * met, and the reported C^H is that of the final density. */
 static void test_optimize(vox_context *ctx, vox_backend *be) {
-  const int n = 12;
+  const int n = 8;
   vox_model m;
   make_cell(ctx, &m, n, n, n, 1, 1, 0.3);
   m.density = malloc((size_t)(n * n * n) * sizeof *m.density);
@@ -317,7 +317,7 @@ static void test_optimize(vox_context *ctx, vox_backend *be) {
   o.continuation = 0;
   o.filter_radius = 1.5 / n;
   o.move_limit = 0.05;
-  o.max_iterations = 12;
+  o.max_iterations = 10;
   o.solver.precision = VOX_PRECISION_DOUBLE;
   double c0[36];
   vox_solver_options so;
