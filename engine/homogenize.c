@@ -231,6 +231,10 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
   for (int i = 0; i < VOX_STRAINS && s == VOX_OK && displacement; i++) {
     double *u = displacement + (size_t)i * fem->n_dofs;
     s = o->vec_download(be, &h->u[i], u);
+    /* the singular system leaves a translation free: the one with u = 0
+     * at the corner */
+    const double shift[3] = {u[0], u[1], u[2]};
+    for (size_t d = 0; d < fem->n_dofs; d++) u[d] -= shift[d % 3];
     const int64_t px = g->nx + 1, py = g->ny + 1;
     for (int64_t k = 0; k <= g->nz && s == VOX_OK; k++)
       for (int64_t j = 0; j <= g->ny; j++)

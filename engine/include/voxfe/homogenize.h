@@ -50,7 +50,7 @@ int vox_cell_moduli_of(const double c[36], vox_cell_moduli *m);
  * model->density, otherwise the materials' E. c gets C^H (6x6 row-major,
  * units of E), results the six solves (may be NULL), displacement (may be
  * NULL) the six periodic fluctuation fields (6 * 3 * nodes values, images
- * filled with their twins' values). */
+ * filled with their twins' values, zero at the corner node). */
 vox_status vox_homogenize(vox_context *ctx, vox_backend *backend, const vox_model *model,
                           int use_density, double penalty, double emin_ratio,
                           const vox_solver_options *options, double c[36],
