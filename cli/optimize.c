@@ -29,6 +29,21 @@ typedef struct settings {
   int quiet;
 } settings;
 
+static int parse_objective(const char *what, const char *text, void *value) {
+  vox_objective objective;
+  if (vox_objective_parse(text, &objective) != 0 || objective == VOX_OBJECTIVE_CUSTOM) {
+    cli_error("%s: expected compliance, bulk, shear, poisson or poisson-log, got '%s'", what,
+              text);
+    return -1;
+  }
+  *(vox_objective *)value = objective;
+  return 0;
+}
+
+static void format_objective(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_objective_name(*(const vox_objective *)value));
+}
+
 static int parse_filter(const char *what, const char *text, void *value) {
   if (vox_filter_parse(text, value) != 0) {
     cli_error("%s: expected sensitivity, density or none, got '%s'", what, text);
@@ -47,6 +62,7 @@ static void format_filter(const void *value, char *buf, size_t size) {
 #define FRACTION {0, 1, 1, 0}
 #define AT_LEAST(a) {a, INFINITY, 0, 0}
 #define COUNT {1, INT_MAX, 0, 0}
+#define ANY {-INFINITY, INFINITY, 0, 0}
 /* A number of the optimizer's, recorded in the history. */
 #define NUMBER(NAME, KIND, ARG, MEMBER, RANGE, HELP)                                    \
   {.name = NAME, .arg = ARG, .kind = KIND, .offset = AT(MEMBER), .range = RANGE,         \
@@ -59,6 +75,19 @@ static const cli_option options[] = {
      .help = "design file to write (netCDF); written only when the run succeeds"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
+    {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.objective),
+     .flags = CLI_RECORD,
+     .help = "compliance (the model's supports and loads), or a property of the model as a "
+             "periodic unit cell (every axis a multiple of 4 voxels, no supports or loads): "
+             "bulk or shear (maximise the modulus), poisson or poisson-log (negative Poisson "
+             "ratio, seed 003 eq. 21 or 22)",
+     .parse = parse_objective, .format = format_objective},
+    NUMBER("poisson-beta", CLI_REAL, "B", opt.poisson_beta, FRACTION,
+           "poisson: the weight beta^k of the normal stiffnesses at iteration k, beta in (0, 1)"),
+    NUMBER("poisson-eta", CLI_REAL, "H", opt.poisson_eta, POSITIVE, "poisson-log: eta"),
+    NUMBER("poisson-gamma", CLI_REAL, "G", opt.poisson_gamma, POSITIVE, "poisson-log: gamma"),
+    NUMBER("poisson-tau", CLI_REAL, "T", opt.poisson_tau, ANY,
+           "poisson-log: tau; 0 means -1 / E^gamma of the material"),
     NUMBER("volume-fraction", CLI_REAL, "F", opt.volume_fraction, FRACTION,
            "target volume fraction of the design domain, in (0, 1]"),
     NUMBER("penalty", CLI_REAL, "P", opt.penalty, AT_LEAST(1),
@@ -170,7 +199,28 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   history = cli_history_line(&program, s, argc, argv);
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
-  if (!s->quiet)
+  if (!s->quiet && result.has_tensor) {
+    const vox_cell_moduli *m = &result.moduli;
+    printf("%s: %s after %d iterations: %s objective %.6g, volume fraction %.4f, M_nd %.1f%%; "
+           "%.2f s, %d CG iterations\n",
+           s->output, vox_stop_reason_string(result.reason), result.iterations,
+           vox_objective_name(s->opt.objective), result.objective, result.volume_fraction,
+           result.non_discreteness,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           result.total_cg_iterations);
+    printf("homogenized stiffness C^H (Voigt order xx yy zz xy yz zx, engineering shear):\n");
+    for (int i = 0; i < 6; i++)
+      printf("  %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g\n", result.tensor[6 * i],
+             result.tensor[6 * i + 1], result.tensor[6 * i + 2], result.tensor[6 * i + 3],
+             result.tensor[6 * i + 4], result.tensor[6 * i + 5]);
+    printf("bulk modulus %.6g, shear modulus %.6g (seed 003 eq. 19, 20)\n", m->bulk, m->shear);
+    printf("Young's moduli E_x %.6g, E_y %.6g, E_z %.6g; shear moduli G_xy %.6g, G_yz %.6g, "
+           "G_zx %.6g\n", m->young[0], m->young[1], m->young[2], m->shear_axis[0],
+           m->shear_axis[1], m->shear_axis[2]);
+    printf("Poisson ratios nu_xy %.6g, nu_xz %.6g, nu_yx %.6g, nu_yz %.6g, nu_zx %.6g, "
+           "nu_zy %.6g\n", m->poisson[0][1], m->poisson[0][2], m->poisson[1][0],
+           m->poisson[1][2], m->poisson[2][0], m->poisson[2][1]);
+  } else if (!s->quiet)
     printf("%s: %s after %d iterations: %scompliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
            "%.2f s, %d CG iterations\n",
            s->output, vox_stop_reason_string(result.reason), result.iterations,

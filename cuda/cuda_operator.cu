@@ -614,6 +614,12 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   if (dpn != 1 && dpn != 3)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "operator: %d dofs per node (1 or 3 expected)", dpn);
+  /* the kernels index the grid without wrapping, and the backend has no
+   * op_strain_load / op_strain_energy yet */
+  if (grid->periodic)
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                     "periodic unit cells (homogenization) run on the CPU backend only so far "
+                     "(--device cpu)");
   /* node coordinates are int; the y and z of a launch grid stay below 65536 */
   if (grid->nx < 1 || grid->ny < 1 || grid->nz < 1 || grid->nx >= INT_MAX / 2 ||
       grid->ny >= 65535 || grid->nz >= 65535)

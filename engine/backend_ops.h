@@ -47,6 +47,44 @@ static inline vox_grid vox_grid_coarsen(const vox_grid *fine) {
   return c;
 }
 
+#ifdef __CUDACC__
+#define VOX_HOST_DEVICE __host__ __device__
+#else
+#define VOX_HOST_DEVICE
+#endif
+
+/* Periodic grids (vox_grid.periodic). Every periodic axis has an even
+ * number of elements on every multigrid level (vox_mg_levels_for stops
+ * coarsening before an odd one), so the 8-colour element loops stay free
+ * of conflicts across the wrap. Index arithmetic is done in unwrapped
+ * coordinates (the infinite periodic lattice), and only memory addresses
+ * wrap into the master range [0, n). */
+VOX_HOST_DEVICE static inline int64_t vox_wrap(int64_t a, int64_t n) {
+  a %= n;
+  return a < 0 ? a + n : a;
+}
+
+/* Node (i, j, k) of a periodic grid is an image of a master node. */
+VOX_HOST_DEVICE static inline int vox_is_image(int64_t nx, int64_t ny, int64_t nz, int64_t i,
+                                               int64_t j, int64_t k) {
+  return i == nx || j == ny || k == nz;
+}
+
+/* The node at (i, j, k) + offset t (t = (dk+1)*9 + (dj+1)*3 + di+1) in a
+ * grid of nx x ny x nz elements, or -1 outside a non-periodic grid; on a
+ * periodic grid, the wrapped master. */
+VOX_HOST_DEVICE static inline int64_t vox_neighbour_node(int64_t nx, int64_t ny, int64_t nz,
+                                                         int periodic, int64_t i, int64_t j,
+                                                         int64_t k, int t) {
+  int64_t ii = i + t % 3 - 1, jj = j + (t / 3) % 3 - 1, kk = k + t / 9 - 1;
+  if (periodic) {
+    ii = vox_wrap(ii, nx), jj = vox_wrap(jj, ny), kk = vox_wrap(kk, nz);
+  } else if (ii < 0 || ii > nx || jj < 0 || jj > ny || kk < 0 || kk > nz) {
+    return -1;
+  }
+  return (kk * (ny + 1) + jj) * (nx + 1) + ii;
+}
+
 /* A uniform number in [-0.5, 0.5) from a seed and an index (the splitmix64
  * finaliser of seed + index): a counter-based generator that needs no state,
  * so every thread of any backend computes its own entry. */
@@ -152,6 +190,17 @@ typedef struct vox_backend_ops {
                           vox_vec *x_out, int flags);
   vox_status (*op_residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
                             const vox_vec *x, vox_vec *r, int flags);
+  /* Homogenization of a periodic cell (seed 003 eq. 4-9); chi holds element
+   * displacement vectors of unit macro strains (8 dofs_per_node values each,
+   * in element-local coordinates, the same for every element), host memory.
+   *   op_strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
+   *   op_strain_energy: out_e = sum_fg w_fg (chi_f - u_f,e)' Ke (chi_g - u_g,e)
+   *                     for n_fields <= 6 fields u (elasticity), unit modulus,
+   *                     w n_fields x n_fields row-major, host memory. */
+  vox_status (*op_strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
+  vox_status (*op_strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
+                                 const vox_vec *u, const double *chi, const double *w,
+                                 vox_vec *out);
 
   /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
    * empty voxels):

@@ -42,6 +42,7 @@ void vox_model_free(vox_model *model) {
   free(model->density);
   free(model->displacement);
   free(model->history);
+  free(model->cell_tensor);
   free(model->history_text);
   free(model->title);
   free(model->snapshot_iteration);
@@ -89,6 +90,7 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->displacement =
       dup_array(src->displacement, (size_t)src->n_load_cases * nn * 3 * sizeof(double), &failed);
   dst->history = dup_array(src->history, src->n_history * sizeof *src->history, &failed);
+  dst->cell_tensor = dup_array(src->cell_tensor, src->cell_tensor ? 36 * sizeof(double) : 0, &failed);
   dst->history_text = src->history_text ? strdup(src->history_text) : NULL;
   dst->title = src->title ? strdup(src->title) : NULL;
   dst->snapshot_iteration = dup_array(

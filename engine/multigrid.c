@@ -38,6 +38,10 @@ int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
   while (requested > 0 ? levels < requested : grid_dofs(&g, dofs_per_node) > MAX_COARSE_DOFS) {
     const vox_grid c = vox_grid_coarsen(&g);
     if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break; /* a single voxel */
+    /* periodic levels nest only with even sizes, and keep even sizes
+     * themselves so that their element colours do not meet across the wrap */
+    if (g.periodic && (g.nx % 2 || g.ny % 2 || g.nz % 2 || c.nx % 2 || c.ny % 2 || c.nz % 2))
+      break;
     g = c;
     levels++;
   }
@@ -57,8 +61,107 @@ static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
 void vox_mg_destroy(vox_multigrid *mg) {
   if (!mg) return;
   for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
+  for (int c = 0; c < mg->n_translations; c++)
+    if (mg->translation[c].data) mg->be->ops->vec_destroy(mg->be, &mg->translation[c]);
   free(mg->level);
   free(mg);
+}
+
+/* The unit translation vectors of the coarsest level of a periodic
+ * hierarchy: 1/sqrt(masters) on every master dof of one component. */
+static vox_status make_translations(vox_multigrid *mg) {
+  vox_backend *be = mg->be;
+  const vox_grid *g = &mg->level[mg->n_levels - 1].grid;
+  const int dpn = mg->dofs_per_node;
+  const size_t n = grid_dofs(g, dpn);
+  double *host = malloc(n * sizeof *host);
+  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const double value = 1 / sqrt((double)vox_grid_elements(g)); /* masters = elements */
+  vox_status s = VOX_OK;
+  for (int c = 0; c < dpn && s == VOX_OK; c++) {
+    size_t d = 0;
+    for (int64_t k = 0; k <= g->nz; k++)
+      for (int64_t j = 0; j <= g->ny; j++)
+        for (int64_t i = 0; i <= g->nx; i++, d += (size_t)dpn)
+          for (int r = 0; r < dpn; r++)
+            host[d + (size_t)r] = r == c && !vox_is_image(g->nx, g->ny, g->nz, i, j, k) ? value : 0;
+    s = be->ops->vec_create(be, n, &mg->translation[c]);
+    if (s == VOX_OK) mg->n_translations = c + 1;
+    if (s == VOX_OK) s = be->ops->vec_upload(be, &mg->translation[c], host);
+  }
+  free(host);
+  return s;
+}
+
+/* The coarsest operator of a periodic hierarchy is singular with the
+ * translations (P maps the coarse translations onto the fine ones, which
+ * the fine operator annihilates). For its factorisation the corner node
+ * is held (seed 003 section 4.2): its rows and columns become the
+ * identity. With the restricted residual orthogonal to the translations,
+ * the held system's solution solves the singular one; removing the
+ * translations from that solution too keeps the V-cycle symmetric. */
+static vox_status hold_corner(vox_multigrid *mg) {
+  vox_backend *be = mg->be;
+  vox_stencil *st = mg->level[mg->n_levels - 1].stencil;
+  const vox_grid *g = &mg->level[mg->n_levels - 1].grid;
+  const int dpn = mg->dofs_per_node, bs = dpn * dpn;
+  const size_t nodes = (size_t)vox_grid_nodes(g);
+  double *v = malloc(nodes * 27 * (size_t)bs * sizeof *v);
+  if (!v) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = be->ops->stencil_download(be, st, v);
+  for (int64_t k = 0; k < g->nz && s == VOX_OK; k++)
+    for (int64_t j = 0; j < g->ny; j++)
+      for (int64_t i = 0; i < g->nx; i++) {
+        const int64_t n = (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+        for (int t = 0; t < 27; t++) {
+          double *blk = v + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
+          if (n == 0) {
+            for (int e = 0; e < bs; e++) blk[e] = t == 13 && e % (dpn + 1) == 0;
+          } else if (vox_neighbour_node(g->nx, g->ny, g->nz, 1, i, j, k, t) == 0) {
+            memset(blk, 0, (size_t)bs * sizeof *blk);
+          }
+        }
+      }
+  if (s == VOX_OK) s = be->ops->stencil_upload(be, st, v);
+  free(v);
+  return s;
+}
+
+/* v -= its components along the translations (orthonormal). */
+static vox_status remove_translations(vox_multigrid *mg, vox_vec *v) {
+  vox_backend *be = mg->be;
+  for (int c = 0; c < mg->n_translations; c++) {
+    double a;
+    TRY(be->ops->vec_dot(be, v, &mg->translation[c], &a));
+    TRY(be->ops->vec_axpy(be, v, -a, &mg->translation[c]));
+  }
+  return VOX_OK;
+}
+
+vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
+  if (!mg->n_translations) return VOX_OK;
+  vox_backend *be = mg->be;
+  const int last = mg->n_levels - 1, dpn = mg->dofs_per_node;
+  /* R preserves sums over the masters (every fine node hands on a total
+   * weight of 1), so the coarsest level sees the fine sums; P maps the
+   * coarse translations onto the fine ones exactly */
+  for (int l = 0; l < last; l++)
+    TRY(be->ops->restrict_residual(be, &mg->level[l].grid, dpn, l == 0 ? v : &mg->level[l].b,
+                                   &mg->level[l + 1].b));
+  const double ratio = (double)vox_grid_elements(&mg->level[last].grid) /
+                       (double)vox_grid_elements(&mg->level[0].grid);
+  TRY(be->ops->vec_set(be, &mg->level[last].x, 0));
+  for (int c = 0; c < mg->n_translations; c++) {
+    double s;
+    TRY(be->ops->vec_dot(be, &mg->level[last].b, &mg->translation[c], &s));
+    TRY(be->ops->vec_axpy(be, &mg->level[last].x, -s * ratio, &mg->translation[c]));
+  }
+  for (int l = last - 1; l >= 0; l--) {
+    if (l > 0) TRY(be->ops->vec_set(be, &mg->level[l].x, 0));
+    TRY(be->ops->prolong_add(be, &mg->level[l].grid, dpn, &mg->level[l + 1].x,
+                             l == 0 ? v : &mg->level[l].x));
+  }
+  return VOX_OK;
 }
 
 vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
@@ -92,6 +195,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     }
     g = vox_grid_coarsen(&g);
   }
+  if (s == VOX_OK && grid->periodic) s = make_translations(mg);
   if (s != VOX_OK) {
     vox_mg_destroy(mg);
     return s;
@@ -210,6 +314,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
     TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
                : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }
+  if (mg->n_translations) TRY(hold_corner(mg));
   return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
 }
 
@@ -296,7 +401,11 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   }
   TRY(level_residual(mg, l, b, cur, other));
   TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, other, &coarse->b));
+  /* a periodic hierarchy's coarsest solve sees no rigid translations */
+  const int coarsest = l + 1 == mg->n_levels - 1;
+  if (coarsest) TRY(remove_translations(mg, &coarse->b));
   TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
+  if (coarsest) TRY(remove_translations(mg, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
   s = smoothing_start(mg, l);
   for (int k = 0; k < mg->options.smoothing_steps; k++) {

@@ -24,6 +24,12 @@ typedef struct vox_multigrid {
   vox_mg_level *level;
   vox_solver_options options; /* smoother, sweeps, ... */
   double fine_bound;        /* an upper bound of lambda_max(D^-1 A) on level 0, or 0 */
+  /* Periodic grids: the rigid translations on the coarsest level's master
+   * nodes, one unit vector per component, removed from the restricted
+   * residual before the coarsest solve and from its solution (seed 003
+   * section 4.2). */
+  int n_translations;
+  vox_vec translation[3];
 } vox_multigrid;
 
 /* The number of levels for a grid: coarsen while every axis keeps at least 2
@@ -46,6 +52,12 @@ void vox_mg_destroy(vox_multigrid *mg);
  * residual, so every vox_mg_apply overwrites it too. CG's q qualifies: it
  * is dead between its use in the residual update and the next product. */
 vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *const work[4]);
+/* Periodic hierarchies: v -= its rigid translations (the mean of each
+ * component over the fine masters), through the levels: a restriction to
+ * the coarsest level, three dot products and a prolongation. Overwrites the
+ * coarse levels' vectors (not during a V-cycle). Does nothing on other
+ * grids. */
+vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v);
 /* z = one V-cycle applied to r (z need not be zero on entry). */
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "fem.h"
+#include "homogenize.h"
 #include "memory_plan.h"
 #include "voxfe/optimizer.h"
 
@@ -26,6 +27,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->continuation_growth_p = 1.02;
   o->continuation_start_q = 15;
   o->continuation_growth_q = 1.01;
+  o->poisson_beta = 0.8;
+  o->poisson_eta = 0.6;
+  o->poisson_gamma = 0.5;
   o->max_iterations = 100;
   o->change_tolerance = 0.01;
   o->objective_tolerance = 1e-3;
@@ -35,6 +39,21 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
+static const char *const objective_names[] = {"compliance", "bulk", "shear",
+                                              "poisson", "poisson-log", "custom"};
+
+const char *vox_objective_name(vox_objective objective) {
+  return (unsigned)objective < 6 ? objective_names[objective] : "unknown";
+}
+
+int vox_objective_parse(const char *text, vox_objective *objective) {
+  for (int i = 0; i < 6; i++)
+    if (strcmp(text, objective_names[i]) == 0) {
+      *objective = (vox_objective)i;
+      return 0;
+    }
+  return -1;
+}
 
 const char *vox_filter_name(vox_filter_type filter) {
   return (unsigned)filter < 3 ? filter_names[filter] : "unknown";
@@ -77,6 +96,12 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
   REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
   REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
+  REQUIRE((unsigned)o->objective <= VOX_OBJECTIVE_CUSTOM, "unknown objective %d", (int)o->objective);
+  REQUIRE(o->objective != VOX_OBJECTIVE_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
+          "Poisson objective: beta %g not in (0, 1)", o->poisson_beta);
+  REQUIRE(o->objective != VOX_OBJECTIVE_POISSON_LOG || o->poisson_gamma > 0,
+          "Poisson objective: gamma %g must be > 0", o->poisson_gamma);
+  REQUIRE(o->objective != VOX_OBJECTIVE_CUSTOM || o->custom, "custom objective without a function");
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
 #undef REQUIRE
@@ -85,7 +110,11 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 
 /* Everything the loop keeps on the backend. */
 typedef struct opt_state {
-  vox_fem *fem;
+  vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
+  vox_homog *homog;    /* cell objectives: the six cell problems */
+  vox_vec ones;        /* cell objectives: 1 per element (sum of moduli) */
+  double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
+  double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
   vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
   vox_vec *u; /* one displacement per load case */
@@ -101,17 +130,29 @@ static void state_free(vox_backend *be, opt_state *s) {
   for (int c = 0; s->u && c < s->n_cases; c++)
     if (s->u[c].data) be->ops->vec_destroy(be, &s->u[c]);
   free(s->u);
+  if (s->ones.data) be->ops->vec_destroy(be, &s->ones);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
-  vox_fem_destroy(s->fem);
+  if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
+  else vox_fem_destroy(s->fem);
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
-  TRY(vox_fem_create(ctx, be, model, &s->fem));
+  const int cell = opt->objective != VOX_OBJECTIVE_COMPLIANCE;
+  if (cell) {
+    TRY(vox_homog_create(ctx, be, model, &s->homog));
+    s->fem = s->homog->fem;
+    s->e_material = s->homog->e_solid;
+    TRY(o->vec_create(be, s->fem->n_elements, &s->ones));
+    TRY(o->vec_set(be, &s->ones, 1));
+  } else {
+    TRY(vox_fem_create(ctx, be, model, &s->fem));
+  }
   const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
-  s->n_cases = s->fem->n_cases;
+  /* a cell's six fields live in s->homog */
+  s->n_cases = cell ? 0 : s->fem->n_cases;
   vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
                    &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
@@ -148,8 +189,9 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   free(design), free(passive), free(x);
   TRY(st);
 
+  /* the fem's grid: periodic for a cell, which a periodic filter follows */
   if (opt->filter != VOX_FILTER_NONE)
-    TRY(o->filter_create(be, &model->grid, opt->filter_radius, s->fem->element_active, &s->filter));
+    TRY(o->filter_create(be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter));
   /* dV/dx: 1 on design elements, through the filter's transpose for the
    * density filter (the volume is measured on the physical density). */
   if (opt->filter == VOX_FILTER_DENSITY)
@@ -187,6 +229,19 @@ static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
   return VOX_OK;
 }
 
+/* ---- objectives -------------------------------------------------------------
+ * An objective evaluates itself at the physical density (state solves
+ * included) and then gives its gradient with respect to the physical
+ * density in s->dc. The OC update takes any signs there: it moves an
+ * element up where -dc > 0 and down where it is not. */
+typedef struct objective_ops {
+  vox_status (*evaluate)(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                         int iteration, double p, double *value, int *cg_iterations,
+                         vox_solve_result *failed);
+  vox_status (*gradient)(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                         double p);
+} objective_ops;
+
 /* Solves every load case at the current moduli and returns the summed
  * compliance; s->energy holds the summed element energies (unit modulus). */
 static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
@@ -206,6 +261,85 @@ static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt
   }
   return o->vec_dot(be, &s->fem->moduli, &s->energy, compliance);
 }
+
+static vox_status compliance_evaluate(vox_backend *be, const vox_optimizer_options *opt,
+                                      opt_state *s, int iteration, double p, double *value,
+                                      int *cg_iterations, vox_solve_result *failed) {
+  (void)iteration;
+  return analyse(be, opt, s, p, value, cg_iterations, failed);
+}
+
+/* eq. 7 of seed 000; compliance is self-adjoint */
+static vox_status compliance_gradient(vox_backend *be, const vox_optimizer_options *opt,
+                                      opt_state *s, double p) {
+  return be->ops->simp_sensitivity(be, &s->x_phys, &s->fem->e_solid, &s->energy, p,
+                                   opt->emin_ratio, &s->dc);
+}
+
+/* The built-in functions of C^H (seed 003 eq. 19-22), value and gradient. */
+static int cell_function(const vox_optimizer_options *opt, double e_material, const double *c,
+                         int k, double *f, double *g) {
+  memset(g, 0, 36 * sizeof *g);
+  const double trace = c[0] + c[7] + c[14], off = c[1] + c[2] + c[8];
+  switch (opt->objective) {
+  case VOX_OBJECTIVE_BULK: /* -(trace + 2 off) / 9, off counted as C01 + C10 etc. */
+    *f = -(trace + 2 * off) / 9;
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
+    return 0;
+  case VOX_OBJECTIVE_SHEAR:
+    *f = -(c[21] + c[28] + c[35]) / 3;
+    for (int i = 3; i < 6; i++) g[i * 7] = -1.0 / 3;
+    return 0;
+  case VOX_OBJECTIVE_POISSON: {
+    const double beta_k = pow(opt->poisson_beta, k);
+    *f = off - beta_k * trace;
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) g[i * 6 + j] = i == j ? -beta_k : 0.5;
+    return 0;
+  }
+  case VOX_OBJECTIVE_POISSON_LOG: {
+    const double eta = opt->poisson_eta, gamma = opt->poisson_gamma;
+    const double tau = opt->poisson_tau != 0 ? opt->poisson_tau : -1 / pow(e_material, gamma);
+    const double ratio = off / trace, arg = 1 + eta * ratio;
+    if (!(trace > 0) || !(arg > 0)) return -1;
+    *f = log(arg) + tau * pow(trace, gamma);
+    /* d/d off and d/d trace */
+    const double d_off = eta / (arg * trace);
+    const double d_trace = -eta * off / (arg * trace * trace) + tau * gamma * pow(trace, gamma - 1);
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) g[i * 6 + j] = i == j ? d_trace : 0.5 * d_off;
+    return 0;
+  }
+  default:
+    return opt->custom(opt->custom_self, c, k, f, g);
+  }
+}
+
+static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                                int iteration, double p, double *value, int *cg_iterations,
+                                vox_solve_result *failed) {
+  const vox_backend_ops *o = be->ops;
+  TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
+  TRY(vox_fem_update(s->fem));
+  TRY(vox_homog_solve(s->homog, &opt->solver, &s->ones, s->tensor, cg_iterations, failed));
+  if (cell_function(opt, s->e_material, s->tensor, iteration, value, s->gradient) != 0 ||
+      !isfinite(*value))
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the %s objective is not defined at the homogenized tensor of iteration %d",
+                     vox_objective_name(opt->objective), iteration);
+  return VOX_OK;
+}
+
+static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                                double p) {
+  (void)be;
+  return vox_homog_gradient(s->homog, s->gradient, &s->x_phys, p, opt->emin_ratio, &s->energy,
+                            &s->dc);
+}
+
+static const objective_ops compliance_objective = {compliance_evaluate, compliance_gradient};
+static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
 
 /* OC update (eq. 9, 10): bisection on the volume multiplier so that the
  * physical volume fraction meets the target; ends on the feasible side.
@@ -278,13 +412,24 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   double *density = realloc(model->density, ne * sizeof *density);
   if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   model->density = density;
-  double *u = realloc(model->displacement, (size_t)s->n_cases * nd * sizeof *u);
-  if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  model->displacement = u;
+  double *u = NULL;
+  if (!s->homog) {
+    u = realloc(model->displacement, (size_t)s->n_cases * nd * sizeof *u);
+    if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    model->displacement = u;
+  }
   TRY(be->ops->vec_download(be, &s->x_phys, density));
+  model->stage = VOX_STAGE_DESIGN;
+  if (s->homog) { /* a cell keeps no state fields: C^H is its result */
+    free(model->displacement);
+    model->displacement = NULL;
+    if (!model->cell_tensor && !(model->cell_tensor = malloc(sizeof s->tensor)))
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    memcpy(model->cell_tensor, s->tensor, sizeof s->tensor);
+    return VOX_OK;
+  }
   for (int c = 0; c < s->n_cases; c++) TRY(be->ops->vec_download(be, &s->u[c], u + c * nd));
   if (model->n_load_cases < 1) TRY(vox_model_set_load_cases(ctx, model, 1));
-  model->stage = VOX_STAGE_DESIGN;
   return VOX_OK;
 }
 
@@ -305,11 +450,15 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                         const vox_optimizer_options *opt, vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
   TRY(check_options(ctx, opt));
-  TRY(check_problem(ctx, model));
-  /* (check_problem refused prescribed non-zero displacements) */
+  const int cell = opt->objective != VOX_OBJECTIVE_COMPLIANCE;
+  if (!cell) TRY(check_problem(ctx, model));
+  /* (check_problem refused prescribed non-zero displacements) A cell has
+   * six fields of its own and one force vector, which the memory plan
+   * counts as six load cases. */
   TRY(vox_memory_check(be, &model->grid, vox_physics_dofs_per_node(model->physics),
-                       model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
+                       cell ? 6 : model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
                        &opt->solver, 1));
+  const objective_ops *objective = cell ? &cell_objective : &compliance_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
   const vox_backend_ops *o = be->ops;
@@ -323,9 +472,9 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     double t0 = now(), t1, t2, t3, t4;
     continuation(opt, k, &p, &q);
 
-    /* 1. state solves and compliance */
+    /* 1. state solves and objective */
     vox_solve_result failed;
-    st = analyse(be, opt, &s, p, &compliance, &row.cg_iterations, &failed);
+    st = objective->evaluate(be, opt, &s, k, p, &compliance, &row.cg_iterations, &failed);
     if (st != VOX_OK) break;
     t1 = now();
     if (failed.reason < 0) {
@@ -333,8 +482,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       result->last_solve = failed;
       break;
     }
-    /* 2. sensitivities (eq. 7; compliance is self-adjoint) */
-    st = o->simp_sensitivity(be, &s.x_phys, &s.fem->e_solid, &s.energy, p, opt->emin_ratio, &s.dc);
+    /* 2. sensitivities */
+    st = objective->gradient(be, opt, &s, p);
     /* device work is asynchronous: wait for it before reading the clock */
     if (st == VOX_OK) st = o->synchronize(be);
     t2 = now();
@@ -400,12 +549,17 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
     vox_solve_result failed;
-    st = analyse(be, opt, &s, p, &compliance, &cg, &failed);
+    st = objective->evaluate(be, opt, &s, result->iterations + 1, p, &compliance, &cg, &failed);
     result->total_cg_iterations += cg;
     if (st == VOX_OK && failed.reason < 0) {
       result->reason = VOX_STOP_SOLVER_FAILED;
       result->last_solve = failed;
     }
+  }
+  if (st == VOX_OK && cell) {
+    result->has_tensor = 1;
+    memcpy(result->tensor, s.tensor, sizeof s.tensor);
+    vox_cell_moduli_of(s.tensor, &result->moduli);
   }
   if (st == VOX_OK) {
     result->objective = compliance;

@@ -727,10 +727,12 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                 PROBLEM_FORMAT_VERSION, describe(root, &(description){0}));
   vox_status status = check_version(r, root);
   if (status) return status;
-  static const char *const keys[] = {"voxfe-problem", "title", "material", "load_cases",
-                                     "supports", "loads", "passive", "physics", NULL};
-  enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE, K_PHYSICS };
-  entry f[8];
+  static const char *const keys[] = {"voxfe-problem", "title",   "material", "load_cases",
+                                     "supports",      "loads",   "passive",  "physics",
+                                     "cell",          NULL};
+  enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE, K_PHYSICS,
+         K_CELL };
+  entry f[9];
   if ((status = get_fields(r, root, NULL, "", keys, f))) return status;
   /* The title is free text for people, carried into the model file. */
   if (f[K_TITLE].key && (is_null(f[K_TITLE].value) ||
@@ -750,6 +752,19 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                                              "physics", physics_names, 2, &physics)))
     return status;
   p->physics = physics == 1 ? VOX_PHYSICS_HEAT : VOX_PHYSICS_ELASTICITY;
+  static const char *const booleans[] = {"false", "true"};
+  if (f[K_CELL].key && (status = get_word(r, f[K_CELL].value, f[K_CELL].key, "cell", "value",
+                                          booleans, 2, &p->cell)))
+    return status;
+  if (p->cell && (f[K_SUPPORTS].key || f[K_LOADS].key || f[K_CASES].key))
+    return fail(r, f[K_SUPPORTS].key   ? f[K_SUPPORTS].key
+                   : f[K_LOADS].key    ? f[K_LOADS].key
+                                       : f[K_CASES].key,
+                NULL, "cell",
+                "a periodic unit cell takes no supports, loads or load cases: its load cases "
+                "are the six unit strains");
+  if (p->cell && p->physics == VOX_PHYSICS_HEAT)
+    return fail(r, f[K_CELL].key, NULL, "cell", "a periodic unit cell needs elasticity");
   if (!f[K_MATERIAL].key) return missing(r, root, NULL, "", "material");
   if ((status = parse_material(r, f[K_MATERIAL], p->physics, &p->material))) return status;
   if ((status = parse_load_cases(r, f[K_CASES], p))) return status;

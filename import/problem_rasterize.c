@@ -660,7 +660,7 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model's grid is empty");
   vox_status status = check_problem(ctx, problem);
   if (status) return status;
-  if (problem->n_supports == 0)
+  if (problem->n_supports == 0 && !problem->cell)
     return vox_error(ctx, VOX_ERR_FORMAT,
                      problem->physics == VOX_PHYSICS_HEAT
                          ? "the problem fixes no temperature, so the temperature is undetermined; "

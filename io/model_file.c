@@ -455,6 +455,14 @@ static vox_status def_globals(writer *w, const vox_model *m) {
   W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "origin", NC_DOUBLE, 3, m->grid.origin),
         "attribute origin");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "origin_units", "mm"), "attribute origin_units");
+  if (m->cell_tensor) {
+    W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "homogenized_stiffness", NC_DOUBLE, 36,
+                               m->cell_tensor),
+          "attribute homogenized_stiffness");
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "homogenized_stiffness_order",
+                      "6x6 row-major, Voigt order xx yy zz xy yz zx, engineering shear strains"),
+          "attribute homogenized_stiffness_order");
+  }
   return VOX_OK;
 }
 
@@ -1188,6 +1196,16 @@ static vox_status read_history(reader *r, vox_model *m) {
   return read_table(r, gid, &history_table, n, m->history);
 }
 
+/* The homogenized stiffness of a periodic-cell design, when present. */
+static vox_status read_cell_tensor(reader *r, vox_model *m) {
+  int err = nc_inq_att(r->ncid, NC_GLOBAL, "homogenized_stiffness", NULL, NULL);
+  if (err == NC_ENOTATT) return VOX_OK;
+  R_TRY(r, err, "homogenized_stiffness");
+  if (!(m->cell_tensor = malloc(36 * sizeof *m->cell_tensor)))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  return read_number_att(r, "homogenized_stiffness", 36, m->cell_tensor);
+}
+
 static vox_status read_model(reader *r, vox_model *m) {
   vox_status s = check_identity(r);
   if (!s) s = read_grid(r, m);
@@ -1202,6 +1220,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_snapshots(r, m);
   if (!s) s = read_displacement(r, m);
   if (!s) s = read_history(r, m);
+  if (!s) s = read_cell_tensor(r, m);
   return s;
 }
 

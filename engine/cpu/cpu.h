@@ -41,6 +41,15 @@ static inline int vox_cpu_parents(int64_t a, int64_t J[2], double w[2]) {
   return 2;
 }
 
+/* The coarse nodes (wrapped) that interpolate fine master node a of a
+ * periodic axis of 2 nc elements: as vox_cpu_parents, with node nc being
+ * node 0 again. */
+static inline int vox_cpu_parents_periodic(int64_t a, int64_t nc, int64_t J[2], double w[2]) {
+  const int n = vox_cpu_parents(a, J, w);
+  if (n == 2 && J[1] == nc) J[1] = 0;
+  return n;
+}
+
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
 
@@ -54,6 +63,15 @@ vox_status vox_cpu_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v);
 vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
                                      vox_vec *energy, int accumulate);
+vox_status vox_cpu_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
+                                  vox_vec *f);
+vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                    const vox_vec *u, const double *chi, const double *w,
+                                    vox_vec *energy);
+/* The nodes of element (i, j, k) in local corner order (wrapped on a
+ * periodic grid). */
+void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t k,
+                           ptrdiff_t nodes[8]);
 
 /* cpu_simp.c */
 vox_status vox_cpu_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,

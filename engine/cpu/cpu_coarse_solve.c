@@ -44,24 +44,35 @@ typedef struct coarse_factor {
  * when ap is given, the values when ax is; returns the number of entries. */
 static size_t walk(const vox_stencil *st, sslong *ap, sslong *ai, double *ax) {
   const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
-  const int dpn = st->dpn;
+  const int dpn = st->dpn, periodic = st->grid.periodic;
   size_t p = 0;
   for (int64_t k = 0; k <= nz; k++)
     for (int64_t j = 0; j <= ny; j++)
       for (int64_t i = 0; i <= nx; i++) {
         const int64_t n = (k * (ny + 1) + j) * (nx + 1) + i;
+        const int image = periodic && vox_is_image(nx, ny, nz, i, j, k);
         for (int r = 0; r < dpn; r++) {
           if (ap) ap[n * dpn + r] = (sslong)p;
-          for (int t = 0; t <= 13; t++) {
-            const int64_t di = t % 3 - 1, dj = t / 3 % 3 - 1, dk = t / 9 - 1;
-            const int64_t ii = i + di, jj = j + dj, kk = k + dk;
-            if (ii < 0 || ii > nx || jj < 0 || jj > ny || kk < 0 || kk > nz) continue;
-            const int64_t m = (kk * (ny + 1) + jj) * (nx + 1) + ii;
-            const double *block = st->value + (size_t)(n * 27 + t) * dpn * dpn;
-            const int c_end = t == 13 ? r + 1 : dpn;
+          /* periodic: every neighbour (wrapped) with a lower index; the
+           * column is then not sorted (factor_setup says so) */
+          for (int t = 0; t < (periodic ? 27 : 14); t++) {
+            if (image && t != 13) continue;
+            const int64_t m = image ? n : vox_neighbour_node(nx, ny, nz, periodic, i, j, k, t);
+            if (m < 0 || m > n) continue;
+            /* on a periodic axis of 2 elements two offsets reach the same
+             * node: the first of them gets the sum of their blocks */
+            int first = 1;
+            for (int u = 0; u < t && periodic && !image; u++)
+              first &= vox_neighbour_node(nx, ny, nz, 1, i, j, k, u) != m;
+            if (!first) continue;
+            const int c_end = m == n ? r + 1 : dpn;
             for (int c = 0; c < c_end; c++, p++) {
+              double v = st->value[((size_t)(n * 27 + t) * dpn + r) * dpn + c];
+              for (int u = t + 1; u < 27 && periodic && !image; u++)
+                if (vox_neighbour_node(nx, ny, nz, 1, i, j, k, u) == m)
+                  v += st->value[((size_t)(n * 27 + u) * dpn + r) * dpn + c];
               if (ai) ai[p] = (sslong)(m * dpn + c);
-              if (ax) ax[p] = block[r * dpn + c];
+              if (ax) ax[p] = v;
             }
           }
         }
@@ -126,7 +137,7 @@ static vox_status factor_setup(vox_backend *be, vox_stencil *st) {
   f->cm.nmethods = 0;
 
   const size_t n = st->n_dofs, nnz = walk(st, NULL, NULL, NULL);
-  f->a = cholmod_l_allocate_sparse(n, n, nnz, 1 /* sorted */, 1 /* packed */,
+  f->a = cholmod_l_allocate_sparse(n, n, nnz, !st->grid.periodic /* sorted */, 1 /* packed */,
                                    1 /* upper triangle */, CHOLMOD_REAL, &f->cm);
   if (!f->a) return cholmod_failure(be, f, "matrix");
   walk(st, f->a->p, f->a->i, f->a->x);

@@ -52,6 +52,11 @@ static void spread(int64_t I, int64_t J, int64_t K, int64_t bi, int64_t bj, int6
       }
 }
 
+/* The row of a periodic grid's image node: identity, no neighbours. */
+static void identity_row(int dpn, double *row) {
+  for (int d = 0; d < dpn; d++) row[13 * dpn * dpn + d * dpn + d] = 1;
+}
+
 /* ---- level 0: element by element ------------------------------------------ */
 
 /* The matrix of coarse element (I, J, K): the sum over its fine elements of
@@ -60,19 +65,18 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
                            int64_t K, double *ke_coarse) {
   const int dpn = op->dpn, nloc = op->nloc, size = nloc * nloc;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
-  const int64_t px = nx + 1, py = ny + 1;
   memset(ke_coarse, 0, (size_t)size * sizeof *ke_coarse);
   for (int s = 0; s < 8; s++) {
     const int64_t i = 2 * I + (s & 1), j = 2 * J + ((s >> 1) & 1), k = 2 * K + (s >> 2);
     if (i >= nx || j >= ny || k >= nz) continue;
     const double m = op->moduli[(k * ny + j) * nx + i];
     if (m == 0) continue;
-    const int64_t n0 = (k * py + j) * px + i;
+    ptrdiff_t node[8];
+    vox_cpu_element_nodes(op, i, j, k, node);
     uint8_t fixed[MAX_LOCAL];
     int any_fixed = 0;
     for (int a = 0; a < 8; a++)
-      for (int d = 0; d < dpn; d++)
-        any_fixed |= fixed[dpn * a + d] = op->fixed[dpn * (n0 + op->corner[a]) + d];
+      for (int d = 0; d < dpn; d++) any_fixed |= fixed[dpn * a + d] = op->fixed[dpn * node[a] + d];
     const double *product = qkq + (size_t)s * (size_t)size;
     double kd[MAX_LOCAL * MAX_LOCAL], q[MAX_LOCAL * MAX_LOCAL], own[MAX_LOCAL * MAX_LOCAL];
     if (any_fixed) { /* this element's own Q_s' (D Ke D) Q_s */
@@ -92,13 +96,22 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
 static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int64_t K,
                                double *row) {
   const int dpn = op->dpn;
-  const int64_t px = op->grid.nx + 1, py = op->grid.ny + 1, pz = op->grid.nz + 1;
+  const vox_grid *g = &op->grid;
+  const int64_t px = g->nx + 1, py = g->ny + 1, pz = g->nz + 1;
   for (int dk = -1; dk <= 1; dk++)
     for (int dj = -1; dj <= 1; dj++)
       for (int di = -1; di <= 1; di++) {
+        /* periodic: unwrapped coordinates for the weights, the wrapped
+         * master for the flags */
         const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
-        if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
-        const int64_t a = (k * py + j) * px + i;
+        int64_t a;
+        if (g->periodic)
+          a = vox_neighbour_node(g->nx, g->ny, g->nz, 1, 2 * I, 2 * J, 2 * K,
+                                 offset_index(di, dj, dk));
+        else if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz)
+          continue;
+        else
+          a = (k * py + j) * px + i;
         double identity[MAX_BLOCK] = {0};
         int any = 0;
         for (int d = 0; d < dpn; d++) any |= (int)(identity[d * dpn + d] = op->fixed[dpn * a + d]);
@@ -123,7 +136,11 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
     for (ptrdiff_t n = 0; n < n_nodes; n++) {
       double *row = value + (size_t)n * 27 * (size_t)bs;
       memset(row, 0, 27 * (size_t)bs * sizeof *row);
-      fixed_identity_row(op, n % qx, (n / qx) % qy, n / (qx * qy), row);
+      const int64_t I = n % qx, J = (n / qx) % qy, K = n / (qx * qy);
+      if (coarse->grid.periodic && vox_is_image(cx, cy, cz, I, J, K))
+        identity_row(dpn, row);
+      else
+        fixed_identity_row(op, I, J, K, row);
     }
     for (int colour = 0; colour < 8; colour++) {
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
@@ -134,8 +151,11 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
             double kc[MAX_LOCAL * MAX_LOCAL];
             coarse_element(op, qkq, I, J, K, kc);
             for (int p = 0; p < 8; p++) {
-              const int64_t np = ((K + vox_hex8_corner[p][2]) * qy + J + vox_hex8_corner[p][1]) * qx +
-                                 I + vox_hex8_corner[p][0];
+              int64_t pi = I + vox_hex8_corner[p][0], pj = J + vox_hex8_corner[p][1],
+                      pk = K + vox_hex8_corner[p][2];
+              if (coarse->grid.periodic) /* wrapped; offsets stay unwrapped */
+                pi = pi == cx ? 0 : pi, pj = pj == cy ? 0 : pj, pk = pk == cz ? 0 : pk;
+              const int64_t np = (pk * qy + pj) * qx + pi;
               for (int c = 0; c < 8; c++) {
                 const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
                                            vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
@@ -162,8 +182,29 @@ vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_st
 /* Coarse row (I, J, K) of R S P for a fine stencil S. */
 static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, double *out) {
   const int bs = st->dpn * st->dpn;
-  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  const vox_grid *g = &st->grid;
+  const int64_t px = g->nx + 1, py = g->ny + 1, pz = g->nz + 1;
   memset(out, 0, 27 * (size_t)bs * sizeof *out);
+  if (g->periodic) {
+    const vox_grid c = vox_grid_coarsen(g);
+    if (vox_is_image(c.nx, c.ny, c.nz, I, J, K)) {
+      identity_row(st->dpn, out);
+      return;
+    }
+    /* fine masters near 2I (wrapped), their neighbours in unwrapped
+     * coordinates relative to 2I, so that the weights and offsets come out
+     * as on an infinite lattice */
+    for (int ta = 0; ta < 27; ta++) {
+      const int di = ta % 3 - 1, dj = (ta / 3) % 3 - 1, dk = ta / 9 - 1;
+      const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
+      const int64_t a = vox_neighbour_node(g->nx, g->ny, g->nz, 1, 2 * I, 2 * J, 2 * K, ta);
+      const double *fine_row = st->value + (size_t)a * 27 * (size_t)bs;
+      for (int t = 0; t < 27; t++)
+        spread(I, J, K, 2 * I + di + t % 3 - 1, 2 * J + dj + (t / 3) % 3 - 1,
+               2 * K + dk + t / 9 - 1, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
+    }
+    return;
+  }
   for (int dk = -1; dk <= 1; dk++)
     for (int dj = -1; dj <= 1; dj++)
       for (int di = -1; di <= 1; di++) {

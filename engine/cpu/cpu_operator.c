@@ -44,6 +44,22 @@ vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_ve
   return VOX_OK;
 }
 
+/* The nodes of element (i, j, k) in local corner order; on a periodic grid
+ * the corners past the last element plane wrap to plane 0. */
+void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t k,
+                                 ptrdiff_t nodes[8]) {
+  const vox_grid *g = &op->grid;
+  const ptrdiff_t sy = g->nx + 1, sz = sy * (g->ny + 1);
+  for (int a = 0; a < 8; a++) {
+    int64_t ii = i + vox_hex8_corner[a][0], jj = j + vox_hex8_corner[a][1],
+            kk = k + vox_hex8_corner[a][2];
+    if (g->periodic) {
+      ii = ii == g->nx ? 0 : ii, jj = jj == g->ny ? 0 : jj, kk = kk == g->nz ? 0 : kk;
+    }
+    nodes[a] = kk * sz + jj * sy + ii;
+  }
+}
+
 /* Where the compiler supports it, the hot loops are also built for AVX2 and
  * FMA (x86-64-v3) and the best clone is picked at load time: the dense
  * element product runs about twice as fast as with the baseline SSE2. */
@@ -67,10 +83,14 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
     const double m = op->moduli[(k * ny + j) * nx + i];
     if (m == 0) continue;
     const ptrdiff_t n0 = k * sz + j * sy + i;
+    ptrdiff_t node[8];
+    if (op->grid.periodic) vox_cpu_element_nodes(op, i, j, k, node);
+    else
+      for (int a = 0; a < 8; a++) node[a] = n0 + op->corner[a];
     double xe[NLOC], ye[NLOC];
     for (int a = 0; a < 8; a++)
       for (int c = 0; c < dpn; c++) {
-        const ptrdiff_t dof = (n0 + op->corner[a]) * dpn + c;
+        const ptrdiff_t dof = node[a] * dpn + c;
         xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
       }
     /* ye = Ke xe as a sum of columns (Ke is symmetric: column c is row c),
@@ -79,7 +99,7 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
     for (int c = 0; c < NLOC; c++)
       for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
     for (int a = 0; a < 8; a++)
-      for (int c = 0; c < dpn; c++) y[(n0 + op->corner[a]) * dpn + c] += m * ye[a * dpn + c];
+      for (int c = 0; c < dpn; c++) y[node[a] * dpn + c] += m * ye[a * dpn + c];
   }
 }
 
@@ -139,7 +159,7 @@ vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
   double *restrict d = dv->data;
   const int dpn = op->dpn, nloc = op->nloc;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
-  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1), n = (ptrdiff_t)op->n_dofs;
+  const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
 #pragma omp parallel num_threads(vox_cpu_threads(be))
   {
 #pragma omp for schedule(static)
@@ -151,11 +171,12 @@ vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
         for (int64_t j = cj; j < ny; j += 2)
           for (int64_t i = ci; i < nx; i += 2) {
             const double m = op->moduli[(k * ny + j) * nx + i];
-            const ptrdiff_t n0 = k * sz + j * sy + i;
+            ptrdiff_t node[8];
+            vox_cpu_element_nodes(op, i, j, k, node);
             for (int a = 0; a < 8; a++)
               for (int c = 0; c < dpn; c++) {
                 const int l = a * dpn + c;
-                d[(n0 + op->corner[a]) * dpn + c] += m * op->ke[l * nloc + l];
+                d[node[a] * dpn + c] += m * op->ke[l * nloc + l];
               }
           }
     }
@@ -172,15 +193,16 @@ vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vo
   double *restrict energy = ev->data;
   const int dpn = op->dpn, nloc = op->nloc;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
-  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1);
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < nz; k++)
     for (int64_t j = 0; j < ny; j++)
       for (int64_t i = 0; i < nx; i++) {
-        const ptrdiff_t n0 = k * sz + j * sy + i, e = (k * ny + j) * nx + i;
+        const ptrdiff_t e = (k * ny + j) * nx + i;
+        ptrdiff_t node[8];
+        vox_cpu_element_nodes(op, i, j, k, node);
         double ue[24];
         for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[(n0 + op->corner[a]) * dpn + c];
+          for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[node[a] * dpn + c];
         double s = 0;
         for (int r = 0; r < nloc; r++) {
           double t = 0;
@@ -188,6 +210,82 @@ vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vo
           s += ue[r] * t;
         }
         energy[e] = accumulate ? energy[e] + s : s;
+      }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
+                                  vox_vec *fv) {
+  const int dpn = op->dpn, nloc = op->nloc;
+  double kchi[24];
+  for (int r = 0; r < nloc; r++) {
+    kchi[r] = 0;
+    for (int c = 0; c < nloc; c++) kchi[r] += op->ke[r * nloc + c] * chi[c];
+  }
+  double *restrict f = fv->data;
+  const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
+#pragma omp parallel num_threads(vox_cpu_threads(be))
+  {
+#pragma omp for schedule(static)
+    for (ptrdiff_t d = 0; d < n; d++) f[d] = 0;
+    for (int colour = 0; colour < 8; colour++) {
+      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t k = ck; k < op->grid.nz; k += 2)
+        for (int64_t j = cj; j < op->grid.ny; j += 2)
+          for (int64_t i = ci; i < op->grid.nx; i += 2) {
+            const double m = op->moduli[(k * op->grid.ny + j) * op->grid.nx + i];
+            if (m == 0) continue;
+            ptrdiff_t node[8];
+            vox_cpu_element_nodes(op, i, j, k, node);
+            for (int a = 0; a < 8; a++)
+              for (int c = 0; c < dpn; c++) f[node[a] * dpn + c] += m * kchi[a * dpn + c];
+          }
+    }
+#pragma omp for schedule(static)
+    for (ptrdiff_t d = 0; d < n; d++)
+      if (op->fixed[d]) f[d] = 0;
+  }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                    const vox_vec *u, const double *chi, const double *w,
+                                    vox_vec *ev) {
+  enum { MAX_FIELDS = 6 };
+  if (n_fields < 1 || n_fields > MAX_FIELDS || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "strain energy: %d fields of %d dofs per element", n_fields, op->nloc);
+  double *restrict energy = ev->data;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        ptrdiff_t node[8];
+        vox_cpu_element_nodes(op, i, j, k, node);
+        /* v_f = chi_f - u_f on the element, then K v_f */
+        double v[MAX_FIELDS][24], kv[MAX_FIELDS][24];
+        for (int f = 0; f < n_fields; f++) {
+          for (int a = 0; a < 8; a++)
+            for (int c = 0; c < 3; c++)
+              v[f][a * 3 + c] = chi[f * 24 + a * 3 + c] - u[f].data[node[a] * 3 + c];
+          for (int r = 0; r < 24; r++) {
+            double t = 0;
+            for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[f][c];
+            kv[f][r] = t;
+          }
+        }
+        double s = 0;
+        for (int f = 0; f < n_fields; f++)
+          for (int g = 0; g < n_fields; g++) {
+            const double wfg = w[f * n_fields + g];
+            if (wfg == 0) continue;
+            double t = 0;
+            for (int r = 0; r < 24; r++) t += v[f][r] * kv[g][r];
+            s += wfg * t;
+          }
+        energy[(k * ny + j) * nx + i] = s;
       }
   return VOX_OK;
 }

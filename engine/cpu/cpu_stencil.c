@@ -47,19 +47,23 @@ vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec
                                  vox_vec *yv) {
   const double *restrict x = xv->data, *restrict a = st->value;
   double *restrict y = yv->data;
-  const int dpn = st->dpn, bs = dpn * dpn;
-  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  const int dpn = st->dpn, bs = dpn * dpn, periodic = st->grid.periodic;
+  const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
+  const int64_t px = nx + 1, py = ny + 1, pz = nz + 1;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < pz; k++)
     for (int64_t j = 0; j < py; j++)
       for (int64_t i = 0; i < px; i++) {
         const int64_t n = (k * py + j) * px + i;
+        /* a periodic grid's images have identity rows (the centre block) */
+        const int image = periodic && vox_is_image(nx, ny, nz, i, j, k);
         double s[3] = {0, 0, 0};
         for (int t = 0; t < 27; t++) {
-          const int64_t ii = i + t % 3 - 1, jj = j + (t / 3) % 3 - 1, kk = k + t / 9 - 1;
-          if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) continue;
+          const int64_t m = image ? (t == 13 ? n : -1)
+                                  : vox_neighbour_node(nx, ny, nz, periodic, i, j, k, t);
+          if (m < 0) continue;
           const double *blk = a + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
-          const double *xm = x + ((kk * py + jj) * px + ii) * dpn;
+          const double *xm = x + m * dpn;
           for (int r = 0; r < dpn; r++)
             for (int c = 0; c < dpn; c++) s[r] += blk[r * dpn + c] * xm[c];
         }
@@ -85,14 +89,22 @@ vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
   const int64_t cx = coarse.nx + 1, cy = coarse.ny + 1;
   const double *restrict c = xc->data;
   double *restrict f = xf->data;
+  /* a periodic grid's images keep their (zero) values */
+  const int periodic = fine->periodic;
+  const int64_t ex = periodic ? fx - 1 : fx, ey = periodic ? fy - 1 : fy,
+                ez = periodic ? fz - 1 : fz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t k = 0; k < fz; k++)
-    for (int64_t j = 0; j < fy; j++) {
+  for (int64_t k = 0; k < ez; k++)
+    for (int64_t j = 0; j < ey; j++) {
       int64_t J[3][2];
       double w[3][2];
-      const int nk = vox_cpu_parents(k, J[2], w[2]), nj = vox_cpu_parents(j, J[1], w[1]);
-      for (int64_t i = 0; i < fx; i++) {
-        const int ni = vox_cpu_parents(i, J[0], w[0]);
+      const int nk = periodic ? vox_cpu_parents_periodic(k, coarse.nz, J[2], w[2])
+                              : vox_cpu_parents(k, J[2], w[2]);
+      const int nj = periodic ? vox_cpu_parents_periodic(j, coarse.ny, J[1], w[1])
+                              : vox_cpu_parents(j, J[1], w[1]);
+      for (int64_t i = 0; i < ex; i++) {
+        const int ni = periodic ? vox_cpu_parents_periodic(i, coarse.nx, J[0], w[0])
+                                : vox_cpu_parents(i, J[0], w[0]);
         double s[3] = {0, 0, 0};
         for (int a = 0; a < nk; a++)
           for (int b = 0; b < nj; b++)
@@ -115,12 +127,27 @@ vox_status vox_cpu_restrict_residual(vox_backend *be, const vox_grid *fine, int 
   const int64_t cx = coarse.nx + 1, cy = coarse.ny + 1, cz = coarse.nz + 1;
   const double *restrict f = rf->data;
   double *restrict c = rc->data;
+  const int periodic = fine->periodic;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t K = 0; K < cz; K++)
     for (int64_t J = 0; J < cy; J++)
       for (int64_t I = 0; I < cx; I++) {
         /* the fine nodes 2I-1..2I+1 per axis that interpolate from (I,J,K) */
         double s[3] = {0, 0, 0};
+        if (periodic) { /* wrapped; the coarse images get nothing */
+          if (!vox_is_image(coarse.nx, coarse.ny, coarse.nz, I, J, K))
+            for (int t = 0; t < 27; t++) {
+              const int di = t % 3 - 1, dj = (t / 3) % 3 - 1, dk = t / 9 - 1;
+              const double wt = (dk ? 0.5 : 1) * (dj ? 0.5 : 1) * (di ? 0.5 : 1);
+              const double *fv =
+                  f + vox_neighbour_node(fine->nx, fine->ny, fine->nz, 1, 2 * I, 2 * J, 2 * K, t) *
+                          dpn;
+              for (int r = 0; r < dpn; r++) s[r] += wt * fv[r];
+            }
+          double *cv = c + ((K * cy + J) * cx + I) * dpn;
+          for (int r = 0; r < dpn; r++) cv[r] = s[r];
+          continue;
+        }
         for (int dk = -1; dk <= 1; dk++) {
           const int64_t k = 2 * K + dk;
           if (k < 0 || k >= fz) continue;

@@ -12,7 +12,7 @@
 #include "voxfe/voxfe.h"
 
 static void cube_model(vox_context *ctx, vox_model *m, int n, double h, double E, double nu) {
-  vox_grid g = {n, n, n, {h, h, h}, {0, 0, 0}};
+  vox_grid g = {n, n, n, {h, h, h}, {0, 0, 0}, 0};
   CHECK_OK(ctx, vox_model_init(ctx, m, &g));
   memset(m->label, 1, (size_t)n * n * n);
   vox_material mat = {.label = 1, .role = VOX_ROLE_SOLID, .youngs_modulus = E,

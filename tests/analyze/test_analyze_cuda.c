@@ -14,7 +14,7 @@
 #include "voxfe/voxfe.h"
 
 static void porous(vox_context *ctx, vox_model *m, int n, unsigned seed) {
-  vox_grid g = {n, n, n, {0.06, 0.06, 0.06}, {0, 0, 0}};
+  vox_grid g = {n, n, n, {0.06, 0.06, 0.06}, {0, 0, 0}, 0};
   CHECK_OK(ctx, vox_model_init(ctx, m, &g));
   const size_t ne = (size_t)n * n * n, layer = (size_t)n * n;
   for (size_t e = 0; e < ne; e++) {

@@ -25,7 +25,7 @@ static void add_material(vox_context *ctx, vox_model *m, int label, const char *
 
 static void sample(vox_context *ctx, vox_model *m) {
   /* voxel sizes and an origin that are not exact in binary */
-  vox_grid g = {5, 4, 3, {0.1, 0.25, 1.0 / 3}, {-1.7, 0.3, 2.2}};
+  vox_grid g = {5, 4, 3, {0.1, 0.25, 1.0 / 3}, {-1.7, 0.3, 2.2}, 0};
   CHECK_OK(ctx, vox_model_init(ctx, m, &g));
   const int64_t ne = vox_grid_elements(&g);
   for (int64_t e = 0; e < ne; e++) m->label[e] = (uint8_t)((e * 7) % 5 == 0 ? 0 : 1 + e % 2);

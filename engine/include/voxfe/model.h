@@ -52,6 +52,14 @@ typedef struct vox_grid {
   int64_t nx, ny, nz;           /* elements along x, y, z */
   double voxel_size[3];         /* element edge lengths along x, y, z, mm */
   double origin[3];             /* coordinates of node (0,0,0), mm */
+  /* 1: a periodic unit cell (homogenization): the grid wraps around along
+   * every axis, so node nx is node 0 again (and so for y, z). Nodes keep
+   * the (nx+1)(ny+1)(nz+1) layout: those with i = nx, j = ny or k = nz are
+   * images of their periodic twins, carry no unknowns of their own (the
+   * solver treats them like fixed dofs) and hold copies of the twins'
+   * values only in results written to files. Not stored in model files:
+   * set by the program that sets up the cell problem. */
+  int periodic;
 } vox_grid;
 
 /* A prescribed displacement: dof `component` of `node` is `value` (mm);
@@ -118,6 +126,10 @@ typedef struct vox_model {
                                    displacements, or temperatures for heat */
   size_t n_history;
   vox_history_row *history;
+  /* The homogenized stiffness C^H of a periodic-cell design (voxfe-optimize
+   * --objective bulk|shear|...): 36 values, 6x6 row-major in the Voigt
+   * order of voxfe/homogenize.h; NULL when absent. */
+  double *cell_tensor;
 
   /* Text attributes carried from stage to stage. */
   char *history_text;           /* netCDF `history`: one line per program run */

@@ -5,6 +5,7 @@
 #define VOXFE_OPTIMIZER_H
 
 #include "voxfe/backend.h"
+#include "voxfe/homogenize.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
 
@@ -18,7 +19,29 @@ typedef enum vox_filter_type {
   VOX_FILTER_DENSITY = 2      /* rho_phys = H rho / sum H */
 } vox_filter_type;
 
+/* What the optimizer minimises. Compliance needs a model with supports and
+ * loads; the others treat the grid as a periodic unit cell (no supports or
+ * loads; vox_homogenize's requirements) and minimise a function of its
+ * homogenized tensor C^H (seed 003, voxfe/homogenize.h). */
+typedef enum vox_objective {
+  VOX_OBJECTIVE_COMPLIANCE = 0,
+  VOX_OBJECTIVE_BULK = 1,        /* maximise the bulk modulus: f = -B (eq. 19) */
+  VOX_OBJECTIVE_SHEAR = 2,       /* maximise the shear modulus: f = -G (eq. 20) */
+  VOX_OBJECTIVE_POISSON = 3,     /* negative Poisson ratio, eq. 21: C01 + C02 + C12
+                                    - beta^k (C00 + C11 + C22) */
+  VOX_OBJECTIVE_POISSON_LOG = 4, /* negative Poisson ratio, eq. 22: log(1 + eta (C01 + C12
+                                    + C20) / (C00 + C11 + C22)) + tau (C00 + C11 + C22)^gamma */
+  VOX_OBJECTIVE_CUSTOM = 5       /* options.custom */
+} vox_objective;
+
 typedef struct vox_optimizer_options {
+  vox_objective objective;
+  double poisson_beta;         /* beta of eq. 21, in (0, 1) */
+  double poisson_eta;          /* eta of eq. 22 */
+  double poisson_gamma;        /* gamma of eq. 22 */
+  double poisson_tau;          /* tau of eq. 22; 0: -1 / E^gamma of the material */
+  vox_tensor_function custom;  /* VOX_OBJECTIVE_CUSTOM: f(C^H) and its gradient */
+  void *custom_self;
   double volume_fraction;      /* target, of the design-domain volume */
   double penalty;              /* final SIMP exponent p */
   double emin_ratio;           /* Emin / E */
@@ -55,12 +78,19 @@ typedef struct vox_optimize_result {
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
   int total_cg_iterations;
+  /* cell objectives: C^H of the final design (6x6, voxfe/homogenize.h's
+   * order) and its moduli */
+  int has_tensor;
+  double tensor[36];
+  vox_cell_moduli moduli;
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 const char *vox_stop_reason_string(vox_stop_reason reason);
+const char *vox_objective_name(vox_objective objective);
+int vox_objective_parse(const char *text, vox_objective *objective);
 
 /* Runs the optimization on `model` (stage model or design: an existing
  * density is the starting design). On success fills model->density (the

@@ -9,6 +9,7 @@
 #include "voxfe/element.h"
 #include "voxfe/expression.h"
 #include "voxfe/initial_design.h"
+#include "voxfe/homogenize.h"
 #include "voxfe/model.h"
 #include "voxfe/optimizer.h"
 #include "voxfe/solver.h"

@@ -67,6 +67,8 @@ typedef struct vox_passive {
 typedef struct vox_problem {
   char title[256];        /* free text for people; "" when absent */
   vox_physics physics;    /* `physics:`, elasticity when absent */
+  int cell;               /* `cell: true`: a periodic unit cell (homogenization), which
+                             takes no supports or loads */
   vox_material material;  /* of the design domain (label 1) */
   int n_load_cases;
   char (*load_case_names)[VOX_NAME_MAX];

@@ -1,0 +1,251 @@
+/* Homogenization of a periodic unit cell (seed 003 section 3.2). For each
+ * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
+ * chi^i (eq. 4, 5), is solved on the periodic grid, and
+ *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7).
+ * Expanding the product and using K u^j = f^j (u = 0 on the held node),
+ *   C^H_ij = 1/|cell| (q_ij sum_e m_e - f^i . u^j),   q_ij = chi^i' Ke chi^j,
+ * so C^H needs dot products only: f^i . u^j for j <= i right after the
+ * solve of case i, while f^i is still there (one force vector, not six).
+ * The sensitivities (eq. 9) need the element products themselves: one pass
+ * of op_strain_energy over the six fields with the weights of the
+ * objective's gradient. chi is the strain applied to element-local corner
+ * coordinates (seed 003 after eq. 12): Ke does not see translations, so
+ * every element gets the same chi. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "homogenize.h"
+#include "voxfe/element.h"
+
+/* Displacement of local corner a under unit strain s (seed 003 eq. 12). */
+static void strain_displacement(int s, const double x[3], double u[3]) {
+  u[0] = u[1] = u[2] = 0;
+  switch (s) {
+  case 0: u[0] = x[0]; break;
+  case 1: u[1] = x[1]; break;
+  case 2: u[2] = x[2]; break;
+  case 3: u[0] = x[1] / 2, u[1] = x[0] / 2; break; /* xy */
+  case 4: u[1] = x[2] / 2, u[2] = x[1] / 2; break; /* yz */
+  default: u[0] = x[2] / 2, u[2] = x[0] / 2; break; /* zx */
+  }
+}
+
+void vox_homog_destroy(vox_homog *h) {
+  if (!h) return;
+  for (int s = 0; s < VOX_STRAINS; s++)
+    if (h->u[s].data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
+  vox_fem_destroy(h->fem);
+  free(h);
+}
+
+static vox_status check_cell(vox_context *ctx, const vox_model *model) {
+  const vox_grid *g = &model->grid;
+  if (model->physics != VOX_PHYSICS_ELASTICITY)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "homogenization needs elasticity");
+  if (g->nx % 4 || g->ny % 4 || g->nz % 4 || g->nx < 4 || g->ny < 4 || g->nz < 4)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "a periodic cell needs multiples of 4 elements along every axis "
+                     "(it has %lld x %lld x %lld)",
+                     (long long)g->nx, (long long)g->ny, (long long)g->nz);
+  const int64_t ne = vox_grid_elements(g);
+  for (int64_t e = 0; e < ne; e++)
+    if (!model->label[e])
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "a periodic cell needs a material in every voxel (voxel %lld is empty); "
+                       "voids are low densities", (long long)e);
+  if (model->n_constraints || model->n_loads)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "a periodic cell takes no constraints or loads: the six unit strains "
+                     "are its load cases");
+  return VOX_OK;
+}
+
+vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
+                            vox_homog **out) {
+  *out = NULL;
+  TRY(vox_model_validate(ctx, model));
+  TRY(check_cell(ctx, model));
+  vox_homog *h = calloc(1, sizeof *h);
+  if (!h) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* the cell as the FE system sees it: periodic, one force vector that
+   * each strain overwrites in turn, no stored displacement */
+  vox_model cell = *model;
+  cell.grid.periodic = 1;
+  cell.n_load_cases = 1;
+  cell.displacement = NULL;
+  vox_status s = vox_fem_create(ctx, be, &cell, &h->fem);
+  const vox_grid *g = &cell.grid;
+  const vox_material *mat = s == VOX_OK ? vox_model_material(model, model->label[0]) : NULL;
+  double ke[24 * 24];
+  if (s == VOX_OK && vox_hex8_elasticity(1.0, mat->poisson_ratio, g->voxel_size, ke) != 0)
+    s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad Poisson ratio");
+  if (s == VOX_OK) {
+    h->e_solid = mat->youngs_modulus;
+    h->volume = (double)vox_grid_elements(g) * g->voxel_size[0] * g->voxel_size[1] *
+                g->voxel_size[2];
+    for (int st = 0; st < VOX_STRAINS; st++)
+      for (int a = 0; a < 8; a++) {
+        const double x[3] = {vox_hex8_corner[a][0] * g->voxel_size[0],
+                             vox_hex8_corner[a][1] * g->voxel_size[1],
+                             vox_hex8_corner[a][2] * g->voxel_size[2]};
+        strain_displacement(st, x, h->chi + st * 24 + 3 * a);
+      }
+    for (int i = 0; i < VOX_STRAINS; i++)
+      for (int j = 0; j < VOX_STRAINS; j++) {
+        double q = 0;
+        for (int r = 0; r < 24; r++)
+          for (int c = 0; c < 24; c++) q += h->chi[i * 24 + r] * ke[r * 24 + c] * h->chi[j * 24 + c];
+        h->q[i * VOX_STRAINS + j] = q;
+      }
+  }
+  for (int st = 0; st < VOX_STRAINS && s == VOX_OK; st++)
+    s = be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+  if (s != VOX_OK) {
+    vox_homog_destroy(h);
+    return s;
+  }
+  *out = h;
+  return VOX_OK;
+}
+
+vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
+                           double c[36], int *cg_iterations, vox_solve_result *failed) {
+  vox_fem *fem = h->fem;
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  double sum_m, fu[VOX_STRAINS][VOX_STRAINS];
+  TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
+  *cg_iterations = 0;
+  memset(failed, 0, sizeof *failed);
+  failed->reason = VOX_CONVERGED_RTOL;
+  for (int i = 0; i < VOX_STRAINS; i++) {
+    vox_solve_result r;
+    TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
+    TRY(vox_fem_solve(fem, 0, &h->u[i], options, &r));
+    *cg_iterations += r.iterations;
+    if (r.reason < 0 && failed->reason > 0) *failed = r;
+    for (int j = 0; j <= i; j++) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
+  }
+  for (int i = 0; i < VOX_STRAINS; i++)
+    for (int j = 0; j < VOX_STRAINS; j++)
+      c[i * VOX_STRAINS + j] =
+          (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
+  return VOX_OK;
+}
+
+vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,
+                              double emin, vox_vec *energy, vox_vec *df) {
+  vox_fem *fem = h->fem;
+  vox_backend *be = fem->be;
+  /* simp_sensitivity gives -p rho^(p-1) (1 - emin) E energy_e: the
+   * weights carry the minus sign and 1/|cell| (symmetrised: C^H is) */
+  double w[36];
+  for (int i = 0; i < VOX_STRAINS; i++)
+    for (int j = 0; j < VOX_STRAINS; j++)
+      w[i * VOX_STRAINS + j] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
+  TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
+  return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
+}
+
+/* ---- derived moduli ------------------------------------------------------- */
+
+/* Inverse of the 6x6 a by Gauss-Jordan with partial pivoting; -1 if singular. */
+static int invert6(const double a[36], double inv[36]) {
+  double m[6][12];
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 12; j++) m[i][j] = j < 6 ? a[i * 6 + j] : (j - 6 == i);
+  for (int col = 0; col < 6; col++) {
+    int piv = col;
+    for (int r = col + 1; r < 6; r++)
+      if (fabs(m[r][col]) > fabs(m[piv][col])) piv = r;
+    if (!(fabs(m[piv][col]) > 0)) return -1;
+    if (piv != col)
+      for (int j = 0; j < 12; j++) {
+        const double t = m[col][j];
+        m[col][j] = m[piv][j], m[piv][j] = t;
+      }
+    const double d = m[col][col];
+    for (int j = 0; j < 12; j++) m[col][j] /= d;
+    for (int r = 0; r < 6; r++) {
+      if (r == col) continue;
+      const double f = m[r][col];
+      for (int j = 0; j < 12; j++) m[r][j] -= f * m[col][j];
+    }
+  }
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) inv[i * 6 + j] = m[i][j + 6];
+  return 0;
+}
+
+int vox_cell_moduli_of(const double c[36], vox_cell_moduli *m) {
+  memset(m, 0, sizeof *m);
+  m->bulk = (c[0] + c[7] + c[14] + 2 * (c[1] + c[2] + c[8])) / 9;
+  m->shear = (c[21] + c[28] + c[35]) / 3;
+  double s[36];
+  const int singular = invert6(c, s) != 0;
+  for (int i = 0; i < 3; i++) {
+    m->young[i] = singular ? NAN : 1 / s[i * 7];
+    m->shear_axis[i] = singular ? NAN : 1 / s[(i + 3) * 7];
+    for (int j = 0; j < 3; j++)
+      m->poisson[i][j] = i == j ? 0 : singular ? NAN : -s[i * 6 + j] / s[i * 7];
+  }
+  return singular ? -1 : 0;
+}
+
+/* ---- the public one-shot entry ---------------------------------------------- */
+
+vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *model,
+                          int use_density, double penalty, double emin_ratio,
+                          const vox_solver_options *options, double c[36],
+                          vox_solve_result results[6], double *displacement) {
+  TRY(vox_solver_options_check(ctx, options));
+  if (use_density && !model->density)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
+  vox_homog *h;
+  TRY(vox_homog_create(ctx, be, model, &h));
+  vox_fem *fem = h->fem;
+  const vox_backend_ops *o = be->ops;
+  vox_vec rho = {0}, ones = {0};
+  vox_status s = o->vec_create(be, fem->n_elements, &ones);
+  if (s == VOX_OK) s = o->vec_set(be, &ones, 1);
+  if (s == VOX_OK && use_density) {
+    s = o->vec_create(be, fem->n_elements, &rho);
+    if (s == VOX_OK) s = o->vec_upload(be, &rho, model->density);
+    if (s == VOX_OK)
+      s = o->simp_moduli(be, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
+    if (s == VOX_OK) s = vox_fem_update(fem);
+  }
+  /* one solve at a time, to report each case's own result */
+  for (int i = 0; i < VOX_STRAINS && s == VOX_OK; i++) {
+    vox_solve_result r;
+    if (s == VOX_OK) s = o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]);
+    if (s == VOX_OK) s = vox_fem_solve(fem, 0, &h->u[i], options, &r);
+    if (s == VOX_OK && results) results[i] = r;
+  }
+  /* C^H with the fields just solved (solves again from them: converged) */
+  int cg;
+  vox_solve_result failed;
+  if (s == VOX_OK) s = vox_homog_solve(h, options, &ones, c, &cg, &failed);
+  const vox_grid *g = &fem->grid;
+  for (int i = 0; i < VOX_STRAINS && s == VOX_OK && displacement; i++) {
+    double *u = displacement + (size_t)i * fem->n_dofs;
+    s = o->vec_download(be, &h->u[i], u);
+    /* the singular system leaves a translation free: the one with u = 0
+     * at the corner */
+    const double shift[3] = {u[0], u[1], u[2]};
+    for (size_t d = 0; d < fem->n_dofs; d++) u[d] -= shift[d % 3];
+    const int64_t px = g->nx + 1, py = g->ny + 1;
+    for (int64_t k = 0; k <= g->nz && s == VOX_OK; k++)
+      for (int64_t j = 0; j <= g->ny; j++)
+        for (int64_t a = 0; a <= g->nx; a++) {
+          if (!vox_is_image(g->nx, g->ny, g->nz, a, j, k)) continue;
+          const int64_t twin = ((k % g->nz) * py + j % g->ny) * px + a % g->nx;
+          memcpy(u + 3 * ((k * py + j) * px + a), u + 3 * twin, 3 * sizeof *u);
+        }
+  }
+  if (rho.data) o->vec_destroy(be, &rho);
+  if (ones.data) o->vec_destroy(be, &ones);
+  vox_homog_destroy(h);
+  return s;
+}

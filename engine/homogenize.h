@@ -1,0 +1,37 @@
+/* The six cell problems of a periodic unit cell on a backend (private), for
+ * vox_homogenize and the optimizer's homogenization objectives (seed 003
+ * eq. 4-9). */
+#ifndef VOXFE_HOMOGENIZE_PRIVATE_H
+#define VOXFE_HOMOGENIZE_PRIVATE_H
+
+#include "fem.h"
+#include "voxfe/homogenize.h"
+
+enum { VOX_STRAINS = 6 };
+
+typedef struct vox_homog {
+  vox_fem *fem;              /* periodic grid, six load cases */
+  vox_vec u[VOX_STRAINS];    /* periodic fluctuations, the warm starts of the next solves */
+  double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
+  double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
+  double volume;             /* of the cell */
+  double e_solid;            /* the material's E */
+} vox_homog;
+
+/* Checks the cell and builds the system: model's labels and material, its
+ * grid taken as periodic. */
+vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
+                            vox_homog **out);
+void vox_homog_destroy(vox_homog *h);
+/* At the fem's current moduli (after vox_fem_update): the six loads, the
+ * six solves (warm-started), and C^H. cg_iterations sums the solves;
+ * failed gets the first solve that did not converge (reason > 0 if none). */
+vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
+                           double c[36],
+                           int *cg_iterations, vox_solve_result *failed);
+/* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e (eq. 8, 9) for the
+ * moduli E (emin + (1 - emin) rho^p): energy is work (elements). */
+vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,
+                              double emin, vox_vec *energy, vox_vec *df);
+
+#endif
