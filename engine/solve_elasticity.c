@@ -106,7 +106,8 @@ static int use_sparse(const vox_backend *backend, const vox_model *model, int us
                       const vox_solver_options *options) {
   if (options->storage == VOX_STORAGE_SPARSE) return 1;
   if (options->storage != VOX_STORAGE_AUTO || use_density || !backend->ops->sparse ||
-      model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID)
+      model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID ||
+      options->smoother != VOX_SMOOTHER_CHEBYSHEV)
     return 0;
   const int64_t ne = vox_grid_elements(&model->grid);
   int64_t solid = 0;

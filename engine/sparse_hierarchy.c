@@ -147,6 +147,17 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
     }
   }
   if (n < 2) n = 2;
+  {
+    /* the coarsest level is a full box, assembled and factored */
+    vox_grid g = model->grid;
+    for (int l = 1; l < n; l++) g = vox_grid_coarsen(&g);
+    const size_t dofs = 3 * (size_t)vox_grid_nodes(&g);
+    if (dofs > VOX_SPARSE_MAX_COARSEST_DOFS)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%d multigrid levels leave a coarsest box of %zu dofs for the sparse "
+                       "storage (at most %d): ask for more levels, or 0 for automatic",
+                       n, dofs, (int)VOX_SPARSE_MAX_COARSEST_DOFS);
+  }
   h->n_levels = n;
   h->level = calloc((size_t)n, sizeof *h->level);
   if (!h->level) return no_memory(ctx, "levels");

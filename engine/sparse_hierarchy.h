@@ -37,6 +37,8 @@ typedef struct vox_sparse_hierarchy {
 /* A box of at most this many dofs is the coarsest level (factored densely on
  * the GPU: its two n^2 arrays stay a few MB). */
 enum { VOX_SPARSE_COARSEST_DOFS = 2000 };
+/* The largest coarsest box a requested number of levels may leave. */
+enum { VOX_SPARSE_MAX_COARSEST_DOFS = 8000 };
 
 /* Builds the hierarchy of an elasticity model: `node_fixed_box` has the fixed
  * bits of every box node (constraints), `nu` the common Poisson ratio.

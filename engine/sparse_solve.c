@@ -292,6 +292,10 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   TRY(vox_model_validate(ctx, model));
   if (model->physics != VOX_PHYSICS_ELASTICITY)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse solver is for elasticity only");
+  if (options->preconditioner != VOX_PC_MULTIGRID || options->smoother != VOX_SMOOTHER_CHEBYSHEV)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the sparse storage solves with the multigrid preconditioner and the "
+                     "Chebyshev smoother only");
   if (!be->ops->sparse)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
                      be->ops->name);

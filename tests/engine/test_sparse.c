@@ -189,6 +189,31 @@ static void test_storage_option(vox_context *ctx) {
   CHECK(vox_solver_options_check(ctx, &opt) != VOX_OK);
 }
 
+/* Options the sparse storage does not take: one clear error each. */
+static void test_refusals(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_bone(ctx, &m, 32);
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+  double *u = calloc(3 * (size_t)vox_grid_nodes(&m.grid), sizeof *u);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.storage = VOX_STORAGE_SPARSE;
+  vox_solve_result r;
+  opt.smoother = VOX_SMOOTHER_JACOBI;
+  CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_UNSUPPORTED);
+  CHECK(strstr(vox_context_message(ctx), "Chebyshev") != NULL);
+  opt.smoother = VOX_SMOOTHER_CHEBYSHEV;
+  opt.mg_levels = 2; /* a coarsest box of 17^3 nodes: too large to factor */
+  CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "coarsest box") != NULL);
+  opt.mg_levels = 3;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r));
+  CHECK(r.reason == VOX_CONVERGED_RTOL);
+  free(u);
+  vox_model_free(&m);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
@@ -196,6 +221,7 @@ int main(void) {
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_storage_option(ctx);
+  test_refusals(ctx, be);
   test_compression(ctx, be, 20);
   test_compression(ctx, be, 27); /* odd box sides: coarse nodes past the box */
   test_forces(ctx, be);
