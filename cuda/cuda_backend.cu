@@ -305,6 +305,7 @@ static vox_backend_ops make_ops(void) {
   o.smoother_step = smoother_step;
   o.vec_dot = vec_dot;
   o.cg_update = cg_update;
+  o.sparse = &vox_cuda_sparse_ops;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;
   o.op_destroy = vox_cuda_op_destroy;

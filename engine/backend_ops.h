@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sparse_ops.h"
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
@@ -291,6 +292,10 @@ typedef struct vox_backend_ops {
                                   const vox_vec *r_fine, vox_vec *r_coarse);
   vox_status (*prolong_add)(vox_backend *be, const vox_grid *fine, int dofs_per_node,
                             const vox_vec *x_coarse, vox_vec *x_fine);
+
+  /* The sparse (bone-only) system of analyses, sparse_ops.h; NULL where the
+   * backend has none. */
+  const vox_sparse_ops *sparse;
 } vox_backend_ops;
 
 struct vox_backend {

@@ -5,6 +5,7 @@
 
 #include "fem.h"
 #include "memory_plan.h"
+#include "sparse_solve.h"
 
 void vox_solver_options_default(vox_solver_options *options) {
   options->rtol = 1e-8;
@@ -15,11 +16,13 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->smoothing_steps = 2; /* fastest on the H100: docs/benchmarks.md */
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
+  options->storage = VOX_STORAGE_AUTO;
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
 static const char *const smoother_names[] = {"jacobi", "chebyshev"};
 static const char *const precision_names[] = {"double", "mixed"};
+static const char *const storage_names[] = {"auto", "full", "sparse"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -57,6 +60,16 @@ int vox_precision_parse(const char *text, vox_precision *precision) {
   return i >= 0 ? 0 : -1;
 }
 
+const char *vox_storage_name(vox_storage storage) {
+  return (unsigned)storage < 3 ? storage_names[storage] : "unknown";
+}
+
+int vox_storage_parse(const char *text, vox_storage *storage) {
+  int i = parse_name(text, storage_names, 3);
+  if (i >= 0) *storage = (vox_storage)i;
+  return i >= 0 ? 0 : -1;
+}
+
 const char *vox_convergence_string(vox_convergence reason) {
   switch (reason) {
   case VOX_CONVERGED_RTOL: return "converged (relative residual)";
@@ -80,10 +93,28 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);
+  REQUIRE((unsigned)o->storage <= VOX_STORAGE_SPARSE, "unknown storage %d", (int)o->storage);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
 #undef REQUIRE
   return VOX_OK;
+}
+
+/* Whether a solve takes the sparse (bone-only) storage: asked for, or AUTO
+ * on a porous elasticity model with the multigrid preconditioner and the
+ * materials' own moduli (the sparse levels take E from a label's material,
+ * so densities and per-element moduli keep the full box). */
+static int use_sparse(const vox_backend *backend, const vox_model *model, int per_element_moduli,
+                      const vox_solver_options *options) {
+  if (options->storage == VOX_STORAGE_SPARSE) return 1;
+  if (options->storage != VOX_STORAGE_AUTO || per_element_moduli || !backend->ops->sparse ||
+      model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID ||
+      options->smoother != VOX_SMOOTHER_CHEBYSHEV)
+    return 0;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  int64_t solid = 0;
+  for (int64_t e = 0; e < ne; e++) solid += model->label[e] != 0;
+  return (double)solid < VOX_SPARSE_AUTO_FRACTION * (double)ne;
 }
 
 /* The element moduli of the caller in place of the materials' (0 for empty
@@ -113,6 +144,11 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
                         const vox_solver_options *options, double *displacement,
                         vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
+  if (use_sparse(backend, model, use_density, options)) {
+    if (use_density)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities");
+    return vox_sparse_solve_elasticity(ctx, backend, model, options, displacement, results, NULL);
+  }
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
   int prescribed = 0;

@@ -281,6 +281,7 @@ static const vox_backend_ops cpu_ops = {
     .stencil_solve = vox_cpu_stencil_solve,
     .restrict_residual = vox_cpu_restrict_residual,
     .prolong_add = vox_cpu_prolong_add,
+    .sparse = &vox_cpu_sparse_ops,
 };
 
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {

@@ -31,6 +31,18 @@ typedef enum vox_precision {
   VOX_PRECISION_MIXED = 1
 } vox_precision;
 
+/* What the solver stores (vox_solve_elasticity): the whole box of the grid,
+ * or only the nodes and elements of the material (porous bone), with
+ * matrix-free coarse levels rediscretised from the voxel image (seed 004).
+ * Both solve the same system. AUTO takes the sparse storage for elasticity
+ * without densities on a model whose material fills less than half the box,
+ * where the backend has it. */
+typedef enum vox_storage {
+  VOX_STORAGE_AUTO = 0,
+  VOX_STORAGE_FULL_BOX = 1,
+  VOX_STORAGE_SPARSE = 2
+} vox_storage;
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
@@ -41,6 +53,7 @@ typedef struct vox_solver_options {
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
+  vox_storage storage;
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -66,6 +79,9 @@ const char *vox_preconditioner_name(vox_preconditioner pc);
 int vox_preconditioner_parse(const char *text, vox_preconditioner *pc);
 const char *vox_smoother_name(vox_smoother smoother);
 int vox_smoother_parse(const char *text, vox_smoother *smoother);
+/* "auto" / "full" / "sparse" */
+const char *vox_storage_name(vox_storage storage);
+int vox_storage_parse(const char *text, vox_storage *storage);
 /* "double" / "mixed" */
 const char *vox_precision_name(vox_precision precision);
 int vox_precision_parse(const char *text, vox_precision *precision);

@@ -1,0 +1,470 @@
+/* The sparse (bone-only) system on the GPU (sparse_ops.h): vectors in double
+ * or float, the element-by-element product over the active elements (one
+ * thread per element, the 24 x 24 element matrix in shared memory, results
+ * added with atomics), and the transfers between levels. A vector's
+ * precision is a run-time flag, the same for every thread of a launch, so
+ * the branch on it costs nothing next to the memory traffic. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.cuh"
+#include "sparse_ops.h"
+
+struct vox_sparse_level {
+  size_t n_nodes, n_elements;
+  int4 *element_nodes;
+  uint8_t *material;
+  double *table;        /* 256 */
+  float *modulus;
+  double *ke;           /* 576 */
+  float *ke32;          /* 576 */
+  uint8_t *node_fixed;
+  uint32_t *parent;
+  size_t bytes;
+};
+
+static __device__ __forceinline__ double ld(const void *p, int single, size_t i) {
+  return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static __device__ __forceinline__ void st(void *p, int single, size_t i, double v) {
+  if (single)
+    ((float *)p)[i] = (float)v;
+  else
+    ((double *)p)[i] = v;
+}
+static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i, double v) {
+  if (single)
+    atomicAdd((float *)p + i, (float)v);
+  else
+    atomicAdd((double *)p + i, v);
+}
+
+/* ---- vectors ---------------------------------------------------------------- */
+
+static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
+  const size_t bytes = (n ? n : 1) * (single ? sizeof(float) : sizeof(double));
+  TRY(vox_cuda_alloc(be, &v->data, bytes, "a sparse vector"));
+  v->n = n;
+  v->single = single;
+  CUDA_TRY(be, cudaMemset(v->data, 0, bytes), "clearing a vector");
+  return VOX_OK;
+}
+
+static void vec_destroy(vox_backend *be, vox_svec *v) {
+  vox_cuda_free(v->data);
+  v->data = NULL;
+  v->n = 0;
+}
+
+static __global__ void convert_kernel(size_t n, const double *src, void *dst, int single) {
+  VOX_GRID_STRIDE(i, n) st(dst, single, i, src[i]);
+}
+static __global__ void widen_kernel(size_t n, const void *src, int single, double *dst) {
+  VOX_GRID_STRIDE(i, n) dst[i] = ld(src, single, i);
+}
+
+/* Host doubles through a device staging buffer when the vector is float. */
+static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
+  if (!v->single) {
+    CUDA_TRY(be, cudaMemcpy(v->data, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
+             "uploading a vector");
+    return VOX_OK;
+  }
+  double *tmp;
+  TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
+  vox_status s = vox_cuda_check(be, cudaMemcpy(tmp, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
+                                "uploading a vector");
+  if (s == VOX_OK) {
+    convert_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, tmp, v->data, 1);
+    s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
+  }
+  vox_cuda_free(tmp);
+  return s;
+}
+
+static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host) {
+  if (!v->single) {
+    CUDA_TRY(be, cudaMemcpy(host, v->data, v->n * sizeof(double), cudaMemcpyDeviceToHost),
+             "downloading a vector");
+    return VOX_OK;
+  }
+  double *tmp;
+  TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
+  widen_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, 1, tmp);
+  vox_status s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
+  if (s == VOX_OK)
+    s = vox_cuda_check(be, cudaMemcpy(host, tmp, v->n * sizeof(double), cudaMemcpyDeviceToHost),
+                       "downloading a vector");
+  vox_cuda_free(tmp);
+  return s;
+}
+
+static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
+  VOX_GRID_STRIDE(i, n) st(x, xs, i, a);
+}
+
+static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
+  if (a == 0) {
+    CUDA_TRY(be, cudaMemsetAsync(v->data, 0, v->n * (v->single ? sizeof(float) : sizeof(double))),
+             "clearing a vector");
+    return VOX_OK;
+  }
+  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, v->single, a);
+  CUDA_LAUNCHED(be, "setting a vector");
+  return VOX_OK;
+}
+
+/* y = a x + b y */
+static __global__ void axpby_kernel(size_t n, double a, const void *x, int xs, double b, void *y,
+                                    int ys) {
+  VOX_GRID_STRIDE(i, n) st(y, ys, i, a * ld(x, xs, i) + b * ld(y, ys, i));
+}
+
+static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->n, a, x->data, x->single, 1, y->data,
+                                                          y->single);
+  CUDA_LAUNCHED(be, "axpy");
+  return VOX_OK;
+}
+
+static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->n, 1, x->data, x->single, a, y->data,
+                                                          y->single);
+  CUDA_LAUNCHED(be, "xpay");
+  return VOX_OK;
+}
+
+enum { DOT_BLOCKS = 1024, DOT_THREADS = 256 };
+
+/* Per-block partial sums in a fixed grid, then one block folds them: the
+ * same order of additions on every run. */
+static __global__ void dot_partials(size_t n, const void *x, int xs, const void *y, int ys,
+                                    double *partials) {
+  __shared__ double warp_sums[DOT_THREADS / 32];
+  double v = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    v += ld(x, xs, i) * ld(y, ys, i);
+  v = vox_cuda_warp_sum(v);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < DOT_THREADS / 32 ? warp_sums[threadIdx.x] : 0.0;
+    v = vox_cuda_warp_sum(v);
+    if (threadIdx.x == 0) partials[blockIdx.x] = v;
+  }
+}
+
+static __global__ void dot_final(double *partials) {
+  __shared__ double warp_sums[DOT_THREADS / 32];
+  double v = 0;
+  for (int i = threadIdx.x; i < DOT_BLOCKS; i += DOT_THREADS) v += partials[i];
+  v = vox_cuda_warp_sum(v);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < DOT_THREADS / 32 ? warp_sums[threadIdx.x] : 0.0;
+    v = vox_cuda_warp_sum(v);
+    if (threadIdx.x == 0) partials[DOT_BLOCKS] = v;
+  }
+}
+
+static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
+  vox_cuda_state *cs = vox_cuda(be);
+  /* the backend's reduction scratch holds at least 1025 doubles */
+  dot_partials<<<DOT_BLOCKS, DOT_THREADS>>>(x->n, x->data, x->single, y->data, y->single,
+                                            cs->partials);
+  dot_final<<<1, DOT_THREADS>>>(cs->partials);
+  CUDA_LAUNCHED(be, "a dot product");
+  CUDA_TRY(be,
+           cudaMemcpy(cs->scalar, cs->partials + DOT_BLOCKS, sizeof(double),
+                      cudaMemcpyDeviceToHost),
+           "reading a dot product");
+  *out = *cs->scalar;
+  return VOX_OK;
+}
+
+static __global__ void smoother_kernel(size_t n, const void *b, int bs, const void *ax, int as,
+                                       const void *w, int ws, double alpha, double beta, void *d,
+                                       int ds, void *x, int xs) {
+  VOX_GRID_STRIDE(i, n) {
+    const double r = ld(w, ws, i) * (ax ? ld(b, bs, i) - ld(ax, as, i) : ld(b, bs, i));
+    const double di = beta != 0 ? alpha * r + beta * ld(d, ds, i) : alpha * r;
+    st(d, ds, i, di);
+    st(x, xs, i, ld(x, xs, i) + di);
+  }
+}
+
+static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                                const vox_svec *w, double alpha, double beta, vox_svec *d,
+                                vox_svec *x) {
+  smoother_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS>>>(
+      x->n, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
+      alpha, beta, d->data, d->single, x->data, x->single);
+  CUDA_LAUNCHED(be, "a smoother step");
+  return VOX_OK;
+}
+
+/* ---- levels ------------------------------------------------------------------ */
+
+static void level_destroy(vox_backend *be, vox_sparse_level *l) {
+  if (!l) return;
+  void *p[] = {l->element_nodes, l->material, l->table, l->modulus,
+               l->ke,            l->ke32,     l->node_fixed, l->parent};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
+  free(l);
+}
+
+static vox_status upload(vox_backend *be, void **dst, const void *src, size_t bytes, size_t *total,
+                         const char *what) {
+  if (!src) return VOX_OK;
+  TRY(vox_cuda_alloc(be, dst, bytes, what));
+  *total += bytes;
+  CUDA_TRY(be, cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), what);
+  return VOX_OK;
+}
+
+static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
+                               vox_sparse_level **out) {
+  vox_sparse_level *l = (vox_sparse_level *)calloc(1, sizeof *l);
+  if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  l->n_nodes = d->n_nodes;
+  l->n_elements = d->n_elements;
+  float ke32[576];
+  for (int i = 0; i < 576; i++) ke32[i] = (float)d->ke[i];
+  size_t b = 0;
+  vox_status s = upload(be, (void **)&l->element_nodes, d->element_nodes,
+                        d->n_elements * 4 * sizeof(int32_t), &b, "sparse elements");
+  if (s == VOX_OK) s = upload(be, (void **)&l->material, d->material, d->n_elements, &b, "materials");
+  if (s == VOX_OK) s = upload(be, (void **)&l->table, d->table, 256 * sizeof(double), &b, "moduli");
+  if (s == VOX_OK)
+    s = upload(be, (void **)&l->modulus, d->modulus, d->n_elements * sizeof(float), &b, "moduli");
+  if (s == VOX_OK) s = upload(be, (void **)&l->ke, d->ke, 576 * sizeof(double), &b, "Ke");
+  if (s == VOX_OK) s = upload(be, (void **)&l->ke32, ke32, 576 * sizeof(float), &b, "Ke");
+  if (s == VOX_OK) s = upload(be, (void **)&l->node_fixed, d->node_fixed, d->n_nodes, &b, "fixed");
+  if (s == VOX_OK)
+    s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
+  l->bytes = b;
+  if (s != VOX_OK) {
+    level_destroy(be, l);
+    return s;
+  }
+  *out = l;
+  return VOX_OK;
+}
+
+static size_t level_bytes(const vox_sparse_level *l) { return l->bytes; }
+
+static __device__ __forceinline__ void corners(const int4 *en, size_t e, int32_t node[8]) {
+  const int4 b = en[e];
+  const int32_t base[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int a = 0; a < 8; a++)
+    node[a] = base[vox_cuda_corner(a, 1) + 2 * vox_cuda_corner(a, 2)] + vox_cuda_corner(a, 0);
+}
+
+static __device__ __forceinline__ double modulus(const vox_sparse_level &l, size_t e) {
+  return l.material ? l.table[l.material[e]] : (double)l.modulus[e];
+}
+
+/* y += K x over the elements, in T arithmetic; fixed columns dropped unless
+ * `full`. */
+template <class T>
+static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
+                                      const void *x, int xs, void *y, int ys, int full) {
+  __shared__ T ke[576];
+  for (int i = threadIdx.x; i < 576; i += blockDim.x) ke[i] = ke_global[i];
+  __syncthreads();
+  const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (e >= l.n_elements) return;
+  int32_t node[8];
+  corners(l.element_nodes, e, node);
+  const T m = (T)modulus(l, e);
+  T xl[24];
+#pragma unroll
+  for (int a = 0; a < 8; a++) {
+    const uint8_t f = full ? 0 : l.node_fixed[node[a]];
+#pragma unroll
+    for (int c = 0; c < 3; c++)
+      xl[3 * a + c] = (f >> c & 1) ? (T)0 : (T)ld(x, xs, 3 * (size_t)node[a] + c);
+  }
+#pragma unroll 4
+  for (int r = 0; r < 24; r++) {
+    T s = 0;
+#pragma unroll
+    for (int c = 0; c < 24; c++) s += ke[r * 24 + c] * xl[c];
+    atomic_add(y, ys, 3 * (size_t)node[r / 3] + r % 3, (double)(m * s));
+  }
+}
+
+/* y_c = x_c on the fixed dofs */
+static __global__ void fixed_rows_kernel(size_t n, const uint8_t *fixed, const void *x, int xs,
+                                         void *y, int ys) {
+  VOX_GRID_STRIDE(m, n) {
+    const uint8_t f = fixed[m];
+    if (!f) continue;
+    for (int c = 0; c < 3; c++)
+      if (f >> c & 1) st(y, ys, 3 * m + c, ld(x, xs, 3 * m + c));
+  }
+}
+
+enum { PRODUCT_THREADS = 128 };
+
+static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
+                        int flags) {
+  const int full = flags & VOX_APPLY_FULL;
+  CUDA_TRY(be, cudaMemsetAsync(y->data, 0, y->n * (y->single ? sizeof(float) : sizeof(double))),
+           "clearing a product");
+  const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
+  if (blocks > 0) {
+    if (flags & VOX_APPLY_SINGLE)
+      product_kernel<float><<<blocks, PRODUCT_THREADS>>>(*l, l->ke32, x->data, x->single, y->data,
+                                                         y->single, full);
+    else
+      product_kernel<double><<<blocks, PRODUCT_THREADS>>>(*l, l->ke, x->data, x->single, y->data,
+                                                          y->single, full);
+    CUDA_LAUNCHED(be, "the sparse K u");
+  }
+  if (!full) {
+    fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
+        l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);
+    CUDA_LAUNCHED(be, "the fixed rows");
+  }
+  return VOX_OK;
+}
+
+static __global__ void diagonal_kernel(vox_sparse_level l, void *d, int ds) {
+  VOX_GRID_STRIDE(e, l.n_elements) {
+    int32_t node[8];
+    corners(l.element_nodes, e, node);
+    const double m = modulus(l, e);
+    for (int r = 0; r < 24; r++) atomic_add(d, ds, 3 * (size_t)node[r / 3] + r % 3, m * l.ke[r * 25]);
+  }
+}
+
+static __global__ void invert_kernel(size_t n, const uint8_t *fixed, void *d, int ds) {
+  VOX_GRID_STRIDE(m, n) {
+    for (int c = 0; c < 3; c++) {
+      const double v = ld(d, ds, 3 * m + c);
+      st(d, ds, 3 * m + c, (fixed[m] >> c & 1) || v <= 0 ? 1.0 : 1.0 / v);
+    }
+  }
+}
+
+static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d) {
+  TRY(vec_set(be, d, 0));
+  diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, d->data, d->single);
+  invert_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
+                                                                  d->data, d->single);
+  CUDA_LAUNCHED(be, "the sparse diagonal");
+  return VOX_OK;
+}
+
+static __global__ void zero_fixed_kernel(size_t n, const uint8_t *fixed, void *v, int vs) {
+  VOX_GRID_STRIDE(m, n) {
+    const uint8_t f = fixed[m];
+    if (!f) continue;
+    for (int c = 0; c < 3; c++)
+      if (f >> c & 1) st(v, vs, 3 * m + c, 0);
+  }
+}
+
+static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
+  zero_fixed_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
+                                                                      v->data, v->single);
+  CUDA_LAUNCHED(be, "zeroing fixed dofs");
+  return VOX_OK;
+}
+
+/* The weight of coarse corner (x, y, z) for a fine node at position `pos`
+ * (sparse_ops.h): per axis 1 on the coinciding node, 1/2 on both when
+ * halfway, else 0. */
+static __device__ __forceinline__ double weight(uint32_t pos, int x, int y, int z) {
+  const int p[3] = {(int)(pos % 3), (int)(pos / 3 % 3), (int)(pos / 9)};
+  const int o[3] = {x, y, z};
+  double w = 1;
+#pragma unroll
+  for (int a = 0; a < 3; a++) w *= p[a] == 1 ? 0.5 : (p[a] == 2 * o[a] ? 1.0 : 0.0);
+  return w;
+}
+
+static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, const void *rf,
+                                       int rfs, void *rc, int rcs) {
+  VOX_GRID_STRIDE(m, f.n_nodes) {
+    const uint32_t word = f.parent[m];
+    const uint32_t pos = word & ((1u << VOX_SPARSE_POS_BITS) - 1);
+    int32_t cn[8];
+    corners(c.element_nodes, word >> VOX_SPARSE_POS_BITS, cn);
+    const uint8_t fx = f.node_fixed[m];
+    double v[3];
+    for (int k = 0; k < 3; k++) v[k] = (fx >> k & 1) ? 0.0 : ld(rf, rfs, 3 * m + k);
+    for (int a = 0; a < 8; a++) {
+      const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
+                              vox_cuda_corner(a, 2));
+      if (w == 0) continue;
+      for (int k = 0; k < 3; k++)
+        if (v[k] != 0) atomic_add(rc, rcs, 3 * (size_t)cn[a] + k, w * v[k]);
+    }
+  }
+}
+
+static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
+                                    const vox_svec *rf, vox_svec *rc) {
+  TRY(vec_set(be, rc, 0));
+  restrict_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS>>>(*f, *c, rf->data, rf->single,
+                                                                    rc->data, rc->single);
+  CUDA_LAUNCHED(be, "the sparse restriction");
+  return VOX_OK;
+}
+
+static __global__ void prolong_kernel(vox_sparse_level f, vox_sparse_level c, const void *xc,
+                                      int xcs, void *xf, int xfs) {
+  VOX_GRID_STRIDE(m, f.n_nodes) {
+    const uint32_t word = f.parent[m];
+    const uint32_t pos = word & ((1u << VOX_SPARSE_POS_BITS) - 1);
+    int32_t cn[8];
+    corners(c.element_nodes, word >> VOX_SPARSE_POS_BITS, cn);
+    double s[3] = {0, 0, 0};
+    for (int a = 0; a < 8; a++) {
+      const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
+                              vox_cuda_corner(a, 2));
+      if (w == 0) continue;
+      for (int k = 0; k < 3; k++) s[k] += w * ld(xc, xcs, 3 * (size_t)cn[a] + k);
+    }
+    const uint8_t fx = f.node_fixed[m];
+    for (int k = 0; k < 3; k++)
+      if (!(fx >> k & 1)) st(xf, xfs, 3 * m + k, ld(xf, xfs, 3 * m + k) + s[k]);
+  }
+}
+
+static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
+                              const vox_svec *xc, vox_svec *xf) {
+  prolong_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS>>>(*f, *c, xc->data, xc->single,
+                                                                   xf->data, xf->single);
+  CUDA_LAUNCHED(be, "the sparse prolongation");
+  return VOX_OK;
+}
+
+static vox_sparse_ops make_ops(void) {
+  vox_sparse_ops o = {};
+  o.vec_create = vec_create;
+  o.vec_destroy = vec_destroy;
+  o.vec_upload = vec_upload;
+  o.vec_download = vec_download;
+  o.vec_set = vec_set;
+  o.vec_axpy = vec_axpy;
+  o.vec_xpay = vec_xpay;
+  o.vec_dot = vec_dot;
+  o.smoother_step = smoother_step;
+  o.level_create = level_create;
+  o.level_destroy = level_destroy;
+  o.level_bytes = level_bytes;
+  o.apply = apply;
+  o.inv_diagonal = inv_diagonal;
+  o.zero_fixed = zero_fixed;
+  o.restrict_residual = restrict_residual;
+  o.prolong_add = prolong_add;
+  return o;
+}
+
+extern "C" const vox_sparse_ops vox_cuda_sparse_ops = make_ops();

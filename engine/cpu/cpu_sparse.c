@@ -1,0 +1,347 @@
+/* The sparse (bone-only) system on the CPU (sparse_ops.h): vectors in double
+ * or float, the element-by-element product over the active elements, and
+ * the transfers between levels. Elements and nodes are in box order, so a
+ * slab of z layers writes only its own node layers and the one above it:
+ * threads take every other slab, then the rest, and never write the same
+ * entry (no atomics; the sums come out the same run after run). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sparse_ops.h"
+#include "cpu.h"
+#include "voxfe/element.h"
+
+struct vox_sparse_level {
+  size_t n_nodes, n_elements;
+  int32_t *element_nodes;
+  uint8_t *material;
+  double table[256];
+  float *modulus;
+  double ke[24 * 24];
+  uint8_t *node_fixed;
+  uint32_t *parent;
+  size_t *element_layer_start, *node_layer_start;
+  int64_t nz;
+  size_t bytes;
+};
+
+static inline double get(const vox_svec *v, size_t i) {
+  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
+}
+static inline void put(vox_svec *v, size_t i, double a) {
+  if (v->single)
+    ((float *)v->data)[i] = (float)a;
+  else
+    ((double *)v->data)[i] = a;
+}
+static inline void add(vox_svec *v, size_t i, double a) {
+  if (v->single)
+    ((float *)v->data)[i] += (float)a;
+  else
+    ((double *)v->data)[i] += a;
+}
+
+static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
+  v->n = n;
+  v->single = single;
+  v->data = calloc(n ? n : 1, single ? sizeof(float) : sizeof(double));
+  if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector of %zu)", n);
+  return VOX_OK;
+}
+
+static void vec_destroy(vox_backend *be, vox_svec *v) {
+  free(v->data);
+  v->data = NULL;
+  v->n = 0;
+}
+
+static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
+  for (size_t i = 0; i < v->n; i++) put(v, i, host[i]);
+  return VOX_OK;
+}
+
+static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host) {
+  for (size_t i = 0; i < v->n; i++) host[i] = get(v, i);
+  return VOX_OK;
+}
+
+static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
+  const ptrdiff_t n = (ptrdiff_t)v->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) put(v, (size_t)i, a);
+  return VOX_OK;
+}
+
+static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) put(y, (size_t)i, get(y, (size_t)i) + a * get(x, (size_t)i));
+  return VOX_OK;
+}
+
+static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) put(y, (size_t)i, get(x, (size_t)i) + a * get(y, (size_t)i));
+  return VOX_OK;
+}
+
+static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+  double s = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
+  for (ptrdiff_t i = 0; i < n; i++) s += get(x, (size_t)i) * get(y, (size_t)i);
+  *out = s;
+  return VOX_OK;
+}
+
+static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                                const vox_svec *inv_diag, double alpha, double beta, vox_svec *d,
+                                vox_svec *x) {
+  const ptrdiff_t n = (ptrdiff_t)x->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const size_t u = (size_t)i;
+    const double r = get(inv_diag, u) * (ax ? get(b, u) - get(ax, u) : get(b, u));
+    const double di = beta != 0 ? alpha * r + beta * get(d, u) : alpha * r;
+    put(d, u, di);
+    put(x, u, get(x, u) + di);
+  }
+  return VOX_OK;
+}
+
+/* ---- levels ---------------------------------------------------------------- */
+
+static void *copy_of(const void *src, size_t bytes, size_t *total) {
+  if (!src) return NULL;
+  void *p = malloc(bytes ? bytes : 1);
+  if (p) memcpy(p, src, bytes);
+  *total += bytes;
+  return p;
+}
+
+static void level_destroy(vox_backend *be, vox_sparse_level *l) {
+  if (!l) return;
+  free(l->element_nodes);
+  free(l->material);
+  free(l->modulus);
+  free(l->node_fixed);
+  free(l->parent);
+  free(l->element_layer_start);
+  free(l->node_layer_start);
+  free(l);
+}
+
+static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
+                               vox_sparse_level **out) {
+  vox_sparse_level *l = calloc(1, sizeof *l);
+  if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  l->n_nodes = d->n_nodes;
+  l->n_elements = d->n_elements;
+  l->nz = d->nz;
+  memcpy(l->ke, d->ke, sizeof l->ke);
+  if (d->table) memcpy(l->table, d->table, sizeof l->table);
+  size_t b = 0;
+  l->element_nodes = copy_of(d->element_nodes, d->n_elements * 4 * sizeof(int32_t), &b);
+  l->material = copy_of(d->material, d->n_elements, &b);
+  l->modulus = copy_of(d->modulus, d->n_elements * sizeof(float), &b);
+  l->node_fixed = copy_of(d->node_fixed, d->n_nodes, &b);
+  l->parent = copy_of(d->parent, d->n_nodes * sizeof(uint32_t), &b);
+  l->element_layer_start = copy_of(d->element_layer_start, (size_t)(d->nz + 1) * sizeof(size_t), &b);
+  l->node_layer_start = copy_of(d->node_layer_start, (size_t)(d->nz + 2) * sizeof(size_t), &b);
+  l->bytes = b;
+  if (!l->element_nodes || (!l->material && !l->modulus) || !l->node_fixed ||
+      (d->parent && !l->parent) || !l->element_layer_start || !l->node_layer_start) {
+    level_destroy(be, l);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a sparse level");
+  }
+  *out = l;
+  return VOX_OK;
+}
+
+static size_t level_bytes(const vox_sparse_level *l) { return l->bytes; }
+
+/* Runs body(first layer, end layer) over slabs of at least `thick` layers
+ * of [0, n): the even slabs in parallel, then the odd ones. */
+#define SLAB_PHASES(be, n, thick, body)                                            \
+  do {                                                                             \
+    const int64_t n_ = (n), th_ = vox_cpu_threads(be);                             \
+    int64_t slabs_ = n_ / (thick);                                                 \
+    if (slabs_ > 4 * th_) slabs_ = 4 * th_;                                        \
+    if (slabs_ < 1) slabs_ = 1;                                                    \
+    for (int phase_ = 0; phase_ < 2; phase_++) {                                   \
+      _Pragma("omp parallel for num_threads(th_) schedule(dynamic)")               \
+      for (int64_t s_ = phase_; s_ < slabs_; s_ += 2) {                            \
+        const int64_t lo = n_ * s_ / slabs_, hi = n_ * (s_ + 1) / slabs_;          \
+        body;                                                                      \
+      }                                                                            \
+    }                                                                              \
+  } while (0)
+
+static inline void element_corners(const vox_sparse_level *l, size_t e, int32_t node[8]) {
+  const int32_t *en = l->element_nodes + 4 * e;
+  for (int a = 0; a < 8; a++)
+    node[a] = en[vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] + vox_hex8_corner[a][0];
+}
+
+static inline double element_modulus(const vox_sparse_level *l, size_t e) {
+  return l->material ? l->table[l->material[e]] : (double)l->modulus[e];
+}
+
+static void product_range(const vox_sparse_level *l, const vox_svec *x, vox_svec *y, int full,
+                          size_t e0, size_t e1) {
+  for (size_t e = e0; e < e1; e++) {
+    int32_t node[8];
+    element_corners(l, e, node);
+    const double m = element_modulus(l, e);
+    double xl[24];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < 3; c++)
+        xl[3 * a + c] = !full && (l->node_fixed[node[a]] >> c & 1)
+                            ? 0
+                            : get(x, 3 * (size_t)node[a] + (size_t)c);
+    for (int r = 0; r < 24; r++) {
+      const double *kr = l->ke + r * 24;
+      double s = 0;
+      for (int c = 0; c < 24; c++) s += kr[c] * xl[c];
+      add(y, 3 * (size_t)node[r / 3] + (size_t)(r % 3), m * s);
+    }
+  }
+}
+
+static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
+                        int flags) {
+  const int full = flags & VOX_APPLY_FULL;
+  TRY(vec_set(be, y, 0));
+  SLAB_PHASES(be, l->nz, 1,
+              product_range(l, x, y, full, l->element_layer_start[lo],
+                            l->element_layer_start[hi]));
+  if (!full) {
+    const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+    for (ptrdiff_t m = 0; m < n; m++)
+      for (int c = 0; c < 3; c++)
+        if (l->node_fixed[m] >> c & 1) put(y, 3 * (size_t)m + c, get(x, 3 * (size_t)m + c));
+  }
+  return VOX_OK;
+}
+
+static void diagonal_range(const vox_sparse_level *l, vox_svec *d, size_t e0, size_t e1) {
+  for (size_t e = e0; e < e1; e++) {
+    int32_t node[8];
+    element_corners(l, e, node);
+    const double m = element_modulus(l, e);
+    for (int r = 0; r < 24; r++) add(d, 3 * (size_t)node[r / 3] + (size_t)(r % 3), m * l->ke[r * 25]);
+  }
+}
+
+static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d) {
+  TRY(vec_set(be, d, 0));
+  SLAB_PHASES(be, l->nz, 1,
+              diagonal_range(l, d, l->element_layer_start[lo], l->element_layer_start[hi]));
+  const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < n; m++)
+    for (int c = 0; c < 3; c++) {
+      const size_t i = 3 * (size_t)m + (size_t)c;
+      const double v = get(d, i);
+      put(d, i, (l->node_fixed[m] >> c & 1) || v <= 0 ? 1 : 1 / v);
+    }
+  return VOX_OK;
+}
+
+static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
+  const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < n; m++)
+    for (int c = 0; c < 3; c++)
+      if (l->node_fixed[m] >> c & 1) put(v, 3 * (size_t)m + c, 0);
+  return VOX_OK;
+}
+
+/* The coarse nodes (corner index into the coarse element) and weights that
+ * interpolate a fine node at position `pos`: up to 8 terms. */
+static int interpolation(uint32_t pos, int corner[8], double weight[8]) {
+  const int p[3] = {(int)(pos % 3), (int)(pos / 3 % 3), (int)(pos / 9)};
+  int n = 0;
+  for (int z = 0; z < 2; z++)
+    for (int y = 0; y < 2; y++)
+      for (int x = 0; x < 2; x++) {
+        const int o[3] = {x, y, z};
+        double w = 1;
+        for (int a = 0; a < 3; a++) /* p 0: all on the low node, 2: on the high, 1: halves */
+          w *= p[a] == 1 ? 0.5 : (p[a] == 2 * o[a] ? 1 : 0);
+        if (w == 0) continue;
+        corner[n] = 4 * z + (y ? 3 - x : x); /* vox_hex8_corner's index of (x, y, z) */
+        weight[n++] = w;
+      }
+  return n;
+}
+
+static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
+                           const vox_svec *rf, vox_svec *rc, size_t n0, size_t n1) {
+  for (size_t m = n0; m < n1; m++) {
+    const uint32_t word = f->parent[m];
+    int corner[8];
+    double w[8];
+    const int k = interpolation(word & ((1u << VOX_SPARSE_POS_BITS) - 1), corner, w);
+    int32_t cn[8];
+    element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
+    for (int comp = 0; comp < 3; comp++) {
+      if (f->node_fixed[m] >> comp & 1) continue;
+      const double v = get(rf, 3 * m + (size_t)comp);
+      for (int t = 0; t < k; t++) add(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v);
+    }
+  }
+}
+
+static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
+                                    const vox_svec *rf, vox_svec *rc) {
+  TRY(vec_set(be, rc, 0));
+  SLAB_PHASES(be, f->nz + 1, 4,
+              restrict_range(f, c, rf, rc, f->node_layer_start[lo], f->node_layer_start[hi]));
+  return VOX_OK;
+}
+
+static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
+                              const vox_svec *xc, vox_svec *xf) {
+  const ptrdiff_t n = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const size_t m = (size_t)i;
+    const uint32_t word = f->parent[m];
+    int corner[8];
+    double w[8];
+    const int k = interpolation(word & ((1u << VOX_SPARSE_POS_BITS) - 1), corner, w);
+    int32_t cn[8];
+    element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
+    for (int comp = 0; comp < 3; comp++) {
+      if (f->node_fixed[m] >> comp & 1) continue;
+      double s = 0;
+      for (int t = 0; t < k; t++) s += w[t] * get(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp);
+      add(xf, 3 * m + (size_t)comp, s);
+    }
+  }
+  return VOX_OK;
+}
+
+const vox_sparse_ops vox_cpu_sparse_ops = {
+    .vec_create = vec_create,
+    .vec_destroy = vec_destroy,
+    .vec_upload = vec_upload,
+    .vec_download = vec_download,
+    .vec_set = vec_set,
+    .vec_axpy = vec_axpy,
+    .vec_xpay = vec_xpay,
+    .vec_dot = vec_dot,
+    .smoother_step = smoother_step,
+    .level_create = level_create,
+    .level_destroy = level_destroy,
+    .level_bytes = level_bytes,
+    .apply = apply,
+    .inv_diagonal = inv_diagonal,
+    .zero_fixed = zero_fixed,
+    .restrict_residual = restrict_residual,
+    .prolong_add = prolong_add,
+};

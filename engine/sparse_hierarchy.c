@@ -1,0 +1,334 @@
+/* The levels of the sparse multigrid on the host (sparse_hierarchy.h): active
+ * nodes and elements of each level in box order, their moduli, fixed dofs,
+ * and the parent words that tie each node to the next coarser level. */
+#include "sparse_hierarchy.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "multigrid.h"
+#include "voxfe/element.h"
+
+static vox_status no_memory(vox_context *ctx, const char *what) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the sparse system (%s)", what);
+}
+
+static void level_free(vox_sparse_host_level *l) {
+  free(l->element_nodes);
+  free(l->element_box);
+  free(l->material);
+  free(l->modulus);
+  free(l->node_fixed);
+  free(l->node_box);
+  free(l->parent);
+  free(l->element_layer_start);
+  free(l->node_layer_start);
+  memset(l, 0, sizeof *l);
+}
+
+void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h) {
+  for (int l = 0; h->level && l < h->n_levels; l++) level_free(&h->level[l]);
+  free(h->level);
+  free(h->box_to_node);
+  memset(h, 0, sizeof *h);
+}
+
+/* The active elements of a box: `label` (level 0) or `box_modulus` > 0. */
+static inline int element_active(const uint8_t *label, const float *box_modulus, int64_t e) {
+  return label ? label[e] != 0 : box_modulus[e] > 0;
+}
+
+/* Numbers the active nodes and elements of one level's box. `full_box`
+ * numbers every box node (the coarsest level). `box_to_node` (box nodes)
+ * is returned to the caller. */
+static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const uint8_t *label,
+                               const float *box_modulus, int full_box, int32_t **box_to_node) {
+  const vox_grid *g = &l->grid;
+  const int64_t nx = g->nx, ny = g->ny, nz = g->nz, px = nx + 1, py = ny + 1, pz = nz + 1;
+  const int64_t nb = px * py * pz;
+  int32_t *map = malloc((size_t)nb * sizeof *map);
+  if (!map) return no_memory(ctx, "node map");
+  *box_to_node = map;
+  const int32_t mark = full_box ? 0 : -1;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < nb; n++) map[n] = mark;
+  size_t ne = 0;
+#pragma omp parallel for schedule(static) reduction(+ : ne)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const int64_t e = (k * ny + j) * nx + i;
+        if (!element_active(label, box_modulus, e)) continue;
+        ne++;
+        for (int a = 0; a < 8; a++) /* benign races: every writer writes 0 */
+          map[((k + vox_hex8_corner[a][2]) * py + j + vox_hex8_corner[a][1]) * px + i +
+              vox_hex8_corner[a][0]] = 0;
+      }
+  l->node_layer_start = malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
+  l->element_layer_start = malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
+  if (!l->node_layer_start || !l->element_layer_start) return no_memory(ctx, "layers");
+  int64_t nn = 0;
+  for (int64_t k = 0; k < pz; k++) {
+    l->node_layer_start[k] = (size_t)nn;
+    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++)
+      if (map[m] == 0) {
+        if (nn >= INT32_MAX)
+          return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                           "the sparse system holds at most 2^31 nodes a level");
+        map[m] = (int32_t)nn++;
+      }
+  }
+  l->node_layer_start[pz] = (size_t)nn;
+  l->n_nodes = (size_t)nn;
+  l->n_elements = ne;
+  l->node_box = malloc((size_t)nn * sizeof *l->node_box);
+  l->node_fixed = calloc((size_t)nn ? (size_t)nn : 1, 1);
+  l->element_nodes = malloc((ne ? ne : 1) * 4 * sizeof *l->element_nodes);
+  l->element_box = malloc((ne ? ne : 1) * sizeof *l->element_box);
+  if (!l->node_box || !l->node_fixed || !l->element_nodes || !l->element_box)
+    return no_memory(ctx, "nodes and elements");
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < nb; m++)
+    if (map[m] >= 0) l->node_box[map[m]] = m;
+  /* elements in box order, layer by layer */
+  size_t next = 0;
+  for (int64_t k = 0; k < nz; k++) {
+    l->element_layer_start[k] = next;
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const int64_t e = (k * ny + j) * nx + i;
+        if (!element_active(label, box_modulus, e)) continue;
+        int32_t *en = l->element_nodes + 4 * next;
+        for (int c = 0; c < 4; c++) /* corners (0, c & 1, c >> 1) */
+          en[c] = map[((k + (c >> 1)) * py + j + (c & 1)) * px + i];
+        l->element_box[next++] = e;
+      }
+  }
+  l->element_layer_start[nz] = next;
+  return VOX_OK;
+}
+
+/* The coarse node indices along an axis of n fine elements that a fixed
+ * fine node at index a fixes: the coarse node on it (a even), the two
+ * between which it lies (a odd), or for the last fine node the coarse node
+ * that interpolates it alone ((n + 1) / 2: one past it when n is odd, so
+ * that a plate there fixes one coarse layer, not two). Two distinct fixed
+ * fine nodes never merge into one coarse node this way, so a pin and its
+ * partner keep holding the rigid rotations on every level and the coarsest
+ * level stays non-singular. Returns how many. */
+static inline int coarse_candidates(int64_t a, int64_t n, int64_t out[2]) {
+  if (a == n) {
+    out[0] = (n + 1) / 2;
+    return 1;
+  }
+  out[0] = a / 2;
+  if (!(a & 1)) return 1;
+  out[1] = a / 2 + 1;
+  return 2;
+}
+
+vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
+                                      const uint8_t *node_fixed_box, double nu, int levels,
+                                      vox_sparse_hierarchy *h) {
+  memset(h, 0, sizeof *h);
+  for (int i = 0; i < model->n_materials; i++)
+    h->table[model->materials[i].label] = model->materials[i].youngs_modulus;
+  /* the number of levels: halve the box until it is small enough to factor */
+  int n = 1;
+  {
+    vox_grid g = model->grid;
+    while (levels > 0 ? n < levels
+                      : (size_t)vox_grid_nodes(&g) * 3 > VOX_SPARSE_COARSEST_DOFS) {
+      const vox_grid c = vox_grid_coarsen(&g);
+      if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break;
+      g = c;
+      n++;
+    }
+  }
+  if (n < 2) n = 2;
+  {
+    /* the coarsest level is a full box, assembled and factored */
+    vox_grid g = model->grid;
+    for (int l = 1; l < n; l++) g = vox_grid_coarsen(&g);
+    const size_t dofs = 3 * (size_t)vox_grid_nodes(&g);
+    if (dofs > VOX_SPARSE_MAX_COARSEST_DOFS)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%d multigrid levels leave a coarsest box of %zu dofs for the sparse "
+                       "storage (at most %d): ask for more levels, or 0 for automatic",
+                       n, dofs, (int)VOX_SPARSE_MAX_COARSEST_DOFS);
+  }
+  h->n_levels = n;
+  h->level = calloc((size_t)n, sizeof *h->level);
+  if (!h->level) return no_memory(ctx, "levels");
+
+  vox_status s = VOX_OK;
+  float *box_mod = NULL;      /* the current coarse level's box moduli */
+  vox_grid g = model->grid;
+  for (int l = 0; l < n && s == VOX_OK; l++) {
+    vox_sparse_host_level *lv = &h->level[l];
+    lv->grid = g;
+    if (vox_hex8_elasticity(1.0, nu, g.voxel_size, lv->ke) != 0) {
+      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
+      break;
+    }
+    int32_t *map = NULL;
+    s = number_level(ctx, lv, l == 0 ? model->label : NULL, box_mod, l == n - 1, &map);
+    if (s == VOX_OK && lv->n_elements == 0)
+      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+    if (s == VOX_OK && l == 0) {
+      lv->material = malloc(lv->n_elements);
+      if (!lv->material) s = no_memory(ctx, "materials");
+      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
+        lv->material[e] = model->label[lv->element_box[e]];
+      for (size_t m = 0; s == VOX_OK && m < lv->n_nodes; m++)
+        lv->node_fixed[m] = node_fixed_box[lv->node_box[m]];
+    } else if (s == VOX_OK) {
+      lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
+      if (!lv->modulus) s = no_memory(ctx, "moduli");
+      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
+        lv->modulus[e] = box_mod[lv->element_box[e]];
+    }
+    if (s == VOX_OK && l > 0) {
+      /* the fine level's fixed dofs fix coarse dofs (coarse_candidates),
+       * and its nodes learn their parent elements */
+      vox_sparse_host_level *f = &h->level[l - 1];
+      const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
+      const int64_t cpx = g.nx + 1, cpy = g.ny + 1;
+      for (size_t m = 0; m < f->n_nodes; m++) {
+        if (!f->node_fixed[m]) continue;
+        const int64_t b = f->node_box[m];
+        const int64_t i = b % fpx, j = (b / fpx) % fpy, k = b / (fpx * fpy);
+        int64_t ci[2], cj[2], ck[2];
+        const int ni = coarse_candidates(i, f->grid.nx, ci), nj = coarse_candidates(j, f->grid.ny, cj),
+                  nk = coarse_candidates(k, f->grid.nz, ck);
+        for (int c = 0; c < nk; c++)
+          for (int b2 = 0; b2 < nj; b2++)
+            for (int a = 0; a < ni; a++) {
+              const int32_t cn = map[(ck[c] * cpy + cj[b2]) * cpx + ci[a]];
+              if (cn >= 0) lv->node_fixed[cn] |= f->node_fixed[m];
+            }
+      }
+      /* box element -> coarse element */
+      const int64_t cne = vox_grid_elements(&g);
+      int32_t *emap = malloc((size_t)cne * sizeof *emap);
+      f->parent = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+      if (!emap || !f->parent) s = no_memory(ctx, "parents");
+      if (s == VOX_OK && lv->n_elements > VOX_SPARSE_MAX_COARSE_ELEMENTS)
+        s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
+      if (s == VOX_OK) {
+        for (size_t e = 0; e < lv->n_elements; e++) emap[lv->element_box[e]] = (int32_t)e;
+        const int64_t fnx = f->grid.nx, fny = f->grid.ny;
+#pragma omp parallel for schedule(static)
+        for (size_t e = 0; e < f->n_elements; e++) {
+          const int64_t b = f->element_box[e];
+          const int64_t i = b % fnx, j = (b / fnx) % fny, k = b / (fnx * fny);
+          const int64_t ci = i / 2, cj = j / 2, ck = k / 2;
+          const uint32_t ce = (uint32_t)emap[(ck * g.ny + cj) * g.nx + ci];
+          for (int a = 0; a < 8; a++) {
+            const int x = vox_hex8_corner[a][0], y = vox_hex8_corner[a][1],
+                      z = vox_hex8_corner[a][2];
+            const int32_t node = f->element_nodes[4 * e + y + 2 * z] + x;
+            const int pos = (int)(i + x - 2 * ci) + 3 * (int)(j + y - 2 * cj) +
+                            9 * (int)(k + z - 2 * ck);
+            f->parent[node] = vox_sparse_parent(ce, pos); /* any parent serves */
+          }
+        }
+      }
+      free(emap);
+    }
+    /* the next level's box moduli: the mean over the children */
+    if (s == VOX_OK && l < n - 1) {
+      const vox_grid c = vox_grid_coarsen(&g);
+      float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
+      if (!next) s = no_memory(ctx, "coarse moduli");
+      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++) {
+        const int64_t b = lv->element_box[e];
+        const int64_t i = b % g.nx, j = (b / g.nx) % g.ny, k = b / (g.nx * g.ny);
+        const double m = l == 0 ? h->table[lv->material[e]] : lv->modulus[e];
+        next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
+      }
+      free(box_mod);
+      box_mod = next;
+      g = c;
+    }
+    if (l == 0)
+      h->box_to_node = map;
+    else
+      free(map);
+  }
+  free(box_mod);
+  if (s == VOX_OK) {
+    /* the coarsest level numbers its whole box: nodes no element touches
+     * have no stiffness and are fixed */
+    vox_sparse_host_level *lv = &h->level[n - 1];
+    uint8_t *touched = calloc(lv->n_nodes, 1);
+    if (!touched) s = no_memory(ctx, "coarsest level");
+    for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
+      for (int c = 0; c < 4; c++) {
+        touched[lv->element_nodes[4 * e + c]] = 1;
+        touched[lv->element_nodes[4 * e + c] + 1] = 1;
+      }
+    for (size_t m = 0; s == VOX_OK && m < lv->n_nodes; m++)
+      if (!touched[m]) lv->node_fixed[m] = 7;
+    free(touched);
+  }
+  if (s != VOX_OK) vox_sparse_hierarchy_free(h);
+  return s;
+}
+
+vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, int l) {
+  const vox_sparse_host_level *lv = &h->level[l];
+  return (vox_sparse_level_desc){
+      .n_nodes = lv->n_nodes,
+      .n_elements = lv->n_elements,
+      .element_nodes = lv->element_nodes,
+      .material = lv->material,
+      .table = lv->material ? h->table : NULL,
+      .modulus = lv->modulus,
+      .ke = lv->ke,
+      .node_fixed = lv->node_fixed,
+      .parent = l < h->n_levels - 1 ? lv->parent : NULL,
+      .element_layer_start = lv->element_layer_start,
+      .node_layer_start = lv->node_layer_start,
+      .nz = lv->grid.nz,
+  };
+}
+
+void vox_sparse_assemble_coarsest(const vox_sparse_hierarchy *h, double *value) {
+  const vox_sparse_host_level *lv = &h->level[h->n_levels - 1];
+  const int64_t px = lv->grid.nx + 1, py = lv->grid.ny + 1;
+  memset(value, 0, lv->n_nodes * 27 * 9 * sizeof *value);
+  for (size_t e = 0; e < lv->n_elements; e++) {
+    int32_t node[8];
+    for (int a = 0; a < 8; a++)
+      node[a] = lv->element_nodes[4 * e + vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] +
+                vox_hex8_corner[a][0];
+    const double m = lv->modulus[e];
+    for (int a = 0; a < 8; a++)
+      for (int b = 0; b < 8; b++) {
+        const int t = (vox_hex8_corner[b][2] - vox_hex8_corner[a][2] + 1) * 9 +
+                      (vox_hex8_corner[b][1] - vox_hex8_corner[a][1] + 1) * 3 +
+                      (vox_hex8_corner[b][0] - vox_hex8_corner[a][0] + 1);
+        double *blk = value + ((size_t)node[a] * 27 + (size_t)t) * 9;
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++) blk[r * 3 + c] += m * lv->ke[(3 * a + r) * 24 + 3 * b + c];
+      }
+  }
+  /* fixed dofs: identity rows and columns */
+  for (int64_t n = 0; n < (int64_t)lv->n_nodes; n++) {
+    const int64_t i = n % px, j = (n / px) % py, k = n / (px * py);
+    for (int t = 0; t < 27; t++) {
+      const int64_t ii = i + t % 3 - 1, jj = j + (t / 3) % 3 - 1, kk = k + t / 9 - 1;
+      double *blk = value + ((size_t)n * 27 + (size_t)t) * 9;
+      const int inside = ii >= 0 && jj >= 0 && kk >= 0 && ii < px && jj < py &&
+                         kk < lv->grid.nz + 1;
+      const uint8_t fm = inside ? lv->node_fixed[(kk * py + jj) * px + ii] : 7;
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+          if ((lv->node_fixed[n] >> r & 1) || (fm >> c & 1)) blk[r * 3 + c] = 0;
+    }
+    for (int r = 0; r < 3; r++)
+      if (lv->node_fixed[n] >> r & 1) value[((size_t)n * 27 + 13) * 9 + r * 3 + r] = 1;
+  }
+}

@@ -1,0 +1,59 @@
+/* The levels of the sparse (bone-only) multigrid, built on the host from the
+ * voxel labels (private). Level 0 is the model's active elements and the
+ * nodes they touch; each coarser level is the voxel image at half the
+ * resolution (seed 004 section 3, "rediscretisation"): a coarse element is
+ * active when any of its eight children is, with the mean of their moduli
+ * (an absent child counts 0), and its element matrix is that of the coarse
+ * voxel. The coarsest level numbers every node of its (small) box so that it
+ * can be assembled into a stencil and factored; its nodes that touch no
+ * element are fixed. */
+#ifndef VOXFE_SPARSE_HIERARCHY_H
+#define VOXFE_SPARSE_HIERARCHY_H
+
+#include "sparse_ops.h"
+#include "voxfe/model.h"
+
+typedef struct vox_sparse_host_level {
+  vox_grid grid;              /* the box */
+  size_t n_nodes, n_elements;
+  int32_t *element_nodes;     /* 4 per element (sparse_ops.h) */
+  int64_t *element_box;       /* box index of each element */
+  uint8_t *material;          /* level 0: the label of each element */
+  float *modulus;             /* coarse levels: per element */
+  uint8_t *node_fixed;        /* per node, bits of fixed components */
+  int64_t *node_box;          /* box node index of each node */
+  uint32_t *parent;           /* per node, into the next level; NULL on the last */
+  size_t *element_layer_start, *node_layer_start;
+  double ke[24 * 24];         /* element matrix of unit modulus of this voxel size */
+} vox_sparse_host_level;
+
+typedef struct vox_sparse_hierarchy {
+  int n_levels;
+  vox_sparse_host_level *level;
+  double table[256];          /* modulus of each label (level 0) */
+  int32_t *box_to_node;       /* level 0: box node -> node, -1 for inactive */
+} vox_sparse_hierarchy;
+
+/* A box of at most this many dofs is the coarsest level (factored densely on
+ * the GPU: its two n^2 arrays stay a few MB). */
+enum { VOX_SPARSE_COARSEST_DOFS = 2000 };
+/* The largest coarsest box a requested number of levels may leave. */
+enum { VOX_SPARSE_MAX_COARSEST_DOFS = 8000 };
+
+/* Builds the hierarchy of an elasticity model: `node_fixed_box` has the fixed
+ * bits of every box node (constraints), `nu` the common Poisson ratio.
+ * `levels` 0 chooses the count from the box. */
+vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
+                                      const uint8_t *node_fixed_box, double nu, int levels,
+                                      vox_sparse_hierarchy *h);
+void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h);
+
+/* The level as a backend description. */
+vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, int l);
+
+/* The coarsest level assembled as 27 blocks of 3 x 3 per box node (the
+ * stencil layout of backend_ops.h), fixed dofs as identity rows and
+ * columns. `value` has n_nodes * 27 * 9 doubles. */
+void vox_sparse_assemble_coarsest(const vox_sparse_hierarchy *h, double *value);
+
+#endif

@@ -1,0 +1,112 @@
+/* The backend operations of the sparse (bone-only) system (private): what
+ * sparse_solve.c is written against, one table per backend, reached through
+ * vox_backend_ops.sparse.
+ *
+ * A sparse level stores only its active nodes, numbered in the box's
+ * lexicographic order (x fastest), and its active elements, also in box
+ * order. Since the two x-neighbours of an element's edge are both active and
+ * no active node lies between them, the node at x + 1 is always the next
+ * index: an element stores four node indices, those of its corners (0,0,0),
+ * (0,1,0), (0,0,1) and (0,1,1) (y and z offsets), and its corner (1, y, z)
+ * is that index + 1. That is 16 bytes per element where eight indices take
+ * 32. docs/engine.md ("Sparse storage") gives the memory arithmetic. */
+#ifndef VOXFE_SPARSE_OPS_H
+#define VOXFE_SPARSE_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voxfe/backend.h"
+
+/* A vector of a sparse level in double or, `single`, float. */
+typedef struct vox_svec {
+  void *data;
+  size_t n;
+  int single;
+} vox_svec;
+
+/* Prolongation data of a fine node: the coarse element that contains it and
+ * its position there, (px + 3 py + 9 pz) with p 0 (on the coarse element's
+ * low node), 1 (halfway) or 2 (on its high node) along each axis. */
+enum { VOX_SPARSE_POS_BITS = 5 };
+static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
+  return coarse_element << VOX_SPARSE_POS_BITS | (uint32_t)pos;
+}
+/* Coarse elements a parent word can name. */
+#define VOX_SPARSE_MAX_COARSE_ELEMENTS ((size_t)1 << (32 - VOX_SPARSE_POS_BITS))
+
+/* One level as the host built it (sparse_hierarchy.h); the backend copies
+ * what it needs. */
+typedef struct vox_sparse_level_desc {
+  size_t n_nodes, n_elements;
+  const int32_t *element_nodes; /* 4 per element (see above) */
+  /* element moduli: `material` (one byte per element) indexing `table`
+   * (256 doubles, exact: level 0) when not NULL, else `modulus` (float: the
+   * coarse levels, which only precondition) */
+  const uint8_t *material;
+  const double *table;
+  const float *modulus;
+  const double *ke;             /* 24 x 24 element matrix of unit modulus */
+  const uint8_t *node_fixed;    /* per node: bit c set = dof c is fixed */
+  /* per node, the coarse level's parent word; NULL on the coarsest level */
+  const uint32_t *parent;
+  /* the elements of box layer k (along z) are [layer_start[k],
+   * layer_start[k+1]), likewise the nodes of node layer k: CPU threads take
+   * slabs of layers so that no two write the same node */
+  const size_t *element_layer_start; /* nz + 1 */
+  const size_t *node_layer_start;    /* nz + 2 */
+  int64_t nz;                   /* element layers of the box */
+} vox_sparse_level_desc;
+
+typedef struct vox_sparse_level vox_sparse_level; /* defined by each backend */
+
+typedef struct vox_sparse_ops {
+  vox_status (*vec_create)(vox_backend *be, size_t n, int single, vox_svec *v); /* zeroed */
+  void (*vec_destroy)(vox_backend *be, vox_svec *v);
+  vox_status (*vec_upload)(vox_backend *be, vox_svec *v, const double *host);
+  vox_status (*vec_download)(vox_backend *be, const vox_svec *v, double *host);
+  vox_status (*vec_set)(vox_backend *be, vox_svec *v, double a);
+  /* y += a x;  y = x + a y;  any mix of precisions */
+  vox_status (*vec_axpy)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
+  vox_status (*vec_xpay)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
+  vox_status (*vec_dot)(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out);
+  /* d = alpha inv_diag .* (b - ax) + beta d, then x += d (ax NULL: A x = 0;
+   * beta = 0 overwrites d) */
+  vox_status (*smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                              const vox_svec *inv_diag, double alpha, double beta, vox_svec *d,
+                              vox_svec *x);
+
+  vox_status (*level_create)(vox_backend *be, const vox_sparse_level_desc *desc,
+                             vox_sparse_level **out);
+  void (*level_destroy)(vox_backend *be, vox_sparse_level *level);
+  /* Bytes the level holds on the backend. */
+  size_t (*level_bytes)(const vox_sparse_level *level);
+  /* y = K x with the fixed dofs eliminated (y_c = x_c), or the plain K x
+   * with VOX_APPLY_FULL; VOX_APPLY_SINGLE lets the backend compute in float. */
+  vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_svec *x, vox_svec *y,
+                      int flags);
+  /* d = 1 / diag(K) (1 on fixed dofs) */
+  vox_status (*inv_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *d);
+  vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_svec *v);
+  /* coarse = P^T Z fine  and  fine += Z P coarse, with P trilinear
+   * interpolation through the parent words and Z zeroing the fine level's
+   * fixed dofs (so the coarse correction never moves a fixed dof) */
+  vox_status (*restrict_residual)(vox_backend *be, vox_sparse_level *fine,
+                                  vox_sparse_level *coarse, const vox_svec *r_fine,
+                                  vox_svec *r_coarse);
+  vox_status (*prolong_add)(vox_backend *be, vox_sparse_level *fine, vox_sparse_level *coarse,
+                            const vox_svec *x_coarse, vox_svec *x_fine);
+} vox_sparse_ops;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const vox_sparse_ops vox_cpu_sparse_ops;
+#ifdef VOXFE_HAVE_CUDA
+extern const vox_sparse_ops vox_cuda_sparse_ops;
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#endif

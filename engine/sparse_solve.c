@@ -1,0 +1,401 @@
+/* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
+ * V-cycle over rediscretised levels (sparse_solve.h). Host code only: every
+ * step is an operation of the backend's sparse table.
+ *
+ * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
+ * z, the fine smoother's direction and the fine inverse diagonal are float
+ * in mixed precision, and the V-cycle borrows q as its fine residual (q is
+ * dead from the residual update until the next product). Prescribed
+ * displacements stay in u's fixed entries, which the search directions
+ * never touch, so no lift vectors are needed. */
+#include "sparse_solve.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fem.h"
+#include "smoother_bound.h"
+#include "sparse_hierarchy.h"
+#include "sparse_ops.h"
+
+/* The Chebyshev interval as in multigrid.c: the upper end at the bound of
+ * the Jacobi-scaled spectrum (smoother_bound.h; every rediscretised level is
+ * sum_e m_e K_e with the fine element matrix scaled, so the one bound holds
+ * on all of them), the lower at a tenth of the bound's lambda_max. */
+static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+
+/* The least Chebyshev degree of the sparse V-cycle. Rediscretised levels
+ * approximate the fine operator less closely than Galerkin ones, and more
+ * smoothing pays: on the 550^3 perlin bone (docs/benchmarks.md) degrees 2,
+ * 3 and 4 take 257, 176 and 123 CG iterations and 19.4, 17.8 and 16.6 s on
+ * the H100. A larger smoothing_steps is taken as asked. */
+enum { MIN_CHEBYSHEV_DEGREE = 4 };
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct sparse_level {
+  vox_sparse_level *op;
+  vox_svec b, x, r, d, inv_diag; /* level 0: b, x and r are lent by the CG */
+  size_t n_dofs;
+} sparse_level;
+
+typedef struct sparse_system {
+  vox_backend *be;
+  const vox_sparse_ops *o;
+  int n_levels;
+  sparse_level *level;
+  vox_stencil *coarsest;
+  vox_svec u, r, p, q, z;
+  vox_solver_options options;
+  double lambda_max;
+  size_t bytes;
+} sparse_system;
+
+static vox_status vec(sparse_system *s, size_t n, int single, vox_svec *v) {
+  TRY(s->o->vec_create(s->be, n, single, v));
+  s->bytes += n * (single ? sizeof(float) : sizeof(double));
+  return VOX_OK;
+}
+
+static void system_free(sparse_system *s) {
+  vox_backend *be = s->be;
+  for (int l = 0; s->level && l < s->n_levels; l++) {
+    sparse_level *lv = &s->level[l];
+    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      if (v[i]->data && (l > 0 || i >= 3)) s->o->vec_destroy(be, v[i]);
+    if (lv->op) s->o->level_destroy(be, lv->op);
+  }
+  free(s->level);
+  vox_svec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) s->o->vec_destroy(be, v[i]);
+  if (s->coarsest) be->ops->stencil_destroy(be, s->coarsest);
+}
+
+/* A double sparse vector as the stencil operations' vox_vec. */
+static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n = v->n}; }
+
+static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_svec *y) {
+  const int single = s->options.precision == VOX_PRECISION_MIXED;
+  return s->o->apply(s->be, s->level[l].op, x, y, single ? VOX_APPLY_SINGLE : 0);
+}
+
+/* Chebyshev smoothing of degree `smoothing_steps` (multigrid.c's). */
+static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x, int x_is_zero) {
+  sparse_level *lv = &s->level[l];
+  const double upper = CHEBYSHEV_UPPER * s->lambda_max, lower = CHEBYSHEV_LOWER * s->lambda_max;
+  const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
+  const double sigma = theta / delta;
+  double rho = 1 / sigma;
+  if (!x_is_zero) TRY(level_apply(s, l, x, &lv->r));
+  TRY(s->o->smoother_step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
+                          &lv->d, x));
+  const int degree = s->options.smoothing_steps > MIN_CHEBYSHEV_DEGREE ? s->options.smoothing_steps
+                                                                      : MIN_CHEBYSHEV_DEGREE;
+  for (int k = 1; k < degree; k++) {
+    const double rho_new = 1 / (2 * sigma - rho);
+    TRY(level_apply(s, l, x, &lv->r));
+    TRY(s->o->smoother_step(s->be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
+                            &lv->d, x));
+    rho = rho_new;
+  }
+  return VOX_OK;
+}
+
+/* x = V-cycle(b) on level l from x = 0: symmetric (the same smoother before
+ * and after, transfers P and P^T), so CG may use it. */
+static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x) {
+  vox_backend *be = s->be;
+  sparse_level *lv = &s->level[l];
+  if (l == s->n_levels - 1) {
+    const vox_vec bv = as_vec(b);
+    vox_vec xv = as_vec(x);
+    return be->ops->stencil_solve(be, s->coarsest, &bv, &xv);
+  }
+  sparse_level *c = &s->level[l + 1];
+  TRY(s->o->vec_set(be, x, 0));
+  TRY(smooth(s, l, b, x, 1));
+  TRY(level_apply(s, l, x, &lv->r));
+  TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
+  TRY(s->o->restrict_residual(be, lv->op, c->op, &lv->r, &c->b));
+  /* the coarse level's own fixed dofs take no correction either (an
+   * identity row would echo the residual there back as a correction) */
+  TRY(s->o->zero_fixed(be, c->op, &c->b));
+  TRY(vcycle(s, l + 1, &c->b, &c->x));
+  TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
+  return smooth(s, l, b, x, 0);
+}
+
+static vox_status precondition(sparse_system *s) {
+  sparse_level *l0 = &s->level[0];
+  l0->r = s->q; /* the V-cycle's fine residual: q is dead here */
+  TRY(vcycle(s, 0, &s->r, &s->z));
+  return s->o->zero_fixed(s->be, l0->op, &s->z);
+}
+
+/* CG on K_ff w = b_f with u = g + w: `target` from ||b||, b = f - K g. */
+static vox_status pcg(sparse_system *s, vox_solve_result *result) {
+  vox_backend *be = s->be;
+  const vox_sparse_ops *o = s->o;
+  vox_sparse_level *op = s->level[0].op;
+  double rr, rz, rz_old, pq;
+  const double target = s->options.rtol * result->rhs_norm;
+  TRY(o->apply(be, op, &s->u, &s->q, 0)); /* r = b - K_ff w (fixed columns ignored) */
+  TRY(o->vec_axpy(be, &s->r, -1, &s->q));
+  TRY(o->zero_fixed(be, op, &s->r));
+  TRY(o->vec_dot(be, &s->r, &s->r, &rr));
+  TRY(precondition(s));
+  TRY(o->vec_set(be, &s->p, 0));
+  TRY(o->vec_axpy(be, &s->p, 1, &s->z));
+  TRY(o->vec_dot(be, &s->r, &s->z, &rz));
+  int k = 0;
+  while (sqrt(rr) > target && k < s->options.max_iterations) {
+    if (!isfinite(rr) || !isfinite(rz)) {
+      result->reason = VOX_DIVERGED_NAN;
+      break;
+    }
+    TRY(o->apply(be, op, &s->p, &s->q, 0));
+    TRY(o->vec_dot(be, &s->p, &s->q, &pq));
+    if (!(pq > 0) || !(rz > 0)) {
+      result->reason = isfinite(pq) ? VOX_DIVERGED_INDEFINITE : VOX_DIVERGED_NAN;
+      break;
+    }
+    const double alpha = rz / pq;
+    TRY(o->vec_axpy(be, &s->u, alpha, &s->p));
+    TRY(o->vec_axpy(be, &s->r, -alpha, &s->q));
+    TRY(o->vec_dot(be, &s->r, &s->r, &rr));
+    TRY(precondition(s));
+    rz_old = rz;
+    TRY(o->vec_dot(be, &s->r, &s->z, &rz));
+    TRY(o->vec_xpay(be, &s->p, rz / rz_old, &s->z));
+    k++;
+  }
+  result->iterations = k;
+  result->residual_norm = sqrt(rr);
+  if (result->reason == 0)
+    result->reason = sqrt(rr) <= target ? VOX_CONVERGED_RTOL
+                     : isfinite(rr)     ? VOX_DIVERGED_MAX_ITERATIONS
+                                        : VOX_DIVERGED_NAN;
+  return VOX_OK;
+}
+
+/* The one Poisson ratio of the materials in use (fem.c has the same rule). */
+static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
+  int used[256] = {0}, found = 0;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  for (int l = 1; l < 256; l++) {
+    if (!used[l]) continue;
+    const vox_material *m = vox_model_material(model, (uint8_t)l);
+    if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
+    if (found && m->poisson_ratio != *nu)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "materials with different Poisson ratios (%g, %g) are not supported yet",
+                       *nu, m->poisson_ratio);
+    *nu = m->poisson_ratio;
+    found = 1;
+  }
+  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+  return VOX_OK;
+}
+
+/* Bytes the system will allocate, for the check against a device's free
+ * memory before anything is allocated. */
+static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed) {
+  const size_t fs = mixed ? sizeof(float) : sizeof(double);
+  size_t b = 0;
+  for (int l = 0; l < h->n_levels; l++) {
+    const vox_sparse_host_level *lv = &h->level[l];
+    const size_t n = 3 * lv->n_nodes;
+    b += lv->n_elements * (4 * sizeof(int32_t) + (l == 0 ? 1 : sizeof(float)));
+    b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
+    if (l == 0)
+      b += n * (4 * sizeof(double) + 3 * fs);
+    else if (l < h->n_levels - 1)
+      b += n * 5 * fs;
+    else {
+      b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
+      if (be->ops->device_memory && n <= be->ops->dense_coarse_dofs)
+        b += 2 * n * n * sizeof(double);
+    }
+  }
+  return b;
+}
+
+static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
+                               const vox_solver_options *options, sparse_system *s) {
+  const int mixed = options->precision == VOX_PRECISION_MIXED;
+  if (be->ops->device_memory) {
+    size_t free_bytes = 0, total = 0;
+    TRY(be->ops->memory(be, &free_bytes, &total));
+    const size_t need = bytes_needed(h, be, mixed) + ((size_t)160 << 20);
+    if (need > free_bytes)
+      return vox_error(ctx, VOX_ERR_NO_MEMORY,
+                       "the sparse system needs %.2f GB on %s, %.2f GB are free",
+                       (double)need / 1e9, be->ops->name, (double)free_bytes / 1e9);
+  }
+  s->level = calloc((size_t)h->n_levels, sizeof *s->level);
+  if (!s->level) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  s->n_levels = h->n_levels;
+  const int last = h->n_levels - 1;
+  for (int l = 0; l < h->n_levels; l++) {
+    sparse_level *lv = &s->level[l];
+    const vox_sparse_level_desc d = vox_sparse_level_describe(h, l);
+    lv->n_dofs = 3 * d.n_nodes;
+    TRY(s->o->level_create(be, &d, &lv->op));
+    s->bytes += s->o->level_bytes(lv->op);
+    if (l == 0) {
+      TRY(vec(s, lv->n_dofs, 0, &s->u));
+      TRY(vec(s, lv->n_dofs, 0, &s->r));
+      TRY(vec(s, lv->n_dofs, 0, &s->p));
+      TRY(vec(s, lv->n_dofs, 0, &s->q));
+      TRY(vec(s, lv->n_dofs, mixed, &s->z));
+      TRY(vec(s, lv->n_dofs, mixed, &lv->d));
+      TRY(vec(s, lv->n_dofs, mixed, &lv->inv_diag));
+    } else if (l < last) {
+      vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
+      for (size_t i = 0; i < 5; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
+    } else {
+      TRY(vec(s, lv->n_dofs, 0, &lv->b));
+      TRY(vec(s, lv->n_dofs, 0, &lv->x));
+    }
+    if (l < last) TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
+  }
+  /* the coarsest level: assembled on the host and factored */
+  const vox_sparse_host_level *c = &h->level[last];
+  double *value = malloc(c->n_nodes * 27 * 9 * sizeof *value);
+  if (!value) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_sparse_assemble_coarsest(h, value);
+  vox_status st = be->ops->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
+  if (st == VOX_OK) st = be->ops->stencil_upload(be, s->coarsest, value);
+  free(value);
+  TRY(st);
+  TRY(be->ops->stencil_factor(be, s->coarsest));
+  /* the coarsest stencil in double, and on a GPU its dense factor and inverse */
+  s->bytes += c->n_nodes * (size_t)be->ops->stencil_blocks * 9 * sizeof(double);
+  if (be->ops->device_memory && 3 * c->n_nodes <= be->ops->dense_coarse_dofs)
+    s->bytes += 2 * 9 * c->n_nodes * c->n_nodes * sizeof(double);
+  return VOX_OK;
+}
+
+vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                       const vox_solver_options *options, double *displacement,
+                                       vox_solve_result *results, vox_sparse_stats *stats) {
+  TRY(vox_solver_options_check(ctx, options));
+  TRY(vox_model_validate(ctx, model));
+  if (model->physics != VOX_PHYSICS_ELASTICITY)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse solver is for elasticity only");
+  if (options->preconditioner != VOX_PC_MULTIGRID || options->smoother != VOX_SMOOTHER_CHEBYSHEV)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the sparse storage solves with the multigrid preconditioner and the "
+                     "Chebyshev smoother only");
+  if (!be->ops->sparse)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
+                     be->ops->name);
+  const double t0 = now();
+  double nu = 0;
+  TRY(poisson_ratio(ctx, model, &nu));
+  const vox_grid *g = &model->grid;
+  const size_t nb = (size_t)vox_grid_nodes(g);
+  uint8_t *fixed_box = calloc(nb, 1);
+  if (!fixed_box) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < model->n_constraints; i++)
+    fixed_box[model->constraints[i].node] |= (uint8_t)(1u << model->constraints[i].component);
+  vox_sparse_hierarchy h;
+  vox_status st = vox_sparse_hierarchy_build(ctx, model, fixed_box, nu, options->mg_levels, &h);
+  free(fixed_box);
+  TRY(st);
+
+  sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options};
+  double bound = 0;
+  st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &bound);
+  s.lambda_max = bound / CHEBYSHEV_UPPER;
+  if (st == VOX_OK) st = build_system(ctx, be, &h, options, &s);
+  const vox_sparse_host_level *f = &h.level[0];
+  const size_t n = 3 * f->n_nodes;
+  double *host = st == VOX_OK ? malloc(n * sizeof *host) : NULL;
+  if (st == VOX_OK && !host) st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const double t1 = now();
+  const int n_cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
+  for (int c = 0; c < n_cases && st == VOX_OK; c++) {
+    double *ub = displacement + (size_t)c * 3 * nb;
+    vox_solve_result *res = &results[c];
+    memset(res, 0, sizeof *res);
+    /* b = f - K g on the free dofs: g (the prescribed values) into p, K g into q */
+    memset(host, 0, n * sizeof *host);
+    for (size_t i = 0; i < model->n_constraints; i++) {
+      const vox_constraint *k = &model->constraints[i];
+      const int32_t m = h.box_to_node[k->node];
+      if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
+    }
+    st = s.o->vec_upload(be, &s.p, host);
+    if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.p, &s.q, VOX_APPLY_FULL);
+    memset(host, 0, n * sizeof *host);
+    for (size_t i = 0; i < model->n_loads; i++) {
+      const vox_load *l = &model->loads[i];
+      const int32_t m = h.box_to_node[l->node];
+      if (l->load_case == c && m >= 0) host[3 * (size_t)m + l->component] += l->value;
+    }
+    if (st == VOX_OK) st = s.o->vec_upload(be, &s.r, host);
+    if (st == VOX_OK) st = s.o->vec_axpy(be, &s.r, -1, &s.q);
+    if (st == VOX_OK) st = s.o->zero_fixed(be, s.level[0].op, &s.r);
+    double bb = 0;
+    if (st == VOX_OK) st = s.o->vec_dot(be, &s.r, &s.r, &bb);
+    res->rhs_norm = sqrt(bb);
+    /* u: the initial guess on the free dofs, g on the fixed ones */
+    for (size_t m = 0; m < f->n_nodes; m++)
+      for (int k = 0; k < 3; k++) host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
+    for (size_t i = 0; i < model->n_constraints; i++) {
+      const vox_constraint *k = &model->constraints[i];
+      const int32_t m = h.box_to_node[k->node];
+      if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
+    }
+    if (st == VOX_OK) st = s.o->vec_upload(be, &s.u, host);
+    if (st == VOX_OK && bb == 0) {
+      res->reason = VOX_CONVERGED_ZERO_RHS; /* u = g is exact */
+      memset(host, 0, n * sizeof *host);
+      for (size_t i = 0; i < model->n_constraints; i++) {
+        const vox_constraint *k = &model->constraints[i];
+        const int32_t m = h.box_to_node[k->node];
+        if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
+      }
+      st = s.o->vec_upload(be, &s.u, host);
+    } else if (st == VOX_OK) {
+      st = pcg(&s, res);
+    }
+    if (st == VOX_OK) st = s.o->vec_download(be, &s.u, host);
+    if (st == VOX_OK) {
+      /* back to the box: nodes that touch no material are held at zero (or
+       * at a value prescribed there), as in the full-box system */
+      memset(ub, 0, 3 * nb * sizeof *ub);
+      for (size_t m = 0; m < f->n_nodes; m++)
+        for (int k = 0; k < 3; k++) ub[3 * f->node_box[m] + k] = host[3 * m + k];
+      for (size_t i = 0; i < model->n_constraints; i++) {
+        const vox_constraint *k = &model->constraints[i];
+        if (h.box_to_node[k->node] < 0) ub[3 * k->node + k->component] = k->value;
+      }
+    }
+  }
+  const double t2 = now();
+  if (stats) {
+    memset(stats, 0, sizeof *stats);
+    stats->n_levels = h.n_levels;
+    stats->n_dofs = n;
+    stats->n_elements = f->n_elements;
+    for (int l = 0; l < h.n_levels && l < 16; l++) stats->level_dofs[l] = 3 * h.level[l].n_nodes;
+    stats->bytes = s.bytes;
+    stats->setup_seconds = t1 - t0;
+    stats->solve_seconds = t2 - t1;
+  }
+  free(host);
+  system_free(&s);
+  vox_sparse_hierarchy_free(&h);
+  return st;
+}

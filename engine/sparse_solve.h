@@ -1,0 +1,34 @@
+/* Linear elasticity on the bone only (private): the sparse system of
+ * sparse_hierarchy.h solved by conjugate gradients preconditioned with a
+ * V-cycle of matrix-free rediscretised levels (seed 004). It gives the
+ * solution of vox_solve_elasticity's full-box system (same equations, the
+ * nodes that touch no material held at zero) with a fraction of its memory
+ * on porous models. docs/engine.md ("Sparse storage") has the arithmetic. */
+#ifndef VOXFE_SPARSE_SOLVE_H
+#define VOXFE_SPARSE_SOLVE_H
+
+#include "backend_ops.h"
+#include "voxfe/solver.h"
+
+/* What a sparse solve allocated and how it went (benchmarks, tests). */
+typedef struct vox_sparse_stats {
+  int n_levels;
+  size_t n_dofs;           /* level 0: 3 x the nodes that touch bone */
+  size_t n_elements;       /* level 0 */
+  size_t level_dofs[16];   /* per level (the first 16) */
+  size_t bytes;            /* bytes allocated on the backend, all together */
+  double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
+  double solve_seconds;    /* the conjugate gradients of every load case */
+} vox_sparse_stats;
+
+/* The model's solid fraction below which vox_solve_elasticity takes the
+ * sparse path by itself (VOX_STORAGE_AUTO). */
+#define VOX_SPARSE_AUTO_FRACTION 0.5
+
+/* As vox_solve_elasticity with use_density = 0 on an elasticity model;
+ * `stats` may be NULL. */
+vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                       const vox_solver_options *options, double *displacement,
+                                       vox_solve_result *results, vox_sparse_stats *stats);
+
+#endif
