@@ -103,6 +103,9 @@ struct vox_operator {
   double *ke;              /* device copy of ke_host */
   uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
   const double *moduli;    /* device, per element, set by op_set_moduli */
+  size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  size_t *spring_dof;      /* device */
+  double *spring_k;        /* device */
 };
 
 /* An assembled operator of 27 blocks per node (backend_ops.h layout), in

@@ -28,6 +28,13 @@ typedef struct vox_operator_desc {
   int dofs_per_node;          /* 3 for elasticity, 1 for heat conduction */
   const double *ke;           /* (8*dofs_per_node)^2, row-major, host */
   const uint8_t *dof_fixed;   /* one per dof, host: 1 = Dirichlet or isolated */
+  /* Springs to ground: K gains spring_k[i] on the diagonal of free dof
+   * spring_dof[i] (distinct dofs, host arrays; none when n_springs = 0).
+   * op_apply and op_diagonal include them; galerkin_operator leaves them out
+   * (a coarse level without a few springs is still a fine preconditioner). */
+  size_t n_springs;
+  const size_t *spring_dof;
+  const double *spring_k;
 } vox_operator_desc;
 
 typedef struct vox_operator vox_operator; /* defined by each backend */
@@ -219,6 +226,10 @@ extern "C" {
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out);
 #ifdef VOXFE_HAVE_CUDA
 vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
+/* Makes device `index` the calling thread's current device first. */
+vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out);
+int vox_cuda_device_count(void);
+int vox_cuda_backend_device(const vox_backend *be);
 #endif
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
-/* Minimum-compliance topology optimization (seed 000, section 3): modified
- * SIMP, sensitivity or density filter, optimality-criteria update with a
- * bisection for the volume multiplier, continuation on p and q. The loop is
- * host code that calls backend operations; only scalars come back. */
+/* Topology optimization (seed 000, section 3): modified SIMP, sensitivity
+ * or density filter, optimality-criteria update with a bisection for the
+ * volume multiplier, continuation on p and q. The objective (compliance or a
+ * mechanism's output displacement) is objective.c's; the loop only needs its
+ * value and element energies. The loop is host code that calls backend
+ * operations; only scalars come back. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 
 #include "fem.h"
 #include "memory_plan.h"
+#include "objective.h"
 #include "voxfe/optimizer.h"
 
 void vox_optimizer_options_default(vox_optimizer_options *o) {
@@ -32,6 +35,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_solver_options_default(&o->solver);
   /* design iterations need less than an analysis: the design changes anyway */
   o->solver.rtol = 1e-6;
+  o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
@@ -79,6 +83,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
+  REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
+          o->adjoint_gpu);
 #undef REQUIRE
   return vox_solver_options_check(ctx, &o->solver);
 }
@@ -86,11 +92,12 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 /* Everything the loop keeps on the backend. */
 typedef struct opt_state {
   vox_fem *fem;
+  vox_objective_state *objective;
   vox_filter *filter;
   vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
-  vox_vec *u; /* one displacement per load case */
   int n_cases;
   double n_design;
+  int adjoint_gpu; /* the device of the adjoint worker, -1: none */
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
@@ -98,11 +105,31 @@ static void state_free(vox_backend *be, opt_state *s) {
                   &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  for (int c = 0; s->u && c < s->n_cases; c++)
-    if (s->u[c].data) be->ops->vec_destroy(be, &s->u[c]);
-  free(s->u);
+  vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   vox_fem_destroy(s->fem);
+}
+
+/* A second GPU for the adjoint when the options and the machine allow. */
+static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                 const vox_optimizer_options *opt, opt_state *s) {
+  s->adjoint_gpu = -1;
+  if (!vox_objective_has_adjoint(s->objective) || opt->adjoint_gpu == VOX_ADJOINT_GPU_NONE)
+    return VOX_OK;
+  const int cuda = strcmp(vox_backend_name(be), "cuda") == 0;
+  const int count = vox_device_count(VOX_DEVICE_CUDA), own = cuda ? vox_backend_device_index(be) : -1;
+  int index = opt->adjoint_gpu;
+  if (index == VOX_ADJOINT_GPU_AUTO) {
+    if (!cuda || count < 2) return VOX_OK; /* one device: after the state */
+    index = (own + 1) % count;
+  } else if (index >= count) {
+    return vox_error(ctx, VOX_ERR_DEVICE, "adjoint GPU %d: %d CUDA device(s) present", index,
+                     count);
+  }
+  vox_adjoint_worker *worker;
+  TRY(vox_adjoint_worker_create(ctx, be, model, VOX_DEVICE_CUDA, index, &worker));
+  s->adjoint_gpu = index;
+  return vox_objective_use_adjoint_worker(s->objective, worker);
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
@@ -110,17 +137,13 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                              const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
   TRY(vox_fem_create(ctx, be, model, &s->fem));
-  const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
+  const size_t ne = s->fem->n_elements;
   s->n_cases = s->fem->n_cases;
   vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
                    &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
-  s->u = calloc((size_t)s->n_cases, sizeof *s->u);
-  if (!s->u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (int c = 0; c < s->n_cases; c++) {
-    TRY(o->vec_create(be, nd, &s->u[c]));
-    if (model->displacement) TRY(o->vec_upload(be, &s->u[c], model->displacement + c * nd));
-  }
+  TRY(vox_objective_create(ctx, s->fem, model, &s->objective));
+  TRY(adjoint_device(ctx, be, model, opt, s));
 
   double *design = malloc(ne * sizeof *design), *passive = malloc(ne * sizeof *passive),
          *x = malloc(ne * sizeof *x);
@@ -187,27 +210,25 @@ static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
   return VOX_OK;
 }
 
-/* Solves every load case at the current moduli and returns the summed
- * compliance; s->energy holds the summed element energies (unit modulus). */
+/* Solves the objective's problems at the current moduli and returns its
+ * value; with `sensitivity`, s->energy holds the element energies whose SIMP
+ * derivative is its sensitivity (objective.h). */
 static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                          double p, double *compliance, int *cg_iterations,
+                          double p, int sensitivity, double *objective, int *cg_iterations,
                           vox_solve_result *failed) {
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
-  *cg_iterations = 0;
-  failed->reason = VOX_CONVERGED_RTOL;
-  for (int c = 0; c < s->n_cases; c++) {
-    vox_solve_result r;
-    TRY(vox_fem_solve(s->fem, c, &s->u[c], &opt->solver, &r));
-    *cg_iterations += r.iterations;
-    if (r.reason < 0 && failed->reason > 0) *failed = r;
-    TRY(o->op_element_energy(be, s->fem->op, &s->u[c], &s->energy, c > 0));
-  }
-  return o->vec_dot(be, &s->fem->moduli, &s->energy, compliance);
+  return vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
+                                objective, cg_iterations, failed);
 }
 
-/* OC update (eq. 9, 10): bisection on the volume multiplier so that the
+/* OC update (eq. 9, 10): sensitivities of either sign (a mechanism's
+ * output displacement grows with material in some places and shrinks with
+ * it in others): B_e = max(0, -dc_e) / (lambda dv_e), so an element whose
+ * material works against the objective (dc_e > 0) gets B_e = 0 and loses
+ * material at the move limit, as Sigmund's mechanism OC clips B at a small
+ * positive number. Bisection on the volume multiplier so that the
  * physical volume fraction meets the target; ends on the feasible side.
  * The volume is linear in the new design variables, with the weights dv
  * (design, or its transpose through the density filter), so the backend
@@ -282,7 +303,8 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   model->displacement = u;
   TRY(be->ops->vec_download(be, &s->x_phys, density));
-  for (int c = 0; c < s->n_cases; c++) TRY(be->ops->vec_download(be, &s->u[c], u + c * nd));
+  for (int c = 0; c < s->n_cases; c++)
+    TRY(be->ops->vec_download(be, vox_objective_state_vector(s->objective, c), u + c * nd));
   if (model->n_load_cases < 1) TRY(vox_model_set_load_cases(ctx, model, 1));
   model->stage = VOX_STAGE_DESIGN;
   return VOX_OK;
@@ -307,8 +329,10 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   TRY(check_options(ctx, opt));
   TRY(check_problem(ctx, model));
   /* (check_problem refused prescribed non-zero displacements) */
+  /* a mechanism's adjoint and its polarisation vector count as two more cases */
+  const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   TRY(vox_memory_check(be, &model->grid, vox_physics_dofs_per_node(model->physics),
-                       model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
+                       (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism, 0,
                        &opt->solver, 1));
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
@@ -325,7 +349,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
 
     /* 1. state solves and compliance */
     vox_solve_result failed;
-    st = analyse(be, opt, &s, p, &compliance, &row.cg_iterations, &failed);
+    st = analyse(be, opt, &s, p, 1, &compliance, &row.cg_iterations, &failed);
     if (st != VOX_OK) break;
     t1 = now();
     if (failed.reason < 0) {
@@ -333,7 +357,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       result->last_solve = failed;
       break;
     }
-    /* 2. sensitivities (eq. 7; compliance is self-adjoint) */
+    /* 2. sensitivities (eq. 7, from the energies of the state and adjoint) */
     st = o->simp_sensitivity(be, &s.x_phys, &s.fem->e_solid, &s.energy, p, opt->emin_ratio, &s.dc);
     /* device work is asynchronous: wait for it before reading the clock */
     if (st == VOX_OK) st = o->synchronize(be);
@@ -400,7 +424,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
     vox_solve_result failed;
-    st = analyse(be, opt, &s, p, &compliance, &cg, &failed);
+    st = analyse(be, opt, &s, p, 0, &compliance, &cg, &failed);
     result->total_cg_iterations += cg;
     if (st == VOX_OK && failed.reason < 0) {
       result->reason = VOX_STOP_SOLVER_FAILED;
@@ -413,6 +437,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
+  result->adjoint_gpu = s.adjoint_gpu;
   state_free(be, &s);
   return st;
 }

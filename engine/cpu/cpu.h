@@ -14,6 +14,9 @@ struct vox_operator {
   size_t n_dofs;
   const double *moduli;    /* per element, set by op_set_moduli */
   ptrdiff_t corner[8];     /* node offset of each local corner */
+  size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  size_t *spring_dof;
+  double *spring_k;
 };
 
 /* An assembled operator as 27 blocks per node (backend_ops.h):

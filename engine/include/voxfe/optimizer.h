@@ -1,6 +1,8 @@
-/* Density topology optimization: minimum compliance with modified SIMP,
- * sensitivity or density filter, optimality-criteria updates and continuation
- * (seed 000, section 3). */
+/* Density topology optimization (seed 000, section 3): the objective the
+ * model names -- compliance, a weighted sum over its load cases, or the
+ * output displacement of a compliant mechanism with its adjoint solve --
+ * with modified SIMP, sensitivity or density filter, optimality-criteria
+ * updates and continuation. */
 #ifndef VOXFE_OPTIMIZER_H
 #define VOXFE_OPTIMIZER_H
 
@@ -38,7 +40,16 @@ typedef struct vox_optimizer_options {
   vox_solver_options solver;
   int snapshot_every;          /* > 0: the physical density of every N-th iteration is kept
                                   in the model (vox_model_add_snapshot); 0: none */
+  /* Where the adjoint problem of a mechanism is solved: VOX_ADJOINT_GPU_AUTO
+   * on a second GPU, at the same time as the state, when the backend is CUDA
+   * and another device exists (seed 000's two K40s), else after the state on
+   * the backend's own device; VOX_ADJOINT_GPU_NONE always the latter; an
+   * index >= 0 on that CUDA device. The designs are the same either way.
+   * Self-adjoint objectives (compliance) solve no adjoint. */
+  int adjoint_gpu;
 } vox_optimizer_options;
+
+enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 
 typedef enum vox_stop_reason {
   VOX_STOP_CONVERGED = 1,       /* change and objective tolerances met */
@@ -55,6 +66,7 @@ typedef struct vox_optimize_result {
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
   int total_cg_iterations;
+  int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);
