@@ -1,11 +1,12 @@
-/* voxfe-optimize: reads a model file, runs minimum-compliance topology
- * optimization on it, and writes the design file (density, displacements,
+/* voxfe-optimize: reads a model file, runs topology optimization of the
+ * model's objective (compliance, or a mechanism's output displacement) on it, and writes the design file (density, displacements,
  * history). Nothing is written unless the run succeeds. */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli_common.h"
@@ -39,6 +40,37 @@ static int parse_filter(const char *what, const char *text, void *value) {
 
 static void format_filter(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
+}
+
+/* --adjoint-gpu: auto, none or a CUDA device index. */
+static int parse_adjoint_gpu(const char *what, const char *text, void *value) {
+  int *gpu = value;
+  char *end;
+  if (!strcmp(text, "auto")) {
+    *gpu = VOX_ADJOINT_GPU_AUTO;
+    return 0;
+  }
+  if (!strcmp(text, "none")) {
+    *gpu = VOX_ADJOINT_GPU_NONE;
+    return 0;
+  }
+  long index = strtol(text, &end, 10);
+  if (*text && !*end && index >= 0 && index < 1024) {
+    *gpu = (int)index;
+    return 0;
+  }
+  cli_error("%s: expected auto, none or a CUDA device index, got '%s'", what, text);
+  return -1;
+}
+
+static void format_adjoint_gpu(const void *value, char *buf, size_t size) {
+  const int gpu = *(const int *)value;
+  if (gpu == VOX_ADJOINT_GPU_AUTO)
+    snprintf(buf, size, "auto");
+  else if (gpu == VOX_ADJOINT_GPU_NONE)
+    snprintf(buf, size, "none");
+  else
+    snprintf(buf, size, "%d", gpu);
 }
 
 #define AT(member) offsetof(settings, member)
@@ -95,14 +127,21 @@ static const cli_option options[] = {
     CLI_SOLVER_OPTIONS(settings, opt.solver,
                        "relative residual at which a state solve has converged"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
+    {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
+     .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "
+             "same time as the state (auto: a second GPU when there is one; none: after the "
+             "state on the same device); the design is the same either way",
+     .parse = parse_adjoint_gpu, .format = format_adjoint_gpu},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-optimize",
     .args_doc = "MODEL.nc -o DESIGN.nc",
-    .doc = "Minimum-compliance topology optimization (SIMP, filter, optimality criteria, "
-           "continuation) of a voxfe model file; writes the design file.",
+    .doc = "Topology optimization (SIMP, filter, optimality criteria, continuation) of a "
+           "voxfe model file: minimum (weighted) compliance, or the largest output "
+           "displacement of a compliant mechanism when the model says so; writes the design "
+           "file.",
     .epilogue = "Progress goes to stderr: one line rewritten in place on a terminal, one "
                 "line per iteration otherwise. A summary goes to stdout.",
     .options = options,
@@ -170,14 +209,22 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   history = cli_history_line(&program, s, argc, argv);
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
-  if (!s->quiet)
-    printf("%s: %s after %d iterations: %scompliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
-           "%.2f s, %d CG iterations\n",
+  if (!s->quiet) {
+    /* a mechanism reports the output displacement it maximised, -objective */
+    const int mechanism = model.objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+    printf("%s: %s after %d iterations: %s %.6g%s, volume fraction %.4f, M_nd %.1f%%; "
+           "%.2f s, %d CG iterations",
            s->output, vox_stop_reason_string(result.reason), result.iterations,
-           model.physics == VOX_PHYSICS_HEAT ? "thermal " : "", result.objective,
+           mechanism                            ? "output displacement"
+           : model.physics == VOX_PHYSICS_HEAT ? "thermal compliance"
+                                                : "compliance",
+           mechanism ? -result.objective : result.objective, mechanism ? " mm" : "",
            result.volume_fraction, result.non_discreteness,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);
+    if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
+    printf("\n");
+  }
 done:
   free(history);
   if (backend) vox_backend_destroy(backend);
