@@ -10,7 +10,9 @@
  * the grid, the dofs, the total time and the time of each stage of seed 000's
  * table 4 (solve, sensitivities, filter, OC update), the CG iterations, the
  * final objective and M_nd. The stage times are those vox_optimize measures,
- * with the backend synchronised before each clock reading. */
+ * with the backend synchronised before each clock reading. With
+ * VOXFE_BENCH_DESIGN=FILE set it also writes the design file (after the
+ * timing). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,11 @@ int main(int argc, char **argv) {
          vox_objective_name(model.objective), r.volume_fraction, r.non_discreteness);
   if (r.adjoint_gpu >= 0) printf(", adjoint on GPU %d", r.adjoint_gpu);
   printf("\n");
+  const char *design = getenv("VOXFE_BENCH_DESIGN");
+  if (design && *design && vox_model_write(ctx, design, &model) != VOX_OK) {
+    fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
+    return 1;
+  }
   vox_model_free(&model);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
