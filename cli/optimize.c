@@ -42,6 +42,31 @@ static void format_filter(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
 }
 
+/* --density-min: auto or a number in [0, 1). */
+static int parse_density_min(const char *what, const char *text, void *value) {
+  double *d = value;
+  char *end;
+  if (!strcmp(text, "auto")) {
+    *d = VOX_DENSITY_MIN_AUTO;
+    return 0;
+  }
+  const double v = strtod(text, &end);
+  if (*text && !*end && v >= 0 && v < 1) {
+    *d = v;
+    return 0;
+  }
+  cli_error("%s: expected auto or a number in [0, 1), got '%s'", what, text);
+  return -1;
+}
+
+static void format_density_min(const void *value, char *buf, size_t size) {
+  const double d = *(const double *)value;
+  if (d == VOX_DENSITY_MIN_AUTO)
+    snprintf(buf, size, "auto");
+  else
+    snprintf(buf, size, "%.17g", d);
+}
+
 /* --adjoint-gpu: auto, none or a CUDA device index. */
 static int parse_adjoint_gpu(const char *what, const char *text, void *value) {
   int *gpu = value;
@@ -112,6 +137,11 @@ static const cli_option options[] = {
            "final exponent q that pushes intermediate densities to 0 or 1; 1 = off"),
     {.name = "no-continuation", .kind = CLI_DISABLE, .offset = AT(opt.continuation),
      .flags = CLI_RECORD, .help = "use the final p and q from the first iteration on"},
+    {.name = "density-min", .arg = "D", .kind = CLI_CUSTOM, .offset = AT(opt.density_min),
+     .flags = CLI_RECORD,
+     .help = "lower bound of the design densities (auto: 0, 1e-3 for compliant mechanisms, "
+             "whose OC update could otherwise leave densities at 0 for good)",
+     .parse = parse_density_min, .format = format_density_min},
     NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
            "stop after N design iterations"),
     NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,

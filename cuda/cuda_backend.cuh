@@ -167,12 +167,13 @@ vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const 
                                      const vox_vec *energy, double p, double emin, vox_vec *dc);
 vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                              double lambda, double move, double eta, double q, vox_vec *rho_new);
+                              double lambda, double move, double eta, double q, double rho_min,
+                              vox_vec *rho_new);
 
 vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                                const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                                const double *lambda, int n, double move, double eta,
-                               double q, double *volume);
+                               double q, double rho_min, double *volume);
 
 /* cuda_filter.cu */
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,

@@ -151,10 +151,13 @@ typedef struct vox_backend_ops {
 
   /* Optimality-criteria update for one trial multiplier lambda (seed 000
    * eq. 9, 10) on design elements (design_e = 1); other elements get
-   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). */
+   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
+   * [rho_min, 1]: with rho_min > 0 a density the update takes down never
+   * sticks at 0, where x B^eta could not move it again. */
   vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                           const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                          double lambda, double move, double eta, double q, vox_vec *rho_new);
+                          double lambda, double move, double eta, double q, double rho_min,
+                          vox_vec *rho_new);
 
   /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
    * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
@@ -165,7 +168,7 @@ typedef struct vox_backend_ops {
   vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                            const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                            const double *lambda, int n, double move, double eta, double q,
-                           double *volume);
+                           double rho_min, double *volume);
 
   /* Linear-hat filter of radius R (mm) over the non-empty elements:
    *   apply:       out = (H in) ./ Hs

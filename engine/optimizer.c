@@ -36,6 +36,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   /* design iterations need less than an analysis: the design changes anyway */
   o->solver.rtol = 1e-6;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
+  o->density_min = VOX_DENSITY_MIN_AUTO;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
@@ -85,6 +86,9 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
           "continuation growth factors must be > 1");
   REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
           o->adjoint_gpu);
+  REQUIRE(o->density_min == VOX_DENSITY_MIN_AUTO ||
+              (o->density_min >= 0 && o->density_min < o->volume_fraction),
+          "density minimum %g not in [0, volume fraction)", o->density_min);
 #undef REQUIRE
   return vox_solver_options_check(ctx, &o->solver);
 }
@@ -98,6 +102,7 @@ typedef struct opt_state {
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
+  double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
@@ -144,6 +149,9 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
   TRY(vox_objective_create(ctx, s->fem, model, &s->objective));
   TRY(adjoint_device(ctx, be, model, opt, s));
+  s->rho_min = opt->density_min != VOX_DENSITY_MIN_AUTO        ? opt->density_min
+               : vox_objective_has_adjoint(s->objective) ? 1e-3
+                                                          : 0;
 
   double *design = malloc(ne * sizeof *design), *passive = malloc(ne * sizeof *passive),
          *x = malloc(ne * sizeof *x);
@@ -250,7 +258,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
     TRY(o->oc_volumes(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, lambda, VOX_OC_LAMBDAS,
-                      opt->move_limit, opt->damping, q, volume));
+                      opt->move_limit, opt->damping, q, s->rho_min, volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
     int j = 0;
@@ -260,7 +268,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     lo = new_lo, hi = new_hi;
   }
   return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
-                      opt->damping, q, &s->x_new);
+                      opt->damping, q, s->rho_min, &s->x_new);
 }
 
 /* Penalties of eq. 11 and 12 for 1-based iteration k. */

@@ -47,7 +47,16 @@ typedef struct vox_optimizer_options {
    * index >= 0 on that CUDA device. The designs are the same either way.
    * Self-adjoint objectives (compliance) solve no adjoint. */
   int adjoint_gpu;
+  /* Lower bound of the design densities. Modified SIMP lets densities reach
+   * 0, but the multiplicative OC update cannot move a density away from 0
+   * again; a mechanism's first iterations take every element whose
+   * sensitivity is positive down by the move limit, which from a start at
+   * the move limit is 0 for good. VOX_DENSITY_MIN_AUTO: 0 for compliance,
+   * 1e-3 for mechanisms (Sigmund's mechanism codes). */
+  double density_min;
 } vox_optimizer_options;
+
+#define VOX_DENSITY_MIN_AUTO (-1.0)
 
 enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 
