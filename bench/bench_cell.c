@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
       }
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
-  opt.objective = VOX_OBJECTIVE_BULK;
+  opt.cell_objective = VOX_CELL_BULK;
   opt.volume_fraction = v;
   opt.continuation = 0;
   opt.filter_radius = 2.0 / n;

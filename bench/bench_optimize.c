@@ -2,15 +2,20 @@
  * stage (docs/benchmarks.md, seed 000's heat sink):
  *
  *   bench_optimize MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX ITERATIONS
+ *                  [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]]
  *
- * runs vox_optimize on the model (any physics) with the defaults of
- * voxfe-optimize and these settings (DEVICE: cpu, cuda or auto), and prints
+ * runs vox_optimize on the model (any physics, any objective) with the
+ * defaults of voxfe-optimize and these settings (DEVICE: cpu, cuda or auto;
+ * ADJOINT_GPU: auto, none or a device index, for mechanisms), and prints
  * the grid, the dofs, the total time and the time of each stage of seed 000's
  * table 4 (solve, sensitivities, filter, OC update), the CG iterations, the
  * final objective and M_nd. The stage times are those vox_optimize measures,
- * with the backend synchronised before each clock reading. */
+ * with the backend synchronised before each clock reading. With
+ * VOXFE_BENCH_DESIGN=FILE set it also writes the design file (after the
+ * timing). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "voxfe/io.h"
@@ -23,10 +28,10 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 8) {
+  if (argc != 8 && argc != 11 && argc != 12) {
     fprintf(stderr,
             "usage: %s MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX "
-            "ITERATIONS\n",
+            "ITERATIONS [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]]\n",
             argv[0]);
     return 2;
   }
@@ -50,6 +55,15 @@ int main(int argc, char **argv) {
   opt.emin_ratio = atof(argv[5]);
   opt.q_max = atof(argv[6]);
   opt.max_iterations = atoi(argv[7]);
+  if (argc >= 11) {
+    opt.damping = atof(argv[8]);
+    opt.move_limit = atof(argv[9]);
+    opt.solver.rtol = atof(argv[10]);
+  }
+  if (argc == 12)
+    opt.adjoint_gpu = !strcmp(argv[11], "auto")   ? VOX_ADJOINT_GPU_AUTO
+                      : !strcmp(argv[11], "none") ? VOX_ADJOINT_GPU_NONE
+                                                  : atoi(argv[11]);
   const vox_grid *g = &model.grid;
   printf("%s: %lldx%lldx%lld, %lld elements, %lld dofs (%s), backend %s\n", argv[1],
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
@@ -66,8 +80,15 @@ int main(int argc, char **argv) {
          "state); solve %.2f s, sensitivities %.3f s, filter %.3f s, OC %.3f s\n",
          r.iterations, vox_stop_reason_string(r.reason), r.total_cg_iterations, total,
          r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
-  printf("final objective %.6g, volume fraction %.4f, M_nd %.2f%%\n", r.objective,
-         r.volume_fraction, r.non_discreteness);
+  printf("final objective %.6g (%s), volume fraction %.4f, M_nd %.2f%%", r.objective,
+         vox_objective_name(model.objective), r.volume_fraction, r.non_discreteness);
+  if (r.adjoint_gpu >= 0) printf(", adjoint on GPU %d", r.adjoint_gpu);
+  printf("\n");
+  const char *design = getenv("VOXFE_BENCH_DESIGN");
+  if (design && *design && vox_model_write(ctx, design, &model) != VOX_OK) {
+    fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
+    return 1;
+  }
   vox_model_free(&model);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

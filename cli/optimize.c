@@ -1,11 +1,12 @@
-/* voxfe-optimize: reads a model file, runs minimum-compliance topology
- * optimization on it, and writes the design file (density, displacements,
+/* voxfe-optimize: reads a model file, runs topology optimization of the
+ * model's objective (compliance, or a mechanism's output displacement) on it, and writes the design file (density, displacements,
  * history). Nothing is written unless the run succeeds. */
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli_common.h"
@@ -30,18 +31,18 @@ typedef struct settings {
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
-  vox_objective objective;
-  if (vox_objective_parse(text, &objective) != 0 || objective == VOX_OBJECTIVE_CUSTOM) {
+  vox_cell_objective objective;
+  if (vox_cell_objective_parse(text, &objective) != 0 || objective == VOX_CELL_CUSTOM) {
     cli_error("%s: expected compliance, bulk, shear, poisson or poisson-log, got '%s'", what,
               text);
     return -1;
   }
-  *(vox_objective *)value = objective;
+  *(vox_cell_objective *)value = objective;
   return 0;
 }
 
 static void format_objective(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_objective_name(*(const vox_objective *)value));
+  snprintf(buf, size, "%s", vox_cell_objective_name(*(const vox_cell_objective *)value));
 }
 
 static int parse_filter(const char *what, const char *text, void *value) {
@@ -54,6 +55,62 @@ static int parse_filter(const char *what, const char *text, void *value) {
 
 static void format_filter(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_filter_name(*(const vox_filter_type *)value));
+}
+
+/* --density-min: auto or a number in [0, 1). */
+static int parse_density_min(const char *what, const char *text, void *value) {
+  double *d = value;
+  char *end;
+  if (!strcmp(text, "auto")) {
+    *d = VOX_DENSITY_MIN_AUTO;
+    return 0;
+  }
+  const double v = strtod(text, &end);
+  if (*text && !*end && v >= 0 && v < 1) {
+    *d = v;
+    return 0;
+  }
+  cli_error("%s: expected auto or a number in [0, 1), got '%s'", what, text);
+  return -1;
+}
+
+static void format_density_min(const void *value, char *buf, size_t size) {
+  const double d = *(const double *)value;
+  if (d == VOX_DENSITY_MIN_AUTO)
+    snprintf(buf, size, "auto");
+  else
+    snprintf(buf, size, "%.17g", d);
+}
+
+/* --adjoint-gpu: auto, none or a CUDA device index. */
+static int parse_adjoint_gpu(const char *what, const char *text, void *value) {
+  int *gpu = value;
+  char *end;
+  if (!strcmp(text, "auto")) {
+    *gpu = VOX_ADJOINT_GPU_AUTO;
+    return 0;
+  }
+  if (!strcmp(text, "none")) {
+    *gpu = VOX_ADJOINT_GPU_NONE;
+    return 0;
+  }
+  long index = strtol(text, &end, 10);
+  if (*text && !*end && index >= 0 && index < 1024) {
+    *gpu = (int)index;
+    return 0;
+  }
+  cli_error("%s: expected auto, none or a CUDA device index, got '%s'", what, text);
+  return -1;
+}
+
+static void format_adjoint_gpu(const void *value, char *buf, size_t size) {
+  const int gpu = *(const int *)value;
+  if (gpu == VOX_ADJOINT_GPU_AUTO)
+    snprintf(buf, size, "auto");
+  else if (gpu == VOX_ADJOINT_GPU_NONE)
+    snprintf(buf, size, "none");
+  else
+    snprintf(buf, size, "%d", gpu);
 }
 
 #define AT(member) offsetof(settings, member)
@@ -75,9 +132,10 @@ static const cli_option options[] = {
      .help = "design file to write (netCDF); written only when the run succeeds"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
-    {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.objective),
+    {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.cell_objective),
      .flags = CLI_RECORD,
-     .help = "compliance (the model's supports and loads), or a property of the model as a "
+     .help = "compliance (the model's own objective: compliance, or the output displacement "
+             "of a mechanism whose problem file says so), or a property of the model as a "
              "periodic unit cell (every axis a multiple of 4 voxels, no supports or loads): "
              "bulk or shear (maximise the modulus), poisson or poisson-log (negative Poisson "
              "ratio, seed 003 eq. 21 or 22)",
@@ -109,6 +167,11 @@ static const cli_option options[] = {
            "final exponent q that pushes intermediate densities to 0 or 1; 1 = off"),
     {.name = "no-continuation", .kind = CLI_DISABLE, .offset = AT(opt.continuation),
      .flags = CLI_RECORD, .help = "use the final p and q from the first iteration on"},
+    {.name = "density-min", .arg = "D", .kind = CLI_CUSTOM, .offset = AT(opt.density_min),
+     .flags = CLI_RECORD,
+     .help = "lower bound of the design densities (auto: 0, 1e-3 for compliant mechanisms, "
+             "whose OC update could otherwise leave densities at 0 for good)",
+     .parse = parse_density_min, .format = format_density_min},
     NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
            "stop after N design iterations"),
     NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,
@@ -124,14 +187,21 @@ static const cli_option options[] = {
     CLI_SOLVER_OPTIONS(settings, opt.solver,
                        "relative residual at which a state solve has converged"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
+    {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
+     .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "
+             "same time as the state (auto: a second GPU when there is one; none: after the "
+             "state on the same device); the design is the same either way",
+     .parse = parse_adjoint_gpu, .format = format_adjoint_gpu},
     {.kind = CLI_END},
 };
 
 static const cli_program program = {
     .name = "voxfe-optimize",
     .args_doc = "MODEL.nc -o DESIGN.nc",
-    .doc = "Minimum-compliance topology optimization (SIMP, filter, optimality criteria, "
-           "continuation) of a voxfe model file; writes the design file.",
+    .doc = "Topology optimization (SIMP, filter, optimality criteria, continuation) of a "
+           "voxfe model file: minimum (weighted) compliance, or the largest output "
+           "displacement of a compliant mechanism when the model says so; writes the design "
+           "file.",
     .epilogue = "Progress goes to stderr: one line rewritten in place on a terminal, one "
                 "line per iteration otherwise. A summary goes to stdout.",
     .options = options,
@@ -204,7 +274,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     printf("%s: %s after %d iterations: %s objective %.6g, volume fraction %.4f, M_nd %.1f%%; "
            "%.2f s, %d CG iterations\n",
            s->output, vox_stop_reason_string(result.reason), result.iterations,
-           vox_objective_name(s->opt.objective), result.objective, result.volume_fraction,
+           vox_cell_objective_name(s->opt.cell_objective), result.objective, result.volume_fraction,
            result.non_discreteness,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);
@@ -220,14 +290,22 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     printf("Poisson ratios nu_xy %.6g, nu_xz %.6g, nu_yx %.6g, nu_yz %.6g, nu_zx %.6g, "
            "nu_zy %.6g\n", m->poisson[0][1], m->poisson[0][2], m->poisson[1][0],
            m->poisson[1][2], m->poisson[2][0], m->poisson[2][1]);
-  } else if (!s->quiet)
-    printf("%s: %s after %d iterations: %scompliance %.6g, volume fraction %.4f, M_nd %.1f%%; "
-           "%.2f s, %d CG iterations\n",
+  } else if (!s->quiet) {
+    /* a mechanism reports the output displacement it maximised, -objective */
+    const int mechanism = model.objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+    printf("%s: %s after %d iterations: %s %.6g%s, volume fraction %.4f, M_nd %.1f%%; "
+           "%.2f s, %d CG iterations",
            s->output, vox_stop_reason_string(result.reason), result.iterations,
-           model.physics == VOX_PHYSICS_HEAT ? "thermal " : "", result.objective,
+           mechanism                            ? "output displacement"
+           : model.physics == VOX_PHYSICS_HEAT ? "thermal compliance"
+                                                : "compliance",
+           mechanism ? -result.objective : result.objective, mechanism ? " mm" : "",
            result.volume_fraction, result.non_discreteness,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);
+    if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
+    printf("\n");
+  }
 done:
   free(history);
   if (backend) vox_backend_destroy(backend);

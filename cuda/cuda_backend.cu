@@ -359,6 +359,29 @@ static bool corners_match_element_h(void) {
   return true;
 }
 
+extern "C" int vox_cuda_device_count(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+extern "C" int vox_cuda_backend_device(const vox_backend *be) {
+  return ((const vox_cuda_state *)be->impl)->device;
+}
+
+extern "C" vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out) {
+  *out = NULL;
+  cudaError_t err = cudaSetDevice(index);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return vox_error(ctx, VOX_ERR_DEVICE, "CUDA device %d: %s", index, cudaGetErrorString(err));
+  }
+  return vox_cuda_backend_create(ctx, out);
+}
+
 extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out) {
   *out = NULL;
   if (!corners_match_element_h())

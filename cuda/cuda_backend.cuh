@@ -103,6 +103,9 @@ struct vox_operator {
   double *ke;              /* device copy of ke_host */
   uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
   const double *moduli;    /* device, per element, set by op_set_moduli */
+  size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  size_t *spring_dof;      /* device */
+  double *spring_k;        /* device */
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
@@ -217,12 +220,13 @@ vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const 
                                      const vox_vec *energy, double p, double emin, vox_vec *dc);
 vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                              double lambda, double move, double eta, double q, vox_vec *rho_new);
+                              double lambda, double move, double eta, double q, double rho_min,
+                              vox_vec *rho_new);
 
 vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                                const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                                const double *lambda, int n, double move, double eta,
-                               double q, double *volume);
+                               double q, double rho_min, double *volume);
 
 /* cuda_filter.cu */
 vox_status vox_cuda_filter_create(vox_backend *be, const vox_grid *grid, double radius,

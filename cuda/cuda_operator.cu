@@ -88,9 +88,11 @@ static vox_kernel default_kernel(int dpn) { return dpn == 3 ? VOX_KERNEL_NBN : V
 static __constant__ double c_ke[24 * 24];
 static __constant__ float c_ke32[24 * 24];
 /* Whose matrix c_ke holds (NULL: none), and whether it has the mirror
- * symmetries of the box. One device, one host thread. */
-static const vox_operator *ke_loaded;
-static bool ke_loaded_mirrored;
+ * symmetries of the box. Per host thread: a thread drives one device
+ * (vox_backend_create_on) and each device has its own constant memory, so a
+ * second device's thread (the adjoint worker) keeps its own record. */
+static thread_local const vox_operator *ke_loaded;
+static thread_local bool ke_loaded_mirrored;
 
 /* The corners as compile-time expressions (cuda_backend.cuh), so that
  * unrolled loops index Ke with constants. */
@@ -661,6 +663,22 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
     node_fixed_kernel<<<flat_blocks(n_nodes), THREADS>>>(op->fixed, dpn, n_nodes);
     s = vox_cuda_check(be, cudaGetLastError(), "the per-node fixed flags kernel");
   }
+  if (s == VOX_OK && desc->n_springs > 0) {
+    const size_t n = desc->n_springs;
+    s = vox_cuda_alloc(be, (void **)&op->spring_dof, n * sizeof(size_t), "the spring dofs");
+    if (s == VOX_OK)
+      s = vox_cuda_alloc(be, (void **)&op->spring_k, n * sizeof(double), "the spring stiffnesses");
+    if (s == VOX_OK)
+      s = vox_cuda_check(be,
+                         cudaMemcpy(op->spring_dof, desc->spring_dof, n * sizeof(size_t),
+                                    cudaMemcpyHostToDevice),
+                         "uploading the spring dofs");
+    if (s == VOX_OK)
+      s = vox_cuda_check(
+          be, cudaMemcpy(op->spring_k, desc->spring_k, n * sizeof(double), cudaMemcpyHostToDevice),
+          "uploading the spring stiffnesses");
+    if (s == VOX_OK) op->n_springs = n;
+  }
   if (s != VOX_OK) {
     vox_cuda_op_destroy(be, op);
     return s;
@@ -674,6 +692,8 @@ void vox_cuda_op_destroy(vox_backend *be, vox_operator *op) {
   if (ke_loaded == op) ke_loaded = NULL; /* a new operator may get this address */
   vox_cuda_free(op->ke);
   vox_cuda_free(op->fixed);
+  vox_cuda_free(op->spring_dof);
+  vox_cuda_free(op->spring_k);
   free(op);
 }
 
@@ -713,6 +733,23 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
   }
 }
 
+/* y_d += k x_d (or d_d += k with x NULL) on the spring dofs: distinct dofs,
+ * so no atomics. */
+static __global__ void springs_kernel(const size_t *__restrict__ dof, const double *__restrict__ k,
+                                      size_t n, const double *__restrict__ x,
+                                      double *__restrict__ y) {
+  VOX_GRID_STRIDE(i, n) y[dof[i]] += k[i] * (x ? x[dof[i]] : 1.0);
+}
+
+static vox_status add_springs(vox_backend *be, const vox_operator *op, const double *x,
+                              double *y) {
+  if (op->n_springs == 0) return VOX_OK;
+  springs_kernel<<<vox_cuda_grid(op->n_springs), VOX_CUDA_THREADS>>>(op->spring_dof, op->spring_k,
+                                                                      op->n_springs, x, y);
+  CUDA_LAUNCHED(be, "the springs of K u");
+  return VOX_OK;
+}
+
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
                              int flags) {
   const int full = (flags & VOX_APPLY_FULL) != 0;
@@ -747,7 +784,7 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
     fixed_rows_kernel<<<flat_blocks(op->n_dofs), THREADS>>>(x, y, op->fixed, op->n_dofs);
     CUDA_LAUNCHED(be, "the fixed rows of K u");
   }
-  return VOX_OK;
+  return add_springs(be, op, x, y);
 }
 
 /* ---- fused fine-level steps of the multigrid (op_smooth, op_residual) ---- */
@@ -825,7 +862,7 @@ vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d) {
   else
     diagonal_kernel<1><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
   CUDA_LAUNCHED(be, "the operator diagonal kernel");
-  return VOX_OK;
+  return add_springs(be, op, NULL, d->data);
 }
 
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,

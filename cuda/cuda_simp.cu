@@ -29,7 +29,8 @@ static __global__ void sensitivity_kernel(const double *__restrict__ x,
 static __global__ void oc_kernel(const double *__restrict__ x, const double *__restrict__ g,
                                  const double *__restrict__ v, const double *__restrict__ des,
                                  const double *__restrict__ pas, double lambda, double move,
-                                 double eta, double q, double *__restrict__ xn, size_t n) {
+                                 double eta, double q, double rho_min, double *__restrict__ xn,
+                                 size_t n) {
   VOX_GRID_STRIDE(e, n) {
     if (des[e] == 0) {
       xn[e] = pas[e];
@@ -39,7 +40,7 @@ static __global__ void oc_kernel(const double *__restrict__ x, const double *__r
     const double trial = x[e] * pow(b, eta);
     const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
     /* q == 1 skips a pow that would only add rounding (and time) */
-    xn[e] = trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q));
+    xn[e] = fmax(rho_min, trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q)));
   }
 }
 
@@ -63,10 +64,11 @@ vox_status vox_cuda_simp_sensitivity(vox_backend *be, const vox_vec *rho, const 
 
 vox_status vox_cuda_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                              double lambda, double move, double eta, double q, vox_vec *rho_new) {
+                              double lambda, double move, double eta, double q, double rho_min,
+                              vox_vec *rho_new) {
   const size_t n = rho->n;
   oc_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(rho->data, dc->data, dv->data, design->data,
-                                                    passive->data, lambda, move, eta, q,
+                                                    passive->data, lambda, move, eta, q, rho_min,
                                                     rho_new->data, n);
   CUDA_LAUNCHED(be, "the OC update kernel");
   return VOX_OK;
@@ -86,7 +88,8 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     oc_volumes_kernel(const double *__restrict__ x, const double *__restrict__ g,
                       const double *__restrict__ v, const double *__restrict__ des,
                       const double *__restrict__ pas, oc_scales k,
-                      int n, double move, double eta, double q, double *__restrict__ partial,
+                      int n, double move, double eta, double q, double rho_min,
+                      double *__restrict__ partial,
                       size_t ne) {
   double sum[VOX_OC_LAMBDAS];
 #pragma unroll
@@ -103,7 +106,7 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
 #pragma unroll
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) {
       const double trial = c * k.scale[j];
-      sum[j] += v[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * k.scale_q[j]);
+      sum[j] += v[e] * fmax(rho_min, trial <= lo ? lo : trial >= hi ? hi : cq * k.scale_q[j]);
     }
   }
   __shared__ double warp_sum[OC_WARPS][VOX_OC_LAMBDAS];
@@ -134,7 +137,7 @@ static __global__ void oc_volumes_final(const double *__restrict__ partial, int 
 vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                                const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                                const double *lambda, int n, double move, double eta,
-                               double q, double *volume) {
+                               double q, double rho_min, double *volume) {
   vox_cuda_state *cs = vox_cuda(be);
   if (n < 1 || n > VOX_OC_LAMBDAS)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "OC: %d trial multipliers", n);
@@ -146,7 +149,7 @@ vox_status vox_cuda_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_ve
   for (int j = 0; j < n; j++) k.scale[j] = pow(lambda[j], -eta), k.scale_q[j] = pow(k.scale[j], q);
   double *result = cs->oc_partial + (size_t)OC_BLOCKS * VOX_OC_LAMBDAS;
   oc_volumes_kernel<<<OC_BLOCKS, VOX_CUDA_THREADS>>>(rho->data, dc->data, dv->data, design->data,
-                                                     passive->data, k, n, move, eta, q,
+                                                     passive->data, k, n, move, eta, q, rho_min,
                                                      cs->oc_partial, rho->n);
   oc_volumes_final<<<1, VOX_OC_LAMBDAS>>>(cs->oc_partial, n, result);
   CUDA_LAUNCHED(be, "the OC volume kernels");

@@ -27,6 +27,33 @@ vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend *
   return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown device %d", (int)device);
 }
 
+vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
+                                 vox_backend **out) {
+  *out = NULL;
+  if (index < 0 || index >= vox_device_count(device))
+    return vox_error(ctx, VOX_ERR_DEVICE, "no %s device %d (%d present)",
+                     device == VOX_DEVICE_CPU ? "CPU" : "CUDA", index, vox_device_count(device));
+#ifdef VOXFE_HAVE_CUDA
+  if (device == VOX_DEVICE_CUDA) return vox_cuda_backend_create_on(ctx, index, out);
+#endif
+  return vox_cpu_backend_create(ctx, out);
+}
+
+int vox_device_count(vox_device device) {
+  if (device == VOX_DEVICE_CPU) return 1;
+#ifdef VOXFE_HAVE_CUDA
+  if (device == VOX_DEVICE_CUDA) return vox_cuda_device_count();
+#endif
+  return 0;
+}
+
+int vox_backend_device_index(const vox_backend *backend) {
+#ifdef VOXFE_HAVE_CUDA
+  if (strcmp(backend->ops->name, "cuda") == 0) return vox_cuda_backend_device(backend);
+#endif
+  return 0;
+}
+
 void vox_backend_destroy(vox_backend *backend) {
   if (backend) backend->ops->destroy(backend);
 }

@@ -30,6 +30,13 @@ typedef struct vox_operator_desc {
   int dofs_per_node;          /* 3 for elasticity, 1 for heat conduction */
   const double *ke;           /* (8*dofs_per_node)^2, row-major, host */
   const uint8_t *dof_fixed;   /* one per dof, host: 1 = Dirichlet or isolated */
+  /* Springs to ground: K gains spring_k[i] on the diagonal of free dof
+   * spring_dof[i] (distinct dofs, host arrays; none when n_springs = 0).
+   * op_apply and op_diagonal include them; galerkin_operator leaves them out
+   * (a coarse level without a few springs is still a fine preconditioner). */
+  size_t n_springs;
+  const size_t *spring_dof;
+  const double *spring_k;
 } vox_operator_desc;
 
 typedef struct vox_operator vox_operator; /* defined by each backend */
@@ -214,10 +221,13 @@ typedef struct vox_backend_ops {
 
   /* Optimality-criteria update for one trial multiplier lambda (seed 000
    * eq. 9, 10) on design elements (design_e = 1); other elements get
-   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). */
+   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
+   * [rho_min, 1]: with rho_min > 0 a density the update takes down never
+   * sticks at 0, where x B^eta could not move it again. */
   vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                           const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                          double lambda, double move, double eta, double q, vox_vec *rho_new);
+                          double lambda, double move, double eta, double q, double rho_min,
+                          vox_vec *rho_new);
 
   /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
    * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
@@ -228,7 +238,7 @@ typedef struct vox_backend_ops {
   vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                            const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                            const double *lambda, int n, double move, double eta, double q,
-                           double *volume);
+                           double rho_min, double *volume);
 
   /* Linear-hat filter of radius R (mm) over the non-empty elements:
    *   apply:       out = (H in) ./ Hs
@@ -313,6 +323,10 @@ extern "C" {
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out);
 #ifdef VOXFE_HAVE_CUDA
 vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
+/* Makes device `index` the calling thread's current device first. */
+vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out);
+int vox_cuda_device_count(void);
+int vox_cuda_backend_device(const vox_backend *be);
 #endif
 #ifdef __cplusplus
 }

@@ -15,8 +15,8 @@ void vox_fem_destroy(vox_fem *fem) {
   if (!fem) return;
   vox_backend *be = fem->be;
   if (fem->op) be->ops->op_destroy(be, fem->op);
-  vox_vec *v[] = {&fem->e_solid, &fem->moduli, &fem->inv_diag,
-                  &fem->lift,    &fem->rhs,    &fem->correction};
+  vox_vec *v[] = {&fem->e_solid, &fem->moduli,     &fem->inv_diag,
+                  &fem->lift,    &fem->rhs,        &fem->correction, &fem->output};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   for (int c = 0; fem->force && c < fem->n_cases; c++)
@@ -71,6 +71,9 @@ static vox_status check_conductivities(vox_context *ctx, const vox_model *model)
 typedef struct fem_host {
   double *e_solid, *lift, *force;
   uint8_t *fixed;
+  size_t n_springs;       /* springs on free dofs, one entry per dof */
+  size_t *spring_dof;
+  double *spring_k;
 } fem_host;
 
 static void host_free(fem_host *h) {
@@ -78,6 +81,31 @@ static void host_free(fem_host *h) {
   free(h->lift);
   free(h->force);
   free(h->fixed);
+  free(h->spring_dof);
+  free(h->spring_k);
+}
+
+/* The model's springs summed per dof; a spring on a fixed dof does nothing
+ * (the dof does not move) and is dropped. */
+static vox_status collect_springs(vox_context *ctx, const vox_model *model, int dpn, fem_host *h) {
+  if (model->n_springs == 0) return VOX_OK;
+  h->spring_dof = malloc(model->n_springs * sizeof *h->spring_dof);
+  h->spring_k = malloc(model->n_springs * sizeof *h->spring_k);
+  if (!h->spring_dof || !h->spring_k) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < model->n_springs; i++) {
+    const vox_spring *sp = &model->springs[i];
+    const size_t d = (size_t)dpn * (size_t)sp->node + sp->component;
+    if (h->fixed[d]) continue;
+    size_t j = 0;
+    while (j < h->n_springs && h->spring_dof[j] != d) j++;
+    if (j == h->n_springs) {
+      h->spring_dof[j] = d;
+      h->spring_k[j] = 0;
+      h->n_springs++;
+    }
+    h->spring_k[j] += sp->stiffness;
+  }
+  return VOX_OK;
 }
 
 static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *fem, fem_host *h) {
@@ -183,6 +211,7 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   fem_host h = {0};
   vox_status s = fem->force ? build_host(ctx, model, fem, &h)
                             : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (s == VOX_OK) s = collect_springs(ctx, model, dpn, &h);
   const vox_backend_ops *o = be->ops;
 #define STEP(call)                                                                 \
   if (s == VOX_OK) s = (call)
@@ -203,9 +232,24 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
     STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
     STEP(o->vec_upload(be, &fem->force[c], h.force));
   }
+  if (s == VOX_OK && model->n_outputs > 0) { /* l, built the way a force is */
+    memset(h.force, 0, fem->n_dofs * sizeof *h.force);
+    for (size_t i = 0; i < model->n_outputs; i++)
+      h.force[(size_t)dpn * (size_t)model->outputs[i].node + model->outputs[i].component] +=
+          model->outputs[i].weight;
+    for (size_t d = 0; d < fem->n_dofs; d++)
+      if (h.fixed[d]) h.force[d] = 0;
+    STEP(o->vec_create(be, fem->n_dofs, &fem->output));
+    STEP(o->vec_upload(be, &fem->output, h.force));
+  }
   if (s == VOX_OK) {
-    vox_operator_desc desc = {
-        .grid = model->grid, .dofs_per_node = dpn, .ke = ke, .dof_fixed = h.fixed};
+    vox_operator_desc desc = {.grid = model->grid,
+                              .dofs_per_node = dpn,
+                              .ke = ke,
+                              .dof_fixed = h.fixed,
+                              .n_springs = h.n_springs,
+                              .spring_dof = h.spring_dof,
+                              .spring_k = h.spring_k};
     s = o->op_create(be, &desc, &fem->op);
   }
   STEP(o->op_set_moduli(be, fem->op, &fem->moduli));
@@ -260,12 +304,6 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
 
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result) {
-  vox_backend *be = fem->be;
-  const vox_backend_ops *o = be->ops;
-  const vox_vec *f = &fem->force[load_case];
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
-  TRY(preconditioner(fem, options, &jacobi, &pc));
   if (fem->grid.periodic) {
     /* the singular periodic system is consistent only for loads without
      * a translation part: exact loads have none, but their rounding has
@@ -277,6 +315,27 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
     }
     TRY(vox_mg_remove_translations(fem->mg, &fem->force[load_case]));
   }
+  return vox_fem_solve_rhs(fem, &fem->force[load_case], u, options, result);
+}
+
+vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_options *options,
+                                 vox_solve_result *result) {
+  if (!fem->output.data)
+    return vox_error(fem->be->ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no output dofs");
+  /* K v = l with v = 0 on every fixed dof: the adjoint of prescribed values is zero */
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
+  return vox_pcg_solve(fem->be, fem->op, &pc, &fem->output, v, options, &fem->pcg, result);
+}
+
+vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
+                             const vox_solver_options *options, vox_solve_result *result) {
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
   if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */

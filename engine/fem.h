@@ -22,6 +22,8 @@ typedef struct vox_fem {
   vox_vec moduli;      /* current element moduli, referenced by the operator */
   vox_vec inv_diag;    /* Jacobi preconditioner */
   vox_vec *force;      /* n_cases nodal force vectors (0 on fixed dofs) */
+  vox_vec output;      /* the output vector l of a mechanism (0 on fixed dofs); n = 0 when
+                          the model has no outputs */
   vox_vec lift;        /* prescribed values on fixed dofs, 0 elsewhere */
   int has_lift;        /* some prescribed value is non-zero */
   vox_vec rhs, correction;
@@ -45,5 +47,12 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
 /* Solves load case `load_case`; u holds the initial guess (warm start). */
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result);
+/* The same for a right-hand side f (0 on fixed dofs) of the caller. */
+vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
+                             const vox_solver_options *options, vox_solve_result *result);
+/* The adjoint problem of a mechanism, K v = l (seed 000 eq. 8 up to the
+ * sign), v = 0 on the fixed dofs; v holds the initial guess. */
+vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_options *options,
+                                 vox_solve_result *result);
 
 #endif

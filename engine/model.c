@@ -1,5 +1,6 @@
 /* The voxel model's memory: allocation, copies, appending materials,
  * boundary conditions and history, and a consistency check. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,9 @@ void vox_model_free(vox_model *model) {
   free(model->constraints);
   free(model->load_case_names);
   free(model->loads);
+  free(model->load_case_weights);
+  free(model->springs);
+  free(model->outputs);
   free(model->density);
   free(model->displacement);
   free(model->history);
@@ -86,6 +90,10 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->load_case_names = dup_array(src->load_case_names,
                                    src->n_load_cases * sizeof *src->load_case_names, &failed);
   dst->loads = dup_list(src->loads, src->n_loads, sizeof *src->loads, &failed);
+  dst->load_case_weights = dup_array(
+      src->load_case_weights, (size_t)src->n_load_cases * sizeof(double), &failed);
+  dst->springs = dup_list(src->springs, src->n_springs, sizeof *src->springs, &failed);
+  dst->outputs = dup_list(src->outputs, src->n_outputs, sizeof *src->outputs, &failed);
   dst->density = dup_array(src->density, ne * sizeof(double), &failed);
   dst->displacement =
       dup_array(src->displacement, (size_t)src->n_load_cases * nn * 3 * sizeof(double), &failed);
@@ -160,10 +168,63 @@ vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, 
   return VOX_OK;
 }
 
+vox_status vox_model_add_spring(vox_context *ctx, vox_model *model, int64_t node, int component,
+                                double stiffness) {
+  vox_spring *grown = grow(model->springs, model->n_springs, sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  model->springs = grown;
+  model->springs[model->n_springs++] =
+      (vox_spring){.node = node, .component = (uint8_t)component, .stiffness = stiffness};
+  return VOX_OK;
+}
+
+vox_status vox_model_add_output(vox_context *ctx, vox_model *model, int64_t node, int component,
+                                double weight) {
+  vox_output *grown = grow(model->outputs, model->n_outputs, sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  model->outputs = grown;
+  model->outputs[model->n_outputs++] =
+      (vox_output){.node = node, .component = (uint8_t)component, .weight = weight};
+  return VOX_OK;
+}
+
+vox_status vox_model_set_load_case_weights(vox_context *ctx, vox_model *model,
+                                           const double *weights) {
+  free(model->load_case_weights);
+  model->load_case_weights = NULL;
+  if (!weights || model->n_load_cases < 1) return VOX_OK;
+  const size_t bytes = (size_t)model->n_load_cases * sizeof *weights;
+  model->load_case_weights = malloc(bytes);
+  if (!model->load_case_weights) return out_of_memory(ctx);
+  memcpy(model->load_case_weights, weights, bytes);
+  return VOX_OK;
+}
+
+static const char *const objective_names[] = {"compliance", "output_displacement"};
+
+const char *vox_objective_name(vox_objective objective) {
+  return (unsigned)objective < 2 ? objective_names[objective] : "unknown";
+}
+
+int vox_objective_parse(const char *text, vox_objective *objective) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, objective_names[i]) == 0) {
+      *objective = (vox_objective)i;
+      return 0;
+    }
+  return -1;
+}
+
 vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n) {
   if (n < 0) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "negative number of load cases");
   char(*names)[VOX_NAME_MAX] = realloc(model->load_case_names, (size_t)(n ? n : 1) * VOX_NAME_MAX);
   if (!names) return out_of_memory(ctx);
+  if (model->load_case_weights) { /* new cases weigh 1 */
+    double *w = realloc(model->load_case_weights, (size_t)(n ? n : 1) * sizeof *w);
+    if (!w) return out_of_memory(ctx);
+    for (int i = model->n_load_cases; i < n; i++) w[i] = 1;
+    model->load_case_weights = w;
+  }
   for (int i = model->n_load_cases; i < n; i++) snprintf(names[i], VOX_NAME_MAX, "case%d", i + 1);
   model->load_case_names = names;
   model->n_load_cases = n;
@@ -238,6 +299,34 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
       return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: load case %d out of range (%d cases)", i,
                        l->load_case, model->n_load_cases);
   }
+  for (int c = 0; model->load_case_weights && c < model->n_load_cases; c++)
+    if (!(model->load_case_weights[c] >= 0) || !isfinite(model->load_case_weights[c]))
+      return vox_error(ctx, VOX_ERR_FORMAT, "load case %d: weight %g is not a finite number >= 0",
+                       c, model->load_case_weights[c]);
+  for (size_t i = 0; i < model->n_springs; i++) {
+    const vox_spring *sp = &model->springs[i];
+    if (sp->node < 0 || sp->node >= nn || sp->component > max_component)
+      return vox_error(ctx, VOX_ERR_FORMAT, "spring %zu: node %lld component %d out of range", i,
+                       (long long)sp->node, sp->component);
+    if (!(sp->stiffness > 0) || !isfinite(sp->stiffness))
+      return vox_error(ctx, VOX_ERR_FORMAT, "spring %zu: stiffness %g must be positive", i,
+                       sp->stiffness);
+  }
+  for (size_t i = 0; i < model->n_outputs; i++) {
+    const vox_output *o = &model->outputs[i];
+    if (o->node < 0 || o->node >= nn || o->component > max_component || !isfinite(o->weight))
+      return vox_error(ctx, VOX_ERR_FORMAT, "output %zu: node %lld component %d out of range", i,
+                       (long long)o->node, o->component);
+  }
+  if (model->objective != VOX_OBJECTIVE_COMPLIANCE &&
+      model->objective != VOX_OBJECTIVE_OUTPUT_DISPLACEMENT)
+    return vox_error(ctx, VOX_ERR_FORMAT, "unknown objective %d", (int)model->objective);
+  if (model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT &&
+      (model->n_outputs == 0 || model->physics != VOX_PHYSICS_ELASTICITY ||
+       model->n_load_cases > 1))
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "an output-displacement objective needs elasticity, one load case and "
+                     "output dofs");
   if (model->displacement && model->n_load_cases < 1)
     return vox_error(ctx, VOX_ERR_FORMAT, "a displacement is stored but there are no load cases");
   return VOX_OK;

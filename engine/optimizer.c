@@ -1,7 +1,10 @@
-/* Minimum-compliance topology optimization (seed 000, section 3): modified
- * SIMP, sensitivity or density filter, optimality-criteria update with a
- * bisection for the volume multiplier, continuation on p and q. The loop is
- * host code that calls backend operations; only scalars come back. */
+/* Topology optimization (seed 000, section 3): modified SIMP, sensitivity
+ * or density filter, optimality-criteria update with a bisection for the
+ * volume multiplier, continuation on p and q. The objective is the model's
+ * own (objective.c: compliance, or a mechanism's output displacement) or a
+ * function of a periodic cell's homogenized tensor (homogenize.c, seed 003);
+ * the loop only needs its value and gradient (objective_ops below). The loop
+ * is host code that calls backend operations; only scalars come back. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include "fem.h"
 #include "homogenize.h"
 #include "memory_plan.h"
+#include "objective.h"
 #include "voxfe/optimizer.h"
 
 void vox_optimizer_options_default(vox_optimizer_options *o) {
@@ -36,20 +40,22 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_solver_options_default(&o->solver);
   /* design iterations need less than an analysis: the design changes anyway */
   o->solver.rtol = 1e-6;
+  o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
+  o->density_min = VOX_DENSITY_MIN_AUTO;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
-static const char *const objective_names[] = {"compliance", "bulk", "shear",
-                                              "poisson", "poisson-log", "custom"};
+static const char *const cell_objective_names[] = {"compliance", "bulk",        "shear",
+                                                   "poisson",    "poisson-log", "custom"};
 
-const char *vox_objective_name(vox_objective objective) {
-  return (unsigned)objective < 6 ? objective_names[objective] : "unknown";
+const char *vox_cell_objective_name(vox_cell_objective objective) {
+  return (unsigned)objective < 6 ? cell_objective_names[objective] : "unknown";
 }
 
-int vox_objective_parse(const char *text, vox_objective *objective) {
+int vox_cell_objective_parse(const char *text, vox_cell_objective *objective) {
   for (int i = 0; i < 6; i++)
-    if (strcmp(text, objective_names[i]) == 0) {
-      *objective = (vox_objective)i;
+    if (strcmp(text, cell_objective_names[i]) == 0) {
+      *objective = (vox_cell_objective)i;
       return 0;
     }
   return -1;
@@ -96,14 +102,19 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
   REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
   REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
-  REQUIRE((unsigned)o->objective <= VOX_OBJECTIVE_CUSTOM, "unknown objective %d", (int)o->objective);
-  REQUIRE(o->objective != VOX_OBJECTIVE_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
+  REQUIRE((unsigned)o->cell_objective <= VOX_CELL_CUSTOM, "unknown objective %d", (int)o->cell_objective);
+  REQUIRE(o->cell_objective != VOX_CELL_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
           "Poisson objective: beta %g not in (0, 1)", o->poisson_beta);
-  REQUIRE(o->objective != VOX_OBJECTIVE_POISSON_LOG || o->poisson_gamma > 0,
+  REQUIRE(o->cell_objective != VOX_CELL_POISSON_LOG || o->poisson_gamma > 0,
           "Poisson objective: gamma %g must be > 0", o->poisson_gamma);
-  REQUIRE(o->objective != VOX_OBJECTIVE_CUSTOM || o->custom, "custom objective without a function");
+  REQUIRE(o->cell_objective != VOX_CELL_CUSTOM || o->custom, "custom objective without a function");
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
+  REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
+          o->adjoint_gpu);
+  REQUIRE(o->density_min == VOX_DENSITY_MIN_AUTO ||
+              (o->density_min >= 0 && o->density_min < o->volume_fraction),
+          "density minimum %g not in [0, volume fraction)", o->density_min);
 #undef REQUIRE
   return vox_solver_options_check(ctx, &o->solver);
 }
@@ -111,15 +122,17 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 /* Everything the loop keeps on the backend. */
 typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
+  vox_objective_state *objective; /* the model's objective (none for a cell) */
   vox_homog *homog;    /* cell objectives: the six cell problems */
   vox_vec ones;        /* cell objectives: 1 per element (sum of moduli) */
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
   vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
-  vox_vec *u; /* one displacement per load case */
   int n_cases;
   double n_design;
+  int adjoint_gpu; /* the device of the adjoint worker, -1: none */
+  double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
@@ -127,20 +140,40 @@ static void state_free(vox_backend *be, opt_state *s) {
                   &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  for (int c = 0; s->u && c < s->n_cases; c++)
-    if (s->u[c].data) be->ops->vec_destroy(be, &s->u[c]);
-  free(s->u);
   if (s->ones.data) be->ops->vec_destroy(be, &s->ones);
+  vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
   else vox_fem_destroy(s->fem);
+}
+
+/* A second GPU for the adjoint when the options and the machine allow. */
+static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                 const vox_optimizer_options *opt, opt_state *s) {
+  s->adjoint_gpu = -1;
+  if (!vox_objective_has_adjoint(s->objective) || opt->adjoint_gpu == VOX_ADJOINT_GPU_NONE)
+    return VOX_OK;
+  const int cuda = strcmp(vox_backend_name(be), "cuda") == 0;
+  const int count = vox_device_count(VOX_DEVICE_CUDA), own = cuda ? vox_backend_device_index(be) : -1;
+  int index = opt->adjoint_gpu;
+  if (index == VOX_ADJOINT_GPU_AUTO) {
+    if (!cuda || count < 2) return VOX_OK; /* one device: after the state */
+    index = (own + 1) % count;
+  } else if (index >= count) {
+    return vox_error(ctx, VOX_ERR_DEVICE, "adjoint GPU %d: %d CUDA device(s) present", index,
+                     count);
+  }
+  vox_adjoint_worker *worker;
+  TRY(vox_adjoint_worker_create(ctx, be, model, VOX_DEVICE_CUDA, index, &worker));
+  s->adjoint_gpu = index;
+  return vox_objective_use_adjoint_worker(s->objective, worker);
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
-  const int cell = opt->objective != VOX_OBJECTIVE_COMPLIANCE;
+  const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
     TRY(vox_homog_create(ctx, be, model, &s->homog));
     s->fem = s->homog->fem;
@@ -150,18 +183,20 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
   }
-  const size_t ne = s->fem->n_elements, nd = s->fem->n_dofs;
+  const size_t ne = s->fem->n_elements;
   /* a cell's six fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
   vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
                    &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
-  s->u = calloc((size_t)s->n_cases, sizeof *s->u);
-  if (!s->u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (int c = 0; c < s->n_cases; c++) {
-    TRY(o->vec_create(be, nd, &s->u[c]));
-    if (model->displacement) TRY(o->vec_upload(be, &s->u[c], model->displacement + c * nd));
+  s->adjoint_gpu = -1;
+  if (!cell) {
+    TRY(vox_objective_create(ctx, s->fem, model, &s->objective));
+    TRY(adjoint_device(ctx, be, model, opt, s));
   }
+  s->rho_min = opt->density_min != VOX_DENSITY_MIN_AUTO                ? opt->density_min
+               : s->objective && vox_objective_has_adjoint(s->objective) ? 1e-3
+                                                                        : 0;
 
   double *design = malloc(ne * sizeof *design), *passive = malloc(ne * sizeof *passive),
          *x = malloc(ne * sizeof *x);
@@ -231,47 +266,43 @@ static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
 
 /* ---- objectives -------------------------------------------------------------
  * An objective evaluates itself at the physical density (state solves
- * included) and then gives its gradient with respect to the physical
- * density in s->dc. The OC update takes any signs there: it moves an
- * element up where -dc > 0 and down where it is not. */
+ * included; with `sensitivity`, also what its gradient needs) and then gives
+ * its gradient with respect to the physical density in s->dc. The OC update
+ * takes any signs there: it moves an element up where -dc > 0 and down
+ * where it is not. Two kinds: the model's own objective (objective.c:
+ * compliance or a mechanism's output displacement) and a function of a
+ * periodic cell's homogenized tensor (homogenize.c). */
 typedef struct objective_ops {
   vox_status (*evaluate)(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                         int iteration, double p, double *value, int *cg_iterations,
-                         vox_solve_result *failed);
+                         int iteration, double p, int sensitivity, double *value,
+                         int *cg_iterations, vox_solve_result *failed);
   vox_status (*gradient)(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                          double p);
 } objective_ops;
 
-/* Solves every load case at the current moduli and returns the summed
- * compliance; s->energy holds the summed element energies (unit modulus). */
+/* The model's objective: solves its problems at the current moduli and
+ * returns its value; with `sensitivity`, s->energy holds the element
+ * energies whose SIMP derivative is its sensitivity (objective.h). */
 static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                          double p, double *compliance, int *cg_iterations,
+                          double p, int sensitivity, double *objective, int *cg_iterations,
                           vox_solve_result *failed) {
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
-  *cg_iterations = 0;
-  failed->reason = VOX_CONVERGED_RTOL;
-  for (int c = 0; c < s->n_cases; c++) {
-    vox_solve_result r;
-    TRY(vox_fem_solve(s->fem, c, &s->u[c], &opt->solver, &r));
-    *cg_iterations += r.iterations;
-    if (r.reason < 0 && failed->reason > 0) *failed = r;
-    TRY(o->op_element_energy(be, s->fem->op, &s->u[c], &s->energy, c > 0));
-  }
-  return o->vec_dot(be, &s->fem->moduli, &s->energy, compliance);
+  return vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
+                                objective, cg_iterations, failed);
 }
 
-static vox_status compliance_evaluate(vox_backend *be, const vox_optimizer_options *opt,
-                                      opt_state *s, int iteration, double p, double *value,
-                                      int *cg_iterations, vox_solve_result *failed) {
+static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options *opt,
+                                   opt_state *s, int iteration, double p, int sensitivity,
+                                   double *value, int *cg_iterations, vox_solve_result *failed) {
   (void)iteration;
-  return analyse(be, opt, s, p, value, cg_iterations, failed);
+  return analyse(be, opt, s, p, sensitivity, value, cg_iterations, failed);
 }
 
-/* eq. 7 of seed 000; compliance is self-adjoint */
-static vox_status compliance_gradient(vox_backend *be, const vox_optimizer_options *opt,
-                                      opt_state *s, double p) {
+/* eq. 7 of seed 000, from the energies of the state and adjoint */
+static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options *opt,
+                                   opt_state *s, double p) {
   return be->ops->simp_sensitivity(be, &s->x_phys, &s->fem->e_solid, &s->energy, p,
                                    opt->emin_ratio, &s->dc);
 }
@@ -281,24 +312,24 @@ static int cell_function(const vox_optimizer_options *opt, double e_material, co
                          int k, double *f, double *g) {
   memset(g, 0, 36 * sizeof *g);
   const double trace = c[0] + c[7] + c[14], off = c[1] + c[2] + c[8];
-  switch (opt->objective) {
-  case VOX_OBJECTIVE_BULK: /* -(trace + 2 off) / 9, off counted as C01 + C10 etc. */
+  switch (opt->cell_objective) {
+  case VOX_CELL_BULK: /* -(trace + 2 off) / 9, off counted as C01 + C10 etc. */
     *f = -(trace + 2 * off) / 9;
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
     return 0;
-  case VOX_OBJECTIVE_SHEAR:
+  case VOX_CELL_SHEAR:
     *f = -(c[21] + c[28] + c[35]) / 3;
     for (int i = 3; i < 6; i++) g[i * 7] = -1.0 / 3;
     return 0;
-  case VOX_OBJECTIVE_POISSON: {
+  case VOX_CELL_POISSON: {
     const double beta_k = pow(opt->poisson_beta, k);
     *f = off - beta_k * trace;
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) g[i * 6 + j] = i == j ? -beta_k : 0.5;
     return 0;
   }
-  case VOX_OBJECTIVE_POISSON_LOG: {
+  case VOX_CELL_POISSON_LOG: {
     const double eta = opt->poisson_eta, gamma = opt->poisson_gamma;
     const double tau = opt->poisson_tau != 0 ? opt->poisson_tau : -1 / pow(e_material, gamma);
     const double ratio = off / trace, arg = 1 + eta * ratio;
@@ -317,8 +348,9 @@ static int cell_function(const vox_optimizer_options *opt, double e_material, co
 }
 
 static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                                int iteration, double p, double *value, int *cg_iterations,
-                                vox_solve_result *failed) {
+                                int iteration, double p, int sensitivity, double *value,
+                                int *cg_iterations, vox_solve_result *failed) {
+  (void)sensitivity; /* the six fields are all the gradient needs */
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
@@ -327,7 +359,7 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
       !isfinite(*value))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the %s objective is not defined at the homogenized tensor of iteration %d",
-                     vox_objective_name(opt->objective), iteration);
+                     vox_cell_objective_name(opt->cell_objective), iteration);
   return VOX_OK;
 }
 
@@ -338,10 +370,15 @@ static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *op
                             &s->dc);
 }
 
-static const objective_ops compliance_objective = {compliance_evaluate, compliance_gradient};
+static const objective_ops problem_objective = {problem_evaluate, problem_gradient};
 static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
 
-/* OC update (eq. 9, 10): bisection on the volume multiplier so that the
+/* OC update (eq. 9, 10): sensitivities of either sign (a mechanism's
+ * output displacement grows with material in some places and shrinks with
+ * it in others): B_e = max(0, -dc_e) / (lambda dv_e), so an element whose
+ * material works against the objective (dc_e > 0) gets B_e = 0 and loses
+ * material at the move limit, as Sigmund's mechanism OC clips B at a small
+ * positive number. Bisection on the volume multiplier so that the
  * physical volume fraction meets the target; ends on the feasible side.
  * The volume is linear in the new design variables, with the weights dv
  * (design, or its transpose through the density filter), so the backend
@@ -363,7 +400,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
     TRY(o->oc_volumes(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, lambda, VOX_OC_LAMBDAS,
-                      opt->move_limit, opt->damping, q, volume));
+                      opt->move_limit, opt->damping, q, s->rho_min, volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
     int j = 0;
@@ -373,7 +410,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     lo = new_lo, hi = new_hi;
   }
   return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
-                      opt->damping, q, &s->x_new);
+                      opt->damping, q, s->rho_min, &s->x_new);
 }
 
 /* Penalties of eq. 11 and 12 for 1-based iteration k. */
@@ -428,7 +465,8 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
     memcpy(model->cell_tensor, s->tensor, sizeof s->tensor);
     return VOX_OK;
   }
-  for (int c = 0; c < s->n_cases; c++) TRY(be->ops->vec_download(be, &s->u[c], u + c * nd));
+  for (int c = 0; c < s->n_cases; c++)
+    TRY(be->ops->vec_download(be, vox_objective_state_vector(s->objective, c), u + c * nd));
   if (model->n_load_cases < 1) TRY(vox_model_set_load_cases(ctx, model, 1));
   return VOX_OK;
 }
@@ -450,15 +488,22 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                         const vox_optimizer_options *opt, vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
   TRY(check_options(ctx, opt));
-  const int cell = opt->objective != VOX_OBJECTIVE_COMPLIANCE;
+  const int cell = opt->cell_objective != VOX_CELL_NONE;
+  if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the %s objective is for a periodic cell, not a model whose objective is %s",
+                     vox_cell_objective_name(opt->cell_objective),
+                     vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
   /* (check_problem refused prescribed non-zero displacements) A cell has
    * six fields of its own and one force vector, which the memory plan
-   * counts as six load cases. */
+   * counts as six load cases; a mechanism's adjoint and its polarisation
+   * vector count as two more cases. */
+  const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   TRY(vox_memory_check(be, &model->grid, vox_physics_dofs_per_node(model->physics),
-                       cell ? 6 : model->n_load_cases > 0 ? model->n_load_cases : 1, 0,
+                       cell ? 6 : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism, 0,
                        &opt->solver, 1));
-  const objective_ops *objective = cell ? &cell_objective : &compliance_objective;
+  const objective_ops *objective = cell ? &cell_objective : &problem_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
   const vox_backend_ops *o = be->ops;
@@ -474,7 +519,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
 
     /* 1. state solves and objective */
     vox_solve_result failed;
-    st = objective->evaluate(be, opt, &s, k, p, &compliance, &row.cg_iterations, &failed);
+    st = objective->evaluate(be, opt, &s, k, p, 1, &compliance, &row.cg_iterations, &failed);
     if (st != VOX_OK) break;
     t1 = now();
     if (failed.reason < 0) {
@@ -549,7 +594,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
     vox_solve_result failed;
-    st = objective->evaluate(be, opt, &s, result->iterations + 1, p, &compliance, &cg, &failed);
+    st = objective->evaluate(be, opt, &s, result->iterations + 1, p, 0, &compliance, &cg, &failed);
     result->total_cg_iterations += cg;
     if (st == VOX_OK && failed.reason < 0) {
       result->reason = VOX_STOP_SOLVER_FAILED;
@@ -567,6 +612,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
+  result->adjoint_gpu = s.adjoint_gpu;
   state_free(be, &s);
   return st;
 }

@@ -656,6 +656,34 @@ static vox_status parse_passive(const reader *r, struct fy_node *node, const cha
   return VOX_OK;
 }
 
+/* A spring (`stiffness`, N/mm per component, >= 0, one > 0) or an output
+ * (`direction`, not all zero): a region and three numbers, in force[]. */
+static vox_status parse_spring_or_output(const reader *r, struct fy_node *node, const char *where,
+                                         int index, int spring, vox_force *list) {
+  const char *const amount = spring ? "stiffness" : "direction";
+  const char *const keys[] = {"name", "region", amount, NULL};
+  const char *const kind = spring ? "spring" : "output", *const plural = spring ? "springs" : "outputs";
+  entry f[3];
+  vox_force *l = &list[index];
+  vox_status status = get_fields(r, node, NULL, where, keys, f);
+  if (status) return status;
+  if ((status = item_name(r, f[0], where, kind, index, l->name))) return status;
+  for (int i = 0; i < index; i++)
+    if (!strcmp(list[i].name, l->name)) return duplicate_name(r, f[0], node, where, l->name, plural, i);
+  char at[WHERE_MAX];
+  if (!f[1].key) return missing(r, node, NULL, where, "region");
+  where_key(at, where, "region");
+  if ((status = parse_region(r, f[1], at, &l->region))) return status;
+  if (!f[2].key) return missing(r, node, NULL, where, amount);
+  where_key(at, where, amount);
+  if ((status = get_vec3(r, f[2].value, f[2].key, at, false, l->force))) return status;
+  if (spring && (l->force[0] < 0 || l->force[1] < 0 || l->force[2] < 0))
+    return fail(r, f[2].value, f[2].key, at, "stiffnesses must be >= 0");
+  if (l->force[0] == 0 && l->force[1] == 0 && l->force[2] == 0)
+    return fail(r, f[2].value, f[2].key, at, "must not be all zero");
+  return VOX_OK;
+}
+
 /* A list's items, after checking it is one; *count gets their number. */
 static vox_status get_list(const reader *r, entry e, const char *where, int *count) {
   *count = 0;
@@ -696,6 +724,71 @@ static vox_status parse_load_cases(const reader *r, entry e, vox_problem *p) {
   return VOX_OK;
 }
 
+/* `objective`, `load_case_weights`, `springs` and `outputs` (after the load
+ * cases): a compliant mechanism or weighted load cases, elasticity only. */
+static vox_status parse_mechanism(const reader *r, struct fy_node *root, entry objective,
+                                  entry weights, entry springs, entry outputs, vox_problem *p) {
+  const entry *given[] = {&objective, &weights, &springs, &outputs};
+  static const char *const names[] = {"objective", "load_case_weights", "springs", "outputs"};
+  for (int i = 0; i < 4; i++)
+    if (given[i]->key && p->physics == VOX_PHYSICS_HEAT)
+      return fail(r, given[i]->key, root, names[i], "is for elasticity, not 'physics: heat'");
+  static const char *const objective_names[] = {"compliance", "output_displacement"};
+  int kind = 0;
+  vox_status status;
+  if (objective.key && (status = get_word(r, objective.value, objective.key, "objective",
+                                          "objective", objective_names, 2, &kind)))
+    return status;
+  p->objective = kind == 1 ? VOX_OBJECTIVE_OUTPUT_DISPLACEMENT : VOX_OBJECTIVE_COMPLIANCE;
+
+  int n;
+  char at[WHERE_MAX];
+  if ((status = get_list(r, weights, "load_case_weights", &n))) return status;
+  if (weights.key) {
+    if (n != p->n_load_cases)
+      return fail(r, weights.value, weights.key, "load_case_weights",
+                  "has %d weight(s) for %d load case(s)", n, p->n_load_cases);
+    if (!(p->load_case_weights = malloc((size_t)n * sizeof *p->load_case_weights)))
+      return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    void *iter = NULL;
+    for (int i = 0; i < n; i++) {
+      struct fy_node *item = fy_node_sequence_iterate(weights.value, &iter);
+      where_index(at, "load_case_weights", i);
+      if ((status = get_number(r, item, weights.value, at, false, &p->load_case_weights[i])))
+        return status;
+      if (p->load_case_weights[i] < 0)
+        return fail(r, item, weights.value, at, "must be >= 0, not %g", p->load_case_weights[i]);
+    }
+  }
+  for (int list = 0; list < 2; list++) {
+    const entry *e = list == 0 ? &springs : &outputs;
+    const char *where = names[2 + list];
+    if ((status = get_list(r, *e, where, &n))) return status;
+    vox_force **items = list == 0 ? &p->springs : &p->outputs;
+    int *count = list == 0 ? &p->n_springs : &p->n_outputs;
+    if (n && !(*items = calloc((size_t)n, sizeof **items)))
+      return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    void *iter = NULL;
+    struct fy_node *item;
+    for (int i = 0; i < n && (item = fy_node_sequence_iterate(e->value, &iter)); i++) {
+      where_index(at, where, i);
+      if ((status = parse_spring_or_output(r, item, at, i, list == 0, *items))) return status;
+      *count = i + 1;
+    }
+  }
+  if (p->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
+    if (p->n_outputs == 0)
+      return fail(r, objective.value, objective.key, "objective",
+                  "'output_displacement' needs 'outputs' (where the output displacement is)");
+    if (p->n_load_cases > 1)
+      return fail(r, objective.value, objective.key, "objective",
+                  "'output_displacement' takes one load case, not %d", p->n_load_cases);
+  } else if (p->n_outputs > 0) {
+    return fail(r, outputs.key, root, "outputs", "need 'objective: output_displacement'");
+  }
+  return VOX_OK;
+}
+
 /* `voxfe-problem: 1` is looked up before anything else: a file of another
  * version may have keys this reader does not know, and "unsupported version"
  * is then the message that helps. */
@@ -727,12 +820,16 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                 PROBLEM_FORMAT_VERSION, describe(root, &(description){0}));
   vox_status status = check_version(r, root);
   if (status) return status;
-  static const char *const keys[] = {"voxfe-problem", "title",   "material", "load_cases",
-                                     "supports",      "loads",   "passive",  "physics",
-                                     "cell",          NULL};
-  enum { K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS, K_PASSIVE, K_PHYSICS,
-         K_CELL };
-  entry f[9];
+  static const char *const keys[] = {
+      "voxfe-problem", "title",   "material",  "load_cases",        "supports", "loads",
+      "passive",       "physics", "objective", "load_case_weights", "springs",  "outputs",
+      "cell",          NULL};
+  enum {
+    K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS,
+    K_PASSIVE, K_PHYSICS, K_OBJECTIVE, K_WEIGHTS, K_SPRINGS, K_OUTPUTS,
+    K_CELL
+  };
+  entry f[13];
   if ((status = get_fields(r, root, NULL, "", keys, f))) return status;
   /* The title is free text for people, carried into the model file. */
   if (f[K_TITLE].key && (is_null(f[K_TITLE].value) ||
@@ -763,6 +860,10 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                 NULL, "cell",
                 "a periodic unit cell takes no supports, loads or load cases: its load cases "
                 "are the six unit strains");
+  if (p->cell && (f[K_OBJECTIVE].key || f[K_WEIGHTS].key || f[K_SPRINGS].key || f[K_OUTPUTS].key))
+    return fail(r, f[K_CELL].key, NULL, "cell",
+                "a periodic unit cell takes no objective, load_case_weights, springs or "
+                "outputs: voxfe-optimize --objective chooses what to optimize");
   if (p->cell && p->physics == VOX_PHYSICS_HEAT)
     return fail(r, f[K_CELL].key, NULL, "cell", "a periodic unit cell needs elasticity");
   if (!f[K_MATERIAL].key) return missing(r, root, NULL, "", "material");
@@ -800,6 +901,10 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
     if ((status = parse_passive(r, item, at, i, p->passive))) return status;
     p->n_passive = i + 1;
   }
+
+  if ((status = parse_mechanism(r, root, f[K_OBJECTIVE], f[K_WEIGHTS], f[K_SPRINGS],
+                                f[K_OUTPUTS], p)))
+    return status;
 
   /* A declared case without a load is almost always a misspelt `case:`
    * elsewhere; optimizing it would weigh an empty case. */
@@ -963,5 +1068,8 @@ void vox_problem_free(vox_problem *problem) {
   free(problem->supports);
   free(problem->forces);
   free(problem->passive);
+  free(problem->load_case_weights);
+  free(problem->springs);
+  free(problem->outputs);
   memset(problem, 0, sizeof *problem);
 }

@@ -443,6 +443,30 @@ static vox_status check_problem(vox_context *ctx, const vox_problem *p) {
     if (!isfinite(f->force[0]) || !isfinite(f->force[1]) || !isfinite(f->force[2]))
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load '%s': force is not finite", f->name);
   }
+  if ((p->n_springs > 0 && !p->springs) || (p->n_outputs > 0 && !p->outputs) ||
+      p->n_springs < 0 || p->n_outputs < 0 ||
+      (unsigned)p->objective > VOX_OBJECTIVE_OUTPUT_DISPLACEMENT)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the problem's lists are inconsistent");
+  if (heat && (p->n_springs || p->n_outputs || p->objective || p->load_case_weights))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "springs, outputs, objectives and load case weights are for elasticity");
+  if (p->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT && (p->n_outputs == 0 || cases > 1))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the output-displacement objective needs outputs and one load case");
+  for (int c = 0; p->load_case_weights && c < cases; c++)
+    if (!(p->load_case_weights[c] >= 0) || !isfinite(p->load_case_weights[c]))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load case %d: weight %g", c,
+                       p->load_case_weights[c]);
+  for (int list = 0; list < 2; list++)
+    for (int i = 0; i < (list ? p->n_outputs : p->n_springs); i++) {
+      const vox_force *f = list ? &p->outputs[i] : &p->springs[i];
+      const char *kind = list ? "output" : "spring";
+      if ((status = check_region(ctx, &f->region, kind, f->name))) return status;
+      for (int c = 0; c < 3; c++)
+        if (!isfinite(f->force[c]) || (!list && f->force[c] < 0))
+          return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s '%s': value %g", kind, f->name,
+                           f->force[c]);
+    }
   for (int i = 0; i < p->n_passive; i++) {
     const vox_passive *pa = &p->passive[i];
     if ((status = check_region(ctx, &pa->region, "passive", pa->name))) return status;
@@ -724,6 +748,26 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
   }
   if (!status) merge_loads(loads, &n_loads);
 
+  /* springs and outputs: spread as forces are (one list each, merged per
+   * node and component) */
+  pending_load *spread[2] = {NULL, NULL};
+  size_t n_spread[2] = {0, 0}, spread_capacity[2] = {0, 0};
+  for (int list = 0; list < 2 && !status; list++)
+    for (int i = 0; i < (list ? problem->n_outputs : problem->n_springs) && !status; i++) {
+      vox_force f = list ? problem->outputs[i] : problem->springs[i];
+      const char *kind = list ? "output" : "spring";
+      f.load_case = 0;
+      s.n = 0;
+      status = select_nodes(ctx, &r, &f.region, kind, f.name, &s);
+      if (!status && s.n == 0)
+        status = vox_error(ctx, VOX_ERR_FORMAT,
+                           "%s '%s': region selects no node (of the model's material)", kind,
+                           f.name);
+      if (!status)
+        status = spread_force(ctx, &f, &s, &spread[list], &n_spread[list], &spread_capacity[list]);
+      if (!status) merge_loads(spread[list], &n_spread[list]);
+    }
+
   /* Commit. Only running out of memory can fail from here on. */
   if (!status) {
     memcpy(model->label, label, ne);
@@ -742,8 +786,20 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
     for (int c = 0; c < problem->n_load_cases && !status; c++)
       snprintf(model->load_case_names[c], VOX_NAME_MAX, "%s", problem->load_case_names[c]);
   }
+  for (size_t i = 0; i < n_spread[0] && !status; i++)
+    status = vox_model_add_spring(ctx, model, spread[0][i].node, spread[0][i].component,
+                                  spread[0][i].value);
+  for (size_t i = 0; i < n_spread[1] && !status; i++)
+    status = vox_model_add_output(ctx, model, spread[1][i].node, spread[1][i].component,
+                                  spread[1][i].value);
+  if (!status) {
+    model->objective = problem->objective;
+    status = vox_model_set_load_case_weights(ctx, model, problem->load_case_weights);
+  }
   if (!status && problem->title[0] && !model->title && !(model->title = strdup(problem->title)))
     status = out_of_memory(ctx);
+  free(spread[0]);
+  free(spread[1]);
 
   selection_free(&s);
   free(loads);

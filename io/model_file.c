@@ -110,6 +110,24 @@ static const column load_columns[] = {
     {"load_value", COL_F64, offsetof(vox_load, value), "nodal force", "N", NULL, NULL},
 };
 
+static const column spring_columns[] = {
+    {"spring_node", COL_I64, offsetof(vox_spring, node), "node of a spring to ground", NULL, NULL,
+     node_comment},
+    {"spring_component", COL_U8, offsetof(vox_spring, component), "spring direction", NULL,
+     "x y z", NULL},
+    {"spring_stiffness", COL_F64, offsetof(vox_spring, stiffness), "spring stiffness", "N mm-1",
+     NULL, NULL},
+};
+
+static const column output_columns[] = {
+    {"output_node", COL_I64, offsetof(vox_output, node), "node of the output displacement", NULL,
+     NULL, node_comment},
+    {"output_component", COL_U8, offsetof(vox_output, component),
+     "output displacement component", NULL, "x y z", NULL},
+    {"output_weight", COL_F64, offsetof(vox_output, weight),
+     "weight of the dof in the output displacement l.u", "1", NULL, NULL},
+};
+
 /* The load case names are an array of char[VOX_NAME_MAX]: a one-column table. */
 typedef struct load_case_row {
   char name[VOX_NAME_MAX];
@@ -146,6 +164,8 @@ static const table material_table = TABLE("material", vox_material, material_col
 static const table constraint_table = TABLE("constraint", vox_constraint, constraint_columns);
 static const table load_table = TABLE("load", vox_load, load_columns);
 static const table load_case_table = TABLE("load_case", load_case_row, load_case_columns);
+static const table spring_table = TABLE("spring", vox_spring, spring_columns);
+static const table output_table = TABLE("output", vox_output, output_columns);
 static const table history_table = TABLE("iteration", vox_history_row, history_columns);
 
 #define HISTORY_GROUP "optimization"
@@ -428,17 +448,27 @@ typedef struct var_ids {
   int label, intensity, density, displacement;
   int snapshot_iteration, snapshot_density;
   int history_group;
+  int load_case_weight;
   int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
-      history[MAX_COLUMNS];
+      spring[MAX_COLUMNS], output[MAX_COLUMNS], history[MAX_COLUMNS];
 } var_ids;
 
 static const char *const axis_names[3] = {"x", "y", "z"};
 static const char *const node_dim_names[3] = {"node_x", "node_y", "node_z"};
 static const char *const axis_upper[3] = {"X", "Y", "Z"};
 
+/* Does the model say more about its optimization problem than a version 1
+ * or 2 reader understands (VOX_SCHEMA_VERSION_OBJECTIVE)? */
+static int has_objective_data(const vox_model *m) {
+  return m->n_springs > 0 || m->n_outputs > 0 || m->objective != VOX_OBJECTIVE_COMPLIANCE ||
+         m->load_case_weights != NULL;
+}
+
 static vox_status def_globals(writer *w, const vox_model *m) {
   const int heat = m->physics == VOX_PHYSICS_HEAT;
-  int ncid = w->ncid, version = heat ? VOX_SCHEMA_VERSION_HEAT : VOX_SCHEMA_VERSION;
+  int ncid = w->ncid, version = has_objective_data(m) ? VOX_SCHEMA_VERSION_OBJECTIVE
+                               : heat                 ? VOX_SCHEMA_VERSION_HEAT
+                                                      : VOX_SCHEMA_VERSION;
   W_TRY(w, put_text(ncid, NC_GLOBAL, "Conventions", CONVENTIONS), "attribute Conventions");
   W_TRY(w, nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &version),
         "attribute voxfe_schema_version");
@@ -449,6 +479,9 @@ static vox_status def_globals(writer *w, const vox_model *m) {
   W_TRY(w, put_text(ncid, NC_GLOBAL, "stage", vox_stage_name(m->stage)),
         "attribute stage");
   if (heat) W_TRY(w, put_text(ncid, NC_GLOBAL, "physics", "heat"), "attribute physics");
+  if (m->objective != VOX_OBJECTIVE_COMPLIANCE)
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "objective", vox_objective_name(m->objective)),
+          "attribute objective");
   W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "voxel_size", NC_DOUBLE, 3, m->grid.voxel_size),
         "attribute voxel_size");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "voxel_size_units", "mm"), "attribute voxel_size_units");
@@ -496,8 +529,23 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   if (m->n_load_cases > 0) {
     if ((s = def_table(w, ncid, &load_case_table, (size_t)m->n_load_cases, v->load_case))) return s;
     W_TRY(w, nc_inq_dimid(ncid, "load_case", &case_dim), "load_case");
+    if (m->load_case_weights) {
+      size_t len = (size_t)m->n_load_cases;
+      W_TRY(w,
+            def_var(ncid, "load_case_weight", NC_DOUBLE, 1, &case_dim, &len, 0, 0,
+                    &v->load_case_weight),
+            "load_case_weight");
+      W_TRY(w,
+            put_var_atts(ncid, v->load_case_weight,
+                         "weight of the load case in the compliance objective", "1", NULL, NULL),
+            "load_case_weight");
+    }
   }
   if (m->n_loads > 0 && (s = def_table(w, ncid, &load_table, m->n_loads, v->load))) return s;
+  if (m->n_springs > 0 && (s = def_table(w, ncid, &spring_table, m->n_springs, v->spring)))
+    return s;
+  if (m->n_outputs > 0 && (s = def_table(w, ncid, &output_table, m->n_outputs, v->output)))
+    return s;
 
   if (m->intensity) {
     W_TRY(w, def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, 1, 0, &v->intensity),
@@ -598,6 +646,15 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
     return s;
   if (m->n_loads > 0 && (s = put_table(w, ncid, &load_table, m->loads, m->n_loads, v->load)))
     return s;
+  if (m->n_load_cases > 0 && m->load_case_weights)
+    W_TRY(w, nc_put_var_double(ncid, v->load_case_weight, m->load_case_weights),
+          "load_case_weight");
+  if (m->n_springs > 0 &&
+      (s = put_table(w, ncid, &spring_table, m->springs, m->n_springs, v->spring)))
+    return s;
+  if (m->n_outputs > 0 &&
+      (s = put_table(w, ncid, &output_table, m->outputs, m->n_outputs, v->output)))
+    return s;
   if (m->intensity) W_TRY(w, nc_put_var_float(ncid, v->intensity, m->intensity), "intensity");
   if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
   if (m->n_snapshots > 0) {
@@ -628,6 +685,7 @@ static vox_status check_writable(vox_context *ctx, const char *path, const vox_m
   /* Arrays first: vox_model_validate walks them. */
   if (m->n_materials < 0 || m->n_load_cases < 0 || (m->n_materials && !m->materials) ||
       (m->n_constraints && !m->constraints) || (m->n_loads && !m->loads) ||
+      (m->n_springs && !m->springs) || (m->n_outputs && !m->outputs) ||
       (m->n_load_cases && !m->load_case_names) || (m->n_history && !m->history) ||
       (m->n_snapshots && (!m->snapshot_iteration || !m->snapshot_density)))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -895,10 +953,10 @@ static vox_status check_identity(reader *r) {
                      "not a voxfe model file (no voxfe Conventions or voxfe_schema_version)");
   R_TRY(r, nc_get_att_int(r->ncid, NC_GLOBAL, "voxfe_schema_version", &version),
         "voxfe_schema_version");
-  if (version > VOX_SCHEMA_VERSION_HEAT)
+  if (version > VOX_SCHEMA_VERSION_NEWEST)
     return read_fail(r, VOX_ERR_FORMAT,
                      "schema version %d is newer than this voxfe reads (%d); update voxfe", version,
-                     VOX_SCHEMA_VERSION_HEAT);
+                     VOX_SCHEMA_VERSION_NEWEST);
   r->version = version;
   if (version < 1) return read_fail(r, VOX_ERR_FORMAT, "invalid schema version %d", version);
   return VOX_OK;
@@ -932,6 +990,21 @@ static vox_status read_physics(reader *r, vox_model *m) {
     s = read_fail(r, VOX_ERR_FORMAT, "physics 'heat' needs voxfe_schema_version %d, not %d",
                   VOX_SCHEMA_VERSION_HEAT, r->version);
   free(physics);
+  return s;
+}
+
+/* `objective`: absent means compliance; others come with schema version 3. */
+static vox_status read_objective(reader *r, vox_model *m) {
+  char *objective;
+  vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "objective", &objective);
+  if (s || !objective) return s;
+  if (vox_objective_parse(objective, &m->objective))
+    s = read_fail(r, VOX_ERR_FORMAT, "unknown objective '%.32s' (compliance or output_displacement)",
+                  objective);
+  else if (m->objective != VOX_OBJECTIVE_COMPLIANCE && r->version < VOX_SCHEMA_VERSION_OBJECTIVE)
+    s = read_fail(r, VOX_ERR_FORMAT, "objective '%s' needs voxfe_schema_version %d, not %d",
+                  objective, VOX_SCHEMA_VERSION_OBJECTIVE, r->version);
+  free(objective);
   return s;
 }
 
@@ -1085,6 +1158,40 @@ static vox_status read_lists(reader *r, vox_model *m) {
   }
   free(rows);
   if (s) return with_path(r->ctx, s, r->path);
+
+  /* springs, outputs and load case weights: schema version 3 (older files
+   * have none, and a reader that ignored them would solve another problem) */
+  if ((s = read_table_alloc(r, r->ncid, &spring_table, &n, &rows))) return s;
+  for (size_t i = 0; i < n && !s; i++) {
+    const vox_spring *sp = (vox_spring *)rows + i;
+    s = vox_model_add_spring(r->ctx, m, sp->node, sp->component, sp->stiffness);
+  }
+  free(rows);
+  if (s) return with_path(r->ctx, s, r->path);
+  if ((s = read_table_alloc(r, r->ncid, &output_table, &n, &rows))) return s;
+  for (size_t i = 0; i < n && !s; i++) {
+    const vox_output *o = (vox_output *)rows + i;
+    s = vox_model_add_output(r->ctx, m, o->node, o->component, o->weight);
+  }
+  free(rows);
+  if (s) return with_path(r->ctx, s, r->path);
+  static const char *const case_dims[1] = {"load_case"};
+  int varid;
+  if ((s = find_var(r, r->ncid, "load_case_weight", WANT_NUMBER, 1, case_dims, 0, &varid)))
+    return s;
+  if (varid >= 0 && m->n_load_cases > 0) {
+    double *w = malloc((size_t)m->n_load_cases * sizeof *w);
+    if (!w) return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+    int err = nc_get_var_double(r->ncid, varid, w);
+    if (!err) s = vox_model_set_load_case_weights(r->ctx, m, w);
+    free(w);
+    if (err) return read_nc_fail(r, err, "load_case_weight");
+    if (s) return with_path(r->ctx, s, r->path);
+  }
+  if ((m->n_springs || m->n_outputs || varid >= 0) && r->version < VOX_SCHEMA_VERSION_OBJECTIVE)
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "springs, outputs or load case weights need voxfe_schema_version %d, not %d",
+                     VOX_SCHEMA_VERSION_OBJECTIVE, r->version);
   return VOX_OK;
 }
 
@@ -1211,6 +1318,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_grid(r, m);
   if (!s) s = read_stage(r, m); /* after read_grid: vox_model_init zeroes the model */
   if (!s) s = read_physics(r, m);
+  if (!s) s = read_objective(r, m);
   if (!s) s = read_label(r, m);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "history", &m->history_text);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);

@@ -14,6 +14,9 @@ struct vox_operator {
   size_t n_dofs;
   const double *moduli;    /* per element, set by op_set_moduli */
   ptrdiff_t corner[8];     /* node offset of each local corner */
+  size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  size_t *spring_dof;
+  double *spring_k;
 };
 
 /* An assembled operator as 27 blocks per node (backend_ops.h):
@@ -80,12 +83,13 @@ vox_status vox_cpu_simp_sensitivity(vox_backend *be, const vox_vec *rho, const v
                                     const vox_vec *energy, double p, double emin, vox_vec *dc);
 vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                              const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                             double lambda, double move, double eta, double q, vox_vec *rho_new);
+                             double lambda, double move, double eta, double q, double rho_min,
+                             vox_vec *rho_new);
 
 vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                               const double *lambda, int n, double move, double eta,
-                              double q, double *volume);
+                              double q, double rho_min, double *volume);
 
 /* cpu_stencil.c: stencils, their products and the grid transfers */
 vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,

@@ -24,6 +24,17 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
   }
   memcpy(op->ke, desc->ke, (size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
   memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
+  if (desc->n_springs > 0) {
+    op->spring_dof = malloc(desc->n_springs * sizeof *op->spring_dof);
+    op->spring_k = malloc(desc->n_springs * sizeof *op->spring_k);
+    if (!op->spring_dof || !op->spring_k) {
+      vox_cpu_op_destroy(be, op);
+      return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+    memcpy(op->spring_dof, desc->spring_dof, desc->n_springs * sizeof *op->spring_dof);
+    memcpy(op->spring_k, desc->spring_k, desc->n_springs * sizeof *op->spring_k);
+    op->n_springs = desc->n_springs;
+  }
   const ptrdiff_t sx = 1, sy = desc->grid.nx + 1, sz = sy * (desc->grid.ny + 1);
   for (int a = 0; a < 8; a++)
     op->corner[a] =
@@ -36,6 +47,8 @@ void vox_cpu_op_destroy(vox_backend *be, vox_operator *op) {
   if (!op) return;
   free(op->ke);
   free(op->fixed);
+  free(op->spring_dof);
+  free(op->spring_k);
   free(op);
 }
 
@@ -142,6 +155,8 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
         if (op->fixed[d]) y[d] = x[d];
     }
   }
+  for (size_t i = 0; i < op->n_springs; i++)
+    y[op->spring_dof[i]] += op->spring_k[i] * x[op->spring_dof[i]];
   return VOX_OK;
 }
 
@@ -184,6 +199,7 @@ vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
     for (ptrdiff_t i = 0; i < n; i++)
       if (op->fixed[i]) d[i] = 1;
   }
+  for (size_t i = 0; i < op->n_springs; i++) d[op->spring_dof[i]] += op->spring_k[i];
   return VOX_OK;
 }
 

@@ -30,7 +30,7 @@ vox_status vox_cpu_simp_sensitivity(vox_backend *be, const vox_vec *rho, const v
 vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                              const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                              double lambda, double move, double eta, double q,
-                             vox_vec *rho_new) {
+                             double rho_min, vox_vec *rho_new) {
   const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
   const double *restrict des = design->data, *restrict pas = passive->data;
   double *restrict xn = rho_new->data;
@@ -44,7 +44,7 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
     const double b = fmax(0.0, -g[e]) / (lambda * v[e]);
     const double trial = x[e] * pow(b, eta);
     const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
-    xn[e] = trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q));
+    xn[e] = fmax(rho_min, trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : pow(trial, q)));
   }
   return VOX_OK;
 }
@@ -52,7 +52,7 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
 vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                               const double *lambda, int n, double move, double eta,
-                              double q, double *volume) {
+                              double q, double rho_min, double *volume) {
   const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
   const double *restrict des = design->data, *restrict pas = passive->data;
   double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS];
@@ -75,7 +75,7 @@ vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec
       const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
       for (int j = 0; j < n; j++) {
         const double trial = c * scale[j];
-        sum[j] += v[e] * (trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
+        sum[j] += v[e] * fmax(rho_min, trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
       }
     }
   }

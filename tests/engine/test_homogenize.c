@@ -328,7 +328,7 @@ static void test_optimize(vox_context *ctx, vox_backend *be) {
       }
   vox_optimizer_options o;
   vox_optimizer_options_default(&o);
-  o.objective = VOX_OBJECTIVE_BULK;
+  o.cell_objective = VOX_CELL_BULK;
   o.continuation = 0;
   o.filter_radius = 1.5 / n;
   o.move_limit = 0.05;

@@ -568,9 +568,9 @@ static void test_simp(size_t n) {
       if (pv_poison(&out) &&
           BOTH(check,
                c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i], 0.2,
-                            0.5, qs[j], &out.c),
+                            0.5, qs[j], 0, &out.c),
                g->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i], 0.2,
-                            0.5, qs[j], &out.g)))
+                            0.5, qs[j], 0, &out.g)))
         pv_check(check, &out, TOL);
     }
   /* the volumes of 32 multipliers in one pass, against each other and
@@ -582,14 +582,14 @@ static void test_simp(size_t n) {
     snprintf(check, sizeof check, "oc_volumes q=%g", qs[j]);
     if (!BOTH(check,
               c->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda,
-                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vc),
+                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vc),
               g->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambda,
-                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], vg)))
+                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vg)))
       continue;
     for (int k = 0; k < VOX_OC_LAMBDAS; k += 7) {
       double direct;
       if (!C_OK(check, c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda[k],
-                                    0.2, 0.5, qs[j], &out.c)) ||
+                                    0.2, 0.5, qs[j], 0, &out.c)) ||
           !C_OK(check, c->vec_dot(cpu, &out.c, &dv.c, &direct)))
         break;
       snprintf(check, sizeof check, "oc_volumes q=%g lambda=%.3g cuda vs cpu", qs[j], lambda[k]);

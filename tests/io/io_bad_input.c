@@ -144,7 +144,7 @@ static void test_bad_schema(vox_context *ctx) {
   char path[512];
   int ncid, varid, dims[3];
 
-  int newer = VOX_SCHEMA_VERSION_HEAT + 1;
+  int newer = VOX_SCHEMA_VERSION_NEWEST + 1;
   ncid = open_copy(in_dir(path, sizeof path, "newer.nc"));
   CHECK(nc_redef(ncid) == NC_NOERR);
   CHECK(nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &newer) == NC_NOERR);
@@ -158,6 +158,15 @@ static void test_bad_schema(vox_context *ctx) {
   CHECK(nc_put_att_text(ncid, NC_GLOBAL, "physics", 4, "heat") == NC_NOERR);
   CHECK(nc_close(ncid) == NC_NOERR);
   expect_failure(ctx, path, VOX_ERR_FORMAT, "physics 'heat' needs voxfe_schema_version 2");
+
+  /* a mechanism's objective comes with schema version 3: a version-1 file
+   * that claims it was not written by voxfe */
+  ncid = open_copy(in_dir(path, sizeof path, "objective_v1.nc"));
+  CHECK(nc_redef(ncid) == NC_NOERR);
+  CHECK(nc_put_att_text(ncid, NC_GLOBAL, "objective", 19, "output_displacement") == NC_NOERR);
+  CHECK(nc_close(ncid) == NC_NOERR);
+  expect_failure(ctx, path, VOX_ERR_FORMAT,
+                 "objective 'output_displacement' needs voxfe_schema_version 3");
 
   ncid = open_copy(in_dir(path, sizeof path, "physics.nc"));
   CHECK(nc_redef(ncid) == NC_NOERR);

@@ -59,6 +59,22 @@ static void check_same(const vox_model *a, const vox_model *b) {
           same_bits(x->value, y->value));
   }
 
+  CHECK(a->objective == b->objective);
+  CHECK(!a->load_case_weights == !b->load_case_weights);
+  for (int i = 0; a->load_case_weights && b->load_case_weights && i < a->n_load_cases; i++)
+    CHECK(same_bits(a->load_case_weights[i], b->load_case_weights[i]));
+  CHECK(a->n_springs == b->n_springs);
+  for (size_t i = 0; i < a->n_springs && i < b->n_springs; i++) {
+    const vox_spring *x = &a->springs[i], *y = &b->springs[i];
+    CHECK(x->node == y->node && x->component == y->component &&
+          same_bits(x->stiffness, y->stiffness));
+  }
+  CHECK(a->n_outputs == b->n_outputs);
+  for (size_t i = 0; i < a->n_outputs && i < b->n_outputs; i++) {
+    const vox_output *x = &a->outputs[i], *y = &b->outputs[i];
+    CHECK(x->node == y->node && x->component == y->component && same_bits(x->weight, y->weight));
+  }
+
   CHECK(!a->intensity == !b->intensity);
   if (a->intensity && b->intensity) {
     CHECK(!memcmp(a->intensity, b->intensity, ne * sizeof(float)));
@@ -170,7 +186,35 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
         chunk[4] == 3);
   CHECK(nc_inq_var_deflate(ncid, varid, &shuffle, &deflate, &level) == NC_NOERR);
   CHECK(shuffle && deflate && level >= 1 && level <= 4);
+  int version;
+  CHECK(nc_get_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", &version) == NC_NOERR &&
+        version == VOX_SCHEMA_VERSION);
   nc_close(ncid);
+
+  /* a compliant mechanism with weighted load cases: springs, outputs,
+   * objective and weights come back, in a file of schema version 3 */
+  snprintf(path, sizeof path, "%s/mechanism.nc", dir);
+  CHECK_OK(ctx, vox_model_add_spring(ctx, &m, 7, 0, 1000.5));
+  CHECK_OK(ctx, vox_model_add_spring(ctx, &m, 9, 2, 3e-3));
+  CHECK_OK(ctx, vox_model_add_output(ctx, &m, 11, 2, -0.25));
+  m.objective = VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 1)); /* a mechanism has one case */
+  for (size_t i = 0; i < m.n_loads; i++) m.loads[i].load_case = 0;
+  free(m.displacement);
+  m.displacement = NULL;
+  roundtrip(ctx, &m, path);
+  CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
+  CHECK(nc_get_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", &version) == NC_NOERR &&
+        version == VOX_SCHEMA_VERSION_OBJECTIVE);
+  nc_close(ncid);
+  vox_model_free(&m);
+
+  snprintf(path, sizeof path, "%s/weights.nc", dir);
+  CHECK_OK(ctx, sample_full_model(ctx, &m));
+  const double weights[2] = {0.75, 2.5};
+  CHECK(m.n_load_cases == 2);
+  CHECK_OK(ctx, vox_model_set_load_case_weights(ctx, &m, weights));
+  roundtrip(ctx, &m, path);
   vox_model_free(&m);
 
   snprintf(path, sizeof path, "%s/bare.nc", dir);

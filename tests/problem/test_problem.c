@@ -555,6 +555,67 @@ static void test_loads(vox_context *ctx) {
   }
 }
 
+/* ---- compliant mechanisms and weighted load cases ------------------------- */
+
+static void test_mechanism(vox_context *ctx) {
+  vox_problem p;
+  vox_model m;
+  CHECK(parse(ctx, "gripper.yaml",
+              "voxfe-problem: 1\n"
+              "material: {E: 3000, nu: 0.4}\n"
+              "objective: output_displacement\n"
+              "supports: [{region: {edge: [x-, z+]}, fix: [x, y, z]}]\n"
+              "loads: [{name: f_in, region: {edge: [x-, z-]}, force: [500, 0, 0]}]\n"
+              "springs:\n"
+              "  - {name: k_in, region: {edge: [x-, z-]}, stiffness: [500, 0, 0]}\n"
+              "  - {name: k_out, region: {edge: [x+, z-]}, stiffness: [0, 0, 500]}\n"
+              "  - {name: also_in, region: {point: [0, 0, 0]}, stiffness: [10, 0, 0]}\n"
+              "outputs:\n"
+              "  - {name: jaw, region: {edge: [x+, z-]}, direction: [0, 0, -1]}\n",
+              &p));
+  CHECK(p.objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT && p.n_springs == 3 && p.n_outputs == 1);
+  CHECK(!strcmp(p.springs[1].name, "k_out") && p.springs[1].force[2] == 500);
+  CHECK(!strcmp(p.outputs[0].name, "jaw") && p.outputs[0].force[2] == -1);
+  box_model(ctx, &m, 4, 2, 3, NULL, NULL);
+  CHECK_OK(ctx, vox_problem_rasterize(ctx, &p, &m));
+  CHECK_OK(ctx, vox_model_validate(ctx, &m));
+  CHECK(m.objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT && !m.load_case_weights);
+  /* springs spread like forces and merge per dof: 3 nodes on each edge,
+   * ends half; the point spring adds to the x- edge's first node */
+  double total[3] = {0, 0, 0};
+  for (size_t i = 0; i < m.n_springs; i++) total[m.springs[i].component] += m.springs[i].stiffness;
+  CHECK(m.n_springs == 6);
+  CHECK_CLOSE(total[0], 510, 1e-12);
+  CHECK_CLOSE(total[2], 500, 1e-12);
+  for (size_t i = 0; i < m.n_springs; i++)
+    if (m.springs[i].node == node_of(&m, 0, 0, 0)) CHECK_CLOSE(m.springs[i].stiffness, 135, 1e-12);
+  /* the outputs: the edge's mean of -u_z */
+  double sum = 0;
+  CHECK(m.n_outputs == 3);
+  for (size_t i = 0; i < m.n_outputs; i++) {
+    CHECK(m.outputs[i].component == 2 && m.outputs[i].node % 5 == 4);
+    sum += m.outputs[i].weight;
+  }
+  CHECK_CLOSE(sum, -1, 1e-14);
+  vox_model_free(&m);
+  vox_problem_free(&p);
+
+  CHECK(parse(ctx, "weights.yaml",
+              "voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\n"
+              "load_cases: [a, b]\nload_case_weights: [0.5, 2]\n"
+              "supports: [{region: {face: x-}, fix: [x, y, z]}]\n"
+              "loads: [{region: {face: x+}, force: [0, 0, -1], case: a},"
+              " {region: {face: x+}, force: [0, 1, 0], case: b}]\n",
+              &p));
+  CHECK(p.load_case_weights && p.load_case_weights[0] == 0.5 && p.load_case_weights[1] == 2);
+  box_model(ctx, &m, 2, 2, 2, NULL, NULL);
+  CHECK_OK(ctx, vox_problem_rasterize(ctx, &p, &m));
+  CHECK(m.load_case_weights && m.load_case_weights[0] == 0.5 && m.load_case_weights[1] == 2);
+  CHECK(m.objective == VOX_OBJECTIVE_COMPLIANCE && m.n_springs == 0 && m.n_outputs == 0);
+  vox_model_free(&m);
+  vox_problem_free(&p);
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 /* Reads `text` as `name`, expecting `status` and a one-line message that
@@ -592,6 +653,30 @@ static void test_errors(vox_context *ctx) {
   CHECK(strncmp(vox_context_message(ctx), path, strlen(path)) == 0);
   CHECK(read_quietly(ctx, scratch, &p) == VOX_ERR_IO); /* a directory */
   CHECK(strncmp(vox_context_message(ctx), scratch, strlen(scratch)) == 0);
+
+  /* Mechanisms and weights. */
+  expect_error(ctx, "noout.yaml", HEAD CLAMP "objective: output_displacement\n", VOX_ERR_FORMAT,
+               ":5:12: ", "'output_displacement' needs 'outputs'");
+  expect_error(ctx, "outnoobj.yaml",
+               HEAD CLAMP "outputs: [{region: {face: x+}, direction: [1, 0, 0]}]\n",
+               VOX_ERR_FORMAT, ":5:1: ", "need 'objective: output_displacement'");
+  expect_error(ctx, "badobj.yaml", HEAD "objective: displacement\n", VOX_ERR_FORMAT, ":3:12: ",
+               "objective");
+  expect_error(ctx, "negk.yaml",
+               HEAD "springs: [{region: {face: x+}, stiffness: [1, -2, 0]}]\n", VOX_ERR_FORMAT,
+               ":3:", "stiffnesses must be >= 0");
+  expect_error(ctx, "zerodir.yaml",
+               HEAD "objective: output_displacement\n"
+                    "outputs: [{region: {face: x+}, direction: [0, 0, 0]}]\n",
+               VOX_ERR_FORMAT, ":4:", "must not be all zero");
+  expect_error(ctx, "nweights.yaml", HEAD "load_case_weights: [1, 2]\n", VOX_ERR_FORMAT,
+               ":3:21: ", "has 2 weight(s) for 1 load case(s)");
+  expect_error(ctx, "negweight.yaml", HEAD "load_case_weights: [-1]\n", VOX_ERR_FORMAT, ":3:",
+               "must be >= 0");
+  expect_error(ctx, "heatspring.yaml",
+               "voxfe-problem: 1\nphysics: heat\nmaterial: {conductivity: 1}\n"
+               "springs: [{region: {face: x+}, stiffness: [1, 0, 0]}]\n",
+               VOX_ERR_FORMAT, ":4:1: ", "is for elasticity");
 
   /* YAML syntax, through libfyaml's collected diagnostics. */
   expect_error(ctx, "syntax.yaml", HEAD "supports: [1, 2\n", VOX_ERR_FORMAT, ":", "YAML:");
@@ -753,6 +838,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "supports")) test_supports(ctx);
   else if (!strcmp(argv[1], "loads")) test_loads(ctx);
   else if (!strcmp(argv[1], "errors")) test_errors(ctx);
+  else if (!strcmp(argv[1], "mechanism")) test_mechanism(ctx);
   else {
     fprintf(stderr, "unknown part '%s'\n", argv[1]);
     check_failures++;

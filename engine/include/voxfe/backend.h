@@ -32,6 +32,17 @@ typedef enum vox_kernel {
 } vox_kernel;
 
 vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out);
+/* The backend on device `index` of its kind (CUDA: the index of
+ * cudaSetDevice; the CPU has the one device 0). CUDA makes that device the
+ * calling thread's current one: use such a backend from the thread that made
+ * it (vox_backend_create uses the thread's current device, 0 unless set). */
+vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
+                                 vox_backend **out);
+/* Devices of a kind this build can use: CUDA devices (0 without CUDA), 1
+ * for the CPU. */
+int vox_device_count(vox_device device);
+/* The index of the backend's device (0 for the CPU). */
+int vox_backend_device_index(const vox_backend *backend);
 void vox_backend_destroy(vox_backend *backend);
 /* "cpu" or "cuda". */
 const char *vox_backend_name(const vox_backend *backend);

@@ -79,6 +79,31 @@ typedef struct vox_load {
   double value;
 } vox_load;
 
+/* A linear spring to ground on one dof: it adds `stiffness` (N/mm) to the
+ * dof's diagonal of K whatever the density (the input actuator and the
+ * output workpiece of a compliant mechanism, seed 000 section 5). */
+typedef struct vox_spring {
+  int64_t node;
+  uint8_t component;
+  double stiffness;
+} vox_spring;
+
+/* One entry of the output vector l of a compliant mechanism: the output
+ * displacement is u_out = l^T u = sum weight * u(node, component) (mm when
+ * the weights add up to one). */
+typedef struct vox_output {
+  int64_t node;
+  uint8_t component;
+  double weight;
+} vox_output;
+
+/* What the optimizer minimises (seed 000 eq. 5 and 6). */
+typedef enum vox_objective {
+  VOX_OBJECTIVE_COMPLIANCE = 0,         /* sum_c w_c f_c^T u_c (self-adjoint) */
+  VOX_OBJECTIVE_OUTPUT_DISPLACEMENT = 1 /* -l^T u of the one load case: maximises the
+                                           output displacement (adjoint solve K v = l) */
+} vox_objective;
+
 /* One row of the optimization history. */
 typedef struct vox_history_row {
   int32_t iteration;
@@ -119,6 +144,15 @@ typedef struct vox_model {
   char (*load_case_names)[VOX_NAME_MAX]; /* n_load_cases names */
   size_t n_loads;
   vox_load *loads;
+  /* Weights of the load cases in the compliance objective, n_load_cases;
+   * NULL: every case weighs 1. */
+  double *load_case_weights;
+
+  vox_objective objective;      /* compliance unless a problem says otherwise */
+  size_t n_springs;             /* springs to ground, sorted by node and component */
+  vox_spring *springs;
+  size_t n_outputs;             /* the output vector l (VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) */
+  vox_output *outputs;
 
   /* Stage outputs; NULL / 0 when absent. */
   double *density;              /* nx*ny*nz, physical (filtered) density */
@@ -174,6 +208,20 @@ vox_status vox_model_add_constraint(vox_context *ctx, vox_model *model, int64_t 
                                     int component, double value);
 vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, int component,
                               int load_case, double value);
+vox_status vox_model_add_spring(vox_context *ctx, vox_model *model, int64_t node, int component,
+                                double stiffness);
+vox_status vox_model_add_output(vox_context *ctx, vox_model *model, int64_t node, int component,
+                                double weight);
+/* The weight of load case c (1 without a weight list). */
+static inline double vox_model_load_case_weight(const vox_model *model, int c) {
+  return model->load_case_weights ? model->load_case_weights[c] : 1.0;
+}
+/* Sets the weights of the n_load_cases cases (copied; NULL: all 1). */
+vox_status vox_model_set_load_case_weights(vox_context *ctx, vox_model *model,
+                                           const double *weights);
+/* "compliance" or "output_displacement"; the parser returns -1 for other words. */
+const char *vox_objective_name(vox_objective objective);
+int vox_objective_parse(const char *text, vox_objective *objective);
 /* Sets the number of load cases, naming the new ones "case<N>". */
 vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n);
 /* Appends a copy of `density` (nx*ny*nz) as the snapshot of `iteration`. */

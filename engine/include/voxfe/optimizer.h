@@ -1,6 +1,8 @@
-/* Density topology optimization: minimum compliance with modified SIMP,
- * sensitivity or density filter, optimality-criteria updates and continuation
- * (seed 000, section 3). */
+/* Density topology optimization (seed 000, section 3): the objective the
+ * model names -- compliance, a weighted sum over its load cases, or the
+ * output displacement of a compliant mechanism with its adjoint solve --
+ * with modified SIMP, sensitivity or density filter, optimality-criteria
+ * updates and continuation. */
 #ifndef VOXFE_OPTIMIZER_H
 #define VOXFE_OPTIMIZER_H
 
@@ -19,28 +21,30 @@ typedef enum vox_filter_type {
   VOX_FILTER_DENSITY = 2      /* rho_phys = H rho / sum H */
 } vox_filter_type;
 
-/* What the optimizer minimises. Compliance needs a model with supports and
- * loads; the others treat the grid as a periodic unit cell (no supports or
- * loads; vox_homogenize's requirements) and minimise a function of its
- * homogenized tensor C^H (seed 003, voxfe/homogenize.h). */
-typedef enum vox_objective {
-  VOX_OBJECTIVE_COMPLIANCE = 0,
-  VOX_OBJECTIVE_BULK = 1,        /* maximise the bulk modulus: f = -B (eq. 19) */
-  VOX_OBJECTIVE_SHEAR = 2,       /* maximise the shear modulus: f = -G (eq. 20) */
-  VOX_OBJECTIVE_POISSON = 3,     /* negative Poisson ratio, eq. 21: C01 + C02 + C12
+/* A function of the homogenized tensor C^H of a periodic unit cell to
+ * minimise (seed 003, voxfe/homogenize.h) instead of the model's own
+ * objective (vox_objective of voxfe/model.h: compliance, or a mechanism's
+ * output displacement, which need supports and loads). A cell objective
+ * treats the grid as a periodic unit cell (no supports or loads;
+ * vox_homogenize's requirements). */
+typedef enum vox_cell_objective {
+  VOX_CELL_NONE = 0,             /* the model's own objective */
+  VOX_CELL_BULK = 1,        /* maximise the bulk modulus: f = -B (eq. 19) */
+  VOX_CELL_SHEAR = 2,       /* maximise the shear modulus: f = -G (eq. 20) */
+  VOX_CELL_POISSON = 3,     /* negative Poisson ratio, eq. 21: C01 + C02 + C12
                                     - beta^k (C00 + C11 + C22) */
-  VOX_OBJECTIVE_POISSON_LOG = 4, /* negative Poisson ratio, eq. 22: log(1 + eta (C01 + C12
+  VOX_CELL_POISSON_LOG = 4, /* negative Poisson ratio, eq. 22: log(1 + eta (C01 + C12
                                     + C20) / (C00 + C11 + C22)) + tau (C00 + C11 + C22)^gamma */
-  VOX_OBJECTIVE_CUSTOM = 5       /* options.custom */
-} vox_objective;
+  VOX_CELL_CUSTOM = 5            /* options.custom */
+} vox_cell_objective;
 
 typedef struct vox_optimizer_options {
-  vox_objective objective;
+  vox_cell_objective cell_objective;
   double poisson_beta;         /* beta of eq. 21, in (0, 1) */
   double poisson_eta;          /* eta of eq. 22 */
   double poisson_gamma;        /* gamma of eq. 22 */
   double poisson_tau;          /* tau of eq. 22; 0: -1 / E^gamma of the material */
-  vox_tensor_function custom;  /* VOX_OBJECTIVE_CUSTOM: f(C^H) and its gradient */
+  vox_tensor_function custom;  /* VOX_CELL_CUSTOM: f(C^H) and its gradient */
   void *custom_self;
   double volume_fraction;      /* target, of the design-domain volume */
   double penalty;              /* final SIMP exponent p */
@@ -61,7 +65,25 @@ typedef struct vox_optimizer_options {
   vox_solver_options solver;
   int snapshot_every;          /* > 0: the physical density of every N-th iteration is kept
                                   in the model (vox_model_add_snapshot); 0: none */
+  /* Where the adjoint problem of a mechanism is solved: VOX_ADJOINT_GPU_AUTO
+   * on a second GPU, at the same time as the state, when the backend is CUDA
+   * and another device exists (seed 000's two K40s), else after the state on
+   * the backend's own device; VOX_ADJOINT_GPU_NONE always the latter; an
+   * index >= 0 on that CUDA device. The designs are the same either way.
+   * Self-adjoint objectives (compliance) solve no adjoint. */
+  int adjoint_gpu;
+  /* Lower bound of the design densities. Modified SIMP lets densities reach
+   * 0, but the multiplicative OC update cannot move a density away from 0
+   * again; a mechanism's first iterations take every element whose
+   * sensitivity is positive down by the move limit, which from a start at
+   * the move limit is 0 for good. VOX_DENSITY_MIN_AUTO: 0 for compliance,
+   * 1e-3 for mechanisms (Sigmund's mechanism codes). */
+  double density_min;
 } vox_optimizer_options;
+
+#define VOX_DENSITY_MIN_AUTO (-1.0)
+
+enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 
 typedef enum vox_stop_reason {
   VOX_STOP_CONVERGED = 1,       /* change and objective tolerances met */
@@ -83,14 +105,17 @@ typedef struct vox_optimize_result {
   int has_tensor;
   double tensor[36];
   vox_cell_moduli moduli;
+  int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 const char *vox_stop_reason_string(vox_stop_reason reason);
-const char *vox_objective_name(vox_objective objective);
-int vox_objective_parse(const char *text, vox_objective *objective);
+/* "compliance" (VOX_CELL_NONE: the model's own objective), "bulk", "shear",
+ * "poisson", "poisson-log", "custom". */
+const char *vox_cell_objective_name(vox_cell_objective objective);
+int vox_cell_objective_parse(const char *text, vox_cell_objective *objective);
 
 /* Runs the optimization on `model` (stage model or design: an existing
  * density is the starting design). On success fills model->density (the

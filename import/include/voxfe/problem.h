@@ -78,6 +78,15 @@ typedef struct vox_problem {
   vox_force *forces;
   int n_passive;
   vox_passive *passive;
+  /* Compliant mechanisms and weighted load cases (elasticity only): */
+  vox_objective objective;    /* `objective:`, compliance when absent */
+  double *load_case_weights;  /* `load_case_weights:`, n_load_cases; NULL: all 1 */
+  int n_springs;              /* `springs:` springs to ground; force[] holds the total */
+  vox_force *springs;         /*   stiffness per component, N/mm, spread over the region's
+                                   nodes as a force is (springs in parallel) */
+  int n_outputs;              /* `outputs:` the output vector l; force[] holds the direction, */
+  vox_force *outputs;         /*   spread over the region's nodes as a force is, so that
+                                   l.u is the region's mean displacement along it */
 } vox_problem;
 
 /* Parses a problem file. Errors (VOX_ERR_IO, VOX_ERR_FORMAT) name the file,

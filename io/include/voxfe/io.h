@@ -16,6 +16,13 @@ extern "C" {
  * instead of reading temperatures as displacements. Elasticity files keep
  * VOX_SCHEMA_VERSION. */
 #define VOX_SCHEMA_VERSION_HEAT 2
+/* The version of files whose optimization problem an older reader would
+ * misread: springs, an output vector, an objective other than compliance or
+ * load case weights (a compliant mechanism, a weighted multi-load design).
+ * Plain files keep their version (1, or 2 for heat). */
+#define VOX_SCHEMA_VERSION_OBJECTIVE 3
+/* The newest version this library reads. */
+#define VOX_SCHEMA_VERSION_NEWEST VOX_SCHEMA_VERSION_OBJECTIVE
 
 /* netCDF-C is not thread-safe: do not read or write files from two threads
  * at once, even with separate contexts. */

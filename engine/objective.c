@@ -1,0 +1,193 @@
+/* Objectives of the optimizer (objective.h): weighted compliance and the
+ * output displacement of a compliant mechanism with its adjoint solve. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adjoint_worker.h"
+#include "objective.h"
+
+struct vox_objective_state {
+  vox_context *ctx;
+  vox_objective kind;
+  vox_fem *fem;
+  int n_cases;
+  double *weight;        /* n_cases; compliance only */
+  int unit_weights;      /* every weight is 1: energies accumulate in place */
+  vox_vec *u;            /* state of each load case */
+  vox_vec v;             /* mechanism: the adjoint, K v = l */
+  vox_vec w;             /* mechanism: u +- a v (polarisation) */
+  vox_vec energy_minus;  /* mechanism: element energies of u - a v; weighted compliance:
+                            one case's energies */
+  vox_adjoint_worker *worker; /* the adjoint on another backend, or NULL */
+};
+
+void vox_objective_destroy(vox_objective_state *obj) {
+  if (!obj) return;
+  vox_backend *be = obj->fem->be;
+  for (int c = 0; obj->u && c < obj->n_cases; c++)
+    if (obj->u[c].data) be->ops->vec_destroy(be, &obj->u[c]);
+  free(obj->u);
+  vox_vec *v[] = {&obj->v, &obj->w, &obj->energy_minus};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  vox_adjoint_worker_destroy(obj->worker);
+  free(obj->weight);
+  free(obj);
+}
+
+vox_status vox_objective_create(vox_context *ctx, vox_fem *fem, const vox_model *model,
+                                vox_objective_state **out) {
+  *out = NULL;
+  if (model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT && !fem->output.data)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the output-displacement objective needs output dofs");
+  vox_objective_state *obj = calloc(1, sizeof *obj);
+  if (!obj) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  obj->ctx = ctx;
+  obj->kind = model->objective;
+  obj->fem = fem;
+  obj->n_cases = fem->n_cases;
+  obj->u = calloc((size_t)obj->n_cases, sizeof *obj->u);
+  obj->weight = malloc((size_t)obj->n_cases * sizeof *obj->weight);
+  if (!obj->u || !obj->weight) {
+    vox_objective_destroy(obj);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  obj->unit_weights = 1;
+  for (int c = 0; c < obj->n_cases; c++) {
+    obj->weight[c] = c < model->n_load_cases ? vox_model_load_case_weight(model, c) : 1;
+    if (obj->weight[c] != 1) obj->unit_weights = 0;
+  }
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  vox_status s = VOX_OK;
+  for (int c = 0; c < obj->n_cases && s == VOX_OK; c++) {
+    s = o->vec_create(be, fem->n_dofs, &obj->u[c]);
+    if (s == VOX_OK && model->displacement)
+      s = o->vec_upload(be, &obj->u[c], model->displacement + (size_t)c * fem->n_dofs);
+  }
+  if (s == VOX_OK && obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
+    s = o->vec_create(be, fem->n_dofs, &obj->v);
+    if (s == VOX_OK) s = o->vec_create(be, fem->n_dofs, &obj->w);
+  }
+  if (s == VOX_OK && (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT || !obj->unit_weights))
+    s = o->vec_create(be, fem->n_elements, &obj->energy_minus);
+  if (s != VOX_OK) {
+    vox_objective_destroy(obj);
+    return s;
+  }
+  *out = obj;
+  return VOX_OK;
+}
+
+int vox_objective_has_adjoint(const vox_objective_state *obj) {
+  return obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+}
+
+const vox_vec *vox_objective_state_vector(const vox_objective_state *obj, int c) {
+  return &obj->u[c];
+}
+
+static void note_failure(const vox_solve_result *r, vox_solve_result *failed) {
+  if (r->reason < 0 && failed->reason > 0) *failed = *r;
+}
+
+/* sum_c w_c f_c.u_c and sum_c w_c u_c,e' Ke u_c,e. */
+static vox_status compliance(vox_objective_state *obj, const vox_solver_options *options,
+                             vox_vec *energy, double *value, int *cg, vox_solve_result *failed) {
+  vox_fem *fem = obj->fem;
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  *value = 0;
+  for (int c = 0; c < obj->n_cases; c++) {
+    vox_solve_result r;
+    TRY(vox_fem_solve(fem, c, &obj->u[c], options, &r));
+    *cg += r.iterations;
+    note_failure(&r, failed);
+    double fu;
+    TRY(o->vec_dot(be, &fem->force[c], &obj->u[c], &fu));
+    *value += obj->weight[c] * fu;
+    if (!energy) continue;
+    if (obj->unit_weights) {
+      TRY(o->op_element_energy(be, fem->op, &obj->u[c], energy, c > 0));
+    } else {
+      if (c == 0) TRY(o->vec_set(be, energy, 0));
+      TRY(o->op_element_energy(be, fem->op, &obj->u[c], &obj->energy_minus, 0));
+      TRY(o->vec_axpy(be, energy, obj->weight[c], &obj->energy_minus));
+    }
+  }
+  return VOX_OK;
+}
+
+/* energy_e = -v_e' Ke u_e from two element energies (polarisation):
+ * v' K u = (E(u + a v) - E(u - a v)) / (4a), with a = |u| / |v| so that both
+ * terms are of one size and the difference loses no more than rounding of
+ * |u|^2 |K| -- the backends then need no kernel of two vectors. */
+static vox_status mutual_energy(vox_objective_state *obj, vox_vec *energy) {
+  vox_fem *fem = obj->fem;
+  vox_backend *be = fem->be;
+  const vox_backend_ops *o = be->ops;
+  double uu, vv;
+  TRY(o->vec_dot(be, &obj->u[0], &obj->u[0], &uu));
+  TRY(o->vec_dot(be, &obj->v, &obj->v, &vv));
+  if (!(uu > 0) || !(vv > 0)) return o->vec_set(be, energy, 0);
+  const double a = sqrt(uu / vv);
+  TRY(o->vec_copy(be, &obj->w, &obj->u[0]));
+  TRY(o->vec_axpy(be, &obj->w, a, &obj->v));
+  TRY(o->op_element_energy(be, fem->op, &obj->w, &obj->energy_minus, 0)); /* E(u + a v) */
+  TRY(o->vec_axpy(be, &obj->w, -2 * a, &obj->v));
+  TRY(o->op_element_energy(be, fem->op, &obj->w, energy, 0));            /* E(u - a v) */
+  /* energy = (E(u - a v) - E(u + a v)) / (4a) */
+  return o->vec_axpby(be, energy, -1 / (4 * a), &obj->energy_minus, 1 / (4 * a));
+}
+
+/* f = -l.u; with energy, the adjoint K v = l and energy_e = -v_e' Ke u_e. */
+static vox_status output_displacement(vox_objective_state *obj, const vox_solver_options *options,
+                                      vox_vec *energy, double *value, int *cg,
+                                      vox_solve_result *failed) {
+  vox_fem *fem = obj->fem;
+  vox_backend *be = fem->be;
+  vox_solve_result r, ra;
+  if (energy && obj->worker) {
+    /* the adjoint on the other device while the state is solved here */
+    TRY(vox_adjoint_worker_start(obj->worker, &fem->moduli, &obj->v, options));
+    vox_status s = vox_fem_solve(fem, 0, &obj->u[0], options, &r);
+    vox_status sa = vox_adjoint_worker_finish(obj->worker, &obj->v, &ra);
+    TRY(s);
+    TRY(sa);
+  } else {
+    TRY(vox_fem_solve(fem, 0, &obj->u[0], options, &r));
+    if (energy) TRY(vox_fem_solve_adjoint(fem, &obj->v, options, &ra));
+  }
+  *cg += r.iterations;
+  note_failure(&r, failed);
+  if (energy) {
+    *cg += ra.iterations;
+    note_failure(&ra, failed);
+  }
+  double lu;
+  TRY(be->ops->vec_dot(be, &fem->output, &obj->u[0], &lu));
+  *value = -lu;
+  return energy ? mutual_energy(obj, energy) : VOX_OK;
+}
+
+vox_status vox_objective_evaluate(vox_objective_state *obj, const vox_solver_options *options,
+                                  vox_vec *energy, double *value, int *cg_iterations,
+                                  vox_solve_result *failed) {
+  *cg_iterations = 0;
+  failed->reason = VOX_CONVERGED_RTOL;
+  if (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT)
+    return output_displacement(obj, options, energy, value, cg_iterations, failed);
+  return compliance(obj, options, energy, value, cg_iterations, failed);
+}
+
+vox_status vox_objective_use_adjoint_worker(vox_objective_state *obj, vox_adjoint_worker *worker) {
+  if (obj->kind != VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
+    vox_adjoint_worker_destroy(worker);
+    return VOX_OK; /* self-adjoint: nothing to hand over */
+  }
+  vox_adjoint_worker_destroy(obj->worker);
+  obj->worker = worker;
+  return VOX_OK;
+}
