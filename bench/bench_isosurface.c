@@ -1,9 +1,10 @@
 /* Benchmark of the isosurface and the STL writer (voxfe/surface.h) on a
  * gyroid, or on an optimized design upsampled.
  *
- *   bench_isosurface [--triangles T] N [THREADS] [PERIODS] [OUTPUT.stl] [REPEATS]
- *   bench_isosurface [--triangles T] --design DESIGN.nc FACTOR [THREADS] [OUTPUT.stl]
- *                    [REPEATS] [RAW]
+ *   bench_isosurface [--triangles T] [--device D] N [THREADS] [PERIODS] [OUTPUT.stl]
+ *                    [REPEATS]
+ *   bench_isosurface [--triangles T] [--device D] --design DESIGN.nc FACTOR [THREADS]
+ *                    [OUTPUT.stl] [REPEATS] [RAW]
  *
  * The gyroid: an N^3 grid of unit voxels with density
  *   (sin x cos y + sin y cos z + sin z cos x + 1.5) / 3   in [0, 1]
@@ -20,7 +21,14 @@
  * the time of one decimation of the surface to T triangles
  * (vox_surface_decimate), and the time of one binary STL write (fsync
  * included) to OUTPUT.stl (default gyroid-N.stl or design.stl in the current
- * folder; removed afterwards unless named). */
+ * folder; removed afterwards unless named).
+ *
+ * --device cuda extracts on the GPU (vox_isosurface_density_on):
+ * the time then includes the transfers of the field to the device and of
+ * the mesh back, and the device time of the kernels alone is printed beside
+ * it; the first extraction, which also starts the device, is not timed. The
+ * GPU's surface is compared with the CPU's, vertex for vertex and triangle
+ * for triangle (they must be equal, in the same order). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -29,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "voxfe/backend.h"
 #include "voxfe/context.h"
 #include "voxfe/io.h"
 #include "voxfe/model.h"
@@ -124,8 +133,14 @@ static void write_raw(const vox_model *m, const char *path) {
 
 int main(int argc, char **argv) {
   long budget = 0; /* --triangles */
-  if (argc > 2 && strcmp(argv[1], "--triangles") == 0) {
-    budget = atol(argv[2]);
+  vox_device device = VOX_DEVICE_CPU;
+  while (argc > 2 && (strcmp(argv[1], "--triangles") == 0 || strcmp(argv[1], "--device") == 0)) {
+    if (strcmp(argv[1], "--triangles") == 0) budget = atol(argv[2]);
+    else if (vox_device_parse(argv[2], &device) != 0) {
+      fprintf(stderr, "bench_isosurface: --device: expected cpu, cuda or auto, got '%s'\n",
+              argv[2]);
+      return 2;
+    }
     argv[2] = argv[0];
     argv += 2, argc -= 2;
   }
@@ -178,14 +193,36 @@ int main(int argc, char **argv) {
   }
 
   vox_surface s = {0};
-  double best = 1e30, best_cpu = 1e30;
+  vox_isosurface_info info = {0};
+  if (device != VOX_DEVICE_CPU) { /* start the device, untimed */
+    if (vox_isosurface_density_on(ctx, &model, 0.5, device, &s, &info) != VOX_OK)
+      die(ctx, "isosurface");
+  }
+  double best = 1e30, best_cpu = 1e30, best_device = 1e30;
   for (int r = 0; r < repeats; r++) {
     vox_surface_free(&s);
     double t = now(), c = cpu_now();
-    if (vox_isosurface_density(ctx, &model, 0.5, &s) != VOX_OK) die(ctx, "isosurface");
+    if (vox_isosurface_density_on(ctx, &model, 0.5, device, &s, &info) != VOX_OK)
+      die(ctx, "isosurface");
     t = now() - t, c = cpu_now() - c;
     if (t < best) best = t;
     if (c < best_cpu) best_cpu = c;
+    if (info.seconds_device < best_device) best_device = info.seconds_device;
+  }
+  if (info.device == VOX_DEVICE_CUDA) {
+    vox_surface cpu = {0};
+    double t = now();
+    if (vox_isosurface_density(ctx, &model, 0.5, &cpu) != VOX_OK) die(ctx, "CPU isosurface");
+    t = now() - t;
+    const int same =
+        cpu.n_vertices == s.n_vertices && cpu.n_triangles == s.n_triangles &&
+        !memcmp(cpu.vertex, s.vertex, 3 * s.n_vertices * sizeof *s.vertex) &&
+        !memcmp(cpu.triangle, s.triangle, 3 * s.n_triangles * sizeof *s.triangle);
+    printf("voxfe  %s: GPU isosurface %.4f s with transfers, %.4f s kernels alone (best of %d);"
+           " CPU (%d threads) %.4f s; the same surface: %s\n",
+           what, best, best_device, repeats, threads, t, same ? "yes" : "NO");
+    vox_surface_free(&cpu);
+    if (!same) return 1;
   }
   if (budget > 0) {
     size_t before = s.n_triangles;

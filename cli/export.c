@@ -13,6 +13,7 @@
 #include "cli_files.h"
 #include "cli_numbers.h"
 #include "cli_options.h"
+#include "cli_solver_options.h"
 #include "voxfe/inp.h"
 #include "voxfe/plot.h"
 #include "voxfe/render.h"
@@ -28,6 +29,7 @@ typedef struct settings {
   int label;      /* .stl, .vtp: the surface of this label instead of the density's */
   int smooth;     /* .stl, .vtp: Taubin smoothing iterations */
   int triangles;  /* .stl, .vtp: decimate to at most this many triangles; 0: no decimation */
+  vox_device device; /* .stl, .vtp, .png surface: where the isosurface is extracted */
   int ascii;      /* .stl: ASCII instead of binary */
   int no_header;  /* .csv: the row alone */
   int width, height; /* .png */
@@ -77,6 +79,11 @@ static const cli_option options[] = {
      .range = {4, INT_MAX, 0, 0},
      .help = ".stl, .vtp: at most N triangles, by quadric error edge collapses that keep the "
              "surface closed, manifold and outward (after --smooth)"},
+    {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = AT(device),
+     .help = ".stl, .vtp, .png surface: where the isosurface is extracted: cpu, cuda or auto "
+             "(the CPU, faster than the GPU once the field's transfer is counted); the same "
+             "surface on each",
+     .parse = cli_parse_device, .format = cli_format_device},
     {.name = "ascii", .kind = CLI_ENABLE, .offset = AT(ascii), .help = ".stl: ASCII, not binary"},
     {.name = "no-header", .kind = CLI_ENABLE, .offset = AT(no_header),
      .help = ".csv: the row alone, to append to a table of many files"},
@@ -128,8 +135,9 @@ static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model
  * --threshold, smoothed --smooth times, decimated to --triangles. */
 static vox_status make_surface(vox_context *ctx, const settings *s, const vox_model *model,
                                vox_surface *surface) {
-  vox_status st = s->label ? vox_isosurface_label(ctx, model, s->label, surface)
-                           : vox_isosurface_density(ctx, model, s->threshold, surface);
+  vox_status st =
+      s->label ? vox_isosurface_label_on(ctx, model, s->label, s->device, surface, NULL)
+               : vox_isosurface_density_on(ctx, model, s->threshold, s->device, surface, NULL);
   if (st == VOX_OK && s->smooth > 0) st = vox_surface_smooth(ctx, surface, s->smooth);
   if (st == VOX_OK && s->triangles > 0)
     st = vox_surface_decimate(ctx, surface, (size_t)s->triangles);

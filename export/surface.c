@@ -34,6 +34,7 @@
  *      numbers are counted along with the cubes. */
 #include "voxfe/surface.h"
 #include "cube_cases.h"
+#include "isosurface_field.h"
 #include "temp_file.h"
 
 #include <errno.h>
@@ -54,11 +55,7 @@
 #include <omp.h>
 #endif
 
-/* Vertices keep at least this fraction of an edge away from its ends, so
- * that vertices stay apart once written as float (STL): 1/64 of 0.05 mm
- * voxels is still 10 float steps at 1000 mm. It moves the surface by at most
- * 1/64 of a voxel where a value is at (or within 1/64 of) the threshold. */
-#define EDGE_EPS (1.0 / 64)
+#define EDGE_EPS ISO_EDGE_EPS /* isosurface_field.h says why */
 
 /* malloc for the large arrays of the extraction: aligned to 2 MiB and
  * marked for transparent huge pages where the kernel has them on request
@@ -94,16 +91,7 @@ static int thread_count(const vox_context *ctx) {
 
 /* --- the field ---------------------------------------------------------------------- */
 
-typedef enum field_kind { FIELD_DENSITY, FIELD_NONZERO, FIELD_LABEL } field_kind;
-
-typedef struct field {
-  field_kind kind;
-  const double *density;
-  const uint8_t *label;
-  uint8_t which;    /* FIELD_LABEL: the label */
-  double threshold; /* > 0 */
-  int64_t nx, ny, nz;
-} field;
+typedef iso_field field; /* isosurface_field.h: shared with the GPU extraction */
 
 /* The value of voxel e (NaN as 0). */
 static inline double voxel_value(const field *f, size_t e) {
@@ -466,6 +454,17 @@ static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *w
   return VOX_OK;
 }
 
+/* The error for a field with no point inside. */
+static vox_status no_surface(vox_context *ctx, const field *f, const char *what) {
+  if (f->kind == FIELD_LABEL)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no voxel has label %d", what, f->which);
+  if (f->kind == FIELD_NONZERO)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: every voxel is empty (label 0), there is no surface", what);
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "%s: no voxel has density >= %g, there is no surface", what, f->threshold);
+}
+
 static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, const char *what,
                           vox_surface *out) {
   const vox_grid *gr = &m->grid;
@@ -570,16 +569,7 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
     goto done;
   }
   if (n_inside == 0) {
-    if (f->kind == FIELD_LABEL)
-      status = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no voxel has label %d", what,
-                         f->which);
-    else if (f->kind == FIELD_NONZERO)
-      status = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                         "%s: every voxel is empty (label 0), there is no surface", what);
-    else
-      status = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                         "%s: no voxel has density >= %g, there is no surface", what,
-                         f->threshold);
+    status = no_surface(ctx, f, what);
     goto done;
   }
   out->n_vertices = (size_t)n_vertices;
@@ -596,8 +586,61 @@ done:
   return status;
 }
 
+/* The extraction on `device` (surface.h says how AUTO decides). */
+static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *f,
+                             const char *what, vox_device device, vox_surface *out,
+                             vox_isosurface_info *info) {
+  vox_isosurface_info local;
+  if (!info) info = &local;
+  memset(info, 0, sizeof *info);
+  info->device = VOX_DEVICE_CPU;
+  if (device != VOX_DEVICE_AUTO && device != VOX_DEVICE_CPU && device != VOX_DEVICE_CUDA)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown device %d", what, (int)device);
+#ifdef VOXFE_HAVE_CUDA
+  /* AUTO stays on the CPU: with the field in host memory, its transfer to
+   * the device and the mesh's back took 100 times the kernels' time on an
+   * H100 and 3.7 times the extraction on its host's 16 cores
+   * (docs/benchmarks.md) */
+  if (device == VOX_DEVICE_CUDA) {
+    pthread_once(&case_table_once, build_case_table);
+    if (case_table_status != 0)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "%s: internal error: the marching-cubes table is inconsistent", what);
+    vox_status status = isosurface_cuda(ctx, f, &case_table, m->grid.origin,
+                                        m->grid.voxel_size, out, &info->seconds_device);
+    if (status == VOX_OK) {
+      info->device = VOX_DEVICE_CUDA;
+      if (out->n_vertices > 0) return VOX_OK;
+      vox_surface_free(out);
+      return no_surface(ctx, f, what);
+    }
+    vox_surface_free(out);
+    info->seconds_device = 0;
+    /* AUTO on a machine without a usable device goes on on the CPU */
+    return status;
+  }
+#else
+  if (device == VOX_DEVICE_CUDA)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "%s: this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)",
+                     what);
+#endif
+  return extract(ctx, m, f, what, out);
+}
+
 vox_status vox_isosurface_density(vox_context *ctx, const vox_model *model, double threshold,
                                   vox_surface *out) {
+  return vox_isosurface_density_on(ctx, model, threshold, VOX_DEVICE_CPU, out, NULL);
+}
+
+vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int label,
+                                vox_surface *out) {
+  return vox_isosurface_label_on(ctx, model, label, VOX_DEVICE_CPU, out, NULL);
+}
+
+vox_status vox_isosurface_density_on(vox_context *ctx, const vox_model *model, double threshold,
+                                     vox_device device, vox_surface *out,
+                                     vox_isosurface_info *info) {
   const char *what = "isosurface";
   if (!out) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no output surface given", what);
   memset(out, 0, sizeof *out);
@@ -615,11 +658,12 @@ vox_status vox_isosurface_density(vox_context *ctx, const vox_model *model, doub
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: the model has no labels", what);
     f.kind = FIELD_NONZERO, f.label = model->label, f.threshold = 0.5;
   }
-  return extract(ctx, model, &f, what, out);
+  return extract_on(ctx, model, &f, what, device, out, info);
 }
 
-vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int label,
-                                vox_surface *out) {
+vox_status vox_isosurface_label_on(vox_context *ctx, const vox_model *model, int label,
+                                   vox_device device, vox_surface *out,
+                                   vox_isosurface_info *info) {
   const char *what = "label surface";
   if (!out) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no output surface given", what);
   memset(out, 0, sizeof *out);
@@ -632,7 +676,7 @@ vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int la
   const vox_grid *g = &model->grid;
   field f = {.kind = FIELD_LABEL, .label = model->label, .which = (uint8_t)label,
              .threshold = 0.5, .nx = g->nx, .ny = g->ny, .nz = g->nz};
-  return extract(ctx, model, &f, what, out);
+  return extract_on(ctx, model, &f, what, device, out, info);
 }
 
 /* --- smoothing ------------------------------------------------------------------- */

@@ -27,6 +27,13 @@ export_ok ascii.stl --ascii --smooth 5 && {
   head -c 5 ascii.stl | grep -q "solid" || fail "ascii.stl does not start with 'solid'"
 }
 export_ok label.stl --label 1
+# --device: cpu and auto (the CPU) give the same bytes as the default
+export_ok device-cpu.stl --device cpu && {
+  cmp -s device-cpu.stl design.stl || fail "--device cpu: not the default's STL"
+}
+export_ok device-auto.stl --device auto && {
+  cmp -s device-auto.stl design.stl || fail "--device auto: not the default's STL"
+}
 export_ok small.stl --smooth 5 --triangles 60 && {
   n=$(od -An -tu4 -j80 -N4 small.stl | tr -d ' ')
   [ "$n" -le 60 ] && [ "$n" -ge 4 ] || fail "small.stl: $n triangles for --triangles 60"
@@ -88,6 +95,11 @@ ls bad.* >/dev/null 2>&1 && fail "a refused --tile left a file"
 "$EXPORT" design.nc -o tiny.stl --triangles 3 >"$LOG/out" 2>"$LOG/err"
 [ $? -eq 2 ] || fail "--triangles 3 did not exit 2"
 [ -e tiny.stl ] && fail "--triangles 3 left a file"
+
+# an unknown device: a usage error, no file
+"$EXPORT" design.nc -o dev.stl --device gpu >"$LOG/out" 2>"$LOG/err"
+[ $? -eq 2 ] || fail "--device gpu did not exit 2"
+[ -e dev.stl ] && fail "--device gpu left a file"
 
 # the density snapshots of an optimization as a .pvd collection: iterations 2
 # (a snapshot) and 3 (the final design, added), each .vti holding that

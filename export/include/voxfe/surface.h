@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "voxfe/backend.h"
 #include "voxfe/model.h"
 
 #ifdef __cplusplus
@@ -54,6 +55,28 @@ vox_status vox_isosurface_density(vox_context *ctx, const vox_model *model, doub
  * at 0.5 of 1 there and 0 elsewhere. Fails if no voxel has that label. */
 vox_status vox_isosurface_label(vox_context *ctx, const vox_model *model, int label,
                                 vox_surface *out);
+
+/* Where an isosurface was extracted, and how long the device took. */
+typedef struct vox_isosurface_info {
+  vox_device device;     /* VOX_DEVICE_CPU or VOX_DEVICE_CUDA */
+  double seconds_device; /* CUDA: the kernels alone, without the transfers of
+                            the field and the mesh; 0 on the CPU */
+} vox_isosurface_info;
+
+/* The same two, on a chosen device: VOX_DEVICE_CPU, VOX_DEVICE_CUDA (fails
+ * with VOX_ERR_UNSUPPORTED in a build without CUDA, VOX_ERR_DEVICE without a
+ * device or its memory), or VOX_DEVICE_AUTO, which is the CPU: the field
+ * lives in host memory, and copying it to the device and the mesh back
+ * takes longer than the CPU's whole extraction on a multi-core host (the
+ * kernels themselves are 30 times faster; docs/benchmarks.md). Both give
+ * the same surface: the same vertices, bit for bit, in the same order, and
+ * the same triangles in the same order. `info` may be NULL. */
+vox_status vox_isosurface_density_on(vox_context *ctx, const vox_model *model, double threshold,
+                                     vox_device device, vox_surface *out,
+                                     vox_isosurface_info *info);
+vox_status vox_isosurface_label_on(vox_context *ctx, const vox_model *model, int label,
+                                   vox_device device, vox_surface *out,
+                                   vox_isosurface_info *info);
 
 /* Taubin smoothing: `iterations` pairs of a shrinking step (lambda = 0.5) and
  * an inflating one (mu = -0.53), each moving every vertex towards (or away
