@@ -27,6 +27,8 @@ typedef struct vox_cuda_state {
   cudaStream_t factor_stream;
   cudaEvent_t factor_ready, factor_done;
   int *factor_info;      /* pinned host: cuSOLVER's status word, read when it is done */
+  vox_stencil *factor_pending; /* the stencil whose factorisation they belong to, until
+                                * its status is read: one at a time */
   double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
 } vox_cuda_state;
 

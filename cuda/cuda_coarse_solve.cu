@@ -87,6 +87,7 @@ vox_status vox_cuda_stencil_factor_wait(vox_backend *be, vox_stencil *st) {
   if (!st || !st->factor_pending) return VOX_OK;
   vox_cuda_state *cs = vox_cuda(be);
   st->factor_pending = 0;
+  cs->factor_pending = NULL;
   /* done: the whole factorisation, and the status word copied to the host */
   CUDA_TRY(be, cudaEventSynchronize(cs->factor_done), "the coarsest level's factorisation");
   const int info = *cs->factor_info;
@@ -215,7 +216,9 @@ static __global__ void stencil_to_dense(const V *__restrict__ value, int dpn, in
 static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   vox_cuda_state *cs = vox_cuda(be);
   const int64_t n = (int64_t)st->n_dofs;
-  TRY(vox_cuda_stencil_factor_wait(be, st)); /* the previous one, if never solved with */
+  /* the previous one, if never solved with: the events and the status word
+   * serve one factorisation at a time */
+  TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending));
   TRY(factor_stream_setup(be));
   cudaStream_t stream = cs->factor_stream;
   cusolverDnHandle_t h = (cusolverDnHandle_t)cs->solver;
@@ -288,6 +291,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   CUDA_LAUNCHED(be, "copying the coarsest level's inverse factor");
   CUDA_TRY(be, cudaEventRecord(cs->factor_done, stream), "marking the coarsest level's factor");
   st->factor_pending = 1;
+  cs->factor_pending = st;
   return VOX_OK;
 }
 
@@ -296,6 +300,7 @@ void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st) {
   if (st->factor_pending) { /* its buffers are in use on the side stream */
     cudaEventSynchronize(vox_cuda(be)->factor_done);
     st->factor_pending = 0;
+    vox_cuda(be)->factor_pending = NULL;
   }
   vox_cuda_free(st->factor_work);
   st->factor_work = NULL, st->factor_work_bytes = 0;
