@@ -22,6 +22,13 @@ typedef struct vox_cuda_state {
   vox_backend *host;     /* the CPU backend, for the coarsest level's direct solve */
   void *solver;          /* cuSOLVER handle, made by the first dense coarse solve */
   void *blas;            /* cuBLAS handle, likewise */
+  /* The dense coarsest factorisation runs on its own stream, beside the
+   * setup's Lanczos steps on the legacy stream (cuda_coarse_solve.cu) */
+  cudaStream_t factor_stream;
+  cudaEvent_t factor_ready, factor_done;
+  int *factor_info;      /* pinned host: cuSOLVER's status word, read when it is done */
+  vox_stencil *factor_pending; /* the stencil whose factorisation they belong to, until
+                                * its status is read: one at a time */
   double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
 } vox_cuda_state;
 
@@ -195,6 +202,9 @@ struct vox_stencil {
                             * it: float (packed into dense_factor) when MIXED */
   double *dense_z;         /* work vector of its solve */
   int *info;               /* device: cuSOLVER's status word */
+  void *factor_work;       /* device: cuSOLVER's Cholesky workspace, kept */
+  size_t factor_work_bytes;
+  int factor_pending;      /* factored on the side stream, status not read yet */
 };
 
 /* cuda_operator.cu */
@@ -276,6 +286,10 @@ vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_ve
  * make 2 x 512 MB (the inverse factor in both orders; the memory plan
  * counts them). */
 enum { VOX_CUDA_DENSE_COARSE_DOFS = 8000 };
+/* Waits for a factorisation still running on the side stream and reports
+ * its status; anything that writes the stencil's values or reads the factor
+ * calls it first (a no-op when none is pending). */
+vox_status vox_cuda_stencil_factor_wait(vox_backend *be, vox_stencil *st);
 /* Frees the factor (called by vox_cuda_stencil_destroy). */
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
 /* Releases the cuSOLVER handle (called when the backend is destroyed). */

@@ -297,6 +297,7 @@ static vox_status launch_operator(vox_backend *be, const vox_operator *op, const
 
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_stencil *coarse) {
   TRY(check_nesting(be, &op->grid, op->dpn, coarse));
+  TRY(vox_cuda_stencil_factor_wait(be, coarse)); /* it may still read the values */
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "Galerkin coarse operator: the fine operator has no moduli");
@@ -443,6 +444,7 @@ static vox_status launch_stencil_dpn(vox_backend *be, const vox_stencil *f, cons
 
 vox_status vox_cuda_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
   TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
+  TRY(vox_cuda_stencil_factor_wait(be, coarse)); /* it may still read the values */
   if (!coarse->n_nodes) return VOX_OK;
   return fine->dpn == 3 ? launch_stencil_dpn<3>(be, fine, coarse)
                         : launch_stencil_dpn<1>(be, fine, coarse);

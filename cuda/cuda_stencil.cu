@@ -118,6 +118,7 @@ static vox_status upload_as(vox_backend *be, vox_stencil *st, V *dst, const doub
 }
 
 vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
+  TRY(vox_cuda_stencil_factor_wait(be, st)); /* a factorisation may still read the values */
   return st->value ? upload_as(be, st, st->value, host) : upload_as(be, st, st->value32, host);
 }
 

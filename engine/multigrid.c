@@ -303,6 +303,12 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
     TRY(be->ops->stencil_diagonal(be, lv->stencil, &lv->inv_diag));
     TRY(be->ops->vec_reciprocal(be, &lv->inv_diag));
   }
+  /* The coarsest factorisation first: the CUDA backend runs it on a stream
+   * of its own, under the Lanczos steps below (which leave the device
+   * mostly idle on the small levels), and reports its status at the first
+   * solve. A periodic hierarchy holds its coarsest corner first. */
+  if (mg->n_translations) TRY(hold_corner(mg));
+  TRY(be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
   for (int l = 0; l < mg->n_levels - 1; l++) {
     /* coarse levels use their own vectors, which setup does not need */
     vox_mg_level *lv = &mg->level[l];
@@ -314,8 +320,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
     TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
                : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }
-  if (mg->n_translations) TRY(hold_corner(mg));
-  return be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil);
+  return VOX_OK;
 }
 
 /* The coefficients of smoothing step k (0 first): d = alpha D^-1 (b - A x)

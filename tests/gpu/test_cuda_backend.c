@@ -824,6 +824,32 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
       fail_line(check, "backward error %.3e > tol 1e-12 (||b - A x||_inf %.3e, ||A||_inf %.3e, "
                 "||x||_inf %.3e)", backward, norm_r, norm_a, norm_x);
   }
+  {
+    /* The dense factorisation runs on a side stream and reports its status
+     * at the next solve: new values uploaded while it may still run (the
+     * upload waits for it) and negated, so indefinite, must fail at the
+     * latest in the solve (a larger level's CHOLMOD factor likewise); the
+     * original values, refactored at once, then solve again as on the CPU. */
+    for (size_t i = 0; i < s->n_values; i++) s->hc[i] = -s->hc[i];
+    snprintf(check, sizeof check, "%s indefinite stencil_factor+solve", level);
+    if (!G_OK(check, g->stencil_factor(gpu, s->g)) ||
+        !G_OK(check, g->stencil_upload(gpu, s->g, s->hc)))
+      goto done;
+    vox_status f = g->stencil_factor(gpu, s->g);
+    if (f == VOX_OK) f = g->stencil_solve(gpu, s->g, &b.g, &x.g);
+    if (f == VOX_ERR_INVALID_ARGUMENT)
+      ok_line(check, 0, 0);
+    else
+      fail_line(check, "an indefinite matrix gave status %d, not %d", (int)f,
+                (int)VOX_ERR_INVALID_ARGUMENT);
+    for (size_t i = 0; i < s->n_values; i++) s->hc[i] = -s->hc[i];
+    snprintf(check, sizeof check, "%s stencil_factor+solve after a failure", level);
+    if (BOTH(check, c->stencil_upload(cpu, s->c, s->hc), g->stencil_upload(gpu, s->g, s->hc)) &&
+        BOTH(check, c->stencil_factor(cpu, s->c), g->stencil_factor(gpu, s->g)) &&
+        pv_poison(&x) &&
+        BOTH(check, c->stencil_solve(cpu, s->c, &b.c, &x.c), g->stencil_solve(gpu, s->g, &b.g, &x.g)))
+      pv_check(check, &x, 1e-9);
+  }
 done:
   pv_destroy(&x), pv_destroy(&y), pv_destroy(&b);
 }
