@@ -194,24 +194,10 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
       if (l > 0) s = be->ops->vec_create(be, n, &lv->r);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->d);
     }
-    lv->degree = options->smoothing_steps;
-    lv->visits = 1;
+    /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
+     * and a second visit would only repeat it */
+    lv->visits = options->mg_cycle == VOX_MG_CYCLE_W && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
     g = vox_grid_coarsen(&g);
-  }
-  /* SCREENING ONLY (not for merge): per-level degrees and visits */
-  const char *env_degrees = getenv("VOXFE_MG_DEGREES"), *env_visits = getenv("VOXFE_MG_VISITS");
-  for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
-    char *end;
-    if (env_degrees && *env_degrees) {
-      long v = strtol(env_degrees, &end, 10);
-      if (v > 0) mg->level[l].degree = (int)v;
-      env_degrees = *end == ',' ? end + 1 : end;
-    }
-    if (env_visits && *env_visits) {
-      long v = strtol(env_visits, &end, 10);
-      if (v > 0) mg->level[l].visits = (int)v;
-      env_visits = *end == ',' ? end + 1 : end;
-    }
   }
   if (s == VOX_OK && grid->periodic) s = make_translations(mg);
   if (s != VOX_OK) {
@@ -280,7 +266,7 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
   const uint64_t seed = 0x9e3779b97f4a7c15u;
   double alpha[LANCZOS_STEPS], beta[LANCZOS_STEPS], diag[LANCZOS_STEPS], off[LANCZOS_STEPS];
   int steps = 0;
-  if (l > 0 && be->ops->stencil_lanczos && !getenv("VOXFE_HOST_LANCZOS")) { /* SCREENING env */
+  if (l > 0 && be->ops->stencil_lanczos) {
     /* the same steps with the scalars on the device: no host round trip
      * per step (on the small levels the steps are all latency) */
     TRY(be->ops->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p, q,
@@ -433,7 +419,7 @@ static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, 
   smoothing s = smoothing_start(mg, l);
   if (!warm)
     TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
-  for (int k = warm ? 0 : 1; k < lv->degree; k++) {
+  for (int k = warm ? 0 : 1; k < mg->options.smoothing_steps; k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;
@@ -443,13 +429,11 @@ static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, 
   /* a periodic hierarchy's coarsest solve sees no rigid translations */
   const int coarsest = l + 1 == mg->n_levels - 1;
   if (coarsest) TRY(remove_translations(mg, &coarse->b));
-  /* the coarsest level's solve is exact: a second visit would repeat it */
-  const int visits = coarsest ? 1 : coarse->visits;
-  for (int v = 0; v < visits; v++) TRY(cycle(mg, l + 1, &coarse->b, &coarse->x, v > 0));
+  for (int v = 0; v < coarse->visits; v++) TRY(cycle(mg, l + 1, &coarse->b, &coarse->x, v > 0));
   if (coarsest) TRY(remove_translations(mg, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
   s = smoothing_start(mg, l);
-  for (int k = 0; k < lv->degree; k++) {
+  for (int k = 0; k < mg->options.smoothing_steps; k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;

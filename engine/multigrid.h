@@ -14,8 +14,7 @@ typedef struct vox_mg_level {
   vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work;
                               on level 0 r is lent by the caller */
   double lambda_max;       /* estimate of the largest eigenvalue of D^-1 A */
-  int degree;              /* smoothing steps (Chebyshev degree) before and after */
-  int visits;              /* cycles on this level per visit of the finer one: 1 V, 2 W */
+  int visits;              /* cycles of this level per visit of the finer one (W: 2) */
 } vox_mg_level;
 
 typedef struct vox_multigrid {

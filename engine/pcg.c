@@ -4,7 +4,6 @@
  * backend. A solve that fails to converge returns VOX_OK with a reason; only
  * backend failures are errors. */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "pcg.h"
@@ -55,8 +54,7 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
   TRY(pc->apply(pc->self, &w->r, &w->z));         /* z <- M^-1 r */
   /* the backend's scalars on the device, where it has them: the same
    * iterates, one wait for the host per iteration instead of three */
-  const int device_scalars = o->cg_begin && o->cg_step && o->cg_direction &&
-                             !getenv("VOXFE_HOST_CG"); /* SCREENING env */
+  const int device_scalars = o->cg_begin && o->cg_step && o->cg_direction;
   if (device_scalars) {
     TRY(o->cg_begin(be, &w->r, &w->z, &w->p, &rz)); /* p <- z, rz kept there */
   } else {
@@ -83,8 +81,7 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
       const double alpha = rz / pq;
       TRY(o->cg_update(be, x, &w->r, alpha, &w->p, &w->q, &rr)); /* x += alpha p, r -= alpha q */
     }
-    if (sqrt(rr) <= target && !getenv("VOXFE_PCG_LATE_EXIT")) { /* SCREENING env */
-      /* converged: no preconditioner for a next step */
+    if (sqrt(rr) <= target) { /* converged: no preconditioner for a next step */
       k++;
       break;
     }
