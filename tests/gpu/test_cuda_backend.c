@@ -1,11 +1,12 @@
 /* The CUDA backend against the CPU backend, operation by operation, on the
- * same random input: vectors and reductions, the matrix-free operator in
- * every K u variant (elasticity and conduction, odd grid sizes, zero and
- * 1e-9 moduli, random fixed dofs) and the multigrid's fused fine-level
- * steps built on it, SIMP and OC kernels, the filters (plain and periodic),
- * the symmetry orbit means, and the
- * multigrid pieces (Galerkin stencils in double and mixed precision,
- * stencil products, transfers, coarse factor and solve).
+ * same random input: vectors and reductions (CG's steps with their scalars
+ * on the device too), the matrix-free operator in every K u variant
+ * (elasticity and conduction, odd grid sizes, zero and 1e-9 moduli, random
+ * fixed dofs, springs) and the multigrid's fused fine-level steps built on
+ * it, SIMP and OC kernels, the filters (plain and periodic), the symmetry
+ * orbit means, and the multigrid pieces (Galerkin stencils in double and
+ * mixed precision, stencil products, the smoother bound's Lanczos steps,
+ * transfers, coarse factor and solve).
  *
  * Every check prints one line with the measured difference
  *   max |cuda - cpu| / max |cpu|
@@ -404,8 +405,11 @@ static vox_operator_desc problem_desc(const problem *p) {
       .grid = p->grid, .dofs_per_node = p->dpn, .ke = p->ke, .dof_fixed = p->fixed};
 }
 
-static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
-  snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
+/* With `springs`, three free dofs get springs to ground (a mechanism's
+ * input and output): every product, the diagonal and the fused multigrid
+ * steps must include them. */
+static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int springs) {
+  snprintf(where, sizeof where, "%s dpn=%d%s", grid_text(grid), dpn, springs ? " springs" : "");
   const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
   problem p;
   pvec mod, mod2, x, x2, y, d, en, sw, sd;
@@ -414,7 +418,15 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
   memset(&x2, 0, sizeof x2), memset(&y, 0, sizeof y), memset(&d, 0, sizeof d);
   memset(&en, 0, sizeof en), memset(&sw, 0, sizeof sw), memset(&sd, 0, sizeof sd);
   if (!problem_make(&p, grid, dpn, 1, seed)) goto done;
-  const vox_operator_desc desc = problem_desc(&p);
+  vox_operator_desc desc = problem_desc(&p);
+  size_t spring_dof[3];
+  double spring_k[3];
+  if (springs) {
+    size_t k = 0;
+    for (size_t dof = p.n_dofs / 2; dof < p.n_dofs && k < 3; dof += 7)
+      if (!p.fixed[dof]) spring_dof[k] = dof, spring_k[k] = 0.5 + (double)k, k++;
+    desc.n_springs = k, desc.spring_dof = spring_dof, desc.spring_k = spring_k;
+  }
   if (!pv_create(&mod, p.n_elements) || !pv_create(&mod2, p.n_elements) ||
       !pv_create(&x, p.n_dofs) || !pv_create(&x2, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
       !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements) || !pv_create(&sw, p.n_dofs) ||
@@ -1151,7 +1163,9 @@ int main(int argc, char **argv) {
   if (wanted(argc, argv, "operator")) {
     printf("operator (K u variants, diagonal, element energy)\n");
     for (size_t i = 0; i < n_grids; i++)
-      for (int dpn = 3; dpn >= 1; dpn -= 2) test_operator(&grids[i], dpn, 31 * i + (uint64_t)dpn);
+      for (int dpn = 3; dpn >= 1; dpn -= 2)
+        test_operator(&grids[i], dpn, 31 * i + (uint64_t)dpn, 0);
+    test_operator(&grids[0], 3, 77, 1); /* springs: nbn's fused steps must not skip them */
     test_two_operators(&grids[0], 99);
   }
   if (wanted(argc, argv, "simp")) {
