@@ -1,8 +1,10 @@
 /* Preconditioned conjugate gradients against the backend interface: it calls
  * only the operator, the Jacobi scaling, axpy-type updates (those of x and r
  * fused with r.r: cg_update) and dot products, so it runs unchanged on every
- * backend. A solve that fails to converge returns VOX_OK with a reason; only
- * backend failures are errors. */
+ * backend; a backend that keeps CG's scalars itself (cg_begin, cg_step,
+ * cg_direction) does the same arithmetic with one wait for the host per
+ * iteration. A solve that fails to converge returns VOX_OK with a reason;
+ * only backend failures are errors. */
 #include <math.h>
 #include <string.h>
 
