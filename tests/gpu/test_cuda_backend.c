@@ -863,21 +863,31 @@ static void stencil_lanczos_check(const char *level, pstencil *s, size_t n) {
   if (!G_OK(check, g->stencil_lanczos(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, ag,
                                       bg, &kg)))
     goto done;
-  /* the same steps as the CUDA loop; the CPU's may stop elsewhere only at
-   * a breakdown at rounding level, so its common steps are compared */
-  if (kg != kl || kg < 1 || kc < 1) {
-    fail_line(check, "steps: %d (stencil_lanczos), %d (cuda loop), %d (cpu loop)", kg, kl, kc);
+  /* A small level's CG converges within its few distinct eigenvalues, and
+   * past a drop of r.z by 1e-12 (the product of the betas) its steps are
+   * rounding noise, where a loop may also stop (p.q <= 0 at rounding
+   * level): only the steps before that are compared, and against the CPU,
+   * whose sums round differently, only the first four. */
+  if (kc < 1 || kl < 1) {
+    fail_line(check, "the loops took %d (cpu) and %d (cuda) steps", kc, kl);
     goto done;
   }
-  const int common = kc < kg ? kc : kg;
+  const int common = kc < kl ? kc : kl;
+  int sound = 0;
+  for (double drop = 1; sound < common && drop > 1e-12; sound++) drop *= bc[sound];
+  if (kg < sound) {
+    fail_line(check, "stopped after %d steps where the loops took %d sound ones", kg, sound);
+    goto done;
+  }
   snprintf(check, sizeof check, "%s stencil_lanczos alpha (cuda loop)", level);
-  report(check, ag, al, (size_t)kg, 1e-10);
+  report(check, ag, al, (size_t)sound, 1e-10);
   snprintf(check, sizeof check, "%s stencil_lanczos beta (cuda loop)", level);
-  report(check, bg, bl, (size_t)kg, 1e-10);
+  report(check, bg, bl, (size_t)sound, 1e-10);
+  const size_t first = sound < 4 ? (size_t)sound : 4;
   snprintf(check, sizeof check, "%s stencil_lanczos alpha (cpu loop)", level);
-  report(check, ag, ac, (size_t)common, 1e-6);
+  report(check, ag, ac, first, 1e-6);
   snprintf(check, sizeof check, "%s stencil_lanczos beta (cpu loop)", level);
-  report(check, bg, bc, (size_t)common, 1e-6);
+  report(check, bg, bc, first, 1e-6);
 done:
   pv_destroy(&w), pv_destroy(&r), pv_destroy(&z), pv_destroy(&p), pv_destroy(&q);
 }
