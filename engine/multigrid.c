@@ -1,10 +1,10 @@
-/* Geometric multigrid V-cycle as a PCG preconditioner (seed 000 section 4.1,
- * seed 004 section 3): nested grids of vox_grid_coarsen, Galerkin coarse
- * operators R A P kept as 27-block stencils, damped Jacobi or Chebyshev
- * smoothing, and a direct solve on the coarsest level. This file decides;
- * the backend computes. Pre- and post-smoothing are the same symmetric
- * smoother from a zero start, so the V-cycle is a symmetric operator, as
- * conjugate gradients require. */
+/* Geometric multigrid V- or W-cycle as a PCG preconditioner (seed 000
+ * section 4.1, seed 004 section 3): nested grids of vox_grid_coarsen,
+ * Galerkin coarse operators R A P kept as 27-block stencils, damped Jacobi
+ * or Chebyshev smoothing, and a direct solve on the coarsest level. This
+ * file decides; the backend computes. Pre- and post-smoothing are the same
+ * symmetric smoother, so the cycle is a symmetric operator, as conjugate
+ * gradients require. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +29,8 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
  * the V-cycle indefinite (seen on a 128 x 64 x 64 cantilever). Lanczos
  * converges to the extreme eigenvalue far faster. */
 enum { LANCZOS_STEPS = 16 };
-_Static_assert((int)LANCZOS_STEPS <= (int)VOX_LANCZOS_MAX_STEPS, "stencil_lanczos takes them in one call");
+_Static_assert((int)LANCZOS_STEPS <= (int)VOX_LANCZOS_MAX_STEPS,
+               "stencil_lanczos takes them in one call");
 
 static size_t grid_dofs(const vox_grid *g, int dpn) { return (size_t)vox_grid_nodes(g) * (size_t)dpn; }
 
