@@ -15,8 +15,9 @@
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
  *     iterations per solve, the final compliance, the time per stage and
- *     the peak device memory in use. VOXFE_BENCH_SMOOTHING_STEPS sets the
- *     Chebyshev degree (default 2).
+ *     the peak device memory in use. VOXFE_BENCH_SMOOTHING_STEPS,
+ *     VOXFE_BENCH_MG_CYCLE and VOXFE_BENCH_HOST_SCALARS set alternatives to
+ *     the defaults (bench_solver_alternatives); `vcycle` takes them too.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
  * warm-up, with the backend's synchronize before reading the clock.
@@ -240,6 +241,29 @@ static int kernel_mode(int argc, char **argv) {
   return failed;
 }
 
+/* The defaults' alternatives, from the environment:
+ *   VOXFE_BENCH_SMOOTHING_STEPS=N  the Chebyshev degree;
+ *   VOXFE_BENCH_MG_CYCLE=v|w       the multigrid cycle;
+ *   VOXFE_BENCH_HOST_SCALARS=1     CG's and the coarse Lanczos steps' scalars on the host
+ *                                  (the backend's cg_* and stencil_lanczos left out). */
+static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
+  const char *degree = getenv("VOXFE_BENCH_SMOOTHING_STEPS");
+  if (degree && atoi(degree) > 0) so->smoothing_steps = atoi(degree);
+  const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE");
+  if (cycle && vox_mg_cycle_parse(cycle, &so->mg_cycle) != 0) {
+    fprintf(stderr, "bench_cuda: VOXFE_BENCH_MG_CYCLE: expected v or w, got '%s'\n", cycle);
+    exit(2);
+  }
+  const char *host = getenv("VOXFE_BENCH_HOST_SCALARS");
+  if (host && atoi(host) > 0) {
+    static vox_backend_ops ops;
+    ops = *be->ops;
+    ops.cg_begin = NULL, ops.cg_step = NULL, ops.cg_direction = NULL;
+    ops.stencil_lanczos = NULL;
+    be->ops = &ops;
+  }
+}
+
 /* ---- cantilever ------------------------------------------------------------------ */
 
 typedef struct watch {
@@ -290,16 +314,17 @@ static int cantilever_mode(int argc, char **argv) {
   opt.solver.rtol = 1e-5;
   opt.solver.preconditioner = VOX_PC_MULTIGRID;
   opt.solver.precision = precision;
-  const char *degree = getenv("VOXFE_BENCH_SMOOTHING_STEPS"); /* the default's alternatives */
-  if (degree && atoi(degree) > 0) opt.solver.smoothing_steps = atoi(degree);
+  bench_solver_alternatives(be, &opt.solver);
 
   const vox_grid *g = &model.grid;
   const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
   printf("cantilever %lldx%lldx%lld: %lld elements, %lld dofs, %d load case(s); multigrid "
-         "(%d levels, Chebyshev degree %d), %s precision, K u kernel %s\n",
+         "(%d levels, %s-cycle, Chebyshev degree %d), %s precision, K u kernel %s%s\n",
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
          3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
-         opt.solver.smoothing_steps, vox_precision_name(precision), vox_kernel_name(kernel));
+         vox_mg_cycle_name(opt.solver.mg_cycle), opt.solver.smoothing_steps,
+         vox_precision_name(precision), vox_kernel_name(kernel),
+         be->ops->cg_step ? "" : ", CG scalars on the host");
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
          "iterations\n",
          opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
@@ -382,14 +407,16 @@ static int vcycle_mode(int argc, char **argv) {
   vox_solver_options so;
   vox_solver_options_default(&so);
   so.precision = precision;
+  bench_solver_alternatives(be, &so);
   vox_multigrid *mg;
   if (vox_mg_create(be, fem->op, &fem->grid, 3, fem->jacobi_bound, &so, &mg)) die(ctx, "multigrid");
   vox_vec *r = &fem->pcg.r, *z = &fem->pcg.z;
   vox_vec *const work[4] = {r, z, &fem->pcg.p, &fem->pcg.q};
   vox_status st = VOX_OK;
-  printf("V-cycle of the cantilever %dx%dx%d, random densities, %d levels, %s precision, "
+  printf("%s-cycle of the cantilever %dx%dx%d, random densities, %d levels, %s precision, "
          "Chebyshev degree %d\n",
-         nx, nx / 2, nx / 2, mg->n_levels, vox_precision_name(precision), so.smoothing_steps);
+         vox_mg_cycle_name(so.mg_cycle), nx, nx / 2, nx / 2, mg->n_levels,
+         vox_precision_name(precision), so.smoothing_steps);
   const double setup = TIME_PER_CALL(be, 3, st |= vox_mg_setup(mg, &fem->inv_diag, work));
   /* its parts, recomputed from the same moduli (the same values again) */
   const int last = mg->n_levels - 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
-#   bench/cuda-benchmarks.sh BIN_DIR [kernel|cantilever256|cantilever512|bridge]...
+#   bench/cuda-benchmarks.sh BIN_DIR
+#     [kernel|vcycle|cantilever256|cycles256|cantilever512|bridge]...
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
 # prints its own table; nothing is written but under $OUT (when set).
 set -euo pipefail
@@ -18,6 +19,11 @@ for part in "$@"; do
   cantilever256)
     for p in mixed double; do
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 ${ITER256:-100} $p
+    done ;;
+  cycles256) # the default W-cycle against the V-cycle, and CG's scalars on the host
+    for env in VOXFE_BENCH_MG_CYCLE=w VOXFE_BENCH_MG_CYCLE=v VOXFE_BENCH_HOST_SCALARS=1; do
+      env $env "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
+        256 ${ITER256:-100} mixed
     done ;;
   cantilever512)
     "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 512 ${ITER512:-10} mixed ;;

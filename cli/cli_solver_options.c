@@ -30,6 +30,18 @@ void cli_format_smoother(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_smoother_name(*(const vox_smoother *)value));
 }
 
+int cli_parse_mg_cycle(const char *what, const char *text, void *value) {
+  if (vox_mg_cycle_parse(text, value) != 0) {
+    cli_error("%s: expected w or v, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+void cli_format_mg_cycle(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_mg_cycle_name(*(const vox_mg_cycle *)value));
+}
+
 int cli_parse_precision(const char *what, const char *text, void *value) {
   if (vox_precision_parse(text, value) != 0) {
     cli_error("%s: expected double or mixed, got '%s'", what, text);

@@ -17,6 +17,8 @@ int cli_parse_preconditioner(const char *what, const char *text, void *value);
 void cli_format_preconditioner(const void *value, char *buf, size_t size);
 int cli_parse_smoother(const char *what, const char *text, void *value);
 void cli_format_smoother(const void *value, char *buf, size_t size);
+int cli_parse_mg_cycle(const char *what, const char *text, void *value);
+void cli_format_mg_cycle(const void *value, char *buf, size_t size);
 int cli_parse_precision(const char *what, const char *text, void *value);
 void cli_format_precision(const void *value, char *buf, size_t size);
 int cli_parse_kernel(const char *what, const char *text, void *value);
@@ -51,6 +53,10 @@ void cli_format_device(const void *value, char *buf, size_t size);
    .flags = CLI_RECORD,                                                                          \
    .help = "multigrid levels, 0 to choose from the grid (coarsest level of at most 6000 "        \
            "unknowns, solved directly)"},                                                        \
+  {.name = "mg-cycle", .arg = "C", .kind = CLI_CUSTOM,                                           \
+   .offset = offsetof(TYPE, SOLVER.mg_cycle), .flags = CLI_RECORD,                               \
+   .help = "multigrid cycle: w (levels 2 and deeper cycled twice) or v",                         \
+   .parse = cli_parse_mg_cycle, .format = cli_format_mg_cycle},                                  \
   {.name = "precision", .arg = "P", .kind = CLI_CUSTOM,                                          \
    .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \
    .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "    \

@@ -256,6 +256,220 @@ static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_
   return reduce(be, x->n, abs_diff_term{x->data, y->data}, max_op{}, out);
 }
 
+/* ---- the smoother bound's Lanczos steps, scalars on the device ------------- */
+
+/* stencil_lanczos keeps CG's scalars in cs->lanczos: rz, the current step's
+ * alpha and beta, whether every step so far was sound, then alpha, beta of
+ * each step. Each step is the host loop of multigrid.c with the same
+ * kernels' arithmetic (the same two-stage sums), so the estimates are
+ * those of that loop, but no step waits for the host: 16 steps on each
+ * coarse level were 32 round trips a level, and on the small levels the
+ * steps are nothing but latency. */
+enum { LZ_RZ, LZ_ALPHA, LZ_BETA, LZ_OK, LZ_STEPS };
+enum { LZ_SCALARS = LZ_STEPS + 3 * VOX_LANCZOS_MAX_STEPS };
+
+/* Stage 2 of a reduction whose result stays on the device: `post` takes
+ * the sum in thread 0. */
+template <class Post> static __global__ void reduce_final_post(double *partials, Post post) {
+  double v = 0;
+  for (int i = threadIdx.x; i < REDUCE_BLOCKS; i += REDUCE_THREADS) v += partials[i];
+  v = block_reduce(v, sum_op{});
+  if (threadIdx.x == 0) post(v);
+}
+
+struct lanczos_start {
+  double *s;
+  __device__ void operator()(double rz) const { s[LZ_RZ] = rz, s[LZ_OK] = 1; }
+};
+/* after p.q of step k: the step is sound while p.q > 0 and r.z > 0 */
+struct lanczos_alpha {
+  double *s;
+  int k;
+  __device__ void operator()(double pq) const {
+    const double rz = s[LZ_RZ];
+    const bool ok = s[LZ_OK] != 0 && pq > 0 && rz > 0;
+    s[LZ_OK] = ok;
+    s[LZ_ALPHA] = ok ? rz / pq : 0;
+    s[LZ_STEPS + k] = s[LZ_ALPHA];
+    s[LZ_STEPS + 2 * VOX_LANCZOS_MAX_STEPS + k] = ok;
+  }
+};
+/* after the new r.z of step k */
+struct lanczos_beta {
+  double *s;
+  int k;
+  __device__ void operator()(double rz_new) const {
+    const bool ok = s[LZ_OK] != 0;
+    s[LZ_BETA] = ok ? rz_new / s[LZ_RZ] : 0;
+    s[LZ_STEPS + VOX_LANCZOS_MAX_STEPS + k] = s[LZ_BETA];
+    if (ok) s[LZ_RZ] = rz_new;
+  }
+};
+
+/* r += (-alpha) q, z = r .* w, summing r.z: vec_axpy, vec_mult and vec_dot
+ * of the host loop in one pass, alpha read on the device */
+struct lanczos_update_term {
+  double *r, *z;
+  const double *q, *w, *s;
+  __device__ double operator()(size_t i) const {
+    const double a = -s[LZ_ALPHA];
+    r[i] += a * q[i];
+    const double ri = r[i], zi = ri * w[i];
+    z[i] = zi;
+    return ri * zi;
+  }
+};
+
+/* p = z + beta p, beta read on the device (vec_xpay) */
+static __global__ void lanczos_xpay_kernel(double *__restrict__ p, const double *__restrict__ z,
+                                           const double *__restrict__ s, size_t n) {
+  const double beta = s[LZ_BETA];
+  VOX_GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
+}
+
+template <class Term, class Post>
+static vox_status reduce_on_device(vox_backend *be, size_t n, Term term, Post post) {
+  vox_cuda_state *cs = vox_cuda(be);
+  reduce_partials<<<REDUCE_BLOCKS, REDUCE_THREADS>>>(n, term, sum_op{}, cs->partials);
+  reduce_final_post<<<1, REDUCE_THREADS>>>(cs->partials, post);
+  CUDA_LAUNCHED(be, "a reduction on the device");
+  return VOX_OK;
+}
+
+static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_vec *inv_diag,
+                                  uint64_t seed, int steps, vox_vec *r, vox_vec *z, vox_vec *p,
+                                  vox_vec *q, double *alpha, double *beta, int *done) {
+  vox_cuda_state *cs = vox_cuda(be);
+  *done = 0;
+  if (steps < 0 || steps > VOX_LANCZOS_MAX_STEPS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: %d steps", steps);
+  if (!cs->lanczos)
+    TRY(vox_cuda_alloc(be, (void **)&cs->lanczos, LZ_SCALARS * sizeof(double),
+                       "the Lanczos steps' scalars"));
+  double *s = cs->lanczos;
+  const size_t n = r->n;
+  TRY(vec_random(be, r, seed));
+  TRY(vec_mult(be, z, r, inv_diag));
+  TRY(vec_copy(be, p, z));
+  TRY(reduce_on_device(be, n, dot_term{r->data, z->data}, lanczos_start{s}));
+  for (int k = 0; k < steps; k++) {
+    TRY(vox_cuda_stencil_apply(be, st, p, q));
+    TRY(reduce_on_device(be, n, dot_term{p->data, q->data}, lanczos_alpha{s, k}));
+    TRY(reduce_on_device(be, n, lanczos_update_term{r->data, z->data, q->data, inv_diag->data, s},
+                         lanczos_beta{s, k}));
+    lanczos_xpay_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(p->data, z->data, s, n);
+    CUDA_LAUNCHED(be, "a Lanczos step");
+  }
+  double host[LZ_SCALARS];
+  CUDA_TRY(be, cudaMemcpy(host, s, sizeof host, cudaMemcpyDeviceToHost),
+           "reading the Lanczos steps");
+  int k = 0;
+  while (k < steps && host[LZ_STEPS + 2 * VOX_LANCZOS_MAX_STEPS + k] != 0) {
+    alpha[k] = host[LZ_STEPS + k];
+    beta[k] = host[LZ_STEPS + VOX_LANCZOS_MAX_STEPS + k];
+    k++;
+  }
+  *done = k;
+  return VOX_OK;
+}
+
+/* ---- conjugate gradients with its scalars on the device -------------------- */
+
+/* cs->cg: rz, then pq and rr (read back together with rz by cg_step), alpha,
+ * whether the step is sound, beta. The kernels are those of pcg.c's host
+ * loop (the same two-stage sums, the same update term), so the iterates are
+ * the same; only the waits for the host go: p.q's and r.z's. */
+enum { CG_RZ, CG_PQ, CG_RR, CG_ALPHA, CG_OK, CG_BETA, CG_SCALARS };
+
+static vox_status cg_scalars(vox_backend *be, double **s) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (!cs->cg)
+    TRY(vox_cuda_alloc(be, (void **)&cs->cg, CG_SCALARS * sizeof(double), "CG's scalars"));
+  *s = cs->cg;
+  return VOX_OK;
+}
+
+struct cg_keep_rz {
+  double *s;
+  __device__ void operator()(double rz) const { s[CG_RZ] = rz; }
+};
+struct cg_alpha {
+  double *s;
+  __device__ void operator()(double pq) const {
+    const double rz = s[CG_RZ];
+    const bool ok = pq > 0 && rz > 0;
+    s[CG_PQ] = pq;
+    s[CG_OK] = ok;
+    s[CG_ALPHA] = ok ? rz / pq : 0;
+  }
+};
+struct cg_keep_rr {
+  double *s;
+  __device__ void operator()(double rr) const { s[CG_RR] = rr; }
+};
+struct cg_beta {
+  double *s;
+  __device__ void operator()(double rz_new) const {
+    s[CG_BETA] = rz_new / s[CG_RZ];
+    s[CG_RZ] = rz_new;
+  }
+};
+
+/* cg_update_term with alpha read on the device, and no update where the
+ * step is not sound */
+struct cg_step_term {
+  double *x, *r;
+  const double *p, *q, *s;
+  __device__ double operator()(size_t i) const {
+    if (s[CG_OK] == 0) return r[i] * r[i];
+    const double alpha = s[CG_ALPHA];
+    x[i] += alpha * p[i];
+    const double ri = r[i] - alpha * q[i];
+    r[i] = ri;
+    return ri * ri;
+  }
+};
+
+/* p = z + beta p (vec_xpay), beta read on the device */
+static __global__ void cg_xpay_kernel(double *__restrict__ p, const double *__restrict__ z,
+                                      const double *__restrict__ s, size_t n) {
+  const double beta = s[CG_BETA];
+  VOX_GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
+}
+
+static vox_status cg_begin(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p,
+                           double *rz) {
+  double *s;
+  TRY(cg_scalars(be, &s));
+  TRY(vec_copy(be, p, z));
+  TRY(reduce_on_device(be, r->n, dot_term{r->data, z->data}, cg_keep_rz{s}));
+  CUDA_TRY(be, cudaMemcpy(rz, s + CG_RZ, sizeof *rz, cudaMemcpyDeviceToHost), "reading r.z");
+  return VOX_OK;
+}
+
+static vox_status cg_step(vox_backend *be, vox_vec *x, vox_vec *r, const vox_vec *p,
+                          const vox_vec *q, double *pq, double *rz, double *rr) {
+  double *s, host[3];
+  TRY(cg_scalars(be, &s));
+  TRY(reduce_on_device(be, p->n, dot_term{p->data, q->data}, cg_alpha{s}));
+  TRY(reduce_on_device(be, x->n, cg_step_term{x->data, r->data, p->data, q->data, s},
+                       cg_keep_rr{s}));
+  static_assert(CG_RZ + 1 == CG_PQ && CG_PQ + 1 == CG_RR, "read back together");
+  CUDA_TRY(be, cudaMemcpy(host, s + CG_RZ, sizeof host, cudaMemcpyDeviceToHost),
+           "reading CG's step");
+  *rz = host[0], *pq = host[1], *rr = host[2];
+  return VOX_OK;
+}
+
+static vox_status cg_direction(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p) {
+  double *s;
+  TRY(cg_scalars(be, &s));
+  TRY(reduce_on_device(be, r->n, dot_term{r->data, z->data}, cg_beta{s}));
+  cg_xpay_kernel<<<vox_cuda_grid(p->n), VOX_CUDA_THREADS>>>(p->data, z->data, s, p->n);
+  CUDA_LAUNCHED(be, "CG's direction");
+  return VOX_OK;
+}
+
 /* ---- the backend ---------------------------------------------------------- */
 
 static vox_status synchronize(vox_backend *be) {
@@ -274,6 +488,8 @@ static void destroy(vox_backend *be) {
     vox_cuda_coarse_solver_free(be);
     vox_cuda_free(cs->partials);
     vox_cuda_free(cs->oc_partial);
+    vox_cuda_free(cs->lanczos);
+    vox_cuda_free(cs->cg);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     vox_backend_destroy(cs->host);
     free(cs);
@@ -305,6 +521,9 @@ static vox_backend_ops make_ops(void) {
   o.smoother_step = smoother_step;
   o.vec_dot = vec_dot;
   o.cg_update = cg_update;
+  o.cg_begin = cg_begin;
+  o.cg_step = cg_step;
+  o.cg_direction = cg_direction;
   o.sparse = &vox_cuda_sparse_ops;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;
@@ -337,6 +556,7 @@ static vox_backend_ops make_ops(void) {
   o.stencil_smooth = vox_cuda_stencil_smooth;
   o.stencil_residual = vox_cuda_stencil_residual;
   o.stencil_diagonal = vox_cuda_stencil_diagonal;
+  o.stencil_lanczos = stencil_lanczos;
   o.stencil_factor = vox_cuda_stencil_factor;
   o.stencil_solve = vox_cuda_stencil_solve;
   o.restrict_residual = vox_cuda_restrict_residual;

@@ -30,6 +30,8 @@ typedef struct vox_cuda_state {
   vox_stencil *factor_pending; /* the stencil whose factorisation they belong to, until
                                 * its status is read: one at a time */
   double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
+  double *lanczos;       /* device: stencil_lanczos's scalars (cuda_backend.cu) */
+  double *cg;            /* device: cg_begin/cg_step/cg_direction's scalars (likewise) */
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }

@@ -16,9 +16,9 @@
  * The factorisation runs on a stream of its own, after an event that marks
  * the Galerkin product of the level: multigrid setup factors the coarsest
  * level before it estimates the smoothers' bounds, whose Lanczos steps on
- * the small coarse levels are bound by launch latency and host round trips
- * and leave the device mostly idle, so the 4131-unknown factorisation (6.7
- * ms on the H100) runs under them. Its status is read, and the legacy
+ * the small coarse levels are bound by launch latency and leave the device
+ * mostly idle, so the 4131-unknown factorisation (6.9 ms on the H100) runs
+ * under them (and under the rest of the setup). Its status is read, and the legacy
  * stream made to wait for it, by the first solve (or anything that writes
  * the stencil again: vox_cuda_stencil_factor_wait).
  * A larger coarse level (a small --mg-levels) goes through the CPU backend

@@ -163,6 +163,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
 
   /* phase 0: the fine nodes' flags and the fine elements' moduli, then which
    * elements have a fixed dof */
+  int staged_fixed = 0; /* this thread staged a fixed dof */
   for (int idx = threadIdx.x; idx < S::SPAN_NODES + S::SPAN_ELEMENTS; idx += S::THREADS) {
     if (idx < S::SPAN_NODES) {
       const int64_t i = fi + idx % WN, j = fj + idx / WN % 5, k = fk + idx / (WN * 5);
@@ -174,6 +175,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
         any |= f;
       }
       s_node_any[idx] = any != 0;
+      staged_fixed |= any;
     } else {
       const int l = idx - S::SPAN_NODES;
       const int64_t i = fi + l % WE, j = fj + l / WE % 4, k = fk + l / (WE * 4);
@@ -181,7 +183,9 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
       s_m[l] = inside ? moduli[(k * ny + j) * nx + i] : 0.0;
     }
   }
-  __syncthreads();
+  /* whether the block's neighbourhood holds a fixed dof at all (only next
+   * to supports): R (I - D) P below adds nothing elsewhere */
+  const int any_fixed = __syncthreads_or(staged_fixed);
   for (int l = threadIdx.x; l < S::SPAN_ELEMENTS; l += S::THREADS) {
     const int x = l % WE, y = l / WE % 4, z = l / (WE * 4);
     int any = 0;
@@ -231,7 +235,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
      * parents include Q, i.e. a within 2Q-1..2Q+1 too (fixed_identity_row):
      * along an axis with offset 0, d = -1..1 and a is 2Q + d; with offset
      * +-1, only d = t, where a is 2Q - t. */
-    if (rr == cc) {
+    if (rr == cc && any_fixed) {
       for (int dk = t[2] ? t[2] : -1; dk <= (t[2] ? t[2] : 1); dk++) {
         const int64_t k = 2 * P[2] + dk;
         if (k < 0 || k >= pz) continue;

@@ -789,9 +789,10 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
 
 /* ---- fused fine-level steps of the multigrid (op_smooth, op_residual) ---- */
 
-/* nbn with the epilogue in the kernel (elasticity with the mirrored Ke:
- * the multigrid's fine level on every voxfe grid); any other operator
- * stores its product in out and finishes in a second pass. On an H100 at
+/* nbn with the epilogue in the kernel (elasticity with the mirrored Ke and
+ * no springs: the multigrid's fine level on every voxfe grid but a
+ * mechanism's); any other operator stores its product in out (springs
+ * included) and finishes in a second pass. On an H100 at
  * 256 x 128 x 128 (docs/benchmarks.md): a single-precision smoothing step
  * fused 0.422 ms, in two passes 0.545 ms; the residual fused 0.332 ms in
  * single and 0.500 ms in double, in two passes 0.565 ms in double; but the
@@ -807,7 +808,9 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   TRY(load_ke(be, op, &mirrored));
   const int full = (flags & VOX_APPLY_FULL) != 0;
   const bool single = (flags & VOX_APPLY_SINGLE) != 0;
-  if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored &&
+  /* springs (mechanisms) are added by op_apply's own pass, which the fused
+   * kernel would have to follow: such an operator takes the two passes */
+  if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH)) {
     const grid_dims g = dims_of(op);
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);

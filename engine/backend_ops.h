@@ -118,6 +118,9 @@ static inline double vox_hash_uniform(uint64_t seed, uint64_t i) {
  *                    and compute in double. */
 enum { VOX_APPLY_FULL = 1, VOX_APPLY_SINGLE = 2 };
 
+/* The most steps stencil_lanczos takes in one call. */
+enum { VOX_LANCZOS_MAX_STEPS = 64 };
+
 /* Trial multipliers per pass of oc_volumes. */
 enum { VOX_OC_LAMBDAS = 32 };
 
@@ -167,6 +170,22 @@ typedef struct vox_backend_ops {
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
                           const vox_vec *p, const vox_vec *q, double *rr);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  /* Optional, all three or none (NULL: pcg.c keeps CG's scalars on the
+   * host): conjugate gradients with its scalars kept where the vectors are,
+   * so that an iteration waits for the host once, for its convergence test,
+   * instead of after each of its three reductions; the same arithmetic as
+   * pcg.c's loop, with the scalars in double.
+   *   cg_begin:     p = z, and rz = r.z, kept and returned;
+   *   cg_step:      pq = p.q; the step is sound while pq > 0 and rz > 0, and
+   *                 then x += alpha p, r -= alpha q with alpha = rz / pq (x
+   *                 and r stay otherwise); returns pq, the rz it used and
+   *                 rr = r.r;
+   *   cg_direction: rz' = r.z, p = z + (rz' / rz) p, and rz = rz' kept. */
+  vox_status (*cg_begin)(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p,
+                         double *rz);
+  vox_status (*cg_step)(vox_backend *be, vox_vec *x, vox_vec *r, const vox_vec *p,
+                        const vox_vec *q, double *pq, double *rz, double *rr);
+  vox_status (*cg_direction)(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p);
 
   /* The matrix-free operator K = sum_e modulus_e * Ke over the grid. */
   vox_status (*op_create)(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
@@ -293,6 +312,17 @@ typedef struct vox_backend_ops {
   vox_status (*stencil_residual)(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                  const vox_vec *x, vox_vec *r);
   vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
+  /* Optional (NULL: multigrid.c runs the steps through the operations
+   * above): the Lanczos steps of the smoother's eigenvalue estimate on a
+   * stencil, i.e. up to `steps` steps of Jacobi-preconditioned CG on A from
+   * r = vec_random(seed), z = inv_diag .* r, p = z, in the same arithmetic
+   * as multigrid.c's loop, with the scalars kept where the vectors are and
+   * read back once. Gives CG's alpha[j] and beta[j] for j < *done, where
+   * *done stops at the first step with p.q <= 0 or r.z <= 0 (steps <=
+   * VOX_LANCZOS_MAX_STEPS). r, z, p and q are work vectors of the level. */
+  vox_status (*stencil_lanczos)(vox_backend *be, vox_stencil *st, const vox_vec *inv_diag,
+                                uint64_t seed, int steps, vox_vec *r, vox_vec *z, vox_vec *p,
+                                vox_vec *q, double *alpha, double *beta, int *done);
   /* Direct solve of the coarsest level: factor after each Galerkin update,
    * then solve A x = b. */
   vox_status (*stencil_factor)(vox_backend *be, vox_stencil *st);

@@ -1,10 +1,10 @@
-/* Geometric multigrid V-cycle as a PCG preconditioner (seed 000 section 4.1,
- * seed 004 section 3): nested grids of vox_grid_coarsen, Galerkin coarse
- * operators R A P kept as 27-block stencils, damped Jacobi or Chebyshev
- * smoothing, and a direct solve on the coarsest level. This file decides;
- * the backend computes. Pre- and post-smoothing are the same symmetric
- * smoother from a zero start, so the V-cycle is a symmetric operator, as
- * conjugate gradients require. */
+/* Geometric multigrid V- or W-cycle as a PCG preconditioner (seed 000
+ * section 4.1, seed 004 section 3): nested grids of vox_grid_coarsen,
+ * Galerkin coarse operators R A P kept as 27-block stencils, damped Jacobi
+ * or Chebyshev smoothing, and a direct solve on the coarsest level. This
+ * file decides; the backend computes. Pre- and post-smoothing are the same
+ * symmetric smoother, so the cycle is a symmetric operator, as conjugate
+ * gradients require. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,8 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
  * the V-cycle indefinite (seen on a 128 x 64 x 64 cantilever). Lanczos
  * converges to the extreme eigenvalue far faster. */
 enum { LANCZOS_STEPS = 16 };
+_Static_assert((int)LANCZOS_STEPS <= (int)VOX_LANCZOS_MAX_STEPS,
+               "stencil_lanczos takes them in one call");
 
 static size_t grid_dofs(const vox_grid *g, int dpn) { return (size_t)vox_grid_nodes(g) * (size_t)dpn; }
 
@@ -193,6 +195,9 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
       if (l > 0) s = be->ops->vec_create(be, n, &lv->r);
       if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->d);
     }
+    /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
+     * and a second visit would only repeat it */
+    lv->visits = options->mg_cycle == VOX_MG_CYCLE_W && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
     g = vox_grid_coarsen(&g);
   }
   if (s == VOX_OK && grid->periodic) s = make_translations(mg);
@@ -259,25 +264,34 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   /* the same start on every run and backend, made on the device */
-  TRY(be->ops->vec_random(be, r, 0x9e3779b97f4a7c15u));
-  TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
-  TRY(be->ops->vec_copy(be, p, z));
-  double rz, alpha[LANCZOS_STEPS], beta[LANCZOS_STEPS], diag[LANCZOS_STEPS], off[LANCZOS_STEPS];
-  TRY(be->ops->vec_dot(be, r, z, &rz));
+  const uint64_t seed = 0x9e3779b97f4a7c15u;
+  double alpha[LANCZOS_STEPS], beta[LANCZOS_STEPS], diag[LANCZOS_STEPS], off[LANCZOS_STEPS];
   int steps = 0;
-  while (steps < LANCZOS_STEPS) {
-    double pq, rz_new;
-    TRY(level_apply(mg, l, p, q));
-    TRY(be->ops->vec_dot(be, p, q, &pq));
-    if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
-    alpha[steps] = rz / pq;
-    TRY(be->ops->vec_axpy(be, r, -alpha[steps], q));
+  if (l > 0 && be->ops->stencil_lanczos) {
+    /* the same steps with the scalars on the device: no host round trip
+     * per step (on the small levels the steps are all latency) */
+    TRY(be->ops->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p, q,
+                                 alpha, beta, &steps));
+  } else {
+    double rz;
+    TRY(be->ops->vec_random(be, r, seed));
     TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
-    TRY(be->ops->vec_dot(be, r, z, &rz_new));
-    beta[steps] = rz_new / rz;
-    TRY(be->ops->vec_xpay(be, p, beta[steps], z));
-    rz = rz_new;
-    steps++;
+    TRY(be->ops->vec_copy(be, p, z));
+    TRY(be->ops->vec_dot(be, r, z, &rz));
+    while (steps < LANCZOS_STEPS) {
+      double pq, rz_new;
+      TRY(level_apply(mg, l, p, q));
+      TRY(be->ops->vec_dot(be, p, q, &pq));
+      if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
+      alpha[steps] = rz / pq;
+      TRY(be->ops->vec_axpy(be, r, -alpha[steps], q));
+      TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
+      TRY(be->ops->vec_dot(be, r, z, &rz_new));
+      beta[steps] = rz_new / rz;
+      TRY(be->ops->vec_xpay(be, p, beta[steps], z));
+      rz = rz_new;
+      steps++;
+    }
   }
   if (steps == 0)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -383,24 +397,31 @@ static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, con
   return be->ops->stencil_residual(be, mg->level[l].stencil, b, x, r);
 }
 
-/* x = V-cycle(b) on level l, from x = 0 (x's old values are never read).
- * Every product is fused with what follows it (level_smooth,
- * level_residual), so no product goes to memory. A fused step writes a new
- * iterate beside the one its product reads, so the iterate alternates
- * between x and the level's residual vector r, which the fused steps do not
- * otherwise need (on level 0, CG's q, lent): the zero start writes r, each
- * of the 2s - 1 later steps swaps, and an odd number of swaps ends in x.
- * The residual before the restriction goes into whichever is free. */
-static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x) {
+/* x = cycle(b) on level l. From x = 0 (warm = 0: x's old values are never
+ * read), or from the x given (warm = 1: x + cycle(b - A x), the second
+ * visit of a W-cycle). Every product is fused with what follows it
+ * (level_smooth, level_residual), so no product goes to memory. A fused
+ * step writes a new iterate beside the one its product reads, so the
+ * iterate alternates between x and the level's residual vector r, which the
+ * fused steps do not otherwise need (on level 0, CG's q, lent): the zero
+ * start writes r and each of the 2s - 1 later steps swaps, a warm start
+ * swaps 2s times from x: either way it ends in x. The residual before the
+ * restriction goes into whichever is free. The coarser level is cycled
+ * `visits` times (1: a V-cycle, 2: a W-cycle below this level), each
+ * visit after the first from the iterate of the one before; the same
+ * linear, symmetric smoothing on the way down and up keeps the cycle
+ * symmetric, as conjugate gradients require. */
+static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, int warm) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
   vox_mg_level *coarse = &mg->level[l + 1];
-  vox_vec *cur = &lv->r, *other = x, *t;
+  vox_vec *cur = warm ? x : &lv->r, *other = warm ? &lv->r : x, *t;
   smoothing s = smoothing_start(mg, l);
-  TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
-  for (int k = 1; k < mg->options.smoothing_steps; k++) {
-    smoothing_next(mg, &s);
+  if (!warm)
+    TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
+  for (int k = warm ? 0 : 1; k < mg->options.smoothing_steps; k++) {
+    if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;
   }
@@ -409,7 +430,7 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
   /* a periodic hierarchy's coarsest solve sees no rigid translations */
   const int coarsest = l + 1 == mg->n_levels - 1;
   if (coarsest) TRY(remove_translations(mg, &coarse->b));
-  TRY(vcycle(mg, l + 1, &coarse->b, &coarse->x));
+  for (int v = 0; v < coarse->visits; v++) TRY(cycle(mg, l + 1, &coarse->b, &coarse->x, v > 0));
   if (coarsest) TRY(remove_translations(mg, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
   s = smoothing_start(mg, l);
@@ -422,5 +443,5 @@ static vox_status vcycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x)
 }
 
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
-  return vcycle(mg, 0, r, z);
+  return cycle(mg, 0, r, z, 0);
 }

@@ -1,5 +1,5 @@
 /* Geometric multigrid preconditioner (private): the hierarchy of nested grids
- * with Galerkin coarse operators, and one V-cycle as the preconditioner of
+ * with Galerkin coarse operators, and one V- or W-cycle as the preconditioner of
  * PCG. Host code only: every step is a backend operation. */
 #ifndef VOXFE_MULTIGRID_H
 #define VOXFE_MULTIGRID_H
@@ -14,6 +14,7 @@ typedef struct vox_mg_level {
   vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work;
                               on level 0 r is lent by the caller */
   double lambda_max;       /* estimate of the largest eigenvalue of D^-1 A */
+  int visits;              /* cycles of this level per visit of the finer one (W: 2) */
 } vox_mg_level;
 
 typedef struct vox_multigrid {
@@ -58,7 +59,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
  * coarse levels' vectors (not during a V-cycle). Does nothing on other
  * grids. */
 vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v);
-/* z = one V-cycle applied to r (z need not be zero on entry). */
+/* z = one cycle (options.mg_cycle) applied to r (z need not be zero on entry). */
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
 
 #endif

@@ -1,8 +1,10 @@
 /* Preconditioned conjugate gradients against the backend interface: it calls
  * only the operator, the Jacobi scaling, axpy-type updates (those of x and r
  * fused with r.r: cg_update) and dot products, so it runs unchanged on every
- * backend. A solve that fails to converge returns VOX_OK with a reason; only
- * backend failures are errors. */
+ * backend; a backend that keeps CG's scalars itself (cg_begin, cg_step,
+ * cg_direction) does the same arithmetic with one wait for the host per
+ * iteration. A solve that fails to converge returns VOX_OK with a reason;
+ * only backend failures are errors. */
 #include <math.h>
 #include <string.h>
 
@@ -52,8 +54,15 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
   TRY(o->vec_xpay(be, &w->r, -1, b));
   TRY(o->vec_dot(be, &w->r, &w->r, &rr));
   TRY(pc->apply(pc->self, &w->r, &w->z));         /* z <- M^-1 r */
-  TRY(o->vec_copy(be, &w->p, &w->z));             /* p <- z */
-  TRY(o->vec_dot(be, &w->r, &w->z, &rz));
+  /* the backend's scalars on the device, where it has them: the same
+   * iterates, one wait for the host per iteration instead of three */
+  const int device_scalars = o->cg_begin && o->cg_step && o->cg_direction;
+  if (device_scalars) {
+    TRY(o->cg_begin(be, &w->r, &w->z, &w->p, &rz)); /* p <- z, rz kept there */
+  } else {
+    TRY(o->vec_copy(be, &w->p, &w->z));           /* p <- z */
+    TRY(o->vec_dot(be, &w->r, &w->z, &rz));
+  }
 
   int k = 0;
   while (sqrt(rr) > target && k < options->max_iterations) {
@@ -62,17 +71,30 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
       break;
     }
     TRY(o->op_apply(be, op, &w->p, &w->q, 0));    /* q <- A p */
-    TRY(o->vec_dot(be, &w->p, &w->q, &pq));
+    if (device_scalars) /* the step below, which leaves x and r where it stops */
+      TRY(o->cg_step(be, x, &w->r, &w->p, &w->q, &pq, &rz, &rr));
+    else
+      TRY(o->vec_dot(be, &w->p, &w->q, &pq));
     if (!(pq > 0) || !(rz > 0)) {
-      result->reason = isfinite(pq) ? VOX_DIVERGED_INDEFINITE : VOX_DIVERGED_NAN;
+      result->reason = isfinite(pq) && isfinite(rz) ? VOX_DIVERGED_INDEFINITE : VOX_DIVERGED_NAN;
       break;
     }
-    const double alpha = rz / pq;
-    TRY(o->cg_update(be, x, &w->r, alpha, &w->p, &w->q, &rr)); /* x += alpha p, r -= alpha q */
+    if (!device_scalars) {
+      const double alpha = rz / pq;
+      TRY(o->cg_update(be, x, &w->r, alpha, &w->p, &w->q, &rr)); /* x += alpha p, r -= alpha q */
+    }
+    if (sqrt(rr) <= target) { /* converged: no preconditioner for a next step */
+      k++;
+      break;
+    }
     TRY(pc->apply(pc->self, &w->r, &w->z));       /* z <- M^-1 r */
-    rz_old = rz;
-    TRY(o->vec_dot(be, &w->r, &w->z, &rz));
-    TRY(o->vec_xpay(be, &w->p, rz / rz_old, &w->z)); /* p <- z + beta p */
+    if (device_scalars) {
+      TRY(o->cg_direction(be, &w->r, &w->z, &w->p)); /* p <- z + beta p */
+    } else {
+      rz_old = rz;
+      TRY(o->vec_dot(be, &w->r, &w->z, &rz));
+      TRY(o->vec_xpay(be, &w->p, rz / rz_old, &w->z)); /* p <- z + beta p */
+    }
     k++;
   }
   result->iterations = k;

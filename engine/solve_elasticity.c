@@ -17,12 +17,14 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
+  options->mg_cycle = VOX_MG_CYCLE_W; /* fastest on the H100: docs/benchmarks.md */
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
 static const char *const smoother_names[] = {"jacobi", "chebyshev"};
 static const char *const precision_names[] = {"double", "mixed"};
 static const char *const storage_names[] = {"auto", "full", "sparse"};
+static const char *const mg_cycle_names[] = {"v", "w"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -81,6 +83,16 @@ const char *vox_convergence_string(vox_convergence reason) {
   return "unknown";
 }
 
+const char *vox_mg_cycle_name(vox_mg_cycle cycle) {
+  return (unsigned)cycle < 2 ? mg_cycle_names[cycle] : "unknown";
+}
+
+int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle) {
+  int i = parse_name(text, mg_cycle_names, 2);
+  if (i >= 0) *cycle = (vox_mg_cycle)i;
+  return i >= 0 ? 0 : -1;
+}
+
 vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *o) {
 #define REQUIRE(cond, ...)                                                        \
   if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
@@ -94,6 +106,7 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);
   REQUIRE((unsigned)o->storage <= VOX_STORAGE_SPARSE, "unknown storage %d", (int)o->storage);
+  REQUIRE((unsigned)o->mg_cycle <= VOX_MG_CYCLE_W, "unknown multigrid cycle %d", (int)o->mg_cycle);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
 #undef REQUIRE

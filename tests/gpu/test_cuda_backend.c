@@ -1,11 +1,12 @@
 /* The CUDA backend against the CPU backend, operation by operation, on the
- * same random input: vectors and reductions, the matrix-free operator in
- * every K u variant (elasticity and conduction, odd grid sizes, zero and
- * 1e-9 moduli, random fixed dofs) and the multigrid's fused fine-level
- * steps built on it, SIMP and OC kernels, the filters (plain and periodic),
- * the symmetry orbit means, and the
- * multigrid pieces (Galerkin stencils in double and mixed precision,
- * stencil products, transfers, coarse factor and solve).
+ * same random input: vectors and reductions (CG's steps with their scalars
+ * on the device too), the matrix-free operator in every K u variant
+ * (elasticity and conduction, odd grid sizes, zero and 1e-9 moduli, random
+ * fixed dofs, springs) and the multigrid's fused fine-level steps built on
+ * it, SIMP and OC kernels, the filters (plain and periodic), the symmetry
+ * orbit means, and the multigrid pieces (Galerkin stencils in double and
+ * mixed precision, stencil products, the smoother bound's Lanczos steps,
+ * transfers, coarse factor and solve).
  *
  * Every check prints one line with the measured difference
  *   max |cuda - cpu| / max |cpu|
@@ -283,6 +284,53 @@ static void test_vectors(size_t n) {
     }
     pv_destroy(&r);
   }
+  /* CG with its scalars on the device (cg_begin, cg_step, cg_direction)
+   * against pcg.c's host loop on the CPU: p = z and r.z; the step x +=
+   * alpha p, r -= alpha q with alpha = r.z / p.q, and r.r; the direction p
+   * = z + (r.z' / r.z) p; then a step with p.q < 0, which must leave x and
+   * r as they are. z = r .* w and q = p .* w with w > 0 make r.z and p.q
+   * positive. */
+  if (g->cg_begin && g->cg_step && g->cg_direction) {
+    pvec r = {0}, z = {0}, p = {0}, q = {0};
+    double rz_c = 0, rz_g = 0, pq_c = 0, pq_g = 0, rr_c = 0, rr_g = 0, rz2_c = 0;
+    if (pv_create(&r, n) && pv_create(&z, n) && pv_create(&p, n) && pv_create(&q, n) &&
+        pv_random(&r, &seed, -1, 1) && pv_random(&x, &seed, -1, 1) &&
+        pv_random(&w, &seed, 0.5, 2) &&
+        BOTH("cg z", c->vec_mult(cpu, &z.c, &r.c, &w.c), g->vec_mult(gpu, &z.g, &r.g, &w.g)) &&
+        pv_poison(&p) && C_OK("cg_begin", c->vec_copy(cpu, &p.c, &z.c)) &&
+        C_OK("cg_begin", c->vec_dot(cpu, &r.c, &z.c, &rz_c)) &&
+        G_OK("cg_begin", g->cg_begin(gpu, &r.g, &z.g, &p.g, &rz_g))) {
+      pv_check("cg_begin p", &p, TOL);
+      report_scalar("cg_begin r.z", rz_g, rz_c, fabs(rz_c), TOL);
+      if (BOTH("cg q", c->vec_mult(cpu, &q.c, &p.c, &w.c), g->vec_mult(gpu, &q.g, &p.g, &w.g)) &&
+          C_OK("cg_step", c->vec_dot(cpu, &p.c, &q.c, &pq_c)) &&
+          C_OK("cg_step", c->cg_update(cpu, &x.c, &r.c, rz_c / pq_c, &p.c, &q.c, &rr_c)) &&
+          G_OK("cg_step", g->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
+        pv_check("cg_step x", &x, TOL);
+        pv_check("cg_step r", &r, TOL);
+        report_scalar("cg_step p.q", pq_g, pq_c, fabs(pq_c), TOL);
+        report_scalar("cg_step r.z it used", rz_g, rz_c, fabs(rz_c), TOL);
+        report_scalar("cg_step r.r", rr_g, rr_c, fabs(rr_c), TOL);
+      }
+      if (BOTH("cg z", c->vec_mult(cpu, &z.c, &r.c, &w.c), g->vec_mult(gpu, &z.g, &r.g, &w.g)) &&
+          C_OK("cg_direction", c->vec_dot(cpu, &r.c, &z.c, &rz2_c)) &&
+          C_OK("cg_direction", c->vec_xpay(cpu, &p.c, rz2_c / rz_c, &z.c)) &&
+          G_OK("cg_direction", g->cg_direction(gpu, &r.g, &z.g, &p.g)))
+        pv_check("cg_direction p", &p, TOL);
+      if (BOTH("cg q = -p", c->vec_axpby(cpu, &q.c, -1, &p.c, 0),
+               g->vec_axpby(gpu, &q.g, -1, &p.g, 0)) &&
+          G_OK("cg_step p.q < 0", g->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
+        pv_check("cg_step p.q < 0 leaves x", &x, TOL);
+        pv_check("cg_step p.q < 0 leaves r", &r, TOL);
+        if (pq_g < 0)
+          ok_line("cg_step p.q < 0 returns it", 0, 0);
+        else
+          fail_line("cg_step p.q < 0 returns it", "p.q %.17g", pq_g);
+        report_scalar("cg_step p.q < 0: the r.z of cg_direction", rz_g, rz2_c, fabs(rz2_c), TOL);
+      }
+    }
+    pv_destroy(&r), pv_destroy(&z), pv_destroy(&p), pv_destroy(&q);
+  }
   if (BOTH("vec_dot x.x", c->vec_dot(cpu, &x.c, &x.c, &b), g->vec_dot(gpu, &x.g, &x.g, &a)))
     report_scalar("vec_dot x.x", a, b, fabs(b), TOL);
   xx = b;
@@ -357,8 +405,11 @@ static vox_operator_desc problem_desc(const problem *p) {
       .grid = p->grid, .dofs_per_node = p->dpn, .ke = p->ke, .dof_fixed = p->fixed};
 }
 
-static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
-  snprintf(where, sizeof where, "%s dpn=%d", grid_text(grid), dpn);
+/* With `springs`, three free dofs get springs to ground (a mechanism's
+ * input and output): every product, the diagonal and the fused multigrid
+ * steps must include them. */
+static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int springs) {
+  snprintf(where, sizeof where, "%s dpn=%d%s", grid_text(grid), dpn, springs ? " springs" : "");
   const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
   problem p;
   pvec mod, mod2, x, x2, y, d, en, sw, sd;
@@ -367,7 +418,15 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed) {
   memset(&x2, 0, sizeof x2), memset(&y, 0, sizeof y), memset(&d, 0, sizeof d);
   memset(&en, 0, sizeof en), memset(&sw, 0, sizeof sw), memset(&sd, 0, sizeof sd);
   if (!problem_make(&p, grid, dpn, 1, seed)) goto done;
-  const vox_operator_desc desc = problem_desc(&p);
+  vox_operator_desc desc = problem_desc(&p);
+  size_t spring_dof[3];
+  double spring_k[3];
+  if (springs) {
+    size_t k = 0;
+    for (size_t dof = p.n_dofs / 2; dof < p.n_dofs && k < 3; dof += 7)
+      if (!p.fixed[dof]) spring_dof[k] = dof, spring_k[k] = 0.5 + (double)k, k++;
+    desc.n_springs = k, desc.spring_dof = spring_dof, desc.spring_k = spring_k;
+  }
   if (!pv_create(&mod, p.n_elements) || !pv_create(&mod2, p.n_elements) ||
       !pv_create(&x, p.n_dofs) || !pv_create(&x2, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
       !pv_create(&d, p.n_dofs) || !pv_create(&en, p.n_elements) || !pv_create(&sw, p.n_dofs) ||
@@ -750,6 +809,89 @@ static void stencil_fused(const char *level, pstencil *s, size_t n, uint64_t *se
   pv_destroy(&x), pv_destroy(&b), pv_destroy(&w), pv_destroy(&d), pv_destroy(&out);
 }
 
+/* multigrid.c's Lanczos loop through the backend's vector operations:
+ * alpha and beta of up to `steps` steps of Jacobi-preconditioned CG on the
+ * stencil (inverse diagonal w) from r = vec_random(seed); returns the
+ * steps taken. */
+static int lanczos_loop(vox_backend *be, vox_stencil *st, const vox_vec *w, uint64_t seed,
+                        int steps, vox_vec *r, vox_vec *z, vox_vec *p, vox_vec *q, double *alpha,
+                        double *beta) {
+  const vox_backend_ops *o = be->ops;
+  double rz, pq, rz_new;
+  if (o->vec_random(be, r, seed) || o->vec_mult(be, z, r, w) || o->vec_copy(be, p, z) ||
+      o->vec_dot(be, r, z, &rz))
+    return -1;
+  int k = 0;
+  while (k < steps) {
+    if (o->stencil_apply(be, st, p, q) || o->vec_dot(be, p, q, &pq)) return -1;
+    if (!(pq > 0) || !(rz > 0)) break;
+    alpha[k] = rz / pq;
+    if (o->vec_axpy(be, r, -alpha[k], q) || o->vec_mult(be, z, r, w) ||
+        o->vec_dot(be, r, z, &rz_new))
+      return -1;
+    beta[k] = rz_new / rz;
+    if (o->vec_xpay(be, p, beta[k], z)) return -1;
+    rz = rz_new;
+    k++;
+  }
+  return k;
+}
+
+/* stencil_lanczos (the scalars on the device) against the same loop
+ * through the CUDA backend's own vector operations, whose sums it shares
+ * (to rounding: only nvcc's contractions may differ), and against the loop
+ * on the CPU (the CG recurrence carries the sums' different rounding
+ * along, hence the looser tolerance). */
+static void stencil_lanczos_check(const char *level, pstencil *s, size_t n) {
+  enum { STEPS = 12 };
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  const uint64_t seed = 0x9e3779b97f4a7c15u;
+  char check[96];
+  pvec w, r, z, p, q;
+  memset(&w, 0, sizeof w), memset(&r, 0, sizeof r), memset(&z, 0, sizeof z);
+  memset(&p, 0, sizeof p), memset(&q, 0, sizeof q);
+  double ac[STEPS], bc[STEPS], al[STEPS], bl[STEPS], ag[STEPS], bg[STEPS];
+  int kg = -1;
+  snprintf(check, sizeof check, "%s stencil_lanczos", level);
+  if (!pv_create(&w, n) || !pv_create(&r, n) || !pv_create(&z, n) || !pv_create(&p, n) ||
+      !pv_create(&q, n) ||
+      !BOTH(check, c->stencil_diagonal(cpu, s->c, &w.c), g->stencil_diagonal(gpu, s->g, &w.g)) ||
+      !BOTH(check, c->vec_reciprocal(cpu, &w.c), g->vec_reciprocal(gpu, &w.g)))
+    goto done;
+  const int kc = lanczos_loop(cpu, s->c, &w.c, seed, STEPS, &r.c, &z.c, &p.c, &q.c, ac, bc);
+  const int kl = lanczos_loop(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, al, bl);
+  if (!G_OK(check, g->stencil_lanczos(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, ag,
+                                      bg, &kg)))
+    goto done;
+  /* A small level's CG converges within its few distinct eigenvalues, and
+   * past a drop of r.z by 1e-12 (the product of the betas) its steps are
+   * rounding noise, where a loop may also stop (p.q <= 0 at rounding
+   * level): only the steps before that are compared, and against the CPU,
+   * whose sums round differently, only the first four. */
+  if (kc < 1 || kl < 1) {
+    fail_line(check, "the loops took %d (cpu) and %d (cuda) steps", kc, kl);
+    goto done;
+  }
+  const int common = kc < kl ? kc : kl;
+  int sound = 0;
+  for (double drop = 1; sound < common && drop > 1e-12; sound++) drop *= bc[sound];
+  if (kg < sound) {
+    fail_line(check, "stopped after %d steps where the loops took %d sound ones", kg, sound);
+    goto done;
+  }
+  snprintf(check, sizeof check, "%s stencil_lanczos alpha (cuda loop)", level);
+  report(check, ag, al, (size_t)sound, 1e-10);
+  snprintf(check, sizeof check, "%s stencil_lanczos beta (cuda loop)", level);
+  report(check, bg, bl, (size_t)sound, 1e-10);
+  const size_t first = sound < 4 ? (size_t)sound : 4;
+  snprintf(check, sizeof check, "%s stencil_lanczos alpha (cpu loop)", level);
+  report(check, ag, ac, first, 1e-6);
+  snprintf(check, sizeof check, "%s stencil_lanczos beta (cpu loop)", level);
+  report(check, bg, bc, first, 1e-6);
+done:
+  pv_destroy(&w), pv_destroy(&r), pv_destroy(&z), pv_destroy(&p), pv_destroy(&q);
+}
+
 /* Products, diagonal and direct solve of one stencil level on the same values. */
 static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, int dpn,
                           uint64_t *seed, int solve) {
@@ -775,6 +917,7 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
       BOTH(check, c->stencil_diagonal(cpu, s->c, &y.c), g->stencil_diagonal(gpu, s->g, &y.g)))
     pv_check(check, &y, TOL);
   stencil_fused(level, s, n, seed, TOL);
+  if (g->stencil_lanczos) stencil_lanczos_check(level, s, n);
   if (!solve) goto done;
 
   /* factor + solve, then a refactorisation after new values (as after each
@@ -1030,7 +1173,9 @@ int main(int argc, char **argv) {
   if (wanted(argc, argv, "operator")) {
     printf("operator (K u variants, diagonal, element energy)\n");
     for (size_t i = 0; i < n_grids; i++)
-      for (int dpn = 3; dpn >= 1; dpn -= 2) test_operator(&grids[i], dpn, 31 * i + (uint64_t)dpn);
+      for (int dpn = 3; dpn >= 1; dpn -= 2)
+        test_operator(&grids[i], dpn, 31 * i + (uint64_t)dpn, 0);
+    test_operator(&grids[0], 3, 77, 1); /* springs: nbn's fused steps must not skip them */
     test_two_operators(&grids[0], 99);
   }
   if (wanted(argc, argv, "simp")) {

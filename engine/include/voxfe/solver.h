@@ -43,6 +43,16 @@ typedef enum vox_storage {
   VOX_STORAGE_SPARSE = 2
 } vox_storage;
 
+/* The multigrid cycle. V: every level is cycled once per visit of the level
+ * above. W: every level from level 2 on (not level 1, the largest coarse
+ * level) is cycled twice, the second time from the first's result: the
+ * small levels, where a visit costs little, are where the V-cycle's coarse
+ * correction was weakest (docs/benchmarks.md, issue 3). */
+typedef enum vox_mg_cycle {
+  VOX_MG_CYCLE_V = 0,
+  VOX_MG_CYCLE_W = 1
+} vox_mg_cycle;
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
@@ -54,6 +64,7 @@ typedef struct vox_solver_options {
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
   vox_storage storage;
+  vox_mg_cycle mg_cycle; /* multigrid only */
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -82,6 +93,9 @@ int vox_smoother_parse(const char *text, vox_smoother *smoother);
 /* "auto" / "full" / "sparse" */
 const char *vox_storage_name(vox_storage storage);
 int vox_storage_parse(const char *text, vox_storage *storage);
+/* "v" / "w" */
+const char *vox_mg_cycle_name(vox_mg_cycle cycle);
+int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle);
 /* "double" / "mixed" */
 const char *vox_precision_name(vox_precision precision);
 int vox_precision_parse(const char *text, vox_precision *precision);
