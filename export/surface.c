@@ -433,26 +433,42 @@ SURFACE_CLONES static void emit_triangles(const extract_job *j, int64_t b, int64
   }
   int64_t *tri = j->triangle + 3 * (size_t)j->triangle_first[row];
   const vox_cube_cases *cc = j->cc;
+  /* a run of mixed cubes (a surface along x) carries its corners at a + 1
+   * over to the next cube's corners at a */
+  int64_t run_a = -1, run_at[4] = {0, 0, 0, 0};
+  unsigned run_m[4] = {0, 0, 0, 0};
   for (int64_t w = 0; w < words; w++) {
     uint64_t q[8];
-    for (uint64_t mixed = cube_words(r, w, q); mixed; mixed &= mixed - 1) {
+    uint64_t mixed = cube_words(r, w, q);
+    if (!mixed) continue;
+    /* the crossed edges of the word's points (p0) and of the next points (p1) */
+    uint64_t p0[4][3], p1[4][3];
+    int64_t base[4];
+    for (int k = 0; k < 4; k++) {
+      for (int axis = 0; axis < 3; axis++)
+        p0[k][axis] = cross[3 * k + axis][w], p1[k][axis] = shifted(cross[3 * k + axis], w);
+      base[k] = first[k] + before[k][w];
+    }
+    for (; mixed; mixed &= mixed - 1) {
       const int i = __builtin_ctzll(mixed);
+      const int64_t a = 64 * w + i;
       const unsigned config = cube_case(q, i);
-      const int n = cc->count[config];
-      if (!n) continue;
-      const uint64_t below = (1ull << i) - 1;
       /* the vertex of each of the cube's twelve edges, by code (u << 2 | axis) */
       int64_t id[32];
       for (int k = 0; k < 4; k++) {
-        const uint64_t *cx = cross[3 * k], *cy = cross[3 * k + 1], *cz = cross[3 * k + 2];
-        const unsigned m0 = (unsigned)(cx[w] >> i & 1) | (unsigned)(cy[w] >> i & 1) << 1 |
-                            (unsigned)(cz[w] >> i & 1) << 2;
-        const unsigned m1 = (unsigned)(shifted(cx, w) >> i & 1) |
-                            (unsigned)(shifted(cy, w) >> i & 1) << 1 |
-                            (unsigned)(shifted(cz, w) >> i & 1) << 2;
-        const int64_t at0 = first[k] + before[k][w] + __builtin_popcountll(cx[w] & below) +
-                            __builtin_popcountll(cy[w] & below) +
-                            __builtin_popcountll(cz[w] & below);
+        unsigned m0;
+        int64_t at0;
+        if (a == run_a) {
+          m0 = run_m[k], at0 = run_at[k];
+        } else {
+          const uint64_t below = (1ull << i) - 1;
+          m0 = (unsigned)(p0[k][0] >> i & 1) | (unsigned)(p0[k][1] >> i & 1) << 1 |
+               (unsigned)(p0[k][2] >> i & 1) << 2;
+          at0 = base[k] + __builtin_popcountll(p0[k][0] & below) +
+                __builtin_popcountll(p0[k][1] & below) + __builtin_popcountll(p0[k][2] & below);
+        }
+        const unsigned m1 = (unsigned)(p1[k][0] >> i & 1) | (unsigned)(p1[k][1] >> i & 1) << 1 |
+                            (unsigned)(p1[k][2] >> i & 1) << 2;
         const int64_t at1 = at0 + bits3[m0];
         const int u0 = 2 * k, u1 = 2 * k + 1; /* corners dx = 0, 1 of row k */
         id[u0 << 2 | 0] = at0;
@@ -460,7 +476,10 @@ SURFACE_CLONES static void emit_triangles(const extract_job *j, int64_t b, int64
         id[u0 << 2 | 2] = at0 + bits3[m0 & 3];
         id[u1 << 2 | 1] = at1 + (m1 & 1);
         id[u1 << 2 | 2] = at1 + bits3[m1 & 3];
+        run_m[k] = m1, run_at[k] = at1;
       }
+      run_a = a + 1;
+      const int n = cc->count[config];
       const uint8_t(*e)[3] = cc->edge[config];
       for (int t = 0; t < n; t++, tri += 3)
         tri[0] = id[e[t][0]], tri[1] = id[e[t][1]], tri[2] = id[e[t][2]];
