@@ -20,15 +20,15 @@
  *
  * The sample grid is the voxel centres padded by one layer of 0, point
  * (a, b, c) = voxel (a-1, b-1, c-1). The mesh vertices lie on the grid
- * edges from a point p along axis k (0 x, 1 y, 2 z); edge (p, k) has bit k
- * of mask[p]. The work goes by rows of points along x (b, c fixed), in three
- * passes, as flying edges does (Schroeder et al., 2015):
- *   1. inside[p] = (value >= threshold), one byte per point;
- *   2. per row: the crossing masks, the number of vertices (the masks'
- *      bits) and of triangles (of the cases of the cubes whose lowest corner
- *      is in the row); prefix sums over the rows give each row's first
- *      vertex and first triangle, so the output is the same for any number
- *      of threads;
+ * edges from a point p along axis k (0 x, 1 y, 2 z): edge (p, k) is crossed
+ * where p and its neighbour along k differ. The work goes by rows of points
+ * along x (b, c fixed), in three passes, as flying edges does (Schroeder et
+ * al., 2015):
+ *   1. per row, its bits: point a inside (value >= threshold) is bit a;
+ *   2. per row: the number of vertices (its crossed edges) and of triangles
+ *      (of the cases of the cubes whose lowest corner is in the row); prefix
+ *      sums over the rows give each row's first vertex and first triangle,
+ *      so the output is the same for any number of threads;
  *   3. per row: its vertices, in order of x then axis, and its cubes'
  *      triangles. A cube's edges start at four rows of points, whose vertex
  *      numbers are counted along with the cubes. */
