@@ -19,13 +19,18 @@
  *      no fused multiply-add: this file is built with --fmad=false), and per
  *      cube its triangles, at offsets from a block scan of the cubes'
  *      triangle counts; a triangle corner on the edge (q, axis) is vertex
- *      tile_first[q / TILE] + local[q] + (the bits of mask[q] below axis). */
+ *      tile_first[q / TILE] + local[q] + (the bits of mask[q] below axis).
+ * The field goes to the device and the mesh comes back through two pinned
+ * staging buffers (upload, download); the triangles come back as int32
+ * where the vertex numbers fit, widened on the host. The vertices stay
+ * double all the way: they must be the CPU's bit for bit. */
 #include <cuda_runtime.h>
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,7 +149,8 @@ struct emit_args {
   const uint8_t *case_edge; /* [256][VOX_CUBE_MAX_TRIANGLES][3] */
   double origin[3], h[3];
   double *vertex;
-  int64_t *triangle;
+  int64_t *triangle;   /* or, where the vertex numbers fit, */
+  int32_t *triangle32; /* these (half the bytes to copy back; widened on the host) */
 };
 
 /* The number of the first vertex of point q. */
@@ -193,17 +199,139 @@ __global__ void emit(emit_args e) {
     }
     /* the triangles of the cube at p */
     if (!nt[i]) continue;
-    int64_t *t = e.triangle + 3 * (tile_first_triangle + offset[i]);
+    const int64_t at = 3 * (tile_first_triangle + offset[i]);
     const uint8_t *edge = e.case_edge + (size_t)config[i] * VOX_CUBE_MAX_TRIANGLES * 3;
     for (int j = 0; j < 3 * nt[i]; j++) {
       const int code = edge[j], u = code >> 2, axis = code & 3;
       const int64_t q = p + (u & 1) + (u >> 1 & 1) * sy + (u >> 2 & 1) * sz;
-      t[j] = first_vertex(e, q) + __popc(e.mask[q] & ((1u << axis) - 1));
+      const int64_t id = first_vertex(e, q) + __popc(e.mask[q] & ((1u << axis) - 1));
+      if (e.triangle32) e.triangle32[at + j] = (int32_t)id;
+      else e.triangle[at + j] = id;
     }
   }
 }
 
 unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / threads); }
+
+/* Copies between the caller's pageable host memory and the device go
+ * through two pinned buffers of STAGE_BYTES, the host's copy of one chunk
+ * overlapping the DMA of the other: plain cudaMemcpy from and to pageable
+ * memory moved about 3 GB/s on the H100 machine (docs/benchmarks.md). The
+ * buffers are pinned on the first call and kept for the process (pinning
+ * them costs milliseconds, much of a small extraction); a mutex lends them
+ * to one call at a time, and a call on another device than the first
+ * copies directly. */
+constexpr size_t STAGE_BYTES = (size_t)16 << 20;
+
+struct staging {
+  char *buf[2];
+  cudaEvent_t done[2]; /* the last copy through buf[k] is finished */
+  cudaStream_t stream;
+  int device;
+};
+
+pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
+staging stage;
+int stage_state; /* 0 not tried, 1 ready, -1 could not be made */
+
+/* The staging buffers, locked, or null (then unlocked) where there are none
+ * for the current device. */
+staging *stage_acquire() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  pthread_mutex_lock(&stage_lock);
+  if (stage_state == 0) {
+    stage_state = -1;
+    staging s = {};
+    s.device = device;
+    bool ok = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) == cudaSuccess;
+    for (int k = 0; k < 2 && ok; k++)
+      ok = cudaHostAlloc((void **)&s.buf[k], STAGE_BYTES, cudaHostAllocDefault) == cudaSuccess &&
+           cudaEventCreateWithFlags(&s.done[k], cudaEventDisableTiming) == cudaSuccess;
+    if (ok) {
+      stage = s, stage_state = 1;
+    } else { /* without pinned memory the copies go directly */
+      for (int k = 0; k < 2; k++) {
+        if (s.buf[k]) cudaFreeHost(s.buf[k]);
+        if (s.done[k]) cudaEventDestroy(s.done[k]);
+      }
+      if (s.stream) cudaStreamDestroy(s.stream);
+      cudaGetLastError(); /* the failure is not the caller's */
+    }
+  }
+  if (stage_state == 1 && stage.device == device) return &stage;
+  pthread_mutex_unlock(&stage_lock);
+  return nullptr;
+}
+
+void stage_release(staging *s) {
+  if (s) pthread_mutex_unlock(&stage_lock);
+}
+
+/* bytes from host src to device dst, in chunks through the staging. */
+cudaError_t upload(staging *s, void *dst, const void *src, size_t bytes) {
+  if (!s) return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+  const char *from = (const char *)src;
+  char *to = (char *)dst;
+  int k = 0;
+  for (size_t off = 0; off < bytes; off += STAGE_BYTES, k ^= 1) {
+    const size_t n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+    cudaError_t err = cudaEventSynchronize(s->done[k]); /* buf[k]'s last chunk has left */
+    if (err != cudaSuccess) return err;
+    memcpy(s->buf[k], from + off, n);
+    if ((err = cudaMemcpyAsync(to + off, s->buf[k], n, cudaMemcpyHostToDevice, s->stream)) !=
+            cudaSuccess ||
+        (err = cudaEventRecord(s->done[k], s->stream)) != cudaSuccess)
+      return err;
+  }
+  return cudaStreamSynchronize(s->stream);
+}
+
+/* bytes from device src to host dst, in chunks through the staging; with
+ * widen, src holds int32 values and dst gets them as int64 (2 bytes for
+ * each byte of src). */
+cudaError_t download(staging *s, void *dst, const void *src, size_t bytes, bool widen) {
+  if (!s && !widen) return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+  if (!s) { /* widen through one host buffer */
+    int32_t *narrow = (int32_t *)malloc(bytes);
+    if (!narrow) return cudaErrorMemoryAllocation;
+    cudaError_t err = cudaMemcpy(narrow, src, bytes, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; err == cudaSuccess && i < bytes / 4; i++) ((int64_t *)dst)[i] = narrow[i];
+    free(narrow);
+    return err;
+  }
+  const size_t chunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+  const char *from = (const char *)src;
+  cudaError_t err = cudaSuccess;
+  /* chunk c goes through buf[c % 2]; chunk c + 2 is asked for once c is out */
+  for (size_t c = 0; c < chunks && c < 2 && err == cudaSuccess; c++) {
+    const size_t off = c * STAGE_BYTES, n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+    if ((err = cudaMemcpyAsync(s->buf[c], from + off, n, cudaMemcpyDeviceToHost, s->stream)) ==
+        cudaSuccess)
+      err = cudaEventRecord(s->done[c], s->stream);
+  }
+  for (size_t c = 0; c < chunks && err == cudaSuccess; c++) {
+    const int k = (int)(c % 2);
+    const size_t off = c * STAGE_BYTES, n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+    if ((err = cudaEventSynchronize(s->done[k])) != cudaSuccess) break;
+    if (widen) {
+      const int32_t *a = (const int32_t *)s->buf[k];
+      int64_t *b = (int64_t *)dst + off / 4;
+      for (size_t i = 0; i < n / 4; i++) b[i] = a[i];
+    } else {
+      memcpy((char *)dst + off, s->buf[k], n);
+    }
+    if (c + 2 < chunks) {
+      const size_t off2 = (c + 2) * STAGE_BYTES,
+                   n2 = bytes - off2 < STAGE_BYTES ? bytes - off2 : STAGE_BYTES;
+      if ((err = cudaMemcpyAsync(s->buf[k], from + off2, n2, cudaMemcpyDeviceToHost,
+                                 s->stream)) == cudaSuccess)
+        err = cudaEventRecord(s->done[k], s->stream);
+    }
+  }
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s->stream);
+  return err;
+}
 
 } // namespace
 
@@ -239,6 +367,8 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
   unsigned long long *d_tile_v = nullptr, *d_tile_t = nullptr;
   double *d_vertex = nullptr;
   int64_t *d_triangle = nullptr;
+  int32_t *d_triangle32 = nullptr;
+  staging *stg = nullptr;
   size_t scan_bytes = 0;
   unsigned long long totals[2] = {0, 0};
   cudaEvent_t start[2] = {nullptr, nullptr}, stop[2] = {nullptr, nullptr};
@@ -249,6 +379,7 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
 
   TRY(cudaGetDeviceCount(&devices));
   if (devices < 1) return vox_error(ctx, VOX_ERR_DEVICE, "CUDA isosurface: no device");
+  stg = stage_acquire(); /* null: direct copies */
   TRY(cudaMalloc(&d_field, field_bytes));
   TRY(cudaMalloc(&d_inside, (size_t)(g.n + tail)));
   TRY(cudaMalloc(&d_mask, (size_t)g.n));
@@ -262,8 +393,8 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
     TRY(cudaEventCreate(&start[k]));
     TRY(cudaEventCreate(&stop[k]));
   }
-  TRY(cudaMemcpy(d_field, f->kind == FIELD_DENSITY ? (const void *)f->density : f->label,
-                 field_bytes, cudaMemcpyHostToDevice));
+  TRY(upload(stg, d_field, f->kind == FIELD_DENSITY ? (const void *)f->density : f->label,
+             field_bytes));
   TRY(cudaMemcpy(d_table, cases->count, sizeof cases->count, cudaMemcpyHostToDevice));
   TRY(cudaMemcpy(d_table + sizeof cases->count, cases->edge, sizeof cases->edge,
                  cudaMemcpyHostToDevice));
@@ -291,7 +422,10 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
   TRY(cudaEventElapsedTime(&ms[0], start[0], stop[0]));
   if (totals[0] == 0) goto done; /* nothing inside: the caller says so */
   TRY(cudaMalloc(&d_vertex, (size_t)totals[0] * 3 * sizeof *d_vertex));
-  TRY(cudaMalloc(&d_triangle, (size_t)totals[1] * 3 * sizeof *d_triangle));
+  if (totals[0] <= (unsigned long long)INT32_MAX + 1) /* vertex numbers fit in int32 */
+    TRY(cudaMalloc(&d_triangle32, (size_t)totals[1] * 3 * sizeof *d_triangle32));
+  else
+    TRY(cudaMalloc(&d_triangle, (size_t)totals[1] * 3 * sizeof *d_triangle));
   out->vertex = (double *)malloc((size_t)totals[0] * 3 * sizeof *out->vertex);
   out->triangle = (int64_t *)malloc((size_t)totals[1] * 3 * sizeof *out->triangle);
   if (!out->vertex || !out->triangle) {
@@ -307,15 +441,21 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
   e.tile_vertices = d_tile_v, e.tile_triangles = d_tile_t;
   e.case_count = d_table, e.case_edge = d_table + sizeof cases->count;
   for (int k = 0; k < 3; k++) e.origin[k] = origin[k], e.h[k] = voxel_size[k];
-  e.vertex = d_vertex, e.triangle = d_triangle;
+  e.vertex = d_vertex, e.triangle = d_triangle, e.triangle32 = d_triangle32;
   TRY(cudaEventRecord(start[1]));
   emit<<<(unsigned)tiles, THREADS>>>(e);
   TRY(cudaGetLastError());
   TRY(cudaEventRecord(stop[1]));
-  TRY(cudaMemcpy(out->vertex, d_vertex, (size_t)totals[0] * 3 * sizeof *d_vertex,
-                 cudaMemcpyDeviceToHost));
-  TRY(cudaMemcpy(out->triangle, d_triangle, (size_t)totals[1] * 3 * sizeof *d_triangle,
-                 cudaMemcpyDeviceToHost));
+  /* the copies back run on the staging's stream, which does not wait for
+   * the default stream's kernels by itself */
+  TRY(cudaEventSynchronize(stop[1]));
+  TRY(download(stg, out->vertex, d_vertex, (size_t)totals[0] * 3 * sizeof *d_vertex, false));
+  if (d_triangle32)
+    TRY(download(stg, out->triangle, d_triangle32,
+                 (size_t)totals[1] * 3 * sizeof *d_triangle32, true));
+  else
+    TRY(download(stg, out->triangle, d_triangle, (size_t)totals[1] * 3 * sizeof *d_triangle,
+                 false));
   TRY(cudaEventElapsedTime(&ms[1], start[1], stop[1]));
   out->n_vertices = (size_t)totals[0];
   out->n_triangles = (size_t)totals[1];
@@ -336,6 +476,8 @@ done:
   cudaFree(d_table);
   cudaFree(d_vertex);
   cudaFree(d_triangle);
+  cudaFree(d_triangle32);
+  stage_release(stg);
   if (status != VOX_OK) {
     free(out->vertex);
     free(out->triangle);

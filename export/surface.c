@@ -20,15 +20,15 @@
  *
  * The sample grid is the voxel centres padded by one layer of 0, point
  * (a, b, c) = voxel (a-1, b-1, c-1). The mesh vertices lie on the grid
- * edges from a point p along axis k (0 x, 1 y, 2 z); edge (p, k) has bit k
- * of mask[p]. The work goes by rows of points along x (b, c fixed), in three
- * passes, as flying edges does (Schroeder et al., 2015):
- *   1. inside[p] = (value >= threshold), one byte per point;
- *   2. per row: the crossing masks, the number of vertices (the masks'
- *      bits) and of triangles (of the cases of the cubes whose lowest corner
- *      is in the row); prefix sums over the rows give each row's first
- *      vertex and first triangle, so the output is the same for any number
- *      of threads;
+ * edges from a point p along axis k (0 x, 1 y, 2 z): edge (p, k) is crossed
+ * where p and its neighbour along k differ. The work goes by rows of points
+ * along x (b, c fixed), in three passes, as flying edges does (Schroeder et
+ * al., 2015):
+ *   1. per row, its bits: point a inside (value >= threshold) is bit a;
+ *   2. per row: the number of vertices (its crossed edges) and of triangles
+ *      (of the cases of the cubes whose lowest corner is in the row); prefix
+ *      sums over the rows give each row's first vertex and first triangle,
+ *      so the output is the same for any number of threads;
  *   3. per row: its vertices, in order of x then axis, and its cubes'
  *      triangles. A cube's edges start at four rows of points, whose vertex
  *      numbers are counted along with the cubes. */
@@ -113,20 +113,52 @@ static inline double point_value(const field *f, int64_t a, int64_t b, int64_t c
 
 /* --- extraction -------------------------------------------------------------------- */
 
-/* 8 bytes as one word, for the tests that skip 8 points or cubes at once. */
-static inline uint64_t load8(const uint8_t *p) {
-  uint64_t w;
-  memcpy(&w, p, 8);
-  return w;
-}
+/* Every pass works on bit rows: bit a of a row of points (b, c) is 1 where
+ * point a is inside, 64 points a word. The crossed x edges of a row are
+ * then the row XOR itself shifted by one point, its y and z edges the row
+ * XOR the next row in y or z, and the cubes with a corner on each side those
+ * where any of the 8 corner rows (the 4 rows and the 4 shifted) differ from
+ * the first: 64 points per operation, and only the crossed edges and the
+ * cubes they bound are visited one by one. Flying edges trims each row to
+ * where it is crossed; bits make the untouched rest of a row cost a few
+ * word operations instead of a byte per point. */
+
+/* The hot loops of passes 2 and 3 (bit operations, population counts; no
+ * floating point, so the mesh does not depend on the clone) are also built
+ * for x86-64-v3, whose popcnt instruction the baseline lacks (its library
+ * call is several times slower), and the best clone is picked at load time,
+ * as engine/cpu/cpu_operator.c does. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define SURFACE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SURFACE_CLONES
+#endif
 
 /* Pass 1 reads the whole field once, which is most of its memory traffic:
- * the comparisons go 2 doubles (or 16 labels) at a time into bit masks
- * (SSE2, part of every x86-64; a plain loop elsewhere), 64 points a word,
- * whose population count and first and last bits give the row's count and
- * span. Only rows with a point inside are then written out as bytes: the
- * empty rows of a sparse design are neither written nor (inside_row gives
- * zeros for them) read. */
+ * the comparisons go 2 doubles (4 with AVX2, where the processor has it) or
+ * 16 labels at a time into bit masks (SSE2, part of every x86-64; a plain
+ * loop elsewhere). */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+/* 64 comparisons d[k] >= t into one word, 4 at a time. Only called where
+ * the processor has AVX2 (have_avx2). */
+__attribute__((target("avx2"))) static void density_bits_avx2(const double *d, int64_t nx,
+                                                              double t, uint64_t *bits) {
+  const __m256d tv = _mm256_set1_pd(t);
+  for (int64_t i = 0; i + 64 <= nx; i += 64) {
+    uint64_t w = 0;
+    for (int k = 0; k < 64; k += 4) /* ordered: NaN >= t is false, NaN counts as 0 */
+      w |= (uint64_t)_mm256_movemask_pd(
+               _mm256_cmp_pd(_mm256_loadu_pd(d + i + k), tv, _CMP_GE_OQ))
+           << k;
+    bits[i / 64] = w;
+  }
+}
+static int have_avx2; /* set with the case table, once per process */
+#endif
 
 /* bits[w] bit i = point 64 w + i of the row is inside, for the nx voxels of
  * the row starting at voxel e0; the bits past nx are 0. */
@@ -137,6 +169,12 @@ static void inside_bits(const field *f, size_t e0, int64_t nx, uint64_t *bits) {
     const double *d = f->density + e0;
     const double t = f->threshold;
     int64_t i = 0;
+#ifdef HAVE_AVX2_PATH
+    if (have_avx2) {
+      density_bits_avx2(d, nx, t, bits);
+      i = nx / 64 * 64;
+    }
+#endif
 #ifdef __SSE2__
     const __m128d tv = _mm_set1_pd(t);
     for (; i + 64 <= nx; i += 64) {
@@ -184,9 +222,8 @@ static void inside_bits(const field *f, size_t e0, int64_t nx, uint64_t *bits) {
   }
 }
 
-#define BYTES_01 0x0101010101010101ull
-
-/* The bits set in w (no popcount instruction in the portable build). */
+/* The bits set in w (no popcount instruction in the portable build; the
+ * hot loops below use __builtin_popcountll in their x86-64-v3 clone). */
 static inline int64_t popcount64(uint64_t w) {
   w -= (w >> 1) & 0x5555555555555555ull;
   w = (w & 0x3333333333333333ull) + ((w >> 2) & 0x3333333333333333ull);
@@ -194,155 +231,97 @@ static inline int64_t popcount64(uint64_t w) {
   return (int64_t)((w * 0x0101010101010101ull) >> 56);
 }
 
-/* Byte k (0 or 1) is bit k of m: the byte of m repeated, each copy masked
- * to its own bit, and a non-zero byte turned into 1 (no carries between
- * bytes: each is at most 0x80 + 0x7F). */
-static inline uint64_t expand8(uint64_t m) {
-  uint64_t w = ((m & 0xFF) * BYTES_01) & 0x8040201008040201ull;
-  return ((w + 0x7F7F7F7F7F7F7F7Full) >> 7) & BYTES_01;
-}
+typedef struct bit_rows {
+  int64_t px, py, pz;   /* padded point counts */
+  int64_t words;        /* words of points per row, (px + 63) / 64; each row is followed
+                           by a zero word, so a row shifted by one point is two loads */
+  const uint64_t *bits; /* (words + 1) per row, rows (b, c) in order c * py + b */
+  const uint8_t *live;  /* per row: 1 if a point of it is inside */
+  const uint64_t *zero; /* words + 1 zeros, for the rows past the grid */
+} bit_rows;
 
-/* Pass 1 for one row: the number of inside points, in span[0], span[1] the
- * first and last of them (1, 0 when none), and, when there is one,
- * inside[a] for a in [0, px) in `row` (untouched otherwise). `bits`:
- * (px + 63) / 64 words of scratch. */
-static int64_t fill_inside_row(const field *f, int64_t b, int64_t c, int64_t px, uint8_t *row,
-                               int64_t *span, uint64_t *bits) {
-  span[0] = 1, span[1] = 0;
-  if (b < 1 || c < 1 || b > f->ny || c > f->nz) return 0;
-  const int64_t nx = f->nx, words = (nx + 63) / 64;
-  inside_bits(f, (size_t)(((c - 1) * f->ny + (b - 1)) * nx), nx, bits);
-  int64_t n = 0, first = -1, last = -1;
-  for (int64_t w = 0; w < words; w++) {
-    if (!bits[w]) continue;
-    n += popcount64(bits[w]);
-    if (first < 0) first = 64 * w + __builtin_ctzll(bits[w]);
-    last = 64 * w + 63 - __builtin_clzll(bits[w]);
+/* Pass 1 for row (b, c): its bits into `row` (words + 1 words, the last 0);
+ * returns its number of inside points. `vbits`: (nx + 63) / 64 words of
+ * scratch. Points are voxels + 1: the padding's bits are 0. */
+static int64_t fill_bit_row(const field *f, int64_t b, int64_t c, int64_t words,
+                            uint64_t *row, uint64_t *vbits) {
+  if (b < 1 || c < 1 || b > f->ny || c > f->nz) {
+    memset(row, 0, (size_t)(words + 1) * sizeof *row);
+    return 0;
   }
-  if (!n) return 0;
-  span[0] = first + 1, span[1] = last + 1; /* points are voxels + 1 */
-  row[0] = 0;
-  uint8_t *r = row + 1;
-  for (int64_t w = 0; w < words; w++) {
-    const int64_t left = nx - 64 * w, bytes = left < 64 ? left : 64;
-    uint8_t tmp[64];
-    for (int k = 0; k < 8; k++) {
-      const uint64_t e = expand8(bits[w] >> 8 * k);
-      memcpy(tmp + 8 * k, &e, 8);
-    }
-    memcpy(r + 64 * w, tmp, (size_t)bytes);
+  const int64_t nx = f->nx, vwords = (nx + 63) / 64;
+  inside_bits(f, (size_t)(((c - 1) * f->ny + (b - 1)) * nx), nx, vbits);
+  int64_t n = 0;
+  uint64_t carry = 0;
+  for (int64_t w = 0; w < vwords; w++) {
+    if (vbits[w]) n += popcount64(vbits[w]);
+    row[w] = vbits[w] << 1 | carry;
+    carry = vbits[w] >> 63;
   }
-  row[px - 1] = 0;
+  /* words is vwords or vwords + 1; a carry out of the last voxel word
+   * (nx a multiple of 64) lands in the extra word */
+  for (int64_t w = vwords; w <= words; w++) row[w] = w == vwords ? carry : 0;
   return n;
 }
 
-typedef struct grid_rows {
-  int64_t px, py, pz;       /* padded point counts */
-  const uint8_t *inside;    /* px*py*pz + 1 (the last 0); only rows with a point inside */
-  const uint8_t *mask;      /* px*py*pz; only rows whose mask_live is 1 */
-  const uint8_t *mask_live; /* per row: 1 if its masks were written (they may cross) */
-  const uint8_t *zero;      /* px + 1 zeros, for rows past the grid and empty rows */
-  const int64_t *span;      /* 2 per row: its first and last inside point (1, 0: none) */
-} grid_rows;
-
-/* The inside row (b, c), or zeros past the grid or where none is inside
- * (such rows are never written). */
-static inline const uint8_t *inside_row(const grid_rows *g, int64_t b, int64_t c) {
+static inline const uint64_t *bit_row(const bit_rows *g, int64_t b, int64_t c) {
   if (b >= g->py || c >= g->pz) return g->zero;
-  const int64_t row = c * g->py + b;
-  if (g->span[2 * row] > g->span[2 * row + 1]) return g->zero;
-  return g->inside + (size_t)(row * g->px);
+  return g->bits + (size_t)((c * g->py + b) * (g->words + 1));
 }
 
-/* The mask row (b, c), or zeros past the grid or where nothing crosses. */
-static inline const uint8_t *mask_row_of(const grid_rows *g, int64_t b, int64_t c) {
-  if (b >= g->py || c >= g->pz) return g->zero;
-  const int64_t row = c * g->py + b;
-  if (!g->mask_live[row]) return g->zero;
-  return g->mask + (size_t)(row * g->px);
+static inline int row_live(const bit_rows *g, int64_t b, int64_t c) {
+  return b < g->py && c < g->pz && g->live[c * g->py + b];
 }
 
-/* The number of crossed edges in a mask (3 bits): a table, since the
- * portable build has no popcount instruction and the library call cost a
- * third of the extraction. */
-static const uint8_t bits3[8] = {0, 1, 1, 2, 1, 2, 2, 3};
+/* Word w of row r shifted down by one point: bit a is point a + 1. */
+static inline uint64_t shifted(const uint64_t *r, int64_t w) { return r[w] >> 1 | r[w + 1] << 63; }
 
-/* Whether each of the 8 bytes of w is 0 or 255: a cube with no crossing. */
-static inline int uniform8(uint64_t w) { return ((w ^ (w << 1)) & 0xFEFEFEFEFEFEFEFEull) == 0; }
-
-/* The crossed edges in 8 masks (3 bits each). */
-static inline unsigned bits8(uint64_t w) {
-  uint64_t p = (w & BYTES_01) + (w >> 1 & BYTES_01) + (w >> 2 & BYTES_01);
-  return (unsigned)((p * BYTES_01) >> 56);
+/* The case of cube i of a word: the inside bits of its corners (a, a + 1)
+ * of the rows r0 (b, c), r1 (b + 1, c), r2 (b, c + 1), r3 (b + 1, c + 1),
+ * given as words and shifted words. */
+static inline unsigned cube_case(const uint64_t q[8], int i) {
+  unsigned cfg = 0;
+  for (int k = 0; k < 8; k++) cfg |= (unsigned)(q[k] >> i & 1) << k;
+  return cfg;
 }
 
-/* The points [lo, hi] of row (b, c) outside which the cubes of the row and
- * the edges from its points cross nothing: outside the span of the inside
- * points of the four rows around the cubes every corner is out (the
- * padding is). hi < 0 when none is inside. Trimming the rows so, as flying
- * edges does, skips most of the rows of a sparse design. */
-static void cube_span(const grid_rows *g, int64_t b, int64_t c, int64_t *lo, int64_t *hi) {
-  *lo = g->px, *hi = -1;
-  const int64_t rows[4][2] = {{b, c}, {b + 1, c}, {b, c + 1}, {b + 1, c + 1}};
-  for (int k = 0; k < 4; k++) {
-    if (rows[k][0] >= g->py || rows[k][1] >= g->pz) continue;
-    const int64_t *sp = g->span + 2 * (rows[k][1] * g->py + rows[k][0]);
-    if (sp[0] > sp[1]) continue;
-    if (sp[0] < *lo) *lo = sp[0];
-    if (sp[1] > *hi) *hi = sp[1];
-  }
-  *lo -= 1; /* the x edge and the cube that end at the first inside point */
+/* The corner words of the cubes of word w: rows 0..3 at a and at a + 1, in
+ * the order of the case bits. Returns the cubes with corners on both sides. */
+static inline uint64_t cube_words(const uint64_t *const r[4], int64_t w, uint64_t q[8]) {
+  for (int k = 0; k < 4; k++) q[2 * k] = r[k][w], q[2 * k + 1] = shifted(r[k], w);
+  uint64_t differ = 0;
+  for (int k = 1; k < 8; k++) differ |= q[k] ^ q[0];
+  return differ;
 }
 
-/* The case of each cube (a, b, c) of the row into cases[0, px): zero outside
- * [lo, hi]. Recomputed where needed rather than stored: a byte per point
- * less to fill and to touch. Plain byte arithmetic, which vectorizes. */
-static void row_cases(const grid_rows *g, int64_t b, int64_t c, int64_t lo, int64_t hi,
-                      uint8_t *cases) {
-  const uint8_t *r0 = inside_row(g, b, c), *r1 = inside_row(g, b + 1, c),
-                *r2 = inside_row(g, b, c + 1), *r3 = inside_row(g, b + 1, c + 1);
-  memset(cases, 0, (size_t)g->px);
-  for (int64_t a = lo; a <= hi; a++)
-    cases[a] = (uint8_t)(r0[a] | r0[a + 1] << 1 | r1[a] << 2 | r1[a + 1] << 3 | r2[a] << 4 |
-                         r2[a + 1] << 5 | r3[a] << 6 | r3[a + 1] << 7);
-}
-
-/* Pass 2 for row (b, c): crossing masks, and the numbers of vertices and
- * triangles of the row (`cases`: px bytes of scratch). */
-static void mask_row(const grid_rows *g, const vox_cube_cases *cc, int64_t b, int64_t c,
-                     uint8_t *mask, uint8_t *live, uint8_t *cases, int64_t *n_vertices,
-                     int64_t *n_triangles) {
-  const uint8_t *r0 = inside_row(g, b, c), *r1 = inside_row(g, b + 1, c),
-                *r2 = inside_row(g, b, c + 1);
-  const int64_t px = g->px;
-  int64_t lo, hi;
-  cube_span(g, b, c, &lo, &hi);
-  *n_vertices = *n_triangles = 0;
-  *live = hi >= 0;
-  if (hi < 0) return; /* the row is left unwritten: mask_row_of gives zeros */
-  memset(mask, 0, (size_t)px);
-  int64_t nv = 0;
-  for (int64_t a = lo; a <= hi; a++) {
-    unsigned x = r0[a] ^ r0[a + 1], y = r0[a] ^ r1[a], z = r0[a] ^ r2[a];
-    mask[a] = (uint8_t)(x | y << 1 | z << 2);
-    nv += x + y + z;
-  }
-  int64_t nt = 0;
-  if (b + 1 < g->py && c + 1 < g->pz) {
-    row_cases(g, b, c, lo, hi, cases);
-    int64_t a = lo;
-    for (; a + 8 <= hi + 1; a += 8)
-      if (!uniform8(load8(cases + a)))
-        for (int k = 0; k < 8; k++) nt += cc->count[cases[a + k]];
-    for (; a <= hi; a++) nt += cc->count[cases[a]];
-  }
+/* Pass 2 for row (b, c): the numbers of vertices (crossed edges from its
+ * points) and of triangles (of its cubes). */
+SURFACE_CLONES static void count_row(const bit_rows *g, const vox_cube_cases *cc, int64_t b,
+                                     int64_t c, int64_t *n_vertices, int64_t *n_triangles) {
+  int64_t nv = 0, nt = 0;
+  const int live[4] = {row_live(g, b, c), row_live(g, b + 1, c), row_live(g, b, c + 1),
+                       row_live(g, b + 1, c + 1)};
+  const uint64_t *const r[4] = {bit_row(g, b, c), bit_row(g, b + 1, c), bit_row(g, b, c + 1),
+                                bit_row(g, b + 1, c + 1)};
+  if (live[0] || live[1] || live[2]) /* else no edge of the row crosses */
+    for (int64_t w = 0; w < g->words; w++) {
+      const uint64_t a0 = r[0][w];
+      nv += __builtin_popcountll(a0 ^ shifted(r[0], w)) + __builtin_popcountll(a0 ^ r[1][w]) +
+            __builtin_popcountll(a0 ^ r[2][w]);
+    }
+  if ((live[0] || live[1] || live[2] || live[3]) && b + 1 < g->py && c + 1 < g->pz)
+    for (int64_t w = 0; w < g->words; w++) {
+      uint64_t q[8];
+      for (uint64_t mixed = cube_words(r, w, q); mixed; mixed &= mixed - 1)
+        nt += cc->count[cube_case(q, __builtin_ctzll(mixed))];
+    }
   *n_vertices = nv;
   *n_triangles = nt;
 }
 
 typedef struct extract_job {
   const field *f;
-  const grid_rows *g;
+  const bit_rows *g;
   const vox_cube_cases *cc;
   const double *origin, *h;
   const int64_t *vertex_first, *triangle_first; /* per row */
@@ -350,80 +329,161 @@ typedef struct extract_job {
   int64_t *triangle;
 } extract_job;
 
-/* Pass 3, vertices of row (b, c), in order of a then axis. */
+/* Pass 3, vertices of row (b, c), in order of a then axis (x, y, z). No
+ * clones here: the clone for x86-64-v3 could fuse the multiply-add, and
+ * the vertices must be the GPU's bit for bit. */
 static void emit_vertices(const extract_job *j, int64_t b, int64_t c) {
-  const grid_rows *g = j->g;
+  const bit_rows *g = j->g;
   const field *f = j->f;
-  const int64_t px = g->px, row = c * g->py + b;
-  const uint8_t *mask = g->mask + (size_t)(row * px);
-  double *v = j->vertex + 3 * (size_t)j->vertex_first[row];
+  const uint64_t *r0 = bit_row(g, b, c), *r1 = bit_row(g, b + 1, c), *r2 = bit_row(g, b, c + 1);
+  double *v = j->vertex + 3 * (size_t)j->vertex_first[c * g->py + b];
   const double t = f->threshold;
   const double y = j->origin[1] + ((double)b - 0.5) * j->h[1];
   const double z = j->origin[2] + ((double)c - 0.5) * j->h[2];
-  for (int64_t a = 0; a < px; a++) {
-    if ((a & 7) == 0 && a + 8 <= px && load8(mask + a) == 0) {
-      a += 7;
-      continue;
-    }
-    unsigned m = mask[a];
-    if (!m) continue;
-    const double f0 = point_value(f, a, b, c);
-    const double x = j->origin[0] + ((double)a - 0.5) * j->h[0];
-    for (int k = 0; k < 3; k++) {
-      if (!(m >> k & 1)) continue;
-      double f1 = point_value(f, a + (k == 0), b + (k == 1), c + (k == 2));
-      double s = (t - f0) / (f1 - f0);
-      if (!(s >= EDGE_EPS)) s = EDGE_EPS; /* also NaN */
-      if (s > 1 - EDGE_EPS) s = 1 - EDGE_EPS;
-      v[0] = x, v[1] = y, v[2] = z;
-      v[k] += s * j->h[k];
-      v += 3;
+  for (int64_t w = 0; w < g->words; w++) {
+    const uint64_t cross[3] = {r0[w] ^ shifted(r0, w), r0[w] ^ r1[w], r0[w] ^ r2[w]};
+    for (uint64_t any = cross[0] | cross[1] | cross[2]; any; any &= any - 1) {
+      const int i = __builtin_ctzll(any);
+      const int64_t a = 64 * w + i;
+      const double f0 = point_value(f, a, b, c);
+      const double x = j->origin[0] + ((double)a - 0.5) * j->h[0];
+      for (int k = 0; k < 3; k++) {
+        if (!(cross[k] >> i & 1)) continue;
+        double f1 = point_value(f, a + (k == 0), b + (k == 1), c + (k == 2));
+        double s = (t - f0) / (f1 - f0);
+        if (!(s >= EDGE_EPS)) s = EDGE_EPS; /* also NaN */
+        if (s > 1 - EDGE_EPS) s = 1 - EDGE_EPS;
+        v[0] = x, v[1] = y, v[2] = z;
+        v[k] += s * j->h[k];
+        v += 3;
+      }
     }
   }
 }
 
-/* Pass 3, triangles of the cubes of row (b, c) (`cases`: px bytes of
- * scratch). */
-static void emit_triangles(const extract_job *j, int64_t b, int64_t c, uint8_t *cases) {
-  const grid_rows *g = j->g;
-  const int64_t px = g->px, row = c * g->py + b;
-  if (b + 1 >= g->py || c + 1 >= g->pz) return;
-  int64_t lo, hi;
-  cube_span(g, b, c, &lo, &hi);
-  row_cases(g, b, c, lo, hi, cases);
-  const uint8_t *mk[4] = {mask_row_of(g, b, c), mask_row_of(g, b + 1, c),
-                          mask_row_of(g, b, c + 1), mask_row_of(g, b + 1, c + 1)};
-  /* the first vertex of point (a, row r) */
-  int64_t next[4] = {j->vertex_first[row], j->vertex_first[row + 1],
-                     j->vertex_first[row + g->py], j->vertex_first[row + g->py + 1]};
+/* A hint to load p's cache line. GCC drops a function made only of
+ * __builtin_prefetch calls as having no effect, hence the asm on x86. */
+static inline void prefetch(const void *p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p);
+#endif
+}
+
+/* Pass 3: the density at the vertices of row (b, c), asked for ahead of
+ * emit_vertices. The field was read long before (pass 1), so these are
+ * cache misses; asked for together, and while the row's triangles are
+ * made, they overlap instead of each stalling the loop. */
+static void prefetch_vertices(const extract_job *j, int64_t b, int64_t c) {
+  const bit_rows *g = j->g;
+  const field *f = j->f;
+  if (f->kind != FIELD_DENSITY || b < 1 || c < 1 || b > f->ny || c > f->nz) return;
+  const uint64_t *r0 = bit_row(g, b, c), *r1 = bit_row(g, b + 1, c), *r2 = bit_row(g, b, c + 1);
+  const int64_t nx = f->nx, ny = f->ny;
+  const double *d = f->density + (size_t)(((c - 1) * ny + (b - 1)) * nx) - 1; /* point a */
+  const int64_t dy = b < ny ? nx : 0, dz = c < f->nz ? nx * ny : 0; /* the next rows, if any */
+  for (int64_t w = 0; w < g->words; w++) {
+    const uint64_t x = r0[w] ^ shifted(r0, w), y = r0[w] ^ r1[w], z = r0[w] ^ r2[w];
+    for (uint64_t any = x | y | z; any; any &= any - 1) {
+      const int i = __builtin_ctzll(any);
+      int64_t a = 64 * w + i;
+      a = a < 1 ? 1 : a > nx ? nx : a; /* the padding reads no field */
+      prefetch(d + a);
+      if (y >> i & 1) prefetch(d + a + dy);
+      if (z >> i & 1) prefetch(d + a + dz);
+    }
+  }
+}
+
+/* The number of crossed edges in a mask (3 bits). */
+static const uint8_t bits3[8] = {0, 1, 1, 2, 1, 2, 2, 3};
+
+/* Pass 3, triangles of the cubes of row (b, c). A cube's corner on edge
+ * (point a of row r, axis k) is vertex vertex_first[r] + the crossed edges
+ * of row r's points before a + those of point a on axes below k; the rows
+ * r are (b, c), (b + 1, c), (b, c + 1), (b + 1, c + 1). `scratch`: 16
+ * (words + 1) words. */
+SURFACE_CLONES static void emit_triangles(const extract_job *j, int64_t b, int64_t c,
+                                          uint64_t *scratch) {
+  const bit_rows *g = j->g;
+  const int64_t words = g->words, stride = words + 1, row = c * g->py + b;
+  const uint64_t *const r[4] = {bit_row(g, b, c), bit_row(g, b + 1, c), bit_row(g, b, c + 1),
+                                bit_row(g, b + 1, c + 1)};
+  /* the crossed edges of the four rows by axis (cross[3 k + axis], a zero
+   * word after each) and the vertices of each row before each word */
+  uint64_t *cross[12];
+  int64_t *before[4];
+  int64_t first[4];
+  for (int k = 0; k < 4; k++) {
+    const int64_t bk = b + (k & 1), ck = c + (k >> 1);
+    const uint64_t *rk = r[k], *ry = bit_row(g, bk + 1, ck), *rz = bit_row(g, bk, ck + 1);
+    uint64_t *cx = scratch + (3 * k) * stride, *cy = cx + stride, *cz = cy + stride;
+    before[k] = (int64_t *)(scratch + (12 + k) * stride);
+    int64_t n = 0;
+    for (int64_t w = 0; w < words; w++) {
+      cx[w] = rk[w] ^ shifted(rk, w), cy[w] = rk[w] ^ ry[w], cz[w] = rk[w] ^ rz[w];
+      before[k][w] = n;
+      n += __builtin_popcountll(cx[w]) + __builtin_popcountll(cy[w]) +
+           __builtin_popcountll(cz[w]);
+    }
+    cx[words] = cy[words] = cz[words] = 0;
+    cross[3 * k] = cx, cross[3 * k + 1] = cy, cross[3 * k + 2] = cz;
+    first[k] = j->vertex_first[ck * g->py + bk];
+  }
   int64_t *tri = j->triangle + 3 * (size_t)j->triangle_first[row];
   const vox_cube_cases *cc = j->cc;
-  for (int64_t a = 0; a + 1 < px; a++) {
-    if ((a & 7) == 0 && a + 8 <= px && uniform8(load8(cases + a))) {
-      for (int r = 0; r < 4; r++) next[r] += bits8(load8(mk[r] + a));
-      a += 7;
-      continue;
+  /* a run of mixed cubes (a surface along x) carries its corners at a + 1
+   * over to the next cube's corners at a */
+  int64_t run_a = -1, run_at[4] = {0, 0, 0, 0};
+  unsigned run_m[4] = {0, 0, 0, 0};
+  for (int64_t w = 0; w < words; w++) {
+    uint64_t q[8];
+    uint64_t mixed = cube_words(r, w, q);
+    if (!mixed) continue;
+    /* the crossed edges of the word's points (p0) and of the next points (p1) */
+    uint64_t p0[4][3], p1[4][3];
+    int64_t base[4];
+    for (int k = 0; k < 4; k++) {
+      for (int axis = 0; axis < 3; axis++)
+        p0[k][axis] = cross[3 * k + axis][w], p1[k][axis] = shifted(cross[3 * k + axis], w);
+      base[k] = first[k] + before[k][w];
     }
-    const unsigned config = cases[a];
-    const int n = cc->count[config];
-    if (n) {
+    for (; mixed; mixed &= mixed - 1) {
+      const int i = __builtin_ctzll(mixed);
+      const int64_t a = 64 * w + i;
+      const unsigned config = cube_case(q, i);
       /* the vertex of each of the cube's twelve edges, by code (u << 2 | axis) */
       int64_t id[32];
-      for (int r = 0; r < 4; r++) {
-        const unsigned m0 = mk[r][a], m1 = mk[r][a + 1];
-        const int64_t at0 = next[r], at1 = next[r] + bits3[m0];
-        const int u0 = 2 * r, u1 = 2 * r + 1; /* corners dx = 0, 1 of row r */
+      for (int k = 0; k < 4; k++) {
+        unsigned m0;
+        int64_t at0;
+        if (a == run_a) {
+          m0 = run_m[k], at0 = run_at[k];
+        } else {
+          const uint64_t below = (1ull << i) - 1;
+          m0 = (unsigned)(p0[k][0] >> i & 1) | (unsigned)(p0[k][1] >> i & 1) << 1 |
+               (unsigned)(p0[k][2] >> i & 1) << 2;
+          at0 = base[k] + __builtin_popcountll(p0[k][0] & below) +
+                __builtin_popcountll(p0[k][1] & below) + __builtin_popcountll(p0[k][2] & below);
+        }
+        const unsigned m1 = (unsigned)(p1[k][0] >> i & 1) | (unsigned)(p1[k][1] >> i & 1) << 1 |
+                            (unsigned)(p1[k][2] >> i & 1) << 2;
+        const int64_t at1 = at0 + bits3[m0];
+        const int u0 = 2 * k, u1 = 2 * k + 1; /* corners dx = 0, 1 of row k */
         id[u0 << 2 | 0] = at0;
         id[u0 << 2 | 1] = at0 + (m0 & 1);
         id[u0 << 2 | 2] = at0 + bits3[m0 & 3];
         id[u1 << 2 | 1] = at1 + (m1 & 1);
         id[u1 << 2 | 2] = at1 + bits3[m1 & 3];
+        run_m[k] = m1, run_at[k] = at1;
       }
+      run_a = a + 1;
+      const int n = cc->count[config];
       const uint8_t(*e)[3] = cc->edge[config];
-      for (int i = 0; i < n; i++, tri += 3)
-        tri[0] = id[e[i][0]], tri[1] = id[e[i][1]], tri[2] = id[e[i][2]];
+      for (int t = 0; t < n; t++, tri += 3)
+        tri[0] = id[e[t][0]], tri[1] = id[e[t][1]], tri[2] = id[e[t][2]];
     }
-    for (int r = 0; r < 4; r++) next[r] += bits3[mk[r][a]];
   }
 }
 
@@ -433,7 +493,12 @@ static vox_cube_cases case_table;
 static int case_table_status;
 static pthread_once_t case_table_once = PTHREAD_ONCE_INIT;
 
-static void build_case_table(void) { case_table_status = vox_cube_cases_build(&case_table); }
+static void build_case_table(void) {
+  case_table_status = vox_cube_cases_build(&case_table);
+#ifdef HAVE_AVX2_PATH
+  have_avx2 = __builtin_cpu_supports("avx2");
+#endif
+}
 
 static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *what) {
   if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no model given", what);
@@ -469,16 +534,16 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
                           vox_surface *out) {
   const vox_grid *gr = &m->grid;
   const int threads = thread_count(ctx);
-  grid_rows g = {.px = gr->nx + 2, .py = gr->ny + 2, .pz = gr->nz + 2};
-  const size_t n_points = (size_t)(g.px * g.py * g.pz);
-  const int64_t n_rows = g.py * g.pz;
-  uint8_t *inside = big_alloc(n_points + 1), *mask = big_alloc(n_points);
-  uint8_t *zero = calloc(1, (size_t)g.px + 1), *mask_live = malloc((size_t)n_rows);
-  int64_t *span = malloc(2 * (size_t)n_rows * sizeof *span);
+  bit_rows g = {.px = gr->nx + 2, .py = gr->ny + 2, .pz = gr->nz + 2};
+  g.words = (g.px + 63) / 64;
+  const int64_t n_rows = g.py * g.pz, stride = g.words + 1;
+  uint64_t *bits = big_alloc((size_t)(n_rows * stride) * sizeof *bits);
+  uint64_t *zero = calloc((size_t)stride, sizeof *zero);
+  uint8_t *live = malloc((size_t)n_rows);
   int64_t *vertex_first = malloc(((size_t)n_rows + 1) * sizeof *vertex_first);
   int64_t *triangle_first = malloc(((size_t)n_rows + 1) * sizeof *triangle_first);
   vox_status status = VOX_OK;
-  if (!inside || !mask || !zero || !mask_live || !span || !vertex_first || !triangle_first) {
+  if (!bits || !zero || !live || !vertex_first || !triangle_first) {
     status = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", what);
     goto done;
   }
@@ -489,8 +554,7 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
                        "%s: internal error: the marching-cubes table is inconsistent", what);
     goto done;
   }
-  inside[n_points] = 0;
-  g.inside = inside, g.mask = mask, g.mask_live = mask_live, g.zero = zero, g.span = span;
+  g.bits = bits, g.live = live, g.zero = zero;
 
   /* One parallel region for the three passes, with a barrier between them,
    * and rows handed out in small chunks as threads come free: on a machine
@@ -505,31 +569,37 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
                      .vertex_first = vertex_first, .triangle_first = triangle_first};
 #pragma omp parallel num_threads(threads)
   {
-    uint8_t *cases = malloc((size_t)g.px + 8);
-    uint64_t *bits = malloc(((size_t)g.px + 63) / 64 * sizeof *bits);
-    if (!cases || !bits) {
+    /* pass 1's voxel bits, then pass 3's crossed edges and counts */
+    const size_t scratch_words = (size_t)(16 * stride) > ((size_t)gr->nx + 63) / 64
+                                     ? (size_t)(16 * stride)
+                                     : ((size_t)gr->nx + 63) / 64;
+    uint64_t *scratch = malloc(scratch_words * sizeof *scratch);
+    if (!scratch) {
 #pragma omp atomic write
       failed = 1;
     }
-    /* 1. inside */
+    /* 1. inside bits */
     int64_t mine = 0;
 #pragma omp for schedule(dynamic, 64)
     for (int64_t row = 0; row < n_rows; row++)
-      if (bits)
-        mine += fill_inside_row(f, row % g.py, row / g.py, g.px, inside + (size_t)(row * g.px),
-                                span + 2 * row, bits);
+      if (scratch) {
+        const int64_t n = fill_bit_row(f, row % g.py, row / g.py, g.words,
+                                       bits + (size_t)(row * stride), scratch);
+        live[row] = n > 0;
+        mine += n;
+      }
 #pragma omp atomic
     n_inside += mine;
 #pragma omp barrier
-    /* 2. masks and counts (row counts first, then prefix sums in place) */
+    /* 2. counts (row counts first, then prefix sums in place) */
     int stop;
 #pragma omp atomic read
     stop = failed;
     if (!stop && n_inside > 0) { /* the same for every thread, after the barrier */
 #pragma omp for schedule(dynamic, 64)
       for (int64_t row = 0; row < n_rows; row++)
-        mask_row(&g, cc, row % g.py, row / g.py, mask + (size_t)(row * g.px), mask_live + row,
-                 cases, &vertex_first[row + 1], &triangle_first[row + 1]);
+        count_row(&g, cc, row % g.py, row / g.py, &vertex_first[row + 1],
+                  &triangle_first[row + 1]);
 #pragma omp single
       {
         vertex_first[0] = triangle_first[0] = 0;
@@ -550,15 +620,15 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
       if (!failed) {
 #pragma omp for schedule(dynamic, 16)
         for (int64_t row = 0; row < n_rows; row++) {
-          if (vertex_first[row + 1] != vertex_first[row])
-            emit_vertices(&job, row % g.py, row / g.py);
+          const int vertices = vertex_first[row + 1] != vertex_first[row];
+          if (vertices) prefetch_vertices(&job, row % g.py, row / g.py);
           if (triangle_first[row + 1] != triangle_first[row])
-            emit_triangles(&job, row % g.py, row / g.py, cases);
+            emit_triangles(&job, row % g.py, row / g.py, scratch);
+          if (vertices) emit_vertices(&job, row % g.py, row / g.py);
         }
       }
     }
-    free(cases);
-    free(bits);
+    free(scratch);
   }
   if (failed) {
     vox_surface_free(out);
@@ -576,11 +646,9 @@ static vox_status extract(vox_context *ctx, const vox_model *m, const field *f, 
   out->n_triangles = (size_t)n_triangles;
 
 done:
-  free(inside);
-  free(mask);
+  free(bits);
   free(zero);
-  free(mask_live);
-  free(span);
+  free(live);
   free(vertex_first);
   free(triangle_first);
   return status;
@@ -598,9 +666,9 @@ static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown device %d", what, (int)device);
 #ifdef VOXFE_HAVE_CUDA
   /* AUTO stays on the CPU: with the field in host memory, its transfer to
-   * the device and the mesh's back took 100 times the kernels' time on an
-   * H100 and 3.7 times the extraction on its host's 16 cores
-   * (docs/benchmarks.md) */
+   * the device and the mesh's back took 70 times the kernels' time on an
+   * H100 and 4.3 times the extraction on its host's 16 cores, even through
+   * pinned staging (docs/benchmarks.md) */
   if (device == VOX_DEVICE_CUDA) {
     pthread_once(&case_table_once, build_case_table);
     if (case_table_status != 0)

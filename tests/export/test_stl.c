@@ -730,11 +730,15 @@ static int64_t crossed_edges(const uint8_t *in, int nx, int ny, int nz) {
 }
 
 /* Rows longer than the 64 points that pass 1 compares at once (in SIMD
- * where it can), with a tail: random densities (NaN, values at the
- * threshold, whole empty rows) and labels; the vertices must be exactly the
- * crossed edges, the surface closed with the expected parts. */
-static void test_wide_rows(vox_context *ctx) {
-  enum { NX = 150, NY = 5, NZ = 4, NE = NX * NY * NZ };
+ * where it can), with a tail, and rows whose padded points (NX + 2) end just
+ * before, at and after a 64-bit word of the extraction's bit rows (NX = 62,
+ * 63, 64: the last voxel's bit carried into a word of its own; 128):
+ * random densities (NaN, values at the threshold, whole empty rows) and
+ * labels; the vertices must be exactly the crossed edges, the surface
+ * closed with the expected parts. */
+static void test_wide_rows(vox_context *ctx, const int NX) {
+  enum { NY = 5, NZ = 4 };
+  const int NE = NX * NY * NZ;
   vox_grid g = {.nx = NX, .ny = NY, .nz = NZ, .voxel_size = {1, 1, 1}, .origin = {0, 0, 0}};
   vox_model m;
   CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
@@ -749,7 +753,7 @@ static void test_wide_rows(vox_context *ctx) {
       int r = (int)(x >> 58), row = e / NX;
       double v = r < 8 ? 0.5 : r < 12 ? NAN : r < 40 ? 0.2 : 0.9;
       if (row % 4 == 1) v = 0.1; /* an empty row */
-      if (row == 2 && e % NX > 70) v = 1.0; /* a row inside at its end */
+      if (row == 2 && e % NX > NX / 2) v = 1.0; /* a row inside at its end */
       m.density[e] = v;
       m.label[e] = (uint8_t)(v >= 0.5 ? (round % 2 ? 3 : 200) : r % 2 ? 1 : 0);
       in[e] = what == 0 ? v >= 0.5 : what == 1 ? m.label[e] == m.label[0] : m.label[e] != 0;
@@ -763,8 +767,8 @@ static void test_wide_rows(vox_context *ctx) {
     mesh_stats st = check_mesh("wide rows", &s);
     int64_t edges = crossed_edges(in, NX, NY, NZ), parts = expected_parts(in, NX, NY, NZ);
     if ((int64_t)s.n_vertices != edges || !st.closed || st.components != parts)
-      fprintf(stderr, "wide rows %d: %zu vertices (%lld crossed edges), closed %d, %lld parts "
-              "(expected %lld)\n", round, s.n_vertices, (long long)edges, st.closed,
+      fprintf(stderr, "wide rows %d (nx %d): %zu vertices (%lld crossed edges), closed %d, %lld parts "
+              "(expected %lld)\n", round, NX, s.n_vertices, (long long)edges, st.closed,
               (long long)st.components, (long long)parts);
     CHECK((int64_t)s.n_vertices == edges && st.closed && st.components == parts);
     vox_surface_free(&s);
@@ -993,7 +997,8 @@ int main(int argc, char **argv) {
   test_labels(ctx);
   test_every_case(ctx);
   test_random_fields(ctx);
-  test_wide_rows(ctx);
+  const int wide[] = {150, 62, 63, 64, 128};
+  for (int k = 0; k < 5; k++) test_wide_rows(ctx, wide[k]);
   test_decimate(ctx);
   test_failures(ctx);
   vox_context_destroy(ctx);
