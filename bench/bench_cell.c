@@ -5,7 +5,8 @@
  *
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
- * PRECISION: mixed (the default) or double, of the multigrid preconditioner.
+ * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
+ * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
@@ -103,6 +104,8 @@ int main(int argc, char **argv) {
   opt.max_iterations = atoi(argv[4]);
   opt.change_tolerance = 0; /* run every iteration */
   opt.solver.precision = precision;
+  const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance (default 1e-6) */
+  if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
   printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision\n", n, ne,
          (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision));
   size_t free0 = 0, total = 0;
@@ -124,6 +127,10 @@ int main(int argc, char **argv) {
          r.iterations, vox_stop_reason_string(r.reason), w.seconds / r.iterations,
          r.iterations > 1 ? (w.seconds - w.first_seconds) / (r.iterations - 1) : NAN,
          w.first_seconds, t, r.total_cg_iterations);
+  printf("time per stage over the iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, "
+         "OC update %.3f s (CG rtol %g)\n",
+         r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
+         opt.solver.rtol);
   size_t free1 = 0;
   if (vox_backend_memory(be, &free1, &total) == VOX_OK && free1 < w.min_free) w.min_free = free1;
   if (strcmp(vox_backend_name(be), "cpu") != 0)
