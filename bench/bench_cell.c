@@ -6,7 +6,8 @@
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
  * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
- * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6).
+ * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6); VOXFE_BENCH_FP16=1
+ * adds the FP16 check of the final design (cell_fp16.c).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cell_fp16.h"
 #include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
@@ -140,6 +142,11 @@ int main(int argc, char **argv) {
            (double)(free0 - w.min_free) / 1e9, (double)planned / 1e9);
   printf("bulk modulus %.4f, shear modulus %.4f, volume fraction %.4f\n", r.moduli.bulk,
          r.moduli.shear, r.volume_fraction);
+  /* VOXFE_BENCH_FP16=1: what FP16 storage of the six fields would do to the
+   * final design's moduli (cell_fp16.c) */
+  const char *fp16 = getenv("VOXFE_BENCH_FP16");
+  if (fp16 && atoi(fp16) > 0 && cell_fp16_check(ctx, be, &m, opt.penalty, opt.emin_ratio))
+    return 1;
   vox_model_free(&m);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
