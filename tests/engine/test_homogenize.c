@@ -54,7 +54,8 @@ static void test_solid(vox_context *ctx, vox_backend *be) {
   double c[36], ref[36];
   vox_solve_result r[6];
   CHECK_OK(ctx, vox_homogenize(ctx, be, &m, 0, 3, 1e-9, &o, c, r, NULL));
-  for (int i = 0; i < 6; i++) CHECK(r[i].reason > 0 && r[i].iterations < 40);
+  /* a solid cell has no load (its rounding is taken as zero): u = 0 at once */
+  for (int i = 0; i < 6; i++) CHECK(r[i].reason > 0 && r[i].iterations == 0);
   isotropic(2.5, 0.3, ref);
   for (int i = 0; i < 36; i++) CHECK_CLOSE(c[i], ref[i], 1e-9);
   vox_cell_moduli mod;
