@@ -411,7 +411,8 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
 #pragma unroll
   for (int a = 0; a < 8; a++) {
     int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
-    if (PERIODIC) ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
     const bool exists = ei >= 0 && ei < g.nx && ej >= 0 && ej < g.ny && ek >= 0 && ek < g.nz;
     m[a] = exists ? (R)__ldg(moduli + element_index(g, ei, ej, ek)) : (R)0;
   }
@@ -536,7 +537,8 @@ static __global__ void diagonal_kernel(const double *__restrict__ moduli,
   for (int a = 0; a < 8; a++) {
     int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
     if (image) continue;
-    if (PERIODIC) ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
     if (ei < 0 || ei >= g.nx || ej < 0 || ej >= g.ny || ek < 0 || ek >= g.nz) continue;
     const double m = moduli[element_index(g, ei, ej, ek)];
 #pragma unroll
@@ -974,7 +976,8 @@ static __global__ void strain_load_kernel(const double *__restrict__ moduli,
   for (int a = 0; a < 8; a++) {
     int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
     if (image) continue;
-    if (PERIODIC) ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
     if (ei < 0 || ei >= g.nx || ej < 0 || ej >= g.ny || ek < 0 || ek >= g.nz) continue;
     const double m = __ldg(moduli + element_index(g, ei, ej, ek));
     if (m == 0) continue;

@@ -10,12 +10,14 @@ title: a periodic unit cell
 material: {name: solid, E: 1.0, nu: 0.3}
 cell: true
 YAML
-"$VOXELIZE" --box 16x16x16 --voxel-size 0.0625 -p cell.yaml -o cell.nc || { fail "voxelize"; finish; }
+"$VOXELIZE" --box 16x16x16 --voxel-size 0.0625 -p cell.yaml -o cell.nc ||
+  { fail "voxelize"; finish; }
 
 "$OPTIMIZE" cell.nc -o gpu.nc --objective bulk --max-iterations 2 --device cuda \
   >"$LOG/gpu" 2>"$LOG/gpu.err"
 status=$?
-if [ "$status" -ne 0 ] && grep -Eq "no CUDA device|without CUDA|not built with CUDA" "$LOG/gpu.err"; then
+if [ "$status" -ne 0 ] &&
+   grep -Eq "no CUDA device|without CUDA|not built with CUDA" "$LOG/gpu.err"; then
   echo "skipped: $(cat "$LOG/gpu.err")"
   exit 77
 fi

@@ -42,7 +42,8 @@ static double uniform(uint64_t *s) {
   return (double)(*s >> 11) / 9007199254740992.0;
 }
 
-static void fail_line(const char *check, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_line(const char *check, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void fail_line(const char *check, const char *fmt, ...) {
   char msg[512];
   va_list ap;
@@ -265,7 +266,8 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
     /* the bulk modulus's weights: a 3 x 3 block of ones, zero elsewhere */
     for (int i = 0; i < 36; i++) wts[i] = i / 6 < 3 && i % 6 < 3 ? 1.0 / 9 : 0;
     if (pv_poison(&e) &&
-        BOTH("op_strain_energy bulk weights", c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
+        BOTH("op_strain_energy bulk weights",
+             c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
              g->op_strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
       pv_check("op_strain_energy bulk weights", &e, TOL);
   }
