@@ -3,21 +3,50 @@
  * fraction V, p = 3 from the start, sensitivity filter of 2 voxels, move
  * limit 0.05, damping 0.5 (seed 003 section 6), for ITERATIONS iterations:
  *
- *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS
+ *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
+ * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
+ * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6); VOXFE_BENCH_FP16=1
+ * adds the FP16 check of the final design (cell_fp16.c).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
  * trigonometric family, section 6.2). Prints the grid, seconds per
- * iteration (total over iterations), CG iterations, the final C^H's bulk
- * and shear moduli and the volume fraction. */
+ * iteration (total over iterations; and without the first, which pays the
+ * setup), CG iterations, the final C^H's bulk and shear moduli and the
+ * volume fraction; per iteration the objective (-B), CG iterations and
+ * seconds. On a device backend also the peak device memory in use (the
+ * least free memory seen after each iteration, against the free memory
+ * before the run) and what the memory plan predicted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cell_fp16.h"
+#include "memory_plan.h"
 #include "voxfe/voxfe.h"
+
+typedef struct watch {
+  vox_backend *be;
+  size_t min_free; /* the least free device memory seen */
+  double first_seconds, seconds;
+} watch;
+
+static int on_progress(const vox_progress *p, void *user) {
+  watch *w = user;
+  size_t free_bytes, total;
+  if (vox_backend_memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
+    w->min_free = free_bytes;
+  if (p->iteration == 1) w->first_seconds = p->seconds;
+  w->seconds += p->seconds;
+  printf("  it %3d  objective %.6f  vol %.4f  change %.4f  CG %4d (%.1f per field)  %.3f s\n",
+         p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
+         p->cg_iterations / 6.0, p->seconds);
+  fflush(stdout);
+  return 0;
+}
 
 static double now(void) {
   struct timespec t;
@@ -26,8 +55,13 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s N DEVICE VOLUME_FRACTION ITERATIONS\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s N DEVICE VOLUME_FRACTION ITERATIONS [mixed|double]\n", argv[0]);
+    return 2;
+  }
+  vox_precision precision = VOX_PRECISION_MIXED;
+  if (argc == 6 && vox_precision_parse(argv[5], &precision) != 0) {
+    fprintf(stderr, "%s: PRECISION mixed or double\n", argv[0]);
     return 2;
   }
   const int n = atoi(argv[1]);
@@ -71,8 +105,18 @@ int main(int argc, char **argv) {
   opt.emin_ratio = 1e-9;
   opt.max_iterations = atoi(argv[4]);
   opt.change_tolerance = 0; /* run every iteration */
-  printf("cell %d^3, %zu elements, %lld dofs, backend %s\n", n, ne,
-         (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be));
+  opt.solver.precision = precision;
+  const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance (default 1e-6) */
+  if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
+  printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision\n", n, ne,
+         (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision));
+  size_t free0 = 0, total = 0;
+  vox_backend_memory(be, &free0, &total);
+  vox_grid cell = g;
+  cell.periodic = 1;
+  const size_t planned = vox_memory_needed(be, &cell, 3, 6, 0, &opt.solver, 1);
+  watch w = {.be = be, .min_free = free0};
+  vox_context_set_progress(ctx, on_progress, &w);
   vox_optimize_result r;
   const double t0 = now();
   if (vox_optimize(ctx, be, &m, &opt, &r) != VOX_OK) {
@@ -80,11 +124,29 @@ int main(int argc, char **argv) {
     return 1;
   }
   const double t = now() - t0;
-  printf("%d iterations (%s), %.3f s per iteration (%.1f s in all), %d CG iterations\n",
-         r.iterations, vox_stop_reason_string(r.reason), t / r.iterations, t,
-         r.total_cg_iterations);
+  printf("%d iterations (%s), %.3f s per iteration (%.3f s without the first, which took "
+         "%.3f s; %.1f s in all with the final solves), %d CG iterations\n",
+         r.iterations, vox_stop_reason_string(r.reason), w.seconds / r.iterations,
+         r.iterations > 1 ? (w.seconds - w.first_seconds) / (r.iterations - 1) : NAN,
+         w.first_seconds, t, r.total_cg_iterations);
+  printf("time per stage over the iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, "
+         "OC update %.3f s (CG rtol %g)\n",
+         r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
+         opt.solver.rtol);
+  size_t free1 = 0;
+  if (vox_backend_memory(be, &free1, &total) == VOX_OK && free1 < w.min_free) w.min_free = free1;
+  if (strcmp(vox_backend_name(be), "cpu") != 0)
+    printf("device memory: peak %.3f GB in use of %.1f GB, %.3f GB of it for the run; the "
+           "memory plan predicted %.3f GB\n",
+           (double)(total - w.min_free) / 1e9, (double)total / 1e9,
+           (double)(free0 - w.min_free) / 1e9, (double)planned / 1e9);
   printf("bulk modulus %.4f, shear modulus %.4f, volume fraction %.4f\n", r.moduli.bulk,
          r.moduli.shear, r.volume_fraction);
+  /* VOXFE_BENCH_FP16=1: what FP16 storage of the six fields would do to the
+   * final design's moduli (cell_fp16.c) */
+  const char *fp16 = getenv("VOXFE_BENCH_FP16");
+  if (fp16 && atoi(fp16) > 0 && cell_fp16_check(ctx, be, &m, opt.penalty, opt.emin_ratio))
+    return 1;
   vox_model_free(&m);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

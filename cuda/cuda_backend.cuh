@@ -115,6 +115,7 @@ struct vox_operator {
   size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
+  int periodic_masters_fixed; /* a periodic grid with a fixed dof on a master node */
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
@@ -224,6 +225,11 @@ vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v)
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,
                                       vox_vec *energy, int accumulate);
+vox_status vox_cuda_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
+                                   vox_vec *f);
+vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                     const vox_vec *u, const double *chi, const double *w,
+                                     vox_vec *energy);
 
 /* cuda_simp.cu */
 vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,

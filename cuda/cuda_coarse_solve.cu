@@ -213,6 +213,35 @@ static __global__ void stencil_to_dense(const V *__restrict__ value, int dpn, in
   }
 }
 
+/* The same for a periodic stencil: a master's neighbours wrap to masters
+ * (an image's row is its centre block), and where two offsets reach the
+ * same node (an axis of 2 elements) their blocks add up, so the entries
+ * are summed atomically into the cleared matrix. */
+template <typename V>
+static __global__ void stencil_to_dense_periodic(const V *__restrict__ value, int dpn, int64_t px,
+                                                 int64_t py, int64_t pz,
+                                                 double *__restrict__ dense, int64_t n_dofs) {
+  const int64_t n_nodes = px * py * pz;
+  const int bs = dpn * dpn;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       k < n_nodes * VOX_CUDA_STENCIL_SLOTS * bs; k += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t n = k / (VOX_CUDA_STENCIL_SLOTS * bs);
+    const int t = VOX_CUDA_STENCIL_CENTRE + (int)(k / bs % VOX_CUDA_STENCIL_SLOTS),
+              e = (int)(k % bs), r = e / dpn, c = e % dpn;
+    const int64_t i = n % px, j = n / px % py, kk = n / (px * py);
+    const bool image = i == px - 1 || j == py - 1 || kk == pz - 1;
+    if (image && t != VOX_CUDA_STENCIL_CENTRE) continue;
+    const int64_t m = image ? n
+                            : (vox_wrap(kk + t / 9 - 1, pz - 1) * py +
+                               vox_wrap(j + t / 3 % 3 - 1, py - 1)) * px +
+                                  vox_wrap(i + t % 3 - 1, px - 1);
+    const double v = (double)value[k];
+    if (v == 0) continue;
+    atomicAdd(dense + (m * dpn + c) * n_dofs + n * dpn + r, v);
+    if (t != VOX_CUDA_STENCIL_CENTRE) atomicAdd(dense + (n * dpn + r) * n_dofs + m * dpn + c, v);
+  }
+}
+
 static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   vox_cuda_state *cs = vox_cuda(be);
   const int64_t n = (int64_t)st->n_dofs;
@@ -242,7 +271,13 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
   const int64_t entries = (int64_t)st->n_nodes * VOX_CUDA_STENCIL_SLOTS * st->dpn * st->dpn;
   const unsigned blocks = vox_cuda_blocks((size_t)entries, 256);
-  if (st->value32)
+  if (st->grid.periodic && st->value32)
+    stencil_to_dense_periodic<<<blocks, 256, 0, stream>>>(st->value32, st->dpn, px, py, pz,
+                                                          dense, n);
+  else if (st->grid.periodic)
+    stencil_to_dense_periodic<<<blocks, 256, 0, stream>>>(st->value, st->dpn, px, py, pz, dense,
+                                                          n);
+  else if (st->value32)
     stencil_to_dense<<<blocks, 256, 0, stream>>>(st->value32, st->dpn, px, py, pz, dense, n);
   else
     stencil_to_dense<<<blocks, 256, 0, stream>>>(st->value, st->dpn, px, py, pz, dense, n);

@@ -299,6 +299,85 @@ static vox_status launch_operator(vox_backend *be, const vox_operator *op, const
   return VOX_OK;
 }
 
+/* The same on a periodic grid (even sizes, every master free: op_create
+ * records whether one is fixed), one thread per stored coarse value
+ * (coarse node P, entry e of its 14 blocks), written coalesced. A coarse
+ * image's row is the identity. For a master, the coarse elements E holding
+ * P and Q = P + T are taken in the CPU's colour order (the parity of E,
+ * the same wrapped or not: the sizes are even), each E's entry summed over
+ * its 8 fine elements first, as in coarse_element() of the CPU; E and its
+ * fine elements wrap into the grid. No staging: this runs once per design
+ * iteration, and the moduli and Q_s' Ke Q_s come from the caches. */
+template <int DPN, class VC>
+static __global__ void __launch_bounds__(256)
+    galerkin_operator_periodic_kernel(const double *__restrict__ qkq,
+                                      const double *__restrict__ moduli, VC *__restrict__ value,
+                                      int64_t nx, int64_t ny, int64_t nz, size_t n_values) {
+  using S = op_shape<DPN>;
+  const size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (idx >= n_values) return;
+  const int64_t cn[3] = {nx / 2, ny / 2, nz / 2}; /* coarse elements */
+  const size_t node = idx / S::HALF;
+  const int e = (int)(idx - node * S::HALF);
+  int64_t P[3];
+  vox_cuda_node_coords(node, cn[0] + 1, cn[1] + 1, cn[2] + 1, P[0], P[1], P[2]);
+  const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
+  if (P[0] == cn[0] || P[1] == cn[1] || P[2] == cn[2]) {
+    value[idx] = (VC)(T == VOX_CUDA_STENCIL_CENTRE && rr == cc ? 1 : 0);
+    return;
+  }
+  const int t[3] = {T % 3 - 1, T / 3 % 3 - 1, T / 9 - 1};
+  /* along each axis E is in max(P, Q) - 1 .. min(P, Q) (unwrapped), one of
+   * each parity; off[axis][parity] = P - E, -1 for none */
+  int off[3][2];
+  int64_t Eof[3][2];
+#pragma unroll
+  for (int axis = 0; axis < 3; axis++) {
+    const int64_t q = P[axis] + t[axis];
+    const int64_t lo = (P[axis] > q ? P[axis] : q) - 1, hi = P[axis] < q ? P[axis] : q;
+#pragma unroll
+    for (int parity = 0; parity < 2; parity++) {
+      /* parity of the unwrapped E: lo may be -1 */
+      const int64_t E = ((lo & 1) == parity) ? lo : hi;
+      const bool ok = (E & 1) == parity && E >= lo && E <= hi;
+      off[axis][parity] = ok ? (int)(P[axis] - E) : -1;
+      Eof[axis][parity] = vox_wrap(E, cn[axis]);
+    }
+  }
+  double acc = 0;
+#pragma unroll
+  for (int colour = 0; colour < 8; colour++) {
+    const int ox = off[0][colour & 1], oy = off[1][(colour >> 1) & 1], oz = off[2][colour >> 2];
+    if (ox < 0 || oy < 0 || oz < 0) continue;
+    const int p = vox_cuda_corner_index(ox, oy, oz);
+    const int q = vox_cuda_corner_index(ox + t[0], oy + t[1], oz + t[2]);
+    const int entry = (DPN * p + rr) * S::NLOC + DPN * q + cc;
+    const int64_t Ex = Eof[0][colour & 1], Ey = Eof[1][(colour >> 1) & 1],
+                  Ez = Eof[2][colour >> 2];
+    double kc = 0;
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+      const int64_t i = 2 * Ex + (s & 1), j = 2 * Ey + ((s >> 1) & 1), k = 2 * Ez + (s >> 2);
+      const double m = __ldg(moduli + (k * ny + j) * nx + i);
+      if (m == 0) continue;
+      kc += m * __ldg(qkq + s * S::SIZE + entry);
+    }
+    acc += kc;
+  }
+  value[idx] = (VC)acc;
+}
+
+template <int DPN, class VC>
+static vox_status launch_operator_periodic(vox_backend *be, const vox_operator *op,
+                                           const double *qkq, const vox_stencil *coarse,
+                                           VC *value) {
+  const size_t n = coarse->n_nodes * op_shape<DPN>::HALF;
+  galerkin_operator_periodic_kernel<DPN, VC><<<vox_cuda_blocks(n, 256), 256>>>(
+      qkq, op->moduli, value, op->grid.nx, op->grid.ny, op->grid.nz, n);
+  CUDA_LAUNCHED(be, "the periodic Galerkin kernel of the fine operator");
+  return VOX_OK;
+}
+
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_stencil *coarse) {
   TRY(check_nesting(be, &op->grid, op->dpn, coarse));
   TRY(vox_cuda_stencil_factor_wait(be, coarse)); /* it may still read the values */
@@ -306,6 +385,10 @@ vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_ste
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "Galerkin coarse operator: the fine operator has no moduli");
   if (!coarse->n_nodes) return VOX_OK;
+  if (op->grid.periodic && op->periodic_masters_fixed)
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                     "Galerkin coarse operator: a periodic grid with fixed nodes besides its "
+                     "images runs on the CPU backend only");
   /* Q_s' Ke Q_s for the 8 positions, on the host as on the CPU; in global
    * memory, not __constant__, since the threads of a warp read different
    * entries (the constant cache serialises those). */
@@ -318,7 +401,14 @@ vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_ste
   vox_status s = vox_cuda_check(
       be, cudaMemcpy(dev, qkq, 8 * size * sizeof *dev, cudaMemcpyHostToDevice),
       "uploading the Galerkin element products");
-  if (s == VOX_OK) {
+  if (s == VOX_OK && op->grid.periodic) {
+    if (op->dpn == 3)
+      s = coarse->value ? launch_operator_periodic<3>(be, op, dev, coarse, coarse->value)
+                        : launch_operator_periodic<3>(be, op, dev, coarse, coarse->value32);
+    else
+      s = coarse->value ? launch_operator_periodic<1>(be, op, dev, coarse, coarse->value)
+                        : launch_operator_periodic<1>(be, op, dev, coarse, coarse->value32);
+  } else if (s == VOX_OK) {
     if (op->dpn == 3)
       s = coarse->value ? launch_operator<3>(be, op, dev, coarse->value)
                         : launch_operator<3>(be, op, dev, coarse->value32);
@@ -336,7 +426,7 @@ vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_ste
  * coarse_row()'s order (a, then t ascending): fine node a near 2I, weight
  * w(a, I), block t of fine row a coupling a to b = a + t, taken when J is a
  * parent of b (b within 2J-1..2J+1) with weight w(b, J). */
-template <int DPN, class VF, class VC>
+template <int DPN, class VF, class VC, bool PERIODIC = false>
 static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
                                                     VC *__restrict__ out, const int64_t I[3],
                                                     int T, int64_t fx, int64_t fy, int64_t fz,
@@ -346,37 +436,46 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
   double acc[BS];
 #pragma unroll
   for (int e = 0; e < BS; e++) acc[e] = 0;
-  /* a J outside the coarse grid is no node's parent: the block stays zero */
-  if (J[0] >= 0 && J[0] < cx && J[1] >= 0 && J[1] < cy && J[2] >= 0 && J[2] < cz) {
+  /* a J outside the coarse grid is no node's parent: the block stays zero.
+   * PERIODIC (I a master): the lattice is unbounded, indices stay unwrapped
+   * for the weights and offsets, and only the addresses of the fine masters
+   * a and b wrap (fx - 1 elements along x, and so on). */
+  if (PERIODIC ||
+      (J[0] >= 0 && J[0] < cx && J[1] >= 0 && J[1] < cy && J[2] >= 0 && J[2] < cz)) {
 #pragma unroll 1
     for (int dk = -1; dk <= 1; dk++) {
       const int64_t ak = 2 * I[2] + dk;
-      if (ak < 0 || ak >= fz) continue;
+      if (!PERIODIC && (ak < 0 || ak >= fz)) continue;
 #pragma unroll 1
       for (int dj = -1; dj <= 1; dj++) {
         const int64_t aj = 2 * I[1] + dj;
-        if (aj < 0 || aj >= fy) continue;
+        if (!PERIODIC && (aj < 0 || aj >= fy)) continue;
 #pragma unroll 1
         for (int di = -1; di <= 1; di++) {
           const int64_t ai = 2 * I[0] + di;
-          if (ai < 0 || ai >= fx) continue;
+          if (!PERIODIC && (ai < 0 || ai >= fx)) continue;
           const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
-          const size_t a = (size_t)((ak * fy + aj) * fx + ai);
+          const size_t a = PERIODIC ? (size_t)((vox_wrap(ak, fz - 1) * fy + vox_wrap(aj, fy - 1)) *
+                                                   fx + vox_wrap(ai, fx - 1))
+                                    : (size_t)((ak * fy + aj) * fx + ai);
 #pragma unroll
           for (int tk = -1; tk <= 1; tk++) {
             const int64_t bk = ak + tk, ek = bk - 2 * J[2];
-            if (bk < 0 || bk >= fz || ek < -1 || ek > 1) continue;
+            if ((!PERIODIC && (bk < 0 || bk >= fz)) || ek < -1 || ek > 1) continue;
 #pragma unroll
             for (int tj = -1; tj <= 1; tj++) {
               const int64_t bj = aj + tj, ej = bj - 2 * J[1];
-              if (bj < 0 || bj >= fy || ej < -1 || ej > 1) continue;
+              if ((!PERIODIC && (bj < 0 || bj >= fy)) || ej < -1 || ej > 1) continue;
 #pragma unroll
               for (int ti = -1; ti <= 1; ti++) {
                 const int64_t bi = ai + ti, ei = bi - 2 * J[0];
-                if (bi < 0 || bi >= fx || ei < -1 || ei > 1) continue;
+                if ((!PERIODIC && (bi < 0 || bi >= fx)) || ei < -1 || ei > 1) continue;
                 const double wt = wa * (ei ? 0.5 : 1) * (ej ? 0.5 : 1) * (ek ? 0.5 : 1);
                 const int t = (tk + 1) * 9 + (tj + 1) * 3 + (ti + 1);
-                const size_t b = (size_t)((bk * fy + bj) * fx + bi);
+                const size_t b =
+                    PERIODIC ? (size_t)((vox_wrap(bk, fz - 1) * fy + vox_wrap(bj, fy - 1)) * fx +
+                                        vox_wrap(bi, fx - 1))
+                             : (size_t)((bk * fy + bj) * fx + bi);
 #pragma unroll
                 for (int e = 0; e < BS; e++)
                   acc[e] += wt * vox_cuda_stencil_entry<DPN>(fine, a, b, t, e / DPN, e % DPN);
@@ -405,7 +504,7 @@ static __constant__ signed char warp_blocks[8][5] = {
     {15, 17, -1}, {19, 21, -1}, {23, 25, -1}, {18, 20, 24, 26, -1}};
 enum { STENCIL_WARPS = 8, STENCIL_NODES = 32 };
 
-template <int DPN, class VF, class VC>
+template <int DPN, class VF, class VC, bool PERIODIC = false>
 static __global__ void __launch_bounds__(STENCIL_WARPS * 32)
     galerkin_stencil_kernel(const VF *__restrict__ fine, VC *__restrict__ coarse, int64_t fx,
                             int64_t fy, int64_t fz, int64_t cx, int64_t cy, int64_t cz,
@@ -415,19 +514,33 @@ static __global__ void __launch_bounds__(STENCIL_WARPS * 32)
   if (n >= n_coarse) return;
   int64_t I[3];
   vox_cuda_node_coords(n, cx, cy, cz, I[0], I[1], I[2]);
+  /* a periodic grid's coarse images: identity rows */
+  const bool image = PERIODIC && (I[0] == cx - 1 || I[1] == cy - 1 || I[2] == cz - 1);
   for (int b = 0; b < 5; b++) {
     const int T = warp_blocks[warp][b];
     if (T < 0) break;
-    coarse_block<DPN>(fine,
-                      coarse + (n * VOX_CUDA_STENCIL_SLOTS + (size_t)(T - VOX_CUDA_STENCIL_CENTRE)) *
-                                   DPN * DPN,
-                      I, T, fx, fy, fz, cx, cy, cz);
+    VC *out = coarse + (n * VOX_CUDA_STENCIL_SLOTS + (size_t)(T - VOX_CUDA_STENCIL_CENTRE)) *
+                           DPN * DPN;
+    if (image) {
+      for (int e = 0; e < DPN * DPN; e++)
+        out[e] = (VC)(T == VOX_CUDA_STENCIL_CENTRE && e % (DPN + 1) == 0 ? 1 : 0);
+      continue;
+    }
+    coarse_block<DPN, VF, VC, PERIODIC>(fine, out, I, T, fx, fy, fz, cx, cy, cz);
   }
 }
 
 template <int DPN, class VF, class VC>
 static vox_status launch_stencil(vox_backend *be, const vox_stencil *fine, const VF *fv,
                                  const vox_stencil *coarse, VC *cv) {
+  if (fine->grid.periodic) {
+    galerkin_stencil_kernel<DPN, VF, VC, true>
+        <<<vox_cuda_blocks(coarse->n_nodes, STENCIL_NODES), STENCIL_WARPS * 32>>>(
+            fv, cv, fine->grid.nx + 1, fine->grid.ny + 1, fine->grid.nz + 1, coarse->grid.nx + 1,
+            coarse->grid.ny + 1, coarse->grid.nz + 1, coarse->n_nodes);
+    CUDA_LAUNCHED(be, "the periodic Galerkin kernel of a stencil level");
+    return VOX_OK;
+  }
   galerkin_stencil_kernel<DPN, VF, VC>
       <<<vox_cuda_blocks(coarse->n_nodes, STENCIL_NODES), STENCIL_WARPS * 32>>>(
           fv, cv, fine->grid.nx + 1, fine->grid.ny + 1, fine->grid.nz + 1, coarse->grid.nx + 1,

@@ -145,6 +145,21 @@ static __device__ __forceinline__ int64_t element_index(const grid_dims &g, int 
   return ((int64_t)k * g.ny + j) * g.nx + i;
 }
 
+/* Periodic grids (vox_grid.periodic, nbn only): a master node or element
+ * index plus or minus one, wrapped into [0, n). */
+static __device__ __forceinline__ int wrap_master(int a, int n) {
+  return a < 0 ? a + n : a >= n ? a - n : a;
+}
+
+/* Corner b of element (i, j, k) of a periodic grid: the corners past the
+ * last element plane wrap to plane 0. */
+static __device__ __forceinline__ int64_t element_node(const grid_dims &g, int i, int j, int k,
+                                                       int b) {
+  const int ii = i + corner_x(b), jj = j + corner_y(b), kk = k + corner_z(b);
+  return (int64_t)(kk == g.nz ? 0 : kk) * g.sz + (int64_t)(jj == g.ny ? 0 : jj) * g.sy +
+         (ii == g.nx ? 0 : ii);
+}
+
 /* Per-node fixed bits (see the top of the file). */
 static const uint8_t *node_fixed(const vox_operator *op) { return op->fixed + op->n_dofs; }
 
@@ -334,7 +349,7 @@ enum { NBN_BX = 32, NBN_BY = 2, NBN_BZ = 2 };
 /* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
  * a node inside: they belong only to elements outside the grid, whose
  * modulus is taken as 0, so their values never count. */
-template <int DPN, bool MIRROR, typename R, int MODE = ROW_PRODUCT>
+template <int DPN, bool MIRROR, typename R, int MODE = ROW_PRODUCT, bool PERIODIC = false>
 static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     nbn_kernel(const double *__restrict__ x, double *__restrict__ y,
                const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
@@ -344,6 +359,14 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
   if (i > g.nx || j > g.ny || k > g.nz) return;
   const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
   const unsigned own = full ? 0u : __ldg(node_fixed + node);
+  if (PERIODIC && (i == g.nx || j == g.ny || k == g.nz)) {
+    /* an image: no element reaches it (they wrap to its master), so its
+     * rows are x where fixed and 0 otherwise, as on the CPU */
+#pragma unroll
+    for (int c = 0; c < DPN; c++)
+      row_out<MODE>(node * DPN + c, (own >> c) & 1u ? __ldg(x + node * DPN + c) : 0.0, x, y, e);
+    return;
+  }
   if (own == (1u << DPN) - 1) { /* every row is the identity */
 #pragma unroll
     for (int c = 0; c < DPN; c++) row_out<MODE>(node * DPN + c, __ldg(x + node * DPN + c), x, y, e);
@@ -356,13 +379,13 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
     for (int r = 0; r < DPN; r++) t[a][r] = 0;
 #pragma unroll
   for (int dz = -1; dz <= 1; dz++) {
-    const int kk = min(max(k + dz, 0), g.nz);
+    const int kk = PERIODIC ? wrap_master(k + dz, g.nz) : min(max(k + dz, 0), g.nz);
 #pragma unroll
     for (int dy = -1; dy <= 1; dy++) {
-      const int jj = min(max(j + dy, 0), g.ny);
+      const int jj = PERIODIC ? wrap_master(j + dy, g.ny) : min(max(j + dy, 0), g.ny);
 #pragma unroll
       for (int dx = -1; dx <= 1; dx++) {
-        const int ii = min(max(i + dx, 0), g.nx);
+        const int ii = PERIODIC ? wrap_master(i + dx, g.nx) : min(max(i + dx, 0), g.nx);
         const int64_t w = (int64_t)kk * g.sz + (int64_t)jj * g.sy + ii;
         const unsigned wf = full ? 0u : __ldg(node_fixed + w);
         R xw[DPN];
@@ -387,7 +410,9 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
   R m[8];
 #pragma unroll
   for (int a = 0; a < 8; a++) {
-    const int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
     const bool exists = ei >= 0 && ei < g.nx && ej >= 0 && ej < g.ny && ek >= 0 && ek < g.nz;
     m[a] = exists ? (R)__ldg(moduli + element_index(g, ei, ej, ek)) : (R)0;
   }
@@ -495,7 +520,7 @@ static __global__ void fixed_rows_kernel(const double *__restrict__ x, double *_
 enum { NODE_BX = 32, NODE_BY = 4, NODE_BZ = 1 };
 
 /* d = sum over the elements around the node of m_e Ke[l][l]; 1 on fixed dofs. */
-template <int DPN>
+template <int DPN, bool PERIODIC = false>
 static __global__ void diagonal_kernel(const double *__restrict__ moduli,
                                        const uint8_t *__restrict__ fixed, grid_dims g,
                                        double *__restrict__ diag) {
@@ -503,12 +528,17 @@ static __global__ void diagonal_kernel(const double *__restrict__ moduli,
             k = blockIdx.z * NODE_BZ + threadIdx.z;
   if (i > g.nx || j > g.ny || k > g.nz) return;
   const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  /* a periodic grid's images get nothing from the elements */
+  const bool image = PERIODIC && (i == g.nx || j == g.ny || k == g.nz);
   double v[DPN];
 #pragma unroll
   for (int c = 0; c < DPN; c++) v[c] = 0;
 #pragma unroll
   for (int a = 0; a < 8; a++) {
-    const int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    if (image) continue;
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
     if (ei < 0 || ei >= g.nx || ej < 0 || ej >= g.ny || ek < 0 || ek >= g.nz) continue;
     const double m = moduli[element_index(g, ei, ej, ek)];
 #pragma unroll
@@ -519,7 +549,7 @@ static __global__ void diagonal_kernel(const double *__restrict__ moduli,
 }
 
 /* energy_e (+)= u_e' Ke u_e, summed in the CPU backend's order (generic Ke). */
-template <int DPN, bool MIRROR>
+template <int DPN, bool MIRROR, bool PERIODIC = false>
 static __global__ void energy_kernel(const double *__restrict__ u, grid_dims g, int accumulate,
                                      double *__restrict__ energy) {
   constexpr int NLOC = 8 * DPN;
@@ -530,7 +560,8 @@ static __global__ void energy_kernel(const double *__restrict__ u, grid_dims g, 
   double ue[NLOC];
 #pragma unroll
   for (int b = 0; b < 8; b++) {
-    const int64_t node = n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+    const int64_t node = PERIODIC ? element_node(g, i, j, k, b)
+                                  : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
 #pragma unroll
     for (int d = 0; d < DPN; d++) ue[b * DPN + d] = __ldg(u + node * DPN + d);
   }
@@ -616,12 +647,6 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   if (dpn != 1 && dpn != 3)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "operator: %d dofs per node (1 or 3 expected)", dpn);
-  /* the kernels index the grid without wrapping, and the backend has no
-   * op_strain_load / op_strain_energy yet */
-  if (grid->periodic)
-    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "periodic unit cells (homogenization) run on the CPU backend only so far "
-                     "(--device cpu)");
   /* node coordinates are int; the y and z of a launch grid stay below 65536 */
   if (grid->nx < 1 || grid->ny < 1 || grid->nz < 1 || grid->nx >= INT_MAX / 2 ||
       grid->ny >= 65535 || grid->nz >= 65535)
@@ -629,11 +654,25 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
                      "operator: a grid of %lld x %lld x %lld elements is outside what the CUDA "
                      "kernels take (1 .. 65534 along y and z)",
                      (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
-  const vox_kernel kernel = be->kernel == VOX_KERNEL_AUTO ? default_kernel(desc->dofs_per_node)
-                                                          : be->kernel;
+  /* auto on a periodic grid: nbn, the one kernel that wraps */
+  const vox_kernel kernel = be->kernel != VOX_KERNEL_AUTO ? be->kernel
+                            : grid->periodic              ? VOX_KERNEL_NBN
+                                                          : default_kernel(desc->dofs_per_node);
   if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: unknown kernel %d",
                      (int)kernel);
+  /* only nbn wraps its indices (the PERIODIC instances); the multigrid
+   * levels of a periodic grid keep even sizes (vox_mg_levels_for) */
+  if (grid->periodic && kernel != VOX_KERNEL_NBN)
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                     "operator: periodic cells run on the CUDA backend with the nbn kernel only "
+                     "(--kernel nbn or auto), not %s",
+                     kernel == VOX_KERNEL_DBD ? "dbd" : "ebe");
+  if (grid->periodic && (grid->nx % 2 || grid->ny % 2 || grid->nz % 2))
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: a periodic grid of %lld x %lld x %lld elements (even sizes "
+                     "expected)",
+                     (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
 
   vox_operator *op = (vox_operator *)calloc(1, sizeof *op);
   if (!op) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -646,6 +685,13 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   op->n_elements = (size_t)vox_grid_elements(grid);
   const size_t ke_bytes = (size_t)op->nloc * (size_t)op->nloc * sizeof(double);
   memcpy(op->ke_host, desc->ke, ke_bytes);
+  if (grid->periodic) /* the Galerkin product of a periodic grid takes free masters only */
+    for (int64_t k = 0; k < grid->nz && !op->periodic_masters_fixed; k++)
+      for (int64_t j = 0; j < grid->ny; j++)
+        for (int64_t i = 0; i < grid->nx; i++)
+          for (int c = 0; c < dpn; c++)
+            op->periodic_masters_fixed |=
+                desc->dof_fixed[((k * (grid->ny + 1) + j) * (grid->nx + 1) + i) * dpn + c] != 0;
   for (int l = 0; l < op->nloc * op->nloc; l++) op->ke32_host[l] = (float)op->ke_host[l];
   /* per-dof flags, then per-node bits */
   const size_t fixed_bytes = op->n_dofs + n_nodes;
@@ -710,7 +756,12 @@ vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_v
 template <int DPN, bool MIRROR, typename R>
 static void launch_apply(const vox_operator *op, const double *x, double *y, int full) {
   const grid_dims g = dims_of(op);
-  if (op->kernel == VOX_KERNEL_NBN) {
+  if (op->kernel == VOX_KERNEL_NBN && op->grid.periodic) {
+    const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
+    nbn_kernel<DPN, MIRROR, R, ROW_PRODUCT, true>
+        <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(x, y, op->moduli,
+                                                               node_fixed(op), full, g);
+  } else if (op->kernel == VOX_KERNEL_NBN) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(
         x, y, op->moduli, node_fixed(op), full, g);
@@ -814,7 +865,14 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
       (single || MODE != ROW_SMOOTH)) {
     const grid_dims g = dims_of(op);
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
-    if (single)
+    if (op->grid.periodic && single)
+      nbn_kernel<3, true, float, MODE, true><<<blocks, block>>>(xv->data, out->data, op->moduli,
+                                                               node_fixed(op), full, g, e);
+    else if (op->grid.periodic) {
+      if constexpr (MODE != ROW_SMOOTH)
+        nbn_kernel<3, true, double, MODE, true><<<blocks, block>>>(
+            xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
+    } else if (single)
       nbn_kernel<3, true, float, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
                                                          node_fixed(op), full, g, e);
     else if constexpr (MODE != ROW_SMOOTH)
@@ -860,7 +918,11 @@ vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d) {
   const grid_dims g = dims_of(op);
   const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
   const dim3 blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
-  if (op->dpn == 3)
+  if (op->grid.periodic && op->dpn == 3)
+    diagonal_kernel<3, true><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
+  else if (op->grid.periodic)
+    diagonal_kernel<1, true><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
+  else if (op->dpn == 3)
     diagonal_kernel<3><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
   else
     diagonal_kernel<1><<<blocks, block>>>(op->moduli, op->fixed, g, d->data);
@@ -875,12 +937,164 @@ vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const v
   const grid_dims g = dims_of(op);
   const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
   const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
-  if (op->dpn == 1)
+  if (op->grid.periodic && op->dpn == 1)
+    energy_kernel<1, false, true><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  else if (op->grid.periodic && mirrored)
+    energy_kernel<3, true, true><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  else if (op->grid.periodic)
+    energy_kernel<3, false, true><<<blocks, block>>>(u->data, g, accumulate, energy->data);
+  else if (op->dpn == 1)
     energy_kernel<1, false><<<blocks, block>>>(u->data, g, accumulate, energy->data);
   else if (mirrored)
     energy_kernel<3, true><<<blocks, block>>>(u->data, g, accumulate, energy->data);
   else
     energy_kernel<3, false><<<blocks, block>>>(u->data, g, accumulate, energy->data);
   CUDA_LAUNCHED(be, "the element energy kernel");
+  return VOX_OK;
+}
+
+/* ---- homogenization of a periodic cell (op_strain_load, op_strain_energy) --- */
+
+/* Ke chi, the element load of a unit macro strain (nloc values). */
+struct element_vector {
+  double v[24];
+};
+
+/* f = sum_e m_e Ke chi gathered per node from the elements around it (0 on
+ * fixed dofs and on a periodic grid's images), the CPU's scatter as a
+ * gather: no colours, no atomics. */
+template <int DPN, bool PERIODIC>
+static __global__ void strain_load_kernel(const double *__restrict__ moduli,
+                                          const uint8_t *__restrict__ fixed, grid_dims g,
+                                          element_vector kchi, double *__restrict__ f) {
+  const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
+            k = blockIdx.z * NODE_BZ + threadIdx.z;
+  if (i > g.nx || j > g.ny || k > g.nz) return;
+  const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  const bool image = PERIODIC && (i == g.nx || j == g.ny || k == g.nz);
+  double v[DPN];
+#pragma unroll
+  for (int c = 0; c < DPN; c++) v[c] = 0;
+#pragma unroll
+  for (int a = 0; a < 8; a++) {
+    int ei = i - corner_x(a), ej = j - corner_y(a), ek = k - corner_z(a);
+    if (image) continue;
+    if (PERIODIC)
+      ei = wrap_master(ei, g.nx), ej = wrap_master(ej, g.ny), ek = wrap_master(ek, g.nz);
+    if (ei < 0 || ei >= g.nx || ej < 0 || ej >= g.ny || ek < 0 || ek >= g.nz) continue;
+    const double m = __ldg(moduli + element_index(g, ei, ej, ek));
+    if (m == 0) continue;
+#pragma unroll
+    for (int c = 0; c < DPN; c++) v[c] += m * kchi.v[a * DPN + c];
+  }
+#pragma unroll
+  for (int c = 0; c < DPN; c++) f[node * DPN + c] = fixed[node * DPN + c] ? 0.0 : v[c];
+}
+
+vox_status vox_cuda_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
+                                   vox_vec *f) {
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: strain load before its moduli");
+  const int nloc = op->nloc;
+  element_vector kchi = {};
+  for (int r = 0; r < nloc; r++)
+    for (int c = 0; c < nloc; c++) kchi.v[r] += op->ke_host[r * nloc + c] * chi[c];
+  const grid_dims g = dims_of(op);
+  const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
+  const dim3 blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
+  if (op->dpn == 3 && op->grid.periodic)
+    strain_load_kernel<3, true><<<blocks, block>>>(op->moduli, op->fixed, g, kchi, f->data);
+  else if (op->dpn == 3)
+    strain_load_kernel<3, false><<<blocks, block>>>(op->moduli, op->fixed, g, kchi, f->data);
+  else if (op->grid.periodic)
+    strain_load_kernel<1, true><<<blocks, block>>>(op->moduli, op->fixed, g, kchi, f->data);
+  else
+    strain_load_kernel<1, false><<<blocks, block>>>(op->moduli, op->fixed, g, kchi, f->data);
+  CUDA_LAUNCHED(be, "the strain load kernel");
+  return VOX_OK;
+}
+
+/* Up to six fields u_f, their element strain displacements chi_f and the
+ * weights w (n x n), passed by value (about 1.5 KB of kernel parameters). */
+enum { MAX_STRAIN_FIELDS = 6 };
+struct strain_fields {
+  const double *u[MAX_STRAIN_FIELDS];
+  double chi[MAX_STRAIN_FIELDS * 24];
+  double w[MAX_STRAIN_FIELDS * MAX_STRAIN_FIELDS];
+  int n;
+};
+
+/* out_e = sum_fg w_fg v_f' Ke v_g with v_f = chi_f - u_f on the element:
+ * per field g with a non-zero weight, Ke v_g once (element_product), then
+ * its products with every v_f, reloaded from the cache rather than held in
+ * registers (six fields of 24 values would spill). */
+template <bool MIRROR, bool PERIODIC>
+static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
+    strain_energy_kernel(strain_fields sf, grid_dims g, double *__restrict__ energy) {
+  const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
+            k = blockIdx.z * NODE_BZ + threadIdx.z;
+  if (i >= g.nx || j >= g.ny || k >= g.nz) return;
+  const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+  int64_t node[8];
+#pragma unroll
+  for (int b = 0; b < 8; b++)
+    node[b] = PERIODIC ? element_node(g, i, j, k, b)
+                       : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+  const int n = sf.n;
+  double s = 0;
+#pragma unroll 1
+  for (int fg = 0; fg < n; fg++) {
+    bool any = false;
+    for (int ff = 0; ff < n; ff++) any = any || sf.w[ff * n + fg] != 0;
+    if (!any) continue;
+    double v[24];
+#pragma unroll
+    for (int b = 0; b < 8; b++)
+#pragma unroll
+      for (int d = 0; d < 3; d++)
+        v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - __ldg(sf.u[fg] + node[b] * 3 + d);
+    double kv[8][3];
+    element_product<3, MIRROR>(v, kv);
+#pragma unroll 1
+    for (int ff = 0; ff < n; ff++) {
+      const double w = sf.w[ff * n + fg];
+      if (w == 0) continue;
+      double t = 0;
+#pragma unroll
+      for (int b = 0; b < 8; b++)
+#pragma unroll
+        for (int d = 0; d < 3; d++)
+          t += (sf.chi[ff * 24 + b * 3 + d] - __ldg(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
+      s += w * t;
+    }
+  }
+  energy[element_index(g, i, j, k)] = s;
+}
+
+vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                     const vox_vec *u, const double *chi, const double *w,
+                                     vox_vec *energy) {
+  if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "strain energy: %d fields of %d dofs per element", n_fields, op->nloc);
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  strain_fields sf = {};
+  sf.n = n_fields;
+  for (int f = 0; f < n_fields; f++) sf.u[f] = u[f].data;
+  memcpy(sf.chi, chi, (size_t)n_fields * 24 * sizeof *chi);
+  memcpy(sf.w, w, (size_t)n_fields * (size_t)n_fields * sizeof *w);
+  const grid_dims g = dims_of(op);
+  const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
+  const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
+  if (op->grid.periodic && mirrored)
+    strain_energy_kernel<true, true><<<blocks, block>>>(sf, g, energy->data);
+  else if (op->grid.periodic)
+    strain_energy_kernel<false, true><<<blocks, block>>>(sf, g, energy->data);
+  else if (mirrored)
+    strain_energy_kernel<true, false><<<blocks, block>>>(sf, g, energy->data);
+  else
+    strain_energy_kernel<false, false><<<blocks, block>>>(sf, g, energy->data);
+  CUDA_LAUNCHED(be, "the strain energy kernel");
   return VOX_OK;
 }

@@ -39,6 +39,11 @@ static __device__ __forceinline__ int parents(int64_t a, int64_t J[2], double w[
   return 2;
 }
 
+/* A periodic grid's master index plus or minus one, wrapped into [0, n). */
+static __device__ __forceinline__ int64_t wrap_master(int64_t a, int64_t n) {
+  return a < 0 ? a + n : a >= n ? a - n : a;
+}
+
 /* Values stored on the device; the host layout has 27 blocks per node. */
 static size_t stencil_values(const vox_stencil *st) {
   return st->n_nodes * VOX_CUDA_STENCIL_SLOTS * (size_t)(st->dpn * st->dpn);
@@ -137,10 +142,17 @@ static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *s
   for (size_t node = 0; s == VOX_OK && node < st->n_nodes; node++) {
     const int64_t i = (int64_t)node % px, j = (int64_t)node / px % py,
                   k = (int64_t)node / (px * py);
+    /* periodic: a master's neighbours wrap to masters; an image's row is
+     * its centre block */
+    const bool periodic = st->grid.periodic,
+               image = periodic && vox_is_image(px - 1, py - 1, pz - 1, i, j, k);
     for (int t = 0; t < 27; t++) {
       double *out = host + (node * 27 + (size_t)t) * bs;
-      const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
-      const bool inside = ii >= 0 && ii < px && jj >= 0 && jj < py && kk >= 0 && kk < pz;
+      int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+      if (periodic && !image)
+        ii = vox_wrap(ii, px - 1), jj = vox_wrap(jj, py - 1), kk = vox_wrap(kk, pz - 1);
+      const bool inside =
+          !image && ii >= 0 && ii < px && jj >= 0 && jj < py && kk >= 0 && kk < pz;
       if (t >= VOX_CUDA_STENCIL_CENTRE) {
         const V *own = half + (node * VOX_CUDA_STENCIL_SLOTS + (size_t)(t - 13)) * bs;
         for (size_t e = 0; e < bs; e++) out[e] = (double)own[e];
@@ -182,7 +194,7 @@ template <int DPN> struct apply_shape {
   static constexpr int THREADS = NB * DPN;
 };
 
-template <int DPN, class V, int NB, int MODE>
+template <int DPN, class V, int NB, int MODE, bool PERIODIC = false>
 static __global__ void __launch_bounds__(NB * DPN)
     stencil_apply_kernel(const V *__restrict__ a, const double *__restrict__ x,
                          double *__restrict__ y, int64_t px, int64_t py, int64_t pz,
@@ -199,11 +211,19 @@ static __global__ void __launch_bounds__(NB * DPN)
   int64_t i, j, k;
   vox_cuda_node_coords(n, px, py, pz, i, j, k);
   const V *row = s_a + local * ROW + r * DPN; /* row r of slot 0 (the centre) */
+  /* a periodic grid's images have identity rows (their centre block) */
+  const bool image = PERIODIC && (i == px - 1 || j == py - 1 || k == pz - 1);
   double s = 0;
 #pragma unroll
   for (int t = 0; t < 27; t++) {
-    const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
-    if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) continue;
+    int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+    if (PERIODIC) {
+      if (image && t != VOX_CUDA_STENCIL_CENTRE) continue;
+      if (!image) /* a master's neighbours wrap to masters */
+        ii = wrap_master(ii, px - 1), jj = wrap_master(jj, py - 1), kk = wrap_master(kk, pz - 1);
+    } else if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) {
+      continue;
+    }
     const size_t m = (size_t)((kk * py + jj) * px + ii);
     const double *xm = x + m * DPN;
     if (t >= VOX_CUDA_STENCIL_CENTRE) {
@@ -235,8 +255,16 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
                            vox_vec *y, const row_epilogue &e) {
   using S = apply_shape<DPN>;
   if (!st->n_nodes) return VOX_OK;
-  stencil_apply_kernel<DPN, V, S::NB, MODE><<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
-      a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes, e);
+  if (st->grid.periodic)
+    stencil_apply_kernel<DPN, V, S::NB, MODE, true>
+        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+            a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes,
+            e);
+  else
+    stencil_apply_kernel<DPN, V, S::NB, MODE>
+        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+            a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes,
+            e);
   CUDA_LAUNCHED(be, MODE == ROW_PRODUCT ? "the stencil product kernel"
                     : MODE == ROW_SMOOTH ? "the fused stencil smoothing step"
                                          : "the fused stencil residual");
@@ -361,12 +389,89 @@ static __global__ void __launch_bounds__(THREADS)
   f[dof] += s;
 }
 
+/* The transfers of a periodic grid (even sizes): the same weights with the
+ * fine neighbours wrapped; a coarse image gets nothing, a fine image keeps
+ * its value (as vox_cpu_restrict_residual and vox_cpu_prolong_add). */
+template <int DPN>
+static __global__ void __launch_bounds__(THREADS)
+    restrict_periodic_kernel(const double *__restrict__ f, double *__restrict__ c, int64_t fx,
+                             int64_t fy, int64_t cx, int64_t cy, int64_t cz,
+                             size_t n_coarse_dofs) {
+  const size_t dof = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (dof >= n_coarse_dofs) return;
+  const size_t n = dof / DPN;
+  const int r = (int)(dof - n * DPN);
+  int64_t I, J, K;
+  vox_cuda_node_coords(n, cx, cy, cz, I, J, K);
+  double s = 0;
+  if (I < cx - 1 && J < cy - 1 && K < cz - 1) {
+#pragma unroll
+    for (int dk = -1; dk <= 1; dk++) {
+      const int64_t k = wrap_master(2 * K + dk, (cz - 1) * 2);
+#pragma unroll
+      for (int dj = -1; dj <= 1; dj++) {
+        const int64_t j = wrap_master(2 * J + dj, (cy - 1) * 2);
+#pragma unroll
+        for (int di = -1; di <= 1; di++) {
+          const int64_t i = wrap_master(2 * I + di, (cx - 1) * 2);
+          const double wt = (dk ? 0.5 : 1) * (dj ? 0.5 : 1) * (di ? 0.5 : 1);
+          s += wt * f[((k * fy + j) * fx + i) * DPN + r];
+        }
+      }
+    }
+  }
+  c[dof] = s;
+}
+
+template <int DPN>
+static __global__ void __launch_bounds__(THREADS)
+    prolong_periodic_kernel(const double *__restrict__ c, double *__restrict__ f, int64_t fx,
+                            int64_t fy, int64_t fz, int64_t cx, int64_t cy, size_t n_fine_dofs) {
+  const size_t dof = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (dof >= n_fine_dofs) return;
+  const size_t n = dof / DPN;
+  const int r = (int)(dof - n * DPN);
+  int64_t i, j, k;
+  vox_cuda_node_coords(n, fx, fy, fz, i, j, k);
+  if (i == fx - 1 || j == fy - 1 || k == fz - 1) return; /* an image */
+  int64_t Pi[2], Pj[2], Pk[2];
+  double wi[2], wj[2], wk[2];
+  const int nk = parents(k, Pk, wk), nj = parents(j, Pj, wj), ni = parents(i, Pi, wi);
+  /* the last odd master's upper parent is coarse node 0 again */
+  if (Pk[1] == (fz - 1) / 2) Pk[1] = 0;
+  if (Pj[1] == (fy - 1) / 2) Pj[1] = 0;
+  if (Pi[1] == (fx - 1) / 2) Pi[1] = 0;
+  double s = 0;
+#pragma unroll
+  for (int a = 0; a < 2; a++) {
+    if (a >= nk) break;
+#pragma unroll
+    for (int b = 0; b < 2; b++) {
+      if (b >= nj) break;
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        if (e >= ni) break;
+        const double wt = wk[a] * wj[b] * wi[e];
+        s += wt * c[((Pk[a] * cy + Pj[b]) * cx + Pi[e]) * DPN + r];
+      }
+    }
+  }
+  f[dof] += s;
+}
+
 template <int DPN>
 static vox_status restrict_as(vox_backend *be, const vox_grid *fine, const vox_vec *rf,
                               vox_vec *rc) {
   const vox_grid coarse = vox_grid_coarsen(fine);
   const size_t n = (size_t)vox_grid_nodes(&coarse) * DPN;
   if (!n) return VOX_OK;
+  if (fine->periodic) {
+    restrict_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+        rf->data, rc->data, fine->nx + 1, fine->ny + 1, coarse.nx + 1, coarse.ny + 1,
+        coarse.nz + 1, n);
+    CUDA_LAUNCHED(be, "the periodic restriction kernel");
+    return VOX_OK;
+  }
   restrict_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
       rf->data, rc->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1, coarse.ny + 1,
       coarse.nz + 1, n);
@@ -380,6 +485,13 @@ static vox_status prolong_as(vox_backend *be, const vox_grid *fine, const vox_ve
   const vox_grid coarse = vox_grid_coarsen(fine);
   const size_t n = (size_t)vox_grid_nodes(fine) * DPN;
   if (!n) return VOX_OK;
+  if (fine->periodic) {
+    prolong_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+        xc->data, xf->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1,
+        coarse.ny + 1, n);
+    CUDA_LAUNCHED(be, "the periodic prolongation kernel");
+    return VOX_OK;
+  }
   prolong_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
       xc->data, xf->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1, coarse.ny + 1,
       n);

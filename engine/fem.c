@@ -148,7 +148,7 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
     /* The images carry no unknowns. Nothing else is held: the periodic
      * operator is singular with the rigid translations, its loads are
      * orthogonal to them, and CG solves the consistent system; the
-     * multigrid holds the corner on its coarsest level only
+     * multigrid holds one node on its coarsest level only
      * (multigrid.c). Holding the corner here instead (seed 003 section
      * 4.2) makes the translations a mode of low but non-zero energy that
      * the coarse levels must not remove: on a solid 16 x 24 x 8 cell, 33

@@ -14,6 +14,7 @@ typedef struct vox_homog {
   vox_vec u[VOX_STRAINS];    /* periodic fluctuations, the warm starts of the next solves */
   double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
+  double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
 } vox_homog;

@@ -13,9 +13,15 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
   /* fem.c: e_solid and moduli per element; inv_diag, the forces, the 4 CG
    * vectors, the fixed flags per dof (and per node, on the GPU), and lift,
-   * rhs and correction for prescribed displacements */
-  double bytes = 2 * D * elements + (5 + n_cases + (prescribed ? 3 : 0)) * D * dofs + dofs +
+   * rhs and correction for prescribed displacements. A periodic cell
+   * (homogenize.c) has one force vector that each unit strain overwrites,
+   * its n_cases fields (counted below as the optimizer's displacements, or
+   * here when not optimizing) and a vector of ones per element. */
+  const int periodic = grid->periodic;
+  const int forces = periodic ? 1 : n_cases;
+  double bytes = 2 * D * elements + (5 + forces + (prescribed ? 3 : 0)) * D * dofs + dofs +
                  dofs / dpn;
+  if (periodic) bytes += D * elements + (optimizing ? 0 : n_cases * D * dofs);
   if (solver->preconditioner == VOX_PC_MULTIGRID) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
     const double value = solver->precision == VOX_PRECISION_MIXED ? sizeof(float) : D;

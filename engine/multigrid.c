@@ -97,12 +97,24 @@ static vox_status make_translations(vox_multigrid *mg) {
 
 /* The coarsest operator of a periodic hierarchy is singular with the
  * translations (P maps the coarse translations onto the fine ones, which
- * the fine operator annihilates). For its factorisation the corner node
- * is held (seed 003 section 4.2): its rows and columns become the
+ * the fine operator annihilates). For its factorisation one node is held
+ * (seed 003 section 4.2 holds the corner): its rows and columns become the
  * identity. With the restricted residual orthogonal to the translations,
  * the held system's solution solves the singular one; removing the
- * translations from that solution too keeps the V-cycle symmetric. */
-static vox_status hold_corner(vox_multigrid *mg) {
+ * translations from that solution too keeps the V-cycle symmetric.
+ *
+ * The held node is the stiffest master (the largest trace of its diagonal
+ * block; the first of equals), not the corner: once a design leaves the
+ * corner void, holding it pins the structure only through the void's
+ * stiffness (1e-9 of the solid's), and the rounding of single-precision
+ * stencils (VOX_PRECISION_MIXED on the GPU) leaves the translations an
+ * energy of about 1e-7 of the stiffness, of either sign, so the held matrix
+ * turned indefinite: on the H100 the bulk-modulus benchmark failed at
+ * design iteration 53 (64^3) and 81 (128^3); a CPU replay of a 32^3 design
+ * with a void corner on 64^3 and 128^3 grids, its levels rounded to float,
+ * fails with the corner held and factors with the stiffest node held (and
+ * in double both factor). */
+static vox_status hold_node(vox_multigrid *mg) {
   vox_backend *be = mg->be;
   vox_stencil *st = mg->level[mg->n_levels - 1].stencil;
   const vox_grid *g = &mg->level[mg->n_levels - 1].grid;
@@ -111,15 +123,26 @@ static vox_status hold_corner(vox_multigrid *mg) {
   double *v = malloc(nodes * 27 * (size_t)bs * sizeof *v);
   if (!v) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status s = be->ops->stencil_download(be, st, v);
+  int64_t held = 0;
+  double stiffest = -INFINITY;
+  for (int64_t k = 0; k < g->nz && s == VOX_OK; k++)
+    for (int64_t j = 0; j < g->ny; j++)
+      for (int64_t i = 0; i < g->nx; i++) {
+        const int64_t n = (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+        const double *centre = v + ((size_t)n * 27 + 13) * (size_t)bs;
+        double trace = 0;
+        for (int d = 0; d < dpn; d++) trace += centre[d * (dpn + 1)];
+        if (trace > stiffest) stiffest = trace, held = n;
+      }
   for (int64_t k = 0; k < g->nz && s == VOX_OK; k++)
     for (int64_t j = 0; j < g->ny; j++)
       for (int64_t i = 0; i < g->nx; i++) {
         const int64_t n = (k * (g->ny + 1) + j) * (g->nx + 1) + i;
         for (int t = 0; t < 27; t++) {
           double *blk = v + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
-          if (n == 0) {
+          if (n == held) {
             for (int e = 0; e < bs; e++) blk[e] = t == 13 && e % (dpn + 1) == 0;
-          } else if (vox_neighbour_node(g->nx, g->ny, g->nz, 1, i, j, k, t) == 0) {
+          } else if (vox_neighbour_node(g->nx, g->ny, g->nz, 1, i, j, k, t) == held) {
             memset(blk, 0, (size_t)bs * sizeof *blk);
           }
         }
@@ -320,8 +343,8 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   /* The coarsest factorisation first: the CUDA backend runs it on a stream
    * of its own, under the Lanczos steps below (which leave the device
    * mostly idle on the small levels), and reports its status at the first
-   * solve. A periodic hierarchy holds its coarsest corner first. */
-  if (mg->n_translations) TRY(hold_corner(mg));
+   * solve. A periodic hierarchy holds one coarsest node first. */
+  if (mg->n_translations) TRY(hold_node(mg));
   TRY(be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
   for (int l = 0; l < mg->n_levels - 1; l++) {
     /* coarse levels use their own vectors, which setup does not need */

@@ -500,7 +500,9 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
    * counts as six load cases; a mechanism's adjoint and its polarisation
    * vector count as two more cases. */
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
-  TRY(vox_memory_check(be, &model->grid, vox_physics_dofs_per_node(model->physics),
+  vox_grid planned = model->grid;
+  planned.periodic = cell; /* the grid the cell's solver works on */
+  TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
                        cell ? 6 : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism, 0,
                        &opt->solver, 1));
   const objective_ops *objective = cell ? &cell_objective : &problem_objective;

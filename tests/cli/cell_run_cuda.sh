@@ -1,0 +1,37 @@
+# A periodic unit cell on the GPU through the program (label gpu): the same
+# short bulk-modulus run with --device cpu and --device cuda gives the same
+# C^H and moduli (to 1e-6), and --device auto takes the cell
+# too. Exit 77 (skipped) without a CUDA build or device.
+. "$(dirname "$0")/lib.sh"
+
+cat >cell.yaml <<'YAML'
+voxfe-problem: 1
+title: a periodic unit cell
+material: {name: solid, E: 1.0, nu: 0.3}
+cell: true
+YAML
+"$VOXELIZE" --box 16x16x16 --voxel-size 0.0625 -p cell.yaml -o cell.nc ||
+  { fail "voxelize"; finish; }
+
+"$OPTIMIZE" cell.nc -o gpu.nc --objective bulk --max-iterations 2 --device cuda \
+  >"$LOG/gpu" 2>"$LOG/gpu.err"
+status=$?
+if [ "$status" -ne 0 ] &&
+   grep -Eq "no CUDA device|without CUDA|not built with CUDA" "$LOG/gpu.err"; then
+  echo "skipped: $(cat "$LOG/gpu.err")"
+  exit 77
+fi
+[ "$status" -eq 0 ] || { fail "--device cuda: exit status $status: $(cat "$LOG/gpu.err")"; finish; }
+"$OPTIMIZE" cell.nc -o cpu.nc --objective bulk --max-iterations 2 --device cpu \
+  >"$LOG/cpu" 2>"$LOG/cpu.err" || { fail "--device cpu: $(cat "$LOG/cpu.err")"; finish; }
+# the C^H block, the moduli and the ratios, without the timings
+summary() { sed -n '/homogenized stiffness/,/Poisson ratios/p' "$1"; }
+[ -n "$(summary "$LOG/gpu")" ] || fail "no C^H in the cuda run's summary: $(cat "$LOG/gpu")"
+# the same numbers to 1e-6 (the zero entries are rounding noise of 1e-17)
+numbers() { summary "$1" | grep -Eo -- '-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?'; }
+paste <(numbers "$LOG/cpu") <(numbers "$LOG/gpu") |
+  awk 'NF != 2 || ($1 - $2 > 1e-6 || $2 - $1 > 1e-6) { bad = 1 } END { exit bad || NR < 40 }' ||
+  fail "cuda and cpu summaries differ: $(diff <(summary "$LOG/cpu") <(summary "$LOG/gpu"))"
+"$OPTIMIZE" cell.nc -o auto.nc --objective bulk --max-iterations 1 --device auto --quiet \
+  2>"$LOG/auto.err" || fail "--device auto: $(cat "$LOG/auto.err")"
+finish

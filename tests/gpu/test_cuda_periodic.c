@@ -1,0 +1,577 @@
+/* Periodic unit cells on the CUDA backend against the CPU backend (issue 8),
+ * on random moduli and vectors:
+ *   - the operator of a periodic grid: K u (eliminated, full, single
+ *     precision), diagonal, fused smoothing step and residual, element
+ *     energies, the loads of unit macro strains (op_strain_load) and the
+ *     weighted strain energies of six fields (op_strain_energy), with the
+ *     images held and, in a second case, random master dofs held too;
+ *   - the multigrid pieces of a periodic hierarchy: Galerkin stencils from
+ *     the operator and from a stencil (double and mixed), their products,
+ *     fused steps and diagonals, restriction and prolongation, and whole
+ *     V-cycles (hold the coarsest corner, remove the translations, dense
+ *     coarse factor);
+ *   - C^H of a random cell (vox_homogenize) and of a short bulk-modulus
+ *     optimization of a 16^3 cell;
+ *   - the clear refusals: the dbd and ebe kernels, and a Galerkin product of
+ *     a periodic grid with held masters.
+ * Every check prints max |cuda - cpu| / max |cpu|. Exit 77 (skipped) when
+ * this build has no CUDA or the machine no device. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "backend_ops.h"
+#include "multigrid.h"
+#include "voxfe/voxfe.h"
+
+enum { SKIP = 77 };
+
+/* double against double; single-precision products and float stencils;
+ * solves to a relative residual (C^H of converged solves) */
+static const double TOL = 1e-12, TOL_SINGLE = 1e-5, TOL_MIXED = 1e-6, TOL_SOLVE = 1e-7;
+
+static vox_backend *cpu, *gpu;
+static char where[96];
+
+static double uniform(uint64_t *s) {
+  *s = *s * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+static void fail_line(const char *check, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_line(const char *check, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  printf("  FAIL  %s %s: %s\n", where, check, msg);
+  check_failures++;
+}
+
+static int call_ok(vox_status s, vox_backend *be, const char *check, const char *call) {
+  if (s == VOX_OK) return 1;
+  fail_line(check, "%s backend: %s returned %s: %s", be->ops->name, call, vox_status_string(s),
+            vox_context_message(be->ctx));
+  return 0;
+}
+#define C_OK(check, call) call_ok((call), cpu, (check), #call)
+#define G_OK(check, call) call_ok((call), gpu, (check), #call)
+#define BOTH(check, ccall, gcall) (C_OK((check), (ccall)) & G_OK((check), (gcall)))
+
+/* max |a - b| / max |b| (absolute where b is all zero), reported */
+static void report(const char *check, const double *g, const double *c, size_t n, double tol) {
+  double num = 0, den = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = isfinite(g[i]) ? fabs(g[i] - c[i]) : INFINITY;
+    if (d > num) num = d, worst = i;
+    den = fmax(den, fabs(c[i]));
+  }
+  const double rel = den > 0 ? num / den : num;
+  if (rel <= tol)
+    printf("  ok    %s %-52s %9.2e  (tol %.0e)\n", where, check, rel, tol);
+  else
+    fail_line(check, "relative difference %.3e > %.0e at %zu of %zu: cuda %.17g, cpu %.17g", rel,
+              tol, worst, n, g[worst], c[worst]);
+}
+
+/* ---- a vector on both backends ------------------------------------------- */
+
+typedef struct pvec {
+  vox_vec c, g;
+  size_t n;
+  double *hc, *hg;
+} pvec;
+
+static int pv_create(pvec *v, size_t n) {
+  memset(v, 0, sizeof *v);
+  v->n = n;
+  v->hc = calloc(n ? n : 1, sizeof(double));
+  v->hg = calloc(n ? n : 1, sizeof(double));
+  return v->hc && v->hg && C_OK("vec_create", cpu->ops->vec_create(cpu, n, &v->c)) &&
+         G_OK("vec_create", gpu->ops->vec_create(gpu, n, &v->g));
+}
+
+static void pv_destroy(pvec *v) {
+  if (v->c.data) cpu->ops->vec_destroy(cpu, &v->c);
+  if (v->g.data) gpu->ops->vec_destroy(gpu, &v->g);
+  free(v->hc), free(v->hg);
+  memset(v, 0, sizeof *v);
+}
+
+static int pv_upload(pvec *v, const double *h) {
+  return C_OK("vec_upload", cpu->ops->vec_upload(cpu, &v->c, h)) &&
+         G_OK("vec_upload", gpu->ops->vec_upload(gpu, &v->g, h));
+}
+
+static int pv_random(pvec *v, uint64_t *seed, double lo, double hi) {
+  for (size_t i = 0; i < v->n; i++) v->hc[i] = lo + (hi - lo) * uniform(seed);
+  return pv_upload(v, v->hc);
+}
+
+/* a value no kernel computes in the CUDA copy, so that an unwritten output shows */
+static int pv_poison(pvec *v) { return G_OK("vec_set", gpu->ops->vec_set(gpu, &v->g, 12345.678)); }
+
+static void pv_check(const char *check, pvec *v, double tol) {
+  if (C_OK(check, cpu->ops->vec_download(cpu, &v->c, v->hc)) &&
+      G_OK(check, gpu->ops->vec_download(gpu, &v->g, v->hg)))
+    report(check, v->hg, v->hc, v->n, tol);
+}
+
+/* ---- a periodic problem ------------------------------------------------------ */
+
+typedef struct problem {
+  vox_grid grid;
+  int dpn;
+  size_t n_dofs, n_elements;
+  double ke[24 * 24];
+  uint8_t *fixed;
+  pvec moduli;
+  vox_operator *cop, *gop;
+} problem;
+
+static int64_t node_of(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+/* Random moduli in [0.1, 1.1) with a few 1e-9 (a cell has material
+ * everywhere); the images held, and with held_masters a few masters too. */
+static int problem_make(problem *p, int64_t nx, int64_t ny, int64_t nz, int dpn, int held_masters,
+                        uint64_t seed) {
+  memset(p, 0, sizeof *p);
+  p->grid = (vox_grid){.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1.25, 0.8}, .periodic = 1};
+  snprintf(where, sizeof where, "%lldx%lldx%lld dpn=%d%s", (long long)nx, (long long)ny,
+           (long long)nz, dpn, held_masters ? " held" : "");
+  p->dpn = dpn;
+  p->n_dofs = (size_t)vox_grid_nodes(&p->grid) * (size_t)dpn;
+  p->n_elements = (size_t)vox_grid_elements(&p->grid);
+  const int bad = dpn == 3 ? vox_hex8_elasticity(1.0, 0.3, p->grid.voxel_size, p->ke)
+                           : vox_hex8_conduction(1.0, p->grid.voxel_size, p->ke);
+  p->fixed = calloc(p->n_dofs, 1);
+  if (bad || !p->fixed || !pv_create(&p->moduli, p->n_elements)) return 0;
+  for (size_t e = 0; e < p->n_elements; e++)
+    p->moduli.hc[e] = uniform(&seed) < 0.1 ? 1e-9 : 0.1 + uniform(&seed);
+  if (!pv_upload(&p->moduli, p->moduli.hc)) return 0;
+  for (int64_t k = 0; k <= nz; k++)
+    for (int64_t j = 0; j <= ny; j++)
+      for (int64_t i = 0; i <= nx; i++)
+        for (int c = 0; c < dpn; c++)
+          p->fixed[node_of(&p->grid, i, j, k) * dpn + c] =
+              vox_is_image(nx, ny, nz, i, j, k) || (held_masters && uniform(&seed) < 0.05);
+  const vox_operator_desc desc = {
+      .grid = p->grid, .dofs_per_node = dpn, .ke = p->ke, .dof_fixed = p->fixed};
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
+  return C_OK("op_create", cpu->ops->op_create(cpu, &desc, &p->cop)) &&
+         G_OK("op_create", gpu->ops->op_create(gpu, &desc, &p->gop)) &&
+         C_OK("op_set_moduli", cpu->ops->op_set_moduli(cpu, p->cop, &p->moduli.c)) &&
+         G_OK("op_set_moduli", gpu->ops->op_set_moduli(gpu, p->gop, &p->moduli.g));
+}
+
+static void problem_free(problem *p) {
+  if (p->cop) cpu->ops->op_destroy(cpu, p->cop);
+  if (p->gop) gpu->ops->op_destroy(gpu, p->gop);
+  pv_destroy(&p->moduli);
+  free(p->fixed);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- the operator ------------------------------------------------------------ */
+
+static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held, uint64_t seed) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  problem p;
+  pvec x, b, y, d, w, e, u[6];
+  memset(u, 0, sizeof u);
+  memset(&x, 0, sizeof x), memset(&b, 0, sizeof b), memset(&y, 0, sizeof y);
+  memset(&d, 0, sizeof d), memset(&w, 0, sizeof w), memset(&e, 0, sizeof e);
+  if (!problem_make(&p, nx, ny, nz, dpn, held, seed)) goto done;
+  if (!pv_create(&x, p.n_dofs) || !pv_create(&b, p.n_dofs) || !pv_create(&y, p.n_dofs) ||
+      !pv_create(&d, p.n_dofs) || !pv_create(&w, p.n_dofs) || !pv_create(&e, p.n_elements))
+    goto done;
+  pv_random(&x, &seed, -0.5, 0.5); /* images too: the eliminated product must not read them */
+  pv_random(&b, &seed, -0.5, 0.5);
+  for (int full = 0; full <= 1; full++)
+    for (int single = 0; single <= 1; single++) {
+      char check[64];
+      const int flags = (full ? VOX_APPLY_FULL : 0) | (single ? VOX_APPLY_SINGLE : 0);
+      snprintf(check, sizeof check, "op_apply full=%d single=%d", full, single);
+      if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, p.cop, &x.c, &y.c, flags),
+                                g->op_apply(gpu, p.gop, &x.g, &y.g, flags)))
+        pv_check(check, &y, single ? TOL_SINGLE : TOL);
+    }
+  if (pv_poison(&d) && BOTH("op_diagonal", c->op_diagonal(cpu, p.cop, &d.c),
+                            g->op_diagonal(gpu, p.gop, &d.g)))
+    pv_check("op_diagonal", &d, TOL);
+  for (int single = 0; single <= 1; single++) {
+    char check[64];
+    const int flags = single ? VOX_APPLY_SINGLE : 0;
+    pv_random(&w, &seed, 0.5, 2);
+    pv_random(&d, &seed, -1, 1);
+    snprintf(check, sizeof check, "op_smooth single=%d", single);
+    if (pv_poison(&y) &&
+        BOTH(check, c->op_smooth(cpu, p.cop, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &y.c, flags),
+             g->op_smooth(gpu, p.gop, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &y.g, flags))) {
+      pv_check(check, &y, single ? TOL_SINGLE : TOL);
+      strncat(check, " d", sizeof check - strlen(check) - 1);
+      pv_check(check, &d, single ? TOL_SINGLE : TOL);
+    }
+    snprintf(check, sizeof check, "op_residual single=%d", single);
+    if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, p.cop, &b.c, &x.c, &y.c, flags),
+                              g->op_residual(gpu, p.gop, &b.g, &x.g, &y.g, flags)))
+      pv_check(check, &y, single ? TOL_SINGLE : TOL);
+  }
+  if (pv_poison(&e) && BOTH("op_element_energy", c->op_element_energy(cpu, p.cop, &x.c, &e.c, 0),
+                            g->op_element_energy(gpu, p.gop, &x.g, &e.g, 0)))
+    pv_check("op_element_energy", &e, TOL);
+  if (BOTH("op_element_energy accumulate", c->op_element_energy(cpu, p.cop, &b.c, &e.c, 1),
+           g->op_element_energy(gpu, p.gop, &b.g, &e.g, 1)))
+    pv_check("op_element_energy accumulate", &e, TOL);
+
+  /* strain loads and energies: random chi (the operations take any) */
+  const int nloc = 8 * dpn;
+  double chi[6 * 24], wts[36];
+  for (int i = 0; i < 6 * 24; i++) chi[i] = uniform(&seed) - 0.5;
+  for (int s = 0; s < 6 && dpn == 3; s++) {
+    char check[64];
+    snprintf(check, sizeof check, "op_strain_load %d", s);
+    if (pv_poison(&y) && BOTH(check, c->op_strain_load(cpu, p.cop, chi + nloc * s, &y.c),
+                              g->op_strain_load(gpu, p.gop, chi + nloc * s, &y.g)))
+      pv_check(check, &y, TOL);
+  }
+  if (dpn == 1 && pv_poison(&y) &&
+      BOTH("op_strain_load", c->op_strain_load(cpu, p.cop, chi, &y.c),
+           g->op_strain_load(gpu, p.gop, chi, &y.g)))
+    pv_check("op_strain_load", &y, TOL);
+  if (dpn == 3) {
+    vox_vec uc[6], ug[6];
+    for (int f = 0; f < 6; f++) {
+      if (!pv_create(&u[f], p.n_dofs)) goto done;
+      pv_random(&u[f], &seed, -0.5, 0.5);
+      uc[f] = u[f].c, ug[f] = u[f].g;
+    }
+    for (int n = 1; n <= 6; n += 5) { /* one field; six with a full weight matrix */
+      char check[64];
+      for (int i = 0; i < n * n; i++) wts[i] = uniform(&seed) - 0.3;
+      snprintf(check, sizeof check, "op_strain_energy %d fields", n);
+      if (pv_poison(&e) && BOTH(check, c->op_strain_energy(cpu, p.cop, n, uc, chi, wts, &e.c),
+                                g->op_strain_energy(gpu, p.gop, n, ug, chi, wts, &e.g)))
+        pv_check(check, &e, TOL);
+    }
+    /* the bulk modulus's weights: a 3 x 3 block of ones, zero elsewhere */
+    for (int i = 0; i < 36; i++) wts[i] = i / 6 < 3 && i % 6 < 3 ? 1.0 / 9 : 0;
+    if (pv_poison(&e) &&
+        BOTH("op_strain_energy bulk weights",
+             c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
+             g->op_strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
+      pv_check("op_strain_energy bulk weights", &e, TOL);
+  }
+done:
+  for (int f = 0; f < 6; f++) pv_destroy(&u[f]);
+  pv_destroy(&x), pv_destroy(&b), pv_destroy(&y), pv_destroy(&d), pv_destroy(&w), pv_destroy(&e);
+  problem_free(&p);
+}
+
+/* The kernels that do not wrap refuse a periodic grid, as does the
+ * Galerkin product with held masters; each with a message. */
+static void test_refusals(void) {
+  problem p;
+  if (!problem_make(&p, 4, 4, 4, 3, 1, 7)) {
+    problem_free(&p);
+    return;
+  }
+  const vox_operator_desc desc = {
+      .grid = p.grid, .dofs_per_node = 3, .ke = p.ke, .dof_fixed = p.fixed};
+  const vox_kernel refused[] = {VOX_KERNEL_DBD, VOX_KERNEL_EBE};
+  for (int i = 0; i < 2; i++) {
+    vox_operator *op = NULL;
+    vox_backend_set_kernel(gpu, refused[i]);
+    const vox_status s = gpu->ops->op_create(gpu, &desc, &op);
+    if (s == VOX_ERR_UNSUPPORTED && strstr(vox_context_message(gpu->ctx), "nbn"))
+      printf("  ok    %s refuses the %s kernel: %s\n", where, vox_kernel_name(refused[i]),
+             vox_context_message(gpu->ctx));
+    else
+      fail_line("refusal", "the %s kernel on a periodic grid gave %s", vox_kernel_name(refused[i]),
+                vox_status_string(s));
+    if (op) gpu->ops->op_destroy(gpu, op);
+  }
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
+  const vox_grid cg = vox_grid_coarsen(&p.grid);
+  vox_stencil *st = NULL;
+  if (G_OK("stencil_create", gpu->ops->stencil_create(gpu, &cg, 3, VOX_PRECISION_DOUBLE, &st))) {
+    const vox_status s = gpu->ops->galerkin_operator(gpu, p.gop, st);
+    if (s == VOX_ERR_UNSUPPORTED)
+      printf("  ok    %s refuses a Galerkin product with held masters: %s\n", where,
+             vox_context_message(gpu->ctx));
+    else
+      fail_line("refusal", "Galerkin product with held masters gave %s", vox_status_string(s));
+    gpu->ops->stencil_destroy(gpu, st);
+  }
+  problem_free(&p);
+}
+
+/* ---- the multigrid pieces ------------------------------------------------------ */
+
+/* Both backends' stencils of a level compared through their downloads. */
+static void stencil_check(const char *check, vox_stencil *cs, vox_stencil *gs, size_t values,
+                          double tol) {
+  double *hc = malloc(values * sizeof *hc), *hg = malloc(values * sizeof *hg);
+  if (hc && hg && C_OK(check, cpu->ops->stencil_download(cpu, cs, hc)) &&
+      G_OK(check, gpu->ops->stencil_download(gpu, gs, hg)))
+    report(check, hg, hc, values, tol);
+  free(hc), free(hg);
+}
+
+/* Products, fused steps and diagonal of one stencil level. */
+static void stencil_ops(const char *level, vox_stencil *cs, vox_stencil *gs, size_t n,
+                        uint64_t *seed, double tol) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  pvec x, b, y, w, d;
+  char check[96];
+  if (pv_create(&x, n) && pv_create(&b, n) && pv_create(&y, n) && pv_create(&w, n) &&
+      pv_create(&d, n)) {
+    pv_random(&x, seed, -1, 1), pv_random(&b, seed, -1, 1), pv_random(&w, seed, 0.5, 2);
+    pv_random(&d, seed, -1, 1);
+    snprintf(check, sizeof check, "%s stencil_apply", level);
+    if (pv_poison(&y) && BOTH(check, c->stencil_apply(cpu, cs, &x.c, &y.c),
+                              g->stencil_apply(gpu, gs, &x.g, &y.g)))
+      pv_check(check, &y, tol);
+    snprintf(check, sizeof check, "%s stencil_smooth", level);
+    if (pv_poison(&y) &&
+        BOTH(check, c->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, 0.7, 0.2, &d.c, &y.c),
+             g->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, 0.7, 0.2, &d.g, &y.g)))
+      pv_check(check, &y, tol);
+    snprintf(check, sizeof check, "%s stencil_residual", level);
+    if (pv_poison(&y) && BOTH(check, c->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
+                              g->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)))
+      pv_check(check, &y, tol);
+    snprintf(check, sizeof check, "%s stencil_diagonal", level);
+    if (pv_poison(&y) && BOTH(check, c->stencil_diagonal(cpu, cs, &y.c),
+                              g->stencil_diagonal(gpu, gs, &y.g)))
+      pv_check(check, &y, tol);
+  }
+  pv_destroy(&x), pv_destroy(&b), pv_destroy(&y), pv_destroy(&w), pv_destroy(&d);
+}
+
+/* Levels 1 and 2 of a periodic hierarchy from random moduli, and the
+ * transfers between levels 0 and 1. */
+static void test_stencils(int64_t nx, int64_t ny, int64_t nz, int dpn, vox_precision precision,
+                          uint64_t seed) {
+  const vox_backend_ops *c = cpu->ops, *g = gpu->ops;
+  const double tol = precision == VOX_PRECISION_MIXED ? TOL_MIXED : TOL;
+  problem p;
+  vox_stencil *c1 = NULL, *g1 = NULL, *c2 = NULL, *g2 = NULL;
+  pvec f, cr;
+  memset(&f, 0, sizeof f), memset(&cr, 0, sizeof cr);
+  if (!problem_make(&p, nx, ny, nz, dpn, 0, seed)) goto done;
+  strncat(where, precision == VOX_PRECISION_MIXED ? " mixed" : " double",
+          sizeof where - strlen(where) - 1);
+  const vox_grid l1 = vox_grid_coarsen(&p.grid), l2 = vox_grid_coarsen(&l1);
+  const size_t n1 = (size_t)vox_grid_nodes(&l1), n2 = (size_t)vox_grid_nodes(&l2);
+  const size_t bs = (size_t)dpn * (size_t)dpn;
+  if (!C_OK("stencil_create", c->stencil_create(cpu, &l1, dpn, VOX_PRECISION_DOUBLE, &c1)) ||
+      !G_OK("stencil_create", g->stencil_create(gpu, &l1, dpn, precision, &g1)) ||
+      !C_OK("stencil_create", c->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) ||
+      !G_OK("stencil_create", g->stencil_create(gpu, &l2, dpn, precision, &g2)))
+    goto done;
+  if (BOTH("galerkin_operator", c->galerkin_operator(cpu, p.cop, c1),
+           g->galerkin_operator(gpu, p.gop, g1)))
+    stencil_check("galerkin_operator", c1, g1, n1 * 27 * bs, tol);
+  if (BOTH("galerkin_stencil", c->galerkin_stencil(cpu, c1, c2), g->galerkin_stencil(gpu, g1, g2)))
+    stencil_check("galerkin_stencil", c2, g2, n2 * 27 * bs, tol);
+  /* the products on the CPU's values (the same on both: a float level is
+   * compared against its own rounding by uploading the CUDA values) */
+  {
+    double *v = malloc(n1 * 27 * bs * sizeof *v);
+    if (v && G_OK("stencil_download", g->stencil_download(gpu, g1, v)) &&
+        C_OK("stencil_upload", c->stencil_upload(cpu, c1, v)))
+      stencil_ops("level 1", c1, g1, n1 * (size_t)dpn, &seed, TOL);
+    free(v);
+  }
+  /* transfers */
+  if (pv_create(&f, p.n_dofs) && pv_create(&cr, n1 * (size_t)dpn)) {
+    pv_random(&f, &seed, -1, 1);
+    if (pv_poison(&cr) &&
+        BOTH("restrict_residual", c->restrict_residual(cpu, &p.grid, dpn, &f.c, &cr.c),
+             g->restrict_residual(gpu, &p.grid, dpn, &f.g, &cr.g)))
+      pv_check("restrict_residual", &cr, TOL);
+    pv_random(&cr, &seed, -1, 1);
+    if (BOTH("prolong_add", c->prolong_add(cpu, &p.grid, dpn, &cr.c, &f.c),
+             g->prolong_add(gpu, &p.grid, dpn, &cr.g, &f.g)))
+      pv_check("prolong_add", &f, TOL);
+  }
+done:
+  if (c1) c->stencil_destroy(cpu, c1);
+  if (g1) g->stencil_destroy(gpu, g1);
+  if (c2) c->stencil_destroy(cpu, c2);
+  if (g2) g->stencil_destroy(gpu, g2);
+  pv_destroy(&f), pv_destroy(&cr);
+  problem_free(&p);
+}
+
+/* Whole V-cycles of a periodic hierarchy on both backends (the coarsest
+ * corner held, the translations removed, the dense factor on the device):
+ * z = M r for a random r without translations. */
+static void test_vcycle(int64_t nx, int64_t ny, int64_t nz, vox_precision precision,
+                        uint64_t seed) {
+  problem p;
+  vox_multigrid *cmg = NULL, *gmg = NULL;
+  pvec diag, r, z, work[4];
+  memset(work, 0, sizeof work);
+  memset(&diag, 0, sizeof diag), memset(&r, 0, sizeof r), memset(&z, 0, sizeof z);
+  if (!problem_make(&p, nx, ny, nz, 3, 0, seed)) goto done;
+  strncat(where, precision == VOX_PRECISION_MIXED ? " mixed" : " double",
+          sizeof where - strlen(where) - 1);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.precision = precision;
+  /* the coarsest solves differ (a dense inverse factor against CHOLMOD) by
+   * the rounding of an ill-conditioned level (1e-9 moduli); in mixed
+   * precision the CUDA smoother and coarse level are float, the CPU's
+   * double, so only the double cycle is compared entry by entry */
+  const double tol = 1e-8;
+  if (!pv_create(&diag, p.n_dofs) || !pv_create(&r, p.n_dofs) || !pv_create(&z, p.n_dofs))
+    goto done;
+  for (int i = 0; i < 4; i++)
+    if (!pv_create(&work[i], p.n_dofs)) goto done;
+  if (!BOTH("op_diagonal", cpu->ops->op_diagonal(cpu, p.cop, &diag.c),
+            gpu->ops->op_diagonal(gpu, p.gop, &diag.g)) ||
+      !BOTH("vec_reciprocal", cpu->ops->vec_reciprocal(cpu, &diag.c),
+            gpu->ops->vec_reciprocal(gpu, &diag.g)))
+    goto done;
+  if (!C_OK("vox_mg_create", vox_mg_create(cpu, p.cop, &p.grid, 3, 0, &opt, &cmg)) ||
+      !G_OK("vox_mg_create", vox_mg_create(gpu, p.gop, &p.grid, 3, 0, &opt, &gmg)))
+    goto done;
+  printf("        %s: %d levels\n", where, gmg->n_levels);
+  vox_vec *const cw[4] = {&work[0].c, &work[1].c, &work[2].c, &work[3].c};
+  vox_vec *const gw[4] = {&work[0].g, &work[1].g, &work[2].g, &work[3].g};
+  if (!BOTH("vox_mg_setup", vox_mg_setup(cmg, &diag.c, cw), vox_mg_setup(gmg, &diag.g, gw)))
+    goto done;
+  pv_random(&r, &seed, -1, 1);
+  for (size_t dof = 0; dof < p.n_dofs; dof++)
+    if (p.fixed[dof]) r.hc[dof] = 0;
+  pv_upload(&r, r.hc);
+  if (!BOTH("remove_translations", vox_mg_remove_translations(cmg, &r.c),
+            vox_mg_remove_translations(gmg, &r.g)))
+    goto done;
+  for (int rep = 0; rep < 2; rep++) { /* twice: a second cycle reuses the factor */
+    if (pv_poison(&z) && BOTH("vox_mg_apply", vox_mg_apply(cmg, &r.c, &z.c),
+                              vox_mg_apply(gmg, &r.g, &z.g)))
+      pv_check(rep ? "V-cycle (again)" : "V-cycle", &z, tol);
+  }
+done:
+  vox_mg_destroy(cmg), vox_mg_destroy(gmg);
+  for (int i = 0; i < 4; i++) pv_destroy(&work[i]);
+  pv_destroy(&diag), pv_destroy(&r), pv_destroy(&z);
+  problem_free(&p);
+}
+
+/* ---- C^H ----------------------------------------------------------------------- */
+
+static int cell_model(vox_context *ctx, vox_model *m, int n, uint64_t seed) {
+  vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1.0 / n, 1.0 / n, 1.0 / n}};
+  vox_material solid = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3,
+                        .role = VOX_ROLE_DESIGN};
+  if (vox_model_init(ctx, m, &g) || vox_model_add_material(ctx, m, &solid)) return 0;
+  const size_t ne = (size_t)n * n * n;
+  memset(m->label, 1, ne);
+  m->density = malloc(ne * sizeof *m->density);
+  if (!m->density) return 0;
+  for (size_t e = 0; e < ne; e++) m->density[e] = 0.05 + 0.95 * uniform(&seed);
+  return 1;
+}
+
+static void report_tensor(const char *check, const double *g, const double *c, double tol) {
+  report(check, g, c, 36, tol);
+}
+
+static void test_homogenize(vox_context *ctx, int n, vox_precision precision) {
+  snprintf(where, sizeof where, "%d^3 cell %s", n, vox_precision_name(precision));
+  vox_model m;
+  if (!cell_model(ctx, &m, n, 99)) {
+    fail_line("setup", "model: %s", vox_context_message(ctx));
+    return;
+  }
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  opt.precision = precision;
+  double cc[36], cg[36];
+  if (C_OK("vox_homogenize", vox_homogenize(ctx, cpu, &m, 1, 3, 1e-9, &opt, cc, NULL, NULL)) &&
+      G_OK("vox_homogenize", vox_homogenize(ctx, gpu, &m, 1, 3, 1e-9, &opt, cg, NULL, NULL)))
+    report_tensor("C^H of random densities", cg, cc, TOL_SOLVE);
+  vox_model_free(&m);
+}
+
+/* A short bulk-modulus optimization on both backends: the same designs
+ * within the solves' tolerance, so the same C^H. */
+static void test_optimize(vox_context *ctx, int n, int iterations) {
+  snprintf(where, sizeof where, "%d^3 cell, %d iterations", n, iterations);
+  vox_model mc, mg;
+  if (!cell_model(ctx, &mc, n, 5) || !cell_model(ctx, &mg, n, 5)) {
+    fail_line("setup", "model: %s", vox_context_message(ctx));
+    return;
+  }
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.cell_objective = VOX_CELL_BULK;
+  opt.volume_fraction = 0.3;
+  opt.filter_radius = 2.0 / n;
+  opt.max_iterations = iterations;
+  opt.change_tolerance = 0;
+  opt.solver.rtol = 1e-10;
+  vox_optimize_result rc, rg;
+  if (C_OK("vox_optimize", vox_optimize(ctx, cpu, &mc, &opt, &rc)) &&
+      G_OK("vox_optimize", vox_optimize(ctx, gpu, &mg, &opt, &rg))) {
+    printf("        bulk modulus cpu %.10f cuda %.10f; CG iterations cpu %d cuda %d\n",
+           rc.moduli.bulk, rg.moduli.bulk, rc.total_cg_iterations, rg.total_cg_iterations);
+    if (!rc.has_tensor || !rg.has_tensor)
+      fail_line("C^H", "no tensor in the result");
+    else
+      report_tensor("C^H after the optimization", rg.tensor, rc.tensor, TOL_SOLVE);
+    const size_t ne = (size_t)n * n * n;
+    report("density after the optimization", mg.density, mc.density, ne, TOL_SOLVE);
+  }
+  vox_model_free(&mc), vox_model_free(&mg);
+}
+
+int main(void) {
+  vox_context *ctx;
+  if (vox_context_create(&ctx) != VOX_OK) return 1;
+  vox_device device = VOX_DEVICE_CUDA;
+  const char *env = getenv("VOXFE_GPU_TEST_DEVICE"); /* "cpu": the test against itself */
+  if (env && *env) vox_device_parse(env, &device);
+  if (vox_backend_create(ctx, device, &gpu) != VOX_OK) {
+    printf("skipped: %s\n", vox_context_message(ctx));
+    vox_context_destroy(ctx);
+    return SKIP;
+  }
+  vox_context *cpu_ctx;
+  if (vox_context_create(&cpu_ctx) != VOX_OK || vox_backend_create(cpu_ctx, VOX_DEVICE_CPU, &cpu))
+    return 1;
+  printf("periodic cells: %s against cpu\n", vox_backend_name(gpu));
+
+  test_operator(8, 6, 4, 3, 0, 1);
+  test_operator(10, 2, 6, 3, 0, 2); /* an axis of 2 elements: two offsets, one node */
+  test_operator(8, 6, 4, 3, 1, 3);
+  test_operator(8, 6, 4, 1, 0, 4);
+  if (strcmp(vox_backend_name(gpu), "cpu") != 0) test_refusals();
+  test_stencils(16, 8, 12, 3, VOX_PRECISION_DOUBLE, 5);
+  test_stencils(16, 8, 12, 3, VOX_PRECISION_MIXED, 6);
+  test_stencils(8, 4, 8, 1, VOX_PRECISION_DOUBLE, 7);
+  test_stencils(8, 4, 8, 3, VOX_PRECISION_DOUBLE, 8); /* level 2 has axes of 1 element */
+  test_vcycle(64, 32, 32, VOX_PRECISION_DOUBLE, 9);
+  test_homogenize(ctx, 12, VOX_PRECISION_DOUBLE);
+  test_homogenize(ctx, 12, VOX_PRECISION_MIXED);
+  test_optimize(ctx, 16, 4);
+
+  vox_backend_destroy(cpu), vox_backend_destroy(gpu);
+  vox_context_destroy(cpu_ctx), vox_context_destroy(ctx);
+  printf("%s\n", check_failures ? "FAILED" : "all passed");
+  return check_failures ? 1 : 0;
+}
