@@ -315,9 +315,12 @@ static void sample_name(const char *path, char *out, size_t size) {
 typedef struct run_state {
   vox_model model;
   vox_backend *backend;
-  double *u, *reaction, *strain, *stress, *sed, *vm, *eff, *bone_eff;
-  double *moduli; /* per element, with --modulus-from-intensity */
+  double *u, *reaction;
+  /* the element fields, one entry (or 6) per bone element */
+  double *strain, *stress, *sed, *vm, *eff;
+  double *moduli; /* per grid element, with --modulus-from-intensity */
   uint8_t *bone;
+  int64_t *bone_elements; /* the non-empty voxels, in element order */
   int64_t *plate_dofs;
   char *history;
   char sample[256];
@@ -330,7 +333,7 @@ static void free_state(run_state *r) {
   r->model.displacement = NULL; /* r->u, freed below */
   vox_model_free(&r->model);
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
-  free(r->eff), free(r->bone_eff), free(r->bone), free(r->plate_dofs), free(r->history);
+  free(r->eff), free(r->bone_elements), free(r->bone), free(r->plate_dofs), free(r->history);
   free(r->moduli);
 }
 
@@ -528,13 +531,19 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_number(&sum, "modulus_floored_elements", s->modulus_from_intensity ? (double)floored : NAN,
              NULL);
 
+  size_t bone = 0;
+  vs = vox_bone_elements(ctx, m, &r.bone_elements, &bone);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
   r.u = calloc(3 * nn, sizeof *r.u);
   r.reaction = malloc(3 * nn * sizeof *r.reaction);
-  r.strain = malloc(6 * ne * sizeof *r.strain);
-  r.stress = malloc(6 * ne * sizeof *r.stress);
-  r.sed = malloc(ne * sizeof *r.sed);
-  r.vm = malloc(ne * sizeof *r.vm);
-  r.eff = malloc(ne * sizeof *r.eff);
+  r.strain = malloc(6 * bone * sizeof *r.strain);
+  r.stress = malloc(6 * bone * sizeof *r.stress);
+  r.sed = malloc(bone * sizeof *r.sed);
+  r.vm = malloc(bone * sizeof *r.vm);
+  r.eff = malloc(bone * sizeof *r.eff);
   r.bone = malloc(ne);
   r.plate_dofs = malloc((m->n_constraints + 1) * sizeof *r.plate_dofs);
   if (!r.u || !r.reaction || !r.strain || !r.stress || !r.sed || !r.vm || !r.eff || !r.bone ||
@@ -554,8 +563,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, 0);
-  size_t bone = 0;
-  for (size_t e = 0; e < ne; e++) bone += (r.bone[e] = m->label[e] != 0);
+  for (size_t e = 0; e < ne; e++) r.bone[e] = m->label[e] != 0;
   if (!s->quiet && progress.mode != CLI_PROGRESS_QUIET)
     fprintf(stderr, "%s: solving %zu elements, %zu dofs on %s\n", s->input, bone, 3 * nn,
             vox_backend_name(r.backend));
@@ -593,7 +601,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
       r.plate_dofs[n_plate++] = 3 * c->node + c->component;
   }
   double share[256];
-  vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff};
+  vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff, r.bone_elements, bone};
   vs = vox_analysis_fields(ctx, m, r.moduli, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
@@ -611,16 +619,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     const int a1 = s->axis == 0 ? 1 : 0, a2 = s->axis == 2 ? 1 : 2;
     area = (double)n_axis[a1] * g->voxel_size[a1] * (double)n_axis[a2] * g->voxel_size[a2];
     length = (double)n_axis[s->axis] * g->voxel_size[s->axis];
-    r.bone_eff = malloc(bone * sizeof *r.bone_eff);
-    if (!r.bone_eff) {
-      cli_error("out of memory");
-      status = CLI_EXIT_FAILED;
-      goto done;
-    }
-    size_t k = 0;
-    for (size_t e = 0; e < ne; e++)
-      if (r.bone[e]) r.bone_eff[k++] = r.eff[e];
-    failure = vox_pistoia_failure_load(r.bone_eff, bone, force, s->critical_strain,
+    failure = vox_pistoia_failure_load(r.eff, bone, force, s->critical_strain,
                                        s->critical_volume);
   }
 
@@ -653,16 +652,16 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     snprintf(name, sizeof name, "load_share_label%d", label);
     add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
   }
-  vs = add_stats(ctx, &sum, "sed", r.sed, ne, 1, 0, r.bone, "MPa");
-  if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, ne, 1, 0, r.bone, "MPa");
-  if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, ne, 1, 0, r.bone, "1");
+  vs = add_stats(ctx, &sum, "sed", r.sed, bone, 1, 0, NULL, "MPa");
+  if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, bone, 1, 0, NULL, "MPa");
+  if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, bone, 1, 0, NULL, "1");
   /* "axial", not xx/yy/zz: the columns of a batch table stay the same
    * whatever the axis (NaN without a compression test) */
-  const size_t n_axial = s->test == TEST_MODEL ? 0 : ne;
+  const size_t n_axial = s->test == TEST_MODEL ? 0 : bone;
   if (!vs)
-    vs = add_stats(ctx, &sum, "strain_axial", r.strain, n_axial, 6, (size_t)s->axis, r.bone, "1");
+    vs = add_stats(ctx, &sum, "strain_axial", r.strain, n_axial, 6, (size_t)s->axis, NULL, "1");
   if (!vs)
-    vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, r.bone,
+    vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, NULL,
                    "MPa");
   /* NaN when the materials give E: their table says it */
   if (!vs)

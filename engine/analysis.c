@@ -191,6 +191,38 @@ static void set_nan(double *a, size_t n) {
     for (size_t i = 0; i < n; i++) a[i] = NAN;
 }
 
+vox_status vox_bone_elements(vox_context *ctx, const vox_model *model, int64_t **elements,
+                             size_t *n) {
+  const int64_t ne = vox_grid_elements(&model->grid);
+  size_t count = 0;
+  for (int64_t e = 0; e < ne; e++) count += model->label[e] != 0;
+  *elements = NULL;
+  *n = 0;
+  if (!count) return VOX_OK;
+  int64_t *list = malloc(count * sizeof *list);
+  if (!list) return out_of_memory(ctx);
+  size_t k = 0;
+  for (int64_t e = 0; e < ne; e++)
+    if (model->label[e]) list[k++] = e;
+  *elements = list;
+  *n = count;
+  return VOX_OK;
+}
+
+/* Whether `elements` (n entries) is the model's non-empty voxels in
+ * element order: increasing, each non-empty, as many as there are. */
+static int is_bone_list(const vox_model *m, const int64_t *elements, size_t n) {
+  const int64_t ne = vox_grid_elements(&m->grid);
+  size_t count = 0;
+  for (int64_t e = 0; e < ne; e++) count += m->label[e] != 0;
+  if (count != n) return 0;
+  for (size_t k = 0; k < n; k++)
+    if (elements[k] < (k ? elements[k - 1] + 1 : 0) || elements[k] >= ne ||
+        !m->label[elements[k]])
+      return 0;
+  return 1;
+}
+
 vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const double *moduli,
                                const double *u, double *reaction, vox_element_fields *fields,
                                const int64_t *share_dofs, size_t n_share, double *share) {
@@ -216,26 +248,35 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     if (share_dofs[i] >= 0 && share_dofs[i] < 3 * nn) flag[share_dofs[i]] |= 2;
   if (reaction) memset(reaction, 0, (size_t)(3 * nn) * sizeof *reaction);
   vox_element_fields *f = fields;
+  const int64_t *list = f ? f->elements : NULL;
+  if (list && !is_bone_list(model, list, f->n_elements)) {
+    free(flag);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the element list of the fields is not the model's non-empty voxels");
+  }
+  const int64_t n_loop = list ? (int64_t)f->n_elements : ne;
 
-  /* One pass over the elements, in parallel: each element writes its own
-   * fields; the reactions are summed into the constrained dofs only (the
-   * plates: few, so atomic adds cost little), the shares per thread. */
+  /* One pass over the elements (or the listed bone elements), in parallel:
+   * each element writes its own fields (entry t); the reactions are summed
+   * into the constrained dofs only (the plates: few, so atomic adds cost
+   * little), the shares per thread. */
   double share_sum[256] = {0};
   const int threads = vox_context_threads(ctx);
 #pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
     schedule(static) reduction(+ : share_sum[:256])
-  for (int64_t e = 0; e < ne; e++) {
+  for (int64_t t = 0; t < n_loop; t++) {
+    const int64_t e = list ? list[t] : t;
     const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
     const uint8_t label = model->label[e];
     if (!label) {
       /* the NaNs of empty voxels here, in parallel: a separate pass over
        * the box took longer than the bone's own fields */
       if (f) {
-        set_nan(f->strain ? f->strain + 6 * e : NULL, 6);
-        set_nan(f->stress ? f->stress + 6 * e : NULL, 6);
-        set_nan(f->sed ? f->sed + e : NULL, 1);
-        set_nan(f->von_mises ? f->von_mises + e : NULL, 1);
-        set_nan(f->effective_strain ? f->effective_strain + e : NULL, 1);
+        set_nan(f->strain ? f->strain + 6 * t : NULL, 6);
+        set_nan(f->stress ? f->stress + 6 * t : NULL, 6);
+        set_nan(f->sed ? f->sed + t : NULL, 1);
+        set_nan(f->von_mises ? f->von_mises + t : NULL, 1);
+        set_nan(f->effective_strain ? f->effective_strain + t : NULL, 1);
       }
       continue;
     }
@@ -275,15 +316,15 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
       sig[v] = E * sum;
     }
     const double sed = 0.5 * energy / volume;
-    if (f->strain) memcpy(f->strain + 6 * e, eps, sizeof eps);
-    if (f->stress) memcpy(f->stress + 6 * e, sig, sizeof sig);
-    if (f->sed) f->sed[e] = sed;
+    if (f->strain) memcpy(f->strain + 6 * t, eps, sizeof eps);
+    if (f->stress) memcpy(f->stress + 6 * t, sig, sizeof sig);
+    if (f->sed) f->sed[t] = sed;
     if (f->von_mises) {
       const double dxy = sig[0] - sig[1], dyz = sig[1] - sig[2], dzx = sig[2] - sig[0];
-      f->von_mises[e] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
+      f->von_mises[t] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
                              3 * (sig[3] * sig[3] + sig[4] * sig[4] + sig[5] * sig[5]));
     }
-    if (f->effective_strain) f->effective_strain[e] = sqrt(2 * fmax(sed, 0) / E);
+    if (f->effective_strain) f->effective_strain[t] = sqrt(2 * fmax(sed, 0) / E);
   }
   if (share) memcpy(share, share_sum, sizeof share_sum);
   free(flag);
