@@ -21,4 +21,9 @@ typedef struct vox_model_extra {
 vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
                                  const vox_model_extra *extra);
 
+/* Writes the `n` indices of a whole int32 or int64 variable, converted in
+ * parallel here (netCDF's own conversion took longer than the write);
+ * returns a netCDF status. */
+int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n);
+
 #endif

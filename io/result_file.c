@@ -158,8 +158,7 @@ static vox_status put_reactions(result_writer *w, int ncid) {
 static vox_status put_analysis(void *user, int ncid) {
   result_writer *w = user;
   const vox_element_fields *f = &w->out->fields;
-  R_TRY(w, nc_put_var_longlong(ncid, w->v_index, (const long long *)f->elements),
-        "bone_element_index");
+  R_TRY(w, vox_put_indices(ncid, w->v_index, f->elements, f->n_elements), "bone_element_index");
   if (w->model->n_constraints > 0) {
     vox_status s = put_reactions(w, ncid);
     if (s) return s;

@@ -42,7 +42,8 @@ with netCDF4.Dataset("result.nc") as d:
     assert d.stage == "analysis" and d.voxfe_schema_version == 4
     # the bone only: 64 elements, 125 nodes of the solid 4^3 cube
     for v, shape in (("displacement", (1, 125, 3)), ("bone_node_index", (125,)),
-                     ("bone_element_index", (64,)), ("constraint_reaction", (d.dimensions["constraint"].size,)),
+                     ("bone_element_index", (64,)),
+                     ("constraint_reaction", (d.dimensions["constraint"].size,)),
                      ("strain", (64, 6)), ("stress", (64, 6)),
                      ("strain_energy_density", (64,)), ("von_mises", (64,)),
                      ("effective_strain", (64,))):

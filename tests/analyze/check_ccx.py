@@ -49,7 +49,8 @@ def check(test):
         u_voxfe = u_voxfe.reshape(nz + 1, ny + 1, nx + 1, 3)
         # the reaction of each constraint: the top plate's along z
         c_node = np.array(d["constraint_node"][:])
-        c_top = (np.array(d["constraint_component"][:]) == 2) & (c_node // ((ny + 1) * (nx + 1)) == nz)
+        c_top = np.array(d["constraint_component"][:]) == 2
+        c_top &= c_node // ((ny + 1) * (nx + 1)) == nz
         force_voxfe = np.array(d["constraint_reaction"][:])[c_top].sum()
         force_summary = d["results"].reaction_force
 
