@@ -288,20 +288,21 @@ static void add_text(summary *s, const char *name, const char *text) {
   e->text = text, e->value = NAN, e->units = NULL;
 }
 
-static vox_status add_stats(vox_context *ctx, summary *s, const char *field, const double *values,
-                            size_t n, size_t stride, size_t offset, const uint8_t *active,
-                            const char *units) {
-  vox_field_stats st;
-  vox_status vs = vox_field_statistics(ctx, values, n, stride, offset, active, &st);
-  if (vs) return vs;
+/* The summary's statistics of one field: <field>_mean, _sd, _p05 .. _p95. */
+typedef struct stats_entry {
+  const char *field, *units;
+  vox_stats_request request;
+} stats_entry;
+
+static void add_stats(summary *s, const char *field, const vox_field_stats *st,
+                      const char *units) {
   char name[VOX_NAME_MAX];
-  snprintf(name, sizeof name, "%s_mean", field), add_number(s, name, st.mean, units);
-  snprintf(name, sizeof name, "%s_sd", field), add_number(s, name, st.sd, units);
+  snprintf(name, sizeof name, "%s_mean", field), add_number(s, name, st->mean, units);
+  snprintf(name, sizeof name, "%s_sd", field), add_number(s, name, st->sd, units);
   for (int p = 0; p < VOX_STAT_PERCENTILES; p++) {
     snprintf(name, sizeof name, "%s_p%02d", field, (int)vox_stat_percentiles[p]);
-    add_number(s, name, st.percentile[p], units);
+    add_number(s, name, st->percentile[p], units);
   }
-  return VOX_OK;
 }
 
 /* The base name of the input without its extension: the sample's name. */
@@ -652,24 +653,27 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     snprintf(name, sizeof name, "load_share_label%d", label);
     add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
   }
-  vs = add_stats(ctx, &sum, "sed", r.sed, bone, 1, 0, NULL, "MPa");
-  if (!vs) vs = add_stats(ctx, &sum, "von_mises", r.vm, bone, 1, 0, NULL, "MPa");
-  if (!vs) vs = add_stats(ctx, &sum, "effective_strain", r.eff, bone, 1, 0, NULL, "1");
   /* "axial", not xx/yy/zz: the columns of a batch table stay the same
-   * whatever the axis (NaN without a compression test) */
-  const size_t n_axial = s->test == TEST_MODEL ? 0 : bone;
-  if (!vs)
-    vs = add_stats(ctx, &sum, "strain_axial", r.strain, n_axial, 6, (size_t)s->axis, NULL, "1");
-  if (!vs)
-    vs = add_stats(ctx, &sum, "stress_axial", r.stress, n_axial, 6, (size_t)s->axis, NULL,
-                   "MPa");
-  /* NaN when the materials give E: their table says it */
-  if (!vs)
-    vs = add_stats(ctx, &sum, "youngs_modulus", r.moduli, r.moduli ? ne : 0, 1, 0, r.bone, "MPa");
+   * whatever the axis (NaN without a compression test); the modulus NaN
+   * when the materials give E (their table says it) */
+  const size_t n_axial = s->test == TEST_MODEL ? 0 : bone, axis = (size_t)s->axis;
+  const stats_entry stats[] = {
+      {"sed", "MPa", {r.sed, bone, 1, 0, NULL}},
+      {"von_mises", "MPa", {r.vm, bone, 1, 0, NULL}},
+      {"effective_strain", "1", {r.eff, bone, 1, 0, NULL}},
+      {"strain_axial", "1", {r.strain, n_axial, 6, axis, NULL}},
+      {"stress_axial", "MPa", {r.stress, n_axial, 6, axis, NULL}},
+      {"youngs_modulus", "MPa", {r.moduli, r.moduli ? ne : 0, 1, 0, r.bone}}};
+  enum { N_STATS = sizeof stats / sizeof stats[0] };
+  vox_stats_request requests[N_STATS];
+  vox_field_stats st[N_STATS];
+  for (int i = 0; i < N_STATS; i++) requests[i] = stats[i].request;
+  vs = vox_field_statistics_many(ctx, requests, N_STATS, st);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
+  for (int i = 0; i < N_STATS; i++) add_stats(&sum, stats[i].field, &st[i], stats[i].units);
   add_number(&sum, "cg_iterations", solve.iterations, NULL);
   add_number(&sum, "relative_residual", relative, "1");
   const double fields_done = seconds_since(&t0);

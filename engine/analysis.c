@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,4 +428,21 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
   }
   free(x);
   return VOX_OK;
+}
+
+vox_status vox_field_statistics_many(vox_context *ctx, const vox_stats_request *requests,
+                                     size_t count, vox_field_stats *stats) {
+  int failed = 0;
+  const ptrdiff_t m = (ptrdiff_t)count;
+  /* out of memory is the only failure: the message is set once, below,
+   * rather than from several threads */
+  const int threads = vox_context_threads(ctx);
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    schedule(dynamic, 1) reduction(| : failed)
+  for (ptrdiff_t i = 0; i < m; i++) {
+    const vox_stats_request *r = &requests[i];
+    failed |= vox_field_statistics(NULL, r->values, r->n, r->stride, r->offset, r->active,
+                                   &stats[i]) != VOX_OK;
+  }
+  return failed ? out_of_memory(ctx) : VOX_OK;
 }

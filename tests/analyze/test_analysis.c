@@ -282,6 +282,26 @@ static void check_intensity_moduli(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* Several statistics at once, in parallel: each the same as alone. */
+static void check_statistics_many(vox_context *ctx) {
+  enum { N = 5000 };
+  double *x = malloc(6 * N * sizeof *x);
+  uint8_t *active = malloc(N);
+  for (int i = 0; i < 6 * N; i++) x[i] = (double)rand() / RAND_MAX - 0.5;
+  for (int i = 0; i < N; i++) active[i] = rand() % 3 != 0;
+  const vox_stats_request req[4] = {
+      {x, N, 1, 0, NULL}, {x, N, 6, 2, NULL}, {x, N, 6, 5, active}, {x, 0, 1, 0, NULL}};
+  vox_field_stats many[4], one;
+  CHECK_OK(ctx, vox_field_statistics_many(ctx, req, 4, many));
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(ctx, vox_field_statistics(ctx, req[i].values, req[i].n, req[i].stride,
+                                       req[i].offset, req[i].active, &one));
+    CHECK(memcmp(&one, &many[i], sizeof one) == 0); /* NaNs of the empty one too */
+  }
+  CHECK(isnan(many[3].mean));
+  free(x), free(active);
+}
+
 static int ascending(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -329,6 +349,7 @@ int main(void) {
   check_compact_fields(ctx, be);
   check_pistoia();
   check_statistics(ctx);
+  check_statistics_many(ctx);
   check_components(ctx);
   check_intensity_moduli(ctx);
   check_selection(ctx);

@@ -131,6 +131,16 @@ typedef struct vox_field_stats {
 vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n, size_t stride,
                                 size_t offset, const uint8_t *active, vox_field_stats *stats);
 
+/* Several statistics at once, one thread each (the selections of one are
+ * serial): stats[i] of requests[i], as vox_field_statistics would give. */
+typedef struct vox_stats_request {
+  const double *values;
+  size_t n, stride, offset;
+  const uint8_t *active; /* NULL: all */
+} vox_stats_request;
+vox_status vox_field_statistics_many(vox_context *ctx, const vox_stats_request *requests,
+                                     size_t count, vox_field_stats *stats);
+
 /* Young's modulus from calibrated CT intensity, element by element: the
  * density rho = slope * intensity + intercept (g/cm^3, the calibration of
  * the scanner's phantom), then the power law E = a * rho^b (MPa), as in the
