@@ -144,9 +144,11 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
                         const vox_solver_options *options, double *displacement,
                         vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
-  if (use_sparse(backend, model, use_density, options)) {
-    if (use_density)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities");
+  /* per-element moduli keep the full box, as densities do (AUTO) */
+  if (use_sparse(backend, model, use_density || moduli, options)) {
+    if (use_density || moduli)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities or "
+                                                 "per-element moduli");
     return vox_sparse_solve_elasticity(ctx, backend, model, options, displacement, results, NULL);
   }
   if (use_density && !model->density)
