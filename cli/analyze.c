@@ -676,10 +676,14 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   for (int i = 0; i < N_STATS; i++) add_stats(&sum, stats[i].field, &st[i], stats[i].units);
   add_number(&sum, "cg_iterations", solve.iterations, NULL);
   add_number(&sum, "relative_residual", relative, "1");
+  add_text(&sum, "solver_storage", vox_storage_name(solve.storage));
+  add_number(&sum, "solver_levels", solve.levels ? solve.levels : NAN, NULL);
   const double fields_done = seconds_since(&t0);
   add_number(&sum, "read_seconds", r.read_done, "s");
   add_number(&sum, "components_seconds", r.prepare_done - r.read_done, "s");
   add_number(&sum, "solve_seconds", solve_seconds, "s");
+  add_number(&sum, "solver_setup_seconds",
+             solve.storage == VOX_STORAGE_SPARSE ? solve.setup_seconds : NAN, "s");
   add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
   r.history = cli_history_line(&program, s, argc, argv);
@@ -701,13 +705,20 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
-  if (s->timings)
+  if (s->timings) {
     fprintf(stderr,
             "%s: seconds: read %.3f, connectivity %.3f, setup %.3f, solve %.3f, fields %.3f, "
             "write %.3f, total %.3f\n",
             s->input, r.read_done, r.prepare_done - r.read_done,
             solve_done - solve_seconds - r.prepare_done, solve_seconds,
             fields_done - solve_done, seconds_since(&t0) - fields_done, seconds_since(&t0));
+    if (solve.storage == VOX_STORAGE_SPARSE)
+      fprintf(stderr, "%s: solver: sparse storage, %d levels, setup %.3f s, %d CG iterations\n",
+              s->input, solve.levels, solve.setup_seconds, solve.iterations);
+    else
+      fprintf(stderr, "%s: solver: full-box storage, %d CG iterations\n", s->input,
+              solve.iterations);
+  }
   if (!s->quiet && s->test == TEST_MODEL)
     printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
            "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",

@@ -174,6 +174,9 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
     double *uc = displacement + (size_t)c * fem->n_dofs;
     s = o->vec_upload(backend, &u, uc);
     if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
+    results[c].storage = VOX_STORAGE_FULL_BOX;
+    results[c].levels = 0;
+    results[c].setup_seconds = 0;
     if (s == VOX_OK) s = o->vec_download(backend, &u, uc);
   }
   if (rho.data) o->vec_destroy(backend, &rho);
