@@ -46,11 +46,18 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
  * Writing.
  * ------------------------------------------------------------------------- */
 
-/* A variable written whole: chunked and deflated when large. */
+/* A variable written whole (so without fill): the large ones of integers
+ * (node numbers, sets: they shrink several times) and the reactions (zero
+ * off the supports) deflated, the floating-point ones not: coordinates and
+ * a solution's values shrink by about 20 %, and netCDF deflates on one
+ * thread at about 100 MB/s (docs/benchmarks.md, issue 6). */
 static int def_var(int ncid, const char *name, nc_type type, int ndims, const int *dims,
                    size_t rows, int *varid) {
   int err = nc_def_var(ncid, name, type, ndims, dims, varid);
-  if (!err && rows > 4096) err = nc_def_var_deflate(ncid, *varid, 1, 1, 1);
+  const int floating = type == NC_FLOAT || type == NC_DOUBLE;
+  if (!err) err = nc_def_var_fill(ncid, *varid, NC_NOFILL, NULL);
+  if (!err && rows > 4096 && (!floating || !strcmp(name, "ReactionForce")))
+    err = nc_def_var_deflate(ncid, *varid, 1, 1, 1);
   return err;
 }
 
