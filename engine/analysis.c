@@ -91,18 +91,46 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
 }
 
+/* The node row (j, k) of the mask: the OR of the up to four element rows
+ * around it (`any`, nx bytes of scratch), then of each node's two elements
+ * along x; byte loops the compiler vectorises. */
+static void bone_node_row(const vox_model *m, int64_t j, int64_t k, uint8_t *any, uint8_t *out) {
+  const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz;
+  memset(any, 0, (size_t)nx);
+  for (int64_t c = k > 0 ? k - 1 : 0; c <= k && c < nz; c++)
+    for (int64_t b = j > 0 ? j - 1 : 0; b <= j && b < ny; b++) {
+      const uint8_t *l = m->label + (c * ny + b) * nx;
+      for (int64_t i = 0; i < nx; i++) any[i] |= l[i];
+    }
+  out[0] = any[0] != 0;
+  for (int64_t i = 1; i < nx; i++) out[i] = (any[i - 1] | any[i]) != 0;
+  out[nx] = any[nx - 1] != 0;
+}
+
+vox_status vox_bone_node_mask(vox_context *ctx, const vox_model *model, uint8_t *mask) {
+  const int64_t nx = model->grid.nx, ny = model->grid.ny, layers = model->grid.nz + 1;
+  const int threads = omp_get_max_threads();
+  uint8_t *scratch = malloc((size_t)threads * (size_t)nx);
+  if (!scratch) return out_of_memory(ctx);
+#pragma omp parallel num_threads(threads)
+  {
+    uint8_t *any = scratch + (size_t)omp_get_thread_num() * (size_t)nx;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k = 0; k < layers; k++)
+      for (int64_t j = 0; j <= ny; j++)
+        bone_node_row(model, j, k, any, mask + (k * (ny + 1) + j) * (nx + 1));
+  }
+  free(scratch);
+  return VOX_OK;
+}
+
 /* 1 for each node of a non-empty voxel. */
 static uint8_t *bone_nodes(const vox_model *m) {
-  const vox_grid *g = &m->grid;
-  uint8_t *used = calloc((size_t)vox_grid_nodes(g), 1);
-  if (!used) return NULL;
-  for (int64_t k = 0; k < g->nz; k++)
-    for (int64_t j = 0; j < g->ny; j++)
-      for (int64_t i = 0; i < g->nx; i++)
-        if (m->label[(k * g->ny + j) * g->nx + i])
-          for (int a = 0; a < 8; a++)
-            used[node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
-                            k + vox_hex8_corner[a][2])] = 1;
+  uint8_t *used = malloc((size_t)vox_grid_nodes(&m->grid));
+  if (used && vox_bone_node_mask(NULL, m, used)) {
+    free(used);
+    return NULL;
+  }
   return used;
 }
 

@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include <netcdf.h>
-#include <omp.h>
 
 #include "model_writer.h"
+#include "voxfe/analysis.h"
 #include "voxfe/io.h"
 
 #define STRINGIFY_(x) #x
@@ -476,67 +476,41 @@ static int on_bone_nodes(const vox_model *m) {
          m->displacement != NULL;
 }
 
-/* The bone nodes of node row (j, k) into `out` (nx + 1 bytes, 1 for a
- * corner of a non-empty voxel): the OR of the up to four element rows
- * around the node row (`any`, nx bytes of scratch), then of each node's
- * two elements along x. Byte loops the compiler vectorises. */
-static void bone_node_row(const vox_model *m, int64_t j, int64_t k, uint8_t *any, uint8_t *out) {
-  const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz;
-  memset(any, 0, (size_t)nx);
-  for (int64_t c = k > 0 ? k - 1 : 0; c <= k && c < nz; c++)
-    for (int64_t b = j > 0 ? j - 1 : 0; b <= j && b < ny; b++) {
-      const uint8_t *l = m->label + (c * ny + b) * nx;
-      for (int64_t i = 0; i < nx; i++) any[i] |= l[i];
-    }
-  out[0] = any[0] != 0;
-  for (int64_t i = 1; i < nx; i++) out[i] = (any[i - 1] | any[i]) != 0;
-  out[nx] = any[nx - 1] != 0;
-}
-
-/* The nodes of the non-empty voxels in node order: counted per node layer,
- * then filled at each layer's offset, both in parallel over the layers. */
+/* The nodes of the non-empty voxels in node order (vox_bone_node_mask),
+ * counted per node layer, then listed at each layer's offset, both in
+ * parallel over the layers. */
 static vox_status find_bone_nodes(writer *w, const vox_model *m) {
-  const int64_t nx = m->grid.nx, ny = m->grid.ny, layers = m->grid.nz + 1;
+  const int64_t per_layer = (m->grid.nx + 1) * (m->grid.ny + 1), layers = m->grid.nz + 1;
+  uint8_t *mask = malloc((size_t)(per_layer * layers));
   size_t *start = calloc((size_t)layers + 1, sizeof *start);
-  uint8_t *scratch = malloc((size_t)omp_get_max_threads() * (size_t)(2 * nx + 1));
-  if (!start || !scratch) {
-    free(start), free(scratch);
+  if (!mask || !start || vox_bone_node_mask(w->ctx, m, mask)) {
+    free(mask), free(start);
     return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
   }
-  for (int pass = 0; pass < 2; pass++) {
-#pragma omp parallel
-    {
-      uint8_t *any = scratch + (size_t)omp_get_thread_num() * (size_t)(2 * nx + 1);
-      uint8_t *row = any + nx;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t k = 0; k < layers; k++) {
-        size_t at = pass ? start[k] : 0;
-        for (int64_t j = 0; j <= ny; j++) {
-          bone_node_row(m, j, k, any, row);
-          const int64_t first = (k * (ny + 1) + j) * (nx + 1);
-          if (!pass) {
-            for (int64_t i = 0; i <= nx; i++) at += row[i];
-          } else {
-            for (int64_t i = 0; i <= nx; i++)
-              if (row[i]) w->bone_nodes[at++] = first + i;
-          }
-        }
-        if (!pass) start[k + 1] = at;
-      }
-    }
-    if (!pass) {
-      for (int64_t k = 0; k < layers; k++) start[k + 1] += start[k];
-      w->n_bone_nodes = start[layers];
-      if (!(w->bone_nodes = malloc((w->n_bone_nodes + 1) * sizeof *w->bone_nodes))) {
-        free(start), free(scratch);
-        return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
-      }
-    }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) {
+    size_t count = 0;
+    for (int64_t n = k * per_layer; n < (k + 1) * per_layer; n++) count += mask[n];
+    start[k + 1] = count;
   }
-  free(start), free(scratch);
+  for (int64_t k = 0; k < layers; k++) start[k + 1] += start[k];
+  w->n_bone_nodes = start[layers];
+  if (!(w->bone_nodes = malloc((w->n_bone_nodes + 1) * sizeof *w->bone_nodes))) {
+    free(mask), free(start);
+    return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) {
+    size_t at = start[k];
+    for (int64_t n = k * per_layer; n < (k + 1) * per_layer; n++)
+      if (mask[n]) w->bone_nodes[at++] = n;
+  }
+  free(mask), free(start);
   return VOX_OK;
 }
 
+/* Writes `n` indices as the variable's type (int32 or int64), converted in
+ * parallel here: netCDF's own conversion took longer than the write. */
 int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n) {
   nc_type type;
   int err = nc_inq_vartype(ncid, varid, &type);
@@ -646,7 +620,11 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     return s;
 
   if (m->intensity) {
-    W_TRY(w, def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, 1, 0, &v->intensity),
+    /* an analysis result's copy of the input's intensity: uncompressed, as
+     * the bone arrays (deflating it took 2 s of a clinical sample) */
+    W_TRY(w,
+          def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, m->stage != VOX_STAGE_ANALYSIS,
+                  0, &v->intensity),
           "intensity");
     W_TRY(w,
           put_var_atts(ncid, v->intensity, "image intensity the labels were segmented from",

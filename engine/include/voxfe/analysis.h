@@ -89,6 +89,10 @@ typedef struct vox_element_fields {
 vox_status vox_bone_elements(vox_context *ctx, const vox_model *model, int64_t **elements,
                              size_t *n);
 
+/* mask[n] (one byte per grid node) = 1 for the corners of the non-empty
+ * voxels (the nodes the solver solves for), 0 for the others; parallel. */
+vox_status vox_bone_node_mask(vox_context *ctx, const vox_model *model, uint8_t *mask);
+
 /* Computes the element fields of displacement `u` (3 per node), and the
  * internal nodal forces K u (3 per node) into `reaction` when it is not NULL:
  * on a constrained dof that is the reaction force of the support; elsewhere
