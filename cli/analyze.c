@@ -613,8 +613,20 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   for (size_t i = 0; i < m->n_loads; i++)
     compliance += m->loads[i].value * r.u[3 * m->loads[i].node + m->loads[i].component];
   for (size_t i = 0; i < n_plate; i++) force += r.reaction[r.plate_dofs[i]];
-  for (size_t n = 0; n < nn; n++)
-    for (int c = 0; c < 3; c++) support[c] += r.reaction[3 * n + c];
+  /* the reactions are zero off the constrained dofs: their sum over each
+   * constrained dof once (a byte per dof, touched only there) */
+  uint8_t *seen = calloc(3 * nn, 1);
+  if (!seen) {
+    cli_error("out of memory");
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+  for (size_t i = 0; i < m->n_constraints; i++) {
+    const size_t dof = 3 * (size_t)m->constraints[i].node + (size_t)m->constraints[i].component;
+    if (!seen[dof]) support[dof % 3] += r.reaction[dof];
+    seen[dof] = 1;
+  }
+  free(seen);
   double area = NAN, length = NAN, failure = NAN;
   if (s->test != TEST_MODEL) {
     const int a1 = s->axis == 0 ? 1 : 0, a2 = s->axis == 2 ? 1 : 2;

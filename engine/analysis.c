@@ -275,7 +275,12 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     flag[3 * model->constraints[i].node + model->constraints[i].component] |= 1;
   for (size_t i = 0; i < n_share; i++)
     if (share_dofs[i] >= 0 && share_dofs[i] < 3 * nn) flag[share_dofs[i]] |= 2;
-  if (reaction) memset(reaction, 0, (size_t)(3 * nn) * sizeof *reaction);
+  if (reaction) {
+    /* zeroed in parallel: 340 MB on a clinical model, first touched here */
+    const int64_t n_dofs = 3 * nn;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n_dofs; i++) reaction[i] = 0;
+  }
   vox_element_fields *f = fields;
   const int64_t *list = f ? f->elements : NULL;
   if (list && !is_bone_list(model, list, f->n_elements)) {

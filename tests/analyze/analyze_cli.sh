@@ -89,6 +89,13 @@ with netCDF4.Dataset("porous_r.nc") as d:
             for di in (0, 1):
                 corner[dk:dk + nz, dj:dj + ny, di:di + nx] |= bone
     assert (np.array(d["bone_node_index"][:]) == np.flatnonzero(corner)).all()
+    # the support reactions of the summary: the constraints' reactions summed
+    react = np.array(d["constraint_reaction"][:])
+    comp = np.array(d["constraint_component"][:])
+    for c, axis in enumerate("xyz"):
+        want = react[comp == c].sum()
+        assert abs(s["support_reaction_" + axis] - want) <= 1e-9 * abs(s["reaction_force"]), axis
+    assert abs(s["support_reaction_z"]) < 1e-6 * abs(s["reaction_force"])  # equilibrium
 for name, x in fields.items():
     want = [x.mean(), x.std()] + list(np.percentile(x, [5, 25, 50, 75, 95]))
     got = [s[name + k] for k in ("_mean", "_sd", "_p05", "_p25", "_p50", "_p75", "_p95")]
