@@ -113,7 +113,8 @@ assert s["bone_elements"] == bone.sum()
 PY
 # the result file to VTK: voxfe-export reads the displacement of the bone
 # nodes back onto the node grid (0 elsewhere)
-"$EXPORT" porous_r.nc -o porous_r.vti >"$LOG/out" 2>&1 || fail "export of a result: $(cat "$LOG/out")"
+"$EXPORT" porous_r.nc -o porous_r.vti >"$LOG/out" 2>&1 ||
+  fail "export of a result: $(cat "$LOG/out")"
 /usr/bin/python3 - <<'PY' || fail "porous: the exported displacement"
 import sys
 import netCDF4
