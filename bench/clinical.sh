@@ -12,7 +12,10 @@
 #  2. the same sample written as .n88model (bone elements only), and with
 #     the modulus from intensity (--modulus-from-intensity);
 #  3. the batch workflow (workflows/bone/Makefile) on all samples with
-#     make -j JOBS: the wall time and the samples per hour.
+#     make -j JOBS (each job on THREADS OpenMP threads, default all cores
+#     over JOBS): the wall time and the samples per hour;
+#  4. with VARIANTS="OPTS;OPTS;..." the one sample again with each set of
+#     solver options (the CG iterations of other smoothing degrees, levels).
 # Prints times and counts; the result files stay in the scratch folder
 # (WORK, default a new folder under /tmp), which is removed at the end
 # unless KEEP=1.
@@ -40,8 +43,9 @@ for r in 1 2; do
   time "$analyze" "$work/scans/tibia1.nc" -o "$work/r$r.nc" --summary "$work/r$r.json" --timings
 done
 ls -l "$work/r1.nc" | awk '{print "result file: " $5 / 1e6 " MB"}'
-grep -E '"(cg_iterations|relative_residual|solve_seconds|reaction_force|failure_load)"' \
-  "$work/r1.json" | tr -d ' \n'
+keys='cg_iterations|relative_residual|solver_storage|solver_levels|solve_seconds'
+keys="$keys|solver_setup_seconds|reaction_force|failure_load"
+grep -E "\"($keys)\"" "$work/r1.json" | tr -d ' \n'
 echo
 
 echo "== the same sample as .n88model"
@@ -49,13 +53,32 @@ time "$analyze" "$work/scans/tibia1.nc" -o "$work/r.n88model" --timings
 ls -l "$work/r.n88model" | awk '{print "n88model file: " $5 / 1e6 " MB"}'
 
 echo "== modulus from intensity (mg HA/ccm, Morgan et al. 2003)"
-time "$analyze" "$work/tibia1_intensity.nc" -o "$work/ri.nc" --modulus-from-intensity --timings
+time "$analyze" "$work/tibia1_intensity.nc" -o "$work/ri.nc" --modulus-from-intensity --timings \
+  || echo "intensity run failed: $?"
 
-echo "== batch: workflows/bone, $samples samples, make -j$jobs"
+threads=${THREADS:-$(( $(nproc) / jobs > 0 ? $(nproc) / jobs : 1 ))}
+echo "== batch: workflows/bone, $samples samples, make -j$jobs, $threads threads a job"
 start=$(date +%s.%N)
-make -s -C "$here/workflows/bone" SCANS="$work/scans" OUT="$work/batch" \
-  VOXFE_BIN="$bin/cli" -j"$jobs" || echo "make failed: $?"
+OMP_NUM_THREADS=$threads make -s -C "$here/workflows/bone" SCANS="$work/scans" \
+  OUT="$work/batch" VOXFE_BIN="$bin/cli" -j"$jobs" || echo "make failed: $?"
 end=$(date +%s.%N)
 ok=$(($(wc -l <"$work/batch/summary.csv") - 1))
 awk -v s="$start" -v e="$end" -v n="$ok" \
-  'BEGIN {t = e - s; printf "batch: %d samples in %.2f s: %.1f s a sample, %.0f samples per hour\n", n, t, t / n, 3600 * n / t}'
+  'BEGIN {t = e - s; printf "batch: %d samples in %.2f s: %.2f s a sample, %.0f samples per hour\n",
+         n, t, t / n, 3600 * n / t}'
+# the stage times of the batch's samples, from their summaries
+awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; next}
+  {r += $c["read_seconds"]; k += $c["components_seconds"]; s += $c["solve_seconds"];
+   f += $c["fields_seconds"]; g += $c["cg_iterations"]; n++}
+  END {printf "batch means: read %.3f, connectivity %.3f, solve %.3f, fields %.3f s; " \
+              "%.0f CG iterations\n", r / n, k / n, s / n, f / n, g / n}' "$work/batch/summary.csv"
+
+if [ -n "${VARIANTS:-}" ]; then
+  echo "== solver variants on one sample"
+  IFS=';' read -ra variants <<<"$VARIANTS"
+  for v in "${variants[@]}"; do
+    echo "-- $v"
+    # shellcheck disable=SC2086
+    "$analyze" "$work/scans/tibia1.nc" -o "$work/v.nc" --timings -q $v || echo "failed: $?"
+  done
+fi

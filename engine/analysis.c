@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,18 +91,46 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
 }
 
+/* The node row (j, k) of the mask: the OR of the up to four element rows
+ * around it (`any`, nx bytes of scratch), then of each node's two elements
+ * along x; byte loops the compiler vectorises. */
+static void bone_node_row(const vox_model *m, int64_t j, int64_t k, uint8_t *any, uint8_t *out) {
+  const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz;
+  memset(any, 0, (size_t)nx);
+  for (int64_t c = k > 0 ? k - 1 : 0; c <= k && c < nz; c++)
+    for (int64_t b = j > 0 ? j - 1 : 0; b <= j && b < ny; b++) {
+      const uint8_t *l = m->label + (c * ny + b) * nx;
+      for (int64_t i = 0; i < nx; i++) any[i] |= l[i];
+    }
+  out[0] = any[0] != 0;
+  for (int64_t i = 1; i < nx; i++) out[i] = (any[i - 1] | any[i]) != 0;
+  out[nx] = any[nx - 1] != 0;
+}
+
+vox_status vox_bone_node_mask(vox_context *ctx, const vox_model *model, uint8_t *mask) {
+  const int64_t nx = model->grid.nx, ny = model->grid.ny, layers = model->grid.nz + 1;
+  const int threads = omp_get_max_threads();
+  uint8_t *scratch = malloc((size_t)threads * (size_t)nx);
+  if (!scratch) return out_of_memory(ctx);
+#pragma omp parallel num_threads(threads)
+  {
+    uint8_t *any = scratch + (size_t)omp_get_thread_num() * (size_t)nx;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k = 0; k < layers; k++)
+      for (int64_t j = 0; j <= ny; j++)
+        bone_node_row(model, j, k, any, mask + (k * (ny + 1) + j) * (nx + 1));
+  }
+  free(scratch);
+  return VOX_OK;
+}
+
 /* 1 for each node of a non-empty voxel. */
 static uint8_t *bone_nodes(const vox_model *m) {
-  const vox_grid *g = &m->grid;
-  uint8_t *used = calloc((size_t)vox_grid_nodes(g), 1);
-  if (!used) return NULL;
-  for (int64_t k = 0; k < g->nz; k++)
-    for (int64_t j = 0; j < g->ny; j++)
-      for (int64_t i = 0; i < g->nx; i++)
-        if (m->label[(k * g->ny + j) * g->nx + i])
-          for (int a = 0; a < 8; a++)
-            used[node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
-                            k + vox_hex8_corner[a][2])] = 1;
+  uint8_t *used = malloc((size_t)vox_grid_nodes(&m->grid));
+  if (used && vox_bone_node_mask(NULL, m, used)) {
+    free(used);
+    return NULL;
+  }
   return used;
 }
 
@@ -191,6 +220,38 @@ static void set_nan(double *a, size_t n) {
     for (size_t i = 0; i < n; i++) a[i] = NAN;
 }
 
+vox_status vox_bone_elements(vox_context *ctx, const vox_model *model, int64_t **elements,
+                             size_t *n) {
+  const int64_t ne = vox_grid_elements(&model->grid);
+  size_t count = 0;
+  for (int64_t e = 0; e < ne; e++) count += model->label[e] != 0;
+  *elements = NULL;
+  *n = 0;
+  if (!count) return VOX_OK;
+  int64_t *list = malloc(count * sizeof *list);
+  if (!list) return out_of_memory(ctx);
+  size_t k = 0;
+  for (int64_t e = 0; e < ne; e++)
+    if (model->label[e]) list[k++] = e;
+  *elements = list;
+  *n = count;
+  return VOX_OK;
+}
+
+/* Whether `elements` (n entries) is the model's non-empty voxels in
+ * element order: increasing, each non-empty, as many as there are. */
+static int is_bone_list(const vox_model *m, const int64_t *elements, size_t n) {
+  const int64_t ne = vox_grid_elements(&m->grid);
+  size_t count = 0;
+  for (int64_t e = 0; e < ne; e++) count += m->label[e] != 0;
+  if (count != n) return 0;
+  for (size_t k = 0; k < n; k++)
+    if (elements[k] < (k ? elements[k - 1] + 1 : 0) || elements[k] >= ne ||
+        !m->label[elements[k]])
+      return 0;
+  return 1;
+}
+
 vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const double *moduli,
                                const double *u, double *reaction, vox_element_fields *fields,
                                const int64_t *share_dofs, size_t n_share, double *share) {
@@ -214,28 +275,42 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     flag[3 * model->constraints[i].node + model->constraints[i].component] |= 1;
   for (size_t i = 0; i < n_share; i++)
     if (share_dofs[i] >= 0 && share_dofs[i] < 3 * nn) flag[share_dofs[i]] |= 2;
-  if (reaction) memset(reaction, 0, (size_t)(3 * nn) * sizeof *reaction);
+  if (reaction) {
+    /* zeroed in parallel: 340 MB on a clinical model, first touched here */
+    const int64_t n_dofs = 3 * nn;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n_dofs; i++) reaction[i] = 0;
+  }
   vox_element_fields *f = fields;
+  const int64_t *list = f ? f->elements : NULL;
+  if (list && !is_bone_list(model, list, f->n_elements)) {
+    free(flag);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the element list of the fields is not the model's non-empty voxels");
+  }
+  const int64_t n_loop = list ? (int64_t)f->n_elements : ne;
 
-  /* One pass over the elements, in parallel: each element writes its own
-   * fields; the reactions are summed into the constrained dofs only (the
-   * plates: few, so atomic adds cost little), the shares per thread. */
+  /* One pass over the elements (or the listed bone elements), in parallel:
+   * each element writes its own fields (entry t); the reactions are summed
+   * into the constrained dofs only (the plates: few, so atomic adds cost
+   * little), the shares per thread. */
   double share_sum[256] = {0};
   const int threads = vox_context_threads(ctx);
 #pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
     schedule(static) reduction(+ : share_sum[:256])
-  for (int64_t e = 0; e < ne; e++) {
+  for (int64_t t = 0; t < n_loop; t++) {
+    const int64_t e = list ? list[t] : t;
     const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
     const uint8_t label = model->label[e];
     if (!label) {
       /* the NaNs of empty voxels here, in parallel: a separate pass over
        * the box took longer than the bone's own fields */
       if (f) {
-        set_nan(f->strain ? f->strain + 6 * e : NULL, 6);
-        set_nan(f->stress ? f->stress + 6 * e : NULL, 6);
-        set_nan(f->sed ? f->sed + e : NULL, 1);
-        set_nan(f->von_mises ? f->von_mises + e : NULL, 1);
-        set_nan(f->effective_strain ? f->effective_strain + e : NULL, 1);
+        set_nan(f->strain ? f->strain + 6 * t : NULL, 6);
+        set_nan(f->stress ? f->stress + 6 * t : NULL, 6);
+        set_nan(f->sed ? f->sed + t : NULL, 1);
+        set_nan(f->von_mises ? f->von_mises + t : NULL, 1);
+        set_nan(f->effective_strain ? f->effective_strain + t : NULL, 1);
       }
       continue;
     }
@@ -275,15 +350,15 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
       sig[v] = E * sum;
     }
     const double sed = 0.5 * energy / volume;
-    if (f->strain) memcpy(f->strain + 6 * e, eps, sizeof eps);
-    if (f->stress) memcpy(f->stress + 6 * e, sig, sizeof sig);
-    if (f->sed) f->sed[e] = sed;
+    if (f->strain) memcpy(f->strain + 6 * t, eps, sizeof eps);
+    if (f->stress) memcpy(f->stress + 6 * t, sig, sizeof sig);
+    if (f->sed) f->sed[t] = sed;
     if (f->von_mises) {
       const double dxy = sig[0] - sig[1], dyz = sig[1] - sig[2], dzx = sig[2] - sig[0];
-      f->von_mises[e] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
+      f->von_mises[t] = sqrt(0.5 * (dxy * dxy + dyz * dyz + dzx * dzx) +
                              3 * (sig[3] * sig[3] + sig[4] * sig[4] + sig[5] * sig[5]));
     }
-    if (f->effective_strain) f->effective_strain[e] = sqrt(2 * fmax(sed, 0) / E);
+    if (f->effective_strain) f->effective_strain[t] = sqrt(2 * fmax(sed, 0) / E);
   }
   if (share) memcpy(share, share_sum, sizeof share_sum);
   free(flag);
@@ -386,4 +461,21 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
   }
   free(x);
   return VOX_OK;
+}
+
+vox_status vox_field_statistics_many(vox_context *ctx, const vox_stats_request *requests,
+                                     size_t count, vox_field_stats *stats) {
+  int failed = 0;
+  const ptrdiff_t m = (ptrdiff_t)count;
+  /* out of memory is the only failure: the message is set once, below,
+   * rather than from several threads */
+  const int threads = vox_context_threads(ctx);
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
+    schedule(dynamic, 1) reduction(| : failed)
+  for (ptrdiff_t i = 0; i < m; i++) {
+    const vox_stats_request *r = &requests[i];
+    failed |= vox_field_statistics(NULL, r->values, r->n, r->stride, r->offset, r->active,
+                                   &stats[i]) != VOX_OK;
+  }
+  return failed ? out_of_memory(ctx) : VOX_OK;
 }

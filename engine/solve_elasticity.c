@@ -157,9 +157,11 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
                         const vox_solver_options *options, double *displacement,
                         vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
-  if (use_sparse(backend, model, use_density, options)) {
-    if (use_density)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities");
+  /* per-element moduli keep the full box, as densities do (AUTO) */
+  if (use_sparse(backend, model, use_density || moduli, options)) {
+    if (use_density || moduli)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities or "
+                                                 "per-element moduli");
     return vox_sparse_solve_elasticity(ctx, backend, model, options, displacement, results, NULL);
   }
   if (use_density && !model->density)
@@ -185,6 +187,9 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
     double *uc = displacement + (size_t)c * fem->n_dofs;
     s = o->vec_upload(backend, &u, uc);
     if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
+    results[c].storage = VOX_STORAGE_FULL_BOX;
+    results[c].levels = 0;
+    results[c].setup_seconds = 0;
     if (s == VOX_OK) s = o->vec_download(backend, &u, uc);
   }
   if (rho.data) o->vec_destroy(backend, &rho);

@@ -370,6 +370,9 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     } else if (st == VOX_OK) {
       st = pcg(&s, res);
     }
+    res->storage = VOX_STORAGE_SPARSE;
+    res->levels = h.n_levels;
+    res->setup_seconds = t1 - t0;
     if (st == VOX_OK) st = s.o->vec_download(be, &s.u, host);
     if (st == VOX_OK) {
       /* back to the box: nodes that touch no material are held at zero (or

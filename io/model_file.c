@@ -19,6 +19,8 @@
 
 #include <netcdf.h>
 
+#include "model_writer.h"
+#include "voxfe/analysis.h"
 #include "voxfe/io.h"
 
 #define STRINGIFY_(x) #x
@@ -38,6 +40,12 @@ enum {
   /* Lists (constraints, loads) are compressed only above this size: small
    * ones stay contiguous, which is smaller and faster for a few entries. */
   COMPRESS_LIST_BYTES = 64 << 10,
+  /* An analysis's arrays over the bone (displacement, element fields) are
+   * stored uncompressed: doubles and floats of a solution deflate by under
+   * 10 % (measured on the clinical model, docs/benchmarks.md), and netCDF
+   * deflates on one thread at about 100 MB/s, which made writing most of a
+   * clinical sample's time. */
+  BONE_COMPRESS = 0,
   MAX_COLUMNS = 9, /* columns of the widest table */
   MAX_DIMS = 5     /* dimensions of the widest variable (displacement) */
 };
@@ -257,6 +265,9 @@ typedef struct writer {
   vox_context *ctx;
   const char *path; /* the destination, for messages */
   int ncid;
+  /* an analysis's displacement is stored on these nodes only */
+  int64_t *bone_nodes;
+  size_t n_bone_nodes;
 } writer;
 
 /* Every netCDF failure while writing is an I/O error (disk full, quota,
@@ -445,7 +456,7 @@ static vox_status put_coord(writer *w, int varid, size_t n, double origin, doubl
 
 typedef struct var_ids {
   int cell_coord[3], node_coord[3]; /* x, y, z */
-  int label, intensity, density, displacement;
+  int label, intensity, density, displacement, bone_node_index;
   int snapshot_iteration, snapshot_density;
   int history_group;
   int load_case_weight;
@@ -455,6 +466,66 @@ typedef struct var_ids {
 
 static const char *const axis_names[3] = {"x", "y", "z"};
 static const char *const node_dim_names[3] = {"node_x", "node_y", "node_z"};
+
+/* Is the displacement stored on the nodes of the non-empty voxels only
+ * (dimension bone_node) rather than on the whole box? For analysis results
+ * of elasticity models: the solver holds every other node at zero, and on a
+ * porous bone most of the box is empty. */
+static int on_bone_nodes(const vox_model *m) {
+  return m->stage == VOX_STAGE_ANALYSIS && m->physics == VOX_PHYSICS_ELASTICITY &&
+         m->displacement != NULL;
+}
+
+/* The nodes of the non-empty voxels in node order (vox_bone_node_mask),
+ * counted per node layer, then listed at each layer's offset, both in
+ * parallel over the layers. */
+static vox_status find_bone_nodes(writer *w, const vox_model *m) {
+  const int64_t per_layer = (m->grid.nx + 1) * (m->grid.ny + 1), layers = m->grid.nz + 1;
+  uint8_t *mask = malloc((size_t)(per_layer * layers));
+  size_t *start = calloc((size_t)layers + 1, sizeof *start);
+  if (!mask || !start || vox_bone_node_mask(w->ctx, m, mask)) {
+    free(mask), free(start);
+    return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) {
+    size_t count = 0;
+    for (int64_t n = k * per_layer; n < (k + 1) * per_layer; n++) count += mask[n];
+    start[k + 1] = count;
+  }
+  for (int64_t k = 0; k < layers; k++) start[k + 1] += start[k];
+  w->n_bone_nodes = start[layers];
+  if (!(w->bone_nodes = malloc((w->n_bone_nodes + 1) * sizeof *w->bone_nodes))) {
+    free(mask), free(start);
+    return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) {
+    size_t at = start[k];
+    for (int64_t n = k * per_layer; n < (k + 1) * per_layer; n++)
+      if (mask[n]) w->bone_nodes[at++] = n;
+  }
+  free(mask), free(start);
+  return VOX_OK;
+}
+
+/* Writes `n` indices as the variable's type (int32 or int64), converted in
+ * parallel here: netCDF's own conversion took longer than the write. */
+int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n) {
+  nc_type type;
+  int err = nc_inq_vartype(ncid, varid, &type);
+  if (err || type != NC_INT)
+    return err ? err : nc_put_var_longlong(ncid, varid, (const long long *)index);
+  int *narrow = malloc((n ? n : 1) * sizeof *narrow);
+  if (!narrow) return NC_ENOMEM;
+  const ptrdiff_t count = (ptrdiff_t)n;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < count; i++) narrow[i] = (int)index[i];
+  err = nc_put_var_int(ncid, varid, narrow);
+  free(narrow);
+  return err;
+}
+
 static const char *const axis_upper[3] = {"X", "Y", "Z"};
 
 /* Does the model say more about its optimization problem than a version 1
@@ -466,9 +537,10 @@ static int has_objective_data(const vox_model *m) {
 
 static vox_status def_globals(writer *w, const vox_model *m) {
   const int heat = m->physics == VOX_PHYSICS_HEAT;
-  int ncid = w->ncid, version = has_objective_data(m) ? VOX_SCHEMA_VERSION_OBJECTIVE
-                               : heat                 ? VOX_SCHEMA_VERSION_HEAT
-                                                      : VOX_SCHEMA_VERSION;
+  int ncid = w->ncid, version = on_bone_nodes(m)       ? VOX_SCHEMA_VERSION_BONE_NODES
+                               : has_objective_data(m) ? VOX_SCHEMA_VERSION_OBJECTIVE
+                               : heat                  ? VOX_SCHEMA_VERSION_HEAT
+                                                       : VOX_SCHEMA_VERSION;
   W_TRY(w, put_text(ncid, NC_GLOBAL, "Conventions", CONVENTIONS), "attribute Conventions");
   W_TRY(w, nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &version),
         "attribute voxfe_schema_version");
@@ -548,7 +620,11 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     return s;
 
   if (m->intensity) {
-    W_TRY(w, def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, 1, 0, &v->intensity),
+    /* an analysis result's copy of the input's intensity: uncompressed, as
+     * the bone arrays (deflating it took 2 s of a clinical sample) */
+    W_TRY(w,
+          def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, m->stage != VOX_STAGE_ANALYSIS,
+                  0, &v->intensity),
           "intensity");
     W_TRY(w,
           put_var_atts(ncid, v->intensity, "image intensity the labels were segmented from",
@@ -601,8 +677,32 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     const size_t shape[5] = {(size_t)m->n_load_cases, n[2] + 1, n[1] + 1, n[0] + 1, 3};
     /* heat: one temperature per node, the variable without the component axis */
     const char *name = heat ? "temperature" : "displacement";
-    W_TRY(w, def_var(ncid, name, NC_DOUBLE, heat ? 4 : 5, dims, shape, 1, 1, &v->displacement),
-          name);
+    if (on_bone_nodes(m)) {
+      /* (load_case, bone_node, component), uncompressed: the doubles of a
+       * solution hardly deflate (docs/file-format.md), and one-threaded
+       * deflate was most of the time of writing a clinical result */
+      int bone_dim;
+      if ((s = find_bone_nodes(w, m))) return s;
+      W_TRY(w, nc_def_dim(ncid, "bone_node", w->n_bone_nodes, &bone_dim), "bone_node");
+      /* int32 where the grid's nodes fit (half the bytes; readers convert) */
+      const nc_type index_type = vox_grid_nodes(g) <= INT32_MAX ? NC_INT : NC_INT64;
+      W_TRY(w, def_var(ncid, "bone_node_index", index_type, 1, &bone_dim, &w->n_bone_nodes,
+                       BONE_COMPRESS, 0, &v->bone_node_index),
+            "bone_node_index");
+      W_TRY(w,
+            put_var_atts(ncid, v->bone_node_index, "grid node of each bone node", NULL, NULL,
+                         "(k * (ny + 1) + j) * (nx + 1) + i for node (i, j, k); the nodes of "
+                         "the non-empty voxels, in node order"),
+            "bone_node_index");
+      const int bdims[3] = {case_dim, bone_dim, component_dim};
+      const size_t bshape[3] = {(size_t)m->n_load_cases, w->n_bone_nodes, 3};
+      W_TRY(w, def_var(ncid, name, NC_DOUBLE, 3, bdims, bshape, BONE_COMPRESS, 1,
+                       &v->displacement),
+            name);
+    } else {
+      W_TRY(w, def_var(ncid, name, NC_DOUBLE, heat ? 4 : 5, dims, shape, 1, 1, &v->displacement),
+            name);
+    }
     if (heat)
       W_TRY(w,
             put_var_atts(ncid, v->displacement, "nodal temperature", "K", NULL,
@@ -612,7 +712,10 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     else
       W_TRY(w,
             put_var_atts(ncid, v->displacement, "nodal displacement", "mm", NULL,
-                         "component 0 = x, 1 = y, 2 = z; one field per load case"),
+                         on_bone_nodes(m)
+                             ? "component 0 = x, 1 = y, 2 = z; one field per load case; at "
+                               "the bone nodes (bone_node_index), 0 at every other node"
+                             : "component 0 = x, 1 = y, 2 = z; one field per load case"),
             name);
     /* The case names label the first axis for CF readers (xarray, cf-python). */
     W_TRY(w, put_text(ncid, v->displacement, "coordinates", "load_case_name"), name);
@@ -623,7 +726,6 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
           "group " HISTORY_GROUP);
     if ((s = def_table(w, v->history_group, &history_table, m->n_history, v->history))) return s;
   }
-  W_TRY(w, nc_enddef(ncid), "the header");
   return VOX_OK;
 }
 
@@ -667,8 +769,30 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
     for (int a = 0; a < 3; a++)
       if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
         return s;
-    W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement),
-          m->physics == VOX_PHYSICS_HEAT ? "temperature" : "displacement");
+    if (on_bone_nodes(m)) {
+      W_TRY(w, vox_put_indices(ncid, v->bone_node_index, w->bone_nodes, w->n_bone_nodes),
+            "bone_node_index");
+      const size_t nb = w->n_bone_nodes, nn = (size_t)vox_grid_nodes(g);
+      double *values = malloc((nb ? 3 * nb : 1) * sizeof *values);
+      if (!values) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+      for (int c = 0; c < m->n_load_cases; c++) {
+        const double *u = m->displacement + (size_t)c * 3 * nn;
+        const ptrdiff_t count = (ptrdiff_t)nb;
+#pragma omp parallel for schedule(static)
+        for (ptrdiff_t b = 0; b < count; b++)
+          for (int d = 0; d < 3; d++) values[3 * b + d] = u[3 * w->bone_nodes[b] + d];
+        const size_t start[3] = {(size_t)c, 0, 0}, count3[3] = {1, nb, 3};
+        int err = nc_put_vara_double(ncid, v->displacement, start, count3, values);
+        if (err) {
+          free(values);
+          return write_fail(w, err, "displacement");
+        }
+      }
+      free(values);
+    } else {
+      W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement),
+            m->physics == VOX_PHYSICS_HEAT ? "temperature" : "displacement");
+    }
   }
   if (m->n_history > 0 &&
       (s = put_table(w, v->history_group, &history_table, m->history, m->n_history, v->history)))
@@ -751,6 +875,11 @@ static int sync_file(const char *tmp) {
 }
 
 vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model) {
+  return vox_model_write_extra(ctx, path, model, NULL);
+}
+
+vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
+                                 const vox_model_extra *extra) {
   if (!path || !*path || !model)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_write: no path or no model");
   vox_status s = check_writable(ctx, path, model);
@@ -758,15 +887,19 @@ vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *
   char *tmp = NULL;
   if ((s = create_temp(ctx, path, &tmp))) return s;
 
-  writer w = {ctx, path, -1};
+  writer w = {ctx, path, -1, NULL, 0};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
   if (err) {
     s = write_fail(&w, err, "the file");
   } else {
     var_ids v;
     memset(&v, -1, sizeof v);
+    
     s = define_all(&w, model, &v);
+    if (!s && extra) s = extra->define(extra->user, w.ncid);
+    if (!s && (err = nc_enddef(w.ncid))) s = write_fail(&w, err, "the header");
     if (!s) s = put_all(&w, model, &v);
+    if (!s && extra) s = extra->put(extra->user, w.ncid);
     if (s) {
       nc_abort(w.ncid); /* the temporary file goes below */
     } else if ((err = nc_close(w.ncid))) {
@@ -780,6 +913,7 @@ vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *
   }
   if (s) unlink(tmp);
   free(tmp);
+  free(w.bone_nodes);
   return s;
 }
 
@@ -1251,12 +1385,73 @@ static vox_status read_intensity(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
+/* An analysis result's displacement on the bone nodes (schema version 4):
+ * `displacement` (case, bone_node, component) at the nodes that
+ * `bone_node_index` names (increasing, on the grid), zero elsewhere. */
+static vox_status read_bone_displacement(reader *r, vox_model *m) {
+  static const char *const dims[3] = {"load_case", "bone_node", "component"};
+  static const char *const index_dims[1] = {"bone_node"};
+  int varid, index_id;
+  vox_status s = find_var(r, r->ncid, "displacement", WANT_NUMBER, 3, dims, 1, &varid);
+  if (!s) s = find_var(r, r->ncid, "bone_node_index", WANT_INT, 1, index_dims, 1, &index_id);
+  if (s) return s;
+  if (m->n_load_cases < 1)
+    return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is stored but no load case is");
+  size_t n_cases, nb, n_comp;
+  int found;
+  if ((s = dim_length(r, r->ncid, "load_case", &n_cases, &found)) ||
+      (s = dim_length(r, r->ncid, "bone_node", &nb, &found)) ||
+      (s = dim_length(r, r->ncid, "component", &n_comp, &found)))
+    return s;
+  if (n_comp != 3)
+    return read_fail(r, VOX_ERR_FORMAT, "dimension 'component' has length %zu, expected 3",
+                     n_comp);
+  if (n_cases != (size_t)m->n_load_cases)
+    return read_fail(r, VOX_ERR_FORMAT, "dimension 'load_case' has length %zu, expected %d",
+                     n_cases, m->n_load_cases);
+  const size_t nn = (size_t)vox_grid_nodes(&m->grid);
+  if (nb > nn)
+    return read_fail(r, VOX_ERR_FORMAT, "%zu bone nodes on a grid of %zu nodes", nb, nn);
+  int ok = 1;
+  size_t bytes = mul_size((size_t)m->n_load_cases, nn * 3 * sizeof(double), &ok);
+  if (!ok) return read_fail(r, VOX_ERR_FORMAT, "variable 'displacement' is too large");
+  long long *index = malloc((nb ? nb : 1) * sizeof *index);
+  double *values = malloc((nb ? 3 * nb : 1) * sizeof *values);
+  if (!index || !values || !(m->displacement = calloc(1, bytes))) {
+    free(index), free(values);
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  int err = nc_get_var_longlong(r->ncid, index_id, index);
+  for (size_t b = 0; !err && !s && b < nb; b++)
+    if (index[b] < (b ? index[b - 1] + 1 : 0) || index[b] >= (long long)nn)
+      s = read_fail(r, VOX_ERR_FORMAT,
+                    "bone_node_index[%zu] = %lld is off the grid or not increasing", b, index[b]);
+  for (int c = 0; !err && !s && c < m->n_load_cases; c++) {
+    const size_t start[3] = {(size_t)c, 0, 0}, count[3] = {1, nb, 3};
+    if (nb && (err = nc_get_vara_double(r->ncid, varid, start, count, values))) break;
+    double *u = m->displacement + (size_t)c * 3 * nn;
+    for (size_t b = 0; b < nb; b++)
+      for (int d = 0; d < 3; d++) u[3 * (size_t)index[b] + d] = values[3 * b + d];
+  }
+  free(index), free(values);
+  if (err) return read_nc_fail(r, err, "displacement");
+  return s;
+}
+
 /* The state: `displacement` (case, node, component), or for heat models
- * `temperature` (case, node). */
+ * `temperature` (case, node); an analysis result's on the bone nodes. */
 static vox_status read_displacement(reader *r, vox_model *m) {
   static const char *const dims[5] = {"load_case", "node_z", "node_y", "node_x", "component"};
   const int heat = m->physics == VOX_PHYSICS_HEAT, n_dims = heat ? 4 : 5;
   const char *name = heat ? "temperature" : "displacement";
+  int bone_dim;
+  if (!heat && nc_inq_dimid(r->ncid, "bone_node", &bone_dim) == NC_NOERR) {
+    if (r->version < VOX_SCHEMA_VERSION_BONE_NODES)
+      return read_fail(r, VOX_ERR_FORMAT,
+                       "a displacement on bone nodes needs voxfe_schema_version %d, not %d",
+                       VOX_SCHEMA_VERSION_BONE_NODES, r->version);
+    return read_bone_displacement(r, m);
+  }
   int varid;
   vox_status s = find_var(r, r->ncid, name, WANT_NUMBER, n_dims, dims, 0, &varid);
   if (s || varid < 0) return s;

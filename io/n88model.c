@@ -46,11 +46,18 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
  * Writing.
  * ------------------------------------------------------------------------- */
 
-/* A variable written whole: chunked and deflated when large. */
+/* A variable written whole (so without fill): the large ones of integers
+ * (node numbers, sets: they shrink several times) and the reactions (zero
+ * off the supports) deflated, the floating-point ones not: coordinates and
+ * a solution's values shrink by about 20 %, and netCDF deflates on one
+ * thread at about 100 MB/s (docs/benchmarks.md, issue 6). */
 static int def_var(int ncid, const char *name, nc_type type, int ndims, const int *dims,
                    size_t rows, int *varid) {
   int err = nc_def_var(ncid, name, type, ndims, dims, varid);
-  if (!err && rows > 4096) err = nc_def_var_deflate(ncid, *varid, 1, 1, 1);
+  const int floating = type == NC_FLOAT || type == NC_DOUBLE;
+  if (!err) err = nc_def_var_fill(ncid, *varid, NC_NOFILL, NULL);
+  if (!err && rows > 4096 && (!floating || !strcmp(name, "ReactionForce")))
+    err = nc_def_var_deflate(ncid, *varid, 1, 1, 1);
   return err;
 }
 
@@ -304,14 +311,16 @@ static vox_status write_sets(n88_file *f, const vox_model *m, const mesh *me, in
 }
 
 /* Node or element values of the mesh, gathered from a grid array of
- * `width` values per node or element. */
+ * `width` values per node or element (`of`: the grid index of each; NULL:
+ * the array is in the mesh's order already). */
 static vox_status put_values(n88_file *f, int grp, const char *name, nc_type type, int ndims,
                              const int *dims, const double *grid_values, const int64_t *of,
                              size_t n, int width) {
   double *v = malloc(n * (size_t)width * sizeof *v);
   if (!v) return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
   for (size_t i = 0; i < n; i++)
-    for (int c = 0; c < width; c++) v[(size_t)width * i + c] = grid_values[width * of[i] + c];
+    for (int c = 0; c < width; c++)
+      v[(size_t)width * i + c] = grid_values[(size_t)width * (of ? (size_t)of[i] : i) + c];
   int varid, err = def_var(grp, name, type, ndims, dims, n, &varid);
   if (!err) err = nc_put_var_double(grp, varid, v); /* netCDF converts to float */
   free(v);
@@ -343,9 +352,12 @@ static vox_status write_solution(n88_file *f, const vox_model *m, const mesh *me
             {"StrainEnergyDensity", out->fields.sed, 1},
             {"VonMisesStress", out->fields.von_mises, 1},
             {"EffectiveStrain", out->fields.effective_strain, 1}};
+  /* compact fields (one entry per bone element) are already in the mesh's
+   * element order: the non-empty voxels in grid order */
+  const int64_t *of = out->fields.elements ? NULL : me->element_of;
   for (size_t i = 0; !s && i < sizeof ev / sizeof ev[0]; i++)
     s = put_values(f, elems, ev[i].name, NC_FLOAT, ev[i].width > 1 ? 2 : 1, d_elems, ev[i].data,
-                   me->element_of, me->n_elements, ev[i].width);
+                   of, me->n_elements, ev[i].width);
   return s;
 }
 
@@ -391,6 +403,16 @@ vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_mode
                  !output->fields.effective_strain))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a solution needs the displacement and every field", path);
+  if (output && output->fields.elements) {
+    /* compact fields: one per non-empty voxel */
+    size_t bone = 0;
+    const int64_t ne = vox_grid_elements(&model->grid);
+    for (int64_t e = 0; e < ne; e++) bone += model->label[e] != 0;
+    if (bone != output->fields.n_elements)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "%s: %zu element values for %zu bone elements", path,
+                       output->fields.n_elements, bone);
+  }
   const size_t size = strlen(path) + 48;
   char *tmp = malloc(size);
   if (!tmp) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);

@@ -37,15 +37,27 @@ assert abs(s["sed_mean"] / (0.5 * E * eps * eps) - 1) < 1e-5
 rows = list(csv.DictReader(open("table.csv")))
 assert [r["test"] for r in rows] == ["uniaxial", "friction"] and rows[1]["axis"] == "x"
 assert float(rows[0]["reaction_force"]) == s["reaction_force"]
+import numpy as np
 with netCDF4.Dataset("result.nc") as d:
-    assert d.stage == "analysis"
-    for v, shape in (("displacement", (1, 5, 5, 5, 3)), ("reaction_force", (5, 5, 5, 3)),
-                     ("strain", (4, 4, 4, 6)), ("stress", (4, 4, 4, 6)),
-                     ("strain_energy_density", (4, 4, 4)), ("von_mises", (4, 4, 4)),
-                     ("effective_strain", (4, 4, 4))):
+    assert d.stage == "analysis" and d.voxfe_schema_version == 4
+    # the bone only: 64 elements, 125 nodes of the solid 4^3 cube
+    for v, shape in (("displacement", (1, 125, 3)), ("bone_node_index", (125,)),
+                     ("bone_element_index", (64,)),
+                     ("constraint_reaction", (d.dimensions["constraint"].size,)),
+                     ("strain", (64, 6)), ("stress", (64, 6)),
+                     ("strain_energy_density", (64,)), ("von_mises", (64,)),
+                     ("effective_strain", (64,))):
         assert d[v].shape == shape, (v, d[v].shape)
-    assert abs(d["strain"][1, 1, 1, 2] - eps) < 1e-8
-    assert abs(d["reaction_force"][4, :, :, 2].sum() / (E * A * eps) - 1) < 1e-5
+    assert (np.array(d["bone_element_index"][:]) == np.arange(64)).all()
+    assert (np.array(d["bone_node_index"][:]) == np.arange(125)).all()
+    assert abs(d["strain"][(1 * 4 + 1) * 4 + 1, 2] - eps) < 1e-8
+    # the top plate: constraints along z at node layer 4
+    node = np.array(d["constraint_node"][:])
+    top = (np.array(d["constraint_component"][:]) == 2) & (node // 25 == 4)
+    assert top.sum() == 25
+    assert abs(np.array(d["constraint_reaction"][:])[top].sum() / (E * A * eps) - 1) < 1e-5
+    w = np.array(d["displacement"][0])
+    assert abs(w[124, 2] - eps * 2.0) < 1e-9  # the top corner moves by eps L
     assert d["results"].reaction_force == s["reaction_force"]
     assert "voxfe-analyze cube.nc -o result.nc" in d.history
 PY
@@ -63,10 +75,27 @@ import numpy as np
 s = json.load(open("p.json"))
 with netCDF4.Dataset("porous_r.nc") as d:
     bone = np.array(d["label"][:]) != 0
+    # the element fields are over the bone elements, in element order
+    assert (np.array(d["bone_element_index"][:]) == np.flatnonzero(bone)).all()
     fields = {"sed": d["strain_energy_density"], "von_mises": d["von_mises"],
               "effective_strain": d["effective_strain"]}
-    fields = {k: np.array(v[:], float)[bone] for k, v in fields.items()}
-    fields["strain_axial"] = np.array(d["strain"][:], float)[bone][:, 2]
+    fields = {k: np.array(v[:], float) for k, v in fields.items()}
+    fields["strain_axial"] = np.array(d["strain"][:], float)[:, 2]
+    # the bone nodes: the corners of the bone voxels, in node order
+    nz, ny, nx = bone.shape
+    corner = np.zeros((nz + 1, ny + 1, nx + 1), bool)
+    for dk in (0, 1):
+        for dj in (0, 1):
+            for di in (0, 1):
+                corner[dk:dk + nz, dj:dj + ny, di:di + nx] |= bone
+    assert (np.array(d["bone_node_index"][:]) == np.flatnonzero(corner)).all()
+    # the support reactions of the summary: the constraints' reactions summed
+    react = np.array(d["constraint_reaction"][:])
+    comp = np.array(d["constraint_component"][:])
+    for c, axis in enumerate("xyz"):
+        want = react[comp == c].sum()
+        assert abs(s["support_reaction_" + axis] - want) <= 1e-9 * abs(s["reaction_force"]), axis
+    assert abs(s["support_reaction_z"]) < 1e-6 * abs(s["reaction_force"])  # equilibrium
 for name, x in fields.items():
     want = [x.mean(), x.std()] + list(np.percentile(x, [5, 25, 50, 75, 95]))
     got = [s[name + k] for k in ("_mean", "_sd", "_p05", "_p25", "_p50", "_p75", "_p95")]
@@ -82,7 +111,32 @@ shares = [v for k, v in s.items() if k.startswith("load_share_label")]
 assert len(shares) == 2 and abs(shares[0] - 1) < 1e-9 and abs(shares[1]) < 1e-12, shares
 assert s["bone_elements"] == bone.sum()
 PY
-rm -f porous_r.nc p.json
+# the result file to VTK: voxfe-export reads the displacement of the bone
+# nodes back onto the node grid (0 elsewhere)
+"$EXPORT" porous_r.nc -o porous_r.vti >"$LOG/out" 2>&1 ||
+  fail "export of a result: $(cat "$LOG/out")"
+/usr/bin/python3 - <<'PY' || fail "porous: the exported displacement"
+import sys
+import netCDF4
+import numpy as np
+try:
+    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+except ImportError:
+    sys.exit(0)  # the CI installs VTK; a bare machine checks the export's exit status only
+r = vtkXMLImageDataReader()
+r.SetFileName("porous_r.vti")
+r.Update()
+pd = r.GetOutput().GetPointData()
+names = [pd.GetArrayName(i) for i in range(pd.GetNumberOfArrays())]
+got = vtk_to_numpy(pd.GetArray([n for n in names if n.startswith("displacement")][0]))
+with netCDF4.Dataset("porous_r.nc") as d:
+    want = np.zeros((got.shape[0], 3))
+    want[np.array(d["bone_node_index"][:])] = np.array(d["displacement"][0])
+assert np.abs(want).max() > 0
+assert np.allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max()), np.abs(got - want).max()
+PY
+rm -f porous_r.nc porous_r.vti p.json
 
 # --- parallel jobs appending to one table: one header, one whole row each
 for i in 1 2 3 4 5 6; do

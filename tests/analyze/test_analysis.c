@@ -1,7 +1,9 @@
 /* The analysis engine against analytic values: a homogeneous cube under the
  * uniaxial and the confined compression test (strain-energy density, strain,
  * stress, von Mises stress, effective strain, reaction force E A eps), the
- * load shares of two columns in parallel, the Pistoia failure load on a constructed strain distribution, the field
+ * load shares of two columns in parallel, the compact (bone-only) layout of
+ * the fields against the full box, the Pistoia failure load on a
+ * constructed strain distribution, the field
  * statistics on a hand-computed sample, connected components and the
  * plate-contact checks. */
 #include <math.h>
@@ -52,7 +54,7 @@ static void check_cube(vox_context *ctx, vox_backend *be, vox_compression_test t
       plate[n_plate++] = 3 * m.constraints[i].node + axis;
   CHECK(n_plate == (size_t)(n + 1) * (n + 1));
   double share[256];
-  vox_element_fields f = {strain, stress, sed, vm, eff};
+  vox_element_fields f = {strain, stress, sed, vm, eff, NULL, 0};
   CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, &f, plate, n_plate, share));
 
   const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
@@ -120,6 +122,81 @@ static void check_load_share(vox_context *ctx, vox_backend *be) {
   CHECK_CLOSE(share[1] / force, 2.0 / 3, 1e-9);
   CHECK_CLOSE(share[2] / force, 1.0 / 3, 1e-9);
   free(u), free(reaction);
+  vox_model_free(&m);
+}
+
+/* The compact layout (one entry per bone element, vox_bone_elements)
+ * against the full-box one on a porous model: the same values, entry k for
+ * grid element elements[k], the same reactions; a list that is not the
+ * non-empty voxels is refused. */
+static void check_compact_fields(vox_context *ctx, vox_backend *be) {
+  vox_model m = {0};
+  cube_model(ctx, &m, 8, 0.5, 1000, 0.3);
+  /* walls at x = 0, 4 and y = 0, 4: 44 % of the box, a porous model */
+  for (int e = 0; e < 512; e++)
+    if (e % 8 % 4 != 0 && e / 8 % 8 % 4 != 0) m.label[e] = 0;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, NULL));
+  const size_t ne = 512, nn = 729;
+  double *u = calloc(3 * nn, sizeof *u), *r1 = malloc(3 * nn * sizeof *r1);
+  double *r2 = malloc(3 * nn * sizeof *r2), *full = malloc(15 * ne * sizeof *full);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  int64_t *list = NULL;
+  size_t nb = 0;
+  CHECK_OK(ctx, vox_bone_elements(ctx, &m, &list, &nb));
+  size_t want_nb = 0;
+  for (size_t e = 0; e < ne; e++) want_nb += m.label[e] != 0;
+  CHECK(nb == want_nb && nb < ne && nb > 0);
+  double *compact = malloc(15 * nb * sizeof *compact);
+  vox_element_fields f1 = {full, full + 6 * ne, full + 12 * ne, full + 13 * ne, full + 14 * ne,
+                           NULL, 0};
+  vox_element_fields f2 = {compact, compact + 6 * nb, compact + 12 * nb, compact + 13 * nb,
+                           compact + 14 * nb, list, nb};
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, r1, &f1, NULL, 0, NULL));
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, r2, &f2, NULL, 0, NULL));
+  CHECK(memcmp(r1, r2, 3 * nn * sizeof *r1) == 0);
+  size_t k = 0;
+  for (size_t e = 0; e < ne; e++) {
+    if (!m.label[e]) {
+      CHECK(isnan(full[12 * ne + e]));
+      continue;
+    }
+    CHECK(list[k] == (int64_t)e);
+    CHECK(memcmp(&compact[6 * k], &full[6 * e], 6 * sizeof *full) == 0);
+    CHECK(memcmp(&compact[6 * nb + 6 * k], &full[6 * ne + 6 * e], 6 * sizeof *full) == 0);
+    for (int s = 0; s < 3; s++) CHECK(compact[(12 + s) * nb + k] == full[(12 + s) * ne + e]);
+    k++;
+  }
+  /* per-element moduli on this porous model (AUTO would take the sparse
+   * storage, which knows only the materials' E): the same displacement as
+   * the full box's with those moduli, not the materials' */
+  double *moduli = malloc(ne * sizeof *moduli), *u2 = calloc(3 * nn, sizeof *u2);
+  double *u3 = calloc(3 * nn, sizeof *u3);
+  for (size_t e = 0; e < ne; e++) moduli[e] = e / 64 < 4 ? 500 : 3000; /* in series */
+  CHECK_OK(ctx, vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u2, &res));
+  opt.storage = VOX_STORAGE_FULL_BOX;
+  CHECK_OK(ctx, vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u3, &res));
+  double diff = 0, diff_materials = 0, top = 0;
+  for (size_t d = 0; d < 3 * nn; d++) {
+    diff = fmax(diff, fabs(u2[d] - u3[d]));
+    diff_materials = fmax(diff_materials, fabs(u[d] - u3[d]));
+    top = fmax(top, fabs(u3[d]));
+  }
+  CHECK(diff < 1e-8 * top && diff_materials > 1e-3 * top);
+  opt.storage = VOX_STORAGE_SPARSE; /* asked for: refused, not ignored */
+  CHECK(vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u2, &res) == VOX_ERR_UNSUPPORTED);
+  free(moduli), free(u2), free(u3);
+  list[1] = list[0]; /* not increasing */
+  CHECK(vox_analysis_fields(ctx, &m, NULL, u, r2, &f2, NULL, 0, NULL) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  f2.n_elements = nb - 1; /* too short */
+  list[1] = list[2] - 1;
+  CHECK(vox_analysis_fields(ctx, &m, NULL, u, r2, &f2, NULL, 0, NULL) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  free(u), free(r1), free(r2), free(full), free(compact), free(list);
   vox_model_free(&m);
 }
 
@@ -225,6 +302,26 @@ static void check_intensity_moduli(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* Several statistics at once, in parallel: each the same as alone. */
+static void check_statistics_many(vox_context *ctx) {
+  enum { N = 5000 };
+  double *x = malloc(6 * N * sizeof *x);
+  uint8_t *active = malloc(N);
+  for (int i = 0; i < 6 * N; i++) x[i] = (double)rand() / RAND_MAX - 0.5;
+  for (int i = 0; i < N; i++) active[i] = rand() % 3 != 0;
+  const vox_stats_request req[4] = {
+      {x, N, 1, 0, NULL}, {x, N, 6, 2, NULL}, {x, N, 6, 5, active}, {x, 0, 1, 0, NULL}};
+  vox_field_stats many[4], one;
+  CHECK_OK(ctx, vox_field_statistics_many(ctx, req, 4, many));
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(ctx, vox_field_statistics(ctx, req[i].values, req[i].n, req[i].stride,
+                                       req[i].offset, req[i].active, &one));
+    CHECK(memcmp(&one, &many[i], sizeof one) == 0); /* NaNs of the empty one too */
+  }
+  CHECK(isnan(many[3].mean));
+  free(x), free(active);
+}
+
 static int ascending(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -269,8 +366,10 @@ int main(void) {
     check_cube(ctx, be, VOX_TEST_CONFINED, axis);
   }
   check_load_share(ctx, be);
+  check_compact_fields(ctx, be);
   check_pistoia();
   check_statistics(ctx);
+  check_statistics_many(ctx);
   check_components(ctx);
   check_intensity_moduli(ctx);
   check_selection(ctx);

@@ -1,4 +1,5 @@
-/* io: a model written and read back is identical (doubles bit for bit), large
+/* io: a model written and read back is identical (doubles bit for bit; an
+ * analysis's displacement on the bone nodes too), large
  * variables are chunked and compressed, and a failed write leaves nothing
  * behind: no file in a missing folder, an existing file untouched, no
  * temporary files. */
@@ -236,6 +237,89 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
   vox_model_free(&m);
 }
 
+/* Zeroes the displacement at the nodes of no non-empty voxel (as the
+ * solver leaves them); returns the number of the other (bone) nodes. */
+static size_t zero_off_bone(vox_model *m) {
+  const vox_grid *g = &m->grid;
+  const int64_t nn = vox_grid_nodes(g);
+  uint8_t *bone = calloc((size_t)nn, 1);
+  for (int64_t k = 0; k < g->nz; k++)
+    for (int64_t j = 0; j < g->ny; j++)
+      for (int64_t i = 0; i < g->nx; i++)
+        if (m->label[(k * g->ny + j) * g->nx + i])
+          for (int c = 0; c < 8; c++)
+            bone[((k + c / 4) * (g->ny + 1) + j + c / 2 % 2) * (g->nx + 1) + i + c % 2] = 1;
+  size_t count = 0;
+  for (int64_t n = 0; n < nn; n++) {
+    count += bone[n];
+    for (int l = 0; l < m->n_load_cases; l++)
+      for (int c = 0; c < 3 && !bone[n]; c++) m->displacement[(l * nn + n) * 3 + c] = 0;
+  }
+  free(bone);
+  return count;
+}
+
+/* Analysis results (stage analysis): the displacement on the bone nodes
+ * (schema version 4) reads back bit for bit; an older analysis file (its
+ * displacement on the whole node grid) still reads; a bone_node_index that
+ * is not increasing, or a version-4 layout under an older version, is
+ * refused. */
+static void test_analysis_layout(vox_context *ctx, const char *dir) {
+  char path[512];
+  vox_model m;
+  CHECK_OK(ctx, sample_full_model(ctx, &m));
+  free(m.density); /* an analysis has no density */
+  m.density = NULL;
+  m.stage = VOX_STAGE_ANALYSIS;
+  const size_t bone = zero_off_bone(&m);
+  CHECK(bone > 0 && bone < (size_t)vox_grid_nodes(&m.grid));
+  snprintf(path, sizeof path, "%s/analysis.nc", dir);
+  roundtrip(ctx, &m, path);
+  int ncid, dim, varid, version;
+  size_t len;
+  CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
+  CHECK(nc_get_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", &version) == NC_NOERR &&
+        version == VOX_SCHEMA_VERSION_BONE_NODES);
+  CHECK(nc_inq_dimid(ncid, "bone_node", &dim) == NC_NOERR);
+  CHECK(nc_inq_dimlen(ncid, dim, &len) == NC_NOERR && len == bone);
+  nc_close(ncid);
+
+  /* the bad index, then the version too old for the layout */
+  CHECK(nc_open(path, NC_WRITE, &ncid) == NC_NOERR);
+  CHECK(nc_inq_varid(ncid, "bone_node_index", &varid) == NC_NOERR);
+  long long first;
+  const size_t one = 1;
+  CHECK(nc_get_var1_longlong(ncid, varid, (size_t[]){0}, &first) == NC_NOERR);
+  CHECK(nc_put_var1_longlong(ncid, varid, &one, &first) == NC_NOERR);
+  nc_close(ncid);
+  vox_model back;
+  CHECK(vox_model_read(ctx, path, &back) == VOX_ERR_FORMAT);
+  CHECK(strstr(vox_context_message(ctx), "bone_node_index[1]") != NULL);
+  check_error_message(ctx, path);
+  roundtrip(ctx, &m, path);
+  CHECK(nc_open(path, NC_WRITE, &ncid) == NC_NOERR);
+  version = VOX_SCHEMA_VERSION;
+  CHECK(nc_put_att_int(ncid, NC_GLOBAL, "voxfe_schema_version", NC_INT, 1, &version) == NC_NOERR);
+  nc_close(ncid);
+  CHECK(vox_model_read(ctx, path, &back) == VOX_ERR_FORMAT);
+  CHECK(strstr(vox_context_message(ctx), "needs voxfe_schema_version 4") != NULL);
+  check_error_message(ctx, path);
+
+  /* an analysis file of the old layout: written as a model, stage renamed */
+  m.stage = VOX_STAGE_MODEL;
+  snprintf(path, sizeof path, "%s/analysis_v1.nc", dir);
+  CHECK_OK(ctx, vox_model_write(ctx, path, &m));
+  CHECK(nc_open(path, NC_WRITE, &ncid) == NC_NOERR);
+  CHECK(nc_redef(ncid) == NC_NOERR);
+  CHECK(nc_put_att_text(ncid, NC_GLOBAL, "stage", 8, "analysis") == NC_NOERR);
+  nc_close(ncid);
+  m.stage = VOX_STAGE_ANALYSIS;
+  CHECK_OK(ctx, vox_model_read(ctx, path, &back));
+  check_same(&m, &back);
+  vox_model_free(&back);
+  vox_model_free(&m);
+}
+
 /* A model large enough for several chunks and compressed lists. */
 static void test_chunked(vox_context *ctx, const char *dir) {
   char path[512];
@@ -322,6 +406,7 @@ int main(void) {
   char dir[] = "io_roundtrip.XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   test_roundtrips(ctx, dir);
+  test_analysis_layout(ctx, dir);
   test_chunked(ctx, dir);
   test_failed_writes(ctx, dir);
   remove_dir(dir);

@@ -4,9 +4,8 @@
  * empty. Connectivity 6 joins voxels that share a face, 26 also those that
  * share an edge or a corner.
  *
- * Memory: one bit per voxel, and a work queue of the current front of the
- * flood (a few voxels per voxel of the largest cross-section, not per voxel
- * of the grid). */
+ * A parallel union-find over the runs of non-empty voxels along x (OpenMP
+ * threads). Memory: 16 bytes a run and 8 bytes a row (j, k) of the grid. */
 #ifndef VOXFE_COMPONENTS_H
 #define VOXFE_COMPONENTS_H
 

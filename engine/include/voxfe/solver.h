@@ -80,6 +80,12 @@ typedef struct vox_solve_result {
   double residual_norm;     /* ||b - K u|| of the recurrence at exit */
   double rhs_norm;          /* ||b|| */
   vox_convergence reason;
+  /* what vox_solve_elasticity did: the storage it took (FULL_BOX or
+   * SPARSE), and for the sparse one its multigrid levels and the seconds of
+   * its setup (hierarchy, uploads, coarsest factor; 0 otherwise) */
+  vox_storage storage;
+  int levels;
+  double setup_seconds;
 } vox_solve_result;
 
 void vox_solver_options_default(vox_solver_options *options);

@@ -21,8 +21,14 @@ extern "C" {
  * load case weights (a compliant mechanism, a weighted multi-load design).
  * Plain files keep their version (1, or 2 for heat). */
 #define VOX_SCHEMA_VERSION_OBJECTIVE 3
+/* The version of analysis results (stage "analysis", elasticity) whose
+ * displacement is stored on the nodes of the non-empty voxels only
+ * (dimension bone_node, variable bone_node_index) and whose element fields
+ * are over the bone elements (voxfe-analyze's result file): older readers
+ * would not find the displacement on the node grid. */
+#define VOX_SCHEMA_VERSION_BONE_NODES 4
 /* The newest version this library reads. */
-#define VOX_SCHEMA_VERSION_NEWEST VOX_SCHEMA_VERSION_OBJECTIVE
+#define VOX_SCHEMA_VERSION_NEWEST VOX_SCHEMA_VERSION_BONE_NODES
 
 /* netCDF-C is not thread-safe: do not read or write files from two threads
  * at once, even with separate contexts. */

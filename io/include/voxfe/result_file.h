@@ -23,14 +23,19 @@ typedef struct vox_summary_entry {
 
 typedef struct vox_analysis_output {
   const double *reaction;     /* 3 per node (0 off the supports) */
-  vox_element_fields fields;  /* every array given */
+  /* every array given; for vox_result_write in the compact layout (elements
+   * from vox_bone_elements), vox_n88model_write takes either */
+  vox_element_fields fields;
   const vox_summary_entry *summary;
   size_t n_summary;
 } vox_analysis_output;
 
-/* Writes `model` (its displacement set, stage VOX_STAGE_ANALYSIS) and the
- * analysis output to `path`, atomically: through a temporary file beside it
- * that is renamed into place only when complete. */
+/* Writes `model` (an elasticity model, its displacement set, stage
+ * VOX_STAGE_ANALYSIS) and the analysis output to `path`, atomically: through
+ * a temporary file beside it that is renamed into place only when complete.
+ * The displacement goes on the bone nodes, the element fields over the bone
+ * elements, the reactions per constraint (docs/file-format.md, "Analysis
+ * results"). */
 vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
                             const vox_analysis_output *output);
 

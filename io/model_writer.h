@@ -1,0 +1,29 @@
+/* The model writer with more in the same file (private to io/): the
+ * analysis result file is a model file plus the analysis's variables,
+ * defined and written in the one pass of vox_model_write, so that the file
+ * is created, synced and renamed once. */
+#ifndef VOXFE_MODEL_WRITER_H
+#define VOXFE_MODEL_WRITER_H
+
+#include "voxfe/io.h"
+
+/* `define` runs in define mode after the model's variables are defined
+ * (dimensions such as "constraint" or "bone_node" exist then), `put` after
+ * the model's data are written; each returns VOX_OK or the error it set on
+ * the context, naming the destination path. */
+typedef struct vox_model_extra {
+  vox_status (*define)(void *user, int ncid);
+  vox_status (*put)(void *user, int ncid);
+  void *user;
+} vox_model_extra;
+
+/* vox_model_write, with `extra` (NULL: none) adding to the file. */
+vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
+                                 const vox_model_extra *extra);
+
+/* Writes the `n` indices of a whole int32 or int64 variable, converted in
+ * parallel here (netCDF's own conversion took longer than the write);
+ * returns a netCDF status. */
+int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n);
+
+#endif
