@@ -7,7 +7,8 @@
  *
  * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
  * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6); VOXFE_BENCH_FP16=1
- * adds the FP16 check of the final design (cell_fp16.c).
+ * adds the FP16 check of the final design (cell_fp16.c); VOXFE_BENCH_MG_CYCLE=v|w
+ * and VOXFE_BENCH_MG_LEVELS=N set the multigrid's cycle and level count.
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
@@ -108,8 +109,16 @@ int main(int argc, char **argv) {
   opt.solver.precision = precision;
   const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance (default 1e-6) */
   if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
-  printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision\n", n, ne,
-         (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision));
+  /* the multigrid's cycle (v or w) and level count, to compare with the defaults */
+  const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE"), *levels = getenv("VOXFE_BENCH_MG_LEVELS");
+  if (cycle && vox_mg_cycle_parse(cycle, &opt.solver.mg_cycle) != 0) {
+    fprintf(stderr, "%s: VOXFE_BENCH_MG_CYCLE v or w\n", argv[0]);
+    return 2;
+  }
+  if (levels) opt.solver.mg_levels = atoi(levels);
+  printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision, %s-cycle\n", n, ne,
+         (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision),
+         vox_mg_cycle_name(opt.solver.mg_cycle));
   size_t free0 = 0, total = 0;
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;

@@ -203,6 +203,15 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
   vox_status s = mg->level ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* A periodic cell with single-precision stencils takes the V-cycle. On
+   * the H100 (bench_cell 128 cuda 0.3 25, docs/benchmarks.md) its W-cycle
+   * went from 8.5 to 322 CG iterations per field within 20 design
+   * iterations, while V in mixed (13) and W in double (11.5) held: the
+   * repeated visits seem to build up what the float stencils' rounding
+   * leaves of the rigid translations, which are removed only around the
+   * coarsest solve (not established). */
+  const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
+                      !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];
@@ -220,7 +229,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     }
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
-    lv->visits = options->mg_cycle == VOX_MG_CYCLE_W && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
+    lv->visits = w_cycle && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
     g = vox_grid_coarsen(&g);
   }
   if (s == VOX_OK && grid->periodic) s = make_translations(mg);
