@@ -11,6 +11,10 @@
 
 #include "cli_options.h"
 
+/* --symmetry not given: the model file's (a problem file's `cell:`), else
+ * none; the program resolves it. */
+#define CLI_SYMMETRY_FROM_MODEL ((vox_symmetry)-1)
+
 /* --initial auto: the input's density where it has one (a design to go on
  * with), else uniform; the program resolves it. */
 #define CLI_INITIAL_AUTO ((vox_initial_kind)-1)
@@ -42,6 +46,7 @@ void cli_format_expression(const void *value, char *buf, size_t size);
            "every iteration: none, reflect3 (mirrors in the mid-planes), reflect6 (and in the "   \
            "diagonal planes: the cube's 48 symmetries) or rotate3 (the cube's 24 rotations); "    \
            "reflect6 and rotate3 need a cubic grid",                                              \
+   .default_text = "the model file's cell symmetry, else none",                                   \
    .parse = cli_parse_symmetry, .format = cli_format_symmetry},                                   \
   {.name = "initial", .arg = "KIND", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, INIT.kind),     \
    .flags = CLI_RECORD,                                                                           \

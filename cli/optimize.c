@@ -44,6 +44,10 @@ static int parse_objective(const char *what, const char *text, void *value) {
   return 0;
 }
 
+/* --objective not given: the model file's cell objective (a problem file's
+ * `cell:`), else compliance; resolved in run(). */
+#define OBJECTIVE_FROM_MODEL ((vox_cell_objective)-1)
+
 static void format_objective(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_cell_objective_name(*(const vox_cell_objective *)value));
 }
@@ -143,6 +147,7 @@ static const cli_option options[] = {
              "bulk or shear (maximise the modulus), poisson or poisson-log (negative Poisson "
              "ratio, seed 003 eq. 21 or 22), or custom (minimise the --expression formula of "
              "C^H)",
+     .default_text = "the model file's cell objective, else compliance",
      .parse = parse_objective, .format = format_objective},
     NUMBER("poisson-beta", CLI_REAL, "B", opt.poisson_beta, FRACTION,
            "poisson: the weight beta^k of the normal stiffnesses at iteration k, beta in (0, 1)"),
@@ -255,6 +260,23 @@ static int check_expression(const settings *s) {
   return 0;
 }
 
+/* The cell settings the options left open, from the model file (a problem
+ * file's `cell:`, checked when the file was read): the objective, the
+ * formula of a custom one and the symmetry. */
+static int resolve_cell_settings(settings *s, const vox_model *m) {
+  if (s->opt.cell_objective == OBJECTIVE_FROM_MODEL) {
+    s->opt.cell_objective = VOX_CELL_NONE;
+    if (m->cell_objective) vox_cell_objective_parse(m->cell_objective, &s->opt.cell_objective);
+  }
+  if (s->opt.symmetry == CLI_SYMMETRY_FROM_MODEL) {
+    s->opt.symmetry = VOX_SYMMETRY_NONE;
+    if (m->cell_symmetry) vox_symmetry_parse(m->cell_symmetry, &s->opt.symmetry);
+  }
+  if (s->opt.cell_objective == VOX_CELL_CUSTOM && !s->expression)
+    s->expression = m->cell_expression;
+  return check_expression(s);
+}
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
@@ -263,7 +285,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   int status = cli_read_model(ctx, s->input, &model);
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
-  if (s->expression) { /* parsed once already, when the options were read */
+  if ((status = resolve_cell_settings(s, &model))) goto done;
+  if (s->expression) { /* parsed once already, when the options or the file were read */
     vox_status es = vox_expression_parse(ctx, s->expression, &expression);
     if (es != VOX_OK) {
       status = cli_fail(ctx, es, CLI_READING);
@@ -353,9 +376,10 @@ int main(int argc, char **argv) {
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
   vox_initial_design_defaults(&s.initial);
   s.initial.kind = CLI_INITIAL_AUTO;
+  s.opt.cell_objective = OBJECTIVE_FROM_MODEL;
+  s.opt.symmetry = CLI_SYMMETRY_FROM_MODEL;
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
-  if ((status = check_expression(&s))) return status;
   const char *inputs[] = {s.input};
   if ((status = cli_check_output(s.output, inputs, 1))) return status;
 

@@ -4,7 +4,9 @@
 # 1e-9), the trigonometric start repeats with its seed and changes with
 # another; --symmetry reflect6 gives a design with the cube's mirrors and
 # axis swaps, value for value, in the file; --objective custom with the
-# bulk formula gives the bulk objective's numbers; and the refusals, each
+# bulk formula gives the bulk objective's numbers; a problem file's `cell:`
+# objective, formula and symmetry are taken unless the options say
+# otherwise; and the refusals, each
 # one line with exit status 2 and nothing written: a symmetry the grid
 # cannot have, bad formulas (naming the character), custom without a
 # formula, a formula without custom, a formula undefined at C^H.
@@ -78,6 +80,34 @@ c=$(sed -n 's/.*custom objective \([^,]*\),.*/\1/p' "$LOG/custom")
 diff <(grep -A6 "C^H" "$LOG/bulk") <(grep -A6 "C^H" "$LOG/custom") >/dev/null ||
   fail "custom bulk formula: C^H differs from --objective bulk's"
 echo "ok: --objective custom (bulk formula) = --objective bulk: objective $c"
+
+# the cell's settings in the problem file: taken unless the options say otherwise
+cat >shear.yaml <<'YAML'
+voxfe-problem: 1
+material: {name: solid, E: 1.0, nu: 0.3}
+cell:
+  objective: custom
+  expression: "-(C44 + C55 + C66)/3"
+  symmetry: rotate3
+YAML
+"$VOXELIZE" --box 8x8x8 --voxel-size 0.125 -p shear.yaml -o shear.nc || fail "voxelize shear.nc"
+"$OPTIMIZE" shear.nc -o shear-design.nc --initial random --max-iterations 2 --device cpu \
+  >"$LOG/out" 2>"$LOG/err" || fail "optimize shear.nc: $(tail -n 2 "$LOG/err")"
+grep -q "custom objective" "$LOG/out" || fail "shear.nc: not the file's custom objective"
+ncdump -h shear-design.nc | grep -q -- "--objective=custom .*--symmetry=rotate3 .*--expression=.*C44" ||
+  fail "shear.nc: the history does not record the file's objective, symmetry and formula"
+ncdump -h shear-design.nc | grep -q 'cell_expression = "-(C44 + C55 + C66)/3"' ||
+  fail "shear-design.nc does not carry the cell's formula on"
+"$OPTIMIZE" shear.nc -o shear-bulk.nc --objective bulk --symmetry none --max-iterations 1 \
+  --device cpu >"$LOG/out" 2>/dev/null || fail "optimize shear.nc --objective bulk"
+grep -q "bulk objective" "$LOG/out" || fail "--objective bulk does not override the file's"
+ncdump -h shear-bulk.nc | grep -q -- "--objective=bulk .*--symmetry=none" ||
+  fail "the history does not record the options over the file's settings"
+printf 'voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\ncell: {objective: custom, expression: "C11 +"}\n' \
+  >bad-cell.yaml
+expect_usage_error "a bad formula in the problem file" \
+  "bad-cell.yaml:3:40: cell.expression: expression .*at character 6" \
+  "$VOXELIZE" --box 8x8x8 --voxel-size 0.125 -p bad-cell.yaml -o bad-cell.nc
 
 expect_usage_error "rotate3 on an 8x8x4 cell" "symmetry rotate3 needs a cubic cell" \
   "$OPTIMIZE" flat.nc -o out.nc --objective bulk --symmetry rotate3 --device cpu --quiet
