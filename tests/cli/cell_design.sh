@@ -18,8 +18,10 @@ title: a periodic unit cell
 material: {name: solid, E: 1.0, nu: 0.3}
 cell: true
 YAML
-"$VOXELIZE" --box 8x8x8 --voxel-size 0.125 -p cell.yaml -o cell.nc || { fail "voxelize cell.nc"; finish; }
-"$VOXELIZE" --box 8x8x4 --voxel-size 0.125 -p cell.yaml -o flat.nc || { fail "voxelize flat.nc"; finish; }
+for box in 8x8x8:cell 8x8x4:flat; do
+  "$VOXELIZE" --box "${box%:*}" --voxel-size 0.125 -p cell.yaml -o "${box#*:}.nc" ||
+    { fail "voxelize ${box#*:}.nc"; finish; }
+done
 
 # the density of a design file, one value a line, x fastest
 densities() {
@@ -40,22 +42,24 @@ for kind in uniform random trigonometric; do
   # mean 0.3; spread none for uniform, some for the others
   awk -v kind="$kind" '{ s += $1; q += $1 * $1; n++ }
     END { m = s / n; v = q / n - m * m; sd = v > 0 ? sqrt(v) : 0;
-          printf "ok: --initial %s: %d values, mean %.9f, standard deviation %.3f\n", kind, n, m, sd;
+          printf "ok: --initial %s: %d values, mean %.9f, standard deviation %.3f\n",
+                 kind, n, m, sd;
           if (n != 512 || m < 0.3 - 1e-6 || m > 0.3 + 1e-6) exit 1;
           if (kind == "uniform" ? sd > 1e-6 : sd < 0.1) exit 1 }' "$kind.txt" ||
     fail "--initial $kind: not a start at volume fraction 0.3"
 done
 start again.nc trigonometric 5
 densities again.nc >again.txt
-cmp -s trigonometric.txt again.txt || fail "--initial trigonometric --seed 5 twice: different designs"
+cmp -s trigonometric.txt again.txt ||
+  fail "--initial trigonometric --seed 5 twice: different designs"
 start other.nc trigonometric 6
 densities other.nc >other.txt
 paste trigonometric.txt other.txt | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d }
   END { exit !(m > 0.1) }' || fail "--seed 6 gives the design of --seed 5"
 
 # reflect6: the mirror x -> 7 - x and the swap of x and y, value for value
-"$OPTIMIZE" cell.nc -o sym.nc --objective bulk --initial trigonometric --seed 3 --symmetry reflect6 \
-  --max-iterations 3 --no-continuation --device cpu --quiet 2>"$LOG/err" ||
+"$OPTIMIZE" cell.nc -o sym.nc --objective bulk --initial trigonometric --seed 3 \
+  --symmetry reflect6 --max-iterations 3 --no-continuation --device cpu --quiet 2>"$LOG/err" ||
   fail "optimize --symmetry reflect6: $(tail -n 2 "$LOG/err")"
 densities sym.nc | awk '{ d[NR - 1] = $1 }
   END { bad = 0
@@ -94,7 +98,8 @@ YAML
 "$OPTIMIZE" shear.nc -o shear-design.nc --initial random --max-iterations 2 --device cpu \
   >"$LOG/out" 2>"$LOG/err" || fail "optimize shear.nc: $(tail -n 2 "$LOG/err")"
 grep -q "custom objective" "$LOG/out" || fail "shear.nc: not the file's custom objective"
-ncdump -h shear-design.nc | grep -q -- "--objective=custom .*--symmetry=rotate3 .*--expression=.*C44" ||
+ncdump -h shear-design.nc |
+  grep -q -- "--objective=custom .*--symmetry=rotate3 .*--expression=.*C44" ||
   fail "shear.nc: the history does not record the file's objective, symmetry and formula"
 ncdump -h shear-design.nc | grep -q 'cell_expression = "-(C44 + C55 + C66)/3"' ||
   fail "shear-design.nc does not carry the cell's formula on"
@@ -103,8 +108,8 @@ ncdump -h shear-design.nc | grep -q 'cell_expression = "-(C44 + C55 + C66)/3"' |
 grep -q "bulk objective" "$LOG/out" || fail "--objective bulk does not override the file's"
 ncdump -h shear-bulk.nc | grep -q -- "--objective=bulk .*--symmetry=none" ||
   fail "the history does not record the options over the file's settings"
-printf 'voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\ncell: {objective: custom, expression: "C11 +"}\n' \
-  >bad-cell.yaml
+printf '%s\n' 'voxfe-problem: 1' 'material: {E: 1, nu: 0.3}' \
+  'cell: {objective: custom, expression: "C11 +"}' >bad-cell.yaml
 expect_usage_error "a bad formula in the problem file" \
   "bad-cell.yaml:3:40: cell.expression: expression .*at character 6" \
   "$VOXELIZE" --box 8x8x8 --voxel-size 0.125 -p bad-cell.yaml -o bad-cell.nc

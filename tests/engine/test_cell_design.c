@@ -203,6 +203,7 @@ static void test_custom_bulk(vox_context *ctx, vox_backend *be) {
   CHECK_CLOSE(-r[1].objective, r[1].moduli.bulk, 1e-12);
   double diff = 0;
   for (int i = 0; i < n * n * n; i++) diff = fmax(diff, fabs(m[0].density[i] - m[1].density[i]));
+  fprintf(stderr, "custom bulk: largest density difference %g\n", diff);
   CHECK(diff <= 1e-12);
   vox_expression_free(e);
   vox_model_free(&m[0]);
