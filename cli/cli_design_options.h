@@ -65,7 +65,8 @@ void cli_format_expression(const void *value, char *buf, size_t size);
    .flags = CLI_RECORD | CLI_NO_DEFAULT,                                                          \
    .help = "--objective custom: the formula to minimise, in C11..C66 (the homogenized "           \
            "stiffness, 1-based, Voigt order xx yy zz xy yz zx), iter, pi, numbers, + - * / ^, "   \
-           "sqrt log exp abs sin cos min max pow; e.g. \"-(C44 + C55 + C66)/3\"",                 \
+           "sqrt log exp abs sin cos min max pow; e.g. \"-(C44 + C55 + C66)/3\"; default: the "   \
+           "model file's cell expression",                                                        \
    .parse = cli_parse_expression, .format = cli_format_expression}
 
 #endif
