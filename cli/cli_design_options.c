@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli_common.h"
 #include "voxfe/voxfe.h"
@@ -23,15 +24,20 @@ void cli_format_symmetry(const void *value, char *buf, size_t size) {
 }
 
 int cli_parse_initial(const char *what, const char *text, void *value) {
+  if (strcmp(text, "auto") == 0) {
+    *(vox_initial_kind *)value = CLI_INITIAL_AUTO;
+    return 0;
+  }
   if (vox_initial_parse(text, value) != 0) {
-    cli_error("%s: expected uniform, random or trigonometric, got '%s'", what, text);
+    cli_error("%s: expected uniform, random, trigonometric or auto, got '%s'", what, text);
     return -1;
   }
   return 0;
 }
 
 void cli_format_initial(const void *value, char *buf, size_t size) {
-  snprintf(buf, size, "%s", vox_initial_name(*(const vox_initial_kind *)value));
+  const vox_initial_kind kind = *(const vox_initial_kind *)value;
+  snprintf(buf, size, "%s", kind == CLI_INITIAL_AUTO ? "auto" : vox_initial_name(kind));
 }
 
 int cli_parse_seed(const char *what, const char *text, void *value) {

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli_common.h"
+#include "cli_design_options.h"
 #include "cli_files.h"
 #include "cli_options.h"
 #include "cli_progress.h"
@@ -24,6 +25,8 @@ typedef struct settings {
   const char *input;
   const char *output;
   vox_optimizer_options opt;
+  vox_initial_design initial; /* kind CLI_INITIAL_AUTO: opt.initial stays NULL */
+  const char *expression;     /* --expression */
   vox_device device;
   vox_kernel kernel;
   int threads;
@@ -32,14 +35,18 @@ typedef struct settings {
 
 static int parse_objective(const char *what, const char *text, void *value) {
   vox_cell_objective objective;
-  if (vox_cell_objective_parse(text, &objective) != 0 || objective == VOX_CELL_CUSTOM) {
-    cli_error("%s: expected compliance, bulk, shear, poisson or poisson-log, got '%s'", what,
-              text);
+  if (vox_cell_objective_parse(text, &objective) != 0) {
+    cli_error("%s: expected compliance, bulk, shear, poisson, poisson-log or custom, got '%s'",
+              what, text);
     return -1;
   }
   *(vox_cell_objective *)value = objective;
   return 0;
 }
+
+/* --objective not given: the model file's cell objective (a problem file's
+ * `cell:`), else compliance; resolved in run(). */
+#define OBJECTIVE_FROM_MODEL ((vox_cell_objective)-1)
 
 static void format_objective(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_cell_objective_name(*(const vox_cell_objective *)value));
@@ -138,7 +145,9 @@ static const cli_option options[] = {
              "of a mechanism whose problem file says so), or a property of the model as a "
              "periodic unit cell (every axis a multiple of 4 voxels, no supports or loads): "
              "bulk or shear (maximise the modulus), poisson or poisson-log (negative Poisson "
-             "ratio, seed 003 eq. 21 or 22)",
+             "ratio, seed 003 eq. 21 or 22), or custom (minimise the --expression formula of "
+             "C^H)",
+     .default_text = "the model file's cell objective, else compliance",
      .parse = parse_objective, .format = format_objective},
     NUMBER("poisson-beta", CLI_REAL, "B", opt.poisson_beta, FRACTION,
            "poisson: the weight beta^k of the normal stiffnesses at iteration k, beta in (0, 1)"),
@@ -183,6 +192,8 @@ static const cli_option options[] = {
     NUMBER("objective-tol", CLI_REAL, "T", opt.objective_tolerance, AT_LEAST(0),
            "converged when the relative change of the objective is at most T (and the "
            "change tolerance is met)"),
+
+    CLI_DESIGN_OPTIONS(settings, opt.symmetry, initial, expression),
 
     CLI_SOLVER_OPTIONS(settings, opt.solver,
                        "relative residual at which a state solve has converged"),
@@ -234,13 +245,58 @@ static int report_result(const settings *s, const vox_optimize_result *r) {
   return 0;
 }
 
+/* --objective custom and --expression go together. */
+static int check_expression(const settings *s) {
+  const int custom = s->opt.cell_objective == VOX_CELL_CUSTOM;
+  if (custom && !s->expression) {
+    cli_error("--objective custom needs --expression F, a formula of C11..C66 to minimise");
+    return CLI_EXIT_USAGE;
+  }
+  if (!custom && s->expression) {
+    cli_error("--expression is the formula of --objective custom, not of --objective %s",
+              vox_cell_objective_name(s->opt.cell_objective));
+    return CLI_EXIT_USAGE;
+  }
+  return 0;
+}
+
+/* The cell settings the options left open, from the model file (a problem
+ * file's `cell:`, checked when the file was read): the objective, the
+ * formula of a custom one and the symmetry. */
+static int resolve_cell_settings(settings *s, const vox_model *m) {
+  if (s->opt.cell_objective == OBJECTIVE_FROM_MODEL) {
+    s->opt.cell_objective = VOX_CELL_NONE;
+    if (m->cell_objective) vox_cell_objective_parse(m->cell_objective, &s->opt.cell_objective);
+  }
+  if (s->opt.symmetry == CLI_SYMMETRY_FROM_MODEL) {
+    s->opt.symmetry = VOX_SYMMETRY_NONE;
+    if (m->cell_symmetry) vox_symmetry_parse(m->cell_symmetry, &s->opt.symmetry);
+  }
+  if (s->opt.cell_objective == VOX_CELL_CUSTOM && !s->expression)
+    s->expression = m->cell_expression;
+  return check_expression(s);
+}
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
+  vox_expression *expression = NULL;
   char *history = NULL;
   int status = cli_read_model(ctx, s->input, &model);
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
+  if ((status = resolve_cell_settings(s, &model))) goto done;
+  if (s->expression) { /* parsed once already, when the options or the file were read */
+    vox_status es = vox_expression_parse(ctx, s->expression, &expression);
+    if (es != VOX_OK) {
+      status = cli_fail(ctx, es, CLI_READING);
+      goto done;
+    }
+    s->opt.expression = expression;
+  }
+  /* auto: the model's density, or the volume fraction (the optimizer's own
+   * start); a kind: that design, whatever the input holds */
+  s->opt.initial = s->initial.kind == CLI_INITIAL_AUTO ? NULL : &s->initial;
   vox_context_set_threads(ctx, s->threads);
 
   vox_status vs = vox_backend_create(ctx, s->device, &backend);
@@ -308,6 +364,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
 done:
   free(history);
+  vox_expression_free(expression);
   if (backend) vox_backend_destroy(backend);
   vox_model_free(&model);
   return status;
@@ -317,6 +374,10 @@ int main(int argc, char **argv) {
   settings s = {.device = VOX_DEVICE_AUTO};
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
+  vox_initial_design_defaults(&s.initial);
+  s.initial.kind = CLI_INITIAL_AUTO;
+  s.opt.cell_objective = OBJECTIVE_FROM_MODEL;
+  s.opt.symmetry = CLI_SYMMETRY_FROM_MODEL;
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
   const char *inputs[] = {s.input};

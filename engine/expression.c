@@ -197,8 +197,8 @@ static void name(parser *p) {
   } else if (len == 2 && strncmp(s, "pi", 2) == 0) {
     emit(p, OP_NUMBER, s, 3.14159265358979323846, 0);
   } else {
-    PARSE_ERROR(p, s, "unknown name '%.*s'; expected C11 to C66 (Voigt: 1 xx, 2 yy, 3 zz, 4 yz, "
-                      "5 zx, 6 xy), iter, pi or a function call",
+    PARSE_ERROR(p, s, "unknown name '%.*s'; expected C11 to C66 (Voigt: 1 xx, 2 yy, 3 zz, 4 xy, "
+                      "5 yz, 6 zx), iter, pi or a function call",
                 (int)len, s);
   }
 }

@@ -99,38 +99,41 @@ static double sigmoid(double y, double mu, double rho_min, double v_hat) {
   return rho_min + v_hat / (1 + exp(-SIGMOID_K * (y - mu)));
 }
 
-/* The mean of S(y) over the grid, summed per z-slice in a fixed order. */
-static double mean_density(const vox_grid *grid, const double *y, double mu, double rho_min,
-                           double v_hat, int nt, double *slice) {
+/* The mean of S(y) over the grid's elements in the mask (all without one),
+ * summed per z-slice in a fixed order; n_mask of them. */
+static double mean_density(const vox_grid *grid, const uint8_t *mask, int64_t n_mask,
+                           const double *y, double mu, double rho_min, double v_hat, int nt,
+                           double *slice) {
   const int64_t per_slice = grid->nx * grid->ny, nz = grid->nz;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t k = 0; k < nz; k++) {
     double s = 0;
     for (int64_t e = k * per_slice; e < (k + 1) * per_slice; e++)
-      s += sigmoid(y[e], mu, rho_min, v_hat);
+      if (!mask || mask[e]) s += sigmoid(y[e], mu, rho_min, v_hat);
     slice[k] = s;
   }
   double total = 0;
   for (int64_t k = 0; k < nz; k++) total += slice[k];
-  return total / (double)(per_slice * nz);
+  return total / (double)n_mask;
 }
 
-/* rho = S(y) with mu such that the mean is V. */
-static vox_status project(vox_context *ctx, const vox_grid *grid, double V, double rho_min,
-                          int nt, double *y) {
+/* rho = S(y) with mu such that the mean over the mask is V; 0 outside. */
+static vox_status project(vox_context *ctx, const vox_grid *grid, const uint8_t *mask,
+                          int64_t n_mask, double V, double rho_min, int nt, double *y) {
   const int64_t ne = vox_grid_elements(grid);
   const double v_hat = fmin(1.5 * V, 1 - rho_min);
   double *slice = malloc((size_t)grid->nz * sizeof *slice);
   if (!slice) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design");
   double lo = INFINITY, hi = -INFINITY;
-  for (int64_t e = 0; e < ne; e++) lo = fmin(lo, y[e]), hi = fmax(hi, y[e]);
+  for (int64_t e = 0; e < ne; e++)
+    if (!mask || mask[e]) lo = fmin(lo, y[e]), hi = fmax(hi, y[e]);
   /* beyond 40/k of the values every element is at one end of the sigmoid
    * (to e^-40), so the mean brackets V there */
   lo -= 40 / SIGMOID_K, hi += 40 / SIGMOID_K;
   double mu = 0.5 * (lo + hi);
   for (int it = 0; it < 200 && hi - lo > 1e-13 * (1 + fabs(mu)); it++) {
     mu = 0.5 * (lo + hi);
-    const double m = mean_density(grid, y, mu, rho_min, v_hat, nt, slice);
+    const double m = mean_density(grid, mask, n_mask, y, mu, rho_min, v_hat, nt, slice);
     if (fabs(m - V) <= 1e-12 * V) break;
     if (m > V) /* the mean falls as mu rises */
       lo = mu;
@@ -139,12 +142,37 @@ static vox_status project(vox_context *ctx, const vox_grid *grid, double V, doub
   }
   free(slice);
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t e = 0; e < ne; e++) y[e] = sigmoid(y[e], mu, rho_min, v_hat);
+  for (int64_t e = 0; e < ne; e++) y[e] = !mask || mask[e] ? sigmoid(y[e], mu, rho_min, v_hat) : 0;
   return VOX_OK;
+}
+
+/* 1 when the mask is the same on every orbit of the symmetry group, so that
+ * averaging over the orbits keeps the masked elements' mean. */
+static vox_status mask_is_symmetric(vox_context *ctx, const vox_grid *grid, const uint8_t *mask,
+                                    vox_symmetry symmetry, int *symmetric) {
+  const int64_t ne = vox_grid_elements(grid);
+  double *m = malloc((size_t)ne * sizeof *m);
+  if (!m) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design");
+  for (int64_t e = 0; e < ne; e++) m[e] = mask[e] != 0;
+  vox_status st = vox_symmetrize(ctx, grid, symmetry, m);
+  *symmetric = 1;
+  for (int64_t e = 0; st == VOX_OK && e < ne; e++)
+    if (m[e] != (mask[e] != 0)) { /* an orbit of mixed members averages to a fraction */
+      *symmetric = 0;
+      break;
+    }
+  free(m);
+  return st;
 }
 
 vox_status vox_initial_design_make(vox_context *ctx, const vox_grid *grid,
                                    const vox_initial_design *d, double *rho) {
+  return vox_initial_design_make_masked(ctx, grid, d, NULL, rho);
+}
+
+vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid,
+                                          const vox_initial_design *d, const uint8_t *mask,
+                                          double *rho) {
   if ((unsigned)d->kind > VOX_INITIAL_TRIGONOMETRIC)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown initial design %d", (int)d->kind);
   if (!(d->rho_min >= 0 && d->rho_min < 1))
@@ -162,21 +190,36 @@ vox_status vox_initial_design_make(vox_context *ctx, const vox_grid *grid,
   TRY(vox_symmetry_check(ctx, grid, d->symmetry));
   const int64_t ne = vox_grid_elements(grid);
   if (ne <= 0) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "initial design: an empty grid");
+  int64_t n_mask = ne;
+  if (mask) {
+    n_mask = 0;
+    for (int64_t e = 0; e < ne; e++) n_mask += mask[e] != 0;
+    if (n_mask == 0)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "initial design: no element in the mask");
+    int symmetric = 1;
+    if (d->symmetry != VOX_SYMMETRY_NONE)
+      TRY(mask_is_symmetric(ctx, grid, mask, d->symmetry, &symmetric));
+    if (!symmetric)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "initial design: the design domain does not have the symmetry %s (its "
+                       "passive or empty voxels are not symmetric)",
+                       vox_symmetry_name(d->symmetry));
+  }
   const int threads = vox_context_threads(ctx);
   const int nt = threads > 0 ? threads : omp_get_max_threads();
   vox_status st = VOX_OK;
   switch (d->kind) {
     case VOX_INITIAL_UNIFORM:
-      for (int64_t e = 0; e < ne; e++) rho[e] = d->volume_fraction;
+      for (int64_t e = 0; e < ne; e++) rho[e] = !mask || mask[e] ? d->volume_fraction : 0;
       break;
     case VOX_INITIAL_RANDOM:
 #pragma omp parallel for num_threads(nt) schedule(static)
       for (int64_t e = 0; e < ne; e++) rho[e] = draw(d->seed, (uint64_t)e);
-      st = project(ctx, grid, d->volume_fraction, d->rho_min, nt, rho);
+      st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
       break;
     case VOX_INITIAL_TRIGONOMETRIC:
       trigonometric_sums(grid, d->seed, d->order, nt, rho);
-      st = project(ctx, grid, d->volume_fraction, d->rho_min, nt, rho);
+      st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
       break;
   }
   if (st == VOX_OK && d->symmetry != VOX_SYMMETRY_NONE)

@@ -47,6 +47,9 @@ void vox_model_free(vox_model *model) {
   free(model->displacement);
   free(model->history);
   free(model->cell_tensor);
+  free(model->cell_objective);
+  free(model->cell_expression);
+  free(model->cell_symmetry);
   free(model->history_text);
   free(model->title);
   free(model->snapshot_iteration);
@@ -101,6 +104,9 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->cell_tensor = dup_array(src->cell_tensor, src->cell_tensor ? 36 * sizeof(double) : 0, &failed);
   dst->history_text = src->history_text ? strdup(src->history_text) : NULL;
   dst->title = src->title ? strdup(src->title) : NULL;
+  char **text[3] = {&dst->cell_objective, &dst->cell_expression, &dst->cell_symmetry};
+  for (int i = 0; i < 3; i++)
+    if (*text[i] && !(*text[i] = strdup(*text[i]))) failed = 1;
   dst->snapshot_iteration = dup_array(
       src->snapshot_iteration, src->n_snapshots * sizeof *src->snapshot_iteration, &failed);
   dst->snapshot_density =

@@ -6,6 +6,7 @@
  * the loop only needs its value and gradient (objective_ops below). The loop
  * is host code that calls backend operations; only scalars come back. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -107,7 +108,9 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
           "Poisson objective: beta %g not in (0, 1)", o->poisson_beta);
   REQUIRE(o->cell_objective != VOX_CELL_POISSON_LOG || o->poisson_gamma > 0,
           "Poisson objective: gamma %g must be > 0", o->poisson_gamma);
-  REQUIRE(o->cell_objective != VOX_CELL_CUSTOM || o->custom, "custom objective without a function");
+  REQUIRE(o->cell_objective != VOX_CELL_CUSTOM || o->custom || o->expression,
+          "custom objective without a function or an expression");
+  REQUIRE((unsigned)o->symmetry <= VOX_SYMMETRY_ROTATE3, "unknown symmetry %d", (int)o->symmetry);
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
   REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
@@ -169,6 +172,66 @@ static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_mo
   return vox_objective_use_adjoint_worker(s->objective, worker);
 }
 
+/* 1 in *yes when the host field f (one value per element) is unchanged by
+ * averaging over the orbits of the symmetry: it has the symmetry. */
+static vox_status has_symmetry(vox_context *ctx, const vox_grid *grid, vox_symmetry symmetry,
+                               const double *f, size_t ne, double *scratch, int *yes) {
+  memcpy(scratch, f, ne * sizeof *scratch);
+  TRY(vox_symmetrize(ctx, grid, symmetry, scratch));
+  *yes = memcmp(scratch, f, ne * sizeof *scratch) == 0;
+  return VOX_OK;
+}
+
+/* The starting design x on the host: on design elements the initial design,
+ * the model's density or the volume fraction; elsewhere the passive values
+ * (1 solid, 0 void); averaged over the orbits of the symmetry. `design` and
+ * `passive` are the masks (0 or 1 per element). */
+static vox_status start_design(vox_context *ctx, const vox_model *model,
+                               const vox_optimizer_options *opt, const opt_state *s,
+                               const double *design, const double *passive, double *x) {
+  const size_t ne = s->fem->n_elements;
+  const vox_grid *grid = &model->grid;
+  double *scratch = NULL;
+  uint8_t *mask = NULL;
+  vox_status st = VOX_OK;
+  if (opt->symmetry != VOX_SYMMETRY_NONE || opt->initial) {
+    scratch = malloc(ne * sizeof *scratch);
+    mask = malloc(ne);
+    if (!scratch || !mask) {
+      free(scratch), free(mask);
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+  }
+  if (opt->symmetry != VOX_SYMMETRY_NONE) {
+    /* the design domain and the passive solid must have the symmetry:
+     * then every orbit lies in one of them, or in neither */
+    int design_ok = 0, passive_ok = 0;
+    st = has_symmetry(ctx, grid, opt->symmetry, design, ne, scratch, &design_ok);
+    if (st == VOX_OK)
+      st = has_symmetry(ctx, grid, opt->symmetry, passive, ne, scratch, &passive_ok);
+    if (st == VOX_OK && !(design_ok && passive_ok))
+      st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "symmetry %s: the model's %s voxels are not symmetric under it",
+                     vox_symmetry_name(opt->symmetry), design_ok ? "passive solid" : "design");
+  }
+  if (st == VOX_OK && opt->initial) {
+    vox_initial_design d = *opt->initial;
+    d.volume_fraction = opt->volume_fraction;
+    d.symmetry = opt->symmetry;
+    d.rho_min = fmax(d.rho_min, s->rho_min);
+    for (size_t e = 0; e < ne; e++) mask[e] = design[e] != 0;
+    st = vox_initial_design_make_masked(ctx, grid, &d, mask, scratch);
+    for (size_t e = 0; st == VOX_OK && e < ne; e++) x[e] = design[e] ? scratch[e] : passive[e];
+  } else if (st == VOX_OK) {
+    for (size_t e = 0; e < ne; e++)
+      x[e] = design[e] ? (model->density ? model->density[e] : opt->volume_fraction) : passive[e];
+    /* a model's density need not be symmetric: start from its projection */
+    if (opt->symmetry != VOX_SYMMETRY_NONE) st = vox_symmetrize(ctx, grid, opt->symmetry, x);
+  }
+  free(scratch), free(mask);
+  return st;
+}
+
 /* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
@@ -213,11 +276,11 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     const int is_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
     design[e] = is_design;
     passive[e] = model->label[e] && role[model->label[e]] == VOX_ROLE_SOLID;
-    x[e] = is_design ? (model->density ? model->density[e] : opt->volume_fraction) : passive[e];
     s->n_design += is_design;
   }
   vox_status st = VOX_OK;
   if (s->n_design == 0) st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
+  if (st == VOX_OK) st = start_design(ctx, model, opt, s, design, passive, x);
   if (st == VOX_OK) st = o->vec_upload(be, &s->design, design);
   if (st == VOX_OK) st = o->vec_upload(be, &s->passive, passive);
   if (st == VOX_OK) st = o->vec_upload(be, &s->x, x);
@@ -355,6 +418,16 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
   TRY(vox_homog_solve(s->homog, &opt->solver, &s->ones, s->tensor, cg_iterations, failed));
+  if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
+    if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,
+                                s->gradient) == VOX_OK)
+      return VOX_OK;
+    char message[512]; /* the expression's own words, naming its character */
+    snprintf(message, sizeof message, "%s", vox_context_message(be->ctx));
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the custom objective at the homogenized tensor of design iteration %d: %s",
+                     iteration, message);
+  }
   if (cell_function(opt, s->e_material, s->tensor, iteration, value, s->gradient) != 0 ||
       !isfinite(*value))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -488,6 +561,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                         const vox_optimizer_options *opt, vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
   TRY(check_options(ctx, opt));
+  TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -542,10 +616,16 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       st = o->filter_transpose(be, s.filter, &s.dc, &s.scratch);
       if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
     }
+    /* the gradient on symmetric designs: its orbit means (seed 003 5.2) */
+    if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
+      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, &s.dc);
     if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
-    /* 4. OC update, change, new physical density */
+    /* 4. OC update (and the design made symmetric again, against rounding),
+     * change, new physical density */
     if (st == VOX_OK) st = oc_update(be, opt, &s, q);
+    if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
+      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, &s.x_new);
     if (st == VOX_OK) st = o->vec_max_abs_diff(be, &s.x_new, &s.x, &row.change);
     if (st == VOX_OK) st = non_discreteness(be, &s, &row.non_discreteness);
     if (st == VOX_OK) st = volume_fraction(be, &s, &s.x_phys, &row.volume_fraction);

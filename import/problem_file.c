@@ -13,6 +13,7 @@
 
 #include <libfyaml.h>
 
+#include "voxfe/expression.h"
 #include "voxfe/problem.h"
 
 #define PROBLEM_FORMAT_VERSION 1
@@ -789,6 +790,68 @@ static vox_status parse_mechanism(const reader *r, struct fy_node *root, entry o
   return VOX_OK;
 }
 
+/* `cell: true|false`, or a mapping of the cell's design settings (which
+ * makes it a cell): objective, expression (custom's formula, parsed here so
+ * that a typo fails at once, naming its character) and symmetry. */
+static vox_status parse_cell(const reader *r, entry e, vox_problem *p) {
+  static const char *const booleans[] = {"false", "true"};
+  if (is_null(e.value) || fy_node_get_type(e.value) != FYNT_MAPPING)
+    return get_word(r, e.value, e.key, "cell", "value", booleans, 2,
+                    &p->cell);
+  p->cell = 1;
+  static const char *const keys[] = {"objective", "expression", "symmetry", NULL};
+  static const char *const objectives[] = {"bulk", "shear", "poisson", "poisson-log", "custom"};
+  static const char *const symmetries[] = {"none", "reflect3", "reflect6", "rotate3"};
+  entry f[3];
+  int index = 0;
+  vox_status status = get_fields(r, e.value, e.key, "cell", keys, f);
+  if (status) return status;
+  if (f[0].key) {
+    if ((status = get_word(r, f[0].value, f[0].key, "cell.objective", "objective", objectives, 5,
+                           &index)))
+      return status;
+    snprintf(p->cell_objective, sizeof p->cell_objective, "%s", objectives[index]);
+  }
+  if (f[2].key) {
+    if ((status = get_word(r, f[2].value, f[2].key, "cell.symmetry", "symmetry", symmetries, 4,
+                           &index)))
+      return status;
+    snprintf(p->cell_symmetry, sizeof p->cell_symmetry, "%s", symmetries[index]);
+  }
+  const int custom = !strcmp(p->cell_objective, "custom");
+  if (f[1].key) {
+    if (!custom)
+      return fail(r, f[1].key, e.key, "cell.expression",
+                  "is the formula of 'objective: custom', not of %s",
+                  f[0].key ? p->cell_objective : "a cell without an objective");
+    size_t len;
+    const char *text = is_null(f[1].value) || fy_node_get_type(f[1].value) != FYNT_SCALAR
+                           ? NULL
+                           : fy_node_get_scalar(f[1].value, &len);
+    if (!text)
+      return fail(r, f[1].value, f[1].key, "cell.expression", "must be a formula, not %s",
+                  describe(f[1].value, &(description){0}));
+    if (!(p->cell_expression = malloc(len + 1)))
+      return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    memcpy(p->cell_expression, text, len);
+    p->cell_expression[len] = '\0';
+    vox_expression *parsed = NULL;
+    if (strlen(p->cell_expression) != len) {
+      status = fail(r, f[1].value, f[1].key, "cell.expression", "holds a NUL character");
+    } else if (vox_expression_parse(r->ctx, p->cell_expression, &parsed) != VOX_OK) {
+      char message[512]; /* the parser's words, which name the character */
+      snprintf(message, sizeof message, "%s", vox_context_message(r->ctx));
+      status = fail(r, f[1].value, f[1].key, "cell.expression", "%s", message);
+    }
+    vox_expression_free(parsed);
+    return status;
+  }
+  if (custom)
+    return fail(r, f[0].value, e.key, "cell.objective",
+                "'custom' needs 'expression', the formula of C11..C66 to minimise");
+  return VOX_OK;
+}
+
 /* `voxfe-problem: 1` is looked up before anything else: a file of another
  * version may have keys this reader does not know, and "unsupported version"
  * is then the message that helps. */
@@ -849,10 +912,7 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                                              "physics", physics_names, 2, &physics)))
     return status;
   p->physics = physics == 1 ? VOX_PHYSICS_HEAT : VOX_PHYSICS_ELASTICITY;
-  static const char *const booleans[] = {"false", "true"};
-  if (f[K_CELL].key && (status = get_word(r, f[K_CELL].value, f[K_CELL].key, "cell", "value",
-                                          booleans, 2, &p->cell)))
-    return status;
+  if (f[K_CELL].key && (status = parse_cell(r, f[K_CELL], p))) return status;
   if (p->cell && (f[K_SUPPORTS].key || f[K_LOADS].key || f[K_CASES].key))
     return fail(r, f[K_SUPPORTS].key   ? f[K_SUPPORTS].key
                    : f[K_LOADS].key    ? f[K_LOADS].key
@@ -1071,5 +1131,6 @@ void vox_problem_free(vox_problem *problem) {
   free(problem->load_case_weights);
   free(problem->springs);
   free(problem->outputs);
+  free(problem->cell_expression);
   memset(problem, 0, sizeof *problem);
 }

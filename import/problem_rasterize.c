@@ -798,6 +798,15 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
   }
   if (!status && problem->title[0] && !model->title && !(model->title = strdup(problem->title)))
     status = out_of_memory(ctx);
+  /* a cell's design settings travel in the model file to voxfe-optimize */
+  const char *cell_text[3] = {problem->cell_objective, problem->cell_expression,
+                              problem->cell_symmetry};
+  char **cell_field[3] = {&model->cell_objective, &model->cell_expression, &model->cell_symmetry};
+  for (int i = 0; i < 3 && !status; i++)
+    if (cell_text[i] && cell_text[i][0]) {
+      free(*cell_field[i]);
+      if (!(*cell_field[i] = strdup(cell_text[i]))) status = out_of_memory(ctx);
+    }
   free(spread[0]);
   free(spread[1]);
 

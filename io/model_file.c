@@ -21,7 +21,10 @@
 
 #include "model_writer.h"
 #include "voxfe/analysis.h"
+#include "voxfe/expression.h"
 #include "voxfe/io.h"
+#include "voxfe/optimizer.h" /* vox_cell_objective_parse */
+#include "voxfe/symmetry.h"
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
@@ -568,6 +571,16 @@ static vox_status def_globals(writer *w, const vox_model *m) {
                       "6x6 row-major, Voigt order xx yy zz xy yz zx, engineering shear strains"),
           "attribute homogenized_stiffness_order");
   }
+  /* a cell's design settings from its problem file */
+  if (m->cell_objective)
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "cell_objective", m->cell_objective),
+          "attribute cell_objective");
+  if (m->cell_expression)
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "cell_expression", m->cell_expression),
+          "attribute cell_expression");
+  if (m->cell_symmetry)
+    W_TRY(w, put_text(ncid, NC_GLOBAL, "cell_symmetry", m->cell_symmetry),
+          "attribute cell_symmetry");
   return VOX_OK;
 }
 
@@ -1508,6 +1521,38 @@ static vox_status read_cell_tensor(reader *r, vox_model *m) {
   return read_number_att(r, "homogenized_stiffness", 36, m->cell_tensor);
 }
 
+/* A cell's design settings (optional attributes), checked as the problem
+ * file's reader checks them: a file edited by hand fails here, naming it. */
+static vox_status read_cell_settings(reader *r, vox_model *m) {
+  vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "cell_objective", &m->cell_objective);
+  if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "cell_expression", &m->cell_expression);
+  if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "cell_symmetry", &m->cell_symmetry);
+  if (s) return s;
+  vox_cell_objective objective = VOX_CELL_NONE;
+  if (m->cell_objective &&
+      (vox_cell_objective_parse(m->cell_objective, &objective) || objective == VOX_CELL_NONE))
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "unknown cell_objective '%.32s' (bulk, shear, poisson, poisson-log or "
+                     "custom)", m->cell_objective);
+  vox_symmetry symmetry;
+  if (m->cell_symmetry && vox_symmetry_parse(m->cell_symmetry, &symmetry))
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "unknown cell_symmetry '%.32s' (none, reflect3, reflect6 or rotate3)",
+                     m->cell_symmetry);
+  if (objective == VOX_CELL_CUSTOM && !m->cell_expression)
+    return read_fail(r, VOX_ERR_FORMAT, "cell_objective 'custom' without a cell_expression");
+  if (m->cell_expression) {
+    vox_expression *e = NULL;
+    if (vox_expression_parse(r->ctx, m->cell_expression, &e) != VOX_OK) {
+      char message[512];
+      snprintf(message, sizeof message, "%s", vox_context_message(r->ctx));
+      return read_fail(r, VOX_ERR_FORMAT, "attribute cell_expression: %s", message);
+    }
+    vox_expression_free(e);
+  }
+  return VOX_OK;
+}
+
 static vox_status read_model(reader *r, vox_model *m) {
   vox_status s = check_identity(r);
   if (!s) s = read_grid(r, m);
@@ -1524,6 +1569,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_displacement(r, m);
   if (!s) s = read_history(r, m);
   if (!s) s = read_cell_tensor(r, m);
+  if (!s) s = read_cell_settings(r, m);
   return s;
 }
 

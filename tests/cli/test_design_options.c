@@ -55,8 +55,8 @@ int main(void) {
   close(fd);
   settings s;
   char err[1024];
-  const char *good[] = {"--symmetry", "reflect6",   "--init",       "trig",
-                        "--init-seed", "18446744073709551615", "--init-order", "3",
+  const char *good[] = {"--symmetry", "reflect6", "--initial", "trig",
+                        "--seed", "18446744073709551615", "--initial-order", "3",
                         "--expression", "-(C44 + C55 + C66)/3"};
   CHECK(parse(&s, err, sizeof err, 10, good) == 0);
   CHECK(s.symmetry == VOX_SYMMETRY_REFLECT6);
@@ -66,20 +66,26 @@ int main(void) {
   CHECK(s.expression && strcmp(s.expression, "-(C44 + C55 + C66)/3") == 0);
   CHECK(err[0] == 0);
 
-  const char *none[] = {"--init", "random"};
+  const char *none[] = {"--initial", "random"};
   CHECK(parse(&s, err, sizeof err, 2, none) == 0);
   CHECK(s.init.kind == VOX_INITIAL_RANDOM && s.init.seed == 1 && s.init.order == 2);
   CHECK(s.symmetry == VOX_SYMMETRY_NONE && s.expression == NULL);
+  const char *automatic[] = {"--initial", "auto"};
+  CHECK(parse(&s, err, sizeof err, 2, automatic) == 0);
+  CHECK(s.init.kind == CLI_INITIAL_AUTO);
+  char text[32];
+  cli_format_initial(&s.init.kind, text, sizeof text);
+  CHECK(strcmp(text, "auto") == 0);
 
   struct {
     const char *option, *value, *message;
   } bad[] = {
       {"--symmetry", "mirror", "expected none, reflect3, reflect6 or rotate3, got 'mirror'"},
-      {"--init", "sine", "expected uniform, random or trigonometric, got 'sine'"},
-      {"--init-seed", "-1", "expected an integer from 0 to 18446744073709551615"},
-      {"--init-seed", "18446744073709551616", "expected an integer from 0"},
-      {"--init-seed", "12x", "expected an integer from 0"},
-      {"--init-order", "9", "--init-order"},
+      {"--initial", "sine", "expected uniform, random, trigonometric or auto, got 'sine'"},
+      {"--seed", "-1", "expected an integer from 0 to 18446744073709551615"},
+      {"--seed", "18446744073709551616", "expected an integer from 0"},
+      {"--seed", "12x", "expected an integer from 0"},
+      {"--initial-order", "9", "--initial-order"},
       {"--expression", "C11 + * C22", "at character 7: expected a number, a name or '('"},
       {"--expression", "C77", "at character 1: unknown name 'C77'"},
   };

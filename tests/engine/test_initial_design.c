@@ -2,7 +2,7 @@
  * bounds of every kind; the trigonometric family against an independent
  * evaluation of seed 003 section 6.2 (the sigmoid's shift recovered from
  * each element must be one number); seeds that repeat and differ; the
- * symmetric variant; bad parameters. */
+ * symmetric variant; a mask of design voxels; bad parameters. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +124,37 @@ int main(void) {
   /* x -> 1 - x and x <-> y */
   CHECK(rho[(3 * 12 + 5) * 12 + 2] == rho[(3 * 12 + 5) * 12 + 9]);
   CHECK(rho[(3 * 12 + 5) * 12 + 2] == rho[(3 * 12 + 2) * 12 + 5]);
+
+  /* on a mask (a model's design voxels): the mean over the mask, 0 outside;
+   * the mask of the cube's lower half (z < 6) has reflect3's x and y
+   * mirrors but not its z mirror */
+  uint8_t *mask = malloc(1728);
+  for (size_t e = 0; e < 1728; e++) mask[e] = e < 6 * 144 || (e % 12) == 0 || (e % 12) == 11;
+  d.symmetry = VOX_SYMMETRY_NONE, d.volume_fraction = 0.35, d.seed = 5;
+  for (int kind = VOX_INITIAL_UNIFORM; kind <= VOX_INITIAL_TRIGONOMETRIC; kind++) {
+    d.kind = (vox_initial_kind)kind;
+    CHECK_OK(ctx, vox_initial_design_make_masked(ctx, &cube, &d, mask, rho));
+    double in = 0, out = 0;
+    size_t count = 0;
+    for (size_t e = 0; e < 1728; e++) {
+      if (mask[e]) in += rho[e], count++;
+      else out = fmax(out, fabs(rho[e]));
+    }
+    CHECK_CLOSE(in / count, 0.35, 1e-10);
+    CHECK(out == 0);
+  }
+  d.symmetry = VOX_SYMMETRY_REFLECT3;
+  CHECK(vox_initial_design_make_masked(ctx, &cube, &d, mask, rho) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "does not have the symmetry reflect3") != NULL);
+  for (size_t e = 0; e < 1728; e++) mask[e] = (e % 12) != 0 && (e % 12) != 11; /* x walls out */
+  CHECK_OK(ctx, vox_initial_design_make_masked(ctx, &cube, &d, mask, rho));
+  double in = 0;
+  for (size_t e = 0; e < 1728; e++) in += mask[e] ? rho[e] : 0;
+  CHECK_CLOSE(in / 1440, 0.35, 1e-10);
+  CHECK(rho[(3 * 12 + 5) * 12 + 2] == rho[(8 * 12 + 6) * 12 + 9]); /* all three mirrors */
+  memset(mask, 0, 1728);
+  CHECK(vox_initial_design_make_masked(ctx, &cube, &d, mask, rho) == VOX_ERR_INVALID_ARGUMENT);
+  free(mask);
 
   /* bad parameters */
   vox_initial_design bad = d;

@@ -281,6 +281,24 @@ static void test_bad_content(vox_context *ctx) {
   CHECK(nc_put_att_text(ncid, NC_GLOBAL, "stage", 6, "result") == NC_NOERR);
   CHECK(nc_close(ncid) == NC_NOERR);
   expect_failure(ctx, path, VOX_ERR_FORMAT, "unknown stage");
+
+  /* a periodic cell's design settings, edited by hand */
+  const struct {
+    const char *file, *attribute, *value, *message;
+  } cell[] = {
+      {"bad_cell_objective.nc", "cell_objective", "compliance", "unknown cell_objective"},
+      {"bad_cell_symmetry.nc", "cell_symmetry", "mirror", "unknown cell_symmetry 'mirror'"},
+      {"custom_no_formula.nc", "cell_objective", "custom", "without a cell_expression"},
+      {"bad_cell_expression.nc", "cell_expression", "C11 +", "cell_expression: expression"},
+  };
+  for (size_t i = 0; i < sizeof cell / sizeof *cell; i++) {
+    ncid = open_copy(in_dir(path, sizeof path, cell[i].file));
+    CHECK(nc_redef(ncid) == NC_NOERR);
+    CHECK(nc_put_att_text(ncid, NC_GLOBAL, cell[i].attribute, strlen(cell[i].value),
+                          cell[i].value) == NC_NOERR);
+    CHECK(nc_close(ncid) == NC_NOERR);
+    expect_failure(ctx, path, VOX_ERR_FORMAT, cell[i].message);
+  }
 }
 
 static void remove_dir(void) {

@@ -99,6 +99,9 @@ static void check_same(const vox_model *a, const vox_model *b) {
   }
   CHECK(same_text(a->history_text, b->history_text));
   CHECK(same_text(a->title, b->title));
+  CHECK(same_text(a->cell_objective, b->cell_objective));
+  CHECK(same_text(a->cell_expression, b->cell_expression));
+  CHECK(same_text(a->cell_symmetry, b->cell_symmetry));
   CHECK(a->n_snapshots == b->n_snapshots);
   if (a->n_snapshots == b->n_snapshots && a->n_snapshots) {
     CHECK(!memcmp(a->snapshot_iteration, b->snapshot_iteration,
@@ -215,6 +218,15 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
   const double weights[2] = {0.75, 2.5};
   CHECK(m.n_load_cases == 2);
   CHECK_OK(ctx, vox_model_set_load_case_weights(ctx, &m, weights));
+  roundtrip(ctx, &m, path);
+  vox_model_free(&m);
+
+  /* a periodic cell's design settings (a problem file's `cell:`) */
+  snprintf(path, sizeof path, "%s/cell.nc", dir);
+  CHECK_OK(ctx, sample_bare_model(ctx, &m));
+  m.cell_objective = strdup("custom");
+  m.cell_expression = strdup("-(C11 + C22 + C33 + 2*(C12 + C13 + C23)) / 9");
+  m.cell_symmetry = strdup("rotate3");
   roundtrip(ctx, &m, path);
   vox_model_free(&m);
 

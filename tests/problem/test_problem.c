@@ -616,6 +616,48 @@ static void test_mechanism(vox_context *ctx) {
   vox_problem_free(&p);
 }
 
+/* ---- periodic cells ------------------------------------------------------- */
+
+/* `cell: true`, and `cell:` as a mapping of design settings that the model
+ * carries to voxfe-optimize; its errors name the line and the key (and the
+ * formula's character). */
+static void test_cell(vox_context *ctx) {
+  vox_problem p;
+  vox_model m;
+  CHECK(parse(ctx, "plain.yaml", "voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\ncell: true\n", &p));
+  CHECK(p.cell == 1 && !p.cell_objective[0] && !p.cell_symmetry[0] && !p.cell_expression);
+  box_model(ctx, &m, 4, 4, 4, NULL, NULL);
+  CHECK_OK(ctx, vox_problem_rasterize(ctx, &p, &m));
+  CHECK(!m.cell_objective && !m.cell_expression && !m.cell_symmetry);
+  vox_model_free(&m);
+  vox_problem_free(&p);
+
+  CHECK(parse(ctx, "custom.yaml",
+              "voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\n"
+              "cell:\n  objective: custom\n  expression: \"-(C44 + C55 + C66)/3\"\n"
+              "  symmetry: reflect6\n",
+              &p));
+  CHECK(p.cell == 1 && !strcmp(p.cell_objective, "custom") && !strcmp(p.cell_symmetry, "reflect6"));
+  CHECK(p.cell_expression && !strcmp(p.cell_expression, "-(C44 + C55 + C66)/3"));
+  box_model(ctx, &m, 4, 4, 4, NULL, NULL);
+  CHECK_OK(ctx, vox_problem_rasterize(ctx, &p, &m));
+  CHECK(m.cell_objective && !strcmp(m.cell_objective, "custom"));
+  CHECK(m.cell_expression && !strcmp(m.cell_expression, "-(C44 + C55 + C66)/3"));
+  CHECK(m.cell_symmetry && !strcmp(m.cell_symmetry, "reflect6"));
+  vox_model copy;
+  CHECK_OK(ctx, vox_model_copy(ctx, &copy, &m));
+  CHECK(copy.cell_expression && copy.cell_expression != m.cell_expression &&
+        !strcmp(copy.cell_expression, m.cell_expression));
+  vox_model_free(&copy);
+  vox_model_free(&m);
+  vox_problem_free(&p);
+
+  CHECK(parse(ctx, "bulk.yaml",
+              "voxfe-problem: 1\nmaterial: {E: 1, nu: 0.3}\ncell: {objective: bulk}\n", &p));
+  CHECK(p.cell == 1 && !strcmp(p.cell_objective, "bulk") && !p.cell_symmetry[0]);
+  vox_problem_free(&p);
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 /* Reads `text` as `name`, expecting `status` and a one-line message that
@@ -653,6 +695,26 @@ static void test_errors(vox_context *ctx) {
   CHECK(strncmp(vox_context_message(ctx), path, strlen(path)) == 0);
   CHECK(read_quietly(ctx, scratch, &p) == VOX_ERR_IO); /* a directory */
   CHECK(strncmp(vox_context_message(ctx), scratch, strlen(scratch)) == 0);
+
+  /* Periodic cells. */
+  expect_error(ctx, "cellword.yaml", HEAD "cell: yes\n", VOX_ERR_FORMAT, ":3:7: ",
+               "cell: unknown value 'yes'");
+  expect_error(ctx, "cellkey.yaml", HEAD "cell: {objectiv: bulk}\n", VOX_ERR_FORMAT, ":3:8: ",
+               "unknown key 'objectiv'");
+  expect_error(ctx, "cellobj.yaml", HEAD "cell: {objective: compliance}\n", VOX_ERR_FORMAT,
+               ":3:19: ", "cell.objective: unknown objective 'compliance'");
+  expect_error(ctx, "cellsym.yaml", HEAD "cell: {symmetry: mirror}\n", VOX_ERR_FORMAT, ":3:18: ",
+               "cell.symmetry: unknown symmetry 'mirror'");
+  expect_error(ctx, "cellnoexpr.yaml", HEAD "cell: {objective: custom}\n", VOX_ERR_FORMAT,
+               ":3:19: ", "'custom' needs 'expression'");
+  expect_error(ctx, "cellexprbulk.yaml", HEAD "cell: {objective: bulk, expression: C11}\n",
+               VOX_ERR_FORMAT, ":3:25: ", "is the formula of 'objective: custom'");
+  expect_error(ctx, "cellbadexpr.yaml",
+               HEAD "cell:\n  objective: custom\n  expression: \"C11 + * 2\"\n",
+               VOX_ERR_FORMAT, ":5:16: ", "at character 7: expected a number");
+  expect_error(ctx, "cellexprlist.yaml",
+               HEAD "cell: {objective: custom, expression: [C11]}\n", VOX_ERR_FORMAT, ":3:",
+               "cell.expression: must be a formula");
 
   /* Mechanisms and weights. */
   expect_error(ctx, "noout.yaml", HEAD CLAMP "objective: output_displacement\n", VOX_ERR_FORMAT,
@@ -823,7 +885,7 @@ static void test_errors(vox_context *ctx) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s workflows|regions|passive|supports|loads|errors "
+    fprintf(stderr, "usage: %s workflows|regions|passive|supports|loads|errors|mechanism|cell "
                     "<workflows dir> <scratch dir>\n", argv[0]);
     return 2;
   }
@@ -839,6 +901,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "loads")) test_loads(ctx);
   else if (!strcmp(argv[1], "errors")) test_errors(ctx);
   else if (!strcmp(argv[1], "mechanism")) test_mechanism(ctx);
+  else if (!strcmp(argv[1], "cell")) test_cell(ctx);
   else {
     fprintf(stderr, "unknown part '%s'\n", argv[1]);
     check_failures++;

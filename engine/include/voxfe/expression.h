@@ -3,8 +3,9 @@
  * (no recompilation), then evaluated with its gradient with respect to every
  * entry (forward-mode automatic differentiation over the parse tree).
  *
- * C^H is the 6 x 6 matrix in Voigt order xx, yy, zz, yz, zx, xy (the order
- * of the homogenization solver and of C^H in the result files), with
+ * C^H is the 6 x 6 matrix in Voigt order xx, yy, zz, xy, yz, zx (seed 003's
+ * order, that of the homogenization solver, voxfe/homogenize.h, and of C^H
+ * in the design files and the summary of voxfe-optimize), with
  * engineering shear strains (2 eps_yz, ...), stored row-major:
  * entry Cij (i, j = 1..6, the usual 1-based Voigt notation) is ch[6 (i-1) +
  * (j-1)]. The 36 entries are independent variables here: C12 and C21 are

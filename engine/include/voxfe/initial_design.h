@@ -63,6 +63,16 @@ void vox_initial_design_defaults(vox_initial_design *design);
 vox_status vox_initial_design_make(vox_context *ctx, const vox_grid *grid,
                                    const vox_initial_design *design, double *rho);
 
+/* The same on the elements where mask[e] != 0 (the design domain of a model
+ * with passive or empty voxels; NULL: every element): the mean over them is
+ * the volume fraction, the elements outside the mask get 0, and the random
+ * numbers are those of the unmasked design (element e draws the same
+ * number). With a symmetry the mask must have it too (VOX_ERR_INVALID_ARGUMENT
+ * otherwise), so that orbits do not mix masked and unmasked elements. */
+vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid,
+                                          const vox_initial_design *design, const uint8_t *mask,
+                                          double *rho);
+
 #ifdef __cplusplus
 }
 #endif

@@ -164,6 +164,14 @@ typedef struct vox_model {
    * --objective bulk|shear|...): 36 values, 6x6 row-major in the Voigt
    * order of voxfe/homogenize.h; NULL when absent. */
   double *cell_tensor;
+  /* A periodic cell's design settings from its problem file (`cell:` as a
+   * mapping), carried in the model file for voxfe-optimize, whose options
+   * take precedence; NULL when absent: the name of a cell objective
+   * (vox_cell_objective_name: "bulk" ... "custom"), the formula of "custom"
+   * (voxfe/expression.h), a symmetry name (vox_symmetry_name). */
+  char *cell_objective;
+  char *cell_expression;
+  char *cell_symmetry;
 
   /* Text attributes carried from stage to stage. */
   char *history_text;           /* netCDF `history`: one line per program run */

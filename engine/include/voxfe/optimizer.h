@@ -7,9 +7,12 @@
 #define VOXFE_OPTIMIZER_H
 
 #include "voxfe/backend.h"
+#include "voxfe/expression.h"
 #include "voxfe/homogenize.h"
+#include "voxfe/initial_design.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
+#include "voxfe/symmetry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +38,7 @@ typedef enum vox_cell_objective {
                                     - beta^k (C00 + C11 + C22) */
   VOX_CELL_POISSON_LOG = 4, /* negative Poisson ratio, eq. 22: log(1 + eta (C01 + C12
                                     + C20) / (C00 + C11 + C22)) + tau (C00 + C11 + C22)^gamma */
-  VOX_CELL_CUSTOM = 5            /* options.custom */
+  VOX_CELL_CUSTOM = 5            /* options.custom, or else options.expression */
 } vox_cell_objective;
 
 typedef struct vox_optimizer_options {
@@ -46,6 +49,27 @@ typedef struct vox_optimizer_options {
   double poisson_tau;          /* tau of eq. 22; 0: -1 / E^gamma of the material */
   vox_tensor_function custom;  /* VOX_CELL_CUSTOM: f(C^H) and its gradient */
   void *custom_self;
+  /* VOX_CELL_CUSTOM without `custom`: a parsed formula of the C^H entries
+   * (voxfe/expression.h; C11..C66 name the entries of vox_optimize_result's
+   * tensor, 1-based). Where it is not defined at an iteration's C^H (a log
+   * of a negative number...) the run fails naming the iteration and the
+   * formula's character. */
+  const vox_expression *expression;
+  /* Symmetry of the design (voxfe/symmetry.h, seed 003 section 6.1): the
+   * starting design, the sensitivities before every update and the design
+   * after it are averaged over the group's orbits (the loop of seed 003
+   * section 5.2), so that the design stays symmetric to the bit whatever
+   * rounding does. The grid must allow the symmetry (vox_symmetry_check)
+   * and the design domain must have it (passive and empty voxels on whole
+   * orbits); VOX_ERR_INVALID_ARGUMENT otherwise. */
+  vox_symmetry symmetry;
+  /* The starting design. NULL: the model's density where it has one (a
+   * design to continue), else the volume fraction on every design element.
+   * Otherwise this initial design (voxfe/initial_design.h) on the design
+   * elements (vox_initial_design_make_masked), with these options' volume
+   * fraction and symmetry in place of its own, and its least density raised
+   * to the optimizer's density_min where that is higher. */
+  const vox_initial_design *initial;
   double volume_fraction;      /* target, of the design-domain volume */
   double penalty;              /* final SIMP exponent p */
   double emin_ratio;           /* Emin / E */

@@ -67,8 +67,13 @@ typedef struct vox_passive {
 typedef struct vox_problem {
   char title[256];        /* free text for people; "" when absent */
   vox_physics physics;    /* `physics:`, elasticity when absent */
-  int cell;               /* `cell: true`: a periodic unit cell (homogenization), which
-                             takes no supports or loads */
+  int cell;               /* `cell: true` (or a `cell:` mapping): a periodic unit cell
+                             (homogenization), which takes no supports or loads */
+  /* The `cell:` mapping's settings for voxfe-optimize (its options take
+   * precedence); "" / NULL when absent: */
+  char cell_objective[16]; /* bulk, shear, poisson, poisson-log or custom */
+  char cell_symmetry[16];  /* none, reflect3, reflect6 or rotate3 */
+  char *cell_expression;   /* the formula of `objective: custom` (parsed, so valid) */
   vox_material material;  /* of the design domain (label 1) */
   int n_load_cases;
   char (*load_case_names)[VOX_NAME_MAX];
