@@ -287,9 +287,11 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   free(design), free(passive), free(x);
   TRY(st);
 
-  /* the fem's grid: periodic for a cell, which a periodic filter follows */
+  /* the fem's grid: periodic for a cell, whose filter wraps around its
+   * faces as if the cell were tiled (seed 003 section 6.5) */
   if (opt->filter != VOX_FILTER_NONE)
-    TRY(o->filter_create(be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter));
+    TRY((s->fem->grid.periodic ? o->filter_create_periodic : o->filter_create)(
+        be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter));
   /* dV/dx: 1 on design elements, through the filter's transpose for the
    * density filter (the volume is measured on the physical density). */
   if (opt->filter == VOX_FILTER_DENSITY)
