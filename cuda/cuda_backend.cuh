@@ -116,6 +116,8 @@ struct vox_operator {
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
   int periodic_masters_fixed; /* a periodic grid with a fixed dof on a master node */
+  int tf32; /* single-precision elasticity products on the tensor cores: 0 no, 1 TF32,
+             * 3 three TF32 products per FMA (hi/lo split); cuda_operator.cu, "tc" */
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
