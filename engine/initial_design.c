@@ -215,14 +215,20 @@ vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid
     case VOX_INITIAL_RANDOM:
 #pragma omp parallel for num_threads(nt) schedule(static)
       for (int64_t e = 0; e < ne; e++) rho[e] = draw(d->seed, (uint64_t)e);
-      st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
       break;
     case VOX_INITIAL_TRIGONOMETRIC:
       trigonometric_sums(grid, d->seed, d->order, nt, rho);
-      st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
       break;
   }
-  if (st == VOX_OK && d->symmetry != VOX_SYMMETRY_NONE)
-    st = vox_symmetrize(ctx, grid, d->symmetry, rho);
+  if (d->kind == VOX_INITIAL_UNIFORM) return VOX_OK; /* symmetric already */
+  /* The sums are made symmetric before the sigmoid, which then spreads the
+   * orbit means over [rho_min, rho_min + V^] again. Averaging the projected
+   * densities instead (48 members for reflect6) left a start close to the
+   * trivial uniform design: a 32^3 bulk-modulus cell from it stopped at
+   * the uniform design's modulus after 5 iterations. The sigmoid acts
+   * element by element, so equal sums give equal densities: the start
+   * stays symmetric to the bit. */
+  if (d->symmetry != VOX_SYMMETRY_NONE) st = vox_symmetrize(ctx, grid, d->symmetry, rho);
+  if (st == VOX_OK) st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
   return st;
 }
