@@ -13,7 +13,8 @@
  *                  normalised quaternion of 4 random entries. Each function
  *                  has a weight drawn from [-1, 1).
  *
- * The random and trigonometric sums y_e go through seed 003's rescaled
+ * The random and trigonometric sums y_e (averaged over the orbits of the
+ * symmetry first, when one is asked for) go through seed 003's rescaled
  * sigmoid S(y) = rho_min + V^ / (1 + exp(-k (y - mu))), k = 15,
  * V^ = min(1.5 V, 1 - rho_min) (so that rho <= 1), with mu found by
  * bisection so that the mean density is the volume fraction V; every value
@@ -51,7 +52,7 @@ typedef struct vox_initial_design {
   double rho_min;         /* lower bound of the densities, in [0, V) */
   uint64_t seed;
   int order;              /* n of T_n, 1..8 (trigonometric) */
-  vox_symmetry symmetry;  /* averaged over its orbits afterwards (keeps the mean) */
+  vox_symmetry symmetry;  /* the sums averaged over its orbits before the sigmoid */
 } vox_initial_design;
 
 /* Defaults: uniform, V = 0.3, rho_min = 1e-3, seed 1, order 2, no symmetry. */
