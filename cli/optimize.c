@@ -295,7 +295,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->opt.expression = expression;
   }
   /* auto: the model's density, or the volume fraction (the optimizer's own
-   * start); a kind: that design, whatever the input holds */
+   * start); a kind: that design, whatever the input holds. A periodic cell
+   * without a density of its own starts from seed 003's trigonometric
+   * family instead: the uniform density is a stationary point of every
+   * cell objective, so the run would end where it began. */
+  if (s->initial.kind == CLI_INITIAL_AUTO && s->opt.cell_objective != VOX_CELL_NONE &&
+      !model.density)
+    s->initial.kind = VOX_INITIAL_TRIGONOMETRIC;
   s->opt.initial = s->initial.kind == CLI_INITIAL_AUTO ? NULL : &s->initial;
   vox_context_set_threads(ctx, s->threads);
 
