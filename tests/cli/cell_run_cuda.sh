@@ -1,6 +1,6 @@
 # A periodic unit cell on the GPU through the program (label gpu): the same
 # short bulk-modulus run with --device cpu and --device cuda gives the same
-# C^H and moduli (to 1e-6), and --device auto takes the cell too; a custom
+# C^H and moduli (to 1e-5), and --device auto takes the cell too; a custom
 # objective with reflect6 symmetry from a trigonometric start gives the
 # same C^H on both (to 1e-5: the designs move apart by the solves'
 # rounding; that the GPU's design is symmetric to the bit is checked by
@@ -31,10 +31,12 @@ fi
 # the C^H block, the moduli and the ratios, without the timings
 summary() { sed -n '/homogenized stiffness/,/Poisson ratios/p' "$1"; }
 [ -n "$(summary "$LOG/gpu")" ] || fail "no C^H in the cuda run's summary: $(cat "$LOG/gpu")"
-# the same numbers to 1e-6 (the zero entries are rounding noise of 1e-17)
+# the same numbers to 1e-5 (the zero entries are rounding noise of 1e-17;
+# the start is the trigonometric one that --initial auto takes for a cell,
+# and the designs move apart by the solves' rounding, as below)
 numbers() { summary "$1" | grep -Eo -- '-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?'; }
 paste <(numbers "$LOG/cpu") <(numbers "$LOG/gpu") |
-  awk 'NF != 2 || ($1 - $2 > 1e-6 || $2 - $1 > 1e-6) { bad = 1 } END { exit bad || NR < 40 }' ||
+  awk 'NF != 2 || ($1 - $2 > 1e-5 || $2 - $1 > 1e-5) { bad = 1 } END { exit bad || NR < 40 }' ||
   fail "cuda and cpu summaries differ: $(diff <(summary "$LOG/cpu") <(summary "$LOG/gpu"))"
 "$OPTIMIZE" cell.nc -o auto.nc --objective bulk --max-iterations 1 --device auto --quiet \
   2>"$LOG/auto.err" || fail "--device auto: $(cat "$LOG/auto.err")"
