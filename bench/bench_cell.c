@@ -116,9 +116,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (levels) opt.solver.mg_levels = atoi(levels);
+  /* a cell in mixed precision takes the V-cycle whatever was asked (multigrid.c) */
+  const vox_mg_cycle cycle_run =
+      precision == VOX_PRECISION_MIXED ? VOX_MG_CYCLE_V : opt.solver.mg_cycle;
   printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision, %s-cycle\n", n, ne,
          (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision),
-         vox_mg_cycle_name(opt.solver.mg_cycle));
+         vox_mg_cycle_name(cycle_run));
   size_t free0 = 0, total = 0;
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;
