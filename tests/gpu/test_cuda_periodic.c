@@ -23,107 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../check.h"
-#include "backend_ops.h"
+#include "backend_pair.h"
 #include "multigrid.h"
 #include "symmetry_group.h"
-#include "voxfe/voxfe.h"
-
-enum { SKIP = 77 };
 
 /* double against double; single-precision products and float stencils;
  * solves to a relative residual (C^H of converged solves) */
 static const double TOL = 1e-12, TOL_SINGLE = 1e-5, TOL_MIXED = 1e-6, TOL_SOLVE = 1e-7;
-
-static vox_backend *cpu, *gpu;
-static char where[96];
-
-static double uniform(uint64_t *s) {
-  *s = *s * 6364136223846793005u + 1442695040888963407u;
-  return (double)(*s >> 11) / 9007199254740992.0;
-}
-
-static void fail_line(const char *check, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_line(const char *check, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  printf("  FAIL  %s %s: %s\n", where, check, msg);
-  check_failures++;
-}
-
-static int call_ok(vox_status s, vox_backend *be, const char *check, const char *call) {
-  if (s == VOX_OK) return 1;
-  fail_line(check, "%s backend: %s returned %s: %s", be->ops->name, call, vox_status_string(s),
-            vox_context_message(be->ctx));
-  return 0;
-}
-#define C_OK(check, call) call_ok((call), cpu, (check), #call)
-#define G_OK(check, call) call_ok((call), gpu, (check), #call)
-#define BOTH(check, ccall, gcall) (C_OK((check), (ccall)) & G_OK((check), (gcall)))
-
-/* max |a - b| / max |b| (absolute where b is all zero), reported */
-static void report(const char *check, const double *g, const double *c, size_t n, double tol) {
-  double num = 0, den = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double d = isfinite(g[i]) ? fabs(g[i] - c[i]) : INFINITY;
-    if (d > num) num = d, worst = i;
-    den = fmax(den, fabs(c[i]));
-  }
-  const double rel = den > 0 ? num / den : num;
-  if (rel <= tol)
-    printf("  ok    %s %-52s %9.2e  (tol %.0e)\n", where, check, rel, tol);
-  else
-    fail_line(check, "relative difference %.3e > %.0e at %zu of %zu: cuda %.17g, cpu %.17g", rel,
-              tol, worst, n, g[worst], c[worst]);
-}
-
-/* ---- a vector on both backends ------------------------------------------- */
-
-typedef struct pvec {
-  vox_vec c, g;
-  size_t n;
-  double *hc, *hg;
-} pvec;
-
-static int pv_create(pvec *v, size_t n) {
-  memset(v, 0, sizeof *v);
-  v->n = n;
-  v->hc = calloc(n ? n : 1, sizeof(double));
-  v->hg = calloc(n ? n : 1, sizeof(double));
-  return v->hc && v->hg && C_OK("vec_create", cpu->ops->vec_create(cpu, n, &v->c)) &&
-         G_OK("vec_create", gpu->ops->vec_create(gpu, n, &v->g));
-}
-
-static void pv_destroy(pvec *v) {
-  if (v->c.data) cpu->ops->vec_destroy(cpu, &v->c);
-  if (v->g.data) gpu->ops->vec_destroy(gpu, &v->g);
-  free(v->hc), free(v->hg);
-  memset(v, 0, sizeof *v);
-}
-
-static int pv_upload(pvec *v, const double *h) {
-  return C_OK("vec_upload", cpu->ops->vec_upload(cpu, &v->c, h)) &&
-         G_OK("vec_upload", gpu->ops->vec_upload(gpu, &v->g, h));
-}
-
-static int pv_random(pvec *v, uint64_t *seed, double lo, double hi) {
-  for (size_t i = 0; i < v->n; i++) v->hc[i] = lo + (hi - lo) * uniform(seed);
-  return pv_upload(v, v->hc);
-}
-
-/* a value no kernel computes in the CUDA copy, so that an unwritten output shows */
-static int pv_poison(pvec *v) { return G_OK("vec_set", gpu->ops->vec_set(gpu, &v->g, 12345.678)); }
-
-static void pv_check(const char *check, pvec *v, double tol) {
-  if (C_OK(check, cpu->ops->vec_download(cpu, &v->c, v->hc)) &&
-      G_OK(check, gpu->ops->vec_download(gpu, &v->g, v->hg)))
-    report(check, v->hg, v->hc, v->n, tol);
-}
 
 /* ---- a periodic problem ------------------------------------------------------ */
 
@@ -591,10 +497,7 @@ static void test_symmetric_optimize(vox_context *ctx, int n, int iterations) {
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
-  vox_device device = VOX_DEVICE_CUDA;
-  const char *env = getenv("VOXFE_GPU_TEST_DEVICE"); /* "cpu": the test against itself */
-  if (env && *env) vox_device_parse(env, &device);
-  if (vox_backend_create(ctx, device, &gpu) != VOX_OK) {
+  if (vox_backend_create(ctx, test_device(), &gpu) != VOX_OK) {
     printf("skipped: %s\n", vox_context_message(ctx));
     vox_context_destroy(ctx);
     return SKIP;
