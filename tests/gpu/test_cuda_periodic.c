@@ -415,34 +415,49 @@ static void test_homogenize(vox_context *ctx, int n, vox_precision precision) {
   vox_model_free(&m);
 }
 
+/* The short cell optimizations below: every iteration run, solves to 1e-10. */
+static void cell_options(vox_optimizer_options *opt, vox_cell_objective objective, int n,
+                         int iterations) {
+  vox_optimizer_options_default(opt);
+  opt->cell_objective = objective;
+  opt->volume_fraction = 0.3;
+  opt->filter_radius = 2.0 / n;
+  opt->max_iterations = iterations;
+  opt->change_tolerance = 0;
+  opt->solver.rtol = 1e-10;
+}
+
+/* The same optimization of the same random n^3 cell on both backends: 1
+ * when both ran, the models to be freed by the caller either way. */
+static int optimize_both(vox_context *ctx, int n, uint64_t seed, const vox_optimizer_options *opt,
+                         vox_model *mc, vox_model *mg, vox_optimize_result *rc,
+                         vox_optimize_result *rg) {
+  memset(mc, 0, sizeof *mc), memset(mg, 0, sizeof *mg);
+  if (!cell_model(ctx, mc, n, seed) || !cell_model(ctx, mg, n, seed)) {
+    fail_line("setup", "model: %s", vox_context_message(ctx));
+    return 0;
+  }
+  return C_OK("vox_optimize", vox_optimize(ctx, cpu, mc, opt, rc)) &&
+         G_OK("vox_optimize", vox_optimize(ctx, gpu, mg, opt, rg));
+}
+
 /* A short bulk-modulus optimization on both backends: the same designs
  * within the solves' tolerance, so the same C^H. */
 static void test_optimize(vox_context *ctx, int n, int iterations) {
   snprintf(where, sizeof where, "%d^3 cell, %d iterations", n, iterations);
-  vox_model mc, mg;
-  if (!cell_model(ctx, &mc, n, 5) || !cell_model(ctx, &mg, n, 5)) {
-    fail_line("setup", "model: %s", vox_context_message(ctx));
-    return;
-  }
   vox_optimizer_options opt;
-  vox_optimizer_options_default(&opt);
-  opt.cell_objective = VOX_CELL_BULK;
-  opt.volume_fraction = 0.3;
-  opt.filter_radius = 2.0 / n;
-  opt.max_iterations = iterations;
-  opt.change_tolerance = 0;
-  opt.solver.rtol = 1e-10;
+  cell_options(&opt, VOX_CELL_BULK, n, iterations);
+  vox_model mc, mg;
   vox_optimize_result rc, rg;
-  if (C_OK("vox_optimize", vox_optimize(ctx, cpu, &mc, &opt, &rc)) &&
-      G_OK("vox_optimize", vox_optimize(ctx, gpu, &mg, &opt, &rg))) {
+  if (optimize_both(ctx, n, 5, &opt, &mc, &mg, &rc, &rg)) {
     printf("        bulk modulus cpu %.10f cuda %.10f; CG iterations cpu %d cuda %d\n",
            rc.moduli.bulk, rg.moduli.bulk, rc.total_cg_iterations, rg.total_cg_iterations);
     if (!rc.has_tensor || !rg.has_tensor)
       fail_line("C^H", "no tensor in the result");
     else
       report_tensor("C^H after the optimization", rg.tensor, rc.tensor, TOL_SOLVE);
-    const size_t ne = (size_t)n * n * n;
-    report("density after the optimization", mg.density, mc.density, ne, TOL_SOLVE);
+    report("density after the optimization", mg.density, mc.density, (size_t)n * n * n,
+           TOL_SOLVE);
   }
   vox_model_free(&mc), vox_model_free(&mg);
 }
@@ -452,28 +467,17 @@ static void test_optimize(vox_context *ctx, int n, int iterations) {
  * CPU's design within the solves' tolerance. */
 static void test_symmetric_optimize(vox_context *ctx, int n, int iterations) {
   snprintf(where, sizeof where, "%d^3 cell, reflect6, %d iterations", n, iterations);
-  vox_model mc, mg;
-  if (!cell_model(ctx, &mc, n, 7) || !cell_model(ctx, &mg, n, 7)) {
-    fail_line("setup", "model: %s", vox_context_message(ctx));
-    return;
-  }
   vox_initial_design init;
   vox_initial_design_defaults(&init);
   init.kind = VOX_INITIAL_TRIGONOMETRIC;
   init.seed = 3;
   vox_optimizer_options opt;
-  vox_optimizer_options_default(&opt);
-  opt.cell_objective = VOX_CELL_SHEAR;
-  opt.volume_fraction = 0.3;
-  opt.filter_radius = 2.0 / n;
-  opt.max_iterations = iterations;
-  opt.change_tolerance = 0;
-  opt.solver.rtol = 1e-10;
+  cell_options(&opt, VOX_CELL_SHEAR, n, iterations);
   opt.symmetry = VOX_SYMMETRY_REFLECT6;
   opt.initial = &init;
+  vox_model mc, mg;
   vox_optimize_result rc, rg;
-  if (C_OK("vox_optimize", vox_optimize(ctx, cpu, &mc, &opt, &rc)) &&
-      G_OK("vox_optimize", vox_optimize(ctx, gpu, &mg, &opt, &rg))) {
+  if (optimize_both(ctx, n, 7, &opt, &mc, &mg, &rc, &rg)) {
     vox_symmetry_group group;
     vox_symmetry_group_make(VOX_SYMMETRY_REFLECT6, &group);
     double worst = 0;
@@ -485,7 +489,7 @@ static void test_symmetric_optimize(vox_context *ctx, int n, int iterations) {
                           mg.density[e]));
     }
     if (worst == 0)
-      printf("  ok    %s %-52s %9.2e  (tol 0)\n", where, "the design's asymmetry", worst);
+      ok_line("the design's asymmetry", worst, 0);
     else
       fail_line("the design's asymmetry", "%.3g (not symmetric to the bit)", worst);
     report("density after the optimization", mg.density, mc.density, (size_t)n * n * n,
