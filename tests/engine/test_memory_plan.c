@@ -36,10 +36,9 @@ static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_prec
   return vox_memory_needed(be, g, 3, 1, 0, &so, 1);
 }
 
-/* An optimization of a cantilever on the counting backend: what it
- * allocated against the plan. */
-static void test_plan_matches_allocations(vox_context *ctx) {
-  vox_backend *be;
+/* The CPU backend with its vector and stencil allocations counted. */
+static vox_backend *counting_backend(vox_context *ctx) {
+  vox_backend *be = NULL;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   counting_ops = *be->ops;
   cpu_vec_create = counting_ops.vec_create;
@@ -47,6 +46,23 @@ static void test_plan_matches_allocations(vox_context *ctx) {
   counting_ops.vec_create = counting_vec_create;
   counting_ops.stencil_create = counting_stencil_create;
   be->ops = &counting_ops;
+  return be;
+}
+
+/* The plan adds a margin for what is not counted (context, taps, libraries):
+ * without it, plan and count agree to a few percent. */
+static void check_plan(const char *what, double plan) {
+  const double plan_without_margin = (plan - (double)VOX_MEMORY_MARGIN_BYTES) / VOX_MEMORY_MARGIN;
+  printf("%sallocated %zu bytes, planned %.0f (without the margin)\n", what, counted,
+         plan_without_margin);
+  CHECK(plan_without_margin >= 0.97 * (double)counted);
+  CHECK(plan_without_margin <= 1.10 * (double)counted);
+}
+
+/* An optimization of a cantilever on the counting backend: what it
+ * allocated against the plan. */
+static void test_plan_matches_allocations(vox_context *ctx) {
+  vox_backend *be = counting_backend(ctx);
 
   vox_model m;
   vox_grid g = {.nx = 24, .ny = 12, .nz = 12, .voxel_size = {1, 1, 1}};
@@ -65,13 +81,7 @@ static void test_plan_matches_allocations(vox_context *ctx) {
   vox_optimize_result r;
   counted = 0;
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
-  /* the plan adds a margin for what is not counted (context, taps, libraries):
-   * without it, plan and count agree to a few percent */
-  const double plan = (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1);
-  const double plan_without_margin = (plan - (double)VOX_MEMORY_MARGIN_BYTES) / VOX_MEMORY_MARGIN;
-  printf("allocated %zu bytes, planned %.0f (without the margin)\n", counted, plan_without_margin);
-  CHECK(plan_without_margin >= 0.97 * (double)counted);
-  CHECK(plan_without_margin <= 1.10 * (double)counted);
+  check_plan("", (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1));
   vox_model_free(&m);
   be->ops = &counting_ops; /* destroy through the same table */
   vox_backend_destroy(be);
@@ -80,14 +90,7 @@ static void test_plan_matches_allocations(vox_context *ctx) {
 /* The same for a periodic cell's bulk-modulus optimization: one force
  * vector, six fields, the multigrid of the periodic grid. */
 static void test_cell_plan_matches_allocations(vox_context *ctx) {
-  vox_backend *be;
-  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
-  counting_ops = *be->ops;
-  cpu_vec_create = counting_ops.vec_create;
-  cpu_stencil_create = counting_ops.stencil_create;
-  counting_ops.vec_create = counting_vec_create;
-  counting_ops.stencil_create = counting_stencil_create;
-  be->ops = &counting_ops;
+  vox_backend *be = counting_backend(ctx);
 
   vox_model m;
   vox_grid g = {.nx = 16, .ny = 16, .nz = 32, .voxel_size = {1, 1, 1}};
@@ -109,12 +112,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx) {
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   vox_grid cell = g;
   cell.periodic = 1;
-  const double plan = (double)vox_memory_needed(be, &cell, 3, 6, 0, &opt.solver, 1);
-  const double plan_without_margin = (plan - (double)VOX_MEMORY_MARGIN_BYTES) / VOX_MEMORY_MARGIN;
-  printf("cell: allocated %zu bytes, planned %.0f (without the margin)\n", counted,
-         plan_without_margin);
-  CHECK(plan_without_margin >= 0.97 * (double)counted);
-  CHECK(plan_without_margin <= 1.10 * (double)counted);
+  check_plan("cell: ", (double)vox_memory_needed(be, &cell, 3, 6, 0, &opt.solver, 1));
   vox_model_free(&m);
   be->ops = &counting_ops;
   vox_backend_destroy(be);
