@@ -320,10 +320,13 @@ struct lanczos_update_term {
   }
 };
 
-/* p = z + beta p, beta read on the device (vec_xpay) */
-static __global__ void lanczos_xpay_kernel(double *__restrict__ p, const double *__restrict__ z,
-                                           const double *__restrict__ s, size_t n) {
-  const double beta = s[LZ_BETA];
+/* p = z + beta p (vec_xpay) with beta where a reduction left it on the
+ * device: the Lanczos steps' and CG's direction updates */
+static __global__ void xpay_device_beta_kernel(double *__restrict__ p,
+                                               const double *__restrict__ z,
+                                               const double *__restrict__ beta_on_device,
+                                               size_t n) {
+  const double beta = *beta_on_device;
   VOX_GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
 }
 
@@ -357,7 +360,8 @@ static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_ve
     TRY(reduce_on_device(be, n, dot_term{p->data, q->data}, lanczos_alpha{s, k}));
     TRY(reduce_on_device(be, n, lanczos_update_term{r->data, z->data, q->data, inv_diag->data, s},
                          lanczos_beta{s, k}));
-    lanczos_xpay_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(p->data, z->data, s, n);
+    xpay_device_beta_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(p->data, z->data,
+                                                                      s + LZ_BETA, n);
     CUDA_LAUNCHED(be, "a Lanczos step");
   }
   double host[LZ_SCALARS];
@@ -430,13 +434,6 @@ struct cg_step_term {
   }
 };
 
-/* p = z + beta p (vec_xpay), beta read on the device */
-static __global__ void cg_xpay_kernel(double *__restrict__ p, const double *__restrict__ z,
-                                      const double *__restrict__ s, size_t n) {
-  const double beta = s[CG_BETA];
-  VOX_GRID_STRIDE(i, n) p[i] = z[i] + beta * p[i];
-}
-
 static vox_status cg_begin(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p,
                            double *rz) {
   double *s;
@@ -465,7 +462,8 @@ static vox_status cg_direction(vox_backend *be, const vox_vec *r, const vox_vec 
   double *s;
   TRY(cg_scalars(be, &s));
   TRY(reduce_on_device(be, r->n, dot_term{r->data, z->data}, cg_beta{s}));
-  cg_xpay_kernel<<<vox_cuda_grid(p->n), VOX_CUDA_THREADS>>>(p->data, z->data, s, p->n);
+  xpay_device_beta_kernel<<<vox_cuda_grid(p->n), VOX_CUDA_THREADS>>>(p->data, z->data,
+                                                                      s + CG_BETA, p->n);
   CUDA_LAUNCHED(be, "CG's direction");
   return VOX_OK;
 }
