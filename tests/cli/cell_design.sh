@@ -12,12 +12,7 @@
 # formula, a formula without custom, a formula undefined at C^H.
 . "$(dirname "$0")/lib.sh"
 
-cat >cell.yaml <<'YAML'
-voxfe-problem: 1
-title: a periodic unit cell
-material: {name: solid, E: 1.0, nu: 0.3}
-cell: true
-YAML
+write_cell_problem cell.yaml
 for box in 4x4x4:cell 4x4x8:flat; do
   "$VOXELIZE" --box "${box%:*}" --voxel-size 0.25 -p cell.yaml -o "${box#*:}.nc" ||
     { fail "voxelize ${box#*:}.nc"; finish; }

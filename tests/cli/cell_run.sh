@@ -5,12 +5,7 @@
 # refused with exit status 2 and nothing written.
 . "$(dirname "$0")/lib.sh"
 
-cat >cell.yaml <<'YAML'
-voxfe-problem: 1
-title: a periodic unit cell
-material: {name: solid, E: 1.0, nu: 0.3}
-cell: true
-YAML
+write_cell_problem cell.yaml
 "$VOXELIZE" --box 8x8x8 --voxel-size 0.125 -p cell.yaml -o cell.nc || { fail "voxelize cell.nc"; finish; }
 
 "$OPTIMIZE" cell.nc -o design.nc --objective bulk --no-continuation --penalty 1 \

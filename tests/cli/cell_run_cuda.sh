@@ -8,12 +8,7 @@
 # (skipped) without a CUDA build or device.
 . "$(dirname "$0")/lib.sh"
 
-cat >cell.yaml <<'YAML'
-voxfe-problem: 1
-title: a periodic unit cell
-material: {name: solid, E: 1.0, nu: 0.3}
-cell: true
-YAML
+write_cell_problem cell.yaml
 "$VOXELIZE" --box 16x16x16 --voxel-size 0.0625 -p cell.yaml -o cell.nc ||
   { fail "voxelize"; finish; }
 

@@ -16,6 +16,16 @@ shift 4
 CANTILEVER="$SOURCE_DIR/workflows/cantilever/cantilever.yaml"
 MBB="$SOURCE_DIR/workflows/mbb/mbb.yaml"
 
+# A problem file of a periodic unit cell of one material (E = 1, nu = 0.3).
+write_cell_problem() {
+  cat >"$1" <<'YAML'
+voxfe-problem: 1
+title: a periodic unit cell
+material: {name: solid, E: 1.0, nu: 0.3}
+cell: true
+YAML
+}
+
 # $TOP/run is where the programs run (the current folder); $TOP/log holds
 # what they print, apart, so that a check of the run folder sees only what
 # the programs made.
