@@ -19,7 +19,9 @@
  * V-cycle's parts alone on the same model (the products of levels 0 and 1,
  * the transfers between them, a smoothing step and a dot product; the mean
  * of 20 after 3 warm-ups, with the bytes per second over the least bytes
- * each must move) and then the whole solve. */
+ * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
+ * solve's time per CG iteration in the CG's own work and in each V-cycle
+ * level's (sparse_solve.h). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -254,6 +256,12 @@ int main(int argc, char **argv) {
            total_seconds, be->ops->name);
     printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
            (double)st.bytes / (double)st.n_dofs);
+    if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
+      const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
+      printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
+      for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
+      printf("\n");
+    }
     if (be->ops->device_memory)
       printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
              (double)total / 1e9);

@@ -388,31 +388,31 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
   const bool from_prev = live && lane > 0 && prev + 1 == first;
   const bool to_next = live && lane < 31 && e + 1 < l.n_elements && next == first + 1;
   int32_t node[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  T xl[24], out[24], m = 0;
+  T xl[24], m = 0;
   if (live) {
     element_in(l, e, x, xs, full, node, xl, &m);
   } else {
 #pragma unroll
     for (int c = 0; c < 24; c++) xl[c] = 0;
   }
-#pragma unroll
-  for (int r = 0; r < 24; r++) out[r] = m * ke_row(ke, r, xl);
+  /* face by face (y, z), so that only a few results live at once: the
+   * x = 1 corner's rows go to the next lane, the x = 0 corner's take the
+   * previous lane's */
 #pragma unroll
   for (int f = 0; f < 4; f++) {
     const int left = vox_cuda_corner_index(0, f & 1, f >> 1);
     const int right = vox_cuda_corner_index(1, f & 1, f >> 1);
 #pragma unroll
     for (int c = 0; c < 3; c++) {
-      const T v = __shfl_up_sync(0xffffffffu, out[3 * right + c], 1);
-      if (from_prev) out[3 * left + c] += v;
+      const T out_right = m * ke_row(ke, 3 * right + c, xl);
+      const T handed = __shfl_up_sync(0xffffffffu, out_right, 1);
+      T out_left = m * ke_row(ke, 3 * left + c, xl);
+      if (from_prev) out_left += handed;
+      if (live) {
+        atomic_add(y, ys, 3 * (size_t)node[left] + c, (double)out_left);
+        if (!to_next) atomic_add(y, ys, 3 * (size_t)node[right] + c, (double)out_right);
+      }
     }
-  }
-  if (!live) return;
-#pragma unroll
-  for (int a = 0; a < 8; a++) {
-    if (to_next && vox_cuda_corner(a, 0) == 1) continue;
-#pragma unroll
-    for (int c = 0; c < 3; c++) atomic_add(y, ys, 3 * (size_t)node[a] + c, (double)out[3 * a + c]);
   }
 }
 

@@ -59,7 +59,19 @@ typedef struct sparse_system {
   vox_solver_options options;
   double lambda_max;
   size_t bytes;
+  int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
+  double cg_seconds, level_seconds[16];
 } sparse_system;
+
+/* The time after the backend's queued work, when profiling. */
+static double mark(sparse_system *s) {
+  if (!s->profile) return 0;
+  s->be->ops->synchronize(s->be);
+  return now();
+}
+static void charge(sparse_system *s, int l, double since) {
+  if (s->profile && l < 16) s->level_seconds[l] += mark(s) - since;
+}
 
 static vox_status vec(sparse_system *s, size_t n, int single, vox_svec *v) {
   TRY(s->o->vec_create(s->be, n, single, v));
@@ -118,10 +130,13 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
 static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x) {
   vox_backend *be = s->be;
   sparse_level *lv = &s->level[l];
+  double t = mark(s);
   if (l == s->n_levels - 1) {
     const vox_vec bv = as_vec(b);
     vox_vec xv = as_vec(x);
-    return be->ops->stencil_solve(be, s->coarsest, &bv, &xv);
+    TRY(be->ops->stencil_solve(be, s->coarsest, &bv, &xv));
+    charge(s, l, t);
+    return VOX_OK;
   }
   sparse_level *c = &s->level[l + 1];
   TRY(s->o->vec_set(be, x, 0));
@@ -132,9 +147,13 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   /* the coarse level's own fixed dofs take no correction either (an
    * identity row would echo the residual there back as a correction) */
   TRY(s->o->zero_fixed(be, c->op, &c->b));
+  charge(s, l, t);
   TRY(vcycle(s, l + 1, &c->b, &c->x));
+  t = mark(s);
   TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
-  return smooth(s, l, b, x, 0);
+  TRY(smooth(s, l, b, x, 0));
+  charge(s, l, t);
+  return VOX_OK;
 }
 
 static vox_status precondition(sparse_system *s) {
@@ -168,6 +187,7 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
       result->reason = VOX_DIVERGED_NAN;
       break;
     }
+    double t = mark(s);
     TRY(o->apply(be, op, &s->p, &s->q, 0));
     TRY(o->vec_dot(be, &s->p, &s->q, &pq));
     if (!(pq > 0) || !(rz > 0)) {
@@ -178,10 +198,13 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
     TRY(o->vec_axpy(be, &s->u, alpha, &s->p));
     TRY(o->vec_axpy(be, &s->r, -alpha, &s->q));
     TRY(o->vec_dot(be, &s->r, &s->r, &rr));
+    if (s->profile) s->cg_seconds += mark(s) - t;
     TRY(precondition(s));
+    t = mark(s);
     rz_old = rz;
     TRY(o->vec_dot(be, &s->r, &s->z, &rz));
     TRY(o->vec_xpay(be, &s->p, rz / rz_old, &s->z));
+    if (s->profile) s->cg_seconds += mark(s) - t;
     k++;
   }
   result->iterations = k;
@@ -321,6 +344,8 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   TRY(st);
 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options};
+  const char *profile = getenv("VOXFE_SPARSE_PROFILE");
+  s.profile = profile && strcmp(profile, "1") == 0;
   double bound = 0;
   st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &bound);
   s.lambda_max = bound / CHEBYSHEV_UPPER;
@@ -403,6 +428,8 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     stats->bytes = s.bytes;
     stats->setup_seconds = t1 - t0;
     stats->solve_seconds = t2 - t1;
+    stats->cg_seconds = s.cg_seconds;
+    memcpy(stats->level_seconds, s.level_seconds, sizeof s.level_seconds);
   }
   free(host);
   system_free(&s);
