@@ -53,6 +53,54 @@ static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i,
     atomicAdd((double *)p + i, v);
 }
 
+/* Adds three floats (a node's components) or six (two x-neighbours') at p:
+ * on sm_90 through float2 and float4 atomics where p's alignment allows (3
+ * floats in 2 operations, 6 in 2 to 4). The L2's atomic operations, not
+ * the bytes, bound the element products (about 190 G a second on the H100
+ * whatever their width, docs/benchmarks.md), so fewer and wider pays. */
+static __device__ __forceinline__ void red3(float *p, float a, float b, float c) {
+#if __CUDA_ARCH__ >= 900
+  if (((uintptr_t)p & 7) == 0) {
+    atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
+    atomicAdd(p + 2, c);
+  } else {
+    atomicAdd(p, a);
+    atomicAdd(reinterpret_cast<float2 *>(p + 1), make_float2(b, c));
+  }
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+  atomicAdd(p + 2, c);
+#endif
+}
+static __device__ __forceinline__ void red6(float *p, const float v[6]) {
+#if __CUDA_ARCH__ >= 900
+  switch ((uintptr_t)p >> 2 & 3) { /* p's offset in its 16 bytes, in floats */
+  case 0:
+    atomicAdd(reinterpret_cast<float4 *>(p), make_float4(v[0], v[1], v[2], v[3]));
+    atomicAdd(reinterpret_cast<float2 *>(p + 4), make_float2(v[4], v[5]));
+    break;
+  case 1:
+    atomicAdd(p, v[0]);
+    atomicAdd(reinterpret_cast<float2 *>(p + 1), make_float2(v[1], v[2]));
+    atomicAdd(reinterpret_cast<float2 *>(p + 3), make_float2(v[3], v[4]));
+    atomicAdd(p + 5, v[5]);
+    break;
+  case 2:
+    atomicAdd(reinterpret_cast<float2 *>(p), make_float2(v[0], v[1]));
+    atomicAdd(reinterpret_cast<float4 *>(p + 2), make_float4(v[2], v[3], v[4], v[5]));
+    break;
+  default:
+    atomicAdd(p, v[0]);
+    atomicAdd(reinterpret_cast<float4 *>(p + 1), make_float4(v[1], v[2], v[3], v[4]));
+    atomicAdd(p + 5, v[5]);
+    break;
+  }
+#else
+  for (int i = 0; i < 6; i++) atomicAdd(p + i, v[i]);
+#endif
+}
+
 /* ---- vectors ---------------------------------------------------------------- */
 
 static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
@@ -397,21 +445,36 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
   }
   /* face by face (y, z), so that only a few results live at once: the
    * x = 1 corner's rows go to the next lane, the x = 0 corner's take the
-   * previous lane's */
+   * previous lane's; the x = 1 corner is the x = 0 one's node + 1, so the
+   * two nodes' six entries are adjacent */
 #pragma unroll
   for (int f = 0; f < 4; f++) {
     const int left = vox_cuda_corner_index(0, f & 1, f >> 1);
     const int right = vox_cuda_corner_index(1, f & 1, f >> 1);
+    T v[6];
 #pragma unroll
     for (int c = 0; c < 3; c++) {
-      const T out_right = m * ke_row(ke, 3 * right + c, xl);
-      const T handed = __shfl_up_sync(0xffffffffu, out_right, 1);
-      T out_left = m * ke_row(ke, 3 * left + c, xl);
-      if (from_prev) out_left += handed;
-      if (live) {
-        atomic_add(y, ys, 3 * (size_t)node[left] + c, (double)out_left);
-        if (!to_next) atomic_add(y, ys, 3 * (size_t)node[right] + c, (double)out_right);
+      v[3 + c] = m * ke_row(ke, 3 * right + c, xl);
+      const T handed = __shfl_up_sync(0xffffffffu, v[3 + c], 1);
+      v[c] = m * ke_row(ke, 3 * left + c, xl);
+      if (from_prev) v[c] += handed;
+    }
+    if (!live) continue;
+    const size_t at = 3 * (size_t)node[left];
+    if (ys) {
+      float *yf = (float *)y + at;
+      if (to_next) {
+        red3(yf, (float)v[0], (float)v[1], (float)v[2]);
+      } else {
+        const float w[6] = {(float)v[0], (float)v[1], (float)v[2],
+                            (float)v[3], (float)v[4], (float)v[5]};
+        red6(yf, w);
       }
+    } else {
+      double *yd = (double *)y + at;
+#pragma unroll
+      for (int c = 0; c < 6; c++)
+        if (c < 3 || !to_next) atomicAdd(yd + c, (double)v[c]);
     }
   }
 }
@@ -529,8 +592,12 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
       const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
                               vox_cuda_corner(a, 2));
       if (w == 0) continue;
-      for (int k = 0; k < 3; k++)
-        if (v[k] != 0) atomic_add(rc, rcs, 3 * (size_t)cn[a] + k, w * v[k]);
+      if (rcs)
+        red3((float *)rc + 3 * (size_t)cn[a], (float)(w * v[0]), (float)(w * v[1]),
+             (float)(w * v[2]));
+      else
+        for (int k = 0; k < 3; k++)
+          if (v[k] != 0) atomic_add(rc, rcs, 3 * (size_t)cn[a] + k, w * v[k]);
     }
   }
 }

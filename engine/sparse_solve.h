@@ -19,6 +19,7 @@ typedef struct vox_sparse_stats {
   size_t bytes;            /* bytes allocated on the backend, all together */
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
+  double pcg_seconds;      /* of which the iterations (no transfers to the host) */
   /* With VOXFE_SPARSE_PROFILE=1 in the environment (benchmarks; each part
    * then waits for the backend, which slows the solve a little): seconds
    * of the CG's own work (its product, dot products and updates) and of
