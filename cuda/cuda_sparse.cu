@@ -55,9 +55,10 @@ static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i,
 
 /* Adds three floats (a node's components) or six (two x-neighbours') at p:
  * on sm_90 through float2 and float4 atomics where p's alignment allows (3
- * floats in 2 operations, 6 in 2 to 4). The L2's atomic operations, not
- * the bytes, bound the element products (about 190 G a second on the H100
- * whatever their width, docs/benchmarks.md), so fewer and wider pays. */
+ * floats in 2 operations, 6 in 2 to 4). Measured on the H100 at 550^3: the
+ * warp product into floats 2.86 -> 2.77 ms; the restriction, whose fine
+ * nodes of a warp mostly add into the same coarse nodes, went 2.32 -> 2.65
+ * ms with them and keeps scalar atomics (docs/benchmarks.md). */
 static __device__ __forceinline__ void red3(float *p, float a, float b, float c) {
 #if __CUDA_ARCH__ >= 900
   if (((uintptr_t)p & 7) == 0) {
@@ -592,12 +593,8 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
       const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
                               vox_cuda_corner(a, 2));
       if (w == 0) continue;
-      if (rcs)
-        red3((float *)rc + 3 * (size_t)cn[a], (float)(w * v[0]), (float)(w * v[1]),
-             (float)(w * v[2]));
-      else
-        for (int k = 0; k < 3; k++)
-          if (v[k] != 0) atomic_add(rc, rcs, 3 * (size_t)cn[a] + k, w * v[k]);
+      for (int k = 0; k < 3; k++)
+        if (v[k] != 0) atomic_add(rc, rcs, 3 * (size_t)cn[a] + k, w * v[k]);
     }
   }
 }
