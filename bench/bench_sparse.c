@@ -14,7 +14,7 @@
  * and the device copy bandwidth measured in the same run. `full` solves the
  * same model with the full-box storage as well (CG counts, times).
  *
- * VOXFE_BENCH_PRODUCTS="atomic,warp,brick" (the CUDA backend's
+ * VOXFE_BENCH_PRODUCTS="atomic,warp" (the CUDA backend's
  * product kernels, cuda/cuda_sparse.cu) times, for each in turn, the
  * V-cycle's parts alone on the same model (the products of levels 0 and 1,
  * the transfers between them, a smoothing step and a dot product; the mean

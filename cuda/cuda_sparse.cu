@@ -4,40 +4,24 @@
  * same for every thread of a launch, so the branch on it costs nothing next
  * to the memory traffic.
  *
- * The product K x has three kernels, chosen per level when it is created
- * (VOXFE_SPARSE_PRODUCT=atomic|warp|brick overrides the default, warp, for
+ * The product K x has two kernels, chosen per level when it is created
+ * (VOXFE_SPARSE_PRODUCT=atomic|warp overrides the default, warp, for
  * benchmarks and tests; cuda/README.md has the numbers):
  *  - atomic: one thread per element, the 24 x 24 element matrix in shared
  *    memory, its 24 results added to y with global atomics;
  *  - warp: the same, but an element hands the 12 results of its x = 1 face
  *    to the next lane by a shuffle when that lane holds its x-neighbour (the
  *    next index, sparse_ops.h), which adds them to its own x = 0 face: about
- *    half the atomics, no memory;
- *  - brick: level 0's elements regrouped on the device by 8 x 8 x 8 bricks
- *    of the box (box order inside a brick, 2 bytes per element and 4 per
- *    brick more), a thread block per brick that stages the brick's x in
- *    shared memory and sums node by node (product_brick_kernel). The coarse
- *    levels keep box order (the finer level's parent words name their
- *    elements) and take the warp kernel.  */
+ *    half the atomics, no memory.  */
 #include <stdlib.h>
 #include <string.h>
-
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_select.cuh>
 
 #include "cuda_backend.cuh"
 #include "sparse_ops.h"
 
-enum product_kind { PRODUCT_ATOMIC, PRODUCT_WARP, PRODUCT_BRICK };
+enum product_kind { PRODUCT_ATOMIC, PRODUCT_WARP };
 /* What VOXFE_SPARSE_PRODUCT does not choose. */
 enum { PRODUCT_DEFAULT = PRODUCT_WARP };
-/* The brick's side in elements, its nodes (slots) and elements. */
-enum {
-  BRICK = 8,
-  BRICK_SIDE = BRICK + 1,
-  BRICK_SLOTS = BRICK_SIDE * BRICK_SIDE * BRICK_SIDE,
-  BRICK_ELEMENTS = BRICK * BRICK * BRICK
-};
 
 struct vox_sparse_level {
   size_t n_nodes, n_elements;
@@ -49,10 +33,7 @@ struct vox_sparse_level {
   float *ke32;          /* 576 */
   uint8_t *node_fixed;
   uint32_t *parent;
-  int product;            /* product_kind */
-  uint32_t n_bricks;      /* PRODUCT_BRICK: the bricks that hold elements */
-  uint32_t *brick_start;  /* n_bricks + 1: brick b's elements [start[b], start[b+1]) */
-  uint16_t *element_slot; /* per element: slot of its corner (0,0,0) in its brick */
+  int product; /* product_kind */
   size_t bytes;
 };
 
@@ -291,8 +272,8 @@ static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_sv
 
 static void level_destroy(vox_backend *be, vox_sparse_level *l) {
   if (!l) return;
-  void *p[] = {l->element_nodes, l->material,   l->table,       l->modulus,     l->ke,
-               l->ke32,          l->node_fixed, l->parent,     l->brick_start, l->element_slot};
+  void *p[] = {l->element_nodes, l->material, l->table, l->modulus,
+               l->ke,            l->ke32,     l->node_fixed, l->parent};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
   free(l);
 }
@@ -306,186 +287,25 @@ static vox_status upload(vox_backend *be, void **dst, const void *src, size_t by
   return VOX_OK;
 }
 
-/* Bricks along the box's axes, and their count (0 when it passes 32 bits). */
-static uint32_t brick_count(const vox_sparse_level_desc *d, uint32_t nb[3]) {
-  const int64_t side[3] = {d->nx, d->ny, d->nz};
-  uint64_t count = 1;
-  for (int a = 0; a < 3; a++) {
-    nb[a] = (uint32_t)((side[a] + BRICK - 1) / BRICK);
-    count *= nb[a];
-  }
-  return count < UINT32_MAX ? (uint32_t)count : 0;
-}
-
-/* The product kernel a level takes: the brick kernel on level 0 (the one
- * with per-element materials, which no parent word names) where chosen,
- * the warp kernel where the brick one is chosen elsewhere. */
-static vox_status product_kind_of(vox_context *ctx, const vox_sparse_level_desc *d, int *kind) {
+/* The product kernel VOXFE_SPARSE_PRODUCT names, or the default. */
+static vox_status product_kind_of(vox_context *ctx, int *kind) {
   const char *v = getenv("VOXFE_SPARSE_PRODUCT");
-  int k = PRODUCT_DEFAULT;
-  if (v && *v) {
-    if (strcmp(v, "atomic") == 0)
-      k = PRODUCT_ATOMIC;
-    else if (strcmp(v, "warp") == 0)
-      k = PRODUCT_WARP;
-    else if (strcmp(v, "brick") == 0)
-      k = PRODUCT_BRICK;
-    else if (ctx)
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "VOXFE_SPARSE_PRODUCT=%s: expected atomic, warp or brick", v);
-  }
-  uint32_t nb[3];
-  const int brickable = d->material && d->element_box && d->n_elements > 0 &&
-                        d->n_elements <= INT32_MAX && d->nx > 0 && d->ny > 0 &&
-                        brick_count(d, nb) > 0;
-  if (k == PRODUCT_BRICK && !brickable) k = PRODUCT_WARP;
-  *kind = k;
+  *kind = PRODUCT_DEFAULT;
+  if (!v || !*v) return VOX_OK;
+  if (strcmp(v, "atomic") == 0)
+    *kind = PRODUCT_ATOMIC;
+  else if (strcmp(v, "warp") == 0)
+    *kind = PRODUCT_WARP;
+  else
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SPARSE_PRODUCT=%s: expected atomic or warp", v);
   return VOX_OK;
-}
-
-static void level_extra_bytes(const vox_sparse_level_desc *d, size_t *kept, size_t *peak) {
-  int kind = PRODUCT_DEFAULT;
-  product_kind_of(NULL, d, &kind);
-  *kept = *peak = 0;
-  if (kind != PRODUCT_BRICK) return;
-  const size_t n = d->n_elements;
-  *kept = n * sizeof(uint16_t) + (n + 1) * sizeof(uint32_t);
-  /* build_bricks' scratch: the box indices, two key and two order arrays,
-   * the regrouped elements and materials, head flags, CUB's temporary */
-  *peak = n * (sizeof(int64_t) + 4 * sizeof(uint32_t) + 4 * sizeof(int32_t) + 2) + n * 4 +
-          ((size_t)64 << 20);
-}
-
-static __global__ void brick_key_kernel(size_t n, const int64_t *box, int64_t nx, int64_t ny,
-                                        uint32_t nbx, uint32_t nby, uint32_t *key,
-                                        uint32_t *order) {
-  VOX_GRID_STRIDE(e, n) {
-    const int64_t b = box[e];
-    const int64_t i = b % nx, j = b / nx % ny, k = b / (nx * ny);
-    key[e] = (uint32_t)(((k / BRICK) * nby + j / BRICK) * nbx + i / BRICK);
-    order[e] = (uint32_t)e;
-  }
-}
-
-/* Element t of the regrouped level is element order[t] of box order. */
-static __global__ void brick_gather_kernel(size_t n, const uint32_t *order, const uint32_t *key,
-                                           const int64_t *box, int64_t nx, int64_t ny,
-                                           const int4 *nodes_in, const uint8_t *material_in,
-                                           int4 *nodes_out, uint8_t *material_out,
-                                           uint16_t *slot, uint8_t *head, uint32_t *iota) {
-  VOX_GRID_STRIDE(t, n) {
-    const uint32_t e = order[t];
-    nodes_out[t] = nodes_in[e];
-    material_out[t] = material_in[e];
-    const int64_t b = box[e];
-    const int64_t i = b % nx, j = b / nx % ny, k = b / (nx * ny);
-    slot[t] = (uint16_t)(i % BRICK + BRICK_SIDE * (j % BRICK + BRICK_SIDE * (k % BRICK)));
-    head[t] = t == 0 || key[t] != key[t - 1];
-    iota[t] = (uint32_t)t;
-  }
-}
-
-/* Regroups level 0's elements by brick (the brick product's layout): keys
- * and a stable radix sort on the device, the elements and materials
- * gathered, the first element of each brick selected by CUB. */
-static vox_status build_bricks(vox_backend *be, vox_sparse_level *l,
-                               const vox_sparse_level_desc *d) {
-  const size_t n = d->n_elements;
-  uint32_t nb[3];
-  const uint32_t n_keys = brick_count(d, nb);
-  int end_bit = 1;
-  while (end_bit < 32 && ((uint64_t)1 << end_bit) < n_keys) end_bit++;
-  int64_t *box = NULL;
-  uint32_t *buf[4] = {NULL, NULL, NULL, NULL};
-  int4 *nodes = NULL;
-  uint8_t *material = NULL, *head = NULL;
-  void *temp = NULL;
-  int *count_d = NULL;
-  size_t temp_bytes = 0, select_bytes = 0;
-  vox_status s = vox_cuda_alloc(be, (void **)&box, n * sizeof *box, "brick scratch");
-  for (int i = 0; i < 4 && s == VOX_OK; i++)
-    s = vox_cuda_alloc(be, (void **)&buf[i], (n + 1) * sizeof(uint32_t), "brick scratch");
-  if (s == VOX_OK) s = vox_cuda_alloc(be, (void **)&nodes, n * sizeof *nodes, "bricked elements");
-  if (s == VOX_OK) s = vox_cuda_alloc(be, (void **)&material, n, "bricked materials");
-  if (s == VOX_OK) s = vox_cuda_alloc(be, (void **)&head, n, "brick scratch");
-  if (s == VOX_OK)
-    s = vox_cuda_alloc(be, (void **)&l->element_slot, n * sizeof(uint16_t), "element slots");
-  if (s == VOX_OK) s = vox_cuda_alloc(be, (void **)&count_d, sizeof(int), "brick count");
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cudaMemcpy(box, d->element_box, n * sizeof *box, cudaMemcpyHostToDevice),
-                       "uploading element positions");
-  cub::DoubleBuffer<uint32_t> keys(buf[0], buf[1]), order(buf[2], buf[3]);
-  if (s == VOX_OK) {
-    brick_key_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, box, d->nx, d->ny, nb[0], nb[1],
-                                                             buf[0], buf[2]);
-    s = vox_cuda_check(be, cudaGetLastError(), "brick keys");
-  }
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cub::DeviceRadixSort::SortPairs(NULL, temp_bytes, keys, order, (int)n, 0,
-                                                          end_bit),
-                       "sizing the brick sort");
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cub::DeviceSelect::Flagged(NULL, select_bytes, buf[0], head, buf[0],
-                                                      count_d, (int)n),
-                       "sizing the brick selection");
-  if (select_bytes > temp_bytes) temp_bytes = select_bytes;
-  if (s == VOX_OK) s = vox_cuda_alloc(be, &temp, temp_bytes, "brick sort scratch");
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, order, (int)n, 0,
-                                                          end_bit),
-                       "sorting elements by brick");
-  /* after the sort: the sorted keys and order are Current(), their
-   * alternates free: the iota in one, the selected starts in the other */
-  uint32_t *iota = keys.Alternate(), *starts = order.Alternate();
-  if (s == VOX_OK) {
-    brick_gather_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(
-        n, order.Current(), keys.Current(), box, d->nx, d->ny, l->element_nodes, l->material,
-        nodes, material, l->element_slot, head, iota);
-    s = vox_cuda_check(be, cudaGetLastError(), "regrouping elements by brick");
-  }
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cub::DeviceSelect::Flagged(temp, temp_bytes, iota, head, starts,
-                                                      count_d, (int)n),
-                       "finding the bricks");
-  int count = 0;
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cudaMemcpy(&count, count_d, sizeof count, cudaMemcpyDeviceToHost),
-                       "reading the brick count");
-  if (s == VOX_OK)
-    s = vox_cuda_alloc(be, (void **)&l->brick_start, ((size_t)count + 1) * sizeof(uint32_t),
-                       "brick starts");
-  const uint32_t end = (uint32_t)n;
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cudaMemcpy(l->brick_start, starts, (size_t)count * sizeof(uint32_t),
-                                      cudaMemcpyDeviceToDevice),
-                       "copying the brick starts");
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cudaMemcpy(l->brick_start + count, &end, sizeof end,
-                                      cudaMemcpyHostToDevice),
-                       "copying the brick starts");
-  if (s == VOX_OK) {
-    /* the regrouped arrays replace the box-ordered ones */
-    vox_cuda_free(l->element_nodes);
-    vox_cuda_free(l->material);
-    l->element_nodes = nodes, l->material = material;
-    nodes = NULL, material = NULL;
-    l->n_bricks = (uint32_t)count;
-    l->bytes += n * sizeof(uint16_t) + ((size_t)count + 1) * sizeof(uint32_t);
-  }
-  vox_cuda_free(box);
-  for (int i = 0; i < 4; i++) vox_cuda_free(buf[i]);
-  vox_cuda_free(nodes);
-  vox_cuda_free(material);
-  vox_cuda_free(head);
-  vox_cuda_free(temp);
-  vox_cuda_free(count_d);
-  return s;
 }
 
 static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
                                vox_sparse_level **out) {
   int kind = PRODUCT_DEFAULT;
-  TRY(product_kind_of(be->ctx, d, &kind));
+  TRY(product_kind_of(be->ctx, &kind));
   vox_sparse_level *l = (vox_sparse_level *)calloc(1, sizeof *l);
   if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   l->n_nodes = d->n_nodes;
@@ -506,7 +326,6 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
     s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
   l->bytes = b;
   l->product = kind;
-  if (s == VOX_OK && kind == PRODUCT_BRICK) s = build_bricks(be, l, d);
   if (s != VOX_OK) {
     level_destroy(be, l);
     return s;
@@ -661,93 +480,6 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
   }
 }
 
-/* The brick kernel, node by node inside a brick: block b stages brick b's
- * x (fixed columns zeroed unless `full`) by node slot (i + 9 j + 81 k for
- * the brick's node (i, j, k), 4 entries a slot for 16-byte loads) and its
- * elements' moduli by element slot in shared memory; then a thread per
- * node of the brick sums, over the brick's elements around it, the node's
- * three rows of m_e K_e times the element's x, and stores them for a node
- * strictly inside the brick (all its elements are the brick's) or adds
- * them atomically for one on its faces (y starts at 0). No atomics inside
- * the brick; each x read once per brick that touches its node. */
-template <class T>
-static __global__ void product_brick_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
-                                            const void *x, int xs, void *y, int ys, int full) {
-  __shared__ __align__(16) T ke[576];
-  __shared__ __align__(16) T xb[4 * BRICK_SLOTS];
-  __shared__ T emod[BRICK_ELEMENTS];
-  __shared__ int32_t slot_node[BRICK_SLOTS];
-  __shared__ uint16_t list[BRICK_SLOTS];
-  __shared__ int count;
-  load_ke(ke, ke_global);
-  for (int i = threadIdx.x; i < BRICK_SLOTS; i += blockDim.x) slot_node[i] = -1;
-  for (int i = threadIdx.x; i < BRICK_ELEMENTS; i += blockDim.x) emod[i] = 0;
-  if (threadIdx.x == 0) count = 0;
-  __syncthreads();
-  const uint32_t begin = l.brick_start[blockIdx.x], end = l.brick_start[blockIdx.x + 1];
-  for (uint32_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
-    const int s0 = l.element_slot[e];
-    const int ex = s0 % BRICK_SIDE, ey = s0 / BRICK_SIDE % BRICK_SIDE,
-              ez = s0 / (BRICK_SIDE * BRICK_SIDE);
-    emod[ex + BRICK * (ey + BRICK * ez)] = (T)modulus(l, e);
-    int32_t node[8];
-    corners(l.element_nodes, e, node);
-#pragma unroll
-    for (int a = 0; a < 8; a++) /* every writer of a slot writes the same node */
-      slot_node[s0 + vox_cuda_corner(a, 0) + BRICK_SIDE * vox_cuda_corner(a, 1) +
-                BRICK_SIDE * BRICK_SIDE * vox_cuda_corner(a, 2)] = node[a];
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < BRICK_SLOTS; i += blockDim.x) {
-    const int32_t n = slot_node[i];
-    if (n < 0) continue;
-    list[atomicAdd(&count, 1)] = (uint16_t)i;
-    const uint8_t f = full ? 0 : l.node_fixed[n];
-#pragma unroll
-    for (int c = 0; c < 3; c++)
-      xb[4 * i + c] = (f >> c & 1) ? (T)0 : (T)ld(x, xs, 3 * (size_t)n + c);
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < count; i += blockDim.x) {
-    const int s = list[i];
-    const int sx = s % BRICK_SIDE, sy = s / BRICK_SIDE % BRICK_SIDE,
-              sz = s / (BRICK_SIDE * BRICK_SIDE);
-    T acc[3] = {0, 0, 0};
-#pragma unroll 1 /* unrolled, the eight elements' loads spill */
-    for (int q = 0; q < 8; q++) {
-      /* the element at offset (dx, dy, dz) - 1 from the node, whose corner
-       * (1 - dx, 1 - dy, 1 - dz) the node is */
-      const int dx = q & 1, dy = q >> 1 & 1, dz = q >> 2;
-      const int ex = sx - 1 + dx, ey = sy - 1 + dy, ez = sz - 1 + dz;
-      if (ex < 0 || ey < 0 || ez < 0 || ex >= BRICK || ey >= BRICK || ez >= BRICK) continue;
-      const T m = emod[ex + BRICK * (ey + BRICK * ez)];
-      if (m == 0) continue;
-      const int a = vox_cuda_corner_index(1 - dx, 1 - dy, 1 - dz);
-      const int base = ex + BRICK_SIDE * (ey + BRICK_SIDE * ez);
-      T xl[24];
-#pragma unroll
-      for (int b = 0; b < 8; b++) {
-        const T *p = xb + 4 * (base + vox_cuda_corner(b, 0) + BRICK_SIDE * vox_cuda_corner(b, 1) +
-                               BRICK_SIDE * BRICK_SIDE * vox_cuda_corner(b, 2));
-        xl[3 * b] = p[0], xl[3 * b + 1] = p[1], xl[3 * b + 2] = p[2];
-      }
-#pragma unroll
-      for (int r = 0; r < 3; r++) acc[r] += m * ke_row(ke, 3 * a + r, xl);
-    }
-    const size_t n = (size_t)slot_node[s];
-    const bool inside = sx > 0 && sx < BRICK && sy > 0 && sy < BRICK && sz > 0 && sz < BRICK;
-    if (inside) {
-#pragma unroll
-      for (int c = 0; c < 3; c++) st(y, ys, 3 * n + c, (double)acc[c]);
-    } else if (ys) {
-      red3((float *)y + 3 * n, (float)acc[0], (float)acc[1], (float)acc[2]);
-    } else {
-#pragma unroll
-      for (int c = 0; c < 3; c++) atomicAdd((double *)y + 3 * n + c, (double)acc[c]);
-    }
-  }
-}
-
 /* y_c = x_c on the fixed dofs */
 static __global__ void fixed_rows_kernel(size_t n, const uint8_t *fixed, const void *x, int xs,
                                          void *y, int ys) {
@@ -764,12 +496,6 @@ enum { PRODUCT_THREADS = 128 };
 template <class T>
 static void launch_product(const vox_sparse_level *l, const T *ke, const vox_svec *x, vox_svec *y,
                            int full) {
-  if (l->product == PRODUCT_BRICK) {
-    if (l->n_bricks > 0)
-      product_brick_kernel<T><<<l->n_bricks, PRODUCT_THREADS>>>(*l, ke, x->data, x->single,
-                                                                 y->data, y->single, full);
-    return;
-  }
   const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
   if (blocks == 0) return;
   if (l->product == PRODUCT_WARP)
@@ -924,7 +650,6 @@ static vox_sparse_ops make_ops(void) {
   o.level_create = level_create;
   o.level_destroy = level_destroy;
   o.level_bytes = level_bytes;
-  o.level_extra_bytes = level_extra_bytes;
   o.apply = apply;
   o.inv_diagonal = inv_diagonal;
   o.zero_fixed = zero_fixed;

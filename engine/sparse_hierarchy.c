@@ -292,9 +292,6 @@ vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, i
       .element_layer_start = lv->element_layer_start,
       .node_layer_start = lv->node_layer_start,
       .nz = lv->grid.nz,
-      .element_box = lv->element_box,
-      .nx = lv->grid.nx,
-      .ny = lv->grid.ny,
   };
 }
 

@@ -56,11 +56,6 @@ typedef struct vox_sparse_level_desc {
   const size_t *element_layer_start; /* nz + 1 */
   const size_t *node_layer_start;    /* nz + 2 */
   int64_t nz;                   /* element layers of the box */
-  /* the box index of each element and the box's sides along x and y: a
-   * backend may regroup the elements of a level by position (the CUDA
-   * backend's bricks on level 0) */
-  const int64_t *element_box;
-  int64_t nx, ny;
 } vox_sparse_level_desc;
 
 typedef struct vox_sparse_level vox_sparse_level; /* defined by each backend */
@@ -86,11 +81,6 @@ typedef struct vox_sparse_ops {
   void (*level_destroy)(vox_backend *be, vox_sparse_level *level);
   /* Bytes the level holds on the backend. */
   size_t (*level_bytes)(const vox_sparse_level *level);
-  /* Bytes level_create will allocate beyond the element, node and vector
-   * arrays every backend stores (sparse_solve.c's memory plan), and the
-   * most it holds at once while it builds them, for the check against the
-   * free device memory; NULL: none. */
-  void (*level_extra_bytes)(const vox_sparse_level_desc *desc, size_t *kept, size_t *peak);
   /* y = K x with the fixed dofs eliminated (y_c = x_c), or the plain K x
    * with VOX_APPLY_FULL; VOX_APPLY_SINGLE lets the backend compute in float. */
   vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_svec *x, vox_svec *y,

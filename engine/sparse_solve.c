@@ -247,19 +247,9 @@ static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double
  * memory before anything is allocated. */
 static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed) {
   const size_t fs = mixed ? sizeof(float) : sizeof(double);
-  const vox_sparse_ops *o = be->ops->sparse;
-  size_t b = 0, setup_peak = 0;
+  size_t b = 0;
   for (int l = 0; l < h->n_levels; l++) {
     const vox_sparse_host_level *lv = &h->level[l];
-    if (o->level_extra_bytes) {
-      /* the backend's own additions (the CUDA bricks), and the scratch its
-       * level_create holds on top of what is already allocated */
-      const vox_sparse_level_desc d = vox_sparse_level_describe(h, l);
-      size_t kept = 0, peak = 0;
-      o->level_extra_bytes(&d, &kept, &peak);
-      b += kept;
-      if (peak > setup_peak) setup_peak = peak;
-    }
     const size_t n = 3 * lv->n_nodes;
     b += lv->n_elements * (4 * sizeof(int32_t) + (l == 0 ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
@@ -273,7 +263,7 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
         b += 2 * n * n * sizeof(double);
     }
   }
-  return b + setup_peak;
+  return b;
 }
 
 static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
