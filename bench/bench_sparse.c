@@ -254,8 +254,8 @@ int main(int argc, char **argv) {
     printf("sparse: setup %.2f s, solve %.2f s (%.1f ms per iteration), total %.2f s on %s\n",
            st.setup_seconds, st.solve_seconds, 1e3 * st.solve_seconds / (r.iterations + 1),
            total_seconds, be->ops->name);
-    printf("sparse: of the solve, %.2f s in the iterations (%.1f ms each), %.2f s in the right-hand "
-           "side, the uploads and the result's return to the box\n",
+    printf("sparse: of the solve, %.2f s in the iterations (%.1f ms each), %.2f s in the "
+           "right-hand side, the uploads and the result's return to the box\n",
            st.pcg_seconds, 1e3 * st.pcg_seconds / (r.iterations + 1),
            st.solve_seconds - st.pcg_seconds);
     printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,

@@ -12,7 +12,7 @@
  *  - warp: the same, but an element hands the 12 results of its x = 1 face
  *    to the next lane by a shuffle when that lane holds its x-neighbour (the
  *    next index, sparse_ops.h), which adds them to its own x = 0 face: about
- *    half the atomics, no memory.  */
+ *    half the atomics, no memory. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,7 +8,7 @@
  * dead from the residual update until the next product): in mixed
  * precision as a float vector over q's first half, so that the fine
  * products of the smoother write floats (on the H100 a float product is
- * 2.9 ms against 4.1 ms into doubles at 105 M dofs, docs/benchmarks.md),
+ * 2.8 ms against 4.1 ms into doubles at 105 M dofs, docs/benchmarks.md),
  * at no extra memory. Prescribed
  * displacements stay in u's fixed entries, which the search directions
  * never touch, so no lift vectors are needed. */
