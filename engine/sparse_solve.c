@@ -60,7 +60,7 @@ typedef struct sparse_system {
   double lambda_max;
   size_t bytes;
   int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
-  double pcg_seconds;
+  double pcg_seconds;          /* in pcg(): the iterations alone */
   double cg_seconds, level_seconds[16];
 } sparse_system;
 
