@@ -12,7 +12,16 @@
  * times, the bytes the solver allocated on the backend per dof, the
  * backend's free memory before and during the solve (device memory only),
  * and the device copy bandwidth measured in the same run. `full` solves the
- * same model with the full-box storage as well (CG counts, times). */
+ * same model with the full-box storage as well (CG counts, times).
+ *
+ * VOXFE_BENCH_PRODUCTS="atomic,warp" (the CUDA backend's
+ * product kernels, cuda/cuda_sparse.cu) times, for each in turn, the
+ * V-cycle's parts alone on the same model (the products of levels 0 and 1,
+ * the transfers between them, a smoothing step and a dot product; the mean
+ * of 20 after 3 warm-ups, with the bytes per second over the least bytes
+ * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
+ * solve's time per CG iteration in the CG's own work and in each V-cycle
+ * level's (sparse_solve.h). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -22,6 +31,7 @@
 #include "backend_ops.h"
 #include "bench_common.h"
 #include "perlin_bone.h"
+#include "sparse_hierarchy.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
 
@@ -49,6 +59,123 @@ static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
   be->ops->vec_destroy(be, &a);
   be->ops->vec_destroy(be, &b);
   return best;
+}
+
+typedef vox_status (*sparse_step)(vox_backend *be, void *arg);
+
+typedef struct step_args {
+  vox_sparse_level *fine, *coarse;
+  vox_svec *x, *y;
+  int flags;
+} step_args;
+
+static vox_status step_apply(vox_backend *be, void *p) {
+  step_args *a = p;
+  return be->ops->sparse->apply(be, a->fine, a->x, a->y, a->flags);
+}
+static vox_status step_restrict(vox_backend *be, void *p) {
+  step_args *a = p;
+  return be->ops->sparse->restrict_residual(be, a->fine, a->coarse, a->x, a->y);
+}
+static vox_status step_prolong(vox_backend *be, void *p) {
+  step_args *a = p;
+  return be->ops->sparse->prolong_add(be, a->fine, a->coarse, a->x, a->y);
+}
+static vox_status step_smooth(vox_backend *be, void *p) {
+  step_args *a = p; /* d = w (b - A x) + d, x += d with b = x, A x = y, w = d */
+  return be->ops->sparse->smoother_step(be, a->x, a->y, a->y, 0.5, 0.5, a->y, a->x);
+}
+static vox_status step_dot(vox_backend *be, void *p) {
+  step_args *a = p;
+  double d;
+  return be->ops->sparse->vec_dot(be, a->x, a->y, &d);
+}
+
+/* Mean seconds of one call, 20 calls after 3 warm-ups. */
+static double time_step(vox_context *ctx, vox_backend *be, sparse_step f, step_args *a) {
+  for (int i = 0; i < 3; i++)
+    if (f(be, a)) die(ctx, "a timed step");
+  be->ops->synchronize(be);
+  const double t0 = bench_now();
+  for (int i = 0; i < 20; i++)
+    if (f(be, a)) die(ctx, "a timed step");
+  be->ops->synchronize(be);
+  return (bench_now() - t0) / 20;
+}
+
+static void report(const char *kind, const char *what, double seconds, double bytes) {
+  printf("  %-6s %-44s %8.3f ms  %6.0f GB/s of the least %.3f GB\n", kind, what, 1e3 * seconds,
+         bytes / seconds / 1e9, bytes / 1e9);
+}
+
+/* The V-cycle's parts alone with the product kernel VOXFE_SPARSE_PRODUCT
+ * names (the solver's mixed precision: level 0's products from a double or
+ * a float vector into a double one, level 1's in float). */
+static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, const char *kind) {
+  const vox_sparse_ops *o = be->ops->sparse;
+  const size_t nb = (size_t)vox_grid_nodes(&m->grid);
+  uint8_t *fixed = calloc(nb, 1);
+  if (!fixed) die(ctx, "fixed dofs");
+  for (size_t i = 0; i < m->n_constraints; i++)
+    fixed[m->constraints[i].node] |= (uint8_t)(1u << m->constraints[i].component);
+  vox_sparse_hierarchy h;
+  if (vox_sparse_hierarchy_build(ctx, m, fixed, 0.3, 0, &h)) die(ctx, "hierarchy");
+  free(fixed);
+  vox_sparse_level *lv[2];
+  for (int l = 0; l < 2; l++) {
+    const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
+    if (o->level_create(be, &d, &lv[l])) die(ctx, "level");
+  }
+  const size_t n0 = 3 * h.level[0].n_nodes, n1 = 3 * h.level[1].n_nodes;
+  const size_t e0 = h.level[0].n_elements, e1 = h.level[1].n_elements;
+  vox_svec xd, xf, yd, yf, x1, y1;
+  if (o->vec_create(be, n0, 0, &xd) || o->vec_create(be, n0, 1, &xf) ||
+      o->vec_create(be, n0, 0, &yd) || o->vec_create(be, n0, 1, &yf) ||
+      o->vec_create(be, n1, 1, &x1) || o->vec_create(be, n1, 1, &y1))
+    die(ctx, "vectors");
+  double *host = malloc(n0 * sizeof *host);
+  if (!host) die(ctx, "host vector");
+  for (size_t i = 0; i < n0; i++) host[i] = 1e-3 * (double)(i % 7) - 2e-3;
+  if (o->vec_upload(be, &xd, host) || o->vec_upload(be, &xf, host) ||
+      o->vec_upload(be, &x1, host))
+    die(ctx, "upload");
+  free(host);
+  /* least bytes of a product: x read, y written, once; the elements' nodes
+   * and moduli and the nodes' fixed bits read once */
+  const double el0 = (double)e0 * 17 + (double)n0 / 3, el1 = (double)e1 * 20 + (double)n1 / 3;
+  step_args a = {lv[0], lv[1], &xd, &yd, 0};
+  report(kind, "level 0 K x, double x -> double y (CG)", time_step(ctx, be, step_apply, &a),
+         (double)n0 * 16 + el0);
+  a = (step_args){lv[0], lv[1], &xf, &yd, VOX_APPLY_SINGLE};
+  report(kind, "level 0 K x, float x -> double y (V-cycle)", time_step(ctx, be, step_apply, &a),
+         (double)n0 * 12 + el0);
+  a = (step_args){lv[0], lv[1], &xf, &yf, VOX_APPLY_SINGLE};
+  report(kind, "level 0 K x, float x -> float y", time_step(ctx, be, step_apply, &a),
+         (double)n0 * 8 + el0);
+  a = (step_args){lv[1], NULL, &x1, &y1, VOX_APPLY_SINGLE};
+  report(kind, "level 1 K x, float (V-cycle)", time_step(ctx, be, step_apply, &a),
+         (double)n1 * 8 + el1);
+  /* transfers: the fine vector and the parent words read, the coarse one
+   * written (restriction) or read (prolongation, and the fine one updated) */
+  a = (step_args){lv[0], lv[1], &yd, &x1, 0};
+  report(kind, "restriction 0 -> 1 (double -> float)", time_step(ctx, be, step_restrict, &a),
+         (double)n0 * 8 + (double)n0 / 3 * 5 + (double)n1 * 4);
+  a = (step_args){lv[0], lv[1], &x1, &xf, 0};
+  report(kind, "prolongation 1 -> 0 (float, added)", time_step(ctx, be, step_prolong, &a),
+         (double)n0 * 8 + (double)n0 / 3 * 5 + (double)n1 * 4);
+  a = (step_args){NULL, NULL, &xf, &yf, 0};
+  report(kind, "level 0 smoothing step (float)", time_step(ctx, be, step_smooth, &a),
+         (double)n0 * 4 * 5);
+  a = (step_args){NULL, NULL, &xd, &yd, 0};
+  report(kind, "level 0 dot product (double)", time_step(ctx, be, step_dot, &a),
+         (double)n0 * 16);
+  printf("  %-6s level 0: %zu elements, %zu dofs, %.3f GB on the device; level 1: %zu elements, "
+         "%zu dofs\n",
+         kind, e0, n0, (double)o->level_bytes(lv[0]) / 1e9, e1, n1);
+  vox_svec *v[] = {&xd, &xf, &yd, &yf, &x1, &y1};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) o->vec_destroy(be, v[i]);
+  for (int l = 0; l < 2; l++) o->level_destroy(be, lv[l]);
+  vox_sparse_hierarchy_free(&h);
 }
 
 int main(int argc, char **argv) {
@@ -102,25 +229,48 @@ int main(int argc, char **argv) {
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
   double *u = calloc(nd, sizeof *u);
   if (!u) die(ctx, "displacements");
-  vox_solve_result r;
-  vox_sparse_stats st;
-  t0 = bench_now();
-  if (vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r, &st)) die(ctx, "sparse solve");
-  const double total_seconds = bench_now() - t0;
-  printf("sparse: %zu dofs, %d levels (dofs", st.n_dofs, st.n_levels);
-  for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %zu", st.level_dofs[l]);
-  printf("), Chebyshev degree %d\n", opt.smoothing_steps > 4 ? opt.smoothing_steps : 4);
-  printf("sparse: %s in %d CG iterations, relative residual %.2e\n",
-         vox_convergence_string(r.reason), r.iterations, r.residual_norm / r.rhs_norm);
-  printf("sparse: setup %.2f s, solve %.2f s (%.1f ms per iteration), total %.2f s on %s\n",
-         st.setup_seconds, st.solve_seconds, 1e3 * st.solve_seconds / (r.iterations + 1),
-         total_seconds, be->ops->name);
-  printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
-         (double)st.bytes / (double)st.n_dofs);
-  if (be->ops->device_memory)
-    printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
-           (double)total / 1e9);
-  printf("copy bandwidth: %.0f GB/s (device-to-device, read + write)\n", bandwidth / 1e9);
+  /* the product kernels to compare (CUDA), or the default alone */
+  char kinds[256] = "";
+  const char *kinds_env = getenv("VOXFE_BENCH_PRODUCTS");
+  if (kinds_env) snprintf(kinds, sizeof kinds, "%s", kinds_env);
+  char *save = NULL, *kind = kinds_env ? strtok_r(kinds, ",", &save) : NULL;
+  do {
+    if (kind) {
+      setenv("VOXFE_SPARSE_PRODUCT", kind, 1);
+      printf("== product kernel %s\n", kind);
+      time_parts(ctx, be, &m, kind);
+    }
+    memset(u, 0, nd * sizeof *u);
+    vox_solve_result r;
+    vox_sparse_stats st;
+    t0 = bench_now();
+    if (vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r, &st)) die(ctx, "sparse solve");
+    const double total_seconds = bench_now() - t0;
+    printf("sparse: %zu dofs, %d levels (dofs", st.n_dofs, st.n_levels);
+    for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %zu", st.level_dofs[l]);
+    printf("), Chebyshev degree %d\n", opt.smoothing_steps > 4 ? opt.smoothing_steps : 4);
+    printf("sparse: %s in %d CG iterations, relative residual %.2e\n",
+           vox_convergence_string(r.reason), r.iterations, r.residual_norm / r.rhs_norm);
+    printf("sparse: setup %.2f s, solve %.2f s (%.1f ms per iteration), total %.2f s on %s\n",
+           st.setup_seconds, st.solve_seconds, 1e3 * st.solve_seconds / (r.iterations + 1),
+           total_seconds, be->ops->name);
+    printf("sparse: of the solve, %.2f s in the iterations (%.1f ms each), %.2f s in the "
+           "right-hand side, the uploads and the result's return to the box\n",
+           st.pcg_seconds, 1e3 * st.pcg_seconds / (r.iterations + 1),
+           st.solve_seconds - st.pcg_seconds);
+    printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
+           (double)st.bytes / (double)st.n_dofs);
+    if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
+      const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
+      printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
+      for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
+      printf("\n");
+    }
+    if (be->ops->device_memory)
+      printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
+             (double)total / 1e9);
+    printf("copy bandwidth: %.0f GB/s (device-to-device, read + write)\n", bandwidth / 1e9);
+  } while (kind && (kind = strtok_r(NULL, ",", &save)) != NULL);
 
   if (full) {
     memset(u, 0, nd * sizeof *u);

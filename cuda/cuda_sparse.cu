@@ -1,14 +1,27 @@
 /* The sparse (bone-only) system on the GPU (sparse_ops.h): vectors in double
- * or float, the element-by-element product over the active elements (one
- * thread per element, the 24 x 24 element matrix in shared memory, results
- * added with atomics), and the transfers between levels. A vector's
- * precision is a run-time flag, the same for every thread of a launch, so
- * the branch on it costs nothing next to the memory traffic. */
+ * or float, the element-by-element product over the active elements, and the
+ * transfers between levels. A vector's precision is a run-time flag, the
+ * same for every thread of a launch, so the branch on it costs nothing next
+ * to the memory traffic.
+ *
+ * The product K x has two kernels, chosen per level when it is created
+ * (VOXFE_SPARSE_PRODUCT=atomic|warp overrides the default, warp, for
+ * benchmarks and tests; cuda/README.md has the numbers):
+ *  - atomic: one thread per element, the 24 x 24 element matrix in shared
+ *    memory, its 24 results added to y with global atomics;
+ *  - warp: the same, but an element hands the 12 results of its x = 1 face
+ *    to the next lane by a shuffle when that lane holds its x-neighbour (the
+ *    next index, sparse_ops.h), which adds them to its own x = 0 face: about
+ *    half the atomics, no memory. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_backend.cuh"
 #include "sparse_ops.h"
+
+enum product_kind { PRODUCT_ATOMIC, PRODUCT_WARP };
+/* What VOXFE_SPARSE_PRODUCT does not choose. */
+enum { PRODUCT_DEFAULT = PRODUCT_WARP };
 
 struct vox_sparse_level {
   size_t n_nodes, n_elements;
@@ -20,6 +33,7 @@ struct vox_sparse_level {
   float *ke32;          /* 576 */
   uint8_t *node_fixed;
   uint32_t *parent;
+  int product; /* product_kind */
   size_t bytes;
 };
 
@@ -37,6 +51,55 @@ static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i,
     atomicAdd((float *)p + i, (float)v);
   else
     atomicAdd((double *)p + i, v);
+}
+
+/* Adds three floats (a node's components) or six (two x-neighbours') at p:
+ * on sm_90 through float2 and float4 atomics where p's alignment allows (3
+ * floats in 2 operations, 6 in 2 to 4). Measured on the H100 at 550^3: the
+ * warp product into floats 2.86 -> 2.77 ms; the restriction, whose fine
+ * nodes of a warp mostly add into the same coarse nodes, went 2.32 -> 2.65
+ * ms with them and keeps scalar atomics (docs/benchmarks.md). */
+static __device__ __forceinline__ void red3(float *p, float a, float b, float c) {
+#if __CUDA_ARCH__ >= 900
+  if (((uintptr_t)p & 7) == 0) {
+    atomicAdd(reinterpret_cast<float2 *>(p), make_float2(a, b));
+    atomicAdd(p + 2, c);
+  } else {
+    atomicAdd(p, a);
+    atomicAdd(reinterpret_cast<float2 *>(p + 1), make_float2(b, c));
+  }
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+  atomicAdd(p + 2, c);
+#endif
+}
+static __device__ __forceinline__ void red6(float *p, const float v[6]) {
+#if __CUDA_ARCH__ >= 900
+  switch ((uintptr_t)p >> 2 & 3) { /* p's offset in its 16 bytes, in floats */
+  case 0:
+    atomicAdd(reinterpret_cast<float4 *>(p), make_float4(v[0], v[1], v[2], v[3]));
+    atomicAdd(reinterpret_cast<float2 *>(p + 4), make_float2(v[4], v[5]));
+    break;
+  case 1:
+    atomicAdd(p, v[0]);
+    atomicAdd(reinterpret_cast<float2 *>(p + 1), make_float2(v[1], v[2]));
+    atomicAdd(reinterpret_cast<float2 *>(p + 3), make_float2(v[3], v[4]));
+    atomicAdd(p + 5, v[5]);
+    break;
+  case 2:
+    atomicAdd(reinterpret_cast<float2 *>(p), make_float2(v[0], v[1]));
+    atomicAdd(reinterpret_cast<float4 *>(p + 2), make_float4(v[2], v[3], v[4], v[5]));
+    break;
+  default:
+    atomicAdd(p, v[0]);
+    atomicAdd(reinterpret_cast<float4 *>(p + 1), make_float4(v[1], v[2], v[3], v[4]));
+    atomicAdd(p + 5, v[5]);
+    break;
+  }
+#else
+  for (int i = 0; i < 6; i++) atomicAdd(p + i, v[i]);
+#endif
 }
 
 /* ---- vectors ---------------------------------------------------------------- */
@@ -224,8 +287,25 @@ static vox_status upload(vox_backend *be, void **dst, const void *src, size_t by
   return VOX_OK;
 }
 
+/* The product kernel VOXFE_SPARSE_PRODUCT names, or the default. */
+static vox_status product_kind_of(vox_context *ctx, int *kind) {
+  const char *v = getenv("VOXFE_SPARSE_PRODUCT");
+  *kind = PRODUCT_DEFAULT;
+  if (!v || !*v) return VOX_OK;
+  if (strcmp(v, "atomic") == 0)
+    *kind = PRODUCT_ATOMIC;
+  else if (strcmp(v, "warp") == 0)
+    *kind = PRODUCT_WARP;
+  else
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SPARSE_PRODUCT=%s: expected atomic or warp", v);
+  return VOX_OK;
+}
+
 static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
                                vox_sparse_level **out) {
+  int kind = PRODUCT_DEFAULT;
+  TRY(product_kind_of(be->ctx, &kind));
   vox_sparse_level *l = (vox_sparse_level *)calloc(1, sizeof *l);
   if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   l->n_nodes = d->n_nodes;
@@ -245,6 +325,7 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (s == VOX_OK)
     s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
   l->bytes = b;
+  l->product = kind;
   if (s != VOX_OK) {
     level_destroy(be, l);
     return s;
@@ -267,20 +348,14 @@ static __device__ __forceinline__ double modulus(const vox_sparse_level &l, size
   return l.material ? l.table[l.material[e]] : (double)l.modulus[e];
 }
 
-/* y += K x over the elements, in T arithmetic; fixed columns dropped unless
- * `full`. */
+/* An element's corner nodes, modulus and x (fixed columns zeroed unless
+ * `full`), in T. */
 template <class T>
-static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
-                                      const void *x, int xs, void *y, int ys, int full) {
-  __shared__ T ke[576];
-  for (int i = threadIdx.x; i < 576; i += blockDim.x) ke[i] = ke_global[i];
-  __syncthreads();
-  const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (e >= l.n_elements) return;
-  int32_t node[8];
+static __device__ __forceinline__ void element_in(const vox_sparse_level &l, size_t e,
+                                                  const void *x, int xs, int full,
+                                                  int32_t node[8], T xl[24], T *m) {
   corners(l.element_nodes, e, node);
-  const T m = (T)modulus(l, e);
-  T xl[24];
+  *m = (T)modulus(l, e);
 #pragma unroll
   for (int a = 0; a < 8; a++) {
     const uint8_t f = full ? 0 : l.node_fixed[node[a]];
@@ -288,12 +363,120 @@ static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ 
     for (int c = 0; c < 3; c++)
       xl[3 * a + c] = (f >> c & 1) ? (T)0 : (T)ld(x, xs, 3 * (size_t)node[a] + c);
   }
+}
+
+template <class T>
+static __device__ __forceinline__ void load_ke(T *ke, const T *__restrict__ ke_global) {
+  for (int i = threadIdx.x; i < 576; i += blockDim.x) ke[i] = ke_global[i];
+}
+
+/* Row r of the element matrix (in shared memory, 16-byte aligned) times
+ * xl, read 16 bytes at a time: the rows' loads, shared by the whole warp,
+ * are what limits the element kernels, and one 16-byte load serves four
+ * floats or two doubles. */
+static __device__ __forceinline__ float ke_row(const float *ke, int r, const float xl[24]) {
+  const float4 *k = reinterpret_cast<const float4 *>(ke + 24 * r);
+  float s = 0;
+#pragma unroll
+  for (int q = 0; q < 6; q++) {
+    const float4 v = k[q];
+    s += v.x * xl[4 * q] + v.y * xl[4 * q + 1] + v.z * xl[4 * q + 2] + v.w * xl[4 * q + 3];
+  }
+  return s;
+}
+static __device__ __forceinline__ double ke_row(const double *ke, int r, const double xl[24]) {
+  const double2 *k = reinterpret_cast<const double2 *>(ke + 24 * r);
+  double s = 0;
+#pragma unroll
+  for (int q = 0; q < 12; q++) {
+    const double2 v = k[q];
+    s += v.x * xl[2 * q] + v.y * xl[2 * q + 1];
+  }
+  return s;
+}
+
+/* y += K x over the elements, in T arithmetic; fixed columns dropped unless
+ * `full`. The atomic kernel: every result a global atomic. */
+template <class T>
+static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
+                                      const void *x, int xs, void *y, int ys, int full) {
+  __shared__ T ke[576];
+  load_ke(ke, ke_global);
+  __syncthreads();
+  const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (e >= l.n_elements) return;
+  int32_t node[8];
+  T xl[24], m;
+  element_in(l, e, x, xs, full, node, xl, &m);
 #pragma unroll 4
   for (int r = 0; r < 24; r++) {
     T s = 0;
 #pragma unroll
     for (int c = 0; c < 24; c++) s += ke[r * 24 + c] * xl[c];
     atomic_add(y, ys, 3 * (size_t)node[r / 3] + r % 3, (double)(m * s));
+  }
+}
+
+/* The warp kernel: as the atomic one, with the x = 1 face's results handed
+ * to the next lane where it holds the x-neighbour (the next element index
+ * with the next node index at corner 0), which adds them to its x = 0 face
+ * before its atomics. The block's threads are whole warps and all take part
+ * in the shuffles. */
+template <class T>
+static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
+                                           const void *x, int xs, void *y, int ys, int full) {
+  __shared__ __align__(16) T ke[576];
+  load_ke(ke, ke_global);
+  __syncthreads();
+  const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  const bool live = e < l.n_elements;
+  const int lane = threadIdx.x % 32;
+  const int32_t first = live ? l.element_nodes[e].x : -8;
+  const int32_t prev = __shfl_up_sync(0xffffffffu, first, 1);
+  const int32_t next = __shfl_down_sync(0xffffffffu, first, 1);
+  const bool from_prev = live && lane > 0 && prev + 1 == first;
+  const bool to_next = live && lane < 31 && e + 1 < l.n_elements && next == first + 1;
+  int32_t node[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  T xl[24], m = 0;
+  if (live) {
+    element_in(l, e, x, xs, full, node, xl, &m);
+  } else {
+#pragma unroll
+    for (int c = 0; c < 24; c++) xl[c] = 0;
+  }
+  /* face by face (y, z), so that only a few results live at once: the
+   * x = 1 corner's rows go to the next lane, the x = 0 corner's take the
+   * previous lane's; the x = 1 corner is the x = 0 one's node + 1, so the
+   * two nodes' six entries are adjacent */
+#pragma unroll
+  for (int f = 0; f < 4; f++) {
+    const int left = vox_cuda_corner_index(0, f & 1, f >> 1);
+    const int right = vox_cuda_corner_index(1, f & 1, f >> 1);
+    T v[6];
+#pragma unroll
+    for (int c = 0; c < 3; c++) {
+      v[3 + c] = m * ke_row(ke, 3 * right + c, xl);
+      const T handed = __shfl_up_sync(0xffffffffu, v[3 + c], 1);
+      v[c] = m * ke_row(ke, 3 * left + c, xl);
+      if (from_prev) v[c] += handed;
+    }
+    if (!live) continue;
+    const size_t at = 3 * (size_t)node[left];
+    if (ys) {
+      float *yf = (float *)y + at;
+      if (to_next) {
+        red3(yf, (float)v[0], (float)v[1], (float)v[2]);
+      } else {
+        const float w[6] = {(float)v[0], (float)v[1], (float)v[2],
+                            (float)v[3], (float)v[4], (float)v[5]};
+        red6(yf, w);
+      }
+    } else {
+      double *yd = (double *)y + at;
+#pragma unroll
+      for (int c = 0; c < 6; c++)
+        if (c < 3 || !to_next) atomicAdd(yd + c, (double)v[c]);
+    }
   }
 }
 
@@ -310,21 +493,29 @@ static __global__ void fixed_rows_kernel(size_t n, const uint8_t *fixed, const v
 
 enum { PRODUCT_THREADS = 128 };
 
+template <class T>
+static void launch_product(const vox_sparse_level *l, const T *ke, const vox_svec *x, vox_svec *y,
+                           int full) {
+  const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
+  if (blocks == 0) return;
+  if (l->product == PRODUCT_WARP)
+    product_warp_kernel<T><<<blocks, PRODUCT_THREADS>>>(*l, ke, x->data, x->single, y->data,
+                                                        y->single, full);
+  else
+    product_kernel<T><<<blocks, PRODUCT_THREADS>>>(*l, ke, x->data, x->single, y->data, y->single,
+                                                   full);
+}
+
 static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
                         int flags) {
   const int full = flags & VOX_APPLY_FULL;
   CUDA_TRY(be, cudaMemsetAsync(y->data, 0, y->n * (y->single ? sizeof(float) : sizeof(double))),
            "clearing a product");
-  const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
-  if (blocks > 0) {
-    if (flags & VOX_APPLY_SINGLE)
-      product_kernel<float><<<blocks, PRODUCT_THREADS>>>(*l, l->ke32, x->data, x->single, y->data,
-                                                         y->single, full);
-    else
-      product_kernel<double><<<blocks, PRODUCT_THREADS>>>(*l, l->ke, x->data, x->single, y->data,
-                                                          y->single, full);
-    CUDA_LAUNCHED(be, "the sparse K u");
-  }
+  if (flags & VOX_APPLY_SINGLE)
+    launch_product<float>(l, l->ke32, x, y, full);
+  else
+    launch_product<double>(l, l->ke, x, y, full);
+  CUDA_LAUNCHED(be, "the sparse K u");
   if (!full) {
     fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
         l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);

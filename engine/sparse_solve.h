@@ -19,6 +19,14 @@ typedef struct vox_sparse_stats {
   size_t bytes;            /* bytes allocated on the backend, all together */
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
+  double pcg_seconds;      /* of which the iterations (no transfers to the host) */
+  /* With VOXFE_SPARSE_PROFILE=1 in the environment (benchmarks; each part
+   * then waits for the backend, which slows the solve a little): seconds
+   * of the CG's own work (its product, dot products and updates) and of
+   * each V-cycle level's own work (smoothing, residual, transfers; the last
+   * level its coarsest solve), summed over the iterations; 0 otherwise. */
+  double cg_seconds;
+  double level_seconds[16];
 } vox_sparse_stats;
 
 /* The model's solid fraction below which vox_solve_elasticity takes the

@@ -1,10 +1,15 @@
 /* The sparse (bone-only) solver on the CUDA backend against the CPU
- * backend's (label gpu): a perlin bone under a compression test and under
- * forces in two load cases solved to 1e-12 on both, the same displacements
- * to 1e-8 of the largest (the GPU's float preconditioner changes the path,
- * not the solution), and the CG counts close. Exit 77 (skipped) when this
- * build has no CUDA or the machine no device; VOXFE_GPU_TEST_DEVICE=cpu runs
- * it against the CPU backend itself. */
+ * backend's (label gpu), with each of the CUDA product kernels in turn
+ * (VOXFE_SPARSE_PRODUCT atomic, warp; cuda/cuda_sparse.cu): the
+ * products of the first two levels on a random vector, in double (1e-12 of
+ * the largest entry), float and with the fixed dofs kept, and the transfers
+ * between them (float coarse vectors: 1e-6); then a perlin bone
+ * under a compression test and under forces in two load cases solved to
+ * 1e-12 on both, the same displacements to 1e-8 of the largest (the GPU's
+ * float preconditioner changes the path, not the solution), and the CG
+ * counts close. Exit 77 (skipped) when this build has no CUDA or the
+ * machine no device; VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU
+ * backend itself. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +17,7 @@
 
 #include "../check.h"
 #include "perlin_bone.h"
+#include "sparse_hierarchy.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
 
@@ -68,6 +74,117 @@ static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const 
   free(uc);
 }
 
+/* y = K x of levels 0 and 1 on both backends: a random x with fixed dofs
+ * (a compression test's), in double, in float (VOX_APPLY_SINGLE, 1e-5) and
+ * the full matrix (VOX_APPLY_FULL). */
+static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cpu,
+                             const vox_model *m, const char *kind) {
+  const size_t nb = (size_t)vox_grid_nodes(&m->grid);
+  uint8_t *fixed = calloc(nb, 1);
+  for (size_t i = 0; i < m->n_constraints; i++)
+    fixed[m->constraints[i].node] |= (uint8_t)(1u << m->constraints[i].component);
+  vox_sparse_hierarchy h;
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, m, fixed, 0.3, 0, &h));
+  free(fixed);
+  CHECK(h.n_levels >= 3);
+  for (int l = 0; l < 2; l++) {
+    const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
+    const size_t n = 3 * d.n_nodes;
+    double *x = malloc(n * sizeof *x), *yg = malloc(n * sizeof *yg), *yc = malloc(n * sizeof *yc);
+    uint64_t seed = 12345 + (uint64_t)l;
+    for (size_t i = 0; i < n; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
+    }
+    const int flag_sets[3] = {0, VOX_APPLY_SINGLE, VOX_APPLY_FULL};
+    for (int f = 0; f < 3; f++) {
+      const int single = flag_sets[f] == VOX_APPLY_SINGLE;
+      vox_backend *bes[2] = {gpu, cpu};
+      double *ys[2] = {yg, yc};
+      for (int b = 0; b < 2; b++) {
+        const vox_sparse_ops *o = bes[b]->ops->sparse;
+        vox_sparse_level *lv;
+        vox_svec xv, yv;
+        CHECK_OK(ctx, o->level_create(bes[b], &d, &lv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &xv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &yv));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &xv, x));
+        CHECK_OK(ctx, o->apply(bes[b], lv, &xv, &yv, flag_sets[f]));
+        CHECK_OK(ctx, o->vec_download(bes[b], &yv, ys[b]));
+        o->vec_destroy(bes[b], &xv);
+        o->vec_destroy(bes[b], &yv);
+        o->level_destroy(bes[b], lv);
+      }
+      double diff = 0, scale = 0;
+      for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs(yg[i] - yc[i]));
+        scale = fmax(scale, fabs(yc[i]));
+      }
+      printf("%s: level %d K x (%s): %zu dofs, max |dy| / max |y| = %.2e\n", kind, l,
+             f == 0 ? "double" : f == 1 ? "float" : "full", n, diff / scale);
+      CHECK(scale > 0 && diff <= (single ? 1e-5 : 1e-12) * scale);
+    }
+    free(x);
+    free(yg);
+    free(yc);
+  }
+  /* the transfers between levels 0 and 1: a random fine residual (double,
+   * as CG's, and float, as the V-cycle's) restricted into a float coarse
+   * vector, and a random coarse vector prolonged onto a fine one */
+  const vox_sparse_level_desc d0 = vox_sparse_level_describe(&h, 0);
+  const vox_sparse_level_desc d1 = vox_sparse_level_describe(&h, 1);
+  const size_t n0 = 3 * d0.n_nodes, n1 = 3 * d1.n_nodes;
+  double *f = malloc(n0 * sizeof *f), *c = malloc(n1 * sizeof *c);
+  double *out[2] = {malloc(n0 * sizeof(double)), malloc(n0 * sizeof(double))};
+  uint64_t seed = 777;
+  for (size_t i = 0; i < n0; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    f[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
+    if (i < n1) c[i] = -f[i];
+  }
+  for (int t = 0; t < 3; t++) { /* restrict from double, from float; prolong */
+    vox_backend *bes[2] = {gpu, cpu};
+    for (int b = 0; b < 2; b++) {
+      const vox_sparse_ops *o = bes[b]->ops->sparse;
+      vox_sparse_level *l0, *l1;
+      vox_svec fine, coarse;
+      CHECK_OK(ctx, o->level_create(bes[b], &d0, &l0));
+      CHECK_OK(ctx, o->level_create(bes[b], &d1, &l1));
+      CHECK_OK(ctx, o->vec_create(bes[b], n0, t == 1 || t == 2, &fine));
+      CHECK_OK(ctx, o->vec_create(bes[b], n1, 1, &coarse));
+      if (t < 2) {
+        CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
+        CHECK_OK(ctx, o->restrict_residual(bes[b], l0, l1, &fine, &coarse));
+        CHECK_OK(ctx, o->vec_download(bes[b], &coarse, out[b]));
+      } else {
+        CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &coarse, c));
+        CHECK_OK(ctx, o->prolong_add(bes[b], l0, l1, &coarse, &fine));
+        CHECK_OK(ctx, o->vec_download(bes[b], &fine, out[b]));
+      }
+      o->vec_destroy(bes[b], &fine);
+      o->vec_destroy(bes[b], &coarse);
+      o->level_destroy(bes[b], l0);
+      o->level_destroy(bes[b], l1);
+    }
+    const size_t n = t < 2 ? n1 : n0;
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+      diff = fmax(diff, fabs(out[0][i] - out[1][i]));
+      scale = fmax(scale, fabs(out[1][i]));
+    }
+    printf("%s: %s: max |d| / max = %.2e\n", kind,
+           t == 0 ? "restriction from double" : t == 1 ? "restriction from float" : "prolongation",
+           diff / scale);
+    CHECK(scale > 0 && diff <= 1e-6 * scale);
+  }
+  free(f);
+  free(c);
+  free(out[0]);
+  free(out[1]);
+  vox_sparse_hierarchy_free(&h);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
@@ -82,25 +199,56 @@ int main(void) {
     return SKIP;
   }
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
-  vox_model m;
-  make_bone(ctx, &m, 27);
-  double applied;
-  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-  compare(ctx, gpu, cpu, &m, "compression 27^3");
-  /* forces, two load cases, bottom clamped */
-  const int64_t n = m.grid.nx, px = n + 1;
-  m.n_constraints = 0;
-  m.n_loads = 0;
-  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 2));
-  for (int64_t j = 0; j <= n; j++)
-    for (int64_t i = 0; i <= n; i++) {
-      const int64_t bottom = j * px + i, top = (n * px + j) * px + i;
-      for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, bottom, c, 0));
-      CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 2, 0, -0.5));
-      CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 0, 1, 0.25 + 0.01 * (double)i));
+  static const char *const kinds[] = {"atomic", "warp"};
+  for (int k = 0; k < 2; k++) {
+    setenv("VOXFE_SPARSE_PRODUCT", kinds[k], 1);
+    char what[64];
+    vox_model m;
+    make_bone(ctx, &m, 27);
+    double applied;
+    CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+    compare_products(ctx, gpu, cpu, &m, kinds[k]);
+    snprintf(what, sizeof what, "%s: compression 27^3", kinds[k]);
+    compare(ctx, gpu, cpu, &m, what);
+    /* forces, two load cases, bottom clamped */
+    const int64_t n = m.grid.nx, px = n + 1;
+    m.n_constraints = 0;
+    m.n_loads = 0;
+    CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 2));
+    for (int64_t j = 0; j <= n; j++)
+      for (int64_t i = 0; i <= n; i++) {
+        const int64_t bottom = j * px + i, top = (n * px + j) * px + i;
+        for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, bottom, c, 0));
+        CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 2, 0, -0.5));
+        CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 0, 1, 0.25 + 0.01 * (double)i));
+      }
+    snprintf(what, sizeof what, "%s: forces 27^3", kinds[k]);
+    compare(ctx, gpu, cpu, &m, what);
+    vox_model_free(&m);
+  }
+  /* a kernel name that does not exist is refused with a clear message */
+  setenv("VOXFE_SPARSE_PRODUCT", "nonesuch", 1);
+  {
+    vox_model m;
+    make_bone(ctx, &m, 12);
+    double applied;
+    CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+    const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+    double *u = calloc(nd, sizeof *u);
+    vox_solver_options opt;
+    vox_solver_options_default(&opt);
+    opt.storage = VOX_STORAGE_SPARSE;
+    vox_solve_result r;
+    const int on_cuda = strcmp(gpu->ops->name, "cpu") != 0;
+    const vox_status st = vox_sparse_solve_elasticity(ctx, gpu, &m, &opt, u, &r, NULL);
+    if (on_cuda) {
+      CHECK(st == VOX_ERR_INVALID_ARGUMENT);
+      CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_PRODUCT=nonesuch") != NULL);
     }
-  compare(ctx, gpu, cpu, &m, "forces 27^3");
-  vox_model_free(&m);
+    free(u);
+    vox_model_free(&m);
+  }
+  unsetenv("VOXFE_SPARSE_PRODUCT");
   vox_backend_destroy(gpu);
   vox_backend_destroy(cpu);
   vox_context_destroy(ctx);
