@@ -223,11 +223,17 @@ typedef struct vox_backend_ops {
    *   op_strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
    *   op_strain_energy: out_e = sum_fg w_fg (chi_f - u_f,e)' Ke (chi_g - u_g,e)
    *                     for n_fields <= 6 fields u (elasticity), unit modulus,
-   *                     w n_fields x n_fields row-major, host memory. */
+   *                     w n_fields x n_fields row-major, host memory;
+   *   op_strain_energy_sums: sums_fg = sum_e m_e (chi_f - u_f,e)' Ke (chi_g - u_g,e)
+   *                     with m the operator's moduli, every pair f, g < n_fields
+   *                     (n_fields x n_fields row-major, both triangles), host
+   *                     memory: C^H in the energy form (eq. 7) in one pass. */
   vox_status (*op_strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
   vox_status (*op_strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
                                  const vox_vec *u, const double *chi, const double *w,
                                  vox_vec *out);
+  vox_status (*op_strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
+                                      const vox_vec *u, const double *chi, double *sums);
 
   /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
    * empty voxels):

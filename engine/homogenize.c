@@ -1,16 +1,20 @@
 /* Homogenization of a periodic unit cell (seed 003 section 3.2). For each
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
- *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7).
- * Expanding the product and using K u^j = f^j (u = 0 on the held node),
+ *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
+ * the energy form, one pass over the six fields (op_strain_energy_sums).
+ * With fields u = u* + e that solve only to a tolerance, its error is
+ * e^i' K e^j: the first-order terms are the residual K u* - f = 0 against
+ * e, so C^H is second order in the fields' error. Expanding the product
+ * with K u^j = f^j instead gives the dot-product form
  *   C^H_ij = 1/|cell| (q_ij sum_e m_e - f^i . u^j),   q_ij = chi^i' Ke chi^j,
- * so C^H needs dot products only: f^i . u^j for j <= i right after the
- * solve of case i, while f^i is still there (one force vector, not six).
- * The sensitivities (eq. 9) need the element products themselves: one pass
- * of op_strain_energy over the six fields with the weights of the
- * objective's gradient. chi is the strain applied to element-local corner
- * coordinates (seed 003 after eq. 12): Ke does not see translations, so
- * every element gets the same chi. */
+ * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
+ * docs/benchmarks.md measures both against CG's tolerance). The
+ * sensitivities (eq. 9) need the element products themselves: one pass of
+ * op_strain_energy over the six fields with the weights of the objective's
+ * gradient. chi is the strain applied to element-local corner coordinates
+ * (seed 003 after eq. 12): Ke does not see translations, so every element
+ * gets the same chi. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +152,8 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  double sum_m, fu[VOX_STRAINS][VOX_STRAINS];
-  TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
+  double sum_m = 0, fu[VOX_STRAINS][VOX_STRAINS];
+  if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
@@ -158,12 +162,22 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
     TRY(solve_case(h, i, options, &r));
     *cg_iterations += r.iterations;
     if (r.reason < 0 && failed->reason > 0) *failed = r;
-    for (int j = 0; j <= i; j++) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
+    /* the dot-product form needs f^i while it is there */
+    for (int j = 0; j <= i && h->dot_form; j++)
+      TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
+  if (!h->dot_form) return vox_homog_energy_tensor(h, c);
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
       c[i * VOX_STRAINS + j] =
           (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
+  return VOX_OK;
+}
+
+vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
+  vox_backend *be = h->fem->be;
+  TRY(be->ops->op_strain_energy_sums(be, h->fem->op, VOX_STRAINS, h->u, h->chi, c));
+  for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] /= h->volume;
   return VOX_OK;
 }
 

@@ -17,6 +17,9 @@ typedef struct vox_homog {
   double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
+  int dot_form;              /* C^H in the dot-product form (first order in the fields'
+                              * error) instead of the energy form (second order; 0, the
+                              * default): homogenize.c */
 } vox_homog;
 
 /* Checks the cell and builds the system: model's labels and material, its
@@ -25,11 +28,15 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
                             vox_homog **out);
 void vox_homog_destroy(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the six loads, the
- * six solves (warm-started), and C^H. cg_iterations sums the solves;
+ * six solves (warm-started), and C^H (energy form unless h->dot_form; `ones`,
+ * 1 per element, serves the dot-product form). cg_iterations sums the solves;
  * failed gets the first solve that did not converge (reason > 0 if none). */
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36],
                            int *cg_iterations, vox_solve_result *failed);
+/* C^H in the energy form (seed 003 eq. 7) from the six fields in h->u, at
+ * the fem's current moduli: one pass over the elements. */
+vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]);
 /* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e (eq. 8, 9) for the
  * moduli E (emin + (1 - emin) rho^p): energy is work (elements). */
 vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,

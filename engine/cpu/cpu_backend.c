@@ -256,6 +256,7 @@ static const vox_backend_ops cpu_ops = {
     .op_residual = op_residual,
     .op_strain_load = vox_cpu_op_strain_load,
     .op_strain_energy = vox_cpu_op_strain_energy,
+    .op_strain_energy_sums = vox_cpu_op_strain_energy_sums,
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,

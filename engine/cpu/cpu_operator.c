@@ -305,3 +305,50 @@ vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fie
       }
   return VOX_OK;
 }
+
+/* The pairs f <= g of n fields in the order the sums are accumulated. */
+enum { MAX_SUM_FIELDS = 6, MAX_SUM_PAIRS = MAX_SUM_FIELDS * (MAX_SUM_FIELDS + 1) / 2 };
+
+vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                         const vox_vec *u, const double *chi, double *sums) {
+  if (n_fields < 1 || n_fields > MAX_SUM_FIELDS || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "strain energy sums: %d fields of %d dofs per element", n_fields, op->nloc);
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: strain energy sums before its moduli");
+  const int n = n_fields;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  double acc[MAX_SUM_PAIRS] = {0};
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static) \
+    reduction(+ : acc[:MAX_SUM_PAIRS])
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const double m = op->moduli[(k * ny + j) * nx + i];
+        if (m == 0) continue;
+        ptrdiff_t node[8];
+        vox_cpu_element_nodes(op, i, j, k, node);
+        double v[MAX_SUM_FIELDS][24], kv[24];
+        for (int f = 0; f < n; f++)
+          for (int a = 0; a < 8; a++)
+            for (int c = 0; c < 3; c++)
+              v[f][a * 3 + c] = chi[f * 24 + a * 3 + c] - u[f].data[node[a] * 3 + c];
+        int pair = 0;
+        for (int g = 0; g < n; g++) {
+          for (int r = 0; r < 24; r++) {
+            double t = 0;
+            for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[g][c];
+            kv[r] = t;
+          }
+          for (int f = g; f < n; f++, pair++) {
+            double t = 0;
+            for (int r = 0; r < 24; r++) t += v[f][r] * kv[r];
+            acc[pair] += m * t;
+          }
+        }
+      }
+  for (int g = 0, pair = 0; g < n; g++)
+    for (int f = g; f < n; f++, pair++) sums[f * n + g] = sums[g * n + f] = acc[pair];
+  return VOX_OK;
+}
