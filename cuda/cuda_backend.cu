@@ -533,6 +533,7 @@ static vox_backend_ops make_ops(void) {
   o.op_element_energy = vox_cuda_op_element_energy;
   o.op_strain_load = vox_cuda_op_strain_load;
   o.op_strain_energy = vox_cuda_op_strain_energy;
+  o.op_strain_energy_sums = vox_cuda_op_strain_energy_sums;
   o.op_smooth = vox_cuda_op_smooth;
   o.op_residual = vox_cuda_op_residual;
   o.simp_moduli = vox_cuda_simp_moduli;

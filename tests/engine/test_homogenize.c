@@ -3,7 +3,7 @@
  * laminate tensor (Voigt along the layers, Reuss across); of random
  * two-phase designs, symmetric positive definite with bulk and shear moduli
  * under the Hashin-Shtrikman upper bounds; sensitivities against central
- * differences; and the periodic multigrid against Jacobi-PCG. */
+ * differences; C^H's energy form against its dot-product form; and the periodic multigrid against Jacobi-PCG. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +280,68 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* C^H in the energy form (the default) against the dot-product form: the
+ * same tensor from fields solved to 1e-12; from fields u = u* + e solved to
+ * 1e-2, the energy form's error is exactly e_i' K e_j (op_strain_energy_sums
+ * of the differences with chi = 0: the first-order terms vanish), below the
+ * dot-product form's error f_i . e_j. */
+static void test_forms(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cell(ctx, &m, 8, 8, 8, 1, 1, 0.3);
+  const size_t ne = 512;
+  m.density = malloc(ne * sizeof *m.density);
+  uint64_t seed = 11;
+  for (size_t e = 0; e < ne; e++) m.density[e] = 0.05 + 0.95 * uniform(&seed);
+  const vox_backend_ops *op = be->ops;
+  double c[2][2][36]; /* [tight, loose][energy, dot] */
+  vox_homog *h[2];
+  vox_vec rho, ones;
+  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones);
+  op->vec_set(be, &ones, 1);
+  op->vec_upload(be, &rho, m.density);
+  for (int run = 0; run < 2; run++) {
+    vox_solver_options o;
+    solver(&o);
+    o.rtol = run == 0 ? 1e-12 : 1e-2;
+    CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h[run]));
+    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[run]->fem->e_solid, 3, 1e-9,
+                                  &h[run]->fem->moduli));
+    CHECK_OK(ctx, vox_fem_update(h[run]->fem));
+    int cg;
+    vox_solve_result failed;
+    h[run]->dot_form = 1;
+    CHECK_OK(ctx, vox_homog_solve(h[run], &o, &ones, c[run][1], &cg, &failed));
+    CHECK(failed.reason > 0);
+    CHECK_OK(ctx, vox_homog_energy_tensor(h[run], c[run][0]));
+  }
+  /* e_i' K e_j with e = loose - tight fields */
+  vox_vec e[6];
+  const double zero[6 * 24] = {0};
+  double eke[36];
+  for (int f = 0; f < 6; f++) {
+    op->vec_create(be, h[1]->fem->n_dofs, &e[f]);
+    op->vec_copy(be, &e[f], &h[1]->u[f]);
+    op->vec_axpy(be, &e[f], -1, &h[0]->u[f]);
+  }
+  CHECK_OK(ctx, op->op_strain_energy_sums(be, h[1]->fem->op, 6, e, zero, eke));
+  double cmax = 0, err[2] = {0, 0}, eke_max = 0;
+  for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][0][i]));
+  for (int i = 0; i < 36; i++) {
+    CHECK(fabs(c[0][0][i] - c[0][1][i]) <= 1e-10 * cmax);
+    CHECK(c[0][0][i] == c[0][0][i % 6 * 6 + i / 6]); /* both triangles, the same sums */
+    for (int f = 0; f < 2; f++) err[f] = fmax(err[f], fabs(c[1][f][i] - c[0][0][i]) / cmax);
+    eke_max = fmax(eke_max, fabs(eke[i] / h[1]->volume) / cmax);
+    CHECK(fabs(c[1][0][i] - c[0][0][i] - eke[i] / h[1]->volume) <= 1e-10 * cmax);
+  }
+  fprintf(stderr, "rtol 1e-2: max |dC| / max |C| %.2e energy form (e'Ke %.2e), %.2e dot-product "
+          "form\n", err[0], eke_max, err[1]);
+  CHECK(err[0] > 0 && err[0] < err[1]);
+  for (int f = 0; f < 6; f++) op->vec_destroy(be, &e[f]);
+  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
+  vox_homog_destroy(h[0]), vox_homog_destroy(h[1]);
+  vox_model_free(&m);
+}
+
 /* A 16^3 cell of a solid ball in the middle, void (1e-9) around the
  * corners, and a rod along x through the ball, so that it connects across
  * the cell. */
@@ -421,6 +483,7 @@ int main(int argc, char **argv) {
   if (wanted(argc, argv, "laminate")) test_laminate(ctx, be);
   if (wanted(argc, argv, "random")) test_random(ctx, be);
   if (wanted(argc, argv, "sensitivity")) test_sensitivity(ctx, be);
+  if (wanted(argc, argv, "forms")) test_forms(ctx, be);
   if (wanted(argc, argv, "multigrid")) test_multigrid(ctx, be);
   if (wanted(argc, argv, "held")) test_held_node(ctx, be);
   if (wanted(argc, argv, "optimize")) test_optimize(ctx, be);

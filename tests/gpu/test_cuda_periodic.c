@@ -3,7 +3,8 @@
  *   - the operator of a periodic grid: K u (eliminated, full, single
  *     precision), diagonal, fused smoothing step and residual, element
  *     energies, the loads of unit macro strains (op_strain_load) and the
- *     weighted strain energies of six fields (op_strain_energy), with the
+ *     weighted strain energies of six fields (op_strain_energy) and their
+ *     sums over the elements (op_strain_energy_sums), with the
  *     images held and, in a second case, random master dofs held too;
  *   - the multigrid pieces of a periodic hierarchy: Galerkin stencils from
  *     the operator and from a stencil (double and mixed), their products,
@@ -177,6 +178,15 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
              c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
              g->op_strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
       pv_check("op_strain_energy bulk weights", &e, TOL);
+    /* C^H's energy form: the sums over the elements, weighted by the moduli */
+    for (int n = 1; n <= 6; n += 5) {
+      char check[64];
+      double sc[36], sg[36];
+      snprintf(check, sizeof check, "op_strain_energy_sums %d fields", n);
+      if (BOTH(check, c->op_strain_energy_sums(cpu, p.cop, n, uc, chi, sc),
+               g->op_strain_energy_sums(gpu, p.gop, n, ug, chi, sg)))
+        report(check, sg, sc, (size_t)n * n, TOL);
+    }
   }
 done:
   for (int f = 0; f < 6; f++) pv_destroy(&u[f]);
