@@ -6,7 +6,10 @@
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
  * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
- * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6); VOXFE_BENCH_FP16=1
+ * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6, the
+ * optimizer's; voxfe-optimize takes VOX_CELL_RTOL for a cell);
+ * VOXFE_BENCH_START=seed003 starts from seed 003's trigonometric family with
+ * reflect6 symmetry instead of the cosine field (cell_problem.h); VOXFE_BENCH_FP16=1
  * adds the FP16 check of the final design (cell_fp16.c); VOXFE_BENCH_MG_CYCLE=v|w
  * and VOXFE_BENCH_MG_LEVELS=N set the multigrid's cycle and level count.
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
@@ -18,7 +21,9 @@
  * volume fraction; per iteration the objective (-B), CG iterations and
  * seconds. On a device backend also the peak device memory in use (the
  * least free memory seen after each iteration, against the free memory
- * before the run) and what the memory plan predicted. */
+ * before the run) and what the memory plan predicted. Last, the final
+ * design's bulk modulus solved to 1e-10, grey and binarized at 0.5 (seed
+ * 003 table 2 reports its objectives after binarization). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +95,7 @@ int main(int argc, char **argv) {
   vox_optimizer_options opt = problem.opt;
   opt.max_iterations = atoi(argv[4]);
   opt.solver.precision = precision;
-  const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance (default 1e-6) */
+  const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance */
   if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
   /* the multigrid's cycle (v or w) and level count, to compare with the defaults */
   const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE"), *levels = getenv("VOXFE_BENCH_MG_LEVELS");

@@ -3,7 +3,8 @@
  * laminate tensor (Voigt along the layers, Reuss across); of random
  * two-phase designs, symmetric positive definite with bulk and shear moduli
  * under the Hashin-Shtrikman upper bounds; sensitivities against central
- * differences; C^H's energy form against its dot-product form; and the periodic multigrid against Jacobi-PCG. */
+ * differences; C^H's energy form against its dot-product form; and the
+ * periodic multigrid against Jacobi-PCG. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
