@@ -37,8 +37,11 @@ static void strain_displacement(int s, const double x[3], double u[3]) {
 
 void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
-  for (int s = 0; s < VOX_STRAINS; s++)
-    if (h->u[s].data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
+  for (int s = 0; s < VOX_STRAINS && h->fem; s++) {
+    if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
+    if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
+  }
+  if (h->work.data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->work);
   vox_fem_destroy(h->fem);
   free(h);
 }
@@ -67,6 +70,11 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
 
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out) {
+  return vox_homog_create_fields(ctx, be, model, 0, out);
+}
+
+vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                   int half_fields, vox_homog **out) {
   *out = NULL;
   TRY(vox_model_validate(ctx, model));
   TRY(check_cell(ctx, model));
@@ -111,8 +119,11 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
       }
     }
   }
+  h->half_fields = half_fields;
   for (int st = 0; st < VOX_STRAINS && s == VOX_OK; st++)
-    s = be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+    s = half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
+                    : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+  if (s == VOX_OK && half_fields) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;
@@ -130,21 +141,35 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
  * elements), is taken as zero, with the exact solution u = 0. */
 static const double ZERO_LOAD = 1e-12;
 
+vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
+  vox_backend *be = h->fem->be;
+  if (!h->half_fields) {
+    *u = &h->u[i];
+    return VOX_OK;
+  }
+  *u = &h->work;
+  return be->ops->hvec_load(be, &h->uh[i], &h->work);
+}
+
 static vox_status solve_case(vox_homog *h, int i, const vox_solver_options *options,
                              vox_solve_result *r) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double ff, mm;
+  vox_vec *u;
+  TRY(vox_homog_field(h, i, &u)); /* the warm start */
   TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
   TRY(o->vec_dot(be, &fem->force[0], &fem->force[0], &ff));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   if (ff <= ZERO_LOAD * ZERO_LOAD * 8 * mm * h->kchi2[i]) {
     *r = (vox_solve_result){.iterations = 0, .residual_norm = sqrt(ff), .rhs_norm = sqrt(ff),
                             .reason = VOX_CONVERGED_RTOL};
-    return o->vec_set(be, &h->u[i], 0);
+    TRY(o->vec_set(be, u, 0));
+  } else {
+    TRY(vox_fem_solve(fem, 0, u, options, r));
   }
-  return vox_fem_solve(fem, 0, &h->u[i], options, r);
+  return h->half_fields ? o->hvec_store(be, u, &h->uh[i]) : VOX_OK;
 }
 
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
@@ -153,6 +178,9 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double sum_m = 0, fu[VOX_STRAINS][VOX_STRAINS];
+  if (h->dot_form && h->half_fields)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "C^H's dot-product form needs the fields in double");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
@@ -176,7 +204,10 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
 
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
   vox_backend *be = h->fem->be;
-  TRY(be->ops->op_strain_energy_sums(be, h->fem->op, VOX_STRAINS, h->u, h->chi, c));
+  if (h->half_fields)
+    TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, VOX_STRAINS, h->uh, h->chi, c));
+  else
+    TRY(be->ops->op_strain_energy_sums(be, h->fem->op, VOX_STRAINS, h->u, h->chi, c));
   for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] /= h->volume;
   return VOX_OK;
 }
@@ -191,7 +222,10 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *r
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
       w[i * VOX_STRAINS + j] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
-  TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
+  if (h->half_fields)
+    TRY(be->ops->op_strain_energy_half(be, fem->op, VOX_STRAINS, h->uh, h->chi, w, energy));
+  else
+    TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
   return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
 }
 
