@@ -9,7 +9,9 @@
  * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6, the
  * optimizer's; voxfe-optimize takes VOX_CELL_RTOL for a cell);
  * VOXFE_BENCH_START=seed003 starts from seed 003's trigonometric family with
- * reflect6 symmetry instead of the cosine field (cell_problem.h); VOXFE_BENCH_FP16=1
+ * reflect6 symmetry instead of the cosine field (cell_problem.h);
+ * VOXFE_BENCH_FILTER=density filters the density instead of the
+ * sensitivities (seed 003 section 5.2 filters the density); VOXFE_BENCH_FP16=1
  * adds the FP16 check of the final design (cell_fp16.c); VOXFE_BENCH_MG_CYCLE=v|w
  * and VOXFE_BENCH_MG_LEVELS=N set the multigrid's cycle and level count.
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
@@ -98,6 +100,11 @@ int main(int argc, char **argv) {
   opt.solver.precision = precision;
   const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance */
   if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
+  const char *filter = getenv("VOXFE_BENCH_FILTER"); /* sensitivity (default) or density */
+  if (filter && vox_filter_parse(filter, &opt.filter) != 0) {
+    fprintf(stderr, "%s: VOXFE_BENCH_FILTER sensitivity or density\n", argv[0]);
+    return 2;
+  }
   /* the multigrid's cycle (v or w) and level count, to compare with the defaults */
   const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE"), *levels = getenv("VOXFE_BENCH_MG_LEVELS");
   if (cycle && vox_mg_cycle_parse(cycle, &opt.solver.mg_cycle) != 0) {
@@ -108,9 +115,9 @@ int main(int argc, char **argv) {
   /* a cell in mixed precision takes the V-cycle whatever was asked (multigrid.c) */
   const vox_mg_cycle cycle_run =
       precision == VOX_PRECISION_MIXED ? VOX_MG_CYCLE_V : opt.solver.mg_cycle;
-  printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision, %s-cycle\n", n, ne,
-         (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be), vox_precision_name(precision),
-         vox_mg_cycle_name(cycle_run));
+  printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision, %s-cycle, %s filter\n",
+         n, ne, (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be),
+         vox_precision_name(precision), vox_mg_cycle_name(cycle_run), vox_filter_name(opt.filter));
   size_t free0 = 0, total = 0;
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;
