@@ -6,8 +6,9 @@
  *   C_ij = (1/|Y|) sum_e m_e (chi_i - u_i,e)' Ke (chi_j - u_j,e)
  * (op_strain_energy), against the same form with the double fields. The
  * sensitivities of the bulk modulus (the weights of eq. 19) are compared
- * element by element. Nothing is stored in FP16 by the engine yet: this is
- * the accuracy side of that decision. */
+ * element by element. The optimizer keeps a cell's fields so in mixed
+ * precision (homogenize.h, vox_homog_half_fields): this is the accuracy
+ * side of that decision. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -27,11 +27,15 @@ int cli_parse_device(const char *what, const char *text, void *value);
 void cli_format_device(const void *value, char *buf, size_t size);
 
 /* The "Solver:" entries of an option table, for a vox_solver_options at
- * member SOLVER of the settings struct TYPE. */
+ * member SOLVER of the settings struct TYPE; CLI_SOLVER_OPTIONS_DEFAULT
+ * shows CG_TOL_DEFAULT as --cg-tol's default (one the program resolves). */
 #define CLI_SOLVER_OPTIONS(TYPE, SOLVER, CG_TOL_HELP)                                            \
+  CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, NULL)
+#define CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, CG_TOL_DEFAULT)                    \
   {.kind = CLI_HEADING, .help = "Solver:"},                                                      \
   {.name = "cg-tol", .arg = "T", .kind = CLI_REAL, .offset = offsetof(TYPE, SOLVER.rtol),        \
-   .range = {0, 1, 1, 0}, .flags = CLI_RECORD, .help = CG_TOL_HELP},                             \
+   .range = {0, 1, 1, 0}, .flags = CLI_RECORD, .help = CG_TOL_HELP,                              \
+   .default_text = CG_TOL_DEFAULT},                                                              \
   {.name = "cg-max-iterations", .arg = "N", .kind = CLI_INTEGER,                                 \
    .offset = offsetof(TYPE, SOLVER.max_iterations), .range = {1, INT_MAX, 0, 0},                 \
    .flags = CLI_RECORD, .help = "CG iterations after which a solve has failed"},                 \

@@ -195,8 +195,9 @@ static const cli_option options[] = {
 
     CLI_DESIGN_OPTIONS(settings, opt.symmetry, initial, expression),
 
-    CLI_SOLVER_OPTIONS(settings, opt.solver,
-                       "relative residual at which a state solve has converged"),
+    CLI_SOLVER_OPTIONS_DEFAULT(settings, opt.solver,
+                               "relative residual at which a state solve has converged",
+                               "1e-6; for a periodic cell's six solves " VOX_CELL_RTOL_TEXT),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "
@@ -286,6 +287,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
+  /* --cg-tol not given: a cell's C^H is second order in its fields' error
+   * (the energy form), so its solves stop earlier (VOX_CELL_RTOL) */
+  if (isnan(s->opt.solver.rtol))
+    s->opt.solver.rtol = s->opt.cell_objective != VOX_CELL_NONE ? VOX_CELL_RTOL : 1e-6;
   if (s->expression) { /* parsed once already, when the options or the file were read */
     vox_status es = vox_expression_parse(ctx, s->expression, &expression);
     if (es != VOX_OK) {
@@ -380,6 +385,7 @@ int main(int argc, char **argv) {
   settings s = {.device = VOX_DEVICE_AUTO};
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
+  s.opt.solver.rtol = NAN;   /* not given: resolved from the objective in run() */
   vox_initial_design_defaults(&s.initial);
   s.initial.kind = CLI_INITIAL_AUTO;
   s.opt.cell_objective = OBJECTIVE_FROM_MODEL;

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cuda_fp16.h>
+
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -49,6 +51,45 @@ static void vec_destroy(vox_backend *be, vox_vec *v) {
   vox_cuda_free(v->data);
   v->data = NULL;
   v->n = 0;
+}
+
+/* Half precision (binary16 bit patterns): __double2half rounds to the
+ * nearest, ties to even, as the CPU's _Float16 conversion does. */
+static vox_status hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
+  h->n = 0;
+  TRY(vox_cuda_alloc(be, (void **)&h->data, (n ? n : 1) * sizeof(uint16_t),
+                     "a half-precision vector"));
+  h->n = n;
+  CUDA_TRY(be, cudaMemset(h->data, 0, (n ? n : 1) * sizeof(uint16_t)), "clearing a vector");
+  return VOX_OK;
+}
+
+static void hvec_destroy(vox_backend *be, vox_hvec *h) {
+  vox_cuda_free(h->data);
+  h->data = NULL;
+  h->n = 0;
+}
+
+static __global__ void hvec_store_kernel(size_t n, const double *__restrict__ x,
+                                         uint16_t *__restrict__ h) {
+  VOX_GRID_STRIDE(i, n) h[i] = __half_as_ushort(__double2half(x[i]));
+}
+
+static __global__ void hvec_load_kernel(size_t n, const uint16_t *__restrict__ h,
+                                        double *__restrict__ x) {
+  VOX_GRID_STRIDE(i, n) x[i] = (double)__half2float(__ushort_as_half(h[i]));
+}
+
+static vox_status hvec_store(vox_backend *be, const vox_vec *x, vox_hvec *h) {
+  hvec_store_kernel<<<vox_cuda_grid(h->n), VOX_CUDA_THREADS>>>(h->n, x->data, h->data);
+  CUDA_LAUNCHED(be, "storing a half-precision vector");
+  return VOX_OK;
+}
+
+static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
+  hvec_load_kernel<<<vox_cuda_grid(h->n), VOX_CUDA_THREADS>>>(h->n, h->data, x->data);
+  CUDA_LAUNCHED(be, "loading a half-precision vector");
+  return VOX_OK;
 }
 
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
@@ -533,6 +574,13 @@ static vox_backend_ops make_ops(void) {
   o.op_element_energy = vox_cuda_op_element_energy;
   o.op_strain_load = vox_cuda_op_strain_load;
   o.op_strain_energy = vox_cuda_op_strain_energy;
+  o.op_strain_energy_sums = vox_cuda_op_strain_energy_sums;
+  o.op_strain_energy_half = vox_cuda_op_strain_energy_half;
+  o.op_strain_energy_sums_half = vox_cuda_op_strain_energy_sums_half;
+  o.hvec_create = hvec_create;
+  o.hvec_destroy = hvec_destroy;
+  o.hvec_store = hvec_store;
+  o.hvec_load = hvec_load;
   o.op_smooth = vox_cuda_op_smooth;
   o.op_residual = vox_cuda_op_residual;
   o.simp_moduli = vox_cuda_simp_moduli;

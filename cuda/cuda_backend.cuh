@@ -232,6 +232,14 @@ vox_status vox_cuda_op_strain_load(vox_backend *be, vox_operator *op, const doub
 vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
                                      const vox_vec *u, const double *chi, const double *w,
                                      vox_vec *energy);
+vox_status vox_cuda_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                          const vox_vec *u, const double *chi, double *sums);
+vox_status vox_cuda_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
+                                          const vox_hvec *u, const double *chi, const double *w,
+                                          vox_vec *energy);
+vox_status vox_cuda_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
+                                               const vox_hvec *u, const double *chi,
+                                               double *sums);
 
 /* cuda_simp.cu */
 vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,

@@ -73,6 +73,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_fp16.h>
+
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -1249,23 +1251,30 @@ vox_status vox_cuda_op_strain_load(vox_backend *be, vox_operator *op, const doub
   return VOX_OK;
 }
 
-/* Up to six fields u_f, their element strain displacements chi_f and the
- * weights w (n x n), passed by value (about 1.5 KB of kernel parameters). */
+/* Up to six fields u_f (double or half precision), their element strain
+ * displacements chi_f and the weights w (n x n), passed by value (about 1.5
+ * KB of kernel parameters). */
 enum { MAX_STRAIN_FIELDS = 6 };
-struct strain_fields {
-  const double *u[MAX_STRAIN_FIELDS];
+template <class T> struct strain_fields {
+  const T *u[MAX_STRAIN_FIELDS];
   double chi[MAX_STRAIN_FIELDS * 24];
   double w[MAX_STRAIN_FIELDS * MAX_STRAIN_FIELDS];
   int n;
 };
 
+/* A field value widened to double (half: exact). */
+static __device__ __forceinline__ double field_value(const double *p) { return __ldg(p); }
+static __device__ __forceinline__ double field_value(const __half *p) {
+  return (double)__half2float(__ushort_as_half(__ldg((const unsigned short *)p)));
+}
+
 /* out_e = sum_fg w_fg v_f' Ke v_g with v_f = chi_f - u_f on the element:
  * per field g with a non-zero weight, Ke v_g once (element_product), then
  * its products with every v_f, reloaded from the cache rather than held in
  * registers (six fields of 24 values would spill). */
-template <bool MIRROR, bool PERIODIC>
+template <class T, bool MIRROR, bool PERIODIC>
 static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
-    strain_energy_kernel(strain_fields sf, grid_dims g, double *__restrict__ energy) {
+    strain_energy_kernel(strain_fields<T> sf, grid_dims g, double *__restrict__ energy) {
   const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
             k = blockIdx.z * NODE_BZ + threadIdx.z;
   if (i >= g.nx || j >= g.ny || k >= g.nz) return;
@@ -1287,7 +1296,7 @@ static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
     for (int b = 0; b < 8; b++)
 #pragma unroll
       for (int d = 0; d < 3; d++)
-        v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - __ldg(sf.u[fg] + node[b] * 3 + d);
+        v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - field_value(sf.u[fg] + node[b] * 3 + d);
     double kv[8][3];
     element_product<3, MIRROR>(v, kv);
 #pragma unroll 1
@@ -1299,37 +1308,161 @@ static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
       for (int b = 0; b < 8; b++)
 #pragma unroll
         for (int d = 0; d < 3; d++)
-          t += (sf.chi[ff * 24 + b * 3 + d] - __ldg(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
+          t += (sf.chi[ff * 24 + b * 3 + d] - field_value(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
       s += w * t;
     }
   }
   energy[element_index(g, i, j, k)] = s;
 }
 
-vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
-                                     const vox_vec *u, const double *chi, const double *w,
-                                     vox_vec *energy) {
+template <class T, class V>
+static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields, const V *u,
+                                const double *chi, const double *w, vox_vec *energy) {
   if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "strain energy: %d fields of %d dofs per element", n_fields, op->nloc);
   bool mirrored;
   TRY(load_ke(be, op, &mirrored));
-  strain_fields sf = {};
+  strain_fields<T> sf = {};
   sf.n = n_fields;
-  for (int f = 0; f < n_fields; f++) sf.u[f] = u[f].data;
+  for (int f = 0; f < n_fields; f++) sf.u[f] = (const T *)u[f].data;
   memcpy(sf.chi, chi, (size_t)n_fields * 24 * sizeof *chi);
   memcpy(sf.w, w, (size_t)n_fields * (size_t)n_fields * sizeof *w);
   const grid_dims g = dims_of(op);
   const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
   const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
   if (op->grid.periodic && mirrored)
-    strain_energy_kernel<true, true><<<blocks, block>>>(sf, g, energy->data);
+    strain_energy_kernel<T, true, true><<<blocks, block>>>(sf, g, energy->data);
   else if (op->grid.periodic)
-    strain_energy_kernel<false, true><<<blocks, block>>>(sf, g, energy->data);
+    strain_energy_kernel<T, false, true><<<blocks, block>>>(sf, g, energy->data);
   else if (mirrored)
-    strain_energy_kernel<true, false><<<blocks, block>>>(sf, g, energy->data);
+    strain_energy_kernel<T, true, false><<<blocks, block>>>(sf, g, energy->data);
   else
-    strain_energy_kernel<false, false><<<blocks, block>>>(sf, g, energy->data);
+    strain_energy_kernel<T, false, false><<<blocks, block>>>(sf, g, energy->data);
   CUDA_LAUNCHED(be, "the strain energy kernel");
   return VOX_OK;
+}
+
+vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                     const vox_vec *u, const double *chi, const double *w,
+                                     vox_vec *energy) {
+  return strain_energy<double>(be, op, n_fields, u, chi, w, energy);
+}
+
+vox_status vox_cuda_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
+                                          const vox_hvec *u, const double *chi, const double *w,
+                                          vox_vec *energy) {
+  return strain_energy<__half>(be, op, n_fields, u, chi, w, energy);
+}
+
+/* sums_fg = sum_e m_e v_f' Ke v_g over the elements (C^H's energy form):
+ * per thread one element, per field g one Ke v_g (element_product) and its
+ * products with v_f, f >= g (reloaded from the cache as above), each pair's
+ * term in the block's shared row of that pair (rows padded by one so the
+ * final sums do not hit one bank); then one thread per pair sums its row
+ * and adds it to the device total atomically (one atomic per pair and
+ * block). */
+enum { STRAIN_PAIRS = MAX_STRAIN_FIELDS * (MAX_STRAIN_FIELDS + 1) / 2,
+       SUMS_BLOCK = NODE_BX * NODE_BY * NODE_BZ };
+
+template <class T, bool MIRROR, bool PERIODIC>
+static __global__ void __launch_bounds__(SUMS_BLOCK)
+    strain_energy_sums_kernel(strain_fields<T> sf, grid_dims g, const double *__restrict__ moduli,
+                              double *__restrict__ sums) {
+  __shared__ double row[STRAIN_PAIRS][SUMS_BLOCK + 1];
+  const int tid = (threadIdx.z * NODE_BY + threadIdx.y) * NODE_BX + threadIdx.x;
+  const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
+            k = blockIdx.z * NODE_BZ + threadIdx.z;
+  const int n = sf.n, pairs = n * (n + 1) / 2;
+  for (int c = 0; c < pairs; c++) row[c][tid] = 0;
+  const double m = i < g.nx && j < g.ny && k < g.nz ? __ldg(moduli + element_index(g, i, j, k))
+                                                    : 0.0;
+  if (m != 0) {
+    const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+    int64_t node[8];
+#pragma unroll
+    for (int b = 0; b < 8; b++)
+      node[b] = PERIODIC ? element_node(g, i, j, k, b)
+                         : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+    int pair = 0;
+#pragma unroll 1
+    for (int fg = 0; fg < n; fg++) {
+      double v[24];
+#pragma unroll
+      for (int b = 0; b < 8; b++)
+#pragma unroll
+        for (int d = 0; d < 3; d++)
+          v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - field_value(sf.u[fg] + node[b] * 3 + d);
+      double kv[8][3];
+      element_product<3, MIRROR>(v, kv);
+#pragma unroll 1
+      for (int ff = fg; ff < n; ff++, pair++) {
+        double t = 0;
+#pragma unroll
+        for (int b = 0; b < 8; b++)
+#pragma unroll
+          for (int d = 0; d < 3; d++)
+            t += (sf.chi[ff * 24 + b * 3 + d] - field_value(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
+        row[pair][tid] = m * t;
+      }
+    }
+  }
+  __syncthreads();
+  if (tid < pairs) {
+    double s = 0;
+    for (int r = 0; r < SUMS_BLOCK; r++) s += row[tid][r];
+    atomicAdd(sums + tid, s);
+  }
+}
+
+template <class T, class V>
+static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields, const V *u,
+                                     const double *chi, double *sums) {
+  if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "strain energy sums: %d fields of %d dofs per element", n_fields, op->nloc);
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: strain energy sums before its moduli");
+  bool mirrored;
+  TRY(load_ke(be, op, &mirrored));
+  strain_fields<T> sf = {};
+  sf.n = n_fields;
+  for (int f = 0; f < n_fields; f++) sf.u[f] = (const T *)u[f].data;
+  memcpy(sf.chi, chi, (size_t)n_fields * 24 * sizeof *chi);
+  /* the totals in the reduction scratch (REDUCE_BLOCKS + 1 >= STRAIN_PAIRS
+   * doubles), free between reductions on the one stream */
+  double *total = vox_cuda(be)->partials;
+  CUDA_TRY(be, cudaMemsetAsync(total, 0, STRAIN_PAIRS * sizeof *total), "clearing the sums");
+  const grid_dims g = dims_of(op);
+  const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
+  const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
+  if (op->grid.periodic && mirrored)
+    strain_energy_sums_kernel<T, true, true><<<blocks, block>>>(sf, g, op->moduli, total);
+  else if (op->grid.periodic)
+    strain_energy_sums_kernel<T, false, true><<<blocks, block>>>(sf, g, op->moduli, total);
+  else if (mirrored)
+    strain_energy_sums_kernel<T, true, false><<<blocks, block>>>(sf, g, op->moduli, total);
+  else
+    strain_energy_sums_kernel<T, false, false><<<blocks, block>>>(sf, g, op->moduli, total);
+  CUDA_LAUNCHED(be, "the strain energy sums kernel");
+  double acc[STRAIN_PAIRS];
+  const int pairs = n_fields * (n_fields + 1) / 2;
+  CUDA_TRY(be, cudaMemcpy(acc, total, (size_t)pairs * sizeof *acc, cudaMemcpyDeviceToHost),
+           "reading the strain energy sums");
+  for (int fg = 0, pair = 0; fg < n_fields; fg++)
+    for (int ff = fg; ff < n_fields; ff++, pair++)
+      sums[ff * n_fields + fg] = sums[fg * n_fields + ff] = acc[pair];
+  return VOX_OK;
+}
+
+vox_status vox_cuda_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                          const vox_vec *u, const double *chi, double *sums) {
+  return strain_energy_sums<double>(be, op, n_fields, u, chi, sums);
+}
+
+vox_status vox_cuda_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
+                                               const vox_hvec *u, const double *chi,
+                                               double *sums) {
+  return strain_energy_sums<__half>(be, op, n_fields, u, chi, sums);
 }

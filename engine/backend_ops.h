@@ -23,6 +23,14 @@ typedef struct vox_vec {
   size_t n;
 } vox_vec;
 
+/* A vector of IEEE half-precision values (binary16 bit patterns) in the
+ * backend's memory, for fields that are only stored between uses: a
+ * periodic cell's six displacement fields (homogenize.c). */
+typedef struct vox_hvec {
+  uint16_t *data;
+  size_t n;
+} vox_hvec;
+
 /* What a stiffness (or conductivity) operator needs: the grid, the one
  * element matrix of unit modulus and which dofs have identity rows. */
 typedef struct vox_operator_desc {
@@ -165,6 +173,13 @@ typedef struct vox_backend_ops {
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
   vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  /* Half-precision vectors: create (zeroed), destroy; store h = x rounded
+   * to the nearest binary16 (ties to even; beyond its range, infinity);
+   * load x = h (exact). */
+  vox_status (*hvec_create)(vox_backend *be, size_t n, vox_hvec *h);
+  void (*hvec_destroy)(vox_backend *be, vox_hvec *h);
+  vox_status (*hvec_store)(vox_backend *be, const vox_vec *x, vox_hvec *h);
+  vox_status (*hvec_load)(vox_backend *be, const vox_hvec *h, vox_vec *x);
   /* Conjugate gradients' update after the step length, one pass instead of
    * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
@@ -223,11 +238,24 @@ typedef struct vox_backend_ops {
    *   op_strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
    *   op_strain_energy: out_e = sum_fg w_fg (chi_f - u_f,e)' Ke (chi_g - u_g,e)
    *                     for n_fields <= 6 fields u (elasticity), unit modulus,
-   *                     w n_fields x n_fields row-major, host memory. */
+   *                     w n_fields x n_fields row-major, host memory;
+   *   op_strain_energy_sums: sums_fg = sum_e m_e (chi_f - u_f,e)' Ke (chi_g - u_g,e)
+   *                     with m the operator's moduli, every pair f, g < n_fields
+   *                     (n_fields x n_fields row-major, both triangles), host
+   *                     memory: C^H in the energy form (eq. 7) in one pass. */
   vox_status (*op_strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
   vox_status (*op_strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
                                  const vox_vec *u, const double *chi, const double *w,
                                  vox_vec *out);
+  vox_status (*op_strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
+                                      const vox_vec *u, const double *chi, double *sums);
+  /* The same two with the fields in half precision (each value widened to
+   * double as it is read; the arithmetic is the same). */
+  vox_status (*op_strain_energy_half)(vox_backend *be, vox_operator *op, int n_fields,
+                                      const vox_hvec *u, const double *chi, const double *w,
+                                      vox_vec *out);
+  vox_status (*op_strain_energy_sums_half)(vox_backend *be, vox_operator *op, int n_fields,
+                                           const vox_hvec *u, const double *chi, double *sums);
 
   /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
    * empty voxels):

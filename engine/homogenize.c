@@ -1,16 +1,20 @@
 /* Homogenization of a periodic unit cell (seed 003 section 3.2). For each
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
- *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7).
- * Expanding the product and using K u^j = f^j (u = 0 on the held node),
+ *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
+ * the energy form, one pass over the six fields (op_strain_energy_sums).
+ * With fields u = u* + e that solve only to a tolerance, its error is
+ * e^i' K e^j: the first-order terms are the residual K u* - f = 0 against
+ * e, so C^H is second order in the fields' error. Expanding the product
+ * with K u^j = f^j instead gives the dot-product form
  *   C^H_ij = 1/|cell| (q_ij sum_e m_e - f^i . u^j),   q_ij = chi^i' Ke chi^j,
- * so C^H needs dot products only: f^i . u^j for j <= i right after the
- * solve of case i, while f^i is still there (one force vector, not six).
- * The sensitivities (eq. 9) need the element products themselves: one pass
- * of op_strain_energy over the six fields with the weights of the
- * objective's gradient. chi is the strain applied to element-local corner
- * coordinates (seed 003 after eq. 12): Ke does not see translations, so
- * every element gets the same chi. */
+ * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
+ * docs/benchmarks.md measures both against CG's tolerance). The
+ * sensitivities (eq. 9) need the element products themselves: one pass of
+ * op_strain_energy over the six fields with the weights of the objective's
+ * gradient. chi is the strain applied to element-local corner coordinates
+ * (seed 003 after eq. 12): Ke does not see translations, so every element
+ * gets the same chi. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +37,11 @@ static void strain_displacement(int s, const double x[3], double u[3]) {
 
 void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
-  for (int s = 0; s < VOX_STRAINS; s++)
-    if (h->u[s].data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
+  for (int s = 0; s < VOX_STRAINS && h->fem; s++) {
+    if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
+    if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
+  }
+  if (h->work.data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->work);
   vox_fem_destroy(h->fem);
   free(h);
 }
@@ -63,6 +70,11 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
 
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out) {
+  return vox_homog_create_fields(ctx, be, model, 0, out);
+}
+
+vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                   int half_fields, vox_homog **out) {
   *out = NULL;
   TRY(vox_model_validate(ctx, model));
   TRY(check_cell(ctx, model));
@@ -107,8 +119,11 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
       }
     }
   }
+  h->half_fields = half_fields;
   for (int st = 0; st < VOX_STRAINS && s == VOX_OK; st++)
-    s = be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+    s = half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
+                    : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+  if (s == VOX_OK && half_fields) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;
@@ -126,21 +141,35 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
  * elements), is taken as zero, with the exact solution u = 0. */
 static const double ZERO_LOAD = 1e-12;
 
+vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
+  vox_backend *be = h->fem->be;
+  if (!h->half_fields) {
+    *u = &h->u[i];
+    return VOX_OK;
+  }
+  *u = &h->work;
+  return be->ops->hvec_load(be, &h->uh[i], &h->work);
+}
+
 static vox_status solve_case(vox_homog *h, int i, const vox_solver_options *options,
                              vox_solve_result *r) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double ff, mm;
+  vox_vec *u;
+  TRY(vox_homog_field(h, i, &u)); /* the warm start */
   TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
   TRY(o->vec_dot(be, &fem->force[0], &fem->force[0], &ff));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   if (ff <= ZERO_LOAD * ZERO_LOAD * 8 * mm * h->kchi2[i]) {
     *r = (vox_solve_result){.iterations = 0, .residual_norm = sqrt(ff), .rhs_norm = sqrt(ff),
                             .reason = VOX_CONVERGED_RTOL};
-    return o->vec_set(be, &h->u[i], 0);
+    TRY(o->vec_set(be, u, 0));
+  } else {
+    TRY(vox_fem_solve(fem, 0, u, options, r));
   }
-  return vox_fem_solve(fem, 0, &h->u[i], options, r);
+  return h->half_fields ? o->hvec_store(be, u, &h->uh[i]) : VOX_OK;
 }
 
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
@@ -148,8 +177,11 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  double sum_m, fu[VOX_STRAINS][VOX_STRAINS];
-  TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
+  double sum_m = 0, fu[VOX_STRAINS][VOX_STRAINS];
+  if (h->dot_form && h->half_fields)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "C^H's dot-product form needs the fields in double");
+  if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
@@ -158,12 +190,25 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
     TRY(solve_case(h, i, options, &r));
     *cg_iterations += r.iterations;
     if (r.reason < 0 && failed->reason > 0) *failed = r;
-    for (int j = 0; j <= i; j++) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
+    /* the dot-product form needs f^i while it is there */
+    for (int j = 0; j <= i && h->dot_form; j++)
+      TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
+  if (!h->dot_form) return vox_homog_energy_tensor(h, c);
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
       c[i * VOX_STRAINS + j] =
           (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
+  return VOX_OK;
+}
+
+vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
+  vox_backend *be = h->fem->be;
+  if (h->half_fields)
+    TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, VOX_STRAINS, h->uh, h->chi, c));
+  else
+    TRY(be->ops->op_strain_energy_sums(be, h->fem->op, VOX_STRAINS, h->u, h->chi, c));
+  for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] /= h->volume;
   return VOX_OK;
 }
 
@@ -177,7 +222,10 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *r
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
       w[i * VOX_STRAINS + j] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
-  TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
+  if (h->half_fields)
+    TRY(be->ops->op_strain_energy_half(be, fem->op, VOX_STRAINS, h->uh, h->chi, w, energy));
+  else
+    TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
   return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
 }
 

@@ -11,25 +11,51 @@ enum { VOX_STRAINS = 6 };
 
 typedef struct vox_homog {
   vox_fem *fem;              /* periodic grid, six load cases */
-  vox_vec u[VOX_STRAINS];    /* periodic fluctuations, the warm starts of the next solves */
+  /* periodic fluctuations, the warm starts of the next solves: in double
+   * (u), or in half precision (uh, with one double vector `work` that each
+   * solve loads its field into and stores back from) */
+  int half_fields;
+  vox_vec u[VOX_STRAINS];
+  vox_hvec uh[VOX_STRAINS];
+  vox_vec work;
   double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
   double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
+  int dot_form;              /* C^H in the dot-product form (first order in the fields'
+                              * error) instead of the energy form (second order; 0, the
+                              * default): homogenize.c */
 } vox_homog;
 
 /* Checks the cell and builds the system: model's labels and material, its
- * grid taken as periodic. */
+ * grid taken as periodic; the six fields in double. */
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out);
+/* The same with the six fields stored in half precision when half_fields
+ * (the optimizer's, in mixed precision: vox_homog_half_fields). */
+vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                   int half_fields, vox_homog **out);
+/* Whether the optimizer stores a cell's six fields in half precision: in
+ * mixed precision (seed 003's FP32/FP16; within 2e-5 of C^H and 0.4 % of
+ * the sensitivities, docs/benchmarks.md); the memory plan counts them so. */
+static inline int vox_homog_half_fields(const vox_solver_options *solver) {
+  return solver->precision == VOX_PRECISION_MIXED;
+}
+/* Field i in double: h->u[i], or h->work loaded from h->uh[i]. */
+vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u);
 void vox_homog_destroy(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the six loads, the
- * six solves (warm-started), and C^H. cg_iterations sums the solves;
- * failed gets the first solve that did not converge (reason > 0 if none). */
+ * six solves (warm-started), and C^H (energy form unless h->dot_form, which
+ * needs double fields; `ones`, 1 per element, serves the dot-product form).
+ * cg_iterations sums the solves; failed gets the first solve that did not
+ * converge (reason > 0 if none). */
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36],
                            int *cg_iterations, vox_solve_result *failed);
+/* C^H in the energy form (seed 003 eq. 7) from the six fields in h->u, at
+ * the fem's current moduli: one pass over the elements. */
+vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]);
 /* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e (eq. 8, 9) for the
  * moduli E (emin + (1 - emin) rho^p): energy is work (elements). */
 vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,

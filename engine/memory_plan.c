@@ -3,6 +3,7 @@
  * kept together here so that a change there is a change here. */
 #include <math.h>
 
+#include "homogenize.h"
 #include "memory_plan.h"
 #include "multigrid.h"
 
@@ -36,8 +37,12 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
       g = vox_grid_coarsen(&g);
     }
   }
-  if (optimizing) /* 9 vectors per element, a displacement per load case, the filter */
-    bytes += 9 * D * elements + n_cases * D * dofs + (2 * D + 1) * elements;
+  /* 9 vectors per element, a displacement per load case (a cell's six in
+   * half precision with one double vector to solve in, in mixed precision:
+   * homogenize.h), the filter */
+  const double fields = periodic && vox_homog_half_fields(solver) ? n_cases * 2.0 * dofs + D * dofs
+                                                                  : n_cases * D * dofs;
+  if (optimizing) bytes += 9 * D * elements + fields + (2 * D + 1) * elements;
   return (size_t)(bytes * VOX_MEMORY_MARGIN) + VOX_MEMORY_MARGIN_BYTES;
 }
 

@@ -238,7 +238,8 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const vox_backend_ops *o = be->ops;
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
-    TRY(vox_homog_create(ctx, be, model, &s->homog));
+    TRY(vox_homog_create_fields(ctx, be, model, vox_homog_half_fields(&opt->solver),
+                                &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
     TRY(o->vec_create(be, s->fem->n_elements, &s->ones));

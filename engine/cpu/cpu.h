@@ -71,6 +71,14 @@ vox_status vox_cpu_op_strain_load(vox_backend *be, vox_operator *op, const doubl
 vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
                                     const vox_vec *u, const double *chi, const double *w,
                                     vox_vec *energy);
+vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                         const vox_vec *u, const double *chi, double *sums);
+vox_status vox_cpu_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
+                                         const vox_hvec *u, const double *chi, const double *w,
+                                         vox_vec *ev);
+vox_status vox_cpu_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
+                                              const vox_hvec *u, const double *chi,
+                                              double *sums);
 /* The nodes of element (i, j, k) in local corner order (wrapped on a
  * periodic grid). */
 void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t k,

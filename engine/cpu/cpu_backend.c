@@ -25,6 +25,39 @@ static void vec_destroy(vox_backend *be, vox_vec *v) {
   v->n = 0;
 }
 
+/* Half precision: _Float16 conversions (round to nearest even from double,
+ * exact back), stored as their bit patterns. */
+static vox_status hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
+  h->data = calloc(n ? n : 1, sizeof *h->data);
+  h->n = h->data ? n : 0;
+  return h->data ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector)");
+}
+
+static void hvec_destroy(vox_backend *be, vox_hvec *h) {
+  (void)be;
+  free(h->data);
+  h->data = NULL;
+  h->n = 0;
+}
+
+static vox_status hvec_store(vox_backend *be, const vox_vec *x, vox_hvec *h) {
+  _Float16 *restrict out = (_Float16 *)h->data;
+  const double *restrict in = x->data;
+  const ptrdiff_t n = (ptrdiff_t)h->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) out[i] = (_Float16)in[i];
+  return VOX_OK;
+}
+
+static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
+  const _Float16 *restrict in = (const _Float16 *)h->data;
+  double *restrict out = x->data;
+  const ptrdiff_t n = (ptrdiff_t)h->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) out[i] = (double)in[i];
+  return VOX_OK;
+}
+
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
   memcpy(v->data, host, v->n * sizeof *host);
   return VOX_OK;
@@ -256,6 +289,13 @@ static const vox_backend_ops cpu_ops = {
     .op_residual = op_residual,
     .op_strain_load = vox_cpu_op_strain_load,
     .op_strain_energy = vox_cpu_op_strain_energy,
+    .op_strain_energy_sums = vox_cpu_op_strain_energy_sums,
+    .op_strain_energy_half = vox_cpu_op_strain_energy_half,
+    .op_strain_energy_sums_half = vox_cpu_op_strain_energy_sums_half,
+    .hvec_create = hvec_create,
+    .hvec_destroy = hvec_destroy,
+    .hvec_store = hvec_store,
+    .hvec_load = hvec_load,
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,

@@ -265,13 +265,38 @@ vox_status vox_cpu_op_strain_load(vox_backend *be, vox_operator *op, const doubl
   return VOX_OK;
 }
 
-vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
-                                    const vox_vec *u, const double *chi, const double *w,
-                                    vox_vec *ev) {
-  enum { MAX_FIELDS = 6 };
-  if (n_fields < 1 || n_fields > MAX_FIELDS || op->nloc != 24)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "strain energy: %d fields of %d dofs per element", n_fields, op->nloc);
+/* The six fields of the strain energies, in double or in half precision
+ * (each value widened to double as it is read). */
+typedef struct strain_fields {
+  const double *d[6];
+  const _Float16 *h[6];
+} strain_fields;
+
+static inline double field_value(const strain_fields *u, int f, ptrdiff_t i) {
+  return u->d[f] ? u->d[f][i] : (double)u->h[f][i];
+}
+
+static vox_status check_strain_fields(vox_backend *be, const vox_operator *op, int n_fields,
+                                      const char *what) {
+  if (n_fields < 1 || n_fields > 6 || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: %d fields of %d dofs per element",
+                     what, n_fields, op->nloc);
+  return VOX_OK;
+}
+
+/* v_f = chi_f - u_f on the element */
+static void element_strain_fields(const strain_fields *u, int n_fields, const double *chi,
+                                  const ptrdiff_t node[8], double (*v)[24]) {
+  for (int f = 0; f < n_fields; f++)
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < 3; c++)
+        v[f][a * 3 + c] = chi[f * 24 + a * 3 + c] - field_value(u, f, node[a] * 3 + c);
+}
+
+static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                const strain_fields *u, const double *chi, const double *w,
+                                vox_vec *ev) {
+  TRY(check_strain_fields(be, op, n_fields, "strain energy"));
   double *restrict energy = ev->data;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
@@ -281,17 +306,14 @@ vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fie
         ptrdiff_t node[8];
         vox_cpu_element_nodes(op, i, j, k, node);
         /* v_f = chi_f - u_f on the element, then K v_f */
-        double v[MAX_FIELDS][24], kv[MAX_FIELDS][24];
-        for (int f = 0; f < n_fields; f++) {
-          for (int a = 0; a < 8; a++)
-            for (int c = 0; c < 3; c++)
-              v[f][a * 3 + c] = chi[f * 24 + a * 3 + c] - u[f].data[node[a] * 3 + c];
+        double v[6][24], kv[6][24];
+        element_strain_fields(u, n_fields, chi, node, v);
+        for (int f = 0; f < n_fields; f++)
           for (int r = 0; r < 24; r++) {
             double t = 0;
             for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[f][c];
             kv[f][r] = t;
           }
-        }
         double s = 0;
         for (int f = 0; f < n_fields; f++)
           for (int g = 0; g < n_fields; g++) {
@@ -304,4 +326,85 @@ vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fie
         energy[(k * ny + j) * nx + i] = s;
       }
   return VOX_OK;
+}
+
+/* The pairs f <= g of n fields in the order the sums are accumulated. */
+enum { MAX_SUM_PAIRS = 6 * 7 / 2 };
+
+static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                     const strain_fields *u, const double *chi, double *sums) {
+  TRY(check_strain_fields(be, op, n_fields, "strain energy sums"));
+  if (!op->moduli)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "operator: strain energy sums before its moduli");
+  const int n = n_fields;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  double acc[MAX_SUM_PAIRS] = {0};
+#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static) \
+    reduction(+ : acc[:MAX_SUM_PAIRS])
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const double m = op->moduli[(k * ny + j) * nx + i];
+        if (m == 0) continue;
+        ptrdiff_t node[8];
+        vox_cpu_element_nodes(op, i, j, k, node);
+        double v[6][24], kv[24];
+        element_strain_fields(u, n, chi, node, v);
+        int pair = 0;
+        for (int g = 0; g < n; g++) {
+          for (int r = 0; r < 24; r++) {
+            double t = 0;
+            for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[g][c];
+            kv[r] = t;
+          }
+          for (int f = g; f < n; f++, pair++) {
+            double t = 0;
+            for (int r = 0; r < 24; r++) t += v[f][r] * kv[r];
+            acc[pair] += m * t;
+          }
+        }
+      }
+  for (int g = 0, pair = 0; g < n; g++)
+    for (int f = g; f < n; f++, pair++) sums[f * n + g] = sums[g * n + f] = acc[pair];
+  return VOX_OK;
+}
+
+static strain_fields double_fields(int n_fields, const vox_vec *u) {
+  strain_fields s = {{0}, {0}};
+  for (int f = 0; f < n_fields && f < 6; f++) s.d[f] = u[f].data;
+  return s;
+}
+
+static strain_fields half_fields(int n_fields, const vox_hvec *u) {
+  strain_fields s = {{0}, {0}};
+  for (int f = 0; f < n_fields && f < 6; f++) s.h[f] = (const _Float16 *)u[f].data;
+  return s;
+}
+
+vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                    const vox_vec *u, const double *chi, const double *w,
+                                    vox_vec *ev) {
+  const strain_fields s = double_fields(n_fields, u);
+  return strain_energy(be, op, n_fields, &s, chi, w, ev);
+}
+
+vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                         const vox_vec *u, const double *chi, double *sums) {
+  const strain_fields s = double_fields(n_fields, u);
+  return strain_energy_sums(be, op, n_fields, &s, chi, sums);
+}
+
+vox_status vox_cpu_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
+                                         const vox_hvec *u, const double *chi, const double *w,
+                                         vox_vec *ev) {
+  const strain_fields s = half_fields(n_fields, u);
+  return strain_energy(be, op, n_fields, &s, chi, w, ev);
+}
+
+vox_status vox_cpu_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
+                                              const vox_hvec *u, const double *chi,
+                                              double *sums) {
+  const strain_fields s = half_fields(n_fields, u);
+  return strain_energy_sums(be, op, n_fields, &s, chi, sums);
 }

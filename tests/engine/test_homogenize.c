@@ -3,7 +3,8 @@
  * laminate tensor (Voigt along the layers, Reuss across); of random
  * two-phase designs, symmetric positive definite with bulk and shear moduli
  * under the Hashin-Shtrikman upper bounds; sensitivities against central
- * differences; and the periodic multigrid against Jacobi-PCG. */
+ * differences; C^H's energy form against its dot-product form; the six
+ * fields in half precision; and the periodic multigrid against Jacobi-PCG. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,172 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* C^H in the energy form (the default) against the dot-product form: the
+ * same tensor from fields solved to 1e-12; from fields u = u* + e solved to
+ * 1e-2, the energy form's error is exactly e_i' K e_j (op_strain_energy_sums
+ * of the differences with chi = 0: the first-order terms vanish), below the
+ * dot-product form's error f_i . e_j. */
+static void test_forms(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cell(ctx, &m, 8, 8, 8, 1, 1, 0.3);
+  const size_t ne = 512;
+  m.density = malloc(ne * sizeof *m.density);
+  uint64_t seed = 11;
+  for (size_t e = 0; e < ne; e++) m.density[e] = 0.05 + 0.95 * uniform(&seed);
+  const vox_backend_ops *op = be->ops;
+  double c[2][2][36]; /* [tight, loose][energy, dot] */
+  vox_homog *h[2];
+  vox_vec rho, ones;
+  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones);
+  op->vec_set(be, &ones, 1);
+  op->vec_upload(be, &rho, m.density);
+  for (int run = 0; run < 2; run++) {
+    vox_solver_options o;
+    solver(&o);
+    o.rtol = run == 0 ? 1e-12 : 1e-2;
+    CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h[run]));
+    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[run]->fem->e_solid, 3, 1e-9,
+                                  &h[run]->fem->moduli));
+    CHECK_OK(ctx, vox_fem_update(h[run]->fem));
+    int cg;
+    vox_solve_result failed;
+    h[run]->dot_form = 1;
+    CHECK_OK(ctx, vox_homog_solve(h[run], &o, &ones, c[run][1], &cg, &failed));
+    CHECK(failed.reason > 0);
+    CHECK_OK(ctx, vox_homog_energy_tensor(h[run], c[run][0]));
+  }
+  /* e_i' K e_j with e = loose - tight fields */
+  vox_vec e[6];
+  const double zero[6 * 24] = {0};
+  double eke[36];
+  for (int f = 0; f < 6; f++) {
+    op->vec_create(be, h[1]->fem->n_dofs, &e[f]);
+    op->vec_copy(be, &e[f], &h[1]->u[f]);
+    op->vec_axpy(be, &e[f], -1, &h[0]->u[f]);
+  }
+  CHECK_OK(ctx, op->op_strain_energy_sums(be, h[1]->fem->op, 6, e, zero, eke));
+  double cmax = 0, err[2] = {0, 0}, eke_max = 0;
+  for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][0][i]));
+  for (int i = 0; i < 36; i++) {
+    CHECK(fabs(c[0][0][i] - c[0][1][i]) <= 1e-10 * cmax);
+    CHECK(c[0][0][i] == c[0][0][i % 6 * 6 + i / 6]); /* both triangles, the same sums */
+    for (int f = 0; f < 2; f++) err[f] = fmax(err[f], fabs(c[1][f][i] - c[0][0][i]) / cmax);
+    eke_max = fmax(eke_max, fabs(eke[i] / h[1]->volume) / cmax);
+    CHECK(fabs(c[1][0][i] - c[0][0][i] - eke[i] / h[1]->volume) <= 1e-10 * cmax);
+  }
+  fprintf(stderr, "rtol 1e-2: max |dC| / max |C| %.2e energy form (e'Ke %.2e), %.2e dot-product "
+          "form\n", err[0], eke_max, err[1]);
+  CHECK(err[0] > 0 && err[0] < err[1]);
+  for (int f = 0; f < 6; f++) op->vec_destroy(be, &e[f]);
+  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
+  vox_homog_destroy(h[0]), vox_homog_destroy(h[1]);
+  vox_model_free(&m);
+}
+
+/* The six fields in half precision: a store rounds every value as a
+ * _Float16 conversion does and a load gives it back exactly; the half
+ * strain energies and their sums equal the double ones of the rounded
+ * fields; and C^H and the sensitivities of fields kept in half precision
+ * stay within 1e-4 of C^H and 1e-2 of the largest sensitivity of double
+ * fields (measured: 1e-7 and 2e-4 at 16^3, docs/benchmarks.md). */
+static void test_half_fields(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cell(ctx, &m, 8, 8, 8, 1, 1, 0.3);
+  const size_t ne = 512;
+  m.density = malloc(ne * sizeof *m.density);
+  uint64_t seed = 5;
+  for (size_t e = 0; e < ne; e++) m.density[e] = 0.05 + 0.95 * uniform(&seed);
+  const vox_backend_ops *op = be->ops;
+  vox_homog *h[2];
+  vox_vec rho, ones, energy, df[2];
+  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones), op->vec_create(be, ne, &energy);
+  op->vec_create(be, ne, &df[0]), op->vec_create(be, ne, &df[1]);
+  op->vec_set(be, &ones, 1);
+  op->vec_upload(be, &rho, m.density);
+  double c[2][36], g[36] = {0};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
+  for (int half = 0; half < 2; half++) {
+    vox_solver_options o;
+    solver(&o);
+    o.rtol = 1e-10;
+    CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, half, &h[half]));
+    CHECK(h[half]->half_fields == half);
+    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[half]->fem->e_solid, 3, 1e-9,
+                                  &h[half]->fem->moduli));
+    CHECK_OK(ctx, vox_fem_update(h[half]->fem));
+    int cg;
+    vox_solve_result failed;
+    CHECK_OK(ctx, vox_homog_solve(h[half], &o, &ones, c[half], &cg, &failed));
+    CHECK(failed.reason > 0);
+    CHECK_OK(ctx, vox_homog_gradient(h[half], g, &rho, 3, 1e-9, &energy, &df[half]));
+  }
+  double cmax = 0, dc = 0;
+  for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][i]));
+  for (int i = 0; i < 36; i++) dc = fmax(dc, fabs(c[1][i] - c[0][i]));
+  double *a = malloc(ne * sizeof *a), *b = malloc(ne * sizeof *b), amax = 0, dmax = 0;
+  op->vec_download(be, &df[0], a), op->vec_download(be, &df[1], b);
+  for (size_t e = 0; e < ne; e++)
+    amax = fmax(amax, fabs(a[e])), dmax = fmax(dmax, fabs(a[e] - b[e]));
+  fprintf(stderr, "half fields: max |dC| / max |C| %.2e, sensitivities %.2e\n", dc / cmax,
+          dmax / amax);
+  CHECK(dc > 0 && dc <= 1e-4 * cmax);
+  CHECK(dmax <= 1e-2 * amax);
+  free(a), free(b);
+
+  /* store and load against the compiler's conversion; the half operations
+   * against the double ones on the rounded values */
+  const size_t nd = h[1]->fem->n_dofs;
+  vox_vec x[6], y[6];
+  vox_hvec hx[6];
+  double *host = malloc(nd * sizeof *host), *back = malloc(nd * sizeof *back);
+  int exact = 1;
+  for (int f = 0; f < 6; f++) {
+    op->vec_create(be, nd, &x[f]), op->vec_create(be, nd, &y[f]);
+    op->hvec_create(be, nd, &hx[f]);
+    for (size_t i = 0; i < nd; i++) host[i] = 0.2 * (uniform(&seed) - 0.5) * pow(10, -f);
+    host[0] = 1e6; /* beyond half's range: infinity */
+    op->vec_upload(be, &x[f], host);
+    CHECK_OK(ctx, op->hvec_store(be, &x[f], &hx[f]));
+    CHECK_OK(ctx, op->hvec_load(be, &hx[f], &y[f]));
+    op->vec_download(be, &y[f], back);
+    for (size_t i = 0; i < nd; i++) exact &= back[i] == (double)(_Float16)host[i];
+    CHECK(isinf(back[0]));
+    back[0] = (double)(_Float16)0.01; /* finite fields for the energies, half values */
+    op->vec_upload(be, &y[f], back);
+    CHECK_OK(ctx, op->hvec_store(be, &y[f], &hx[f]));
+  }
+  CHECK(exact);
+  double chi[6 * 24], w[36], s16[36], s64[36];
+  for (int i = 0; i < 6 * 24; i++) chi[i] = uniform(&seed) - 0.5;
+  for (int i = 0; i < 36; i++) w[i] = uniform(&seed) - 0.3;
+  vox_operator *k = h[1]->fem->op;
+  CHECK_OK(ctx, op->op_strain_energy_sums_half(be, k, 6, hx, chi, s16));
+  CHECK_OK(ctx, op->op_strain_energy_sums(be, k, 6, y, chi, s64));
+  double smax = 0;
+  for (int i = 0; i < 36; i++) smax = fmax(smax, fabs(s64[i]));
+  for (int i = 0; i < 36; i++) CHECK(fabs(s16[i] - s64[i]) <= 1e-14 * smax);
+  vox_vec e16, e64;
+  op->vec_create(be, ne, &e16), op->vec_create(be, ne, &e64);
+  CHECK_OK(ctx, op->op_strain_energy_half(be, k, 6, hx, chi, w, &e16));
+  CHECK_OK(ctx, op->op_strain_energy(be, k, 6, y, chi, w, &e64));
+  double emax = 0, e64max = 0;
+  op->vec_download(be, &e16, host), op->vec_download(be, &e64, back);
+  for (size_t e = 0; e < ne; e++)
+    emax = fmax(emax, fabs(host[e] - back[e])), e64max = fmax(e64max, fabs(back[e]));
+  CHECK(e64max > 0 && emax <= 1e-14 * e64max);
+  for (int f = 0; f < 6; f++) {
+    op->vec_destroy(be, &x[f]), op->vec_destroy(be, &y[f]);
+    op->hvec_destroy(be, &hx[f]);
+  }
+  free(host), free(back);
+  op->vec_destroy(be, &e16), op->vec_destroy(be, &e64);
+  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones), op->vec_destroy(be, &energy);
+  op->vec_destroy(be, &df[0]), op->vec_destroy(be, &df[1]);
+  vox_homog_destroy(h[0]), vox_homog_destroy(h[1]);
+  vox_model_free(&m);
+}
+
 /* A 16^3 cell of a solid ball in the middle, void (1e-9) around the
  * corners, and a rod along x through the ball, so that it connects across
  * the cell. */
@@ -421,6 +588,8 @@ int main(int argc, char **argv) {
   if (wanted(argc, argv, "laminate")) test_laminate(ctx, be);
   if (wanted(argc, argv, "random")) test_random(ctx, be);
   if (wanted(argc, argv, "sensitivity")) test_sensitivity(ctx, be);
+  if (wanted(argc, argv, "forms")) test_forms(ctx, be);
+  if (wanted(argc, argv, "half")) test_half_fields(ctx, be);
   if (wanted(argc, argv, "multigrid")) test_multigrid(ctx, be);
   if (wanted(argc, argv, "held")) test_held_node(ctx, be);
   if (wanted(argc, argv, "optimize")) test_optimize(ctx, be);

@@ -25,8 +25,17 @@ static vox_status counting_vec_create(vox_backend *be, size_t n, vox_vec *v) {
 
 static vox_status counting_stencil_create(vox_backend *be, const vox_grid *g, int dpn,
                                           vox_precision p, vox_stencil **st) {
-  counted += (size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) * sizeof(double);
+  /* single-precision values in mixed precision, as a device stores them */
+  const size_t value = p == VOX_PRECISION_MIXED ? sizeof(float) : sizeof(double);
+  counted += (size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) * value;
   return cpu_stencil_create(be, g, dpn, p, st);
+}
+
+static vox_status (*cpu_hvec_create)(vox_backend *, size_t, vox_hvec *);
+
+static vox_status counting_hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
+  counted += n * sizeof(uint16_t);
+  return cpu_hvec_create(be, n, h);
 }
 
 static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_precision p) {
@@ -45,6 +54,8 @@ static vox_backend *counting_backend(vox_context *ctx) {
   cpu_stencil_create = counting_ops.stencil_create;
   counting_ops.vec_create = counting_vec_create;
   counting_ops.stencil_create = counting_stencil_create;
+  cpu_hvec_create = counting_ops.hvec_create;
+  counting_ops.hvec_create = counting_hvec_create;
   be->ops = &counting_ops;
   return be;
 }
@@ -88,8 +99,9 @@ static void test_plan_matches_allocations(vox_context *ctx) {
 }
 
 /* The same for a periodic cell's bulk-modulus optimization: one force
- * vector, six fields, the multigrid of the periodic grid. */
-static void test_cell_plan_matches_allocations(vox_context *ctx) {
+ * vector, six fields (in half precision with a double work vector, in mixed
+ * precision), the multigrid of the periodic grid. */
+static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision) {
   vox_backend *be = counting_backend(ctx);
 
   vox_model m;
@@ -106,13 +118,14 @@ static void test_cell_plan_matches_allocations(vox_context *ctx) {
   vox_optimizer_options_default(&opt);
   opt.cell_objective = VOX_CELL_BULK;
   opt.max_iterations = 1;
-  opt.solver.precision = VOX_PRECISION_DOUBLE;
+  opt.solver.precision = precision;
   vox_optimize_result r;
   counted = 0;
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   vox_grid cell = g;
   cell.periodic = 1;
-  check_plan("cell: ", (double)vox_memory_needed(be, &cell, 3, 6, 0, &opt.solver, 1));
+  check_plan(precision == VOX_PRECISION_MIXED ? "cell, mixed: " : "cell, double: ",
+             (double)vox_memory_needed(be, &cell, 3, 6, 0, &opt.solver, 1));
   vox_model_free(&m);
   be->ops = &counting_ops;
   vox_backend_destroy(be);
@@ -131,7 +144,8 @@ int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   test_plan_matches_allocations(ctx);
-  test_cell_plan_matches_allocations(ctx);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);

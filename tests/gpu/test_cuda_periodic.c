@@ -3,7 +3,9 @@
  *   - the operator of a periodic grid: K u (eliminated, full, single
  *     precision), diagonal, fused smoothing step and residual, element
  *     energies, the loads of unit macro strains (op_strain_load) and the
- *     weighted strain energies of six fields (op_strain_energy), with the
+ *     weighted strain energies of six fields (op_strain_energy) and their
+ *     sums over the elements (op_strain_energy_sums), of the fields in
+ *     double and stored in half precision (hvec_store, hvec_load), with the
  *     images held and, in a second case, random master dofs held too;
  *   - the multigrid pieces of a periodic hierarchy: Galerkin stencils from
  *     the operator and from a stencil (double and mixed), their products,
@@ -177,6 +179,44 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
              c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
              g->op_strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
       pv_check("op_strain_energy bulk weights", &e, TOL);
+    /* C^H's energy form: the sums over the elements, weighted by the moduli */
+    for (int n = 1; n <= 6; n += 5) {
+      char check[64];
+      double sc[36], sg[36];
+      snprintf(check, sizeof check, "op_strain_energy_sums %d fields", n);
+      if (BOTH(check, c->op_strain_energy_sums(cpu, p.cop, n, uc, chi, sc),
+               g->op_strain_energy_sums(gpu, p.gop, n, ug, chi, sg)))
+        report(check, sg, sc, (size_t)n * n, TOL);
+    }
+    /* the fields in half precision: stored alike to the bit (checked
+     * through exact loads), and the half energies and their sums */
+    vox_hvec hc[6] = {{0}}, hg[6] = {{0}};
+    int stored = 1;
+    for (int f = 0; f < 6 && stored; f++) {
+      stored = BOTH("hvec_create", c->hvec_create(cpu, p.n_dofs, &hc[f]),
+                    g->hvec_create(gpu, p.n_dofs, &hg[f])) &&
+               BOTH("hvec_store", c->hvec_store(cpu, &uc[f], &hc[f]),
+                    g->hvec_store(gpu, &ug[f], &hg[f]));
+      if (stored && pv_poison(&y) &&
+          BOTH("hvec_load", c->hvec_load(cpu, &hc[f], &y.c), g->hvec_load(gpu, &hg[f], &y.g)))
+        pv_check("hvec_store and hvec_load (exact)", &y, 0);
+    }
+    if (stored) {
+      for (int i = 0; i < 36; i++) wts[i] = uniform(&seed) - 0.3;
+      if (pv_poison(&e) &&
+          BOTH("op_strain_energy_half", c->op_strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
+               g->op_strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
+        pv_check("op_strain_energy_half 6 fields", &e, TOL);
+      double sc[36], sg[36];
+      if (BOTH("op_strain_energy_sums_half",
+               c->op_strain_energy_sums_half(cpu, p.cop, 6, hc, chi, sc),
+               g->op_strain_energy_sums_half(gpu, p.gop, 6, hg, chi, sg)))
+        report("op_strain_energy_sums_half 6 fields", sg, sc, 36, TOL);
+    }
+    for (int f = 0; f < 6; f++) {
+      if (hc[f].data) c->hvec_destroy(cpu, &hc[f]);
+      if (hg[f].data) g->hvec_destroy(gpu, &hg[f]);
+    }
   }
 done:
   for (int f = 0; f < 6; f++) pv_destroy(&u[f]);
