@@ -302,8 +302,18 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
   return VOX_OK;
 }
 
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+                            const vox_solver_options *options, vox_solve_result *result);
+
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result) {
+  return vox_fem_solve_with_history(fem, load_case, u, NULL, options, result);
+}
+
+vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
+                                      vox_pcg_history *history,
+                                      const vox_solver_options *options,
+                                      vox_solve_result *result) {
   if (fem->grid.periodic) {
     /* the singular periodic system is consistent only for loads without
      * a translation part: exact loads have none, but their rounding has
@@ -315,7 +325,7 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
     }
     TRY(vox_mg_remove_translations(fem->mg, &fem->force[load_case]));
   }
-  return vox_fem_solve_rhs(fem, &fem->force[load_case], u, options, result);
+  return solve_rhs(fem, &fem->force[load_case], u, history, options, result);
 }
 
 vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_options *options,
@@ -331,12 +341,21 @@ vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_opti
 
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
                              const vox_solver_options *options, vox_solve_result *result) {
+  return solve_rhs(fem, f, u, NULL, options, result);
+}
+
+/* With prescribed values the solve is for the correction w = u - g, whose
+ * history is not kept: such a solve ignores the history. */
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+                            const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   vox_jacobi jacobi;
   vox_pcg_preconditioner pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
-  if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
+  if (!fem->has_lift)
+    return vox_pcg_solve_with_history(be, fem->op, &pc, f, u, history, options, &fem->pcg,
+                                      result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));

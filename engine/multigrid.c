@@ -355,6 +355,10 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
    * solve. A periodic hierarchy holds one coarsest node first. */
   if (mg->n_translations) TRY(hold_node(mg));
   TRY(be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
+  /* the coarse bounds of an earlier setup, where the options keep them */
+  const int refresh = mg->options.mg_bound_refresh;
+  const int keep_bounds = refresh > 1 && mg->setups % refresh != 0;
+  mg->setups++;
   for (int l = 0; l < mg->n_levels - 1; l++) {
     /* coarse levels use their own vectors, which setup does not need */
     vox_mg_level *lv = &mg->level[l];
@@ -363,6 +367,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
       lv->lambda_max = mg->fine_bound / CHEBYSHEV_UPPER;
       continue;
     }
+    if (keep_bounds) continue;
     TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
                : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }

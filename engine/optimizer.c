@@ -41,6 +41,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_solver_options_default(&o->solver);
   /* design iterations need less than an analysis: the design changes anyway */
   o->solver.rtol = 1e-6;
+  /* each solve starts from the best combination of the last two states:
+   * fewer CG iterations for one product more (docs/benchmarks.md) */
+  o->solver.start_history = 1;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
 }
