@@ -38,7 +38,9 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   }
   if (optimizing) /* 9 vectors per element, a displacement per load case, the filter */
     bytes += 9 * D * elements + n_cases * D * dofs + (2 * D + 1) * elements;
-  if (optimizing && !periodic && !prescribed) /* objective.c: the states' earlier solutions */
+  /* objective.c: the states' earlier solutions (a mechanism keeps them for
+   * its one state only; the optimizer passes it 3 cases: an upper bound) */
+  if (optimizing && !periodic && !prescribed)
     bytes += (double)solver->start_history * n_cases * D * dofs;
   return (size_t)(bytes * VOX_MEMORY_MARGIN) + VOX_MEMORY_MARGIN_BYTES;
 }

@@ -84,7 +84,8 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
   vox_optimize_result r;
   counted = 0;
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
-  check_plan(start_history ? "start history: " : "", (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1));
+  check_plan(start_history ? "start history: " : "",
+             (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1));
   vox_model_free(&m);
   be->ops = &counting_ops; /* destroy through the same table */
   vox_backend_destroy(be);

@@ -287,7 +287,8 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   const size_t n = fem->n_dofs;
   vox_vec x, exact, t;
-  be->ops->vec_create(be, n, &x), be->ops->vec_create(be, n, &exact), be->ops->vec_create(be, n, &t);
+  be->ops->vec_create(be, n, &x), be->ops->vec_create(be, n, &exact);
+  be->ops->vec_create(be, n, &t);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-12;
