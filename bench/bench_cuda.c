@@ -244,6 +244,9 @@ static int kernel_mode(int argc, char **argv) {
 /* The defaults' alternatives, from the environment:
  *   VOXFE_BENCH_SMOOTHING_STEPS=N  the Chebyshev degree;
  *   VOXFE_BENCH_MG_CYCLE=v|w       the multigrid cycle;
+ *   VOXFE_BENCH_MG_LEVELS=N        the number of multigrid levels (0: from the grid);
+ *   VOXFE_BENCH_START_HISTORY=N    earlier solutions in each solve's start (start_history);
+ *   VOXFE_BENCH_MG_BOUND_REFRESH=N coarse smoother bounds estimated every N-th setup;
  *   VOXFE_BENCH_HOST_SCALARS=1     CG's and the coarse Lanczos steps' scalars on the host
  *                                  (the backend's cg_* and stencil_lanczos left out). */
 static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
@@ -254,6 +257,12 @@ static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
     fprintf(stderr, "bench_cuda: VOXFE_BENCH_MG_CYCLE: expected v or w, got '%s'\n", cycle);
     exit(2);
   }
+  const char *levels = getenv("VOXFE_BENCH_MG_LEVELS");
+  if (levels) so->mg_levels = atoi(levels);
+  const char *history = getenv("VOXFE_BENCH_START_HISTORY");
+  if (history) so->start_history = atoi(history);
+  const char *refresh = getenv("VOXFE_BENCH_MG_BOUND_REFRESH");
+  if (refresh) so->mg_bound_refresh = atoi(refresh);
   const char *host = getenv("VOXFE_BENCH_HOST_SCALARS");
   if (host && atoi(host) > 0) {
     static vox_backend_ops ops;

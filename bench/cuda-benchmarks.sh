@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
 #   bench/cuda-benchmarks.sh BIN_DIR
-#     [kernel|vcycle|cantilever256|cycles256|cantilever512|bridge]...
+#     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge]...
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
 # prints its own table; nothing is written but under $OUT (when set).
 set -euo pipefail
@@ -22,6 +22,16 @@ for part in "$@"; do
     done ;;
   cycles256) # the default W-cycle against the V-cycle, and CG's scalars on the host
     for env in VOXFE_BENCH_MG_CYCLE=w VOXFE_BENCH_MG_CYCLE=v VOXFE_BENCH_HOST_SCALARS=1; do
+      env $env "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
+        256 ${ITER256:-100} mixed
+    done ;;
+  starts256) # the solves' start history and the kept coarse bounds against the plain setup
+    for env in "VOXFE_BENCH_START_HISTORY=0 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
+               "VOXFE_BENCH_START_HISTORY=1 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
+               "VOXFE_BENCH_START_HISTORY=2 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
+               "VOXFE_BENCH_START_HISTORY=0 VOXFE_BENCH_MG_BOUND_REFRESH=4" \
+               "VOXFE_BENCH_START_HISTORY=1 VOXFE_BENCH_MG_BOUND_REFRESH=4"; do
+      # shellcheck disable=SC2086 # two assignments in one word
       env $env "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
         256 ${ITER256:-100} mixed
     done ;;

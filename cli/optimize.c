@@ -127,6 +127,7 @@ static void format_adjoint_gpu(const void *value, char *buf, size_t size) {
 #define AT_LEAST(a) {a, INFINITY, 0, 0}
 #define COUNT {1, INT_MAX, 0, 0}
 #define ANY {-INFINITY, INFINITY, 0, 0}
+#define RANGE(a, b) {a, b, 0, 0}
 /* A number of the optimizer's, recorded in the history. */
 #define NUMBER(NAME, KIND, ARG, MEMBER, RANGE, HELP)                                    \
   {.name = NAME, .arg = ARG, .kind = KIND, .offset = AT(MEMBER), .range = RANGE,         \
@@ -198,6 +199,13 @@ static const cli_option options[] = {
     CLI_SOLVER_OPTIONS_DEFAULT(settings, opt.solver,
                                "relative residual at which a state solve has converged",
                                "1e-6; for a periodic cell's six solves " VOX_CELL_RTOL_TEXT),
+    NUMBER("start-history", CLI_INTEGER, "M", opt.solver.start_history, RANGE(0, 2),
+           "earlier states (0 to 2) that with the last one span each state solve's start, "
+           "at their energy-minimal combination; 0: the last state as it is"),
+    NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
+           "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
+           "iteration and keep them in between (a solve that breaks down with kept bounds is "
+           "redone with fresh ones; periodic cells: every iteration)"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "

@@ -302,8 +302,18 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
   return VOX_OK;
 }
 
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+                            const vox_solver_options *options, vox_solve_result *result);
+
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result) {
+  return vox_fem_solve_with_history(fem, load_case, u, NULL, options, result);
+}
+
+vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
+                                      vox_pcg_history *history,
+                                      const vox_solver_options *options,
+                                      vox_solve_result *result) {
   if (fem->grid.periodic) {
     /* the singular periodic system is consistent only for loads without
      * a translation part: exact loads have none, but their rounding has
@@ -315,7 +325,33 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
     }
     TRY(vox_mg_remove_translations(fem->mg, &fem->force[load_case]));
   }
-  return vox_fem_solve_rhs(fem, &fem->force[load_case], u, options, result);
+  return solve_rhs(fem, &fem->force[load_case], u, history, options, result);
+}
+
+/* A multigrid cycle whose coarse smoother bounds were kept from an earlier
+ * setup (options->mg_bound_refresh) can turn indefinite where the new
+ * operator's largest eigenvalue outgrew them. A solve that broke down
+ * with such a cycle is redone from where it stopped (from zero after a
+ * NaN) with the bounds estimated anew; its iterations add up. */
+static vox_status redo_with_fresh_bounds(vox_fem *fem, const vox_vec *b, vox_vec *x,
+                                         const vox_solver_options *options,
+                                         vox_solve_result *result) {
+  if (result->reason != VOX_DIVERGED_INDEFINITE && result->reason != VOX_DIVERGED_NAN)
+    return VOX_OK;
+  if (options->preconditioner != VOX_PC_MULTIGRID || !fem->mg || !fem->mg->bounds_kept)
+    return VOX_OK;
+  vox_backend *be = fem->be;
+  const int before = result->iterations;
+  if (result->reason == VOX_DIVERGED_NAN) TRY(be->ops->vec_set(be, x, 0));
+  fem->mg->setups = 0; /* the next setup estimates */
+  fem->mg_stale = 1;
+  fem->bound_redos++;
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
+  TRY(vox_pcg_solve(be, fem->op, &pc, b, x, options, &fem->pcg, result));
+  result->iterations += before;
+  return VOX_OK;
 }
 
 vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_options *options,
@@ -326,17 +362,28 @@ vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_opti
   vox_jacobi jacobi;
   vox_pcg_preconditioner pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
-  return vox_pcg_solve(fem->be, fem->op, &pc, &fem->output, v, options, &fem->pcg, result);
+  TRY(vox_pcg_solve(fem->be, fem->op, &pc, &fem->output, v, options, &fem->pcg, result));
+  return redo_with_fresh_bounds(fem, &fem->output, v, options, result);
 }
 
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
                              const vox_solver_options *options, vox_solve_result *result) {
+  return solve_rhs(fem, f, u, NULL, options, result);
+}
+
+/* With prescribed values the solve is for the correction w = u - g, whose
+ * history is not kept: such a solve ignores the history. */
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+                            const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   vox_jacobi jacobi;
   vox_pcg_preconditioner pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
-  if (!fem->has_lift) return vox_pcg_solve(be, fem->op, &pc, f, u, options, &fem->pcg, result);
+  if (!fem->has_lift) {
+    TRY(vox_pcg_solve_with_history(be, fem->op, &pc, f, u, history, options, &fem->pcg, result));
+    return redo_with_fresh_bounds(fem, f, u, options, result);
+  }
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
@@ -346,6 +393,7 @@ vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
   TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->op_zero_fixed(be, fem->op, &fem->correction));
   TRY(vox_pcg_solve(be, fem->op, &pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
+  TRY(redo_with_fresh_bounds(fem, &fem->rhs, &fem->correction, options, result));
   TRY(o->vec_copy(be, u, &fem->correction));
   return o->vec_axpy(be, u, 1, &fem->lift);
 }

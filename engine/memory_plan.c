@@ -43,6 +43,10 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   const double fields = periodic && vox_homog_half_fields(solver) ? n_cases * 2.0 * dofs + D * dofs
                                                                   : n_cases * D * dofs;
   if (optimizing) bytes += 9 * D * elements + fields + (2 * D + 1) * elements;
+  /* objective.c: the states' earlier solutions (a mechanism keeps them for
+   * its one state only; the optimizer passes it 3 cases: an upper bound) */
+  if (optimizing && !periodic && !prescribed)
+    bytes += (double)solver->start_history * n_cases * D * dofs;
   return (size_t)(bytes * VOX_MEMORY_MARGIN) + VOX_MEMORY_MARGIN_BYTES;
 }
 

@@ -212,6 +212,10 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
    * coarsest solve (not established). */
   const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
+  /* A periodic cell estimates its coarse bounds at every setup: keeping
+   * them was measured on the cantilever only, and the cell's singular
+   * levels have failed in ways the cantilever's have not (above). */
+  if (grid->periodic) mg->options.mg_bound_refresh = 1;
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];
@@ -355,6 +359,11 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
    * solve. A periodic hierarchy holds one coarsest node first. */
   if (mg->n_translations) TRY(hold_node(mg));
   TRY(be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
+  /* the coarse bounds of an earlier setup, where the options keep them */
+  const int refresh = mg->options.mg_bound_refresh;
+  const int keep_bounds = refresh > 1 && mg->setups % refresh != 0;
+  mg->setups++;
+  mg->bounds_kept = keep_bounds;
   for (int l = 0; l < mg->n_levels - 1; l++) {
     /* coarse levels use their own vectors, which setup does not need */
     vox_mg_level *lv = &mg->level[l];
@@ -363,6 +372,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
       lv->lambda_max = mg->fine_bound / CHEBYSHEV_UPPER;
       continue;
     }
+    if (keep_bounds) continue;
     TRY(l == 0 ? estimate_lambda_max(mg, l, work[0], work[1], work[2], work[3])
                : estimate_lambda_max(mg, l, &lv->r, &lv->d, &lv->b, &lv->x));
   }

@@ -25,6 +25,9 @@ typedef struct vox_multigrid {
   vox_mg_level *level;
   vox_solver_options options; /* smoother, sweeps, ... */
   double fine_bound;        /* an upper bound of lambda_max(D^-1 A) on level 0, or 0 */
+  int setups;               /* vox_mg_setup calls since the last estimate of the coarse
+                               bounds (options.mg_bound_refresh); 0: estimate at the next */
+  int bounds_kept;          /* the last setup kept an earlier setup's coarse bounds */
   /* Periodic grids: the rigid translations on the coarsest level's master
    * nodes, one unit vector per component, removed from the restricted
    * residual before the coarsest solve and from its solution (seed 003

@@ -15,6 +15,8 @@ struct vox_objective_state {
   double *weight;        /* n_cases; compliance only */
   int unit_weights;      /* every weight is 1: energies accumulate in place */
   vox_vec *u;            /* state of each load case */
+  vox_pcg_history *history; /* earlier states of each load case (the solves' start), made on
+                               the first evaluation with options->start_history > 0 */
   vox_vec v;             /* mechanism: the adjoint, K v = l */
   vox_vec w;             /* mechanism: u +- a v (polarisation) */
   vox_vec energy_minus;  /* mechanism: element energies of u - a v; weighted compliance:
@@ -28,6 +30,9 @@ void vox_objective_destroy(vox_objective_state *obj) {
   for (int c = 0; obj->u && c < obj->n_cases; c++)
     if (obj->u[c].data) be->ops->vec_destroy(be, &obj->u[c]);
   free(obj->u);
+  for (int c = 0; obj->history && c < obj->n_cases; c++)
+    vox_pcg_history_destroy(be, &obj->history[c]);
+  free(obj->history);
   vox_vec *v[] = {&obj->v, &obj->w, &obj->energy_minus};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
@@ -89,6 +94,23 @@ const vox_vec *vox_objective_state_vector(const vox_objective_state *obj, int c)
   return &obj->u[c];
 }
 
+/* The state's history for `options`, or NULL without one (also with
+ * prescribed values, whose solves do not use it: fem.h). */
+static vox_status state_history(vox_objective_state *obj, const vox_solver_options *options,
+                                int c, vox_pcg_history **out) {
+  *out = NULL;
+  if (options->start_history <= 0 || obj->fem->has_lift) return VOX_OK;
+  if (!obj->history) {
+    obj->history = calloc((size_t)obj->n_cases, sizeof *obj->history);
+    if (!obj->history) return vox_error(obj->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    for (int k = 0; k < obj->n_cases; k++)
+      TRY(vox_pcg_history_create(obj->fem->be, obj->fem->n_dofs, options->start_history,
+                                 &obj->history[k]));
+  }
+  *out = &obj->history[c];
+  return VOX_OK;
+}
+
 static void note_failure(const vox_solve_result *r, vox_solve_result *failed) {
   if (r->reason < 0 && failed->reason > 0) *failed = *r;
 }
@@ -102,7 +124,9 @@ static vox_status compliance(vox_objective_state *obj, const vox_solver_options 
   *value = 0;
   for (int c = 0; c < obj->n_cases; c++) {
     vox_solve_result r;
-    TRY(vox_fem_solve(fem, c, &obj->u[c], options, &r));
+    vox_pcg_history *history;
+    TRY(state_history(obj, options, c, &history));
+    TRY(vox_fem_solve_with_history(fem, c, &obj->u[c], history, options, &r));
     *cg += r.iterations;
     note_failure(&r, failed);
     double fu;
@@ -149,15 +173,17 @@ static vox_status output_displacement(vox_objective_state *obj, const vox_solver
   vox_fem *fem = obj->fem;
   vox_backend *be = fem->be;
   vox_solve_result r, ra;
+  vox_pcg_history *history;
+  TRY(state_history(obj, options, 0, &history));
   if (energy && obj->worker) {
     /* the adjoint on the other device while the state is solved here */
     TRY(vox_adjoint_worker_start(obj->worker, &fem->moduli, &obj->v, options));
-    vox_status s = vox_fem_solve(fem, 0, &obj->u[0], options, &r);
+    vox_status s = vox_fem_solve_with_history(fem, 0, &obj->u[0], history, options, &r);
     vox_status sa = vox_adjoint_worker_finish(obj->worker, &obj->v, &ra);
     TRY(s);
     TRY(sa);
   } else {
-    TRY(vox_fem_solve(fem, 0, &obj->u[0], options, &r));
+    TRY(vox_fem_solve_with_history(fem, 0, &obj->u[0], history, options, &r));
     if (energy) TRY(vox_fem_solve_adjoint(fem, &obj->v, options, &ra));
   }
   *cg += r.iterations;

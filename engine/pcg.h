@@ -33,4 +33,34 @@ vox_status vox_pcg_solve(vox_backend *be, vox_operator *op, const vox_pcg_precon
                          const vox_vec *b, vox_vec *x, const vox_solver_options *options,
                          vox_pcg_work *work, vox_solve_result *result);
 
+/* Earlier solutions of one right-hand side in a sequence of solves whose
+ * operator changes a little each time (the optimizer's design iterations).
+ * A solve with a history starts from the combination of its initial guess
+ * (the last solution) and these earlier ones that minimises the energy
+ * 1/2 x'Ax - b'x of the new operator over their span: the Galerkin
+ * projection of the new solution onto that span, the best start in the
+ * A-norm. On the 2:1:1 cantilever it extrapolates the design's trend:
+ * docs/engine.md. */
+enum { VOX_PCG_HISTORY_MAX = 2 };
+typedef struct vox_pcg_history {
+  vox_vec v[VOX_PCG_HISTORY_MAX];
+  int capacity; /* vectors allocated (0 to VOX_PCG_HISTORY_MAX) */
+  int count;    /* of them holding a solution */
+  int newest;   /* index of the newest; older ones follow cyclically */
+} vox_pcg_history;
+
+/* capacity 0 makes an empty history that solves as vox_pcg_solve. */
+vox_status vox_pcg_history_create(vox_backend *be, size_t n, int capacity, vox_pcg_history *h);
+void vox_pcg_history_destroy(vox_backend *be, vox_pcg_history *h);
+
+/* vox_pcg_solve from the best start in span{x, history} (above); the
+ * initial guess x then becomes the history's newest solution, and the
+ * oldest drops out. Costs one product with A per solution in the history
+ * and a few vector passes more than vox_pcg_solve. */
+vox_status vox_pcg_solve_with_history(vox_backend *be, vox_operator *op,
+                                      const vox_pcg_preconditioner *pc, const vox_vec *b,
+                                      vox_vec *x, vox_pcg_history *history,
+                                      const vox_solver_options *options, vox_pcg_work *work,
+                                      vox_solve_result *result);
+
 #endif

@@ -18,6 +18,8 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
   options->mg_cycle = VOX_MG_CYCLE_W; /* fastest on the H100: docs/benchmarks.md */
+  options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
+  options->mg_bound_refresh = 1;
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
@@ -109,6 +111,11 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE((unsigned)o->mg_cycle <= VOX_MG_CYCLE_W, "unknown multigrid cycle %d", (int)o->mg_cycle);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
+  REQUIRE(o->start_history >= 0 && o->start_history <= VOX_PCG_HISTORY_MAX,
+          "start history of %d solutions not in [0, %d]", o->start_history,
+          (int)VOX_PCG_HISTORY_MAX);
+  REQUIRE(o->mg_bound_refresh >= 0, "multigrid bound refresh %d must be >= 0",
+          o->mg_bound_refresh);
 #undef REQUIRE
   return VOX_OK;
 }

@@ -69,6 +69,10 @@ bad_options)
     "$OPTIMIZE" model.nc -o design.nc --filter nonsense
   expect_usage_error "--device nonsense" "--device: .*'nonsense'" \
     "$OPTIMIZE" model.nc -o design.nc --device nonsense
+  expect_usage_error "--start-history 3" "--start-history: .*\[0, 2\].*'3'" \
+    "$OPTIMIZE" model.nc -o design.nc --start-history 3
+  expect_usage_error "--mg-bound-refresh 0" "--mg-bound-refresh: .*'0'" \
+    "$OPTIMIZE" model.nc -o design.nc --mg-bound-refresh 0
   expect_usage_error "optimize: unknown option" "--no-such-option" \
     "$OPTIMIZE" model.nc -o design.nc --no-such-option
   expect_usage_error "optimize: missing -o" "-o" "$OPTIMIZE" model.nc

@@ -2,7 +2,9 @@
  * equal to R A P composed from the operators themselves, iteration counts
  * that do not grow with the grid, robustness to a 1e-9 stiffness contrast,
  * and the same solution as Jacobi-PCG, on grids not divisible by 2^levels;
- * the W-cycle symmetric, definite and no slower to converge than the V. */
+ * the W-cycle symmetric, definite and no slower to converge than the V;
+ * coarse smoother bounds kept between setups, and a solve redone with
+ * fresh ones when kept ones break it down. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +308,77 @@ static void test_w_cycle(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* mg_bound_refresh = 3: the coarse levels' smoother bounds are estimated
+ * at the first setup and every third one after, and kept in between (the
+ * Galerkin levels always new); solves with kept bounds reach the solution.
+ * A kept bound far below the operator's spectrum (set by hand here, five
+ * times too low) turns the cycle indefinite: the solve breaks down, is
+ * redone with fresh bounds (fem.c) and still reaches the solution. */
+static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cantilever(ctx, &m, 21, 11, 9);
+  const size_t ne = (size_t)vox_grid_elements(&m.grid), nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double *rho = malloc(ne * sizeof *rho), *u_ref = malloc(nd * sizeof *u_ref),
+         *u = malloc(nd * sizeof *u);
+  random_solid_void(rho, ne);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  opt.max_iterations = 10000;
+  opt.mg_levels = 4;
+  solve(ctx, be, &m, rho, &opt, u_ref); /* fresh bounds */
+  opt.mg_bound_refresh = 3;
+  vox_fem *fem;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  const vox_backend_ops *o = be->ops;
+  vox_vec r, uv;
+  CHECK_OK(ctx, o->vec_create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, o->vec_upload(be, &r, rho));
+  CHECK_OK(ctx, o->vec_create(be, fem->n_dofs, &uv));
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res)); /* all solid: setup 1 estimates */
+  CHECK(res.reason == VOX_CONVERGED_RTOL && !fem->mg->bounds_kept);
+  const double solid_l1 = fem->mg->level[1].lambda_max, solid_l2 = fem->mg->level[2].lambda_max;
+  CHECK_OK(ctx, o->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
+  double l1 = 0, l2 = 0;
+  for (int setup = 2; setup <= 4; setup++) { /* the 1e-9 contrast, set up anew each time */
+    CHECK_OK(ctx, vox_fem_update(fem));
+    CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
+    CHECK(res.reason == VOX_CONVERGED_RTOL);
+    CHECK(fem->mg->bounds_kept == (setup != 4));
+    if (setup < 4) {
+      CHECK(fem->mg->level[1].lambda_max == solid_l1 && fem->mg->level[2].lambda_max == solid_l2);
+    } else {
+      l1 = fem->mg->level[1].lambda_max, l2 = fem->mg->level[2].lambda_max;
+      CHECK(l1 != solid_l1 && l2 != solid_l2);
+    }
+    CHECK_OK(ctx, o->vec_download(be, &uv, u));
+    CHECK(relative_difference(u, u_ref, nd) <= 1e-7);
+  }
+  fprintf(stderr, "bounds kept: lambda_max of levels 1, 2: %.4f %.4f solid, %.4f %.4f at the "
+          "contrast\n", solid_l1, solid_l2, l1, l2);
+  CHECK(fem->bound_redos == 0);
+  /* bounds kept five times too low: the solve breaks down and is redone */
+  CHECK_OK(ctx, vox_fem_update(fem));
+  CHECK_OK(ctx, vox_mg_setup(fem->mg, &fem->inv_diag, (vox_vec *const[4]){&fem->pcg.r,
+                             &fem->pcg.z, &fem->pcg.p, &fem->pcg.q}));
+  fem->mg_stale = 0;
+  CHECK(fem->mg->bounds_kept);
+  for (int l = 1; l < 3; l++) fem->mg->level[l].lambda_max *= 0.2;
+  CHECK_OK(ctx, o->vec_set(be, &uv, 0));
+  CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
+  fprintf(stderr, "bounds kept too low: %d redo, %d CG iterations in all\n", fem->bound_redos,
+          res.iterations);
+  CHECK(res.reason == VOX_CONVERGED_RTOL && fem->bound_redos == 1 && !fem->mg->bounds_kept);
+  CHECK(fem->mg->level[1].lambda_max == l1 && fem->mg->level[2].lambda_max == l2);
+  CHECK_OK(ctx, o->vec_download(be, &uv, u));
+  CHECK(relative_difference(u, u_ref, nd) <= 1e-7);
+  o->vec_destroy(be, &r), o->vec_destroy(be, &uv);
+  vox_fem_destroy(fem);
+  free(rho), free(u_ref), free(u);
+  vox_model_free(&m);
+}
+
 static void test_levels(void) {
   const vox_grid g = {.nx = 96, .ny = 48, .nz = 48, .voxel_size = {1, 1, 1}};
   CHECK(vox_mg_levels_for(&g, 3, 0) == 4); /* 96 -> 48 -> 24 -> 12 */
@@ -326,6 +399,7 @@ int main(void) {
   test_grid_independence(ctx, be, VOX_SMOOTHER_CHEBYSHEV);
   test_contrast(ctx, be);
   test_w_cycle(ctx, be);
+  test_bound_refresh(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -1,7 +1,8 @@
 /* The optimizer's parts: compliance sensitivities against central finite
  * differences (plain and through the density filter), the filter's
  * normalisation and transpose, and the volume constraint after every OC
- * update of a short optimization. */
+ * update of a short optimization, and the same iterates whether the solves
+ * start from earlier solutions and keep earlier smoother bounds or not. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,68 @@ static void test_optimization(vox_context *ctx, vox_backend *be, vox_filter_type
   vox_model_free(&m);
 }
 
+typedef struct trace {
+  int n;
+  double objective[32];
+} trace;
+
+static int record(const vox_progress *p, void *user) {
+  trace *t = user;
+  if (t->n < 32) t->objective[t->n++] = p->objective;
+  return 0;
+}
+
+/* What the optimizer reuses from earlier design iterations only changes
+ * where CG starts (start_history: earlier solutions, pcg.h) and how it is
+ * preconditioned (mg_bound_refresh: the coarse smoother bounds of an
+ * earlier setup, on 3 levels so that level 1 has them): with a tight CG
+ * tolerance every iteration's compliance and the final design are those of
+ * the plain warm start with bounds estimated at every setup. Both load
+ * cases keep a history of their own. */
+static void test_reuse_same_iterates(vox_context *ctx, vox_backend *be) {
+  enum { RUNS = 4 };
+  const int history[RUNS] = {0, 1, 2, 0}, refresh[RUNS] = {1, 1, 4, 4};
+  trace t[RUNS] = {{0}};
+  double *density[RUNS];
+  int cg[RUNS];
+  for (int k = 0; k < RUNS; k++) {
+    vox_model m;
+    make_cantilever(ctx, &m, 8);
+    vox_optimizer_options opt;
+    vox_optimizer_options_default(&opt);
+    opt.volume_fraction = 0.25;
+    opt.max_iterations = 10;
+    opt.continuation = 0;
+    opt.change_tolerance = 0, opt.objective_tolerance = 0;
+    opt.solver.rtol = 1e-10;
+    opt.solver.mg_levels = 3;
+    opt.solver.start_history = history[k];
+    opt.solver.mg_bound_refresh = refresh[k];
+    vox_context_set_progress(ctx, record, &t[k]);
+    vox_optimize_result r;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+    vox_context_set_progress(ctx, NULL, NULL);
+    CHECK(r.iterations == 10 && t[k].n == 10);
+    cg[k] = r.total_cg_iterations;
+    const size_t ne = (size_t)vox_grid_elements(&m.grid);
+    density[k] = malloc(ne * sizeof *density[k]);
+    memcpy(density[k], m.density, ne * sizeof *density[k]);
+    if (k > 0) {
+      double worst = 0, dworst = 0;
+      for (int i = 0; i < 10; i++)
+        worst = fmax(worst, fabs(t[k].objective[i] - t[0].objective[i]) / t[0].objective[i]);
+      for (size_t e = 0; e < ne; e++) dworst = fmax(dworst, fabs(density[k][e] - density[0][e]));
+      fprintf(stderr, "start history %d, bounds every %d setups: %d CG iterations (%d with "
+              "neither), compliance within %.1e, densities within %.1e\n", history[k],
+              refresh[k], cg[k], cg[0], worst, dworst);
+      CHECK(worst <= 1e-8);
+      CHECK(dworst <= 1e-6);
+    }
+    vox_model_free(&m);
+  }
+  for (int k = 0; k < RUNS; k++) free(density[k]);
+}
+
 static void test_bad_options(vox_context *ctx, vox_backend *be) {
   vox_model m;
   make_cantilever(ctx, &m, 4);
@@ -217,6 +280,7 @@ int main(void) {
   test_sensitivities(ctx, be);
   test_optimization(ctx, be, VOX_FILTER_SENSITIVITY);
   test_optimization(ctx, be, VOX_FILTER_DENSITY);
+  test_reuse_same_iterates(ctx, be);
   test_bad_options(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

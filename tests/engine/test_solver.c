@@ -1,7 +1,8 @@
 /* The matrix-free PCG solve: a homogeneous bar in uniaxial tension against
  * its analytic stiffness EA/L, the residual really below the tolerance, a
  * prescribed displacement giving the analytic reaction, and a half model
- * with a symmetry plane against the whole. */
+ * with a symmetry plane against the whole, and the start of a solve from a
+ * history of earlier solutions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,86 @@ static void test_symmetry_plane(vox_context *ctx, vox_backend *be) {
   vox_model_free(&whole), vox_model_free(&half);
 }
 
+/* |K x - f| / |f| of the block's load case on the backend. */
+static double true_residual(vox_backend *be, vox_fem *fem, const vox_vec *x, vox_vec *t) {
+  double rr, ff;
+  be->ops->op_apply(be, fem->op, x, t, 0);
+  be->ops->vec_axpy(be, t, -1, &fem->force[0]);
+  be->ops->vec_dot(be, t, t, &rr);
+  be->ops->vec_dot(be, &fem->force[0], &fem->force[0], &ff);
+  return sqrt(rr / ff);
+}
+
+/* max |x - y| / max |y| on the host. */
+static double max_rel_diff(vox_backend *be, const vox_vec *x, const vox_vec *y, size_t n) {
+  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), d = 0, m = 0;
+  be->ops->vec_download(be, x, a), be->ops->vec_download(be, y, b);
+  for (size_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
+  free(a), free(b);
+  return d / m;
+}
+
+/* A solve with a history of earlier solutions (pcg.h) starts from the
+ * energy-minimal combination of its guess and the history: a history that
+ * holds a multiple of the solution gives it exactly (no CG iteration), a
+ * history of copies of one vector (a singular Gram matrix) changes nothing
+ * but the start, the guess goes into the history and the oldest drops out,
+ * and every solve ends at the solution to its tolerance. */
+static void test_history_start(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_symmetric_block(ctx, &m, 0);
+  vox_fem *fem;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  const size_t n = fem->n_dofs;
+  vox_vec x, exact, t;
+  be->ops->vec_create(be, n, &x), be->ops->vec_create(be, n, &exact);
+  be->ops->vec_create(be, n, &t);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  vox_solve_result r;
+  CHECK_OK(ctx, vox_fem_solve(fem, 0, &exact, &opt, &r)); /* from 0 */
+  const int plain_iterations = r.iterations;
+  CHECK(r.reason == VOX_CONVERGED_RTOL && plain_iterations > 3);
+
+  vox_pcg_history h;
+  CHECK_OK(ctx, vox_pcg_history_create(be, n, 2, &h));
+  /* first solve: an empty history, the guess 3 x* goes into it */
+  be->ops->vec_set(be, &x, 0), be->ops->vec_axpy(be, &x, 3, &exact);
+  opt.rtol = 1e-8;
+  CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
+  CHECK(r.reason == VOX_CONVERGED_RTOL && h.count == 1);
+  CHECK(max_rel_diff(be, &h.v[h.newest], &exact, n) > 1.9); /* it holds 3 x* */
+  CHECK(true_residual(be, fem, &x, &t) <= 1.0001e-8);
+  /* from 0 with 3 x* in the history: the start is x*, no iteration */
+  be->ops->vec_set(be, &x, 0);
+  CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
+  fprintf(stderr, "history start: %d CG iterations (%d from zero), |x - x*| / |x*| %.2e\n",
+          r.iterations, plain_iterations, max_rel_diff(be, &x, &exact, n));
+  CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations == 0);
+  CHECK(max_rel_diff(be, &x, &exact, n) <= 1e-10);
+  CHECK(h.count == 2); /* the zero guess is the newest now, 3 x* the older */
+  double zz;
+  be->ops->vec_dot(be, &h.v[h.newest], &h.v[h.newest], &zz);
+  CHECK(zz == 0);
+  /* a guess and a full history all equal to a rough vector: the Gram matrix
+   * has rank 1, the start is its best multiple, and CG still converges */
+  CHECK_OK(ctx, be->ops->vec_random(be, &x, 11));
+  for (int i = 0; i < 2; i++) {
+    be->ops->vec_copy(be, &h.v[i], &x);
+    be->ops->op_zero_fixed(be, fem->op, &h.v[i]);
+  }
+  be->ops->op_zero_fixed(be, fem->op, &x);
+  CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
+  CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations > 0);
+  CHECK(true_residual(be, fem, &x, &t) <= 1.0001e-8);
+  vox_pcg_history_destroy(be, &h);
+  CHECK(vox_pcg_history_create(be, n, VOX_PCG_HISTORY_MAX + 1, &h) == VOX_ERR_INVALID_ARGUMENT);
+  be->ops->vec_destroy(be, &x), be->ops->vec_destroy(be, &exact), be->ops->vec_destroy(be, &t);
+  vox_fem_destroy(fem);
+  vox_model_free(&m);
+}
+
 int main(void) {
   vox_context *ctx;
   vox_backend *be;
@@ -263,6 +344,7 @@ int main(void) {
   test_prescribed(ctx, be);
   test_conduction(ctx, be);
   test_symmetry_plane(ctx, be);
+  test_history_start(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

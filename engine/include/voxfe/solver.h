@@ -65,6 +65,15 @@ typedef struct vox_solver_options {
   vox_precision precision;
   vox_storage storage;
   vox_mg_cycle mg_cycle; /* multigrid only */
+  /* Sequences of solves (the optimizer's design iterations): earlier
+   * solutions kept per load case (0 to 2) that, with the last one, span the
+   * space each solve starts from, at the energy-minimal combination; 0: the
+   * last solution as it is. One fine-level vector and one product each. */
+  int start_history;
+  /* multigrid: the coarse levels' smoother bounds (16 Lanczos steps each)
+   * are estimated at every N-th setup and kept in between; 1 (or 0): at
+   * every setup */
+  int mg_bound_refresh;
 } vox_solver_options;
 
 typedef enum vox_convergence {
