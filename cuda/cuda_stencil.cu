@@ -16,6 +16,7 @@
  * and prolongation give the CPU's results bit for bit, and the product
  * differs from it only where nvcc contracts a multiply-add into an FMA. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <type_traits>
 
@@ -68,7 +69,7 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
  * symmetric diagonal scaling A = S A_hat S, S = diag(sqrt(a_ii)) / 2^6 per
  * dof, gives A_hat the diagonal 2^12 and |A_hat_ij| <= 2^12 (A is positive
  * definite), whatever the stiffness, so every value keeps FP16's relative
- * precision (2^-11) down to 6.1e-5 / 2^12 = 1.5e-8 of its row's and
+ * precision (11 bits) down to 6.1e-5 / 2^12 = 1.5e-8 of its row's and
  * column's diagonals; with a unit diagonal FP16's normal range would end at
  * 6.1e-5 of them, where the coupling of a void dof to a solid one (about
  * 1e-9 / sqrt(1e-9 * 1) = 3e-5 at a 1e-9 contrast) already lies, and
@@ -77,6 +78,22 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
  * stays in float, and the product is y = S (A_hat (S x)), summed in double.
  * A_hat is symmetric with the same stored half (block t of n against the
  * transposed block 26 - t of m).
+ *
+ * Rounded to nearest, equal rows round alike: where the coefficients are
+ * smooth (a uniform density, as at the optimizer's first iteration) every
+ * interior row has the same rounding error, so the errors add up coherently
+ * on the smooth vectors, and the rigid translations, which the operator
+ * annihilates away from the supports, get an energy of about 2^-12 of the
+ * diagonal, of either sign: more than the smallest eigenvalue of a level-1
+ * operator (about 1e-4 of it at 128 x 64 x 64), so the level turned
+ * indefinite and CG broke down at the cantilever's first solve (H100, 256 x
+ * 128 x 128). The values are therefore rounded stochastically: up or down
+ * to the neighbouring FP16 values with the probabilities that make the
+ * rounding unbiased, drawn from a hash of the value's index (reproducible).
+ * The errors are then independent, up to 2^-10 of a value instead of
+ * 2^-11, and average out on smooth vectors as they did at random densities.
+ * VOXFE_CUDA_FP16_ROUNDING=nearest rounds to nearest instead (for that
+ * comparison).
  *
  * The Galerkin products keep writing float (the next level's product reads
  * it, so the coarse operators, the coarsest one included, are the float
@@ -133,11 +150,27 @@ static __device__ __forceinline__ int64_t pack_neighbour(size_t n, int t, int64_
   return (kk * py + jj) * px + ii;
 }
 
+/* x in FP16: to nearest, or (dither) to one of its two FP16 neighbours with
+ * the probability that makes the rounding unbiased, from a hash of the
+ * value's index v (splitmix64's finaliser; 24 bits of it). */
+static __device__ __forceinline__ __half round_half(float x, size_t v, bool dither) {
+  if (!dither) return __float2half_rn(x);
+  const __half down = __float2half_rd(x), up = __float2half_ru(x);
+  const float fdown = __half2float(down), fup = __half2float(up);
+  if (fdown == fup) return down;
+  uint64_t z = (uint64_t)v + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const float u = (float)(z >> 40) * 0x1p-24f; /* uniform in [0, 1) */
+  return u * (fup - fdown) < x - fdown ? up : down;
+}
+
 /* Stored value v of the float storage a as A_hat = a / (s_n,r s_m,c). */
 template <int DPN, bool PERIODIC>
 static __device__ __forceinline__ __half pack_value(const float *a, const float *__restrict__ s,
                                                     size_t v, int64_t px, int64_t py,
-                                                    int64_t pz) {
+                                                    int64_t pz, bool dither) {
   constexpr int BS = DPN * DPN;
   const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
   const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
@@ -145,7 +178,8 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
   const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
   const double value = a[v];
   if (m < 0) return __float2half_rn(0.0f);
-  return __float2half_rn((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])));
+  return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), v,
+                    dither);
 }
 
 /* Values [0, count) (count <= PACK_FIRST), in one thread block: all read,
@@ -153,13 +187,14 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
 template <int DPN, bool PERIODIC>
 static __global__ void __launch_bounds__(PACK_THREADS)
     pack_first_kernel(float *a, const float *__restrict__ s, size_t count, int64_t px,
-                      int64_t py, int64_t pz) {
+                      int64_t py, int64_t pz, bool dither) {
   constexpr int PER = PACK_FIRST / PACK_THREADS;
   __half h[PER];
 #pragma unroll
   for (int q = 0; q < PER; q++) {
     const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
-    h[q] = v < count ? pack_value<DPN, PERIODIC>(a, s, v, px, py, pz) : __float2half_rn(0.0f);
+    h[q] = v < count ? pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither)
+                     : __float2half_rn(0.0f);
   }
   __syncthreads();
   __half *out = reinterpret_cast<__half *>(a);
@@ -174,11 +209,12 @@ static __global__ void __launch_bounds__(PACK_THREADS)
  * which earlier launches have read. */
 template <int DPN, bool PERIODIC>
 static __global__ void pack_range_kernel(float *a, const float *__restrict__ s, size_t lo,
-                                         size_t hi, int64_t px, int64_t py, int64_t pz) {
+                                         size_t hi, int64_t px, int64_t py, int64_t pz,
+                                         bool dither) {
   __half *out = reinterpret_cast<__half *>(a);
   VOX_GRID_STRIDE(q, hi - lo) {
     const size_t v = lo + q;
-    out[v] = pack_value<DPN, PERIODIC>(a, s, v, px, py, pz);
+    out[v] = pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither);
   }
 }
 
@@ -237,15 +273,18 @@ static vox_status pack_as(vox_backend *be, vox_stencil *st, bool pack) {
   float *a = st->value32;
   const size_t first = n < (size_t)PACK_FIRST ? n : (size_t)PACK_FIRST;
   if (pack) {
+    const char *rounding = getenv("VOXFE_CUDA_FP16_ROUNDING");
+    const bool dither = !(rounding && strcmp(rounding, "nearest") == 0);
     pack_scale_kernel<DPN><<<vox_cuda_grid(st->n_dofs), VOX_CUDA_THREADS>>>(a, st->scale,
                                                                             st->n_dofs);
     CUDA_LAUNCHED(be, "the FP16 stencil's scales");
-    pack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz);
+    pack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz,
+                                                          dither);
     CUDA_LAUNCHED(be, "packing a stencil into FP16");
     for (size_t lo = first; lo < n; lo *= 2) {
       const size_t hi = n - lo < lo ? n : 2 * lo;
       pack_range_kernel<DPN, PERIODIC><<<vox_cuda_grid(hi - lo), VOX_CUDA_THREADS>>>(
-          a, st->scale, lo, hi, px, py, pz);
+          a, st->scale, lo, hi, px, py, pz, dither);
       CUDA_LAUNCHED(be, "packing a stencil into FP16");
     }
     return VOX_OK;
