@@ -9,7 +9,8 @@
  *   a void one too, is held to FP16's rounding of its own terms (a void row
  *   lost to underflow would be off by its whole size); that the rounding is
  *   FP16's at all (above 1e-5: the level is not left in float); the
- *   diagonal, and the values read back, row by row; the Galerkin product
+ *   diagonal, and the values read back, row by row, and symmetric (the
+ *   centre blocks' pairs rounded alike); the Galerkin product
  *   of a packed level against the CPU's of the same FP16-rounded values.
  *   Elasticity and conduction on odd grids with a clamped face, and a
  *   periodic cell;
@@ -274,6 +275,22 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
     for (size_t i = 0; i < n; i++) zero[i] = 0;
     report_rows("fp16 values read back, row by row", row_diff, zero, row_sum, n, TOL_FP16,
                 is_cuda() ? FP16_SEEN : 0);
+    /* symmetric as stored: the centre blocks' (r, c) and (c, r) alike (the
+     * other blocks are stored once) */
+    double asym = 0;
+    for (size_t node = 0; node < n / (size_t)dpn; node++)
+      for (int row = 0; row < dpn; row++)
+        for (int col = 0; col < row; col++) {
+          const double *centre = packed + (node * 27 + 13) * bs;
+          asym = fmax(asym, fabs(centre[row * dpn + col] - centre[col * dpn + row]));
+        }
+    /* exactly on CUDA; the CPU backend (VOXFE_GPU_TEST_DEVICE=cpu) keeps its
+     * double Galerkin sums, symmetric to their rounding */
+    const double asym_tol = is_cuda() ? 0 : 1e-12 * dmax;
+    if (asym <= asym_tol)
+      ok_line("fp16 centre blocks symmetric", asym, asym_tol);
+    else
+      fail_line("fp16 centre blocks symmetric", "max |a_rc - a_cr| = %.3e", asym);
     /* the Galerkin product of the packed level (widened back to float
      * first) against the CPU's of the same FP16-rounded values */
     if (C_OK("stencil_upload", c->stencil_upload(cpu, cs, packed)) &&
