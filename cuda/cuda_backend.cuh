@@ -203,10 +203,13 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
 }
 
 /* FP16 storage of the smoothed coarse levels in MIXED precision
- * (VOXFE_CUDA_FP16_STENCILS; cuda_stencil.cu, "FP16 storage"): 1 when the
- * environment asks for it (or by default), 0 otherwise. */
-int vox_cuda_fp16_stencils(void);
-enum { VOX_CUDA_FP16_DEFAULT = 1 };
+ * (cuda_stencil.cu, "FP16 storage") for a level on `grid`:
+ * VOXFE_CUDA_FP16_STENCILS=1 on, =0 off; by default on for a grid that is
+ * not periodic (the cantilever: 0.115 against 0.122 s per design iteration
+ * on an H100) and off for a periodic cell (128^3: 22 against 12.5 CG
+ * iterations per field; docs/benchmarks.md). grid NULL: whether any grid
+ * may get it (the memory plan). */
+int vox_cuda_fp16_stencils(const vox_grid *grid);
 
 struct vox_stencil {
   vox_grid grid;

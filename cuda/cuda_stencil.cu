@@ -115,11 +115,11 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
 /* The first range: one thread block, which reads all of it before writing. */
 enum { PACK_FIRST = 4096, PACK_THREADS = 1024 };
 
-int vox_cuda_fp16_stencils(void) {
+int vox_cuda_fp16_stencils(const vox_grid *grid) {
   const char *env = getenv("VOXFE_CUDA_FP16_STENCILS");
   if (env && env[0] == '0' && !env[1]) return 0;
   if (env && env[0] == '1' && !env[1]) return 1;
-  return VOX_CUDA_FP16_DEFAULT;
+  return !grid || !grid->periodic;
 }
 
 /* s = sqrt(a_rr) / 2^6 of the float centre block (1 where it is not
@@ -387,7 +387,7 @@ vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dp
     st->value32 = (float *)p;
   else
     st->value = (double *)p;
-  if (mixed && vox_cuda_fp16_stencils()) {
+  if (mixed && vox_cuda_fp16_stencils(grid)) {
     s = vox_cuda_alloc(be, (void **)&st->scale, (st->n_dofs ? st->n_dofs : 1) * sizeof(float),
                        "a multigrid level's FP16 scales");
     if (s != VOX_OK) {
