@@ -578,7 +578,8 @@ static __global__ void __launch_bounds__(NB * DPN)
     const double *xm = x + m * DPN;
     double sx[DPN]; /* (S x) of node m */
 #pragma unroll
-    for (int c = 0; c < DPN; c++) sx[c] = SCALED ? xm[c] * (double)__ldg(scale + m * DPN + c) : xm[c];
+    for (int c = 0; c < DPN; c++)
+      sx[c] = SCALED ? xm[c] * (double)__ldg(scale + m * DPN + c) : xm[c];
     if (t >= VOX_CUDA_STENCIL_CENTRE) {
 #pragma unroll
       for (int c = 0; c < DPN; c++)
