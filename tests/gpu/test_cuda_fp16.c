@@ -465,10 +465,11 @@ static void test_uniform_solve(vox_context *gctx, int nx) {
   }
   if (ok) {
     report_scalar("compliance, fp16 on vs off", compliance[1], compliance[0], compliance[0], 1e-6);
-    if (its[1] > its[0] + its[0] / 4 + 2)
+    const int more = its[0] / 4 + 2; /* a quarter, and two for small counts */
+    if (its[1] > its[0] + more)
       fail_line("CG iterations", "fp16 on took %d, off %d", its[1], its[0]);
     else
-      ok_line("CG iterations, fp16 on within a quarter of off", its[1] - its[0], 0);
+      ok_line("CG iterations, fp16 on minus off", its[1] - its[0], more);
   }
   free(u);
   vox_model_free(&m);
