@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
 #   bench/cuda-benchmarks.sh BIN_DIR
-#     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge]...
+#     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge|fp16]...
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
 # prints its own table; nothing is written but under $OUT (when set).
 set -euo pipefail
@@ -43,6 +43,16 @@ for part in "$@"; do
       VOXFE_BIN="$bin/cli" DEVICE=cuda PRECISION=${PRECISION:-mixed} 2>&1 | tail -3)
     cp "$here/workflows/bridge/design.nc" "$out/bridge-design.nc" 2>/dev/null || true
     rm -rf "$d" ;;
+  fp16) # FP16 storage of the smoothed coarse levels (mixed precision) on and off
+    for f in 1 0; do
+      export VOXFE_CUDA_FP16_STENCILS=$f
+      echo "VOXFE_CUDA_FP16_STENCILS=$f"
+      "$bin/bench/bench_cuda" vcycle "$here/workflows/cantilever/cantilever.yaml" 256 mixed
+      "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 \
+        ${ITER256:-100} mixed
+      "$bin/bench/bench_cell" 128 cuda 0.3 ${ITERCELL:-25}
+    done
+    unset VOXFE_CUDA_FP16_STENCILS ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

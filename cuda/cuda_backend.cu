@@ -544,6 +544,9 @@ static vox_backend_ops make_ops(void) {
   o.device_memory = 1;
   o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
   o.stencil_blocks = VOX_CUDA_STENCIL_SLOTS;
+  /* the FP16 scales, counted for every grid where any may get them (a
+   * periodic cell by default does not: 4 bytes per coarse dof too many) */
+  o.stencil_mixed_dof_bytes = vox_cuda_fp16_stencils(NULL) ? (int)sizeof(float) : 0;
   o.memory = memory;
   o.vec_create = vec_create;
   o.vec_destroy = vec_destroy;

@@ -7,6 +7,7 @@
 #ifndef VOXFE_CUDA_BACKEND_CUH
 #define VOXFE_CUDA_BACKEND_CUH
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -179,8 +180,17 @@ static vox_status vox_cuda_finish_rows(vox_backend *be, const vox_vec *x, vox_ve
  * coarsest level keeps a CPU copy for the direct solve (cuda_coarse_solve.cu). */
 enum { VOX_CUDA_STENCIL_SLOTS = 14, VOX_CUDA_STENCIL_CENTRE = 13 };
 
+/* A stored value widened to double: double, float, or FP16 (whose scale
+ * the caller applies). */
+static __device__ __forceinline__ double vox_cuda_widen(double v) { return v; }
+static __device__ __forceinline__ double vox_cuda_widen(float v) { return (double)v; }
+static __device__ __forceinline__ double vox_cuda_widen(__half v) {
+  return (double)__half2float(v);
+}
+
 /* Entry (r, c) of block t of node n, whose neighbour at offset t is m (both
- * inside the grid), from the half storage `a`. */
+ * inside the grid), from the half storage `a` (double or float; FP16
+ * values are read by the product kernels only, cuda_stencil.cu). */
 template <int DPN, class V>
 static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restrict__ a, size_t n,
                                                                 size_t m, int t, int r, int c) {
@@ -191,6 +201,16 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
              : (double)a[(m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS +
                          c * DPN + r];
 }
+
+/* FP16 storage of the smoothed coarse levels in MIXED precision
+ * (cuda_stencil.cu, "FP16 storage") for a level on `grid`:
+ * VOXFE_CUDA_FP16_STENCILS=1 on, =0 off; by default on for a grid that is
+ * not periodic (the cantilever: 0.115 against 0.122 s per design iteration
+ * on an H100) and off for a periodic cell (128^3: 22 against 12.5 CG
+ * iterations per field; docs/benchmarks.md). grid NULL: whether any grid
+ * may get it (the memory plan). */
+int vox_cuda_fp16_stencils(const vox_grid *grid);
+
 struct vox_stencil {
   vox_grid grid;
   int dpn;
@@ -198,6 +218,14 @@ struct vox_stencil {
   vox_precision precision;
   double *value;           /* device, n_nodes * 14 * dpn^2, when DOUBLE */
   float *value32;          /* device, the same when MIXED */
+  /* FP16 storage (MIXED only): the Galerkin products write float into
+   * value32 (the next level's product reads it), and the first product
+   * that smooths with the level packs it in place into FP16 values
+   * A_hat = S^-1 A S^-1 in the first half of the same buffer, with
+   * S = diag(sqrt(a_ii)) per dof in `scale`: y = S (A_hat (S x)). */
+  int fp16;                /* the level is packed before its products */
+  int packed;              /* value32 holds FP16 values now (as __half) */
+  float *scale;            /* device, n_dofs: S, when fp16 */
   vox_stencil *host;       /* CPU backend stencil, made by stencil_factor */
   vox_vec host_b, host_x;  /* CPU backend vectors of the coarse solve */
   /* A small coarsest level's dense solve (cuda_coarse_solve.cu): */
@@ -286,6 +314,10 @@ vox_status vox_cuda_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_v
 vox_status vox_cuda_stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                      const vox_vec *x, vox_vec *r);
 vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
+/* FP16 storage (struct vox_stencil): pack a level marked fp16 that holds
+ * float values (a no-op otherwise), and the reverse (a no-op unless packed). */
+vox_status vox_cuda_stencil_pack(vox_backend *be, vox_stencil *st);
+vox_status vox_cuda_stencil_unpack(vox_backend *be, vox_stencil *st);
 vox_status vox_cuda_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
                                       const vox_vec *r_fine, vox_vec *r_coarse);
 vox_status vox_cuda_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,

@@ -366,6 +366,10 @@ static vox_status host_setup(vox_backend *be, vox_stencil *st) {
 }
 
 vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
+  /* the coarsest level is solved, not smoothed: it keeps its float values
+   * (cuda_stencil.cu, "FP16 storage") */
+  TRY(vox_cuda_stencil_unpack(be, st));
+  st->fp16 = 0;
   if (dense_fits(st)) return dense_factor(be, st);
   vox_backend *host = vox_cuda(be)->host;
   if (!st->host) TRY(host_setup(be, st));

@@ -384,6 +384,7 @@ vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_ste
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "Galerkin coarse operator: the fine operator has no moduli");
+  coarse->packed = 0; /* written in float (an FP16 level is packed before its products) */
   if (!coarse->n_nodes) return VOX_OK;
   if (op->grid.periodic && op->periodic_masters_fixed)
     return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
@@ -562,6 +563,11 @@ static vox_status launch_stencil_dpn(vox_backend *be, const vox_stencil *f, cons
 vox_status vox_cuda_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
   TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
   TRY(vox_cuda_stencil_factor_wait(be, coarse)); /* it may still read the values */
+  /* from the fine level's float values: the multigrid computes this product
+   * before the fine level's first smoothing packs it into FP16, so this
+   * only widens a level packed before (the FP16 values, scaled back) */
+  TRY(vox_cuda_stencil_unpack(be, fine));
+  coarse->packed = 0;
   if (!coarse->n_nodes) return VOX_OK;
   return fine->dpn == 3 ? launch_stencil_dpn<3>(be, fine, coarse)
                         : launch_stencil_dpn<1>(be, fine, coarse);

@@ -5,8 +5,10 @@
  * restriction R = P^T (engine/cpu/cpu_stencil.c is the reference).
  *
  * Storage is double, or float for VOX_PRECISION_MIXED (the preconditioner's
- * reduced-precision storage: half the memory traffic of the coarse levels).
- * Arithmetic is always double; a float value is widened when loaded.
+ * reduced-precision storage: half the memory traffic of the coarse levels),
+ * and in MIXED the levels that are smoothed are packed into scaled FP16
+ * values before their products (below, "FP16 storage"). Arithmetic is
+ * always double; a stored value is widened when loaded.
  *
  * Every kernel is a gather, one thread per dof it writes, so no two threads
  * write the same entry and no atomics are needed. Sums run in the order of
@@ -14,6 +16,9 @@
  * and prolongation give the CPU's results bit for bit, and the product
  * differs from it only where nvcc contracts a multiply-add into an FMA. */
 #include <stdlib.h>
+#include <string.h>
+
+#include <type_traits>
 
 #include "cuda_backend.cuh"
 
@@ -55,6 +60,302 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
                    "CUDA multigrid: %d dofs per node (1 or 3 supported)", dpn);
 }
 
+/* ---- FP16 storage ------------------------------------------------------------
+
+ * In MIXED precision a level that is smoothed stores its values in IEEE half
+ * precision, which halves the bytes of its products (the level-1 product is
+ * bound by them). Raw values cannot go to FP16: at a 1e-9 density contrast
+ * the void's entries lie far below its smallest normal number (6.1e-5). The
+ * symmetric diagonal scaling A = S A_hat S, S = diag(sqrt(a_ii)) / 2^6 per
+ * dof, gives A_hat the diagonal 2^12 and |A_hat_ij| <= 2^12 (A is positive
+ * definite), whatever the stiffness, so every value keeps FP16's relative
+ * precision (11 bits) down to 6.1e-5 / 2^12 = 1.5e-8 of its row's and
+ * column's diagonals; with a unit diagonal FP16's normal range would end at
+ * 6.1e-5 of them, where the coupling of a void dof to a solid one (about
+ * 1e-9 / sqrt(1e-9 * 1) = 3e-5 at a 1e-9 contrast) already lies, and
+ * would keep only an absolute 3e-8. The factor is a power of two, so it
+ * costs no rounding; the largest value, 4096, is far from FP16's 65504. S
+ * stays in float, and the product is y = S (A_hat (S x)), summed in double.
+ * A_hat is symmetric with the same stored half (block t of n against the
+ * transposed block 26 - t of m).
+ *
+ * Rounded to nearest, equal rows round alike: where the coefficients are
+ * smooth (a uniform density, as at the optimizer's first iteration) every
+ * interior row has the same rounding error, so the errors add up coherently
+ * on the smooth vectors, and the rigid translations, which the operator
+ * annihilates away from the supports, get an energy of about 2^-12 of the
+ * diagonal, of either sign: more than the smallest eigenvalue of a level-1
+ * operator (about 1e-4 of it at 128 x 64 x 64), so the level turned
+ * indefinite and CG broke down at the cantilever's first solve (H100, 256 x
+ * 128 x 128). The values are therefore rounded stochastically: up or down
+ * to the neighbouring FP16 values with the probabilities that make the
+ * rounding unbiased, drawn from a hash of the value's index (reproducible).
+ * The errors are then independent, up to 2^-10 of a value instead of
+ * 2^-11, and average out on smooth vectors as they did at random densities;
+ * the two values of a pair (r, c), (c, r) of a centre block take the same
+ * draw, so that the operator stays symmetric (with independent draws, a
+ * first version, the cell benchmark needed 1.8 times the CG iterations).
+ * VOXFE_CUDA_FP16_ROUNDING=nearest rounds to nearest instead (for that
+ * comparison).
+ *
+ * The Galerkin products keep writing float (the next level's product reads
+ * it, so the coarse operators, the coarsest one included, are the float
+ * chain's, not built from FP16 values: the coarsest level is factored, and
+ * of a periodic cell's singular operator float's rounding already left the
+ * translations an energy of the order of the void's stiffness, see
+ * engine/multigrid.c hold_node). The first product on the level packs it
+ * in place (`pack`): its scales from the float diagonal, then the FP16
+ * values into the first half of the float buffer, in launches over ranges
+ * [c, 2c) of values from the front, each of which writes only over floats
+ * that earlier launches have read (value i goes to bytes [2i, 2i + 2),
+ * float i/2). A Galerkin product or an upload writes float again, and a
+ * stencil that is factored (the coarsest) is never packed. The memory stays
+ * that of the float storage plus the scales (4 bytes per dof). */
+
+/* The first range: one thread block, which reads all of it before writing. */
+enum { PACK_FIRST = 4096, PACK_THREADS = 1024 };
+
+int vox_cuda_fp16_stencils(const vox_grid *grid) {
+  const char *env = getenv("VOXFE_CUDA_FP16_STENCILS");
+  if (env && env[0] == '0' && !env[1]) return 0;
+  if (env && env[0] == '1' && !env[1]) return 1;
+  return !grid || !grid->periodic;
+}
+
+/* s = sqrt(a_rr) / 2^6 of the float centre block (1 where it is not
+ * positive: a row of zeros, which then stays zero). */
+template <int DPN>
+static __global__ void pack_scale_kernel(const float *__restrict__ a, float *__restrict__ scale,
+                                         size_t n_dofs) {
+  VOX_GRID_STRIDE(dof, n_dofs) {
+    const size_t n = dof / DPN;
+    const int r = (int)(dof - n * DPN);
+    const float d = a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r];
+    scale[dof] = d > 0 && d < INFINITY ? sqrtf(d) * 0.015625f : 1.0f;
+  }
+}
+
+/* The centre blocks made exactly symmetric before packing: (r, c) and
+ * (c, r) are separate Galerkin sums, equal to float's rounding, and the
+ * product reads both; once equal, they round alike (pack_value). */
+template <int DPN>
+static __global__ void symmetrize_centre_kernel(float *__restrict__ a, size_t n_nodes) {
+  VOX_GRID_STRIDE(n, n_nodes) {
+    float *b = a + n * VOX_CUDA_STENCIL_SLOTS * DPN * DPN; /* slot 0 */
+#pragma unroll
+    for (int r = 1; r < DPN; r++)
+#pragma unroll
+      for (int c = 0; c < r; c++) {
+        const float mean = 0.5f * (b[r * DPN + c] + b[c * DPN + r]);
+        b[r * DPN + c] = b[c * DPN + r] = mean;
+      }
+  }
+}
+
+/* The node at offset t of node n, the way the product finds it; n itself for
+ * a periodic image's centre; -1 outside the grid (the block is zero). */
+template <bool PERIODIC>
+static __device__ __forceinline__ int64_t pack_neighbour(size_t n, int t, int64_t px, int64_t py,
+                                                         int64_t pz) {
+  int64_t i, j, k;
+  vox_cuda_node_coords(n, px, py, pz, i, j, k);
+  if (t == VOX_CUDA_STENCIL_CENTRE) return (int64_t)n;
+  int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+  if (PERIODIC) {
+    if (i == px - 1 || j == py - 1 || k == pz - 1) return -1; /* an image: centre only */
+    ii = wrap_master(ii, px - 1), jj = wrap_master(jj, py - 1), kk = wrap_master(kk, pz - 1);
+  } else if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) {
+    return -1;
+  }
+  return (kk * py + jj) * px + ii;
+}
+
+/* x in FP16: to nearest, or (dither) to one of its two FP16 neighbours with
+ * the probability that makes the rounding unbiased, from a hash of the
+ * value's index v (splitmix64's finaliser; 24 bits of it). */
+static __device__ __forceinline__ __half round_half(float x, size_t v, bool dither) {
+  if (!dither) return __float2half_rn(x);
+  const __half down = __float2half_rd(x), up = __float2half_ru(x);
+  const float fdown = __half2float(down), fup = __half2float(up);
+  if (fdown == fup) return down;
+  uint64_t z = (uint64_t)v + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  const float u = (float)(z >> 40) * 0x1p-24f; /* uniform in [0, 1) */
+  return u * (fup - fdown) < x - fdown ? up : down;
+}
+
+/* Stored value v of the float storage a as A_hat = a / (s_n,r s_m,c). */
+template <int DPN, bool PERIODIC>
+static __device__ __forceinline__ __half pack_value(const float *a, const float *__restrict__ s,
+                                                    size_t v, int64_t px, int64_t py,
+                                                    int64_t pz, bool dither) {
+  constexpr int BS = DPN * DPN;
+  const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
+  const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
+  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / BS % VOX_CUDA_STENCIL_SLOTS);
+  const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
+  const double value = a[v];
+  if (m < 0) return __float2half_rn(0.0f);
+  /* the centre block holds (r, c) and (c, r), made equal: the same draw
+   * rounds them alike, or the stored operator would not be symmetric (the
+   * other blocks are stored once) */
+  const size_t key =
+      t == VOX_CUDA_STENCIL_CENTRE && r > c ? v - (size_t)(e - (c * DPN + r)) : v;
+  return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), key,
+                    dither);
+}
+
+/* Values [0, count) (count <= PACK_FIRST), in one thread block: all read,
+ * then all written. */
+template <int DPN, bool PERIODIC>
+static __global__ void __launch_bounds__(PACK_THREADS)
+    pack_first_kernel(float *a, const float *__restrict__ s, size_t count, int64_t px,
+                      int64_t py, int64_t pz, bool dither) {
+  constexpr int PER = PACK_FIRST / PACK_THREADS;
+  __half h[PER];
+#pragma unroll
+  for (int q = 0; q < PER; q++) {
+    const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
+    h[q] = v < count ? pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither)
+                     : __float2half_rn(0.0f);
+  }
+  __syncthreads();
+  __half *out = reinterpret_cast<__half *>(a);
+#pragma unroll
+  for (int q = 0; q < PER; q++) {
+    const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
+    if (v < count) out[v] = h[q];
+  }
+}
+
+/* Values [lo, hi), hi <= 2 lo: they land on floats [lo/2, hi/2), below lo,
+ * which earlier launches have read. */
+template <int DPN, bool PERIODIC>
+static __global__ void pack_range_kernel(float *a, const float *__restrict__ s, size_t lo,
+                                         size_t hi, int64_t px, int64_t py, int64_t pz,
+                                         bool dither) {
+  __half *out = reinterpret_cast<__half *>(a);
+  VOX_GRID_STRIDE(q, hi - lo) {
+    const size_t v = lo + q;
+    out[v] = pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither);
+  }
+}
+
+/* The reverse, for a packed stencil that must be float again (a Galerkin
+ * product reads it, or it is factored): ranges from the back, each reading
+ * FP16 values [lo, hi) (bytes [2 lo, 2 hi)) and writing floats [lo, hi)
+ * (bytes [4 lo, 4 hi)), which held only values of the ranges above, already
+ * read; [0, PACK_FIRST) last, in one thread block. */
+template <int DPN, bool PERIODIC>
+static __device__ __forceinline__ float unpack_value(const __half *h, const float *__restrict__ s,
+                                                     size_t v, int64_t px, int64_t py,
+                                                     int64_t pz) {
+  constexpr int BS = DPN * DPN;
+  const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
+  const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
+  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / BS % VOX_CUDA_STENCIL_SLOTS);
+  const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
+  if (m < 0) return 0.0f;
+  return (float)((double)__half2float(h[v]) * (double)s[n * DPN + r] * (double)s[m * DPN + c]);
+}
+
+template <int DPN, bool PERIODIC>
+static __global__ void unpack_range_kernel(float *a, const float *__restrict__ s, size_t lo,
+                                           size_t hi, int64_t px, int64_t py, int64_t pz) {
+  const __half *in = reinterpret_cast<const __half *>(a);
+  VOX_GRID_STRIDE(q, hi - lo) {
+    const size_t v = lo + q;
+    a[v] = unpack_value<DPN, PERIODIC>(in, s, v, px, py, pz);
+  }
+}
+
+template <int DPN, bool PERIODIC>
+static __global__ void __launch_bounds__(PACK_THREADS)
+    unpack_first_kernel(float *a, const float *__restrict__ s, size_t count, int64_t px,
+                        int64_t py, int64_t pz) {
+  constexpr int PER = PACK_FIRST / PACK_THREADS;
+  const __half *in = reinterpret_cast<const __half *>(a);
+  float f[PER];
+#pragma unroll
+  for (int q = 0; q < PER; q++) {
+    const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
+    f[q] = v < count ? unpack_value<DPN, PERIODIC>(in, s, v, px, py, pz) : 0.0f;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int q = 0; q < PER; q++) {
+    const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
+    if (v < count) a[v] = f[q];
+  }
+}
+
+template <int DPN, bool PERIODIC>
+static vox_status pack_as(vox_backend *be, vox_stencil *st, bool pack) {
+  const size_t n = stencil_values(st);
+  const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
+  float *a = st->value32;
+  const size_t first = n < (size_t)PACK_FIRST ? n : (size_t)PACK_FIRST;
+  if (pack) {
+    const char *rounding = getenv("VOXFE_CUDA_FP16_ROUNDING");
+    const bool dither = !(rounding && strcmp(rounding, "nearest") == 0);
+    if (DPN > 1) {
+      symmetrize_centre_kernel<DPN><<<vox_cuda_grid(st->n_nodes), VOX_CUDA_THREADS>>>(
+          a, st->n_nodes);
+      CUDA_LAUNCHED(be, "symmetrizing a stencil's centre blocks");
+    }
+    pack_scale_kernel<DPN><<<vox_cuda_grid(st->n_dofs), VOX_CUDA_THREADS>>>(a, st->scale,
+                                                                            st->n_dofs);
+    CUDA_LAUNCHED(be, "the FP16 stencil's scales");
+    pack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz,
+                                                          dither);
+    CUDA_LAUNCHED(be, "packing a stencil into FP16");
+    for (size_t lo = first; lo < n; lo *= 2) {
+      const size_t hi = n - lo < lo ? n : 2 * lo;
+      pack_range_kernel<DPN, PERIODIC><<<vox_cuda_grid(hi - lo), VOX_CUDA_THREADS>>>(
+          a, st->scale, lo, hi, px, py, pz, dither);
+      CUDA_LAUNCHED(be, "packing a stencil into FP16");
+    }
+    return VOX_OK;
+  }
+  size_t top = first; /* the start of the last range */
+  while (top < n && n - top > top) top *= 2;
+  for (size_t lo = top; lo >= first && lo < n; lo /= 2) {
+    const size_t hi = n - lo < lo ? n : 2 * lo;
+    unpack_range_kernel<DPN, PERIODIC><<<vox_cuda_grid(hi - lo), VOX_CUDA_THREADS>>>(
+        a, st->scale, lo, hi, px, py, pz);
+    CUDA_LAUNCHED(be, "unpacking an FP16 stencil");
+    if (lo == first) break;
+  }
+  unpack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz);
+  CUDA_LAUNCHED(be, "unpacking an FP16 stencil");
+  return VOX_OK;
+}
+
+static vox_status pack_dispatch(vox_backend *be, vox_stencil *st, bool pack) {
+  TRY(check_dpn(be, st->dpn));
+  if (!st->n_nodes) return VOX_OK;
+  if (st->dpn == 3)
+    return st->grid.periodic ? pack_as<3, true>(be, st, pack) : pack_as<3, false>(be, st, pack);
+  return st->grid.periodic ? pack_as<1, true>(be, st, pack) : pack_as<1, false>(be, st, pack);
+}
+
+vox_status vox_cuda_stencil_pack(vox_backend *be, vox_stencil *st) {
+  if (!st->fp16 || st->packed) return VOX_OK;
+  TRY(vox_cuda_stencil_factor_wait(be, st)); /* a factorisation may still read the values */
+  TRY(pack_dispatch(be, st, true));
+  st->packed = 1;
+  return VOX_OK;
+}
+
+vox_status vox_cuda_stencil_unpack(vox_backend *be, vox_stencil *st) {
+  if (!st->packed) return VOX_OK;
+  TRY(pack_dispatch(be, st, false));
+  st->packed = 0;
+  return VOX_OK;
+}
+
 /* ---- create, destroy, upload, download ------------------------------------- */
 
 vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
@@ -86,6 +387,16 @@ vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dp
     st->value32 = (float *)p;
   else
     st->value = (double *)p;
+  if (mixed && vox_cuda_fp16_stencils(grid)) {
+    s = vox_cuda_alloc(be, (void **)&st->scale, (st->n_dofs ? st->n_dofs : 1) * sizeof(float),
+                       "a multigrid level's FP16 scales");
+    if (s != VOX_OK) {
+      vox_cuda_free(p);
+      free(st);
+      return s;
+    }
+    st->fp16 = 1;
+  }
   *out = st;
   return VOX_OK;
 }
@@ -95,6 +406,7 @@ void vox_cuda_stencil_destroy(vox_backend *be, vox_stencil *st) {
   vox_cuda_stencil_factor_free(be, st);
   vox_cuda_free(st->value);
   vox_cuda_free(st->value32);
+  vox_cuda_free(st->scale);
   free(st);
 }
 
@@ -124,20 +436,37 @@ static vox_status upload_as(vox_backend *be, vox_stencil *st, V *dst, const doub
 
 vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
   TRY(vox_cuda_stencil_factor_wait(be, st)); /* a factorisation may still read the values */
+  st->packed = 0; /* float again; packed before the next product */
   return st->value ? upload_as(be, st, st->value, host) : upload_as(be, st, st->value32, host);
 }
 
 /* Download: the stored half, then the 27 blocks, those before the centre as
  * the transposes of their neighbours' (zero towards outside the grid). */
+static double host_widen(double v) { return v; }
+static double host_widen(float v) { return (double)v; }
+static double host_widen(__half v) { return (double)__half2float(v); }
+
+/* A packed (FP16) stencil's values are A_hat; times the scales of the row's
+ * and the column's dofs, read from the host copy `scale` (NULL: 1). */
 template <class V>
 static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *src,
                               double *host) {
   const int dpn = st->dpn;
   const size_t bs = (size_t)(dpn * dpn), n = stencil_values(st);
   V *half = (V *)malloc((n ? n : 1) * sizeof *half);
+  float *scale = NULL;
   if (!half) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status s = vox_cuda_check(
       be, cudaMemcpy(half, src, n * sizeof *half, cudaMemcpyDeviceToHost), "downloading a stencil");
+  if (s == VOX_OK && st->packed) {
+    scale = (float *)malloc((st->n_dofs ? st->n_dofs : 1) * sizeof *scale);
+    if (!scale) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    if (s == VOX_OK)
+      s = vox_cuda_check(be,
+                         cudaMemcpy(scale, st->scale, st->n_dofs * sizeof *scale,
+                                    cudaMemcpyDeviceToHost),
+                         "downloading a stencil's FP16 scales");
+  }
   const int64_t px = st->grid.nx + 1, py = st->grid.ny + 1, pz = st->grid.nz + 1;
   for (size_t node = 0; s == VOX_OK && node < st->n_nodes; node++) {
     const int64_t i = (int64_t)node % px, j = (int64_t)node / px % py,
@@ -155,23 +484,35 @@ static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *s
           !image && ii >= 0 && ii < px && jj >= 0 && jj < py && kk >= 0 && kk < pz;
       if (t >= VOX_CUDA_STENCIL_CENTRE) {
         const V *own = half + (node * VOX_CUDA_STENCIL_SLOTS + (size_t)(t - 13)) * bs;
-        for (size_t e = 0; e < bs; e++) out[e] = (double)own[e];
+        /* the column's node: the neighbour, or the node itself (centre) */
+        const size_t m = t == VOX_CUDA_STENCIL_CENTRE ? node
+                         : inside                     ? (size_t)((kk * py + jj) * px + ii)
+                                                      : node;
+        for (size_t e = 0; e < bs; e++)
+          out[e] = host_widen(own[e]) *
+                   (scale ? (double)scale[node * dpn + e / dpn] * scale[m * dpn + e % dpn] : 1.0);
       } else if (inside) {
         const size_t m = (size_t)((kk * py + jj) * px + ii);
         const V *theirs = half + (m * VOX_CUDA_STENCIL_SLOTS + (size_t)(13 - t)) * bs;
         for (int r = 0; r < dpn; r++)
-          for (int c = 0; c < dpn; c++) out[r * dpn + c] = (double)theirs[c * dpn + r];
+          for (int c = 0; c < dpn; c++)
+            out[r * dpn + c] =
+                host_widen(theirs[c * dpn + r]) *
+                (scale ? (double)scale[node * dpn + r] * scale[m * dpn + c] : 1.0);
       } else {
         for (size_t e = 0; e < bs; e++) out[e] = 0;
       }
     }
   }
   free(half);
+  free(scale);
   return s;
 }
 
 vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host) {
-  return st->value ? download_as(be, st, st->value, host) : download_as(be, st, st->value32, host);
+  if (st->value) return download_as(be, st, st->value, host);
+  return st->packed ? download_as(be, st, (const __half *)st->value32, host)
+                    : download_as(be, st, st->value32, host);
 }
 
 /* ---- product and diagonal ---------------------------------------------------- */
@@ -196,15 +537,24 @@ template <int DPN> struct apply_shape {
 
 template <int DPN, class V, int NB, int MODE, bool PERIODIC = false>
 static __global__ void __launch_bounds__(NB * DPN)
-    stencil_apply_kernel(const V *__restrict__ a, const double *__restrict__ x,
-                         double *__restrict__ y, int64_t px, int64_t py, int64_t pz,
-                         size_t n_nodes, row_epilogue e) {
+    stencil_apply_kernel(const V *__restrict__ a, const float *__restrict__ scale,
+                         const double *__restrict__ x, double *__restrict__ y, int64_t px,
+                         int64_t py, int64_t pz, size_t n_nodes, row_epilogue e) {
   constexpr int BS = DPN * DPN, ROW = VOX_CUDA_STENCIL_SLOTS * BS;
+  /* FP16 values are A_hat: y = S (A_hat (S x)) with the per-dof scales */
+  constexpr bool SCALED = std::is_same<V, __half>::value;
   __shared__ V s_a[NB * ROW];
   const size_t first = (size_t)blockIdx.x * NB;
   const int nodes = n_nodes - first < (size_t)NB ? (int)(n_nodes - first) : NB;
   const int local = threadIdx.x / DPN, r = threadIdx.x - local * DPN;
-  for (int idx = threadIdx.x; idx < nodes * ROW; idx += NB * DPN) s_a[idx] = a[first * ROW + idx];
+  if constexpr (SCALED) { /* ROW is even: copied two values (one 32-bit word) at a time */
+    const uint32_t *src = reinterpret_cast<const uint32_t *>(a + first * ROW);
+    uint32_t *dst = reinterpret_cast<uint32_t *>(s_a);
+    for (int idx = threadIdx.x; idx < nodes * ROW / 2; idx += NB * DPN) dst[idx] = src[idx];
+  } else {
+    for (int idx = threadIdx.x; idx < nodes * ROW; idx += NB * DPN)
+      s_a[idx] = a[first * ROW + idx];
+  }
   __syncthreads();
   if (local >= nodes) return;
   const size_t n = first + local;
@@ -226,28 +576,35 @@ static __global__ void __launch_bounds__(NB * DPN)
     }
     const size_t m = (size_t)((kk * py + jj) * px + ii);
     const double *xm = x + m * DPN;
+    double sx[DPN]; /* (S x) of node m */
+#pragma unroll
+    for (int c = 0; c < DPN; c++)
+      sx[c] = SCALED ? xm[c] * (double)__ldg(scale + m * DPN + c) : xm[c];
     if (t >= VOX_CUDA_STENCIL_CENTRE) {
 #pragma unroll
       for (int c = 0; c < DPN; c++)
-        s += (double)row[(t - VOX_CUDA_STENCIL_CENTRE) * BS + c] * xm[c];
+        s += vox_cuda_widen(row[(t - VOX_CUDA_STENCIL_CENTRE) * BS + c]) * sx[c];
     } else {
       const V *col = a + (m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS + r;
 #pragma unroll
-      for (int c = 0; c < DPN; c++) s += (double)col[c * DPN] * xm[c];
+      for (int c = 0; c < DPN; c++) s += vox_cuda_widen(col[c * DPN]) * sx[c];
     }
   }
+  if (SCALED) s *= (double)__ldg(scale + n * DPN + r);
   row_out<MODE>((int64_t)(n * DPN + r), s, x, y, e); /* y = s, or a fused step's update */
 }
 
 /* d = the diagonal of the centre blocks (t = 13). */
 template <int DPN, class V>
 static __global__ void __launch_bounds__(THREADS)
-    stencil_diagonal_kernel(const V *__restrict__ a, double *__restrict__ d, size_t n_dofs) {
+    stencil_diagonal_kernel(const V *__restrict__ a, const float *__restrict__ scale,
+                            double *__restrict__ d, size_t n_dofs) {
   const size_t dof = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (dof >= n_dofs) return;
   const size_t n = dof / DPN;
   const int r = (int)(dof - n * DPN);
-  d[dof] = (double)a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r]; /* slot 0 */
+  const double v = vox_cuda_widen(a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r]); /* slot 0 */
+  d[dof] = std::is_same<V, __half>::value ? v * (double)scale[dof] * (double)scale[dof] : v;
 }
 
 template <int DPN, int MODE, class V>
@@ -258,13 +615,13 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
   if (st->grid.periodic)
     stencil_apply_kernel<DPN, V, S::NB, MODE, true>
         <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
-            a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes,
-            e);
+            a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
+            st->n_nodes, e);
   else
     stencil_apply_kernel<DPN, V, S::NB, MODE>
         <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
-            a, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1, st->n_nodes,
-            e);
+            a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
+            st->n_nodes, e);
   CUDA_LAUNCHED(be, MODE == ROW_PRODUCT ? "the stencil product kernel"
                     : MODE == ROW_SMOOTH ? "the fused stencil smoothing step"
                                          : "the fused stencil residual");
@@ -272,24 +629,29 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
 }
 
 /* The product with the epilogue MODE (row_out), in the stencil's storage
- * precision. */
+ * precision; an FP16 level is packed first (once after each Galerkin
+ * product). */
+template <int DPN, int MODE>
+static vox_status apply_dpn(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y,
+                            const row_epilogue &e) {
+  if (st->value) return apply_as<DPN, MODE>(be, st->value, st, x, y, e);
+  if (st->packed) return apply_as<DPN, MODE>(be, (const __half *)st->value32, st, x, y, e);
+  return apply_as<DPN, MODE>(be, st->value32, st, x, y, e);
+}
+
 template <int MODE>
 static vox_status apply_mode(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y,
                              const row_epilogue &e) {
-  if (st->dpn == 3)
-    return st->value ? apply_as<3, MODE>(be, st->value, st, x, y, e)
-                     : apply_as<3, MODE>(be, st->value32, st, x, y, e);
-  if (st->dpn == 1)
-    return st->value ? apply_as<1, MODE>(be, st->value, st, x, y, e)
-                     : apply_as<1, MODE>(be, st->value32, st, x, y, e);
-  return check_dpn(be, st->dpn);
+  TRY(check_dpn(be, st->dpn));
+  TRY(vox_cuda_stencil_pack(be, st));
+  return st->dpn == 3 ? apply_dpn<3, MODE>(be, st, x, y, e) : apply_dpn<1, MODE>(be, st, x, y, e);
 }
 
 template <int DPN, class V>
 static vox_status diagonal_as(vox_backend *be, const V *a, const vox_stencil *st, vox_vec *d) {
   if (!st->n_dofs) return VOX_OK;
   stencil_diagonal_kernel<DPN, V><<<vox_cuda_blocks(st->n_dofs, THREADS), THREADS>>>(
-      a, d->data, st->n_dofs);
+      a, st->scale, d->data, st->n_dofs);
   CUDA_LAUNCHED(be, "the stencil diagonal kernel");
   return VOX_OK;
 }
@@ -312,12 +674,18 @@ vox_status vox_cuda_stencil_residual(vox_backend *be, vox_stencil *st, const vox
   return apply_mode<ROW_RESIDUAL>(be, st, x, r, e);
 }
 
+/* The diagonal of the values as they are stored now (float after a Galerkin
+ * product; the multigrid reads it before the level is packed). */
+template <int DPN>
+static vox_status diagonal_dpn(vox_backend *be, vox_stencil *st, vox_vec *d) {
+  if (st->value) return diagonal_as<DPN>(be, st->value, st, d);
+  if (st->packed) return diagonal_as<DPN>(be, (const __half *)st->value32, st, d);
+  return diagonal_as<DPN>(be, st->value32, st, d);
+}
+
 vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d) {
-  if (st->dpn == 3)
-    return st->value ? diagonal_as<3>(be, st->value, st, d) : diagonal_as<3>(be, st->value32, st, d);
-  if (st->dpn == 1)
-    return st->value ? diagonal_as<1>(be, st->value, st, d) : diagonal_as<1>(be, st->value32, st, d);
-  return check_dpn(be, st->dpn);
+  TRY(check_dpn(be, st->dpn));
+  return st->dpn == 3 ? diagonal_dpn<3>(be, st, d) : diagonal_dpn<1>(be, st, d);
 }
 
 /* ---- grid transfers ------------------------------------------------------------ */

@@ -146,6 +146,9 @@ typedef struct vox_backend_ops {
   /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
    * where the backend keeps only those not implied by symmetry. */
   int stencil_blocks;
+  /* Bytes per dof that a VOX_PRECISION_MIXED stencil allocates beside its
+   * values (the CUDA backend's FP16 scales, cuda/README.md); 0 for none. */
+  int stencil_mixed_dof_bytes;
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 

@@ -25,12 +25,15 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   if (periodic) bytes += D * elements + (optimizing ? 0 : n_cases * D * dofs);
   if (solver->preconditioner == VOX_PC_MULTIGRID) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
-    const double value = solver->precision == VOX_PRECISION_MIXED ? sizeof(float) : D;
+    const int mixed = solver->precision == VOX_PRECISION_MIXED;
+    const double value = mixed ? sizeof(float) : D;
+    /* an FP16-packed level keeps the float buffer and adds its scales */
+    const double per_dof = mixed ? be->ops->stencil_mixed_dof_bytes : 0;
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
       if (l > 0) /* the stencil, inv_diag, b, x */
-        bytes += be->ops->stencil_blocks * dpn * n * value + 3 * D * n;
+        bytes += be->ops->stencil_blocks * dpn * n * value + per_dof * n + 3 * D * n;
       if (l < levels - 1) bytes += (l > 0 ? 2 : 1) * D * n;   /* r (level 0: CG's q), d */
       if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs)
         bytes += 2 * D * n * n; /* L and L^-1 */
