@@ -6,8 +6,8 @@
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
  * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
- * VOXFE_BENCH_RTOL sets CG's relative tolerance (default 1e-6, the
- * optimizer's; voxfe-optimize takes VOX_CELL_RTOL for a cell);
+ * VOXFE_BENCH_RTOL sets CG's relative tolerance (default VOX_CELL_RTOL,
+ * 1e-2, as voxfe-optimize takes for a cell);
  * VOXFE_BENCH_START=seed003 starts from seed 003's trigonometric family with
  * reflect6 symmetry instead of the cosine field (cell_problem.h);
  * VOXFE_BENCH_FILTER=density filters the density instead of the
@@ -98,6 +98,7 @@ int main(int argc, char **argv) {
   vox_optimizer_options opt = problem.opt;
   opt.max_iterations = atoi(argv[4]);
   opt.solver.precision = precision;
+  opt.solver.rtol = VOX_CELL_RTOL; /* voxfe-optimize's for a cell */
   const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance */
   if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
   const char *filter = getenv("VOXFE_BENCH_FILTER"); /* sensitivity (default) or density */
