@@ -204,11 +204,12 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
 
 /* FP16 storage of the smoothed coarse levels in MIXED precision
  * (cuda_stencil.cu, "FP16 storage") for a level on `grid`:
- * VOXFE_CUDA_FP16_STENCILS=1 on, =0 off; by default on for a grid that is
- * not periodic (the cantilever: 0.115 against 0.122 s per design iteration
- * on an H100) and off for a periodic cell (128^3: 22 against 12.5 CG
- * iterations per field; docs/benchmarks.md). grid NULL: whether any grid
- * may get it (the memory plan). */
+ * VOXFE_CUDA_FP16_STENCILS=1 on, off by default: faster on the 256 x 128 x
+ * 128 cantilever (0.115 against 0.122 s per design iteration on an H100),
+ * but level 1 turned indefinite at design iteration 7 of the 512 x 256 x
+ * 256 cantilever (CG broke down), and a periodic cell needs more CG (128^3:
+ * 22 against 12.5 iterations per field; docs/benchmarks.md). grid NULL:
+ * whether any grid may get it (the memory plan). */
 int vox_cuda_fp16_stencils(const vox_grid *grid);
 
 struct vox_stencil {
