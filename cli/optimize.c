@@ -205,7 +205,7 @@ static const cli_option options[] = {
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
            "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
            "iteration and keep them in between (a solve that breaks down with kept bounds is "
-           "redone with fresh ones; periodic cells: every iteration)"),
+           "redone with fresh ones)"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "

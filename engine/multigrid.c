@@ -212,10 +212,6 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
    * coarsest solve (not established). */
   const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
-  /* A periodic cell estimates its coarse bounds at every setup: keeping
-   * them was measured on the cantilever only, and the cell's singular
-   * levels have failed in ways the cantilever's have not (above). */
-  if (grid->periodic) mg->options.mg_bound_refresh = 1;
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];

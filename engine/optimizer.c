@@ -45,8 +45,8 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
    * fewer CG iterations for one product more (docs/benchmarks.md) */
   o->solver.start_history = 1;
   /* the coarse smoother bounds of a setup serve the next three design
-   * iterations too (not on periodic cells; a solve that breaks down with
-   * them is redone with fresh ones: fem.c): docs/engine.md */
+   * iterations too (a solve that breaks down with them is redone with
+   * fresh ones: fem.c): docs/engine.md */
   o->solver.mg_bound_refresh = 4;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
