@@ -1268,22 +1268,57 @@ static __device__ __forceinline__ double field_value(const __half *p) {
   return (double)__half2float(__ushort_as_half(__ldg((const unsigned short *)p)));
 }
 
+/* The nodes of element (i, j, k) in corner order (wrapped on a periodic grid). */
+template <bool PERIODIC>
+static __device__ __forceinline__ void strain_element_nodes(const grid_dims &g, int i, int j, int k,
+                                                            int64_t node[8]) {
+  const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+#pragma unroll
+  for (int b = 0; b < 8; b++)
+    node[b] = PERIODIC ? element_node(g, i, j, k, b)
+                       : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+}
+
+/* kv = Ke v_g with v_g = chi_g - u_g on the element. */
+template <class T, bool MIRROR>
+static __device__ __forceinline__ void strain_field_product(const strain_fields<T> &sf, int fg,
+                                                            const int64_t node[8],
+                                                            double kv[8][3]) {
+  double v[24];
+#pragma unroll
+  for (int b = 0; b < 8; b++)
+#pragma unroll
+    for (int d = 0; d < 3; d++)
+      v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - field_value(sf.u[fg] + node[b] * 3 + d);
+  element_product<3, MIRROR>(v, kv);
+}
+
+/* v_f' kv, v_f reloaded from the cache rather than held in registers (six
+ * fields of 24 values would spill). */
+template <class T>
+static __device__ __forceinline__ double strain_field_dot(const strain_fields<T> &sf, int ff,
+                                                          const int64_t node[8],
+                                                          const double kv[8][3]) {
+  double t = 0;
+#pragma unroll
+  for (int b = 0; b < 8; b++)
+#pragma unroll
+    for (int d = 0; d < 3; d++)
+      t += (sf.chi[ff * 24 + b * 3 + d] - field_value(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
+  return t;
+}
+
 /* out_e = sum_fg w_fg v_f' Ke v_g with v_f = chi_f - u_f on the element:
- * per field g with a non-zero weight, Ke v_g once (element_product), then
- * its products with every v_f, reloaded from the cache rather than held in
- * registers (six fields of 24 values would spill). */
+ * per field g with a non-zero weight, Ke v_g once, then its products with
+ * every v_f. */
 template <class T, bool MIRROR, bool PERIODIC>
 static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
     strain_energy_kernel(strain_fields<T> sf, grid_dims g, double *__restrict__ energy) {
   const int i = blockIdx.x * NODE_BX + threadIdx.x, j = blockIdx.y * NODE_BY + threadIdx.y,
             k = blockIdx.z * NODE_BZ + threadIdx.z;
   if (i >= g.nx || j >= g.ny || k >= g.nz) return;
-  const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
   int64_t node[8];
-#pragma unroll
-  for (int b = 0; b < 8; b++)
-    node[b] = PERIODIC ? element_node(g, i, j, k, b)
-                       : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+  strain_element_nodes<PERIODIC>(g, i, j, k, node);
   const int n = sf.n;
   double s = 0;
 #pragma unroll 1
@@ -1291,25 +1326,12 @@ static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
     bool any = false;
     for (int ff = 0; ff < n; ff++) any = any || sf.w[ff * n + fg] != 0;
     if (!any) continue;
-    double v[24];
-#pragma unroll
-    for (int b = 0; b < 8; b++)
-#pragma unroll
-      for (int d = 0; d < 3; d++)
-        v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - field_value(sf.u[fg] + node[b] * 3 + d);
     double kv[8][3];
-    element_product<3, MIRROR>(v, kv);
+    strain_field_product<T, MIRROR>(sf, fg, node, kv);
 #pragma unroll 1
     for (int ff = 0; ff < n; ff++) {
       const double w = sf.w[ff * n + fg];
-      if (w == 0) continue;
-      double t = 0;
-#pragma unroll
-      for (int b = 0; b < 8; b++)
-#pragma unroll
-        for (int d = 0; d < 3; d++)
-          t += (sf.chi[ff * 24 + b * 3 + d] - field_value(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
-      s += w * t;
+      if (w != 0) s += w * strain_field_dot(sf, ff, node, kv);
     }
   }
   energy[element_index(g, i, j, k)] = s;
@@ -1357,7 +1379,7 @@ vox_status vox_cuda_op_strain_energy_half(vox_backend *be, vox_operator *op, int
 
 /* sums_fg = sum_e m_e v_f' Ke v_g over the elements (C^H's energy form):
  * per thread one element, per field g one Ke v_g (element_product) and its
- * products with v_f, f >= g (reloaded from the cache as above), each pair's
+ * products with v_f, f >= g, each pair's
  * term in the block's shared row of that pair (rows padded by one so the
  * final sums do not hit one bank); then one thread per pair sums its row
  * and adds it to the device total atomically (one atomic per pair and
@@ -1378,33 +1400,16 @@ static __global__ void __launch_bounds__(SUMS_BLOCK)
   const double m = i < g.nx && j < g.ny && k < g.nz ? __ldg(moduli + element_index(g, i, j, k))
                                                     : 0.0;
   if (m != 0) {
-    const int64_t n0 = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
     int64_t node[8];
-#pragma unroll
-    for (int b = 0; b < 8; b++)
-      node[b] = PERIODIC ? element_node(g, i, j, k, b)
-                         : n0 + corner_z(b) * g.sz + corner_y(b) * g.sy + corner_x(b);
+    strain_element_nodes<PERIODIC>(g, i, j, k, node);
     int pair = 0;
 #pragma unroll 1
     for (int fg = 0; fg < n; fg++) {
-      double v[24];
-#pragma unroll
-      for (int b = 0; b < 8; b++)
-#pragma unroll
-        for (int d = 0; d < 3; d++)
-          v[b * 3 + d] = sf.chi[fg * 24 + b * 3 + d] - field_value(sf.u[fg] + node[b] * 3 + d);
       double kv[8][3];
-      element_product<3, MIRROR>(v, kv);
+      strain_field_product<T, MIRROR>(sf, fg, node, kv);
 #pragma unroll 1
-      for (int ff = fg; ff < n; ff++, pair++) {
-        double t = 0;
-#pragma unroll
-        for (int b = 0; b < 8; b++)
-#pragma unroll
-          for (int d = 0; d < 3; d++)
-            t += (sf.chi[ff * 24 + b * 3 + d] - field_value(sf.u[ff] + node[b] * 3 + d)) * kv[b][d];
-        row[pair][tid] = m * t;
-      }
+      for (int ff = fg; ff < n; ff++, pair++)
+        row[pair][tid] = m * strain_field_dot(sf, ff, node, kv);
     }
   }
   __syncthreads();

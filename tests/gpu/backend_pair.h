@@ -39,6 +39,11 @@ static inline double uniform(uint64_t *state) {
   *state = *state * 6364136223846793005u + 1442695040888963407u;
   return (double)(*state >> 11) / 9007199254740992.0;
 }
+/* The index of grid node (i, j, k). */
+static inline int64_t node_of(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
 /* ---- reporting ------------------------------------------------------------- */
 
 static inline void fail_line(const char *check, const char *fmt, ...)

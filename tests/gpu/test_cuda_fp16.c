@@ -60,10 +60,6 @@ typedef struct level_problem {
   vox_operator *cop, *gop;
 } level_problem;
 
-static int64_t node_of(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
-  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
-}
-
 /* Moduli: blocks of 6^3 elements void (1e-9) or solid, then 3% of the
  * elements flipped, solid ones in [0.5, 1.5). Fixed: the face x = 0, or a
  * periodic cell's images. */

@@ -45,10 +45,6 @@ typedef struct problem {
   vox_operator *cop, *gop;
 } problem;
 
-static int64_t node_of(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
-  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
-}
-
 /* Random moduli in [0.1, 1.1) with a few 1e-9 (a cell has material
  * everywhere); the images held, and with held_masters a few masters too. */
 static int problem_make(problem *p, int64_t nx, int64_t ny, int64_t nz, int dpn, int held_masters,
