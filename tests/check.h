@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static int check_failures = 0;
 
@@ -37,6 +38,15 @@ static int check_failures = 0;
       check_failures++;                                                          \
     }                                                                            \
   } while (0)
+
+/* Whether a test program runs the part `name`: all parts without
+ * arguments, else the parts named by them. */
+static inline int check_wanted(int argc, char **argv, const char *name) {
+  if (argc < 2) return 1;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], name) == 0) return 1;
+  return 0;
+}
 
 #define CHECK_DONE()                                                             \
   do {                                                                           \

@@ -354,22 +354,18 @@ static void test_shift(vox_context *ctx, vox_backend *be) {
   vox_model_free(&b);
 }
 
-static int wanted(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 int main(int argc, char **argv) {
   vox_context *ctx;
   vox_backend *be;
   vox_context_create(&ctx);
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
-  if (wanted(argc, argv, "symmetry")) test_symmetry(ctx, be);
-  if (wanted(argc, argv, "refused")) test_symmetry_refused(ctx, be);
-  if (wanted(argc, argv, "initial")) test_initial(ctx, be);
-  if (wanted(argc, argv, "bulk")) test_custom_bulk(ctx, be);
-  if (wanted(argc, argv, "gradient")) test_custom_gradient(ctx, be);
-  if (wanted(argc, argv, "undefined")) test_custom_undefined(ctx, be);
-  if (wanted(argc, argv, "shift")) test_shift(ctx, be);
+  if (check_wanted(argc, argv, "symmetry")) test_symmetry(ctx, be);
+  if (check_wanted(argc, argv, "refused")) test_symmetry_refused(ctx, be);
+  if (check_wanted(argc, argv, "initial")) test_initial(ctx, be);
+  if (check_wanted(argc, argv, "bulk")) test_custom_bulk(ctx, be);
+  if (check_wanted(argc, argv, "gradient")) test_custom_gradient(ctx, be);
+  if (check_wanted(argc, argv, "undefined")) test_custom_undefined(ctx, be);
+  if (check_wanted(argc, argv, "shift")) test_shift(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

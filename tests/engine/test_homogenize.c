@@ -574,25 +574,20 @@ static void test_optimize(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
-/* Runs every test, or the one named by the argument. */
-static int wanted(int argc, char **argv, const char *name) {
-  return argc < 2 || strcmp(argv[1], name) == 0;
-}
-
 int main(int argc, char **argv) {
   vox_context *ctx;
   vox_backend *be;
   vox_context_create(&ctx);
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
-  if (wanted(argc, argv, "solid")) test_solid(ctx, be);
-  if (wanted(argc, argv, "laminate")) test_laminate(ctx, be);
-  if (wanted(argc, argv, "random")) test_random(ctx, be);
-  if (wanted(argc, argv, "sensitivity")) test_sensitivity(ctx, be);
-  if (wanted(argc, argv, "forms")) test_forms(ctx, be);
-  if (wanted(argc, argv, "half")) test_half_fields(ctx, be);
-  if (wanted(argc, argv, "multigrid")) test_multigrid(ctx, be);
-  if (wanted(argc, argv, "held")) test_held_node(ctx, be);
-  if (wanted(argc, argv, "optimize")) test_optimize(ctx, be);
+  if (check_wanted(argc, argv, "solid")) test_solid(ctx, be);
+  if (check_wanted(argc, argv, "laminate")) test_laminate(ctx, be);
+  if (check_wanted(argc, argv, "random")) test_random(ctx, be);
+  if (check_wanted(argc, argv, "sensitivity")) test_sensitivity(ctx, be);
+  if (check_wanted(argc, argv, "forms")) test_forms(ctx, be);
+  if (check_wanted(argc, argv, "half")) test_half_fields(ctx, be);
+  if (check_wanted(argc, argv, "multigrid")) test_multigrid(ctx, be);
+  if (check_wanted(argc, argv, "held")) test_held_node(ctx, be);
+  if (check_wanted(argc, argv, "optimize")) test_optimize(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -203,10 +203,29 @@ static void test_grid_independence(vox_context *ctx, vox_backend *be, vox_smooth
   CHECK(its[2] <= its[0] + 6 && its[2] < 40);
 }
 
-/* Solid (1) or void (0) with equal chances, the same field on every call. */
-static void random_solid_void(double *rho, size_t ne) {
+/* The contrast case of the tests below: the 21 x 11 x 9 cantilever (odd
+ * sizes) with solid (1) or void (0) elements of equal chances, the same
+ * field on every call, and room for two solutions. */
+typedef struct contrast_case {
+  vox_model m;
+  size_t ne, nd;
+  double *rho, *u0, *u1;
+} contrast_case;
+
+static void contrast_case_make(vox_context *ctx, contrast_case *c) {
+  make_cantilever(ctx, &c->m, 21, 11, 9);
+  c->ne = (size_t)vox_grid_elements(&c->m.grid);
+  c->nd = 3 * (size_t)vox_grid_nodes(&c->m.grid);
+  c->rho = malloc(c->ne * sizeof *c->rho);
+  c->u0 = malloc(c->nd * sizeof *c->u0);
+  c->u1 = malloc(c->nd * sizeof *c->u1);
   uint64_t seed = 42;
-  for (size_t e = 0; e < ne; e++) rho[e] = uniform(&seed) < 0.5 ? 1.0 : 0.0;
+  for (size_t e = 0; e < c->ne; e++) c->rho[e] = uniform(&seed) < 0.5 ? 1.0 : 0.0;
+}
+
+static void contrast_case_free(contrast_case *c) {
+  free(c->rho), free(c->u0), free(c->u1);
+  vox_model_free(&c->m);
 }
 
 /* ||a - b|| / ||b|| */
@@ -222,25 +241,21 @@ static double relative_difference(const double *a, const double *b, size_t n) {
 /* Random solid/void densities (stiffness contrast 1e-9), odd grid sizes:
  * multigrid-PCG converges quickly and agrees with Jacobi-PCG. */
 static void test_contrast(vox_context *ctx, vox_backend *be) {
-  vox_model m;
-  make_cantilever(ctx, &m, 21, 11, 9);
-  const size_t ne = (size_t)vox_grid_elements(&m.grid), nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-  double *rho = malloc(ne * sizeof *rho), *u_mg = malloc(nd * sizeof *u_mg),
-         *u_j = malloc(nd * sizeof *u_j);
-  random_solid_void(rho, ne);
+  contrast_case c;
+  contrast_case_make(ctx, &c);
+  double *u_mg = c.u0, *u_j = c.u1;
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-10;
   opt.max_iterations = 100000;
   opt.preconditioner = VOX_PC_JACOBI;
-  const int its_jacobi = solve(ctx, be, &m, rho, &opt, u_j);
+  const int its_jacobi = solve(ctx, be, &c.m, c.rho, &opt, u_j);
   opt.preconditioner = VOX_PC_MULTIGRID;
-  const int its_mg = solve(ctx, be, &m, rho, &opt, u_mg);
+  const int its_mg = solve(ctx, be, &c.m, c.rho, &opt, u_mg);
   fprintf(stderr, "1e-9 contrast: Jacobi %d iterations, multigrid %d\n", its_jacobi, its_mg);
   CHECK(its_mg < its_jacobi / 5);
-  CHECK(relative_difference(u_mg, u_j, nd) <= 1e-5); /* both within their tolerances */
-  free(rho), free(u_mg), free(u_j);
-  vox_model_free(&m);
+  CHECK(relative_difference(u_mg, u_j, c.nd) <= 1e-5); /* both within their tolerances */
+  contrast_case_free(&c);
 }
 
 /* The W-cycle (levels 2 and deeper cycled twice, the second visit from
@@ -249,32 +264,29 @@ static void test_contrast(vox_context *ctx, vox_backend *be) {
  * rounding) and positive definite (a.Ma > 0) on the free dofs, as CG
  * needs, no more CG iterations than the V-cycle, and the same solution. */
 static void test_w_cycle(vox_context *ctx, vox_backend *be) {
-  vox_model m;
-  make_cantilever(ctx, &m, 21, 11, 9);
-  const size_t ne = (size_t)vox_grid_elements(&m.grid), nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-  double *rho = malloc(ne * sizeof *rho), *u_v = malloc(nd * sizeof *u_v),
-         *u_w = malloc(nd * sizeof *u_w);
-  random_solid_void(rho, ne);
+  contrast_case c;
+  contrast_case_make(ctx, &c);
+  double *u_v = c.u0, *u_w = c.u1;
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-10;
   opt.max_iterations = 100000;
   opt.mg_levels = 4;
   opt.mg_cycle = VOX_MG_CYCLE_V;
-  const int its_v = solve(ctx, be, &m, rho, &opt, u_v);
+  const int its_v = solve(ctx, be, &c.m, c.rho, &opt, u_v);
   opt.mg_cycle = VOX_MG_CYCLE_W;
-  const int its_w = solve(ctx, be, &m, rho, &opt, u_w);
+  const int its_w = solve(ctx, be, &c.m, c.rho, &opt, u_w);
   fprintf(stderr, "1e-9 contrast, 4 levels: V-cycle %d CG iterations, W-cycle %d\n", its_v, its_w);
   CHECK(its_w <= its_v);
-  CHECK(relative_difference(u_w, u_v, nd) <= 1e-5);
+  CHECK(relative_difference(u_w, u_v, c.nd) <= 1e-5);
 
   /* the W-cycle's symmetry and definiteness, as multigrid_apply uses it */
   vox_fem *fem;
-  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, a, b, ma, mb;
   CHECK_OK(ctx, o->vec_create(be, fem->n_elements, &r));
-  CHECK_OK(ctx, o->vec_upload(be, &r, rho));
+  CHECK_OK(ctx, o->vec_upload(be, &r, c.rho));
   CHECK_OK(ctx, o->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   CHECK_OK(ctx, vox_fem_update(fem));
   vox_multigrid *mg;
@@ -304,8 +316,7 @@ static void test_w_cycle(vox_context *ctx, vox_backend *be) {
   o->vec_destroy(be, &r);
   vox_mg_destroy(mg);
   vox_fem_destroy(fem);
-  free(rho), free(u_v), free(u_w);
-  vox_model_free(&m);
+  contrast_case_free(&c);
 }
 
 /* mg_bound_refresh = 3: the coarse levels' smoother bounds are estimated
@@ -315,25 +326,22 @@ static void test_w_cycle(vox_context *ctx, vox_backend *be) {
  * times too low) turns the cycle indefinite: the solve breaks down, is
  * redone with fresh bounds (fem.c) and still reaches the solution. */
 static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
-  vox_model m;
-  make_cantilever(ctx, &m, 21, 11, 9);
-  const size_t ne = (size_t)vox_grid_elements(&m.grid), nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-  double *rho = malloc(ne * sizeof *rho), *u_ref = malloc(nd * sizeof *u_ref),
-         *u = malloc(nd * sizeof *u);
-  random_solid_void(rho, ne);
+  contrast_case c;
+  contrast_case_make(ctx, &c);
+  double *u_ref = c.u0, *u = c.u1;
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-10;
   opt.max_iterations = 10000;
   opt.mg_levels = 4;
-  solve(ctx, be, &m, rho, &opt, u_ref); /* fresh bounds */
+  solve(ctx, be, &c.m, c.rho, &opt, u_ref); /* fresh bounds */
   opt.mg_bound_refresh = 3;
   vox_fem *fem;
-  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, uv;
   CHECK_OK(ctx, o->vec_create(be, fem->n_elements, &r));
-  CHECK_OK(ctx, o->vec_upload(be, &r, rho));
+  CHECK_OK(ctx, o->vec_upload(be, &r, c.rho));
   CHECK_OK(ctx, o->vec_create(be, fem->n_dofs, &uv));
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res)); /* all solid: setup 1 estimates */
@@ -353,7 +361,7 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
       CHECK(l1 != solid_l1 && l2 != solid_l2);
     }
     CHECK_OK(ctx, o->vec_download(be, &uv, u));
-    CHECK(relative_difference(u, u_ref, nd) <= 1e-7);
+    CHECK(relative_difference(u, u_ref, c.nd) <= 1e-7);
   }
   fprintf(stderr, "bounds kept: lambda_max of levels 1, 2: %.4f %.4f solid, %.4f %.4f at the "
           "contrast\n", solid_l1, solid_l2, l1, l2);
@@ -372,11 +380,10 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
   CHECK(res.reason == VOX_CONVERGED_RTOL && fem->bound_redos == 1 && !fem->mg->bounds_kept);
   CHECK(fem->mg->level[1].lambda_max == l1 && fem->mg->level[2].lambda_max == l2);
   CHECK_OK(ctx, o->vec_download(be, &uv, u));
-  CHECK(relative_difference(u, u_ref, nd) <= 1e-7);
+  CHECK(relative_difference(u, u_ref, c.nd) <= 1e-7);
   o->vec_destroy(be, &r), o->vec_destroy(be, &uv);
   vox_fem_destroy(fem);
-  free(rho), free(u_ref), free(u);
-  vox_model_free(&m);
+  contrast_case_free(&c);
 }
 
 static void test_levels(void) {

@@ -1015,13 +1015,6 @@ done:
 
 /* ---- main ------------------------------------------------------------------------ */
 
-static int wanted(int argc, char **argv, const char *section) {
-  if (argc < 2) return 1;
-  for (int i = 1; i < argc; i++)
-    if (strcmp(argv[i], section) == 0) return 1;
-  return 0;
-}
-
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr, up to a crash */
   /* the single-precision checks at TOL_SINGLE are of nbn's FFMA products;
@@ -1061,13 +1054,13 @@ int main(int argc, char **argv) {
   };
   const size_t n_grids = sizeof grids / sizeof grids[0];
 
-  if (wanted(argc, argv, "vectors")) {
+  if (check_wanted(argc, argv, "vectors")) {
     printf("vectors\n");
     /* 3000017 > 4096 blocks of 256 threads: the grid-stride loops go round */
     const size_t sizes[] = {1, 7, 1000, 3000017};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) test_vectors(sizes[i]);
   }
-  if (wanted(argc, argv, "operator")) {
+  if (check_wanted(argc, argv, "operator")) {
     printf("operator (K u variants, diagonal, element energy)\n");
     for (size_t i = 0; i < n_grids; i++)
       for (int dpn = 3; dpn >= 1; dpn -= 2)
@@ -1075,13 +1068,13 @@ int main(int argc, char **argv) {
     test_operator(&grids[0], 3, 77, 1); /* springs: nbn's fused steps must not skip them */
     test_two_operators(&grids[0], 99);
   }
-  if (wanted(argc, argv, "simp")) {
+  if (check_wanted(argc, argv, "simp")) {
     printf("SIMP and OC\n");
     test_simp(1);
     test_simp(910);
     test_simp(1500007);
   }
-  if (wanted(argc, argv, "filter")) {
+  if (check_wanted(argc, argv, "filter")) {
     printf("filters\n");
     const vox_grid aniso = {.nx = 11, .ny = 9, .nz = 8, .voxel_size = {1, 0.5, 2}};
     for (size_t i = 0; i < n_grids; i++) {
@@ -1099,7 +1092,7 @@ int main(int argc, char **argv) {
     test_filter(&aniso, 2.5, 13, 0);
     test_filter(&aniso, 2.5, 19, 1);
   }
-  if (wanted(argc, argv, "symmetry")) {
+  if (check_wanted(argc, argv, "symmetry")) {
     printf("symmetry (orbit means of reflect3, reflect6, rotate3)\n");
     const vox_grid box = {.nx = 13, .ny = 10, .nz = 7, .voxel_size = {1, 1, 1}};
     const vox_grid cubes[] = {{.nx = 8, .ny = 8, .nz = 8, .voxel_size = {1, 1, 1}},
@@ -1110,7 +1103,7 @@ int main(int argc, char **argv) {
       for (int sym = VOX_SYMMETRY_REFLECT3; sym <= VOX_SYMMETRY_ROTATE3; sym++)
         test_symmetry(&cubes[i], (vox_symmetry)sym, 23 + 3 * i + (uint64_t)sym);
   }
-  if (wanted(argc, argv, "multigrid")) {
+  if (check_wanted(argc, argv, "multigrid")) {
     printf("multigrid (Galerkin stencils, products, transfers, coarse solve; mixed precision)\n");
     for (size_t i = 0; i < n_grids; i++)
       for (int dpn = 3; dpn >= 1; dpn -= 2) test_multigrid(&grids[i], dpn, 57 * i + (uint64_t)dpn);
