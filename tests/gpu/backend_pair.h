@@ -180,6 +180,37 @@ static inline void pv_check(const char *check, pvec *v, double tol) {
   report(check, v->hg, v->hc, v->n, tol);
 }
 
+/* ---- an operator on both backends ------------------------------------------ */
+
+/* The unit element matrix of the grid's voxel: elasticity (nu = 0.3) for 3
+ * dofs a node, conduction for 1; 0 (and a FAIL line) for a bad voxel. */
+static inline int unit_element_matrix(const vox_grid *g, int dpn, double *ke) {
+  const int bad = dpn == 3 ? vox_hex8_elasticity(1.0, 0.3, g->voxel_size, ke)
+                           : vox_hex8_conduction(1.0, g->voxel_size, ke);
+  if (bad) fail_line("setup", "element matrix");
+  return !bad;
+}
+
+/* The operator of (grid, dpn, ke, fixed) on both backends with the moduli
+ * the caller put in moduli->hc (uploaded here), on the default kernel. */
+static inline int op_pair_create(const vox_grid *g, int dpn, const double *ke,
+                                 const uint8_t *fixed, pvec *moduli, vox_operator **cop,
+                                 vox_operator **gop) {
+  const vox_operator_desc desc = {.grid = *g, .dofs_per_node = dpn, .ke = ke, .dof_fixed = fixed};
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
+  return pv_upload(moduli, moduli->hc) &&
+         C_OK("op_create", cpu->ops->op_create(cpu, &desc, cop)) &&
+         G_OK("op_create", gpu->ops->op_create(gpu, &desc, gop)) &&
+         C_OK("op_set_moduli", cpu->ops->op_set_moduli(cpu, *cop, &moduli->c)) &&
+         G_OK("op_set_moduli", gpu->ops->op_set_moduli(gpu, *gop, &moduli->g));
+}
+
+static inline void op_pair_destroy(vox_operator **cop, vox_operator **gop) {
+  if (*cop) cpu->ops->op_destroy(cpu, *cop);
+  if (*gop) gpu->ops->op_destroy(gpu, *gop);
+  *cop = *gop = NULL;
+}
+
 /* Both calls ran: compare. Used as `if (BOTH(name, cpu call, gpu call)) pv_check(...)`. */
 #define BOTH(check, ccall, gcall) (C_OK((check), (ccall)) & G_OK((check), (gcall)))
 

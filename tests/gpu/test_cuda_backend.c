@@ -228,12 +228,11 @@ static int problem_make(problem *p, const vox_grid *g, int dpn, int zeros, uint6
   p->dpn = dpn;
   p->n_dofs = (size_t)dpn * (size_t)vox_grid_nodes(g);
   p->n_elements = (size_t)vox_grid_elements(g);
-  const int bad = dpn == 3 ? vox_hex8_elasticity(1.0, 0.3, g->voxel_size, p->ke)
-                           : vox_hex8_conduction(1.0, g->voxel_size, p->ke);
   p->fixed = calloc(p->n_dofs, 1);
   p->moduli = malloc(p->n_elements * sizeof *p->moduli);
-  if (bad || !p->fixed || !p->moduli) {
-    fail_line("setup", "element matrix or host memory");
+  if (!unit_element_matrix(g, dpn, p->ke)) return 0;
+  if (!p->fixed || !p->moduli) {
+    fail_line("setup", "host memory");
     return 0;
   }
   for (size_t e = 0; e < p->n_elements; e++) {

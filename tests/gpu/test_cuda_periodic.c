@@ -56,31 +56,23 @@ static int problem_make(problem *p, int64_t nx, int64_t ny, int64_t nz, int dpn,
   p->dpn = dpn;
   p->n_dofs = (size_t)vox_grid_nodes(&p->grid) * (size_t)dpn;
   p->n_elements = (size_t)vox_grid_elements(&p->grid);
-  const int bad = dpn == 3 ? vox_hex8_elasticity(1.0, 0.3, p->grid.voxel_size, p->ke)
-                           : vox_hex8_conduction(1.0, p->grid.voxel_size, p->ke);
   p->fixed = calloc(p->n_dofs, 1);
-  if (bad || !p->fixed || !pv_create(&p->moduli, p->n_elements)) return 0;
+  if (!unit_element_matrix(&p->grid, dpn, p->ke) || !p->fixed ||
+      !pv_create(&p->moduli, p->n_elements))
+    return 0;
   for (size_t e = 0; e < p->n_elements; e++)
     p->moduli.hc[e] = uniform(&seed) < 0.1 ? 1e-9 : 0.1 + uniform(&seed);
-  if (!pv_upload(&p->moduli, p->moduli.hc)) return 0;
   for (int64_t k = 0; k <= nz; k++)
     for (int64_t j = 0; j <= ny; j++)
       for (int64_t i = 0; i <= nx; i++)
         for (int c = 0; c < dpn; c++)
           p->fixed[node_of(&p->grid, i, j, k) * dpn + c] =
               vox_is_image(nx, ny, nz, i, j, k) || (held_masters && uniform(&seed) < 0.05);
-  const vox_operator_desc desc = {
-      .grid = p->grid, .dofs_per_node = dpn, .ke = p->ke, .dof_fixed = p->fixed};
-  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
-  return C_OK("op_create", cpu->ops->op_create(cpu, &desc, &p->cop)) &&
-         G_OK("op_create", gpu->ops->op_create(gpu, &desc, &p->gop)) &&
-         C_OK("op_set_moduli", cpu->ops->op_set_moduli(cpu, p->cop, &p->moduli.c)) &&
-         G_OK("op_set_moduli", gpu->ops->op_set_moduli(gpu, p->gop, &p->moduli.g));
+  return op_pair_create(&p->grid, dpn, p->ke, p->fixed, &p->moduli, &p->cop, &p->gop);
 }
 
 static void problem_free(problem *p) {
-  if (p->cop) cpu->ops->op_destroy(cpu, p->cop);
-  if (p->gop) gpu->ops->op_destroy(gpu, p->gop);
+  op_pair_destroy(&p->cop, &p->gop);
   pv_destroy(&p->moduli);
   free(p->fixed);
   memset(p, 0, sizeof *p);
