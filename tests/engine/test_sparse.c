@@ -9,32 +9,10 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../bone_model.h"
 #include "fem.h"
-#include "perlin_bone.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
-
-/* A perlin bone in an n^3 box of 0.05 mm voxels, its largest face-connected
- * component (voxels that share only an edge or a corner would hinge),
- * two materials (so that the material table is exercised). */
-static void make_bone(vox_context *ctx, vox_model *m, int64_t n) {
-  vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {0.05, 0.05, 0.05}};
-  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
-  perlin_bone bone;
-  perlin_bone_init(&bone, 7);
-  bone.frequency = 1.5, bone.octaves = 2, bone.band = 0.22; /* coarse enough for 20^3 */
-  for (int64_t k = 0; k < n; k++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < n; i++)
-        m->label[(k * n + j) * n + i] =
-            perlin_bone_voxel(&bone, n, i, j, k) ? (uint8_t)(i < n / 2 ? 1 : 2) : 0;
-  vox_material a = {.label = 1, .youngs_modulus = 6829, .poisson_ratio = 0.3, .name = "bone"};
-  vox_material b = {.label = 2, .youngs_modulus = 8748.3, .poisson_ratio = 0.3, .name = "bone2"};
-  CHECK_OK(ctx, vox_model_add_material(ctx, m, &a));
-  CHECK_OK(ctx, vox_model_add_material(ctx, m, &b));
-  size_t removed, components;
-  CHECK_OK(ctx, vox_keep_largest_component(ctx, m, 6, &removed, &components));
-}
 
 static double max_abs(const double *x, size_t n) {
   double v = 0;
@@ -112,7 +90,7 @@ static void compare(vox_context *ctx, vox_backend *be, vox_model *m, const char 
 
 static void test_compression(vox_context *ctx, vox_backend *be, int64_t n) {
   vox_model m;
-  make_bone(ctx, &m, n);
+  make_bone_model(ctx, &m, n, 7, 0);
   CHECK_OK(ctx, vox_check_plate_contact(ctx, &m, 2, 6));
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
@@ -127,18 +105,8 @@ static void test_compression(vox_context *ctx, vox_backend *be, int64_t n) {
 static void test_forces(vox_context *ctx, vox_backend *be) {
   vox_model m;
   const int64_t n = 20;
-  make_bone(ctx, &m, n);
-  const vox_grid *g = &m.grid;
-  const int64_t px = n + 1;
-  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 2));
-  for (int64_t j = 0; j <= n; j++)
-    for (int64_t i = 0; i <= n; i++) {
-      const int64_t bottom = j * px + i, top = (n * px + j) * px + i;
-      for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, bottom, c, 0));
-      CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 2, 0, -0.5));
-      CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 0, 1, 0.25 + 0.01 * (double)i));
-    }
-  (void)g;
+  make_bone_model(ctx, &m, n, 7, 0);
+  clamp_bottom_load_top(ctx, &m);
   compare(ctx, be, &m, "forces 20^3");
   vox_model_free(&m);
 }
@@ -150,7 +118,7 @@ static void test_growth(vox_context *ctx, vox_backend *be) {
   int its[3];
   for (int s = 0; s < 3; s++) {
     vox_model m;
-    make_bone(ctx, &m, sizes[s]);
+    make_bone_model(ctx, &m, sizes[s], 7, 0);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
     const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
@@ -192,7 +160,7 @@ static void test_storage_option(vox_context *ctx) {
 /* Options the sparse storage does not take: one clear error each. */
 static void test_refusals(vox_context *ctx, vox_backend *be) {
   vox_model m;
-  make_bone(ctx, &m, 32);
+  make_bone_model(ctx, &m, 32, 7, 0);
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
   double *u = calloc(3 * (size_t)vox_grid_nodes(&m.grid), sizeof *u);

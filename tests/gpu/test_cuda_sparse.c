@@ -16,31 +16,13 @@
 #include <string.h>
 
 #include "../check.h"
-#include "perlin_bone.h"
+#include "../bone_model.h"
 #include "sparse_hierarchy.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
 
 enum { SKIP = 77 };
 
-static void make_bone(vox_context *ctx, vox_model *m, int64_t n) {
-  vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {0.05, 0.05, 0.05}};
-  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
-  perlin_bone bone;
-  perlin_bone_init(&bone, 3);
-  bone.frequency = 1.5, bone.octaves = 2, bone.band = 0.22;
-  for (int64_t k = 0; k < n; k++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < n; i++)
-        m->label[(k * n + j) * n + i] =
-            perlin_bone_voxel(&bone, n, i, j, k) ? (uint8_t)(j < n / 2 ? 1 : 2) : 0;
-  vox_material a = {.label = 1, .youngs_modulus = 6829, .poisson_ratio = 0.3, .name = "a"};
-  vox_material b = {.label = 2, .youngs_modulus = 8748.3, .poisson_ratio = 0.3, .name = "b"};
-  CHECK_OK(ctx, vox_model_add_material(ctx, m, &a));
-  CHECK_OK(ctx, vox_model_add_material(ctx, m, &b));
-  size_t removed, components;
-  CHECK_OK(ctx, vox_keep_largest_component(ctx, m, 6, &removed, &components));
-}
 
 static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const vox_model *m,
                     const char *what) {
@@ -204,24 +186,13 @@ int main(void) {
     setenv("VOXFE_SPARSE_PRODUCT", kinds[k], 1);
     char what[64];
     vox_model m;
-    make_bone(ctx, &m, 27);
+    make_bone_model(ctx, &m, 27, 3, 1);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
     compare_products(ctx, gpu, cpu, &m, kinds[k]);
     snprintf(what, sizeof what, "%s: compression 27^3", kinds[k]);
     compare(ctx, gpu, cpu, &m, what);
-    /* forces, two load cases, bottom clamped */
-    const int64_t n = m.grid.nx, px = n + 1;
-    m.n_constraints = 0;
-    m.n_loads = 0;
-    CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 2));
-    for (int64_t j = 0; j <= n; j++)
-      for (int64_t i = 0; i <= n; i++) {
-        const int64_t bottom = j * px + i, top = (n * px + j) * px + i;
-        for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, bottom, c, 0));
-        CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 2, 0, -0.5));
-        CHECK_OK(ctx, vox_model_add_load(ctx, &m, top, 0, 1, 0.25 + 0.01 * (double)i));
-      }
+    clamp_bottom_load_top(ctx, &m); /* forces, two load cases, bottom clamped */
     snprintf(what, sizeof what, "%s: forces 27^3", kinds[k]);
     compare(ctx, gpu, cpu, &m, what);
     vox_model_free(&m);
@@ -230,7 +201,7 @@ int main(void) {
   setenv("VOXFE_SPARSE_PRODUCT", "nonesuch", 1);
   {
     vox_model m;
-    make_bone(ctx, &m, 12);
+    make_bone_model(ctx, &m, 12, 3, 1);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
     const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
