@@ -328,26 +328,30 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
   return solve_rhs(fem, &fem->force[load_case], u, history, options, result);
 }
 
-/* A multigrid cycle whose coarse smoother bounds were kept from an earlier
- * setup (options->mg_bound_refresh) can turn indefinite where the new
- * operator's largest eigenvalue outgrew them. A solve that broke down
- * with such a cycle is redone from where it stopped (from zero after a
- * NaN) with the bounds estimated anew; its iterations add up. */
-static vox_status redo_with_fresh_bounds(vox_fem *fem, const vox_vec *b, vox_vec *x,
-                                         const vox_solver_options *options,
-                                         vox_solve_result *result) {
-  if (result->reason != VOX_DIVERGED_INDEFINITE && result->reason != VOX_DIVERGED_NAN)
-    return VOX_OK;
-  if (options->preconditioner != VOX_PC_MULTIGRID || !fem->mg || !fem->mg->bounds_kept)
-    return VOX_OK;
+/* Preconditioned CG on K x = b from x (and the history, where given),
+ * with the preconditioner the options ask for. A multigrid cycle whose
+ * coarse smoother bounds were kept from an earlier setup
+ * (options->mg_bound_refresh) can turn indefinite where the new operator's
+ * largest eigenvalue outgrew them: a solve that broke down with such a
+ * cycle is redone from where it stopped (from zero after a NaN) with the
+ * bounds estimated anew; its iterations add up. */
+static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_pcg_history *history,
+                      const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
+  vox_jacobi jacobi;
+  vox_pcg_preconditioner pc;
+  TRY(preconditioner(fem, options, &jacobi, &pc));
+  TRY(vox_pcg_solve_with_history(be, fem->op, &pc, b, x, history, options, &fem->pcg, result));
+  const int broke_down =
+      result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
+  if (!broke_down || options->preconditioner != VOX_PC_MULTIGRID || !fem->mg ||
+      !fem->mg->bounds_kept)
+    return VOX_OK;
   const int before = result->iterations;
   if (result->reason == VOX_DIVERGED_NAN) TRY(be->ops->vec_set(be, x, 0));
   fem->mg->setups = 0; /* the next setup estimates */
   fem->mg_stale = 1;
   fem->bound_redos++;
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
   TRY(vox_pcg_solve(be, fem->op, &pc, b, x, options, &fem->pcg, result));
   result->iterations += before;
@@ -359,11 +363,7 @@ vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_opti
   if (!fem->output.data)
     return vox_error(fem->be->ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no output dofs");
   /* K v = l with v = 0 on every fixed dof: the adjoint of prescribed values is zero */
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
-  TRY(preconditioner(fem, options, &jacobi, &pc));
-  TRY(vox_pcg_solve(fem->be, fem->op, &pc, &fem->output, v, options, &fem->pcg, result));
-  return redo_with_fresh_bounds(fem, &fem->output, v, options, result);
+  return pcg(fem, &fem->output, v, NULL, options, result);
 }
 
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
@@ -377,13 +377,7 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_
                             const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
-  TRY(preconditioner(fem, options, &jacobi, &pc));
-  if (!fem->has_lift) {
-    TRY(vox_pcg_solve_with_history(be, fem->op, &pc, f, u, history, options, &fem->pcg, result));
-    return redo_with_fresh_bounds(fem, f, u, options, result);
-  }
+  if (!fem->has_lift) return pcg(fem, f, u, history, options, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
@@ -392,8 +386,7 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_
   TRY(o->vec_copy(be, &fem->correction, u));
   TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->op_zero_fixed(be, fem->op, &fem->correction));
-  TRY(vox_pcg_solve(be, fem->op, &pc, &fem->rhs, &fem->correction, options, &fem->pcg, result));
-  TRY(redo_with_fresh_bounds(fem, &fem->rhs, &fem->correction, options, result));
+  TRY(pcg(fem, &fem->rhs, &fem->correction, NULL, options, result));
   TRY(o->vec_copy(be, u, &fem->correction));
   return o->vec_axpy(be, u, 1, &fem->lift);
 }
