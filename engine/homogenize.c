@@ -151,17 +151,17 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
   return be->ops->hvec_load(be, &h->uh[i], &h->work);
 }
 
-static vox_status solve_case(vox_homog *h, int i, const vox_solver_options *options,
+/* mm: sum_e m_e^2, the same for the six cases. */
+static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_options *options,
                              vox_solve_result *r) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  double ff, mm;
+  double ff;
   vox_vec *u;
   TRY(vox_homog_field(h, i, &u)); /* the warm start */
   TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
   TRY(o->vec_dot(be, &fem->force[0], &fem->force[0], &ff));
-  TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   if (ff <= ZERO_LOAD * ZERO_LOAD * 8 * mm * h->kchi2[i]) {
     *r = (vox_solve_result){.iterations = 0, .residual_norm = sqrt(ff), .rhs_norm = sqrt(ff),
                             .reason = VOX_CONVERGED_RTOL};
@@ -177,19 +177,20 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  double sum_m = 0, fu[VOX_STRAINS][VOX_STRAINS];
+  double sum_m = 0, mm, fu[VOX_STRAINS][VOX_STRAINS];
   if (h->dot_form && h->half_fields)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "C^H's dot-product form needs the fields in double");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
+  TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
   for (int i = 0; i < VOX_STRAINS; i++) {
-    vox_solve_result r;
-    TRY(solve_case(h, i, options, &r));
-    *cg_iterations += r.iterations;
-    if (r.reason < 0 && failed->reason > 0) *failed = r;
+    vox_solve_result *r = &h->last[i];
+    TRY(solve_case(h, i, mm, options, r));
+    *cg_iterations += r->iterations;
+    if (r->reason < 0 && failed->reason > 0) *failed = *r;
     /* the dot-product form needs f^i while it is there */
     for (int j = 0; j <= i && h->dot_form; j++)
       TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
@@ -297,16 +298,11 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
       s = o->simp_moduli(be, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
     if (s == VOX_OK) s = vox_fem_update(fem);
   }
-  /* one solve at a time, to report each case's own result */
-  for (int i = 0; i < VOX_STRAINS && s == VOX_OK; i++) {
-    vox_solve_result r;
-    if (s == VOX_OK) s = solve_case(h, i, options, &r);
-    if (s == VOX_OK && results) results[i] = r;
-  }
-  /* C^H with the fields just solved (solves again from them: converged) */
+  /* the six solves and C^H, each case's own result reported */
   int cg;
   vox_solve_result failed;
   if (s == VOX_OK) s = vox_homog_solve(h, options, &ones, c, &cg, &failed);
+  for (int i = 0; i < VOX_STRAINS && s == VOX_OK && results; i++) results[i] = h->last[i];
   const vox_grid *g = &fem->grid;
   for (int i = 0; i < VOX_STRAINS && s == VOX_OK && displacement; i++) {
     double *u = displacement + (size_t)i * fem->n_dofs;

@@ -21,6 +21,7 @@ typedef struct vox_homog {
   double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
   double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
+  vox_solve_result last[VOX_STRAINS]; /* each case's solve in the last vox_homog_solve */
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
   int dot_form;              /* C^H in the dot-product form (first order in the fields'
