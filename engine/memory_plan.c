@@ -28,7 +28,8 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
     const int mixed = solver->precision == VOX_PRECISION_MIXED;
     const double value = mixed ? sizeof(float) : D;
     /* an FP16-packed level keeps the float buffer and adds its scales */
-    const double per_dof = mixed ? be->ops->stencil_mixed_dof_bytes : 0;
+    const double per_dof =
+        mixed && be->ops->stencil_mixed_dof_bytes ? be->ops->stencil_mixed_dof_bytes(grid) : 0;
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
