@@ -212,12 +212,6 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
    * coarsest solve (not established). */
   const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
-  /* A periodic cell smooths its fine level as much as the others: its
-   * solves stop at a loose tolerance after a few CG iterations, which one
-   * step less there costs dearly (a 32^3 bulk-modulus cell: 360 against 251
-   * CG iterations over its first 12 design iterations, docs/benchmarks.md),
-   * where the cantilever's saved products pay (issue 3). */
-  if (grid->periodic) mg->options.fine_smoothing_steps = 0;
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];

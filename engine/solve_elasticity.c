@@ -105,7 +105,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
           (int)o->preconditioner);
   REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);
   REQUIRE(o->smoothing_steps >= 1, "at least one smoothing step is needed");
-  REQUIRE(o->fine_smoothing_steps >= 0, "fine smoothing steps %d must be >= 0 (0: as the others)",
+  REQUIRE(o->fine_smoothing_steps >= VOX_FINE_SMOOTHING_AUTO,
+          "fine smoothing steps %d must be >= -1 (0: as the others, -1: automatic)",
           o->fine_smoothing_steps);
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",

@@ -212,10 +212,13 @@ static int record(const vox_progress *p, void *user) {
  * earlier setup, on 3 levels so that level 1 has them): with a tight CG
  * tolerance every iteration's compliance and the final design are those of
  * the plain warm start with bounds estimated at every setup. Both load
- * cases keep a history of their own. */
+ * cases keep a history of their own. So does the cycle's fine smoothing
+ * (fine_smoothing_steps), whose default for elasticity on a bounded grid
+ * is one step: the same CG iterations as an explicit 1. */
 static void test_reuse_same_iterates(vox_context *ctx, vox_backend *be) {
-  enum { RUNS = 4 };
-  const int history[RUNS] = {0, 1, 2, 0}, refresh[RUNS] = {1, 1, 4, 4};
+  enum { RUNS = 6, AUTO = VOX_FINE_SMOOTHING_AUTO };
+  const int history[RUNS] = {0, 1, 2, 0, 0, 0}, refresh[RUNS] = {1, 1, 4, 4, 1, 1};
+  const int fine[RUNS] = {AUTO, AUTO, AUTO, AUTO, 0, 1};
   trace t[RUNS] = {{0}};
   double *density[RUNS];
   int cg[RUNS];
@@ -232,6 +235,7 @@ static void test_reuse_same_iterates(vox_context *ctx, vox_backend *be) {
     opt.solver.mg_levels = 3;
     opt.solver.start_history = history[k];
     opt.solver.mg_bound_refresh = refresh[k];
+    opt.solver.fine_smoothing_steps = fine[k];
     vox_context_set_progress(ctx, record, &t[k]);
     vox_optimize_result r;
     CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
@@ -246,14 +250,16 @@ static void test_reuse_same_iterates(vox_context *ctx, vox_backend *be) {
       for (int i = 0; i < 10; i++)
         worst = fmax(worst, fabs(t[k].objective[i] - t[0].objective[i]) / t[0].objective[i]);
       for (size_t e = 0; e < ne; e++) dworst = fmax(dworst, fabs(density[k][e] - density[0][e]));
-      fprintf(stderr, "start history %d, bounds every %d setups: %d CG iterations (%d with "
-              "neither), compliance within %.1e, densities within %.1e\n", history[k],
-              refresh[k], cg[k], cg[0], worst, dworst);
+      fprintf(stderr, "start history %d, bounds every %d setups, fine smoothing %d: %d CG "
+              "iterations (%d with neither, auto), compliance within %.1e, densities within "
+              "%.1e\n", history[k], refresh[k], fine[k], cg[k], cg[0], worst, dworst);
       CHECK(worst <= 1e-8);
       CHECK(dworst <= 1e-6);
     }
     vox_model_free(&m);
   }
+  CHECK(cg[5] == cg[0]); /* auto: one fine step for elasticity */
+  CHECK(cg[4] != cg[0]); /* which differs from two */
   for (int k = 0; k < RUNS; k++) free(density[k]);
 }
 

@@ -53,6 +53,12 @@ typedef enum vox_mg_cycle {
   VOX_MG_CYCLE_W = 1
 } vox_mg_cycle;
 
+/* fine_smoothing_steps of the optimizer's defaults: vox_optimize takes 1
+ * for elasticity on a bounded grid and 0 for heat conduction and periodic
+ * cells, whose solves lose more to the weaker cycle than they save
+ * (docs/engine.md, Solver). */
+enum { VOX_FINE_SMOOTHING_AUTO = -1 };
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
@@ -61,8 +67,9 @@ typedef struct vox_solver_options {
   int mg_levels;         /* 0: chosen from the grid */
   vox_smoother smoother;
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
-  int fine_smoothing_steps; /* the same on the fine level; 0: smoothing_steps there too.
-                               Fewer there save the costliest products of a cycle
+  int fine_smoothing_steps; /* the same on the fine level; 0 (or VOX_FINE_SMOOTHING_AUTO
+                               in a plain solve): smoothing_steps there too. Fewer there
+                               save the costliest products of a cycle
                                (docs/benchmarks.md, issue 3) */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
