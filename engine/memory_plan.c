@@ -40,12 +40,17 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
       g = vox_grid_coarsen(&g);
     }
   }
-  /* 9 vectors per element, a displacement per load case (a cell's six in
-   * half precision with one double vector to solve in, in mixed precision:
-   * homogenize.h), the filter */
-  const double fields = periodic && vox_homog_half_fields(solver) ? n_cases * 2.0 * dofs + D * dofs
-                                                                  : n_cases * D * dofs;
-  if (optimizing) bytes += 9 * D * elements + fields + (2 * D + 1) * elements;
+  /* 9 vectors per element, a displacement per load case (a cell's fields
+   * in half precision with one double vector to solve in, in mixed
+   * precision: homogenize.h), the filter. A cell's n_cases are the strains
+   * its objective solves in the loop; its final evaluation solves all six
+   * after freeing the filter and 6 of the 9 per-element vectors
+   * (optimizer.c, final_room): the larger of the two phases counts. */
+  const int half = periodic && vox_homog_half_fields(solver);
+  const double field = half ? 2.0 * dofs : D * dofs, work = half ? D * dofs : 0;
+  const double loop = 9 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
+  const double final = 3 * D * elements + VOX_STRAINS * field + work;
+  if (optimizing) bytes += periodic && final > loop ? final : loop;
   /* objective.c: the states' earlier solutions (a mechanism keeps them for
    * its one state only; the optimizer passes it 3 cases: an upper bound) */
   if (optimizing && !periodic && !prescribed)

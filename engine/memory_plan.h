@@ -19,7 +19,10 @@
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed
  * non-zero (three more vectors); `optimizing` adds the optimizer's
- * per-element state and its filter. */
+ * per-element state and its filter. For a periodic grid being optimized,
+ * n_cases is the number of unit strains the objective solves in each
+ * design iteration (vox_cell_objective_strains); the final evaluation's
+ * six fields are counted too (the larger phase). */
 size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dofs_per_node,
                          int n_cases, int prescribed, const vox_solver_options *solver,
                          int optimizing);

@@ -69,6 +69,33 @@ int vox_cell_objective_parse(const char *text, vox_cell_objective *objective) {
   return -1;
 }
 
+unsigned vox_cell_objective_strains(const vox_optimizer_options *o) {
+  switch (o->cell_objective) {
+  case VOX_CELL_NONE: return 0;
+  case VOX_CELL_BULK:
+  case VOX_CELL_POISSON:
+  case VOX_CELL_POISSON_LOG: return 0x07;
+  case VOX_CELL_SHEAR: return 0x38;
+  default: break;
+  }
+  if (o->custom || !o->expression) return 0x3f; /* a function does not say what it reads */
+  unsigned strains = 0;
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++)
+      if (vox_expression_uses(o->expression, i + 1, j + 1)) strains |= 1u << i | 1u << j;
+  return strains;
+}
+
+const char *vox_strains_text(unsigned strains, char *buf, size_t size) {
+  static const char *const names[] = {"xx", "yy", "zz", "xy", "yz", "zx"};
+  size_t n = 0;
+  if (size) buf[0] = 0;
+  for (int s = 0; s < 6; s++)
+    if ((strains >> s) & 1 && n + 3 < size)
+      n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " " : "", names[s]);
+  return buf;
+}
+
 const char *vox_filter_name(vox_filter_type filter) {
   return (unsigned)filter < 3 ? filter_names[filter] : "unknown";
 }
@@ -245,8 +272,9 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const vox_backend_ops *o = be->ops;
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
+    /* only the strains the objective reads: their fields and solves */
     TRY(vox_homog_create_fields(ctx, be, model, vox_homog_half_fields(&opt->solver),
-                                &s->homog));
+                                vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
     TRY(o->vec_create(be, s->fem->n_elements, &s->ones));
@@ -554,6 +582,19 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   return VOX_OK;
 }
 
+/* Frees what the loop needs and the end does not (the final evaluation,
+ * volume, M_nd and the results need x_phys, design and scratch): the room
+ * in which a cell's final evaluation allocates the fields of the strains
+ * its objective did not solve (memory_plan.c counts the larger of the two
+ * phases). */
+static void final_room(vox_backend *be, opt_state *s) {
+  vox_vec *v[] = {&s->x, &s->x_new, &s->dc, &s->dv, &s->energy, &s->passive};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  if (s->filter) be->ops->filter_destroy(be, s->filter);
+  s->filter = NULL;
+}
+
 static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   for (size_t i = 0; i < model->n_constraints; i++)
     if (model->constraints[i].value != 0)
@@ -579,16 +620,23 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                      vox_cell_objective_name(opt->cell_objective),
                      vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
+  const unsigned strains = vox_cell_objective_strains(opt);
+  if (cell && strains == 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the custom objective names no entry of C^H: it does not depend on the "
+                     "design");
   /* (check_problem refused prescribed non-zero displacements) A cell has
-   * six fields of its own and one force vector, which the memory plan
-   * counts as six load cases; a mechanism's adjoint and its polarisation
-   * vector count as two more cases. */
+   * a field of its own for each strain it solves and one force vector,
+   * which the memory plan counts as that many load cases (and the final
+   * evaluation's six: memory_plan.c); a mechanism's adjoint and its
+   * polarisation vector count as two more cases. */
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   vox_grid planned = model->grid;
   planned.periodic = cell; /* the grid the cell's solver works on */
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
-                       cell ? 6 : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism, 0,
-                       &opt->solver, 1));
+                       cell ? vox_homog_strain_count(strains)
+                            : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
+                       0, &opt->solver, 1));
   const objective_ops *objective = cell ? &cell_objective : &problem_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
@@ -597,6 +645,9 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
   if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
   result->reason = VOX_STOP_MAX_ITERATIONS;
+  /* what a design iteration solves, for its progress report */
+  const int solves = cell ? vox_homog_strain_count(strains)
+                          : mechanism ? 2 : (s.fem ? s.fem->n_cases : 0);
 
   for (int k = 1; st == VOX_OK && k <= opt->max_iterations; k++) {
     vox_history_row row = {.iteration = first_row + k};
@@ -668,6 +719,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                .penalty = p,
                                .q = q,
                                .cg_iterations = row.cg_iterations,
+                               .solves = solves,
                                .seconds = row.seconds};
       st = vox_report_progress(ctx, &progress);
     }
@@ -682,7 +734,13 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
 
   /* The final design's own state, so that density, displacement and
-   * objective in the file belong together. */
+   * objective in the file belong together. A cell reports the whole C^H:
+   * the strains its objective did not need are solved now (from rest),
+   * in the room of the loop's vectors that are done with (final_room). */
+  if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED && cell) {
+    final_room(be, &s);
+    st = vox_homog_add_strains(s.homog, VOX_ALL_STRAINS);
+  }
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
     vox_solve_result failed;
@@ -693,7 +751,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       result->last_solve = failed;
     }
   }
-  if (st == VOX_OK && cell) {
+  if (st == VOX_OK && cell && result->reason != VOX_STOP_SOLVER_FAILED) {
     result->has_tensor = 1;
     memcpy(result->tensor, s.tensor, sizeof s.tensor);
     vox_cell_moduli_of(s.tensor, &result->moduli);
