@@ -201,9 +201,9 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double sum_m = 0, mm, fu[VOX_STRAINS][VOX_STRAINS];
-  if (h->dot_form && h->half_fields)
+  if (h->dot_form && (h->half_fields || !ones))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "C^H's dot-product form needs the fields in double");
+                     "C^H's dot-product form needs the fields in double and a vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   *cg_iterations = 0;

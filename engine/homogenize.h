@@ -64,7 +64,7 @@ void vox_homog_destroy(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the loads and the
  * solves (warm-started) of h->strains, and C^H (energy form unless
  * h->dot_form, which needs double fields; `ones`, 1 per element, serves the
- * dot-product form): the entries C_ij with both i and j solved, NaN in the
+ * dot-product form; NULL will do for the energy form): the entries C_ij with both i and j solved, NaN in the
  * others. cg_iterations sums the solves; failed gets the first solve that
  * did not converge (reason > 0 if none). */
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,

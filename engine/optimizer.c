@@ -161,7 +161,6 @@ typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
   vox_objective_state *objective; /* the model's objective (none for a cell) */
   vox_homog *homog;    /* cell objectives: the six cell problems */
-  vox_vec ones;        /* cell objectives: 1 per element (sum of moduli) */
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
@@ -177,7 +176,6 @@ static void state_free(vox_backend *be, opt_state *s) {
                   &s->energy, &s->design, &s->passive, &s->scratch};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  if (s->ones.data) be->ops->vec_destroy(be, &s->ones);
   vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
@@ -277,8 +275,6 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                                 vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
-    TRY(o->vec_create(be, s->fem->n_elements, &s->ones));
-    TRY(o->vec_set(be, &s->ones, 1));
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
   }
@@ -455,7 +451,8 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
-  TRY(vox_homog_solve(s->homog, &opt->solver, &s->ones, s->tensor, cg_iterations, failed));
+  /* C^H in the energy form, which needs no vector of ones */
+  TRY(vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed));
   if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
     if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,
                                 s->gradient) == VOX_OK)
