@@ -69,23 +69,23 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
     add(plan, "multigrid levels 2 and coarser", coarser);
     add(plan, "multigrid coarsest factor (L, L^-1)", factor);
   }
-  /* 9 vectors per element, a displacement per load case (a cell's fields
+  /* 7 vectors per element (optimizer.c, opt_state), a displacement per load case (a cell's fields
    * in half precision with one double vector to solve in, in mixed
    * precision: homogenize.h), the filter. A cell's n_cases are the strains
    * its objective solves in the loop; its final evaluation solves all six
-   * after freeing the filter and 6 of the 9 per-element vectors
+   * after freeing the filter and 4 of the 7 per-element vectors
    * (optimizer.c, final_room): the larger of the two phases counts. */
   const int half = periodic && vox_homog_half_fields(solver);
   const double field = half ? 2.0 * dofs : D * dofs, work = half ? D * dofs : 0;
-  const double loop = 9 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
+  const double loop = 7 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
   const double final = 3 * D * elements + VOX_STRAINS * field + work;
   if (optimizing && periodic && final > loop) {
-    add(plan, "final evaluation: x_phys, design, scratch per element", 3 * D * elements);
+    add(plan, "final evaluation: x_phys, design, dc per element", 3 * D * elements);
     add(plan, half ? "final evaluation: the six fields (half)" : "final evaluation: the six fields",
         VOX_STRAINS * field);
     add(plan, "work vector of the half fields (double)", work);
   } else if (optimizing) {
-    add(plan, "optimizer: 9 vectors per element (double)", 9 * D * elements);
+    add(plan, "optimizer: 7 vectors per element (double)", 7 * D * elements);
     add(plan, periodic ? (half ? "cell fields of the solved strains (half)"
                                : "cell fields of the solved strains (double)")
                        : "displacements (per load case)",

@@ -164,7 +164,11 @@ typedef struct opt_state {
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
-  vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
+  /* per element: design variables, physical density, sensitivities, dV/dx,
+   * the objective's element energies (also the loop's temporary once the
+   * gradient has been made of them: the filter's output and the OC
+   * update's new design), the design and passive masks */
+  vox_vec x, x_phys, dc, dv, energy, design, passive;
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
@@ -172,8 +176,8 @@ typedef struct opt_state {
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
-                  &s->energy, &s->design, &s->passive, &s->scratch};
+  vox_vec *v[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
+                  &s->energy, &s->design, &s->passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   vox_objective_destroy(s->objective);
@@ -281,8 +285,8 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const size_t ne = s->fem->n_elements;
   /* a cell's six fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
-  vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
-                   &s->energy, &s->design, &s->passive, &s->scratch};
+  vox_vec *ev[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
+                   &s->energy, &s->design, &s->passive};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
   s->adjoint_gpu = -1;
   if (!cell) {
@@ -351,12 +355,13 @@ static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *
   return VOX_OK;
 }
 
-/* M_nd = 100% * 4 sum rho (1 - rho) / N over design elements (eq. 13). */
-static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
+/* M_nd = 100% * 4 sum rho (1 - rho) / N over design elements (eq. 13);
+ * temp: a vector per element that is free to overwrite. */
+static vox_status non_discreteness(vox_backend *be, opt_state *s, vox_vec *temp, double *out) {
   double sum, sum_sq;
   TRY(be->ops->vec_dot(be, &s->x_phys, &s->design, &sum));
-  TRY(be->ops->vec_mult(be, &s->scratch, &s->x_phys, &s->design));
-  TRY(be->ops->vec_dot(be, &s->scratch, &s->x_phys, &sum_sq));
+  TRY(be->ops->vec_mult(be, temp, &s->x_phys, &s->design));
+  TRY(be->ops->vec_dot(be, temp, &s->x_phys, &sum_sq));
   *out = 100 * 4 * (sum - sum_sq) / s->n_design;
   return VOX_OK;
 }
@@ -495,11 +500,11 @@ static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
  * the bracket VOX_OC_LAMBDAS + 1 times, and only the volumes cross to the
  * host. */
 static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                            double q) {
+                            double q, vox_vec *x_new) {
   const vox_backend_ops *o = be->ops;
   double dc_max;
-  TRY(o->vec_set(be, &s->scratch, 0));
-  TRY(o->vec_max_abs_diff(be, &s->dc, &s->scratch, &dc_max));
+  TRY(o->vec_set(be, x_new, 0)); /* max |dc| as the distance from 0 */
+  TRY(o->vec_max_abs_diff(be, &s->dc, x_new, &dc_max));
   double hi = 1e9 * (dc_max > 0 ? dc_max : 1);
   const double lambda_min = 1e-40 * hi, target = opt->volume_fraction * s->n_design;
   double lo = lambda_min;
@@ -518,7 +523,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     lo = new_lo, hi = new_hi;
   }
   return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
-                      opt->damping, q, s->rho_min, &s->x_new);
+                      opt->damping, q, s->rho_min, x_new);
 }
 
 /* Penalties of eq. 11 and 12 for 1-based iteration k. */
@@ -580,12 +585,13 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
 }
 
 /* Frees what the loop needs and the end does not (the final evaluation,
- * volume, M_nd and the results need x_phys, design and scratch): the room
+ * volume, M_nd and the results need x_phys, design and dc, M_nd's
+ * temporary): the room
  * in which a cell's final evaluation allocates the fields of the strains
  * its objective did not solve (memory_plan.c counts the larger of the two
  * phases). */
 static void final_room(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x, &s->x_new, &s->dc, &s->dv, &s->energy, &s->passive};
+  vox_vec *v[] = {&s->x, &s->dv, &s->energy, &s->passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
@@ -666,13 +672,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* device work is asynchronous: wait for it before reading the clock */
     if (st == VOX_OK) st = o->synchronize(be);
     t2 = now();
-    /* 3. filter */
+    /* 3. filter (into the element energies, spent now that dc is made of
+     * them) */
     if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
-      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.scratch);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
     } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
-      st = o->filter_transpose(be, s.filter, &s.dc, &s.scratch);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+      st = o->filter_transpose(be, s.filter, &s.dc, &s.energy);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
     }
     /* the gradient on symmetric designs: its orbit means (seed 003 5.2) */
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
@@ -680,14 +687,17 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
     /* 4. OC update (and the design made symmetric again, against rounding),
-     * change, new physical density */
-    if (st == VOX_OK) st = oc_update(be, opt, &s, q);
+     * change, new physical density. The new design goes into the spent
+     * energies, M_nd's temporary is dc (spent after the update): no vector
+     * per element of their own (1.07 GB each at 512^3). */
+    vox_vec *x_new = &s.energy;
+    if (st == VOX_OK) st = oc_update(be, opt, &s, q, x_new);
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
-      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, &s.x_new);
-    if (st == VOX_OK) st = o->vec_max_abs_diff(be, &s.x_new, &s.x, &row.change);
-    if (st == VOX_OK) st = non_discreteness(be, &s, &row.non_discreteness);
+      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
+    if (st == VOX_OK) st = o->vec_max_abs_diff(be, x_new, &s.x, &row.change);
+    if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &row.non_discreteness);
     if (st == VOX_OK) st = volume_fraction(be, &s, &s.x_phys, &row.volume_fraction);
-    if (st == VOX_OK) st = o->vec_copy(be, &s.x, &s.x_new);
+    if (st == VOX_OK) st = o->vec_copy(be, &s.x, x_new);
     if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
     if (st != VOX_OK) break;
     t4 = now();
@@ -757,7 +767,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     result->objective = compliance;
     st = volume_fraction(be, &s, &s.x_phys, &result->volume_fraction);
   }
-  if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
+  if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
   result->adjoint_gpu = s.adjoint_gpu;
   state_free(be, &s);
