@@ -189,7 +189,6 @@ int main(void) {
   test_plan_matches_allocations(ctx, 2);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, "-C11 - C44");
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44");
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
