@@ -2,7 +2,7 @@
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
  *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
- * the energy form, one pass over the six fields (op_strain_energy_sums).
+ * the energy form, one pass over the fields (op_strain_energy_sums).
  * With fields u = u* + e that solve only to a tolerance, its error is
  * e^i' K e^j: the first-order terms are the residual K u* - f = 0 against
  * e, so C^H is second order in the fields' error. Expanding the product
@@ -11,7 +11,7 @@
  * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
  * docs/benchmarks.md measures both against CG's tolerance). The
  * sensitivities (eq. 9) need the element products themselves: one pass of
- * op_strain_energy over the six fields with the weights of the objective's
+ * op_strain_energy over the fields with the weights of the objective's
  * gradient. chi is the strain applied to element-local corner coordinates
  * (seed 003 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */

@@ -1,6 +1,6 @@
-/* The six cell problems of a periodic unit cell on a backend (private), for
- * vox_homogenize and the optimizer's homogenization objectives (seed 003
- * eq. 4-9). */
+/* The cell problems of a periodic unit cell (up to six unit strains) on a
+ * backend (private), for vox_homogenize and the optimizer's homogenization
+ * objectives (seed 003 eq. 4-9). */
 #ifndef VOXFE_HOMOGENIZE_PRIVATE_H
 #define VOXFE_HOMOGENIZE_PRIVATE_H
 
@@ -51,7 +51,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
 /* The number of strains in a mask. */
 int vox_homog_strain_count(unsigned strains);
-/* Whether the optimizer stores a cell's six fields in half precision: in
+/* Whether the optimizer stores a cell's fields in half precision: in
  * mixed precision (seed 003's FP32/FP16; within 2e-5 of C^H and 0.4 % of
  * the sensitivities, docs/benchmarks.md); the memory plan counts them so. */
 static inline int vox_homog_half_fields(const vox_solver_options *solver) {
@@ -64,9 +64,10 @@ void vox_homog_destroy(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the loads and the
  * solves (warm-started) of h->strains, and C^H (energy form unless
  * h->dot_form, which needs double fields; `ones`, 1 per element, serves the
- * dot-product form; NULL will do for the energy form): the entries C_ij with both i and j solved, NaN in the
- * others. cg_iterations sums the solves; failed gets the first solve that
- * did not converge (reason > 0 if none). */
+ * dot-product form; NULL will do for the energy form): the entries C_ij
+ * with both i and j solved, NaN in the others. cg_iterations sums the
+ * solves; failed gets the first solve that did not converge (reason > 0 if
+ * none). */
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36],
                            int *cg_iterations, vox_solve_result *failed);

@@ -160,7 +160,7 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
   vox_objective_state *objective; /* the model's objective (none for a cell) */
-  vox_homog *homog;    /* cell objectives: the six cell problems */
+  vox_homog *homog;    /* cell objectives: the cell problems of the strains they read */
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
@@ -283,7 +283,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     TRY(vox_fem_create(ctx, be, model, &s->fem));
   }
   const size_t ne = s->fem->n_elements;
-  /* a cell's six fields live in s->homog */
+  /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
   vox_vec *ev[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
                    &s->energy, &s->design, &s->passive};
@@ -452,7 +452,7 @@ static int cell_function(const vox_optimizer_options *opt, double e_material, co
 static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 int iteration, double p, int sensitivity, double *value,
                                 int *cg_iterations, vox_solve_result *failed) {
-  (void)sensitivity; /* the six fields are all the gradient needs */
+  (void)sensitivity; /* the solved fields are all the gradient needs */
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
