@@ -243,6 +243,7 @@ static int kernel_mode(int argc, char **argv) {
 
 /* The defaults' alternatives, from the environment:
  *   VOXFE_BENCH_SMOOTHING_STEPS=N  the Chebyshev degree;
+ *   VOXFE_BENCH_FINE_SMOOTHING_STEPS=N  the same on the fine level (0: as the others);
  *   VOXFE_BENCH_MG_CYCLE=v|w       the multigrid cycle;
  *   VOXFE_BENCH_MG_LEVELS=N        the number of multigrid levels (0: from the grid);
  *   VOXFE_BENCH_START_HISTORY=N    earlier solutions in each solve's start (start_history);
@@ -252,6 +253,8 @@ static int kernel_mode(int argc, char **argv) {
 static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
   const char *degree = getenv("VOXFE_BENCH_SMOOTHING_STEPS");
   if (degree && atoi(degree) > 0) so->smoothing_steps = atoi(degree);
+  const char *fine_degree = getenv("VOXFE_BENCH_FINE_SMOOTHING_STEPS");
+  if (fine_degree) so->fine_smoothing_steps = atoi(fine_degree);
   const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE");
   if (cycle && vox_mg_cycle_parse(cycle, &so->mg_cycle) != 0) {
     fprintf(stderr, "bench_cuda: VOXFE_BENCH_MG_CYCLE: expected v or w, got '%s'\n", cycle);
@@ -328,10 +331,13 @@ static int cantilever_mode(int argc, char **argv) {
   const vox_grid *g = &model.grid;
   const int n_cases = model.n_load_cases > 0 ? model.n_load_cases : 1;
   printf("cantilever %lldx%lldx%lld: %lld elements, %lld dofs, %d load case(s); multigrid "
-         "(%d levels, %s-cycle, Chebyshev degree %d), %s precision, K u kernel %s%s\n",
+         "(%d levels, %s-cycle, Chebyshev degree %d, fine level %d), %s precision, K u kernel "
+         "%s%s\n",
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
          3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
          vox_mg_cycle_name(opt.solver.mg_cycle), opt.solver.smoothing_steps,
+         opt.solver.fine_smoothing_steps > 0 ? opt.solver.fine_smoothing_steps
+                                             : opt.solver.smoothing_steps,
          vox_precision_name(precision), vox_kernel_name(kernel),
          be->ops->cg_step ? "" : ", CG scalars on the host");
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "

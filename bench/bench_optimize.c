@@ -12,7 +12,8 @@
  * final objective and M_nd. The stage times are those vox_optimize measures,
  * with the backend synchronised before each clock reading. With
  * VOXFE_BENCH_DESIGN=FILE set it also writes the design file (after the
- * timing). */
+ * timing); VOXFE_BENCH_FINE_SMOOTHING_STEPS=N sets the fine level's
+ * smoothing steps (0: as the coarse levels'). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,9 @@ int main(int argc, char **argv) {
     opt.adjoint_gpu = !strcmp(argv[11], "auto")   ? VOX_ADJOINT_GPU_AUTO
                       : !strcmp(argv[11], "none") ? VOX_ADJOINT_GPU_NONE
                                                   : atoi(argv[11]);
+  /* the fine level's smoothing steps (0: as the coarse levels') */
+  const char *fine_steps = getenv("VOXFE_BENCH_FINE_SMOOTHING_STEPS");
+  if (fine_steps) opt.solver.fine_smoothing_steps = atoi(fine_steps);
   const vox_grid *g = &model.grid;
   printf("%s: %lldx%lldx%lld, %lld elements, %lld dofs (%s), backend %s\n", argv[1],
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),

@@ -52,6 +52,10 @@ void cli_format_device(const void *value, char *buf, size_t size);
    .flags = CLI_RECORD,                                                                          \
    .help = "multigrid smoothing before and after the coarse correction: Jacobi sweeps or the "   \
            "Chebyshev degree"},                                                                  \
+  {.name = "fine-smoothing-steps", .arg = "N", .kind = CLI_INTEGER,                              \
+   .offset = offsetof(TYPE, SOLVER.fine_smoothing_steps), .range = {0, INT_MAX, 0, 0},           \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "the same on the finest level only; 0: as --smoothing-steps"},                        \
   {.name = "mg-levels", .arg = "N", .kind = CLI_INTEGER,                                         \
    .offset = offsetof(TYPE, SOLVER.mg_levels), .range = {0, INFINITY, 0, 0},                     \
    .flags = CLI_RECORD,                                                                          \

@@ -536,6 +536,11 @@ static void destroy(vox_backend *be) {
   free(be);
 }
 
+/* the FP16 levels' scales (cuda_stencil.cu, "FP16 storage") */
+static int stencil_mixed_dof_bytes(const vox_grid *grid) {
+  return vox_cuda_fp16_stencils(grid) ? (int)sizeof(float) : 0;
+}
+
 static vox_backend_ops make_ops(void) {
   vox_backend_ops o = {};
   o.name = "cuda";
@@ -544,9 +549,7 @@ static vox_backend_ops make_ops(void) {
   o.device_memory = 1;
   o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
   o.stencil_blocks = VOX_CUDA_STENCIL_SLOTS;
-  /* the FP16 scales, counted for every grid where any may get them (a
-   * periodic cell by default does not: 4 bytes per coarse dof too many) */
-  o.stencil_mixed_dof_bytes = vox_cuda_fp16_stencils(NULL) ? (int)sizeof(float) : 0;
+  o.stencil_mixed_dof_bytes = stencil_mixed_dof_bytes;
   o.memory = memory;
   o.vec_create = vec_create;
   o.vec_destroy = vec_destroy;
@@ -607,6 +610,7 @@ static vox_backend_ops make_ops(void) {
   o.stencil_smooth = vox_cuda_stencil_smooth;
   o.stencil_residual = vox_cuda_stencil_residual;
   o.stencil_diagonal = vox_cuda_stencil_diagonal;
+  o.stencil_full_storage = vox_cuda_stencil_full_storage;
   o.stencil_lanczos = stencil_lanczos;
   o.stencil_factor = vox_cuda_stencil_factor;
   o.stencil_solve = vox_cuda_stencil_solve;

@@ -203,13 +203,15 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
 }
 
 /* FP16 storage of the smoothed coarse levels in MIXED precision
- * (cuda_stencil.cu, "FP16 storage") for a level on `grid`:
- * VOXFE_CUDA_FP16_STENCILS=1 on, off by default: faster on the 256 x 128 x
- * 128 cantilever (0.115 against 0.122 s per design iteration on an H100),
- * but level 1 turned indefinite at design iteration 7 of the 512 x 256 x
- * 256 cantilever (CG broke down), and a periodic cell needs more CG (128^3:
- * 22 against 12.5 iterations per field; docs/benchmarks.md). grid NULL:
- * whether any grid may get it (the memory plan). */
+ * (cuda_stencil.cu, "FP16 storage") for a level on `grid`: on by default
+ * where the grid is not periodic (faster: the 256 x 128 x 128 cantilever
+ * took 0.101 against 0.106 s per design iteration on an H100), off for a
+ * periodic cell, which needs more CG with it (128^3: 22 against 12.5
+ * iterations per field; docs/benchmarks.md); VOXFE_CUDA_FP16_STENCILS=0 or
+ * 1 overrides. The rounding can make level 1 indefinite (it did at design
+ * iteration 7 of the 512 x 256 x 256 cantilever): a solve that breaks down
+ * is then redone with float levels, which stay (stencil_full_storage,
+ * engine/fem.c). */
 int vox_cuda_fp16_stencils(const vox_grid *grid);
 
 struct vox_stencil {
@@ -319,6 +321,8 @@ vox_status vox_cuda_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *
  * float values (a no-op otherwise), and the reverse (a no-op unless packed). */
 vox_status vox_cuda_stencil_pack(vox_backend *be, vox_stencil *st);
 vox_status vox_cuda_stencil_unpack(vox_backend *be, vox_stencil *st);
+/* backend op stencil_full_storage: unpacked, and never packed again */
+vox_status vox_cuda_stencil_full_storage(vox_backend *be, vox_stencil *st, int *was);
 vox_status vox_cuda_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
                                       const vox_vec *r_fine, vox_vec *r_coarse);
 vox_status vox_cuda_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,

@@ -119,8 +119,8 @@ int vox_cuda_fp16_stencils(const vox_grid *grid) {
   const char *env = getenv("VOXFE_CUDA_FP16_STENCILS");
   if (env && env[0] == '0' && !env[1]) return 0;
   if (env && env[0] == '1' && !env[1]) return 1;
-  (void)grid; /* off by default: see cuda_backend.cuh */
-  return 0;
+  /* by default on where the grid is not periodic: see cuda_backend.cuh */
+  return !grid->periodic;
 }
 
 /* s = sqrt(a_rr) / 2^6 of the float centre block (1 where it is not
@@ -354,6 +354,13 @@ vox_status vox_cuda_stencil_unpack(vox_backend *be, vox_stencil *st) {
   if (!st->packed) return VOX_OK;
   TRY(pack_dispatch(be, st, false));
   st->packed = 0;
+  return VOX_OK;
+}
+
+vox_status vox_cuda_stencil_full_storage(vox_backend *be, vox_stencil *st, int *was) {
+  *was = st->fp16;
+  TRY(vox_cuda_stencil_unpack(be, st));
+  st->fp16 = 0;
   return VOX_OK;
 }
 

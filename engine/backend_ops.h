@@ -146,9 +146,10 @@ typedef struct vox_backend_ops {
   /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
    * where the backend keeps only those not implied by symmetry. */
   int stencil_blocks;
-  /* Bytes per dof that a VOX_PRECISION_MIXED stencil allocates beside its
-   * values (the CUDA backend's FP16 scales, cuda/README.md); 0 for none. */
-  int stencil_mixed_dof_bytes;
+  /* Bytes per dof that a VOX_PRECISION_MIXED stencil on a grid like `grid`
+   * allocates beside its values (the CUDA backend's FP16 scales,
+   * cuda/README.md); NULL for none. */
+  int (*stencil_mixed_dof_bytes)(const vox_grid *grid);
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
 
@@ -343,6 +344,12 @@ typedef struct vox_backend_ops {
   vox_status (*stencil_residual)(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                  const vox_vec *x, vox_vec *r);
   vox_status (*stencil_diagonal)(vox_backend *be, vox_stencil *st, vox_vec *d);
+  /* Optional (NULL: no such storage): a MIXED stencil that a backend keeps
+   * in a precision below float (the CUDA backend's FP16 levels) goes back
+   * to float storage for good, and *was says whether it had the reduced
+   * storage; its values stay those of the reduced storage until the next
+   * Galerkin product. fem.c calls it when a solve breaks down. */
+  vox_status (*stencil_full_storage)(vox_backend *be, vox_stencil *st, int *was);
   /* Optional (NULL: multigrid.c runs the steps through the operations
    * above): the Lanczos steps of the smoother's eigenvalue estimate on a
    * stencil, i.e. up to `steps` steps of Jacobi-preconditioned CG on A from

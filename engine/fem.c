@@ -329,12 +329,15 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
 }
 
 /* Preconditioned CG on K x = b from x (and the history, where given),
- * with the preconditioner the options ask for. A multigrid cycle whose
- * coarse smoother bounds were kept from an earlier setup
- * (options->mg_bound_refresh) can turn indefinite where the new operator's
- * largest eigenvalue outgrew them: a solve that broke down with such a
- * cycle is redone from where it stopped (from zero after a NaN) with the
- * bounds estimated anew; its iterations add up. */
+ * with the preconditioner the options ask for. Two economies of the
+ * multigrid cycle can turn it indefinite: coarse smoother bounds kept from
+ * an earlier setup (options->mg_bound_refresh), where the new operator's
+ * largest eigenvalue outgrew them, and coarse levels a backend stores
+ * below float (stencil_full_storage), whose rounding can leave a level's
+ * smallest eigenvalues below zero. A solve that broke down with either is
+ * redone from where it stopped (from zero after a NaN) with the bounds
+ * estimated anew and every level in float from then on; its iterations
+ * add up. */
 static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_pcg_history *history,
                       const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
@@ -344,14 +347,16 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_pcg_histor
   TRY(vox_pcg_solve_with_history(be, fem->op, &pc, b, x, history, options, &fem->pcg, result));
   const int broke_down =
       result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
-  if (!broke_down || options->preconditioner != VOX_PC_MULTIGRID || !fem->mg ||
-      !fem->mg->bounds_kept)
-    return VOX_OK;
+  if (!broke_down || options->preconditioner != VOX_PC_MULTIGRID || !fem->mg) return VOX_OK;
+  int reduced_storage;
+  TRY(vox_mg_full_storage(fem->mg, &reduced_storage));
+  if (!fem->mg->bounds_kept && !reduced_storage) return VOX_OK;
   const int before = result->iterations;
   if (result->reason == VOX_DIVERGED_NAN) TRY(be->ops->vec_set(be, x, 0));
   fem->mg->setups = 0; /* the next setup estimates */
   fem->mg_stale = 1;
-  fem->bound_redos++;
+  if (fem->mg->bounds_kept) fem->bound_redos++;
+  if (reduced_storage) fem->storage_redos++;
   TRY(preconditioner(fem, options, &jacobi, &pc));
   TRY(vox_pcg_solve(be, fem->op, &pc, b, x, options, &fem->pcg, result));
   result->iterations += before;

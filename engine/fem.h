@@ -32,6 +32,7 @@ typedef struct vox_fem {
   double jacobi_bound; /* lambda_max(D^-1 A) <= this, for any moduli (smoother_bound.h) */
   int mg_stale;        /* the moduli changed since the last multigrid setup */
   int bound_redos;     /* solves redone with fresh multigrid bounds (fem.c) */
+  int storage_redos;   /* solves redone with float coarse levels (fem.c) */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 

@@ -212,6 +212,12 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
    * coarsest solve (not established). */
   const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
+  /* A periodic cell smooths its fine level as much as the others: its
+   * solves stop at a loose tolerance after a few CG iterations, which one
+   * step less there costs dearly (a 32^3 bulk-modulus cell: 360 against 251
+   * CG iterations over its first 12 design iterations, docs/benchmarks.md),
+   * where the cantilever's saved products pay (issue 3). */
+  if (grid->periodic) mg->options.fine_smoothing_steps = 0;
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];
@@ -375,6 +381,17 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   return VOX_OK;
 }
 
+vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed) {
+  *changed = 0;
+  if (!mg->be->ops->stencil_full_storage) return VOX_OK;
+  for (int l = 1; l < mg->n_levels; l++) {
+    int was;
+    TRY(mg->be->ops->stencil_full_storage(mg->be, mg->level[l].stencil, &was));
+    *changed |= was;
+  }
+  return VOX_OK;
+}
+
 /* The coefficients of smoothing step k (0 first): d = alpha D^-1 (b - A x)
  * + beta d, x += d.
  *
@@ -455,10 +472,13 @@ static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, 
   if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
   vox_mg_level *coarse = &mg->level[l + 1];
   vox_vec *cur = warm ? x : &lv->r, *other = warm ? &lv->r : x, *t;
+  const int steps = l == 0 && mg->options.fine_smoothing_steps > 0
+                        ? mg->options.fine_smoothing_steps
+                        : mg->options.smoothing_steps;
   smoothing s = smoothing_start(mg, l);
   if (!warm)
     TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
-  for (int k = warm ? 0 : 1; k < mg->options.smoothing_steps; k++) {
+  for (int k = warm ? 0 : 1; k < steps; k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;
@@ -472,7 +492,7 @@ static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, 
   if (coarsest) TRY(remove_translations(mg, &coarse->x));
   TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
   s = smoothing_start(mg, l);
-  for (int k = 0; k < mg->options.smoothing_steps; k++) {
+  for (int k = 0; k < steps; k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, cur, &s, other));
     t = cur, cur = other, other = t;

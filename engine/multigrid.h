@@ -56,6 +56,10 @@ void vox_mg_destroy(vox_multigrid *mg);
  * residual, so every vox_mg_apply overwrites it too. CG's q qualifies: it
  * is dead between its use in the residual update and the next product. */
 vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *const work[4]);
+/* Every level that a backend stores below float (stencil_full_storage)
+ * goes back to float for good; *changed: whether any did. The hierarchy
+ * needs a setup before its next use. */
+vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed);
 /* Periodic hierarchies: v -= its rigid translations (the mean of each
  * component over the fine masters), through the levels: a restriction to
  * the coarsest level, three dot products and a prolongation. Overwrites the

@@ -48,6 +48,10 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
    * iterations too (a solve that breaks down with them is redone with
    * fresh ones: fem.c): docs/engine.md */
   o->solver.mg_bound_refresh = 4;
+  /* one Chebyshev step on the fine level, two on the coarse ones: half
+   * the fine products of a cycle for a few more CG iterations
+   * (docs/benchmarks.md, issue 3); a periodic cell keeps two (multigrid.c) */
+  o->solver.fine_smoothing_steps = 1;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
 }

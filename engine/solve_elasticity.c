@@ -14,6 +14,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->mg_levels = 0;
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
   options->smoothing_steps = 2; /* fastest on the H100: docs/benchmarks.md */
+  options->fine_smoothing_steps = 0;
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
@@ -104,6 +105,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
           (int)o->preconditioner);
   REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);
   REQUIRE(o->smoothing_steps >= 1, "at least one smoothing step is needed");
+  REQUIRE(o->fine_smoothing_steps >= 0, "fine smoothing steps %d must be >= 0 (0: as the others)",
+          o->fine_smoothing_steps);
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);

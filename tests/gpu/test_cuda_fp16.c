@@ -11,7 +11,10 @@
  *   FP16's at all (above 1e-5: the level is not left in float); the
  *   diagonal, and the values read back, row by row, and symmetric (the
  *   centre blocks' pairs rounded alike); the Galerkin product
- *   of a packed level against the CPU's of the same FP16-rounded values.
+ *   of a packed level against the CPU's of the same FP16-rounded values;
+ *   the level turned back to float storage (stencil_full_storage, what a
+ *   solve that broke down asks for): float's product after its next
+ *   Galerkin product.
  *   Elasticity and conduction on odd grids with a clamped face, and a
  *   periodic cell;
  * - a whole solve (vox_solve_elasticity, 64x32x32, random solid/void,
@@ -286,6 +289,28 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
         C_OK("download", c->stencil_download(cpu, c2, c2v)) &&
         G_OK("download", g->stencil_download(gpu, g2, g2v)))
       report("galerkin_stencil from a packed level", g2v, c2v, n2_values, TOL_FLOAT);
+  }
+  /* back to float for good (what a solve that broke down asks for): the
+   * level says once that it had FP16 storage, and from its next Galerkin
+   * product on its product is float's again, not packed */
+  if (g->stencil_full_storage) {
+    int was = -1, again = -1;
+    if (G_OK("stencil_full_storage", g->stencil_full_storage(gpu, gs, &was)) &&
+        G_OK("stencil_full_storage again", g->stencil_full_storage(gpu, gs, &again))) {
+      if (was == 1 && again == 0)
+        ok_line("stencil_full_storage: FP16 once, then float", 0, 0);
+      else
+        fail_line("stencil_full_storage", "reported %d, then %d (1, then 0 expected)", was, again);
+    }
+    if (G_OK("galerkin_operator", g->galerkin_operator(gpu, p.gop, gs)) &&
+        G_OK("stencil_download", g->stencil_download(gpu, gs, v)) &&
+        C_OK("stencil_upload", c->stencil_upload(cpu, cs, v)) &&
+        abs_product(&p, v, x.hc, bound) && pv_poison(&y) &&
+        BOTH("stencil_apply in float again", c->stencil_apply(cpu, cs, &x.c, &y.c),
+             g->stencil_apply(gpu, gs, &x.g, &y.g)) &&
+        C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
+        G_OK("download", g->vec_download(gpu, &y.g, y.hg)))
+      report_rows("stencil_apply in float again, row by row", y.hg, y.hc, bound, n, TOL_FLOAT, 0);
   }
 done:
   if (cs) c->stencil_destroy(cpu, cs);

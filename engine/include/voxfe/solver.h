@@ -61,6 +61,9 @@ typedef struct vox_solver_options {
   int mg_levels;         /* 0: chosen from the grid */
   vox_smoother smoother;
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
+  int fine_smoothing_steps; /* the same on the fine level; 0: smoothing_steps there too.
+                               Fewer there save the costliest products of a cycle
+                               (docs/benchmarks.md, issue 3) */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
   vox_storage storage;
