@@ -590,10 +590,9 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
 
 /* Frees what the loop needs and the end does not (the final evaluation,
  * volume, M_nd and the results need x_phys, design and dc, M_nd's
- * temporary): the room
- * in which a cell's final evaluation allocates the fields of the strains
- * its objective did not solve (memory_plan.c counts the larger of the two
- * phases). */
+ * temporary): the room in which a cell's final evaluation allocates the
+ * fields of the strains its objective did not solve (memory_plan.c counts
+ * the larger of the two phases). */
 static void final_room(vox_backend *be, opt_state *s) {
   vox_vec *v[] = {&s->x, &s->dv, &s->energy, &s->passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
