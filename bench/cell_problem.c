@@ -57,9 +57,10 @@ int cell_problem_make(vox_context *ctx, int n, double v, const char *start, cell
 
 void cell_problem_free(cell_problem *p) { vox_model_free(&p->model); }
 
+/* binary: rho >= threshold solid, the rest void; else the grey design */
 static int moduli_of(vox_context *ctx, vox_backend *be, const vox_model *model,
-                     const double *density, int binary, double penalty, double emin,
-                     vox_cell_moduli *moduli, double *volume_fraction) {
+                     const double *density, int binary, double threshold, double penalty,
+                     double emin, vox_cell_moduli *moduli, double *volume_fraction) {
   vox_model cell;
   if (vox_model_copy(ctx, &cell, model) != VOX_OK) return -1;
   const size_t ne = (size_t)vox_grid_elements(&model->grid);
@@ -71,7 +72,7 @@ static int moduli_of(vox_context *ctx, vox_backend *be, const vox_model *model,
   cell.density = d;
   double solid = 0;
   for (size_t e = 0; e < ne; e++) {
-    d[e] = binary ? (density[e] >= 0.5) : density[e];
+    d[e] = binary ? (density[e] >= threshold) : density[e];
     solid += d[e];
   }
   if (volume_fraction) *volume_fraction = solid / (double)ne;
@@ -89,10 +90,33 @@ static int moduli_of(vox_context *ctx, vox_backend *be, const vox_model *model,
 int cell_binary_moduli(vox_context *ctx, vox_backend *be, const vox_model *model,
                        const double *density, double penalty, double emin,
                        vox_cell_moduli *moduli, double *volume_fraction) {
-  return moduli_of(ctx, be, model, density, 1, penalty, emin, moduli, volume_fraction);
+  return moduli_of(ctx, be, model, density, 1, 0.5, penalty, emin, moduli, volume_fraction);
+}
+
+static int descending(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+int cell_binary_moduli_at_volume(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                 const double *density, double target, double penalty,
+                                 double emin, vox_cell_moduli *moduli, double *threshold,
+                                 double *volume_fraction) {
+  const size_t ne = (size_t)vox_grid_elements(&model->grid);
+  double *sorted = malloc(ne * sizeof *sorted);
+  if (!sorted) return -1;
+  memcpy(sorted, density, ne * sizeof *sorted);
+  qsort(sorted, ne, sizeof *sorted, descending);
+  size_t k = (size_t)llround(target * (double)ne);
+  if (k < 1) k = 1;
+  if (k > ne) k = ne;
+  *threshold = sorted[k - 1]; /* the k-th largest: ties at it go solid too */
+  free(sorted);
+  return moduli_of(ctx, be, model, density, 1, *threshold, penalty, emin, moduli,
+                   volume_fraction);
 }
 
 int cell_grey_moduli(vox_context *ctx, vox_backend *be, const vox_model *model,
                      const double *density, double penalty, double emin, vox_cell_moduli *moduli) {
-  return moduli_of(ctx, be, model, density, 0, penalty, emin, moduli, NULL);
+  return moduli_of(ctx, be, model, density, 0, 0, penalty, emin, moduli, NULL);
 }

@@ -34,6 +34,16 @@ int cell_binary_moduli(vox_context *ctx, vox_backend *be, const vox_model *model
                        const double *density, double penalty, double emin,
                        vox_cell_moduli *moduli, double *volume_fraction);
 
+/* The same binarized at the threshold that keeps the volume fraction
+ * `target` (the k-th largest density, k = target n; elements tied with it
+ * go solid too, so the volume can exceed the target by a tie's count):
+ * seed 003's moduli are at its volume fraction, which a threshold of 0.5
+ * need not keep. */
+int cell_binary_moduli_at_volume(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                 const double *density, double target, double penalty,
+                                 double emin, vox_cell_moduli *moduli, double *threshold,
+                                 double *volume_fraction);
+
 /* Likewise for the grey design itself (no binarization). */
 int cell_grey_moduli(vox_context *ctx, vox_backend *be, const vox_model *model,
                      const double *density, double penalty, double emin, vox_cell_moduli *moduli);

@@ -34,6 +34,11 @@ static void format_report(const cli_progress *p, const vox_progress *r, char *bu
     if (m < 0 || (size_t)(n + m) >= size) return;
     n += m;
   }
+  if (r->solves > 0) { /* how many systems the CG iterations went to */
+    int m = snprintf(buf + n, size - (size_t)n, " %d solve%s", r->solves, r->solves > 1 ? "s" : "");
+    if (m < 0 || (size_t)(n + m) >= size) return;
+    n += m;
+  }
   snprintf(buf + n, size - (size_t)n, " cg %d %.2f s/it", r->cg_iterations, r->seconds);
 }
 

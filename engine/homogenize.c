@@ -2,7 +2,7 @@
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
  *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
- * the energy form, one pass over the six fields (op_strain_energy_sums).
+ * the energy form, one pass over the fields (op_strain_energy_sums).
  * With fields u = u* + e that solve only to a tolerance, its error is
  * e^i' K e^j: the first-order terms are the residual K u* - f = 0 against
  * e, so C^H is second order in the fields' error. Expanding the product
@@ -11,7 +11,7 @@
  * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
  * docs/benchmarks.md measures both against CG's tolerance). The
  * sensitivities (eq. 9) need the element products themselves: one pass of
- * op_strain_energy over the six fields with the weights of the objective's
+ * op_strain_energy over the fields with the weights of the objective's
  * gradient. chi is the strain applied to element-local corner coordinates
  * (seed 003 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */
@@ -70,12 +70,34 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
 
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out) {
-  return vox_homog_create_fields(ctx, be, model, 0, out);
+  return vox_homog_create_fields(ctx, be, model, 0, VOX_ALL_STRAINS, out);
+}
+
+int vox_homog_strain_count(unsigned strains) {
+  int n = 0;
+  for (int s = 0; s < VOX_STRAINS; s++) n += (strains >> s) & 1;
+  return n;
+}
+
+vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
+  vox_backend *be = h->fem->be;
+  for (int st = 0; st < VOX_STRAINS; st++) {
+    if (!((strains >> st) & 1) || ((h->strains >> st) & 1)) continue;
+    /* created zeroed: the first solve starts from rest */
+    TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
+                       : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]));
+    h->strains |= 1u << st;
+  }
+  return VOX_OK;
 }
 
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
-                                   int half_fields, vox_homog **out) {
+                                   int half_fields, unsigned strains, vox_homog **out) {
   *out = NULL;
+  if (strains == 0 || (strains & ~(unsigned)VOX_ALL_STRAINS))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "homogenization: strain mask 0x%x is not a non-empty part of the six",
+                     strains);
   TRY(vox_model_validate(ctx, model));
   TRY(check_cell(ctx, model));
   vox_homog *h = calloc(1, sizeof *h);
@@ -120,9 +142,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
     }
   }
   h->half_fields = half_fields;
-  for (int st = 0; st < VOX_STRAINS && s == VOX_OK; st++)
-    s = half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
-                    : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]);
+  if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
   if (s == VOX_OK && half_fields) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
@@ -143,6 +163,9 @@ static const double ZERO_LOAD = 1e-12;
 
 vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
   vox_backend *be = h->fem->be;
+  if (!((h->strains >> i) & 1))
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "homogenization: the field of strain %d is not kept", i);
   if (!h->half_fields) {
     *u = &h->u[i];
     return VOX_OK;
@@ -151,7 +174,7 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
   return be->ops->hvec_load(be, &h->uh[i], &h->work);
 }
 
-/* mm: sum_e m_e^2, the same for the six cases. */
+/* mm: sum_e m_e^2, the same for every case. */
 static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_options *options,
                              vox_solve_result *r) {
   vox_fem *fem = h->fem;
@@ -178,38 +201,68 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double sum_m = 0, mm, fu[VOX_STRAINS][VOX_STRAINS];
-  if (h->dot_form && h->half_fields)
+  if (h->dot_form && (h->half_fields || !ones))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "C^H's dot-product form needs the fields in double");
+                     "C^H's dot-product form needs the fields in double and a vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
   for (int i = 0; i < VOX_STRAINS; i++) {
+    if (!((h->strains >> i) & 1)) continue;
     vox_solve_result *r = &h->last[i];
     TRY(solve_case(h, i, mm, options, r));
     *cg_iterations += r->iterations;
     if (r->reason < 0 && failed->reason > 0) *failed = *r;
     /* the dot-product form needs f^i while it is there */
     for (int j = 0; j <= i && h->dot_form; j++)
-      TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
+      if ((h->strains >> j) & 1) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
   if (!h->dot_form) return vox_homog_energy_tensor(h, c);
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
       c[i * VOX_STRAINS + j] =
-          (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
+          !((h->strains >> i) & (h->strains >> j) & 1)
+              ? NAN
+              : (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
   return VOX_OK;
+}
+
+/* The kept strains in order (their number returned), with their chi side by
+ * side and their fields: the arguments of the backend's strain-energy
+ * kernels, which take n fields in a row. */
+typedef struct packed_strains {
+  int n, strain[VOX_STRAINS];
+  double chi[VOX_STRAINS * 24];
+  vox_vec u[VOX_STRAINS];
+  vox_hvec uh[VOX_STRAINS];
+} packed_strains;
+
+static void pack_strains(const vox_homog *h, packed_strains *p) {
+  p->n = 0;
+  for (int s = 0; s < VOX_STRAINS; s++) {
+    if (!((h->strains >> s) & 1)) continue;
+    p->strain[p->n] = s;
+    memcpy(p->chi + 24 * p->n, h->chi + 24 * s, 24 * sizeof *h->chi);
+    p->u[p->n] = h->u[s], p->uh[p->n] = h->uh[s];
+    p->n++;
+  }
 }
 
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
   vox_backend *be = h->fem->be;
+  packed_strains p;
+  pack_strains(h, &p);
+  double sums[36];
   if (h->half_fields)
-    TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, VOX_STRAINS, h->uh, h->chi, c));
+    TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
   else
-    TRY(be->ops->op_strain_energy_sums(be, h->fem->op, VOX_STRAINS, h->u, h->chi, c));
-  for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] /= h->volume;
+    TRY(be->ops->op_strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
+  for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] = NAN;
+  for (int a = 0; a < p.n; a++)
+    for (int b = 0; b < p.n; b++)
+      c[p.strain[a] * VOX_STRAINS + p.strain[b]] = sums[a * p.n + b] / h->volume;
   return VOX_OK;
 }
 
@@ -219,14 +272,24 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *r
   vox_backend *be = fem->be;
   /* simp_sensitivity gives -p rho^(p-1) (1 - emin) E energy_e: the
    * weights carry the minus sign and 1/|cell| (symmetrised: C^H is) */
-  double w[36];
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)
-      w[i * VOX_STRAINS + j] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
+      if (g[i * VOX_STRAINS + j] != 0 && !((h->strains >> i) & (h->strains >> j) & 1))
+        return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                         "homogenization: the gradient weighs C%d%d, whose strains are not "
+                         "all solved", i + 1, j + 1);
+  packed_strains ps;
+  pack_strains(h, &ps);
+  double w[36];
+  for (int a = 0; a < ps.n; a++)
+    for (int b = 0; b < ps.n; b++) {
+      const int i = ps.strain[a], j = ps.strain[b];
+      w[a * ps.n + b] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
+    }
   if (h->half_fields)
-    TRY(be->ops->op_strain_energy_half(be, fem->op, VOX_STRAINS, h->uh, h->chi, w, energy));
+    TRY(be->ops->op_strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
   else
-    TRY(be->ops->op_strain_energy(be, fem->op, VOX_STRAINS, h->u, h->chi, w, energy));
+    TRY(be->ops->op_strain_energy(be, fem->op, ps.n, ps.u, ps.chi, w, energy));
   return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
 }
 

@@ -1,19 +1,26 @@
-/* The six cell problems of a periodic unit cell on a backend (private), for
- * vox_homogenize and the optimizer's homogenization objectives (seed 003
- * eq. 4-9). */
+/* The cell problems of a periodic unit cell (up to six unit strains) on a
+ * backend (private), for vox_homogenize and the optimizer's homogenization
+ * objectives (seed 003 eq. 4-9). */
 #ifndef VOXFE_HOMOGENIZE_PRIVATE_H
 #define VOXFE_HOMOGENIZE_PRIVATE_H
 
 #include "fem.h"
 #include "voxfe/homogenize.h"
 
-enum { VOX_STRAINS = 6 };
+enum { VOX_STRAINS = 6, VOX_ALL_STRAINS = (1u << VOX_STRAINS) - 1 };
 
 typedef struct vox_homog {
-  vox_fem *fem;              /* periodic grid, six load cases */
+  vox_fem *fem;              /* periodic grid, one force vector */
+  /* The unit strains solved and kept (bit s for strain s, Voigt order xx
+   * yy zz xy yz zx): an objective that reads only some entries of C^H
+   * solves only the strains they need (vox_cell_objective_strains); the
+   * fields of the others are not allocated, and their entries of C^H come
+   * out NaN. */
+  unsigned strains;
   /* periodic fluctuations, the warm starts of the next solves: in double
    * (u), or in half precision (uh, with one double vector `work` that each
-   * solve loads its field into and stores back from) */
+   * solve loads its field into and stores back from); only those of
+   * `strains` are allocated */
   int half_fields;
   vox_vec u[VOX_STRAINS];
   vox_hvec uh[VOX_STRAINS];
@@ -30,35 +37,47 @@ typedef struct vox_homog {
 } vox_homog;
 
 /* Checks the cell and builds the system: model's labels and material, its
- * grid taken as periodic; the six fields in double. */
+ * grid taken as periodic; all six strains, their fields in double. */
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out);
-/* The same with the six fields stored in half precision when half_fields
- * (the optimizer's, in mixed precision: vox_homog_half_fields). */
+/* The same for the unit strains `strains` (a mask of VOX_ALL_STRAINS, not
+ * 0), their fields stored in half precision when half_fields (the
+ * optimizer's, in mixed precision: vox_homog_half_fields). */
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
-                                   int half_fields, vox_homog **out);
-/* Whether the optimizer stores a cell's six fields in half precision: in
+                                   int half_fields, unsigned strains, vox_homog **out);
+/* Adds the strains of `strains` not yet kept, their fields zero (the next
+ * solve starts them from rest): the optimizer's final evaluation, which
+ * reports the whole C^H. */
+vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
+/* The number of strains in a mask. */
+int vox_homog_strain_count(unsigned strains);
+/* Whether the optimizer stores a cell's fields in half precision: in
  * mixed precision (seed 003's FP32/FP16; within 2e-5 of C^H and 0.4 % of
  * the sensitivities, docs/benchmarks.md); the memory plan counts them so. */
 static inline int vox_homog_half_fields(const vox_solver_options *solver) {
   return solver->precision == VOX_PRECISION_MIXED;
 }
-/* Field i in double: h->u[i], or h->work loaded from h->uh[i]. */
+/* Field i (one of h->strains) in double: h->u[i], or h->work loaded from
+ * h->uh[i]. */
 vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u);
 void vox_homog_destroy(vox_homog *h);
-/* At the fem's current moduli (after vox_fem_update): the six loads, the
- * six solves (warm-started), and C^H (energy form unless h->dot_form, which
- * needs double fields; `ones`, 1 per element, serves the dot-product form).
- * cg_iterations sums the solves; failed gets the first solve that did not
- * converge (reason > 0 if none). */
+/* At the fem's current moduli (after vox_fem_update): the loads and the
+ * solves (warm-started) of h->strains, and C^H (energy form unless
+ * h->dot_form, which needs double fields; `ones`, 1 per element, serves the
+ * dot-product form; NULL will do for the energy form): the entries C_ij
+ * with both i and j solved, NaN in the others. cg_iterations sums the
+ * solves; failed gets the first solve that did not converge (reason > 0 if
+ * none). */
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36],
                            int *cg_iterations, vox_solve_result *failed);
-/* C^H in the energy form (seed 003 eq. 7) from the six fields in h->u, at
- * the fem's current moduli: one pass over the elements. */
+/* C^H in the energy form (seed 003 eq. 7) from the fields of h->strains,
+ * at the fem's current moduli: one pass over the elements; NaN in the
+ * entries of strains not solved. */
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]);
 /* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e (eq. 8, 9) for the
- * moduli E (emin + (1 - emin) rho^p): energy is work (elements). */
+ * moduli E (emin + (1 - emin) rho^p): energy is work (elements). g must be
+ * 0 on the entries of strains not solved (VOX_ERR_INVALID_ARGUMENT). */
 vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,
                               double emin, vox_vec *energy, vox_vec *df);
 

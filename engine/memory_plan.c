@@ -7,22 +7,40 @@
 #include "memory_plan.h"
 #include "multigrid.h"
 
-size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
-                         int prescribed, const vox_solver_options *solver, int optimizing) {
+/* Adds an item (skipping empty ones). */
+static void add(vox_memory_plan *plan, const char *what, double bytes) {
+  if (bytes <= 0 || plan->n >= VOX_MEMORY_ITEMS) return;
+  plan->item[plan->n++] = (vox_memory_item){.what = what, .bytes = bytes};
+  plan->total += bytes;
+}
+
+void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
+                           int prescribed, const vox_solver_options *solver, int optimizing,
+                           vox_memory_plan *plan) {
   const double D = sizeof(double);
   const double elements = (double)vox_grid_elements(grid);
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
+  plan->n = 0;
+  plan->total = 0;
   /* fem.c: e_solid and moduli per element; inv_diag, the forces, the 4 CG
    * vectors, the fixed flags per dof (and per node, on the GPU), and lift,
    * rhs and correction for prescribed displacements. A periodic cell
-   * (homogenize.c) has one force vector that each unit strain overwrites,
-   * its n_cases fields (counted below as the optimizer's displacements, or
-   * here when not optimizing) and a vector of ones per element. */
+   * (homogenize.c) has one force vector that each unit strain overwrites
+   * and its n_cases fields (counted below as the optimizer's displacements,
+   * or here when not optimizing). */
   const int periodic = grid->periodic;
   const int forces = periodic ? 1 : n_cases;
-  double bytes = 2 * D * elements + (5 + forces + (prescribed ? 3 : 0)) * D * dofs + dofs +
-                 dofs / dpn;
-  if (periodic) bytes += D * elements + (optimizing ? 0 : n_cases * D * dofs);
+  add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
+  add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
+  add(plan, "inverse diagonal (double, per dof)", D * dofs);
+  add(plan, periodic ? "force vector (one for every strain)" : "force vectors (per load case)",
+      forces * D * dofs);
+  add(plan, "prescribed values: lift, rhs, correction", (prescribed ? 3 : 0) * D * dofs);
+  add(plan, "fixed flags (per dof and per node)", dofs + dofs / dpn);
+  /* vox_homogenize's fields and its vector of ones (the optimizer keeps
+   * none: the energy form of C^H does not sum the moduli) */
+  if (periodic && !optimizing) add(plan, "cell fields (double)", n_cases * D * dofs);
+  if (periodic && !optimizing) add(plan, "ones per element", D * elements);
   if (solver->preconditioner == VOX_PC_MULTIGRID) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
     const int mixed = solver->precision == VOX_PRECISION_MIXED;
@@ -30,28 +48,66 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
     /* an FP16-packed level keeps the float buffer and adds its scales */
     const double per_dof =
         mixed && be->ops->stencil_mixed_dof_bytes ? be->ops->stencil_mixed_dof_bytes(grid) : 0;
+    double stencil1 = 0, vectors1 = 0, coarser = 0, vectors0 = 0, factor = 0;
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
+      double stencil = 0, vectors = 0;
       if (l > 0) /* the stencil, inv_diag, b, x */
-        bytes += be->ops->stencil_blocks * dpn * n * value + per_dof * n + 3 * D * n;
-      if (l < levels - 1) bytes += (l > 0 ? 2 : 1) * D * n;   /* r (level 0: CG's q), d */
+        stencil = be->ops->stencil_blocks * dpn * n * value + per_dof * n, vectors = 3 * D * n;
+      if (l < levels - 1) vectors += (l > 0 ? 2 : 1) * D * n; /* r (level 0: CG's q), d */
       if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs)
-        bytes += 2 * D * n * n; /* L and L^-1 */
+        factor = 2 * D * n * n; /* L and L^-1 */
+      if (l == 0) vectors0 = vectors;
+      else if (l == 1) stencil1 = stencil, vectors1 = vectors;
+      else coarser += stencil + vectors;
       g = vox_grid_coarsen(&g);
     }
+    add(plan, "multigrid level 0: d (double)", vectors0);
+    add(plan, mixed ? "multigrid level 1 stencil (float)" : "multigrid level 1 stencil (double)",
+        stencil1);
+    add(plan, "multigrid level 1: inv_diag, b, x, r, d (double)", vectors1);
+    add(plan, "multigrid levels 2 and coarser", coarser);
+    add(plan, "multigrid coarsest factor (L, L^-1)", factor);
   }
-  /* 9 vectors per element, a displacement per load case (a cell's six in
-   * half precision with one double vector to solve in, in mixed precision:
-   * homogenize.h), the filter */
-  const double fields = periodic && vox_homog_half_fields(solver) ? n_cases * 2.0 * dofs + D * dofs
-                                                                  : n_cases * D * dofs;
-  if (optimizing) bytes += 9 * D * elements + fields + (2 * D + 1) * elements;
+  /* 7 vectors per element (optimizer.c, opt_state), a displacement per load case (a cell's fields
+   * in half precision with one double vector to solve in, in mixed
+   * precision: homogenize.h), the filter. A cell's n_cases are the strains
+   * its objective solves in the loop; its final evaluation solves all six
+   * after freeing the filter and 4 of the 7 per-element vectors
+   * (optimizer.c, final_room): the larger of the two phases counts. */
+  const int half = periodic && vox_homog_half_fields(solver);
+  const double field = half ? 2.0 * dofs : D * dofs, work = half ? D * dofs : 0;
+  const double loop = 7 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
+  const double final = 3 * D * elements + VOX_STRAINS * field + work;
+  if (optimizing && periodic && final > loop) {
+    add(plan, "final evaluation: x_phys, design, dc per element", 3 * D * elements);
+    add(plan, half ? "final evaluation: the six fields (half)" : "final evaluation: the six fields",
+        VOX_STRAINS * field);
+    add(plan, "work vector of the half fields (double)", work);
+  } else if (optimizing) {
+    add(plan, "optimizer: 7 vectors per element (double)", 7 * D * elements);
+    add(plan, periodic ? (half ? "cell fields of the solved strains (half)"
+                               : "cell fields of the solved strains (double)")
+                       : "displacements (per load case)",
+        n_cases * field);
+    add(plan, "work vector of the half fields (double)", work);
+    add(plan, "filter", (2 * D + 1) * elements);
+  }
   /* objective.c: the states' earlier solutions (a mechanism keeps them for
    * its one state only; the optimizer passes it 3 cases: an upper bound) */
   if (optimizing && !periodic && !prescribed)
-    bytes += (double)solver->start_history * n_cases * D * dofs;
-  return (size_t)(bytes * VOX_MEMORY_MARGIN) + VOX_MEMORY_MARGIN_BYTES;
+    add(plan, "earlier solutions (start history)",
+        (double)solver->start_history * n_cases * D * dofs);
+  add(plan, "margin (2 % and 160 MiB)",
+      plan->total * (VOX_MEMORY_MARGIN - 1) + (double)VOX_MEMORY_MARGIN_BYTES);
+}
+
+size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
+                         int prescribed, const vox_solver_options *solver, int optimizing) {
+  vox_memory_plan plan;
+  vox_memory_plan_items(be, grid, dpn, n_cases, prescribed, solver, optimizing, &plan);
+  return (size_t)plan.total;
 }
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,

@@ -19,10 +19,30 @@
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed
  * non-zero (three more vectors); `optimizing` adds the optimizer's
- * per-element state and its filter. */
+ * per-element state and its filter. For a periodic grid being optimized,
+ * n_cases is the number of unit strains the objective solves in each
+ * design iteration (vox_cell_objective_strains); the final evaluation's
+ * six fields are counted too (the larger phase). */
 size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dofs_per_node,
                          int n_cases, int prescribed, const vox_solver_options *solver,
                          int optimizing);
+
+/* The same count item by item (at most VOX_MEMORY_ITEMS, the margin the
+ * last): what a run's memory goes to, for benchmarks and for deciding what
+ * to cut. total is vox_memory_needed's result. */
+enum { VOX_MEMORY_ITEMS = 24 };
+typedef struct vox_memory_item {
+  const char *what;
+  double bytes;
+} vox_memory_item;
+typedef struct vox_memory_plan {
+  int n;
+  vox_memory_item item[VOX_MEMORY_ITEMS];
+  double total;
+} vox_memory_plan;
+void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dofs_per_node,
+                           int n_cases, int prescribed, const vox_solver_options *solver,
+                           int optimizing, vox_memory_plan *plan);
 
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */

@@ -73,6 +73,33 @@ int vox_cell_objective_parse(const char *text, vox_cell_objective *objective) {
   return -1;
 }
 
+unsigned vox_cell_objective_strains(const vox_optimizer_options *o) {
+  switch (o->cell_objective) {
+  case VOX_CELL_NONE: return 0;
+  case VOX_CELL_BULK:
+  case VOX_CELL_POISSON:
+  case VOX_CELL_POISSON_LOG: return 0x07;
+  case VOX_CELL_SHEAR: return 0x38;
+  default: break;
+  }
+  if (o->custom || !o->expression) return 0x3f; /* a function does not say what it reads */
+  unsigned strains = 0;
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++)
+      if (vox_expression_uses(o->expression, i + 1, j + 1)) strains |= 1u << i | 1u << j;
+  return strains;
+}
+
+const char *vox_strains_text(unsigned strains, char *buf, size_t size) {
+  static const char *const names[] = {"xx", "yy", "zz", "xy", "yz", "zx"};
+  size_t n = 0;
+  if (size) buf[0] = 0;
+  for (int s = 0; s < 6; s++)
+    if ((strains >> s) & 1 && n + 3 < size)
+      n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " " : "", names[s]);
+  return buf;
+}
+
 const char *vox_filter_name(vox_filter_type filter) {
   return (unsigned)filter < 3 ? filter_names[filter] : "unknown";
 }
@@ -137,12 +164,15 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
   vox_objective_state *objective; /* the model's objective (none for a cell) */
-  vox_homog *homog;    /* cell objectives: the six cell problems */
-  vox_vec ones;        /* cell objectives: 1 per element (sum of moduli) */
+  vox_homog *homog;    /* cell objectives: the cell problems of the strains they read */
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
-  vox_vec x, x_new, x_phys, dc, dv, energy, design, passive, scratch;
+  /* per element: design variables, physical density, sensitivities, dV/dx,
+   * the objective's element energies (also the loop's temporary once the
+   * gradient has been made of them: the filter's output and the OC
+   * update's new design), the design and passive masks */
+  vox_vec x, x_phys, dc, dv, energy, design, passive;
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
@@ -150,11 +180,10 @@ typedef struct opt_state {
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
-                  &s->energy, &s->design, &s->passive, &s->scratch};
+  vox_vec *v[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
+                  &s->energy, &s->design, &s->passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  if (s->ones.data) be->ops->vec_destroy(be, &s->ones);
   vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
@@ -249,20 +278,19 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const vox_backend_ops *o = be->ops;
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
+    /* only the strains the objective reads: their fields and solves */
     TRY(vox_homog_create_fields(ctx, be, model, vox_homog_half_fields(&opt->solver),
-                                &s->homog));
+                                vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
-    TRY(o->vec_create(be, s->fem->n_elements, &s->ones));
-    TRY(o->vec_set(be, &s->ones, 1));
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
   }
   const size_t ne = s->fem->n_elements;
-  /* a cell's six fields live in s->homog */
+  /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
-  vox_vec *ev[] = {&s->x,      &s->x_new,  &s->x_phys,  &s->dc,     &s->dv,
-                   &s->energy, &s->design, &s->passive, &s->scratch};
+  vox_vec *ev[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
+                   &s->energy, &s->design, &s->passive};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
   s->adjoint_gpu = -1;
   if (!cell) {
@@ -331,12 +359,13 @@ static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *
   return VOX_OK;
 }
 
-/* M_nd = 100% * 4 sum rho (1 - rho) / N over design elements (eq. 13). */
-static vox_status non_discreteness(vox_backend *be, opt_state *s, double *out) {
+/* M_nd = 100% * 4 sum rho (1 - rho) / N over design elements (eq. 13);
+ * temp: a vector per element that is free to overwrite. */
+static vox_status non_discreteness(vox_backend *be, opt_state *s, vox_vec *temp, double *out) {
   double sum, sum_sq;
   TRY(be->ops->vec_dot(be, &s->x_phys, &s->design, &sum));
-  TRY(be->ops->vec_mult(be, &s->scratch, &s->x_phys, &s->design));
-  TRY(be->ops->vec_dot(be, &s->scratch, &s->x_phys, &sum_sq));
+  TRY(be->ops->vec_mult(be, temp, &s->x_phys, &s->design));
+  TRY(be->ops->vec_dot(be, temp, &s->x_phys, &sum_sq));
   *out = 100 * 4 * (sum - sum_sq) / s->n_design;
   return VOX_OK;
 }
@@ -427,11 +456,12 @@ static int cell_function(const vox_optimizer_options *opt, double e_material, co
 static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 int iteration, double p, int sensitivity, double *value,
                                 int *cg_iterations, vox_solve_result *failed) {
-  (void)sensitivity; /* the six fields are all the gradient needs */
+  (void)sensitivity; /* the solved fields are all the gradient needs */
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
-  TRY(vox_homog_solve(s->homog, &opt->solver, &s->ones, s->tensor, cg_iterations, failed));
+  /* C^H in the energy form, which needs no vector of ones */
+  TRY(vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed));
   if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
     if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,
                                 s->gradient) == VOX_OK)
@@ -474,11 +504,11 @@ static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
  * the bracket VOX_OC_LAMBDAS + 1 times, and only the volumes cross to the
  * host. */
 static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
-                            double q) {
+                            double q, vox_vec *x_new) {
   const vox_backend_ops *o = be->ops;
   double dc_max;
-  TRY(o->vec_set(be, &s->scratch, 0));
-  TRY(o->vec_max_abs_diff(be, &s->dc, &s->scratch, &dc_max));
+  TRY(o->vec_set(be, x_new, 0)); /* max |dc| as the distance from 0 */
+  TRY(o->vec_max_abs_diff(be, &s->dc, x_new, &dc_max));
   double hi = 1e9 * (dc_max > 0 ? dc_max : 1);
   const double lambda_min = 1e-40 * hi, target = opt->volume_fraction * s->n_design;
   double lo = lambda_min;
@@ -497,7 +527,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     lo = new_lo, hi = new_hi;
   }
   return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
-                      opt->damping, q, s->rho_min, &s->x_new);
+                      opt->damping, q, s->rho_min, x_new);
 }
 
 /* Penalties of eq. 11 and 12 for 1-based iteration k. */
@@ -558,6 +588,19 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   return VOX_OK;
 }
 
+/* Frees what the loop needs and the end does not (the final evaluation,
+ * volume, M_nd and the results need x_phys, design and dc, M_nd's
+ * temporary): the room in which a cell's final evaluation allocates the
+ * fields of the strains its objective did not solve (memory_plan.c counts
+ * the larger of the two phases). */
+static void final_room(vox_backend *be, opt_state *s) {
+  vox_vec *v[] = {&s->x, &s->dv, &s->energy, &s->passive};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  if (s->filter) be->ops->filter_destroy(be, s->filter);
+  s->filter = NULL;
+}
+
 static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   for (size_t i = 0; i < model->n_constraints; i++)
     if (model->constraints[i].value != 0)
@@ -595,16 +638,23 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                      vox_cell_objective_name(opt->cell_objective),
                      vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
+  const unsigned strains = vox_cell_objective_strains(opt);
+  if (cell && strains == 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the custom objective names no entry of C^H: it does not depend on the "
+                     "design");
   /* (check_problem refused prescribed non-zero displacements) A cell has
-   * six fields of its own and one force vector, which the memory plan
-   * counts as six load cases; a mechanism's adjoint and its polarisation
-   * vector count as two more cases. */
+   * a field of its own for each strain it solves and one force vector,
+   * which the memory plan counts as that many load cases (and the final
+   * evaluation's six: memory_plan.c); a mechanism's adjoint and its
+   * polarisation vector count as two more cases. */
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   vox_grid planned = model->grid;
   planned.periodic = cell; /* the grid the cell's solver works on */
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
-                       cell ? 6 : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism, 0,
-                       &opt->solver, 1));
+                       cell ? vox_homog_strain_count(strains)
+                            : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
+                       0, &opt->solver, 1));
   const objective_ops *objective = cell ? &cell_objective : &problem_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
@@ -613,6 +663,9 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
   if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
   result->reason = VOX_STOP_MAX_ITERATIONS;
+  /* what a design iteration solves, for its progress report */
+  const int solves = cell ? vox_homog_strain_count(strains)
+                          : mechanism ? 2 : (s.fem ? s.fem->n_cases : 0);
 
   for (int k = 1; st == VOX_OK && k <= opt->max_iterations; k++) {
     vox_history_row row = {.iteration = first_row + k};
@@ -634,13 +687,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* device work is asynchronous: wait for it before reading the clock */
     if (st == VOX_OK) st = o->synchronize(be);
     t2 = now();
-    /* 3. filter */
+    /* 3. filter (into the element energies, spent now that dc is made of
+     * them) */
     if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
-      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.scratch);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
     } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
-      st = o->filter_transpose(be, s.filter, &s.dc, &s.scratch);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.scratch);
+      st = o->filter_transpose(be, s.filter, &s.dc, &s.energy);
+      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
     }
     /* the gradient on symmetric designs: its orbit means (seed 003 5.2) */
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
@@ -648,14 +702,17 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
     /* 4. OC update (and the design made symmetric again, against rounding),
-     * change, new physical density */
-    if (st == VOX_OK) st = oc_update(be, opt, &s, q);
+     * change, new physical density. The new design goes into the spent
+     * energies, M_nd's temporary is dc (spent after the update): no vector
+     * per element of their own (1.07 GB each at 512^3). */
+    vox_vec *x_new = &s.energy;
+    if (st == VOX_OK) st = oc_update(be, opt, &s, q, x_new);
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
-      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, &s.x_new);
-    if (st == VOX_OK) st = o->vec_max_abs_diff(be, &s.x_new, &s.x, &row.change);
-    if (st == VOX_OK) st = non_discreteness(be, &s, &row.non_discreteness);
+      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
+    if (st == VOX_OK) st = o->vec_max_abs_diff(be, x_new, &s.x, &row.change);
+    if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &row.non_discreteness);
     if (st == VOX_OK) st = volume_fraction(be, &s, &s.x_phys, &row.volume_fraction);
-    if (st == VOX_OK) st = o->vec_copy(be, &s.x, &s.x_new);
+    if (st == VOX_OK) st = o->vec_copy(be, &s.x, x_new);
     if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
     if (st != VOX_OK) break;
     t4 = now();
@@ -684,6 +741,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                .penalty = p,
                                .q = q,
                                .cg_iterations = row.cg_iterations,
+                               .solves = solves,
                                .seconds = row.seconds};
       st = vox_report_progress(ctx, &progress);
     }
@@ -698,7 +756,13 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
 
   /* The final design's own state, so that density, displacement and
-   * objective in the file belong together. */
+   * objective in the file belong together. A cell reports the whole C^H:
+   * the strains its objective did not need are solved now (from rest),
+   * in the room of the loop's vectors that are done with (final_room). */
+  if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED && cell) {
+    final_room(be, &s);
+    st = vox_homog_add_strains(s.homog, VOX_ALL_STRAINS);
+  }
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
     vox_solve_result failed;
@@ -709,7 +773,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       result->last_solve = failed;
     }
   }
-  if (st == VOX_OK && cell) {
+  if (st == VOX_OK && cell && result->reason != VOX_STOP_SOLVER_FAILED) {
     result->has_tensor = 1;
     memcpy(result->tensor, s.tensor, sizeof s.tensor);
     vox_cell_moduli_of(s.tensor, &result->moduli);
@@ -718,7 +782,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     result->objective = compliance;
     st = volume_fraction(be, &s, &s.x_phys, &result->volume_fraction);
   }
-  if (st == VOX_OK) st = non_discreteness(be, &s, &result->non_discreteness);
+  if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
   result->adjoint_gpu = s.adjoint_gpu;
   state_free(be, &s);

@@ -370,7 +370,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
     vox_solver_options o;
     solver(&o);
     o.rtol = 1e-10;
-    CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, half, &h[half]));
+    CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, half, VOX_ALL_STRAINS, &h[half]));
     CHECK(h[half]->half_fields == half);
     CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[half]->fem->e_solid, 3, 1e-9,
                                   &h[half]->fem->moduli));

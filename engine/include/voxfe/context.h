@@ -38,6 +38,8 @@ typedef struct vox_progress {
   double penalty;           /* SIMP exponent p in force this iteration */
   double q;                 /* intermediate-density exponent q in force */
   int cg_iterations;        /* summed over the load cases of this iteration */
+  int solves;               /* the linear systems solved in it (load cases, a mechanism's
+                               adjoint, the unit strains a cell objective needs); 0: not said */
   double seconds;           /* wall time of this iteration */
 } vox_progress;
 

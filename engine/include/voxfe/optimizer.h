@@ -135,7 +135,9 @@ typedef struct vox_optimize_result {
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
   int total_cg_iterations;
   /* cell objectives: C^H of the final design (6x6, voxfe/homogenize.h's
-   * order) and its moduli */
+   * order) and its moduli, from all six unit strains solved at the final
+   * design (the design iterations solve only those the objective needs:
+   * vox_cell_objective_strains); not set (has_tensor 0) when a solve failed */
   int has_tensor;
   double tensor[36];
   vox_cell_moduli moduli;
@@ -150,6 +152,19 @@ const char *vox_stop_reason_string(vox_stop_reason reason);
  * "poisson", "poisson-log", "custom". */
 const char *vox_cell_objective_name(vox_cell_objective objective);
 int vox_cell_objective_parse(const char *text, vox_cell_objective *objective);
+/* The unit strains (bit s for strain s, in C^H's Voigt order xx yy zz xy
+ * yz zx) whose cell problems the cell objective of `options` solves in each
+ * design iteration: entry C_ij (0-based) and its sensitivity need the
+ * fields of strains i and j (seed 003 eq. 7, 9). The bulk modulus (eq. 19)
+ * and the Poisson objectives (eq. 21, 22) read the normal block, 0x07; the
+ * shear modulus (eq. 20) the shear diagonal, 0x38; an expression the
+ * entries it names (vox_expression_uses); a custom function, which does not
+ * say, all six, 0x3f. 0 for VOX_CELL_NONE, or an expression that names no
+ * entry (which vox_optimize refuses: it does not depend on the design). */
+unsigned vox_cell_objective_strains(const vox_optimizer_options *options);
+/* "xx yy zz" for 0x07: the strains of a mask, for messages (buf of at least
+ * 18 characters). */
+const char *vox_strains_text(unsigned strains, char *buf, size_t size);
 
 /* Runs the optimization on `model` (stage model or design: an existing
  * density is the starting design). On success fills model->density (the
