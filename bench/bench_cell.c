@@ -18,6 +18,10 @@
  * function, which does not say which entries of C^H it reads, so that it
  * solves all six unit strains every design iteration as before issue 8's
  * reduced sets (the same iterates: the baseline of the three normal ones).
+ * The optimizer's settings, to compare with seed 003's: VOXFE_BENCH_MOVE_LIMIT=M,
+ * VOXFE_BENCH_FILTER_RADIUS=R (in voxels), VOXFE_BENCH_PENALTY=P and
+ * VOXFE_BENCH_Q_MAX=Q (the final exponents; with VOXFE_BENCH_CONTINUATION=1
+ * reached by the continuation of eq. 11 and 12 instead of at once).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
@@ -122,6 +126,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: VOXFE_BENCH_FILTER sensitivity or density\n", argv[0]);
     return 2;
   }
+  const char *move = getenv("VOXFE_BENCH_MOVE_LIMIT"), *radius = getenv("VOXFE_BENCH_FILTER_RADIUS");
+  const char *penalty = getenv("VOXFE_BENCH_PENALTY"), *q_max = getenv("VOXFE_BENCH_Q_MAX");
+  const char *continuation = getenv("VOXFE_BENCH_CONTINUATION");
+  if (move) opt.move_limit = atof(move);
+  if (radius) opt.filter_radius = atof(radius) / n;
+  if (penalty) opt.penalty = atof(penalty);
+  if (q_max) opt.q_max = atof(q_max);
+  if (continuation) opt.continuation = atoi(continuation);
+  printf("move limit %g, filter radius %g voxels, p %g, q %g, continuation %s\n", opt.move_limit,
+         opt.filter_radius * n, opt.penalty, opt.q_max, opt.continuation ? "on" : "off");
   /* the multigrid's cycle (v or w) and level count, to compare with the defaults */
   const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE"), *levels = getenv("VOXFE_BENCH_MG_LEVELS");
   if (cycle && vox_mg_cycle_parse(cycle, &opt.solver.mg_cycle) != 0) {
