@@ -193,6 +193,8 @@ static const cli_option options[] = {
     NUMBER("objective-tol", CLI_REAL, "T", opt.objective_tolerance, AT_LEAST(0),
            "converged when the relative change of the objective is at most T (and the "
            "change tolerance is met)"),
+    NUMBER("settle-iterations", CLI_INTEGER, "N", opt.settle_iterations, COUNT,
+           "converged when both tolerances hold in N design iterations in a row"),
 
     CLI_DESIGN_OPTIONS(settings, opt.symmetry, initial, expression),
 

@@ -38,6 +38,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->max_iterations = 100;
   o->change_tolerance = 0.01;
   o->objective_tolerance = 1e-3;
+  o->settle_iterations = 1;
   vox_solver_options_default(&o->solver);
   /* design iterations need less than an analysis: the design changes anyway */
   o->solver.rtol = 1e-6;
@@ -141,6 +142,7 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
   REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
   REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
+  REQUIRE(o->settle_iterations >= 1, "settle iterations %d: at least 1", o->settle_iterations);
   REQUIRE((unsigned)o->cell_objective <= VOX_CELL_CUSTOM, "unknown objective %d", (int)o->cell_objective);
   REQUIRE(o->cell_objective != VOX_CELL_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
           "Poisson objective: beta %g not in (0, 1)", o->poisson_beta);
@@ -660,6 +662,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   vox_status st = state_init(ctx, be, model, opt, &s);
   const vox_backend_ops *o = be->ops;
   double p = 1, q = 1, previous = 0, compliance = 0;
+  int settled = 0; /* design iterations in a row that met the stop tolerances */
   const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
   if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
   result->reason = VOX_STOP_MAX_ITERATIONS;
@@ -745,10 +748,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                .seconds = row.seconds};
       st = vox_report_progress(ctx, &progress);
     }
-    /* 5. stop when the penalties are final and the design has settled */
+    /* 5. stop when the penalties are final and the design has settled,
+     * settle_iterations times in a row */
     const int penalties_final = p >= opt->penalty && q >= opt->q_max;
-    if (st == VOX_OK && k > 1 && penalties_final && row.change <= opt->change_tolerance &&
-        fabs(compliance - previous) <= opt->objective_tolerance * fabs(compliance)) {
+    settled = k > 1 && penalties_final && row.change <= opt->change_tolerance &&
+                      fabs(compliance - previous) <= opt->objective_tolerance * fabs(compliance)
+                  ? settled + 1
+                  : 0;
+    if (st == VOX_OK && settled >= opt->settle_iterations) {
       result->reason = VOX_STOP_CONVERGED;
       break;
     }

@@ -263,6 +263,40 @@ static void test_reuse_same_iterates(vox_context *ctx, vox_backend *be) {
   for (int k = 0; k < RUNS; k++) free(density[k]);
 }
 
+/* settle_iterations: the stop tolerances must hold in that many design
+ * iterations in a row. The same run stops at its first settled iteration
+ * k1 with 1, and at k1 + 2 or later with 3 (the same iterates until then). */
+static void test_settle_iterations(vox_context *ctx, vox_backend *be) {
+  int stopped[2] = {0, 0};
+  trace t[2] = {{0}};
+  for (int k = 0; k < 2; k++) {
+    vox_model m;
+    make_cantilever(ctx, &m, 8);
+    vox_optimizer_options opt;
+    vox_optimizer_options_default(&opt);
+    opt.volume_fraction = 0.25;
+    opt.max_iterations = 30;
+    opt.continuation = 0;
+    opt.change_tolerance = 1;
+    opt.objective_tolerance = 1e-2;
+    opt.settle_iterations = k == 0 ? 1 : 3;
+    vox_context_set_progress(ctx, record, &t[k]);
+    vox_optimize_result r;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+    vox_context_set_progress(ctx, NULL, NULL);
+    CHECK(r.reason == VOX_STOP_CONVERGED);
+    stopped[k] = r.iterations;
+    vox_model_free(&m);
+  }
+  fprintf(stderr, "settled once: stopped at iteration %d; three times in a row: %d\n",
+          stopped[0], stopped[1]);
+  CHECK(stopped[1] >= stopped[0] + 2);
+  for (int i = 0; i < stopped[0]; i++) CHECK(t[1].objective[i] == t[0].objective[i]);
+  /* and each of the last three iterations of the second run met the tolerance */
+  for (int i = stopped[1] - 3; i < stopped[1]; i++)
+    CHECK(fabs(t[1].objective[i] - t[1].objective[i - 1]) <= 1e-2 * fabs(t[1].objective[i]));
+}
+
 static void test_bad_options(vox_context *ctx, vox_backend *be) {
   vox_model m;
   make_cantilever(ctx, &m, 4);
@@ -287,6 +321,7 @@ int main(void) {
   test_optimization(ctx, be, VOX_FILTER_SENSITIVITY);
   test_optimization(ctx, be, VOX_FILTER_DENSITY);
   test_reuse_same_iterates(ctx, be);
+  test_settle_iterations(ctx, be);
   test_bad_options(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

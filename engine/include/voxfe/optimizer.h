@@ -86,6 +86,8 @@ typedef struct vox_optimizer_options {
   int max_iterations;
   double change_tolerance;     /* stop when max |d rho| <= this ... */
   double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
+  int settle_iterations;       /* ... in this many design iterations in a row (seed 003
+                                  section 6: 3); 1 by default */
   vox_solver_options solver;
   int snapshot_every;          /* > 0: the physical density of every N-th iteration is kept
                                   in the model (vox_model_add_snapshot); 0: none */
