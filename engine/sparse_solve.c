@@ -38,9 +38,13 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
  * the inverted diagonal (the rest: the diagonal). The blocks couple a
  * node's three components, which the diagonal leaves to the iterations,
  * and their bound is lower (3.162 against 5.318 for hex8, nu = 0.3), so
- * the interval is narrower. VOXFE_SPARSE_SMOOTHER=diagonal, block (every
- * smoothed level) or block:N (the first N) overrides it. */
-enum { DEFAULT_BLOCK_LEVELS = 0 };
+ * the interval is narrower. Every smoothed level, since it pays there
+ * (H100, docs/benchmarks.md): the clinical sample 283-286 CG with the
+ * diagonal, 237-239 with blocks on level 0 only, 215-219 on all levels
+ * (solve 3.5 -> 2.9 s); the 550^3 perlin bone 123 -> 105 CG, solve 7.26 ->
+ * 6.38 s, 51.9 -> 56.7 bytes per dof. VOXFE_SPARSE_SMOOTHER=diagonal,
+ * block (every smoothed level) or block:N (the first N) overrides it. */
+enum { DEFAULT_BLOCK_LEVELS = INT_MAX };
 
 /* The least Chebyshev degree of the sparse V-cycle. Rediscretised levels
  * approximate the fine operator less closely than Galerkin ones, and more
