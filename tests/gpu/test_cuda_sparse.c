@@ -235,6 +235,10 @@ int main(void) {
   const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
   if (env && *env) vox_device_parse(env, &d);
   vox_backend *gpu, *cpu;
+  /* the device started in a thread of its own first, as voxfe-analyze does;
+   * the CPU needs none */
+  CHECK(vox_device_warm_up_start(VOX_DEVICE_CPU) == NULL);
+  vox_device_warm_up_finish(vox_device_warm_up_start(d));
   if (vox_backend_create(ctx, d, &gpu) != VOX_OK) {
     printf("SKIP: %s\n", vox_context_message(ctx));
     vox_context_destroy(ctx);
