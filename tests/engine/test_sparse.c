@@ -288,10 +288,9 @@ int main(void) {
   test_storage_option(ctx);
   test_refusals(ctx, be);
   test_block_inverse(ctx, be);
+  /* each smoother once: the diagonal, blocks on level 0 only, on every level */
   test_compression(ctx, be, 20, "diagonal");
-  test_compression(ctx, be, 20, "block");
   test_compression(ctx, be, 27, "block:1"); /* odd box sides: coarse nodes past the box */
-  test_forces(ctx, be, "diagonal");
   test_forces(ctx, be, "block");
   test_growth(ctx, be);
   vox_backend_destroy(be);
