@@ -4,13 +4,12 @@
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
  * z, the fine smoother's direction and the fine inverse diagonal (or
- * blocks) are float in mixed precision, and the V-cycle borrows q as its fine residual (q is
- * dead from the residual update until the next product): in mixed
- * precision as a float vector over q's first half, so that the fine
- * products of the smoother write floats (on the H100 a float product is
- * 2.8 ms against 4.1 ms into doubles at 105 M dofs, docs/benchmarks.md),
- * at no extra memory, and the fine smoother's direction over its second
- * half. Prescribed
+ * blocks) are float in mixed precision, and the V-cycle borrows q (dead
+ * from the residual update until the next product): in mixed precision its
+ * first half as a float fine residual, so that the fine products of the
+ * smoother write floats (on the H100 a float product is 2.8 ms against 4.1
+ * ms into doubles at 105 M dofs, docs/benchmarks.md), and its second half
+ * as the fine smoother's direction, at no extra memory. Prescribed
  * displacements stay in u's fixed entries, which the search directions
  * never touch, so no lift vectors are needed. */
 #include "sparse_solve.h"
