@@ -248,7 +248,8 @@ int main(int argc, char **argv) {
     const double total_seconds = bench_now() - t0;
     printf("sparse: %zu dofs, %d levels (dofs", st.n_dofs, st.n_levels);
     for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %zu", st.level_dofs[l]);
-    printf("), Chebyshev degree %d\n", opt.smoothing_steps > 4 ? opt.smoothing_steps : 4);
+    printf("), Chebyshev degree %d, %d of %d smoothed levels by 3 x 3 blocks\n",
+           opt.smoothing_steps > 4 ? opt.smoothing_steps : 4, st.block_levels, st.n_levels - 1);
     printf("sparse: %s in %d CG iterations, relative residual %.2e\n",
            vox_convergence_string(r.reason), r.iterations, r.residual_norm / r.rhs_norm);
     printf("sparse: setup %.2f s, solve %.2f s (%.1f ms per iteration), total %.2f s on %s\n",

@@ -341,9 +341,11 @@ typedef struct run_state {
   char sample[256];
   struct timespec start;
   double read_done, prepare_done; /* seconds since start */
+  vox_device_warm_up *warm_up;    /* the device starting while the model is read */
 } run_state;
 
 static void free_state(run_state *r) {
+  vox_device_warm_up_finish(r->warm_up); /* no exit while the device is starting */
   if (r->backend) vox_backend_destroy(r->backend);
   r->model.displacement = NULL; /* r->u, freed below */
   vox_model_free(&r->model);
@@ -492,6 +494,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
   add_text(&sum, "axis", s->test == TEST_MODEL ? "" : axis_names[s->axis]);
   add_number(&sum, "connectivity", s->connectivity, NULL);
+  r.warm_up = vox_device_warm_up_start(s->device);
   int status = prepare(ctx, s, &r, &sum);
   if (status) goto done;
   vox_context_set_threads(ctx, s->threads);
@@ -568,6 +571,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
+  vox_device_warm_up_finish(r.warm_up);
+  r.warm_up = NULL;
   vs = vox_backend_create(ctx, s->device, &r.backend);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);

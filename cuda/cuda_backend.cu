@@ -643,6 +643,15 @@ extern "C" int vox_cuda_device_count(void) {
   return count;
 }
 
+extern "C" void vox_cuda_warm_up(void) {
+  /* the runtime's first call starts the driver; cudaFree(0) then makes the
+   * device's primary context, which every later thread of the process
+   * shares */
+  int count = 0;
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaFree(0);
+  cudaGetLastError();
+}
+
 extern "C" int vox_cuda_backend_device(const vox_backend *be) {
   return ((const vox_cuda_state *)be->impl)->device;
 }

@@ -268,6 +268,37 @@ static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_sv
   return VOX_OK;
 }
 
+/* A thread a node: its three residuals times its inverse block (six
+ * entries, sparse_ops.h). */
+static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs, const void *ax,
+                                             int as, const void *w, int ws, double alpha,
+                                             double beta, void *d, int ds, void *x, int xs) {
+  VOX_GRID_STRIDE(m, nodes) {
+    double r[3], wm[6];
+    for (int c = 0; c < 3; c++)
+      r[c] = ax ? ld(b, bs, 3 * m + c) - ld(ax, as, 3 * m + c) : ld(b, bs, 3 * m + c);
+    for (int k = 0; k < 6; k++) wm[k] = ld(w, ws, 6 * m + k);
+    for (int i = 0; i < 3; i++) {
+      double z = 0;
+      for (int j = 0; j < 3; j++) z += wm[vox_block_entry(i, j)] * r[j];
+      const double di = beta != 0 ? alpha * z + beta * ld(d, ds, 3 * m + i) : alpha * z;
+      st(d, ds, 3 * m + i, di);
+      st(x, xs, 3 * m + i, ld(x, xs, 3 * m + i) + di);
+    }
+  }
+}
+
+static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                                      const vox_svec *w, double alpha, double beta, vox_svec *d,
+                                      vox_svec *x) {
+  const size_t nodes = x->n / 3;
+  block_smoother_kernel<<<vox_cuda_grid(nodes), VOX_CUDA_THREADS>>>(
+      nodes, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
+      alpha, beta, d->data, d->single, x->data, x->single);
+  CUDA_LAUNCHED(be, "a block smoother step");
+  return VOX_OK;
+}
+
 /* ---- levels ------------------------------------------------------------------ */
 
 static void level_destroy(vox_backend *be, vox_sparse_level *l) {
@@ -551,6 +582,40 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
   return VOX_OK;
 }
 
+/* Each element's 3 x 3 node blocks of m K added to w's six entries a node
+ * (atomics, in w's precision, as the diagonal's). */
+static __global__ void block_diagonal_kernel(vox_sparse_level l, void *w, int ws) {
+  VOX_GRID_STRIDE(e, l.n_elements) {
+    int32_t node[8];
+    corners(l.element_nodes, e, node);
+    const double m = modulus(l, e);
+    for (int a = 0; a < 8; a++)
+      for (int i = 0; i < 3; i++)
+        for (int j = i; j < 3; j++)
+          atomic_add(w, ws, 6 * (size_t)node[a] + vox_block_entry(i, j),
+                     m * l.ke[(3 * a + i) * 24 + 3 * a + j]);
+  }
+}
+
+static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, void *w, int ws) {
+  VOX_GRID_STRIDE(m, n) {
+    double in[6], out[6];
+    for (int k = 0; k < 6; k++) in[k] = ld(w, ws, 6 * m + k);
+    vox_block_invert(in, fixed[m], out);
+    for (int k = 0; k < 6; k++) st(w, ws, 6 * m + k, out[k]);
+  }
+}
+
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w) {
+  TRY(vec_set(be, w, 0));
+  block_diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, w->data,
+                                                                           w->single);
+  invert_blocks_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
+                                                                         w->data, w->single);
+  CUDA_LAUNCHED(be, "the sparse diagonal blocks");
+  return VOX_OK;
+}
+
 static __global__ void zero_fixed_kernel(size_t n, const uint8_t *fixed, void *v, int vs) {
   VOX_GRID_STRIDE(m, n) {
     const uint8_t f = fixed[m];
@@ -647,11 +712,13 @@ static vox_sparse_ops make_ops(void) {
   o.vec_xpay = vec_xpay;
   o.vec_dot = vec_dot;
   o.smoother_step = smoother_step;
+  o.block_smoother_step = block_smoother_step;
   o.level_create = level_create;
   o.level_destroy = level_destroy;
   o.level_bytes = level_bytes;
   o.apply = apply;
   o.inv_diagonal = inv_diagonal;
+  o.inv_block_diagonal = inv_block_diagonal;
   o.zero_fixed = zero_fixed;
   o.restrict_residual = restrict_residual;
   o.prolong_add = prolong_add;

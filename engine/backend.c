@@ -1,9 +1,44 @@
 /* Backend selection: cpu, cuda, or auto (CUDA when built and a device is
  * present, else the CPU). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_ops.h"
+
+struct vox_device_warm_up {
+  pthread_t thread;
+};
+
+#ifdef VOXFE_HAVE_CUDA
+static void *warm_up_main(void *unused) {
+  (void)unused;
+  vox_cuda_warm_up();
+  return NULL;
+}
+#endif
+
+vox_device_warm_up *vox_device_warm_up_start(vox_device device) {
+#ifdef VOXFE_HAVE_CUDA
+  const char *env = getenv("VOXFE_DEVICE_WARM_UP");
+  if (device == VOX_DEVICE_CPU || (env && strcmp(env, "0") == 0)) return NULL;
+  vox_device_warm_up *w = malloc(sizeof *w);
+  if (w && pthread_create(&w->thread, NULL, warm_up_main, NULL) != 0) {
+    free(w); /* no thread: vox_backend_create starts the device itself */
+    w = NULL;
+  }
+  return w;
+#else
+  (void)device;
+  return NULL;
+#endif
+}
+
+void vox_device_warm_up_finish(vox_device_warm_up *warm_up) {
+  if (!warm_up) return;
+  pthread_join(warm_up->thread, NULL);
+  free(warm_up);
+}
 
 vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out) {
   *out = NULL;

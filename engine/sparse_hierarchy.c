@@ -53,37 +53,59 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   const int32_t mark = full_box ? 0 : -1;
 #pragma omp parallel for schedule(static)
   for (int64_t n = 0; n < nb; n++) map[n] = mark;
-  size_t ne = 0;
-#pragma omp parallel for schedule(static) reduction(+ : ne)
-  for (int64_t k = 0; k < nz; k++)
+  /* the elements of each layer counted, and their nodes marked (benign
+   * races: every writer writes 0) */
+  l->node_layer_start = malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
+  l->element_layer_start = malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
+  if (!l->node_layer_start || !l->element_layer_start) return no_memory(ctx, "layers");
+  size_t *count = l->element_layer_start, *node_count = l->node_layer_start;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nz; k++) {
+    size_t c = 0;
     for (int64_t j = 0; j < ny; j++)
       for (int64_t i = 0; i < nx; i++) {
         const int64_t e = (k * ny + j) * nx + i;
         if (!element_active(label, box_modulus, e)) continue;
-        ne++;
-        for (int a = 0; a < 8; a++) /* benign races: every writer writes 0 */
+        c++;
+        for (int a = 0; a < 8; a++)
           map[((k + vox_hex8_corner[a][2]) * py + j + vox_hex8_corner[a][1]) * px + i +
               vox_hex8_corner[a][0]] = 0;
       }
-  l->node_layer_start = malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
-  l->element_layer_start = malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
-  if (!l->node_layer_start || !l->element_layer_start) return no_memory(ctx, "layers");
-  int64_t nn = 0;
-  for (int64_t k = 0; k < pz; k++) {
-    l->node_layer_start[k] = (size_t)nn;
-    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++)
-      if (map[m] == 0) {
-        if (nn >= INT32_MAX)
-          return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                           "the sparse system holds at most 2^31 nodes a level");
-        map[m] = (int32_t)nn++;
-      }
+    count[k] = c;
   }
-  l->node_layer_start[pz] = (size_t)nn;
-  l->n_nodes = (size_t)nn;
+  /* the active nodes of each node layer, then the layers' starts (prefix
+   * sums), then each layer numbered in box order on its own thread: the
+   * same numbers as one pass over the box */
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < pz; k++) {
+    size_t c = 0;
+    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++) c += map[m] == 0;
+    node_count[k] = c;
+  }
+  size_t nn = 0, ne = 0;
+  for (int64_t k = 0; k <= pz; k++) {
+    const size_t c = k < pz ? node_count[k] : 0;
+    node_count[k] = nn;
+    nn += c;
+  }
+  for (int64_t k = 0; k <= nz; k++) {
+    const size_t c = k < nz ? count[k] : 0;
+    count[k] = ne;
+    ne += c;
+  }
+  if (nn > INT32_MAX)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the sparse system holds at most 2^31 nodes a level");
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < pz; k++) {
+    int32_t next = (int32_t)l->node_layer_start[k];
+    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++)
+      if (map[m] == 0) map[m] = next++;
+  }
+  l->n_nodes = nn;
   l->n_elements = ne;
-  l->node_box = malloc((size_t)nn * sizeof *l->node_box);
-  l->node_fixed = calloc((size_t)nn ? (size_t)nn : 1, 1);
+  l->node_box = malloc(nn ? nn * sizeof *l->node_box : 1);
+  l->node_fixed = calloc(nn ? nn : 1, 1);
   l->element_nodes = malloc((ne ? ne : 1) * 4 * sizeof *l->element_nodes);
   l->element_box = malloc((ne ? ne : 1) * sizeof *l->element_box);
   if (!l->node_box || !l->node_fixed || !l->element_nodes || !l->element_box)
@@ -91,10 +113,10 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
 #pragma omp parallel for schedule(static)
   for (int64_t m = 0; m < nb; m++)
     if (map[m] >= 0) l->node_box[map[m]] = m;
-  /* elements in box order, layer by layer */
-  size_t next = 0;
+  /* elements in box order, each layer from its start */
+#pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < nz; k++) {
-    l->element_layer_start[k] = next;
+    size_t next = l->element_layer_start[k];
     for (int64_t j = 0; j < ny; j++)
       for (int64_t i = 0; i < nx; i++) {
         const int64_t e = (k * ny + j) * nx + i;
@@ -105,7 +127,6 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
         l->element_box[next++] = e;
       }
   }
-  l->element_layer_start[nz] = next;
   return VOX_OK;
 }
 
@@ -179,15 +200,18 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
     if (s == VOX_OK && l == 0) {
       lv->material = malloc(lv->n_elements);
       if (!lv->material) s = no_memory(ctx, "materials");
-      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
-        lv->material[e] = model->label[lv->element_box[e]];
-      for (size_t m = 0; s == VOX_OK && m < lv->n_nodes; m++)
-        lv->node_fixed[m] = node_fixed_box[lv->node_box[m]];
+      const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0,
+                      nn = s == VOX_OK ? (ptrdiff_t)lv->n_nodes : 0;
+#pragma omp parallel for schedule(static)
+      for (ptrdiff_t e = 0; e < ne; e++) lv->material[e] = model->label[lv->element_box[e]];
+#pragma omp parallel for schedule(static)
+      for (ptrdiff_t m = 0; m < nn; m++) lv->node_fixed[m] = node_fixed_box[lv->node_box[m]];
     } else if (s == VOX_OK) {
       lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");
-      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
-        lv->modulus[e] = box_mod[lv->element_box[e]];
+      const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
+#pragma omp parallel for schedule(static)
+      for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = box_mod[lv->element_box[e]];
     }
     if (s == VOX_OK && l > 0) {
       /* the fine level's fixed dofs fix coarse dofs (coarse_candidates),
@@ -217,7 +241,9 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
       if (s == VOX_OK && lv->n_elements > VOX_SPARSE_MAX_COARSE_ELEMENTS)
         s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
       if (s == VOX_OK) {
-        for (size_t e = 0; e < lv->n_elements; e++) emap[lv->element_box[e]] = (int32_t)e;
+        const ptrdiff_t cn_el = (ptrdiff_t)lv->n_elements;
+#pragma omp parallel for schedule(static)
+        for (ptrdiff_t e = 0; e < cn_el; e++) emap[lv->element_box[e]] = (int32_t)e;
         const int64_t fnx = f->grid.nx, fny = f->grid.ny;
 #pragma omp parallel for schedule(static)
         for (size_t e = 0; e < f->n_elements; e++) {
@@ -242,11 +268,20 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
       const vox_grid c = vox_grid_coarsen(&g);
       float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
       if (!next) s = no_memory(ctx, "coarse moduli");
-      for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++) {
-        const int64_t b = lv->element_box[e];
-        const int64_t i = b % g.nx, j = (b / g.nx) % g.ny, k = b / (g.nx * g.ny);
-        const double m = l == 0 ? h->table[lv->material[e]] : lv->modulus[e];
-        next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
+      /* a thread per coarse layer, which only fine layers 2 kc and 2 kc + 1
+       * add to: no two threads add to one entry, and each entry's sum is
+       * in element order, as in one pass */
+      const int64_t cnz = s == VOX_OK ? c.nz : 0;
+#pragma omp parallel for schedule(static)
+      for (int64_t kc = 0; kc < cnz; kc++) {
+        const size_t e0 = lv->element_layer_start[2 * kc];
+        const size_t e1 = lv->element_layer_start[2 * kc + 2 < g.nz ? 2 * kc + 2 : g.nz];
+        for (size_t e = e0; e < e1; e++) {
+          const int64_t b = lv->element_box[e];
+          const int64_t i = b % g.nx, j = (b / g.nx) % g.ny, k = b / (g.nx * g.ny);
+          const double m = l == 0 ? h->table[lv->material[e]] : lv->modulus[e];
+          next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
+        }
       }
       free(box_mod);
       box_mod = next;

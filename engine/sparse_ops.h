@@ -60,6 +60,50 @@ typedef struct vox_sparse_level_desc {
 
 typedef struct vox_sparse_level vox_sparse_level; /* defined by each backend */
 
+/* Where the entries of a symmetric 3 x 3 block lie among its six. */
+enum { VOX_BLOCK_XX, VOX_BLOCK_XY, VOX_BLOCK_XZ, VOX_BLOCK_YY, VOX_BLOCK_YZ, VOX_BLOCK_ZZ };
+/* The entry (i, j) of a 3 x 3 block as one of its six. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int vox_block_entry(int i, int j) {
+  const int a = i < j ? i : j, b = i < j ? j : i;
+  return a == 0 ? b : a == 1 ? 2 + b : 5;
+}
+
+/* The inverse of a symmetric 3 x 3 block (six entries, as above) with the
+ * rows and columns of the components set in `fixed` (bits) taken as the
+ * identity's; the identity where what is left is not positive definite.
+ * By cofactors in double: a node's block is a sum of its elements' blocks,
+ * each positive definite, so no pivoting is needed. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline void vox_block_invert(const double in[6], unsigned fixed, double out[6]) {
+  double a[6];
+  for (int i = 0; i < 3; i++)
+    for (int j = i; j < 3; j++) {
+      const int k = vox_block_entry(i, j);
+      a[k] = ((fixed >> i | fixed >> j) & 1) ? (i == j ? 1.0 : 0.0) : in[k];
+    }
+  const double c00 = a[3] * a[5] - a[4] * a[4], c01 = a[2] * a[4] - a[1] * a[5],
+               c02 = a[1] * a[4] - a[2] * a[3];
+  const double det = a[0] * c00 + a[1] * c01 + a[2] * c02;
+  /* positive definite: leading minors a00 > 0, a00 a11 - a01^2 > 0, det > 0 */
+  if (!(a[0] > 0 && a[0] * a[3] - a[1] * a[1] > 0 && det > 0)) {
+    out[0] = out[3] = out[5] = 1;
+    out[1] = out[2] = out[4] = 0;
+    return;
+  }
+  const double r = 1 / det;
+  out[VOX_BLOCK_XX] = c00 * r;
+  out[VOX_BLOCK_XY] = c01 * r;
+  out[VOX_BLOCK_XZ] = c02 * r;
+  out[VOX_BLOCK_YY] = (a[0] * a[5] - a[2] * a[2]) * r;
+  out[VOX_BLOCK_YZ] = (a[1] * a[2] - a[0] * a[4]) * r;
+  out[VOX_BLOCK_ZZ] = (a[0] * a[3] - a[1] * a[1]) * r;
+}
+
 typedef struct vox_sparse_ops {
   vox_status (*vec_create)(vox_backend *be, size_t n, int single, vox_svec *v); /* zeroed */
   void (*vec_destroy)(vox_backend *be, vox_svec *v);
@@ -75,6 +119,12 @@ typedef struct vox_sparse_ops {
   vox_status (*smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
                               const vox_svec *inv_diag, double alpha, double beta, vox_svec *d,
                               vox_svec *x);
+  /* The same with a node's 3 x 3 block: d_m = alpha W_m (b - ax)_m + beta d_m
+   * for each node m, W_m its six entries in `inv_blocks` (as inv_blocks
+   * below; x, d, b, ax have 3 entries a node). */
+  vox_status (*block_smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                                    const vox_svec *inv_blocks, double alpha, double beta,
+                                    vox_svec *d, vox_svec *x);
 
   vox_status (*level_create)(vox_backend *be, const vox_sparse_level_desc *desc,
                              vox_sparse_level **out);
@@ -87,6 +137,12 @@ typedef struct vox_sparse_ops {
                       int flags);
   /* d = 1 / diag(K) (1 on fixed dofs) */
   vox_status (*inv_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *d);
+  /* w = the inverse of each node's 3 x 3 diagonal block of K (its fixed
+   * components' rows and columns the identity's), six entries a node, the
+   * upper triangle row by row (VOX_BLOCK_XX ...); w has 6 n_nodes entries. A
+   * block that is not positive definite (a node of no element) is
+   * replaced by the identity. */
+  vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *w);
   vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_svec *v);
   /* coarse = P^T Z fine  and  fine += Z P coarse, with P trilinear
    * interpolation through the parent words and Z zeroing the fine level's

@@ -3,17 +3,18 @@
  * step is an operation of the backend's sparse table.
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
- * z, the fine smoother's direction and the fine inverse diagonal are float
- * in mixed precision, and the V-cycle borrows q as its fine residual (q is
- * dead from the residual update until the next product): in mixed
- * precision as a float vector over q's first half, so that the fine
- * products of the smoother write floats (on the H100 a float product is
- * 2.8 ms against 4.1 ms into doubles at 105 M dofs, docs/benchmarks.md),
- * at no extra memory. Prescribed
+ * z, the fine smoother's direction and the fine inverse diagonal (or
+ * blocks) are float in mixed precision, and the V-cycle borrows q (dead
+ * from the residual update until the next product): in mixed precision its
+ * first half as a float fine residual, so that the fine products of the
+ * smoother write floats (on the H100 a float product is 2.8 ms against 4.1
+ * ms into doubles at 105 M dofs, docs/benchmarks.md), and its second half
+ * as the fine smoother's direction, at no extra memory. Prescribed
  * displacements stay in u's fixed entries, which the search directions
  * never touch, so no lift vectors are needed. */
 #include "sparse_solve.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,24 @@
 #include "sparse_ops.h"
 
 /* The Chebyshev interval as in multigrid.c: the upper end at the bound of
- * the Jacobi-scaled spectrum (smoother_bound.h; every rediscretised level is
- * sum_e m_e K_e with the fine element matrix scaled, so the one bound holds
- * on all of them), the lower at a tenth of the bound's lambda_max. */
+ * the Jacobi- or block-Jacobi-scaled spectrum (smoother_bound.h; every
+ * rediscretised level is sum_e m_e K_e with the fine element matrix scaled,
+ * so the one bound holds on all of them), the lower at a tenth of the
+ * bound's lambda_max. */
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+
+/* The smoothed levels, from the finest, whose Chebyshev smoother is
+ * preconditioned by the nodes' inverted 3 x 3 diagonal blocks instead of
+ * the inverted diagonal (the rest: the diagonal). The blocks couple a
+ * node's three components, which the diagonal leaves to the iterations,
+ * and their bound is lower (3.162 against 5.318 for hex8, nu = 0.3), so
+ * the interval is narrower. Every smoothed level, since it pays there
+ * (H100, docs/benchmarks.md): the clinical sample 283-286 CG with the
+ * diagonal, 237-239 with blocks on level 0 only, 215-219 on all levels
+ * (solve 3.5 -> 2.9 s); the 550^3 perlin bone 123 -> 105 CG, solve 7.26 ->
+ * 6.38 s, 51.9 -> 56.7 bytes per dof. VOXFE_SPARSE_SMOOTHER=diagonal,
+ * block (every smoothed level) or block:N (the first N) overrides it. */
+enum { DEFAULT_BLOCK_LEVELS = INT_MAX };
 
 /* The least Chebyshev degree of the sparse V-cycle. Rediscretised levels
  * approximate the fine operator less closely than Galerkin ones, and more
@@ -45,8 +60,13 @@ static double now(void) {
 
 typedef struct sparse_level {
   vox_sparse_level *op;
-  vox_svec b, x, r, d, inv_diag; /* level 0: b, x and r are lent by the CG */
+  /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
+   * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
+  vox_svec b, x, r, d, inv_diag;
   size_t n_dofs;
+  int block;
+  double bound;  /* the Chebyshev interval's upper end */
+  int d_lent;
 } sparse_level;
 
 typedef struct sparse_system {
@@ -57,7 +77,8 @@ typedef struct sparse_system {
   vox_stencil *coarsest;
   vox_svec u, r, p, q, z;
   vox_solver_options options;
-  double lambda_max;
+  int block_levels;            /* the first block_levels levels smooth by blocks */
+  double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
   int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
   double pcg_seconds;          /* in pcg(): the iterations alone */
@@ -86,7 +107,8 @@ static void system_free(sparse_system *s) {
     sparse_level *lv = &s->level[l];
     vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-      if (v[i]->data && (l > 0 || i >= 3)) s->o->vec_destroy(be, v[i]);
+      if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
+        s->o->vec_destroy(be, v[i]);
     if (lv->op) s->o->level_destroy(be, lv->op);
   }
   free(s->level);
@@ -107,20 +129,22 @@ static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_sv
 /* Chebyshev smoothing of degree `smoothing_steps` (multigrid.c's). */
 static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x, int x_is_zero) {
   sparse_level *lv = &s->level[l];
-  const double upper = CHEBYSHEV_UPPER * s->lambda_max, lower = CHEBYSHEV_LOWER * s->lambda_max;
+  const double lambda_max = lv->bound / CHEBYSHEV_UPPER;
+  const double upper = lv->bound, lower = CHEBYSHEV_LOWER * lambda_max;
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma;
+  vox_status (*step)(vox_backend *, const vox_svec *, const vox_svec *, const vox_svec *, double,
+                     double, vox_svec *, vox_svec *) =
+      lv->block ? s->o->block_smoother_step : s->o->smoother_step;
   if (!x_is_zero) TRY(level_apply(s, l, x, &lv->r));
-  TRY(s->o->smoother_step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0,
-                          &lv->d, x));
+  TRY(step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0, &lv->d, x));
   const int degree = s->options.smoothing_steps > MIN_CHEBYSHEV_DEGREE ? s->options.smoothing_steps
                                                                       : MIN_CHEBYSHEV_DEGREE;
   for (int k = 1; k < degree; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
     TRY(level_apply(s, l, x, &lv->r));
-    TRY(s->o->smoother_step(s->be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho,
-                            &lv->d, x));
+    TRY(step(s->be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho, &lv->d, x));
     rho = rho_new;
   }
   return VOX_OK;
@@ -217,6 +241,25 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
   return VOX_OK;
 }
 
+/* The number of block-smoothed levels VOXFE_SPARSE_SMOOTHER asks for. */
+static vox_status block_levels_of(vox_context *ctx, int *levels) {
+  const char *v = getenv("VOXFE_SPARSE_SMOOTHER");
+  *levels = DEFAULT_BLOCK_LEVELS;
+  if (!v || !*v) return VOX_OK;
+  char *end = NULL;
+  if (strcmp(v, "diagonal") == 0)
+    *levels = 0;
+  else if (strcmp(v, "block") == 0)
+    *levels = INT_MAX; /* every smoothed level */
+  else if (strncmp(v, "block:", 6) == 0 && (*levels = (int)strtol(v + 6, &end, 10)) >= 0 &&
+           end != v + 6 && *end == 0)
+    return VOX_OK;
+  else
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SPARSE_SMOOTHER=%s: expected diagonal, block or block:N", v);
+  return VOX_OK;
+}
+
 /* host[0, n) = 0 on all threads (n is 3 x the bone nodes: 840 MB at 550^3). */
 static void clear(double *host, size_t n) {
 #pragma omp parallel for schedule(static)
@@ -245,18 +288,20 @@ static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double
 
 /* Bytes the system will allocate, for the check against a device's free
  * memory before anything is allocated. */
-static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed) {
+static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed,
+                           int block_levels) {
   const size_t fs = mixed ? sizeof(float) : sizeof(double);
   size_t b = 0;
   for (int l = 0; l < h->n_levels; l++) {
     const vox_sparse_host_level *lv = &h->level[l];
     const size_t n = 3 * lv->n_nodes;
+    const size_t inverse = (l < block_levels ? 2 : 1) * n * fs; /* 6 or 3 a node */
     b += lv->n_elements * (4 * sizeof(int32_t) + (l == 0 ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
-    if (l == 0)
-      b += n * (4 * sizeof(double) + 3 * fs);
-    else if (l < h->n_levels - 1)
-      b += n * 5 * fs;
+    if (l == 0) /* u, r, p, q; z; d (in q in mixed precision) */
+      b += n * (4 * sizeof(double) + fs + (mixed ? 0 : fs)) + inverse;
+    else if (l < h->n_levels - 1) /* b, x, r, d */
+      b += n * 4 * fs + inverse;
     else {
       b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
       if (be->ops->device_memory && n <= be->ops->dense_coarse_dofs)
@@ -272,7 +317,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
   if (be->ops->device_memory) {
     size_t free_bytes = 0, total = 0;
     TRY(be->ops->memory(be, &free_bytes, &total));
-    const size_t need = bytes_needed(h, be, mixed) + ((size_t)160 << 20);
+    const size_t need = bytes_needed(h, be, mixed, s->block_levels) + ((size_t)160 << 20);
     if (need > free_bytes)
       return vox_error(ctx, VOX_ERR_NO_MEMORY,
                        "the sparse system needs %.2f GB on %s, %.2f GB are free",
@@ -294,16 +339,28 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
       TRY(vec(s, lv->n_dofs, 0, &s->p));
       TRY(vec(s, lv->n_dofs, 0, &s->q));
       TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      TRY(vec(s, lv->n_dofs, mixed, &lv->inv_diag));
+      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
+        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
+        lv->d_lent = 1;
+      } else {
+        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
+      }
     } else if (l < last) {
-      vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
-      for (size_t i = 0; i < 5; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
+      vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
+      for (size_t i = 0; i < 4; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
     } else {
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));
     }
-    if (l < last) TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
+    if (l < last) {
+      lv->block = l < s->block_levels;
+      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
+      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
+      if (lv->block)
+        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
+      else
+        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
+    }
   }
   /* the coarsest level: assembled on the host and factored */
   const vox_sparse_host_level *c = &h->level[last];
@@ -353,9 +410,10 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options};
   const char *profile = getenv("VOXFE_SPARSE_PROFILE");
   s.profile = profile && strcmp(profile, "1") == 0;
-  double bound = 0;
-  st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &bound);
-  s.lambda_max = bound / CHEBYSHEV_UPPER;
+  st = block_levels_of(ctx, &s.block_levels);
+  if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
+  if (st == VOX_OK)
+    st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
   if (st == VOX_OK) st = build_system(ctx, be, &h, options, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
@@ -439,6 +497,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     stats->n_elements = f->n_elements;
     for (int l = 0; l < h.n_levels && l < 16; l++) stats->level_dofs[l] = 3 * h.level[l].n_nodes;
     stats->bytes = s.bytes;
+    stats->block_levels = s.block_levels < h.n_levels - 1 ? s.block_levels : h.n_levels - 1;
     stats->setup_seconds = t1 - t0;
     stats->solve_seconds = t2 - t1;
     stats->pcg_seconds = s.pcg_seconds;

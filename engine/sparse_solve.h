@@ -17,6 +17,7 @@ typedef struct vox_sparse_stats {
   size_t n_elements;       /* level 0 */
   size_t level_dofs[16];   /* per level (the first 16) */
   size_t bytes;            /* bytes allocated on the backend, all together */
+  int block_levels;        /* levels smoothed with the nodes' 3 x 3 blocks */
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
   double pcg_seconds;      /* of which the iterations (no transfers to the host) */

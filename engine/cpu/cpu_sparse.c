@@ -111,6 +111,26 @@ static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_sv
   return VOX_OK;
 }
 
+static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
+                                      const vox_svec *w, double alpha, double beta, vox_svec *d,
+                                      vox_svec *x) {
+  const ptrdiff_t nodes = (ptrdiff_t)(x->n / 3);
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < nodes; m++) {
+    const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
+    double r[3];
+    for (int c = 0; c < 3; c++) r[c] = ax ? get(b, u + c) - get(ax, u + c) : get(b, u + c);
+    for (int i = 0; i < 3; i++) {
+      double z = 0;
+      for (int j = 0; j < 3; j++) z += get(w, k + (size_t)vox_block_entry(i, j)) * r[j];
+      const double di = beta != 0 ? alpha * z + beta * get(d, u + i) : alpha * z;
+      put(d, u + i, di);
+      put(x, u + i, get(x, u + i) + di);
+    }
+  }
+  return VOX_OK;
+}
+
 /* ---- levels ---------------------------------------------------------------- */
 
 static void *copy_of(const void *src, size_t bytes, size_t *total) {
@@ -251,6 +271,35 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
   return VOX_OK;
 }
 
+/* Each element's 3 x 3 node blocks of m K added to w's six entries a node. */
+static void block_diagonal_range(const vox_sparse_level *l, vox_svec *w, size_t e0, size_t e1) {
+  for (size_t e = e0; e < e1; e++) {
+    int32_t node[8];
+    element_corners(l, e, node);
+    const double m = element_modulus(l, e);
+    for (int a = 0; a < 8; a++)
+      for (int i = 0; i < 3; i++)
+        for (int j = i; j < 3; j++)
+          add(w, 6 * (size_t)node[a] + (size_t)vox_block_entry(i, j),
+              m * l->ke[(3 * a + i) * 24 + 3 * a + j]);
+  }
+}
+
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w) {
+  TRY(vec_set(be, w, 0));
+  SLAB_PHASES(be, l->nz, 1,
+              block_diagonal_range(l, w, l->element_layer_start[lo], l->element_layer_start[hi]));
+  const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < n; m++) {
+    double in[6], out[6];
+    for (int k = 0; k < 6; k++) in[k] = get(w, 6 * (size_t)m + (size_t)k);
+    vox_block_invert(in, l->node_fixed[m], out);
+    for (int k = 0; k < 6; k++) put(w, 6 * (size_t)m + (size_t)k, out[k]);
+  }
+  return VOX_OK;
+}
+
 static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
   const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
@@ -336,11 +385,13 @@ const vox_sparse_ops vox_cpu_sparse_ops = {
     .vec_xpay = vec_xpay,
     .vec_dot = vec_dot,
     .smoother_step = smoother_step,
+    .block_smoother_step = block_smoother_step,
     .level_create = level_create,
     .level_destroy = level_destroy,
     .level_bytes = level_bytes,
     .apply = apply,
     .inv_diagonal = inv_diagonal,
+    .inv_block_diagonal = inv_block_diagonal,
     .zero_fixed = zero_fixed,
     .restrict_residual = restrict_residual,
     .prolong_add = prolong_add,

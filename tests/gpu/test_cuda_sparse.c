@@ -3,9 +3,11 @@
  * (VOXFE_SPARSE_PRODUCT atomic, warp; cuda/cuda_sparse.cu): the
  * products of the first two levels on a random vector, in double (1e-12 of
  * the largest entry), float and with the fixed dofs kept, and the transfers
- * between them (float coarse vectors: 1e-6); then a perlin bone
+ * between them (float coarse vectors: 1e-6), the inverse 3 x 3 diagonal
+ * blocks and a block smoother step; then a perlin bone
  * under a compression test and under forces in two load cases solved to
- * 1e-12 on both, the same displacements to 1e-8 of the largest (the GPU's
+ * 1e-12 on both (also with each smoother, VOXFE_SPARSE_SMOOTHER), the
+ * same displacements to 1e-8 of the largest (the GPU's
  * float preconditioner changes the path, not the solution), and the CG
  * counts close. Exit 77 (skipped) when this build has no CUDA or the
  * machine no device; VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU
@@ -110,6 +112,64 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
     free(yg);
     free(yc);
   }
+  /* the inverse 3 x 3 blocks of levels 0 and 1, in double (1e-12) and float
+   * (1e-5), and a block smoother step with them: random b, ax, d and x,
+   * b double and the rest float as in the V-cycle's level 0 in mixed
+   * precision (1e-5), then all double (1e-12) */
+  for (int l = 0; l < 2; l++) {
+    const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
+    const size_t n = 3 * d.n_nodes;
+    double *in = malloc(4 * n * sizeof *in), *w[2], *xd[2][2];
+    uint64_t seed = 99 + (uint64_t)l;
+    for (size_t i = 0; i < 4 * n; i++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      in[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
+    }
+    for (int single = 0; single < 2; single++) {
+      vox_backend *bes[2] = {gpu, cpu};
+      for (int b = 0; b < 2; b++) {
+        const vox_sparse_ops *o = bes[b]->ops->sparse;
+        vox_sparse_level *lv;
+        vox_svec wv, bv, av, dv, xv;
+        w[b] = malloc(2 * n * sizeof(double));
+        xd[b][0] = malloc(n * sizeof(double));
+        xd[b][1] = malloc(n * sizeof(double));
+        CHECK_OK(ctx, o->level_create(bes[b], &d, &lv));
+        CHECK_OK(ctx, o->vec_create(bes[b], 2 * n, single, &wv));
+        CHECK_OK(ctx, o->inv_block_diagonal(bes[b], lv, &wv));
+        CHECK_OK(ctx, o->vec_download(bes[b], &wv, w[b]));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, 0, &bv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &av));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &dv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &xv));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &bv, in));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &av, in + n));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &dv, in + 2 * n));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &xv, in + 3 * n));
+        CHECK_OK(ctx, o->block_smoother_step(bes[b], &bv, &av, &wv, 0.7, 0.3, &dv, &xv));
+        CHECK_OK(ctx, o->vec_download(bes[b], &dv, xd[b][0]));
+        CHECK_OK(ctx, o->vec_download(bes[b], &xv, xd[b][1]));
+        vox_svec *v[] = {&wv, &bv, &av, &dv, &xv};
+        for (int i = 0; i < 5; i++) o->vec_destroy(bes[b], v[i]);
+        o->level_destroy(bes[b], lv);
+      }
+      const double *got[3][2] = {{w[0], w[1]}, {xd[0][0], xd[1][0]}, {xd[0][1], xd[1][1]}};
+      const size_t len[3] = {2 * n, n, n};
+      static const char *const names[3] = {"inverse blocks", "block step d", "block step x"};
+      for (int t = 0; t < 3; t++) {
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < len[t]; i++) {
+          diff = fmax(diff, fabs(got[t][0][i] - got[t][1][i]));
+          scale = fmax(scale, fabs(got[t][1][i]));
+        }
+        printf("%s: level %d %s (%s): max |d| / max = %.2e\n", kind, l, names[t],
+               single ? "float" : "double", diff / scale);
+        CHECK(scale > 0 && diff <= (single ? 1e-5 : 1e-12) * scale);
+      }
+      for (int b = 0; b < 2; b++) free(w[b]), free(xd[b][0]), free(xd[b][1]);
+    }
+    free(in);
+  }
   /* the transfers between levels 0 and 1: a random fine residual (double,
    * as CG's, and float, as the V-cycle's) restricted into a float coarse
    * vector, and a random coarse vector prolonged onto a fine one */
@@ -175,6 +235,10 @@ int main(void) {
   const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
   if (env && *env) vox_device_parse(env, &d);
   vox_backend *gpu, *cpu;
+  /* the device started in a thread of its own first, as voxfe-analyze does;
+   * the CPU needs none */
+  CHECK(vox_device_warm_up_start(VOX_DEVICE_CPU) == NULL);
+  vox_device_warm_up_finish(vox_device_warm_up_start(d));
   if (vox_backend_create(ctx, d, &gpu) != VOX_OK) {
     printf("SKIP: %s\n", vox_context_message(ctx));
     vox_context_destroy(ctx);
@@ -192,6 +256,11 @@ int main(void) {
     compare_products(ctx, gpu, cpu, &m, kinds[k]);
     snprintf(what, sizeof what, "%s: compression 27^3", kinds[k]);
     compare(ctx, gpu, cpu, &m, what);
+    setenv("VOXFE_SPARSE_SMOOTHER", k == 0 ? "block" : "diagonal", 1);
+    snprintf(what, sizeof what, "%s: compression 27^3, %s smoother", kinds[k],
+             k == 0 ? "block" : "diagonal");
+    compare(ctx, gpu, cpu, &m, what);
+    unsetenv("VOXFE_SPARSE_SMOOTHER");
     clamp_bottom_load_top(ctx, &m); /* forces, two load cases, bottom clamped */
     snprintf(what, sizeof what, "%s: forces 27^3", kinds[k]);
     compare(ctx, gpu, cpu, &m, what);

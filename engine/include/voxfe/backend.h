@@ -38,6 +38,18 @@ vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend *
  * it (vox_backend_create uses the thread's current device, 0 unless set). */
 vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
                                  vox_backend **out);
+/* Starting a device's driver and context ahead of vox_backend_create, in a
+ * thread of its own, so that a program overlaps it with its other work
+ * (voxfe-analyze: with reading the model and its connectivity). On the
+ * H100 the CUDA runtime's start is most of a quarter second. For CUDA and
+ * AUTO in a CUDA build it starts the runtime on the thread's current
+ * device (0 unless set), nothing otherwise; a failure there is left for
+ * vox_backend_create to report. Finish before creating the backend (it
+ * waits for the thread); NULL is a warm-up that did nothing.
+ * VOXFE_DEVICE_WARM_UP=0 in the environment turns it off (benchmarks). */
+typedef struct vox_device_warm_up vox_device_warm_up;
+vox_device_warm_up *vox_device_warm_up_start(vox_device device);
+void vox_device_warm_up_finish(vox_device_warm_up *warm_up);
 /* Devices of a kind this build can use: CUDA devices (0 without CUDA), 1
  * for the CPU. */
 int vox_device_count(vox_device device);
