@@ -246,18 +246,17 @@ static vox_status block_levels_of(vox_context *ctx, int *levels) {
   const char *v = getenv("VOXFE_SPARSE_SMOOTHER");
   *levels = DEFAULT_BLOCK_LEVELS;
   if (!v || !*v) return VOX_OK;
-  char *end = NULL;
-  if (strcmp(v, "diagonal") == 0)
+  if (strcmp(v, "diagonal") == 0) {
     *levels = 0;
-  else if (strcmp(v, "block") == 0)
-    *levels = INT_MAX; /* every smoothed level */
-  else if (strncmp(v, "block:", 6) == 0 && (*levels = (int)strtol(v + 6, &end, 10)) >= 0 &&
-           end != v + 6 && *end == 0)
     return VOX_OK;
-  else
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "VOXFE_SPARSE_SMOOTHER=%s: expected diagonal, block or block:N", v);
-  return VOX_OK;
+  }
+  if (strcmp(v, "block") == 0) return VOX_OK; /* every smoothed level */
+  char *end = NULL;
+  if (strncmp(v, "block:", 6) == 0 && (*levels = (int)strtol(v + 6, &end, 10)) >= 0 &&
+      end != v + 6 && *end == 0)
+    return VOX_OK;
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "VOXFE_SPARSE_SMOOTHER=%s: expected diagonal, block or block:N", v);
 }
 
 /* host[0, n) = 0 on all threads (n is 3 x the bone nodes: 840 MB at 550^3). */
