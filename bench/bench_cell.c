@@ -9,7 +9,8 @@
  * VOXFE_BENCH_RTOL sets CG's relative tolerance (default VOX_CELL_RTOL,
  * 1e-2, as voxfe-optimize takes for a cell);
  * VOXFE_BENCH_START=seed003 starts from seed 003's trigonometric family with
- * reflect6 symmetry instead of the cosine field (cell_problem.h);
+ * reflect6 symmetry instead of the cosine field (cell_problem.h), and
+ * VOXFE_BENCH_SEED=S picks another member of that family (default 1);
  * VOXFE_BENCH_FILTER=density filters the density instead of the
  * sensitivities (seed 003 section 5.2 filters the density); VOXFE_BENCH_FP16=1
  * adds the FP16 check of the final design (cell_fp16.c); VOXFE_BENCH_MG_CYCLE=v|w
@@ -111,6 +112,9 @@ int main(int argc, char **argv) {
   const char *start = getenv("VOXFE_BENCH_START");
   cell_problem problem;
   if (cell_problem_make(ctx, n, v, start ? start : "cosine", &problem) != 0) return 2;
+  /* VOXFE_BENCH_SEED: another trigonometric start of seed 003's family (default 1) */
+  const char *seed = getenv("VOXFE_BENCH_SEED");
+  if (seed && problem.seed003) problem.initial.seed = strtoul(seed, NULL, 10);
   if (vox_backend_create(ctx, device, &be)) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
@@ -211,16 +215,19 @@ int main(int argc, char **argv) {
   vox_cell_moduli grey, binary;
   double binary_vf;
   const double tb = now();
-  const char *binary_env = getenv("VOXFE_BENCH_BINARY"); /* 0: skip these two solves */
-  const int want_moduli = !binary_env || atoi(binary_env) != 0;
-  if (want_moduli &&
+  /* VOXFE_BENCH_BINARY=0 skips the binarized moduli, =volume keeps only the
+   * last (seed 003's objective; at 512^3 each costs about a minute) */
+  const char *binary_env = getenv("VOXFE_BENCH_BINARY");
+  const int only_volume = binary_env && strcmp(binary_env, "volume") == 0;
+  const int want_moduli = !binary_env || only_volume || atoi(binary_env) != 0;
+  if (want_moduli && !only_volume &&
       (cell_grey_moduli(ctx, be, m, m->density, opt.penalty, opt.emin_ratio, &grey) != 0 ||
        cell_binary_moduli(ctx, be, m, m->density, opt.penalty, opt.emin_ratio, &binary,
                           &binary_vf) != 0)) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
   }
-  if (want_moduli)
+  if (want_moduli && !only_volume)
     printf("grey design to 1e-10: bulk modulus %.4f; binarized at 0.5: bulk modulus %.4f, "
            "shear modulus %.4f, volume fraction %.4f (%.1f s)\n",
            grey.bulk, binary.bulk, binary.shear, binary_vf, now() - tb);
