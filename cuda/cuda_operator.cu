@@ -73,6 +73,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <type_traits>
+
 #include <cuda_fp16.h>
 
 #include "cuda_backend.cuh"
@@ -1337,30 +1339,52 @@ static __global__ void __launch_bounds__(NODE_BX *NODE_BY *NODE_BZ)
   energy[element_index(g, i, j, k)] = s;
 }
 
+/* What the two strain-energy reductions share: the checks, Ke in constant
+ * memory, and the fields' pointers and chi packed for the kernel. */
+template <class T, class V>
+static vox_status strain_fields_of(vox_backend *be, vox_operator *op, int n_fields, const V *u,
+                                   const double *chi, const char *what, strain_fields<T> *sf,
+                                   bool *mirrored) {
+  if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: %d fields of %d dofs per element",
+                     what, n_fields, op->nloc);
+  TRY(load_ke(be, op, mirrored));
+  *sf = strain_fields<T>{};
+  sf->n = n_fields;
+  for (int f = 0; f < n_fields; f++) sf->u[f] = (const T *)u[f].data;
+  memcpy(sf->chi, chi, (size_t)n_fields * 24 * sizeof *chi);
+  return VOX_OK;
+}
+
+/* Calls launch(MIRROR, PERIODIC) with the operator's case as compile-time
+ * constants (std::true_type or std::false_type), so that each reduction names its kernel
+ * once instead of once per case. */
+template <class Launch>
+static void by_strain_case(bool mirrored, bool periodic, Launch launch) {
+  if (mirrored && periodic)
+    launch(std::true_type{}, std::true_type{});
+  else if (periodic)
+    launch(std::false_type{}, std::true_type{});
+  else if (mirrored)
+    launch(std::true_type{}, std::false_type{});
+  else
+    launch(std::false_type{}, std::false_type{});
+}
+
 template <class T, class V>
 static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields, const V *u,
                                 const double *chi, const double *w, vox_vec *energy) {
-  if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "strain energy: %d fields of %d dofs per element", n_fields, op->nloc);
+  strain_fields<T> sf;
   bool mirrored;
-  TRY(load_ke(be, op, &mirrored));
-  strain_fields<T> sf = {};
-  sf.n = n_fields;
-  for (int f = 0; f < n_fields; f++) sf.u[f] = (const T *)u[f].data;
-  memcpy(sf.chi, chi, (size_t)n_fields * 24 * sizeof *chi);
+  TRY(strain_fields_of(be, op, n_fields, u, chi, "strain energy", &sf, &mirrored));
   memcpy(sf.w, w, (size_t)n_fields * (size_t)n_fields * sizeof *w);
   const grid_dims g = dims_of(op);
   const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
   const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
-  if (op->grid.periodic && mirrored)
-    strain_energy_kernel<T, true, true><<<blocks, block>>>(sf, g, energy->data);
-  else if (op->grid.periodic)
-    strain_energy_kernel<T, false, true><<<blocks, block>>>(sf, g, energy->data);
-  else if (mirrored)
-    strain_energy_kernel<T, true, false><<<blocks, block>>>(sf, g, energy->data);
-  else
-    strain_energy_kernel<T, false, false><<<blocks, block>>>(sf, g, energy->data);
+  by_strain_case(mirrored, op->grid.periodic, [&](auto mirror, auto periodic) {
+    constexpr bool M = decltype(mirror)::value, P = decltype(periodic)::value;
+    strain_energy_kernel<T, M, P><<<blocks, block>>>(sf, g, energy->data);
+  });
   CUDA_LAUNCHED(be, "the strain energy kernel");
   return VOX_OK;
 }
@@ -1423,18 +1447,12 @@ static __global__ void __launch_bounds__(SUMS_BLOCK)
 template <class T, class V>
 static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields, const V *u,
                                      const double *chi, double *sums) {
-  if (n_fields < 1 || n_fields > MAX_STRAIN_FIELDS || op->nloc != 24)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "strain energy sums: %d fields of %d dofs per element", n_fields, op->nloc);
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "operator: strain energy sums before its moduli");
+  strain_fields<T> sf;
   bool mirrored;
-  TRY(load_ke(be, op, &mirrored));
-  strain_fields<T> sf = {};
-  sf.n = n_fields;
-  for (int f = 0; f < n_fields; f++) sf.u[f] = (const T *)u[f].data;
-  memcpy(sf.chi, chi, (size_t)n_fields * 24 * sizeof *chi);
+  TRY(strain_fields_of(be, op, n_fields, u, chi, "strain energy sums", &sf, &mirrored));
   /* the totals in the reduction scratch (REDUCE_BLOCKS + 1 >= STRAIN_PAIRS
    * doubles), free between reductions on the one stream */
   double *total = vox_cuda(be)->partials;
@@ -1442,14 +1460,10 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
   const grid_dims g = dims_of(op);
   const dim3 block(NODE_BX, NODE_BY, NODE_BZ);
   const dim3 blocks = cover(g.nx, g.ny, g.nz, block);
-  if (op->grid.periodic && mirrored)
-    strain_energy_sums_kernel<T, true, true><<<blocks, block>>>(sf, g, op->moduli, total);
-  else if (op->grid.periodic)
-    strain_energy_sums_kernel<T, false, true><<<blocks, block>>>(sf, g, op->moduli, total);
-  else if (mirrored)
-    strain_energy_sums_kernel<T, true, false><<<blocks, block>>>(sf, g, op->moduli, total);
-  else
-    strain_energy_sums_kernel<T, false, false><<<blocks, block>>>(sf, g, op->moduli, total);
+  by_strain_case(mirrored, op->grid.periodic, [&](auto mirror, auto periodic) {
+    constexpr bool M = decltype(mirror)::value, P = decltype(periodic)::value;
+    strain_energy_sums_kernel<T, M, P><<<blocks, block>>>(sf, g, op->moduli, total);
+  });
   CUDA_LAUNCHED(be, "the strain energy sums kernel");
   double acc[STRAIN_PAIRS];
   const int pairs = n_fields * (n_fields + 1) / 2;
