@@ -297,10 +297,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
-  /* --cg-tol not given: a cell's C^H is second order in its fields' error
-   * (the energy form), so its solves stop earlier (VOX_CELL_RTOL) */
-  if (isnan(s->opt.solver.rtol))
-    s->opt.solver.rtol = s->opt.cell_objective != VOX_CELL_NONE ? VOX_CELL_RTOL : 1e-6;
+  /* --cg-tol not given: the engine's (a cell's C^H is second order in its
+   * fields' error, so its solves stop earlier: VOX_CELL_RTOL) */
+  s->opt.solver.rtol = vox_optimizer_rtol(&s->opt);
   if (s->expression) { /* parsed once already, when the options or the file were read */
     vox_status es = vox_expression_parse(ctx, s->expression, &expression);
     if (es != VOX_OK) {
@@ -312,8 +311,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   /* auto: the model's density, or the volume fraction (the optimizer's own
    * start); a kind: that design, whatever the input holds. A periodic cell
    * without a density of its own starts from seed 003's trigonometric
-   * family instead: the uniform density is a stationary point of every
-   * cell objective, so the run would end where it began. */
+   * family instead, as the engine does for NULL, but with this program's
+   * --seed and --initial-order. */
   if (s->initial.kind == CLI_INITIAL_AUTO && s->opt.cell_objective != VOX_CELL_NONE &&
       !model.density)
     s->initial.kind = VOX_INITIAL_TRIGONOMETRIC;
@@ -399,7 +398,7 @@ int main(int argc, char **argv) {
   settings s = {.device = VOX_DEVICE_AUTO};
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
-  s.opt.solver.rtol = NAN;   /* not given: resolved from the objective in run() */
+  s.opt.solver.rtol = VOX_RTOL_AUTO; /* not given: resolved from the objective in run() */
   vox_initial_design_defaults(&s.initial);
   s.initial.kind = CLI_INITIAL_AUTO;
   s.opt.cell_objective = OBJECTIVE_FROM_MODEL;

@@ -40,8 +40,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->objective_tolerance = 1e-3;
   o->settle_iterations = 1;
   vox_solver_options_default(&o->solver);
-  /* design iterations need less than an analysis: the design changes anyway */
-  o->solver.rtol = 1e-6;
+  /* design iterations need less than an analysis: the design changes
+   * anyway; a cell's less still (vox_optimizer_rtol) */
+  o->solver.rtol = VOX_RTOL_AUTO;
   /* each solve starts from the best combination of the last two states:
    * fewer CG iterations for one product more (docs/benchmarks.md) */
   o->solver.start_history = 1;
@@ -55,6 +56,11 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->solver.fine_smoothing_steps = VOX_FINE_SMOOTHING_AUTO;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
+}
+
+double vox_optimizer_rtol(const vox_optimizer_options *o) {
+  if (o->solver.rtol != VOX_RTOL_AUTO) return o->solver.rtol;
+  return o->cell_objective != VOX_CELL_NONE ? VOX_CELL_RTOL : 1e-6;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
@@ -619,8 +625,6 @@ static vox_status check_problem(vox_context *ctx, const vox_model *model) {
 vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                         const vox_optimizer_options *options, vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
-  TRY(check_options(ctx, options));
-  TRY(vox_symmetry_check(ctx, &model->grid, options->symmetry));
   const int cell = options->cell_objective != VOX_CELL_NONE;
   /* One smoothing step on the fine level pays for elasticity on a bounded
    * grid (the 256 x 128 x 128 cantilever: 0.094 against 0.106 s per design
@@ -633,7 +637,18 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (resolved.solver.fine_smoothing_steps == VOX_FINE_SMOOTHING_AUTO)
     resolved.solver.fine_smoothing_steps =
         !cell && model->physics == VOX_PHYSICS_ELASTICITY ? 1 : 0;
+  resolved.solver.rtol = vox_optimizer_rtol(options);
+  /* a cell without a design of its own: seed 003's trigonometric family
+   * (a uniform density is a stationary point of every cell objective) */
+  vox_initial_design cell_start;
+  if (cell && !resolved.initial && !model->density) {
+    vox_initial_design_defaults(&cell_start);
+    cell_start.kind = VOX_INITIAL_TRIGONOMETRIC;
+    resolved.initial = &cell_start;
+  }
   const vox_optimizer_options *opt = &resolved;
+  TRY(check_options(ctx, opt));
+  TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the %s objective is for a periodic cell, not a model whose objective is %s",

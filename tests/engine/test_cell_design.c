@@ -181,6 +181,48 @@ static void test_initial(vox_context *ctx, vox_backend *be) {
   }
 }
 
+/* The engine's defaults for a cell (vox_optimize with options as
+ * vox_optimizer_options_default leaves them): no design and no start given
+ * starts from seed 003's trigonometric family with seed 1 (the same iterates
+ * as asking for it; a uniform start would be a stationary point), and the
+ * CG tolerance is VOX_CELL_RTOL (1e-6 for a bounded model; a given one
+ * stays). */
+static void test_cell_defaults(vox_context *ctx, vox_backend *be) {
+  vox_optimizer_options o;
+  vox_optimizer_options_default(&o);
+  CHECK(o.solver.rtol == VOX_RTOL_AUTO);
+  CHECK(vox_optimizer_rtol(&o) == 1e-6);
+  o.cell_objective = VOX_CELL_BULK;
+  CHECK(vox_optimizer_rtol(&o) == VOX_CELL_RTOL);
+  o.solver.rtol = 1e-9;
+  CHECK(vox_optimizer_rtol(&o) == 1e-9);
+  const int n = 8;
+  vox_model m[2];
+  vox_optimize_result r[2];
+  vox_initial_design trig;
+  vox_initial_design_defaults(&trig);
+  trig.kind = VOX_INITIAL_TRIGONOMETRIC;
+  for (int run = 0; run < 2; run++) {
+    make_cell(ctx, &m[run], n);
+    cell_options(&o, n, 3);
+    o.solver.rtol = VOX_RTOL_AUTO;
+    o.initial = run ? &trig : NULL;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m[run], &o, &r[run]));
+  }
+  fprintf(stderr, "cell defaults: objective %.12g (no start given), %.12g (trigonometric, seed "
+          "1), CG iterations %d and %d\n", r[0].objective, r[1].objective,
+          r[0].total_cg_iterations, r[1].total_cg_iterations);
+  CHECK(r[0].objective == r[1].objective);
+  CHECK(r[0].total_cg_iterations == r[1].total_cg_iterations);
+  /* not uniform: from a uniform start every element's sensitivity is the
+   * same and the design would stay uniform */
+  double lo = 1, hi = 0;
+  for (int e = 0; e < n * n * n; e++)
+    lo = fmin(lo, m[0].density[e]), hi = fmax(hi, m[0].density[e]);
+  CHECK(hi - lo > 0.1);
+  for (int run = 0; run < 2; run++) vox_model_free(&m[run]);
+}
+
 /* Custom objectives through vox_expression: the bulk modulus of eq. 19 as a
  * formula (upper-triangle entries doubled) gives the built-in objective's
  * values and designs, iteration by iteration. */
@@ -503,6 +545,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "symmetry")) test_symmetry(ctx, be);
   if (check_wanted(argc, argv, "refused")) test_symmetry_refused(ctx, be);
   if (check_wanted(argc, argv, "initial")) test_initial(ctx, be);
+  if (check_wanted(argc, argv, "defaults")) test_cell_defaults(ctx, be);
   if (check_wanted(argc, argv, "bulk")) test_custom_bulk(ctx, be);
   if (check_wanted(argc, argv, "gradient")) test_custom_gradient(ctx, be);
   if (check_wanted(argc, argv, "undefined")) test_custom_undefined(ctx, be);

@@ -64,7 +64,10 @@ typedef struct vox_optimizer_options {
    * orbits); VOX_ERR_INVALID_ARGUMENT otherwise. */
   vox_symmetry symmetry;
   /* The starting design. NULL: the model's density where it has one (a
-   * design to continue), else the volume fraction on every design element.
+   * design to continue), else the volume fraction on every design element,
+   * or for a periodic cell seed 003's trigonometric family (seed 1): a
+   * uniform density is a stationary point of every cell objective, so a
+   * cell's run would end where it began.
    * Otherwise this initial design (voxfe/initial_design.h) on the design
    * elements (vox_initial_design_make_masked), with these options' volume
    * fraction and symmetry in place of its own, and its least density raised
@@ -119,6 +122,10 @@ typedef struct vox_optimizer_options {
 #define VOX_CELL_RTOL 1e-2
 #define VOX_CELL_RTOL_TEXT "1e-2"
 
+/* The optimizer's default CG tolerance (vox_optimizer_options_default):
+ * VOX_CELL_RTOL for a periodic cell, 1e-6 otherwise (vox_optimizer_rtol). */
+#define VOX_RTOL_AUTO 0.0
+
 enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 
 typedef enum vox_stop_reason {
@@ -147,6 +154,9 @@ typedef struct vox_optimize_result {
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);
+/* The CG tolerance a run with these options solves to: solver.rtol, or
+ * where that is VOX_RTOL_AUTO the cell's or the default's. */
+double vox_optimizer_rtol(const vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 const char *vox_stop_reason_string(vox_stop_reason reason);
