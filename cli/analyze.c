@@ -342,9 +342,11 @@ typedef struct run_state {
   struct timespec start;
   double read_done, prepare_done; /* seconds since start */
   vox_device_warm_up *warm_up;    /* the device starting while the model is read */
+  vox_result_writer *writer;      /* the result file, written beside the fields */
 } run_state;
 
 static void free_state(run_state *r) {
+  vox_result_writer_cancel(r->writer); /* first: it reads the model and the fields */
   vox_device_warm_up_finish(r->warm_up); /* no exit while the device is starting */
   if (r->backend) vox_backend_destroy(r->backend);
   r->model.displacement = NULL; /* r->u, freed below */
@@ -610,6 +612,24 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
+  /* The result file (voxfe .nc) starts now, in a thread of its own: the
+   * model and the displacement are written while the fields are computed
+   * (about half the file's bytes), then the fields and the summary once
+   * they are ready. The model stays as it is from here on. */
+  r.history = cli_history_line(&program, s, argc, argv);
+  if (!r.history || vox_model_append_history(ctx, m, r.history)) {
+    cli_error("out of memory");
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+  m->displacement = r.u;
+  m->stage = VOX_STAGE_ANALYSIS;
+  if (!is_n88model(s->output) &&
+      (vs = vox_result_writer_start(ctx, s->output, m, r.bone_elements, bone, &r.writer))) {
+    status = cli_fail(ctx, vs, CLI_WRITING);
+    goto done;
+  }
+
   /* the loaded face: the top plate's dofs along the axis */
   size_t n_plate = 0;
   const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
@@ -625,6 +645,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vs = vox_analysis_fields(ctx, m, r.moduli, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  if (r.writer && (vs = vox_result_writer_put_fields(ctx, r.writer, r.reaction, &fields))) {
+    status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
 
@@ -717,19 +741,14 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
              solve.storage == VOX_STORAGE_SPARSE ? solve.setup_seconds : NAN, "s");
   add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
-  r.history = cli_history_line(&program, s, argc, argv);
-  if (!r.history || vox_model_append_history(ctx, m, r.history)) {
-    cli_error("out of memory");
-    status = CLI_EXIT_FAILED;
-    goto done;
-  }
-  m->displacement = r.u;
-  m->stage = VOX_STAGE_ANALYSIS;
   vox_analysis_output out = {.reaction = r.reaction, .fields = fields, .summary = sum.e,
                              .n_summary = sum.n};
-  vs = is_n88model(s->output)
-           ? vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis)
-           : vox_result_write(ctx, s->output, m, &out);
+  if (r.writer) {
+    vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);
+    r.writer = NULL; /* ended, whatever the outcome */
+  } else {
+    vs = vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis);
+  }
   if (!vs && s->summary.json) vs = vox_write_analysis_json(ctx, s->summary.json, sum.e, sum.n);
   if (!vs && s->summary.csv) vs = vox_append_analysis_csv(ctx, s->summary.csv, sum.e, sum.n);
   if (vs) {
