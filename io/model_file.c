@@ -742,7 +742,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   return VOX_OK;
 }
 
-static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
+static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
+                          const vox_model_extra *extra) {
   int ncid = w->ncid;
   const vox_grid *g = &m->grid;
   size_t n[3] = {(size_t)g->nx, (size_t)g->ny, (size_t)g->nz};
@@ -785,6 +786,9 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
     if (on_bone_nodes(m)) {
       W_TRY(w, vox_put_indices(ncid, v->bone_node_index, w->bone_nodes, w->n_bone_nodes),
             "bone_node_index");
+      if (extra && extra->before_displacement &&
+          (s = extra->before_displacement(extra->user, ncid)))
+        return s;
       const size_t nb = w->n_bone_nodes, nn = (size_t)vox_grid_nodes(g);
       double *values = malloc((nb ? 3 * nb : 1) * sizeof *values);
       if (!values) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
@@ -803,6 +807,9 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v) {
       }
       free(values);
     } else {
+      if (extra && extra->before_displacement &&
+          (s = extra->before_displacement(extra->user, ncid)))
+        return s;
       W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement),
             m->physics == VOX_PHYSICS_HEAT ? "temperature" : "displacement");
     }
@@ -911,7 +918,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
     s = define_all(&w, model, &v);
     if (!s && extra) s = extra->define(extra->user, w.ncid);
     if (!s && (err = nc_enddef(w.ncid))) s = write_fail(&w, err, "the header");
-    if (!s) s = put_all(&w, model, &v);
+    if (!s) s = put_all(&w, model, &v, extra);
     if (!s && extra) s = extra->put(extra->user, w.ncid);
     if (s) {
       nc_abort(w.ncid); /* the temporary file goes below */

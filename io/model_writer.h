@@ -14,6 +14,10 @@
 typedef struct vox_model_extra {
   vox_status (*define)(void *user, int ncid);
   vox_status (*put)(void *user, int ncid);
+  /* NULL, or run in data mode just before the model's displacement is read
+   * and written (everything else of the model is written by then): where a
+   * writer that starts before the solve waits for the solution */
+  vox_status (*before_displacement)(void *user, int ncid);
   void *user;
 } vox_model_extra;
 

@@ -5,12 +5,13 @@
  * each constraint. Written under a temporary name, synced and renamed into
  * place once complete, like every model file.
  *
- * The writing can start before the fields exist (vox_result_writer_start):
- * a thread of its own writes the model and the displacement while the
- * caller computes the fields, then waits for them and for the summary,
- * which go in last (the `results` group is defined then; netCDF-4 returns
- * to define mode by itself). vox_result_write runs the same steps in the
- * calling thread with everything at hand. */
+ * The writing can start before the solve (vox_result_writer_start): a
+ * thread of its own writes the model (labels, lists, the bone nodes and
+ * elements) while the caller solves, then the displacement while the caller
+ * computes the fields, then those and the summary, each once handed over
+ * (the `results` group is defined last; netCDF-4 returns to define mode by
+ * itself). vox_result_write runs the same steps in the calling thread with
+ * everything at hand. */
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -37,7 +38,7 @@ struct vox_result_writer {
   vox_element_fields fields;
   const vox_summary_entry *summary;
   size_t n_summary;
-  int has_fields, has_summary, cancelled;
+  int has_displacement, has_fields, has_summary, cancelled;
   pthread_mutex_t lock;
   pthread_cond_t changed;
   int threaded;
@@ -194,11 +195,18 @@ static vox_status put_reactions(result_writer *w, int ncid) {
   return err ? nc_fail(w, err, "constraint_reaction") : VOX_OK;
 }
 
+/* The bone elements, then the wait for the solution: everything that does
+ * not need it is in the file by then. */
+static vox_status before_displacement(void *user, int ncid) {
+  result_writer *w = user;
+  R_TRY(w, vox_put_indices(ncid, w->v_index, w->elements, w->n_elements), "bone_element_index");
+  return wait_for(w, &w->has_displacement);
+}
+
 /* The element fields and the summary once handed over (at once for
  * vox_result_write); the model and the displacement are written by then. */
 static vox_status put_analysis(void *user, int ncid) {
   result_writer *w = user;
-  R_TRY(w, vox_put_indices(ncid, w->v_index, w->elements, w->n_elements), "bone_element_index");
   vox_status s = wait_for(w, &w->has_fields);
   if (s) return s;
   const vox_element_fields *f = &w->fields;
@@ -224,7 +232,7 @@ static vox_status put_analysis(void *user, int ncid) {
 }
 
 static vox_status write_file(result_writer *w) {
-  const vox_model_extra extra = {define_analysis, put_analysis, w};
+  const vox_model_extra extra = {define_analysis, put_analysis, before_displacement, w};
   return vox_model_write_extra(w->ctx, w->path, w->model, &extra);
 }
 
@@ -291,7 +299,7 @@ vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model 
   if (s) return s;
   result_writer w;
   init_writer(&w, ctx, (char *)path, model, f->elements, f->n_elements);
-  w.reaction = output->reaction, w.fields = *f, w.has_fields = 1;
+  w.reaction = output->reaction, w.fields = *f, w.has_displacement = w.has_fields = 1;
   w.summary = output->summary, w.n_summary = output->n_summary, w.has_summary = 1;
   s = write_file(&w);
   pthread_mutex_destroy(&w.lock);
@@ -340,12 +348,19 @@ vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox
   return VOX_OK;
 }
 
+void vox_result_writer_put_displacement(vox_result_writer *w) {
+  pthread_mutex_lock(&w->lock);
+  w->has_displacement = 1;
+  pthread_cond_signal(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+}
+
 vox_status vox_result_writer_put_fields(vox_context *ctx, vox_result_writer *w,
                                         const double *reaction, const vox_element_fields *fields) {
   vox_status s = check_fields(ctx, w->path, reaction, fields, w->elements, w->n_elements);
   if (s) return s;
   pthread_mutex_lock(&w->lock);
-  w->reaction = reaction, w->fields = *fields, w->has_fields = 1;
+  w->reaction = reaction, w->fields = *fields, w->has_displacement = w->has_fields = 1;
   pthread_cond_signal(&w->changed);
   pthread_mutex_unlock(&w->lock);
   return VOX_OK;

@@ -3,7 +3,7 @@
 # by a second run under its one header), the result file's variables, the
 # compression tests along each axis against E A eps, and bad input (empty
 # model, disconnected model, no bone at a plate, bad options): exit status 2,
-# one line, no file.
+# one line, no file; a solve that does not converge: exit status 1, no file.
 #
 # usage: analyze_cli.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE
 source "$(dirname "$0")/../cli/lib.sh"
@@ -269,4 +269,14 @@ expect_usage_error "bad connectivity" "--connectivity: expected 6 or 26" \
 expect_usage_error "--test model without supports" "cube.nc: --test model needs the model's supports" \
   "$ANALYZE" cube.nc -o r.nc --test model
 expect_usage_error "missing input" "nothere.nc" "$ANALYZE" nothere.nc -o r.nc
+
+# --- a solve that fails: exit status 1 and the folder as it was, though the
+# result file's writing starts before the solve (its temporary file removed)
+before=$(listing)
+"$ANALYZE" cube.nc -o r.nc --cg-max-iterations 1 --cg-tol 1e-15 >"$LOG/out" 2>&1
+status=$?
+[ "$status" -eq 1 ] || fail "unconverged solve: exit status $status, expected 1"
+grep -q "not converged (iteration limit) after 1 CG iterations.*r.nc not written" "$LOG/out" ||
+  fail "unconverged solve: $(cat "$LOG/out")"
+[ "$before" = "$(listing)" ] || fail "unconverged solve: the folder changed: $(listing)"
 finish
