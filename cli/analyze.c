@@ -423,12 +423,14 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   }
   /* passive-void voxels are empty space to an optimizer (stiffness Emin):
    * not bone */
+  uint8_t is_void[256] = {0}; /* by label: a table, not a search per voxel */
+  for (int i = 0; i < m->n_materials; i++)
+    is_void[m->materials[i].label] = m->materials[i].role == VOX_ROLE_VOID;
   size_t void_voxels = 0;
-  const size_t n_voxels = (size_t)vox_grid_elements(&m->grid);
-  for (size_t e = 0; e < n_voxels; e++) {
-    const vox_material *mat = m->label[e] ? vox_model_material(m, m->label[e]) : NULL;
-    if (mat && mat->role == VOX_ROLE_VOID) m->label[e] = 0, void_voxels++;
-  }
+  const ptrdiff_t n_voxels = (ptrdiff_t)vox_grid_elements(&m->grid);
+#pragma omp parallel for schedule(static) reduction(+ : void_voxels)
+  for (ptrdiff_t e = 0; e < n_voxels; e++)
+    if (is_void[m->label[e]]) m->label[e] = 0, void_voxels++;
   add_number(sum, "void_voxels", (double)void_voxels, NULL);
   /* The largest component first; only when it misses a plate is the whole
    * bone (a copy of the labels) flooded again, to say why: no bone at a
@@ -604,7 +606,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, 0);
-  for (size_t e = 0; e < ne; e++) r.bone[e] = m->label[e] != 0;
+  const ptrdiff_t n_box = (ptrdiff_t)ne;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < n_box; e++) r.bone[e] = m->label[e] != 0;
   if (!s->quiet && progress.mode != CLI_PROGRESS_QUIET)
     fprintf(stderr, "%s: solving %zu elements, %zu dofs on %s\n", s->input, bone, 3 * nn,
             vox_backend_name(r.backend));
