@@ -174,7 +174,8 @@ static const cli_option options[] = {
      .parse = parse_summary, .format = format_summary},
     {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
      .help = "print the seconds of each stage on stderr: reading, connectivity, setup, solve "
-             "(with the solver's own setup), fields, writing"},
+             "(with the solver's own setup), fields, writing (a .nc result is written beside "
+             "the solve and the fields: what is left of it after them)"},
 
     {.kind = CLI_HEADING, .help = "Test:"},
     {.name = "test", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(test), .flags = CLI_RECORD,
