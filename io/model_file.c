@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -512,6 +513,15 @@ static vox_status find_bone_nodes(writer *w, const vox_model *m) {
   return VOX_OK;
 }
 
+void *vox_alloc_buffer(size_t bytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, (size_t)2 << 20, bytes ? bytes : 1)) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure changes nothing */
+#endif
+  return p;
+}
+
 /* Writes `n` indices as the variable's type (int32 or int64), converted in
  * parallel here: netCDF's own conversion took longer than the write. */
 int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n) {
@@ -519,7 +529,7 @@ int vox_put_indices(int ncid, int varid, const int64_t *index, size_t n) {
   int err = nc_inq_vartype(ncid, varid, &type);
   if (err || type != NC_INT)
     return err ? err : nc_put_var_longlong(ncid, varid, (const long long *)index);
-  int *narrow = malloc((n ? n : 1) * sizeof *narrow);
+  int *narrow = vox_alloc_buffer(n * sizeof *narrow);
   if (!narrow) return NC_ENOMEM;
   const ptrdiff_t count = (ptrdiff_t)n;
 #pragma omp parallel for schedule(static)
@@ -790,7 +800,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
           (s = extra->before_displacement(extra->user, ncid)))
         return s;
       const size_t nb = w->n_bone_nodes, nn = (size_t)vox_grid_nodes(g);
-      double *values = malloc((nb ? 3 * nb : 1) * sizeof *values);
+      double *values = vox_alloc_buffer(3 * nb * sizeof *values);
       if (!values) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
       for (int c = 0; c < m->n_load_cases; c++) {
         const double *u = m->displacement + (size_t)c * 3 * nn;

@@ -213,7 +213,7 @@ static vox_status put_analysis(void *user, int ncid) {
   if (w->model->n_constraints > 0 && (s = put_reactions(w, ncid))) return s;
   /* doubles to floats (7 digits, half the bytes), in parallel */
   const size_t nb = f->n_elements;
-  float *buf = malloc((nb ? 6 * nb : 1) * sizeof *buf);
+  float *buf = vox_alloc_buffer(6 * nb * sizeof *buf);
   if (!buf) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
   for (int i = 0; i < 5; i++) {
     const double *x = field_data(f, i);
