@@ -265,6 +265,19 @@ static void *alloc_big(size_t bytes) {
   return p;
 }
 
+/* When a voxfe result file's writing starts, in a thread of its own:
+ * before the solve (the default), after it ("fields"), or not before
+ * everything is computed ("end", in this thread: the order before the
+ * writer thread). VOXFE_RESULT_WRITE picks, for comparing the three. */
+enum { WRITE_BEFORE_SOLVE, WRITE_AFTER_SOLVE, WRITE_AT_END };
+
+static int result_write_start(void) {
+  const char *env = getenv("VOXFE_RESULT_WRITE");
+  if (env && !strcmp(env, "fields")) return WRITE_AFTER_SOLVE;
+  if (env && !strcmp(env, "end")) return WRITE_AT_END;
+  return WRITE_BEFORE_SOLVE;
+}
+
 /* n88model files go by their extension; everything else is voxfe's. */
 static int is_n88model(const char *path) { return !strcmp(cli_extension(path), ".n88model"); }
 
@@ -599,7 +612,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   m->displacement = r.u; /* filled by the solve */
   m->stage = VOX_STAGE_ANALYSIS;
-  if (!is_n88model(s->output) &&
+  const int write_start = is_n88model(s->output) ? WRITE_AT_END : result_write_start();
+  if (write_start == WRITE_BEFORE_SOLVE &&
       (vs = vox_result_writer_start(ctx, s->output, m, r.bone_elements, bone, &r.writer))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
@@ -646,6 +660,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
+  if (write_start == WRITE_AFTER_SOLVE &&
+      (vs = vox_result_writer_start(ctx, s->output, m, r.bone_elements, bone, &r.writer))) {
+    status = cli_fail(ctx, vs, CLI_WRITING);
+    goto done;
+  }
   if (r.writer) vox_result_writer_put_displacement(r.writer);
 
   /* the loaded face: the top plate's dofs along the axis */
@@ -764,8 +783,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (r.writer) {
     vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);
     r.writer = NULL; /* ended, whatever the outcome */
-  } else {
+  } else if (is_n88model(s->output)) {
     vs = vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis);
+  } else {
+    vs = vox_result_write(ctx, s->output, m, &out);
   }
   if (!vs && s->summary.json) vs = vox_write_analysis_json(ctx, s->summary.json, sum.e, sum.n);
   if (!vs && s->summary.csv) vs = vox_append_analysis_csv(ctx, s->summary.csv, sum.e, sum.n);

@@ -136,7 +136,31 @@ with netCDF4.Dataset("porous_r.nc") as d:
 assert np.abs(want).max() > 0
 assert np.allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max()), np.abs(got - want).max()
 PY
-rm -f porous_r.nc porous_r.vti p.json
+# the result file's writing started before the solve (the default), after
+# it, or at the end (VOXFE_RESULT_WRITE): the same variables, bit for bit
+for when in fields end; do
+  VOXFE_RESULT_WRITE=$when "$ANALYZE" porous.nc -o porous_$when.nc -q --cg-tol 1e-10 ||
+    fail "porous run, VOXFE_RESULT_WRITE=$when"
+done
+/usr/bin/python3 - <<'PY' || fail "porous: the result written before the solve, after it, at the end"
+import netCDF4
+import numpy as np
+def content(path):
+    with netCDF4.Dataset(path) as d:
+        d.set_auto_mask(False)
+        out = {name: (np.array(v[:]).tobytes() if v.dtype != str else repr(list(v[:])))
+               for name, v in d.variables.items()}
+        out.update({"results." + k: str(d["results"].getncattr(k))
+                    for k in d["results"].ncattrs() if not k.endswith("_seconds")})
+        return out
+base = content("porous_r.nc")
+assert len(base) > 40, sorted(base)
+for when in ("fields", "end"):
+    other = content("porous_%s.nc" % when)
+    assert other.keys() == base.keys(), when
+    assert [k for k in base if base[k] != other[k]] == [], when
+PY
+rm -f porous_r.nc porous_r.vti p.json porous_fields.nc porous_end.nc
 
 # --- parallel jobs appending to one table: one header, one whole row each
 for i in 1 2 3 4 5 6; do
