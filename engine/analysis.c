@@ -203,11 +203,8 @@ vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_comp
 /* The one Poisson ratio of the materials in use (the solver's rule). */
 static vox_status poisson_ratio(vox_context *ctx, const vox_model *m, double *nu) {
   int found = 0;
-  uint8_t used[256] = {0};
-  const int64_t ne = vox_grid_elements(&m->grid);
-  /* the box in parallel (14 M voxels of a clinical model) */
-#pragma omp parallel for schedule(static) reduction(| : used[:256])
-  for (int64_t e = 0; e < ne; e++) used[m->label[e]] = 1;
+  uint8_t used[256];
+  vox_model_labels_used(m, used);
   for (int l = 1; l < 256; l++) {
     if (!used[l]) continue;
     const vox_material *mat = vox_model_material(m, (uint8_t)l);
