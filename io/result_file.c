@@ -41,7 +41,6 @@ struct vox_result_writer {
   int has_displacement, has_fields, has_summary, cancelled;
   pthread_mutex_t lock;
   pthread_cond_t changed;
-  int threaded;
   pthread_t thread;
   vox_status status; /* of the writing thread */
   int v_index, v_reaction, v_field[5];
@@ -339,7 +338,6 @@ vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
   }
   init_writer(w, own, copy, model, elements, n_elements);
-  w->threaded = 1;
   if (pthread_create(&w->thread, NULL, writer_main, w)) {
     free_writer(w);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: cannot start the writing thread", path);
