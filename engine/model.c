@@ -148,6 +148,14 @@ vox_status vox_model_add_material(vox_context *ctx, vox_model *model, const vox_
   return VOX_OK;
 }
 
+void vox_model_labels_used(const vox_model *model, uint8_t used[256]) {
+  uint8_t seen[256] = {0};
+  const int64_t ne = vox_grid_elements(&model->grid);
+#pragma omp parallel for schedule(static) reduction(| : seen[:256])
+  for (int64_t e = 0; e < ne; e++) seen[model->label[e]] = 1;
+  memcpy(used, seen, sizeof seen);
+}
+
 const vox_material *vox_model_material(const vox_model *model, uint8_t label) {
   for (int i = 0; i < model->n_materials; i++)
     if (model->materials[i].label == label) return &model->materials[i];
@@ -284,9 +292,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
   if (model->physics != VOX_PHYSICS_ELASTICITY && model->physics != VOX_PHYSICS_HEAT)
     return vox_error(ctx, VOX_ERR_FORMAT, "unknown physics %d", (int)model->physics);
   const int max_component = vox_physics_dofs_per_node(model->physics) - 1;
-  int used[256] = {0};
-  int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
-  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  uint8_t used[256];
+  const int64_t nn = vox_grid_nodes(g);
+  vox_model_labels_used(model, used);
   for (int l = 1; l < 256; l++)
     if (used[l] && !vox_model_material(model, (uint8_t)l))
       return vox_error(ctx, VOX_ERR_FORMAT, "label %d is used but has no material", l);

@@ -267,9 +267,9 @@ static void clear(double *host, size_t n) {
 
 /* The one Poisson ratio of the materials in use (fem.c has the same rule). */
 static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
-  int used[256] = {0}, found = 0;
-  const int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne; e++) used[model->label[e]] = 1;
+  int found = 0;
+  uint8_t used[256];
+  vox_model_labels_used(model, used);
   for (int l = 1; l < 256; l++) {
     if (!used[l]) continue;
     const vox_material *m = vox_model_material(model, (uint8_t)l);

@@ -14,12 +14,22 @@
 typedef struct vox_model_extra {
   vox_status (*define)(void *user, int ncid);
   vox_status (*put)(void *user, int ncid);
+  /* NULL, or run in data mode just before the model's displacement is read
+   * and written (everything else of the model is written by then): where a
+   * writer that starts before the solve waits for the solution */
+  vox_status (*before_displacement)(void *user, int ncid);
   void *user;
 } vox_model_extra;
 
 /* vox_model_write, with `extra` (NULL: none) adding to the file. */
 vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
                                  const vox_model_extra *extra);
+
+/* A buffer of `bytes` that is filled in a parallel loop and then written:
+ * 2 MiB-aligned and offered to transparent huge pages, so that filling it
+ * takes a few page faults rather than one per 4 KiB (the 150 MB of a
+ * clinical sample's displacement); NULL when out of memory; free() frees. */
+void *vox_alloc_buffer(size_t bytes);
 
 /* Writes the `n` indices of a whole int32 or int64 variable, converted in
  * parallel here (netCDF's own conversion took longer than the write);

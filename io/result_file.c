@@ -3,8 +3,18 @@
  * variables and the `results` group added in the same pass
  * (model_writer.h): element fields over the bone elements, the reaction of
  * each constraint. Written under a temporary name, synced and renamed into
- * place once complete, like every model file. */
+ * place once complete, like every model file.
+ *
+ * The writing can start before the solve (vox_result_writer_start): a
+ * thread of its own writes the model (labels, lists, the bone nodes and
+ * elements) while the caller solves, then the displacement while the caller
+ * computes the fields, then those and the summary, each once handed over
+ * (the `results` group is defined last; netCDF-4 returns to define mode by
+ * itself). vox_result_write runs the same steps in the calling thread with
+ * everything at hand. */
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,13 +27,25 @@
 #include "voxfe/io.h"
 #include "voxfe/result_file.h"
 
-typedef struct result_writer {
-  vox_context *ctx;
-  const char *path;
+struct vox_result_writer {
+  vox_context *ctx; /* the writer's own when it runs in a thread */
+  char *path;
   const vox_model *model;
-  const vox_analysis_output *out;
+  const int64_t *elements; /* the bone elements (vox_bone_elements) */
+  size_t n_elements;
+  /* handed over by the caller, each under `lock` with its flag */
+  const double *reaction;
+  vox_element_fields fields;
+  const vox_summary_entry *summary;
+  size_t n_summary;
+  int has_displacement, has_fields, has_summary, cancelled;
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  pthread_t thread;
+  vox_status status; /* of the writing thread */
   int v_index, v_reaction, v_field[5];
-} result_writer;
+};
+typedef struct vox_result_writer result_writer;
 
 static vox_status nc_fail(result_writer *w, int err, const char *what) {
   return vox_error(w->ctx, VOX_ERR_IO, "%s: cannot write %s: %s", w->path, what, nc_strerror(err));
@@ -72,10 +94,9 @@ static const double *field_data(const vox_element_fields *f, int i) {
 
 static vox_status define_analysis(void *user, int ncid) {
   result_writer *w = user;
-  const vox_analysis_output *out = w->out;
-  int voigt, bone, results;
+  int voigt, bone;
   R_TRY(w, nc_def_dim(ncid, "strain_component", 6, &voigt), "dimension strain_component");
-  R_TRY(w, nc_def_dim(ncid, "bone_element", out->fields.n_elements, &bone),
+  R_TRY(w, nc_def_dim(ncid, "bone_element", w->n_elements, &bone),
         "dimension bone_element");
   /* int32 where the grid's elements fit (half the bytes; readers convert) */
   const nc_type index_type = vox_grid_elements(&w->model->grid) <= INT32_MAX ? NC_INT : NC_INT64;
@@ -116,12 +137,18 @@ static vox_status define_analysis(void *user, int ncid) {
                  "E the element's Young's modulus (Pistoia et al. 2002)"),
         "effective_strain");
 
+  return VOX_OK;
+}
+
+/* The summary: the attributes of group `results`, defined last. */
+static vox_status put_summary(result_writer *w, int ncid) {
+  int results;
   R_TRY(w, nc_def_grp(ncid, "results", &results), "group results");
   R_TRY(w, put_text(results, NC_GLOBAL, "comment", "summary of the analysis; <name>_units "
                                                    "gives a value's units"),
         "group results");
-  for (size_t i = 0; i < out->n_summary; i++) {
-    const vox_summary_entry *e = &out->summary[i];
+  for (size_t i = 0; i < w->n_summary; i++) {
+    const vox_summary_entry *e = &w->summary[i];
     if (e->text)
       R_TRY(w, put_text(results, NC_GLOBAL, e->name, e->text), e->name);
     else
@@ -133,6 +160,18 @@ static vox_status define_analysis(void *user, int ncid) {
     }
   }
   return VOX_OK;
+}
+
+/* Waits until the caller has handed over what `flag` says (VOX_OK) or
+ * cancelled the writing (an error, which nobody reads: the caller has its
+ * own to report). */
+static vox_status wait_for(result_writer *w, const int *flag) {
+  pthread_mutex_lock(&w->lock);
+  while (!*flag && !w->cancelled) pthread_cond_wait(&w->changed, &w->lock);
+  const int cancelled = w->cancelled;
+  pthread_mutex_unlock(&w->lock);
+  return cancelled ? vox_error(w->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: cancelled", w->path)
+                   : VOX_OK;
 }
 
 /* The reaction of each constraint, the first of a repeated dof only. */
@@ -147,7 +186,7 @@ static vox_status put_reactions(result_writer *w, int ncid) {
   }
   for (size_t i = 0; i < n; i++) {
     const size_t dof = 3 * (size_t)m->constraints[i].node + (size_t)m->constraints[i].component;
-    value[i] = taken[dof] ? 0 : w->out->reaction[dof];
+    value[i] = taken[dof] ? 0 : w->reaction[dof];
     taken[dof] = 1;
   }
   int err = nc_put_var_double(ncid, w->v_reaction, value);
@@ -155,17 +194,25 @@ static vox_status put_reactions(result_writer *w, int ncid) {
   return err ? nc_fail(w, err, "constraint_reaction") : VOX_OK;
 }
 
+/* The bone elements, then the wait for the solution: everything that does
+ * not need it is in the file by then. */
+static vox_status before_displacement(void *user, int ncid) {
+  result_writer *w = user;
+  R_TRY(w, vox_put_indices(ncid, w->v_index, w->elements, w->n_elements), "bone_element_index");
+  return wait_for(w, &w->has_displacement);
+}
+
+/* The element fields and the summary once handed over (at once for
+ * vox_result_write); the model and the displacement are written by then. */
 static vox_status put_analysis(void *user, int ncid) {
   result_writer *w = user;
-  const vox_element_fields *f = &w->out->fields;
-  R_TRY(w, vox_put_indices(ncid, w->v_index, f->elements, f->n_elements), "bone_element_index");
-  if (w->model->n_constraints > 0) {
-    vox_status s = put_reactions(w, ncid);
-    if (s) return s;
-  }
+  vox_status s = wait_for(w, &w->has_fields);
+  if (s) return s;
+  const vox_element_fields *f = &w->fields;
+  if (w->model->n_constraints > 0 && (s = put_reactions(w, ncid))) return s;
   /* doubles to floats (7 digits, half the bytes), in parallel */
   const size_t nb = f->n_elements;
-  float *buf = malloc((nb ? 6 * nb : 1) * sizeof *buf);
+  float *buf = vox_alloc_buffer(6 * nb * sizeof *buf);
   if (!buf) return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
   for (int i = 0; i < 5; i++) {
     const double *x = field_data(f, i);
@@ -179,28 +226,174 @@ static vox_status put_analysis(void *user, int ncid) {
     }
   }
   free(buf);
-  return VOX_OK;
+  if ((s = wait_for(w, &w->has_summary))) return s;
+  return put_summary(w, ncid);
 }
 
-vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
-                            const vox_analysis_output *output) {
-  const vox_element_fields *f = &output->fields;
-  if (!model->displacement || model->stage != VOX_STAGE_ANALYSIS ||
-      model->physics != VOX_PHYSICS_ELASTICITY || !output->reaction || !f->strain ||
-      !f->stress || !f->sed || !f->von_mises || !f->effective_strain)
+static vox_status write_file(result_writer *w) {
+  const vox_model_extra extra = {define_analysis, put_analysis, before_displacement, w};
+  return vox_model_write_extra(w->ctx, w->path, w->model, &extra);
+}
+
+/* What every result needs of the model and the element list. */
+static vox_status check_model(vox_context *ctx, const char *path, const vox_model *model,
+                              const int64_t *elements, size_t n_elements) {
+  if (!path || !model || !model->displacement || model->stage != VOX_STAGE_ANALYSIS ||
+      model->physics != VOX_PHYSICS_ELASTICITY)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "%s: an analysis result needs the displacement and every field", path);
-  /* the fields of the bone elements, entry k for the k-th non-empty voxel */
-  const int64_t ne = vox_grid_elements(&model->grid);
-  size_t k = 0, bad = !f->elements;
-  for (int64_t e = 0; e < ne && !bad; e++)
-    if (model->label[e]) bad = k >= f->n_elements || f->elements[k++] != e;
-  if (bad || k != f->n_elements)
+                     "%s: an analysis result needs an elasticity model at stage analysis with "
+                     "its displacement",
+                     path ? path : "(no path)");
+  /* the fields of the bone elements, entry k for the k-th non-empty voxel:
+   * n increasing non-empty voxels, as many as there are (both in parallel) */
+  const int64_t ne = vox_grid_elements(&model->grid), n = (int64_t)n_elements;
+  int64_t count = 0, bad = !elements && n_elements;
+#pragma omp parallel for schedule(static) reduction(+ : count)
+  for (int64_t e = 0; e < ne; e++) count += model->label[e] != 0;
+  if (!bad && count == n) {
+#pragma omp parallel for schedule(static) reduction(| : bad)
+    for (int64_t k = 0; k < n; k++)
+      bad |= elements[k] < (k ? elements[k - 1] + 1 : 0) || elements[k] >= ne ||
+             !model->label[elements[k]];
+  }
+  if (bad || count != n)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: the element fields must be those of the non-empty voxels "
                      "(vox_bone_elements)",
                      path);
-  result_writer w = {ctx, path, model, output, -1, -1, {-1, -1, -1, -1, -1}};
-  const vox_model_extra extra = {define_analysis, put_analysis, &w};
-  return vox_model_write_extra(ctx, path, model, &extra);
+  return VOX_OK;
+}
+
+static vox_status check_fields(vox_context *ctx, const char *path, const double *reaction,
+                               const vox_element_fields *f, const int64_t *elements,
+                               size_t n_elements) {
+  if (!reaction || !f || !f->strain || !f->stress || !f->sed || !f->von_mises ||
+      !f->effective_strain)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: an analysis result needs the reactions and every field", path);
+  if (f->elements != elements || f->n_elements != n_elements)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: the fields are not over the writer's bone elements", path);
+  return VOX_OK;
+}
+
+static void init_writer(result_writer *w, vox_context *ctx, char *path, const vox_model *model,
+                        const int64_t *elements, size_t n_elements) {
+  memset(w, 0, sizeof *w);
+  w->ctx = ctx, w->path = path, w->model = model;
+  w->elements = elements, w->n_elements = n_elements;
+  w->v_index = w->v_reaction = -1;
+  for (int i = 0; i < 5; i++) w->v_field[i] = -1;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->changed, NULL);
+}
+
+vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
+                            const vox_analysis_output *output) {
+  if (!output)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no analysis output", path);
+  const vox_element_fields *f = &output->fields;
+  vox_status s = check_model(ctx, path, model, f->elements, f->n_elements);
+  if (!s) s = check_fields(ctx, path, output->reaction, f, f->elements, f->n_elements);
+  if (s) return s;
+  result_writer w;
+  init_writer(&w, ctx, (char *)path, model, f->elements, f->n_elements);
+  w.reaction = output->reaction, w.fields = *f, w.has_displacement = w.has_fields = 1;
+  w.summary = output->summary, w.n_summary = output->n_summary, w.has_summary = 1;
+  s = write_file(&w);
+  pthread_mutex_destroy(&w.lock);
+  pthread_cond_destroy(&w.changed);
+  return s;
+}
+
+/* The writing thread: a quarter of the OpenMP threads for its conversions,
+ * the rest left to the fields that the caller computes meanwhile. */
+static void *writer_main(void *arg) {
+  result_writer *w = arg;
+  const int threads = omp_get_max_threads() / 4;
+  omp_set_num_threads(threads > 1 ? threads : 1);
+  w->status = write_file(w);
+  return NULL;
+}
+
+static void free_writer(result_writer *w) {
+  pthread_mutex_destroy(&w->lock);
+  pthread_cond_destroy(&w->changed);
+  vox_context_destroy(w->ctx);
+  free(w->path);
+  free(w);
+}
+
+vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox_model *model,
+                                   const int64_t *elements, size_t n_elements,
+                                   vox_result_writer **writer) {
+  *writer = NULL;
+  vox_status s = check_model(ctx, path, model, elements, n_elements);
+  if (s) return s;
+  result_writer *w = malloc(sizeof *w);
+  char *copy = strdup(path);
+  vox_context *own = NULL;
+  if (!w || !copy || vox_context_create(&own)) {
+    free(w), free(copy), vox_context_destroy(own);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  }
+  init_writer(w, own, copy, model, elements, n_elements);
+  if (pthread_create(&w->thread, NULL, writer_main, w)) {
+    free_writer(w);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: cannot start the writing thread", path);
+  }
+  *writer = w;
+  return VOX_OK;
+}
+
+void vox_result_writer_put_displacement(vox_result_writer *w) {
+  pthread_mutex_lock(&w->lock);
+  w->has_displacement = 1;
+  pthread_cond_signal(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+}
+
+vox_status vox_result_writer_put_fields(vox_context *ctx, vox_result_writer *w,
+                                        const double *reaction, const vox_element_fields *fields) {
+  vox_status s = check_fields(ctx, w->path, reaction, fields, w->elements, w->n_elements);
+  if (s) return s;
+  pthread_mutex_lock(&w->lock);
+  w->reaction = reaction, w->fields = *fields, w->has_displacement = w->has_fields = 1;
+  pthread_cond_signal(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+  return VOX_OK;
+}
+
+/* Hands over the summary (or cancels), waits for the thread, frees. */
+static vox_status end_writer(result_writer *w, const vox_summary_entry *summary, size_t n,
+                             int cancel) {
+  pthread_mutex_lock(&w->lock);
+  if (cancel)
+    w->cancelled = 1;
+  else
+    w->summary = summary, w->n_summary = n, w->has_summary = 1;
+  pthread_cond_signal(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+  pthread_join(w->thread, NULL);
+  return w->status;
+}
+
+vox_status vox_result_writer_finish(vox_context *ctx, vox_result_writer *w,
+                                    const vox_summary_entry *summary, size_t n_summary) {
+  if (!w->has_fields) {
+    end_writer(w, NULL, 0, 1);
+    free_writer(w);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "vox_result_writer_finish: the fields were not handed over; nothing written");
+  }
+  vox_status s = end_writer(w, summary, n_summary, 0);
+  if (s) vox_error(ctx, s, "%s", vox_context_message(w->ctx));
+  free_writer(w);
+  return s;
+}
+
+void vox_result_writer_cancel(vox_result_writer *w) {
+  if (!w) return;
+  end_writer(w, NULL, 0, 1);
+  free_writer(w);
 }

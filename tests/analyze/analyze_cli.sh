@@ -3,7 +3,7 @@
 # by a second run under its one header), the result file's variables, the
 # compression tests along each axis against E A eps, and bad input (empty
 # model, disconnected model, no bone at a plate, bad options): exit status 2,
-# one line, no file.
+# one line, no file; a solve that does not converge: exit status 1, no file.
 #
 # usage: analyze_cli.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE
 source "$(dirname "$0")/../cli/lib.sh"
@@ -136,7 +136,31 @@ with netCDF4.Dataset("porous_r.nc") as d:
 assert np.abs(want).max() > 0
 assert np.allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max()), np.abs(got - want).max()
 PY
-rm -f porous_r.nc porous_r.vti p.json
+# the result file's writing started before the solve (the default), after
+# it, or at the end (VOXFE_RESULT_WRITE): the same variables, bit for bit
+for when in fields end; do
+  VOXFE_RESULT_WRITE=$when "$ANALYZE" porous.nc -o porous_$when.nc -q --cg-tol 1e-10 ||
+    fail "porous run, VOXFE_RESULT_WRITE=$when"
+done
+/usr/bin/python3 - <<'PY' || fail "porous: the result written before the solve, after it, at the end"
+import netCDF4
+import numpy as np
+def content(path):
+    with netCDF4.Dataset(path) as d:
+        d.set_auto_mask(False)
+        out = {name: (np.array(v[:]).tobytes() if v.dtype != str else repr(list(v[:])))
+               for name, v in d.variables.items()}
+        out.update({"results." + k: str(d["results"].getncattr(k))
+                    for k in d["results"].ncattrs() if not k.endswith("_seconds")})
+        return out
+base = content("porous_r.nc")
+assert len(base) > 40, sorted(base)
+for when in ("fields", "end"):
+    other = content("porous_%s.nc" % when)
+    assert other.keys() == base.keys(), when
+    assert [k for k in base if base[k] != other[k]] == [], when
+PY
+rm -f porous_r.nc porous_r.vti p.json porous_fields.nc porous_end.nc
 
 # --- parallel jobs appending to one table: one header, one whole row each
 for i in 1 2 3 4 5 6; do
@@ -269,4 +293,14 @@ expect_usage_error "bad connectivity" "--connectivity: expected 6 or 26" \
 expect_usage_error "--test model without supports" "cube.nc: --test model needs the model's supports" \
   "$ANALYZE" cube.nc -o r.nc --test model
 expect_usage_error "missing input" "nothere.nc" "$ANALYZE" nothere.nc -o r.nc
+
+# --- a solve that fails: exit status 1 and the folder as it was, though the
+# result file's writing starts before the solve (its temporary file removed)
+before=$(listing)
+"$ANALYZE" cube.nc -o r.nc --cg-max-iterations 1 --cg-tol 1e-15 >"$LOG/out" 2>&1
+status=$?
+[ "$status" -eq 1 ] || fail "unconverged solve: exit status $status, expected 1"
+grep -q "not converged (iteration limit) after 1 CG iterations.*r.nc not written" "$LOG/out" ||
+  fail "unconverged solve: $(cat "$LOG/out")"
+[ "$before" = "$(listing)" ] || fail "unconverged solve: the folder changed: $(listing)"
 finish

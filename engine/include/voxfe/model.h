@@ -212,6 +212,9 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
 vox_status vox_model_add_material(vox_context *ctx, vox_model *model, const vox_material *m);
 /* The material of a label, or NULL. */
 const vox_material *vox_model_material(const vox_model *model, uint8_t label);
+/* used[l] = 1 for each label l that a voxel has, 0 for the others: one pass
+ * over the box, in parallel (14 M voxels of a clinical model). */
+void vox_model_labels_used(const vox_model *model, uint8_t used[256]);
 vox_status vox_model_add_constraint(vox_context *ctx, vox_model *model, int64_t node,
                                     int component, double value);
 vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, int component,

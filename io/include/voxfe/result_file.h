@@ -39,6 +39,44 @@ typedef struct vox_analysis_output {
 vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
                             const vox_analysis_output *output);
 
+/* The same file, written beside the analysis: vox_result_writer_start
+ * begins it in a thread of its own, which writes the model (labels, lists,
+ * the bone nodes and elements) at once, even while the caller solves; its
+ * displacement once vox_result_writer_put_displacement says the solution is
+ * there; the reactions and element fields once vox_result_writer_put_fields
+ * hands them over (which says the displacement is there too); and the
+ * summary once vox_result_writer_finish does, which then waits for the file
+ * to be in place. vox_result_writer_cancel stops it instead: no file, the
+ * temporary one removed. Either of the two frees the writer, and one of
+ * them must end every writer that started.
+ *
+ * The model must be as vox_result_write wants it, its displacement array
+ * given (filled later is fine); `elements` (n_elements) are the bone
+ * elements (vox_bone_elements) that the fields will be over. The model (its
+ * labels and lists), `elements` and every array handed over must stay
+ * unchanged until finish or cancel returns, the displacement from when it
+ * is said to be there; and since netCDF is not thread-safe, no other netCDF
+ * file may be read or written meanwhile. Start refuses what
+ * vox_result_write would (nothing started then); put_fields refuses missing
+ * fields or fields over other elements (nothing handed over: cancel the
+ * writer). Errors of the writing itself come from finish, path named. */
+typedef struct vox_result_writer vox_result_writer;
+
+vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox_model *model,
+                                   const int64_t *elements, size_t n_elements,
+                                   vox_result_writer **writer);
+
+void vox_result_writer_put_displacement(vox_result_writer *writer);
+
+vox_status vox_result_writer_put_fields(vox_context *ctx, vox_result_writer *writer,
+                                        const double *reaction, const vox_element_fields *fields);
+
+vox_status vox_result_writer_finish(vox_context *ctx, vox_result_writer *writer,
+                                    const vox_summary_entry *summary, size_t n_summary);
+
+/* NULL: nothing to do. */
+void vox_result_writer_cancel(vox_result_writer *writer);
+
 #ifdef __cplusplus
 }
 #endif
