@@ -21,7 +21,9 @@
  * of 20 after 3 warm-ups, with the bytes per second over the least bytes
  * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
  * solve's time per CG iteration in the CG's own work and in each V-cycle
- * level's (sparse_solve.h). */
+ * level's (sparse_solve.h). VOXFE_SPARSE_COARSE=sa solves with the
+ * smoothed-aggregation coarse levels (sparse_sa.h; CPU backend only) and
+ * prints their operator complexity and setup time. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -261,6 +263,10 @@ int main(int argc, char **argv) {
            st.solve_seconds - st.pcg_seconds);
     printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
            (double)st.bytes / (double)st.n_dofs);
+    if (st.sa)
+      printf("sparse: smoothed-aggregation levels (VOXFE_SPARSE_COARSE=sa), operator complexity "
+             "%.2f, built in %.2f s on the host\n",
+             st.operator_complexity, st.sa_setup_seconds);
     if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);

@@ -1,0 +1,111 @@
+/* Assembled block sparse row matrices of the sparse system on the CPU
+ * (sparse_ops.h: matrix_*): the smoothed-aggregation levels. A copy of the
+ * host matrix; products by block rows on all threads (each row written by
+ * one thread). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sparse_ops.h"
+#include "cpu.h"
+
+struct vox_sparse_matrix {
+  vox_bsr a;
+  size_t bytes;
+};
+
+static inline double get(const vox_svec *v, size_t i) {
+  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
+}
+static inline void put(vox_svec *v, size_t i, double a) {
+  if (v->single)
+    ((float *)v->data)[i] = (float)a;
+  else
+    ((double *)v->data)[i] = a;
+}
+
+enum { MAX_BLOCK = 8 };
+
+vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, vox_sparse_matrix **out) {
+  if (h->br > MAX_BLOCK || h->bc > MAX_BLOCK)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "blocks of %d x %d: at most %d", h->br,
+                     h->bc, MAX_BLOCK);
+  vox_sparse_matrix *m = calloc(1, sizeof *m);
+  const size_t nb = vox_bsr_blocks(h), bb = (size_t)(h->br * h->bc);
+  if (m) {
+    m->a = *h;
+    m->a.row_start = malloc((h->n_rows + 1) * sizeof *m->a.row_start);
+    m->a.col = malloc((nb ? nb : 1) * sizeof *m->a.col);
+    m->a.val = malloc((nb ? nb : 1) * bb * sizeof *m->a.val);
+  }
+  if (!m || !m->a.row_start || !m->a.col || !m->a.val) {
+    if (m) vox_bsr_free(&m->a);
+    free(m);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a sparse matrix");
+  }
+  memcpy(m->a.row_start, h->row_start, (h->n_rows + 1) * sizeof *m->a.row_start);
+  memcpy(m->a.col, h->col, nb * sizeof *m->a.col);
+  memcpy(m->a.val, h->val, nb * bb * sizeof *m->a.val);
+  m->bytes = vox_bsr_bytes(h);
+  *out = m;
+  return VOX_OK;
+}
+
+void vox_cpu_matrix_destroy(vox_backend *be, vox_sparse_matrix *m) {
+  (void)be;
+  if (!m) return;
+  vox_bsr_free(&m->a);
+  free(m);
+}
+
+size_t vox_cpu_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
+
+vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
+                                vox_svec *y, int add) {
+  const vox_bsr *a = &m->a;
+  const ptrdiff_t nr = (ptrdiff_t)a->n_rows;
+  const int br = a->br, bc = a->bc;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+  for (ptrdiff_t i = 0; i < nr; i++) {
+    double s[MAX_BLOCK] = {0};
+    for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
+      const double *v = a->val + k * (size_t)(br * bc);
+      const size_t c0 = (size_t)a->col[k] * (size_t)bc;
+      double xc[MAX_BLOCK];
+      for (int c = 0; c < bc; c++) xc[c] = get(x, c0 + (size_t)c);
+      for (int r = 0; r < br; r++)
+        for (int c = 0; c < bc; c++) s[r] += v[r * bc + c] * xc[c];
+    }
+    const size_t r0 = (size_t)i * (size_t)br;
+    for (int r = 0; r < br; r++) put(y, r0 + (size_t)r, add ? get(y, r0 + (size_t)r) + s[r] : s[r]);
+  }
+  return VOX_OK;
+}
+
+vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *m,
+                                        const vox_svec *b, const vox_svec *ax, double alpha,
+                                        double beta, vox_svec *d, vox_svec *x) {
+  const vox_bsr *w = &m->a;
+  const ptrdiff_t nr = (ptrdiff_t)w->n_rows;
+  const int br = w->br, bc = w->bc;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+  for (ptrdiff_t i = 0; i < nr; i++) {
+    double z[MAX_BLOCK] = {0};
+    for (size_t k = w->row_start[i]; k < w->row_start[i + 1]; k++) {
+      const double *v = w->val + k * (size_t)(br * bc);
+      const size_t c0 = (size_t)w->col[k] * (size_t)bc;
+      double r[MAX_BLOCK];
+      for (int c = 0; c < bc; c++)
+        r[c] = ax ? get(b, c0 + (size_t)c) - get(ax, c0 + (size_t)c) : get(b, c0 + (size_t)c);
+      for (int q = 0; q < br; q++)
+        for (int c = 0; c < bc; c++) z[q] += v[q * bc + c] * r[c];
+    }
+    const size_t r0 = (size_t)i * (size_t)br;
+    for (int q = 0; q < br; q++) {
+      const size_t u = r0 + (size_t)q;
+      const double di = beta != 0 ? alpha * z[q] + beta * get(d, u) : alpha * z[q];
+      put(d, u, di);
+      put(x, u, get(x, u) + di);
+    }
+  }
+  return VOX_OK;
+}
