@@ -17,7 +17,7 @@ extern void dpotri_(const char *uplo, const int *n, double *a, const int *lda, i
 enum { M = VOX_SA_MODES, MAX_LEVELS = 16 };
 
 void vox_sa_options_default(vox_sa_options *o) {
-  o->max_coarse_dofs = 3000;
+  o->max_coarse_dofs = 1000;
   o->omega = 4.0 / 3.0;
   o->point_diagonal = 0;
   o->power_iterations = 20;
@@ -48,31 +48,70 @@ void vox_sa_free(vox_sa_hierarchy *sa) {
   memset(sa, 0, sizeof *sa);
 }
 
-vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
-                              const int32_t *agg, size_t n_agg, double *b) {
-  const int64_t px = lv->grid.nx + 1, py = lv->grid.ny + 1;
-  double *centre = calloc(4 * (n_agg ? n_agg : 1), sizeof *centre); /* x, y, z, count */
-  if (!centre) return no_memory(ctx, "centroids");
-  if (agg) {
-    for (size_t m = 0; m < lv->n_nodes; m++) {
-      if (agg[m] < 0) continue;
-      const int64_t q = lv->node_box[m];
-      double *c = centre + 4 * (size_t)agg[m];
-      c[0] += (double)(q % px), c[1] += (double)(q / px % py), c[2] += (double)(q / (px * py));
-      c[3] += 1;
-    }
-    for (size_t a = 0; a < n_agg; a++)
-      for (int k = 0; k < 3; k++) centre[4 * a + k] /= centre[4 * a + 3];
+/* The rigid-body modes about a point p expressed by those about a point q:
+ * column j of the modes about p is sum_i (modes about q)_i S[i][j] with
+ * d = q - p (a rotation about p is the rotation about q plus the
+ * translation that q's offset adds). Row-major 6 x 6. */
+static void frame_shift(const double d[3], double s[M * M]) {
+  memset(s, 0, M * M * sizeof *s);
+  for (int i = 0; i < M; i++) s[i * M + i] = 1;
+  s[0 * M + 3] = -d[1], s[1 * M + 3] = d[0]; /* about z: (-y, x, 0) */
+  s[1 * M + 4] = -d[2], s[2 * M + 4] = d[1]; /* about x: (0, -z, y) */
+  s[0 * M + 5] = d[2], s[2 * M + 5] = -d[0]; /* about y: (z, 0, -x) */
+}
+
+/* The centroids of the aggregates of nodes at `pos` (3 a node). */
+static vox_status centroids(vox_context *ctx, size_t n, const double *pos, const int32_t *agg,
+                            size_t n_agg, double *centre) {
+  double *count = calloc(n_agg ? n_agg : 1, sizeof *count);
+  if (!count) return no_memory(ctx, "centroids");
+  memset(centre, 0, 3 * n_agg * sizeof *centre);
+  for (size_t m = 0; m < n; m++) {
+    if (agg[m] < 0) continue;
+    for (int k = 0; k < 3; k++) centre[3 * (size_t)agg[m] + (size_t)k] += pos[3 * m + (size_t)k];
+    count[agg[m]] += 1;
   }
+  for (size_t a = 0; a < n_agg; a++)
+    for (int k = 0; k < 3; k++) centre[3 * a + (size_t)k] /= count[a];
+  free(count);
+  return VOX_OK;
+}
+
+/* Node positions of level 0, in voxels. */
+static vox_status fine_positions(vox_context *ctx, const vox_sparse_host_level *lv,
+                                 double **pos) {
+  const int64_t px = lv->grid.nx + 1, py = lv->grid.ny + 1;
+  double *p = malloc((lv->n_nodes ? lv->n_nodes : 1) * 3 * sizeof *p);
+  if (!p) return no_memory(ctx, "positions");
   for (size_t m = 0; m < lv->n_nodes; m++) {
     const int64_t q = lv->node_box[m];
-    const double *c = agg && agg[m] >= 0 ? centre + 4 * (size_t)agg[m] : NULL;
-    const double x = (double)(q % px) - (c ? c[0] : 0), y = (double)(q / px % py) - (c ? c[1] : 0),
-                 z = (double)(q / (px * py)) - (c ? c[2] : 0);
-    const double rows[3][M] = {{1, 0, 0, -y, 0, z}, {0, 1, 0, x, -z, 0}, {0, 0, 1, 0, y, -x}};
-    memcpy(b + 3 * M * m, rows, sizeof rows);
+    p[3 * m] = (double)(q % px), p[3 * m + 1] = (double)(q / px % py);
+    p[3 * m + 2] = (double)(q / (px * py));
   }
-  free(centre);
+  *pos = p;
+  return VOX_OK;
+}
+
+vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
+                              const int32_t *agg, size_t n_agg, double *b, double *centre) {
+  double *pos = NULL, *c = calloc(3 * (n_agg ? n_agg : 1), sizeof *c);
+  vox_status s = c ? fine_positions(ctx, lv, &pos) : no_memory(ctx, "centroids");
+  if (s == VOX_OK && agg) s = centroids(ctx, lv->n_nodes, pos, agg, n_agg, c);
+  if (s != VOX_OK) {
+    free(pos), free(c);
+    return s;
+  }
+  const double origin[3] = {0, 0, 0};
+  for (size_t m = 0; m < lv->n_nodes; m++) {
+    /* a node's modes about itself are [I 0]; shifted to the centroid */
+    const double *o = agg && agg[m] >= 0 ? c + 3 * (size_t)agg[m] : origin;
+    const double d[3] = {pos[3 * m] - o[0], pos[3 * m + 1] - o[1], pos[3 * m + 2] - o[2]};
+    double sh[M * M];
+    frame_shift(d, sh);
+    memcpy(b + 3 * M * m, sh, 3 * M * sizeof *b);
+  }
+  if (centre) memcpy(centre, c, 3 * n_agg * sizeof *c);
+  free(pos), free(c);
   return VOX_OK;
 }
 
@@ -150,9 +189,12 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
   return VOX_OK;
 }
 
-/* Level l + 1 from level l >= 1 (its a, dead, and near-null space b). */
+/* Level l + 1 from level l >= 1: its a, dead, near-null space b (6 x 6 a
+ * node: the modes about the node's position pos, 3 a node), into
+ * next->a, dead and the next level's b_next and pos_next. */
 static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv,
-                          const double *b, vox_sa_level *next, double **b_next) {
+                          const double *b, const double *pos, vox_sa_level *next,
+                          double **b_next, double **pos_next) {
   const size_t n = lv->n_nodes;
   int32_t *agg = malloc((n ? n : 1) * sizeof *agg);
   uint8_t *skip = malloc(n ? n : 1);
@@ -165,11 +207,28 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
   vox_status s = vox_sa_aggregate(ctx, n, lv->a.row_start, lv->a.col, skip, agg, &na);
   free(skip);
   double *bc = s == VOX_OK ? malloc((na ? na : 1) * M * M * sizeof *bc) : NULL;
+  double *pc = s == VOX_OK ? malloc((na ? na : 1) * 3 * sizeof *pc) : NULL;
+  double *shifted = s == VOX_OK ? malloc((n ? n : 1) * M * M * sizeof *shifted) : NULL;
   next->dead = s == VOX_OK ? calloc(na ? na : 1, 1) : NULL;
-  if (s == VOX_OK && (!bc || !next->dead)) s = no_memory(ctx, "coarse modes");
+  if (s == VOX_OK && (!bc || !pc || !shifted || !next->dead)) s = no_memory(ctx, "coarse modes");
+  if (s == VOX_OK) s = centroids(ctx, n, pos, agg, na, pc);
+  if (s == VOX_OK) /* each node's modes about its aggregate's centroid */
+    for (size_t i = 0; i < n; i++) {
+      double sh[M * M];
+      const double *c = agg[i] >= 0 ? pc + 3 * (size_t)agg[i] : pos + 3 * i;
+      const double d[3] = {pos[3 * i] - c[0], pos[3 * i + 1] - c[1], pos[3 * i + 2] - c[2]};
+      frame_shift(d, sh);
+      for (int r = 0; r < M; r++)
+        for (int j = 0; j < M; j++) {
+          double v = 0;
+          for (int k = 0; k < M; k++) v += b[i * M * M + (size_t)(r * M + k)] * sh[k * M + j];
+          shifted[i * M * M + (size_t)(r * M + j)] = v;
+        }
+    }
   vox_bsr t = {0}, at = {0}, ap = {0}, wp = {0};
-  if (s == VOX_OK) s = vox_sa_tentative(ctx, n, M, agg, na, b, lv->dead, &t, bc, next->dead);
-  free(agg);
+  if (s == VOX_OK)
+    s = vox_sa_tentative(ctx, n, M, agg, na, shifted, lv->dead, &t, bc, next->dead);
+  free(agg), free(shifted);
   double lambda = lv->lambda_max;
   const vox_bsr *w = &lv->w;
   if (s == VOX_OK && o->point_diagonal) {
@@ -187,7 +246,7 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->r, &ap, &next->a);
   vox_bsr_free(&ap);
   if (s != VOX_OK) {
-    free(bc);
+    free(bc), free(pc);
     return s;
   }
   identity_on_dead(&next->a, next->dead);
@@ -195,6 +254,7 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
   next->n_nodes = na;
   next->bn = M;
   *b_next = bc;
+  *pos_next = pc;
   return VOX_OK;
 }
 
@@ -211,7 +271,7 @@ static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_
 /* Level 1 from the elements of level 0. */
 static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                               const vox_sparse_hierarchy *h, vox_sa_level *l0, vox_sa_level *l1,
-                              double **b1) {
+                              double **b1, double **pos1) {
   const vox_sparse_host_level *f0 = &h->level[0];
   const size_t n = f0->n_nodes;
   vox_sa_fine f;
@@ -233,12 +293,14 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
     s = vox_sa_aggregate(ctx, n, rs, adj, skip, agg, &na);
   }
   free(rs), free(adj), free(skip);
-  if (s == VOX_OK) s = vox_sa_rigid_modes(ctx, f0, agg, na, b);
+  double *pc = NULL;
   if (s == VOX_OK) {
     bc = malloc((na ? na : 1) * M * M * sizeof *bc);
+    pc = malloc((na ? na : 1) * 3 * sizeof *pc);
     l1->dead = calloc(na ? na : 1, 1);
-    if (!bc || !l1->dead) s = no_memory(ctx, "coarse modes");
+    if (!bc || !pc || !l1->dead) s = no_memory(ctx, "coarse modes");
   }
+  if (s == VOX_OK) s = vox_sa_rigid_modes(ctx, f0, agg, na, b, pc);
   if (s == VOX_OK) s = vox_sa_tentative(ctx, n, 3, agg, na, b, f0->node_fixed, &t, bc, l1->dead);
   free(agg), free(b);
   double lambda = 0;
@@ -255,7 +317,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   vox_bsr_free(&ap);
   vox_sa_fine_free(&f);
   if (s != VOX_OK) {
-    free(bc);
+    free(bc), free(pc);
     return s;
   }
   identity_on_dead(&l1->a, l1->dead);
@@ -265,6 +327,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   l1->n_nodes = na;
   l1->bn = M;
   *b1 = bc;
+  *pos1 = pc;
   return VOX_OK;
 }
 
@@ -275,8 +338,12 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
   sa->level = calloc(MAX_LEVELS, sizeof *sa->level);
   if (!sa->level) return no_memory(ctx, "levels");
   sa->n_levels = 2;
-  double *b = NULL;
-  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b);
+  /* a level's near-null space: per node its six modes about the node's
+   * position (the centroid of its aggregate), so that every level's modes
+   * are the same global rigid motions, each aggregate's QR in its own
+   * well-conditioned frame */
+  double *b = NULL, *pos = NULL;
+  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos);
   /* coarsen while the level is larger than the coarsest may be and the
    * aggregation still shrinks it */
   while (s == VOX_OK) {
@@ -284,18 +351,18 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
     s = smoother_of(ctx, o, lv);
     if (s != VOX_OK || lv->n_nodes * M <= o->max_coarse_dofs || sa->n_levels == MAX_LEVELS)
       break;
-    double *b_next = NULL;
-    s = coarsen(ctx, o, lv, b, &sa->level[sa->n_levels], &b_next);
+    double *b_next = NULL, *pos_next = NULL;
+    s = coarsen(ctx, o, lv, b, pos, &sa->level[sa->n_levels], &b_next, &pos_next);
     if (s != VOX_OK) break;
-    free(b);
-    b = b_next;
+    free(b), free(pos);
+    b = b_next, pos = pos_next;
     sa->n_levels++;
     if (sa->level[sa->n_levels - 1].n_nodes * 10 > lv->n_nodes * 9) { /* stalled */
       s = smoother_of(ctx, o, &sa->level[sa->n_levels - 1]);
       break;
     }
   }
-  free(b);
+  free(b), free(pos);
   const vox_sa_level *last = &sa->level[sa->n_levels - 1];
   if (s == VOX_OK && last->n_nodes * M > 4 * o->max_coarse_dofs)
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED,

@@ -28,7 +28,7 @@
 #include "sparse_hierarchy.h"
 
 typedef struct vox_sa_options {
-  size_t max_coarse_dofs;   /* the coarsest level's at most (3000) */
+  size_t max_coarse_dofs;   /* the coarsest level's at most (1000) */
   double omega;             /* prolongator smoothing's numerator (4/3) */
   int point_diagonal;       /* smooth P with the diagonal instead of the blocks */
   int power_iterations;     /* of the lambda_max estimates (20) */
@@ -63,10 +63,11 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
 void vox_sa_free(vox_sa_hierarchy *sa);
 
 /* The level-0 near-null space of a sparse hierarchy: per node 3 x 6,
- * row-major (translations x, y, z; rotations about z, x, y), the node's box
- * position minus `centre` of its aggregate (agg; NULL: about the origin),
- * in voxels. Exposed for the tests. */
+ * row-major (translations x, y, z; rotations about z, x, y), the rotations
+ * about the centroid of the node's aggregate (agg; NULL: about the
+ * origin), in voxels; `centre` (NULL, or 3 per aggregate) gets the
+ * centroids. Exposed for the tests. */
 vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
-                              const int32_t *agg, size_t n_agg, double *b);
+                              const int32_t *agg, size_t n_agg, double *b, double *centre);
 
 #endif

@@ -529,6 +529,9 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     vox_sa_options_default(&sao);
     const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
     sao.point_diagonal = point && strcmp(point, "point") == 0;
+    if (getenv("XSA_OMEGA")) sao.omega = atof(getenv("XSA_OMEGA"));
+    if (getenv("XSA_POWER")) sao.power_iterations = atoi(getenv("XSA_POWER"));
+    if (getenv("XSA_COARSE")) sao.max_coarse_dofs = (size_t)atoi(getenv("XSA_COARSE"));
     st = vox_sa_build(ctx, &h, &sao, &sa);
     if (st != VOX_OK) {
       vox_sparse_hierarchy_free(&h);
