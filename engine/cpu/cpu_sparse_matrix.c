@@ -64,6 +64,10 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
   const vox_bsr *a = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)a->n_rows;
   const int br = a->br, bc = a->bc;
+  if (x->n != a->n_cols * (size_t)bc || y->n != a->n_rows * (size_t)br)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "sparse matrix of %zu x %zu entries applied to %zu into %zu",
+                     a->n_rows * (size_t)br, a->n_cols * (size_t)bc, x->n, y->n);
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double s[MAX_BLOCK] = {0};
@@ -87,6 +91,12 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
   const vox_bsr *w = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)w->n_rows;
   const int br = w->br, bc = w->bc;
+  const size_t rows = w->n_rows * (size_t)br;
+  if (br != bc || w->n_rows != w->n_cols || b->n != rows || d->n != rows || x->n != rows ||
+      (ax && ax->n != rows))
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "smoother of %zu rows on vectors of %zu, %zu and %zu entries", rows, b->n,
+                     d->n, x->n);
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double z[MAX_BLOCK] = {0};
