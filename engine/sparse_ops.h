@@ -159,8 +159,11 @@ typedef struct vox_sparse_ops {
 
   /* Assembled matrices, for the smoothed-aggregation coarse levels
    * (VOXFE_SPARSE_COARSE=sa; NULL on a backend without them, which the
-   * solver then refuses). Values in double. */
-  vox_status (*matrix_create)(vox_backend *be, const vox_bsr *host, vox_sparse_matrix **out);
+   * solver then refuses). Values stored in float when `single` (the
+   * V-cycle's matrices in mixed precision), else double; products in
+   * double. */
+  vox_status (*matrix_create)(vox_backend *be, const vox_bsr *host, int single,
+                              vox_sparse_matrix **out);
   void (*matrix_destroy)(vox_backend *be, vox_sparse_matrix *m);
   size_t (*matrix_bytes)(const vox_sparse_matrix *m);
   /* y = M x, or y += M x with `add` (x and y of any precision) */

@@ -60,7 +60,8 @@ int vox_cpu_threads(const vox_backend *be);
 typedef struct vox_bsr vox_bsr;
 typedef struct vox_svec vox_svec;
 typedef struct vox_sparse_matrix vox_sparse_matrix;
-vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, vox_sparse_matrix **out);
+vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                 vox_sparse_matrix **out);
 void vox_cpu_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
 size_t vox_cpu_matrix_bytes(const vox_sparse_matrix *m);
 vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,

@@ -9,9 +9,15 @@
 #include "cpu.h"
 
 struct vox_sparse_matrix {
-  vox_bsr a;
+  vox_bsr a;      /* a.val NULL when the values are float */
+  float *val32;   /* the values in float (`single`) */
   size_t bytes;
 };
+
+/* Value k of the matrix, of either precision. */
+static inline double value(const vox_sparse_matrix *m, size_t k) {
+  return m->val32 ? (double)m->val32[k] : m->a.val[k];
+}
 
 static inline double get(const vox_svec *v, size_t i) {
   return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
@@ -25,27 +31,33 @@ static inline void put(vox_svec *v, size_t i, double a) {
 
 enum { MAX_BLOCK = 8 };
 
-vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, vox_sparse_matrix **out) {
+vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                 vox_sparse_matrix **out) {
   if (h->br > MAX_BLOCK || h->bc > MAX_BLOCK)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "blocks of %d x %d: at most %d", h->br,
                      h->bc, MAX_BLOCK);
   vox_sparse_matrix *m = calloc(1, sizeof *m);
-  const size_t nb = vox_bsr_blocks(h), bb = (size_t)(h->br * h->bc);
+  const size_t nb = vox_bsr_blocks(h), nv = nb * (size_t)(h->br * h->bc);
   if (m) {
     m->a = *h;
     m->a.row_start = malloc((h->n_rows + 1) * sizeof *m->a.row_start);
     m->a.col = malloc((nb ? nb : 1) * sizeof *m->a.col);
-    m->a.val = malloc((nb ? nb : 1) * bb * sizeof *m->a.val);
+    m->a.val = single ? NULL : malloc((nv ? nv : 1) * sizeof *m->a.val);
+    m->val32 = single ? malloc((nv ? nv : 1) * sizeof *m->val32) : NULL;
   }
-  if (!m || !m->a.row_start || !m->a.col || !m->a.val) {
-    if (m) vox_bsr_free(&m->a);
+  if (!m || !m->a.row_start || !m->a.col || (!m->a.val && !m->val32)) {
+    if (m) vox_bsr_free(&m->a), free(m->val32);
     free(m);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a sparse matrix");
   }
   memcpy(m->a.row_start, h->row_start, (h->n_rows + 1) * sizeof *m->a.row_start);
   memcpy(m->a.col, h->col, nb * sizeof *m->a.col);
-  memcpy(m->a.val, h->val, nb * bb * sizeof *m->a.val);
-  m->bytes = vox_bsr_bytes(h);
+  if (single)
+    for (size_t k = 0; k < nv; k++) m->val32[k] = (float)h->val[k];
+  else
+    memcpy(m->a.val, h->val, nv * sizeof *m->a.val);
+  m->bytes = (h->n_rows + 1) * sizeof(size_t) + nb * sizeof(int32_t) +
+             nv * (single ? sizeof(float) : sizeof(double));
   *out = m;
   return VOX_OK;
 }
@@ -54,6 +66,7 @@ void vox_cpu_matrix_destroy(vox_backend *be, vox_sparse_matrix *m) {
   (void)be;
   if (!m) return;
   vox_bsr_free(&m->a);
+  free(m->val32);
   free(m);
 }
 
@@ -72,12 +85,12 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
   for (ptrdiff_t i = 0; i < nr; i++) {
     double s[MAX_BLOCK] = {0};
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
-      const double *v = a->val + k * (size_t)(br * bc);
+      const size_t v0 = k * (size_t)(br * bc);
       const size_t c0 = (size_t)a->col[k] * (size_t)bc;
       double xc[MAX_BLOCK];
       for (int c = 0; c < bc; c++) xc[c] = get(x, c0 + (size_t)c);
       for (int r = 0; r < br; r++)
-        for (int c = 0; c < bc; c++) s[r] += v[r * bc + c] * xc[c];
+        for (int c = 0; c < bc; c++) s[r] += value(m, v0 + (size_t)(r * bc + c)) * xc[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
     for (int r = 0; r < br; r++) put(y, r0 + (size_t)r, add ? get(y, r0 + (size_t)r) + s[r] : s[r]);
@@ -101,13 +114,13 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
   for (ptrdiff_t i = 0; i < nr; i++) {
     double z[MAX_BLOCK] = {0};
     for (size_t k = w->row_start[i]; k < w->row_start[i + 1]; k++) {
-      const double *v = w->val + k * (size_t)(br * bc);
+      const size_t v0 = k * (size_t)(br * bc);
       const size_t c0 = (size_t)w->col[k] * (size_t)bc;
       double r[MAX_BLOCK];
       for (int c = 0; c < bc; c++)
         r[c] = ax ? get(b, c0 + (size_t)c) - get(ax, c0 + (size_t)c) : get(b, c0 + (size_t)c);
       for (int q = 0; q < br; q++)
-        for (int c = 0; c < bc; c++) z[q] += v[q * bc + c] * r[c];
+        for (int c = 0; c < bc; c++) z[q] += value(m, v0 + (size_t)(q * bc + c)) * r[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
     for (int q = 0; q < br; q++) {
