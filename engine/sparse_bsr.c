@@ -219,10 +219,15 @@ void vox_bsr_apply_fn(const void *a, const double *x, double *y) { vox_bsr_apply
  * overwritten) into inv, through its Cholesky factor; 0 when a pivot is not
  * positive. */
 static int spd_inverse(double *a, int n, double *inv) {
+  /* a pivot under this share of the largest diagonal entry: not definite
+   * (a mechanism's direction, which rounding may leave a tiny pivot of
+   * either sign); the caller takes the pseudo-inverse */
+  double largest = 0;
+  for (int j = 0; j < n; j++) largest = fmax(largest, a[j * n + j]);
   for (int j = 0; j < n; j++) { /* a = L L^T, L in the lower triangle */
     double d = a[j * n + j];
     for (int k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
-    if (!(d > 0)) return 0;
+    if (!(d > 1e-10 * largest)) return 0;
     a[j * n + j] = sqrt(d);
     for (int i = j + 1; i < n; i++) {
       double s = a[i * n + j];
@@ -244,6 +249,44 @@ static int spd_inverse(double *a, int n, double *inv) {
     }
     for (int i = 0; i < n; i++) inv[i * n + c] = y[i];
   }
+  return 1;
+}
+
+/* LAPACK: eigenvalues and vectors of a symmetric matrix */
+extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+                   double *w, double *work, const int *lwork, int *info);
+
+int vox_symmetric_pseudo_inverse(double *a, int n, double *inv) {
+  /* eigenvalues below this share of the largest count as zero: a
+   * mechanism's directions (a part hinged on one node or edge, rigid modes
+   * of an aggregate that such a part holds), which no consistent right-hand
+   * side excites */
+  const double relative_zero = 1e-10;
+  double *w = malloc((size_t)n * sizeof *w);
+  int lwork = -1, info = 0;
+  double query = 0;
+  dsyev_("V", "U", &n, a, &n, w, &query, &lwork, &info);
+  lwork = info == 0 ? (int)query : 0;
+  double *work = lwork > 0 ? malloc((size_t)lwork * sizeof *work) : NULL;
+  if (!w || !work) {
+    free(w), free(work);
+    return 0;
+  }
+  dsyev_("V", "U", &n, a, &n, w, work, &lwork, &info);
+  free(work);
+  if (info != 0) {
+    free(w);
+    return 0;
+  }
+  const double largest = n > 0 ? fmax(fabs(w[0]), fabs(w[n - 1])) : 0;
+  memset(inv, 0, (size_t)n * (size_t)n * sizeof *inv);
+  for (int e = 0; e < n; e++) {
+    if (!(w[e] > relative_zero * largest)) continue;
+    const double *v = a + (size_t)e * (size_t)n; /* column e */
+    for (int c = 0; c < n; c++)
+      for (int r = 0; r < n; r++) inv[(size_t)c * (size_t)n + (size_t)r] += v[r] * v[c] / w[e];
+  }
+  free(w);
   return 1;
 }
 
@@ -274,7 +317,12 @@ vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, co
     for (int r = 0; r < b; r++)
       if (d >> r & 1) m[r * b + r] = 1;
     out->col[i] = (int32_t)i;
-    if (!spd_inverse(m, b, out->val + (size_t)i * bb)) {
+    double copy[64];
+    memcpy(copy, m, bb * sizeof *m);
+    /* a block that is only semi-definite (a mechanism's directions, see
+     * vox_symmetric_pseudo_inverse): its pseudo-inverse */
+    if (!spd_inverse(m, b, out->val + (size_t)i * bb) &&
+        !vox_symmetric_pseudo_inverse(copy, b, out->val + (size_t)i * bb)) {
 #pragma omp critical
       failed = i;
     }
@@ -282,8 +330,8 @@ vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, co
   if (failed >= 0) {
     vox_bsr_free(out);
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "smoothed aggregation: diagonal block %td of a coarse level is not "
-                     "positive definite",
+                     "smoothed aggregation: no inverse of diagonal block %td of a coarse "
+                     "level (LAPACK dsyev failed or out of memory)",
                      failed);
   }
   return VOX_OK;

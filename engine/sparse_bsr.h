@@ -46,6 +46,11 @@ void vox_bsr_apply(const vox_bsr *a, const double *x, double *y);
  * not positive definite. */
 vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, const uint8_t *dead,
                                           int point, vox_bsr *out);
+/* inv = the pseudo-inverse of the symmetric n x n matrix a (a square array,
+ * either storage order; overwritten), eigenvalues under 1e-10 of the
+ * largest taken as zero (LAPACK dsyev). 0 when dsyev fails or memory runs
+ * out. */
+int vox_symmetric_pseudo_inverse(double *a, int n, double *inv);
 /* y = M x for an operator of n rows (a callback, so that the matrix-free
  * level 0 and the BSR levels share the power method below). */
 typedef void (*vox_host_apply)(const void *m, const double *x, double *y);

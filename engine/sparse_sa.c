@@ -3,6 +3,7 @@
  * products and the coarsest level's dense inverse. */
 #include "sparse_sa.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -155,15 +156,32 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
               a->val[k * M * M + (size_t)(r * M + c)];
   const int ni = (int)n;
   int info = 0;
+  double *copy = malloc(n * n * sizeof *copy);
+  if (!copy) {
+    free(d);
+    return no_memory(ctx, "coarsest level");
+  }
+  memcpy(copy, d, n * n * sizeof *d);
   dpotrf_("L", &ni, d, &ni, &info);
+  /* a pivot under 1e-10 of the largest diagonal entry counts as a failure
+   * too, as in the diagonal blocks' inverses (sparse_bsr.c) */
+  double largest = 0;
+  for (size_t j = 0; j < n; j++) largest = fmax(largest, copy[j + n * j]);
+  for (size_t j = 0; info == 0 && j < n; j++)
+    if (!(d[j + n * j] * d[j + n * j] > 1e-10 * largest)) info = (int)j + 1;
   if (info == 0) dpotri_("L", &ni, d, &ni, &info);
   if (info != 0) {
-    free(d);
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "smoothed aggregation: the coarsest level (%zu dofs) is not positive "
-                     "definite (LAPACK info %d)",
-                     n, info);
+    /* only semi-definite (a mechanism's directions, which a consistent
+     * right-hand side does not excite): the pseudo-inverse, whole */
+    if (!vox_symmetric_pseudo_inverse(copy, ni, d)) {
+      free(d), free(copy);
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "smoothed aggregation: no inverse of the coarsest level (%zu dofs): "
+                       "LAPACK dsyev failed or out of memory",
+                       n);
+    }
   }
+  free(copy);
   memset(out, 0, sizeof *out);
   out->n_rows = out->n_cols = nn, out->br = out->bc = M;
   out->row_start = malloc((nn + 1) * sizeof *out->row_start);

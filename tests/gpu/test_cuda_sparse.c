@@ -289,7 +289,7 @@ static void random_pair(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, si
 
 /* matrix_apply (y = A x and y += A x) and matrix_smoother_step (beta 0 and
  * not) on both backends for each block shape of the SA hierarchy and one of
- * run-time size, vectors in double (1e-12) and float (1e-5). */
+ * run-time size, values and vectors in double (1e-12) or float (1e-5). */
 static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *cpu) {
   const vox_sparse_ops *go = gpu->ops->sparse, *co = cpu->ops->sparse;
   static const int shapes[][2] = {{6, 6}, {3, 6}, {6, 3}, {3, 3}, {5, 4}};
@@ -301,8 +301,9 @@ static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *
       vox_bsr h;
       random_bsr(&h, rows, cols, br, bc, 0, 7 + (uint64_t)sh);
       vox_sparse_matrix *mg, *mc;
-      CHECK_OK(ctx, go->matrix_create(gpu, &h, &mg));
-      CHECK_OK(ctx, co->matrix_create(cpu, &h, &mc));
+      /* float vectors with float values, as the V-cycle's in mixed precision */
+      CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
+      CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
       CHECK(go->matrix_bytes(mg) == co->matrix_bytes(mc));
       vox_svec xg, xc, yg, yc;
       random_pair(ctx, gpu, cpu, cols * (size_t)bc, single, 11, &xg, &xc);
@@ -322,8 +323,8 @@ static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *
       vox_bsr_free(&h);
       if (br == bc) { /* the smoother step with W block diagonal */
         random_bsr(&h, rows, rows, br, bc, 1, 17 + (uint64_t)sh);
-        CHECK_OK(ctx, go->matrix_create(gpu, &h, &mg));
-        CHECK_OK(ctx, co->matrix_create(cpu, &h, &mc));
+        CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
+        CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
         vox_svec bg, bcv, ag, ac, dg, dc, zg, zc;
         const size_t n = rows * (size_t)br;
         random_pair(ctx, gpu, cpu, n, single, 19, &bg, &bcv);
