@@ -702,7 +702,8 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
 }
 
 extern "C" {
-vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, vox_sparse_matrix **out);
+vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                  vox_sparse_matrix **out);
 void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
 size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m);
 vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,

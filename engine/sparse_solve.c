@@ -400,9 +400,20 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
   vox_sparse_assemble_coarsest(h, value);
   vox_status st = be->ops->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
   if (st == VOX_OK) st = be->ops->stencil_upload(be, s->coarsest, value);
+  if (st == VOX_OK) st = be->ops->stencil_factor(be, s->coarsest);
+  if (st == VOX_ERR_INVALID_ARGUMENT) {
+    /* Only semi-definite: a part hinged on one edge or node of the rest
+     * (26-connectivity keeps them) rotates at no energy on every level
+     * that still resolves the hinge, which a small bone's coarsest does.
+     * A + 1e-8 D is definite and changes the preconditioner by that much;
+     * the solve's right-hand side does not excite the hinge's directions. */
+    for (size_t n = 0; n < c->n_nodes; n++)
+      for (int r = 0; r < 3; r++) value[((size_t)n * 27 + 13) * 9 + r * 3 + r] *= 1 + 1e-8;
+    st = be->ops->stencil_upload(be, s->coarsest, value);
+    if (st == VOX_OK) st = be->ops->stencil_factor(be, s->coarsest);
+  }
   free(value);
   TRY(st);
-  TRY(be->ops->stencil_factor(be, s->coarsest));
   /* the coarsest stencil in double, and on a GPU its dense factor and inverse */
   s->bytes += c->n_nodes * (size_t)be->ops->stencil_blocks * 9 * sizeof(double);
   if (be->ops->device_memory && 3 * c->n_nodes <= be->ops->dense_coarse_dofs)
