@@ -317,6 +317,16 @@ static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double
   return VOX_OK;
 }
 
+/* Factors the coarsest level and learns whether that took: a device may
+ * report a failed factorisation only at the next solve (the CUDA backend's
+ * runs beside the host), so one solve of the level's b, still zero, comes
+ * with it. */
+static vox_status factor_coarsest(sparse_system *s, sparse_level *lv) {
+  TRY(s->be->ops->stencil_factor(s->be, s->coarsest));
+  vox_vec b = as_vec(&lv->b), x = as_vec(&lv->x);
+  return s->be->ops->stencil_solve(s->be, s->coarsest, &b, &x);
+}
+
 /* Bytes the system will allocate, for the check against a device's free
  * memory before anything is allocated. */
 static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed,
@@ -400,7 +410,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
   vox_sparse_assemble_coarsest(h, value);
   vox_status st = be->ops->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
   if (st == VOX_OK) st = be->ops->stencil_upload(be, s->coarsest, value);
-  if (st == VOX_OK) st = be->ops->stencil_factor(be, s->coarsest);
+  if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
   if (st == VOX_ERR_INVALID_ARGUMENT) {
     /* Only semi-definite: a part hinged on one edge or node of the rest
      * (26-connectivity keeps them) rotates at no energy on every level
@@ -410,7 +420,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
     for (size_t n = 0; n < c->n_nodes; n++)
       for (int r = 0; r < 3; r++) value[((size_t)n * 27 + 13) * 9 + r * 3 + r] *= 1 + 1e-8;
     st = be->ops->stencil_upload(be, s->coarsest, value);
-    if (st == VOX_OK) st = be->ops->stencil_factor(be, s->coarsest);
+    if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
   }
   free(value);
   TRY(st);
