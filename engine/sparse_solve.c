@@ -1,5 +1,7 @@
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
- * V-cycle over rediscretised levels (sparse_solve.h). Host code only: every
+ * V-cycle over rediscretised levels (sparse_solve.h), or with
+ * VOXFE_SPARSE_COARSE=sa over smoothed-aggregation levels below the fine
+ * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h). Host code only: every
  * step is an operation of the backend's sparse table.
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
@@ -342,6 +344,31 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
   return b;
 }
 
+/* Level 0's vectors: the CG's u, r, p, q, z and the smoother's direction. */
+static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
+  TRY(vec(s, lv->n_dofs, 0, &s->u));
+  TRY(vec(s, lv->n_dofs, 0, &s->r));
+  TRY(vec(s, lv->n_dofs, 0, &s->p));
+  TRY(vec(s, lv->n_dofs, 0, &s->q));
+  TRY(vec(s, lv->n_dofs, mixed, &s->z));
+  if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
+    lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
+    lv->d_lent = 1;
+    return VOX_OK;
+  }
+  return vec(s, lv->n_dofs, mixed, &lv->d);
+}
+
+/* An element level's smoother: the inverse diagonal or 3 x 3 blocks and
+ * the Chebyshev interval's upper end. */
+static vox_status element_smoother(sparse_system *s, sparse_level *lv, int l, int mixed) {
+  lv->block = l < s->block_levels;
+  lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
+  TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
+  if (lv->block) return s->o->inv_block_diagonal(s->be, lv->op, &lv->inv_diag);
+  return s->o->inv_diagonal(s->be, lv->op, &lv->inv_diag);
+}
+
 static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
                                const vox_solver_options *options, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
@@ -365,17 +392,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
     TRY(s->o->level_create(be, &d, &lv->op));
     s->bytes += s->o->level_bytes(lv->op);
     if (l == 0) {
-      TRY(vec(s, lv->n_dofs, 0, &s->u));
-      TRY(vec(s, lv->n_dofs, 0, &s->r));
-      TRY(vec(s, lv->n_dofs, 0, &s->p));
-      TRY(vec(s, lv->n_dofs, 0, &s->q));
-      TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
-        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
-        lv->d_lent = 1;
-      } else {
-        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      }
+      TRY(fine_vectors(s, lv, mixed));
     } else if (l < last) {
       vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
       for (size_t i = 0; i < 4; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
@@ -383,15 +400,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));
     }
-    if (l < last) {
-      lv->block = l < s->block_levels;
-      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
-      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
-      if (lv->block)
-        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
-      else
-        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
-    }
+    if (l < last) TRY(element_smoother(s, lv, l, mixed));
   }
   /* the coarsest level: assembled on the host and factored */
   const vox_sparse_host_level *c = &h->level[last];
@@ -434,24 +443,8 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
       const vox_sparse_level_desc d = vox_sparse_level_describe(h, 0);
       TRY(s->o->level_create(be, &d, &lv->op));
       s->bytes += s->o->level_bytes(lv->op);
-      TRY(vec(s, lv->n_dofs, 0, &s->u));
-      TRY(vec(s, lv->n_dofs, 0, &s->r));
-      TRY(vec(s, lv->n_dofs, 0, &s->p));
-      TRY(vec(s, lv->n_dofs, 0, &s->q));
-      TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
-        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
-        lv->d_lent = 1;
-      } else {
-        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      }
-      lv->block = 0 < s->block_levels;
-      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
-      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
-      if (lv->block)
-        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
-      else
-        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
+      TRY(fine_vectors(s, lv, mixed));
+      TRY(element_smoother(s, lv, 0, mixed));
     } else {
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));

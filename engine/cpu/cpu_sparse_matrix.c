@@ -30,6 +30,10 @@ static inline void put(vox_svec *v, size_t i, double a) {
 }
 
 enum { MAX_BLOCK = 8 };
+/* Block rows below which a product stays on one thread: the coarse levels
+ * are small, and a parallel region costs more than their rows (much more
+ * when the cores are shared and the threads spin waiting for each other). */
+enum { PARALLEL_ROWS = 512 };
 
 vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
                                  vox_sparse_matrix **out) {
@@ -77,7 +81,8 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
   const vox_bsr *a = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)a->n_rows;
   const int br = a->br, bc = a->bc;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64) \
+    if (nr > PARALLEL_ROWS)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double s[MAX_BLOCK] = {0};
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
@@ -100,7 +105,8 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
   const vox_bsr *w = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)w->n_rows;
   const int br = w->br, bc = w->bc;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64) \
+    if (nr > PARALLEL_ROWS)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double z[MAX_BLOCK] = {0};
     for (size_t k = w->row_start[i]; k < w->row_start[i + 1]; k++) {

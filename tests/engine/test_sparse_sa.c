@@ -321,7 +321,8 @@ static void test_deeper_levels(vox_context *ctx) {
   vox_sa_hierarchy sa;
   CHECK_OK(ctx, vox_sa_build(ctx, &h, &o, &sa));
   printf("levels of a 24^3 bone:");
-  for (int l = 0; l < sa.n_levels; l++) printf(" %zu", sa.level[l].n_nodes * (size_t)sa.level[l].bn);
+  for (int l = 0; l < sa.n_levels; l++)
+    printf(" %zu", sa.level[l].n_nodes * (size_t)sa.level[l].bn);
   printf(" dofs\n");
   CHECK(sa.n_levels >= 3);
   for (int l = 1; l < sa.n_levels; l++) {
@@ -358,7 +359,8 @@ static void test_deeper_levels(vox_context *ctx) {
     }
     const vox_sa_level *next = &sa.level[l + 1];
     const size_t nf = 6 * lv->n_nodes, nc = 6 * next->n_nodes;
-    double *x = malloc(nc * sizeof *x), *px = malloc(nf * sizeof *px), *apx = malloc(nf * sizeof *apx);
+    double *x = malloc(nc * sizeof *x), *px = malloc(nf * sizeof *px);
+    double *apx = malloc(nf * sizeof *apx);
     double *ref = malloc(nc * sizeof *ref), *y = malloc(nc * sizeof *y);
     for (size_t i = 0; i < nc; i++)
       x[i] = (next->dead[i / 6] >> (i % 6) & 1) ? 0 : cos(0.3 * (double)i);
