@@ -287,10 +287,13 @@ int main(int argc, char **argv) {
            st.solve_seconds - st.pcg_seconds);
     printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
            (double)st.bytes / (double)st.n_dofs);
-    if (st.sa)
+    if (st.sa) {
+      const double *p = st.sa_part_seconds;
       printf("sparse: smoothed-aggregation levels (VOXFE_SPARSE_COARSE=sa), operator complexity "
-             "%.2f, built in %.2f s on the host\n",
-             st.operator_complexity, st.sa_setup_seconds);
+             "%.2f, built in %.2f s on the host: aggregation %.2f, tentative %.2f, prolongator "
+             "smoothing %.2f, Galerkin products %.2f, smoothers %.2f, coarsest inverse %.2f\n",
+             st.operator_complexity, st.sa_setup_seconds, p[0], p[1], p[2], p[3], p[4], p[5]);
+    }
     if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);

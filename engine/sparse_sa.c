@@ -194,8 +194,9 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
  * next->a, dead and the next level's b_next and pos_next. */
 static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv,
                           const double *b, const double *pos, vox_sa_level *next,
-                          double **b_next, double **pos_next) {
+                          double **b_next, double **pos_next, vox_sa_timing *tm) {
   const size_t n = lv->n_nodes;
+  double t = now();
   int32_t *agg = malloc((n ? n : 1) * sizeof *agg);
   uint8_t *skip = malloc(n ? n : 1);
   if (!agg || !skip) {
@@ -206,6 +207,7 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
   size_t na = 0;
   vox_status s = vox_sa_aggregate(ctx, n, lv->a.row_start, lv->a.col, skip, agg, &na);
   free(skip);
+  tm->aggregate += now() - t, t = now();
   double *bc = s == VOX_OK ? malloc((na ? na : 1) * M * M * sizeof *bc) : NULL;
   double *pc = s == VOX_OK ? malloc((na ? na : 1) * 3 * sizeof *pc) : NULL;
   double *shifted = s == VOX_OK ? malloc((n ? n : 1) * M * M * sizeof *shifted) : NULL;
@@ -225,10 +227,11 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
           shifted[i * M * M + (size_t)(r * M + j)] = v;
         }
     }
-  vox_bsr t = {0}, at = {0}, ap = {0}, wp = {0};
+  vox_bsr tp = {0}, at = {0}, ap = {0}, wp = {0};
   if (s == VOX_OK)
-    s = vox_sa_tentative(ctx, n, M, agg, na, shifted, lv->dead, &t, bc, next->dead);
+    s = vox_sa_tentative(ctx, n, M, agg, na, shifted, lv->dead, &tp, bc, next->dead);
   free(agg), free(shifted);
+  tm->tentative += now() - t, t = now();
   double lambda = lv->lambda_max;
   const vox_bsr *w = &lv->w;
   if (s == VOX_OK && o->point_diagonal) {
@@ -238,13 +241,15 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
                                o->power_iterations, &lambda);
     w = &wp;
   }
-  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &t, &at);
-  if (s == VOX_OK) s = smooth_prolongator(ctx, &t, w, &at, o->omega / lambda, &lv->p);
-  vox_bsr_free(&t), vox_bsr_free(&at), vox_bsr_free(&wp);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &tp, &at);
+  if (s == VOX_OK) s = smooth_prolongator(ctx, &tp, w, &at, o->omega / lambda, &lv->p);
+  vox_bsr_free(&tp), vox_bsr_free(&at), vox_bsr_free(&wp);
+  tm->prolongator += now() - t, t = now();
   if (s == VOX_OK) s = vox_bsr_transpose(ctx, &lv->p, &lv->r);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &lv->p, &ap);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->r, &ap, &next->a);
   vox_bsr_free(&ap);
+  tm->galerkin += now() - t;
   if (s != VOX_OK) {
     free(bc), free(pc);
     return s;
@@ -259,20 +264,24 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
 }
 
 /* The smoother's W and lambda_max of a level l >= 1. */
-static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv) {
+static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv,
+                              vox_sa_timing *tm) {
+  const double t = now();
   lv->scalar_nonzeros = scalar_entries(&lv->a);
   vox_status s = vox_bsr_inverse_block_diagonal(ctx, &lv->a, lv->dead, 0, &lv->w);
   if (s == VOX_OK)
     s = vox_power_lambda_max(ctx, lv->n_nodes * M, vox_bsr_apply_fn, &lv->a, vox_bsr_apply_fn,
                              &lv->w, o->power_iterations, &lv->lambda_max);
+  tm->smoother += now() - t;
   return s;
 }
 
 /* Level 1 from the elements of level 0. */
 static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                               const vox_sparse_hierarchy *h, vox_sa_level *l0, vox_sa_level *l1,
-                              double **b1, double **pos1) {
+                              double **b1, double **pos1, vox_sa_timing *tm) {
   const vox_sparse_host_level *f0 = &h->level[0];
+  double t0 = now();
   const size_t n = f0->n_nodes;
   vox_sa_fine f;
   vox_status s = vox_sa_fine_create(ctx, h, &f);
@@ -293,6 +302,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
     s = vox_sa_aggregate(ctx, n, rs, adj, skip, agg, &na);
   }
   free(rs), free(adj), free(skip);
+  tm->aggregate += now() - t0, t0 = now();
   double *pc = NULL;
   if (s == VOX_OK) {
     bc = malloc((na ? na : 1) * M * M * sizeof *bc);
@@ -303,6 +313,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   if (s == VOX_OK) s = vox_sa_rigid_modes(ctx, f0, agg, na, b, pc);
   if (s == VOX_OK) s = vox_sa_tentative(ctx, n, 3, agg, na, b, f0->node_fixed, &t, bc, l1->dead);
   free(agg), free(b);
+  tm->tentative += now() - t0, t0 = now();
   double lambda = 0;
   if (s == VOX_OK) s = vox_sa_fine_inverse_block_diagonal(ctx, &f, o->point_diagonal, &w);
   if (s == VOX_OK)
@@ -311,10 +322,12 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &t, &at);
   if (s == VOX_OK) s = smooth_prolongator(ctx, &t, &w, &at, o->omega / lambda, &l0->p);
   vox_bsr_free(&t), vox_bsr_free(&w), vox_bsr_free(&at);
+  tm->prolongator += now() - t0, t0 = now();
   if (s == VOX_OK) s = vox_bsr_transpose(ctx, &l0->p, &l0->r);
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &l0->p, &ap);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &l0->r, &ap, &l1->a);
   vox_bsr_free(&ap);
+  tm->galerkin += now() - t0;
   vox_sa_fine_free(&f);
   if (s != VOX_OK) {
     free(bc), free(pc);
@@ -343,22 +356,22 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
    * are the same global rigid motions, each aggregate's QR in its own
    * well-conditioned frame */
   double *b = NULL, *pos = NULL;
-  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos);
+  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
   /* coarsen while the level is larger than the coarsest may be and the
    * aggregation still shrinks it */
   while (s == VOX_OK) {
     vox_sa_level *lv = &sa->level[sa->n_levels - 1];
-    s = smoother_of(ctx, o, lv);
+    s = smoother_of(ctx, o, lv, &sa->timing);
     if (s != VOX_OK || lv->n_nodes * M <= o->max_coarse_dofs || sa->n_levels == MAX_LEVELS)
       break;
     double *b_next = NULL, *pos_next = NULL;
-    s = coarsen(ctx, o, lv, b, pos, &sa->level[sa->n_levels], &b_next, &pos_next);
+    s = coarsen(ctx, o, lv, b, pos, &sa->level[sa->n_levels], &b_next, &pos_next, &sa->timing);
     if (s != VOX_OK) break;
     free(b), free(pos);
     b = b_next, pos = pos_next;
     sa->n_levels++;
     if (sa->level[sa->n_levels - 1].n_nodes * 10 > lv->n_nodes * 9) { /* stalled */
-      s = smoother_of(ctx, o, &sa->level[sa->n_levels - 1]);
+      s = smoother_of(ctx, o, &sa->level[sa->n_levels - 1], &sa->timing);
       break;
     }
   }
@@ -368,7 +381,9 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED,
                   "smoothed aggregation: the aggregation stalled at %zu coarse dofs",
                   last->n_nodes * M);
+  const double tc = now();
   if (s == VOX_OK) s = coarsest_inverse(ctx, &last->a, &sa->coarsest_inverse);
+  sa->timing.coarsest = now() - tc;
   if (s != VOX_OK) {
     vox_sa_free(sa);
     return s;

@@ -49,11 +49,23 @@ typedef struct vox_sa_level {
   size_t scalar_nonzeros;   /* entries of A_l (level 0: of the assembled A_0) */
 } vox_sa_level;
 
+/* Seconds of the setup's parts, summed over the levels (where a device
+ * port of the setup should look first). */
+typedef struct vox_sa_timing {
+  double aggregate;         /* the graph (level 0) and the aggregation */
+  double tentative;         /* the modes and the QR of each aggregate */
+  double prolongator;       /* W, lambda_max of W A, A T, P = T - omega W A T */
+  double galerkin;          /* R = P^T, A P, R (A P) */
+  double smoother;          /* the coarse levels' W and lambda_max */
+  double coarsest;          /* the dense inverse */
+} vox_sa_timing;
+
 typedef struct vox_sa_hierarchy {
   int n_levels;             /* level 0 included */
   vox_sa_level *level;
   vox_bsr coarsest_inverse; /* A_last^-1, dense, as 6 x 6 blocks */
   double setup_seconds;
+  vox_sa_timing timing;
 } vox_sa_hierarchy;
 
 /* Builds the SA levels below level 0 of a sparse hierarchy (its coarse

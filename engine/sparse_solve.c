@@ -634,6 +634,10 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
       stats->sa = 1;
       stats->operator_complexity = (double)entries / (double)sa.level[0].scalar_nonzeros;
       stats->sa_setup_seconds = sa.setup_seconds;
+      const vox_sa_timing *tm = &sa.timing;
+      const double parts[6] = {tm->aggregate, tm->tentative, tm->prolongator,
+                               tm->galerkin,  tm->smoother,  tm->coarsest};
+      memcpy(stats->sa_part_seconds, parts, sizeof parts);
     }
     stats->bytes = s.bytes;
     /* with SA only level 0 has 3 x 3 blocks (the assembled levels 6 x 6) */
