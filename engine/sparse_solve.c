@@ -446,17 +446,18 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
       TRY(fine_vectors(s, lv, mixed));
       TRY(element_smoother(s, lv, 0, mixed));
     } else {
-      TRY(vec(s, lv->n_dofs, 0, &lv->b));
-      TRY(vec(s, lv->n_dofs, 0, &lv->x));
-      /* in mixed precision the assembled levels' values are float, as the
-       * geometric levels' moduli (they only precondition); the coarsest
-       * inverse stays double (it is small) */
+      /* in mixed precision the assembled levels' values and vectors are
+       * float, as the geometric levels' (they only precondition); the
+       * coarsest inverse and its vectors stay double (they are small) */
+      const int single = l == last ? 0 : mixed;
+      TRY(vec(s, lv->n_dofs, single, &lv->b));
+      TRY(vec(s, lv->n_dofs, single, &lv->x));
       const vox_bsr *a = l == last ? &sa->coarsest_inverse : &q->a;
-      TRY(s->o->matrix_create(be, a, l == last ? 0 : mixed, &lv->a));
+      TRY(s->o->matrix_create(be, a, single, &lv->a));
       s->bytes += s->o->matrix_bytes(lv->a);
       if (l < last) {
-        TRY(vec(s, lv->n_dofs, 0, &lv->r));
-        TRY(vec(s, lv->n_dofs, 0, &lv->d));
+        TRY(vec(s, lv->n_dofs, single, &lv->r));
+        TRY(vec(s, lv->n_dofs, single, &lv->d));
         TRY(s->o->matrix_create(be, &q->w, mixed, &lv->w));
         s->bytes += s->o->matrix_bytes(lv->w);
         lv->bound = CHEBYSHEV_UPPER * q->lambda_max;
