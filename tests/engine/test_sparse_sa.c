@@ -6,7 +6,8 @@
  * P^T A_0 P against a dense product with A_0 assembled here from the
  * element matrix; the deeper levels' A_{l+1} = R_l A_l P_l on vectors and
  * their symmetry; the SA-preconditioned solution against the geometric
- * one; and a CG count clearly below the geometric one on a perlin bone. */
+ * one; a CG count clearly below the geometric one on a perlin bone; and the
+ * refusals (a bad VOXFE_SPARSE_COARSE, a backend without the matrices). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -449,7 +450,8 @@ static void test_count(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
-/* A bad VOXFE_SPARSE_COARSE: one clear error. */
+/* A bad VOXFE_SPARSE_COARSE, and sa on a backend without assembled
+ * matrices: one clear error each. */
 static void test_option(vox_context *ctx, vox_backend *be) {
   vox_model m;
   make_bone_model(ctx, &m, 12, 7, 0);
@@ -463,6 +465,18 @@ static void test_option(vox_context *ctx, vox_backend *be) {
   setenv("VOXFE_SPARSE_COARSE", "amg", 1);
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_COARSE=amg") != NULL);
+  /* a backend without the matrix operations (the CUDA one today): sa is
+   * refused with a message, nothing is solved */
+  vox_backend_ops no_matrices = *be->ops;
+  vox_sparse_ops sparse = *be->ops->sparse;
+  sparse.matrix_create = NULL;
+  no_matrices.sparse = &sparse;
+  const vox_backend_ops *ops = be->ops;
+  be->ops = &no_matrices;
+  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+  CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_UNSUPPORTED);
+  CHECK(strstr(vox_context_message(ctx), "no smoothed-aggregation levels") != NULL);
+  be->ops = ops;
   unsetenv("VOXFE_SPARSE_COARSE");
   free(u);
   vox_model_free(&m);
