@@ -145,7 +145,7 @@ static void identity_on_dead(vox_bsr *a, const uint8_t *dead) {
 /* A_l^-1 as a dense matrix of n_nodes^2 blocks (LAPACK dpotrf, dpotri). */
 static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *out) {
   const size_t nn = a->n_rows, n = nn * M;
-  double *d = calloc(n * n, sizeof *d);
+  double *d = calloc(n * n + 1, sizeof *d);
   if (!d) return no_memory(ctx, "coarsest level");
   for (size_t i = 0; i < nn; i++)
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++)
@@ -155,8 +155,10 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
               a->val[k * M * M + (size_t)(r * M + c)];
   const int ni = (int)n;
   int info = 0;
-  dpotrf_("L", &ni, d, &ni, &info);
-  if (info == 0) dpotri_("L", &ni, d, &ni, &info);
+  if (n > 0) { /* none when every dof is fixed (LAPACK stops the program on lda 0) */
+    dpotrf_("L", &ni, d, &ni, &info);
+    if (info == 0) dpotri_("L", &ni, d, &ni, &info);
+  }
   if (info != 0) {
     free(d);
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
