@@ -41,6 +41,8 @@ void vox_sa_free(vox_sa_hierarchy *sa) {
     vox_bsr_free(&lv->w);
     vox_bsr_free(&lv->p);
     vox_bsr_free(&lv->r);
+    vox_bsr_free(&lv->t);
+    vox_bsr_free(&lv->tt);
     free(lv->dead);
   }
   free(sa->level);
@@ -323,7 +325,12 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                              o->power_iterations, &lambda);
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &t, &at);
   if (s == VOX_OK) s = smooth_prolongator(ctx, &t, &w, &at, o->omega / lambda, &l0->p);
-  vox_bsr_free(&t), vox_bsr_free(&w), vox_bsr_free(&at);
+  vox_bsr_free(&at);
+  /* kept for the implicit application of P = T - scale W A T */
+  l0->p_scale = o->omega / lambda;
+  if (s == VOX_OK) s = vox_bsr_transpose(ctx, &t, &l0->tt);
+  l0->t = t;
+  l0->w = w;
   tm->prolongator += now() - t0, t0 = now();
   if (s == VOX_OK) s = vox_bsr_transpose(ctx, &l0->p, &l0->r);
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &l0->p, &ap);

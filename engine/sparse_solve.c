@@ -67,6 +67,12 @@ typedef struct sparse_level {
    * (levels >= 1; on the coarsest, its inverse) and inverted diagonal
    * blocks `w`, and the transfers to the next level, P and R = P^T */
   vox_sparse_matrix *a, *w, *p, *r_mat;
+  /* SA level 0 with VOXFE_SA_FINE_TRANSFER=implicit: P = T - p_scale W A T
+   * applied from T, T^T and W (pw) with the scratch vector `t`, instead of
+   * P and R stored (docs/engine.md) */
+  vox_sparse_matrix *t_mat, *tt_mat, *pw;
+  vox_svec t;
+  double p_scale;
   /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
    * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
   vox_svec b, x, r, d, inv_diag;
@@ -113,12 +119,12 @@ static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
     sparse_level *lv = &s->level[l];
-    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
+    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
         s->o->vec_destroy(be, v[i]);
     if (lv->op) s->o->level_destroy(be, lv->op);
-    vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat};
+    vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat, lv->t_mat, lv->tt_mat, lv->pw};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
       if (m[i]) s->o->matrix_destroy(be, m[i]);
   }
@@ -194,7 +200,13 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   TRY(smooth(s, l, b, x, 1));
   TRY(level_apply(s, l, x, &lv->r));
   TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
-  if (s->sa) {
+  if (s->sa && lv->t_mat) {
+    /* P^T r = T^T (r - scale A W r), into r (dead after this) */
+    TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+    TRY(level_apply(s, l, &lv->d, &lv->t));
+    TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
+    TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
+  } else if (s->sa) {
     /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
     TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
   } else {
@@ -206,7 +218,14 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   charge(s, l, t);
   TRY(vcycle(s, l + 1, &c->b, &c->x));
   t = mark(s);
-  if (s->sa)
+  if (s->sa && lv->t_mat) {
+    /* x += T x_c - scale W A T x_c */
+    TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t, 0));
+    TRY(s->o->vec_axpy(be, x, 1, &lv->t));
+    TRY(level_apply(s, l, &lv->t, &lv->d));
+    TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
+    TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
+  } else if (s->sa)
     TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
   else
     TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
@@ -426,6 +445,15 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
                                   const vox_sa_hierarchy *sa, const vox_solver_options *options,
                                   sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
+  /* VOXFE_SA_FINE_TRANSFER: level 0's P applied from T (implicit, the
+   * default: one fine product more per transfer, the same CG count and
+   * about the same time per iteration on the CPU, 104 bytes per dof fewer
+   * on the 64^3 perlin bone) or P and R stored (explicit) */
+  const char *transfer = getenv("VOXFE_SA_FINE_TRANSFER");
+  const int implicit = !transfer || !*transfer || strcmp(transfer, "implicit") == 0;
+  if (!implicit && strcmp(transfer, "explicit") != 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SA_FINE_TRANSFER=%s: expected explicit or implicit", transfer);
   if (!s->o->matrix_create)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
@@ -463,7 +491,15 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
         lv->bound = CHEBYSHEV_UPPER * q->lambda_max;
       }
     }
-    if (l < last) {
+    if (l == 0 && implicit) {
+      TRY(s->o->matrix_create(be, &q->t, mixed, &lv->t_mat));
+      TRY(s->o->matrix_create(be, &q->tt, mixed, &lv->tt_mat));
+      TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
+      s->bytes += s->o->matrix_bytes(lv->t_mat) + s->o->matrix_bytes(lv->tt_mat) +
+                  s->o->matrix_bytes(lv->pw);
+      TRY(vec(s, lv->n_dofs, mixed, &lv->t));
+      lv->p_scale = q->p_scale;
+    } else if (l < last) {
       TRY(s->o->matrix_create(be, &q->p, mixed, &lv->p));
       TRY(s->o->matrix_create(be, &q->r, mixed, &lv->r_mat));
       s->bytes += s->o->matrix_bytes(lv->p) + s->o->matrix_bytes(lv->r_mat);

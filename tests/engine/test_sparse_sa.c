@@ -436,6 +436,45 @@ static void test_solutions(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* Level 0's prolongator applied from T (implicit, the default) and stored
+ * (explicit): the same preconditioner up to rounding. */
+static void test_fine_transfer(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_bone_model(ctx, &m, 16, 7, 0);
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double *u[2];
+  int its[2];
+  size_t bytes[2];
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  opt.storage = VOX_STORAGE_SPARSE;
+  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+  for (int k = 0; k < 2; k++) {
+    u[k] = calloc(nd, sizeof *u[k]);
+    vox_solve_result r;
+    vox_sparse_stats st;
+    setenv("VOXFE_SA_FINE_TRANSFER", k ? "explicit" : "implicit", 1);
+    CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u[k], &r, &st));
+    CHECK(r.reason == VOX_CONVERGED_RTOL);
+    its[k] = r.iterations;
+    bytes[k] = st.bytes;
+  }
+  unsetenv("VOXFE_SA_FINE_TRANSFER");
+  unsetenv("VOXFE_SPARSE_COARSE");
+  double scale, d = max_diff(u[0], u[1], nd, &scale);
+  printf("fine transfer implicit / explicit: CG %d / %d, %zu / %zu bytes, max |du| / max |u| = "
+         "%.2e\n",
+         its[0], its[1], bytes[0], bytes[1], d / scale);
+  CHECK(abs(its[0] - its[1]) <= 1);
+  CHECK(d <= 1e-8 * scale);
+  CHECK(bytes[0] < bytes[1]);
+  free(u[0]), free(u[1]);
+  vox_model_free(&m);
+}
+
 /* The point of the coarse space: fewer CG iterations on a thin bone, here
  * with three SA levels (25 geometric against 16 when written). */
 static void test_count(vox_context *ctx, vox_backend *be) {
@@ -466,6 +505,11 @@ static void test_option(vox_context *ctx, vox_backend *be) {
   setenv("VOXFE_SPARSE_COARSE", "amg", 1);
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_COARSE=amg") != NULL);
+  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+  setenv("VOXFE_SA_FINE_TRANSFER", "stored", 1);
+  CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "VOXFE_SA_FINE_TRANSFER=stored") != NULL);
+  unsetenv("VOXFE_SA_FINE_TRANSFER");
   /* a backend without the matrix operations (the CUDA one today): sa is
    * refused with a message, nothing is solved */
   vox_backend_ops no_matrices = *be->ops;
@@ -527,6 +571,7 @@ int main(void) {
   test_option(ctx, be);
   test_degenerate(ctx, be);
   test_solutions(ctx, be);
+  test_fine_transfer(ctx, be);
   test_count(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
