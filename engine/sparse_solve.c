@@ -68,8 +68,9 @@ typedef struct sparse_level {
    * blocks `w`, and the transfers to the next level, P and R = P^T */
   vox_sparse_matrix *a, *w, *p, *r_mat;
   /* SA level 0 with VOXFE_SA_FINE_TRANSFER=implicit: P = T - p_scale W A T
-   * applied from T, T^T and W (pw) with the scratch vector `t`, instead of
-   * P and R stored (docs/engine.md) */
+   * applied from T, T^T and W with the scratch vector `t`, instead of P and
+   * R stored (docs/engine.md); W the smoother's inverse blocks when they
+   * are the ones P was smoothed with, else `pw` */
   vox_sparse_matrix *t_mat, *tt_mat, *pw;
   vox_svec t;
   double p_scale;
@@ -201,8 +202,12 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   TRY(level_apply(s, l, x, &lv->r));
   TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
   if (s->sa && lv->t_mat) {
-    /* P^T r = T^T (r - scale A W r), into r (dead after this) */
-    TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+    /* P^T r = T^T (r - scale A W r), into r (dead after this); with the
+     * smoother's blocks, d = W r adds W r to t too, which A d overwrites */
+    if (lv->pw)
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+    else
+      TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
     TRY(level_apply(s, l, &lv->d, &lv->t));
     TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
     TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
@@ -223,8 +228,12 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
     TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t, 0));
     TRY(s->o->vec_axpy(be, x, 1, &lv->t));
     TRY(level_apply(s, l, &lv->t, &lv->d));
-    TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
-    TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
+    if (lv->pw) {
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
+      TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
+    } else { /* t = -scale W d, x += t */
+      TRY(s->o->block_smoother_step(be, &lv->d, NULL, &lv->inv_diag, -lv->p_scale, 0, &lv->t, x));
+    }
   } else if (s->sa)
     TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
   else
@@ -443,7 +452,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
  * blocks and transfers uploaded, their vectors in double. */
 static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
                                   const vox_sa_hierarchy *sa, const vox_solver_options *options,
-                                  sparse_system *s) {
+                                  int sao_point, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
   /* VOXFE_SA_FINE_TRANSFER: level 0's P applied from T (implicit, the
    * default: one fine product more per transfer, the same CG count and
@@ -494,9 +503,11 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
     if (l == 0 && implicit) {
       TRY(s->o->matrix_create(be, &q->t, mixed, &lv->t_mat));
       TRY(s->o->matrix_create(be, &q->tt, mixed, &lv->tt_mat));
-      TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
-      s->bytes += s->o->matrix_bytes(lv->t_mat) + s->o->matrix_bytes(lv->tt_mat) +
-                  s->o->matrix_bytes(lv->pw);
+      s->bytes += s->o->matrix_bytes(lv->t_mat) + s->o->matrix_bytes(lv->tt_mat);
+      if (!lv->block || sao_point) { /* P was smoothed with other blocks */
+        TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
+        s->bytes += s->o->matrix_bytes(lv->pw);
+      }
       TRY(vec(s, lv->n_dofs, mixed, &lv->t));
       lv->p_scale = q->p_scale;
     } else if (l < last) {
@@ -557,13 +568,14 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   free(fixed_box);
   TRY(st);
   vox_sa_hierarchy sa = {0};
+  int sa_point = 0;
   if (use_sa) {
     vox_sa_options sao;
     vox_sa_options_default(&sao);
     /* the prolongator smoothed with the diagonal instead of the 3 x 3 and
      * 6 x 6 blocks: a comparison (perlin 64^3: 71 CG against 45) */
     const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
-    sao.point_diagonal = point && strcmp(point, "point") == 0;
+    sao.point_diagonal = sa_point = point && strcmp(point, "point") == 0;
     st = vox_sa_build(ctx, &h, &sao, &sa);
     if (st != VOX_OK) {
       vox_sparse_hierarchy_free(&h);
@@ -579,7 +591,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   if (st == VOX_OK)
     st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
   if (st == VOX_OK)
-    st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, &s)
+    st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
                 : build_system(ctx, be, &h, options, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
