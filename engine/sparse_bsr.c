@@ -340,6 +340,10 @@ vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, co
 vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply_a,
                                 const void *a, vox_host_apply apply_w, const void *w,
                                 int iterations, double *out) {
+  if (n == 0) { /* an empty level: any interval serves */
+    *out = 1;
+    return VOX_OK;
+  }
   double *v = malloc((n ? n : 1) * sizeof *v), *u = malloc((n ? n : 1) * sizeof *u);
   if (!v || !u) {
     free(v), free(u);
@@ -355,6 +359,10 @@ vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply
     apply_w(w, u, v); /* v = W A v_old */
     double uwu = 0, vv = 0;
     for (size_t i = 0; i < n; i++) uwu += u[i] * v[i], vv += v[i] * v[i];
+    if (it == 0 && vu == 0 && vv == 0) { /* A = 0 (every dof fixed): nothing to scale */
+      lambda = 1;
+      break;
+    }
     if (!(vu > 0) || !(vv > 0)) break;
     lambda = uwu / vu;
     const double scale = 1 / sqrt(vv);

@@ -42,6 +42,8 @@ void vox_sa_free(vox_sa_hierarchy *sa) {
     vox_bsr_free(&lv->w);
     vox_bsr_free(&lv->p);
     vox_bsr_free(&lv->r);
+    vox_bsr_free(&lv->t);
+    vox_bsr_free(&lv->tt);
     free(lv->dead);
   }
   free(sa->level);
@@ -146,7 +148,7 @@ static void identity_on_dead(vox_bsr *a, const uint8_t *dead) {
 /* A_l^-1 as a dense matrix of n_nodes^2 blocks (LAPACK dpotrf, dpotri). */
 static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *out) {
   const size_t nn = a->n_rows, n = nn * M;
-  double *d = calloc(n * n, sizeof *d);
+  double *d = calloc(n * n + 1, sizeof *d);
   if (!d) return no_memory(ctx, "coarsest level");
   for (size_t i = 0; i < nn; i++)
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++)
@@ -156,20 +158,22 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
               a->val[k * M * M + (size_t)(r * M + c)];
   const int ni = (int)n;
   int info = 0;
-  double *copy = malloc(n * n * sizeof *copy);
+  double *copy = malloc((n > 0 ? n * n : 1) * sizeof *copy);
   if (!copy) {
     free(d);
     return no_memory(ctx, "coarsest level");
   }
   memcpy(copy, d, n * n * sizeof *d);
-  dpotrf_("L", &ni, d, &ni, &info);
-  /* a pivot under 1e-10 of the largest diagonal entry counts as a failure
-   * too, as in the diagonal blocks' inverses (sparse_bsr.c) */
-  double largest = 0;
-  for (size_t j = 0; j < n; j++) largest = fmax(largest, copy[j + n * j]);
-  for (size_t j = 0; info == 0 && j < n; j++)
-    if (!(d[j + n * j] * d[j + n * j] > 1e-10 * largest)) info = (int)j + 1;
-  if (info == 0) dpotri_("L", &ni, d, &ni, &info);
+  if (n > 0) { /* none when every dof is fixed (LAPACK stops the program on lda 0) */
+    dpotrf_("L", &ni, d, &ni, &info);
+    /* a pivot under 1e-10 of the largest diagonal entry counts as a failure
+     * too, as in the diagonal blocks' inverses (sparse_bsr.c) */
+    double largest = 0;
+    for (size_t j = 0; j < n; j++) largest = fmax(largest, copy[j + n * j]);
+    for (size_t j = 0; info == 0 && j < n; j++)
+      if (!(d[j + n * j] * d[j + n * j] > 1e-10 * largest)) info = (int)j + 1;
+    if (info == 0) dpotri_("L", &ni, d, &ni, &info);
+  }
   if (info != 0) {
     /* only semi-definite (a mechanism's directions, which a consistent
      * right-hand side does not excite): the pseudo-inverse, whole */
@@ -212,8 +216,9 @@ static vox_status coarsest_inverse(vox_context *ctx, const vox_bsr *a, vox_bsr *
  * next->a, dead and the next level's b_next and pos_next. */
 static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv,
                           const double *b, const double *pos, vox_sa_level *next,
-                          double **b_next, double **pos_next) {
+                          double **b_next, double **pos_next, vox_sa_timing *tm) {
   const size_t n = lv->n_nodes;
+  double t = now();
   int32_t *agg = malloc((n ? n : 1) * sizeof *agg);
   uint8_t *skip = malloc(n ? n : 1);
   if (!agg || !skip) {
@@ -224,6 +229,7 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
   size_t na = 0;
   vox_status s = vox_sa_aggregate(ctx, n, lv->a.row_start, lv->a.col, skip, agg, &na);
   free(skip);
+  tm->aggregate += now() - t, t = now();
   double *bc = s == VOX_OK ? malloc((na ? na : 1) * M * M * sizeof *bc) : NULL;
   double *pc = s == VOX_OK ? malloc((na ? na : 1) * 3 * sizeof *pc) : NULL;
   double *shifted = s == VOX_OK ? malloc((n ? n : 1) * M * M * sizeof *shifted) : NULL;
@@ -243,10 +249,11 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
           shifted[i * M * M + (size_t)(r * M + j)] = v;
         }
     }
-  vox_bsr t = {0}, at = {0}, ap = {0}, wp = {0};
+  vox_bsr tp = {0}, at = {0}, ap = {0}, wp = {0};
   if (s == VOX_OK)
-    s = vox_sa_tentative(ctx, n, M, agg, na, shifted, lv->dead, &t, bc, next->dead);
+    s = vox_sa_tentative(ctx, n, M, agg, na, shifted, lv->dead, &tp, bc, next->dead);
   free(agg), free(shifted);
+  tm->tentative += now() - t, t = now();
   double lambda = lv->lambda_max;
   const vox_bsr *w = &lv->w;
   if (s == VOX_OK && o->point_diagonal) {
@@ -256,13 +263,15 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
                                o->power_iterations, &lambda);
     w = &wp;
   }
-  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &t, &at);
-  if (s == VOX_OK) s = smooth_prolongator(ctx, &t, w, &at, o->omega / lambda, &lv->p);
-  vox_bsr_free(&t), vox_bsr_free(&at), vox_bsr_free(&wp);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &tp, &at);
+  if (s == VOX_OK) s = smooth_prolongator(ctx, &tp, w, &at, o->omega / lambda, &lv->p);
+  vox_bsr_free(&tp), vox_bsr_free(&at), vox_bsr_free(&wp);
+  tm->prolongator += now() - t, t = now();
   if (s == VOX_OK) s = vox_bsr_transpose(ctx, &lv->p, &lv->r);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->a, &lv->p, &ap);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &lv->r, &ap, &next->a);
   vox_bsr_free(&ap);
+  tm->galerkin += now() - t;
   if (s != VOX_OK) {
     free(bc), free(pc);
     return s;
@@ -277,20 +286,24 @@ static vox_status coarsen(vox_context *ctx, const vox_sa_options *o, vox_sa_leve
 }
 
 /* The smoother's W and lambda_max of a level l >= 1. */
-static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv) {
+static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_level *lv,
+                              vox_sa_timing *tm) {
+  const double t = now();
   lv->scalar_nonzeros = scalar_entries(&lv->a);
   vox_status s = vox_bsr_inverse_block_diagonal(ctx, &lv->a, lv->dead, 0, &lv->w);
   if (s == VOX_OK)
     s = vox_power_lambda_max(ctx, lv->n_nodes * M, vox_bsr_apply_fn, &lv->a, vox_bsr_apply_fn,
                              &lv->w, o->power_iterations, &lv->lambda_max);
+  tm->smoother += now() - t;
   return s;
 }
 
 /* Level 1 from the elements of level 0. */
 static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                               const vox_sparse_hierarchy *h, vox_sa_level *l0, vox_sa_level *l1,
-                              double **b1, double **pos1) {
+                              double **b1, double **pos1, vox_sa_timing *tm) {
   const vox_sparse_host_level *f0 = &h->level[0];
+  double t0 = now();
   const size_t n = f0->n_nodes;
   vox_sa_fine f;
   vox_status s = vox_sa_fine_create(ctx, h, &f);
@@ -311,6 +324,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
     s = vox_sa_aggregate(ctx, n, rs, adj, skip, agg, &na);
   }
   free(rs), free(adj), free(skip);
+  tm->aggregate += now() - t0, t0 = now();
   double *pc = NULL;
   if (s == VOX_OK) {
     bc = malloc((na ? na : 1) * M * M * sizeof *bc);
@@ -321,6 +335,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   if (s == VOX_OK) s = vox_sa_rigid_modes(ctx, f0, agg, na, b, pc);
   if (s == VOX_OK) s = vox_sa_tentative(ctx, n, 3, agg, na, b, f0->node_fixed, &t, bc, l1->dead);
   free(agg), free(b);
+  tm->tentative += now() - t0, t0 = now();
   double lambda = 0;
   if (s == VOX_OK) s = vox_sa_fine_inverse_block_diagonal(ctx, &f, o->point_diagonal, &w);
   if (s == VOX_OK)
@@ -328,11 +343,18 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                              o->power_iterations, &lambda);
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &t, &at);
   if (s == VOX_OK) s = smooth_prolongator(ctx, &t, &w, &at, o->omega / lambda, &l0->p);
-  vox_bsr_free(&t), vox_bsr_free(&w), vox_bsr_free(&at);
+  vox_bsr_free(&at);
+  /* kept for the implicit application of P = T - scale W A T */
+  l0->p_scale = o->omega / lambda;
+  if (s == VOX_OK) s = vox_bsr_transpose(ctx, &t, &l0->tt);
+  l0->t = t;
+  l0->w = w;
+  tm->prolongator += now() - t0, t0 = now();
   if (s == VOX_OK) s = vox_bsr_transpose(ctx, &l0->p, &l0->r);
   if (s == VOX_OK) s = vox_sa_fine_multiply(ctx, &f, &l0->p, &ap);
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &l0->r, &ap, &l1->a);
   vox_bsr_free(&ap);
+  tm->galerkin += now() - t0;
   vox_sa_fine_free(&f);
   if (s != VOX_OK) {
     free(bc), free(pc);
@@ -361,22 +383,22 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
    * are the same global rigid motions, each aggregate's QR in its own
    * well-conditioned frame */
   double *b = NULL, *pos = NULL;
-  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos);
+  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
   /* coarsen while the level is larger than the coarsest may be and the
    * aggregation still shrinks it */
   while (s == VOX_OK) {
     vox_sa_level *lv = &sa->level[sa->n_levels - 1];
-    s = smoother_of(ctx, o, lv);
+    s = smoother_of(ctx, o, lv, &sa->timing);
     if (s != VOX_OK || lv->n_nodes * M <= o->max_coarse_dofs || sa->n_levels == MAX_LEVELS)
       break;
     double *b_next = NULL, *pos_next = NULL;
-    s = coarsen(ctx, o, lv, b, pos, &sa->level[sa->n_levels], &b_next, &pos_next);
+    s = coarsen(ctx, o, lv, b, pos, &sa->level[sa->n_levels], &b_next, &pos_next, &sa->timing);
     if (s != VOX_OK) break;
     free(b), free(pos);
     b = b_next, pos = pos_next;
     sa->n_levels++;
     if (sa->level[sa->n_levels - 1].n_nodes * 10 > lv->n_nodes * 9) { /* stalled */
-      s = smoother_of(ctx, o, &sa->level[sa->n_levels - 1]);
+      s = smoother_of(ctx, o, &sa->level[sa->n_levels - 1], &sa->timing);
       break;
     }
   }
@@ -386,7 +408,9 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED,
                   "smoothed aggregation: the aggregation stalled at %zu coarse dofs",
                   last->n_nodes * M);
+  const double tc = now();
   if (s == VOX_OK) s = coarsest_inverse(ctx, &last->a, &sa->coarsest_inverse);
+  sa->timing.coarsest = now() - tc;
   if (s != VOX_OK) {
     vox_sa_free(sa);
     return s;

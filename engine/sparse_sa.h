@@ -41,19 +41,36 @@ typedef struct vox_sa_level {
   size_t n_nodes;           /* block rows: fine nodes (level 0) or aggregates */
   int bn;                   /* dofs a node: 3 on level 0, 6 below */
   vox_bsr a;                /* l >= 1: A_l (dead dofs an identity row) */
-  vox_bsr w;                /* l >= 1: its inverted diagonal blocks */
+  vox_bsr w;                /* l >= 1: its inverted diagonal blocks; level 0:
+                               those P was smoothed with (3 x 3) */
   uint8_t *dead;            /* l >= 1: per node, bit c: coarse dof c dropped */
   double lambda_max;        /* l >= 1: of W A (power method) */
   vox_bsr p, r;             /* l < last: prolongator to l and R = P^T */
   size_t n_aggregates;      /* l < last: nodes of level l + 1 */
+  /* level 0: T and T^T and omega / lambda_max(W A), so that P = T - scale
+   * W A T can be applied without storing P (VOXFE_SA_FINE_TRANSFER) */
+  vox_bsr t, tt;
+  double p_scale;
   size_t scalar_nonzeros;   /* entries of A_l (level 0: of the assembled A_0) */
 } vox_sa_level;
+
+/* Seconds of the setup's parts, summed over the levels (where a device
+ * port of the setup should look first). */
+typedef struct vox_sa_timing {
+  double aggregate;         /* the graph (level 0) and the aggregation */
+  double tentative;         /* the modes and the QR of each aggregate */
+  double prolongator;       /* W, lambda_max of W A, A T, P = T - omega W A T */
+  double galerkin;          /* R = P^T, A P, R (A P) */
+  double smoother;          /* the coarse levels' W and lambda_max */
+  double coarsest;          /* the dense inverse */
+} vox_sa_timing;
 
 typedef struct vox_sa_hierarchy {
   int n_levels;             /* level 0 included */
   vox_sa_level *level;
   vox_bsr coarsest_inverse; /* A_last^-1, dense, as 6 x 6 blocks */
   double setup_seconds;
+  vox_sa_timing timing;
 } vox_sa_hierarchy;
 
 /* Builds the SA levels below level 0 of a sparse hierarchy (its coarse

@@ -11,6 +11,12 @@
 
 #include "voxfe/element.h"
 
+/* Node of corner a of element e (sparse_ops.h: 4 indices an element). */
+static inline int32_t corner_node(const vox_sparse_host_level *lv, size_t e, int a) {
+  return lv->element_nodes[4 * e + (size_t)(vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2])] +
+         vox_hex8_corner[a][0];
+}
+
 static vox_status no_memory(vox_context *ctx, const char *what) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the smoothed aggregation (%s)",
                    what);
@@ -31,9 +37,7 @@ vox_status vox_sa_fine_create(vox_context *ctx, const vox_sparse_hierarchy *h, v
     return no_memory(ctx, "node elements");
   }
   for (size_t e = 0; e < lv->n_elements; e++)
-    for (int a = 0; a < 8; a++)
-      f->node_start[lv->element_nodes[4 * e + vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] +
-                    vox_hex8_corner[a][0] + 1]++;
+    for (int a = 0; a < 8; a++) f->node_start[corner_node(lv, e, a) + 1]++;
   for (size_t m = 0; m < lv->n_nodes; m++) f->node_start[m + 1] += f->node_start[m];
   size_t *next = malloc((lv->n_nodes ? lv->n_nodes : 1) * sizeof *next);
   if (!next) {
@@ -43,9 +47,7 @@ vox_status vox_sa_fine_create(vox_context *ctx, const vox_sparse_hierarchy *h, v
   memcpy(next, f->node_start, lv->n_nodes * sizeof *next);
   for (size_t e = 0; e < lv->n_elements; e++)
     for (int a = 0; a < 8; a++) {
-      const int32_t m = lv->element_nodes[4 * e + vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] +
-                        vox_hex8_corner[a][0];
-      f->node_element[next[m]++] = (uint32_t)(8 * e + (size_t)a);
+      f->node_element[next[corner_node(lv, e, a)]++] = (uint32_t)(8 * e + (size_t)a);
     }
   free(next);
   return VOX_OK;
@@ -66,9 +68,8 @@ static int fine_row(const vox_sa_fine *f, size_t m, int32_t nbr[27], double blk[
     const size_t e = f->node_element[k] / 8;
     const int a = (int)(f->node_element[k] % 8);
     const double mod = lv->material ? f->table[lv->material[e]] : (double)lv->modulus[e];
-    const int32_t *en = lv->element_nodes + 4 * e;
     for (int b = 0; b < 8; b++) {
-      const int32_t j = en[vox_hex8_corner[b][1] + 2 * vox_hex8_corner[b][2]] + vox_hex8_corner[b][0];
+      const int32_t j = corner_node(lv, e, b);
       int s = 0;
       while (s < n && nbr[s] < j) s++;
       if (s == n || nbr[s] != j) { /* insert, keeping nbr ascending */

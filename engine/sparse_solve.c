@@ -1,5 +1,7 @@
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
- * V-cycle over rediscretised levels (sparse_solve.h). Host code only: every
+ * V-cycle over rediscretised levels (sparse_solve.h), or with
+ * VOXFE_SPARSE_COARSE=sa over smoothed-aggregation levels below the fine
+ * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h). Host code only: every
  * step is an operation of the backend's sparse table.
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
@@ -65,6 +67,13 @@ typedef struct sparse_level {
    * (levels >= 1; on the coarsest, its inverse) and inverted diagonal
    * blocks `w`, and the transfers to the next level, P and R = P^T */
   vox_sparse_matrix *a, *w, *p, *r_mat;
+  /* SA level 0 with VOXFE_SA_FINE_TRANSFER=implicit: P = T - p_scale W A T
+   * applied from T, T^T and W with the scratch vector `t`, instead of P and
+   * R stored (docs/engine.md); W the smoother's inverse blocks when they
+   * are the ones P was smoothed with, else `pw` */
+  vox_sparse_matrix *t_mat, *tt_mat, *pw;
+  vox_svec t;
+  double p_scale;
   /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
    * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
   vox_svec b, x, r, d, inv_diag;
@@ -111,12 +120,12 @@ static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
     sparse_level *lv = &s->level[l];
-    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
+    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
         s->o->vec_destroy(be, v[i]);
     if (lv->op) s->o->level_destroy(be, lv->op);
-    vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat};
+    vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat, lv->t_mat, lv->tt_mat, lv->pw};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
       if (m[i]) s->o->matrix_destroy(be, m[i]);
   }
@@ -192,7 +201,17 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   TRY(smooth(s, l, b, x, 1));
   TRY(level_apply(s, l, x, &lv->r));
   TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
-  if (s->sa) {
+  if (s->sa && lv->t_mat) {
+    /* P^T r = T^T (r - scale A W r), into r (dead after this); with the
+     * smoother's blocks, d = W r adds W r to t too, which A d overwrites */
+    if (lv->pw)
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+    else
+      TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
+    TRY(level_apply(s, l, &lv->d, &lv->t));
+    TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
+    TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
+  } else if (s->sa) {
     /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
     TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
   } else {
@@ -204,7 +223,18 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   charge(s, l, t);
   TRY(vcycle(s, l + 1, &c->b, &c->x));
   t = mark(s);
-  if (s->sa)
+  if (s->sa && lv->t_mat) {
+    /* x += T x_c - scale W A T x_c */
+    TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t, 0));
+    TRY(s->o->vec_axpy(be, x, 1, &lv->t));
+    TRY(level_apply(s, l, &lv->t, &lv->d));
+    if (lv->pw) {
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
+      TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
+    } else { /* t = -scale W d, x += t */
+      TRY(s->o->block_smoother_step(be, &lv->d, NULL, &lv->inv_diag, -lv->p_scale, 0, &lv->t, x));
+    }
+  } else if (s->sa)
     TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
   else
     TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
@@ -352,6 +382,31 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
   return b;
 }
 
+/* Level 0's vectors: the CG's u, r, p, q, z and the smoother's direction. */
+static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
+  TRY(vec(s, lv->n_dofs, 0, &s->u));
+  TRY(vec(s, lv->n_dofs, 0, &s->r));
+  TRY(vec(s, lv->n_dofs, 0, &s->p));
+  TRY(vec(s, lv->n_dofs, 0, &s->q));
+  TRY(vec(s, lv->n_dofs, mixed, &s->z));
+  if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
+    lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
+    lv->d_lent = 1;
+    return VOX_OK;
+  }
+  return vec(s, lv->n_dofs, mixed, &lv->d);
+}
+
+/* An element level's smoother: the inverse diagonal or 3 x 3 blocks and
+ * the Chebyshev interval's upper end. */
+static vox_status element_smoother(sparse_system *s, sparse_level *lv, int l, int mixed) {
+  lv->block = l < s->block_levels;
+  lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
+  TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
+  if (lv->block) return s->o->inv_block_diagonal(s->be, lv->op, &lv->inv_diag);
+  return s->o->inv_diagonal(s->be, lv->op, &lv->inv_diag);
+}
+
 static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
                                const vox_solver_options *options, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
@@ -375,17 +430,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
     TRY(s->o->level_create(be, &d, &lv->op));
     s->bytes += s->o->level_bytes(lv->op);
     if (l == 0) {
-      TRY(vec(s, lv->n_dofs, 0, &s->u));
-      TRY(vec(s, lv->n_dofs, 0, &s->r));
-      TRY(vec(s, lv->n_dofs, 0, &s->p));
-      TRY(vec(s, lv->n_dofs, 0, &s->q));
-      TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
-        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
-        lv->d_lent = 1;
-      } else {
-        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      }
+      TRY(fine_vectors(s, lv, mixed));
     } else if (l < last) {
       vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
       for (size_t i = 0; i < 4; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
@@ -393,15 +438,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));
     }
-    if (l < last) {
-      lv->block = l < s->block_levels;
-      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
-      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
-      if (lv->block)
-        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
-      else
-        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
-    }
+    if (l < last) TRY(element_smoother(s, lv, l, mixed));
   }
   /* the coarsest level: assembled on the host and factored */
   const vox_sparse_host_level *c = &h->level[last];
@@ -436,8 +473,17 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
  * blocks and transfers uploaded, their vectors in double. */
 static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
                                   const vox_sa_hierarchy *sa, const vox_solver_options *options,
-                                  sparse_system *s) {
+                                  int sao_point, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
+  /* VOXFE_SA_FINE_TRANSFER: level 0's P applied from T (implicit, the
+   * default: one fine product more per transfer, the same CG count and
+   * about the same time per iteration on the CPU, 104 bytes per dof fewer
+   * on the 64^3 perlin bone) or P and R stored (explicit) */
+  const char *transfer = getenv("VOXFE_SA_FINE_TRANSFER");
+  const int implicit = !transfer || !*transfer || strcmp(transfer, "implicit") == 0;
+  if (!implicit && strcmp(transfer, "explicit") != 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SA_FINE_TRANSFER=%s: expected explicit or implicit", transfer);
   if (!s->o->matrix_create)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
@@ -455,42 +501,37 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
       const vox_sparse_level_desc d = vox_sparse_level_describe(h, 0);
       TRY(s->o->level_create(be, &d, &lv->op));
       s->bytes += s->o->level_bytes(lv->op);
-      TRY(vec(s, lv->n_dofs, 0, &s->u));
-      TRY(vec(s, lv->n_dofs, 0, &s->r));
-      TRY(vec(s, lv->n_dofs, 0, &s->p));
-      TRY(vec(s, lv->n_dofs, 0, &s->q));
-      TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
-        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
-        lv->d_lent = 1;
-      } else {
-        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      }
-      lv->block = 0 < s->block_levels;
-      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
-      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
-      if (lv->block)
-        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
-      else
-        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
+      TRY(fine_vectors(s, lv, mixed));
+      TRY(element_smoother(s, lv, 0, mixed));
     } else {
-      TRY(vec(s, lv->n_dofs, 0, &lv->b));
-      TRY(vec(s, lv->n_dofs, 0, &lv->x));
-      /* in mixed precision the assembled levels' values are float, as the
-       * geometric levels' moduli (they only precondition); the coarsest
-       * inverse stays double (it is small) */
+      /* in mixed precision the assembled levels' values and vectors are
+       * float, as the geometric levels' (they only precondition); the
+       * coarsest inverse and its vectors stay double (they are small) */
+      const int single = l == last ? 0 : mixed;
+      TRY(vec(s, lv->n_dofs, single, &lv->b));
+      TRY(vec(s, lv->n_dofs, single, &lv->x));
       const vox_bsr *a = l == last ? &sa->coarsest_inverse : &q->a;
-      TRY(s->o->matrix_create(be, a, l == last ? 0 : mixed, &lv->a));
+      TRY(s->o->matrix_create(be, a, single, &lv->a));
       s->bytes += s->o->matrix_bytes(lv->a);
       if (l < last) {
-        TRY(vec(s, lv->n_dofs, 0, &lv->r));
-        TRY(vec(s, lv->n_dofs, 0, &lv->d));
+        TRY(vec(s, lv->n_dofs, single, &lv->r));
+        TRY(vec(s, lv->n_dofs, single, &lv->d));
         TRY(s->o->matrix_create(be, &q->w, mixed, &lv->w));
         s->bytes += s->o->matrix_bytes(lv->w);
         lv->bound = CHEBYSHEV_UPPER * q->lambda_max;
       }
     }
-    if (l < last) {
+    if (l == 0 && implicit) {
+      TRY(s->o->matrix_create(be, &q->t, mixed, &lv->t_mat));
+      TRY(s->o->matrix_create(be, &q->tt, mixed, &lv->tt_mat));
+      s->bytes += s->o->matrix_bytes(lv->t_mat) + s->o->matrix_bytes(lv->tt_mat);
+      if (!lv->block || sao_point) { /* P was smoothed with other blocks */
+        TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
+        s->bytes += s->o->matrix_bytes(lv->pw);
+      }
+      TRY(vec(s, lv->n_dofs, mixed, &lv->t));
+      lv->p_scale = q->p_scale;
+    } else if (l < last) {
       TRY(s->o->matrix_create(be, &q->p, mixed, &lv->p));
       TRY(s->o->matrix_create(be, &q->r, mixed, &lv->r_mat));
       s->bytes += s->o->matrix_bytes(lv->p) + s->o->matrix_bytes(lv->r_mat);
@@ -548,13 +589,14 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   free(fixed_box);
   TRY(st);
   vox_sa_hierarchy sa = {0};
+  int sa_point = 0;
   if (use_sa) {
     vox_sa_options sao;
     vox_sa_options_default(&sao);
     /* the prolongator smoothed with the diagonal instead of the 3 x 3 and
      * 6 x 6 blocks: a comparison (perlin 64^3: 71 CG against 45) */
     const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
-    sao.point_diagonal = point && strcmp(point, "point") == 0;
+    sao.point_diagonal = sa_point = point && strcmp(point, "point") == 0;
     st = vox_sa_build(ctx, &h, &sao, &sa);
     if (st != VOX_OK) {
       vox_sparse_hierarchy_free(&h);
@@ -570,7 +612,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   if (st == VOX_OK)
     st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
   if (st == VOX_OK)
-    st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, &s)
+    st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
                 : build_system(ctx, be, &h, options, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
@@ -662,6 +704,10 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
       stats->sa = 1;
       stats->operator_complexity = (double)entries / (double)sa.level[0].scalar_nonzeros;
       stats->sa_setup_seconds = sa.setup_seconds;
+      const vox_sa_timing *tm = &sa.timing;
+      const double parts[6] = {tm->aggregate, tm->tentative, tm->prolongator,
+                               tm->galerkin,  tm->smoother,  tm->coarsest};
+      memcpy(stats->sa_part_seconds, parts, sizeof parts);
     }
     stats->bytes = s.bytes;
     /* with SA only level 0 has 3 x 3 blocks (the assembled levels 6 x 6) */

@@ -25,6 +25,9 @@ typedef struct vox_sparse_stats {
   int sa;
   double operator_complexity;
   double sa_setup_seconds;
+  /* of which (vox_sa_timing): aggregation, tentative prolongators,
+   * prolongator smoothing, Galerkin products, coarse smoothers, coarsest */
+  double sa_part_seconds[6];
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
   double pcg_seconds;      /* of which the iterations (no transfers to the host) */

@@ -30,6 +30,10 @@ static inline void put(vox_svec *v, size_t i, double a) {
 }
 
 enum { MAX_BLOCK = 8 };
+/* Block rows below which a product stays on one thread: the coarse levels
+ * are small, and a parallel region costs more than their rows (much more
+ * when the cores are shared and the threads spin waiting for each other). */
+enum { PARALLEL_ROWS = 512 };
 
 vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
                                  vox_sparse_matrix **out) {
@@ -81,7 +85,8 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "sparse matrix of %zu x %zu entries applied to %zu into %zu",
                      a->n_rows * (size_t)br, a->n_cols * (size_t)bc, x->n, y->n);
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64) \
+    if (nr > PARALLEL_ROWS)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double s[MAX_BLOCK] = {0};
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
@@ -110,7 +115,8 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "smoother of %zu rows on vectors of %zu, %zu and %zu entries", rows, b->n,
                      d->n, x->n);
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64)
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(dynamic, 64) \
+    if (nr > PARALLEL_ROWS)
   for (ptrdiff_t i = 0; i < nr; i++) {
     double z[MAX_BLOCK] = {0};
     for (size_t k = w->row_start[i]; k < w->row_start[i + 1]; k++) {
