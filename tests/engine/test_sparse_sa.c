@@ -559,8 +559,8 @@ static void test_option(vox_context *ctx, vox_backend *be) {
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "VOXFE_SA_FINE_TRANSFER=stored") != NULL);
   unsetenv("VOXFE_SA_FINE_TRANSFER");
-  /* a backend without the matrix operations (a backend that has not ported them): sa is
-   * refused with a message, nothing is solved */
+  /* a backend without the matrix operations: sa is refused with a
+   * message, nothing is solved */
   vox_backend_ops no_matrices = *be->ops;
   vox_sparse_ops sparse = *be->ops->sparse;
   sparse.matrix_create = NULL;
