@@ -21,7 +21,11 @@
  * of 20 after 3 warm-ups, with the bytes per second over the least bytes
  * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
  * solve's time per CG iteration in the CG's own work and in each V-cycle
- * level's (sparse_solve.h). */
+ * level's (sparse_solve.h). VOXFE_SPARSE_COARSE=sa solves with the
+ * smoothed-aggregation coarse levels (sparse_sa.h; CPU backend only) and
+ * prints their operator complexity and setup time. VOXFE_BENCH_DILATE=N
+ * thickens the bone by N voxels first (every empty voxel with a bone face
+ * neighbour joins it, N times). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -59,6 +63,26 @@ static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
   be->ops->vec_destroy(be, &a);
   be->ops->vec_destroy(be, &b);
   return best;
+}
+
+/* Adds to the bone every empty voxel with a bone face neighbour (a thicker
+ * bone of the same shape: VOXFE_BENCH_DILATE=N does it N times). */
+static void dilate_bone(vox_context *ctx, vox_model *m) {
+  const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz, ne = nx * ny * nz;
+  uint8_t *copy = malloc((size_t)ne);
+  if (!copy) die(ctx, "dilation");
+  memcpy(copy, m->label, (size_t)ne);
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const int64_t e = (k * ny + j) * nx + i;
+        if (copy[e]) continue;
+        const int near = (i > 0 && copy[e - 1]) || (i < nx - 1 && copy[e + 1]) ||
+                         (j > 0 && copy[e - nx]) || (j < ny - 1 && copy[e + nx]) ||
+                         (k > 0 && copy[e - nx * ny]) || (k < nz - 1 && copy[e + nx * ny]);
+        if (near) m->label[e] = 1;
+      }
+  free(copy);
 }
 
 typedef vox_status (*sparse_step)(vox_backend *be, void *arg);
@@ -205,6 +229,8 @@ int main(int argc, char **argv) {
       for (int64_t i = 0; i < n; i++)
         m.label[(k * n + j) * n + i] = (uint8_t)perlin_bone_voxel(&bone, n, i, j, k);
   size_t removed, components, bone_elements = 0;
+  const char *dilate = getenv("VOXFE_BENCH_DILATE");
+  for (int pass = 0; dilate && pass < atoi(dilate); pass++) dilate_bone(ctx, &m);
   if (vox_keep_largest_component(ctx, &m, 6, &removed, &components)) die(ctx, "component");
   for (int64_t e = 0; e < n * n * n; e++) bone_elements += m.label[e] != 0;
   vox_material mat = {.label = 1, .youngs_modulus = 8748, .poisson_ratio = 0.3, .name = "bone"};
@@ -261,6 +287,13 @@ int main(int argc, char **argv) {
            st.solve_seconds - st.pcg_seconds);
     printf("sparse: %.3f GB allocated by the solver, %.1f bytes per dof\n", (double)st.bytes / 1e9,
            (double)st.bytes / (double)st.n_dofs);
+    if (st.sa) {
+      const double *p = st.sa_part_seconds;
+      printf("sparse: smoothed-aggregation levels (VOXFE_SPARSE_COARSE=sa), operator complexity "
+             "%.2f, built in %.2f s on the host: aggregation %.2f, tentative %.2f, prolongator "
+             "smoothing %.2f, Galerkin products %.2f, smoothers %.2f, coarsest inverse %.2f\n",
+             st.operator_complexity, st.sa_setup_seconds, p[0], p[1], p[2], p[3], p[4], p[5]);
+    }
     if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);

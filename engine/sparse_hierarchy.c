@@ -157,7 +157,7 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
     h->table[model->materials[i].label] = model->materials[i].youngs_modulus;
   /* the number of levels: halve the box until it is small enough to factor */
   int n = 1;
-  {
+  if (levels != VOX_SPARSE_FINE_ONLY) {
     vox_grid g = model->grid;
     while (levels > 0 ? n < levels
                       : (size_t)vox_grid_nodes(&g) * 3 > VOX_SPARSE_COARSEST_DOFS) {
@@ -167,8 +167,8 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
       n++;
     }
   }
-  if (n < 2) n = 2;
-  {
+  if (levels != VOX_SPARSE_FINE_ONLY && n < 2) n = 2;
+  if (n > 1) {
     /* the coarsest level is a full box, assembled and factored */
     vox_grid g = model->grid;
     for (int l = 1; l < n; l++) g = vox_grid_coarsen(&g);
@@ -194,7 +194,8 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
       break;
     }
     int32_t *map = NULL;
-    s = number_level(ctx, lv, l == 0 ? model->label : NULL, box_mod, l == n - 1, &map);
+    s = number_level(ctx, lv, l == 0 ? model->label : NULL, box_mod, l > 0 && l == n - 1,
+                     &map);
     if (s == VOX_OK && lv->n_elements == 0)
       s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
     if (s == VOX_OK && l == 0) {
@@ -293,7 +294,7 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
       free(map);
   }
   free(box_mod);
-  if (s == VOX_OK) {
+  if (s == VOX_OK && n > 1) {
     /* the coarsest level numbers its whole box: nodes no element touches
      * have no stiffness and are fixed */
     vox_sparse_host_level *lv = &h->level[n - 1];

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sparse_bsr.h"
 #include "voxfe/backend.h"
 
 /* A vector of a sparse level in double or, `single`, float. */
@@ -59,6 +60,9 @@ typedef struct vox_sparse_level_desc {
 } vox_sparse_level_desc;
 
 typedef struct vox_sparse_level vox_sparse_level; /* defined by each backend */
+/* An assembled block sparse row matrix (sparse_bsr.h) on the backend: the
+ * smoothed-aggregation levels, transfers and inverse blocks (sparse_sa.h). */
+typedef struct vox_sparse_matrix vox_sparse_matrix;
 
 /* Where the entries of a symmetric 3 x 3 block lie among its six. */
 enum { VOX_BLOCK_XX, VOX_BLOCK_XY, VOX_BLOCK_XZ, VOX_BLOCK_YY, VOX_BLOCK_YZ, VOX_BLOCK_ZZ };
@@ -152,6 +156,25 @@ typedef struct vox_sparse_ops {
                                   vox_svec *r_coarse);
   vox_status (*prolong_add)(vox_backend *be, vox_sparse_level *fine, vox_sparse_level *coarse,
                             const vox_svec *x_coarse, vox_svec *x_fine);
+
+  /* Assembled matrices, for the smoothed-aggregation coarse levels
+   * (VOXFE_SPARSE_COARSE=sa; NULL on a backend without them, which the
+   * solver then refuses). Values stored in float when `single` (the
+   * V-cycle's matrices in mixed precision), else double; products in
+   * double. */
+  vox_status (*matrix_create)(vox_backend *be, const vox_bsr *host, int single,
+                              vox_sparse_matrix **out);
+  void (*matrix_destroy)(vox_backend *be, vox_sparse_matrix *m);
+  size_t (*matrix_bytes)(const vox_sparse_matrix *m);
+  /* y = M x, or y += M x with `add` (x and y of any precision) */
+  vox_status (*matrix_apply)(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
+                             vox_svec *y, int add);
+  /* d = alpha W (b - ax) + beta d, then x += d, W a matrix of the vectors'
+   * size (the inverted diagonal blocks; ax NULL: A x = 0; beta = 0
+   * overwrites d) */
+  vox_status (*matrix_smoother_step)(vox_backend *be, const vox_sparse_matrix *w,
+                                     const vox_svec *b, const vox_svec *ax, double alpha,
+                                     double beta, vox_svec *d, vox_svec *x);
 } vox_sparse_ops;
 
 #ifdef __cplusplus

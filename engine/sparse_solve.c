@@ -1,5 +1,7 @@
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
- * V-cycle over rediscretised levels (sparse_solve.h). Host code only: every
+ * V-cycle over rediscretised levels (sparse_solve.h), or with
+ * VOXFE_SPARSE_COARSE=sa over smoothed-aggregation levels below the fine
+ * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h). Host code only: every
  * step is an operation of the backend's sparse table.
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
@@ -24,6 +26,7 @@
 #include "smoother_bound.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
+#include "sparse_sa.h"
 
 /* The Chebyshev interval as in multigrid.c: the upper end at the bound of
  * the Jacobi- or block-Jacobi-scaled spectrum (smoother_bound.h; every
@@ -59,7 +62,18 @@ static double now(void) {
 }
 
 typedef struct sparse_level {
-  vox_sparse_level *op;
+  vox_sparse_level *op;        /* the element operator (geometric levels, SA level 0) */
+  /* smoothed aggregation (sparse_sa.h): a level's assembled operator `a`
+   * (levels >= 1; on the coarsest, its inverse) and inverted diagonal
+   * blocks `w`, and the transfers to the next level, P and R = P^T */
+  vox_sparse_matrix *a, *w, *p, *r_mat;
+  /* SA level 0 with VOXFE_SA_FINE_TRANSFER=implicit: P = T - p_scale W A T
+   * applied from T, T^T and W with the scratch vector `t`, instead of P and
+   * R stored (docs/engine.md); W the smoother's inverse blocks when they
+   * are the ones P was smoothed with, else `pw` */
+  vox_sparse_matrix *t_mat, *tt_mat, *pw;
+  vox_svec t;
+  double p_scale;
   /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
    * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
   vox_svec b, x, r, d, inv_diag;
@@ -75,6 +89,7 @@ typedef struct sparse_system {
   int n_levels;
   sparse_level *level;
   vox_stencil *coarsest;
+  int sa;                      /* VOXFE_SPARSE_COARSE=sa: smoothed-aggregation levels */
   vox_svec u, r, p, q, z;
   vox_solver_options options;
   int block_levels;            /* the first block_levels levels smooth by blocks */
@@ -105,11 +120,14 @@ static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
     sparse_level *lv = &s->level[l];
-    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag};
+    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
         s->o->vec_destroy(be, v[i]);
     if (lv->op) s->o->level_destroy(be, lv->op);
+    vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat, lv->t_mat, lv->tt_mat, lv->pw};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+      if (m[i]) s->o->matrix_destroy(be, m[i]);
   }
   free(s->level);
   vox_svec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z};
@@ -122,6 +140,7 @@ static void system_free(sparse_system *s) {
 static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n = v->n}; }
 
 static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_svec *y) {
+  if (s->level[l].a) return s->o->matrix_apply(s->be, s->level[l].a, x, y, 0);
   const int single = s->options.precision == VOX_PRECISION_MIXED;
   return s->o->apply(s->be, s->level[l].op, x, y, single ? VOX_APPLY_SINGLE : 0);
 }
@@ -138,13 +157,22 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
                      double, vox_svec *, vox_svec *) =
       lv->block ? s->o->block_smoother_step : s->o->smoother_step;
   if (!x_is_zero) TRY(level_apply(s, l, x, &lv->r));
-  TRY(step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0, &lv->d, x));
+  if (lv->w) { /* an assembled level: its inverted 6 x 6 blocks */
+    TRY(s->o->matrix_smoother_step(s->be, lv->w, b, x_is_zero ? NULL : &lv->r, 1 / theta, 0,
+                                   &lv->d, x));
+  } else {
+    TRY(step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0, &lv->d, x));
+  }
   const int degree = s->options.smoothing_steps > MIN_CHEBYSHEV_DEGREE ? s->options.smoothing_steps
                                                                       : MIN_CHEBYSHEV_DEGREE;
   for (int k = 1; k < degree; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
     TRY(level_apply(s, l, x, &lv->r));
-    TRY(step(s->be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho, &lv->d, x));
+    if (lv->w)
+      TRY(s->o->matrix_smoother_step(s->be, lv->w, b, &lv->r, 2 * rho_new / delta, rho_new * rho,
+                                     &lv->d, x));
+    else
+      TRY(step(s->be, b, &lv->r, &lv->inv_diag, 2 * rho_new / delta, rho_new * rho, &lv->d, x));
     rho = rho_new;
   }
   return VOX_OK;
@@ -156,6 +184,11 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   vox_backend *be = s->be;
   sparse_level *lv = &s->level[l];
   double t = mark(s);
+  if (l == s->n_levels - 1 && s->sa) { /* the dense inverse */
+    TRY(s->o->matrix_apply(be, lv->a, b, x, 0));
+    charge(s, l, t);
+    return VOX_OK;
+  }
   if (l == s->n_levels - 1) {
     const vox_vec bv = as_vec(b);
     vox_vec xv = as_vec(x);
@@ -168,14 +201,43 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   TRY(smooth(s, l, b, x, 1));
   TRY(level_apply(s, l, x, &lv->r));
   TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
-  TRY(s->o->restrict_residual(be, lv->op, c->op, &lv->r, &c->b));
-  /* the coarse level's own fixed dofs take no correction either (an
-   * identity row would echo the residual there back as a correction) */
-  TRY(s->o->zero_fixed(be, c->op, &c->b));
+  if (s->sa && lv->t_mat) {
+    /* P^T r = T^T (r - scale A W r), into r (dead after this); with the
+     * smoother's blocks, d = W r adds W r to t too, which A d overwrites */
+    if (lv->pw)
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+    else
+      TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
+    TRY(level_apply(s, l, &lv->d, &lv->t));
+    TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
+    TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
+  } else if (s->sa) {
+    /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
+    TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
+  } else {
+    TRY(s->o->restrict_residual(be, lv->op, c->op, &lv->r, &c->b));
+    /* the coarse level's own fixed dofs take no correction either (an
+     * identity row would echo the residual there back as a correction) */
+    TRY(s->o->zero_fixed(be, c->op, &c->b));
+  }
   charge(s, l, t);
   TRY(vcycle(s, l + 1, &c->b, &c->x));
   t = mark(s);
-  TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
+  if (s->sa && lv->t_mat) {
+    /* x += T x_c - scale W A T x_c */
+    TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t, 0));
+    TRY(s->o->vec_axpy(be, x, 1, &lv->t));
+    TRY(level_apply(s, l, &lv->t, &lv->d));
+    if (lv->pw) {
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
+      TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
+    } else { /* t = -scale W d, x += t */
+      TRY(s->o->block_smoother_step(be, &lv->d, NULL, &lv->inv_diag, -lv->p_scale, 0, &lv->t, x));
+    }
+  } else if (s->sa)
+    TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
+  else
+    TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
   TRY(smooth(s, l, b, x, 0));
   charge(s, l, t);
   return VOX_OK;
@@ -285,6 +347,16 @@ static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double
   return VOX_OK;
 }
 
+/* Factors the coarsest level and learns whether that took: a device may
+ * report a failed factorisation only at the next solve (the CUDA backend's
+ * runs beside the host), so one solve of the level's b, still zero, comes
+ * with it. */
+static vox_status factor_coarsest(sparse_system *s, sparse_level *lv) {
+  TRY(s->be->ops->stencil_factor(s->be, s->coarsest));
+  vox_vec b = as_vec(&lv->b), x = as_vec(&lv->x);
+  return s->be->ops->stencil_solve(s->be, s->coarsest, &b, &x);
+}
+
 /* Bytes the system will allocate, for the check against a device's free
  * memory before anything is allocated. */
 static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be, int mixed,
@@ -310,6 +382,31 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
   return b;
 }
 
+/* Level 0's vectors: the CG's u, r, p, q, z and the smoother's direction. */
+static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
+  TRY(vec(s, lv->n_dofs, 0, &s->u));
+  TRY(vec(s, lv->n_dofs, 0, &s->r));
+  TRY(vec(s, lv->n_dofs, 0, &s->p));
+  TRY(vec(s, lv->n_dofs, 0, &s->q));
+  TRY(vec(s, lv->n_dofs, mixed, &s->z));
+  if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
+    lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
+    lv->d_lent = 1;
+    return VOX_OK;
+  }
+  return vec(s, lv->n_dofs, mixed, &lv->d);
+}
+
+/* An element level's smoother: the inverse diagonal or 3 x 3 blocks and
+ * the Chebyshev interval's upper end. */
+static vox_status element_smoother(sparse_system *s, sparse_level *lv, int l, int mixed) {
+  lv->block = l < s->block_levels;
+  lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
+  TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
+  if (lv->block) return s->o->inv_block_diagonal(s->be, lv->op, &lv->inv_diag);
+  return s->o->inv_diagonal(s->be, lv->op, &lv->inv_diag);
+}
+
 static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
                                const vox_solver_options *options, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
@@ -333,17 +430,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
     TRY(s->o->level_create(be, &d, &lv->op));
     s->bytes += s->o->level_bytes(lv->op);
     if (l == 0) {
-      TRY(vec(s, lv->n_dofs, 0, &s->u));
-      TRY(vec(s, lv->n_dofs, 0, &s->r));
-      TRY(vec(s, lv->n_dofs, 0, &s->p));
-      TRY(vec(s, lv->n_dofs, 0, &s->q));
-      TRY(vec(s, lv->n_dofs, mixed, &s->z));
-      if (mixed) { /* over q's second half (the V-cycle's residual is its first) */
-        lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
-        lv->d_lent = 1;
-      } else {
-        TRY(vec(s, lv->n_dofs, mixed, &lv->d));
-      }
+      TRY(fine_vectors(s, lv, mixed));
     } else if (l < last) {
       vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
       for (size_t i = 0; i < 4; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
@@ -351,15 +438,7 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));
     }
-    if (l < last) {
-      lv->block = l < s->block_levels;
-      lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
-      TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, mixed, &lv->inv_diag));
-      if (lv->block)
-        TRY(s->o->inv_block_diagonal(be, lv->op, &lv->inv_diag));
-      else
-        TRY(s->o->inv_diagonal(be, lv->op, &lv->inv_diag));
-    }
+    if (l < last) TRY(element_smoother(s, lv, l, mixed));
   }
   /* the coarsest level: assembled on the host and factored */
   const vox_sparse_host_level *c = &h->level[last];
@@ -368,14 +447,110 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
   vox_sparse_assemble_coarsest(h, value);
   vox_status st = be->ops->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
   if (st == VOX_OK) st = be->ops->stencil_upload(be, s->coarsest, value);
+  if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
+  if (st == VOX_ERR_INVALID_ARGUMENT) {
+    /* Only semi-definite: a part hinged on one edge or node of the rest
+     * (26-connectivity keeps them) rotates at no energy on every level
+     * that still resolves the hinge, which a small bone's coarsest does.
+     * A + 1e-8 D is definite and changes the preconditioner by that much;
+     * the solve's right-hand side does not excite the hinge's directions. */
+    for (size_t n = 0; n < c->n_nodes; n++)
+      for (int r = 0; r < 3; r++) value[((size_t)n * 27 + 13) * 9 + r * 3 + r] *= 1 + 1e-8;
+    st = be->ops->stencil_upload(be, s->coarsest, value);
+    if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
+  }
   free(value);
   TRY(st);
-  TRY(be->ops->stencil_factor(be, s->coarsest));
   /* the coarsest stencil in double, and on a GPU its dense factor and inverse */
   s->bytes += c->n_nodes * (size_t)be->ops->stencil_blocks * 9 * sizeof(double);
   if (be->ops->device_memory && 3 * c->n_nodes <= be->ops->dense_coarse_dofs)
     s->bytes += 2 * 9 * c->n_nodes * c->n_nodes * sizeof(double);
   return VOX_OK;
+}
+
+/* The system with smoothed-aggregation levels below level 0 (sparse_sa.h):
+ * level 0 as build_system's, the assembled levels' operators, inverted
+ * blocks and transfers uploaded, their vectors in double. */
+static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_sparse_hierarchy *h,
+                                  const vox_sa_hierarchy *sa, const vox_solver_options *options,
+                                  int sao_point, sparse_system *s) {
+  const int mixed = options->precision == VOX_PRECISION_MIXED;
+  /* VOXFE_SA_FINE_TRANSFER: level 0's P applied from T (implicit, the
+   * default: one fine product more per transfer, the same CG count and
+   * about the same time per iteration on the CPU, 104 bytes per dof fewer
+   * on the 64^3 perlin bone) or P and R stored (explicit) */
+  const char *transfer = getenv("VOXFE_SA_FINE_TRANSFER");
+  const int implicit = !transfer || !*transfer || strcmp(transfer, "implicit") == 0;
+  if (!implicit && strcmp(transfer, "explicit") != 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "VOXFE_SA_FINE_TRANSFER=%s: expected explicit or implicit", transfer);
+  if (!s->o->matrix_create)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
+                     "yet (use geometric)",
+                     be->ops->name);
+  s->level = calloc((size_t)sa->n_levels, sizeof *s->level);
+  if (!s->level) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  s->n_levels = sa->n_levels;
+  const int last = sa->n_levels - 1;
+  for (int l = 0; l < sa->n_levels; l++) {
+    sparse_level *lv = &s->level[l];
+    const vox_sa_level *q = &sa->level[l];
+    lv->n_dofs = q->n_nodes * (size_t)q->bn;
+    if (l == 0) {
+      const vox_sparse_level_desc d = vox_sparse_level_describe(h, 0);
+      TRY(s->o->level_create(be, &d, &lv->op));
+      s->bytes += s->o->level_bytes(lv->op);
+      TRY(fine_vectors(s, lv, mixed));
+      TRY(element_smoother(s, lv, 0, mixed));
+    } else {
+      /* in mixed precision the assembled levels' values and vectors are
+       * float, as the geometric levels' (they only precondition); the
+       * coarsest inverse and its vectors stay double (they are small) */
+      const int single = l == last ? 0 : mixed;
+      TRY(vec(s, lv->n_dofs, single, &lv->b));
+      TRY(vec(s, lv->n_dofs, single, &lv->x));
+      const vox_bsr *a = l == last ? &sa->coarsest_inverse : &q->a;
+      TRY(s->o->matrix_create(be, a, single, &lv->a));
+      s->bytes += s->o->matrix_bytes(lv->a);
+      if (l < last) {
+        TRY(vec(s, lv->n_dofs, single, &lv->r));
+        TRY(vec(s, lv->n_dofs, single, &lv->d));
+        TRY(s->o->matrix_create(be, &q->w, mixed, &lv->w));
+        s->bytes += s->o->matrix_bytes(lv->w);
+        lv->bound = CHEBYSHEV_UPPER * q->lambda_max;
+      }
+    }
+    if (l == 0 && implicit) {
+      TRY(s->o->matrix_create(be, &q->t, mixed, &lv->t_mat));
+      TRY(s->o->matrix_create(be, &q->tt, mixed, &lv->tt_mat));
+      s->bytes += s->o->matrix_bytes(lv->t_mat) + s->o->matrix_bytes(lv->tt_mat);
+      if (!lv->block || sao_point) { /* P was smoothed with other blocks */
+        TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
+        s->bytes += s->o->matrix_bytes(lv->pw);
+      }
+      TRY(vec(s, lv->n_dofs, mixed, &lv->t));
+      lv->p_scale = q->p_scale;
+    } else if (l < last) {
+      TRY(s->o->matrix_create(be, &q->p, mixed, &lv->p));
+      TRY(s->o->matrix_create(be, &q->r, mixed, &lv->r_mat));
+      s->bytes += s->o->matrix_bytes(lv->p) + s->o->matrix_bytes(lv->r_mat);
+    }
+  }
+  return VOX_OK;
+}
+
+/* VOXFE_SPARSE_COARSE: geometric (rediscretised levels) or sa. */
+static vox_status coarse_kind_of(vox_context *ctx, int *sa) {
+  const char *v = getenv("VOXFE_SPARSE_COARSE");
+  *sa = 0;
+  if (!v || !*v || strcmp(v, "geometric") == 0) return VOX_OK;
+  if (strcmp(v, "sa") == 0) {
+    *sa = 1;
+    return VOX_OK;
+  }
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "VOXFE_SPARSE_COARSE=%s: expected geometric or sa", v);
 }
 
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -393,6 +568,13 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
                      be->ops->name);
   const double t0 = now();
+  int use_sa = 0;
+  TRY(coarse_kind_of(ctx, &use_sa));
+  if (use_sa && !be->ops->sparse->matrix_create)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
+                     "yet (use geometric)",
+                     be->ops->name);
   double nu = 0;
   TRY(poisson_ratio(ctx, model, &nu));
   const vox_grid *g = &model->grid;
@@ -402,18 +584,36 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   for (size_t i = 0; i < model->n_constraints; i++)
     fixed_box[model->constraints[i].node] |= (uint8_t)(1u << model->constraints[i].component);
   vox_sparse_hierarchy h;
-  vox_status st = vox_sparse_hierarchy_build(ctx, model, fixed_box, nu, options->mg_levels, &h);
+  vox_status st = vox_sparse_hierarchy_build(
+      ctx, model, fixed_box, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, &h);
   free(fixed_box);
   TRY(st);
+  vox_sa_hierarchy sa = {0};
+  int sa_point = 0;
+  if (use_sa) {
+    vox_sa_options sao;
+    vox_sa_options_default(&sao);
+    /* the prolongator smoothed with the diagonal instead of the 3 x 3 and
+     * 6 x 6 blocks: a comparison (perlin 64^3: 71 CG against 45) */
+    const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
+    sao.point_diagonal = sa_point = point && strcmp(point, "point") == 0;
+    st = vox_sa_build(ctx, &h, &sao, &sa);
+    if (st != VOX_OK) {
+      vox_sparse_hierarchy_free(&h);
+      return st;
+    }
+  }
 
-  sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options};
+  sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options, .sa = use_sa};
   const char *profile = getenv("VOXFE_SPARSE_PROFILE");
   s.profile = profile && strcmp(profile, "1") == 0;
   st = block_levels_of(ctx, &s.block_levels);
   if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)
     st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
-  if (st == VOX_OK) st = build_system(ctx, be, &h, options, &s);
+  if (st == VOX_OK)
+    st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
+                : build_system(ctx, be, &h, options, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
   double *host = st == VOX_OK ? malloc(n * sizeof *host) : NULL;
@@ -470,7 +670,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
       s.pcg_seconds += now() - tc;
     }
     res->storage = VOX_STORAGE_SPARSE;
-    res->levels = h.n_levels;
+    res->levels = s.n_levels;
     res->setup_seconds = t1 - t0;
     if (st == VOX_OK) st = s.o->vec_download(be, &s.u, host);
     if (st == VOX_OK) {
@@ -491,12 +691,28 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   const double t2 = now();
   if (stats) {
     memset(stats, 0, sizeof *stats);
-    stats->n_levels = h.n_levels;
+    stats->n_levels = s.n_levels;
     stats->n_dofs = n;
     stats->n_elements = f->n_elements;
     for (int l = 0; l < h.n_levels && l < 16; l++) stats->level_dofs[l] = 3 * h.level[l].n_nodes;
+    if (use_sa) {
+      size_t entries = 0;
+      for (int l = 0; l < sa.n_levels && l < 16; l++) {
+        stats->level_dofs[l] = sa.level[l].n_nodes * (size_t)sa.level[l].bn;
+        entries += sa.level[l].scalar_nonzeros;
+      }
+      stats->sa = 1;
+      stats->operator_complexity = (double)entries / (double)sa.level[0].scalar_nonzeros;
+      stats->sa_setup_seconds = sa.setup_seconds;
+      const vox_sa_timing *tm = &sa.timing;
+      const double parts[6] = {tm->aggregate, tm->tentative, tm->prolongator,
+                               tm->galerkin,  tm->smoother,  tm->coarsest};
+      memcpy(stats->sa_part_seconds, parts, sizeof parts);
+    }
     stats->bytes = s.bytes;
-    stats->block_levels = s.block_levels < h.n_levels - 1 ? s.block_levels : h.n_levels - 1;
+    /* with SA only level 0 has 3 x 3 blocks (the assembled levels 6 x 6) */
+    const int smoothed = use_sa ? 1 : s.n_levels - 1;
+    stats->block_levels = s.block_levels < smoothed ? s.block_levels : smoothed;
     stats->setup_seconds = t1 - t0;
     stats->solve_seconds = t2 - t1;
     stats->pcg_seconds = s.pcg_seconds;
@@ -505,6 +721,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   }
   free(host);
   system_free(&s);
+  vox_sa_free(&sa);
   vox_sparse_hierarchy_free(&h);
   return st;
 }

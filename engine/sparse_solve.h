@@ -18,6 +18,16 @@ typedef struct vox_sparse_stats {
   size_t level_dofs[16];   /* per level (the first 16) */
   size_t bytes;            /* bytes allocated on the backend, all together */
   int block_levels;        /* levels smoothed with the nodes' 3 x 3 blocks */
+  /* VOXFE_SPARSE_COARSE=sa: smoothed-aggregation levels (level_dofs: 6 a
+   * coarse node), their operator complexity (the scalar entries of the
+   * assembled operators of all levels over those of the fine one) and the
+   * seconds of their setup on the host (of setup_seconds) */
+  int sa;
+  double operator_complexity;
+  double sa_setup_seconds;
+  /* of which (vox_sa_timing): aggregation, tentative prolongators,
+   * prolongator smoothing, Galerkin products, coarse smoothers, coarsest */
+  double sa_part_seconds[6];
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
   double pcg_seconds;      /* of which the iterations (no transfers to the host) */

@@ -4,6 +4,8 @@
 #ifndef VOXFE_TESTS_BONE_MODEL_H
 #define VOXFE_TESTS_BONE_MODEL_H
 
+#include <math.h>
+
 #include "perlin_bone.h"
 #include "voxfe/voxfe.h"
 
@@ -44,6 +46,40 @@ static void clamp_bottom_load_top(vox_context *ctx, vox_model *m) {
       CHECK_OK(ctx, vox_model_add_load(ctx, m, top, 2, 0, -0.5));
       CHECK_OK(ctx, vox_model_add_load(ctx, m, top, 0, 1, 0.25 + 0.01 * (double)i));
     }
+}
+
+/* A bone with mechanisms, as 26-connectivity keeps them: a 2 x 2 voxel
+ * column from plate to plate (x, y < 2), a 2 x 2 x 2 cube hinged on one of
+ * its edges and a 2 x 2 x 1 plate hanging from the cube by one corner, in a
+ * 6 x 6 x 10 box under the uniaxial compression test. Each hinge lets its
+ * part rotate at no energy: the stiffness matrix is only semi-definite, and
+ * so is every coarse level that still resolves a hinge. */
+static inline void make_hinged_model(vox_context *ctx, vox_model *m) {
+  vox_grid g = {.nx = 6, .ny = 6, .nz = 10, .voxel_size = {0.05, 0.05, 0.05}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  vox_material bone = {.label = 1, .youngs_modulus = 6829, .poisson_ratio = 0.3};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &bone));
+  for (int k = 0; k < 10; k++)
+    for (int j = 0; j < 6; j++)
+      for (int i = 0; i < 6; i++) {
+        const int column = i < 2 && j < 2;
+        const int hinged = i >= 2 && i < 4 && j >= 2 && j < 4 && k >= 4 && k < 6; /* edge */
+        const int hanging = i >= 4 && j >= 4 && k == 6;                            /* corner */
+        m->label[(k * 6 + j) * 6 + i] = (uint8_t)(column || hinged || hanging);
+      }
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+}
+
+/* max |a - b| over the dofs of the hinged model's column (nodes with x, y
+ * <= 2), which no mechanism moves, relative to max |b| there. */
+static inline double hinged_column_difference(const double *a, const double *b) {
+  double d = 0, scale = 0;
+  for (size_t i = 0; i < 3 * 7 * 7 * 11; i++) {
+    const size_t node = i / 3, x = node % 7, y = node / 7 % 7;
+    if (x <= 2 && y <= 2) d = fmax(d, fabs(a[i] - b[i])), scale = fmax(scale, fabs(b[i]));
+  }
+  return scale > 0 ? d / scale : INFINITY;
 }
 
 #endif

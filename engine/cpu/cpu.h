@@ -56,6 +56,20 @@ static inline int vox_cpu_parents_periodic(int64_t a, int64_t nc, int64_t J[2], 
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
 
+/* The sparse system's assembled matrices (cpu_sparse_matrix.c; sparse_ops.h). */
+typedef struct vox_bsr vox_bsr;
+typedef struct vox_svec vox_svec;
+typedef struct vox_sparse_matrix vox_sparse_matrix;
+vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                 vox_sparse_matrix **out);
+void vox_cpu_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
+size_t vox_cpu_matrix_bytes(const vox_sparse_matrix *m);
+vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
+                                vox_svec *y, int add);
+vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *m,
+                                        const vox_svec *b, const vox_svec *ax, double alpha,
+                                        double beta, vox_svec *d, vox_svec *x);
+
 /* cpu_operator.c */
 vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
 void vox_cpu_op_destroy(vox_backend *be, vox_operator *op);

@@ -395,4 +395,9 @@ const vox_sparse_ops vox_cpu_sparse_ops = {
     .zero_fixed = zero_fixed,
     .restrict_residual = restrict_residual,
     .prolong_add = prolong_add,
+    .matrix_create = vox_cpu_matrix_create,
+    .matrix_destroy = vox_cpu_matrix_destroy,
+    .matrix_bytes = vox_cpu_matrix_bytes,
+    .matrix_apply = vox_cpu_matrix_apply,
+    .matrix_smoother_step = vox_cpu_matrix_smoother_step,
 };

@@ -9,7 +9,9 @@
  * 1e-12 on both (also with each smoother, VOXFE_SPARSE_SMOOTHER), the
  * same displacements to 1e-8 of the largest (the GPU's
  * float preconditioner changes the path, not the solution), and the CG
- * counts close. Exit 77 (skipped) when this build has no CUDA or the
+ * counts close; the assembled block matrices of the smoothed-aggregation
+ * levels (matrix_apply, matrix_smoother_step) for each block shape against
+ * the CPU's, and a solve with those levels (VOXFE_SPARSE_COARSE=sa). Exit 77 (skipped) when this build has no CUDA or the
  * machine no device; VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU
  * backend itself. */
 #include <math.h>
@@ -19,7 +21,10 @@
 
 #include "../check.h"
 #include "../bone_model.h"
+#include "backend_ops.h"
+#include "sparse_bsr.h"
 #include "sparse_hierarchy.h"
+#include "sparse_ops.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
 
@@ -227,6 +232,130 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
   vox_sparse_hierarchy_free(&h);
 }
 
+/* ---- assembled matrices (the smoothed-aggregation levels) ------------------ */
+
+static double unit(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+/* A random BSR matrix of rows x cols blocks of br x bc: `diagonal` one block
+ * per row on the diagonal (an inverse-block smoother's W), else up to 6
+ * blocks a row at ascending distinct columns (some rows empty). */
+static void random_bsr(vox_bsr *a, size_t rows, size_t cols, int br, int bc, int diagonal,
+                       uint64_t seed) {
+  *a = (vox_bsr){.n_rows = rows, .n_cols = cols, .br = br, .bc = bc};
+  a->row_start = calloc(rows + 1, sizeof *a->row_start);
+  a->col = malloc(rows * 6 * sizeof *a->col);
+  a->val = malloc(rows * 6 * (size_t)(br * bc) * sizeof *a->val);
+  size_t k = 0;
+  for (size_t i = 0; i < rows; i++) {
+    if (diagonal) {
+      a->col[k++] = (int32_t)i;
+    } else {
+      size_t c = (size_t)((unit(&seed) + 1) * 3);
+      for (int b = 0; b < 6 && c < cols; b++, c += 1 + (size_t)((unit(&seed) + 1) * 4))
+        a->col[k++] = (int32_t)c;
+    }
+    a->row_start[i + 1] = k;
+  }
+  for (size_t v = 0; v < k * (size_t)(br * bc); v++) a->val[v] = unit(&seed);
+}
+
+/* max |gpu - cpu| / max |cpu| of a vector on both backends */
+static double vec_difference(vox_context *ctx, vox_backend *gpu, vox_backend *cpu,
+                             const vox_svec *g, const vox_svec *c) {
+  double *hg = malloc(g->n * sizeof *hg), *hc = malloc(c->n * sizeof *hc);
+  CHECK_OK(ctx, gpu->ops->sparse->vec_download(gpu, g, hg));
+  CHECK_OK(ctx, cpu->ops->sparse->vec_download(cpu, c, hc));
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < g->n; i++)
+    diff = fmax(diff, fabs(hg[i] - hc[i])), scale = fmax(scale, fabs(hc[i]));
+  free(hg), free(hc);
+  return scale > 0 ? diff / scale : diff;
+}
+
+/* A vector of n random entries on both backends, in double or float. */
+static void random_pair(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, size_t n,
+                        int single, uint64_t seed, vox_svec *g, vox_svec *c) {
+  double *h = malloc(n * sizeof *h);
+  for (size_t i = 0; i < n; i++) h[i] = unit(&seed);
+  CHECK_OK(ctx, gpu->ops->sparse->vec_create(gpu, n, single, g));
+  CHECK_OK(ctx, cpu->ops->sparse->vec_create(cpu, n, single, c));
+  CHECK_OK(ctx, gpu->ops->sparse->vec_upload(gpu, g, h));
+  CHECK_OK(ctx, cpu->ops->sparse->vec_upload(cpu, c, h));
+  free(h);
+}
+
+/* matrix_apply (y = A x and y += A x) and matrix_smoother_step (beta 0 and
+ * not) on both backends for each block shape of the SA hierarchy and one of
+ * run-time size, values and vectors in double (1e-12) or float (1e-5). */
+static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *cpu) {
+  const vox_sparse_ops *go = gpu->ops->sparse, *co = cpu->ops->sparse;
+  static const int shapes[][2] = {{6, 6}, {3, 6}, {6, 3}, {3, 3}, {5, 4}};
+  for (int sh = 0; sh < 5; sh++)
+    for (int single = 0; single < 2; single++) {
+      const int br = shapes[sh][0], bc = shapes[sh][1];
+      const double tol = single ? 1e-5 : 1e-12;
+      const size_t rows = 300, cols = 200;
+      vox_bsr h;
+      random_bsr(&h, rows, cols, br, bc, 0, 7 + (uint64_t)sh);
+      vox_sparse_matrix *mg, *mc;
+      /* float vectors with float values, as the V-cycle's in mixed precision */
+      CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
+      CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
+      CHECK(go->matrix_bytes(mg) == co->matrix_bytes(mc));
+      vox_svec xg, xc, yg, yc;
+      random_pair(ctx, gpu, cpu, cols * (size_t)bc, single, 11, &xg, &xc);
+      random_pair(ctx, gpu, cpu, rows * (size_t)br, single, 13, &yg, &yc);
+      double worst = 0;
+      for (int add = 0; add < 2; add++) {
+        CHECK_OK(ctx, go->matrix_apply(gpu, mg, &xg, &yg, add));
+        CHECK_OK(ctx, co->matrix_apply(cpu, mc, &xc, &yc, add));
+        worst = fmax(worst, vec_difference(ctx, gpu, cpu, &yg, &yc));
+      }
+      /* a mismatched vector is refused */
+      CHECK(go->matrix_apply(gpu, mg, &yg, &xg, 0) == VOX_ERR_INVALID_ARGUMENT);
+      printf("matrix %d x %d blocks, %s vectors: products max |gpu - cpu| / max |cpu| = %.2e "
+             "(tol %.0e)\n", br, bc, single ? "float" : "double", worst, tol);
+      CHECK(worst <= tol);
+      go->matrix_destroy(gpu, mg), co->matrix_destroy(cpu, mc);
+      vox_bsr_free(&h);
+      if (br == bc) { /* the smoother step with W block diagonal */
+        random_bsr(&h, rows, rows, br, bc, 1, 17 + (uint64_t)sh);
+        CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
+        CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
+        vox_svec bg, bcv, ag, ac, dg, dc, zg, zc;
+        const size_t n = rows * (size_t)br;
+        random_pair(ctx, gpu, cpu, n, single, 19, &bg, &bcv);
+        random_pair(ctx, gpu, cpu, n, single, 23, &ag, &ac);
+        random_pair(ctx, gpu, cpu, n, single, 29, &dg, &dc);
+        random_pair(ctx, gpu, cpu, n, single, 31, &zg, &zc);
+        double sworst = 0;
+        for (int step = 0; step < 2; step++) {
+          const double beta = step ? 0.3 : 0;
+          CHECK_OK(ctx, go->matrix_smoother_step(gpu, mg, &bg, step ? &ag : NULL, 0.7, beta, &dg,
+                                                 &zg));
+          CHECK_OK(ctx, co->matrix_smoother_step(cpu, mc, &bcv, step ? &ac : NULL, 0.7, beta,
+                                                 &dc, &zc));
+          sworst = fmax(sworst, vec_difference(ctx, gpu, cpu, &dg, &dc));
+          sworst = fmax(sworst, vec_difference(ctx, gpu, cpu, &zg, &zc));
+        }
+        printf("matrix %d x %d blocks, %s vectors: smoother steps max |gpu - cpu| / max |cpu| "
+               "= %.2e\n", br, bc, single ? "float" : "double", sworst);
+        CHECK(sworst <= tol);
+        go->vec_destroy(gpu, &bg), co->vec_destroy(cpu, &bcv);
+        go->vec_destroy(gpu, &ag), co->vec_destroy(cpu, &ac);
+        go->vec_destroy(gpu, &dg), co->vec_destroy(cpu, &dc);
+        go->vec_destroy(gpu, &zg), co->vec_destroy(cpu, &zc);
+        go->matrix_destroy(gpu, mg), co->matrix_destroy(cpu, mc);
+        vox_bsr_free(&h);
+      }
+      go->vec_destroy(gpu, &xg), co->vec_destroy(cpu, &xc);
+      go->vec_destroy(gpu, &yg), co->vec_destroy(cpu, &yc);
+    }
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
@@ -245,6 +374,43 @@ int main(void) {
     return SKIP;
   }
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
+  compare_matrix_ops(ctx, gpu, cpu);
+  { /* the smoothed-aggregation coarse levels (VOXFE_SPARSE_COARSE=sa) */
+    vox_model m;
+    make_bone_model(ctx, &m, 27, 3, 1);
+    double applied;
+    CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+    setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+    compare(ctx, gpu, cpu, &m, "smoothed aggregation: compression 27^3");
+    unsetenv("VOXFE_SPARSE_COARSE");
+    vox_model_free(&m);
+  }
+  { /* the hinged bone (bone_model.h), semi-definite: each coarse space
+     * converges on the device to the CPU's displacements on the column */
+    vox_model m;
+    make_hinged_model(ctx, &m);
+    const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+    double *ug = calloc(nd, sizeof *ug), *uc = calloc(nd, sizeof *uc);
+    vox_solver_options opt;
+    vox_solver_options_default(&opt);
+    opt.rtol = 1e-10;
+    opt.storage = VOX_STORAGE_SPARSE;
+    for (int k = 0; k < 2; k++) {
+      setenv("VOXFE_SPARSE_COARSE", k ? "sa" : "geometric", 1);
+      vox_solve_result rg, rc;
+      memset(ug, 0, nd * sizeof *ug), memset(uc, 0, nd * sizeof *uc);
+      CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, gpu, &m, &opt, ug, &rg, NULL));
+      CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, cpu, &m, &opt, uc, &rc, NULL));
+      const double diff = hinged_column_difference(ug, uc);
+      printf("hinged bone, %s: CG %d (gpu) %d (cpu), the column's max |du| / max |u| = %.2e\n",
+             k ? "sa" : "geometric", rg.iterations, rc.iterations, diff);
+      CHECK(rg.reason == VOX_CONVERGED_RTOL && rc.reason == VOX_CONVERGED_RTOL);
+      CHECK(diff <= 1e-7);
+    }
+    unsetenv("VOXFE_SPARSE_COARSE");
+    free(ug), free(uc);
+    vox_model_free(&m);
+  }
   static const char *const kinds[] = {"atomic", "warp"};
   for (int k = 0; k < 2; k++) {
     setenv("VOXFE_SPARSE_PRODUCT", kinds[k], 1);
