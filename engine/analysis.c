@@ -200,26 +200,6 @@ vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_comp
   return s;
 }
 
-/* The one Poisson ratio of the materials in use (the solver's rule). */
-static vox_status poisson_ratio(vox_context *ctx, const vox_model *m, double *nu) {
-  int found = 0;
-  uint8_t used[256];
-  vox_model_labels_used(m, used);
-  for (int l = 1; l < 256; l++) {
-    if (!used[l]) continue;
-    const vox_material *mat = vox_model_material(m, (uint8_t)l);
-    if (!mat) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
-    if (found && mat->poisson_ratio != *nu)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                       "materials with different Poisson ratios (%g, %g) are not supported",
-                       *nu, mat->poisson_ratio);
-    *nu = mat->poisson_ratio;
-    found = 1;
-  }
-  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no bone");
-  return VOX_OK;
-}
-
 static void set_nan(double *a, size_t n) {
   if (a)
     for (size_t i = 0; i < n; i++) a[i] = NAN;
@@ -283,7 +263,7 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
   const vox_grid *g = &model->grid;
   const int64_t ne = vox_grid_elements(g), nn = vox_grid_nodes(g);
   double nu = 0, ke[24 * 24], d[36], b[6 * 24];
-  vox_status s = poisson_ratio(ctx, model, &nu);
+  vox_status s = vox_model_poisson_ratio(ctx, model, &nu);
   if (s) return s;
   if (vox_hex8_elasticity(1.0, nu, g->voxel_size, ke) || vox_isotropic_elasticity_matrix(1.0, nu, d))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);

@@ -28,26 +28,6 @@ void vox_fem_destroy(vox_fem *fem) {
   free(fem);
 }
 
-/* The one Poisson ratio of the materials in use. */
-static vox_status common_poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
-  int found = 0;
-  uint8_t used[256];
-  vox_model_labels_used(model, used);
-  for (int l = 1; l < 256; l++) {
-    if (!used[l]) continue;
-    const vox_material *m = vox_model_material(model, (uint8_t)l);
-    if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
-    if (found && m->poisson_ratio != *nu)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                       "materials with different Poisson ratios (%g, %g) are not supported yet",
-                       *nu, m->poisson_ratio);
-    *nu = m->poisson_ratio;
-    found = 1;
-  }
-  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
-  return VOX_OK;
-}
-
 /* Heat conduction: every material in use conducts (a zero conductivity
  * would leave its nodes without an equation). */
 static vox_status check_conductivities(vox_context *ctx, const vox_model *model) {
@@ -192,7 +172,7 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
     if (vox_hex8_conduction(1.0, model->grid.voxel_size, ke) != 0)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad voxel size for conduction");
   } else {
-    TRY(common_poisson_ratio(ctx, model, &nu));
+    TRY(vox_model_poisson_ratio(ctx, model, &nu));
     if (vox_hex8_elasticity(1.0, nu, model->grid.voxel_size, ke) != 0)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
   }

@@ -156,6 +156,25 @@ void vox_model_labels_used(const vox_model *model, uint8_t used[256]) {
   memcpy(used, seen, sizeof seen);
 }
 
+vox_status vox_model_poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
+  int found = 0;
+  uint8_t used[256];
+  vox_model_labels_used(model, used);
+  for (int l = 1; l < 256; l++) {
+    if (!used[l]) continue;
+    const vox_material *m = vox_model_material(model, (uint8_t)l);
+    if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
+    if (found && m->poisson_ratio != *nu)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "materials with different Poisson ratios (%g, %g) are not supported yet",
+                       *nu, m->poisson_ratio);
+    *nu = m->poisson_ratio;
+    found = 1;
+  }
+  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+  return VOX_OK;
+}
+
 const vox_material *vox_model_material(const vox_model *model, uint8_t label) {
   for (int i = 0; i < model->n_materials; i++)
     if (model->materials[i].label == label) return &model->materials[i];

@@ -327,26 +327,6 @@ static void clear(double *host, size_t n) {
   for (size_t i = 0; i < n; i++) host[i] = 0;
 }
 
-/* The one Poisson ratio of the materials in use (fem.c has the same rule). */
-static vox_status poisson_ratio(vox_context *ctx, const vox_model *model, double *nu) {
-  int found = 0;
-  uint8_t used[256];
-  vox_model_labels_used(model, used);
-  for (int l = 1; l < 256; l++) {
-    if (!used[l]) continue;
-    const vox_material *m = vox_model_material(model, (uint8_t)l);
-    if (!m) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "label %d has no material", l);
-    if (found && m->poisson_ratio != *nu)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                       "materials with different Poisson ratios (%g, %g) are not supported yet",
-                       *nu, m->poisson_ratio);
-    *nu = m->poisson_ratio;
-    found = 1;
-  }
-  if (!found) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
-  return VOX_OK;
-}
-
 /* Factors the coarsest level and learns whether that took: a device may
  * report a failed factorisation only at the next solve (the CUDA backend's
  * runs beside the host), so one solve of the level's b, still zero, comes
@@ -576,7 +556,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
                      "yet (use geometric)",
                      be->ops->name);
   double nu = 0;
-  TRY(poisson_ratio(ctx, model, &nu));
+  TRY(vox_model_poisson_ratio(ctx, model, &nu));
   const vox_grid *g = &model->grid;
   const size_t nb = (size_t)vox_grid_nodes(g);
   uint8_t *fixed_box = calloc(nb, 1);

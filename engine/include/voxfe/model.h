@@ -215,6 +215,11 @@ const vox_material *vox_model_material(const vox_model *model, uint8_t label);
 /* used[l] = 1 for each label l that a voxel has, 0 for the others: one pass
  * over the box, in parallel (14 M voxels of a clinical model). */
 void vox_model_labels_used(const vox_model *model, uint8_t used[256]);
+/* The one Poisson ratio of the materials the voxels use (the solvers take
+ * one element matrix scaled by each modulus): VOX_ERR_UNSUPPORTED for two
+ * different ones, VOX_ERR_INVALID_ARGUMENT for a label without a material
+ * or a model without material voxels. */
+vox_status vox_model_poisson_ratio(vox_context *ctx, const vox_model *model, double *nu);
 vox_status vox_model_add_constraint(vox_context *ctx, vox_model *model, int64_t node,
                                     int component, double value);
 vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, int component,
