@@ -11,9 +11,10 @@
  * float preconditioner changes the path, not the solution), and the CG
  * counts close; the assembled block matrices of the smoothed-aggregation
  * levels (matrix_apply, matrix_smoother_step) for each block shape against
- * the CPU's, and a solve with those levels (VOXFE_SPARSE_COARSE=sa). Exit 77 (skipped) when this build has no CUDA or the
- * machine no device; VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU
- * backend itself. */
+ * the CPU's, a solve with those levels (VOXFE_SPARSE_COARSE=sa), and the
+ * hinged bone (semi-definite) with either coarse space. Exit 77 (skipped)
+ * when this build has no CUDA or the machine no device;
+ * VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU backend itself. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
