@@ -68,6 +68,19 @@ static inline unsigned vox_cuda_grid(size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);             \
        i += (size_t)gridDim.x * blockDim.x)
 
+/* Entry i of a device vector of either precision (`single`: float, else
+ * double), as a double: the sparse system's vectors (cuda_sparse.cu,
+ * cuda_sparse_matrix.cu), whose precision is a run-time flag. */
+static __device__ __forceinline__ double vox_cuda_ld(const void *p, int single, size_t i) {
+  return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
+}
+static __device__ __forceinline__ void vox_cuda_st(void *p, int single, size_t i, double v) {
+  if (single)
+    ((float *)p)[i] = (float)v;
+  else
+    ((double *)p)[i] = v;
+}
+
 /* The hexahedron's corners, vox_hex8_corner (VTK order) as bit arithmetic:
  * that host table cannot be read on the device nor used in constant
  * expressions. vox_cuda_backend_create checks the two agree. */

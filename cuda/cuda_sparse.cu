@@ -37,15 +37,6 @@ struct vox_sparse_level {
   size_t bytes;
 };
 
-static __device__ __forceinline__ double ld(const void *p, int single, size_t i) {
-  return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-static __device__ __forceinline__ void st(void *p, int single, size_t i, double v) {
-  if (single)
-    ((float *)p)[i] = (float)v;
-  else
-    ((double *)p)[i] = v;
-}
 static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i, double v) {
   if (single)
     atomicAdd((float *)p + i, (float)v);
@@ -120,10 +111,10 @@ static void vec_destroy(vox_backend *be, vox_svec *v) {
 }
 
 static __global__ void convert_kernel(size_t n, const double *src, void *dst, int single) {
-  VOX_GRID_STRIDE(i, n) st(dst, single, i, src[i]);
+  VOX_GRID_STRIDE(i, n) vox_cuda_st(dst, single, i, src[i]);
 }
 static __global__ void widen_kernel(size_t n, const void *src, int single, double *dst) {
-  VOX_GRID_STRIDE(i, n) dst[i] = ld(src, single, i);
+  VOX_GRID_STRIDE(i, n) dst[i] = vox_cuda_ld(src, single, i);
 }
 
 /* Host doubles through a device staging buffer when the vector is float. */
@@ -135,8 +126,9 @@ static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
   }
   double *tmp;
   TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
-  vox_status s = vox_cuda_check(be, cudaMemcpy(tmp, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
-                                "uploading a vector");
+  vox_status s =
+      vox_cuda_check(be, cudaMemcpy(tmp, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
+                     "uploading a vector");
   if (s == VOX_OK) {
     convert_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, tmp, v->data, 1);
     s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
@@ -163,7 +155,7 @@ static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host)
 }
 
 static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
-  VOX_GRID_STRIDE(i, n) st(x, xs, i, a);
+  VOX_GRID_STRIDE(i, n) vox_cuda_st(x, xs, i, a);
 }
 
 static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
@@ -180,7 +172,8 @@ static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
 /* y = a x + b y */
 static __global__ void axpby_kernel(size_t n, double a, const void *x, int xs, double b, void *y,
                                     int ys) {
-  VOX_GRID_STRIDE(i, n) st(y, ys, i, a * ld(x, xs, i) + b * ld(y, ys, i));
+  VOX_GRID_STRIDE(i, n)
+  vox_cuda_st(y, ys, i, a * vox_cuda_ld(x, xs, i) + b * vox_cuda_ld(y, ys, i));
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
@@ -207,7 +200,7 @@ static __global__ void dot_partials(size_t n, const void *x, int xs, const void 
   double v = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
-    v += ld(x, xs, i) * ld(y, ys, i);
+    v += vox_cuda_ld(x, xs, i) * vox_cuda_ld(y, ys, i);
   v = vox_cuda_warp_sum(v);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
   __syncthreads();
@@ -251,10 +244,11 @@ static __global__ void smoother_kernel(size_t n, const void *b, int bs, const vo
                                        const void *w, int ws, double alpha, double beta, void *d,
                                        int ds, void *x, int xs) {
   VOX_GRID_STRIDE(i, n) {
-    const double r = ld(w, ws, i) * (ax ? ld(b, bs, i) - ld(ax, as, i) : ld(b, bs, i));
-    const double di = beta != 0 ? alpha * r + beta * ld(d, ds, i) : alpha * r;
-    st(d, ds, i, di);
-    st(x, xs, i, ld(x, xs, i) + di);
+    const double r = vox_cuda_ld(w, ws, i) *
+                     (ax ? vox_cuda_ld(b, bs, i) - vox_cuda_ld(ax, as, i) : vox_cuda_ld(b, bs, i));
+    const double di = beta != 0 ? alpha * r + beta * vox_cuda_ld(d, ds, i) : alpha * r;
+    vox_cuda_st(d, ds, i, di);
+    vox_cuda_st(x, xs, i, vox_cuda_ld(x, xs, i) + di);
   }
 }
 
@@ -276,14 +270,15 @@ static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs
   VOX_GRID_STRIDE(m, nodes) {
     double r[3], wm[6];
     for (int c = 0; c < 3; c++)
-      r[c] = ax ? ld(b, bs, 3 * m + c) - ld(ax, as, 3 * m + c) : ld(b, bs, 3 * m + c);
-    for (int k = 0; k < 6; k++) wm[k] = ld(w, ws, 6 * m + k);
+      r[c] = ax ? vox_cuda_ld(b, bs, 3 * m + c) - vox_cuda_ld(ax, as, 3 * m + c)
+                : vox_cuda_ld(b, bs, 3 * m + c);
+    for (int k = 0; k < 6; k++) wm[k] = vox_cuda_ld(w, ws, 6 * m + k);
     for (int i = 0; i < 3; i++) {
       double z = 0;
       for (int j = 0; j < 3; j++) z += wm[vox_block_entry(i, j)] * r[j];
-      const double di = beta != 0 ? alpha * z + beta * ld(d, ds, 3 * m + i) : alpha * z;
-      st(d, ds, 3 * m + i, di);
-      st(x, xs, 3 * m + i, ld(x, xs, 3 * m + i) + di);
+      const double di = beta != 0 ? alpha * z + beta * vox_cuda_ld(d, ds, 3 * m + i) : alpha * z;
+      vox_cuda_st(d, ds, 3 * m + i, di);
+      vox_cuda_st(x, xs, 3 * m + i, vox_cuda_ld(x, xs, 3 * m + i) + di);
     }
   }
 }
@@ -346,7 +341,8 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   size_t b = 0;
   vox_status s = upload(be, (void **)&l->element_nodes, d->element_nodes,
                         d->n_elements * 4 * sizeof(int32_t), &b, "sparse elements");
-  if (s == VOX_OK) s = upload(be, (void **)&l->material, d->material, d->n_elements, &b, "materials");
+  if (s == VOX_OK)
+    s = upload(be, (void **)&l->material, d->material, d->n_elements, &b, "materials");
   if (s == VOX_OK) s = upload(be, (void **)&l->table, d->table, 256 * sizeof(double), &b, "moduli");
   if (s == VOX_OK)
     s = upload(be, (void **)&l->modulus, d->modulus, d->n_elements * sizeof(float), &b, "moduli");
@@ -392,7 +388,7 @@ static __device__ __forceinline__ void element_in(const vox_sparse_level &l, siz
     const uint8_t f = full ? 0 : l.node_fixed[node[a]];
 #pragma unroll
     for (int c = 0; c < 3; c++)
-      xl[3 * a + c] = (f >> c & 1) ? (T)0 : (T)ld(x, xs, 3 * (size_t)node[a] + c);
+      xl[3 * a + c] = (f >> c & 1) ? (T)0 : (T)vox_cuda_ld(x, xs, 3 * (size_t)node[a] + c);
   }
 }
 
@@ -518,7 +514,7 @@ static __global__ void fixed_rows_kernel(size_t n, const uint8_t *fixed, const v
     const uint8_t f = fixed[m];
     if (!f) continue;
     for (int c = 0; c < 3; c++)
-      if (f >> c & 1) st(y, ys, 3 * m + c, ld(x, xs, 3 * m + c));
+      if (f >> c & 1) vox_cuda_st(y, ys, 3 * m + c, vox_cuda_ld(x, xs, 3 * m + c));
   }
 }
 
@@ -560,15 +556,16 @@ static __global__ void diagonal_kernel(vox_sparse_level l, void *d, int ds) {
     int32_t node[8];
     corners(l.element_nodes, e, node);
     const double m = modulus(l, e);
-    for (int r = 0; r < 24; r++) atomic_add(d, ds, 3 * (size_t)node[r / 3] + r % 3, m * l.ke[r * 25]);
+    for (int r = 0; r < 24; r++)
+      atomic_add(d, ds, 3 * (size_t)node[r / 3] + r % 3, m * l.ke[r * 25]);
   }
 }
 
 static __global__ void invert_kernel(size_t n, const uint8_t *fixed, void *d, int ds) {
   VOX_GRID_STRIDE(m, n) {
     for (int c = 0; c < 3; c++) {
-      const double v = ld(d, ds, 3 * m + c);
-      st(d, ds, 3 * m + c, (fixed[m] >> c & 1) || v <= 0 ? 1.0 : 1.0 / v);
+      const double v = vox_cuda_ld(d, ds, 3 * m + c);
+      vox_cuda_st(d, ds, 3 * m + c, (fixed[m] >> c & 1) || v <= 0 ? 1.0 : 1.0 / v);
     }
   }
 }
@@ -600,9 +597,9 @@ static __global__ void block_diagonal_kernel(vox_sparse_level l, void *w, int ws
 static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, void *w, int ws) {
   VOX_GRID_STRIDE(m, n) {
     double in[6], out[6];
-    for (int k = 0; k < 6; k++) in[k] = ld(w, ws, 6 * m + k);
+    for (int k = 0; k < 6; k++) in[k] = vox_cuda_ld(w, ws, 6 * m + k);
     vox_block_invert(in, fixed[m], out);
-    for (int k = 0; k < 6; k++) st(w, ws, 6 * m + k, out[k]);
+    for (int k = 0; k < 6; k++) vox_cuda_st(w, ws, 6 * m + k, out[k]);
   }
 }
 
@@ -621,7 +618,7 @@ static __global__ void zero_fixed_kernel(size_t n, const uint8_t *fixed, void *v
     const uint8_t f = fixed[m];
     if (!f) continue;
     for (int c = 0; c < 3; c++)
-      if (f >> c & 1) st(v, vs, 3 * m + c, 0);
+      if (f >> c & 1) vox_cuda_st(v, vs, 3 * m + c, 0);
   }
 }
 
@@ -653,7 +650,7 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
     corners(c.element_nodes, word >> VOX_SPARSE_POS_BITS, cn);
     const uint8_t fx = f.node_fixed[m];
     double v[3];
-    for (int k = 0; k < 3; k++) v[k] = (fx >> k & 1) ? 0.0 : ld(rf, rfs, 3 * m + k);
+    for (int k = 0; k < 3; k++) v[k] = (fx >> k & 1) ? 0.0 : vox_cuda_ld(rf, rfs, 3 * m + k);
     for (int a = 0; a < 8; a++) {
       const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
                               vox_cuda_corner(a, 2));
@@ -685,11 +682,11 @@ static __global__ void prolong_kernel(vox_sparse_level f, vox_sparse_level c, co
       const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),
                               vox_cuda_corner(a, 2));
       if (w == 0) continue;
-      for (int k = 0; k < 3; k++) s[k] += w * ld(xc, xcs, 3 * (size_t)cn[a] + k);
+      for (int k = 0; k < 3; k++) s[k] += w * vox_cuda_ld(xc, xcs, 3 * (size_t)cn[a] + k);
     }
     const uint8_t fx = f.node_fixed[m];
     for (int k = 0; k < 3; k++)
-      if (!(fx >> k & 1)) st(xf, xfs, 3 * m + k, ld(xf, xfs, 3 * m + k) + s[k]);
+      if (!(fx >> k & 1)) vox_cuda_st(xf, xfs, 3 * m + k, vox_cuda_ld(xf, xfs, 3 * m + k) + s[k]);
   }
 }
 

@@ -33,15 +33,6 @@ struct vox_sparse_matrix {
   size_t bytes;
 };
 
-static __device__ __forceinline__ double ld(const void *p, int single, size_t i) {
-  return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
-}
-static __device__ __forceinline__ void st(void *p, int single, size_t i, double v) {
-  if (single)
-    ((float *)p)[i] = (float)v;
-  else
-    ((double *)p)[i] = v;
-}
 
 /* Row r of block row i times x (minus ax where given): sum_k block_k[r][:]
  * . x[col_k]. BR and BC 0: the matrix's own sizes at run time; V the
@@ -58,7 +49,8 @@ static __device__ __forceinline__ double row_dot(const vox_sparse_matrix &m, siz
 #pragma unroll
     for (int c = 0; c < (BC ? BC : 8); c++) {
       if (!BC && c >= bc) break;
-      const double xc = ax ? ld(x, xs, c0 + c) - ld(ax, axs, c0 + c) : ld(x, xs, c0 + c);
+      const double xc = ax ? vox_cuda_ld(x, xs, c0 + c) - vox_cuda_ld(ax, axs, c0 + c)
+                           : vox_cuda_ld(x, xs, c0 + c);
       s += (double)__ldg(v + c) * xc;
     }
   }
@@ -71,7 +63,7 @@ static __global__ void apply_kernel(vox_sparse_matrix m, const void *x, int xs, 
   const int br = BR ? BR : m.br;
   VOX_GRID_STRIDE(t, m.n_rows * (size_t)br) {
     const double s = row_dot<BR, BC, V>(m, t / (size_t)br, (int)(t % (size_t)br), x, xs, NULL, 0);
-    st(y, ys, t, add ? ld(y, ys, t) + s : s);
+    vox_cuda_st(y, ys, t, add ? vox_cuda_ld(y, ys, t) + s : s);
   }
 }
 
@@ -83,9 +75,9 @@ static __global__ void smoother_kernel(vox_sparse_matrix w, const void *b, int b
   const int br = BR ? BR : w.br;
   VOX_GRID_STRIDE(t, w.n_rows * (size_t)br) {
     const double z = row_dot<BR, BC, V>(w, t / (size_t)br, (int)(t % (size_t)br), b, bs, ax, axs);
-    const double di = beta != 0 ? alpha * z + beta * ld(d, ds, t) : alpha * z;
-    st(d, ds, t, di);
-    st(x, xs, t, ld(x, xs, t) + di);
+    const double di = beta != 0 ? alpha * z + beta * vox_cuda_ld(d, ds, t) : alpha * z;
+    vox_cuda_st(d, ds, t, di);
+    vox_cuda_st(x, xs, t, vox_cuda_ld(x, xs, t) + di);
   }
 }
 

@@ -26,6 +26,18 @@ typedef struct vox_svec {
   int single;
 } vox_svec;
 
+/* Entry i of a host vector of either precision, as a double (the CPU
+ * backend's sparse operations). */
+static inline double vox_svec_get(const vox_svec *v, size_t i) {
+  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
+}
+static inline void vox_svec_put(vox_svec *v, size_t i, double a) {
+  if (v->single)
+    ((float *)v->data)[i] = (float)a;
+  else
+    ((double *)v->data)[i] = a;
+}
+
 /* Prolongation data of a fine node: the coarse element that contains it and
  * its position there, (px + 3 py + 9 pz) with p 0 (on the coarse element's
  * low node), 1 (halfway) or 2 (on its high node) along each axis. */

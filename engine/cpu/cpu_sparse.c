@@ -26,15 +26,6 @@ struct vox_sparse_level {
   size_t bytes;
 };
 
-static inline double get(const vox_svec *v, size_t i) {
-  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
-}
-static inline void put(vox_svec *v, size_t i, double a) {
-  if (v->single)
-    ((float *)v->data)[i] = (float)a;
-  else
-    ((double *)v->data)[i] = a;
-}
 static inline void add(vox_svec *v, size_t i, double a) {
   if (v->single)
     ((float *)v->data)[i] += (float)a;
@@ -57,33 +48,35 @@ static void vec_destroy(vox_backend *be, vox_svec *v) {
 }
 
 static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
-  for (size_t i = 0; i < v->n; i++) put(v, i, host[i]);
+  for (size_t i = 0; i < v->n; i++) vox_svec_put(v, i, host[i]);
   return VOX_OK;
 }
 
 static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host) {
-  for (size_t i = 0; i < v->n; i++) host[i] = get(v, i);
+  for (size_t i = 0; i < v->n; i++) host[i] = vox_svec_get(v, i);
   return VOX_OK;
 }
 
 static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   const ptrdiff_t n = (ptrdiff_t)v->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) put(v, (size_t)i, a);
+  for (ptrdiff_t i = 0; i < n; i++) vox_svec_put(v, (size_t)i, a);
   return VOX_OK;
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
   const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) put(y, (size_t)i, get(y, (size_t)i) + a * get(x, (size_t)i));
+  for (ptrdiff_t i = 0; i < n; i++)
+    vox_svec_put(y, (size_t)i, vox_svec_get(y, (size_t)i) + a * vox_svec_get(x, (size_t)i));
   return VOX_OK;
 }
 
 static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
   const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) put(y, (size_t)i, get(x, (size_t)i) + a * get(y, (size_t)i));
+  for (ptrdiff_t i = 0; i < n; i++)
+    vox_svec_put(y, (size_t)i, vox_svec_get(x, (size_t)i) + a * vox_svec_get(y, (size_t)i));
   return VOX_OK;
 }
 
@@ -91,7 +84,7 @@ static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y,
   const ptrdiff_t n = (ptrdiff_t)x->n;
   double s = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) s += get(x, (size_t)i) * get(y, (size_t)i);
+  for (ptrdiff_t i = 0; i < n; i++) s += vox_svec_get(x, (size_t)i) * vox_svec_get(y, (size_t)i);
   *out = s;
   return VOX_OK;
 }
@@ -103,10 +96,11 @@ static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_sv
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
     const size_t u = (size_t)i;
-    const double r = get(inv_diag, u) * (ax ? get(b, u) - get(ax, u) : get(b, u));
-    const double di = beta != 0 ? alpha * r + beta * get(d, u) : alpha * r;
-    put(d, u, di);
-    put(x, u, get(x, u) + di);
+    const double r = vox_svec_get(inv_diag, u) *
+                     (ax ? vox_svec_get(b, u) - vox_svec_get(ax, u) : vox_svec_get(b, u));
+    const double di = beta != 0 ? alpha * r + beta * vox_svec_get(d, u) : alpha * r;
+    vox_svec_put(d, u, di);
+    vox_svec_put(x, u, vox_svec_get(x, u) + di);
   }
   return VOX_OK;
 }
@@ -119,13 +113,14 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
   for (ptrdiff_t m = 0; m < nodes; m++) {
     const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
     double r[3];
-    for (int c = 0; c < 3; c++) r[c] = ax ? get(b, u + c) - get(ax, u + c) : get(b, u + c);
+    for (int c = 0; c < 3; c++)
+      r[c] = ax ? vox_svec_get(b, u + c) - vox_svec_get(ax, u + c) : vox_svec_get(b, u + c);
     for (int i = 0; i < 3; i++) {
       double z = 0;
-      for (int j = 0; j < 3; j++) z += get(w, k + (size_t)vox_block_entry(i, j)) * r[j];
-      const double di = beta != 0 ? alpha * z + beta * get(d, u + i) : alpha * z;
-      put(d, u + i, di);
-      put(x, u + i, get(x, u + i) + di);
+      for (int j = 0; j < 3; j++) z += vox_svec_get(w, k + (size_t)vox_block_entry(i, j)) * r[j];
+      const double di = beta != 0 ? alpha * z + beta * vox_svec_get(d, u + i) : alpha * z;
+      vox_svec_put(d, u + i, di);
+      vox_svec_put(x, u + i, vox_svec_get(x, u + i) + di);
     }
   }
   return VOX_OK;
@@ -168,7 +163,8 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   l->modulus = copy_of(d->modulus, d->n_elements * sizeof(float), &b);
   l->node_fixed = copy_of(d->node_fixed, d->n_nodes, &b);
   l->parent = copy_of(d->parent, d->n_nodes * sizeof(uint32_t), &b);
-  l->element_layer_start = copy_of(d->element_layer_start, (size_t)(d->nz + 1) * sizeof(size_t), &b);
+  l->element_layer_start =
+      copy_of(d->element_layer_start, (size_t)(d->nz + 1) * sizeof(size_t), &b);
   l->node_layer_start = copy_of(d->node_layer_start, (size_t)(d->nz + 2) * sizeof(size_t), &b);
   l->bytes = b;
   if (!l->element_nodes || (!l->material && !l->modulus) || !l->node_fixed ||
@@ -220,7 +216,7 @@ static void product_range(const vox_sparse_level *l, const vox_svec *x, vox_svec
       for (int c = 0; c < 3; c++)
         xl[3 * a + c] = !full && (l->node_fixed[node[a]] >> c & 1)
                             ? 0
-                            : get(x, 3 * (size_t)node[a] + (size_t)c);
+                            : vox_svec_get(x, 3 * (size_t)node[a] + (size_t)c);
     for (int r = 0; r < 24; r++) {
       const double *kr = l->ke + r * 24;
       double s = 0;
@@ -242,7 +238,8 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
     for (ptrdiff_t m = 0; m < n; m++)
       for (int c = 0; c < 3; c++)
-        if (l->node_fixed[m] >> c & 1) put(y, 3 * (size_t)m + c, get(x, 3 * (size_t)m + c));
+        if (l->node_fixed[m] >> c & 1)
+          vox_svec_put(y, 3 * (size_t)m + c, vox_svec_get(x, 3 * (size_t)m + c));
   }
   return VOX_OK;
 }
@@ -252,7 +249,8 @@ static void diagonal_range(const vox_sparse_level *l, vox_svec *d, size_t e0, si
     int32_t node[8];
     element_corners(l, e, node);
     const double m = element_modulus(l, e);
-    for (int r = 0; r < 24; r++) add(d, 3 * (size_t)node[r / 3] + (size_t)(r % 3), m * l->ke[r * 25]);
+    for (int r = 0; r < 24; r++)
+      add(d, 3 * (size_t)node[r / 3] + (size_t)(r % 3), m * l->ke[r * 25]);
   }
 }
 
@@ -265,8 +263,8 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
   for (ptrdiff_t m = 0; m < n; m++)
     for (int c = 0; c < 3; c++) {
       const size_t i = 3 * (size_t)m + (size_t)c;
-      const double v = get(d, i);
-      put(d, i, (l->node_fixed[m] >> c & 1) || v <= 0 ? 1 : 1 / v);
+      const double v = vox_svec_get(d, i);
+      vox_svec_put(d, i, (l->node_fixed[m] >> c & 1) || v <= 0 ? 1 : 1 / v);
     }
   return VOX_OK;
 }
@@ -293,9 +291,9 @@ static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_s
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++) {
     double in[6], out[6];
-    for (int k = 0; k < 6; k++) in[k] = get(w, 6 * (size_t)m + (size_t)k);
+    for (int k = 0; k < 6; k++) in[k] = vox_svec_get(w, 6 * (size_t)m + (size_t)k);
     vox_block_invert(in, l->node_fixed[m], out);
-    for (int k = 0; k < 6; k++) put(w, 6 * (size_t)m + (size_t)k, out[k]);
+    for (int k = 0; k < 6; k++) vox_svec_put(w, 6 * (size_t)m + (size_t)k, out[k]);
   }
   return VOX_OK;
 }
@@ -305,7 +303,7 @@ static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) 
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++)
     for (int c = 0; c < 3; c++)
-      if (l->node_fixed[m] >> c & 1) put(v, 3 * (size_t)m + c, 0);
+      if (l->node_fixed[m] >> c & 1) vox_svec_put(v, 3 * (size_t)m + c, 0);
   return VOX_OK;
 }
 
@@ -339,7 +337,7 @@ static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
     element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
     for (int comp = 0; comp < 3; comp++) {
       if (f->node_fixed[m] >> comp & 1) continue;
-      const double v = get(rf, 3 * m + (size_t)comp);
+      const double v = vox_svec_get(rf, 3 * m + (size_t)comp);
       for (int t = 0; t < k; t++) add(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v);
     }
   }
@@ -368,7 +366,8 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
     for (int comp = 0; comp < 3; comp++) {
       if (f->node_fixed[m] >> comp & 1) continue;
       double s = 0;
-      for (int t = 0; t < k; t++) s += w[t] * get(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp);
+      for (int t = 0; t < k; t++)
+        s += w[t] * vox_svec_get(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp);
       add(xf, 3 * m + (size_t)comp, s);
     }
   }

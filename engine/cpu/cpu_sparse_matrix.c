@@ -19,15 +19,6 @@ static inline double value(const vox_sparse_matrix *m, size_t k) {
   return m->val32 ? (double)m->val32[k] : m->a.val[k];
 }
 
-static inline double get(const vox_svec *v, size_t i) {
-  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
-}
-static inline void put(vox_svec *v, size_t i, double a) {
-  if (v->single)
-    ((float *)v->data)[i] = (float)a;
-  else
-    ((double *)v->data)[i] = a;
-}
 
 enum { MAX_BLOCK = 8 };
 /* Block rows below which a product stays on one thread: the coarse levels
@@ -111,7 +102,7 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
       row_66_float(a, m->val32, (size_t)i, x, s);
       const size_t r0 = 6 * (size_t)i;
       for (int r = 0; r < 6; r++)
-        put(y, r0 + (size_t)r, add ? get(y, r0 + (size_t)r) + s[r] : s[r]);
+        vox_svec_put(y, r0 + (size_t)r, add ? vox_svec_get(y, r0 + (size_t)r) + s[r] : s[r]);
     }
     return VOX_OK;
   }
@@ -123,12 +114,13 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
       const size_t v0 = k * (size_t)(br * bc);
       const size_t c0 = (size_t)a->col[k] * (size_t)bc;
       double xc[MAX_BLOCK];
-      for (int c = 0; c < bc; c++) xc[c] = get(x, c0 + (size_t)c);
+      for (int c = 0; c < bc; c++) xc[c] = vox_svec_get(x, c0 + (size_t)c);
       for (int r = 0; r < br; r++)
         for (int c = 0; c < bc; c++) s[r] += value(m, v0 + (size_t)(r * bc + c)) * xc[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
-    for (int r = 0; r < br; r++) put(y, r0 + (size_t)r, add ? get(y, r0 + (size_t)r) + s[r] : s[r]);
+    for (int r = 0; r < br; r++)
+      vox_svec_put(y, r0 + (size_t)r, add ? vox_svec_get(y, r0 + (size_t)r) + s[r] : s[r]);
   }
   return VOX_OK;
 }
@@ -154,16 +146,17 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
       const size_t c0 = (size_t)w->col[k] * (size_t)bc;
       double r[MAX_BLOCK];
       for (int c = 0; c < bc; c++)
-        r[c] = ax ? get(b, c0 + (size_t)c) - get(ax, c0 + (size_t)c) : get(b, c0 + (size_t)c);
+        r[c] = ax ? vox_svec_get(b, c0 + (size_t)c) - vox_svec_get(ax, c0 + (size_t)c)
+                  : vox_svec_get(b, c0 + (size_t)c);
       for (int q = 0; q < br; q++)
         for (int c = 0; c < bc; c++) z[q] += value(m, v0 + (size_t)(q * bc + c)) * r[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
     for (int q = 0; q < br; q++) {
       const size_t u = r0 + (size_t)q;
-      const double di = beta != 0 ? alpha * z[q] + beta * get(d, u) : alpha * z[q];
-      put(d, u, di);
-      put(x, u, get(x, u) + di);
+      const double di = beta != 0 ? alpha * z[q] + beta * vox_svec_get(d, u) : alpha * z[q];
+      vox_svec_put(d, u, di);
+      vox_svec_put(x, u, vox_svec_get(x, u) + di);
     }
   }
   return VOX_OK;
