@@ -1,8 +1,8 @@
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
  * V-cycle over rediscretised levels (sparse_solve.h), or with
  * VOXFE_SPARSE_COARSE=sa over smoothed-aggregation levels below the fine
- * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h). Host code only: every
- * step is an operation of the backend's sparse table.
+ * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h).
+ * Host code only: every step is an operation of the backend's sparse table.
  *
  * Memory: the CG keeps u, r, p and q in double; the preconditioner's output
  * z, the fine smoother's direction and the fine inverse diagonal (or
@@ -464,11 +464,8 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
   if (!implicit && strcmp(transfer, "explicit") != 0)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "VOXFE_SA_FINE_TRANSFER=%s: expected explicit or implicit", transfer);
-  if (!s->o->matrix_create)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
-                     "yet (use geometric)",
-                     be->ops->name);
+  /* (a backend without the matrix operations was refused before the
+   * hierarchy was built: vox_sparse_solve_elasticity) */
   s->level = calloc((size_t)sa->n_levels, sizeof *s->level);
   if (!s->level) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   s->n_levels = sa->n_levels;
