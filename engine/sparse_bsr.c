@@ -49,8 +49,13 @@ static vox_status alloc_blocks(vox_context *ctx, vox_bsr *a) {
 vox_status vox_bsr_transpose(vox_context *ctx, const vox_bsr *a, vox_bsr *out) {
   vox_status s = alloc_rows(ctx, out, a->n_cols, a->n_rows, a->bc, a->br);
   if (s != VOX_OK) return s;
-  const size_t nb = vox_bsr_blocks(a);
-  for (size_t k = 0; k < nb; k++) out->row_start[a->col[k] + 1]++;
+  const ptrdiff_t nb = (ptrdiff_t)vox_bsr_blocks(a);
+  /* the output rows' lengths (atomics: counts do not depend on the order) */
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t k = 0; k < nb; k++) {
+#pragma omp atomic
+    out->row_start[a->col[k] + 1]++;
+  }
   if ((s = alloc_blocks(ctx, out)) != VOX_OK) {
     vox_bsr_free(out);
     return s;
@@ -62,17 +67,43 @@ vox_status vox_bsr_transpose(vox_context *ctx, const vox_bsr *a, vox_bsr *out) {
   }
   memcpy(next, out->row_start, out->n_rows * sizeof *next);
   const int br = a->br, bc = a->bc;
-  /* rows in order: each output row's columns come out ascending */
-  for (size_t i = 0; i < a->n_rows; i++)
+  const size_t bb = (size_t)(br * bc);
+  const ptrdiff_t nr = (ptrdiff_t)a->n_rows, nt = (ptrdiff_t)out->n_rows;
+  /* the blocks transposed into places taken atomically, by input rows in
+   * parallel (level 0's P of the clinical sample holds some 10^8 values)
+   * ... */
+#pragma omp parallel for schedule(dynamic, 256)
+  for (ptrdiff_t i = 0; i < nr; i++)
     for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
-      const size_t t = next[a->col[k]]++;
+      size_t t;
+#pragma omp atomic capture
+      t = next[a->col[k]]++;
       out->col[t] = (int32_t)i;
-      const double *v = a->val + k * (size_t)(br * bc);
-      double *w = out->val + t * (size_t)(br * bc);
+      const double *v = a->val + k * bb;
+      double *w = out->val + t * bb;
       for (int r = 0; r < br; r++)
         for (int c = 0; c < bc; c++) w[c * br + r] = v[r * bc + c];
     }
   free(next);
+  /* ... then each output row's blocks sorted by column (insertion: rows
+   * are short): the order of one serial pass over the input rows, so the
+   * result does not depend on the thread count */
+#pragma omp parallel for schedule(dynamic, 256)
+  for (ptrdiff_t j = 0; j < nt; j++) {
+    double held[64];
+    for (size_t q = out->row_start[j] + 1; q < out->row_start[j + 1]; q++) {
+      const int32_t c = out->col[q];
+      if (out->col[q - 1] <= c) continue;
+      memcpy(held, out->val + q * bb, bb * sizeof *held);
+      size_t p = q;
+      for (; p > out->row_start[j] && out->col[p - 1] > c; p--) {
+        out->col[p] = out->col[p - 1];
+        memcpy(out->val + p * bb, out->val + (p - 1) * bb, bb * sizeof *held);
+      }
+      out->col[p] = c;
+      memcpy(out->val + p * bb, held, bb * sizeof *held);
+    }
+  }
   return VOX_OK;
 }
 
@@ -337,6 +368,26 @@ vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, co
   return VOX_OK;
 }
 
+/* sum_i a_i b_i by fixed chunks, summed in parallel and then in chunk
+ * order: the same sum on any thread count (the chunks depend on n only). */
+static double dot_fixed(const double *a, const double *b, size_t n) {
+  enum { MAX_CHUNKS = 1024, LEAST_CHUNK = 16384 };
+  size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+  if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
+  const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
+  double part[MAX_CHUNKS];
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (ptrdiff_t c = 0; c < chunks; c++) {
+    const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
+    double s = 0;
+    for (size_t i = i0; i < i1; i++) s += a[i] * b[i];
+    part[c] = s;
+  }
+  double s = 0;
+  for (ptrdiff_t c = 0; c < chunks; c++) s += part[c];
+  return s;
+}
+
 vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply_a,
                                 const void *a, vox_host_apply apply_w, const void *w,
                                 int iterations, double *out) {
@@ -354,11 +405,9 @@ vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply
   double lambda = 0;
   for (int it = 0; it < iterations; it++) {
     apply_a(a, v, u);
-    double vu = 0;
-    for (size_t i = 0; i < n; i++) vu += v[i] * u[i];
+    const double vu = dot_fixed(v, u, n);
     apply_w(w, u, v); /* v = W A v_old */
-    double uwu = 0, vv = 0;
-    for (size_t i = 0; i < n; i++) uwu += u[i] * v[i], vv += v[i] * v[i];
+    const double uwu = dot_fixed(u, v, n), vv = dot_fixed(v, v, n);
     if (it == 0 && vu == 0 && vv == 0) { /* A = 0 (every dof fixed): nothing to scale */
       lambda = 1;
       break;
@@ -366,7 +415,9 @@ vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply
     if (!(vu > 0) || !(vv > 0)) break;
     lambda = uwu / vu;
     const double scale = 1 / sqrt(vv);
-    for (size_t i = 0; i < n; i++) v[i] *= scale;
+    const ptrdiff_t ni = (ptrdiff_t)n;
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < ni; i++) v[i] *= scale;
   }
   free(v), free(u);
   if (!(lambda > 0))
