@@ -9,7 +9,7 @@
  * blocks against x, so a block row's br threads read each block's br x bc
  * values as one contiguous run, and no two threads write the same entry (no
  * atomics; the restriction is the prolongator's transpose stored as a
- * matrix of its own). The shapes the SA hierarchy has (6 x 6 levels and
+ * matrix of its own, or applied from T^T: sparse_solve.c). The shapes the SA hierarchy has (6 x 6 levels and
  * inverse blocks, 3 x 6 prolongator and 6 x 3 restriction of level 0, 3 x 3
  * blocks) are compiled with their sizes known; others run the same loop
  * with run-time sizes. A warp per block row (the lanes reading the row's
@@ -32,7 +32,6 @@ struct vox_sparse_matrix {
   int single;
   size_t bytes;
 };
-
 
 /* Row r of block row i times x (minus ax where given): sum_k block_k[r][:]
  * . x[col_k]. BR and BC 0: the matrix's own sizes at run time; V the
