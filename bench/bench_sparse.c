@@ -137,14 +137,8 @@ static void report(const char *kind, const char *what, double seconds, double by
  * a float vector into a double one, level 1's in float). */
 static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, const char *kind) {
   const vox_sparse_ops *o = be->ops->sparse;
-  const size_t nb = (size_t)vox_grid_nodes(&m->grid);
-  uint8_t *fixed = calloc(nb, 1);
-  if (!fixed) die(ctx, "fixed dofs");
-  for (size_t i = 0; i < m->n_constraints; i++)
-    fixed[m->constraints[i].node] |= (uint8_t)(1u << m->constraints[i].component);
   vox_sparse_hierarchy h;
-  if (vox_sparse_hierarchy_build(ctx, m, fixed, 0.3, 0, &h)) die(ctx, "hierarchy");
-  free(fixed);
+  if (vox_sparse_hierarchy_build(ctx, m, 0.3, 0, &h)) die(ctx, "hierarchy");
   vox_sparse_level *lv[2];
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);

@@ -149,9 +149,8 @@ static inline int coarse_candidates(int64_t a, int64_t n, int64_t out[2]) {
   return 2;
 }
 
-vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
-                                      const uint8_t *node_fixed_box, double nu, int levels,
-                                      vox_sparse_hierarchy *h) {
+vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
+                                      int levels, vox_sparse_hierarchy *h) {
   memset(h, 0, sizeof *h);
   for (int i = 0; i < model->n_materials; i++)
     h->table[model->materials[i].label] = model->materials[i].youngs_modulus;
@@ -201,12 +200,15 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
     if (s == VOX_OK && l == 0) {
       lv->material = malloc(lv->n_elements);
       if (!lv->material) s = no_memory(ctx, "materials");
-      const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0,
-                      nn = s == VOX_OK ? (ptrdiff_t)lv->n_nodes : 0;
+      const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
 #pragma omp parallel for schedule(static)
       for (ptrdiff_t e = 0; e < ne; e++) lv->material[e] = model->label[lv->element_box[e]];
-#pragma omp parallel for schedule(static)
-      for (ptrdiff_t m = 0; m < nn; m++) lv->node_fixed[m] = node_fixed_box[lv->node_box[m]];
+      /* the constraints' fixed bits (one on a node outside the bone fixes
+       * nothing the system holds) */
+      for (size_t c = 0; s == VOX_OK && c < model->n_constraints; c++) {
+        const int32_t m = map[model->constraints[c].node];
+        if (m >= 0) lv->node_fixed[m] |= (uint8_t)(1u << model->constraints[c].component);
+      }
     } else if (s == VOX_OK) {
       lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");

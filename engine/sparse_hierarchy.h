@@ -43,13 +43,11 @@ enum { VOX_SPARSE_MAX_COARSEST_DOFS = 8000 };
 /* `levels` that builds level 0 alone (the smoothed aggregation's, sparse_sa.h). */
 enum { VOX_SPARSE_FINE_ONLY = -1 };
 
-/* Builds the hierarchy of an elasticity model: `node_fixed_box` has the fixed
- * bits of every box node (constraints), `nu` the common Poisson ratio.
- * `levels` 0 chooses the count from the box; VOX_SPARSE_FINE_ONLY builds
- * level 0 alone. */
-vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model,
-                                      const uint8_t *node_fixed_box, double nu, int levels,
-                                      vox_sparse_hierarchy *h);
+/* Builds the hierarchy of an elasticity model, its fixed dofs those of the
+ * model's constraints, `nu` the common Poisson ratio. `levels` 0 chooses
+ * the count from the box; VOX_SPARSE_FINE_ONLY builds level 0 alone. */
+vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
+                                      int levels, vox_sparse_hierarchy *h);
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h);
 
 /* The level as a backend description. */

@@ -556,14 +556,9 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   TRY(vox_model_poisson_ratio(ctx, model, &nu));
   const vox_grid *g = &model->grid;
   const size_t nb = (size_t)vox_grid_nodes(g);
-  uint8_t *fixed_box = calloc(nb, 1);
-  if (!fixed_box) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (size_t i = 0; i < model->n_constraints; i++)
-    fixed_box[model->constraints[i].node] |= (uint8_t)(1u << model->constraints[i].component);
   vox_sparse_hierarchy h;
   vox_status st = vox_sparse_hierarchy_build(
-      ctx, model, fixed_box, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, &h);
-  free(fixed_box);
+      ctx, model, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, &h);
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;

@@ -117,13 +117,8 @@ static void test_block_inverse(vox_context *ctx, vox_backend *be) {
   make_bone_model(ctx, &m, 20, 7, 0);
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-  const size_t nb = (size_t)vox_grid_nodes(&m.grid);
-  uint8_t *fixed = calloc(nb, 1);
-  for (size_t i = 0; i < m.n_constraints; i++)
-    fixed[m.constraints[i].node] |= (uint8_t)(1u << m.constraints[i].component);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, fixed, 0.3, 0, &h));
-  free(fixed);
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, &h));
   const vox_sparse_ops *o = be->ops->sparse;
   for (int l = 0; l < 2; l++) {
     const vox_sparse_host_level *hl = &h.level[l];

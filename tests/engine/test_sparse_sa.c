@@ -150,11 +150,9 @@ static void test_tentative(vox_context *ctx) {
 static void test_rigid_modes(vox_context *ctx) {
   vox_model m;
   make_bone_model(ctx, &m, 12, 7, 0);
-  uint8_t *fixed = calloc((size_t)vox_grid_nodes(&m.grid), 1);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, fixed, 0.3, VOX_SPARSE_FINE_ONLY, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
   CHECK(h.n_levels == 1);
-  free(fixed);
   const vox_sparse_host_level *lv = &h.level[0];
   const size_t n = lv->n_nodes;
   vox_sa_fine f;
@@ -237,12 +235,8 @@ static void test_galerkin_dense(vox_context *ctx) {
   CHECK_OK(ctx, vox_model_add_material(ctx, &m, &b));
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-  uint8_t *fixed = calloc((size_t)vox_grid_nodes(&m.grid), 1);
-  for (size_t i = 0; i < m.n_constraints; i++)
-    fixed[m.constraints[i].node] |= (uint8_t)(1u << m.constraints[i].component);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, fixed, 0.3, VOX_SPARSE_FINE_ONLY, &h));
-  free(fixed);
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
   vox_sa_options o;
   vox_sa_options_default(&o);
   vox_sa_hierarchy sa;
@@ -310,12 +304,8 @@ static void test_deeper_levels(vox_context *ctx) {
   make_bone_model(ctx, &m, 24, 7, 0);
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-  uint8_t *fixed = calloc((size_t)vox_grid_nodes(&m.grid), 1);
-  for (size_t i = 0; i < m.n_constraints; i++)
-    fixed[m.constraints[i].node] |= (uint8_t)(1u << m.constraints[i].component);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, fixed, 0.3, VOX_SPARSE_FINE_ONLY, &h));
-  free(fixed);
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
   vox_sa_options o;
   vox_sa_options_default(&o);
   o.max_coarse_dofs = 300; /* more levels on a small bone */

@@ -69,13 +69,8 @@ static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const 
  * the full matrix (VOX_APPLY_FULL). */
 static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cpu,
                              const vox_model *m, const char *kind) {
-  const size_t nb = (size_t)vox_grid_nodes(&m->grid);
-  uint8_t *fixed = calloc(nb, 1);
-  for (size_t i = 0; i < m->n_constraints; i++)
-    fixed[m->constraints[i].node] |= (uint8_t)(1u << m->constraints[i].component);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, m, fixed, 0.3, 0, &h));
-  free(fixed);
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, m, 0.3, 0, &h));
   CHECK(h.n_levels >= 3);
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
