@@ -112,10 +112,12 @@ static int compare_int32(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b, vox_bsr *out) {
-  if (a->bc != b->br || a->n_cols != b->n_rows)
+vox_status vox_bsr_multiply_rows(vox_context *ctx, size_t n_rows, int br, int bm,
+                                 vox_bsr_row_fn row, const void *a, const vox_bsr *b,
+                                 vox_bsr *out) {
+  if (bm != b->br || br > 8 || bm > 8)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "BSR product of mismatched shapes");
-  vox_status s = alloc_rows(ctx, out, a->n_rows, b->n_cols, a->br, b->bc);
+  vox_status s = alloc_rows(ctx, out, n_rows, b->n_cols, br, b->bc);
   if (s != VOX_OK) return s;
   const int nt = omp_get_max_threads();
   const size_t nc = b->n_cols;
@@ -124,18 +126,23 @@ vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b
     vox_bsr_free(out);
     return no_memory(ctx, "product markers");
   }
-  const ptrdiff_t nr = (ptrdiff_t)a->n_rows;
+  const ptrdiff_t nr = (ptrdiff_t)n_rows;
   /* pass 1: the distinct columns of each row (marker: the last row that
    * saw the column) */
 #pragma omp parallel num_threads(nt)
   {
     int32_t *mk = marker + (size_t)omp_get_thread_num() * nc;
     for (size_t j = 0; j < nc; j++) mk[j] = -1;
+    int32_t scratch_cols[VOX_BSR_ROW_SCRATCH];
+    double scratch_vals[VOX_BSR_ROW_SCRATCH * 64];
 #pragma omp for schedule(dynamic, 256)
     for (ptrdiff_t i = 0; i < nr; i++) {
+      const int32_t *acol;
+      const double *aval;
+      const size_t na = row(a, (size_t)i, scratch_cols, scratch_vals, &acol, &aval);
       size_t count = 0;
-      for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
-        const int32_t m = a->col[k];
+      for (size_t k = 0; k < na; k++) {
+        const int32_t m = acol[k];
         for (size_t t = b->row_start[m]; t < b->row_start[m + 1]; t++)
           if (mk[b->col[t]] != (int32_t)i) mk[b->col[t]] = (int32_t)i, count++;
       }
@@ -149,26 +156,31 @@ vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b
   }
   /* pass 2: the columns sorted, then the blocks summed into their places
    * (marker: the column's position in the row) */
-  const int br = a->br, bm = a->bc, bc = b->bc;
+  const int bc = b->bc;
   const size_t ab = (size_t)(br * bm), bb = (size_t)(bm * bc), ob = (size_t)(br * bc);
 #pragma omp parallel num_threads(nt)
   {
     int32_t *mk = marker + (size_t)omp_get_thread_num() * nc;
     for (size_t j = 0; j < nc; j++) mk[j] = -1;
+    int32_t scratch_cols[VOX_BSR_ROW_SCRATCH];
+    double scratch_vals[VOX_BSR_ROW_SCRATCH * 64];
 #pragma omp for schedule(dynamic, 256)
     for (ptrdiff_t i = 0; i < nr; i++) {
+      const int32_t *acol;
+      const double *aval;
+      const size_t na = row(a, (size_t)i, scratch_cols, scratch_vals, &acol, &aval);
       const size_t o0 = out->row_start[i];
       size_t count = 0;
-      for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
-        const int32_t m = a->col[k];
+      for (size_t k = 0; k < na; k++) {
+        const int32_t m = acol[k];
         for (size_t t = b->row_start[m]; t < b->row_start[m + 1]; t++)
           if (mk[b->col[t]] < 0) mk[b->col[t]] = 0, out->col[o0 + count++] = b->col[t];
       }
       qsort(out->col + o0, count, sizeof *out->col, compare_int32);
       for (size_t q = 0; q < count; q++) mk[out->col[o0 + q]] = (int32_t)q;
-      for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
-        const int32_t m = a->col[k];
-        const double *av = a->val + k * ab;
+      for (size_t k = 0; k < na; k++) {
+        const int32_t m = acol[k];
+        const double *av = aval + k * ab;
         for (size_t t = b->row_start[m]; t < b->row_start[m + 1]; t++) {
           const double *bv = b->val + t * bb;
           double *ov = out->val + (o0 + (size_t)mk[b->col[t]]) * ob;
@@ -185,6 +197,23 @@ vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b
   }
   free(marker);
   return VOX_OK;
+}
+
+/* A stored matrix's row i: its own blocks, no copy. */
+static size_t stored_row(const void *p, size_t i, int32_t *scratch_cols, double *scratch_vals,
+                         const int32_t **cols, const double **vals) {
+  (void)scratch_cols, (void)scratch_vals;
+  const vox_bsr *a = p;
+  const size_t k0 = a->row_start[i];
+  *cols = a->col + k0;
+  *vals = a->val + k0 * (size_t)(a->br * a->bc);
+  return a->row_start[i + 1] - k0;
+}
+
+vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b, vox_bsr *out) {
+  if (a->bc != b->br || a->n_cols != b->n_rows)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "BSR product of mismatched shapes");
+  return vox_bsr_multiply_rows(ctx, a->n_rows, a->br, a->bc, stored_row, a, b, out);
 }
 
 vox_status vox_bsr_add(vox_context *ctx, const vox_bsr *a, double s, const vox_bsr *b,

@@ -34,6 +34,20 @@ size_t vox_bsr_bytes(const vox_bsr *a);
 vox_status vox_bsr_transpose(vox_context *ctx, const vox_bsr *a, vox_bsr *out);
 /* out = A B (A's bc must be B's br), by rows (Gustavson), in parallel. */
 vox_status vox_bsr_multiply(vox_context *ctx, const vox_bsr *a, const vox_bsr *b, vox_bsr *out);
+/* Row i of a matrix A that need not be stored (vox_bsr_multiply_rows): its
+ * number of blocks, *cols their block columns and *vals their values
+ * (br x bm each, row-major), pointing into the matrix or into the scratch
+ * the caller lends (room for VOX_BSR_ROW_SCRATCH blocks of up to 8 x 8). */
+enum { VOX_BSR_ROW_SCRATCH = 27 };
+typedef size_t (*vox_bsr_row_fn)(const void *a, size_t i, int32_t *scratch_cols,
+                                 double *scratch_vals, const int32_t **cols,
+                                 const double **vals);
+/* out = A B with A's n_rows rows of br x bm blocks from `row`, as
+ * vox_bsr_multiply (the fine operator's rows are gathered from its
+ * elements: sparse_sa_fine.c). */
+vox_status vox_bsr_multiply_rows(vox_context *ctx, size_t n_rows, int br, int bm,
+                                 vox_bsr_row_fn row, const void *a, const vox_bsr *b,
+                                 vox_bsr *out);
 /* out = A + s B (same shapes), by merging the rows' sorted columns. */
 vox_status vox_bsr_add(vox_context *ctx, const vox_bsr *a, double s, const vox_bsr *b,
                        vox_bsr *out);

@@ -170,86 +170,19 @@ void vox_sa_fine_apply(const void *p, const double *x, double *y) {
   }
 }
 
+/* The fine operator's row m as vox_bsr_multiply_rows reads a row: gathered
+ * from the node's elements into the scratch. */
+static size_t gathered_row(const void *p, size_t m, int32_t *scratch_cols, double *scratch_vals,
+                           const int32_t **cols, const double **vals) {
+  const int k = fine_row(p, m, scratch_cols, (double(*)[9])scratch_vals);
+  *cols = scratch_cols;
+  *vals = scratch_vals;
+  return (size_t)k;
+}
+
 vox_status vox_sa_fine_multiply(vox_context *ctx, const vox_sa_fine *f, const vox_bsr *b,
                                 vox_bsr *out) {
-  /* A_0 as a BSR matrix one row at a time is what vox_bsr_multiply would
-   * read; the same two passes here, with the row gathered instead of read */
-  const size_t n = f->level->n_nodes, nc = b->n_cols;
-  if (b->br != 3 || b->n_rows != n)
+  if (b->br != 3 || b->n_rows != f->level->n_nodes)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "fine product of a mismatched matrix");
-  memset(out, 0, sizeof *out);
-  out->n_rows = n, out->n_cols = nc, out->br = 3, out->bc = b->bc;
-  out->row_start = calloc(n + 1, sizeof *out->row_start);
-  const int nt = omp_get_max_threads();
-  int32_t *marker = malloc((size_t)nt * (nc ? nc : 1) * sizeof *marker);
-  if (!out->row_start || !marker) {
-    free(marker);
-    vox_bsr_free(out);
-    return no_memory(ctx, "fine product");
-  }
-  const ptrdiff_t nn = (ptrdiff_t)n;
-#pragma omp parallel num_threads(nt)
-  {
-    int32_t *mk = marker + (size_t)omp_get_thread_num() * nc;
-    for (size_t j = 0; j < nc; j++) mk[j] = -1;
-#pragma omp for schedule(dynamic, 1024)
-    for (ptrdiff_t m = 0; m < nn; m++) {
-      int32_t nbr[27];
-      double blk[27][9];
-      const int k = fine_row(f, (size_t)m, nbr, blk);
-      size_t count = 0;
-      for (int s = 0; s < k; s++)
-        for (size_t t = b->row_start[nbr[s]]; t < b->row_start[nbr[s] + 1]; t++)
-          if (mk[b->col[t]] != (int32_t)m) mk[b->col[t]] = (int32_t)m, count++;
-      out->row_start[m + 1] = count;
-    }
-  }
-  for (size_t m = 0; m < n; m++) out->row_start[m + 1] += out->row_start[m];
-  const size_t nb = out->row_start[n];
-  const int bc = b->bc;
-  out->col = malloc((nb ? nb : 1) * sizeof *out->col);
-  out->val = calloc((nb ? nb : 1) * 3 * (size_t)bc, sizeof *out->val);
-  if (!out->col || !out->val) {
-    free(marker);
-    vox_bsr_free(out);
-    return no_memory(ctx, "fine product");
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    int32_t *mk = marker + (size_t)omp_get_thread_num() * nc;
-    for (size_t j = 0; j < nc; j++) mk[j] = -1;
-#pragma omp for schedule(dynamic, 1024)
-    for (ptrdiff_t m = 0; m < nn; m++) {
-      int32_t nbr[27];
-      double blk[27][9];
-      const int k = fine_row(f, (size_t)m, nbr, blk);
-      const size_t o0 = out->row_start[m];
-      size_t count = 0;
-      /* columns in the order met, then sorted (insertion: rows are short) */
-      for (int s = 0; s < k; s++)
-        for (size_t t = b->row_start[nbr[s]]; t < b->row_start[nbr[s] + 1]; t++)
-          if (mk[b->col[t]] < 0) mk[b->col[t]] = 0, out->col[o0 + count++] = b->col[t];
-      for (size_t q = 1; q < count; q++) {
-        const int32_t v = out->col[o0 + q];
-        size_t p = q;
-        while (p > 0 && out->col[o0 + p - 1] > v) out->col[o0 + p] = out->col[o0 + p - 1], p--;
-        out->col[o0 + p] = v;
-      }
-      for (size_t q = 0; q < count; q++) mk[out->col[o0 + q]] = (int32_t)q;
-      for (int s = 0; s < k; s++)
-        for (size_t t = b->row_start[nbr[s]]; t < b->row_start[nbr[s] + 1]; t++) {
-          const double *bv = b->val + t * 3 * (size_t)bc;
-          double *ov = out->val + (o0 + (size_t)mk[b->col[t]]) * 3 * (size_t)bc;
-          for (int r = 0; r < 3; r++)
-            for (int q = 0; q < 3; q++) {
-              const double x = blk[s][3 * r + q];
-              if (x == 0) continue;
-              for (int c = 0; c < bc; c++) ov[r * bc + c] += x * bv[q * bc + c];
-            }
-        }
-      for (size_t q = 0; q < count; q++) mk[out->col[o0 + q]] = -1;
-    }
-  }
-  free(marker);
-  return VOX_OK;
+  return vox_bsr_multiply_rows(ctx, f->level->n_nodes, 3, 3, gathered_row, f, b, out);
 }
