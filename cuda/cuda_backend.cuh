@@ -345,6 +345,18 @@ vox_status vox_cuda_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
 vox_status vox_cuda_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
 
+/* cuda_sparse_matrix.cu: the assembled block matrices of the sparse
+ * system's smoothed-aggregation levels (sparse_ops.h: matrix_*) */
+vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                  vox_sparse_matrix **out);
+void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
+size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m);
+vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
+                                 vox_svec *y, int add);
+vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
+                                         const vox_svec *b, const vox_svec *ax, double alpha,
+                                         double beta, vox_svec *d, vox_svec *x);
+
 /* cuda_coarse_solve.cu: the coarsest level, by a dense Cholesky factor on
  * the device when it is small, else through the CPU backend */
 vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st);

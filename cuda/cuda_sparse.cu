@@ -698,18 +698,6 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
   return VOX_OK;
 }
 
-extern "C" {
-vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
-                                  vox_sparse_matrix **out);
-void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
-size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m);
-vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                                 vox_svec *y, int add);
-vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
-                                         const vox_svec *b, const vox_svec *ax, double alpha,
-                                         double beta, vox_svec *d, vox_svec *x);
-}
-
 static vox_sparse_ops make_ops(void) {
   vox_sparse_ops o = {};
   o.vec_create = vec_create;

@@ -9,10 +9,10 @@
  * blocks against x, so a block row's br threads read each block's br x bc
  * values as one contiguous run, and no two threads write the same entry (no
  * atomics; the restriction is the prolongator's transpose stored as a
- * matrix of its own, or applied from T^T: sparse_solve.c). The shapes the SA hierarchy has (6 x 6 levels and
- * inverse blocks, 3 x 6 prolongator and 6 x 3 restriction of level 0, 3 x 3
- * blocks) are compiled with their sizes known; others run the same loop
- * with run-time sizes. A warp per block row (the lanes reading the row's
+ * matrix of its own, or applied from T^T: sparse_solve.c). The shapes the
+ * SA hierarchy has (6 x 6 levels and inverse blocks, 3 x 6 prolongator and
+ * 6 x 3 restriction of level 0, 3 x 3 blocks) are compiled with their
+ * sizes known; others run the same loop with run-time sizes. A warp per block row (the lanes reading the row's
  * values as one run, the sums reduced by shuffles) was measured slower on
  * the H100: the 160^3 perlin bone's SA level 1 2.92 against 1.85 ms a
  * V-cycle, 5.8 against 4.6 ms a CG iteration (docs/benchmarks.md). */
@@ -108,7 +108,7 @@ static void by_shape(const vox_sparse_matrix *m, Launch launch) {
 
 enum { MAX_BLOCK = 8 }; /* the run-time loop's bound, as the CPU backend's */
 
-extern "C" void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m) {
+void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m) {
   (void)be;
   if (!m) return;
   vox_cuda_free(m->row_start);
@@ -117,8 +117,8 @@ extern "C" void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m) {
   free(m);
 }
 
-extern "C" vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
-                                             vox_sparse_matrix **out) {
+vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
+                                  vox_sparse_matrix **out) {
   *out = NULL;
   if (h->br < 1 || h->bc < 1 || h->br > MAX_BLOCK || h->bc > MAX_BLOCK)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "blocks of %d x %d: 1 to %d", h->br,
@@ -164,10 +164,10 @@ extern "C" vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, 
   return VOX_OK;
 }
 
-extern "C" size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
+size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
 
-extern "C" vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m,
-                                            const vox_svec *x, vox_svec *y, int add) {
+vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
+                                 vox_svec *y, int add) {
   const size_t rows = m->n_rows * (size_t)m->br;
   if (x->n != m->n_cols * (size_t)m->bc || y->n != rows)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -182,10 +182,9 @@ extern "C" vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_ma
   return VOX_OK;
 }
 
-extern "C" vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
-                                                    const vox_svec *b, const vox_svec *ax,
-                                                    double alpha, double beta, vox_svec *d,
-                                                    vox_svec *x) {
+vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
+                                         const vox_svec *b, const vox_svec *ax, double alpha,
+                                         double beta, vox_svec *d, vox_svec *x) {
   const size_t rows = w->n_rows * (size_t)w->br;
   if (w->br != w->bc || w->n_rows != w->n_cols || b->n != rows || d->n != rows || x->n != rows ||
       (ax && ax->n != rows))
