@@ -138,7 +138,7 @@ static void report(const char *kind, const char *what, double seconds, double by
 static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, const char *kind) {
   const vox_sparse_ops *o = be->ops->sparse;
   vox_sparse_hierarchy h;
-  if (vox_sparse_hierarchy_build(ctx, m, 0.3, 0, &h)) die(ctx, "hierarchy");
+  if (vox_sparse_hierarchy_build(ctx, m, 0.3, 0, 0, &h)) die(ctx, "hierarchy");
   vox_sparse_level *lv[2];
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);

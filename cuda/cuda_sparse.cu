@@ -26,6 +26,7 @@ enum { PRODUCT_DEFAULT = PRODUCT_WARP };
 struct vox_sparse_level {
   size_t n_nodes, n_elements;
   int4 *element_nodes;
+  int4 *element_nodes_x1; /* a split level's x = 1 corners (sparse_ops.h), or NULL */
   uint8_t *material;
   double *table;        /* 256 */
   float *modulus;
@@ -298,8 +299,9 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
 
 static void level_destroy(vox_backend *be, vox_sparse_level *l) {
   if (!l) return;
-  void *p[] = {l->element_nodes, l->material, l->table, l->modulus,
-               l->ke,            l->ke32,     l->node_fixed, l->parent};
+  void *p[] = {l->element_nodes, l->element_nodes_x1, l->material, l->table,
+               l->modulus,       l->ke,               l->ke32,     l->node_fixed,
+               l->parent};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
   free(l);
 }
@@ -342,6 +344,9 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   vox_status s = upload(be, (void **)&l->element_nodes, d->element_nodes,
                         d->n_elements * 4 * sizeof(int32_t), &b, "sparse elements");
   if (s == VOX_OK)
+    s = upload(be, (void **)&l->element_nodes_x1, d->element_nodes_x1,
+               d->n_elements * 4 * sizeof(int32_t), &b, "sparse elements");
+  if (s == VOX_OK)
     s = upload(be, (void **)&l->material, d->material, d->n_elements, &b, "materials");
   if (s == VOX_OK) s = upload(be, (void **)&l->table, d->table, 256 * sizeof(double), &b, "moduli");
   if (s == VOX_OK)
@@ -352,7 +357,9 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (s == VOX_OK)
     s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
   l->bytes = b;
-  l->product = kind;
+  /* the warp kernel hands results to the x-neighbour at the next index,
+   * which a split level's copies do not guarantee */
+  l->product = d->element_nodes_x1 ? PRODUCT_ATOMIC : kind;
   if (s != VOX_OK) {
     level_destroy(be, l);
     return s;
@@ -363,9 +370,21 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
 
 static size_t level_bytes(const vox_sparse_level *l) { return l->bytes; }
 
-static __device__ __forceinline__ void corners(const int4 *en, size_t e, int32_t node[8]) {
-  const int4 b = en[e];
+/* Element e's corners (sparse_ops.h: vox_sparse_corners). */
+static __device__ __forceinline__ void corners(const vox_sparse_level &l, size_t e,
+                                               int32_t node[8]) {
+  const int4 b = l.element_nodes[e];
   const int32_t base[4] = {b.x, b.y, b.z, b.w};
+  if (l.element_nodes_x1) {
+    const int4 h = l.element_nodes_x1[e];
+    const int32_t high[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+    for (int a = 0; a < 8; a++) {
+      const int yz = vox_cuda_corner(a, 1) + 2 * vox_cuda_corner(a, 2);
+      node[a] = vox_cuda_corner(a, 0) ? high[yz] : base[yz];
+    }
+    return;
+  }
 #pragma unroll
   for (int a = 0; a < 8; a++)
     node[a] = base[vox_cuda_corner(a, 1) + 2 * vox_cuda_corner(a, 2)] + vox_cuda_corner(a, 0);
@@ -381,7 +400,7 @@ template <class T>
 static __device__ __forceinline__ void element_in(const vox_sparse_level &l, size_t e,
                                                   const void *x, int xs, int full,
                                                   int32_t node[8], T xl[24], T *m) {
-  corners(l.element_nodes, e, node);
+  corners(l, e, node);
   *m = (T)modulus(l, e);
 #pragma unroll
   for (int a = 0; a < 8; a++) {
@@ -554,7 +573,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
 static __global__ void diagonal_kernel(vox_sparse_level l, void *d, int ds) {
   VOX_GRID_STRIDE(e, l.n_elements) {
     int32_t node[8];
-    corners(l.element_nodes, e, node);
+    corners(l, e, node);
     const double m = modulus(l, e);
     for (int r = 0; r < 24; r++)
       atomic_add(d, ds, 3 * (size_t)node[r / 3] + r % 3, m * l.ke[r * 25]);
@@ -584,7 +603,7 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
 static __global__ void block_diagonal_kernel(vox_sparse_level l, void *w, int ws) {
   VOX_GRID_STRIDE(e, l.n_elements) {
     int32_t node[8];
-    corners(l.element_nodes, e, node);
+    corners(l, e, node);
     const double m = modulus(l, e);
     for (int a = 0; a < 8; a++)
       for (int i = 0; i < 3; i++)
@@ -647,7 +666,7 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
     const uint32_t word = f.parent[m];
     const uint32_t pos = word & ((1u << VOX_SPARSE_POS_BITS) - 1);
     int32_t cn[8];
-    corners(c.element_nodes, word >> VOX_SPARSE_POS_BITS, cn);
+    corners(c, word >> VOX_SPARSE_POS_BITS, cn);
     const uint8_t fx = f.node_fixed[m];
     double v[3];
     for (int k = 0; k < 3; k++) v[k] = (fx >> k & 1) ? 0.0 : vox_cuda_ld(rf, rfs, 3 * m + k);
@@ -676,7 +695,7 @@ static __global__ void prolong_kernel(vox_sparse_level f, vox_sparse_level c, co
     const uint32_t word = f.parent[m];
     const uint32_t pos = word & ((1u << VOX_SPARSE_POS_BITS) - 1);
     int32_t cn[8];
-    corners(c.element_nodes, word >> VOX_SPARSE_POS_BITS, cn);
+    corners(c, word >> VOX_SPARSE_POS_BITS, cn);
     double s[3] = {0, 0, 0};
     for (int a = 0; a < 8; a++) {
       const double w = weight(pos, vox_cuda_corner(a, 0), vox_cuda_corner(a, 1),

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "union_find.h"
+
 typedef struct runs {
   int64_t nx, ny, nz, n_rows; /* rows: (j, k), j fastest */
   int64_t *row_start;         /* n_rows + 1 offsets into the runs */
@@ -37,33 +39,6 @@ typedef struct runs {
 static void runs_free(runs *r) {
   free(r->row_start), free(r->x0), free(r->x1), free(r->parent);
   memset(r, 0, sizeof *r);
-}
-
-static int64_t find(int64_t *parent, int64_t x) {
-  for (;;) {
-    const int64_t p = __atomic_load_n(&parent[x], __ATOMIC_RELAXED);
-    if (p == x) return x;
-    const int64_t gp = __atomic_load_n(&parent[p], __ATOMIC_RELAXED);
-    if (gp != p) __atomic_store_n(&parent[x], gp, __ATOMIC_RELAXED); /* path halving */
-    x = gp;
-  }
-}
-
-/* Joins the sets of runs a and b: the larger root is linked to the smaller
- * one, retried when another thread linked that root first. */
-static void unite(int64_t *parent, int64_t a, int64_t b) {
-  for (;;) {
-    a = find(parent, a), b = find(parent, b);
-    if (a == b) return;
-    if (a < b) {
-      const int64_t t = a;
-      a = b, b = t;
-    }
-    int64_t expected = a;
-    if (__atomic_compare_exchange_n(&parent[a], &expected, b, 0, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED))
-      return;
-  }
 }
 
 static vox_status out_of_memory(vox_context *ctx, runs *r) {
@@ -114,7 +89,8 @@ static void unite_rows(runs *r, int64_t row, int64_t other, int reach) {
   const int64_t q_end = r->row_start[other + 1];
   for (int64_t a = r->row_start[row]; a < r->row_start[row + 1]; a++) {
     while (q < q_end && r->x1[q] + reach < r->x0[a]) q++;
-    for (int64_t t = q; t < q_end && r->x0[t] <= r->x1[a] + reach; t++) unite(r->parent, a, t);
+    for (int64_t t = q; t < q_end && r->x0[t] <= r->x1[a] + reach; t++)
+      vox_uf_unite(r->parent, a, t);
   }
 }
 
@@ -170,7 +146,7 @@ vox_status vox_keep_largest_labels(vox_context *ctx, uint8_t *label, const int64
     int64_t root = -1, sum = 0;
 #pragma omp for schedule(static)
     for (int64_t a = 0; a < n_runs; a++) {
-      const int64_t ra = find(r.parent, a);
+      const int64_t ra = vox_uf_find(r.parent, a);
       if (ra != root) {
         if (root >= 0) __atomic_fetch_add(&size[root], sum, __ATOMIC_RELAXED);
         root = ra, sum = 0;
@@ -194,7 +170,7 @@ vox_status vox_keep_largest_labels(vox_context *ctx, uint8_t *label, const int64
 #pragma omp parallel for schedule(dynamic, 64)
     for (int64_t row = 0; row < rows; row++)
       for (int64_t a = r.row_start[row]; a < r.row_start[row + 1]; a++)
-        if (find(r.parent, a) != best)
+        if (vox_uf_find(r.parent, a) != best)
           memset(label + row * nx + r.x0[a], 0, (size_t)(r.x1[a] - r.x0[a] + 1));
   }
   runs_free(&r);
@@ -227,9 +203,9 @@ vox_status vox_layers_connected(vox_context *ctx, const uint8_t *label, const in
       for (int64_t a = r.row_start[row]; a < r.row_start[row + 1]; a++) {
         if (!on_layer(&r, row, a, axis, end)) continue;
         if (!end)
-          at_first[find(r.parent, a)] = 1;
+          at_first[vox_uf_find(r.parent, a)] = 1;
         else
-          reached |= at_first[find(r.parent, a)];
+          reached |= at_first[vox_uf_find(r.parent, a)];
       }
   free(at_first);
   runs_free(&r);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "multigrid.h"
+#include "sparse_split.h"
 #include "voxfe/element.h"
 
 static vox_status no_memory(vox_context *ctx, const char *what) {
@@ -16,6 +17,7 @@ static vox_status no_memory(vox_context *ctx, const char *what) {
 
 static void level_free(vox_sparse_host_level *l) {
   free(l->element_nodes);
+  free(l->element_nodes_x1);
   free(l->element_box);
   free(l->material);
   free(l->modulus);
@@ -130,27 +132,34 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   return VOX_OK;
 }
 
-/* The coarse node indices along an axis of n fine elements that a fixed
- * fine node at index a fixes: the coarse node on it (a even), the two
- * between which it lies (a odd), or for the last fine node the coarse node
- * that interpolates it alone ((n + 1) / 2: one past it when n is odd, so
- * that a plate there fixes one coarse layer, not two). Two distinct fixed
- * fine nodes never merge into one coarse node this way, so a pin and its
- * partner keep holding the rigid rotations on every level and the coarsest
- * level stays non-singular. Returns how many. */
-static inline int coarse_candidates(int64_t a, int64_t n, int64_t out[2]) {
-  if (a == n) {
-    out[0] = (n + 1) / 2;
-    return 1;
+/* The box moduli of level l + 1: the mean over the children of level l's
+ * elements (an absent child counts 0). A thread per coarse layer, which only
+ * fine layers 2 kc and 2 kc + 1 add to: no two threads add to one entry,
+ * and each entry's sum is in element order, as in one pass. */
+static vox_status next_box_moduli(vox_context *ctx, const vox_sparse_hierarchy *h, int l,
+                                  float **box_mod) {
+  const vox_sparse_host_level *lv = &h->level[l];
+  const vox_grid g = lv->grid, c = vox_grid_coarsen(&g);
+  float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
+  if (!next) return no_memory(ctx, "coarse moduli");
+#pragma omp parallel for schedule(static)
+  for (int64_t kc = 0; kc < c.nz; kc++) {
+    const size_t e0 = lv->element_layer_start[2 * kc];
+    const size_t e1 = lv->element_layer_start[2 * kc + 2 < g.nz ? 2 * kc + 2 : g.nz];
+    for (size_t e = e0; e < e1; e++) {
+      const int64_t b = lv->element_box[e];
+      const int64_t i = b % g.nx, j = (b / g.nx) % g.ny, k = b / (g.nx * g.ny);
+      const double m = lv->material ? h->table[lv->material[e]] : lv->modulus[e];
+      next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
+    }
   }
-  out[0] = a / 2;
-  if (!(a & 1)) return 1;
-  out[1] = a / 2 + 1;
-  return 2;
+  free(*box_mod);
+  *box_mod = next;
+  return VOX_OK;
 }
 
 vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
-                                      int levels, vox_sparse_hierarchy *h) {
+                                      int levels, int split, vox_sparse_hierarchy *h) {
   memset(h, 0, sizeof *h);
   for (int i = 0; i < model->n_materials; i++)
     h->table[model->materials[i].label] = model->materials[i].youngs_modulus;
@@ -192,6 +201,16 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
       s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "Poisson ratio %g out of (-1, 0.5)", nu);
       break;
     }
+    if (split && l > 0 && l < n - 1) {
+      /* a level that follows the bone's connectivity; its next level's
+       * box moduli below, as for any other */
+      s = vox_sparse_split_coarsen(ctx, h->table, &h->level[l - 1], lv);
+      if (s == VOX_OK && lv->n_elements == 0)
+        s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
+      if (s == VOX_OK) s = next_box_moduli(ctx, h, l, &box_mod);
+      g = vox_grid_coarsen(&g);
+      continue;
+    }
     int32_t *map = NULL;
     s = number_level(ctx, lv, l == 0 ? model->label : NULL, box_mod, l > 0 && l == n - 1,
                      &map);
@@ -217,7 +236,7 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
       for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = box_mod[lv->element_box[e]];
     }
     if (s == VOX_OK && l > 0) {
-      /* the fine level's fixed dofs fix coarse dofs (coarse_candidates),
+      /* the fine level's fixed dofs fix coarse dofs (vox_sparse_coarse_candidates),
        * and its nodes learn their parent elements */
       vox_sparse_host_level *f = &h->level[l - 1];
       const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
@@ -227,8 +246,9 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
         const int64_t b = f->node_box[m];
         const int64_t i = b % fpx, j = (b / fpx) % fpy, k = b / (fpx * fpy);
         int64_t ci[2], cj[2], ck[2];
-        const int ni = coarse_candidates(i, f->grid.nx, ci), nj = coarse_candidates(j, f->grid.ny, cj),
-                  nk = coarse_candidates(k, f->grid.nz, ck);
+        const int ni = vox_sparse_coarse_candidates(i, f->grid.nx, ci),
+                  nj = vox_sparse_coarse_candidates(j, f->grid.ny, cj),
+                  nk = vox_sparse_coarse_candidates(k, f->grid.nz, ck);
         for (int c = 0; c < nk; c++)
           for (int b2 = 0; b2 < nj; b2++)
             for (int a = 0; a < ni; a++) {
@@ -254,10 +274,12 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
           const int64_t i = b % fnx, j = (b / fnx) % fny, k = b / (fnx * fny);
           const int64_t ci = i / 2, cj = j / 2, ck = k / 2;
           const uint32_t ce = (uint32_t)emap[(ck * g.ny + cj) * g.nx + ci];
+          int32_t en[8];
+          vox_sparse_corners(f->element_nodes, f->element_nodes_x1, e, en);
           for (int a = 0; a < 8; a++) {
             const int x = vox_hex8_corner[a][0], y = vox_hex8_corner[a][1],
                       z = vox_hex8_corner[a][2];
-            const int32_t node = f->element_nodes[4 * e + y + 2 * z] + x;
+            const int32_t node = en[a];
             const int pos = (int)(i + x - 2 * ci) + 3 * (int)(j + y - 2 * cj) +
                             9 * (int)(k + z - 2 * ck);
             f->parent[node] = vox_sparse_parent(ce, pos); /* any parent serves */
@@ -266,29 +288,9 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
       }
       free(emap);
     }
-    /* the next level's box moduli: the mean over the children */
     if (s == VOX_OK && l < n - 1) {
-      const vox_grid c = vox_grid_coarsen(&g);
-      float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
-      if (!next) s = no_memory(ctx, "coarse moduli");
-      /* a thread per coarse layer, which only fine layers 2 kc and 2 kc + 1
-       * add to: no two threads add to one entry, and each entry's sum is
-       * in element order, as in one pass */
-      const int64_t cnz = s == VOX_OK ? c.nz : 0;
-#pragma omp parallel for schedule(static)
-      for (int64_t kc = 0; kc < cnz; kc++) {
-        const size_t e0 = lv->element_layer_start[2 * kc];
-        const size_t e1 = lv->element_layer_start[2 * kc + 2 < g.nz ? 2 * kc + 2 : g.nz];
-        for (size_t e = e0; e < e1; e++) {
-          const int64_t b = lv->element_box[e];
-          const int64_t i = b % g.nx, j = (b / g.nx) % g.ny, k = b / (g.nx * g.ny);
-          const double m = l == 0 ? h->table[lv->material[e]] : lv->modulus[e];
-          next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
-        }
-      }
-      free(box_mod);
-      box_mod = next;
-      g = c;
+      s = next_box_moduli(ctx, h, l, &box_mod);
+      g = vox_grid_coarsen(&g);
     }
     if (l == 0)
       h->box_to_node = map;
@@ -302,11 +304,11 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
     vox_sparse_host_level *lv = &h->level[n - 1];
     uint8_t *touched = calloc(lv->n_nodes, 1);
     if (!touched) s = no_memory(ctx, "coarsest level");
-    for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++)
-      for (int c = 0; c < 4; c++) {
-        touched[lv->element_nodes[4 * e + c]] = 1;
-        touched[lv->element_nodes[4 * e + c] + 1] = 1;
-      }
+    for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++) {
+      int32_t node[8];
+      vox_sparse_corners(lv->element_nodes, lv->element_nodes_x1, e, node);
+      for (int a = 0; a < 8; a++) touched[node[a]] = 1;
+    }
     for (size_t m = 0; s == VOX_OK && m < lv->n_nodes; m++)
       if (!touched[m]) lv->node_fixed[m] = 7;
     free(touched);
@@ -321,6 +323,7 @@ vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, i
       .n_nodes = lv->n_nodes,
       .n_elements = lv->n_elements,
       .element_nodes = lv->element_nodes,
+      .element_nodes_x1 = lv->element_nodes_x1,
       .material = lv->material,
       .table = lv->material ? h->table : NULL,
       .modulus = lv->modulus,
@@ -339,9 +342,7 @@ void vox_sparse_assemble_coarsest(const vox_sparse_hierarchy *h, double *value) 
   memset(value, 0, lv->n_nodes * 27 * 9 * sizeof *value);
   for (size_t e = 0; e < lv->n_elements; e++) {
     int32_t node[8];
-    for (int a = 0; a < 8; a++)
-      node[a] = lv->element_nodes[4 * e + vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] +
-                vox_hex8_corner[a][0];
+    vox_sparse_corners(lv->element_nodes, lv->element_nodes_x1, e, node);
     const double m = lv->modulus[e];
     for (int a = 0; a < 8; a++)
       for (int b = 0; b < 8; b++) {

@@ -17,6 +17,7 @@ typedef struct vox_sparse_host_level {
   vox_grid grid;              /* the box */
   size_t n_nodes, n_elements;
   int32_t *element_nodes;     /* 4 per element (sparse_ops.h) */
+  int32_t *element_nodes_x1;  /* 4 per element, split levels only (sparse_split.h) */
   int64_t *element_box;       /* box index of each element */
   uint8_t *material;          /* level 0: the label of each element */
   float *modulus;             /* coarse levels: per element */
@@ -43,11 +44,32 @@ enum { VOX_SPARSE_MAX_COARSEST_DOFS = 8000 };
 /* `levels` that builds level 0 alone (the smoothed aggregation's, sparse_sa.h). */
 enum { VOX_SPARSE_FINE_ONLY = -1 };
 
+/* The coarse node indices along an axis of n fine elements that a fixed
+ * fine node at index a fixes: the coarse node on it (a even), the two
+ * between which it lies (a odd), or for the last fine node the coarse node
+ * that interpolates it alone ((n + 1) / 2: one past it when n is odd, so
+ * that a plate there fixes one coarse layer, not two). Two distinct fixed
+ * fine nodes never merge into one coarse node this way, so a pin and its
+ * partner keep holding the rigid rotations on every level and the coarsest
+ * level stays non-singular. Returns how many. */
+static inline int vox_sparse_coarse_candidates(int64_t a, int64_t n, int64_t out[2]) {
+  if (a == n) {
+    out[0] = (n + 1) / 2;
+    return 1;
+  }
+  out[0] = a / 2;
+  if (!(a & 1)) return 1;
+  out[1] = a / 2 + 1;
+  return 2;
+}
+
 /* Builds the hierarchy of an elasticity model, its fixed dofs those of the
  * model's constraints, `nu` the common Poisson ratio. `levels` 0 chooses
- * the count from the box; VOX_SPARSE_FINE_ONLY builds level 0 alone. */
+ * the count from the box; VOX_SPARSE_FINE_ONLY builds level 0 alone.
+ * `split`: the levels between the finest and the coarsest follow the bone's
+ * connectivity (sparse_split.h); else each is the plain coarse voxel image. */
 vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
-                                      int levels, vox_sparse_hierarchy *h);
+                                      int levels, int split, vox_sparse_hierarchy *h);
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h);
 
 /* The level as a backend description. */

@@ -9,7 +9,12 @@
  * index: an element stores four node indices, those of its corners (0,0,0),
  * (0,1,0), (0,0,1) and (0,1,1) (y and z offsets), and its corner (1, y, z)
  * is that index + 1. That is 16 bytes per element where eight indices take
- * 32. docs/engine.md ("Sparse storage") gives the memory arithmetic. */
+ * 32. docs/engine.md ("Sparse storage") gives the memory arithmetic.
+ *
+ * A coarse level split along the bone's connectivity (sparse_split.h) may
+ * hold several copies of a box node, and then an element's x = 1 corners
+ * are not always the next indices: such a level stores them too, four more
+ * indices an element (`element_nodes_x1`). */
 #ifndef VOXFE_SPARSE_OPS_H
 #define VOXFE_SPARSE_OPS_H
 
@@ -38,6 +43,17 @@ static inline void vox_svec_put(vox_svec *v, size_t i, double a) {
     ((double *)v->data)[i] = a;
 }
 
+/* The eight corner nodes of element e, in vox_hex8_corner's order, from
+ * its x = 0 corners (`x0`, four an element) and its x = 1 corners (`x1`,
+ * likewise; NULL: the x = 0 corner's index + 1). */
+static inline void vox_sparse_corners(const int32_t *x0, const int32_t *x1, size_t e,
+                                      int32_t node[8]) {
+  static const int yz[8] = {0, 0, 1, 1, 2, 2, 3, 3}; /* vox_hex8_corner: y + 2 z */
+  static const int x[8] = {0, 1, 1, 0, 0, 1, 1, 0};
+  for (int a = 0; a < 8; a++)
+    node[a] = x[a] && x1 ? x1[4 * e + (size_t)yz[a]] : x0[4 * e + (size_t)yz[a]] + x[a];
+}
+
 /* Prolongation data of a fine node: the coarse element that contains it and
  * its position there, (px + 3 py + 9 pz) with p 0 (on the coarse element's
  * low node), 1 (halfway) or 2 (on its high node) along each axis. */
@@ -53,6 +69,7 @@ static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
 typedef struct vox_sparse_level_desc {
   size_t n_nodes, n_elements;
   const int32_t *element_nodes; /* 4 per element (see above) */
+  const int32_t *element_nodes_x1; /* 4 per element, or NULL (see above) */
   /* element moduli: `material` (one byte per element) indexing `table`
    * (256 doubles, exact: level 0) when not NULL, else `modulus` (float: the
    * coarse levels, which only precondition) */

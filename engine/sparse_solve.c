@@ -517,17 +517,24 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
   return VOX_OK;
 }
 
-/* VOXFE_SPARSE_COARSE: geometric (rediscretised levels) or sa. */
-static vox_status coarse_kind_of(vox_context *ctx, int *sa) {
+/* VOXFE_SPARSE_COARSE: split or geometric (rediscretised levels that
+ * follow the bone's connectivity, sparse_split.h; the default), box (the
+ * plain coarse voxel images) or sa. */
+static vox_status coarse_kind_of(vox_context *ctx, int *sa, int *split) {
   const char *v = getenv("VOXFE_SPARSE_COARSE");
   *sa = 0;
-  if (!v || !*v || strcmp(v, "geometric") == 0) return VOX_OK;
+  *split = 0;
+  if (!v || !*v || strcmp(v, "split") == 0 || strcmp(v, "geometric") == 0) {
+    *split = 1;
+    return VOX_OK;
+  }
+  if (strcmp(v, "box") == 0) return VOX_OK;
   if (strcmp(v, "sa") == 0) {
     *sa = 1;
     return VOX_OK;
   }
   return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                   "VOXFE_SPARSE_COARSE=%s: expected geometric or sa", v);
+                   "VOXFE_SPARSE_COARSE=%s: expected split (or geometric), box or sa", v);
 }
 
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -545,12 +552,12 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
                      be->ops->name);
   const double t0 = now();
-  int use_sa = 0;
-  TRY(coarse_kind_of(ctx, &use_sa));
+  int use_sa = 0, split = 0;
+  TRY(coarse_kind_of(ctx, &use_sa, &split));
   if (use_sa && !be->ops->sparse->matrix_create)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
-                     "yet (use geometric)",
+                     "yet (use split or box)",
                      be->ops->name);
   double nu = 0;
   TRY(vox_model_poisson_ratio(ctx, model, &nu));
@@ -558,7 +565,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   const size_t nb = (size_t)vox_grid_nodes(g);
   vox_sparse_hierarchy h;
   vox_status st = vox_sparse_hierarchy_build(
-      ctx, model, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, &h);
+      ctx, model, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, &h);
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;
@@ -620,7 +627,8 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     /* u: the initial guess on the free dofs, g on the fixed ones */
 #pragma omp parallel for schedule(static)
     for (size_t m = 0; m < f->n_nodes; m++)
-      for (int k = 0; k < 3; k++) host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
+      for (int k = 0; k < 3; k++)
+        host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
     for (size_t i = 0; i < model->n_constraints; i++) {
       const vox_constraint *k = &model->constraints[i];
       const int32_t m = h.box_to_node[k->node];

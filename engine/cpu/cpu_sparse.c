@@ -14,7 +14,7 @@
 
 struct vox_sparse_level {
   size_t n_nodes, n_elements;
-  int32_t *element_nodes;
+  int32_t *element_nodes, *element_nodes_x1;
   uint8_t *material;
   double table[256];
   float *modulus;
@@ -139,6 +139,7 @@ static void *copy_of(const void *src, size_t bytes, size_t *total) {
 static void level_destroy(vox_backend *be, vox_sparse_level *l) {
   if (!l) return;
   free(l->element_nodes);
+  free(l->element_nodes_x1);
   free(l->material);
   free(l->modulus);
   free(l->node_fixed);
@@ -159,6 +160,7 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (d->table) memcpy(l->table, d->table, sizeof l->table);
   size_t b = 0;
   l->element_nodes = copy_of(d->element_nodes, d->n_elements * 4 * sizeof(int32_t), &b);
+  l->element_nodes_x1 = copy_of(d->element_nodes_x1, d->n_elements * 4 * sizeof(int32_t), &b);
   l->material = copy_of(d->material, d->n_elements, &b);
   l->modulus = copy_of(d->modulus, d->n_elements * sizeof(float), &b);
   l->node_fixed = copy_of(d->node_fixed, d->n_nodes, &b);
@@ -167,7 +169,8 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
       copy_of(d->element_layer_start, (size_t)(d->nz + 1) * sizeof(size_t), &b);
   l->node_layer_start = copy_of(d->node_layer_start, (size_t)(d->nz + 2) * sizeof(size_t), &b);
   l->bytes = b;
-  if (!l->element_nodes || (!l->material && !l->modulus) || !l->node_fixed ||
+  if (!l->element_nodes || (d->element_nodes_x1 && !l->element_nodes_x1) ||
+      (!l->material && !l->modulus) || !l->node_fixed ||
       (d->parent && !l->parent) || !l->element_layer_start || !l->node_layer_start) {
     level_destroy(be, l);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a sparse level");
@@ -196,9 +199,7 @@ static size_t level_bytes(const vox_sparse_level *l) { return l->bytes; }
   } while (0)
 
 static inline void element_corners(const vox_sparse_level *l, size_t e, int32_t node[8]) {
-  const int32_t *en = l->element_nodes + 4 * e;
-  for (int a = 0; a < 8; a++)
-    node[a] = en[vox_hex8_corner[a][1] + 2 * vox_hex8_corner[a][2]] + vox_hex8_corner[a][0];
+  vox_sparse_corners(l->element_nodes, l->element_nodes_x1, e, node);
 }
 
 static inline double element_modulus(const vox_sparse_level *l, size_t e) {

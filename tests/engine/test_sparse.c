@@ -15,6 +15,7 @@
 #include "../bone_model.h"
 #include "fem.h"
 #include "sparse_hierarchy.h"
+#include "voxfe/element.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
 
@@ -106,19 +107,110 @@ static void test_compression(vox_context *ctx, vox_backend *be, int64_t n, const
   vox_model_free(&m);
 }
 
+/* The levels that follow the bone's connectivity (sparse_split.h) on a
+ * porous bone with a compression test, level by level against the fine
+ * level: the interpolation is one function on every fine element (all its
+ * nodes that a coarse box node reaches, each through its own parent piece,
+ * name the same copy of that node, at that node's box position, and the
+ * parent words put the node where it is); copies and pieces in box order;
+ * the coarse moduli sum to the fine ones over 8; the fixed dofs of a fine
+ * node fix the copies it interpolates from; and the bone's separate
+ * struts make copies, more nodes on level 1 than the plain coarse image. */
+static void test_split_levels(vox_context *ctx) {
+  vox_model m;
+  make_bone_model(ctx, &m, 40, 7, 0);
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+  vox_sparse_hierarchy h, box;
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, 1, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, 0, &box));
+  CHECK(h.n_levels == box.n_levels && h.n_levels >= 4);
+  printf("split levels: nodes");
+  for (int l = 0; l < h.n_levels; l++)
+    printf(" %zu (plain %zu)", h.level[l].n_nodes, box.level[l].n_nodes);
+  printf("\n");
+  CHECK(h.level[1].n_nodes > box.level[1].n_nodes);
+  CHECK(h.level[1].element_nodes_x1 && !h.level[0].element_nodes_x1);
+  size_t checked = 0, bad = 0;
+  for (int l = 0; l + 1 < h.n_levels; l++) {
+    const vox_sparse_host_level *f = &h.level[l], *c = &h.level[l + 1];
+    const int64_t fnx = f->grid.nx, fny = f->grid.ny, fpx = fnx + 1, fpy = fny + 1;
+    const int64_t cnx = c->grid.nx, cny = c->grid.ny, cpx = cnx + 1, cpy = cny + 1;
+    for (size_t q = 1; q < c->n_nodes; q++) bad += c->node_box[q] < c->node_box[q - 1];
+    for (size_t q = 1; q < c->n_elements; q++) bad += c->element_box[q] < c->element_box[q - 1];
+    double fine_sum = 0, coarse_sum = 0;
+    for (size_t e = 0; e < f->n_elements; e++)
+      fine_sum += f->material ? h.table[f->material[e]] : f->modulus[e];
+    for (size_t e = 0; e < c->n_elements; e++) coarse_sum += c->modulus[e];
+    CHECK_CLOSE(coarse_sum, fine_sum / 8, 1e-5);
+    for (size_t e = 0; e < f->n_elements; e++) {
+      const int64_t b = f->element_box[e];
+      const int64_t cell[3] = {b % fnx / 2, b / fnx % fny / 2, b / (fnx * fny) / 2};
+      int32_t node[8];
+      vox_sparse_corners(f->element_nodes, f->element_nodes_x1, e, node);
+      for (int corner = 0; corner < 8; corner++) {
+        int64_t N[3];
+        for (int a = 0; a < 3; a++) N[a] = cell[a] + vox_hex8_corner[corner][a];
+        int32_t copy = -1;
+        for (int a = 0; a < 8; a++) {
+          const int32_t mf = node[a];
+          const int64_t fb = f->node_box[mf];
+          const int64_t fm[3] = {fb % fpx, fb / fpx % fpy, fb / (fpx * fpy)};
+          int reach = 1;
+          for (int x = 0; x < 3; x++) reach &= llabs(fm[x] - 2 * N[x]) <= 1;
+          if (!reach) continue;
+          const uint32_t word = f->parent[mf];
+          const size_t p = word >> VOX_SPARSE_POS_BITS;
+          const int pos = (int)(word & ((1u << VOX_SPARSE_POS_BITS) - 1));
+          const int64_t pb = c->element_box[p];
+          const int64_t pc[3] = {pb % cnx, pb / cnx % cny, pb / (cnx * cny)};
+          const int pp[3] = {pos % 3, pos / 3 % 3, pos / 9};
+          int at[3], inside = 1;
+          for (int x = 0; x < 3; x++) {
+            bad += fm[x] != 2 * pc[x] + pp[x];
+            at[x] = (int)(N[x] - pc[x]);
+            inside &= at[x] == 0 || at[x] == 1;
+          }
+          CHECK(inside);
+          if (!inside) continue;
+          int32_t cn[8];
+          vox_sparse_corners(c->element_nodes, c->element_nodes_x1, p, cn);
+          int k = 0;
+          while (vox_hex8_corner[k][0] != at[0] || vox_hex8_corner[k][1] != at[1] ||
+                 vox_hex8_corner[k][2] != at[2])
+            k++;
+          bad += c->node_box[cn[k]] != (N[2] * cpy + N[1]) * cpx + N[0];
+          if (copy >= 0) bad += cn[k] != copy;
+          copy = cn[k];
+          /* a fixed fine node on the coarse node fixes that copy likewise */
+          if (fm[0] == 2 * N[0] && fm[1] == 2 * N[1] && fm[2] == 2 * N[2])
+            bad += (c->node_fixed[copy] & f->node_fixed[mf]) != f->node_fixed[mf];
+          checked++;
+        }
+      }
+    }
+  }
+  printf("split levels: %zu (element, coarse node, fine node) triples checked, %zu wrong\n",
+         checked, bad);
+  CHECK(checked > 0 && bad == 0);
+  vox_sparse_hierarchy_free(&h);
+  vox_sparse_hierarchy_free(&box);
+  vox_model_free(&m);
+}
+
 /* The inverse 3 x 3 blocks of levels 0 and 1 of a bone under a compression
  * test (fixed dofs), in double and float, against the blocks of the level's
  * own product: K applied to the sum of the unit vectors of component j at
  * the nodes of one parity class (x, y, z mod 2 of the node's box position:
  * no two of them share an element) gives column j of each of their blocks.
  * W B = I to 1e-12 in double and 1e-5 in float, and W symmetric. */
-static void test_block_inverse(vox_context *ctx, vox_backend *be) {
+static void test_block_inverse(vox_context *ctx, vox_backend *be, int split) {
   vox_model m;
   make_bone_model(ctx, &m, 20, 7, 0);
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, split, &h));
   const vox_sparse_ops *o = be->ops->sparse;
   for (int l = 0; l < 2; l++) {
     const vox_sparse_host_level *hl = &h.level[l];
@@ -170,9 +262,9 @@ static void test_block_inverse(vox_context *ctx, vox_backend *be) {
             for (int k = 0; k < 3; k++) wmax = fmax(wmax, fabs(w[6 * a + vox_block_entry(i, k)]));
             err = fmax(err, fabs(s - (i == j)) / fmax(1, wmax * bmax));
           }
-      printf("inverse blocks, level %d (%zu nodes, %zu with fixed dofs), %s: max |W B - I| = "
-             "%.2e\n",
-             l, nn, n_fixed, single ? "float" : "double", err);
+      printf("inverse blocks, %s level %d (%zu nodes, %zu with fixed dofs), %s: max |W B - I| "
+             "= %.2e\n",
+             split ? "split" : "plain", l, nn, n_fixed, single ? "float" : "double", err);
       CHECK(err <= (single ? 1e-5 : 1e-12));
     }
     o->vec_destroy(be, &xv);
@@ -282,9 +374,15 @@ int main(void) {
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_storage_option(ctx);
   test_refusals(ctx, be);
-  test_block_inverse(ctx, be);
-  /* each smoother once: the diagonal, blocks on level 0 only, on every level */
+  test_split_levels(ctx);
+  test_block_inverse(ctx, be, 0);
+  test_block_inverse(ctx, be, 1);
+  /* each smoother once: the diagonal, blocks on level 0 only, on every
+   * level; the plain coarse levels once, the split ones (the default) in
+   * the rest */
+  setenv("VOXFE_SPARSE_COARSE", "box", 1);
   test_compression(ctx, be, 20, "diagonal");
+  unsetenv("VOXFE_SPARSE_COARSE");
   test_compression(ctx, be, 27, "block:1"); /* odd box sides: coarse nodes past the box */
   test_forces(ctx, be, "block");
   test_growth(ctx, be);

@@ -151,7 +151,7 @@ static void test_rigid_modes(vox_context *ctx) {
   vox_model m;
   make_bone_model(ctx, &m, 12, 7, 0);
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, 0, &h));
   CHECK(h.n_levels == 1);
   const vox_sparse_host_level *lv = &h.level[0];
   const size_t n = lv->n_nodes;
@@ -236,7 +236,7 @@ static void test_galerkin_dense(vox_context *ctx) {
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, 0, &h));
   vox_sa_options o;
   vox_sa_options_default(&o);
   vox_sa_hierarchy sa;
@@ -305,7 +305,7 @@ static void test_deeper_levels(vox_context *ctx) {
   double applied;
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, 0, &h));
   vox_sa_options o;
   vox_sa_options_default(&o);
   o.max_coarse_dofs = 300; /* more levels on a small bone */

@@ -1,7 +1,8 @@
 /* The sparse (bone-only) solver on the CUDA backend against the CPU
  * backend's (label gpu), with each of the CUDA product kernels in turn
  * (VOXFE_SPARSE_PRODUCT atomic, warp; cuda/cuda_sparse.cu): the
- * products of the first two levels on a random vector, in double (1e-12 of
+ * products of the first two levels (of the plain and of the split coarse
+ * levels, sparse_split.h) on a random vector, in double (1e-12 of
  * the largest entry), float and with the fixed dofs kept, and the transfers
  * between them (float coarse vectors: 1e-6), the inverse 3 x 3 diagonal
  * blocks and a block smoother step; then a perlin bone
@@ -12,7 +13,7 @@
  * counts close; the assembled block matrices of the smoothed-aggregation
  * levels (matrix_apply, matrix_smoother_step) for each block shape against
  * the CPU's, a solve with those levels (VOXFE_SPARSE_COARSE=sa), and the
- * hinged bone (semi-definite) with either coarse space. Exit 77 (skipped)
+ * hinged bone (semi-definite) with each coarse space. Exit 77 (skipped)
  * when this build has no CUDA or the machine no device;
  * VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU backend itself. */
 #include <math.h>
@@ -68,9 +69,10 @@ static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const 
  * (a compression test's), in double, in float (VOX_APPLY_SINGLE, 1e-5) and
  * the full matrix (VOX_APPLY_FULL). */
 static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cpu,
-                             const vox_model *m, const char *kind) {
+                             const vox_model *m, const char *kind, int split) {
   vox_sparse_hierarchy h;
-  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, m, 0.3, 0, &h));
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, m, 0.3, 0, split, &h));
+  printf("%s hierarchy\n", split ? "split" : "plain");
   CHECK(h.n_levels >= 3);
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
@@ -391,15 +393,16 @@ int main(void) {
     vox_solver_options_default(&opt);
     opt.rtol = 1e-10;
     opt.storage = VOX_STORAGE_SPARSE;
-    for (int k = 0; k < 2; k++) {
-      setenv("VOXFE_SPARSE_COARSE", k ? "sa" : "geometric", 1);
+    static const char *const coarse[] = {"split", "box", "sa"};
+    for (int k = 0; k < 3; k++) {
+      setenv("VOXFE_SPARSE_COARSE", coarse[k], 1);
       vox_solve_result rg, rc;
       memset(ug, 0, nd * sizeof *ug), memset(uc, 0, nd * sizeof *uc);
       CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, gpu, &m, &opt, ug, &rg, NULL));
       CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, cpu, &m, &opt, uc, &rc, NULL));
       const double diff = hinged_column_difference(ug, uc);
       printf("hinged bone, %s: CG %d (gpu) %d (cpu), the column's max |du| / max |u| = %.2e\n",
-             k ? "sa" : "geometric", rg.iterations, rc.iterations, diff);
+             coarse[k], rg.iterations, rc.iterations, diff);
       CHECK(rg.reason == VOX_CONVERGED_RTOL && rc.reason == VOX_CONVERGED_RTOL);
       CHECK(diff <= 1e-7);
     }
@@ -415,7 +418,8 @@ int main(void) {
     make_bone_model(ctx, &m, 27, 3, 1);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-    compare_products(ctx, gpu, cpu, &m, kinds[k]);
+    compare_products(ctx, gpu, cpu, &m, kinds[k], 0);
+    compare_products(ctx, gpu, cpu, &m, kinds[k], 1); /* level 1 with copies (x1 corners) */
     snprintf(what, sizeof what, "%s: compression 27^3", kinds[k]);
     compare(ctx, gpu, cpu, &m, what);
     setenv("VOXFE_SPARSE_SMOOTHER", k == 0 ? "block" : "diagonal", 1);

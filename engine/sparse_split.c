@@ -1,0 +1,410 @@
+/* Coarse levels that follow the bone's connectivity (sparse_split.h). Every
+ * pass is parallel: the joins through a lock-free union-find
+ * (union_find.h), the numbering per layer of the coarse box.
+ *
+ *  1. pieces: the fine elements are joined where they share a fine node
+ *     and lie in one coarse cell; the sets are the pieces, numbered in the
+ *     order of their cells, then of their first element;
+ *  2. copies: every piece has eight slots, one per corner; where two pieces
+ *     share a fine node, the slots of the corners their cells have in
+ *     common and whose interpolation reaches that node are joined; the sets
+ *     of slots of one box node are its copies, numbered in box order, then
+ *     in the order of their first slot;
+ *  3. the pieces become the coarse elements, their slots' copies their
+ *     corners; the fine nodes learn their parents, the copies their fixed
+ *     components. */
+#include "sparse_split.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "union_find.h"
+#include "voxfe/element.h"
+
+static vox_status no_memory(vox_context *ctx, const char *what) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the sparse system (%s)", what);
+}
+
+/* vox_hex8_corner's index of corner (x, y, z) */
+static inline int corner_index(int x, int y, int z) {
+  static const int t[8] = {0, 1, 3, 2, 4, 5, 7, 6};
+  return t[x + 2 * y + 4 * z];
+}
+
+static inline void box_ijk(int64_t b, int64_t nx, int64_t ny, int64_t ijk[3]) {
+  ijk[0] = b % nx, ijk[1] = (b / nx) % ny, ijk[2] = b / (nx * ny);
+}
+
+/* The coarse cell (box index) of fine element e. */
+static inline int64_t coarse_cell(const vox_sparse_host_level *f, const vox_grid *cg, size_t e) {
+  int64_t ijk[3];
+  box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
+  return ((ijk[2] / 2) * cg->ny + ijk[1] / 2) * cg->nx + ijk[0] / 2;
+}
+
+static inline double fine_modulus(const vox_sparse_host_level *f, const double *table, size_t e) {
+  return f->material ? table[f->material[e]] : (double)f->modulus[e];
+}
+
+typedef struct split {
+  const double *table;
+  const vox_sparse_host_level *f;
+  vox_sparse_host_level *c;
+  int32_t *node_elem;   /* per fine node and corner: an element that has it there, or -1 */
+  int64_t *elem_set;    /* union-find over the fine elements (pieces) */
+  int32_t *piece_of;    /* per fine element */
+  size_t *cell_piece;   /* per coarse cell + 1: its first piece */
+  int64_t *slot_set;    /* union-find over the pieces' corners, 8 a piece */
+  size_t *node_start;   /* per coarse box node + 1: its first copy */
+  int32_t *slot_copy;   /* per slot: its copy */
+} split;
+
+/* 1. The pieces: fine elements joined through shared nodes within a cell. */
+static vox_status find_pieces(vox_context *ctx, split *sp) {
+  const vox_sparse_host_level *f = sp->f;
+  vox_sparse_host_level *c = sp->c;
+  const vox_grid *cg = &c->grid;
+  const ptrdiff_t nfe = (ptrdiff_t)f->n_elements, nfn = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
+  /* an element at each node's corner; two at one (the copies of a coarse
+   * level's node) lie in one fine cell and share the node: joined */
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < nfe; e++) {
+    int32_t node[8];
+    vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
+    for (int a = 0; a < 8; a++) {
+      int32_t expected = -1;
+      if (!__atomic_compare_exchange_n(&sp->node_elem[8 * (size_t)node[a] + (size_t)a],
+                                       &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED))
+        vox_uf_unite(sp->elem_set, e, expected);
+    }
+  }
+  /* the elements at one node in one coarse cell */
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t m = 0; m < nfn; m++) {
+    int64_t cell[8];
+    const int32_t *at = sp->node_elem + 8 * m;
+    for (int a = 0; a < 8; a++) {
+      if (at[a] < 0) continue;
+      cell[a] = coarse_cell(f, cg, (size_t)at[a]);
+      for (int b = 0; b < a; b++)
+        if (at[b] >= 0 && cell[b] == cell[a]) {
+          vox_uf_unite(sp->elem_set, at[a], at[b]);
+          break;
+        }
+    }
+  }
+  /* the roots (each set's first element) numbered by cell, then by root:
+   * counted per coarse layer, whose pieces come from fine layers 2k and
+   * 2k + 1 only, then numbered per layer */
+  const int64_t cnz = cg->nz, plane = cg->nx * cg->ny;
+  size_t *layer_pieces = calloc((size_t)cnz + 1, sizeof *layer_pieces);
+  if (!layer_pieces) return no_memory(ctx, "pieces");
+  const size_t *els = f->element_layer_start;
+#define FINE_RANGE(kc)                                                                   \
+  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
+#pragma omp parallel for schedule(static)
+  for (int64_t kc = 0; kc < cnz; kc++) {
+    FINE_RANGE(kc);
+    size_t n = 0;
+    for (size_t e = e0; e < e1; e++) n += vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e;
+    layer_pieces[kc] = n;
+  }
+  size_t total = 0;
+  for (int64_t kc = 0; kc <= cnz; kc++) {
+    const size_t n = kc < cnz ? layer_pieces[kc] : 0;
+    layer_pieces[kc] = total;
+    total += n;
+  }
+  c->n_elements = total;
+  int failed = 0;
+  if (total > VOX_SPARSE_MAX_COARSE_ELEMENTS || total > INT32_MAX) {
+    free(layer_pieces);
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
+  }
+  c->element_box = malloc((total ? total : 1) * sizeof *c->element_box);
+  c->modulus = calloc(total ? total : 1, sizeof *c->modulus);
+  if (!c->element_box || !c->modulus) {
+    free(layer_pieces);
+    return no_memory(ctx, "coarse elements");
+  }
+#pragma omp parallel
+  {
+    size_t *count = malloc(((size_t)plane + 1) * sizeof *count);
+    if (!count) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(static)
+    for (int64_t kc = 0; kc < cnz; kc++) {
+      if (!count) continue;
+      FINE_RANGE(kc);
+      memset(count, 0, ((size_t)plane + 1) * sizeof *count);
+      for (size_t e = e0; e < e1; e++)
+        if (vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e)
+          count[coarse_cell(f, cg, e) - kc * plane + 1]++;
+      count[0] = layer_pieces[kc];
+      for (int64_t q = 0; q < plane; q++) {
+        count[q + 1] += count[q];
+        sp->cell_piece[kc * plane + q] = count[q];
+      }
+      /* count[q]: the next piece of plane cell q; roots come in element
+       * order, so a cell's pieces are in the order of their roots */
+      for (size_t e = e0; e < e1; e++)
+        if (vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e) {
+          const int64_t cell = coarse_cell(f, cg, e);
+          const size_t p = count[cell - kc * plane]++;
+          sp->piece_of[e] = (int32_t)p;
+          c->element_box[p] = cell;
+        }
+      for (size_t e = e0; e < e1; e++) {
+        const int64_t root = vox_uf_find(sp->elem_set, (int64_t)e);
+        if (root != (int64_t)e) sp->piece_of[e] = sp->piece_of[root];
+        c->modulus[sp->piece_of[e]] += (float)(fine_modulus(f, sp->table, e) / 8);
+      }
+    }
+    free(count);
+  }
+  sp->cell_piece[cnz * plane] = total;
+  free(layer_pieces);
+  return failed ? no_memory(ctx, "pieces") : VOX_OK;
+}
+
+/* 2a. Pieces that share a fine node: the slots of their cells' common
+ * corners that reach the node joined. Distinct pieces at a node lie in distinct cells (two in
+ * one cell would be one piece), and the node's elements at its corners name
+ * them all: two elements at one corner of a node lie in one piece. */
+static void join_slots(split *sp) {
+  const vox_sparse_host_level *f = sp->f;
+  const vox_grid *cg = &sp->c->grid;
+  const ptrdiff_t nfn = (ptrdiff_t)f->n_nodes;
+  const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t q = 0; q < slots; q++) sp->slot_set[q] = q;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t m = 0; m < nfn; m++) {
+    int32_t piece[8];
+    int64_t cell[8][3];
+    int n = 0;
+    for (int a = 0; a < 8; a++) {
+      const int32_t e = sp->node_elem[8 * m + a];
+      if (e < 0) continue;
+      const int32_t p = sp->piece_of[e];
+      int seen = 0;
+      for (int b = 0; b < n; b++) seen |= piece[b] == p;
+      if (seen) continue;
+      piece[n] = p;
+      box_ijk(sp->c->element_box[p], cg->nx, cg->ny, cell[n]);
+      n++;
+    }
+    int64_t fijk[3];
+    box_ijk(f->node_box[m], f->grid.nx + 1, f->grid.ny + 1, fijk);
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < a; b++) {
+        /* per axis, the corners the two cells share: both (same cell
+         * there), or the high one of the lower cell */
+        int lo[3], hi[3];
+        for (int x = 0; x < 3; x++) {
+          const int64_t d = cell[b][x] - cell[a][x];
+          lo[x] = d > 0 ? 1 : 0; /* in a's cell */
+          hi[x] = d < 0 ? 0 : 1;
+        }
+        for (int z = lo[2]; z <= hi[2]; z++)
+          for (int y = lo[1]; y <= hi[1]; y++)
+            for (int x = lo[0]; x <= hi[0]; x++) {
+              /* only where the node is within the corner's reach (its
+               * weight there nonzero): 115 CG against 120 joining at any
+               * shared node (perlin 64^3, CPU) */
+              if (llabs(fijk[0] - 2 * (cell[a][0] + x)) > 1 ||
+                  llabs(fijk[1] - 2 * (cell[a][1] + y)) > 1 ||
+                  llabs(fijk[2] - 2 * (cell[a][2] + z)) > 1)
+                continue;
+              /* the same node in b's cell */
+              const int xb = x - (int)(cell[b][0] - cell[a][0]),
+                        yb = y - (int)(cell[b][1] - cell[a][1]),
+                        zb = z - (int)(cell[b][2] - cell[a][2]);
+              vox_uf_unite(sp->slot_set, 8 * (int64_t)piece[a] + corner_index(x, y, z),
+                           8 * (int64_t)piece[b] + corner_index(xb, yb, zb));
+            }
+      }
+  }
+}
+
+/* The slots of coarse box node (I, J, K): each piece of the (up to) eight
+ * cells around it, at the corner the node is of its cell. Returns how many. */
+static int node_slots(const split *sp, int64_t I, int64_t J, int64_t K, int64_t *out, int max) {
+  const vox_grid *cg = &sp->c->grid;
+  int n = 0;
+  for (int z = 1; z >= 0; z--)
+    for (int y = 1; y >= 0; y--)
+      for (int x = 1; x >= 0; x--) {
+        const int64_t ci = I - x, cj = J - y, ck = K - z; /* the node is corner (x, y, z) */
+        if (ci < 0 || cj < 0 || ck < 0 || ci >= cg->nx || cj >= cg->ny || ck >= cg->nz) continue;
+        const int64_t cell = (ck * cg->ny + cj) * cg->nx + ci;
+        for (size_t p = sp->cell_piece[cell]; p < sp->cell_piece[cell + 1] && n < max; p++)
+          out[n++] = 8 * (int64_t)p + corner_index(x, y, z);
+      }
+  return n;
+}
+
+/* The distinct sets among a node's slots, in the order of their first
+ * slot; rank[i]: the set of slot i. Returns how many. */
+static int node_copies(int64_t *slot_set, const int64_t *slot, int n, int64_t *root, int *rank) {
+  int copies = 0;
+  for (int i = 0; i < n; i++) {
+    const int64_t r = vox_uf_find(slot_set, slot[i]);
+    int k = 0;
+    while (k < copies && root[k] != r) k++;
+    if (k == copies) root[copies++] = r;
+    rank[i] = k;
+  }
+  return copies;
+}
+
+/* 2b. The copies numbered: counted per box node, then each node's copies
+ * from its start, one coarse node layer a thread; the slots learn their
+ * copies. */
+static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
+  vox_sparse_host_level *c = sp->c;
+  const int64_t px = c->grid.nx + 1, py = c->grid.ny + 1, pz = c->grid.nz + 1;
+  int failed = 0;
+  for (int pass = 0; pass < 2 && !failed; pass++) {
+#pragma omp parallel
+    {
+      int64_t *slot = malloc((size_t)max_slots * sizeof *slot);
+      int64_t *root = malloc((size_t)max_slots * sizeof *root);
+      int *rank = malloc((size_t)max_slots * sizeof *rank);
+      if (!slot || !root || !rank) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(static)
+      for (int64_t K = 0; K < pz; K++) {
+        if (!slot || !root || !rank) continue;
+        for (int64_t J = 0; J < py; J++)
+          for (int64_t I = 0; I < px; I++) {
+            const int64_t node = (K * py + J) * px + I;
+            const int n = node_slots(sp, I, J, K, slot, max_slots);
+            const int copies = node_copies(sp->slot_set, slot, n, root, rank);
+            if (pass == 0) {
+              sp->node_start[node + 1] = (size_t)copies;
+              continue;
+            }
+            const size_t first = sp->node_start[node];
+            for (int i = 0; i < n; i++) sp->slot_copy[slot[i]] = (int32_t)(first + (size_t)rank[i]);
+            for (int k = 0; k < copies; k++) c->node_box[first + (size_t)k] = node;
+          }
+      }
+      free(slot), free(root), free(rank);
+    }
+    if (pass == 0) {
+      const int64_t nb = px * py * pz;
+      sp->node_start[0] = 0;
+      for (int64_t b = 0; b < nb; b++) sp->node_start[b + 1] += sp->node_start[b];
+      c->n_nodes = sp->node_start[nb];
+      if (c->n_nodes > INT32_MAX)
+        return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                         "the sparse system holds at most 2^31 nodes a level");
+      c->node_box = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof *c->node_box);
+      c->node_fixed = calloc(c->n_nodes ? c->n_nodes : 1, 1);
+      if (!c->node_box || !c->node_fixed) return no_memory(ctx, "coarse nodes");
+    }
+  }
+  return failed ? no_memory(ctx, "copies") : VOX_OK;
+}
+
+/* 3. The coarse elements, the layers, the fine nodes' parents and the
+ * copies' fixed components. */
+static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_level *f) {
+  vox_sparse_host_level *c = sp->c;
+  const ptrdiff_t np = (ptrdiff_t)c->n_elements;
+  const int64_t cnx = c->grid.nx, cny = c->grid.ny, cnz = c->grid.nz;
+  c->element_nodes = malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes);
+  c->element_nodes_x1 = malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes_x1);
+  c->element_layer_start = malloc((size_t)(cnz + 1) * sizeof *c->element_layer_start);
+  c->node_layer_start = malloc((size_t)(cnz + 2) * sizeof *c->node_layer_start);
+  f->parent = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+  if (!c->element_nodes || !c->element_nodes_x1 || !c->element_layer_start ||
+      !c->node_layer_start || !f->parent)
+    return no_memory(ctx, "coarse elements");
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t p = 0; p < np; p++)
+    for (int yz = 0; yz < 4; yz++) {
+      c->element_nodes[4 * p + yz] = sp->slot_copy[8 * p + corner_index(0, yz & 1, yz >> 1)];
+      c->element_nodes_x1[4 * p + yz] = sp->slot_copy[8 * p + corner_index(1, yz & 1, yz >> 1)];
+    }
+  for (int64_t k = 0; k <= cnz; k++) c->element_layer_start[k] = sp->cell_piece[k * cnx * cny];
+  for (int64_t k = 0; k <= cnz + 1; k++)
+    c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
+  /* parents: the piece of any element at the node (all give its copies) */
+  const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < nfe; e++) {
+    int32_t node[8];
+    vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
+    int64_t ijk[3];
+    box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
+    for (int a = 0; a < 8; a++) {
+      int pos = 0;
+      for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
+      __atomic_store_n(&f->parent[node[a]], vox_sparse_parent((uint32_t)sp->piece_of[e], pos),
+                       __ATOMIC_RELAXED);
+    }
+  }
+  /* fixed components: those of the candidates (sparse_hierarchy.h) among
+   * the corners of the fine node's parent piece */
+  const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
+  for (size_t m = 0; m < f->n_nodes; m++) {
+    if (!f->node_fixed[m]) continue;
+    const uint32_t word = f->parent[m];
+    const size_t p = word >> VOX_SPARSE_POS_BITS;
+    int64_t fijk[3], cijk[3], cand[3][2];
+    int nc[3];
+    box_ijk(f->node_box[m], fpx, fpy, fijk);
+    box_ijk(c->element_box[p], cnx, cny, cijk);
+    const int64_t fn[3] = {f->grid.nx, f->grid.ny, f->grid.nz};
+    for (int x = 0; x < 3; x++) nc[x] = vox_sparse_coarse_candidates(fijk[x], fn[x], cand[x]);
+    for (int z = 0; z < nc[2]; z++)
+      for (int y = 0; y < nc[1]; y++)
+        for (int x = 0; x < nc[0]; x++) {
+          const int a = corner_index((int)(cand[0][x] - cijk[0]), (int)(cand[1][y] - cijk[1]),
+                                     (int)(cand[2][z] - cijk[2]));
+          c->node_fixed[sp->slot_copy[8 * p + (size_t)a]] |= f->node_fixed[m];
+        }
+  }
+  return VOX_OK;
+}
+
+vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
+                                    vox_sparse_host_level *f, vox_sparse_host_level *c) {
+  split sp = {.table = table, .f = f, .c = c};
+  const size_t ncell = (size_t)vox_grid_elements(&c->grid);
+  const size_t nbox = (size_t)vox_grid_nodes(&c->grid);
+  sp.node_elem = malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
+  sp.elem_set = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.elem_set);
+  sp.piece_of = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.piece_of);
+  sp.cell_piece = malloc((ncell + 1) * sizeof *sp.cell_piece);
+  sp.node_start = calloc(nbox + 1, sizeof *sp.node_start);
+  vox_status s = VOX_OK;
+  if (!sp.node_elem || !sp.elem_set || !sp.piece_of || !sp.cell_piece || !sp.node_start)
+    s = no_memory(ctx, "coarse pieces");
+  if (s == VOX_OK) {
+    memset(sp.node_elem, 0xff, f->n_nodes * 8 * sizeof *sp.node_elem); /* -1 */
+    s = find_pieces(ctx, &sp);
+  }
+  free(sp.elem_set);
+  sp.elem_set = NULL;
+  if (s == VOX_OK) {
+    sp.slot_set = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
+    sp.slot_copy = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
+    if (!sp.slot_set || !sp.slot_copy) s = no_memory(ctx, "coarse copies");
+  }
+  if (s == VOX_OK) {
+    join_slots(&sp);
+    size_t most = 1;
+    for (size_t q = 0; q < ncell; q++)
+      if (sp.cell_piece[q + 1] - sp.cell_piece[q] > most)
+        most = sp.cell_piece[q + 1] - sp.cell_piece[q];
+    s = number_copies(ctx, &sp, (int)(8 * most));
+  }
+  if (s == VOX_OK) s = finish_level(ctx, &sp, f);
+  free(sp.node_elem), free(sp.piece_of), free(sp.cell_piece), free(sp.node_start);
+  free(sp.slot_set), free(sp.slot_copy);
+  return s;
+}
