@@ -1,7 +1,7 @@
 /* Benchmark of the sparse (bone-only) solver on a synthetic trabecular bone
  * (docs/benchmarks.md, seed 004's perlin meshes):
  *
- *   bench_sparse N [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]
+ *   bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]
  *
  * makes the perlin bone of bench/perlin_bone.h in an N^3 box (0.05 mm
  * voxels, E = 8748 MPa, nu = 0.3), keeps its largest face-connected
@@ -12,7 +12,10 @@
  * times, the bytes the solver allocated on the backend per dof, the
  * backend's free memory before and during the solve (device memory only),
  * and the device copy bandwidth measured in the same run. `full` solves the
- * same model with the full-box storage as well (CG counts, times).
+ * same model with the full-box storage as well (CG counts, times). A model
+ * file instead of N (bench_clinical_model's clinical sample) is solved as
+ * voxfe-analyze solves it: its largest 26-connected component, its own
+ * materials, the same compression test.
  *
  * VOXFE_BENCH_PRODUCTS="atomic,warp" (the CUDA backend's
  * product kernels, cuda/cuda_sparse.cu) times, for each in turn, the
@@ -22,8 +25,11 @@
  * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
  * solve's time per CG iteration in the CG's own work and in each V-cycle
  * level's (sparse_solve.h). VOXFE_SPARSE_COARSE=sa solves with the
- * smoothed-aggregation coarse levels (sparse_sa.h; CPU backend only) and
- * prints their operator complexity and setup time. VOXFE_BENCH_DILATE=N
+ * smoothed-aggregation coarse levels (sparse_sa.h) and prints their
+ * operator complexity and setup time, =box with the plain coarse voxel
+ * images instead of the split levels (sparse_split.h).
+ * VOXFE_BENCH_HIERARCHY=1 times the host hierarchy's build alone, plain
+ * and split, and stops. VOXFE_BENCH_DILATE=N
  * thickens the bone by N voxels first (every empty voxel with a bone face
  * neighbour joins it, N times). */
 #include <math.h>
@@ -37,6 +43,7 @@
 #include "perlin_bone.h"
 #include "sparse_hierarchy.h"
 #include "sparse_solve.h"
+#include "voxfe/io.h"
 #include "voxfe/voxfe.h"
 
 static void die(vox_context *ctx, const char *what) {
@@ -198,10 +205,10 @@ static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, co
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench_sparse N [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]\n");
+    fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]\n");
     return 2;
   }
-  const int64_t n = atoll(argv[1]);
+  const int64_t n = strspn(argv[1], "0123456789") == strlen(argv[1]) ? atoll(argv[1]) : 0;
   const int cpu = argc > 2 && strcmp(argv[2], "cpu") == 0;
   const double rtol = argc > 3 ? atof(argv[3]) : 1e-6;
   const int steps = argc > 4 ? atoi(argv[4]) : 0;
@@ -214,33 +221,54 @@ int main(int argc, char **argv) {
   double t0 = bench_now();
   vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {0.05, 0.05, 0.05}};
   vox_model m;
-  if (vox_model_init(ctx, &m, &g)) die(ctx, "model");
-  perlin_bone bone;
-  perlin_bone_init(&bone, 1);
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t k = 0; k < n; k++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < n; i++)
-        m.label[(k * n + j) * n + i] = (uint8_t)perlin_bone_voxel(&bone, n, i, j, k);
   size_t removed, components, bone_elements = 0;
-  const char *dilate = getenv("VOXFE_BENCH_DILATE");
-  for (int pass = 0; dilate && pass < atoi(dilate); pass++) dilate_bone(ctx, &m);
-  if (vox_keep_largest_component(ctx, &m, 6, &removed, &components)) die(ctx, "component");
-  for (int64_t e = 0; e < n * n * n; e++) bone_elements += m.label[e] != 0;
-  vox_material mat = {.label = 1, .youngs_modulus = 8748, .poisson_ratio = 0.3, .name = "bone"};
-  if (vox_model_add_material(ctx, &m, &mat)) die(ctx, "material");
+  if (n <= 0) { /* a model file (voxfe-analyze's clinical sample): its largest
+                 * 26-connected component, as voxfe-analyze keeps */
+    if (vox_model_read(ctx, argv[1], &m)) die(ctx, argv[1]);
+    g = m.grid;
+    if (vox_keep_largest_component(ctx, &m, 26, &removed, &components)) die(ctx, "component");
+  } else {
+    if (vox_model_init(ctx, &m, &g)) die(ctx, "model");
+    perlin_bone bone;
+    perlin_bone_init(&bone, 1);
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < n; i++)
+          m.label[(k * n + j) * n + i] = (uint8_t)perlin_bone_voxel(&bone, n, i, j, k);
+    const char *dilate = getenv("VOXFE_BENCH_DILATE");
+    for (int pass = 0; dilate && pass < atoi(dilate); pass++) dilate_bone(ctx, &m);
+    if (vox_keep_largest_component(ctx, &m, 6, &removed, &components)) die(ctx, "component");
+    vox_material mat = {.label = 1, .youngs_modulus = 8748, .poisson_ratio = 0.3, .name = "bone"};
+    if (vox_model_add_material(ctx, &m, &mat)) die(ctx, "material");
+  }
+  const int64_t n_box = vox_grid_elements(&g);
+  for (int64_t e = 0; e < n_box; e++) bone_elements += m.label[e] != 0;
   if (vox_check_plate_contact(ctx, &m, 2, 6)) die(ctx, "plates");
   double applied;
   if (vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied)) die(ctx, "test");
-  printf("model: %lld^3 box, %zu bone elements (%.1f%%), %zu voxels in %zu smaller components "
-         "removed, made in %.1f s\n",
-         (long long)n, bone_elements, 100.0 * (double)bone_elements / (double)(n * n * n), removed,
-         components - 1, bench_now() - t0);
+  printf("model: %lld x %lld x %lld box, %zu bone elements (%.1f%%), %zu voxels in %zu smaller "
+         "components removed, made in %.1f s\n",
+         (long long)g.nx, (long long)g.ny, (long long)g.nz, bone_elements,
+         100.0 * (double)bone_elements / (double)n_box, removed, components - 1, bench_now() - t0);
 
   const double bandwidth = copy_bandwidth(ctx, be);
   size_t free0 = 0, total = 0;
   if (be->ops->device_memory) be->ops->memory(be, &free0, &total);
 
+  if (getenv("VOXFE_BENCH_HIERARCHY")) { /* the host hierarchy's build alone, each kind */
+    for (int split = 0; split < 2; split++) {
+      vox_sparse_hierarchy h;
+      const double th = bench_now();
+      if (vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, split, &h)) die(ctx, "hierarchy");
+      printf("hierarchy (%s coarse levels): %.3f s, nodes", split ? "split" : "box",
+             bench_now() - th);
+      for (int l = 0; l < h.n_levels; l++) printf(" %zu", h.level[l].n_nodes);
+      printf("\n");
+      vox_sparse_hierarchy_free(&h);
+    }
+    return 0;
+  }
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = rtol;

@@ -11,8 +11,10 @@
  *    memory, its 24 results added to y with global atomics;
  *  - warp: the same, but an element hands the 12 results of its x = 1 face
  *    to the next lane by a shuffle when that lane holds its x-neighbour (the
- *    next index, sparse_ops.h), which adds them to its own x = 0 face: about
- *    half the atomics, no memory. */
+ *    next index, sparse_ops.h; on a split level, whose x = 1 corners are
+ *    stored, the next element whose x = 0 face is this one's x = 1 face),
+ *    which adds them to its own x = 0 face: about half the atomics, no
+ *    memory. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -357,9 +359,7 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (s == VOX_OK)
     s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
   l->bytes = b;
-  /* the warp kernel hands results to the x-neighbour at the next index,
-   * which a split level's copies do not guarantee */
-  l->product = d->element_nodes_x1 ? PRODUCT_ATOMIC : kind;
+  l->product = kind;
   if (s != VOX_OK) {
     level_destroy(be, l);
     return s;
@@ -477,11 +477,28 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
   const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   const bool live = e < l.n_elements;
   const int lane = threadIdx.x % 32;
-  const int32_t first = live ? l.element_nodes[e].x : -8;
-  const int32_t prev = __shfl_up_sync(0xffffffffu, first, 1);
-  const int32_t next = __shfl_down_sync(0xffffffffu, first, 1);
-  const bool from_prev = live && lane > 0 && prev + 1 == first;
-  const bool to_next = live && lane < 31 && e + 1 < l.n_elements && next == first + 1;
+  bool from_prev, to_next;
+  if (!l.element_nodes_x1) { /* the x = 1 corners are the x = 0 ones + 1 */
+    const int32_t first = live ? l.element_nodes[e].x : -8;
+    const int32_t prev = __shfl_up_sync(0xffffffffu, first, 1);
+    const int32_t next = __shfl_down_sync(0xffffffffu, first, 1);
+    from_prev = live && lane > 0 && prev + 1 == first;
+    to_next = live && lane < 31 && e + 1 < l.n_elements && next == first + 1;
+  } else { /* a split level: the x = 1 face of one is the x = 0 face of the next */
+    const int4 x0 = live ? l.element_nodes[e] : make_int4(-8, -8, -8, -8);
+    const int4 x1 = live ? l.element_nodes_x1[e] : make_int4(-9, -9, -9, -9);
+    const int4 p1 = make_int4(__shfl_up_sync(0xffffffffu, x1.x, 1),
+                              __shfl_up_sync(0xffffffffu, x1.y, 1),
+                              __shfl_up_sync(0xffffffffu, x1.z, 1),
+                              __shfl_up_sync(0xffffffffu, x1.w, 1));
+    const int4 n0 = make_int4(__shfl_down_sync(0xffffffffu, x0.x, 1),
+                              __shfl_down_sync(0xffffffffu, x0.y, 1),
+                              __shfl_down_sync(0xffffffffu, x0.z, 1),
+                              __shfl_down_sync(0xffffffffu, x0.w, 1));
+    from_prev = live && lane > 0 && p1.x == x0.x && p1.y == x0.y && p1.z == x0.z && p1.w == x0.w;
+    to_next = live && lane < 31 && e + 1 < l.n_elements && n0.x == x1.x && n0.y == x1.y &&
+              n0.z == x1.z && n0.w == x1.w;
+  }
   int32_t node[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   T xl[24], m = 0;
   if (live) {
@@ -508,7 +525,19 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
     }
     if (!live) continue;
     const size_t at = 3 * (size_t)node[left];
-    if (ys) {
+    if (l.element_nodes_x1) { /* the two corners' entries need not be adjacent */
+      const size_t at1 = 3 * (size_t)node[right];
+      if (ys) {
+        red3((float *)y + at, (float)v[0], (float)v[1], (float)v[2]);
+        if (!to_next) red3((float *)y + at1, (float)v[3], (float)v[4], (float)v[5]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 3; c++) {
+          atomicAdd((double *)y + at + c, (double)v[c]);
+          if (!to_next) atomicAdd((double *)y + at1 + c, (double)v[3 + c]);
+        }
+      }
+    } else if (ys) {
       float *yf = (float *)y + at;
       if (to_next) {
         red3(yf, (float)v[0], (float)v[1], (float)v[2]);

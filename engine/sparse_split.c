@@ -65,8 +65,38 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   vox_sparse_host_level *c = sp->c;
   const vox_grid *cg = &c->grid;
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements, nfn = (ptrdiff_t)f->n_nodes;
+  const int64_t cnz = cg->nz, plane = cg->nx * cg->ny;
+  const size_t *els = f->element_layer_start;
+#define FINE_RANGE(kc)                                                                   \
+  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
+  const int copies = f->element_nodes_x1 != NULL;
+  int failed = 0;
+  if (!copies) {
+    /* a level without copies (level 0): the elements of a cell all hold
+     * the fine node at its centre, so each cell is one piece, its set
+     * rooted at its first element */
+#pragma omp parallel
+    {
+      int64_t *first = malloc((size_t)plane * sizeof *first);
+      if (!first) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(static)
+      for (int64_t kc = 0; kc < cnz; kc++) {
+        if (!first) continue;
+        FINE_RANGE(kc);
+        for (int64_t q = 0; q < plane; q++) first[q] = -1;
+        for (size_t e = e0; e < e1; e++) {
+          const int64_t q = coarse_cell(f, cg, e) - kc * plane;
+          if (first[q] < 0) first[q] = (int64_t)e;
+          sp->elem_set[e] = first[q];
+        }
+      }
+      free(first);
+    }
+    if (failed) return no_memory(ctx, "pieces");
+  } else {
 #pragma omp parallel for schedule(static)
-  for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
+    for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
+  }
   /* an element at each node's corner; two at one (the copies of a coarse
    * level's node) lie in one fine cell and share the node: joined */
 #pragma omp parallel for schedule(static)
@@ -74,16 +104,18 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     int32_t node[8];
     vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
     for (int a = 0; a < 8; a++) {
+      int32_t *at = &sp->node_elem[8 * (size_t)node[a] + (size_t)a];
       int32_t expected = -1;
-      if (!__atomic_compare_exchange_n(&sp->node_elem[8 * (size_t)node[a] + (size_t)a],
-                                       &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
-                                       __ATOMIC_RELAXED))
+      if (!copies) /* then no other element has the node at this corner */
+        *at = (int32_t)e;
+      else if (!__atomic_compare_exchange_n(at, &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
         vox_uf_unite(sp->elem_set, e, expected);
     }
   }
   /* the elements at one node in one coarse cell */
 #pragma omp parallel for schedule(static)
-  for (ptrdiff_t m = 0; m < nfn; m++) {
+  for (ptrdiff_t m = 0; m < (copies ? nfn : 0); m++) {
     int64_t cell[8];
     const int32_t *at = sp->node_elem + 8 * m;
     for (int a = 0; a < 8; a++) {
@@ -99,12 +131,8 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   /* the roots (each set's first element) numbered by cell, then by root:
    * counted per coarse layer, whose pieces come from fine layers 2k and
    * 2k + 1 only, then numbered per layer */
-  const int64_t cnz = cg->nz, plane = cg->nx * cg->ny;
   size_t *layer_pieces = calloc((size_t)cnz + 1, sizeof *layer_pieces);
   if (!layer_pieces) return no_memory(ctx, "pieces");
-  const size_t *els = f->element_layer_start;
-#define FINE_RANGE(kc)                                                                   \
-  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
 #pragma omp parallel for schedule(static)
   for (int64_t kc = 0; kc < cnz; kc++) {
     FINE_RANGE(kc);
@@ -119,7 +147,6 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     total += n;
   }
   c->n_elements = total;
-  int failed = 0;
   if (total > VOX_SPARSE_MAX_COARSE_ELEMENTS || total > INT32_MAX) {
     free(layer_pieces);
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
@@ -170,12 +197,12 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
 }
 
 /* 2a. Pieces that share a fine node: the slots of their cells' common
- * corners that reach the node joined. Distinct pieces at a node lie in distinct cells (two in
- * one cell would be one piece), and the node's elements at its corners name
- * them all: two elements at one corner of a node lie in one piece. */
+ * corners that reach the node joined. Distinct pieces at a node lie in
+ * distinct cells (two in one cell would be one piece), and the node's
+ * elements at its corners name them all: two elements at one corner of a
+ * node lie in one piece. */
 static void join_slots(split *sp) {
   const vox_sparse_host_level *f = sp->f;
-  const vox_grid *cg = &sp->c->grid;
   const ptrdiff_t nfn = (ptrdiff_t)f->n_nodes;
   const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
 #pragma omp parallel for schedule(static)
@@ -185,47 +212,41 @@ static void join_slots(split *sp) {
     int32_t piece[8];
     int64_t cell[8][3];
     int n = 0;
+    const int32_t *at = sp->node_elem + 8 * m;
+    int64_t fijk[3];
+    box_ijk(f->node_box[m], f->grid.nx + 1, f->grid.ny + 1, fijk);
     for (int a = 0; a < 8; a++) {
-      const int32_t e = sp->node_elem[8 * m + a];
+      const int32_t e = at[a];
       if (e < 0) continue;
       const int32_t p = sp->piece_of[e];
       int seen = 0;
       for (int b = 0; b < n; b++) seen |= piece[b] == p;
       if (seen) continue;
       piece[n] = p;
-      box_ijk(sp->c->element_box[p], cg->nx, cg->ny, cell[n]);
+      /* the element with the node at corner a starts at the node less a */
+      for (int x = 0; x < 3; x++) cell[n][x] = (fijk[x] - vox_hex8_corner[a][x]) >> 1;
       n++;
     }
-    int64_t fijk[3];
-    box_ijk(f->node_box[m], f->grid.nx + 1, f->grid.ny + 1, fijk);
-    for (int a = 0; a < n; a++)
-      for (int b = 0; b < a; b++) {
-        /* per axis, the corners the two cells share: both (same cell
-         * there), or the high one of the lower cell */
-        int lo[3], hi[3];
-        for (int x = 0; x < 3; x++) {
-          const int64_t d = cell[b][x] - cell[a][x];
-          lo[x] = d > 0 ? 1 : 0; /* in a's cell */
-          hi[x] = d < 0 ? 0 : 1;
+    if (n < 2) continue;
+    /* each coarse node that reaches this one (per axis the one on it, or
+     * the two around it), and the pieces here whose cells have it as a
+     * corner: their slots there joined in a chain */
+    int64_t lo[3], hi[3];
+    for (int x = 0; x < 3; x++) lo[x] = fijk[x] >> 1, hi[x] = (fijk[x] + 1) >> 1;
+    for (int64_t K = lo[2]; K <= hi[2]; K++)
+      for (int64_t J = lo[1]; J <= hi[1]; J++)
+        for (int64_t I = lo[0]; I <= hi[0]; I++) {
+          int64_t first = -1;
+          for (int i = 0; i < n; i++) {
+            const int64_t x = I - cell[i][0], y = J - cell[i][1], z = K - cell[i][2];
+            if ((x | y | z) & ~(int64_t)1) continue; /* not a corner of this cell */
+            const int64_t slot = 8 * (int64_t)piece[i] + corner_index((int)x, (int)y, (int)z);
+            if (first < 0)
+              first = slot;
+            else
+              vox_uf_unite(sp->slot_set, first, slot);
+          }
         }
-        for (int z = lo[2]; z <= hi[2]; z++)
-          for (int y = lo[1]; y <= hi[1]; y++)
-            for (int x = lo[0]; x <= hi[0]; x++) {
-              /* only where the node is within the corner's reach (its
-               * weight there nonzero): 115 CG against 120 joining at any
-               * shared node (perlin 64^3, CPU) */
-              if (llabs(fijk[0] - 2 * (cell[a][0] + x)) > 1 ||
-                  llabs(fijk[1] - 2 * (cell[a][1] + y)) > 1 ||
-                  llabs(fijk[2] - 2 * (cell[a][2] + z)) > 1)
-                continue;
-              /* the same node in b's cell */
-              const int xb = x - (int)(cell[b][0] - cell[a][0]),
-                        yb = y - (int)(cell[b][1] - cell[a][1]),
-                        zb = z - (int)(cell[b][2] - cell[a][2]);
-              vox_uf_unite(sp->slot_set, 8 * (int64_t)piece[a] + corner_index(x, y, z),
-                           8 * (int64_t)piece[b] + corner_index(xb, yb, zb));
-            }
-      }
   }
 }
 
@@ -385,7 +406,9 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   if (!sp.node_elem || !sp.elem_set || !sp.piece_of || !sp.cell_piece || !sp.node_start)
     s = no_memory(ctx, "coarse pieces");
   if (s == VOX_OK) {
-    memset(sp.node_elem, 0xff, f->n_nodes * 8 * sizeof *sp.node_elem); /* -1 */
+    const ptrdiff_t n_at = 8 * (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < n_at; i++) sp.node_elem[i] = -1;
     s = find_pieces(ctx, &sp);
   }
   free(sp.elem_set);
