@@ -7,6 +7,7 @@
  * statistics on a hand-computed sample, connected components and the
  * plate-contact checks. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -356,6 +357,56 @@ static void check_selection(vox_context *ctx) {
   }
 }
 
+/* The same on enough values for the radix selection (engine/field_statistics.c):
+ * wide and narrow ranges, negative values and -0, many ties (every value in
+ * one bucket), a stride and a mask; against a full sort, and the same
+ * numbers, bit for bit, on one thread and on all. */
+static void check_radix_selection(vox_context *ctx) {
+  enum { N = 200003 };
+  double *x = malloc(3 * (size_t)N * sizeof *x), *sorted = malloc(N * sizeof *sorted);
+  double *vals = malloc(N * sizeof *vals); /* the active values in their order */
+  uint8_t *active = malloc(N);
+  for (int trial = 0; trial < 4; trial++) {
+    size_t m = 0;
+    for (size_t i = 0; i < N; i++) {
+      const double u = (double)rand() / RAND_MAX;
+      x[3 * i + 1] = trial == 0   ? (u - 0.3) * pow(10, rand() % 12 - 6) /* wide, both signs */
+                     : trial == 1 ? 1 + 1e-3 * (double)(rand() % 5)       /* one bucket, ties */
+                     : trial == 2 ? (rand() % 3 == 0 ? -0.0 : u - 0.5)
+                                  : 1e-3 * u;
+      active[i] = trial < 2 || rand() % 4 != 0;
+      if (active[i]) vals[m++] = x[3 * i + 1];
+    }
+    memcpy(sorted, vals, m * sizeof *vals);
+    qsort(sorted, m, sizeof *sorted, ascending);
+    vox_field_stats st, st1;
+    CHECK_OK(ctx, vox_field_statistics(ctx, x, N, 3, 1, trial < 2 ? NULL : active, &st));
+    CHECK(st.min == sorted[0] && st.max == sorted[m - 1]);
+    for (int p = 0; p < VOX_STAT_PERCENTILES; p++) {
+      const double pos = vox_stat_percentiles[p] / 100 * (double)(m - 1);
+      const size_t lo = (size_t)floor(pos), hi = lo + 1 < m ? lo + 1 : lo;
+      CHECK_CLOSE(st.percentile[p], sorted[lo] + (pos - (double)lo) * (sorted[hi] - sorted[lo]),
+                  1e-15);
+    }
+    double mean = 0;
+    for (size_t i = 0; i < m; i++) mean += sorted[i];
+    mean /= (double)m;
+    CHECK_CLOSE(st.mean, mean, 1e-10); /* two orders of summing 2e5 values */
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    CHECK_OK(ctx, vox_field_statistics(ctx, x, N, 3, 1, trial < 2 ? NULL : active, &st1));
+    omp_set_num_threads(threads);
+    CHECK(memcmp(&st, &st1, sizeof st) == 0);
+    if (trial == 0) { /* the failure load's selection takes the same path */
+      const double volume = 0.02;
+      const size_t k = (size_t)ceil(volume * (double)m - 1e-9);
+      const double want = sorted[m - k] > 0 ? 10 * 0.007 / sorted[m - k] : NAN;
+      CHECK_CLOSE(vox_pistoia_failure_load(vals, m, -10, 0.007, volume), want, 1e-15);
+    }
+  }
+  free(x), free(sorted), free(vals), free(active);
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -373,6 +424,7 @@ int main(void) {
   check_components(ctx);
   check_intensity_moduli(ctx);
   check_selection(ctx);
+  check_radix_selection(ctx);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   if (check_failures) fprintf(stderr, "%d checks failed\n", check_failures);
