@@ -265,10 +265,11 @@ static void *alloc_big(size_t bytes) {
   return p;
 }
 
-/* When a voxfe result file's writing starts, in a thread of its own:
- * before the solve (the default), after it ("fields"), or not before
- * everything is computed ("end", in this thread: the order before the
- * writer thread). VOXFE_RESULT_WRITE picks, for comparing the three. */
+/* When the result file's writing (voxfe's or .n88model) starts in a thread
+ * of its own: before the solve (the default), after it ("fields"), or not
+ * before everything is computed ("end", in this thread: the order before
+ * the writer threads). VOXFE_RESULT_WRITE picks, for comparing the
+ * three. */
 enum { WRITE_BEFORE_SOLVE, WRITE_AFTER_SOLVE, WRITE_AT_END };
 
 static int result_write_start(void) {
@@ -357,10 +358,21 @@ typedef struct run_state {
   double read_done, prepare_done; /* seconds since start */
   vox_device_warm_up *warm_up;    /* the device starting while the model is read */
   vox_result_writer *writer;      /* the result file, written beside the fields */
+  vox_n88model_writer *n88;       /* or the .n88model file, likewise */
 } run_state;
 
+/* The output file's writer thread, of either format. */
+static vox_status start_writer(vox_context *ctx, const settings *s, const vox_model *m,
+                               run_state *r, size_t bone) {
+  if (is_n88model(s->output))
+    return vox_n88model_writer_start(ctx, s->output, m, s->test == TEST_MODEL ? -1 : s->axis,
+                                     &r->n88);
+  return vox_result_writer_start(ctx, s->output, m, r->bone_elements, bone, &r->writer);
+}
+
 static void free_state(run_state *r) {
-  vox_result_writer_cancel(r->writer); /* first: it reads the model and the fields */
+  vox_result_writer_cancel(r->writer); /* first: they read the model and the fields */
+  vox_n88model_writer_cancel(r->n88);
   vox_device_warm_up_finish(r->warm_up); /* no exit while the device is starting */
   if (r->backend) vox_backend_destroy(r->backend);
   r->model.displacement = NULL; /* r->u, freed below */
@@ -612,9 +624,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   m->displacement = r.u; /* filled by the solve */
   m->stage = VOX_STAGE_ANALYSIS;
-  const int write_start = is_n88model(s->output) ? WRITE_AT_END : result_write_start();
-  if (write_start == WRITE_BEFORE_SOLVE &&
-      (vs = vox_result_writer_start(ctx, s->output, m, r.bone_elements, bone, &r.writer))) {
+  const int write_start = result_write_start();
+  if (write_start == WRITE_BEFORE_SOLVE && (vs = start_writer(ctx, s, m, &r, bone))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
@@ -660,12 +671,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
-  if (write_start == WRITE_AFTER_SOLVE &&
-      (vs = vox_result_writer_start(ctx, s->output, m, r.bone_elements, bone, &r.writer))) {
+  if (write_start == WRITE_AFTER_SOLVE && (vs = start_writer(ctx, s, m, &r, bone))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
   if (r.writer) vox_result_writer_put_displacement(r.writer);
+  if (r.n88) vox_n88model_writer_put_displacement(r.n88);
 
   /* the loaded face: the top plate's dofs along the axis */
   size_t n_plate = 0;
@@ -783,6 +794,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (r.writer) {
     vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);
     r.writer = NULL; /* ended, whatever the outcome */
+  } else if (r.n88) {
+    vs = vox_n88model_writer_finish(ctx, r.n88, &out);
+    r.n88 = NULL;
   } else if (is_n88model(s->output)) {
     vs = vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis);
   } else {

@@ -888,7 +888,7 @@ static vox_status check_writable(vox_context *ctx, const char *path, const vox_m
  * `path` (same folder, so that rename() is atomic). Not mkstemp: its mode 0600
  * would stay on the renamed file; O_EXCL with 0666 gives the mode the user's
  * umask asks for. */
-static vox_status create_temp(vox_context *ctx, const char *path, char **out) {
+vox_status vox_create_temp(vox_context *ctx, const char *path, char **out) {
   size_t size = strlen(path) + 48;
   char *tmp = malloc(size);
   if (!tmp) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
@@ -915,7 +915,7 @@ static vox_status create_temp(vox_context *ctx, const char *path, char **out) {
 
 /* Flushes the finished temporary file to disk, so that the rename never
  * publishes a file whose data are still in flight. */
-static int sync_file(const char *tmp) {
+int vox_sync_file(const char *tmp) {
   int fd = open(tmp, O_RDONLY);
   if (fd < 0) return errno;
   int e = fsync(fd) ? errno : 0;
@@ -934,7 +934,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
   vox_status s = check_writable(ctx, path, model);
   if (s) return s;
   char *tmp = NULL;
-  if ((s = create_temp(ctx, path, &tmp))) return s;
+  if ((s = vox_create_temp(ctx, path, &tmp))) return s;
 
   writer w = {ctx, path, -1, NULL, 0, tmp};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
@@ -953,7 +953,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
       nc_abort(w.ncid); /* the temporary file goes below */
     } else if ((err = nc_close(w.ncid))) {
       s = write_fail(&w, err, "the file");
-    } else if ((err = sync_file(tmp))) {
+    } else if ((err = vox_sync_file(tmp))) {
       s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(err));
     } else if (rename(tmp, path)) {
       s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,

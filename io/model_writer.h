@@ -25,6 +25,15 @@ typedef struct vox_model_extra {
 vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
                                  const vox_model_extra *extra);
 
+/* Creates an empty file under a fresh name "<path>.tmp.<pid>.<random>"
+ * beside `path` (same folder, so that rename() is atomic; O_EXCL, mode 0666
+ * less the umask) and returns the name (malloc'd) in `out`; the error names
+ * the path. */
+vox_status vox_create_temp(vox_context *ctx, const char *path, char **out);
+
+/* Flushes a finished temporary file to disk before its rename; 0 or errno. */
+int vox_sync_file(const char *tmp);
+
 /* A buffer of `bytes` that is filled in a parallel loop and then written:
  * 2 MiB-aligned and offered to transparent huge pages, so that filling it
  * takes a few page faults rather than one per 4 KiB (the 150 MB of a

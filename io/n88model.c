@@ -3,8 +3,9 @@
  * description (vtkbone's n88model reader and writer, n88tools' postfaim);
  * the code is voxfe's own. */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 
 #include <netcdf.h>
 
+#include "model_writer.h"
+#include "stage_gate.h"
 #include "voxfe/element.h"
 #include "voxfe/n88model.h"
 
@@ -327,19 +330,52 @@ static vox_status put_values(n88_file *f, int grp, const char *name, nc_type typ
   return err ? nc_fail(f, VOX_ERR_IO, err, "cannot write a solution variable") : VOX_OK;
 }
 
-static vox_status write_solution(n88_file *f, const vox_model *m, const mesh *me,
-                                 const vox_analysis_output *out) {
+/* One file's writing: by vox_n88model_write in the calling thread with
+ * everything at hand, or by a thread of its own that vox_n88model_writer_*
+ * feed: the model's parts while the caller solves, the displacement while
+ * it computes the fields, then the rest. */
+struct vox_n88model_writer {
+  vox_context *ctx; /* the writer's own when it runs in a thread */
+  char *path;
+  const vox_model *model;
+  int axis, with_solution;
+  vox_analysis_output out; /* handed over at stage HAS_OUTPUT */
+  vox_stage_gate gate;
+  pthread_t thread;
+  vox_status status; /* of the writing thread */
+};
+typedef struct vox_n88model_writer n88_writer;
+
+/* What the caller has handed over: the gate's stages. */
+enum { HAS_DISPLACEMENT = 1, HAS_OUTPUT };
+
+static vox_status wait_for(n88_file *f, n88_writer *w, int stage) {
+  return vox_gate_wait(&w->gate, stage)
+             ? VOX_OK
+             : vox_error(f->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: cancelled", f->path);
+}
+
+/* Solution1: the displacement once the solve is done, the reactions and
+ * the element fields once the caller has them. */
+static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
+  const vox_model *m = w->model;
+  vox_status s = wait_for(f, w, HAS_DISPLACEMENT);
+  if (s) return s;
   int sols, sol, nodes, elems, d_nodes[2], d_elems[2], err;
-  if ((err = nc_def_grp(f->ncid, "Solutions", &sols)) || (err = nc_def_grp(sols, "Solution1", &sol)) ||
-      (err = put_text(sol, "Problem", "Problem1")) || (err = nc_def_grp(sol, "NodeValues", &nodes)) ||
+  if ((err = nc_def_grp(f->ncid, "Solutions", &sols)) ||
+      (err = nc_def_grp(sols, "Solution1", &sol)) ||
+      (err = put_text(sol, "Problem", "Problem1")) ||
+      (err = nc_def_grp(sol, "NodeValues", &nodes)) ||
       (err = nc_def_dim(nodes, "NumberOfNodes", me->n_nodes, &d_nodes[0])) ||
       (err = nc_def_dim(nodes, "Components3", 3, &d_nodes[1])) ||
       (err = nc_def_grp(sol, "ElementValues", &elems)) ||
       (err = nc_def_dim(elems, "NumberOfElements", me->n_elements, &d_elems[0])) ||
       (err = nc_def_dim(elems, "Components6", 6, &d_elems[1])))
     return nc_fail(f, VOX_ERR_IO, err, "cannot write group Solutions");
-  vox_status s = put_values(f, nodes, "Displacement", NC_DOUBLE, 2, d_nodes, m->displacement,
-                            me->node_of, me->n_nodes, 3);
+  s = put_values(f, nodes, "Displacement", NC_DOUBLE, 2, d_nodes, m->displacement, me->node_of,
+                 me->n_nodes, 3);
+  if (!s) s = wait_for(f, w, HAS_OUTPUT);
+  const vox_analysis_output *out = &w->out;
   if (!s)
     s = put_values(f, nodes, "ReactionForce", NC_DOUBLE, 2, d_nodes, out->reaction, me->node_of,
                    me->n_nodes, 3);
@@ -361,15 +397,16 @@ static vox_status write_solution(n88_file *f, const vox_model *m, const mesh *me
   return s;
 }
 
-static vox_status write_all(n88_file *f, const vox_model *m, const vox_analysis_output *out,
-                            int axis) {
+static vox_status write_all(n88_file *f, n88_writer *w) {
+  const vox_model *m = w->model;
+  const int axis = w->axis;
   mesh me = {0};
   vox_status s = make_mesh(f, m, &me);
   int dim3, problems, problem, err = 0;
   char list[64];
   if (!s && ((err = put_text(f->ncid, "Conventions", N88_CONVENTIONS)) ||
              (err = put_text(f->ncid, "ActiveProblem", "Problem1")) ||
-             (out && (err = put_text(f->ncid, "ActiveSolution", "Solution1"))) ||
+             (w->with_solution && (err = put_text(f->ncid, "ActiveSolution", "Solution1"))) ||
              (m->history_text && (err = put_text(f->ncid, "History", m->history_text))) ||
              (err = nc_put_att_longlong(f->ncid, NC_GLOBAL, "voxfe_grid_size", NC_INT64, 3,
                                         (const long long[3]){m->grid.nx, m->grid.ny,
@@ -389,22 +426,48 @@ static vox_status write_all(n88_file *f, const vox_model *m, const vox_analysis_
               ((err = put_text(problem, "PostProcessingNodeSets", "top,bottom")) ||
                (err = put_text(problem, "PostProcessingElementSets", "top,bottom"))))))
     s = nc_fail(f, VOX_ERR_IO, err, "cannot write group Problems");
-  if (!s && out) s = write_solution(f, m, &me, out);
+  if (!s && w->with_solution) s = write_solution(f, w, &me);
   mesh_free(&me);
   return s;
 }
 
-vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_model *model,
-                              const vox_analysis_output *output, int axis) {
-  vox_status s = vox_model_validate(ctx, model);
+/* The file under a temporary name, synced, then renamed into place (or
+ * removed on failure). */
+static vox_status write_file(n88_writer *w) {
+  const char *path = w->path;
+  vox_context *ctx = w->ctx;
+  char *tmp = NULL;
+  vox_status s = vox_create_temp(ctx, path, &tmp);
   if (s) return s;
-  if (output && (!model->displacement || !output->reaction || !output->fields.strain ||
-                 !output->fields.stress || !output->fields.sed || !output->fields.von_mises ||
-                 !output->fields.effective_strain))
+  n88_file f = {ctx, path, -1};
+  int err = nc_create(tmp, NC_NETCDF4 | NC_CLOBBER, &f.ncid);
+  if (err) {
+    s = nc_fail(&f, VOX_ERR_IO, err, "cannot create the file");
+  } else {
+    s = write_all(&f, w);
+    err = nc_close(f.ncid);
+    if (!s && err) s = nc_fail(&f, VOX_ERR_IO, err, "cannot write the file");
+  }
+  if (!s && (err = vox_sync_file(tmp)))
+    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(err));
+  if (!s && rename(tmp, path) != 0)
+    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
+                  strerror(errno));
+  if (s) unlink(tmp);
+  free(tmp);
+  return s;
+}
+
+/* A solution needs the displacement and every field, the compact fields
+ * one value per non-empty voxel. */
+static vox_status check_output(vox_context *ctx, const char *path, const vox_model *model,
+                               const vox_analysis_output *output) {
+  if (!model->displacement || !output->reaction || !output->fields.strain ||
+      !output->fields.stress || !output->fields.sed || !output->fields.von_mises ||
+      !output->fields.effective_strain)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a solution needs the displacement and every field", path);
-  if (output && output->fields.elements) {
-    /* compact fields: one per non-empty voxel */
+  if (output->fields.elements) {
     size_t bone = 0;
     const int64_t ne = vox_grid_elements(&model->grid);
     for (int64_t e = 0; e < ne; e++) bone += model->label[e] != 0;
@@ -413,31 +476,89 @@ vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_mode
                        "%s: %zu element values for %zu bone elements", path,
                        output->fields.n_elements, bone);
   }
-  const size_t size = strlen(path) + 48;
-  char *tmp = malloc(size);
-  if (!tmp) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
-  snprintf(tmp, size, "%s.n88.%ld.tmp", path, (long)getpid());
-  n88_file f = {ctx, path, -1};
-  int err = nc_create(tmp, NC_NETCDF4 | NC_CLOBBER, &f.ncid);
-  if (err) {
-    s = nc_fail(&f, VOX_ERR_IO, err, "cannot create the file");
-  } else {
-    s = write_all(&f, model, output, axis);
-    err = nc_close(f.ncid);
-    if (!s && err) s = nc_fail(&f, VOX_ERR_IO, err, "cannot write the file");
-  }
-  if (!s) {
-    int fd = open(tmp, O_RDONLY);
-    if (fd < 0 || fsync(fd) != 0)
-      s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-  }
-  if (!s && rename(tmp, path) != 0)
-    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
-                  strerror(errno));
-  if (s) unlink(tmp);
-  free(tmp);
+  return VOX_OK;
+}
+
+vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_model *model,
+                              const vox_analysis_output *output, int axis) {
+  vox_status s = vox_model_validate(ctx, model);
+  if (!s && output) s = check_output(ctx, path, model, output);
+  if (s) return s;
+  n88_writer w = {.ctx = ctx, .path = (char *)path, .model = model, .axis = axis,
+                  .with_solution = output != NULL};
+  if (output) w.out = *output;
+  vox_gate_init(&w.gate, HAS_OUTPUT); /* everything at hand */
+  s = write_file(&w);
+  vox_gate_destroy(&w.gate);
   return s;
+}
+
+/* The writing thread: a quarter of the OpenMP threads, the rest left to
+ * the caller's solve and fields. */
+static void *writer_main(void *arg) {
+  n88_writer *w = arg;
+  const int threads = omp_get_max_threads() / 4;
+  omp_set_num_threads(threads > 1 ? threads : 1);
+  w->status = write_file(w);
+  return NULL;
+}
+
+static void free_writer(n88_writer *w) {
+  vox_gate_destroy(&w->gate);
+  vox_context_destroy(w->ctx);
+  free(w->path);
+  free(w);
+}
+
+vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const vox_model *model,
+                                     int axis, vox_n88model_writer **writer) {
+  *writer = NULL;
+  vox_status s = vox_model_validate(ctx, model);
+  if (s) return s;
+  n88_writer *w = calloc(1, sizeof *w);
+  char *copy = strdup(path);
+  vox_context *own = NULL;
+  if (!w || !copy || vox_context_create(&own)) {
+    free(w), free(copy), vox_context_destroy(own);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  }
+  w->ctx = own, w->path = copy, w->model = model, w->axis = axis, w->with_solution = 1;
+  vox_gate_init(&w->gate, 0);
+  if (pthread_create(&w->thread, NULL, writer_main, w)) {
+    free_writer(w);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: cannot start the writing thread", path);
+  }
+  *writer = w;
+  return VOX_OK;
+}
+
+void vox_n88model_writer_put_displacement(vox_n88model_writer *w) {
+  vox_gate_raise(&w->gate, HAS_DISPLACEMENT);
+}
+
+vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *w,
+                                      const vox_analysis_output *output) {
+  vox_status s = output ? check_output(ctx, w->path, w->model, output)
+                        : vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                                    "%s: no solution handed over; nothing written", w->path);
+  if (s) {
+    vox_n88model_writer_cancel(w);
+    return s;
+  }
+  w->out = *output;
+  vox_gate_raise(&w->gate, HAS_OUTPUT);
+  pthread_join(w->thread, NULL);
+  s = w->status;
+  if (s) vox_error(ctx, s, "%s", vox_context_message(w->ctx));
+  free_writer(w);
+  return s;
+}
+
+void vox_n88model_writer_cancel(vox_n88model_writer *w) {
+  if (!w) return;
+  vox_gate_cancel(&w->gate);
+  pthread_join(w->thread, NULL);
+  free_writer(w);
 }
 
 /* ---------------------------------------------------------------------------

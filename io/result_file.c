@@ -24,6 +24,7 @@
 #include <netcdf.h>
 
 #include "model_writer.h"
+#include "stage_gate.h"
 #include "voxfe/io.h"
 #include "voxfe/result_file.h"
 
@@ -33,19 +34,21 @@ struct vox_result_writer {
   const vox_model *model;
   const int64_t *elements; /* the bone elements (vox_bone_elements) */
   size_t n_elements;
-  /* handed over by the caller, each under `lock` with its flag */
+  /* handed over by the caller, each before its stage (below) */
   const double *reaction;
   vox_element_fields fields;
   const vox_summary_entry *summary;
   size_t n_summary;
-  int has_displacement, has_fields, has_summary, cancelled;
-  pthread_mutex_t lock;
-  pthread_cond_t changed;
+  vox_stage_gate gate;
+  int has_fields; /* the caller's own record of the fields' handover */
   pthread_t thread;
   vox_status status; /* of the writing thread */
   int v_index, v_reaction, v_field[5];
 };
 typedef struct vox_result_writer result_writer;
+
+/* What the caller has handed over: the gate's stages. */
+enum { HAS_DISPLACEMENT = 1, HAS_FIELDS, HAS_SUMMARY };
 
 static vox_status nc_fail(result_writer *w, int err, const char *what) {
   return vox_error(w->ctx, VOX_ERR_IO, "%s: cannot write %s: %s", w->path, what, nc_strerror(err));
@@ -162,16 +165,13 @@ static vox_status put_summary(result_writer *w, int ncid) {
   return VOX_OK;
 }
 
-/* Waits until the caller has handed over what `flag` says (VOX_OK) or
- * cancelled the writing (an error, which nobody reads: the caller has its
- * own to report). */
-static vox_status wait_for(result_writer *w, const int *flag) {
-  pthread_mutex_lock(&w->lock);
-  while (!*flag && !w->cancelled) pthread_cond_wait(&w->changed, &w->lock);
-  const int cancelled = w->cancelled;
-  pthread_mutex_unlock(&w->lock);
-  return cancelled ? vox_error(w->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: cancelled", w->path)
-                   : VOX_OK;
+/* Waits until the caller has handed over `stage` (VOX_OK) or cancelled the
+ * writing (an error, which nobody reads: the caller has its own to
+ * report). */
+static vox_status wait_for(result_writer *w, int stage) {
+  return vox_gate_wait(&w->gate, stage)
+             ? VOX_OK
+             : vox_error(w->ctx, VOX_ERR_INVALID_ARGUMENT, "%s: cancelled", w->path);
 }
 
 /* The reaction of each constraint, the first of a repeated dof only. */
@@ -199,14 +199,14 @@ static vox_status put_reactions(result_writer *w, int ncid) {
 static vox_status before_displacement(void *user, int ncid) {
   result_writer *w = user;
   R_TRY(w, vox_put_indices(ncid, w->v_index, w->elements, w->n_elements), "bone_element_index");
-  return wait_for(w, &w->has_displacement);
+  return wait_for(w, HAS_DISPLACEMENT);
 }
 
 /* The element fields and the summary once handed over (at once for
  * vox_result_write); the model and the displacement are written by then. */
 static vox_status put_analysis(void *user, int ncid) {
   result_writer *w = user;
-  vox_status s = wait_for(w, &w->has_fields);
+  vox_status s = wait_for(w, HAS_FIELDS);
   if (s) return s;
   const vox_element_fields *f = &w->fields;
   if (w->model->n_constraints > 0 && (s = put_reactions(w, ncid))) return s;
@@ -226,7 +226,7 @@ static vox_status put_analysis(void *user, int ncid) {
     }
   }
   free(buf);
-  if ((s = wait_for(w, &w->has_summary))) return s;
+  if ((s = wait_for(w, HAS_SUMMARY))) return s;
   return put_summary(w, ncid);
 }
 
@@ -284,8 +284,7 @@ static void init_writer(result_writer *w, vox_context *ctx, char *path, const vo
   w->elements = elements, w->n_elements = n_elements;
   w->v_index = w->v_reaction = -1;
   for (int i = 0; i < 5; i++) w->v_field[i] = -1;
-  pthread_mutex_init(&w->lock, NULL);
-  pthread_cond_init(&w->changed, NULL);
+  vox_gate_init(&w->gate, 0);
 }
 
 vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model *model,
@@ -298,11 +297,11 @@ vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model 
   if (s) return s;
   result_writer w;
   init_writer(&w, ctx, (char *)path, model, f->elements, f->n_elements);
-  w.reaction = output->reaction, w.fields = *f, w.has_displacement = w.has_fields = 1;
-  w.summary = output->summary, w.n_summary = output->n_summary, w.has_summary = 1;
+  w.reaction = output->reaction, w.fields = *f;
+  w.summary = output->summary, w.n_summary = output->n_summary;
+  w.gate.stage = HAS_SUMMARY; /* everything at hand */
   s = write_file(&w);
-  pthread_mutex_destroy(&w.lock);
-  pthread_cond_destroy(&w.changed);
+  vox_gate_destroy(&w.gate);
   return s;
 }
 
@@ -317,8 +316,7 @@ static void *writer_main(void *arg) {
 }
 
 static void free_writer(result_writer *w) {
-  pthread_mutex_destroy(&w->lock);
-  pthread_cond_destroy(&w->changed);
+  vox_gate_destroy(&w->gate);
   vox_context_destroy(w->ctx);
   free(w->path);
   free(w);
@@ -347,33 +345,28 @@ vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox
 }
 
 void vox_result_writer_put_displacement(vox_result_writer *w) {
-  pthread_mutex_lock(&w->lock);
-  w->has_displacement = 1;
-  pthread_cond_signal(&w->changed);
-  pthread_mutex_unlock(&w->lock);
+  vox_gate_raise(&w->gate, HAS_DISPLACEMENT);
 }
 
 vox_status vox_result_writer_put_fields(vox_context *ctx, vox_result_writer *w,
                                         const double *reaction, const vox_element_fields *fields) {
   vox_status s = check_fields(ctx, w->path, reaction, fields, w->elements, w->n_elements);
   if (s) return s;
-  pthread_mutex_lock(&w->lock);
-  w->reaction = reaction, w->fields = *fields, w->has_displacement = w->has_fields = 1;
-  pthread_cond_signal(&w->changed);
-  pthread_mutex_unlock(&w->lock);
+  w->reaction = reaction, w->fields = *fields;
+  w->has_fields = 1;
+  vox_gate_raise(&w->gate, HAS_FIELDS);
   return VOX_OK;
 }
 
 /* Hands over the summary (or cancels), waits for the thread, frees. */
 static vox_status end_writer(result_writer *w, const vox_summary_entry *summary, size_t n,
                              int cancel) {
-  pthread_mutex_lock(&w->lock);
-  if (cancel)
-    w->cancelled = 1;
-  else
-    w->summary = summary, w->n_summary = n, w->has_summary = 1;
-  pthread_cond_signal(&w->changed);
-  pthread_mutex_unlock(&w->lock);
+  if (cancel) {
+    vox_gate_cancel(&w->gate);
+  } else {
+    w->summary = summary, w->n_summary = n;
+    vox_gate_raise(&w->gate, HAS_SUMMARY);
+  }
   pthread_join(w->thread, NULL);
   return w->status;
 }

@@ -44,6 +44,23 @@ vox_status vox_n88model_read(vox_context *ctx, const char *path, vox_model *mode
 vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_model *model,
                               const vox_analysis_output *output, int axis);
 
+/* The same file with a solution, written beside the analysis by a thread
+ * of its own: vox_n88model_writer_start writes the mesh, materials,
+ * constraints, sets and problem at once (the model must not change until
+ * the writer ends); the displacement once
+ * vox_n88model_writer_put_displacement says model->displacement holds the
+ * solution; the reactions and fields once vox_n88model_writer_finish hands
+ * them over, which then waits for the file to be in place and returns the
+ * writing's status. vox_n88model_writer_cancel stops it instead: no file.
+ * Either ends the writer. */
+typedef struct vox_n88model_writer vox_n88model_writer;
+vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const vox_model *model,
+                                     int axis, vox_n88model_writer **writer);
+void vox_n88model_writer_put_displacement(vox_n88model_writer *writer);
+vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *writer,
+                                      const vox_analysis_output *output);
+void vox_n88model_writer_cancel(vox_n88model_writer *writer);
+
 #ifdef __cplusplus
 }
 #endif
