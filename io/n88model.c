@@ -4,8 +4,6 @@
  * the code is voxfe's own. */
 #include <errno.h>
 #include <math.h>
-#include <omp.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,8 +339,7 @@ struct vox_n88model_writer {
   int axis, with_solution;
   vox_analysis_output out; /* handed over at stage HAS_OUTPUT */
   vox_stage_gate gate;
-  pthread_t thread;
-  vox_status status; /* of the writing thread */
+  vox_writer_thread thread;
 };
 typedef struct vox_n88model_writer n88_writer;
 
@@ -493,15 +490,7 @@ vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_mode
   return s;
 }
 
-/* The writing thread: a quarter of the OpenMP threads, the rest left to
- * the caller's solve and fields. */
-static void *writer_main(void *arg) {
-  n88_writer *w = arg;
-  const int threads = omp_get_max_threads() / 4;
-  omp_set_num_threads(threads > 1 ? threads : 1);
-  w->status = write_file(w);
-  return NULL;
-}
+static vox_status write_in_thread(void *w) { return write_file(w); }
 
 static void free_writer(n88_writer *w) {
   vox_gate_destroy(&w->gate);
@@ -524,7 +513,7 @@ vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const v
   }
   w->ctx = own, w->path = copy, w->model = model, w->axis = axis, w->with_solution = 1;
   vox_gate_init(&w->gate, 0);
-  if (pthread_create(&w->thread, NULL, writer_main, w)) {
+  if (vox_writer_start(&w->thread, write_in_thread, w)) {
     free_writer(w);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: cannot start the writing thread", path);
   }
@@ -547,8 +536,7 @@ vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *w,
   }
   w->out = *output;
   vox_gate_raise(&w->gate, HAS_OUTPUT);
-  pthread_join(w->thread, NULL);
-  s = w->status;
+  s = vox_writer_join(&w->thread);
   if (s) vox_error(ctx, s, "%s", vox_context_message(w->ctx));
   free_writer(w);
   return s;
@@ -557,7 +545,7 @@ vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *w,
 void vox_n88model_writer_cancel(vox_n88model_writer *w) {
   if (!w) return;
   vox_gate_cancel(&w->gate);
-  pthread_join(w->thread, NULL);
+  vox_writer_join(&w->thread);
   free_writer(w);
 }
 

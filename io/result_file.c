@@ -14,7 +14,6 @@
  * everything at hand. */
 #include <math.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,8 +40,7 @@ struct vox_result_writer {
   size_t n_summary;
   vox_stage_gate gate;
   int has_fields; /* the caller's own record of the fields' handover */
-  pthread_t thread;
-  vox_status status; /* of the writing thread */
+  vox_writer_thread thread;
   int v_index, v_reaction, v_field[5];
 };
 typedef struct vox_result_writer result_writer;
@@ -305,15 +303,7 @@ vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model 
   return s;
 }
 
-/* The writing thread: a quarter of the OpenMP threads for its conversions,
- * the rest left to the fields that the caller computes meanwhile. */
-static void *writer_main(void *arg) {
-  result_writer *w = arg;
-  const int threads = omp_get_max_threads() / 4;
-  omp_set_num_threads(threads > 1 ? threads : 1);
-  w->status = write_file(w);
-  return NULL;
-}
+static vox_status write_in_thread(void *w) { return write_file(w); }
 
 static void free_writer(result_writer *w) {
   vox_gate_destroy(&w->gate);
@@ -336,7 +326,7 @@ vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
   }
   init_writer(w, own, copy, model, elements, n_elements);
-  if (pthread_create(&w->thread, NULL, writer_main, w)) {
+  if (vox_writer_start(&w->thread, write_in_thread, w)) {
     free_writer(w);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: cannot start the writing thread", path);
   }
@@ -367,8 +357,7 @@ static vox_status end_writer(result_writer *w, const vox_summary_entry *summary,
     w->summary = summary, w->n_summary = n;
     vox_gate_raise(&w->gate, HAS_SUMMARY);
   }
-  pthread_join(w->thread, NULL);
-  return w->status;
+  return vox_writer_join(&w->thread);
 }
 
 vox_status vox_result_writer_finish(vox_context *ctx, vox_result_writer *w,

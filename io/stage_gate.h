@@ -7,7 +7,10 @@
 #ifndef VOXFE_STAGE_GATE_H
 #define VOXFE_STAGE_GATE_H
 
+#include <omp.h>
 #include <pthread.h>
+
+#include "voxfe/context.h"
 
 typedef struct vox_stage_gate {
   pthread_mutex_t lock;
@@ -50,6 +53,35 @@ static inline int vox_gate_wait(vox_stage_gate *g, int stage) {
   const int reached = !g->cancelled;
   pthread_mutex_unlock(&g->lock);
   return reached;
+}
+
+/* The writing thread: write(user) on a quarter of the OpenMP threads (the
+ * rest are the caller's, computing what the writer waits for), its status
+ * kept for vox_writer_join. */
+typedef struct vox_writer_thread {
+  pthread_t thread;
+  vox_status (*write)(void *user);
+  void *user;
+  vox_status status;
+} vox_writer_thread;
+
+static inline void *vox_writer_main(void *arg) {
+  vox_writer_thread *t = (vox_writer_thread *)arg;
+  const int threads = omp_get_max_threads() / 4;
+  omp_set_num_threads(threads > 1 ? threads : 1);
+  t->status = t->write(t->user);
+  return NULL;
+}
+
+/* 0 once the thread runs, else pthread_create's error. */
+static inline int vox_writer_start(vox_writer_thread *t, vox_status (*write)(void *), void *user) {
+  t->write = write, t->user = user, t->status = VOX_OK;
+  return pthread_create(&t->thread, NULL, vox_writer_main, t);
+}
+
+static inline vox_status vox_writer_join(vox_writer_thread *t) {
+  pthread_join(t->thread, NULL);
+  return t->status;
 }
 
 #endif
