@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_ops.h"
 #include "union_find.h"
 #include "voxfe/element.h"
 
@@ -35,13 +36,6 @@ static inline void box_ijk(int64_t b, int64_t nx, int64_t ny, int64_t ijk[3]) {
   ijk[0] = b % nx, ijk[1] = (b / nx) % ny, ijk[2] = b / (nx * ny);
 }
 
-/* The coarse cell (box index) of fine element e. */
-static inline int64_t coarse_cell(const vox_sparse_host_level *f, const vox_grid *cg, size_t e) {
-  int64_t ijk[3];
-  box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
-  return ((ijk[2] / 2) * cg->ny + ijk[1] / 2) * cg->nx + ijk[0] / 2;
-}
-
 static inline double fine_modulus(const vox_sparse_host_level *f, const double *table, size_t e) {
   return f->material ? table[f->material[e]] : (double)f->modulus[e];
 }
@@ -51,6 +45,7 @@ typedef struct split {
   const vox_sparse_host_level *f;
   vox_sparse_host_level *c;
   int32_t *node_elem;   /* per fine node and corner: an element that has it there, or -1 */
+  int64_t *cell_of;     /* per fine element: its coarse cell (box index) */
   int64_t *elem_set;    /* union-find over the fine elements (pieces) */
   int32_t *piece_of;    /* per fine element */
   size_t *cell_piece;   /* per coarse cell + 1: its first piece */
@@ -71,6 +66,15 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
   const int copies = f->element_nodes_x1 != NULL;
   int failed = 0;
+  /* each fine element's coarse cell, a fine layer a thread (one division
+   * an element: the box index less its layer's start) */
+  const int64_t fnx = f->grid.nx, fplane = fnx * f->grid.ny;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < f->grid.nz; k++)
+    for (size_t e = els[k]; e < els[k + 1]; e++) {
+      const int64_t r = f->element_box[e] - k * fplane, j = r / fnx, i = r - j * fnx;
+      sp->cell_of[e] = ((k / 2) * cg->ny + j / 2) * cg->nx + i / 2;
+    }
   if (!copies) {
     /* a level without copies (level 0): the elements of a cell all hold
      * the fine node at its centre, so each cell is one piece, its set
@@ -85,7 +89,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
         FINE_RANGE(kc);
         for (int64_t q = 0; q < plane; q++) first[q] = -1;
         for (size_t e = e0; e < e1; e++) {
-          const int64_t q = coarse_cell(f, cg, e) - kc * plane;
+          const int64_t q = sp->cell_of[e] - kc * plane;
           if (first[q] < 0) first[q] = (int64_t)e;
           sp->elem_set[e] = first[q];
         }
@@ -120,7 +124,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     const int32_t *at = sp->node_elem + 8 * m;
     for (int a = 0; a < 8; a++) {
       if (at[a] < 0) continue;
-      cell[a] = coarse_cell(f, cg, (size_t)at[a]);
+      cell[a] = sp->cell_of[at[a]];
       for (int b = 0; b < a; b++)
         if (at[b] >= 0 && cell[b] == cell[a]) {
           vox_uf_unite(sp->elem_set, at[a], at[b]);
@@ -168,7 +172,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
       memset(count, 0, ((size_t)plane + 1) * sizeof *count);
       for (size_t e = e0; e < e1; e++)
         if (vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e)
-          count[coarse_cell(f, cg, e) - kc * plane + 1]++;
+          count[sp->cell_of[e] - kc * plane + 1]++;
       count[0] = layer_pieces[kc];
       for (int64_t q = 0; q < plane; q++) {
         count[q + 1] += count[q];
@@ -178,7 +182,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
        * order, so a cell's pieces are in the order of their roots */
       for (size_t e = e0; e < e1; e++)
         if (vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e) {
-          const int64_t cell = coarse_cell(f, cg, e);
+          const int64_t cell = sp->cell_of[e];
           const size_t p = count[cell - kc * plane]++;
           sp->piece_of[e] = (int32_t)p;
           c->element_box[p] = cell;
@@ -201,53 +205,60 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
  * distinct cells (two in one cell would be one piece), and the node's
  * elements at its corners name them all: two elements at one corner of a
  * node lie in one piece. */
+/* The joins at fine node m, at box position fijk. */
+static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
+  int32_t piece[8];
+  int64_t cell[8][3];
+  int n = 0;
+  const int32_t *at = sp->node_elem + 8 * m;
+  for (int a = 0; a < 8; a++) {
+    const int32_t e = at[a];
+    if (e < 0) continue;
+    const int32_t p = sp->piece_of[e];
+    int seen = 0;
+    for (int b = 0; b < n; b++) seen |= piece[b] == p;
+    if (seen) continue;
+    piece[n] = p;
+    /* the element with the node at corner a starts at the node less a */
+    for (int x = 0; x < 3; x++) cell[n][x] = (fijk[x] - vox_hex8_corner[a][x]) >> 1;
+    n++;
+  }
+  if (n < 2) return;
+  /* each coarse node that reaches this one (per axis the one on it, or
+   * the two around it), and the pieces here whose cells have it as a
+   * corner: their slots there joined in a chain */
+  int64_t lo[3], hi[3];
+  for (int x = 0; x < 3; x++) lo[x] = fijk[x] >> 1, hi[x] = (fijk[x] + 1) >> 1;
+  for (int64_t K = lo[2]; K <= hi[2]; K++)
+    for (int64_t J = lo[1]; J <= hi[1]; J++)
+      for (int64_t I = lo[0]; I <= hi[0]; I++) {
+        int64_t first = -1;
+        for (int i = 0; i < n; i++) {
+          const int64_t x = I - cell[i][0], y = J - cell[i][1], z = K - cell[i][2];
+          if ((x | y | z) & ~(int64_t)1) continue; /* not a corner of this cell */
+          const int64_t slot = 8 * (int64_t)piece[i] + corner_index((int)x, (int)y, (int)z);
+          if (first < 0)
+            first = slot;
+          else
+            vox_uf_unite(sp->slot_set, first, slot);
+        }
+      }
+}
+
 static void join_slots(split *sp) {
   const vox_sparse_host_level *f = sp->f;
-  const ptrdiff_t nfn = (ptrdiff_t)f->n_nodes;
   const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t q = 0; q < slots; q++) sp->slot_set[q] = q;
-#pragma omp parallel for schedule(static)
-  for (ptrdiff_t m = 0; m < nfn; m++) {
-    int32_t piece[8];
-    int64_t cell[8][3];
-    int n = 0;
-    const int32_t *at = sp->node_elem + 8 * m;
-    int64_t fijk[3];
-    box_ijk(f->node_box[m], f->grid.nx + 1, f->grid.ny + 1, fijk);
-    for (int a = 0; a < 8; a++) {
-      const int32_t e = at[a];
-      if (e < 0) continue;
-      const int32_t p = sp->piece_of[e];
-      int seen = 0;
-      for (int b = 0; b < n; b++) seen |= piece[b] == p;
-      if (seen) continue;
-      piece[n] = p;
-      /* the element with the node at corner a starts at the node less a */
-      for (int x = 0; x < 3; x++) cell[n][x] = (fijk[x] - vox_hex8_corner[a][x]) >> 1;
-      n++;
+  /* a node layer a thread: the box position by one division a node */
+  const int64_t px = f->grid.nx + 1, pplane = px * (f->grid.ny + 1);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t K = 0; K <= f->grid.nz; K++)
+    for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
+      const int64_t r = f->node_box[m] - K * pplane, J = r / px;
+      const int64_t fijk[3] = {r - J * px, J, K};
+      join_at_node(sp, m, fijk);
     }
-    if (n < 2) continue;
-    /* each coarse node that reaches this one (per axis the one on it, or
-     * the two around it), and the pieces here whose cells have it as a
-     * corner: their slots there joined in a chain */
-    int64_t lo[3], hi[3];
-    for (int x = 0; x < 3; x++) lo[x] = fijk[x] >> 1, hi[x] = (fijk[x] + 1) >> 1;
-    for (int64_t K = lo[2]; K <= hi[2]; K++)
-      for (int64_t J = lo[1]; J <= hi[1]; J++)
-        for (int64_t I = lo[0]; I <= hi[0]; I++) {
-          int64_t first = -1;
-          for (int i = 0; i < n; i++) {
-            const int64_t x = I - cell[i][0], y = J - cell[i][1], z = K - cell[i][2];
-            if ((x | y | z) & ~(int64_t)1) continue; /* not a corner of this cell */
-            const int64_t slot = 8 * (int64_t)piece[i] + corner_index((int)x, (int)y, (int)z);
-            if (first < 0)
-              first = slot;
-            else
-              vox_uf_unite(sp->slot_set, first, slot);
-          }
-        }
-  }
 }
 
 /* The slots of coarse box node (I, J, K): each piece of the (up to) eight
@@ -281,53 +292,69 @@ static int node_copies(int64_t *slot_set, const int64_t *slot, int n, int64_t *r
   return copies;
 }
 
-/* 2b. The copies numbered: counted per box node, then each node's copies
- * from its start, one coarse node layer a thread; the slots learn their
- * copies. */
+/* The copies' starts from their counts (node_start[N + 1]: N's), and the
+ * coarse nodes' arrays. */
+static vox_status allocate_copies(vox_context *ctx, split *sp) {
+  vox_sparse_host_level *c = sp->c;
+  const int64_t nb = vox_grid_nodes(&c->grid);
+  sp->node_start[0] = 0;
+  for (int64_t b = 0; b < nb; b++) sp->node_start[b + 1] += sp->node_start[b];
+  c->n_nodes = sp->node_start[nb];
+  if (c->n_nodes > INT32_MAX)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the sparse system holds at most 2^31 nodes a level");
+  c->node_box = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof *c->node_box);
+  c->node_fixed = calloc(c->n_nodes ? c->n_nodes : 1, 1);
+  if (!c->node_box || !c->node_fixed) return no_memory(ctx, "coarse nodes");
+  return VOX_OK;
+}
+
+/* 2b. The copies numbered: each box node's sets among its slots, ranked in
+ * the order of their first slot (a coarse node layer a thread), each
+ * slot's rank kept; then the nodes' starts (a prefix sum in box order),
+ * added to their slots' ranks cell by cell. */
 static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
   vox_sparse_host_level *c = sp->c;
-  const int64_t px = c->grid.nx + 1, py = c->grid.ny + 1, pz = c->grid.nz + 1;
+  const int64_t nx = c->grid.nx, ny = c->grid.ny, nz = c->grid.nz;
+  const int64_t px = nx + 1, py = ny + 1, pz = nz + 1;
   int failed = 0;
-  for (int pass = 0; pass < 2 && !failed; pass++) {
 #pragma omp parallel
-    {
-      int64_t *slot = malloc((size_t)max_slots * sizeof *slot);
-      int64_t *root = malloc((size_t)max_slots * sizeof *root);
-      int *rank = malloc((size_t)max_slots * sizeof *rank);
-      if (!slot || !root || !rank) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+  {
+    int64_t *slot = malloc((size_t)max_slots * sizeof *slot);
+    int64_t *root = malloc((size_t)max_slots * sizeof *root);
+    int *rank = malloc((size_t)max_slots * sizeof *rank);
+    if (!slot || !root || !rank) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 #pragma omp for schedule(static)
-      for (int64_t K = 0; K < pz; K++) {
-        if (!slot || !root || !rank) continue;
-        for (int64_t J = 0; J < py; J++)
-          for (int64_t I = 0; I < px; I++) {
-            const int64_t node = (K * py + J) * px + I;
-            const int n = node_slots(sp, I, J, K, slot, max_slots);
-            const int copies = node_copies(sp->slot_set, slot, n, root, rank);
-            if (pass == 0) {
-              sp->node_start[node + 1] = (size_t)copies;
-              continue;
-            }
-            const size_t first = sp->node_start[node];
-            for (int i = 0; i < n; i++) sp->slot_copy[slot[i]] = (int32_t)(first + (size_t)rank[i]);
-            for (int k = 0; k < copies; k++) c->node_box[first + (size_t)k] = node;
+    for (int64_t K = 0; K < pz; K++) {
+      if (!slot || !root || !rank) continue;
+      for (int64_t J = 0; J < py; J++)
+        for (int64_t I = 0; I < px; I++) {
+          const int n = node_slots(sp, I, J, K, slot, max_slots);
+          sp->node_start[(K * py + J) * px + I + 1] =
+              (size_t)node_copies(sp->slot_set, slot, n, root, rank);
+          for (int i = 0; i < n; i++) sp->slot_copy[slot[i]] = rank[i];
+        }
+    }
+    free(slot), free(root), free(rank);
+  }
+  if (failed) return no_memory(ctx, "copies");
+  TRY(allocate_copies(ctx, sp));
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        const int64_t cell = (k * ny + j) * nx + i;
+        for (size_t p = sp->cell_piece[cell]; p < sp->cell_piece[cell + 1]; p++)
+          for (int a = 0; a < 8; a++) {
+            const int64_t node = ((k + vox_hex8_corner[a][2]) * py + j + vox_hex8_corner[a][1]) *
+                                     px + i + vox_hex8_corner[a][0];
+            sp->slot_copy[8 * p + (size_t)a] += (int32_t)sp->node_start[node];
           }
       }
-      free(slot), free(root), free(rank);
-    }
-    if (pass == 0) {
-      const int64_t nb = px * py * pz;
-      sp->node_start[0] = 0;
-      for (int64_t b = 0; b < nb; b++) sp->node_start[b + 1] += sp->node_start[b];
-      c->n_nodes = sp->node_start[nb];
-      if (c->n_nodes > INT32_MAX)
-        return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                         "the sparse system holds at most 2^31 nodes a level");
-      c->node_box = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof *c->node_box);
-      c->node_fixed = calloc(c->n_nodes ? c->n_nodes : 1, 1);
-      if (!c->node_box || !c->node_fixed) return no_memory(ctx, "coarse nodes");
-    }
-  }
-  return failed ? no_memory(ctx, "copies") : VOX_OK;
+#pragma omp parallel for schedule(static)
+  for (int64_t node = 0; node < px * py * pz; node++)
+    for (size_t q = sp->node_start[node]; q < sp->node_start[node + 1]; q++) c->node_box[q] = node;
+  return VOX_OK;
 }
 
 /* 3. The coarse elements, the layers, the fine nodes' parents and the
@@ -399,11 +426,13 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   const size_t nbox = (size_t)vox_grid_nodes(&c->grid);
   sp.node_elem = malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
   sp.elem_set = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.elem_set);
+  sp.cell_of = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.cell_of);
   sp.piece_of = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.piece_of);
   sp.cell_piece = malloc((ncell + 1) * sizeof *sp.cell_piece);
   sp.node_start = calloc(nbox + 1, sizeof *sp.node_start);
   vox_status s = VOX_OK;
-  if (!sp.node_elem || !sp.elem_set || !sp.piece_of || !sp.cell_piece || !sp.node_start)
+  if (!sp.node_elem || !sp.elem_set || !sp.cell_of || !sp.piece_of || !sp.cell_piece ||
+      !sp.node_start)
     s = no_memory(ctx, "coarse pieces");
   if (s == VOX_OK) {
     const ptrdiff_t n_at = 8 * (ptrdiff_t)f->n_nodes;
@@ -411,8 +440,8 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     for (ptrdiff_t i = 0; i < n_at; i++) sp.node_elem[i] = -1;
     s = find_pieces(ctx, &sp);
   }
-  free(sp.elem_set);
-  sp.elem_set = NULL;
+  free(sp.elem_set), free(sp.cell_of);
+  sp.elem_set = NULL, sp.cell_of = NULL;
   if (s == VOX_OK) {
     sp.slot_set = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
     sp.slot_copy = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
