@@ -15,7 +15,8 @@
  * same model with the full-box storage as well (CG counts, times). A model
  * file instead of N (bench_clinical_model's clinical sample) is solved as
  * voxfe-analyze solves it: its largest 26-connected component, its own
- * materials, the same compression test.
+ * materials, the same compression test (VOXFE_BENCH_CONNECTIVITY=6 keeps
+ * the largest face-connected one, VOXFE_BENCH_KEEP_LABEL=L label L alone).
  *
  * VOXFE_BENCH_PRODUCTS="atomic,warp" (the CUDA backend's
  * product kernels, cuda/cuda_sparse.cu) times, for each in turn, the
@@ -226,7 +227,15 @@ int main(int argc, char **argv) {
                  * 26-connected component, as voxfe-analyze keeps */
     if (vox_model_read(ctx, argv[1], &m)) die(ctx, argv[1]);
     g = m.grid;
-    if (vox_keep_largest_component(ctx, &m, 26, &removed, &components)) die(ctx, "component");
+    /* VOXFE_BENCH_KEEP_LABEL=L keeps label L alone (the clinical sample's
+     * cortex 1 or trabeculae 2), VOXFE_BENCH_CONNECTIVITY=6 the largest
+     * face-connected component: what makes a sample's CG count */
+    const char *keep = getenv("VOXFE_BENCH_KEEP_LABEL");
+    for (int64_t e = 0; keep && e < vox_grid_elements(&g); e++)
+      if (m.label[e] != atoi(keep)) m.label[e] = 0;
+    const char *conn = getenv("VOXFE_BENCH_CONNECTIVITY");
+    if (vox_keep_largest_component(ctx, &m, conn ? atoi(conn) : 26, &removed, &components))
+      die(ctx, "component");
   } else {
     if (vox_model_init(ctx, &m, &g)) die(ctx, "model");
     perlin_bone bone;
