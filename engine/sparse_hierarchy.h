@@ -4,9 +4,12 @@
  * resolution (seed 004 section 3, "rediscretisation"): a coarse element is
  * active when any of its eight children is, with the mean of their moduli
  * (an absent child counts 0), and its element matrix is that of the coarse
- * voxel. The coarsest level numbers every node of its (small) box so that it
- * can be assembled into a stencil and factored; its nodes that touch no
- * element are fixed. */
+ * voxel. With `split` (the solver's default) the levels between the finest
+ * and the coarsest instead follow the bone's connectivity (sparse_split.h:
+ * an element per connected piece of a coarse cell, a node per connected
+ * copy of a box node). The coarsest level numbers every node of its (small)
+ * box so that it can be assembled into a stencil and factored; its nodes
+ * that touch no element are fixed. */
 #ifndef VOXFE_SPARSE_HIERARCHY_H
 #define VOXFE_SPARSE_HIERARCHY_H
 
