@@ -347,7 +347,8 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     const vox_sparse_host_level *lv = &h->level[l];
     const size_t n = 3 * lv->n_nodes;
     const size_t inverse = (l < block_levels ? 2 : 1) * n * fs; /* 6 or 3 a node */
-    b += lv->n_elements * (4 * sizeof(int32_t) + (l == 0 ? 1 : sizeof(float)));
+    b += lv->n_elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
+                           (l == 0 ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
     if (l == 0) /* u, r, p, q; z; d (in q in mixed precision) */
       b += n * (4 * sizeof(double) + fs + (mixed ? 0 : fs)) + inverse;
