@@ -200,12 +200,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   return failed ? no_memory(ctx, "pieces") : VOX_OK;
 }
 
-/* 2a. Pieces that share a fine node: the slots of their cells' common
- * corners that reach the node joined. Distinct pieces at a node lie in
- * distinct cells (two in one cell would be one piece), and the node's
- * elements at its corners name them all: two elements at one corner of a
- * node lie in one piece. */
-/* The joins at fine node m, at box position fijk. */
+/* The joins at fine node m, at box position fijk (join_slots). */
 static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
   int32_t piece[8];
   int64_t cell[8][3];
@@ -245,6 +240,11 @@ static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
       }
 }
 
+/* 2a. Pieces that share a fine node: the slots of their cells' common
+ * corners that reach the node joined. Distinct pieces at a node lie in
+ * distinct cells (two in one cell would be one piece), and the node's
+ * elements at its corners name them all: two elements at one corner of a
+ * node lie in one piece. */
 static void join_slots(split *sp) {
   const vox_sparse_host_level *f = sp->f;
   const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
