@@ -7,6 +7,7 @@
 #ifndef VOXFE_STAGE_GATE_H
 #define VOXFE_STAGE_GATE_H
 
+#include <netcdf.h>
 #include <omp.h>
 #include <pthread.h>
 
@@ -73,9 +74,14 @@ static inline void *vox_writer_main(void *arg) {
   return NULL;
 }
 
-/* 0 once the thread runs, else pthread_create's error. */
+/* 0 once the thread runs, else pthread_create's error. netCDF is
+ * initialised here first: it turns HDF5's error printing off only in the
+ * thread that initialises it, which must be the caller's (else every
+ * attribute netCDF probes for in the caller's later reads prints HDF5's
+ * diagnostics). */
 static inline int vox_writer_start(vox_writer_thread *t, vox_status (*write)(void *), void *user) {
   t->write = write, t->user = user, t->status = VOX_OK;
+  nc_initialize();
   return pthread_create(&t->thread, NULL, vox_writer_main, t);
 }
 

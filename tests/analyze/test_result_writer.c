@@ -120,16 +120,6 @@ int main(void) {
   snprintf(beside, sizeof beside, "%s/beside.nc", dir);
   snprintf(cancelled, sizeof cancelled, "%s/cancelled.nc", dir);
 
-  /* netCDF turns HDF5's error printing off in the thread that first uses
-   * it: here the main thread, as in voxfe-analyze, which reads its model
-   * before any writer starts (else the comparisons' reads below print
-   * HDF5's diagnostics of attributes they probe for) */
-  int scratch;
-  char first[128];
-  snprintf(first, sizeof first, "%s/first.nc", dir);
-  CHECK(nc_create(first, NC_NETCDF4 | NC_CLOBBER, &scratch) == 0 && nc_close(scratch) == 0);
-  unlink(first);
-
   vox_model m = {0};
   porous_model(ctx, &m);
   CHECK_OK(ctx, vox_model_append_history(ctx, &m, "test_result_writer"));
