@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "cli_common.h"
@@ -251,19 +250,6 @@ static const cli_program program = {
     .input = "MODEL",
     .input_offset = AT(input),
 };
-
-/* A large array that is written first in a parallel loop: aligned to 2 MiB
- * and offered to transparent huge pages, so that its first touch is a few
- * hundred page faults rather than one per 4 KiB (the 700 MB of a clinical
- * sample's reactions and fields); free() releases it. */
-static void *alloc_big(size_t bytes) {
-  void *p = NULL;
-  if (posix_memalign(&p, (size_t)2 << 20, bytes ? bytes : 1)) return NULL;
-#ifdef MADV_HUGEPAGE
-  madvise(p, bytes, MADV_HUGEPAGE); /* a hint: failure changes nothing */
-#endif
-  return p;
-}
 
 /* When the result file's writing (voxfe's or .n88model) starts in a thread
  * of its own: before the solve (the default), after it ("fields"), or not
@@ -590,18 +576,18 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
    * the solver (its initial guess) and written after, each 4 KiB page
    * mapped to the zero page, then copied on write with a TLB flush on every
    * thread of the process */
-  r.u = alloc_big(3 * nn * sizeof *r.u);
+  r.u = vox_alloc_buffer(3 * nn * sizeof *r.u);
   if (r.u) {
     const ptrdiff_t n_u = (ptrdiff_t)(3 * nn);
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < n_u; i++) r.u[i] = 0;
   }
-  r.reaction = alloc_big(3 * nn * sizeof *r.reaction);
-  r.strain = alloc_big(6 * bone * sizeof *r.strain);
-  r.stress = alloc_big(6 * bone * sizeof *r.stress);
-  r.sed = alloc_big(bone * sizeof *r.sed);
-  r.vm = alloc_big(bone * sizeof *r.vm);
-  r.eff = alloc_big(bone * sizeof *r.eff);
+  r.reaction = vox_alloc_buffer(3 * nn * sizeof *r.reaction);
+  r.strain = vox_alloc_buffer(6 * bone * sizeof *r.strain);
+  r.stress = vox_alloc_buffer(6 * bone * sizeof *r.stress);
+  r.sed = vox_alloc_buffer(bone * sizeof *r.sed);
+  r.vm = vox_alloc_buffer(bone * sizeof *r.vm);
+  r.eff = vox_alloc_buffer(bone * sizeof *r.eff);
   r.bone = malloc(ne);
   r.plate_dofs = malloc((m->n_constraints + 1) * sizeof *r.plate_dofs);
   if (!r.u || !r.reaction || !r.strain || !r.stress || !r.sed || !r.vm || !r.eff || !r.bone ||

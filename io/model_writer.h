@@ -34,12 +34,6 @@ vox_status vox_create_temp(vox_context *ctx, const char *path, char **out);
 /* Flushes a finished temporary file to disk before its rename; 0 or errno. */
 int vox_sync_file(const char *tmp);
 
-/* A buffer of `bytes` that is filled in a parallel loop and then written:
- * 2 MiB-aligned and offered to transparent huge pages, so that filling it
- * takes a few page faults rather than one per 4 KiB (the 150 MB of a
- * clinical sample's displacement); NULL when out of memory; free() frees. */
-void *vox_alloc_buffer(size_t bytes);
-
 /* Writes the `n` indices of a whole int32 or int64 variable, converted in
  * parallel here (netCDF's own conversion took longer than the write);
  * returns a netCDF status. */
