@@ -202,12 +202,12 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
       break;
     }
     if (split && l > 0 && l < n - 1) {
-      /* a level that follows the bone's connectivity; its next level's
-       * box moduli below, as for any other */
+      /* a level that follows the bone's connectivity; the box moduli only
+       * for the coarsest level after it (a split level takes its pieces') */
       s = vox_sparse_split_coarsen(ctx, h->table, &h->level[l - 1], lv);
       if (s == VOX_OK && lv->n_elements == 0)
         s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
-      if (s == VOX_OK) s = next_box_moduli(ctx, h, l, &box_mod);
+      if (s == VOX_OK && l + 1 == n - 1) s = next_box_moduli(ctx, h, l, &box_mod);
       g = vox_grid_coarsen(&g);
       continue;
     }
@@ -289,7 +289,7 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
       free(emap);
     }
     if (s == VOX_OK && l < n - 1) {
-      s = next_box_moduli(ctx, h, l, &box_mod);
+      if (!split || l + 1 == n - 1) s = next_box_moduli(ctx, h, l, &box_mod);
       g = vox_grid_coarsen(&g);
     }
     if (l == 0)

@@ -195,6 +195,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     }
     free(count);
   }
+#undef FINE_RANGE
   sp->cell_piece[cnz * plane] = total;
   free(layer_pieces);
   return failed ? no_memory(ctx, "pieces") : VOX_OK;

@@ -38,8 +38,7 @@ struct vox_result_writer {
   vox_element_fields fields;
   const vox_summary_entry *summary;
   size_t n_summary;
-  vox_stage_gate gate;
-  int has_fields; /* the caller's own record of the fields' handover */
+  vox_stage_gate gate; /* its stage raised by the caller alone */
   vox_writer_thread thread;
   int v_index, v_reaction, v_field[5];
 };
@@ -343,7 +342,6 @@ vox_status vox_result_writer_put_fields(vox_context *ctx, vox_result_writer *w,
   vox_status s = check_fields(ctx, w->path, reaction, fields, w->elements, w->n_elements);
   if (s) return s;
   w->reaction = reaction, w->fields = *fields;
-  w->has_fields = 1;
   vox_gate_raise(&w->gate, HAS_FIELDS);
   return VOX_OK;
 }
@@ -362,7 +360,7 @@ static vox_status end_writer(result_writer *w, const vox_summary_entry *summary,
 
 vox_status vox_result_writer_finish(vox_context *ctx, vox_result_writer *w,
                                     const vox_summary_entry *summary, size_t n_summary) {
-  if (!w->has_fields) {
+  if (w->gate.stage < HAS_FIELDS) { /* the caller's own writes: no lock */
     end_writer(w, NULL, 0, 1);
     free_writer(w);
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
