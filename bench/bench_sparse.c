@@ -107,7 +107,7 @@ static vox_status step_apply(vox_backend *be, void *p) {
 }
 static vox_status step_restrict(vox_backend *be, void *p) {
   step_args *a = p;
-  return be->ops->sparse->restrict_residual(be, a->fine, a->coarse, a->x, a->y);
+  return be->ops->sparse->restrict_residual(be, a->fine, a->coarse, NULL, a->x, a->y);
 }
 static vox_status step_prolong(vox_backend *be, void *p) {
   step_args *a = p;

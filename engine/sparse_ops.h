@@ -177,12 +177,14 @@ typedef struct vox_sparse_ops {
    * replaced by the identity. */
   vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *w);
   vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_svec *v);
-  /* coarse = P^T Z fine  and  fine += Z P coarse, with P trilinear
-   * interpolation through the parent words and Z zeroing the fine level's
-   * fixed dofs (so the coarse correction never moves a fixed dof) */
+  /* coarse = P^T Z (b - ax)  (b NULL: P^T Z ax)  and  fine += Z P coarse,
+   * with P trilinear interpolation through the parent words and Z zeroing
+   * the fine level's fixed dofs (so the coarse correction never moves a
+   * fixed dof); the V-cycle restricts its residual b - A x without
+   * forming it */
   vox_status (*restrict_residual)(vox_backend *be, vox_sparse_level *fine,
-                                  vox_sparse_level *coarse, const vox_svec *r_fine,
-                                  vox_svec *r_coarse);
+                                  vox_sparse_level *coarse, const vox_svec *b,
+                                  const vox_svec *ax, vox_svec *r_coarse);
   vox_status (*prolong_add)(vox_backend *be, vox_sparse_level *fine, vox_sparse_level *coarse,
                             const vox_svec *x_coarse, vox_svec *x_fine);
 

@@ -96,6 +96,7 @@ typedef struct sparse_system {
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
   int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
+  int degree[16];              /* VOXFE_SPARSE_DEGREE: a level's Chebyshev degree, 0 default */
   double pcg_seconds;          /* in pcg(): the iterations alone */
   double cg_seconds, level_seconds[16];
 } sparse_system;
@@ -163,8 +164,9 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   } else {
     TRY(step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0, &lv->d, x));
   }
-  const int degree = s->options.smoothing_steps > MIN_CHEBYSHEV_DEGREE ? s->options.smoothing_steps
-                                                                      : MIN_CHEBYSHEV_DEGREE;
+  const int degree = l < 16 && s->degree[l] > 0 ? s->degree[l]
+                     : s->options.smoothing_steps > MIN_CHEBYSHEV_DEGREE ? s->options.smoothing_steps
+                                                                          : MIN_CHEBYSHEV_DEGREE;
   for (int k = 1; k < degree; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
     TRY(level_apply(s, l, x, &lv->r));
@@ -200,25 +202,28 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   TRY(s->o->vec_set(be, x, 0));
   TRY(smooth(s, l, b, x, 1));
   TRY(level_apply(s, l, x, &lv->r));
-  TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
-  if (s->sa && lv->t_mat) {
-    /* P^T r = T^T (r - scale A W r), into r (dead after this); with the
-     * smoother's blocks, d = W r adds W r to t too, which A d overwrites */
-    if (lv->pw)
-      TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
-    else
-      TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
-    TRY(level_apply(s, l, &lv->d, &lv->t));
-    TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
-    TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
-  } else if (s->sa) {
-    /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
-    TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
-  } else {
-    TRY(s->o->restrict_residual(be, lv->op, c->op, &lv->r, &c->b));
+  if (!s->sa) {
+    /* P^T (b - A x), the residual formed on the way */
+    TRY(s->o->restrict_residual(be, lv->op, c->op, b, &lv->r, &c->b));
     /* the coarse level's own fixed dofs take no correction either (an
      * identity row would echo the residual there back as a correction) */
     TRY(s->o->zero_fixed(be, c->op, &c->b));
+  } else {
+    TRY(s->o->vec_xpay(be, &lv->r, -1, b)); /* r = b - A x */
+    if (lv->t_mat) {
+      /* P^T r = T^T (r - scale A W r), into r (dead after this); with the
+       * smoother's blocks, d = W r adds W r to t too, which A d overwrites */
+      if (lv->pw)
+        TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
+      else
+        TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
+      TRY(level_apply(s, l, &lv->d, &lv->t));
+      TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
+      TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
+    } else {
+      /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
+      TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
+    }
   }
   charge(s, l, t);
   TRY(vcycle(s, l + 1, &c->b, &c->x));
@@ -587,6 +592,15 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options, .sa = use_sa};
   const char *profile = getenv("VOXFE_SPARSE_PROFILE");
   s.profile = profile && strcmp(profile, "1") == 0;
+  /* VOXFE_SPARSE_DEGREE=D0,D1,...: the levels' degrees, the last repeated */
+  const char *degrees = getenv("VOXFE_SPARSE_DEGREE");
+  for (int l = 0, last = 0; degrees && l < 16; l++) {
+    char *end;
+    const long d = strtol(degrees, &end, 10);
+    if (end != degrees) last = d > 0 && d < 64 ? (int)d : 0;
+    s.degree[l] = last;
+    degrees = *end == ',' ? end + 1 : end;
+  }
   st = block_levels_of(ctx, &s.block_levels);
   if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)

@@ -328,7 +328,8 @@ static int interpolation(uint32_t pos, int corner[8], double weight[8]) {
 }
 
 static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
-                           const vox_svec *rf, vox_svec *rc, size_t n0, size_t n1) {
+                           const vox_svec *b, const vox_svec *ax, vox_svec *rc, size_t n0,
+                           size_t n1) {
   for (size_t m = n0; m < n1; m++) {
     const uint32_t word = f->parent[m];
     int corner[8];
@@ -338,17 +339,18 @@ static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
     element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
     for (int comp = 0; comp < 3; comp++) {
       if (f->node_fixed[m] >> comp & 1) continue;
-      const double v = vox_svec_get(rf, 3 * m + (size_t)comp);
+      const size_t i = 3 * m + (size_t)comp;
+      const double v = b ? vox_svec_get(b, i) - vox_svec_get(ax, i) : vox_svec_get(ax, i);
       for (int t = 0; t < k; t++) add(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v);
     }
   }
 }
 
 static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                                    const vox_svec *rf, vox_svec *rc) {
+                                    const vox_svec *b, const vox_svec *ax, vox_svec *rc) {
   TRY(vec_set(be, rc, 0));
   SLAB_PHASES(be, f->nz + 1, 4,
-              restrict_range(f, c, rf, rc, f->node_layer_start[lo], f->node_layer_start[hi]));
+              restrict_range(f, c, b, ax, rc, f->node_layer_start[lo], f->node_layer_start[hi]));
   return VOX_OK;
 }
 

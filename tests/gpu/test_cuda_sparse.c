@@ -175,52 +175,57 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
   }
   /* the transfers between levels 0 and 1: a random fine residual (double,
    * as CG's, and float, as the V-cycle's) restricted into a float coarse
-   * vector, and a random coarse vector prolonged onto a fine one */
+   * vector, b - ax restricted (b double, ax float: the V-cycle's level 0),
+   * and a random coarse vector prolonged onto a fine one */
   const vox_sparse_level_desc d0 = vox_sparse_level_describe(&h, 0);
   const vox_sparse_level_desc d1 = vox_sparse_level_describe(&h, 1);
   const size_t n0 = 3 * d0.n_nodes, n1 = 3 * d1.n_nodes;
-  double *f = malloc(n0 * sizeof *f), *c = malloc(n1 * sizeof *c);
+  double *f = malloc(2 * n0 * sizeof *f), *c = malloc(n1 * sizeof *c);
   double *out[2] = {malloc(n0 * sizeof(double)), malloc(n0 * sizeof(double))};
   uint64_t seed = 777;
-  for (size_t i = 0; i < n0; i++) {
+  for (size_t i = 0; i < 2 * n0; i++) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     f[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
     if (i < n1) c[i] = -f[i];
   }
-  for (int t = 0; t < 3; t++) { /* restrict from double, from float; prolong */
+  static const char *const transfer[4] = {"restriction from double", "restriction from float",
+                                          "restriction of b - ax", "prolongation"};
+  for (int t = 0; t < 4; t++) {
     vox_backend *bes[2] = {gpu, cpu};
     for (int b = 0; b < 2; b++) {
       const vox_sparse_ops *o = bes[b]->ops->sparse;
       vox_sparse_level *l0, *l1;
-      vox_svec fine, coarse;
+      vox_svec fine, coarse, rhs = {0};
       CHECK_OK(ctx, o->level_create(bes[b], &d0, &l0));
       CHECK_OK(ctx, o->level_create(bes[b], &d1, &l1));
-      CHECK_OK(ctx, o->vec_create(bes[b], n0, t == 1 || t == 2, &fine));
+      CHECK_OK(ctx, o->vec_create(bes[b], n0, t > 0, &fine));
       CHECK_OK(ctx, o->vec_create(bes[b], n1, 1, &coarse));
-      if (t < 2) {
-        CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
-        CHECK_OK(ctx, o->restrict_residual(bes[b], l0, l1, &fine, &coarse));
+      CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
+      if (t == 2) {
+        CHECK_OK(ctx, o->vec_create(bes[b], n0, 0, &rhs));
+        CHECK_OK(ctx, o->vec_upload(bes[b], &rhs, f + n0));
+      }
+      if (t < 3) {
+        CHECK_OK(ctx, o->restrict_residual(bes[b], l0, l1, t == 2 ? &rhs : NULL, &fine, &coarse));
         CHECK_OK(ctx, o->vec_download(bes[b], &coarse, out[b]));
       } else {
-        CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
         CHECK_OK(ctx, o->vec_upload(bes[b], &coarse, c));
         CHECK_OK(ctx, o->prolong_add(bes[b], l0, l1, &coarse, &fine));
         CHECK_OK(ctx, o->vec_download(bes[b], &fine, out[b]));
       }
       o->vec_destroy(bes[b], &fine);
       o->vec_destroy(bes[b], &coarse);
+      if (rhs.data) o->vec_destroy(bes[b], &rhs);
       o->level_destroy(bes[b], l0);
       o->level_destroy(bes[b], l1);
     }
-    const size_t n = t < 2 ? n1 : n0;
+    const size_t n = t < 3 ? n1 : n0;
     double diff = 0, scale = 0;
     for (size_t i = 0; i < n; i++) {
       diff = fmax(diff, fabs(out[0][i] - out[1][i]));
       scale = fmax(scale, fabs(out[1][i]));
     }
-    printf("%s: %s: max |d| / max = %.2e\n", kind,
-           t == 0 ? "restriction from double" : t == 1 ? "restriction from float" : "prolongation",
-           diff / scale);
+    printf("%s: %s: max |d| / max = %.2e\n", kind, transfer[t], diff / scale);
     CHECK(scale > 0 && diff <= 1e-6 * scale);
   }
   free(f);
