@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_bf16.h>
+
 #include "cuda_backend.cuh"
 #include "sparse_ops.h"
 
@@ -99,7 +101,7 @@ static __device__ __forceinline__ void red6(float *p, const float v[6]) {
 /* ---- vectors ---------------------------------------------------------------- */
 
 static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
-  const size_t bytes = (n ? n : 1) * (single ? sizeof(float) : sizeof(double));
+  const size_t bytes = (n ? n : 1) * vox_svec_entry_bytes(single);
   TRY(vox_cuda_alloc(be, &v->data, bytes, "a sparse vector"));
   v->n = n;
   v->single = single;
@@ -113,11 +115,24 @@ static void vec_destroy(vox_backend *be, vox_svec *v) {
   v->n = 0;
 }
 
+/* Entry i of a vector of any precision, bfloat16 included (the generic
+ * vox_cuda_ld and vox_cuda_st know float and double only). */
+static __device__ __forceinline__ double ld_any(const void *p, int single, size_t i) {
+  if (single == VOX_SVEC_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+  return vox_cuda_ld(p, single, i);
+}
+static __device__ __forceinline__ void st_any(void *p, int single, size_t i, double v) {
+  if (single == VOX_SVEC_BF16)
+    ((__nv_bfloat16 *)p)[i] = __float2bfloat16((float)v);
+  else
+    vox_cuda_st(p, single, i, v);
+}
+
 static __global__ void convert_kernel(size_t n, const double *src, void *dst, int single) {
-  VOX_GRID_STRIDE(i, n) vox_cuda_st(dst, single, i, src[i]);
+  VOX_GRID_STRIDE(i, n) st_any(dst, single, i, src[i]);
 }
 static __global__ void widen_kernel(size_t n, const void *src, int single, double *dst) {
-  VOX_GRID_STRIDE(i, n) dst[i] = vox_cuda_ld(src, single, i);
+  VOX_GRID_STRIDE(i, n) dst[i] = ld_any(src, single, i);
 }
 
 /* Host doubles through a device staging buffer when the vector is float. */
@@ -133,7 +148,7 @@ static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
       vox_cuda_check(be, cudaMemcpy(tmp, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
                      "uploading a vector");
   if (s == VOX_OK) {
-    convert_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, tmp, v->data, 1);
+    convert_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, tmp, v->data, v->single);
     s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
   }
   vox_cuda_free(tmp);
@@ -148,7 +163,7 @@ static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host)
   }
   double *tmp;
   TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
-  widen_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, 1, tmp);
+  widen_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, v->single, tmp);
   vox_status s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
   if (s == VOX_OK)
     s = vox_cuda_check(be, cudaMemcpy(host, tmp, v->n * sizeof(double), cudaMemcpyDeviceToHost),
@@ -158,12 +173,12 @@ static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host)
 }
 
 static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
-  VOX_GRID_STRIDE(i, n) vox_cuda_st(x, xs, i, a);
+  VOX_GRID_STRIDE(i, n) st_any(x, xs, i, a);
 }
 
 static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   if (a == 0) {
-    CUDA_TRY(be, cudaMemsetAsync(v->data, 0, v->n * (v->single ? sizeof(float) : sizeof(double))),
+    CUDA_TRY(be, cudaMemsetAsync(v->data, 0, v->n * vox_svec_entry_bytes(v->single)),
              "clearing a vector");
     return VOX_OK;
   }
@@ -197,13 +212,8 @@ enum { DOT_BLOCKS = 1024, DOT_THREADS = 256 };
 
 /* Per-block partial sums in a fixed grid, then one block folds them: the
  * same order of additions on every run. */
-static __global__ void dot_partials(size_t n, const void *x, int xs, const void *y, int ys,
-                                    double *partials) {
+static __device__ __forceinline__ void block_partial(double v, double *partials) {
   __shared__ double warp_sums[DOT_THREADS / 32];
-  double v = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x)
-    v += vox_cuda_ld(x, xs, i) * vox_cuda_ld(y, ys, i);
   v = vox_cuda_warp_sum(v);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = v;
   __syncthreads();
@@ -212,6 +222,32 @@ static __global__ void dot_partials(size_t n, const void *x, int xs, const void 
     v = vox_cuda_warp_sum(v);
     if (threadIdx.x == 0) partials[blockIdx.x] = v;
   }
+}
+
+static __global__ void dot_partials(size_t n, const void *x, int xs, const void *y, int ys,
+                                    double *partials) {
+  double v = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    v += vox_cuda_ld(x, xs, i) * vox_cuda_ld(y, ys, i);
+  block_partial(v, partials);
+}
+
+/* u += alpha p, r -= alpha q, copy = r, and r . r's partial sums */
+static __global__ void cg_update_partials(size_t n, double alpha, const void *p, int ps,
+                                          const void *q, int qs, void *u, int us, void *r,
+                                          int rs, void *copy, int cs, double *partials) {
+  double v = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    vox_cuda_st(u, us, i, vox_cuda_ld(u, us, i) + alpha * vox_cuda_ld(p, ps, i));
+    double ri = vox_cuda_ld(r, rs, i) - alpha * vox_cuda_ld(q, qs, i);
+    if (rs) ri = (double)(float)ri;
+    vox_cuda_st(r, rs, i, ri);
+    if (copy) vox_cuda_st(copy, cs, i, ri);
+    v += ri * ri;
+  }
+  block_partial(v, partials);
 }
 
 static __global__ void dot_final(double *partials) {
@@ -240,6 +276,23 @@ static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y,
                       cudaMemcpyDeviceToHost),
            "reading a dot product");
   *out = *cs->scalar;
+  return VOX_OK;
+}
+
+static vox_status cg_update(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
+                            vox_svec *u, vox_svec *r, vox_svec *copy, double *rr) {
+  vox_cuda_state *cs = vox_cuda(be);
+  cg_update_partials<<<DOT_BLOCKS, DOT_THREADS>>>(r->n, alpha, p->data, p->single, q->data,
+                                                  q->single, u->data, u->single, r->data,
+                                                  r->single, copy ? copy->data : NULL,
+                                                  copy ? copy->single : 0, cs->partials);
+  dot_final<<<1, DOT_THREADS>>>(cs->partials);
+  CUDA_LAUNCHED(be, "CG's update");
+  CUDA_TRY(be,
+           cudaMemcpy(cs->scalar, cs->partials + DOT_BLOCKS, sizeof(double),
+                      cudaMemcpyDeviceToHost),
+           "reading CG's residual norm");
+  *rr = *cs->scalar;
   return VOX_OK;
 }
 
@@ -275,7 +328,15 @@ static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs
     for (int c = 0; c < 3; c++)
       r[c] = ax ? vox_cuda_ld(b, bs, 3 * m + c) - vox_cuda_ld(ax, as, 3 * m + c)
                 : vox_cuda_ld(b, bs, 3 * m + c);
-    for (int k = 0; k < 6; k++) wm[k] = vox_cuda_ld(w, ws, 6 * m + k);
+    if (ws == VOX_SVEC_BF16) { /* 12 bytes a node: three pairs */
+      const __nv_bfloat162 *w2 = (const __nv_bfloat162 *)w + 3 * m;
+      for (int k = 0; k < 3; k++) {
+        const float2 f = __bfloat1622float2(w2[k]);
+        wm[2 * k] = f.x, wm[2 * k + 1] = f.y;
+      }
+    } else {
+      for (int k = 0; k < 6; k++) wm[k] = vox_cuda_ld(w, ws, 6 * m + k);
+    }
     for (int i = 0; i < 3; i++) {
       double z = 0;
       for (int j = 0; j < 3; j++) z += wm[vox_block_entry(i, j)] * r[j];
@@ -642,21 +703,30 @@ static __global__ void block_diagonal_kernel(vox_sparse_level l, void *w, int ws
   }
 }
 
-static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, void *w, int ws) {
+static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, const void *sum,
+                                            int ss, void *w, int ws) {
   VOX_GRID_STRIDE(m, n) {
     double in[6], out[6];
-    for (int k = 0; k < 6; k++) in[k] = vox_cuda_ld(w, ws, 6 * m + k);
+    for (int k = 0; k < 6; k++) in[k] = vox_cuda_ld(sum, ss, 6 * m + k);
     vox_block_invert(in, fixed[m], out);
-    for (int k = 0; k < 6; k++) vox_cuda_st(w, ws, 6 * m + k, out[k]);
+    for (int k = 0; k < 6; k++) st_any(w, ws, 6 * m + k, out[k]);
   }
 }
 
-static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w) {
-  TRY(vec_set(be, w, 0));
-  block_diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, w->data,
-                                                                           w->single);
-  invert_blocks_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
-                                                                         w->data, w->single);
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
+                                     vox_svec *scratch) {
+  /* the sums in w's precision, or in float in the scratch for bfloat16 */
+  vox_svec sum = *w;
+  if (w->single == VOX_SVEC_BF16) {
+    if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
+    sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
+  }
+  TRY(vec_set(be, &sum, 0));
+  block_diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, sum.data,
+                                                                           sum.single);
+  invert_blocks_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
+      l->n_nodes, l->node_fixed, sum.data, sum.single, w->data, w->single);
   CUDA_LAUNCHED(be, "the sparse diagonal blocks");
   return VOX_OK;
 }
@@ -827,6 +897,7 @@ static vox_sparse_ops make_ops(void) {
   o.vec_axpy = vec_axpy;
   o.vec_xpay = vec_xpay;
   o.vec_dot = vec_dot;
+  o.cg_update = cg_update;
   o.smoother_step = smoother_step;
   o.block_smoother_step = block_smoother_step;
   o.level_create = level_create;

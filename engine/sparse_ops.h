@@ -20,24 +20,51 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sparse_bsr.h"
 #include "voxfe/backend.h"
 
-/* A vector of a sparse level in double or, `single`, float. */
+/* A vector of a sparse level in double or, `single`, float; the
+ * smoother's inverse blocks in mixed precision are bfloat16 (`single` ==
+ * VOX_SVEC_BF16: 8 bits of mantissa, float's range), which only
+ * vec_create, vec_destroy, vec_set, vec_upload, vec_download,
+ * inv_block_diagonal and block_smoother_step take. */
 typedef struct vox_svec {
   void *data;
   size_t n;
   int single;
 } vox_svec;
+enum { VOX_SVEC_BF16 = 2 };
 
-/* Entry i of a host vector of either precision, as a double (the CPU
+static inline size_t vox_svec_entry_bytes(int single) {
+  return single == VOX_SVEC_BF16 ? 2 : single ? sizeof(float) : sizeof(double);
+}
+/* float <-> bfloat16, rounding to the nearest (ties to even), as CUDA's
+ * __float2bfloat16 */
+static inline float vox_bf16_to_float(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline uint16_t vox_float_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16 | 0x40u); /* NaN stays NaN */
+  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
+/* Entry i of a host vector of any precision, as a double (the CPU
  * backend's sparse operations). */
 static inline double vox_svec_get(const vox_svec *v, size_t i) {
+  if (v->single == VOX_SVEC_BF16) return vox_bf16_to_float(((const uint16_t *)v->data)[i]);
   return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
 }
 static inline void vox_svec_put(vox_svec *v, size_t i, double a) {
-  if (v->single)
+  if (v->single == VOX_SVEC_BF16)
+    ((uint16_t *)v->data)[i] = vox_float_to_bf16((float)a);
+  else if (v->single)
     ((float *)v->data)[i] = (float)a;
   else
     ((double *)v->data)[i] = a;
@@ -147,6 +174,10 @@ typedef struct vox_sparse_ops {
   vox_status (*vec_axpy)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
   vox_status (*vec_xpay)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
   vox_status (*vec_dot)(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out);
+  /* CG's update in one pass: u += alpha p, r -= alpha q, copy = r in the
+   * copy's precision (NULL: none), *rr = r . r (summed as vec_dot) */
+  vox_status (*cg_update)(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
+                          vox_svec *u, vox_svec *r, vox_svec *copy, double *rr);
   /* d = alpha inv_diag .* (b - ax) + beta d, then x += d (ax NULL: A x = 0;
    * beta = 0 overwrites d) */
   vox_status (*smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
@@ -175,7 +206,10 @@ typedef struct vox_sparse_ops {
    * upper triangle row by row (VOX_BLOCK_XX ...); w has 6 n_nodes entries. A
    * block that is not positive definite (a node of no element) is
    * replaced by the identity. */
-  vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *w);
+  /* A bfloat16 w is summed in float in `scratch` first (at least 6
+   * n_nodes floats' bytes, any precision; NULL otherwise). */
+  vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *w,
+                                   vox_svec *scratch);
   vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_svec *v);
   /* coarse = P^T Z (b - ax)  (b NULL: P^T Z ax)  and  fine += Z P coarse,
    * with P trilinear interpolation through the parent words and Z zeroing

@@ -36,7 +36,7 @@ static inline void add(vox_svec *v, size_t i, double a) {
 static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
   v->n = n;
   v->single = single;
-  v->data = calloc(n ? n : 1, single ? sizeof(float) : sizeof(double));
+  v->data = calloc(n ? n : 1, vox_svec_entry_bytes(single));
   if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector of %zu)", n);
   return VOX_OK;
 }
@@ -86,6 +86,23 @@ static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y,
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
   for (ptrdiff_t i = 0; i < n; i++) s += vox_svec_get(x, (size_t)i) * vox_svec_get(y, (size_t)i);
   *out = s;
+  return VOX_OK;
+}
+
+static vox_status cg_update(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
+                            vox_svec *u, vox_svec *r, vox_svec *copy, double *rr) {
+  const ptrdiff_t n = (ptrdiff_t)r->n;
+  double s = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const size_t k = (size_t)i;
+    vox_svec_put(u, k, vox_svec_get(u, k) + alpha * vox_svec_get(p, k));
+    vox_svec_put(r, k, vox_svec_get(r, k) - alpha * vox_svec_get(q, k));
+    const double v = vox_svec_get(r, k);
+    if (copy) vox_svec_put(copy, k, v);
+    s += v * v;
+  }
+  *rr = s;
   return VOX_OK;
 }
 
@@ -284,15 +301,24 @@ static void block_diagonal_range(const vox_sparse_level *l, vox_svec *w, size_t 
   }
 }
 
-static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w) {
-  TRY(vec_set(be, w, 0));
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
+                                     vox_svec *scratch) {
+  /* the sums in w's precision, or in float in the scratch for bfloat16 */
+  vox_svec sum = *w;
+  if (w->single == VOX_SVEC_BF16) {
+    if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
+    sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
+  }
+  TRY(vec_set(be, &sum, 0));
   SLAB_PHASES(be, l->nz, 1,
-              block_diagonal_range(l, w, l->element_layer_start[lo], l->element_layer_start[hi]));
+              block_diagonal_range(l, &sum, l->element_layer_start[lo],
+                                   l->element_layer_start[hi]));
   const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++) {
     double in[6], out[6];
-    for (int k = 0; k < 6; k++) in[k] = vox_svec_get(w, 6 * (size_t)m + (size_t)k);
+    for (int k = 0; k < 6; k++) in[k] = vox_svec_get(&sum, 6 * (size_t)m + (size_t)k);
     vox_block_invert(in, l->node_fixed[m], out);
     for (int k = 0; k < 6; k++) vox_svec_put(w, 6 * (size_t)m + (size_t)k, out[k]);
   }
@@ -386,6 +412,7 @@ const vox_sparse_ops vox_cpu_sparse_ops = {
     .vec_axpy = vec_axpy,
     .vec_xpay = vec_xpay,
     .vec_dot = vec_dot,
+    .cg_update = cg_update,
     .smoother_step = smoother_step,
     .block_smoother_step = block_smoother_step,
     .level_create = level_create,

@@ -115,20 +115,23 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
     free(yg);
     free(yc);
   }
-  /* the inverse 3 x 3 blocks of levels 0 and 1, in double (1e-12) and float
-   * (1e-5), and a block smoother step with them: random b, ax, d and x,
-   * b double and the rest float as in the V-cycle's level 0 in mixed
-   * precision (1e-5), then all double (1e-12) */
+  /* the inverse 3 x 3 blocks of levels 0 and 1, in double (1e-12), float
+   * (1e-5) and bfloat16 (summed in a float scratch; 2^-7: the two may
+   * round a float sum one unit apart), and a block smoother step with them:
+   * random b, ax, d and x, b double and the rest float as in the V-cycle's
+   * level 0 in mixed precision (1e-5; with bfloat16 blocks both backends
+   * step with the double blocks rounded alike), then all double (1e-12) */
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
     const size_t n = 3 * d.n_nodes;
     double *in = malloc(4 * n * sizeof *in), *w[2], *xd[2][2];
+    double *w64 = malloc(2 * n * sizeof *w64); /* the CPU's double blocks */
     uint64_t seed = 99 + (uint64_t)l;
     for (size_t i = 0; i < 4 * n; i++) {
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       in[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
     }
-    for (int single = 0; single < 2; single++) {
+    for (int single = 0; single <= VOX_SVEC_BF16; single++) {
       vox_backend *bes[2] = {gpu, cpu};
       for (int b = 0; b < 2; b++) {
         const vox_sparse_ops *o = bes[b]->ops->sparse;
@@ -138,13 +141,19 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
         xd[b][0] = malloc(n * sizeof(double));
         xd[b][1] = malloc(n * sizeof(double));
         CHECK_OK(ctx, o->level_create(bes[b], &d, &lv));
+        const int vs = single ? 1 : 0; /* the vectors' precision */
+        vox_svec scratch = {0};
+        if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_create(bes[b], 2 * n, 1, &scratch));
         CHECK_OK(ctx, o->vec_create(bes[b], 2 * n, single, &wv));
-        CHECK_OK(ctx, o->inv_block_diagonal(bes[b], lv, &wv));
+        CHECK_OK(ctx, o->inv_block_diagonal(bes[b], lv, &wv, scratch.data ? &scratch : NULL));
         CHECK_OK(ctx, o->vec_download(bes[b], &wv, w[b]));
+        if (scratch.data) o->vec_destroy(bes[b], &scratch);
+        if (single == 0 && b == 1) memcpy(w64, w[b], 2 * n * sizeof *w64);
+        if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_upload(bes[b], &wv, w64));
         CHECK_OK(ctx, o->vec_create(bes[b], n, 0, &bv));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &av));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &dv));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &xv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &av));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &dv));
+        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &xv));
         CHECK_OK(ctx, o->vec_upload(bes[b], &bv, in));
         CHECK_OK(ctx, o->vec_upload(bes[b], &av, in + n));
         CHECK_OK(ctx, o->vec_upload(bes[b], &dv, in + 2 * n));
@@ -166,12 +175,14 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
           scale = fmax(scale, fabs(got[t][1][i]));
         }
         printf("%s: level %d %s (%s): max |d| / max = %.2e\n", kind, l, names[t],
-               single ? "float" : "double", diff / scale);
-        CHECK(scale > 0 && diff <= (single ? 1e-5 : 1e-12) * scale);
+               single == VOX_SVEC_BF16 ? "bfloat16" : single ? "float" : "double", diff / scale);
+        const double tol = single == VOX_SVEC_BF16 && t == 0 ? 0x1p-7 : single ? 1e-5 : 1e-12;
+        CHECK(scale > 0 && diff <= tol * scale);
       }
       for (int b = 0; b < 2; b++) free(w[b]), free(xd[b][0]), free(xd[b][1]);
     }
     free(in);
+    free(w64);
   }
   /* the transfers between levels 0 and 1: a random fine residual (double,
    * as CG's, and float, as the V-cycle's) restricted into a float coarse
