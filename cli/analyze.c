@@ -356,6 +356,15 @@ static vox_status start_writer(vox_context *ctx, const settings *s, const vox_mo
   return vox_result_writer_start(ctx, s->output, m, r->bone_elements, bone, &r->writer);
 }
 
+/* The solve's progress: once it iterates on the device, the writer does
+ * its own host work (nothing is printed; the solve's time is, after it). */
+static int on_solve_progress(const vox_progress *p, void *user) {
+  run_state *r = user;
+  if (r->writer && p->stage && strcmp(p->stage, "solve: iterating") == 0)
+    vox_result_writer_solving(r->writer);
+  return 0;
+}
+
 static void free_state(run_state *r) {
   vox_result_writer_cancel(r->writer); /* first: they read the model and the fields */
   vox_n88model_writer_cancel(r->n88);
@@ -636,9 +645,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
             vox_backend_name(r.backend));
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  vox_context_set_progress(ctx, on_solve_progress, &r);
   vox_solve_result solve = {0};
   vs = r.moduli ? vox_solve_elasticity_moduli(ctx, r.backend, m, r.moduli, &s->solver, r.u, &solve)
                : vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
+  vox_context_set_progress(ctx, NULL, NULL);
   const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);

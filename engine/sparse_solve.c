@@ -675,6 +675,15 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
       }
       st = s.o->vec_upload(be, &s.u, host);
     } else if (st == VOX_OK) {
+      /* the stage "solve: iterating": from here the device works and the
+       * host mostly waits (a writer beside the solve uses that time) */
+      const vox_progress p = {.stage = "solve: iterating", .iteration = -1,
+                              .max_iterations = -1, .objective = NAN, .volume_fraction = NAN,
+                              .change = NAN, .non_discreteness = NAN, .penalty = NAN, .q = NAN,
+                              .cg_iterations = -1, .seconds = now() - t0};
+      st = vox_report_progress(ctx, &p);
+    }
+    if (st == VOX_OK && bb != 0) {
       const double tc = now();
       st = pcg(&s, res);
       s.pcg_seconds += now() - tc;

@@ -45,7 +45,7 @@ struct vox_result_writer {
 typedef struct vox_result_writer result_writer;
 
 /* What the caller has handed over: the gate's stages. */
-enum { HAS_DISPLACEMENT = 1, HAS_FIELDS, HAS_SUMMARY };
+enum { SOLVING = 1, HAS_DISPLACEMENT, HAS_FIELDS, HAS_SUMMARY };
 
 static vox_status nc_fail(result_writer *w, int err, const char *what) {
   return vox_error(w->ctx, VOX_ERR_IO, "%s: cannot write %s: %s", w->path, what, nc_strerror(err));
@@ -192,10 +192,18 @@ static vox_status put_reactions(result_writer *w, int ncid) {
 }
 
 /* The bone elements, then the wait for the solution: everything that does
- * not need it is in the file by then. */
+ * not need it is in the file by then. The compressed variables' chunks
+ * (the labels above all) stay in HDF5's chunk cache until flushed, and
+ * nc_close would deflate them after the solve, one-threaded: 0.1 s of a
+ * clinical sample's 0.2 s write (H100 machine, docs/benchmarks.md).
+ * Flushed as soon as the solver iterates on the device instead: flushed
+ * at once, they slowed the solver's setup on the host by as much. */
 static vox_status before_displacement(void *user, int ncid) {
   result_writer *w = user;
   R_TRY(w, vox_put_indices(ncid, w->v_index, w->elements, w->n_elements), "bone_element_index");
+  vox_status s = wait_for(w, SOLVING);
+  if (s) return s;
+  R_TRY(w, nc_sync(ncid), "the model");
   return wait_for(w, HAS_DISPLACEMENT);
 }
 
@@ -332,6 +340,8 @@ vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox
   *writer = w;
   return VOX_OK;
 }
+
+void vox_result_writer_solving(vox_result_writer *w) { vox_gate_raise(&w->gate, SOLVING); }
 
 void vox_result_writer_put_displacement(vox_result_writer *w) {
   vox_gate_raise(&w->gate, HAS_DISPLACEMENT);

@@ -149,6 +149,7 @@ int main(void) {
   vox_solve_result res;
   CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
   CHECK(res.reason > 0);
+  vox_result_writer_solving(w); /* its compressed chunks flushed here, early */
   vox_result_writer_put_displacement(w);
   CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, &f, NULL, 0, NULL));
   CHECK_OK(ctx, vox_result_writer_put_fields(ctx, w, reaction, &f));
@@ -164,12 +165,13 @@ int main(void) {
   CHECK(!same_files(once, beside));
   CHECK(entries(dir) == 2);
 
-  /* cancelled while waiting for the displacement, for the fields, for the
-   * summary: no file, no temporary one */
-  for (int stage = 0; stage < 3; stage++) {
+  /* cancelled while waiting for the solve, for the displacement, for the
+   * fields, for the summary: no file, no temporary one */
+  for (int stage = 0; stage < 4; stage++) {
     CHECK_OK(ctx, vox_result_writer_start(ctx, cancelled, &m, elements, nb, &w));
-    if (stage >= 1) vox_result_writer_put_displacement(w);
-    if (stage >= 2) CHECK_OK(ctx, vox_result_writer_put_fields(ctx, w, reaction, &f));
+    if (stage >= 1) vox_result_writer_solving(w);
+    if (stage >= 2) vox_result_writer_put_displacement(w);
+    if (stage >= 3) CHECK_OK(ctx, vox_result_writer_put_fields(ctx, w, reaction, &f));
     vox_result_writer_cancel(w);
     CHECK(access(cancelled, F_OK) != 0);
     CHECK(entries(dir) == 2);

@@ -26,7 +26,10 @@ typedef enum vox_status {
 typedef struct vox_context vox_context;
 
 /* What the progress callback is told, once per design iteration (optimize) or
- * once per stage (other work). Fields that do not apply are NaN or -1. */
+ * once per stage (other work). Fields that do not apply are NaN or -1. The
+ * sparse solver reports "solve: iterating" (its setup's seconds) when its
+ * setup is done and CG starts: from then the device works and the host
+ * mostly waits. */
 typedef struct vox_progress {
   const char *stage;        /* "optimize", "solve", ... */
   int iteration;            /* 1-based design iteration */

@@ -41,8 +41,11 @@ vox_status vox_result_write(vox_context *ctx, const char *path, const vox_model 
 
 /* The same file, written beside the analysis: vox_result_writer_start
  * begins it in a thread of its own, which writes the model (labels, lists,
- * the bone nodes and elements) at once, even while the caller solves; its
- * displacement once vox_result_writer_put_displacement says the solution is
+ * the bone nodes and elements) at once, even while the caller solves (the
+ * compressed parts reach the file once vox_result_writer_solving says the
+ * solver iterates, the host mostly idle, or at the latest with the
+ * displacement); its displacement once vox_result_writer_put_displacement
+ * says the solution is
  * there; the reactions and element fields once vox_result_writer_put_fields
  * hands them over (which says the displacement is there too); and the
  * summary once vox_result_writer_finish does, which then waits for the file
@@ -65,6 +68,10 @@ typedef struct vox_result_writer vox_result_writer;
 vox_status vox_result_writer_start(vox_context *ctx, const char *path, const vox_model *model,
                                    const int64_t *elements, size_t n_elements,
                                    vox_result_writer **writer);
+
+/* The solver iterates (the device busy, the host mostly idle): a good time
+ * for the writer's own host work. Optional. */
+void vox_result_writer_solving(vox_result_writer *writer);
 
 void vox_result_writer_put_displacement(vox_result_writer *writer);
 
