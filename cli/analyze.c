@@ -360,8 +360,10 @@ static vox_status start_writer(vox_context *ctx, const settings *s, const vox_mo
  * its own host work (nothing is printed; the solve's time is, after it). */
 static int on_solve_progress(const vox_progress *p, void *user) {
   run_state *r = user;
-  if (r->writer && p->stage && strcmp(p->stage, "solve: iterating") == 0)
-    vox_result_writer_solving(r->writer);
+  if (p->stage && strcmp(p->stage, "solve: iterating") == 0) {
+    if (r->writer) vox_result_writer_solving(r->writer);
+    if (r->n88) vox_n88model_writer_solving(r->n88);
+  }
   return 0;
 }
 

@@ -56,6 +56,9 @@ vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_mode
 typedef struct vox_n88model_writer vox_n88model_writer;
 vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const vox_model *model,
                                      int axis, vox_n88model_writer **writer);
+/* The solver iterates (the host mostly idle): the writer deflates the mesh
+ * then. Optional. */
+void vox_n88model_writer_solving(vox_n88model_writer *writer);
 void vox_n88model_writer_put_displacement(vox_n88model_writer *writer);
 vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *writer,
                                       const vox_analysis_output *output);
