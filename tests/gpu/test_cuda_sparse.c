@@ -118,9 +118,10 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
   /* the inverse 3 x 3 blocks of levels 0 and 1, in double (1e-12), float
    * (1e-5) and bfloat16 (summed in a float scratch; 2^-7: the two may
    * round a float sum one unit apart), and a block smoother step with them:
-   * random b, ax, d and x, b double and the rest float as in the V-cycle's
-   * level 0 in mixed precision (1e-5; with bfloat16 blocks both backends
-   * step with the double blocks rounded alike), then all double (1e-12) */
+   * random b, ax, d and x, b double and the rest float (1e-5; with
+   * bfloat16 blocks all float, as the V-cycle's levels in mixed precision,
+   * and both backends step with the double blocks rounded alike), then all
+   * double (1e-12) */
   for (int l = 0; l < 2; l++) {
     const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
     const size_t n = 3 * d.n_nodes;
@@ -150,7 +151,9 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
         if (scratch.data) o->vec_destroy(bes[b], &scratch);
         if (single == 0 && b == 1) memcpy(w64, w[b], 2 * n * sizeof *w64);
         if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_upload(bes[b], &wv, w64));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, 0, &bv));
+        /* b: CG's double r, or with bfloat16 blocks its float copy (the
+         * V-cycle's level 0 now, CUDA's all-float step) */
+        CHECK_OK(ctx, o->vec_create(bes[b], n, single == VOX_SVEC_BF16, &bv));
         CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &av));
         CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &dv));
         CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &xv));
