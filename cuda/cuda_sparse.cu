@@ -264,36 +264,33 @@ static __global__ void dot_final(double *partials) {
   }
 }
 
-static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
+/* The partial sums folded and read back (the backend's reduction scratch
+ * holds at least 1025 doubles). */
+static vox_status fold_partials(vox_backend *be, const char *what, double *out) {
   vox_cuda_state *cs = vox_cuda(be);
-  /* the backend's reduction scratch holds at least 1025 doubles */
-  dot_partials<<<DOT_BLOCKS, DOT_THREADS>>>(x->n, x->data, x->single, y->data, y->single,
-                                            cs->partials);
   dot_final<<<1, DOT_THREADS>>>(cs->partials);
-  CUDA_LAUNCHED(be, "a dot product");
+  CUDA_LAUNCHED(be, what);
   CUDA_TRY(be,
            cudaMemcpy(cs->scalar, cs->partials + DOT_BLOCKS, sizeof(double),
                       cudaMemcpyDeviceToHost),
-           "reading a dot product");
+           what);
   *out = *cs->scalar;
   return VOX_OK;
 }
 
+static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
+  dot_partials<<<DOT_BLOCKS, DOT_THREADS>>>(x->n, x->data, x->single, y->data, y->single,
+                                            vox_cuda(be)->partials);
+  return fold_partials(be, "a dot product", out);
+}
+
 static vox_status cg_update(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
                             vox_svec *u, vox_svec *r, vox_svec *copy, double *rr) {
-  vox_cuda_state *cs = vox_cuda(be);
   cg_update_partials<<<DOT_BLOCKS, DOT_THREADS>>>(r->n, alpha, p->data, p->single, q->data,
                                                   q->single, u->data, u->single, r->data,
                                                   r->single, copy ? copy->data : NULL,
-                                                  copy ? copy->single : 0, cs->partials);
-  dot_final<<<1, DOT_THREADS>>>(cs->partials);
-  CUDA_LAUNCHED(be, "CG's update");
-  CUDA_TRY(be,
-           cudaMemcpy(cs->scalar, cs->partials + DOT_BLOCKS, sizeof(double),
-                      cudaMemcpyDeviceToHost),
-           "reading CG's residual norm");
-  *rr = *cs->scalar;
-  return VOX_OK;
+                                                  copy ? copy->single : 0, vox_cuda(be)->partials);
+  return fold_partials(be, "CG's update", rr);
 }
 
 static __global__ void smoother_kernel(size_t n, const void *b, int bs, const void *ax, int as,
@@ -771,13 +768,8 @@ static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, cons
 
 static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
                                      vox_svec *scratch) {
-  /* the sums in w's precision, or in float in the scratch for bfloat16 */
-  vox_svec sum = *w;
-  if (w->single == VOX_SVEC_BF16) {
-    if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
-      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
-    sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
-  }
+  vox_svec sum;
+  TRY(vox_block_sums(be->ctx, w, scratch, &sum));
   TRY(vec_set(be, &sum, 0));
   block_diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, sum.data,
                                                                            sum.single);

@@ -55,6 +55,18 @@ static inline uint16_t vox_float_to_bf16(float f) {
   return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
 }
 
+/* Where inv_block_diagonal sums the blocks: in w itself, or for a bfloat16
+ * w in float in the scratch (at least w->n floats' bytes). */
+static inline vox_status vox_block_sums(vox_context *ctx, const vox_svec *w,
+                                        const vox_svec *scratch, vox_svec *sum) {
+  *sum = *w;
+  if (w->single != VOX_SVEC_BF16) return VOX_OK;
+  if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
+  *sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
+  return VOX_OK;
+}
+
 /* Entry i of a host vector of any precision, as a double (the CPU
  * backend's sparse operations). */
 static inline double vox_svec_get(const vox_svec *v, size_t i) {

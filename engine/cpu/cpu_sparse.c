@@ -303,13 +303,8 @@ static void block_diagonal_range(const vox_sparse_level *l, vox_svec *w, size_t 
 
 static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
                                      vox_svec *scratch) {
-  /* the sums in w's precision, or in float in the scratch for bfloat16 */
-  vox_svec sum = *w;
-  if (w->single == VOX_SVEC_BF16) {
-    if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
-      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
-    sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
-  }
+  vox_svec sum;
+  TRY(vox_block_sums(be->ctx, w, scratch, &sum));
   TRY(vec_set(be, &sum, 0));
   SLAB_PHASES(be, l->nz, 1,
               block_diagonal_range(l, &sum, l->element_layer_start[lo],
