@@ -705,7 +705,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   else
     launch_product<double>(l, l->ke, x, y, full);
   CUDA_LAUNCHED(be, "the sparse K u");
-  if (!full) {
+  if (!full && !(flags & VOX_APPLY_FREE_ROWS)) {
     fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
         l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);
     CUDA_LAUNCHED(be, "the fixed rows");
@@ -727,7 +727,7 @@ static __global__ void invert_kernel(size_t n, const uint8_t *fixed, void *d, in
   VOX_GRID_STRIDE(m, n) {
     for (int c = 0; c < 3; c++) {
       const double v = vox_cuda_ld(d, ds, 3 * m + c);
-      vox_cuda_st(d, ds, 3 * m + c, (fixed[m] >> c & 1) || v <= 0 ? 1.0 : 1.0 / v);
+      vox_cuda_st(d, ds, 3 * m + c, (fixed[m] >> c & 1) ? 0.0 : v <= 0 ? 1.0 : 1.0 / v);
     }
   }
 }

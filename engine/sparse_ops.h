@@ -145,9 +145,12 @@ static inline int vox_block_entry(int i, int j) {
 
 /* The inverse of a symmetric 3 x 3 block (six entries, as above) with the
  * rows and columns of the components set in `fixed` (bits) taken as the
- * identity's; the identity where what is left is not positive definite.
- * By cofactors in double: a node's block is a sum of its elements' blocks,
- * each positive definite, so no pivoting is needed. */
+ * identity's; the identity where what is left is not positive definite;
+ * then the fixed components' diagonal entries zero: the smoother never
+ * moves a fixed dof, whatever the residual there (the V-cycle's products
+ * leave the fixed rows unset, VOX_APPLY_FREE_ROWS). By cofactors in
+ * double: a node's block is a sum of its elements' blocks, each positive
+ * definite, so no pivoting is needed. */
 #ifdef __CUDACC__
 __host__ __device__
 #endif
@@ -165,15 +168,17 @@ static inline void vox_block_invert(const double in[6], unsigned fixed, double o
   if (!(a[0] > 0 && a[0] * a[3] - a[1] * a[1] > 0 && det > 0)) {
     out[0] = out[3] = out[5] = 1;
     out[1] = out[2] = out[4] = 0;
-    return;
+  } else {
+    const double r = 1 / det;
+    out[VOX_BLOCK_XX] = c00 * r;
+    out[VOX_BLOCK_XY] = c01 * r;
+    out[VOX_BLOCK_XZ] = c02 * r;
+    out[VOX_BLOCK_YY] = (a[0] * a[5] - a[2] * a[2]) * r;
+    out[VOX_BLOCK_YZ] = (a[1] * a[2] - a[0] * a[4]) * r;
+    out[VOX_BLOCK_ZZ] = (a[0] * a[3] - a[1] * a[1]) * r;
   }
-  const double r = 1 / det;
-  out[VOX_BLOCK_XX] = c00 * r;
-  out[VOX_BLOCK_XY] = c01 * r;
-  out[VOX_BLOCK_XZ] = c02 * r;
-  out[VOX_BLOCK_YY] = (a[0] * a[5] - a[2] * a[2]) * r;
-  out[VOX_BLOCK_YZ] = (a[1] * a[2] - a[0] * a[4]) * r;
-  out[VOX_BLOCK_ZZ] = (a[0] * a[3] - a[1] * a[1]) * r;
+  for (int i = 0; i < 3; i++)
+    if (fixed >> i & 1) out[vox_block_entry(i, i)] = 0;
 }
 
 typedef struct vox_sparse_ops {
@@ -208,10 +213,13 @@ typedef struct vox_sparse_ops {
   /* Bytes the level holds on the backend. */
   size_t (*level_bytes)(const vox_sparse_level *level);
   /* y = K x with the fixed dofs eliminated (y_c = x_c), or the plain K x
-   * with VOX_APPLY_FULL; VOX_APPLY_SINGLE lets the backend compute in float. */
+   * with VOX_APPLY_FULL; VOX_APPLY_SINGLE lets the backend compute in float;
+   * VOX_APPLY_FREE_ROWS leaves y's fixed rows as they come (the V-cycle,
+   * whose smoother is zero there and whose restriction skips them: a pass
+   * and a launch fewer a product). */
   vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_svec *x, vox_svec *y,
                       int flags);
-  /* d = 1 / diag(K) (1 on fixed dofs) */
+  /* d = 1 / diag(K) (0 on fixed dofs, as the blocks' vox_block_invert) */
   vox_status (*inv_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *d);
   /* w = the inverse of each node's 3 x 3 diagonal block of K (its fixed
    * components' rows and columns the identity's), six entries a node, the

@@ -143,10 +143,14 @@ static void system_free(sparse_system *s) {
 /* A double sparse vector as the stencil operations' vox_vec. */
 static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n = v->n}; }
 
+/* A level's product in the V-cycle: the geometric levels' fixed rows left
+ * unset (the smoother's inverse is zero there, the restriction skips them);
+ * SA's implicit transfers read them. */
 static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_svec *y) {
   if (s->level[l].a) return s->o->matrix_apply(s->be, s->level[l].a, x, y, 0);
   const int single = s->options.precision == VOX_PRECISION_MIXED;
-  return s->o->apply(s->be, s->level[l].op, x, y, single ? VOX_APPLY_SINGLE : 0);
+  const int flags = (single ? VOX_APPLY_SINGLE : 0) | (s->sa ? 0 : VOX_APPLY_FREE_ROWS);
+  return s->o->apply(s->be, s->level[l].op, x, y, flags);
 }
 
 /* Chebyshev smoothing of degree `smoothing_steps` (multigrid.c's). */

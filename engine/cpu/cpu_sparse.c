@@ -251,7 +251,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   SLAB_PHASES(be, l->nz, 1,
               product_range(l, x, y, full, l->element_layer_start[lo],
                             l->element_layer_start[hi]));
-  if (!full) {
+  if (!full && !(flags & VOX_APPLY_FREE_ROWS)) {
     const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
     for (ptrdiff_t m = 0; m < n; m++)
@@ -282,7 +282,7 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
     for (int c = 0; c < 3; c++) {
       const size_t i = 3 * (size_t)m + (size_t)c;
       const double v = vox_svec_get(d, i);
-      vox_svec_put(d, i, (l->node_fixed[m] >> c & 1) || v <= 0 ? 1 : 1 / v);
+      vox_svec_put(d, i, (l->node_fixed[m] >> c & 1) ? 0 : v <= 0 ? 1 : 1 / v);
     }
   return VOX_OK;
 }
