@@ -705,7 +705,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   else
     launch_product<double>(l, l->ke, x, y, full);
   CUDA_LAUNCHED(be, "the sparse K u");
-  if (!full && !(flags & VOX_APPLY_FREE_ROWS)) {
+  if (!full) {
     fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
         l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);
     CUDA_LAUNCHED(be, "the fixed rows");

@@ -124,7 +124,7 @@ static inline double vox_hash_uniform(uint64_t seed, uint64_t i) {
  *                    max |y|. Only preconditioners ask for it (the multigrid
  *                    smoother of VOX_PRECISION_MIXED); a backend may ignore it
  *                    and compute in double. */
-enum { VOX_APPLY_FULL = 1, VOX_APPLY_SINGLE = 2, VOX_APPLY_FREE_ROWS = 4 /* sparse_ops.h */ };
+enum { VOX_APPLY_FULL = 1, VOX_APPLY_SINGLE = 2 };
 
 /* The most steps stencil_lanczos takes in one call. */
 enum { VOX_LANCZOS_MAX_STEPS = 64 };

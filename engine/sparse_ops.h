@@ -148,7 +148,7 @@ static inline int vox_block_entry(int i, int j) {
  * identity's; the identity where what is left is not positive definite;
  * then the fixed components' diagonal entries zero: the smoother never
  * moves a fixed dof, whatever the residual there (the V-cycle's products
- * leave the fixed rows unset, VOX_APPLY_FREE_ROWS). By cofactors in
+ * are the plain K x, fixed rows and all). By cofactors in
  * double: a node's block is a sum of its elements' blocks, each positive
  * definite, so no pivoting is needed. */
 #ifdef __CUDACC__
@@ -213,10 +213,8 @@ typedef struct vox_sparse_ops {
   /* Bytes the level holds on the backend. */
   size_t (*level_bytes)(const vox_sparse_level *level);
   /* y = K x with the fixed dofs eliminated (y_c = x_c), or the plain K x
-   * with VOX_APPLY_FULL; VOX_APPLY_SINGLE lets the backend compute in float;
-   * VOX_APPLY_FREE_ROWS leaves y's fixed rows as they come (the V-cycle,
-   * whose smoother is zero there and whose restriction skips them: a pass
-   * and a launch fewer a product). */
+   * with VOX_APPLY_FULL (the V-cycle's, whose x is zero on fixed dofs);
+   * VOX_APPLY_SINGLE lets the backend compute in float. */
   vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_svec *x, vox_svec *y,
                       int flags);
   /* d = 1 / diag(K) (0 on fixed dofs, as the blocks' vox_block_invert) */

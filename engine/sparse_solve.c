@@ -143,13 +143,17 @@ static void system_free(sparse_system *s) {
 /* A double sparse vector as the stencil operations' vox_vec. */
 static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n = v->n}; }
 
-/* A level's product in the V-cycle: the geometric levels' fixed rows left
- * unset (the smoother's inverse is zero there, the restriction skips them);
- * SA's implicit transfers read them. */
+/* A level's product in the V-cycle. On the geometric levels x is zero on
+ * the fixed dofs (the smoother's inverse is zero there, the transfers skip
+ * them, the coarsest solve keeps them), so the plain K x is the eliminated
+ * one on the free rows, which are all that the smoother (zero on fixed
+ * rows) and the restriction (which skips them) read: no fixed flags read
+ * per element, no pass to copy x into the fixed rows. SA's implicit
+ * transfers read those rows. */
 static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_svec *y) {
   if (s->level[l].a) return s->o->matrix_apply(s->be, s->level[l].a, x, y, 0);
   const int single = s->options.precision == VOX_PRECISION_MIXED;
-  const int flags = (single ? VOX_APPLY_SINGLE : 0) | (s->sa ? 0 : VOX_APPLY_FREE_ROWS);
+  const int flags = (single ? VOX_APPLY_SINGLE : 0) | (s->sa ? 0 : VOX_APPLY_FULL);
   return s->o->apply(s->be, s->level[l].op, x, y, flags);
 }
 

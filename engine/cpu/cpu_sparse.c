@@ -251,7 +251,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   SLAB_PHASES(be, l->nz, 1,
               product_range(l, x, y, full, l->element_layer_start[lo],
                             l->element_layer_start[hi]));
-  if (!full && !(flags & VOX_APPLY_FREE_ROWS)) {
+  if (!full) {
     const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
     for (ptrdiff_t m = 0; m < n; m++)
