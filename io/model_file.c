@@ -276,18 +276,19 @@ typedef struct writer {
   const char *tmp; /* the temporary file being written */
 } writer;
 
-/* Asks the kernel to start writing the file's data so far to the disk,
- * without waiting: where a writer waits for the caller next (the result
- * file beside the analysis, once the displacement is in), that part of the
- * final flush and sync runs meanwhile. A hint: failure changes nothing. */
-static void start_writeback(const writer *w) {
+void vox_start_writeback(int ncid) {
 #ifdef SYNC_FILE_RANGE_WRITE
-  int fd = open(w->tmp, O_RDONLY);
+  size_t len = 0;
+  if (nc_inq_path(ncid, &len, NULL) != NC_NOERR || len == 0) return;
+  char *path = malloc(len + 1);
+  if (!path) return;
+  int fd = nc_inq_path(ncid, &len, path) == NC_NOERR ? open(path, O_RDONLY) : -1;
+  free(path);
   if (fd < 0) return;
   (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
   close(fd);
 #else
-  (void)w;
+  (void)ncid;
 #endif
 }
 
@@ -834,7 +835,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
       }
       free(values);
       /* a writer beside the analysis waits for the fields next */
-      if (extra && extra->before_displacement) start_writeback(w);
+      if (extra && extra->before_displacement) vox_start_writeback(ncid);
     } else {
       if (extra && extra->before_displacement &&
           (s = extra->before_displacement(extra->user, ncid)))

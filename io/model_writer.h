@@ -34,6 +34,13 @@ vox_status vox_create_temp(vox_context *ctx, const char *path, char **out);
 /* Flushes a finished temporary file to disk before its rename; 0 or errno. */
 int vox_sync_file(const char *tmp);
 
+/* Asks the kernel to start writing the open file's data so far to the
+ * disk, without waiting: where a writer waits for the caller next (the
+ * result file beside the analysis: once the displacement is in, once the
+ * fields are), that part of the final sync runs meanwhile. A hint:
+ * failure changes nothing. */
+void vox_start_writeback(int ncid);
+
 /* Writes the `n` indices of a whole int32 or int64 variable, converted in
  * parallel here (netCDF's own conversion took longer than the write);
  * returns a netCDF status. */

@@ -392,6 +392,7 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
     return nc_fail(f, VOX_ERR_IO, err, "cannot write group Solutions");
   s = put_values(f, nodes, "Displacement", NC_DOUBLE, 2, d_nodes, m->displacement, me->node_of,
                  me->n_nodes, 3);
+  if (!s) vox_start_writeback(f->ncid); /* while the caller computes the fields */
   if (!s) s = wait_for(f, w, HAS_OUTPUT);
   const vox_analysis_output *out = &w->out;
   if (!s)

@@ -231,6 +231,7 @@ static vox_status put_analysis(void *user, int ncid) {
     }
   }
   free(buf);
+  vox_start_writeback(ncid); /* while the caller computes the statistics */
   if ((s = wait_for(w, HAS_SUMMARY))) return s;
   return put_summary(w, ncid);
 }
