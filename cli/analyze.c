@@ -694,7 +694,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  if (r.writer && (vs = vox_result_writer_put_fields(ctx, r.writer, r.reaction, &fields))) {
+  if ((r.writer && (vs = vox_result_writer_put_fields(ctx, r.writer, r.reaction, &fields))) ||
+      (r.n88 && (vs = vox_n88model_writer_put_fields(ctx, r.n88, r.reaction, &fields)))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
@@ -794,7 +795,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);
     r.writer = NULL; /* ended, whatever the outcome */
   } else if (r.n88) {
-    vs = vox_n88model_writer_finish(ctx, r.n88, &out);
+    vs = vox_n88model_writer_finish(ctx, r.n88, NULL); /* the solution handed over above */
     r.n88 = NULL;
   } else if (is_n88model(s->output)) {
     vs = vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis);

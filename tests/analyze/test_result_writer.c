@@ -217,6 +217,16 @@ int main(void) {
   CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, 0)); /* other sets: can fail */
   CHECK(!same_files(once88, beside88));
   CHECK(entries(dir) == 4);
+  /* the solution handed over before finish (put_fields): the same file */
+  unlink(beside88);
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, beside88, &m, 2, &w88));
+  vox_n88model_writer_solving(w88);
+  vox_n88model_writer_put_displacement(w88);
+  CHECK_OK(ctx, vox_n88model_writer_put_fields(ctx, w88, reaction, &out.fields));
+  CHECK_OK(ctx, vox_n88model_writer_finish(ctx, w88, NULL));
+  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, 2));
+  CHECK(same_files(once88, beside88));
+  CHECK(entries(dir) == 4);
   /* cancelled before the displacement, before the fields; refused output;
    * a writing that fails: no file, no temporary one, the path named */
   for (int stage = 0; stage < 2; stage++) {
@@ -232,6 +242,12 @@ int main(void) {
   CHECK(vox_n88model_writer_finish(ctx, w88, &fewer_out) == VOX_ERR_INVALID_ARGUMENT);
   CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
   CHECK(vox_n88model_writer_finish(ctx, w88, NULL) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(entries(dir) == 4);
+  /* put_fields refuses fields over other elements (then the caller cancels) */
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
+  CHECK(vox_n88model_writer_put_fields(ctx, w88, reaction, &fewer_out.fields) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  vox_n88model_writer_cancel(w88);
   CHECK(entries(dir) == 4);
   snprintf(missing, sizeof missing, "%s/no-such-folder/r.n88model", dir);
   CHECK_OK(ctx, vox_n88model_writer_start(ctx, missing, &m, 2, &w88));

@@ -49,10 +49,13 @@ vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_mode
  * constraints, sets and problem at once (the model must not change until
  * the writer ends); the displacement once
  * vox_n88model_writer_put_displacement says model->displacement holds the
- * solution; the reactions and fields once vox_n88model_writer_finish hands
- * them over, which then waits for the file to be in place and returns the
- * writing's status. vox_n88model_writer_cancel stops it instead: no file.
- * Either ends the writer. */
+ * solution; the reactions and fields once vox_n88model_writer_put_fields
+ * hands them over (the caller may go on with its statistics meanwhile), or
+ * vox_n88model_writer_finish does (`output` NULL after put_fields), which
+ * then waits for the file to be in place and returns the writing's status.
+ * put_fields refuses missing fields or fields over other elements (nothing
+ * handed over: cancel the writer). vox_n88model_writer_cancel stops it
+ * instead: no file. Finish or cancel ends the writer. */
 typedef struct vox_n88model_writer vox_n88model_writer;
 vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const vox_model *model,
                                      int axis, vox_n88model_writer **writer);
@@ -60,6 +63,9 @@ vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const v
  * then. Optional. */
 void vox_n88model_writer_solving(vox_n88model_writer *writer);
 void vox_n88model_writer_put_displacement(vox_n88model_writer *writer);
+vox_status vox_n88model_writer_put_fields(vox_context *ctx, vox_n88model_writer *writer,
+                                          const double *reaction,
+                                          const vox_element_fields *fields);
 vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *writer,
                                       const vox_analysis_output *output);
 void vox_n88model_writer_cancel(vox_n88model_writer *writer);
