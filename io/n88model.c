@@ -564,15 +564,13 @@ vox_status vox_n88model_writer_finish(vox_context *ctx, vox_n88model_writer *w,
                                       const vox_analysis_output *output) {
   vox_status s = VOX_OK;
   if (w->gate.stage < HAS_OUTPUT) { /* the caller's own writes: no lock */
-    s = output ? check_output(ctx, w->path, w->model, output)
+    s = output ? vox_n88model_writer_put_fields(ctx, w, output->reaction, &output->fields)
                : vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                            "%s: no solution handed over; nothing written", w->path);
     if (s) {
       vox_n88model_writer_cancel(w);
       return s;
     }
-    w->out = *output;
-    vox_gate_raise(&w->gate, HAS_OUTPUT);
   }
   s = vox_writer_join(&w->thread);
   if (s) vox_error(ctx, s, "%s", vox_context_message(w->ctx));
