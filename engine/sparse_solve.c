@@ -80,6 +80,7 @@ typedef struct sparse_level {
   size_t n_dofs;
   int block;
   double bound;  /* the Chebyshev interval's upper end */
+  int degree;    /* of its Chebyshev smoother (set_degrees) */
   int d_lent;
 } sparse_level;
 
@@ -99,7 +100,6 @@ typedef struct sparse_system {
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
   int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
-  int degree[16];              /* VOXFE_SPARSE_DEGREE: a level's Chebyshev degree, 0 default */
   double pcg_seconds;          /* in pcg(): the iterations alone */
   double cg_seconds, level_seconds[16];
 } sparse_system;
@@ -157,7 +157,26 @@ static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_sv
   return s->o->apply(s->be, s->level[l].op, x, y, flags);
 }
 
-/* Chebyshev smoothing of degree `smoothing_steps` (multigrid.c's). */
+/* Each level's Chebyshev degree: smoothing_steps, at least
+ * MIN_CHEBYSHEV_DEGREE, or as VOXFE_SPARSE_DEGREE=D0,D1,... asks (a
+ * benchmark's knob; the last one given holds for the levels below). */
+static void set_degrees(sparse_system *s) {
+  const int asked = s->options.smoothing_steps;
+  const char *degrees = getenv("VOXFE_SPARSE_DEGREE");
+  for (int l = 0, given = 0; l < s->n_levels; l++) {
+    if (degrees) {
+      char *end;
+      const long d = strtol(degrees, &end, 10);
+      if (end != degrees) given = d > 0 && d < 64 ? (int)d : 0;
+      degrees = *end == ',' ? end + 1 : end;
+    }
+    s->level[l].degree = given > 0                       ? given
+                         : asked > MIN_CHEBYSHEV_DEGREE ? asked
+                                                        : MIN_CHEBYSHEV_DEGREE;
+  }
+}
+
+/* Chebyshev smoothing of degree lv->degree (multigrid.c's). */
 static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x, int x_is_zero) {
   sparse_level *lv = &s->level[l];
   const double lambda_max = lv->bound / CHEBYSHEV_UPPER;
@@ -175,11 +194,7 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   } else {
     TRY(step(s->be, b, x_is_zero ? NULL : &lv->r, &lv->inv_diag, 1 / theta, 0, &lv->d, x));
   }
-  const int asked = s->options.smoothing_steps;
-  const int degree = l < 16 && s->degree[l] > 0       ? s->degree[l]
-                     : asked > MIN_CHEBYSHEV_DEGREE ? asked
-                                                    : MIN_CHEBYSHEV_DEGREE;
-  for (int k = 1; k < degree; k++) {
+  for (int k = 1; k < lv->degree; k++) {
     const double rho_new = 1 / (2 * sigma - rho);
     TRY(level_apply(s, l, x, &lv->r));
     if (lv->w)
@@ -615,15 +630,6 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options, .sa = use_sa};
   const char *profile = getenv("VOXFE_SPARSE_PROFILE");
   s.profile = profile && strcmp(profile, "1") == 0;
-  /* VOXFE_SPARSE_DEGREE=D0,D1,...: the levels' degrees, the last repeated */
-  const char *degrees = getenv("VOXFE_SPARSE_DEGREE");
-  for (int l = 0, last = 0; degrees && l < 16; l++) {
-    char *end;
-    const long d = strtol(degrees, &end, 10);
-    if (end != degrees) last = d > 0 && d < 64 ? (int)d : 0;
-    s.degree[l] = last;
-    degrees = *end == ',' ? end + 1 : end;
-  }
   st = block_levels_of(ctx, &s.block_levels);
   if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)
@@ -631,6 +637,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   if (st == VOX_OK)
     st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
                 : build_system(ctx, be, &h, options, &s);
+  if (st == VOX_OK) set_degrees(&s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
   double *host = st == VOX_OK ? malloc(n * sizeof *host) : NULL;
