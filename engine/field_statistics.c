@@ -69,6 +69,11 @@ typedef struct field {
 } field;
 
 static inline int has(const field *f, size_t i) { return !f->active || f->active[i]; }
+/* The end of chunk c of [0, n). */
+static inline size_t chunk_end(ptrdiff_t c, size_t n) {
+  const size_t end = (size_t)(c + 1) * CHUNK;
+  return end < n ? end : n;
+}
 static inline double value(const field *f, size_t i) {
   return f->values[i * f->stride + f->offset];
 }
@@ -109,7 +114,7 @@ static vox_status radix_select(vox_context *ctx, const field *f, const size_t *r
     uint32_t *h = hist + (size_t)omp_get_thread_num() * RADIX_BUCKETS;
 #pragma omp for schedule(static)
     for (ptrdiff_t c = 0; c < chunks; c++) {
-      const size_t end = (size_t)(c + 1) * CHUNK < f->n ? (size_t)(c + 1) * CHUNK : f->n;
+      const size_t end = chunk_end(c, f->n);
       for (size_t i = (size_t)c * CHUNK; i < end; i++)
         if (has(f, i)) h[bucket_of(value(f, i))]++;
     }
@@ -149,7 +154,7 @@ static vox_status radix_select(vox_context *ctx, const field *f, const size_t *r
   if (!failed) {
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t c = 0; c < chunks; c++) {
-      const size_t end = (size_t)(c + 1) * CHUNK < f->n ? (size_t)(c + 1) * CHUNK : f->n;
+      const size_t end = chunk_end(c, f->n);
       size_t count[MAX_RANKS] = {0}, at[MAX_RANKS] = {0};
       for (size_t i = (size_t)c * CHUNK; i < end; i++)
         if (has(f, i)) {
@@ -248,7 +253,7 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
   if (!part) return out_of_memory(ctx);
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t c = 0; c < chunks; c++) {
-    const size_t end = (size_t)(c + 1) * CHUNK < n ? (size_t)(c + 1) * CHUNK : n;
+    const size_t end = chunk_end(c, n);
     double count = 0, sum = 0, lo = INFINITY, hi = -INFINITY;
     for (size_t i = (size_t)c * CHUNK; i < end; i++)
       if (has(&f, i)) {
@@ -276,7 +281,7 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
   const double mean = sum / (double)m;
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t c = 0; c < chunks; c++) {
-    const size_t end = (size_t)(c + 1) * CHUNK < n ? (size_t)(c + 1) * CHUNK : n;
+    const size_t end = chunk_end(c, n);
     double ss = 0;
     for (size_t i = (size_t)c * CHUNK; i < end; i++)
       if (has(&f, i)) ss += (value(&f, i) - mean) * (value(&f, i) - mean);
