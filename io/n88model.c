@@ -350,6 +350,7 @@ struct vox_n88model_writer {
   char *path;
   const vox_model *model;
   int axis, with_solution;
+  size_t n_bone;           /* the model's non-empty voxels (check_output) */
   vox_analysis_output out; /* handed over at stage HAS_OUTPUT */
   vox_stage_gate gate;
   vox_writer_thread thread;
@@ -477,31 +478,33 @@ static vox_status write_file(n88_writer *w) {
   return s;
 }
 
+static size_t count_bone(const vox_model *model) {
+  size_t bone = 0;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++) bone += model->label[e] != 0;
+  return bone;
+}
+
 /* A solution needs the displacement and every field, the compact fields
- * one value per non-empty voxel. */
+ * one value per non-empty voxel (`bone` of them: counted once, before the
+ * solve where a writer runs beside it). */
 static vox_status check_output(vox_context *ctx, const char *path, const vox_model *model,
-                               const vox_analysis_output *output) {
+                               size_t bone, const vox_analysis_output *output) {
   if (!model->displacement || !output->reaction || !output->fields.strain ||
       !output->fields.stress || !output->fields.sed || !output->fields.von_mises ||
       !output->fields.effective_strain)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: a solution needs the displacement and every field", path);
-  if (output->fields.elements) {
-    size_t bone = 0;
-    const int64_t ne = vox_grid_elements(&model->grid);
-    for (int64_t e = 0; e < ne; e++) bone += model->label[e] != 0;
-    if (bone != output->fields.n_elements)
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "%s: %zu element values for %zu bone elements", path,
-                       output->fields.n_elements, bone);
-  }
+  if (output->fields.elements && bone != output->fields.n_elements)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: %zu element values for %zu bone elements",
+                     path, output->fields.n_elements, bone);
   return VOX_OK;
 }
 
 vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_model *model,
                               const vox_analysis_output *output, int axis) {
   vox_status s = vox_model_validate(ctx, model);
-  if (!s && output) s = check_output(ctx, path, model, output);
+  if (!s && output) s = check_output(ctx, path, model, count_bone(model), output);
   if (s) return s;
   n88_writer w = {.ctx = ctx, .path = (char *)path, .model = model, .axis = axis,
                   .with_solution = output != NULL};
@@ -534,6 +537,7 @@ vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const v
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
   }
   w->ctx = own, w->path = copy, w->model = model, w->axis = axis, w->with_solution = 1;
+  w->n_bone = count_bone(model);
   vox_gate_init(&w->gate, 0);
   if (vox_writer_start(&w->thread, write_in_thread, w)) {
     free_writer(w);
@@ -553,7 +557,7 @@ vox_status vox_n88model_writer_put_fields(vox_context *ctx, vox_n88model_writer 
                                           const double *reaction,
                                           const vox_element_fields *fields) {
   const vox_analysis_output out = {.reaction = reaction, .fields = *fields};
-  const vox_status s = check_output(ctx, w->path, w->model, &out);
+  const vox_status s = check_output(ctx, w->path, w->model, w->n_bone, &out);
   if (s) return s;
   w->out = out;
   vox_gate_raise(&w->gate, HAS_OUTPUT);
