@@ -187,6 +187,33 @@ static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   return VOX_OK;
 }
 
+static __global__ void scatter_kernel(size_t n, const size_t *index, const double *value,
+                                      void *v, int vs) {
+  VOX_GRID_STRIDE(i, n) st_any(v, vs, index[i], value[i]);
+}
+
+static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+                              const double *value) {
+  if (n == 0) return VOX_OK;
+  /* the indices and values side by side in one staging buffer */
+  size_t *staged;
+  TRY(vox_cuda_alloc(be, (void **)&staged, n * (sizeof *index + sizeof *value), "staging entries"));
+  double *staged_value = (double *)(staged + n);
+  vox_status s = vox_cuda_check(
+      be, cudaMemcpy(staged, index, n * sizeof *index, cudaMemcpyHostToDevice), "uploading entries");
+  if (s == VOX_OK)
+    s = vox_cuda_check(be,
+                       cudaMemcpy(staged_value, value, n * sizeof *value, cudaMemcpyHostToDevice),
+                       "uploading entries");
+  if (s == VOX_OK) {
+    scatter_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, staged, staged_value, v->data,
+                                                           v->single);
+    s = vox_cuda_check(be, cudaGetLastError(), "setting entries");
+  }
+  vox_cuda_free(staged);
+  return s;
+}
+
 /* y = a x + b y */
 static __global__ void axpby_kernel(size_t n, double a, const void *x, int xs, double b, void *y,
                                     int ys) {
@@ -944,6 +971,7 @@ static vox_sparse_ops make_ops(void) {
   o.vec_upload = vec_upload;
   o.vec_download = vec_download;
   o.vec_set = vec_set;
+  o.vec_scatter = vec_scatter;
   o.vec_axpy = vec_axpy;
   o.vec_xpay = vec_xpay;
   o.vec_dot = vec_dot;

@@ -28,7 +28,7 @@
 /* A vector of a sparse level in double or, `single`, float; the
  * smoother's inverse blocks in mixed precision are bfloat16 (`single` ==
  * VOX_SVEC_BF16: 8 bits of mantissa, float's range), which only
- * vec_create, vec_destroy, vec_set, vec_upload, vec_download,
+ * vec_create, vec_destroy, vec_set, vec_scatter, vec_upload, vec_download,
  * inv_block_diagonal and block_smoother_step take. */
 typedef struct vox_svec {
   void *data;
@@ -187,6 +187,11 @@ typedef struct vox_sparse_ops {
   vox_status (*vec_upload)(vox_backend *be, vox_svec *v, const double *host);
   vox_status (*vec_download)(vox_backend *be, const vox_svec *v, double *host);
   vox_status (*vec_set)(vox_backend *be, vox_svec *v, double a);
+  /* v[index[i]] = value[i] for i < n, the indices distinct; v's other
+   * entries as they were (the solve's prescribed values and loads: a few
+   * entries, where uploading a whole vector would move them all) */
+  vox_status (*vec_scatter)(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+                            const double *value);
   /* y += a x;  y = x + a y;  any mix of precisions */
   vox_status (*vec_axpy)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
   vox_status (*vec_xpay)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);

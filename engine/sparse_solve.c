@@ -24,6 +24,7 @@
 
 #include "fem.h"
 #include "smoother_bound.h"
+#include "sparse_entries.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
 #include "sparse_sa.h"
@@ -356,12 +357,6 @@ static vox_status block_levels_of(vox_context *ctx, int *levels) {
                    "VOXFE_SPARSE_SMOOTHER=%s: expected diagonal, block or block:N", v);
 }
 
-/* host[0, n) = 0 on all threads (n is 3 x the bone nodes: 840 MB at 550^3). */
-static void clear(double *host, size_t n) {
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) host[i] = 0;
-}
-
 /* Factors the coarsest level and learns whether that took: a device may
  * report a failed factorisation only at the next solve (the CUDA backend's
  * runs beside the host), so one solve of the level's b, still zero, comes
@@ -644,51 +639,51 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   if (st == VOX_OK && !host) st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   const double t1 = now();
   const int n_cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
+  vox_sparse_entries fixed = {0};
+  if (st == VOX_OK) st = vox_sparse_prescribed_entries(ctx, model, h.box_to_node, &fixed);
   for (int c = 0; c < n_cases && st == VOX_OK; c++) {
     double *ub = displacement + (size_t)c * 3 * nb;
     vox_solve_result *res = &results[c];
     memset(res, 0, sizeof *res);
-    /* b = f - K g on the free dofs: g (the prescribed values) into p, K g into q */
-    clear(host, n);
-    for (size_t i = 0; i < model->n_constraints; i++) {
-      const vox_constraint *k = &model->constraints[i];
-      const int32_t m = h.box_to_node[k->node];
-      if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
-    }
-    st = s.o->vec_upload(be, &s.p, host);
+    /* b = f - K g on the free dofs: g (the prescribed values) into p, K g
+     * into q; g and f set entry by entry (a few plates' worth), not
+     * uploaded as whole vectors */
+    vox_sparse_entries f_entries = {0};
+    st = s.o->vec_set(be, &s.p, 0);
+    if (st == VOX_OK) st = s.o->vec_scatter(be, &s.p, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.p, &s.q, VOX_APPLY_FULL);
-    clear(host, n);
-    for (size_t i = 0; i < model->n_loads; i++) {
-      const vox_load *l = &model->loads[i];
-      const int32_t m = h.box_to_node[l->node];
-      if (l->load_case == c && m >= 0) host[3 * (size_t)m + l->component] += l->value;
-    }
-    if (st == VOX_OK) st = s.o->vec_upload(be, &s.r, host);
+    if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, h.box_to_node, c, &f_entries);
+    if (st == VOX_OK) st = s.o->vec_set(be, &s.r, 0);
+    if (st == VOX_OK)
+      st = s.o->vec_scatter(be, &s.r, f_entries.n, f_entries.index, f_entries.value);
+    vox_sparse_entries_free(&f_entries);
     if (st == VOX_OK) st = s.o->vec_axpy(be, &s.r, -1, &s.q);
     if (st == VOX_OK) st = s.o->zero_fixed(be, s.level[0].op, &s.r);
     double bb = 0;
     if (st == VOX_OK) st = s.o->vec_dot(be, &s.r, &s.r, &bb);
     res->rhs_norm = sqrt(bb);
-    /* u: the initial guess on the free dofs, g on the fixed ones */
-#pragma omp parallel for schedule(static)
-    for (size_t m = 0; m < f->n_nodes; m++)
-      for (int k = 0; k < 3; k++)
-        host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
-    for (size_t i = 0; i < model->n_constraints; i++) {
-      const vox_constraint *k = &model->constraints[i];
-      const int32_t m = h.box_to_node[k->node];
-      if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
+    /* u: the initial guess on the free dofs, g on the fixed ones (the
+     * guess uploaded only where it is not zero) */
+    int guess = 0;
+    if (st == VOX_OK && bb != 0) {
+      const ptrdiff_t nodes = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(static) reduction(| : guess)
+      for (ptrdiff_t m = 0; m < nodes; m++)
+        for (int k = 0; k < 3; k++)
+          guess |= !(f->node_fixed[m] >> k & 1) && ub[3 * f->node_box[m] + k] != 0;
     }
-    if (st == VOX_OK) st = s.o->vec_upload(be, &s.u, host);
+    if (st == VOX_OK && guess) {
+#pragma omp parallel for schedule(static)
+      for (size_t m = 0; m < f->n_nodes; m++)
+        for (int k = 0; k < 3; k++)
+          host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
+      st = s.o->vec_upload(be, &s.u, host);
+    } else if (st == VOX_OK) {
+      st = s.o->vec_set(be, &s.u, 0);
+    }
+    if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK && bb == 0) {
       res->reason = VOX_CONVERGED_ZERO_RHS; /* u = g is exact */
-      clear(host, n);
-      for (size_t i = 0; i < model->n_constraints; i++) {
-        const vox_constraint *k = &model->constraints[i];
-        const int32_t m = h.box_to_node[k->node];
-        if (m >= 0) host[3 * (size_t)m + k->component] = k->value;
-      }
-      st = s.o->vec_upload(be, &s.u, host);
     } else if (st == VOX_OK) {
       /* the stage "solve: iterating": from here the device works and the
        * host mostly waits (a writer beside the solve uses that time) */
@@ -754,6 +749,7 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
     memcpy(stats->level_seconds, s.level_seconds, sizeof s.level_seconds);
   }
   free(host);
+  vox_sparse_entries_free(&fixed);
   system_free(&s);
   vox_sa_free(&sa);
   vox_sparse_hierarchy_free(&h);

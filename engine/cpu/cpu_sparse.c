@@ -64,6 +64,12 @@ static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   return VOX_OK;
 }
 
+static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+                              const double *value) {
+  for (size_t i = 0; i < n; i++) vox_svec_put(v, index[i], value[i]);
+  return VOX_OK;
+}
+
 static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
   const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
@@ -404,6 +410,7 @@ const vox_sparse_ops vox_cpu_sparse_ops = {
     .vec_upload = vec_upload,
     .vec_download = vec_download,
     .vec_set = vec_set,
+    .vec_scatter = vec_scatter,
     .vec_axpy = vec_axpy,
     .vec_xpay = vec_xpay,
     .vec_dot = vec_dot,

@@ -4,8 +4,8 @@
  * solution by the full-box operator) to 1e-8, with the diagonal and with
  * the 3 x 3 block smoother (VOXFE_SPARSE_SMOOTHER); the inverse blocks
  * against the blocks of the level's own operator; CG counts that stay
- * moderate as the same bone is sampled finer; and the storage option's
- * rules. */
+ * moderate as the same bone is sampled finer; the prescribed values and
+ * loads as the system's entries; and the storage option's rules. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include "../check.h"
 #include "../bone_model.h"
 #include "fem.h"
+#include "sparse_entries.h"
 #include "sparse_hierarchy.h"
 #include "voxfe/element.h"
 #include "sparse_solve.h"
@@ -299,6 +300,66 @@ static void test_forces(vox_context *ctx, vox_backend *be, const char *smoother)
   vox_model_free(&m);
 }
 
+/* The prescribed values and loads as system entries (sparse_entries.h):
+ * out of order, repeated (a later constraint wins, loads add up), on nodes
+ * outside the bone (left out), in another load case (left out); then a
+ * solve started from its own solution (the guess uploaded) stops at once
+ * with the same displacements. */
+static void test_entries(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_bone_model(ctx, &m, 12, 5, 0);
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
+  vox_sparse_hierarchy h;
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, VOX_SPARSE_FINE_ONLY, 0, &h));
+  int64_t inside[2] = {-1, -1}, outside = -1;
+  for (int64_t b = 0; b < vox_grid_nodes(&m.grid); b++) {
+    if (h.box_to_node[b] < 0 && outside < 0) outside = b;
+    if (h.box_to_node[b] >= 0 && inside[0] < 0) inside[0] = b;
+    if (h.box_to_node[b] >= 0) inside[1] = b;
+  }
+  CHECK(outside >= 0 && inside[0] >= 0 && inside[1] > inside[0]);
+  const size_t d0 = 3 * (size_t)h.box_to_node[inside[0]], d1 = 3 * (size_t)h.box_to_node[inside[1]];
+  vox_model t = {0};
+  vox_constraint c[] = {{inside[1], 2, 5}, {inside[0], 1, 1}, {outside, 0, 7},
+                        {inside[1], 2, 6}, {inside[0], 0, 2}};
+  vox_load l[] = {{inside[1], 0, 0, 1}, {inside[0], 2, 0, 2}, {inside[1], 0, 1, 4},
+                  {inside[1], 0, 0, 0.5}, {outside, 1, 0, 3}};
+  t.constraints = c, t.n_constraints = 5, t.loads = l, t.n_loads = 5;
+  vox_sparse_entries e;
+  CHECK_OK(ctx, vox_sparse_prescribed_entries(ctx, &t, h.box_to_node, &e));
+  CHECK(e.n == 3 && e.index[0] == d0 && e.index[1] == d0 + 1 && e.index[2] == d1 + 2);
+  CHECK(e.n == 3 && e.value[0] == 2 && e.value[1] == 1 && e.value[2] == 6);
+  vox_sparse_entries_free(&e);
+  CHECK_OK(ctx, vox_sparse_load_entries(ctx, &t, h.box_to_node, 0, &e));
+  CHECK(e.n == 2 && e.index[0] == d0 + 2 && e.index[1] == d1);
+  CHECK(e.n == 2 && e.value[0] == 2 && e.value[1] == 1.5);
+  vox_sparse_entries_free(&e);
+  vox_sparse_hierarchy_free(&h);
+
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double *u = calloc(nd, sizeof *u);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  opt.storage = VOX_STORAGE_SPARSE;
+  vox_solve_result r0, r1;
+  CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r0, NULL));
+  double *u0 = malloc(nd * sizeof *u0);
+  memcpy(u0, u, nd * sizeof *u);
+  opt.rtol = 1e-8;
+  CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r1, NULL));
+  double diff = 0;
+  for (size_t i = 0; i < nd; i++) diff = fmax(diff, fabs(u[i] - u0[i]));
+  printf("entries: CG %d from zero, %d from the solution, max |du| / max |u| = %.1e\n",
+         r0.iterations, r1.iterations, diff / max_abs(u0, nd));
+  CHECK(r0.reason == VOX_CONVERGED_RTOL && r0.iterations > 3);
+  CHECK(r1.reason == VOX_CONVERGED_RTOL && r1.iterations == 0);
+  CHECK(diff <= 1e-12 * max_abs(u0, nd));
+  free(u), free(u0);
+  vox_model_free(&m);
+}
+
 /* The CG count as the same bone is sampled finer must stay moderate
  * (seed 004: it even falls); printed for docs/engine.md. */
 static void test_growth(vox_context *ctx, vox_backend *be) {
@@ -383,6 +444,7 @@ int main(void) {
   test_storage_option(ctx);
   test_refusals(ctx, be);
   test_split_levels(ctx);
+  test_entries(ctx, be);
   test_block_inverse(ctx, be, 0);
   test_block_inverse(ctx, be, 1);
   /* each smoother once: the diagonal, blocks on level 0 only, on every

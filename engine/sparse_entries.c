@@ -1,0 +1,89 @@
+/* The prescribed values and loads as distinct system dofs (sparse_entries.h).
+ * The lists come in node order from the compression tests and from files
+ * written by node, and are then taken as they are; any other order is
+ * sorted, the position in the list breaking ties so that merging keeps the
+ * order a vector written entry by entry would show. */
+#include "sparse_entries.h"
+
+#include <stdlib.h>
+
+typedef struct raw_entry {
+  size_t dof, order;
+  double value;
+} raw_entry;
+
+static int by_dof_then_order(const void *pa, const void *pb) {
+  const raw_entry *a = pa, *b = pb;
+  if (a->dof != b->dof) return a->dof < b->dof ? -1 : 1;
+  return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* `raw` (n entries, in list order) into out: merged by dof, the later
+ * value replacing (sum 0) or added to (sum 1) the earlier. Frees raw. */
+static vox_status finish(vox_context *ctx, raw_entry *raw, size_t n, int sum,
+                         vox_sparse_entries *out) {
+  int ordered = 1;
+  for (size_t i = 1; i < n && ordered; i++) ordered = raw[i - 1].dof < raw[i].dof;
+  if (!ordered) qsort(raw, n, sizeof *raw, by_dof_then_order);
+  out->index = malloc((n ? n : 1) * sizeof *out->index);
+  out->value = malloc((n ? n : 1) * sizeof *out->value);
+  if (!out->index || !out->value) {
+    free(raw);
+    vox_sparse_entries_free(out);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (k > 0 && out->index[k - 1] == raw[i].dof) {
+      out->value[k - 1] = sum ? out->value[k - 1] + raw[i].value : raw[i].value;
+      continue;
+    }
+    out->index[k] = raw[i].dof;
+    out->value[k++] = raw[i].value;
+  }
+  out->n = k;
+  free(raw);
+  return VOX_OK;
+}
+
+static vox_status no_memory(vox_context *ctx, size_t n) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
+}
+
+vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *model,
+                                         const int32_t *box_to_node, vox_sparse_entries *out) {
+  *out = (vox_sparse_entries){0};
+  const size_t n = model->n_constraints;
+  raw_entry *raw = malloc((n ? n : 1) * sizeof *raw);
+  if (!raw) return no_memory(ctx, n);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    const int32_t m = box_to_node[c->node];
+    if (m >= 0) raw[k] = (raw_entry){3 * (size_t)m + c->component, i, c->value}, k++;
+  }
+  return finish(ctx, raw, k, 0, out);
+}
+
+vox_status vox_sparse_load_entries(vox_context *ctx, const vox_model *model,
+                                   const int32_t *box_to_node, int load_case,
+                                   vox_sparse_entries *out) {
+  *out = (vox_sparse_entries){0};
+  const size_t n = model->n_loads;
+  raw_entry *raw = malloc((n ? n : 1) * sizeof *raw);
+  if (!raw) return no_memory(ctx, n);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const vox_load *l = &model->loads[i];
+    const int32_t m = box_to_node[l->node];
+    if (l->load_case == load_case && m >= 0)
+      raw[k] = (raw_entry){3 * (size_t)m + l->component, i, l->value}, k++;
+  }
+  return finish(ctx, raw, k, 1, out);
+}
+
+void vox_sparse_entries_free(vox_sparse_entries *e) {
+  free(e->index);
+  free(e->value);
+  *e = (vox_sparse_entries){0};
+}
