@@ -627,8 +627,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
-  vox_device_warm_up_finish(r.warm_up);
-  r.warm_up = NULL;
+  /* the backend made while the warm-up may still load libraries (joined
+   * after the solve) */
   vs = vox_backend_create(ctx, s->device, &r.backend);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
@@ -652,6 +652,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vs = r.moduli ? vox_solve_elasticity_moduli(ctx, r.backend, m, r.moduli, &s->solver, r.u, &solve)
                : vox_solve_elasticity(ctx, r.backend, m, 0, 1, 0, &s->solver, r.u, &solve);
   vox_context_set_progress(ctx, NULL, NULL);
+  vox_device_warm_up_finish(r.warm_up);
+  r.warm_up = NULL;
   const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);

@@ -648,7 +648,8 @@ extern "C" void vox_cuda_warm_up(void) {
    * device's primary context, which every later thread of the process
    * shares */
   int count = 0;
-  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) cudaFree(0);
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 && cudaFree(0) == cudaSuccess)
+    vox_cuda_coarse_warm_up();
   cudaGetLastError();
 }
 

@@ -374,5 +374,7 @@ vox_status vox_cuda_stencil_factor_wait(vox_backend *be, vox_stencil *st);
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
 /* Releases the cuSOLVER handle (called when the backend is destroyed). */
 void vox_cuda_coarse_solver_free(vox_backend *be);
+/* Loads the coarse solve's library kernels (the warm-up thread's). */
+extern "C" void vox_cuda_coarse_warm_up(void);
 
 #endif

@@ -183,6 +183,41 @@ static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X,
   return s;
 }
 
+/* The libraries' first factorisation, on a made-up matrix of a coarsest
+ * level's size, from the warm-up thread (vox_cuda_warm_up): cuSOLVER's and
+ * cuBLAS's kernels load at their first launch in the process (lazy module
+ * loading), 40-50 ms that a clinical sample otherwise spends on the
+ * critical path of its setup. Errors change nothing: the solve's own
+ * factorisation reports them. */
+extern "C" void vox_cuda_coarse_warm_up(void) {
+  enum { N = 512 };
+  cusolverDnHandle_t h = NULL;
+  cublasHandle_t bh = NULL;
+  double *a = NULL, *x = NULL, *work = NULL;
+  int *info = NULL, lwork = 0;
+  if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS || cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS ||
+      cudaMalloc((void **)&a, sizeof(double) * N * N) != cudaSuccess ||
+      cudaMalloc((void **)&x, sizeof(double) * N * N) != cudaSuccess ||
+      cudaMalloc((void **)&info, sizeof(int)) != cudaSuccess ||
+      cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, N, a, N, &lwork) !=
+          CUSOLVER_STATUS_SUCCESS ||
+      cudaMalloc((void **)&work, sizeof(double) * (lwork > 0 ? lwork : 1)) != cudaSuccess)
+    goto done;
+  /* the identity: positive definite, its factor and inverse the identity */
+  cudaMemset(a, 0, sizeof(double) * N * N);
+  cudaMemset(x, 0, sizeof(double) * N * N);
+  set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(a, N, 1.0);
+  set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(x, N, 1.0);
+  cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, N, a, N, work, lwork, info);
+  invert_lower(bh, a, x, N, N);
+  cudaDeviceSynchronize();
+done:
+  cudaFree(work), cudaFree(info), cudaFree(x), cudaFree(a);
+  if (bh) cublasDestroy(bh);
+  if (h) cusolverDnDestroy(h);
+  cudaGetLastError();
+}
+
 static vox_status cusolver_check(vox_backend *be, cusolverStatus_t status, const char *what) {
   if (status == CUSOLVER_STATUS_SUCCESS) return VOX_OK;
   return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: %s failed (status %d)", what, (int)status);

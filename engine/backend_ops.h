@@ -395,8 +395,9 @@ vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
 vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out);
 int vox_cuda_device_count(void);
 int vox_cuda_backend_device(const vox_backend *be);
-/* Starts the CUDA runtime and the current device's primary context
- * (vox_device_warm_up_start's thread); errors are cleared, not reported. */
+/* Starts the CUDA runtime and the current device's primary context, and
+ * loads the coarse solve's library kernels (vox_device_warm_up_start's
+ * thread); errors are cleared, not reported. */
 void vox_cuda_warm_up(void);
 #endif
 #ifdef __cplusplus

@@ -43,9 +43,13 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
  * (voxfe-analyze: with reading the model and its connectivity). On the
  * H100 the CUDA runtime's start is most of a quarter second. For CUDA and
  * AUTO in a CUDA build it starts the runtime on the thread's current
- * device (0 unless set), nothing otherwise; a failure there is left for
- * vox_backend_create to report. Finish before creating the backend (it
- * waits for the thread); NULL is a warm-up that did nothing.
+ * device (0 unless set), then loads the kernels of the libraries that
+ * factor a multigrid's coarsest level (cuSOLVER, cuBLAS: 40-50 ms at their
+ * first use); nothing otherwise; a failure there is left for
+ * vox_backend_create to report. The backend may be created while the
+ * thread runs (the CUDA runtime waits for the context it is making);
+ * finish (it waits for the thread) before the program ends; NULL is a
+ * warm-up that did nothing.
  * VOXFE_DEVICE_WARM_UP=0 in the environment turns it off (benchmarks). */
 typedef struct vox_device_warm_up vox_device_warm_up;
 vox_device_warm_up *vox_device_warm_up_start(vox_device device);
