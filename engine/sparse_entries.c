@@ -1,8 +1,8 @@
 /* The prescribed values and loads as distinct system dofs (sparse_entries.h).
- * The lists come in node order from the compression tests and from files
- * written by node, and are then taken as they are; any other order is
- * sorted, the position in the list breaking ties so that merging keeps the
- * order a vector written entry by entry would show. */
+ * The lists come mostly in node order (the compression tests, files
+ * written by node); what is out of order is sorted, the position in the
+ * list breaking ties, so that merging keeps the order a vector written
+ * entry by entry would show. */
 #include "sparse_entries.h"
 
 #include <stdlib.h>
@@ -18,13 +18,33 @@ static int by_dof_then_order(const void *pa, const void *pb) {
   return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/* raw in dof order (then list order): the ordered prefix as it is, the
+ * rest sorted and merged in (a compression test's pin comes after its two
+ * plates: sorting all of a clinical sample's 250 000 entries took 40 ms).
+ * Returns raw or its sorted copy (raw then freed), NULL without memory. */
+static raw_entry *sorted(raw_entry *raw, size_t n) {
+  size_t prefix = n ? 1 : 0;
+  while (prefix < n && by_dof_then_order(&raw[prefix - 1], &raw[prefix]) < 0) prefix++;
+  if (prefix == n) return raw;
+  qsort(raw + prefix, n - prefix, sizeof *raw, by_dof_then_order);
+  raw_entry *merged = malloc(n * sizeof *merged);
+  if (!merged) {
+    free(raw);
+    return NULL;
+  }
+  for (size_t i = 0, j = prefix, k = 0; k < n; k++)
+    merged[k] = j == n || (i < prefix && by_dof_then_order(&raw[i], &raw[j]) < 0) ? raw[i++]
+                                                                                  : raw[j++];
+  free(raw);
+  return merged;
+}
+
 /* `raw` (n entries, in list order) into out: merged by dof, the later
  * value replacing (sum 0) or added to (sum 1) the earlier. Frees raw. */
 static vox_status finish(vox_context *ctx, raw_entry *raw, size_t n, int sum,
                          vox_sparse_entries *out) {
-  int ordered = 1;
-  for (size_t i = 1; i < n && ordered; i++) ordered = raw[i - 1].dof < raw[i].dof;
-  if (!ordered) qsort(raw, n, sizeof *raw, by_dof_then_order);
+  raw = sorted(raw, n);
+  if (!raw) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
   out->index = malloc((n ? n : 1) * sizeof *out->index);
   out->value = malloc((n ? n : 1) * sizeof *out->value);
   if (!out->index || !out->value) {
