@@ -530,6 +530,7 @@ static void destroy(vox_backend *be) {
     vox_cuda_free(cs->lanczos);
     vox_cuda_free(cs->cg);
     if (cs->scalar) cudaFreeHost(cs->scalar);
+    if (cs->record_stream) cudaStreamDestroy(cs->record_stream);
     vox_backend_destroy(cs->host);
     free(cs);
   }

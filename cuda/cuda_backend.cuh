@@ -33,9 +33,15 @@ typedef struct vox_cuda_state {
   double *oc_partial;    /* device: the OC bisection's per-block sums (cuda_simp.cu) */
   double *lanczos;       /* device: stencil_lanczos's scalars (cuda_backend.cu) */
   double *cg;            /* device: cg_begin/cg_step/cg_direction's scalars (likewise) */
+  /* The sparse ops' recordings (sparse_ops.h: record_begin): the stream
+   * they are captured on, and the stream the V-cycle's kernels go to, that
+   * one while recording, else 0 (the legacy stream) */
+  cudaStream_t record_stream, launch_stream;
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }
+/* The stream of the sparse V-cycle's kernels (see launch_stream). */
+static inline cudaStream_t vox_cuda_stream(vox_backend *be) { return vox_cuda(be)->launch_stream; }
 
 /* A failing CUDA call as a voxfe status with the message on the context:
  *   CUDA_TRY(be, cudaMemcpy(...), "uploading a vector");

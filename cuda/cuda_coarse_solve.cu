@@ -195,7 +195,8 @@ extern "C" void vox_cuda_coarse_warm_up(void) {
   cublasHandle_t bh = NULL;
   double *a = NULL, *x = NULL, *work = NULL;
   int *info = NULL, lwork = 0;
-  if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS || cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS ||
+  if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS ||
+      cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS ||
       cudaMalloc((void **)&a, sizeof(double) * N * N) != cudaSuccess ||
       cudaMalloc((void **)&x, sizeof(double) * N * N) != cudaSuccess ||
       cudaMalloc((void **)&info, sizeof(int)) != cudaSuccess ||
@@ -428,12 +429,13 @@ vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_ve
   if (st->x_rows) { /* x = L^-T (L^-1 b), through the coarse level's own work vector */
     const int n = (int)st->n_dofs;
     const unsigned warps = vox_cuda_blocks((size_t)n * 32, 256);
+    cudaStream_t stream = vox_cuda_stream(be); /* the sparse V-cycle's, when recorded */
     if (st->value32) {
-      lower_product<<<warps, 256>>>((const float *)st->x_rows, b->data, st->dense_z, n);
-      upper_product<<<warps, 256>>>((const float *)st->x_cols, st->dense_z, x->data, n);
+      lower_product<<<warps, 256, 0, stream>>>((const float *)st->x_rows, b->data, st->dense_z, n);
+      upper_product<<<warps, 256, 0, stream>>>((const float *)st->x_cols, st->dense_z, x->data, n);
     } else {
-      lower_product<<<warps, 256>>>((const double *)st->x_rows, b->data, st->dense_z, n);
-      upper_product<<<warps, 256>>>((const double *)st->x_cols, st->dense_z, x->data, n);
+      lower_product<<<warps, 256, 0, stream>>>((const double *)st->x_rows, b->data, st->dense_z, n);
+      upper_product<<<warps, 256, 0, stream>>>((const double *)st->x_cols, st->dense_z, x->data, n);
     }
     CUDA_LAUNCHED(be, "the coarsest level's solve");
     return VOX_OK;

@@ -178,11 +178,14 @@ static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
 
 static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   if (a == 0) {
-    CUDA_TRY(be, cudaMemsetAsync(v->data, 0, v->n * vox_svec_entry_bytes(v->single)),
-             "clearing a vector");
+    CUDA_TRY(
+        be,
+        cudaMemsetAsync(v->data, 0, v->n * vox_svec_entry_bytes(v->single), vox_cuda_stream(be)),
+        "clearing a vector");
     return VOX_OK;
   }
-  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, v->single, a);
+  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->n, v->data,
+                                                                                v->single, a);
   CUDA_LAUNCHED(be, "setting a vector");
   return VOX_OK;
 }
@@ -200,7 +203,8 @@ static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size
   TRY(vox_cuda_alloc(be, (void **)&staged, n * (sizeof *index + sizeof *value), "staging entries"));
   double *staged_value = (double *)(staged + n);
   vox_status s = vox_cuda_check(
-      be, cudaMemcpy(staged, index, n * sizeof *index, cudaMemcpyHostToDevice), "uploading entries");
+      be, cudaMemcpy(staged, index, n * sizeof *index, cudaMemcpyHostToDevice),
+      "uploading entries");
   if (s == VOX_OK)
     s = vox_cuda_check(be,
                        cudaMemcpy(staged_value, value, n * sizeof *value, cudaMemcpyHostToDevice),
@@ -222,15 +226,15 @@ static __global__ void axpby_kernel(size_t n, double a, const void *x, int xs, d
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
-  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->n, a, x->data, x->single, 1, y->data,
-                                                          y->single);
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->n, a, x->data, x->single, 1, y->data, y->single);
   CUDA_LAUNCHED(be, "axpy");
   return VOX_OK;
 }
 
 static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
-  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->n, 1, x->data, x->single, a, y->data,
-                                                          y->single);
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->n, 1, x->data, x->single, a, y->data, y->single);
   CUDA_LAUNCHED(be, "xpay");
   return VOX_OK;
 }
@@ -335,7 +339,7 @@ static __global__ void smoother_kernel(size_t n, const void *b, int bs, const vo
 static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
                                 const vox_svec *w, double alpha, double beta, vox_svec *d,
                                 vox_svec *x) {
-  smoother_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS>>>(
+  smoother_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       x->n, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
       alpha, beta, d->data, d->single, x->data, x->single);
   CUDA_LAUNCHED(be, "a smoother step");
@@ -416,22 +420,23 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
     const __nv_bfloat162 *wf = (const __nv_bfloat162 *)w->data;
     float *df = (float *)d->data, *xf = (float *)x->data;
     const float a = (float)alpha, bt = (float)beta;
+    cudaStream_t stream = vox_cuda_stream(be);
     if (af && beta != 0)
-      block_smoother_float_kernel<true, true><<<blocks, VOX_CUDA_THREADS>>>(nodes, bf, af, wf, a,
-                                                                            bt, df, xf);
+      block_smoother_float_kernel<true, true>
+          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
     else if (af)
-      block_smoother_float_kernel<true, false><<<blocks, VOX_CUDA_THREADS>>>(nodes, bf, af, wf, a,
-                                                                             bt, df, xf);
+      block_smoother_float_kernel<true, false>
+          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
     else if (beta != 0)
-      block_smoother_float_kernel<false, true><<<blocks, VOX_CUDA_THREADS>>>(nodes, bf, af, wf, a,
-                                                                             bt, df, xf);
+      block_smoother_float_kernel<false, true>
+          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
     else
-      block_smoother_float_kernel<false, false><<<blocks, VOX_CUDA_THREADS>>>(nodes, bf, af, wf,
-                                                                              a, bt, df, xf);
+      block_smoother_float_kernel<false, false>
+          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
     CUDA_LAUNCHED(be, "a block smoother step");
     return VOX_OK;
   }
-  block_smoother_kernel<<<vox_cuda_grid(nodes), VOX_CUDA_THREADS>>>(
+  block_smoother_kernel<<<vox_cuda_grid(nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       nodes, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
       alpha, beta, d->data, d->single, x->data, x->single);
   CUDA_LAUNCHED(be, "a block smoother step");
@@ -711,29 +716,31 @@ enum { PRODUCT_THREADS = 128 };
 
 template <class T>
 static void launch_product(const vox_sparse_level *l, const T *ke, const vox_svec *x, vox_svec *y,
-                           int full) {
+                           int full, cudaStream_t stream) {
   const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
   if (blocks == 0) return;
   if (l->product == PRODUCT_WARP)
-    product_warp_kernel<T><<<blocks, PRODUCT_THREADS>>>(*l, ke, x->data, x->single, y->data,
-                                                        y->single, full);
+    product_warp_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single,
+                                                                   y->data, y->single, full);
   else
-    product_kernel<T><<<blocks, PRODUCT_THREADS>>>(*l, ke, x->data, x->single, y->data, y->single,
-                                                   full);
+    product_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single, y->data,
+                                                              y->single, full);
 }
 
 static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
                         int flags) {
   const int full = flags & VOX_APPLY_FULL;
-  CUDA_TRY(be, cudaMemsetAsync(y->data, 0, y->n * (y->single ? sizeof(float) : sizeof(double))),
+  cudaStream_t stream = vox_cuda_stream(be);
+  CUDA_TRY(be,
+           cudaMemsetAsync(y->data, 0, y->n * (y->single ? sizeof(float) : sizeof(double)), stream),
            "clearing a product");
   if (flags & VOX_APPLY_SINGLE)
-    launch_product<float>(l, l->ke32, x, y, full);
+    launch_product<float>(l, l->ke32, x, y, full, stream);
   else
-    launch_product<double>(l, l->ke, x, y, full);
+    launch_product<double>(l, l->ke, x, y, full, stream);
   CUDA_LAUNCHED(be, "the sparse K u");
   if (!full) {
-    fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
+    fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS, 0, stream>>>(
         l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);
     CUDA_LAUNCHED(be, "the fixed rows");
   }
@@ -816,8 +823,8 @@ static __global__ void zero_fixed_kernel(size_t n, const uint8_t *fixed, void *v
 }
 
 static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
-  zero_fixed_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
-                                                                      v->data, v->single);
+  zero_fixed_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      l->n_nodes, l->node_fixed, v->data, v->single);
   CUDA_LAUNCHED(be, "zeroing fixed dofs");
   return VOX_OK;
 }
@@ -930,7 +937,7 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
 static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
                                     const vox_svec *b, const vox_svec *ax, vox_svec *rc) {
   TRY(vec_set(be, rc, 0));
-  restrict_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS>>>(
+  restrict_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       *f, *c, b ? b->data : NULL, b ? b->single : 0, ax->data, ax->single, rc->data, rc->single);
   CUDA_LAUNCHED(be, "the sparse restriction");
   return VOX_OK;
@@ -958,10 +965,52 @@ static __global__ void prolong_kernel(vox_sparse_level f, vox_sparse_level c, co
 
 static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
                               const vox_svec *xc, vox_svec *xf) {
-  prolong_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS>>>(*f, *c, xc->data, xc->single,
-                                                                   xf->data, xf->single);
+  prolong_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      *f, *c, xc->data, xc->single, xf->data, xf->single);
   CUDA_LAUNCHED(be, "the sparse prolongation");
   return VOX_OK;
+}
+
+/* ---- recordings ------------------------------------------------------------ */
+
+/* A recording is a CUDA graph: the ops between record_begin and record_end
+ * launch onto a stream in capture mode (launch_stream), which runs nothing
+ * and records the kernels; replays launch the whole graph at once into the
+ * legacy stream. Thread-local capture: another thread's CUDA calls (a
+ * writer's, a warm-up's) neither join nor break it. */
+static vox_status record_begin(vox_backend *be) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (!cs->record_stream)
+    CUDA_TRY(be, cudaStreamCreateWithFlags(&cs->record_stream, cudaStreamNonBlocking),
+             "creating the recording stream");
+  CUDA_TRY(be, cudaStreamBeginCapture(cs->record_stream, cudaStreamCaptureModeThreadLocal),
+           "starting a recording");
+  cs->launch_stream = cs->record_stream;
+  return VOX_OK;
+}
+
+static vox_status record_end(vox_backend *be, void **recording) {
+  vox_cuda_state *cs = vox_cuda(be);
+  *recording = NULL;
+  cs->launch_stream = 0;
+  cudaGraph_t graph = NULL;
+  CUDA_TRY(be, cudaStreamEndCapture(cs->record_stream, &graph), "ending a recording");
+  cudaGraphExec_t exec = NULL;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_TRY(be, e, "instantiating a recording");
+  *recording = exec;
+  return VOX_OK;
+}
+
+static vox_status replay(vox_backend *be, void *recording) {
+  CUDA_TRY(be, cudaGraphLaunch((cudaGraphExec_t)recording, 0), "replaying a recording");
+  return VOX_OK;
+}
+
+static void recording_free(vox_backend *be, void *recording) {
+  (void)be;
+  if (recording) cudaGraphExecDestroy((cudaGraphExec_t)recording);
 }
 
 static vox_sparse_ops make_ops(void) {
@@ -987,6 +1036,10 @@ static vox_sparse_ops make_ops(void) {
   o.zero_fixed = zero_fixed;
   o.restrict_residual = restrict_residual;
   o.prolong_add = prolong_add;
+  o.record_begin = record_begin;
+  o.record_end = record_end;
+  o.replay = replay;
+  o.recording_free = recording_free;
   o.matrix_create = vox_cuda_matrix_create; /* cuda_sparse_matrix.cu */
   o.matrix_destroy = vox_cuda_matrix_destroy;
   o.matrix_bytes = vox_cuda_matrix_bytes;

@@ -245,6 +245,18 @@ typedef struct vox_sparse_ops {
   vox_status (*prolong_add)(vox_backend *be, vox_sparse_level *fine, vox_sparse_level *coarse,
                             const vox_svec *x_coarse, vox_svec *x_fine);
 
+  /* Recording a fixed sequence of the element levels' ops above (the
+   * V-cycle) to replay it at once (NULL on a backend without them, which
+   * then runs the ops one by one): between record_begin and record_end the
+   * ops are recorded, not run, and must not read results on the host;
+   * record_end ends the recording whatever happened in it and returns it,
+   * or fails where an op could not be recorded; replay runs it on the
+   * vectors and scalars it was recorded with. */
+  vox_status (*record_begin)(vox_backend *be);
+  vox_status (*record_end)(vox_backend *be, void **recording);
+  vox_status (*replay)(vox_backend *be, void *recording);
+  void (*recording_free)(vox_backend *be, void *recording);
+
   /* Assembled matrices, for the smoothed-aggregation coarse levels
    * (VOXFE_SPARSE_COARSE=sa; NULL on a backend without them, which the
    * solver then refuses). Values stored in float when `single` (the

@@ -101,6 +101,10 @@ typedef struct sparse_system {
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
   int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
+  /* the V-cycle recorded once and replayed (sparse_ops.h: record_begin):
+   * `record` while that may still be tried */
+  int record;
+  void *recording;
   double pcg_seconds;          /* in pcg(): the iterations alone */
   double cg_seconds, level_seconds[16];
 } sparse_system;
@@ -139,6 +143,7 @@ static void system_free(sparse_system *s) {
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) s->o->vec_destroy(be, v[i]);
   if (s->coarsest) be->ops->stencil_destroy(be, s->coarsest);
+  if (s->recording) s->o->recording_free(be, s->recording);
 }
 
 /* A double sparse vector as the stencil operations' vox_vec. */
@@ -286,6 +291,31 @@ static vox_status precondition(sparse_system *s) {
   return s->o->zero_fixed(s->be, l0->op, &s->z);
 }
 
+/* The V-cycle replayed from its recording, made by the first call here;
+ * run op by op where the backend records nothing or the recording failed
+ * (nothing of it ran: the V-cycle then runs as it is). Replays launch the
+ * ~130 kernels of a clinical sample's V-cycle at once, where op by op its
+ * small coarse levels wait for the host's launches. */
+static vox_status precondition_replayed(sparse_system *s) {
+  if (s->recording) return s->o->replay(s->be, s->recording);
+  if (s->record) {
+    s->record = 0;
+    vox_status st = s->o->record_begin(s->be);
+    if (st == VOX_OK) {
+      st = precondition(s);
+      void *recording = NULL;
+      const vox_status end = s->o->record_end(s->be, &recording);
+      if (st == VOX_OK && end == VOX_OK) {
+        s->recording = recording;
+        return s->o->replay(s->be, recording);
+      }
+      if (recording) s->o->recording_free(s->be, recording);
+    }
+    vox_context_clear_error(s->be->ctx);
+  }
+  return precondition(s);
+}
+
 /* CG on K_ff w = b_f with u = g + w: `target` from ||b||, b = f - K g. */
 static vox_status pcg(sparse_system *s, vox_solve_result *result) {
   vox_backend *be = s->be;
@@ -322,7 +352,7 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
     TRY(o->cg_update(be, alpha, &s->p, &s->q, &s->u, &s->r,
                      s->r_single.data ? &s->r_single : NULL, &rr));
     if (s->profile) s->cg_seconds += mark(s) - t;
-    TRY(precondition(s));
+    TRY(precondition_replayed(s));
     t = mark(s);
     rz_old = rz;
     TRY(o->vec_dot(be, &s->r, &s->z, &rz));
@@ -625,6 +655,11 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options, .sa = use_sa};
   const char *profile = getenv("VOXFE_SPARSE_PROFILE");
   s.profile = profile && strcmp(profile, "1") == 0;
+  /* recorded V-cycles: not when profiling (it times the parts on the
+   * host), nor on SA levels (their matrix ops are not recorded);
+   * VOXFE_SPARSE_RECORD=0 turns them off (benchmarks) */
+  const char *record = getenv("VOXFE_SPARSE_RECORD");
+  s.record = s.o->record_begin && !s.profile && !use_sa && !(record && strcmp(record, "0") == 0);
   st = block_levels_of(ctx, &s.block_levels);
   if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)
