@@ -127,11 +127,13 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
 /* Whether a solve takes the sparse (bone-only) storage: asked for, or AUTO
  * on a porous elasticity model with the multigrid preconditioner and the
  * materials' own moduli (the sparse levels take E from a label's material,
- * so densities and per-element moduli keep the full box). */
+ * so densities and per-element moduli keep the full box); `backend` NULL:
+ * one with a sparse solver. */
 static int use_sparse(const vox_backend *backend, const vox_model *model, int per_element_moduli,
                       const vox_solver_options *options) {
   if (options->storage == VOX_STORAGE_SPARSE) return 1;
-  if (options->storage != VOX_STORAGE_AUTO || per_element_moduli || !backend->ops->sparse ||
+  if (options->storage != VOX_STORAGE_AUTO || per_element_moduli ||
+      (backend && !backend->ops->sparse) ||
       model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID ||
       options->smoother != VOX_SMOOTHER_CHEBYSHEV)
     return 0;
@@ -163,17 +165,47 @@ static vox_status set_moduli(vox_context *ctx, const vox_model *model, vox_fem *
   return s == VOX_OK ? vox_fem_update(fem) : s;
 }
 
+struct vox_solve_plan {
+  vox_sparse_hierarchy hierarchy; /* n_levels 0: none */
+};
+
+vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model,
+                                 const vox_solver_options *options, vox_solve_plan **out) {
+  *out = NULL;
+  vox_solve_plan *plan = calloc(1, sizeof *plan);
+  if (!plan) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* the sparse storage of a backend that has it (both have) */
+  vox_status s = VOX_OK;
+  if (options->storage == VOX_STORAGE_SPARSE || use_sparse(NULL, model, 0, options))
+    s = vox_sparse_hierarchy_for(ctx, model, options, &plan->hierarchy);
+  if (s != VOX_OK) {
+    vox_solve_plan_free(plan);
+    return s;
+  }
+  *out = plan;
+  return VOX_OK;
+}
+
+void vox_solve_plan_free(vox_solve_plan *plan) {
+  if (!plan) return;
+  vox_sparse_hierarchy_free(&plan->hierarchy);
+  free(plan);
+}
+
 static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model *model,
                         const double *moduli, int use_density, double penalty, double emin_ratio,
-                        const vox_solver_options *options, double *displacement,
-                        vox_solve_result *results) {
+                        vox_solve_plan *plan, const vox_solver_options *options,
+                        double *displacement, vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
   /* per-element moduli keep the full box, as densities do (AUTO) */
   if (use_sparse(backend, model, use_density || moduli, options)) {
     if (use_density || moduli)
       return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities or "
                                                  "per-element moduli");
-    return vox_sparse_solve_elasticity(ctx, backend, model, options, displacement, results, NULL);
+    vox_sparse_hierarchy *prepared =
+        plan && plan->hierarchy.n_levels > 0 ? &plan->hierarchy : NULL;
+    return vox_sparse_solve_elasticity_with(ctx, backend, model, options, prepared, displacement,
+                                            results, NULL);
   }
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
@@ -213,7 +245,7 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
                                 int use_density, double penalty, double emin_ratio,
                                 const vox_solver_options *options, double *displacement,
                                 vox_solve_result *results) {
-  return solve(ctx, backend, model, NULL, use_density, penalty, emin_ratio, options,
+  return solve(ctx, backend, model, NULL, use_density, penalty, emin_ratio, NULL, options,
                displacement, results);
 }
 
@@ -224,5 +256,12 @@ vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
   if (!moduli) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no element moduli");
   if (model->physics != VOX_PHYSICS_ELASTICITY)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
-  return solve(ctx, backend, model, moduli, 0, 1, 0, options, displacement, results);
+  return solve(ctx, backend, model, moduli, 0, 1, 0, NULL, options, displacement, results);
+}
+
+vox_status vox_solve_elasticity_planned(vox_context *ctx, vox_backend *backend,
+                                        const vox_model *model, vox_solve_plan *plan,
+                                        const vox_solver_options *options, double *displacement,
+                                        vox_solve_result *results) {
+  return solve(ctx, backend, model, NULL, 0, 1, 0, plan, options, displacement, results);
 }

@@ -9,6 +9,7 @@
 
 #include "backend_ops.h"
 #include "voxfe/solver.h"
+#include "sparse_hierarchy.h"
 
 /* What a sparse solve allocated and how it went (benchmarks, tests). */
 typedef struct vox_sparse_stats {
@@ -49,5 +50,17 @@ typedef struct vox_sparse_stats {
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results, vox_sparse_stats *stats);
+
+/* The hierarchy the sparse solve of the model with these options builds
+ * (it needs no backend: vox_solve_plan_create builds it ahead). */
+vox_status vox_sparse_hierarchy_for(vox_context *ctx, const vox_model *model,
+                                    const vox_solver_options *options, vox_sparse_hierarchy *h);
+/* vox_sparse_solve_elasticity with that hierarchy built ahead (NULL: built
+ * here), which it takes over: zeroed on return, freed. */
+vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
+                                            const vox_model *model,
+                                            const vox_solver_options *options,
+                                            vox_sparse_hierarchy *prepared, double *displacement,
+                                            vox_solve_result *results, vox_sparse_stats *stats);
 
 #endif
