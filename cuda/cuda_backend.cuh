@@ -75,13 +75,20 @@ static inline unsigned vox_cuda_grid(size_t n) {
        i += (size_t)gridDim.x * blockDim.x)
 
 /* Entry i of a device vector of either precision (`single`: float, else
- * double), as a double: the sparse system's vectors (cuda_sparse.cu,
+ * double; VOX_SVEC_NODE4: float, a node's entries in 16 bytes), as a
+ * double: the sparse system's vectors (cuda_sparse.cu,
  * cuda_sparse_matrix.cu), whose precision is a run-time flag. */
+static __device__ __forceinline__ size_t vox_cuda_node4_index(size_t i) {
+  return 4 * (i / 3) + i % 3; /* VOX_SVEC_NODE4 (sparse_ops.h) */
+}
 static __device__ __forceinline__ double vox_cuda_ld(const void *p, int single, size_t i) {
+  if (single == VOX_SVEC_NODE4) return (double)((const float *)p)[vox_cuda_node4_index(i)];
   return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 static __device__ __forceinline__ void vox_cuda_st(void *p, int single, size_t i, double v) {
-  if (single)
+  if (single == VOX_SVEC_NODE4)
+    ((float *)p)[vox_cuda_node4_index(i)] = (float)v;
+  else if (single)
     ((float *)p)[i] = (float)v;
   else
     ((double *)p)[i] = v;

@@ -43,7 +43,9 @@ struct vox_sparse_level {
 };
 
 static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i, double v) {
-  if (single)
+  if (single == VOX_SVEC_NODE4)
+    atomicAdd((float *)p + vox_cuda_node4_index(i), (float)v);
+  else if (single)
     atomicAdd((float *)p + i, (float)v);
   else
     atomicAdd((double *)p + i, v);
@@ -101,7 +103,7 @@ static __device__ __forceinline__ void red6(float *p, const float v[6]) {
 /* ---- vectors ---------------------------------------------------------------- */
 
 static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
-  const size_t bytes = (n ? n : 1) * vox_svec_entry_bytes(single);
+  const size_t bytes = vox_svec_bytes(n ? n : 1, single);
   TRY(vox_cuda_alloc(be, &v->data, bytes, "a sparse vector"));
   v->n = n;
   v->single = single;
@@ -180,7 +182,7 @@ static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
   if (a == 0) {
     CUDA_TRY(
         be,
-        cudaMemsetAsync(v->data, 0, v->n * vox_svec_entry_bytes(v->single), vox_cuda_stream(be)),
+        cudaMemsetAsync(v->data, 0, vox_svec_bytes(v->n, v->single), vox_cuda_stream(be)),
         "clearing a vector");
     return VOX_OK;
   }
@@ -380,7 +382,7 @@ static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs
  * run-time precision flags. H100, the clinical sample's level 0: 258 ->
  * 224 us a step (2.35 TB/s of the 28 bytes a dof), 9.7 -> 9.5 ms a CG
  * iteration; 550^3 52.9 -> 51.7 ms. */
-template <bool AX, bool BETA>
+template <bool AX, bool AX4, bool BETA>
 static __global__ void block_smoother_float_kernel(size_t nodes, const float *__restrict__ b,
                                                    const float *__restrict__ ax,
                                                    const __nv_bfloat162 *__restrict__ w,
@@ -389,8 +391,13 @@ static __global__ void block_smoother_float_kernel(size_t nodes, const float *__
   const size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (m >= nodes) return;
   float r[3];
+  if (AX4) { /* ax in 16 bytes a node (VOX_SVEC_NODE4) */
+    const float4 a4 = reinterpret_cast<const float4 *>(ax)[m];
+    r[0] = b[3 * m] - a4.x, r[1] = b[3 * m + 1] - a4.y, r[2] = b[3 * m + 2] - a4.z;
+  } else {
 #pragma unroll
-  for (int c = 0; c < 3; c++) r[c] = AX ? b[3 * m + c] - ax[3 * m + c] : b[3 * m + c];
+    for (int c = 0; c < 3; c++) r[c] = AX ? b[3 * m + c] - ax[3 * m + c] : b[3 * m + c];
+  }
   float wm[6];
 #pragma unroll
   for (int k = 0; k < 3; k++) {
@@ -412,8 +419,9 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
                                       const vox_svec *w, double alpha, double beta, vox_svec *d,
                                       vox_svec *x) {
   const size_t nodes = x->n / 3;
-  if (w->single == VOX_SVEC_BF16 && b->single == 1 && (!ax || ax->single == 1) &&
-      d->single == 1 && x->single == 1) {
+  if (w->single == VOX_SVEC_BF16 && b->single == 1 &&
+      (!ax || ax->single == 1 || ax->single == VOX_SVEC_NODE4) && d->single == 1 &&
+      x->single == 1) {
     const unsigned blocks = vox_cuda_blocks(nodes, VOX_CUDA_THREADS);
     if (blocks == 0) return VOX_OK;
     const float *bf = (const float *)b->data, *af = ax ? (const float *)ax->data : NULL;
@@ -421,18 +429,16 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
     float *df = (float *)d->data, *xf = (float *)x->data;
     const float a = (float)alpha, bt = (float)beta;
     cudaStream_t stream = vox_cuda_stream(be);
-    if (af && beta != 0)
-      block_smoother_float_kernel<true, true>
-          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
-    else if (af)
-      block_smoother_float_kernel<true, false>
-          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
-    else if (beta != 0)
-      block_smoother_float_kernel<false, true>
-          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
-    else
-      block_smoother_float_kernel<false, false>
-          <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
+    const int layout = !af ? 0 : ax->single == VOX_SVEC_NODE4 ? 2 : 1;
+    void (*kernel)(size_t, const float *, const float *, const __nv_bfloat162 *, float, float,
+                   float *, float *) =
+        layout == 2 ? (beta != 0 ? block_smoother_float_kernel<true, true, true>
+                                 : block_smoother_float_kernel<true, true, false>)
+        : layout == 1 ? (beta != 0 ? block_smoother_float_kernel<true, false, true>
+                                   : block_smoother_float_kernel<true, false, false>)
+                      : (beta != 0 ? block_smoother_float_kernel<false, false, true>
+                                   : block_smoother_float_kernel<false, false, false>);
+    kernel<<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
     CUDA_LAUNCHED(be, "a block smoother step");
     return VOX_OK;
   }
@@ -670,6 +676,13 @@ static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restri
       if (from_prev) v[c] += handed;
     }
     if (!live) continue;
+    if (ys == VOX_SVEC_NODE4) { /* a node's three in one 16-byte atomic */
+      float4 *y4 = (float4 *)y;
+      atomicAdd(y4 + node[left], make_float4((float)v[0], (float)v[1], (float)v[2], 0.f));
+      if (!to_next)
+        atomicAdd(y4 + node[right], make_float4((float)v[3], (float)v[4], (float)v[5], 0.f));
+      continue;
+    }
     const size_t at = 3 * (size_t)node[left];
     if (l.element_nodes_x1) { /* the two corners' entries need not be adjacent */
       const size_t at1 = 3 * (size_t)node[right];
@@ -732,7 +745,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   const int full = flags & VOX_APPLY_FULL;
   cudaStream_t stream = vox_cuda_stream(be);
   CUDA_TRY(be,
-           cudaMemsetAsync(y->data, 0, y->n * (y->single ? sizeof(float) : sizeof(double)), stream),
+           cudaMemsetAsync(y->data, 0, vox_svec_bytes(y->n, y->single), stream),
            "clearing a product");
   if (flags & VOX_APPLY_SINGLE)
     launch_product<float>(l, l->ke32, x, y, full, stream);
@@ -1015,6 +1028,7 @@ static void recording_free(vox_backend *be, void *recording) {
 
 static vox_sparse_ops make_ops(void) {
   vox_sparse_ops o = {};
+  o.node4 = 1;
   o.vec_create = vec_create;
   o.vec_destroy = vec_destroy;
   o.vec_upload = vec_upload;

@@ -29,16 +29,27 @@
  * smoother's inverse blocks in mixed precision are bfloat16 (`single` ==
  * VOX_SVEC_BF16: 8 bits of mantissa, float's range), which only
  * vec_create, vec_destroy, vec_set, vec_scatter, vec_upload, vec_download,
- * inv_block_diagonal and block_smoother_step take. */
+ * inv_block_diagonal and block_smoother_step take. On a backend with
+ * `node4` set, the V-cycle's products A x are float vectors with each
+ * node's three entries in 16 bytes, a fourth (zero) padding them (`single`
+ * == VOX_SVEC_NODE4: entry i at float 4 (i / 3) + i % 3): the product adds
+ * a node's three as one 16-byte atomic where they would straddle two or
+ * three; apply's y, the smoother steps' and the restriction's ax, and
+ * vec_create, vec_destroy, vec_set take them. */
 typedef struct vox_svec {
   void *data;
   size_t n;
   int single;
 } vox_svec;
-enum { VOX_SVEC_BF16 = 2 };
+enum { VOX_SVEC_BF16 = 2, VOX_SVEC_NODE4 = 3 };
 
 static inline size_t vox_svec_entry_bytes(int single) {
   return single == VOX_SVEC_BF16 ? 2 : single ? sizeof(float) : sizeof(double);
+}
+/* The bytes of a vector of n entries. */
+static inline size_t vox_svec_bytes(size_t n, int single) {
+  return single == VOX_SVEC_NODE4 ? (n + 2) / 3 * 4 * sizeof(float)
+                                  : n * vox_svec_entry_bytes(single);
 }
 /* float <-> bfloat16, rounding to the nearest (ties to even), as CUDA's
  * __float2bfloat16 */
@@ -182,6 +193,8 @@ static inline void vox_block_invert(const double in[6], unsigned fixed, double o
 }
 
 typedef struct vox_sparse_ops {
+  /* VOX_SVEC_NODE4 vectors taken (see vox_svec) */
+  int node4;
   vox_status (*vec_create)(vox_backend *be, size_t n, int single, vox_svec *v); /* zeroed */
   void (*vec_destroy)(vox_backend *be, vox_svec *v);
   vox_status (*vec_upload)(vox_backend *be, vox_svec *v, const double *host);

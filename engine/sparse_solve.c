@@ -110,6 +110,12 @@ typedef struct sparse_system {
   double cg_seconds, level_seconds[16];
 } sparse_system;
 
+/* The float layout of the V-cycle's products A x (sparse_ops.h; SA's
+ * matrix operations take plain vectors). */
+static int product_layout(const sparse_system *s) {
+  return s->o->node4 && !s->sa ? VOX_SVEC_NODE4 : 1;
+}
+
 /* The time after the backend's queued work, when profiling. */
 static double mark(sparse_system *s) {
   if (!s->profile) return 0;
@@ -122,7 +128,7 @@ static void charge(sparse_system *s, int l, double since) {
 
 static vox_status vec(sparse_system *s, size_t n, int single, vox_svec *v) {
   TRY(s->o->vec_create(s->be, n, single, v));
-  s->bytes += n * vox_svec_entry_bytes(single);
+  s->bytes += vox_svec_bytes(n, single);
   return VOX_OK;
 }
 
@@ -284,10 +290,10 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
 
 static vox_status precondition(sparse_system *s) {
   sparse_level *l0 = &s->level[0];
-  /* the V-cycle's fine residual: q is dead here; float in mixed precision,
-   * like the rest of the preconditioner */
+  /* the V-cycle's fine products: q is dead here; float in mixed precision,
+   * like the rest of the preconditioner (fine_vectors) */
   l0->r = s->q;
-  if (s->options.precision == VOX_PRECISION_MIXED) l0->r.single = 1;
+  if (s->options.precision == VOX_PRECISION_MIXED) l0->r.single = product_layout(s);
   TRY(vcycle(s, 0, s->r_single.data ? &s->r_single : &s->r, &s->z));
   return s->o->zero_fixed(s->be, l0->op, &s->z);
 }
@@ -412,10 +418,12 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     b += lv->n_elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
                            (l == 0 ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
-    if (l == 0) /* u, r, p, q; z; d (in q in mixed precision) or r in float */
-      b += n * (4 * sizeof(double) + 2 * fs) + inverse;
+    /* the products' 16 bytes a node (VOX_SVEC_NODE4) in mixed precision */
+    const int node4 = mixed && be->ops->sparse->node4;
+    if (l == 0) /* u, r, p, q; z; r in float; d (in q unless node4) */
+      b += n * (4 * sizeof(double) + 2 * fs + (node4 ? fs : 0)) + inverse;
     else if (l < h->n_levels - 1) /* b, x, r, d */
-      b += n * 4 * fs + inverse;
+      b += n * 3 * fs + (node4 ? vox_svec_bytes(n, VOX_SVEC_NODE4) : n * fs) + inverse;
     else {
       b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
       if (be->ops->device_memory && n <= be->ops->dense_coarse_dofs)
@@ -434,7 +442,10 @@ static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
   TRY(vec(s, lv->n_dofs, mixed, &s->z));
   if (mixed) {
     TRY(vec(s, lv->n_dofs, 1, &s->r_single));
-    /* d over q's second half (the V-cycle's residual is its first) */
+    /* the V-cycle's products A x over q, in 16 bytes a node where the
+     * backend takes that (VOX_SVEC_NODE4), and d then a vector of its own,
+     * else over q's second half */
+    if (product_layout(s) == VOX_SVEC_NODE4) return vec(s, lv->n_dofs, 1, &lv->d);
     lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
     lv->d_lent = 1;
     return VOX_OK;
@@ -483,7 +494,8 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
       TRY(fine_vectors(s, lv, mixed));
     } else if (l < last) {
       vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
-      for (size_t i = 0; i < 4; i++) TRY(vec(s, lv->n_dofs, mixed, v[i]));
+      for (size_t i = 0; i < 4; i++)
+        TRY(vec(s, lv->n_dofs, mixed && v[i] == &lv->r ? product_layout(s) : mixed, v[i]));
     } else {
       TRY(vec(s, lv->n_dofs, 0, &lv->b));
       TRY(vec(s, lv->n_dofs, 0, &lv->x));
