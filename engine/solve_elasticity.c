@@ -125,22 +125,37 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
 }
 
 /* Whether a solve takes the sparse (bone-only) storage: asked for, or AUTO
- * on a porous elasticity model with the multigrid preconditioner and the
- * materials' own moduli (the sparse levels take E from a label's material,
- * so densities and per-element moduli keep the full box); `backend` NULL:
- * one with a sparse solver. */
-static int use_sparse(const vox_backend *backend, const vox_model *model, int per_element_moduli,
+ * on a porous elasticity model with the multigrid preconditioner and no
+ * densities (the sparse levels take E from a label's material or from
+ * per-element moduli, not from a SIMP law); `backend` NULL: one with a
+ * sparse solver. */
+static int use_sparse(const vox_backend *backend, const vox_model *model, int densities,
                       const vox_solver_options *options) {
   if (options->storage == VOX_STORAGE_SPARSE) return 1;
-  if (options->storage != VOX_STORAGE_AUTO || per_element_moduli ||
-      (backend && !backend->ops->sparse) ||
+  if (options->storage != VOX_STORAGE_AUTO || densities || (backend && !backend->ops->sparse) ||
       model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID ||
       options->smoother != VOX_SMOOTHER_CHEBYSHEV)
     return 0;
   const int64_t ne = vox_grid_elements(&model->grid);
   int64_t solid = 0;
+#pragma omp parallel for schedule(static) reduction(+ : solid)
   for (int64_t e = 0; e < ne; e++) solid += model->label[e] != 0;
   return (double)solid < VOX_SPARSE_AUTO_FRACTION * (double)ne;
+}
+
+/* The caller's element moduli: positive and finite on every non-empty
+ * voxel (the first that is not is named). */
+static vox_status check_moduli(vox_context *ctx, const vox_model *model, const double *moduli) {
+  const int64_t ne = vox_grid_elements(&model->grid);
+  int64_t bad = ne;
+#pragma omp parallel for schedule(static) reduction(min : bad)
+  for (int64_t i = 0; i < ne; i++)
+    if (model->label[i] && !(moduli[i] > 0 && moduli[i] < 1e300) && i < bad) bad = i;
+  if (bad < ne)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element %lld: modulus %g is not a positive number", (long long)bad,
+                     moduli[bad]);
+  return VOX_OK;
 }
 
 /* The element moduli of the caller in place of the materials' (0 for empty
@@ -150,14 +165,7 @@ static vox_status set_moduli(vox_context *ctx, const vox_model *model, vox_fem *
   const size_t ne = fem->n_elements;
   double *e = malloc(ne * sizeof *e);
   if (!e) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (size_t i = 0; i < ne; i++) {
-    e[i] = model->label[i] ? moduli[i] : 0;
-    if (model->label[i] && !(e[i] > 0 && e[i] < 1e300)) {
-      free(e);
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element %zu: modulus %g is not a positive number",
-                       i, moduli[i]);
-    }
-  }
+  for (size_t i = 0; i < ne; i++) e[i] = model->label[i] ? moduli[i] : 0;
   const vox_backend_ops *o = fem->be->ops;
   vox_status s = o->vec_upload(fem->be, &fem->e_solid, e);
   if (s == VOX_OK) s = o->vec_upload(fem->be, &fem->moduli, e);
@@ -169,15 +177,16 @@ struct vox_solve_plan {
   vox_sparse_hierarchy hierarchy; /* n_levels 0: none */
 };
 
-vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model,
+vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model, const double *moduli,
                                  const vox_solver_options *options, vox_solve_plan **out) {
   *out = NULL;
+  if (moduli) TRY(check_moduli(ctx, model, moduli));
   vox_solve_plan *plan = calloc(1, sizeof *plan);
   if (!plan) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   /* the sparse storage of a backend that has it (both have) */
   vox_status s = VOX_OK;
-  if (options->storage == VOX_STORAGE_SPARSE || use_sparse(NULL, model, 0, options))
-    s = vox_sparse_hierarchy_for(ctx, model, options, &plan->hierarchy);
+  if (use_sparse(NULL, model, 0, options))
+    s = vox_sparse_hierarchy_for(ctx, model, moduli, options, &plan->hierarchy);
   if (s != VOX_OK) {
     vox_solve_plan_free(plan);
     return s;
@@ -197,15 +206,15 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
                         vox_solve_plan *plan, const vox_solver_options *options,
                         double *displacement, vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
-  /* per-element moduli keep the full box, as densities do (AUTO) */
-  if (use_sparse(backend, model, use_density || moduli, options)) {
-    if (use_density || moduli)
-      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities or "
-                                                 "per-element moduli");
+  if (moduli) TRY(check_moduli(ctx, model, moduli));
+  /* densities keep the full box (AUTO) */
+  if (use_sparse(backend, model, use_density, options)) {
+    if (use_density)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse storage takes no densities");
     vox_sparse_hierarchy *prepared =
         plan && plan->hierarchy.n_levels > 0 ? &plan->hierarchy : NULL;
-    return vox_sparse_solve_elasticity_with(ctx, backend, model, options, prepared, displacement,
-                                            results, NULL);
+    return vox_sparse_solve_elasticity_with(ctx, backend, model, moduli, options, prepared,
+                                            displacement, results, NULL);
   }
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
@@ -260,8 +269,10 @@ vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
 }
 
 vox_status vox_solve_elasticity_planned(vox_context *ctx, vox_backend *backend,
-                                        const vox_model *model, vox_solve_plan *plan,
-                                        const vox_solver_options *options, double *displacement,
-                                        vox_solve_result *results) {
-  return solve(ctx, backend, model, NULL, 0, 1, 0, plan, options, displacement, results);
+                                        const vox_model *model, const double *moduli,
+                                        vox_solve_plan *plan, const vox_solver_options *options,
+                                        double *displacement, vox_solve_result *results) {
+  if (moduli && model->physics != VOX_PHYSICS_ELASTICITY)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
+  return solve(ctx, backend, model, moduli, 0, 1, 0, plan, options, displacement, results);
 }

@@ -160,6 +160,12 @@ static vox_status next_box_moduli(vox_context *ctx, const vox_sparse_hierarchy *
 
 vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
                                       int levels, int split, vox_sparse_hierarchy *h) {
+  return vox_sparse_hierarchy_build_moduli(ctx, model, NULL, nu, levels, split, h);
+}
+
+vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *model,
+                                             const double *moduli, double nu, int levels,
+                                             int split, vox_sparse_hierarchy *h) {
   memset(h, 0, sizeof *h);
   for (int i = 0; i < model->n_materials; i++)
     h->table[model->materials[i].label] = model->materials[i].youngs_modulus;
@@ -216,12 +222,20 @@ vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, 
                      &map);
     if (s == VOX_OK && lv->n_elements == 0)
       s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
-    if (s == VOX_OK && l == 0) {
+    if (s == VOX_OK && l == 0 && moduli) {
+      lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
+      if (!lv->modulus) s = no_memory(ctx, "moduli");
+      const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
+#pragma omp parallel for schedule(static)
+      for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = (float)moduli[lv->element_box[e]];
+    } else if (s == VOX_OK && l == 0) {
       lv->material = malloc(lv->n_elements);
       if (!lv->material) s = no_memory(ctx, "materials");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
 #pragma omp parallel for schedule(static)
       for (ptrdiff_t e = 0; e < ne; e++) lv->material[e] = model->label[lv->element_box[e]];
+    }
+    if (s == VOX_OK && l == 0) {
       /* the constraints' fixed bits (one on a node outside the bone fixes
        * nothing the system holds) */
       for (size_t c = 0; s == VOX_OK && c < model->n_constraints; c++) {

@@ -23,7 +23,7 @@ typedef struct vox_sparse_host_level {
   int32_t *element_nodes_x1;  /* 4 per element, split levels only (sparse_split.h) */
   int64_t *element_box;       /* box index of each element */
   uint8_t *material;          /* level 0: the label of each element */
-  float *modulus;             /* coarse levels: per element */
+  float *modulus;             /* coarse levels (and level 0 with moduli): per element */
   uint8_t *node_fixed;        /* per node, bits of fixed components */
   int64_t *node_box;          /* box node index of each node */
   uint32_t *parent;           /* per node, into the next level; NULL on the last */
@@ -73,6 +73,12 @@ static inline int vox_sparse_coarse_candidates(int64_t a, int64_t n, int64_t out
  * connectivity (sparse_split.h); else each is the plain coarse voxel image. */
 vox_status vox_sparse_hierarchy_build(vox_context *ctx, const vox_model *model, double nu,
                                       int levels, int split, vox_sparse_hierarchy *h);
+/* The same with each element's Young's modulus moduli[e] (a box element's,
+ * as vox_solve_elasticity_moduli takes them; NULL: its material's): level
+ * 0 then holds them in float, as the coarse levels do. */
+vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *model,
+                                             const double *moduli, double nu, int levels,
+                                             int split, vox_sparse_hierarchy *h);
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h);
 
 /* The level as a backend description. */

@@ -416,7 +416,7 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     /* 6 bfloat16 or 3 entries a node (element_smoother) */
     const size_t inverse = l < block_levels ? 2 * n * (mixed ? 2 : fs) : n * fs;
     b += lv->n_elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
-                           (l == 0 ? 1 : sizeof(float)));
+                           (lv->material ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
     /* the products' 16 bytes a node (VOX_SVEC_NODE4) in mixed precision */
     const int node4 = mixed && be->ops->sparse->node4;
@@ -643,23 +643,24 @@ static vox_status solve_kind(vox_context *ctx, const vox_model *model,
 }
 
 vox_status vox_sparse_hierarchy_for(vox_context *ctx, const vox_model *model,
-                                    const vox_solver_options *options, vox_sparse_hierarchy *h) {
+                                    const double *moduli, const vox_solver_options *options,
+                                    vox_sparse_hierarchy *h) {
   int use_sa = 0, split = 0;
   double nu = 0;
   TRY(solve_kind(ctx, model, options, &use_sa, &split, &nu));
-  return vox_sparse_hierarchy_build(ctx, model, nu,
-                                    use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, h);
+  return vox_sparse_hierarchy_build_moduli(
+      ctx, model, moduli, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, h);
 }
 
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results, vox_sparse_stats *stats) {
-  return vox_sparse_solve_elasticity_with(ctx, be, model, options, NULL, displacement, results,
-                                          stats);
+  return vox_sparse_solve_elasticity_with(ctx, be, model, NULL, options, NULL, displacement,
+                                          results, stats);
 }
 
 vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
-                                            const vox_model *model,
+                                            const vox_model *model, const double *moduli,
                                             const vox_solver_options *options,
                                             vox_sparse_hierarchy *prepared, double *displacement,
                                             vox_solve_result *results, vox_sparse_stats *stats) {
@@ -684,8 +685,8 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   const vox_grid *g = &model->grid;
   const size_t nb = (size_t)vox_grid_nodes(g);
   if (!prepared)
-    st = vox_sparse_hierarchy_build(ctx, model, nu,
-                                    use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, &h);
+    st = vox_sparse_hierarchy_build_moduli(
+        ctx, model, moduli, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, &h);
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;

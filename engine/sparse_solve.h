@@ -51,14 +51,18 @@ vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const 
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results, vox_sparse_stats *stats);
 
-/* The hierarchy the sparse solve of the model with these options builds
- * (it needs no backend: vox_solve_plan_create builds it ahead). */
+/* The hierarchy the sparse solve of the model with these options (and
+ * element moduli, or NULL) builds: it needs no backend, so
+ * vox_solve_plan_create builds it ahead. */
 vox_status vox_sparse_hierarchy_for(vox_context *ctx, const vox_model *model,
-                                    const vox_solver_options *options, vox_sparse_hierarchy *h);
-/* vox_sparse_solve_elasticity with that hierarchy built ahead (NULL: built
- * here), which it takes over: zeroed on return, freed. */
+                                    const double *moduli, const vox_solver_options *options,
+                                    vox_sparse_hierarchy *h);
+/* vox_sparse_solve_elasticity with each element's Young's modulus
+ * moduli[e] (as vox_solve_elasticity_moduli; NULL: its material's) and
+ * the hierarchy built ahead for them (NULL: built here), which it takes
+ * over: zeroed on return, freed. */
 vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
-                                            const vox_model *model,
+                                            const vox_model *model, const double *moduli,
                                             const vox_solver_options *options,
                                             vox_sparse_hierarchy *prepared, double *displacement,
                                             vox_solve_result *results, vox_sparse_stats *stats);

@@ -171,15 +171,18 @@ static void check_compact_fields(vox_context *ctx, vox_backend *be) {
     for (int s = 0; s < 3; s++) CHECK(compact[(12 + s) * nb + k] == full[(12 + s) * ne + e]);
     k++;
   }
-  /* per-element moduli on this porous model (AUTO would take the sparse
-   * storage, which knows only the materials' E): the same displacement as
-   * the full box's with those moduli, not the materials' */
+  /* per-element moduli on this porous model (AUTO takes the sparse
+   * storage, which holds them in float: these are exact there): the same
+   * displacement as the full box's with those moduli, not the materials';
+   * a modulus that is not positive is refused by either storage */
   double *moduli = malloc(ne * sizeof *moduli), *u2 = calloc(3 * nn, sizeof *u2);
   double *u3 = calloc(3 * nn, sizeof *u3);
   for (size_t e = 0; e < ne; e++) moduli[e] = e / 64 < 4 ? 500 : 3000; /* in series */
   CHECK_OK(ctx, vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u2, &res));
+  CHECK(res.storage == VOX_STORAGE_SPARSE);
   opt.storage = VOX_STORAGE_FULL_BOX;
   CHECK_OK(ctx, vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u3, &res));
+  CHECK(res.storage == VOX_STORAGE_FULL_BOX);
   double diff = 0, diff_materials = 0, top = 0;
   for (size_t d = 0; d < 3 * nn; d++) {
     diff = fmax(diff, fabs(u2[d] - u3[d]));
@@ -187,8 +190,17 @@ static void check_compact_fields(vox_context *ctx, vox_backend *be) {
     top = fmax(top, fabs(u3[d]));
   }
   CHECK(diff < 1e-8 * top && diff_materials > 1e-3 * top);
-  opt.storage = VOX_STORAGE_SPARSE; /* asked for: refused, not ignored */
-  CHECK(vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u2, &res) == VOX_ERR_UNSUPPORTED);
+  for (int storage = 0; storage < 2; storage++) {
+    opt.storage = storage ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
+    const double keep = moduli[list[3]];
+    moduli[list[3]] = -1;
+    CHECK(vox_solve_elasticity_moduli(ctx, be, &m, moduli, &opt, u2, &res) ==
+          VOX_ERR_INVALID_ARGUMENT);
+    char want[64];
+    snprintf(want, sizeof want, "element %lld: modulus -1 ", (long long)list[3]);
+    CHECK(strstr(vox_context_message(ctx), want) != NULL);
+    moduli[list[3]] = keep;
+  }
   free(moduli), free(u2), free(u3);
   list[1] = list[0]; /* not increasing */
   CHECK(vox_analysis_fields(ctx, &m, NULL, u, r2, &f2, NULL, 0, NULL) ==

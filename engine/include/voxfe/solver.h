@@ -142,7 +142,9 @@ vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vo
  * the Young's modulus moduli[e] (MPa, positive; nx*ny*nz entries, those of
  * empty voxels ignored) in place of its material's: heterogeneous tissue
  * moduli, for example from CT intensity (vox_intensity_moduli). The Poisson
- * ratio stays that of the materials in use. Elasticity models only. */
+ * ratio stays that of the materials in use. Elasticity models only. The
+ * sparse storage holds the moduli in float (a relative 6e-8: the solution
+ * is that of the moduli so rounded). */
 vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
                                        const vox_model *model, const double *moduli,
                                        const vox_solver_options *options, double *displacement,
@@ -152,19 +154,21 @@ vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
  * vox_solve_elasticity would solve in the sparse storage, the multigrid
  * hierarchy (the split coarse levels: 0.2 s of a clinical sample on 16
  * cores). A program builds the plan while the device starts
- * (vox_device_warm_up_start) and solves with it; the model and the options
- * must stay as they were. A plan of another storage is empty: the solve
- * then builds what it needs itself. */
+ * (vox_device_warm_up_start) and solves with it; the model, the element
+ * moduli (as vox_solve_elasticity_moduli takes them; NULL: the materials')
+ * and the options must stay as they were. A plan of another storage is
+ * empty: the solve then builds what it needs itself. */
 typedef struct vox_solve_plan vox_solve_plan;
-vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model,
+vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model, const double *moduli,
                                  const vox_solver_options *options, vox_solve_plan **out);
 void vox_solve_plan_free(vox_solve_plan *plan);
-/* vox_solve_elasticity without density, with a plan of this model and
+/* vox_solve_elasticity without density (moduli NULL) or
+ * vox_solve_elasticity_moduli, with a plan of this model, these moduli and
  * these options (spent by the solve; NULL: none). */
 vox_status vox_solve_elasticity_planned(vox_context *ctx, vox_backend *backend,
-                                        const vox_model *model, vox_solve_plan *plan,
-                                        const vox_solver_options *options, double *displacement,
-                                        vox_solve_result *results);
+                                        const vox_model *model, const double *moduli,
+                                        vox_solve_plan *plan, const vox_solver_options *options,
+                                        double *displacement, vox_solve_result *results);
 
 #ifdef __cplusplus
 }
