@@ -5,7 +5,6 @@
  * unless the run succeeds. */
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,7 +337,6 @@ typedef struct run_state {
   double *moduli; /* per grid element, with --modulus-from-intensity */
   uint8_t *bone;
   int64_t *bone_elements; /* the non-empty voxels, in element order */
-  size_t bone_count;
   int64_t *plate_dofs;
   char *history;
   char sample[256];
@@ -348,30 +346,7 @@ typedef struct run_state {
   vox_solve_plan *plan;           /* the solve's hierarchy, built while it starts */
   vox_result_writer *writer;      /* the result file, written beside the fields */
   vox_n88model_writer *n88;       /* or the .n88model file, likewise */
-  pthread_t touch;                /* touching the fields' arrays (touch_start) */
-  int touching;
 } run_state;
-
-/* The reactions' and the fields' arrays (0.7 GB of fresh pages on a
- * clinical sample) touched by a thread while the device iterates, so that
- * the fields pass after the solve writes into mapped memory. */
-static void *touch_main(void *arg) {
-  run_state *r = arg;
-  const size_t nn = (size_t)vox_grid_nodes(&r->model.grid), bone = r->bone_count;
-  double *const area[] = {r->reaction, r->strain, r->stress, r->sed, r->vm, r->eff};
-  const size_t n[] = {3 * nn, 6 * bone, 6 * bone, bone, bone, bone};
-  for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) memset(area[i], 0, n[i] * sizeof(double));
-  return NULL;
-}
-
-static void touch_start(run_state *r) {
-  if (!r->touching) r->touching = pthread_create(&r->touch, NULL, touch_main, r) == 0;
-}
-
-static void touch_finish(run_state *r) {
-  if (r->touching) pthread_join(r->touch, NULL);
-  r->touching = 0;
-}
 
 /* The output file's writer thread, of either format. */
 static vox_status start_writer(vox_context *ctx, const settings *s, const vox_model *m,
@@ -383,20 +358,17 @@ static vox_status start_writer(vox_context *ctx, const settings *s, const vox_mo
 }
 
 /* The solve's progress: once it iterates on the device, the writer does
- * its own host work and the fields' arrays are touched (nothing is
- * printed; the solve's time is, after it). */
+ * its own host work (nothing is printed; the solve's time is, after it). */
 static int on_solve_progress(const vox_progress *p, void *user) {
   run_state *r = user;
   if (p->stage && strcmp(p->stage, "solve: iterating") == 0) {
     if (r->writer) vox_result_writer_solving(r->writer);
     if (r->n88) vox_n88model_writer_solving(r->n88);
-    touch_start(r);
   }
   return 0;
 }
 
 static void free_state(run_state *r) {
-  touch_finish(r);
   vox_result_writer_cancel(r->writer); /* first: they read the model and the fields */
   vox_n88model_writer_cancel(r->n88);
   vox_device_warm_up_finish(r->warm_up); /* no exit while the device is starting */
@@ -608,7 +580,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   size_t bone = 0;
   vs = vox_bone_elements(ctx, m, &r.bone_elements, &bone);
-  r.bone_count = bone;
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
@@ -690,7 +661,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_solve_plan_free(r.plan);
   r.plan = NULL;
   vox_context_set_progress(ctx, NULL, NULL);
-  touch_finish(&r);
   vox_device_warm_up_finish(r.warm_up);
   r.warm_up = NULL;
   const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
