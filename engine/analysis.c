@@ -304,11 +304,13 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
   /* One pass over the elements (or the listed bone elements), in parallel:
    * each element writes its own fields (entry t); the reactions are summed
    * into the constrained dofs only (the plates: few, so atomic adds cost
-   * little), the shares per thread. */
+   * little), the shares per thread. In chunks taken as threads come free:
+   * voxfe-analyze's writer thread shares a core meanwhile, and a static
+   * slab on that core held the whole pass back. */
   double share_sum[256] = {0};
   const int threads = vox_context_threads(ctx);
 #pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) \
-    schedule(static) reduction(+ : share_sum[:256])
+    schedule(dynamic, 4096) reduction(+ : share_sum[:256])
   for (int64_t t = 0; t < n_loop; t++) {
     const int64_t e = list ? list[t] : t;
     const int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);

@@ -8,7 +8,8 @@
  * ranks are copied out (usually a small part of the values) and the ranks
  * selected there exactly. The values themselves are never copied or
  * reordered. Sums go by fixed chunks in chunk order, so every result is the
- * same on any number of threads. Few values (below RADIX_MIN) take the
+ * same on any number of threads; threads take the chunks as they come
+ * free (a writer thread may share a core meanwhile). Few values (below RADIX_MIN) take the
  * serial selection on a copy. */
 #include "voxfe/analysis.h"
 
@@ -112,7 +113,7 @@ static vox_status radix_select(vox_context *ctx, const field *f, const size_t *r
 #pragma omp parallel num_threads(threads)
   {
     uint32_t *h = hist + (size_t)omp_get_thread_num() * RADIX_BUCKETS;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (ptrdiff_t c = 0; c < chunks; c++) {
       const size_t end = chunk_end(c, f->n);
       for (size_t i = (size_t)c * CHUNK; i < end; i++)
@@ -152,7 +153,7 @@ static vox_status radix_select(vox_context *ctx, const field *f, const size_t *r
   for (int q = 0; q < n_buckets; q++)
     failed |= !(buf[q] = malloc((total[bucket[q] + 1] - total[bucket[q]]) * sizeof *buf[q]));
   if (!failed) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
     for (ptrdiff_t c = 0; c < chunks; c++) {
       const size_t end = chunk_end(c, f->n);
       size_t count[MAX_RANKS] = {0}, at[MAX_RANKS] = {0};
@@ -251,7 +252,7 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
   const ptrdiff_t chunks = (ptrdiff_t)((n + CHUNK - 1) / CHUNK);
   double *part = malloc(((size_t)chunks + 1) * 4 * sizeof *part);
   if (!part) return out_of_memory(ctx);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (ptrdiff_t c = 0; c < chunks; c++) {
     const size_t end = chunk_end(c, n);
     double count = 0, sum = 0, lo = INFINITY, hi = -INFINITY;
@@ -279,7 +280,7 @@ vox_status vox_field_statistics(vox_context *ctx, const double *values, size_t n
     return VOX_OK;
   }
   const double mean = sum / (double)m;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (ptrdiff_t c = 0; c < chunks; c++) {
     const size_t end = chunk_end(c, n);
     double ss = 0;

@@ -53,7 +53,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   if (!map) return no_memory(ctx, "node map");
   *box_to_node = map;
   const int32_t mark = full_box ? 0 : -1;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (int64_t n = 0; n < nb; n++) map[n] = mark;
   /* the elements of each layer counted, and their nodes marked (benign
    * races: every writer writes 0) */
@@ -61,7 +61,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   l->element_layer_start = malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
   if (!l->node_layer_start || !l->element_layer_start) return no_memory(ctx, "layers");
   size_t *count = l->element_layer_start, *node_count = l->node_layer_start;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < nz; k++) {
     size_t c = 0;
     for (int64_t j = 0; j < ny; j++)
@@ -78,7 +78,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   /* the active nodes of each node layer, then the layers' starts (prefix
    * sums), then each layer numbered in box order on its own thread: the
    * same numbers as one pass over the box */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < pz; k++) {
     size_t c = 0;
     for (int64_t m = k * px * py; m < (k + 1) * px * py; m++) c += map[m] == 0;
@@ -98,7 +98,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   if (nn > INT32_MAX)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "the sparse system holds at most 2^31 nodes a level");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < pz; k++) {
     int32_t next = (int32_t)l->node_layer_start[k];
     for (int64_t m = k * px * py; m < (k + 1) * px * py; m++)
@@ -112,11 +112,11 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   l->element_box = malloc((ne ? ne : 1) * sizeof *l->element_box);
   if (!l->node_box || !l->node_fixed || !l->element_nodes || !l->element_box)
     return no_memory(ctx, "nodes and elements");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (int64_t m = 0; m < nb; m++)
     if (map[m] >= 0) l->node_box[map[m]] = m;
   /* elements in box order, each layer from its start */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < nz; k++) {
     size_t next = l->element_layer_start[k];
     for (int64_t j = 0; j < ny; j++)
@@ -142,7 +142,7 @@ static vox_status next_box_moduli(vox_context *ctx, const vox_sparse_hierarchy *
   const vox_grid g = lv->grid, c = vox_grid_coarsen(&g);
   float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
   if (!next) return no_memory(ctx, "coarse moduli");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t kc = 0; kc < c.nz; kc++) {
     const size_t e0 = lv->element_layer_start[2 * kc];
     const size_t e1 = lv->element_layer_start[2 * kc + 2 < g.nz ? 2 * kc + 2 : g.nz];
@@ -226,13 +226,13 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
       lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
       for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = (float)moduli[lv->element_box[e]];
     } else if (s == VOX_OK && l == 0) {
       lv->material = malloc(lv->n_elements);
       if (!lv->material) s = no_memory(ctx, "materials");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
       for (ptrdiff_t e = 0; e < ne; e++) lv->material[e] = model->label[lv->element_box[e]];
     }
     if (s == VOX_OK && l == 0) {
@@ -246,7 +246,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
       lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
       for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = box_mod[lv->element_box[e]];
     }
     if (s == VOX_OK && l > 0) {
@@ -279,10 +279,10 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
         s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
       if (s == VOX_OK) {
         const ptrdiff_t cn_el = (ptrdiff_t)lv->n_elements;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
         for (ptrdiff_t e = 0; e < cn_el; e++) emap[lv->element_box[e]] = (int32_t)e;
         const int64_t fnx = f->grid.nx, fny = f->grid.ny;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
         for (size_t e = 0; e < f->n_elements; e++) {
           const int64_t b = f->element_box[e];
           const int64_t i = b % fnx, j = (b / fnx) % fny, k = b / (fnx * fny);

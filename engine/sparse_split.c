@@ -1,6 +1,8 @@
 /* Coarse levels that follow the bone's connectivity (sparse_split.h). Every
  * pass is parallel: the joins through a lock-free union-find
- * (union_find.h), the numbering per layer of the coarse box.
+ * (union_find.h), the numbering per layer of the coarse box; threads take
+ * layers or chunks as they come free, since voxfe-analyze builds this
+ * while its device warm-up and writer threads share the cores.
  *
  *  1. pieces: the fine elements are joined where they share a fine node
  *     and lie in one coarse cell; the sets are the pieces, numbered in the
@@ -69,7 +71,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   /* each fine element's coarse cell, a fine layer a thread (one division
    * an element: the box index less its layer's start) */
   const int64_t fnx = f->grid.nx, fplane = fnx * f->grid.ny;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < f->grid.nz; k++)
     for (size_t e = els[k]; e < els[k + 1]; e++) {
       const int64_t r = f->element_box[e] - k * fplane, j = r / fnx, i = r - j * fnx;
@@ -83,7 +85,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     {
       int64_t *first = malloc((size_t)plane * sizeof *first);
       if (!first) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
       for (int64_t kc = 0; kc < cnz; kc++) {
         if (!first) continue;
         FINE_RANGE(kc);
@@ -98,12 +100,12 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     }
     if (failed) return no_memory(ctx, "pieces");
   } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
     for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
   }
   /* an element at each node's corner; two at one (the copies of a coarse
    * level's node) lie in one fine cell and share the node: joined */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t e = 0; e < nfe; e++) {
     int32_t node[8];
     vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
@@ -118,7 +120,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     }
   }
   /* the elements at one node in one coarse cell */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t m = 0; m < (copies ? nfn : 0); m++) {
     int64_t cell[8];
     const int32_t *at = sp->node_elem + 8 * m;
@@ -137,7 +139,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
    * 2k + 1 only, then numbered per layer */
   size_t *layer_pieces = calloc((size_t)cnz + 1, sizeof *layer_pieces);
   if (!layer_pieces) return no_memory(ctx, "pieces");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t kc = 0; kc < cnz; kc++) {
     FINE_RANGE(kc);
     size_t n = 0;
@@ -165,7 +167,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   {
     size_t *count = malloc(((size_t)plane + 1) * sizeof *count);
     if (!count) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t kc = 0; kc < cnz; kc++) {
       if (!count) continue;
       FINE_RANGE(kc);
@@ -249,7 +251,7 @@ static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
 static void join_slots(split *sp) {
   const vox_sparse_host_level *f = sp->f;
   const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t q = 0; q < slots; q++) sp->slot_set[q] = q;
   /* a node layer a thread: the box position by one division a node */
   const int64_t px = f->grid.nx + 1, pplane = px * (f->grid.ny + 1);
@@ -325,7 +327,7 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
     int64_t *root = malloc((size_t)max_slots * sizeof *root);
     int *rank = malloc((size_t)max_slots * sizeof *rank);
     if (!slot || !root || !rank) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t K = 0; K < pz; K++) {
       if (!slot || !root || !rank) continue;
       for (int64_t J = 0; J < py; J++)
@@ -340,7 +342,7 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
   }
   if (failed) return no_memory(ctx, "copies");
   TRY(allocate_copies(ctx, sp));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < nz; k++)
     for (int64_t j = 0; j < ny; j++)
       for (int64_t i = 0; i < nx; i++) {
@@ -352,7 +354,7 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
             sp->slot_copy[8 * p + (size_t)a] += (int32_t)sp->node_start[node];
           }
       }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (int64_t node = 0; node < px * py * pz; node++)
     for (size_t q = sp->node_start[node]; q < sp->node_start[node + 1]; q++) c->node_box[q] = node;
   return VOX_OK;
@@ -372,7 +374,7 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   if (!c->element_nodes || !c->element_nodes_x1 || !c->element_layer_start ||
       !c->node_layer_start || !f->parent)
     return no_memory(ctx, "coarse elements");
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t p = 0; p < np; p++)
     for (int yz = 0; yz < 4; yz++) {
       c->element_nodes[4 * p + yz] = sp->slot_copy[8 * p + corner_index(0, yz & 1, yz >> 1)];
@@ -383,7 +385,7 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
     c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
   /* parents: the piece of any element at the node (all give its copies) */
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t e = 0; e < nfe; e++) {
     int32_t node[8];
     vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
@@ -437,7 +439,7 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     s = no_memory(ctx, "coarse pieces");
   if (s == VOX_OK) {
     const ptrdiff_t n_at = 8 * (ptrdiff_t)f->n_nodes;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 16384)
     for (ptrdiff_t i = 0; i < n_at; i++) sp.node_elem[i] = -1;
     s = find_pieces(ctx, &sp);
   }
