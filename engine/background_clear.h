@@ -6,17 +6,29 @@
 #ifndef VOXFE_BACKGROUND_CLEAR_H
 #define VOXFE_BACKGROUND_CLEAR_H
 
+#include <pthread.h>
 #include <stddef.h>
 
-typedef struct vox_background_clear vox_background_clear;
+enum { VOX_BACKGROUND_CLEAR_AREAS = 4 };
 
-/* Starts zeroing the n areas (area[i], bytes[i]); NULL where no thread
- * could start (finish then does it all). The areas must stay untouched by
- * the caller until finish. */
-vox_background_clear *vox_background_clear_start(void *const *area, const size_t *bytes, int n);
+/* The caller's: start fills it, finish empties it. */
+typedef struct vox_background_clear {
+  char *area[VOX_BACKGROUND_CLEAR_AREAS];
+  size_t bytes[VOX_BACKGROUND_CLEAR_AREAS];
+  size_t first_chunk[VOX_BACKGROUND_CLEAR_AREAS + 1]; /* chunk numbering over the areas */
+  int n;
+  size_t next; /* the next chunk to zero (atomic) */
+  pthread_t thread;
+  int started; /* 0: no thread could start; finish then does it all */
+} vox_background_clear;
+
+/* Starts zeroing the n (at most VOX_BACKGROUND_CLEAR_AREAS) areas
+ * (area[i], bytes[i]; a NULL area is skipped). The areas must stay
+ * untouched by the caller until finish. */
+void vox_background_clear_start(vox_background_clear *c, void *const *area, const size_t *bytes,
+                                int n);
 /* Zeroes what is left, on all threads, and joins the thread: the areas are
- * zero on return. `c` NULL (a failed start) zeroes the areas given here. */
-void vox_background_clear_finish(vox_background_clear *c, void *const *area, const size_t *bytes,
-                                 int n);
+ * zero on return. */
+void vox_background_clear_finish(vox_background_clear *c);
 
 #endif

@@ -642,14 +642,21 @@ static vox_status solve_kind(vox_context *ctx, const vox_model *model,
   return vox_model_poisson_ratio(ctx, model, nu);
 }
 
+/* The hierarchy of that kind: level 0 alone under SA levels. */
+static vox_status build_hierarchy(vox_context *ctx, const vox_model *model, const double *moduli,
+                                  const vox_solver_options *options, int use_sa, int split,
+                                  double nu, vox_sparse_hierarchy *h) {
+  return vox_sparse_hierarchy_build_moduli(
+      ctx, model, moduli, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, h);
+}
+
 vox_status vox_sparse_hierarchy_for(vox_context *ctx, const vox_model *model,
                                     const double *moduli, const vox_solver_options *options,
                                     vox_sparse_hierarchy *h) {
   int use_sa = 0, split = 0;
   double nu = 0;
   TRY(solve_kind(ctx, model, options, &use_sa, &split, &nu));
-  return vox_sparse_hierarchy_build_moduli(
-      ctx, model, moduli, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, h);
+  return build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, h);
 }
 
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -684,9 +691,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   const double t0 = now();
   const vox_grid *g = &model->grid;
   const size_t nb = (size_t)vox_grid_nodes(g);
-  if (!prepared)
-    st = vox_sparse_hierarchy_build_moduli(
-        ctx, model, moduli, nu, use_sa ? VOX_SPARSE_FINE_ONLY : options->mg_levels, split, &h);
+  if (!prepared) st = build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, &h);
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;
@@ -786,13 +791,14 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
      * touch took 0.1 s after the solve */
     void *const area[2] = {host, ub};
     const size_t bytes[2] = {n * sizeof *host, 3 * nb * sizeof *ub};
-    vox_background_clear *clearing = vox_background_clear_start(area, bytes, 2);
+    vox_background_clear clearing;
+    vox_background_clear_start(&clearing, area, bytes, 2);
     if (st == VOX_OK && bb != 0) {
       const double tc = now();
       st = pcg(&s, res);
       s.pcg_seconds += now() - tc;
     }
-    vox_background_clear_finish(clearing, area, bytes, 2);
+    vox_background_clear_finish(&clearing);
     res->storage = VOX_STORAGE_SPARSE;
     res->levels = s.n_levels;
     res->setup_seconds = t1 - t0;
