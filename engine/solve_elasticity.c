@@ -206,6 +206,8 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
                         vox_solve_plan *plan, const vox_solver_options *options,
                         double *displacement, vox_solve_result *results) {
   TRY(vox_solver_options_check(ctx, options));
+  if (moduli && model->physics != VOX_PHYSICS_ELASTICITY)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
   if (moduli) TRY(check_moduli(ctx, model, moduli));
   /* densities keep the full box (AUTO) */
   if (use_sparse(backend, model, use_density, options)) {
@@ -263,8 +265,6 @@ vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results) {
   if (!moduli) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no element moduli");
-  if (model->physics != VOX_PHYSICS_ELASTICITY)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
   return solve(ctx, backend, model, moduli, 0, 1, 0, NULL, options, displacement, results);
 }
 
@@ -272,7 +272,5 @@ vox_status vox_solve_elasticity_planned(vox_context *ctx, vox_backend *backend,
                                         const vox_model *model, const double *moduli,
                                         vox_solve_plan *plan, const vox_solver_options *options,
                                         double *displacement, vox_solve_result *results) {
-  if (moduli && model->physics != VOX_PHYSICS_ELASTICITY)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "element moduli are for elasticity");
   return solve(ctx, backend, model, moduli, 0, 1, 0, plan, options, displacement, results);
 }

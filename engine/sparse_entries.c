@@ -39,18 +39,22 @@ static raw_entry *sorted(raw_entry *raw, size_t n) {
   return merged;
 }
 
+static vox_status no_memory(vox_context *ctx, size_t n) {
+  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
+}
+
 /* `raw` (n entries, in list order) into out: merged by dof, the later
  * value replacing (sum 0) or added to (sum 1) the earlier. Frees raw. */
 static vox_status finish(vox_context *ctx, raw_entry *raw, size_t n, int sum,
                          vox_sparse_entries *out) {
   raw = sorted(raw, n);
-  if (!raw) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
+  if (!raw) return no_memory(ctx, n);
   out->index = malloc((n ? n : 1) * sizeof *out->index);
   out->value = malloc((n ? n : 1) * sizeof *out->value);
   if (!out->index || !out->value) {
     free(raw);
     vox_sparse_entries_free(out);
-    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
+    return no_memory(ctx, n);
   }
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -64,10 +68,6 @@ static vox_status finish(vox_context *ctx, raw_entry *raw, size_t n, int sum,
   out->n = k;
   free(raw);
   return VOX_OK;
-}
-
-static vox_status no_memory(vox_context *ctx, size_t n) {
-  return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu entries)", n);
 }
 
 vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *model,

@@ -36,7 +36,7 @@ static inline void add(vox_svec *v, size_t i, double a) {
 static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
   v->n = n;
   v->single = single;
-  v->data = calloc(n ? n : 1, vox_svec_entry_bytes(single));
+  v->data = calloc(1, vox_svec_bytes(n ? n : 1, single));
   if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector of %zu)", n);
   return VOX_OK;
 }
