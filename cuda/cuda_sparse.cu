@@ -415,12 +415,26 @@ static __global__ void block_smoother_float_kernel(size_t nodes, const float *__
   }
 }
 
+/* The all-float step's instance for ax (none, plain or 16 bytes a node)
+ * and for beta = 0 or not. */
+template <bool AX, bool AX4>
+static void launch_float_step(unsigned blocks, cudaStream_t stream, size_t nodes, const float *b,
+                              const float *ax, const __nv_bfloat162 *w, float alpha, float beta,
+                              float *d, float *x) {
+  if (beta != 0)
+    block_smoother_float_kernel<AX, AX4, true>
+        <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, b, ax, w, alpha, beta, d, x);
+  else
+    block_smoother_float_kernel<AX, AX4, false>
+        <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, b, ax, w, alpha, beta, d, x);
+}
+
 static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
                                       const vox_svec *w, double alpha, double beta, vox_svec *d,
                                       vox_svec *x) {
   const size_t nodes = x->n / 3;
-  if (w->single == VOX_SVEC_BF16 && b->single == 1 &&
-      (!ax || ax->single == 1 || ax->single == VOX_SVEC_NODE4) && d->single == 1 &&
+  const int ax_float = !ax || ax->single == 1 || ax->single == VOX_SVEC_NODE4;
+  if (w->single == VOX_SVEC_BF16 && b->single == 1 && ax_float && d->single == 1 &&
       x->single == 1) {
     const unsigned blocks = vox_cuda_blocks(nodes, VOX_CUDA_THREADS);
     if (blocks == 0) return VOX_OK;
@@ -429,16 +443,12 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
     float *df = (float *)d->data, *xf = (float *)x->data;
     const float a = (float)alpha, bt = (float)beta;
     cudaStream_t stream = vox_cuda_stream(be);
-    const int layout = !af ? 0 : ax->single == VOX_SVEC_NODE4 ? 2 : 1;
-    void (*kernel)(size_t, const float *, const float *, const __nv_bfloat162 *, float, float,
-                   float *, float *) =
-        layout == 2 ? (beta != 0 ? block_smoother_float_kernel<true, true, true>
-                                 : block_smoother_float_kernel<true, true, false>)
-        : layout == 1 ? (beta != 0 ? block_smoother_float_kernel<true, false, true>
-                                   : block_smoother_float_kernel<true, false, false>)
-                      : (beta != 0 ? block_smoother_float_kernel<false, false, true>
-                                   : block_smoother_float_kernel<false, false, false>);
-    kernel<<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, bf, af, wf, a, bt, df, xf);
+    if (!ax)
+      launch_float_step<false, false>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
+    else if (ax->single == VOX_SVEC_NODE4)
+      launch_float_step<true, true>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
+    else
+      launch_float_step<true, false>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
     CUDA_LAUNCHED(be, "a block smoother step");
     return VOX_OK;
   }
