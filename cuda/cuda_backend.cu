@@ -6,6 +6,7 @@
 
 #include <cuda_fp16.h>
 
+#include "cell_ops.h"
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -571,6 +572,7 @@ static vox_backend_ops make_ops(void) {
   o.cg_step = cg_step;
   o.cg_direction = cg_direction;
   o.sparse = &vox_cuda_sparse_ops;
+  o.cell = &vox_cuda_cell_ops;
   o.vec_max_abs_diff = vec_max_abs_diff;
   o.op_create = vox_cuda_op_create;
   o.op_destroy = vox_cuda_op_destroy;

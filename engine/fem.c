@@ -161,8 +161,8 @@ static void case_forces(const vox_model *model, const fem_host *h, int load_case
     if (h->fixed[d]) force[d] = 0;
 }
 
-vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
-                          vox_fem **out) {
+static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *model, int lean,
+                         vox_fem **out) {
   *out = NULL;
   double nu = 0, ke[24 * 24];
   TRY(vox_model_validate(ctx, model));
@@ -196,17 +196,17 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   if (s == VOX_OK) s = (call)
   STEP(o->vec_create(be, fem->n_elements, &fem->e_solid));
   STEP(o->vec_create(be, fem->n_elements, &fem->moduli));
-  STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
+  if (!lean) STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
   if (fem->has_lift) { /* three vectors only prescribed displacements need */
     STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
     STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
     STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
   }
-  STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
+  if (!lean) STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
   STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
   STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
   if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
-  for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
+  for (int c = 0; c < fem->n_cases && s == VOX_OK && !lean; c++) {
     case_forces(model, &h, c, dpn, fem->n_dofs, h.force);
     STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
     STEP(o->vec_upload(be, &fem->force[c], h.force));
@@ -244,10 +244,21 @@ vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *mo
   return VOX_OK;
 }
 
+vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
+                          vox_fem **out) {
+  return create(ctx, be, model, 0, out);
+}
+
+vox_status vox_fem_create_lean(vox_context *ctx, vox_backend *be, const vox_model *model,
+                               vox_fem **out) {
+  return create(ctx, be, model, 1, out);
+}
+
 vox_status vox_fem_update(vox_fem *fem) {
   vox_backend *be = fem->be;
-  TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
   fem->mg_stale = 1;
+  if (!fem->inv_diag.data) return VOX_OK; /* lean: nothing of its own to refresh */
+  TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
   return be->ops->vec_reciprocal(be, &fem->inv_diag);
 }
 

@@ -30,7 +30,7 @@ typedef struct vox_fem {
   vox_pcg_work pcg;
   vox_multigrid *mg;   /* made on the first multigrid solve */
   double jacobi_bound; /* lambda_max(D^-1 A) <= this, for any moduli (smoother_bound.h) */
-  int mg_stale;        /* the moduli changed since the last multigrid setup */
+  int mg_stale;        /* the moduli changed since the last multigrid (or cell solver) setup */
   int bound_redos;     /* solves redone with fresh multigrid bounds (fem.c) */
   int storage_redos;   /* solves redone with float coarse levels (fem.c) */
   uint8_t *element_active; /* host: label != 0 */
@@ -40,6 +40,11 @@ typedef struct vox_fem {
  * the materials in use have different Poisson ratios (one element matrix). */
 vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                           vox_fem **out);
+/* The same with the operator, the moduli and the fixed dofs only: no solve
+ * state (inverse diagonal, CG vectors, forces), for a solver that keeps its
+ * own (cell_solver.h); vox_fem_solve* must not be called on it. */
+vox_status vox_fem_create_lean(vox_context *ctx, vox_backend *be, const vox_model *model,
+                               vox_fem **out);
 void vox_fem_destroy(vox_fem *fem);
 /* Call after fem->moduli changed: refreshes the preconditioners (the
  * multigrid hierarchy on its next use). */

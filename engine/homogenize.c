@@ -42,6 +42,7 @@ void vox_homog_destroy(vox_homog *h) {
     if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
   }
   if (h->work.data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->work);
+  vox_cell_solver_destroy(h->cell);
   vox_fem_destroy(h->fem);
   free(h);
 }
@@ -68,6 +69,14 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
   return VOX_OK;
 }
 
+int vox_homog_fields_for(const vox_solver_options *solver) {
+  if (!vox_homog_half_fields(solver)) return VOX_HOMOG_DOUBLE;
+  const char *env = getenv("VOXFE_CELL_SOLVER");
+  const int wanted = env && strcmp(env, "1") == 0;
+  return wanted && solver->rtol >= VOX_CELL_SOLVER_RTOL_MIN ? VOX_HOMOG_CELL_SOLVER
+                                                            : VOX_HOMOG_HALF;
+}
+
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out) {
   return vox_homog_create_fields(ctx, be, model, 0, VOX_ALL_STRAINS, out);
@@ -92,7 +101,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
 }
 
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
-                                   int half_fields, unsigned strains, vox_homog **out) {
+                                   int fields, unsigned strains, vox_homog **out) {
+  const int half_fields = fields != VOX_HOMOG_DOUBLE;
   *out = NULL;
   if (strains == 0 || (strains & ~(unsigned)VOX_ALL_STRAINS))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -108,12 +118,19 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
   cell.grid.periodic = 1;
   cell.n_load_cases = 1;
   cell.displacement = NULL;
-  vox_status s = vox_fem_create(ctx, be, &cell, &h->fem);
+  /* half fields are solved by the cell solver where it applies: the fem
+   * then needs no solve state of its own */
+  vox_cell_dims dims[VOX_CELL_MAX_LEVELS];
+  const int cell_solver =
+      fields == VOX_HOMOG_CELL_SOLVER && be->ops->cell && vox_cell_solver_levels(&cell.grid, dims);
+  vox_status s = cell_solver ? vox_fem_create_lean(ctx, be, &cell, &h->fem)
+                             : vox_fem_create(ctx, be, &cell, &h->fem);
   const vox_grid *g = &cell.grid;
   const vox_material *mat = s == VOX_OK ? vox_model_material(model, model->label[0]) : NULL;
   double ke[24 * 24];
   if (s == VOX_OK && vox_hex8_elasticity(1.0, mat->poisson_ratio, g->voxel_size, ke) != 0)
     s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad Poisson ratio");
+  if (s == VOX_OK && cell_solver) s = vox_cell_solver_create(be, g, ke, &h->cell);
   if (s == VOX_OK) {
     h->e_solid = mat->youngs_modulus;
     h->volume = (double)vox_grid_elements(g) * g->voxel_size[0] * g->voxel_size[1] *
@@ -137,13 +154,14 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
       for (int r = 0; r < 24; r++) {
         double t = 0;
         for (int c = 0; c < 24; c++) t += ke[r * 24 + c] * h->chi[i * 24 + c];
+        h->kchi[i * 24 + r] = t;
         h->kchi2[i] += t * t;
       }
     }
   }
   h->half_fields = half_fields;
   if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
-  if (s == VOX_OK && half_fields) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
+  if (s == VOX_OK && half_fields && !h->cell) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;
@@ -166,6 +184,9 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
   if (!((h->strains >> i) & 1))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "homogenization: the field of strain %d is not kept", i);
+  if (h->cell)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "homogenization: the cell solver keeps its fields in half precision only");
   if (!h->half_fields) {
     *u = &h->u[i];
     return VOX_OK;
@@ -180,12 +201,15 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
+  const double scale2 = 8 * mm * h->kchi2[i], zero_ff = ZERO_LOAD * ZERO_LOAD * scale2;
+  if (h->cell)
+    return vox_cell_solver_solve(h->cell, h->kchi + 24 * i, scale2, options, &h->uh[i], r);
   double ff;
   vox_vec *u;
   TRY(vox_homog_field(h, i, &u)); /* the warm start */
   TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
   TRY(o->vec_dot(be, &fem->force[0], &fem->force[0], &ff));
-  if (ff <= ZERO_LOAD * ZERO_LOAD * 8 * mm * h->kchi2[i]) {
+  if (ff <= zero_ff) {
     *r = (vox_solve_result){.iterations = 0, .residual_norm = sqrt(ff), .rhs_norm = sqrt(ff),
                             .reason = VOX_CONVERGED_RTOL};
     TRY(o->vec_set(be, u, 0));
@@ -206,6 +230,10 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
                      "C^H's dot-product form needs the fields in double and a vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
+  if (h->cell && fem->mg_stale) { /* the moduli changed */
+    TRY(vox_cell_solver_update(h->cell, &fem->moduli));
+    fem->mg_stale = 0;
+  }
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;

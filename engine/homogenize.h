@@ -4,6 +4,7 @@
 #ifndef VOXFE_HOMOGENIZE_PRIVATE_H
 #define VOXFE_HOMOGENIZE_PRIVATE_H
 
+#include "cell_solver.h"
 #include "fem.h"
 #include "voxfe/homogenize.h"
 
@@ -25,6 +26,11 @@ typedef struct vox_homog {
   vox_vec u[VOX_STRAINS];
   vox_hvec uh[VOX_STRAINS];
   vox_vec work;
+  /* the single-precision cell solver (cell_solver.h) that solves the half
+   * fields where the backend and the grid allow (then fem is lean and there
+   * is no work vector), NULL otherwise; kchi: Ke chi_i of unit modulus */
+  vox_cell_solver *cell;
+  double kchi[VOX_STRAINS * 24];
   double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
   double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
@@ -40,11 +46,16 @@ typedef struct vox_homog {
  * grid taken as periodic; all six strains, their fields in double. */
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                             vox_homog **out);
+/* How the fields are kept and solved (vox_homog_fields_for): in double
+ * with fem.c's CG; in half precision with fem.c's CG (through a double work
+ * vector); in half precision with the single-precision cell solver
+ * (cell_solver.h) where the backend and the grid allow, else as
+ * VOX_HOMOG_HALF. */
+enum { VOX_HOMOG_DOUBLE = 0, VOX_HOMOG_HALF = 1, VOX_HOMOG_CELL_SOLVER = 2 };
 /* The same for the unit strains `strains` (a mask of VOX_ALL_STRAINS, not
- * 0), their fields stored in half precision when half_fields (the
- * optimizer's, in mixed precision: vox_homog_half_fields). */
+ * 0), their fields kept as `fields` says. */
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
-                                   int half_fields, unsigned strains, vox_homog **out);
+                                   int fields, unsigned strains, vox_homog **out);
 /* Adds the strains of `strains` not yet kept, their fields zero (the next
  * solve starts them from rest): the optimizer's final evaluation, which
  * reports the whole C^H. */
@@ -57,6 +68,16 @@ int vox_homog_strain_count(unsigned strains);
 static inline int vox_homog_half_fields(const vox_solver_options *solver) {
   return solver->precision == VOX_PRECISION_MIXED;
 }
+/* The tolerance the single-precision cell solver reaches on every cell (its
+ * floor is about 1e-7 of the load): tighter ones solve with fem.c's CG. */
+#define VOX_CELL_SOLVER_RTOL_MIN 1e-5
+/* The optimizer's fields: half in mixed precision, else double. The cell
+ * solver (8 bytes a dof on the fine level against CG's 64) only where
+ * VOXFE_CELL_SOLVER=1 is in the environment, at a tolerance it reaches:
+ * not yet by default, because its V-cycle iteration stalls at SIMP's
+ * contrasts (a 64^3 bulk-modulus cell: 130-160 V-cycles a field from the
+ * 8th design iteration, where CG takes 2-4; docs/benchmarks.md). */
+int vox_homog_fields_for(const vox_solver_options *solver);
 /* Field i (one of h->strains) in double: h->u[i], or h->work loaded from
  * h->uh[i]. */
 vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u);

@@ -30,18 +30,27 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * or here when not optimizing). */
   const int periodic = grid->periodic;
   const int forces = periodic ? 1 : n_cases;
+  /* an optimized cell in mixed precision: the single-precision cell solver
+   * (cell_solver.h) in place of CG, its force, diagonal and multigrid */
+  const double cell_solver =
+      periodic && optimizing && vox_homog_fields_for(solver) == VOX_HOMOG_CELL_SOLVER
+          ? vox_cell_solver_bytes(be, grid)
+          : 0;
   add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
-  add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
-  add(plan, "inverse diagonal (double, per dof)", D * dofs);
-  add(plan, periodic ? "force vector (one for every strain)" : "force vectors (per load case)",
-      forces * D * dofs);
+  add(plan, "cell solver: x, r, levels 1.. and stencils (float)", cell_solver);
+  if (!cell_solver) {
+    add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
+    add(plan, "inverse diagonal (double, per dof)", D * dofs);
+    add(plan, periodic ? "force vector (one for every strain)" : "force vectors (per load case)",
+        forces * D * dofs);
+  }
   add(plan, "prescribed values: lift, rhs, correction", (prescribed ? 3 : 0) * D * dofs);
   add(plan, "fixed flags (per dof and per node)", dofs + dofs / dpn);
   /* vox_homogenize's fields and its vector of ones (the optimizer keeps
    * none: the energy form of C^H does not sum the moduli) */
   if (periodic && !optimizing) add(plan, "cell fields (double)", n_cases * D * dofs);
   if (periodic && !optimizing) add(plan, "ones per element", D * elements);
-  if (solver->preconditioner == VOX_PC_MULTIGRID) {
+  if (solver->preconditioner == VOX_PC_MULTIGRID && !cell_solver) {
     const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
     const int mixed = solver->precision == VOX_PRECISION_MIXED;
     const double value = mixed ? sizeof(float) : D;
@@ -77,7 +86,7 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * after freeing the filter and 4 of the 7 per-element vectors
    * (optimizer.c, final_room): the larger of the two phases counts. */
   const int half = periodic && vox_homog_half_fields(solver);
-  const double field = half ? 2.0 * dofs : D * dofs, work = half ? D * dofs : 0;
+  const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
   const double loop = 7 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
   const double final = 3 * D * elements + VOX_STRAINS * field + work;
   if (optimizing && periodic && final > loop) {

@@ -287,7 +287,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
     /* only the strains the objective reads: their fields and solves */
-    TRY(vox_homog_create_fields(ctx, be, model, vox_homog_half_fields(&opt->solver),
+    TRY(vox_homog_create_fields(ctx, be, model, vox_homog_fields_for(&opt->solver),
                                 vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;

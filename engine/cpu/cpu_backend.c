@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../cell_ops.h"
 #include "cpu.h"
 
 int vox_cpu_threads(const vox_backend *be) {
@@ -322,6 +323,7 @@ static const vox_backend_ops cpu_ops = {
     .restrict_residual = vox_cpu_restrict_residual,
     .prolong_add = vox_cpu_prolong_add,
     .sparse = &vox_cpu_sparse_ops,
+    .cell = &vox_cpu_cell_ops,
 };
 
 vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {

@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "backend_ops.h"
+#include "cell_ops.h"
 #include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
@@ -59,6 +60,43 @@ static void counting_hvec_destroy(vox_backend *be, vox_hvec *h) {
   cpu_hvec_destroy(be, h);
 }
 
+/* The cell solver's hierarchy: the floats vox_cell_floats says both
+ * backends allocate. */
+static vox_cell_ops counting_cell_ops;
+static double cell_bytes;
+
+static vox_status counting_cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **c) {
+  cell_bytes = 4 * vox_cell_floats(desc);
+  count((size_t)cell_bytes);
+  return vox_cpu_cell_ops.create(be, desc, c);
+}
+
+static void counting_cell_destroy(vox_backend *be, vox_cell *c) {
+  live -= (size_t)cell_bytes;
+  vox_cpu_cell_ops.destroy(be, c);
+}
+
+/* The filter as the CUDA backend allocates it (cuda_filter.cu: 1/Hs and a
+ * scratch vector in double, a byte of activity per element; the CPU
+ * backend's own arrays are not backend vectors). */
+static vox_status (*cpu_filter_create_periodic)(vox_backend *, const vox_grid *, double,
+                                                const uint8_t *, vox_filter **);
+
+static void (*cpu_filter_destroy)(vox_backend *, vox_filter *);
+static size_t filter_bytes; /* of the one filter a run has */
+
+static vox_status counting_filter_create_periodic(vox_backend *be, const vox_grid *g, double r,
+                                                  const uint8_t *active, vox_filter **f) {
+  filter_bytes = (size_t)vox_grid_elements(g) * (2 * sizeof(double) + 1);
+  count(filter_bytes);
+  return cpu_filter_create_periodic(be, g, r, active, f);
+}
+
+static void counting_filter_destroy(vox_backend *be, vox_filter *f) {
+  live -= filter_bytes, filter_bytes = 0;
+  cpu_filter_destroy(be, f);
+}
+
 static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_precision p) {
   vox_solver_options so;
   vox_solver_options_default(&so);
@@ -81,6 +119,14 @@ static vox_backend *counting_backend(vox_context *ctx) {
   counting_ops.vec_destroy = counting_vec_destroy;
   cpu_hvec_destroy = counting_ops.hvec_destroy;
   counting_ops.hvec_destroy = counting_hvec_destroy;
+  cpu_filter_create_periodic = counting_ops.filter_create_periodic;
+  counting_ops.filter_create_periodic = counting_filter_create_periodic;
+  cpu_filter_destroy = counting_ops.filter_destroy;
+  counting_ops.filter_destroy = counting_filter_destroy;
+  counting_cell_ops = vox_cpu_cell_ops;
+  counting_cell_ops.create = counting_cell_create;
+  counting_cell_ops.destroy = counting_cell_destroy;
+  counting_ops.cell = &counting_cell_ops;
   be->ops = &counting_ops;
   return be;
 }
@@ -131,9 +177,12 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
  * for each strain the objective solves (in half precision with a double
  * work vector, in mixed precision), the multigrid of the periodic grid; the
  * final evaluation's six fields where some vectors of the loop were freed.
- * The bulk modulus solves 3 strains, a formula of C11 and C44 two. */
+ * The bulk modulus solves 3 strains, a formula of C11 and C44 two. With
+ * `cell_solver`, in mixed precision the cell solver (cell_solver.h)
+ * replaces CG, its vectors and the multigrid. */
 static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision,
-                                               const char *formula) {
+                                               const char *formula, int cell_solver) {
+  if (cell_solver) setenv("VOXFE_CELL_SOLVER", "1", 1);
   vox_backend *be = counting_backend(ctx);
 
   vox_model m;
@@ -165,11 +214,15 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   CHECK(strains == (formula ? 0x09u : 0x07u));
   int n_strains = 0;
   for (int s = 0; s < 6; s++) n_strains += (strains >> s) & 1;
-  printf("%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
-         formula ? ", two strains: " : ": ");
+  printf("%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
+         cell_solver ? ", cell solver" : "", formula ? ", two strains: " : ": ");
+  /* the optimizer plans with its resolved tolerance (a cell's 1e-2: the
+   * cell solver in mixed precision) */
+  opt.solver.rtol = vox_optimizer_rtol(&opt);
   check_plan("", (double)vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver, 1));
   vox_expression_free(e);
   vox_model_free(&m);
+  unsetenv("VOXFE_CELL_SOLVER");
   be->ops = &counting_ops;
   vox_backend_destroy(be);
 }
@@ -187,9 +240,10 @@ int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   test_plan_matches_allocations(ctx, 2);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44");
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, 0);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, 0);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", 0);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, 1);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);

@@ -14,6 +14,7 @@
  *     coarse factor);
  *   - C^H of a random cell (vox_homogenize) and of a short bulk-modulus
  *     optimization of a 16^3 cell;
+ *   - the single-precision cell solver: its stencils and C^H;
  *   - the clear refusals: the dbd and ebe kernels, and a Galerkin product of
  *     a periodic grid with held masters.
  * Every check prints max |cuda - cpu| / max |cpu|. Exit 77 (skipped) when
@@ -26,6 +27,7 @@
 #include <string.h>
 
 #include "backend_pair.h"
+#include "homogenize.h"
 #include "multigrid.h"
 #include "symmetry_group.h"
 
@@ -447,6 +449,64 @@ static void test_homogenize(vox_context *ctx, int n, vox_precision precision) {
   vox_model_free(&m);
 }
 
+/* The single-precision cell solver (cell_solver.h) on both backends: the
+ * same per-node arithmetic (cell_kernels.h), so the same stencils to float
+ * rounding and the same C^H to the solves' tolerance. */
+static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int n, vox_homog **h,
+                      double c[36], int *cycles) {
+  vox_vec rho = {0};
+  const vox_backend_ops *o = be->ops;
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-5;
+  vox_solve_result failed;
+  const int ok =
+      call_ok(vox_homog_create_fields(ctx, be, m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, h), be,
+              "cell solver", "create") &&
+      call_ok(o->vec_create(be, (size_t)n * n * n, &rho), be, "cell solver", "rho") &&
+      call_ok(o->vec_upload(be, &rho, m->density), be, "cell solver", "rho") &&
+      call_ok(o->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli), be,
+              "cell solver", "moduli") &&
+      call_ok(vox_fem_update((*h)->fem), be, "cell solver", "update") &&
+      call_ok(vox_homog_solve(*h, &opt, NULL, c, cycles, &failed), be, "cell solver", "solve");
+  if (rho.data) o->vec_destroy(be, &rho);
+  if (ok && failed.reason <= 0) fail_line("cell solver", "a solve did not converge");
+  return ok && (*h)->cell;
+}
+
+static void test_cell_solver(vox_context *ctx, int n) {
+  snprintf(where, sizeof where, "%d^3 cell solver", n);
+  vox_model m;
+  if (!cell_model(ctx, &m, n, 17)) {
+    fail_line("setup", "model: %s", vox_context_message(ctx));
+    return;
+  }
+  vox_homog *hc = NULL, *hg = NULL;
+  double cc[36], cg[36];
+  int vc = 0, vg = 0;
+  if (cell_solve(ctx, cpu, &m, n, &hc, cc, &vc) && cell_solve(ctx, gpu, &m, n, &hg, cg, &vg)) {
+    printf("        V-cycles of the six strains: cpu %d cuda %d\n", vc, vg);
+    for (int l = 2; l < hc->cell->desc.n_levels; l++) {
+      const vox_cell_dims d = hc->cell->desc.dims[l];
+      const size_t values = (size_t)VOX_CELL_BLOCK * d.nx * d.ny * d.nz;
+      float *fc = malloc(values * sizeof *fc), *fg = malloc(values * sizeof *fg);
+      double *dc = malloc(values * sizeof *dc), *dg = malloc(values * sizeof *dg);
+      if (fc && fg && dc && dg &&
+          C_OK("stencil", cpu->ops->cell->stencil_download(cpu, hc->cell->cell, l, fc)) &&
+          G_OK("stencil", gpu->ops->cell->stencil_download(gpu, hg->cell->cell, l, fg))) {
+        for (size_t i = 0; i < values; i++) dc[i] = fc[i], dg[i] = fg[i];
+        char check[64];
+        snprintf(check, sizeof check, "level-%d stencil", l);
+        report(check, dg, dc, values, TOL_SINGLE);
+      }
+      free(fc), free(fg), free(dc), free(dg);
+    }
+    report_tensor("C^H (rtol 1e-5)", cg, cc, 1e-4);
+  }
+  vox_homog_destroy(hc), vox_homog_destroy(hg);
+  vox_model_free(&m);
+}
+
 /* The short cell optimizations below: every iteration run, solves to 1e-10. */
 static void cell_options(vox_optimizer_options *opt, vox_cell_objective objective, int n,
                          int iterations) {
@@ -555,6 +615,7 @@ int main(void) {
   test_vcycle(64, 32, 32, VOX_PRECISION_DOUBLE, 9);
   test_homogenize(ctx, 12, VOX_PRECISION_DOUBLE);
   test_homogenize(ctx, 12, VOX_PRECISION_MIXED);
+  test_cell_solver(ctx, 32);
   test_optimize(ctx, 16, 4);
   test_symmetric_optimize(ctx, 8, 3);
 

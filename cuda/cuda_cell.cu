@@ -1,0 +1,457 @@
+/* The periodic cell solver's operations on the GPU (cell_ops.h): one
+ * thread per node of a level or of one colour, each computed by
+ * cell_kernels.h as the CPU backend computes it. Everything is in device
+ * memory (vox_cell_floats); the host sees the coarsest stencil, its
+ * pseudo-inverse, and the two norms the iteration tests. */
+#include <cuda_fp16.h>
+
+#include <new>
+
+#include "cell_ops.h"
+#include "cuda_backend.cuh"
+
+namespace {
+
+struct cell_level {
+  vox_cell_dims dims;
+  int64_t nodes;
+  float *x, *b, *r, *stencil;
+};
+
+} // namespace
+
+struct vox_cell {
+  int n_levels;
+  cell_level level[VOX_CELL_MAX_LEVELS];
+  float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
+  double *h;            /* 64 x 576 */
+  float *moduli;
+  double *pinv;
+  double *sum; /* one reduction's result */
+};
+
+namespace {
+
+int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
+
+__device__ __forceinline__ void node_coords(vox_cell_dims d, int64_t n, int &i, int &j, int &k) {
+  const uint32_t m = (uint32_t)n, q = m / (uint32_t)d.nx; /* levels have < 2^32 nodes */
+  i = (int)(m - q * (uint32_t)d.nx), j = (int)(q % (uint32_t)d.ny), k = (int)(q / (uint32_t)d.ny);
+}
+
+/* The sum of v over the block into *out (atomically). */
+__device__ void block_sum(double v, double *out) {
+  __shared__ double part[32];
+  v = vox_cuda_warp_sum(v);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < (blockDim.x + 31) / 32 ? part[threadIdx.x] : 0;
+    v = vox_cuda_warp_sum(v);
+    if (threadIdx.x == 0) atomicAdd(out, v);
+  }
+}
+
+/* A node's row of a level: ax, diag and its right-hand side b. */
+struct level_view {
+  int level;
+  vox_cell_dims dims;
+  const float *moduli, *ke, *g, *kchi, *stencil, *b;
+};
+
+__device__ __forceinline__ void row(const level_view &v, const float *x, int i, int j, int k,
+                                    float ax[3], float diag[9], float b[3]) {
+  if (v.level == 0) {
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, x, i, j, k, ax, diag, b);
+    return;
+  }
+  if (v.level == 1)
+    vox_cell_coarse1_row(v.dims, v.moduli, v.g, x, i, j, k, ax, diag);
+  else
+    vox_cell_stencil_row(v.dims, v.stencil, x, i, j, k, ax, diag);
+  const int64_t n = vox_cell_node(v.dims, i, j, k);
+  for (int q = 0; q < 3; q++) b[q] = v.b[3 * n + q];
+}
+
+__global__ void smooth_kernel(level_view v, float *x, int colour, int64_t count) {
+  const int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (m >= count) return;
+  int i, j, k;
+  vox_cell_colour_node(v.dims, colour, m, &i, &j, &k);
+  float ax[3], diag[9], b[3];
+  row(v, x, i, j, k, ax, diag, b);
+  vox_cell_relax(b, ax, diag, x + 3 * vox_cell_node(v.dims, i, j, k));
+}
+
+__global__ void residual_kernel(level_view v, const float *x, float *r, int64_t nodes,
+                                double *sum) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  double rr = 0;
+  if (n < nodes) {
+    int i, j, k;
+    node_coords(v.dims, n, i, j, k);
+    float ax[3], diag[9], b[3];
+    row(v, x, i, j, k, ax, diag, b);
+    for (int q = 0; q < 3; q++) {
+      const float rq = b[q] - ax[q];
+      r[3 * n + q] = rq;
+      rr += (double)rq * rq;
+    }
+  }
+  if (sum) block_sum(rr, sum);
+}
+
+__global__ void load_norm_kernel(vox_cell_dims d, const float *moduli, const float *kchi,
+                                 int64_t nodes, double *sum) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  double ff = 0;
+  if (n < nodes) {
+    int i, j, k;
+    node_coords(d, n, i, j, k);
+    float f[3] = {0, 0, 0};
+    for (int a = 0; a < 8; a++) {
+      const float m = moduli[vox_cell_node(d, i - vox_cell_corner(a, 0), j - vox_cell_corner(a, 1),
+                                           k - vox_cell_corner(a, 2))];
+      for (int q = 0; q < 3; q++) f[q] += m * kchi[3 * a + q];
+    }
+    ff = (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
+  }
+  block_sum(ff, sum);
+}
+
+__global__ void restrict_kernel(vox_cell_dims fine, const float *r, vox_cell_dims d, float *b,
+                                float *x, int64_t nodes) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (n >= nodes) return;
+  int i, j, k;
+  node_coords(d, n, i, j, k);
+  float out[3];
+  vox_cell_restrict_at(fine, r, i, j, k, out);
+  for (int q = 0; q < 3; q++) b[3 * n + q] = out[q], x[3 * n + q] = 0;
+}
+
+__global__ void prolong_kernel(vox_cell_dims coarse, const float *xc, vox_cell_dims d, float *x,
+                               int64_t nodes) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (n >= nodes) return;
+  int i, j, k;
+  node_coords(d, n, i, j, k);
+  float add[3];
+  vox_cell_prolong_at(coarse, xc, i, j, k, add);
+  for (int q = 0; q < 3; q++) x[3 * n + q] += add[q];
+}
+
+__global__ void level2_kernel(vox_cell_dims d, const float *moduli, const double *h, float *stencil,
+                              int64_t blocks) {
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= blocks) return;
+  int i, j, k;
+  node_coords(d, q / 27, i, j, k);
+  vox_cell_level2_block(d, moduli, h, i, j, k, (int)(q % 27), stencil + 9 * q);
+}
+
+__global__ void galerkin_kernel(vox_cell_dims fine, const float *sf, vox_cell_dims d, float *sc,
+                                int64_t blocks) {
+  const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (q >= blocks) return;
+  int i, j, k;
+  node_coords(d, q / 27, i, j, k);
+  vox_cell_galerkin_block(fine, sf, i, j, k, (int)(q % 27), sc + 9 * q);
+}
+
+__global__ void moduli_kernel(size_t n, const double *m, float *out) {
+  VOX_GRID_STRIDE(e, n) out[e] = (float)m[e];
+}
+
+/* The fem's layout: nodes (nx+1) x (ny+1) x (nz+1), images included. */
+__global__ void field_load_kernel(vox_cell_dims d, const uint16_t *u, float *x, int64_t nodes) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (n >= nodes) return;
+  int i, j, k;
+  node_coords(d, n, i, j, k);
+  const int64_t f = ((int64_t)k * (d.ny + 1) + j) * (d.nx + 1) + i;
+  for (int q = 0; q < 3; q++) x[3 * n + q] = __half2float(__ushort_as_half(u[3 * f + q]));
+}
+
+__global__ void field_store_kernel(vox_cell_dims d, const float *x, uint16_t *u, int64_t nodes) {
+  const int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (f >= nodes) return;
+  const vox_cell_dims p = {d.nx + 1, d.ny + 1, d.nz + 1};
+  int i, j, k;
+  node_coords(p, f, i, j, k);
+  const int64_t n = vox_cell_node(d, i, j, k);
+  for (int q = 0; q < 3; q++) u[3 * f + q] = __half_as_ushort(__float2half_rn(x[3 * n + q]));
+}
+
+__global__ void correction_dot_kernel(vox_cell_dims d, const float *r, vox_cell_dims coarse,
+                                      const float *xc, int64_t nodes, double *sum) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  double s = 0;
+  if (n < nodes) {
+    int i, j, k;
+    node_coords(d, n, i, j, k);
+    float p[3];
+    vox_cell_prolong_at(coarse, xc, i, j, k, p);
+    for (int q = 0; q < 3; q++) s += (double)r[3 * n + q] * p[q];
+  }
+  block_sum(s, sum);
+}
+
+__global__ void prolong_set_kernel(vox_cell_dims coarse, const float *xc, vox_cell_dims d,
+                                   float *out, int64_t nodes) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (n >= nodes) return;
+  int i, j, k;
+  node_coords(d, n, i, j, k);
+  vox_cell_prolong_at(coarse, xc, i, j, k, out + 3 * n);
+}
+
+__global__ void energy_kernel(level_view v, const float *c, int64_t nodes, double *sum) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  double s = 0;
+  if (n < nodes) {
+    int i, j, k;
+    node_coords(v.dims, n, i, j, k);
+    float ax[3], diag[9], f[3];
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, c, i, j, k, ax, diag, f);
+    for (int q = 0; q < 3; q++) s += (double)c[3 * n + q] * ax[q];
+  }
+  block_sum(s, sum);
+}
+
+__global__ void add_kernel(size_t n, float w, const float *c, float *x) {
+  VOX_GRID_STRIDE(i, n) x[i] += w * c[i];
+}
+
+/* x = pinv b; pinv is symmetric, so thread i reads its column: coalesced. */
+__global__ void coarsest_kernel(const double *pinv, const float *b, float *x, int64_t n) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double s = 0;
+  for (int64_t j = 0; j < n; j++) s += pinv[j * n + i] * b[j];
+  x[i] = (float)s;
+}
+
+unsigned blocks_for(int64_t n) { return vox_cuda_blocks((size_t)(n > 0 ? n : 1), 128); }
+
+level_view view(const vox_cell *c, int l) {
+  const cell_level &lv = c->level[l];
+  return level_view{l, lv.dims, c->moduli, c->ke, c->g, c->kchi, lv.stencil, lv.b};
+}
+
+void cell_destroy(vox_backend *be, vox_cell *c) {
+  (void)be;
+  if (!c) return;
+  for (int l = 0; l < c->n_levels; l++) {
+    vox_cuda_free(c->level[l].x);
+    vox_cuda_free(c->level[l].b);
+    vox_cuda_free(c->level[l].r);
+    vox_cuda_free(c->level[l].stencil);
+  }
+  float *f[] = {c->ke, c->g, c->kchi, c->moduli};
+  for (float *p : f) vox_cuda_free(p);
+  vox_cuda_free(c->pinv);
+  vox_cuda_free(c->h);
+  vox_cuda_free(c->sum);
+  delete c;
+}
+
+vox_status alloc_floats(vox_backend *be, float **p, size_t n, const char *what) {
+  return vox_cuda_alloc(be, (void **)p, (n ? n : 1) * sizeof(float), what);
+}
+
+vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *c) {
+  c->n_levels = desc->n_levels;
+  for (int l = 0; l < c->n_levels; l++) {
+    cell_level &lv = c->level[l];
+    lv.dims = desc->dims[l];
+    lv.nodes = nodes_of(lv.dims);
+    const size_t n3 = 3 * (size_t)lv.nodes;
+    const int last = l == c->n_levels - 1;
+    TRY(alloc_floats(be, &lv.x, n3, "the cell solver's iterate"));
+    if (l > 0) TRY(alloc_floats(be, &lv.b, n3, "the cell solver's right-hand side"));
+    if (!last) TRY(alloc_floats(be, &lv.r, n3, "the cell solver's residual"));
+    if (l >= 2)
+      TRY(alloc_floats(be, &lv.stencil, VOX_CELL_BLOCK * (size_t)lv.nodes,
+                       "the cell solver's stencil"));
+  }
+  const size_t nc = 3 * (size_t)c->level[c->n_levels - 1].nodes;
+  TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
+                     "the cell solver's coarsest inverse"));
+  TRY(alloc_floats(be, &c->moduli, (size_t)c->level[0].nodes, "the cell solver's moduli"));
+  TRY(alloc_floats(be, &c->ke, 576, "the element matrix"));
+  TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
+  TRY(alloc_floats(be, &c->kchi, 24, "the load"));
+  TRY(vox_cuda_alloc(be, (void **)&c->h, 64 * 576 * sizeof(double), "the level-2 matrices"));
+  TRY(vox_cuda_alloc(be, (void **)&c->sum, sizeof(double), "a reduction"));
+  float ke[576], g[8 * 576];
+  for (int i = 0; i < 576; i++) ke[i] = (float)desc->ke[i];
+  for (int i = 0; i < 8 * 576; i++) g[i] = (float)desc->g[i];
+  CUDA_TRY(be, cudaMemcpy(c->ke, ke, sizeof ke, cudaMemcpyHostToDevice), "uploading Ke");
+  CUDA_TRY(be, cudaMemcpy(c->g, g, sizeof g, cudaMemcpyHostToDevice), "uploading G");
+  CUDA_TRY(be, cudaMemcpy(c->h, desc->h, 64 * 576 * sizeof(double), cudaMemcpyHostToDevice),
+           "uploading the level-2 matrices");
+  return VOX_OK;
+}
+
+vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **out) {
+  vox_cell *c = new (std::nothrow) vox_cell();
+  if (!c) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  const vox_status s = cell_create_in(be, desc, c);
+  if (s != VOX_OK) {
+    cell_destroy(be, c);
+    return s;
+  }
+  *out = c;
+  return VOX_OK;
+}
+
+vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *moduli) {
+  moduli_kernel<<<vox_cuda_grid(moduli->n), VOX_CUDA_THREADS>>>(moduli->n, moduli->data, c->moduli);
+  CUDA_LAUNCHED(be, "the cell solver's moduli");
+  const cell_level &l2 = c->level[2];
+  level2_kernel<<<blocks_for(27 * l2.nodes), 128>>>(l2.dims, c->moduli, c->h, l2.stencil,
+                                                    27 * l2.nodes);
+  CUDA_LAUNCHED(be, "the cell solver's level-2 stencil");
+  return VOX_OK;
+}
+
+vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
+  const cell_level &f = c->level[level - 1], &lv = c->level[level];
+  galerkin_kernel<<<blocks_for(27 * lv.nodes), 128>>>(f.dims, f.stencil, lv.dims, lv.stencil,
+                                                      27 * lv.nodes);
+  CUDA_LAUNCHED(be, "the cell solver's Galerkin product");
+  return VOX_OK;
+}
+
+vox_status cell_stencil_download(vox_backend *be, vox_cell *c, int level, float *host) {
+  CUDA_TRY(be,
+           cudaMemcpy(host, c->level[level].stencil,
+                      VOX_CELL_BLOCK * (size_t)c->level[level].nodes * sizeof(float),
+                      cudaMemcpyDeviceToHost),
+           "downloading a stencil");
+  return VOX_OK;
+}
+
+vox_status cell_coarsest_upload(vox_backend *be, vox_cell *c, const double *pinv) {
+  const size_t n = 3 * (size_t)c->level[c->n_levels - 1].nodes;
+  CUDA_TRY(be, cudaMemcpy(c->pinv, pinv, n * n * sizeof(double), cudaMemcpyHostToDevice),
+           "uploading the coarsest inverse");
+  return VOX_OK;
+}
+
+vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[24]) {
+  float k[24];
+  for (int i = 0; i < 24; i++) k[i] = (float)kchi[i];
+  CUDA_TRY(be, cudaMemcpy(c->kchi, k, sizeof k, cudaMemcpyHostToDevice), "uploading the load");
+  return VOX_OK;
+}
+
+vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
+  const cell_level &l0 = c->level[0];
+  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, l0.x, l0.nodes);
+  CUDA_LAUNCHED(be, "loading a cell field");
+  return VOX_OK;
+}
+
+vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
+  const cell_level &l0 = c->level[0];
+  const int64_t nodes = (int64_t)(l0.dims.nx + 1) * (l0.dims.ny + 1) * (l0.dims.nz + 1);
+  field_store_kernel<<<blocks_for(nodes), 128>>>(l0.dims, l0.x, u->data, nodes);
+  CUDA_LAUNCHED(be, "storing a cell field");
+  return VOX_OK;
+}
+
+vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
+  CUDA_TRY(be, cudaMemset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
+           "zeroing a cell field");
+  return VOX_OK;
+}
+
+vox_status read_sum(vox_backend *be, vox_cell *c, double *out) {
+  CUDA_TRY(be, cudaMemcpy(out, c->sum, sizeof *out, cudaMemcpyDeviceToHost), "reading a sum");
+  return VOX_OK;
+}
+
+vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
+  const cell_level &l0 = c->level[0];
+  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  load_norm_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, c->moduli, c->kchi, l0.nodes, c->sum);
+  CUDA_LAUNCHED(be, "the load's norm");
+  return read_sum(be, c, ff);
+}
+
+vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backward) {
+  const cell_level &lv = c->level[level];
+  const int64_t per_colour = lv.nodes / 8;
+  const level_view v = view(c, level);
+  for (int s = 0; s < 8; s++) {
+    smooth_kernel<<<blocks_for(per_colour), 128>>>(v, lv.x, backward ? 7 - s : s, per_colour);
+    CUDA_LAUNCHED(be, "a Gauss-Seidel colour");
+  }
+  return VOX_OK;
+}
+
+vox_status cell_residual(vox_backend *be, vox_cell *c, int level, double *rr) {
+  const cell_level &lv = c->level[level];
+  if (rr) CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  residual_kernel<<<blocks_for(lv.nodes), 128>>>(view(c, level), lv.x, lv.r, lv.nodes,
+                                                 rr ? c->sum : nullptr);
+  CUDA_LAUNCHED(be, "the cell residual");
+  return rr ? read_sum(be, c, rr) : VOX_OK;
+}
+
+vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
+  const cell_level &f = c->level[level], &lv = c->level[level + 1];
+  restrict_kernel<<<blocks_for(lv.nodes), 128>>>(f.dims, f.r, lv.dims, lv.b, lv.x, lv.nodes);
+  CUDA_LAUNCHED(be, "the cell restriction");
+  return VOX_OK;
+}
+
+vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
+  const cell_level &lv = c->level[level], &cc = c->level[level + 1];
+  prolong_kernel<<<blocks_for(lv.nodes), 128>>>(cc.dims, cc.x, lv.dims, lv.x, lv.nodes);
+  CUDA_LAUNCHED(be, "the cell prolongation");
+  return VOX_OK;
+}
+
+vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, double *cac) {
+  const cell_level &l0 = c->level[0], &l1 = c->level[1];
+  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  correction_dot_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, l0.r, l1.dims, l1.x, l0.nodes,
+                                                       c->sum);
+  CUDA_LAUNCHED(be, "the coarse correction's r.c");
+  TRY(read_sum(be, c, rc));
+  prolong_set_kernel<<<blocks_for(l0.nodes), 128>>>(l1.dims, l1.x, l0.dims, l0.r, l0.nodes);
+  CUDA_LAUNCHED(be, "the coarse correction");
+  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  energy_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.r, l0.nodes, c->sum);
+  CUDA_LAUNCHED(be, "the coarse correction's energy");
+  return read_sum(be, c, cac);
+}
+
+vox_status cell_add_correction(vox_backend *be, vox_cell *c, double omega) {
+  const cell_level &l0 = c->level[0];
+  const size_t n = 3 * (size_t)l0.nodes;
+  add_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)omega, l0.r, l0.x);
+  CUDA_LAUNCHED(be, "adding the coarse correction");
+  return VOX_OK;
+}
+
+vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
+  const cell_level &lv = c->level[c->n_levels - 1];
+  const int64_t n = 3 * lv.nodes;
+  coarsest_kernel<<<blocks_for(n), 128>>>(c->pinv, lv.b, lv.x, n);
+  CUDA_LAUNCHED(be, "the coarsest cell solve");
+  return VOX_OK;
+}
+
+} // namespace
+
+extern "C" const vox_cell_ops vox_cuda_cell_ops = {
+    cell_create,           cell_destroy,         cell_set_moduli, cell_galerkin,
+    cell_stencil_download, cell_coarsest_upload, cell_set_load,   cell_field_load,
+    cell_field_store,      cell_zero_field,      cell_load_norm,  cell_smooth,
+    cell_residual,         cell_restrict,        cell_prolong,    cell_correction,
+    cell_add_correction,   cell_coarsest_solve,
+};

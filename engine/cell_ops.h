@@ -1,0 +1,95 @@
+/* The backend operations of the periodic cell solver (private): what
+ * cell_solver.c is written against, one table per backend, reached through
+ * vox_backend_ops.cell. A backend's vox_cell holds the whole hierarchy in
+ * float: per level the iterate x, the right-hand side b (levels 1 and
+ * coarser) and the residual r (all but the coarsest), the fine moduli, the
+ * stencils of levels 2 and coarser, and the coarsest level's dense
+ * pseudo-inverse; cell_kernels.h gives the layout and the arithmetic. */
+#ifndef VOXFE_CELL_OPS_H
+#define VOXFE_CELL_OPS_H
+
+#include "cell_kernels.h"
+
+enum { VOX_CELL_MAX_LEVELS = 16 };
+
+typedef struct vox_cell vox_cell; /* defined by each backend */
+
+typedef struct vox_cell_desc {
+  int n_levels;                            /* 3 or more */
+  vox_cell_dims dims[VOX_CELL_MAX_LEVELS]; /* level l: the fine dims / 2^l, all even */
+  const double *ke;                        /* 24 x 24, the fine element of unit modulus */
+  const double *g;                         /* 8 matrices G_c (cell_kernels.h), level 1 */
+  const double *h;                         /* 64 matrices h_f (cell_kernels.h), level 2 */
+} vox_cell_desc;
+
+typedef struct vox_cell_ops {
+  vox_status (*create)(vox_backend *be, const vox_cell_desc *desc, vox_cell **out);
+  void (*destroy)(vox_backend *be, vox_cell *c);
+  /* The fine moduli (one per element, element order = node order), kept in
+   * float; then the stencil of level 2 from them. */
+  vox_status (*set_moduli)(vox_backend *be, vox_cell *c, const vox_vec *moduli);
+  /* The stencil of level l >= 3 from that of level l - 1 (Galerkin). */
+  vox_status (*galerkin)(vox_backend *be, vox_cell *c, int level);
+  /* Host copies: the stencil of a level (VOX_CELL_BLOCK floats per node);
+   * the coarsest level's pseudo-inverse in, 3 nodes x 3 nodes doubles,
+   * row-major (kept in double: at SIMP's contrasts its entries span the
+   * contrast, and in float the coarse correction loses the soft modes and
+   * the iteration diverges). */
+  vox_status (*stencil_download)(vox_backend *be, vox_cell *c, int level, float *host);
+  vox_status (*coarsest_upload)(vox_backend *be, vox_cell *c, const double *pinv);
+  /* The unit strain solved next: kchi = Ke chi of unit modulus (24). */
+  vox_status (*set_load)(vox_backend *be, vox_cell *c, const double kchi[24]);
+  /* x of level 0 from / into a half-precision field in the fem's layout
+   * (grid nodes with their periodic images; store writes the images too);
+   * zero_field: x = 0. */
+  vox_status (*field_load)(vox_backend *be, vox_cell *c, const vox_hvec *u);
+  vox_status (*field_store)(vox_backend *be, vox_cell *c, vox_hvec *u);
+  vox_status (*zero_field)(vox_backend *be, vox_cell *c);
+  /* |f|^2 of the load. */
+  vox_status (*load_norm)(vox_backend *be, vox_cell *c, double *ff);
+  /* One Gauss-Seidel sweep over the nodes of level l, colour by colour
+   * (colours 0..7, or 7..0 when backward): x += diag^-1 (b - A x) at each
+   * node, b the load on level 0. */
+  vox_status (*smooth)(vox_backend *be, vox_cell *c, int level, int backward);
+  /* r = b - A x on level l; on level 0 also *rr = |r|^2 (rr NULL elsewhere). */
+  vox_status (*residual)(vox_backend *be, vox_cell *c, int level, double *rr);
+  /* b of level l + 1 = R r of level l, and x of level l + 1 = 0. */
+  vox_status (*restrict_residual)(vox_backend *be, vox_cell *c, int level);
+  /* x of level l += P x of level l + 1. */
+  vox_status (*prolong_add)(vox_backend *be, vox_cell *c, int level);
+  /* Level 0's coarse correction c = P x of level 1 as a step along it
+   * (cell_solver.c): correction gives rc = r.c and cac = c.A c and leaves c
+   * in level 0's r; add_correction: x += omega c. */
+  vox_status (*correction)(vox_backend *be, vox_cell *c, double *rc, double *cac);
+  vox_status (*add_correction)(vox_backend *be, vox_cell *c, double omega);
+  /* x = pseudo-inverse b on the coarsest level. */
+  vox_status (*coarsest_solve)(vox_backend *be, vox_cell *c);
+} vox_cell_ops;
+
+/* The floats a backend's vox_cell holds (both backends allocate exactly
+ * these; the memory plan counts them): the fine moduli; per level x, b
+ * (levels >= 1) and r (all but the coarsest), the stencils of levels >= 2,
+ * and the coarsest pseudo-inverse (in double: two floats an entry). */
+static inline double vox_cell_floats(const vox_cell_desc *desc) {
+  double floats = (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
+  for (int l = 0; l < desc->n_levels; l++) {
+    const double n = (double)desc->dims[l].nx * desc->dims[l].ny * desc->dims[l].nz;
+    const int last = l == desc->n_levels - 1;
+    floats += 3 * n * (1 + (l > 0) + !last) + (l >= 2 ? VOX_CELL_BLOCK * n : 0);
+    if (last) floats += 2 * 9 * n * n; /* the pseudo-inverse in double */
+  }
+  return floats;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const vox_cell_ops vox_cpu_cell_ops;
+#ifdef VOXFE_HAVE_CUDA
+extern const vox_cell_ops vox_cuda_cell_ops;
+#endif
+#ifdef __cplusplus
+}
+#endif
+
+#endif

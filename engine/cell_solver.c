@@ -1,0 +1,252 @@
+/* The periodic cell solver's driver (cell_solver.h): the hierarchy, its
+ * coarsest pseudo-inverse on the host, and the V-cycle iteration. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell_solver.h"
+#include "galerkin_element.h"
+#include "voxfe/element.h"
+
+static int even(vox_cell_dims d) { return d.nx % 2 == 0 && d.ny % 2 == 0 && d.nz % 2 == 0; }
+static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
+
+int vox_cell_solver_levels(const vox_grid *grid, vox_cell_dims dims[VOX_CELL_MAX_LEVELS]) {
+  if (!grid->periodic || grid->nx > (1 << 20) || grid->ny > (1 << 20) || grid->nz > (1 << 20))
+    return 0;
+  dims[0] = (vox_cell_dims){(int)grid->nx, (int)grid->ny, (int)grid->nz};
+  int n = 1;
+  /* levels 0..2 always (the two matrix-free ones and the first stencil),
+   * then down while the coarsest is too large to invert densely */
+  while (n < 3 || 3 * nodes_of(dims[n - 1]) > VOX_CELL_COARSEST_DOFS) {
+    const vox_cell_dims d = dims[n - 1];
+    if (!even(d) || d.nx < 4 || d.ny < 4 || d.nz < 4 || n == VOX_CELL_MAX_LEVELS) return 0;
+    dims[n++] = (vox_cell_dims){d.nx / 2, d.ny / 2, d.nz / 2};
+  }
+  return even(dims[n - 1]) ? n : 0;
+}
+
+/* The trilinear interpolation from the corners of a level-2 element to the
+ * 24 dofs of its fine element at sub-position f = fx + 4 fy + 16 fz (4 fine
+ * elements per axis). */
+static void interpolation4(int f, double q[576]) {
+  const int sub[3] = {f & 3, (f >> 2) & 3, f >> 4};
+  memset(q, 0, 576 * sizeof *q);
+  for (int a = 0; a < 8; a++)
+    for (int c = 0; c < 8; c++) {
+      double w = 1;
+      for (int axis = 0; axis < 3; axis++) {
+        const int x = sub[axis] + vox_hex8_corner[a][axis]; /* 0..4 fine units */
+        w *= 1 - 0.25 * abs(x - 4 * vox_hex8_corner[c][axis]);
+      }
+      for (int d = 0; d < 3; d++) q[(3 * a + d) * 24 + 3 * c + d] = w;
+    }
+}
+
+double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid) {
+  vox_cell_desc desc = {0};
+  if (!be->ops->cell || !(desc.n_levels = vox_cell_solver_levels(grid, desc.dims))) return 0;
+  return 4 * vox_cell_floats(&desc);
+}
+
+void vox_cell_solver_destroy(vox_cell_solver *cs) {
+  if (!cs) return;
+  if (cs->cell) cs->be->ops->cell->destroy(cs->be, cs->cell);
+  free(cs->coarsest);
+  free(cs->stencil);
+  free(cs);
+}
+
+vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
+                                  vox_cell_solver **out) {
+  *out = NULL;
+  vox_cell_desc desc = {0};
+  if (!be->ops->cell || !(desc.n_levels = vox_cell_solver_levels(grid, desc.dims))) return VOX_OK;
+  vox_cell_solver *cs = calloc(1, sizeof *cs);
+  double *g = malloc(8 * 576 * sizeof *g), *h = malloc(64 * 576 * sizeof *h);
+  const size_t nc = (size_t)nodes_of(desc.dims[desc.n_levels - 1]), n = 3 * nc;
+  if (cs) {
+    cs->coarsest = malloc(n * n * sizeof *cs->coarsest);
+    cs->stencil = malloc(VOX_CELL_BLOCK * nc * sizeof *cs->stencil);
+  }
+  if (!cs || !g || !h || !cs->coarsest || !cs->stencil) {
+    free(g), free(h), vox_cell_solver_destroy(cs);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  }
+  cs->be = be;
+  vox_galerkin_element_products(ke, 3, g);
+  for (int f = 0; f < 64; f++) {
+    double q[576];
+    interpolation4(f, q);
+    vox_galerkin_triple_product(q, ke, 24, h + 576 * f);
+  }
+  desc.ke = ke, desc.g = g, desc.h = h;
+  cs->desc = desc;
+  vox_status s = be->ops->cell->create(be, &desc, &cs->cell);
+  free(g), free(h);
+  cs->desc.ke = cs->desc.g = cs->desc.h = NULL;
+  if (s != VOX_OK) {
+    vox_cell_solver_destroy(cs);
+    return s;
+  }
+  *out = cs;
+  return VOX_OK;
+}
+
+/* In place: the inverse of the SPD matrix a (n x n) by its Cholesky factor;
+ * -1 if a is not positive definite. */
+static int invert_spd(double *a, size_t n) {
+  /* a = L L' (L in the lower triangle) */
+  for (size_t j = 0; j < n; j++) {
+    double d = a[j * n + j];
+    for (size_t k = 0; k < j; k++) d -= a[j * n + k] * a[j * n + k];
+    if (!(d > 0)) return -1;
+    d = sqrt(d);
+    a[j * n + j] = d;
+    for (size_t i = j + 1; i < n; i++) {
+      double s = a[i * n + j];
+      for (size_t k = 0; k < j; k++) s -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = s / d;
+    }
+  }
+  /* L^-1 in the lower triangle */
+  for (size_t j = 0; j < n; j++) {
+    a[j * n + j] = 1 / a[j * n + j];
+    for (size_t i = j + 1; i < n; i++) {
+      double s = 0;
+      for (size_t k = j; k < i; k++) s -= a[i * n + k] * a[k * n + j];
+      a[i * n + j] = s / a[i * n + i];
+    }
+  }
+  /* a^-1 = L^-T L^-1, symmetric: computed into the upper triangle row by
+   * row (reading only the lower one), then mirrored */
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i; j < n; j++) {
+      double s = 0;
+      for (size_t k = j; k < n; k++) s += a[k * n + i] * a[k * n + j];
+      a[i * n + j] = s; /* i <= j: stored above the diagonal or on it */
+    }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < i; j++) a[i * n + j] = a[j * n + i];
+  return 0;
+}
+
+/* The coarsest level's pseudo-inverse A+ from its stencil: with T the unit
+ * translations (orthonormal) and c a typical diagonal entry, A + c T T' is
+ * definite and its inverse is A+ + T T' / c (A's null space is exactly the
+ * translations: the fine periodic operator's, kept by the Galerkin
+ * products). */
+static vox_status coarsest_inverse(vox_cell_solver *cs) {
+  vox_backend *be = cs->be;
+  const int last = cs->desc.n_levels - 1;
+  const vox_cell_dims d = cs->desc.dims[last];
+  const size_t nc = (size_t)nodes_of(d), n = 3 * nc;
+  TRY(be->ops->cell->stencil_download(be, cs->cell, last, cs->stencil));
+  double *a = cs->coarsest;
+  memset(a, 0, n * n * sizeof *a);
+  for (size_t node = 0; node < nc; node++) {
+    const int i = (int)(node % d.nx), j = (int)((node / d.nx) % d.ny),
+              k = (int)(node / ((size_t)d.nx * d.ny));
+    for (int t = 0; t < 27; t++) {
+      const size_t nb = (size_t)vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+          a[(3 * node + r) * n + 3 * nb + c] +=
+              cs->stencil[VOX_CELL_BLOCK * node + 9 * t + 3 * r + c];
+    }
+  }
+  double diag = 0;
+  for (size_t i = 0; i < n; i++) diag += a[i * n + i] / (double)n;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < i; j++)
+      a[i * n + j] = a[j * n + i] = 0.5 * (a[i * n + j] + a[j * n + i]);
+  const double tt = diag / (double)nc; /* c T T': c / nc on dofs of one component */
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i % 3; j < n; j += 3) a[i * n + j] += tt;
+  if (invert_spd(a, n) != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "cell solver: the coarsest level is singular beyond its translations");
+  const double back = 1 / (diag * (double)nc);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) a[i * n + j] -= i % 3 == j % 3 ? back : 0;
+  return be->ops->cell->coarsest_upload(be, cs->cell, a);
+}
+
+vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
+  const vox_cell_ops *o = cs->be->ops->cell;
+  TRY(o->set_moduli(cs->be, cs->cell, moduli));
+  for (int l = 3; l < cs->desc.n_levels; l++) TRY(o->galerkin(cs->be, cs->cell, l));
+  return coarsest_inverse(cs);
+}
+
+/* One V-cycle after level 0's pre-smoothing and residual: down through the
+ * levels (each pre-smoothed from zero), the coarsest solve, and up (each
+ * post-smoothed backwards, level 0 too). */
+static vox_status cycle(vox_cell_solver *cs) {
+  vox_backend *be = cs->be;
+  const vox_cell_ops *o = be->ops->cell;
+  const int last = cs->desc.n_levels - 1;
+  for (int l = 0; l < last; l++) {
+    TRY(o->restrict_residual(be, cs->cell, l));
+    if (l + 1 < last) {
+      TRY(o->smooth(be, cs->cell, l + 1, 0));
+      TRY(o->residual(be, cs->cell, l + 1, NULL));
+    }
+  }
+  TRY(o->coarsest_solve(be, cs->cell));
+  for (int l = last - 1; l >= 1; l--) {
+    TRY(o->prolong_add(be, cs->cell, l));
+    TRY(o->smooth(be, cs->cell, l, 1));
+  }
+  /* On level 0 the correction c = P x1 is taken as a step along c of the
+   * least energy, omega = r.c / c.A c: at SIMP's contrasts the float coarse
+   * operators miss the soft modes of the void (their entries round at the
+   * solid's scale), and the plain correction x += c then grows those modes
+   * (seen: a 64^3 bulk-modulus cell diverging from its 8th design
+   * iteration). With the step, no cycle raises the energy. */
+  double rc, cac;
+  TRY(o->correction(be, cs->cell, &rc, &cac));
+  if (cac > 0 && isfinite(rc / cac)) TRY(o->add_correction(be, cs->cell, rc / cac));
+  return o->smooth(be, cs->cell, 0, 1);
+}
+
+vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
+                                 const vox_solver_options *options, vox_hvec *u,
+                                 vox_solve_result *result) {
+  const double zero_ff = VOX_CELL_ZERO_LOAD * VOX_CELL_ZERO_LOAD * scale2;
+  vox_backend *be = cs->be;
+  const vox_cell_ops *o = be->ops->cell;
+  double ff, rr = 0;
+  memset(result, 0, sizeof *result);
+  TRY(o->set_load(be, cs->cell, kchi));
+  TRY(o->load_norm(be, cs->cell, &ff));
+  result->rhs_norm = sqrt(ff);
+  if (ff <= zero_ff) { /* homogenize.c: the exact solution of no load */
+    result->residual_norm = result->rhs_norm;
+    result->reason = VOX_CONVERGED_RTOL;
+    TRY(o->zero_field(be, cs->cell));
+    return o->field_store(be, cs->cell, u);
+  }
+  TRY(o->field_load(be, cs->cell, u));
+  const double tol = options->rtol * options->rtol * ff;
+  for (int it = 0;; it++) {
+    TRY(o->smooth(be, cs->cell, 0, 0));
+    TRY(o->residual(be, cs->cell, 0, &rr));
+    result->iterations = it;
+    if (!isfinite(rr)) {
+      result->reason = VOX_DIVERGED_NAN;
+      break;
+    }
+    if (rr <= tol) {
+      result->reason = VOX_CONVERGED_RTOL;
+      break;
+    }
+    if (it == options->max_iterations) {
+      result->reason = VOX_DIVERGED_MAX_ITERATIONS;
+      break;
+    }
+    TRY(cycle(cs));
+  }
+  result->residual_norm = sqrt(rr);
+  return o->field_store(be, cs->cell, u);
+}

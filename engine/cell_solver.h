@@ -1,0 +1,54 @@
+/* The periodic cell problems K u = f of homogenization in single precision
+ * with little memory (private): seed 003's solver. Multigrid V-cycles as
+ * the iteration itself (no Krylov vectors), symmetric 8-colour block
+ * Gauss-Seidel smoothing in place, the two finest levels matrix-free (level
+ * 1 through the Galerkin sums of its children's element matrices), the
+ * load computed where it is used, and a dense pseudo-inverse on the
+ * coarsest level for the rigid translations. The fine level holds two
+ * float vectors (x and the residual), 8 bytes a dof where the
+ * conjugate-gradient solver of fem.c holds 8 doubles (64 bytes a dof).
+ * Every step is a backend operation (cell_ops.h). */
+#ifndef VOXFE_CELL_SOLVER_H
+#define VOXFE_CELL_SOLVER_H
+
+#include "cell_ops.h"
+
+typedef struct vox_cell_solver {
+  vox_backend *be;
+  vox_cell *cell;
+  vox_cell_desc desc;
+  double *coarsest; /* host work of the pseudo-inverse (doubles, n^2) */
+  float *stencil;   /* host copy of the coarsest stencil */
+} vox_cell_solver;
+
+/* The levels of the cell solver for a periodic grid into dims (its count
+ * returned), or 0 when the grid does not suit it: every level down to the
+ * third must have even sizes, and coarsening must reach a coarsest level
+ * of at most VOX_CELL_COARSEST_DOFS dofs. */
+enum { VOX_CELL_COARSEST_DOFS = 800 };
+int vox_cell_solver_levels(const vox_grid *grid, vox_cell_dims dims[VOX_CELL_MAX_LEVELS]);
+
+/* *out = NULL (and VOX_OK) where the backend has no cell operations or the
+ * grid does not suit (vox_cell_solver_levels); ke: the fine element matrix
+ * of unit modulus. */
+vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
+                                  vox_cell_solver **out);
+void vox_cell_solver_destroy(vox_cell_solver *cs);
+/* After the element moduli changed: the fine moduli, the coarse stencils and
+ * the coarsest pseudo-inverse. */
+vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
+/* Solves for the unit strain with Ke chi = kchi (unit modulus), starting
+ * from and storing into the half-precision field u (the fem's layout), to
+ * options->rtol in at most options->max_iterations V-cycles (result's
+ * iterations). scale2: the square of the load's scale (homogenize.c); a
+ * load below VOX_CELL_ZERO_LOAD of it is float rounding, not a load (a
+ * uniform cell's), and is taken as zero (u = 0). */
+#define VOX_CELL_ZERO_LOAD 1e-5
+vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
+                                 const vox_solver_options *options, vox_hvec *u,
+                                 vox_solve_result *result);
+/* Bytes the cell solver of a grid allocates on the backend, 0 where it
+ * would not be used. */
+double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid);
+
+#endif

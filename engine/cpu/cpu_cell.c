@@ -1,0 +1,334 @@
+/* The periodic cell solver's operations on the CPU (cell_ops.h): OpenMP
+ * loops over the nodes of a level or of one colour, each node computed by
+ * cell_kernels.h as the CUDA backend computes it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cell_ops.h"
+#include "cpu.h"
+
+typedef struct cell_level {
+  vox_cell_dims dims;
+  int64_t nodes;
+  float *x, *b, *r, *stencil; /* b: levels >= 1; r: all but the coarsest; stencil: >= 2 */
+} cell_level;
+
+struct vox_cell {
+  int n_levels;
+  cell_level level[VOX_CELL_MAX_LEVELS];
+  float ke[576], g[8 * 576], kchi[24];
+  double *h;     /* 64 x 576 */
+  float *moduli; /* fine, per element */
+  double *pinv;  /* the coarsest level's pseudo-inverse */
+};
+
+static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
+
+static void cell_destroy(vox_backend *be, vox_cell *c) {
+  (void)be;
+  if (!c) return;
+  for (int l = 0; l < c->n_levels; l++) {
+    free(c->level[l].x);
+    free(c->level[l].b);
+    free(c->level[l].r);
+    free(c->level[l].stencil);
+  }
+  free(c->h);
+  free(c->moduli);
+  free(c->pinv);
+  free(c);
+}
+
+static float *floats(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+
+static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **out) {
+  vox_cell *c = calloc(1, sizeof *c);
+  if (!c) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  c->n_levels = desc->n_levels;
+  int ok = 1;
+  for (int l = 0; l < c->n_levels; l++) {
+    cell_level *lv = &c->level[l];
+    lv->dims = desc->dims[l];
+    lv->nodes = nodes_of(lv->dims);
+    const size_t n3 = 3 * (size_t)lv->nodes;
+    const int last = l == c->n_levels - 1;
+    lv->x = floats(n3);
+    lv->b = l > 0 ? floats(n3) : NULL;
+    lv->r = !last ? floats(n3) : NULL;
+    lv->stencil = l >= 2 ? floats(VOX_CELL_BLOCK * (size_t)lv->nodes) : NULL;
+    ok = ok && lv->x && (l == 0 || lv->b) && (last || lv->r) && (l < 2 || lv->stencil);
+  }
+  const int64_t nc = c->level[c->n_levels - 1].nodes;
+  c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
+  c->moduli = floats((size_t)c->level[0].nodes);
+  c->h = malloc(64 * 576 * sizeof *c->h);
+  if (!ok || !c->pinv || !c->moduli || !c->h) {
+    cell_destroy(be, c);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  }
+  for (int i = 0; i < 576; i++) c->ke[i] = (float)desc->ke[i];
+  for (int i = 0; i < 8 * 576; i++) c->g[i] = (float)desc->g[i];
+  memcpy(c->h, desc->h, 64 * 576 * sizeof *c->h);
+  *out = c;
+  return VOX_OK;
+}
+
+static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *moduli) {
+  const int64_t ne = c->level[0].nodes;
+  const double *m = moduli->data;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t e = 0; e < ne; e++) c->moduli[e] = (float)m[e];
+  const cell_level *l2 = &c->level[2];
+  const int64_t blocks = 27 * l2->nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t q = 0; q < blocks; q++) {
+    const int64_t n = q / 27;
+    const int t = (int)(q % 27);
+    const int i = (int)(n % l2->dims.nx), j = (int)((n / l2->dims.nx) % l2->dims.ny),
+              k = (int)(n / ((int64_t)l2->dims.nx * l2->dims.ny));
+    vox_cell_level2_block(l2->dims, c->moduli, c->h, i, j, k, t, l2->stencil + 9 * q);
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
+  const cell_level *fine = &c->level[level - 1], *lv = &c->level[level];
+  const int64_t blocks = 27 * lv->nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t q = 0; q < blocks; q++) {
+    const int64_t n = q / 27;
+    const int t = (int)(q % 27);
+    const int i = (int)(n % lv->dims.nx), j = (int)((n / lv->dims.nx) % lv->dims.ny),
+              k = (int)(n / ((int64_t)lv->dims.nx * lv->dims.ny));
+    vox_cell_galerkin_block(fine->dims, fine->stencil, i, j, k, t, lv->stencil + 9 * q);
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_stencil_download(vox_backend *be, vox_cell *c, int level, float *host) {
+  (void)be;
+  memcpy(host, c->level[level].stencil, VOX_CELL_BLOCK * (size_t)c->level[level].nodes * 4);
+  return VOX_OK;
+}
+
+static vox_status cell_coarsest_upload(vox_backend *be, vox_cell *c, const double *pinv) {
+  (void)be;
+  const size_t n = 3 * (size_t)c->level[c->n_levels - 1].nodes;
+  memcpy(c->pinv, pinv, n * n * sizeof *pinv);
+  return VOX_OK;
+}
+
+static vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[24]) {
+  (void)be;
+  for (int i = 0; i < 24; i++) c->kchi[i] = (float)kchi[i];
+  return VOX_OK;
+}
+
+/* The fem's node (with images) of master node n of level 0. */
+static size_t fem_node(vox_cell_dims d, int64_t n) {
+  const int64_t i = n % d.nx, j = (n / d.nx) % d.ny, k = n / ((int64_t)d.nx * d.ny);
+  return (size_t)((k * (d.ny + 1) + j) * (d.nx + 1) + i);
+}
+
+static vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
+  const cell_level *l0 = &c->level[0];
+  const _Float16 *in = (const _Float16 *)u->data;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const size_t f = fem_node(l0->dims, n);
+    for (int k = 0; k < 3; k++) l0->x[3 * n + k] = (float)in[3 * f + k];
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
+  const cell_level *l0 = &c->level[0];
+  const vox_cell_dims d = l0->dims;
+  _Float16 *out = (_Float16 *)u->data;
+  const int64_t nodes = (int64_t)(d.nx + 1) * (d.ny + 1) * (d.nz + 1);
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t f = 0; f < nodes; f++) {
+    const int i = (int)(f % (d.nx + 1)), j = (int)((f / (d.nx + 1)) % (d.ny + 1)),
+              k = (int)(f / ((int64_t)(d.nx + 1) * (d.ny + 1)));
+    const int64_t n = vox_cell_node(d, i, j, k);
+    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)l0->x[3 * n + q];
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
+  (void)be;
+  memset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
+  return VOX_OK;
+}
+
+/* A node's row of level l: ax, diag, and its right-hand side. */
+static void row(const vox_cell *c, int l, const float *x, int i, int j, int k, float ax[3],
+                float diag[9], float b[3]) {
+  const cell_level *lv = &c->level[l];
+  if (l == 0) {
+    vox_cell_fine_row(lv->dims, c->moduli, c->ke, c->kchi, x, i, j, k, ax, diag, b);
+    return;
+  }
+  if (l == 1)
+    vox_cell_coarse1_row(lv->dims, c->moduli, c->g, x, i, j, k, ax, diag);
+  else
+    vox_cell_stencil_row(lv->dims, lv->stencil, x, i, j, k, ax, diag);
+  const int64_t n = vox_cell_node(lv->dims, i, j, k);
+  for (int q = 0; q < 3; q++) b[q] = lv->b[3 * n + q];
+}
+
+static vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
+  const cell_level *l0 = &c->level[0];
+  const vox_cell_dims d = l0->dims;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    float f[3] = {0, 0, 0};
+    for (int a = 0; a < 8; a++) {
+      const float m = c->moduli[vox_cell_node(
+          d, i - vox_cell_corner(a, 0), j - vox_cell_corner(a, 1), k - vox_cell_corner(a, 2))];
+      for (int q = 0; q < 3; q++) f[q] += m * c->kchi[3 * a + q];
+    }
+    sum += (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
+  }
+  *ff = sum;
+  return VOX_OK;
+}
+
+static vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backward) {
+  const cell_level *lv = &c->level[level];
+  const int64_t per_colour = lv->nodes / 8;
+  for (int s = 0; s < 8; s++) {
+    const int colour = backward ? 7 - s : s;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+    for (int64_t m = 0; m < per_colour; m++) {
+      int i, j, k;
+      vox_cell_colour_node(lv->dims, colour, m, &i, &j, &k);
+      float ax[3], diag[9], b[3];
+      row(c, level, lv->x, i, j, k, ax, diag, b);
+      vox_cell_relax(b, ax, diag, lv->x + 3 * vox_cell_node(lv->dims, i, j, k));
+    }
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_residual(vox_backend *be, vox_cell *c, int level, double *rr) {
+  const cell_level *lv = &c->level[level];
+  const vox_cell_dims d = lv->dims;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t n = 0; n < lv->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    float ax[3], diag[9], b[3];
+    row(c, level, lv->x, i, j, k, ax, diag, b);
+    for (int q = 0; q < 3; q++) {
+      lv->r[3 * n + q] = b[q] - ax[q];
+      sum += (double)lv->r[3 * n + q] * lv->r[3 * n + q];
+    }
+  }
+  if (rr) *rr = sum;
+  return VOX_OK;
+}
+
+static vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
+  const cell_level *fine = &c->level[level], *lv = &c->level[level + 1];
+  const vox_cell_dims d = lv->dims;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t n = 0; n < lv->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    vox_cell_restrict_at(fine->dims, fine->r, i, j, k, lv->b + 3 * n);
+    for (int q = 0; q < 3; q++) lv->x[3 * n + q] = 0;
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
+  const cell_level *lv = &c->level[level], *coarse = &c->level[level + 1];
+  const vox_cell_dims d = lv->dims;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t n = 0; n < lv->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    float add[3];
+    vox_cell_prolong_at(coarse->dims, coarse->x, i, j, k, add);
+    for (int q = 0; q < 3; q++) lv->x[3 * n + q] += add[q];
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, double *cac) {
+  const cell_level *l0 = &c->level[0], *l1 = &c->level[1];
+  const vox_cell_dims d = l0->dims;
+  double s = 0, e = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    float p[3];
+    vox_cell_prolong_at(l1->dims, l1->x, i, j, k, p);
+    for (int q = 0; q < 3; q++) s += (double)l0->r[3 * n + q] * p[q];
+  }
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    vox_cell_prolong_at(l1->dims, l1->x, i, j, k, l0->r + 3 * n);
+  }
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : e)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
+              k = (int)(n / ((int64_t)d.nx * d.ny));
+    float ax[3], diag[9], f[3];
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->r, i, j, k, ax, diag, f);
+    for (int q = 0; q < 3; q++) e += (double)l0->r[3 * n + q] * ax[q];
+  }
+  *rc = s, *cac = e;
+  return VOX_OK;
+}
+
+static vox_status cell_add_correction(vox_backend *be, vox_cell *c, double omega) {
+  const cell_level *l0 = &c->level[0];
+  const int64_t n3 = 3 * l0->nodes;
+  const float w = (float)omega;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t i = 0; i < n3; i++) l0->x[i] += w * l0->r[i];
+  return VOX_OK;
+}
+
+static vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
+  const cell_level *lv = &c->level[c->n_levels - 1];
+  const int64_t n = 3 * lv->nodes;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t i = 0; i < n; i++) {
+    double s = 0;
+    for (int64_t j = 0; j < n; j++) s += c->pinv[i * n + j] * lv->b[j];
+    lv->x[i] = (float)s;
+  }
+  return VOX_OK;
+}
+
+const vox_cell_ops vox_cpu_cell_ops = {
+    .create = cell_create,
+    .destroy = cell_destroy,
+    .set_moduli = cell_set_moduli,
+    .galerkin = cell_galerkin,
+    .stencil_download = cell_stencil_download,
+    .coarsest_upload = cell_coarsest_upload,
+    .set_load = cell_set_load,
+    .field_load = cell_field_load,
+    .field_store = cell_field_store,
+    .zero_field = cell_zero_field,
+    .load_norm = cell_load_norm,
+    .smooth = cell_smooth,
+    .residual = cell_residual,
+    .restrict_residual = cell_restrict,
+    .prolong_add = cell_prolong,
+    .correction = cell_correction,
+    .add_correction = cell_add_correction,
+    .coarsest_solve = cell_coarsest_solve,
+};

@@ -1,0 +1,314 @@
+/* The single-precision periodic cell solver (cell_solver.h) on the CPU:
+ * its hierarchy is Galerkin (A_{l+1} = R A_l P level by level, checked
+ * against cell_kernels.h's host functions, so the backend's level-2
+ * assembly and its Galerkin products are checked independently of each
+ * other); the coarsest pseudo-inverse inverts the coarsest level on the
+ * complement of the translations; homogenization through it matches the
+ * double-precision CG/multigrid reference; and a uniform cell, which has
+ * no load, is solved at once. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "cell_kernels.h"
+#include "cell_solver.h"
+#include "galerkin_element.h"
+#include "homogenize.h"
+#include "voxfe/element.h"
+#include "voxfe/voxfe.h"
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
+
+static void node_ijk(vox_cell_dims d, int64_t n, int *i, int *j, int *k) {
+  *i = (int)(n % d.nx), *j = (int)((n / d.nx) % d.ny), *k = (int)(n / ((int64_t)d.nx * d.ny));
+}
+
+/* The isotropic stiffness in the seed's Voigt order (xx yy zz xy yz zx). */
+static void isotropic(double E, double nu, double c[36]) {
+  const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+  memset(c, 0, 36 * sizeof *c);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) c[i * 6 + j] = lambda + (i == j ? 2 * mu : 0);
+    c[(i + 3) * 7] = mu;
+  }
+}
+
+/* The operator of level l of the hierarchy on the host: the matrix-free
+ * levels from the moduli the test made itself, the stencil levels from the
+ * backend's stencils. */
+typedef struct host_levels {
+  int n_levels;
+  vox_cell_dims dims[VOX_CELL_MAX_LEVELS];
+  float *moduli, ke[576], g[8 * 576];
+  float *stencil[VOX_CELL_MAX_LEVELS]; /* levels >= 2 */
+} host_levels;
+
+static void apply(const host_levels *hl, int l, const float *x, float *ax) {
+  const vox_cell_dims d = hl->dims[l];
+  static const float kchi[24] = {0}; /* the load is not wanted here */
+  for (int64_t n = 0; n < nodes_of(d); n++) {
+    int i, j, k;
+    node_ijk(d, n, &i, &j, &k);
+    float diag[9], f[3];
+    if (l == 0)
+      vox_cell_fine_row(d, hl->moduli, hl->ke, kchi, x, i, j, k, ax + 3 * n, diag, f);
+    else if (l == 1)
+      vox_cell_coarse1_row(d, hl->moduli, hl->g, x, i, j, k, ax + 3 * n, diag);
+    else
+      vox_cell_stencil_row(d, hl->stencil[l], x, i, j, k, ax + 3 * n, diag);
+  }
+}
+
+/* A 32^3 cell solver (4 levels: 32, 16, 8, 4) after an update with random
+ * moduli in [1e-3, 1]; *hl gets the host side of its hierarchy. */
+static vox_cell_solver *make_solver(vox_context *ctx, vox_backend *be, host_levels *hl) {
+  const int n = 32;
+  const vox_grid grid = {
+      .nx = n, .ny = n, .nz = n, .voxel_size = {1.0 / n, 1.0 / n, 1.0 / n}, .periodic = 1};
+  double ke[576], g[8 * 576];
+  CHECK(vox_hex8_elasticity(1.0, 0.3, grid.voxel_size, ke) == 0);
+  vox_galerkin_element_products(ke, 3, g);
+  vox_cell_solver *cs = NULL;
+  CHECK_OK(ctx, vox_cell_solver_create(be, &grid, ke, &cs));
+  CHECK(cs != NULL);
+  if (!cs) return NULL;
+  CHECK(cs->desc.n_levels == 4);
+  CHECK(cs->desc.dims[3].nx == 4 && cs->desc.dims[3].ny == 4 && cs->desc.dims[3].nz == 4);
+  const size_t ne = (size_t)n * n * n;
+  double *m = malloc(ne * sizeof *m);
+  memset(hl, 0, sizeof *hl);
+  hl->moduli = malloc(ne * sizeof *hl->moduli);
+  uint64_t seed = 17;
+  for (size_t e = 0; e < ne; e++) {
+    m[e] = 1e-3 + (1 - 1e-3) * uniform(&seed);
+    hl->moduli[e] = (float)m[e];
+  }
+  vox_vec moduli;
+  CHECK_OK(ctx, be->ops->vec_create(be, ne, &moduli));
+  CHECK_OK(ctx, be->ops->vec_upload(be, &moduli, m));
+  CHECK_OK(ctx, vox_cell_solver_update(cs, &moduli));
+  be->ops->vec_destroy(be, &moduli);
+  free(m);
+  hl->n_levels = cs->desc.n_levels;
+  memcpy(hl->dims, cs->desc.dims, sizeof hl->dims);
+  for (int i = 0; i < 576; i++) hl->ke[i] = (float)ke[i];
+  for (int i = 0; i < 8 * 576; i++) hl->g[i] = (float)g[i];
+  for (int l = 2; l < hl->n_levels; l++) {
+    hl->stencil[l] = malloc(VOX_CELL_BLOCK * (size_t)nodes_of(hl->dims[l]) * sizeof(float));
+    CHECK_OK(ctx, be->ops->cell->stencil_download(be, cs->cell, l, hl->stencil[l]));
+  }
+  return cs;
+}
+
+static void free_levels(host_levels *hl) {
+  free(hl->moduli);
+  for (int l = 2; l < hl->n_levels; l++) free(hl->stencil[l]);
+}
+
+/* A_{l+1} x = R (A_l (P x)) for random x on every pair of levels. */
+static void test_galerkin(vox_context *ctx, vox_backend *be) {
+  host_levels hl;
+  vox_cell_solver *cs = make_solver(ctx, be, &hl);
+  if (!cs) return;
+  uint64_t seed = 23;
+  for (int l = 0; l + 1 < hl.n_levels; l++) {
+    const vox_cell_dims df = hl.dims[l], dc = hl.dims[l + 1];
+    const size_t nf = 3 * (size_t)nodes_of(df), nc = 3 * (size_t)nodes_of(dc);
+    float *x = malloc(nc * sizeof *x), *px = malloc(nf * sizeof *px);
+    float *apx = malloc(nf * sizeof *apx), *rapx = malloc(nc * sizeof *rapx);
+    float *ax = malloc(nc * sizeof *ax);
+    for (size_t i = 0; i < nc; i++) x[i] = (float)(uniform(&seed) - 0.5);
+    for (int64_t n = 0; n < nodes_of(df); n++) {
+      int i, j, k;
+      node_ijk(df, n, &i, &j, &k);
+      vox_cell_prolong_at(dc, x, i, j, k, px + 3 * n);
+    }
+    apply(&hl, l, px, apx);
+    for (int64_t n = 0; n < nodes_of(dc); n++) {
+      int i, j, k;
+      node_ijk(dc, n, &i, &j, &k);
+      vox_cell_restrict_at(df, apx, i, j, k, rapx + 3 * n);
+    }
+    apply(&hl, l + 1, x, ax);
+    double amax = 0, diff = 0;
+    for (size_t i = 0; i < nc; i++) {
+      amax = fmax(amax, fabs(ax[i]));
+      diff = fmax(diff, fabs((double)ax[i] - rapx[i]));
+    }
+    fprintf(stderr,
+            "galerkin: levels %d-%d (%d^3 -> %d^3): max |A x - R A P x| / max |A x| "
+            "%.2e\n",
+            l, l + 1, df.nx, dc.nx, diff / amax);
+    CHECK(amax > 0 && diff <= 1e-5 * amax);
+    free(x), free(px), free(apx), free(rapx), free(ax);
+  }
+  free_levels(&hl);
+  vox_cell_solver_destroy(cs);
+}
+
+/* The coarsest pseudo-inverse (the driver's host copy of what it uploads):
+ * for b of zero mean per component, x = A+ b solves A x = b and has zero
+ * mean per component itself (A+ maps into the complement of the
+ * translations). */
+static void test_pinv(vox_context *ctx, vox_backend *be) {
+  host_levels hl;
+  vox_cell_solver *cs = make_solver(ctx, be, &hl);
+  if (!cs) return;
+  const int last = hl.n_levels - 1;
+  const size_t n = 3 * (size_t)nodes_of(hl.dims[last]);
+  float *b = malloc(n * sizeof *b), *x = calloc(n, sizeof *x), *ax = malloc(n * sizeof *ax);
+  uint64_t seed = 29;
+  double mean[3] = {0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    b[i] = (float)(uniform(&seed) - 0.5);
+    mean[i % 3] += b[i] / (double)(n / 3);
+  }
+  for (size_t i = 0; i < n; i++) b[i] -= (float)mean[i % 3];
+  double xmean[3] = {0, 0, 0}, xmax = 0, bmax = 0, diff = 0;
+  for (size_t i = 0; i < n; i++) {
+    double s = 0;
+    for (size_t j = 0; j < n; j++) s += cs->coarsest[i * n + j] * b[j];
+    x[i] = (float)s;
+    xmean[i % 3] += s / (double)(n / 3);
+    xmax = fmax(xmax, fabs(s));
+  }
+  apply(&hl, last, x, ax);
+  for (size_t i = 0; i < n; i++) {
+    bmax = fmax(bmax, fabs(b[i]));
+    diff = fmax(diff, fabs((double)ax[i] - b[i]));
+  }
+  const double mmax = fmax(fabs(xmean[0]), fmax(fabs(xmean[1]), fabs(xmean[2])));
+  fprintf(stderr, "pinv: max |A A+ b - b| / max |b| %.2e, mean of A+ b / max %.2e\n", diff / bmax,
+          mmax / xmax);
+  CHECK(diff <= 1e-5 * bmax);
+  CHECK(mmax <= 1e-5 * xmax);
+  free(b), free(x), free(ax);
+  free_levels(&hl);
+  vox_cell_solver_destroy(cs);
+}
+
+/* An n^3 cell of edge 1 with one material (E = 1, nu = 0.3) in every voxel,
+ * its densities rho (NULL: all 1). */
+static void make_cell(vox_context *ctx, vox_model *m, int n, uint64_t *seed) {
+  const vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1.0 / n, 1.0 / n, 1.0 / n}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  const size_t ne = (size_t)vox_grid_elements(&g);
+  memset(m->label, 1, ne);
+  vox_material a = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .role = VOX_ROLE_DESIGN};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &a));
+  m->density = malloc(ne * sizeof *m->density);
+  for (size_t e = 0; e < ne; e++) m->density[e] = seed ? 0.05 + 0.95 * uniform(seed) : 1;
+}
+
+/* SIMP moduli of the model's densities, then C^H. */
+static void solve(vox_context *ctx, vox_backend *be, const vox_model *m, vox_homog *h,
+                  const vox_solver_options *o, double c[36]) {
+  const size_t ne = (size_t)vox_grid_elements(&m->grid);
+  vox_vec rho;
+  CHECK_OK(ctx, be->ops->vec_create(be, ne, &rho));
+  CHECK_OK(ctx, be->ops->vec_upload(be, &rho, m->density));
+  CHECK_OK(ctx, be->ops->simp_moduli(be, &rho, &h->fem->e_solid, 3, 1e-9, &h->fem->moduli));
+  CHECK_OK(ctx, vox_fem_update(h->fem));
+  int iterations;
+  vox_solve_result failed;
+  CHECK_OK(ctx, vox_homog_solve(h, o, NULL, c, &iterations, &failed));
+  CHECK(failed.reason > 0);
+  be->ops->vec_destroy(be, &rho);
+}
+
+static void cell_options(vox_solver_options *o) {
+  vox_solver_options_default(o);
+  /* float's floor is near 1e-7 of the load */
+  o->rtol = 1e-6;
+  o->precision = VOX_PRECISION_MIXED;
+  o->max_iterations = 200;
+}
+
+/* A random-density 16^3 cell: the cell solver's C^H against the double
+ * CG/multigrid reference. */
+static void test_solve(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  uint64_t seed = 31;
+  make_cell(ctx, &m, 16, &seed);
+  vox_homog *hd = NULL, *hc = NULL;
+  CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, VOX_HOMOG_DOUBLE, VOX_ALL_STRAINS, &hd));
+  CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, &hc));
+  if (!hd || !hc) {
+    vox_homog_destroy(hd), vox_homog_destroy(hc);
+    vox_model_free(&m);
+    return;
+  }
+  CHECK(hd->cell == NULL && hc->cell != NULL);
+  vox_solver_options od, oc;
+  vox_solver_options_default(&od);
+  od.rtol = 1e-10;
+  od.precision = VOX_PRECISION_DOUBLE;
+  cell_options(&oc);
+  double cd[36], cc[36];
+  solve(ctx, be, &m, hd, &od, cd);
+  solve(ctx, be, &m, hc, &oc, cc);
+  double cmax = 0, dc = 0;
+  for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(cd[i]));
+  for (int i = 0; i < 36; i++) {
+    dc = fmax(dc, fabs(cc[i] - cd[i]));
+  }
+  fprintf(stderr, "solve: V-cycles");
+  for (int i = 0; i < 6; i++) {
+    CHECK(hc->last[i].reason > 0 && hd->last[i].reason > 0);
+    fprintf(stderr, " %d", hc->last[i].iterations);
+  }
+  fprintf(stderr, " (reference: iterations");
+  for (int i = 0; i < 6; i++) fprintf(stderr, " %d", hd->last[i].iterations);
+  fprintf(stderr, "); max |dC| / max |C| %.2e\n", dc / cmax);
+  CHECK(dc <= 1e-4 * cmax);
+  vox_homog_destroy(hd), vox_homog_destroy(hc);
+  vox_model_free(&m);
+}
+
+/* A uniform cell has no load (its float rounding is taken as zero): no
+ * V-cycle, and C^H is the material's stiffness. */
+static void test_zero(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cell(ctx, &m, 16, NULL);
+  vox_homog *hc = NULL;
+  CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, &hc));
+  if (!hc) {
+    vox_model_free(&m);
+    return;
+  }
+  CHECK(hc->cell != NULL);
+  vox_solver_options o;
+  cell_options(&o);
+  double c[36], ref[36];
+  solve(ctx, be, &m, hc, &o, c);
+  for (int i = 0; i < 6; i++) CHECK(hc->last[i].reason > 0 && hc->last[i].iterations == 0);
+  isotropic(1, 0.3, ref);
+  double cmax = 0, dc = 0;
+  for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(ref[i]));
+  for (int i = 0; i < 36; i++) dc = fmax(dc, fabs(c[i] - ref[i]));
+  fprintf(stderr, "zero: max |C - C_iso| / max |C_iso| %.2e\n", dc / cmax);
+  CHECK(dc <= 1e-5 * cmax);
+  vox_homog_destroy(hc);
+  vox_model_free(&m);
+}
+
+int main(int argc, char **argv) {
+  vox_context *ctx;
+  vox_backend *be;
+  vox_context_create(&ctx);
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
+  if (check_wanted(argc, argv, "galerkin")) test_galerkin(ctx, be);
+  if (check_wanted(argc, argv, "pinv")) test_pinv(ctx, be);
+  if (check_wanted(argc, argv, "solve")) test_solve(ctx, be);
+  if (check_wanted(argc, argv, "zero")) test_zero(ctx, be);
+  vox_backend_destroy(be);
+  vox_context_destroy(ctx);
+  CHECK_DONE();
+}
