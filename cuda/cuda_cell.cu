@@ -27,17 +27,12 @@ struct vox_cell {
   double *h;            /* 64 x 576 */
   float *moduli;
   double *pinv;
-  double *sum; /* one reduction's result */
+  double *sum; /* two reductions' results */
 };
 
 namespace {
 
 int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
-
-__device__ __forceinline__ void node_coords(vox_cell_dims d, int64_t n, int &i, int &j, int &k) {
-  const uint32_t m = (uint32_t)n, q = m / (uint32_t)d.nx; /* levels have < 2^32 nodes */
-  i = (int)(m - q * (uint32_t)d.nx), j = (int)(q % (uint32_t)d.ny), k = (int)(q / (uint32_t)d.ny);
-}
 
 /* The sum of v over the block into *out (atomically). */
 __device__ void block_sum(double v, double *out) {
@@ -89,7 +84,7 @@ __global__ void residual_kernel(level_view v, const float *x, float *r, int64_t 
   double rr = 0;
   if (n < nodes) {
     int i, j, k;
-    node_coords(v.dims, n, i, j, k);
+    vox_cell_coords(v.dims, n, &i, &j, &k);
     float ax[3], diag[9], b[3];
     row(v, x, i, j, k, ax, diag, b);
     for (int q = 0; q < 3; q++) {
@@ -107,13 +102,9 @@ __global__ void load_norm_kernel(vox_cell_dims d, const float *moduli, const flo
   double ff = 0;
   if (n < nodes) {
     int i, j, k;
-    node_coords(d, n, i, j, k);
-    float f[3] = {0, 0, 0};
-    for (int a = 0; a < 8; a++) {
-      const float m = moduli[vox_cell_node(d, i - vox_cell_corner(a, 0), j - vox_cell_corner(a, 1),
-                                           k - vox_cell_corner(a, 2))];
-      for (int q = 0; q < 3; q++) f[q] += m * kchi[3 * a + q];
-    }
+    vox_cell_coords(d, n, &i, &j, &k);
+    float f[3];
+    vox_cell_load_at(d, moduli, kchi, i, j, k, f);
     ff = (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
   }
   block_sum(ff, sum);
@@ -124,7 +115,7 @@ __global__ void restrict_kernel(vox_cell_dims fine, const float *r, vox_cell_dim
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (n >= nodes) return;
   int i, j, k;
-  node_coords(d, n, i, j, k);
+  vox_cell_coords(d, n, &i, &j, &k);
   float out[3];
   vox_cell_restrict_at(fine, r, i, j, k, out);
   for (int q = 0; q < 3; q++) b[3 * n + q] = out[q], x[3 * n + q] = 0;
@@ -135,7 +126,7 @@ __global__ void prolong_kernel(vox_cell_dims coarse, const float *xc, vox_cell_d
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (n >= nodes) return;
   int i, j, k;
-  node_coords(d, n, i, j, k);
+  vox_cell_coords(d, n, &i, &j, &k);
   float add[3];
   vox_cell_prolong_at(coarse, xc, i, j, k, add);
   for (int q = 0; q < 3; q++) x[3 * n + q] += add[q];
@@ -146,7 +137,7 @@ __global__ void level2_kernel(vox_cell_dims d, const float *moduli, const double
   const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= blocks) return;
   int i, j, k;
-  node_coords(d, q / 27, i, j, k);
+  vox_cell_coords(d, q / 27, &i, &j, &k);
   vox_cell_level2_block(d, moduli, h, i, j, k, (int)(q % 27), stencil + 9 * q);
 }
 
@@ -155,7 +146,7 @@ __global__ void galerkin_kernel(vox_cell_dims fine, const float *sf, vox_cell_di
   const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= blocks) return;
   int i, j, k;
-  node_coords(d, q / 27, i, j, k);
+  vox_cell_coords(d, q / 27, &i, &j, &k);
   vox_cell_galerkin_block(fine, sf, i, j, k, (int)(q % 27), sc + 9 * q);
 }
 
@@ -168,7 +159,7 @@ __global__ void field_load_kernel(vox_cell_dims d, const uint16_t *u, float *x, 
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (n >= nodes) return;
   int i, j, k;
-  node_coords(d, n, i, j, k);
+  vox_cell_coords(d, n, &i, &j, &k);
   const int64_t f = ((int64_t)k * (d.ny + 1) + j) * (d.nx + 1) + i;
   for (int q = 0; q < 3; q++) x[3 * n + q] = __half2float(__ushort_as_half(u[3 * f + q]));
 }
@@ -178,7 +169,7 @@ __global__ void field_store_kernel(vox_cell_dims d, const float *x, uint16_t *u,
   if (f >= nodes) return;
   const vox_cell_dims p = {d.nx + 1, d.ny + 1, d.nz + 1};
   int i, j, k;
-  node_coords(p, f, i, j, k);
+  vox_cell_coords(p, f, &i, &j, &k);
   const int64_t n = vox_cell_node(d, i, j, k);
   for (int q = 0; q < 3; q++) u[3 * f + q] = __half_as_ushort(__float2half_rn(x[3 * n + q]));
 }
@@ -189,7 +180,7 @@ __global__ void correction_dot_kernel(vox_cell_dims d, const float *r, vox_cell_
   double s = 0;
   if (n < nodes) {
     int i, j, k;
-    node_coords(d, n, i, j, k);
+    vox_cell_coords(d, n, &i, &j, &k);
     float p[3];
     vox_cell_prolong_at(coarse, xc, i, j, k, p);
     for (int q = 0; q < 3; q++) s += (double)r[3 * n + q] * p[q];
@@ -202,7 +193,7 @@ __global__ void prolong_set_kernel(vox_cell_dims coarse, const float *xc, vox_ce
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (n >= nodes) return;
   int i, j, k;
-  node_coords(d, n, i, j, k);
+  vox_cell_coords(d, n, &i, &j, &k);
   vox_cell_prolong_at(coarse, xc, i, j, k, out + 3 * n);
 }
 
@@ -211,7 +202,7 @@ __global__ void energy_kernel(level_view v, const float *c, int64_t nodes, doubl
   double s = 0;
   if (n < nodes) {
     int i, j, k;
-    node_coords(v.dims, n, i, j, k);
+    vox_cell_coords(v.dims, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
     vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, c, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) s += (double)c[3 * n + q] * ax[q];
@@ -283,7 +274,7 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
   TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
   TRY(alloc_floats(be, &c->kchi, 24, "the load"));
   TRY(vox_cuda_alloc(be, (void **)&c->h, 64 * 576 * sizeof(double), "the level-2 matrices"));
-  TRY(vox_cuda_alloc(be, (void **)&c->sum, sizeof(double), "a reduction"));
+  TRY(vox_cuda_alloc(be, (void **)&c->sum, 2 * sizeof(double), "the reductions"));
   float ke[576], g[8 * 576];
   for (int i = 0; i < 576; i++) ke[i] = (float)desc->ke[i];
   for (int i = 0; i < 8 * 576; i++) g[i] = (float)desc->g[i];
@@ -417,17 +408,18 @@ vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
 
 vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, double *cac) {
   const cell_level &l0 = c->level[0], &l1 = c->level[1];
-  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  CUDA_TRY(be, cudaMemset(c->sum, 0, 2 * sizeof(double)), "clearing the sums");
   correction_dot_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, l0.r, l1.dims, l1.x, l0.nodes,
                                                        c->sum);
   CUDA_LAUNCHED(be, "the coarse correction's r.c");
-  TRY(read_sum(be, c, rc));
   prolong_set_kernel<<<blocks_for(l0.nodes), 128>>>(l1.dims, l1.x, l0.dims, l0.r, l0.nodes);
   CUDA_LAUNCHED(be, "the coarse correction");
-  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
-  energy_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.r, l0.nodes, c->sum);
+  energy_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.r, l0.nodes, c->sum + 1);
   CUDA_LAUNCHED(be, "the coarse correction's energy");
-  return read_sum(be, c, cac);
+  double sums[2]; /* one wait for both */
+  CUDA_TRY(be, cudaMemcpy(sums, c->sum, sizeof sums, cudaMemcpyDeviceToHost), "reading sums");
+  *rc = sums[0], *cac = sums[1];
+  return VOX_OK;
 }
 
 vox_status cell_add_correction(vox_backend *be, vox_cell *c, double omega) {

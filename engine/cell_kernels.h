@@ -34,6 +34,15 @@ VOX_HOST_DEVICE static inline int64_t vox_cell_node(vox_cell_dims d, int i, int 
          vox_cell_wrap(i, d.nx);
 }
 
+/* (i, j, k) of node n: 32-bit division, which the GPU does far faster than
+ * 64-bit (a level has fewer than 2^32 nodes: vox_cell_solver_levels). */
+VOX_HOST_DEVICE static inline void vox_cell_coords(vox_cell_dims d, int64_t n, int *i, int *j,
+                                                   int *k) {
+  const uint32_t m = (uint32_t)n, q = m / (uint32_t)d.nx;
+  *i = (int)(m - q * (uint32_t)d.nx), *j = (int)(q % (uint32_t)d.ny),
+  *k = (int)(q / (uint32_t)d.ny);
+}
+
 /* Coordinate `axis` of local corner a (voxfe/element.h's vox_hex8_corner). */
 VOX_HOST_DEVICE static inline int vox_cell_corner(int a, int axis) {
   return axis == 0 ? ((a + 1) >> 1) & 1 : axis == 1 ? (a >> 1) & 1 : a >> 2;
@@ -54,6 +63,19 @@ VOX_HOST_DEVICE static inline void vox_cell_colour_node(vox_cell_dims d, int col
   *i = 2 * (int)(m % hx) + (colour & 1);
   *j = 2 * (int)((m / hx) % hy) + ((colour >> 1) & 1);
   *k = 2 * (int)(m / ((int64_t)hx * hy)) + (colour >> 2);
+}
+
+/* The load of the unit strain with Ke chi = kchi at node (i, j, k) of
+ * level 0: f = sum_e m_e (Ke chi)_n over its 8 elements. */
+VOX_HOST_DEVICE static inline void vox_cell_load_at(vox_cell_dims d, const float *moduli,
+                                                    const float *kchi, int i, int j, int k,
+                                                    float f[3]) {
+  for (int r = 0; r < 3; r++) f[r] = 0;
+  for (int a = 0; a < 8; a++) {
+    const float m = moduli[vox_cell_node(d, i - vox_cell_corner(a, 0), j - vox_cell_corner(a, 1),
+                                         k - vox_cell_corner(a, 2))];
+    for (int r = 0; r < 3; r++) f[r] += m * kchi[3 * a + r];
+  }
 }
 
 /* The 24 values of element (oi, oj, ok)'s corners. */
@@ -79,7 +101,8 @@ VOX_HOST_DEVICE static inline void vox_cell_rows(const float *k, int a, float m,
 }
 
 /* Level 0 at node (i, j, k): ax = (K x)_n, diag = K_nn, and f = the load
- * sum_e m_e (Ke chi)_n of the unit strain whose Ke chi is kchi. */
+ * sum_e m_e (Ke chi)_n of the unit strain whose Ke chi is kchi (as
+ * vox_cell_load_at, fused into the same pass over the elements). */
 VOX_HOST_DEVICE static inline void vox_cell_fine_row(vox_cell_dims d, const float *moduli,
                                                      const float *ke, const float *kchi,
                                                      const float *x, int i, int j, int k,

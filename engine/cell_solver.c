@@ -12,7 +12,9 @@ static int even(vox_cell_dims d) { return d.nx % 2 == 0 && d.ny % 2 == 0 && d.nz
 static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
 
 int vox_cell_solver_levels(const vox_grid *grid, vox_cell_dims dims[VOX_CELL_MAX_LEVELS]) {
-  if (!grid->periodic || grid->nx > (1 << 20) || grid->ny > (1 << 20) || grid->nz > (1 << 20))
+  /* node indices of every level and of the fem's layout (with images)
+   * below 2^32: vox_cell_coords */
+  if (!grid->periodic || (double)(grid->nx + 1) * (grid->ny + 1) * (grid->nz + 1) >= 4294967296.0)
     return 0;
   dims[0] = (vox_cell_dims){(int)grid->nx, (int)grid->ny, (int)grid->nz};
   int n = 1;
@@ -145,8 +147,8 @@ static vox_status coarsest_inverse(vox_cell_solver *cs) {
   double *a = cs->coarsest;
   memset(a, 0, n * n * sizeof *a);
   for (size_t node = 0; node < nc; node++) {
-    const int i = (int)(node % d.nx), j = (int)((node / d.nx) % d.ny),
-              k = (int)(node / ((size_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, (int64_t)node, &i, &j, &k);
     for (int t = 0; t < 27; t++) {
       const size_t nb = (size_t)vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
       for (int r = 0; r < 3; r++)

@@ -118,19 +118,19 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
   cell.grid.periodic = 1;
   cell.n_load_cases = 1;
   cell.displacement = NULL;
-  /* half fields are solved by the cell solver where it applies: the fem
-   * then needs no solve state of its own */
-  vox_cell_dims dims[VOX_CELL_MAX_LEVELS];
-  const int cell_solver =
-      fields == VOX_HOMOG_CELL_SOLVER && be->ops->cell && vox_cell_solver_levels(&cell.grid, dims);
-  vox_status s = cell_solver ? vox_fem_create_lean(ctx, be, &cell, &h->fem)
-                             : vox_fem_create(ctx, be, &cell, &h->fem);
   const vox_grid *g = &cell.grid;
-  const vox_material *mat = s == VOX_OK ? vox_model_material(model, model->label[0]) : NULL;
-  double ke[24 * 24];
-  if (s == VOX_OK && vox_hex8_elasticity(1.0, mat->poisson_ratio, g->voxel_size, ke) != 0)
+  const vox_material *mat = vox_model_material(model, model->label[0]);
+  double ke[24 * 24], nu;
+  vox_status s = vox_model_poisson_ratio(ctx, model, &nu); /* one for all materials */
+  if (s == VOX_OK && vox_hex8_elasticity(1.0, nu, g->voxel_size, ke) != 0)
     s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad Poisson ratio");
-  if (s == VOX_OK && cell_solver) s = vox_cell_solver_create(be, g, ke, &h->cell);
+  /* half fields are solved by the cell solver where it applies (NULL
+   * otherwise): the fem then needs no solve state of its own */
+  if (s == VOX_OK && fields == VOX_HOMOG_CELL_SOLVER)
+    s = vox_cell_solver_create(be, g, ke, &h->cell);
+  if (s == VOX_OK)
+    s = h->cell ? vox_fem_create_lean(ctx, be, &cell, &h->fem)
+                : vox_fem_create(ctx, be, &cell, &h->fem);
   if (s == VOX_OK) {
     h->e_solid = mat->youngs_modulus;
     h->volume = (double)vox_grid_elements(g) * g->voxel_size[0] * g->voxel_size[1] *
@@ -149,15 +149,12 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
           for (int c = 0; c < 24; c++) q += h->chi[i * 24 + r] * ke[r * 24 + c] * h->chi[j * 24 + c];
         h->q[i * VOX_STRAINS + j] = q;
       }
-    for (int i = 0; i < VOX_STRAINS; i++) {
-      h->kchi2[i] = 0;
+    for (int i = 0; i < VOX_STRAINS; i++)
       for (int r = 0; r < 24; r++) {
         double t = 0;
         for (int c = 0; c < 24; c++) t += ke[r * 24 + c] * h->chi[i * 24 + c];
         h->kchi[i * 24 + r] = t;
-        h->kchi2[i] += t * t;
       }
-    }
   }
   h->half_fields = half_fields;
   if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
@@ -201,9 +198,12 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  const double scale2 = 8 * mm * h->kchi2[i], zero_ff = ZERO_LOAD * ZERO_LOAD * scale2;
+  double kchi2 = 0; /* |Ke chi_i|^2 */
+  for (int q = 0; q < 24; q++) kchi2 += h->kchi[24 * i + q] * h->kchi[24 * i + q];
+  const double scale2 = 8 * mm * kchi2;
   if (h->cell)
     return vox_cell_solver_solve(h->cell, h->kchi + 24 * i, scale2, options, &h->uh[i], r);
+  const double zero_ff = ZERO_LOAD * ZERO_LOAD * scale2;
   double ff;
   vox_vec *u;
   TRY(vox_homog_field(h, i, &u)); /* the warm start */

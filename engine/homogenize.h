@@ -28,12 +28,11 @@ typedef struct vox_homog {
   vox_vec work;
   /* the single-precision cell solver (cell_solver.h) that solves the half
    * fields where the backend and the grid allow (then fem is lean and there
-   * is no work vector), NULL otherwise; kchi: Ke chi_i of unit modulus */
+   * is no work vector), NULL otherwise */
   vox_cell_solver *cell;
-  double kchi[VOX_STRAINS * 24];
+  double kchi[VOX_STRAINS * 24]; /* Ke chi_i, unit modulus: the loads' element vectors */
   double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
-  double kchi2[VOX_STRAINS];  /* |Ke chi_i|^2, unit modulus: the scale of a load */
   vox_solve_result last[VOX_STRAINS]; /* each case's solve in the last vox_homog_solve */
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */

@@ -84,8 +84,8 @@ static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *m
   for (int64_t q = 0; q < blocks; q++) {
     const int64_t n = q / 27;
     const int t = (int)(q % 27);
-    const int i = (int)(n % l2->dims.nx), j = (int)((n / l2->dims.nx) % l2->dims.ny),
-              k = (int)(n / ((int64_t)l2->dims.nx * l2->dims.ny));
+    int i, j, k;
+    vox_cell_coords(l2->dims, n, &i, &j, &k);
     vox_cell_level2_block(l2->dims, c->moduli, c->h, i, j, k, t, l2->stencil + 9 * q);
   }
   return VOX_OK;
@@ -98,8 +98,8 @@ static vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
   for (int64_t q = 0; q < blocks; q++) {
     const int64_t n = q / 27;
     const int t = (int)(q % 27);
-    const int i = (int)(n % lv->dims.nx), j = (int)((n / lv->dims.nx) % lv->dims.ny),
-              k = (int)(n / ((int64_t)lv->dims.nx * lv->dims.ny));
+    int i, j, k;
+    vox_cell_coords(lv->dims, n, &i, &j, &k);
     vox_cell_galerkin_block(fine->dims, fine->stencil, i, j, k, t, lv->stencil + 9 * q);
   }
   return VOX_OK;
@@ -126,8 +126,9 @@ static vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[
 
 /* The fem's node (with images) of master node n of level 0. */
 static size_t fem_node(vox_cell_dims d, int64_t n) {
-  const int64_t i = n % d.nx, j = (n / d.nx) % d.ny, k = n / ((int64_t)d.nx * d.ny);
-  return (size_t)((k * (d.ny + 1) + j) * (d.nx + 1) + i);
+  int i, j, k;
+  vox_cell_coords(d, n, &i, &j, &k);
+  return (size_t)(((int64_t)k * (d.ny + 1) + j) * (d.nx + 1) + i);
 }
 
 static vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
@@ -184,14 +185,10 @@ static vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
   for (int64_t n = 0; n < l0->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
-    float f[3] = {0, 0, 0};
-    for (int a = 0; a < 8; a++) {
-      const float m = c->moduli[vox_cell_node(
-          d, i - vox_cell_corner(a, 0), j - vox_cell_corner(a, 1), k - vox_cell_corner(a, 2))];
-      for (int q = 0; q < 3; q++) f[q] += m * c->kchi[3 * a + q];
-    }
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
+    float f[3];
+    vox_cell_load_at(d, c->moduli, c->kchi, i, j, k, f);
     sum += (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
   }
   *ff = sum;
@@ -221,8 +218,8 @@ static vox_status cell_residual(vox_backend *be, vox_cell *c, int level, double 
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
   for (int64_t n = 0; n < lv->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], b[3];
     row(c, level, lv->x, i, j, k, ax, diag, b);
     for (int q = 0; q < 3; q++) {
@@ -239,8 +236,8 @@ static vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
   const vox_cell_dims d = lv->dims;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < lv->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     vox_cell_restrict_at(fine->dims, fine->r, i, j, k, lv->b + 3 * n);
     for (int q = 0; q < 3; q++) lv->x[3 * n + q] = 0;
   }
@@ -252,8 +249,8 @@ static vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
   const vox_cell_dims d = lv->dims;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < lv->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     float add[3];
     vox_cell_prolong_at(coarse->dims, coarse->x, i, j, k, add);
     for (int q = 0; q < 3; q++) lv->x[3 * n + q] += add[q];
@@ -267,22 +264,22 @@ static vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, doub
   double s = 0, e = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
   for (int64_t n = 0; n < l0->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     float p[3];
     vox_cell_prolong_at(l1->dims, l1->x, i, j, k, p);
     for (int q = 0; q < 3; q++) s += (double)l0->r[3 * n + q] * p[q];
   }
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < l0->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     vox_cell_prolong_at(l1->dims, l1->x, i, j, k, l0->r + 3 * n);
   }
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : e)
   for (int64_t n = 0; n < l0->nodes; n++) {
-    const int i = (int)(n % d.nx), j = (int)((n / d.nx) % d.ny),
-              k = (int)(n / ((int64_t)d.nx * d.ny));
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
     vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->r, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) e += (double)l0->r[3 * n + q] * ax[q];

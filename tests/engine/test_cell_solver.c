@@ -26,10 +26,6 @@ static double uniform(uint64_t *state) {
 
 static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
 
-static void node_ijk(vox_cell_dims d, int64_t n, int *i, int *j, int *k) {
-  *i = (int)(n % d.nx), *j = (int)((n / d.nx) % d.ny), *k = (int)(n / ((int64_t)d.nx * d.ny));
-}
-
 /* The isotropic stiffness in the seed's Voigt order (xx yy zz xy yz zx). */
 static void isotropic(double E, double nu, double c[36]) {
   const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
@@ -55,7 +51,7 @@ static void apply(const host_levels *hl, int l, const float *x, float *ax) {
   static const float kchi[24] = {0}; /* the load is not wanted here */
   for (int64_t n = 0; n < nodes_of(d); n++) {
     int i, j, k;
-    node_ijk(d, n, &i, &j, &k);
+    vox_cell_coords(d, n, &i, &j, &k);
     float diag[9], f[3];
     if (l == 0)
       vox_cell_fine_row(d, hl->moduli, hl->ke, kchi, x, i, j, k, ax + 3 * n, diag, f);
@@ -127,13 +123,13 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
     for (size_t i = 0; i < nc; i++) x[i] = (float)(uniform(&seed) - 0.5);
     for (int64_t n = 0; n < nodes_of(df); n++) {
       int i, j, k;
-      node_ijk(df, n, &i, &j, &k);
+      vox_cell_coords(df, n, &i, &j, &k);
       vox_cell_prolong_at(dc, x, i, j, k, px + 3 * n);
     }
     apply(&hl, l, px, apx);
     for (int64_t n = 0; n < nodes_of(dc); n++) {
       int i, j, k;
-      node_ijk(dc, n, &i, &j, &k);
+      vox_cell_coords(dc, n, &i, &j, &k);
       vox_cell_restrict_at(df, apx, i, j, k, rapx + 3 * n);
     }
     apply(&hl, l + 1, x, ax);
