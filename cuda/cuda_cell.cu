@@ -26,8 +26,9 @@ struct vox_cell {
   float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
   double *h;            /* 64 x 576 */
   float *moduli;
+  float *u, *p; /* CG's field and direction on level 0 */
   double *pinv;
-  double *sum; /* two reductions' results */
+  double *sum; /* a reduction's result */
 };
 
 namespace {
@@ -57,10 +58,9 @@ struct level_view {
 __device__ __forceinline__ void row(const level_view &v, const float *x, int i, int j, int k,
                                     float ax[3], float diag[9], float b[3]) {
   if (v.level == 0) {
-    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, x, i, j, k, ax, diag, b);
-    return;
-  }
-  if (v.level == 1)
+    float f[3]; /* the load, not the V-cycle's right-hand side */
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, x, i, j, k, ax, diag, f);
+  } else if (v.level == 1)
     vox_cell_coarse1_row(v.dims, v.moduli, v.g, x, i, j, k, ax, diag);
   else
     vox_cell_stencil_row(v.dims, v.stencil, x, i, j, k, ax, diag);
@@ -78,22 +78,57 @@ __global__ void smooth_kernel(level_view v, float *x, int colour, int64_t count)
   vox_cell_relax(b, ax, diag, x + 3 * vox_cell_node(v.dims, i, j, k));
 }
 
-__global__ void residual_kernel(level_view v, const float *x, float *r, int64_t nodes,
-                                double *sum) {
+__global__ void residual_kernel(level_view v, const float *x, float *r, int64_t nodes) {
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  double rr = 0;
+  if (n >= nodes) return;
+  int i, j, k;
+  vox_cell_coords(v.dims, n, &i, &j, &k);
+  float ax[3], diag[9], b[3];
+  row(v, x, i, j, k, ax, diag, b);
+  for (int q = 0; q < 3; q++) r[3 * n + q] = b[q] - ax[q];
+}
+
+/* CG on level 0 (cell_ops.h). With `load`, out = f - A in (the residual);
+ * without, out = A in; either way *sum += in.out, or out.out with `load`. */
+__global__ void fine_product_kernel(level_view v, const float *in, float *out, int load,
+                                    int64_t nodes, double *sum) {
+  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  double s = 0;
   if (n < nodes) {
     int i, j, k;
     vox_cell_coords(v.dims, n, &i, &j, &k);
-    float ax[3], diag[9], b[3];
-    row(v, x, i, j, k, ax, diag, b);
+    float ax[3], diag[9], f[3];
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, in, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
-      const float rq = b[q] - ax[q];
-      r[3 * n + q] = rq;
-      rr += (double)rq * rq;
+      const float y = load ? f[q] - ax[q] : ax[q];
+      out[3 * n + q] = y;
+      s += (double)(load ? y : in[3 * n + q]) * y;
     }
   }
-  if (sum) block_sum(rr, sum);
+  block_sum(s, sum);
+}
+
+__global__ void dot_kernel(size_t n, const float *a, const float *b, double *sum) {
+  double s = 0;
+  VOX_GRID_STRIDE(i, n) s += (double)a[i] * b[i];
+  block_sum(s, sum);
+}
+
+/* p = z + beta p; the first direction (beta 0) does not read p, which
+ * holds whatever the allocation held. */
+__global__ void direction_kernel(size_t n, const float *z, float beta, float *p) {
+  VOX_GRID_STRIDE(i, n) p[i] = beta != 0 ? z[i] + beta * p[i] : z[i];
+}
+
+__global__ void cg_update_kernel(size_t n, float alpha, const float *p, const float *q, float *u,
+                                 float *r, double *sum) {
+  double s = 0;
+  VOX_GRID_STRIDE(i, n) {
+    u[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
+    s += (double)r[i] * r[i];
+  }
+  block_sum(s, sum);
 }
 
 __global__ void load_norm_kernel(vox_cell_dims d, const float *moduli, const float *kchi,
@@ -174,46 +209,6 @@ __global__ void field_store_kernel(vox_cell_dims d, const float *x, uint16_t *u,
   for (int q = 0; q < 3; q++) u[3 * f + q] = __half_as_ushort(__float2half_rn(x[3 * n + q]));
 }
 
-__global__ void correction_dot_kernel(vox_cell_dims d, const float *r, vox_cell_dims coarse,
-                                      const float *xc, int64_t nodes, double *sum) {
-  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  double s = 0;
-  if (n < nodes) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float p[3];
-    vox_cell_prolong_at(coarse, xc, i, j, k, p);
-    for (int q = 0; q < 3; q++) s += (double)r[3 * n + q] * p[q];
-  }
-  block_sum(s, sum);
-}
-
-__global__ void prolong_set_kernel(vox_cell_dims coarse, const float *xc, vox_cell_dims d,
-                                   float *out, int64_t nodes) {
-  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (n >= nodes) return;
-  int i, j, k;
-  vox_cell_coords(d, n, &i, &j, &k);
-  vox_cell_prolong_at(coarse, xc, i, j, k, out + 3 * n);
-}
-
-__global__ void energy_kernel(level_view v, const float *c, int64_t nodes, double *sum) {
-  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  double s = 0;
-  if (n < nodes) {
-    int i, j, k;
-    vox_cell_coords(v.dims, n, &i, &j, &k);
-    float ax[3], diag[9], f[3];
-    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, c, i, j, k, ax, diag, f);
-    for (int q = 0; q < 3; q++) s += (double)c[3 * n + q] * ax[q];
-  }
-  block_sum(s, sum);
-}
-
-__global__ void add_kernel(size_t n, float w, const float *c, float *x) {
-  VOX_GRID_STRIDE(i, n) x[i] += w * c[i];
-}
-
 /* x = pinv b; pinv is symmetric, so thread i reads its column: coalesced. */
 __global__ void coarsest_kernel(const double *pinv, const float *b, float *x, int64_t n) {
   const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -239,7 +234,7 @@ void cell_destroy(vox_backend *be, vox_cell *c) {
     vox_cuda_free(c->level[l].r);
     vox_cuda_free(c->level[l].stencil);
   }
-  float *f[] = {c->ke, c->g, c->kchi, c->moduli};
+  float *f[] = {c->ke, c->g, c->kchi, c->moduli, c->u, c->p};
   for (float *p : f) vox_cuda_free(p);
   vox_cuda_free(c->pinv);
   vox_cuda_free(c->h);
@@ -260,7 +255,7 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
     const size_t n3 = 3 * (size_t)lv.nodes;
     const int last = l == c->n_levels - 1;
     TRY(alloc_floats(be, &lv.x, n3, "the cell solver's iterate"));
-    if (l > 0) TRY(alloc_floats(be, &lv.b, n3, "the cell solver's right-hand side"));
+    TRY(alloc_floats(be, &lv.b, n3, "the cell solver's right-hand side"));
     if (!last) TRY(alloc_floats(be, &lv.r, n3, "the cell solver's residual"));
     if (l >= 2)
       TRY(alloc_floats(be, &lv.stencil, VOX_CELL_BLOCK * (size_t)lv.nodes,
@@ -270,11 +265,13 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
   TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
                      "the cell solver's coarsest inverse"));
   TRY(alloc_floats(be, &c->moduli, (size_t)c->level[0].nodes, "the cell solver's moduli"));
+  TRY(alloc_floats(be, &c->u, 3 * (size_t)c->level[0].nodes, "the cell field"));
+  TRY(alloc_floats(be, &c->p, 3 * (size_t)c->level[0].nodes, "CG's direction"));
   TRY(alloc_floats(be, &c->ke, 576, "the element matrix"));
   TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
   TRY(alloc_floats(be, &c->kchi, 24, "the load"));
   TRY(vox_cuda_alloc(be, (void **)&c->h, 64 * 576 * sizeof(double), "the level-2 matrices"));
-  TRY(vox_cuda_alloc(be, (void **)&c->sum, 2 * sizeof(double), "the reductions"));
+  TRY(vox_cuda_alloc(be, (void **)&c->sum, sizeof(double), "a reduction"));
   float ke[576], g[8 * 576];
   for (int i = 0; i < 576; i++) ke[i] = (float)desc->ke[i];
   for (int i = 0; i < 8 * 576; i++) g[i] = (float)desc->g[i];
@@ -340,7 +337,7 @@ vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[24]) {
 
 vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
   const cell_level &l0 = c->level[0];
-  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, l0.x, l0.nodes);
+  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, c->u, l0.nodes);
   CUDA_LAUNCHED(be, "loading a cell field");
   return VOX_OK;
 }
@@ -348,13 +345,13 @@ vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
 vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
   const cell_level &l0 = c->level[0];
   const int64_t nodes = (int64_t)(l0.dims.nx + 1) * (l0.dims.ny + 1) * (l0.dims.nz + 1);
-  field_store_kernel<<<blocks_for(nodes), 128>>>(l0.dims, l0.x, u->data, nodes);
+  field_store_kernel<<<blocks_for(nodes), 128>>>(l0.dims, c->u, u->data, nodes);
   CUDA_LAUNCHED(be, "storing a cell field");
   return VOX_OK;
 }
 
 vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
-  CUDA_TRY(be, cudaMemset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
+  CUDA_TRY(be, cudaMemset(c->u, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
            "zeroing a cell field");
   return VOX_OK;
 }
@@ -383,13 +380,61 @@ vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backward) {
   return VOX_OK;
 }
 
-vox_status cell_residual(vox_backend *be, vox_cell *c, int level, double *rr) {
+vox_status cell_residual(vox_backend *be, vox_cell *c, int level) {
   const cell_level &lv = c->level[level];
-  if (rr) CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
-  residual_kernel<<<blocks_for(lv.nodes), 128>>>(view(c, level), lv.x, lv.r, lv.nodes,
-                                                 rr ? c->sum : nullptr);
+  residual_kernel<<<blocks_for(lv.nodes), 128>>>(view(c, level), lv.x, lv.r, lv.nodes);
   CUDA_LAUNCHED(be, "the cell residual");
-  return rr ? read_sum(be, c, rr) : VOX_OK;
+  return VOX_OK;
+}
+
+vox_status cell_clear(vox_backend *be, vox_cell *c) {
+  CUDA_TRY(be, cudaMemset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
+           "clearing the V-cycle's iterate");
+  return VOX_OK;
+}
+
+vox_status clear_sum(vox_backend *be, vox_cell *c) {
+  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  return VOX_OK;
+}
+
+vox_status cell_cg_residual(vox_backend *be, vox_cell *c, double *rr) {
+  const cell_level &l0 = c->level[0];
+  TRY(clear_sum(be, c));
+  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), c->u, l0.b, 1, l0.nodes, c->sum);
+  CUDA_LAUNCHED(be, "the cell's CG residual");
+  return read_sum(be, c, rr);
+}
+
+vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double *rz) {
+  const cell_level &l0 = c->level[0];
+  const size_t n = 3 * (size_t)l0.nodes;
+  TRY(clear_sum(be, c));
+  dot_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.b, l0.x, c->sum);
+  CUDA_LAUNCHED(be, "the cell's r.z");
+  TRY(read_sum(be, c, rz));
+  const float beta = rz_old != 0 ? (float)(*rz / rz_old) : 0.0f;
+  direction_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.x, beta, c->p);
+  CUDA_LAUNCHED(be, "the cell's CG direction");
+  return VOX_OK;
+}
+
+vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
+  const cell_level &l0 = c->level[0];
+  TRY(clear_sum(be, c));
+  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), c->p, l0.x, 0, l0.nodes, c->sum);
+  CUDA_LAUNCHED(be, "the cell's A p");
+  return read_sum(be, c, pq);
+}
+
+vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, double *rr) {
+  const cell_level &l0 = c->level[0];
+  const size_t n = 3 * (size_t)l0.nodes;
+  TRY(clear_sum(be, c));
+  cg_update_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)alpha, c->p, l0.x, c->u, l0.b,
+                                                           c->sum);
+  CUDA_LAUNCHED(be, "the cell's CG update");
+  return read_sum(be, c, rr);
 }
 
 vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
@@ -406,30 +451,6 @@ vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
   return VOX_OK;
 }
 
-vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, double *cac) {
-  const cell_level &l0 = c->level[0], &l1 = c->level[1];
-  CUDA_TRY(be, cudaMemset(c->sum, 0, 2 * sizeof(double)), "clearing the sums");
-  correction_dot_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, l0.r, l1.dims, l1.x, l0.nodes,
-                                                       c->sum);
-  CUDA_LAUNCHED(be, "the coarse correction's r.c");
-  prolong_set_kernel<<<blocks_for(l0.nodes), 128>>>(l1.dims, l1.x, l0.dims, l0.r, l0.nodes);
-  CUDA_LAUNCHED(be, "the coarse correction");
-  energy_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.r, l0.nodes, c->sum + 1);
-  CUDA_LAUNCHED(be, "the coarse correction's energy");
-  double sums[2]; /* one wait for both */
-  CUDA_TRY(be, cudaMemcpy(sums, c->sum, sizeof sums, cudaMemcpyDeviceToHost), "reading sums");
-  *rc = sums[0], *cac = sums[1];
-  return VOX_OK;
-}
-
-vox_status cell_add_correction(vox_backend *be, vox_cell *c, double omega) {
-  const cell_level &l0 = c->level[0];
-  const size_t n = 3 * (size_t)l0.nodes;
-  add_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)omega, l0.r, l0.x);
-  CUDA_LAUNCHED(be, "adding the coarse correction");
-  return VOX_OK;
-}
-
 vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
   const cell_level &lv = c->level[c->n_levels - 1];
   const int64_t n = 3 * lv.nodes;
@@ -443,7 +464,8 @@ vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
 extern "C" const vox_cell_ops vox_cuda_cell_ops = {
     cell_create,           cell_destroy,         cell_set_moduli, cell_galerkin,
     cell_stencil_download, cell_coarsest_upload, cell_set_load,   cell_field_load,
-    cell_field_store,      cell_zero_field,      cell_load_norm,  cell_smooth,
-    cell_residual,         cell_restrict,        cell_prolong,    cell_correction,
-    cell_add_correction,   cell_coarsest_solve,
+    cell_field_store,      cell_zero_field,      cell_load_norm,  cell_cg_residual,
+    cell_cg_direction,     cell_cg_product,      cell_cg_update,  cell_smooth,
+    cell_residual,         cell_restrict,        cell_clear,      cell_prolong,
+    cell_coarsest_solve,
 };

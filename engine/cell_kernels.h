@@ -88,13 +88,19 @@ VOX_HOST_DEVICE static inline void vox_cell_gather(vox_cell_dims d, const float 
   }
 }
 
-/* ax += m (rows 3a..3a+2 of k) xe and diag += m (their 3 x 3 diagonal block). */
+/* ax += m (rows 3a..3a+2 of k) xe and diag += m (their 3 x 3 diagonal
+ * block). The product takes xe relative to corner a's values (seed 003
+ * after eq. 15): k annihilates translations, so this is the same product,
+ * but one without their cancellation in float. At SIMP's contrasts the
+ * void's fields are large and nearly rigid, and their products' rounding
+ * then outweighed their energy: CG's p.Ap came out negative (a 64^3 cell
+ * in its 5th design iteration). */
 VOX_HOST_DEVICE static inline void vox_cell_rows(const float *k, int a, float m, const float xe[24],
                                                  float ax[3], float diag[9]) {
   for (int r = 0; r < 3; r++) {
     const float *row = k + (3 * a + r) * 24;
     float s = 0;
-    for (int col = 0; col < 24; col++) s += row[col] * xe[col];
+    for (int col = 0; col < 24; col++) s += row[col] * (xe[col] - xe[3 * a + col % 3]);
     ax[r] += m * s;
     for (int c = 0; c < 3; c++) diag[3 * r + c] += m * row[3 * a + c];
   }
@@ -143,16 +149,19 @@ VOX_HOST_DEVICE static inline void vox_cell_coarse1_row(vox_cell_dims d, const f
   }
 }
 
-/* A stencil level at node (i, j, k): ax and diag from its 27 blocks. */
+/* A stencil level at node (i, j, k): ax and diag from its 27 blocks, the
+ * neighbours' values relative to the node's (as vox_cell_rows: a Galerkin
+ * stencil annihilates translations too). */
 VOX_HOST_DEVICE static inline void vox_cell_stencil_row(vox_cell_dims d, const float *stencil,
                                                         const float *x, int i, int j, int k,
                                                         float ax[3], float diag[9]) {
-  const float *s = stencil + VOX_CELL_BLOCK * vox_cell_node(d, i, j, k);
+  const int64_t self = vox_cell_node(d, i, j, k);
+  const float *s = stencil + VOX_CELL_BLOCK * self;
   for (int r = 0; r < 3; r++) ax[r] = 0;
   for (int t = 0; t < 27; t++) {
     const int64_t n = vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
     for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) ax[r] += s[9 * t + 3 * r + c] * x[3 * n + c];
+      for (int c = 0; c < 3; c++) ax[r] += s[9 * t + 3 * r + c] * (x[3 * n + c] - x[3 * self + c]);
   }
   for (int r = 0; r < 9; r++) diag[r] = s[9 * 13 + r];
 }

@@ -1,5 +1,6 @@
 /* The periodic cell solver's driver (cell_solver.h): the hierarchy, its
- * coarsest pseudo-inverse on the host, and the V-cycle iteration. */
+ * coarsest pseudo-inverse on the host, and conjugate gradients with one
+ * V-cycle as the preconditioner. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,35 +182,25 @@ vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
   return coarsest_inverse(cs);
 }
 
-/* One V-cycle after level 0's pre-smoothing and residual: down through the
- * levels (each pre-smoothed from zero), the coarsest solve, and up (each
- * post-smoothed backwards, level 0 too). */
-static vox_status cycle(vox_cell_solver *cs) {
+/* z = M b, one V-cycle from zero (z in level 0's x): down through the
+ * levels, each pre-smoothed (forward colours), the coarsest solve, and up,
+ * each post-smoothed (backward colours): a symmetric operator, as CG needs. */
+static vox_status vcycle(vox_cell_solver *cs) {
   vox_backend *be = cs->be;
   const vox_cell_ops *o = be->ops->cell;
   const int last = cs->desc.n_levels - 1;
+  TRY(o->clear(be, cs->cell));
   for (int l = 0; l < last; l++) {
+    TRY(o->smooth(be, cs->cell, l, 0));
+    TRY(o->residual(be, cs->cell, l));
     TRY(o->restrict_residual(be, cs->cell, l));
-    if (l + 1 < last) {
-      TRY(o->smooth(be, cs->cell, l + 1, 0));
-      TRY(o->residual(be, cs->cell, l + 1, NULL));
-    }
   }
   TRY(o->coarsest_solve(be, cs->cell));
-  for (int l = last - 1; l >= 1; l--) {
+  for (int l = last - 1; l >= 0; l--) {
     TRY(o->prolong_add(be, cs->cell, l));
     TRY(o->smooth(be, cs->cell, l, 1));
   }
-  /* On level 0 the correction c = P x1 is taken as a step along c of the
-   * least energy, omega = r.c / c.A c: at SIMP's contrasts the float coarse
-   * operators miss the soft modes of the void (their entries round at the
-   * solid's scale), and the plain correction x += c then grows those modes
-   * (seen: a 64^3 bulk-modulus cell diverging from its 8th design
-   * iteration). With the step, no cycle raises the energy. */
-  double rc, cac;
-  TRY(o->correction(be, cs->cell, &rc, &cac));
-  if (cac > 0 && isfinite(rc / cac)) TRY(o->add_correction(be, cs->cell, rc / cac));
-  return o->smooth(be, cs->cell, 0, 1);
+  return VOX_OK;
 }
 
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
@@ -218,7 +209,7 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
   const double zero_ff = VOX_CELL_ZERO_LOAD * VOX_CELL_ZERO_LOAD * scale2;
   vox_backend *be = cs->be;
   const vox_cell_ops *o = be->ops->cell;
-  double ff, rr = 0;
+  double ff, rr, rz = 0, pq;
   memset(result, 0, sizeof *result);
   TRY(o->set_load(be, cs->cell, kchi));
   TRY(o->load_norm(be, cs->cell, &ff));
@@ -230,10 +221,10 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
     return o->field_store(be, cs->cell, u);
   }
   TRY(o->field_load(be, cs->cell, u));
+  TRY(o->cg_residual(be, cs->cell, &rr));
   const double tol = options->rtol * options->rtol * ff;
+  result->reason = VOX_DIVERGED_MAX_ITERATIONS;
   for (int it = 0;; it++) {
-    TRY(o->smooth(be, cs->cell, 0, 0));
-    TRY(o->residual(be, cs->cell, 0, &rr));
     result->iterations = it;
     if (!isfinite(rr)) {
       result->reason = VOX_DIVERGED_NAN;
@@ -243,11 +234,20 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
       result->reason = VOX_CONVERGED_RTOL;
       break;
     }
-    if (it == options->max_iterations) {
-      result->reason = VOX_DIVERGED_MAX_ITERATIONS;
+    if (it == options->max_iterations) break;
+    TRY(vcycle(cs));
+    const double rz_old = rz;
+    TRY(o->cg_direction(be, cs->cell, rz_old, &rz));
+    if (!(rz > 0)) {
+      result->reason = VOX_DIVERGED_INDEFINITE;
       break;
     }
-    TRY(cycle(cs));
+    TRY(o->cg_product(be, cs->cell, &pq));
+    if (!(pq > 0)) {
+      result->reason = VOX_DIVERGED_INDEFINITE;
+      break;
+    }
+    TRY(o->cg_update(be, cs->cell, rz / pq, &rr));
   }
   result->residual_norm = sqrt(rr);
   return o->field_store(be, cs->cell, u);

@@ -1,13 +1,13 @@
 /* The periodic cell problems K u = f of homogenization in single precision
- * with little memory (private): seed 003's solver. Multigrid V-cycles as
- * the iteration itself (no Krylov vectors), symmetric 8-colour block
- * Gauss-Seidel smoothing in place, the two finest levels matrix-free (level
- * 1 through the Galerkin sums of its children's element matrices), the
- * load computed where it is used, and a dense pseudo-inverse on the
- * coarsest level for the rigid translations. The fine level holds two
- * float vectors (x and the residual), 8 bytes a dof where the
- * conjugate-gradient solver of fem.c holds 8 doubles (64 bytes a dof).
- * Every step is a backend operation (cell_ops.h). */
+ * with little memory (private), after seed 003's solver: conjugate
+ * gradients in float preconditioned by one V-cycle of symmetric 8-colour
+ * block Gauss-Seidel smoothing, the two finest levels matrix-free (level 1
+ * through the Galerkin sums of its children's element matrices), the load
+ * computed where it is used, and a dense pseudo-inverse on the coarsest
+ * level for the rigid translations. The fine level holds five float
+ * vectors (CG's u, r, p, and the V-cycle's z, which is also CG's q, and
+ * residual), 20 bytes a dof where the solver of fem.c holds 8 doubles (64
+ * bytes a dof). Every step is a backend operation (cell_ops.h). */
 #ifndef VOXFE_CELL_SOLVER_H
 #define VOXFE_CELL_SOLVER_H
 
@@ -39,8 +39,8 @@ void vox_cell_solver_destroy(vox_cell_solver *cs);
 vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
 /* Solves for the unit strain with Ke chi = kchi (unit modulus), starting
  * from and storing into the half-precision field u (the fem's layout), to
- * options->rtol in at most options->max_iterations V-cycles (result's
- * iterations). scale2: the square of the load's scale (homogenize.c); a
+ * options->rtol in at most options->max_iterations CG iterations (one
+ * V-cycle each). scale2: the square of the load's scale (homogenize.c); a
  * load below VOX_CELL_ZERO_LOAD of it is float rounding, not a load (a
  * uniform cell's), and is taken as zero (u = 0). */
 #define VOX_CELL_ZERO_LOAD 1e-5

@@ -71,11 +71,10 @@ static inline int vox_homog_half_fields(const vox_solver_options *solver) {
  * floor is about 1e-7 of the load): tighter ones solve with fem.c's CG. */
 #define VOX_CELL_SOLVER_RTOL_MIN 1e-5
 /* The optimizer's fields: half in mixed precision, else double. The cell
- * solver (8 bytes a dof on the fine level against CG's 64) only where
+ * solver (20 bytes a fine dof against CG's 64) only where
  * VOXFE_CELL_SOLVER=1 is in the environment, at a tolerance it reaches:
- * not yet by default, because its V-cycle iteration stalls at SIMP's
- * contrasts (a 64^3 bulk-modulus cell: 130-160 V-cycles a field from the
- * 8th design iteration, where CG takes 2-4; docs/benchmarks.md). */
+ * not by default, because it is slower where the double solver fits (1.2
+ * to 1.9 times a design iteration at 128^3 to 512^3, docs/benchmarks.md). */
 int vox_homog_fields_for(const vox_solver_options *solver);
 /* Field i (one of h->strains) in double: h->u[i], or h->work loaded from
  * h->uh[i]. */

@@ -37,7 +37,7 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
           ? vox_cell_solver_bytes(be, grid)
           : 0;
   add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
-  add(plan, "cell solver: x, r, levels 1.. and stencils (float)", cell_solver);
+  add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
   if (!cell_solver) {
     add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
     add(plan, "inverse diagonal (double, per dof)", D * dofs);

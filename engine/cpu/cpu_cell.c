@@ -10,7 +10,7 @@
 typedef struct cell_level {
   vox_cell_dims dims;
   int64_t nodes;
-  float *x, *b, *r, *stencil; /* b: levels >= 1; r: all but the coarsest; stencil: >= 2 */
+  float *x, *b, *r, *stencil; /* r: all but the coarsest; stencil: levels >= 2 */
 } cell_level;
 
 struct vox_cell {
@@ -19,6 +19,7 @@ struct vox_cell {
   float ke[576], g[8 * 576], kchi[24];
   double *h;     /* 64 x 576 */
   float *moduli; /* fine, per element */
+  float *u, *p;  /* CG's field and direction on level 0 */
   double *pinv;  /* the coarsest level's pseudo-inverse */
 };
 
@@ -35,6 +36,8 @@ static void cell_destroy(vox_backend *be, vox_cell *c) {
   }
   free(c->h);
   free(c->moduli);
+  free(c->u);
+  free(c->p);
   free(c->pinv);
   free(c);
 }
@@ -53,16 +56,18 @@ static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_ce
     const size_t n3 = 3 * (size_t)lv->nodes;
     const int last = l == c->n_levels - 1;
     lv->x = floats(n3);
-    lv->b = l > 0 ? floats(n3) : NULL;
+    lv->b = floats(n3);
     lv->r = !last ? floats(n3) : NULL;
     lv->stencil = l >= 2 ? floats(VOX_CELL_BLOCK * (size_t)lv->nodes) : NULL;
-    ok = ok && lv->x && (l == 0 || lv->b) && (last || lv->r) && (l < 2 || lv->stencil);
+    ok = ok && lv->x && lv->b && (last || lv->r) && (l < 2 || lv->stencil);
   }
   const int64_t nc = c->level[c->n_levels - 1].nodes;
   c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
   c->moduli = floats((size_t)c->level[0].nodes);
+  c->u = floats(3 * (size_t)c->level[0].nodes);
+  c->p = floats(3 * (size_t)c->level[0].nodes);
   c->h = malloc(64 * 576 * sizeof *c->h);
-  if (!ok || !c->pinv || !c->moduli || !c->h) {
+  if (!ok || !c->pinv || !c->moduli || !c->u || !c->p || !c->h) {
     cell_destroy(be, c);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
   }
@@ -137,7 +142,7 @@ static vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < l0->nodes; n++) {
     const size_t f = fem_node(l0->dims, n);
-    for (int k = 0; k < 3; k++) l0->x[3 * n + k] = (float)in[3 * f + k];
+    for (int k = 0; k < 3; k++) c->u[3 * n + k] = (float)in[3 * f + k];
   }
   return VOX_OK;
 }
@@ -152,29 +157,29 @@ static vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
     const int i = (int)(f % (d.nx + 1)), j = (int)((f / (d.nx + 1)) % (d.ny + 1)),
               k = (int)(f / ((int64_t)(d.nx + 1) * (d.ny + 1)));
     const int64_t n = vox_cell_node(d, i, j, k);
-    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)l0->x[3 * n + q];
+    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)c->u[3 * n + q];
   }
   return VOX_OK;
 }
 
 static vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
   (void)be;
-  memset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
+  memset(c->u, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
   return VOX_OK;
 }
 
-/* A node's row of level l: ax, diag, and its right-hand side. */
+/* A node's row of level l: ax, diag, and its right-hand side b. */
 static void row(const vox_cell *c, int l, const float *x, int i, int j, int k, float ax[3],
                 float diag[9], float b[3]) {
   const cell_level *lv = &c->level[l];
   if (l == 0) {
-    vox_cell_fine_row(lv->dims, c->moduli, c->ke, c->kchi, x, i, j, k, ax, diag, b);
-    return;
-  }
-  if (l == 1)
+    float f[3]; /* the load, not the V-cycle's right-hand side */
+    vox_cell_fine_row(lv->dims, c->moduli, c->ke, c->kchi, x, i, j, k, ax, diag, f);
+  } else if (l == 1) {
     vox_cell_coarse1_row(lv->dims, c->moduli, c->g, x, i, j, k, ax, diag);
-  else
+  } else {
     vox_cell_stencil_row(lv->dims, lv->stencil, x, i, j, k, ax, diag);
+  }
   const int64_t n = vox_cell_node(lv->dims, i, j, k);
   for (int q = 0; q < 3; q++) b[q] = lv->b[3 * n + q];
 }
@@ -212,22 +217,90 @@ static vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backw
   return VOX_OK;
 }
 
-static vox_status cell_residual(vox_backend *be, vox_cell *c, int level, double *rr) {
+static vox_status cell_residual(vox_backend *be, vox_cell *c, int level) {
   const cell_level *lv = &c->level[level];
   const vox_cell_dims d = lv->dims;
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < lv->nodes; n++) {
     int i, j, k;
     vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], b[3];
     row(c, level, lv->x, i, j, k, ax, diag, b);
+    for (int q = 0; q < 3; q++) lv->r[3 * n + q] = b[q] - ax[q];
+  }
+  return VOX_OK;
+}
+
+static vox_status cell_clear(vox_backend *be, vox_cell *c) {
+  (void)be;
+  memset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
+  return VOX_OK;
+}
+
+/* Conjugate gradients' steps on level 0 (cell_ops.h). */
+static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, double *rr) {
+  const cell_level *l0 = &c->level[0];
+  const vox_cell_dims d = l0->dims;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
+    float ax[3], diag[9], f[3];
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->u, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
-      lv->r[3 * n + q] = b[q] - ax[q];
-      sum += (double)lv->r[3 * n + q] * lv->r[3 * n + q];
+      l0->b[3 * n + q] = f[q] - ax[q];
+      sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
     }
   }
-  if (rr) *rr = sum;
+  *rr = sum;
+  return VOX_OK;
+}
+
+static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double *rz) {
+  const cell_level *l0 = &c->level[0];
+  const int64_t n3 = 3 * l0->nodes;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t i = 0; i < n3; i++) sum += (double)l0->b[i] * l0->x[i];
+  const float beta = rz_old != 0 ? (float)(sum / rz_old) : 0.0f;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t i = 0; i < n3; i++) c->p[i] = beta != 0 ? l0->x[i] + beta * c->p[i] : l0->x[i];
+  *rz = sum;
+  return VOX_OK;
+}
+
+static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
+  const cell_level *l0 = &c->level[0];
+  const vox_cell_dims d = l0->dims;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    int i, j, k;
+    vox_cell_coords(d, n, &i, &j, &k);
+    float ax[3], diag[9], f[3];
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->p, i, j, k, ax, diag, f);
+    for (int q = 0; q < 3; q++) {
+      l0->x[3 * n + q] = ax[q];
+      sum += (double)c->p[3 * n + q] * ax[q];
+    }
+  }
+  *pq = sum;
+  return VOX_OK;
+}
+
+static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, double *rr) {
+  const cell_level *l0 = &c->level[0];
+  const int64_t n3 = 3 * l0->nodes;
+  const float a = (float)alpha;
+  double sum = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
+  for (int64_t i = 0; i < n3; i++) {
+    c->u[i] += a * c->p[i];
+    l0->b[i] -= a * l0->x[i];
+    sum += (double)l0->b[i] * l0->b[i];
+  }
+  *rr = sum;
   return VOX_OK;
 }
 
@@ -258,45 +331,6 @@ static vox_status cell_prolong(vox_backend *be, vox_cell *c, int level) {
   return VOX_OK;
 }
 
-static vox_status cell_correction(vox_backend *be, vox_cell *c, double *rc, double *cac) {
-  const cell_level *l0 = &c->level[0], *l1 = &c->level[1];
-  const vox_cell_dims d = l0->dims;
-  double s = 0, e = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float p[3];
-    vox_cell_prolong_at(l1->dims, l1->x, i, j, k, p);
-    for (int q = 0; q < 3; q++) s += (double)l0->r[3 * n + q] * p[q];
-  }
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    vox_cell_prolong_at(l1->dims, l1->x, i, j, k, l0->r + 3 * n);
-  }
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : e)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->r, i, j, k, ax, diag, f);
-    for (int q = 0; q < 3; q++) e += (double)l0->r[3 * n + q] * ax[q];
-  }
-  *rc = s, *cac = e;
-  return VOX_OK;
-}
-
-static vox_status cell_add_correction(vox_backend *be, vox_cell *c, double omega) {
-  const cell_level *l0 = &c->level[0];
-  const int64_t n3 = 3 * l0->nodes;
-  const float w = (float)omega;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t i = 0; i < n3; i++) l0->x[i] += w * l0->r[i];
-  return VOX_OK;
-}
-
 static vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
   const cell_level *lv = &c->level[c->n_levels - 1];
   const int64_t n = 3 * lv->nodes;
@@ -321,11 +355,14 @@ const vox_cell_ops vox_cpu_cell_ops = {
     .field_store = cell_field_store,
     .zero_field = cell_zero_field,
     .load_norm = cell_load_norm,
+    .cg_residual = cell_cg_residual,
+    .cg_direction = cell_cg_direction,
+    .cg_product = cell_cg_product,
+    .cg_update = cell_cg_update,
     .smooth = cell_smooth,
     .residual = cell_residual,
     .restrict_residual = cell_restrict,
+    .clear = cell_clear,
     .prolong_add = cell_prolong,
-    .correction = cell_correction,
-    .add_correction = cell_add_correction,
     .coarsest_solve = cell_coarsest_solve,
 };
