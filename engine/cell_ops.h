@@ -34,8 +34,7 @@ typedef struct vox_cell_ops {
   /* Host copies: the stencil of a level (VOX_CELL_BLOCK floats per node);
    * the coarsest level's pseudo-inverse in, 3 nodes x 3 nodes doubles,
    * row-major (kept in double: at SIMP's contrasts its entries span the
-   * contrast, and in float the coarse correction loses the soft modes and
-   * the iteration diverges). */
+   * contrast, beyond float's seven digits). */
   vox_status (*stencil_download)(vox_backend *be, vox_cell *c, int level, float *host);
   vox_status (*coarsest_upload)(vox_backend *be, vox_cell *c, const double *pinv);
   /* The unit strain solved next: kchi = Ke chi of unit modulus (24). */

@@ -255,7 +255,7 @@ static void test_solve(vox_context *ctx, vox_backend *be) {
   for (int i = 0; i < 36; i++) {
     dc = fmax(dc, fabs(cc[i] - cd[i]));
   }
-  fprintf(stderr, "solve: V-cycles");
+  fprintf(stderr, "solve: CG iterations (a V-cycle each)");
   for (int i = 0; i < 6; i++) {
     CHECK(hc->last[i].reason > 0 && hd->last[i].reason > 0);
     fprintf(stderr, " %d", hc->last[i].iterations);

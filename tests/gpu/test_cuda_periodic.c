@@ -453,7 +453,7 @@ static void test_homogenize(vox_context *ctx, int n, vox_precision precision) {
  * same per-node arithmetic (cell_kernels.h), so the same stencils to float
  * rounding and the same C^H to the solves' tolerance. */
 static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int n, vox_homog **h,
-                      double c[36], int *cycles) {
+                      double c[36], int *iterations) {
   vox_vec rho = {0};
   const vox_backend_ops *o = be->ops;
   vox_solver_options opt;
@@ -468,7 +468,7 @@ static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int
       call_ok(o->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli), be,
               "cell solver", "moduli") &&
       call_ok(vox_fem_update((*h)->fem), be, "cell solver", "update") &&
-      call_ok(vox_homog_solve(*h, &opt, NULL, c, cycles, &failed), be, "cell solver", "solve");
+      call_ok(vox_homog_solve(*h, &opt, NULL, c, iterations, &failed), be, "cell solver", "solve");
   if (rho.data) o->vec_destroy(be, &rho);
   if (ok && failed.reason <= 0) fail_line("cell solver", "a solve did not converge");
   return ok && (*h)->cell;
@@ -485,7 +485,7 @@ static void test_cell_solver(vox_context *ctx, int n) {
   double cc[36], cg[36];
   int vc = 0, vg = 0;
   if (cell_solve(ctx, cpu, &m, n, &hc, cc, &vc) && cell_solve(ctx, gpu, &m, n, &hg, cg, &vg)) {
-    printf("        V-cycles of the six strains: cpu %d cuda %d\n", vc, vg);
+    printf("        CG iterations of the six strains: cpu %d cuda %d\n", vc, vg);
     for (int l = 2; l < hc->cell->desc.n_levels; l++) {
       const vox_cell_dims d = hc->cell->desc.dims[l];
       const size_t values = (size_t)VOX_CELL_BLOCK * d.nx * d.ny * d.nz;
