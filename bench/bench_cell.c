@@ -171,11 +171,11 @@ int main(int argc, char **argv) {
     opt.cell_objective = VOX_CELL_CUSTOM, opt.custom = bulk_all_strains;
   /* the strains the objective solves per iteration (the final evaluation solves all six) */
   const unsigned strains = vox_cell_objective_strains(&opt);
-  char strain_names[24];
-  printf("unit strains solved per design iteration: %s (all six at the final design)\n",
+  char strain_names[32];
+  printf("strains solved per design iteration: %s (the six unit strains at the final design)\n",
          vox_strains_text(strains, strain_names, sizeof strain_names));
   int n_strains = 0;
-  for (int s = 0; s < 6; s++) n_strains += (strains >> s) & 1;
+  for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
   const size_t planned = vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver, 1);
   /* what the memory plan counts, item by item, on this backend */
   vox_memory_plan plan;

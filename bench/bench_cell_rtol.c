@@ -89,7 +89,7 @@ static vox_status follow(vox_backend *be, follower *f, const double *density, do
   double g[36] = {0};
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
-  TRY(vox_homog_gradient(f->h, g, &f->rho, p, emin, &f->energy, &f->df));
+  TRY(vox_homog_gradient(f->h, g, 0, &f->rho, p, emin, &f->energy, &f->df));
   return ops->vec_download(be, &f->df, f->df_host);
 }
 

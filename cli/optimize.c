@@ -354,9 +354,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            result.non_discreteness,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);
-    char strains[24]; /* what each design iteration solved */
-    printf("unit strains %s solved per design iteration (what the objective reads), all six "
-           "at the final design\n",
+    char strains[32]; /* what each design iteration solved */
+    printf("strains %s solved per design iteration (what the objective reads), the six unit "
+           "strains at the final design\n",
            vox_strains_text(vox_cell_objective_strains(&s->opt), strains, sizeof strains));
     printf("homogenized stiffness C^H (Voigt order xx yy zz xy yz zx, engineering shear):\n");
     for (int i = 0; i < 6; i++)

@@ -22,10 +22,14 @@
 #include "homogenize.h"
 #include "voxfe/element.h"
 
-/* Displacement of local corner a under unit strain s (seed 003 eq. 12). */
+/* Displacement of local corner a under the strain of case s (seed 003 eq.
+ * 12): unit strain s, or the hydrostatic one (VOX_HYDROSTATIC). */
 static void strain_displacement(int s, const double x[3], double u[3]) {
   u[0] = u[1] = u[2] = 0;
   switch (s) {
+  case VOX_HYDROSTATIC:
+    u[0] = x[0], u[1] = x[1], u[2] = x[2];
+    break;
   case 0: u[0] = x[0]; break;
   case 1: u[1] = x[1]; break;
   case 2: u[2] = x[2]; break;
@@ -37,7 +41,7 @@ static void strain_displacement(int s, const double x[3], double u[3]) {
 
 void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
-  for (int s = 0; s < VOX_STRAINS && h->fem; s++) {
+  for (int s = 0; s < VOX_CASES && h->fem; s++) {
     if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
     if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
   }
@@ -84,13 +88,21 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
 
 int vox_homog_strain_count(unsigned strains) {
   int n = 0;
-  for (int s = 0; s < VOX_STRAINS; s++) n += (strains >> s) & 1;
+  for (int s = 0; s < VOX_CASES; s++) n += (strains >> s) & 1;
   return n;
 }
 
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
   vox_backend *be = h->fem->be;
-  for (int st = 0; st < VOX_STRAINS; st++) {
+  const unsigned normal = 0x7;
+  if ((h->strains & VOX_HYDROSTATIC_CASE) && !(strains & VOX_HYDROSTATIC_CASE) &&
+      ((h->strains | strains) & normal) == normal) {
+    const int st = VOX_HYDROSTATIC;
+    if (h->u[st].data) be->ops->vec_destroy(be, &h->u[st]);
+    if (h->uh[st].data) be->ops->hvec_destroy(be, &h->uh[st]);
+    h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
+  }
+  for (int st = 0; st < VOX_CASES; st++) {
     if (!((strains >> st) & 1) || ((h->strains >> st) & 1)) continue;
     /* created zeroed: the first solve starts from rest */
     TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
@@ -104,9 +116,10 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
                                    int fields, unsigned strains, vox_homog **out) {
   const int half_fields = fields != VOX_HOMOG_DOUBLE;
   *out = NULL;
-  if (strains == 0 || (strains & ~(unsigned)VOX_ALL_STRAINS))
+  if (strains == 0 || (strains & ~(unsigned)(VOX_ALL_STRAINS | VOX_HYDROSTATIC_CASE)))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "homogenization: strain mask 0x%x is not a non-empty part of the six",
+                     "homogenization: case mask 0x%x is not a non-empty part of the six unit "
+                     "strains and the hydrostatic one",
                      strains);
   TRY(vox_model_validate(ctx, model));
   TRY(check_cell(ctx, model));
@@ -135,7 +148,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
     h->e_solid = mat->youngs_modulus;
     h->volume = (double)vox_grid_elements(g) * g->voxel_size[0] * g->voxel_size[1] *
                 g->voxel_size[2];
-    for (int st = 0; st < VOX_STRAINS; st++)
+    for (int st = 0; st < VOX_CASES; st++)
       for (int a = 0; a < 8; a++) {
         const double x[3] = {vox_hex8_corner[a][0] * g->voxel_size[0],
                              vox_hex8_corner[a][1] * g->voxel_size[1],
@@ -149,7 +162,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
           for (int c = 0; c < 24; c++) q += h->chi[i * 24 + r] * ke[r * 24 + c] * h->chi[j * 24 + c];
         h->q[i * VOX_STRAINS + j] = q;
       }
-    for (int i = 0; i < VOX_STRAINS; i++)
+    for (int i = 0; i < VOX_CASES; i++)
       for (int r = 0; r < 24; r++) {
         double t = 0;
         for (int c = 0; c < 24; c++) t += ke[r * 24 + c] * h->chi[i * 24 + c];
@@ -219,15 +232,24 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   return h->half_fields ? o->hvec_store(be, u, &h->uh[i]) : VOX_OK;
 }
 
+/* e_h' C^H e_h from the unit strains' entries: sum_ij C_ij over i, j < 3. */
+static double normal_sum(const double c[36]) {
+  double sum = 0;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) sum += c[i * VOX_STRAINS + j];
+  return sum;
+}
+
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36], int *cg_iterations, vox_solve_result *failed) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double sum_m = 0, mm, fu[VOX_STRAINS][VOX_STRAINS];
-  if (h->dot_form && (h->half_fields || !ones))
+  if (h->dot_form && (h->half_fields || !ones || (h->strains & VOX_HYDROSTATIC_CASE)))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "C^H's dot-product form needs the fields in double and a vector of ones");
+                     "C^H's dot-product form needs the unit strains' fields in double and a "
+                     "vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
   if (h->cell && fem->mg_stale) { /* the moduli changed */
@@ -237,14 +259,14 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
-  for (int i = 0; i < VOX_STRAINS; i++) {
+  for (int i = 0; i < VOX_CASES; i++) {
     if (!((h->strains >> i) & 1)) continue;
     vox_solve_result *r = &h->last[i];
     TRY(solve_case(h, i, mm, options, r));
     *cg_iterations += r->iterations;
     if (r->reason < 0 && failed->reason > 0) *failed = *r;
-    /* the dot-product form needs f^i while it is there */
-    for (int j = 0; j <= i && h->dot_form; j++)
+    /* the dot-product form (unit strains only) needs f^i while it is there */
+    for (int j = 0; j <= i && i < VOX_STRAINS && h->dot_form; j++)
       if ((h->strains >> j) & 1) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
   if (!h->dot_form) return vox_homog_energy_tensor(h, c);
@@ -254,6 +276,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
           !((h->strains >> i) & (h->strains >> j) & 1)
               ? NAN
               : (h->q[i * VOX_STRAINS + j] * sum_m - (i >= j ? fu[i][j] : fu[j][i])) / h->volume;
+  h->hydrostatic = normal_sum(c);
   return VOX_OK;
 }
 
@@ -261,15 +284,17 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
  * side and their fields: the arguments of the backend's strain-energy
  * kernels, which take n fields in a row. */
 typedef struct packed_strains {
-  int n, strain[VOX_STRAINS];
-  double chi[VOX_STRAINS * 24];
-  vox_vec u[VOX_STRAINS];
-  vox_hvec uh[VOX_STRAINS];
+  int n, strain[VOX_CASES];
+  double chi[VOX_CASES * 24];
+  vox_vec u[VOX_CASES];
+  vox_hvec uh[VOX_CASES];
 } packed_strains;
 
+/* (at most six: the hydrostatic case is dropped when the normal strains
+ * come, vox_homog_add_strains) */
 static void pack_strains(const vox_homog *h, packed_strains *p) {
   p->n = 0;
-  for (int s = 0; s < VOX_STRAINS; s++) {
+  for (int s = 0; s < VOX_CASES; s++) {
     if (!((h->strains >> s) & 1)) continue;
     p->strain[p->n] = s;
     memcpy(p->chi + 24 * p->n, h->chi + 24 * s, 24 * sizeof *h->chi);
@@ -282,20 +307,27 @@ vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
   vox_backend *be = h->fem->be;
   packed_strains p;
   pack_strains(h, &p);
-  double sums[36];
+  double sums[VOX_CASES * VOX_CASES];
   if (h->half_fields)
     TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
   else
     TRY(be->ops->op_strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
-  for (int i = 0; i < VOX_STRAINS * VOX_STRAINS; i++) c[i] = NAN;
+  double t[VOX_CASES * VOX_CASES]; /* the cases' tensor, e_a' C^H e_b */
+  for (int i = 0; i < VOX_CASES * VOX_CASES; i++) t[i] = NAN;
   for (int a = 0; a < p.n; a++)
     for (int b = 0; b < p.n; b++)
-      c[p.strain[a] * VOX_STRAINS + p.strain[b]] = sums[a * p.n + b] / h->volume;
+      t[p.strain[a] * VOX_CASES + p.strain[b]] = sums[a * p.n + b] / h->volume;
+  for (int i = 0; i < VOX_STRAINS; i++)
+    for (int j = 0; j < VOX_STRAINS; j++) c[i * VOX_STRAINS + j] = t[i * VOX_CASES + j];
+  h->hydrostatic = h->strains & VOX_HYDROSTATIC_CASE
+                       ? t[VOX_HYDROSTATIC * VOX_CASES + VOX_HYDROSTATIC]
+                       : normal_sum(c);
   return VOX_OK;
 }
 
-vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,
-                              double emin, vox_vec *energy, vox_vec *df) {
+vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrostatic,
+                              const vox_vec *rho, double p, double emin, vox_vec *energy,
+                              vox_vec *df) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   /* simp_sensitivity gives -p rho^(p-1) (1 - emin) E energy_e: the
@@ -306,13 +338,21 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *r
         return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                          "homogenization: the gradient weighs C%d%d, whose strains are not "
                          "all solved", i + 1, j + 1);
+  if (g_hydrostatic != 0 && !(h->strains & VOX_HYDROSTATIC_CASE))
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "homogenization: the gradient weighs the hydrostatic case, which is not "
+                     "solved");
   packed_strains ps;
   pack_strains(h, &ps);
-  double w[36];
+  double w[VOX_CASES * VOX_CASES];
   for (int a = 0; a < ps.n; a++)
     for (int b = 0; b < ps.n; b++) {
       const int i = ps.strain[a], j = ps.strain[b];
-      w[a * ps.n + b] = -0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]) / h->volume;
+      /* the hydrostatic case pairs with itself only */
+      const double gij = i == VOX_HYDROSTATIC || j == VOX_HYDROSTATIC
+                             ? (i == j ? g_hydrostatic : 0)
+                             : 0.5 * (g[i * VOX_STRAINS + j] + g[j * VOX_STRAINS + i]);
+      w[a * ps.n + b] = -gij / h->volume;
     }
   if (h->half_fields)
     TRY(be->ops->op_strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));

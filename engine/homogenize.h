@@ -8,13 +8,25 @@
 #include "fem.h"
 #include "voxfe/homogenize.h"
 
-enum { VOX_STRAINS = 6, VOX_ALL_STRAINS = (1u << VOX_STRAINS) - 1 };
+/* The load cases of a cell: the six unit strains (Voigt order xx yy zz xy
+ * yz zx) and the hydrostatic strain e_h = (1, 1, 1, 0, 0, 0), whose one
+ * field gives e_h' C^H e_h = 9 B (the bulk modulus of seed 003 eq. 19) and
+ * its sensitivities: by linearity its field is the sum of the first three,
+ * and sum_ij dC_ij/drho over i, j < 3 is the SIMP derivative of its element
+ * energy, so the bulk objective solves one case instead of three. */
+enum {
+  VOX_STRAINS = 6,
+  VOX_ALL_STRAINS = (1u << VOX_STRAINS) - 1,
+  VOX_HYDROSTATIC = 6,
+  VOX_HYDROSTATIC_CASE = 1u << VOX_HYDROSTATIC,
+  VOX_CASES = 7
+};
 
 typedef struct vox_homog {
   vox_fem *fem;              /* periodic grid, one force vector */
-  /* The unit strains solved and kept (bit s for strain s, Voigt order xx
-   * yy zz xy yz zx): an objective that reads only some entries of C^H
-   * solves only the strains they need (vox_cell_objective_strains); the
+  /* The cases solved and kept (bit s for case s: the unit strains, and
+   * VOX_HYDROSTATIC_CASE): an objective that reads only some entries of C^H
+   * solves only the cases they need (vox_cell_objective_strains); the
    * fields of the others are not allocated, and their entries of C^H come
    * out NaN. */
   unsigned strains;
@@ -23,17 +35,21 @@ typedef struct vox_homog {
    * solve loads its field into and stores back from); only those of
    * `strains` are allocated */
   int half_fields;
-  vox_vec u[VOX_STRAINS];
-  vox_hvec uh[VOX_STRAINS];
+  vox_vec u[VOX_CASES];
+  vox_hvec uh[VOX_CASES];
   vox_vec work;
   /* the single-precision cell solver (cell_solver.h) that solves the half
    * fields where the backend and the grid allow (then fem is lean and there
    * is no work vector), NULL otherwise */
   vox_cell_solver *cell;
-  double kchi[VOX_STRAINS * 24]; /* Ke chi_i, unit modulus: the loads' element vectors */
-  double chi[VOX_STRAINS * 24]; /* element displacements of the unit strains */
+  double kchi[VOX_CASES * 24];         /* Ke chi_i, unit modulus: the loads' element vectors */
+  double chi[VOX_CASES * 24];          /* element displacements of the cases' strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
-  vox_solve_result last[VOX_STRAINS]; /* each case's solve in the last vox_homog_solve */
+  vox_solve_result last[VOX_CASES];    /* each case's solve in the last vox_homog_solve */
+  /* e_h' C^H e_h after the last vox_homog_energy_tensor: from the
+   * hydrostatic field where it is kept, else the sum of C_ij over i, j < 3
+   * (NaN where those are not all solved) */
+  double hydrostatic;
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
   int dot_form;              /* C^H in the dot-product form (first order in the fields'
@@ -51,15 +67,17 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
  * (cell_solver.h) where the backend and the grid allow, else as
  * VOX_HOMOG_HALF. */
 enum { VOX_HOMOG_DOUBLE = 0, VOX_HOMOG_HALF = 1, VOX_HOMOG_CELL_SOLVER = 2 };
-/* The same for the unit strains `strains` (a mask of VOX_ALL_STRAINS, not
- * 0), their fields kept as `fields` says. */
+/* The same for the cases `strains` (a non-empty mask of VOX_ALL_STRAINS |
+ * VOX_HYDROSTATIC_CASE), their fields kept as `fields` says. */
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,
                                    int fields, unsigned strains, vox_homog **out);
-/* Adds the strains of `strains` not yet kept, their fields zero (the next
+/* Adds the cases of `strains` not yet kept, their fields zero (the next
  * solve starts them from rest): the optimizer's final evaluation, which
- * reports the whole C^H. */
+ * reports the whole C^H. Once the three normal strains are kept, the
+ * hydrostatic case is dropped (unless `strains` asks for it): its energy
+ * is then theirs, and its field is freed before theirs are made. */
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
-/* The number of strains in a mask. */
+/* The number of cases in a mask. */
 int vox_homog_strain_count(unsigned strains);
 /* Whether the optimizer stores a cell's fields in half precision: in
  * mixed precision (seed 003's FP32/FP16; within 2e-5 of C^H and 0.4 % of
@@ -94,10 +112,13 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
  * at the fem's current moduli: one pass over the elements; NaN in the
  * entries of strains not solved. */
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]);
-/* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e (eq. 8, 9) for the
- * moduli E (emin + (1 - emin) rho^p): energy is work (elements). g must be
- * 0 on the entries of strains not solved (VOX_ERR_INVALID_ARGUMENT). */
-vox_status vox_homog_gradient(vox_homog *h, const double g[36], const vox_vec *rho, double p,
-                              double emin, vox_vec *energy, vox_vec *df);
+/* d f / d rho_e = sum_ij g_ij d C^H_ij / d rho_e + g_hydrostatic d (e_h'
+ * C^H e_h) / d rho_e (eq. 8, 9) for the moduli E (emin + (1 - emin)
+ * rho^p): energy is work (elements). g must be 0 on the entries of strains
+ * not solved, g_hydrostatic 0 unless the hydrostatic case is
+ * (VOX_ERR_INVALID_ARGUMENT). */
+vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrostatic,
+                              const vox_vec *rho, double p, double emin, vox_vec *energy,
+                              vox_vec *df);
 
 #endif

@@ -83,7 +83,9 @@ int vox_cell_objective_parse(const char *text, vox_cell_objective *objective) {
 unsigned vox_cell_objective_strains(const vox_optimizer_options *o) {
   switch (o->cell_objective) {
   case VOX_CELL_NONE: return 0;
+  /* the bulk modulus: one solve, e_h' C^H e_h = 9 B */
   case VOX_CELL_BULK:
+    return 0x40;
   case VOX_CELL_POISSON:
   case VOX_CELL_POISSON_LOG: return 0x07;
   case VOX_CELL_SHEAR: return 0x38;
@@ -98,11 +100,11 @@ unsigned vox_cell_objective_strains(const vox_optimizer_options *o) {
 }
 
 const char *vox_strains_text(unsigned strains, char *buf, size_t size) {
-  static const char *const names[] = {"xx", "yy", "zz", "xy", "yz", "zx"};
+  static const char *const names[] = {"xx", "yy", "zz", "xy", "yz", "zx", "hydrostatic"};
   size_t n = 0;
   if (size) buf[0] = 0;
-  for (int s = 0; s < 6; s++)
-    if ((strains >> s) & 1 && n + 3 < size)
+  for (int s = 0; s < 7; s++)
+    if ((strains >> s) & 1 && n + strlen(names[s]) + 1 < size)
       n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " " : "", names[s]);
   return buf;
 }
@@ -174,6 +176,7 @@ typedef struct opt_state {
   vox_objective_state *objective; /* the model's objective (none for a cell) */
   vox_homog *homog;    /* cell objectives: the cell problems of the strains they read */
   double tensor[36], gradient[36]; /* C^H and d f / d C^H of the last evaluation */
+  double gradient_hydrostatic;     /* d f / d (e_h' C^H e_h): the bulk objective's */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
   /* per element: design variables, physical density, sensitivities, dV/dx,
@@ -421,17 +424,13 @@ static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options 
                                    opt->emin_ratio, &s->dc);
 }
 
-/* The built-in functions of C^H (seed 003 eq. 19-22), value and gradient. */
+/* The built-in functions of C^H (seed 003 eq. 20-22; the bulk modulus, eq.
+ * 19, is cell_evaluate's), value and gradient. */
 static int cell_function(const vox_optimizer_options *opt, double e_material, const double *c,
                          int k, double *f, double *g) {
   memset(g, 0, 36 * sizeof *g);
   const double trace = c[0] + c[7] + c[14], off = c[1] + c[2] + c[8];
   switch (opt->cell_objective) {
-  case VOX_CELL_BULK: /* -(trace + 2 off) / 9, off counted as C01 + C10 etc. */
-    *f = -(trace + 2 * off) / 9;
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
-    return 0;
   case VOX_CELL_SHEAR:
     *f = -(c[21] + c[28] + c[35]) / 3;
     for (int i = 3; i < 6; i++) g[i * 7] = -1.0 / 3;
@@ -470,6 +469,7 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
   TRY(vox_fem_update(s->fem));
   /* C^H in the energy form, which needs no vector of ones */
   TRY(vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed));
+  s->gradient_hydrostatic = 0;
   if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
     if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,
                                 s->gradient) == VOX_OK)
@@ -480,8 +480,18 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
                      "the custom objective at the homogenized tensor of design iteration %d: %s",
                      iteration, message);
   }
-  if (cell_function(opt, s->e_material, s->tensor, iteration, value, s->gradient) != 0 ||
-      !isfinite(*value))
+  int undefined;
+  if (opt->cell_objective == VOX_CELL_BULK) {
+    /* -B = -e_h' C^H e_h / 9, from the hydrostatic field in the loop (one
+     * solve) or from the normal block in the final evaluation */
+    memset(s->gradient, 0, sizeof s->gradient);
+    s->gradient_hydrostatic = -1.0 / 9;
+    *value = -s->homog->hydrostatic / 9;
+    undefined = 0;
+  } else {
+    undefined = cell_function(opt, s->e_material, s->tensor, iteration, value, s->gradient);
+  }
+  if (undefined || !isfinite(*value))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the %s objective is not defined at the homogenized tensor of iteration %d",
                      vox_cell_objective_name(opt->cell_objective), iteration);
@@ -491,8 +501,8 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
 static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 double p) {
   (void)be;
-  return vox_homog_gradient(s->homog, s->gradient, &s->x_phys, p, opt->emin_ratio, &s->energy,
-                            &s->dc);
+  return vox_homog_gradient(s->homog, s->gradient, s->gradient_hydrostatic, &s->x_phys, p,
+                            opt->emin_ratio, &s->energy, &s->dc);
 }
 
 static const objective_ops problem_objective = {problem_evaluate, problem_gradient};

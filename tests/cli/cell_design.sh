@@ -66,8 +66,12 @@ densities sym.nc | awk '{ d[NR - 1] = $1 }
 ncdump -h sym.nc | grep -q -- "--symmetry=reflect6 --initial=trigonometric --seed=3" ||
   fail "the history does not record the resolved options"
 
-# the bulk modulus written as a formula: the same run as --objective bulk
-common=(--initial trigonometric --seed 2 --max-iterations 3 --no-continuation --device cpu)
+# the bulk modulus written as a formula (three solves): the same run as
+# --objective bulk (one hydrostatic solve), both solved tightly with fields
+# in double (half fields would round the two sets differently): the two
+# agree to the solves' tolerance, so the printed values to 6 digits
+common=(--initial trigonometric --seed 2 --max-iterations 3 --no-continuation --cg-tol 1e-12
+  --precision double --device cpu)
 "$OPTIMIZE" cell.nc -o bulk.nc --objective bulk "${common[@]}" >"$LOG/bulk" 2>/dev/null ||
   fail "optimize --objective bulk"
 "$OPTIMIZE" cell.nc -o custom.nc --objective custom \
@@ -76,7 +80,12 @@ common=(--initial trigonometric --seed 2 --max-iterations 3 --no-continuation --
 b=$(sed -n 's/.*bulk objective \([^,]*\),.*/\1/p' "$LOG/bulk")
 c=$(sed -n 's/.*custom objective \([^,]*\),.*/\1/p' "$LOG/custom")
 [ -n "$b" ] && [ "$b" = "$c" ] || fail "custom bulk formula: objective '$c', bulk objective '$b'"
-diff <(grep -A6 "C^H" "$LOG/bulk") <(grep -A6 "C^H" "$LOG/custom") >/dev/null ||
+grep -q "strains hydrostatic solved per design iteration" "$LOG/bulk" ||
+  fail "--objective bulk does not say it solves the hydrostatic strain alone"
+paste <(grep -A6 "C^H" "$LOG/bulk" | tail -n 6) <(grep -A6 "C^H" "$LOG/custom" | tail -n 6) |
+  awk '{ for (i = 1; i <= 6; i++) { d = $i - $(i + 6); if (d < 0) d = -d
+                                    if (d > 1e-5 * ($i < 0 ? -$i : $i) + 1e-12) bad++ } }
+       END { exit NR != 6 || bad }' ||
   fail "custom bulk formula: C^H differs from --objective bulk's"
 echo "ok: --objective custom (bulk formula) = --objective bulk: objective $c"
 

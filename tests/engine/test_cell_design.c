@@ -224,8 +224,10 @@ static void test_cell_defaults(vox_context *ctx, vox_backend *be) {
 }
 
 /* Custom objectives through vox_expression: the bulk modulus of eq. 19 as a
- * formula (upper-triangle entries doubled) gives the built-in objective's
- * values and designs, iteration by iteration. */
+ * formula (upper-triangle entries doubled, three solves) gives the built-in
+ * objective's values and designs (one hydrostatic solve), iteration by
+ * iteration, with both solved tightly (the two sets of fields agree to the
+ * solver's tolerance, not to rounding). */
 static void test_custom_bulk(vox_context *ctx, vox_backend *be) {
   const int n = 4;
   vox_initial_design init;
@@ -241,18 +243,20 @@ static void test_custom_bulk(vox_context *ctx, vox_backend *be) {
     vox_optimizer_options o;
     cell_options(&o, n, 3);
     o.initial = &init;
+    o.solver.rtol = 1e-12;
     if (run == 1) o.cell_objective = VOX_CELL_CUSTOM, o.expression = e;
     CHECK_OK(ctx, vox_optimize(ctx, be, &m[run], &o, &r[run]));
   }
   CHECK(m[0].n_history == 3 && m[1].n_history == 3);
   for (size_t k = 0; k < m[0].n_history && k < m[1].n_history; k++)
-    CHECK_CLOSE(m[1].history[k].objective, m[0].history[k].objective, 1e-12);
-  CHECK_CLOSE(r[1].objective, r[0].objective, 1e-12);
+    CHECK_CLOSE(m[1].history[k].objective, m[0].history[k].objective, 1e-11);
+  CHECK_CLOSE(r[1].objective, r[0].objective, 1e-11);
   CHECK_CLOSE(-r[1].objective, r[1].moduli.bulk, 1e-12);
+  CHECK_CLOSE(-r[0].objective, r[0].moduli.bulk, 1e-11);
   double diff = 0;
   for (int i = 0; i < n * n * n; i++) diff = fmax(diff, fabs(m[0].density[i] - m[1].density[i]));
   fprintf(stderr, "custom bulk: largest density difference %g\n", diff);
-  CHECK(diff <= 1e-12);
+  CHECK(diff <= 1e-10);
   vox_expression_free(e);
   vox_model_free(&m[0]);
   vox_model_free(&m[1]);
@@ -308,7 +312,7 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   F_AT(m.density);
   CHECK(fabs(c[3 * 6 + 4]) > 1e-6 && fabs(c[0 * 6 + 5]) > 1e-6); /* the couplings are there */
   double *grad = malloc(ne * sizeof *grad);
-  CHECK_OK(ctx, vox_homog_gradient(h, g, &rho, p, emin, &energy, &df));
+  CHECK_OK(ctx, vox_homog_gradient(h, g, 0, &rho, p, emin, &energy, &df));
   op->vec_download(be, &df, grad);
   const int elements[3] = {0, 27, 63};
   const double step = 1e-5;
@@ -428,8 +432,11 @@ static void test_strain_sets(vox_context *ctx, vox_backend *be) {
   const struct {
     vox_cell_objective objective;
     unsigned strains;
-  } builtin[] = {{VOX_CELL_NONE, 0},        {VOX_CELL_BULK, 0x07},         {VOX_CELL_SHEAR, 0x38},
-                 {VOX_CELL_POISSON, 0x07}, {VOX_CELL_POISSON_LOG, 0x07}};
+  } builtin[] = {{VOX_CELL_NONE, 0},
+                 {VOX_CELL_BULK, 0x40},
+                 {VOX_CELL_SHEAR, 0x38},
+                 {VOX_CELL_POISSON, 0x07},
+                 {VOX_CELL_POISSON_LOG, 0x07}};
   for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
     o.cell_objective = builtin[i].objective;
     CHECK(vox_cell_objective_strains(&o) == builtin[i].strains);
@@ -472,11 +479,12 @@ static void test_strain_sets(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
-/* The bulk objective solves the three normal strains per design iteration
- * and takes the iterates of the same objective with all six solved (a C
- * function: the optimizer before it solved only what it needed), objective
- * by objective and design by design, in fewer CG iterations; the shear
- * formula solves the three shear strains. The final C^H is the whole
+/* The bulk objective solves the hydrostatic strain alone per design
+ * iteration and takes the iterates of the same objective with all six
+ * solved (a C function: the optimizer before it solved only what it
+ * needed), objective by objective and design by design (to the solves'
+ * tolerance), in fewer CG iterations; the shear formula solves the three
+ * shear strains. The final C^H is the whole
  * tensor: all 36 entries against vox_homogenize's six solves on the final
  * design. */
 static void test_needed_strains(vox_context *ctx, vox_backend *be) {
@@ -505,16 +513,19 @@ static void test_needed_strains(vox_context *ctx, vox_backend *be) {
   CHECK(logs[0].n == it && logs[1].n == it && logs[2].n == it);
   int cg[2] = {0, 0};
   for (int k = 0; k < it; k++) {
-    CHECK(logs[0].solves[k] == 3 && logs[1].solves[k] == 6 && logs[2].solves[k] == 3);
-    CHECK_CLOSE(m[0].history[k].objective, m[1].history[k].objective, 1e-12);
+    CHECK(logs[0].solves[k] == 1 && logs[1].solves[k] == 6 && logs[2].solves[k] == 3);
+    CHECK_CLOSE(m[0].history[k].objective, m[1].history[k].objective, 1e-9);
     cg[0] += logs[0].cg[k], cg[1] += logs[1].cg[k];
   }
-  fprintf(stderr, "needed strains: bulk %d CG iterations (3 solves per design iteration), "
-          "all six %d\n", cg[0], cg[1]);
-  CHECK(cg[0] > 0 && cg[0] < cg[1]);
+  fprintf(stderr,
+          "needed strains: bulk %d CG iterations (1 solve per design iteration), "
+          "all six %d\n",
+          cg[0], cg[1]);
+  CHECK(cg[0] > 0 && 3 * cg[0] < cg[1]);
   double diff = 0;
   for (int i = 0; i < n * n * n; i++) diff = fmax(diff, fabs(m[0].density[i] - m[1].density[i]));
-  CHECK(diff <= 1e-12);
+  fprintf(stderr, "needed strains: bulk's design against six solves' to %g\n", diff);
+  CHECK(diff <= 1e-8);
   /* each run's final C^H, whole, against six solves on its final design */
   for (int run = 0; run < 3; run++) {
     CHECK(r[run].has_tensor);

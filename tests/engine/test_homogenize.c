@@ -3,7 +3,8 @@
  * laminate tensor (Voigt along the layers, Reuss across); of random
  * two-phase designs, symmetric positive definite with bulk and shear moduli
  * under the Hashin-Shtrikman upper bounds; sensitivities against central
- * differences; C^H's energy form against its dot-product form; the six
+ * differences; the hydrostatic case against the normal strains; C^H's
+ * energy form against its dot-product form; the six
  * fields in half precision; and the periodic multigrid against Jacobi-PCG. */
 #include <math.h>
 #include <stdlib.h>
@@ -251,7 +252,7 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   for (int q = 0; q < 4; q++) {
     memset(g, 0, sizeof g);
     g[entries[q][0] * 6 + entries[q][1]] = 1;
-    CHECK_OK(ctx, vox_homog_gradient(h, g, &rho, p, emin, &energy, &df));
+    CHECK_OK(ctx, vox_homog_gradient(h, g, 0, &rho, p, emin, &energy, &df));
     op->vec_download(be, &df, grad[q]);
   }
   const double step = 1e-5;
@@ -278,6 +279,66 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
   op->vec_destroy(be, &energy), op->vec_destroy(be, &df);
   vox_homog_destroy(h);
+  vox_model_free(&m);
+}
+
+/* The hydrostatic case against the three normal strains on one random
+ * design: e_h' C^H e_h from its one field equals the sum of C_ij over i, j <
+ * 3 from theirs, and its sensitivity (g_hydrostatic = 1) the one of that sum
+ * (g = 1 on the normal block); its field is dropped when the normal strains
+ * are added, and a gradient that weighs it is refused without it. */
+static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cell(ctx, &m, 8, 8, 8, 1, 1, 0.3);
+  const size_t ne = 512;
+  m.density = malloc(ne * sizeof *m.density);
+  uint64_t seed = 17;
+  for (size_t e = 0; e < ne; e++) m.density[e] = 0.05 + 0.95 * uniform(&seed);
+  vox_solver_options o;
+  solver(&o);
+  const vox_backend_ops *op = be->ops;
+  vox_vec rho, energy, df[2];
+  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &energy);
+  op->vec_create(be, ne, &df[0]), op->vec_create(be, ne, &df[1]);
+  op->vec_upload(be, &rho, m.density);
+  const double p = 3, emin = 1e-9;
+  const unsigned masks[2] = {VOX_HYDROSTATIC_CASE, 0x07};
+  double hydro[2], grad[2][512];
+  vox_homog *h[2];
+  for (int run = 0; run < 2; run++) {
+    CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, VOX_HOMOG_DOUBLE, masks[run], &h[run]));
+    vox_fem *fem = h[run]->fem;
+    CHECK_OK(ctx, op->simp_moduli(be, &rho, &fem->e_solid, p, emin, &fem->moduli));
+    CHECK_OK(ctx, vox_fem_update(fem));
+    double c[36], g[36] = {0};
+    int cg;
+    vox_solve_result failed;
+    CHECK_OK(ctx, vox_homog_solve(h[run], &o, NULL, c, &cg, &failed));
+    CHECK(failed.reason > 0);
+    hydro[run] = h[run]->hydrostatic;
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) g[i * 6 + j] = run;
+    CHECK_OK(ctx, vox_homog_gradient(h[run], g, 1 - run, &rho, p, emin, &energy, &df[run]));
+    op->vec_download(be, &df[run], grad[run]);
+  }
+  fprintf(stderr, "hydrostatic: e_h' C e_h %.15g (one field), %.15g (three)\n", hydro[0], hydro[1]);
+  CHECK(hydro[0] > 0);
+  CHECK_CLOSE(hydro[0], hydro[1], 1e-10);
+  double worst = 0, scale = 0;
+  for (size_t e = 0; e < ne; e++)
+    worst = fmax(worst, fabs(grad[0][e] - grad[1][e])), scale = fmax(scale, fabs(grad[1][e]));
+  fprintf(stderr, "hydrostatic: sensitivities agree to %.2g of the largest\n", worst / scale);
+  CHECK(scale > 0 && worst <= 1e-9 * scale);
+  /* no hydrostatic field in the three strains' run: refused */
+  double g0[36] = {0};
+  CHECK(vox_homog_gradient(h[1], g0, 1, &rho, p, emin, &energy, &df[1]) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  /* the final evaluation's six strains replace the hydrostatic case */
+  CHECK_OK(ctx, vox_homog_add_strains(h[0], VOX_ALL_STRAINS));
+  CHECK(h[0]->strains == VOX_ALL_STRAINS && !h[0]->u[VOX_HYDROSTATIC].data);
+  for (int run = 0; run < 2; run++) vox_homog_destroy(h[run]);
+  op->vec_destroy(be, &rho), op->vec_destroy(be, &energy);
+  op->vec_destroy(be, &df[0]), op->vec_destroy(be, &df[1]);
   vox_model_free(&m);
 }
 
@@ -379,7 +440,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
     vox_solve_result failed;
     CHECK_OK(ctx, vox_homog_solve(h[half], &o, &ones, c[half], &cg, &failed));
     CHECK(failed.reason > 0);
-    CHECK_OK(ctx, vox_homog_gradient(h[half], g, &rho, 3, 1e-9, &energy, &df[half]));
+    CHECK_OK(ctx, vox_homog_gradient(h[half], g, 0, &rho, 3, 1e-9, &energy, &df[half]));
   }
   double cmax = 0, dc = 0;
   for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][i]));
@@ -583,6 +644,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "laminate")) test_laminate(ctx, be);
   if (check_wanted(argc, argv, "random")) test_random(ctx, be);
   if (check_wanted(argc, argv, "sensitivity")) test_sensitivity(ctx, be);
+  if (check_wanted(argc, argv, "hydrostatic")) test_hydrostatic(ctx, be);
   if (check_wanted(argc, argv, "forms")) test_forms(ctx, be);
   if (check_wanted(argc, argv, "half")) test_half_fields(ctx, be);
   if (check_wanted(argc, argv, "multigrid")) test_multigrid(ctx, be);

@@ -164,18 +164,20 @@ const char *vox_stop_reason_string(vox_stop_reason reason);
  * "poisson", "poisson-log", "custom". */
 const char *vox_cell_objective_name(vox_cell_objective objective);
 int vox_cell_objective_parse(const char *text, vox_cell_objective *objective);
-/* The unit strains (bit s for strain s, in C^H's Voigt order xx yy zz xy
- * yz zx) whose cell problems the cell objective of `options` solves in each
- * design iteration: entry C_ij (0-based) and its sensitivity need the
- * fields of strains i and j (seed 003 eq. 7, 9). The bulk modulus (eq. 19)
- * and the Poisson objectives (eq. 21, 22) read the normal block, 0x07; the
- * shear modulus (eq. 20) the shear diagonal, 0x38; an expression the
- * entries it names (vox_expression_uses); a custom function, which does not
- * say, all six, 0x3f. 0 for VOX_CELL_NONE, or an expression that names no
- * entry (which vox_optimize refuses: it does not depend on the design). */
+/* The cell problems that the cell objective of `options` solves in each
+ * design iteration, as a mask: bit s for unit strain s (C^H's Voigt order xx
+ * yy zz xy yz zx), bit 6 for the hydrostatic strain (1, 1, 1, 0, 0, 0).
+ * Entry C_ij (0-based) and its sensitivity need the fields of strains i and
+ * j (seed 003 eq. 7, 9); the bulk modulus (eq. 19), 9 B = e_h' C^H e_h,
+ * needs only the hydrostatic field, 0x40. The Poisson objectives (eq. 21,
+ * 22) read the normal block, 0x07; the shear modulus (eq. 20) the shear
+ * diagonal, 0x38; an expression the entries it names (vox_expression_uses);
+ * a custom function, which does not say, all six, 0x3f. 0 for
+ * VOX_CELL_NONE, or an expression that names no entry (which vox_optimize
+ * refuses: it does not depend on the design). */
 unsigned vox_cell_objective_strains(const vox_optimizer_options *options);
-/* "xx yy zz" for 0x07: the strains of a mask, for messages (buf of at least
- * 18 characters). */
+/* "xx yy zz" for 0x07, "hydrostatic" for 0x40: the strains of a mask, for
+ * messages (buf of at least 30 characters). */
 const char *vox_strains_text(unsigned strains, char *buf, size_t size);
 
 /* Runs the optimization on `model` (stage model or design: an existing
