@@ -26,7 +26,7 @@ struct vox_cell {
   float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
   double *h;            /* 64 x 576 */
   float *moduli;
-  float *u, *p; /* CG's field and direction on level 0 */
+  float *p; /* CG's direction on level 0 */
   double *pinv;
   double *sum; /* a reduction's result */
 };
@@ -120,11 +120,9 @@ __global__ void direction_kernel(size_t n, const float *z, float beta, float *p)
   VOX_GRID_STRIDE(i, n) p[i] = beta != 0 ? z[i] + beta * p[i] : z[i];
 }
 
-__global__ void cg_update_kernel(size_t n, float alpha, const float *p, const float *q, float *u,
-                                 float *r, double *sum) {
+__global__ void cg_update_kernel(size_t n, float alpha, const float *q, float *r, double *sum) {
   double s = 0;
   VOX_GRID_STRIDE(i, n) {
-    u[i] += alpha * p[i];
     r[i] -= alpha * q[i];
     s += (double)r[i] * r[i];
   }
@@ -190,6 +188,8 @@ __global__ void moduli_kernel(size_t n, const double *m, float *out) {
 }
 
 /* The fem's layout: nodes (nx+1) x (ny+1) x (nz+1), images included. */
+/* The fem's layout: nodes (nx+1) x (ny+1) x (nz+1), images included. x =
+ * u widened, per master node. */
 __global__ void field_load_kernel(vox_cell_dims d, const uint16_t *u, float *x, int64_t nodes) {
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (n >= nodes) return;
@@ -199,14 +199,19 @@ __global__ void field_load_kernel(vox_cell_dims d, const uint16_t *u, float *x, 
   for (int q = 0; q < 3; q++) x[3 * n + q] = __half2float(__ushort_as_half(u[3 * f + q]));
 }
 
-__global__ void field_store_kernel(vox_cell_dims d, const float *x, uint16_t *u, int64_t nodes) {
+/* u += alpha p on every node of the fem's layout, images from their masters. */
+__global__ void field_update_kernel(vox_cell_dims d, float alpha, const float *p, uint16_t *u,
+                                    int64_t nodes) {
   const int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (f >= nodes) return;
-  const vox_cell_dims p = {d.nx + 1, d.ny + 1, d.nz + 1};
+  const vox_cell_dims images = {d.nx + 1, d.ny + 1, d.nz + 1};
   int i, j, k;
-  vox_cell_coords(p, f, &i, &j, &k);
+  vox_cell_coords(images, f, &i, &j, &k);
   const int64_t n = vox_cell_node(d, i, j, k);
-  for (int q = 0; q < 3; q++) u[3 * f + q] = __half_as_ushort(__float2half_rn(x[3 * n + q]));
+  for (int q = 0; q < 3; q++) {
+    const float v = __half2float(__ushort_as_half(u[3 * f + q])) + alpha * p[3 * n + q];
+    u[3 * f + q] = __half_as_ushort(__float2half_rn(v));
+  }
 }
 
 /* x = pinv b; pinv is symmetric, so thread i reads its column: coalesced. */
@@ -234,7 +239,7 @@ void cell_destroy(vox_backend *be, vox_cell *c) {
     vox_cuda_free(c->level[l].r);
     vox_cuda_free(c->level[l].stencil);
   }
-  float *f[] = {c->ke, c->g, c->kchi, c->moduli, c->u, c->p};
+  float *f[] = {c->ke, c->g, c->kchi, c->moduli, c->p};
   for (float *p : f) vox_cuda_free(p);
   vox_cuda_free(c->pinv);
   vox_cuda_free(c->h);
@@ -265,7 +270,6 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
   TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
                      "the cell solver's coarsest inverse"));
   TRY(alloc_floats(be, &c->moduli, (size_t)c->level[0].nodes, "the cell solver's moduli"));
-  TRY(alloc_floats(be, &c->u, 3 * (size_t)c->level[0].nodes, "the cell field"));
   TRY(alloc_floats(be, &c->p, 3 * (size_t)c->level[0].nodes, "CG's direction"));
   TRY(alloc_floats(be, &c->ke, 576, "the element matrix"));
   TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
@@ -335,24 +339,9 @@ vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[24]) {
   return VOX_OK;
 }
 
-vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
-  const cell_level &l0 = c->level[0];
-  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, c->u, l0.nodes);
-  CUDA_LAUNCHED(be, "loading a cell field");
-  return VOX_OK;
-}
-
-vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
-  const cell_level &l0 = c->level[0];
-  const int64_t nodes = (int64_t)(l0.dims.nx + 1) * (l0.dims.ny + 1) * (l0.dims.nz + 1);
-  field_store_kernel<<<blocks_for(nodes), 128>>>(l0.dims, c->u, u->data, nodes);
-  CUDA_LAUNCHED(be, "storing a cell field");
-  return VOX_OK;
-}
-
-vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
-  CUDA_TRY(be, cudaMemset(c->u, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
-           "zeroing a cell field");
+vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_hvec *u) {
+  (void)c;
+  CUDA_TRY(be, cudaMemset(u->data, 0, u->n * sizeof *u->data), "zeroing a cell field");
   return VOX_OK;
 }
 
@@ -398,10 +387,12 @@ vox_status clear_sum(vox_backend *be, vox_cell *c) {
   return VOX_OK;
 }
 
-vox_status cell_cg_residual(vox_backend *be, vox_cell *c, double *rr) {
+vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr) {
   const cell_level &l0 = c->level[0];
+  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, l0.x, l0.nodes);
+  CUDA_LAUNCHED(be, "widening a cell field");
   TRY(clear_sum(be, c));
-  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), c->u, l0.b, 1, l0.nodes, c->sum);
+  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.x, l0.b, 1, l0.nodes, c->sum);
   CUDA_LAUNCHED(be, "the cell's CG residual");
   return read_sum(be, c, rr);
 }
@@ -427,12 +418,14 @@ vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   return read_sum(be, c, pq);
 }
 
-vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, double *rr) {
+vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u, double *rr) {
   const cell_level &l0 = c->level[0];
   const size_t n = 3 * (size_t)l0.nodes;
+  const int64_t images = (int64_t)(l0.dims.nx + 1) * (l0.dims.ny + 1) * (l0.dims.nz + 1);
+  field_update_kernel<<<blocks_for(images), 128>>>(l0.dims, (float)alpha, c->p, u->data, images);
+  CUDA_LAUNCHED(be, "the cell field's update");
   TRY(clear_sum(be, c));
-  cg_update_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)alpha, c->p, l0.x, c->u, l0.b,
-                                                           c->sum);
+  cg_update_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)alpha, l0.x, l0.b, c->sum);
   CUDA_LAUNCHED(be, "the cell's CG update");
   return read_sum(be, c, rr);
 }
@@ -463,8 +456,8 @@ vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
 
 extern "C" const vox_cell_ops vox_cuda_cell_ops = {
     cell_create,           cell_destroy,         cell_set_moduli, cell_galerkin,
-    cell_stencil_download, cell_coarsest_upload, cell_set_load,   cell_field_load,
-    cell_field_store,      cell_zero_field,      cell_load_norm,  cell_cg_residual,
+    cell_stencil_download, cell_coarsest_upload, cell_set_load,   cell_zero_field,
+    cell_load_norm,        cell_cg_residual,
     cell_cg_direction,     cell_cg_product,      cell_cg_update,  cell_smooth,
     cell_residual,         cell_restrict,        cell_clear,      cell_prolong,
     cell_coarsest_solve,

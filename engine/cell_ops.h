@@ -1,7 +1,7 @@
 /* The backend operations of the periodic cell solver (private): what
  * cell_solver.c is written against, one table per backend, reached through
  * vox_backend_ops.cell. A backend's vox_cell holds the whole hierarchy in
- * float: conjugate gradients' field u and direction p on level 0, per level
+ * float: conjugate gradients' direction p on level 0, per level
  * the iterate x, the right-hand side b and the residual r (all but the
  * coarsest), the fine moduli, the stencils of levels 2 and coarser, and the
  * coarsest level's dense pseudo-inverse; cell_kernels.h gives the layout
@@ -39,26 +39,26 @@ typedef struct vox_cell_ops {
   vox_status (*coarsest_upload)(vox_backend *be, vox_cell *c, const double *pinv);
   /* The unit strain solved next: kchi = Ke chi of unit modulus (24). */
   vox_status (*set_load)(vox_backend *be, vox_cell *c, const double kchi[24]);
-  /* The field u (level 0) from / into a half-precision field in the fem's
-   * layout (grid nodes with their periodic images; store writes the images
-   * too); zero_field: u = 0. */
-  vox_status (*field_load)(vox_backend *be, vox_cell *c, const vox_hvec *u);
-  vox_status (*field_store)(vox_backend *be, vox_cell *c, vox_hvec *u);
-  vox_status (*zero_field)(vox_backend *be, vox_cell *c);
+  /* u = 0, u a half-precision field in the fem's layout (grid nodes with
+   * their periodic images): the cell solver solves into the field itself. */
+  vox_status (*zero_field)(vox_backend *be, vox_cell *c, vox_hvec *u);
   /* |f|^2 of the load. */
   vox_status (*load_norm)(vox_backend *be, vox_cell *c, double *ff);
   /* Conjugate gradients on level 0 (cell_solver.c), in float with the
-   * scalars in double: u the field, b the residual (the V-cycle's
-   * right-hand side), p the direction, x the V-cycle's z and then q = A p.
-   *   cg_residual:  b = f - A u, *rr = b.b;
+   * scalars in double: u the field (half precision, the fem's layout: CG
+   * never reads it back, so it accumulates there directly and needs no
+   * float copy), b the residual (the V-cycle's right-hand side), p the
+   * direction, x the V-cycle's z and then q = A p.
+   *   cg_residual:  b = f - A u (u widened into x first), *rr = b.b;
    *   cg_direction: *rz = b.x, then p = x + (*rz / rz_old) p (p = x, p not
    *                 read, when rz_old is 0);
    *   cg_product:   x = A p, *pq = p.x;
-   *   cg_update:    u += alpha p, b -= alpha x, *rr = b.b. */
-  vox_status (*cg_residual)(vox_backend *be, vox_cell *c, double *rr);
+   *   cg_update:    u += alpha p (images too, rounded to half), b -= alpha x,
+   *                 *rr = b.b. */
+  vox_status (*cg_residual)(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr);
   vox_status (*cg_direction)(vox_backend *be, vox_cell *c, double rz_old, double *rz);
   vox_status (*cg_product)(vox_backend *be, vox_cell *c, double *pq);
-  vox_status (*cg_update)(vox_backend *be, vox_cell *c, double alpha, double *rr);
+  vox_status (*cg_update)(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u, double *rr);
   /* One Gauss-Seidel sweep over the nodes of level l, colour by colour
    * (colours 0..7, or 7..0 when backward): x += diag^-1 (b - A x) at each
    * node. */
@@ -76,12 +76,12 @@ typedef struct vox_cell_ops {
 } vox_cell_ops;
 
 /* The floats a backend's vox_cell holds (both backends allocate exactly
- * these; the memory plan counts them): the fine moduli, CG's u and p; per
+ * these; the memory plan counts them): the fine moduli, CG's p; per
  * level x, b and r (all but the coarsest), the stencils of levels >= 2, and
  * the coarsest pseudo-inverse (in double: two floats an entry). */
 static inline double vox_cell_floats(const vox_cell_desc *desc) {
   const double fine = (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
-  double floats = fine + 2 * 3 * fine;
+  double floats = fine + 3 * fine;
   for (int l = 0; l < desc->n_levels; l++) {
     const double n = (double)desc->dims[l].nx * desc->dims[l].ny * desc->dims[l].nz;
     const int last = l == desc->n_levels - 1;

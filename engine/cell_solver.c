@@ -217,11 +217,9 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
   if (ff <= zero_ff) { /* homogenize.c: the exact solution of no load */
     result->residual_norm = result->rhs_norm;
     result->reason = VOX_CONVERGED_RTOL;
-    TRY(o->zero_field(be, cs->cell));
-    return o->field_store(be, cs->cell, u);
+    return o->zero_field(be, cs->cell, u);
   }
-  TRY(o->field_load(be, cs->cell, u));
-  TRY(o->cg_residual(be, cs->cell, &rr));
+  TRY(o->cg_residual(be, cs->cell, u, &rr));
   const double tol = options->rtol * options->rtol * ff;
   result->reason = VOX_DIVERGED_MAX_ITERATIONS;
   for (int it = 0;; it++) {
@@ -247,8 +245,8 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
       result->reason = VOX_DIVERGED_INDEFINITE;
       break;
     }
-    TRY(o->cg_update(be, cs->cell, rz / pq, &rr));
+    TRY(o->cg_update(be, cs->cell, rz / pq, u, &rr));
   }
   result->residual_norm = sqrt(rr);
-  return o->field_store(be, cs->cell, u);
+  return VOX_OK;
 }

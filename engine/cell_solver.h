@@ -4,10 +4,13 @@
  * block Gauss-Seidel smoothing, the two finest levels matrix-free (level 1
  * through the Galerkin sums of its children's element matrices), the load
  * computed where it is used, and a dense pseudo-inverse on the coarsest
- * level for the rigid translations. The fine level holds five float
- * vectors (CG's u, r, p, and the V-cycle's z, which is also CG's q, and
- * residual), 20 bytes a dof where the solver of fem.c holds 8 doubles (64
- * bytes a dof). Every step is a backend operation (cell_ops.h). */
+ * level for the rigid translations. The fine level holds four float
+ * vectors (CG's r and p, the V-cycle's z, which is also CG's q, and its
+ * residual), 16 bytes a dof where the solver of fem.c holds 8 doubles (64
+ * bytes a dof): CG accumulates the solution into the half-precision field
+ * itself, which it never reads back during the iteration (its rounding is
+ * the field's own, not the solver's). Every step is a backend operation
+ * (cell_ops.h). */
 #ifndef VOXFE_CELL_SOLVER_H
 #define VOXFE_CELL_SOLVER_H
 
@@ -38,7 +41,7 @@ void vox_cell_solver_destroy(vox_cell_solver *cs);
  * the coarsest pseudo-inverse. */
 vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
 /* Solves for the unit strain with Ke chi = kchi (unit modulus), starting
- * from and storing into the half-precision field u (the fem's layout), to
+ * from and updating in place the half-precision field u (the fem's layout), to
  * options->rtol in at most options->max_iterations CG iterations (one
  * V-cycle each). scale2: the square of the load's scale (homogenize.c); a
  * load below VOX_CELL_ZERO_LOAD of it is float rounding, not a load (a

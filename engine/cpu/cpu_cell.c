@@ -19,7 +19,7 @@ struct vox_cell {
   float ke[576], g[8 * 576], kchi[24];
   double *h;     /* 64 x 576 */
   float *moduli; /* fine, per element */
-  float *u, *p;  /* CG's field and direction on level 0 */
+  float *p;      /* CG's direction on level 0 */
   double *pinv;  /* the coarsest level's pseudo-inverse */
 };
 
@@ -36,7 +36,6 @@ static void cell_destroy(vox_backend *be, vox_cell *c) {
   }
   free(c->h);
   free(c->moduli);
-  free(c->u);
   free(c->p);
   free(c->pinv);
   free(c);
@@ -64,10 +63,9 @@ static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_ce
   const int64_t nc = c->level[c->n_levels - 1].nodes;
   c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
   c->moduli = floats((size_t)c->level[0].nodes);
-  c->u = floats(3 * (size_t)c->level[0].nodes);
   c->p = floats(3 * (size_t)c->level[0].nodes);
   c->h = malloc(64 * 576 * sizeof *c->h);
-  if (!ok || !c->pinv || !c->moduli || !c->u || !c->p || !c->h) {
+  if (!ok || !c->pinv || !c->moduli || !c->p || !c->h) {
     cell_destroy(be, c);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
   }
@@ -136,35 +134,10 @@ static size_t fem_node(vox_cell_dims d, int64_t n) {
   return (size_t)(((int64_t)k * (d.ny + 1) + j) * (d.nx + 1) + i);
 }
 
-static vox_status cell_field_load(vox_backend *be, vox_cell *c, const vox_hvec *u) {
-  const cell_level *l0 = &c->level[0];
-  const _Float16 *in = (const _Float16 *)u->data;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    const size_t f = fem_node(l0->dims, n);
-    for (int k = 0; k < 3; k++) c->u[3 * n + k] = (float)in[3 * f + k];
-  }
-  return VOX_OK;
-}
-
-static vox_status cell_field_store(vox_backend *be, vox_cell *c, vox_hvec *u) {
-  const cell_level *l0 = &c->level[0];
-  const vox_cell_dims d = l0->dims;
-  _Float16 *out = (_Float16 *)u->data;
-  const int64_t nodes = (int64_t)(d.nx + 1) * (d.ny + 1) * (d.nz + 1);
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t f = 0; f < nodes; f++) {
-    const int i = (int)(f % (d.nx + 1)), j = (int)((f / (d.nx + 1)) % (d.ny + 1)),
-              k = (int)(f / ((int64_t)(d.nx + 1) * (d.ny + 1)));
-    const int64_t n = vox_cell_node(d, i, j, k);
-    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)c->u[3 * n + q];
-  }
-  return VOX_OK;
-}
-
-static vox_status cell_zero_field(vox_backend *be, vox_cell *c) {
-  (void)be;
-  memset(c->u, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
+/* u = 0 on every node of the fem's layout. */
+static vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_hvec *u) {
+  (void)be, (void)c;
+  memset(u->data, 0, u->n * sizeof(_Float16));
   return VOX_OK;
 }
 
@@ -238,16 +211,22 @@ static vox_status cell_clear(vox_backend *be, vox_cell *c) {
 }
 
 /* Conjugate gradients' steps on level 0 (cell_ops.h). */
-static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, double *rr) {
+static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr) {
   const cell_level *l0 = &c->level[0];
   const vox_cell_dims d = l0->dims;
+  const _Float16 *in = (const _Float16 *)u->data;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t n = 0; n < l0->nodes; n++) {
+    const size_t f = fem_node(d, n);
+    for (int q = 0; q < 3; q++) l0->x[3 * n + q] = (float)in[3 * f + q];
+  }
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
   for (int64_t n = 0; n < l0->nodes; n++) {
     int i, j, k;
     vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->u, i, j, k, ax, diag, f);
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->x, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
       l0->b[3 * n + q] = f[q] - ax[q];
       sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
@@ -289,14 +268,24 @@ static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   return VOX_OK;
 }
 
-static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, double *rr) {
+static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u,
+                                 double *rr) {
   const cell_level *l0 = &c->level[0];
-  const int64_t n3 = 3 * l0->nodes;
+  const vox_cell_dims d = l0->dims;
+  const int64_t n3 = 3 * l0->nodes, nodes = (int64_t)(d.nx + 1) * (d.ny + 1) * (d.nz + 1);
   const float a = (float)alpha;
+  _Float16 *out = (_Float16 *)u->data;
+  /* every node of the fem's layout, images included, from its master */
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (int64_t f = 0; f < nodes; f++) {
+    const int i = (int)(f % (d.nx + 1)), j = (int)((f / (d.nx + 1)) % (d.ny + 1)),
+              k = (int)(f / ((int64_t)(d.nx + 1) * (d.ny + 1)));
+    const int64_t n = vox_cell_node(d, i, j, k);
+    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * c->p[3 * n + q]);
+  }
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
   for (int64_t i = 0; i < n3; i++) {
-    c->u[i] += a * c->p[i];
     l0->b[i] -= a * l0->x[i];
     sum += (double)l0->b[i] * l0->b[i];
   }
@@ -351,8 +340,6 @@ const vox_cell_ops vox_cpu_cell_ops = {
     .stencil_download = cell_stencil_download,
     .coarsest_upload = cell_coarsest_upload,
     .set_load = cell_set_load,
-    .field_load = cell_field_load,
-    .field_store = cell_field_store,
     .zero_field = cell_zero_field,
     .load_norm = cell_load_norm,
     .cg_residual = cell_cg_residual,
