@@ -28,16 +28,18 @@ struct vox_cell {
   float *moduli;
   float *p; /* CG's direction on level 0 */
   double *pinv;
-  double *sum; /* a reduction's result */
+  double *sum; /* reductions' results: CG_SUMS doubles */
 };
 
 namespace {
 
 int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
 
-/* The sum of v over the block into *out (atomically). */
+/* The sum of v over the block into *out (atomically); the block calls it
+ * together (its shared partials are reused from call to call). */
 __device__ void block_sum(double v, double *out) {
   __shared__ double part[32];
+  __syncthreads();
   v = vox_cuda_warp_sum(v);
   if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
   __syncthreads();
@@ -108,16 +110,27 @@ __global__ void fine_product_kernel(level_view v, const float *in, float *out, i
   block_sum(s, sum);
 }
 
-__global__ void dot_kernel(size_t n, const float *a, const float *b, double *sum) {
-  double s = 0;
-  VOX_GRID_STRIDE(i, n) s += (double)a[i] * b[i];
-  block_sum(s, sum);
+/* What cg_direction needs of r and z (cell_ops.h): sum[0] = r.z, sum[1 +
+ * c] the sum of component c of z, sum[4 + c] of r. */
+enum { CG_SUMS = 7 };
+__global__ void direction_sums_kernel(size_t n, const float *r, const float *z, double *sum) {
+  double rz = 0, zs[3] = {0, 0, 0}, rs[3] = {0, 0, 0};
+  VOX_GRID_STRIDE(i, n) {
+    rz += (double)r[i] * z[i];
+    zs[i % 3] += z[i], rs[i % 3] += r[i];
+  }
+  block_sum(rz, sum);
+  for (int c = 0; c < 3; c++) block_sum(zs[c], sum + 1 + c), block_sum(rs[c], sum + 4 + c);
 }
 
-/* p = z + beta p; the first direction (beta 0) does not read p, which
- * holds whatever the allocation held. */
-__global__ void direction_kernel(size_t n, const float *z, float beta, float *p) {
-  VOX_GRID_STRIDE(i, n) p[i] = beta != 0 ? z[i] + beta * p[i] : z[i];
+/* p = (z - mean) + beta p; the first direction (beta 0) does not read p,
+ * which holds whatever the allocation held. */
+__global__ void direction_kernel(size_t n, const float *z, float3 mean, float beta, float *p) {
+  VOX_GRID_STRIDE(i, n) {
+    const int c = (int)(i % 3);
+    const float y = z[i] - (c == 0 ? mean.x : c == 1 ? mean.y : mean.z);
+    p[i] = beta != 0 ? y + beta * p[i] : y;
+  }
 }
 
 __global__ void cg_update_kernel(size_t n, float alpha, const float *q, float *r, double *sum) {
@@ -275,7 +288,7 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
   TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
   TRY(alloc_floats(be, &c->kchi, 24, "the load"));
   TRY(vox_cuda_alloc(be, (void **)&c->h, 64 * 576 * sizeof(double), "the level-2 matrices"));
-  TRY(vox_cuda_alloc(be, (void **)&c->sum, sizeof(double), "a reduction"));
+  TRY(vox_cuda_alloc(be, (void **)&c->sum, CG_SUMS * sizeof(double), "the reductions"));
   float ke[576], g[8 * 576];
   for (int i = 0; i < 576; i++) ke[i] = (float)desc->ke[i];
   for (int i = 0; i < 8 * 576; i++) g[i] = (float)desc->g[i];
@@ -383,7 +396,7 @@ vox_status cell_clear(vox_backend *be, vox_cell *c) {
 }
 
 vox_status clear_sum(vox_backend *be, vox_cell *c) {
-  CUDA_TRY(be, cudaMemset(c->sum, 0, sizeof(double)), "clearing a sum");
+  CUDA_TRY(be, cudaMemset(c->sum, 0, CG_SUMS * sizeof(double)), "clearing a sum");
   return VOX_OK;
 }
 
@@ -401,11 +414,15 @@ vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double
   const cell_level &l0 = c->level[0];
   const size_t n = 3 * (size_t)l0.nodes;
   TRY(clear_sum(be, c));
-  dot_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.b, l0.x, c->sum);
+  direction_sums_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.b, l0.x, c->sum);
   CUDA_LAUNCHED(be, "the cell's r.z");
-  TRY(read_sum(be, c, rz));
+  double sums[CG_SUMS];
+  CUDA_TRY(be, cudaMemcpy(sums, c->sum, sizeof sums, cudaMemcpyDeviceToHost), "reading sums");
+  double mean[3];
+  *rz = vox_cell_projected_rz(sums, l0.nodes, mean);
   const float beta = rz_old != 0 ? (float)(*rz / rz_old) : 0.0f;
-  direction_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.x, beta, c->p);
+  const float3 m = make_float3((float)mean[0], (float)mean[1], (float)mean[2]);
+  direction_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, l0.x, m, beta, c->p);
   CUDA_LAUNCHED(be, "the cell's CG direction");
   return VOX_OK;
 }

@@ -50,8 +50,15 @@ typedef struct vox_cell_ops {
    * float copy), b the residual (the V-cycle's right-hand side), p the
    * direction, x the V-cycle's z and then q = A p.
    *   cg_residual:  b = f - A u (u widened into x first), *rr = b.b;
-   *   cg_direction: *rz = b.x, then p = x + (*rz / rz_old) p (p = x, p not
-   *                 read, when rz_old is 0);
+   *   cg_direction: z = x less its mean per component, *rz = b.z, then
+   *                 p = z + (*rz / rz_old) p (p = z, p not read, when rz_old
+   *                 is 0). The periodic operator does not see translations,
+   *                 nor do CG's recurrences: what the V-cycle leaves of them
+   *                 would add up in u unseen, and a field far from 0 keeps
+   *                 little of its variation in half precision (a 128^3 cell
+   *                 in its 30th design iteration: true residuals of 0.4
+   *                 where CG's was 0.004). So z loses them (the null-space
+   *                 projection of seed 003 section 4.2);
    *   cg_product:   x = A p, *pq = p.x;
    *   cg_update:    u += alpha p (images too, rounded to half), b -= alpha x,
    *                 *rr = b.b. */
@@ -75,6 +82,17 @@ typedef struct vox_cell_ops {
   vox_status (*coarsest_solve)(vox_backend *be, vox_cell *c);
 } vox_cell_ops;
 
+/* r.z with z less its mean per component, from sums[0] = r.z, sums[1 + c]
+ * the sum of component c of z and sums[4 + c] of r over `nodes` nodes; the
+ * means into mean. */
+static inline double vox_cell_projected_rz(const double sums[7], int64_t nodes, double mean[3]) {
+  double rz = sums[0];
+  for (int c = 0; c < 3; c++) {
+    mean[c] = sums[1 + c] / (double)nodes;
+    rz -= mean[c] * sums[4 + c];
+  }
+  return rz;
+}
 /* The floats a backend's vox_cell holds (both backends allocate exactly
  * these; the memory plan counts them): the fine moduli, CG's p; per
  * level x, b and r (all but the coarsest), the stencils of levels >= 2, and

@@ -134,18 +134,11 @@ static int invert_spd(double *a, size_t n) {
   return 0;
 }
 
-/* The coarsest level's pseudo-inverse A+ from its stencil: with T the unit
- * translations (orthonormal) and c a typical diagonal entry, A + c T T' is
- * definite and its inverse is A+ + T T' / c (A's null space is exactly the
- * translations: the fine periodic operator's, kept by the Galerkin
- * products). */
-static vox_status coarsest_inverse(vox_cell_solver *cs) {
-  vox_backend *be = cs->be;
-  const int last = cs->desc.n_levels - 1;
-  const vox_cell_dims d = cs->desc.dims[last];
+/* The coarsest level's matrix from its stencil into a (n x n), symmetrised,
+ * plus shift on the diagonal; its mean diagonal entry returned. */
+static double coarsest_matrix(const vox_cell_solver *cs, double shift, double *a) {
+  const vox_cell_dims d = cs->desc.dims[cs->desc.n_levels - 1];
   const size_t nc = (size_t)nodes_of(d), n = 3 * nc;
-  TRY(be->ops->cell->stencil_download(be, cs->cell, last, cs->stencil));
-  double *a = cs->coarsest;
   memset(a, 0, n * n * sizeof *a);
   for (size_t node = 0; node < nc; node++) {
     int i, j, k;
@@ -160,16 +153,42 @@ static vox_status coarsest_inverse(vox_cell_solver *cs) {
   }
   double diag = 0;
   for (size_t i = 0; i < n; i++) diag += a[i * n + i] / (double)n;
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < n; i++) {
     for (size_t j = 0; j < i; j++)
       a[i * n + j] = a[j * n + i] = 0.5 * (a[i * n + j] + a[j * n + i]);
-  const double tt = diag / (double)nc; /* c T T': c / nc on dofs of one component */
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = i % 3; j < n; j += 3) a[i * n + j] += tt;
-  if (invert_spd(a, n) != 0)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "cell solver: the coarsest level is singular beyond its translations");
-  const double back = 1 / (diag * (double)nc);
+    a[i * n + i] += shift;
+  }
+  return diag;
+}
+
+/* The coarsest level's pseudo-inverse A+ from its stencil: with T the unit
+ * translations (orthonormal) and c a typical diagonal entry, A + c T T' is
+ * definite and its inverse is A+ + T T' / c (A's null space is exactly the
+ * translations: the fine periodic operator's, kept by the Galerkin
+ * products). At SIMP's contrasts the float stencils' rounding can leave A a
+ * little indefinite beyond them (a 256^3 cell in its 18th design
+ * iteration): then A + s I, s from 1e-7 of c up by tenfold steps, the
+ * correction of the modes under s left to the smoothers. */
+static vox_status coarsest_inverse(vox_cell_solver *cs) {
+  vox_backend *be = cs->be;
+  const int last = cs->desc.n_levels - 1;
+  const size_t nc = (size_t)nodes_of(cs->desc.dims[last]), n = 3 * nc;
+  TRY(be->ops->cell->stencil_download(be, cs->cell, last, cs->stencil));
+  double *a = cs->coarsest;
+  double shift = 0, diag = coarsest_matrix(cs, 0, a);
+  for (;;) {
+    const double tt = diag / (double)nc; /* c T T': c / nc on dofs of one component */
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = i % 3; j < n; j += 3) a[i * n + j] += tt;
+    if (invert_spd(a, n) == 0) break;
+    shift = shift > 0 ? 10 * shift : 1e-7 * diag;
+    if (!(shift <= 1e-2 * diag))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "cell solver: the coarsest level is singular beyond its translations");
+    coarsest_matrix(cs, shift, a);
+  }
+  /* less T T' / (c + s): the translations' eigenvalue of A + s I + c T T' */
+  const double back = 1 / ((diag + shift) * (double)nc);
   for (size_t i = 0; i < n; i++)
     for (size_t j = 0; j < n; j++) a[i * n + j] -= i % 3 == j % 3 ? back : 0;
   return be->ops->cell->coarsest_upload(be, cs->cell, a);

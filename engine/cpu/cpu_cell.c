@@ -238,14 +238,25 @@ static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec 
 
 static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double *rz) {
   const cell_level *l0 = &c->level[0];
-  const int64_t n3 = 3 * l0->nodes;
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
-  for (int64_t i = 0; i < n3; i++) sum += (double)l0->b[i] * l0->x[i];
-  const float beta = rz_old != 0 ? (float)(sum / rz_old) : 0.0f;
+  const int64_t nodes = l0->nodes;
+  double rzs = 0, z0 = 0, z1 = 0, z2 = 0, r0 = 0, r1 = 0, r2 = 0;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) \
+    reduction(+ : rzs, z0, z1, z2, r0, r1, r2)
+  for (int64_t n = 0; n < nodes; n++) {
+    const float *b = l0->b + 3 * n, *x = l0->x + 3 * n;
+    rzs += (double)b[0] * x[0] + (double)b[1] * x[1] + (double)b[2] * x[2];
+    z0 += x[0], z1 += x[1], z2 += x[2], r0 += b[0], r1 += b[1], r2 += b[2];
+  }
+  const double sums[7] = {rzs, z0, z1, z2, r0, r1, r2};
+  double mean[3];
+  *rz = vox_cell_projected_rz(sums, nodes, mean);
+  const float beta = rz_old != 0 ? (float)(*rz / rz_old) : 0.0f;
+  const float m[3] = {(float)mean[0], (float)mean[1], (float)mean[2]};
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t i = 0; i < n3; i++) c->p[i] = beta != 0 ? l0->x[i] + beta * c->p[i] : l0->x[i];
-  *rz = sum;
+  for (int64_t i = 0; i < 3 * nodes; i++) {
+    const float y = l0->x[i] - m[i % 3];
+    c->p[i] = beta != 0 ? y + beta * c->p[i] : y;
+  }
   return VOX_OK;
 }
 
