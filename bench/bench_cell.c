@@ -166,6 +166,10 @@ int main(int argc, char **argv) {
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;
   cell.periodic = 1;
+  /* VOXFE_CELL_SOLVER=1 / 0: --cell-solver on / off (unset: auto) */
+  const char *cell_solver = getenv("VOXFE_CELL_SOLVER");
+  if (cell_solver)
+    opt.solver.cell_solver = atoi(cell_solver) ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
   const char *all_strains = getenv("VOXFE_BENCH_ALL_STRAINS");
   if (all_strains && atoi(all_strains) > 0)
     opt.cell_objective = VOX_CELL_CUSTOM, opt.custom = bulk_all_strains;
@@ -176,10 +180,16 @@ int main(int argc, char **argv) {
          vox_strains_text(strains, strain_names, sizeof strain_names));
   int n_strains = 0;
   for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
-  const size_t planned = vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver, 1);
+  /* the plan of the solver the run will take (auto resolved as vox_optimize does) */
+  vox_solver_options run_solver = opt.solver;
+  if (run_solver.cell_solver == VOX_CELL_SOLVER_AUTO)
+    run_solver.cell_solver = strcmp(vox_backend_name(be), "cpu") != 0
+                                 ? vox_cell_solver_choice(be, &cell, n_strains, &run_solver, free0)
+                                 : VOX_CELL_SOLVER_OFF;
+  const size_t planned = vox_memory_needed(be, &cell, 3, n_strains, 0, &run_solver, 1);
   /* what the memory plan counts, item by item, on this backend */
   vox_memory_plan plan;
-  vox_memory_plan_items(be, &cell, 3, n_strains, 0, &opt.solver, 1, &plan);
+  vox_memory_plan_items(be, &cell, 3, n_strains, 0, &run_solver, 1, &plan);
   printf("memory plan on %s, %.3f GB:\n", vox_backend_name(be), plan.total / 1e9);
   for (int i = 0; i < plan.n; i++)
     printf("  %7.3f GB  %s\n", plan.item[i].bytes / 1e9, plan.item[i].what);
@@ -192,6 +202,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   const double t = now() - t0;
+  printf("fields solved by %s\n",
+         r.cell_solver ? "the single-precision cell solver" : "CG in double (fem.c)");
   printf("%d iterations (%s), %.3f s per iteration (%.3f s without the first, which took "
          "%.3f s; %.1f s in all with the final solves), %d CG iterations\n",
          r.iterations, vox_stop_reason_string(r.reason), w.seconds / r.iterations,

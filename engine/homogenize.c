@@ -75,10 +75,9 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
 
 int vox_homog_fields_for(const vox_solver_options *solver) {
   if (!vox_homog_half_fields(solver)) return VOX_HOMOG_DOUBLE;
-  const char *env = getenv("VOXFE_CELL_SOLVER");
-  const int wanted = env && strcmp(env, "1") == 0;
-  return wanted && solver->rtol >= VOX_CELL_SOLVER_RTOL_MIN ? VOX_HOMOG_CELL_SOLVER
-                                                            : VOX_HOMOG_HALF;
+  return solver->cell_solver == VOX_CELL_SOLVER_ON && solver->rtol >= VOX_CELL_SOLVER_RTOL_MIN
+             ? VOX_HOMOG_CELL_SOLVER
+             : VOX_HOMOG_HALF;
 }
 
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,

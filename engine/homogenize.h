@@ -86,13 +86,13 @@ static inline int vox_homog_half_fields(const vox_solver_options *solver) {
   return solver->precision == VOX_PRECISION_MIXED;
 }
 /* The tolerance the single-precision cell solver reaches on every cell (its
- * floor is about 1e-7 of the load): tighter ones solve with fem.c's CG. */
-#define VOX_CELL_SOLVER_RTOL_MIN 1e-5
-/* The optimizer's fields: half in mixed precision, else double. The cell
- * solver (20 bytes a fine dof against CG's 64) only where
- * VOXFE_CELL_SOLVER=1 is in the environment, at a tolerance it reaches:
- * not by default, because it is slower where the double solver fits (1.2
- * to 1.9 times a design iteration at 128^3 to 512^3, docs/benchmarks.md). */
+ * floor grows with the grid: CG to 1e-5 stalled at 128^3), tighter ones
+ * solve with fem.c's CG. */
+#define VOX_CELL_SOLVER_RTOL_MIN 1e-4
+/* The optimizer's fields: half in mixed precision, else double; solved by
+ * the cell solver (16 bytes a fine dof against CG's 64) where
+ * solver->cell_solver is VOX_CELL_SOLVER_ON (vox_optimize resolves AUTO:
+ * memory_plan.h) at a tolerance it reaches. */
 int vox_homog_fields_for(const vox_solver_options *solver);
 /* Field i (one of h->strains) in double: h->u[i], or h->work loaded from
  * h->uh[i]. */

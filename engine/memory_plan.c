@@ -119,6 +119,18 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   return (size_t)plan.total;
 }
 
+vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
+                                           const vox_solver_options *solver, size_t free_bytes) {
+  vox_solver_options with = *solver, without = *solver;
+  with.cell_solver = VOX_CELL_SOLVER_ON, without.cell_solver = VOX_CELL_SOLVER_OFF;
+  if (!grid->periodic || vox_homog_fields_for(&with) != VOX_HOMOG_CELL_SOLVER ||
+      vox_cell_solver_bytes(be, grid) <= 0)
+    return VOX_CELL_SOLVER_OFF;
+  const size_t need = vox_memory_needed(be, grid, 3, n_cases, 0, &without, 1);
+  const size_t need_cell = vox_memory_needed(be, grid, 3, n_cases, 0, &with, 1);
+  return need > free_bytes && need_cell <= free_bytes ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
+}
+
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                             int prescribed, const vox_solver_options *solver, int optimizing) {
   if (!be->ops->device_memory) return VOX_OK;

@@ -44,6 +44,15 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dofs
                            int n_cases, int prescribed, const vox_solver_options *solver,
                            int optimizing, vox_memory_plan *plan);
 
+/* VOX_CELL_SOLVER_AUTO resolved for the optimization of a periodic cell
+ * (grid periodic, n_cases the solves of a design iteration) with free_bytes
+ * of device memory: ON where the double solver's plan does not fit them
+ * and the cell solver's does (in mixed precision at a tolerance it reaches,
+ * on a backend and grid it serves), OFF otherwise. solver->cell_solver
+ * itself is not read. */
+vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
+                                           const vox_solver_options *solver, size_t free_bytes);
+
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dofs_per_node, int n_cases,

@@ -678,6 +678,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   vox_grid planned = model->grid;
   planned.periodic = cell; /* the grid the cell's solver works on */
+  if (cell && resolved.solver.cell_solver == VOX_CELL_SOLVER_AUTO) {
+    /* the single-precision cell solver where only it fits (memory_plan.h) */
+    size_t free_bytes = 0, total = 0;
+    resolved.solver.cell_solver = VOX_CELL_SOLVER_OFF;
+    if (be->ops->device_memory && be->ops->memory(be, &free_bytes, &total) == VOX_OK)
+      resolved.solver.cell_solver = vox_cell_solver_choice(
+          be, &planned, vox_homog_strain_count(strains), &resolved.solver, free_bytes);
+  }
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
                        cell ? vox_homog_strain_count(strains)
                             : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
@@ -817,6 +825,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
   result->adjoint_gpu = s.adjoint_gpu;
+  result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);
   return st;
 }

@@ -21,6 +21,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->mg_cycle = VOX_MG_CYCLE_W; /* fastest on the H100: docs/benchmarks.md */
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
+  options->cell_solver = VOX_CELL_SOLVER_AUTO;
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
@@ -28,6 +29,7 @@ static const char *const smoother_names[] = {"jacobi", "chebyshev"};
 static const char *const precision_names[] = {"double", "mixed"};
 static const char *const storage_names[] = {"auto", "full", "sparse"};
 static const char *const mg_cycle_names[] = {"v", "w"};
+static const char *const cell_solver_names[] = {"auto", "off", "on"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -62,6 +64,16 @@ const char *vox_precision_name(vox_precision precision) {
 int vox_precision_parse(const char *text, vox_precision *precision) {
   int i = parse_name(text, precision_names, 2);
   if (i >= 0) *precision = (vox_precision)i;
+  return i >= 0 ? 0 : -1;
+}
+
+const char *vox_cell_solver_use_name(vox_cell_solver_use use) {
+  return (unsigned)use < 3 ? cell_solver_names[use] : "unknown";
+}
+
+int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use) {
+  int i = parse_name(text, cell_solver_names, 3);
+  if (i >= 0) *use = (vox_cell_solver_use)i;
   return i >= 0 ? 0 : -1;
 }
 

@@ -177,12 +177,11 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
  * for each strain the objective solves (in half precision with a double
  * work vector, in mixed precision), the multigrid of the periodic grid; the
  * final evaluation's six fields where some vectors of the loop were freed.
- * The bulk modulus solves 3 strains, a formula of C11 and C44 two. With
+ * The bulk modulus solves one case (hydrostatic), a formula of C11 and C44 two. With
  * `cell_solver`, in mixed precision the cell solver (cell_solver.h)
  * replaces CG, its vectors and the multigrid. */
 static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision,
                                                const char *formula, int cell_solver) {
-  if (cell_solver) setenv("VOXFE_CELL_SOLVER", "1", 1);
   vox_backend *be = counting_backend(ctx);
 
   vox_model m;
@@ -197,6 +196,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   for (size_t e = 0; e < ne; e++) m.density[e] = 0.2 + 0.2 * (double)(e % 7) / 7;
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
+  opt.solver.cell_solver = cell_solver ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
   opt.cell_objective = VOX_CELL_BULK;
   vox_expression *e = NULL;
   if (formula) {
@@ -222,7 +222,6 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   check_plan("", (double)vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver, 1));
   vox_expression_free(e);
   vox_model_free(&m);
-  unsetenv("VOXFE_CELL_SOLVER");
   be->ops = &counting_ops;
   vox_backend_destroy(be);
 }
@@ -236,6 +235,34 @@ static void test_scaling(const vox_backend *be) {
   CHECK(model_grid_plan(be, &g2, VOX_PRECISION_MIXED) < model_grid_plan(be, &g2, VOX_PRECISION_DOUBLE));
 }
 
+/* --cell-solver auto: the cell solver exactly where the double solver's
+ * plan does not fit the free memory and its own does; never where it does
+ * not apply (double precision, a tolerance below its floor, a bounded grid). */
+static void test_cell_solver_choice(vox_backend *be) {
+  const vox_grid g = {.nx = 64, .ny = 64, .nz = 64, .voxel_size = {1, 1, 1}, .periodic = 1};
+  vox_solver_options o, on, off;
+  vox_solver_options_default(&o);
+  o.rtol = 1e-2;
+  on = off = o;
+  on.cell_solver = VOX_CELL_SOLVER_ON, off.cell_solver = VOX_CELL_SOLVER_OFF;
+  const size_t need = vox_memory_needed(be, &g, 3, 1, 0, &off, 1);
+  const size_t need_cell = vox_memory_needed(be, &g, 3, 1, 0, &on, 1);
+  printf("cell solver choice at 64^3: double solver %.1f MB, cell solver %.1f MB\n", need / 1e6,
+         need_cell / 1e6);
+  CHECK(need_cell < need);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need - 1) == VOX_CELL_SOLVER_ON);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need_cell) == VOX_CELL_SOLVER_ON);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need_cell - 1) == VOX_CELL_SOLVER_OFF);
+  vox_solver_options tight = o, dbl = o;
+  tight.rtol = 1e-6, dbl.precision = VOX_PRECISION_DOUBLE;
+  CHECK(vox_cell_solver_choice(be, &g, 1, &tight, need_cell) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &dbl, need_cell) == VOX_CELL_SOLVER_OFF);
+  vox_grid bounded = g;
+  bounded.periodic = 0;
+  CHECK(vox_cell_solver_choice(be, &bounded, 1, &o, need_cell) == VOX_CELL_SOLVER_OFF);
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -247,6 +274,7 @@ int main(void) {
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);
+  test_cell_solver_choice(be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   return check_failures ? 1 : 0;

@@ -151,6 +151,7 @@ typedef struct vox_optimize_result {
   double tensor[36];
   vox_cell_moduli moduli;
   int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
+  int cell_solver; /* cell objectives: 1 when the single-precision cell solver solved them */
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);

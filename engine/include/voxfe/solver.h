@@ -43,6 +43,20 @@ typedef enum vox_storage {
   VOX_STORAGE_SPARSE = 2
 } vox_storage;
 
+/* How a periodic cell's optimization solves its fields in mixed precision
+ * (vox_optimize): with CG in double around the multigrid of
+ * vox_solver_options (64 bytes a fine dof), or with the single-precision
+ * cell solver (16 bytes a dof, as fast within 8-20 % on an H200 where both
+ * fit: docs/benchmarks.md). AUTO takes the cell solver where the double
+ * solver's memory plan does not fit the device's free memory and the cell
+ * solver's does. Either way CG stops at rtol; the cell solver needs rtol of
+ * at least 1e-4 (its float floor), else the double one solves. */
+typedef enum vox_cell_solver_use {
+  VOX_CELL_SOLVER_AUTO = 0,
+  VOX_CELL_SOLVER_OFF = 1,
+  VOX_CELL_SOLVER_ON = 2
+} vox_cell_solver_use;
+
 /* The multigrid cycle. V: every level is cycled once per visit of the level
  * above. W: every level from level 2 on (not level 1, the largest coarse
  * level) is cycled twice, the second time from the first's result: the
@@ -84,6 +98,7 @@ typedef struct vox_solver_options {
    * are estimated at every N-th setup and kept in between; 1 (or 0): at
    * every setup */
   int mg_bound_refresh;
+  vox_cell_solver_use cell_solver; /* periodic cells only */
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -118,6 +133,9 @@ int vox_smoother_parse(const char *text, vox_smoother *smoother);
 /* "auto" / "full" / "sparse" */
 const char *vox_storage_name(vox_storage storage);
 int vox_storage_parse(const char *text, vox_storage *storage);
+/* "auto" / "off" / "on" */
+const char *vox_cell_solver_use_name(vox_cell_solver_use use);
+int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use);
 /* "v" / "w" */
 const char *vox_mg_cycle_name(vox_mg_cycle cycle);
 int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle);
