@@ -181,15 +181,18 @@ int main(int argc, char **argv) {
   int n_strains = 0;
   for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
   /* the plan of the solver the run will take (auto resolved as vox_optimize does) */
+  const int element_vectors = vox_memory_optimizer_vectors(m, opt.filter);
   vox_solver_options run_solver = opt.solver;
   if (run_solver.cell_solver == VOX_CELL_SOLVER_AUTO)
-    run_solver.cell_solver = strcmp(vox_backend_name(be), "cpu") != 0
-                                 ? vox_cell_solver_choice(be, &cell, n_strains, &run_solver, free0)
-                                 : VOX_CELL_SOLVER_OFF;
-  const size_t planned = vox_memory_needed(be, &cell, 3, n_strains, 0, &run_solver, 1);
+    run_solver.cell_solver =
+        strcmp(vox_backend_name(be), "cpu") != 0
+            ? vox_cell_solver_choice(be, &cell, n_strains, &run_solver, element_vectors, free0)
+            : VOX_CELL_SOLVER_OFF;
+  const size_t planned =
+      vox_memory_needed(be, &cell, 3, n_strains, 0, &run_solver, element_vectors);
   /* what the memory plan counts, item by item, on this backend */
   vox_memory_plan plan;
-  vox_memory_plan_items(be, &cell, 3, n_strains, 0, &run_solver, 1, &plan);
+  vox_memory_plan_items(be, &cell, 3, n_strains, 0, &run_solver, element_vectors, &plan);
   printf("memory plan on %s, %.3f GB:\n", vox_backend_name(be), plan.total / 1e9);
   for (int i = 0; i < plan.n; i++)
     printf("  %7.3f GB  %s\n", plan.item[i].bytes / 1e9, plan.item[i].what);

@@ -79,15 +79,14 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
     add(plan, "multigrid levels 2 and coarser", coarser);
     add(plan, "multigrid coarsest factor (L, L^-1)", factor);
   }
-  /* 7 vectors per element (optimizer.c, opt_state), a displacement per load case (a cell's fields
-   * in half precision with one double vector to solve in, in mixed
-   * precision: homogenize.h), the filter. A cell's n_cases are the strains
-   * its objective solves in the loop; its final evaluation solves all six
-   * after freeing the filter and 4 of the 7 per-element vectors
+  /* `optimizing` vectors per element (optimizer.c, opt_state), a displacement per load case (a
+   * cell's fields in half precision with one double vector to solve in, in mixed precision:
+   * homogenize.h), the filter. A cell's n_cases are the strains its objective solves in the loop;
+   * its final evaluation solves all six after freeing the filter and all per-element vectors but 3
    * (optimizer.c, final_room): the larger of the two phases counts. */
   const int half = periodic && vox_homog_half_fields(solver);
   const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
-  const double loop = 7 * D * elements + n_cases * field + work + (2 * D + 1) * elements;
+  const double loop = optimizing * D * elements + n_cases * field + work + (2 * D + 1) * elements;
   const double final = 3 * D * elements + VOX_STRAINS * field + work;
   if (optimizing && periodic && final > loop) {
     add(plan, "final evaluation: x_phys, design, dc per element", 3 * D * elements);
@@ -95,7 +94,7 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
         VOX_STRAINS * field);
     add(plan, "work vector of the half fields (double)", work);
   } else if (optimizing) {
-    add(plan, "optimizer: 7 vectors per element (double)", 7 * D * elements);
+    add(plan, "optimizer: vectors per element (double)", optimizing * D * elements);
     add(plan, periodic ? (half ? "cell fields of the solved strains (half)"
                                : "cell fields of the solved strains (double)")
                        : "displacements (per load case)",
@@ -119,15 +118,28 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   return (size_t)plan.total;
 }
 
+int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter) {
+  vox_material_role role[256];
+  for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
+  for (int i = 0; i < model->n_materials; i++)
+    role[model->materials[i].label] = model->materials[i].role;
+  int all_design = 1;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne && all_design; e++)
+    all_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
+  return 5 + (filter == VOX_FILTER_DENSITY) + !all_design;
+}
+
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
-                                           const vox_solver_options *solver, size_t free_bytes) {
+                                           const vox_solver_options *solver, int optimizing,
+                                           size_t free_bytes) {
   vox_solver_options with = *solver, without = *solver;
   with.cell_solver = VOX_CELL_SOLVER_ON, without.cell_solver = VOX_CELL_SOLVER_OFF;
   if (!grid->periodic || vox_homog_fields_for(&with) != VOX_HOMOG_CELL_SOLVER ||
       vox_cell_solver_bytes(be, grid) <= 0)
     return VOX_CELL_SOLVER_OFF;
-  const size_t need = vox_memory_needed(be, grid, 3, n_cases, 0, &without, 1);
-  const size_t need_cell = vox_memory_needed(be, grid, 3, n_cases, 0, &with, 1);
+  const size_t need = vox_memory_needed(be, grid, 3, n_cases, 0, &without, optimizing);
+  const size_t need_cell = vox_memory_needed(be, grid, 3, n_cases, 0, &with, optimizing);
   return need > free_bytes && need_cell <= free_bytes ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
 }
 

@@ -7,6 +7,8 @@
 #define VOXFE_MEMORY_PLAN_H
 
 #include "backend_ops.h"
+#include "voxfe/model.h"
+#include "voxfe/optimizer.h"
 #include "voxfe/solver.h"
 
 /* Room for what is not counted, as a factor and a fixed sum: the CUDA
@@ -16,10 +18,17 @@
 #define VOX_MEMORY_MARGIN 1.02
 #define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
 
+/* The optimizer's vectors per element for a model and filter: design
+ * variables, physical density, sensitivities, element energies and the
+ * design mask, dV/dx with the density filter, the passive values where
+ * some element is not design (optimizer.c, opt_state). */
+int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter);
+
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed
- * non-zero (three more vectors); `optimizing` adds the optimizer's
- * per-element state and its filter. For a periodic grid being optimized,
+ * non-zero (three more vectors); `optimizing`, when not 0, the optimizer's
+ * vectors per element (vox_memory_optimizer_vectors), adds them and its
+ * filter. For a periodic grid being optimized,
  * n_cases is the number of unit strains the objective solves in each
  * design iteration (vox_cell_objective_strains); the final evaluation's
  * six fields are counted too (the larger phase). */
@@ -45,13 +54,14 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dofs
                            int optimizing, vox_memory_plan *plan);
 
 /* VOX_CELL_SOLVER_AUTO resolved for the optimization of a periodic cell
- * (grid periodic, n_cases the solves of a design iteration) with free_bytes
- * of device memory: ON where the double solver's plan does not fit them
- * and the cell solver's does (in mixed precision at a tolerance it reaches,
- * on a backend and grid it serves), OFF otherwise. solver->cell_solver
- * itself is not read. */
+ * (grid periodic, n_cases the solves of a design iteration, optimizing as
+ * below) with free_bytes of device memory: ON where the double solver's
+ * plan does not fit them and the cell solver's does (in mixed precision at
+ * a tolerance it reaches, on a backend and grid it serves), OFF otherwise.
+ * solver->cell_solver itself is not read. */
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
-                                           const vox_solver_options *solver, size_t free_bytes);
+                                           const vox_solver_options *solver, int optimizing,
+                                           size_t free_bytes);
 
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */

@@ -179,11 +179,17 @@ typedef struct opt_state {
   double gradient_hydrostatic;     /* d f / d (e_h' C^H e_h): the bulk objective's */
   double e_material;   /* cell objectives: E of the material (eq. 22's tau) */
   vox_filter *filter;
-  /* per element: design variables, physical density, sensitivities, dV/dx,
-   * the objective's element energies (also the loop's temporary once the
+  /* per element: design variables, physical density, sensitivities, the
+   * objective's element energies (also the loop's temporary once the
    * gradient has been made of them: the filter's output and the OC
-   * update's new design), the design and passive masks */
-  vox_vec x, x_phys, dc, dv, energy, design, passive;
+   * update's new design), the design mask; dV/dx and the passive values
+   * are vectors of their own only where they differ from the design mask
+   * (dv: the density filter's transpose of it; passive: some element is
+   * not design, the only ones whose passive value is read), else point to
+   * it (vox_memory_optimizer_vectors counts them so) */
+  vox_vec x, x_phys, dc, energy, design, own_dv, own_passive;
+  const vox_vec *dv, *passive;
+  int all_design;
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
@@ -191,8 +197,7 @@ typedef struct opt_state {
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
-                  &s->energy, &s->design, &s->passive};
+  vox_vec *v[] = {&s->x, &s->x_phys, &s->dc, &s->own_dv, &s->energy, &s->design, &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   vox_objective_destroy(s->objective);
@@ -300,8 +305,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const size_t ne = s->fem->n_elements;
   /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
-  vox_vec *ev[] = {&s->x,      &s->x_phys, &s->dc,     &s->dv,
-                   &s->energy, &s->design, &s->passive};
+  vox_vec *ev[] = {&s->x, &s->x_phys, &s->dc, &s->energy, &s->design};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
   s->adjoint_gpu = -1;
   if (!cell) {
@@ -331,9 +335,15 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   }
   vox_status st = VOX_OK;
   if (s->n_design == 0) st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
+  s->all_design = s->n_design == (double)ne;
+  s->passive = &s->design; /* read only where the mask is 0 */
   if (st == VOX_OK) st = start_design(ctx, model, opt, s, design, passive, x);
   if (st == VOX_OK) st = o->vec_upload(be, &s->design, design);
-  if (st == VOX_OK) st = o->vec_upload(be, &s->passive, passive);
+  if (st == VOX_OK && !s->all_design) {
+    st = o->vec_create(be, ne, &s->own_passive);
+    if (st == VOX_OK) st = o->vec_upload(be, &s->own_passive, passive);
+    s->passive = &s->own_passive;
+  }
   if (st == VOX_OK) st = o->vec_upload(be, &s->x, x);
   free(design), free(passive), free(x);
   TRY(st);
@@ -345,10 +355,12 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
         be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter));
   /* dV/dx: 1 on design elements, through the filter's transpose for the
    * density filter (the volume is measured on the physical density). */
-  if (opt->filter == VOX_FILTER_DENSITY)
-    TRY(o->filter_transpose(be, s->filter, &s->design, &s->dv));
-  else
-    TRY(o->vec_copy(be, &s->dv, &s->design));
+  s->dv = &s->design;
+  if (opt->filter == VOX_FILTER_DENSITY) {
+    TRY(o->vec_create(be, ne, &s->own_dv));
+    TRY(o->filter_transpose(be, s->filter, &s->design, &s->own_dv));
+    s->dv = &s->own_dv;
+  }
   return VOX_OK;
 }
 
@@ -358,8 +370,9 @@ static vox_status physical_density(vox_backend *be, const vox_optimizer_options 
   const vox_backend_ops *o = be->ops;
   if (opt->filter != VOX_FILTER_DENSITY) return o->vec_copy(be, x_phys, x);
   TRY(o->filter_apply(be, s->filter, x, x_phys));
+  if (s->all_design) return VOX_OK;
   TRY(o->vec_mult(be, x_phys, x_phys, &s->design)); /* passive elements keep */
-  return o->vec_axpy(be, x_phys, 1, &s->passive);  /* their fixed density */
+  return o->vec_axpy(be, x_phys, 1, s->passive);    /* their fixed density */
 }
 
 static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *x_phys,
@@ -534,7 +547,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     double lambda[VOX_OC_LAMBDAS], volume[VOX_OC_LAMBDAS];
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
-    TRY(o->oc_volumes(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, lambda, VOX_OC_LAMBDAS,
+    TRY(o->oc_volumes(be, &s->x, &s->dc, s->dv, &s->design, s->passive, lambda, VOX_OC_LAMBDAS,
                       opt->move_limit, opt->damping, q, s->rho_min, volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
@@ -544,7 +557,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     if (new_lo == lo && new_hi == hi) break; /* the bracket no longer shrinks in doubles */
     lo = new_lo, hi = new_hi;
   }
-  return o->oc_update(be, &s->x, &s->dc, &s->dv, &s->design, &s->passive, hi, opt->move_limit,
+  return o->oc_update(be, &s->x, &s->dc, s->dv, &s->design, s->passive, hi, opt->move_limit,
                       opt->damping, q, s->rho_min, x_new);
 }
 
@@ -612,7 +625,7 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
  * fields of the strains its objective did not solve (memory_plan.c counts
  * the larger of the two phases). */
 static void final_room(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x, &s->dv, &s->energy, &s->passive};
+  vox_vec *v[] = {&s->x, &s->own_dv, &s->energy, &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
@@ -683,13 +696,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     size_t free_bytes = 0, total = 0;
     resolved.solver.cell_solver = VOX_CELL_SOLVER_OFF;
     if (be->ops->device_memory && be->ops->memory(be, &free_bytes, &total) == VOX_OK)
-      resolved.solver.cell_solver = vox_cell_solver_choice(
-          be, &planned, vox_homog_strain_count(strains), &resolved.solver, free_bytes);
+      resolved.solver.cell_solver =
+          vox_cell_solver_choice(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
+                                 vox_memory_optimizer_vectors(model, opt->filter), free_bytes);
   }
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
                        cell ? vox_homog_strain_count(strains)
                             : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
-                       0, &opt->solver, 1));
+                       0, &opt->solver, vox_memory_optimizer_vectors(model, opt->filter)));
   const objective_ops *objective = cell ? &cell_objective : &problem_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);

@@ -101,7 +101,7 @@ static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_prec
   vox_solver_options so;
   vox_solver_options_default(&so);
   so.precision = p;
-  return vox_memory_needed(be, g, 3, 1, 0, &so, 1);
+  return vox_memory_needed(be, g, 3, 1, 0, &so, 7);
 }
 
 /* The CPU backend with its vector and stencil allocations counted. */
@@ -167,7 +167,8 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
   start_count();
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   check_plan(start_history ? "start history: " : "",
-             (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver, 1));
+             (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver,
+                                       vox_memory_optimizer_vectors(&m, opt.filter)));
   vox_model_free(&m);
   be->ops = &counting_ops; /* destroy through the same table */
   vox_backend_destroy(be);
@@ -219,7 +220,8 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   /* the optimizer plans with its resolved tolerance (a cell's 1e-2: the
    * cell solver in mixed precision) */
   opt.solver.rtol = vox_optimizer_rtol(&opt);
-  check_plan("", (double)vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver, 1));
+  check_plan("", (double)vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver,
+                                           vox_memory_optimizer_vectors(&m, opt.filter)));
   vox_expression_free(e);
   vox_model_free(&m);
   be->ops = &counting_ops;
@@ -245,22 +247,22 @@ static void test_cell_solver_choice(vox_backend *be) {
   o.rtol = 1e-2;
   on = off = o;
   on.cell_solver = VOX_CELL_SOLVER_ON, off.cell_solver = VOX_CELL_SOLVER_OFF;
-  const size_t need = vox_memory_needed(be, &g, 3, 1, 0, &off, 1);
-  const size_t need_cell = vox_memory_needed(be, &g, 3, 1, 0, &on, 1);
+  const size_t need = vox_memory_needed(be, &g, 3, 1, 0, &off, 5);
+  const size_t need_cell = vox_memory_needed(be, &g, 3, 1, 0, &on, 5);
   printf("cell solver choice at 64^3: double solver %.1f MB, cell solver %.1f MB\n", need / 1e6,
          need_cell / 1e6);
   CHECK(need_cell < need);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need) == VOX_CELL_SOLVER_OFF);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need - 1) == VOX_CELL_SOLVER_ON);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need_cell) == VOX_CELL_SOLVER_ON);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &o, need_cell - 1) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need - 1) == VOX_CELL_SOLVER_ON);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need_cell) == VOX_CELL_SOLVER_ON);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need_cell - 1) == VOX_CELL_SOLVER_OFF);
   vox_solver_options tight = o, dbl = o;
   tight.rtol = 1e-6, dbl.precision = VOX_PRECISION_DOUBLE;
-  CHECK(vox_cell_solver_choice(be, &g, 1, &tight, need_cell) == VOX_CELL_SOLVER_OFF);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &dbl, need_cell) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &tight, 5, need_cell) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &dbl, 5, need_cell) == VOX_CELL_SOLVER_OFF);
   vox_grid bounded = g;
   bounded.periodic = 0;
-  CHECK(vox_cell_solver_choice(be, &bounded, 1, &o, need_cell) == VOX_CELL_SOLVER_OFF);
+  CHECK(vox_cell_solver_choice(be, &bounded, 1, &o, 5, need_cell) == VOX_CELL_SOLVER_OFF);
 }
 
 int main(void) {

@@ -255,14 +255,14 @@ static void test_memory_plan(vox_context *ctx, vox_backend *gpu) {
   vox_grid huge = {.nx = 4000, .ny = 2000, .nz = 2000, .voxel_size = {1, 1, 1}};
   vox_solver_options so;
   vox_solver_options_default(&so);
-  const vox_status s = vox_memory_check(gpu, &huge, 3, 1, 0, &so, 1);
+  const vox_status s = vox_memory_check(gpu, &huge, 3, 1, 0, &so, 7);
   const char *msg = vox_context_message(ctx);
   printf("  memory plan of a 4000x2000x2000 optimization: %s\n", msg);
   CHECK(s == VOX_ERR_NO_MEMORY);
   CHECK(strstr(msg, "largest grid of these proportions that fits is") != NULL);
   vox_context_clear_error(ctx);
   vox_grid small = {.nx = 24, .ny = 12, .nz = 12, .voxel_size = {1, 1, 1}};
-  CHECK(vox_memory_check(gpu, &small, 3, 1, 0, &so, 1) == VOX_OK);
+  CHECK(vox_memory_check(gpu, &small, 3, 1, 0, &so, 7) == VOX_OK);
 }
 
 int main(void) {
