@@ -127,7 +127,7 @@ int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter)
   const int64_t ne = vox_grid_elements(&model->grid);
   for (int64_t e = 0; e < ne && all_design; e++)
     all_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
-  return 5 + (filter == VOX_FILTER_DENSITY) + !all_design;
+  return 4 + 2 * (filter == VOX_FILTER_DENSITY) + !all_design;
 }
 
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,

@@ -19,9 +19,9 @@
 #define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
 
 /* The optimizer's vectors per element for a model and filter: design
- * variables, physical density, sensitivities, element energies and the
- * design mask, dV/dx with the density filter, the passive values where
- * some element is not design (optimizer.c, opt_state). */
+ * variables, sensitivities, element energies and the design mask; the
+ * physical density and dV/dx with the density filter; the passive values
+ * where some element is not design (optimizer.c, opt_state). */
 int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter);
 
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load

@@ -187,7 +187,11 @@ typedef struct opt_state {
    * (dv: the density filter's transpose of it; passive: some element is
    * not design, the only ones whose passive value is read), else point to
    * it (vox_memory_optimizer_vectors counts them so) */
-  vox_vec x, x_phys, dc, energy, design, own_dv, own_passive;
+  vox_vec x, own_x_phys, dc, energy, design, own_dv, own_passive;
+  /* the physical density is the design variables themselves without the
+   * density filter (OC and the start give non-design elements their
+   * passive values) */
+  vox_vec *x_phys;
   const vox_vec *dv, *passive;
   int all_design;
   int n_cases;
@@ -197,7 +201,8 @@ typedef struct opt_state {
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x, &s->x_phys, &s->dc, &s->own_dv, &s->energy, &s->design, &s->own_passive};
+  vox_vec *v[] = {&s->x,      &s->own_x_phys, &s->dc,         &s->own_dv,
+                  &s->energy, &s->design,     &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
   vox_objective_destroy(s->objective);
@@ -305,8 +310,13 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const size_t ne = s->fem->n_elements;
   /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
-  vox_vec *ev[] = {&s->x, &s->x_phys, &s->dc, &s->energy, &s->design};
+  vox_vec *ev[] = {&s->x, &s->dc, &s->energy, &s->design};
   for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
+  s->x_phys = &s->x;
+  if (opt->filter == VOX_FILTER_DENSITY) {
+    TRY(o->vec_create(be, ne, &s->own_x_phys));
+    s->x_phys = &s->own_x_phys;
+  }
   s->adjoint_gpu = -1;
   if (!cell) {
     TRY(vox_objective_create(ctx, s->fem, model, &s->objective));
@@ -368,7 +378,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
 static vox_status physical_density(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, const vox_vec *x, vox_vec *x_phys) {
   const vox_backend_ops *o = be->ops;
-  if (opt->filter != VOX_FILTER_DENSITY) return o->vec_copy(be, x_phys, x);
+  if (opt->filter != VOX_FILTER_DENSITY) return x_phys == x ? VOX_OK : o->vec_copy(be, x_phys, x);
   TRY(o->filter_apply(be, s->filter, x, x_phys));
   if (s->all_design) return VOX_OK;
   TRY(o->vec_mult(be, x_phys, x_phys, &s->design)); /* passive elements keep */
@@ -387,9 +397,9 @@ static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *
  * temp: a vector per element that is free to overwrite. */
 static vox_status non_discreteness(vox_backend *be, opt_state *s, vox_vec *temp, double *out) {
   double sum, sum_sq;
-  TRY(be->ops->vec_dot(be, &s->x_phys, &s->design, &sum));
-  TRY(be->ops->vec_mult(be, temp, &s->x_phys, &s->design));
-  TRY(be->ops->vec_dot(be, temp, &s->x_phys, &sum_sq));
+  TRY(be->ops->vec_dot(be, s->x_phys, &s->design, &sum));
+  TRY(be->ops->vec_mult(be, temp, s->x_phys, &s->design));
+  TRY(be->ops->vec_dot(be, temp, s->x_phys, &sum_sq));
   *out = 100 * 4 * (sum - sum_sq) / s->n_design;
   return VOX_OK;
 }
@@ -417,7 +427,7 @@ static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt
                           double p, int sensitivity, double *objective, int *cg_iterations,
                           vox_solve_result *failed) {
   const vox_backend_ops *o = be->ops;
-  TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
+  TRY(o->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
   return vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
                                 objective, cg_iterations, failed);
@@ -433,8 +443,8 @@ static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options 
 /* eq. 7 of seed 000, from the energies of the state and adjoint */
 static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, double p) {
-  return be->ops->simp_sensitivity(be, &s->x_phys, &s->fem->e_solid, &s->energy, p,
-                                   opt->emin_ratio, &s->dc);
+  return be->ops->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p, opt->emin_ratio,
+                                   &s->dc);
 }
 
 /* The built-in functions of C^H (seed 003 eq. 20-22; the bulk modulus, eq.
@@ -478,7 +488,7 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
                                 int *cg_iterations, vox_solve_result *failed) {
   (void)sensitivity; /* the solved fields are all the gradient needs */
   const vox_backend_ops *o = be->ops;
-  TRY(o->simp_moduli(be, &s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
+  TRY(o->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
   /* C^H in the energy form, which needs no vector of ones */
   TRY(vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed));
@@ -514,7 +524,7 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
 static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 double p) {
   (void)be;
-  return vox_homog_gradient(s->homog, s->gradient, s->gradient_hydrostatic, &s->x_phys, p,
+  return vox_homog_gradient(s->homog, s->gradient, s->gradient_hydrostatic, s->x_phys, p,
                             opt->emin_ratio, &s->energy, &s->dc);
 }
 
@@ -585,7 +595,7 @@ static vox_status take_snapshot(vox_context *ctx, vox_backend *be, opt_state *s,
                                 int32_t iteration) {
   double *density = malloc(s->fem->n_elements * sizeof *density);
   if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status st = be->ops->vec_download(be, &s->x_phys, density);
+  vox_status st = be->ops->vec_download(be, s->x_phys, density);
   if (st == VOX_OK) st = vox_model_add_snapshot(ctx, model, iteration, density);
   free(density);
   return st;
@@ -603,7 +613,7 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
     if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
     model->displacement = u;
   }
-  TRY(be->ops->vec_download(be, &s->x_phys, density));
+  TRY(be->ops->vec_download(be, s->x_phys, density));
   model->stage = VOX_STAGE_DESIGN;
   if (s->homog) { /* a cell keeps no state fields: C^H is its result */
     free(model->displacement);
@@ -625,9 +635,10 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
  * fields of the strains its objective did not solve (memory_plan.c counts
  * the larger of the two phases). */
 static void final_room(vox_backend *be, opt_state *s) {
-  vox_vec *v[] = {&s->x, &s->own_dv, &s->energy, &s->own_passive};
+  /* (the design variables stay where they are the physical density) */
+  vox_vec *v[] = {s->x_phys == &s->x ? NULL : &s->x, &s->own_dv, &s->energy, &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i] && v[i]->data) be->ops->vec_destroy(be, v[i]);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   s->filter = NULL;
 }
@@ -711,7 +722,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   double p = 1, q = 1, previous = 0, compliance = 0;
   int settled = 0; /* design iterations in a row that met the stop tolerances */
   const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
-  if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
+  if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, s.x_phys);
   result->reason = VOX_STOP_MAX_ITERATIONS;
   /* what a design iteration solves, for its progress report */
   const int solves = cell ? vox_homog_strain_count(strains)
@@ -761,9 +772,9 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       st = o->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
     if (st == VOX_OK) st = o->vec_max_abs_diff(be, x_new, &s.x, &row.change);
     if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &row.non_discreteness);
-    if (st == VOX_OK) st = volume_fraction(be, &s, &s.x_phys, &row.volume_fraction);
+    if (st == VOX_OK) st = volume_fraction(be, &s, s.x_phys, &row.volume_fraction);
     if (st == VOX_OK) st = o->vec_copy(be, &s.x, x_new);
-    if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, &s.x_phys);
+    if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, s.x_phys);
     if (st != VOX_OK) break;
     t4 = now();
 
@@ -834,7 +845,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) {
     result->objective = compliance;
-    st = volume_fraction(be, &s, &s.x_phys, &result->volume_fraction);
+    st = volume_fraction(be, &s, s.x_phys, &result->volume_fraction);
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
