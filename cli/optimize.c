@@ -122,7 +122,7 @@ static void format_adjoint_gpu(const void *value, char *buf, size_t size) {
 
 static int parse_cell_solver(const char *what, const char *text, void *value) {
   if (vox_cell_solver_use_parse(text, value) == 0) return 0;
-  cli_error("%s: expected auto, off or on, got '%s'", what, text);
+  cli_error("%s: expected auto, off, on or phased, got '%s'", what, text);
   return -1;
 }
 
@@ -244,8 +244,10 @@ static const cli_option options[] = {
      .offset = AT(opt.solver.cell_solver),
      .flags = CLI_RECORD,
      .help = "periodic cells in mixed precision: solve the fields with the single-precision cell "
-             "solver (16 bytes a dof against 64; on) or with CG in double (off); auto: the cell "
-             "solver where only it fits the device's memory",
+             "solver (16 bytes a dof against 64; on), or with it taking turns on the device with "
+             "the optimizer's per-element state, which waits in host memory during the solves "
+             "(phased), or with CG in double (off); auto: the first of off, on and phased that "
+             "fits the device's memory",
      .parse = parse_cell_solver,
      .format = format_cell_solver},
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,

@@ -54,10 +54,24 @@ double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid) {
 
 void vox_cell_solver_destroy(vox_cell_solver *cs) {
   if (!cs) return;
-  if (cs->cell) cs->be->ops->cell->destroy(cs->be, cs->cell);
+  vox_cell_solver_release(cs);
   free(cs->coarsest);
   free(cs->stencil);
+  free(cs->matrices);
   free(cs);
+}
+
+void vox_cell_solver_release(vox_cell_solver *cs) {
+  if (cs->cell) cs->be->ops->cell->destroy(cs->be, cs->cell);
+  cs->cell = NULL;
+}
+
+/* The backend's part, from the element matrices kept on the host. */
+static vox_status hold(vox_cell_solver *cs) {
+  if (cs->cell) return VOX_OK;
+  vox_cell_desc desc = cs->desc;
+  desc.ke = cs->matrices, desc.g = cs->matrices + 576, desc.h = cs->matrices + 9 * 576;
+  return cs->be->ops->cell->create(cs->be, &desc, &cs->cell);
 }
 
 vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
@@ -66,28 +80,27 @@ vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const d
   vox_cell_desc desc = {0};
   if (!be->ops->cell || !(desc.n_levels = vox_cell_solver_levels(grid, desc.dims))) return VOX_OK;
   vox_cell_solver *cs = calloc(1, sizeof *cs);
-  double *g = malloc(8 * 576 * sizeof *g), *h = malloc(64 * 576 * sizeof *h);
   const size_t nc = (size_t)nodes_of(desc.dims[desc.n_levels - 1]), n = 3 * nc;
   if (cs) {
     cs->coarsest = malloc(n * n * sizeof *cs->coarsest);
     cs->stencil = malloc(VOX_CELL_BLOCK * nc * sizeof *cs->stencil);
+    cs->matrices = malloc((1 + 8 + 64) * 576 * sizeof *cs->matrices);
   }
-  if (!cs || !g || !h || !cs->coarsest || !cs->stencil) {
-    free(g), free(h), vox_cell_solver_destroy(cs);
+  if (!cs || !cs->coarsest || !cs->stencil || !cs->matrices) {
+    vox_cell_solver_destroy(cs);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
   }
   cs->be = be;
+  double *g = cs->matrices + 576, *h = cs->matrices + 9 * 576;
+  memcpy(cs->matrices, ke, 576 * sizeof *ke);
   vox_galerkin_element_products(ke, 3, g);
   for (int f = 0; f < 64; f++) {
     double q[576];
     interpolation4(f, q);
     vox_galerkin_triple_product(q, ke, 24, h + 576 * f);
   }
-  desc.ke = ke, desc.g = g, desc.h = h;
   cs->desc = desc;
-  vox_status s = be->ops->cell->create(be, &desc, &cs->cell);
-  free(g), free(h);
-  cs->desc.ke = cs->desc.g = cs->desc.h = NULL;
+  vox_status s = hold(cs);
   if (s != VOX_OK) {
     vox_cell_solver_destroy(cs);
     return s;
@@ -196,6 +209,7 @@ static vox_status coarsest_inverse(vox_cell_solver *cs) {
 
 vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
   const vox_cell_ops *o = cs->be->ops->cell;
+  TRY(hold(cs));
   TRY(o->set_moduli(cs->be, cs->cell, moduli));
   for (int l = 3; l < cs->desc.n_levels; l++) TRY(o->galerkin(cs->be, cs->cell, l));
   return coarsest_inverse(cs);

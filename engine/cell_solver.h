@@ -18,8 +18,9 @@
 
 typedef struct vox_cell_solver {
   vox_backend *be;
-  vox_cell *cell;
-  vox_cell_desc desc;
+  vox_cell *cell;     /* the backend's part; NULL while released */
+  vox_cell_desc desc; /* (its matrices NULL: they are in `matrices`) */
+  double *matrices;   /* host: Ke, the 8 G_c and the 64 level-2 matrices (576 each) */
   double *coarsest; /* host work of the pseudo-inverse (doubles, n^2) */
   float *stencil;   /* host copy of the coarsest stencil */
 } vox_cell_solver;
@@ -37,8 +38,12 @@ int vox_cell_solver_levels(const vox_grid *grid, vox_cell_dims dims[VOX_CELL_MAX
 vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
                                   vox_cell_solver **out);
 void vox_cell_solver_destroy(vox_cell_solver *cs);
-/* After the element moduli changed: the fine moduli, the coarse stencils and
- * the coarsest pseudo-inverse. */
+/* Frees the backend's part (all of vox_cell_solver_bytes) between solves;
+ * the next vox_cell_solver_update makes it again. A phased optimization
+ * (VOX_CELL_SOLVER_PHASED) gives the device to its per-element state so. */
+void vox_cell_solver_release(vox_cell_solver *cs);
+/* After the element moduli changed (or a release): the fine moduli, the
+ * coarse stencils and the coarsest pseudo-inverse. */
 vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
 /* Solves for the unit strain with Ke chi = kchi (unit modulus), starting
  * from and updating in place the half-precision field u (the fem's layout), to

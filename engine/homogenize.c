@@ -75,9 +75,10 @@ static vox_status check_cell(vox_context *ctx, const vox_model *model) {
 
 int vox_homog_fields_for(const vox_solver_options *solver) {
   if (!vox_homog_half_fields(solver)) return VOX_HOMOG_DOUBLE;
-  return solver->cell_solver == VOX_CELL_SOLVER_ON && solver->rtol >= VOX_CELL_SOLVER_RTOL_MIN
-             ? VOX_HOMOG_CELL_SOLVER
-             : VOX_HOMOG_HALF;
+  if (solver->rtol < VOX_CELL_SOLVER_RTOL_MIN) return VOX_HOMOG_HALF;
+  return solver->cell_solver == VOX_CELL_SOLVER_ON       ? VOX_HOMOG_CELL_SOLVER
+         : solver->cell_solver == VOX_CELL_SOLVER_PHASED ? VOX_HOMOG_CELL_SOLVER_PHASED
+                                                         : VOX_HOMOG_HALF;
 }
 
 vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -138,8 +139,10 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
     s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad Poisson ratio");
   /* half fields are solved by the cell solver where it applies (NULL
    * otherwise): the fem then needs no solve state of its own */
-  if (s == VOX_OK && fields == VOX_HOMOG_CELL_SOLVER)
+  if (s == VOX_OK && fields >= VOX_HOMOG_CELL_SOLVER)
     s = vox_cell_solver_create(be, g, ke, &h->cell);
+  h->phased = fields == VOX_HOMOG_CELL_SOLVER_PHASED;
+  if (h->phased && h->cell) vox_cell_solver_release(h->cell); /* until the first solve */
   if (s == VOX_OK)
     s = h->cell ? vox_fem_create_lean(ctx, be, &cell, &h->fem)
                 : vox_fem_create(ctx, be, &cell, &h->fem);
@@ -251,7 +254,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
                      "vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
   TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
-  if (h->cell && fem->mg_stale) { /* the moduli changed */
+  if (h->cell && (fem->mg_stale || !h->cell->cell)) { /* the moduli changed, or released */
     TRY(vox_cell_solver_update(h->cell, &fem->moduli));
     fem->mg_stale = 0;
   }
@@ -268,6 +271,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
     for (int j = 0; j <= i && i < VOX_STRAINS && h->dot_form; j++)
       if ((h->strains >> j) & 1) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
+  if (h->phased && h->cell) vox_cell_solver_release(h->cell);
   if (!h->dot_form) return vox_homog_energy_tensor(h, c);
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)

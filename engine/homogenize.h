@@ -42,6 +42,7 @@ typedef struct vox_homog {
    * fields where the backend and the grid allow (then fem is lean and there
    * is no work vector), NULL otherwise */
   vox_cell_solver *cell;
+  int phased; /* the cell solver's memory is released after each vox_homog_solve */
   double kchi[VOX_CASES * 24];         /* Ke chi_i, unit modulus: the loads' element vectors */
   double chi[VOX_CASES * 24];          /* element displacements of the cases' strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */
@@ -66,7 +67,12 @@ vox_status vox_homog_create(vox_context *ctx, vox_backend *be, const vox_model *
  * vector); in half precision with the single-precision cell solver
  * (cell_solver.h) where the backend and the grid allow, else as
  * VOX_HOMOG_HALF. */
-enum { VOX_HOMOG_DOUBLE = 0, VOX_HOMOG_HALF = 1, VOX_HOMOG_CELL_SOLVER = 2 };
+enum {
+  VOX_HOMOG_DOUBLE = 0,
+  VOX_HOMOG_HALF = 1,
+  VOX_HOMOG_CELL_SOLVER = 2,
+  VOX_HOMOG_CELL_SOLVER_PHASED = 3 /* its backend memory released after each vox_homog_solve */
+};
 /* The same for the cases `strains` (a non-empty mask of VOX_ALL_STRAINS |
  * VOX_HYDROSTATIC_CASE), their fields kept as `fields` says. */
 vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_model *model,

@@ -32,12 +32,13 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const int forces = periodic ? 1 : n_cases;
   /* an optimized cell in mixed precision: the single-precision cell solver
    * (cell_solver.h) in place of CG, its force, diagonal and multigrid */
-  const double cell_solver =
-      periodic && optimizing && vox_homog_fields_for(solver) == VOX_HOMOG_CELL_SOLVER
-          ? vox_cell_solver_bytes(be, grid)
-          : 0;
+  const int fields = periodic && optimizing ? vox_homog_fields_for(solver) : VOX_HOMOG_DOUBLE;
+  const double cell_solver = fields >= VOX_HOMOG_CELL_SOLVER ? vox_cell_solver_bytes(be, grid) : 0;
+  /* phased (VOX_CELL_SOLVER_PHASED): the cell solver takes turns with the
+   * optimizer's per-element vectors and filter, counted below */
+  const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
   add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
-  add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
+  if (!phased) add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
   if (!cell_solver) {
     add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
     add(plan, "inverse diagonal (double, per dof)", D * dofs);
@@ -86,21 +87,38 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * (optimizer.c, final_room): the larger of the two phases counts. */
   const int half = periodic && vox_homog_half_fields(solver);
   const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
-  const double loop = optimizing * D * elements + n_cases * field + work + (2 * D + 1) * elements;
-  const double final = 3 * D * elements + VOX_STRAINS * field + work;
-  if (optimizing && periodic && final > loop) {
-    add(plan, "final evaluation: x_phys, design, dc per element", 3 * D * elements);
-    add(plan, half ? "final evaluation: the six fields (half)" : "final evaluation: the six fields",
-        VOX_STRAINS * field);
-    add(plan, "work vector of the half fields (double)", work);
-  } else if (optimizing) {
-    add(plan, "optimizer: vectors per element (double)", optimizing * D * elements);
-    add(plan, periodic ? (half ? "cell fields of the solved strains (half)"
-                               : "cell fields of the solved strains (double)")
-                       : "displacements (per load case)",
-        n_cases * field);
-    add(plan, "work vector of the half fields (double)", work);
-    add(plan, "filter", (2 * D + 1) * elements);
+  const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
+  if (phased) {
+    /* the fields stay; the solves' turn holds the cell solver, the
+     * update's the per-element vectors and the filter (the final
+     * evaluation's: 3 vectors, no filter) */
+    const double loop = n_cases * field + fmax(cell_solver, state + filter);
+    const double final = VOX_STRAINS * field + fmax(cell_solver, 3 * D * elements);
+    add(plan,
+        half ? "cell fields (half): the loop's or the final evaluation's six"
+             : "cell fields: the loop's or the final evaluation's six",
+        (final > loop ? VOX_STRAINS : n_cases) * field);
+    add(plan, "by turns: the cell solver, or the optimizer's vectors per element and filter",
+        final > loop ? fmax(cell_solver, 3 * D * elements) : fmax(cell_solver, state + filter));
+  } else {
+    const double loop = state + n_cases * field + work + filter;
+    const double final = 3 * D * elements + VOX_STRAINS * field + work;
+    if (optimizing && periodic && final > loop) {
+      add(plan, "final evaluation: x_phys, design, dc per element", 3 * D * elements);
+      add(plan,
+          half ? "final evaluation: the six fields (half)" : "final evaluation: the six fields",
+          VOX_STRAINS * field);
+      add(plan, "work vector of the half fields (double)", work);
+    } else if (optimizing) {
+      add(plan, "optimizer: vectors per element (double)", state);
+      add(plan,
+          periodic ? (half ? "cell fields of the solved strains (half)"
+                           : "cell fields of the solved strains (double)")
+                   : "displacements (per load case)",
+          n_cases * field);
+      add(plan, "work vector of the half fields (double)", work);
+      add(plan, "filter", filter);
+    }
   }
   /* objective.c: the states' earlier solutions (a mechanism keeps them for
    * its one state only; the optimizer passes it 3 cases: an upper bound) */
@@ -133,14 +151,19 @@ int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter)
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
                                            const vox_solver_options *solver, int optimizing,
                                            size_t free_bytes) {
-  vox_solver_options with = *solver, without = *solver;
-  with.cell_solver = VOX_CELL_SOLVER_ON, without.cell_solver = VOX_CELL_SOLVER_OFF;
-  if (!grid->periodic || vox_homog_fields_for(&with) != VOX_HOMOG_CELL_SOLVER ||
+  vox_solver_options use = *solver;
+  use.cell_solver = VOX_CELL_SOLVER_ON;
+  if (!grid->periodic || vox_homog_fields_for(&use) != VOX_HOMOG_CELL_SOLVER ||
       vox_cell_solver_bytes(be, grid) <= 0)
     return VOX_CELL_SOLVER_OFF;
-  const size_t need = vox_memory_needed(be, grid, 3, n_cases, 0, &without, optimizing);
-  const size_t need_cell = vox_memory_needed(be, grid, 3, n_cases, 0, &with, optimizing);
-  return need > free_bytes && need_cell <= free_bytes ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
+  /* the first that fits; phased, the smallest, where none does (its
+   * memory check then says what would) */
+  const vox_cell_solver_use order[2] = {VOX_CELL_SOLVER_OFF, VOX_CELL_SOLVER_ON};
+  for (int i = 0; i < 2; i++) {
+    use.cell_solver = order[i];
+    if (vox_memory_needed(be, grid, 3, n_cases, 0, &use, optimizing) <= free_bytes) return order[i];
+  }
+  return VOX_CELL_SOLVER_PHASED;
 }
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,

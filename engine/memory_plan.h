@@ -55,10 +55,10 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dofs
 
 /* VOX_CELL_SOLVER_AUTO resolved for the optimization of a periodic cell
  * (grid periodic, n_cases the solves of a design iteration, optimizing as
- * below) with free_bytes of device memory: ON where the double solver's
- * plan does not fit them and the cell solver's does (in mixed precision at
- * a tolerance it reaches, on a backend and grid it serves), OFF otherwise.
- * solver->cell_solver itself is not read. */
+ * below) with free_bytes of device memory: the first of OFF, ON and PHASED
+ * whose plan fits them (PHASED, the smallest, where none does), where the
+ * cell solver applies (mixed precision, a tolerance it reaches, a backend
+ * and grid it serves); OFF otherwise. solver->cell_solver is not read. */
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,
                                            const vox_solver_options *solver, int optimizing,
                                            size_t free_bytes);

@@ -171,6 +171,7 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 }
 
 /* Everything the loop keeps on the backend. */
+enum { VOX_PARKED = 7 };
 typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
   vox_objective_state *objective; /* the model's objective (none for a cell) */
@@ -194,6 +195,11 @@ typedef struct opt_state {
   vox_vec *x_phys;
   const vox_vec *dv, *passive;
   int all_design;
+  /* a phased cell solve (VOX_CELL_SOLVER_PHASED): the per-element vectors
+   * wait in host memory while it runs (one buffer each, kept), and the
+   * filter is made again after it */
+  double *parked[VOX_PARKED];
+  int filter_parked;
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
@@ -205,6 +211,7 @@ static void state_free(vox_backend *be, opt_state *s) {
                   &s->energy, &s->design,     &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+  for (int i = 0; i < VOX_PARKED; i++) free(s->parked[i]);
   vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
@@ -293,6 +300,56 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
   return st;
 }
 
+/* The filter on the fem's grid: periodic for a cell, whose filter wraps
+ * around its faces as if the cell were tiled (seed 003 section 6.5). */
+static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
+  const vox_backend_ops *o = be->ops;
+  return (s->fem->grid.periodic ? o->filter_create_periodic : o->filter_create)(
+      be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter);
+}
+
+/* The per-element vectors a phased cell solve parks, in a fixed order. */
+static void parked_vectors(opt_state *s, vox_vec *v[VOX_PARKED]) {
+  vox_vec *all[VOX_PARKED] = {&s->x,      &s->own_x_phys, &s->dc,         &s->own_dv,
+                              &s->energy, &s->design,     &s->own_passive};
+  memcpy(v, all, sizeof all);
+}
+
+/* The per-element vectors (those that exist) into host memory and off the
+ * backend, and the filter off it, for a phased cell solve. */
+static vox_status park(vox_backend *be, opt_state *s) {
+  vox_vec *v[VOX_PARKED];
+  parked_vectors(s, v);
+  for (int i = 0; i < VOX_PARKED; i++) {
+    if (!v[i]->data) continue;
+    if (!s->parked[i] && !(s->parked[i] = malloc(v[i]->n * sizeof *s->parked[i])))
+      return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the optimizer's parked state)");
+    TRY(be->ops->vec_download(be, v[i], s->parked[i]));
+    const size_t n = v[i]->n;
+    be->ops->vec_destroy(be, v[i]);
+    v[i]->n = n; /* remembered: the sign of a parked vector (data NULL, n > 0) */
+  }
+  if (s->filter) be->ops->filter_destroy(be, s->filter);
+  s->filter_parked = s->filter != NULL;
+  s->filter = NULL;
+  return VOX_OK;
+}
+
+/* Back after the solve. */
+static vox_status unpark(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
+  vox_vec *v[VOX_PARKED];
+  parked_vectors(s, v);
+  for (int i = 0; i < VOX_PARKED; i++) {
+    if (v[i]->data || !v[i]->n) continue;
+    const size_t n = v[i]->n;
+    TRY(be->ops->vec_create(be, n, v[i]));
+    TRY(be->ops->vec_upload(be, v[i], s->parked[i]));
+  }
+  if (s->filter_parked) TRY(make_filter(be, opt, s));
+  s->filter_parked = 0;
+  return VOX_OK;
+}
+
 /* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
@@ -358,11 +415,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   free(design), free(passive), free(x);
   TRY(st);
 
-  /* the fem's grid: periodic for a cell, whose filter wraps around its
-   * faces as if the cell were tiled (seed 003 section 6.5) */
-  if (opt->filter != VOX_FILTER_NONE)
-    TRY((s->fem->grid.periodic ? o->filter_create_periodic : o->filter_create)(
-        be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter));
+  if (opt->filter != VOX_FILTER_NONE) TRY(make_filter(be, opt, s));
   /* dV/dx: 1 on design elements, through the filter's transpose for the
    * density filter (the volume is measured on the physical density). */
   s->dv = &s->design;
@@ -490,8 +543,16 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
   const vox_backend_ops *o = be->ops;
   TRY(o->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
-  /* C^H in the energy form, which needs no vector of ones */
-  TRY(vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed));
+  /* C^H in the energy form, which needs no vector of ones; a phased solve
+   * has the device to itself */
+  const int phased = s->homog->phased && s->homog->cell;
+  if (phased) TRY(park(be, s));
+  vox_status st = vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed);
+  if (phased) {
+    const vox_status su = unpark(be, opt, s);
+    if (st == VOX_OK) st = su;
+  }
+  TRY(st);
   s->gradient_hydrostatic = 0;
   if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
     if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,

@@ -29,7 +29,7 @@ static const char *const smoother_names[] = {"jacobi", "chebyshev"};
 static const char *const precision_names[] = {"double", "mixed"};
 static const char *const storage_names[] = {"auto", "full", "sparse"};
 static const char *const mg_cycle_names[] = {"v", "w"};
-static const char *const cell_solver_names[] = {"auto", "off", "on"};
+static const char *const cell_solver_names[] = {"auto", "off", "on", "phased"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -68,11 +68,11 @@ int vox_precision_parse(const char *text, vox_precision *precision) {
 }
 
 const char *vox_cell_solver_use_name(vox_cell_solver_use use) {
-  return (unsigned)use < 3 ? cell_solver_names[use] : "unknown";
+  return (unsigned)use < 4 ? cell_solver_names[use] : "unknown";
 }
 
 int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use) {
-  int i = parse_name(text, cell_solver_names, 3);
+  int i = parse_name(text, cell_solver_names, 4);
   if (i >= 0) *use = (vox_cell_solver_use)i;
   return i >= 0 ? 0 : -1;
 }

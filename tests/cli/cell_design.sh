@@ -123,7 +123,7 @@ expect_usage_error "a bad formula in the problem file" \
 # --cell-solver on: the single-precision cell solver solves the fields, and
 # says so; the design iterations' bulk modulus is the double solver's to
 # its tolerance (both solve to 1e-2 here; 1 % is far from either's error)
-for use in on off; do
+for use in on off phased; do
   "$OPTIMIZE" cell16.nc -o cs-$use.nc --objective bulk --initial trigonometric --max-iterations 3 \
     --no-continuation --cell-solver $use --device cpu >"$LOG/cs-$use" 2>"$LOG/err" ||
     fail "optimize --cell-solver $use: $(tail -n 2 "$LOG/err")"
@@ -131,13 +131,16 @@ done
 grep -q "solved by the single-precision cell solver" "$LOG/cs-on" ||
   fail "--cell-solver on does not say the cell solver solved"
 grep -q "single-precision cell solver" "$LOG/cs-off" && fail "--cell-solver off used the cell solver"
+# phased: the same run as on, the solver and the optimizer's state taking turns
+cmp -s <(grep -A7 "C^H" "$LOG/cs-on") <(grep -A7 "C^H" "$LOG/cs-phased") ||
+  fail "--cell-solver phased: not the run of --cell-solver on"
 b_on=$(sed -n 's/.*bulk objective \([^,]*\),.*/\1/p' "$LOG/cs-on")
 b_off=$(sed -n 's/.*bulk objective \([^,]*\),.*/\1/p' "$LOG/cs-off")
 awk -v a="$b_on" -v b="$b_off" 'BEGIN { d = a - b; if (d < 0) d = -d
   exit !(b < 0 && d <= 0.01 * -b) }' ||
   fail "--cell-solver on: bulk objective $b_on, off: $b_off"
 ncdump -h cs-on.nc | grep -q -- "--cell-solver=on" || fail "the history does not record --cell-solver"
-expect_usage_error "unknown --cell-solver" "expected auto, off or on, got 'maybe'" \
+expect_usage_error "unknown --cell-solver" "expected auto, off, on or phased, got 'maybe'" \
   "$OPTIMIZE" cell.nc -o out.nc --objective bulk --cell-solver maybe
 
 expect_usage_error "rotate3 on a 4x4x8 cell" "symmetry rotate3 needs a cubic cell" \

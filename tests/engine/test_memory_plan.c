@@ -179,36 +179,55 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
  * work vector, in mixed precision), the multigrid of the periodic grid; the
  * final evaluation's six fields where some vectors of the loop were freed.
  * The bulk modulus solves one case (hydrostatic), a formula of C11 and C44 two. With
- * `cell_solver`, in mixed precision the cell solver (cell_solver.h)
- * replaces CG, its vectors and the multigrid. */
+ * `use` on, in mixed precision the cell solver (cell_solver.h) replaces
+ * CG, its vectors and the multigrid; phased, it takes turns with the
+ * optimizer's per-element vectors and filter (the larger turn counts), and
+ * the run is the same as with it on, to the last bit. */
+/* A one-material cell of grid g with densities of a few levels. */
+static void cell_model(vox_context *ctx, const vox_grid *g, vox_model *m) {
+  CHECK_OK(ctx, vox_model_init(ctx, m, g));
+  const size_t ne = (size_t)vox_grid_elements(g);
+  memset(m->label, 1, ne);
+  vox_material mat = {
+      .label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .role = VOX_ROLE_DESIGN};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &mat));
+  m->density = malloc(ne * sizeof *m->density);
+  for (size_t e = 0; e < ne; e++) m->density[e] = 0.2 + 0.2 * (double)(e % 7) / 7;
+}
+
 static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision,
-                                               const char *formula, int cell_solver) {
+                                               const char *formula, vox_cell_solver_use use) {
   vox_backend *be = counting_backend(ctx);
 
-  vox_model m;
-  vox_grid g = {.nx = 16, .ny = 16, .nz = 32, .voxel_size = {1, 1, 1}};
-  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  vox_model m, start;
+  const vox_grid g = {.nx = 16, .ny = 16, .nz = 32, .voxel_size = {1, 1, 1}};
   const size_t ne = (size_t)vox_grid_elements(&g);
-  memset(m.label, 1, ne);
-  vox_material mat = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3,
-                      .role = VOX_ROLE_DESIGN};
-  CHECK_OK(ctx, vox_model_add_material(ctx, &m, &mat));
-  m.density = malloc(ne * sizeof *m.density);
-  for (size_t e = 0; e < ne; e++) m.density[e] = 0.2 + 0.2 * (double)(e % 7) / 7;
+  cell_model(ctx, &g, &m);
+  cell_model(ctx, &g, &start);
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
-  opt.solver.cell_solver = cell_solver ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
+  opt.solver.cell_solver = use;
   opt.cell_objective = VOX_CELL_BULK;
   vox_expression *e = NULL;
   if (formula) {
     CHECK_OK(ctx, vox_expression_parse(ctx, formula, &e));
     opt.cell_objective = VOX_CELL_CUSTOM, opt.expression = e;
   }
-  opt.max_iterations = 1;
+  opt.max_iterations = use == VOX_CELL_SOLVER_PHASED ? 3 : 1;
   opt.solver.precision = precision;
-  vox_optimize_result r;
+  /* phased: first the same run with the solver kept, off the count */
+  vox_optimize_result r, rk;
+  vox_optimizer_options kept = opt;
+  kept.solver.cell_solver = VOX_CELL_SOLVER_ON;
+  if (use == VOX_CELL_SOLVER_PHASED) CHECK_OK(ctx, vox_optimize(ctx, be, &start, &kept, &rk));
   start_count();
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+  if (use == VOX_CELL_SOLVER_PHASED) {
+    CHECK(r.cell_solver && rk.cell_solver);
+    CHECK(r.objective == rk.objective && r.total_cg_iterations == rk.total_cg_iterations);
+    CHECK(memcmp(m.density, start.density, ne * sizeof *m.density) == 0);
+  }
+  vox_model_free(&start);
   vox_grid cell = g;
   cell.periodic = 1;
   const unsigned strains = vox_cell_objective_strains(&opt);
@@ -216,7 +235,10 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   int n_strains = 0;
   for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
   printf("%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
-         cell_solver ? ", cell solver" : "", formula ? ", two strains: " : ": ");
+         use == VOX_CELL_SOLVER_PHASED ? ", cell solver, phased"
+         : use == VOX_CELL_SOLVER_ON   ? ", cell solver"
+                                       : "",
+         formula ? ", two strains: " : ": ");
   /* the optimizer plans with its resolved tolerance (a cell's 1e-2: the
    * cell solver in mixed precision) */
   opt.solver.rtol = vox_optimizer_rtol(&opt);
@@ -238,8 +260,9 @@ static void test_scaling(const vox_backend *be) {
 }
 
 /* --cell-solver auto: the cell solver exactly where the double solver's
- * plan does not fit the free memory and its own does; never where it does
- * not apply (double precision, a tolerance below its floor, a bounded grid). */
+ * plan does not fit the free memory and its own does, phased where neither
+ * does; never where it does not apply (double precision, a tolerance below
+ * its floor, a bounded grid). */
 static void test_cell_solver_choice(vox_backend *be) {
   const vox_grid g = {.nx = 64, .ny = 64, .nz = 64, .voxel_size = {1, 1, 1}, .periodic = 1};
   vox_solver_options o, on, off;
@@ -255,7 +278,13 @@ static void test_cell_solver_choice(vox_backend *be) {
   CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need) == VOX_CELL_SOLVER_OFF);
   CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need - 1) == VOX_CELL_SOLVER_ON);
   CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need_cell) == VOX_CELL_SOLVER_ON);
-  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need_cell - 1) == VOX_CELL_SOLVER_OFF);
+  vox_solver_options phased = o;
+  phased.cell_solver = VOX_CELL_SOLVER_PHASED;
+  const size_t need_phased = vox_memory_needed(be, &g, 3, 1, 0, &phased, 5);
+  printf("  phased %.1f MB\n", need_phased / 1e6);
+  CHECK(need_phased < need_cell);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, need_cell - 1) == VOX_CELL_SOLVER_PHASED);
+  CHECK(vox_cell_solver_choice(be, &g, 1, &o, 5, 0) == VOX_CELL_SOLVER_PHASED);
   vox_solver_options tight = o, dbl = o;
   tight.rtol = 1e-6, dbl.precision = VOX_PRECISION_DOUBLE;
   CHECK(vox_cell_solver_choice(be, &g, 1, &tight, 5, need_cell) == VOX_CELL_SOLVER_OFF);
@@ -269,10 +298,11 @@ int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   test_plan_matches_allocations(ctx, 2);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, 0);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, 0);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", 0);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, 1);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_OFF);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", VOX_CELL_SOLVER_OFF);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_ON);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);

@@ -47,14 +47,19 @@ typedef enum vox_storage {
  * (vox_optimize): with CG in double around the multigrid of
  * vox_solver_options (64 bytes a fine dof), or with the single-precision
  * cell solver (16 bytes a dof, as fast within 8-20 % on an H200 where both
- * fit: docs/benchmarks.md). AUTO takes the cell solver where the double
- * solver's memory plan does not fit the device's free memory and the cell
- * solver's does. Either way CG stops at rtol; the cell solver needs rtol of
- * at least 1e-4 (its float floor), else the double one solves. */
+ * fit: docs/benchmarks.md). PHASED is the cell solver taking turns with the
+ * optimizer's per-element state: the solver's memory is freed after each
+ * design iteration's solves, and that state waits in host memory while they
+ * run (the same designs, for two copies of the state over the bus each
+ * iteration). AUTO takes the first of OFF, ON and PHASED whose memory plan
+ * fits the device's free memory. Either way CG stops at rtol; the cell
+ * solver needs rtol of at least 1e-4 (its float floor), else the double one
+ * solves. */
 typedef enum vox_cell_solver_use {
   VOX_CELL_SOLVER_AUTO = 0,
   VOX_CELL_SOLVER_OFF = 1,
-  VOX_CELL_SOLVER_ON = 2
+  VOX_CELL_SOLVER_ON = 2,
+  VOX_CELL_SOLVER_PHASED = 3
 } vox_cell_solver_use;
 
 /* The multigrid cycle. V: every level is cycled once per visit of the level
@@ -133,7 +138,7 @@ int vox_smoother_parse(const char *text, vox_smoother *smoother);
 /* "auto" / "full" / "sparse" */
 const char *vox_storage_name(vox_storage storage);
 int vox_storage_parse(const char *text, vox_storage *storage);
-/* "auto" / "off" / "on" */
+/* "auto" / "off" / "on" / "phased" */
 const char *vox_cell_solver_use_name(vox_cell_solver_use use);
 int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use);
 /* "v" / "w" */
