@@ -93,6 +93,18 @@ static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
   return VOX_OK;
 }
 
+static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
+  CUDA_TRY(be, cudaMemcpy(h->data, host, h->n * sizeof *host, cudaMemcpyHostToDevice),
+           "uploading a half-precision vector");
+  return VOX_OK;
+}
+
+static vox_status hvec_download(vox_backend *be, const vox_hvec *h, uint16_t *host) {
+  CUDA_TRY(be, cudaMemcpy(host, h->data, h->n * sizeof *host, cudaMemcpyDeviceToHost),
+           "downloading a half-precision vector");
+  return VOX_OK;
+}
+
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
   CUDA_TRY(be, cudaMemcpy(v->data, host, v->n * sizeof *host, cudaMemcpyHostToDevice),
            "uploading a vector");
@@ -590,6 +602,8 @@ static vox_backend_ops make_ops(void) {
   o.hvec_destroy = hvec_destroy;
   o.hvec_store = hvec_store;
   o.hvec_load = hvec_load;
+  o.hvec_upload = hvec_upload;
+  o.hvec_download = hvec_download;
   o.op_smooth = vox_cuda_op_smooth;
   o.op_residual = vox_cuda_op_residual;
   o.simp_moduli = vox_cuda_simp_moduli;

@@ -185,6 +185,9 @@ typedef struct vox_backend_ops {
   void (*hvec_destroy)(vox_backend *be, vox_hvec *h);
   vox_status (*hvec_store)(vox_backend *be, const vox_vec *x, vox_hvec *h);
   vox_status (*hvec_load)(vox_backend *be, const vox_hvec *h, vox_vec *x);
+  /* The bit patterns of a half-precision vector to and from host memory. */
+  vox_status (*hvec_upload)(vox_backend *be, vox_hvec *h, const uint16_t *host);
+  vox_status (*hvec_download)(vox_backend *be, const vox_hvec *h, uint16_t *host);
   /* Conjugate gradients' update after the step length, one pass instead of
    * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,

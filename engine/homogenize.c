@@ -41,6 +41,7 @@ static void strain_displacement(int s, const double x[3], double u[3]) {
 
 void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
+  for (int s = 0; s < VOX_CASES; s++) free(h->parked[s]);
   for (int s = 0; s < VOX_CASES && h->fem; s++) {
     if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
     if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
@@ -92,6 +93,37 @@ int vox_homog_strain_count(unsigned strains) {
   return n;
 }
 
+/* Whether the fields of `strains` wait in host memory (homogenize.h). */
+static int parks_fields(const vox_homog *h, unsigned strains) {
+  return h->phased && h->cell && vox_homog_strain_count(strains) > 1;
+}
+
+/* Field i back onto the backend where it is parked in host memory. */
+static vox_status field_hold(vox_homog *h, int i) {
+  vox_backend *be = h->fem->be;
+  if (h->uh[i].data || !h->parked[i]) return VOX_OK;
+  TRY(be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[i]));
+  return be->ops->hvec_upload(be, &h->uh[i], h->parked[i]);
+}
+
+/* Field i off the backend into host memory. */
+static vox_status field_park(vox_homog *h, int i) {
+  vox_backend *be = h->fem->be;
+  if (!h->uh[i].data) return VOX_OK;
+  if (!h->parked[i] && !(h->parked[i] = malloc(h->fem->n_dofs * sizeof *h->parked[i])))
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a parked cell field)");
+  TRY(be->ops->hvec_download(be, &h->uh[i], h->parked[i]));
+  be->ops->hvec_destroy(be, &h->uh[i]);
+  return VOX_OK;
+}
+
+/* Every kept field on or off the backend. */
+static vox_status fields_hold(vox_homog *h, int hold) {
+  for (int i = 0; i < VOX_CASES; i++)
+    if ((h->strains >> i) & 1) TRY(hold ? field_hold(h, i) : field_park(h, i));
+  return VOX_OK;
+}
+
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
   vox_backend *be = h->fem->be;
   const unsigned normal = 0x7;
@@ -102,11 +134,16 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
     if (h->uh[st].data) be->ops->hvec_destroy(be, &h->uh[st]);
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
   }
+  const int park = parks_fields(h, h->strains | strains);
+  if (park) TRY(fields_hold(h, 0));
   for (int st = 0; st < VOX_CASES; st++) {
     if (!((strains >> st) & 1) || ((h->strains >> st) & 1)) continue;
-    /* created zeroed: the first solve starts from rest */
-    TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
-                       : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]));
+    /* zero: the first solve starts from rest (in host memory when parked) */
+    if (park && !(h->parked[st] = calloc(h->fem->n_dofs, sizeof *h->parked[st])))
+      return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a parked cell field)");
+    if (!park)
+      TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
+                         : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]));
     h->strains |= 1u << st;
   }
   return VOX_OK;
@@ -264,7 +301,9 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   for (int i = 0; i < VOX_CASES; i++) {
     if (!((h->strains >> i) & 1)) continue;
     vox_solve_result *r = &h->last[i];
+    TRY(field_hold(h, i));
     TRY(solve_case(h, i, mm, options, r));
+    if (parks_fields(h, h->strains)) TRY(field_park(h, i));
     *cg_iterations += r->iterations;
     if (r->reason < 0 && failed->reason > 0) *failed = *r;
     /* the dot-product form (unit strains only) needs f^i while it is there */
@@ -306,20 +345,48 @@ static void pack_strains(const vox_homog *h, packed_strains *p) {
   }
 }
 
+/* The cases' tensor t (e_a' C^H e_b, VOX_CASES x VOX_CASES) from parked
+ * fields, a pair on the backend at a time. */
+static vox_status pairwise_tensor(vox_homog *h, double *t) {
+  vox_backend *be = h->fem->be;
+  for (int a = 0; a < VOX_CASES; a++) {
+    if (!((h->strains >> a) & 1)) continue;
+    TRY(field_hold(h, a));
+    for (int b = a + 1; b < VOX_CASES; b++) {
+      if (!((h->strains >> b) & 1)) continue;
+      TRY(field_hold(h, b));
+      const vox_hvec u[2] = {h->uh[a], h->uh[b]};
+      double chi[48], sums[4];
+      memcpy(chi, h->chi + 24 * a, 24 * sizeof *chi);
+      memcpy(chi + 24, h->chi + 24 * b, 24 * sizeof *chi);
+      TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, 2, u, chi, sums));
+      t[a * VOX_CASES + a] = sums[0] / h->volume, t[a * VOX_CASES + b] = sums[1] / h->volume;
+      t[b * VOX_CASES + a] = sums[2] / h->volume, t[b * VOX_CASES + b] = sums[3] / h->volume;
+      TRY(field_park(h, b));
+    }
+    TRY(field_park(h, a));
+  }
+  return VOX_OK;
+}
+
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
   vox_backend *be = h->fem->be;
-  packed_strains p;
-  pack_strains(h, &p);
-  double sums[VOX_CASES * VOX_CASES];
-  if (h->half_fields)
-    TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
-  else
-    TRY(be->ops->op_strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
   double t[VOX_CASES * VOX_CASES]; /* the cases' tensor, e_a' C^H e_b */
   for (int i = 0; i < VOX_CASES * VOX_CASES; i++) t[i] = NAN;
-  for (int a = 0; a < p.n; a++)
-    for (int b = 0; b < p.n; b++)
-      t[p.strain[a] * VOX_CASES + p.strain[b]] = sums[a * p.n + b] / h->volume;
+  if (parks_fields(h, h->strains)) {
+    TRY(pairwise_tensor(h, t));
+  } else {
+    packed_strains p;
+    pack_strains(h, &p);
+    double sums[VOX_CASES * VOX_CASES];
+    if (h->half_fields)
+      TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
+    else
+      TRY(be->ops->op_strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
+    for (int a = 0; a < p.n; a++)
+      for (int b = 0; b < p.n; b++)
+        t[p.strain[a] * VOX_CASES + p.strain[b]] = sums[a * p.n + b] / h->volume;
+  }
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++) c[i * VOX_STRAINS + j] = t[i * VOX_CASES + j];
   h->hydrostatic = h->strains & VOX_HYDROSTATIC_CASE
@@ -345,6 +412,8 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrost
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "homogenization: the gradient weighs the hydrostatic case, which is not "
                      "solved");
+  const int parked = parks_fields(h, h->strains);
+  if (parked) TRY(fields_hold(h, 1)); /* all of them, for the one pass */
   packed_strains ps;
   pack_strains(h, &ps);
   double w[VOX_CASES * VOX_CASES];
@@ -361,6 +430,7 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrost
     TRY(be->ops->op_strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
   else
     TRY(be->ops->op_strain_energy(be, fem->op, ps.n, ps.u, ps.chi, w, energy));
+  if (parked) TRY(fields_hold(h, 0));
   return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
 }
 

@@ -43,6 +43,11 @@ typedef struct vox_homog {
    * is no work vector), NULL otherwise */
   vox_cell_solver *cell;
   int phased; /* the cell solver's memory is released after each vox_homog_solve */
+  /* phased with more than one case kept: the fields wait in host memory
+   * between uses (their bit patterns; NULL: on the device), and C^H is
+   * summed pair by pair, so that the device holds one field while a solve
+   * runs and two while C^H is summed (all of them for the gradient) */
+  uint16_t *parked[VOX_CASES];
   double kchi[VOX_CASES * 24];         /* Ke chi_i, unit modulus: the loads' element vectors */
   double chi[VOX_CASES * 24];          /* element displacements of the cases' strains */
   double q[VOX_STRAINS * VOX_STRAINS]; /* chi_i' Ke chi_j, unit modulus */

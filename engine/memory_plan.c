@@ -89,17 +89,20 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
   const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
   if (phased) {
-    /* the fields stay; the solves' turn holds the cell solver, the
-     * update's the per-element vectors and the filter (the final
-     * evaluation's: 3 vectors, no filter) */
-    const double loop = n_cases * field + fmax(cell_solver, state + filter);
-    const double final = VOX_STRAINS * field + fmax(cell_solver, 3 * D * elements);
+    /* by turns: the solves hold the cell solver, the update the per-element
+     * vectors and the filter; the fields stay on the backend where there is
+     * one, else wait in host memory (homogenize.h: one there while a solve
+     * runs, two while C^H is summed, all for the gradient); the final
+     * evaluation's six so, with 3 vectors and no filter */
+    const double one = n_cases > 1 ? 0 : field;
+    const double loop =
+        one + fmax(fmax(cell_solver + (n_cases > 1 ? field : 0), n_cases > 1 ? 2 * field : 0),
+                   state + filter + (n_cases > 1 ? n_cases * field : 0));
+    const double final = fmax(fmax(cell_solver + field, 2 * field), 3 * D * elements);
     add(plan,
-        half ? "cell fields (half): the loop's or the final evaluation's six"
-             : "cell fields: the loop's or the final evaluation's six",
-        (final > loop ? VOX_STRAINS : n_cases) * field);
-    add(plan, "by turns: the cell solver, or the optimizer's vectors per element and filter",
-        final > loop ? fmax(cell_solver, 3 * D * elements) : fmax(cell_solver, state + filter));
+        "by turns: the cell solver, the optimizer's vectors per element and filter, the "
+        "fields (half) they need",
+        fmax(loop, final));
   } else {
     const double loop = state + n_cases * field + work + filter;
     const double final = 3 * D * elements + VOX_STRAINS * field + work;

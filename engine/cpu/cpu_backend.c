@@ -59,6 +59,18 @@ static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
   return VOX_OK;
 }
 
+static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
+  (void)be;
+  memcpy(h->data, host, h->n * sizeof *host);
+  return VOX_OK;
+}
+
+static vox_status hvec_download(vox_backend *be, const vox_hvec *h, uint16_t *host) {
+  (void)be;
+  memcpy(host, h->data, h->n * sizeof *host);
+  return VOX_OK;
+}
+
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
   memcpy(v->data, host, v->n * sizeof *host);
   return VOX_OK;
@@ -297,6 +309,8 @@ static const vox_backend_ops cpu_ops = {
     .hvec_destroy = hvec_destroy,
     .hvec_store = hvec_store,
     .hvec_load = hvec_load,
+    .hvec_upload = hvec_upload,
+    .hvec_download = hvec_download,
     .simp_moduli = vox_cpu_simp_moduli,
     .simp_sensitivity = vox_cpu_simp_sensitivity,
     .oc_update = vox_cpu_oc_update,
