@@ -37,7 +37,9 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   /* phased (VOX_CELL_SOLVER_PHASED): the cell solver takes turns with the
    * optimizer's per-element vectors and filter, counted below */
   const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
-  add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
+  /* (phased: the solid E takes turns with the cell solver, below) */
+  add(plan, phased ? "moduli per element (fem)" : "moduli and solid E per element (fem)",
+      (phased ? 1 : 2) * D * elements);
   if (!phased) add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
   if (!cell_solver) {
     add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
@@ -90,15 +92,15 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
   if (phased) {
     /* by turns: the solves hold the cell solver, the update the per-element
-     * vectors and the filter; the fields stay on the backend where there is
+     * vectors (the fem's solid E too) and the filter; the fields stay on the backend where there is
      * one, else wait in host memory (homogenize.h: one there while a solve
      * runs, two while C^H is summed, all for the gradient); the final
      * evaluation's six so, with 3 vectors and no filter */
     const double one = n_cases > 1 ? 0 : field;
     const double loop =
         one + fmax(fmax(cell_solver + (n_cases > 1 ? field : 0), n_cases > 1 ? 2 * field : 0),
-                   state + filter + (n_cases > 1 ? n_cases * field : 0));
-    const double final = fmax(fmax(cell_solver + field, 2 * field), 3 * D * elements);
+                   state + D * elements + filter + (n_cases > 1 ? n_cases * field : 0));
+    const double final = fmax(fmax(cell_solver + field, 2 * field), 4 * D * elements);
     add(plan,
         "by turns: the cell solver, the optimizer's vectors per element and filter, the "
         "fields (half) they need",

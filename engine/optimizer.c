@@ -171,7 +171,7 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
 }
 
 /* Everything the loop keeps on the backend. */
-enum { VOX_PARKED = 7 };
+enum { VOX_PARKED = 8 };
 typedef struct opt_state {
   vox_fem *fem;        /* the cell's own (homog->fem) for cell objectives */
   vox_objective_state *objective; /* the model's objective (none for a cell) */
@@ -308,10 +308,12 @@ static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt,
       be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter);
 }
 
-/* The per-element vectors a phased cell solve parks, in a fixed order. */
+/* The per-element vectors a phased cell solve parks, in a fixed order: the
+ * optimizer's and the fem's solid E (read by the SIMP kernels only, before
+ * the solves and after them). */
 static void parked_vectors(opt_state *s, vox_vec *v[VOX_PARKED]) {
-  vox_vec *all[VOX_PARKED] = {&s->x,      &s->own_x_phys, &s->dc,         &s->own_dv,
-                              &s->energy, &s->design,     &s->own_passive};
+  vox_vec *all[VOX_PARKED] = {&s->x,      &s->own_x_phys, &s->dc,          &s->own_dv,
+                              &s->energy, &s->design,     &s->own_passive, &s->fem->e_solid};
   memcpy(v, all, sizeof all);
 }
 
