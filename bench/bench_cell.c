@@ -49,6 +49,7 @@
 
 #include "cell_fp16.h"
 #include "cell_problem.h"
+#include "homogenize.h"
 #include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
@@ -178,16 +179,12 @@ int main(int argc, char **argv) {
   char strain_names[32];
   printf("strains solved per design iteration: %s (the six unit strains at the final design)\n",
          vox_strains_text(strains, strain_names, sizeof strain_names));
-  int n_strains = 0;
-  for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
+  const int n_strains = vox_homog_strain_count(strains);
   /* the plan of the solver the run will take (auto resolved as vox_optimize does) */
   const int element_vectors = vox_memory_optimizer_vectors(m, opt.filter);
   vox_solver_options run_solver = opt.solver;
-  if (run_solver.cell_solver == VOX_CELL_SOLVER_AUTO)
-    run_solver.cell_solver =
-        strcmp(vox_backend_name(be), "cpu") != 0
-            ? vox_cell_solver_choice(be, &cell, n_strains, &run_solver, element_vectors, free0)
-            : VOX_CELL_SOLVER_OFF;
+  run_solver.cell_solver =
+      vox_cell_solver_resolve(be, &cell, n_strains, &run_solver, element_vectors);
   const size_t planned =
       vox_memory_needed(be, &cell, 3, n_strains, 0, &run_solver, element_vectors);
   /* what the memory plan counts, item by item, on this backend */

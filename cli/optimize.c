@@ -145,19 +145,12 @@ static void format_cell_solver(const void *value, char *buf, size_t size) {
 
 static const cli_option options[] = {
     {.kind = CLI_HEADING, .help = "Output:"},
-    {.name = "output",
-     .key = 'o',
-     .arg = "FILE",
-     .kind = CLI_STRING,
-     .offset = AT(output),
+    {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
      .help = "design file to write (netCDF); written only when the run succeeds"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
-    {.name = "objective",
-     .arg = "NAME",
-     .kind = CLI_CUSTOM,
-     .offset = AT(opt.cell_objective),
+    {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.cell_objective),
      .flags = CLI_RECORD,
      .help = "compliance (the model's own objective: compliance, or the output displacement "
              "of a mechanism whose problem file says so), or a property of the model as a "
@@ -166,8 +159,7 @@ static const cli_option options[] = {
              "ratio, seed 003 eq. 21 or 22), or custom (minimise the --expression formula of "
              "C^H)",
      .default_text = "the model file's cell objective, else compliance",
-     .parse = parse_objective,
-     .format = format_objective},
+     .parse = parse_objective, .format = format_objective},
     NUMBER("poisson-beta", CLI_REAL, "B", opt.poisson_beta, FRACTION,
            "poisson: the weight beta^k of the normal stiffnesses at iteration k, beta in (0, 1)"),
     NUMBER("poisson-eta", CLI_REAL, "H", opt.poisson_eta, POSITIVE, "poisson-log: eta"),
@@ -180,20 +172,11 @@ static const cli_option options[] = {
            "SIMP penalty exponent p (its final value under continuation)"),
     NUMBER("emin-ratio", CLI_REAL, "R", opt.emin_ratio, POSITIVE,
            "modulus of void over that of solid, E_min / E (keeps K positive definite)"),
-    {.name = "filter",
-     .arg = "KIND",
-     .kind = CLI_CUSTOM,
-     .offset = AT(opt.filter),
-     .flags = CLI_RECORD,
-     .help = "sensitivity, density or none",
-     .parse = parse_filter,
+    {.name = "filter", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.filter),
+     .flags = CLI_RECORD, .help = "sensitivity, density or none", .parse = parse_filter,
      .format = format_filter},
-    {.name = "filter-radius",
-     .arg = "R",
-     .kind = CLI_REAL,
-     .offset = AT(opt.filter_radius),
-     .range = POSITIVE,
-     .flags = CLI_RECORD,
+    {.name = "filter-radius", .arg = "R", .kind = CLI_REAL, .offset = AT(opt.filter_radius),
+     .range = POSITIVE, .flags = CLI_RECORD,
      .help = "filter radius in mm, between element centres",
      .default_text = "1.5 times the longest voxel edge"},
     NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
@@ -202,20 +185,13 @@ static const cli_option options[] = {
            "damping exponent of the optimality-criteria update"),
     NUMBER("q-max", CLI_REAL, "Q", opt.q_max, AT_LEAST(1),
            "final exponent q that pushes intermediate densities to 0 or 1; 1 = off"),
-    {.name = "no-continuation",
-     .kind = CLI_DISABLE,
-     .offset = AT(opt.continuation),
-     .flags = CLI_RECORD,
-     .help = "use the final p and q from the first iteration on"},
-    {.name = "density-min",
-     .arg = "D",
-     .kind = CLI_CUSTOM,
-     .offset = AT(opt.density_min),
+    {.name = "no-continuation", .kind = CLI_DISABLE, .offset = AT(opt.continuation),
+     .flags = CLI_RECORD, .help = "use the final p and q from the first iteration on"},
+    {.name = "density-min", .arg = "D", .kind = CLI_CUSTOM, .offset = AT(opt.density_min),
      .flags = CLI_RECORD,
      .help = "lower bound of the design densities (auto: 0, 1e-3 for compliant mechanisms, "
              "whose OC update could otherwise leave densities at 0 for good)",
-     .parse = parse_density_min,
-     .format = format_density_min},
+     .parse = parse_density_min, .format = format_density_min},
     NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
            "stop after N design iterations"),
     NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,
@@ -238,32 +214,24 @@ static const cli_option options[] = {
     NUMBER("start-history", CLI_INTEGER, "M", opt.solver.start_history, RANGE(0, 2),
            "earlier states (0 to 2) that with the last one span each state solve's start, "
            "at their energy-minimal combination; 0: the last state as it is"),
-    {.name = "cell-solver",
-     .arg = "USE",
-     .kind = CLI_CUSTOM,
-     .offset = AT(opt.solver.cell_solver),
+    {.name = "cell-solver", .arg = "USE", .kind = CLI_CUSTOM, .offset = AT(opt.solver.cell_solver),
      .flags = CLI_RECORD,
      .help = "periodic cells in mixed precision: solve the fields with the single-precision cell "
              "solver (16 bytes a dof against 64; on), or with it taking turns on the device with "
              "the optimizer's per-element state, which waits in host memory during the solves "
              "(phased), or with CG in double (off); auto: the first of off, on and phased that "
              "fits the device's memory",
-     .parse = parse_cell_solver,
-     .format = format_cell_solver},
+     .parse = parse_cell_solver, .format = format_cell_solver},
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
            "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
            "iteration and keep them in between (a solve that breaks down with kept bounds is "
            "redone with fresh ones)"),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
-    {.name = "adjoint-gpu",
-     .arg = "GPU",
-     .kind = CLI_CUSTOM,
-     .offset = AT(opt.adjoint_gpu),
+    {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "
              "same time as the state (auto: a second GPU when there is one; none: after the "
              "state on the same device); the design is the same either way",
-     .parse = parse_adjoint_gpu,
-     .format = format_adjoint_gpu},
+     .parse = parse_adjoint_gpu, .format = format_adjoint_gpu},
     {.kind = CLI_END},
 };
 

@@ -132,6 +132,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
     const int st = VOX_HYDROSTATIC;
     if (h->u[st].data) be->ops->vec_destroy(be, &h->u[st]);
     if (h->uh[st].data) be->ops->hvec_destroy(be, &h->uh[st]);
+    free(h->parked[st]);
+    h->parked[st] = NULL;
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
   }
   const int park = parks_fields(h, h->strains | strains);

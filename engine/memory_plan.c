@@ -35,9 +35,9 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const int fields = periodic && optimizing ? vox_homog_fields_for(solver) : VOX_HOMOG_DOUBLE;
   const double cell_solver = fields >= VOX_HOMOG_CELL_SOLVER ? vox_cell_solver_bytes(be, grid) : 0;
   /* phased (VOX_CELL_SOLVER_PHASED): the cell solver takes turns with the
-   * optimizer's per-element vectors and filter, counted below */
+   * optimizer's per-element vectors, the fem's solid E and the filter,
+   * counted below */
   const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
-  /* (phased: the solid E takes turns with the cell solver, below) */
   add(plan, phased ? "moduli per element (fem)" : "moduli and solid E per element (fem)",
       (phased ? 1 : 2) * D * elements);
   if (!phased) add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
@@ -92,15 +92,16 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
   if (phased) {
     /* by turns: the solves hold the cell solver, the update the per-element
-     * vectors (the fem's solid E too) and the filter; the fields stay on the backend where there is
-     * one, else wait in host memory (homogenize.h: one there while a solve
-     * runs, two while C^H is summed, all for the gradient); the final
-     * evaluation's six so, with 3 vectors and no filter */
-    const double one = n_cases > 1 ? 0 : field;
+     * vectors, the solid E and the filter. A lone field stays on the
+     * backend; several wait in host memory (homogenize.h): one on the
+     * backend with its solve (two while C^H is summed: less than the
+     * solver), all for the gradient. The final evaluation's six so, with 3
+     * vectors and the solid E, no filter. */
+    const int parked = n_cases > 1;
     const double loop =
-        one + fmax(fmax(cell_solver + (n_cases > 1 ? field : 0), n_cases > 1 ? 2 * field : 0),
-                   state + D * elements + filter + (n_cases > 1 ? n_cases * field : 0));
-    const double final = fmax(fmax(cell_solver + field, 2 * field), 4 * D * elements);
+        (parked ? 0 : field) + fmax(cell_solver + (parked ? field : 0),
+                                    state + D * elements + filter + (parked ? n_cases * field : 0));
+    const double final = fmax(cell_solver + field, 4 * D * elements);
     add(plan,
         "by turns: the cell solver, the optimizer's vectors per element and filter, the "
         "fields (half) they need",
@@ -169,6 +170,15 @@ vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid
     if (vox_memory_needed(be, grid, 3, n_cases, 0, &use, optimizing) <= free_bytes) return order[i];
   }
   return VOX_CELL_SOLVER_PHASED;
+}
+
+vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *grid, int n_cases,
+                                            const vox_solver_options *solver, int optimizing) {
+  size_t free_bytes, total;
+  if (solver->cell_solver != VOX_CELL_SOLVER_AUTO) return solver->cell_solver;
+  if (!be->ops->device_memory || be->ops->memory(be, &free_bytes, &total) != VOX_OK)
+    return VOX_CELL_SOLVER_OFF;
+  return vox_cell_solver_choice(be, grid, n_cases, solver, optimizing, free_bytes);
 }
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,

@@ -63,6 +63,12 @@ vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid
                                            const vox_solver_options *solver, int optimizing,
                                            size_t free_bytes);
 
+/* solver->cell_solver with AUTO resolved by vox_cell_solver_choice with the
+ * backend's free memory (OFF on a backend without device memory of its
+ * own): what vox_optimize runs. */
+vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *grid, int n_cases,
+                                            const vox_solver_options *solver, int optimizing);
+
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dofs_per_node, int n_cases,

@@ -502,13 +502,19 @@ static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options 
                                    &s->dc);
 }
 
-/* The built-in functions of C^H (seed 003 eq. 20-22; the bulk modulus, eq.
- * 19, is cell_evaluate's), value and gradient. */
+/* The built-in functions of C^H (seed 003 eq. 19-22), value and gradient:
+ * g on the entries of C^H, g_hydrostatic on e_h' C^H e_h (`hydrostatic`,
+ * vox_homog.hydrostatic). */
 static int cell_function(const vox_optimizer_options *opt, double e_material, const double *c,
-                         int k, double *f, double *g) {
+                         double hydrostatic, int k, double *f, double *g, double *g_hydrostatic) {
   memset(g, 0, 36 * sizeof *g);
+  *g_hydrostatic = 0;
   const double trace = c[0] + c[7] + c[14], off = c[1] + c[2] + c[8];
   switch (opt->cell_objective) {
+  case VOX_CELL_BULK: /* -B = -e_h' C^H e_h / 9: one solve in the loop (homogenize.h) */
+    *f = -hydrostatic / 9;
+    *g_hydrostatic = -1.0 / 9;
+    return 0;
   case VOX_CELL_SHEAR:
     *f = -(c[21] + c[28] + c[35]) / 3;
     for (int i = 3; i < 6; i++) g[i * 7] = -1.0 / 3;
@@ -566,18 +572,9 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
                      "the custom objective at the homogenized tensor of design iteration %d: %s",
                      iteration, message);
   }
-  int undefined;
-  if (opt->cell_objective == VOX_CELL_BULK) {
-    /* -B = -e_h' C^H e_h / 9, from the hydrostatic field in the loop (one
-     * solve) or from the normal block in the final evaluation */
-    memset(s->gradient, 0, sizeof s->gradient);
-    s->gradient_hydrostatic = -1.0 / 9;
-    *value = -s->homog->hydrostatic / 9;
-    undefined = 0;
-  } else {
-    undefined = cell_function(opt, s->e_material, s->tensor, iteration, value, s->gradient);
-  }
-  if (undefined || !isfinite(*value))
+  if (cell_function(opt, s->e_material, s->tensor, s->homog->hydrostatic, iteration, value,
+                    s->gradient, &s->gradient_hydrostatic) != 0 ||
+      !isfinite(*value))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the %s objective is not defined at the homogenized tensor of iteration %d",
                      vox_cell_objective_name(opt->cell_objective), iteration);
@@ -765,15 +762,12 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   vox_grid planned = model->grid;
   planned.periodic = cell; /* the grid the cell's solver works on */
-  if (cell && resolved.solver.cell_solver == VOX_CELL_SOLVER_AUTO) {
-    /* the single-precision cell solver where only it fits (memory_plan.h) */
-    size_t free_bytes = 0, total = 0;
-    resolved.solver.cell_solver = VOX_CELL_SOLVER_OFF;
-    if (be->ops->device_memory && be->ops->memory(be, &free_bytes, &total) == VOX_OK)
-      resolved.solver.cell_solver =
-          vox_cell_solver_choice(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
-                                 vox_memory_optimizer_vectors(model, opt->filter), free_bytes);
-  }
+  /* the single-precision cell solver where the double one does not fit
+   * (memory_plan.h) */
+  if (cell)
+    resolved.solver.cell_solver =
+        vox_cell_solver_resolve(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
+                                vox_memory_optimizer_vectors(model, opt->filter));
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
                        cell ? vox_homog_strain_count(strains)
                             : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,

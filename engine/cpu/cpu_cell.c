@@ -287,12 +287,14 @@ static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox
   const float a = (float)alpha;
   _Float16 *out = (_Float16 *)u->data;
   /* every node of the fem's layout, images included, from its master */
+  const vox_cell_dims images = {d.nx + 1, d.ny + 1, d.nz + 1};
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t f = 0; f < nodes; f++) {
-    const int i = (int)(f % (d.nx + 1)), j = (int)((f / (d.nx + 1)) % (d.ny + 1)),
-              k = (int)(f / ((int64_t)(d.nx + 1) * (d.ny + 1)));
+    int i, j, k;
+    vox_cell_coords(images, f, &i, &j, &k);
     const int64_t n = vox_cell_node(d, i, j, k);
-    for (int q = 0; q < 3; q++) out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * c->p[3 * n + q]);
+    for (int q = 0; q < 3; q++)
+      out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * c->p[3 * n + q]);
   }
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)

@@ -432,11 +432,8 @@ static void test_strain_sets(vox_context *ctx, vox_backend *be) {
   const struct {
     vox_cell_objective objective;
     unsigned strains;
-  } builtin[] = {{VOX_CELL_NONE, 0},
-                 {VOX_CELL_BULK, 0x40},
-                 {VOX_CELL_SHEAR, 0x38},
-                 {VOX_CELL_POISSON, 0x07},
-                 {VOX_CELL_POISSON_LOG, 0x07}};
+  } builtin[] = {{VOX_CELL_NONE, 0},        {VOX_CELL_BULK, 0x40},         {VOX_CELL_SHEAR, 0x38},
+                 {VOX_CELL_POISSON, 0x07}, {VOX_CELL_POISSON_LOG, 0x07}};
   for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
     o.cell_objective = builtin[i].objective;
     CHECK(vox_cell_objective_strains(&o) == builtin[i].strains);

@@ -8,6 +8,7 @@
 #include "../check.h"
 #include "backend_ops.h"
 #include "cell_ops.h"
+#include "homogenize.h"
 #include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
@@ -234,8 +235,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   cell.periodic = 1;
   const unsigned strains = vox_cell_objective_strains(&opt);
   CHECK(strains == (formula ? 0x09u : 0x40u));
-  int n_strains = 0;
-  for (int s = 0; s < 7; s++) n_strains += (strains >> s) & 1;
+  const int n_strains = vox_homog_strain_count(strains);
   printf("%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
          use == VOX_CELL_SOLVER_PHASED ? ", cell solver, phased"
          : use == VOX_CELL_SOLVER_ON   ? ", cell solver"
