@@ -34,14 +34,17 @@
  * setup), CG iterations, the final C^H's bulk and shear moduli and the
  * volume fraction; per iteration the objective (-B), CG iterations and
  * seconds. On a device backend also the peak device memory in use (the
- * least free memory seen after each iteration, against the free memory
- * before the run) and what the memory plan predicted; before the run the
+ * least free memory seen by a thread that reads it every millisecond, against
+ * the free memory before the run: a phased run's solves and updates peak
+ * between the iterations' reports) and what the memory plan predicted; before the run the
  * plan item by item. Last, the final
  * design's bulk modulus solved to 1e-10, grey, binarized at 0.5 and
  * binarized at the threshold that keeps the volume fraction V (seed 003
  * table 2 reports its objectives after binarization; VOXFE_BENCH_BINARY=0
  * skips these three solves). */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +58,26 @@
 
 typedef struct watch {
   vox_backend *be;
-  size_t min_free; /* the least free device memory seen */
+  size_t min_free; /* the least free device memory seen (by the sampler only) */
+  atomic_int stop;
   double first_seconds, seconds;
 } watch;
 
+/* Reads the device's free memory every millisecond until told to stop. */
+static void *sample_memory(void *user) {
+  watch *w = user;
+  const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+  while (!atomic_load(&w->stop)) {
+    size_t free_bytes, total;
+    if (vox_backend_memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
+      w->min_free = free_bytes;
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
 static int on_progress(const vox_progress *p, void *user) {
   watch *w = user;
-  size_t free_bytes, total;
-  if (vox_backend_memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
-    w->min_free = free_bytes;
   if (p->iteration == 1) w->first_seconds = p->seconds;
   w->seconds += p->seconds;
   printf("  it %3d  objective %.6f  vol %.4f  change %.4f  CG %4d (%.1f per field)  %.3f s\n",
@@ -167,10 +181,15 @@ int main(int argc, char **argv) {
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;
   cell.periodic = 1;
-  /* VOXFE_CELL_SOLVER=1 / 0: --cell-solver on / off (unset: auto) */
+  /* VOXFE_CELL_SOLVER: --cell-solver's auto, off, on or phased; 1 / 0 for on / off (unset: auto) */
   const char *cell_solver = getenv("VOXFE_CELL_SOLVER");
-  if (cell_solver)
+  if (cell_solver && vox_cell_solver_use_parse(cell_solver, &opt.solver.cell_solver) != 0) {
+    if (strcmp(cell_solver, "1") && strcmp(cell_solver, "0")) {
+      fprintf(stderr, "%s: VOXFE_CELL_SOLVER auto, off, on, phased, 1 or 0\n", argv[0]);
+      return 2;
+    }
     opt.solver.cell_solver = atoi(cell_solver) ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
+  }
   const char *all_strains = getenv("VOXFE_BENCH_ALL_STRAINS");
   if (all_strains && atoi(all_strains) > 0)
     opt.cell_objective = VOX_CELL_CUSTOM, opt.custom = bulk_all_strains;
@@ -195,15 +214,22 @@ int main(int argc, char **argv) {
     printf("  %7.3f GB  %s\n", plan.item[i].bytes / 1e9, plan.item[i].what);
   watch w = {.be = be, .min_free = free0};
   vox_context_set_progress(ctx, on_progress, &w);
+  pthread_t sampler;
+  const int sampling = strcmp(vox_backend_name(be), "cpu") != 0 &&
+                       pthread_create(&sampler, NULL, sample_memory, &w) == 0;
   vox_optimize_result r;
   const double t0 = now();
-  if (vox_optimize(ctx, be, m, &opt, &r) != VOX_OK) {
+  const vox_status status = vox_optimize(ctx, be, m, &opt, &r);
+  const double t = now() - t0;
+  atomic_store(&w.stop, 1);
+  if (sampling) pthread_join(sampler, NULL);
+  if (status != VOX_OK) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
   }
-  const double t = now() - t0;
-  printf("fields solved by %s\n",
-         r.cell_solver ? "the single-precision cell solver" : "CG in double (fem.c)");
+  printf("fields solved by %s (--cell-solver %s)\n",
+         r.cell_solver ? "the single-precision cell solver" : "CG in double (fem.c)",
+         vox_cell_solver_use_name(run_solver.cell_solver));
   printf("%d iterations (%s), %.3f s per iteration (%.3f s without the first, which took "
          "%.3f s; %.1f s in all with the final solves), %d CG iterations\n",
          r.iterations, vox_stop_reason_string(r.reason), w.seconds / r.iterations,
@@ -213,8 +239,6 @@ int main(int argc, char **argv) {
          "OC update %.3f s (CG rtol %g)\n",
          r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
          opt.solver.rtol);
-  size_t free1 = 0;
-  if (vox_backend_memory(be, &free1, &total) == VOX_OK && free1 < w.min_free) w.min_free = free1;
   if (strcmp(vox_backend_name(be), "cpu") != 0)
     printf("device memory: peak %.3f GB in use of %.1f GB, %.3f GB of it for the run; the "
            "memory plan predicted %.3f GB\n",
