@@ -93,6 +93,19 @@ static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
   return VOX_OK;
 }
 
+static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
+  if (cudaMallocHost(p, bytes ? bytes : 1) == cudaSuccess) return VOX_OK;
+  cudaGetLastError();
+  *p = NULL;
+  return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "CUDA: out of page-locked host memory (%zu bytes)",
+                   bytes);
+}
+
+static void host_free(vox_backend *be, void *p) {
+  (void)be;
+  if (p) cudaFreeHost(p);
+}
+
 static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
   CUDA_TRY(be, cudaMemcpy(h->data, host, h->n * sizeof *host, cudaMemcpyHostToDevice),
            "uploading a half-precision vector");
@@ -602,6 +615,8 @@ static vox_backend_ops make_ops(void) {
   o.hvec_destroy = hvec_destroy;
   o.hvec_store = hvec_store;
   o.hvec_load = hvec_load;
+  o.host_alloc = host_alloc;
+  o.host_free = host_free;
   o.hvec_upload = hvec_upload;
   o.hvec_download = hvec_download;
   o.op_smooth = vox_cuda_op_smooth;

@@ -273,6 +273,7 @@ struct vox_stencil {
 vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
 void vox_cuda_op_destroy(vox_backend *be, vox_operator *op);
 vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli);
+vox_status vox_cuda_op_check_fixed(vox_backend *be, const vox_operator *op, const char *what);
 vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                              int flags);
 vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,

@@ -379,6 +379,7 @@ static vox_status launch_operator_periodic(vox_backend *be, const vox_operator *
 }
 
 vox_status vox_cuda_galerkin_operator(vox_backend *be, vox_operator *op, vox_stencil *coarse) {
+  TRY(vox_cuda_op_check_fixed(be, op, "a Galerkin product"));
   TRY(check_nesting(be, &op->grid, op->dpn, coarse));
   TRY(vox_cuda_stencil_factor_wait(be, coarse)); /* it may still read the values */
   if (!op->moduli)

@@ -164,6 +164,14 @@ static __device__ __forceinline__ int64_t element_node(const grid_dims &g, int i
          (ii == g.nx ? 0 : ii);
 }
 
+/* VOX_ERR_INVALID_ARGUMENT for an operator made without fixed flags
+ * (backend_ops.h) asked for what reads them. */
+vox_status vox_cuda_op_check_fixed(vox_backend *be, const vox_operator *op, const char *what) {
+  if (op->fixed) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "operator: %s on an operator made without fixed flags", what);
+}
+
 /* Per-node fixed bits (see the top of the file). */
 static const uint8_t *node_fixed(const vox_operator *op) { return op->fixed + op->n_dofs; }
 
@@ -918,7 +926,7 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   op->n_elements = (size_t)vox_grid_elements(grid);
   const size_t ke_bytes = (size_t)op->nloc * (size_t)op->nloc * sizeof(double);
   memcpy(op->ke_host, desc->ke, ke_bytes);
-  if (grid->periodic) /* the Galerkin product of a periodic grid takes free masters only */
+  if (grid->periodic && desc->dof_fixed) /* the Galerkin product takes free masters only */
     for (int64_t k = 0; k < grid->nz && !op->periodic_masters_fixed; k++)
       for (int64_t j = 0; j < grid->ny; j++)
         for (int64_t i = 0; i < grid->nx; i++)
@@ -929,16 +937,16 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   /* per-dof flags, then per-node bits */
   const size_t fixed_bytes = op->n_dofs + n_nodes;
   vox_status s = vox_cuda_alloc(be, (void **)&op->ke, ke_bytes, "the element matrix");
-  if (s == VOX_OK)
+  if (s == VOX_OK && desc->dof_fixed)
     s = vox_cuda_alloc(be, (void **)&op->fixed, fixed_bytes, "the fixed-dof flags");
   if (s == VOX_OK)
     s = vox_cuda_check(be, cudaMemcpy(op->ke, op->ke_host, ke_bytes, cudaMemcpyHostToDevice),
                        "uploading the element matrix");
-  if (s == VOX_OK)
+  if (s == VOX_OK && desc->dof_fixed)
     s = vox_cuda_check(
         be, cudaMemcpy(op->fixed, desc->dof_fixed, op->n_dofs, cudaMemcpyHostToDevice),
         "uploading the fixed-dof flags");
-  if (s == VOX_OK) {
+  if (s == VOX_OK && desc->dof_fixed) {
     node_fixed_kernel<<<flat_blocks(n_nodes), THREADS>>>(op->fixed, dpn, n_nodes);
     s = vox_cuda_check(be, cudaGetLastError(), "the per-node fixed flags kernel");
   }
@@ -1038,6 +1046,7 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
                              int flags) {
   const int full = (flags & VOX_APPLY_FULL) != 0;
   const bool single = (flags & VOX_APPLY_SINGLE) && op->kernel != VOX_KERNEL_EBE;
+  TRY(vox_cuda_op_check_fixed(be, op, "a product"));
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: applied before its moduli");
   bool mirrored;
@@ -1090,6 +1099,7 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
 template <int MODE>
 static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *out,
                               const row_epilogue &e, int flags, const char *what) {
+  TRY(vox_cuda_op_check_fixed(be, op, what));
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: applied before its moduli");
   bool mirrored;
@@ -1143,6 +1153,7 @@ static __global__ void zero_fixed_kernel(const uint8_t *__restrict__ fixed, doub
 }
 
 vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v) {
+  TRY(vox_cuda_op_check_fixed(be, op, "zeroing the fixed dofs"));
   zero_fixed_kernel<<<vox_cuda_grid(op->n_dofs), VOX_CUDA_THREADS>>>(op->fixed, v->data,
                                                                      op->n_dofs);
   CUDA_LAUNCHED(be, "zeroing the fixed dofs");
@@ -1150,6 +1161,7 @@ vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v)
 }
 
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d) {
+  TRY(vox_cuda_op_check_fixed(be, op, "the diagonal"));
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: diagonal before its moduli");
   bool mirrored;
@@ -1232,6 +1244,7 @@ static __global__ void strain_load_kernel(const double *__restrict__ moduli,
 
 vox_status vox_cuda_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
                                    vox_vec *f) {
+  TRY(vox_cuda_op_check_fixed(be, op, "a strain load"));
   if (!op->moduli)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: strain load before its moduli");
   const int nloc = op->nloc;

@@ -37,7 +37,11 @@ typedef struct vox_operator_desc {
   vox_grid grid;
   int dofs_per_node;          /* 3 for elasticity, 1 for heat conduction */
   const double *ke;           /* (8*dofs_per_node)^2, row-major, host */
-  const uint8_t *dof_fixed;   /* one per dof, host: 1 = Dirichlet or isolated */
+  /* One per dof, host: 1 = Dirichlet or isolated. NULL: no flags are kept
+   * (a byte per dof and per node), and the operator serves only what reads
+   * none: op_set_moduli, op_element_energy and the strain energies (the
+   * lean fem of the cell solver, fem.h); the other operations fail. */
+  const uint8_t *dof_fixed;
   /* Springs to ground: K gains spring_k[i] on the diagonal of free dof
    * spring_dof[i] (distinct dofs, host arrays; none when n_springs = 0).
    * op_apply and op_diagonal include them; galerkin_operator leaves them out
@@ -153,6 +157,11 @@ typedef struct vox_backend_ops {
   int (*stencil_mixed_dof_bytes)(const vox_grid *grid);
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
+  /* Host memory for what waits off the backend and comes back (a phased
+   * cell solve's parked vectors): page-locked on a GPU, whose copies from
+   * and to it then run at the bus's speed. host_free takes NULL. */
+  vox_status (*host_alloc)(vox_backend *be, size_t bytes, void **p);
+  void (*host_free)(vox_backend *be, void *p);
 
   /* Vectors. vec_create gives a zeroed vector. */
   vox_status (*vec_create)(vox_backend *be, size_t n, vox_vec *v);

@@ -225,7 +225,7 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
     vox_operator_desc desc = {.grid = model->grid,
                               .dofs_per_node = dpn,
                               .ke = ke,
-                              .dof_fixed = h.fixed,
+                              .dof_fixed = lean ? NULL : h.fixed,
                               .n_springs = h.n_springs,
                               .spring_dof = h.spring_dof,
                               .spring_k = h.spring_k};

@@ -40,9 +40,10 @@ typedef struct vox_fem {
  * the materials in use have different Poisson ratios (one element matrix). */
 vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,
                           vox_fem **out);
-/* The same with the operator, the moduli and the fixed dofs only: no solve
- * state (inverse diagonal, CG vectors, forces), for a solver that keeps its
- * own (cell_solver.h); vox_fem_solve* must not be called on it. */
+/* The same with the operator and the moduli only: no solve state (inverse
+ * diagonal, CG vectors, forces) and an operator without fixed flags
+ * (backend_ops.h: energies only), for a solver that keeps its own
+ * (cell_solver.h); vox_fem_solve* must not be called on it. */
 vox_status vox_fem_create_lean(vox_context *ctx, vox_backend *be, const vox_model *model,
                                vox_fem **out);
 void vox_fem_destroy(vox_fem *fem);

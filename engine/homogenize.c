@@ -41,8 +41,8 @@ static void strain_displacement(int s, const double x[3], double u[3]) {
 
 void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
-  for (int s = 0; s < VOX_CASES; s++) free(h->parked[s]);
   for (int s = 0; s < VOX_CASES && h->fem; s++) {
+    h->fem->be->ops->host_free(h->fem->be, h->parked[s]);
     if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
     if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
   }
@@ -110,8 +110,8 @@ static vox_status field_hold(vox_homog *h, int i) {
 static vox_status field_park(vox_homog *h, int i) {
   vox_backend *be = h->fem->be;
   if (!h->uh[i].data) return VOX_OK;
-  if (!h->parked[i] && !(h->parked[i] = malloc(h->fem->n_dofs * sizeof *h->parked[i])))
-    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a parked cell field)");
+  if (!h->parked[i])
+    TRY(be->ops->host_alloc(be, h->fem->n_dofs * sizeof *h->parked[i], (void **)&h->parked[i]));
   TRY(be->ops->hvec_download(be, &h->uh[i], h->parked[i]));
   be->ops->hvec_destroy(be, &h->uh[i]);
   return VOX_OK;
@@ -132,7 +132,7 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
     const int st = VOX_HYDROSTATIC;
     if (h->u[st].data) be->ops->vec_destroy(be, &h->u[st]);
     if (h->uh[st].data) be->ops->hvec_destroy(be, &h->uh[st]);
-    free(h->parked[st]);
+    be->ops->host_free(be, h->parked[st]);
     h->parked[st] = NULL;
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
   }
@@ -141,8 +141,10 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
   for (int st = 0; st < VOX_CASES; st++) {
     if (!((strains >> st) & 1) || ((h->strains >> st) & 1)) continue;
     /* zero: the first solve starts from rest (in host memory when parked) */
-    if (park && !(h->parked[st] = calloc(h->fem->n_dofs, sizeof *h->parked[st])))
-      return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a parked cell field)");
+    if (park) {
+      TRY(be->ops->host_alloc(be, h->fem->n_dofs * sizeof *h->parked[st], (void **)&h->parked[st]));
+      memset(h->parked[st], 0, h->fem->n_dofs * sizeof *h->parked[st]);
+    }
     if (!park)
       TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
                          : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]));
@@ -281,22 +283,31 @@ static double normal_sum(const double c[36]) {
   return sum;
 }
 
+vox_status vox_homog_prepare(vox_homog *h) {
+  vox_fem *fem = h->fem;
+  TRY(fem->be->ops->vec_dot(fem->be, &fem->moduli, &fem->moduli, &h->moduli_squared));
+  if (h->cell && (fem->mg_stale || !h->cell->cell)) { /* the moduli changed, or released */
+    TRY(vox_cell_solver_update(h->cell, &fem->moduli));
+    fem->mg_stale = 0;
+  }
+  h->prepared = 1;
+  return VOX_OK;
+}
+
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36], int *cg_iterations, vox_solve_result *failed) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  double sum_m = 0, mm, fu[VOX_STRAINS][VOX_STRAINS];
-  if (h->dot_form && (h->half_fields || !ones || (h->strains & VOX_HYDROSTATIC_CASE)))
+  double sum_m = 0, fu[VOX_STRAINS][VOX_STRAINS];
+  if (h->dot_form && (h->half_fields || !ones || !c || (h->strains & VOX_HYDROSTATIC_CASE)))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "C^H's dot-product form needs the unit strains' fields in double and a "
                      "vector of ones");
   if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
-  TRY(o->vec_dot(be, &fem->moduli, &fem->moduli, &mm));
-  if (h->cell && (fem->mg_stale || !h->cell->cell)) { /* the moduli changed, or released */
-    TRY(vox_cell_solver_update(h->cell, &fem->moduli));
-    fem->mg_stale = 0;
-  }
+  if (!h->prepared) TRY(vox_homog_prepare(h));
+  h->prepared = 0;
+  const double mm = h->moduli_squared;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
   failed->reason = VOX_CONVERGED_RTOL;
@@ -313,6 +324,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
       if ((h->strains >> j) & 1) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
   if (h->phased && h->cell) vox_cell_solver_release(h->cell);
+  if (!c) return VOX_OK;
   if (!h->dot_form) return vox_homog_energy_tensor(h, c);
   for (int i = 0; i < VOX_STRAINS; i++)
     for (int j = 0; j < VOX_STRAINS; j++)

@@ -56,6 +56,10 @@ typedef struct vox_homog {
    * hydrostatic field where it is kept, else the sum of C_ij over i, j < 3
    * (NaN where those are not all solved) */
   double hydrostatic;
+  /* vox_homog_prepare's: sum_e m_e^2 of the moduli (the loads' scale) and
+   * whether it ran since the last vox_homog_solve */
+  double moduli_squared;
+  int prepared;
   double volume;             /* of the cell */
   double e_solid;            /* the material's E */
   int dot_form;              /* C^H in the dot-product form (first order in the fields'
@@ -109,10 +113,18 @@ int vox_homog_fields_for(const vox_solver_options *solver);
  * h->uh[i]. */
 vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u);
 void vox_homog_destroy(vox_homog *h);
+/* What the solves take from the fem's current moduli (after
+ * vox_fem_update): their scale, and the cell solver's hierarchy (its
+ * backend memory held again where phased). vox_homog_solve does it first
+ * unless the caller has: a phased caller, so that it may free the fem's
+ * moduli while the cell solver runs (vox_homog_solve with c NULL, and
+ * vox_homog_energy_tensor once the moduli are back). */
+vox_status vox_homog_prepare(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the loads and the
  * solves (warm-started) of h->strains, and C^H (energy form unless
  * h->dot_form, which needs double fields; `ones`, 1 per element, serves the
- * dot-product form; NULL will do for the energy form): the entries C_ij
+ * dot-product form; NULL will do for the energy form; c NULL: no C^H, the
+ * fem's moduli not read after vox_homog_prepare): the entries C_ij
  * with both i and j solved, NaN in the others. cg_iterations sums the
  * solves; failed gets the first solve that did not converge (reason > 0 if
  * none). */

@@ -35,11 +35,10 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const int fields = periodic && optimizing ? vox_homog_fields_for(solver) : VOX_HOMOG_DOUBLE;
   const double cell_solver = fields >= VOX_HOMOG_CELL_SOLVER ? vox_cell_solver_bytes(be, grid) : 0;
   /* phased (VOX_CELL_SOLVER_PHASED): the cell solver takes turns with the
-   * optimizer's per-element vectors, the fem's solid E and the filter,
-   * counted below */
+   * optimizer's per-element vectors, the fem's moduli and solid E and the
+   * filter, counted below */
   const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
-  add(plan, phased ? "moduli per element (fem)" : "moduli and solid E per element (fem)",
-      (phased ? 1 : 2) * D * elements);
+  if (!phased) add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
   if (!phased) add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
   if (!cell_solver) {
     add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
@@ -48,7 +47,8 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
         forces * D * dofs);
   }
   add(plan, "prescribed values: lift, rhs, correction", (prescribed ? 3 : 0) * D * dofs);
-  add(plan, "fixed flags (per dof and per node)", dofs + dofs / dpn);
+  /* (none on the cell solver's lean fem: fem.h) */
+  if (!cell_solver) add(plan, "fixed flags (per dof and per node)", dofs + dofs / dpn);
   /* vox_homogenize's fields and its vector of ones (the optimizer keeps
    * none: the energy form of C^H does not sum the moduli) */
   if (periodic && !optimizing) add(plan, "cell fields (double)", n_cases * D * dofs);
@@ -91,20 +91,24 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
   const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
   if (phased) {
-    /* by turns: the solves hold the cell solver, the update the per-element
-     * vectors, the solid E and the filter. A lone field stays on the
-     * backend; several wait in host memory (homogenize.h): one on the
-     * backend with its solve (two while C^H is summed: less than the
-     * solver), all for the gradient. The final evaluation's six so, with 3
-     * vectors and the solid E, no filter. */
+    /* by turns (optimizer.c, cell_evaluate): the solves hold the cell
+     * solver, one field and, until the solver has its copy, the moduli; C^H
+     * the per-element vectors (a bound: the design mask's are parked), the
+     * solid E, the moduli and one field or, parked, two; the gradient the
+     * vectors, the solid E and every field; the update the vectors, the
+     * filter and a lone field. A lone field stays on the backend; several
+     * wait in host memory (homogenize.h). The final evaluation's six so,
+     * after final_room: x_phys, dc, the design mask, the solid E and the
+     * moduli, no filter. */
+    const double E = D * elements, solves = cell_solver + field + E;
     const int parked = n_cases > 1;
     const double loop =
-        (parked ? 0 : field) + fmax(cell_solver + (parked ? field : 0),
-                                    state + D * elements + filter + (parked ? n_cases * field : 0));
-    const double final = fmax(cell_solver + field, 4 * D * elements);
+        fmax(fmax(solves, state + 2 * E + (parked ? 2 : 1) * field),
+             fmax(state + E + n_cases * field, state + filter + (parked ? 0 : field)));
+    const double final = fmax(solves, fmax(5 * E, 4 * E + 2 * field));
     add(plan,
-        "by turns: the cell solver, the optimizer's vectors per element and filter, the "
-        "fields (half) they need",
+        "by turns: the cell solver, the optimizer's vectors per element and filter, the fem's "
+        "moduli and solid E, the fields (half) they need",
         fmax(loop, final));
   } else {
     const double loop = state + n_cases * field + work + filter;

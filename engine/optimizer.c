@@ -196,9 +196,10 @@ typedef struct opt_state {
   const vox_vec *dv, *passive;
   int all_design;
   /* a phased cell solve (VOX_CELL_SOLVER_PHASED): the per-element vectors
-   * wait in host memory while it runs (one buffer each, kept), and the
-   * filter is made again after it */
+   * wait in host memory while it runs (one buffer each, kept; valid: it
+   * holds the vector's values), and the filter is made again after it */
   double *parked[VOX_PARKED];
+  int parked_valid[VOX_PARKED];
   int filter_parked;
   int n_cases;
   double n_design;
@@ -211,7 +212,7 @@ static void state_free(vox_backend *be, opt_state *s) {
                   &s->energy, &s->design,     &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  for (int i = 0; i < VOX_PARKED; i++) free(s->parked[i]);
+  for (int i = 0; i < VOX_PARKED; i++) be->ops->host_free(be, s->parked[i]);
   vox_objective_destroy(s->objective);
   if (s->filter) be->ops->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
@@ -308,48 +309,117 @@ static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt,
       be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter);
 }
 
-/* The per-element vectors a phased cell solve parks, in a fixed order: the
- * optimizer's and the fem's solid E (read by the SIMP kernels only, before
- * the solves and after them). */
-static void parked_vectors(opt_state *s, vox_vec *v[VOX_PARKED]) {
-  vox_vec *all[VOX_PARKED] = {&s->x,      &s->own_x_phys, &s->dc,          &s->own_dv,
-                              &s->energy, &s->design,     &s->own_passive, &s->fem->e_solid};
-  memcpy(v, all, sizeof all);
+/* The per-element vectors a phased cell solve parks (the optimizer's and
+ * the fem's solid E), in a fixed order, and what their values are to it:
+ * the design variables and the physical density change each iteration
+ * (downloaded each time); the design mask, dV/dx, the passive values and
+ * the solid E never do (downloaded once); the sensitivities and the element
+ * energies are spent (the gradient makes them again after the solves):
+ * freed without a copy. */
+enum { PARK_LIVE, PARK_CONSTANT, PARK_SPENT };
+enum {
+  PARKED_X,
+  PARKED_X_PHYS,
+  PARKED_DC,
+  PARKED_DV,
+  PARKED_ENERGY,
+  PARKED_DESIGN,
+  PARKED_PASSIVE,
+  PARKED_E_SOLID
+};
+static const int park_kind[VOX_PARKED] = {
+    [PARKED_X] = PARK_LIVE,        [PARKED_X_PHYS] = PARK_LIVE,
+    [PARKED_DC] = PARK_SPENT,      [PARKED_DV] = PARK_CONSTANT,
+    [PARKED_ENERGY] = PARK_SPENT,  [PARKED_DESIGN] = PARK_CONSTANT,
+    [PARKED_PASSIVE] = PARK_CONSTANT, [PARKED_E_SOLID] = PARK_CONSTANT};
+
+static vox_vec *parked_vector(opt_state *s, int i) {
+  vox_vec *all[VOX_PARKED] = {[PARKED_X] = &s->x,           [PARKED_X_PHYS] = &s->own_x_phys,
+                              [PARKED_DC] = &s->dc,         [PARKED_DV] = &s->own_dv,
+                              [PARKED_ENERGY] = &s->energy, [PARKED_DESIGN] = &s->design,
+                              [PARKED_PASSIVE] = &s->own_passive,
+                              [PARKED_E_SOLID] = &s->fem->e_solid};
+  return all[i];
 }
 
-/* The per-element vectors (those that exist) into host memory and off the
- * backend, and the filter off it, for a phased cell solve. */
-static vox_status park(vox_backend *be, opt_state *s) {
-  vox_vec *v[VOX_PARKED];
-  parked_vectors(s, v);
-  for (int i = 0; i < VOX_PARKED; i++) {
-    if (!v[i]->data) continue;
-    if (!s->parked[i] && !(s->parked[i] = malloc(v[i]->n * sizeof *s->parked[i])))
-      return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the optimizer's parked state)");
-    TRY(be->ops->vec_download(be, v[i], s->parked[i]));
-    const size_t n = v[i]->n;
-    be->ops->vec_destroy(be, v[i]);
-    v[i]->n = n; /* remembered: the sign of a parked vector (data NULL, n > 0) */
+/* Vector i (where it exists) into host memory as its kind says, and off the
+ * backend. */
+static vox_status park_one(vox_backend *be, opt_state *s, int i) {
+  vox_vec *v = parked_vector(s, i);
+  if (!v->data) return VOX_OK;
+  const size_t n = v->n;
+  if (park_kind[i] != PARK_SPENT && !(park_kind[i] == PARK_CONSTANT && s->parked_valid[i])) {
+    if (!s->parked[i])
+      TRY(be->ops->host_alloc(be, n * sizeof *s->parked[i], (void **)&s->parked[i]));
+    TRY(be->ops->vec_download(be, v, s->parked[i]));
+    s->parked_valid[i] = 1;
   }
-  if (s->filter) be->ops->filter_destroy(be, s->filter);
-  s->filter_parked = s->filter != NULL;
-  s->filter = NULL;
+  be->ops->vec_destroy(be, v);
+  v->n = n; /* remembered: the sign of a parked vector (data NULL, n > 0) */
   return VOX_OK;
 }
 
-/* Back after the solve. */
-static vox_status unpark(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
-  vox_vec *v[VOX_PARKED];
-  parked_vectors(s, v);
-  for (int i = 0; i < VOX_PARKED; i++) {
-    if (v[i]->data || !v[i]->n) continue;
-    const size_t n = v[i]->n;
-    TRY(be->ops->vec_create(be, n, v[i]));
-    TRY(be->ops->vec_upload(be, v[i], s->parked[i]));
-  }
+/* Vector i back on the backend where it is parked (a spent one with
+ * whatever its new memory holds). */
+static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
+  vox_vec *v = parked_vector(s, i);
+  if (v->data || !v->n) return VOX_OK;
+  TRY(be->ops->vec_create(be, v->n, v));
+  return park_kind[i] == PARK_SPENT ? VOX_OK : be->ops->vec_upload(be, v, s->parked[i]);
+}
+
+/* Every per-element vector off the backend, for the solves. */
+static vox_status park(vox_backend *be, opt_state *s) {
+  for (int i = 0; i < VOX_PARKED; i++) TRY(park_one(be, s, i));
+  return VOX_OK;
+}
+
+/* The filter off the backend (made again by unpark_rest). */
+static void filter_park(vox_backend *be, opt_state *s) {
+  if (!s->filter) return;
+  be->ops->filter_destroy(be, s->filter);
+  s->filter = NULL;
+  s->filter_parked = 1;
+}
+
+/* After the solves, in the order the steps need them: the density and the
+ * solid E (the moduli, C^H), the spent ones (the gradient); the rest and
+ * the filter once the gradient is made (the solid E parked again: the
+ * filter and the update do not read it). */
+static vox_status unpark_for_gradient(vox_backend *be, opt_state *s) {
+  const int need[] = {PARKED_X, PARKED_X_PHYS, PARKED_E_SOLID, PARKED_DC, PARKED_ENERGY};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) TRY(unpark_one(be, s, need[i]));
+  return VOX_OK;
+}
+
+static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
+  TRY(park_one(be, s, PARKED_E_SOLID));
+  for (int i = 0; i < VOX_PARKED; i++)
+    if (i != PARKED_E_SOLID) TRY(unpark_one(be, s, i));
   if (s->filter_parked) TRY(make_filter(be, opt, s));
   s->filter_parked = 0;
   return VOX_OK;
+}
+
+/* The fem's moduli off the backend while a phased cell solve runs (the cell
+ * solver has its own copy, and they are the density's: remade after). */
+static void moduli_drop(vox_backend *be, vox_fem *fem) {
+  const size_t n = fem->moduli.n;
+  be->ops->vec_destroy(be, &fem->moduli);
+  fem->moduli.n = n;
+}
+
+/* The fem's moduli of the physical density at penalty p (made again where
+ * dropped: the operator reads them through its own pointer). */
+static vox_status moduli_make(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                              double p) {
+  vox_fem *fem = s->fem;
+  if (!fem->moduli.data) {
+    TRY(be->ops->vec_create(be, fem->moduli.n, &fem->moduli));
+    TRY(be->ops->op_set_moduli(be, fem->op, &fem->moduli));
+  }
+  TRY(be->ops->simp_moduli(be, s->x_phys, &fem->e_solid, p, opt->emin_ratio, &fem->moduli));
+  return vox_fem_update(fem);
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
@@ -547,20 +617,30 @@ static int cell_function(const vox_optimizer_options *opt, double e_material, co
 static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 int iteration, double p, int sensitivity, double *value,
                                 int *cg_iterations, vox_solve_result *failed) {
-  (void)sensitivity; /* the solved fields are all the gradient needs */
-  const vox_backend_ops *o = be->ops;
-  TRY(o->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
-  TRY(vox_fem_update(s->fem));
-  /* C^H in the energy form, which needs no vector of ones; a phased solve
-   * has the device to itself */
-  const int phased = s->homog->phased && s->homog->cell;
-  if (phased) TRY(park(be, s));
-  vox_status st = vox_homog_solve(s->homog, &opt->solver, NULL, s->tensor, cg_iterations, failed);
-  if (phased) {
-    const vox_status su = unpark(be, opt, s);
-    if (st == VOX_OK) st = su;
+  vox_homog *h = s->homog;
+  /* C^H in the energy form, which needs no vector of ones */
+  if (!h->phased || !h->cell) {
+    TRY(moduli_make(be, opt, s, p));
+    TRY(vox_homog_solve(h, &opt->solver, NULL, s->tensor, cg_iterations, failed));
+  } else {
+    /* A phased solve has the device to itself: the filter goes, the moduli
+     * are made (the solid E back for them), every per-element vector is
+     * parked, and the moduli go too once the cell solver has its copy.
+     * Then back what C^H and the gradient need (with the moduli again), or
+     * everything where no gradient follows. */
+    filter_park(be, s);
+    TRY(unpark_one(be, s, PARKED_E_SOLID));
+    TRY(moduli_make(be, opt, s, p));
+    TRY(park(be, s));
+    TRY(vox_homog_prepare(h));
+    moduli_drop(be, s->fem);
+    TRY(vox_homog_solve(h, &opt->solver, NULL, NULL, cg_iterations, failed));
+    TRY(unpark_for_gradient(be, s));
+    TRY(moduli_make(be, opt, s, p));
+    TRY(vox_homog_energy_tensor(h, s->tensor));
+    moduli_drop(be, s->fem);
+    if (!sensitivity) TRY(unpark_rest(be, opt, s));
   }
-  TRY(st);
   s->gradient_hydrostatic = 0;
   if (opt->cell_objective == VOX_CELL_CUSTOM && !opt->custom) {
     if (vox_expression_evaluate(be->ctx, opt->expression, s->tensor, iteration, value,
@@ -583,9 +663,9 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
 
 static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
                                 double p) {
-  (void)be;
-  return vox_homog_gradient(s->homog, s->gradient, s->gradient_hydrostatic, s->x_phys, p,
-                            opt->emin_ratio, &s->energy, &s->dc);
+  TRY(vox_homog_gradient(s->homog, s->gradient, s->gradient_hydrostatic, s->x_phys, p,
+                         opt->emin_ratio, &s->energy, &s->dc));
+  return s->homog->phased && s->homog->cell ? unpark_rest(be, opt, s) : VOX_OK;
 }
 
 static const objective_ops problem_objective = {problem_evaluate, problem_gradient};
@@ -876,6 +956,10 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     }
     previous = compliance;
   }
+  /* a phased loop stopped by a failed solve has some vectors parked (the
+   * solid E waits: only the moduli read it) */
+  for (int i = 0; st == VOX_OK && s.homog && i < VOX_PARKED; i++)
+    if (i != PARKED_E_SOLID) st = unpark_one(be, &s, i);
 
   /* The final design's own state, so that density, displacement and
    * objective in the file belong together. A cell reports the whole C^H:

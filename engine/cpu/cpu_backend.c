@@ -59,6 +59,16 @@ static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
   return VOX_OK;
 }
 
+static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
+  if ((*p = malloc(bytes ? bytes : 1))) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of host memory (%zu bytes)", bytes);
+}
+
+static void host_free(vox_backend *be, void *p) {
+  (void)be;
+  free(p);
+}
+
 static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
   (void)be;
   memcpy(h->data, host, h->n * sizeof *host);
@@ -309,6 +319,8 @@ static const vox_backend_ops cpu_ops = {
     .hvec_destroy = hvec_destroy,
     .hvec_store = hvec_store,
     .hvec_load = hvec_load,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
     .hvec_upload = hvec_upload,
     .hvec_download = hvec_download,
     .simp_moduli = vox_cpu_simp_moduli,

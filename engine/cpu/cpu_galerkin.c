@@ -173,6 +173,7 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
 }
 
 vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse) {
+  TRY(vox_cpu_op_check_fixed(be, fine, "a Galerkin product"));
   TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
   return galerkin_elements(be, fine, coarse);
 }

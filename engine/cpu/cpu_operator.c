@@ -17,13 +17,13 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
   op->nloc = 8 * op->dpn;
   op->n_dofs = (size_t)vox_grid_nodes(&desc->grid) * (size_t)op->dpn;
   op->ke = malloc((size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
-  op->fixed = malloc(op->n_dofs);
-  if (!op->ke || !op->fixed) {
+  op->fixed = desc->dof_fixed ? malloc(op->n_dofs) : NULL;
+  if (!op->ke || (desc->dof_fixed && !op->fixed)) {
     vox_cpu_op_destroy(be, op);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
   memcpy(op->ke, desc->ke, (size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
-  memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
+  if (op->fixed) memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
   if (desc->n_springs > 0) {
     op->spring_dof = malloc(desc->n_springs * sizeof *op->spring_dof);
     op->spring_k = malloc(desc->n_springs * sizeof *op->spring_k);
@@ -50,6 +50,14 @@ void vox_cpu_op_destroy(vox_backend *be, vox_operator *op) {
   free(op->spring_dof);
   free(op->spring_k);
   free(op);
+}
+
+/* VOX_ERR_INVALID_ARGUMENT for an operator made without fixed flags
+ * (backend_ops.h) asked for what reads them. */
+vox_status vox_cpu_op_check_fixed(vox_backend *be, const vox_operator *op, const char *what) {
+  if (op->fixed) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "operator: %s on an operator made without fixed flags", what);
 }
 
 vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_vec *moduli) {
@@ -129,6 +137,7 @@ HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double
 /* VOX_APPLY_SINGLE is ignored: the product is always computed in double. */
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
                             int flags) {
+  TRY(vox_cpu_op_check_fixed(be, op, "a product"));
   const int full = (flags & VOX_APPLY_FULL) != 0;
   const double *restrict x = xv->data;
   double *restrict y = yv->data;
@@ -161,6 +170,7 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
 }
 
 vox_status vox_cpu_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v) {
+  TRY(vox_cpu_op_check_fixed(be, op, "zeroing the fixed dofs"));
   double *restrict x = v->data;
   const uint8_t *restrict fixed = op->fixed;
   const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
@@ -171,6 +181,7 @@ vox_status vox_cpu_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v) 
 }
 
 vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
+  TRY(vox_cpu_op_check_fixed(be, op, "the diagonal"));
   double *restrict d = dv->data;
   const int dpn = op->dpn, nloc = op->nloc;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
@@ -232,6 +243,7 @@ vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vo
 
 vox_status vox_cpu_op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
                                   vox_vec *fv) {
+  TRY(vox_cpu_op_check_fixed(be, op, "a strain load"));
   const int dpn = op->dpn, nloc = op->nloc;
   double kchi[24];
   for (int r = 0; r < nloc; r++) {
