@@ -178,22 +178,24 @@ __global__ void prolong_kernel(vox_cell_dims coarse, const float *xc, vox_cell_d
   for (int q = 0; q < 3; q++) x[3 * n + q] += add[q];
 }
 
+/* One thread per stored block (t = 13..26) of a node. */
 __global__ void level2_kernel(vox_cell_dims d, const float *moduli, const double *h, float *stencil,
                               int64_t blocks) {
   const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= blocks) return;
   int i, j, k;
-  vox_cell_coords(d, q / 27, &i, &j, &k);
-  vox_cell_level2_block(d, moduli, h, i, j, k, (int)(q % 27), stencil + 9 * q);
+  vox_cell_coords(d, q / VOX_CELL_STORED, &i, &j, &k);
+  vox_cell_level2_block(d, moduli, h, i, j, k, 13 + (int)(q % VOX_CELL_STORED), stencil + 9 * q);
 }
 
+/* The same for a level >= 3, from the stencil of the level above. */
 __global__ void galerkin_kernel(vox_cell_dims fine, const float *sf, vox_cell_dims d, float *sc,
                                 int64_t blocks) {
   const int64_t q = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (q >= blocks) return;
   int i, j, k;
-  vox_cell_coords(d, q / 27, &i, &j, &k);
-  vox_cell_galerkin_block(fine, sf, i, j, k, (int)(q % 27), sc + 9 * q);
+  vox_cell_coords(d, q / VOX_CELL_STORED, &i, &j, &k);
+  vox_cell_galerkin_block(fine, sf, i, j, k, 13 + (int)(q % VOX_CELL_STORED), sc + 9 * q);
 }
 
 __global__ void moduli_kernel(size_t n, const double *m, float *out) {
@@ -315,16 +317,16 @@ vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *moduli) 
   moduli_kernel<<<vox_cuda_grid(moduli->n), VOX_CUDA_THREADS>>>(moduli->n, moduli->data, c->moduli);
   CUDA_LAUNCHED(be, "the cell solver's moduli");
   const cell_level &l2 = c->level[2];
-  level2_kernel<<<blocks_for(27 * l2.nodes), 128>>>(l2.dims, c->moduli, c->h, l2.stencil,
-                                                    27 * l2.nodes);
+  const int64_t blocks = VOX_CELL_STORED * l2.nodes;
+  level2_kernel<<<blocks_for(blocks), 128>>>(l2.dims, c->moduli, c->h, l2.stencil, blocks);
   CUDA_LAUNCHED(be, "the cell solver's level-2 stencil");
   return VOX_OK;
 }
 
 vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
   const cell_level &f = c->level[level - 1], &lv = c->level[level];
-  galerkin_kernel<<<blocks_for(27 * lv.nodes), 128>>>(f.dims, f.stencil, lv.dims, lv.stencil,
-                                                      27 * lv.nodes);
+  const int64_t blocks = VOX_CELL_STORED * lv.nodes;
+  galerkin_kernel<<<blocks_for(blocks), 128>>>(f.dims, f.stencil, lv.dims, lv.stencil, blocks);
   CUDA_LAUNCHED(be, "the cell solver's Galerkin product");
   return VOX_OK;
 }

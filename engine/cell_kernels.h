@@ -10,7 +10,10 @@
  * matrix-free with one modulus per element; level 1 is matrix-free too, its
  * element matrices the Galerkin sums m_c G_c over the 8 fine children c
  * (G_c = Q_c' Ke Q_c, galerkin_element.h's sub-positions c = x + 2 y + 4 z); levels 2 and coarser
- * keep 27 blocks of 3 x 3 per node (backend_ops.h's stencil order). */
+ * are stencils of 27 blocks of 3 x 3 per node (backend_ops.h's stencil order), symmetric: block t
+ * of node n is the transpose of block 26 - t of n's neighbour at offset t. So a node keeps its
+ * centre block t = 13 and the forward ones t = 14..26, block t in slot t - 13
+ * (vox_cell_stencil_block reads the backward ones from the neighbours). */
 #ifndef VOXFE_CELL_KERNELS_H
 #define VOXFE_CELL_KERNELS_H
 
@@ -22,7 +25,10 @@ typedef struct vox_cell_dims {
   int nx, ny, nz;
 } vox_cell_dims;
 
-enum { VOX_CELL_BLOCK = 27 * 9 }; /* floats of a stencil node */
+enum {
+  VOX_CELL_STORED = 14,                /* blocks kept per stencil node: t = 13..26 */
+  VOX_CELL_BLOCK = VOX_CELL_STORED * 9 /* floats of a stencil node */
+};
 
 /* a + an offset of at most 2 wrapped into [0, n) (n >= 2) */
 VOX_HOST_DEVICE static inline int vox_cell_wrap(int a, int n) {
@@ -149,6 +155,24 @@ VOX_HOST_DEVICE static inline void vox_cell_coarse1_row(vox_cell_dims d, const f
   }
 }
 
+/* Block t (row-major 3 x 3) of node (i, j, k) of a stencil level of dims
+ * d: stored for t >= 13, else the transpose of the neighbour's block
+ * 26 - t (the stencil is symmetric). i, j, k may lie up to 1 outside the
+ * level (wrapped). */
+VOX_HOST_DEVICE static inline void vox_cell_stencil_block(vox_cell_dims d, const float *stencil,
+                                                          int i, int j, int k, int t,
+                                                          float out[9]) {
+  if (t >= 13) {
+    const float *s = stencil + VOX_CELL_BLOCK * vox_cell_node(d, i, j, k) + 9 * (t - 13);
+    for (int r = 0; r < 9; r++) out[r] = s[r];
+  } else {
+    const int64_t n = vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
+    const float *s = stencil + VOX_CELL_BLOCK * n + 9 * (13 - t); /* slot (26 - t) - 13 */
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 3; c++) out[3 * r + c] = s[3 * c + r];
+  }
+}
+
 /* A stencil level at node (i, j, k): ax and diag from its 27 blocks, the
  * neighbours' values relative to the node's (as vox_cell_rows: a Galerkin
  * stencil annihilates translations too). */
@@ -156,14 +180,16 @@ VOX_HOST_DEVICE static inline void vox_cell_stencil_row(vox_cell_dims d, const f
                                                         const float *x, int i, int j, int k,
                                                         float ax[3], float diag[9]) {
   const int64_t self = vox_cell_node(d, i, j, k);
-  const float *s = stencil + VOX_CELL_BLOCK * self;
   for (int r = 0; r < 3; r++) ax[r] = 0;
   for (int t = 0; t < 27; t++) {
     const int64_t n = vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
+    float s[9];
+    vox_cell_stencil_block(d, stencil, i, j, k, t, s);
     for (int r = 0; r < 3; r++)
-      for (int c = 0; c < 3; c++) ax[r] += s[9 * t + 3 * r + c] * (x[3 * n + c] - x[3 * self + c]);
+      for (int c = 0; c < 3; c++) ax[r] += s[3 * r + c] * (x[3 * n + c] - x[3 * self + c]);
   }
-  for (int r = 0; r < 9; r++) diag[r] = s[9 * 13 + r];
+  const float *s = stencil + VOX_CELL_BLOCK * self; /* slot 0: the centre block */
+  for (int r = 0; r < 9; r++) diag[r] = s[r];
 }
 
 /* The Gauss-Seidel step of one node: x_n += diag^-1 (b_n - ax), the 3 x 3
@@ -215,11 +241,22 @@ VOX_HOST_DEVICE static inline void vox_cell_prolong_at(vox_cell_dims coarse, con
   }
 }
 
-/* Block t of node (i, j, k) of level 2 (dims d), the Galerkin product over
- * the fine level's elements (4 per axis in each level-2 element): the sum
- * over the element pairs of corners (a, b) with corner b - corner a = the
- * offset of t, and over the 64 fine elements f, of m_f h_f[3a+r][3b+c]
- * (h: 64 matrices Q_f' Ke Q_f, f = fx + 4 fy + 16 fz). */
+/* The centre block made exactly symmetric (its sums of (r, c) and (c, r)
+ * round differently), in double before it is rounded: with the backward
+ * blocks the transposes of the forward ones, the stencil is then an
+ * exactly symmetric operator. */
+VOX_HOST_DEVICE static inline void vox_cell_symmetric_centre(double acc[9]) {
+  for (int r = 0; r < 3; r++)
+    for (int c = r + 1; c < 3; c++)
+      acc[3 * r + c] = acc[3 * c + r] = 0.5 * (acc[3 * r + c] + acc[3 * c + r]);
+}
+
+/* Block t (13..26, the stored ones) of node (i, j, k) of level 2 (dims d),
+ * the Galerkin product over the fine level's elements (4 per axis in each
+ * level-2 element): the sum over the element pairs of corners (a, b) with
+ * corner b - corner a = the offset of t, and over the 64 fine elements f,
+ * of m_f h_f[3a+r][3b+c] (h: 64 matrices Q_f' Ke Q_f, f = fx + 4 fy + 16
+ * fz). */
 VOX_HOST_DEVICE static inline void vox_cell_level2_block(vox_cell_dims d, const float *moduli,
                                                          const double *h, int i, int j, int k,
                                                          int t, float out[9]) {
@@ -245,13 +282,14 @@ VOX_HOST_DEVICE static inline void vox_cell_level2_block(vox_cell_dims d, const 
         for (int c = 0; c < 3; c++) acc[3 * r + c] += m * hf[(3 * a + r) * 24 + 3 * b + c];
     }
   }
+  if (t == 13) vox_cell_symmetric_centre(acc);
   for (int r = 0; r < 9; r++) out[r] = (float)acc[r];
 }
 
-/* Block t of coarse node (i, j, k): the Galerkin product R A P of the fine
- * stencil (dims fine) over the fine pairs (p, q = p + s) that p's and q's
- * interpolations from coarse nodes (i, j, k) and (i, j, k) + offset t
- * connect. */
+/* Block t (13..26, the stored ones) of coarse node (i, j, k): the Galerkin
+ * product R A P of the fine stencil (dims fine) over the fine pairs (p, q =
+ * p + s) that p's and q's interpolations from coarse nodes (i, j, k) and
+ * (i, j, k) + offset t connect. */
 VOX_HOST_DEVICE static inline void vox_cell_galerkin_block(vox_cell_dims fine, const float *sf,
                                                            int i, int j, int k, int t,
                                                            float out[9]) {
@@ -260,8 +298,6 @@ VOX_HOST_DEVICE static inline void vox_cell_galerkin_block(vox_cell_dims fine, c
   for (int p = 0; p < 27; p++) {
     const int dp[3] = {p % 3 - 1, (p / 3) % 3 - 1, p / 9 - 1};
     const double wp = (dp[0] ? 0.5 : 1.0) * (dp[1] ? 0.5 : 1.0) * (dp[2] ? 0.5 : 1.0);
-    const float *s =
-        sf + VOX_CELL_BLOCK * vox_cell_node(fine, 2 * i + dp[0], 2 * j + dp[1], 2 * k + dp[2]);
     for (int u = 0; u < 27; u++) {
       const int du[3] = {u % 3 - 1, (u / 3) % 3 - 1, u / 9 - 1};
       double wq = wp;
@@ -270,9 +306,12 @@ VOX_HOST_DEVICE static inline void vox_cell_galerkin_block(vox_cell_dims fine, c
         wq *= e == 0 ? 1.0 : (e == 1 || e == -1) ? 0.5 : 0.0;
       }
       if (wq == 0) continue;
-      for (int r = 0; r < 9; r++) acc[r] += wq * s[9 * u + r];
+      float s[9];
+      vox_cell_stencil_block(fine, sf, 2 * i + dp[0], 2 * j + dp[1], 2 * k + dp[2], u, s);
+      for (int r = 0; r < 9; r++) acc[r] += wq * s[r];
     }
   }
+  if (t == 13) vox_cell_symmetric_centre(acc);
   for (int r = 0; r < 9; r++) out[r] = (float)acc[r];
 }
 

@@ -29,9 +29,11 @@ typedef struct vox_cell_ops {
   /* The fine moduli (one per element, element order = node order), kept in
    * float; then the stencil of level 2 from them. */
   vox_status (*set_moduli)(vox_backend *be, vox_cell *c, const vox_vec *moduli);
-  /* The stencil of level l >= 3 from that of level l - 1 (Galerkin). */
+  /* The stencil of level l >= 3 from that of level l - 1 (Galerkin). Both
+   * compute the stored blocks only. */
   vox_status (*galerkin)(vox_backend *be, vox_cell *c, int level);
-  /* Host copies: the stencil of a level (VOX_CELL_BLOCK floats per node);
+  /* Host copies: the stencil of a level (VOX_CELL_BLOCK floats per node,
+   * the blocks t = 13..26: vox_cell_stencil_block reads the others);
    * the coarsest level's pseudo-inverse in, 3 nodes x 3 nodes doubles,
    * row-major (kept in double: at SIMP's contrasts its entries span the
    * contrast, beyond float's seven digits). */

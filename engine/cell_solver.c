@@ -147,8 +147,10 @@ static int invert_spd(double *a, size_t n) {
   return 0;
 }
 
-/* The coarsest level's matrix from its stencil into a (n x n), symmetrised,
- * plus shift on the diagonal; its mean diagonal entry returned. */
+/* The coarsest level's matrix from its stencil into a (n x n), symmetrised
+ * (the stencil is symmetric, but where an axis has 2 nodes several blocks
+ * add into one entry, in another order in its mirror), plus shift on the
+ * diagonal; its mean diagonal entry returned. */
 static double coarsest_matrix(const vox_cell_solver *cs, double shift, double *a) {
   const vox_cell_dims d = cs->desc.dims[cs->desc.n_levels - 1];
   const size_t nc = (size_t)nodes_of(d), n = 3 * nc;
@@ -158,10 +160,10 @@ static double coarsest_matrix(const vox_cell_solver *cs, double shift, double *a
     vox_cell_coords(d, (int64_t)node, &i, &j, &k);
     for (int t = 0; t < 27; t++) {
       const size_t nb = (size_t)vox_cell_node(d, i + t % 3 - 1, j + (t / 3) % 3 - 1, k + t / 9 - 1);
+      float s[9];
+      vox_cell_stencil_block(d, cs->stencil, i, j, k, t, s);
       for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 3; c++)
-          a[(3 * node + r) * n + 3 * nb + c] +=
-              cs->stencil[VOX_CELL_BLOCK * node + 9 * t + 3 * r + c];
+        for (int c = 0; c < 3; c++) a[(3 * node + r) * n + 3 * nb + c] += s[3 * r + c];
     }
   }
   double diag = 0;

@@ -82,11 +82,11 @@ static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *m
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t e = 0; e < ne; e++) c->moduli[e] = (float)m[e];
   const cell_level *l2 = &c->level[2];
-  const int64_t blocks = 27 * l2->nodes;
+  const int64_t blocks = VOX_CELL_STORED * l2->nodes; /* the stored blocks t = 13..26 */
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t q = 0; q < blocks; q++) {
-    const int64_t n = q / 27;
-    const int t = (int)(q % 27);
+    const int64_t n = q / VOX_CELL_STORED;
+    const int t = 13 + (int)(q % VOX_CELL_STORED);
     int i, j, k;
     vox_cell_coords(l2->dims, n, &i, &j, &k);
     vox_cell_level2_block(l2->dims, c->moduli, c->h, i, j, k, t, l2->stencil + 9 * q);
@@ -96,11 +96,11 @@ static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *m
 
 static vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
   const cell_level *fine = &c->level[level - 1], *lv = &c->level[level];
-  const int64_t blocks = 27 * lv->nodes;
+  const int64_t blocks = VOX_CELL_STORED * lv->nodes; /* the stored blocks t = 13..26 */
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t q = 0; q < blocks; q++) {
-    const int64_t n = q / 27;
-    const int t = (int)(q % 27);
+    const int64_t n = q / VOX_CELL_STORED;
+    const int t = 13 + (int)(q % VOX_CELL_STORED);
     int i, j, k;
     vox_cell_coords(lv->dims, n, &i, &j, &k);
     vox_cell_galerkin_block(fine->dims, fine->stencil, i, j, k, t, lv->stencil + 9 * q);

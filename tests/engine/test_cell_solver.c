@@ -2,7 +2,9 @@
  * its hierarchy is Galerkin (A_{l+1} = R A_l P level by level, checked
  * against cell_kernels.h's host functions, so the backend's level-2
  * assembly and its Galerkin products are checked independently of each
- * other); the coarsest pseudo-inverse inverts the coarsest level on the
+ * other); the stencils, stored as half their blocks, are P' K P in double
+ * to float rounding and exactly symmetric at SIMP's contrasts; the
+ * coarsest pseudo-inverse inverts the coarsest level on the
  * complement of the translations; homogenization through it matches the
  * double-precision CG/multigrid reference; and a uniform cell, which has
  * no load, is solved at once. */
@@ -63,8 +65,11 @@ static void apply(const host_levels *hl, int l, const float *x, float *ax) {
 }
 
 /* A 32^3 cell solver (4 levels: 32, 16, 8, 4) after an update with random
- * moduli in [1e-3, 1]; *hl gets the host side of its hierarchy. */
-static vox_cell_solver *make_solver(vox_context *ctx, vox_backend *be, host_levels *hl) {
+ * moduli in [1e-3, 1], or with `simp` SIMP's of random densities (p = 3,
+ * void: 1e-9) in the layers z < 2 and z >= 26, 40 % of them void, and void
+ * in between (where nodes of levels 2 and 3 see only void); *hl gets the
+ * host side of its hierarchy. */
+static vox_cell_solver *make_solver(vox_context *ctx, vox_backend *be, host_levels *hl, int simp) {
   const int n = 32;
   const vox_grid grid = {
       .nx = n, .ny = n, .nz = n, .voxel_size = {1.0 / n, 1.0 / n, 1.0 / n}, .periodic = 1};
@@ -83,7 +88,9 @@ static vox_cell_solver *make_solver(vox_context *ctx, vox_backend *be, host_leve
   hl->moduli = malloc(ne * sizeof *hl->moduli);
   uint64_t seed = 17;
   for (size_t e = 0; e < ne; e++) {
-    m[e] = 1e-3 + (1 - 1e-3) * uniform(&seed);
+    const double r = uniform(&seed);
+    const int k = (int)(e / ((size_t)n * n)), solid = k < 2 || k >= 26;
+    m[e] = simp ? 1e-9 + (1 - 1e-9) * (r < 0.4 || !solid ? 0 : r * r * r) : 1e-3 + (1 - 1e-3) * r;
     hl->moduli[e] = (float)m[e];
   }
   vox_vec moduli;
@@ -111,7 +118,7 @@ static void free_levels(host_levels *hl) {
 /* A_{l+1} x = R (A_l (P x)) for random x on every pair of levels. */
 static void test_galerkin(vox_context *ctx, vox_backend *be) {
   host_levels hl;
-  vox_cell_solver *cs = make_solver(ctx, be, &hl);
+  vox_cell_solver *cs = make_solver(ctx, be, &hl, 0);
   if (!cs) return;
   uint64_t seed = 23;
   for (int l = 0; l + 1 < hl.n_levels; l++) {
@@ -149,13 +156,139 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   vox_cell_solver_destroy(cs);
 }
 
+/* The hat function of the trilinear interpolation of coarsening s at a
+ * fine offset x from the coarse node. */
+static double hat(int x, int s) {
+  x = abs(x);
+  return x < s ? 1 - (double)x / s : 0;
+}
+
+/* Node (i, j, k) of dims d, wrapped by any offset. */
+static int64_t node_wrapped(vox_cell_dims d, int i, int j, int k) {
+  i = (i % d.nx + d.nx) % d.nx, j = (j % d.ny + d.ny) % d.ny, k = (k % d.nz + d.nz) % d.nz;
+  return ((int64_t)k * d.ny + j) * d.nx + i;
+}
+
+/* Level l's 27 blocks per node in double, independently of the backend's
+ * Galerkin arithmetic: ref + 9 (27 n + t) = block t of node n of P' K P,
+ * P the trilinear interpolation of coarsening s = 2^l (the levels'
+ * interpolations composed), K the fine operator of hl's moduli and Ke
+ * (double). Column (J, c) by probing: K P e_(J, c) over the elements that
+ * touch the support of J's hat (fine offsets -s..s), then P' of it at the
+ * nodes I = J - offset t. */
+static void reference_blocks(const host_levels *hl, const double *ke, int l, double *ref) {
+  const vox_cell_dims fine = hl->dims[0], d = hl->dims[l];
+  const int s = 1 << l, w = 2 * s + 1;
+  double *y = malloc(3 * (size_t)w * w * w * sizeof *y);
+  for (int64_t J = 0; J < nodes_of(d); J++) {
+    int ji, jj, jk;
+    vox_cell_coords(d, J, &ji, &jj, &jk);
+    for (int c = 0; c < 3; c++) {
+      memset(y, 0, 3 * (size_t)w * w * w * sizeof *y);
+      for (int ez = -s; ez < s; ez++)
+        for (int ey = -s; ey < s; ey++)
+          for (int ex = -s; ex < s; ex++) {
+            double wb[8];
+            int any = 0;
+            for (int b = 0; b < 8; b++) {
+              wb[b] = hat(ex + vox_hex8_corner[b][0], s) * hat(ey + vox_hex8_corner[b][1], s) *
+                      hat(ez + vox_hex8_corner[b][2], s);
+              any = any || wb[b] != 0;
+            }
+            if (!any) continue;
+            const double m = hl->moduli[node_wrapped(fine, s * ji + ex, s * jj + ey, s * jk + ez)];
+            for (int a = 0; a < 8; a++) {
+              const int *ca = vox_hex8_corner[a];
+              const size_t ya =
+                  ((size_t)(ez + ca[2] + s) * w + ey + ca[1] + s) * w + ex + ca[0] + s;
+              for (int r = 0; r < 3; r++) {
+                double sum = 0;
+                for (int b = 0; b < 8; b++) sum += ke[(3 * a + r) * 24 + 3 * b + c] * wb[b];
+                y[3 * ya + r] += m * sum;
+              }
+            }
+          }
+      for (int t = 0; t < 27; t++) {
+        const int o[3] = {t % 3 - 1, (t / 3) % 3 - 1, t / 9 - 1};
+        const int64_t I = vox_cell_node(d, ji - o[0], jj - o[1], jk - o[2]);
+        double acc[3] = {0, 0, 0};
+        for (int z = -s; z <= s; z++)
+          for (int yy = -s; yy <= s; yy++)
+            for (int x = -s; x <= s; x++) {
+              const double wi = hat(x + o[0] * s, s) * hat(yy + o[1] * s, s) * hat(z + o[2] * s, s);
+              const size_t q = ((size_t)(z + s) * w + yy + s) * w + x + s;
+              for (int r = 0; r < 3; r++) acc[r] += wi * y[3 * q + r];
+            }
+        for (int r = 0; r < 3; r++) ref[9 * (27 * I + t) + 3 * r + c] = acc[r];
+      }
+    }
+  }
+  free(y);
+}
+
+/* The stored stencils (levels 2 and 3: the fine moduli's assembly and a
+ * Galerkin product) of a SIMP-contrast cell, read block by block through
+ * vox_cell_stencil_block, backward blocks too, against the double
+ * reference P' K P (errors relative to sqrt(|A_nn| |A_mm|), the scale of
+ * block (n, m) of an SPD matrix); and the stencil exactly symmetric. */
+static void test_stencil(vox_context *ctx, vox_backend *be) {
+  host_levels hl;
+  vox_cell_solver *cs = make_solver(ctx, be, &hl, 1);
+  if (!cs) return;
+  double ke[576];
+  const double h[3] = {1.0 / hl.dims[0].nx, 1.0 / hl.dims[0].ny, 1.0 / hl.dims[0].nz};
+  CHECK(vox_hex8_elasticity(1.0, 0.3, h, ke) == 0);
+  for (int l = 2; l < hl.n_levels; l++) {
+    const vox_cell_dims d = hl.dims[l];
+    const int64_t nodes = nodes_of(d);
+    double *ref = malloc(27 * 9 * (size_t)nodes * sizeof *ref),
+           *centre = malloc(nodes * sizeof *centre);
+    reference_blocks(&hl, ke, l, ref);
+    for (int64_t n = 0; n < nodes; n++) {
+      centre[n] = 0;
+      for (int q = 0; q < 9; q++) centre[n] = fmax(centre[n], fabs(ref[9 * (27 * n + 13) + q]));
+    }
+    double err[2] = {0, 0}, cmin = INFINITY, cmax = 0; /* forward (t >= 13), backward */
+    int symmetric = 1;
+    for (int64_t n = 0; n < nodes; n++) {
+      int i, j, k;
+      vox_cell_coords(d, n, &i, &j, &k);
+      cmin = fmin(cmin, centre[n]), cmax = fmax(cmax, centre[n]);
+      for (int t = 0; t < 27; t++) {
+        const int o[3] = {t % 3 - 1, (t / 3) % 3 - 1, t / 9 - 1};
+        const int64_t nb = vox_cell_node(d, i + o[0], j + o[1], k + o[2]);
+        float blk[9], mirror[9];
+        vox_cell_stencil_block(d, hl.stencil[l], i, j, k, t, blk);
+        vox_cell_stencil_block(d, hl.stencil[l], i + o[0], j + o[1], k + o[2], 26 - t, mirror);
+        const double scale = sqrt(centre[n] * centre[nb]);
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++) {
+            const double e = fabs(blk[3 * r + c] - ref[9 * (27 * n + t) + 3 * r + c]) / scale;
+            err[t < 13] = fmax(err[t < 13], e);
+            symmetric = symmetric && blk[3 * r + c] == mirror[3 * c + r];
+          }
+      }
+    }
+    fprintf(stderr,
+            "stencil: level %d (%d^3, centre blocks %.1e..%.1e): max |block - P'KP| / "
+            "sqrt(|A_nn| |A_mm|) %.2e forward, %.2e backward%s\n",
+            l, d.nx, cmin, cmax, err[0], err[1], symmetric ? ", exactly symmetric" : "");
+    const double tol = 1e-6;
+    CHECK(err[0] <= tol && err[1] <= tol);
+    CHECK(symmetric);
+    free(ref), free(centre);
+  }
+  free_levels(&hl);
+  vox_cell_solver_destroy(cs);
+}
+
 /* The coarsest pseudo-inverse (the driver's host copy of what it uploads):
  * for b of zero mean per component, x = A+ b solves A x = b and has zero
  * mean per component itself (A+ maps into the complement of the
  * translations). */
 static void test_pinv(vox_context *ctx, vox_backend *be) {
   host_levels hl;
-  vox_cell_solver *cs = make_solver(ctx, be, &hl);
+  vox_cell_solver *cs = make_solver(ctx, be, &hl, 0);
   if (!cs) return;
   const int last = hl.n_levels - 1;
   const size_t n = 3 * (size_t)nodes_of(hl.dims[last]);
@@ -386,6 +519,7 @@ int main(int argc, char **argv) {
   vox_context_create(&ctx);
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   if (check_wanted(argc, argv, "galerkin")) test_galerkin(ctx, be);
+  if (check_wanted(argc, argv, "stencil")) test_stencil(ctx, be);
   if (check_wanted(argc, argv, "pinv")) test_pinv(ctx, be);
   if (check_wanted(argc, argv, "solve")) test_solve(ctx, be);
   if (check_wanted(argc, argv, "zero")) test_zero(ctx, be);
