@@ -15,7 +15,8 @@ namespace {
 struct cell_level {
   vox_cell_dims dims;
   int64_t nodes;
-  float *x, *b, *r, *stencil;
+  float *x, *b, *stencil;
+  int slab; /* restrict_residual's coarse planes a slab (all but the coarsest) */
 };
 
 } // namespace
@@ -23,6 +24,7 @@ struct cell_level {
 struct vox_cell {
   int n_levels;
   cell_level level[VOX_CELL_MAX_LEVELS];
+  float *slab;          /* restrict_residual's residual of a slab's fine planes */
   float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
   double *h;            /* 64 x 576 */
   float *moduli;
@@ -80,14 +82,17 @@ __global__ void smooth_kernel(level_view v, float *x, int colour, int64_t count)
   vox_cell_relax(b, ax, diag, x + 3 * vox_cell_node(v.dims, i, j, k));
 }
 
-__global__ void residual_kernel(level_view v, const float *x, float *r, int64_t nodes) {
-  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (n >= nodes) return;
-  int i, j, k;
-  vox_cell_coords(v.dims, n, &i, &j, &k);
+/* The residual of the fine planes z0 .. z0 + slab.nz - 1 (wrapped) of a
+ * level into r, the slab's nodes in order (restrict_residual). */
+__global__ void residual_kernel(level_view v, const float *x, vox_cell_dims slab, int z0, float *r,
+                                int64_t nodes) {
+  const int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (m >= nodes) return;
+  int i, j, p;
+  vox_cell_coords(slab, m, &i, &j, &p);
   float ax[3], diag[9], b[3];
-  row(v, x, i, j, k, ax, diag, b);
-  for (int q = 0; q < 3; q++) r[3 * n + q] = b[q] - ax[q];
+  row(v, x, i, j, vox_cell_wrap(z0 + p, v.dims.nz), ax, diag, b);
+  for (int q = 0; q < 3; q++) r[3 * m + q] = b[q] - ax[q];
 }
 
 /* CG on level 0 (cell_ops.h). With `load`, out = f - A in (the residual);
@@ -156,14 +161,17 @@ __global__ void load_norm_kernel(vox_cell_dims d, const float *moduli, const flo
   block_sum(ff, sum);
 }
 
-__global__ void restrict_kernel(vox_cell_dims fine, const float *r, vox_cell_dims d, float *b,
-                                float *x, int64_t nodes) {
-  const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  if (n >= nodes) return;
+/* The coarse nodes first .. first + count - 1 restricted from the slab r
+ * of fine planes from z0 on. */
+__global__ void restrict_kernel(vox_cell_dims fine, const float *r, int z0, vox_cell_dims d,
+                                float *b, float *x, int64_t first, int64_t count) {
+  const int64_t m = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (m >= count) return;
+  const int64_t n = first + m;
   int i, j, k;
   vox_cell_coords(d, n, &i, &j, &k);
   float out[3];
-  vox_cell_restrict_at(fine, r, i, j, k, out);
+  vox_cell_restrict_at(fine, r, z0, i, j, k, out);
   for (int q = 0; q < 3; q++) b[3 * n + q] = out[q], x[3 * n + q] = 0;
 }
 
@@ -251,9 +259,9 @@ void cell_destroy(vox_backend *be, vox_cell *c) {
   for (int l = 0; l < c->n_levels; l++) {
     vox_cuda_free(c->level[l].x);
     vox_cuda_free(c->level[l].b);
-    vox_cuda_free(c->level[l].r);
     vox_cuda_free(c->level[l].stencil);
   }
+  vox_cuda_free(c->slab);
   float *f[] = {c->ke, c->g, c->kchi, c->moduli, c->p};
   for (float *p : f) vox_cuda_free(p);
   vox_cuda_free(c->pinv);
@@ -273,14 +281,15 @@ vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *
     lv.dims = desc->dims[l];
     lv.nodes = nodes_of(lv.dims);
     const size_t n3 = 3 * (size_t)lv.nodes;
-    const int last = l == c->n_levels - 1;
+    lv.slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
     TRY(alloc_floats(be, &lv.x, n3, "the cell solver's iterate"));
     TRY(alloc_floats(be, &lv.b, n3, "the cell solver's right-hand side"));
-    if (!last) TRY(alloc_floats(be, &lv.r, n3, "the cell solver's residual"));
     if (l >= 2)
       TRY(alloc_floats(be, &lv.stencil, VOX_CELL_BLOCK * (size_t)lv.nodes,
                        "the cell solver's stencil"));
   }
+  TRY(alloc_floats(be, &c->slab, (size_t)vox_cell_slab_floats(desc),
+                   "the cell solver's residual slab"));
   const size_t nc = 3 * (size_t)c->level[c->n_levels - 1].nodes;
   TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
                      "the cell solver's coarsest inverse"));
@@ -384,13 +393,6 @@ vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backward) {
   return VOX_OK;
 }
 
-vox_status cell_residual(vox_backend *be, vox_cell *c, int level) {
-  const cell_level &lv = c->level[level];
-  residual_kernel<<<blocks_for(lv.nodes), 128>>>(view(c, level), lv.x, lv.r, lv.nodes);
-  CUDA_LAUNCHED(be, "the cell residual");
-  return VOX_OK;
-}
-
 vox_status cell_clear(vox_backend *be, vox_cell *c) {
   CUDA_TRY(be, cudaMemset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float)),
            "clearing the V-cycle's iterate");
@@ -449,10 +451,23 @@ vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_hvec *
   return read_sum(be, c, rr);
 }
 
+/* Slab by slab (cell_ops.h): a launch for the residual of the slab's fine
+ * planes into c->slab, one for the restriction of its coarse planes. */
 vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
   const cell_level &f = c->level[level], &lv = c->level[level + 1];
-  restrict_kernel<<<blocks_for(lv.nodes), 128>>>(f.dims, f.r, lv.dims, lv.b, lv.x, lv.nodes);
-  CUDA_LAUNCHED(be, "the cell restriction");
+  const level_view v = view(c, level);
+  const int64_t plane = (int64_t)lv.dims.nx * lv.dims.ny;
+  for (int k0 = 0; k0 < lv.dims.nz; k0 += f.slab) {
+    const int k1 = k0 + f.slab < lv.dims.nz ? k0 + f.slab : lv.dims.nz, z0 = 2 * k0 - 1;
+    const int planes = 2 * (k1 - k0) + 1 < f.dims.nz ? 2 * (k1 - k0) + 1 : f.dims.nz;
+    const vox_cell_dims slab = {f.dims.nx, f.dims.ny, planes};
+    const int64_t nodes = (int64_t)slab.nx * slab.ny * slab.nz, count = (k1 - k0) * plane;
+    residual_kernel<<<blocks_for(nodes), 128>>>(v, f.x, slab, z0, c->slab, nodes);
+    CUDA_LAUNCHED(be, "the cell residual");
+    restrict_kernel<<<blocks_for(count), 128>>>(f.dims, c->slab, z0, lv.dims, lv.b, lv.x,
+                                                k0 * plane, count);
+    CUDA_LAUNCHED(be, "the cell restriction");
+  }
   return VOX_OK;
 }
 
@@ -474,10 +489,9 @@ vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
 } // namespace
 
 extern "C" const vox_cell_ops vox_cuda_cell_ops = {
-    cell_create,           cell_destroy,         cell_set_moduli, cell_galerkin,
-    cell_stencil_download, cell_coarsest_upload, cell_set_load,   cell_zero_field,
-    cell_load_norm,        cell_cg_residual,
-    cell_cg_direction,     cell_cg_product,      cell_cg_update,  cell_smooth,
-    cell_residual,         cell_restrict,        cell_clear,      cell_prolong,
-    cell_coarsest_solve,
+    cell_create,           cell_destroy,         cell_set_moduli,   cell_galerkin,
+    cell_stencil_download, cell_coarsest_upload, cell_set_load,     cell_zero_field,
+    cell_load_norm,        cell_cg_residual,     cell_cg_direction, cell_cg_product,
+    cell_cg_update,        cell_smooth,          cell_restrict,     cell_clear,
+    cell_prolong,          cell_coarsest_solve,
 };

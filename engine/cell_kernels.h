@@ -214,14 +214,19 @@ VOX_HOST_DEVICE static inline void vox_cell_relax(const float b[3], const float 
 }
 
 /* Restriction (the transpose of trilinear interpolation) at coarse node
- * (i, j, k) from the fine level of dims fine. */
-VOX_HOST_DEVICE static inline void vox_cell_restrict_at(vox_cell_dims fine, const float *r, int i,
-                                                        int j, int k, float out[3]) {
+ * (i, j, k) from the fine level of dims fine, whose values r holds from
+ * plane z0 on: fine node (x, y, z) at r's node (x, y, z - z0), wrapped.
+ * z0 = 0: r is the whole level; z0 = 2 K0 - 1: r is restrict_residual's
+ * slab from coarse plane K0 (cell_ops.h), which holds the fine planes of
+ * the slab's coarse nodes (unwrapped, but where the slab is the whole
+ * level). */
+VOX_HOST_DEVICE static inline void vox_cell_restrict_at(vox_cell_dims fine, const float *r, int z0,
+                                                        int i, int j, int k, float out[3]) {
   for (int c = 0; c < 3; c++) out[c] = 0;
   for (int t = 0; t < 27; t++) {
     const int dx = t % 3 - 1, dy = (t / 3) % 3 - 1, dz = t / 9 - 1;
     const float w = (dx ? 0.5f : 1.0f) * (dy ? 0.5f : 1.0f) * (dz ? 0.5f : 1.0f);
-    const int64_t n = vox_cell_node(fine, 2 * i + dx, 2 * j + dy, 2 * k + dz);
+    const int64_t n = vox_cell_node(fine, 2 * i + dx, 2 * j + dy, 2 * k + dz - z0);
     for (int c = 0; c < 3; c++) out[c] += w * r[3 * n + c];
   }
 }

@@ -1,11 +1,11 @@
 /* The backend operations of the periodic cell solver (private): what
  * cell_solver.c is written against, one table per backend, reached through
  * vox_backend_ops.cell. A backend's vox_cell holds the whole hierarchy in
- * float: conjugate gradients' direction p on level 0, per level
- * the iterate x, the right-hand side b and the residual r (all but the
- * coarsest), the fine moduli, the stencils of levels 2 and coarser, and the
- * coarsest level's dense pseudo-inverse; cell_kernels.h gives the layout
- * and the arithmetic. */
+ * float: conjugate gradients' direction p on level 0, per level the
+ * iterate x and the right-hand side b, one buffer of a slab of residual
+ * planes (restrict_residual), the fine moduli, the stencils of levels 2
+ * and coarser, and the coarsest level's dense pseudo-inverse;
+ * cell_kernels.h gives the layout and the arithmetic. */
 #ifndef VOXFE_CELL_OPS_H
 #define VOXFE_CELL_OPS_H
 
@@ -21,6 +21,7 @@ typedef struct vox_cell_desc {
   const double *ke;                        /* 24 x 24, the fine element of unit modulus */
   const double *g;                         /* 8 matrices G_c (cell_kernels.h), level 1 */
   const double *h;                         /* 64 matrices h_f (cell_kernels.h), level 2 */
+  int slab; /* coarse planes of restrict_residual's slabs; 0: vox_cell_slab's default */
 } vox_cell_desc;
 
 typedef struct vox_cell_ops {
@@ -72,10 +73,14 @@ typedef struct vox_cell_ops {
    * (colours 0..7, or 7..0 when backward): x += diag^-1 (b - A x) at each
    * node. */
   vox_status (*smooth)(vox_backend *be, vox_cell *c, int level, int backward);
-  /* r = b - A x on level l. */
-  vox_status (*residual)(vox_backend *be, vox_cell *c, int level);
-  /* b of level l + 1 = R r of level l, and x of level l + 1 = 0; clear: x
-   * of level 0 = 0 (the V-cycle's start). */
+  /* b of level l + 1 = R (b - A x) of level l, and x of level l + 1 = 0,
+   * slab by slab, so that no level holds its whole residual (level 0's
+   * would be a fourth fine vector): for coarse planes [K0, K1)
+   * (vox_cell_slab of them) the residual of fine planes 2 K0 - 1 ..
+   * 2 K1 - 1 (wrapped; vox_cell_slab_planes) into the slab buffer, then
+   * their restriction from it. Each slab computes one fine plane again,
+   * each node the same numbers as a whole residual would. clear: x of
+   * level 0 = 0 (the V-cycle's start). */
   vox_status (*restrict_residual)(vox_backend *be, vox_cell *c, int level);
   vox_status (*clear)(vox_backend *be, vox_cell *c);
   /* x of level l += P x of level l + 1. */
@@ -95,18 +100,42 @@ static inline double vox_cell_projected_rz(const double sums[7], int64_t nodes, 
   }
   return rz;
 }
+/* The coarse planes of a slab of restrict_residual from level l: desc's,
+ * or 1/16 of the level's (the buffer about 1/16 of a residual vector; of
+ * the 2 slab + 1 fine planes of each slab, one is computed twice); at
+ * least 1, at most all. */
+static inline int vox_cell_slab(const vox_cell_desc *desc, int l) {
+  const int nz = desc->dims[l + 1].nz, s = desc->slab > 0 ? desc->slab : nz / 16;
+  return s < 1 ? 1 : s > nz ? nz : s;
+}
+/* The fine planes of such a slab's residual: 2 slab + 1, or all the
+ * level's where the slab is the whole level (its two wrapped ends are one
+ * plane). */
+static inline int vox_cell_slab_planes(const vox_cell_desc *desc, int l) {
+  const int p = 2 * vox_cell_slab(desc, l) + 1;
+  return p < desc->dims[l].nz ? p : desc->dims[l].nz;
+}
+/* The slab buffer's floats: the largest slab of the levels, which it
+ * serves in turn. */
+static inline double vox_cell_slab_floats(const vox_cell_desc *desc) {
+  double most = 0;
+  for (int l = 0; l + 1 < desc->n_levels; l++) {
+    const double f = 3.0 * desc->dims[l].nx * desc->dims[l].ny * vox_cell_slab_planes(desc, l);
+    most = f > most ? f : most;
+  }
+  return most;
+}
 /* The floats a backend's vox_cell holds (both backends allocate exactly
  * these; the memory plan counts them): the fine moduli, CG's p; per
- * level x, b and r (all but the coarsest), the stencils of levels >= 2, and
- * the coarsest pseudo-inverse (in double: two floats an entry). */
+ * level x and b, the stencils of levels >= 2, and the coarsest
+ * pseudo-inverse (in double: two floats an entry); the slab buffer. */
 static inline double vox_cell_floats(const vox_cell_desc *desc) {
   const double fine = (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
-  double floats = fine + 3 * fine;
+  double floats = fine + 3 * fine + vox_cell_slab_floats(desc);
   for (int l = 0; l < desc->n_levels; l++) {
     const double n = (double)desc->dims[l].nx * desc->dims[l].ny * desc->dims[l].nz;
-    const int last = l == desc->n_levels - 1;
-    floats += 3 * n * (2 + !last) + (l >= 2 ? VOX_CELL_BLOCK * n : 0);
-    if (last) floats += 2 * 9 * n * n; /* the pseudo-inverse in double */
+    floats += 3 * n * 2 + (l >= 2 ? VOX_CELL_BLOCK * n : 0);
+    if (l == desc->n_levels - 1) floats += 2 * 9 * n * n; /* the pseudo-inverse in double */
   }
   return floats;
 }

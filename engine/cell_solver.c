@@ -227,7 +227,6 @@ static vox_status vcycle(vox_cell_solver *cs) {
   TRY(o->clear(be, cs->cell));
   for (int l = 0; l < last; l++) {
     TRY(o->smooth(be, cs->cell, l, 0));
-    TRY(o->residual(be, cs->cell, l));
     TRY(o->restrict_residual(be, cs->cell, l));
   }
   TRY(o->coarsest_solve(be, cs->cell));

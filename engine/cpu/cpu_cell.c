@@ -10,12 +10,14 @@
 typedef struct cell_level {
   vox_cell_dims dims;
   int64_t nodes;
-  float *x, *b, *r, *stencil; /* r: all but the coarsest; stencil: levels >= 2 */
+  float *x, *b, *stencil; /* stencil: levels >= 2 */
+  int slab;               /* restrict_residual's coarse planes a slab (all but the coarsest) */
 } cell_level;
 
 struct vox_cell {
   int n_levels;
   cell_level level[VOX_CELL_MAX_LEVELS];
+  float *slab; /* restrict_residual's residual of a slab's fine planes */
   float ke[576], g[8 * 576], kchi[24];
   double *h;     /* 64 x 576 */
   float *moduli; /* fine, per element */
@@ -31,9 +33,9 @@ static void cell_destroy(vox_backend *be, vox_cell *c) {
   for (int l = 0; l < c->n_levels; l++) {
     free(c->level[l].x);
     free(c->level[l].b);
-    free(c->level[l].r);
     free(c->level[l].stencil);
   }
+  free(c->slab);
   free(c->h);
   free(c->moduli);
   free(c->p);
@@ -53,19 +55,19 @@ static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_ce
     lv->dims = desc->dims[l];
     lv->nodes = nodes_of(lv->dims);
     const size_t n3 = 3 * (size_t)lv->nodes;
-    const int last = l == c->n_levels - 1;
     lv->x = floats(n3);
     lv->b = floats(n3);
-    lv->r = !last ? floats(n3) : NULL;
     lv->stencil = l >= 2 ? floats(VOX_CELL_BLOCK * (size_t)lv->nodes) : NULL;
-    ok = ok && lv->x && lv->b && (last || lv->r) && (l < 2 || lv->stencil);
+    lv->slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
+    ok = ok && lv->x && lv->b && (l < 2 || lv->stencil);
   }
+  c->slab = floats((size_t)vox_cell_slab_floats(desc));
   const int64_t nc = c->level[c->n_levels - 1].nodes;
   c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
   c->moduli = floats((size_t)c->level[0].nodes);
   c->p = floats(3 * (size_t)c->level[0].nodes);
   c->h = malloc(64 * 576 * sizeof *c->h);
-  if (!ok || !c->pinv || !c->moduli || !c->p || !c->h) {
+  if (!ok || !c->slab || !c->pinv || !c->moduli || !c->p || !c->h) {
     cell_destroy(be, c);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
   }
@@ -190,20 +192,6 @@ static vox_status cell_smooth(vox_backend *be, vox_cell *c, int level, int backw
   return VOX_OK;
 }
 
-static vox_status cell_residual(vox_backend *be, vox_cell *c, int level) {
-  const cell_level *lv = &c->level[level];
-  const vox_cell_dims d = lv->dims;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t n = 0; n < lv->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float ax[3], diag[9], b[3];
-    row(c, level, lv->x, i, j, k, ax, diag, b);
-    for (int q = 0; q < 3; q++) lv->r[3 * n + q] = b[q] - ax[q];
-  }
-  return VOX_OK;
-}
-
 static vox_status cell_clear(vox_backend *be, vox_cell *c) {
   (void)be;
   memset(c->level[0].x, 0, 3 * (size_t)c->level[0].nodes * sizeof(float));
@@ -306,15 +294,32 @@ static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox
   return VOX_OK;
 }
 
+/* Slab by slab (cell_ops.h): the residual of the slab's fine planes into
+ * c->slab, then the restriction of its coarse planes from there. */
 static vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
   const cell_level *fine = &c->level[level], *lv = &c->level[level + 1];
-  const vox_cell_dims d = lv->dims;
+  const vox_cell_dims df = fine->dims, d = lv->dims;
+  const int64_t plane = (int64_t)d.nx * d.ny;
+  for (int k0 = 0; k0 < d.nz; k0 += fine->slab) {
+    const int k1 = k0 + fine->slab < d.nz ? k0 + fine->slab : d.nz, z0 = 2 * k0 - 1;
+    const int planes = 2 * (k1 - k0) + 1 < df.nz ? 2 * (k1 - k0) + 1 : df.nz;
+    const vox_cell_dims slab = {df.nx, df.ny, planes};
+    const int64_t count = (int64_t)slab.nx * slab.ny * slab.nz;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t n = 0; n < lv->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    vox_cell_restrict_at(fine->dims, fine->r, i, j, k, lv->b + 3 * n);
-    for (int q = 0; q < 3; q++) lv->x[3 * n + q] = 0;
+    for (int64_t m = 0; m < count; m++) {
+      int i, j, p;
+      vox_cell_coords(slab, m, &i, &j, &p);
+      float ax[3], diag[9], b[3];
+      row(c, level, fine->x, i, j, vox_cell_wrap(z0 + p, df.nz), ax, diag, b);
+      for (int q = 0; q < 3; q++) c->slab[3 * m + q] = b[q] - ax[q];
+    }
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+    for (int64_t n = k0 * plane; n < k1 * plane; n++) {
+      int i, j, k;
+      vox_cell_coords(d, n, &i, &j, &k);
+      vox_cell_restrict_at(df, c->slab, z0, i, j, k, lv->b + 3 * n);
+      for (int q = 0; q < 3; q++) lv->x[3 * n + q] = 0;
+    }
   }
   return VOX_OK;
 }
@@ -360,7 +365,6 @@ const vox_cell_ops vox_cpu_cell_ops = {
     .cg_product = cell_cg_product,
     .cg_update = cell_cg_update,
     .smooth = cell_smooth,
-    .residual = cell_residual,
     .restrict_residual = cell_restrict,
     .clear = cell_clear,
     .prolong_add = cell_prolong,
