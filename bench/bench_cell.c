@@ -59,6 +59,9 @@
 typedef struct watch {
   vox_backend *be;
   size_t min_free; /* the least free device memory seen (by the sampler only) */
+  /* the least since the last progress report (which takes and resets it) */
+  _Atomic size_t recent_min_free;
+  size_t free0;
   atomic_int stop;
   double first_seconds, seconds;
 } watch;
@@ -69,8 +72,12 @@ static void *sample_memory(void *user) {
   const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
   while (!atomic_load(&w->stop)) {
     size_t free_bytes, total;
-    if (vox_backend_memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
-      w->min_free = free_bytes;
+    if (vox_backend_memory(w->be, &free_bytes, &total) != VOX_OK) continue;
+    if (free_bytes < w->min_free) w->min_free = free_bytes;
+    size_t recent = atomic_load(&w->recent_min_free);
+    while (free_bytes < recent &&
+           !atomic_compare_exchange_weak(&w->recent_min_free, &recent, free_bytes)) {
+    }
     nanosleep(&pause, NULL);
   }
   return NULL;
@@ -80,9 +87,13 @@ static int on_progress(const vox_progress *p, void *user) {
   watch *w = user;
   if (p->iteration == 1) w->first_seconds = p->seconds;
   w->seconds += p->seconds;
-  printf("  it %3d  objective %.6f  vol %.4f  change %.4f  CG %4d (%.1f per field)  %.3f s\n",
+  /* the run's peak in this iteration, on a device (the sampler's) */
+  const size_t recent = atomic_exchange(&w->recent_min_free, w->free0);
+  char peak[48] = "";
+  if (recent < w->free0) snprintf(peak, sizeof peak, "  peak %.3f GB", (w->free0 - recent) / 1e9);
+  printf("  it %3d  objective %.6f  vol %.4f  change %.4f  CG %4d (%.1f per field)  %.3f s%s\n",
          p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
-         p->cg_iterations / (p->solves > 0 ? p->solves : 6.0), p->seconds);
+         p->cg_iterations / (p->solves > 0 ? p->solves : 6.0), p->seconds, peak);
   fflush(stdout);
   return 0;
 }
@@ -212,7 +223,7 @@ int main(int argc, char **argv) {
   printf("memory plan on %s, %.3f GB:\n", vox_backend_name(be), plan.total / 1e9);
   for (int i = 0; i < plan.n; i++)
     printf("  %7.3f GB  %s\n", plan.item[i].bytes / 1e9, plan.item[i].what);
-  watch w = {.be = be, .min_free = free0};
+  watch w = {.be = be, .min_free = free0, .recent_min_free = free0, .free0 = free0};
   vox_context_set_progress(ctx, on_progress, &w);
   pthread_t sampler;
   const int sampling = strcmp(vox_backend_name(be), "cpu") != 0 &&
@@ -239,6 +250,9 @@ int main(int argc, char **argv) {
          "OC update %.3f s (CG rtol %g)\n",
          r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
          opt.solver.rtol);
+  if (strcmp(vox_backend_name(be), "cpu") != 0 && atomic_load(&w.recent_min_free) < free0)
+    printf("the final evaluation's peak: %.3f GB\n",
+           (free0 - atomic_load(&w.recent_min_free)) / 1e9);
   if (strcmp(vox_backend_name(be), "cpu") != 0)
     printf("device memory: peak %.3f GB in use of %.1f GB, %.3f GB of it for the run; the "
            "memory plan predicted %.3f GB\n",

@@ -24,6 +24,7 @@ struct cell_level {
 struct vox_cell {
   int n_levels;
   cell_level level[VOX_CELL_MAX_LEVELS];
+  size_t slab_floats;
   float *slab;          /* restrict_residual's residual of a slab's fine planes */
   float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
   double *h;            /* 64 x 576 */
@@ -253,18 +254,23 @@ level_view view(const vox_cell *c, int l) {
   return level_view{l, lv.dims, c->moduli, c->ke, c->g, c->kchi, lv.stencil, lv.b};
 }
 
-void cell_destroy(vox_backend *be, vox_cell *c) {
+void cell_release(vox_backend *be, vox_cell *c) {
   (void)be;
-  if (!c) return;
   for (int l = 0; l < c->n_levels; l++) {
-    vox_cuda_free(c->level[l].x);
-    vox_cuda_free(c->level[l].b);
-    vox_cuda_free(c->level[l].stencil);
+    cell_level &lv = c->level[l];
+    vox_cuda_free(lv.x), vox_cuda_free(lv.b), vox_cuda_free(lv.stencil);
+    lv.x = lv.b = lv.stencil = nullptr;
   }
-  vox_cuda_free(c->slab);
-  float *f[] = {c->ke, c->g, c->kchi, c->moduli, c->p};
+  vox_cuda_free(c->slab), vox_cuda_free(c->p), vox_cuda_free(c->pinv);
+  c->slab = c->p = nullptr;
+  c->pinv = nullptr;
+}
+
+void cell_destroy(vox_backend *be, vox_cell *c) {
+  if (!c) return;
+  cell_release(be, c);
+  float *f[] = {c->ke, c->g, c->kchi, c->moduli};
   for (float *p : f) vox_cuda_free(p);
-  vox_cuda_free(c->pinv);
   vox_cuda_free(c->h);
   vox_cuda_free(c->sum);
   delete c;
@@ -274,27 +280,41 @@ vox_status alloc_floats(vox_backend *be, float **p, size_t n, const char *what) 
   return vox_cuda_alloc(be, (void **)p, (n ? n : 1) * sizeof(float), what);
 }
 
-vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *c) {
-  c->n_levels = desc->n_levels;
+vox_status cell_hold_in(vox_backend *be, vox_cell *c) {
   for (int l = 0; l < c->n_levels; l++) {
     cell_level &lv = c->level[l];
-    lv.dims = desc->dims[l];
-    lv.nodes = nodes_of(lv.dims);
     const size_t n3 = 3 * (size_t)lv.nodes;
-    lv.slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
     TRY(alloc_floats(be, &lv.x, n3, "the cell solver's iterate"));
     TRY(alloc_floats(be, &lv.b, n3, "the cell solver's right-hand side"));
     if (l >= 2)
       TRY(alloc_floats(be, &lv.stencil, VOX_CELL_BLOCK * (size_t)lv.nodes,
                        "the cell solver's stencil"));
   }
-  TRY(alloc_floats(be, &c->slab, (size_t)vox_cell_slab_floats(desc),
-                   "the cell solver's residual slab"));
+  TRY(alloc_floats(be, &c->slab, c->slab_floats, "the cell solver's residual slab"));
   const size_t nc = 3 * (size_t)c->level[c->n_levels - 1].nodes;
   TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
                      "the cell solver's coarsest inverse"));
+  return alloc_floats(be, &c->p, 3 * (size_t)c->level[0].nodes, "CG's direction");
+}
+
+vox_status cell_hold(vox_backend *be, vox_cell *c) {
+  if (c->p) return VOX_OK;
+  const vox_status s = cell_hold_in(be, c);
+  if (s != VOX_OK) cell_release(be, c);
+  return s;
+}
+
+vox_status cell_create_in(vox_backend *be, const vox_cell_desc *desc, vox_cell *c) {
+  c->n_levels = desc->n_levels;
+  for (int l = 0; l < c->n_levels; l++) {
+    cell_level &lv = c->level[l];
+    lv.dims = desc->dims[l];
+    lv.nodes = nodes_of(lv.dims);
+    lv.slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
+  }
+  c->slab_floats = (size_t)vox_cell_slab_floats(desc);
+  TRY(cell_hold_in(be, c));
   TRY(alloc_floats(be, &c->moduli, (size_t)c->level[0].nodes, "the cell solver's moduli"));
-  TRY(alloc_floats(be, &c->p, 3 * (size_t)c->level[0].nodes, "CG's direction"));
   TRY(alloc_floats(be, &c->ke, 576, "the element matrix"));
   TRY(alloc_floats(be, &c->g, 8 * 576, "the level-1 element matrices"));
   TRY(alloc_floats(be, &c->kchi, 24, "the load"));
@@ -325,14 +345,17 @@ vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **ou
 vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *moduli) {
   moduli_kernel<<<vox_cuda_grid(moduli->n), VOX_CUDA_THREADS>>>(moduli->n, moduli->data, c->moduli);
   CUDA_LAUNCHED(be, "the cell solver's moduli");
-  const cell_level &l2 = c->level[2];
-  const int64_t blocks = VOX_CELL_STORED * l2.nodes;
-  level2_kernel<<<blocks_for(blocks), 128>>>(l2.dims, c->moduli, c->h, l2.stencil, blocks);
-  CUDA_LAUNCHED(be, "the cell solver's level-2 stencil");
   return VOX_OK;
 }
 
 vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
+  if (level == 2) {
+    const cell_level &l2 = c->level[2];
+    const int64_t blocks = VOX_CELL_STORED * l2.nodes;
+    level2_kernel<<<blocks_for(blocks), 128>>>(l2.dims, c->moduli, c->h, l2.stencil, blocks);
+    CUDA_LAUNCHED(be, "the cell solver's level-2 stencil");
+    return VOX_OK;
+  }
   const cell_level &f = c->level[level - 1], &lv = c->level[level];
   const int64_t blocks = VOX_CELL_STORED * lv.nodes;
   galerkin_kernel<<<blocks_for(blocks), 128>>>(f.dims, f.stencil, lv.dims, lv.stencil, blocks);
@@ -489,9 +512,9 @@ vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
 } // namespace
 
 extern "C" const vox_cell_ops vox_cuda_cell_ops = {
-    cell_create,           cell_destroy,         cell_set_moduli,   cell_galerkin,
-    cell_stencil_download, cell_coarsest_upload, cell_set_load,     cell_zero_field,
-    cell_load_norm,        cell_cg_residual,     cell_cg_direction, cell_cg_product,
-    cell_cg_update,        cell_smooth,          cell_restrict,     cell_clear,
-    cell_prolong,          cell_coarsest_solve,
+    cell_create,       cell_destroy,    cell_release,          cell_hold,
+    cell_set_moduli,   cell_galerkin,   cell_stencil_download, cell_coarsest_upload,
+    cell_set_load,     cell_zero_field, cell_load_norm,        cell_cg_residual,
+    cell_cg_direction, cell_cg_product, cell_cg_update,        cell_smooth,
+    cell_restrict,     cell_clear,      cell_prolong,          cell_coarsest_solve,
 };

@@ -27,11 +27,17 @@ typedef struct vox_cell_desc {
 typedef struct vox_cell_ops {
   vox_status (*create)(vox_backend *be, const vox_cell_desc *desc, vox_cell **out);
   void (*destroy)(vox_backend *be, vox_cell *c);
+  /* release frees the hierarchy (every vector, stencil, the slab buffer and
+   * the pseudo-inverse: all but the fine moduli and the element matrices,
+   * vox_cell_kept_floats), hold makes it again (created held; its values
+   * are undefined until set_moduli's successors remake them). */
+  void (*release)(vox_backend *be, vox_cell *c);
+  vox_status (*hold)(vox_backend *be, vox_cell *c);
   /* The fine moduli (one per element, element order = node order), kept in
-   * float; then the stencil of level 2 from them. */
+   * float (held or not). */
   vox_status (*set_moduli)(vox_backend *be, vox_cell *c, const vox_vec *moduli);
-  /* The stencil of level l >= 3 from that of level l - 1 (Galerkin). Both
-   * compute the stored blocks only. */
+  /* The stencil of level 2 from the fine moduli, of a level l >= 3 from
+   * that of level l - 1 (Galerkin); the stored blocks only. */
   vox_status (*galerkin)(vox_backend *be, vox_cell *c, int level);
   /* Host copies: the stencil of a level (VOX_CELL_BLOCK floats per node,
    * the blocks t = 13..26: vox_cell_stencil_block reads the others);
@@ -124,6 +130,10 @@ static inline double vox_cell_slab_floats(const vox_cell_desc *desc) {
     most = f > most ? f : most;
   }
   return most;
+}
+/* Of those, the floats a released vox_cell keeps: the fine moduli. */
+static inline double vox_cell_kept_floats(const vox_cell_desc *desc) {
+  return (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
 }
 /* The floats a backend's vox_cell holds (both backends allocate exactly
  * these; the memory plan counts them): the fine moduli, CG's p; per

@@ -52,55 +52,61 @@ double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid) {
   return 4 * vox_cell_floats(&desc);
 }
 
+double vox_cell_solver_kept_bytes(const vox_backend *be, const vox_grid *grid) {
+  vox_cell_desc desc = {0};
+  if (!be->ops->cell || !(desc.n_levels = vox_cell_solver_levels(grid, desc.dims))) return 0;
+  return 4 * vox_cell_kept_floats(&desc);
+}
+
 void vox_cell_solver_destroy(vox_cell_solver *cs) {
   if (!cs) return;
-  vox_cell_solver_release(cs);
+  if (cs->cell) cs->be->ops->cell->destroy(cs->be, cs->cell);
   free(cs->coarsest);
   free(cs->stencil);
-  free(cs->matrices);
   free(cs);
 }
 
 void vox_cell_solver_release(vox_cell_solver *cs) {
-  if (cs->cell) cs->be->ops->cell->destroy(cs->be, cs->cell);
-  cs->cell = NULL;
-}
-
-/* The backend's part, from the element matrices kept on the host. */
-static vox_status hold(vox_cell_solver *cs) {
-  if (cs->cell) return VOX_OK;
-  vox_cell_desc desc = cs->desc;
-  desc.ke = cs->matrices, desc.g = cs->matrices + 576, desc.h = cs->matrices + 9 * 576;
-  return cs->be->ops->cell->create(cs->be, &desc, &cs->cell);
+  if (cs->held) cs->be->ops->cell->release(cs->be, cs->cell);
+  cs->held = cs->built = 0;
 }
 
 vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
                                   vox_cell_solver **out) {
+  return vox_cell_solver_create_slab(be, grid, ke, 0, out);
+}
+
+vox_status vox_cell_solver_create_slab(vox_backend *be, const vox_grid *grid, const double ke[576],
+                                       int slab, vox_cell_solver **out) {
   *out = NULL;
-  vox_cell_desc desc = {0};
+  vox_cell_desc desc = {.slab = slab};
   if (!be->ops->cell || !(desc.n_levels = vox_cell_solver_levels(grid, desc.dims))) return VOX_OK;
   vox_cell_solver *cs = calloc(1, sizeof *cs);
   const size_t nc = (size_t)nodes_of(desc.dims[desc.n_levels - 1]), n = 3 * nc;
+  double *matrices = malloc((8 + 64) * 576 * sizeof *matrices);
   if (cs) {
     cs->coarsest = malloc(n * n * sizeof *cs->coarsest);
     cs->stencil = malloc(VOX_CELL_BLOCK * nc * sizeof *cs->stencil);
-    cs->matrices = malloc((1 + 8 + 64) * 576 * sizeof *cs->matrices);
   }
-  if (!cs || !cs->coarsest || !cs->stencil || !cs->matrices) {
+  if (!cs || !cs->coarsest || !cs->stencil || !matrices) {
+    free(matrices);
     vox_cell_solver_destroy(cs);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
   }
   cs->be = be;
-  double *g = cs->matrices + 576, *h = cs->matrices + 9 * 576;
-  memcpy(cs->matrices, ke, 576 * sizeof *ke);
+  double *g = matrices, *h = matrices + 8 * 576;
   vox_galerkin_element_products(ke, 3, g);
   for (int f = 0; f < 64; f++) {
     double q[576];
     interpolation4(f, q);
     vox_galerkin_triple_product(q, ke, 24, h + 576 * f);
   }
+  desc.ke = ke, desc.g = g, desc.h = h;
+  vox_status s = be->ops->cell->create(be, &desc, &cs->cell);
+  free(matrices);
+  desc.ke = desc.g = desc.h = NULL; /* the backend keeps its copies */
   cs->desc = desc;
-  vox_status s = hold(cs);
+  cs->held = s == VOX_OK;
   if (s != VOX_OK) {
     vox_cell_solver_destroy(cs);
     return s;
@@ -209,12 +215,26 @@ static vox_status coarsest_inverse(vox_cell_solver *cs) {
   return be->ops->cell->coarsest_upload(be, cs->cell, a);
 }
 
-vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
+vox_status vox_cell_solver_set_moduli(vox_cell_solver *cs, const vox_vec *moduli) {
+  cs->built = 0;
+  return cs->be->ops->cell->set_moduli(cs->be, cs->cell, moduli);
+}
+
+/* The hierarchy from the fine moduli: held again where released, the
+ * stencils, the coarsest pseudo-inverse. */
+static vox_status build(vox_cell_solver *cs) {
   const vox_cell_ops *o = cs->be->ops->cell;
-  TRY(hold(cs));
-  TRY(o->set_moduli(cs->be, cs->cell, moduli));
-  for (int l = 3; l < cs->desc.n_levels; l++) TRY(o->galerkin(cs->be, cs->cell, l));
-  return coarsest_inverse(cs);
+  if (!cs->held) TRY(o->hold(cs->be, cs->cell));
+  cs->held = 1;
+  for (int l = 2; l < cs->desc.n_levels; l++) TRY(o->galerkin(cs->be, cs->cell, l));
+  TRY(coarsest_inverse(cs));
+  cs->built = 1;
+  return VOX_OK;
+}
+
+vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
+  TRY(vox_cell_solver_set_moduli(cs, moduli));
+  return build(cs);
 }
 
 /* z = M b, one V-cycle from zero (z in level 0's x): down through the
@@ -245,6 +265,7 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
   const vox_cell_ops *o = be->ops->cell;
   double ff, rr, rz = 0, pq;
   memset(result, 0, sizeof *result);
+  if (!cs->built) TRY(build(cs));
   TRY(o->set_load(be, cs->cell, kchi));
   TRY(o->load_norm(be, cs->cell, &ff));
   result->rhs_norm = sqrt(ff);

@@ -19,11 +19,12 @@
 
 typedef struct vox_cell_solver {
   vox_backend *be;
-  vox_cell *cell;     /* the backend's part; NULL while released */
-  vox_cell_desc desc; /* (its matrices NULL: they are in `matrices`) */
-  double *matrices;   /* host: Ke, the 8 G_c and the 64 level-2 matrices (576 each) */
-  double *coarsest; /* host work of the pseudo-inverse (doubles, n^2) */
-  float *stencil;   /* host copy of the coarsest stencil */
+  vox_cell *cell;     /* the backend's part */
+  vox_cell_desc desc; /* (its matrices NULL: the backend keeps its copies) */
+  int held;           /* the backend's hierarchy is allocated (not released) */
+  int built;          /* and made from the current moduli */
+  double *coarsest;   /* host work of the pseudo-inverse (doubles, n^2) */
+  float *stencil;     /* host copy of the coarsest stencil */
 } vox_cell_solver;
 
 /* The levels of the cell solver for a periodic grid into dims (its count
@@ -38,13 +39,22 @@ int vox_cell_solver_levels(const vox_grid *grid, vox_cell_dims dims[VOX_CELL_MAX
  * of unit modulus. */
 vox_status vox_cell_solver_create(vox_backend *be, const vox_grid *grid, const double ke[576],
                                   vox_cell_solver **out);
+/* The same with restrict_residual's slabs of `slab` coarse planes (0: the
+ * default, vox_cell_slab), for tests of their bounds. */
+vox_status vox_cell_solver_create_slab(vox_backend *be, const vox_grid *grid, const double ke[576],
+                                       int slab, vox_cell_solver **out);
 void vox_cell_solver_destroy(vox_cell_solver *cs);
-/* Frees the backend's part (all of vox_cell_solver_bytes) between solves;
- * the next vox_cell_solver_update makes it again. A phased optimization
+/* Frees the backend's hierarchy between solves (all of
+ * vox_cell_solver_bytes but vox_cell_solver_kept_bytes: the fine moduli in
+ * float); the next solve makes it again. A phased optimization
  * (VOX_CELL_SOLVER_PHASED) gives the device to its per-element state so. */
 void vox_cell_solver_release(vox_cell_solver *cs);
-/* After the element moduli changed (or a release): the fine moduli, the
- * coarse stencils and the coarsest pseudo-inverse. */
+/* After the element moduli changed: their float copy (released or not; the
+ * caller may then free its own), the hierarchy made from it by the next
+ * solve. */
+vox_status vox_cell_solver_set_moduli(vox_cell_solver *cs, const vox_vec *moduli);
+/* The same and the hierarchy now: the coarse stencils and the coarsest
+ * pseudo-inverse. */
 vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
 /* Solves for the unit strain with Ke chi = kchi (unit modulus), starting
  * from and updating in place the half-precision field u (the fem's layout), to
@@ -59,5 +69,7 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
 /* Bytes the cell solver of a grid allocates on the backend, 0 where it
  * would not be used. */
 double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid);
+/* Of those, the bytes a released cell solver keeps (its fine moduli). */
+double vox_cell_solver_kept_bytes(const vox_backend *be, const vox_grid *grid);
 
 #endif

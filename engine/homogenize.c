@@ -286,8 +286,8 @@ static double normal_sum(const double c[36]) {
 vox_status vox_homog_prepare(vox_homog *h) {
   vox_fem *fem = h->fem;
   TRY(fem->be->ops->vec_dot(fem->be, &fem->moduli, &fem->moduli, &h->moduli_squared));
-  if (h->cell && (fem->mg_stale || !h->cell->cell)) { /* the moduli changed, or released */
-    TRY(vox_cell_solver_update(h->cell, &fem->moduli));
+  if (h->cell && fem->mg_stale) { /* the moduli changed: the solves make the hierarchy */
+    TRY(vox_cell_solver_set_moduli(h->cell, &fem->moduli));
     fem->mg_stale = 0;
   }
   h->prepared = 1;

@@ -433,6 +433,13 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                                 vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
+    /* phased: the fem's moduli and solid E wait for the first evaluation,
+     * which makes the moduli from the density (on the device with the
+     * vectors and the filter below, they would top its turns) */
+    if (s->homog->phased && s->homog->cell) {
+      moduli_drop(be, s->fem);
+      TRY(park_one(be, s, PARKED_E_SOLID));
+    }
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
   }

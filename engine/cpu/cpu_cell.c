@@ -17,6 +17,7 @@ typedef struct cell_level {
 struct vox_cell {
   int n_levels;
   cell_level level[VOX_CELL_MAX_LEVELS];
+  size_t slab_floats;
   float *slab; /* restrict_residual's residual of a slab's fine planes */
   float ke[576], g[8 * 576], kchi[24];
   double *h;     /* 64 x 576 */
@@ -27,49 +28,69 @@ struct vox_cell {
 
 static int64_t nodes_of(vox_cell_dims d) { return (int64_t)d.nx * d.ny * d.nz; }
 
-static void cell_destroy(vox_backend *be, vox_cell *c) {
+static void cell_release(vox_backend *be, vox_cell *c) {
   (void)be;
-  if (!c) return;
   for (int l = 0; l < c->n_levels; l++) {
-    free(c->level[l].x);
-    free(c->level[l].b);
-    free(c->level[l].stencil);
+    cell_level *lv = &c->level[l];
+    free(lv->x), free(lv->b), free(lv->stencil);
+    lv->x = lv->b = lv->stencil = NULL;
   }
-  free(c->slab);
+  free(c->slab), free(c->p), free(c->pinv);
+  c->slab = c->p = NULL;
+  c->pinv = NULL;
+}
+
+static void cell_destroy(vox_backend *be, vox_cell *c) {
+  if (!c) return;
+  cell_release(be, c);
   free(c->h);
   free(c->moduli);
-  free(c->p);
-  free(c->pinv);
   free(c);
 }
 
 static float *floats(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
 
-static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **out) {
-  vox_cell *c = calloc(1, sizeof *c);
-  if (!c) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
-  c->n_levels = desc->n_levels;
+static vox_status cell_hold(vox_backend *be, vox_cell *c) {
+  if (c->p) return VOX_OK;
   int ok = 1;
   for (int l = 0; l < c->n_levels; l++) {
     cell_level *lv = &c->level[l];
-    lv->dims = desc->dims[l];
-    lv->nodes = nodes_of(lv->dims);
     const size_t n3 = 3 * (size_t)lv->nodes;
     lv->x = floats(n3);
     lv->b = floats(n3);
     lv->stencil = l >= 2 ? floats(VOX_CELL_BLOCK * (size_t)lv->nodes) : NULL;
-    lv->slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
     ok = ok && lv->x && lv->b && (l < 2 || lv->stencil);
   }
-  c->slab = floats((size_t)vox_cell_slab_floats(desc));
+  c->slab = floats(c->slab_floats);
   const int64_t nc = c->level[c->n_levels - 1].nodes;
   c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
-  c->moduli = floats((size_t)c->level[0].nodes);
   c->p = floats(3 * (size_t)c->level[0].nodes);
+  if (ok && c->slab && c->pinv && c->p) return VOX_OK;
+  cell_release(be, c);
+  return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+}
+
+static vox_status cell_create(vox_backend *be, const vox_cell_desc *desc, vox_cell **out) {
+  vox_cell *c = calloc(1, sizeof *c);
+  if (!c) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  c->n_levels = desc->n_levels;
+  for (int l = 0; l < c->n_levels; l++) {
+    cell_level *lv = &c->level[l];
+    lv->dims = desc->dims[l];
+    lv->nodes = nodes_of(lv->dims);
+    lv->slab = l < c->n_levels - 1 ? vox_cell_slab(desc, l) : 0;
+  }
+  c->slab_floats = (size_t)vox_cell_slab_floats(desc);
+  c->moduli = floats((size_t)c->level[0].nodes);
   c->h = malloc(64 * 576 * sizeof *c->h);
-  if (!ok || !c->slab || !c->pinv || !c->moduli || !c->p || !c->h) {
+  if (!c->moduli || !c->h) {
     cell_destroy(be, c);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
+  }
+  const vox_status s = cell_hold(be, c);
+  if (s != VOX_OK) {
+    cell_destroy(be, c);
+    return s;
   }
   for (int i = 0; i < 576; i++) c->ke[i] = (float)desc->ke[i];
   for (int i = 0; i < 8 * 576; i++) c->g[i] = (float)desc->g[i];
@@ -83,6 +104,11 @@ static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *m
   const double *m = moduli->data;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t e = 0; e < ne; e++) c->moduli[e] = (float)m[e];
+  return VOX_OK;
+}
+
+/* Level 2's stencil from the fine moduli. */
+static vox_status level2(vox_backend *be, vox_cell *c) {
   const cell_level *l2 = &c->level[2];
   const int64_t blocks = VOX_CELL_STORED * l2->nodes; /* the stored blocks t = 13..26 */
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
@@ -97,6 +123,7 @@ static vox_status cell_set_moduli(vox_backend *be, vox_cell *c, const vox_vec *m
 }
 
 static vox_status cell_galerkin(vox_backend *be, vox_cell *c, int level) {
+  if (level == 2) return level2(be, c);
   const cell_level *fine = &c->level[level - 1], *lv = &c->level[level];
   const int64_t blocks = VOX_CELL_STORED * lv->nodes; /* the stored blocks t = 13..26 */
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
@@ -353,6 +380,8 @@ static vox_status cell_coarsest_solve(vox_backend *be, vox_cell *c) {
 const vox_cell_ops vox_cpu_cell_ops = {
     .create = cell_create,
     .destroy = cell_destroy,
+    .release = cell_release,
+    .hold = cell_hold,
     .set_moduli = cell_set_moduli,
     .galerkin = cell_galerkin,
     .stencil_download = cell_stencil_download,
