@@ -124,6 +124,10 @@ static vox_status fields_hold(vox_homog *h, int hold) {
   return VOX_OK;
 }
 
+vox_status vox_homog_park_fields(vox_homog *h) {
+  return h->phased && h->cell ? fields_hold(h, 0) : VOX_OK;
+}
+
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
   vox_backend *be = h->fem->be;
   const unsigned normal = 0x7;

@@ -105,7 +105,7 @@ static inline int vox_homog_half_fields(const vox_solver_options *solver) {
  * solve with fem.c's CG. */
 #define VOX_CELL_SOLVER_RTOL_MIN 1e-4
 /* The optimizer's fields: half in mixed precision, else double; solved by
- * the cell solver (12 bytes a fine dof against CG's 64) where
+ * the cell solver (10 bytes a fine dof against CG's 64) where
  * solver->cell_solver is VOX_CELL_SOLVER_ON (vox_optimize resolves AUTO:
  * memory_plan.h) at a tolerance it reaches. */
 int vox_homog_fields_for(const vox_solver_options *solver);
@@ -131,6 +131,9 @@ vox_status vox_homog_prepare(vox_homog *h);
 vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, const vox_vec *ones,
                            double c[36],
                            int *cg_iterations, vox_solve_result *failed);
+/* Phased: every kept field into host memory (page-locked) until the next
+ * solve holds it again; nothing otherwise. */
+vox_status vox_homog_park_fields(vox_homog *h);
 /* C^H in the energy form (seed 003 eq. 7) from the fields of h->strains,
  * at the fem's current moduli: one pass over the elements; NaN in the
  * entries of strains not solved. */

@@ -94,21 +94,18 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   if (phased) {
     /* by turns (optimizer.c, cell_evaluate): the solves hold the cell
      * solver and one field (the fem's moduli gone once the solver has its
-     * float copy, which it keeps while released: `kept`); C^H the
-     * per-element vectors (a bound: the design mask's are parked), the
-     * solid E, the moduli and one field or, parked, two; the gradient the
-     * vectors, the solid E and every field; the update the vectors, the
-     * filter and a lone field. A lone field stays on the backend; several
-     * wait in host memory (homogenize.h). The final evaluation's six so,
-     * after final_room: x_phys, dc, the design mask, the solid E and the
-     * moduli, no filter. */
+     * float copy, which it keeps while released: `kept`); the moduli's
+     * making the vectors less the spent two, the solid E and the moduli;
+     * C^H the density, the solid E, the moduli and one field (two, parked);
+     * the gradient the vectors (the solid E in the mask's place) and every
+     * field; the update the vectors and the filter, the fields parked. So
+     * the vectors with every field or with the filter bound all but the
+     * solves. The final evaluation's six so, after final_room: x_phys, dc,
+     * the design mask, the solid E and the moduli, no filter. */
     const double E = D * elements, solves = cell_solver + field;
     const double kept = vox_cell_solver_kept_bytes(be, grid);
-    const int parked = n_cases > 1;
-    const double loop =
-        fmax(fmax(solves, kept + state + 2 * E + (parked ? 2 : 1) * field),
-             kept + fmax(state + E + n_cases * field, state + filter + (parked ? 0 : field)));
-    const double final = fmax(solves, kept + fmax(5 * E, 4 * E + 2 * field));
+    const double loop = fmax(solves, kept + state + fmax(n_cases * field, filter));
+    const double final = fmax(solves, kept + fmax(4 * E, 3 * E + 2 * field));
     add(plan,
         "by turns: the cell solver, the optimizer's vectors per element and filter, the fem's "
         "moduli and solid E, the fields (half) they need",

@@ -382,18 +382,19 @@ static void filter_park(vox_backend *be, opt_state *s) {
   s->filter_parked = 1;
 }
 
-/* After the solves, in the order the steps need them: the density and the
- * solid E (the moduli, C^H), the spent ones (the gradient); the rest and
- * the filter once the gradient is made (the solid E parked again: the
- * filter and the update do not read it). */
-static vox_status unpark_for_gradient(vox_backend *be, opt_state *s) {
-  const int need[] = {PARKED_X, PARKED_X_PHYS, PARKED_E_SOLID, PARKED_DC, PARKED_ENERGY};
-  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) TRY(unpark_one(be, s, need[i]));
+/* Around the solves, in the order the steps need them: the density and
+ * the solid E (the moduli, C^H), then the spent ones (the gradient); the
+ * rest and the filter once the gradient is made, the solid E and the
+ * fields parked again (the filter and the update read neither; the next
+ * solve holds the fields again). */
+static vox_status unpark_some(vox_backend *be, opt_state *s, const int *which, int n) {
+  for (int i = 0; i < n; i++) TRY(unpark_one(be, s, which[i]));
   return VOX_OK;
 }
 
 static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
   TRY(park_one(be, s, PARKED_E_SOLID));
+  TRY(vox_homog_park_fields(s->homog));
   for (int i = 0; i < VOX_PARKED; i++)
     if (i != PARKED_E_SOLID) TRY(unpark_one(be, s, i));
   if (s->filter_parked) TRY(make_filter(be, opt, s));
@@ -433,12 +434,14 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                                 vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
-    /* phased: the fem's moduli and solid E wait for the first evaluation,
-     * which makes the moduli from the density (on the device with the
-     * vectors and the filter below, they would top its turns) */
+    /* phased: the fem's moduli, its solid E and the fields wait for the
+     * first evaluation, which makes the moduli from the density (on the
+     * device with the vectors and the filter below, they would top its
+     * turns) */
     if (s->homog->phased && s->homog->cell) {
       moduli_drop(be, s->fem);
       TRY(park_one(be, s, PARKED_E_SOLID));
+      TRY(vox_homog_park_fields(s->homog));
     }
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
@@ -635,17 +638,22 @@ static vox_status cell_evaluate(vox_backend *be, const vox_optimizer_options *op
      * parked, and the moduli go too once the cell solver has its copy.
      * Then back what C^H and the gradient need (with the moduli again), or
      * everything where no gradient follows. */
+    static const int density[] = {PARKED_X, PARKED_X_PHYS, PARKED_E_SOLID},
+                     spent[] = {PARKED_DC, PARKED_ENERGY};
     filter_park(be, s);
+    TRY(park_one(be, s, PARKED_DC));
+    TRY(park_one(be, s, PARKED_ENERGY));
     TRY(unpark_one(be, s, PARKED_E_SOLID));
     TRY(moduli_make(be, opt, s, p));
     TRY(park(be, s));
     TRY(vox_homog_prepare(h));
     moduli_drop(be, s->fem);
     TRY(vox_homog_solve(h, &opt->solver, NULL, NULL, cg_iterations, failed));
-    TRY(unpark_for_gradient(be, s));
+    TRY(unpark_some(be, s, density, 3));
     TRY(moduli_make(be, opt, s, p));
     TRY(vox_homog_energy_tensor(h, s->tensor));
     moduli_drop(be, s->fem);
+    TRY(unpark_some(be, s, spent, 2));
     if (!sensitivity) TRY(unpark_rest(be, opt, s));
   }
   s->gradient_hydrostatic = 0;
