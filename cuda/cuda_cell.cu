@@ -29,7 +29,7 @@ struct vox_cell {
   float *ke, *g, *kchi; /* 576, 8 x 576, 24 */
   double *h;            /* 64 x 576 */
   float *moduli;
-  uint16_t *p; /* CG's direction on level 0, in half precision */
+  float *p; /* CG's direction on level 0 */
   double *pinv;
   double *sum; /* reductions' results: CG_SUMS doubles */
 };
@@ -64,7 +64,7 @@ __device__ __forceinline__ void row(const level_view &v, const float *x, int i, 
                                     float ax[3], float diag[9], float b[3]) {
   if (v.level == 0) {
     float f[3]; /* the load, not the V-cycle's right-hand side */
-    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, x, 0, i, j, k, ax, diag, f);
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, x, i, j, k, ax, diag, f);
   } else if (v.level == 1)
     vox_cell_coarse1_row(v.dims, v.moduli, v.g, x, i, j, k, ax, diag);
   else
@@ -98,7 +98,7 @@ __global__ void residual_kernel(level_view v, const float *x, vox_cell_dims slab
 
 /* CG on level 0 (cell_ops.h). With `load`, out = f - A in (the residual);
  * without, out = A in; either way *sum += in.out, or out.out with `load`. */
-__global__ void fine_product_kernel(level_view v, const void *in, int half, float *out, int load,
+__global__ void fine_product_kernel(level_view v, const float *in, float *out, int load,
                                     int64_t nodes, double *sum) {
   const int64_t n = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   double s = 0;
@@ -106,11 +106,11 @@ __global__ void fine_product_kernel(level_view v, const void *in, int half, floa
     int i, j, k;
     vox_cell_coords(v.dims, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
-    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, in, half, i, j, k, ax, diag, f);
+    vox_cell_fine_row(v.dims, v.moduli, v.ke, v.kchi, in, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
       const float y = load ? f[q] - ax[q] : ax[q];
       out[3 * n + q] = y;
-      s += (double)(load ? y : vox_cell_value(in, half, 3 * n + q)) * y;
+      s += (double)(load ? y : in[3 * n + q]) * y;
     }
   }
   block_sum(s, sum);
@@ -131,11 +131,11 @@ __global__ void direction_sums_kernel(size_t n, const float *r, const float *z, 
 
 /* p = (z - mean) + beta p; the first direction (beta 0) does not read p,
  * which holds whatever the allocation held. */
-__global__ void direction_kernel(size_t n, const float *z, float3 mean, float beta, uint16_t *p) {
+__global__ void direction_kernel(size_t n, const float *z, float3 mean, float beta, float *p) {
   VOX_GRID_STRIDE(i, n) {
     const int c = (int)(i % 3);
     const float y = z[i] - (c == 0 ? mean.x : c == 1 ? mean.y : mean.z);
-    p[i] = vox_cell_to_half(beta != 0 ? y + beta * vox_cell_from_half(p[i]) : y);
+    p[i] = beta != 0 ? y + beta * p[i] : y;
   }
 }
 
@@ -224,7 +224,7 @@ __global__ void field_load_kernel(vox_cell_dims d, const uint16_t *u, float *x, 
 }
 
 /* u += alpha p on every node of the fem's layout, images from their masters. */
-__global__ void field_update_kernel(vox_cell_dims d, float alpha, const uint16_t *p, uint16_t *u,
+__global__ void field_update_kernel(vox_cell_dims d, float alpha, const float *p, uint16_t *u,
                                     int64_t nodes) {
   const int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (f >= nodes) return;
@@ -233,7 +233,7 @@ __global__ void field_update_kernel(vox_cell_dims d, float alpha, const uint16_t
   vox_cell_coords(images, f, &i, &j, &k);
   const int64_t n = vox_cell_node(d, i, j, k);
   for (int q = 0; q < 3; q++) {
-    const float v = __half2float(__ushort_as_half(u[3 * f + q])) + alpha * vox_cell_from_half(p[3 * n + q]);
+    const float v = __half2float(__ushort_as_half(u[3 * f + q])) + alpha * p[3 * n + q];
     u[3 * f + q] = __half_as_ushort(__float2half_rn(v));
   }
 }
@@ -262,8 +262,7 @@ void cell_release(vox_backend *be, vox_cell *c) {
     lv.x = lv.b = lv.stencil = nullptr;
   }
   vox_cuda_free(c->slab), vox_cuda_free(c->p), vox_cuda_free(c->pinv);
-  c->slab = nullptr;
-  c->p = nullptr;
+  c->slab = c->p = nullptr;
   c->pinv = nullptr;
 }
 
@@ -295,8 +294,7 @@ vox_status cell_hold_in(vox_backend *be, vox_cell *c) {
   const size_t nc = 3 * (size_t)c->level[c->n_levels - 1].nodes;
   TRY(vox_cuda_alloc(be, (void **)&c->pinv, nc * nc * sizeof(double),
                      "the cell solver's coarsest inverse"));
-  return vox_cuda_alloc(be, (void **)&c->p, 3 * (size_t)c->level[0].nodes * sizeof *c->p,
-                        "CG's direction");
+  return alloc_floats(be, &c->p, 3 * (size_t)c->level[0].nodes, "CG's direction");
 }
 
 vox_status cell_hold(vox_backend *be, vox_cell *c) {
@@ -434,8 +432,7 @@ vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec *u, dou
   field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, l0.x, l0.nodes);
   CUDA_LAUNCHED(be, "widening a cell field");
   TRY(clear_sum(be, c));
-  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.x, 0, l0.b, 1, l0.nodes,
-                                                     c->sum);
+  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.x, l0.b, 1, l0.nodes, c->sum);
   CUDA_LAUNCHED(be, "the cell's CG residual");
   return read_sum(be, c, rr);
 }
@@ -460,8 +457,7 @@ vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double
 vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   const cell_level &l0 = c->level[0];
   TRY(clear_sum(be, c));
-  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), c->p, 1, l0.x, 0, l0.nodes,
-                                                     c->sum);
+  fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), c->p, l0.x, 0, l0.nodes, c->sum);
   CUDA_LAUNCHED(be, "the cell's A p");
   return read_sum(be, c, pq);
 }

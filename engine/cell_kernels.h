@@ -18,10 +18,6 @@
 #define VOXFE_CELL_KERNELS_H
 
 #include <stdint.h>
-#include <string.h>
-#ifdef __CUDACC__
-#include <cuda_fp16.h>
-#endif
 
 #include "backend_ops.h"
 
@@ -88,41 +84,13 @@ VOX_HOST_DEVICE static inline void vox_cell_load_at(vox_cell_dims d, const float
   }
 }
 
-/* binary16 bit patterns to float and back (round to nearest, ties to even):
- * the same numbers on both backends. */
-VOX_HOST_DEVICE static inline float vox_cell_from_half(uint16_t h) {
-#ifdef __CUDACC__
-  return __half2float(__ushort_as_half(h));
-#else
-  _Float16 f;
-  memcpy(&f, &h, sizeof f);
-  return (float)f;
-#endif
-}
-
-VOX_HOST_DEVICE static inline uint16_t vox_cell_to_half(float v) {
-#ifdef __CUDACC__
-  return __half_as_ushort(__float2half_rn(v));
-#else
-  const _Float16 f = (_Float16)v;
-  uint16_t h;
-  memcpy(&h, &f, sizeof h);
-  return h;
-#endif
-}
-
-/* Value q of a vector of floats, or of halves (bit patterns) where `half`. */
-VOX_HOST_DEVICE static inline float vox_cell_value(const void *x, int half, int64_t q) {
-  return half ? vox_cell_from_half(((const uint16_t *)x)[q]) : ((const float *)x)[q];
-}
-
-/* The 24 values of element (oi, oj, ok)'s corners (x as vox_cell_value). */
-VOX_HOST_DEVICE static inline void vox_cell_gather(vox_cell_dims d, const void *x, int half, int oi,
-                                                   int oj, int ok, float xe[24]) {
+/* The 24 values of element (oi, oj, ok)'s corners. */
+VOX_HOST_DEVICE static inline void vox_cell_gather(vox_cell_dims d, const float *x, int oi, int oj,
+                                                   int ok, float xe[24]) {
   for (int b = 0; b < 8; b++) {
     const int64_t n = vox_cell_node(d, oi + vox_cell_corner(b, 0), oj + vox_cell_corner(b, 1),
                                     ok + vox_cell_corner(b, 2));
-    for (int c = 0; c < 3; c++) xe[3 * b + c] = vox_cell_value(x, half, 3 * n + c);
+    for (int c = 0; c < 3; c++) xe[3 * b + c] = x[3 * n + c];
   }
 }
 
@@ -146,11 +114,10 @@ VOX_HOST_DEVICE static inline void vox_cell_rows(const float *k, int a, float m,
 
 /* Level 0 at node (i, j, k): ax = (K x)_n, diag = K_nn, and f = the load
  * sum_e m_e (Ke chi)_n of the unit strain whose Ke chi is kchi (as
- * vox_cell_load_at, fused into the same pass over the elements); x floats,
- * or halves where `half` (CG's direction). */
+ * vox_cell_load_at, fused into the same pass over the elements). */
 VOX_HOST_DEVICE static inline void vox_cell_fine_row(vox_cell_dims d, const float *moduli,
                                                      const float *ke, const float *kchi,
-                                                     const void *x, int half, int i, int j, int k,
+                                                     const float *x, int i, int j, int k,
                                                      float ax[3], float diag[9], float f[3]) {
   for (int r = 0; r < 3; r++) ax[r] = f[r] = 0;
   for (int r = 0; r < 9; r++) diag[r] = 0;
@@ -159,7 +126,7 @@ VOX_HOST_DEVICE static inline void vox_cell_fine_row(vox_cell_dims d, const floa
               ok = k - vox_cell_corner(a, 2);
     const float m = moduli[vox_cell_node(d, oi, oj, ok)];
     float xe[24];
-    vox_cell_gather(d, x, half, oi, oj, ok, xe);
+    vox_cell_gather(d, x, oi, oj, ok, xe);
     vox_cell_rows(ke, a, m, xe, ax, diag);
     for (int r = 0; r < 3; r++) f[r] += m * kchi[3 * a + r];
   }
@@ -179,7 +146,7 @@ VOX_HOST_DEVICE static inline void vox_cell_coarse1_row(vox_cell_dims d, const f
               oj = vox_cell_wrap(j - vox_cell_corner(a, 1), d.ny),
               ok = vox_cell_wrap(k - vox_cell_corner(a, 2), d.nz);
     float xe[24];
-    vox_cell_gather(d, x, 0, oi, oj, ok, xe);
+    vox_cell_gather(d, x, oi, oj, ok, xe);
     for (int c = 0; c < 8; c++) {
       const float m =
           moduli[vox_cell_node(fine, 2 * oi + (c & 1), 2 * oj + ((c >> 1) & 1), 2 * ok + (c >> 2))];

@@ -57,9 +57,7 @@ typedef struct vox_cell_ops {
    * scalars in double: u the field (half precision, the fem's layout: CG
    * never reads it back, so it accumulates there directly and needs no
    * float copy), b the residual (the V-cycle's right-hand side), p the
-   * direction (in half precision: q, the step and the field's update all
-   * take the rounded p, so CG stays consistent), x the V-cycle's z and then
-   * q = A p.
+   * direction, x the V-cycle's z and then q = A p.
    *   cg_residual:  b = f - A u (u widened into x first), *rr = b.b;
    *   cg_direction: z = x less its mean per component, *rz = b.z, then
    *                 p = z + (*rz / rz_old) p (p = z, p not read, when rz_old
@@ -138,12 +136,12 @@ static inline double vox_cell_kept_floats(const vox_cell_desc *desc) {
   return (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
 }
 /* The floats a backend's vox_cell holds (both backends allocate exactly
- * these; the memory plan counts them): the fine moduli, CG's p (halves); per
+ * these; the memory plan counts them): the fine moduli, CG's p; per
  * level x and b, the stencils of levels >= 2, and the coarsest
  * pseudo-inverse (in double: two floats an entry); the slab buffer. */
 static inline double vox_cell_floats(const vox_cell_desc *desc) {
   const double fine = (double)desc->dims[0].nx * desc->dims[0].ny * desc->dims[0].nz;
-  double floats = fine + 1.5 * fine + vox_cell_slab_floats(desc); /* p: 3 halves a node */
+  double floats = fine + 3 * fine + vox_cell_slab_floats(desc);
   for (int l = 0; l < desc->n_levels; l++) {
     const double n = (double)desc->dims[l].nx * desc->dims[l].ny * desc->dims[l].nz;
     floats += 3 * n * 2 + (l >= 2 ? VOX_CELL_BLOCK * n : 0);

@@ -4,10 +4,9 @@
  * block Gauss-Seidel smoothing, the two finest levels matrix-free (level 1
  * through the Galerkin sums of its children's element matrices), the load
  * computed where it is used, and a dense pseudo-inverse on the coarsest
- * level for the rigid translations. The fine level holds two float
- * vectors (CG's r, the V-cycle's z, which is also CG's q) and CG's p in
- * half precision, 10 bytes a dof where the solver of fem.c holds 8 doubles
- * (64 bytes a dof): CG
+ * level for the rigid translations. The fine level holds three float
+ * vectors (CG's r and p, the V-cycle's z, which is also CG's q), 12 bytes
+ * a dof where the solver of fem.c holds 8 doubles (64 bytes a dof): CG
  * accumulates the solution into the half-precision field itself, which it
  * never reads back during the iteration (its rounding is the field's own,
  * not the solver's), and the V-cycle restricts its residual slab by slab

@@ -105,7 +105,7 @@ static inline int vox_homog_half_fields(const vox_solver_options *solver) {
  * solve with fem.c's CG. */
 #define VOX_CELL_SOLVER_RTOL_MIN 1e-4
 /* The optimizer's fields: half in mixed precision, else double; solved by
- * the cell solver (10 bytes a fine dof against CG's 64) where
+ * the cell solver (12 bytes a fine dof against CG's 64) where
  * solver->cell_solver is VOX_CELL_SOLVER_ON (vox_optimize resolves AUTO:
  * memory_plan.h) at a tolerance it reaches. */
 int vox_homog_fields_for(const vox_solver_options *solver);

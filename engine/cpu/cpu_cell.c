@@ -22,7 +22,7 @@ struct vox_cell {
   float ke[576], g[8 * 576], kchi[24];
   double *h;     /* 64 x 576 */
   float *moduli; /* fine, per element */
-  uint16_t *p;   /* CG's direction on level 0, in half precision */
+  float *p;      /* CG's direction on level 0 */
   double *pinv;  /* the coarsest level's pseudo-inverse */
 };
 
@@ -36,8 +36,7 @@ static void cell_release(vox_backend *be, vox_cell *c) {
     lv->x = lv->b = lv->stencil = NULL;
   }
   free(c->slab), free(c->p), free(c->pinv);
-  c->slab = NULL;
-  c->p = NULL;
+  c->slab = c->p = NULL;
   c->pinv = NULL;
 }
 
@@ -65,7 +64,7 @@ static vox_status cell_hold(vox_backend *be, vox_cell *c) {
   c->slab = floats(c->slab_floats);
   const int64_t nc = c->level[c->n_levels - 1].nodes;
   c->pinv = calloc(9 * (size_t)nc * (size_t)nc, sizeof *c->pinv);
-  c->p = calloc(3 * (size_t)c->level[0].nodes, sizeof *c->p);
+  c->p = floats(3 * (size_t)c->level[0].nodes);
   if (ok && c->slab && c->pinv && c->p) return VOX_OK;
   cell_release(be, c);
   return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (the cell solver)");
@@ -177,7 +176,7 @@ static void row(const vox_cell *c, int l, const float *x, int i, int j, int k, f
   const cell_level *lv = &c->level[l];
   if (l == 0) {
     float f[3]; /* the load, not the V-cycle's right-hand side */
-    vox_cell_fine_row(lv->dims, c->moduli, c->ke, c->kchi, x, 0, i, j, k, ax, diag, f);
+    vox_cell_fine_row(lv->dims, c->moduli, c->ke, c->kchi, x, i, j, k, ax, diag, f);
   } else if (l == 1) {
     vox_cell_coarse1_row(lv->dims, c->moduli, c->g, x, i, j, k, ax, diag);
   } else {
@@ -242,7 +241,7 @@ static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec 
     int i, j, k;
     vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->x, 0, i, j, k, ax, diag, f);
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->x, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
       l0->b[3 * n + q] = f[q] - ax[q];
       sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
@@ -271,7 +270,7 @@ static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old,
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t i = 0; i < 3 * nodes; i++) {
     const float y = l0->x[i] - m[i % 3];
-    c->p[i] = vox_cell_to_half(beta != 0 ? y + beta * vox_cell_from_half(c->p[i]) : y);
+    c->p[i] = beta != 0 ? y + beta * c->p[i] : y;
   }
   return VOX_OK;
 }
@@ -285,10 +284,10 @@ static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
     int i, j, k;
     vox_cell_coords(d, n, &i, &j, &k);
     float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->p, 1, i, j, k, ax, diag, f);
+    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->p, i, j, k, ax, diag, f);
     for (int q = 0; q < 3; q++) {
       l0->x[3 * n + q] = ax[q];
-      sum += (double)vox_cell_from_half(c->p[3 * n + q]) * ax[q];
+      sum += (double)c->p[3 * n + q] * ax[q];
     }
   }
   *pq = sum;
@@ -310,7 +309,7 @@ static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox
     vox_cell_coords(images, f, &i, &j, &k);
     const int64_t n = vox_cell_node(d, i, j, k);
     for (int q = 0; q < 3; q++)
-      out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * vox_cell_from_half(c->p[3 * n + q]));
+      out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * c->p[3 * n + q]);
   }
   double sum = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)

@@ -57,7 +57,7 @@ static void apply(const host_levels *hl, int l, const float *x, float *ax) {
     vox_cell_coords(d, n, &i, &j, &k);
     float diag[9], f[3];
     if (l == 0)
-      vox_cell_fine_row(d, hl->moduli, hl->ke, kchi, x, 0, i, j, k, ax + 3 * n, diag, f);
+      vox_cell_fine_row(d, hl->moduli, hl->ke, kchi, x, i, j, k, ax + 3 * n, diag, f);
     else if (l == 1)
       vox_cell_coarse1_row(d, hl->moduli, hl->g, x, i, j, k, ax + 3 * n, diag);
     else
@@ -414,10 +414,8 @@ static void solve(vox_context *ctx, vox_backend *be, const vox_model *m, vox_hom
 
 static void cell_options(vox_solver_options *o) {
   vox_solver_options_default(o);
-  /* CG's direction in half precision stalls near 1e-6 of the load for
-   * the shear strains (float's floor is near 1e-7); the optimizer asks for
-   * 1e-2, at least VOX_CELL_SOLVER_RTOL_MIN (1e-4) */
-  o->rtol = 1e-5;
+  /* float's floor is near 1e-7 of the load */
+  o->rtol = 1e-6;
   o->precision = VOX_PRECISION_MIXED;
   o->max_iterations = 200;
 }

@@ -46,7 +46,7 @@ typedef enum vox_storage {
 /* How a periodic cell's optimization solves its fields in mixed precision
  * (vox_optimize): with CG in double around the multigrid of
  * vox_solver_options (64 bytes a fine dof), or with the single-precision
- * cell solver (10 bytes a dof, as fast within 8-20 % on an H200 where both
+ * cell solver (12 bytes a dof, as fast within 8-20 % on an H200 where both
  * fit: docs/benchmarks.md). PHASED is the cell solver taking turns with the
  * optimizer's per-element state: the solver's memory is freed after each
  * design iteration's solves, and that state waits in host memory while they
