@@ -106,28 +106,30 @@ static void host_free(vox_backend *be, void *p) {
   if (p) cudaFreeHost(p);
 }
 
-static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
-  CUDA_TRY(be, cudaMemcpy(h->data, host, h->n * sizeof *host, cudaMemcpyHostToDevice),
-           "uploading a half-precision vector");
+/* A vector's bytes between host and device memory. */
+static vox_status copy(vox_backend *be, void *to, const void *from, size_t bytes,
+                       cudaMemcpyKind kind, const char *what) {
+  CUDA_TRY(be, cudaMemcpy(to, from, bytes, kind), what);
   return VOX_OK;
+}
+
+static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
+  return copy(be, h->data, host, h->n * sizeof *host, cudaMemcpyHostToDevice,
+              "uploading a half-precision vector");
 }
 
 static vox_status hvec_download(vox_backend *be, const vox_hvec *h, uint16_t *host) {
-  CUDA_TRY(be, cudaMemcpy(host, h->data, h->n * sizeof *host, cudaMemcpyDeviceToHost),
-           "downloading a half-precision vector");
-  return VOX_OK;
+  return copy(be, host, h->data, h->n * sizeof *host, cudaMemcpyDeviceToHost,
+              "downloading a half-precision vector");
 }
 
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
-  CUDA_TRY(be, cudaMemcpy(v->data, host, v->n * sizeof *host, cudaMemcpyHostToDevice),
-           "uploading a vector");
-  return VOX_OK;
+  return copy(be, v->data, host, v->n * sizeof *host, cudaMemcpyHostToDevice, "uploading a vector");
 }
 
 static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) {
-  CUDA_TRY(be, cudaMemcpy(host, v->data, v->n * sizeof *host, cudaMemcpyDeviceToHost),
-           "downloading a vector");
-  return VOX_OK;
+  return copy(be, host, v->data, v->n * sizeof *host, cudaMemcpyDeviceToHost,
+              "downloading a vector");
 }
 
 static __global__ void set_kernel(double *x, double a, size_t n) { VOX_GRID_STRIDE(i, n) x[i] = a; }

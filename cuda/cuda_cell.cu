@@ -481,9 +481,8 @@ vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
   const level_view v = view(c, level);
   const int64_t plane = (int64_t)lv.dims.nx * lv.dims.ny;
   for (int k0 = 0; k0 < lv.dims.nz; k0 += f.slab) {
-    const int k1 = k0 + f.slab < lv.dims.nz ? k0 + f.slab : lv.dims.nz, z0 = 2 * k0 - 1;
-    const int planes = 2 * (k1 - k0) + 1 < f.dims.nz ? 2 * (k1 - k0) + 1 : f.dims.nz;
-    const vox_cell_dims slab = {f.dims.nx, f.dims.ny, planes};
+    int k1, z0;
+    const vox_cell_dims slab = vox_cell_slab_at(f.dims, lv.dims.nz, f.slab, k0, &k1, &z0);
     const int64_t nodes = (int64_t)slab.nx * slab.ny * slab.nz, count = (k1 - k0) * plane;
     residual_kernel<<<blocks_for(nodes), 128>>>(v, f.x, slab, z0, c->slab, nodes);
     CUDA_LAUNCHED(be, "the cell residual");

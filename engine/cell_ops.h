@@ -114,12 +114,27 @@ static inline int vox_cell_slab(const vox_cell_desc *desc, int l) {
   const int nz = desc->dims[l + 1].nz, s = desc->slab > 0 ? desc->slab : nz / 16;
   return s < 1 ? 1 : s > nz ? nz : s;
 }
-/* The fine planes of such a slab's residual: 2 slab + 1, or all the
- * level's where the slab is the whole level (its two wrapped ends are one
- * plane). */
+/* The fine planes of a slab of `coarse` coarse planes: 2 coarse + 1, or
+ * all of the fine level's fine_nz where the slab is the whole level (its
+ * two wrapped ends are one plane). */
+static inline int vox_cell_slab_fine_planes(int coarse, int fine_nz) {
+  const int p = 2 * coarse + 1;
+  return p < fine_nz ? p : fine_nz;
+}
+/* The fine planes of such a slab's residual from level l. */
 static inline int vox_cell_slab_planes(const vox_cell_desc *desc, int l) {
-  const int p = 2 * vox_cell_slab(desc, l) + 1;
-  return p < desc->dims[l].nz ? p : desc->dims[l].nz;
+  return vox_cell_slab_fine_planes(vox_cell_slab(desc, l), desc->dims[l].nz);
+}
+/* The slab of restrict_residual from coarse plane k0 (of coarse_nz, slabs
+ * of `slab` planes) over a fine level of dims fine: its end plane *k1 (the
+ * last slab may be short), the fine plane *z0 its residual starts at
+ * (wrapped), and the dims of that residual. */
+static inline vox_cell_dims vox_cell_slab_at(vox_cell_dims fine, int coarse_nz, int slab, int k0,
+                                             int *k1, int *z0) {
+  *k1 = k0 + slab < coarse_nz ? k0 + slab : coarse_nz;
+  *z0 = 2 * k0 - 1;
+  const vox_cell_dims d = {fine.nx, fine.ny, vox_cell_slab_fine_planes(*k1 - k0, fine.nz)};
+  return d;
 }
 /* The slab buffer's floats: the largest slab of the levels, which it
  * serves in turn. */

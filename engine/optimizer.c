@@ -392,11 +392,17 @@ static vox_status unpark_some(vox_backend *be, opt_state *s, const int *which, i
   return VOX_OK;
 }
 
+/* Every parked vector back but the solid E (only the moduli read it). */
+static vox_status unpark_but_solid(vox_backend *be, opt_state *s) {
+  for (int i = 0; i < VOX_PARKED; i++)
+    if (i != PARKED_E_SOLID) TRY(unpark_one(be, s, i));
+  return VOX_OK;
+}
+
 static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
   TRY(park_one(be, s, PARKED_E_SOLID));
   TRY(vox_homog_park_fields(s->homog));
-  for (int i = 0; i < VOX_PARKED; i++)
-    if (i != PARKED_E_SOLID) TRY(unpark_one(be, s, i));
+  TRY(unpark_but_solid(be, s));
   if (s->filter_parked) TRY(make_filter(be, opt, s));
   s->filter_parked = 0;
   return VOX_OK;
@@ -971,10 +977,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     }
     previous = compliance;
   }
-  /* a phased loop stopped by a failed solve has some vectors parked (the
-   * solid E waits: only the moduli read it) */
-  for (int i = 0; st == VOX_OK && s.homog && i < VOX_PARKED; i++)
-    if (i != PARKED_E_SOLID) st = unpark_one(be, &s, i);
+  /* a phased loop stopped by a failed solve has some vectors parked */
+  if (st == VOX_OK) st = unpark_but_solid(be, &s);
 
   /* The final design's own state, so that density, displacement and
    * objective in the file belong together. A cell reports the whole C^H:

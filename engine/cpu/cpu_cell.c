@@ -328,9 +328,8 @@ static vox_status cell_restrict(vox_backend *be, vox_cell *c, int level) {
   const vox_cell_dims df = fine->dims, d = lv->dims;
   const int64_t plane = (int64_t)d.nx * d.ny;
   for (int k0 = 0; k0 < d.nz; k0 += fine->slab) {
-    const int k1 = k0 + fine->slab < d.nz ? k0 + fine->slab : d.nz, z0 = 2 * k0 - 1;
-    const int planes = 2 * (k1 - k0) + 1 < df.nz ? 2 * (k1 - k0) + 1 : df.nz;
-    const vox_cell_dims slab = {df.nx, df.ny, planes};
+    int k1, z0;
+    const vox_cell_dims slab = vox_cell_slab_at(df, d.nz, fine->slab, k0, &k1, &z0);
     const int64_t count = (int64_t)slab.nx * slab.ny * slab.nz;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
     for (int64_t m = 0; m < count; m++) {
