@@ -39,7 +39,8 @@ void cli_format_expression(const void *value, char *buf, size_t size);
  * are the program's to fill in), EXPRESSION a const char *. The program
  * sets INIT.kind to CLI_INITIAL_AUTO or to a kind before parsing. */
 #define CLI_DESIGN_OPTIONS(TYPE, SYMMETRY, INIT, EXPRESSION)                                      \
-  {.kind = CLI_HEADING, .help = "Design symmetry and start (periodic cells, seed 003):"},       \
+  {.kind = CLI_HEADING,                                                                           \
+   .help = "Design symmetry and start (periodic cells, Zhang et al. 2023):"},                     \
   {.name = "symmetry", .arg = "S", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, SYMMETRY),        \
    .flags = CLI_RECORD,                                                                           \
    .help = "symmetry of the design, enforced on the start, the sensitivities and the density "   \
@@ -52,8 +53,8 @@ void cli_format_expression(const void *value, char *buf, size_t size);
    .flags = CLI_RECORD,                                                                           \
    .help = "starting density of the design voxels, with the volume fraction as its mean: "        \
            "uniform, random (per element), trigonometric (a random mix of cos/sin waves and "     \
-           "their products, seed 003 section 6.2), or auto (the input's density when it is a "    \
-           "design file, else uniform)",                                                          \
+           "their products, Zhang et al. 2023 section 6.2), or auto (the input's density "        \
+           "when it is a design file, else uniform)",                                             \
    .parse = cli_parse_initial, .format = cli_format_initial},                                     \
   {.name = "seed", .arg = "N", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, INIT.seed),           \
    .flags = CLI_RECORD, .help = "seed of the random and trigonometric starting designs",          \

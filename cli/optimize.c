@@ -156,8 +156,8 @@ static const cli_option options[] = {
              "of a mechanism whose problem file says so), or a property of the model as a "
              "periodic unit cell (every axis a multiple of 4 voxels, no supports or loads): "
              "bulk or shear (maximise the modulus), poisson or poisson-log (negative Poisson "
-             "ratio, seed 003 eq. 21 or 22), or custom (minimise the --expression formula of "
-             "C^H)",
+             "ratio, Zhang et al. 2023 eq. 21 or 22), or custom (minimise the --expression "
+             "formula of C^H)",
      .default_text = "the model file's cell objective, else compliance",
      .parse = parse_objective, .format = format_objective},
     NUMBER("poisson-beta", CLI_REAL, "B", opt.poisson_beta, FRACTION,
@@ -383,7 +383,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
       printf("  %12.6g %12.6g %12.6g %12.6g %12.6g %12.6g\n", result.tensor[6 * i],
              result.tensor[6 * i + 1], result.tensor[6 * i + 2], result.tensor[6 * i + 3],
              result.tensor[6 * i + 4], result.tensor[6 * i + 5]);
-    printf("bulk modulus %.6g, shear modulus %.6g (seed 003 eq. 19, 20)\n", m->bulk, m->shear);
+    printf("bulk modulus %.6g, shear modulus %.6g (Zhang et al. 2023 eq. 19, 20)\n", m->bulk,
+           m->shear);
     printf("Young's moduli E_x %.6g, E_y %.6g, E_z %.6g; shear moduli G_xy %.6g, G_yz %.6g, "
            "G_zx %.6g\n", m->young[0], m->young[1], m->young[2], m->shear_axis[0],
            m->shear_axis[1], m->shear_axis[2]);

@@ -230,12 +230,11 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
 
 /* FP16 storage of the smoothed coarse levels in MIXED precision
  * (cuda_stencil.cu, "FP16 storage") for a level on `grid`: on by default
- * where the grid is not periodic (faster: the 256 x 128 x 128 cantilever
- * took 0.101 against 0.106 s per design iteration on an H100), off for a
- * periodic cell, which needs more CG with it (128^3: 22 against 12.5
- * iterations per field; docs/benchmarks.md); VOXFE_CUDA_FP16_STENCILS=0 or
- * 1 overrides. The rounding can make level 1 indefinite (it did at design
- * iteration 7 of the 512 x 256 x 256 cantilever): a solve that breaks down
+ * where the grid is not periodic (half the bytes of the coarse products),
+ * off for a periodic cell, which needs more CG iterations with it than it
+ * saves (docs/benchmarks.md); VOXFE_CUDA_FP16_STENCILS=0 or 1 overrides.
+ * The rounding can make level 1 indefinite (it did on the 512 x 256 x 256
+ * cantilever): a solve that breaks down
  * is then redone with float levels, which stay (stencil_full_storage,
  * engine/fem.c). */
 int vox_cuda_fp16_stencils(const vox_grid *grid);

@@ -6,18 +6,17 @@
  * triangular products (invert_lower). Each V-cycle then applies
  * x = L^-T (L^-1 b) as two triangular matrix-vector products, one warp per
  * entry reading a contiguous column (L^-1 is kept in both orders for that),
- * which stream the factor at memory speed. Two triangular solves (potrs) are
- * a chain of dependent steps, 0.6 ms for 4131 unknowns (a 16 x 8 x 8 level);
- * cuBLAS's trmv took 1.05 ms. In MIXED precision the two copies of L^-1 are
- * stored in float, which halves the bytes of every solve (0.11 ms per V-cycle
- * for the 5616 unknowns of the bridge in double). Whatever the rounding in
+ * which stream the factor at memory speed, where two triangular solves
+ * (potrs, or cuBLAS's trmv) are a chain of dependent steps, several times
+ * slower. In MIXED precision the two copies of L^-1 are stored in float,
+ * which halves the bytes of every solve. Whatever the rounding in
  * the stored inverse X of L, X' X is symmetric positive definite, so the
  * V-cycle stays a valid preconditioner even at a 1e-9 stiffness contrast.
  * The factorisation runs on a stream of its own, after an event that marks
  * the Galerkin product of the level: multigrid setup factors the coarsest
  * level before it estimates the smoothers' bounds, whose Lanczos steps on
  * the small coarse levels are bound by launch latency and leave the device
- * mostly idle, so the 4131-unknown factorisation (6.9 ms on the H100) runs
+ * mostly idle, so the factorisation, the setup's largest part, runs
  * under them (and under the rest of the setup). Its status is read, and the legacy
  * stream made to wait for it, by the first solve (or anything that writes
  * the stencil again: vox_cuda_stencil_factor_wait).
@@ -160,8 +159,8 @@ static __global__ void set_diagonal(double *__restrict__ a, int n, double value)
  *   [L11 0; L21 L22]^-1 = [X11 0; -X22 L21 X11  X22],
  * down to blocks solved by cuBLAS's trsm against the identity: all steps
  * run as matrix products on the tensor cores, in about n^3/3 flops where
- * one trsm of the whole would take n^3. cuSOLVER's own trtri took 8.5 ms of
- * small recursive steps for 4131 unknowns (ncu, H100). */
+ * one trsm of the whole would take n^3; cuSOLVER's own trtri runs in
+ * small recursive steps, much slower. */
 static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld) {
   static const double one = 1, minus_one = -1;
   enum { TRSM_BLOCK = 1024 };
@@ -186,7 +185,7 @@ static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X,
 /* The libraries' first factorisation, on a made-up matrix of a coarsest
  * level's size, from the warm-up thread (vox_cuda_warm_up): cuSOLVER's and
  * cuBLAS's kernels load at their first launch in the process (lazy module
- * loading), 40-50 ms that a clinical sample otherwise spends on the
+ * loading), time that a clinical sample otherwise spends on the
  * critical path of its setup. Errors change nothing: the solve's own
  * factorisation reports them. */
 extern "C" void vox_cuda_coarse_warm_up(void) {

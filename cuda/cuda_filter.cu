@@ -24,10 +24,9 @@
 #include "filter_taps.h"
 
 /* Taps kept in constant memory: at most 128 (3.5 KB; up to a radius of 3.16
- * voxels). Measured on the H100 (256 x 128 x 128 elements): constant memory
- * is 25-30 % faster than the global table up to 93 taps (radius 3) and 12 %
- * at 123, but 12 % slower at 147 and 2-3 times slower from 250 taps on, once
- * the table outgrows the SM's constant cache. */
+ * voxels). Up to there constant memory is faster than the global table;
+ * beyond it the table outgrows the SM's constant cache and constant memory
+ * turns several times slower. */
 enum { CONST_TAPS = 128 };
 
 

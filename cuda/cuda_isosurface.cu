@@ -216,7 +216,7 @@ unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / 
 /* Copies between the caller's pageable host memory and the device go
  * through two pinned buffers of STAGE_BYTES, the host's copy of one chunk
  * overlapping the DMA of the other: plain cudaMemcpy from and to pageable
- * memory moved about 3 GB/s on the H100 machine (docs/benchmarks.md). The
+ * memory is slower (docs/benchmarks.md). The
  * buffers are pinned on the first call and kept for the process (pinning
  * them costs milliseconds, much of a small extraction); a mutex lends them
  * to one call at a time, and a call on another device than the first

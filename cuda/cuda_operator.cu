@@ -43,10 +43,9 @@
  * corner 0 (72 doubles, 576 bytes), with the sign known at compile time and
  * folded into the FMA. load_ke checks the symmetry (to rounding) whenever it
  * loads a matrix, and the elasticity kernels then read only those rows; any
- * other Ke takes the generic kernels. On an H100, 257^3 nodes, elasticity,
- * generic -> mirrored: dbd 3.8 -> 1.9 ms, nbn 2.4 -> 1.8 ms, ebe 6.0 -> 3.8
- * ms, element energy 0.92 -> 0.69 ms. Conduction's Ke (512 bytes) fits as it
- * is.
+ * other Ke takes the generic kernels: the whole 24 x 24 matrix misses the
+ * constant cache, which halved the kernels' speed. Conduction's Ke (512
+ * bytes) fits as it is.
  *
  * Ke lives in one __constant__ array of the module, so one operator's matrix
  * is there at a time: load_ke re-uploads it when another operator is applied
@@ -58,7 +57,7 @@
  * with float, x and the moduli are read as double and converted on load
  * (staged as float in dbd's shared memory, half the bytes), Ke is read from
  * c_ke32, its float copy uploaded with c_ke, the products and sums are in
- * float, and y is stored as double. The H100's float FMA rate is twice its
+ * float, and y is stored as double. The GPU's float FMA rate is twice its
  * double rate. ebe ignores the flag and computes in double. The double
  * instances are the same code as before the template parameter.
  *
@@ -80,10 +79,8 @@
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
-/* The variant VOX_KERNEL_AUTO selects, by the dofs per node. On an H100,
- * 257^3 nodes, with fixed dofs eliminated: elasticity dbd 1.89 ms, nbn 1.79,
- * ebe 3.84, and in single precision (the multigrid smoother) dbd 1.70, nbn
- * 1.19; conduction dbd 0.44 ms, nbn 0.62, ebe 1.60. */
+/* The variant VOX_KERNEL_AUTO selects, by the dofs per node: the fastest
+ * measured for each (docs/benchmarks.md). */
 static vox_kernel default_kernel(int dpn) { return dpn == 3 ? VOX_KERNEL_NBN : VOX_KERNEL_DBD; }
 
 /* The element matrix of the operator last applied, nloc x nloc row-major,
@@ -461,14 +458,10 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
  * The elements of the halo are computed by the blocks on both sides: 405
  * elements a block for 256 nodes, 1.58 times the grid's elements.
  *
- * Off by default (VOXFE_CUDA_TF32, smoother_tf32 below): on an H100 at
- * 256 x 128 x 128 (docs/benchmarks.md, issue 3 sections 1-3) the product
- * takes 0.290 ms against nbn's 0.304 ms in float, the fused residual 0.299
- * against 0.332 ms, but the fused smoothing step 0.459 against 0.421 ms,
- * and the W-cycle cantilever 0.125 s per design iteration (21.6 CG per
- * solve) against 0.123 s (21.0); split TF32 0.392 ms a product, 0.128 s.
- * The prediction was a memory-bound 0.1 ms (tensor-core flops 0.02 ms,
- * shared memory about 0.06 ms). What holds it (not profiled, an estimate
+ * Off by default (VOXFE_CUDA_TF32, smoother_tf32 below): it is barely
+ * faster than nbn a product, its fused smoothing step is slower and TF32's
+ * rounding costs CG iterations (docs/experiments.md), far from the
+ * memory-bound speed predicted. What holds it (not profiled, an estimate
  * from the block's structure): its three phases (staging, MMAs, node sums
  * and epilogue) run one after another between barriers, with few loads in
  * flight per thread in the staging and the epilogue's loads of b, w and d
@@ -1089,13 +1082,10 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
 /* nbn with the epilogue in the kernel (elasticity with the mirrored Ke and
  * no springs: the multigrid's fine level on every voxfe grid but a
  * mechanism's); any other operator stores its product in out (springs
- * included) and finishes in a second pass. On an H100 at
- * 256 x 128 x 128 (docs/benchmarks.md): a single-precision smoothing step
- * fused 0.422 ms, in two passes 0.545 ms; the residual fused 0.332 ms in
- * single and 0.500 ms in double, in two passes 0.565 ms in double; but the
- * double smoothing step fused 0.728 ms against 0.699 ms in two passes (the
- * double kernel's registers are its limit already, and the update's
- * operands add to them), so that one takes two passes. */
+ * included) and finishes in a second pass. Fusing saves a pass over the
+ * fine vectors, except for the double smoothing step, which is faster in
+ * two passes (the double kernel's registers are its limit already, and the
+ * update's operands add to them; docs/experiments.md). */
 template <int MODE>
 static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *out,
                               const row_epilogue &e, int flags, const char *what) {

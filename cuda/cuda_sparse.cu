@@ -53,10 +53,9 @@ static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i,
 
 /* Adds three floats (a node's components) or six (two x-neighbours') at p:
  * on sm_90 through float2 and float4 atomics where p's alignment allows (3
- * floats in 2 operations, 6 in 2 to 4). Measured on the H100 at 550^3: the
- * warp product into floats 2.86 -> 2.77 ms; the restriction, whose fine
- * nodes of a warp mostly add into the same coarse nodes, went 2.32 -> 2.65
- * ms with them and keeps scalar atomics (docs/benchmarks.md). */
+ * floats in 2 operations, 6 in 2 to 4): fewer atomic operations for the
+ * same bytes. The restriction, whose fine nodes of a warp mostly add into
+ * the same coarse nodes, was slower with them and keeps scalar atomics. */
 static __device__ __forceinline__ void red3(float *p, float a, float b, float c) {
 #if __CUDA_ARCH__ >= 900
   if (((uintptr_t)p & 7) == 0) {
@@ -379,9 +378,8 @@ static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs
 
 /* The V-cycle's case in mixed precision: b, ax, d, x float, the blocks
  * bfloat16; a thread a node over the whole grid, float arithmetic, no
- * run-time precision flags. H100, the clinical sample's level 0: 258 ->
- * 224 us a step (2.35 TB/s of the 28 bytes a dof), 9.7 -> 9.5 ms a CG
- * iteration; 550^3 52.9 -> 51.7 ms. */
+ * run-time precision flags: the step is bound by its 28 bytes a dof, and
+ * the general kernel's flags cost it time. */
 template <bool AX, bool AX4, bool BETA>
 static __global__ void block_smoother_float_kernel(size_t nodes, const float *__restrict__ b,
                                                    const float *__restrict__ ax,
@@ -872,9 +870,9 @@ static __device__ __forceinline__ double weight(uint32_t pos, int x, int y, int 
  * position-1 share from the lane before when that coarse node is the same
  * copy: one atomic where there were three in a full run. Each share is
  * added once, whichever lane adds it, so the sum is the plain kernel's up
- * to rounding. H100, the clinical sample's level 0: the residual's pass
- * (0.10 ms) and the restriction (0.59 ms) -> 0.46 ms in all; runs along x
- * are short in its trabeculae. */
+ * to rounding. It also saves the residual's own pass over the fine
+ * vectors; runs along x are short in trabeculae, so the saving there is
+ * less than the full run's two thirds. */
 static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, const void *b,
                                        int bs, const void *ax, int as, void *rc, int rcs) {
   const unsigned lane = threadIdx.x % 32;

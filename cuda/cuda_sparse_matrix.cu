@@ -14,9 +14,7 @@
  * 6 x 3 restriction of level 0, 3 x 3 blocks) are compiled with their
  * sizes known; others run the same loop with run-time sizes. A warp per
  * block row (the lanes reading the row's values as one run, the sums
- * reduced by shuffles) was measured slower on the H100: the 160^3 perlin
- * bone's SA level 1 2.92 against 1.85 ms a V-cycle, 5.8 against 4.6 ms a
- * CG iteration (docs/benchmarks.md). */
+ * reduced by shuffles) was measured slower (docs/experiments.md). */
 #include <stdlib.h>
 
 #include <type_traits>

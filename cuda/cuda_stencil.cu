@@ -86,8 +86,7 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
  * annihilates away from the supports, get an energy of about 2^-12 of the
  * diagonal, of either sign: more than the smallest eigenvalue of a level-1
  * operator (about 1e-4 of it at 128 x 64 x 64), so the level turned
- * indefinite and CG broke down at the cantilever's first solve (H100, 256 x
- * 128 x 128). The values are therefore rounded stochastically: up or down
+ * indefinite and CG broke down at the cantilever's first solve. The values are therefore rounded stochastically: up or down
  * to the neighbouring FP16 values with the probabilities that make the
  * rounding unbiased, drawn from a hash of the value's index (reproducible).
  * The errors are then independent, up to 2^-10 of a value instead of

@@ -18,9 +18,8 @@
  *
  * Memory: 16 bytes a run (its x range and parent) and 8 a row, where the
  * bitset flood fill this replaces took 1 bit a voxel; runs are a few voxels
- * long in trabecular bone. Time: the flood fill was serial (1.2 s for the
- * clinical benchmark's 3 M bone voxels on the GPU machine's host), this is
- * linear in the runs and parallel (docs/benchmarks.md, issue 6). */
+ * long in trabecular bone. Time: linear in the runs and parallel, where a
+ * flood fill is serial. */
 #include "voxfe/components.h"
 
 #include <stdlib.h>

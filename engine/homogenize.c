@@ -9,7 +9,7 @@
  * with K u^j = f^j instead gives the dot-product form
  *   C^H_ij = 1/|cell| (q_ij sum_e m_e - f^i . u^j),   q_ij = chi^i' Ke chi^j,
  * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
- * docs/benchmarks.md measures both against CG's tolerance). The
+ * docs/engine.md). The
  * sensitivities (eq. 9) need the element products themselves: one pass of
  * op_strain_energy over the fields with the weights of the objective's
  * gradient. chi is the strain applied to element-local corner coordinates

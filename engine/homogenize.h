@@ -95,8 +95,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
 /* The number of cases in a mask. */
 int vox_homog_strain_count(unsigned strains);
 /* Whether the optimizer stores a cell's fields in half precision: in
- * mixed precision (seed 003's FP32/FP16; within 2e-5 of C^H and 0.4 % of
- * the sensitivities, docs/benchmarks.md); the memory plan counts them so. */
+ * mixed precision (seed 003's FP32/FP16: the rounding is far below a cell's
+ * CG tolerance, docs/engine.md); the memory plan counts them so. */
 static inline int vox_homog_half_fields(const vox_solver_options *solver) {
   return solver->precision == VOX_PRECISION_MIXED;
 }

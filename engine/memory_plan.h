@@ -14,7 +14,7 @@
 /* Room for what is not counted, as a factor and a fixed sum: the CUDA
  * context's own growth, allocation granularity, the filter's taps, and the
  * workspaces of the cuBLAS and cuSOLVER handles of the coarsest level
- * (about 70 MiB on an H100). */
+ * (tens of MiB). */
 #define VOX_MEMORY_MARGIN 1.02
 #define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
 

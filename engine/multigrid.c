@@ -13,9 +13,7 @@
 
 /* A coarsest level of at most this many dofs is solved directly: CHOLMOD on
  * the CPU, a dense Cholesky factor on the GPU. A richer coarsest level makes
- * the V-cycle much stronger at high stiffness contrasts: on the 256 x 128 x
- * 128 cantilever at volume 0.12, a 16 x 8 x 8 coarsest level (4131 dofs)
- * needs 29% fewer CG iterations than an 8 x 4 x 4 one. */
+ * the V-cycle much stronger at high stiffness contrasts (docs/benchmarks.md). */
 enum { MAX_COARSE_DOFS = 6000 };
 
 /* Bounds of the Chebyshev smoother as fractions of the estimated largest
@@ -109,11 +107,10 @@ static vox_status make_translations(vox_multigrid *mg) {
  * stiffness (1e-9 of the solid's), and the rounding of single-precision
  * stencils (VOX_PRECISION_MIXED on the GPU) leaves the translations an
  * energy of about 1e-7 of the stiffness, of either sign, so the held matrix
- * turned indefinite: on the H100 the bulk-modulus benchmark failed at
- * design iteration 53 (64^3) and 81 (128^3); a CPU replay of a 32^3 design
- * with a void corner on 64^3 and 128^3 grids, its levels rounded to float,
- * fails with the corner held and factors with the stiffest node held (and
- * in double both factor). */
+ * can turn indefinite: a 32^3 design with a void corner replayed on 64^3
+ * and 128^3 grids, its levels rounded to float, fails with the corner held
+ * and factors with the stiffest node held (in double both factor;
+ * docs/experiments.md). */
 static vox_status hold_node(vox_multigrid *mg) {
   vox_backend *be = mg->be;
   vox_stencil *st = mg->level[mg->n_levels - 1].stencil;
@@ -203,11 +200,10 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
   vox_status s = mg->level ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  /* A periodic cell with single-precision stencils takes the V-cycle. On
-   * the H100 (bench_cell 128 cuda 0.3 25, docs/benchmarks.md) its W-cycle
-   * went from 8.5 to 322 CG iterations per field within 20 design
-   * iterations, while V in mixed (13) and W in double (11.5) held: the
-   * repeated visits seem to build up what the float stencils' rounding
+  /* A periodic cell with single-precision stencils takes the V-cycle: its
+   * W-cycle's CG count grows by orders of magnitude within a few design
+   * iterations, while V in mixed and W in double hold
+   * (docs/experiments.md): the repeated visits seem to build up what the float stencils' rounding
    * leaves of the rigid translations, which are removed only around the
    * coarsest solve (not established). */
   const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&

@@ -52,7 +52,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->solver.mg_bound_refresh = 4;
   /* one Chebyshev step on the fine level, two on the coarse ones, where
    * that pays (vox_optimize resolves it): half the fine products of a
-   * cycle for a few more CG iterations (docs/benchmarks.md, issue 3) */
+   * cycle for a few more CG iterations (docs/benchmarks.md) */
   o->solver.fine_smoothing_steps = VOX_FINE_SMOOTHING_AUTO;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
@@ -822,12 +822,10 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   memset(result, 0, sizeof *result);
   const int cell = options->cell_objective != VOX_CELL_NONE;
   /* One smoothing step on the fine level pays for elasticity on a bounded
-   * grid (the 256 x 128 x 128 cantilever: 0.094 against 0.106 s per design
-   * iteration; the bridge and the gripper too), not for a periodic cell,
-   * whose solves stop after a few CG iterations at a loose tolerance (a
-   * 32^3 bulk-modulus cell: 360 against 251 CG iterations over 12 design
-   * iterations), nor for heat conduction (the heat sink: 1898 against 1222
-   * CG iterations, 3.05 against 2.90 s of solves): docs/benchmarks.md. */
+   * grid, where the fine products are most of a cycle; not for a periodic
+   * cell, whose solves stop after a few CG iterations at a loose tolerance,
+   * nor for heat conduction, whose products are a third as costly: the
+   * extra CG iterations cost more there (docs/benchmarks.md). */
   vox_optimizer_options resolved = *options;
   if (resolved.solver.fine_smoothing_steps == VOX_FINE_SMOOTHING_AUTO)
     resolved.solver.fine_smoothing_steps =
@@ -923,7 +921,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* 4. OC update (and the design made symmetric again, against rounding),
      * change, new physical density. The new design goes into the spent
      * energies, M_nd's temporary is dc (spent after the update): no vector
-     * per element of their own (1.07 GB each at 512^3). */
+     * per element of their own (each a gigabyte at 512^3). */
     vox_vec *x_new = &s.energy;
     if (st == VOX_OK) st = oc_update(be, opt, &s, q, x_new);
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)

@@ -13,12 +13,12 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->preconditioner = VOX_PC_MULTIGRID;
   options->mg_levels = 0;
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
-  options->smoothing_steps = 2; /* fastest on the H100: docs/benchmarks.md */
+  options->smoothing_steps = 2; /* cheaper than 3 overall: docs/benchmarks.md */
   options->fine_smoothing_steps = 0;
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
-  options->mg_cycle = VOX_MG_CYCLE_W; /* fastest on the H100: docs/benchmarks.md */
+  options->mg_cycle = VOX_MG_CYCLE_W; /* fewer CG than V: docs/benchmarks.md */
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;

@@ -9,8 +9,8 @@
  * blocks) are float in mixed precision, and the V-cycle borrows q (dead
  * from the residual update until the next product): in mixed precision its
  * first half as a float fine residual, so that the fine products of the
- * smoother write floats (on the H100 a float product is 2.8 ms against 4.1
- * ms into doubles at 105 M dofs, docs/benchmarks.md), and its second half
+ * smoother write floats (their atomics bound them, and float atomics are
+ * the cheaper), and its second half
  * as the fine smoother's direction, at no extra memory. Prescribed
  * displacements stay in u's fixed entries, which the search directions
  * never touch, so no lift vectors are needed. */
@@ -42,19 +42,16 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
  * the inverted diagonal (the rest: the diagonal). The blocks couple a
  * node's three components, which the diagonal leaves to the iterations,
  * and their bound is lower (3.162 against 5.318 for hex8, nu = 0.3), so
- * the interval is narrower. Every smoothed level, since it pays there
- * (H100, docs/benchmarks.md): the clinical sample 283-286 CG with the
- * diagonal, 237-239 with blocks on level 0 only, 215-219 on all levels
- * (solve 3.5 -> 2.9 s); the 550^3 perlin bone 123 -> 105 CG, solve 7.26 ->
- * 6.38 s, 51.9 -> 56.7 bytes per dof. VOXFE_SPARSE_SMOOTHER=diagonal,
+ * the interval is narrower. Every smoothed level, since it pays on each
+ * (fewer CG iterations than blocks on level 0 only: docs/benchmarks.md).
+ * VOXFE_SPARSE_SMOOTHER=diagonal,
  * block (every smoothed level) or block:N (the first N) overrides it. */
 enum { DEFAULT_BLOCK_LEVELS = INT_MAX };
 
 /* The least Chebyshev degree of the sparse V-cycle. Rediscretised levels
  * approximate the fine operator less closely than Galerkin ones, and more
- * smoothing pays: on the 550^3 perlin bone (docs/benchmarks.md) degrees 2,
- * 3 and 4 take 257, 176 and 123 CG iterations and 19.4, 17.8 and 16.6 s on
- * the H100. A larger smoothing_steps is taken as asked. */
+ * smoothing pays: lower degrees cost more iterations than they save
+ * (docs/experiments.md). A larger smoothing_steps is taken as asked. */
 enum { MIN_CHEBYSHEV_DEGREE = 4 };
 
 static double now(void) {
@@ -699,7 +696,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     vox_sa_options sao;
     vox_sa_options_default(&sao);
     /* the prolongator smoothed with the diagonal instead of the 3 x 3 and
-     * 6 x 6 blocks: a comparison (perlin 64^3: 71 CG against 45) */
+     * 6 x 6 blocks: a comparison (it takes more CG iterations) */
     const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
     sao.point_diagonal = sa_point = point && strcmp(point, "point") == 0;
     st = vox_sa_build(ctx, &h, &sao, &sa);
@@ -788,7 +785,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     /* while the device iterates, a thread zeroes the box's displacements
      * (the guess is read) and touches the download's buffer: 490 MB of
      * fresh or stale pages on a clinical sample, whose clearing and first
-     * touch took 0.1 s after the solve */
+     * touch would otherwise follow the solve */
     void *const area[2] = {host, ub};
     const size_t bytes[2] = {n * sizeof *host, 3 * nb * sizeof *ub};
     vox_background_clear clearing;

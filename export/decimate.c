@@ -2,12 +2,11 @@
  * collapses (Garland and Heckbert, 1997) that keep the mesh a closed,
  * oriented 2-manifold of the same topology.
  *
- * Why written here and not taken from meshoptimizer (the Debian library
- * the issue suggested): meshopt_simplify 0.18 on our isosurfaces (a gyroid,
- * 100k triangles reduced to 1% and below) left edges with four triangles and
- * pinched vertices, and a zero-area triangle at 1%; it does not check the
- * link condition, and repairing its output afterwards would mean changing
- * its topology again. Here every collapse is checked before it is made:
+ * Why written here and not taken from meshoptimizer (a Debian library):
+ * meshopt_simplify 0.18 left edges with four triangles, pinched vertices
+ * and zero-area triangles on our isosurfaces (docs/experiments.md); it does
+ * not check the link condition, and repairing its output afterwards would
+ * mean changing its topology again. Here every collapse is checked before it is made:
  *   - the link condition (the vertices next to both ends of the edge are
  *     exactly the two across it), which keeps the mesh a 2-manifold of the
  *     same topology (Dey et al., 1999), and degree > 3 for those two, so
@@ -24,7 +23,7 @@
  * The collapses go in rounds rather than from one priority queue of all
  * edges: a global heap of millions of edges, with a new entry for every
  * edge around every collapse and the stale ones left in it, spent most of
- * its time in cache misses (2.9 M triangles to 100 k took 25 s). Each round
+ * its time in cache misses (docs/experiments.md). Each round
  *   1. computes the cost of every edge touching a vertex that changed in the
  *      round before (every edge in the first), in parallel;
  *   2. finds the cost below which lie as many edges as the round should

@@ -666,9 +666,8 @@ static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown device %d", what, (int)device);
 #ifdef VOXFE_HAVE_CUDA
   /* AUTO stays on the CPU: with the field in host memory, its transfer to
-   * the device and the mesh's back took 70 times the kernels' time on an
-   * H100 and 4.3 times the extraction on its host's 16 cores, even through
-   * pinned staging (docs/benchmarks.md) */
+   * the device and the mesh's back take longer than the whole extraction on
+   * a multi-core host, even through pinned staging (docs/benchmarks.md) */
   if (device == VOX_DEVICE_CUDA) {
     pthread_once(&case_table_once, build_case_table);
     if (case_table_status != 0)

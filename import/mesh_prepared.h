@@ -48,8 +48,8 @@ vox_status mesh_fill_cpu(vox_context *ctx, const mesh_prepared *m, vox_fill_rule
  * welded mesh (vertices numbered by first use, the same triangles kept, in
  * the same order and corner order) and the same counts, with `fixed` and
  * `triangle` in device memory (free with mesh_prepared_cuda_free). Sorts
- * instead of hash tables: the CPU's 60 ms for a million triangles become a
- * few on the GPU, and the mesh crosses the bus once, as it is read.
+ * instead of hash tables, since the GPU sorts fast, and the mesh crosses
+ * the bus once, as it is read.
  * VOX_ERR_DEVICE without a device or for a mesh too large for its 32-bit
  * sorts (over 2^31 vertices or 2^29 triangles). */
 vox_status mesh_prepare_cuda(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,

@@ -46,10 +46,9 @@ enum {
    * ones stay contiguous, which is smaller and faster for a few entries. */
   COMPRESS_LIST_BYTES = 64 << 10,
   /* An analysis's arrays over the bone (displacement, element fields) are
-   * stored uncompressed: doubles and floats of a solution deflate by under
-   * 10 % (measured on the clinical model, docs/benchmarks.md), and netCDF
-   * deflates on one thread at about 100 MB/s, which made writing most of a
-   * clinical sample's time. */
+   * stored uncompressed: doubles and floats of a solution deflate by little
+   * (docs/experiments.md), and netCDF deflates on one thread, which made
+   * writing most of a clinical sample's time. */
   BONE_COMPRESS = 0,
   MAX_COLUMNS = 9, /* columns of the widest table */
   MAX_DIMS = 5     /* dimensions of the widest variable (displacement) */
@@ -662,7 +661,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
 
   if (m->intensity) {
     /* an analysis result's copy of the input's intensity: uncompressed, as
-     * the bone arrays (deflating it took 2 s of a clinical sample) */
+     * the bone arrays (deflating it took longer than a clinical sample's
+     * solve) */
     W_TRY(w,
           def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, m->stage != VOX_STAGE_ANALYSIS,
                   0, &v->intensity),

@@ -50,10 +50,10 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
 
 /* A variable written whole (so without fill): the large ones of integers
  * (node numbers, sets: they shrink several times, shuffled first) and the
- * reactions (zero off the supports; not shuffled: 1.6 times faster and
- * smaller on zeros) deflated, the floating-point ones not: coordinates and
- * a solution's values shrink by about 20 %, and netCDF deflates on one
- * thread at about 100 MB/s (docs/benchmarks.md, issue 6). */
+ * reactions (zero off the supports; not shuffled: faster and smaller on
+ * zeros) deflated, the floating-point ones not: coordinates and a
+ * solution's values shrink by about 20 %, and netCDF deflates on one
+ * thread (docs/experiments.md). */
 static int def_var(int ncid, const char *name, nc_type type, int ndims, const int *dims,
                    size_t rows, int *varid) {
   int err = nc_def_var(ncid, name, type, ndims, dims, varid);
@@ -320,7 +320,7 @@ static vox_status put_values(n88_file *f, int grp, const char *name, nc_type typ
                              const int *dims, const double *grid_values, const int64_t *of,
                              size_t n, int width) {
   /* gathered (and made float) on the writer's threads: netCDF's own
-   * conversion is one-threaded (a clinical sample's fields: 0.4-0.5 s) */
+   * conversion is one-threaded */
   const int single = type == NC_FLOAT;
   void *v = vox_alloc_buffer(n * (size_t)width * (single ? sizeof(float) : sizeof(double)));
   if (!v) return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);

@@ -63,7 +63,7 @@ static int put_text(int ncid, int varid, const char *name, const char *text) {
 
 /* A variable written whole, so without fill, stored contiguous and
  * uncompressed: the floats of a solution deflate by under 10 %, and
- * netCDF deflates on one thread (docs/benchmarks.md, issue 6). */
+ * netCDF deflates on one thread (docs/experiments.md). */
 static int def_plain_var(int ncid, const char *name, nc_type type, int ndims, const int *dims,
                          int *varid) {
   int err = nc_def_var(ncid, name, type, ndims, dims, varid);
@@ -194,8 +194,8 @@ static vox_status put_reactions(result_writer *w, int ncid) {
 /* The bone elements, then the wait for the solution: everything that does
  * not need it is in the file by then. The compressed variables' chunks
  * (the labels above all) stay in HDF5's chunk cache until flushed, and
- * nc_close would deflate them after the solve, one-threaded: 0.1 s of a
- * clinical sample's 0.2 s write (H100 machine, docs/benchmarks.md).
+ * nc_close would deflate them after the solve, one-threaded: most of what
+ * a clinical sample's write had left after the solve.
  * Flushed as soon as the solver iterates on the device instead: flushed
  * at once, they slowed the solver's setup on the host by as much. */
 static vox_status before_displacement(void *user, int ncid) {

@@ -128,8 +128,7 @@ static vox_status factor_setup(vox_backend *be, vox_stencil *st) {
   /* Simplicial: the coarsest level is small (multigrid keeps it to a few
    * thousand unknowns), and the supernodal path would run on BLAS and on
    * CHOLMOD's own OpenMP threads, which contend with ours for the cores
-   * (measured: 24-134 ms per factorisation of 1 200 unknowns, against a few
-   * ms here). */
+   * (several times slower when measured). */
   f->cm.supernodal = CHOLMOD_SIMPLICIAL;
   f->cm.quick_return_if_not_posdef = 1;
   /* nmethods = 0 (the default) tries AMD only, and METIS as well when AMD's

@@ -22,7 +22,7 @@ typedef struct vox_backend vox_backend;
  * one thread per degree of freedom with the element data staged in shared
  * memory (dbd), one thread per node (nbn), or one thread per element with
  * the element product scattered in 8 colours (ebe). AUTO is the fastest
- * measured on an H100 (docs/benchmarks.md). The CPU backend has one
+ * for the dofs per node (docs/benchmarks.md). The CPU backend has one
  * element-by-element kernel and takes any value. */
 typedef enum vox_kernel {
   VOX_KERNEL_AUTO = 0,
@@ -40,11 +40,11 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
                                  vox_backend **out);
 /* Starting a device's driver and context ahead of vox_backend_create, in a
  * thread of its own, so that a program overlaps it with its other work
- * (voxfe-analyze: with reading the model and its connectivity). On the
- * H100 the CUDA runtime's start is most of a quarter second. For CUDA and
+ * (voxfe-analyze: with reading the model and its connectivity), since the
+ * CUDA runtime's start takes a few tenths of a second. For CUDA and
  * AUTO in a CUDA build it starts the runtime on the thread's current
  * device (0 unless set), then loads the kernels of the libraries that
- * factor a multigrid's coarsest level (cuSOLVER, cuBLAS: 40-50 ms at their
+ * factor a multigrid's coarsest level (cuSOLVER, cuBLAS: slow at their
  * first use); nothing otherwise; a failure there is left for
  * vox_backend_create to report. The backend may be created while the
  * thread runs (the CUDA runtime waits for the context it is making);

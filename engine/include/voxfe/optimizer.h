@@ -114,11 +114,9 @@ typedef struct vox_optimizer_options {
 
 /* CG's relative tolerance for the six solves of a periodic cell where the
  * user gives none (voxfe-optimize), seed 003's (its Fig. 6): C^H in the
- * energy form is second order in the fields' error (5e-5 of C^H at 1e-2),
- * and bulk-modulus runs of 300 iterations at 64^3 and 128^3 end with moduli
- * within 0.2 % of those solved to 1e-6, in a third to a fifth of the time;
- * the designs differ by 0.2 % on average, by up to 5 % in places
- * (docs/benchmarks.md, "GPU: inverse homogenization of a periodic cell"). */
+ * energy form is second order in the fields' error, so the moduli stay
+ * within 0.2 % of those solved to 1e-6 in a fraction of the time
+ * (docs/benchmarks.md). */
 #define VOX_CELL_RTOL 1e-2
 #define VOX_CELL_RTOL_TEXT "1e-2"
 

@@ -46,8 +46,8 @@ typedef enum vox_storage {
 /* How a periodic cell's optimization solves its fields in mixed precision
  * (vox_optimize): with CG in double around the multigrid of
  * vox_solver_options (64 bytes a fine dof), or with the single-precision
- * cell solver (12 bytes a dof, as fast within 8-20 % on an H200 where both
- * fit: docs/benchmarks.md). PHASED is the cell solver taking turns with the
+ * cell solver (12 bytes a dof, a little slower where both fit:
+ * docs/benchmarks.md). PHASED is the cell solver taking turns with the
  * optimizer's per-element state: the solver's memory is freed after each
  * design iteration's solves, and that state waits in host memory while they
  * run (the same designs, for two copies of the state over the bus each
@@ -66,7 +66,7 @@ typedef enum vox_cell_solver_use {
  * above. W: every level from level 2 on (not level 1, the largest coarse
  * level) is cycled twice, the second time from the first's result: the
  * small levels, where a visit costs little, are where the V-cycle's coarse
- * correction was weakest (docs/benchmarks.md, issue 3). */
+ * correction was weakest (docs/benchmarks.md). */
 typedef enum vox_mg_cycle {
   VOX_MG_CYCLE_V = 0,
   VOX_MG_CYCLE_W = 1
@@ -89,7 +89,7 @@ typedef struct vox_solver_options {
   int fine_smoothing_steps; /* the same on the fine level; 0 (or VOX_FINE_SMOOTHING_AUTO
                                in a plain solve): smoothing_steps there too. Fewer there
                                save the costliest products of a cycle
-                               (docs/benchmarks.md, issue 3) */
+                               (docs/benchmarks.md) */
   double jacobi_damping; /* omega of the damped Jacobi smoother */
   vox_precision precision;
   vox_storage storage;
@@ -175,8 +175,8 @@ vox_status vox_solve_elasticity_moduli(vox_context *ctx, vox_backend *backend,
 
 /* What a solve can prepare before it has a device: for a model that
  * vox_solve_elasticity would solve in the sparse storage, the multigrid
- * hierarchy (the split coarse levels: 0.2 s of a clinical sample on 16
- * cores). A program builds the plan while the device starts
+ * hierarchy (the split coarse levels, a good part of a clinical sample's
+ * host time). A program builds the plan while the device starts
  * (vox_device_warm_up_start) and solves with it; the model, the element
  * moduli (as vox_solve_elasticity_moduli takes them; NULL: the materials')
  * and the options must stay as they were. A plan of another storage is

@@ -68,7 +68,7 @@ typedef struct vox_isosurface_info {
  * device or its memory), or VOX_DEVICE_AUTO, which is the CPU: the field
  * lives in host memory, and copying it to the device and the mesh back
  * takes longer than the CPU's whole extraction on a multi-core host (the
- * kernels themselves are 30 times faster; docs/benchmarks.md). Both give
+ * kernels themselves are far faster; docs/benchmarks.md). Both give
  * the same surface: the same vertices, bit for bit, in the same order, and
  * the same triangles in the same order. `info` may be NULL. */
 vox_status vox_isosurface_density_on(vox_context *ctx, const vox_model *model, double threshold,
