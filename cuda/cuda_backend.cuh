@@ -143,8 +143,6 @@ struct vox_operator {
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
   int periodic_masters_fixed; /* a periodic grid with a fixed dof on a master node */
-  int tf32; /* single-precision elasticity products on the tensor cores: 0 no, 1 TF32,
-             * 3 three TF32 products per FMA (hi/lo split); cuda_operator.cu, "tc" */
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
@@ -233,12 +231,12 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
  * where the grid is not periodic (faster: the 256 x 128 x 128 cantilever
  * took 0.101 against 0.106 s per design iteration on an H100), off for a
  * periodic cell, which needs more CG with it (128^3: 22 against 12.5
- * iterations per field; docs/benchmarks.md); VOXFE_CUDA_FP16_STENCILS=0 or
- * 1 overrides. The rounding can make level 1 indefinite (it did at design
- * iteration 7 of the 512 x 256 x 256 cantilever): a solve that breaks down
- * is then redone with float levels, which stay (stencil_full_storage,
+ * iterations per field; docs/benchmarks.md); the backend's fp16_levels
+ * (vox_backend_options) off or on overrides. The rounding can make level 1
+ * indefinite (it did at design iteration 7 of the 512 x 256 x 256
+ * cantilever): a solve that breaks down is then redone with float levels, which stay (stencil_full_storage,
  * engine/fem.c). */
-int vox_cuda_fp16_stencils(const vox_grid *grid);
+int vox_cuda_fp16_stencils(const vox_backend *be, const vox_grid *grid);
 
 struct vox_stencil {
   vox_grid grid;
