@@ -5,27 +5,28 @@
  *
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
- * PRECISION: mixed (the default) or double, of the multigrid preconditioner;
- * VOXFE_BENCH_RTOL sets CG's relative tolerance (default VOX_CELL_RTOL,
- * 1e-2, as voxfe-optimize takes for a cell);
- * VOXFE_BENCH_START=seed003 starts from seed 003's trigonometric family with
- * reflect6 symmetry instead of the cosine field (cell_problem.h), and
- * VOXFE_BENCH_SEED=S picks another member of that family (default 1);
- * VOXFE_BENCH_FILTER=density filters the density instead of the
- * sensitivities (seed 003 section 5.2 filters the density); VOXFE_BENCH_FP16=1
- * adds the FP16 check of the final design (cell_fp16.c); VOXFE_BENCH_MG_CYCLE=v|w
- * and VOXFE_BENCH_MG_LEVELS=N set the multigrid's cycle and level count;
- * VOXFE_BENCH_ALL_STRAINS=1 gives the optimizer the bulk modulus as a C
- * function, which does not say which entries of C^H it reads, so that it
- * solves all six unit strains every design iteration as before issue 8's
- * reduced sets (the same iterates: the baseline of the three normal ones).
- * The optimizer's settings, to compare with seed 003's: VOXFE_BENCH_MOVE_LIMIT=M,
- * VOXFE_BENCH_FILTER_RADIUS=R (in voxels), VOXFE_BENCH_PENALTY=P and
- * VOXFE_BENCH_Q_MAX=Q (the final exponents; with VOXFE_BENCH_CONTINUATION=1
- * reached by the continuation of eq. 11 and 12 instead of at once).
- * VOXFE_BENCH_STOP=seed003 stops as seed 003 section 6 does, when the
- * objective's relative change stays under 5e-4 in three design iterations
- * in a row (otherwise every iteration runs).
+ * PRECISION: mixed (the default) or double, of the multigrid preconditioner.
+ * Settings (--NAME=VALUE anywhere on the command line): --rtol=T sets CG's
+ * relative tolerance (default VOX_CELL_RTOL, 1e-2, as voxfe-optimize takes
+ * for a cell); --start=seed003 starts from seed 003's trigonometric family
+ * with reflect6 symmetry instead of the cosine field (cell_problem.h), and
+ * --seed=S picks another member of that family (default 1);
+ * --filter=density filters the density instead of the sensitivities (seed
+ * 003 section 5.2 filters the density); --fp16-check=1 adds the FP16 check
+ * of the final design (cell_fp16.c); --mg-cycle=v|w and --mg-levels=N set
+ * the multigrid's cycle and level count; --cell-solver=USE is
+ * voxfe-optimize's --cell-solver (auto, off, on, phased; unset: auto);
+ * --fp16-levels=USE the backend's option (auto, on, off);
+ * --all-strains=1 gives the optimizer the bulk modulus as a C function,
+ * which does not say which entries of C^H it reads, so that it solves all
+ * six unit strains every design iteration as before issue 8's reduced sets
+ * (the same iterates: the baseline of the three normal ones). The
+ * optimizer's settings, to compare with seed 003's: --move-limit=M,
+ * --filter-radius=R (in voxels), --penalty=P and --q-max=Q (the final
+ * exponents; with --continuation=1 reached by the continuation of eq. 11
+ * and 12 instead of at once). --stop=seed003 stops as seed 003 section 6
+ * does, when the objective's relative change stays under 5e-4 in three
+ * design iterations in a row (otherwise every iteration runs).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
  * stationary point of the problem; seed 003's own starts are its
@@ -40,8 +41,8 @@
  * plan item by item. Last, the final
  * design's bulk modulus solved to 1e-10, grey, binarized at 0.5 and
  * binarized at the threshold that keeps the volume fraction V (seed 003
- * table 2 reports its objectives after binarization; VOXFE_BENCH_BINARY=0
- * skips these three solves). */
+ * table 2 reports its objectives after binarization; --binary=0 skips these
+ * three solves, --binary=volume keeps only the last). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "cell_fp16.h"
 #include "cell_problem.h"
 #include "homogenize.h"
@@ -115,8 +117,15 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
+  static const char *const settings[] = {
+      "start",   "seed",   "rtol",     "filter",    "move-limit",  "filter-radius",
+      "penalty", "q-max",  "continuation", "stop",  "mg-cycle",    "mg-levels",
+      "cell-solver", "all-strains", "binary", "fp16-check", "fp16-levels", NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc != 5 && argc != 6) {
-    fprintf(stderr, "usage: %s N DEVICE VOLUME_FRACTION ITERATIONS [mixed|double]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s N DEVICE VOLUME_FRACTION ITERATIONS [mixed|double] [--NAME=VALUE...]\n",
+            argv[0]);
     return 2;
   }
   vox_precision precision = VOX_PRECISION_MIXED;
@@ -128,20 +137,26 @@ int main(int argc, char **argv) {
   const double v = atof(argv[3]);
   vox_context *ctx;
   vox_backend *be;
-  vox_device device;
+  vox_backend_options backend;
+  vox_backend_options_default(&backend);
   if (vox_context_create(&ctx)) return 1;
-  if (n < 4 || n % 4 || vox_device_parse(argv[2], &device) != 0) {
+  if (n < 4 || n % 4 || vox_device_parse(argv[2], &backend.device) != 0) {
     fprintf(stderr, "%s: N a multiple of 4, DEVICE cpu, cuda or auto\n", argv[0]);
     return 2;
   }
-  /* VOXFE_BENCH_START=seed003: seed 003's start and symmetry (cell_problem.h) */
-  const char *start = getenv("VOXFE_BENCH_START");
+  const char *fp16_levels = bench_option("fp16-levels");
+  if (fp16_levels && vox_fp16_levels_parse(fp16_levels, &backend.fp16_levels) != 0) {
+    fprintf(stderr, "%s: --fp16-levels auto, on or off\n", argv[0]);
+    return 2;
+  }
+  /* --start=seed003: seed 003's start and symmetry (cell_problem.h) */
+  const char *start = bench_option("start");
   cell_problem problem;
   if (cell_problem_make(ctx, n, v, start ? start : "cosine", &problem) != 0) return 2;
-  /* VOXFE_BENCH_SEED: another trigonometric start of seed 003's family (default 1) */
-  const char *seed = getenv("VOXFE_BENCH_SEED");
+  /* --seed: another trigonometric start of seed 003's family (default 1) */
+  const char *seed = bench_option("seed");
   if (seed && problem.seed003) problem.initial.seed = strtoul(seed, NULL, 10);
-  if (vox_backend_create(ctx, device, &be)) {
+  if (vox_backend_create_with(ctx, &backend, &be)) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
   }
@@ -152,22 +167,22 @@ int main(int argc, char **argv) {
   opt.max_iterations = atoi(argv[4]);
   opt.solver.precision = precision;
   opt.solver.rtol = VOX_CELL_RTOL; /* voxfe-optimize's for a cell */
-  const char *rtol = getenv("VOXFE_BENCH_RTOL"); /* CG's tolerance */
+  const char *rtol = bench_option("rtol"); /* CG's tolerance */
   if (rtol && atof(rtol) > 0) opt.solver.rtol = atof(rtol);
-  const char *filter = getenv("VOXFE_BENCH_FILTER"); /* sensitivity (default) or density */
+  const char *filter = bench_option("filter"); /* sensitivity (default) or density */
   if (filter && vox_filter_parse(filter, &opt.filter) != 0) {
-    fprintf(stderr, "%s: VOXFE_BENCH_FILTER sensitivity or density\n", argv[0]);
+    fprintf(stderr, "%s: --filter sensitivity or density\n", argv[0]);
     return 2;
   }
-  const char *move = getenv("VOXFE_BENCH_MOVE_LIMIT"), *radius = getenv("VOXFE_BENCH_FILTER_RADIUS");
-  const char *penalty = getenv("VOXFE_BENCH_PENALTY"), *q_max = getenv("VOXFE_BENCH_Q_MAX");
-  const char *continuation = getenv("VOXFE_BENCH_CONTINUATION");
+  const char *move = bench_option("move-limit"), *radius = bench_option("filter-radius");
+  const char *penalty = bench_option("penalty"), *q_max = bench_option("q-max");
+  const char *continuation = bench_option("continuation");
   if (move) opt.move_limit = atof(move);
   if (radius) opt.filter_radius = atof(radius) / n;
   if (penalty) opt.penalty = atof(penalty);
   if (q_max) opt.q_max = atof(q_max);
   if (continuation) opt.continuation = atoi(continuation);
-  const char *stop = getenv("VOXFE_BENCH_STOP");
+  const char *stop = bench_option("stop");
   if (stop && strcmp(stop, "seed003") == 0) {
     opt.change_tolerance = 1; /* the objective alone decides */
     opt.objective_tolerance = 5e-4;
@@ -176,9 +191,9 @@ int main(int argc, char **argv) {
   printf("move limit %g, filter radius %g voxels, p %g, q %g, continuation %s\n", opt.move_limit,
          opt.filter_radius * n, opt.penalty, opt.q_max, opt.continuation ? "on" : "off");
   /* the multigrid's cycle (v or w) and level count, to compare with the defaults */
-  const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE"), *levels = getenv("VOXFE_BENCH_MG_LEVELS");
+  const char *cycle = bench_option("mg-cycle"), *levels = bench_option("mg-levels");
   if (cycle && vox_mg_cycle_parse(cycle, &opt.solver.mg_cycle) != 0) {
-    fprintf(stderr, "%s: VOXFE_BENCH_MG_CYCLE v or w\n", argv[0]);
+    fprintf(stderr, "%s: --mg-cycle v or w\n", argv[0]);
     return 2;
   }
   if (levels) opt.solver.mg_levels = atoi(levels);
@@ -192,16 +207,13 @@ int main(int argc, char **argv) {
   vox_backend_memory(be, &free0, &total);
   vox_grid cell = g;
   cell.periodic = 1;
-  /* VOXFE_CELL_SOLVER: --cell-solver's auto, off, on or phased; 1 / 0 for on / off (unset: auto) */
-  const char *cell_solver = getenv("VOXFE_CELL_SOLVER");
+  /* --cell-solver: voxfe-optimize's auto, off, on or phased (unset: auto) */
+  const char *cell_solver = bench_option("cell-solver");
   if (cell_solver && vox_cell_solver_use_parse(cell_solver, &opt.solver.cell_solver) != 0) {
-    if (strcmp(cell_solver, "1") && strcmp(cell_solver, "0")) {
-      fprintf(stderr, "%s: VOXFE_CELL_SOLVER auto, off, on, phased, 1 or 0\n", argv[0]);
-      return 2;
-    }
-    opt.solver.cell_solver = atoi(cell_solver) ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_OFF;
+    fprintf(stderr, "%s: --cell-solver auto, off, on or phased\n", argv[0]);
+    return 2;
   }
-  const char *all_strains = getenv("VOXFE_BENCH_ALL_STRAINS");
+  const char *all_strains = bench_option("all-strains");
   if (all_strains && atoi(all_strains) > 0)
     opt.cell_objective = VOX_CELL_CUSTOM, opt.custom = bulk_all_strains;
   /* the strains the objective solves per iteration (the final evaluation solves all six) */
@@ -265,9 +277,9 @@ int main(int argc, char **argv) {
   vox_cell_moduli grey, binary;
   double binary_vf;
   const double tb = now();
-  /* VOXFE_BENCH_BINARY=0 skips the binarized moduli, =volume keeps only the
-   * last (seed 003's objective; at 512^3 each costs about a minute) */
-  const char *binary_env = getenv("VOXFE_BENCH_BINARY");
+  /* --binary=0 skips the binarized moduli, =volume keeps only the last
+   * (seed 003's objective; at 512^3 each costs about a minute) */
+  const char *binary_env = bench_option("binary");
   const int only_volume = binary_env && strcmp(binary_env, "volume") == 0;
   const int want_moduli = !binary_env || only_volume || atoi(binary_env) != 0;
   if (want_moduli && !only_volume &&
@@ -293,9 +305,9 @@ int main(int argc, char **argv) {
   if (want_moduli)
     printf("binarized at %.4f, keeping the volume fraction: bulk modulus %.4f, shear modulus "
            "%.4f, volume fraction %.4f\n", threshold, kept.bulk, kept.shear, kept_vf);
-  /* VOXFE_BENCH_FP16=1: what FP16 storage of the six fields would do to the
+  /* --fp16-check=1: what FP16 storage of the six fields would do to the
    * final design's moduli (cell_fp16.c) */
-  const char *fp16 = getenv("VOXFE_BENCH_FP16");
+  const char *fp16 = bench_option("fp16-check");
   if (fp16 && atoi(fp16) > 0 && cell_fp16_check(ctx, be, m, opt.penalty, opt.emin_ratio))
     return 1;
   cell_problem_free(&problem);

@@ -4,8 +4,8 @@
  *
  *   bench_cell_rtol N DEVICE ITERATIONS RTOL_REF RTOL...
  *
- * The problem is bench_cell's at V = 0.3 (cell_problem.h; VOXFE_BENCH_START=
- * seed003 for seed 003's start and symmetry), mixed precision.
+ * The problem is bench_cell's at V = 0.3 (cell_problem.h; --start=seed003
+ * for seed 003's start and symmetry), mixed precision.
  *  1. One optimization per tolerance, ITERATIONS iterations (the first at
  *     RTOL_REF is the reference trajectory, every design of it kept): time,
  *     CG iterations, the final design against the reference's final design
@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "backend_ops.h"
+#include "bench_common.h"
 #include "cell_problem.h"
 #include "homogenize.h"
 
@@ -94,8 +95,10 @@ static vox_status follow(vox_backend *be, follower *f, const double *density, do
 }
 
 int main(int argc, char **argv) {
+  static const char *const settings[] = {"start", NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc < 6) {
-    fprintf(stderr, "usage: %s N DEVICE ITERATIONS RTOL_REF RTOL...\n", argv[0]);
+    fprintf(stderr, "usage: %s N DEVICE ITERATIONS RTOL_REF RTOL... [--start=KIND]\n", argv[0]);
     return 2;
   }
   const int n = atoi(argv[1]), iterations = atoi(argv[3]), n_tol = argc - 4;
@@ -111,7 +114,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   for (int t = 0; t < n_tol; t++) tol[t] = atof(argv[4 + t]);
-  const char *start = getenv("VOXFE_BENCH_START");
+  const char *start = bench_option("start");
   cell_problem problem;
   if (cell_problem_make(ctx, n, 0.3, start ? start : "cosine", &problem) != 0) return 2;
   if (vox_backend_create(ctx, device, &be)) {

@@ -1,8 +1,10 @@
-/* What the benchmark programs share (bench_cantilever.c, bench_cuda.c): the
- * clock and the 2:1:1 cantilever model of a problem file. */
+/* What the benchmark programs share: the clock, the 2:1:1 cantilever model
+ * of a problem file, and their settings as --NAME=VALUE arguments. */
 #ifndef VOXFE_BENCH_COMMON_H
 #define VOXFE_BENCH_COMMON_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,6 +36,51 @@ static inline vox_status bench_cantilever_model(vox_context *ctx, const char *pr
   }
   vox_problem_free(&problem);
   return s;
+}
+
+/* A benchmark's settings besides its positional arguments: --NAME=VALUE
+ * anywhere on the command line, NAME one of the program's `names` (a NULL
+ * ends the list). bench_options_take moves them out of argv (the
+ * positional arguments keep their order) and exits with status 2 on a
+ * --NAME=VALUE of another name; bench_option then gives a setting's value,
+ * or NULL when it was not given. */
+enum { BENCH_OPTIONS_MAX = 32 };
+static const char *bench_option_name[BENCH_OPTIONS_MAX], *bench_option_value[BENCH_OPTIONS_MAX];
+static int bench_n_options;
+
+static inline void bench_options_take(int *argc, char **argv, const char *const *names) {
+  int kept = 1;
+  for (int a = 1; a < *argc; a++) {
+    const char *arg = argv[a], *eq = strchr(arg, '=');
+    if (strncmp(arg, "--", 2) != 0 || !eq) {
+      argv[kept++] = argv[a];
+      continue;
+    }
+    const size_t len = (size_t)(eq - arg - 2);
+    int known = 0;
+    for (int i = 0; names[i] && !known; i++)
+      known = strlen(names[i]) == len && strncmp(names[i], arg + 2, len) == 0;
+    if (!known || bench_n_options == BENCH_OPTIONS_MAX) {
+      fprintf(stderr, "%s: unknown setting %.*s; this program takes", argv[0], (int)(eq - arg),
+              arg);
+      for (int i = 0; names[i]; i++) fprintf(stderr, " --%s=", names[i]);
+      fprintf(stderr, "\n");
+      exit(2);
+    }
+    bench_option_name[bench_n_options] = arg + 2;
+    bench_option_value[bench_n_options++] = eq + 1;
+  }
+  argv[kept] = NULL;
+  *argc = kept;
+}
+
+/* The last value given for `name`, or NULL. */
+static inline const char *bench_option(const char *name) {
+  const size_t len = strlen(name);
+  for (int i = bench_n_options - 1; i >= 0; i--)
+    if (strncmp(bench_option_name[i], name, len) == 0 && bench_option_name[i][len] == '=')
+      return bench_option_value[i];
+  return NULL;
 }
 
 #endif

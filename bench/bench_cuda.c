@@ -15,14 +15,15 @@
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
  *     iterations per solve, the final compliance, the time per stage and
- *     the peak device memory in use. VOXFE_BENCH_SMOOTHING_STEPS,
- *     VOXFE_BENCH_MG_CYCLE and VOXFE_BENCH_HOST_SCALARS set alternatives to
- *     the defaults (bench_solver_alternatives); `vcycle` takes them too.
+ *     the peak device memory in use. --smoothing-steps=N, --mg-cycle=C,
+ *     --host-scalars=1 and the others of bench_solver_alternatives set
+ *     alternatives to the defaults; `vcycle` takes them too.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
  * warm-up, with the backend's synchronize before reading the clock.
- * VOXFE_BENCH_DEVICE=cpu runs the same on the CPU backend (to try the
- * program on a machine without a GPU; the numbers then mean nothing). */
+ * --device=cpu runs the same on the CPU backend (to try the program on a
+ * machine without a GPU; the numbers then mean nothing); --fp16-levels=USE
+ * is the backend's option (auto, on, off). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,7 +42,10 @@ static _Noreturn void usage(const char *prog) {
   fprintf(stderr,
           "usage: %s kernel NX NY NZ [REPS]\n"
           "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
-          "       %s vcycle PROBLEM.yaml NX [double|mixed]\n",
+          "       %s vcycle PROBLEM.yaml NX [double|mixed]\n"
+          "settings: --device=cpu|cuda --fp16-levels=auto|on|off --smoothing-steps=N\n"
+          "  --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N --start-history=N\n"
+          "  --mg-bound-refresh=N --host-scalars=1\n",
           prog, prog, prog);
   exit(2);
 }
@@ -58,10 +62,13 @@ static double uniform(uint64_t *state) {
 
 static vox_backend *cuda_backend(vox_context *ctx) {
   vox_backend *be;
-  vox_device device = VOX_DEVICE_CUDA; /* VOXFE_BENCH_DEVICE=cpu: try this program without a GPU */
-  const char *env = getenv("VOXFE_BENCH_DEVICE");
-  if (env && *env && vox_device_parse(env, &device) != 0) usage("bench_cuda");
-  if (vox_backend_create(ctx, device, &be)) die(ctx, "backend");
+  vox_backend_options options;
+  vox_backend_options_default(&options);
+  options.device = VOX_DEVICE_CUDA; /* --device=cpu: try this program without a GPU */
+  const char *device = bench_option("device"), *fp16 = bench_option("fp16-levels");
+  if (device && vox_device_parse(device, &options.device) != 0) usage("bench_cuda");
+  if (fp16 && vox_fp16_levels_parse(fp16, &options.fp16_levels) != 0) usage("bench_cuda");
+  if (vox_backend_create_with(ctx, &options, &be)) die(ctx, "backend");
   size_t free_bytes, total;
   if (be->ops->memory(be, &free_bytes, &total)) die(ctx, "device memory");
   printf("device: %s backend, %.2f GiB of %.2f GiB free\n", vox_backend_name(be),
@@ -241,32 +248,32 @@ static int kernel_mode(int argc, char **argv) {
   return failed;
 }
 
-/* The defaults' alternatives, from the environment:
- *   VOXFE_BENCH_SMOOTHING_STEPS=N  the Chebyshev degree;
- *   VOXFE_BENCH_FINE_SMOOTHING_STEPS=N  the same on the fine level (0: as the others);
- *   VOXFE_BENCH_MG_CYCLE=v|w       the multigrid cycle;
- *   VOXFE_BENCH_MG_LEVELS=N        the number of multigrid levels (0: from the grid);
- *   VOXFE_BENCH_START_HISTORY=N    earlier solutions in each solve's start (start_history);
- *   VOXFE_BENCH_MG_BOUND_REFRESH=N coarse smoother bounds estimated every N-th setup;
- *   VOXFE_BENCH_HOST_SCALARS=1     CG's and the coarse Lanczos steps' scalars on the host
- *                                  (the backend's cg_* and stencil_lanczos left out). */
+/* The defaults' alternatives, from the settings on the command line:
+ *   --smoothing-steps=N       the Chebyshev degree;
+ *   --fine-smoothing-steps=N  the same on the fine level (0: as the others);
+ *   --mg-cycle=v|w            the multigrid cycle;
+ *   --mg-levels=N             the number of multigrid levels (0: from the grid);
+ *   --start-history=N         earlier solutions in each solve's start (start_history);
+ *   --mg-bound-refresh=N      coarse smoother bounds estimated every N-th setup;
+ *   --host-scalars=1          CG's and the coarse Lanczos steps' scalars on the host
+ *                             (the backend's cg_* and stencil_lanczos left out). */
 static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
-  const char *degree = getenv("VOXFE_BENCH_SMOOTHING_STEPS");
+  const char *degree = bench_option("smoothing-steps");
   if (degree && atoi(degree) > 0) so->smoothing_steps = atoi(degree);
-  const char *fine_degree = getenv("VOXFE_BENCH_FINE_SMOOTHING_STEPS");
+  const char *fine_degree = bench_option("fine-smoothing-steps");
   if (fine_degree) so->fine_smoothing_steps = atoi(fine_degree);
-  const char *cycle = getenv("VOXFE_BENCH_MG_CYCLE");
+  const char *cycle = bench_option("mg-cycle");
   if (cycle && vox_mg_cycle_parse(cycle, &so->mg_cycle) != 0) {
-    fprintf(stderr, "bench_cuda: VOXFE_BENCH_MG_CYCLE: expected v or w, got '%s'\n", cycle);
+    fprintf(stderr, "bench_cuda: --mg-cycle: expected v or w, got '%s'\n", cycle);
     exit(2);
   }
-  const char *levels = getenv("VOXFE_BENCH_MG_LEVELS");
+  const char *levels = bench_option("mg-levels");
   if (levels) so->mg_levels = atoi(levels);
-  const char *history = getenv("VOXFE_BENCH_START_HISTORY");
+  const char *history = bench_option("start-history");
   if (history) so->start_history = atoi(history);
-  const char *refresh = getenv("VOXFE_BENCH_MG_BOUND_REFRESH");
+  const char *refresh = bench_option("mg-bound-refresh");
   if (refresh) so->mg_bound_refresh = atoi(refresh);
-  const char *host = getenv("VOXFE_BENCH_HOST_SCALARS");
+  const char *host = bench_option("host-scalars");
   if (host && atoi(host) > 0) {
     static vox_backend_ops ops;
     ops = *be->ops;
@@ -498,6 +505,10 @@ static int vcycle_mode(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  static const char *const settings[] = {
+      "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
+      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);
   if (strcmp(argv[1], "cantilever") == 0) return cantilever_mode(argc, argv);

@@ -11,14 +11,16 @@
  * table 4 (solve, sensitivities, filter, OC update), the CG iterations, the
  * final objective and M_nd. The stage times are those vox_optimize measures,
  * with the backend synchronised before each clock reading. With
- * VOXFE_BENCH_DESIGN=FILE set it also writes the design file (after the
- * timing); VOXFE_BENCH_FINE_SMOOTHING_STEPS=N sets the fine level's
- * smoothing steps (0: as the coarse levels'). */
+ * --design=FILE it also writes the design file (after the timing);
+ * --fine-smoothing-steps=N sets the fine level's smoothing steps (0: as the
+ * coarse levels'); --fp16-levels=USE is the backend's option (auto, on,
+ * off). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "voxfe/io.h"
 #include "voxfe/voxfe.h"
 
@@ -29,23 +31,32 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
+  static const char *const settings[] = {"design", "fine-smoothing-steps", "fp16-levels", NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc != 8 && argc != 11 && argc != 12) {
     fprintf(stderr,
             "usage: %s MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX "
-            "ITERATIONS [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]]\n",
+            "ITERATIONS [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]] [--design=FILE] "
+            "[--fine-smoothing-steps=N] [--fp16-levels=auto|on|off]\n",
             argv[0]);
     return 2;
   }
   vox_context *ctx;
   vox_backend *be;
-  vox_device device;
+  vox_backend_options backend;
+  vox_backend_options_default(&backend);
   vox_model model;
   if (vox_context_create(&ctx)) return 1;
-  if (vox_device_parse(argv[2], &device) != 0) {
+  if (vox_device_parse(argv[2], &backend.device) != 0) {
     fprintf(stderr, "%s: unknown device '%s'\n", argv[0], argv[2]);
     return 2;
   }
-  if (vox_model_read(ctx, argv[1], &model) || vox_backend_create(ctx, device, &be)) {
+  const char *fp16 = bench_option("fp16-levels");
+  if (fp16 && vox_fp16_levels_parse(fp16, &backend.fp16_levels) != 0) {
+    fprintf(stderr, "%s: --fp16-levels: expected auto, on or off, got '%s'\n", argv[0], fp16);
+    return 2;
+  }
+  if (vox_model_read(ctx, argv[1], &model) || vox_backend_create_with(ctx, &backend, &be)) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
   }
@@ -66,7 +77,7 @@ int main(int argc, char **argv) {
                       : !strcmp(argv[11], "none") ? VOX_ADJOINT_GPU_NONE
                                                   : atoi(argv[11]);
   /* the fine level's smoothing steps (0: as the coarse levels') */
-  const char *fine_steps = getenv("VOXFE_BENCH_FINE_SMOOTHING_STEPS");
+  const char *fine_steps = bench_option("fine-smoothing-steps");
   if (fine_steps) opt.solver.fine_smoothing_steps = atoi(fine_steps);
   const vox_grid *g = &model.grid;
   printf("%s: %lldx%lldx%lld, %lld elements, %lld dofs (%s), backend %s\n", argv[1],
@@ -88,7 +99,7 @@ int main(int argc, char **argv) {
          vox_objective_name(model.objective), r.volume_fraction, r.non_discreteness);
   if (r.adjoint_gpu >= 0) printf(", adjoint on GPU %d", r.adjoint_gpu);
   printf("\n");
-  const char *design = getenv("VOXFE_BENCH_DESIGN");
+  const char *design = bench_option("design");
   if (design && *design && vox_model_write(ctx, design, &model) != VOX_OK) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;

@@ -11,7 +11,7 @@
  * the symmetry; for the filter, its input, 1/Hs and the output). With
  * "init", also the host's time for the random and the trigonometric (order
  * 2) initial designs at volume fraction 0.3.
- * VOXFE_BENCH_DEVICE=cpu runs on the CPU backend (default: CUDA). */
+ * --device=cpu runs on the CPU backend (default: CUDA). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +31,10 @@ static _Noreturn void die(vox_context *ctx, const char *what) {
   } while (0)
 
 int main(int argc, char **argv) {
+  static const char *const settings[] = {"device", NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc < 2) {
-    fprintf(stderr, "usage: %s N [REPS] [init]\n", argv[0]);
+    fprintf(stderr, "usage: %s N [REPS] [init] [--device=cpu|cuda]\n", argv[0]);
     return 2;
   }
   const int n = atoi(argv[1]);
@@ -45,8 +47,12 @@ int main(int argc, char **argv) {
   vox_context *ctx;
   vox_backend *be;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
-  const char *env = getenv("VOXFE_BENCH_DEVICE");
-  const vox_device device = env && strcmp(env, "cpu") == 0 ? VOX_DEVICE_CPU : VOX_DEVICE_CUDA;
+  const char *device_text = bench_option("device");
+  vox_device device = VOX_DEVICE_CUDA;
+  if (device_text && vox_device_parse(device_text, &device) != 0) {
+    fprintf(stderr, "%s: --device: expected cpu, cuda or auto, got '%s'\n", argv[0], device_text);
+    return 2;
+  }
   RUN(ctx, "backend", vox_backend_create(ctx, device, &be));
   const vox_backend_ops *o = be->ops;
   const vox_grid grid = {.nx = n, .ny = n, .nz = n, .voxel_size = {1, 1, 1}};

@@ -15,24 +15,22 @@
  * same model with the full-box storage as well (CG counts, times). A model
  * file instead of N (bench_clinical_model's clinical sample) is solved as
  * voxfe-analyze solves it: its largest 26-connected component, its own
- * materials, the same compression test (VOXFE_BENCH_CONNECTIVITY=6 keeps
- * the largest face-connected one, VOXFE_BENCH_KEEP_LABEL=L label L alone).
+ * materials, the same compression test (--connectivity=6 keeps the largest
+ * face-connected one, --keep-label=L label L alone).
  *
- * VOXFE_BENCH_PRODUCTS="atomic,warp" (the CUDA backend's
- * product kernels, cuda/cuda_sparse.cu) times, for each in turn, the
- * V-cycle's parts alone on the same model (the products of levels 0 and 1,
- * the transfers between them, a smoothing step and a dot product; the mean
- * of 20 after 3 warm-ups, with the bytes per second over the least bytes
- * each must move) and then the whole solve. VOXFE_SPARSE_PROFILE=1 adds the
+ * Settings are --NAME=VALUE anywhere on the command line. --parts=1 times
+ * the V-cycle's parts alone on the same model before the solve (the
+ * products of levels 0 and 1, the transfers between them, a smoothing step
+ * and a dot product; the mean of 20 after 3 warm-ups, with the bytes per
+ * second over the least bytes each must move). VOXFE_SPARSE_PROFILE=1 adds the
  * solve's time per CG iteration in the CG's own work and in each V-cycle
  * level's (sparse_solve.h). VOXFE_SPARSE_COARSE=sa solves with the
  * smoothed-aggregation coarse levels (sparse_sa.h) and prints their
  * operator complexity and setup time, =box with the plain coarse voxel
  * images instead of the split levels (sparse_split.h).
- * VOXFE_BENCH_HIERARCHY=1 times the host hierarchy's build alone, plain
- * and split, and stops. VOXFE_BENCH_DILATE=N
- * thickens the bone by N voxels first (every empty voxel with a bone face
- * neighbour joins it, N times). */
+ * --hierarchy=1 times the host hierarchy's build alone, plain and split, and
+ * stops. --dilate=N thickens the bone by N voxels first (every empty voxel
+ * with a bone face neighbour joins it, N times). */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -74,7 +72,7 @@ static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
 }
 
 /* Adds to the bone every empty voxel with a bone face neighbour (a thicker
- * bone of the same shape: VOXFE_BENCH_DILATE=N does it N times). */
+ * bone of the same shape: --dilate=N does it N times). */
 static void dilate_bone(vox_context *ctx, vox_model *m) {
   const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz, ne = nx * ny * nz;
   uint8_t *copy = malloc((size_t)ne);
@@ -140,9 +138,9 @@ static void report(const char *kind, const char *what, double seconds, double by
          bytes / seconds / 1e9, bytes / 1e9);
 }
 
-/* The V-cycle's parts alone with the product kernel VOXFE_SPARSE_PRODUCT
- * names (the solver's mixed precision: level 0's products from a double or
- * a float vector into a double one, level 1's in float). */
+/* The V-cycle's parts alone (the solver's mixed precision: level 0's
+ * products from a double or a float vector into a double one, level 1's in
+ * float). */
 static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, const char *kind) {
   const vox_sparse_ops *o = be->ops->sparse;
   vox_sparse_hierarchy h;
@@ -205,8 +203,13 @@ static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, co
 }
 
 int main(int argc, char **argv) {
+  static const char *const settings[] = {"keep-label", "connectivity", "dilate", "hierarchy",
+                                         "parts", NULL};
+  bench_options_take(&argc, argv, settings);
   if (argc < 2) {
-    fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]\n");
+    fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full] "
+                    "[--keep-label=L] [--connectivity=6|26] [--dilate=N] [--hierarchy=1] "
+                    "[--parts=1]\n");
     return 2;
   }
   const int64_t n = strspn(argv[1], "0123456789") == strlen(argv[1]) ? atoll(argv[1]) : 0;
@@ -227,13 +230,13 @@ int main(int argc, char **argv) {
                  * 26-connected component, as voxfe-analyze keeps */
     if (vox_model_read(ctx, argv[1], &m)) die(ctx, argv[1]);
     g = m.grid;
-    /* VOXFE_BENCH_KEEP_LABEL=L keeps label L alone (the clinical sample's
-     * cortex 1 or trabeculae 2), VOXFE_BENCH_CONNECTIVITY=6 the largest
-     * face-connected component: what makes a sample's CG count */
-    const char *keep = getenv("VOXFE_BENCH_KEEP_LABEL");
+    /* --keep-label=L keeps label L alone (the clinical sample's cortex 1
+     * or trabeculae 2), --connectivity=6 the largest face-connected
+     * component: what makes a sample's CG count */
+    const char *keep = bench_option("keep-label");
     for (int64_t e = 0; keep && e < vox_grid_elements(&g); e++)
       if (m.label[e] != atoi(keep)) m.label[e] = 0;
-    const char *conn = getenv("VOXFE_BENCH_CONNECTIVITY");
+    const char *conn = bench_option("connectivity");
     if (vox_keep_largest_component(ctx, &m, conn ? atoi(conn) : 26, &removed, &components))
       die(ctx, "component");
   } else {
@@ -245,7 +248,7 @@ int main(int argc, char **argv) {
       for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < n; i++)
           m.label[(k * n + j) * n + i] = (uint8_t)perlin_bone_voxel(&bone, n, i, j, k);
-    const char *dilate = getenv("VOXFE_BENCH_DILATE");
+    const char *dilate = bench_option("dilate");
     for (int pass = 0; dilate && pass < atoi(dilate); pass++) dilate_bone(ctx, &m);
     if (vox_keep_largest_component(ctx, &m, 6, &removed, &components)) die(ctx, "component");
     vox_material mat = {.label = 1, .youngs_modulus = 8748, .poisson_ratio = 0.3, .name = "bone"};
@@ -265,7 +268,8 @@ int main(int argc, char **argv) {
   size_t free0 = 0, total = 0;
   if (be->ops->device_memory) be->ops->memory(be, &free0, &total);
 
-  if (getenv("VOXFE_BENCH_HIERARCHY")) { /* the host hierarchy's build alone, each kind */
+  const char *hierarchy = bench_option("hierarchy");
+  if (hierarchy && atoi(hierarchy) > 0) { /* the host hierarchy's build alone, each kind */
     for (int split = 0; split < 2; split++) {
       vox_sparse_hierarchy h;
       const double th = bench_now();
@@ -286,17 +290,9 @@ int main(int argc, char **argv) {
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
   double *u = calloc(nd, sizeof *u);
   if (!u) die(ctx, "displacements");
-  /* the product kernels to compare (CUDA), or the default alone */
-  char kinds[256] = "";
-  const char *kinds_env = getenv("VOXFE_BENCH_PRODUCTS");
-  if (kinds_env) snprintf(kinds, sizeof kinds, "%s", kinds_env);
-  char *save = NULL, *kind = kinds_env ? strtok_r(kinds, ",", &save) : NULL;
-  do {
-    if (kind) {
-      setenv("VOXFE_SPARSE_PRODUCT", kind, 1);
-      printf("== product kernel %s\n", kind);
-      time_parts(ctx, be, &m, kind);
-    }
+  const char *parts = bench_option("parts");
+  if (parts && atoi(parts) > 0) time_parts(ctx, be, &m, be->ops->name);
+  {
     memset(u, 0, nd * sizeof *u);
     vox_solve_result r;
     vox_sparse_stats st;
@@ -335,7 +331,7 @@ int main(int argc, char **argv) {
       printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
              (double)total / 1e9);
     printf("copy bandwidth: %.0f GB/s (device-to-device, read + write)\n", bandwidth / 1e9);
-  } while (kind && (kind = strtok_r(NULL, ",", &save)) != NULL);
+  }
 
   if (full) {
     memset(u, 0, nd * sizeof *u);

@@ -5,9 +5,8 @@
 BUILD=${1:?build folder}; OUT=${2:?log folder}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for n in 64 128; do
-  echo "== VOXFE_BENCH_FILTER=density VOXFE_BENCH_START=seed003 VOXFE_BENCH_RTOL=1e-2" \
-    "bench_cell $n cuda 0.3 300"
-  VOXFE_BENCH_FILTER=density VOXFE_BENCH_START=seed003 VOXFE_BENCH_RTOL=1e-2 \
-    timeout 60 $BUILD/bench/bench_cell $n cuda 0.3 300 |
+  echo "== bench_cell $n cuda 0.3 300 --filter=density --start=seed003 --rtol=1e-2"
+  timeout 60 $BUILD/bench/bench_cell $n cuda 0.3 300 --filter=density --start=seed003 \
+    --rtol=1e-2 |
     awk '/^  it/ && ($2 % 50 != 0 && $2 != 25) {next} {print}'
 done 2>&1 | tee $OUT/filter.log

@@ -15,19 +15,19 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     $BUILD/cli/voxfe-optimize $BUILD/cli/voxfe-export $ROOT; echo "cell_run_cuda rc=$?"
 } > $OUT/tests.log 2>&1
 grep -E "half|FAIL|passed|rc=" $OUT/tests.log | head -30
-run() { # N ITERATIONS START [ENV...]: bench_cell at 1e-2, the per-iteration lines thinned
+run() { # N ITERATIONS START [SETTING...]: bench_cell at 1e-2, the per-iteration lines thinned
   local n=$1 its=$2 start=$3; shift 3
   left "bench_cell $n $its" || return
-  echo "== $* VOXFE_BENCH_START=$start VOXFE_BENCH_RTOL=1e-2 bench_cell $n cuda 0.3 $its (t=$SECONDS)"
-  env "$@" VOXFE_BENCH_START=$start VOXFE_BENCH_RTOL=1e-2 timeout 100 $B/bench_cell $n cuda 0.3 \
-    $its | awk '/^  it/ && ($2 % 50 != 0 && $2 != 25 && $2 > 3) {next} {print}'
+  echo "== bench_cell $n cuda 0.3 $its --start=$start --rtol=1e-2 $* (t=$SECONDS)"
+  timeout 100 $B/bench_cell $n cuda 0.3 $its --start=$start --rtol=1e-2 "$@" |
+    awk '/^  it/ && ($2 % 50 != 0 && $2 != 25 && $2 > 3) {next} {print}'
 }
 {
-  run 128 25 cosine VOXFE_BENCH_BINARY=0
+  run 128 25 cosine --binary=0
   run 128 300 seed003
   run 64 300 seed003
-  run 256 3 cosine VOXFE_BENCH_BINARY=0
-  run 512 2 cosine VOXFE_BENCH_BINARY=0
+  run 256 3 cosine --binary=0
+  run 512 2 cosine --binary=0
 } > $OUT/half.log 2>&1
 cat $OUT/half.log
 echo "total $SECONDS s"

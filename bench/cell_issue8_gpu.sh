@@ -19,8 +19,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.
 grep -E "strain_energy|FAIL|passed|rc=" $OUT/tests.log | head -30
 run() { # N ITERATIONS RTOL [START]: bench_cell, the per-iteration lines thinned
   left "bench_cell $*" || return
-  echo "== ${4:+VOXFE_BENCH_START=$4 }VOXFE_BENCH_RTOL=$3 bench_cell $1 cuda 0.3 $2  (t=$SECONDS s)"
-  VOXFE_BENCH_START=${4:-cosine} VOXFE_BENCH_RTOL=$3 timeout 100 $B/bench_cell $1 cuda 0.3 $2 |
+  echo "== bench_cell $1 cuda 0.3 $2 ${4:+--start=$4 }--rtol=$3  (t=$SECONDS s)"
+  timeout 100 $B/bench_cell $1 cuda 0.3 $2 --start=${4:-cosine} --rtol=$3 |
     awk '/^  it/ && ($2 % 50 != 0 && $2 != 25 && $2 != 1) {next} {print}'
 }
 for t in 1e-6 1e-3 1e-2; do run 128 25 $t; done > $OUT/timing128.log 2>&1

@@ -21,19 +21,19 @@ for part in "$@"; do
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 ${ITER256:-100} $p
     done ;;
   cycles256) # the default W-cycle against the V-cycle, and CG's scalars on the host
-    for env in VOXFE_BENCH_MG_CYCLE=w VOXFE_BENCH_MG_CYCLE=v VOXFE_BENCH_HOST_SCALARS=1; do
-      env $env "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
-        256 ${ITER256:-100} mixed
+    for setting in --mg-cycle=w --mg-cycle=v --host-scalars=1; do
+      "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
+        256 ${ITER256:-100} mixed $setting
     done ;;
   starts256) # the solves' start history and the kept coarse bounds against the plain setup
-    for env in "VOXFE_BENCH_START_HISTORY=0 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
-               "VOXFE_BENCH_START_HISTORY=1 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
-               "VOXFE_BENCH_START_HISTORY=2 VOXFE_BENCH_MG_BOUND_REFRESH=1" \
-               "VOXFE_BENCH_START_HISTORY=0 VOXFE_BENCH_MG_BOUND_REFRESH=4" \
-               "VOXFE_BENCH_START_HISTORY=1 VOXFE_BENCH_MG_BOUND_REFRESH=4"; do
-      # shellcheck disable=SC2086 # two assignments in one word
-      env $env "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
-        256 ${ITER256:-100} mixed
+    for settings in "--start-history=0 --mg-bound-refresh=1" \
+                    "--start-history=1 --mg-bound-refresh=1" \
+                    "--start-history=2 --mg-bound-refresh=1" \
+                    "--start-history=0 --mg-bound-refresh=4" \
+                    "--start-history=1 --mg-bound-refresh=4"; do
+      # shellcheck disable=SC2086 # two settings in one word
+      "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" \
+        256 ${ITER256:-100} mixed $settings
     done ;;
   cantilever512)
     "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 512 ${ITER512:-10} mixed ;;
@@ -44,15 +44,14 @@ for part in "$@"; do
     cp "$here/workflows/bridge/design.nc" "$out/bridge-design.nc" 2>/dev/null || true
     rm -rf "$d" ;;
   fp16) # FP16 storage of the smoothed coarse levels (mixed precision) on and off
-    for f in 1 0; do
-      export VOXFE_CUDA_FP16_STENCILS=$f
-      echo "VOXFE_CUDA_FP16_STENCILS=$f"
-      "$bin/bench/bench_cuda" vcycle "$here/workflows/cantilever/cantilever.yaml" 256 mixed
+    for f in on off; do
+      echo "--fp16-levels=$f"
+      "$bin/bench/bench_cuda" vcycle "$here/workflows/cantilever/cantilever.yaml" 256 mixed \
+        --fp16-levels=$f
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 \
-        ${ITER256:-100} mixed
-      "$bin/bench/bench_cell" 128 cuda 0.3 ${ITERCELL:-25}
-    done
-    unset VOXFE_CUDA_FP16_STENCILS ;;
+        ${ITER256:-100} mixed --fp16-levels=$f
+      "$bin/bench/bench_cell" 128 cuda 0.3 ${ITERCELL:-25} --fp16-levels=$f
+    done ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

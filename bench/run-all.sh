@@ -72,12 +72,11 @@ part() {
   perlin)
     "$bench/bench_sparse" 550 cuda 1e-6
     "$bench/bench_sparse" 160 cuda 1e-6 ;;
-  cell128) VOXFE_BENCH_BINARY=0 "$bench/bench_cell" 128 cuda 0.3 30 ;;
-  cell512) VOXFE_BENCH_BINARY=0 "$bench/bench_cell" 512 cuda 0.3 4 ;;
+  cell128) "$bench/bench_cell" 128 cuda 0.3 30 --binary=0 ;;
+  cell512) "$bench/bench_cell" 512 cuda 0.3 4 --binary=0 ;;
   cell512-phased)
-    VOXFE_CELL_SOLVER=phased VOXFE_BENCH_START=seed003 VOXFE_BENCH_PENALTY=4 \
-      VOXFE_BENCH_FILTER_RADIUS=4 VOXFE_BENCH_BINARY=volume \
-      "$bench/bench_cell" 512 cuda 0.3 250 ;;
+    "$bench/bench_cell" 512 cuda 0.3 250 --cell-solver=phased --start=seed003 --penalty=4 \
+      --filter-radius=4 --binary=volume ;;
   seed000) "$root/bench/seed000-benchmarks.sh" "$build" "$out/seed000" cuda ;;
   isosurface-gpu)
     design cuda

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Seed 000's three benchmarks at the paper's sizes, one after the other, with
 # the time of each stage (docs/benchmarks.md, "Seed 000's three benchmarks"):
-#   bench/seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE]
+#   bench/seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE [SETTING...]]
 # BUILD_DIR holds cli/ and bench/ (a CUDA build), OUT_DIR receives the model
 # files and the designs (<name>-design.nc). The problem files are read from VOXFE_WORKFLOWS (default: the
 # source tree's workflows/, as <name>/<name>.yaml). The settings are those of the three workflows
-# (workflows/bridge, workflows/gripper, workflows/heatsink) at full size.
+# (workflows/bridge, workflows/gripper, workflows/heatsink) at full size;
+# each SETTING (bench_optimize's --fine-smoothing-steps=N or
+# --fp16-levels=USE) goes to every run.
 set -euo pipefail
 build=${1:?usage: seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE]}
 out=${2:?usage: seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE]}
 device=${3:-cuda}
+settings=("${@:4}")
 workflows=${VOXFE_WORKFLOWS:-$(cd "$(dirname "$0")/.." && pwd)/workflows}
 mkdir -p "$out"
 run() { # name size problem bench-arguments...
@@ -18,8 +21,8 @@ run() { # name size problem bench-arguments...
   "$build/cli/voxfe-voxelize" --box "$size" --voxel-size 1 --problem "$problem" \
     -o "$out/$name.nc" >/dev/null
   echo "== $name"
-  VOXFE_BENCH_DESIGN="$out/$name-design.nc" "$build/bench/bench_optimize" "$out/$name.nc" \
-    "$device" "$@"
+  "$build/bench/bench_optimize" "$out/$name.nc" "$device" "$@" \
+    --design="$out/$name-design.nc" ${settings[@]+"${settings[@]}"}
 }
 # bridge: volume 15%, R = 3, E_void/E = 1e-6, q up to 3, CG tolerance 1e-8
 run bridge 184x40x90 "$workflows/bridge/bridge.yaml" 0.15 3 1e-6 3 150 0.5 0.2 1e-8

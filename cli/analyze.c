@@ -51,8 +51,7 @@ typedef struct settings {
   double min_modulus;
   double critical_strain, critical_volume;
   vox_solver_options solver;
-  vox_device device;
-  vox_kernel kernel;
+  vox_backend_options backend; /* --device, --kernel, --fp16-levels */
   int threads;
   int quiet;
   int timings;
@@ -231,7 +230,7 @@ static const cli_option options[] = {
      .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
 
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
-    CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
+    CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
     {.kind = CLI_END},
 };
 
@@ -250,20 +249,6 @@ static const cli_program program = {
     .input = "MODEL",
     .input_offset = AT(input),
 };
-
-/* When the result file's writing (voxfe's or .n88model) starts in a thread
- * of its own: before the solve (the default), after it ("fields"), or not
- * before everything is computed ("end", in this thread: the order before
- * the writer threads). VOXFE_RESULT_WRITE picks, for comparing the
- * three. */
-enum { WRITE_BEFORE_SOLVE, WRITE_AFTER_SOLVE, WRITE_AT_END };
-
-static int result_write_start(void) {
-  const char *env = getenv("VOXFE_RESULT_WRITE");
-  if (env && !strcmp(env, "fields")) return WRITE_AFTER_SOLVE;
-  if (env && !strcmp(env, "end")) return WRITE_AT_END;
-  return WRITE_BEFORE_SOLVE;
-}
 
 /* n88model files go by their extension; everything else is voxfe's. */
 static int is_n88model(const char *path) { return !strcmp(cli_extension(path), ".n88model"); }
@@ -523,7 +508,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
   add_text(&sum, "axis", s->test == TEST_MODEL ? "" : axis_names[s->axis]);
   add_number(&sum, "connectivity", s->connectivity, NULL);
-  r.warm_up = vox_device_warm_up_start(s->device);
+  r.warm_up = vox_device_warm_up_start(s->backend.device);
   int status = prepare(ctx, s, &r, &sum);
   if (status) goto done;
   vox_context_set_threads(ctx, s->threads);
@@ -623,8 +608,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   m->displacement = r.u; /* filled by the solve */
   m->stage = VOX_STAGE_ANALYSIS;
-  const int write_start = result_write_start();
-  if (write_start == WRITE_BEFORE_SOLVE && (vs = start_writer(ctx, s, m, &r, bone))) {
+  if ((vs = start_writer(ctx, s, m, &r, bone))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
@@ -637,13 +621,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   /* the backend made while the warm-up may still load libraries (joined
    * after the solve) */
-  vs = vox_backend_create(ctx, s->device, &r.backend);
+  vs = vox_backend_create_with(ctx, &s->backend, &r.backend);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  vox_device_parse(vox_backend_name(r.backend), &s->device); /* record the device that ran */
-  vox_backend_set_kernel(r.backend, s->kernel);
+  vox_device_parse(vox_backend_name(r.backend), &s->backend.device); /* record the device that ran */
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, 0);
@@ -681,10 +664,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
-  if (write_start == WRITE_AFTER_SOLVE && (vs = start_writer(ctx, s, m, &r, bone))) {
-    status = cli_fail(ctx, vs, CLI_WRITING);
-    goto done;
-  }
   if (r.writer) vox_result_writer_put_displacement(r.writer);
   if (r.n88) vox_n88model_writer_put_displacement(r.n88);
 
@@ -800,18 +779,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
              solve.storage == VOX_STORAGE_SPARSE ? solve.setup_seconds : NAN, "s");
   add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
-  vox_analysis_output out = {.reaction = r.reaction, .fields = fields, .summary = sum.e,
-                             .n_summary = sum.n};
   if (r.writer) {
     vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);
     r.writer = NULL; /* ended, whatever the outcome */
-  } else if (r.n88) {
+  } else {
     vs = vox_n88model_writer_finish(ctx, r.n88, NULL); /* the solution handed over above */
     r.n88 = NULL;
-  } else if (is_n88model(s->output)) {
-    vs = vox_n88model_write(ctx, s->output, m, &out, s->test == TEST_MODEL ? -1 : s->axis);
-  } else {
-    vs = vox_result_write(ctx, s->output, m, &out);
   }
   if (!vs && s->summary.json) vs = vox_write_analysis_json(ctx, s->summary.json, sum.e, sum.n);
   if (!vs && s->summary.csv) vs = vox_append_analysis_csv(ctx, s->summary.csv, sum.e, sum.n);
@@ -858,9 +831,9 @@ int main(int argc, char **argv) {
                 .density_modulus = {8920, 1.83}, /* Morgan et al. 2003, pooled */
                 .min_modulus = 1,
                 .critical_strain = 0.007,
-                .critical_volume = 0.02,
-                .device = VOX_DEVICE_AUTO};
+                .critical_volume = 0.02};
   vox_solver_options_default(&s.solver);
+  vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;

@@ -66,6 +66,18 @@ void cli_format_kernel(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_kernel_name(*(const vox_kernel *)value));
 }
 
+int cli_parse_fp16_levels(const char *what, const char *text, void *value) {
+  if (vox_fp16_levels_parse(text, value) != 0) {
+    cli_error("%s: expected auto, on or off, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+void cli_format_fp16_levels(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_fp16_levels_name(*(const vox_fp16_levels *)value));
+}
+
 int cli_parse_device(const char *what, const char *text, void *value) {
   if (vox_device_parse(text, value) != 0) {
     cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);

@@ -12,7 +12,7 @@
 #include "cli_options.h"
 
 /* CLI_CUSTOM callbacks for vox_preconditioner, vox_smoother, vox_precision,
- * vox_kernel and vox_device values. */
+ * vox_kernel, vox_fp16_levels and vox_device values. */
 int cli_parse_preconditioner(const char *what, const char *text, void *value);
 void cli_format_preconditioner(const void *value, char *buf, size_t size);
 int cli_parse_smoother(const char *what, const char *text, void *value);
@@ -23,6 +23,8 @@ int cli_parse_precision(const char *what, const char *text, void *value);
 void cli_format_precision(const void *value, char *buf, size_t size);
 int cli_parse_kernel(const char *what, const char *text, void *value);
 void cli_format_kernel(const void *value, char *buf, size_t size);
+int cli_parse_fp16_levels(const char *what, const char *text, void *value);
+void cli_format_fp16_levels(const void *value, char *buf, size_t size);
 int cli_parse_device(const char *what, const char *text, void *value);
 void cli_format_device(const void *value, char *buf, size_t size);
 
@@ -72,16 +74,23 @@ void cli_format_device(const void *value, char *buf, size_t size);
            "CG stays in double)",                                                                \
    .parse = cli_parse_precision, .format = cli_format_precision}
 
-/* The "Execution:" entries: --device, --kernel, --threads, --quiet. */
-#define CLI_EXECUTION_OPTIONS(TYPE, DEVICE, KERNEL, THREADS, QUIET)                              \
+/* The "Execution:" entries: --device, --kernel and --fp16-levels (of the
+ * vox_backend_options at member BACKEND), --threads, --quiet. */
+#define CLI_EXECUTION_OPTIONS(TYPE, BACKEND, THREADS, QUIET)                                     \
   {.kind = CLI_HEADING, .help = "Execution:"},                                                   \
-  {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, DEVICE),         \
+  {.name = "device", .arg = "DEV", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, BACKEND.device), \
    .flags = CLI_RECORD, .help = "cpu, cuda or auto (the GPU when there is one)",                 \
    .parse = cli_parse_device, .format = cli_format_device},                                      \
-  {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, KERNEL),           \
+  {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, BACKEND.kernel),   \
    .flags = CLI_RECORD,                                                                          \
    .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",           \
    .parse = cli_parse_kernel, .format = cli_format_kernel},                                      \
+  {.name = "fp16-levels", .arg = "USE", .kind = CLI_CUSTOM,                                      \
+   .offset = offsetof(TYPE, BACKEND.fp16_levels), .flags = CLI_RECORD,                           \
+   .help = "GPU, --precision mixed: the smoothed coarse multigrid levels stored in FP16 (a "     \
+           "third less time a level product; a solve that breaks down with them is redone in "   \
+           "float): on, off, or auto (on unless the grid is periodic)",                          \
+   .parse = cli_parse_fp16_levels, .format = cli_format_fp16_levels},                            \
   {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = offsetof(TYPE, THREADS),        \
    .range = {0, 4096, 0, 0},                                                                     \
    .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},                  \

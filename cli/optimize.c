@@ -27,8 +27,7 @@ typedef struct settings {
   vox_optimizer_options opt;
   vox_initial_design initial; /* kind CLI_INITIAL_AUTO: opt.initial stays NULL */
   const char *expression;     /* --expression */
-  vox_device device;
-  vox_kernel kernel;
+  vox_backend_options backend; /* --device, --kernel, --fp16-levels */
   int threads;
   int quiet;
 } settings;
@@ -226,7 +225,7 @@ static const cli_option options[] = {
            "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
            "iteration and keep them in between (a solve that breaks down with kept bounds is "
            "redone with fresh ones)"),
-    CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
+    CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
     {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "
              "same time as the state (auto: a second GPU when there is one; none: after the "
@@ -337,14 +336,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   s->opt.initial = s->initial.kind == CLI_INITIAL_AUTO ? NULL : &s->initial;
   vox_context_set_threads(ctx, s->threads);
 
-  vox_status vs = vox_backend_create(ctx, s->device, &backend);
+  vox_status vs = vox_backend_create_with(ctx, &s->backend, &backend);
   if (vs != VOX_OK) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
   /* record the device that ran, not "auto" */
-  vox_device_parse(vox_backend_name(backend), &s->device);
-  vox_backend_set_kernel(backend, s->kernel);
+  vox_device_parse(vox_backend_name(backend), &s->backend.device);
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
@@ -416,7 +414,8 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.device = VOX_DEVICE_AUTO};
+  settings s = {0};
+  vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */
   s.opt.solver.rtol = VOX_RTOL_AUTO; /* not given: resolved from the objective in run() */

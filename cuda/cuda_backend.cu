@@ -566,8 +566,8 @@ static void destroy(vox_backend *be) {
 }
 
 /* the FP16 levels' scales (cuda_stencil.cu, "FP16 storage") */
-static int stencil_mixed_dof_bytes(const vox_grid *grid) {
-  return vox_cuda_fp16_stencils(grid) ? (int)sizeof(float) : 0;
+static int stencil_mixed_dof_bytes(const vox_backend *be, const vox_grid *grid) {
+  return vox_cuda_fp16_stencils(be, grid) ? (int)sizeof(float) : 0;
 }
 
 static vox_backend_ops make_ops(void) {
@@ -691,21 +691,20 @@ extern "C" int vox_cuda_backend_device(const vox_backend *be) {
   return ((const vox_cuda_state *)be->impl)->device;
 }
 
-extern "C" vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out) {
-  *out = NULL;
-  cudaError_t err = cudaSetDevice(index);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    return vox_error(ctx, VOX_ERR_DEVICE, "CUDA device %d: %s", index, cudaGetErrorString(err));
-  }
-  return vox_cuda_backend_create(ctx, out);
-}
-
-extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out) {
+extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
+                                              vox_backend **out) {
   *out = NULL;
   if (!corners_match_element_h())
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "the CUDA backend's hexahedron corner order differs from voxfe/element.h");
+  if (options && options->device_index >= 0) {
+    cudaError_t err = cudaSetDevice(options->device_index);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      return vox_error(ctx, VOX_ERR_DEVICE, "CUDA device %d: %s", options->device_index,
+                       cudaGetErrorString(err));
+    }
+  }
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -723,6 +722,11 @@ extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **ou
   be->ops = &cuda_ops;
   be->ctx = ctx;
   be->threads = vox_context_threads(ctx);
+  be->device = VOX_DEVICE_CUDA;
+  if (options) {
+    be->kernel = options->kernel;
+    be->fp16_levels = options->fp16_levels;
+  }
   be->impl = cs;
   vox_status s = vox_cuda_check(be, cudaGetDevice(&cs->device), "selecting the device");
   if (s == VOX_OK)
@@ -733,7 +737,7 @@ extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **ou
   if (s == VOX_OK)
     s = vox_cuda_check(be, cudaMallocHost((void **)&cs->scalar, sizeof(double)),
                        "pinned host memory");
-  if (s == VOX_OK) s = vox_cpu_backend_create(ctx, &cs->host);
+  if (s == VOX_OK) s = vox_cpu_backend_create(ctx, NULL, &cs->host);
   if (s != VOX_OK) {
     destroy(be);
     return s;

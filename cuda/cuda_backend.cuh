@@ -143,8 +143,6 @@ struct vox_operator {
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
   int periodic_masters_fixed; /* a periodic grid with a fixed dof on a master node */
-  int tf32; /* single-precision elasticity products on the tensor cores: 0 no, 1 TF32,
-             * 3 three TF32 products per FMA (hi/lo split); cuda_operator.cu, "tc" */
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
@@ -232,12 +230,12 @@ static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restr
  * (cuda_stencil.cu, "FP16 storage") for a level on `grid`: on by default
  * where the grid is not periodic (half the bytes of the coarse products),
  * off for a periodic cell, which needs more CG iterations with it than it
- * saves (docs/benchmarks.md); VOXFE_CUDA_FP16_STENCILS=0 or 1 overrides.
- * The rounding can make level 1 indefinite (it did on the 512 x 256 x 256
- * cantilever): a solve that breaks down
- * is then redone with float levels, which stay (stencil_full_storage,
+ * saves (docs/experiments.md); the backend's fp16_levels
+ * (vox_backend_options) off or on overrides. The rounding can make level 1
+ * indefinite (it did on the 512 x 256 x 256 cantilever): a solve that
+ * breaks down is then redone with float levels, which stay (stencil_full_storage,
  * engine/fem.c). */
-int vox_cuda_fp16_stencils(const vox_grid *grid);
+int vox_cuda_fp16_stencils(const vox_backend *be, const vox_grid *grid);
 
 struct vox_stencil {
   vox_grid grid;

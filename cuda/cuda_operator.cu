@@ -436,220 +436,6 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
   }
 }
 
-/* ---- tc: single-precision elasticity products on the tensor cores --------- */
-
-/* The smoother's float product (VOX_APPLY_SINGLE) of a non-periodic
- * elasticity operator, with op->tf32 set, as element GEMMs in TF32 on the
- * tensor cores instead of nbn's 576 FFMA per node (which keep nbn
- * compute-bound at a quarter of the FP32 peak, held by its registers).
- * A block owns TC_TX x TC_TY x TC_TZ nodes. It stages, in shared memory,
- * the u of the nodes of every element touching them (one node of halo,
- * fixed dofs zeroed, outside the grid 0) and the moduli of those elements
- * (outside the grid 0). Each warp then takes 16 of those elements at a time
- * and computes V^T = U^T Ke^T (16 x 24 = 16 x 24 times 24 x 24) as 3 x 3
- * mma.sync m16n8k8 TF32 products; the 9 fragments of Ke^T live in registers
- * for the whole kernel. The rows are scaled by the moduli (a void element
- * gives 0 whatever u holds) and stored; each owned node then sums its 8
- * elements' rows for its corner and finishes through row_out, so the
- * kernel drops into op_apply, op_smooth and op_residual as nbn does.
- * TF32 keeps 10 bits of mantissa: relative errors about 1e-3 of max |K u|.
- * SPLIT (op->tf32 == 3) writes each operand as hi + lo, both TF32, and adds
- * lo hi + hi lo + hi hi: about float's accuracy for three times the MMAs.
- * The elements of the halo are computed by the blocks on both sides: 405
- * elements a block for 256 nodes, 1.58 times the grid's elements.
- *
- * Off by default (VOXFE_CUDA_TF32, smoother_tf32 below): it is barely
- * faster than nbn a product, its fused smoothing step is slower and TF32's
- * rounding costs CG iterations (docs/experiments.md), far from the
- * memory-bound speed predicted. What holds it (not profiled, an estimate
- * from the block's structure): its three phases (staging, MMAs, node sums
- * and epilogue) run one after another between barriers, with few loads in
- * flight per thread in the staging and the epilogue's loads of b, w and d
- * issued only after the MMAs, with 4 blocks (32 warps) an SM to hide it;
- * about 9 us per block against a few thousand cycles of work. Next: a
- * block that marches in z with the next planes staged asynchronously
- * (cp.async or the bulk copy engine) under the current MMAs, the epilogue
- * operands loaded before the MMAs, and a taller tile for less halo. */
-enum { TC_TX = 8, TC_TY = 8, TC_TZ = 4 };
-constexpr int TC_THREADS = TC_TX * TC_TY * TC_TZ;
-constexpr int TC_EX = TC_TX + 1, TC_EY = TC_TY + 1, TC_EZ = TC_TZ + 1; /* elements */
-constexpr int TC_NE = TC_EX * TC_EY * TC_EZ;
-constexpr int TC_GROUPS = (TC_NE + 15) / 16; /* of 16 elements, one MMA row block */
-constexpr int TC_NX = TC_TX + 2, TC_NY = TC_TY + 2, TC_NZ = TC_TZ + 2; /* staged nodes */
-constexpr int TC_NN = TC_NX * TC_NY * TC_NZ;
-/* u (3 a node), moduli (padded so that the rows after them start 16-byte
- * aligned, for their float2 stores), and the 24 scaled rows of each element */
-constexpr int TC_NE_PAD = (TC_NE + 3) / 4 * 4;
-static_assert(TC_NN * 3 % 4 == 0, "the moduli and rows in tc's shared memory stay aligned");
-constexpr size_t TC_SHARED =
-    (size_t)(TC_NN * 3 + TC_NE_PAD + TC_GROUPS * 16 * 24) * sizeof(float);
-
-static __device__ __forceinline__ uint32_t to_tf32(float f) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
-  return r;
-}
-
-/* d += a b, one m16n8k8 TF32 product with float accumulation */
-static __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4],
-                                                const uint32_t (&b)[2]) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
-               "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-template <int MODE, bool SPLIT>
-static __global__ void __launch_bounds__(TC_THREADS)
-    tc_kernel(const double *__restrict__ x, double *__restrict__ y,
-              const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
-              const float *__restrict__ ke32, int full, grid_dims g,
-              row_epilogue e = row_epilogue()) {
-  extern __shared__ __align__(16) float tc_shared[];
-  float *su = tc_shared;           /* [TC_NN][3] */
-  float *sm = su + TC_NN * 3;      /* [TC_NE] */
-  float *sv = sm + TC_NE_PAD;      /* [TC_GROUPS * 16][24] */
-  const int tid = threadIdx.x;
-  const int i0 = blockIdx.x * TC_TX, j0 = blockIdx.y * TC_TY, k0 = blockIdx.z * TC_TZ;
-  for (int n = tid; n < TC_NN; n += TC_THREADS) {
-    const int i = i0 - 1 + n % TC_NX, j = j0 - 1 + (n / TC_NX) % TC_NY,
-              k = k0 - 1 + n / (TC_NX * TC_NY);
-    float u0 = 0, u1 = 0, u2 = 0;
-    if (i >= 0 && i <= g.nx && j >= 0 && j <= g.ny && k >= 0 && k <= g.nz) {
-      const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
-      const unsigned f = full ? 0u : __ldg(node_fixed + node);
-      const double x0 = __ldg(x + node * 3), x1 = __ldg(x + node * 3 + 1),
-                   x2 = __ldg(x + node * 3 + 2);
-      u0 = f & 1u ? 0.f : (float)x0, u1 = f & 2u ? 0.f : (float)x1;
-      u2 = f & 4u ? 0.f : (float)x2;
-    }
-    su[n * 3] = u0, su[n * 3 + 1] = u1, su[n * 3 + 2] = u2;
-  }
-  for (int l = tid; l < TC_NE; l += TC_THREADS) {
-    const int ei = i0 - 1 + l % TC_EX, ej = j0 - 1 + (l / TC_EX) % TC_EY,
-              ek = k0 - 1 + l / (TC_EX * TC_EY);
-    const bool inside = ei >= 0 && ei < g.nx && ej >= 0 && ej < g.ny && ek >= 0 && ek < g.nz;
-    sm[l] = inside ? (float)__ldg(moduli + element_index(g, ei, ej, ek)) : 0.f;
-  }
-  /* this lane's fragments of B = Ke^T: B[k][n] = Ke[n][k], k = kt 8 + tq (+ 4),
-   * n = nt 8 + gq; and where its A columns (dof col = corner 3 + component
-   * of an element) sit in su relative to the element's first node */
-  const int lane = tid & 31, gq = lane >> 2, tq = lane & 3;
-  uint32_t bh[3][3][2], bl[3][3][2];
-  int col_off[3][2];
-#pragma unroll
-  for (int kt = 0; kt < 3; kt++)
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int col = kt * 8 + tq + 4 * h, b = col / 3;
-      const int corner_node =
-          vox_cuda_corner(b, 0) + TC_NX * (vox_cuda_corner(b, 1) + TC_NY * vox_cuda_corner(b, 2));
-      col_off[kt][h] = corner_node * 3 + col % 3;
-#pragma unroll
-      for (int nt = 0; nt < 3; nt++) {
-        const float f = __ldg(ke32 + (nt * 8 + gq) * 24 + col);
-        bh[nt][kt][h] = to_tf32(f);
-        bl[nt][kt][h] = SPLIT ? to_tf32(f - __uint_as_float(bh[nt][kt][h])) : 0u;
-      }
-    }
-  __syncthreads();
-  for (int grp = tid >> 5; grp < TC_GROUPS; grp += TC_THREADS / 32) {
-    const int r0 = grp * 16 + gq, r1 = r0 + 8; /* this lane's two element rows */
-    const int l0 = min(r0, TC_NE - 1), l1 = min(r1, TC_NE - 1);
-    const int n0 = l0 % TC_EX + TC_NX * ((l0 / TC_EX) % TC_EY + TC_NY * (l0 / (TC_EX * TC_EY)));
-    const int n1 = l1 % TC_EX + TC_NX * ((l1 / TC_EX) % TC_EY + TC_NY * (l1 / (TC_EX * TC_EY)));
-    float acc[3][4];
-#pragma unroll
-    for (int nt = 0; nt < 3; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0;
-#pragma unroll
-    for (int kt = 0; kt < 3; kt++) {
-      const float a[4] = {su[n0 * 3 + col_off[kt][0]], su[n1 * 3 + col_off[kt][0]],
-                          su[n0 * 3 + col_off[kt][1]], su[n1 * 3 + col_off[kt][1]]};
-      uint32_t ah[4], al[4];
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        ah[q] = to_tf32(a[q]);
-        al[q] = SPLIT ? to_tf32(a[q] - __uint_as_float(ah[q])) : 0u;
-      }
-#pragma unroll
-      for (int nt = 0; nt < 3; nt++) {
-        if (SPLIT) {
-          mma_tf32(acc[nt], al, bh[nt][kt]);
-          mma_tf32(acc[nt], ah, bl[nt][kt]);
-        }
-        mma_tf32(acc[nt], ah, bh[nt][kt]);
-      }
-    }
-    const float m0 = sm[l0], m1 = sm[l1];
-#pragma unroll
-    for (int nt = 0; nt < 3; nt++) {
-      /* c0, c1: row gq, columns 2 tq, 2 tq + 1; c2, c3: row gq + 8. Float2
-       * stores of rows 24 floats apart: no bank conflict in a half-warp. */
-      const float2 v0 = m0 != 0 ? make_float2(m0 * acc[nt][0], m0 * acc[nt][1])
-                                : make_float2(0.f, 0.f);
-      const float2 v1 = m1 != 0 ? make_float2(m1 * acc[nt][2], m1 * acc[nt][3])
-                                : make_float2(0.f, 0.f);
-      *reinterpret_cast<float2 *>(sv + r0 * 24 + nt * 8 + 2 * tq) = v0;
-      *reinterpret_cast<float2 *>(sv + r1 * 24 + nt * 8 + 2 * tq) = v1;
-    }
-  }
-  __syncthreads();
-  const int tx = tid % TC_TX, ty = (tid / TC_TX) % TC_TY, tz = tid / (TC_TX * TC_TY);
-  const int i = i0 + tx, j = j0 + ty, k = k0 + tz;
-  if (i > g.nx || j > g.ny || k > g.nz) return;
-  const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
-  const unsigned own = full ? 0u : __ldg(node_fixed + node);
-  float v[3] = {0, 0, 0};
-#pragma unroll
-  for (int a = 0; a < 8; a++) { /* the element whose corner a is this node */
-    const int l = tx + 1 - corner_x(a) +
-                  TC_EX * (ty + 1 - corner_y(a) + TC_EY * (tz + 1 - corner_z(a)));
-#pragma unroll
-    for (int r = 0; r < 3; r++) v[r] += sv[l * 24 + a * 3 + r];
-  }
-#pragma unroll
-  for (int r = 0; r < 3; r++)
-    row_out<MODE>(node * 3 + r, (own >> r) & 1u ? __ldg(x + node * 3 + r) : (double)v[r], x, y,
-                  e);
-}
-
-/* Whether op's single-precision products take tc, and the launch if so. */
-static bool tc_applies(const vox_operator *op) {
-  return op->tf32 && op->dpn == 3 && !op->grid.periodic && op->kernel == VOX_KERNEL_NBN;
-}
-
-template <int MODE, bool SPLIT>
-static vox_status tc_launch_as(vox_backend *be, const vox_operator *op, const double *x,
-                               double *y, int full, const row_epilogue &e) {
-  /* more than the default 48 KB of dynamic shared memory needs the opt-in,
-   * once per kernel and host thread (the device a thread drives) */
-  static thread_local bool opted;
-  if (!opted) {
-    CUDA_TRY(be,
-             cudaFuncSetAttribute(tc_kernel<MODE, SPLIT>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TC_SHARED),
-             "the tensor-core K u kernel's shared memory");
-    opted = true;
-  }
-  const float *ke32;
-  CUDA_TRY(be, cudaGetSymbolAddress((void **)&ke32, c_ke32), "the float element matrix");
-  const grid_dims g = dims_of(op);
-  const dim3 blocks(vox_cuda_blocks((size_t)g.nx + 1, TC_TX),
-                    vox_cuda_blocks((size_t)g.ny + 1, TC_TY),
-                    vox_cuda_blocks((size_t)g.nz + 1, TC_TZ));
-  tc_kernel<MODE, SPLIT><<<blocks, TC_THREADS, TC_SHARED>>>(x, y, op->moduli, node_fixed(op),
-                                                            ke32, full, g, e);
-  CUDA_LAUNCHED(be, "the tensor-core K u kernel");
-  return VOX_OK;
-}
-
-template <int MODE>
-static vox_status tc_launch(vox_backend *be, const vox_operator *op, const double *x, double *y,
-                            int full, const row_epilogue &e = row_epilogue()) {
-  return op->tf32 == 3 ? tc_launch_as<MODE, true>(be, op, x, y, full, e)
-                       : tc_launch_as<MODE, false>(be, op, x, y, full, e);
-}
-
 /* ---- ebe: one thread per element, 8 colours ------------------------------- */
 
 /* ye = Ke xe for one element. Generic: row by row, each row summed over the
@@ -863,16 +649,6 @@ static vox_status load_ke(vox_backend *be, const vox_operator *op, bool *mirrore
   return VOX_OK;
 }
 
-/* VOXFE_CUDA_TF32: 0 keeps the single-precision products on nbn's FFMA, 1
- * takes them to the tensor cores in TF32, 3 in three TF32 products (see tc
- * above); anything else is the default, 0. */
-static int smoother_tf32(void) {
-  const char *env = getenv("VOXFE_CUDA_TF32");
-  if (env && strcmp(env, "1") == 0) return 1;
-  if (env && strcmp(env, "3") == 0) return 3;
-  return 0;
-}
-
 vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
   *out = NULL;
   const vox_grid *grid = &desc->grid;
@@ -913,7 +689,6 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   op->dpn = dpn;
   op->nloc = 8 * dpn;
   op->kernel = kernel;
-  op->tf32 = smoother_tf32();
   const size_t n_nodes = (size_t)vox_grid_nodes(grid);
   op->n_dofs = n_nodes * (size_t)dpn;
   op->n_elements = (size_t)vox_grid_elements(grid);
@@ -1048,10 +823,6 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
   double *y = yv->data;
   if (op->kernel == VOX_KERNEL_EBE)
     CUDA_TRY(be, cudaMemsetAsync(y, 0, op->n_dofs * sizeof *y), "clearing K u");
-  if (single && tc_applies(op)) {
-    TRY(tc_launch<ROW_PRODUCT>(be, op, x, y, full));
-    return add_springs(be, op, x, y);
-  }
   if (single) {
     if (op->dpn == 1)
       launch_apply<1, false, float>(op, x, y, full);
@@ -1098,8 +869,6 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   const bool single = (flags & VOX_APPLY_SINGLE) != 0;
   /* springs (mechanisms) are added by op_apply's own pass, which the fused
    * kernel would have to follow: such an operator takes the two passes */
-  if (single && tc_applies(op) && op->n_springs == 0)
-    return tc_launch<MODE>(be, op, xv->data, out->data, full, e);
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH)) {
     const grid_dims g = dims_of(op);

@@ -4,17 +4,14 @@
  * same for every thread of a launch, so the branch on it costs nothing next
  * to the memory traffic.
  *
- * The product K x has two kernels, chosen per level when it is created
- * (VOXFE_SPARSE_PRODUCT=atomic|warp overrides the default, warp, for
- * benchmarks and tests; cuda/README.md has the numbers):
- *  - atomic: one thread per element, the 24 x 24 element matrix in shared
- *    memory, its 24 results added to y with global atomics;
- *  - warp: the same, but an element hands the 12 results of its x = 1 face
- *    to the next lane by a shuffle when that lane holds its x-neighbour (the
- *    next index, sparse_ops.h; on a split level, whose x = 1 corners are
- *    stored, the next element whose x = 0 face is this one's x = 1 face),
- *    which adds them to its own x = 0 face: about half the atomics, no
- *    memory. */
+ * The product K x: one thread per element, the 24 x 24 element matrix in
+ * shared memory, its results added to y with global atomics, except that an
+ * element hands the 12 results of its x = 1 face to the next lane by a
+ * shuffle when that lane holds its x-neighbour (the next index,
+ * sparse_ops.h; on a split level, whose x = 1 corners are stored, the next
+ * element whose x = 0 face is this one's x = 1 face), which adds them to its
+ * own x = 0 face: about half the atomics of a plain kernel, no memory
+ * (cuda/README.md has the numbers). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,10 +19,6 @@
 
 #include "cuda_backend.cuh"
 #include "sparse_ops.h"
-
-enum product_kind { PRODUCT_ATOMIC, PRODUCT_WARP };
-/* What VOXFE_SPARSE_PRODUCT does not choose. */
-enum { PRODUCT_DEFAULT = PRODUCT_WARP };
 
 struct vox_sparse_level {
   size_t n_nodes, n_elements;
@@ -38,7 +31,6 @@ struct vox_sparse_level {
   float *ke32;          /* 576 */
   uint8_t *node_fixed;
   uint32_t *parent;
-  int product; /* product_kind */
   size_t bytes;
 };
 
@@ -477,25 +469,8 @@ static vox_status upload(vox_backend *be, void **dst, const void *src, size_t by
   return VOX_OK;
 }
 
-/* The product kernel VOXFE_SPARSE_PRODUCT names, or the default. */
-static vox_status product_kind_of(vox_context *ctx, int *kind) {
-  const char *v = getenv("VOXFE_SPARSE_PRODUCT");
-  *kind = PRODUCT_DEFAULT;
-  if (!v || !*v) return VOX_OK;
-  if (strcmp(v, "atomic") == 0)
-    *kind = PRODUCT_ATOMIC;
-  else if (strcmp(v, "warp") == 0)
-    *kind = PRODUCT_WARP;
-  else
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "VOXFE_SPARSE_PRODUCT=%s: expected atomic or warp", v);
-  return VOX_OK;
-}
-
 static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
                                vox_sparse_level **out) {
-  int kind = PRODUCT_DEFAULT;
-  TRY(product_kind_of(be->ctx, &kind));
   vox_sparse_level *l = (vox_sparse_level *)calloc(1, sizeof *l);
   if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   l->n_nodes = d->n_nodes;
@@ -519,7 +494,6 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (s == VOX_OK)
     s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
   l->bytes = b;
-  l->product = kind;
   if (s != VOX_OK) {
     level_destroy(be, l);
     return s;
@@ -602,35 +576,13 @@ static __device__ __forceinline__ double ke_row(const double *ke, int r, const d
 }
 
 /* y += K x over the elements, in T arithmetic; fixed columns dropped unless
- * `full`. The atomic kernel: every result a global atomic. */
+ * `full`. The x = 1 face's results are handed to the next lane where it
+ * holds the x-neighbour (the next element index with the next node index at
+ * corner 0), which adds them to its x = 0 face before its atomics. The
+ * block's threads are whole warps and all take part in the shuffles. */
 template <class T>
 static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
                                       const void *x, int xs, void *y, int ys, int full) {
-  __shared__ T ke[576];
-  load_ke(ke, ke_global);
-  __syncthreads();
-  const size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (e >= l.n_elements) return;
-  int32_t node[8];
-  T xl[24], m;
-  element_in(l, e, x, xs, full, node, xl, &m);
-#pragma unroll 4
-  for (int r = 0; r < 24; r++) {
-    T s = 0;
-#pragma unroll
-    for (int c = 0; c < 24; c++) s += ke[r * 24 + c] * xl[c];
-    atomic_add(y, ys, 3 * (size_t)node[r / 3] + r % 3, (double)(m * s));
-  }
-}
-
-/* The warp kernel: as the atomic one, with the x = 1 face's results handed
- * to the next lane where it holds the x-neighbour (the next element index
- * with the next node index at corner 0), which adds them to its x = 0 face
- * before its atomics. The block's threads are whole warps and all take part
- * in the shuffles. */
-template <class T>
-static __global__ void product_warp_kernel(vox_sparse_level l, const T *__restrict__ ke_global,
-                                           const void *x, int xs, void *y, int ys, int full) {
   __shared__ __align__(16) T ke[576];
   load_ke(ke, ke_global);
   __syncthreads();
@@ -740,12 +692,8 @@ static void launch_product(const vox_sparse_level *l, const T *ke, const vox_sve
                            int full, cudaStream_t stream) {
   const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
   if (blocks == 0) return;
-  if (l->product == PRODUCT_WARP)
-    product_warp_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single,
-                                                                   y->data, y->single, full);
-  else
-    product_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single, y->data,
-                                                              y->single, full);
+  product_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single, y->data,
+                                                            y->single, full);
 }
 
 static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,

@@ -94,8 +94,6 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
  * the two values of a pair (r, c), (c, r) of a centre block take the same
  * draw, so that the operator stays symmetric (with independent draws, a
  * first version, the cell benchmark needed 1.8 times the CG iterations).
- * VOXFE_CUDA_FP16_ROUNDING=nearest rounds to nearest instead (for that
- * comparison).
  *
  * The Galerkin products keep writing float (the next level's product reads
  * it, so the coarse operators, the coarsest one included, are the float
@@ -114,11 +112,10 @@ static vox_status check_dpn(vox_backend *be, int dpn) {
 /* The first range: one thread block, which reads all of it before writing. */
 enum { PACK_FIRST = 4096, PACK_THREADS = 1024 };
 
-int vox_cuda_fp16_stencils(const vox_grid *grid) {
-  const char *env = getenv("VOXFE_CUDA_FP16_STENCILS");
-  if (env && env[0] == '0' && !env[1]) return 0;
-  if (env && env[0] == '1' && !env[1]) return 1;
-  /* by default on where the grid is not periodic: see cuda_backend.cuh */
+int vox_cuda_fp16_stencils(const vox_backend *be, const vox_grid *grid) {
+  if (be->fp16_levels == VOX_FP16_LEVELS_ON) return 1;
+  if (be->fp16_levels == VOX_FP16_LEVELS_OFF) return 0;
+  /* auto: on where the grid is not periodic (cuda_backend.cuh) */
   return !grid->periodic;
 }
 
@@ -170,11 +167,10 @@ static __device__ __forceinline__ int64_t pack_neighbour(size_t n, int t, int64_
   return (kk * py + jj) * px + ii;
 }
 
-/* x in FP16: to nearest, or (dither) to one of its two FP16 neighbours with
- * the probability that makes the rounding unbiased, from a hash of the
- * value's index v (splitmix64's finaliser; 24 bits of it). */
-static __device__ __forceinline__ __half round_half(float x, size_t v, bool dither) {
-  if (!dither) return __float2half_rn(x);
+/* x in FP16: to one of its two FP16 neighbours with the probability that
+ * makes the rounding unbiased, from a hash of the value's index v
+ * (splitmix64's finaliser; 24 bits of it). */
+static __device__ __forceinline__ __half round_half(float x, size_t v) {
   const __half down = __float2half_rd(x), up = __float2half_ru(x);
   const float fdown = __half2float(down), fup = __half2float(up);
   if (fdown == fup) return down;
@@ -190,7 +186,7 @@ static __device__ __forceinline__ __half round_half(float x, size_t v, bool dith
 template <int DPN, bool PERIODIC>
 static __device__ __forceinline__ __half pack_value(const float *a, const float *__restrict__ s,
                                                     size_t v, int64_t px, int64_t py,
-                                                    int64_t pz, bool dither) {
+                                                    int64_t pz) {
   constexpr int BS = DPN * DPN;
   const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
   const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
@@ -203,8 +199,7 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
    * other blocks are stored once) */
   const size_t key =
       t == VOX_CUDA_STENCIL_CENTRE && r > c ? v - (size_t)(e - (c * DPN + r)) : v;
-  return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), key,
-                    dither);
+  return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), key);
 }
 
 /* Values [0, count) (count <= PACK_FIRST), in one thread block: all read,
@@ -212,13 +207,13 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
 template <int DPN, bool PERIODIC>
 static __global__ void __launch_bounds__(PACK_THREADS)
     pack_first_kernel(float *a, const float *__restrict__ s, size_t count, int64_t px,
-                      int64_t py, int64_t pz, bool dither) {
+                      int64_t py, int64_t pz) {
   constexpr int PER = PACK_FIRST / PACK_THREADS;
   __half h[PER];
 #pragma unroll
   for (int q = 0; q < PER; q++) {
     const size_t v = threadIdx.x + (size_t)q * PACK_THREADS;
-    h[q] = v < count ? pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither)
+    h[q] = v < count ? pack_value<DPN, PERIODIC>(a, s, v, px, py, pz)
                      : __float2half_rn(0.0f);
   }
   __syncthreads();
@@ -234,12 +229,11 @@ static __global__ void __launch_bounds__(PACK_THREADS)
  * which earlier launches have read. */
 template <int DPN, bool PERIODIC>
 static __global__ void pack_range_kernel(float *a, const float *__restrict__ s, size_t lo,
-                                         size_t hi, int64_t px, int64_t py, int64_t pz,
-                                         bool dither) {
+                                         size_t hi, int64_t px, int64_t py, int64_t pz) {
   __half *out = reinterpret_cast<__half *>(a);
   VOX_GRID_STRIDE(q, hi - lo) {
     const size_t v = lo + q;
-    out[v] = pack_value<DPN, PERIODIC>(a, s, v, px, py, pz, dither);
+    out[v] = pack_value<DPN, PERIODIC>(a, s, v, px, py, pz);
   }
 }
 
@@ -298,8 +292,6 @@ static vox_status pack_as(vox_backend *be, vox_stencil *st, bool pack) {
   float *a = st->value32;
   const size_t first = n < (size_t)PACK_FIRST ? n : (size_t)PACK_FIRST;
   if (pack) {
-    const char *rounding = getenv("VOXFE_CUDA_FP16_ROUNDING");
-    const bool dither = !(rounding && strcmp(rounding, "nearest") == 0);
     if (DPN > 1) {
       symmetrize_centre_kernel<DPN><<<vox_cuda_grid(st->n_nodes), VOX_CUDA_THREADS>>>(
           a, st->n_nodes);
@@ -308,13 +300,12 @@ static vox_status pack_as(vox_backend *be, vox_stencil *st, bool pack) {
     pack_scale_kernel<DPN><<<vox_cuda_grid(st->n_dofs), VOX_CUDA_THREADS>>>(a, st->scale,
                                                                             st->n_dofs);
     CUDA_LAUNCHED(be, "the FP16 stencil's scales");
-    pack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz,
-                                                          dither);
+    pack_first_kernel<DPN, PERIODIC><<<1, PACK_THREADS>>>(a, st->scale, first, px, py, pz);
     CUDA_LAUNCHED(be, "packing a stencil into FP16");
     for (size_t lo = first; lo < n; lo *= 2) {
       const size_t hi = n - lo < lo ? n : 2 * lo;
       pack_range_kernel<DPN, PERIODIC><<<vox_cuda_grid(hi - lo), VOX_CUDA_THREADS>>>(
-          a, st->scale, lo, hi, px, py, pz, dither);
+          a, st->scale, lo, hi, px, py, pz);
       CUDA_LAUNCHED(be, "packing a stencil into FP16");
     }
     return VOX_OK;
@@ -394,7 +385,7 @@ vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dp
     st->value32 = (float *)p;
   else
     st->value = (double *)p;
-  if (mixed && vox_cuda_fp16_stencils(grid)) {
+  if (mixed && vox_cuda_fp16_stencils(be, grid)) {
     s = vox_cuda_alloc(be, (void **)&st->scale, (st->n_dofs ? st->n_dofs : 1) * sizeof(float),
                        "a multigrid level's FP16 scales");
     if (s != VOX_OK) {

@@ -57,8 +57,11 @@ static void finish_job(vox_adjoint_worker *w, vox_status s) {
 static vox_status set_up(vox_adjoint_worker *w) {
   TRY(vox_context_create(&w->own_ctx));
   vox_context_set_threads(w->own_ctx, vox_context_threads(w->ctx));
-  TRY(vox_backend_create_on(w->own_ctx, w->device, w->index, &w->be));
-  vox_backend_set_kernel(w->be, vox_backend_kernel(w->primary));
+  vox_backend_options options; /* the primary's, on this worker's device */
+  vox_backend_options_get(w->primary, &options);
+  options.device = w->device;
+  options.device_index = w->index;
+  TRY(vox_backend_create_with(w->own_ctx, &options, &w->be));
   TRY(vox_fem_create(w->own_ctx, w->be, w->model, &w->fem));
   return w->be->ops->vec_create(w->be, w->fem->n_dofs, &w->v);
 }

@@ -20,8 +20,7 @@ static void *warm_up_main(void *unused) {
 
 vox_device_warm_up *vox_device_warm_up_start(vox_device device) {
 #ifdef VOXFE_HAVE_CUDA
-  const char *env = getenv("VOXFE_DEVICE_WARM_UP");
-  if (device == VOX_DEVICE_CPU || (env && strcmp(env, "0") == 0)) return NULL;
+  if (device == VOX_DEVICE_CPU) return NULL;
   vox_device_warm_up *w = malloc(sizeof *w);
   if (w && pthread_create(&w->thread, NULL, warm_up_main, NULL) != 0) {
     free(w); /* no thread: vox_backend_create starts the device itself */
@@ -40,38 +39,90 @@ void vox_device_warm_up_finish(vox_device_warm_up *warm_up) {
   free(warm_up);
 }
 
-vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out) {
+void vox_backend_options_default(vox_backend_options *options) {
+  *options = (vox_backend_options){.device = VOX_DEVICE_AUTO,
+                                   .device_index = -1,
+                                   .kernel = VOX_KERNEL_AUTO,
+                                   .fp16_levels = VOX_FP16_LEVELS_AUTO};
+}
+
+vox_status vox_backend_create_with(vox_context *ctx, const vox_backend_options *options,
+                                   vox_backend **out) {
   *out = NULL;
-  switch (device) {
+  vox_backend_options o;
+  if (options)
+    o = *options;
+  else
+    vox_backend_options_default(&o);
+  if ((unsigned)o.fp16_levels > VOX_FP16_LEVELS_ON || (unsigned)o.kernel > VOX_KERNEL_EBE)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "backend options: unknown %s %d",
+                     (unsigned)o.kernel > VOX_KERNEL_EBE ? "kernel" : "fp16_levels",
+                     (unsigned)o.kernel > VOX_KERNEL_EBE ? (int)o.kernel : (int)o.fp16_levels);
+  if (o.device_index >= 0 && o.device_index >= vox_device_count(o.device))
+    return vox_error(ctx, VOX_ERR_DEVICE, "no %s device %d (%d present)",
+                     o.device == VOX_DEVICE_CPU ? "CPU" : "CUDA", o.device_index,
+                     vox_device_count(o.device));
+  switch (o.device) {
   case VOX_DEVICE_CPU:
-    return vox_cpu_backend_create(ctx, out);
+    return vox_cpu_backend_create(ctx, &o, out);
   case VOX_DEVICE_CUDA:
 #ifdef VOXFE_HAVE_CUDA
-    return vox_cuda_backend_create(ctx, out);
+    return vox_cuda_backend_create(ctx, &o, out);
 #else
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)");
 #endif
   case VOX_DEVICE_AUTO:
 #ifdef VOXFE_HAVE_CUDA
-    if (vox_cuda_backend_create(ctx, out) == VOX_OK) return VOX_OK;
+    if (vox_cuda_backend_create(ctx, &o, out) == VOX_OK) return VOX_OK;
     vox_context_clear_error(ctx);
 #endif
-    return vox_cpu_backend_create(ctx, out);
+    return vox_cpu_backend_create(ctx, &o, out);
   }
-  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown device %d", (int)device);
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
+}
+
+vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out) {
+  vox_backend_options o;
+  vox_backend_options_default(&o);
+  o.device = device;
+  return vox_backend_create_with(ctx, &o, out);
 }
 
 vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
                                  vox_backend **out) {
   *out = NULL;
-  if (index < 0 || index >= vox_device_count(device))
-    return vox_error(ctx, VOX_ERR_DEVICE, "no %s device %d (%d present)",
-                     device == VOX_DEVICE_CPU ? "CPU" : "CUDA", index, vox_device_count(device));
-#ifdef VOXFE_HAVE_CUDA
-  if (device == VOX_DEVICE_CUDA) return vox_cuda_backend_create_on(ctx, index, out);
-#endif
-  return vox_cpu_backend_create(ctx, out);
+  if (index < 0) /* the options' -1 means the current device; here it is no device */
+    return vox_error(ctx, VOX_ERR_DEVICE, "no %s device %d",
+                     device == VOX_DEVICE_CPU ? "CPU" : "CUDA", index);
+  vox_backend_options o;
+  vox_backend_options_default(&o);
+  o.device = device;
+  o.device_index = index;
+  return vox_backend_create_with(ctx, &o, out);
+}
+
+void vox_backend_options_get(const vox_backend *backend, vox_backend_options *options) {
+  vox_backend_options_default(options);
+  options->device = backend->device;
+  options->device_index = vox_backend_device_index(backend);
+  options->kernel = backend->kernel;
+  options->fp16_levels = backend->fp16_levels;
+}
+
+static const char *const fp16_levels_names[] = {"auto", "off", "on"};
+
+const char *vox_fp16_levels_name(vox_fp16_levels use) {
+  return (unsigned)use <= VOX_FP16_LEVELS_ON ? fp16_levels_names[use] : "unknown";
+}
+
+int vox_fp16_levels_parse(const char *text, vox_fp16_levels *use) {
+  for (int i = 0; i <= VOX_FP16_LEVELS_ON; i++)
+    if (strcmp(text, fp16_levels_names[i]) == 0) {
+      *use = (vox_fp16_levels)i;
+      return 0;
+    }
+  return -1;
 }
 
 int vox_device_count(vox_device device) {

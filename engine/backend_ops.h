@@ -154,7 +154,7 @@ typedef struct vox_backend_ops {
   /* Bytes per dof that a VOX_PRECISION_MIXED stencil on a grid like `grid`
    * allocates beside its values (the CUDA backend's FP16 scales,
    * cuda/README.md); NULL for none. */
-  int (*stencil_mixed_dof_bytes)(const vox_grid *grid);
+  int (*stencil_mixed_dof_bytes)(const vox_backend *be, const vox_grid *grid);
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
   /* Host memory for what waits off the backend and comes back (a phased
@@ -397,18 +397,22 @@ struct vox_backend {
   vox_context *ctx;
   int threads;   /* CPU threads (0 = OpenMP default) */
   vox_kernel kernel; /* K u variant of operators made from now on */
+  vox_device device; /* CPU or CUDA: the kind this backend is */
+  vox_fp16_levels fp16_levels; /* vox_backend_options: multigrid levels in FP16 */
   void *impl;    /* backend-specific state */
 };
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* Each backend's constructor. */
-vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out);
+/* Each backend's constructor, from checked options (NULL: the defaults;
+ * their device is not looked at). CUDA makes device_index the calling
+ * thread's current device first when it is 0 or more. */
+vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *options,
+                                  vox_backend **out);
 #ifdef VOXFE_HAVE_CUDA
-vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
-/* Makes device `index` the calling thread's current device first. */
-vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out);
+vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
+                                   vox_backend **out);
 int vox_cuda_device_count(void);
 int vox_cuda_backend_device(const vox_backend *be);
 /* Starts the CUDA runtime and the current device's primary context, and

@@ -352,11 +352,17 @@ static const vox_backend_ops cpu_ops = {
     .cell = &vox_cpu_cell_ops,
 };
 
-vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {
+vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *options,
+                                  vox_backend **out) {
   vox_backend *be = calloc(1, sizeof *be);
   if (!be) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   be->ops = &cpu_ops;
   be->ctx = ctx;
+  be->device = VOX_DEVICE_CPU;
+  if (options) { /* the CPU has one kernel and double levels: kept to be reported */
+    be->kernel = options->kernel;
+    be->fp16_levels = options->fp16_levels;
+  }
   be->threads = vox_context_threads(ctx);
   *out = be;
   return VOX_OK;

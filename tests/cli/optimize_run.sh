@@ -32,6 +32,17 @@ grep -q "voxfe-optimize model.nc -o design.nc --max-iterations $ITERATIONS" "$LO
   fail "design.nc: history lacks the optimize command line"
 grep -q -- "--volume-fraction=0.3 .*--filter=sensitivity .*--device=cpu" "$LOG/header" ||
   fail "design.nc: history lacks the resolved options"
+grep -q -- "--device=cpu --kernel=auto --fp16-levels=auto" "$LOG/header" ||
+  fail "design.nc: history lacks the backend's resolved options"
+
+# --fp16-levels: parsed, in --help and recorded as given
+"$OPTIMIZE" model.nc -o fp16.nc --max-iterations 1 --device cpu --fp16-levels on -q ||
+  fail "optimize --fp16-levels on"
+ncdump -h fp16.nc | grep -q -- "--fp16-levels=on" || fail "fp16.nc: history lacks --fp16-levels=on"
+"$OPTIMIZE" --help | grep -q -- "--fp16-levels=USE" || fail "optimize --help lacks --fp16-levels"
+"$OPTIMIZE" model.nc -o bad.nc --fp16-levels 2 2>"$LOG/err"
+[ $? -eq 2 ] && grep -q "fp16-levels: expected auto, on or off" "$LOG/err" && [ ! -e bad.nc ] ||
+  fail "optimize --fp16-levels 2: not refused: $(cat "$LOG/err")"
 
 # --quiet: nothing but errors, and there are none
 "$OPTIMIZE" model.nc -o quiet.nc --max-iterations 2 --device cpu --quiet >"$LOG/out" 2>"$LOG/err"

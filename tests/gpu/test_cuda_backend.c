@@ -32,17 +32,6 @@ static const double TOL = 1e-12, TOL_MIXED = 1e-6;
 /* op_apply with VOX_APPLY_SINGLE (float arithmetic on the CUDA backend)
  * against the CPU backend's double product, relative to max |y|. */
 static const double TOL_SINGLE = 1e-5;
-/* The same products on the tensor cores in TF32 (VOXFE_CUDA_TF32=1): u and
- * Ke are rounded to 11 significant bits (unit roundoff 2^-11 = 4.9e-4), so
- * each of a row's 192 terms m_e Ke_ij u_j is off by up to 1e-3 of itself;
- * with random u the terms are about |y| in size and their errors partly
- * cancel. Measured on the H100 over this file's grids: 1.1e-4 to 4.7e-4 of
- * max |y| (3.6e-4 at 256 x 128 x 128 in bench_cuda), so 2e-3 leaves a
- * factor 4, and a wrong fragment layout (errors of order 1) still fails.
- * With the hi + lo split (VOXFE_CUDA_TF32=3) the operands carry 22 bits:
- * float's tolerance (measured up to 2.4e-7). */
-static const double TOL_TF32 = 2e-3;
-
 static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
 }
@@ -352,44 +341,6 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
       if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, cop, &x2.c, &x.c, &y.c, flags),
                                 g->op_residual(gpu, gop, &x2.g, &x.g, &y.g, flags)))
         pv_check(check, &y, tol);
-    }
-    /* nbn's single-precision products on the tensor cores (op_create reads
-     * VOXFE_CUDA_TF32): product, smoothing step and residual, in TF32 and
-     * in split TF32; periodic grids and conduction keep nbn (covered
-     * then by the same checks). */
-    for (int mode = 1; kernels[kv] == VOX_KERNEL_NBN && mode <= 3; mode += 2) {
-      vox_operator *top = NULL;
-      const double tol = mode == 1 ? TOL_TF32 : TOL_SINGLE;
-      setenv("VOXFE_CUDA_TF32", mode == 1 ? "1" : "3", 1);
-      snprintf(check, sizeof check, "op_create tf32=%d", mode);
-      const int made = G_OK(check, g->op_create(gpu, &desc, &top)) &&
-                       G_OK(check, g->op_set_moduli(gpu, top, &mod.g));
-      setenv("VOXFE_CUDA_TF32", "0", 1); /* back to nbn's FFMA, as main set it */
-      for (int full = 0; made && full <= 1; full++) {
-        const int flags = VOX_APPLY_SINGLE | (full ? VOX_APPLY_FULL : 0);
-        snprintf(check, sizeof check, "op_apply tf32=%d full=%d", mode, full);
-        if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, flags & VOX_APPLY_FULL),
-                                  g->op_apply(gpu, top, &x.g, &y.g, flags)))
-          pv_check(check, &y, tol);
-      }
-      pv_random(&sw, &seed, 0.5, 2);
-      pv_random(&sd, &seed, -1, 1);
-      snprintf(check, sizeof check, "op_smooth tf32=%d", mode);
-      if (made && pv_poison(&y) &&
-          BOTH(check,
-               c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 0.8, 0.3, &sd.c, &y.c, VOX_APPLY_SINGLE),
-               g->op_smooth(gpu, top, &x2.g, &x.g, &sw.g, 0.8, 0.3, &sd.g, &y.g,
-                            VOX_APPLY_SINGLE))) {
-        pv_check(check, &y, tol);
-        snprintf(check, sizeof check, "op_smooth tf32=%d d", mode);
-        pv_check(check, &sd, tol);
-      }
-      snprintf(check, sizeof check, "op_residual tf32=%d", mode);
-      if (made && pv_poison(&y) &&
-          BOTH(check, c->op_residual(cpu, cop, &x2.c, &x.c, &y.c, VOX_APPLY_SINGLE),
-               g->op_residual(gpu, top, &x2.g, &x.g, &y.g, VOX_APPLY_SINGLE)))
-        pv_check(check, &y, tol);
-      if (top) g->op_destroy(gpu, top);
     }
     snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
     if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
@@ -959,10 +910,10 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
 
   /* mixed precision: single-precision stencils on the CUDA backend (float
    * storage; FP16 storage has its own test, test_cuda_fp16.c) */
-  setenv("VOXFE_CUDA_FP16_STENCILS", "0", 1);
+  gpu->fp16_levels = VOX_FP16_LEVELS_OFF;
   const int float_made = ps_create(&m1, &g1, dpn, VOX_PRECISION_MIXED) &&
                          ps_create(&m2, &g2, dpn, VOX_PRECISION_MIXED);
-  unsetenv("VOXFE_CUDA_FP16_STENCILS");
+  gpu->fp16_levels = VOX_FP16_LEVELS_AUTO;
   if (!float_made) goto done;
   if (BOTH("galerkin_operator mixed", c->galerkin_operator(cpu, cop, m1.c),
            g->galerkin_operator(gpu, gop, m1.g)))
@@ -1016,9 +967,6 @@ done:
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with stderr, up to a crash */
-  /* the single-precision checks at TOL_SINGLE are of nbn's FFMA products;
-   * the tensor-core ones are checked on their own (test_operator) */
-  setenv("VOXFE_CUDA_TF32", "0", 1);
   static const char *const sections[] = {"vectors", "operator", "simp",
                                          "filter",  "symmetry", "multigrid"};
   for (int i = 1; i < argc; i++) {

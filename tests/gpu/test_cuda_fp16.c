@@ -1,6 +1,6 @@
 /* FP16 storage of the smoothed coarse multigrid levels on the CUDA backend
- * (mixed precision, VOXFE_CUDA_FP16_STENCILS; cuda/cuda_stencil.cu "FP16
- * storage") against the CPU backend in double:
+ * (mixed precision, vox_backend_options fp16_levels; cuda/cuda_stencil.cu
+ * "FP16 storage") against the CPU backend in double:
  *
  * - level 1 of random moduli with a 1e-9 contrast (void blocks, so whole
  *   coarse rows of void): the product of the FP16-packed stencil, its fused
@@ -47,7 +47,11 @@ static const double TOL_FLOAT = 1e-6;
 /* converged solves against each other */
 static const double TOL_SOLVE = 1e-7;
 
-static void fp16_stencils(int on) { setenv("VOXFE_CUDA_FP16_STENCILS", on ? "1" : "0", 1); }
+/* the backend's option for the levels made from now on (its constructor's
+ * vox_backend_options, changed in place to test both on one device) */
+static void fp16_stencils(int on) {
+  gpu->fp16_levels = on ? VOX_FP16_LEVELS_ON : VOX_FP16_LEVELS_OFF;
+}
 
 static int is_cuda(void) { return strcmp(vox_backend_name(gpu), "cuda") == 0; }
 
@@ -544,7 +548,6 @@ int main(void) {
   test_uniform_solve(ctx, 64);
   test_uniform_solve(ctx, 128);
   test_cell(ctx, 32);
-  unsetenv("VOXFE_CUDA_FP16_STENCILS");
   vox_backend_destroy(cpu), vox_backend_destroy(gpu);
   vox_context_destroy(cpu_ctx), vox_context_destroy(ctx);
   printf("%s\n", check_failures ? "FAILED" : "all passed");

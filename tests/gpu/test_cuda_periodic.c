@@ -312,13 +312,13 @@ static void test_stencils(int64_t nx, int64_t ny, int64_t nz, int dpn, vox_preci
   const size_t n1 = (size_t)vox_grid_nodes(&l1), n2 = (size_t)vox_grid_nodes(&l2);
   const size_t bs = (size_t)dpn * (size_t)dpn;
   /* float storage in mixed precision (FP16 storage: test_cuda_fp16.c) */
-  setenv("VOXFE_CUDA_FP16_STENCILS", "0", 1);
+  gpu->fp16_levels = VOX_FP16_LEVELS_OFF;
   const int made =
       C_OK("stencil_create", c->stencil_create(cpu, &l1, dpn, VOX_PRECISION_DOUBLE, &c1)) &&
       G_OK("stencil_create", g->stencil_create(gpu, &l1, dpn, precision, &g1)) &&
       C_OK("stencil_create", c->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) &&
       G_OK("stencil_create", g->stencil_create(gpu, &l2, dpn, precision, &g2));
-  unsetenv("VOXFE_CUDA_FP16_STENCILS");
+  gpu->fp16_levels = VOX_FP16_LEVELS_AUTO;
   if (!made) goto done;
   if (BOTH("galerkin_operator", c->galerkin_operator(cpu, p.cop, c1),
            g->galerkin_operator(gpu, p.gop, g1)))

@@ -1,8 +1,6 @@
 /* The sparse (bone-only) solver on the CUDA backend against the CPU
- * backend's (label gpu), with each of the CUDA product kernels in turn
- * (VOXFE_SPARSE_PRODUCT atomic, warp; cuda/cuda_sparse.cu): the
- * products of the first two levels (of the plain and of the split coarse
- * levels, sparse_split.h) on a random vector, in double (1e-12 of
+ * backend's (label gpu; cuda/cuda_sparse.cu): the products of the first
+ * two levels (of the plain and of the split coarse levels, sparse_split.h) on a random vector, in double (1e-12 of
  * the largest entry), float and with the fixed dofs kept, and the transfers
  * between them (float coarse vectors: 1e-6), the inverse 3 x 3 diagonal
  * blocks and a block smoother step; then a perlin bone
@@ -433,51 +431,25 @@ int main(void) {
     free(ug), free(uc);
     vox_model_free(&m);
   }
-  static const char *const kinds[] = {"atomic", "warp"};
-  for (int k = 0; k < 2; k++) {
-    setenv("VOXFE_SPARSE_PRODUCT", kinds[k], 1);
+  {
     char what[64];
     vox_model m;
     make_bone_model(ctx, &m, 27, 3, 1);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-    compare_products(ctx, gpu, cpu, &m, kinds[k], 0);
-    compare_products(ctx, gpu, cpu, &m, kinds[k], 1); /* level 1 with copies (x1 corners) */
-    snprintf(what, sizeof what, "%s: compression 27^3", kinds[k]);
-    compare(ctx, gpu, cpu, &m, what);
-    setenv("VOXFE_SPARSE_SMOOTHER", k == 0 ? "block" : "diagonal", 1);
-    snprintf(what, sizeof what, "%s: compression 27^3, %s smoother", kinds[k],
-             k == 0 ? "block" : "diagonal");
-    compare(ctx, gpu, cpu, &m, what);
+    compare_products(ctx, gpu, cpu, &m, "product", 0);
+    compare_products(ctx, gpu, cpu, &m, "product", 1); /* level 1 with copies (x1 corners) */
+    compare(ctx, gpu, cpu, &m, "compression 27^3");
+    for (int k = 0; k < 2; k++) {
+      setenv("VOXFE_SPARSE_SMOOTHER", k == 0 ? "block" : "diagonal", 1);
+      snprintf(what, sizeof what, "compression 27^3, %s smoother", k == 0 ? "block" : "diagonal");
+      compare(ctx, gpu, cpu, &m, what);
+    }
     unsetenv("VOXFE_SPARSE_SMOOTHER");
     clamp_bottom_load_top(ctx, &m); /* forces, two load cases, bottom clamped */
-    snprintf(what, sizeof what, "%s: forces 27^3", kinds[k]);
-    compare(ctx, gpu, cpu, &m, what);
+    compare(ctx, gpu, cpu, &m, "forces 27^3");
     vox_model_free(&m);
   }
-  /* a kernel name that does not exist is refused with a clear message */
-  setenv("VOXFE_SPARSE_PRODUCT", "nonesuch", 1);
-  {
-    vox_model m;
-    make_bone_model(ctx, &m, 12, 3, 1);
-    double applied;
-    CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-    const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-    double *u = calloc(nd, sizeof *u);
-    vox_solver_options opt;
-    vox_solver_options_default(&opt);
-    opt.storage = VOX_STORAGE_SPARSE;
-    vox_solve_result r;
-    const int on_cuda = strcmp(gpu->ops->name, "cpu") != 0;
-    const vox_status st = vox_sparse_solve_elasticity(ctx, gpu, &m, &opt, u, &r, NULL);
-    if (on_cuda) {
-      CHECK(st == VOX_ERR_INVALID_ARGUMENT);
-      CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_PRODUCT=nonesuch") != NULL);
-    }
-    free(u);
-    vox_model_free(&m);
-  }
-  unsetenv("VOXFE_SPARSE_PRODUCT");
   vox_backend_destroy(gpu);
   vox_backend_destroy(cpu);
   vox_context_destroy(ctx);

@@ -31,11 +31,46 @@ typedef enum vox_kernel {
   VOX_KERNEL_EBE = 3
 } vox_kernel;
 
+/* FP16 storage of the smoothed coarse multigrid levels in MIXED precision
+ * (the CUDA backend; cuda/README.md): each level held as S A S with A in
+ * FP16 and the diagonal scaling S in float, stochastically rounded, for a
+ * third less time in a level's product. AUTO is on for a grid that is not
+ * periodic (the 256 x 128 x 128 cantilever: 0.095 against 0.100 s per
+ * design iteration on an H100) and off for a periodic cell (a 128^3 cell
+ * needs 22 against 12.5 CG iterations per field with it). A solve that
+ * breaks down with FP16 levels is redone with float ones, which stay. The
+ * CPU backend stores its levels in double and takes any value. */
+typedef enum vox_fp16_levels {
+  VOX_FP16_LEVELS_AUTO = 0,
+  VOX_FP16_LEVELS_OFF = 1,
+  VOX_FP16_LEVELS_ON = 2
+} vox_fp16_levels;
+
+/* What a backend is made with; vox_backend_options_default fills it. */
+typedef struct vox_backend_options {
+  vox_device device;
+  int device_index;            /* -1: the calling thread's current device (0 unless set) */
+  vox_kernel kernel;           /* the K u variant of its operators */
+  vox_fp16_levels fp16_levels; /* its multigrid levels in FP16 */
+} vox_backend_options;
+
+void vox_backend_options_default(vox_backend_options *options);
+/* A backend made from `options` (NULL: the defaults). With a device_index
+ * of 0 or more, CUDA makes that device the calling thread's current one:
+ * use such a backend from the thread that made it. */
+vox_status vox_backend_create_with(vox_context *ctx, const vox_backend_options *options,
+                                   vox_backend **out);
+/* The options the backend runs with: the device it took (CPU or CUDA, not
+ * AUTO), its device's index, the kernel last set. */
+void vox_backend_options_get(const vox_backend *backend, vox_backend_options *options);
+/* "auto" / "off" / "on"; the parser returns -1 for anything else. */
+const char *vox_fp16_levels_name(vox_fp16_levels use);
+int vox_fp16_levels_parse(const char *text, vox_fp16_levels *use);
+
+/* vox_backend_create_with the defaults on `device`. */
 vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out);
-/* The backend on device `index` of its kind (CUDA: the index of
- * cudaSetDevice; the CPU has the one device 0). CUDA makes that device the
- * calling thread's current one: use such a backend from the thread that made
- * it (vox_backend_create uses the thread's current device, 0 unless set). */
+/* The same on device `index` of its kind (CUDA: the index of
+ * cudaSetDevice; the CPU has the one device 0). */
 vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
                                  vox_backend **out);
 /* Starting a device's driver and context ahead of vox_backend_create, in a
@@ -49,8 +84,7 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
  * vox_backend_create to report. The backend may be created while the
  * thread runs (the CUDA runtime waits for the context it is making);
  * finish (it waits for the thread) before the program ends; NULL is a
- * warm-up that did nothing.
- * VOXFE_DEVICE_WARM_UP=0 in the environment turns it off (benchmarks). */
+ * warm-up that did nothing. */
 typedef struct vox_device_warm_up vox_device_warm_up;
 vox_device_warm_up *vox_device_warm_up_start(vox_device device);
 void vox_device_warm_up_finish(vox_device_warm_up *warm_up);
