@@ -29,6 +29,21 @@ int vox_compression_test_parse(const char *text, vox_compression_test *test) {
   return -1;
 }
 
+static const char *const sed_point_names[] = {"centre", "element-mean"};
+
+const char *vox_sed_point_name(vox_sed_point point) {
+  return (unsigned)point < 2 ? sed_point_names[point] : "unknown";
+}
+
+int vox_sed_point_parse(const char *text, vox_sed_point *point) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, sed_point_names[i]) == 0) {
+      *point = (vox_sed_point)i;
+      return 0;
+    }
+  return -1;
+}
+
 static vox_status out_of_memory(vox_context *ctx) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 }
@@ -293,6 +308,11 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     for (int64_t i = 0; i < n_dofs; i++) reaction[i] = 0;
   }
   vox_element_fields *f = fields;
+  if (f && (unsigned)f->sed_point > VOX_SED_ELEMENT_MEAN) {
+    free(flag);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown strain-energy density point %d",
+                     (int)f->sed_point);
+  }
   const int64_t *list = f ? f->elements : NULL;
   if (list && !is_bone_list(model, list, f->n_elements)) {
     free(flag);
@@ -363,7 +383,12 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
       for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];
       sig[v] = E * sum;
     }
-    const double sed = 0.5 * energy / volume;
+    double sed = 0.5 * energy / volume;
+    if (f->sed_point == VOX_SED_CENTRE) {
+      sed = 0;
+      for (int v = 0; v < 6; v++) sed += sig[v] * eps[v];
+      sed *= 0.5;
+    }
     if (f->strain) memcpy(f->strain + 6 * t, eps, sizeof eps);
     if (f->stress) memcpy(f->stress + 6 * t, sig, sizeof sig);
     if (f->sed) f->sed[t] = sed;
@@ -376,5 +401,69 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
   }
   if (share) memcpy(share, share_sum, sizeof share_sum);
   free(flag);
+  return VOX_OK;
+}
+
+void vox_analysis_options_default(vox_analysis_options *o) {
+  *o = (vox_analysis_options){.compression = 1, .axis = 2, .strain = -0.01,
+                              .critical_strain = 0.007, .critical_volume = 0.02,
+                              .sed_point = VOX_SED_CENTRE};
+}
+
+void vox_loaded_face_dofs(const vox_model *model, int axis, int64_t *dofs, size_t *n) {
+  const vox_grid *g = &model->grid;
+  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
+  *n = 0;
+  if (axis < 0 || axis > 2) return;
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    const int64_t ijk[3] = {c->node % (g->nx + 1), (c->node / (g->nx + 1)) % (g->ny + 1),
+                            c->node / ((g->nx + 1) * (g->ny + 1))};
+    if (c->component == axis && ijk[axis] == n_axis[axis]) dofs[(*n)++] = 3 * c->node + axis;
+  }
+}
+
+vox_status vox_analysis_summarize(vox_context *ctx, const vox_model *model,
+                                  const vox_analysis_options *o, const double *u,
+                                  const double *reaction, const int64_t *face_dofs,
+                                  size_t n_face, const double *effective_strain, size_t n_bone,
+                                  const double *share, vox_analysis_summary *out) {
+  const vox_grid *g = &model->grid;
+  if (o->compression && (o->axis < 0 || o->axis > 2 || !isfinite(o->strain)))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad compression test (axis %d, strain %g)",
+                     o->axis, o->strain);
+  out->compliance = 0;
+  for (size_t i = 0; i < model->n_loads; i++)
+    out->compliance += model->loads[i].value * u[3 * model->loads[i].node + model->loads[i].component];
+  /* the reactions are zero off the constrained dofs: their sum over each
+   * constrained dof once (a byte per dof, touched only there) */
+  for (int c = 0; c < 3; c++) out->support_reaction[c] = 0;
+  uint8_t *seen = calloc((size_t)(3 * vox_grid_nodes(g)), 1);
+  if (!seen) return out_of_memory(ctx);
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const size_t dof = 3 * (size_t)model->constraints[i].node + model->constraints[i].component;
+    if (!seen[dof]) out->support_reaction[dof % 3] += reaction[dof];
+    seen[dof] = 1;
+  }
+  free(seen);
+  double force = 0;
+  for (size_t i = 0; i < n_face; i++) force += reaction[face_dofs[i]];
+  out->applied_displacement = out->reaction_force = out->stiffness = NAN;
+  out->apparent_modulus = out->failure_load = out->box_length = out->box_area = NAN;
+  for (int l = 0; l < 256; l++) out->load_share[l] = NAN;
+  if (!o->compression) return VOX_OK;
+  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
+  const int a = o->axis, a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+  out->box_area = (double)n_axis[a1] * g->voxel_size[a1] * (double)n_axis[a2] * g->voxel_size[a2];
+  out->box_length = (double)n_axis[a] * g->voxel_size[a];
+  out->applied_displacement = o->strain * out->box_length;
+  out->reaction_force = force;
+  out->stiffness = force / out->applied_displacement;
+  out->apparent_modulus = (force / out->box_area) / o->strain;
+  if (effective_strain && n_bone)
+    out->failure_load = vox_pistoia_failure_load(effective_strain, n_bone, force,
+                                                 o->critical_strain, o->critical_volume);
+  if (share && force != 0)
+    for (int l = 0; l < 256; l++) out->load_share[l] = share[l] / force;
   return VOX_OK;
 }
