@@ -51,6 +51,7 @@ typedef struct settings {
   double min_modulus;
   double critical_strain, critical_volume;
   vox_sed_point sed_point;
+  int pin; /* --test model: hold the rigid motions the supports leave free */
   vox_solver_options solver;
   vox_device device;
   vox_kernel kernel;
@@ -195,6 +196,12 @@ static const cli_option options[] = {
              "confined (lateral faces held too), or model (the supports and loads of the "
              "model file)",
      .parse = parse_test, .format = format_test},
+    {.name = "no-pin", .kind = CLI_DISABLE, .offset = AT(pin), .flags = CLI_RECORD,
+     .help = "with --test model, leave free the rigid motions the model's supports do not "
+             "hold (n88modelgenerator's models fix their plates along the axis only; the "
+             "multigrid solver does not converge on such a model); by default they are held "
+             "by zero-displacement constraints on supported nodes (group pinned_nodes of an "
+             ".n88model), which changes no reaction or strain"},
     {.name = "axis", .arg = "A", .kind = CLI_CUSTOM, .offset = AT(axis), .flags = CLI_RECORD,
      .help = "compression axis: x, y or z", .parse = parse_axis, .format = format_axis},
     {.name = "strain", .arg = "S", .kind = CLI_REAL, .offset = AT(strain),
@@ -584,6 +591,15 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = CLI_EXIT_USAGE;
     goto done;
   }
+  size_t pinned = 0;
+  if (s->test == TEST_MODEL && s->pin && (vs = vox_hold_rigid_motions(ctx, m, &pinned))) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  add_number(&sum, "pinned_dofs", (double)pinned, NULL);
+  if (pinned && !s->quiet)
+    fprintf(stderr, "%s: the supports leave %zu rigid motions free: held at %zu supported dofs "
+            "(--no-pin leaves them)\n", s->input, pinned, pinned);
 
   /* the tissue moduli from the intensity, after the component is kept */
   size_t floored = 0;
@@ -877,6 +893,7 @@ int main(int argc, char **argv) {
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
+                .pin = 1,
                 .device = VOX_DEVICE_AUTO};
   vox_solver_options_default(&s.solver);
   s.solver.rtol = 1e-6;

@@ -310,15 +310,16 @@ static int test_group(const vox_grid *g, int axis, int test, const vox_constrain
 }
 
 /* Whether the model's constraints and loads are still the runs of the
- * extras' groups (the same counts; the groups' runs tile them). */
+ * extras' groups (the groups' runs tile those read; constraints after them
+ * are the analysis' own: vox_hold_rigid_motions). */
 static int extras_fit(const vox_model *m, const vox_n88model_extras *x) {
-  if (!x || x->n_constraints != m->n_constraints || x->n_loads != m->n_loads) return 0;
+  if (!x || x->n_constraints > m->n_constraints || x->n_loads != m->n_loads) return 0;
   size_t next[2] = {0, 0};
   for (size_t i = 0; i < x->n_groups; i++) {
     if (x->groups[i].start != next[x->groups[i].force]) return 0;
     next[x->groups[i].force] += x->groups[i].count;
   }
-  return next[0] == m->n_constraints && next[1] == m->n_loads;
+  return next[0] == x->n_constraints && next[1] == m->n_loads;
 }
 
 /* One constraint group of node entries on the mesh (entries of nodes no
@@ -382,6 +383,11 @@ static vox_status write_constraints(n88_file *f, const vox_model *m, const mesh 
                     m->constraints[j].value);
       s = flush_group(f, grp, gr->name, gr->force, &e, list, size);
     }
+    /* the constraints the analysis added (the motions the input left free) */
+    for (size_t j = x->n_constraints; j < m->n_constraints; j++)
+      add_entry(&e, me, m->constraints[j].node, m->constraints[j].component,
+                m->constraints[j].value);
+    if (!s) s = flush_group(f, grp, "pinned_nodes", 0, &e, list, size);
     for (size_t j = 0; !s && j < x->n_convergence; j++)
       add_entry(&e, me, x->convergence_node[j], x->convergence_sense[j], x->convergence_value[j]);
     if (!s && e.n) snprintf(convergence, convergence_size, "%s", x->convergence_name);

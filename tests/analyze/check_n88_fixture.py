@@ -4,10 +4,10 @@ n88modelgenerator 8.0 wrote, against the same model solved by Faim
 (n88solver_slt at its own tolerance, post-processed by n88derivedfields).
 
 - It reads the model, solves it with the model's own constraints (--test
-  model; with a group pinned_nodes added, as n88modelgenerator's pin option
-  adds one: the model leaves a translation across z and the rotation about
-  z free, which Faim's solver tolerates and voxfe's multigrid does not),
-  and its reactions and displacements match Faim's: the total
+  model; the model leaves a translation across z and the rotation about z
+  free, which Faim's solver tolerates and voxfe's multigrid does not: voxfe
+  holds them, a group pinned_nodes in its file), and its reactions and
+  displacements match Faim's: the total
   reaction on the loaded face to 1e-5, the z displacements to 1e-3 (L2,
   relative). Faim stopped at its own criterion (the change of the
   convergence set's reaction), which leaves a force residual of 1.5e-3 of
@@ -32,7 +32,6 @@ without the fixtures)"""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -96,27 +95,7 @@ def grid_keys(xyz, origin, h):
 
 
 # --- the model's own constraints, against Faim's solution --------------------
-# the model with its rigid motions held: a bottom node in x and y, another
-# bottom node (at another x) in y
-pinned = "pinned.n88model"
-shutil.copyfile(model_file, pinned)
-os.chmod(pinned, 0o644)
-with netCDF4.Dataset(pinned, "a") as root:
-    part = root["Parts/Part1"]
-    xyz = np.array(part["NodeCoordinates"][:], float)
-    bottom = np.array(root["Constraints/bottom_fixed/NodeNumber"][:], np.int64)
-    pin = bottom[0]
-    partner = next(b for b in bottom if abs(xyz[b - 1, 0] - xyz[pin - 1, 0]) > 1e-3)
-    g = root["Constraints"].createGroup("pinned_nodes")
-    g.Part = "Part1"
-    g.Type = "NodeAxisDisplacement"
-    g.createDimension("NumberOfValues", 3)
-    g.createVariable("NodeNumber", "u4", ("NumberOfValues",))[:] = [pin, pin, partner]
-    g.createVariable("Sense", "i1", ("NumberOfValues",))[:] = [1, 2, 2]
-    g.createVariable("Value", "f4", ("NumberOfValues",))[:] = [0, 0, 0]
-    problem = root["Problems/Problem1"]
-    problem.Constraints = problem.Constraints + ",pinned_nodes"
-if run(pinned, "-o", "model.n88model", "--test", "model", "--cg-tol", "1e-9",
+if run(model_file, "-o", "model.n88model", "--test", "model", "--cg-tol", "1e-9",
        "--precision", "double", "--summary", "model.json"):
     xyz0, conn0, h0, box0 = read_mesh(model_file)
     xyz1, conn1, h1, box1 = read_mesh("model.n88model")
@@ -209,22 +188,26 @@ if run(pinned, "-o", "model.n88model", "--test", "model", "--cg-tol", "1e-9",
         return set(groups), found
     groups_f, vars_f = structure(solved_file)
     groups_v, vars_v = structure("model.n88model")
-    groups_v.discard("Constraints/pinned_nodes")  # the group added above
+    groups_v.discard("Constraints/pinned_nodes")  # the motions voxfe holds
     vars_v = {v for v in vars_v if v[0] != "Constraints/pinned_nodes"}
     check(groups_f == groups_v, f"Faim's groups: missing {sorted(groups_f - groups_v)}, "
           f"more {sorted(groups_v - groups_f)}")
     check(vars_f == vars_v, f"Faim's variables and types: missing {sorted(vars_f - vars_v)}, "
           f"more {sorted(vars_v - vars_f)}")
-    with netCDF4.Dataset(pinned) as a, netCDF4.Dataset("model.n88model") as b:
+    with netCDF4.Dataset(solved_file) as a, netCDF4.Dataset("model.n88model") as b:
         pa, pb = a["Problems"]["Problem1"], b["Problems"]["Problem1"]
-        for att in ("Constraints", "ConvergenceSet", "PostProcessingNodeSets",
-                    "PostProcessingElementSets"):
+        check(pb.Constraints == pa.Constraints + ",pinned_nodes",
+              f"Problem1 Constraints {pb.Constraints}: the input's and the motions held")
+        check(len(b["Constraints/pinned_nodes/NodeNumber"]) == 3,
+              "three dofs hold a translation across z and the rotation about z")
+        for att in ("ConvergenceSet", "PostProcessingNodeSets", "PostProcessingElementSets"):
             check(getattr(pa, att) == getattr(pb, att, None), f"Problem1 {att} {getattr(pb, att, None)}")
         for kind, var in (("NodeSets", "NodeNumber"), ("ElementSets", "ElementNumber")):
             for name, grp in a["Sets"][kind].groups.items():
                 same = np.array_equal(np.array(grp[var][:]), np.array(b["Sets"][kind][name][var][:]))
                 check(same, f"set {kind}/{name} kept")
         check("n88modelgenerator" in b.Log and "voxfe-analyze" in b.Log, "Log: the input's and voxfe's")
+    check(json.load(open("model.json"))["pinned_dofs"] == 3, "summary: 3 dofs pinned")
 
 # --- the standard uniaxial test, as n88modelgenerator sets it up ---------------
 if run(model_file, "-o", "uniaxial.n88model", "--cg-tol", "1e-9", "--precision", "double",

@@ -494,6 +494,61 @@ static void check_sed_point(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* Plates held along z only (as n88modelgenerator makes them): three rigid
+ * motions free (x, y, rotation about z), held by three constraints; the
+ * solve then gives E A eps on the top plate, and nothing on the pins. A
+ * standard test's supports hold every motion already. */
+static void check_hold_rigid_motions(vox_context *ctx, vox_backend *be) {
+  const int n = 4;
+  const double h = 0.5, E = 1000, eps = -0.01;
+  vox_model m = {0};
+  cube_model(ctx, &m, n, h, E, 0.3);
+  for (int j = 0; j <= n; j++)
+    for (int i = 0; i <= n; i++) {
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, j * (n + 1) + i, 2, 0));
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, (n * (n + 1) + j) * (n + 1) + i, 2,
+                                             eps * n * h));
+    }
+  const size_t before = m.n_constraints;
+  size_t added = 99;
+  CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &m, &added));
+  CHECK(added == 3 && m.n_constraints == before + 3);
+  int lateral = 0;
+  for (size_t i = before; i < m.n_constraints; i++)
+    lateral += m.constraints[i].component != 2 && m.constraints[i].value == 0;
+  CHECK(lateral == 3);
+  CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &m, &added)); /* held now */
+  CHECK(added == 0);
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 1));
+  const size_t nn = (size_t)(n + 1) * (n + 1) * (n + 1);
+  double *u = calloc(3 * nn, sizeof *u), *reaction = malloc(3 * nn * sizeof *reaction);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  CHECK(res.reason > 0);
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, NULL, NULL, 0, NULL));
+  double force = 0;
+  for (size_t i = 0; i < before; i++)
+    if (m.constraints[i].value != 0) force += reaction[3 * m.constraints[i].node + 2];
+  CHECK_CLOSE(force / (E * n * h * n * h * eps), 1, 1e-9);
+  for (size_t i = before; i < m.n_constraints; i++)
+    CHECK(fabs(reaction[3 * m.constraints[i].node + m.constraints[i].component]) <
+          1e-9 * fabs(force));
+  free(u), free(reaction);
+  vox_model_free(&m);
+  for (int test = 0; test < 3; test++) {
+    vox_model t = {0};
+    cube_model(ctx, &t, n, h, E, 0.3);
+    CHECK_OK(ctx, vox_add_compression_test(ctx, &t, (vox_compression_test)test, 2, eps, NULL));
+    CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &t, &added));
+    CHECK(added == 0);
+    vox_model_free(&t);
+  }
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -504,6 +559,7 @@ int main(void) {
     check_cube(ctx, be, VOX_TEST_CONFINED, axis);
   }
   check_load_share(ctx, be);
+  check_hold_rigid_motions(ctx, be);
   check_compact_fields(ctx, be);
   check_pistoia();
   check_sed_point(ctx);

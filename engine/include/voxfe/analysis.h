@@ -79,6 +79,17 @@ typedef enum vox_sed_point {
 const char *vox_sed_point_name(vox_sed_point point);
 int vox_sed_point_parse(const char *text, vox_sed_point *point);
 
+/* Holds the rigid motions that the model's supports leave free (a
+ * translation, a rotation) by zero-displacement constraints on nodes
+ * already supported, chosen greedily, at most six: a model such as
+ * n88modelgenerator makes (its "pin" off) fixes its plates along the axis
+ * only, a consistent but singular system that Faim's solver tolerates and
+ * voxfe's multigrid does not. The supports' reactions and the strains do
+ * not change (the motions held carry no load when the loads balance); the
+ * displacements lose an arbitrary rigid part. `added` gets the number of
+ * constraints added (0: the supports hold every rigid motion already). */
+vox_status vox_hold_rigid_motions(vox_context *ctx, vox_model *model, size_t *added);
+
 /* Per-element results; arrays the caller allocates (NULL: not wanted).
  * Without `elements`: one entry (or 6) per grid element in element order,
  * NaN for empty voxels. With `elements` (vox_bone_elements): one entry per

@@ -50,8 +50,9 @@ void vox_n88model_extras_free(vox_n88model_extras *extras);
 /* How the file written names its constraints and sets, as Faim's tools
  * (n88modelgenerator, n88solver, n88postfaim) do:
  * - `extras` (an input's, whose constraints and loads the model still holds
- *   unchanged, in the order read): its groups, convergence set, sets and
- *   lists, under their names;
+ *   unchanged, in the order read, constraints added after them in a group
+ *   pinned_nodes): its groups, convergence set, sets and lists, under their
+ *   names;
  * - otherwise a compression test along `axis` (0..2) of kind `test`
  *   (vox_compression_test): groups bottom_fixed, top_fixed,
  *   top_displacement, pinned_nodes and face_<a><0|1>_fixed as vtkbone's
