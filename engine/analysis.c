@@ -541,7 +541,8 @@ vox_status vox_analysis_summarize(vox_context *ctx, const vox_model *model,
                      o->axis, o->strain);
   out->compliance = 0;
   for (size_t i = 0; i < model->n_loads; i++)
-    out->compliance += model->loads[i].value * u[3 * model->loads[i].node + model->loads[i].component];
+    out->compliance +=
+        model->loads[i].value * u[3 * model->loads[i].node + model->loads[i].component];
   /* the reactions are zero off the constrained dofs: their sum over each
    * constrained dof once (a byte per dof, touched only there) */
   for (int c = 0; c < 3; c++) out->support_reaction[c] = 0;
