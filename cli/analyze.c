@@ -50,6 +50,8 @@ typedef struct settings {
   double density_modulus[2]; /* a, b of E = a rho^b */
   double min_modulus;
   double critical_strain, critical_volume;
+  vox_sed_point sed_point;
+  int pin; /* --test model: hold the rigid motions the supports leave free */
   vox_solver_options solver;
   vox_backend_options backend; /* --device, --kernel, --fp16-levels */
   int threads;
@@ -89,6 +91,18 @@ static int parse_axis(const char *what, const char *text, void *value) {
 
 static void format_axis(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", axis_names[*(const int *)value]);
+}
+
+static int parse_sed_point(const char *what, const char *text, void *value) {
+  if (vox_sed_point_parse(text, value)) {
+    cli_error("%s: expected centre or element-mean, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_sed_point(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_sed_point_name(*(const vox_sed_point *)value));
 }
 
 static int parse_connectivity(const char *what, const char *text, void *value) {
@@ -181,6 +195,12 @@ static const cli_option options[] = {
              "confined (lateral faces held too), or model (the supports and loads of the "
              "model file)",
      .parse = parse_test, .format = format_test},
+    {.name = "no-pin", .kind = CLI_DISABLE, .offset = AT(pin), .flags = CLI_RECORD,
+     .help = "with --test model, leave free the rigid motions the model's supports do not "
+             "hold (n88modelgenerator's models fix their plates along the axis only; the "
+             "multigrid solver does not converge on such a model); by default they are held "
+             "by zero-displacement constraints on supported nodes (group pinned_nodes of an "
+             ".n88model), which changes no reaction or strain"},
     {.name = "axis", .arg = "A", .kind = CLI_CUSTOM, .offset = AT(axis), .flags = CLI_RECORD,
      .help = "compression axis: x, y or z", .parse = parse_axis, .format = format_axis},
     {.name = "strain", .arg = "S", .kind = CLI_REAL, .offset = AT(strain),
@@ -228,6 +248,13 @@ static const cli_option options[] = {
     {.name = "critical-volume", .arg = "F", .kind = CLI_REAL, .offset = AT(critical_volume),
      .range = FRACTION, .flags = CLI_RECORD,
      .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
+    {.name = "sed-point", .arg = "WHERE", .kind = CLI_CUSTOM, .offset = AT(sed_point),
+     .flags = CLI_RECORD,
+     .help = "where the strain-energy density, and so the effective strain of the failure "
+             "criterion, is taken: centre (the element centre's strain and stress, as "
+             "Numerics88's n88derivedfields and n88pistoia) or element-mean (the element's "
+             "exact energy over its volume; a failure load about 1 % smaller in bone)",
+     .parse = parse_sed_point, .format = format_sed_point},
 
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
@@ -331,14 +358,24 @@ typedef struct run_state {
   vox_solve_plan *plan;           /* the solve's hierarchy, built while it starts */
   vox_result_writer *writer;      /* the result file, written beside the fields */
   vox_n88model_writer *n88;       /* or the .n88model file, likewise */
+  vox_n88model_extras *extras;    /* an n88model input's names and sets, for --test model */
 } run_state;
+
+/* How an .n88model result names its groups and sets: the input's with
+ * --test model (when it was an n88model), else the test's. */
+static vox_n88model_layout n88_layout(const settings *s, const run_state *r) {
+  return (vox_n88model_layout){.axis = s->test == TEST_MODEL ? -1 : s->axis,
+                               .test = s->test == TEST_MODEL ? 0 : s->test,
+                               .extras = s->test == TEST_MODEL ? r->extras : NULL};
+}
 
 /* The output file's writer thread, of either format. */
 static vox_status start_writer(vox_context *ctx, const settings *s, const vox_model *m,
                                run_state *r, size_t bone) {
-  if (is_n88model(s->output))
-    return vox_n88model_writer_start(ctx, s->output, m, s->test == TEST_MODEL ? -1 : s->axis,
-                                     &r->n88);
+  if (is_n88model(s->output)) {
+    const vox_n88model_layout layout = n88_layout(s, r);
+    return vox_n88model_writer_start(ctx, s->output, m, &layout, &r->n88);
+  }
   return vox_result_writer_start(ctx, s->output, m, r->bone_elements, bone, &r->writer);
 }
 
@@ -364,6 +401,7 @@ static void free_state(run_state *r) {
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
   free(r->eff), free(r->bone_elements), free(r->bone), free(r->plate_dofs), free(r->history);
   free(r->moduli);
+  vox_n88model_extras_free(r->extras);
 }
 
 /* Whether bone lies on both end layers along `axis`: for one connected
@@ -389,7 +427,9 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   vox_model *m = &r->model;
   int status;
   if (is_n88model(s->input)) {
-    vox_status vs = vox_n88model_read(ctx, s->input, m);
+    vox_status vs = s->test == TEST_MODEL && is_n88model(s->output)
+                        ? vox_n88model_read_extras(ctx, s->input, m, &r->extras)
+                        : vox_n88model_read(ctx, s->input, m);
     if (vs) return cli_fail(ctx, vs, CLI_READING); /* the reader names the file */
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
@@ -536,6 +576,15 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = CLI_EXIT_USAGE;
     goto done;
   }
+  size_t pinned = 0;
+  if (s->test == TEST_MODEL && s->pin && (vs = vox_hold_rigid_motions(ctx, m, &pinned))) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
+    goto done;
+  }
+  add_number(&sum, "pinned_dofs", (double)pinned, NULL);
+  if (pinned && !s->quiet)
+    fprintf(stderr, "%s: the supports leave %zu rigid motions free: held at %zu supported dofs "
+            "(--no-pin leaves them)\n", s->input, pinned, pinned);
 
   /* the tissue moduli from the intensity, after the component is kept */
   size_t floored = 0;
@@ -668,17 +717,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (r.n88) vox_n88model_writer_put_displacement(r.n88);
 
   /* the loaded face: the top plate's dofs along the axis */
+  vox_analysis_options analysis;
+  vox_analysis_options_default(&analysis);
+  analysis.compression = s->test != TEST_MODEL;
+  analysis.axis = s->axis, analysis.strain = s->strain;
+  analysis.critical_strain = s->critical_strain, analysis.critical_volume = s->critical_volume;
+  analysis.sed_point = s->sed_point;
   size_t n_plate = 0;
-  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
-  for (size_t i = 0; s->test != TEST_MODEL && i < m->n_constraints; i++) {
-    const vox_constraint *c = &m->constraints[i];
-    const int64_t ijk[3] = {c->node % (g->nx + 1), (c->node / (g->nx + 1)) % (g->ny + 1),
-                            c->node / ((g->nx + 1) * (g->ny + 1))};
-    if (c->component == s->axis && ijk[s->axis] == n_axis[s->axis])
-      r.plate_dofs[n_plate++] = 3 * c->node + c->component;
-  }
+  if (analysis.compression) vox_loaded_face_dofs(m, s->axis, r.plate_dofs, &n_plate);
   double share[256];
-  vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff, r.bone_elements, bone};
+  vox_element_fields fields = {r.strain, r.stress, r.sed, r.vm, r.eff, r.bone_elements, bone,
+                               s->sed_point};
   vs = vox_analysis_fields(ctx, m, r.moduli, r.u, r.reaction, &fields, r.plate_dofs, n_plate, share);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
@@ -690,32 +739,15 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
-  double force = 0, support[3] = {0, 0, 0}, compliance = 0;
-  for (size_t i = 0; i < m->n_loads; i++)
-    compliance += m->loads[i].value * r.u[3 * m->loads[i].node + m->loads[i].component];
-  for (size_t i = 0; i < n_plate; i++) force += r.reaction[r.plate_dofs[i]];
-  /* the reactions are zero off the constrained dofs: their sum over each
-   * constrained dof once (a byte per dof, touched only there) */
-  uint8_t *seen = calloc(3 * nn, 1);
-  if (!seen) {
-    cli_error("out of memory");
-    status = CLI_EXIT_FAILED;
+  vox_analysis_summary result;
+  vs = vox_analysis_summarize(ctx, m, &analysis, r.u, r.reaction, r.plate_dofs, n_plate, r.eff,
+                              bone, share, &result);
+  if (vs) {
+    status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  for (size_t i = 0; i < m->n_constraints; i++) {
-    const size_t dof = 3 * (size_t)m->constraints[i].node + (size_t)m->constraints[i].component;
-    if (!seen[dof]) support[dof % 3] += r.reaction[dof];
-    seen[dof] = 1;
-  }
-  free(seen);
-  double area = NAN, length = NAN, failure = NAN;
-  if (s->test != TEST_MODEL) {
-    const int a1 = s->axis == 0 ? 1 : 0, a2 = s->axis == 2 ? 1 : 2;
-    area = (double)n_axis[a1] * g->voxel_size[a1] * (double)n_axis[a2] * g->voxel_size[a2];
-    length = (double)n_axis[s->axis] * g->voxel_size[s->axis];
-    failure = vox_pistoia_failure_load(r.eff, bone, force, s->critical_strain,
-                                       s->critical_volume);
-  }
+  const double force = result.reaction_force, failure = result.failure_load;
+  const double *support = result.support_reaction;
 
   const double volume = g->voxel_size[0] * g->voxel_size[1] * g->voxel_size[2];
   add_text(&sum, "device", vox_backend_name(r.backend));
@@ -725,26 +757,26 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_number(&sum, "dofs", (double)(3 * nn), NULL);
   add_number(&sum, "applied_strain", s->test == TEST_MODEL ? NAN : s->strain, "1");
   add_number(&sum, "applied_displacement", applied, "mm");
-  add_number(&sum, "reaction_force", s->test == TEST_MODEL ? NAN : force, "N");
-  add_number(&sum, "stiffness", s->test == TEST_MODEL ? NAN : force / applied, "N/mm");
-  add_number(&sum, "apparent_modulus",
-             s->test == TEST_MODEL ? NAN : (force / area) / s->strain, "MPa");
+  add_number(&sum, "reaction_force", force, "N");
+  add_number(&sum, "stiffness", result.stiffness, "N/mm");
+  add_number(&sum, "apparent_modulus", result.apparent_modulus, "MPa");
   add_number(&sum, "failure_load", failure, "N");
   add_number(&sum, "critical_strain", s->critical_strain, "1");
   add_number(&sum, "critical_volume", s->critical_volume, "1");
+  add_text(&sum, "sed_point", vox_sed_point_name(s->sed_point));
   add_number(&sum, "support_reaction_x", support[0], "N");
   add_number(&sum, "support_reaction_y", support[1], "N");
   add_number(&sum, "support_reaction_z", support[2], "N");
-  add_number(&sum, "compliance", compliance, "N mm");
-  add_number(&sum, "box_length", length, "mm");
-  add_number(&sum, "box_area", area, "mm2");
+  add_number(&sum, "compliance", result.compliance, "N mm");
+  add_number(&sum, "box_length", result.box_length, "mm");
+  add_number(&sum, "box_area", result.box_area, "mm2");
   /* every material of the model, used or not, so that the columns of a
    * batch table depend only on the material table */
   for (int i = 0; i < m->n_materials; i++) {
     char name[VOX_NAME_MAX];
     const int label = m->materials[i].label;
     snprintf(name, sizeof name, "load_share_label%d", label);
-    add_number(&sum, name, s->test == TEST_MODEL || force == 0 ? NAN : share[label] / force, "1");
+    add_number(&sum, name, result.load_share[label], "1");
   }
   /* "axial", not xx/yy/zz: the columns of a batch table stay the same
    * whatever the axis (NaN without a compression test); the modulus NaN
@@ -809,13 +841,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (!s->quiet && s->test == TEST_MODEL)
     printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
            "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",
-           s->output, bone, support[0], support[1], support[2], compliance, solve.iterations,
+           s->output, bone, support[0], support[1], support[2], result.compliance, solve.iterations,
            seconds_since(&t0));
   else if (!s->quiet)
     printf("%s: %s %s, %zu bone elements: F %.6g N, stiffness %.6g N/mm, apparent modulus "
            "%.6g MPa, failure load %.6g N; %d CG iterations, %.2f s\n",
-           s->output, sum.e[1].text, sum.e[2].text, bone, force, force / applied,
-           (force / area) / s->strain, failure, solve.iterations, seconds_since(&t0));
+           s->output, sum.e[1].text, sum.e[2].text, bone, force, result.stiffness,
+           result.apparent_modulus, failure, solve.iterations, seconds_since(&t0));
 done:
   free_state(&r);
   return status;
@@ -831,7 +863,9 @@ int main(int argc, char **argv) {
                 .density_modulus = {8920, 1.83}, /* Morgan et al. 2003, pooled */
                 .min_modulus = 1,
                 .critical_strain = 0.007,
-                .critical_volume = 0.02};
+                .critical_volume = 0.02,
+                .sed_point = VOX_SED_CENTRE,
+                .pin = 1};
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;

@@ -341,7 +341,12 @@ static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
   }
   if (vs != VOX_OK) return fail(ctx, vs, CLI_READING);
   if (!isnan(s->voxel_size[0])) {
-    for (int a = 0; a < 3; a++) image.spacing[a] = s->voxel_size[a];
+    /* a file without a voxel size gives no position either: its corner at
+     * 0, as a TIFF stack's with a size */
+    for (int a = 0; a < 3; a++) {
+      if (!image.spacing_known) image.origin[a] = 0.5 * s->voxel_size[a];
+      image.spacing[a] = s->voxel_size[a];
+    }
     image.spacing_known = 1;
   }
   if (!image.spacing_known) {

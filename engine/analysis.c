@@ -29,6 +29,21 @@ int vox_compression_test_parse(const char *text, vox_compression_test *test) {
   return -1;
 }
 
+static const char *const sed_point_names[] = {"centre", "element-mean"};
+
+const char *vox_sed_point_name(vox_sed_point point) {
+  return (unsigned)point < 2 ? sed_point_names[point] : "unknown";
+}
+
+int vox_sed_point_parse(const char *text, vox_sed_point *point) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, sed_point_names[i]) == 0) {
+      *point = (vox_sed_point)i;
+      return 0;
+    }
+  return -1;
+}
+
 static vox_status out_of_memory(vox_context *ctx) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 }
@@ -200,6 +215,113 @@ vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_comp
   return s;
 }
 
+/* Eigenvalues (ascending) and eigenvectors (columns of v) of a symmetric
+ * 6x6 matrix by cyclic Jacobi rotations. */
+static void eigen6(const double a_in[36], double w[6], double v[36]) {
+  double a[36];
+  memcpy(a, a_in, sizeof a);
+  for (int i = 0; i < 36; i++) v[i] = i % 7 == 0;
+  for (int sweep = 0; sweep < 50; sweep++) {
+    double off = 0;
+    for (int p = 0; p < 6; p++)
+      for (int q = p + 1; q < 6; q++) off += a[6 * p + q] * a[6 * p + q];
+    if (off < 1e-30) break;
+    for (int p = 0; p < 6; p++)
+      for (int q = p + 1; q < 6; q++) {
+        if (a[6 * p + q] == 0) continue;
+        const double theta = (a[6 * q + q] - a[6 * p + p]) / (2 * a[6 * p + q]);
+        const double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+        const double c = 1 / sqrt(t * t + 1), sn = t * c;
+        for (int k = 0; k < 6; k++) { /* columns p, q */
+          const double akp = a[6 * k + p], akq = a[6 * k + q];
+          a[6 * k + p] = c * akp - sn * akq, a[6 * k + q] = sn * akp + c * akq;
+        }
+        for (int k = 0; k < 6; k++) { /* rows p, q */
+          const double apk = a[6 * p + k], aqk = a[6 * q + k];
+          a[6 * p + k] = c * apk - sn * aqk, a[6 * q + k] = sn * apk + c * aqk;
+        }
+        for (int k = 0; k < 6; k++) {
+          const double vkp = v[6 * k + p], vkq = v[6 * k + q];
+          v[6 * k + p] = c * vkp - sn * vkq, v[6 * k + q] = sn * vkp + c * vkq;
+        }
+      }
+  }
+  for (int i = 0; i < 6; i++) w[i] = a[7 * i];
+  for (int i = 0; i < 6; i++) /* ascending: selection sort of the pairs */
+    for (int j = i + 1; j < 6; j++)
+      if (w[j] < w[i]) {
+        const double t = w[i];
+        w[i] = w[j], w[j] = t;
+        for (int k = 0; k < 6; k++) {
+          const double x = v[6 * k + i];
+          v[6 * k + i] = v[6 * k + j], v[6 * k + j] = x;
+        }
+      }
+}
+
+/* The six rigid motions' values on dof `component` of grid node `node`:
+ * translations x, y, z, then rotations about x, y, z through the box's
+ * centre, in units of the box's size (so that the six weigh alike). */
+static void rigid_row(const vox_grid *g, int64_t node, int component, double row[6]) {
+  const int64_t ijk[3] = {node % (g->nx + 1), (node / (g->nx + 1)) % (g->ny + 1),
+                          node / ((g->nx + 1) * (g->ny + 1))};
+  const int64_t n[3] = {g->nx, g->ny, g->nz};
+  double p[3], size = 0;
+  for (int a = 0; a < 3; a++) size = fmax(size, (double)n[a] * g->voxel_size[a]);
+  for (int a = 0; a < 3; a++)
+    p[a] = ((double)ijk[a] - 0.5 * (double)n[a]) * g->voxel_size[a] / size;
+  const double rot[3][3] = {{0, -p[2], p[1]}, {p[2], 0, -p[0]}, {-p[1], p[0], 0}};
+  for (int k = 0; k < 3; k++) row[k] = k == component;
+  for (int k = 0; k < 3; k++) row[3 + k] = rot[k][component];
+}
+
+vox_status vox_hold_rigid_motions(vox_context *ctx, vox_model *model, size_t *added) {
+  const vox_grid *g = &model->grid;
+  const size_t n0 = model->n_constraints;
+  double gram[36] = {0}, row[6];
+  *added = 0;
+  for (size_t i = 0; i < n0; i++) {
+    rigid_row(g, model->constraints[i].node, model->constraints[i].component, row);
+    for (int r = 0; r < 6; r++)
+      for (int c = 0; c < 6; c++) gram[6 * r + c] += row[r] * row[c];
+  }
+  /* a motion is held when the supports' rows reach it: the Gram matrix's
+   * eigenvalues over 1e-9 of the largest; the free ones span the rest */
+  for (int step = 0; step < 6; step++) {
+    double w[6], v[36];
+    eigen6(gram, w, v);
+    const double floor = 1e-9 * fmax(w[5], 1);
+    int free_modes = 0;
+    while (free_modes < 6 && w[free_modes] <= floor) free_modes++;
+    if (!free_modes) return VOX_OK;
+    /* the supported dof (any component) that reaches furthest into the free
+     * motions: its row's projection onto them */
+    double best = 0;
+    int64_t best_node = -1;
+    int best_component = 0;
+    for (size_t i = 0; i < n0; i++)
+      for (int c = 0; c < 3; c++) {
+        rigid_row(g, model->constraints[i].node, c, row);
+        double reach = 0;
+        for (int f = 0; f < free_modes; f++) {
+          double dot = 0;
+          for (int r = 0; r < 6; r++) dot += row[r] * v[6 * r + f];
+          reach += dot * dot;
+        }
+        if (reach > best * (1 + 1e-12)) best = reach, best_node = model->constraints[i].node,
+                                         best_component = c;
+      }
+    if (best_node < 0 || best < 1e-12) return VOX_OK; /* no supported node reaches them */
+    vox_status s = vox_model_add_constraint(ctx, model, best_node, best_component, 0);
+    if (s) return s;
+    ++*added;
+    rigid_row(g, best_node, best_component, row);
+    for (int r = 0; r < 6; r++)
+      for (int c = 0; c < 6; c++) gram[6 * r + c] += row[r] * row[c];
+  }
+  return VOX_OK;
+}
+
 static void set_nan(double *a, size_t n) {
   if (a)
     for (size_t i = 0; i < n; i++) a[i] = NAN;
@@ -293,6 +415,11 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
     for (int64_t i = 0; i < n_dofs; i++) reaction[i] = 0;
   }
   vox_element_fields *f = fields;
+  if (f && (unsigned)f->sed_point > VOX_SED_ELEMENT_MEAN) {
+    free(flag);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown strain-energy density point %d",
+                     (int)f->sed_point);
+  }
   const int64_t *list = f ? f->elements : NULL;
   if (list && !is_bone_list(model, list, f->n_elements)) {
     free(flag);
@@ -363,7 +490,12 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
       for (int w = 0; w < 6; w++) sum += d[v * 6 + w] * eps[w];
       sig[v] = E * sum;
     }
-    const double sed = 0.5 * energy / volume;
+    double sed = 0.5 * energy / volume;
+    if (f->sed_point == VOX_SED_CENTRE) {
+      sed = 0;
+      for (int v = 0; v < 6; v++) sed += sig[v] * eps[v];
+      sed *= 0.5;
+    }
     if (f->strain) memcpy(f->strain + 6 * t, eps, sizeof eps);
     if (f->stress) memcpy(f->stress + 6 * t, sig, sizeof sig);
     if (f->sed) f->sed[t] = sed;
@@ -376,5 +508,70 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
   }
   if (share) memcpy(share, share_sum, sizeof share_sum);
   free(flag);
+  return VOX_OK;
+}
+
+void vox_analysis_options_default(vox_analysis_options *o) {
+  *o = (vox_analysis_options){.compression = 1, .axis = 2, .strain = -0.01,
+                              .critical_strain = 0.007, .critical_volume = 0.02,
+                              .sed_point = VOX_SED_CENTRE};
+}
+
+void vox_loaded_face_dofs(const vox_model *model, int axis, int64_t *dofs, size_t *n) {
+  const vox_grid *g = &model->grid;
+  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
+  *n = 0;
+  if (axis < 0 || axis > 2) return;
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    const int64_t ijk[3] = {c->node % (g->nx + 1), (c->node / (g->nx + 1)) % (g->ny + 1),
+                            c->node / ((g->nx + 1) * (g->ny + 1))};
+    if (c->component == axis && ijk[axis] == n_axis[axis]) dofs[(*n)++] = 3 * c->node + axis;
+  }
+}
+
+vox_status vox_analysis_summarize(vox_context *ctx, const vox_model *model,
+                                  const vox_analysis_options *o, const double *u,
+                                  const double *reaction, const int64_t *face_dofs,
+                                  size_t n_face, const double *effective_strain, size_t n_bone,
+                                  const double *share, vox_analysis_summary *out) {
+  const vox_grid *g = &model->grid;
+  if (o->compression && (o->axis < 0 || o->axis > 2 || !isfinite(o->strain)))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "bad compression test (axis %d, strain %g)",
+                     o->axis, o->strain);
+  out->compliance = 0;
+  for (size_t i = 0; i < model->n_loads; i++)
+    out->compliance +=
+        model->loads[i].value * u[3 * model->loads[i].node + model->loads[i].component];
+  /* the reactions are zero off the constrained dofs: their sum over each
+   * constrained dof once (a byte per dof, touched only there) */
+  for (int c = 0; c < 3; c++) out->support_reaction[c] = 0;
+  uint8_t *seen = calloc((size_t)(3 * vox_grid_nodes(g)), 1);
+  if (!seen) return out_of_memory(ctx);
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const size_t dof = 3 * (size_t)model->constraints[i].node + model->constraints[i].component;
+    if (!seen[dof]) out->support_reaction[dof % 3] += reaction[dof];
+    seen[dof] = 1;
+  }
+  free(seen);
+  double force = 0;
+  for (size_t i = 0; i < n_face; i++) force += reaction[face_dofs[i]];
+  out->applied_displacement = out->reaction_force = out->stiffness = NAN;
+  out->apparent_modulus = out->failure_load = out->box_length = out->box_area = NAN;
+  for (int l = 0; l < 256; l++) out->load_share[l] = NAN;
+  if (!o->compression) return VOX_OK;
+  const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
+  const int a = o->axis, a1 = a == 0 ? 1 : 0, a2 = a == 2 ? 1 : 2;
+  out->box_area = (double)n_axis[a1] * g->voxel_size[a1] * (double)n_axis[a2] * g->voxel_size[a2];
+  out->box_length = (double)n_axis[a] * g->voxel_size[a];
+  out->applied_displacement = o->strain * out->box_length;
+  out->reaction_force = force;
+  out->stiffness = force / out->applied_displacement;
+  out->apparent_modulus = (force / out->box_area) / o->strain;
+  if (effective_strain && n_bone)
+    out->failure_load = vox_pistoia_failure_load(effective_strain, n_bone, force,
+                                                 o->critical_strain, o->critical_volume);
+  if (share && force != 0)
+    for (int l = 0; l < 256; l++) out->load_share[l] = share[l] / force;
   return VOX_OK;
 }

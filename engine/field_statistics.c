@@ -237,7 +237,7 @@ double vox_pistoia_failure_load(const double *effective_strain, size_t n, double
   size_t rank = n - k;
   double strain;
   if (select_ranks(NULL, &f, n, &rank, 1, &strain)) return NAN;
-  return strain > 0 ? fabs(load) * critical_strain / strain : NAN;
+  return strain > 0 ? load * critical_strain / strain : NAN;
 }
 
 const double vox_stat_percentiles[VOX_STAT_PERCENTILES] = {5, 25, 50, 75, 95};

@@ -297,7 +297,10 @@ vox_status vox_image_read_aim(vox_context *ctx, const char *path, vox_image *ima
     parse_log(log, (size_t)h.log_bytes, image);
     for (int a = 0; a < 3; a++) {
       image->spacing[a] = h.element_mm[a];
-      image->origin[a] = (double)h.position[a] * h.element_mm[a];
+      /* position x element size is the corner of voxel (0,0,0), as
+       * n88modelgenerator and vtkbone's AIM reader place it (and as a NIfTI
+       * of the same scan does); the image's origin is that voxel's centre */
+      image->origin[a] = ((double)h.position[a] + 0.5) * h.element_mm[a];
     }
     image->spacing_known = 1;
     snprintf(image->format, sizeof image->format, "AIM");

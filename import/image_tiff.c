@@ -347,6 +347,9 @@ vox_status vox_image_read_tiff(vox_context *ctx, const char *path, vox_image *im
     image->spacing[2] = info.slice_mm > 0 ? info.slice_mm : info.pixel_mm[0];
     image->spacing_known = 1;
   }
+  /* a stack says nothing of its position: its corner at 0, so voxel
+   * (0,0,0)'s centre half a voxel in */
+  for (int a = 0; a < 3; a++) image->origin[a] = 0.5 * image->spacing[a];
   snprintf(image->format, sizeof image->format, "TIFF");
   return VOX_OK;
 }

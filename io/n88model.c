@@ -40,6 +40,12 @@ static int put_text(int ncid, const char *name, const char *text) {
   return nc_put_att_text(ncid, NC_GLOBAL, name, strlen(text), text);
 }
 
+/* Element corners in VTK_VOXEL order, as n88modelgenerator writes them and
+ * vtkbone reads them (x fastest; not VTK_HEXAHEDRON's order, whose corners
+ * 2 and 3, 6 and 7 are swapped). */
+static const int n88_voxel_corner[8][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0},
+                                           {0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
+
 static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
   return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
 }
@@ -90,9 +96,8 @@ static vox_status put_constraint_group(n88_file *f, int parent, const char *name
   W_TRY(f, nc_put_var_uint(grp, v, node), "NodeNumber");
   W_TRY(f, def_var(grp, "Sense", NC_BYTE, 1, &dim, n, &v), "Sense");
   W_TRY(f, nc_put_var_schar(grp, v, sense), "Sense");
-  /* double rather than the reference writer's float: prescribed values
-   * keep their digits; netCDF converts for readers that ask for float */
-  W_TRY(f, def_var(grp, "Value", NC_DOUBLE, 1, &dim, n, &v), "Value");
+  /* float, as Faim's tools write and read it */
+  W_TRY(f, def_var(grp, "Value", NC_FLOAT, 1, &dim, n, &v), "Value");
   W_TRY(f, nc_put_var_double(grp, v, value), "Value");
   return VOX_OK;
 }
@@ -133,8 +138,8 @@ static vox_status make_mesh(n88_file *f, const vox_model *m, mesh *me) {
         if (!m->label[(k * g->ny + j) * g->nx + i]) continue;
         me->n_elements++;
         for (int a = 0; a < 8; a++)
-          me->node_number[node_index(g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1],
-                                     k + vox_hex8_corner[a][2])] = 1;
+          me->node_number[node_index(g, i + n88_voxel_corner[a][0], j + n88_voxel_corner[a][1],
+                                     k + n88_voxel_corner[a][2])] = 1;
       }
   me->node_of = malloc((size_t)nn * sizeof *me->node_of);
   me->element_of = malloc((me->n_elements + 1) * sizeof *me->element_of);
@@ -161,7 +166,9 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
   W_TRY(f, nc_def_grp(parts, "Part1", &part), "group Part1");
   W_TRY(f, nc_def_dim(part, "NumberOfNodes", me->n_nodes, &d[0]), "NumberOfNodes");
   d[1] = dim3;
-  W_TRY(f, def_var(part, "NodeCoordinates", NC_DOUBLE, 2, d, me->n_nodes, &v), "NodeCoordinates");
+  /* float, as n88modelgenerator writes them; voxfe's own reading takes the
+   * exact grid from the voxfe_grid_* attributes */
+  W_TRY(f, def_var(part, "NodeCoordinates", NC_FLOAT, 2, d, me->n_nodes, &v), "NodeCoordinates");
   double *xyz = malloc(3 * me->n_nodes * sizeof *xyz);
   unsigned *ids = malloc(8 * (me->n_elements + 1) * sizeof *ids);
   if (!xyz || !ids) {
@@ -197,7 +204,7 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
     const int64_t i = ge % g->nx, j = (ge / g->nx) % g->ny, k = ge / (g->nx * g->ny);
     for (int a = 0; a < 8; a++)
       ids[8 * e + a] = (unsigned)me->node_number[node_index(
-          g, i + vox_hex8_corner[a][0], j + vox_hex8_corner[a][1], k + vox_hex8_corner[a][2])];
+          g, i + n88_voxel_corner[a][0], j + n88_voxel_corner[a][1], k + n88_voxel_corner[a][2])];
   }
   S_TRY(def_var(hexa, "NodeNumbers", NC_UINT, 2, d, me->n_elements, &v), "NodeNumbers");
   S_TRY(nc_put_var_uint(hexa, v, ids), "NodeNumbers");
@@ -232,84 +239,277 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
   return s;
 }
 
-/* Constraints and loads of case 0, on nodes of the mesh; returns the
- * Problem's Constraints list in `list`. */
-static vox_status write_constraints(n88_file *f, const vox_model *m, const mesh *me, char *list,
-                                    size_t size) {
-  size_t n = m->n_constraints > m->n_loads ? m->n_constraints : m->n_loads;
-  list[0] = '\0';
-  if (!n) return VOX_OK;
-  unsigned *node = malloc(n * sizeof *node);
-  signed char *sense = malloc(n);
-  double *value = malloc(n * sizeof *value);
+/* The extras of an input (vox_n88model_read_extras): its problem's
+ * constraint groups, each a run of the model's constraints (or loads, for
+ * force groups) in the order read; its convergence set and sets on grid
+ * nodes and elements; its lists and Log. */
+typedef struct n88_group {
+  char name[NC_MAX_NAME + 1];
+  int force;            /* NodeAxisForce: a run of loads; else of constraints */
+  size_t start, count;
+} n88_group;
+
+typedef struct n88_set {
+  char name[NC_MAX_NAME + 1];
+  int elements;  /* element set (grid elements), else node set (grid nodes) */
+  size_t n;
+  int64_t *ids;
+} n88_set;
+
+struct vox_n88model_extras {
+  n88_group *groups;
+  size_t n_groups, n_constraints, n_loads;
+  /* the convergence set: a constraint group of its own, not in the list */
+  char convergence_name[NC_MAX_NAME + 1], convergence_type[64];
+  size_t n_convergence;
+  int64_t *convergence_node;
+  uint8_t *convergence_sense;
+  double *convergence_value;
+  n88_set *sets;
+  size_t n_sets;
+  char *node_lists, *element_lists, *log;
+};
+
+void vox_n88model_extras_free(vox_n88model_extras *x) {
+  if (!x) return;
+  for (size_t i = 0; i < x->n_sets; i++) free(x->sets[i].ids);
+  free(x->sets), free(x->groups), free(x->convergence_node), free(x->convergence_sense);
+  free(x->convergence_value), free(x->node_lists), free(x->element_lists), free(x->log);
+  free(x);
+}
+
+/* The groups a compression test's constraints go to, as vtkbone's
+ * compression test names them. */
+enum {
+  G_BOTTOM_FIXED, G_TOP_FIXED, G_TOP_DISPLACEMENT, G_PINNED, G_FACE_X0, /* .. G_FACE_Z1 */
+  G_LOADS = G_FACE_X0 + 6, N_TEST_GROUPS
+};
+static const char *const test_group_names[N_TEST_GROUPS] = {
+    "bottom_fixed", "top_fixed", "top_displacement", "pinned_nodes", "face_x0_fixed",
+    "face_x1_fixed", "face_y0_fixed", "face_y1_fixed", "face_z0_fixed", "face_z1_fixed", "loads"};
+
+static void grid_ijk(const vox_grid *g, int64_t node, int64_t ijk[3]) {
+  ijk[0] = node % (g->nx + 1), ijk[1] = (node / (g->nx + 1)) % (g->ny + 1);
+  ijk[2] = node / ((g->nx + 1) * (g->ny + 1));
+}
+
+/* The group of a compression test's constraint: the axial dofs of the two
+ * plates, the plates' lateral dofs (fixed with friction; otherwise the pin,
+ * or the confining faces'), the lateral faces' normal dofs. */
+static int test_group(const vox_grid *g, int axis, int test, const vox_constraint *c) {
+  const int64_t n[3] = {g->nx, g->ny, g->nz};
+  int64_t ijk[3];
+  grid_ijk(g, c->node, ijk);
+  const int a = c->component, bottom = ijk[axis] == 0, top = ijk[axis] == n[axis];
+  if (a == axis && bottom) return G_BOTTOM_FIXED;
+  if (a == axis && top) return G_TOP_DISPLACEMENT;
+  if (test == VOX_TEST_FRICTION && (bottom || top)) return bottom ? G_BOTTOM_FIXED : G_TOP_FIXED;
+  if (test == VOX_TEST_CONFINED && a != axis && (ijk[a] == 0 || ijk[a] == n[a]))
+    return G_FACE_X0 + 2 * a + (ijk[a] == n[a]);
+  return G_PINNED;
+}
+
+/* Whether the model's constraints and loads are still the runs of the
+ * extras' groups (the groups' runs tile those read; constraints after them
+ * are the analysis' own: vox_hold_rigid_motions). */
+static int extras_fit(const vox_model *m, const vox_n88model_extras *x) {
+  if (!x || x->n_constraints > m->n_constraints || x->n_loads != m->n_loads) return 0;
+  size_t next[2] = {0, 0};
+  for (size_t i = 0; i < x->n_groups; i++) {
+    if (x->groups[i].start != next[x->groups[i].force]) return 0;
+    next[x->groups[i].force] += x->groups[i].count;
+  }
+  return next[0] == x->n_constraints && next[1] == m->n_loads;
+}
+
+/* One constraint group of node entries on the mesh (entries of nodes no
+ * element uses are left out); nothing when none is left. Appends its name
+ * to the Problem's list `list` (when not NULL). */
+typedef struct entries {
+  unsigned *node;
+  signed char *sense;
+  double *value;
+  size_t n;
+} entries;
+
+static vox_status flush_group(n88_file *f, int parent, const char *name, int force, entries *e,
+                              char *list, size_t size) {
   vox_status s = VOX_OK;
-  int grp = -1, err;
-  if (!node || !sense || !value)
-    s = vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
-  else if ((err = nc_def_grp(f->ncid, "Constraints", &grp)))
-    s = nc_fail(f, VOX_ERR_IO, err, "cannot write group Constraints");
-  size_t c = 0;
-  for (size_t i = 0; !s && i < m->n_constraints; i++) {
-    const vox_constraint *k = &m->constraints[i];
-    if (!me->node_number[k->node]) continue; /* no element uses it */
-    node[c] = (unsigned)me->node_number[k->node], sense[c] = (signed char)(k->component + 1);
-    value[c++] = k->value;
+  if (e->n) {
+    s = put_constraint_group(f, parent, name, force ? "NodeAxisForce" : "NodeAxisDisplacement",
+                             e->n, e->node, e->sense, e->value);
+    if (!s && list)
+      snprintf(list + strlen(list), size - strlen(list), "%s%s", list[0] ? "," : "", name);
   }
-  if (!s && c) {
-    s = put_constraint_group(f, grp, "displacements", "NodeAxisDisplacement", c, node, sense,
-                             value);
-    snprintf(list, size, "displacements");
-  }
-  c = 0;
-  for (size_t i = 0; !s && i < m->n_loads; i++) {
-    const vox_load *l = &m->loads[i];
-    if (l->load_case != 0 || !me->node_number[l->node]) continue;
-    node[c] = (unsigned)me->node_number[l->node], sense[c] = (signed char)(l->component + 1);
-    value[c++] = l->value;
-  }
-  if (!s && c) {
-    s = put_constraint_group(f, grp, "loads", "NodeAxisForce", c, node, sense, value);
-    snprintf(list + strlen(list), size - strlen(list), "%sloads", list[0] ? "," : "");
-  }
-  free(node);
-  free(sense);
-  free(value);
+  e->n = 0;
   return s;
 }
 
-/* Node and element sets "bottom" and "top" of a compression axis. */
-static vox_status write_sets(n88_file *f, const vox_model *m, const mesh *me, int axis) {
+static void add_entry(entries *e, const mesh *me, int64_t node, int component, double value) {
+  if (!me->node_number[node]) return; /* no element uses it */
+  e->node[e->n] = (unsigned)me->node_number[node];
+  e->sense[e->n] = (signed char)(component + 1);
+  e->value[e->n++] = value;
+}
+
+/* Constraints and loads of case 0, on nodes of the mesh, in groups as
+ * `layout` names them, and the convergence set; returns the Problem's
+ * Constraints list in `list` and the convergence set's name in
+ * `convergence` ("" for none). */
+static vox_status write_constraints(n88_file *f, const vox_model *m, const mesh *me,
+                                    const vox_n88model_layout *layout, char *list, size_t size,
+                                    char *convergence, size_t convergence_size) {
+  const vox_n88model_extras *x = layout && extras_fit(m, layout->extras) ? layout->extras : NULL;
+  const int test = !x && layout && layout->axis >= 0 && layout->axis <= 2;
+  size_t n = m->n_constraints > m->n_loads ? m->n_constraints : m->n_loads;
+  if (x && x->n_convergence > n) n = x->n_convergence;
+  list[0] = convergence[0] = '\0';
+  if (!n) return VOX_OK;
+  entries e = {malloc(n * sizeof *e.node), malloc(n), malloc(n * sizeof *e.value), 0};
+  vox_status s = VOX_OK;
+  int grp = -1, err;
+  if (!e.node || !e.sense || !e.value)
+    s = vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
+  else if ((err = nc_def_grp(f->ncid, "Constraints", &grp)))
+    s = nc_fail(f, VOX_ERR_IO, err, "cannot write group Constraints");
+  if (x) { /* the input's groups, in its order */
+    for (size_t i = 0; !s && i < x->n_groups; i++) {
+      const n88_group *gr = &x->groups[i];
+      for (size_t j = gr->start; j < gr->start + gr->count; j++)
+        if (gr->force)
+          add_entry(&e, me, m->loads[j].node, m->loads[j].component, m->loads[j].value);
+        else
+          add_entry(&e, me, m->constraints[j].node, m->constraints[j].component,
+                    m->constraints[j].value);
+      s = flush_group(f, grp, gr->name, gr->force, &e, list, size);
+    }
+    /* the constraints the analysis added (the motions the input left free) */
+    for (size_t j = x->n_constraints; j < m->n_constraints; j++)
+      add_entry(&e, me, m->constraints[j].node, m->constraints[j].component,
+                m->constraints[j].value);
+    if (!s) s = flush_group(f, grp, "pinned_nodes", 0, &e, list, size);
+    for (size_t j = 0; !s && j < x->n_convergence; j++)
+      add_entry(&e, me, x->convergence_node[j], x->convergence_sense[j], x->convergence_value[j]);
+    if (!s && e.n) snprintf(convergence, convergence_size, "%s", x->convergence_name);
+    if (!s) s = flush_group(f, grp, x->convergence_name,
+                            !strcmp(x->convergence_type, "NodeAxisForce"), &e, NULL, 0);
+  } else if (test) {
+    for (int gr = 0; !s && gr < G_LOADS; gr++) {
+      for (size_t i = 0; i < m->n_constraints; i++)
+        if (test_group(&m->grid, layout->axis, layout->test, &m->constraints[i]) == gr)
+          add_entry(&e, me, m->constraints[i].node, m->constraints[i].component,
+                    m->constraints[i].value);
+      s = flush_group(f, grp, test_group_names[gr], 0, &e, list, size);
+    }
+    /* the convergence set, as n88modelgenerator writes it: the top plate's
+     * displaced dofs, a force group (the reactions summed over it) */
+    for (size_t i = 0; !s && i < m->n_constraints; i++)
+      if (test_group(&m->grid, layout->axis, layout->test, &m->constraints[i]) ==
+          G_TOP_DISPLACEMENT)
+        add_entry(&e, me, m->constraints[i].node, m->constraints[i].component,
+                  m->constraints[i].value);
+    if (!s && e.n) snprintf(convergence, convergence_size, "convergence_set");
+    if (!s) s = flush_group(f, grp, "convergence_set", 1, &e, NULL, 0);
+  } else {
+    for (size_t i = 0; i < m->n_constraints; i++)
+      add_entry(&e, me, m->constraints[i].node, m->constraints[i].component,
+                m->constraints[i].value);
+    if (!s) s = flush_group(f, grp, "displacements", 0, &e, list, size);
+  }
+  if (!x) {
+    for (size_t i = 0; i < m->n_loads; i++)
+      if (m->loads[i].load_case == 0)
+        add_entry(&e, me, m->loads[i].node, m->loads[i].component, m->loads[i].value);
+    if (!s) s = flush_group(f, grp, "loads", 1, &e, list, size);
+  }
+  free(e.node);
+  free(e.sense);
+  free(e.value);
+  return s;
+}
+
+/* A set on the mesh: grid nodes or elements renumbered, those the mesh
+ * lacks left out. */
+static vox_status put_mesh_set(n88_file *f, int parent, const mesh *me, const n88_set *set,
+                               unsigned *buf) {
+  size_t c = 0;
+  if (set->elements) {
+    /* element_of is increasing: a binary search per element */
+    for (size_t i = 0; i < set->n; i++) {
+      size_t lo = 0, hi = me->n_elements;
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (me->element_of[mid] < set->ids[i]) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < me->n_elements && me->element_of[lo] == set->ids[i]) buf[c++] = (unsigned)(lo + 1);
+    }
+    return put_set(f, parent, set->name, "NumberOfElements", "ElementNumber", c, buf);
+  }
+  for (size_t i = 0; i < set->n; i++)
+    if (me->node_number[set->ids[i]]) buf[c++] = (unsigned)me->node_number[set->ids[i]];
+  return put_set(f, parent, set->name, "NumberOfNodes", "NodeNumber", c, buf);
+}
+
+/* The sets: the extras' (kept), or face_x0 ... face_z1 of the grid's box
+ * with the test's axis first (as n88modelgenerator orders them), or none;
+ * `node_lists` and `element_lists` get the Problem's post-processing lists. */
+static vox_status write_sets(n88_file *f, const vox_model *m, const mesh *me,
+                             const vox_n88model_layout *layout, char *node_lists,
+                             char *element_lists, size_t size) {
+  const vox_n88model_extras *x = layout ? layout->extras : NULL;
+  const int faces = !x && layout && layout->axis >= 0 && layout->axis <= 2;
+  node_lists[0] = element_lists[0] = '\0';
+  if (!faces && !(x && x->n_sets)) return VOX_OK;
+  if (x) {
+    snprintf(node_lists, size, "%s", x->node_lists ? x->node_lists : "");
+    snprintf(element_lists, size, "%s", x->element_lists ? x->element_lists : "");
+  }
   const vox_grid *g = &m->grid;
   const int64_t n_axis[3] = {g->nx, g->ny, g->nz};
-  unsigned *nodes = malloc((me->n_nodes + 1) * sizeof *nodes);
-  unsigned *elems = malloc((me->n_elements + 1) * sizeof *elems);
+  unsigned *buf = malloc((me->n_nodes + me->n_elements + 1) * sizeof *buf);
   vox_status s = VOX_OK;
   int sets, node_sets, elem_sets, err;
-  if (!nodes || !elems) s = vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
+  if (!buf) s = vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
   else if ((err = nc_def_grp(f->ncid, "Sets", &sets)) ||
            (err = nc_def_grp(sets, "NodeSets", &node_sets)) ||
            (err = nc_def_grp(sets, "ElementSets", &elem_sets)))
     s = nc_fail(f, VOX_ERR_IO, err, "cannot write group Sets");
-  for (int top = 0; !s && top < 2; top++) {
-    const int64_t plane = top ? n_axis[axis] : 0, layer = top ? n_axis[axis] - 1 : 0;
-    size_t nn = 0, ne = 0;
-    for (size_t n = 0; n < me->n_nodes; n++) {
-      const int64_t gn = me->node_of[n];
-      const int64_t ijk[3] = {gn % (g->nx + 1), (gn / (g->nx + 1)) % (g->ny + 1),
-                              gn / ((g->nx + 1) * (g->ny + 1))};
-      if (ijk[axis] == plane) nodes[nn++] = (unsigned)(n + 1);
+  for (size_t i = 0; !s && x && i < x->n_sets; i++)
+    s = put_mesh_set(f, x->sets[i].elements ? elem_sets : node_sets, me, &x->sets[i], buf);
+  for (int pass = 0; !s && faces && pass < 2; pass++)
+    for (int q = 0; !s && q < 3; q++) {
+      const int order[3] = {layout->axis, layout->axis == 0 ? 1 : 0, layout->axis == 2 ? 1 : 2};
+      const int a = order[q];
+      for (int end = 0; !s && end < 2; end++) {
+        char name[16];
+        snprintf(name, sizeof name, "face_%c%d", "xyz"[a], end);
+        size_t c = 0;
+        if (pass == 0) {
+          const int64_t plane = end ? n_axis[a] : 0;
+          for (size_t nd = 0; nd < me->n_nodes; nd++) {
+            int64_t ijk[3];
+            grid_ijk(g, me->node_of[nd], ijk);
+            if (ijk[a] == plane) buf[c++] = (unsigned)(nd + 1);
+          }
+          s = put_set(f, node_sets, name, "NumberOfNodes", "NodeNumber", c, buf);
+        } else {
+          const int64_t layer = end ? n_axis[a] - 1 : 0;
+          for (size_t e = 0; e < me->n_elements; e++) {
+            const int64_t ge = me->element_of[e];
+            const int64_t ijk[3] = {ge % g->nx, (ge / g->nx) % g->ny, ge / (g->nx * g->ny)};
+            if (ijk[a] == layer) buf[c++] = (unsigned)(e + 1);
+          }
+          s = put_set(f, elem_sets, name, "NumberOfElements", "ElementNumber", c, buf);
+        }
+      }
     }
-    for (size_t e = 0; e < me->n_elements; e++) {
-      const int64_t ge = me->element_of[e];
-      const int64_t ijk[3] = {ge % g->nx, (ge / g->nx) % g->ny, ge / (g->nx * g->ny)};
-      if (ijk[axis] == layer) elems[ne++] = (unsigned)(e + 1);
-    }
-    const char *name = top ? "top" : "bottom";
-    s = put_set(f, node_sets, name, "NumberOfNodes", "NodeNumber", nn, nodes);
-    if (!s) s = put_set(f, elem_sets, name, "NumberOfElements", "ElementNumber", ne, elems);
+  if (faces) {
+    const char axis_letter = "xyz"[layout->axis];
+    snprintf(node_lists, size, "face_%c1,face_%c0", axis_letter, axis_letter);
+    snprintf(element_lists, size, "face_%c1,face_%c0", axis_letter, axis_letter);
   }
-  free(nodes);
-  free(elems);
+  free(buf);
   return s;
 }
 
@@ -349,7 +549,8 @@ struct vox_n88model_writer {
   vox_context *ctx; /* the writer's own when it runs in a thread */
   char *path;
   const vox_model *model;
-  int axis, with_solution;
+  vox_n88model_layout layout; /* its axis -1 when none was given */
+  int with_solution;
   size_t n_bone;           /* the model's non-empty voxels (check_output) */
   vox_analysis_output out; /* handed over at stage HAS_OUTPUT */
   vox_stage_gate gate;
@@ -386,10 +587,10 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
       (err = put_text(sol, "Problem", "Problem1")) ||
       (err = nc_def_grp(sol, "NodeValues", &nodes)) ||
       (err = nc_def_dim(nodes, "NumberOfNodes", me->n_nodes, &d_nodes[0])) ||
-      (err = nc_def_dim(nodes, "Components3", 3, &d_nodes[1])) ||
+      (err = nc_inq_dimid(f->ncid, "Dimensionality", &d_nodes[1])) ||
       (err = nc_def_grp(sol, "ElementValues", &elems)) ||
       (err = nc_def_dim(elems, "NumberOfElements", me->n_elements, &d_elems[0])) ||
-      (err = nc_def_dim(elems, "Components6", 6, &d_elems[1])))
+      (err = nc_def_dim(elems, "NumberOfStressStrainComponents", 6, &d_elems[1])))
     return nc_fail(f, VOX_ERR_IO, err, "cannot write group Solutions");
   s = put_values(f, nodes, "Displacement", NC_DOUBLE, 2, d_nodes, m->displacement, me->node_of,
                  me->n_nodes, 3);
@@ -397,7 +598,7 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
   if (!s) s = wait_for(f, w, HAS_OUTPUT);
   const vox_analysis_output *out = &w->out;
   if (!s)
-    s = put_values(f, nodes, "ReactionForce", NC_DOUBLE, 2, d_nodes, out->reaction, me->node_of,
+    s = put_values(f, nodes, "ReactionForce", NC_FLOAT, 2, d_nodes, out->reaction, me->node_of,
                    me->n_nodes, 3);
   const struct {
     const char *name;
@@ -406,8 +607,7 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
   } ev[] = {{"Strain", out->fields.strain, 6},
             {"Stress", out->fields.stress, 6},
             {"StrainEnergyDensity", out->fields.sed, 1},
-            {"VonMisesStress", out->fields.von_mises, 1},
-            {"EffectiveStrain", out->fields.effective_strain, 1}};
+            {"VonMisesStress", out->fields.von_mises, 1}};
   /* compact fields (one entry per bone element) are already in the mesh's
    * element order: the non-empty voxels in grid order */
   const int64_t *of = out->fields.elements ? NULL : me->element_of;
@@ -417,34 +617,58 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
   return s;
 }
 
+/* The Log: the input's, then this run's line of the history (the last). */
+static char *make_log(const vox_model *m, const vox_n88model_extras *x) {
+  const char *history = m->history_text ? m->history_text : "";
+  size_t len = strlen(history);
+  while (len && history[len - 1] == '\n') len--;
+  size_t start = len;
+  while (start && history[start - 1] != '\n') start--;
+  const char *input = x && x->log ? x->log : "";
+  const size_t n_input = strlen(input);
+  char *log = malloc(n_input + (len - start) + 3);
+  if (!log) return NULL;
+  snprintf(log, n_input + (len - start) + 3, "%s%s%.*s\n", input,
+           n_input && input[n_input - 1] != '\n' ? "\n" : "", (int)(len - start), history + start);
+  return log;
+}
+
 static vox_status write_all(n88_file *f, n88_writer *w) {
   const vox_model *m = w->model;
-  const int axis = w->axis;
+  const vox_n88model_layout *layout = &w->layout;
   mesh me = {0};
   vox_status s = make_mesh(f, m, &me);
   int dim3, problems, problem, err = 0;
-  char list[64];
+  char list[4096], convergence[NC_MAX_NAME + 1], node_lists[4096], element_lists[4096];
+  char *log = s ? NULL : make_log(m, layout->extras);
+  if (!s && !log) s = vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
   if (!s && ((err = put_text(f->ncid, "Conventions", N88_CONVENTIONS)) ||
              (err = put_text(f->ncid, "ActiveProblem", "Problem1")) ||
              (w->with_solution && (err = put_text(f->ncid, "ActiveSolution", "Solution1"))) ||
              (m->history_text && (err = put_text(f->ncid, "History", m->history_text))) ||
+             (err = put_text(f->ncid, "Log", log)) ||
              (err = nc_put_att_longlong(f->ncid, NC_GLOBAL, "voxfe_grid_size", NC_INT64, 3,
                                         (const long long[3]){m->grid.nx, m->grid.ny,
                                                              m->grid.nz})) ||
              (err = nc_put_att_double(f->ncid, NC_GLOBAL, "voxfe_grid_origin", NC_DOUBLE, 3,
                                       m->grid.origin)) ||
+             (err = nc_put_att_double(f->ncid, NC_GLOBAL, "voxfe_voxel_size", NC_DOUBLE, 3,
+                                      m->grid.voxel_size)) ||
              (err = nc_def_dim(f->ncid, "Dimensionality", 3, &dim3))))
     s = nc_fail(f, VOX_ERR_IO, err, "cannot write the header");
+  free(log);
   if (!s) s = write_part(f, m, &me, dim3);
-  if (!s) s = write_constraints(f, m, &me, list, sizeof list);
-  if (!s && axis >= 0 && axis <= 2) s = write_sets(f, m, &me, axis);
+  if (!s)
+    s = write_constraints(f, m, &me, layout, list, sizeof list, convergence, sizeof convergence);
+  if (!s) s = write_sets(f, m, &me, layout, node_lists, element_lists, sizeof node_lists);
   if (!s && ((err = nc_def_grp(f->ncid, "Problems", &problems)) ||
              (err = nc_def_grp(problems, "Problem1", &problem)) ||
              (err = put_text(problem, "Part", "Part1")) ||
              (list[0] && (err = put_text(problem, "Constraints", list))) ||
-             (axis >= 0 && axis <= 2 &&
-              ((err = put_text(problem, "PostProcessingNodeSets", "top,bottom")) ||
-               (err = put_text(problem, "PostProcessingElementSets", "top,bottom"))))))
+             (convergence[0] && (err = put_text(problem, "ConvergenceSet", convergence))) ||
+             (node_lists[0] && (err = put_text(problem, "PostProcessingNodeSets", node_lists))) ||
+             (element_lists[0] &&
+              (err = put_text(problem, "PostProcessingElementSets", element_lists)))))
     s = nc_fail(f, VOX_ERR_IO, err, "cannot write group Problems");
   if (!s && w->with_solution) s = write_solution(f, w, &me);
   mesh_free(&me);
@@ -501,13 +725,18 @@ static vox_status check_output(vox_context *ctx, const char *path, const vox_mod
   return VOX_OK;
 }
 
+static vox_n88model_layout layout_or_none(const vox_n88model_layout *layout) {
+  return layout ? *layout : (vox_n88model_layout){.axis = -1, .test = 0, .extras = NULL};
+}
+
 vox_status vox_n88model_write(vox_context *ctx, const char *path, const vox_model *model,
-                              const vox_analysis_output *output, int axis) {
+                              const vox_analysis_output *output,
+                              const vox_n88model_layout *layout) {
   vox_status s = vox_model_validate(ctx, model);
   if (!s && output) s = check_output(ctx, path, model, count_bone(model), output);
   if (s) return s;
-  n88_writer w = {.ctx = ctx, .path = (char *)path, .model = model, .axis = axis,
-                  .with_solution = output != NULL};
+  n88_writer w = {.ctx = ctx, .path = (char *)path, .model = model,
+                  .layout = layout_or_none(layout), .with_solution = output != NULL};
   if (output) w.out = *output;
   vox_gate_init(&w.gate, HAS_OUTPUT); /* everything at hand */
   s = write_file(&w);
@@ -525,7 +754,8 @@ static void free_writer(n88_writer *w) {
 }
 
 vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const vox_model *model,
-                                     int axis, vox_n88model_writer **writer) {
+                                     const vox_n88model_layout *layout,
+                                     vox_n88model_writer **writer) {
   *writer = NULL;
   vox_status s = vox_model_validate(ctx, model);
   if (s) return s;
@@ -536,7 +766,8 @@ vox_status vox_n88model_writer_start(vox_context *ctx, const char *path, const v
     free(w), free(copy), vox_context_destroy(own);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
   }
-  w->ctx = own, w->path = copy, w->model = model, w->axis = axis, w->with_solution = 1;
+  w->ctx = own, w->path = copy, w->model = model, w->layout = layout_or_none(layout);
+  w->with_solution = 1;
   w->n_bone = count_bone(model);
   vox_gate_init(&w->gate, 0);
   if (vox_writer_start(&w->thread, write_in_thread, w)) {
@@ -666,6 +897,7 @@ typedef struct n88_mesh {
   long long *conn;       /* 8 per element, 1-based */
   long long *material;   /* per element */
   int64_t *grid_node;    /* per node: grid node index, -1 unused */
+  int64_t *grid_element; /* per element: grid element index */
 } n88_mesh;
 
 static void n88_mesh_free(n88_mesh *me) {
@@ -673,6 +905,7 @@ static void n88_mesh_free(n88_mesh *me) {
   free(me->conn);
   free(me->material);
   free(me->grid_node);
+  free(me->grid_element);
 }
 
 static vox_status read_mesh(n88_file *f, int part, n88_mesh *me) {
@@ -708,46 +941,70 @@ static vox_status read_mesh(n88_file *f, int part, n88_mesh *me) {
   return VOX_OK;
 }
 
-/* The voxel grid the mesh lies on, the labels, and each node's grid index. */
+/* How far a node may sit off its grid point, in voxels: n88modelgenerator
+ * stores coordinates as float32, which puts them up to about 1e-5 of a voxel
+ * off (a few units in the last place of coordinates some hundred voxels from
+ * zero); a mesh that is not a voxel mesh is off by a good part of a voxel. */
+#define GRID_TOLERANCE 1e-4
+
+/* The voxel grid the mesh lies on, the labels, and each node's grid index.
+ * The voxel size is first estimated from element 1, then taken from the
+ * whole extent of the mesh (its length over the number of voxels along it):
+ * one element's edge in float32 is too coarse for a grid of hundreds of
+ * voxels. */
 static vox_status mesh_to_grid(n88_file *f, n88_mesh *me, vox_model *m) {
   if (me->n_elements == 0) return bad(f, VOX_ERR_FORMAT, "the model has no elements");
   const long long *c0 = me->conn;
   double h[3], lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
-  /* VTK order: corner 1 is +x of corner 0, corner 3 +y, corner 4 +z */
-  const int step[3] = {1, 3, 4};
+  /* VTK_VOXEL order: corner 1 is +x of corner 0, corner 2 +y, corner 4 +z,
+   * corner 7 the opposite one */
+  const int step[3] = {1, 2, 4};
   for (int a = 0; a < 3; a++)
     h[a] = me->xyz[3 * (c0[step[a]] - 1) + a] - me->xyz[3 * (c0[0] - 1) + a];
   if (!(h[0] > 0 && h[1] > 0 && h[2] > 0))
-    return bad(f, VOX_ERR_UNSUPPORTED, "element 1 is not a box in VTK node order: not a voxel mesh");
+    return bad(f, VOX_ERR_UNSUPPORTED,
+               "element 1 is not a box with its corners in VTK_VOXEL order: not a voxel mesh");
   for (size_t e = 0; e < me->n_elements; e++)
     for (int a = 0; a < 3; a++) {
-      const double x = me->xyz[3 * (me->conn[8 * e] - 1) + a];
-      lo[a] = fmin(lo[a], x), hi[a] = fmax(hi[a], x + h[a]);
+      lo[a] = fmin(lo[a], me->xyz[3 * (me->conn[8 * e] - 1) + a]);
+      hi[a] = fmax(hi[a], me->xyz[3 * (me->conn[8 * e + 7] - 1) + a]);
     }
   vox_grid g = {0};
   int64_t *n[3] = {&g.nx, &g.ny, &g.nz};
   for (int a = 0; a < 3; a++) {
+    const double voxels = (hi[a] - lo[a]) / h[a];
+    *n[a] = (int64_t)llround(voxels);
+    if (*n[a] < 1 || !(fabs(voxels - (double)*n[a]) < 0.5))
+      return bad(f, VOX_ERR_UNSUPPORTED, "the elements do not tile a voxel grid: not a voxel mesh");
+    h[a] = (hi[a] - lo[a]) / (double)*n[a];
     g.voxel_size[a] = h[a], g.origin[a] = lo[a];
-    *n[a] = (int64_t)llround((hi[a] - lo[a]) / h[a]);
   }
   /* A file voxfe wrote keeps its grid (the box can be larger than the
-   * bone's), so that plates and indices survive the round trip. */
+   * bone's, and the coordinates are float32), so that plates and indices
+   * survive the round trip. */
   long long size[3];
-  double origin[3];
+  double origin[3], voxel[3];
   if (!nc_get_att_longlong(f->ncid, NC_GLOBAL, "voxfe_grid_size", size) &&
       !nc_get_att_double(f->ncid, NC_GLOBAL, "voxfe_grid_origin", origin)) {
+    const int has_voxel = !nc_get_att_double(f->ncid, NC_GLOBAL, "voxfe_voxel_size", voxel);
     int fits = 1;
     for (int a = 0; a < 3; a++) {
-      const double first = (lo[a] - origin[a]) / h[a], last = (hi[a] - origin[a]) / h[a];
-      fits &= size[a] >= 1 && fabs(first - llround(first)) < 1e-6 && first > -1e-6 &&
-              last < (double)size[a] + 1e-6;
+      if (has_voxel) fits &= fabs(voxel[a] - h[a]) < GRID_TOLERANCE * h[a];
+      const double hh = has_voxel ? voxel[a] : h[a];
+      const double first = (lo[a] - origin[a]) / hh, last = (hi[a] - origin[a]) / hh;
+      fits &= size[a] >= 1 && fabs(first - (double)llround(first)) < GRID_TOLERANCE &&
+              first > -GRID_TOLERANCE && last < (double)size[a] + GRID_TOLERANCE;
     }
-    for (int a = 0; fits && a < 3; a++) lo[a] = origin[a], g.origin[a] = origin[a], *n[a] = size[a];
+    for (int a = 0; fits && a < 3; a++) {
+      if (has_voxel) h[a] = voxel[a], g.voxel_size[a] = voxel[a];
+      lo[a] = origin[a], g.origin[a] = origin[a], *n[a] = size[a];
+    }
   }
   vox_status s = vox_model_init(f->ctx, m, &g);
   if (s) return s;
   me->grid_node = malloc((me->n_nodes + 1) * sizeof *me->grid_node);
-  if (!me->grid_node) return bad(f, VOX_ERR_NO_MEMORY, "out of memory");
+  me->grid_element = malloc((me->n_elements + 1) * sizeof *me->grid_element);
+  if (!me->grid_node || !me->grid_element) return bad(f, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < me->n_nodes; i++) me->grid_node[i] = -1;
   for (size_t e = 0; e < me->n_elements; e++) {
     const long long *c = me->conn + 8 * e;
@@ -755,24 +1012,28 @@ static vox_status mesh_to_grid(n88_file *f, n88_mesh *me, vox_model *m) {
     for (int a = 0; a < 3; a++) {
       const double t = (me->xyz[3 * (c[0] - 1) + a] - lo[a]) / h[a];
       ijk[a] = (int64_t)llround(t);
-      if (fabs(t - (double)ijk[a]) > 1e-6)
+      if (fabs(t - (double)ijk[a]) > GRID_TOLERANCE || ijk[a] < 0 || ijk[a] >= *n[a])
         return bad(f, VOX_ERR_UNSUPPORTED, "element %zu is off the voxel grid: not a voxel mesh",
                    e + 1);
     }
     for (int k = 0; k < 8; k++) {
-      const int64_t gi[3] = {ijk[0] + vox_hex8_corner[k][0], ijk[1] + vox_hex8_corner[k][1],
-                             ijk[2] + vox_hex8_corner[k][2]};
+      const int64_t gi[3] = {ijk[0] + n88_voxel_corner[k][0], ijk[1] + n88_voxel_corner[k][1],
+                             ijk[2] + n88_voxel_corner[k][2]};
       for (int a = 0; a < 3; a++) {
         const double want = lo[a] + (double)gi[a] * h[a];
-        if (fabs(me->xyz[3 * (c[k] - 1) + a] - want) > 1e-6 * h[a])
+        if (fabs(me->xyz[3 * (c[k] - 1) + a] - want) > GRID_TOLERANCE * h[a])
           return bad(f, VOX_ERR_UNSUPPORTED,
-                     "element %zu is not a box of %g x %g x %g in VTK node order: not a voxel "
-                     "mesh", e + 1, h[0], h[1], h[2]);
+                     "element %zu is not a box of %g x %g x %g with its corners in VTK_VOXEL "
+                     "order: not a voxel mesh", e + 1, h[0], h[1], h[2]);
       }
       const int64_t gn = node_index(&g, gi[0], gi[1], gi[2]);
+      if (me->grid_node[c[k] - 1] >= 0 && me->grid_node[c[k] - 1] != gn)
+        return bad(f, VOX_ERR_FORMAT, "node %lld is a corner of elements at different places",
+                   c[k]);
       me->grid_node[c[k] - 1] = gn;
     }
     const int64_t ge = (ijk[2] * g.ny + ijk[1]) * g.nx + ijk[0];
+    me->grid_element[e] = ge;
     if (me->material[e] < 1 || me->material[e] > 255)
       return bad(f, VOX_ERR_UNSUPPORTED, "element %zu: MaterialID %lld is not in 1..255 (voxfe "
                  "labels)", e + 1, me->material[e]);
@@ -827,12 +1088,18 @@ static vox_status read_materials(n88_file *f, int part, const n88_mesh *me, vox_
   return s;
 }
 
-/* The problem's constraints: displacements and forces on nodes. */
-static vox_status read_constraints(n88_file *f, int problem, const n88_mesh *me, vox_model *m) {
+/* The problem's constraints: displacements and forces on nodes; each
+ * group's run of them recorded in `x` (when not NULL). */
+static vox_status read_constraints(n88_file *f, int problem, const n88_mesh *me, vox_model *m,
+                                   vox_n88model_extras *x) {
   char list[4096];
   int cons;
   if (!get_text(problem, "Constraints", list, sizeof list) || !list[0]) return VOX_OK;
   vox_status s = group(f, f->ncid, "Constraints", &cons);
+  size_t n_names = 1;
+  for (const char *c = list; *c; c++) n_names += *c == ',' || *c == ';';
+  if (!s && x && !(x->groups = calloc(n_names, sizeof *x->groups)))
+    s = bad(f, VOX_ERR_NO_MEMORY, "out of memory");
   int have_loads = 0;
   for (char *save = NULL, *name = strtok_r(list, ",;", &save); name && !s;
        name = strtok_r(NULL, ",;", &save)) {
@@ -863,6 +1130,11 @@ static vox_status read_constraints(n88_file *f, int problem, const n88_mesh *me,
       s = vox_model_set_load_cases(f->ctx, m, 1);
       have_loads = 1;
     }
+    n88_group *gr = x && x->n_groups < n_names ? &x->groups[x->n_groups++] : NULL;
+    if (gr) {
+      snprintf(gr->name, sizeof gr->name, "%s", name);
+      gr->force = force, gr->start = force ? m->n_loads : m->n_constraints;
+    }
     for (size_t i = 0; i < n && !s; i++) {
       if (node[i] < 1 || (size_t)node[i] > me->n_nodes || sense[i] < 1 || sense[i] > 3)
         s = bad(f, VOX_ERR_FORMAT, "constraint '%s': node %lld sense %lld out of range", name,
@@ -876,15 +1148,124 @@ static vox_status read_constraints(n88_file *f, int problem, const n88_mesh *me,
         s = vox_model_add_constraint(f->ctx, m, me->grid_node[node[i] - 1], (int)sense[i] - 1,
                                      value[i]);
     }
+    if (gr) gr->count = (force ? m->n_loads : m->n_constraints) - gr->start;
     free(node);
     free(sense);
     free(value);
+  }
+  if (x) x->n_constraints = m->n_constraints, x->n_loads = m->n_loads;
+  return s;
+}
+
+/* A variable of n integers into a malloc'ed array of long long. */
+static vox_status read_ints(n88_file *f, int ncid, const char *name, size_t *n, long long **out) {
+  int v;
+  vox_status s = var_shape(f, ncid, name, 1, n, &v);
+  if (s) return s;
+  *out = malloc((*n + 1) * sizeof **out);
+  if (!*out) return bad(f, VOX_ERR_NO_MEMORY, "out of memory");
+  if (*n && nc_get_var_longlong(ncid, v, *out))
+    return bad(f, VOX_ERR_FORMAT, "cannot read %s", name);
+  return VOX_OK;
+}
+
+/* The convergence set (a node list of its own, on grid nodes). */
+static vox_status read_convergence(n88_file *f, int problem, const n88_mesh *me,
+                                   vox_n88model_extras *x) {
+  char name[NC_MAX_NAME + 1];
+  int cons, grp, v;
+  if (!get_text(problem, "ConvergenceSet", name, sizeof name) || !name[0]) return VOX_OK;
+  if (nc_inq_ncid(f->ncid, "Constraints", &cons) || nc_inq_ncid(cons, name, &grp))
+    return bad(f, VOX_ERR_FORMAT, "the convergence set '%s' is missing", name);
+  snprintf(x->convergence_name, sizeof x->convergence_name, "%s", name);
+  get_text(grp, "Type", x->convergence_type, sizeof x->convergence_type);
+  long long *node = NULL, *sense = NULL;
+  size_t n = 0, n2 = 0, n3 = 0;
+  vox_status s = read_ints(f, grp, "NodeNumber", &n, &node);
+  if (!s) s = read_ints(f, grp, "Sense", &n2, &sense);
+  if (!s) s = var_shape(f, grp, "Value", 1, &n3, &v);
+  if (!s && (n2 != n || n3 != n))
+    s = bad(f, VOX_ERR_FORMAT, "convergence set '%s': lengths differ", name);
+  if (!s && (!(x->convergence_node = malloc((n + 1) * sizeof *x->convergence_node)) ||
+             !(x->convergence_sense = malloc(n + 1)) ||
+             !(x->convergence_value = malloc((n + 1) * sizeof *x->convergence_value))))
+    s = bad(f, VOX_ERR_NO_MEMORY, "out of memory");
+  if (!s && n && nc_get_var_double(grp, v, x->convergence_value))
+    s = bad(f, VOX_ERR_FORMAT, "cannot read convergence set '%s'", name);
+  for (size_t i = 0; !s && i < n; i++) {
+    if (node[i] < 1 || (size_t)node[i] > me->n_nodes || sense[i] < 1 || sense[i] > 3)
+      s = bad(f, VOX_ERR_FORMAT, "convergence set '%s': node %lld sense %lld out of range", name,
+              node[i], sense[i]);
+    else if (me->grid_node[node[i] - 1] >= 0) {
+      x->convergence_node[x->n_convergence] = me->grid_node[node[i] - 1];
+      x->convergence_sense[x->n_convergence] = (uint8_t)(sense[i] - 1);
+      x->convergence_value[x->n_convergence++] = x->convergence_value[i];
+    }
+  }
+  free(node);
+  free(sense);
+  return s;
+}
+
+/* The node and element sets, on grid nodes and elements. */
+static vox_status read_sets(n88_file *f, const n88_mesh *me, const int64_t *grid_element,
+                            vox_n88model_extras *x) {
+  int sets;
+  if (nc_inq_ncid(f->ncid, "Sets", &sets)) return VOX_OK;
+  vox_status s = VOX_OK;
+  for (int kind = 0; kind < 2 && !s; kind++) {
+    int parent, n_groups = 0;
+    if (nc_inq_ncid(sets, kind ? "ElementSets" : "NodeSets", &parent) ||
+        nc_inq_grps(parent, &n_groups, NULL) || n_groups <= 0)
+      continue;
+    int *ids = malloc((size_t)n_groups * sizeof *ids);
+    n88_set *grown = realloc(x->sets, (x->n_sets + (size_t)n_groups) * sizeof *grown);
+    if (grown) x->sets = grown;
+    if (!ids || !grown || nc_inq_grps(parent, NULL, ids)) {
+      free(ids);
+      return bad(f, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n_groups && !s; i++) {
+      n88_set *set = &x->sets[x->n_sets];
+      memset(set, 0, sizeof *set);
+      set->elements = kind;
+      nc_inq_grpname(ids[i], set->name);
+      long long *list = NULL;
+      size_t n = 0;
+      s = read_ints(f, ids[i], kind ? "ElementNumber" : "NodeNumber", &n, &list);
+      if (!s && !(set->ids = malloc((n + 1) * sizeof *set->ids)))
+        s = bad(f, VOX_ERR_NO_MEMORY, "out of memory");
+      for (size_t j = 0; !s && j < n; j++) {
+        const size_t limit = kind ? me->n_elements : me->n_nodes;
+        if (list[j] < 1 || (size_t)list[j] > limit)
+          s = bad(f, VOX_ERR_FORMAT, "set '%s': number %lld out of 1..%zu", set->name, list[j],
+                  limit);
+        else if (kind)
+          set->ids[set->n++] = grid_element[list[j] - 1];
+        else if (me->grid_node[list[j] - 1] >= 0)
+          set->ids[set->n++] = me->grid_node[list[j] - 1];
+      }
+      free(list);
+      if (!s) x->n_sets++;
+      else free(set->ids);
+    }
+    free(ids);
   }
   return s;
 }
 
 vox_status vox_n88model_read(vox_context *ctx, const char *path, vox_model *model) {
+  return vox_n88model_read_extras(ctx, path, model, NULL);
+}
+
+vox_status vox_n88model_read_extras(vox_context *ctx, const char *path, vox_model *model,
+                                    vox_n88model_extras **extras) {
   memset(model, 0, sizeof *model);
+  vox_n88model_extras *x = NULL;
+  if (extras) {
+    *extras = NULL;
+    if (!(x = calloc(1, sizeof *x))) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
   n88_file f = {ctx, path, -1};
   int err = nc_open(path, NC_NOWRITE, &f.ncid);
   if (err)
@@ -907,7 +1288,14 @@ vox_status vox_n88model_read(vox_context *ctx, const char *path, vox_model *mode
   if (!s) s = read_mesh(&f, part, &me);
   if (!s) s = mesh_to_grid(&f, &me, model);
   if (!s) s = read_materials(&f, part, &me, model);
-  if (!s) s = read_constraints(&f, problem, &me, model);
+  if (!s) s = read_constraints(&f, problem, &me, model, x);
+  if (!s && x) s = read_convergence(&f, problem, &me, x);
+  if (!s && x) s = read_sets(&f, &me, me.grid_element, x);
+  if (!s && x) {
+    x->log = get_text_alloc(f.ncid, "Log");
+    x->node_lists = get_text_alloc(problem, "PostProcessingNodeSets");
+    x->element_lists = get_text_alloc(problem, "PostProcessingElementSets");
+  }
   char *history = s ? NULL : get_text_alloc(f.ncid, "History");
   if (history && history[0]) { /* voxfe's history ends each line with a newline */
     const size_t len = strlen(history);
@@ -923,6 +1311,11 @@ vox_status vox_n88model_read(vox_context *ctx, const char *path, vox_model *mode
   }
   nc_close(f.ncid);
   n88_mesh_free(&me);
-  if (s) vox_model_free(model);
+  if (s) {
+    vox_model_free(model);
+    vox_n88model_extras_free(x);
+  } else if (extras) {
+    *extras = x;
+  }
   return s;
 }

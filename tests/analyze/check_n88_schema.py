@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """voxfe-analyze on an n88model written here, with netCDF4, to the published
 schema (as vtkbone's n88model writer and n88modelgenerator lay it out: float
-coordinates and values, uint node numbers in VTK hexahedron order, 1-based,
+coordinates and values, uint node numbers in VTK_VOXEL order, 1-based,
 Sense 1..3, named constraint groups listed by the problem), with nodes and
 elements numbered in a shuffled order. The model is a cube of 4x4x4 voxels,
 E = 1000 MPa, nu = 0.3, compressed by 1 % along z with free lateral faces;
@@ -31,7 +31,7 @@ node_perm = rng.permutation(len(grid_nodes))          # file position -> grid no
 number_of = np.empty(len(grid_nodes), int)            # grid node -> 1-based number
 number_of[node_perm] = np.arange(1, len(grid_nodes) + 1)
 gid = {ijk: g for g, ijk in enumerate(grid_nodes)}
-corner = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1)]
+corner = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 1, 1)]
 elems = [(i, j, k) for k in range(n) for j in range(n) for i in range(n)]
 elems = [elems[p] for p in rng.permutation(len(elems))]
 

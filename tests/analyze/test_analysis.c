@@ -55,7 +55,7 @@ static void check_cube(vox_context *ctx, vox_backend *be, vox_compression_test t
       plate[n_plate++] = 3 * m.constraints[i].node + axis;
   CHECK(n_plate == (size_t)(n + 1) * (n + 1));
   double share[256];
-  vox_element_fields f = {strain, stress, sed, vm, eff, NULL, 0};
+  vox_element_fields f = {strain, stress, sed, vm, eff, NULL, 0, VOX_SED_CENTRE};
   CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, &f, plate, n_plate, share));
 
   const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
@@ -86,6 +86,34 @@ static void check_cube(vox_context *ctx, vox_backend *be, vox_compression_test t
     CHECK_CLOSE(eff[e] / sqrt(2 * want_sed / E), 1, 1e-6);
     for (int c = 3; c < 6; c++) CHECK(fabs(strain[6 * e + c]) < 1e-9);
   }
+  /* the engine's summary: the loaded face is the plate found above; in a
+   * uniform strain every element is at |eps|, so the failure load is
+   * F 0.007 / |eps|, negative like F */
+  int64_t *face = malloc(m.n_constraints * sizeof *face);
+  size_t n_face = 0;
+  vox_loaded_face_dofs(&m, axis, face, &n_face);
+  CHECK(n_face == n_plate);
+  vox_analysis_options ao;
+  vox_analysis_options_default(&ao);
+  ao.axis = axis;
+  vox_analysis_summary sum;
+  CHECK_OK(ctx, vox_analysis_summarize(ctx, &m, &ao, u, reaction, face, n_face, eff, ne, share,
+                                       &sum));
+  CHECK_CLOSE(sum.reaction_force, force, 1e-12);
+  CHECK_CLOSE(sum.applied_displacement, applied, 1e-15);
+  CHECK_CLOSE(sum.stiffness, force / applied, 1e-12);
+  CHECK_CLOSE(sum.apparent_modulus, want_stress / eps, 1e-9);
+  CHECK_CLOSE(sum.box_area, area, 1e-15);
+  CHECK_CLOSE(sum.box_length, n * h, 1e-15);
+  CHECK_CLOSE(sum.failure_load / (force * 0.007 / sqrt(2 * want_sed / E)), 1, 1e-6);
+  CHECK(sum.failure_load < 0);
+  CHECK_CLOSE(sum.load_share[1], 1, 1e-12);
+  CHECK(fabs(sum.support_reaction[axis]) < 1e-9 * fabs(force)); /* equilibrium */
+  ao.compression = 0; /* the model's own conditions: no loaded face */
+  CHECK_OK(ctx, vox_analysis_summarize(ctx, &m, &ao, u, reaction, NULL, 0, eff, ne, share, &sum));
+  CHECK(isnan(sum.reaction_force) && isnan(sum.failure_load) && isnan(sum.load_share[1]));
+  CHECK(sum.compliance == 0);
+  free(face);
   free(u), free(reaction), free(strain), free(stress), free(sed), free(vm), free(eff), free(plate);
   vox_model_free(&m);
 }
@@ -153,9 +181,9 @@ static void check_compact_fields(vox_context *ctx, vox_backend *be) {
   CHECK(nb == want_nb && nb < ne && nb > 0);
   double *compact = malloc(15 * nb * sizeof *compact);
   vox_element_fields f1 = {full, full + 6 * ne, full + 12 * ne, full + 13 * ne, full + 14 * ne,
-                           NULL, 0};
+                           NULL, 0, VOX_SED_CENTRE};
   vox_element_fields f2 = {compact, compact + 6 * nb, compact + 12 * nb, compact + 13 * nb,
-                           compact + 14 * nb, list, nb};
+                           compact + 14 * nb, list, nb, VOX_SED_CENTRE};
   CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, r1, &f1, NULL, 0, NULL));
   CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, r2, &f2, NULL, 0, NULL));
   CHECK(memcmp(r1, r2, 3 * nn * sizeof *r1) == 0);
@@ -219,11 +247,13 @@ static void check_pistoia(void) {
   enum { N = 1000 };
   double eff[N];
   for (int i = 0; i < N; i++) eff[i] = (double)((i * 389) % N + 1) * 1e-5;
+  /* the sign of the load: negative in compression, as n88pistoia reports */
   const double load = -1234.5;
-  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.02), 1234.5 * 0.007 / 981e-5, 1e-12);
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.02), -1234.5 * 0.007 / 981e-5, 1e-12);
   /* 5 %: the 50th largest, 951e-5; 1 %: the 10th, 991e-5 */
-  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.05), 1234.5 * 0.007 / 951e-5, 1e-12);
-  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.01, 0.01), 1234.5 * 0.01 / 991e-5, 1e-12);
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.007, 0.05), -1234.5 * 0.007 / 951e-5, 1e-12);
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, load, 0.01, 0.01), -1234.5 * 0.01 / 991e-5, 1e-12);
+  CHECK_CLOSE(vox_pistoia_failure_load(eff, N, -load, 0.01, 0.01), 1234.5 * 0.01 / 991e-5, 1e-12);
   /* scaled to the failure load, exactly 2 % of the elements reach 0.7 % */
   double factor = vox_pistoia_failure_load(eff, N, 1, 0.007, 0.02);
   int above = 0;
@@ -362,7 +392,7 @@ static void check_selection(vox_context *ctx) {
     const double volume = 0.02 + 0.1 * (trial % 5);
     size_t k = (size_t)ceil(volume * (double)n - 1e-9);
     k = k < 1 ? 1 : k > n ? n : k;
-    const double want = sorted[n - k] > 0 ? 10 * 0.007 / sorted[n - k] : NAN;
+    const double want = sorted[n - k] > 0 ? -10 * 0.007 / sorted[n - k] : NAN;
     const double got = vox_pistoia_failure_load(x, n, -10, 0.007, volume);
     CHECK((isnan(want) && isnan(got)) || fabs(got - want) <= 1e-15 * fabs(want));
     free(x), free(sorted);
@@ -412,11 +442,111 @@ static void check_radix_selection(vox_context *ctx) {
     if (trial == 0) { /* the failure load's selection takes the same path */
       const double volume = 0.02;
       const size_t k = (size_t)ceil(volume * (double)m - 1e-9);
-      const double want = sorted[m - k] > 0 ? 10 * 0.007 / sorted[m - k] : NAN;
+      const double want = sorted[m - k] > 0 ? -10 * 0.007 / sorted[m - k] : NAN;
       CHECK_CLOSE(vox_pistoia_failure_load(vals, m, -10, 0.007, volume), want, 1e-15);
     }
   }
   free(x), free(sorted), free(vals), free(active);
+}
+
+/* The strain-energy density's two definitions on one element in the
+ * bending mode u_x = k (y - yc)(z - zc): no strain at the centre, so the
+ * centre's SED is 0, while the mean over the element is, by hand,
+ * (1/V) int 1/2 [(lambda + 2 mu) 0 + mu (gamma_xy^2 + gamma_zx^2)] dV with
+ * gamma_xy = k (z - zc), gamma_zx = k (y - yc): mu k^2 h^2 / 12 for a cube of
+ * edge h (the mean of (z - zc)^2 is h^2 / 12). And a uniform strain: the
+ * same SED both ways, 1/2 sigma . eps. */
+static void check_sed_point(vox_context *ctx) {
+  const double h = 0.5, E = 1000, nu = 0.25, k = 0.02;
+  vox_model m = {0};
+  cube_model(ctx, &m, 1, h, E, nu);
+  double u[24] = {0}, sed, eff;
+  for (int n = 0; n < 8; n++) {
+    const double y = (n / 2) % 2 * h, z = n / 4 * h;
+    u[3 * n] = k * (y - h / 2) * (z - h / 2);
+  }
+  vox_element_fields f = {.sed = &sed, .effective_strain = &eff, .sed_point = VOX_SED_CENTRE};
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, NULL, &f, NULL, 0, NULL));
+  CHECK(fabs(sed) < 1e-18 && fabs(eff) < 1e-9);
+  f.sed_point = VOX_SED_ELEMENT_MEAN;
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, NULL, &f, NULL, 0, NULL));
+  const double mu = E / (2 * (1 + nu));
+  CHECK_CLOSE(sed / (mu * k * k * h * h / 12), 1, 1e-12);
+  /* a uniform strain, eps_xx = 1e-3, eps_yz (engineering) = 2e-3 */
+  for (int n = 0; n < 8; n++) {
+    const double x = n % 2 * h, y = (n / 2) % 2 * h, z = n / 4 * h;
+    u[3 * n] = 1e-3 * x, u[3 * n + 1] = 1e-3 * z, u[3 * n + 2] = 1e-3 * y;
+  }
+  const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu));
+  const double want = 0.5 * ((lambda + 2 * mu) * 1e-6 + mu * 4e-6);
+  for (int point = 0; point < 2; point++) {
+    f.sed_point = (vox_sed_point)point;
+    CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, NULL, &f, NULL, 0, NULL));
+    CHECK_CLOSE(sed / want, 1, 1e-12);
+  }
+  f.sed_point = (vox_sed_point)7;
+  CHECK(vox_analysis_fields(ctx, &m, NULL, u, NULL, &f, NULL, 0, NULL) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  vox_sed_point parsed;
+  CHECK(vox_sed_point_parse("element-mean", &parsed) == 0 && parsed == VOX_SED_ELEMENT_MEAN);
+  CHECK(vox_sed_point_parse("centre", &parsed) == 0 && parsed == VOX_SED_CENTRE);
+  CHECK(vox_sed_point_parse("center", &parsed) == -1);
+  vox_model_free(&m);
+}
+
+/* Plates held along z only (as n88modelgenerator makes them): three rigid
+ * motions free (x, y, rotation about z), held by three constraints; the
+ * solve then gives E A eps on the top plate, and nothing on the pins. A
+ * standard test's supports hold every motion already. */
+static void check_hold_rigid_motions(vox_context *ctx, vox_backend *be) {
+  const int n = 4;
+  const double h = 0.5, E = 1000, eps = -0.01;
+  vox_model m = {0};
+  cube_model(ctx, &m, n, h, E, 0.3);
+  for (int j = 0; j <= n; j++)
+    for (int i = 0; i <= n; i++) {
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, j * (n + 1) + i, 2, 0));
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, (n * (n + 1) + j) * (n + 1) + i, 2,
+                                             eps * n * h));
+    }
+  const size_t before = m.n_constraints;
+  size_t added = 99;
+  CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &m, &added));
+  CHECK(added == 3 && m.n_constraints == before + 3);
+  int lateral = 0;
+  for (size_t i = before; i < m.n_constraints; i++)
+    lateral += m.constraints[i].component != 2 && m.constraints[i].value == 0;
+  CHECK(lateral == 3);
+  CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &m, &added)); /* held now */
+  CHECK(added == 0);
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 1));
+  const size_t nn = (size_t)(n + 1) * (n + 1) * (n + 1);
+  double *u = calloc(3 * nn, sizeof *u), *reaction = malloc(3 * nn * sizeof *reaction);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-12;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &res));
+  CHECK(res.reason > 0);
+  CHECK_OK(ctx, vox_analysis_fields(ctx, &m, NULL, u, reaction, NULL, NULL, 0, NULL));
+  double force = 0;
+  for (size_t i = 0; i < before; i++)
+    if (m.constraints[i].value != 0) force += reaction[3 * m.constraints[i].node + 2];
+  CHECK_CLOSE(force / (E * n * h * n * h * eps), 1, 1e-9);
+  for (size_t i = before; i < m.n_constraints; i++)
+    CHECK(fabs(reaction[3 * m.constraints[i].node + m.constraints[i].component]) <
+          1e-9 * fabs(force));
+  free(u), free(reaction);
+  vox_model_free(&m);
+  for (int test = 0; test < 3; test++) {
+    vox_model t = {0};
+    cube_model(ctx, &t, n, h, E, 0.3);
+    CHECK_OK(ctx, vox_add_compression_test(ctx, &t, (vox_compression_test)test, 2, eps, NULL));
+    CHECK_OK(ctx, vox_hold_rigid_motions(ctx, &t, &added));
+    CHECK(added == 0);
+    vox_model_free(&t);
+  }
 }
 
 int main(void) {
@@ -429,8 +559,10 @@ int main(void) {
     check_cube(ctx, be, VOX_TEST_CONFINED, axis);
   }
   check_load_share(ctx, be);
+  check_hold_rigid_motions(ctx, be);
   check_compact_fields(ctx, be);
   check_pistoia();
+  check_sed_point(ctx);
   check_statistics(ctx);
   check_statistics_many(ctx);
   check_components(ctx);

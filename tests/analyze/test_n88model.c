@@ -40,17 +40,19 @@ static void sample(vox_context *ctx, vox_model *m) {
   CHECK_OK(ctx, vox_model_add_load(ctx, m, nn - 2, 1, 0, 1.1 / 7));
 }
 
-/* Per-dof tables: NaN where nothing is given. */
+/* Per-dof tables: NaN where nothing is given (values as float: the
+ * n88model stores them so). */
 static double *dof_table(const vox_model *m, int loads) {
   const size_t nd = 3 * (size_t)vox_grid_nodes(&m->grid);
   double *t = malloc(nd * sizeof *t);
   for (size_t d = 0; d < nd; d++) t[d] = NAN;
   if (loads)
     for (size_t i = 0; i < m->n_loads; i++)
-      t[3 * m->loads[i].node + m->loads[i].component] = m->loads[i].value;
+      t[3 * m->loads[i].node + m->loads[i].component] = (float)m->loads[i].value;
   else
     for (size_t i = 0; i < m->n_constraints; i++)
-      t[3 * m->constraints[i].node + m->constraints[i].component] = m->constraints[i].value;
+      t[3 * m->constraints[i].node + m->constraints[i].component] =
+          (float)m->constraints[i].value;
   return t;
 }
 
@@ -75,7 +77,7 @@ int main(void) {
 
   vox_model m = {0}, back = {0};
   sample(ctx, &m);
-  CHECK_OK(ctx, vox_n88model_write(ctx, file, &m, NULL, -1));
+  CHECK_OK(ctx, vox_n88model_write(ctx, file, &m, NULL, NULL));
   CHECK_OK(ctx, vox_n88model_read(ctx, file, &back));
   CHECK(back.grid.nx == 5 && back.grid.ny == 4 && back.grid.nz == 3);
   for (int a = 0; a < 3; a++) {
@@ -99,7 +101,8 @@ int main(void) {
   for (size_t i = 0; i < ne; i++) one[i] = 0.5 * (double)i;
   m.displacement = u;
   vox_analysis_output out = {.reaction = r, .fields = {six, six, one, one, one}};
-  CHECK_OK(ctx, vox_n88model_write(ctx, other, &m, &out, 2));
+  const vox_n88model_layout test_z = {.axis = 2, .test = VOX_TEST_UNIAXIAL};
+  CHECK_OK(ctx, vox_n88model_write(ctx, other, &m, &out, &test_z));
   int ncid, grp, v;
   CHECK(nc_open(other, NC_NOWRITE, &ncid) == 0);
   CHECK(nc_inq_grp_full_ncid(ncid, "/Solutions/Solution1/NodeValues", &grp) == 0);
@@ -129,7 +132,32 @@ int main(void) {
   int dim;
   CHECK(nc_inq_dimid(grp, "NumberOfNodes", &dim) == 0 && nc_inq_dimlen(grp, dim, &len) == 0 &&
         len == n_used);
-  CHECK(nc_inq_grp_full_ncid(ncid, "/Sets/NodeSets/top", &grp) == 0);
+  CHECK(nc_inq_grp_full_ncid(ncid, "/Sets/NodeSets/face_z1", &grp) == 0);
+  /* the corners of element 1 in VTK_VOXEL order, as vtkbone reads them:
+   * (0,0,0) (1,0,0) (0,1,0) (1,1,0) (0,0,1) (1,0,1) (0,1,1) (1,1,1) */
+  {
+    static const int voxel[8][3] = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0},
+                                    {0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
+    int part, hexa, v_xyz, v_conn;
+    unsigned c8[8];
+    size_t at8[2] = {0, 0}, n8[2] = {1, 8};
+    CHECK(nc_inq_grp_full_ncid(ncid, "/Parts/Part1", &part) == 0 &&
+          nc_inq_varid(part, "NodeCoordinates", &v_xyz) == 0);
+    CHECK(nc_inq_grp_full_ncid(ncid, "/Parts/Part1/Elements/Hexahedrons", &hexa) == 0 &&
+          nc_inq_varid(hexa, "NodeNumbers", &v_conn) == 0 &&
+          nc_get_vara_uint(hexa, v_conn, at8, n8, c8) == 0);
+    nc_type xyz_type;
+    CHECK(nc_inq_vartype(part, v_xyz, &xyz_type) == 0 && xyz_type == NC_FLOAT);
+    double p0[3];
+    for (int k = 0; k < 8; k++) {
+      double p[3];
+      size_t at[2] = {c8[k] - 1, 0}, n3[2] = {1, 3};
+      CHECK(nc_get_vara_double(part, v_xyz, at, n3, p) == 0);
+      if (k == 0) memcpy(p0, p, sizeof p);
+      for (int a = 0; a < 3; a++)
+        CHECK(fabs(p[a] - p0[a] - voxel[k][a] * m.grid.voxel_size[a]) < 1e-6);
+    }
+  }
   nc_close(ncid);
   m.displacement = NULL;
   free(u), free(r), free(six), free(one);
@@ -151,6 +179,22 @@ int main(void) {
   CHECK(vox_n88model_read(ctx, file, &bad) == VOX_ERR_UNSUPPORTED);
   CHECK(strstr(vox_context_message(ctx), "not a voxel mesh") != NULL);
   CHECK(bad.label == NULL);
+  /* a node 2e-5 of a voxel off its grid point, as float32 coordinates are:
+   * still a voxel mesh; 1e-3 of a voxel is not */
+  for (int trial = 0; trial < 2; trial++) {
+    CHECK_OK(ctx, vox_n88model_write(ctx, file, &m, NULL, NULL));
+    CHECK(nc_open(file, NC_WRITE, &ncid) == 0);
+    CHECK(nc_inq_grp_full_ncid(ncid, "/Parts/Part1", &grp) == 0);
+    CHECK(nc_inq_varid(grp, "NodeCoordinates", &v) == 0);
+    double x;
+    CHECK(nc_get_var1_double(grp, v, at, &x) == 0);
+    x += m.grid.voxel_size[0] * (trial ? 1e-3 : 2e-5);
+    CHECK(nc_put_var1_double(grp, v, at, &x) == 0);
+    nc_close(ncid);
+    const vox_status got = vox_n88model_read(ctx, file, &bad);
+    CHECK(got == (trial ? VOX_ERR_UNSUPPORTED : VOX_OK));
+    vox_model_free(&bad);
+  }
 
   vox_model_free(&m);
   vox_model_free(&back);

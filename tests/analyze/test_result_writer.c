@@ -132,7 +132,7 @@ int main(void) {
   double *strain = malloc(6 * nb * sizeof *strain), *stress = malloc(6 * nb * sizeof *stress);
   double *sed = malloc(nb * sizeof *sed), *vm = malloc(nb * sizeof *vm);
   double *eff = malloc(nb * sizeof *eff);
-  vox_element_fields f = {strain, stress, sed, vm, eff, elements, nb};
+  vox_element_fields f = {strain, stress, sed, vm, eff, elements, nb, VOX_SED_CENTRE};
   vox_summary_entry summary[2] = {{"stiffness", NULL, 123.5, "N/mm"},
                                   {"test", "uniaxial", NAN, NULL}};
   m.displacement = u;
@@ -209,28 +209,30 @@ int main(void) {
   snprintf(once88, sizeof once88, "%s/once.n88model", dir);
   snprintf(beside88, sizeof beside88, "%s/beside.n88model", dir);
   vox_n88model_writer *w88 = NULL;
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, beside88, &m, 2, &w88));
+  const vox_n88model_layout z_test = {.axis = 2, .test = VOX_TEST_UNIAXIAL};
+  const vox_n88model_layout x_test = {.axis = 0, .test = VOX_TEST_UNIAXIAL};
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, beside88, &m, &z_test, &w88));
   vox_n88model_writer_put_displacement(w88);
   CHECK_OK(ctx, vox_n88model_writer_finish(ctx, w88, &out));
-  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, 2));
+  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, &z_test));
   CHECK(same_files(once88, beside88));
-  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, 0)); /* other sets: can fail */
+  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, &x_test)); /* other sets: can fail */
   CHECK(!same_files(once88, beside88));
   CHECK(entries(dir) == 4);
   /* the solution handed over before finish (put_fields): the same file */
   unlink(beside88);
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, beside88, &m, 2, &w88));
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, beside88, &m, &z_test, &w88));
   vox_n88model_writer_solving(w88);
   vox_n88model_writer_put_displacement(w88);
   CHECK_OK(ctx, vox_n88model_writer_put_fields(ctx, w88, reaction, &out.fields));
   CHECK_OK(ctx, vox_n88model_writer_finish(ctx, w88, NULL));
-  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, 2));
+  CHECK_OK(ctx, vox_n88model_write(ctx, once88, &m, &out, &z_test));
   CHECK(same_files(once88, beside88));
   CHECK(entries(dir) == 4);
   /* cancelled before the displacement, before the fields; refused output;
    * a writing that fails: no file, no temporary one, the path named */
   for (int stage = 0; stage < 2; stage++) {
-    CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
+    CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, &z_test, &w88));
     if (stage >= 1) vox_n88model_writer_put_displacement(w88);
     vox_n88model_writer_cancel(w88);
     CHECK(entries(dir) == 4);
@@ -238,19 +240,19 @@ int main(void) {
   vox_n88model_writer_cancel(NULL);
   vox_analysis_output fewer_out = out;
   fewer_out.fields.n_elements = nb - 1;
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, &z_test, &w88));
   CHECK(vox_n88model_writer_finish(ctx, w88, &fewer_out) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, &z_test, &w88));
   CHECK(vox_n88model_writer_finish(ctx, w88, NULL) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(entries(dir) == 4);
   /* put_fields refuses fields over other elements (then the caller cancels) */
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, 2, &w88));
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, cancelled, &m, &z_test, &w88));
   CHECK(vox_n88model_writer_put_fields(ctx, w88, reaction, &fewer_out.fields) ==
         VOX_ERR_INVALID_ARGUMENT);
   vox_n88model_writer_cancel(w88);
   CHECK(entries(dir) == 4);
   snprintf(missing, sizeof missing, "%s/no-such-folder/r.n88model", dir);
-  CHECK_OK(ctx, vox_n88model_writer_start(ctx, missing, &m, 2, &w88));
+  CHECK_OK(ctx, vox_n88model_writer_start(ctx, missing, &m, &z_test, &w88));
   vox_n88model_writer_put_displacement(w88);
   CHECK(vox_n88model_writer_finish(ctx, w88, &out) == VOX_ERR_IO);
   CHECK(strstr(vox_context_message(ctx), "no-such-folder") != NULL);

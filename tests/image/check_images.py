@@ -26,6 +26,7 @@ except ImportError as e:  # the system packages are missing: skip
 
 VOXELIZE = os.path.realpath(sys.argv[1])
 CASE = sys.argv[2]
+FIXTURES = os.path.realpath(sys.argv[3]) if len(sys.argv) > 3 else ""
 PYDICOM_FILES = "/usr/lib/python3/dist-packages/pydicom/data/test_files"
 NIBABEL_DATA = "/usr/lib/python3/dist-packages/nibabel/tests/data"
 
@@ -306,7 +307,7 @@ def case_tiff():
                          metadata={"spacing": 0.5, "unit": "mm"})
         m = voxelize("--image", f"stack_{dtype}.tif", "--threshold", "100")
         if m:
-            check_grid(m, (0.25, 0.25, 0.5), (0, 0, 0), f"ImageJ TIFF {dtype}")
+            check_grid(m, (0.25, 0.25, 0.5), (0.125, 0.125, 0.25), f"ImageJ TIFF {dtype}")
             check_labels(m, (vol >= 100).astype(np.uint8), f"TIFF {dtype}")
     for dtype in ["int32", "uint32", "int16"]:
         vol = test_volume((3, 4, 5), lo=-1000, hi=70000 if dtype != "int16" else 30000)
@@ -316,7 +317,7 @@ def case_tiff():
                          resolutionunit="CENTIMETER", photometric="minisblack")
         m = voxelize("--image", f"plain_{dtype}.tif", "--threshold", "500")
         if m:
-            check_grid(m, (0.1, 0.1, 0.1), (0, 0, 0), f"TIFF {dtype}")
+            check_grid(m, (0.1, 0.1, 0.1), (0.05, 0.05, 0.05), f"TIFF {dtype}")
             check_labels(m, (vol >= 500).astype(np.uint8), f"TIFF {dtype}")
     # a folder of slices in natural order (slice2 before slice10), tiled pages
     vol = test_volume((11, 6, 40), lo=0, hi=1000).astype("uint16")
@@ -326,20 +327,20 @@ def case_tiff():
                          resolutionunit="CENTIMETER", tile=(16, 16))
     m = voxelize("--image", "slices", "--threshold", "300")
     if m:
-        check_grid(m, (0.05, 0.05, 0.05), (0, 0, 0), "TIFF folder")
+        check_grid(m, (0.05, 0.05, 0.05), (0.025, 0.025, 0.025), "TIFF folder")
         check_labels(m, (vol >= 300).astype(np.uint8), "TIFF folder")
     # a SkyScan reconstruction log beside the slices gives the pixel size
     open("slices/scan_rec.log", "w").write("[Reconstruction]\nPixel Size (um)=12.5\n")
     m = voxelize("--image", "slices", "--threshold", "300")
     if m:
-        check_grid(m, (0.0125,) * 3, (0, 0, 0), "TIFF folder with a SkyScan log")
+        check_grid(m, (0.0125,) * 3, (0.00625,) * 3, "TIFF folder with a SkyScan log")
         check_labels(m, (vol >= 300).astype(np.uint8), "TIFF folder with a SkyScan log")
     # no pixel size in the file: --voxel-size is needed
     tifffile.imwrite("nosize.tif", vol)
     expect_bad(["--image", "nosize.tif", "--threshold", "300"], ["nosize.tif", "--voxel-size"])
     m = voxelize("--image", "nosize.tif", "--threshold", "300", "--voxel-size", "0.2,0.3,0.4")
     if m:
-        check_grid(m, (0.2, 0.3, 0.4), (0, 0, 0), "TIFF with --voxel-size")
+        check_grid(m, (0.2, 0.3, 0.4), (0.1, 0.15, 0.2), "TIFF with --voxel-size")
     data = open("slices/slice3.tif", "rb").read()
     open("slices/slice3.tif", "wb").write(data[: len(data) // 2])
     expect_bad(["--image", "slices", "--threshold", "300"], ["slice3.tif"])
@@ -543,8 +544,8 @@ def case_aim():
     m = voxelize("--image", "short.aim", "--threshold", "450", "--threshold-units", "density",
                  "--keep-intensity")
     if m:
-        # position x element size is the first voxel's centre (ITK's reading)
-        check_grid(m, (0.082,) * 3, (0.82, 1.64, 2.46), "AIM v020")
+        # position x element size is the first voxel's corner (n88modelgenerator's)
+        check_grid(m, (0.082,) * 3, (0.861, 1.681, 2.501), "AIM v020")
         check_labels(m, (density >= 450).astype(np.uint8), "AIM v020 density")
         check(close(m["intensity"], density, 0.05), "AIM v020: density values")
     hu = 1000 * (vol / 8192 - 0.24090) / 0.24090
@@ -556,7 +557,7 @@ def case_aim():
               position=(1, 2, 3), v030=True)
     m = voxelize("--image", "v030.aim", "--threshold", "2000")
     if m:
-        check_grid(m, (0.0607,) * 3, (0.0607, 0.1214, 0.1821), "AIM v030")
+        check_grid(m, (0.0607,) * 3, (0.09105, 0.15175, 0.21245), "AIM v030")
         check_labels(m, (vol >= 2000).astype(np.uint8), "AIM v030")
     # the compressed binary types of segmented AIMs
     mask = test_volume((5, 9, 300), lo=0, hi=2).astype(bool)
@@ -580,6 +581,40 @@ def case_aim():
     write_aim("nocal.aim", (7, 6, 5), 0x00020002, vol.tobytes(), (0.1, 0.1, 0.1))
     expect_bad(["--image", "nocal.aim", "--threshold", "0", "--threshold-units", "density"],
                ["nocal.aim", "calibration"])
+
+
+def case_aim_nifti_fixture():
+    """The fixtures' HR-pQCT scan (Scanco AIM): its grid's corner where
+    n88modelgenerator put it (the smallest node coordinate of the model it
+    made from the same file), and the same scan as a NIfTI written by nibabel
+    (voxel centres at that corner plus half a voxel, the NIfTI convention)
+    gives the same grid and labels."""
+    import nibabel
+
+    aim = os.path.join(FIXTURES, "n88", "test25a.aim")
+    n88 = os.path.join(FIXTURES, "n88", "test25a_uniaxial.n88model")
+    if not (os.path.isfile(aim) and os.path.isfile(n88)):
+        print(f"no fixtures in {FIXTURES}/n88: skipped")
+        sys.exit(77)
+    with netCDF4.Dataset(n88) as root:
+        xyz = np.array(root["Parts/Part1/NodeCoordinates"][:], float)
+    corner = xyz.min(0)
+    m = voxelize("--image", aim, "--threshold", "1", out="aim.nc")
+    if not m:
+        return
+    check(close(m["voxel_size"], (0.034,) * 3), f"AIM voxel size {m['voxel_size']}")
+    check(close(m["origin"], corner, 2e-6), f"AIM corner {m['origin']}, n88modelgenerator's {corner}")
+    check(int(np.count_nonzero(m["label"])) == 7087, "AIM: 7087 bone voxels")
+    h = 0.034
+    affine = np.diag([h, h, h, 1.0])
+    affine[:3, 3] = corner + 0.5 * h
+    labels_xyz = np.ascontiguousarray(m["label"].transpose(2, 1, 0)).astype(np.uint8)
+    nibabel.save(nibabel.Nifti1Image(labels_xyz, affine), "scan.nii")
+    n = voxelize("--image", "scan.nii", "--threshold", "1", out="nifti.nc")
+    if n:
+        check(close(n["origin"], m["origin"], 2e-6) and close(n["voxel_size"], m["voxel_size"]),
+              f"NIfTI grid {n['origin']} {n['voxel_size']}, AIM's {m['origin']} {m['voxel_size']}")
+        check_labels(n, m["label"], "NIfTI of the AIM's scan")
 
 
 # --- segmentation -------------------------------------------------------------------

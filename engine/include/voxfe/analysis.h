@@ -62,6 +62,34 @@ vox_status vox_check_plate_contact(vox_context *ctx, const vox_model *model, int
 vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_compression_test test,
                                     int axis, double strain, double *applied);
 
+/* Where the strain-energy density (and so the effective strain) is taken:
+ * at the element centre, 1/2 sigma(c) . eps(c) with the strain and stress
+ * of the centre, as Numerics88's n88derivedfields and the Pistoia criterion
+ * of n88pistoia take it (the default); or the element's mean, its exact
+ * energy 1/2 u_e' K_e u_e over its volume. The two agree in a uniform strain;
+ * in trabecular bone the mean is larger (bending within an element adds
+ * energy the centre does not see), and the failure load it gives is about
+ * 1 % smaller. */
+typedef enum vox_sed_point {
+  VOX_SED_CENTRE = 0,
+  VOX_SED_ELEMENT_MEAN = 1
+} vox_sed_point;
+
+/* "centre", "element-mean"; the parser returns -1 for anything else. */
+const char *vox_sed_point_name(vox_sed_point point);
+int vox_sed_point_parse(const char *text, vox_sed_point *point);
+
+/* Holds the rigid motions that the model's supports leave free (a
+ * translation, a rotation) by zero-displacement constraints on nodes
+ * already supported, chosen greedily, at most six: a model such as
+ * n88modelgenerator makes (its "pin" off) fixes its plates along the axis
+ * only, a consistent but singular system that Faim's solver tolerates and
+ * voxfe's multigrid does not. The supports' reactions and the strains do
+ * not change (the motions held carry no load when the loads balance); the
+ * displacements lose an arbitrary rigid part. `added` gets the number of
+ * constraints added (0: the supports hold every rigid motion already). */
+vox_status vox_hold_rigid_motions(vox_context *ctx, vox_model *model, size_t *added);
+
 /* Per-element results; arrays the caller allocates (NULL: not wanted).
  * Without `elements`: one entry (or 6) per grid element in element order,
  * NaN for empty voxels. With `elements` (vox_bone_elements): one entry per
@@ -69,10 +97,8 @@ vox_status vox_add_compression_test(vox_context *ctx, vox_model *model, vox_comp
  * of the result file, without the empty voxels of the box (on a clinical
  * model, 78 % of it).
  * Strain and stress are at the element centre; the strain-energy density is
- * the element's exact energy 1/2 u_e' K_e u_e over its volume (the mean of
- * the energy density over the element, equal to the centre's value in a
- * uniform strain); the effective strain is sqrt(2 SED / E_e) and von Mises
- * stress is computed from the centre stress. */
+ * taken where `sed_point` says; the effective strain is sqrt(2 SED / E_e)
+ * and von Mises stress is computed from the centre stress. */
 typedef struct vox_element_fields {
   double *strain;           /* 6 per element */
   double *stress;           /* 6 per element, MPa */
@@ -82,6 +108,7 @@ typedef struct vox_element_fields {
   /* NULL, or the non-empty voxels in element order (all of them) */
   const int64_t *elements;
   size_t n_elements;
+  vox_sed_point sed_point; /* the SED's (and effective strain's) definition */
 } vox_element_fields;
 
 /* The non-empty voxels of the model in element order: *elements gets a
@@ -111,15 +138,71 @@ vox_status vox_analysis_fields(vox_context *ctx, const vox_model *model, const d
                                const double *u, double *reaction, vox_element_fields *fields,
                                const int64_t *share_dofs, size_t n_share, double *share);
 
-/* The failure load by the Pistoia criterion: the load at which
- * `critical_volume` (a fraction, 0.02) of the bone exceeds the critical
- * effective strain `critical_strain` (0.007), scaling the linear solution.
- * With the n bone values `effective_strain` (equal volumes) sorted in
- * descending order, s is the k-th largest, k = ceil(critical_volume * n):
- * then the failure load is |load| * critical_strain / s. Returns NaN when n
- * is 0 or s is 0. Does not change the array. */
+/* The failure load by the Pistoia criterion (Pistoia et al. 2002): the load
+ * at which `critical_volume` (a fraction, 0.02) of the bone exceeds the
+ * critical effective strain `critical_strain` (0.007), scaling the linear
+ * solution. With the n bone values `effective_strain` (equal volumes)
+ * sorted in descending order, s is the k-th largest, k = ceil(critical_volume
+ * * n) (in ascending order the value at index floor((1 - critical_volume) n),
+ * as n88pistoia takes it): then the failure load is load * critical_strain /
+ * s, with the sign of `load` (negative in compression, like the reaction
+ * force it scales, as n88pistoia reports it). Returns NaN when n is 0 or s
+ * is 0. Does not change the array. */
 double vox_pistoia_failure_load(const double *effective_strain, size_t n, double load,
                                 double critical_strain, double critical_volume);
+
+/* The summary of one analysis: what voxfe-analyze reports, for programs
+ * that embed the engine. */
+typedef struct vox_analysis_options {
+  /* 1: a standard compression test along `axis` (vox_add_compression_test),
+   * loaded at its top plate; 0: the model's own supports and loads (no
+   * loaded face: the test's numbers are NaN) */
+  int compression;
+  int axis;               /* 0 = x, 1 = y, 2 = z */
+  double strain;          /* the applied strain (negative: compression) */
+  double critical_strain; /* Pistoia criterion: 0.007 */
+  double critical_volume; /* Pistoia criterion: 0.02 */
+  vox_sed_point sed_point; /* the SED of the fields, and so of the criterion */
+} vox_analysis_options;
+
+/* A uniaxial compression test along z at 1 % strain, Pistoia's criterion at
+ * 0.7 % and 2 %, the SED at the element centre. */
+void vox_analysis_options_default(vox_analysis_options *options);
+
+typedef struct vox_analysis_summary {
+  double applied_displacement; /* the top plate's, mm (NaN without a test) */
+  /* the sum of the reactions on the top plate's dofs along the axis, N:
+   * negative in compression */
+  double reaction_force;
+  double stiffness;        /* reaction_force / applied_displacement, N/mm */
+  double apparent_modulus; /* (reaction_force / box_area) / strain, MPa */
+  /* Pistoia failure load, N, of the effective strains handed over: the sign
+   * of the reaction force (negative in compression), as n88pistoia reports */
+  double failure_load;
+  double box_length, box_area;  /* along the axis, mm; across it, mm2 */
+  double support_reaction[3];   /* the reactions summed over every support, N */
+  double compliance;            /* sum of load . displacement, N mm */
+  double load_share[256];       /* by label: share of reaction_force (NaN if 0) */
+} vox_analysis_summary;
+
+/* The dofs of the top plate along the axis that carry the compression
+ * test's displacement (the model's constraints on the grid's last node
+ * layer along `axis`, in that component): `dofs` (n_constraints entries,
+ * 3 node + component) gets them, *n their number. vox_analysis_fields takes
+ * them as its share dofs. */
+void vox_loaded_face_dofs(const vox_model *model, int axis, int64_t *dofs, size_t *n);
+
+/* The summary of displacement `u` and the reactions `reaction` of
+ * vox_analysis_fields (3 per grid node); `effective_strain` the n_bone
+ * values of the bone elements (NULL with n_bone 0: no failure load);
+ * `share` the load shares by label of vox_analysis_fields (NULL: NaN);
+ * `face_dofs` the loaded face (vox_loaded_face_dofs). Fails only when out of
+ * memory or for options out of range. */
+vox_status vox_analysis_summarize(vox_context *ctx, const vox_model *model,
+                                  const vox_analysis_options *options, const double *u,
+                                  const double *reaction, const int64_t *face_dofs,
+                                  size_t n_face, const double *effective_strain, size_t n_bone,
+                                  const double *share, vox_analysis_summary *summary);
 
 /* Mean, standard deviation (population) and percentiles (linear
  * interpolation between order statistics, numpy's default) of n values. */
