@@ -17,6 +17,7 @@
 #include "voxfe/inp.h"
 #include "voxfe/plot.h"
 #include "voxfe/render.h"
+#include "voxfe/result_file.h"
 #include "voxfe/summary.h"
 #include "voxfe/surface.h"
 #include "voxfe/tile.h"
@@ -61,11 +62,14 @@ static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
      .help = "file to write; its extension picks the format: .vti (the whole grid), .vtu (the "
-             "kept voxels as hexahedra), .stl (the surface), .vtp (the surface with normals, for "
+             "kept voxels as hexahedra; both with every field of the file, an analysis "
+             "result's strain, stress, von Mises stress, strain-energy density, effective "
+             "strain and reactions too), .stl (the surface), .vtp (the surface with normals, for "
              "ParaView), .pvd (the density snapshots of an optimization, one .vti each beside "
              "it, for ParaView's time controls), .inp (a CalculiX/Abaqus deck of "
              "the kept voxels), .png (a plot of the optimization history), .json or .csv (a "
-             "summary)"},
+             "summary, with the largest displacement and an analysis result's largest von "
+             "Mises stress, strain-energy density and effective strain)"},
     {.name = "threshold", .arg = "T", .kind = CLI_REAL, .offset = AT(threshold),
      .range = {0, 1, 0, 0},
      .help = ".vtu, .inp: keep the voxels whose density is at least T; .stl, .vtp: the density "
@@ -123,12 +127,16 @@ typedef struct format {
   vox_status (*write)(vox_context *ctx, const settings *s, const vox_model *model);
 } format;
 
+/* An analysis result's fields, reactions and summary (voxfe-analyze's
+ * file), read once the model is; NULL for other files. */
+static const vox_result_data *result;
+
 static vox_status write_vti(vox_context *ctx, const settings *s, const vox_model *model) {
-  return vox_write_vti(ctx, s->output, model);
+  return vox_write_result_vti(ctx, s->output, model, result);
 }
 
 static vox_status write_vtu(vox_context *ctx, const settings *s, const vox_model *model) {
-  return vox_write_vtu(ctx, s->output, model, s->threshold);
+  return vox_write_result_vtu(ctx, s->output, model, s->threshold, result);
 }
 
 /* The surface that .stl and .vtp write: of --label, or of the density at
@@ -181,11 +189,11 @@ static vox_status write_png(vox_context *ctx, const settings *s, const vox_model
 }
 
 static vox_status write_json(vox_context *ctx, const settings *s, const vox_model *model) {
-  return vox_write_summary_json(ctx, s->output, model);
+  return vox_write_result_summary_json(ctx, s->output, model, result);
 }
 
 static vox_status write_csv(vox_context *ctx, const settings *s, const vox_model *model) {
-  return vox_write_summary_csv(ctx, s->output, model, !s->no_header);
+  return vox_write_result_summary_csv(ctx, s->output, model, result, !s->no_header);
 }
 
 static const format formats[] = {
@@ -235,12 +243,19 @@ int main(int argc, char **argv) {
   if (!ctx) return CLI_EXIT_FAILED;
   vox_model model = {0};
   status = cli_read_model(ctx, s.input, &model);
+  vox_result_data result_data = {0};
+  if (!status && model.stage == VOX_STAGE_ANALYSIS) {
+    vox_status vs = vox_result_read(ctx, s.input, &model, &result_data);
+    if (vs != VOX_OK) status = cli_fail(ctx, vs, CLI_READING);
+    else result = &result_data;
+  }
   if (!status && tiled) {
     /* the array replaces the cell; a refusal (too large) is bad input */
     vox_model array;
     const int tiles[3] = {(int)s.tile[0], (int)s.tile[1], (int)s.tile[2]};
     vox_status vs = vox_model_tile(ctx, &model, tiles, &array);
     vox_model_free(&model);
+    result = NULL; /* a result's fields belong to the one cell */
     if (vs != VOX_OK)
       status = cli_fail(ctx, vs, CLI_RUNNING);
     else
@@ -253,6 +268,7 @@ int main(int argc, char **argv) {
      * I/O error is a failed run. */
     if (vs != VOX_OK) status = cli_fail(ctx, vs, CLI_RUNNING);
   }
+  vox_result_data_free(&result_data);
   vox_model_free(&model);
   vox_context_destroy(ctx);
   return status;

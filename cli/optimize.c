@@ -191,8 +191,10 @@ static const cli_option options[] = {
      .help = "lower bound of the design densities (auto: 0, 1e-3 for compliant mechanisms, "
              "whose OC update could otherwise leave densities at 0 for good)",
      .parse = parse_density_min, .format = format_density_min},
-    NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, COUNT,
-           "stop after N design iterations"),
+    NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, RANGE(0, INT_MAX),
+           "stop after N design iterations; 0: evaluate the given design (the model's "
+           "density, or --initial) without changing it, at the final --penalty and without "
+           "filtering it: its compliance and state, or a periodic cell's C^H"),
     NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,
            "save the density of every N-th iteration in the design file (variable "
            "density_snapshot), for voxfe-export -o history.pvd"),

@@ -21,6 +21,11 @@
 #include "voxfe/model.h"
 #include "voxfe/problem.h"
 
+/* --image without -p: the scan's material unless the options say otherwise */
+#define DEFAULT_MATERIAL "bone"
+#define DEFAULT_YOUNGS_MODULUS 6829.0
+#define DEFAULT_POISSON_RATIO 0.3
+
 /* Largest grid size per axis; beyond it the node count would not fit. */
 #define BOX_MAX 1000000
 
@@ -48,6 +53,9 @@ typedef struct settings {
   int downsample;
   vox_segmentation seg;
   int threshold_given;
+  /* --image without -p: the material of the scan's bone */
+  const char *material_name;
+  double youngs_modulus, poisson_ratio;
   int verbose;
   int quiet;
 } settings;
@@ -226,8 +234,20 @@ static const cli_option options[] = {
 
     {.kind = CLI_HEADING, .help = "Problem and output:"},
     {.name = "problem", .key = 'p', .arg = "FILE", .kind = CLI_STRING, .offset = AT(problem),
-     .flags = CLI_REQUIRED,
-     .help = "problem file (YAML): material, supports, loads, passive regions"},
+     .help = "problem file (YAML): material, supports, loads, passive regions; required "
+             "with --box and --mesh; without it, --image makes a model of the scan's "
+             "material alone (--material, --youngs-modulus, --poisson-ratio), no supports "
+             "and no loads, for voxfe-analyze's standard tests, which bring their own"},
+    /* (not recorded: the model file's material table holds them) */
+    {.name = "material", .arg = "NAME", .kind = CLI_STRING, .offset = AT(material_name),
+     .default_text = DEFAULT_MATERIAL, .help = "--image without -p: the name of the material"},
+    {.name = "youngs-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(youngs_modulus),
+     .range = {0, INFINITY, 1, 0}, .default_text = "6829",
+     .help = "--image without -p: Young's modulus of the material, MPa (6829: the tissue "
+             "modulus of first-generation HR-pQCT studies; 8748 for the second generation)"},
+    {.name = "poisson-ratio", .arg = "NU", .kind = CLI_REAL, .offset = AT(poisson_ratio),
+     .range = {-1, 0.5, 1, 1}, .default_text = "0.3",
+     .help = "--image without -p: Poisson's ratio of the material"},
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED, .help = "model file to write (netCDF)"},
     {.name = "verbose", .key = 'v', .kind = CLI_ENABLE, .offset = AT(verbose),
@@ -241,13 +261,15 @@ static const cli_program program = {
     .name = "voxfe-voxelize",
     .args_doc = "--box NXxNYxNZ --voxel-size H -p FILE -o FILE\n"
                 "--mesh FILE (--voxel-size H | --resolution N) -p FILE -o FILE\n"
-                "--image PATH --threshold T -p FILE -o FILE",
+                "--image PATH --threshold T [-p FILE] -o FILE",
     .doc = "Makes a voxfe model file: a voxel grid with the material, supports and loads "
            "of a problem file.\n\n"
            "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc\n"
            "  voxfe-voxelize --mesh bracket.stl --resolution 200 -p bracket.yaml -o model.nc\n"
            "  voxfe-voxelize --image scan/ --threshold 400 --threshold-units hu "
-           "--largest-component --crop 2 -p bone.yaml -o model.nc",
+           "--largest-component --crop 2 -p bone.yaml -o model.nc\n"
+           "  voxfe-voxelize --image radius.aim --threshold 320 --threshold-units density "
+           "--youngs-modulus 8748 -o radius.nc   (for voxfe-analyze)",
     .options = options,
 };
 
@@ -412,13 +434,20 @@ static int run(vox_context *ctx, const settings *s, const source *src, int argc,
   char *history = NULL;
   /* The problem first: a bad problem file fails before a large grid is
    * allocated. */
-  vox_status vs = vox_problem_read(ctx, s->problem, &problem);
+  vox_status vs = s->problem ? vox_problem_read(ctx, s->problem, &problem) : VOX_OK;
   int status = vs == VOX_OK ? 0 : fail(ctx, vs, CLI_READING);
   if (status || (status = src->build(ctx, s, &model))) goto done;
 
   /* A problem that does not fit this grid (a region that selects nothing)
-   * is bad input. */
-  vs = vox_problem_rasterize(ctx, &problem, &model);
+   * is bad input. Without one, a scan gets its material alone. */
+  if (s->problem) {
+    vs = vox_problem_rasterize(ctx, &problem, &model);
+  } else {
+    vox_material material = {.role = VOX_ROLE_DESIGN, .youngs_modulus = s->youngs_modulus,
+                             .poisson_ratio = s->poisson_ratio, .conductivity = 1};
+    snprintf(material.name, sizeof material.name, "%s", s->material_name);
+    vs = vox_problem_materials(ctx, &material, &model);
+  }
   if (vs != VOX_OK) {
     status = fail(ctx, vs, CLI_READING);
     goto done;
@@ -437,6 +466,8 @@ done:
 int main(int argc, char **argv) {
   settings s = {.voxel_size = {NAN, NAN, NAN},
                 .origin = {NAN, NAN, NAN},
+                .youngs_modulus = NAN,
+                .poisson_ratio = NAN,
                 .raw_type = VOX_RAW_U16,
                 .crop = -1,
                 .downsample = 1,
@@ -450,6 +481,20 @@ int main(int argc, char **argv) {
     report_error("--solid-mesh and --void-mesh go with --mesh");
     return CLI_EXIT_USAGE;
   }
+  /* a box or a part to optimize needs its supports and loads; a scan for
+   * voxfe-analyze does not */
+  if (!s.problem && src->build != image_build) {
+    report_error("%s needs a problem file: give -p FILE", src->option);
+    return CLI_EXIT_USAGE;
+  }
+  if (s.problem && (s.material_name || !isnan(s.youngs_modulus) || !isnan(s.poisson_ratio))) {
+    report_error("--material, --youngs-modulus and --poisson-ratio are for --image without -p; "
+                 "the problem file gives the material");
+    return CLI_EXIT_USAGE;
+  }
+  if (!s.material_name) s.material_name = DEFAULT_MATERIAL;
+  if (isnan(s.youngs_modulus)) s.youngs_modulus = DEFAULT_YOUNGS_MODULUS;
+  if (isnan(s.poisson_ratio)) s.poisson_ratio = DEFAULT_POISSON_RATIO;
   const char *inputs[] = {s.problem, src->input_file(&s), s.solid_mesh, s.void_mesh};
   if ((status = cli_check_output(s.output, inputs, 4))) return status;
 

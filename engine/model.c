@@ -40,6 +40,8 @@ void vox_model_free(vox_model *model) {
   free(model->constraints);
   free(model->load_case_names);
   free(model->loads);
+  free(model->support_names);
+  free(model->load_names);
   free(model->load_case_weights);
   free(model->springs);
   free(model->outputs);
@@ -93,6 +95,10 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->load_case_names = dup_array(src->load_case_names,
                                    src->n_load_cases * sizeof *src->load_case_names, &failed);
   dst->loads = dup_list(src->loads, src->n_loads, sizeof *src->loads, &failed);
+  dst->support_names = dup_array(
+      src->support_names, (size_t)src->n_support_names * sizeof *src->support_names, &failed);
+  dst->load_names =
+      dup_array(src->load_names, (size_t)src->n_load_names * sizeof *src->load_names, &failed);
   dst->load_case_weights = dup_array(
       src->load_case_weights, (size_t)src->n_load_cases * sizeof(double), &failed);
   dst->springs = dup_list(src->springs, src->n_springs, sizeof *src->springs, &failed);
@@ -198,6 +204,21 @@ vox_status vox_model_add_load(vox_context *ctx, vox_model *model, int64_t node, 
   model->loads = grown;
   model->loads[model->n_loads++] = (vox_load){
       .node = node, .component = (uint8_t)component, .load_case = load_case, .value = value};
+  return VOX_OK;
+}
+
+vox_status vox_model_add_condition_name(vox_context *ctx, vox_model *model, int load,
+                                        const char *name, uint16_t *index) {
+  int *n = load ? &model->n_load_names : &model->n_support_names;
+  char(**names)[VOX_NAME_MAX] = load ? &model->load_names : &model->support_names;
+  if (*n >= VOX_MAX_CONDITION_NAMES)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "more than %d %s names",
+                     VOX_MAX_CONDITION_NAMES, load ? "load" : "support");
+  char(*grown)[VOX_NAME_MAX] = realloc(*names, (size_t)(*n + 1) * sizeof *grown);
+  if (!grown) return out_of_memory(ctx);
+  *names = grown;
+  snprintf(grown[*n], VOX_NAME_MAX, "%s", name);
+  *index = (uint16_t)++*n;
   return VOX_OK;
 }
 
@@ -322,6 +343,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
     if (c->node < 0 || c->node >= nn || c->component > max_component)
       return vox_error(ctx, VOX_ERR_FORMAT, "constraint %zu: node %lld component %d out of range",
                        i, (long long)c->node, c->component);
+    if (c->name_index > model->n_support_names)
+      return vox_error(ctx, VOX_ERR_FORMAT, "constraint %zu: support name %d of %d", i,
+                       c->name_index, model->n_support_names);
   }
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
@@ -331,6 +355,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
     if (l->load_case < 0 || l->load_case >= model->n_load_cases)
       return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: load case %d out of range (%d cases)", i,
                        l->load_case, model->n_load_cases);
+    if (l->name_index > model->n_load_names)
+      return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: load name %d of %d", i, l->name_index,
+                       model->n_load_names);
   }
   for (int c = 0; model->load_case_weights && c < model->n_load_cases; c++)
     if (!(model->load_case_weights[c] >= 0) || !isfinite(model->load_case_weights[c]))

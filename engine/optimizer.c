@@ -126,6 +126,7 @@ const char *vox_stop_reason_string(vox_stop_reason reason) {
   switch (reason) {
   case VOX_STOP_CONVERGED: return "converged";
   case VOX_STOP_MAX_ITERATIONS: return "iteration limit reached";
+  case VOX_STOP_EVALUATED: return "evaluated the given design";
   case VOX_STOP_SOLVER_FAILED: return "the state solve did not converge";
   }
   return "unknown";
@@ -149,7 +150,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->move_limit > 0 && o->move_limit <= 1, "move limit %g not in (0, 1]", o->move_limit);
   REQUIRE(o->damping > 0 && o->damping <= 1, "damping %g not in (0, 1]", o->damping);
   REQUIRE(o->q_max >= 1, "q %g must be >= 1", o->q_max);
-  REQUIRE(o->max_iterations >= 1, "at least one iteration is needed");
+  REQUIRE(o->max_iterations >= 0, "max iterations %d: at least 0 (0: evaluate the design)",
+          o->max_iterations);
   REQUIRE(o->settle_iterations >= 1, "settle iterations %d: at least 1", o->settle_iterations);
   REQUIRE((unsigned)o->cell_objective <= VOX_CELL_CUSTOM, "unknown objective %d", (int)o->cell_objective);
   REQUIRE(o->cell_objective != VOX_CELL_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
@@ -878,8 +880,18 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   double p = 1, q = 1, previous = 0, compliance = 0;
   int settled = 0; /* design iterations in a row that met the stop tolerances */
   const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
-  if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, s.x_phys);
-  result->reason = VOX_STOP_MAX_ITERATIONS;
+  /* No iterations: the given design is evaluated as it is, at the final
+   * penalty, its density not filtered (a design file's density is the
+   * physical density already; filtering it would blur it again). */
+  const int evaluate_only = opt->max_iterations == 0;
+  if (st == VOX_OK)
+    st = evaluate_only ? (s.x_phys == &s.x ? VOX_OK : o->vec_copy(be, s.x_phys, &s.x))
+                       : physical_density(be, opt, &s, &s.x, s.x_phys);
+  result->reason = evaluate_only ? VOX_STOP_EVALUATED : VOX_STOP_MAX_ITERATIONS;
+  if (evaluate_only) {
+    p = opt->penalty;
+    q = opt->q_max;
+  }
   /* what a design iteration solves, for its progress report */
   const int solves = cell ? vox_homog_strain_count(strains)
                           : mechanism ? 2 : (s.fem ? s.fem->n_cases : 0);
@@ -1007,6 +1019,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
+  if (st == VOX_OK) model->target_volume_fraction = opt->volume_fraction; /* for the plots */
   result->adjoint_gpu = s.adjoint_gpu;
   result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);

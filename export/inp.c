@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,9 @@
 #include "temp_file.h"
 
 enum { IDS_PER_LINE = 8 }; /* node set data lines: well under the 132 columns CalculiX reads */
+enum { DECK_NAME = 81 };   /* CalculiX takes names of up to 80 characters */
+
+typedef char deck_name[DECK_NAME];
 
 typedef struct deck {
   const vox_model *model;
@@ -51,12 +55,95 @@ typedef struct deck {
   size_t n_loads_dropped;
   vox_load *loads;          /* kept loads sorted by (case, node, component), summed */
   size_t n_loads;
+  /* The names in the deck: of each label's element set and material (the
+   * material's own name, else LABEL_<l> and MAT_<l>), and of the node set of
+   * each named support and load of the problem file. */
+  deck_name elset[256], material[256];
+  deck_name *support_set;   /* model->n_support_names */
+  deck_name *load_set;      /* model->n_load_names */
+  deck_name *used;          /* every name given so far, to keep them distinct */
+  size_t n_used;
 } deck;
 
 static void deck_free(deck *d) {
   free(d->elements);
   free(d->id_of_node);
   free(d->loads);
+  free(d->support_set);
+  free(d->load_set);
+  free(d->used);
+}
+
+static int name_used(const deck *d, const char *name) {
+  for (size_t i = 0; i < d->n_used; i++)
+    if (strcasecmp(d->used[i], name) == 0) return 1;
+  return 0;
+}
+
+/* `user` (a name from the problem file) as a name CalculiX and Abaqus read
+ * as it is: letters, digits and _ (others become _), starting with a letter
+ * (else `prefix` goes first), at most 80 characters, and distinct (case
+ * aside, as both readers ignore case) from the names given so far (else
+ * _2, _3, ... goes after it). Names are compared case-blind, so that a
+ * support "top" and a load "TOP" get two sets. */
+static void make_name(deck *d, const char *user, const char *prefix, deck_name out) {
+  char base[DECK_NAME - 12]; /* room for _<k> */
+  size_t n = 0;
+  if (!((user[0] >= 'a' && user[0] <= 'z') || (user[0] >= 'A' && user[0] <= 'Z')))
+    n = (size_t)snprintf(base, sizeof base, "%s", prefix);
+  for (const unsigned char *c = (const unsigned char *)user; *c && n + 1 < sizeof base; c++)
+    base[n++] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
+                    ? (char)*c
+                    : '_';
+  base[n] = '\0';
+  snprintf(out, DECK_NAME, "%s", base);
+  for (int k = 2; name_used(d, out); k++) snprintf(out, DECK_NAME, "%s_%d", base, k);
+  memcpy(d->used[d->n_used++], out, DECK_NAME);
+}
+
+/* The deck's names: the fixed ones first (NALL, SUPPORTS, LOADED_<case>),
+ * then the materials' in label order, then the supports' and loads'. */
+static vox_status make_names(vox_context *ctx, deck *d) {
+  const vox_model *m = d->model;
+  const size_t most = 2 + (size_t)(m->n_load_cases > 0 ? m->n_load_cases : 0) + 2 * 255 +
+                      (size_t)m->n_support_names + (size_t)m->n_load_names;
+  d->used = malloc(most * sizeof *d->used);
+  d->support_set = malloc(((size_t)m->n_support_names + 1) * sizeof *d->support_set);
+  d->load_set = malloc(((size_t)m->n_load_names + 1) * sizeof *d->load_set);
+  if (!d->used || !d->support_set || !d->load_set)
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  deck_name fixed;
+  make_name(d, "NALL", "", fixed);
+  make_name(d, "SUPPORTS", "", fixed);
+  for (int c = 0; c < m->n_load_cases; c++) {
+    snprintf(fixed, sizeof fixed, "LOADED_%d", c + 1);
+    make_name(d, fixed, "", fixed);
+  }
+  for (int l = 1; l < 256; l++) {
+    if (!d->count_of_label[l]) continue;
+    const vox_material *mat = vox_model_material(m, (uint8_t)l);
+    char name[VOX_NAME_MAX + 1] = "";
+    if (mat) snprintf(name, sizeof name, "%.*s", VOX_NAME_MAX, mat->name);
+    if (name[0]) {
+      make_name(d, name, "M_", d->elset[l]);
+      memcpy(d->material[l], d->elset[l], DECK_NAME); /* materials have names of their own */
+    } else {
+      snprintf(name, sizeof name, "LABEL_%d", l);
+      make_name(d, name, "", d->elset[l]);
+      snprintf(d->material[l], DECK_NAME, "MAT_%d", l);
+    }
+  }
+  for (int i = 0; i < m->n_support_names; i++) {
+    char name[VOX_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", VOX_NAME_MAX, m->support_names[i]);
+    make_name(d, name, "S_", d->support_set[i]);
+  }
+  for (int i = 0; i < m->n_load_names; i++) {
+    char name[VOX_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", VOX_NAME_MAX, m->load_names[i]);
+    make_name(d, name, "L_", d->load_set[i]);
+  }
+  return VOX_OK;
 }
 
 static int kept(const vox_model *model, int64_t e, double threshold) {
@@ -164,7 +251,9 @@ static vox_status build_deck(vox_context *ctx, const char *path, const vox_model
     else
       d->loads[d->n_loads++] = d->loads[q];
   }
-  return VOX_OK;
+  vox_status status = make_names(ctx, d);
+  if (status != VOX_OK) deck_free(d);
+  return status;
 
 no_memory:
   deck_free(d);
@@ -191,6 +280,15 @@ static void put_node_set(FILE *f, const char *name, const int64_t *ids, size_t n
 static int compare_ids(const void *pa, const void *pb) {
   int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
   return (a > b) - (a < b);
+}
+
+/* Sorts the n ids and drops repeats; returns how many are left. */
+static size_t unique_ids(int64_t *ids, size_t n) {
+  qsort(ids, n, sizeof *ids, compare_ids);
+  size_t unique = 0;
+  for (size_t q = 0; q < n; q++)
+    if (unique == 0 || ids[unique - 1] != ids[q]) ids[unique++] = ids[q];
+  return unique;
 }
 
 static void write_deck(FILE *f, const deck *d, int64_t *scratch) {
@@ -242,7 +340,7 @@ static void write_deck(FILE *f, const deck *d, int64_t *scratch) {
     const vox_material *mat = vox_model_material(model, (uint8_t)l);
     fprintf(f, "** Material of label %d: ", l);
     put_comment_text(f, mat->name);
-    fprintf(f, "\n*ELEMENT, TYPE=C3D8, ELSET=LABEL_%d\n", l);
+    fprintf(f, "\n*ELEMENT, TYPE=C3D8, ELSET=%s\n", d->elset[l]);
     for (int64_t q = id; q < id + d->count_of_label[l]; q++) {
       int64_t e = d->elements[q];
       int64_t i = e % g->nx, j = (e / g->nx) % g->ny, k = e / (g->nx * g->ny);
@@ -258,9 +356,9 @@ static void write_deck(FILE *f, const deck *d, int64_t *scratch) {
   for (int l = 1; l < 256; l++) {
     if (!d->count_of_label[l]) continue;
     const vox_material *mat = vox_model_material(model, (uint8_t)l);
-    fprintf(f, "*MATERIAL, NAME=MAT_%d\n*ELASTIC\n%.17g, %.17g\n", l, mat->youngs_modulus,
-            mat->poisson_ratio);
-    fprintf(f, "*SOLID SECTION, ELSET=LABEL_%d, MATERIAL=MAT_%d\n", l, l);
+    fprintf(f, "*MATERIAL, NAME=%s\n*ELASTIC\n%.17g, %.17g\n", d->material[l],
+            mat->youngs_modulus, mat->poisson_ratio);
+    fprintf(f, "*SOLID SECTION, ELSET=%s, MATERIAL=%s\n", d->elset[l], d->material[l]);
   }
 
   /* Supports: the node set for the reaction output, then the constraints. */
@@ -279,14 +377,47 @@ static void write_deck(FILE *f, const deck *d, int64_t *scratch) {
     for (size_t q = 0; q < n_supports; q++)
       if (unique == 0 || scratch[unique - 1] != scratch[q]) scratch[unique++] = scratch[q];
     put_node_set(f, "SUPPORTS", scratch, unique);
-    fputs("*BOUNDARY\n", f);
-    for (size_t c = 0; c < model->n_constraints; c++) {
-      const vox_constraint *bc = &model->constraints[c];
-      int64_t node = d->id_of_node[bc->node];
-      if (node)
+    /* each named support's nodes, and its constraints under its name */
+    for (int k = 1; k <= model->n_support_names; k++) {
+      size_t n = 0;
+      for (size_t c = 0; c < model->n_constraints; c++)
+        if (model->constraints[c].name_index == k && d->id_of_node[model->constraints[c].node])
+          scratch[n++] = d->id_of_node[model->constraints[c].node];
+      if (n) put_node_set(f, d->support_set[k - 1], scratch, unique_ids(scratch, n));
+    }
+    for (int k = 0; k <= model->n_support_names; k++) {
+      int started = 0;
+      for (size_t c = 0; c < model->n_constraints; c++) {
+        const vox_constraint *bc = &model->constraints[c];
+        int64_t node = d->id_of_node[bc->node];
+        if (!node || bc->name_index != k) continue;
+        if (!started && k > 0) {
+          fputs("** Support ", f);
+          put_comment_text(f, model->support_names[k - 1]);
+          fputc('\n', f);
+        }
+        if (!started) fputs("*BOUNDARY\n", f);
+        started = 1;
         fprintf(f, "%lld, %d, %d, %.17g\n", (long long)node, bc->component + 1, bc->component + 1,
                 bc->value);
+      }
     }
+  }
+  /* each named load's nodes (the forces themselves go out summed per node
+   * and component, in the steps) */
+  for (int k = 1; k <= model->n_load_names; k++) {
+    size_t n = 0;
+    int load_case = 0;
+    for (size_t q = 0; q < model->n_loads; q++)
+      if (model->loads[q].name_index == k && d->id_of_node[model->loads[q].node]) {
+        scratch[n++] = d->id_of_node[model->loads[q].node];
+        load_case = model->loads[q].load_case;
+      }
+    if (!n) continue;
+    fputs("** Load ", f);
+    put_comment_text(f, model->load_names[k - 1]);
+    fprintf(f, " (load case %d)\n", load_case + 1);
+    put_node_set(f, d->load_set[k - 1], scratch, unique_ids(scratch, n));
   }
 
   if (d->n_loads_dropped)
@@ -356,7 +487,8 @@ vox_status vox_write_inp(vox_context *ctx, const char *path, const vox_model *mo
   status = build_deck(ctx, path, model, threshold, &d);
   if (status != VOX_OK) return status;
 
-  size_t scratch_size = model->n_constraints > d.n_loads ? model->n_constraints : d.n_loads;
+  /* ids of constraints' nodes, or of loads' (summed or not) */
+  size_t scratch_size = model->n_constraints > model->n_loads ? model->n_constraints : model->n_loads;
   int64_t *scratch = malloc((scratch_size ? scratch_size : 1) * sizeof *scratch);
   if (!scratch) {
     deck_free(&d);

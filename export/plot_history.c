@@ -1,4 +1,4 @@
-/* vox_write_history_png: the optimization history as four stacked line
+/* vox_write_history_png: the optimization history as five stacked line
  * plots, drawn with cairo on an RGB image and written as PNG through a
  * stream callback into a temporary file that is renamed into place. */
 #include "voxfe/plot.h"
@@ -16,12 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { N_PANELS = 4, MAX_TICKS = 24 };
+enum { N_PANELS = VOX_HISTORY_PANELS, MAX_TICKS = 24 };
 
 typedef struct panel {
   const char *title;
-  size_t offset; /* of the double in vox_history_row */
-  double r, g, b;
+  int n_series;
+  const char *names[VOX_PLOT_MAX_SERIES];  /* the columns' names, for the legend and tests */
+  const char *legend[VOX_PLOT_MAX_SERIES]; /* NULL: no legend (one series) */
+  size_t offset[VOX_PLOT_MAX_SERIES];      /* of the double in vox_history_row */
+  double rgb[VOX_PLOT_MAX_SERIES][3];
+  double reference;  /* a dashed horizontal line (the target volume fraction); NaN: none */
+  int pad;           /* room above and below the values: lines that stay at one
+                        value (p, q) would hide in the frame otherwise */
   /* Set up by setup_axis: */
   int log;       /* values are drawn as log10 */
   int has_data;  /* at least one finite (and, for log, positive) value */
@@ -82,24 +88,38 @@ static void linear_ticks(double *lo, double *hi, int target, double *ticks, int 
 }
 
 static void setup_axis(panel *p, const vox_history_row *rows, size_t n_rows) {
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = INFINITY, hi = -INFINITY, deviation = 0;
   int positive = 1;
-  for (size_t i = 0; i < n_rows; i++) {
-    double v = row_value(&rows[i], p->offset);
-    if (!isfinite(v)) continue;
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-    if (v <= 0) positive = 0;
-  }
+  for (int k = 0; k < p->n_series; k++)
+    for (size_t i = 0; i < n_rows; i++) {
+      double v = row_value(&rows[i], p->offset[k]);
+      if (!isfinite(v)) continue;
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+      if (v <= 0) positive = 0;
+      if (isfinite(p->reference)) deviation = fmax(deviation, fabs(v - p->reference));
+    }
   p->has_data = lo <= hi;
   if (!p->has_data) {
     lo = 0;
     hi = 1;
   }
+  if (isfinite(p->reference)) {
+    /* around the reference: the largest deviation from it and some room,
+     * at least a tenth of it, above and below */
+    const double half = fmax(1.1 * deviation, 0.1 * fabs(p->reference));
+    p->log = 0;
+    /* a volume fraction is never negative: no room below 0 */
+    p->lo = p->reference - half < 0 && lo >= 0 ? 0 : p->reference - half;
+    p->hi = p->reference + half;
+    linear_ticks(&p->lo, &p->hi, 4, p->ticks, &p->n_ticks, p->labels);
+    return;
+  }
   p->log = p->has_data && positive && hi / lo > 100;
   if (!p->log) {
-    p->lo = lo;
-    p->hi = hi;
+    const double room = p->pad ? 0.05 * (hi - lo) : 0;
+    p->lo = lo - room;
+    p->hi = hi + room;
     linear_ticks(&p->lo, &p->hi, 4, p->ticks, &p->n_ticks, p->labels);
     return;
   }
@@ -185,6 +205,50 @@ static void draw_text(cairo_t *cr, const char *text, double x, double y, double 
 
 /* --- drawing ------------------------------------------------------------------ */
 
+/* Series k of a panel: its line, broken where a value is missing, with
+ * dots when there are few points (and always for a point that stands
+ * alone). */
+static void draw_series(cairo_t *cr, const panel *p, int k, const vox_history_row *rows,
+                        size_t n_rows, double x0, double y0, double w, double h, double xlo,
+                        double xhi, double fs) {
+  const size_t offset = p->offset[k];
+  cairo_save(cr);
+  cairo_rectangle(cr, x0, y0, w, h);
+  cairo_clip(cr);
+  cairo_set_source_rgb(cr, p->rgb[k][0], p->rgb[k][1], p->rgb[k][2]);
+  cairo_set_line_width(cr, fmax(1.5, fs / 7));
+  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+  double radius = fmax(2.0, fs / 5);
+  int run = 0;
+  for (size_t i = 0; i < n_rows; i++) {
+    double v = row_value(&rows[i], offset);
+    int ok = isfinite(v) && (!p->log || v > 0);
+    if (!ok) {
+      run = 0;
+      continue;
+    }
+    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
+    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
+    if (run) cairo_line_to(cr, x, y);
+    else cairo_move_to(cr, x, y);
+    run = 1;
+  }
+  cairo_stroke(cr);
+  for (size_t i = 0; i < n_rows; i++) {
+    double v = row_value(&rows[i], offset);
+    if (!isfinite(v) || (p->log && v <= 0)) continue;
+    int alone = (i == 0 || !isfinite(row_value(&rows[i - 1], offset))) &&
+                (i + 1 == n_rows || !isfinite(row_value(&rows[i + 1], offset)));
+    if (n_rows > 40 && !alone) continue;
+    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
+    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x, y, radius, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+  cairo_restore(cr);
+}
+
 static void draw_panel(cairo_t *cr, const panel *p, const vox_history_row *rows, size_t n_rows,
                        double x0, double y0, double w, double h, double xlo, double xhi,
                        const double *xticks, int n_xticks, double fs, int last) {
@@ -238,45 +302,74 @@ static void draw_panel(cairo_t *cr, const panel *p, const vox_history_row *rows,
     cairo_set_font_size(cr, fs);
     draw_text(cr, "iteration", x0 + 0.5 * w, y0 + h + 2.6 * fs, 0.5);
   }
+  if (isfinite(p->reference)) { /* the target: dashed, under the lines */
+    double y = y0 + h - (p->reference - p->lo) / (p->hi - p->lo) * h;
+    const double dash[2] = {0.6 * fs, 0.4 * fs};
+    cairo_save(cr);
+    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    cairo_set_line_width(cr, fmax(1.0, fs / 10));
+    cairo_set_dash(cr, dash, 2, 0);
+    cairo_move_to(cr, x0, y);
+    cairo_line_to(cr, x0 + w, y);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+    cairo_set_font_size(cr, fs * 0.8);
+    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    char label[48];
+    snprintf(label, sizeof label, "target %g", p->reference);
+    draw_text(cr, label, x0 + w - 0.4 * fs, y - 0.7 * fs, 1.0);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+  }
+  for (int k = 0; p->legend[0] && k < p->n_series; k++) { /* the legend, right of the title */
+    cairo_set_font_size(cr, fs * 0.85);
+    double x = x0 + w - (p->n_series - k) * 5 * fs;
+    cairo_set_source_rgb(cr, p->rgb[k][0], p->rgb[k][1], p->rgb[k][2]);
+    cairo_set_line_width(cr, fmax(1.5, fs / 7));
+    cairo_move_to(cr, x, y0 - 0.8 * fs);
+    cairo_line_to(cr, x + 1.5 * fs, y0 - 0.8 * fs);
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    draw_text(cr, p->legend[k], x + 1.9 * fs, y0 - 0.8 * fs, 0.0);
+    cairo_set_font_size(cr, fs);
+  }
   if (!p->has_data) return;
+  for (int k = 0; k < p->n_series; k++) draw_series(cr, p, k, rows, n_rows, x0, y0, w, h, xlo, xhi, fs);
+}
 
-  /* The line, broken where a value is missing, with dots when there are few
-   * points (and always for a point that stands alone). */
-  cairo_save(cr);
-  cairo_rectangle(cr, x0, y0, w, h);
-  cairo_clip(cr);
-  cairo_set_source_rgb(cr, p->r, p->g, p->b);
-  cairo_set_line_width(cr, fmax(1.5, fs / 7));
-  cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
-  double radius = fmax(2.0, fs / 5);
-  int run = 0;
-  for (size_t i = 0; i < n_rows; i++) {
-    double v = row_value(&rows[i], p->offset);
-    int ok = isfinite(v) && (!p->log || v > 0);
-    if (!ok) {
-      run = 0;
-      continue;
-    }
-    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
-    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
-    if (run) cairo_line_to(cr, x, y);
-    else cairo_move_to(cr, x, y);
-    run = 1;
+/* The panels and their axes (the order of VOX_PANEL_*). */
+static void make_panels(const vox_model *m, panel panels[N_PANELS]) {
+  const panel layout[N_PANELS] = {
+      {.title = "objective (compliance, N mm)", .n_series = 1, .names = {"objective"},
+       .offset = {offsetof(vox_history_row, objective)}, .rgb = {{0.12, 0.47, 0.71}}},
+      {.title = "volume fraction", .n_series = 1, .names = {"volume_fraction"},
+       .offset = {offsetof(vox_history_row, volume_fraction)}, .rgb = {{0.85, 0.45, 0.0}}},
+      {.title = "largest density change", .n_series = 1, .names = {"change"},
+       .offset = {offsetof(vox_history_row, change)}, .rgb = {{0.17, 0.60, 0.17}}},
+      {.title = "non-discreteness M_nd (%)", .n_series = 1, .names = {"non_discreteness"},
+       .offset = {offsetof(vox_history_row, non_discreteness)}, .rgb = {{0.80, 0.15, 0.16}}},
+      {.title = "continuation: SIMP penalty p, exponent q", .n_series = 2,
+       .names = {"penalty", "q"}, .legend = {"p", "q"}, .pad = 1,
+       .offset = {offsetof(vox_history_row, penalty), offsetof(vox_history_row, q)},
+       .rgb = {{0.45, 0.25, 0.65}, {0.55, 0.55, 0.55}}},
+  };
+  for (int i = 0; i < N_PANELS; i++) {
+    panels[i] = layout[i];
+    panels[i].reference = NAN;
   }
-  cairo_stroke(cr);
-  for (size_t i = 0; i < n_rows; i++) {
-    double v = row_value(&rows[i], p->offset);
-    if (!isfinite(v) || (p->log && v <= 0)) continue;
-    int alone = (i == 0 || !isfinite(row_value(&rows[i - 1], p->offset))) &&
-                (i + 1 == n_rows || !isfinite(row_value(&rows[i + 1], p->offset)));
-    if (n_rows > 40 && !alone) continue;
-    double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
-    double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
-    cairo_new_sub_path(cr);
-    cairo_arc(cr, x, y, radius, 0, 2 * M_PI);
-    cairo_fill(cr);
+  if (m->target_volume_fraction > 0) panels[VOX_PANEL_VOLUME].reference = m->target_volume_fraction;
+  for (int i = 0; i < N_PANELS; i++) setup_axis(&panels[i], m->history, m->n_history);
+}
+
+void vox_history_panels(const vox_model *m, vox_history_panel out[VOX_HISTORY_PANELS]) {
+  panel panels[N_PANELS];
+  make_panels(m, panels);
+  for (int i = 0; i < N_PANELS; i++) {
+    out[i] = (vox_history_panel){.title = panels[i].title, .n_series = panels[i].n_series,
+                                 .log = panels[i].log, .has_data = panels[i].has_data,
+                                 .lo = panels[i].lo, .hi = panels[i].hi,
+                                 .reference = panels[i].reference};
+    for (int k = 0; k < panels[i].n_series; k++) out[i].series[k] = panels[i].names[k];
   }
-  cairo_restore(cr);
 }
 
 static void format_value(char out[32], double v) {
@@ -301,17 +394,8 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
   const vox_history_row *rows = m->history;
   size_t n_rows = m->n_history;
 
-  panel panels[N_PANELS] = {
-      {.title = "objective (compliance, N mm)", .offset = offsetof(vox_history_row, objective),
-       .r = 0.12, .g = 0.47, .b = 0.71},
-      {.title = "volume fraction", .offset = offsetof(vox_history_row, volume_fraction),
-       .r = 0.85, .g = 0.45, .b = 0.0},
-      {.title = "largest density change", .offset = offsetof(vox_history_row, change),
-       .r = 0.17, .g = 0.60, .b = 0.17},
-      {.title = "non-discreteness M_nd (%)", .offset = offsetof(vox_history_row, non_discreteness),
-       .r = 0.80, .g = 0.15, .b = 0.16},
-  };
-  for (int i = 0; i < N_PANELS; i++) setup_axis(&panels[i], rows, n_rows);
+  panel panels[N_PANELS];
+  make_panels(m, panels);
   double xlo = INFINITY, xhi = -INFINITY;
   for (size_t i = 0; i < n_rows; i++) {
     xlo = fmin(xlo, row_x(rows, i));
@@ -374,12 +458,17 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
   cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, fs * 0.9);
   const vox_history_row *last = &rows[n_rows - 1];
-  char obj[32], vol[32], mnd[32];
+  char obj[32], vol[32], mnd[32], pen[32], q[32], target[48] = "";
   format_value(obj, last->objective);
   format_value(vol, last->volume_fraction);
   format_value(mnd, last->non_discreteness);
-  snprintf(text, sizeof text, "%zu iteration%s, final objective %s, volume fraction %s, M_nd %s%%",
-           n_rows, n_rows == 1 ? "" : "s", obj, vol, mnd);
+  format_value(pen, last->penalty);
+  format_value(q, last->q);
+  if (m->target_volume_fraction > 0)
+    snprintf(target, sizeof target, " (target %g)", m->target_volume_fraction);
+  snprintf(text, sizeof text,
+           "%zu iteration%s, final objective %s, volume fraction %s%s, M_nd %s%%, p %s, q %s",
+           n_rows, n_rows == 1 ? "" : "s", obj, vol, target, mnd, pen, q);
   fit_text(cr, text, width - 2 * fs);
   cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
   draw_text(cr, text, 0.5 * width, 2.9 * fs, 0.5);

@@ -33,6 +33,11 @@ typedef struct summary {
   double cg_iterations;      /* summed over the rows, NaN when no row has them */
   double seconds;            /* likewise */
   double density_min, density_max; /* NaN without density */
+  /* the largest displacement magnitude (mm, over the load cases), and an
+   * analysis result's largest von Mises stress, strain-energy density and
+   * effective strain: NaN where the file has no such field */
+  double max_displacement, max_von_mises, max_sed, max_effective_strain;
+  const vox_result_data *result; /* NULL: not an analysis result */
 } summary;
 
 static int compare_int64(const void *a, const void *b) {
@@ -41,7 +46,37 @@ static int compare_int64(const void *a, const void *b) {
 }
 
 /* Checks what the writers read and gathers the numbers. */
-static vox_status gather(vox_context *ctx, const char *path, const vox_model *m, summary *s) {
+/* The largest of n values (NaN when n is 0 or every value is NaN). */
+static double largest(const double *x, size_t n) {
+  double hi = NAN;
+  for (size_t i = 0; i < n; i++)
+    if (x[i] > hi || (isnan(hi) && !isnan(x[i]))) hi = x[i];
+  return hi;
+}
+
+static void gather_maxima(const vox_model *m, const vox_result_data *result, summary *s) {
+  s->max_displacement = s->max_von_mises = s->max_sed = s->max_effective_strain = NAN;
+  if (m->displacement && m->physics == VOX_PHYSICS_ELASTICITY) {
+    const size_t n = (size_t)m->n_load_cases * (size_t)vox_grid_nodes(&m->grid);
+    double hi2 = NAN;
+    for (size_t i = 0; i < n; i++) {
+      const double *u = m->displacement + 3 * i;
+      const double u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+      if (u2 > hi2 || (isnan(hi2) && !isnan(u2))) hi2 = u2;
+    }
+    s->max_displacement = sqrt(hi2);
+  }
+  s->result = result;
+  if (result && result->fields.elements) {
+    const vox_element_fields *f = &result->fields;
+    s->max_von_mises = largest(f->von_mises, f->n_elements);
+    s->max_sed = largest(f->sed, f->n_elements);
+    s->max_effective_strain = largest(f->effective_strain, f->n_elements);
+  }
+}
+
+static vox_status gather(vox_context *ctx, const char *path, const vox_model *m,
+                         const vox_result_data *result, summary *s) {
   memset(s, 0, sizeof *s);
   if (!path || !*path) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no output path given");
   if (!m || !m->label)
@@ -130,6 +165,7 @@ static vox_status gather(vox_context *ctx, const char *path, const vox_model *m,
       s->density_max = hi;
     }
   }
+  gather_maxima(m, result, s);
   return VOX_OK;
 }
 
@@ -219,6 +255,55 @@ static const char *role_name(vox_material_role role) {
   return "unknown";
 }
 
+/* The maxima, and an analysis result's own summary (the group `results`),
+ * then the end of the document. */
+static void write_json_analysis(FILE *f, const summary *s) {
+  const struct {
+    const char *name, *units;
+    double value;
+  } maxima[] = {
+      {"displacement", "mm", s->max_displacement},
+      {"von_mises", "MPa", s->max_von_mises},
+      {"strain_energy_density", "MPa", s->max_sed},
+      {"effective_strain", "1", s->max_effective_strain},
+  };
+  const size_t n_maxima = sizeof maxima / sizeof maxima[0];
+  fputs(",\n  \"maxima\": {", f);
+  for (size_t i = 0; i < n_maxima; i++) {
+    fprintf(f, "%s\"%s\": ", i ? ", " : "", maxima[i].name);
+    json_number(f, maxima[i].value);
+  }
+  fputs(", \"units\": {", f);
+  for (size_t i = 0; i < n_maxima; i++)
+    fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", maxima[i].name, maxima[i].units);
+  fputs("}},\n  \"results\": ", f);
+  const vox_result_data *r = s->result;
+  if (!r || !r->summary) {
+    fputs("null\n}\n", f);
+    return;
+  }
+  fputc('{', f);
+  for (size_t i = 0; i < r->n_summary; i++) {
+    const vox_summary_entry *e = &r->summary[i];
+    fputs(i ? ",\n    " : "\n    ", f);
+    json_name(f, e->name);
+    fputs(": ", f);
+    if (e->text) json_string(f, e->text);
+    else json_number(f, e->value);
+  }
+  fputs(r->n_summary ? ",\n    \"units\": {" : "\n    \"units\": {", f);
+  int first = 1;
+  for (size_t i = 0; i < r->n_summary; i++) {
+    if (!r->summary[i].units) continue;
+    fputs(first ? "" : ", ", f);
+    json_name(f, r->summary[i].name);
+    fputs(": ", f);
+    json_string(f, r->summary[i].units);
+    first = 0;
+  }
+  fputs("}\n  }\n}\n", f);
+}
+
 /* Returns non-zero if memory ran out. */
 static int write_json(FILE *f, const vox_model *m, const summary *s) {
   int failed = 0;
@@ -290,7 +375,8 @@ static int write_json(FILE *f, const vox_model *m, const summary *s) {
   }
   fputs(m->n_load_cases > 0 ? "\n  ],\n  \"design\": " : "],\n  \"design\": ", f);
   if (!s->has_design) {
-    fputs("null\n}\n", f);
+    fputs("null", f);
+    write_json_analysis(f, s);
     return failed;
   }
   const vox_history_row *r = s->last;
@@ -314,7 +400,8 @@ static int write_json(FILE *f, const vox_model *m, const summary *s) {
     fprintf(f, ",\n    \"%s\": ", fields[i].name);
     json_number(f, fields[i].value);
   }
-  fputs("\n  }\n}\n", f);
+  fputs("\n  }", f);
+  write_json_analysis(f, s);
   return failed;
 }
 
@@ -457,8 +544,12 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   csv_number(f, s->cg_iterations);
   csv_number(f, s->seconds);
   csv_number(f, s->density_min);
+  csv_number(f, s->density_max);
+  csv_number(f, s->max_displacement);
+  csv_number(f, s->max_von_mises);
+  csv_number(f, s->max_sed);
   char last[32] = "";
-  if (isfinite(s->density_max)) format_double(last, s->density_max);
+  if (isfinite(s->max_effective_strain)) format_double(last, s->max_effective_strain);
   vox_csv_field(f, last, 1);
   return failed;
 }
@@ -478,10 +569,10 @@ static vox_status write_file(vox_context *ctx, const char *path, const char *dat
 
 /* --- the writers ------------------------------------------------------------ */
 
-static vox_status write_summary(vox_context *ctx, const char *path, const vox_model *m, int csv,
-                                int header) {
+static vox_status write_summary(vox_context *ctx, const char *path, const vox_model *m,
+                                const vox_result_data *result, int csv, int header) {
   summary s;
-  vox_status status = gather(ctx, path, m, &s);
+  vox_status status = gather(ctx, path, m, result, &s);
   if (status != VOX_OK) return status;
   char *text = NULL;
   size_t size = 0;
@@ -504,10 +595,20 @@ static vox_status write_summary(vox_context *ctx, const char *path, const vox_mo
 }
 
 vox_status vox_write_summary_json(vox_context *ctx, const char *path, const vox_model *m) {
-  return write_summary(ctx, path, m, 0, 0);
+  return write_summary(ctx, path, m, NULL, 0, 0);
 }
 
 vox_status vox_write_summary_csv(vox_context *ctx, const char *path, const vox_model *m,
                                  int header) {
-  return write_summary(ctx, path, m, 1, header);
+  return write_summary(ctx, path, m, NULL, 1, header);
+}
+
+vox_status vox_write_result_summary_json(vox_context *ctx, const char *path, const vox_model *m,
+                                         const vox_result_data *result) {
+  return write_summary(ctx, path, m, result, 0, 0);
+}
+
+vox_status vox_write_result_summary_csv(vox_context *ctx, const char *path, const vox_model *m,
+                                        const vox_result_data *result, int header) {
+  return write_summary(ctx, path, m, result, 1, header);
 }

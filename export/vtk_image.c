@@ -1,7 +1,8 @@
 /* vox_write_vti: the whole voxel grid as VTK ImageData (.vti), with the
  * model's fields (vtkx_fields_init): cell data label and density, point data
  * displacement and force per load case and the fixed components, field data
- * units and title.
+ * units and title; an analysis result's element fields and reactions
+ * besides.
  *
  * The model's element and node numbering (x fastest, then y, then z) is
  * VTK's cell and point numbering of an image, so arrays go out unchanged.
@@ -14,12 +15,17 @@
 #include "vtk_xml.h"
 
 vox_status vox_write_vti(vox_context *ctx, const char *path, const vox_model *model) {
+  return vox_write_result_vti(ctx, path, model, NULL);
+}
+
+vox_status vox_write_result_vti(vox_context *ctx, const char *path, const vox_model *model,
+                                const vox_result_data *result) {
   vox_status status = vtkx_check_model(ctx, path, model);
   if (status != VOX_OK) return status;
   const vox_grid *g = &model->grid;
   uint64_t n_cells = (uint64_t)vox_grid_elements(g), n_points = (uint64_t)vox_grid_nodes(g);
   vtkx_fields f;
-  status = vtkx_fields_init(ctx, path, model, NULL, n_points, NULL, n_cells, 0, &f);
+  status = vtkx_fields_init(ctx, path, model, result, NULL, n_points, NULL, n_cells, 0, &f);
   vtkx_doc *doc;
   if (status == VOX_OK) status = vtkx_begin(ctx, &doc, path, "ImageData", f.arrays, f.n);
   if (status == VOX_OK) {

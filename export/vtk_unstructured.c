@@ -125,6 +125,11 @@ static void fill_types(const void *source, uint64_t first, size_t count, void *d
 
 vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *model,
                          double threshold) {
+  return vox_write_result_vtu(ctx, path, model, threshold, NULL);
+}
+
+vox_status vox_write_result_vtu(vox_context *ctx, const char *path, const vox_model *model,
+                                double threshold, const vox_result_data *result) {
   vox_status status = vtkx_check_model(ctx, path, model);
   if (status != VOX_OK) return status;
   if (model->density && isnan(threshold))
@@ -135,7 +140,7 @@ vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *mo
   if (status != VOX_OK) return status;
 
   vtkx_fields f;
-  status = vtkx_fields_init(ctx, path, model, m.node_of_point, (uint64_t)m.n_points, m.cells,
+  status = vtkx_fields_init(ctx, path, model, result, m.node_of_point, (uint64_t)m.n_points, m.cells,
                             (uint64_t)m.n_cells, 4, &f);
   if (status != VOX_OK) goto done;
   uint64_t n_points = (uint64_t)m.n_points, n_cells = (uint64_t)m.n_cells;

@@ -340,6 +340,11 @@ void vtkx_data_array(vtkx_doc *doc, size_t index) {
   vtkx_attr(doc, "type", "%s", type_name(a->type));
   vtkx_attr(doc, "Name", "%s", a->name);
   vtkx_attr(doc, "NumberOfComponents", "%d", a->components);
+  for (int c = 0; a->component_names && c < a->components; c++) {
+    char attr[32];
+    snprintf(attr, sizeof attr, "ComponentName%d", c);
+    vtkx_attr(doc, attr, "%s", a->component_names[c]);
+  }
   vtkx_attr(doc, "format", "appended");
   vtkx_attr(doc, "offset", "%" PRIu64, doc->offsets[index]);
   vtkx_end(doc);
@@ -612,6 +617,22 @@ typedef struct sparse_field {
   const double *vector;         /* force: three per node */
 } sparse_field;
 
+/* An analysis result's element field (over the bone elements, ascending) as
+ * a cell array: NaN on the cells that are not bone elements. A tensor
+ * (strain, stress: six values per element in voxfe's Voigt order xx, yy,
+ * zz, yz, zx, xy, engineering shear strains) goes out in the order of VTK's
+ * symmetric tensors, xx, yy, zz, xy, yz, xz, shear strains halved to
+ * tensor components, so that ParaView's tensor filters (eigenvalues,
+ * principal directions) read it right. */
+typedef struct element_field {
+  const int64_t *cell_of; /* NULL: cell = element */
+  const int64_t *elements;
+  size_t n;
+  const double *values;
+  int tensor;       /* 6 values per element */
+  double shear;     /* the factor on the shear components: 0.5 for strain */
+} element_field;
+
 /* A dense per-node or per-element array, through a point or cell map. */
 typedef struct dense_field {
   const int64_t *map; /* NULL: identity */
@@ -625,7 +646,10 @@ struct vtkx_fields_data {
   sparse_field *sparse;         /* force of each case, fixed */
   int64_t *fixed_node;
   uint8_t *fixed_mask;
+  double *reaction;             /* an analysis result's: three per fixed node */
+  sparse_field reaction_field;
   size_t n_fixed;
+  element_field element[5];     /* an analysis result's strain, stress, ... */
   int64_t *force_node;          /* of every case, one after another */
   double *force;
   size_t *force_start;          /* n_cases + 1 */
@@ -696,6 +720,34 @@ static void fill_force(const void *source, uint64_t first, size_t count, void *d
   fill_sparse(source, 3, first, count, dst);
 }
 
+/* VTK's tensor component c (xx, yy, zz, xy, yz, xz) in voxfe's Voigt order. */
+static const int voigt_of_vtk[6] = {0, 1, 2, 5, 3, 4};
+
+/* Cells are in ascending element order, like the field's elements: one
+ * search, then a merge. */
+static void fill_element_field(const void *source, uint64_t first, size_t count, void *dst) {
+  const element_field *f = source;
+  const uint64_t components = f->tensor ? 6 : 1;
+  float *out = dst;
+  size_t k = lower_bound(f->elements, f->n, node_of(f->cell_of, first / components));
+  for (size_t v = 0; v < count; v++) {
+    const uint64_t t = (first + v) / components;
+    const int c = (int)((first + v) % components);
+    const int64_t e = node_of(f->cell_of, t);
+    while (k < f->n && f->elements[k] < e) k++;
+    if (k == f->n || f->elements[k] != e) {
+      out[v] = NAN;
+    } else if (!f->tensor) {
+      out[v] = vtkx_float32(f->values[k]);
+    } else {
+      const int voigt = voigt_of_vtk[c];
+      out[v] = vtkx_float32(f->values[6 * k + (size_t)voigt] * (voigt >= 3 ? f->shear : 1.0));
+    }
+  }
+}
+
+static const char *const tensor_components[6] = {"XX", "YY", "ZZ", "XY", "YZ", "XZ"};
+
 typedef struct node_entry {
   int32_t load_case;
   int64_t node;
@@ -712,6 +764,7 @@ static int compare_entries(const void *pa, const void *pb) {
 /* Constraints as a bit mask per node (1 x, 2 y, 4 z), loads summed per node
  * and case. */
 static vox_status gather_conditions(vox_context *ctx, const char *path, const vox_model *model,
+                                    const double *constraint_reaction,
                                     struct vtkx_fields_data *d) {
   int64_t nn = vox_grid_nodes(&model->grid);
   size_t nc = model->n_constraints, nl = model->n_loads;
@@ -737,10 +790,12 @@ static vox_status gather_conditions(vox_context *ctx, const char *path, const vo
   node_entry *e = malloc((most ? most : 1) * sizeof *e);
   d->fixed_node = malloc((nc ? nc : 1) * sizeof *d->fixed_node);
   d->fixed_mask = calloc(nc ? nc : 1, 1);
+  d->reaction = calloc(3 * (nc ? nc : 1), sizeof *d->reaction);
   d->force_node = malloc((nl ? nl : 1) * sizeof *d->force_node);
   d->force = calloc(3 * (nl ? nl : 1), sizeof *d->force);
   d->force_start = calloc((size_t)(n_cases > 0 ? n_cases : 0) + 1, sizeof *d->force_start);
-  if (!e || !d->fixed_node || !d->fixed_mask || !d->force_node || !d->force || !d->force_start) {
+  if (!e || !d->fixed_node || !d->fixed_mask || !d->reaction || !d->force_node || !d->force ||
+      !d->force_start) {
     free(e);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
@@ -750,7 +805,10 @@ static vox_status gather_conditions(vox_context *ctx, const char *path, const vo
   size_t n = 0;
   for (size_t i = 0; i < nc; i++) {
     if (n == 0 || d->fixed_node[n - 1] != e[i].node) d->fixed_node[n++] = e[i].node;
-    d->fixed_mask[n - 1] |= (uint8_t)(1u << model->constraints[e[i].order].component);
+    const vox_constraint *c = &model->constraints[e[i].order];
+    d->fixed_mask[n - 1] |= (uint8_t)(1u << c->component);
+    /* the result stores a dof constrained twice at its first constraint, 0 at the others */
+    if (constraint_reaction) d->reaction[3 * (n - 1) + c->component] += constraint_reaction[e[i].order];
   }
   d->n_fixed = n;
 
@@ -774,6 +832,7 @@ static vox_status gather_conditions(vox_context *ctx, const char *path, const vo
 }
 
 vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model *model,
+                            const vox_result_data *result,
                             const int64_t *node_of_point, uint64_t n_points,
                             const int64_t *cell_of, uint64_t n_cells, size_t extra,
                             vtkx_fields *f) {
@@ -787,14 +846,19 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
   int n_disp = model->displacement ? model->n_load_cases : 0;
   int n_force = model->n_loads > 0 && !heat ? model->n_load_cases : 0;
   int fixed = model->n_constraints > 0;
+  const double *reaction =
+      result && result->constraint_reaction && result->n_constraints == model->n_constraints
+          ? result->constraint_reaction
+          : NULL;
+  const int n_element_fields = result && result->fields.elements ? 5 : 0;
   size_t n_names = (size_t)n_disp + (size_t)n_force;
   d->names = calloc(n_names + 1, sizeof *d->names);
   d->dense = calloc((size_t)n_disp + 2, sizeof *d->dense);
   d->sparse = calloc((size_t)n_force + 1, sizeof *d->sparse);
-  f->arrays = calloc(2 + n_names + 1 + 2 + extra, sizeof *f->arrays);
+  f->arrays = calloc(2 + n_names + 2 + 2 + (size_t)n_element_fields + extra, sizeof *f->arrays);
   if (!d->names || !d->dense || !d->sparse || !f->arrays)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status status = gather_conditions(ctx, path, model, d);
+  vox_status status = gather_conditions(ctx, path, model, fixed ? reaction : NULL, d);
   if (status != VOX_OK) return status;
 
   /* Field data first: it comes first in the file. `units` is filled below,
@@ -835,6 +899,12 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
     a[n++] = (vtkx_array){.name = "fixed", .type = VTKX_UINT8, .components = 1,
                           .tuples = n_points, .fill = fill_fixed, .source = &d->sparse[n_force]};
   }
+  if (fixed && reaction) {
+    d->reaction_field = (sparse_field){.node_of_point = node_of_point, .node = d->fixed_node,
+                                       .n = d->n_fixed, .vector = d->reaction};
+    a[n++] = (vtkx_array){.name = "reaction", .type = VTKX_FLOAT32, .components = 3,
+                          .tuples = n_points, .fill = fill_force, .source = &d->reaction_field};
+  }
 
   f->first_cell = n;
   d->dense[n_disp] = (dense_field){.map = cell_of, .values = model->label};
@@ -846,9 +916,25 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
                           .tuples = n_cells, .fill = fill_dense_scalar,
                           .source = &d->dense[n_disp + 1]};
   }
+  if (n_element_fields) {
+    const vox_element_fields *ef = &result->fields;
+    static const char *const names[5] = {"strain", "stress", "von_mises",
+                                         "strain_energy_density", "effective_strain"};
+    const double *values[5] = {ef->strain, ef->stress, ef->von_mises, ef->sed,
+                               ef->effective_strain};
+    for (int i = 0; i < 5; i++) {
+      d->element[i] = (element_field){.cell_of = cell_of, .elements = ef->elements,
+                                      .n = ef->n_elements, .values = values[i], .tensor = i < 2,
+                                      .shear = i == 0 ? 0.5 : 1.0};
+      a[n++] = (vtkx_array){.name = names[i], .type = VTKX_FLOAT32, .components = i < 2 ? 6 : 1,
+                            .tuples = n_cells, .fill = fill_element_field,
+                            .source = &d->element[i], .noisy = 1,
+                            .component_names = i < 2 ? tensor_components : NULL};
+    }
+  }
   f->n = n;
   f->vectors = n_disp > 0 && !heat ? d->names[0] : n_force > 0 ? d->names[n_disp] : NULL;
-  f->scalars = model->density ? "density" : "label";
+  f->scalars = n_element_fields ? "von_mises" : model->density ? "density" : "label";
 
   /* "name: unit" for each array, in the units of docs/file-format.md; "1"
    * for a fraction, "-" for a code without a unit. */
@@ -859,6 +945,10 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
     else if (strncmp(name, "temperature_", 12) == 0) unit = "K";
     else if (strncmp(name, "force_", 6) == 0) unit = "N";
     else if (strcmp(name, "density") == 0) unit = "1";
+    else if (strcmp(name, "reaction") == 0) unit = "N";
+    else if (strcmp(name, "strain") == 0 || strcmp(name, "effective_strain") == 0) unit = "1";
+    else if (strcmp(name, "stress") == 0 || strcmp(name, "von_mises") == 0) unit = "MPa";
+    else if (strcmp(name, "strain_energy_density") == 0) unit = "MPa";
     failed |= vtkx_strings_add(&d->units, "%s: %s", name, unit);
   }
   if (failed) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -876,6 +966,7 @@ void vtkx_fields_free(vtkx_fields *f) {
     free(d->sparse);
     free(d->fixed_node);
     free(d->fixed_mask);
+    free(d->reaction);
     free(d->force_node);
     free(d->force);
     free(d->force_start);

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "voxfe/model.h"
+#include "voxfe/result_file.h"
 
 /* Value types, named in the file as VTK names them. A String array's values
  * are its bytes: the strings one after another, each ending in a NUL. */
@@ -53,6 +54,9 @@ typedef struct vtkx_array {
    * data with repeats (labels, 0/1 densities, grid coordinates, indices),
    * which the default strategy compresses far better. */
   int noisy;
+  /* NULL, or one name per component (ComponentName0, ...: ParaView lists
+   * them in its component menus) */
+  const char *const *component_names;
 } vtkx_array;
 
 typedef struct vtkx_doc vtkx_doc;
@@ -127,8 +131,12 @@ vox_status vtkx_check_model(vox_context *ctx, const char *path, const vox_model 
  *   field data  [0, first_point):          `units`, `title` (when the model
  *                                           has one)
  *   point data  [first_point, first_cell): displacement_<case> (mm),
- *                                           force_<case> (N), fixed
- *   cell data   [first_cell, n):           label, density
+ *                                           force_<case> (N), fixed,
+ *                                           reaction (N; an analysis result)
+ *   cell data   [first_cell, n):           label, density, and an analysis
+ *                                           result's strain, stress,
+ *                                           von_mises, strain_energy_density,
+ *                                           effective_strain
  * and `extra` free slots from `n` on for the caller's own arrays (points,
  * cells). `units` names the unit of each array and of the coordinates. */
 typedef struct vtkx_fields {
@@ -142,8 +150,11 @@ typedef struct vtkx_fields {
 
 /* Builds the arrays (the model is checked by vtkx_check_model first: the
  * node and component of every constraint and load, and the load cases of
- * loads, are checked here). Free with vtkx_fields_free either way. */
+ * loads, are checked here). `result` (NULL: none) adds an analysis
+ * result's fields (vox_result_read of the model's file). Free with
+ * vtkx_fields_free either way. */
 vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model *model,
+                            const vox_result_data *result,
                             const int64_t *node_of_point, uint64_t n_points,
                             const int64_t *cell_of, uint64_t n_cells, size_t extra,
                             vtkx_fields *fields);

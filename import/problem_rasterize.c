@@ -491,6 +491,7 @@ typedef struct pending_load {
   int component;
   int load_case;
   double value;
+  int source; /* index into problem->forces: the load whose name it carries */
 } pending_load;
 
 /* A growing array of `size`-byte items; one helper for both kinds. */
@@ -520,6 +521,14 @@ static int compare_loads(const void *pa, const void *pb) {
   if (a->load_case != b->load_case) return a->load_case - b->load_case;
   if (a->node != b->node) return a->node < b->node ? -1 : 1;
   return a->component - b->component;
+}
+
+/* The same order, the loads of one degree of freedom by their source: the
+ * merged entry keeps the name of the first load in the file. */
+static int compare_loads_and_sources(const void *pa, const void *pb) {
+  int order = compare_loads(pa, pb);
+  if (order) return order;
+  return ((const pending_load *)pa)->source - ((const pending_load *)pb)->source;
 }
 
 /* Sorts the constraints by node and component and drops repeats. Where two
@@ -564,7 +573,7 @@ static vox_status merge_constraints(vox_context *ctx, const raster *r, const vox
  * that the model holds one entry per loaded degree of freedom. */
 static void merge_loads(pending_load *l, size_t *n) {
   if (*n == 0) return;
-  qsort(l, *n, sizeof *l, compare_loads);
+  qsort(l, *n, sizeof *l, compare_loads_and_sources);
   size_t kept = 0;
   for (size_t i = 0; i < *n; i++) {
     if (kept && compare_loads(&l[kept - 1], &l[i]) == 0) {
@@ -674,6 +683,20 @@ static vox_status add_materials(vox_context *ctx, const vox_problem *p, vox_mode
   return VOX_OK;
 }
 
+vox_status vox_problem_materials(vox_context *ctx, const vox_material *material,
+                                 vox_model *model) {
+  if (!material || !model || !model->label)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the materials need a model with labels");
+  if (!(material->youngs_modulus > 0) || !(material->poisson_ratio > -1 &&
+                                           material->poisson_ratio < 0.5))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "material '%s' needs E > 0 and -1 < nu < 0.5", material->name);
+  vox_problem p = {.material = *material};
+  vox_status status = add_materials(ctx, &p, model);
+  if (!status && model->n_load_cases == 0) status = vox_model_set_load_cases(ctx, model, 1);
+  return status;
+}
+
 vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, vox_model *model) {
   if (!problem || !model || !model->label)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -735,16 +758,19 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
 
   for (int i = 0; i < problem->n_forces && !status; i++) {
     const vox_force *f = &problem->forces[i];
+    const size_t first = n_loads;
     if (f->kind == VOX_LOAD_HEAT_SOURCE) {
       status = spread_heat_source(ctx, &r, f, &loads, &n_loads, &loads_capacity);
-      continue;
+    } else {
+      s.n = 0;
+      status = select_nodes(ctx, &r, &f->region, "load", f->name, &s);
+      if (!status && s.n == 0)
+        status = vox_error(ctx, VOX_ERR_FORMAT,
+                           "load '%s': region selects no node (of the model's material)",
+                           f->name);
+      if (!status) status = spread_force(ctx, f, &s, &loads, &n_loads, &loads_capacity);
     }
-    s.n = 0;
-    status = select_nodes(ctx, &r, &f->region, "load", f->name, &s);
-    if (!status && s.n == 0)
-      status = vox_error(ctx, VOX_ERR_FORMAT,
-                         "load '%s': region selects no node (of the model's material)", f->name);
-    if (!status) status = spread_force(ctx, f, &s, &loads, &n_loads, &loads_capacity);
+    for (size_t k = first; k < n_loads; k++) loads[k].source = i;
   }
   if (!status) merge_loads(loads, &n_loads);
 
@@ -774,12 +800,32 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
     model->physics = problem->physics;
     status = add_materials(ctx, problem, model);
   }
-  for (size_t i = 0; i < n_constraints && !status; i++)
+  /* the supports' and loads' names, for the exports that keep them (a
+   * degree of freedom that two of them share carries the first's name) */
+  uint16_t *support_name = calloc((size_t)problem->n_supports + 1, sizeof *support_name);
+  uint16_t *load_name = calloc((size_t)problem->n_forces + 1, sizeof *load_name);
+  if (!status && (!support_name || !load_name)) status = out_of_memory(ctx);
+  for (int i = 0; i < problem->n_supports && !status; i++)
+    if (problem->supports[i].name[0])
+      status = vox_model_add_condition_name(ctx, model, 0, problem->supports[i].name,
+                                            &support_name[i]);
+  for (int i = 0; i < problem->n_forces && !status; i++)
+    if (problem->forces[i].name[0])
+      status = vox_model_add_condition_name(ctx, model, 1, problem->forces[i].name, &load_name[i]);
+  for (size_t i = 0; i < n_constraints && !status; i++) {
     status = vox_model_add_constraint(ctx, model, constraints[i].node, constraints[i].component,
                                       constraints[i].value);
-  for (size_t i = 0; i < n_loads && !status; i++)
+    if (!status)
+      model->constraints[model->n_constraints - 1].name_index =
+          support_name[constraints[i].support];
+  }
+  for (size_t i = 0; i < n_loads && !status; i++) {
     status = vox_model_add_load(ctx, model, loads[i].node, loads[i].component,
                                 loads[i].load_case, loads[i].value);
+    if (!status) model->loads[model->n_loads - 1].name_index = load_name[loads[i].source];
+  }
+  free(support_name);
+  free(load_name);
   if (!status) {
     int cases = problem->n_load_cases > 0 ? problem->n_load_cases : 1;
     status = vox_model_set_load_cases(ctx, model, cases);

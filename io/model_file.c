@@ -232,6 +232,7 @@ static nc_type column_nc_type(col_type t) {
 static size_t nc_type_bytes(nc_type t) {
   switch (t) {
   case NC_UBYTE: return 1;
+  case NC_USHORT: return 2;
   case NC_INT: return 4;
   default: return 8;
   }
@@ -481,6 +482,7 @@ typedef struct var_ids {
   int snapshot_iteration, snapshot_density;
   int history_group;
   int load_case_weight;
+  int support_name, constraint_name_index, load_name, load_name_index;
   int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
       spring[MAX_COLUMNS], output[MAX_COLUMNS], history[MAX_COLUMNS];
 } var_ids;
@@ -590,6 +592,10 @@ static vox_status def_globals(writer *w, const vox_model *m) {
   W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "origin", NC_DOUBLE, 3, m->grid.origin),
         "attribute origin");
   W_TRY(w, put_text(ncid, NC_GLOBAL, "origin_units", "mm"), "attribute origin_units");
+  if (m->target_volume_fraction > 0)
+    W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "target_volume_fraction", NC_DOUBLE, 1,
+                               &m->target_volume_fraction),
+          "attribute target_volume_fraction");
   if (m->cell_tensor) {
     W_TRY(w, nc_put_att_double(ncid, NC_GLOBAL, "homogenized_stiffness", NC_DOUBLE, 36,
                                m->cell_tensor),
@@ -609,6 +615,78 @@ static vox_status def_globals(writer *w, const vox_model *m) {
     W_TRY(w, put_text(ncid, NC_GLOBAL, "cell_symmetry", m->cell_symmetry),
           "attribute cell_symmetry");
   return VOX_OK;
+}
+
+/* The names of the supports and loads a problem file gave (dimensions
+ * named_support and named_load), and which one made each constraint and
+ * load (1-based, 0 for none): only for a model that has names. */
+static int has_names(size_t n_rows, int n_names) { return n_rows > 0 && n_names > 0; }
+
+static vox_status def_condition_names(writer *w, const vox_model *m, var_ids *v) {
+  const int ncid = w->ncid;
+  const struct {
+    size_t n_rows;
+    int n_names;
+    const char *dim, *rows_dim, *names, *index, *names_long, *index_long;
+    int *v_names, *v_index;
+  } lists[2] = {
+      {m->n_constraints, m->n_support_names, "named_support", "constraint", "support_name",
+       "constraint_name_index", "name of a support of the problem file",
+       "the support that made the constraint", &v->support_name, &v->constraint_name_index},
+      {m->n_loads, m->n_load_names, "named_load", "load", "load_name", "load_name_index",
+       "name of a load of the problem file", "the load that made the nodal force", &v->load_name,
+       &v->load_name_index},
+  };
+  for (int i = 0; i < 2; i++) {
+    if (!has_names(lists[i].n_rows, lists[i].n_names)) continue;
+    int dim, rows_dim;
+    size_t n = (size_t)lists[i].n_names, rows = lists[i].n_rows;
+    W_TRY(w, nc_def_dim(ncid, lists[i].dim, n, &dim), lists[i].dim);
+    W_TRY(w, nc_inq_dimid(ncid, lists[i].rows_dim, &rows_dim), lists[i].rows_dim);
+    W_TRY(w, def_var(ncid, lists[i].names, NC_STRING, 1, &dim, &n, 0, 0, lists[i].v_names),
+          lists[i].names);
+    W_TRY(w, put_var_atts(ncid, *lists[i].v_names, lists[i].names_long, NULL, NULL, NULL),
+          lists[i].names);
+    W_TRY(w,
+          def_var(ncid, lists[i].index, NC_USHORT, 1, &rows_dim, &rows,
+                  rows * 2 >= COMPRESS_LIST_BYTES, 0, lists[i].v_index),
+          lists[i].index);
+    char comment[96];
+    snprintf(comment, sizeof comment, "1-based index along %s; 0: none", lists[i].dim);
+    W_TRY(w, put_var_atts(ncid, *lists[i].v_index, lists[i].index_long, NULL, NULL, comment),
+          lists[i].index);
+  }
+  return VOX_OK;
+}
+
+static vox_status put_condition_names(writer *w, const vox_model *m, const var_ids *v) {
+  const size_t most = m->n_constraints > m->n_loads ? m->n_constraints : m->n_loads;
+  if (!has_names(m->n_constraints, m->n_support_names) && !has_names(m->n_loads, m->n_load_names))
+    return VOX_OK;
+  unsigned short *index = malloc(most * sizeof *index);
+  const char **names = malloc(VOX_MAX_CONDITION_NAMES * sizeof *names);
+  if (!index || !names) {
+    free(index), free(names);
+    return vox_error(w->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", w->path);
+  }
+  vox_status s = VOX_OK;
+  for (int list = 0; list < 2 && !s; list++) {
+    const int n_names = list ? m->n_load_names : m->n_support_names;
+    const size_t n_rows = list ? m->n_loads : m->n_constraints;
+    if (!has_names(n_rows, n_names)) continue;
+    for (int i = 0; i < n_names; i++) names[i] = list ? m->load_names[i] : m->support_names[i];
+    for (size_t i = 0; i < n_rows; i++)
+      index[i] = list ? m->loads[i].name_index : m->constraints[i].name_index;
+    int err = nc_put_var_string(w->ncid, list ? v->load_name : v->support_name, names);
+    if (err) {
+      s = write_fail(w, err, list ? "load_name" : "support_name");
+      break;
+    }
+    err = nc_put_var_ushort(w->ncid, list ? v->load_name_index : v->constraint_name_index, index);
+    if (err) s = write_fail(w, err, list ? "load_name_index" : "constraint_name_index");
+  }
+  free(index), free(names);
+  return s;
 }
 
 /* Defines everything, so that the data then go out in one pass. */
@@ -654,6 +732,7 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     }
   }
   if (m->n_loads > 0 && (s = def_table(w, ncid, &load_table, m->n_loads, v->load))) return s;
+  if ((s = def_condition_names(w, m, v))) return s;
   if (m->n_springs > 0 && (s = def_table(w, ncid, &spring_table, m->n_springs, v->spring)))
     return s;
   if (m->n_outputs > 0 && (s = def_table(w, ncid, &output_table, m->n_outputs, v->output)))
@@ -790,6 +869,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
     return s;
   if (m->n_loads > 0 && (s = put_table(w, ncid, &load_table, m->loads, m->n_loads, v->load)))
     return s;
+  if ((s = put_condition_names(w, m, v))) return s;
   if (m->n_load_cases > 0 && m->load_case_weights)
     W_TRY(w, nc_put_var_double(ncid, v->load_case_weight, m->load_case_weights),
           "load_case_weight");
@@ -1304,6 +1384,60 @@ static vox_status read_table_alloc(reader *r, int ncid, const table *t, size_t *
   return s;
 }
 
+/* The names of the supports and loads, and each constraint's and load's
+ * index into them (optional: models of a problem file with names). */
+static vox_status read_condition_names(reader *r, vox_model *m) {
+  for (int list = 0; list < 2; list++) {
+    const char *dim = list ? "named_load" : "named_support";
+    const char *names_var = list ? "load_name" : "support_name";
+    const char *index_var = list ? "load_name_index" : "constraint_name_index";
+    const char *rows_dim = list ? "load" : "constraint";
+    const size_t n_rows = list ? m->n_loads : m->n_constraints;
+    size_t n;
+    int found, v_names, v_index;
+    vox_status s = dim_length(r, r->ncid, dim, &n, &found);
+    if (s) return s;
+    if (!found || n == 0) continue;
+    if (n > VOX_MAX_CONDITION_NAMES)
+      return read_fail(r, VOX_ERR_FORMAT, "%zu %s names; at most %d", n, list ? "load" : "support",
+                       VOX_MAX_CONDITION_NAMES);
+    if ((s = find_var(r, r->ncid, names_var, WANT_STRING, 1, &dim, 1, &v_names))) return s;
+    if ((s = find_var(r, r->ncid, index_var, WANT_INT, 1, &rows_dim, n_rows > 0, &v_index)))
+      return s;
+    char **names = calloc(n, sizeof *names);
+    long long *index = malloc((n_rows ? n_rows : 1) * sizeof *index);
+    if (!names || !index) {
+      free(names), free(index);
+      return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+    int err = nc_get_var_string(r->ncid, v_names, names);
+    if (err) s = read_nc_fail(r, err, names_var);
+    for (size_t i = 0; i < n && !s; i++) {
+      uint16_t unused;
+      if (names[i] && strlen(names[i]) >= VOX_NAME_MAX)
+        s = read_fail(r, VOX_ERR_FORMAT, "%s %zu is longer than %d bytes", names_var, i,
+                      VOX_NAME_MAX - 1);
+      else
+        s = vox_model_add_condition_name(r->ctx, m, list, names[i] ? names[i] : "", &unused);
+    }
+    if (!err) nc_free_string(n, names);
+    if (!s && n_rows > 0 && (err = nc_get_var_longlong(r->ncid, v_index, index)))
+      s = read_nc_fail(r, err, index_var);
+    for (size_t i = 0; i < n_rows && !s; i++) {
+      if (index[i] < 0 || (size_t)index[i] > n)
+        s = read_fail(r, VOX_ERR_FORMAT, "%s %zu: %lld is not a name of %s", index_var, i,
+                      index[i], dim);
+      else if (list)
+        m->loads[i].name_index = (uint16_t)index[i];
+      else
+        m->constraints[i].name_index = (uint16_t)index[i];
+    }
+    free(names), free(index);
+    if (s) return s;
+  }
+  return VOX_OK;
+}
+
 /* Materials, constraints, load cases and loads. The model's own append
  * functions build the lists: they check labels, and they keep the capacity
  * convention that later appends rely on. */
@@ -1560,6 +1694,21 @@ static vox_status read_cell_tensor(reader *r, vox_model *m) {
 
 /* A cell's design settings (optional attributes), checked as the problem
  * file's reader checks them: a file edited by hand fails here, naming it. */
+/* The optimization's volume target (optional; 0 when absent). */
+static vox_status read_target_volume_fraction(reader *r, vox_model *m) {
+  nc_type type;
+  size_t len;
+  int err = nc_inq_att(r->ncid, NC_GLOBAL, "target_volume_fraction", &type, &len);
+  if (err == NC_ENOTATT) return VOX_OK;
+  R_TRY(r, err, "target_volume_fraction");
+  vox_status s = read_number_att(r, "target_volume_fraction", 1, &m->target_volume_fraction);
+  if (s) return s;
+  if (!(m->target_volume_fraction > 0 && m->target_volume_fraction <= 1))
+    return read_fail(r, VOX_ERR_FORMAT, "target_volume_fraction %g is not in (0, 1]",
+                     m->target_volume_fraction);
+  return VOX_OK;
+}
+
 static vox_status read_cell_settings(reader *r, vox_model *m) {
   vox_status s = read_text_att(r, r->ncid, NC_GLOBAL, "cell_objective", &m->cell_objective);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "cell_expression", &m->cell_expression);
@@ -1600,6 +1749,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "history", &m->history_text);
   if (!s) s = read_text_att(r, r->ncid, NC_GLOBAL, "title", &m->title);
   if (!s) s = read_lists(r, m);
+  if (!s) s = read_condition_names(r, m);
   if (!s) s = read_intensity(r, m);
   if (!s) s = read_density(r, m);
   if (!s) s = read_snapshots(r, m);
@@ -1607,6 +1757,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_history(r, m);
   if (!s) s = read_cell_tensor(r, m);
   if (!s) s = read_cell_settings(r, m);
+  if (!s) s = read_target_volume_fraction(r, m);
   return s;
 }
 

@@ -322,10 +322,14 @@ static void test_entries(vox_context *ctx, vox_backend *be) {
   CHECK(outside >= 0 && inside[0] >= 0 && inside[1] > inside[0]);
   const size_t d0 = 3 * (size_t)h.box_to_node[inside[0]], d1 = 3 * (size_t)h.box_to_node[inside[1]];
   vox_model t = {0};
-  vox_constraint c[] = {{inside[1], 2, 5}, {inside[0], 1, 1}, {outside, 0, 7},
-                        {inside[1], 2, 6}, {inside[0], 0, 2}};
-  vox_load l[] = {{inside[1], 0, 0, 1}, {inside[0], 2, 0, 2}, {inside[1], 0, 1, 4},
-                  {inside[1], 0, 0, 0.5}, {outside, 1, 0, 3}};
+#define C(n, c, v) {.node = (n), .component = (c), .value = (v)}
+#define L(n, c, lc, v) {.node = (n), .component = (c), .load_case = (lc), .value = (v)}
+  vox_constraint c[] = {C(inside[1], 2, 5), C(inside[0], 1, 1), C(outside, 0, 7),
+                        C(inside[1], 2, 6), C(inside[0], 0, 2)};
+  vox_load l[] = {L(inside[1], 0, 0, 1), L(inside[0], 2, 0, 2), L(inside[1], 0, 1, 4),
+                  L(inside[1], 0, 0, 0.5), L(outside, 1, 0, 3)};
+#undef C
+#undef L
   t.constraints = c, t.n_constraints = 5, t.loads = l, t.n_loads = 5;
   vox_sparse_entries e;
   CHECK_OK(ctx, vox_sparse_prescribed_entries(ctx, &t, h.box_to_node, &e));

@@ -312,6 +312,37 @@ static void test_bad_paths(vox_context *ctx, const vox_model *design) {
   CHECK(!file_exists(nothing));
 }
 
+/* What the history plot draws: the volume panel around the target (a
+ * design held at it is a flat line in the middle, not noise at full
+ * height), with the target as its reference line; p and q plotted. */
+static void test_history_panels(vox_context *ctx, const vox_model *design) {
+  vox_history_panel panels[VOX_HISTORY_PANELS];
+  vox_history_panels(design, panels); /* no target known: none drawn */
+  CHECK(isnan(panels[VOX_PANEL_VOLUME].reference));
+  const vox_history_panel *pq = &panels[VOX_PANEL_CONTINUATION];
+  CHECK(pq->n_series == 2 && strcmp(pq->series[0], "penalty") == 0 &&
+        strcmp(pq->series[1], "q") == 0);
+  CHECK(pq->has_data && pq->lo <= 1.0 && pq->hi >= 3.0); /* p runs from 1 to 3 */
+  CHECK(panels[VOX_PANEL_OBJECTIVE].log);
+
+  vox_model held;
+  CHECK_OK(ctx, vox_model_copy(ctx, &held, design));
+  held.target_volume_fraction = 0.3;
+  vox_history_panels(&held, panels); /* from 1.0 down to the target: all of it, from 0 */
+  const vox_history_panel *v = &panels[VOX_PANEL_VOLUME];
+  CHECK(v->reference == 0.3 && v->lo == 0 && v->hi >= 1.0 && v->hi <= 1.2 + 1e-9);
+  for (size_t i = 0; i < held.n_history; i++) /* at the target, to rounding */
+    held.history[i].volume_fraction = 0.3 + (i % 2 ? 1e-9 : -1e-9);
+  vox_history_panels(&held, panels);
+  CHECK(v->reference == 0.3);
+  CHECK(v->lo <= 0.3 - 0.029 && v->hi >= 0.3 + 0.029 && v->hi - v->lo <= 0.1);
+  CHECK(fabs(0.5 * (v->lo + v->hi) - 0.3) <= 0.011); /* centred, to a tick */
+  OUT_PATH(png, "history_target.png");
+  CHECK_OK(ctx, vox_write_history_png(ctx, png, &held, 800, 1000));
+  check_png(png, 800, 1000, 0.002);
+  vox_model_free(&held);
+}
+
 static void test_png_refusals(vox_context *ctx, const vox_model *model, const vox_model *design) {
   OUT_PATH(path, "refused.png");
   write_text(path, "an older file\n");
@@ -517,6 +548,7 @@ int main(int argc, char **argv) {
   OUT_PATH(png_default, "history_800x1000.png");
   CHECK(stat(png_default, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
 
+  test_history_panels(ctx, &design);
   test_bad_paths(ctx, &design);
   test_png_refusals(ctx, &model, &design);
   test_failed_write(ctx, &design);

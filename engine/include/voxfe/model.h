@@ -67,6 +67,8 @@ typedef struct vox_grid {
 typedef struct vox_constraint {
   int64_t node;
   uint8_t component;
+  /* the support that made it: 1-based into model->support_names; 0 for none */
+  uint16_t name_index;
   double value;
 } vox_constraint;
 
@@ -75,6 +77,8 @@ typedef struct vox_constraint {
 typedef struct vox_load {
   int64_t node;
   uint8_t component;
+  /* the load that made it: 1-based into model->load_names; 0 for none */
+  uint16_t name_index;
   int32_t load_case;
   double value;
 } vox_load;
@@ -144,6 +148,13 @@ typedef struct vox_model {
   char (*load_case_names)[VOX_NAME_MAX]; /* n_load_cases names */
   size_t n_loads;
   vox_load *loads;
+  /* The names a problem file gave its supports and loads, which the
+   * constraints' and loads' name_index point at: carried for the exports
+   * that show them (the CalculiX deck's node sets). 0 / NULL when absent. */
+  int n_support_names;
+  char (*support_names)[VOX_NAME_MAX];
+  int n_load_names;
+  char (*load_names)[VOX_NAME_MAX];
   /* Weights of the load cases in the compliance objective, n_load_cases;
    * NULL: every case weighs 1. */
   double *load_case_weights;
@@ -160,6 +171,9 @@ typedef struct vox_model {
                                    displacements, or temperatures for heat */
   size_t n_history;
   vox_history_row *history;
+  /* The volume fraction the optimization held the design to
+   * (voxfe-optimize --volume-fraction); 0 when unknown. */
+  double target_volume_fraction;
   /* The homogenized stiffness C^H of a periodic-cell design (voxfe-optimize
    * --objective bulk|shear|...): 36 values, 6x6 row-major in the Voigt
    * order of voxfe/homogenize.h; NULL when absent. */
@@ -196,6 +210,14 @@ static inline int64_t vox_grid_elements(const vox_grid *g) { return g->nx * g->n
 static inline int64_t vox_grid_nodes(const vox_grid *g) {
   return (g->nx + 1) * (g->ny + 1) * (g->nz + 1);
 }
+
+/* The most support or load names a model carries (name_index is 16 bits). */
+#define VOX_MAX_CONDITION_NAMES 65535
+
+/* Appends `name` to the support names (`load` 0) or the load names (`load`
+ * non-zero) and gives its name_index (1-based) in *index. */
+vox_status vox_model_add_condition_name(vox_context *ctx, vox_model *model, int load,
+                                        const char *name, uint16_t *index);
 
 /* The lists (materials, constraints, loads) are grown by the vox_model_add_*
  * functions with a capacity of the next power of two of their length; code

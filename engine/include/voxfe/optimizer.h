@@ -86,7 +86,10 @@ typedef struct vox_optimizer_options {
   double continuation_growth_p;/* gamma of eq. 11 */
   int continuation_start_q;    /* q = 1 for iterations <= this */
   double continuation_growth_q;/* factor of eq. 12 */
-  int max_iterations;
+  int max_iterations;          /* 0: no design iteration; the given design (the model's
+                                  density, or the initial design) is evaluated as it is, at
+                                  the final penalty and unfiltered: its compliance, or a
+                                  cell's C^H */
   double change_tolerance;     /* stop when max |d rho| <= this ... */
   double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
   int settle_iterations;       /* ... in this many design iterations in a row (seed 003
@@ -129,6 +132,7 @@ enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 typedef enum vox_stop_reason {
   VOX_STOP_CONVERGED = 1,       /* change and objective tolerances met */
   VOX_STOP_MAX_ITERATIONS = 2,
+  VOX_STOP_EVALUATED = 3,       /* max_iterations 0: the given design evaluated */
   VOX_STOP_SOLVER_FAILED = -1   /* a state solve did not converge */
 } vox_stop_reason;
 

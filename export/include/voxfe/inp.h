@@ -26,9 +26,17 @@ extern "C" {
  * vox_solve_elasticity solves with use_density = 0.
  *
  * Names in the deck: nodes and elements are numbered from 1, nodes in the
- * grid's node order, elements grouped by material; element set and material
- * LABEL_<label> / MAT_<label>; node sets SUPPORTS (constrained nodes) and
- * LOADED_<case> (loaded nodes of load case <case>, 1-based). Each step asks
+ * grid's node order, elements grouped by material; the element set and the
+ * material of a label take the material's name (LABEL_<label> and
+ * MAT_<label> for a material without one); node sets SUPPORTS (constrained
+ * nodes), LOADED_<case> (loaded nodes of load case <case>, 1-based), and one
+ * set of each support and load that the problem file named (the model's
+ * support_names and load_names), under that name, with the *BOUNDARY lines
+ * of each support after a comment naming it. Names go in as CalculiX and
+ * Abaqus read them: characters other than letters, digits and _ become _, a
+ * name not starting with a letter gets M_, S_ or L_ before it, and a name
+ * already given (case aside) gets _2, _3, ... after it. A degree of freedom
+ * that two supports or two loads share is in the first one's set. Each step asks
  * for U and S in the .frd, and in the .dat for U of its loaded nodes and the
  * total reaction force (RF) of the supports. Forces on the same node and
  * component of a load case are summed. Constraints and forces on nodes that

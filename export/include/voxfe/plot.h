@@ -13,13 +13,49 @@ extern "C" {
 #define VOX_PLOT_MIN_HEIGHT 320
 #define VOX_PLOT_MAX_SIZE 16384
 
-/* A PNG (RGB, white background) of the optimization history: four panels
+/* The panels of the history plot, top to bottom. */
+enum {
+  VOX_PANEL_OBJECTIVE,
+  VOX_PANEL_VOLUME,
+  VOX_PANEL_CHANGE,
+  VOX_PANEL_NON_DISCRETENESS,
+  VOX_PANEL_CONTINUATION,
+  VOX_HISTORY_PANELS
+};
+#define VOX_PLOT_MAX_SERIES 2
+
+/* What one panel draws: its series (a column of the history each, by name:
+ * "objective", "volume_fraction", "change", "non_discreteness", "penalty",
+ * "q") over the iteration, on the value axis [lo, hi] (log10 of the values
+ * when `log`), and a horizontal reference line at `reference` (NaN: none). */
+typedef struct vox_history_panel {
+  const char *title;
+  int n_series;
+  const char *series[VOX_PLOT_MAX_SERIES];
+  int log;
+  int has_data; /* some value of a series is finite (and positive for log) */
+  double lo, hi;
+  double reference;
+} vox_history_panel;
+
+/* The panels vox_write_history_png draws for the history of `m` (which must
+ * have one). The volume fraction's panel shows the optimization's target
+ * (m->target_volume_fraction, when known) as its reference line, centred,
+ * with room above and below for the largest deviation from it and at least
+ * a tenth of the target (none below 0): a design held at its target draws
+ * as a flat line in the middle, not as rounding noise blown up to the
+ * panel's height. */
+void vox_history_panels(const vox_model *m, vox_history_panel panels[VOX_HISTORY_PANELS]);
+
+/* A PNG (RGB, white background) of the optimization history: five panels
  * stacked over a shared iteration axis: objective (compliance, N mm; on a
- * log scale when its values span more than two decades), volume fraction,
- * largest density change, and non-discreteness (%), each with its axes, tick
- * labels and title, under the model's title (or "optimization history")
- * and a line with the final values. NaN values (fields that did not apply
- * in an iteration) leave gaps in the lines.
+ * log scale when its values span more than two decades), volume fraction
+ * with its target (a dashed line, when the design file knows it), largest
+ * density change, non-discreteness (%), and the continuation's exponents p
+ * (SIMP penalty) and q, each with its axes, tick labels, title (and legend
+ * where a panel has two lines), under the model's title (or "optimization
+ * history") and a line with the final values. NaN values (fields that did
+ * not apply in an iteration) leave gaps in the lines.
  *
  * Fails with VOX_ERR_INVALID_ARGUMENT for a model without history or a size
  * outside [VOX_PLOT_MIN_WIDTH, VOX_PLOT_MAX_SIZE] x [VOX_PLOT_MIN_HEIGHT,

@@ -11,7 +11,9 @@
  * history (objective = compliance in N mm, volume fraction, largest change,
  * non-discreteness in percent, p, q), the number of history rows, the CG
  * iterations and seconds summed over the rows, and the smallest and largest
- * density.
+ * density; the maxima of the displacement and, for an analysis result, of
+ * its element fields (von Mises stress, strain-energy density, effective
+ * strain).
  *
  * Numbers are written in the shortest form that reads back as the same
  * double (at most 17 significant digits); NaN and infinities, and what the
@@ -25,6 +27,7 @@
 #define VOXFE_SUMMARY_H
 
 #include "voxfe/model.h"
+#include "voxfe/result_file.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,9 +42,18 @@ extern "C" {
  *    "load_cases": [{"name","n_loads","total_force":[fx,fy,fz]}...],
  *    "design": null | {"iterations","objective","volume_fraction","change",
  *                      "non_discreteness","penalty","q","cg_iterations",
- *                      "seconds","density_min","density_max"}}
+ *                      "seconds","density_min","density_max"},
+ *    "maxima": {"displacement","von_mises","strain_energy_density",
+ *               "effective_strain","units": {name: units...}},
+ *    "results": null | {name: number|str..., "units": {name: units...}}}
  * "design" is an object when the model is a design or has a history or a
- * density; its fields are null where that part is missing. */
+ * density; its fields are null where that part is missing. "maxima" are the
+ * largest displacement magnitude (mm, over the nodes and load cases; null
+ * without a displacement or for heat) and, for an analysis result, the
+ * largest von Mises stress (MPa), strain-energy density (MPa) and effective
+ * strain (1) over its elements (null otherwise). "results" is an analysis
+ * result's own summary, the group `results` of its file, as voxfe-analyze
+ * --summary writes it (null otherwise). */
 vox_status vox_write_summary_json(vox_context *ctx, const char *path, const vox_model *m);
 
 /* One CSV row, after a header line when `header` is non-zero. Fields are
@@ -55,12 +67,21 @@ vox_status vox_write_summary_json(vox_context *ctx, const char *path, const vox_
 vox_status vox_write_summary_csv(vox_context *ctx, const char *path, const vox_model *m,
                                  int header);
 
+/* The same two for an analysis result: `result` (vox_result_read of the
+ * model's file; NULL: none) gives the maxima of its element fields and its
+ * "results". The CSV row has the same columns (the maxima's). */
+vox_status vox_write_result_summary_json(vox_context *ctx, const char *path, const vox_model *m,
+                                         const vox_result_data *result);
+vox_status vox_write_result_summary_csv(vox_context *ctx, const char *path, const vox_model *m,
+                                        const vox_result_data *result, int header);
+
 #define VOX_SUMMARY_CSV_COLUMNS                                                          \
   "title,stage,nx,ny,nz,voxel_size_x,voxel_size_y,voxel_size_z,origin_x,origin_y,"      \
   "origin_z,voxels,voxels_per_label,n_materials,materials,n_constraints,"               \
   "constrained_nodes,n_loads,n_load_cases,total_force,iterations,objective,"            \
   "volume_fraction,change,non_discreteness,penalty,q,cg_iterations,seconds,"            \
-  "density_min,density_max"
+  "density_min,density_max,max_displacement,max_von_mises,max_strain_energy_density,"   \
+  "max_effective_strain"
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,20 @@
  *                           2 y, 4 z (7: fully fixed; 0: free). A non-zero
  *                           prescribed value shows only as a constrained bit.
  * <case> is the load case's name, or case<N> for a model without names.
+ * An analysis result (voxfe-analyze's file; vox_write_result_vti/vtu) adds
+ *   cell data   strain      Float32 x 6 (1), stress Float32 x 6 (MPa): at the
+ *                           element centre, as VTK's symmetric tensors order
+ *                           them (components XX, YY, ZZ, XY, YZ, XZ, named so
+ *                           in the file), the strain's shear components as
+ *                           tensor components (half the engineering shear
+ *                           strains that the result file stores)
+ *               von_mises   Float32 (MPa, the active Scalars)
+ *               strain_energy_density  Float32 (MPa = mJ/mm^3)
+ *               effective_strain  Float32 (1)
+ *                           each NaN on the cells that are not bone (the
+ *                           result has fields over the non-empty voxels only)
+ *   point data  reaction    Float32 x 3 (N): the support's reaction force at
+ *                           the constrained nodes, 0 elsewhere
  *
  * Units: VTK XML has no attribute for them, so every file carries field data
  * (a <FieldData> of the dataset, which ParaView lists in the Information
@@ -26,7 +40,7 @@
  *               docs/file-format.md: "mm", "N", "1" (a fraction: density),
  *               "-" (a code or direction: label, fixed, normals), e.g.
  *               "coordinates: mm", "displacement_lift: mm", "force_lift: N",
- *               "fixed: -", "label: -", "density: 1"
+ *               "fixed: -", "label: -", "density: 1", "stress: MPa"
  *   title       String array of one string, the model's title, when it has one
  *               (.vti and .vtu)
  * Read them in Python as
@@ -41,6 +55,7 @@
 #define VOXFE_VTK_H
 
 #include "voxfe/model.h"
+#include "voxfe/result_file.h"
 #include "voxfe/surface.h"
 
 #ifdef __cplusplus
@@ -59,6 +74,14 @@ vox_status vox_write_vti(vox_context *ctx, const char *path, const vox_model *mo
  * their nodes; points are Float64. Fails if no cell is kept. */
 vox_status vox_write_vtu(vox_context *ctx, const char *path, const vox_model *model,
                          double threshold);
+
+/* The same two with an analysis result's fields and reactions (`result`
+ * from vox_result_read of the model's file; NULL: none, as the two
+ * above). */
+vox_status vox_write_result_vti(vox_context *ctx, const char *path, const vox_model *model,
+                                const vox_result_data *result);
+vox_status vox_write_result_vtu(vox_context *ctx, const char *path, const vox_model *model,
+                                double threshold, const vox_result_data *result);
 
 /* A collection (.pvd) of the density snapshots that voxfe-optimize saved
  * (model->n_snapshots, --snapshot-every N), for ParaView's time controls:

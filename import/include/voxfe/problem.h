@@ -106,6 +106,14 @@ void vox_problem_free(vox_problem *problem);
  * names. Fails if a region selects nothing. */
 vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, vox_model *model);
 
+/* The materials alone, for a model without a problem file (a scan that
+ * voxfe-analyze's standard tests will hold and load): `material` for the
+ * labels the model uses, as vox_problem_rasterize gives the problem's
+ * (label 1 under its name, labels from 4 as phase<L>; 2 and 3 the passive
+ * solid and void), one load case "case1", no supports and no loads. */
+vox_status vox_problem_materials(vox_context *ctx, const vox_material *material,
+                                 vox_model *model);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,35 @@ vox_status vox_result_writer_finish(vox_context *ctx, vox_result_writer *writer,
 /* NULL: nothing to do. */
 void vox_result_writer_cancel(vox_result_writer *writer);
 
+/* What an analysis result file holds besides the model (which
+ * vox_model_read reads, the displacement on every node): read back for the
+ * programs that show a result (voxfe-export). Everything is owned; free it
+ * with vox_result_data_free. */
+typedef struct vox_result_data {
+  /* the five element fields over fields.elements (= `elements`: the
+   * non-empty voxels, ascending); every array NULL and n_elements 0 for a
+   * file without them (a model, a design, or a result of schema version 1) */
+  vox_element_fields fields;
+  int64_t *elements;
+  /* the reaction of each of the model's constraints (N), at the first of a
+   * node and component constrained twice; NULL when the file has none */
+  double *constraint_reaction;
+  size_t n_constraints;
+  /* the group `results`: one entry per attribute, its units from
+   * <name>_units; texts and units owned */
+  vox_summary_entry *summary;
+  size_t n_summary;
+} vox_result_data;
+
+/* Reads the result's parts of `path` for `model`, the model read from the
+ * same file (its grid, labels and constraints check the file's lists).
+ * Fails with VOX_ERR_FORMAT, naming the file, when the lists do not match
+ * the model (an index off the grid, on an empty voxel or not ascending, a
+ * field missing or over other dimensions); `out` is zeroed on failure. */
+vox_status vox_result_read(vox_context *ctx, const char *path, const vox_model *model,
+                           vox_result_data *out);
+void vox_result_data_free(vox_result_data *data);
+
 #ifdef __cplusplus
 }
 #endif
