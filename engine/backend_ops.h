@@ -395,6 +395,10 @@ typedef struct vox_backend_ops {
 struct vox_backend {
   const vox_backend_ops *ops;
   vox_context *ctx;
+  /* The device it runs on, set by its constructor: what the engine asks
+   * instead of comparing backend names (vox_backend_device). */
+  vox_device device;
+  int device_index;
   int threads;   /* CPU threads (0 = OpenMP default) */
   vox_kernel kernel; /* K u variant of operators made from now on */
   void *impl;    /* backend-specific state */
@@ -410,7 +414,6 @@ vox_status vox_cuda_backend_create(vox_context *ctx, vox_backend **out);
 /* Makes device `index` the calling thread's current device first. */
 vox_status vox_cuda_backend_create_on(vox_context *ctx, int index, vox_backend **out);
 int vox_cuda_device_count(void);
-int vox_cuda_backend_device(const vox_backend *be);
 /* Starts the CUDA runtime and the current device's primary context, and
  * loads the coarse solve's library kernels (vox_device_warm_up_start's
  * thread); errors are cleared, not reported. */

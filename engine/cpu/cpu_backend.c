@@ -357,6 +357,8 @@ vox_status vox_cpu_backend_create(vox_context *ctx, vox_backend **out) {
   if (!be) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   be->ops = &cpu_ops;
   be->ctx = ctx;
+  be->device = VOX_DEVICE_CPU;
+  be->device_index = 0;
   be->threads = vox_context_threads(ctx);
   *out = be;
   return VOX_OK;
