@@ -4,6 +4,8 @@
 #ifndef VOXFE_BACKEND_H
 #define VOXFE_BACKEND_H
 
+#include <stddef.h>
+
 #include "voxfe/context.h"
 
 #ifdef __cplusplus
