@@ -687,10 +687,6 @@ extern "C" void vox_cuda_warm_up(void) {
   cudaGetLastError();
 }
 
-extern "C" int vox_cuda_backend_device(const vox_backend *be) {
-  return ((const vox_cuda_state *)be->impl)->device;
-}
-
 extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
                                               vox_backend **out) {
   *out = NULL;
@@ -721,14 +717,15 @@ extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backen
   }
   be->ops = &cuda_ops;
   be->ctx = ctx;
-  be->threads = vox_context_threads(ctx);
   be->device = VOX_DEVICE_CUDA;
+  be->threads = vox_context_threads(ctx);
   if (options) {
     be->kernel = options->kernel;
     be->fp16_levels = options->fp16_levels;
   }
   be->impl = cs;
   vox_status s = vox_cuda_check(be, cudaGetDevice(&cs->device), "selecting the device");
+  be->device_index = cs->device;
   if (s == VOX_OK)
     s = vox_cuda_check(be, cudaGetDeviceProperties(&cs->prop, cs->device), "reading the device");
   if (s == VOX_OK)

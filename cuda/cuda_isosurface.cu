@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../export/isosurface_field.h"
+#include "voxfe/device/isosurface.h"
 
 namespace {
 
@@ -47,7 +47,7 @@ struct grid {
 };
 
 struct field_view {
-  iso_field_kind kind;
+  vox_iso_field_kind kind;
   const double *density; /* device */
   const uint8_t *label;  /* device */
   uint8_t which;
@@ -56,11 +56,11 @@ struct field_view {
 
 /* The value of voxel e (NaN as 0), as surface.c's voxel_value. */
 __device__ __forceinline__ double voxel_value(const field_view &f, int64_t e) {
-  if (f.kind == FIELD_DENSITY) {
+  if (f.kind == VOX_ISO_DENSITY) {
     double v = f.density[e];
     return v == v ? v : 0.0;
   }
-  if (f.kind == FIELD_NONZERO) return f.label[e] != 0 ? 1.0 : 0.0;
+  if (f.kind == VOX_ISO_NONZERO) return f.label[e] != 0 ? 1.0 : 0.0;
   return f.label[e] == f.which ? 1.0 : 0.0;
 }
 
@@ -78,9 +78,9 @@ __global__ void classify(field_view f, grid g, uint8_t *inside) {
   uint8_t in = 0;
   if (a >= 1 && b >= 1 && c >= 1 && a <= g.nx && b <= g.ny && c <= g.nz) {
     const int64_t e = ((c - 1) * g.ny + (b - 1)) * g.nx + (a - 1);
-    if (f.kind == FIELD_DENSITY)
+    if (f.kind == VOX_ISO_DENSITY)
       in = f.density[e] >= f.threshold; /* NaN >= t is false: NaN counts as 0 */
-    else if (f.kind == FIELD_NONZERO)
+    else if (f.kind == VOX_ISO_NONZERO)
       in = f.label[e] != 0;
     else
       in = f.label[e] == f.which;
@@ -189,8 +189,8 @@ __global__ void emit(emit_args e) {
         if (!(m >> k & 1)) continue;
         const double f1 = point_value(e.f, g, a + (k == 0), b + (k == 1), c + (k == 2));
         double s = (e.f.threshold - f0) / (f1 - f0);
-        if (!(s >= ISO_EDGE_EPS)) s = ISO_EDGE_EPS; /* also NaN */
-        if (s > 1 - ISO_EDGE_EPS) s = 1 - ISO_EDGE_EPS;
+        if (!(s >= VOX_ISO_EDGE_EPS)) s = VOX_ISO_EDGE_EPS; /* also NaN */
+        if (s > 1 - VOX_ISO_EDGE_EPS) s = 1 - VOX_ISO_EDGE_EPS;
         v[0] = k == 0 ? x + s * e.h[0] : x;
         v[1] = k == 1 ? y + s * e.h[1] : y;
         v[2] = k == 2 ? z + s * e.h[2] : z;
@@ -345,12 +345,20 @@ cudaError_t download(staging *s, void *dst, const void *src, size_t bytes, bool 
     }                                                                                         \
   } while (0)
 
-extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
-                                      const vox_cube_cases *cases, const double origin[3],
-                                      const double voxel_size[3], vox_surface *out,
-                                      double *kernel_seconds) {
+extern "C" vox_status vox_gpu_isosurface(vox_context *ctx, const vox_iso_field *f,
+                                         const vox_cube_cases *cases, const double origin[3],
+                                         const double voxel_size[3], double **vertex_out,
+                                         size_t *n_vertices_out, int64_t **triangle_out,
+                                         size_t *n_triangles_out, double *kernel_seconds) {
   vox_status status = VOX_OK;
+  struct {
+    size_t n_vertices, n_triangles;
+    double *vertex;
+    int64_t *triangle;
+  } mesh, *out = &mesh;
   memset(out, 0, sizeof *out);
+  *vertex_out = nullptr, *n_vertices_out = 0;
+  *triangle_out = nullptr, *n_triangles_out = 0;
   grid g;
   g.nx = f->nx, g.ny = f->ny, g.nz = f->nz;
   g.px = f->nx + 2, g.py = f->ny + 2, g.pz = f->nz + 2;
@@ -360,7 +368,7 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
   /* the neighbours read past the last point: up to one layer, one row and one point */
   const int64_t tail = g.px * g.py + g.px + 1;
   const size_t field_bytes =
-      (size_t)voxels * (f->kind == FIELD_DENSITY ? sizeof(double) : sizeof(uint8_t));
+      (size_t)voxels * (f->kind == VOX_ISO_DENSITY ? sizeof(double) : sizeof(uint8_t));
   void *d_field = nullptr, *d_scan = nullptr;
   uint8_t *d_inside = nullptr, *d_mask = nullptr, *d_table = nullptr;
   uint16_t *d_local = nullptr;
@@ -393,7 +401,7 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
     TRY(cudaEventCreate(&start[k]));
     TRY(cudaEventCreate(&stop[k]));
   }
-  TRY(upload(stg, d_field, f->kind == FIELD_DENSITY ? (const void *)f->density : f->label,
+  TRY(upload(stg, d_field, f->kind == VOX_ISO_DENSITY ? (const void *)f->density : f->label,
              field_bytes));
   TRY(cudaMemcpy(d_table, cases->count, sizeof cases->count, cudaMemcpyHostToDevice));
   TRY(cudaMemcpy(d_table + sizeof cases->count, cases->edge, sizeof cases->edge,
@@ -401,8 +409,8 @@ extern "C" vox_status isosurface_cuda(vox_context *ctx, const iso_field *f,
 
   /* 1-3: the counts and their scans */
   fv.kind = f->kind;
-  fv.density = f->kind == FIELD_DENSITY ? (const double *)d_field : nullptr;
-  fv.label = f->kind == FIELD_DENSITY ? nullptr : (const uint8_t *)d_field;
+  fv.density = f->kind == VOX_ISO_DENSITY ? (const double *)d_field : nullptr;
+  fv.label = f->kind == VOX_ISO_DENSITY ? nullptr : (const uint8_t *)d_field;
   fv.which = f->which;
   fv.threshold = f->threshold;
   TRY(cudaEventRecord(start[0]));
@@ -483,5 +491,7 @@ done:
     free(out->triangle);
     memset(out, 0, sizeof *out);
   }
+  *vertex_out = out->vertex, *n_vertices_out = out->n_vertices;
+  *triangle_out = out->triangle, *n_triangles_out = out->n_triangles;
   return status;
 }

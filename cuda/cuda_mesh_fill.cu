@@ -1,7 +1,7 @@
 /* The mesh fill on the GPU: the same voxels as the CPU's (import/mesh_fill.c),
  * from the same prepared mesh, already in device memory
  * (cuda_mesh_prepare.cu), and the same exact arithmetic
- * (import/mesh_raycast.h, with explicitly rounded double operations on the
+ * (voxfe/device/raycast.h, with explicitly rounded double operations on the
  * device).
  *
  * Per ray axis: every (triangle, column) pair of the triangles' bounding
@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../import/mesh_prepared.h"
-#include "../import/mesh_raycast.h"
+#include "voxfe/device/mesh_fill.h"
+#include "voxfe/device/raycast.h"
 
 namespace {
 
@@ -172,7 +172,7 @@ unsigned blocks(int64_t n, int threads) { return (unsigned)((n + threads - 1) / 
     }                                                                                         \
   } while (0)
 
-extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
+extern "C" vox_status vox_gpu_mesh_fill(vox_context *ctx, const vox_prepared_mesh *m, int vote,
                                      uint32_t *bits, int64_t *count, double *kernel_seconds) {
   vox_status status = VOX_OK;
   const int64_t nt = m->n_triangles;
@@ -197,7 +197,7 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
   TRY(cudaMalloc(&d_offsets, (size_t)(nt + 1) * sizeof *d_offsets));
   /* bytes flipped through 32-bit words: rounded up to whole words */
   TRY(cudaMalloc(&d_cells, (size_t)(ne + 3) / 4 * 4));
-  if (rule == VOX_FILL_VOTE) {
+  if (vote) {
     TRY(cudaMalloc(&d_vote, (size_t)ne));
     TRY(cudaMalloc(&d_rows, (size_t)(max_rows + 3) / 4 * 4));
   }
@@ -210,7 +210,7 @@ extern "C" vox_status mesh_fill_cuda(vox_context *ctx, const mesh_prepared *m, v
   TRY(cudaEventRecord(start));
   if (d_vote) TRY(cudaMemsetAsync(d_vote, 0, (size_t)ne));
   for (int A = 0; A < 3; A++) {
-    if (rule == VOX_FILL_PARITY && A != mesh_parity_axis(m->n)) continue;
+    if (!vote && A != raycast_parity_axis(m->n)) continue;
     s.A = A, s.B = (A + 1) % 3, s.C = (A + 2) % 3;
     TRY(cudaMemsetAsync(d_cells, 0, (size_t)(ne + 3) / 4 * 4));
     if (d_rows) TRY(cudaMemsetAsync(d_rows, 0, (size_t)(max_rows + 3) / 4 * 4));

@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../import/mesh_prepared.h"
-#include "../import/mesh_raycast.h"
+#include "voxfe/device/mesh_fill.h"
+#include "voxfe/device/raycast.h"
 
 namespace {
 
@@ -223,18 +223,23 @@ struct scratch {
 
 #define ALLOC(ptr, count) TRY(cudaMalloc(&(ptr), (size_t)(count) * sizeof *(ptr)))
 
-extern "C" vox_status mesh_prepare_cuda(vox_context *ctx, const vox_mesh *mesh,
-                                        const vox_grid *grid, mesh_prepared *out) {
-  memset(out, 0, sizeof *out);
+extern "C" int vox_gpu_devices(void) {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
     cudaGetLastError();
-    return vox_error(ctx, VOX_ERR_DEVICE, "no CUDA device");
+    return 0;
   }
-  int bits;
-  vox_status status = mesh_lattice(ctx, mesh, grid, &bits);
-  if (status) return status;
-  const int64_t nv = mesh->n_vertices, nt = mesh->n_triangles;
+  return devices;
+}
+
+extern "C" vox_status vox_gpu_mesh_prepare(vox_context *ctx, const double *vertex,
+                                           int64_t n_vertices, const uint32_t *triangle,
+                                           int64_t n_triangles, const vox_grid *grid, int bits,
+                                           vox_prepared_mesh *out) {
+  memset(out, 0, sizeof *out);
+  if (vox_gpu_devices() == 0) return vox_error(ctx, VOX_ERR_DEVICE, "no CUDA device");
+  vox_status status = VOX_OK;
+  const int64_t nv = n_vertices, nt = n_triangles;
   if (nv >= ((int64_t)1 << 31) || nt >= ((int64_t)1 << 29))
     return vox_error(ctx, VOX_ERR_DEVICE,
                      "the mesh is too large for the GPU's preparation (%lld vertices, %lld "
@@ -269,9 +274,9 @@ extern "C" vox_status mesh_prepare_cuda(vox_context *ctx, const vox_mesh *mesh,
   ALLOC(d_order, nv);
   ALLOC(d_order_alt, nv);
   ALLOC(d_counts, N_COUNTS);
-  TRY(cudaMemcpyAsync(d_vertex, mesh->vertex, (size_t)nv * 3 * sizeof *d_vertex,
+  TRY(cudaMemcpyAsync(d_vertex, vertex, (size_t)nv * 3 * sizeof *d_vertex,
                       cudaMemcpyHostToDevice));
-  TRY(cudaMemcpyAsync(d_tri_in, mesh->triangle, (size_t)nt * 3 * sizeof *d_tri_in,
+  TRY(cudaMemcpyAsync(d_tri_in, triangle, (size_t)nt * 3 * sizeof *d_tri_in,
                       cudaMemcpyHostToDevice));
   TRY(cudaMemsetAsync(d_counts, 0, N_COUNTS * sizeof *d_counts));
   {
@@ -415,18 +420,25 @@ done:
   cudaFree(d_length);
   cudaFree(d_odd);
   cudaFree(d_counts);
-  if (status) mesh_prepared_cuda_free(out);
+  if (status) vox_gpu_mesh_free(out);
   return status;
 }
 
-void mesh_prepared_cuda_free(mesh_prepared *m) {
+extern "C" void vox_gpu_mesh_free(vox_prepared_mesh *m) {
   cudaFree(m->fixed);
   cudaFree(m->triangle);
   memset(m, 0, sizeof *m);
 }
 
-extern "C" vox_status mesh_prepared_cuda_to_host(vox_context *ctx, const mesh_prepared *device,
-                                                 mesh_prepared *host) {
+/* Frees a host copy. */
+static void free_host(vox_prepared_mesh *m) {
+  free(m->fixed);
+  free(m->triangle);
+  memset(m, 0, sizeof *m);
+}
+
+extern "C" vox_status vox_gpu_mesh_to_host(vox_context *ctx, const vox_prepared_mesh *device,
+                                           vox_prepared_mesh *host) {
   *host = *device;
   host->fixed = (int64_t *)malloc((size_t)(device->n_vertices ? device->n_vertices : 1) * 3 *
                                   sizeof *host->fixed);
@@ -434,7 +446,7 @@ extern "C" vox_status mesh_prepared_cuda_to_host(vox_context *ctx, const mesh_pr
                                       3 * sizeof *host->triangle);
   vox_status status = VOX_OK;
   if (!host->fixed || !host->triangle) {
-    mesh_prepared_free(host);
+    free_host(host);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory copying the prepared mesh");
   }
   TRY(cudaMemcpy(host->fixed, device->fixed, (size_t)device->n_vertices * 3 * sizeof *host->fixed,
@@ -443,6 +455,6 @@ extern "C" vox_status mesh_prepared_cuda_to_host(vox_context *ctx, const mesh_pr
                  (size_t)device->n_triangles * 3 * sizeof *host->triangle,
                  cudaMemcpyDeviceToHost));
 done:
-  if (status) mesh_prepared_free(host);
+  if (status) free_host(host);
   return status;
 }

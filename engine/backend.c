@@ -133,12 +133,9 @@ int vox_device_count(vox_device device) {
   return 0;
 }
 
-int vox_backend_device_index(const vox_backend *backend) {
-#ifdef VOXFE_HAVE_CUDA
-  if (strcmp(backend->ops->name, "cuda") == 0) return vox_cuda_backend_device(backend);
-#endif
-  return 0;
-}
+int vox_backend_device_index(const vox_backend *backend) { return backend->device_index; }
+
+vox_device vox_backend_device(const vox_backend *backend) { return backend->device; }
 
 void vox_backend_destroy(vox_backend *backend) {
   if (backend) backend->ops->destroy(backend);

@@ -395,9 +395,12 @@ typedef struct vox_backend_ops {
 struct vox_backend {
   const vox_backend_ops *ops;
   vox_context *ctx;
+  /* The device it runs on, set by its constructor: what the engine asks
+   * instead of comparing backend names (vox_backend_device). */
+  vox_device device;
+  int device_index;
   int threads;   /* CPU threads (0 = OpenMP default) */
   vox_kernel kernel; /* K u variant of operators made from now on */
-  vox_device device; /* CPU or CUDA: the kind this backend is */
   vox_fp16_levels fp16_levels; /* vox_backend_options: multigrid levels in FP16 */
   void *impl;    /* backend-specific state */
 };
@@ -414,7 +417,6 @@ vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *o
 vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
                                    vox_backend **out);
 int vox_cuda_device_count(void);
-int vox_cuda_backend_device(const vox_backend *be);
 /* Starts the CUDA runtime and the current device's primary context, and
  * loads the coarse solve's library kernels (vox_device_warm_up_start's
  * thread); errors are cleared, not reported. */

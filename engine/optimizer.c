@@ -227,7 +227,7 @@ static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_mo
   s->adjoint_gpu = -1;
   if (!vox_objective_has_adjoint(s->objective) || opt->adjoint_gpu == VOX_ADJOINT_GPU_NONE)
     return VOX_OK;
-  const int cuda = strcmp(vox_backend_name(be), "cuda") == 0;
+  const int cuda = vox_backend_device(be) == VOX_DEVICE_CUDA;
   const int count = vox_device_count(VOX_DEVICE_CUDA), own = cuda ? vox_backend_device_index(be) : -1;
   int index = opt->adjoint_gpu;
   if (index == VOX_ADJOINT_GPU_AUTO) {

@@ -1,9 +1,6 @@
-/* The marching-cubes case table of the isosurface (private to export/; the
- * tests check it on every corner configuration).
- *
- * Cube corner k = dx + 2 dy + 4 dz; corner k is inside when bit k of the
- * configuration is set. A cube edge is coded as (u << 2) | axis: its lower
- * corner u (bit `axis` of u clear) and its axis (0 x, 1 y, 2 z).
+/* The marching-cubes case table of the isosurface (the type, shared with the
+ * GPU's extraction, is voxfe/device/isosurface.h; the tests check the table
+ * on every corner configuration).
  *
  * The table is derived from one rule per face, not written by hand: the
  * segments of the surface on a cube face depend only on that face's four
@@ -20,17 +17,7 @@
 #ifndef VOXFE_CUBE_CASES_H
 #define VOXFE_CUBE_CASES_H
 
-#include <stdint.h>
-
-/* at most 12 vertices a cube; the loops of a configuration have at most 12
- * vertices together, and a loop of n vertices makes n - 2 triangles */
-#define VOX_CUBE_MAX_TRIANGLES 10
-
-typedef struct vox_cube_cases {
-  uint8_t count[256];                                /* triangles of each configuration */
-  uint8_t edge[256][VOX_CUBE_MAX_TRIANGLES][3];      /* their edges, counter-clockwise
-                                                        seen from outside */
-} vox_cube_cases;
+#include "voxfe/device/isosurface.h"
 
 /* Fills the table. Returns 0, or -1 if a loop could not be triangulated
  * under the rule above (which does not happen: the tests check every

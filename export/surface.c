@@ -34,7 +34,7 @@
  *      numbers are counted along with the cubes. */
 #include "voxfe/surface.h"
 #include "cube_cases.h"
-#include "isosurface_field.h"
+#include "voxfe/device/isosurface.h"
 #include "temp_file.h"
 
 #include <errno.h>
@@ -55,7 +55,7 @@
 #include <omp.h>
 #endif
 
-#define EDGE_EPS ISO_EDGE_EPS /* isosurface_field.h says why */
+#define EDGE_EPS VOX_ISO_EDGE_EPS /* voxfe/device/isosurface.h says why */
 
 /* malloc for the large arrays of the extraction: aligned to 2 MiB and
  * marked for transparent huge pages where the kernel has them on request
@@ -91,16 +91,16 @@ static int thread_count(const vox_context *ctx) {
 
 /* --- the field ---------------------------------------------------------------------- */
 
-typedef iso_field field; /* isosurface_field.h: shared with the GPU extraction */
+typedef vox_iso_field field; /* voxfe/device/isosurface.h: shared with the GPU extraction */
 
 /* The value of voxel e (NaN as 0). */
 static inline double voxel_value(const field *f, size_t e) {
   switch (f->kind) {
-  case FIELD_DENSITY: {
+  case VOX_ISO_DENSITY: {
     double v = f->density[e];
     return v == v ? v : 0.0;
   }
-  case FIELD_NONZERO: return f->label[e] != 0;
+  case VOX_ISO_NONZERO: return f->label[e] != 0;
   default: return f->label[e] == f->which;
   }
 }
@@ -165,7 +165,7 @@ static int have_avx2; /* set with the case table, once per process */
 static void inside_bits(const field *f, size_t e0, int64_t nx, uint64_t *bits) {
   const int64_t words = (nx + 63) / 64;
   switch (f->kind) {
-  case FIELD_DENSITY: {
+  case VOX_ISO_DENSITY: {
     const double *d = f->density + e0;
     const double t = f->threshold;
     int64_t i = 0;
@@ -194,8 +194,8 @@ static void inside_bits(const field *f, size_t e0, int64_t nx, uint64_t *bits) {
   }
   default: {
     const uint8_t *l = f->label + e0;
-    /* FIELD_NONZERO: inside where the label is not 0; FIELD_LABEL: where it is `which` */
-    const int nonzero = f->kind == FIELD_NONZERO;
+    /* VOX_ISO_NONZERO: inside where the label is not 0; VOX_ISO_LABEL: where it is `which` */
+    const int nonzero = f->kind == VOX_ISO_NONZERO;
     const uint8_t which = nonzero ? 0 : f->which;
     int64_t i = 0;
 #ifdef __SSE2__
@@ -378,7 +378,7 @@ static inline void prefetch(const void *p) {
 static void prefetch_vertices(const extract_job *j, int64_t b, int64_t c) {
   const bit_rows *g = j->g;
   const field *f = j->f;
-  if (f->kind != FIELD_DENSITY || b < 1 || c < 1 || b > f->ny || c > f->nz) return;
+  if (f->kind != VOX_ISO_DENSITY || b < 1 || c < 1 || b > f->ny || c > f->nz) return;
   const uint64_t *r0 = bit_row(g, b, c), *r1 = bit_row(g, b + 1, c), *r2 = bit_row(g, b, c + 1);
   const int64_t nx = f->nx, ny = f->ny;
   const double *d = f->density + (size_t)(((c - 1) * ny + (b - 1)) * nx) - 1; /* point a */
@@ -521,9 +521,9 @@ static vox_status check_grid(vox_context *ctx, const vox_model *m, const char *w
 
 /* The error for a field with no point inside. */
 static vox_status no_surface(vox_context *ctx, const field *f, const char *what) {
-  if (f->kind == FIELD_LABEL)
+  if (f->kind == VOX_ISO_LABEL)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: no voxel has label %d", what, f->which);
-  if (f->kind == FIELD_NONZERO)
+  if (f->kind == VOX_ISO_NONZERO)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "%s: every voxel is empty (label 0), there is no surface", what);
   return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -664,7 +664,6 @@ static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *
   info->device = VOX_DEVICE_CPU;
   if (device != VOX_DEVICE_AUTO && device != VOX_DEVICE_CPU && device != VOX_DEVICE_CUDA)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: unknown device %d", what, (int)device);
-#ifdef VOXFE_HAVE_CUDA
   /* AUTO stays on the CPU: with the field in host memory, its transfer to
    * the device and the mesh's back take longer than the whole extraction on
    * a multi-core host, even through pinned staging (docs/benchmarks.md) */
@@ -673,8 +672,10 @@ static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *
     if (case_table_status != 0)
       return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                        "%s: internal error: the marching-cubes table is inconsistent", what);
-    vox_status status = isosurface_cuda(ctx, f, &case_table, m->grid.origin,
-                                        m->grid.voxel_size, out, &info->seconds_device);
+    vox_status status = vox_gpu_isosurface(ctx, f, &case_table, m->grid.origin,
+                                           m->grid.voxel_size, &out->vertex, &out->n_vertices,
+                                           &out->triangle, &out->n_triangles,
+                                           &info->seconds_device);
     if (status == VOX_OK) {
       info->device = VOX_DEVICE_CUDA;
       if (out->n_vertices > 0) return VOX_OK;
@@ -686,12 +687,6 @@ static vox_status extract_on(vox_context *ctx, const vox_model *m, const field *
     /* AUTO on a machine without a usable device goes on on the CPU */
     return status;
   }
-#else
-  if (device == VOX_DEVICE_CUDA)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "%s: this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)",
-                     what);
-#endif
   return extract(ctx, m, f, what, out);
 }
 
@@ -719,11 +714,11 @@ vox_status vox_isosurface_density_on(vox_context *ctx, const vox_model *model, d
     if (!(threshold > 0) || !isfinite(threshold))
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                        "%s: the density threshold must be a number > 0, not %g", what, threshold);
-    f.kind = FIELD_DENSITY, f.density = model->density, f.threshold = threshold;
+    f.kind = VOX_ISO_DENSITY, f.density = model->density, f.threshold = threshold;
   } else {
     if (!model->label)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: the model has no labels", what);
-    f.kind = FIELD_NONZERO, f.label = model->label, f.threshold = 0.5;
+    f.kind = VOX_ISO_NONZERO, f.label = model->label, f.threshold = 0.5;
   }
   return extract_on(ctx, model, &f, what, device, out, info);
 }
@@ -741,7 +736,7 @@ vox_status vox_isosurface_label_on(vox_context *ctx, const vox_model *model, int
   if (!model->label)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "%s: the model has no labels", what);
   const vox_grid *g = &model->grid;
-  field f = {.kind = FIELD_LABEL, .label = model->label, .which = (uint8_t)label,
+  field f = {.kind = VOX_ISO_LABEL, .label = model->label, .which = (uint8_t)label,
              .threshold = 0.5, .nx = g->nx, .ny = g->ny, .nz = g->nz};
   return extract_on(ctx, model, &f, what, device, out, info);
 }

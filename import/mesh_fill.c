@@ -20,7 +20,7 @@
 #include <omp.h>
 
 #include "mesh_prepared.h"
-#include "mesh_raycast.h"
+#include "voxfe/device/raycast.h"
 
 static double now(void) {
   struct timespec ts;
@@ -33,7 +33,7 @@ static vox_status out_of_memory(vox_context *ctx) {
 }
 
 /* The range of columns, along cross axis X, that triangle t may cross. */
-static void triangle_span(const mesh_prepared *m, int64_t t, int X, int64_t *first,
+static void triangle_span(const vox_prepared_mesh *m, int64_t t, int X, int64_t *first,
                           int64_t *last) {
   const uint32_t *v = &m->triangle[3 * t];
   int64_t lo = m->fixed[3 * (int64_t)v[0] + X], hi = lo;
@@ -52,8 +52,8 @@ typedef struct bins {
   uint32_t *list;
 } bins;
 
-static vox_status bin_triangles(vox_context *ctx, const mesh_prepared *m, int D, int threads,
-                                bins *b) {
+static vox_status bin_triangles(vox_context *ctx, const vox_prepared_mesh *m, int D,
+                                int threads, bins *b) {
   int64_t n = m->n[D];
   b->width = n / (8 * threads) > 1 ? n / (8 * threads) : 1;
   b->count = (n + b->width - 1) / b->width;
@@ -91,8 +91,8 @@ static void bins_free(bins *b) {
 /* Marks the crossings of the columns along A: cells[first voxel past the
  * crossing] ^= 1, and row_total[column] ^= 1 for every crossing of the
  * column's whole line (NULL when not wanted). */
-static vox_status mark_crossings(vox_context *ctx, const mesh_prepared *m, int A, uint8_t *cells,
-                                 uint8_t *row_total) {
+static vox_status mark_crossings(vox_context *ctx, const vox_prepared_mesh *m, int A,
+                                 uint8_t *cells, uint8_t *row_total) {
   const int B = (A + 1) % 3, C = (A + 2) % 3;
   const int64_t stride[3] = {1, m->n[0], m->n[0] * m->n[1]};
   const int D = stride[B] > stride[C] ? B : C;
@@ -135,7 +135,7 @@ static vox_status mark_crossings(vox_context *ctx, const mesh_prepared *m, int A
 
 /* The running XOR along A: every voxel gets the parity of the crossings
  * below its centre. */
-static void sweep(const mesh_prepared *m, int A, uint8_t *cells) {
+static void sweep(const vox_prepared_mesh *m, int A, uint8_t *cells) {
   const int64_t nx = m->n[0], ny = m->n[1], nz = m->n[2];
   if (A == 0) {
 #pragma omp parallel for schedule(static)
@@ -158,14 +158,14 @@ static void sweep(const mesh_prepared *m, int A, uint8_t *cells) {
     }
 }
 
-vox_status mesh_fill_cpu(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
+vox_status mesh_fill_cpu(vox_context *ctx, const vox_prepared_mesh *m, vox_fill_rule rule,
                          uint8_t *inside) {
   const int64_t nx = m->n[0], ny = m->n[1], nz = m->n[2];
   const size_t ne = (size_t)(nx * ny * nz);
   vox_status status;
   if (rule == VOX_FILL_PARITY) {
     memset(inside, 0, ne);
-    const int A = mesh_parity_axis(m->n);
+    const int A = raycast_parity_axis(m->n);
     if ((status = mark_crossings(ctx, m, A, inside, NULL))) return status;
     sweep(m, A, inside);
     return VOX_OK;
@@ -235,7 +235,7 @@ int vox_fill_rule_parse(const char *text, vox_fill_rule *rule) {
 #define GPU_MIN_ELEMENTS ((int64_t)1 << 21)
 
 /* What the preparation found; the rule AUTO decided. */
-static void record_prepared(const mesh_prepared *m, double seconds, vox_fill_rule *rule,
+static void record_prepared(const vox_prepared_mesh *m, double seconds, vox_fill_rule *rule,
                             vox_mesh_fill_info *info) {
   info->seconds_prepare = seconds;
   info->triangles = m->n_triangles;
@@ -247,18 +247,18 @@ static void record_prepared(const mesh_prepared *m, double seconds, vox_fill_rul
   info->rule = *rule;
 }
 
-#ifdef VOXFE_HAVE_CUDA
 /* The fill from a mesh prepared on the GPU (since t0); the voxels come back
  * packed to bits and are unpacked here. */
-static vox_status fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_rule rule,
-                            int64_t ne, uint8_t *inside, double t0, vox_mesh_fill_info *info) {
+static vox_status fill_gpu(vox_context *ctx, const vox_prepared_mesh *m, vox_fill_rule rule,
+                           int64_t ne, uint8_t *inside, double t0, vox_mesh_fill_info *info) {
   record_prepared(m, now() - t0, &rule, info);
   t0 = now();
   const int64_t words = (ne + 31) / 32;
   uint32_t *bits = malloc((size_t)words * sizeof *bits);
   if (!bits) return out_of_memory(ctx);
   double kernel_seconds;
-  vox_status status = mesh_fill_cuda(ctx, m, rule, bits, &info->inside, &kernel_seconds);
+  vox_status status =
+      vox_gpu_mesh_fill(ctx, m, rule == VOX_FILL_VOTE, bits, &info->inside, &kernel_seconds);
   if (status == VOX_OK) {
     info->seconds_device = kernel_seconds;
 #pragma omp parallel for schedule(static)
@@ -272,7 +272,6 @@ static vox_status fill_cuda(vox_context *ctx, const mesh_prepared *m, vox_fill_r
   free(bits);
   return status;
 }
-#endif
 
 vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
                          vox_fill_rule rule, vox_device device, uint8_t *inside,
@@ -284,31 +283,26 @@ vox_status vox_mesh_fill(vox_context *ctx, const vox_mesh *mesh, const vox_grid 
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "fill needs a mesh, a grid and an output");
   if (rule != VOX_FILL_AUTO && rule != VOX_FILL_PARITY && rule != VOX_FILL_VOTE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown fill rule %d", (int)rule);
-#ifndef VOXFE_HAVE_CUDA
-  if (device == VOX_DEVICE_CUDA)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "this voxfe was built without CUDA (configure with -DVOXFE_CUDA=ON)");
-#endif
   const int64_t ne = vox_grid_elements(grid);
   double t0 = now();
-  mesh_prepared m;
+  vox_prepared_mesh m;
   vox_status status;
   info->device = VOX_DEVICE_CPU;
-#ifdef VOXFE_HAVE_CUDA
   /* On the GPU the mesh is prepared there too and never comes back; AUTO on
-   * a machine without a usable device goes on on the CPU. */
-  if (device == VOX_DEVICE_CUDA || (device == VOX_DEVICE_AUTO && ne >= GPU_MIN_ELEMENTS)) {
-    status = mesh_prepare_cuda(ctx, mesh, grid, &m);
+   * a machine without a usable device (or a build without CUDA) goes on on
+   * the CPU. */
+  if (device == VOX_DEVICE_CUDA ||
+      (device == VOX_DEVICE_AUTO && ne >= GPU_MIN_ELEMENTS && vox_gpu_devices() > 0)) {
+    status = mesh_prepare_gpu(ctx, mesh, grid, &m);
     if (status == VOX_OK) {
       info->device = VOX_DEVICE_CUDA;
-      status = fill_cuda(ctx, &m, rule, ne, inside, t0, info);
-      mesh_prepared_cuda_free(&m);
+      status = fill_gpu(ctx, &m, rule, ne, inside, t0, info);
+      vox_gpu_mesh_free(&m);
     }
     if (status != VOX_ERR_DEVICE || device != VOX_DEVICE_AUTO) return status;
     info->device = VOX_DEVICE_CPU;
     t0 = now();
   }
-#endif
   if ((status = mesh_prepare(ctx, mesh, grid, &m))) return status;
   record_prepared(&m, now() - t0, &rule, info);
   t0 = now();

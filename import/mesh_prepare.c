@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "mesh_prepared.h"
-#include "mesh_raycast.h"
+#include "voxfe/device/raycast.h"
 
 static vox_status out_of_memory(vox_context *ctx) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory preparing the mesh");
@@ -89,7 +89,7 @@ static void sort3(uint32_t k[3]) {
  * first copy in the input stays. Copies share their smallest vertex, so each
  * vertex compares the few triangles bucketed under it, in parallel. The kept
  * triangles, corners in canonical order, go to `m`. */
-static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint32_t *in,
+static vox_status clean_triangles(vox_context *ctx, vox_prepared_mesh *m, const uint32_t *in,
                                   int64_t nt) {
   const int64_t nv = m->n_vertices;
   buckets b = {calloc((size_t)nv + 1, sizeof *b.start), malloc((size_t)nt * sizeof *b.item)};
@@ -172,7 +172,7 @@ static vox_status clean_triangles(vox_context *ctx, mesh_prepared *m, const uint
 /* Edges with an odd number of triangles: 0 for a closed surface (every edge
  * shared by two triangles, or by four where two solids touch). Each edge is
  * bucketed under its smaller vertex; each vertex counts its few edges. */
-static vox_status count_open_edges(vox_context *ctx, mesh_prepared *m) {
+static vox_status count_open_edges(vox_context *ctx, vox_prepared_mesh *m) {
   const int64_t nv = m->n_vertices, ne = 3 * m->n_triangles;
   buckets b = {calloc((size_t)nv + 1, sizeof *b.start), malloc((size_t)ne * sizeof *b.item)};
   int64_t *fill = malloc((size_t)nv * sizeof *fill);
@@ -259,7 +259,7 @@ vox_status mesh_lattice(vox_context *ctx, const vox_mesh *mesh, const vox_grid *
 }
 
 vox_status mesh_prepare(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
-                        mesh_prepared *out) {
+                        vox_prepared_mesh *out) {
   memset(out, 0, sizeof *out);
   int bits;
   vox_status status = mesh_lattice(ctx, mesh, grid, &bits);
@@ -294,16 +294,18 @@ done:
   return status;
 }
 
-void mesh_prepared_free(mesh_prepared *m) {
+void mesh_prepared_free(vox_prepared_mesh *m) {
   free(m->fixed);
   free(m->triangle);
   memset(m, 0, sizeof *m);
 }
 
-int mesh_parity_axis(const int64_t n[3]) {
-  int64_t rays[3] = {n[1] * n[2], n[2] * n[0], n[0] * n[1]};
-  int best = 2;
-  for (int a = 1; a >= 0; a--)
-    if (rays[a] < rays[best]) best = a;
-  return best;
+vox_status mesh_prepare_gpu(vox_context *ctx, const vox_mesh *mesh, const vox_grid *grid,
+                            vox_prepared_mesh *out) {
+  memset(out, 0, sizeof *out);
+  int bits;
+  vox_status status = mesh_lattice(ctx, mesh, grid, &bits);
+  if (status) return status;
+  return vox_gpu_mesh_prepare(ctx, mesh->vertex, mesh->n_vertices, mesh->triangle,
+                              mesh->n_triangles, grid, bits, out);
 }

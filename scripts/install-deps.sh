@@ -7,8 +7,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 packages=(
-  # build
-  build-essential cmake pkg-config
+  # build; help2man makes the man pages from the programs' --help
+  build-essential cmake pkg-config help2man
   # libraries of libvoxfe and the programs
   libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev liblapack-dev libcairo2-dev
   # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)

@@ -359,6 +359,7 @@ vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *o
   be->ops = &cpu_ops;
   be->ctx = ctx;
   be->device = VOX_DEVICE_CPU;
+  be->device_index = 0;
   if (options) { /* the CPU has one kernel and double levels: kept to be reported */
     be->kernel = options->kernel;
     be->fp16_levels = options->fp16_levels;

@@ -25,11 +25,11 @@ static vox_context *ctx;
  * same counts. */
 static void same_prepared(const char *what, const vox_mesh *m, const vox_grid *g) {
 #ifdef VOXFE_HAVE_CUDA
-  mesh_prepared cpu, dev, gpu;
+  vox_prepared_mesh cpu, dev, gpu;
   CHECK_OK(ctx, mesh_prepare(ctx, m, g, &cpu));
-  CHECK_OK(ctx, mesh_prepare_cuda(ctx, m, g, &dev));
-  CHECK_OK(ctx, mesh_prepared_cuda_to_host(ctx, &dev, &gpu));
-  mesh_prepared_cuda_free(&dev);
+  CHECK_OK(ctx, mesh_prepare_gpu(ctx, m, g, &dev));
+  CHECK_OK(ctx, vox_gpu_mesh_to_host(ctx, &dev, &gpu));
+  vox_gpu_mesh_free(&dev);
   printf("%s: prepared: %lld vertices, %lld triangles (%lld degenerate, %lld repeats dropped), "
          "%lld open edges on the CPU; GPU %lld, %lld (%lld, %lld), %lld\n",
          what, (long long)cpu.n_vertices, (long long)cpu.n_triangles, (long long)cpu.degenerate,

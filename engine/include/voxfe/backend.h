@@ -4,6 +4,8 @@
 #ifndef VOXFE_BACKEND_H
 #define VOXFE_BACKEND_H
 
+#include <stddef.h>
+
 #include "voxfe/context.h"
 
 #ifdef __cplusplus
@@ -91,7 +93,10 @@ void vox_device_warm_up_finish(vox_device_warm_up *warm_up);
 /* Devices of a kind this build can use: CUDA devices (0 without CUDA), 1
  * for the CPU. */
 int vox_device_count(vox_device device);
-/* The index of the backend's device (0 for the CPU). */
+/* The kind of device the backend runs on (VOX_DEVICE_CPU or
+ * VOX_DEVICE_CUDA, never AUTO), and its index among the devices of that
+ * kind (0 for the CPU). */
+vox_device vox_backend_device(const vox_backend *backend);
 int vox_backend_device_index(const vox_backend *backend);
 void vox_backend_destroy(vox_backend *backend);
 /* "cpu" or "cuda". */

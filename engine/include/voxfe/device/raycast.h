@@ -1,6 +1,7 @@
 /* The exact ray/triangle arithmetic of the mesh fill, shared by the CPU
- * (mesh_fill.c) and the GPU (cuda/cuda_mesh_fill.cu) so that both give the
- * same voxels bit for bit.
+ * (import/mesh_fill.c) and the GPU (cuda/cuda_mesh_fill.cu) so that both
+ * give the same voxels bit for bit: part of the interface through which
+ * import/ reaches the GPU (voxfe/device/mesh_fill.h), not installed.
  *
  * Coordinates are fixed point: integers in units of 2^-K voxel from the
  * grid's origin, at most 2^29 in magnitude, so that every difference fits in
@@ -18,8 +19,8 @@
  * (lexicographic) order and no fused multiply-add: rounded, but the same
  * number on every platform and for every order of the triangles. A voxel
  * whose centre lies below that crossing along the ray counts it. */
-#ifndef VOXFE_MESH_RAYCAST_H
-#define VOXFE_MESH_RAYCAST_H
+#ifndef VOXFE_DEVICE_RAYCAST_H
+#define VOXFE_DEVICE_RAYCAST_H
 
 #include <math.h>
 #include <stdint.h>
@@ -70,7 +71,8 @@ RAYCAST_FN void raycast_span(int64_t lo, int64_t hi, int bits, int64_t n, int64_
 #define RAYCAST_DIV(x, y) __ddiv_rn(x, y)
 #define RAYCAST_TO_DOUBLE(x) __ll2double_rn(x)
 #else
-/* mesh_fill.c is compiled with -ffp-contract=off: these stay two roundings. */
+/* import/mesh_fill.c is compiled with -ffp-contract=off: these stay two
+ * roundings. */
 #define RAYCAST_MUL(x, y) ((x) * (y))
 #define RAYCAST_ADD(x, y) ((x) + (y))
 #define RAYCAST_DIV(x, y) ((x) / (y))
@@ -103,6 +105,17 @@ RAYCAST_FN int raycast_cross(const int64_t *a, const int64_t *b, const int64_t *
   double t = ceil(RAYCAST_ADD(RAYCAST_DIV(x, scale), -0.5));
   *cut = t <= 0 ? 0 : t >= (double)n ? n : (int64_t)t;
   return 1;
+}
+
+/* The ray axis of the parity rule: the one with the fewest columns (rays),
+ * on a tie the later axis (z before y before x); the CPU and the GPU must
+ * take the same. n: the grid's elements along x, y, z. */
+RAYCAST_FN int raycast_parity_axis(const int64_t n[3]) {
+  const int64_t rays[3] = {n[1] * n[2], n[2] * n[0], n[0] * n[1]};
+  int best = 2;
+  for (int a = 1; a >= 0; a--)
+    if (rays[a] < rays[best]) best = a;
+  return best;
 }
 
 /* Corners in canonical order: lexicographic by (x, y, z). Welded vertices
