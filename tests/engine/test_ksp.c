@@ -7,7 +7,8 @@
  * in one order). The values were recorded from the three loops the solvers
  * had before they shared one (engine/ksp.c), so a change of the arithmetic
  * of any of them shows here. The residual after k iterations is that of a
- * solve stopped at max_iterations = k from the same start.
+ * solve stopped at max_iterations = k from the same start; a monitor
+ * (vox_solver_options.monitor) sees the same.
  *
  * `test_ksp print` prints the tables instead of checking them (to record
  * them anew after a deliberate change of the arithmetic). */
@@ -24,6 +25,18 @@
 #include "voxfe/voxfe.h"
 
 static int printing = 0;
+
+/* The residuals a monitor saw (vox_solver_options.monitor). */
+typedef struct seen {
+  double residual[1000];
+  int n, last;
+} seen;
+
+static void record(void *data, int iteration, double residual_norm) {
+  seen *s = data;
+  if (s->n < 1000) s->residual[s->n++] = residual_norm;
+  s->last = iteration;
+}
 
 /* Relative agreement asked of every recorded value: far above the
  * rounding of one summation order, far below what a change of the
@@ -109,8 +122,8 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
   opt.rtol = 1e-10;
   vox_vec u;
   CHECK_OK(ctx, be->ops->vec_create(be, fem->n_dofs, &u));
-  vox_pcg_history h = {0};
-  if (history) CHECK_OK(ctx, vox_pcg_history_create(be, fem->n_dofs, 2, &h));
+  vox_ksp_history h = {0};
+  if (history) CHECK_OK(ctx, vox_ksp_history_create(be, fem->n_dofs, 2, &h));
   int n = 0;
   for (int k = 1; k <= max; k++) {
     opt.max_iterations = k;
@@ -133,7 +146,17 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
     CHECK(r.reason == VOX_DIVERGED_MAX_ITERATIONS && r.iterations == k);
   }
   *sum = vec_checksum(be, &u);
-  vox_pcg_history_destroy(be, &h);
+  if (!history) { /* a monitor sees the start's residual and every iteration's */
+    seen s = {.n = 0};
+    opt.monitor = record, opt.monitor_data = &s;
+    CHECK_OK(ctx, be->ops->vec_set(be, &u, 0));
+    vox_solve_result r;
+    CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &r));
+    CHECK(s.n == n + 1 && s.last == n && r.iterations == n);
+    CHECK(s.residual[0] == r.rhs_norm);
+    for (int k = 1; k < s.n && k <= n; k++) CHECK(s.residual[k] == out[k - 1]);
+  }
+  vox_ksp_history_destroy(be, &h);
   be->ops->vec_destroy(be, &u);
   vox_fem_destroy(fem);
   vox_model_free(&m);
