@@ -160,6 +160,36 @@ for when in ("fields", "end"):
     assert other.keys() == base.keys(), when
     assert [k for k in base if base[k] != other[k]] == [], when
 PY
+
+# the sparse preconditioner's options, on a column that fills a ninth of
+# its box (the sparse storage): the same reaction with other coarse levels,
+# smoothers and degrees, and the history records them
+$MAKE islands column.nc 6 6 10 || fail "make_model islands"
+"$ANALYZE" column.nc -o column_r.nc --summary c.json -q --cg-tol 1e-10 >"$LOG/out" 2>&1 ||
+  fail "column run: $(cat "$LOG/out")"
+"$ANALYZE" column.nc -o column_sa.nc --summary sa.json -q --cg-tol 1e-10 \
+  --sparse-coarse sa --sa-fine-transfer explicit --sparse-block-levels 0 --sparse-degrees 5,4 \
+  --sparse-record 0 >"$LOG/out" 2>&1 || fail "column run with SA levels: $(cat "$LOG/out")"
+/usr/bin/python3 - <<'PY' || fail "column: the SA levels' solution and history"
+import json
+import netCDF4
+a, b = json.load(open("c.json")), json.load(open("sa.json"))
+assert a["solver_storage"] == "sparse" and b["solver_storage"] == "sparse", (a, b)
+assert abs(a["reaction_force"] / b["reaction_force"] - 1) < 1e-7, (a, b)
+with netCDF4.Dataset("column_sa.nc") as d:
+    for word in ("--sparse-coarse=sa", "--sa-fine-transfer=explicit", "--sparse-block-levels=0",
+                 "--sparse-degrees=5,4", "--sparse-record=0", "--sa-prolongator-diagonal=0"):
+        assert word in d.history, (word, d.history)
+with netCDF4.Dataset("column_r.nc") as d:
+    for word in ("--sparse-coarse=split", "--sparse-block-levels=-1", "--sparse-degrees=0",
+                 "--sparse-record=1", "--sa-fine-transfer=implicit"):
+        assert word in d.history, (word, d.history)
+PY
+expect_usage_error "bad sparse coarse levels" "--sparse-coarse: expected split, box or sa, got 'amg'" \
+  "$ANALYZE" column.nc -o r.nc --sparse-coarse amg
+expect_usage_error "bad sparse degrees" "--sparse-degrees: expected up to 8 comma-separated" \
+  "$ANALYZE" column.nc -o r.nc --sparse-degrees 4,x
+rm -f column.nc column_r.nc column_sa.nc c.json sa.json
 rm -f porous_r.nc porous_r.vti p.json porous_fields.nc porous_end.nc
 
 # --- parallel jobs appending to one table: one header, one whole row each
