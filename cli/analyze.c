@@ -231,6 +231,7 @@ static const cli_option options[] = {
      .help = "Pistoia failure criterion: fraction of the bone above the critical strain"},
 
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
+    CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, device, kernel, threads, quiet),
     {.kind = CLI_END},
 };

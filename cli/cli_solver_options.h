@@ -78,12 +78,12 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \
    .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "    \
            "CG stays in double)",                                                                \
-   .parse = cli_parse_precision, .format = cli_format_precision},                                \
-  CLI_SPARSE_OPTIONS(TYPE, SOLVER)
+   .parse = cli_parse_precision, .format = cli_format_precision}
 
-/* The sparse (bone-only) storage's preconditioner (vox_sparse_pc_options);
- * its profiling fills only the statistics of the benchmarks, which no
- * program prints, and so is no option of theirs. */
+/* The sparse (bone-only) storage's preconditioner (vox_sparse_pc_options),
+ * for the programs that solve in that storage (voxfe-analyze; the
+ * optimizer keeps the whole box); its profiling fills only the statistics
+ * of the benchmarks, which no program prints, and so is no option. */
 #define CLI_SPARSE_OPTIONS(TYPE, SOLVER)                                                         \
   {.name = "sparse-coarse", .arg = "KIND", .kind = CLI_CUSTOM,                                   \
    .offset = offsetof(TYPE, SOLVER.sparse.coarse), .flags = CLI_RECORD,                          \
