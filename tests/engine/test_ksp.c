@@ -7,7 +7,8 @@
  * in one order). The values were recorded from the three loops the solvers
  * had before they shared one (engine/ksp.c), so a change of the arithmetic
  * of any of them shows here. The residual after k iterations is that of a
- * solve stopped at max_iterations = k from the same start; a monitor
+ * solve stopped at max_iterations = k from the same start (Jacobi's after
+ * its first 40 iterations, the checksum of that iterate); a monitor
  * (vox_solver_options.monitor) sees the same.
  *
  * `test_ksp print` prints the tables instead of checking them (to record
@@ -265,7 +266,10 @@ int main(int argc, char **argv) {
   n = box_residuals(ctx, be, VOX_PC_MULTIGRID, 0, res, MAX, sum);
   CHECK_TABLE(box_multigrid, res, n);
   CHECK_TABLE(box_multigrid_sum, sum, 1);
-  n = box_residuals(ctx, be, VOX_PC_JACOBI, 0, res, MAX, sum);
+  /* Jacobi's first 40 iterations only: later ones amplify the rounding of
+   * one build against another's (a sanitizer build's products differ in
+   * their last bits) beyond the tolerance */
+  n = box_residuals(ctx, be, VOX_PC_JACOBI, 0, res, 40, sum);
   CHECK_TABLE(box_jacobi, res, n);
   CHECK_TABLE(box_jacobi_sum, sum, 1);
   n = box_residuals(ctx, be, VOX_PC_MULTIGRID, 1, res, MAX, sum);
