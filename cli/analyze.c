@@ -257,6 +257,7 @@ static const cli_option options[] = {
      .parse = parse_sed_point, .format = format_sed_point},
 
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
+    CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
     {.kind = CLI_END},
 };

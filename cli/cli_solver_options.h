@@ -27,6 +27,14 @@ int cli_parse_fp16_levels(const char *what, const char *text, void *value);
 void cli_format_fp16_levels(const void *value, char *buf, size_t size);
 int cli_parse_device(const char *what, const char *text, void *value);
 void cli_format_device(const void *value, char *buf, size_t size);
+/* The sparse preconditioner's: vox_sparse_coarse, vox_sa_fine_transfer,
+ * and the per-level Chebyshev degrees (an int[VOX_SPARSE_MAX_DEGREES]). */
+int cli_parse_sparse_coarse(const char *what, const char *text, void *value);
+void cli_format_sparse_coarse(const void *value, char *buf, size_t size);
+int cli_parse_sa_fine_transfer(const char *what, const char *text, void *value);
+void cli_format_sa_fine_transfer(const void *value, char *buf, size_t size);
+int cli_parse_sparse_degrees(const char *what, const char *text, void *value);
+void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
 
 /* The "Solver:" entries of an option table, for a vox_solver_options at
  * member SOLVER of the settings struct TYPE; CLI_SOLVER_OPTIONS_DEFAULT
@@ -73,6 +81,42 @@ void cli_format_device(const void *value, char *buf, size_t size);
    .help = "multigrid storage: double, or mixed (single-precision coarse levels on the GPU; "    \
            "CG stays in double)",                                                                \
    .parse = cli_parse_precision, .format = cli_format_precision}
+
+/* The sparse (bone-only) storage's preconditioner (vox_sparse_pc_options),
+ * for the programs that solve in that storage (voxfe-analyze; the
+ * optimizer keeps the whole box); its profiling fills only the statistics
+ * of the benchmarks, which no program prints, and so is no option. */
+#define CLI_SPARSE_OPTIONS(TYPE, SOLVER)                                                         \
+  {.name = "sparse-coarse", .arg = "KIND", .kind = CLI_CUSTOM,                                   \
+   .offset = offsetof(TYPE, SOLVER.sparse.coarse), .flags = CLI_RECORD,                          \
+   .help = "sparse storage's coarse levels: split (rediscretised, following the bone's "         \
+           "connectivity), box (the plain coarse voxel images) or sa (smoothed aggregation of "  \
+           "the assembled matrix)",                                                               \
+   .parse = cli_parse_sparse_coarse, .format = cli_format_sparse_coarse},                        \
+  {.name = "sparse-block-levels", .arg = "N", .kind = CLI_INTEGER,                               \
+   .offset = offsetof(TYPE, SOLVER.sparse.block_levels), .range = {-1, INT_MAX, 0, 0},           \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "sparse storage: the smoothed levels, from the finest, smoothed with the nodes' "     \
+           "3 x 3 blocks instead of the diagonal; -1: all"},                                     \
+  {.name = "sparse-degrees", .arg = "D0,D1,..", .kind = CLI_CUSTOM,                              \
+   .offset = offsetof(TYPE, SOLVER.sparse.degree), .flags = CLI_RECORD,                          \
+   .help = "sparse storage: each level's Chebyshev degree from the finest (the last for the "    \
+           "levels below; 0: as the level before); none: --smoothing-steps, at least 4",         \
+   .parse = cli_parse_sparse_degrees, .format = cli_format_sparse_degrees},                      \
+  {.name = "sparse-record", .arg = "0|1", .kind = CLI_INTEGER,                                   \
+   .offset = offsetof(TYPE, SOLVER.sparse.record), .range = {0, 1, 0, 0}, .flags = CLI_RECORD,   \
+   .help = "sparse storage: 1 records the V-cycle once and replays it where the GPU can, 0 "     \
+           "launches it op by op"},                                                              \
+  {.name = "sa-fine-transfer", .arg = "KIND", .kind = CLI_CUSTOM,                                \
+   .offset = offsetof(TYPE, SOLVER.sparse.sa_fine_transfer), .flags = CLI_RECORD,                \
+   .help = "--sparse-coarse=sa: the fine prolongator applied from the tentative one "            \
+           "(implicit: less memory) or stored (explicit)",                                       \
+   .parse = cli_parse_sa_fine_transfer, .format = cli_format_sa_fine_transfer},                  \
+  {.name = "sa-prolongator-diagonal", .arg = "0|1", .kind = CLI_INTEGER,                         \
+   .offset = offsetof(TYPE, SOLVER.sparse.sa_point_diagonal), .range = {0, 1, 0, 0},             \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "--sparse-coarse=sa: 1 smooths the prolongators with the diagonal instead of the "    \
+           "nodes' blocks"}
 
 /* The "Execution:" entries: --device, --kernel and --fp16-levels (of the
  * vox_backend_options at member BACKEND), --threads, --quiet. */

@@ -449,7 +449,7 @@ static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_ve
 /* ---- conjugate gradients with its scalars on the device -------------------- */
 
 /* cs->cg: rz, then pq and rr (read back together with rz by cg_step), alpha,
- * whether the step is sound, beta. The kernels are those of pcg.c's host
+ * whether the step is sound, beta. The kernels are those of ksp.c's host
  * loop (the same two-stage sums, the same update term), so the iterates are
  * the same; only the waits for the host go: p.q's and r.z's. */
 enum { CG_RZ, CG_PQ, CG_RR, CG_ALPHA, CG_OK, CG_BETA, CG_SCALARS };

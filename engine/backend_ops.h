@@ -202,11 +202,11 @@ typedef struct vox_backend_ops {
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
                           const vox_vec *p, const vox_vec *q, double *rr);
   vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
-  /* Optional, all three or none (NULL: pcg.c keeps CG's scalars on the
+  /* Optional, all three or none (NULL: ksp.c keeps CG's scalars on the
    * host): conjugate gradients with its scalars kept where the vectors are,
    * so that an iteration waits for the host once, for its convergence test,
    * instead of after each of its three reductions; the same arithmetic as
-   * pcg.c's loop, with the scalars in double.
+   * ksp.c's loop, with the scalars in double.
    *   cg_begin:     p = z, and rz = r.z, kept and returned;
    *   cg_step:      pq = p.q; the step is sound while pq > 0 and rz > 0, and
    *                 then x += alpha p, r -= alpha q with alpha = rz / pq (x

@@ -1,12 +1,14 @@
 /* The periodic cell solver's driver (cell_solver.h): the hierarchy, its
- * coarsest pseudo-inverse on the host, and conjugate gradients with one
- * V-cycle as the preconditioner. */
+ * coarsest pseudo-inverse on the host, and the hooks of the one
+ * conjugate gradients (ksp.h) with one V-cycle of the shared cycle (pc.h)
+ * as the preconditioner. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cell_solver.h"
 #include "galerkin_element.h"
+#include "ksp.h"
 #include "voxfe/element.h"
 
 static int even(vox_cell_dims d) { return d.nx % 2 == 0 && d.ny % 2 == 0 && d.nz % 2 == 0; }
@@ -237,25 +239,82 @@ vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli) {
   return build(cs);
 }
 
-/* z = M b, one V-cycle from zero (z in level 0's x): down through the
- * levels, each pre-smoothed (forward colours), the coarsest solve, and up,
- * each post-smoothed (backward colours): a symmetric operator, as CG needs. */
-static vox_status vcycle(vox_cell_solver *cs) {
-  vox_backend *be = cs->be;
-  const vox_cell_ops *o = be->ops->cell;
-  const int last = cs->desc.n_levels - 1;
-  TRY(o->clear(be, cs->cell));
-  for (int l = 0; l < last; l++) {
-    TRY(o->smooth(be, cs->cell, l, 0));
-    TRY(o->restrict_residual(be, cs->cell, l));
-  }
-  TRY(o->coarsest_solve(be, cs->cell));
-  for (int l = last - 1; l >= 0; l--) {
-    TRY(o->prolong_add(be, cs->cell, l));
-    TRY(o->smooth(be, cs->cell, l, 1));
-  }
-  return VOX_OK;
+/* The cell's levels for the one cycle (pc.h): every vector is the
+ * backend's, of the level named. Down through the levels, each
+ * pre-smoothed (forward colours), the coarsest solve, and up, each
+ * post-smoothed (backward colours): a symmetric operator, as CG needs. */
+static vox_status cell_presmooth(void *self, int l, int warm) {
+  vox_cell_solver *cs = self;
+  (void)warm; /* a V-cycle: always from zero */
+  if (l == 0) TRY(cs->be->ops->cell->clear(cs->be, cs->cell)); /* the coarser x: restrict */
+  return cs->be->ops->cell->smooth(cs->be, cs->cell, l, 0);
 }
+static vox_status cell_restrict(void *self, int l) {
+  vox_cell_solver *cs = self;
+  return cs->be->ops->cell->restrict_residual(cs->be, cs->cell, l);
+}
+static vox_status cell_coarse_solve(void *self, int l) {
+  vox_cell_solver *cs = self;
+  (void)l;
+  return cs->be->ops->cell->coarsest_solve(cs->be, cs->cell);
+}
+static vox_status cell_prolong(void *self, int l) {
+  vox_cell_solver *cs = self;
+  return cs->be->ops->cell->prolong_add(cs->be, cs->cell, l);
+}
+static vox_status cell_postsmooth(void *self, int l) {
+  vox_cell_solver *cs = self;
+  return cs->be->ops->cell->smooth(cs->be, cs->cell, l, 1);
+}
+static const vox_mg_level_ops cell_levels = {.presmooth = cell_presmooth,
+                                             .restrict_residual = cell_restrict,
+                                             .coarse_solve = cell_coarse_solve,
+                                             .prolong = cell_prolong,
+                                             .postsmooth = cell_postsmooth};
+
+/* The cell's preconditioner as an object: z = M b, one V-cycle from zero
+ * (b and z are the backend's: level 0's b and x), the hierarchy set up
+ * from the moduli where they changed. */
+static vox_status cell_pc_setup(void *self) {
+  vox_cell_solver *cs = self;
+  return cs->built ? VOX_OK : build(cs);
+}
+static vox_status cell_pc_apply(void *self, const void *r, void *z) {
+  vox_cell_solver *cs = self;
+  (void)r, (void)z;
+  return vox_multigrid_cycle(&cell_levels, cs, cs->desc.n_levels, NULL);
+}
+static const vox_pc_ops cell_pc = {.name = "cell multigrid", .setup = cell_pc_setup,
+                                   .apply = cell_pc_apply};
+
+/* The one CG's hooks (ksp.h) on the cell's vectors: the half-precision
+ * field u (x), b (r), x (z, then q), p. */
+typedef struct cell_cg {
+  vox_cell_solver *cs;
+  vox_pc pc;
+  vox_hvec *u;
+} cell_cg;
+
+static vox_status cell_product(void *self, double *pq) {
+  cell_cg *c = self;
+  return c->cs->be->ops->cell->cg_product(c->cs->be, c->cs->cell, pq);
+}
+static vox_status cell_precondition(void *self) {
+  cell_cg *c = self;
+  return vox_pc_apply(&c->pc, NULL, NULL);
+}
+static vox_status cell_update(void *self, double alpha, double *rr) {
+  cell_cg *c = self;
+  return c->cs->be->ops->cell->cg_update(c->cs->be, c->cs->cell, alpha, c->u, rr);
+}
+static vox_status cell_direction(void *self, double rz_old, double *rz) {
+  cell_cg *c = self;
+  return c->cs->be->ops->cell->cg_direction(c->cs->be, c->cs->cell, rz_old, rz);
+}
+static const vox_ksp_ops cell_cg_ops = {.product = cell_product,
+                                        .precondition = cell_precondition,
+                                        .update = cell_update,
+                                        .direction = cell_direction};
 
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
                                  const vox_solver_options *options, vox_hvec *u,
@@ -263,9 +322,10 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
   const double zero_ff = VOX_CELL_ZERO_LOAD * VOX_CELL_ZERO_LOAD * scale2;
   vox_backend *be = cs->be;
   const vox_cell_ops *o = be->ops->cell;
-  double ff, rr, rz = 0, pq;
+  double ff, rr;
   memset(result, 0, sizeof *result);
-  if (!cs->built) TRY(build(cs));
+  cell_cg c = {.cs = cs, .pc = {.ops = &cell_pc, .self = cs}, .u = u};
+  TRY(vox_pc_setup(&c.pc));
   TRY(o->set_load(be, cs->cell, kchi));
   TRY(o->load_norm(be, cs->cell, &ff));
   result->rhs_norm = sqrt(ff);
@@ -275,33 +335,5 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
     return o->zero_field(be, cs->cell, u);
   }
   TRY(o->cg_residual(be, cs->cell, u, &rr));
-  const double tol = options->rtol * options->rtol * ff;
-  result->reason = VOX_DIVERGED_MAX_ITERATIONS;
-  for (int it = 0;; it++) {
-    result->iterations = it;
-    if (!isfinite(rr)) {
-      result->reason = VOX_DIVERGED_NAN;
-      break;
-    }
-    if (rr <= tol) {
-      result->reason = VOX_CONVERGED_RTOL;
-      break;
-    }
-    if (it == options->max_iterations) break;
-    TRY(vcycle(cs));
-    const double rz_old = rz;
-    TRY(o->cg_direction(be, cs->cell, rz_old, &rz));
-    if (!(rz > 0)) {
-      result->reason = VOX_DIVERGED_INDEFINITE;
-      break;
-    }
-    TRY(o->cg_product(be, cs->cell, &pq));
-    if (!(pq > 0)) {
-      result->reason = VOX_DIVERGED_INDEFINITE;
-      break;
-    }
-    TRY(o->cg_update(be, cs->cell, rz / pq, u, &rr));
-  }
-  result->residual_norm = sqrt(rr);
-  return VOX_OK;
+  return vox_ksp_cg(&cell_cg_ops, &c, rr, result->rhs_norm, options, result);
 }

@@ -22,7 +22,7 @@ void vox_fem_destroy(vox_fem *fem) {
   for (int c = 0; fem->force && c < fem->n_cases; c++)
     if (fem->force[c].data) be->ops->vec_destroy(be, &fem->force[c]);
   free(fem->force);
-  vox_pcg_work_destroy(be, &fem->pcg);
+  vox_ksp_work_destroy(be, &fem->pcg);
   vox_mg_destroy(fem->mg);
   free(fem->element_active);
   free(fem);
@@ -202,7 +202,7 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
     STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
     STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
   }
-  if (!lean) STEP(vox_pcg_work_create(be, fem->n_dofs, &fem->pcg));
+  if (!lean) STEP(vox_ksp_work_create(be, fem->n_dofs, &fem->pcg));
   STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
   STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
   if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
@@ -262,20 +262,31 @@ vox_status vox_fem_update(vox_fem *fem) {
   return be->ops->vec_reciprocal(be, &fem->inv_diag);
 }
 
-/* One V-cycle, kept off the fixed dofs: the correction there is zero, and
- * CG then stays in the free subspace where the V-cycle is definite. */
-static vox_status multigrid_apply(void *self, const vox_vec *r, vox_vec *z) {
+/* The box's multigrid preconditioner as an object (pc.h): one cycle,
+ * kept off the fixed dofs (the correction there is zero, and CG then
+ * stays in the free subspace where the cycle is definite); its setup
+ * (Galerkin levels, bounds, the coarsest factor) borrows CG's work
+ * vectors. */
+static vox_status multigrid_setup(void *self) {
+  vox_fem *fem = self;
+  vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
+  return vox_mg_setup(fem->mg, &fem->inv_diag, work);
+}
+
+static vox_status multigrid_apply(void *self, const void *r, void *z) {
   vox_fem *fem = self;
   TRY(vox_mg_apply(fem->mg, r, z));
   return fem->be->ops->op_zero_fixed(fem->be, fem->op, z);
 }
 
+static const vox_pc_ops multigrid_pc = {.name = "multigrid", .setup = multigrid_setup,
+                                        .apply = multigrid_apply};
+
 /* The preconditioner the options ask for, set up for the current moduli. */
 static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options,
-                                 vox_jacobi *jacobi, vox_pcg_preconditioner *pc) {
+                                 vox_pc_jacobi *jacobi, vox_pc *pc) {
   if (options->preconditioner != VOX_PC_MULTIGRID) {
-    *jacobi = (vox_jacobi){.be = fem->be, .inv_diag = &fem->inv_diag};
-    *pc = (vox_pcg_preconditioner){.apply = vox_jacobi_apply, .self = jacobi};
+    *pc = vox_pc_jacobi_make(jacobi, fem->be, &fem->inv_diag);
     return VOX_OK;
   }
   if (!fem->mg) {
@@ -283,16 +294,15 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
                       &fem->mg));
     fem->mg_stale = 1;
   }
+  *pc = (vox_pc){.ops = &multigrid_pc, .self = fem};
   if (fem->mg_stale) {
-    vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
-    TRY(vox_mg_setup(fem->mg, &fem->inv_diag, work));
+    TRY(vox_pc_setup(pc));
     fem->mg_stale = 0;
   }
-  *pc = (vox_pcg_preconditioner){.apply = multigrid_apply, .self = fem};
   return VOX_OK;
 }
 
-static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_history *history,
                             const vox_solver_options *options, vox_solve_result *result);
 
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
@@ -301,7 +311,7 @@ vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
 }
 
 vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
-                                      vox_pcg_history *history,
+                                      vox_ksp_history *history,
                                       const vox_solver_options *options,
                                       vox_solve_result *result) {
   if (fem->grid.periodic) {
@@ -328,13 +338,13 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
  * redone from where it stopped (from zero after a NaN) with the bounds
  * estimated anew and every level in float from then on; its iterations
  * add up. */
-static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_pcg_history *history,
+static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_ksp_history *history,
                       const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
-  vox_jacobi jacobi;
-  vox_pcg_preconditioner pc;
+  vox_pc_jacobi jacobi;
+  vox_pc pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
-  TRY(vox_pcg_solve_with_history(be, fem->op, &pc, b, x, history, options, &fem->pcg, result));
+  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, history, options, &fem->pcg, result));
   const int broke_down =
       result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
   if (!broke_down || options->preconditioner != VOX_PC_MULTIGRID || !fem->mg) return VOX_OK;
@@ -348,7 +358,7 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_pcg_histor
   if (fem->mg->bounds_kept) fem->bound_redos++;
   if (reduced_storage) fem->storage_redos++;
   TRY(preconditioner(fem, options, &jacobi, &pc));
-  TRY(vox_pcg_solve(be, fem->op, &pc, b, x, options, &fem->pcg, result));
+  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, NULL, options, &fem->pcg, result));
   result->iterations += before;
   return VOX_OK;
 }
@@ -368,7 +378,7 @@ vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
 
 /* With prescribed values the solve is for the correction w = u - g, whose
  * history is not kept: such a solve ignores the history. */
-static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_pcg_history *history,
+static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_history *history,
                             const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;

@@ -7,7 +7,7 @@
 
 #include "backend_ops.h"
 #include "multigrid.h"
-#include "pcg.h"
+#include "ksp.h"
 #include "voxfe/solver.h"
 
 typedef struct vox_fem {
@@ -27,7 +27,7 @@ typedef struct vox_fem {
   vox_vec lift;        /* prescribed values on fixed dofs, 0 elsewhere */
   int has_lift;        /* some prescribed value is non-zero */
   vox_vec rhs, correction;
-  vox_pcg_work pcg;
+  vox_ksp_work pcg;
   vox_multigrid *mg;   /* made on the first multigrid solve */
   double jacobi_bound; /* lambda_max(D^-1 A) <= this, for any moduli (smoother_bound.h) */
   int mg_stale;        /* the moduli changed since the last multigrid (or cell solver) setup */
@@ -55,11 +55,11 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
 /* Solves load case `load_case`; u holds the initial guess (warm start). */
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result);
-/* The same from the best start in span{u, history} (pcg.h): for a sequence
+/* The same from the best start in span{u, history} (ksp.h): for a sequence
  * of solves of one load case, whose earlier solutions the history keeps.
  * A model with prescribed non-zero values solves as vox_fem_solve. */
 vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
-                                      vox_pcg_history *history,
+                                      vox_ksp_history *history,
                                       const vox_solver_options *options,
                                       vox_solve_result *result);
 /* The same for a right-hand side f (0 on fixed dofs) of the caller. */

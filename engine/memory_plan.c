@@ -1,5 +1,5 @@
 /* The memory a run needs on its backend (memory_plan.h). The counts follow
- * the allocations of fem.c, pcg.c, multigrid.c and optimizer.c; they are
+ * the allocations of fem.c, ksp.c, multigrid.c and optimizer.c; they are
  * kept together here so that a change there is a change here. */
 #include <math.h>
 

@@ -11,6 +11,8 @@
 
 #include "multigrid.h"
 
+#include "pc.h"
+
 /* A coarsest level of at most this many dofs is solved directly: CHOLMOD on
  * the CPU, a dense Cholesky factor on the GPU. A richer coarsest level makes
  * the V-cycle much stronger at high stiffness contrasts (docs/benchmarks.md). */
@@ -64,6 +66,7 @@ void vox_mg_destroy(vox_multigrid *mg) {
   for (int c = 0; c < mg->n_translations; c++)
     if (mg->translation[c].data) mg->be->ops->vec_destroy(mg->be, &mg->translation[c]);
   free(mg->level);
+  free(mg->visits);
   free(mg);
 }
 
@@ -199,7 +202,10 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->options = *options;
   mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
-  vox_status s = mg->level ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  mg->visits = calloc((size_t)mg->n_levels, sizeof *mg->visits);
+  vox_status s = mg->level && mg->visits
+                     ? VOX_OK
+                     : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   /* A periodic cell with single-precision stencils takes the V-cycle: its
    * W-cycle's CG count grows by orders of magnitude within a few design
    * iterations, while V in mixed and W in double hold
@@ -225,7 +231,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     }
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
-    lv->visits = w_cycle && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
+    mg->visits[l] = w_cycle && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
     g = vox_grid_coarsen(&g);
   }
   if (s == VOX_OK && grid->periodic) s = make_translations(mg);
@@ -442,7 +448,9 @@ static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, con
   return be->ops->stencil_residual(be, mg->level[l].stencil, b, x, r);
 }
 
-/* x = cycle(b) on level l. From x = 0 (warm = 0: x's old values are never
+/* The cycle's levels (pc.h: vox_multigrid_cycle): level 0's b and x are the
+ * cycle's argument and result (cycle_b, cycle_x), the others their own.
+ * On level l, x = cycle(b) from x = 0 (warm = 0: x's old values are never
  * read), or from the x given (warm = 1: x + cycle(b - A x), the second
  * visit of a W-cycle). Every product is fused with what follows it
  * (level_smooth, level_residual), so no product goes to memory. A fused
@@ -450,46 +458,84 @@ static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, con
  * iterate alternates between x and the level's residual vector r, which the
  * fused steps do not otherwise need (on level 0, CG's q, lent): the zero
  * start writes r and each of the 2s - 1 later steps swaps, a warm start
- * swaps 2s times from x: either way it ends in x. The residual before the
- * restriction goes into whichever is free. The coarser level is cycled
- * `visits` times (1: a V-cycle, 2: a W-cycle below this level), each
- * visit after the first from the iterate of the one before; the same
+ * swaps 2s times from x: either way it ends in x (lv->cur tracks it). The
+ * residual before the restriction goes into whichever is free. The same
  * linear, symmetric smoothing on the way down and up keeps the cycle
  * symmetric, as conjugate gradients require. */
-static vox_status cycle(vox_multigrid *mg, int l, const vox_vec *b, vox_vec *x, int warm) {
-  vox_backend *be = mg->be;
-  vox_mg_level *lv = &mg->level[l];
-  if (l == mg->n_levels - 1) return be->ops->stencil_solve(be, lv->stencil, b, x);
-  vox_mg_level *coarse = &mg->level[l + 1];
-  vox_vec *cur = warm ? x : &lv->r, *other = warm ? &lv->r : x, *t;
-  const int steps = l == 0 && mg->options.fine_smoothing_steps > 0
-                        ? mg->options.fine_smoothing_steps
-                        : mg->options.smoothing_steps;
-  smoothing s = smoothing_start(mg, l);
-  if (!warm)
-    TRY(be->ops->smoother_step(be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d, cur));
-  for (int k = warm ? 0 : 1; k < steps; k++) {
-    if (k > 0) smoothing_next(mg, &s);
-    TRY(level_smooth(mg, l, b, cur, &s, other));
-    t = cur, cur = other, other = t;
-  }
-  TRY(level_residual(mg, l, b, cur, other));
-  TRY(be->ops->restrict_residual(be, &lv->grid, mg->dofs_per_node, other, &coarse->b));
-  /* a periodic hierarchy's coarsest solve sees no rigid translations */
-  const int coarsest = l + 1 == mg->n_levels - 1;
-  if (coarsest) TRY(remove_translations(mg, &coarse->b));
-  for (int v = 0; v < coarse->visits; v++) TRY(cycle(mg, l + 1, &coarse->b, &coarse->x, v > 0));
-  if (coarsest) TRY(remove_translations(mg, &coarse->x));
-  TRY(be->ops->prolong_add(be, &lv->grid, mg->dofs_per_node, &coarse->x, cur));
-  s = smoothing_start(mg, l);
-  for (int k = 0; k < steps; k++) {
-    if (k > 0) smoothing_next(mg, &s);
-    TRY(level_smooth(mg, l, b, cur, &s, other));
-    t = cur, cur = other, other = t;
-  }
-  return cur == x ? VOX_OK : be->ops->vec_copy(be, x, cur); /* not reached: see above */
+static const vox_vec *level_b(const vox_multigrid *mg, int l) {
+  return l ? &mg->level[l].b : mg->cycle_b;
+}
+static vox_vec *level_x(vox_multigrid *mg, int l) { return l ? &mg->level[l].x : mg->cycle_x; }
+
+static int level_steps(const vox_multigrid *mg, int l) {
+  return l == 0 && mg->options.fine_smoothing_steps > 0 ? mg->options.fine_smoothing_steps
+                                                        : mg->options.smoothing_steps;
 }
 
+/* `steps` smoothing steps from lv->cur (the first from zero where
+ * `from_zero`), the iterate swapping between cur and other. */
+static vox_status smooth_steps(vox_multigrid *mg, int l, int from_zero) {
+  vox_mg_level *lv = &mg->level[l];
+  const vox_vec *b = level_b(mg, l);
+  vox_vec *t;
+  smoothing s = smoothing_start(mg, l);
+  if (from_zero)
+    TRY(mg->be->ops->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d,
+                                   lv->cur));
+  for (int k = from_zero ? 1 : 0; k < level_steps(mg, l); k++) {
+    if (k > 0) smoothing_next(mg, &s);
+    TRY(level_smooth(mg, l, b, lv->cur, &s, lv->other));
+    t = lv->cur, lv->cur = lv->other, lv->other = t;
+  }
+  return VOX_OK;
+}
+
+static vox_status mg_presmooth(void *self, int l, int warm) {
+  vox_multigrid *mg = self;
+  vox_mg_level *lv = &mg->level[l];
+  vox_vec *x = level_x(mg, l);
+  lv->cur = warm ? x : &lv->r, lv->other = warm ? &lv->r : x;
+  return smooth_steps(mg, l, !warm);
+}
+
+/* a periodic hierarchy's coarsest solve sees no rigid translations */
+static vox_status mg_restrict(void *self, int l) {
+  vox_multigrid *mg = self;
+  vox_mg_level *lv = &mg->level[l];
+  TRY(level_residual(mg, l, level_b(mg, l), lv->cur, lv->other));
+  TRY(mg->be->ops->restrict_residual(mg->be, &lv->grid, mg->dofs_per_node, lv->other,
+                                     &mg->level[l + 1].b));
+  return l + 1 == mg->n_levels - 1 ? remove_translations(mg, &mg->level[l + 1].b) : VOX_OK;
+}
+
+static vox_status mg_coarse_solve(void *self, int l) {
+  vox_multigrid *mg = self;
+  TRY(mg->be->ops->stencil_solve(mg->be, mg->level[l].stencil, level_b(mg, l), level_x(mg, l)));
+  return remove_translations(mg, level_x(mg, l));
+}
+
+static vox_status mg_prolong(void *self, int l) {
+  vox_multigrid *mg = self;
+  vox_mg_level *lv = &mg->level[l];
+  return mg->be->ops->prolong_add(mg->be, &lv->grid, mg->dofs_per_node, &mg->level[l + 1].x,
+                                  lv->cur);
+}
+
+static vox_status mg_postsmooth(void *self, int l) {
+  vox_multigrid *mg = self;
+  vox_mg_level *lv = &mg->level[l];
+  TRY(smooth_steps(mg, l, 0));
+  vox_vec *x = level_x(mg, l);
+  return lv->cur == x ? VOX_OK : mg->be->ops->vec_copy(mg->be, x, lv->cur); /* not reached */
+}
+
+static const vox_mg_level_ops mg_levels = {.presmooth = mg_presmooth,
+                                           .restrict_residual = mg_restrict,
+                                           .coarse_solve = mg_coarse_solve,
+                                           .prolong = mg_prolong,
+                                           .postsmooth = mg_postsmooth};
+
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
-  return cycle(mg, 0, r, z, 0);
+  mg->cycle_b = r, mg->cycle_x = z;
+  return vox_multigrid_cycle(&mg_levels, mg, mg->n_levels, mg->visits);
 }

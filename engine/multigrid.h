@@ -14,7 +14,7 @@ typedef struct vox_mg_level {
   vox_vec b, x, r, d;      /* right-hand side, iterate, residual, work;
                               on level 0 r is lent by the caller */
   double lambda_max;       /* estimate of the largest eigenvalue of D^-1 A */
-  int visits;              /* cycles of this level per visit of the finer one (W: 2) */
+  vox_vec *cur, *other;    /* during a cycle: the iterate's vector (x or r) and the free one */
 } vox_mg_level;
 
 typedef struct vox_multigrid {
@@ -24,6 +24,9 @@ typedef struct vox_multigrid {
   int n_levels;
   vox_mg_level *level;
   vox_solver_options options; /* smoother, sweeps, ... */
+  int *visits;              /* per level: its cycles per visit of the finer one (W: 2) */
+  const vox_vec *cycle_b;   /* during a cycle: its argument (level 0's b) */
+  vox_vec *cycle_x;         /* and its result (level 0's x) */
   double fine_bound;        /* an upper bound of lambda_max(D^-1 A) on level 0, or 0 */
   int setups;               /* vox_mg_setup calls since the last estimate of the coarse
                                bounds (options.mg_bound_refresh); 0: estimate at the next */

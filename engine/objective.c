@@ -15,7 +15,7 @@ struct vox_objective_state {
   double *weight;        /* n_cases; compliance only */
   int unit_weights;      /* every weight is 1: energies accumulate in place */
   vox_vec *u;            /* state of each load case */
-  vox_pcg_history *history; /* earlier states of each load case (the solves' start), made on
+  vox_ksp_history *history; /* earlier states of each load case (the solves' start), made on
                                the first evaluation with options->start_history > 0 */
   vox_vec v;             /* mechanism: the adjoint, K v = l */
   vox_vec w;             /* mechanism: u +- a v (polarisation) */
@@ -31,7 +31,7 @@ void vox_objective_destroy(vox_objective_state *obj) {
     if (obj->u[c].data) be->ops->vec_destroy(be, &obj->u[c]);
   free(obj->u);
   for (int c = 0; obj->history && c < obj->n_cases; c++)
-    vox_pcg_history_destroy(be, &obj->history[c]);
+    vox_ksp_history_destroy(be, &obj->history[c]);
   free(obj->history);
   vox_vec *v[] = {&obj->v, &obj->w, &obj->energy_minus};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -97,14 +97,14 @@ const vox_vec *vox_objective_state_vector(const vox_objective_state *obj, int c)
 /* The state's history for `options`, or NULL without one (also with
  * prescribed values, whose solves do not use it: fem.h). */
 static vox_status state_history(vox_objective_state *obj, const vox_solver_options *options,
-                                int c, vox_pcg_history **out) {
+                                int c, vox_ksp_history **out) {
   *out = NULL;
   if (options->start_history <= 0 || obj->fem->has_lift) return VOX_OK;
   if (!obj->history) {
     obj->history = calloc((size_t)obj->n_cases, sizeof *obj->history);
     if (!obj->history) return vox_error(obj->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; k < obj->n_cases; k++)
-      TRY(vox_pcg_history_create(obj->fem->be, obj->fem->n_dofs, options->start_history,
+      TRY(vox_ksp_history_create(obj->fem->be, obj->fem->n_dofs, options->start_history,
                                  &obj->history[k]));
   }
   *out = &obj->history[c];
@@ -124,7 +124,7 @@ static vox_status compliance(vox_objective_state *obj, const vox_solver_options 
   *value = 0;
   for (int c = 0; c < obj->n_cases; c++) {
     vox_solve_result r;
-    vox_pcg_history *history;
+    vox_ksp_history *history;
     TRY(state_history(obj, options, c, &history));
     TRY(vox_fem_solve_with_history(fem, c, &obj->u[c], history, options, &r));
     *cg += r.iterations;
@@ -173,7 +173,7 @@ static vox_status output_displacement(vox_objective_state *obj, const vox_solver
   vox_fem *fem = obj->fem;
   vox_backend *be = fem->be;
   vox_solve_result r, ra;
-  vox_pcg_history *history;
+  vox_ksp_history *history;
   TRY(state_history(obj, options, 0, &history));
   if (energy && obj->worker) {
     /* the adjoint on the other device while the state is solved here */

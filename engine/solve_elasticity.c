@@ -22,6 +22,14 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;
+  /* the sparse preconditioner: the fastest on the H100 (docs/engine.md) */
+  memset(&options->sparse, 0, sizeof options->sparse);
+  options->sparse.coarse = VOX_SPARSE_COARSE_SPLIT;
+  options->sparse.block_levels = VOX_SPARSE_ALL_LEVELS;
+  options->sparse.record = 1;
+  options->sparse.sa_fine_transfer = VOX_SA_FINE_IMPLICIT;
+  options->monitor = NULL;
+  options->monitor_data = NULL;
 }
 
 static const char *const pc_names[] = {"jacobi", "multigrid"};
@@ -30,6 +38,8 @@ static const char *const precision_names[] = {"double", "mixed"};
 static const char *const storage_names[] = {"auto", "full", "sparse"};
 static const char *const mg_cycle_names[] = {"v", "w"};
 static const char *const cell_solver_names[] = {"auto", "off", "on", "phased"};
+static const char *const sparse_coarse_names[] = {"split", "box", "sa"};
+static const char *const sa_fine_transfer_names[] = {"implicit", "explicit"};
 
 static int parse_name(const char *text, const char *const *names, int n) {
   for (int i = 0; i < n; i++)
@@ -108,6 +118,27 @@ int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle) {
   return i >= 0 ? 0 : -1;
 }
 
+const char *vox_sparse_coarse_name(vox_sparse_coarse coarse) {
+  return (unsigned)coarse < 3 ? sparse_coarse_names[coarse] : "unknown";
+}
+
+int vox_sparse_coarse_parse(const char *text, vox_sparse_coarse *coarse) {
+  int i = strcmp(text, "geometric") == 0 ? VOX_SPARSE_COARSE_SPLIT
+                                         : parse_name(text, sparse_coarse_names, 3);
+  if (i >= 0) *coarse = (vox_sparse_coarse)i;
+  return i >= 0 ? 0 : -1;
+}
+
+const char *vox_sa_fine_transfer_name(vox_sa_fine_transfer transfer) {
+  return (unsigned)transfer < 2 ? sa_fine_transfer_names[transfer] : "unknown";
+}
+
+int vox_sa_fine_transfer_parse(const char *text, vox_sa_fine_transfer *transfer) {
+  int i = parse_name(text, sa_fine_transfer_names, 2);
+  if (i >= 0) *transfer = (vox_sa_fine_transfer)i;
+  return i >= 0 ? 0 : -1;
+}
+
 vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *o) {
 #define REQUIRE(cond, ...)                                                        \
   if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
@@ -127,11 +158,21 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE((unsigned)o->mg_cycle <= VOX_MG_CYCLE_W, "unknown multigrid cycle %d", (int)o->mg_cycle);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
-  REQUIRE(o->start_history >= 0 && o->start_history <= VOX_PCG_HISTORY_MAX,
+  REQUIRE(o->start_history >= 0 && o->start_history <= VOX_KSP_HISTORY_MAX,
           "start history of %d solutions not in [0, %d]", o->start_history,
-          (int)VOX_PCG_HISTORY_MAX);
+          (int)VOX_KSP_HISTORY_MAX);
   REQUIRE(o->mg_bound_refresh >= 0, "multigrid bound refresh %d must be >= 0",
           o->mg_bound_refresh);
+  const vox_sparse_pc_options *sp = &o->sparse;
+  REQUIRE((unsigned)sp->coarse <= VOX_SPARSE_COARSE_SA, "unknown sparse coarse levels %d",
+          (int)sp->coarse);
+  REQUIRE(sp->block_levels >= VOX_SPARSE_ALL_LEVELS,
+          "sparse block-smoothed levels %d must be >= -1 (-1: all)", sp->block_levels);
+  for (int l = 0; l < VOX_SPARSE_MAX_DEGREES; l++)
+    REQUIRE(sp->degree[l] >= 0 && sp->degree[l] < 64, "sparse Chebyshev degree %d not in [0, 63]",
+            sp->degree[l]);
+  REQUIRE((unsigned)sp->sa_fine_transfer <= VOX_SA_FINE_EXPLICIT, "unknown SA fine transfer %d",
+          (int)sp->sa_fine_transfer);
 #undef REQUIRE
   return VOX_OK;
 }

@@ -271,7 +271,7 @@ typedef struct vox_sparse_ops {
   void (*recording_free)(vox_backend *be, void *recording);
 
   /* Assembled matrices, for the smoothed-aggregation coarse levels
-   * (VOXFE_SPARSE_COARSE=sa; NULL on a backend without them, which the
+   * (--sparse-coarse=sa; NULL on a backend without them, which the
    * solver then refuses). Values stored in float when `single` (the
    * V-cycle's matrices in mixed precision), else double; products in
    * double. */

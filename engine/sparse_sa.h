@@ -1,5 +1,6 @@
 /* The smoothed-aggregation (SA) coarse levels of the sparse solver
- * (private), built on the host: VOXFE_SPARSE_COARSE=sa (sparse_solve.c).
+ * (private), built on the host: vox_sparse_pc_options.coarse =
+ * VOX_SPARSE_COARSE_SA (sparse_solve.c).
  * Level 0 stays the matrix-free element operator; the levels below it are
  * assembled, with 6 x 6 blocks (the six rigid-body modes of an aggregate
  * per coarse node):
@@ -48,7 +49,8 @@ typedef struct vox_sa_level {
   vox_bsr p, r;             /* l < last: prolongator to l and R = P^T */
   size_t n_aggregates;      /* l < last: nodes of level l + 1 */
   /* level 0: T and T^T and omega / lambda_max(W A), so that P = T - scale
-   * W A T can be applied without storing P (VOXFE_SA_FINE_TRANSFER) */
+   * W A T can be applied without storing P
+   * (vox_sparse_pc_options.sa_fine_transfer) */
   vox_bsr t, tt;
   double p_scale;
   size_t scalar_nonzeros;   /* entries of A_l (level 0: of the assembled A_0) */

@@ -1,6 +1,6 @@
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
  * V-cycle over rediscretised levels (sparse_solve.h), or with
- * VOXFE_SPARSE_COARSE=sa over smoothed-aggregation levels below the fine
+ * vox_sparse_pc_options.coarse = SA over smoothed-aggregation levels below the fine
  * one (sparse_sa.h; backends with the matrix operations of sparse_ops.h).
  * Host code only: every step is an operation of the backend's sparse table.
  *
@@ -15,6 +15,8 @@
  * displacements stay in u's fixed entries, which the search directions
  * never touch, so no lift vectors are needed. */
 #include "sparse_solve.h"
+
+#include "ksp.h"
 
 #include <limits.h>
 #include <math.h>
@@ -39,14 +41,13 @@ static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
 
 /* The smoothed levels, from the finest, whose Chebyshev smoother is
  * preconditioned by the nodes' inverted 3 x 3 diagonal blocks instead of
- * the inverted diagonal (the rest: the diagonal). The blocks couple a
- * node's three components, which the diagonal leaves to the iterations,
- * and their bound is lower (3.162 against 5.318 for hex8, nu = 0.3), so
- * the interval is narrower. Every smoothed level, since it pays on each
- * (fewer CG iterations than blocks on level 0 only: docs/benchmarks.md).
- * VOXFE_SPARSE_SMOOTHER=diagonal,
- * block (every smoothed level) or block:N (the first N) overrides it. */
-enum { DEFAULT_BLOCK_LEVELS = INT_MAX };
+ * the inverted diagonal (vox_sparse_pc_options.block_levels; the rest:
+ * the diagonal). The blocks couple a node's three components, which the
+ * diagonal leaves to the iterations, and their bound is lower (3.162
+ * against 5.318 for hex8, nu = 0.3), so the interval is narrower. */
+static int block_levels_of(const vox_sparse_pc_options *o) {
+  return o->block_levels == VOX_SPARSE_ALL_LEVELS ? INT_MAX : o->block_levels;
+}
 
 /* The least Chebyshev degree of the sparse V-cycle. Rediscretised levels
  * approximate the fine operator less closely than Galerkin ones, and more
@@ -66,13 +67,14 @@ typedef struct sparse_level {
    * (levels >= 1; on the coarsest, its inverse) and inverted diagonal
    * blocks `w`, and the transfers to the next level, P and R = P^T */
   vox_sparse_matrix *a, *w, *p, *r_mat;
-  /* SA level 0 with VOXFE_SA_FINE_TRANSFER=implicit: P = T - p_scale W A T
-   * applied from T, T^T and W with the scratch vector `t`, instead of P and
+  /* SA level 0 with the implicit fine transfer (VOX_SA_FINE_IMPLICIT): P = T - p_scale W A T
+   * applied from T, T^T and W with the scratch vector `t_vec`, instead of P and
    * R stored (docs/engine.md); W the smoother's inverse blocks when they
    * are the ones P was smoothed with, else `pw` */
   vox_sparse_matrix *t_mat, *tt_mat, *pw;
-  vox_svec t;
+  vox_svec t_vec;
   double p_scale;
+  double t;      /* profiling: when the level's current part began */
   /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
    * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
   vox_svec b, x, r, d, inv_diag;
@@ -89,7 +91,7 @@ typedef struct sparse_system {
   int n_levels;
   sparse_level *level;
   vox_stencil *coarsest;
-  int sa;                      /* VOXFE_SPARSE_COARSE=sa: smoothed-aggregation levels */
+  int sa;                      /* smoothed-aggregation levels (VOX_SPARSE_COARSE_SA) */
   vox_svec u, r, p, q, z;
   /* in mixed precision, r in float for the V-cycle (its steps read it 8
    * times an iteration), written by CG's update */
@@ -98,12 +100,16 @@ typedef struct sparse_system {
   int block_levels;            /* the first block_levels levels smooth by blocks */
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
-  int profile;                 /* VOXFE_SPARSE_PROFILE: time the parts */
+  int profile;                 /* vox_sparse_pc_options.profile: time the parts */
   /* the V-cycle recorded once and replayed (sparse_ops.h: record_begin):
    * `record` while that may still be tried */
   int record;
   void *recording;
   double pcg_seconds;          /* in pcg(): the iterations alone */
+  double cg_mark;              /* profiling: when the CG's product began */
+  const vox_svec *cycle_b;     /* the V-cycle's argument (level 0's b) */
+  vox_svec *cycle_x;           /* and result (level 0's x) */
+  int vcycles;                 /* of this solve so far */
   double cg_seconds, level_seconds[16];
 } sparse_system;
 
@@ -133,7 +139,7 @@ static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
     sparse_level *lv = &s->level[l];
-    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t};
+    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t_vec};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
         s->o->vec_destroy(be, v[i]);
@@ -168,18 +174,13 @@ static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_sv
 }
 
 /* Each level's Chebyshev degree: smoothing_steps, at least
- * MIN_CHEBYSHEV_DEGREE, or as VOXFE_SPARSE_DEGREE=D0,D1,... asks (a
- * benchmark's knob; the last one given holds for the levels below). */
+ * MIN_CHEBYSHEV_DEGREE, or as vox_sparse_pc_options.degree asks (the last
+ * one given holds for the levels below). */
 static void set_degrees(sparse_system *s) {
   const int asked = s->options.smoothing_steps;
-  const char *degrees = getenv("VOXFE_SPARSE_DEGREE");
+  const int *degree = s->options.sparse.degree;
   for (int l = 0, given = 0; l < s->n_levels; l++) {
-    if (degrees) {
-      char *end;
-      const long d = strtol(degrees, &end, 10);
-      if (end != degrees) given = d > 0 && d < 64 ? (int)d : 0;
-      degrees = *end == ',' ? end + 1 : end;
-    }
+    if (l < VOX_SPARSE_MAX_DEGREES && degree[l] > 0) given = degree[l];
     s->level[l].degree = given > 0                       ? given
                          : asked > MIN_CHEBYSHEV_DEGREE ? asked
                                                         : MIN_CHEBYSHEV_DEGREE;
@@ -217,28 +218,45 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
   return VOX_OK;
 }
 
-/* x = V-cycle(b) on level l from x = 0: symmetric (the same smoother before
- * and after, transfers P and P^T), so CG may use it. */
-static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x) {
+/* The V-cycle's levels (pc.h: vox_multigrid_cycle): level 0's b and x are the
+ * cycle's argument and result (cycle_b, cycle_x), the others their own.
+ * The cycle is symmetric (the same smoother before and after, transfers
+ * P and P^T), so CG may use it. With profiling, each level is charged
+ * its smoothing, residual and transfers (the coarsest its solve). */
+static const vox_svec *level_b(const sparse_system *s, int l) {
+  return l ? &s->level[l].b : s->cycle_b;
+}
+static vox_svec *level_x(sparse_system *s, int l) { return l ? &s->level[l].x : s->cycle_x; }
+
+static vox_status sparse_coarse_solve(void *self, int l) {
+  sparse_system *s = self;
   vox_backend *be = s->be;
-  sparse_level *lv = &s->level[l];
-  double t = mark(s);
-  if (l == s->n_levels - 1 && s->sa) { /* the dense inverse */
-    TRY(s->o->matrix_apply(be, lv->a, b, x, 0));
-    charge(s, l, t);
-    return VOX_OK;
-  }
-  if (l == s->n_levels - 1) {
-    const vox_vec bv = as_vec(b);
-    vox_vec xv = as_vec(x);
+  const double t = mark(s);
+  if (s->sa) { /* the dense inverse */
+    TRY(s->o->matrix_apply(be, s->level[l].a, level_b(s, l), level_x(s, l), 0));
+  } else {
+    const vox_vec bv = as_vec(level_b(s, l));
+    vox_vec xv = as_vec(level_x(s, l));
     TRY(be->ops->stencil_solve(be, s->coarsest, &bv, &xv));
-    charge(s, l, t);
-    return VOX_OK;
   }
-  sparse_level *c = &s->level[l + 1];
-  TRY(s->o->vec_set(be, x, 0));
-  TRY(smooth(s, l, b, x, 1));
-  TRY(level_apply(s, l, x, &lv->r));
+  charge(s, l, t);
+  return VOX_OK;
+}
+
+static vox_status sparse_presmooth(void *self, int l, int warm) {
+  sparse_system *s = self;
+  (void)warm; /* a V-cycle: always from zero */
+  s->level[l].t = mark(s);
+  TRY(s->o->vec_set(s->be, level_x(s, l), 0));
+  return smooth(s, l, level_b(s, l), level_x(s, l), 1);
+}
+
+static vox_status sparse_restrict(void *self, int l) {
+  sparse_system *s = self;
+  vox_backend *be = s->be;
+  sparse_level *lv = &s->level[l], *c = &s->level[l + 1];
+  const vox_svec *b = level_b(s, l);
+  TRY(level_apply(s, l, level_x(s, l), &lv->r));
   if (!s->sa) {
     /* P^T (b - A x), the residual formed on the way */
     TRY(s->o->restrict_residual(be, lv->op, c->op, b, &lv->r, &c->b));
@@ -253,46 +271,80 @@ static vox_status vcycle(sparse_system *s, int l, const vox_svec *b, vox_svec *x
       if (lv->pw)
         TRY(s->o->matrix_apply(be, lv->pw, &lv->r, &lv->d, 0));
       else
-        TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t));
-      TRY(level_apply(s, l, &lv->d, &lv->t));
-      TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t));
+        TRY(s->o->block_smoother_step(be, &lv->r, NULL, &lv->inv_diag, 1, 0, &lv->d, &lv->t_vec));
+      TRY(level_apply(s, l, &lv->d, &lv->t_vec));
+      TRY(s->o->vec_axpy(be, &lv->r, -lv->p_scale, &lv->t_vec));
       TRY(s->o->matrix_apply(be, lv->tt_mat, &lv->r, &c->b, 0));
     } else {
       /* R's columns of fixed fine dofs and rows of dead coarse dofs are zero */
       TRY(s->o->matrix_apply(be, lv->r_mat, &lv->r, &c->b, 0));
     }
   }
-  charge(s, l, t);
-  TRY(vcycle(s, l + 1, &c->b, &c->x));
-  t = mark(s);
-  if (s->sa && lv->t_mat) {
-    /* x += T x_c - scale W A T x_c */
-    TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t, 0));
-    TRY(s->o->vec_axpy(be, x, 1, &lv->t));
-    TRY(level_apply(s, l, &lv->t, &lv->d));
-    if (lv->pw) {
-      TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t, 0));
-      TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t));
-    } else { /* t = -scale W d, x += t */
-      TRY(s->o->block_smoother_step(be, &lv->d, NULL, &lv->inv_diag, -lv->p_scale, 0, &lv->t, x));
-    }
-  } else if (s->sa)
-    TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
-  else
-    TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
-  TRY(smooth(s, l, b, x, 0));
-  charge(s, l, t);
+  charge(s, l, lv->t);
   return VOX_OK;
 }
 
-static vox_status precondition(sparse_system *s) {
+static vox_status sparse_prolong(void *self, int l) {
+  sparse_system *s = self;
+  vox_backend *be = s->be;
+  sparse_level *lv = &s->level[l], *c = &s->level[l + 1];
+  vox_svec *x = level_x(s, l);
+  lv->t = mark(s);
+  if (s->sa && lv->t_mat) {
+    /* x += T x_c - scale W A T x_c */
+    TRY(s->o->matrix_apply(be, lv->t_mat, &c->x, &lv->t_vec, 0));
+    TRY(s->o->vec_axpy(be, x, 1, &lv->t_vec));
+    TRY(level_apply(s, l, &lv->t_vec, &lv->d));
+    if (lv->pw) {
+      TRY(s->o->matrix_apply(be, lv->pw, &lv->d, &lv->t_vec, 0));
+      TRY(s->o->vec_axpy(be, x, -lv->p_scale, &lv->t_vec));
+    } else { /* t = -scale W d, x += t */
+      TRY(s->o->block_smoother_step(be, &lv->d, NULL, &lv->inv_diag, -lv->p_scale, 0, &lv->t_vec,
+                                    x));
+    }
+  } else if (s->sa) {
+    TRY(s->o->matrix_apply(be, lv->p, &c->x, x, 1));
+  } else {
+    TRY(s->o->prolong_add(be, lv->op, c->op, &c->x, x));
+  }
+  return VOX_OK;
+}
+
+static vox_status sparse_postsmooth(void *self, int l) {
+  sparse_system *s = self;
+  TRY(smooth(s, l, level_b(s, l), level_x(s, l), 0));
+  charge(s, l, s->level[l].t);
+  return VOX_OK;
+}
+
+static const vox_mg_level_ops sparse_levels = {.presmooth = sparse_presmooth,
+                                               .restrict_residual = sparse_restrict,
+                                               .coarse_solve = sparse_coarse_solve,
+                                               .prolong = sparse_prolong,
+                                               .postsmooth = sparse_postsmooth};
+
+/* The bone's preconditioner as an object (pc.h): one V-cycle of the
+ * levels above, on sparse vectors, its output zero on the fixed dofs. The
+ * hierarchy is set up when the system is built (build_system). */
+static vox_status sparse_pc_apply(void *self, const void *r, void *z) {
+  sparse_system *s = self;
   sparse_level *l0 = &s->level[0];
   /* the V-cycle's fine products: q is dead here; float in mixed precision,
    * like the rest of the preconditioner (fine_vectors) */
   l0->r = s->q;
   if (s->options.precision == VOX_PRECISION_MIXED) l0->r.single = product_layout(s);
-  TRY(vcycle(s, 0, s->r_single.data ? &s->r_single : &s->r, &s->z));
-  return s->o->zero_fixed(s->be, l0->op, &s->z);
+  s->cycle_b = r;
+  s->cycle_x = z;
+  TRY(vox_multigrid_cycle(&sparse_levels, s, s->n_levels, NULL));
+  return s->o->zero_fixed(s->be, l0->op, z);
+}
+
+static const vox_pc_ops sparse_pc = {.name = "sparse multigrid", .apply = sparse_pc_apply};
+
+/* z = M^-1 r of the CG (r in float in mixed precision). */
+static vox_status precondition(sparse_system *s) {
+  const vox_pc pc = {.ops = &sparse_pc, .self = s};
+  return vox_pc_apply(&pc, s->r_single.data ? &s->r_single : &s->r, &s->z);
 }
 
 /* The V-cycle replayed from its recording, made by the first call here;
@@ -320,13 +372,54 @@ static vox_status precondition_replayed(sparse_system *s) {
   return precondition(s);
 }
 
-/* CG on K_ff w = b_f with u = g + w: `target` from ||b||, b = f - K g. */
+/* The one CG's hooks (ksp.h) on the sparse vectors: u (x), r, z, p, q. */
+static vox_status cg_product(void *self, double *pq) {
+  sparse_system *s = self;
+  s->cg_mark = mark(s);
+  TRY(s->o->apply(s->be, s->level[0].op, &s->p, &s->q, 0));
+  return s->o->vec_dot(s->be, &s->p, &s->q, pq);
+}
+
+static vox_status cg_update(void *self, double alpha, double *rr) {
+  sparse_system *s = self;
+  TRY(s->o->cg_update(s->be, alpha, &s->p, &s->q, &s->u, &s->r,
+                      s->r_single.data ? &s->r_single : NULL, rr));
+  if (s->profile) s->cg_seconds += mark(s) - s->cg_mark;
+  return VOX_OK;
+}
+
+/* The first V-cycle of a solve runs op by op, the later ones replayed. */
+static vox_status cg_precondition(void *self) {
+  sparse_system *s = self;
+  return s->vcycles++ ? precondition_replayed(s) : precondition(s);
+}
+
+static vox_status cg_direction(void *self, double rz_old, double *rz) {
+  sparse_system *s = self;
+  const double t = mark(s);
+  if (rz_old == 0) { /* p = z (p may be float) */
+    TRY(s->o->vec_set(s->be, &s->p, 0));
+    TRY(s->o->vec_axpy(s->be, &s->p, 1, &s->z));
+    return s->o->vec_dot(s->be, &s->r, &s->z, rz);
+  }
+  TRY(s->o->vec_dot(s->be, &s->r, &s->z, rz));
+  TRY(s->o->vec_xpay(s->be, &s->p, *rz / rz_old, &s->z));
+  if (s->profile) s->cg_seconds += mark(s) - t;
+  return VOX_OK;
+}
+
+static const vox_ksp_ops cg_ops = {.product = cg_product,
+                                   .precondition = cg_precondition,
+                                   .update = cg_update,
+                                   .direction = cg_direction};
+
+/* CG on K_ff w = b_f with u = g + w: the tolerance from ||b||, b = f - K g
+ * (in r on entry). */
 static vox_status pcg(sparse_system *s, vox_solve_result *result) {
   vox_backend *be = s->be;
   const vox_sparse_ops *o = s->o;
   vox_sparse_level *op = s->level[0].op;
-  double rr, rz, rz_old, pq;
-  const double target = s->options.rtol * result->rhs_norm;
+  double rr;
   TRY(o->apply(be, op, &s->u, &s->q, 0)); /* r = b - K_ff w (fixed columns ignored) */
   TRY(o->vec_axpy(be, &s->r, -1, &s->q));
   TRY(o->zero_fixed(be, op, &s->r));
@@ -335,60 +428,8 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
     TRY(o->vec_set(be, &s->r_single, 0));
     TRY(o->vec_axpy(be, &s->r_single, 1, &s->r));
   }
-  TRY(precondition(s));
-  TRY(o->vec_set(be, &s->p, 0));
-  TRY(o->vec_axpy(be, &s->p, 1, &s->z));
-  TRY(o->vec_dot(be, &s->r, &s->z, &rz));
-  int k = 0;
-  while (sqrt(rr) > target && k < s->options.max_iterations) {
-    if (!isfinite(rr) || !isfinite(rz)) {
-      result->reason = VOX_DIVERGED_NAN;
-      break;
-    }
-    double t = mark(s);
-    TRY(o->apply(be, op, &s->p, &s->q, 0));
-    TRY(o->vec_dot(be, &s->p, &s->q, &pq));
-    if (!(pq > 0) || !(rz > 0)) {
-      result->reason = isfinite(pq) ? VOX_DIVERGED_INDEFINITE : VOX_DIVERGED_NAN;
-      break;
-    }
-    const double alpha = rz / pq;
-    TRY(o->cg_update(be, alpha, &s->p, &s->q, &s->u, &s->r,
-                     s->r_single.data ? &s->r_single : NULL, &rr));
-    if (s->profile) s->cg_seconds += mark(s) - t;
-    TRY(precondition_replayed(s));
-    t = mark(s);
-    rz_old = rz;
-    TRY(o->vec_dot(be, &s->r, &s->z, &rz));
-    TRY(o->vec_xpay(be, &s->p, rz / rz_old, &s->z));
-    if (s->profile) s->cg_seconds += mark(s) - t;
-    k++;
-  }
-  result->iterations = k;
-  result->residual_norm = sqrt(rr);
-  if (result->reason == 0)
-    result->reason = sqrt(rr) <= target ? VOX_CONVERGED_RTOL
-                     : isfinite(rr)     ? VOX_DIVERGED_MAX_ITERATIONS
-                                        : VOX_DIVERGED_NAN;
-  return VOX_OK;
-}
-
-/* The number of block-smoothed levels VOXFE_SPARSE_SMOOTHER asks for. */
-static vox_status block_levels_of(vox_context *ctx, int *levels) {
-  const char *v = getenv("VOXFE_SPARSE_SMOOTHER");
-  *levels = DEFAULT_BLOCK_LEVELS;
-  if (!v || !*v) return VOX_OK;
-  if (strcmp(v, "diagonal") == 0) {
-    *levels = 0;
-    return VOX_OK;
-  }
-  if (strcmp(v, "block") == 0) return VOX_OK; /* every smoothed level */
-  char *end = NULL;
-  if (strncmp(v, "block:", 6) == 0 && (*levels = (int)strtol(v + 6, &end, 10)) >= 0 &&
-      end != v + 6 && *end == 0)
-    return VOX_OK;
-  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                   "VOXFE_SPARSE_SMOOTHER=%s: expected diagonal, block or block:N", v);
+  s->vcycles = 0;
+  return vox_ksp_cg(&cg_ops, s, rr, result->rhs_norm, &s->options, result);
 }
 
 /* Factors the coarsest level and learns whether that took: a device may
@@ -540,15 +581,11 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
                                   const vox_sa_hierarchy *sa, const vox_solver_options *options,
                                   int sao_point, sparse_system *s) {
   const int mixed = options->precision == VOX_PRECISION_MIXED;
-  /* VOXFE_SA_FINE_TRANSFER: level 0's P applied from T (implicit, the
-   * default: one fine product more per transfer, the same CG count and
-   * about the same time per iteration on the CPU, 104 bytes per dof fewer
-   * on the 64^3 perlin bone) or P and R stored (explicit) */
-  const char *transfer = getenv("VOXFE_SA_FINE_TRANSFER");
-  const int implicit = !transfer || !*transfer || strcmp(transfer, "implicit") == 0;
-  if (!implicit && strcmp(transfer, "explicit") != 0)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "VOXFE_SA_FINE_TRANSFER=%s: expected explicit or implicit", transfer);
+  /* level 0's P applied from T (implicit, the default: one fine product
+   * more per transfer, the same CG count and about the same time per
+   * iteration on the CPU, 104 bytes per dof fewer on the 64^3 perlin
+   * bone) or P and R stored (explicit) */
+  const int implicit = options->sparse.sa_fine_transfer == VOX_SA_FINE_IMPLICIT;
   /* (a backend without the matrix operations was refused before the
    * hierarchy was built: vox_sparse_solve_elasticity) */
   s->level = calloc((size_t)sa->n_levels, sizeof *s->level);
@@ -591,7 +628,7 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
         TRY(s->o->matrix_create(be, &q->w, mixed, &lv->pw));
         s->bytes += s->o->matrix_bytes(lv->pw);
       }
-      TRY(vec(s, lv->n_dofs, mixed, &lv->t));
+      TRY(vec(s, lv->n_dofs, mixed, &lv->t_vec));
       lv->p_scale = q->p_scale;
     } else if (l < last) {
       TRY(s->o->matrix_create(be, &q->p, mixed, &lv->p));
@@ -602,28 +639,8 @@ static vox_status build_sa_system(vox_context *ctx, vox_backend *be, const vox_s
   return VOX_OK;
 }
 
-/* VOXFE_SPARSE_COARSE: split or geometric (rediscretised levels that
- * follow the bone's connectivity, sparse_split.h; the default), box (the
- * plain coarse voxel images) or sa. */
-static vox_status coarse_kind_of(vox_context *ctx, int *sa, int *split) {
-  const char *v = getenv("VOXFE_SPARSE_COARSE");
-  *sa = 0;
-  *split = 0;
-  if (!v || !*v || strcmp(v, "split") == 0 || strcmp(v, "geometric") == 0) {
-    *split = 1;
-    return VOX_OK;
-  }
-  if (strcmp(v, "box") == 0) return VOX_OK;
-  if (strcmp(v, "sa") == 0) {
-    *sa = 1;
-    return VOX_OK;
-  }
-  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                   "VOXFE_SPARSE_COARSE=%s: expected split (or geometric), box or sa", v);
-}
-
 /* What the options and the model ask of the solve, checked: the SA levels
- * (VOXFE_SPARSE_COARSE), the split ones, the Poisson ratio. */
+ * or the split ones (vox_sparse_pc_options.coarse), the Poisson ratio. */
 static vox_status solve_kind(vox_context *ctx, const vox_model *model,
                              const vox_solver_options *options, int *use_sa, int *split,
                              double *nu) {
@@ -635,7 +652,8 @@ static vox_status solve_kind(vox_context *ctx, const vox_model *model,
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "the sparse storage solves with the multigrid preconditioner and the "
                      "Chebyshev smoother only");
-  TRY(coarse_kind_of(ctx, use_sa, split));
+  *use_sa = options->sparse.coarse == VOX_SPARSE_COARSE_SA;
+  *split = options->sparse.coarse == VOX_SPARSE_COARSE_SPLIT;
   return vox_model_poisson_ratio(ctx, model, nu);
 }
 
@@ -678,7 +696,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
                    be->ops->name);
   if (st == VOX_OK && use_sa && !be->ops->sparse->matrix_create)
     st = vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                   "VOXFE_SPARSE_COARSE=sa: the %s backend has no smoothed-aggregation levels "
+                   "sparse coarse levels sa: the %s backend has no smoothed-aggregation levels "
                    "yet (use split or box)",
                    be->ops->name);
   if (st != VOX_OK) {
@@ -696,9 +714,8 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     vox_sa_options sao;
     vox_sa_options_default(&sao);
     /* the prolongator smoothed with the diagonal instead of the 3 x 3 and
-     * 6 x 6 blocks: a comparison (it takes more CG iterations) */
-    const char *point = getenv("VOXFE_SA_PROLONGATOR_DIAGONAL");
-    sao.point_diagonal = sa_point = point && strcmp(point, "point") == 0;
+     * 6 x 6 blocks: a comparison (more CG iterations: docs/experiments.md) */
+    sao.point_diagonal = sa_point = options->sparse.sa_point_diagonal != 0;
     st = vox_sa_build(ctx, &h, &sao, &sa);
     if (st != VOX_OK) {
       vox_sparse_hierarchy_free(&h);
@@ -707,15 +724,12 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   }
 
   sparse_system s = {.be = be, .o = be->ops->sparse, .options = *options, .sa = use_sa};
-  const char *profile = getenv("VOXFE_SPARSE_PROFILE");
-  s.profile = profile && strcmp(profile, "1") == 0;
+  s.profile = options->sparse.profile != 0;
   /* recorded V-cycles: not when profiling (it times the parts on the
-   * host), nor on SA levels (their matrix ops are not recorded);
-   * VOXFE_SPARSE_RECORD=0 turns them off (benchmarks) */
-  const char *record = getenv("VOXFE_SPARSE_RECORD");
-  s.record = s.o->record_begin && !s.profile && !use_sa && !(record && strcmp(record, "0") == 0);
-  st = block_levels_of(ctx, &s.block_levels);
-  if (st == VOX_OK) st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
+   * host), nor on SA levels (their matrix ops are not recorded) */
+  s.record = s.o->record_begin && !s.profile && !use_sa && options->sparse.record;
+  s.block_levels = block_levels_of(&options->sparse);
+  st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)
     st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
   if (st == VOX_OK)

@@ -19,7 +19,7 @@ typedef struct vox_sparse_stats {
   size_t level_dofs[16];   /* per level (the first 16) */
   size_t bytes;            /* bytes allocated on the backend, all together */
   int block_levels;        /* levels smoothed with the nodes' 3 x 3 blocks */
-  /* VOXFE_SPARSE_COARSE=sa: smoothed-aggregation levels (level_dofs: 6 a
+  /* coarse levels SA (vox_sparse_pc_options): smoothed-aggregation levels (level_dofs: 6 a
    * coarse node), their operator complexity (the scalar entries of the
    * assembled operators of all levels over those of the fine one) and the
    * seconds of their setup on the host (of setup_seconds) */
@@ -32,7 +32,7 @@ typedef struct vox_sparse_stats {
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
   double solve_seconds;    /* the conjugate gradients of every load case */
   double pcg_seconds;      /* of which the iterations (no transfers to the host) */
-  /* With VOXFE_SPARSE_PROFILE=1 in the environment (benchmarks; each part
+  /* With vox_sparse_pc_options.profile (benchmarks; each part
    * then waits for the backend, which slows the solve a little): seconds
    * of the CG's own work (its product, dot products and updates) and of
    * each V-cycle level's own work (smoothing, residual, transfers; the last

@@ -274,8 +274,8 @@ static void check_cycle_symmetric_definite(vox_context *ctx, vox_backend *be, co
   CHECK_OK(ctx, vox_fem_update(fem));
   vox_multigrid *mg;
   CHECK_OK(ctx, vox_mg_create(be, fem->op, &fem->grid, 3, fem->jacobi_bound, opt, &mg));
-  CHECK(mg->n_levels == 4 && mg->level[1].visits == 1 && mg->level[2].visits == 2 &&
-        mg->level[3].visits == 1);
+  CHECK(mg->n_levels == 4 && mg->visits[1] == 1 && mg->visits[2] == 2 &&
+        mg->visits[3] == 1);
   vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
   CHECK_OK(ctx, vox_mg_setup(mg, &fem->inv_diag, work));
   vox_vec *v[] = {&a, &b, &ma, &mb};

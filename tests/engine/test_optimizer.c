@@ -207,7 +207,7 @@ static int record(const vox_progress *p, void *user) {
 }
 
 /* What the optimizer reuses from earlier design iterations only changes
- * where CG starts (start_history: earlier solutions, pcg.h) and how it is
+ * where CG starts (start_history: earlier solutions, ksp.h) and how it is
  * preconditioned (mg_bound_refresh: the coarse smoother bounds of an
  * earlier setup, on 3 levels so that level 1 has them): with a tight CG
  * tolerance every iteration's compliance and the final design are those of

@@ -164,22 +164,22 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   be->ops->op_set_moduli(be, op, &m);
   be->ops->op_diagonal(be, op, &d);
   be->ops->vec_reciprocal(be, &d);
-  vox_pcg_work work;
-  CHECK_OK(ctx, vox_pcg_work_create(be, nn, &work));
+  vox_ksp_work work;
+  CHECK_OK(ctx, vox_ksp_work_create(be, nn, &work));
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-13;
   vox_solve_result r;
-  vox_jacobi jacobi = {.be = be, .inv_diag = &d};
-  vox_pcg_preconditioner pc = {.apply = vox_jacobi_apply, .self = &jacobi};
-  CHECK_OK(ctx, vox_pcg_solve(be, op, &pc, &b, &x, &opt, &work, &r));
+  vox_pc_jacobi jacobi;
+  const vox_pc pc = vox_pc_jacobi_make(&jacobi, be, &d);
+  CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, &opt, &work, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   be->ops->vec_download(be, &x, t);
   for (int64_t kk = 0; kk <= g.nz; kk++)
     for (int64_t j = 0; j <= g.ny; j++)
       for (int64_t i = 0; i <= g.nx; i++)
         CHECK_CLOSE(t[node(&g, i, j, kk)], Q * i * g.voxel_size[0] / (k * area), 1e-10);
-  vox_pcg_work_destroy(be, &work);
+  vox_ksp_work_destroy(be, &work);
   vox_vec *v[] = {&m, &b, &x, &d};
   for (int i = 0; i < 4; i++) be->ops->vec_destroy(be, v[i]);
   be->ops->op_destroy(be, op);
@@ -274,7 +274,7 @@ static double max_rel_diff(vox_backend *be, const vox_vec *x, const vox_vec *y, 
   return d / m;
 }
 
-/* A solve with a history of earlier solutions (pcg.h) starts from the
+/* A solve with a history of earlier solutions (ksp.h) starts from the
  * energy-minimal combination of its guess and the history: a history that
  * holds a multiple of the solution gives it exactly (no CG iteration), a
  * history of copies of one vector (a singular Gram matrix) changes nothing
@@ -297,8 +297,8 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   const int plain_iterations = r.iterations;
   CHECK(r.reason == VOX_CONVERGED_RTOL && plain_iterations > 3);
 
-  vox_pcg_history h;
-  CHECK_OK(ctx, vox_pcg_history_create(be, n, 2, &h));
+  vox_ksp_history h;
+  CHECK_OK(ctx, vox_ksp_history_create(be, n, 2, &h));
   /* first solve: an empty history, the guess 3 x* goes into it */
   be->ops->vec_set(be, &x, 0), be->ops->vec_axpy(be, &x, 3, &exact);
   opt.rtol = 1e-8;
@@ -328,8 +328,8 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations > 0);
   CHECK(true_residual(be, fem, &x, &t) <= 1.0001e-8);
-  vox_pcg_history_destroy(be, &h);
-  CHECK(vox_pcg_history_create(be, n, VOX_PCG_HISTORY_MAX + 1, &h) == VOX_ERR_INVALID_ARGUMENT);
+  vox_ksp_history_destroy(be, &h);
+  CHECK(vox_ksp_history_create(be, n, VOX_KSP_HISTORY_MAX + 1, &h) == VOX_ERR_INVALID_ARGUMENT);
   be->ops->vec_destroy(be, &x), be->ops->vec_destroy(be, &exact), be->ops->vec_destroy(be, &t);
   vox_fem_destroy(fem);
   vox_model_free(&m);

@@ -2,7 +2,7 @@
  * bones (bench/perlin_bone.h) under a compression test and under forces,
  * the same displacements and the same reaction force (computed from each
  * solution by the full-box operator) to 1e-8, with the diagonal and with
- * the 3 x 3 block smoother (VOXFE_SPARSE_SMOOTHER); the inverse blocks
+ * the 3 x 3 block smoother (vox_sparse_pc_options.block_levels); the inverse blocks
  * against the blocks of the level's own operator; CG counts that stay
  * moderate as the same bone is sampled finer; the prescribed values and
  * loads as the system's entries; a plan's hierarchy built ahead;
@@ -20,6 +20,16 @@
 #include "voxfe/element.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
+
+/* The sparse preconditioner's options of the solves that follow. */
+static vox_sparse_pc_options sparse_options;
+
+/* "diagonal", "block:N" (the first N levels) or "block" (every level). */
+static int block_levels(const char *smoother) {
+  return strcmp(smoother, "diagonal") == 0 ? 0
+         : strncmp(smoother, "block:", 6) == 0 ? atoi(smoother + 6)
+                                                : VOX_SPARSE_ALL_LEVELS;
+}
 
 static double max_abs(const double *x, size_t n) {
   double v = 0;
@@ -68,6 +78,7 @@ static void compare(vox_context *ctx, vox_backend *be, vox_model *m, const char 
   opt.storage = VOX_STORAGE_FULL_BOX;
   CHECK_OK(ctx, vox_solve_elasticity(ctx, be, m, 0, 1, 0, &opt, full, rf));
   opt.storage = VOX_STORAGE_SPARSE;
+  opt.sparse = sparse_options;
   vox_sparse_stats stats;
   CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, m, &opt, sparse, rs, &stats));
   for (int c = 0; c < cases; c++) {
@@ -103,9 +114,9 @@ static void test_compression(vox_context *ctx, vox_backend *be, int64_t n, const
   CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
   char what[64];
   snprintf(what, sizeof what, "compression %lld^3, %s smoother", (long long)n, smoother);
-  setenv("VOXFE_SPARSE_SMOOTHER", smoother, 1);
+  sparse_options.block_levels = block_levels(smoother);
   compare(ctx, be, &m, what);
-  unsetenv("VOXFE_SPARSE_SMOOTHER");
+  sparse_options.block_levels = VOX_SPARSE_ALL_LEVELS;
   vox_model_free(&m);
 }
 
@@ -295,9 +306,9 @@ static void test_forces(vox_context *ctx, vox_backend *be, const char *smoother)
   clamp_bottom_load_top(ctx, &m);
   char what[64];
   snprintf(what, sizeof what, "forces 20^3, %s smoother", smoother);
-  setenv("VOXFE_SPARSE_SMOOTHER", smoother, 1);
+  sparse_options.block_levels = block_levels(smoother);
   compare(ctx, be, &m, what);
-  unsetenv("VOXFE_SPARSE_SMOOTHER");
+  sparse_options.block_levels = VOX_SPARSE_ALL_LEVELS;
   vox_model_free(&m);
 }
 
@@ -501,10 +512,10 @@ static void test_refusals(vox_context *ctx, vox_backend *be) {
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "coarsest box") != NULL);
   opt.mg_levels = 3;
-  setenv("VOXFE_SPARSE_SMOOTHER", "block:x", 1);
+  opt.sparse.block_levels = -2;
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_SMOOTHER=block:x") != NULL);
-  unsetenv("VOXFE_SPARSE_SMOOTHER");
+  CHECK(strstr(vox_context_message(ctx), "block-smoothed levels -2") != NULL);
+  opt.sparse.block_levels = VOX_SPARSE_ALL_LEVELS;
   CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   free(u);
@@ -528,9 +539,12 @@ int main(void) {
   /* each smoother once: the diagonal, blocks on level 0 only, on every
    * level; the plain coarse levels once, the split ones (the default) in
    * the rest */
-  setenv("VOXFE_SPARSE_COARSE", "box", 1);
+  vox_solver_options defaults;
+  vox_solver_options_default(&defaults);
+  sparse_options = defaults.sparse;
+  sparse_options.coarse = VOX_SPARSE_COARSE_BOX;
   test_compression(ctx, be, 20, "diagonal");
-  unsetenv("VOXFE_SPARSE_COARSE");
+  sparse_options.coarse = VOX_SPARSE_COARSE_SPLIT;
   test_compression(ctx, be, 27, "block:1"); /* odd box sides: coarse nodes past the box */
   test_forces(ctx, be, "block");
   test_growth(ctx, be);

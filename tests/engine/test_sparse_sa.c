@@ -1,5 +1,5 @@
 /* The smoothed-aggregation coarse levels of the sparse solver (sparse_sa.h,
- * VOXFE_SPARSE_COARSE=sa), each piece against an independent reference:
+ * --sparse-coarse=sa, vox_sparse_pc_options.coarse), each piece against an independent reference:
  * the BSR products against dense ones; the tentative prolongator's dropped
  * modes on degenerate aggregates; the rigid-body modes in the kernel of the
  * fine operator and in the range of T on a bone with no supports; A_1 =
@@ -7,7 +7,8 @@
  * element matrix; the deeper levels' A_{l+1} = R_l A_l P_l on vectors and
  * their symmetry; the SA-preconditioned solution against the geometric
  * one; a CG count clearly below the geometric one on a perlin bone; and the
- * refusals (a bad VOXFE_SPARSE_COARSE, a backend without the matrices). */
+ * refusals (a bad coarse kind or fine transfer, a backend without the
+ * matrices). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,7 +389,7 @@ static double solve_both(vox_context *ctx, vox_backend *be, vox_model *m, double
     u[k] = calloc(nd * (size_t)cases, sizeof *u[k]);
     vox_solve_result r[4];
     vox_sparse_stats st;
-    setenv("VOXFE_SPARSE_COARSE", k ? "sa" : "geometric", 1);
+    opt.sparse.coarse = k ? VOX_SPARSE_COARSE_SA : VOX_SPARSE_COARSE_SPLIT;
     CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, m, &opt, u[k], r, &st));
     for (int c = 0; c < cases; c++)
       CHECK(r[c].reason == VOX_CONVERGED_RTOL || r[c].reason == VOX_CONVERGED_ZERO_RHS);
@@ -400,7 +401,6 @@ static double solve_both(vox_context *ctx, vox_backend *be, vox_model *m, double
     if (k) printf(", operator complexity %.2f", st.operator_complexity);
     printf("\n");
   }
-  unsetenv("VOXFE_SPARSE_COARSE");
   double scale, d = max_diff(u[1], u[0], nd * (size_t)cases, &scale);
   free(u[0]), free(u[1]);
   return d / scale;
@@ -441,23 +441,20 @@ static void test_fine_transfer(vox_context *ctx, vox_backend *be) {
   vox_solver_options_default(&opt);
   opt.rtol = 1e-10;
   opt.storage = VOX_STORAGE_SPARSE;
-  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+  opt.sparse.coarse = VOX_SPARSE_COARSE_SA;
   for (int k = 0; k < 3; k++) {
     /* 0: implicit with the smoother's blocks as W; 1: explicit; 2: implicit
      * under a diagonal smoother (W kept as a matrix of its own) */
     u[k] = calloc(nd, sizeof *u[k]);
     vox_solve_result r;
     vox_sparse_stats st;
-    setenv("VOXFE_SA_FINE_TRANSFER", k == 1 ? "explicit" : "implicit", 1);
-    if (k == 2) setenv("VOXFE_SPARSE_SMOOTHER", "diagonal", 1);
+    opt.sparse.sa_fine_transfer = k == 1 ? VOX_SA_FINE_EXPLICIT : VOX_SA_FINE_IMPLICIT;
+    if (k == 2) opt.sparse.block_levels = 0; /* the diagonal */
     CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u[k], &r, &st));
     CHECK(r.reason == VOX_CONVERGED_RTOL);
     its[k] = r.iterations;
     bytes[k] = st.bytes;
   }
-  unsetenv("VOXFE_SA_FINE_TRANSFER");
-  unsetenv("VOXFE_SPARSE_COARSE");
-  unsetenv("VOXFE_SPARSE_SMOOTHER");
   double scale, d = max_diff(u[2], u[1], nd, &scale);
   printf("fine transfer implicit under a diagonal smoother: CG %d, max |du| / max |u| = %.2e\n",
          its[2], d / scale);
@@ -514,7 +511,7 @@ static void test_mechanisms(vox_context *ctx, vox_backend *be) {
   printf("mechanisms, Jacobi CG on the full box: CG %d\n", r.iterations);
   opt.storage = VOX_STORAGE_SPARSE;
   for (int k = 0; k < 2; k++) {
-    setenv("VOXFE_SPARSE_COARSE", k ? "geometric" : "sa", 1);
+    opt.sparse.coarse = k ? VOX_SPARSE_COARSE_SPLIT : VOX_SPARSE_COARSE_SA;
     vox_sparse_stats st;
     memset(u, 0, nd * sizeof *u);
     CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r, &st));
@@ -524,12 +521,11 @@ static void test_mechanisms(vox_context *ctx, vox_backend *be) {
            "|u| = %.2e\n", k ? "geometric" : "sa", st.n_dofs, st.n_levels, r.iterations, d);
     CHECK(d <= 1e-7);
   }
-  unsetenv("VOXFE_SPARSE_COARSE");
   free(reference), free(u);
   vox_model_free(&m);
 }
 
-/* A bad VOXFE_SPARSE_COARSE, and sa on a backend without assembled
+/* A bad coarse kind or fine transfer, and sa on a backend without assembled
  * matrices: one clear error each. */
 static void test_option(vox_context *ctx, vox_backend *be) {
   vox_model m;
@@ -541,14 +537,16 @@ static void test_option(vox_context *ctx, vox_backend *be) {
   vox_solver_options_default(&opt);
   opt.storage = VOX_STORAGE_SPARSE;
   vox_solve_result r;
-  setenv("VOXFE_SPARSE_COARSE", "amg", 1);
+  vox_sparse_coarse amg;
+  CHECK(vox_sparse_coarse_parse("amg", &amg) == -1);
+  opt.sparse.coarse = (vox_sparse_coarse)7;
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(vox_context_message(ctx), "VOXFE_SPARSE_COARSE=amg") != NULL);
-  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
-  setenv("VOXFE_SA_FINE_TRANSFER", "stored", 1);
+  CHECK(strstr(vox_context_message(ctx), "unknown sparse coarse levels 7") != NULL);
+  opt.sparse.coarse = VOX_SPARSE_COARSE_SA;
+  opt.sparse.sa_fine_transfer = (vox_sa_fine_transfer)5;
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(vox_context_message(ctx), "VOXFE_SA_FINE_TRANSFER=stored") != NULL);
-  unsetenv("VOXFE_SA_FINE_TRANSFER");
+  CHECK(strstr(vox_context_message(ctx), "unknown SA fine transfer 5") != NULL);
+  opt.sparse.sa_fine_transfer = VOX_SA_FINE_IMPLICIT;
   /* a backend without the matrix operations: sa is refused with a
    * message, nothing is solved */
   vox_backend_ops no_matrices = *be->ops;
@@ -557,11 +555,9 @@ static void test_option(vox_context *ctx, vox_backend *be) {
   no_matrices.sparse = &sparse;
   const vox_backend_ops *ops = be->ops;
   be->ops = &no_matrices;
-  setenv("VOXFE_SPARSE_COARSE", "sa", 1);
   CHECK(vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r) == VOX_ERR_UNSUPPORTED);
   CHECK(strstr(vox_context_message(ctx), "no smoothed-aggregation levels") != NULL);
   be->ops = ops;
-  unsetenv("VOXFE_SPARSE_COARSE");
   free(u);
   vox_model_free(&m);
 }

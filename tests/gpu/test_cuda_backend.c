@@ -125,7 +125,7 @@ static void test_vectors(size_t n) {
     pv_destroy(&r);
   }
   /* CG with its scalars on the device (cg_begin, cg_step, cg_direction)
-   * against pcg.c's host loop on the CPU: p = z and r.z; the step x +=
+   * against ksp.c's host loop on the CPU: p = z and r.z; the step x +=
    * alpha p, r -= alpha q with alpha = r.z / p.q, and r.r; the direction p
    * = z + (r.z' / r.z) p; then a step with p.q < 0, which must leave x and
    * r as they are. z = r .* w and q = p .* w with w > 0 make r.z and p.q

@@ -5,12 +5,12 @@
  * between them (float coarse vectors: 1e-6), the inverse 3 x 3 diagonal
  * blocks and a block smoother step; then a perlin bone
  * under a compression test and under forces in two load cases solved to
- * 1e-12 on both (also with each smoother, VOXFE_SPARSE_SMOOTHER), the
+ * 1e-12 on both (also with each smoother, vox_sparse_pc_options), the
  * same displacements to 1e-8 of the largest (the GPU's
  * float preconditioner changes the path, not the solution), and the CG
  * counts close; the assembled block matrices of the smoothed-aggregation
  * levels (matrix_apply, matrix_smoother_step) for each block shape against
- * the CPU's, a solve with those levels (VOXFE_SPARSE_COARSE=sa), and the
+ * the CPU's, a solve with those levels (vox_sparse_pc_options.coarse), and the
  * hinged bone (semi-definite) with each coarse space. Exit 77 (skipped)
  * when this build has no CUDA or the machine no device;
  * VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU backend itself. */
@@ -31,6 +31,9 @@
 enum { SKIP = 77 };
 
 
+/* The sparse preconditioner's options of the comparisons that follow. */
+static vox_sparse_pc_options sparse_options;
+
 static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const vox_model *m,
                     const char *what) {
   const size_t nd = 3 * (size_t)vox_grid_nodes(&m->grid);
@@ -40,6 +43,7 @@ static void compare(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, const 
   vox_solver_options_default(&opt);
   opt.rtol = 1e-12;
   opt.storage = VOX_STORAGE_SPARSE;
+  opt.sparse = sparse_options;
   vox_solve_result rg[2], rc[2];
   vox_sparse_stats sg, sc;
   CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, gpu, m, &opt, ug, rg, &sg));
@@ -379,6 +383,9 @@ int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
   vox_context_create(&ctx);
+  vox_solver_options defaults;
+  vox_solver_options_default(&defaults);
+  sparse_options = defaults.sparse;
   vox_device d = VOX_DEVICE_CUDA;
   const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
   if (env && *env) vox_device_parse(env, &d);
@@ -394,14 +401,14 @@ int main(void) {
   }
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
   compare_matrix_ops(ctx, gpu, cpu);
-  { /* the smoothed-aggregation coarse levels (VOXFE_SPARSE_COARSE=sa) */
+  { /* the smoothed-aggregation coarse levels */
     vox_model m;
     make_bone_model(ctx, &m, 27, 3, 1);
     double applied;
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied));
-    setenv("VOXFE_SPARSE_COARSE", "sa", 1);
+    sparse_options.coarse = VOX_SPARSE_COARSE_SA;
     compare(ctx, gpu, cpu, &m, "smoothed aggregation: compression 27^3");
-    unsetenv("VOXFE_SPARSE_COARSE");
+    sparse_options.coarse = VOX_SPARSE_COARSE_SPLIT;
     vox_model_free(&m);
   }
   { /* the hinged bone (bone_model.h), semi-definite: each coarse space
@@ -416,7 +423,7 @@ int main(void) {
     opt.storage = VOX_STORAGE_SPARSE;
     static const char *const coarse[] = {"split", "box", "sa"};
     for (int k = 0; k < 3; k++) {
-      setenv("VOXFE_SPARSE_COARSE", coarse[k], 1);
+      opt.sparse.coarse = (vox_sparse_coarse)k; /* split, box, sa */
       vox_solve_result rg, rc;
       memset(ug, 0, nd * sizeof *ug), memset(uc, 0, nd * sizeof *uc);
       CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, gpu, &m, &opt, ug, &rg, NULL));
@@ -427,7 +434,6 @@ int main(void) {
       CHECK(rg.reason == VOX_CONVERGED_RTOL && rc.reason == VOX_CONVERGED_RTOL);
       CHECK(diff <= 1e-7);
     }
-    unsetenv("VOXFE_SPARSE_COARSE");
     free(ug), free(uc);
     vox_model_free(&m);
   }
@@ -441,11 +447,11 @@ int main(void) {
     compare_products(ctx, gpu, cpu, &m, "product", 1); /* level 1 with copies (x1 corners) */
     compare(ctx, gpu, cpu, &m, "compression 27^3");
     for (int k = 0; k < 2; k++) {
-      setenv("VOXFE_SPARSE_SMOOTHER", k == 0 ? "block" : "diagonal", 1);
+      sparse_options.block_levels = k == 0 ? VOX_SPARSE_ALL_LEVELS : 0;
       snprintf(what, sizeof what, "compression 27^3, %s smoother", k == 0 ? "block" : "diagonal");
       compare(ctx, gpu, cpu, &m, what);
     }
-    unsetenv("VOXFE_SPARSE_SMOOTHER");
+    sparse_options.block_levels = VOX_SPARSE_ALL_LEVELS;
     clamp_bottom_load_top(ctx, &m); /* forces, two load cases, bottom clamped */
     compare(ctx, gpu, cpu, &m, "forces 27^3");
     vox_model_free(&m);

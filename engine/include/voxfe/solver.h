@@ -78,6 +78,54 @@ typedef enum vox_mg_cycle {
  * (docs/engine.md, Solver). */
 enum { VOX_FINE_SMOOTHING_AUTO = -1 };
 
+/* ---- the sparse (bone-only) preconditioner and the CG monitor ---- */
+
+/* The coarse levels below the bone's fine level (VOX_STORAGE_SPARSE):
+ * SPLIT rediscretises the voxel image on coarse grids whose nodes follow
+ * the bone's connectivity (the default), BOX the plain coarse voxel
+ * images, SA smoothed aggregation of the assembled fine matrix (Vanek,
+ * Mandel and Brezina 1996; algebraic levels, backends with the sparse
+ * matrix operations). */
+typedef enum vox_sparse_coarse {
+  VOX_SPARSE_COARSE_SPLIT = 0,
+  VOX_SPARSE_COARSE_BOX = 1,
+  VOX_SPARSE_COARSE_SA = 2
+} vox_sparse_coarse;
+
+/* Level 0's prolongator with SA levels: applied from the tentative one,
+ * P = T - w W A T (IMPLICIT: one fine product more per transfer, less
+ * memory), or stored with its transpose (EXPLICIT). */
+typedef enum vox_sa_fine_transfer {
+  VOX_SA_FINE_IMPLICIT = 0,
+  VOX_SA_FINE_EXPLICIT = 1
+} vox_sa_fine_transfer;
+
+enum { VOX_SPARSE_MAX_DEGREES = 8, VOX_SPARSE_ALL_LEVELS = -1 };
+
+typedef struct vox_sparse_pc_options {
+  vox_sparse_coarse coarse;
+  /* the smoothed levels, from the finest, whose Chebyshev smoother is
+   * preconditioned by the nodes' inverted 3 x 3 diagonal blocks instead
+   * of the diagonal: 0 (the diagonal everywhere) to any, or
+   * VOX_SPARSE_ALL_LEVELS (the default) */
+  int block_levels;
+  /* each level's Chebyshev degree from the finest (0 or past the last
+   * given: the one before it; none given: smoothing_steps, at least 4) */
+  int degree[VOX_SPARSE_MAX_DEGREES];
+  /* record the V-cycle once and replay it where the backend can (1, the
+   * default), or launch it op by op (0) */
+  int record;
+  /* time the CG's and each level's parts into vox_sparse_stats (each part
+   * then waits for the backend, which slows the solve a little; benchmarks) */
+  int profile;
+  vox_sa_fine_transfer sa_fine_transfer; /* SA only */
+  int sa_point_diagonal; /* SA: smooth the prolongator with the diagonal, not the blocks */
+} vox_sparse_pc_options;
+
+/* Called after every CG iteration (iteration 0: the start) with the
+ * recurrence's residual norm |r|. */
+typedef void (*vox_cg_monitor)(void *data, int iteration, double residual_norm);
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
@@ -104,6 +152,11 @@ typedef struct vox_solver_options {
    * every setup */
   int mg_bound_refresh;
   vox_cell_solver_use cell_solver; /* periodic cells only */
+  /* the sparse storage's preconditioner */
+  vox_sparse_pc_options sparse;
+  /* NULL, or called at every CG iteration with monitor_data */
+  vox_cg_monitor monitor;
+  void *monitor_data;
 } vox_solver_options;
 
 typedef enum vox_convergence {
@@ -147,6 +200,12 @@ int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle);
 /* "double" / "mixed" */
 const char *vox_precision_name(vox_precision precision);
 int vox_precision_parse(const char *text, vox_precision *precision);
+/* "split" (also "geometric") / "box" / "sa" */
+const char *vox_sparse_coarse_name(vox_sparse_coarse coarse);
+int vox_sparse_coarse_parse(const char *text, vox_sparse_coarse *coarse);
+/* "implicit" / "explicit" */
+const char *vox_sa_fine_transfer_name(vox_sa_fine_transfer transfer);
+int vox_sa_fine_transfer_parse(const char *text, vox_sa_fine_transfer *transfer);
 
 /* Solves linear elasticity (or heat conduction, when model->physics says so:
  * conductivity in place of E, temperatures in place of displacements) on the

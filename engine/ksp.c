@@ -1,0 +1,257 @@
+/* Preconditioned conjugate gradients, written once (ksp.h), and its hooks
+ * on backend vectors with the warm start from a history. */
+#include "ksp.h"
+
+#include <math.h>
+#include <string.h>
+
+static void monitor(const vox_solver_options *options, int k, double rr) {
+  if (options->monitor) options->monitor(options->monitor_data, k, sqrt(rr));
+}
+
+vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_norm,
+                      const vox_solver_options *options, vox_solve_result *result) {
+  const double target = options->rtol * rhs_norm;
+  double rz = 0, pq;
+  result->rhs_norm = rhs_norm;
+  result->reason = 0;
+  monitor(options, 0, rr);
+  int k = 0;
+  if (sqrt(rr) > target && options->max_iterations > 0) {
+    TRY(o->precondition(self));                     /* z <- M^-1 r */
+    TRY(o->direction(self, 0, &rz));                /* p <- z */
+  }
+  while (sqrt(rr) > target && k < options->max_iterations) {
+    if (!isfinite(rr) || !isfinite(rz)) {
+      result->reason = VOX_DIVERGED_NAN;
+      break;
+    }
+    if (o->kept_step) { /* the step below, which leaves x and r where it stops */
+      TRY(o->product(self, NULL));                  /* q <- A p */
+      TRY(o->kept_step(self, &pq, &rz, &rr));
+    } else {
+      TRY(o->product(self, &pq));                   /* q <- A p, p.q */
+    }
+    if (!(pq > 0) || !(rz > 0)) {
+      result->reason = isfinite(pq) && isfinite(rz) ? VOX_DIVERGED_INDEFINITE : VOX_DIVERGED_NAN;
+      break;
+    }
+    if (!o->kept_step) TRY(o->update(self, rz / pq, &rr)); /* x += alpha p, r -= alpha q */
+    k++;
+    monitor(options, k, rr);
+    if (sqrt(rr) <= target) break; /* converged: no preconditioner for a next step */
+    TRY(o->precondition(self));                     /* z <- M^-1 r */
+    TRY(o->direction(self, rz, &rz));               /* p <- z + beta p */
+  }
+  result->iterations = k;
+  result->residual_norm = sqrt(rr);
+  if (result->reason == 0)
+    result->reason = sqrt(rr) <= target ? VOX_CONVERGED_RTOL
+                     : isfinite(rr)     ? VOX_DIVERGED_MAX_ITERATIONS
+                                        : VOX_DIVERGED_NAN;
+  return VOX_OK;
+}
+
+/* ---- backend vectors ---- */
+
+vox_status vox_ksp_work_create(vox_backend *be, size_t n, vox_ksp_work *w) {
+  memset(w, 0, sizeof *w);
+  vox_vec *v[] = {&w->r, &w->z, &w->p, &w->q};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+    vox_status s = be->ops->vec_create(be, n, v[i]);
+    if (s != VOX_OK) {
+      vox_ksp_work_destroy(be, w);
+      return s;
+    }
+  }
+  return VOX_OK;
+}
+
+void vox_ksp_work_destroy(vox_backend *be, vox_ksp_work *w) {
+  vox_vec *v[] = {&w->r, &w->z, &w->p, &w->q};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+}
+
+vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_ksp_history *h) {
+  memset(h, 0, sizeof *h);
+  if (capacity < 0 || capacity > VOX_KSP_HISTORY_MAX)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "solution history of %d vectors: 0 to %d",
+                     capacity, (int)VOX_KSP_HISTORY_MAX);
+  for (int i = 0; i < capacity; i++) {
+    vox_status s = be->ops->vec_create(be, n, &h->v[i]);
+    if (s != VOX_OK) {
+      vox_ksp_history_destroy(be, h);
+      return s;
+    }
+    h->capacity = i + 1;
+  }
+  return VOX_OK;
+}
+
+void vox_ksp_history_destroy(vox_backend *be, vox_ksp_history *h) {
+  for (int i = 0; i < h->capacity; i++)
+    if (h->v[i].data) be->ops->vec_destroy(be, &h->v[i]);
+  memset(h, 0, sizeof *h);
+}
+
+/* The hooks' state on backend vectors. */
+typedef struct vec_cg {
+  vox_backend *be;
+  vox_operator *op;
+  const vox_pc *pc;
+  vox_vec *x;
+  vox_ksp_work *w;
+} vec_cg;
+
+static vox_status vec_product(void *self, double *pq) {
+  vec_cg *c = self;
+  TRY(c->be->ops->op_apply(c->be, c->op, &c->w->p, &c->w->q, 0));
+  return pq ? c->be->ops->vec_dot(c->be, &c->w->p, &c->w->q, pq) : VOX_OK;
+}
+
+static vox_status vec_precondition(void *self) {
+  vec_cg *c = self;
+  return vox_pc_apply(c->pc, &c->w->r, &c->w->z);
+}
+
+static vox_status vec_update(void *self, double alpha, double *rr) {
+  vec_cg *c = self;
+  return c->be->ops->cg_update(c->be, c->x, &c->w->r, alpha, &c->w->p, &c->w->q, rr);
+}
+
+static vox_status vec_direction(void *self, double rz_old, double *rz) {
+  vec_cg *c = self;
+  const vox_backend_ops *o = c->be->ops;
+  if (rz_old == 0) {
+    TRY(o->vec_copy(c->be, &c->w->p, &c->w->z));
+    return o->vec_dot(c->be, &c->w->r, &c->w->z, rz);
+  }
+  TRY(o->vec_dot(c->be, &c->w->r, &c->w->z, rz));
+  return o->vec_xpay(c->be, &c->w->p, *rz / rz_old, &c->w->z);
+}
+
+/* the backend's scalars on the device, where it has them */
+static vox_status kept_direction(void *self, double rz_old, double *rz) {
+  vec_cg *c = self;
+  const vox_backend_ops *o = c->be->ops;
+  if (rz_old == 0) return o->cg_begin(c->be, &c->w->r, &c->w->z, &c->w->p, rz);
+  *rz = rz_old; /* the device's: the next step returns it */
+  return o->cg_direction(c->be, &c->w->r, &c->w->z, &c->w->p);
+}
+
+static vox_status kept_step(void *self, double *pq, double *rz, double *rr) {
+  vec_cg *c = self;
+  return c->be->ops->cg_step(c->be, c->x, &c->w->r, &c->w->p, &c->w->q, pq, rz, rr);
+}
+
+static const vox_ksp_ops vec_ops = {.product = vec_product,
+                                    .precondition = vec_precondition,
+                                    .update = vec_update,
+                                    .direction = vec_direction};
+static const vox_ksp_ops kept_ops = {.product = vec_product,
+                                     .precondition = vec_precondition,
+                                     .direction = kept_direction,
+                                     .kept_step = kept_step};
+
+/* Solves G c = g for the symmetric positive semi-definite n x n Gram matrix
+ * G (row-major) of the energy inner product, leaving out (c_j = 0) every
+ * vector whose energy lies within a relative 1e-10 of the span of the ones
+ * before it (a pivot of the Cholesky factorisation that small), so that a
+ * history of (nearly) equal solutions cannot make the start blow up. */
+static void gram_solve(double *G, const double *g, int n, double *c) {
+  enum { N = VOX_KSP_HISTORY_MAX + 1 };
+  double L[N][N] = {{0}}, y[N] = {0};
+  int keep[N] = {0};
+  for (int j = 0; j < n; j++) {
+    double d = G[j * n + j];
+    for (int k = 0; k < j; k++) d -= L[j][k] * L[j][k];
+    keep[j] = G[j * n + j] > 0 && d > 1e-10 * G[j * n + j];
+    if (!keep[j]) continue;
+    L[j][j] = sqrt(d);
+    for (int i = j + 1; i < n; i++) {
+      double e = G[i * n + j];
+      for (int k = 0; k < j; k++) e -= L[i][k] * L[j][k];
+      L[i][j] = e / L[j][j];
+    }
+  }
+  for (int i = 0; i < n; i++) { /* L y = g over the kept vectors (dropped columns are 0) */
+    if (!keep[i]) continue;
+    double e = g[i];
+    for (int k = 0; k < i; k++) e -= L[i][k] * y[k];
+    y[i] = e / L[i][i];
+  }
+  for (int i = n - 1; i >= 0; i--) { /* L' c = y */
+    c[i] = 0;
+    if (!keep[i]) continue;
+    double e = y[i];
+    for (int k = i + 1; k < n; k++) e -= L[k][i] * c[k];
+    c[i] = e / L[i][i];
+  }
+}
+
+/* x <- the best start in span{x, history} and r = b - A x (the work
+ * vectors r, q and z hold the basis's products on the way); the guess
+ * becomes the history's newest solution. */
+static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec *b, vox_vec *x,
+                                vox_ksp_history *h, vox_ksp_work *w) {
+  const vox_backend_ops *o = be->ops;
+  /* the basis: x, then the history from the newest; their products in r,
+   * q and z (all free before the iterations) */
+  enum { N = VOX_KSP_HISTORY_MAX + 1 };
+  const int n = 1 + h->count;
+  const vox_vec *v[N] = {x};
+  vox_vec *av[N] = {&w->r, &w->q, &w->z};
+  for (int i = 1; i < n; i++) v[i] = &h->v[(h->newest + i - 1) % h->capacity];
+  double G[N * N], g[N], c[N];
+  for (int j = 0; j < n; j++) {
+    TRY(o->op_apply(be, op, v[j], av[j], 0));
+    TRY(o->vec_dot(be, b, v[j], &g[j]));
+    for (int i = 0; i <= j; i++) {
+      TRY(o->vec_dot(be, v[i], av[j], &G[i * n + j]));
+      G[j * n + i] = G[i * n + j];
+    }
+  }
+  gram_solve(G, g, n, c);
+  /* p <- sum c_i v_i and r <- b - sum c_i A v_i */
+  TRY(o->vec_copy(be, &w->p, x));
+  TRY(o->vec_axpby(be, &w->p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
+  TRY(o->vec_axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
+  for (int i = 2; i < n; i++) {
+    TRY(o->vec_axpy(be, &w->p, c[i], v[i]));
+    TRY(o->vec_axpy(be, &w->r, c[i], av[i]));
+  }
+  TRY(o->vec_xpay(be, &w->r, -1, b));
+  /* the guess becomes the newest solution of the history, in the slot of
+   * the oldest once it is full; then x <- the start */
+  const int slot = (h->newest + h->capacity - 1) % h->capacity; /* free, or the oldest */
+  TRY(o->vec_copy(be, &h->v[slot], x));
+  h->newest = slot;
+  if (h->count < h->capacity) h->count++;
+  return o->vec_copy(be, x, &w->p);
+}
+
+vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
+                         vox_vec *x, vox_ksp_history *history, const vox_solver_options *options,
+                         vox_ksp_work *w, vox_solve_result *result) {
+  const vox_backend_ops *o = be->ops;
+  double bb, rr;
+  memset(result, 0, sizeof *result);
+  TRY(o->vec_dot(be, b, b, &bb));
+  result->rhs_norm = sqrt(bb);
+  if (bb == 0) { /* x = 0 is exact */
+    TRY(o->vec_set(be, x, 0));
+    result->reason = VOX_CONVERGED_ZERO_RHS;
+    return VOX_OK;
+  }
+  if (history && history->capacity > 0) {
+    TRY(history_start(be, op, b, x, history, w));
+  } else {                                          /* r <- b - A x */
+    TRY(o->op_apply(be, op, x, &w->r, 0));
+    TRY(o->vec_xpay(be, &w->r, -1, b));
+  }
+  TRY(o->vec_dot(be, &w->r, &w->r, &rr));
+  vec_cg c = {.be = be, .op = op, .pc = pc, .x = x, .w = w};
+  const int kept = o->cg_begin && o->cg_step && o->cg_direction;
+  return vox_ksp_cg(kept ? &kept_ops : &vec_ops, &c, rr, result->rhs_norm, options, result);
+}
