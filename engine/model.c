@@ -566,17 +566,29 @@ vox_status vox_model_check_loads_carried(vox_context *ctx, const vox_model *mode
 }
 
 vox_status vox_model_check_cases_loaded(vox_context *ctx, const vox_model *model) {
-  for (int c = 0; c < model->n_load_cases; c++) {
-    size_t n = 0;
-    int loaded = 0;
-    for (size_t i = 0; i < model->n_loads; i++)
-      if (model->loads[i].load_case == c) n++, loaded |= model->loads[i].value != 0;
-    if (!loaded)
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "load case '%s' has no load (%zu nodal force%s, all zero): there is "
-                       "nothing for the structure to carry",
-                       model->load_case_names ? model->load_case_names[c] : "case1", n,
-                       n == 1 ? "" : "s");
+  const int n_cases = model->n_load_cases;
+  size_t *forces = calloc((size_t)(n_cases > 0 ? n_cases : 1), sizeof *forces);
+  char *loaded = calloc((size_t)(n_cases > 0 ? n_cases : 1), 1);
+  if (!forces || !loaded) {
+    free(forces);
+    free(loaded);
+    return out_of_memory(ctx);
   }
-  return VOX_OK;
+  for (size_t i = 0; i < model->n_loads; i++) {
+    const int c = model->loads[i].load_case;
+    if (c < 0 || c >= n_cases) continue; /* vox_model_validate's to say */
+    forces[c]++;
+    loaded[c] |= model->loads[i].value != 0;
+  }
+  vox_status s = VOX_OK;
+  for (int c = 0; c < n_cases && !s; c++)
+    if (!loaded[c])
+      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                    "load case '%s' has no load (%zu nodal force%s, all zero): there is "
+                    "nothing for the structure to carry",
+                    model->load_case_names ? model->load_case_names[c] : "case1", forces[c],
+                    forces[c] == 1 ? "" : "s");
+  free(forces);
+  free(loaded);
+  return s;
 }

@@ -22,7 +22,10 @@ static uint64_t splitmix64(uint64_t *state) {
 
 int vox_open_temp(const char *path, char **tmp_out) {
   static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  if (vox_output_refusal(path)) { /* a link, a FIFO, ...: the rename would replace it */
+  /* a link, a FIFO, ...: the rename would replace it (a folder fails the
+   * rename by itself, EISDIR) */
+  const char *refusal = vox_output_refusal(path);
+  if (refusal && strcmp(refusal, "a folder") != 0) {
     errno = EEXIST;
     return -1;
   }

@@ -108,7 +108,7 @@ static const char *check_superblock(const unsigned char *b, size_t n, long long 
 
 const char *vox_netcdf_header_problem(FILE *file, long long size) {
   unsigned char b[256];
-  if (size < 8) return "too short to be a netCDF file";
+  if (size < 8) return "not a netCDF file or truncated (too short)";
   if (fseek(file, 0, SEEK_SET) != 0) return NULL; /* not seekable: left to nc_open */
   size_t n = fread(b, 1, sizeof b, file);
   if (n >= 4 && !memcmp(b, "CDF", 3) && (b[3] == 1 || b[3] == 2 || b[3] == 5)) return NULL;
@@ -119,5 +119,5 @@ const char *vox_netcdf_header_problem(FILE *file, long long size) {
       break;
     if (!memcmp(b, hdf5_signature, 8)) return check_superblock(b, n, sb, size);
   }
-  return "not a netCDF file (neither netCDF-4/HDF5 nor classic netCDF)";
+  return "not a netCDF file or truncated (neither netCDF-4/HDF5 nor classic netCDF)";
 }

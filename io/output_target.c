@@ -71,7 +71,9 @@ static int copy_into(const char *tmp, int fd) {
 
 int vox_output_place(const char *tmp, const char *path) {
   struct stat st;
-  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode)) return rename(tmp, path) ? errno : 0;
+  /* (a folder's rename fails by itself: EISDIR) */
+  if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+    return rename(tmp, path) ? errno : 0;
   if (!S_ISCHR(st.st_mode)) return EEXIST; /* became something else since the check */
   /* written through, never renamed over: the device node stays */
   int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);

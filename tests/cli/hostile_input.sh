@@ -286,7 +286,7 @@ assert b[:8] == b"\x89HDF\r\n\x1a\n" and b[8] == 2, "a version 2 superblock expe
 exec(sys.argv[3])
 open(sys.argv[2], "wb").write(b)
 PY
-    why="an HDF5 superblock|not a netCDF file \(neither"
+    why="an HDF5 superblock|not a netCDF file or truncated \(neither"
     expect_usage_error "optimize: superblock $edit" "d$i\.nc: ($why)" \
       "$OPTIMIZE" d$i.nc -o design.nc
     expect_usage_error "analyze: superblock $edit" "d$i\.nc: ($why)" \
