@@ -826,7 +826,8 @@ static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   uint8_t carries[256] = {0}; /* a passive void is Emin for good: it carries nothing */
   for (int i = 0; i < model->n_materials; i++)
     carries[model->materials[i].label] = model->materials[i].role != VOX_ROLE_VOID;
-  return vox_model_check_loads_carried(ctx, model, carries, "a material that is not a passive void");
+  return vox_model_check_loads_carried(ctx, model, carries,
+                                       "a material that is not a passive void");
 }
 
 vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,

@@ -92,9 +92,11 @@ static const char *check_superblock(const unsigned char *b, size_t n, long long 
            "damaged)";
   if (version >= 2) {
     const uint64_t root = le(b + at + 3 * (size_t)so, so);
-    if (root < end || root >= eof) return "an HDF5 superblock whose root group lies outside the file";
+    if (root < end || root >= eof)
+      return "an HDF5 superblock whose root group lies outside the file";
     const uint32_t stored = (uint32_t)le(b + end - 4, 4);
-    if (lookup3(b, end - 4) != stored) return "an HDF5 superblock whose checksum is wrong (damaged)";
+    if (lookup3(b, end - 4) != stored)
+      return "an HDF5 superblock whose checksum is wrong (damaged)";
   } else {
     /* the root group's symbol table entry: link name offset, then the
      * object header address */
