@@ -105,6 +105,24 @@ static void format_sed_point(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_sed_point_name(*(const vox_sed_point *)value));
 }
 
+/* A strain in [-0.5, 0.5], not 0: no strain loads nothing, and the modulus
+ * is then 0 / 0. */
+static int parse_strain(const char *what, const char *text, void *value) {
+  const cli_range range = {-0.5, 0.5, 0, 0};
+  double strain;
+  if (cli_parse_real(what, text, range, &strain)) return -1;
+  if (strain == 0) {
+    cli_error("%s: expected a non-zero number in [-0.5, 0.5], got '%s'", what, text);
+    return -1;
+  }
+  *(double *)value = strain;
+  return 0;
+}
+
+static void format_strain(const void *value, char *buf, size_t size) {
+  cli_format_real(*(const double *)value, buf, size);
+}
+
 static int parse_connectivity(const char *what, const char *text, void *value) {
   if (strcmp(text, "6") && strcmp(text, "26")) {
     cli_error("%s: expected 6 or 26, got '%s'", what, text);
@@ -203,9 +221,9 @@ static const cli_option options[] = {
              ".n88model), which changes no reaction or strain"},
     {.name = "axis", .arg = "A", .kind = CLI_CUSTOM, .offset = AT(axis), .flags = CLI_RECORD,
      .help = "compression axis: x, y or z", .parse = parse_axis, .format = format_axis},
-    {.name = "strain", .arg = "S", .kind = CLI_REAL, .offset = AT(strain),
-     .range = {-0.5, 0.5, 0, 0}, .flags = CLI_RECORD,
-     .help = "applied strain (negative: compression)"},
+    {.name = "strain", .arg = "S", .kind = CLI_CUSTOM, .offset = AT(strain),
+     .flags = CLI_RECORD, .help = "applied strain in [-0.5, 0.5], not 0 (negative: compression)",
+     .parse = parse_strain, .format = format_strain},
     {.name = "youngs-modulus", .arg = "E", .kind = CLI_REAL, .offset = AT(youngs_modulus),
      .range = POSITIVE, /* not recorded when not given: NaN would not parse; the
                            * command line and the materials in the file say it */
@@ -397,7 +415,9 @@ static void free_state(run_state *r) {
   vox_device_warm_up_finish(r->warm_up); /* no exit while the device is starting */
   vox_solve_plan_free(r->plan);
   if (r->backend) vox_backend_destroy(r->backend);
-  r->model.displacement = NULL; /* r->u, freed below */
+  /* r->u once the solve is set up, freed below; until then the file's
+   * (a design or a result refused before it is dropped) */
+  if (r->model.displacement == r->u) r->model.displacement = NULL;
   vox_model_free(&r->model);
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
   free(r->eff), free(r->bone_elements), free(r->bone), free(r->plate_dofs), free(r->history);
@@ -538,6 +558,106 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   return 0;
 }
 
+/* What a finished run reports in its summary, after the entries of the
+ * input; before the solve, all NaN and empty (the columns are the same,
+ * which is what the check of a --summary table needs). */
+typedef struct run_numbers {
+  const char *device;
+  size_t bone;
+  const vox_analysis_summary *result; /* NULL before the solve */
+  const double *sed, *vm, *eff, *strain, *stress, *moduli;
+  const uint8_t *bone_mask;
+  vox_solve_result solve;
+  double relative, read_seconds, components_seconds, solve_seconds, fields_seconds;
+} run_numbers;
+
+static vox_status add_results(vox_context *ctx, summary *sum, const settings *s,
+                              const vox_model *m, const run_numbers *x) {
+  const vox_grid *g = &m->grid;
+  const size_t ne = (size_t)vox_grid_elements(g), nn = (size_t)vox_grid_nodes(g), bone = x->bone;
+  const double volume = g->voxel_size[0] * g->voxel_size[1] * g->voxel_size[2];
+  const vox_analysis_summary *y = x->result;
+  add_text(sum, "device", x->device);
+  add_number(sum, "bone_elements", (double)bone, NULL);
+  add_number(sum, "bone_volume", (double)bone * volume, "mm3");
+  add_number(sum, "bone_volume_fraction", (double)bone / (double)ne, "1");
+  add_number(sum, "dofs", (double)(3 * nn), NULL);
+  add_number(sum, "applied_strain", s->test == TEST_MODEL ? NAN : s->strain, "1");
+  add_number(sum, "applied_displacement", y ? y->applied_displacement : NAN, "mm");
+  add_number(sum, "reaction_force", y ? y->reaction_force : NAN, "N");
+  add_number(sum, "stiffness", y ? y->stiffness : NAN, "N/mm");
+  add_number(sum, "apparent_modulus", y ? y->apparent_modulus : NAN, "MPa");
+  add_number(sum, "failure_load", y ? y->failure_load : NAN, "N");
+  add_number(sum, "critical_strain", s->critical_strain, "1");
+  add_number(sum, "critical_volume", s->critical_volume, "1");
+  add_text(sum, "sed_point", vox_sed_point_name(s->sed_point));
+  add_number(sum, "support_reaction_x", y ? y->support_reaction[0] : NAN, "N");
+  add_number(sum, "support_reaction_y", y ? y->support_reaction[1] : NAN, "N");
+  add_number(sum, "support_reaction_z", y ? y->support_reaction[2] : NAN, "N");
+  add_number(sum, "compliance", y ? y->compliance : NAN, "N mm");
+  add_number(sum, "box_length", y ? y->box_length : NAN, "mm");
+  add_number(sum, "box_area", y ? y->box_area : NAN, "mm2");
+  /* every material of the model, used or not, so that the columns of a
+   * batch table depend only on the material table */
+  for (int i = 0; i < m->n_materials; i++) {
+    char name[VOX_NAME_MAX];
+    const int label = m->materials[i].label;
+    snprintf(name, sizeof name, "load_share_label%d", label);
+    add_number(sum, name, y ? y->load_share[label] : NAN, "1");
+  }
+  /* "axial", not xx/yy/zz: the columns of a batch table stay the same
+   * whatever the axis (NaN without a compression test); the modulus NaN
+   * when the materials give E (their table says it) */
+  const size_t n_axial = s->test == TEST_MODEL ? 0 : bone, axis = (size_t)s->axis;
+  const size_t n_moduli = x->moduli && bone ? ne : 0;
+  const stats_entry stats[] = {
+      {"sed", "MPa", {x->sed, bone, 1, 0, NULL}},
+      {"von_mises", "MPa", {x->vm, bone, 1, 0, NULL}},
+      {"effective_strain", "1", {x->eff, bone, 1, 0, NULL}},
+      {"strain_axial", "1", {x->strain, n_axial, 6, axis, NULL}},
+      {"stress_axial", "MPa", {x->stress, n_axial, 6, axis, NULL}},
+      {"youngs_modulus", "MPa", {x->moduli, n_moduli, 1, 0, x->bone_mask}}};
+  enum { N_STATS = sizeof stats / sizeof stats[0] };
+  vox_stats_request requests[N_STATS];
+  vox_field_stats st[N_STATS];
+  for (int i = 0; i < N_STATS; i++) requests[i] = stats[i].request;
+  vox_status vs = vox_field_statistics_many(ctx, requests, N_STATS, st);
+  if (vs) return vs;
+  for (int i = 0; i < N_STATS; i++) add_stats(sum, stats[i].field, &st[i], stats[i].units);
+  const vox_solve_result *solve = &x->solve;
+  add_number(sum, "cg_iterations", solve->iterations, NULL);
+  add_number(sum, "relative_residual", x->relative, "1");
+  add_text(sum, "solver_storage", vox_storage_name(solve->storage));
+  add_number(sum, "solver_levels", solve->levels ? solve->levels : NAN, NULL);
+  add_number(sum, "read_seconds", x->read_seconds, "s");
+  add_number(sum, "components_seconds", x->components_seconds, "s");
+  add_number(sum, "solve_seconds", x->solve_seconds, "s");
+  add_number(sum, "solver_setup_seconds",
+             solve->storage == VOX_STORAGE_SPARSE ? solve->setup_seconds : NAN, "s");
+  add_number(sum, "fields_seconds", x->fields_seconds, "s");
+  return VOX_OK;
+}
+
+/* A --summary table that would refuse this run's row, refused before the
+ * solve: its columns are known once the model is read (the materials). */
+static int check_summary_table(vox_context *ctx, const settings *s, const vox_model *m,
+                               const summary *sum) {
+  if (!s->summary.csv) return 0;
+  summary *columns = malloc(sizeof *columns);
+  if (!columns) {
+    cli_error("out of memory");
+    return CLI_EXIT_FAILED;
+  }
+  *columns = *sum;
+  const run_numbers none = {.device = "", .relative = NAN, .read_seconds = NAN,
+                            .components_seconds = NAN, .solve_seconds = NAN,
+                            .fields_seconds = NAN};
+  vox_status vs = add_results(ctx, columns, s, m, &none);
+  if (!vs) vs = vox_check_analysis_csv(ctx, s->summary.csv, columns->e, columns->n);
+  free(columns);
+  return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
+}
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   run_state r = {0};
   summary sum = {0};
@@ -565,8 +685,21 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     cli_error("%s: --test model needs the model's supports, and it has none", s->input);
     status = CLI_EXIT_USAGE;
     goto done;
-  } else if (m->n_load_cases < 1)
+  } else if (m->n_load_cases < 1) {
     vs = vox_model_set_load_cases(ctx, m, 1);
+  } else {
+    /* a load off the bone kept (on a passive void, or on a piece removed
+     * with the smaller components) would be dropped by the solve */
+    uint8_t bone_label[256];
+    memset(bone_label, 1, sizeof bone_label);
+    bone_label[0] = 0;
+    if ((vs = vox_model_check_loads_carried(ctx, m, bone_label, "the bone analysed")) ||
+        (vs = vox_model_check_held(ctx, m))) {
+      cli_error("%s: %s", s->input, vox_context_message(ctx));
+      status = CLI_EXIT_USAGE;
+      goto done;
+    }
+  }
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
@@ -645,6 +778,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
 
+  if ((status = check_summary_table(ctx, s, m, &sum))) goto done;
+
   /* The result file (voxfe .nc) starts now, in a thread of its own: the
    * model (labels, supports, bone nodes and elements: a tenth of the
    * bytes, the labels deflated) while the solver runs, the displacement
@@ -666,7 +801,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   /* the solve's hierarchy built while the device's context still starts
    * (the warm-up thread's 0.2 s on the H100; the hierarchy 0.2 s) */
   if ((vs = vox_solve_plan_create(ctx, m, r.moduli, &s->solver, &r.plan))) {
-    status = cli_fail(ctx, vs, CLI_RUNNING);
+    status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   /* the backend made while the warm-up may still load libraries (joined
@@ -701,7 +836,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   cli_progress_report(&report, &progress);
   cli_progress_finish(&progress);
   if (vs) {
-    status = cli_fail(ctx, vs, CLI_RUNNING);
+    status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   const double relative = solve.rhs_norm > 0 ? solve.residual_norm / solve.rhs_norm : 0;
@@ -750,67 +885,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   const double force = result.reaction_force, failure = result.failure_load;
   const double *support = result.support_reaction;
 
-  const double volume = g->voxel_size[0] * g->voxel_size[1] * g->voxel_size[2];
-  add_text(&sum, "device", vox_backend_name(r.backend));
-  add_number(&sum, "bone_elements", (double)bone, NULL);
-  add_number(&sum, "bone_volume", (double)bone * volume, "mm3");
-  add_number(&sum, "bone_volume_fraction", (double)bone / (double)ne, "1");
-  add_number(&sum, "dofs", (double)(3 * nn), NULL);
-  add_number(&sum, "applied_strain", s->test == TEST_MODEL ? NAN : s->strain, "1");
-  add_number(&sum, "applied_displacement", applied, "mm");
-  add_number(&sum, "reaction_force", force, "N");
-  add_number(&sum, "stiffness", result.stiffness, "N/mm");
-  add_number(&sum, "apparent_modulus", result.apparent_modulus, "MPa");
-  add_number(&sum, "failure_load", failure, "N");
-  add_number(&sum, "critical_strain", s->critical_strain, "1");
-  add_number(&sum, "critical_volume", s->critical_volume, "1");
-  add_text(&sum, "sed_point", vox_sed_point_name(s->sed_point));
-  add_number(&sum, "support_reaction_x", support[0], "N");
-  add_number(&sum, "support_reaction_y", support[1], "N");
-  add_number(&sum, "support_reaction_z", support[2], "N");
-  add_number(&sum, "compliance", result.compliance, "N mm");
-  add_number(&sum, "box_length", result.box_length, "mm");
-  add_number(&sum, "box_area", result.box_area, "mm2");
-  /* every material of the model, used or not, so that the columns of a
-   * batch table depend only on the material table */
-  for (int i = 0; i < m->n_materials; i++) {
-    char name[VOX_NAME_MAX];
-    const int label = m->materials[i].label;
-    snprintf(name, sizeof name, "load_share_label%d", label);
-    add_number(&sum, name, result.load_share[label], "1");
-  }
-  /* "axial", not xx/yy/zz: the columns of a batch table stay the same
-   * whatever the axis (NaN without a compression test); the modulus NaN
-   * when the materials give E (their table says it) */
-  const size_t n_axial = s->test == TEST_MODEL ? 0 : bone, axis = (size_t)s->axis;
-  const stats_entry stats[] = {
-      {"sed", "MPa", {r.sed, bone, 1, 0, NULL}},
-      {"von_mises", "MPa", {r.vm, bone, 1, 0, NULL}},
-      {"effective_strain", "1", {r.eff, bone, 1, 0, NULL}},
-      {"strain_axial", "1", {r.strain, n_axial, 6, axis, NULL}},
-      {"stress_axial", "MPa", {r.stress, n_axial, 6, axis, NULL}},
-      {"youngs_modulus", "MPa", {r.moduli, r.moduli ? ne : 0, 1, 0, r.bone}}};
-  enum { N_STATS = sizeof stats / sizeof stats[0] };
-  vox_stats_request requests[N_STATS];
-  vox_field_stats st[N_STATS];
-  for (int i = 0; i < N_STATS; i++) requests[i] = stats[i].request;
-  vs = vox_field_statistics_many(ctx, requests, N_STATS, st);
-  if (vs) {
+  const double fields_done = seconds_since(&t0);
+  const run_numbers numbers = {
+      .device = vox_backend_name(r.backend), .bone = bone, .result = &result,
+      .sed = r.sed, .vm = r.vm, .eff = r.eff, .strain = r.strain, .stress = r.stress,
+      .moduli = r.moduli, .bone_mask = r.bone, .solve = solve, .relative = relative,
+      .read_seconds = r.read_done, .components_seconds = r.prepare_done - r.read_done,
+      .solve_seconds = solve_seconds, .fields_seconds = fields_done - solve_done};
+  if ((vs = add_results(ctx, &sum, s, m, &numbers))) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  for (int i = 0; i < N_STATS; i++) add_stats(&sum, stats[i].field, &st[i], stats[i].units);
-  add_number(&sum, "cg_iterations", solve.iterations, NULL);
-  add_number(&sum, "relative_residual", relative, "1");
-  add_text(&sum, "solver_storage", vox_storage_name(solve.storage));
-  add_number(&sum, "solver_levels", solve.levels ? solve.levels : NAN, NULL);
-  const double fields_done = seconds_since(&t0);
-  add_number(&sum, "read_seconds", r.read_done, "s");
-  add_number(&sum, "components_seconds", r.prepare_done - r.read_done, "s");
-  add_number(&sum, "solve_seconds", solve_seconds, "s");
-  add_number(&sum, "solver_setup_seconds",
-             solve.storage == VOX_STORAGE_SPARSE ? solve.setup_seconds : NAN, "s");
-  add_number(&sum, "fields_seconds", fields_done - solve_done, "s");
 
   if (r.writer) {
     vs = vox_result_writer_finish(ctx, r.writer, sum.e, sum.n);

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static const char *program_name = "voxfe";
 
@@ -51,6 +52,18 @@ vox_context *cli_context(void) {
   vox_context *ctx = NULL;
   if (vox_context_create(&ctx) != VOX_OK) cli_error("out of memory");
   return ctx;
+}
+
+int cli_fail_input(const vox_context *ctx, vox_status status, cli_phase phase,
+                   const char *input) {
+  const char *message = vox_context_message(ctx);
+  const int exit_status = cli_exit_status(status, phase);
+  const size_t n = input ? strlen(input) : 0;
+  if (exit_status != CLI_EXIT_USAGE || !input || !message || !*message ||
+      (strncmp(message, input, n) == 0 && message[n] == ':'))
+    return cli_fail(ctx, status, phase);
+  cli_error("%s: %s", input, message);
+  return exit_status;
 }
 
 int cli_fail(const vox_context *ctx, vox_status status, cli_phase phase) {

@@ -41,4 +41,10 @@ vox_context *cli_context(void);
  * and returns the exit status for `status` in `phase`. */
 int cli_fail(const vox_context *ctx, vox_status status, cli_phase phase);
 
+/* cli_fail for a call that refused what the input file holds (a model
+ * without supports, a load on a void: exit status 2): the message gets the
+ * file's name in front, unless it starts with it already. */
+int cli_fail_input(const vox_context *ctx, vox_status status, cli_phase phase,
+                   const char *input);
+
 #endif

@@ -31,6 +31,21 @@ int cli_check_output(const char *output, const char *const *inputs, int n_inputs
     cli_error("-o %s: is a folder, not a file name", output);
     return CLI_EXIT_USAGE;
   }
+  /* The final rename would replace a link, a pipe or a device node itself
+   * (as root, /dev/null); a character device is written through. */
+  const char *refusal = vox_output_refusal(output);
+  if (refusal) {
+    cli_error("-o %s: is %s, not a regular file; refusing to replace it%s", output, refusal,
+              strcmp(refusal, "a symbolic link") ? "" : " (name the file it points to)");
+    return CLI_EXIT_USAGE;
+  }
+  if (lstat(output, &st) == 0 && S_ISCHR(st.st_mode)) {
+    if (access(output, W_OK) != 0) {
+      cli_error("-o %s: cannot write to the device: %s", output, strerror(errno));
+      return CLI_EXIT_USAGE;
+    }
+    return 0; /* its temporary file goes to the system's temporary folder */
+  }
   /* The library writes to a temporary file beside the output and renames
    * it, so the folder must take new files. */
   char *copy = strdup(output);

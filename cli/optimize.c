@@ -167,7 +167,7 @@ static const cli_option options[] = {
            "poisson-log: tau; 0 means -1 / E^gamma of the material"),
     NUMBER("volume-fraction", CLI_REAL, "F", opt.volume_fraction, FRACTION,
            "target volume fraction of the design domain, in (0, 1]"),
-    NUMBER("penalty", CLI_REAL, "P", opt.penalty, AT_LEAST(1),
+    NUMBER("penalty", CLI_REAL, "P", opt.penalty, RANGE(1, VOX_PENALTY_MAX),
            "SIMP penalty exponent p (its final value under continuation)"),
     NUMBER("emin-ratio", CLI_REAL, "R", opt.emin_ratio, POSITIVE,
            "modulus of void over that of solid, E_min / E (keeps K positive definite)"),
@@ -356,7 +356,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
   if (vs != VOX_OK) {
-    status = cli_fail(ctx, vs, CLI_RUNNING);
+    status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   if ((status = report_result(s, &result))) goto done;

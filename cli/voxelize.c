@@ -90,7 +90,7 @@ static void format_box(const void *value, char *buf, size_t size) {
 
 /* One edge length for cubes, or one per axis. */
 static int parse_voxel_size(const char *what, const char *text, void *value) {
-  cli_range positive = {0, INFINITY, 1, 0};
+  cli_range positive = {VOX_VOXEL_SIZE_MIN, VOX_VOXEL_SIZE_MAX, 0, 0};
   double *h = value;
   if (cli_count_fields(text, ',') != 1)
     return cli_parse_real_list(what, "H or HX,HY,HZ", text, ',', 3, positive, h);
@@ -109,8 +109,8 @@ static void format_voxel_size(const void *value, char *buf, size_t size) {
 }
 
 static int parse_point(const char *what, const char *text, void *value) {
-  cli_range any = {-INFINITY, INFINITY, 0, 0};
-  return cli_parse_real_list(what, "X,Y,Z", text, ',', 3, any, value);
+  cli_range finite = {-VOX_ORIGIN_MAX, VOX_ORIGIN_MAX, 0, 0};
+  return cli_parse_real_list(what, "X,Y,Z", text, ',', 3, finite, value);
 }
 
 static int parse_fill(const char *what, const char *text, void *value) {
@@ -376,6 +376,14 @@ static int image_build(vox_context *ctx, const settings *s, vox_model *model) {
     vox_image_free(&image);
     return CLI_EXIT_USAGE;
   }
+  for (int a = 0; a < 3; a++)
+    if (image.spacing[a] * s->downsample > VOX_VOXEL_SIZE_MAX) {
+      report_error("%s: --downsample %d makes voxels of %g mm along %c, more than %g mm",
+                   s->image, s->downsample, image.spacing[a] * s->downsample, "xyz"[a],
+                   VOX_VOXEL_SIZE_MAX);
+      vox_image_free(&image);
+      return CLI_EXIT_USAGE;
+    }
   char what[160];
   snprintf(what, sizeof what, "%lldx%lldx%lld %s image, voxels %gx%gx%g mm", (long long)image.n[0],
            (long long)image.n[1], (long long)image.n[2], image.format, image.spacing[0],

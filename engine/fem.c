@@ -166,6 +166,7 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
   *out = NULL;
   double nu = 0, ke[24 * 24];
   TRY(vox_model_validate(ctx, model));
+  TRY(vox_model_check_held(ctx, model));
   const int dpn = vox_physics_dofs_per_node(model->physics);
   if (model->physics == VOX_PHYSICS_HEAT) {
     TRY(check_conductivities(ctx, model));

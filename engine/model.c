@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "voxfe/model.h"
 
@@ -19,14 +20,66 @@ static void *grow(void *array, size_t count, size_t size) {
   return realloc(array, capacity * size);
 }
 
+static const char axis_letter[3] = {'x', 'y', 'z'};
+
+double vox_host_memory_available(void) {
+  /* MemAvailable counts the page cache the kernel gives back; sysconf's
+   * free pages do not, and would refuse runs that fit */
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[128];
+    double kib = -1;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    fclose(f);
+    if (kib >= 0) return kib * 1024;
+  }
+  const long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_AVPHYS_PAGES);
+  return page > 0 && pages >= 0 ? (double)page * (double)pages : INFINITY;
+}
+
+vox_status vox_host_memory_check(vox_context *ctx, double bytes, const char *what) {
+  const double available = vox_host_memory_available();
+  if (bytes <= available) return VOX_OK;
+  return vox_error(ctx, VOX_ERR_NO_MEMORY,
+                   "%s needs %.3g GB of memory (%.0f bytes), and %.3g GB (%.0f bytes) are "
+                   "available",
+                   what, bytes / 1e9, bytes, available / 1e9, available);
+}
+
+vox_status vox_grid_check(vox_context *ctx, const vox_grid *g) {
+  if (g->nx < 1 || g->ny < 1 || g->nz < 1)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "grid size %lldx%lldx%lld is empty",
+                     (long long)g->nx, (long long)g->ny, (long long)g->nz);
+  const int64_t n[3] = {g->nx, g->ny, g->nz};
+  for (int a = 0; a < 3; a++) {
+    const double h = g->voxel_size[a], o = g->origin[a];
+    if (!(h >= VOX_VOXEL_SIZE_MIN && h <= VOX_VOXEL_SIZE_MAX))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "voxel size along %c is %g mm, not a number in [%g, %g] mm",
+                       axis_letter[a], h, VOX_VOXEL_SIZE_MIN, VOX_VOXEL_SIZE_MAX);
+    if (!(fabs(o) <= VOX_ORIGIN_MAX))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "origin along %c is %g mm, not a number in [-%g, %g] mm", axis_letter[a],
+                       o, VOX_ORIGIN_MAX, VOX_ORIGIN_MAX);
+    if (!isfinite(o + (double)n[a] * h))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the grid's extent along %c is not finite",
+                       axis_letter[a]);
+  }
+  return VOX_OK;
+}
+
 vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *grid) {
   memset(model, 0, sizeof *model);
-  if (grid->nx < 1 || grid->ny < 1 || grid->nz < 1)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "grid size %lldx%lldx%lld is empty",
-                     (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
-  for (int a = 0; a < 3; a++)
-    if (!(grid->voxel_size[a] > 0))
-      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "voxel size must be positive");
+  vox_status s = vox_grid_check(ctx, grid);
+  if (s) return s;
+  /* refused before the first byte: a calloc of 16 GB succeeds and then
+   * grows until the kernel kills the process */
+  char what[96];
+  snprintf(what, sizeof what, "a grid of %lldx%lldx%lld voxels", (long long)grid->nx,
+           (long long)grid->ny, (long long)grid->nz);
+  const double voxels = (double)grid->nx * (double)grid->ny * (double)grid->nz;
+  if ((s = vox_host_memory_check(ctx, VOX_MODEL_BYTES_PER_VOXEL * voxels, what))) return s;
   model->grid = *grid;
   model->label = calloc((size_t)vox_grid_elements(grid), 1);
   if (!model->label) return out_of_memory(ctx);
@@ -310,22 +363,22 @@ const char *vox_stage_name(vox_stage stage) {
 
 vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
   const vox_grid *g = &model->grid;
-  if (g->nx < 1 || g->ny < 1 || g->nz < 1)
-    return vox_error(ctx, VOX_ERR_FORMAT, "grid size %lldx%lldx%lld is empty", (long long)g->nx,
-                     (long long)g->ny, (long long)g->nz);
-  for (int a = 0; a < 3; a++)
-    if (!(g->voxel_size[a] > 0))
-      return vox_error(ctx, VOX_ERR_FORMAT, "voxel size must be positive");
+  if (vox_grid_check(ctx, g)) return VOX_ERR_FORMAT; /* the message stays */
   if (!model->label) return vox_error(ctx, VOX_ERR_FORMAT, "the model has no labels");
   for (int i = 0; i < model->n_materials; i++) {
     const vox_material *m = &model->materials[i];
     if (m->label == 0 || vox_model_material(model, m->label) != m)
       return vox_error(ctx, VOX_ERR_FORMAT, "material '%s': label %d is zero or used twice",
                        m->name, m->label);
-    if (!(m->youngs_modulus > 0) || !(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
+    if (!(m->youngs_modulus > 0) || !isfinite(m->youngs_modulus) ||
+        !(m->poisson_ratio > -1 && m->poisson_ratio < 0.5))
       return vox_error(ctx, VOX_ERR_FORMAT,
-                       "material '%s' (label %d) needs E > 0 and -1 < nu < 0.5", m->name,
-                       m->label);
+                       "material '%s' (label %d) needs a finite E > 0 and -1 < nu < 0.5 "
+                       "(E = %g, nu = %g)",
+                       m->name, m->label, m->youngs_modulus, m->poisson_ratio);
+    if (!isfinite(m->conductivity))
+      return vox_error(ctx, VOX_ERR_FORMAT, "material '%s' (label %d): conductivity %g is not "
+                       "finite", m->name, m->label, m->conductivity);
     if (m->role != VOX_ROLE_DESIGN && m->role != VOX_ROLE_SOLID && m->role != VOX_ROLE_VOID)
       return vox_error(ctx, VOX_ERR_FORMAT, "material '%s' has an unknown role", m->name);
   }
@@ -346,6 +399,10 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
     if (c->name_index > model->n_support_names)
       return vox_error(ctx, VOX_ERR_FORMAT, "constraint %zu: support name %d of %d", i,
                        c->name_index, model->n_support_names);
+    if (!isfinite(c->value))
+      return vox_error(ctx, VOX_ERR_FORMAT,
+                       "constraint %zu (node %lld, component %d): prescribed value %g is not "
+                       "finite", i, (long long)c->node, c->component, c->value);
   }
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
@@ -358,6 +415,9 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
     if (l->name_index > model->n_load_names)
       return vox_error(ctx, VOX_ERR_FORMAT, "load %zu: load name %d of %d", i, l->name_index,
                        model->n_load_names);
+    if (!isfinite(l->value))
+      return vox_error(ctx, VOX_ERR_FORMAT, "load %zu (node %lld, component %d): value %g is "
+                       "not finite", i, (long long)l->node, l->component, l->value);
   }
   for (int c = 0; model->load_case_weights && c < model->n_load_cases; c++)
     if (!(model->load_case_weights[c] >= 0) || !isfinite(model->load_case_weights[c]))
@@ -401,4 +461,161 @@ int vox_physics_parse(const char *text, vox_physics *physics) {
   else if (strcmp(text, "heat") == 0) *physics = VOX_PHYSICS_HEAT;
   else return -1;
   return 0;
+}
+
+/* ---- checks before a solve or an optimization ------------------------------ */
+
+extern void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+                   double *w, double *work, const int *lwork, int *info);
+
+/* Row of one held dof in the matrix of the six rigid motions: the motion's
+ * value at the dof. Coordinates are centred on the box and scaled by its
+ * half-extent, so that translations and rotations weigh alike. */
+static void rigid_row(const vox_grid *g, int64_t node, int component, const double centre[3],
+                      double scale, double row[6]) {
+  const int64_t ijk[3] = {node % (g->nx + 1), node / (g->nx + 1) % (g->ny + 1),
+                          node / ((g->nx + 1) * (g->ny + 1))};
+  double r[3];
+  for (int a = 0; a < 3; a++) r[a] = ((double)ijk[a] * g->voxel_size[a] - centre[a]) / scale;
+  for (int k = 0; k < 6; k++) row[k] = 0;
+  row[component] = 1;
+  /* (e_k x r)[component] for the rotation about axis k */
+  const int c = component;
+  row[3 + (c + 1) % 3] = r[(c + 2) % 3];  /* e_{c+1} x r has +r_{c+2} at c */
+  row[3 + (c + 2) % 3] = -r[(c + 1) % 3]; /* e_{c+2} x r has -r_{c+1} at c */
+}
+
+vox_status vox_model_check_held(vox_context *ctx, const vox_model *model) {
+  const vox_grid *g = &model->grid;
+  if (g->periodic) return VOX_OK; /* a cell's rigid motions are the homogenization's business */
+  if (model->physics == VOX_PHYSICS_HEAT) {
+    if (model->n_constraints == 0)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "no temperature is prescribed anywhere: the temperature field is not "
+                       "held (give a support with 'temperature')");
+    return VOX_OK;
+  }
+  const double extent[3] = {(double)g->nx * g->voxel_size[0], (double)g->ny * g->voxel_size[1],
+                            (double)g->nz * g->voxel_size[2]};
+  const double centre[3] = {extent[0] / 2, extent[1] / 2, extent[2] / 2};
+  const double scale = fmax(extent[0], fmax(extent[1], extent[2])) / 2;
+  double m[36] = {0}, row[6];
+  int held_axis[3] = {0, 0, 0};
+  const size_t n = model->n_constraints + model->n_springs;
+  for (size_t i = 0; i < n; i++) {
+    const int64_t node = i < model->n_constraints ? model->constraints[i].node
+                                                  : model->springs[i - model->n_constraints].node;
+    const int c = i < model->n_constraints ? model->constraints[i].component
+                                           : model->springs[i - model->n_constraints].component;
+    held_axis[c] = 1;
+    rigid_row(g, node, c, centre, scale, row);
+    for (int a = 0; a < 6; a++)
+      for (int b = 0; b < 6; b++) m[6 * a + b] += row[a] * row[b];
+  }
+  double w[6], work[64];
+  int dim = 6, lwork = 64, info = 0;
+  dsyev_("V", "U", &dim, m, &dim, w, work, &lwork, &info);
+  if (info != 0) return VOX_OK; /* cannot tell: leave it to the solver */
+  /* the null space: eigenvalues (ascending) negligible against the largest */
+  const double floor = 1e-10 * fmax(w[5], 0);
+  int free_modes = 0;
+  while (free_modes < 6 && !(w[free_modes] > floor)) free_modes++;
+  if (free_modes == 0) return VOX_OK;
+  /* Translations free: the axes no held dof points along. Rotations free:
+   * the directions of the null vectors' rotation parts, orthonormalised. */
+  char text[256];
+  size_t used = 0;
+  const char *axis = "xyz";
+  for (int a = 0; a < 3; a++)
+    if (!held_axis[a])
+      used += (size_t)snprintf(text + used, sizeof text - used, "%stranslation along %c",
+                               used ? ", " : "", axis[a]);
+  double q[3][3];
+  int nq = 0;
+  for (int k = 0; k < free_modes && used < sizeof text; k++) {
+    double v[3] = {m[6 * k + 3], m[6 * k + 4], m[6 * k + 5]};
+    for (int j = 0; j < nq; j++) {
+      const double d = v[0] * q[j][0] + v[1] * q[j][1] + v[2] * q[j][2];
+      for (int a = 0; a < 3; a++) v[a] -= d * q[j][a];
+    }
+    const double len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    if (len < 1e-6) continue;
+    for (int a = 0; a < 3; a++) q[nq][a] = v[a] / len;
+    nq++;
+  }
+  for (int a = 0; a < 3 && used < sizeof text; a++) {
+    double along = 0; /* the length of e_a's projection on the rotations' span */
+    for (int j = 0; j < nq; j++) along += q[j][a] * q[j][a];
+    if (along > 1 - 1e-6)
+      used += (size_t)snprintf(text + used, sizeof text - used, "%srotation about %c",
+                               used ? ", " : "", axis[a]);
+  }
+  if (nq > 0 && used < sizeof text && !strstr(text, "rotation"))
+    used += (size_t)snprintf(text + used, sizeof text - used,
+                             "%srotation about an axis along (%.2g, %.2g, %.2g)",
+                             used ? ", " : "", q[0][0], q[0][1], q[0][2]);
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "the supports do not hold the structure against rigid motion (%d free "
+                   "mode%s: %s); add supports that stop %s",
+                   free_modes, free_modes > 1 ? "s" : "", text, free_modes > 1 ? "them" : "it");
+}
+
+/* The node's coordinates in the grid, for messages. */
+static void node_ijk(const vox_grid *g, int64_t node, long long ijk[3]) {
+  ijk[0] = (long long)(node % (g->nx + 1));
+  ijk[1] = (long long)(node / (g->nx + 1) % (g->ny + 1));
+  ijk[2] = (long long)(node / ((g->nx + 1) * (g->ny + 1)));
+}
+
+vox_status vox_model_check_loads_carried(vox_context *ctx, const vox_model *model,
+                                         const uint8_t carries[256], const char *what) {
+  const vox_grid *g = &model->grid;
+  for (size_t i = 0; i < model->n_loads; i++) {
+    long long ijk[3];
+    node_ijk(g, model->loads[i].node, ijk);
+    int carried = 0;
+    for (int dz = -1; dz <= 0 && !carried; dz++)
+      for (int dy = -1; dy <= 0 && !carried; dy++)
+        for (int dx = -1; dx <= 0 && !carried; dx++) {
+          const long long e[3] = {ijk[0] + dx, ijk[1] + dy, ijk[2] + dz};
+          if (e[0] < 0 || e[1] < 0 || e[2] < 0 || e[0] >= g->nx || e[1] >= g->ny || e[2] >= g->nz)
+            continue;
+          carried = carries[model->label[(e[2] * g->ny + e[1]) * g->nx + e[0]]];
+        }
+    if (!carried && model->loads[i].value != 0)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "load %zu (node x %lld, y %lld, z %lld, component %d, %g) touches no "
+                       "element of %s: nothing there can carry it",
+                       i, ijk[0], ijk[1], ijk[2], model->loads[i].component,
+                       model->loads[i].value, what);
+  }
+  return VOX_OK;
+}
+
+vox_status vox_model_check_cases_loaded(vox_context *ctx, const vox_model *model) {
+  const int n_cases = model->n_load_cases;
+  size_t *forces = calloc((size_t)(n_cases > 0 ? n_cases : 1), sizeof *forces);
+  char *loaded = calloc((size_t)(n_cases > 0 ? n_cases : 1), 1);
+  if (!forces || !loaded) {
+    free(forces);
+    free(loaded);
+    return out_of_memory(ctx);
+  }
+  for (size_t i = 0; i < model->n_loads; i++) {
+    const int c = model->loads[i].load_case;
+    if (c < 0 || c >= n_cases) continue; /* vox_model_validate's to say */
+    forces[c]++;
+    loaded[c] |= model->loads[i].value != 0;
+  }
+  vox_status s = VOX_OK;
+  for (int c = 0; c < n_cases && !s; c++)
+    if (!loaded[c])
+      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                    "load case '%s' has no load (%zu nodal force%s, all zero): there is "
+                    "nothing for the structure to carry",
+                    model->load_case_names ? model->load_case_names[c] : "case1", forces[c],
+                    forces[c] == 1 ? "" : "s");
+  free(forces);
+  free(loaded);
+  return s;
 }

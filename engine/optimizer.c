@@ -143,7 +143,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
   REQUIRE(o->volume_fraction > 0 && o->volume_fraction <= 1, "volume fraction %g not in (0, 1]",
           o->volume_fraction);
-  REQUIRE(o->penalty >= 1, "penalty %g must be >= 1", o->penalty);
+  REQUIRE(o->penalty >= 1 && o->penalty <= VOX_PENALTY_MAX, "penalty %g not in [1, %g]",
+          o->penalty, VOX_PENALTY_MAX);
   REQUIRE(o->emin_ratio > 0 && o->emin_ratio < 1, "Emin/E %g not in (0, 1)", o->emin_ratio);
   REQUIRE(o->filter == VOX_FILTER_NONE || o->filter_radius > 0, "filter radius %g must be > 0",
           o->filter_radius);
@@ -807,16 +808,28 @@ static void final_room(vox_backend *be, opt_state *s) {
 }
 
 static vox_status check_problem(vox_context *ctx, const vox_model *model) {
-  for (size_t i = 0; i < model->n_constraints; i++)
-    if (model->constraints[i].value != 0)
+  const vox_grid *g = &model->grid;
+  for (size_t i = 0; i < model->n_constraints; i++) {
+    const vox_constraint *c = &model->constraints[i];
+    if (c->value != 0)
       return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                       "prescribed non-zero %s are not supported in compliance "
-                       "optimization (constraint on node %lld)",
-                       model->physics == VOX_PHYSICS_HEAT ? "temperatures" : "displacements",
-                       (long long)model->constraints[i].node);
+                       "constraint %zu prescribes %g %s at node x %lld, y %lld, z %lld: the "
+                       "optimizer takes supports held at 0 and forces, not prescribed non-zero "
+                       "%s",
+                       i, c->value, model->physics == VOX_PHYSICS_HEAT ? "K" : "mm",
+                       (long long)(c->node % (g->nx + 1)),
+                       (long long)(c->node / (g->nx + 1) % (g->ny + 1)),
+                       (long long)(c->node / ((g->nx + 1) * (g->ny + 1))),
+                       model->physics == VOX_PHYSICS_HEAT ? "temperatures" : "displacements");
+  }
   if (model->n_loads == 0)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no loads: nothing to optimize");
-  return VOX_OK;
+  TRY(vox_model_check_cases_loaded(ctx, model));
+  uint8_t carries[256] = {0}; /* a passive void is Emin for good: it carries nothing */
+  for (int i = 0; i < model->n_materials; i++)
+    carries[model->materials[i].label] = model->materials[i].role != VOX_ROLE_VOID;
+  return vox_model_check_loads_carried(ctx, model, carries,
+                                       "a material that is not a passive void");
 }
 
 vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,

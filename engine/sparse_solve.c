@@ -646,6 +646,7 @@ static vox_status solve_kind(vox_context *ctx, const vox_model *model,
                              double *nu) {
   TRY(vox_solver_options_check(ctx, options));
   TRY(vox_model_validate(ctx, model));
+  TRY(vox_model_check_held(ctx, model));
   if (model->physics != VOX_PHYSICS_ELASTICITY)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "the sparse solver is for elasticity only");
   if (options->preconditioner != VOX_PC_MULTIGRID || options->smoother != VOX_SMOOTHER_CHEBYSHEV)

@@ -92,6 +92,72 @@ vox_status vox_write_analysis_json(vox_context *ctx, const char *path,
   return VOX_OK;
 }
 
+/* The header row of these entries (malloc'd, with its size), or NULL. */
+static char *csv_header(const vox_summary_entry *entries, size_t n, size_t *size) {
+  char *header = NULL;
+  FILE *h = open_memstream(&header, size);
+  if (!h) return NULL;
+  for (size_t i = 0; i < n; i++) vox_csv_field(h, entries[i].name, i + 1 == n);
+  if (fclose(h) != 0) {
+    free(header);
+    return NULL;
+  }
+  return header;
+}
+
+/* The refusal of a table whose header is not `header`: names the first
+ * column that differs, read from the table's first line. */
+static vox_status wrong_header(vox_context *ctx, const char *path, const char *first,
+                               size_t first_size, const vox_summary_entry *entries, size_t n) {
+  size_t line = 0;
+  while (line < first_size && first[line] != '\n' && first[line] != '\r') line++;
+  /* column by column, the names as plain text (ours need no quoting) */
+  size_t column = 0, at = 0;
+  while (column < n) {
+    size_t end = at;
+    while (end < line && first[end] != ',') end++;
+    const size_t len = strlen(entries[column].name);
+    if (at >= line || end - at != len || memcmp(first + at, entries[column].name, len)) break;
+    at = end + 1;
+    column++;
+  }
+  if (column == n || at >= line)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: the table's header has %s columns than the %zu of this summary row; "
+                     "not appended (write to another table)",
+                     path, column == n ? "more" : "fewer", n);
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "%s: the table's header is not that of this summary row: column %zu is "
+                   "'%.*s' where this row has '%s'; not appended (write to another table)",
+                   path, column + 1, (int)strcspn(first + at, ",\r\n"), first + at,
+                   entries[column].name);
+}
+
+vox_status vox_check_analysis_csv(vox_context *ctx, const char *path,
+                                  const vox_summary_entry *entries, size_t n) {
+  size_t header_size = 0;
+  char *header = csv_header(entries, n, &header_size);
+  if (!header) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  vox_status s = VOX_OK;
+  FILE *f = fopen(path, "rb");
+  if (!f && errno != ENOENT)
+    s = vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (f) {
+    char *first = malloc(header_size + 1);
+    size_t got = first ? fread(first, 1, header_size, f) : 0;
+    if (!first)
+      s = vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+    else if (got > 0 && (got != header_size || memcmp(first, header, header_size) != 0)) {
+      first[got] = '\0';
+      s = wrong_header(ctx, path, first, got, entries, n);
+    }
+    free(first);
+    fclose(f);
+  }
+  free(header);
+  return s;
+}
+
 vox_status vox_append_analysis_csv(vox_context *ctx, const char *path,
                                    const vox_summary_entry *entries, size_t n) {
   char *header = NULL, *row = NULL;

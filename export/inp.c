@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../io/output_target.h"
 #include "voxfe/element.h"
 #include "voxfe/inp.h"
 #include "temp_file.h"
@@ -518,7 +519,7 @@ vox_status vox_write_inp(vox_context *ctx, const char *path, const vox_model *mo
   int saved = errno ? errno : EIO;
   if (!failed && fsync(fileno(f)) != 0) failed = 1, saved = errno;
   if (fclose(f) != 0 && !failed) failed = 1, saved = errno;
-  if (!failed && rename(tmp, path) != 0) failed = 1, saved = errno;
+  if (!failed && (saved = vox_output_place(tmp, path)) != 0) failed = 1;
   if (failed) {
     unlink(tmp); /* nothing more to do if this fails */
     status = vox_error(ctx, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(saved));

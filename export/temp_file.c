@@ -1,5 +1,7 @@
 /* The temporary file of the writers (temp_file.h). */
 #define _GNU_SOURCE
+#include "../io/output_target.h"
+#include "voxfe/io.h"
 #include "temp_file.h"
 
 #include <errno.h>
@@ -20,9 +22,21 @@ static uint64_t splitmix64(uint64_t *state) {
 
 int vox_open_temp(const char *path, char **tmp_out) {
   static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  size_t size = strlen(path) + sizeof ".tmp.XXXXXX";
-  char *tmp = malloc(size);
-  if (!tmp) return -1; /* errno is ENOMEM */
+  /* a link, a FIFO, ...: the rename would replace it (a folder fails the
+   * rename by itself, EISDIR) */
+  const char *refusal = vox_output_refusal(path);
+  if (refusal && strcmp(refusal, "a folder") != 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  char *base = vox_output_temp_base(path);
+  size_t size = base ? strlen(base) + sizeof ".tmp.XXXXXX" : 0;
+  char *tmp = base ? malloc(size) : NULL;
+  if (!tmp) {
+    free(base);
+    errno = ENOMEM;
+    return -1;
+  }
   /* The names need only differ between tries (O_EXCL makes a clash
    * harmless), so a failing clock just makes the seed weaker. */
   struct timespec now = {0};
@@ -31,18 +45,20 @@ int vox_open_temp(const char *path, char **tmp_out) {
                    ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)tmp;
   for (int attempt = 0; attempt < 100; attempt++) {
     uint64_t bits = splitmix64(&state);
-    snprintf(tmp, size, "%s.tmp.", path);
+    snprintf(tmp, size, "%s.tmp.", base);
     char *x = tmp + size - 7;
     for (int i = 0; i < 6; i++, bits /= 62) x[i] = letters[bits % 62];
     x[6] = '\0';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
+      free(base);
       *tmp_out = tmp;
       return fd;
     }
     if (errno != EEXIST) break;
   }
   int saved = errno;
+  free(base);
   free(tmp);
   errno = saved;
   return -1;
@@ -63,7 +79,7 @@ int vox_write_all(int fd, const void *data, size_t size) {
 int vox_commit_temp(int fd, char *tmp, const char *path, int err) {
   if (!err && fsync(fd) != 0) err = errno;
   if (close(fd) != 0 && !err) err = errno;
-  if (!err && rename(tmp, path) != 0) err = errno;
+  if (!err) err = vox_output_place(tmp, path);
   if (err) unlink(tmp);
   free(tmp);
   return err;

@@ -2,6 +2,7 @@
  * in VTK's zlib block layout, writes the XML with libxml2's xmlTextWriter
  * with the arrays appended as raw binary, and replaces the output file
  * atomically. See FORMATS.md (VTK XML) for the layout. */
+#include "../io/output_target.h"
 #include "vtk_xml.h"
 #include "temp_file.h"
 
@@ -472,8 +473,8 @@ vox_status vtkx_finish(vtkx_doc *doc) {
     doc->fd = -1;
   }
   if (doc->tmp_path) {
-    if (doc->status == VOX_OK && rename(doc->tmp_path, doc->path) != 0)
-      fail(doc, VOX_ERR_IO, "%s: cannot write: %s", doc->path, strerror(errno));
+    int err = doc->status == VOX_OK ? vox_output_place(doc->tmp_path, doc->path) : 0;
+    if (err) fail(doc, VOX_ERR_IO, "%s: cannot write: %s", doc->path, strerror(err));
     if (doc->status != VOX_OK) unlink(doc->tmp_path); /* nothing more to do if this fails */
   }
 

@@ -1,6 +1,7 @@
 /* Picking the image reader for a path by what it is: a folder, a file's
  * first bytes, its name. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,10 +81,29 @@ static vox_status read_any(vox_context *ctx, const char *path, vox_image *image)
                    path);
 }
 
+/* Whatever the format, the geometry the file gives must make a grid: a NaN
+ * origin or a 1e308 mm voxel would otherwise reach the model file (and an
+ * STL of NaN points) without a word. */
+static vox_status check_geometry(vox_context *ctx, const char *path, const vox_image *image) {
+  static const char axis[3] = {'x', 'y', 'z'};
+  for (int a = 0; a < 3; a++) {
+    const double h = image->spacing[a], o = image->origin[a];
+    if (image->spacing_known && !(h >= VOX_VOXEL_SIZE_MIN && h <= VOX_VOXEL_SIZE_MAX))
+      return vox_error(ctx, VOX_ERR_FORMAT,
+                       "%s: the voxel size along %c is %g mm, not a number in [%g, %g] mm",
+                       path, axis[a], h, VOX_VOXEL_SIZE_MIN, VOX_VOXEL_SIZE_MAX);
+    if (!(fabs(o) <= VOX_ORIGIN_MAX))
+      return vox_error(ctx, VOX_ERR_FORMAT,
+                       "%s: the origin along %c is %g mm, not a finite number", path, axis[a], o);
+  }
+  return VOX_OK;
+}
+
 vox_status vox_image_read(vox_context *ctx, const char *path, vox_image *image) {
   memset(image, 0, sizeof *image);
   const double t0 = import_clock();
   vox_status status = read_any(ctx, path, image);
+  if (status == VOX_OK && (status = check_geometry(ctx, path, image))) vox_image_free(image);
   if (status == VOX_OK &&
       (status = import_stage(ctx, t0, "read %s: %lldx%lldx%lld %s", import_short_name(path),
                              (long long)image->n[0], (long long)image->n[1],

@@ -17,6 +17,9 @@
 
 /* Slices more than this fraction of the mean spacing off are a gap. */
 #define GAP_TOLERANCE 0.01
+/* Pixel spacings of two slices that differ by more than this fraction are
+ * different voxel sizes; below it, rounding of the decimal strings. */
+#define PIXEL_SPACING_TOLERANCE 1e-4
 
 typedef struct slice {
   char *path;
@@ -71,6 +74,23 @@ static vox_status check_alike(vox_context *ctx, const slice *first, const slice 
     if (fabs(a->orientation[i] - b->orientation[i]) > 1e-4)
       return vox_error(ctx, VOX_ERR_FORMAT, "%s: the slice is oriented unlike %s", s->path,
                        first->path);
+  /* one volume has one voxel size: the first slice's would be wrong for
+   * the others */
+  int same = a->has_pixel_spacing == b->has_pixel_spacing;
+  for (int i = 0; i < 2 && same && a->has_pixel_spacing; i++)
+    same = fabs(a->pixel_spacing[i] - b->pixel_spacing[i]) <=
+           PIXEL_SPACING_TOLERANCE * fmax(fabs(a->pixel_spacing[i]), fabs(b->pixel_spacing[i]));
+  if (!same) {
+    char sa[64] = "none", sb[64] = "none";
+    if (a->has_pixel_spacing)
+      snprintf(sa, sizeof sa, "%g x %g mm", a->pixel_spacing[0], a->pixel_spacing[1]);
+    if (b->has_pixel_spacing)
+      snprintf(sb, sizeof sb, "%g x %g mm", b->pixel_spacing[0], b->pixel_spacing[1]);
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "%s: pixel spacing %s, unlike %s (%s): the slices of one series must have "
+                     "one pixel spacing",
+                     s->path, sb, first->path, sa);
+  }
   return VOX_OK;
 }
 

@@ -110,7 +110,8 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
       if (!h->ndims || parse_numbers(value, v, 3) != h->ndims)
         return bad(ctx, path, number, "ElementSpacing needs NDims numbers");
       for (int a = 0; a < h->ndims; a++) {
-        if (!(v[a] > 0)) return bad(ctx, path, number, "ElementSpacing must be positive");
+        if (!(v[a] >= VOX_VOXEL_SIZE_MIN && v[a] <= VOX_VOXEL_SIZE_MAX))
+          return bad(ctx, path, number, "ElementSpacing must be numbers in [1e-9, 1e6] mm");
         h->spacing[a] = v[a];
       }
       h->have_spacing |= is_spacing;
@@ -118,7 +119,11 @@ static vox_status parse_header(vox_context *ctx, const char *path, FILE *f, meta
                !strcasecmp(key, "Position")) {
       if (!h->ndims || parse_numbers(value, v, 3) != h->ndims)
         return bad(ctx, path, number, "Offset needs NDims numbers");
-      for (int a = 0; a < h->ndims; a++) h->origin[a] = v[a];
+      for (int a = 0; a < h->ndims; a++) {
+        if (!(fabs(v[a]) <= VOX_ORIGIN_MAX))
+          return bad(ctx, path, number, "Offset must be finite numbers (mm)");
+        h->origin[a] = v[a];
+      }
     } else if (!strcasecmp(key, "ElementType")) {
       h->have_type = 0;
       for (size_t t = 0; t < sizeof meta_types / sizeof meta_types[0]; t++)

@@ -50,6 +50,72 @@ static vox_status check_finite(vox_context *ctx, const char *path, const struct 
   return VOX_OK;
 }
 
+/* The counts an OFF or PLY header claims, checked against the file's size
+ * before assimp sees it: assimp reserves memory for the claim first, so a
+ * 60-byte OFF file claiming 3e8 faces took 4.9 GB before failing. Each
+ * vertex takes at least 3 bytes (binary PLY of 1-byte coordinates; text
+ * "0 0 0\n" takes 6) and each face at least 4 (a count and three 1-byte
+ * indices; text "3 0 1 2\n" takes 8). */
+#define MESH_VERTEX_BYTES_MIN 3
+#define MESH_FACE_BYTES_MIN 4
+
+/* Reads the claimed vertex and face counts of an OFF or PLY header from
+ * `text`; 0 when it is neither (or claims nothing). */
+static int claimed_counts(const char *text, double *vertices, double *faces) {
+  *vertices = *faces = 0;
+  const char *p = text;
+  while (*p == '#' || *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+    if (*p == '#') p += strcspn(p, "\n"); /* a comment line */
+    else p++;
+  }
+  size_t word = strcspn(p, " \t\r\n");
+  if (word >= 3 && word <= 8 && !strncmp(p + word - 3, "OFF", 3)) {
+    p += word;
+    for (;;) { /* comments may stand between the keyword and the counts */
+      p += strspn(p, " \t\r\n");
+      if (*p != '#') break;
+      p += strcspn(p, "\n");
+    }
+    char *end;
+    *vertices = strtod(p, &end);
+    if (end == p) return 0;
+    p = end;
+    *faces = strtod(p, &end);
+    return end != p;
+  }
+  if (strncmp(p, "ply", 3)) return 0;
+  const char *header_end = strstr(p, "end_header");
+  for (const char *line = p; line && (!header_end || line < header_end);) {
+    double n;
+    char kind[32];
+    if (sscanf(line, "element %31s %lf", kind, &n) == 2) {
+      if (!strcmp(kind, "vertex")) *vertices += n;
+      else if (!strcmp(kind, "face")) *faces += n;
+    }
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  return 1;
+}
+
+static vox_status check_claims(vox_context *ctx, const char *path, double size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  char head[8192];
+  size_t got = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[got] = '\0';
+  double vertices, faces;
+  if (!claimed_counts(head, &vertices, &faces)) return VOX_OK;
+  if (!(vertices >= 0 && faces >= 0) ||
+      vertices * MESH_VERTEX_BYTES_MIN + faces * MESH_FACE_BYTES_MIN > size)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "%s: its header claims %.0f vertices and %.0f faces, more than its %.0f "
+                     "bytes can hold (truncated or damaged)",
+                     path, vertices, faces, size);
+  return VOX_OK;
+}
+
 /* assimp's messages end with a newline or a period now and then; the
  * programs print one line. */
 static void one_line(char *text) {
@@ -68,9 +134,8 @@ vox_status vox_mesh_read(vox_context *ctx, const char *path, vox_mesh *mesh) {
     return vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!S_ISREG(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: not a regular file", path);
   if (st.st_size == 0) return vox_error(ctx, VOX_ERR_FORMAT, "%s: empty file, no mesh", path);
-  FILE *probe = fopen(path, "rb");
-  if (!probe) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  fclose(probe);
+  vox_status claims = check_claims(ctx, path, (double)st.st_size);
+  if (claims) return claims;
 
   const struct aiScene *scene = aiImportFile(path, import_flags);
   vox_status status = VOX_OK;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,33 @@
  * mistake from being read whole into memory just to fail as bad YAML. */
 #define PROBLEM_FILE_MAX (16u << 20)
 #define WHERE_MAX 160
+/* Aliases (*name) may repeat an anchored part of the file, but libfyaml
+ * expands them in place: nine levels of nine aliases in 533 bytes grow to
+ * 9^9 nodes and past 5 GB. A problem file needs a few aliases for repeated
+ * regions; the copies they make may add at most this many nodes, nested at
+ * most ALIAS_DEPTH_MAX deep. */
+#define ALIAS_NODES_MAX 100000
+#define ALIAS_DEPTH_MAX 256
+#define STRINGIFY_VALUE(x) #x
+#define STRINGIFY(x) STRINGIFY_VALUE(x)
+
+/* The names of one list (supports, loads, ...) by hash: checking each new
+ * name against every earlier one made a file of 64 k supports take a
+ * minute. Open addressing; slot.index is the item's index + 1, 0 when free. */
+typedef struct name_slot {
+  const char *name;
+  int index;
+} name_slot;
+
+typedef struct name_table {
+  name_slot *slots;
+  size_t mask;
+} name_table;
 
 typedef struct reader {
   vox_context *ctx;
   const char *path;
+  name_table *cases; /* the load cases' names, once read */
 } reader;
 
 /* One key of a mapping as found in the file; both NULL when absent. The key
@@ -35,6 +59,50 @@ typedef struct entry {
 
 static const char *const face_names[6] = {"x-", "x+", "y-", "y+", "z-", "z+"};
 static const char *const component_names[3] = {"x", "y", "z"};
+
+/* ---- names ---------------------------------------------------------------- */
+
+static size_t name_hash(const char *name) {
+  uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+    h = (h ^ *c) * 0x100000001b3u;
+  return (size_t)h;
+}
+
+/* Room for `n` names, the table at most half full; 0, or -1 out of memory. */
+static int name_table_init(name_table *t, int n) {
+  size_t capacity = 16;
+  while (capacity < 2 * (size_t)(n > 0 ? n : 1)) capacity *= 2;
+  t->slots = calloc(capacity, sizeof *t->slots);
+  t->mask = capacity - 1;
+  return t->slots ? 0 : -1;
+}
+
+static void name_table_free(name_table *t) {
+  free(t->slots);
+  t->slots = NULL;
+}
+
+/* The slot of `name`: its own, or the free one where it would go. */
+static name_slot *name_table_slot(const name_table *t, const char *name) {
+  size_t i = name_hash(name) & t->mask;
+  while (t->slots[i].index && strcmp(t->slots[i].name, name)) i = (i + 1) & t->mask;
+  return &t->slots[i];
+}
+
+/* Adds `name` (kept by pointer: it must outlive the table) as item `index`,
+ * or returns the index of the item that has it already; -1 when new. */
+static int name_table_add(name_table *t, const char *name, int index) {
+  name_slot *slot = name_table_slot(t, name);
+  if (slot->index) return slot->index - 1;
+  *slot = (name_slot){name, index + 1};
+  return -1;
+}
+
+/* The index of the item called `name`, or -1. */
+static int name_table_find(const name_table *t, const char *name) {
+  return name_table_slot(t, name)->index - 1;
+}
 
 /* ---- messages ------------------------------------------------------------- */
 
@@ -490,7 +558,8 @@ static vox_status duplicate_name(const reader *r, entry e, struct fy_node *item,
 /* Components held by a support: `fix: [x, y]` at 0, `displacement: {z: 0.1}`
  * at a value; for heat, `temperature: 0`. */
 static vox_status parse_support(const reader *r, struct fy_node *node, const char *where,
-                                int index, vox_physics physics, vox_support *list) {
+                                int index, vox_physics physics, vox_support *list,
+                                name_table *names) {
   static const char *const keys[] = {"name", "region", "fix", "displacement", "temperature",
                                      NULL};
   entry f[5];
@@ -498,9 +567,8 @@ static vox_status parse_support(const reader *r, struct fy_node *node, const cha
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
   if ((status = item_name(r, f[0], where, "support", index, s->name))) return status;
-  for (int i = 0; i < index; i++)
-    if (!strcmp(list[i].name, s->name))
-      return duplicate_name(r, f[0], node, where, s->name, "supports", i);
+  const int first = name_table_add(names, s->name, index);
+  if (first >= 0) return duplicate_name(r, f[0], node, where, s->name, "supports", first);
   char at[WHERE_MAX];
   where_key(at, where, "region");
   if (!f[1].key) return missing(r, node, NULL, where, "region");
@@ -580,7 +648,7 @@ static vox_status parse_heat_amount(const reader *r, struct fy_node *node, const
 }
 
 static vox_status parse_force(const reader *r, struct fy_node *node, const char *where, int index,
-                              const vox_problem *p, vox_force *list) {
+                              const vox_problem *p, vox_force *list, name_table *names) {
   static const char *const keys[] = {"name", "region", "force", "case", "heat", "heat_source",
                                      NULL};
   entry f[6];
@@ -588,9 +656,8 @@ static vox_status parse_force(const reader *r, struct fy_node *node, const char 
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
   if ((status = item_name(r, f[0], where, "load", index, l->name))) return status;
-  for (int i = 0; i < index; i++)
-    if (!strcmp(list[i].name, l->name))
-      return duplicate_name(r, f[0], node, where, l->name, "loads", i);
+  const int first = name_table_add(names, l->name, index);
+  if (first >= 0) return duplicate_name(r, f[0], node, where, l->name, "loads", first);
   char at[WHERE_MAX];
   if (p->physics == VOX_PHYSICS_HEAT) {
     if ((status = parse_heat_amount(r, node, where, f, l))) return status;
@@ -618,11 +685,11 @@ static vox_status parse_force(const reader *r, struct fy_node *node, const char 
   char name[VOX_NAME_MAX];
   where_key(at, where, "case");
   if ((status = get_name(r, f[3].value, f[3].key, at, name))) return status;
-  for (int c = 0; c < p->n_load_cases; c++)
-    if (!strcmp(name, p->load_case_names[c])) {
-      l->load_case = c;
-      return VOX_OK;
-    }
+  const int found = name_table_find(r->cases, name);
+  if (found >= 0) {
+    l->load_case = found;
+    return VOX_OK;
+  }
   char list_text[256] = "";
   for (int c = 0; c < p->n_load_cases; c++) {
     size_t used = strlen(list_text);
@@ -634,7 +701,7 @@ static vox_status parse_force(const reader *r, struct fy_node *node, const char 
 }
 
 static vox_status parse_passive(const reader *r, struct fy_node *node, const char *where,
-                                int index, vox_passive *list) {
+                                int index, vox_passive *list, name_table *names) {
   static const char *const keys[] = {"name", "region", "type", NULL};
   static const char *const types[] = {"solid", "void"};
   entry f[3];
@@ -642,9 +709,8 @@ static vox_status parse_passive(const reader *r, struct fy_node *node, const cha
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
   if ((status = item_name(r, f[0], where, "passive", index, pa->name))) return status;
-  for (int i = 0; i < index; i++)
-    if (!strcmp(list[i].name, pa->name))
-      return duplicate_name(r, f[0], node, where, pa->name, "passive", i);
+  const int first = name_table_add(names, pa->name, index);
+  if (first >= 0) return duplicate_name(r, f[0], node, where, pa->name, "passive", first);
   char at[WHERE_MAX];
   if (!f[1].key) return missing(r, node, NULL, where, "region");
   where_key(at, where, "region");
@@ -660,7 +726,8 @@ static vox_status parse_passive(const reader *r, struct fy_node *node, const cha
 /* A spring (`stiffness`, N/mm per component, >= 0, one > 0) or an output
  * (`direction`, not all zero): a region and three numbers, in force[]. */
 static vox_status parse_spring_or_output(const reader *r, struct fy_node *node, const char *where,
-                                         int index, int spring, vox_force *list) {
+                                         int index, int spring, vox_force *list,
+                                         name_table *names) {
   const char *const amount = spring ? "stiffness" : "direction";
   const char *const keys[] = {"name", "region", amount, NULL};
   const char *const kind = spring ? "spring" : "output", *const plural = spring ? "springs" : "outputs";
@@ -669,8 +736,8 @@ static vox_status parse_spring_or_output(const reader *r, struct fy_node *node, 
   vox_status status = get_fields(r, node, NULL, where, keys, f);
   if (status) return status;
   if ((status = item_name(r, f[0], where, kind, index, l->name))) return status;
-  for (int i = 0; i < index; i++)
-    if (!strcmp(list[i].name, l->name)) return duplicate_name(r, f[0], node, where, l->name, plural, i);
+  const int first = name_table_add(names, l->name, index);
+  if (first >= 0) return duplicate_name(r, f[0], node, where, l->name, plural, first);
   char at[WHERE_MAX];
   if (!f[1].key) return missing(r, node, NULL, where, "region");
   where_key(at, where, "region");
@@ -707,8 +774,10 @@ static vox_status parse_load_cases(const reader *r, entry e, vox_problem *p) {
   p->load_case_names = calloc((size_t)n, sizeof *p->load_case_names);
   if (!p->load_case_names) return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   p->n_load_cases = n;
+  if (name_table_init(r->cases, n)) return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (!declared) {
     snprintf(p->load_case_names[0], VOX_NAME_MAX, "case1");
+    name_table_add(r->cases, p->load_case_names[0], 0);
     return VOX_OK;
   }
   void *iter = NULL;
@@ -717,10 +786,9 @@ static vox_status parse_load_cases(const reader *r, entry e, vox_problem *p) {
     char at[WHERE_MAX];
     where_index(at, "load_cases", i);
     if ((status = get_name(r, item, e.value, at, p->load_case_names[i]))) return status;
-    for (int k = 0; k < i; k++)
-      if (!strcmp(p->load_case_names[k], p->load_case_names[i]))
-        return fail(r, item, e.value, at, "load case '%s' is declared twice",
-                    p->load_case_names[i]);
+    if (name_table_add(r->cases, p->load_case_names[i], i) >= 0)
+      return fail(r, item, e.value, at, "load case '%s' is declared twice",
+                  p->load_case_names[i]);
   }
   return VOX_OK;
 }
@@ -769,13 +837,18 @@ static vox_status parse_mechanism(const reader *r, struct fy_node *root, entry o
     int *count = list == 0 ? &p->n_springs : &p->n_outputs;
     if (n && !(*items = calloc((size_t)n, sizeof **items)))
       return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    name_table taken;
+    if (name_table_init(&taken, n)) return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     void *iter = NULL;
     struct fy_node *item;
     for (int i = 0; i < n && (item = fy_node_sequence_iterate(e->value, &iter)); i++) {
       where_index(at, where, i);
-      if ((status = parse_spring_or_output(r, item, at, i, list == 0, *items))) return status;
+      status = parse_spring_or_output(r, item, at, i, list == 0, *items, &taken);
+      if (status) break;
       *count = i + 1;
     }
+    name_table_free(&taken);
+    if (status) return status;
   }
   if (p->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
     if (p->n_outputs == 0)
@@ -934,33 +1007,42 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   void *iter;
   struct fy_node *item;
   char at[WHERE_MAX];
+  name_table names;
   if ((status = get_list(r, f[K_SUPPORTS], "supports", &n))) return status;
-  if (n && !(p->supports = calloc((size_t)n, sizeof *p->supports)))
+  if ((n && !(p->supports = calloc((size_t)n, sizeof *p->supports))) ||
+      name_table_init(&names, n))
     return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   iter = NULL;
   for (int i = 0; i < n && (item = fy_node_sequence_iterate(f[K_SUPPORTS].value, &iter)); i++) {
     where_index(at, "supports", i);
-    if ((status = parse_support(r, item, at, i, p->physics, p->supports))) return status;
+    if ((status = parse_support(r, item, at, i, p->physics, p->supports, &names))) break;
     p->n_supports = i + 1;
   }
+  name_table_free(&names);
+  if (status) return status;
   if ((status = get_list(r, f[K_LOADS], "loads", &n))) return status;
-  if (n && !(p->forces = calloc((size_t)n, sizeof *p->forces)))
+  if ((n && !(p->forces = calloc((size_t)n, sizeof *p->forces))) || name_table_init(&names, n))
     return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   iter = NULL;
   for (int i = 0; i < n && (item = fy_node_sequence_iterate(f[K_LOADS].value, &iter)); i++) {
     where_index(at, "loads", i);
-    if ((status = parse_force(r, item, at, i, p, p->forces))) return status;
+    if ((status = parse_force(r, item, at, i, p, p->forces, &names))) break;
     p->n_forces = i + 1;
   }
+  name_table_free(&names);
+  if (status) return status;
   if ((status = get_list(r, f[K_PASSIVE], "passive", &n))) return status;
-  if (n && !(p->passive = calloc((size_t)n, sizeof *p->passive)))
+  if ((n && !(p->passive = calloc((size_t)n, sizeof *p->passive))) ||
+      name_table_init(&names, n))
     return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   iter = NULL;
   for (int i = 0; i < n && (item = fy_node_sequence_iterate(f[K_PASSIVE].value, &iter)); i++) {
     where_index(at, "passive", i);
-    if ((status = parse_passive(r, item, at, i, p->passive))) return status;
+    if ((status = parse_passive(r, item, at, i, p->passive, &names))) break;
     p->n_passive = i + 1;
   }
+  name_table_free(&names);
+  if (status) return status;
 
   if ((status = parse_mechanism(r, root, f[K_OBJECTIVE], f[K_WEIGHTS], f[K_SPRINGS],
                                 f[K_OUTPUTS], p)))
@@ -969,17 +1051,20 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   /* A declared case without a load is almost always a misspelt `case:`
    * elsewhere; optimizing it would weigh an empty case. */
   if (f[K_CASES].key) {
+    char *used = calloc((size_t)p->n_load_cases, 1);
+    if (!used) return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < p->n_forces; i++) used[p->forces[i].load_case] = 1;
     iter = NULL;
     for (int c = 0; c < p->n_load_cases; c++) {
       item = fy_node_sequence_iterate(f[K_CASES].value, &iter);
-      int used = 0;
-      for (int i = 0; i < p->n_forces && !used; i++) used = p->forces[i].load_case == c;
-      if (!used) {
+      if (!used[c]) {
+        free(used);
         where_index(at, "load_cases", c);
         return fail(r, item, f[K_CASES].value, at, "load case '%s' has no load",
                     p->load_case_names[c]);
       }
     }
+    free(used);
   }
   return VOX_OK;
 }
@@ -1030,6 +1115,37 @@ static vox_status read_text(const reader *r, char **text, size_t *length) {
   return VOX_OK;
 }
 
+/* Counts the nodes the aliases under `node` would copy into *copied (those
+ * reached through an alias), stopping at the budget; 0, or -1 over it. */
+static int count_alias_copies(struct fy_node *node, int in_alias, int depth, size_t *copied) {
+  if (!node) return 0;
+  if (depth > ALIAS_DEPTH_MAX) return -1;
+  if (in_alias && ++*copied > ALIAS_NODES_MAX) return -1;
+  if (fy_node_is_alias(node)) {
+    /* an unknown anchor is left to the resolution, which names it */
+    return count_alias_copies(fy_node_resolve_alias(node), 1, depth + 1, copied);
+  }
+  void *iter = NULL;
+  switch (fy_node_get_type(node)) {
+  case FYNT_SEQUENCE: {
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(node, &iter)))
+      if (count_alias_copies(item, in_alias, depth + 1, copied)) return -1;
+    return 0;
+  }
+  case FYNT_MAPPING: {
+    struct fy_node_pair *pair;
+    while ((pair = fy_node_mapping_iterate(node, &iter)))
+      if (count_alias_copies(fy_node_pair_key(pair), in_alias, depth + 1, copied) ||
+          count_alias_copies(fy_node_pair_value(pair), in_alias, depth + 1, copied))
+        return -1;
+    return 0;
+  }
+  default:
+    return 0;
+  }
+}
+
 /* libfyaml writes its diagnostics to stderr unless given somewhere else to
  * put them; the library never prints, so they go nowhere and are collected. */
 static void discard_diagnostic(struct fy_diag *diag, void *user, const char *buf, size_t len) {}
@@ -1052,7 +1168,8 @@ vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *pro
   if (!problem) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no problem to read into");
   memset(problem, 0, sizeof *problem);
   if (!path) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no problem file given");
-  reader r = {ctx, path};
+  name_table cases = {0};
+  reader r = {ctx, path, &cases};
   char *text;
   size_t length;
   vox_status status = read_text(&r, &text, &length);
@@ -1075,7 +1192,9 @@ vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *pro
   struct fy_document *doc = NULL;
   if (diag) {
     fy_diag_set_collect_errors(diag, true);
-    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_RESOLVE_DOCUMENT, .diag = diag};
+    /* not FYPCF_RESOLVE_DOCUMENT: the aliases are counted before they are
+     * expanded (count_alias_copies) */
+    struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET, .diag = diag};
     parser = fy_parser_create(&cfg);
   }
   if (!parser || fy_parser_set_string(parser, text, length) != 0) {
@@ -1100,6 +1219,19 @@ vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *pro
     status = VOX_ERR_FORMAT;
   }
   if (status) goto done;
+  size_t copied = 0;
+  if (count_alias_copies(fy_document_root(doc), 0, 0, &copied)) {
+    status = report(&r, VOX_ERR_FORMAT, 0, 0, "",
+                    "its YAML aliases (*name) expand to more than " STRINGIFY(ALIAS_NODES_MAX)
+                    " copied nodes or nest deeper than " STRINGIFY(ALIAS_DEPTH_MAX)
+                    " levels; a problem file needs few");
+    goto done;
+  }
+  if (fy_document_resolve(doc) != 0) {
+    status = VOX_ERR_FORMAT;
+    if (!yaml_error(&r, diag)) report(&r, status, 0, 0, "", "YAML: cannot resolve its aliases");
+    goto done;
+  }
   /* Numbers are read with strtod, which follows the thread's locale: a host
    * program running with LC_NUMERIC=de_DE would read "0.3" as 0. The C
    * locale is put in place for the parse only. */
@@ -1117,6 +1249,7 @@ done:
   if (doc) fy_parse_document_destroy(parser, doc);
   if (parser) fy_parser_destroy(parser);
   if (diag) fy_diag_destroy(diag);
+  name_table_free(&cases);
   free(text);
   if (status) vox_problem_free(problem);
   return status;

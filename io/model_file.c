@@ -21,6 +21,8 @@
 
 #include <netcdf.h>
 
+#include "netcdf_guard.h"
+#include "output_target.h"
 #include "model_writer.h"
 #include "voxfe/analysis.h"
 #include "voxfe/expression.h"
@@ -970,25 +972,35 @@ static vox_status check_writable(vox_context *ctx, const char *path, const vox_m
  * would stay on the renamed file; O_EXCL with 0666 gives the mode the user's
  * umask asks for. */
 vox_status vox_create_temp(vox_context *ctx, const char *path, char **out) {
-  size_t size = strlen(path) + 48;
-  char *tmp = malloc(size);
-  if (!tmp) return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  const char *refusal = vox_output_refusal(path);
+  if (refusal)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "%s: is %s, not a regular file; refusing to replace it", path, refusal);
+  char *base = vox_output_temp_base(path);
+  size_t size = base ? strlen(base) + 48 : 0;
+  char *tmp = base ? malloc(size) : NULL;
+  if (!tmp) {
+    free(base);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", path);
+  }
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   unsigned long seed =
       (unsigned long)ts.tv_nsec ^ ((unsigned long)ts.tv_sec << 20) ^ (unsigned long)(uintptr_t)&ts;
   for (int attempt = 0; attempt < 100; attempt++) {
     seed = seed * 6364136223846793005UL + 1442695040888963407UL; /* an LCG step */
-    snprintf(tmp, size, "%s.tmp.%ld.%06lx", path, (long)getpid(), (seed >> 40) & 0xffffff);
+    snprintf(tmp, size, "%s.tmp.%ld.%06lx", base, (long)getpid(), (seed >> 40) & 0xffffff);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd >= 0) {
       close(fd);
+      free(base);
       *out = tmp;
       return VOX_OK;
     }
     if (errno != EEXIST) break;
   }
   int e = errno;
+  free(base);
   free(tmp);
   return vox_error(ctx, VOX_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
                    strerror(e));
@@ -1036,9 +1048,9 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
       s = write_fail(&w, err, "the file");
     } else if ((err = vox_sync_file(tmp))) {
       s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(err));
-    } else if (rename(tmp, path)) {
+    } else if ((err = vox_output_place(tmp, path))) {
       s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
-                    strerror(errno));
+                    strerror(err));
     }
   }
   if (s) unlink(tmp);
@@ -1520,6 +1532,17 @@ static vox_status read_density(reader *r, vox_model *m) {
   if (!(m->density = malloc((size_t)vox_grid_elements(&m->grid) * sizeof(double))))
     return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
   R_TRY(r, nc_get_var_double(r->ncid, varid, m->density), "variable 'density'");
+  /* a density is a fraction of the solid: NaN, -5 or 7 would flow into the
+   * moduli and the export's thresholds without a word */
+  const int64_t ne = vox_grid_elements(&m->grid);
+  for (int64_t e = 0; e < ne; e++)
+    if (!(m->density[e] >= 0 && m->density[e] <= 1))
+      return read_fail(r, VOX_ERR_FORMAT,
+                       "variable 'density': voxel %lld (x %lld, y %lld, z %lld) holds %g, not a "
+                       "number in [0, 1]",
+                       (long long)e, (long long)(e % m->grid.nx),
+                       (long long)(e / m->grid.nx % m->grid.ny),
+                       (long long)(e / m->grid.nx / m->grid.ny), m->density[e]);
   return VOX_OK;
 }
 
@@ -1769,9 +1792,11 @@ static vox_status open_file(vox_context *ctx, const char *path, int *ncid) {
   if (stat(path, &st)) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
   if (S_ISDIR(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(EISDIR));
   if (!S_ISREG(st.st_mode)) return vox_error(ctx, VOX_ERR_IO, "%s: not a regular file", path);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
-  close(fd);
+  FILE *file = fopen(path, "rb");
+  if (!file) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(errno));
+  const char *problem = vox_netcdf_header_problem(file, (long long)st.st_size);
+  fclose(file);
+  if (problem) return vox_error(ctx, VOX_ERR_FORMAT, "%s: %s", path, problem);
   int err = nc_open(path, NC_NOWRITE, ncid);
   if (err == NC_NOERR) return VOX_OK;
   if (err > 0) return vox_error(ctx, VOX_ERR_IO, "%s: %s", path, strerror(err));

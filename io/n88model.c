@@ -8,10 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <netcdf.h>
 
+#include "netcdf_guard.h"
+#include "output_target.h"
 #include "model_writer.h"
 #include "stage_gate.h"
 #include "voxfe/element.h"
@@ -694,9 +697,9 @@ static vox_status write_file(n88_writer *w) {
   }
   if (!s && (err = vox_sync_file(tmp)))
     s = vox_error(ctx, VOX_ERR_IO, "%s: cannot write the file: %s", path, strerror(err));
-  if (!s && rename(tmp, path) != 0)
+  if (!s && (err = vox_output_place(tmp, path)))
     s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
-                  strerror(errno));
+                  strerror(err));
   if (s) unlink(tmp);
   free(tmp);
   return s;
@@ -1267,6 +1270,16 @@ vox_status vox_n88model_read_extras(vox_context *ctx, const char *path, vox_mode
     if (!(x = calloc(1, sizeof *x))) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
   n88_file f = {ctx, path, -1};
+  FILE *file = fopen(path, "rb");
+  struct stat st;
+  if (file && fstat(fileno(file), &st) == 0 && S_ISREG(st.st_mode)) {
+    const char *problem = vox_netcdf_header_problem(file, (long long)st.st_size);
+    if (problem) {
+      fclose(file);
+      return vox_error(ctx, VOX_ERR_FORMAT, "%s: %s", path, problem);
+    }
+  }
+  if (file) fclose(file);
   int err = nc_open(path, NC_NOWRITE, &f.ncid);
   if (err)
     return err == ENOENT || err == EACCES

@@ -222,6 +222,27 @@ def case_dicom_gap():
     expect_bad(["--image", ct2, "--threshold", "0"], ["CT2", "irregular slice spacing"])
 
 
+def case_dicom_mixed_spacing():
+    """A series whose slices differ in pixel spacing has no one voxel size:
+    refused, naming both spacings and slices; rounding of the decimal
+    strings (0.5 against 0.50001) is not a difference."""
+    import pydicom
+
+    vol = test_volume((5, 4, 6))
+    write_dicom_series("mixed", vol, (0.5, 0.5, 1.0), (0, 0, 0))
+    names = sorted(os.listdir("mixed"))
+    odd = pydicom.dcmread(os.path.join("mixed", names[2]))
+    odd.PixelSpacing = [0.5, 0.7]
+    odd.save_as(os.path.join("mixed", names[2]), write_like_original=False)
+    expect_bad(["--image", "mixed", "--threshold", "100"],
+               [names[2], "pixel spacing", "0.5 x 0.7 mm", "0.5 x 0.5 mm"])
+    odd.PixelSpacing = [0.5, 0.50001]
+    odd.save_as(os.path.join("mixed", names[2]), write_like_original=False)
+    m = voxelize("--image", "mixed", "--threshold", "100")
+    if m:
+        check_grid(m, (0.5, 0.5, 1.0), (0, 0, 0), "spacing within rounding")
+
+
 def case_dicom_samples():
     import pydicom
 
@@ -433,6 +454,37 @@ def case_metaimage():
     with open("bad.mhd", "w") as f:
         f.write("NDims = 3\nDimSize = 6 5\nElementType = MET_SHORT\nElementDataFile = vol.raw\n")
     expect_bad(["--image", "bad.mhd", "--threshold", "0"], ["bad.mhd", "DimSize"])
+
+
+def case_bad_geometry():
+    """Voxel sizes and origins that make no grid (Inf, NaN, 1e308, 1e-320),
+    from a MetaImage header or the command line: exit 2, one line naming the
+    file (or the option) and the value, no model."""
+    vol = test_volume((2, 3, 4), lo=0, hi=1000).astype("<i2")
+    vol.tofile("g.raw")
+
+    def mhd(name, spacing="1 1 1", offset="0 0 0"):
+        with open(name, "w") as f:
+            f.write(f"NDims = 3\nDimSize = 4 3 2\nElementSpacing = {spacing}\n"
+                    f"Offset = {offset}\nElementType = MET_SHORT\nElementDataFile = g.raw\n")
+
+    for i, spacing in enumerate(("1e999 1 1", "nan 1 1", "1 1e308 1", "1 1 1e-320", "0 1 1")):
+        mhd(f"s{i}.mhd", spacing=spacing)
+        expect_bad(["--image", f"s{i}.mhd", "--threshold", "500"], [f"s{i}.mhd", "ElementSpacing"])
+    for i, offset in enumerate(("nan 0 0", "0 inf 0", "0 0 -1e300")):
+        mhd(f"o{i}.mhd", offset=offset)
+        expect_bad(["--image", f"o{i}.mhd", "--threshold", "500"], [f"o{i}.mhd", "Offset"])
+    mhd("good.mhd")
+    for size in ("1e308", "1e-320", "inf", "nan", "1,1,1e7"):
+        expect_bad(["--image", "good.mhd", "--threshold", "500", "--voxel-size", size],
+                   ["--voxel-size", size])
+    for origin in ("nan,0,0", "0,inf,0", "0,0,1e300"):
+        expect_bad(["--image", "good.mhd", "--threshold", "500", "--origin", origin],
+                   ["--origin", origin])
+    # downsampling multiplies the file's voxel size past the bound
+    mhd("big.mhd", spacing="6e5 6e5 6e5")
+    expect_bad(["--image", "big.mhd", "--threshold", "500", "--downsample", "2"],
+               ["big.mhd", "--downsample 2", "1.2e+06 mm"])
 
 
 def case_raw():

@@ -223,7 +223,9 @@ vox_status vox_model_add_condition_name(vox_context *ctx, vox_model *model, int 
  * functions with a capacity of the next power of two of their length; code
  * that allocates them itself must keep to that.
  *
- * Allocates a model with an all-zero label array of the given grid. */
+ * Allocates a model with an all-zero label array of the given grid, after
+ * vox_grid_check and a check that VOX_MODEL_BYTES_PER_VOXEL per voxel fit in
+ * the memory available (VOX_ERR_NO_MEMORY naming the bytes otherwise). */
 vox_status vox_model_init(vox_context *ctx, vox_model *model, const vox_grid *grid);
 /* Frees every array and resets the struct to zero. */
 void vox_model_free(vox_model *model);
@@ -271,10 +273,57 @@ vox_status vox_model_append_history(vox_context *ctx, vox_model *model, const ch
 /* "model", "design" or "analysis" (the file's `stage` attribute). */
 const char *vox_stage_name(vox_stage stage);
 
-/* Checks the model is consistent: grid sizes, every used label has a
- * material, node indices and components in range, load cases in range. The
+/* The voxel sizes and origins a grid may have, mm. Outside them the
+ * element matrices and coordinates lose their meaning long before a solve
+ * fails: a 1e-320 mm voxel is denormal, 1e308 mm overflows its volume, and a
+ * NaN or infinite origin gives an STL of NaN points. 1 nm to 1 km is wider
+ * than any scan or part. */
+#define VOX_VOXEL_SIZE_MIN 1e-9
+#define VOX_VOXEL_SIZE_MAX 1e6
+#define VOX_ORIGIN_MAX 1e12
+
+/* The host memory a model takes per voxel at least, where the check of
+ * vox_model_init counts: its label and one scratch byte (a mesh's fill, a
+ * problem's regions). */
+#define VOX_MODEL_BYTES_PER_VOXEL 2.0
+
+/* The memory the system can give this process now, bytes (/proc/meminfo's
+ * MemAvailable; INFINITY when unknown). */
+double vox_host_memory_available(void);
+
+/* VOX_ERR_NO_MEMORY, saying that `what` needs `bytes` and how many are
+ * available, when `bytes` exceed vox_host_memory_available(). */
+vox_status vox_host_memory_check(vox_context *ctx, double bytes, const char *what);
+
+/* Checks a grid's sizes, voxel sizes and origin against the bounds above;
+ * the message says which value is wrong and why (the caller names where it
+ * came from). */
+vox_status vox_grid_check(vox_context *ctx, const vox_grid *grid);
+
+/* Checks the model is consistent: the grid (vox_grid_check), every used
+ * label has a material of finite E, node indices and components in range,
+ * finite loads and prescribed displacements, load cases in range. The
  * message names the first problem found. */
 vox_status vox_model_validate(vox_context *ctx, const vox_model *model);
+
+/* Checks that the supports (prescribed dofs and springs) hold the structure
+ * against the six rigid motions, before a solve: otherwise the stiffness
+ * matrix is singular and the solver fails deep inside with a message about
+ * a factorization. The message names the free translations and rotations.
+ * Elasticity only looks at the dofs held, not at the material between them;
+ * heat needs one prescribed temperature. A periodic grid passes. */
+vox_status vox_model_check_held(vox_context *ctx, const vox_model *model);
+
+/* Checks that every non-zero load sits on a node of at least one element
+ * whose label `carries` (a table by label), for a load on a passive void or
+ * off the bone is carried by nothing; `what` names those elements in the
+ * message ("a material that is not a passive void"). */
+vox_status vox_model_check_loads_carried(vox_context *ctx, const vox_model *model,
+                                         const uint8_t carries[256], const char *what);
+
+/* Checks that every load case has a non-zero force: a case of zero forces
+ * optimizes to nothing (volume fraction 0) without a word. */
+vox_status vox_model_check_cases_loaded(vox_context *ctx, const vox_model *model);
 
 #ifdef __cplusplus
 }

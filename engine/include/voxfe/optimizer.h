@@ -74,7 +74,7 @@ typedef struct vox_optimizer_options {
    * to the optimizer's density_min where that is higher. */
   const vox_initial_design *initial;
   double volume_fraction;      /* target, of the design-domain volume */
-  double penalty;              /* final SIMP exponent p */
+  double penalty;              /* final SIMP exponent p, in [1, VOX_PENALTY_MAX] */
   double emin_ratio;           /* Emin / E */
   vox_filter_type filter;
   double filter_radius;        /* R, mm (distance between element centres) */
@@ -114,6 +114,10 @@ typedef struct vox_optimizer_options {
 } vox_optimizer_options;
 
 #define VOX_DENSITY_MIN_AUTO (-1.0)
+/* The largest SIMP penalty: the published ones are 3 to 5; at 1e308
+ * every intermediate density's stiffness underflows to Emin and the run
+ * "converges" on an empty design. */
+#define VOX_PENALTY_MAX 100.0
 
 /* CG's relative tolerance for the six solves of a periodic cell where the
  * user gives none (voxfe-optimize), seed 003's (its Fig. 6): C^H in the

@@ -26,6 +26,13 @@ vox_status vox_write_analysis_json(vox_context *ctx, const char *path,
 vox_status vox_append_analysis_csv(vox_context *ctx, const char *path,
                                    const vox_summary_entry *entries, size_t n);
 
+/* The check of vox_append_analysis_csv alone, for before a long run: OK
+ * when `path` does not exist, is empty, or starts with the header of these
+ * entries' names (their values do not matter); VOX_ERR_INVALID_ARGUMENT
+ * naming the file and the first column that differs otherwise. Reads only. */
+vox_status vox_check_analysis_csv(vox_context *ctx, const char *path,
+                                  const vox_summary_entry *entries, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

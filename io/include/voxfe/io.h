@@ -46,6 +46,15 @@ vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model);
  * at `path` untouched. */
 vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model);
 
+/* Why `path` cannot be written as an output, for messages ("a symbolic
+ * link", "a FIFO (named pipe)", "a folder", ...), or NULL when it can: a new
+ * name, a regular file (replaced by a rename, atomically) or a character
+ * device such as /dev/null (written through, never replaced). Every writer
+ * of the library refuses the others: a rename would replace the link, the
+ * pipe or the device node itself. Symbolic links are refused rather than
+ * followed, so that an output never lands somewhere its name does not say. */
+const char *vox_output_refusal(const char *path);
+
 /* A large buffer of `bytes` that is filled in a parallel loop (and then
  * written, as the writers' conversions and voxfe-analyze's fields are):
  * 2 MiB-aligned and offered to transparent huge pages, so that its first
