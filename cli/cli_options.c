@@ -13,7 +13,7 @@
 
 /* Room for the argp tables built from a program's option table. Static, so
  * that the text stays valid while argp prints --help and exits. */
-#define OPTIONS_MAX 48
+#define OPTIONS_MAX 64
 #define DOC_MAX 512
 /* Keys of long-only options: above every character, below ARGP_KEY_ARG. */
 #define LONG_KEY_BASE 0x100

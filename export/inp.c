@@ -35,6 +35,7 @@
 #include "voxfe/element.h"
 #include "voxfe/inp.h"
 #include "temp_file.h"
+#include "temp_registry.h"
 
 enum { IDS_PER_LINE = 8 }; /* node set data lines: well under the 132 columns CalculiX reads */
 
@@ -393,6 +394,7 @@ vox_status vox_write_inp(vox_context *ctx, const char *path, const vox_model *mo
   }
 
 done:
+  if (tmp) vox_temp_unregister(tmp);
   free(tmp);
   free(scratch);
   deck_free(&d);

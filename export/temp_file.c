@@ -1,6 +1,7 @@
 /* The temporary file of the writers (temp_file.h). */
 #define _GNU_SOURCE
 #include "temp_file.h"
+#include "temp_registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,7 @@ int vox_open_temp(const char *path, char **tmp_out) {
     x[6] = '\0';
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
+      vox_temp_register(tmp);
       *tmp_out = tmp;
       return fd;
     }
@@ -65,6 +67,7 @@ int vox_commit_temp(int fd, char *tmp, const char *path, int err) {
   if (close(fd) != 0 && !err) err = errno;
   if (!err && rename(tmp, path) != 0) err = errno;
   if (err) unlink(tmp);
+  vox_temp_unregister(tmp);
   free(tmp);
   return err;
 }

@@ -4,6 +4,7 @@
  * atomically. See FORMATS.md (VTK XML) for the layout. */
 #include "vtk_xml.h"
 #include "temp_file.h"
+#include "temp_registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -476,6 +477,7 @@ vox_status vtkx_finish(vtkx_doc *doc) {
   for (size_t i = 0; doc->blobs && i < doc->n_arrays; i++) free(doc->blobs[i].data);
   free(doc->blobs);
   free(doc->offsets);
+  if (doc->tmp_path) vox_temp_unregister(doc->tmp_path);
   free(doc->tmp_path);
   free(doc);
   return status;

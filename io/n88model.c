@@ -14,6 +14,7 @@
 
 #include "model_writer.h"
 #include "stage_gate.h"
+#include "temp_registry.h"
 #include "voxfe/element.h"
 #include "voxfe/io.h"
 #include "voxfe/n88model.h"
@@ -474,6 +475,7 @@ static vox_status write_file(n88_writer *w) {
     s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
                   strerror(errno));
   if (s) unlink(tmp);
+  vox_temp_unregister(tmp);
   free(tmp);
   return s;
 }
