@@ -15,6 +15,24 @@ make_model other.nc 12x6x4 || finish
 "$OPTIMIZE" model.nc -o full.nc "${RUN_OPTIONS[@]}" >"$LOG/full" 2>/dev/null ||
   { fail "the uninterrupted run failed"; finish; }
 
+# one final objective and CG count: the last line's are the summary's (the
+# design in the file, evaluated after the last update), with the stop reason
+"$EXPORT" full.nc -o full.json && "$EXPORT" full.nc -o full.csv ||
+  fail "export of the summaries failed"
+/usr/bin/python3 - "$LOG/full" <<'PY' || fail "the summaries disagree with the last line: $(cat "$LOG/full")"
+import csv, json, re, sys
+line = open(sys.argv[1]).read()
+m = re.search(r"with continuation unfinished after 12 iterations: final design compliance (\S+), "
+              r"volume fraction (\S+), .* (\d+) CG iterations \(p 1 of 3, q 1 of 1\)", line)
+assert m, line
+d = json.load(open("full.json"))["design"]
+assert d["stop_reason"] == "continuation_unfinished", d
+assert f'{d["objective"]:.6g}' == m.group(1) and f'{d["volume_fraction"]:.4f}' == m.group(2), d
+assert d["cg_iterations"] == int(m.group(3)), (d["cg_iterations"], m.group(3))
+row = next(csv.DictReader(open("full.csv")))
+assert row["stop_reason"] == "continuation_unfinished" and float(row["objective"]) == d["objective"]
+PY
+
 # compare A B: the same design, state, history and end, to the bit
 compare() {
   /usr/bin/python3 - "$1" "$2" <<'PY'

@@ -1,0 +1,56 @@
+/* libFuzzer harness of the model-file readers (io/): the input becomes a
+ * file that vox_checkpoint_read reads (vox_model_read, the model and
+ * design file with its history and end record, then the checkpoint's
+ * group), or with FUZZ_N88 vox_n88model_read (Numerics88's n88model). A
+ * reader must accept the file or refuse it with a message naming it, never
+ * crash on, overrun or leak; a model it accepts is valid. The readers are
+ * compiled with the sanitizers; netCDF and HDF5 are the system's (not
+ * instrumented, but ASan still sees their frees), the rest of libvoxfe is
+ * linked as built. Run by run_fuzzer.sh like the image readers'. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "voxfe/checkpoint_file.h"
+#include "voxfe/io.h"
+#include "voxfe/n88model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *input_path(void) {
+  static char path[256];
+  if (!path[0]) {
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/voxfe-fuzz-%d.nc", dir ? dir : "/tmp", (int)getpid());
+  }
+  return path;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *path = input_path();
+  FILE *f = fopen(path, "wb");
+  if (!f) return 0;
+  fwrite(data, 1, size, f);
+  fclose(f);
+  vox_context *ctx = NULL;
+  if (vox_context_create(&ctx) != VOX_OK) return 0;
+  vox_model model;
+#ifdef FUZZ_N88
+  vox_status s = vox_n88model_read(ctx, path, &model);
+#else
+  vox_checkpoint state;
+  vox_status s = vox_checkpoint_read(ctx, path, &model, &state);
+  if (s == VOX_OK) vox_checkpoint_free(&state);
+#endif
+  if (s == VOX_OK) {
+    if (vox_model_validate(ctx, &model) != VOX_OK) abort();
+    vox_model_free(&model);
+  } else if (!strstr(vox_context_message(ctx), path)) {
+    abort(); /* a refusal names the file */
+  }
+  vox_context_destroy(ctx);
+  unlink(path);
+  return 0;
+}
