@@ -1049,7 +1049,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* 6. a stop asked for, and the state to go on from */
     const int interrupted = opt->interrupted && opt->interrupted(opt->interrupted_self);
     if (interrupted) result->reason = VOX_STOP_INTERRUPTED;
-    if (st == VOX_OK && opt->checkpoint &&
+    /* (a cell's state has no checkpoint: its run stops without one) */
+    if (st == VOX_OK && opt->checkpoint && !cell &&
         (interrupted || (opt->checkpoint_every > 0 && k % opt->checkpoint_every == 0))) {
       const vox_loop_state loop = {k, first_row, p, q, previous, settled,
                                    result->total_cg_iterations,

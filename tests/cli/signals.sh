@@ -64,4 +64,26 @@ status=$?
 grep -q "^design.nc: interrupted after" "$LOG/out" || fail "optimize, SIGINT: '$(cat "$LOG/out")'"
 [ -f design.nc ] && [ -f design.checkpoint.nc ] || fail "optimize, SIGINT: no design or checkpoint"
 no_leftovers "optimize, SIGINT"
+
+# a periodic cell's run (whose state has no checkpoint) stops the same way,
+# with its design and without a checkpoint
+write_cell_problem cell.yaml
+"$VOXELIZE" --box 8x8x8 --voxel-size 1 --problem cell.yaml -o cell.nc || fail "voxelize cell"
+"$OPTIMIZE" cell.nc -o design.nc --objective bulk --max-iterations 400 --change-tol 0 \
+  --device cpu --threads 2 >"$LOG/out" 2>"$LOG/progress" &
+pid=$!
+for _ in $(seq 1 3000); do
+  grep -q "^it 1/" "$LOG/progress" 2>/dev/null && break
+  sleep 0.01
+done
+kill -INT $pid
+wait $pid
+status=$?
+[ "$status" -eq 130 ] || fail "cell, SIGINT: status $status, expected 130"
+/usr/bin/python3 -c "
+import netCDF4
+assert netCDF4.Dataset('design.nc')['optimization'].stop_reason == 'interrupted'" ||
+  fail "cell, SIGINT: the design does not say interrupted"
+[ -f design.checkpoint.nc ] && fail "cell, SIGINT: a checkpoint was written"
+no_leftovers "cell, SIGINT"
 finish
