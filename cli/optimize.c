@@ -388,6 +388,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
+  if (vs != VOX_OK && s->resume && !strncmp(vox_context_message(ctx), "the checkpoint", 14)) {
+    /* the engine's refusal of the checkpoint, with the file's name */
+    cli_error("--resume %s: %s", s->resume, vox_context_message(ctx));
+    status = cli_exit_status(vs, CLI_READING);
+    goto done;
+  }
   if (vs != VOX_OK) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;

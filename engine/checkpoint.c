@@ -176,6 +176,15 @@ static const vox_checkpoint_array *need(vox_context *ctx, const vox_checkpoint *
   return *st == VOX_OK ? a : NULL;
 }
 
+/* The shortest of %.15g..%.17g that reads back as the same double. */
+static const char *shortest(double value, char out[32]) {
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(out, 32, "%.*g", digits, value);
+    if (strtod(out, NULL) == value) break;
+  }
+  return out;
+}
+
 vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
                                  const vox_optimizer_options *opt) {
   const vox_checkpoint *c = opt->resume;
@@ -200,11 +209,13 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
     const vox_checkpoint_array *a = need(ctx, c, name, 1, &st);
     if (st != VOX_OK) return st;
     /* bit for bit: what shapes the design must be the same number */
-    if (memcmp(&a->values[0], &v[i].value, sizeof(double)) != 0)
+    if (memcmp(&a->values[0], &v[i].value, sizeof(double)) != 0) {
+      char had[32], has[32];
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "the checkpoint's run had %s %.17g, this one has %.17g: a resumed run "
-                       "needs the options of the run that made the checkpoint",
-                       v[i].name, a->values[0], v[i].value);
+                       "the checkpoint's run had %s %s, this one has %s: a resumed run needs "
+                       "the options of the run that made the checkpoint",
+                       v[i].name, shortest(a->values[0], had), shortest(v[i].value, has));
+    }
   }
   return VOX_OK;
 }
