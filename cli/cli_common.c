@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_signals.h"
+
 static const char *program_name = "voxfe";
 
 void cli_set_program_name(const char *name) { program_name = name; }
@@ -49,6 +51,8 @@ int cli_exit_status(vox_status status, cli_phase phase) {
 }
 
 vox_context *cli_context(void) {
+  /* every program's signals remove its temporary files (cli_signals.h) */
+  cli_signals_install();
   vox_context *ctx = NULL;
   if (vox_context_create(&ctx) != VOX_OK) cli_error("out of memory");
   return ctx;

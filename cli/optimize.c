@@ -9,11 +9,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_checkpoint.h"
 #include "cli_common.h"
 #include "cli_design_options.h"
 #include "cli_files.h"
 #include "cli_options.h"
 #include "cli_progress.h"
+#include "cli_signals.h"
 #include "cli_solver_options.h"
 #include "voxfe/voxfe.h"
 
@@ -28,6 +30,8 @@ typedef struct settings {
   vox_initial_design initial; /* kind CLI_INITIAL_AUTO: opt.initial stays NULL */
   const char *expression;     /* --expression */
   vox_backend_options backend; /* --device, --kernel, --fp16-levels */
+  const char *checkpoint;     /* --checkpoint */
+  const char *resume;         /* --resume */
   int threads;
   int quiet;
 } settings;
@@ -195,6 +199,18 @@ static const cli_option options[] = {
            "stop after N design iterations; 0: evaluate the given design (the model's "
            "density, or --initial) without changing it, at the final --penalty and without "
            "filtering it: its compliance and state, or a periodic cell's C^H"),
+    NUMBER("checkpoint-every", CLI_INTEGER, "N", opt.checkpoint_every, RANGE(0, INT_MAX),
+           "write a checkpoint (--checkpoint) after every N-th design iteration, from which "
+           "--resume goes on; 0: only when SIGINT or SIGTERM stops the run (after the design "
+           "iteration under way, with the design so far: exit status 130 or 143)"),
+    {.name = "checkpoint", .arg = "FILE", .kind = CLI_STRING, .offset = AT(checkpoint),
+     .flags = CLI_RECORD, .help = "the checkpoint file (netCDF, written atomically)",
+     .default_text = "the output's name with .checkpoint.nc for its extension"},
+    {.name = "resume", .arg = "CHECKPOINT", .kind = CLI_STRING, .offset = AT(resume),
+     .flags = CLI_RECORD,
+     .help = "go on from a checkpoint of a run of this MODEL with these options (checked; "
+             "--max-iterations may grow): the design and history come out as the uninterrupted "
+             "run's, to the bit on the CPU with the same --threads"},
     NUMBER("snapshot-every", CLI_INTEGER, "N", opt.snapshot_every, COUNT,
            "save the density of every N-th iteration in the design file (variable "
            "density_snapshot), for voxfe-export -o history.pvd"),
@@ -311,8 +327,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
   vox_expression *expression = NULL;
-  char *history = NULL;
+  char *history = NULL, *checkpoint_path = NULL;
+  vox_checkpoint resume = {0};
   int status = cli_read_model(ctx, s->input, &model);
+  if (!status && s->resume && !(status = cli_resume(ctx, s->resume, &model, &resume)))
+    s->opt.resume = &resume;
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
@@ -349,19 +368,38 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
   vox_context_set_progress(ctx, cli_progress_report, &progress);
+  /* checkpoints, and SIGINT or SIGTERM stop the run after its design
+   * iteration (cli_signals.h) */
+  history = cli_history_line(&program, s, argc, argv);
+  checkpoint_path = cli_checkpoint_path(s->output, s->checkpoint);
+  if (!history || !checkpoint_path) {
+    cli_error("out of memory");
+    status = CLI_EXIT_FAILED;
+    goto done;
+  }
+  cli_checkpointer checkpointer = {ctx, checkpoint_path, history, 0};
+  s->opt.checkpoint = cli_checkpoint_write;
+  s->opt.checkpoint_self = &checkpointer;
+  s->opt.interrupted = cli_interrupted;
+  cli_signals_defer();
   vox_optimize_result result = {0};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
+  if (vs != VOX_OK && s->resume && !strncmp(vox_context_message(ctx), "the checkpoint", 14)) {
+    /* the engine's refusal of the checkpoint, with the file's name */
+    cli_error("--resume %s: %s", s->resume, vox_context_message(ctx));
+    status = cli_exit_status(vs, CLI_READING);
+    goto done;
+  }
   if (vs != VOX_OK) {
     status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   if ((status = report_result(s, &result))) goto done;
 
-  history = cli_history_line(&program, s, argc, argv);
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
   if (!s->quiet && result.has_tensor) {
     const vox_cell_moduli *m = &result.moduli;
@@ -394,8 +432,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   } else if (!s->quiet) {
     /* a mechanism reports the output displacement it maximised, -objective */
     const int mechanism = model.objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
-    printf("%s: %s after %d iterations: %s %.6g%s, volume fraction %.4f, M_nd %.1f%%; "
-           "%.2f s, %d CG iterations",
+    printf("%s: %s after %d iterations: final design %s %.6g%s, volume fraction %.4f, "
+           "M_nd %.1f%%; %.2f s, %d CG iterations",
            s->output, vox_stop_reason_string(result.reason), result.iterations,
            mechanism                            ? "output displacement"
            : model.physics == VOX_PHYSICS_HEAT ? "thermal compliance"
@@ -405,10 +443,19 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
            result.total_cg_iterations);
     if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
+    if (result.reason == VOX_STOP_CONTINUATION_UNFINISHED)
+      printf(" (p %.4g of %g, q %.4g of %g)", result.final_penalty, s->opt.penalty,
+             result.final_q, s->opt.q_max);
+    if (checkpointer.written) printf("; checkpoint %s", checkpoint_path);
     printf("\n");
   }
+  /* a stop the user asked for is not a success: the run is unfinished */
+  if (result.reason == VOX_STOP_INTERRUPTED)
+    status = cli_signal_exit_status(cli_signal_received());
 done:
   free(history);
+  free(checkpoint_path);
+  vox_checkpoint_free(&resume);
   vox_expression_free(expression);
   if (backend) vox_backend_destroy(backend);
   vox_model_free(&model);
@@ -427,8 +474,19 @@ int main(int argc, char **argv) {
   s.opt.symmetry = CLI_SYMMETRY_FROM_MODEL;
   int status = cli_parse(&program, argc, argv, &s);
   if (status) return status;
-  const char *inputs[] = {s.input};
-  if ((status = cli_check_output(s.output, inputs, 1))) return status;
+  const char *inputs[] = {s.input, s.resume};
+  if ((status = cli_check_output(s.output, inputs, 2))) return status;
+  /* the checkpoint may replace the one resumed from, not the model */
+  char *checkpoint = cli_checkpoint_path(s.output, s.checkpoint);
+  if (!checkpoint) return CLI_EXIT_FAILED;
+  if (strcmp(checkpoint, s.output) == 0) {
+    cli_error("--checkpoint %s: is the output file", checkpoint);
+    status = CLI_EXIT_USAGE;
+  } else {
+    status = cli_check_output(checkpoint, inputs, 1);
+  }
+  free(checkpoint);
+  if (status) return status;
 
   vox_context *ctx = cli_context();
   if (!ctx) return CLI_EXIT_FAILED;

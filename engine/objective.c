@@ -6,6 +6,7 @@
 
 #include "adjoint_worker.h"
 #include "objective.h"
+#include "optimizer_checkpoint.h"
 
 struct vox_objective_state {
   vox_context *ctx;
@@ -215,5 +216,92 @@ vox_status vox_objective_use_adjoint_worker(vox_objective_state *obj, vox_adjoin
   }
   vox_adjoint_worker_destroy(obj->worker);
   obj->worker = worker;
+  return VOX_OK;
+}
+
+/* ---- checkpoints (optimizer_checkpoint.h) ----------------------------------- */
+
+/* Array `name` of n_cases * per values from the cases' vectors (NULL ones
+ * stay zero). */
+static vox_status save_vectors(vox_objective_state *obj, vox_checkpoint *out, const char *name,
+                               size_t per, const vox_vec *const *v, int n) {
+  vox_backend *be = obj->fem->be;
+  TRY(vox_checkpoint_add(obj->ctx, out, name, (size_t)n * per, NULL));
+  double *values = vox_checkpoint_find(out, name)->values;
+  for (int i = 0; i < n; i++)
+    if (v[i]) TRY(be->ops->vec_download(be, v[i], values + (size_t)i * per));
+  return VOX_OK;
+}
+
+vox_status vox_objective_save(vox_objective_state *obj, vox_checkpoint *out) {
+  const size_t nd = obj->fem->n_dofs;
+  const int n = obj->n_cases, capacity = obj->history ? obj->history[0].capacity : 0;
+  const int n_vectors = n * (capacity > 1 ? capacity : 1);
+  const vox_vec **v = malloc((size_t)n_vectors * sizeof *v);
+  double *count = malloc((size_t)n * sizeof *count), *newest = malloc((size_t)n * sizeof *newest);
+  vox_status st = v && count && newest ? VOX_OK : vox_error(obj->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (int c = 0; st == VOX_OK && c < n; c++) v[c] = &obj->u[c];
+  if (st == VOX_OK) st = save_vectors(obj, out, "state", nd, v, n);
+  if (st == VOX_OK && obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
+    v[0] = &obj->v;
+    st = save_vectors(obj, out, "adjoint", nd, v, 1);
+  }
+  /* the histories where they are made (on the first evaluation that asks) */
+  if (st == VOX_OK && obj->history) {
+    for (int c = 0; c < n; c++) {
+      count[c] = obj->history[c].count;
+      newest[c] = obj->history[c].newest;
+      for (int i = 0; i < capacity; i++) v[c * capacity + i] = &obj->history[c].v[i];
+    }
+    st = vox_checkpoint_add(obj->ctx, out, "state_history_count", (size_t)n, count);
+    if (st == VOX_OK) st = vox_checkpoint_add(obj->ctx, out, "state_history_newest", (size_t)n, newest);
+    if (st == VOX_OK && capacity > 0) st = save_vectors(obj, out, "state_history", nd, v, n * capacity);
+  }
+  free(v), free(count), free(newest);
+  return st;
+}
+
+vox_status vox_objective_restore(vox_objective_state *obj, const vox_solver_options *options,
+                                 const vox_checkpoint *state) {
+  vox_context *ctx = obj->ctx;
+  vox_backend *be = obj->fem->be;
+  const size_t nd = obj->fem->n_dofs;
+  const int n = obj->n_cases;
+  const vox_checkpoint_array *u = vox_checkpoint_find(state, "state");
+  if (!u || u->length != (size_t)n * nd)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's states are not %d load case(s) of %zu dofs", n, nd);
+  for (int c = 0; c < n; c++) TRY(be->ops->vec_upload(be, &obj->u[c], u->values + (size_t)c * nd));
+  if (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
+    const vox_checkpoint_array *v = vox_checkpoint_find(state, "adjoint");
+    if (!v || v->length != nd)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the checkpoint has no adjoint of %zu dofs",
+                       nd);
+    TRY(be->ops->vec_upload(be, &obj->v, v->values));
+  }
+  const vox_checkpoint_array *count = vox_checkpoint_find(state, "state_history_count"),
+                             *newest = vox_checkpoint_find(state, "state_history_newest"),
+                             *h = vox_checkpoint_find(state, "state_history");
+  if (!count && !newest && !h) return VOX_OK; /* made on the next evaluation, as in the run */
+  vox_pcg_history *history;
+  TRY(state_history(obj, options, 0, &history));
+  const int capacity = history ? history->capacity : 0;
+  if (!history || !count || !newest || (capacity > 0 && !h) || count->length != (size_t)n ||
+      newest->length != (size_t)n || (h && h->length != (size_t)n * (size_t)capacity * nd))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's solution histories are not %d load case(s) of %d "
+                     "solutions (start_history)", n, capacity);
+  for (int c = 0; c < n; c++) {
+    vox_pcg_history *hc = &obj->history[c];
+    if (!(count->values[c] >= 0 && count->values[c] <= capacity && newest->values[c] >= 0 &&
+          newest->values[c] < capacity && count->values[c] == (int)count->values[c] &&
+          newest->values[c] == (int)newest->values[c]))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "the checkpoint's solution history of load case %d is damaged", c);
+    hc->count = (int)count->values[c];
+    hc->newest = (int)newest->values[c];
+    for (int i = 0; i < capacity; i++)
+      TRY(be->ops->vec_upload(be, &hc->v[i], h->values + ((size_t)c * capacity + i) * nd));
+  }
   return VOX_OK;
 }

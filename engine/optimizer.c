@@ -15,6 +15,7 @@
 #include "homogenize.h"
 #include "memory_plan.h"
 #include "objective.h"
+#include "optimizer_checkpoint.h"
 #include "voxfe/optimizer.h"
 
 void vox_optimizer_options_default(vox_optimizer_options *o) {
@@ -127,9 +128,37 @@ const char *vox_stop_reason_string(vox_stop_reason reason) {
   case VOX_STOP_CONVERGED: return "converged";
   case VOX_STOP_MAX_ITERATIONS: return "iteration limit reached";
   case VOX_STOP_EVALUATED: return "evaluated the given design";
+  case VOX_STOP_CONTINUATION_UNFINISHED:
+    return "iteration limit reached with continuation unfinished";
+  case VOX_STOP_INTERRUPTED: return "interrupted";
   case VOX_STOP_SOLVER_FAILED: return "the state solve did not converge";
   }
   return "unknown";
+}
+
+static const struct {
+  vox_stop_reason reason;
+  const char *name;
+} stop_names[] = {{VOX_STOP_CONVERGED, "converged"},
+                  {VOX_STOP_MAX_ITERATIONS, "iteration_limit"},
+                  {VOX_STOP_CONTINUATION_UNFINISHED, "continuation_unfinished"},
+                  {VOX_STOP_INTERRUPTED, "interrupted"},
+                  {VOX_STOP_EVALUATED, "evaluated"},
+                  {VOX_STOP_SOLVER_FAILED, "solver_failed"}};
+
+const char *vox_stop_reason_name(vox_stop_reason reason) {
+  for (size_t i = 0; i < sizeof stop_names / sizeof stop_names[0]; i++)
+    if (stop_names[i].reason == reason) return stop_names[i].name;
+  return "unknown";
+}
+
+int vox_stop_reason_parse(const char *text, vox_stop_reason *reason) {
+  for (size_t i = 0; i < sizeof stop_names / sizeof stop_names[0]; i++)
+    if (strcmp(text, stop_names[i].name) == 0) {
+      *reason = stop_names[i].reason;
+      return 0;
+    }
+  return -1;
 }
 
 static double now(void) {
@@ -166,6 +195,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
           "continuation growth factors must be > 1");
   REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
           o->adjoint_gpu);
+  REQUIRE(o->checkpoint_every >= 0, "checkpoint every %d iterations: at least 0",
+          o->checkpoint_every);
   REQUIRE(o->density_min == VOX_DENSITY_MIN_AUTO ||
               (o->density_min >= 0 && o->density_min < o->volume_fraction),
           "density minimum %g not in [0, volume fraction)", o->density_min);
@@ -807,6 +838,31 @@ static void final_room(vox_backend *be, opt_state *s) {
   s->filter = NULL;
 }
 
+/* Hands the state after the loop's iteration to options.checkpoint, with
+ * the model as a design file of that moment: the density of the design
+ * variables then, no state fields (the checkpoint holds them), the history
+ * and snapshots so far. (The loop has read the model's density and
+ * displacement, its start, before the first iteration.) */
+static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model,
+                             const vox_optimizer_options *opt, opt_state *s,
+                             const vox_loop_state *loop) {
+  vox_checkpoint state;
+  TRY(vox_loop_save(be, model, opt, loop, &s->x, s->fem, s->objective, &state));
+  double *density = realloc(model->density, s->fem->n_elements * sizeof *density);
+  vox_status st = density ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (density) model->density = density;
+  if (st == VOX_OK) st = be->ops->vec_download(be, s->x_phys, density);
+  if (st == VOX_OK) {
+    free(model->displacement);
+    model->displacement = NULL;
+    model->stage = VOX_STAGE_DESIGN;
+    model->optimization_end = (vox_optimization_end){0};
+    st = opt->checkpoint(opt->checkpoint_self, model, &state);
+  }
+  vox_checkpoint_free(&state);
+  return st;
+}
+
 static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   const vox_grid *g = &model->grid;
   for (size_t i = 0; i < model->n_constraints; i++) {
@@ -863,6 +919,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                      vox_cell_objective_name(opt->cell_objective),
                      vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
+  if (cell && (opt->resume || (opt->checkpoint && opt->checkpoint_every > 0)))
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "checkpoints of the %s objective of a periodic cell are not supported",
+                     vox_cell_objective_name(opt->cell_objective));
+  if (opt->resume) TRY(vox_loop_check_resume(ctx, model, opt));
   const unsigned strains = vox_cell_objective_strains(opt);
   if (cell && strains == 0)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -892,7 +953,18 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const vox_backend_ops *o = be->ops;
   double p = 1, q = 1, previous = 0, compliance = 0;
   int settled = 0; /* design iterations in a row that met the stop tolerances */
-  const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
+  int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
+  int k_done = 0; /* design iterations before this call's first: a resumed run's */
+  if (st == VOX_OK && opt->resume) {
+    vox_loop_state loop = {0};
+    st = vox_loop_restore(be, opt, &loop, &s.x, s.fem, s.objective);
+    k_done = result->iterations = loop.iterations;
+    first_row = loop.first_row;
+    p = loop.p, q = loop.q, previous = loop.previous, settled = loop.settled;
+    result->total_cg_iterations = loop.total_cg_iterations;
+    result->seconds_solve = loop.seconds[0], result->seconds_sensitivity = loop.seconds[1];
+    result->seconds_filter = loop.seconds[2], result->seconds_update = loop.seconds[3];
+  }
   /* No iterations: the given design is evaluated as it is, at the final
    * penalty, its density not filtered (a design file's density is the
    * physical density already; filtering it would blur it again). */
@@ -909,7 +981,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int solves = cell ? vox_homog_strain_count(strains)
                           : mechanism ? 2 : (s.fem ? s.fem->n_cases : 0);
 
-  for (int k = 1; st == VOX_OK && k <= opt->max_iterations; k++) {
+  for (int k = k_done + 1; st == VOX_OK && k <= opt->max_iterations; k++) {
     vox_history_row row = {.iteration = first_row + k};
     double t0 = now(), t1, t2, t3, t4;
     continuation(opt, k, &p, &q);
@@ -999,7 +1071,25 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       break;
     }
     previous = compliance;
+    /* 6. a stop asked for, and the state to go on from */
+    const int interrupted = opt->interrupted && opt->interrupted(opt->interrupted_self);
+    if (interrupted) result->reason = VOX_STOP_INTERRUPTED;
+    /* (a cell's state has no checkpoint: its run stops without one) */
+    if (st == VOX_OK && opt->checkpoint && !cell &&
+        (interrupted || (opt->checkpoint_every > 0 && k % opt->checkpoint_every == 0))) {
+      const vox_loop_state loop = {k, first_row, p, q, previous, settled,
+                                   result->total_cg_iterations,
+                                   {result->seconds_solve, result->seconds_sensitivity,
+                                    result->seconds_filter, result->seconds_update}};
+      st = checkpoint(ctx, be, model, opt, &s, &loop);
+    }
+    if (interrupted) break;
   }
+  /* the limit reached before the penalties were final */
+  if (result->reason == VOX_STOP_MAX_ITERATIONS && (p < opt->penalty || q < opt->q_max))
+    result->reason = VOX_STOP_CONTINUATION_UNFINISHED;
+  result->final_penalty = p;
+  result->final_q = q;
   /* a phased loop stopped by a failed solve has some vectors parked */
   if (st == VOX_OK) st = unpark_but_solid(be, &s);
 
@@ -1016,6 +1106,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     vox_solve_result failed;
     st = objective->evaluate(be, opt, &s, result->iterations + 1, p, 0, &compliance, &cg, &failed);
     result->total_cg_iterations += cg;
+    result->final_cg_iterations = cg;
     if (st == VOX_OK && failed.reason < 0) {
       result->reason = VOX_STOP_SOLVER_FAILED;
       result->last_solve = failed;
@@ -1033,6 +1124,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
   if (st == VOX_OK) model->target_volume_fraction = opt->volume_fraction; /* for the plots */
+  if (st == VOX_OK)
+    model->optimization_end = (vox_optimization_end){result->reason, result->objective,
+                                                     result->volume_fraction,
+                                                     result->non_discreteness,
+                                                     result->final_cg_iterations};
   result->adjoint_gpu = s.adjoint_gpu;
   result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);

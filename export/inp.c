@@ -37,6 +37,7 @@
 #include "voxfe/element.h"
 #include "voxfe/inp.h"
 #include "temp_file.h"
+#include "voxfe/temp_files.h"
 
 enum { IDS_PER_LINE = 8 }; /* node set data lines: well under the 132 columns CalculiX reads */
 enum { DECK_NAME = 81 };   /* CalculiX takes names of up to 80 characters */
@@ -526,6 +527,7 @@ vox_status vox_write_inp(vox_context *ctx, const char *path, const vox_model *mo
   }
 
 done:
+  if (tmp) vox_temp_unregister(tmp);
   free(tmp);
   free(scratch);
   deck_free(&d);

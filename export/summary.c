@@ -3,6 +3,7 @@
  * struct, formatted into memory (open_memstream), and the text is written to
  * a temporary file beside the output that is renamed into place. */
 #include "voxfe/summary.h"
+#include "voxfe/optimizer.h" /* vox_stop_reason_name */
 #include "csv_field.h"
 #include "temp_file.h"
 
@@ -30,7 +31,12 @@ typedef struct summary {
   case_sum *cases;           /* n_load_cases */
   int has_design;            /* write the "design" part */
   const vox_history_row *last; /* NULL without history */
-  double cg_iterations;      /* summed over the rows, NaN when no row has them */
+  /* the final design's numbers: the run's end record where the file has
+   * one, else the last row's (files of runs before the record) */
+  double objective, volume_fraction, non_discreteness;
+  const char *stop_reason;   /* NULL where not recorded */
+  double cg_iterations;      /* summed over the rows and the final evaluation, NaN when none
+                                has them */
   double seconds;            /* likewise */
   double density_min, density_max; /* NaN without density */
   /* the largest displacement magnitude (mm, over the load cases), and an
@@ -151,6 +157,19 @@ static vox_status gather(vox_context *ctx, const char *path, const vox_model *m,
     }
     if (any_cg) s->cg_iterations = cg;
     if (any_seconds) s->seconds = seconds;
+  }
+  const vox_optimization_end *end = &m->optimization_end;
+  s->objective = s->last ? s->last->objective : NAN;
+  s->volume_fraction = s->last ? s->last->volume_fraction : NAN;
+  s->non_discreteness = s->last ? s->last->non_discreteness : NAN;
+  s->stop_reason = NULL;
+  if (end->stop_reason) {
+    s->has_design = 1;
+    s->objective = end->objective;
+    s->volume_fraction = end->volume_fraction;
+    s->non_discreteness = end->non_discreteness;
+    s->stop_reason = vox_stop_reason_name(end->stop_reason);
+    s->cg_iterations = (isnan(s->cg_iterations) ? 0 : s->cg_iterations) + (double)end->cg_iterations;
   }
   s->density_min = s->density_max = NAN;
   if (m->density) {
@@ -380,15 +399,17 @@ static int write_json(FILE *f, const vox_model *m, const summary *s) {
     return failed;
   }
   const vox_history_row *r = s->last;
-  fprintf(f, "{\n    \"iterations\": %zu", m->n_history);
+  fprintf(f, "{\n    \"iterations\": %zu,\n    \"stop_reason\": ", m->n_history);
+  if (s->stop_reason) json_string(f, s->stop_reason);
+  else fputs("null", f);
   const struct {
     const char *name;
     double value;
   } fields[] = {
-      {"objective", r ? r->objective : NAN},
-      {"volume_fraction", r ? r->volume_fraction : NAN},
+      {"objective", s->objective},
+      {"volume_fraction", s->volume_fraction},
       {"change", r ? r->change : NAN},
-      {"non_discreteness", r ? r->non_discreteness : NAN},
+      {"non_discreteness", s->non_discreteness},
       {"penalty", r ? r->penalty : NAN},
       {"q", r ? r->q : NAN},
       {"cg_iterations", s->cg_iterations},
@@ -535,16 +556,17 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   const vox_history_row *r = s->last;
   if (s->has_design) csv_integer(f, (long long)m->n_history);
   else vox_csv_field(f, "", 0);
-  csv_number(f, r ? r->objective : NAN);
-  csv_number(f, r ? r->volume_fraction : NAN);
+  csv_number(f, s->objective);
+  csv_number(f, s->volume_fraction);
   csv_number(f, r ? r->change : NAN);
-  csv_number(f, r ? r->non_discreteness : NAN);
+  csv_number(f, s->non_discreteness);
   csv_number(f, r ? r->penalty : NAN);
   csv_number(f, r ? r->q : NAN);
   csv_number(f, s->cg_iterations);
   csv_number(f, s->seconds);
   csv_number(f, s->density_min);
   csv_number(f, s->density_max);
+  vox_csv_field(f, s->stop_reason ? s->stop_reason : "", 0);
   csv_number(f, s->max_displacement);
   csv_number(f, s->max_von_mises);
   csv_number(f, s->max_sed);

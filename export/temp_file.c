@@ -3,6 +3,7 @@
 #include "../io/output_target.h"
 #include "voxfe/io.h"
 #include "temp_file.h"
+#include "voxfe/temp_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,7 @@ int vox_open_temp(const char *path, char **tmp_out) {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
       free(base);
+      vox_temp_register(tmp);
       *tmp_out = tmp;
       return fd;
     }
@@ -81,6 +83,7 @@ int vox_commit_temp(int fd, char *tmp, const char *path, int err) {
   if (close(fd) != 0 && !err) err = errno;
   if (!err) err = vox_output_place(tmp, path);
   if (err) unlink(tmp);
+  vox_temp_unregister(tmp);
   free(tmp);
   return err;
 }

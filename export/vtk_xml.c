@@ -5,6 +5,7 @@
 #include "../io/output_target.h"
 #include "vtk_xml.h"
 #include "temp_file.h"
+#include "voxfe/temp_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -482,6 +483,7 @@ vox_status vtkx_finish(vtkx_doc *doc) {
   for (size_t i = 0; doc->blobs && i < doc->n_arrays; i++) free(doc->blobs[i].data);
   free(doc->blobs);
   free(doc->offsets);
+  if (doc->tmp_path) vox_temp_unregister(doc->tmp_path);
   free(doc->tmp_path);
   free(doc);
   return status;

@@ -24,6 +24,7 @@
 #include "netcdf_guard.h"
 #include "output_target.h"
 #include "model_writer.h"
+#include "voxfe/temp_files.h"
 #include "voxfe/analysis.h"
 #include "voxfe/expression.h"
 #include "voxfe/io.h"
@@ -691,6 +692,33 @@ static vox_status put_condition_names(writer *w, const vox_model *m, const var_i
   return s;
 }
 
+/* How the run that made the design ended, as attributes of the history's
+ * group (docs/file-format.md); nothing where no run recorded it. */
+static vox_status def_optimization_end(writer *w, int gid, const vox_optimization_end *end) {
+  if (!end->stop_reason) return VOX_OK;
+  const long long cg = end->cg_iterations;
+  W_TRY(w, put_text(gid, NC_GLOBAL, "stop_reason", vox_stop_reason_name(end->stop_reason)),
+        "attribute stop_reason");
+  W_TRY(w, nc_put_att_double(gid, NC_GLOBAL, "final_objective", NC_DOUBLE, 1, &end->objective),
+        "attribute final_objective");
+  W_TRY(w,
+        nc_put_att_double(gid, NC_GLOBAL, "final_volume_fraction", NC_DOUBLE, 1,
+                          &end->volume_fraction),
+        "attribute final_volume_fraction");
+  W_TRY(w,
+        nc_put_att_double(gid, NC_GLOBAL, "final_non_discreteness", NC_DOUBLE, 1,
+                          &end->non_discreteness),
+        "attribute final_non_discreteness");
+  W_TRY(w, nc_put_att_longlong(gid, NC_GLOBAL, "final_cg_iterations", NC_INT64, 1, &cg),
+        "attribute final_cg_iterations");
+  W_TRY(w,
+        put_text(gid, NC_GLOBAL, "final_comment",
+                 "final_*: the design the file holds (density), evaluated after the last "
+                 "update; each row is the design its iteration evaluated, before its update"),
+        "attribute final_comment");
+  return VOX_OK;
+}
+
 /* Defines everything, so that the data then go out in one pass. */
 static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   int ncid = w->ncid;
@@ -842,11 +870,14 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     /* The case names label the first axis for CF readers (xarray, cf-python). */
     W_TRY(w, put_text(ncid, v->displacement, "coordinates", "load_case_name"), name);
   }
-  if (m->n_history > 0) {
+  if (m->n_history > 0 || m->optimization_end.stop_reason) {
     W_TRY(w, nc_def_grp(ncid, HISTORY_GROUP, &v->history_group), "group " HISTORY_GROUP);
     W_TRY(w, put_text(v->history_group, NC_GLOBAL, "comment", "one row per design iteration"),
           "group " HISTORY_GROUP);
-    if ((s = def_table(w, v->history_group, &history_table, m->n_history, v->history))) return s;
+    if (m->n_history > 0 &&
+        (s = def_table(w, v->history_group, &history_table, m->n_history, v->history)))
+      return s;
+    if ((s = def_optimization_end(w, v->history_group, &m->optimization_end))) return s;
   }
   return VOX_OK;
 }
@@ -994,6 +1025,7 @@ vox_status vox_create_temp(vox_context *ctx, const char *path, char **out) {
     if (fd >= 0) {
       close(fd);
       free(base);
+      vox_temp_register(tmp);
       *out = tmp;
       return VOX_OK;
     }
@@ -1054,6 +1086,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
     }
   }
   if (s) unlink(tmp);
+  vox_temp_unregister(tmp);
   free(tmp);
   free(w.bone_nodes);
   return s;
@@ -1683,15 +1716,62 @@ static vox_status read_displacement(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
-/* The optimization history: the group is optional, its table is not. */
+/* One number of the history group's end attributes (any numeric type). */
+static vox_status read_end_number(reader *r, int gid, const char *name, double *value) {
+  nc_type type;
+  size_t len;
+  int err = nc_inq_att(gid, NC_GLOBAL, name, &type, &len);
+  if (err == NC_ENOTATT)
+    return read_fail(r, VOX_ERR_FORMAT, "group " HISTORY_GROUP " has stop_reason but no %s", name);
+  R_TRY(r, err, name);
+  if (!is_number_type(type) || len != 1)
+    return read_fail(r, VOX_ERR_FORMAT, "attribute '%s' should hold one number", name);
+  R_TRY(r, nc_get_att_double(gid, NC_GLOBAL, name, value), name);
+  return VOX_OK;
+}
+
+/* How the run ended, where the file says (stop_reason and the final_*
+ * attributes come together). */
+static vox_status read_optimization_end(reader *r, int gid, vox_model *m) {
+  char *reason = NULL;
+  vox_status s = read_text_att(r, gid, NC_GLOBAL, "stop_reason", &reason);
+  if (s || !reason) return s;
+  vox_stop_reason parsed;
+  if (vox_stop_reason_parse(reason, &parsed) != 0 || parsed == VOX_STOP_SOLVER_FAILED) {
+    s = read_fail(r, VOX_ERR_FORMAT,
+                  "stop_reason '%.40s' is none of converged, iteration_limit, "
+                  "continuation_unfinished, interrupted",
+                  reason);
+    free(reason);
+    return s;
+  }
+  free(reason);
+  vox_optimization_end end = {.stop_reason = parsed};
+  double cg = 0;
+  if ((s = read_end_number(r, gid, "final_objective", &end.objective)) ||
+      (s = read_end_number(r, gid, "final_volume_fraction", &end.volume_fraction)) ||
+      (s = read_end_number(r, gid, "final_non_discreteness", &end.non_discreteness)) ||
+      (s = read_end_number(r, gid, "final_cg_iterations", &cg)))
+    return s;
+  if (!(cg >= 0 && cg <= 9e15 && cg == (double)(int64_t)cg))
+    return read_fail(r, VOX_ERR_FORMAT, "final_cg_iterations %g is not a count", cg);
+  end.cg_iterations = (int64_t)cg;
+  m->optimization_end = end;
+  return VOX_OK;
+}
+
+/* The optimization history: the group is optional, its table is not
+ * (unless the group holds only how the run ended). */
 static vox_status read_history(reader *r, vox_model *m) {
   int gid, err = nc_inq_grp_ncid(r->ncid, HISTORY_GROUP, &gid);
   if (err == NC_ENOGRP || err == NC_ENOTNC4) return VOX_OK;
   R_TRY(r, err, "group " HISTORY_GROUP);
   size_t n;
   int found;
-  vox_status s = dim_length(r, gid, history_table.dim, &n, &found);
+  vox_status s = read_optimization_end(r, gid, m);
+  if (!s) s = dim_length(r, gid, history_table.dim, &n, &found);
   if (s) return s;
+  if (!found && m->optimization_end.stop_reason) return VOX_OK;
   if (!found)
     return read_fail(r, VOX_ERR_FORMAT, "group " HISTORY_GROUP " has no dimension 'iteration'");
   if (n == 0) return VOX_OK;

@@ -17,6 +17,7 @@
 #include "output_target.h"
 #include "model_writer.h"
 #include "stage_gate.h"
+#include "voxfe/temp_files.h"
 #include "voxfe/element.h"
 #include "voxfe/io.h"
 #include "voxfe/n88model.h"
@@ -701,6 +702,7 @@ static vox_status write_file(n88_writer *w) {
     s = vox_error(ctx, VOX_ERR_IO, "%s: cannot move the written file into place: %s", path,
                   strerror(err));
   if (s) unlink(tmp);
+  vox_temp_unregister(tmp);
   free(tmp);
   return s;
 }

@@ -22,6 +22,7 @@
 #include "export/output_dir.h"
 #include "voxfe/model.h"
 #include "voxfe/plot.h"
+#include "voxfe/optimizer.h"
 #include "voxfe/summary.h"
 
 /* fontconfig, under cairo's text, keeps its configuration for the life of
@@ -476,6 +477,36 @@ int main(int argc, char **argv) {
     CHECK(text && json_valid(text));
     CHECK(text && !strstr(text, "nan") && !strstr(text, "inf"));
     free(text);
+  }
+  {
+    /* A design with the run's end record: the final design's numbers (not
+     * the last row's), its stop reason, and the final evaluation's CG
+     * iterations added to the rows'. */
+    vox_model copy;
+    CHECK_OK(ctx, vox_model_copy(ctx, &copy, &design));
+    copy.optimization_end = (vox_optimization_end){VOX_STOP_INTERRUPTED, 0.125, 0.25, 12.5, 7};
+    OUT_PATH(end_json, "end.json");
+    OUT_PATH(end_csv, "end.csv");
+    CHECK_OK(ctx, vox_write_summary_json(ctx, end_json, &copy));
+    CHECK_OK(ctx, vox_write_summary_csv(ctx, end_csv, &copy, 0));
+    double cg = 7;
+    for (int i = 0; i < N_ROWS; i++)
+      if (design.history[i].cg_iterations >= 0) cg += design.history[i].cg_iterations;
+    char expect[160];
+    snprintf(expect, sizeof expect, "\"cg_iterations\": %.17g,", cg);
+    char *end = read_all(end_json, NULL), *row = read_all(end_csv, NULL);
+    CHECK(end && strstr(end, "\"stop_reason\": \"interrupted\""));
+    CHECK(end && strstr(end, "\"objective\": 0.125,"));
+    CHECK(end && strstr(end, "\"volume_fraction\": 0.25,"));
+    CHECK(end && strstr(end, "\"non_discreteness\": 12.5,"));
+    CHECK(end && strstr(end, expect));
+    CHECK(row && strstr(row, ",0.125,0.25,") && strstr(row, ",interrupted\n"));
+    free(end), free(row);
+    /* without the record: the last row's numbers and a null reason */
+    char *plain = read_all(design_json, NULL);
+    CHECK(plain && strstr(plain, "\"stop_reason\": null"));
+    free(plain);
+    vox_model_free(&copy);
   }
   char *text = read_all(design_json, NULL);
   CHECK(text && strstr(text, "\"n_constraints\": 4"));

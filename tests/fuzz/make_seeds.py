@@ -20,6 +20,14 @@ def out(name):
     return os.path.join(folder, name)
 
 
+if kind in ("problem", "model", "n88model"):
+    # kept files: problem files, and small model, design and checkpoint
+    # files made by the programs (n88model: those of tests/analyze too)
+    corpus = os.path.join(os.path.dirname(os.path.realpath(__file__)), "corpus", kind)
+    for name in sorted(os.listdir(corpus)):
+        shutil.copy(os.path.join(corpus, name), out(name))
+    sys.exit(0)
+
 if kind == "aim":
     # check_images.py holds the writers of the AIM format description
     sys.argv = ["", "", ""]

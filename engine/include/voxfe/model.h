@@ -121,6 +121,19 @@ typedef struct vox_history_row {
   double seconds;
 } vox_history_row;
 
+/* How the optimization that made a design ended (voxfe-optimize; the
+ * attributes of the file's group `optimization`): the numbers of the final
+ * design, the density the file holds, evaluated after the last update (a
+ * history row is the design its iteration evaluated, before that
+ * iteration's update). */
+typedef struct vox_optimization_end {
+  int stop_reason;         /* a vox_stop_reason (voxfe/optimizer.h); 0: not recorded */
+  double objective;        /* of the final design, as the history's objective */
+  double volume_fraction;  /* of the final design's design domain */
+  double non_discreteness; /* M_nd of the final design, percent */
+  int64_t cg_iterations;   /* of the final evaluation's solves (the rows count the others) */
+} vox_optimization_end;
+
 typedef enum vox_stage {
   VOX_STAGE_MODEL = 0,  /* voxelize output: grid, labels, materials, BCs */
   VOX_STAGE_DESIGN = 1, /* optimize output: + density, displacement, history */
@@ -174,6 +187,7 @@ typedef struct vox_model {
   /* The volume fraction the optimization held the design to
    * (voxfe-optimize --volume-fraction); 0 when unknown. */
   double target_volume_fraction;
+  vox_optimization_end optimization_end; /* stop_reason 0 where no run recorded it */
   /* The homogenized stiffness C^H of a periodic-cell design (voxfe-optimize
    * --objective bulk|shear|...): 36 values, 6x6 row-major in the Voigt
    * order of voxfe/homogenize.h; NULL when absent. */

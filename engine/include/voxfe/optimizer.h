@@ -7,6 +7,7 @@
 #define VOXFE_OPTIMIZER_H
 
 #include "voxfe/backend.h"
+#include "voxfe/checkpoint.h"
 #include "voxfe/expression.h"
 #include "voxfe/homogenize.h"
 #include "voxfe/initial_design.h"
@@ -111,6 +112,33 @@ typedef struct vox_optimizer_options {
    * the move limit is 0 for good. VOX_DENSITY_MIN_AUTO: 0 for compliance,
    * 1e-3 for mechanisms (Sigmund's mechanism codes). */
   double density_min;
+  /* Stopping early and continuing later (voxfe-optimize's signals,
+   * --checkpoint-every and --resume). `interrupted`, where given, is asked
+   * after every design iteration: non-zero ends the run there with
+   * VOX_STOP_INTERRUPTED (the final design is evaluated and stored as at
+   * any other end). */
+  int (*interrupted)(void *self);
+  void *interrupted_self;
+  /* `checkpoint`, where given, gets the run's state after every
+   * checkpoint_every-th design iteration of the run (0: never) and after
+   * the last one of an interrupted run: the model as it stands (the history
+   * so far, the density of the design variables then) and the state
+   * (voxfe/checkpoint.h) that `resume` continues from. An error it returns
+   * ends the run with that error. Only the model's own objectives
+   * (compliance, heat, mechanisms) have checkpoints: a cell objective with
+   * checkpoint_every, or resume, is VOX_ERR_UNSUPPORTED. */
+  int checkpoint_every;
+  vox_status (*checkpoint)(void *self, const vox_model *model, const vox_checkpoint *state);
+  void *checkpoint_self;
+  /* NULL, or a state `checkpoint` gave: the run goes on after that state's
+   * design iteration as if it had never stopped (the same designs, history
+   * and final numbers, to the bit on one backend with one thread count).
+   * The model is the one of that run with the checkpoint's history and
+   * snapshots (the checkpoint's file holds both); a model or an option that
+   * shapes the design other than the checkpoint's is VOX_ERR_INVALID_ARGUMENT
+   * naming it. max_iterations counts the run's design iterations from its
+   * start, those before the checkpoint included. */
+  const vox_checkpoint *resume;
 } vox_optimizer_options;
 
 #define VOX_DENSITY_MIN_AUTO (-1.0)
@@ -135,8 +163,11 @@ enum { VOX_ADJOINT_GPU_AUTO = -1, VOX_ADJOINT_GPU_NONE = -2 };
 
 typedef enum vox_stop_reason {
   VOX_STOP_CONVERGED = 1,       /* change and objective tolerances met */
-  VOX_STOP_MAX_ITERATIONS = 2,
-  VOX_STOP_EVALUATED = 3,       /* max_iterations 0: the given design evaluated */
+  VOX_STOP_MAX_ITERATIONS = 2,  /* the iteration limit, p and q at their final values */
+  VOX_STOP_CONTINUATION_UNFINISHED = 3, /* the iteration limit before continuation brought
+                                           p or q to its final value */
+  VOX_STOP_INTERRUPTED = 4,     /* options.interrupted asked to stop */
+  VOX_STOP_EVALUATED = 5,       /* max_iterations 0: the given design evaluated */
   VOX_STOP_SOLVER_FAILED = -1   /* a state solve did not converge */
 } vox_stop_reason;
 
@@ -148,7 +179,11 @@ typedef struct vox_optimize_result {
   vox_stop_reason reason;
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
+  /* every solve's of the run: the design iterations' (those before a
+   * resumed checkpoint included) and the final evaluation's */
   int total_cg_iterations;
+  int final_cg_iterations;      /* the final evaluation's share of them */
+  double final_penalty, final_q; /* p and q of the last design iteration */
   /* cell objectives: C^H of the final design (6x6, voxfe/homogenize.h's
    * order) and its moduli, from all six unit strains solved at the final
    * design (the design iterations solve only those the objective needs:
@@ -166,7 +201,13 @@ void vox_optimizer_options_default(vox_optimizer_options *options);
 double vox_optimizer_rtol(const vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
+/* Words for messages: "converged", "iteration limit reached", ... */
 const char *vox_stop_reason_string(vox_stop_reason reason);
+/* The file's token (docs/file-format.md): "converged", "iteration_limit",
+ * "continuation_unfinished", "interrupted", "evaluated", "solver_failed"; the parser
+ * returns -1 for other words. */
+const char *vox_stop_reason_name(vox_stop_reason reason);
+int vox_stop_reason_parse(const char *text, vox_stop_reason *reason);
 /* "compliance" (VOX_CELL_NONE: the model's own objective), "bulk", "shear",
  * "poisson", "poisson-log", "custom". */
 const char *vox_cell_objective_name(vox_cell_objective objective);
@@ -189,9 +230,11 @@ const char *vox_strains_text(unsigned strains, char *buf, size_t size);
 
 /* Runs the optimization on `model` (stage model or design: an existing
  * density is the starting design). On success fills model->density (the
- * physical density), model->displacement (final state, every load case) and
- * appends to model->history; sets model->stage = VOX_STAGE_DESIGN. Progress
- * is reported once per iteration. */
+ * physical density), model->displacement (final state, every load case),
+ * appends to model->history, records the end in model->optimization_end
+ * (the stop reason and the final design's numbers, those of `result`) and
+ * sets model->stage = VOX_STAGE_DESIGN. Progress is reported once per
+ * iteration. */
 vox_status vox_optimize(vox_context *ctx, vox_backend *backend, vox_model *model,
                         const vox_optimizer_options *options, vox_optimize_result *result);
 

@@ -7,13 +7,19 @@
  * materials (label, name, role, E, nu), the number of prescribed
  * displacements and of distinct constrained nodes, the number of loads and
  * load cases, the total applied force of each load case (the sum of its load
- * vectors, N), and what a design adds: the last row of the optimization
- * history (objective = compliance in N mm, volume fraction, largest change,
- * non-discreteness in percent, p, q), the number of history rows, the CG
- * iterations and seconds summed over the rows, and the smallest and largest
- * density; the maxima of the displacement and, for an analysis result, of
- * its element fields (von Mises stress, strain-energy density, effective
- * strain).
+ * vectors, N), and what a design adds: why the optimization stopped
+ * (stop_reason: converged, iteration_limit, continuation_unfinished or
+ * interrupted; null for files without it), the objective (compliance in
+ * N mm), volume fraction and non-discreteness (percent) of the final design
+ * (the density in the file, evaluated after the last update: the numbers
+ * voxfe-optimize's last line reports; files without the run's end record
+ * give the last history row's, the design before the last update), the last
+ * row's largest change, p and q, the number of history rows, the CG
+ * iterations summed over the rows and the final evaluation (voxfe-optimize's
+ * count for a file of one run), the seconds summed over the rows, and the
+ * smallest and largest density; the maxima of the displacement and, for an
+ * analysis result, of its element fields (von Mises stress, strain-energy
+ * density, effective strain).
  *
  * Numbers are written in the shortest form that reads back as the same
  * double (at most 17 significant digits); NaN and infinities, and what the
@@ -40,7 +46,7 @@ extern "C" {
  *    "materials": [{"label","name","role","youngs_modulus","poisson_ratio","voxels"}...],
  *    "n_constraints","constrained_nodes","n_loads","n_load_cases",
  *    "load_cases": [{"name","n_loads","total_force":[fx,fy,fz]}...],
- *    "design": null | {"iterations","objective","volume_fraction","change",
+ *    "design": null | {"iterations","stop_reason","objective","volume_fraction","change",
  *                      "non_discreteness","penalty","q","cg_iterations",
  *                      "seconds","density_min","density_max"},
  *    "maxima": {"displacement","von_mises","strain_energy_density",
@@ -80,8 +86,8 @@ vox_status vox_write_result_summary_csv(vox_context *ctx, const char *path, cons
   "origin_z,voxels,voxels_per_label,n_materials,materials,n_constraints,"               \
   "constrained_nodes,n_loads,n_load_cases,total_force,iterations,objective,"            \
   "volume_fraction,change,non_discreteness,penalty,q,cg_iterations,seconds,"            \
-  "density_min,density_max,max_displacement,max_von_mises,max_strain_energy_density,"   \
-  "max_effective_strain"
+  "density_min,density_max,stop_reason,max_displacement,max_von_mises,"                  \
+  "max_strain_energy_density,max_effective_strain"
 
 #ifdef __cplusplus
 }
