@@ -1,0 +1,55 @@
+/* Densities, SIMP and sensitivities of the EFG topology optimization
+ * (private; Lu, Gong, Zhang, Xie and Yin 2021, sections 3 and 5.3-5.4).
+ *
+ * The design variables are nodal densities rho_i; the density at a Gauss
+ * point is their MLS interpolation rho_g = sum_i phi_i(x_g) rho_i (eq. 16),
+ * its modulus E_g = rho_g^p E0 (eq. 17). MLS shape functions may be
+ * negative, so rho_g can leave [rho_min, 1] by a little where the nodal
+ * densities jump; the modulus takes rho_g clamped to that range (a negative
+ * rho_g would give K a negative stiffness) and its derivative is zero where
+ * the clamp holds. The volume (eq. 20) is the plain integral of rho_g over
+ * the design cells, linear in the nodal densities, so dV/drho_i = integral
+ * of phi_i (eq. 24).
+ *
+ * The compliance sensitivity (eq. 23, 25-27) is computed node-wise in two
+ * stages, neither with races: per Gauss point the strain energy density
+ * Q_g = u^T B^T D_1 B u (eq. 27; here from the strain eps = B u, O(n) per
+ * point instead of the node pairs' O(n^2), the same value), then per node
+ * dc/drho_i = -sum over the Gauss points g of node i of
+ *     w_g E0_g p rho_g^(p-1) phi_i(x_g) Q_g. */
+#ifndef VOXFE_EFG_SENSITIVITY_H
+#define VOXFE_EFG_SENSITIVITY_H
+
+#include "efg_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rho_g (one per Gauss point) = sum_i phi_i(x_g) rho_i, not clamped. */
+void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, double *rho_gauss);
+
+/* scale[g] = w_g E0_g clamp(rho_g, rho_min, 1)^p: the factors of
+ * vox_efg_stiffness_assemble. */
+void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, double *scale);
+
+/* q[g] = the strain energy density of the displacement parameters u (3 per
+ * node) at Gauss point g for E = 1: eps^T D_1 eps. */
+void vox_efg_strain_energy(const vox_efg_model *efg, const double *u, double *q);
+
+/* dc[i] = d(f^T u)/d rho_i for every field node, from the Gauss densities
+ * and the energy densities q of the solution u of K u = f. */
+void vox_efg_compliance_sensitivity(const vox_efg_model *efg, const double *rho_gauss,
+                                    const double *q, double *dc);
+
+/* The material volume of the design cells, integral of rho_g (mm^3), and
+ * the design cells' volume V0 when rho_gauss is NULL. */
+double vox_efg_volume(const vox_efg_model *efg, const double *rho_gauss);
+
+/* dv[i] = dV/d rho_i = the integral of phi_i over the design cells. */
+void vox_efg_volume_sensitivity(const vox_efg_model *efg, double *dv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
