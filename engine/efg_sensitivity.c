@@ -15,10 +15,13 @@ void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, do
   }
 }
 
-/* rho clamped to [rho_min, 1]; *inside: whether it was in the range. */
-static inline double clamped(const vox_efg_options *o, double rho, int *inside) {
-  *inside = rho >= o->density_min && rho <= 1.0;
-  return rho < o->density_min ? o->density_min : rho > 1.0 ? 1.0 : rho;
+/* rho floored at zero; *inside: whether it was above. (Not clamped to
+ * [rho_min, 1]: void and solid regions interpolate to rho_min and 1 give or
+ * take a rounding error, and a clamp there would zero their derivatives by
+ * the rounding's sign.) */
+static inline double floored(double rho, int *inside) {
+  *inside = rho > 0;
+  return rho > 0 ? rho : 0.0;
 }
 
 void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, double *scale) {
@@ -26,7 +29,7 @@ void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, doub
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t g = 0; g < (ptrdiff_t)efg->gauss.n_points; g++) {
     int inside;
-    const double r = clamped(o, rho_gauss[g], &inside);
+    const double r = floored(rho_gauss[g], &inside);
     scale[g] = efg->gauss_weight[g] * efg->gauss_modulus[g] * pow(r, o->simp_penalty);
   }
 }
@@ -65,7 +68,7 @@ void vox_efg_compliance_sensitivity(const vox_efg_model *efg, const double *rho_
     for (size_t k = np->start[i]; k < np->start[i + 1]; k++) {
       const size_t g = np->point[k];
       int inside;
-      const double r = clamped(o, rho_gauss[g], &inside);
+      const double r = floored(rho_gauss[g], &inside);
       if (!inside) continue;
       s += efg->gauss_weight[g] * efg->gauss_modulus[g] * p * pow(r, p - 1) *
            gs->phi[np->entry[k]] * q[g];

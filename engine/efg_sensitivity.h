@@ -4,12 +4,14 @@
  * The design variables are nodal densities rho_i; the density at a Gauss
  * point is their MLS interpolation rho_g = sum_i phi_i(x_g) rho_i (eq. 16),
  * its modulus E_g = rho_g^p E0 (eq. 17). MLS shape functions may be
- * negative, so rho_g can leave [rho_min, 1] by a little where the nodal
- * densities jump; the modulus takes rho_g clamped to that range (a negative
- * rho_g would give K a negative stiffness) and its derivative is zero where
- * the clamp holds. The volume (eq. 20) is the plain integral of rho_g over
- * the design cells, linear in the nodal densities, so dV/drho_i = integral
- * of phi_i (eq. 24).
+ * slightly negative (down to -1.5e-7 at the Gauss points of cubic voxels
+ * with d_max = 2), so rho_g may undershoot the smallest nodal density by a
+ * little where nodal densities jump; with nodal densities >= rho_min it
+ * stays positive, and the modulus takes rho_g floored at zero only as a
+ * guard (a negative rho_g would make K indefinite), its derivative zero
+ * there. The volume (eq. 20) is the plain integral of rho_g over the design
+ * cells, linear in the nodal densities, so dV/drho_i = integral of phi_i
+ * (eq. 24).
  *
  * The compliance sensitivity (eq. 23, 25-27) is computed node-wise in two
  * stages, neither with races: per Gauss point the strain energy density
@@ -29,7 +31,7 @@ extern "C" {
 /* rho_g (one per Gauss point) = sum_i phi_i(x_g) rho_i, not clamped. */
 void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, double *rho_gauss);
 
-/* scale[g] = w_g E0_g clamp(rho_g, rho_min, 1)^p: the factors of
+/* scale[g] = w_g E0_g max(rho_g, 0)^p: the factors of
  * vox_efg_stiffness_assemble. */
 void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, double *scale);
 

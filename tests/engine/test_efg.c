@@ -579,7 +579,7 @@ static double compliance(vox_context *ctx, const vox_efg_model *efg, const vox_m
 
 static void test_sensitivity(vox_context *ctx) {
   const double h[3] = {1, 1, 1};
-  vox_model m = box_model(ctx, 5, 2, 3, h, 1000, 0.3);
+  vox_model m = box_model(ctx, 8, 2, 3, h, 1000, 0.3);
   clamp_left(ctx, &m);
   tip_load(ctx, &m, -1.0);
   vox_efg_options o;
@@ -589,8 +589,15 @@ static void test_sensitivity(vox_context *ctx) {
   const size_t nn = efg.nodes.n, ng = efg.gauss.n_points, nd = vox_efg_dofs(&efg);
   double *rho = malloc(nn * sizeof *rho), *u = calloc(nd, sizeof *u), *rg = malloc(ng * sizeof *rg),
          *q = malloc(ng * sizeof *q), *dc = malloc(nn * sizeof *dc), *dv = malloc(nn * sizeof *dv);
+  /* random densities between a solid region (x <= 2 mm: density 1) and a
+   * void one (x >= 6 mm: rho_min); the Gauss points deep in them
+   * interpolate to the bounds up to rounding, and their derivatives must
+   * not depend on the rounding's sign */
   unsigned seed = 11;
-  for (size_t i = 0; i < nn; i++) rho[i] = 0.3 + 0.5 * uniform(&seed);
+  for (size_t i = 0; i < nn; i++) {
+    const int32_t xi = efg.nodes.coord[3 * i];
+    rho[i] = xi <= 2 ? 1.0 : xi >= 6 ? o.density_min : 0.3 + 0.5 * uniform(&seed);
+  }
   const double c0 = compliance(ctx, &efg, &m, rho, u);
   vox_efg_gauss_density(&efg, rho, rg);
   vox_efg_strain_energy(&efg, u, q);
@@ -598,8 +605,8 @@ static void test_sensitivity(vox_context *ctx) {
   vox_efg_volume_sensitivity(&efg, dv);
   double worst = 0, worst_v = 0, dmax = 0;
   double *u2 = calloc(nd, sizeof *u2);
-  for (size_t i = 0; i < nn; i += 7) {
-    const double d = 1e-5, keep = rho[i];
+  for (size_t i = 0; i < nn; i += 3) {
+    const double d = 1e-6, keep = rho[i];
     rho[i] = keep + d;
     const double cp = compliance(ctx, &efg, &m, rho, u2);
     vox_efg_gauss_density(&efg, rho, rg);
@@ -618,12 +625,12 @@ static void test_sensitivity(vox_context *ctx) {
          c0, worst, dmax, worst_v);
   CHECK(dmax > 0);
   CHECK(worst < 1e-6 * dmax);
-  CHECK(worst_v < 1e-8);
+  CHECK(worst_v < 1e-7);
   /* the volume: V(rho = 1) = V0 = the cells' volume; sum dV/drho_i = V0 */
   double sdv = 0;
   for (size_t i = 0; i < nn; i++) sdv += dv[i];
-  CHECK_CLOSE(vox_efg_volume(&efg, NULL), 30.0, 1e-12);
-  CHECK_CLOSE(sdv, 30.0, 1e-12);
+  CHECK_CLOSE(vox_efg_volume(&efg, NULL), 48.0, 1e-12);
+  CHECK_CLOSE(sdv, 48.0, 1e-12);
   free(rho), free(u), free(u2), free(rg), free(q), free(dc), free(dv);
   vox_efg_model_free(&efg);
   vox_model_free(&m);
