@@ -4,6 +4,7 @@
 #include "efg_sensitivity.h"
 
 #include <math.h>
+#include <string.h>
 
 void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, double *rho_gauss) {
   const vox_efg_shapes *gs = &efg->gauss;
@@ -12,6 +13,17 @@ void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, do
     double r = 0;
     for (size_t e = gs->start[g]; e < gs->start[g + 1]; e++) r += gs->phi[e] * rho_nodes[gs->node[e]];
     rho_gauss[g] = r;
+  }
+}
+
+void vox_efg_voxel_density(const vox_efg_model *efg, const double *rho_gauss, double *voxel) {
+  const vox_grid *g = &efg->nodes.grid;
+  memset(voxel, 0, (size_t)vox_grid_elements(g) * sizeof *voxel);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t c = 0; c < (ptrdiff_t)efg->n_cells; c++) {
+    double s = 0;
+    for (int q = 0; q < 8; q++) s += rho_gauss[8 * c + q];
+    voxel[efg->cell_voxel[c]] = s / 8;
   }
 }
 

@@ -31,6 +31,13 @@ extern "C" {
 /* rho_g (one per Gauss point) = sum_i phi_i(x_g) rho_i, not clamped. */
 void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, double *rho_gauss);
 
+/* The density of each voxel of the grid from the Gauss points' densities:
+ * the mean of its cell's 8 (the cell's integral of rho over its volume, by
+ * the quadrature of eq. 20, so the design voxels' densities times their
+ * volumes add up to vox_efg_volume); 0 for voxels without a label. This is
+ * the voxel density a design file holds for export. */
+void vox_efg_voxel_density(const vox_efg_model *efg, const double *rho_gauss, double *voxel);
+
 /* scale[g] = w_g E0_g max(rho_g, 0)^p: the factors of
  * vox_efg_stiffness_assemble. */
 void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, double *scale);

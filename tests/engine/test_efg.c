@@ -4,10 +4,12 @@
  * from explicit B and D matrices; penalty supports that hold; a cantilever's
  * tip deflection against Euler-Bernoulli (with the shear term) and against
  * the trilinear FE solution; compliance and volume sensitivities against
- * finite differences. The systems are solved here by CHOLMOD (a direct
- * solve, independent of the engine's iterative solvers). Parts: mls,
- * assembly, supports, cantilever, sensitivity. */
+ * finite differences; voxel densities, the same bits on one thread as on
+ * two, and the messages for bad input. The systems are solved here by
+ * CHOLMOD (a direct solve, independent of the engine's iterative solvers).
+ * Parts: mls, assembly, supports, cantilever, sensitivity, design, input. */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -636,6 +638,115 @@ static void test_sensitivity(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* ---- voxel densities, threads, bad input ----------------------------------------- */
+
+static void test_design(vox_context *ctx) {
+  const double h[3] = {1.0, 1.2, 0.9};
+  vox_model m = box_model(ctx, 6, 4, 3, h, 1000, 0.3);
+  m.label[5] = 0;
+  clamp_left(ctx, &m);
+  tip_load(ctx, &m, -1.0);
+  vox_efg_options o;
+  vox_efg_options_default(&o);
+  vox_efg_model efg;
+  CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &efg));
+  const size_t nn = efg.nodes.n, ng = efg.gauss.n_points, ne = (size_t)vox_grid_elements(&m.grid);
+  double *rho = malloc(nn * sizeof *rho), *rg = malloc(ng * sizeof *rg),
+         *vd = malloc(ne * sizeof *vd);
+  /* a uniform start gives that density in every voxel (partition of
+   * unity), and 0 in the empty one */
+  vox_efg_initial_density(&efg, 0.4, rho);
+  vox_efg_gauss_density(&efg, rho, rg);
+  vox_efg_voxel_density(&efg, rg, vd);
+  double worst = 0;
+  for (size_t e = 0; e < ne; e++) worst = fmax(worst, fabs(vd[e] - (e == 5 ? 0 : 0.4)));
+  CHECK(worst < 1e-14);
+  CHECK_CLOSE(vox_efg_volume(&efg, rg), 0.4 * (double)(ne - 1) * h[0] * h[1] * h[2], 1e-12);
+  /* random densities: the voxels' densities times their volumes are the
+   * volume */
+  unsigned seed = 5;
+  for (size_t i = 0; i < nn; i++) rho[i] = 0.05 + 0.9 * uniform(&seed);
+  vox_efg_gauss_density(&efg, rho, rg);
+  vox_efg_voxel_density(&efg, rg, vd);
+  double v = 0;
+  for (size_t e = 0; e < ne; e++) v += vd[e] * h[0] * h[1] * h[2];
+  CHECK_CLOSE(v, vox_efg_volume(&efg, rg), 1e-12);
+
+  /* the stiffness matrix, energies and sensitivities: the same bits on one
+   * thread as on two */
+  const size_t nd = vox_efg_dofs(&efg);
+  double *sc = malloc(ng * sizeof *sc), *u = malloc(nd * sizeof *u), *q[2], *dc[2];
+  for (size_t i = 0; i < nd; i++) u[i] = sin(0.37 * (double)i);
+  vox_efg_gauss_scale(&efg, rg, sc);
+  vox_bsr k[2];
+  const int threads = omp_get_max_threads();
+  for (int t = 0; t < 2; t++) {
+    omp_set_num_threads(t + 1);
+    q[t] = malloc(ng * sizeof *q[t]);
+    dc[t] = malloc(nn * sizeof *dc[t]);
+    CHECK_OK(ctx, vox_efg_stiffness_pattern(ctx, &efg, &k[t]));
+    CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, sc, &k[t]));
+    vox_efg_strain_energy(&efg, u, q[t]);
+    vox_efg_compliance_sensitivity(&efg, rg, q[t], dc[t]);
+  }
+  omp_set_num_threads(threads);
+  const size_t nb = vox_bsr_blocks(&k[0]);
+  CHECK(nb == vox_bsr_blocks(&k[1]));
+  CHECK(memcmp(k[0].col, k[1].col, nb * sizeof *k[0].col) == 0);
+  CHECK(memcmp(k[0].val, k[1].val, 9 * nb * sizeof *k[0].val) == 0);
+  CHECK(memcmp(q[0], q[1], ng * sizeof *q[0]) == 0);
+  CHECK(memcmp(dc[0], dc[1], nn * sizeof *dc[0]) == 0);
+  for (int t = 0; t < 2; t++) {
+    vox_bsr_free(&k[t]);
+    free(q[t]);
+    free(dc[t]);
+  }
+  free(sc), free(u), free(rho), free(rg), free(vd);
+  vox_efg_model_free(&efg);
+  vox_model_free(&m);
+}
+
+static void test_input(vox_context *ctx) {
+  const double h[3] = {1, 1, 1};
+  vox_efg_options o;
+  vox_efg_options_default(&o);
+  vox_efg_model efg;
+  /* a constraint on a node that touches no material */
+  vox_model m = box_model(ctx, 3, 3, 3, h, 1000, 0.3);
+  m.label[0] = 0;
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, node_index(&m.grid, 0, 0, 0), 0, 0.0));
+  CHECK(vox_efg_model_create(ctx, &m, &o, &efg) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "constraint 0 is on node 0, which touches no material"));
+  /* a load there */
+  m.n_constraints = 0;
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 1));
+  CHECK_OK(ctx, vox_model_add_load(ctx, &m, node_index(&m.grid, 0, 0, 0), 2, 0, 1.0));
+  CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &efg));
+  double *f = malloc(vox_efg_dofs(&efg) * sizeof *f);
+  CHECK(vox_efg_load_vector(ctx, &efg, &m, 0, f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "load 0 is on node 0"));
+  free(f);
+  vox_efg_model_free(&efg);
+  /* supports smaller than the nodes' spacing, and bad options */
+  o.support_scale = 0.9;
+  CHECK(vox_efg_model_create(ctx, &m, &o, &efg) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "support scale"));
+  vox_efg_options_default(&o);
+  o.density_min = 0;
+  CHECK(vox_efg_model_create(ctx, &m, &o, &efg) == VOX_ERR_INVALID_ARGUMENT);
+  /* voxels too elongated for the supports: 1 x 1 x 4 mm with d_max 2
+   * leave the Gauss points without nodes above and below */
+  vox_efg_options_default(&o);
+  m.grid.voxel_size[2] = 4;
+  CHECK(vox_efg_model_create(ctx, &m, &o, &efg) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "too few nodes"));
+  m.grid.voxel_size[2] = 1;
+  /* heat conduction */
+  m.physics = VOX_PHYSICS_HEAT;
+  CHECK(vox_efg_model_create(ctx, &m, &o, &efg) == VOX_ERR_UNSUPPORTED);
+  vox_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -644,6 +755,8 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "supports")) test_supports(ctx);
   if (check_wanted(argc, argv, "cantilever")) test_cantilever(ctx);
   if (check_wanted(argc, argv, "sensitivity")) test_sensitivity(ctx);
+  if (check_wanted(argc, argv, "design")) test_design(ctx);
+  if (check_wanted(argc, argv, "input")) test_input(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();
 }
