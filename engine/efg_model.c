@@ -234,7 +234,8 @@ vox_status vox_efg_model_create(vox_context *ctx, const vox_model *model,
     vox_efg_model_free(efg);
     return s;
   }
-  return make_supports(ctx, model, efg);
+  if ((s = make_supports(ctx, model, efg)) != VOX_OK) vox_efg_model_free(efg);
+  return s;
 }
 
 vox_status vox_efg_load_vector(vox_context *ctx, const vox_efg_model *efg, const vox_model *model,

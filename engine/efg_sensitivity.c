@@ -11,7 +11,8 @@ void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, do
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t g = 0; g < (ptrdiff_t)gs->n_points; g++) {
     double r = 0;
-    for (size_t e = gs->start[g]; e < gs->start[g + 1]; e++) r += gs->phi[e] * rho_nodes[gs->node[e]];
+    for (size_t e = gs->start[g]; e < gs->start[g + 1]; e++)
+      r += gs->phi[e] * rho_nodes[gs->node[e]];
     rho_gauss[g] = r;
   }
 }
@@ -106,7 +107,8 @@ void vox_efg_volume_sensitivity(const vox_efg_model *efg, double *dv) {
     double s = 0;
     for (size_t k = np->start[i]; k < np->start[i + 1]; k++) {
       const size_t g = np->point[k];
-      if (efg->cell_role[g / 8] == VOX_ROLE_DESIGN) s += efg->gauss_weight[g] * gs->phi[np->entry[k]];
+      if (efg->cell_role[g / 8] == VOX_ROLE_DESIGN)
+        s += efg->gauss_weight[g] * gs->phi[np->entry[k]];
     }
     dv[i] = s;
   }

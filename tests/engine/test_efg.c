@@ -89,7 +89,8 @@ static void bsr_triplets(const vox_bsr *k, triplets *t) {
     for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++)
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++)
-          trip_add(t, 3 * i + (size_t)r, 3 * (size_t)k->col[b] + (size_t)c, k->val[9 * b + 3 * r + c]);
+          trip_add(t, 3 * i + (size_t)r, 3 * (size_t)k->col[b] + (size_t)c,
+                   k->val[9 * b + 3 * r + c]);
 }
 
 /* ---- models ----------------------------------------------------------------- */
@@ -312,7 +313,8 @@ static void test_assembly(vox_context *ctx) {
       if (b > k.row_start[i]) CHECK(k.col[b] > k.col[b - 1]);
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++)
-          kd[(3 * i + (size_t)r) * nd + 3 * (size_t)k.col[b] + (size_t)c] = k.val[9 * b + 3 * r + c];
+          kd[(3 * i + (size_t)r) * nd + 3 * (size_t)k.col[b] + (size_t)c] =
+              k.val[9 * b + 3 * r + c];
     }
   double diff = 0, scale = 0, asym = 0;
   for (size_t r = 0; r < nd; r++)
@@ -523,7 +525,8 @@ static void test_cantilever(vox_context *ctx) {
    * P L / (kappa G A), kappa = 5/6 */
   const double len = 16, side = 2, e = 1000, nu = 0.3, p = 1;
   const double inertia = side * side * side * side / 12, shear = e / (2 * (1 + nu));
-  const double beam = p * len * len * len / (3 * e * inertia) + p * len / (5.0 / 6.0 * shear * side * side);
+  const double beam =
+      p * len * len * len / (3 * e * inertia) + p * len / (5.0 / 6.0 * shear * side * side);
   double efg_tip[2], fe_tips[3];
   for (int level = 0; level < 3; level++) {
     const int64_t n = 1 << level; /* cells per mm */
