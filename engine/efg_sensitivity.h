@@ -1,0 +1,64 @@
+/* Densities, SIMP and sensitivities of the EFG topology optimization
+ * (private; Lu, Gong, Zhang, Xie and Yin 2021, sections 3 and 5.3-5.4).
+ *
+ * The design variables are nodal densities rho_i; the density at a Gauss
+ * point is their MLS interpolation rho_g = sum_i phi_i(x_g) rho_i (eq. 16),
+ * its modulus E_g = rho_g^p E0 (eq. 17). MLS shape functions may be
+ * slightly negative (down to -1.5e-7 at the Gauss points of cubic voxels
+ * with d_max = 2), so rho_g may undershoot the smallest nodal density by a
+ * little where nodal densities jump; with nodal densities >= rho_min it
+ * stays positive, and the modulus takes rho_g floored at zero only as a
+ * guard (a negative rho_g would make K indefinite), its derivative zero
+ * there. The volume (eq. 20) is the plain integral of rho_g over the design
+ * cells, linear in the nodal densities, so dV/drho_i = integral of phi_i
+ * (eq. 24).
+ *
+ * The compliance sensitivity (eq. 23, 25-27) is computed node-wise in two
+ * stages, neither with races: per Gauss point the strain energy density
+ * Q_g = u^T B^T D_1 B u (eq. 27; here from the strain eps = B u, O(n) per
+ * point instead of the node pairs' O(n^2), the same value), then per node
+ * dc/drho_i = -sum over the Gauss points g of node i of
+ *     w_g E0_g p rho_g^(p-1) phi_i(x_g) Q_g. */
+#ifndef VOXFE_EFG_SENSITIVITY_H
+#define VOXFE_EFG_SENSITIVITY_H
+
+#include "efg_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rho_g (one per Gauss point) = sum_i phi_i(x_g) rho_i, not clamped. */
+void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, double *rho_gauss);
+
+/* The density of each voxel of the grid from the Gauss points' densities:
+ * the mean of its cell's 8 (the cell's integral of rho over its volume, by
+ * the quadrature of eq. 20, so the design voxels' densities times their
+ * volumes add up to vox_efg_volume); 0 for voxels without a label. This is
+ * the voxel density a design file holds for export. */
+void vox_efg_voxel_density(const vox_efg_model *efg, const double *rho_gauss, double *voxel);
+
+/* scale[g] = w_g E0_g max(rho_g, 0)^p: the factors of
+ * vox_efg_stiffness_assemble. */
+void vox_efg_gauss_scale(const vox_efg_model *efg, const double *rho_gauss, double *scale);
+
+/* q[g] = the strain energy density of the displacement parameters u (3 per
+ * node) at Gauss point g for E = 1: eps^T D_1 eps. */
+void vox_efg_strain_energy(const vox_efg_model *efg, const double *u, double *q);
+
+/* dc[i] = d(f^T u)/d rho_i for every field node, from the Gauss densities
+ * and the energy densities q of the solution u of K u = f. */
+void vox_efg_compliance_sensitivity(const vox_efg_model *efg, const double *rho_gauss,
+                                    const double *q, double *dc);
+
+/* The material volume of the design cells, integral of rho_g (mm^3), and
+ * the design cells' volume V0 when rho_gauss is NULL. */
+double vox_efg_volume(const vox_efg_model *efg, const double *rho_gauss);
+
+/* dv[i] = dV/d rho_i = the integral of phi_i over the design cells. */
+void vox_efg_volume_sensitivity(const vox_efg_model *efg, double *dv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
