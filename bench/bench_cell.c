@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of inverse homogenization (seed 003 table 2): bulk-modulus
  * maximisation of a periodic N^3 cell, E = 1, nu = 0.3, at a volume
  * fraction V, p = 3 from the start, sensitivity filter of 2 voxels, move

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A synthetic clinical-size bone model for the voxfe-analyze benchmark
  * (docs/benchmarks.md, issue 6): a section of distal tibia as a first-
  * generation HR-pQCT scanner sees it (XtremeCT: 82 um voxels, 110 slices,

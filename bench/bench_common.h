@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the benchmark programs share: the clock, the 2:1:1 cantilever model
  * of a problem file, and their settings as --NAME=VALUE arguments. */
 #ifndef VOXFE_BENCH_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the CUDA backend (docs/benchmarks.md). Two modes:
  *
  *   bench_cuda kernel NX NY NZ [REPS]

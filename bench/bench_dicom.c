@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The DICOM series benchmark of docs/benchmarks.md: how long voxfe takes to
  * read a series (the walk of each file, ordering, the pixels rescaled to
  * float) against plain fread of the same files' bytes and against GDCM's

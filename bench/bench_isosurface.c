@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the isosurface and the STL writer (voxfe/surface.h) on a
  * gyroid, or on an optimized design upsampled.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The mesh fill benchmark (bench/mesh-vs-vtk.sh, docs/benchmarks.md): a
  * rippled ball of about T triangles (tests/mesh/mesh_shapes.h), written as a binary STL, read back
  * through assimp and filled into an N^3-ish grid (N voxels along the longest

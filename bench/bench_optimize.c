@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of a whole optimization of a model file, with the time of each
  * stage (docs/benchmarks.md, seed 000's heat sink):
  *

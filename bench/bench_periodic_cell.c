@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the periodic cell's per-iteration pieces on a backend
  * (docs/benchmarks.md, issue 8):
  *

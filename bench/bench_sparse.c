@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the sparse (bone-only) solver on a synthetic trabecular bone
  * (docs/benchmarks.md, seed 004's perlin meshes):
  *

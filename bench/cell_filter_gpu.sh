@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Seed 003's setup with the density filter (its section 5.2 filters the
 # density) at 64^3 and 128^3, 300 iterations at the cell default CG rtol 1e-2,
 # with the binarized moduli, on the GPU.   cell_filter_gpu.sh BUILD OUT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What FP16 storage of a periodic cell's six displacement fields would do to
  * its moduli and sensitivities (issue 8's mixed precision), measured on a
  * design rather than assumed: the fields are solved in double, then each

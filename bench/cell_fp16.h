@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FP16 check of bench_cell (cell_fp16.c): C^H and the bulk modulus's
  * sensitivities of the cell `model` (density = the physical design) from its
  * six fields solved in double, against the same from the fields rounded to

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The six fields in half precision on the GPU, in one call: the CUDA tests of
 # the periodic operator and the cell CLI, the 25-iteration timing at 128^3,
 # seed 003's setup run 300 iterations at 64^3 and 128^3 (to compare with the

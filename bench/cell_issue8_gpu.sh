@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Issue 8's cell measurements on the GPU in one call (docs/benchmarks.md,
 # "GPU: inverse homogenization of a periodic cell"), most wanted first, each
 # step skipped once DEADLINE seconds have passed: the CUDA test of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cell benchmarks' problem and binarized moduli (cell_problem.h). */
 #include <math.h>
 #include <stdio.h>

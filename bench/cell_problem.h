@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bulk-modulus problem of the cell benchmarks (bench_cell, bench_cell_rtol):
  * an n^3 periodic cell, E = 1, nu = 0.3, volume fraction V, p = 3 from the
  * start, sensitivity filter of 2 voxels (periodic), move limit 0.05, OC

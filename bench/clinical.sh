@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The clinical benchmark of voxfe-analyze (docs/benchmarks.md, issue 6):
 #
 #   bench/clinical.sh BIN_DIR [SAMPLES [JOBS]]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The CPU benchmark of docs/benchmarks.md: the 2:1:1 cantilever at 48x24x24
 # and 96x48x48, 20 design iterations each.
 #   bench/cpu-cantilever.sh [BUILD_DIR]      (default: build)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
 #   bench/cuda-benchmarks.sh BIN_DIR
 #     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge|fp16]...

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The DICOM series benchmark of docs/benchmarks.md: writes a CT series of
 # SLICES slices of 512 x 512 int16 (a bone-like cylinder in soft tissue,
 # pydicom, explicit VR little endian, file names in no particular order),

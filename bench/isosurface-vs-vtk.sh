@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The isosurface benchmark of docs/benchmarks.md: voxfe's isosurface and
 # binary STL writer against VTK's vtkFlyingEdges3D (python3-vtk9, the system
 # /usr/bin/python3), on the same density field, the same number of threads,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The mesh fill benchmark of docs/benchmarks.md: voxfe's fill of a rippled
 # ball against VTK's vtkPolyDataToImageStencil (python3-vtk9, the system
 # /usr/bin/python3) on the same STL, the same grid (voxel centres) and the same

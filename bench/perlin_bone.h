@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A synthetic trabecular bone as in seed 004 ("perlin" meshes): the
  * intersection of two thresholded coherent-noise fields. Each field is a
  * fractal sum of Ken Perlin's improved gradient noise (2002) over the unit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every headline row of docs/benchmarks.md, part by part:
 #
 #   bench/run-all.sh BUILD_DIR OUT_DIR [PART...]

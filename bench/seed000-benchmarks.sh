@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Seed 000's three benchmarks at the paper's sizes, one after the other, with
 # the time of each stage (docs/benchmarks.md, "Seed 000's three benchmarks"):
 #   bench/seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE [SETTING...]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-analyze: one linear-elastic micro-FE analysis of a voxel model, the
  * standard bone compression tests or the model's own supports and loads;
  * writes the result file (displacement, reactions, element fields, summary)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-optimize's checkpoints (cli_checkpoint.h). */
 #include "cli_checkpoint.h"
 

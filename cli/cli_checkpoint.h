@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-optimize's checkpoints (--checkpoint-every, --checkpoint,
  * --resume): the file's name, the optimizer's callbacks that write it and
  * that ask whether a signal came, and the resumed run's start. */

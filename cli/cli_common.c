@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The programs' name in messages, the one-line error, and the mapping from
  * library statuses to exit statuses. */
 #include "cli_common.h"

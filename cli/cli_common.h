@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What every voxfe program shares about failing: its name in messages, the
  * one-line error on stderr, and the exit statuses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Values of the periodic cell's options (cli_design_options.h). */
 #include "cli_design_options.h"
 

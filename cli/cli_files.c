@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Output-path checks, reading the input model, writing the output model. */
 #include "cli_files.h"
 

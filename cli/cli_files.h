@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The programs' files: the checks before a run starts (so that a long run is
  * never lost to a typo in -o and an input file is never modified), reading
  * the input model and writing the output model, each with its exit status. */

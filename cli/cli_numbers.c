@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Number and number-list parsing with range checks and clear messages. */
 #include "cli_numbers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Parsing numbers from the command line, with range checks and messages that
  * name the option, the accepted range and the text given:
  *   --volume-fraction: expected a number in (0, 1], got 'abc'

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Option tables to argp (help text, parsing, usage errors) and to the
  * history line. */
 #include "cli_options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Command-line options declared once, as data: each program lists its options
  * in a table (name, type, where the value goes, accepted range, help), and
  * this module turns the table into argp's --help and parser, and into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The progress display: a live status line on a terminal, one line per
  * iteration elsewhere. */
 #include "cli_progress.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The progress display of long runs, fed by the library's progress callback.
  *
  * On a terminal: one status line rewritten in place (\r), ended with a

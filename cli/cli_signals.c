@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The programs' signal handling (cli_signals.h). */
 #include "cli_signals.h"
 

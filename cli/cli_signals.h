@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The programs' signals. SIGINT, SIGTERM and SIGHUP end a program as they
  * always did, by the signal, but first remove the temporary files of the
  * writes under way (voxfe/temp_files.h), so that no "<file>.tmp.*" is left

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Names of the solver's and the backend's choices on the command line. */
 #include "cli_solver_options.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The solver and execution options that every solving program shares
  * (voxfe-optimize, voxfe-analyze): parsers of their names and the option
  * table entries, declared once so that the programs take the same options

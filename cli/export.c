@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-export: writes a model or design file in a format other programs
  * open, chosen by the extension of -o: VTK XML for ParaView (the grid, the
  * kept voxels, the surface), STL for CAD and

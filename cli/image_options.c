@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The values of voxfe-voxelize's image options (--threshold, --roi, ...):
  * parsers and formatters for the option table of voxelize.c. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The values of voxfe-voxelize's image options: each parser prints its one
  * line (cli_error) and returns -1 on bad text; each formatter writes the
  * value as the option takes it, or nothing for a value not given (the

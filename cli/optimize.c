@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-optimize: reads a model file, runs topology optimization of the
  * model's objective (compliance, or a mechanism's output displacement) on it, and writes the design file (density, displacements,
  * history). Nothing is written unless the run succeeds. */

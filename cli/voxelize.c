@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-voxelize: makes a model file from an input geometry and a problem
  * file (loads, supports, passive regions, material). The geometry is a box
  * of voxels, a surface mesh (import/mesh_*.c, docs/meshes.md) or a CT image

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend: device selection, device memory, vector operations and
  * reductions, and the operation table that ties in the operator, SIMP,
  * filter and multigrid kernels. */

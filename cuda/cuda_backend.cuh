@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend's pieces, one file each (private to libvoxfe).
  *
  * Every large array lives in device memory, allocated once; operations run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell solver's operations on the GPU (cell_ops.h): one
  * thread per node of a level or of one colour, each computed by
  * cell_kernels.h as the CPU backend computes it. Everything is in device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The direct solve of the coarsest multigrid level.
  *
  * Up to VOX_CUDA_DENSE_COARSE_DOFS unknowns it stays on the device: the

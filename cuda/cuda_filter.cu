@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The linear-hat density and sensitivity filters on the device (seed 000
  * eq. 3, 4; algorithm 7): w = R - |x_i - x_e| over element centres within R,
  * restricted to non-empty elements.

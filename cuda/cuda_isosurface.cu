@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The isosurface on the GPU: the extraction of export/surface.c (the same
  * padded point grid, crossing masks, case table and vertex formula), giving
  * the same vertices bit for bit in the same order, and the same triangles

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The mesh fill on the GPU: the same voxels as the CPU's (import/mesh_fill.c),
  * from the same prepared mesh, already in device memory
  * (cuda_mesh_prepare.cu), and the same exact arithmetic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The preparation of a mesh for the fill (import/mesh_prepare.c) on the GPU,
  * with the same result to the bit: the vertices on the fixed-point lattice,
  * welded and numbered in the order of their first use, degenerate triangles

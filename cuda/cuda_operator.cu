@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free operator on the device: y = K x with K = sum_e m_e Ke, the
  * one element matrix Ke of unit modulus shared by every voxel (seed 000
  * section 4.1, seed 001, seed 004 section 3). Three kernels compute the same

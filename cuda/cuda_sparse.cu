@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sparse (bone-only) system on the GPU (sparse_ops.h): vectors in double
  * or float, the element-by-element product over the active elements, and the
  * transfers between levels. A vector's precision is a run-time flag, the

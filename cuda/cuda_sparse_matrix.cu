@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Assembled block sparse row matrices of the sparse system on the GPU
  * (sparse_ops.h: matrix_*): the smoothed-aggregation levels, their
  * transfers and inverted diagonal blocks (sparse_sa.h). A copy of the host

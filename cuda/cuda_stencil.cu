@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Stencils on the device: the assembled operators of the coarse multigrid
  * levels, 27 blocks of dpn x dpn per node of which the 14 not implied by
  * symmetry are stored (cuda_backend.cuh), their product and diagonal, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry enforcement on the device (voxfe/symmetry.h): one thread per
  * element, each orbit averaged and written by its lowest element only
  * (engine/symmetry_group.h, the same code as the CPU's), in place. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The adjoint solve on a second device in a thread of its own
  * (adjoint_worker.h). Everything on the second device is made, used and
  * freed by the worker thread: a CUDA device is the current device of a

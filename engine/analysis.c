@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bone-strength analysis on the host: standard compression tests, connected
  * components, element fields, reactions, the Pistoia failure load and field
  * statistics (voxfe/analysis.h). These run once per analysis, after the

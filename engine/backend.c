@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backend selection: cpu, cuda, or auto (CUDA when built and a device is
  * present, else the CPU). */
 #include <pthread.h>

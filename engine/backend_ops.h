@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend interface: a table of operations that the solver and the
  * optimizer are written against (private to libvoxfe). A backend owns the
  * memory of its vectors (host memory for the CPU, device memory for CUDA);

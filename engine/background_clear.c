@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Background clearing (background_clear.h): the areas cut into chunks that
  * the thread and, at the finish, the caller's OpenMP threads take from one
  * atomic counter, so each chunk is zeroed once, by whoever comes first. */

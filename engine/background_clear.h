@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zeroing large host buffers on a thread of its own while the caller waits
  * for a device (the sparse solve's iterations): the first touch of fresh
  * pages (the kernel maps and zeroes each) and the clearing itself, off the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The per-node arithmetic of the periodic cell solver (cell_solver.h),
  * shared by the backends (private): each function computes what one node
  * of one level needs, and a backend runs it over the nodes of a colour or

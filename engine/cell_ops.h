@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend operations of the periodic cell solver (private): what
  * cell_solver.c is written against, one table per backend, reached through
  * vox_backend_ops.cell. A backend's vox_cell holds the whole hierarchy in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell solver's driver (cell_solver.h): the hierarchy, its
  * coarsest pseudo-inverse on the host, and the hooks of the one
  * conjugate gradients (ksp.h) with one V-cycle of the shared cycle (pc.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell problems K u = f of homogenization in single precision
  * with little memory (private), after seed 003's solver: conjugate
  * gradients in float preconditioned by one V-cycle of symmetric 8-colour

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Checkpoints of the optimizer (voxfe/checkpoint.h, optimizer_checkpoint.h):
  * the list of named arrays, and the design loop's state in it. */
 #include <math.h>

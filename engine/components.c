@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connected components of a label grid (voxfe/components.h) by a parallel
  * union-find over runs: the non-empty voxels of each row (fixed j, k) form
  * runs along x; a run is joined to the runs it touches in the neighbouring

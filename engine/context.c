@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library context: the last error message, the progress callback and the
  * thread count. One context per thread of the caller; nothing is global. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU side of import/ and export/ (voxfe/device/mesh_fill.h,
  * voxfe/device/isosurface.h) in a build without CUDA: no devices, and each
  * call says how to get them. Built only then; the CUDA backend implements

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Node-pair assembly of the EFG stiffness matrix (efg_assembly.h). */
 #include "efg_assembly.h"
 

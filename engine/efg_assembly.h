@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The EFG stiffness matrix, assembled node pair by node pair (private; Lu,
  * Gong, Zhang, Xie and Yin 2021, section 5.1, after Karatarakis et al.).
  *

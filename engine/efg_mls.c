@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MLS shape functions on the nodes of a voxel grid (efg_mls.h). */
 #include "efg_mls.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Moving least-squares (MLS) shape functions of the element-free Galerkin
  * (EFG) method (private; Lu, Gong, Zhang, Xie and Yin 2021, section 2), on
  * the nodes of a voxel grid.

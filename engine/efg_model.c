@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The EFG discretisation of a voxel model (efg_model.h). */
 #include "efg_model.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The element-free Galerkin (EFG) discretisation of a voxel model (private;
  * Lu, Gong, Zhang, Xie and Yin 2021, sections 2, 3 and 6).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Densities, SIMP and sensitivities of the EFG topology optimization
  * (efg_sensitivity.h). Every loop writes one entry per iteration: the Gauss
  * point loops their point's, the node loops their node's, so none races. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Densities, SIMP and sensitivities of the EFG topology optimization
  * (private; Lu, Gong, Zhang, Xie and Yin 2021, sections 3 and 5.3-5.4).
  *

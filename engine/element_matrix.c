@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exact hex8 element matrices on a box voxel, by 2x2x2 Gauss quadrature
  * (exact here: the integrands are polynomials of degree <= 2 per direction). */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Formulas in the entries of C^H (voxfe/expression.h): a recursive-descent
  * parser to a postfix program, and a stack machine that carries each
  * intermediate value with its 36 partial derivatives (forward-mode automatic

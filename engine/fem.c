@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FE system of a voxel model -- linear elasticity (3 dofs per node) or
  * steady heat conduction (1 dof per node, the physics of the model): one
  * element matrix of unit modulus (conductivity) scaled per element,

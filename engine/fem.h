@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The finite element system of a voxel model on a backend (private), linear
  * elasticity or heat conduction after the model's physics: operator, element
  * moduli, Dirichlet elimination, the load

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Statistics of element fields and the Pistoia failure load
  * (voxfe/analysis.h): mean, standard deviation, extremes and percentiles of
  * a clinical sample's 3 M values each, on all threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The taps of the linear-hat filter (filter_taps.h). */
 #include "filter_taps.h"
 

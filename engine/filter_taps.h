@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The taps of the linear-hat filter (seed 000 eq. 3, 4), shared by the
  * backends (private): every offset (di, dj, dk) between element centres
  * closer than the radius, with its weight R - |d|, in the order dk, dj, di

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The element-level pieces of the Galerkin product (galerkin_element.h). */
 #include "galerkin_element.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The element-level pieces of the Galerkin product R A P on the matrix-free
  * level (private, shared by the backends): every fine element lies in one
  * coarse element, where the prolongation P is a fixed map Q_s of its

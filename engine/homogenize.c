@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Homogenization of a periodic unit cell (seed 003 section 3.2). For each
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cell problems of a periodic unit cell (up to six unit strains) on a
  * backend (private), for vox_homogenize and the optimizer's homogenization
  * objectives (seed 003 eq. 4-9). */

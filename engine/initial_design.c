@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Initial designs (voxfe/initial_design.h). The sums y_e are computed into
  * rho, then mapped through the sigmoid in place once its shift mu is found.
  * Every element is independent of the others, and the reductions of the

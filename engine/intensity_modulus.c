@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Young's modulus from calibrated CT intensity through a density-modulus
  * power law (voxfe/analysis.h): heterogeneous tissue moduli for a micro-FE
  * analysis whose labels alone would give every bone voxel one E. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Preconditioned conjugate gradients, written once (ksp.h), and its hooks
  * on backend vectors with the warm start from a history. */
 #include "ksp.h"

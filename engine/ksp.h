@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Preconditioned conjugate gradients, written once (private): the loop,
  * its convergence test, its reasons and its monitor, against a small set
  * of hooks that each solver supplies for its own vectors (the box's

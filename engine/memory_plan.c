@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory a run needs on its backend (memory_plan.h). The counts follow
  * the allocations of fem.c, ksp.c, multigrid.c and optimizer.c; they are
  * kept together here so that a change there is a change here. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a solve or an optimization will allocate on a backend, checked before
  * anything is allocated (private). A GPU has a fixed memory: a run that
  * cannot fit fails at once with the bytes it needs, the bytes free and the

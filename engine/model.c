@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The voxel model's memory: allocation, copies, appending materials,
  * boundary conditions and history, and a consistency check. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Geometric multigrid V- or W-cycle as a PCG preconditioner (seed 000
  * section 4.1, seed 004 section 3): nested grids of vox_grid_coarsen,
  * Galerkin coarse operators R A P kept as 27-block stencils, damped Jacobi

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Geometric multigrid preconditioner (private): the hierarchy of nested grids
  * with Galerkin coarse operators, and one V- or W-cycle as the preconditioner of
  * PCG. Host code only: every step is a backend operation. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Objectives of the optimizer (objective.h): weighted compliance and the
  * output displacement of a compliant mechanism with its adjoint solve. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The objective of a topology optimization on a backend (private): which
  * state (and adjoint) problems it solves, its value, and the element
  * energies from which the SIMP kernels make its sensitivities (seed 000

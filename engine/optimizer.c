@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Topology optimization (seed 000, section 3): modified SIMP, sensitivity
  * or density filter, optimality-criteria update with a bisection for the
  * volume multiplier, continuation on p and q. The objective is the model's

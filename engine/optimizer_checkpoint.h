@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The optimizer's checkpoints (private): what the design loop of
  * optimizer.c needs to go on after design iteration k exactly as it would
  * have, taken from the backend into a vox_checkpoint and put back. The loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The preconditioner objects' common parts (pc.h): Jacobi on backend
  * vectors and the multigrid cycle over a level interface. */
 #include "pc.h"

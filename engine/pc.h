@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Preconditioners as objects (private), and the multigrid cycle written
  * once over a level interface.
  *

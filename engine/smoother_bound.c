@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Jacobi-scaled spectrum bound of smoother_bound.h, by LAPACK. */
 #include <math.h>
 #include <stdlib.h>

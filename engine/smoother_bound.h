@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A bound on the spectrum of the Jacobi-scaled fine operator, from its one
  * element matrix (private).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One linear-elastic solve of a model, every load case: the public entry for
  * analyses and tests; the optimizer uses the same FE system. */
 #include <stdlib.h>

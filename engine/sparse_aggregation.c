@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Standard aggregation and the tentative prolongator of smoothed
  * aggregation (sparse_aggregation.h). */
 #include "sparse_aggregation.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Aggregates and the tentative prolongator of smoothed aggregation
  * (private; sparse_sa.h builds the levels from them). */
 #ifndef VOXFE_SPARSE_AGGREGATION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Host arithmetic of block sparse row matrices (sparse_bsr.h). The products
  * run by rows on all threads, each row's columns found with a per-thread
  * marker over the output's columns (Gustavson), counted in a first pass and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Block sparse row (BSR) matrices on the host (private): the assembled
  * levels, prolongators and restrictions of the smoothed-aggregation coarse
  * space of the sparse solver (sparse_sa.h), and the host arithmetic its

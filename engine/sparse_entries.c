@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The prescribed values and loads as distinct system dofs (sparse_entries.h).
  * The lists come mostly in node order (the compression tests, files
  * written by node); what is out of order is sorted, the position in the

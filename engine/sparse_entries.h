@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The model's prescribed values and one load case's forces as entries of
  * the sparse system's vectors (sparse_ops.h: vec_scatter): distinct dofs in
  * increasing order, those of nodes outside the system left out. */

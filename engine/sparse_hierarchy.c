@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The levels of the sparse multigrid on the host (sparse_hierarchy.h): active
  * nodes and elements of each level in box order, their moduli, fixed dofs,
  * and the parent words that tie each node to the next coarser level. */

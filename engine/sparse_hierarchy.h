@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The levels of the sparse (bone-only) multigrid, built on the host from the
  * voxel labels (private). Level 0 is the model's active elements and the
  * nodes they touch; each coarser level is the voxel image at half the

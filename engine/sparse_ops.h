@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend operations of the sparse (bone-only) system (private): what
  * sparse_solve.c is written against, one table per backend, reached through
  * vox_backend_ops.sparse.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The smoothed-aggregation levels of the sparse solver (sparse_sa.h): the
  * loop over levels, the prolongator smoothing, the Galerkin triple
  * products and the coarsest level's dense inverse. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The smoothed-aggregation (SA) coarse levels of the sparse solver
  * (private), built on the host: vox_sparse_pc_options.coarse =
  * VOX_SPARSE_COARSE_SA (sparse_solve.c).

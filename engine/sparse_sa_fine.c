@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Level 0 of the smoothed aggregation from its elements (sparse_sa_fine.h).
  * Every routine gathers a node's block row of A_0 (at most 27 blocks of
  * 3 x 3) from the elements around it, so each row is written by one thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fine (level-0) operator of the sparse system as the smoothed
  * aggregation's setup needs it, from the elements, without assembling it
  * (private): A_0 = sum_e m_e K_e with the fixed dofs' rows and columns

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Conjugate gradients on the sparse (bone-only) system, preconditioned by a
  * V-cycle over rediscretised levels (sparse_solve.h), or with
  * vox_sparse_pc_options.coarse = SA over smoothed-aggregation levels below the fine

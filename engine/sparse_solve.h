@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Linear elasticity on the bone only (private): the sparse system of
  * sparse_hierarchy.h solved by conjugate gradients preconditioned with a
  * V-cycle of matrix-free rediscretised levels (seed 004). It gives the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Coarse levels that follow the bone's connectivity (sparse_split.h). Every
  * pass is parallel: the joins through a lock-free union-find
  * (union_find.h), the numbering per layer of the coarse box; threads take

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A coarse level of the sparse multigrid that follows the bone's
  * connectivity (private; sparse_hierarchy.c builds its levels with it).
  *

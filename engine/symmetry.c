@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The symmetry groups of the cell (voxfe/symmetry.h, symmetry_group.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The maps of a symmetry group of the cell (voxfe/symmetry.h) as index maps
  * on the element grid, shared by the CPU and CUDA backends (private), so
  * that both visit the maps in the same order and add the same values in the

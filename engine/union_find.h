@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A disjoint-set forest over int64 indices that threads may join at once
  * (private): parent[x] == x at a root. Finds halve their paths; a join links
  * the larger root to the smaller one by a compare-and-swap, retried when

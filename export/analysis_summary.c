@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* JSON and CSV summaries of an analysis (voxfe/analysis_summary.h). */
 #include "voxfe/analysis_summary.h"
 #include "csv_field.h"

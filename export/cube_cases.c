@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The marching-cubes case table, derived from the per-face rule that
  * cube_cases.h describes. */
 #include "cube_cases.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The marching-cubes case table of the isosurface (the type, shared with the
  * GPU's extraction, is voxfe/device/isosurface.h; the tests check the table
  * on every corner configuration).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Decimation of a closed surface to a triangle budget: quadric error edge
  * collapses (Garland and Heckbert, 1997) that keep the mesh a closed,
  * oriented 2-manifold of the same topology.

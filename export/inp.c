@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_inp: a CalculiX / Abaqus input deck of the kept voxels as C3D8
  * bricks, with materials, supports, and one static step per load case.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_history_png: the optimization history as five stacked line
  * plots, drawn with cairo on an RGB image and written as PNG through a
  * stream callback into a temporary file that is renamed into place. */

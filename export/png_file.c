@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_cairo_png: a cairo image written as PNG through a stream
  * callback into a temporary file that is renamed into place (as in
  * summary.c and vtk_xml.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writing a cairo image surface as a PNG file that replaces its path
  * atomically, shared by the picture writers of export/ (private). */
 #ifndef VOXFE_PNG_FILE_H

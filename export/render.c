@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_render_surface_png: a shaded orthographic picture of a closed,
  * outward-oriented triangle mesh, rasterised here (no OpenGL on the machines
  * that run batch exports) and written through cairo.

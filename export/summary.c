@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_summary_json, vox_write_summary_csv: the numbers of a model or
  * design file (see voxfe/summary.h). The numbers are gathered once into a
  * struct, formatted into memory (open_memstream), and the text is written to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Isosurfaces of voxel fields (marching cubes with a case table that is
  * manifold by construction, export/cube_cases.c), Taubin smoothing, and STL
  * output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The temporary file of the writers (temp_file.h). */
 #define _GNU_SOURCE
 #include "../io/output_target.h"

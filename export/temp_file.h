@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The temporary file every writer of export/ writes before renaming it over
  * its output, so that a failed write never leaves a partial file (private). */
 #ifndef VOXFE_TEMP_FILE_H

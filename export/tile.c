@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Arrays of a periodic unit cell (voxfe/tile.h). */
 #include "voxfe/tile.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_pvd: the optimization history as a VTK collection (.pvd) of one
  * ImageData per density snapshot, for ParaView's time controls. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_vti: the whole voxel grid as VTK ImageData (.vti), with the
  * model's fields (vtkx_fields_init): cell data label and density, point data
  * displacement and force per load case and the fixed components, field data

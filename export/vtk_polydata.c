@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_vtp: a triangle surface as VTK PolyData (.vtp): Float64 points
  * in mm, the triangles as polys, point data `normals` (the active Normals),
  * field data `units`; through the same writer as the .vti and .vtu.

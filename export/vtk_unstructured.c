@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_vtu: the voxels kept by a density threshold (or, without density,
  * by a non-zero label) as VTK_HEXAHEDRON cells of an UnstructuredGrid (.vtu),
  * with only the nodes they use, numbered compactly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The VTK XML writer shared by the .vti and .vtu writers: compresses arrays
  * in VTK's zlib block layout, writes the XML with libxml2's xmlTextWriter
  * with the arrays appended as raw binary, and replaces the output file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Private to export/: the VTK XML file writer that the .vti and .vtu writers
  * share. It writes every array in appended raw binary, zlib-compressed in
  * VTK's block layout with UInt64 headers, and replaces the output file

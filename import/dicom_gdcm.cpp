@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 // The GDCM shim of dicom_gdcm.h. GDCM decodes every transfer syntax its
 // codecs cover (JPEG baseline/extended/lossless 8-16 bit, JPEG-LS, JPEG 2000,
 // RLE, deflate, big endian); what it cannot decode is reported, never

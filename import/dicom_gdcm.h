@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A small C-callable shim around GDCM (C++): the header fields of one DICOM
  * file that a series needs, and its decoded, rescaled pixels. The series
  * logic (ordering, spacing, gaps) is C, in image_dicom.c. Not installed. */

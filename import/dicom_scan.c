@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A walk over a DICOM file's data elements, before and often instead of
  * GDCM:
  * - a structural check: every element's length must fit in the file,

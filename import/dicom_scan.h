@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A walk over DICOM files (dicom_scan.c): a structural check before GDCM
  * sees them, the header fields of a series, and the reading of uncompressed
  * pixels without GDCM. Not installed. */

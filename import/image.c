@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Picking the image reader for a path by what it is: a folder, a file's
  * first bytes, its name. */
 #include <errno.h>

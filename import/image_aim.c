@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Scanco AIM, the HR-pQCT and micro-CT format, versions 020 and 030
  * (../shared/docs/FORMATS.md has the layout; written from that description).
  *

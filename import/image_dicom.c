@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DICOM: one file (a slice, or the frames of a multi-frame image) or a
  * folder holding one series. Slices are ordered by their position along the
  * slice normal (ImagePositionPatient on the cross product of the

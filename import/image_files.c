@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* File helpers of the image readers: exact reads with messages that name
  * the file, sizes, and folder listings in natural order. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the image readers share: decoding typed voxels to float, reading a
  * byte range of a file with messages that name it, and the folder listing
  * that series and stacks are read from. Not installed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Operations on a segmented image: the largest connected component, majority
  * downsampling, cropping to the labelled voxels, and the move into a model. */
 #include <stdlib.h>

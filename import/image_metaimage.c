@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* MetaImage (.mhd header + data file, or .mha with the data after the
  * header): the "Key = value" header of ITK, parsed here because Debian has no
  * C library for it. Raw and zlib-compressed data, one channel, 2 or 3

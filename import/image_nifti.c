@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NIfTI-1 and NIfTI-2 (.nii, .nii.gz, .hdr/.img) through nifticlib, which
  * reads both versions, either byte order and gzip. Spacing and origin come
  * from pixdim and the sform (else the qform), in the file's xyz units; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Raw volumes: voxels of one type back to back, x fastest, with the size and
  * type given by the user; and the decoding of typed voxels to float that the
  * MetaImage and AIM readers share. */

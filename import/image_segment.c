@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Image values to labels: unit conversion (Hounsfield units, calibrated
  * density), cropping to a region of interest, averaging blocks of voxels,
  * Otsu's threshold and thresholds to labels. */

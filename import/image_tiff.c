@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TIFF through libtiff: a multi-page file (one page a slice) or a folder of
  * files in natural name order (their pages one after the other); 8, 16, 32
  * and 64-bit grey values, integer or floating point, strips or tiles, any

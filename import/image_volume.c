@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The image volume's memory. */
 #include <stdio.h>
 #include <stdlib.h>

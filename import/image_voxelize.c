@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* From an image to a model, in the order that keeps each step honest: the
  * region of interest first (less to convert), values to the threshold's
  * units, averaging before thresholds (it acts on values), majority votes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The stages of a long import (reading a mesh or an image, filling a mesh,
  * segmenting an image), told to the context's progress callback when each
  * ends: voxfe-voxelize shows them on a terminal (cli/cli_progress.c). The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fills the solid a triangle mesh bounds into a voxel grid (the voxels whose
  * centres are inside), on the CPU with OpenMP or on the GPU.
  *

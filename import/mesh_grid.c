@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The grid around a part: from its bounding box, a voxel size or a number of
  * voxels along the longest side, and a margin of empty voxels. */
 #include <math.h>

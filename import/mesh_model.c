@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A voxel model's grid and labels from surface meshes: the design domain,
  * and optionally a passive solid and a passive void mesh (voxfe-voxelize
  * --mesh, --solid-mesh, --void-mesh). */

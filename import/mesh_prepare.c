@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Makes a mesh ready for the fill on one grid: vertices to the grid's
  * fixed-point lattice, welded there (the same point is the same vertex, so
  * the edges of neighbouring triangles meet exactly), degenerate triangles

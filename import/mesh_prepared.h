@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A mesh made ready for the fill on one grid (mesh_prepare.c): vertices on
  * the grid's fixed-point lattice and welded there, degenerate and repeated
  * triangles dropped, corners in canonical order, open edges counted. The CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reads a triangle mesh through assimp's C API: STL (ASCII and binary), OBJ,
  * PLY, OFF, 3MF, glTF and the other formats assimp knows. Every mesh of the
  * scene is taken, with its node transforms applied, into one vox_mesh. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reads a problem file -- the small YAML file in which people say where a
  * voxel model is held, loaded and kept solid or empty (docs/problem-file.md)
  * -- into a vox_problem, checking every value on the way. Geometry is not

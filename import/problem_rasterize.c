@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rasterises a problem onto a voxel model: turns the regions of supports,
  * loads and passive parts into element labels and node lists on the model's
  * grid, spreads each total force over its nodes, and adds the materials. The

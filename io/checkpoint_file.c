@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The checkpoint file (voxfe/checkpoint_file.h): the design file's writer
  * with the group `checkpoint` added, one variable per array of the state
  * (a scalar variable for one value, else a dimension "<name>_length" of

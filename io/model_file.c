@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The voxfe model file: vox_model_write and vox_model_read map a vox_model to
  * and from one netCDF-4 file (schema: docs/file-format.md).
  *

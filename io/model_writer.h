@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The model writer with more in the same file (private to io/): the
  * analysis result file is a model file plus the analysis's variables,
  * defined and written in the one pass of vox_model_write, so that the file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* n88model files (voxfe/n88model.h): the voxel model as Numerics88's
  * unstructured hexahedral mesh and back. Written from the format's public
  * description (vtkbone's n88model reader and writer, n88tools' postfaim);

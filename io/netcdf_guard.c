@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The checks of a netCDF file's first bytes before nc_open (netcdf_guard.h).
  * The HDF5 superblock layout and its checksum (Bob Jenkins' lookup3
  * "hashlittle", initial value 0) are those of the HDF5 file format

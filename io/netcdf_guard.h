@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What can be checked of a netCDF file before nc_open (private): a damaged
  * HDF5 superblock made libhdf5 1.10 free an invalid pointer inside nc_open
  * (found by mutating a model file). The netCDF and HDF5 libraries are not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What an output path names, and putting a finished temporary file there
  * (voxfe/io.h vox_output_refusal, io/output_target.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where the writers put their finished temporary file (private): every
  * output is written under a temporary name and then renamed over the output
  * path, which must therefore be a regular file or a new name; a character

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The analysis result file: the model file that vox_model_write makes (its
  * displacement on the bone nodes, schema version 4) with the analysis
  * variables and the `results` group added in the same pass

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_result_read: the parts of an analysis result file that vox_model_read
  * leaves out (the element fields over the bone elements, the reaction of
  * each constraint, the group `results`), for the programs that show a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The gate between a caller and the thread that writes its file beside
  * its work (private to io/: the result writer, the n88model writer). The
  * caller raises the stage as the parts of the file become ready (the

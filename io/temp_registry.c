@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The temporary files under way (voxfe/temp_files.h): a
  * fixed table of names, so that a signal handler can walk it without
  * allocating or locking. A slot is claimed by compare-and-swap, filled,

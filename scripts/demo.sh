@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One command from a fresh machine: install the packages, build, and run the
 # cantilever pipeline (voxelize -> optimize -> export) of workflows/cantilever.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the system packages voxfe needs to build and test (Debian 12 / Ubuntu 24.04).
 # Used by the README and by .ci/run. Safe to rerun.
 set -euo pipefail

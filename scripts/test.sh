@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Configures, builds (warnings are errors) and runs the test suite.
 #   scripts/test.sh                      build in ./build
 #   VOXFE_BUILD_DIR=dir VOXFE_SANITIZE=ON scripts/test.sh   an ASan+UBSan build

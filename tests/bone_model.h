@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Small perlin bones (bench/perlin_bone.h) as models for the tests of the
  * sparse solver on both backends (test_sparse.c, test_cuda_sparse.c). Each
  * test includes it once after check.h (everything here is static). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Minimal test assertions for the C test programs: each failed check prints
  * file:line and the expression, and the program exits non-zero at the end. */
 #ifndef VOXFE_TESTS_CHECK_H

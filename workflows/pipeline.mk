@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The voxelize -> optimize -> export pipeline shared by the workflows: each
 # workflow's Makefile sets PROBLEM and SIZE (and may set any variable below),
 # then includes this file.

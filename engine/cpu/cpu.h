@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU (OpenMP) backend's pieces, one file each (private). */
 #ifndef VOXFE_CPU_H
 #define VOXFE_CPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend: vectors in host memory, vector operations with OpenMP, and
  * the operation table that ties in the operator, SIMP and filter kernels. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell solver's operations on the CPU (cell_ops.h): OpenMP
  * loops over the nodes of a level or of one colour, each node computed by
  * cell_kernels.h as the CUDA backend computes it. */

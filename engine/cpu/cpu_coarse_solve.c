@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The direct solve of the coarsest multigrid level on the CPU: the stencil's
  * matrix is put in compressed-column form and factored by sparse Cholesky,
  * A = L L', then each V-cycle solves with the factor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The linear-hat density and sensitivity filters on the CPU (seed 000 eq. 3,
  * 4): w = R - |x_i - x_e| over element centres within R, restricted to
  * non-empty elements. The stencil of offsets and weights is built once. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Galerkin coarse operators on the CPU (seed 000 section 4.1), R A P.
  *
  * From the matrix-free level 0, element by element: every fine element lies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free stiffness operator on the CPU: K x = sum_e m_e Ke x_e,
  * element by element. Elements are visited in 8 colours (parity of i, j, k)
  * so that the elements of one colour share no node and their scatter needs no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Element-granularity SIMP kernels on the CPU: moduli from densities,
  * compliance sensitivities, and the optimality-criteria update for one trial
  * Lagrange multiplier (seed 000, eq. 2, 7, 9, 10). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sparse (bone-only) system on the CPU (sparse_ops.h): vectors in double
  * or float, the element-by-element product over the active elements, and
  * the transfers between levels. Elements and nodes are in box order, so a

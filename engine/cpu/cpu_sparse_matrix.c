@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Assembled block sparse row matrices of the sparse system on the CPU
  * (sparse_ops.h: matrix_*): the smoothed-aggregation levels. A copy of the
  * host matrix; products by block rows on all threads (each row written by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Stencils on the CPU: an assembled operator stored per node as 27 blocks
  * (the coarse levels of the multigrid), its product and diagonal, and the
  * transfers between a grid and its coarse grid: trilinear prolongation P and

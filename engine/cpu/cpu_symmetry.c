@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry enforcement on the CPU: the orbit means of symmetry_group.h, one
  * element per iteration, in place (each orbit is written by its lowest
  * element only). */

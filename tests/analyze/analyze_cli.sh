@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-analyze as a program: a run with both summaries (the CSV row appended
 # by a second run under its one header), the result file's variables, the
 # compression tests along each axis against E A eps, and bad input (empty

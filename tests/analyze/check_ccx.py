@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-analyze against CalculiX (ccx) on a small porous voxel model.
 
 A random porous model of two materials (a few thousand elements) goes through

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-analyze on real Numerics88 files (the fixtures' README): the model
 n88modelgenerator 8.0 wrote, against the same model solved by Faim
 (n88solver_slt at its own tolerance, post-processed by n88derivedfields).

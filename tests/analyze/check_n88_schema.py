@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-analyze on an n88model written here, with netCDF4, to the published
 schema (as vtkbone's n88model writer and n88modelgenerator lay it out: float
 coordinates and values, uint node numbers in VTK_VOXEL order, 1-based,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Writes voxfe model files for the analysis tests, with netCDF4 straight
 from docs/file-format.md (not through libvoxfe, so the reader is tested too).
 

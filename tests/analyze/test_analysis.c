@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The analysis engine against analytic values: a homogeneous cube under the
  * uniaxial and the confined compression test (strain-energy density, strain,
  * stress, von Mises stress, effective strain, reaction force E A eps), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The compression test on the CUDA backend against the CPU backend (label
  * gpu): a random porous two-material model, uniaxial along z, solved on both
  * in double and in mixed precision to a tight tolerance; displacements and

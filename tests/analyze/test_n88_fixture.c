@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe's element fields on Faim's solution (the fixtures' solved n88model):
  * the model read by vox_n88model_read, Faim's displacements put on its grid
  * by their nodes' coordinates, then vox_analysis_fields. The strain and the

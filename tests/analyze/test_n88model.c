@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* n88model round trip: a voxel model with two materials, an irregular bone
  * layout, supports with prescribed values and nodal forces goes to an
  * n88model and back; grid, labels, materials, constraints and loads must come

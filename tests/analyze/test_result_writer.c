@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The result file written beside the analysis (vox_result_writer_*): begun
  * before the displacement is filled in, the fields and the summary handed
  * over later, it must be the file that vox_result_write makes in one go,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # workflows/bone/Makefile on generated scans, one of them bad (its bone does
 # not connect the plates): make -j2 analyses the good ones, reports the bad
 # one, writes the table with the good rows only (one with other columns left

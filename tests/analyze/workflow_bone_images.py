@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Scans straight to the table: voxfe-voxelize --image without a problem
 file, and workflows/bone/Makefile on a folder of images.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input, one kind per CASE: each attempt must exit 2 with exactly one
 # line on stderr that names the problem, and leave no output file.
 # Usage: bash bad_input.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR CASE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-optimize's periodic-cell design options end to end on a 4^3 cell:
 # --initial random|trigonometric|uniform starts at the volume fraction (one
 # iteration with a move limit of 1e-9 and no filter writes the start to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A periodic unit cell end to end: voxelize a cell (problem file with
 # `cell: true`), maximise its bulk modulus for two iterations, and find
 # C^H in the summary and in the design file; a solid cell's C^H is the

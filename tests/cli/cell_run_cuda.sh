@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A periodic unit cell on the GPU through the program (label gpu): the same
 # short bulk-modulus run with --device cpu and --device cuda gives the same
 # C^H and moduli (to 1e-5), and --device auto takes the cell too; a custom

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-optimize --checkpoint-every and --resume, and SIGTERM through the
 # program: a run stopped at iteration k (by its iteration limit with a
 # checkpoint, or by a signal) and resumed has the design, the state, the

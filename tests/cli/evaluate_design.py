@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-optimize --max-iterations 0: the given design evaluated, not changed.
 
 C^H of laminate cells (layers of density 1 and 0.4 normal to x, and normal

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-export's formats on a small optimized cantilever: each extension
 # writes its kind of file, silently, and each file is what it claims to be.
 # Deeper checks of each writer are in tests/export.

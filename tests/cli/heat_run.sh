@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Heat conduction end to end: seed 000's heat-sink problem file at 16 mm
 # voxels, voxelized (physics heat, schema version 2), optimized for a few
 # iterations (temperatures stored, zero on the heat sink), exported to .vti

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # --help and --version of every program: exit 0, text on stdout, nothing on
 # stderr; --version says "<program> <version>".
 . "$(dirname "$0")/lib.sh"

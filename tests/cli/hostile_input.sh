@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Hostile and careless input, one kind per CASE, through the programs: each
 # attempt exits with the status the input deserves (2 for bad input), prints
 # one line naming the file (or option) and the cause, writes no output and

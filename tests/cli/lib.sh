@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared pieces of the CLI test scripts (sourced, not run): the programs under
 # test, a temporary folder per test, and the checks every bad input must pass.
 #

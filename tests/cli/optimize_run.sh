@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # End to end on a small cantilever: voxelize, optimize for a few iterations
 # with the output piped (one progress line per iteration on stderr, a summary
 # on stdout), --quiet (nothing at all), and export to .vti and .vtu.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Signals never leave temporary files: voxfe-analyze writes its result
 # beside the solve (the file exists from the start), and SIGTERM at any
 # moment of a run must leave no "*.tmp.*" and either no result or a whole

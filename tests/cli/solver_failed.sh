@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A run whose state solve cannot converge (one CG iteration allowed) fails
 # with exit status 1, says so in one line naming the design it did not
 # write, and writes nothing.

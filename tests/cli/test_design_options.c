@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell's options (cli/cli_design_options.h) through the option
  * parser, in a program of their own: values, defaults, the history text, and
  * one-line usage errors (exit status 2) for bad symmetries, kinds, seeds,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-voxelize on a small box with the cantilever problem: exit 0, silent,
 # and a voxfe model file with labels, constraints and loads, and its history.
 . "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # voxfe-voxelize --mesh: a box part from an ASCII STL with a passive solid
 # (binary STL whose header starts with "solid") and a passive void (OBJ), and
 # from a 3MF,

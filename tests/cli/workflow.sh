@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A workflow Makefile on a small grid, run on a copy of its folder with the
 # built programs: all four files, nothing to redo on a second run, the right
 # stages redone when the problem file or a setting changes, and make clean.

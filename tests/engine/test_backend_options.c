@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend's options (vox_backend_options): their defaults, names and
  * parsers; a CPU backend made from them reports them back (the device it
  * took, its index, the kernel, the FP16 levels); options out of range and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The optimizer's periodic-cell design options (voxfe/optimizer.h, seed 003
  * section 6): symmetry enforcement keeps a symmetric design symmetric to the
  * bit under every group while the same start without it drifts away;

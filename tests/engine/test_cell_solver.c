@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The single-precision periodic cell solver (cell_solver.h) on the CPU:
  * its hierarchy is Galerkin (A_{l+1} = R A_l P level by level, checked
  * against cell_kernels.h's host functions, so the backend's level-2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The coarse-level direct solver (CHOLMOD): stencils built by hand, with
  * values that vary per node pair and non-symmetric off-diagonal blocks (so
  * that a transposed block or a wrong neighbour shows), solved against a known

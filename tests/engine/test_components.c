@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connected components of a label grid (voxfe/components.h) against a
  * union-find over the same neighbour pairs, written here: random grids at
  * several fill fractions, both connectivities; the plate-to-plate check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The element-free Galerkin discretisation (engine/efg_*.c): MLS partition
  * of unity and exact linear fields, gradients against finite differences;
  * the node-pair assembly against a plain Gauss-point-wise one built here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Element matrices: symmetry, rigid-body modes in the null space, the patch
  * test, and the conduction matrix's constant null space. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* User-defined objectives in C^H (engine/expression.c): values against the
  * same formulas written in C, gradients against closed forms and central
  * finite differences, operator precedence, and the messages of bad

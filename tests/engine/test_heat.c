@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Heat conduction (one dof per node) through the engine:
  *
  * - one-dimensional bars, read from problem files and rasterised: a fixed

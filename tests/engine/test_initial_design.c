@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Initial designs (voxfe/initial_design.h): the volume fraction and the
  * bounds of every kind; the trigonometric family against an independent
  * evaluation of seed 003 section 6.2 (the sigmoid's shift recovered from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The conjugate gradients of every solver against their recorded iterates:
  * the residual norm after each iteration and a checksum of the solution of
  * a box solve with the multigrid and with the Jacobi preconditioner, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Recorded by `test_ksp print` (test_ksp.c) from the solvers' earlier loops. */
 static const double box_multigrid[] = {
     4.884481473739223,

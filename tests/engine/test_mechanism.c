@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Compliant mechanisms and weighted load cases through the engine (issue 7):
  *
  * - springs to ground: a spring k on the loaded dof of a block makes its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory plan: its count matches what the FE system, CG, the multigrid
  * and the optimizer allocate (a counting backend: the CPU backend whose
  * vector and stencil allocations are added up), it scales with the grid,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The multigrid preconditioner on the CPU: R = P^T, Galerkin coarse stencils
  * equal to R A P composed from the operators themselves, iteration counts
  * that do not grow with the grid, robustness to a 1e-9 stiffness contrast,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The optimizer's parts: compliance sensitivities against central finite
  * differences (plain and through the density filter), the filter's
  * normalisation and transpose, and the volume constraint after every OC

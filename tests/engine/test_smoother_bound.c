@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The smoother's spectrum bound (engine/smoother_bound.c): against an
  * independent computation for the element matrices, and, the property it
  * stands for, above the largest eigenvalue of D^-1 A of an assembled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free PCG solve: a homogeneous bar in uniaxial tension against
  * its analytic stiffness EA/L, the residual really below the tolerance, a
  * prescribed displacement giving the analytic reaction, and a half model

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sparse (bone-only) solver against the full-box one: on small porous
  * bones (bench/perlin_bone.h) under a compression test and under forces,
  * the same displacements and the same reaction force (computed from each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The smoothed-aggregation coarse levels of the sparse solver (sparse_sa.h,
  * --sparse-coarse=sa, vox_sparse_pc_options.coarse), each piece against an independent reference:
  * the BSR products against dense ones; the tentative prolongator's dropped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry enforcement (voxfe/symmetry.h) against a reference built here
  * from geometry alone: each group is generated as 3 x 3 matrices acting on
  * element centres about the cell's centre, by closing seed 003's generators

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs CalculiX (ccx) on the decks test_export_inp wrote and has the test
 # program compare ccx's results with voxfe's own solve.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The CalculiX deck keeps the names of the problem file.
 
 A box with two load cases, two named supports, two named loads (one with a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-export of an analysis result, read back by VTK's own readers.
 
 A small porous two-material model goes through voxfe-analyze; voxfe-export

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs admesh (Debian package admesh) on the STL files that test_export_stl
 # wrote, and checks its summary: the facets all connected (no holes, no
 # disconnected facets), nothing repaired (no degenerate facets, no edges

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Reads back what test_export_vtk wrote, with VTK's own XML readers
 (python3-vtk9), and checks it against expected.json (the models and the
 sphere's surface as the C program built them): arrays, their values, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the export tests share (included by each test program, like
  * ../check.h): the output folder named on the command line, paths in it,
  * and checks of the files the writers leave there. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CalculiX / Abaqus deck writer (vox_write_inp).
  *
  *   test_export_inp write DIR    writes cantilever.inp and design.inp into DIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Pictures of surfaces (voxfe/render.h): PNG files read back with cairo.
  *
  * A sphere seen along x is a disc of the sphere's area at the documented

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Isosurfaces, smoothing and STL files (voxfe/surface.h).
  *
  * Every surface is checked to be a closed, consistently oriented 2-manifold:

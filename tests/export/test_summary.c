@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Summaries (JSON, CSV) and the history plot (PNG) of small models built
  * here. Checks the files in C (JSON syntax, CSV fields, PNG header and
  * pixels loaded back with cairo) and writes expected.json for the second

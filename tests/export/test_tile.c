@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Arrays of a periodic cell (voxfe/tile.h) and their STL surfaces.
  *
  * The cell is a cross of three square bars through its centre, each running

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes small models as .vti and .vtu, and a sphere's surface as .vtp, into a folder, with expected.json
  * describing the models, for check_vtk.py to read back with VTK; and checks
  * the writers' failures here: an unwritable folder, no cell kept, a write

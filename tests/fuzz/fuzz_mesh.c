@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness of the mesh path: the input's first byte picks the file
  * type (STL, OBJ, PLY, OFF: assimp chooses its parser by extension as much
  * as by content), the rest becomes the file; voxfe reads it through assimp,

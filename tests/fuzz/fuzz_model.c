@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness of the model-file readers (io/): the input becomes a
  * file that vox_checkpoint_read reads (vox_model_read, the model and
  * design file with its history and end record, then the checkpoint's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness of the problem-file parser (import/problem_file.c) and
  * its rasterization (import/problem_rasterize.c) onto a small box: the
  * input becomes a YAML file, which the parser must accept or refuse with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer harness of one image reader (chosen at compile time by
  * FUZZ_READ, or FUZZ_DICOM_SCAN for the DICOM walk): the input becomes
  * a file, which the reader must accept or refuse with a message, never

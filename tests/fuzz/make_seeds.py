@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Seed inputs for the readers' fuzzers: small valid files of each format
 (written here as the image tests write them), so that fuzzing starts deep in
 each reader.  Usage: make_seeds.py KIND FOLDER"""

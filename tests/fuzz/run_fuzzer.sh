@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one reader's fuzzer for a bounded time from seeds made by
 # make_seeds.py: exit 0 when it found nothing, else libFuzzer's status and
 # the crashing input's name.  Usage: run_fuzzer.sh FUZZER SEED_KIND SECONDS

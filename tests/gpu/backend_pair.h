@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The harness of the tests that compare a backend with the CPU one,
  * operation by operation (test_cuda_backend.c, test_cuda_periodic.c): the
  * two backends, the line that names what is being checked, one "ok" or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The CUDA backend against the CPU backend, operation by operation, on the
  * same random input: vectors and reductions (CG's steps with their scalars
  * on the device too), the matrix-free operator in every K u variant

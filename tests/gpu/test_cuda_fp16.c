@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FP16 storage of the smoothed coarse multigrid levels on the CUDA backend
  * (mixed precision, vox_backend_options fp16_levels; cuda/cuda_stencil.cu
  * "FP16 storage") against the CPU backend in double:

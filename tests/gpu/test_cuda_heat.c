@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Heat conduction on the CUDA backend against the CPU backend: a short
  * heat-sink optimization (a 24x12x24 block heated everywhere, cooled through
  * a patch of its top face, kmin/k0 = 1e-3, p = 3 from the start, sensitivity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU isosurface against the CPU's (label gpu; exit 77 without CUDA or
  * a device). The two must give the same triangle set: the same vertices
  * (bit for bit: a vertex lies strictly inside its grid edge, so its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Compliant mechanisms on the CUDA backend (issue 7):
  *
  * - one GPU against the CPU: a short gripper optimization (a 24x8x12 half

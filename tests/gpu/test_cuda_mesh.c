@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The GPU mesh fill against the CPU's, voxel for voxel (label gpu; exit 77
  * without CUDA or a device): the analytic solids of tests/mesh on grids of
  * odd sizes, anisotropic voxels and both rules, an open mesh, rays through

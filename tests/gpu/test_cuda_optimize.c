@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Whole runs on the CUDA backend against the CPU backend:
  *
  * - a short optimization (2:1:1 cantilever 24x12x12, two load cases, a

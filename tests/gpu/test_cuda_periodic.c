@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Periodic unit cells on the CUDA backend against the CPU backend (issue 8),
  * on random moduli and vectors:
  *   - the operator of a periodic grid: K u (eliminated, full, single

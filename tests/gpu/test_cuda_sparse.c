@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sparse (bone-only) solver on the CUDA backend against the CPU
  * backend's (label gpu; cuda/cuda_sparse.cu): the products of the first
  * two levels (of the plain and of the split coarse levels, sparse_split.h) on a random vector, in double (1e-12 of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """voxfe-voxelize --image, end to end: images written here with pydicom,
 tifffile, nibabel and by hand (MetaImage, raw, Scanco AIM from the format
 description), and the sample files Debian's python3-pydicom and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # cmake --install of the build tree into a temporary prefix, then:
 #   - each installed program runs from the prefix (--version) with no
 #     LD_LIBRARY_PATH, and still does once the prefix is moved elsewhere

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """io: a written model file carries the CF metadata docs/file-format.md
 promises (conventions, units, long names, flags, chunking), indexes voxels x
 fastest, reads unmasked in netCDF4-python, and passes through `ncdump -h`.

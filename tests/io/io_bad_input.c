@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io: reading bad input fails with the right status and a one-line message
  * that names the file and the cause, and leaves the model zeroed. Covers a
  * missing or unreadable file, a folder, text, an empty and a truncated file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io: a model written and read back is identical (doubles bit for bit; an
  * analysis's displacement on the bone nodes too), large
  * variables are chunked and compressed, and a failed write leaves nothing

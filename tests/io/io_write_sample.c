@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* io: writes the full sample model to the path given, for the Python check
  * of the file's CF metadata (check_cf.py). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Builds the models the io tests write and read (sample_model.h). */
 #include <math.h>
 #include <stdlib.h>

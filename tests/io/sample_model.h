@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Models the io tests write and read: one with every field set, one bare. */
 #ifndef VOXFE_TESTS_IO_SAMPLE_MODEL_H
 #define VOXFE_TESTS_IO_SAMPLE_MODEL_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The layers of libvoxfe and the programs (README.md, "Layout"), checked on
 the sources where the build cannot check them:
 

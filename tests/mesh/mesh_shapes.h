@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Analytic solids as triangle meshes, for the mesh tests: a UV sphere and a
  * cube with a polygonal hole through it, their exact inside tests and
  * volumes (independent of the fill's ray casting), and writers of the file

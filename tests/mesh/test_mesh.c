@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The mesh reader and fill against analytic solids (tests/mesh/mesh_shapes.h):
  *   test_mesh formats DIR   one sphere written as binary STL (header "solid"),
  *                           ASCII STL, OBJ, PLY and OFF: the same voxels from all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of problem files: the shipped workflow files, node selection and
  * force weights of each region, passive parts, supports, loads, and the error
  * messages. One part per CTest:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Independent reference for the first design iteration's compliance.
 
 Runs voxfe-voxelize and voxfe-optimize (one iteration, tight CG tolerance) on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # No environment variable steers the library or the programs: every choice
 # that changes results, memory or speed is an option (an options struct's
 # field, an argp option in --help, and the history line). This fails on any

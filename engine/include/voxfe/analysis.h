@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bone-strength analysis of a voxel model (the engine side of voxfe-analyze):
  * the standard compression tests as boundary conditions, the largest
  * connected component of bone, the fields an analysis reports per element

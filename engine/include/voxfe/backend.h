@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Compute backends. The solver and the optimizer are written once against the
  * backend interface (engine/backend_ops.h); the CPU backend (OpenMP) and the
  * CUDA backend implement it and must agree within rounding. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The state of an optimization between two design iterations, from which
  * vox_optimize continues a run as if it had never stopped
  * (vox_optimizer_options.checkpoint and .resume): a list of named arrays of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connected components of the non-empty voxels of a label grid: the one
  * implementation behind the image import's --largest-component and the
  * analysis's bone connectivity. Labels are nx*ny*nz bytes, x fastest, 0 is

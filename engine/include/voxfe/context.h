@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library context: error messages, progress reporting, threads.
  *
  * libvoxfe keeps no global state. Every call takes a context; a failing call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Exact element matrices of the 8-node hexahedron on a box voxel.
  *
  * Local node order is VTK_HEXAHEDRON's:

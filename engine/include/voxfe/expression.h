@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* User-defined objectives of inverse homogenization: a formula in the
  * entries of the homogenized elasticity tensor C^H, parsed once at run time
  * (no recompilation), then evaluated with its gradient with respect to every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Homogenization of a periodic unit cell (seed 003 section 3.2): the
  * effective elasticity tensor C^H of a voxel microstructure, from the six
  * cell problems of unit macro strains, and the moduli derived from it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Initial designs of a periodic unit cell (seed 003 section 6.2): the
  * problem of inverse homogenization has many local minima, and the start
  * decides which one the optimizer finds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The voxel model: a regular grid of box voxels (elements), labels that map
  * voxels to materials, and boundary conditions as sparse node lists. After
  * optimization it also carries the density, displacements and history.

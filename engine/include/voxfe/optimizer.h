@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Density topology optimization (seed 000, section 3): the objective the
  * model names -- compliance, a weighted sum over its load cases, or the
  * output displacement of a compliant mechanism with its adjoint solve --

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Linear solves on a voxel model: preconditioned conjugate gradients with a
  * matrix-free operator. A solve that does not converge is not an error: it
  * returns VOX_OK and says why in the result's reason. */

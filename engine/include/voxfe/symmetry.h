@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry of a periodic unit cell's design (seed 003 section 6.1): the
  * groups of mirrors and rotations of the cell, and their enforcement on an
  * element field by averaging it over the orbits of the group.

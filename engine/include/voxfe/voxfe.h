@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libvoxfe: finite elements on voxel grids. Include this for the engine. */
 #ifndef VOXFE_VOXFE_H
 #define VOXFE_VOXFE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The summary of an analysis (voxfe-analyze --summary) as JSON or as a CSV
  * row that batch jobs append to one table. */
 #ifndef VOXFE_ANALYSIS_SUMMARY_H

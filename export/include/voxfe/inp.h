@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CalculiX / Abaqus input deck (.inp) of a voxel model's solid hexahedra, so
  * that a user can rerun the analysis in their own solver.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Pictures of a design for reports and batch review, drawn with cairo. */
 #ifndef VOXFE_PLOT_H
 #define VOXFE_PLOT_H

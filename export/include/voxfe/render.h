@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A shaded picture of a surface (voxfe/surface.h) as PNG, for reports and
  * batch review: an orthographic view of the closed mesh, fitted to its
  * bounding box, rasterised with a z-buffer (back faces culled), Gouraud

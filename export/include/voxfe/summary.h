@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Summaries: the numbers of a model or design file, as JSON (one document
  * per file) or as a CSV row (rows of many files concatenate for batch
  * review).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Surfaces of a voxel model as triangle meshes, and STL files of them.
  *
  * An isosurface treats a voxel field (the density, or a label as 1 where it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Arrays of a periodic unit cell: the cell of an inverse-homogenization
  * design repeated along x, y and z, to export (voxfe-export --tile) the
  * material a printer would make rather than the one cell. The surface of the

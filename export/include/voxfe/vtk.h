@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* VTK XML writers (appended binary, zlib-compressed, UInt64 headers), written
  * with libxml2: what ParaView opens.
  *

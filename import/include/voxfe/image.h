@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CT and micro-CT images: one volume type that every reader fills (DICOM,
  * TIFF, NIfTI, MetaImage, raw, Scanco AIM), and the segmentation that turns
  * a volume into the labels of a voxel model (docs/images.md).

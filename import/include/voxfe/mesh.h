@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Surface meshes to voxels: a triangle mesh read from STL, OBJ, PLY, OFF,
  * 3MF and the other formats of assimp, and the solid it bounds filled into a
  * voxel grid, a voxel counting as inside by its centre (docs/meshes.md).

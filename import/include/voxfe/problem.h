@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Problem files: loads, supports and passive regions written by people in a
  * small YAML file (docs/problem-file.md), rasterised onto a voxel model. */
 #ifndef VOXFE_PROBLEM_H

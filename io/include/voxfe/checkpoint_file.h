@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* voxfe-optimize's checkpoint file (docs/file-format.md, "Checkpoints"): a
  * design file of the run so far (the model with its history, snapshots
  * and the density of the checkpoint's design iteration) plus the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The voxfe netCDF-4 file (docs/file-format.md): models, designs, results. */
 #ifndef VOXFE_IO_H
 #define VOXFE_IO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Numerics88's n88model files (netCDF-4, Conventions
  * "Numerics88/Finite_Element_Model-1.0"), as vtkbone and n88tools describe
  * them: so that voxfe solves models that n88modelgenerator wrote, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The analysis result file: a voxfe model file (stage "analysis", with the
  * displacement) plus the analysis's reaction forces, element fields and
  * summary (docs/file-format.md, "Analysis results"). */

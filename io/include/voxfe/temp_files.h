@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The temporary files the library's writers have under way: every file
  * voxfe writes goes to "<path>.tmp.*" beside `path` and is renamed into
  * place when complete (a crash or kill -9 leaves the old file or the new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program outside the voxfe tree that embeds libvoxfe: a bar in tension,
  * checked against EA/L. Built by test_install.sh through pkg-config and
  * through find_package(voxfe). */

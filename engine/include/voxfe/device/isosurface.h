@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How export/ reaches the GPU for the isosurface: the field a surface is
  * extracted from, the marching-cubes case table (built by
  * export/cube_cases.c), the vertex rule both sides share, and the GPU's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How import/ reaches the GPU for the mesh fill (docs/meshes.md): the mesh
  * made ready for the fill on one grid, which the CPU's preparation
  * (import/mesh_prepare.c) and the GPU's (cuda/cuda_mesh_prepare.cu) both

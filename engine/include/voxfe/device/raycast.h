@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The exact ray/triangle arithmetic of the mesh fill, shared by the CPU
  * (import/mesh_fill.c) and the GPU (cuda/cuda_mesh_fill.cu) so that both
  * give the same voxels bit for bit: part of the interface through which
