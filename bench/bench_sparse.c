@@ -23,12 +23,12 @@
  * the V-cycle's parts alone on the same model before the solve (the
  * products of levels 0 and 1, the transfers between them, a smoothing step
  * and a dot product; the mean of 20 after 3 warm-ups, with the bytes per
- * second over the least bytes each must move). VOXFE_SPARSE_PROFILE=1 adds the
+ * second over the least bytes each must move). --profile=1 adds the
  * solve's time per CG iteration in the CG's own work and in each V-cycle
- * level's (sparse_solve.h). VOXFE_SPARSE_COARSE=sa solves with the
+ * level's (sparse_solve.h). --coarse=sa solves with the
  * smoothed-aggregation coarse levels (sparse_sa.h) and prints their
- * operator complexity and setup time, =box with the plain coarse voxel
- * images instead of the split levels (sparse_split.h).
+ * operator complexity and setup time, --coarse=box with the plain coarse
+ * voxel images instead of the split levels (sparse_split.h).
  * --hierarchy=1 times the host hierarchy's build alone, plain and split, and
  * stops. --dilate=N thickens the bone by N voxels first (every empty voxel
  * with a bone face neighbour joins it, N times). */
@@ -205,12 +205,12 @@ static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, co
 
 int main(int argc, char **argv) {
   static const char *const settings[] = {"keep-label", "connectivity", "dilate", "hierarchy",
-                                         "parts", NULL};
+                                         "parts", "profile", "coarse", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full] "
                     "[--keep-label=L] [--connectivity=6|26] [--dilate=N] [--hierarchy=1] "
-                    "[--parts=1]\n");
+                    "[--parts=1] [--profile=1] [--coarse=split|box|sa]\n");
     return 2;
   }
   const int64_t n = strspn(argv[1], "0123456789") == strlen(argv[1]) ? atoll(argv[1]) : 0;
@@ -288,6 +288,12 @@ int main(int argc, char **argv) {
   opt.rtol = rtol;
   if (steps > 0) opt.smoothing_steps = steps;
   opt.storage = VOX_STORAGE_SPARSE;
+  const char *profile = bench_option("profile"), *coarse = bench_option("coarse");
+  opt.sparse.profile = profile && atoi(profile) > 0;
+  if (coarse && vox_sparse_coarse_parse(coarse, &opt.sparse.coarse) != 0) {
+    fprintf(stderr, "%s: --coarse=split, box or sa\n", argv[0]);
+    return 2;
+  }
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
   double *u = calloc(nd, sizeof *u);
   if (!u) die(ctx, "displacements");
@@ -317,12 +323,12 @@ int main(int argc, char **argv) {
            (double)st.bytes / (double)st.n_dofs);
     if (st.sa) {
       const double *p = st.sa_part_seconds;
-      printf("sparse: smoothed-aggregation levels (VOXFE_SPARSE_COARSE=sa), operator complexity "
+      printf("sparse: smoothed-aggregation levels (--coarse=sa), operator complexity "
              "%.2f, built in %.2f s on the host: aggregation %.2f, tentative %.2f, prolongator "
              "smoothing %.2f, Galerkin products %.2f, smoothers %.2f, coarsest inverse %.2f\n",
              st.operator_complexity, st.sa_setup_seconds, p[0], p[1], p[2], p[3], p[4], p[5]);
     }
-    if (st.cg_seconds > 0) { /* VOXFE_SPARSE_PROFILE=1 */
+    if (st.cg_seconds > 0) { /* --profile=1 */
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
       for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
