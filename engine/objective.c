@@ -284,7 +284,7 @@ vox_status vox_objective_restore(vox_objective_state *obj, const vox_solver_opti
                              *newest = vox_checkpoint_find(state, "state_history_newest"),
                              *h = vox_checkpoint_find(state, "state_history");
   if (!count && !newest && !h) return VOX_OK; /* made on the next evaluation, as in the run */
-  vox_pcg_history *history;
+  vox_ksp_history *history;
   TRY(state_history(obj, options, 0, &history));
   const int capacity = history ? history->capacity : 0;
   if (!history || !count || !newest || (capacity > 0 && !h) || count->length != (size_t)n ||
@@ -293,7 +293,7 @@ vox_status vox_objective_restore(vox_objective_state *obj, const vox_solver_opti
                      "the checkpoint's solution histories are not %d load case(s) of %d "
                      "solutions (start_history)", n, capacity);
   for (int c = 0; c < n; c++) {
-    vox_pcg_history *hc = &obj->history[c];
+    vox_ksp_history *hc = &obj->history[c];
     if (!(count->values[c] >= 0 && count->values[c] <= capacity && newest->values[c] >= 0 &&
           newest->values[c] < capacity && count->values[c] == (int)count->values[c] &&
           newest->values[c] == (int)newest->values[c]))
