@@ -522,6 +522,37 @@ vox_status vox_model_check_held(vox_context *ctx, const vox_model *model) {
   int free_modes = 0;
   while (free_modes < 6 && !(w[free_modes] > floor)) free_modes++;
   if (free_modes == 0) return VOX_OK;
+  /* A free motion that no load case's forces do work on is no error: the
+   * system is singular but consistent (a compression test's prescribed
+   * displacements, K g, are orthogonal to every rigid motion), and CG finds
+   * a solution whose rigid part the loads never see. Only loads that drive
+   * a free motion leave the structure to move without bound. */
+  {
+    const int cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
+    double *work_done = calloc((size_t)cases * 6, sizeof *work_done);
+    double *magnitude = calloc((size_t)cases, sizeof *magnitude);
+    if (!work_done || !magnitude) {
+      free(work_done), free(magnitude);
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < model->n_loads; i++) {
+      const vox_load *l = &model->loads[i];
+      const int lc = l->load_case >= 0 && l->load_case < cases ? l->load_case : 0;
+      rigid_row(g, l->node, l->component, centre, scale, row);
+      for (int k = 0; k < free_modes; k++) {
+        double r = 0;
+        for (int a = 0; a < 6; a++) r += row[a] * m[6 * k + a];
+        work_done[6 * lc + k] += l->value * r;
+      }
+      magnitude[lc] += fabs(l->value);
+    }
+    int driven = 0;
+    for (int lc = 0; lc < cases; lc++)
+      for (int k = 0; k < free_modes; k++)
+        driven |= fabs(work_done[6 * lc + k]) > 1e-9 * magnitude[lc];
+    free(work_done), free(magnitude);
+    if (!driven) return VOX_OK;
+  }
   /* Translations free: the axes no held dof points along. Rotations free:
    * the directions of the null vectors' rotation parts, orthonormalised. */
   char text[256];
