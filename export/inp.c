@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../io/output_target.h"
+#include "voxfe/output_target.h"
 #include "voxfe/element.h"
 #include "voxfe/inp.h"
 #include "temp_file.h"

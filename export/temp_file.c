@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The temporary file of the writers (temp_file.h). */
 #define _GNU_SOURCE
-#include "../io/output_target.h"
+#include "voxfe/output_target.h"
 #include "voxfe/io.h"
 #include "temp_file.h"
 #include "voxfe/temp_files.h"

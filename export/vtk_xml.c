@@ -3,7 +3,7 @@
  * in VTK's zlib block layout, writes the XML with libxml2's xmlTextWriter
  * with the arrays appended as raw binary, and replaces the output file
  * atomically. See FORMATS.md (VTK XML) for the layout. */
-#include "../io/output_target.h"
+#include "voxfe/output_target.h"
 #include "vtk_xml.h"
 #include "temp_file.h"
 #include "voxfe/temp_files.h"

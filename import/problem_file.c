@@ -1116,6 +1116,42 @@ static vox_status read_text(const reader *r, char **text, size_t *length) {
   return VOX_OK;
 }
 
+/* Whether text[0..length) is well-formed UTF-8 (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF); *line gets the 1-based line
+ * of the first bad sequence. */
+static int utf8_valid(const char *text, size_t length, size_t *line) {
+  const unsigned char *s = (const unsigned char *)text;
+  *line = 1;
+  for (size_t i = 0; i < length;) {
+    const unsigned c = s[i];
+    if (c == '\n') (*line)++;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else
+      return 0;
+    for (size_t k = 1; k <= n; k++) {
+      if (i + k >= length) return 0;
+      const unsigned b = s[i + k];
+      if (k == 1 ? b < lo || b > hi : b < 0x80 || b > 0xBF) return 0;
+    }
+    i += n + 1;
+  }
+  return 1;
+}
+
 /* Counts the nodes the aliases under `node` would copy into *copied (those
  * reached through an alias), stopping at the budget; 0, or -1 over it. */
 static int count_alias_copies(struct fy_node *node, int in_alias, int depth, size_t *copied) {
@@ -1181,6 +1217,16 @@ vox_status vox_problem_read(vox_context *ctx, const char *path, vox_problem *pro
     free(text);
     return report(&r, VOX_ERR_FORMAT, 0, 0, "",
                   "is not a text file (it holds NUL bytes); a problem file is UTF-8 YAML");
+  }
+
+  /* Nor is anything but UTF-8 YAML: libfyaml's scanner can loop for good
+   * on invalid bytes in a directive line (a fuzzed file hung it). */
+  size_t bad_line;
+  if (!utf8_valid(text, length, &bad_line)) {
+    free(text);
+    return report(&r, VOX_ERR_FORMAT, (int)bad_line, 1, "",
+                  "is not UTF-8 text (an invalid byte sequence on this line); a problem file "
+                  "is UTF-8 YAML");
   }
 
   struct fy_diag_cfg diag_cfg;

@@ -23,7 +23,7 @@
 #include <netcdf.h>
 
 #include "netcdf_guard.h"
-#include "output_target.h"
+#include "voxfe/output_target.h"
 #include "model_writer.h"
 #include "voxfe/temp_files.h"
 #include "voxfe/analysis.h"

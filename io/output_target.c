@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What an output path names, and putting a finished temporary file there
- * (voxfe/io.h vox_output_refusal, io/output_target.h). */
+ * (voxfe/io.h vox_output_refusal, voxfe/output_target.h). */
 #define _GNU_SOURCE
-#include "output_target.h"
+#include "voxfe/output_target.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -95,7 +95,11 @@ for axis, box in ((2, "4x4x8"), (0, "8x4x4")):
     with netCDF4.Dataset(out) as d:
         got = np.array(d.homogenized_stiffness).reshape(6, 6)
         kept = np.array(d["density"][:])
-        rows = d["optimization"].dimensions["iteration"].size if "optimization" in d.groups else 0
+        group = d["optimization"] if "optimization" in d.groups else None
+        rows = group.dimensions["iteration"].size if group and "iteration" in group.dimensions else 0
+        reason = group.getncattr("stop_reason") if group and "stop_reason" in group.ncattrs() else None
+    if reason != "evaluated":
+        failures.append(f"axis {axis}: the file's stop_reason is {reason!r}, not 'evaluated'")
     want = laminate([(3 / 8, isotropic(simp(DENSE), NU)), (5 / 8, isotropic(simp(SPARSE), NU))],
                     axis)
     err = np.abs(got - want).max() / np.abs(want).max()

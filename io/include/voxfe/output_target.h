@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Where the writers put their finished temporary file (private): every
+/* Where the writers (io/, export/) put their finished temporary file: every
  * output is written under a temporary name and then renamed over the output
  * path, which must therefore be a regular file or a new name; a character
  * device (/dev/null, /dev/stdout on a terminal) is written through instead,
