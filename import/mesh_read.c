@@ -106,6 +106,34 @@ static vox_status check_claims(vox_context *ctx, const char *path, double size) 
   size_t got = fread(head, 1, sizeof head - 1, f);
   fclose(f);
   head[got] = '\0';
+  /* assimp takes a file with "ply" and a "format" line for PLY, and its
+   * reader loops for good on some damaged headers (fuzzed files hung it: a
+   * header that never ends, a line that is no keyword): such a header must
+   * be well formed, line by line, up to end_header in its first 8 KB. */
+  const char *ply = strstr(head, "ply");
+  if (ply && ply - head < 16 && strstr(head, "\nformat ")) {
+    int line = 0, ended = 0;
+    for (const char *l = head; l && *l && !ended; line++) {
+      const size_t n = strcspn(l, "\r\n");
+      static const char *const words[] = {"format ", "comment", "obj_info", "element ",
+                                          "property "};
+      int ok = line == 0 ? n == 3 && !strncmp(l, "ply", 3) : 0;
+      ended = line > 0 && n == 10 && !strncmp(l, "end_header", 10);
+      for (size_t w = 0; line > 0 && !ok && !ended && w < sizeof words / sizeof words[0]; w++)
+        ok = !strncmp(l, words[w], strlen(words[w]));
+      if (!ok && !ended)
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "%s: line %d of its PLY header is not a PLY header line (damaged)", path,
+                         line + 1);
+      l = strchr(l, '\n');
+      if (l) l++;
+    }
+    if (!ended)
+      return vox_error(ctx, VOX_ERR_FORMAT,
+                       "%s: a PLY header without end_header in its first %zu bytes (truncated "
+                       "or damaged)",
+                       path, sizeof head - 1);
+  }
   double vertices, faces;
   if (!claimed_counts(head, &vertices, &faces)) return VOX_OK;
   if (!(vertices >= 0 && faces >= 0) ||
