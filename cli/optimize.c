@@ -349,7 +349,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   /* auto: the model's density, or the volume fraction (the optimizer's own
    * start); a kind: that design, whatever the input holds. A periodic cell
-   * without a density of its own starts from seed 003's trigonometric
+   * without a density of its own starts from Zhang et al. 2023's trigonometric
    * family instead, as the engine does for NULL, but with this program's
    * --seed and --initial-order. */
   if (s->initial.kind == CLI_INITIAL_AUTO && s->opt.cell_objective != VOX_CELL_NONE &&
