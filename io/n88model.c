@@ -487,7 +487,7 @@ static vox_status write_sets(n88_file *f, const vox_model *m, const mesh *me,
       const int order[3] = {layout->axis, layout->axis == 0 ? 1 : 0, layout->axis == 2 ? 1 : 2};
       const int a = order[q];
       for (int end = 0; !s && end < 2; end++) {
-        char name[16];
+        char name[24]; /* "face_x0" .. "face_z1"; room for any int, which -O1 cannot rule out */
         snprintf(name, sizeof name, "face_%c%d", "xyz"[a], end);
         size_t c = 0;
         if (pass == 0) {
