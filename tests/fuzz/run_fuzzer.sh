@@ -34,28 +34,12 @@ run() {
     -artifact_prefix="$work/" -print_final_stats=1 corpus seeds 2>"$work/log"
 }
 findings="ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|SUMMARY|Test unit written|^    #[0-9]+ |deadly signal"
-status=0
-run || status=$?
-# LeakSanitizer stops the process's threads with ptrace, which some
-# sandboxes refuse: the leak checks go, the rest of the run stays
-if [ "$status" != 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$work/log"; then
-  echo "run_fuzzer: LeakSanitizer cannot run here; fuzzing without leak detection"
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-  status=0
-  run || status=$?
-fi
-if [ "$status" != 0 ]; then
-  # A fuzzer that never ran its seeds and reported nothing could not start
-  # here (the loader, the sanitizer's runtime): its own words, and a skip
-  # (CTest's SKIP_RETURN_CODE), not a finding
-  if ! grep -q "INITED" "$work/log" && ! grep -qE "$findings" "$work/log"; then
-    echo "run_fuzzer: $(basename "$fuzzer") could not start here (status $status):"
-    tail -n 15 "$work/log"
-    exit 77
-  fi
-  grep -E "$findings" "$work/log" | head -30 || true
-  grep -qE "$findings" "$work/log" || tail -n 15 "$work/log"
+run || {
+  status=$?
+  # the finding, or else the fuzzer's own last words (a loader's or a
+  # sanitizer runtime's refusal to start)
+  grep -E "$findings" "$work/log" | head -30 || tail -n 15 "$work/log"
   cp "$work"/crash-* "$work"/oom-* "$work"/leak-* "$work"/timeout-* "${FUZZ_KEEP:-/nonexistent}" 2>/dev/null || true
   exit "$status"
-fi
+}
 tail -n 3 "$work/log"
