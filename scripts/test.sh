@@ -21,11 +21,6 @@ cmake --build "$build" -j"$(nproc)"
 # machine: threads that spin at barriers take the cores the other tests need
 # (engine_sparse: 9.4 s under load with libgomp's default, 5.9 s passive).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
-# and as many tests run as there are cores: a team of two threads each keeps
-# the threads near the cores' count (with a team as large as the machine
-# each, the engine's tests took 745 s on CI, 111 s on a two-core machine)
-# and still runs every parallel loop on more than one thread.
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 # GPU tests skip themselves without a device; the label lets a CPU-only
 # machine leave them out entirely.
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${VOXFE_CTEST_ARGS:-}
