@@ -70,14 +70,14 @@ int main(int argc, char **argv) {
   vox_fem *fem;
   if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "fem");
   vox_vec x, y;
-  be->ops->vec_create(be, fem->n_dofs, &x);
-  be->ops->vec_create(be, fem->n_dofs, &y);
-  be->ops->vec_set(be, &x, 1e-3);
-  be->ops->op_apply(be, fem->op, &x, &y, 0); /* warm-up */
+  be->ops->vec->create(be, fem->n_dofs, &x);
+  be->ops->vec->create(be, fem->n_dofs, &y);
+  be->ops->vec->set(be, &x, 1e-3);
+  be->ops->op->apply(be, fem->op, &x, &y, 0); /* warm-up */
   int reps = 0;
   double t = bench_now(), elapsed;
   do {
-    be->ops->op_apply(be, fem->op, &x, &y, 0);
+    be->ops->op->apply(be, fem->op, &x, &y, 0);
     reps++;
   } while ((elapsed = bench_now() - t) < 2.0);
   const double t_mv = elapsed / reps, ne = (double)fem->n_elements, nd = (double)fem->n_dofs;
@@ -85,8 +85,8 @@ int main(int argc, char **argv) {
   const double bytes = nd * (8 + 16 + 1) + ne * 8, flops = ne * 24 * 24 * 2;
   printf("K*u: %.3f ms, %.1f GB/s (%.0f%% of copy), %.2f GFLOP/s\n", t_mv * 1e3,
          bytes / t_mv * 1e-9, 100 * bytes / t_mv / bw, flops / t_mv * 1e-9);
-  be->ops->vec_destroy(be, &x);
-  be->ops->vec_destroy(be, &y);
+  be->ops->vec->destroy(be, &x);
+  be->ops->vec->destroy(be, &y);
   vox_fem_destroy(fem);
 
   /* Design iterations at the final penalty (no continuation: every solve is

@@ -57,11 +57,11 @@ static vox_status follower_make(vox_context *ctx, vox_backend *be, const vox_mod
   memset(f, 0, sizeof *f);
   TRY(vox_homog_create(ctx, be, m, &f->h));
   const size_t ne = f->h->fem->n_elements;
-  TRY(be->ops->vec_create(be, ne, &f->rho));
-  TRY(be->ops->vec_create(be, ne, &f->ones));
-  TRY(be->ops->vec_create(be, ne, &f->energy));
-  TRY(be->ops->vec_create(be, ne, &f->df));
-  TRY(be->ops->vec_set(be, &f->ones, 1));
+  TRY(be->ops->vec->create(be, ne, &f->rho));
+  TRY(be->ops->vec->create(be, ne, &f->ones));
+  TRY(be->ops->vec->create(be, ne, &f->energy));
+  TRY(be->ops->vec->create(be, ne, &f->df));
+  TRY(be->ops->vec->set(be, &f->ones, 1));
   f->df_host = malloc(ne * sizeof *f->df_host);
   return f->df_host ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 }
@@ -69,7 +69,7 @@ static vox_status follower_make(vox_context *ctx, vox_backend *be, const vox_mod
 static void follower_free(vox_backend *be, follower *f) {
   vox_vec *v[] = {&f->rho, &f->ones, &f->energy, &f->df};
   for (int i = 0; i < 4; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   vox_homog_destroy(f->h);
   free(f->df_host);
 }
@@ -81,8 +81,8 @@ static vox_status follow(vox_backend *be, follower *f, const double *density, do
                          double c_energy[36], int *cg) {
   const vox_backend_ops *ops = be->ops;
   vox_fem *fem = f->h->fem;
-  TRY(ops->vec_upload(be, &f->rho, density));
-  TRY(ops->simp_moduli(be, &f->rho, &fem->e_solid, p, emin, &fem->moduli));
+  TRY(ops->vec->upload(be, &f->rho, density));
+  TRY(ops->design->simp_moduli(be, &f->rho, &fem->e_solid, p, emin, &fem->moduli));
   TRY(vox_fem_update(fem));
   vox_solve_result failed;
   f->h->dot_form = 1;
@@ -92,7 +92,7 @@ static vox_status follow(vox_backend *be, follower *f, const double *density, do
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
   TRY(vox_homog_gradient(f->h, g, 0, &f->rho, p, emin, &f->energy, &f->df));
-  return ops->vec_download(be, &f->df, f->df_host);
+  return ops->vec->download(be, &f->df, f->df_host);
 }
 
 int main(int argc, char **argv) {

@@ -92,29 +92,29 @@ static double rel_diff(const double *a, const double *b, size_t n) {
 /* ---- kernel ------------------------------------------------------------------- */
 
 /* Copy bandwidth of the device (read + write bytes per second) from
- * vec_copy of a pair of 512 MiB vectors; 0 when they do not fit. */
+ * vec->copy of a pair of 512 MiB vectors; 0 when they do not fit. */
 static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
   const size_t n = 64u << 20;
   const int reps = 20;
   vox_vec a = {0}, b = {0};
   double best = INFINITY;
-  if (be->ops->vec_create(be, n, &a) || be->ops->vec_create(be, n, &b)) {
+  if (be->ops->vec->create(be, n, &a) || be->ops->vec->create(be, n, &b)) {
     printf("copy bandwidth: not measured: %s\n", vox_context_message(ctx));
     goto done;
   }
-  if (be->ops->vec_set(be, &a, 1.5) || be->ops->vec_copy(be, &b, &a) ||
-      be->ops->vec_copy(be, &a, &b) || be->ops->synchronize(be)) /* warm-up */
+  if (be->ops->vec->set(be, &a, 1.5) || be->ops->vec->copy(be, &b, &a) ||
+      be->ops->vec->copy(be, &a, &b) || be->ops->synchronize(be)) /* warm-up */
     die(ctx, "copy bandwidth");
   for (int trial = 0; trial < 3; trial++) {
     const double t = bench_now();
     for (int r = 0; r < reps; r++)
-      if (be->ops->vec_copy(be, &b, &a)) die(ctx, "vec_copy");
+      if (be->ops->vec->copy(be, &b, &a)) die(ctx, "vec_copy");
     if (be->ops->synchronize(be)) die(ctx, "synchronize");
     best = fmin(best, (bench_now() - t) / reps);
   }
 done:
-  if (a.data) be->ops->vec_destroy(be, &a);
-  if (b.data) be->ops->vec_destroy(be, &b);
+  if (a.data) be->ops->vec->destroy(be, &a);
+  if (b.data) be->ops->vec->destroy(be, &b);
   if (!isfinite(best)) return 0;
   const double bw = 2.0 * (double)n * sizeof(double) / best;
   printf("copy bandwidth: %.0f GB/s (vec_copy of %.0f MiB, read + write, best of 3 x %d)\n",
@@ -158,32 +158,32 @@ static int kernel_mode(int argc, char **argv) {
       for (int c = 0; c < 3; c++) fixed[3 * (size_t)((k * (ny + 1) + j) * (nx + 1)) + (size_t)c] = 1;
   const vox_operator_desc desc = {.grid = grid, .dofs_per_node = 3, .ke = ke, .dof_fixed = fixed};
   vox_vec moduli, u, yv;
-  if (be->ops->vec_create(be, ne, &moduli) || be->ops->vec_create(be, nd, &u) ||
-      be->ops->vec_create(be, nd, &yv))
+  if (be->ops->vec->create(be, ne, &moduli) || be->ops->vec->create(be, nd, &u) ||
+      be->ops->vec->create(be, nd, &yv))
     die(ctx, "vectors");
   uint64_t seed = 1;
   for (size_t e = 0; e < ne; e++) /* SIMP-like: a fifth void, the rest graded */
     host[e] = uniform(&seed) < 0.2 ? 1e-9 : 0.05 + 0.95 * uniform(&seed);
-  if (be->ops->vec_upload(be, &moduli, host)) die(ctx, "upload");
+  if (be->ops->vec->upload(be, &moduli, host)) die(ctx, "upload");
 
   /* the reference: one product on the CPU backend */
   {
     vox_vec cm, cu, cy;
     vox_operator *cop;
-    if (cpu->ops->vec_create(cpu, ne, &cm) || cpu->ops->vec_create(cpu, nd, &cu) ||
-        cpu->ops->vec_create(cpu, nd, &cy) || cpu->ops->op_create(cpu, &desc, &cop))
+    if (cpu->ops->vec->create(cpu, ne, &cm) || cpu->ops->vec->create(cpu, nd, &cu) ||
+        cpu->ops->vec->create(cpu, nd, &cy) || cpu->ops->op->create(cpu, &desc, &cop))
       die(ctx, "CPU operator");
-    cpu->ops->vec_upload(cpu, &cm, host);
+    cpu->ops->vec->upload(cpu, &cm, host);
     for (size_t i = 0; i < nd; i++) host[i] = uniform(&seed) - 0.5;
-    cpu->ops->vec_upload(cpu, &cu, host);
-    if (be->ops->vec_upload(be, &u, host)) die(ctx, "upload");
-    cpu->ops->op_set_moduli(cpu, cop, &cm);
+    cpu->ops->vec->upload(cpu, &cu, host);
+    if (be->ops->vec->upload(be, &u, host)) die(ctx, "upload");
+    cpu->ops->op->set_moduli(cpu, cop, &cm);
     const double t = bench_now();
-    if (cpu->ops->op_apply(cpu, cop, &cu, &cy, 0)) die(ctx, "CPU K u");
+    if (cpu->ops->op->apply(cpu, cop, &cu, &cy, 0)) die(ctx, "CPU K u");
     printf("CPU reference K u: %.3f s\n", bench_now() - t);
-    cpu->ops->vec_download(cpu, &cy, y_cpu);
-    cpu->ops->op_destroy(cpu, cop);
-    cpu->ops->vec_destroy(cpu, &cm), cpu->ops->vec_destroy(cpu, &cu), cpu->ops->vec_destroy(cpu, &cy);
+    cpu->ops->vec->download(cpu, &cy, y_cpu);
+    cpu->ops->op->destroy(cpu, cop);
+    cpu->ops->vec->destroy(cpu, &cm), cpu->ops->vec->destroy(cpu, &cu), cpu->ops->vec->destroy(cpu, &cy);
   }
 
   printf("%-9s %10s %7s %10s %8s %10s  %-14s %-14s\n", "K u", "ms", "reps", "GB/s", "of copy",
@@ -194,12 +194,12 @@ static int kernel_mode(int argc, char **argv) {
     const char *name = vox_kernel_name(variants[v]);
     vox_backend_set_kernel(be, variants[v]);
     vox_operator *op;
-    if (be->ops->op_create(be, &desc, &op)) {
+    if (be->ops->op->create(be, &desc, &op)) {
       printf("%-5s op_create failed: %s\n", name, vox_context_message(ctx));
       failed = 1;
       continue;
     }
-    vox_status s = be->ops->op_set_moduli(be, op, &moduli);
+    vox_status s = be->ops->op->set_moduli(be, op, &moduli);
     /* each variant in double, then with single-precision arithmetic (what
      * the mixed-precision smoother asks for; ebe stays double) */
     for (int single = 0; single < 2 && !s; single++) {
@@ -207,13 +207,13 @@ static int kernel_mode(int argc, char **argv) {
       const double tol = single ? 1e-5 : 1e-12;
       char label[16];
       snprintf(label, sizeof label, "%s%s", name, single ? "/f32" : "");
-      if (!s) s = be->ops->vec_set(be, &yv, 12345.678); /* an output not written shows */
-      if (!s) s = be->ops->op_apply(be, op, &u, &yv, flags); /* warm-up */
+      if (!s) s = be->ops->vec->set(be, &yv, 12345.678); /* an output not written shows */
+      if (!s) s = be->ops->op->apply(be, op, &u, &yv, flags); /* warm-up */
       if (!s) s = be->ops->synchronize(be);
       int reps = reps_arg;
       if (!s && reps <= 0) { /* about one second */
         const double t = bench_now();
-        s = be->ops->op_apply(be, op, &u, &yv, flags);
+        s = be->ops->op->apply(be, op, &u, &yv, flags);
         if (!s) s = be->ops->synchronize(be);
         const double once = bench_now() - t;
         reps = once > 0.1 ? 10 : once * 10000 < 1 ? 10000 : (int)(1.0 / once);
@@ -222,11 +222,11 @@ static int kernel_mode(int argc, char **argv) {
       double t_one = 0;
       if (!s) {
         const double t = bench_now();
-        for (int r = 0; r < reps && !s; r++) s = be->ops->op_apply(be, op, &u, &yv, flags);
+        for (int r = 0; r < reps && !s; r++) s = be->ops->op->apply(be, op, &u, &yv, flags);
         if (!s) s = be->ops->synchronize(be);
         t_one = (bench_now() - t) / reps;
       }
-      if (!s) s = be->ops->vec_download(be, &yv, y);
+      if (!s) s = be->ops->vec->download(be, &yv, y);
       if (s) break;
       if (!have_first) memcpy(y_first, y, nd * sizeof *y), have_first = 1;
       const double d_first = rel_diff(y, y_first, nd), d_cpu = rel_diff(y, y_cpu, nd);
@@ -239,10 +239,10 @@ static int kernel_mode(int argc, char **argv) {
       printf("%-5s failed: %s\n", name, vox_context_message(ctx));
       failed = 1;
     }
-    be->ops->op_destroy(be, op);
+    be->ops->op->destroy(be, op);
   }
   printf("(vs first / vs cpu: max |y - y_ref| / max |y_ref|)\n");
-  be->ops->vec_destroy(be, &moduli), be->ops->vec_destroy(be, &u), be->ops->vec_destroy(be, &yv);
+  be->ops->vec->destroy(be, &moduli), be->ops->vec->destroy(be, &u), be->ops->vec->destroy(be, &yv);
   free(fixed), free(host), free(y_first), free(y_cpu), free(y);
   vox_backend_destroy(be), vox_backend_destroy(cpu);
   vox_context_destroy(ctx);
@@ -277,9 +277,12 @@ static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
   const char *host = bench_option("host-scalars");
   if (host && atoi(host) > 0) {
     static vox_backend_ops ops;
-    ops = *be->ops;
-    ops.cg_begin = NULL, ops.cg_step = NULL, ops.cg_direction = NULL;
-    ops.stencil_lanczos = NULL;
+    static vox_vector_ops vec;
+    static vox_multigrid_ops mg;
+    ops = *be->ops, vec = *be->ops->vec, mg = *be->ops->mg;
+    vec.cg_begin = NULL, vec.cg_step = NULL, vec.cg_direction = NULL;
+    mg.stencil_lanczos = NULL;
+    ops.vec = &vec, ops.mg = &mg;
     be->ops = &ops;
   }
 }
@@ -347,7 +350,7 @@ static int cantilever_mode(int argc, char **argv) {
          opt.solver.fine_smoothing_steps > 0 ? opt.solver.fine_smoothing_steps
                                              : opt.solver.smoothing_steps,
          vox_precision_name(precision), vox_kernel_name(kernel),
-         be->ops->cg_step ? "" : ", CG scalars on the host");
+         be->ops->vec->cg_step ? "" : ", CG scalars on the host");
   printf("volume fraction %g, p = %g, sensitivity filter R = %g, CG rtol %g, %d design "
          "iterations\n",
          opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
@@ -424,9 +427,9 @@ static int vcycle_mode(int argc, char **argv) {
   vox_fem *fem;
   if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "FE system");
   vox_vec rho, half; /* rho = uniform in [-0.5, 0.5) + 0.5 */
-  if (o->vec_create(be, fem->n_elements, &rho) || o->vec_create(be, fem->n_elements, &half) ||
-      o->vec_random(be, &rho, 7) || o->vec_set(be, &half, 0.5) || o->vec_axpy(be, &rho, 1, &half) ||
-      o->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) || vox_fem_update(fem))
+  if (o->vec->create(be, fem->n_elements, &rho) || o->vec->create(be, fem->n_elements, &half) ||
+      o->vec->random(be, &rho, 7) || o->vec->set(be, &half, 0.5) || o->vec->axpy(be, &rho, 1, &half) ||
+      o->design->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) || vox_fem_update(fem))
     die(ctx, "densities");
   vox_solver_options so;
   vox_solver_options_default(&so);
@@ -445,48 +448,48 @@ static int vcycle_mode(int argc, char **argv) {
   /* its parts, recomputed from the same moduli (the same values again) */
   const int last = mg->n_levels - 1;
   const double galerkin1 =
-      TIME_PER_CALL(be, 3, st |= o->galerkin_operator(be, fem->op, mg->level[1].stencil));
+      TIME_PER_CALL(be, 3, st |= o->mg->galerkin_operator(be, fem->op, mg->level[1].stencil));
   double galerkin_deeper = 0;
   for (int l = 2; l < mg->n_levels; l++)
     galerkin_deeper += TIME_PER_CALL(
-        be, 3, st |= o->galerkin_stencil(be, mg->level[l - 1].stencil, mg->level[l].stencil));
-  const double factor = TIME_PER_CALL(be, 3, st |= o->stencil_factor(be, mg->level[last].stencil));
-  if (o->vec_random(be, r, 3) || o->op_zero_fixed(be, fem->op, r)) die(ctx, "vectors");
+        be, 3, st |= o->mg->galerkin_stencil(be, mg->level[l - 1].stencil, mg->level[l].stencil));
+  const double factor = TIME_PER_CALL(be, 3, st |= o->mg->stencil_factor(be, mg->level[last].stencil));
+  if (o->vec->random(be, r, 3) || o->op->zero_fixed(be, fem->op, r)) die(ctx, "vectors");
   const double vc = TIME_PER_CALL(be, 20, st |= vox_mg_apply(mg, r, z));
-  const double ku = TIME_PER_CALL(be, 50, st |= o->op_apply(be, fem->op, r, z, 0));
-  const double axpby = TIME_PER_CALL(be, 50, st |= o->vec_axpby(be, z, 0.5, r, 0.5));
+  const double ku = TIME_PER_CALL(be, 50, st |= o->op->apply(be, fem->op, r, z, 0));
+  const double axpby = TIME_PER_CALL(be, 50, st |= o->vec->axpby(be, z, 0.5, r, 0.5));
   double dotv;
-  const double dot = TIME_PER_CALL(be, 50, st |= o->vec_dot(be, r, z, &dotv));
+  const double dot = TIME_PER_CALL(be, 50, st |= o->vec->dot(be, r, z, &dotv));
   printf("  setup %.2f ms, V-cycle %.3f ms; level 0: K u %.3f ms, axpby %.3f ms, dot %.3f ms\n",
          1e3 * setup, 1e3 * vc, 1e3 * ku, 1e3 * axpby, 1e3 * dot);
   printf("  setup: Galerkin level 1 %.2f ms, deeper levels %.2f ms, coarsest factor %.2f ms, "
          "the rest (diagonals, Lanczos bounds) %.2f ms\n",
          1e3 * galerkin1, 1e3 * galerkin_deeper, 1e3 * factor,
          1e3 * (setup - galerkin1 - galerkin_deeper - factor));
-  /* one smoothing step of the fine level, fused (op_smooth) and as the
+  /* one smoothing step of the fine level, fused (op->smooth) and as the
    * smoother's product followed by its update (a convergent damping, so
    * that the repeated steps keep finite values) */
   const int flags = precision == VOX_PRECISION_MIXED ? VOX_APPLY_SINGLE : 0;
   vox_vec *p = &fem->pcg.p, *q = &fem->pcg.q;
   const double fused = TIME_PER_CALL(
-      be, 50, st |= o->op_smooth(be, fem->op, r, z, &fem->inv_diag, 0.2, 0.1, p, q, flags));
+      be, 50, st |= o->op->smooth(be, fem->op, r, z, &fem->inv_diag, 0.2, 0.1, p, q, flags));
   const double apart = TIME_PER_CALL(be, 50, {
-    st |= o->op_apply(be, fem->op, z, q, flags);
-    st |= o->smoother_step(be, r, q, &fem->inv_diag, 0.2, 0.1, p, z);
+    st |= o->op->apply(be, fem->op, z, q, flags);
+    st |= o->vec->smoother_step(be, r, q, &fem->inv_diag, 0.2, 0.1, p, z);
   });
-  const double resid = TIME_PER_CALL(be, 50, st |= o->op_residual(be, fem->op, r, z, q, flags));
+  const double resid = TIME_PER_CALL(be, 50, st |= o->op->residual(be, fem->op, r, z, q, flags));
   printf("  level 0 smoothing step: fused %.3f ms, product and update %.3f ms; fused residual "
          "%.3f ms\n",
          1e3 * fused, 1e3 * apart, 1e3 * resid);
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l], *fine = &mg->level[l - 1];
-    const double ap = TIME_PER_CALL(be, 20, st |= o->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
+    const double ap = TIME_PER_CALL(be, 20, st |= o->mg->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
     const double re = TIME_PER_CALL(
-        be, 20, st |= o->restrict_residual(be, &fine->grid, 3, l == 1 ? r : &fine->r, &lv->b));
+        be, 20, st |= o->mg->restrict_residual(be, &fine->grid, 3, l == 1 ? r : &fine->r, &lv->b));
     const double pr = TIME_PER_CALL(
-        be, 20, st |= o->prolong_add(be, &fine->grid, 3, &lv->x, l == 1 ? z : &fine->x));
+        be, 20, st |= o->mg->prolong_add(be, &fine->grid, 3, &lv->x, l == 1 ? z : &fine->x));
     const double cs = l == mg->n_levels - 1
-                          ? TIME_PER_CALL(be, 20, st |= o->stencil_solve(be, lv->stencil, &lv->b, &lv->x))
+                          ? TIME_PER_CALL(be, 20, st |= o->mg->stencil_solve(be, lv->stencil, &lv->b, &lv->x))
                           : 0;
     printf("  level %d (%lldx%lldx%lld): stencil apply %.3f ms, restrict %.3f ms, prolong %.3f ms%s",
            l, (long long)lv->grid.nx, (long long)lv->grid.ny, (long long)lv->grid.nz, 1e3 * ap,
@@ -495,8 +498,8 @@ static int vcycle_mode(int argc, char **argv) {
   }
   if (st) die(ctx, "timing");
   vox_mg_destroy(mg);
-  o->vec_destroy(be, &rho);
-  o->vec_destroy(be, &half);
+  o->vec->destroy(be, &rho);
+  o->vec->destroy(be, &half);
   vox_fem_destroy(fem);
   vox_backend_destroy(be);
   vox_model_free(&model);

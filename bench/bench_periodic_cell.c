@@ -61,15 +61,15 @@ int main(int argc, char **argv) {
   printf("%s backend, %d^3 = %zu elements, %d repetitions\n", vox_backend_name(be), n, ne, reps);
 
   vox_vec v, w;
-  RUN(ctx, "vectors", o->vec_create(be, ne, &v));
-  RUN(ctx, "vectors", o->vec_create(be, ne, &w));
-  RUN(ctx, "random", o->vec_random(be, &v, 7));
+  RUN(ctx, "vectors", o->vec->create(be, ne, &v));
+  RUN(ctx, "vectors", o->vec->create(be, ne, &w));
+  RUN(ctx, "random", o->vec->random(be, &v, 7));
   for (int s = VOX_SYMMETRY_REFLECT3; s <= VOX_SYMMETRY_ROTATE3; s++) {
-    RUN(ctx, "symmetrize", o->symmetrize(be, &grid, (vox_symmetry)s, &v));
+    RUN(ctx, "symmetrize", o->design->symmetrize(be, &grid, (vox_symmetry)s, &v));
     RUN(ctx, "sync", o->synchronize(be));
     const double t0 = bench_now();
     for (int r = 0; r < reps; r++)
-      RUN(ctx, "symmetrize", o->symmetrize(be, &grid, (vox_symmetry)s, &v));
+      RUN(ctx, "symmetrize", o->design->symmetrize(be, &grid, (vox_symmetry)s, &v));
     RUN(ctx, "sync", o->synchronize(be));
     const double t = (bench_now() - t0) / reps;
     printf("symmetrize %-9s %10.3f ms  %7.1f GB/s\n", vox_symmetry_name((vox_symmetry)s), 1e3 * t,
@@ -81,20 +81,20 @@ int main(int argc, char **argv) {
   memset(active, 1, ne);
   for (int periodic = 0; periodic <= 1; periodic++) {
     vox_filter *f;
-    RUN(ctx, "filter", periodic ? o->filter_create_periodic(be, &grid, 2.0, active, &f)
-                                : o->filter_create(be, &grid, 2.0, active, &f));
-    RUN(ctx, "filter", o->filter_apply(be, f, &v, &w));
+    RUN(ctx, "filter", periodic ? o->design->filter_create_periodic(be, &grid, 2.0, active, &f)
+                                : o->design->filter_create(be, &grid, 2.0, active, &f));
+    RUN(ctx, "filter", o->design->filter_apply(be, f, &v, &w));
     RUN(ctx, "sync", o->synchronize(be));
     const double t0 = bench_now();
-    for (int r = 0; r < reps; r++) RUN(ctx, "filter", o->filter_apply(be, f, &v, &w));
+    for (int r = 0; r < reps; r++) RUN(ctx, "filter", o->design->filter_apply(be, f, &v, &w));
     RUN(ctx, "sync", o->synchronize(be));
     const double t = (bench_now() - t0) / reps;
     printf("filter R=2 %-9s %10.3f ms  %7.1f GB/s\n", periodic ? "periodic" : "plain", 1e3 * t,
            (3.0 * 8 + 1) * (double)ne / t / 1e9);
-    o->filter_destroy(be, f);
+    o->design->filter_destroy(be, f);
   }
   free(active);
-  o->vec_destroy(be, &v), o->vec_destroy(be, &w);
+  o->vec->destroy(be, &v), o->vec->destroy(be, &w);
 
   if (init) {
     double *rho = malloc(ne * sizeof *rho);

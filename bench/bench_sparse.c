@@ -56,19 +56,19 @@ static void die(vox_context *ctx, const char *what) {
 static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
   const size_t n = ((size_t)1 << 30) / sizeof(double) / 2;
   vox_vec a, b;
-  if (be->ops->vec_create(be, n, &a) || be->ops->vec_create(be, n, &b)) die(ctx, "copy vectors");
+  if (be->ops->vec->create(be, n, &a) || be->ops->vec->create(be, n, &b)) die(ctx, "copy vectors");
   double best = 0;
   for (int rep = 0; rep < 6; rep++) {
     be->ops->synchronize(be);
     const double t0 = bench_now();
-    be->ops->vec_copy(be, &b, &a);
+    be->ops->vec->copy(be, &b, &a);
     be->ops->synchronize(be);
     const double t = bench_now() - t0;
     if (rep > 0 && 2.0 * (double)n * sizeof(double) / t > best)
       best = 2.0 * (double)n * sizeof(double) / t;
   }
-  be->ops->vec_destroy(be, &a);
-  be->ops->vec_destroy(be, &b);
+  be->ops->vec->destroy(be, &a);
+  be->ops->vec->destroy(be, &b);
   return best;
 }
 

@@ -5,7 +5,7 @@
  * value is rounded to IEEE half precision (as a store and reload would) and
  * C^H is computed from the rounded fields in the energy form
  *   C_ij = (1/|Y|) sum_e m_e (chi_i - u_i,e)' Ke (chi_j - u_j,e)
- * (op_strain_energy), against the same form with the double fields. The
+ * (op->strain_energy), against the same form with the double fields. The
  * sensitivities of the bulk modulus (the weights of eq. 19) are compared
  * element by element. The optimizer keeps a cell's fields so in mixed
  * precision (homogenize.h, vox_homog_half_fields): this is the accuracy
@@ -28,15 +28,15 @@ static vox_status energy_form(vox_homog *h, vox_vec *out, const vox_vec *moduli,
     for (int j = 0; j <= i; j++) {
       double w[36] = {0};
       w[i * VOX_STRAINS + j] = 1;
-      TRY(be->ops->op_strain_energy(be, h->fem->op, VOX_STRAINS, h->u, h->chi, w, out));
+      TRY(be->ops->op->strain_energy(be, h->fem->op, VOX_STRAINS, h->u, h->chi, w, out));
       double s;
-      TRY(be->ops->vec_dot(be, out, moduli, &s));
+      TRY(be->ops->vec->dot(be, out, moduli, &s));
       c[i * VOX_STRAINS + j] = c[j * VOX_STRAINS + i] = s / h->volume;
     }
   double w[36] = {0};
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) w[i * VOX_STRAINS + j] = 1.0 / 9;
-  return be->ops->op_strain_energy(be, h->fem->op, VOX_STRAINS, h->u, h->chi, w, bulk);
+  return be->ops->op->strain_energy(be, h->fem->op, VOX_STRAINS, h->u, h->chi, w, bulk);
 }
 
 static double bulk_of(const double c[36]) {
@@ -53,15 +53,15 @@ int cell_fp16_check(vox_context *ctx, vox_backend *be, const vox_model *model, d
   double *host = NULL, *e64 = NULL, *e16 = NULL;
   vox_status s = vox_homog_create(ctx, be, model, &h);
   const size_t ne = s == VOX_OK ? h->fem->n_elements : 0, nd = s == VOX_OK ? h->fem->n_dofs : 0;
-  if (s == VOX_OK) s = o->vec_create(be, ne, &rho);
-  if (s == VOX_OK) s = o->vec_create(be, ne, &ones);
-  if (s == VOX_OK) s = o->vec_create(be, ne, &out);
-  if (s == VOX_OK) s = o->vec_create(be, ne, &bulk64);
-  if (s == VOX_OK) s = o->vec_create(be, ne, &bulk16);
-  if (s == VOX_OK) s = o->vec_set(be, &ones, 1);
-  if (s == VOX_OK) s = o->vec_upload(be, &rho, model->density);
+  if (s == VOX_OK) s = o->vec->create(be, ne, &rho);
+  if (s == VOX_OK) s = o->vec->create(be, ne, &ones);
+  if (s == VOX_OK) s = o->vec->create(be, ne, &out);
+  if (s == VOX_OK) s = o->vec->create(be, ne, &bulk64);
+  if (s == VOX_OK) s = o->vec->create(be, ne, &bulk16);
+  if (s == VOX_OK) s = o->vec->set(be, &ones, 1);
+  if (s == VOX_OK) s = o->vec->upload(be, &rho, model->density);
   if (s == VOX_OK)
-    s = o->simp_moduli(be, &rho, &h->fem->e_solid, penalty, emin, &h->fem->moduli);
+    s = o->design->simp_moduli(be, &rho, &h->fem->e_solid, penalty, emin, &h->fem->moduli);
   if (s == VOX_OK) s = vox_fem_update(h->fem);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
@@ -78,17 +78,17 @@ int cell_fp16_check(vox_context *ctx, vox_backend *be, const vox_model *model, d
   double umax = 0;
   size_t subnormal = 0;
   for (int f = 0; f < VOX_STRAINS && s == VOX_OK; f++) {
-    s = o->vec_download(be, &h->u[f], host);
+    s = o->vec->download(be, &h->u[f], host);
     for (size_t d = 0; d < nd && s == VOX_OK; d++) {
       umax = fmax(umax, fabs(host[d]));
       if (host[d] != 0 && fabs(host[d]) < 6.103515625e-05) subnormal++;
       host[d] = (double)(_Float16)host[d];
     }
-    if (s == VOX_OK) s = o->vec_upload(be, &h->u[f], host);
+    if (s == VOX_OK) s = o->vec->upload(be, &h->u[f], host);
   }
   if (s == VOX_OK) s = energy_form(h, &out, &h->fem->moduli, c16, &bulk16);
-  if (s == VOX_OK) s = o->vec_download(be, &bulk64, e64);
-  if (s == VOX_OK) s = o->vec_download(be, &bulk16, e16);
+  if (s == VOX_OK) s = o->vec->download(be, &bulk64, e64);
+  if (s == VOX_OK) s = o->vec->download(be, &bulk16, e16);
   if (s == VOX_OK) {
     double dc = 0, cmax = 0, de = 0, emax = 0, ds = 0;
     for (int i = 0; i < 36; i++) {
@@ -112,7 +112,7 @@ int cell_fp16_check(vox_context *ctx, vox_backend *be, const vox_model *model, d
   }
   vox_vec *v[] = {&rho, &ones, &out, &bulk64, &bulk16};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) o->vec_destroy(be, v[i]);
+    if (v[i]->data) o->vec->destroy(be, v[i]);
   vox_homog_destroy(h);
   free(host), free(e64), free(e16);
   return s == VOX_OK ? 0 : 1;

@@ -376,7 +376,7 @@ struct lanczos_beta {
   }
 };
 
-/* r += (-alpha) q, z = r .* w, summing r.z: vec_axpy, vec_mult and vec_dot
+/* r += (-alpha) q, z = r .* w, summing r.z: vec->axpy, vec->mult and vec->dot
  * of the host loop in one pass, alpha read on the device */
 struct lanczos_update_term {
   double *r, *z;
@@ -390,7 +390,7 @@ struct lanczos_update_term {
   }
 };
 
-/* p = z + beta p (vec_xpay) with beta where a reduction left it on the
+/* p = z + beta p (vec->xpay) with beta where a reduction left it on the
  * device: the Lanczos steps' and CG's direction updates */
 static __global__ void xpay_device_beta_kernel(double *__restrict__ p,
                                                const double *__restrict__ z,
@@ -571,70 +571,64 @@ static int stencil_mixed_dof_bytes(const vox_backend *be, const vox_grid *grid) 
   return vox_cuda_fp16_stencils(be, grid) ? (int)sizeof(float) : 0;
 }
 
-static vox_backend_ops make_ops(void) {
-  vox_backend_ops o = {};
-  o.name = "cuda";
-  o.destroy = destroy;
-  o.synchronize = synchronize;
-  o.device_memory = 1;
-  o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
-  o.stencil_blocks = VOX_CUDA_STENCIL_SLOTS;
-  o.stencil_mixed_dof_bytes = stencil_mixed_dof_bytes;
-  o.memory = memory;
-  o.vec_create = vec_create;
-  o.vec_destroy = vec_destroy;
-  o.vec_upload = vec_upload;
-  o.vec_download = vec_download;
-  o.vec_set = vec_set;
-  o.vec_copy = vec_copy;
-  o.vec_axpy = vec_axpy;
-  o.vec_xpay = vec_xpay;
-  o.vec_mult = vec_mult;
-  o.vec_axpby = vec_axpby;
-  o.vec_reciprocal = vec_reciprocal;
-  o.vec_random = vec_random;
+static vox_vector_ops make_vec_ops(void) {
+  vox_vector_ops o = {};
+  o.create = vec_create;
+  o.destroy = vec_destroy;
+  o.upload = vec_upload;
+  o.download = vec_download;
+  o.set = vec_set;
+  o.copy = vec_copy;
+  o.axpy = vec_axpy;
+  o.xpay = vec_xpay;
+  o.mult = vec_mult;
+  o.axpby = vec_axpby;
+  o.reciprocal = vec_reciprocal;
+  o.random = vec_random;
   o.smoother_step = smoother_step;
-  o.vec_dot = vec_dot;
+  o.dot = vec_dot;
   o.cg_update = cg_update;
   o.cg_begin = cg_begin;
   o.cg_step = cg_step;
   o.cg_direction = cg_direction;
-  o.sparse = &vox_cuda_sparse_ops;
-  o.cell = &vox_cuda_cell_ops;
-  o.vec_max_abs_diff = vec_max_abs_diff;
-  o.op_create = vox_cuda_op_create;
-  o.op_destroy = vox_cuda_op_destroy;
-  o.op_set_moduli = vox_cuda_op_set_moduli;
-  o.op_apply = vox_cuda_op_apply;
-  o.op_zero_fixed = vox_cuda_op_zero_fixed;
-  o.op_diagonal = vox_cuda_op_diagonal;
-  o.op_element_energy = vox_cuda_op_element_energy;
-  o.op_strain_load = vox_cuda_op_strain_load;
-  o.op_strain_energy = vox_cuda_op_strain_energy;
-  o.op_strain_energy_sums = vox_cuda_op_strain_energy_sums;
-  o.op_strain_energy_half = vox_cuda_op_strain_energy_half;
-  o.op_strain_energy_sums_half = vox_cuda_op_strain_energy_sums_half;
-  o.hvec_create = hvec_create;
-  o.hvec_destroy = hvec_destroy;
-  o.hvec_store = hvec_store;
-  o.hvec_load = hvec_load;
-  o.host_alloc = host_alloc;
-  o.host_free = host_free;
-  o.hvec_upload = hvec_upload;
-  o.hvec_download = hvec_download;
-  o.op_smooth = vox_cuda_op_smooth;
-  o.op_residual = vox_cuda_op_residual;
-  o.simp_moduli = vox_cuda_simp_moduli;
-  o.simp_sensitivity = vox_cuda_simp_sensitivity;
-  o.oc_update = vox_cuda_oc_update;
-  o.oc_volumes = vox_cuda_oc_volumes;
-  o.filter_create = vox_cuda_filter_create;
-  o.filter_destroy = vox_cuda_filter_destroy;
-  o.filter_apply = vox_cuda_filter_apply;
-  o.filter_transpose = vox_cuda_filter_transpose;
-  o.filter_sensitivity = vox_cuda_filter_sensitivity;
-  o.filter_create_periodic = vox_cuda_filter_create_periodic;
-  o.symmetrize = vox_cuda_symmetrize;
+  o.max_abs_diff = vec_max_abs_diff;
+  o.half_create = hvec_create;
+  o.half_destroy = hvec_destroy;
+  o.half_store = hvec_store;
+  o.half_load = hvec_load;
+  o.half_upload = hvec_upload;
+  o.half_download = hvec_download;
+  return o;
+}
+
+static const vox_vector_ops cuda_vec_ops = make_vec_ops();
+
+static vox_operator_ops make_op_ops(void) {
+  vox_operator_ops o = {};
+  o.create = vox_cuda_op_create;
+  o.destroy = vox_cuda_op_destroy;
+  o.set_moduli = vox_cuda_op_set_moduli;
+  o.apply = vox_cuda_op_apply;
+  o.zero_fixed = vox_cuda_op_zero_fixed;
+  o.diagonal = vox_cuda_op_diagonal;
+  o.element_energy = vox_cuda_op_element_energy;
+  o.strain_load = vox_cuda_op_strain_load;
+  o.strain_energy = vox_cuda_op_strain_energy;
+  o.strain_energy_sums = vox_cuda_op_strain_energy_sums;
+  o.strain_energy_half = vox_cuda_op_strain_energy_half;
+  o.strain_energy_sums_half = vox_cuda_op_strain_energy_sums_half;
+  o.smooth = vox_cuda_op_smooth;
+  o.residual = vox_cuda_op_residual;
+  return o;
+}
+
+static const vox_operator_ops cuda_op_ops = make_op_ops();
+
+static vox_multigrid_ops make_mg_ops(void) {
+  vox_multigrid_ops o = {};
+  o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
+  o.stencil_blocks = VOX_CUDA_STENCIL_SLOTS;
+  o.stencil_mixed_dof_bytes = stencil_mixed_dof_bytes;
   o.stencil_create = vox_cuda_stencil_create;
   o.stencil_destroy = vox_cuda_stencil_destroy;
   o.galerkin_operator = vox_cuda_galerkin_operator;
@@ -651,6 +645,44 @@ static vox_backend_ops make_ops(void) {
   o.stencil_solve = vox_cuda_stencil_solve;
   o.restrict_residual = vox_cuda_restrict_residual;
   o.prolong_add = vox_cuda_prolong_add;
+  return o;
+}
+
+static const vox_multigrid_ops cuda_mg_ops = make_mg_ops();
+
+static vox_design_ops make_design_ops(void) {
+  vox_design_ops o = {};
+  o.simp_moduli = vox_cuda_simp_moduli;
+  o.simp_sensitivity = vox_cuda_simp_sensitivity;
+  o.oc_update = vox_cuda_oc_update;
+  o.oc_volumes = vox_cuda_oc_volumes;
+  o.filter_create = vox_cuda_filter_create;
+  o.filter_destroy = vox_cuda_filter_destroy;
+  o.filter_apply = vox_cuda_filter_apply;
+  o.filter_transpose = vox_cuda_filter_transpose;
+  o.filter_sensitivity = vox_cuda_filter_sensitivity;
+  o.filter_create_periodic = vox_cuda_filter_create_periodic;
+  o.symmetrize = vox_cuda_symmetrize;
+  return o;
+}
+
+static const vox_design_ops cuda_design_ops = make_design_ops();
+
+static vox_backend_ops make_ops(void) {
+  vox_backend_ops o = {};
+  o.name = "cuda";
+  o.destroy = destroy;
+  o.synchronize = synchronize;
+  o.device_memory = 1;
+  o.memory = memory;
+  o.vec = &cuda_vec_ops;
+  o.op = &cuda_op_ops;
+  o.mg = &cuda_mg_ops;
+  o.design = &cuda_design_ops;
+  o.sparse = &vox_cuda_sparse_ops;
+  o.cell = &vox_cuda_cell_ops;
+  o.host_alloc = host_alloc;
+  o.host_free = host_free;
   return o;
 }
 

@@ -139,7 +139,7 @@ struct vox_operator {
   float ke32_host[24 * 24]; /* the same rounded to float (VOX_APPLY_SINGLE) */
   double *ke;              /* device copy of ke_host */
   uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
-  const double *moduli;    /* device, per element, set by op_set_moduli */
+  const double *moduli;    /* device, per element, set by op->set_moduli */
   size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
@@ -147,7 +147,7 @@ struct vox_operator {
 };
 
 /* What a fused kernel does with row i of y = A x instead of storing it
- * (op_smooth, op_residual, stencil_smooth, stencil_residual of the backend
+ * (op->smooth, op->residual, stencil_smooth, stencil_residual of the backend
  * interface):
  *   ROW_PRODUCT   out = y;
  *   ROW_SMOOTH    d = alpha w (b - y) + beta d, out = x + d;

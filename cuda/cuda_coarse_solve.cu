@@ -383,9 +383,9 @@ void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st) {
   st->x_rows = st->x_cols = NULL;
   st->info = NULL;
   vox_backend *host = vox_cuda(be)->host;
-  if (st->host) host->ops->stencil_destroy(host, st->host);
-  if (st->host_b.data) host->ops->vec_destroy(host, &st->host_b);
-  if (st->host_x.data) host->ops->vec_destroy(host, &st->host_x);
+  if (st->host) host->ops->mg->stencil_destroy(host, st->host);
+  if (st->host_b.data) host->ops->vec->destroy(host, &st->host_b);
+  if (st->host_x.data) host->ops->vec->destroy(host, &st->host_x);
   st->host = NULL;
 }
 
@@ -394,9 +394,9 @@ static vox_status host_setup(vox_backend *be, vox_stencil *st) {
   vox_backend *host = vox_cuda(be)->host;
   /* always a double stencil: a MIXED level is widened by the download */
   vox_status s =
-      host->ops->stencil_create(host, &st->grid, st->dpn, VOX_PRECISION_DOUBLE, &st->host);
-  if (s == VOX_OK) s = host->ops->vec_create(host, st->n_dofs, &st->host_b);
-  if (s == VOX_OK) s = host->ops->vec_create(host, st->n_dofs, &st->host_x);
+      host->ops->mg->stencil_create(host, &st->grid, st->dpn, VOX_PRECISION_DOUBLE, &st->host);
+  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, &st->host_b);
+  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, &st->host_x);
   if (s != VOX_OK) vox_cuda_stencil_factor_free(be, st);
   return s;
 }
@@ -416,11 +416,11 @@ vox_status vox_cuda_stencil_factor(vox_backend *be, vox_stencil *st) {
                      "out of memory for the coarsest multigrid level (%zu values)", n);
   /* the download waits for the Galerkin kernels that computed the values */
   vox_status s = vox_cuda_stencil_download(be, st, values);
-  if (s == VOX_OK) s = host->ops->stencil_upload(host, st->host, values);
+  if (s == VOX_OK) s = host->ops->mg->stencil_upload(host, st->host, values);
   free(values);
   /* a failed factorisation stays recorded in the CPU stencil, whose solve
    * then reports it */
-  if (s == VOX_OK) s = host->ops->stencil_factor(host, st->host);
+  if (s == VOX_OK) s = host->ops->mg->stencil_factor(host, st->host);
   return s;
 }
 
@@ -452,7 +452,7 @@ vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_ve
   /* cudaMemcpy on the legacy stream waits for the restriction that made b */
   CUDA_TRY(be, cudaMemcpy(st->host_b.data, b->data, n * sizeof *b->data, cudaMemcpyDeviceToHost),
            "reading the coarsest level's right-hand side");
-  TRY(host->ops->stencil_solve(host, st->host, &st->host_b, &st->host_x));
+  TRY(host->ops->mg->stencil_solve(host, st->host, &st->host_b, &st->host_x));
   CUDA_TRY(be, cudaMemcpy(x->data, st->host_x.data, n * sizeof *x->data, cudaMemcpyHostToDevice),
            "writing the coarsest level's solution");
   return VOX_OK;

@@ -300,7 +300,7 @@ static vox_status launch_operator(vox_backend *be, const vox_operator *op, const
   return VOX_OK;
 }
 
-/* The same on a periodic grid (even sizes, every master free: op_create
+/* The same on a periodic grid (even sizes, every master free: op->create
  * records whether one is fixed), one thread per stored coarse value
  * (coarse node P, entry e of its 14 blocks), written coalesced. A coarse
  * image's row is the identity. For a master, the coarse elements E holding

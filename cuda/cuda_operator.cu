@@ -849,7 +849,7 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
   return add_springs(be, op, x, y);
 }
 
-/* ---- fused fine-level steps of the multigrid (op_smooth, op_residual) ---- */
+/* ---- fused fine-level steps of the multigrid (op->smooth, op->residual) ---- */
 
 /* nbn with the epilogue in the kernel (elasticity with the mirrored Ke and
  * no springs: the multigrid's fine level on every voxfe grid but a
@@ -868,7 +868,7 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   TRY(load_ke(be, op, &mirrored));
   const int full = (flags & VOX_APPLY_FULL) != 0;
   const bool single = (flags & VOX_APPLY_SINGLE) != 0;
-  /* springs (mechanisms) are added by op_apply's own pass, which the fused
+  /* springs (mechanisms) are added by op->apply's own pass, which the fused
    * kernel would have to follow: such an operator takes the two passes */
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH)) {
@@ -964,7 +964,7 @@ vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const v
   return VOX_OK;
 }
 
-/* ---- homogenization of a periodic cell (op_strain_load, op_strain_energy) --- */
+/* ---- homogenization of a periodic cell (op->strain_load, op->strain_energy) --- */
 
 /* Ke chi, the element load of a unit macro strain (nloc values). */
 struct element_vector {

@@ -64,19 +64,19 @@ static vox_status set_up(vox_adjoint_worker *w) {
   options.device_index = w->index;
   TRY(vox_backend_create_with(w->own_ctx, &options, &w->be));
   TRY(vox_fem_create(w->own_ctx, w->be, w->model, &w->fem));
-  return w->be->ops->vec_create(w->be, w->fem->n_dofs, &w->v);
+  return w->be->ops->vec->create(w->be, w->fem->n_dofs, &w->v);
 }
 
 static vox_status solve(vox_adjoint_worker *w) {
   const vox_backend_ops *o = w->be->ops;
-  TRY(o->vec_upload(w->be, &w->fem->moduli, w->moduli));
+  TRY(o->vec->upload(w->be, &w->fem->moduli, w->moduli));
   TRY(vox_fem_update(w->fem));
   TRY(vox_fem_solve_adjoint(w->fem, &w->v, &w->options, &w->result));
-  return o->vec_download(w->be, &w->v, w->adjoint);
+  return o->vec->download(w->be, &w->v, w->adjoint);
 }
 
 static void tear_down(vox_adjoint_worker *w) {
-  if (w->v.data) w->be->ops->vec_destroy(w->be, &w->v);
+  if (w->v.data) w->be->ops->vec->destroy(w->be, &w->v);
   vox_fem_destroy(w->fem);
   vox_backend_destroy(w->be);
   vox_context_destroy(w->own_ctx);
@@ -171,7 +171,7 @@ void vox_adjoint_worker_destroy(vox_adjoint_worker *w) {
 vox_status vox_adjoint_worker_start(vox_adjoint_worker *w, const vox_vec *moduli,
                                     const vox_vec *v, const vox_solver_options *options) {
   (void)v; /* the worker keeps its own previous adjoint as the initial guess */
-  TRY(w->primary->ops->vec_download(w->primary, moduli, w->moduli));
+  TRY(w->primary->ops->vec->download(w->primary, moduli, w->moduli));
   w->options = *options;
   post(w, JOB_SOLVE);
   return VOX_OK;
@@ -181,5 +181,5 @@ vox_status vox_adjoint_worker_finish(vox_adjoint_worker *w, vox_vec *v,
                                      vox_solve_result *result) {
   TRY(wait_done(w));
   *result = w->result;
-  return w->primary->ops->vec_upload(w->primary, v, w->adjoint);
+  return w->primary->ops->vec->upload(w->primary, v, w->adjoint);
 }

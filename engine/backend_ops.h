@@ -40,12 +40,12 @@ typedef struct vox_operator_desc {
   const double *ke;           /* (8*dofs_per_node)^2, row-major, host */
   /* One per dof, host: 1 = Dirichlet or isolated. NULL: no flags are kept
    * (a byte per dof and per node), and the operator serves only what reads
-   * none: op_set_moduli, op_element_energy and the strain energies (the
+   * none: op->set_moduli, op->element_energy and the strain energies (the
    * lean fem of the cell solver, fem.h); the other operations fail. */
   const uint8_t *dof_fixed;
   /* Springs to ground: K gains spring_k[i] on the diagonal of free dof
    * spring_dof[i] (distinct dofs, host arrays; none when n_springs = 0).
-   * op_apply and op_diagonal include them; galerkin_operator leaves them out
+   * op->apply and op->diagonal include them; galerkin_operator leaves them out
    * (a coarse level without a few springs is still a fine preconditioner). */
   size_t n_springs;
   const size_t *spring_dof;
@@ -121,7 +121,7 @@ static inline double vox_hash_uniform(uint64_t seed, uint64_t i) {
   return (double)(z >> 11) / 9007199254740992.0 - 0.5;
 }
 
-/* Flags of op_apply:
+/* Flags of op->apply:
  *   VOX_APPLY_FULL   the plain y = K x, fixed dofs not eliminated (used to
  *                    lift prescribed values);
  *   VOX_APPLY_SINGLE the backend may compute the product in single-precision
@@ -138,47 +138,25 @@ enum { VOX_LANCZOS_MAX_STEPS = 64 };
 /* Trial multipliers per pass of oc_volumes. */
 enum { VOX_OC_LAMBDAS = 32 };
 
-typedef struct vox_backend_ops {
-  const char *name;
-  void (*destroy)(vox_backend *be);
-  /* Waits until every operation issued so far has finished (timing). */
-  vox_status (*synchronize)(vox_backend *be);
-  /* 1: the backend allocates from a device's fixed memory, so runs check
-   * their need against `memory` before allocating (memory_plan.h). */
-  int device_memory;
-  /* The largest coarsest multigrid level the backend factors densely on
-   * the device (its factor is in the memory plan); 0 for none. */
-  size_t dense_coarse_dofs;
-  /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
-   * where the backend keeps only those not implied by symmetry. */
-  int stencil_blocks;
-  /* Bytes per dof that a VOX_PRECISION_MIXED stencil on a grid like `grid`
-   * allocates beside its values (the CUDA backend's FP16 scales,
-   * cuda/README.md); NULL for none. */
-  int (*stencil_mixed_dof_bytes)(const vox_backend *be, const vox_grid *grid);
-  /* Free and total bytes of the memory the backend allocates from. */
-  vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
-  /* Host memory for what waits off the backend and comes back (a phased
-   * cell solve's parked vectors): page-locked on a GPU, whose copies from
-   * and to it then run at the bus's speed. host_free takes NULL. */
-  vox_status (*host_alloc)(vox_backend *be, size_t bytes, void **p);
-  void (*host_free)(vox_backend *be, void *p);
-
-  /* Vectors. vec_create gives a zeroed vector. */
-  vox_status (*vec_create)(vox_backend *be, size_t n, vox_vec *v);
-  void (*vec_destroy)(vox_backend *be, vox_vec *v);
-  vox_status (*vec_upload)(vox_backend *be, vox_vec *v, const double *host);
-  vox_status (*vec_download)(vox_backend *be, const vox_vec *v, double *host);
-  vox_status (*vec_set)(vox_backend *be, vox_vec *v, double a);              /* v = a */
-  vox_status (*vec_copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
-  vox_status (*vec_axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
-  vox_status (*vec_xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
-  vox_status (*vec_mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
-  vox_status (*vec_axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b); /* y = a x + b y */
-  vox_status (*vec_reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
+/* Vectors and their reductions: what a distributed backend would give
+ * global reductions (dot, max_abs_diff, the CG steps' dots) and nothing
+ * else. */
+typedef struct vox_vector_ops {
+  /* Vectors. vec->create gives a zeroed vector. */
+  vox_status (*create)(vox_backend *be, size_t n, vox_vec *v);
+  void (*destroy)(vox_backend *be, vox_vec *v);
+  vox_status (*upload)(vox_backend *be, vox_vec *v, const double *host);
+  vox_status (*download)(vox_backend *be, const vox_vec *v, double *host);
+  vox_status (*set)(vox_backend *be, vox_vec *v, double a);              /* v = a */
+  vox_status (*copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
+  vox_status (*axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
+  vox_status (*xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
+  vox_status (*mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
+  vox_status (*axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b); /* y = a x + b y */
+  vox_status (*reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
   /* v_i = vox_hash_uniform(seed, i): the same pseudo-random vector on every
    * backend, made where it lives. */
-  vox_status (*vec_random)(vox_backend *be, vox_vec *v, uint64_t seed);
+  vox_status (*random)(vox_backend *be, vox_vec *v, uint64_t seed);
   /* One fused step of the multigrid smoothers (one pass over memory instead
    * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
    * means a zero start: x = 0 is implied, so x is overwritten with d
@@ -187,22 +165,22 @@ typedef struct vox_backend_ops {
   vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
-  vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  vox_status (*dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   /* Half-precision vectors: create (zeroed), destroy; store h = x rounded
    * to the nearest binary16 (ties to even; beyond its range, infinity);
    * load x = h (exact). */
-  vox_status (*hvec_create)(vox_backend *be, size_t n, vox_hvec *h);
-  void (*hvec_destroy)(vox_backend *be, vox_hvec *h);
-  vox_status (*hvec_store)(vox_backend *be, const vox_vec *x, vox_hvec *h);
-  vox_status (*hvec_load)(vox_backend *be, const vox_hvec *h, vox_vec *x);
+  vox_status (*half_create)(vox_backend *be, size_t n, vox_hvec *h);
+  void (*half_destroy)(vox_backend *be, vox_hvec *h);
+  vox_status (*half_store)(vox_backend *be, const vox_vec *x, vox_hvec *h);
+  vox_status (*half_load)(vox_backend *be, const vox_hvec *h, vox_vec *x);
   /* The bit patterns of a half-precision vector to and from host memory. */
-  vox_status (*hvec_upload)(vox_backend *be, vox_hvec *h, const uint16_t *host);
-  vox_status (*hvec_download)(vox_backend *be, const vox_hvec *h, uint16_t *host);
+  vox_status (*half_upload)(vox_backend *be, vox_hvec *h, const uint16_t *host);
+  vox_status (*half_download)(vox_backend *be, const vox_hvec *h, uint16_t *host);
   /* Conjugate gradients' update after the step length, one pass instead of
    * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
                           const vox_vec *p, const vox_vec *q, double *rr);
-  vox_status (*vec_max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
+  vox_status (*max_abs_diff)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   /* Optional, all three or none (NULL: ksp.c keeps CG's scalars on the
    * host): conjugate gradients with its scalars kept where the vectors are,
    * so that an iteration waits for the host once, for its convergence test,
@@ -219,117 +197,80 @@ typedef struct vox_backend_ops {
   vox_status (*cg_step)(vox_backend *be, vox_vec *x, vox_vec *r, const vox_vec *p,
                         const vox_vec *q, double *pq, double *rz, double *rr);
   vox_status (*cg_direction)(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p);
+} vox_vector_ops;
 
+/* The structured matrix-free operator on the grid: what a distributed
+ * backend would give its halo exchange (apply, smooth, residual). */
+typedef struct vox_operator_ops {
   /* The matrix-free operator K = sum_e modulus_e * Ke over the grid. */
-  vox_status (*op_create)(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
-  void (*op_destroy)(vox_backend *be, vox_operator *op);
+  vox_status (*create)(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
+  void (*destroy)(vox_backend *be, vox_operator *op);
   /* Element moduli used by later applications (the vector is referenced). */
-  vox_status (*op_set_moduli)(vox_backend *be, vox_operator *op, const vox_vec *moduli);
+  vox_status (*set_moduli)(vox_backend *be, vox_operator *op, const vox_vec *moduli);
   /* y = K x with fixed dofs eliminated: y_f = K_ff x_f, y_c = x_c. `flags`
    * is a set of VOX_APPLY_* bits (0: the eliminated product in double). */
-  vox_status (*op_apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
+  vox_status (*apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
                          int flags);
   /* v = 0 on the fixed dofs (the operator's own flags: no mask vector). */
-  vox_status (*op_zero_fixed)(vox_backend *be, vox_operator *op, vox_vec *v);
+  vox_status (*zero_fixed)(vox_backend *be, vox_operator *op, vox_vec *v);
   /* d = diag(K) (1 on fixed dofs). */
-  vox_status (*op_diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
+  vox_status (*diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
-  vox_status (*op_element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
+  vox_status (*element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
                                   vox_vec *energy, int accumulate);
   /* The multigrid's steps on the fine level, each one pass instead of a
    * product and a vector operation (the product's result never goes to
    * memory).
-   * With y = K x (eliminated; `flags` as for op_apply):
-   *   op_smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
+   * With y = K x (eliminated; `flags` as for op->apply):
+   *   op->smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
    *                (smoother_step with a product; beta = 0 overwrites d);
-   *   op_residual: r = b - y.
+   *   op->residual: r = b - y.
    * The output must not alias x, whose neighbouring values the product
    * reads. */
-  vox_status (*op_smooth)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+  vox_status (*smooth)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
                           const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                           vox_vec *x_out, int flags);
-  vox_status (*op_residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
+  vox_status (*residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
                             const vox_vec *x, vox_vec *r, int flags);
   /* Homogenization of a periodic cell (seed 003 eq. 4-9); chi holds element
    * displacement vectors of unit macro strains (8 dofs_per_node values each,
    * in element-local coordinates, the same for every element), host memory.
-   *   op_strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
-   *   op_strain_energy: out_e = sum_fg w_fg (chi_f - u_f,e)' Ke (chi_g - u_g,e)
+   *   op->strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
+   *   op->strain_energy: out_e = sum_fg w_fg (chi_f - u_f,e)' Ke (chi_g - u_g,e)
    *                     for n_fields <= 6 fields u (elasticity), unit modulus,
    *                     w n_fields x n_fields row-major, host memory;
-   *   op_strain_energy_sums: sums_fg = sum_e m_e (chi_f - u_f,e)' Ke (chi_g - u_g,e)
+   *   op->strain_energy_sums: sums_fg = sum_e m_e (chi_f - u_f,e)' Ke (chi_g - u_g,e)
    *                     with m the operator's moduli, every pair f, g < n_fields
    *                     (n_fields x n_fields row-major, both triangles), host
    *                     memory: C^H in the energy form (eq. 7) in one pass. */
-  vox_status (*op_strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
-  vox_status (*op_strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
+  vox_status (*strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
+  vox_status (*strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
                                  const vox_vec *u, const double *chi, const double *w,
                                  vox_vec *out);
-  vox_status (*op_strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
+  vox_status (*strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
                                       const vox_vec *u, const double *chi, double *sums);
   /* The same two with the fields in half precision (each value widened to
    * double as it is read; the arithmetic is the same). */
-  vox_status (*op_strain_energy_half)(vox_backend *be, vox_operator *op, int n_fields,
+  vox_status (*strain_energy_half)(vox_backend *be, vox_operator *op, int n_fields,
                                       const vox_hvec *u, const double *chi, const double *w,
                                       vox_vec *out);
-  vox_status (*op_strain_energy_sums_half)(vox_backend *be, vox_operator *op, int n_fields,
+  vox_status (*strain_energy_sums_half)(vox_backend *be, vox_operator *op, int n_fields,
                                            const vox_hvec *u, const double *chi, double *sums);
+} vox_operator_ops;
 
-  /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
-   * empty voxels):
-   *   moduli_e = e_solid_e (emin + (1 - emin) rho_e^p)
-   *   dc_e     = -p rho_e^(p-1) (1 - emin) e_solid_e energy_e        */
-  vox_status (*simp_moduli)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
-                            double p, double emin, vox_vec *moduli);
-  vox_status (*simp_sensitivity)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
-                                 const vox_vec *energy, double p, double emin, vox_vec *dc);
-
-  /* Optimality-criteria update for one trial multiplier lambda (seed 000
-   * eq. 9, 10) on design elements (design_e = 1); other elements get
-   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
-   * [rho_min, 1]: with rho_min > 0 a density the update takes down never
-   * sticks at 0, where x B^eta could not move it again. */
-  vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
-                          const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                          double lambda, double move, double eta, double q, double rho_min,
-                          vox_vec *rho_new);
-
-  /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
-   * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
-   * bisection for lambda narrows its bracket n + 1 times per round instead of
-   * twice (seed 000 algorithm 8). rho_new(lambda) is separable:
-   * x B^eta = x (max(0, -dc) / dv)^eta lambda^-eta. The volume is linear in
-   * rho, so its gradient dv is also its weight. */
-  vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
-                           const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                           const double *lambda, int n, double move, double eta, double q,
-                           double rho_min, double *volume);
-
-  /* Linear-hat filter of radius R (mm) over the non-empty elements:
-   *   apply:       out = (H in) ./ Hs
-   *   transpose:   out = H (in ./ Hs)
-   *   sensitivity: out = (H (rho .* dc)) ./ (Hs .* max(gamma, rho))   (eq. 3) */
-  vox_status (*filter_create)(vox_backend *be, const vox_grid *grid, double radius,
-                              const uint8_t *active, vox_filter **filter);
-  void (*filter_destroy)(vox_backend *be, vox_filter *filter);
-  vox_status (*filter_apply)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
-  vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
-  vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
-                                   const vox_vec *dc, double gamma, vox_vec *out);
-  /* The same filter on a periodic cell (seed 003 section 6.5): taps that
-   * reach past a face wrap around to the opposite one, as if the cell were
-   * tiled; the taps are not cut at the grid's size. The other filter_*
-   * operations work on it unchanged. */
-  vox_status (*filter_create_periodic)(vox_backend *be, const vox_grid *grid, double radius,
-                                       const uint8_t *active, vox_filter **filter);
-
-  /* Symmetry enforcement (voxfe/symmetry.h) on a vector of one value per
-   * element: each element becomes the mean of its orbit under the group, in
-   * place, with the same bits on every backend. Fails for a symmetry the
-   * grid cannot have (vox_symmetry_check). */
-  vox_status (*symmetrize)(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
-                           vox_vec *v);
-
+/* Geometric multigrid levels: stencils, their Galerkin products, the
+ * transfers between levels and the coarsest level's direct solve. */
+typedef struct vox_multigrid_ops {
+  /* The largest coarsest multigrid level the backend factors densely on
+   * the device (its factor is in the memory plan); 0 for none. */
+  size_t dense_coarse_dofs;
+  /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
+   * where the backend keeps only those not implied by symmetry. */
+  int stencil_blocks;
+  /* Bytes per dof that a VOX_PRECISION_MIXED stencil on a grid like `grid`
+   * allocates beside its values (the CUDA backend's FP16 scales,
+   * cuda/README.md); NULL for none. */
+  int (*stencil_mixed_dof_bytes)(const vox_backend *be, const vox_grid *grid);
   /* Geometric multigrid. A stencil is an assembled operator on a grid kept
    * per node as 27 blocks of dofs_per_node^2 (seed 000 section 4.1): block t
    * = (dk+1)*9 + (dj+1)*3 + (di+1) couples the node with its neighbour at
@@ -350,7 +291,7 @@ typedef struct vox_backend_ops {
   vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
   vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
-  /* The fused steps of op_smooth and op_residual with y = A x of the
+  /* The fused steps of op->smooth and op->residual with y = A x of the
    * stencil (the coarse levels' smoothing and residual). */
   vox_status (*stencil_smooth)(vox_backend *be, vox_stencil *st, const vox_vec *b,
                                const vox_vec *x, const vox_vec *inv_diag, double alpha,
@@ -367,7 +308,7 @@ typedef struct vox_backend_ops {
   /* Optional (NULL: multigrid.c runs the steps through the operations
    * above): the Lanczos steps of the smoother's eigenvalue estimate on a
    * stencil, i.e. up to `steps` steps of Jacobi-preconditioned CG on A from
-   * r = vec_random(seed), z = inv_diag .* r, p = z, in the same arithmetic
+   * r = vec->random(seed), z = inv_diag .* r, p = z, in the same arithmetic
    * as multigrid.c's loop, with the scalars kept where the vectors are and
    * read back once. Gives CG's alpha[j] and beta[j] for j < *done, where
    * *done stops at the first step with p.q <= 0 or r.z <= 0 (steps <=
@@ -384,7 +325,84 @@ typedef struct vox_backend_ops {
                                   const vox_vec *r_fine, vox_vec *r_coarse);
   vox_status (*prolong_add)(vox_backend *be, const vox_grid *fine, int dofs_per_node,
                             const vox_vec *x_coarse, vox_vec *x_fine);
+} vox_multigrid_ops;
 
+/* Design kernels: SIMP, the optimality-criteria update, filters and
+ * symmetry, one value per element. */
+typedef struct vox_design_ops {
+  /* Element-granularity SIMP kernels (e_solid: modulus of the solid, 0 for
+   * empty voxels):
+   *   moduli_e = e_solid_e (emin + (1 - emin) rho_e^p)
+   *   dc_e     = -p rho_e^(p-1) (1 - emin) e_solid_e energy_e        */
+  vox_status (*simp_moduli)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                            double p, double emin, vox_vec *moduli);
+  vox_status (*simp_sensitivity)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                 const vox_vec *energy, double p, double emin, vox_vec *dc);
+  /* Optimality-criteria update for one trial multiplier lambda (seed 000
+   * eq. 9, 10) on design elements (design_e = 1); other elements get
+   * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
+   * [rho_min, 1]: with rho_min > 0 a density the update takes down never
+   * sticks at 0, where x B^eta could not move it again. */
+  vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                          const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                          double lambda, double move, double eta, double q, double rho_min,
+                          vox_vec *rho_new);
+  /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
+   * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
+   * bisection for lambda narrows its bracket n + 1 times per round instead of
+   * twice (seed 000 algorithm 8). rho_new(lambda) is separable:
+   * x B^eta = x (max(0, -dc) / dv)^eta lambda^-eta. The volume is linear in
+   * rho, so its gradient dv is also its weight. */
+  vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                           const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                           const double *lambda, int n, double move, double eta, double q,
+                           double rho_min, double *volume);
+  /* Linear-hat filter of radius R (mm) over the non-empty elements:
+   *   apply:       out = (H in) ./ Hs
+   *   transpose:   out = H (in ./ Hs)
+   *   sensitivity: out = (H (rho .* dc)) ./ (Hs .* max(gamma, rho))   (eq. 3) */
+  vox_status (*filter_create)(vox_backend *be, const vox_grid *grid, double radius,
+                              const uint8_t *active, vox_filter **filter);
+  void (*filter_destroy)(vox_backend *be, vox_filter *filter);
+  vox_status (*filter_apply)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
+  vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
+  vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
+                                   const vox_vec *dc, double gamma, vox_vec *out);
+  /* The same filter on a periodic cell (seed 003 section 6.5): taps that
+   * reach past a face wrap around to the opposite one, as if the cell were
+   * tiled; the taps are not cut at the grid's size. The other filter_*
+   * operations work on it unchanged. */
+  vox_status (*filter_create_periodic)(vox_backend *be, const vox_grid *grid, double radius,
+                                       const uint8_t *active, vox_filter **filter);
+  /* Symmetry enforcement (voxfe/symmetry.h) on a vector of one value per
+   * element: each element becomes the mean of its orbit under the group, in
+   * place, with the same bits on every backend. Fails for a symmetry the
+   * grid cannot have (vox_symmetry_check). */
+  vox_status (*symmetrize)(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
+                           vox_vec *v);
+} vox_design_ops;
+
+/* The device and the tables of its operations by concern. */
+typedef struct vox_backend_ops {
+  const char *name;
+  void (*destroy)(vox_backend *be);
+  /* Waits until every operation issued so far has finished (timing). */
+  vox_status (*synchronize)(vox_backend *be);
+  /* 1: the backend allocates from a device's fixed memory, so runs check
+   * their need against `memory` before allocating (memory_plan.h). */
+  int device_memory;
+  /* Free and total bytes of the memory the backend allocates from. */
+  vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
+  /* Host memory for what waits off the backend and comes back (a phased
+   * cell solve's parked vectors): page-locked on a GPU, whose copies from
+   * and to it then run at the bus's speed. host_free takes NULL. */
+  vox_status (*host_alloc)(vox_backend *be, size_t bytes, void **p);
+  void (*host_free)(vox_backend *be, void *p);
+  /* The tables by concern (above). */
+  const vox_vector_ops *vec;
+  const vox_operator_ops *op;
+  const vox_multigrid_ops *mg;
+  const vox_design_ops *design;
   /* The sparse (bone-only) system of analyses, sparse_ops.h; NULL where the
    * backend has none. */
   const vox_sparse_ops *sparse;
@@ -427,7 +445,7 @@ void vox_cuda_warm_up(void);
 }
 #endif
 
-/* Propagates a failing status: `TRY(be->ops->vec_dot(...));` */
+/* Propagates a failing status: `TRY(be->ops->vec->dot(...));` */
 #define TRY(call)                                                                 \
   do {                                                                            \
     vox_status try_status_ = (call);                                              \

@@ -302,7 +302,7 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
   if (st == VOX_OK) st = vox_checkpoint_add(ctx, out, "seconds", 4, loop->seconds);
   if (st == VOX_OK) st = vox_checkpoint_add(ctx, out, "design_variables", x->n, NULL);
   if (st == VOX_OK)
-    st = be->ops->vec_download(be, x, vox_checkpoint_find(out, "design_variables")->values);
+    st = be->ops->vec->download(be, x, vox_checkpoint_find(out, "design_variables")->values);
   if (st == VOX_OK) st = vox_objective_save(objective, out);
   if (st == VOX_OK) st = multigrid_save(ctx, opt, fem, out);
   if (st != VOX_OK) vox_checkpoint_free(out);
@@ -340,7 +340,7 @@ vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt,
   const vox_checkpoint_array *design = need(ctx, c, "design_variables", x->n, &st);
   TRY(st);
   memcpy(loop->seconds, seconds->values, sizeof loop->seconds);
-  TRY(be->ops->vec_upload(be, x, design->values));
+  TRY(be->ops->vec->upload(be, x, design->values));
   TRY(vox_objective_restore(objective, &opt->solver, c));
   return multigrid_restore(ctx, opt, fem);
 }

@@ -15,13 +15,13 @@
 void vox_fem_destroy(vox_fem *fem) {
   if (!fem) return;
   vox_backend *be = fem->be;
-  if (fem->op) be->ops->op_destroy(be, fem->op);
+  if (fem->op) be->ops->op->destroy(be, fem->op);
   vox_vec *v[] = {&fem->e_solid, &fem->moduli,     &fem->inv_diag,
                   &fem->lift,    &fem->rhs,        &fem->correction, &fem->output};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   for (int c = 0; fem->force && c < fem->n_cases; c++)
-    if (fem->force[c].data) be->ops->vec_destroy(be, &fem->force[c]);
+    if (fem->force[c].data) be->ops->vec->destroy(be, &fem->force[c]);
   free(fem->force);
   vox_ksp_work_destroy(be, &fem->pcg);
   vox_mg_destroy(fem->mg);
@@ -196,22 +196,22 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
   const vox_backend_ops *o = be->ops;
 #define STEP(call)                                                                 \
   if (s == VOX_OK) s = (call)
-  STEP(o->vec_create(be, fem->n_elements, &fem->e_solid));
-  STEP(o->vec_create(be, fem->n_elements, &fem->moduli));
-  if (!lean) STEP(o->vec_create(be, fem->n_dofs, &fem->inv_diag));
+  STEP(o->vec->create(be, fem->n_elements, &fem->e_solid));
+  STEP(o->vec->create(be, fem->n_elements, &fem->moduli));
+  if (!lean) STEP(o->vec->create(be, fem->n_dofs, &fem->inv_diag));
   if (fem->has_lift) { /* three vectors only prescribed displacements need */
-    STEP(o->vec_create(be, fem->n_dofs, &fem->lift));
-    STEP(o->vec_create(be, fem->n_dofs, &fem->rhs));
-    STEP(o->vec_create(be, fem->n_dofs, &fem->correction));
+    STEP(o->vec->create(be, fem->n_dofs, &fem->lift));
+    STEP(o->vec->create(be, fem->n_dofs, &fem->rhs));
+    STEP(o->vec->create(be, fem->n_dofs, &fem->correction));
   }
   if (!lean) STEP(vox_ksp_work_create(be, fem->n_dofs, &fem->pcg));
-  STEP(o->vec_upload(be, &fem->e_solid, h.e_solid));
-  STEP(o->vec_upload(be, &fem->moduli, h.e_solid));
-  if (fem->has_lift) STEP(o->vec_upload(be, &fem->lift, h.lift));
+  STEP(o->vec->upload(be, &fem->e_solid, h.e_solid));
+  STEP(o->vec->upload(be, &fem->moduli, h.e_solid));
+  if (fem->has_lift) STEP(o->vec->upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK && !lean; c++) {
     case_forces(model, &h, c, dpn, fem->n_dofs, h.force);
-    STEP(o->vec_create(be, fem->n_dofs, &fem->force[c]));
-    STEP(o->vec_upload(be, &fem->force[c], h.force));
+    STEP(o->vec->create(be, fem->n_dofs, &fem->force[c]));
+    STEP(o->vec->upload(be, &fem->force[c], h.force));
   }
   if (s == VOX_OK && model->n_outputs > 0) { /* l, built the way a force is */
     memset(h.force, 0, fem->n_dofs * sizeof *h.force);
@@ -220,8 +220,8 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
           model->outputs[i].weight;
     for (size_t d = 0; d < fem->n_dofs; d++)
       if (h.fixed[d]) h.force[d] = 0;
-    STEP(o->vec_create(be, fem->n_dofs, &fem->output));
-    STEP(o->vec_upload(be, &fem->output, h.force));
+    STEP(o->vec->create(be, fem->n_dofs, &fem->output));
+    STEP(o->vec->upload(be, &fem->output, h.force));
   }
   if (s == VOX_OK) {
     vox_operator_desc desc = {.grid = model->grid,
@@ -231,9 +231,9 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
                               .n_springs = h.n_springs,
                               .spring_dof = h.spring_dof,
                               .spring_k = h.spring_k};
-    s = o->op_create(be, &desc, &fem->op);
+    s = o->op->create(be, &desc, &fem->op);
   }
-  STEP(o->op_set_moduli(be, fem->op, &fem->moduli));
+  STEP(o->op->set_moduli(be, fem->op, &fem->moduli));
   STEP(vox_jacobi_spectrum_bound(ctx, ke, 8 * dpn, &fem->jacobi_bound));
   STEP(vox_fem_update(fem));
 #undef STEP
@@ -260,8 +260,8 @@ vox_status vox_fem_update(vox_fem *fem) {
   vox_backend *be = fem->be;
   fem->mg_stale = 1;
   if (!fem->inv_diag.data) return VOX_OK; /* lean: nothing of its own to refresh */
-  TRY(be->ops->op_diagonal(be, fem->op, &fem->inv_diag));
-  return be->ops->vec_reciprocal(be, &fem->inv_diag);
+  TRY(be->ops->op->diagonal(be, fem->op, &fem->inv_diag));
+  return be->ops->vec->reciprocal(be, &fem->inv_diag);
 }
 
 /* The box's multigrid preconditioner as an object (pc.h): one cycle,
@@ -278,7 +278,7 @@ static vox_status multigrid_setup(void *self) {
 static vox_status multigrid_apply(void *self, const void *r, void *z) {
   vox_fem *fem = self;
   TRY(vox_mg_apply(fem->mg, r, z));
-  return fem->be->ops->op_zero_fixed(fem->be, fem->op, z);
+  return fem->be->ops->op->zero_fixed(fem->be, fem->op, z);
 }
 
 static const vox_pc_ops multigrid_pc = {.name = "multigrid", .setup = multigrid_setup,
@@ -354,7 +354,7 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_ksp_histor
   TRY(vox_mg_full_storage(fem->mg, &reduced_storage));
   if (!fem->mg->bounds_kept && !reduced_storage) return VOX_OK;
   const int before = result->iterations;
-  if (result->reason == VOX_DIVERGED_NAN) TRY(be->ops->vec_set(be, x, 0));
+  if (result->reason == VOX_DIVERGED_NAN) TRY(be->ops->vec->set(be, x, 0));
   fem->mg->setups = 0; /* the next setup estimates */
   fem->mg_stale = 1;
   if (fem->mg->bounds_kept) fem->bound_redos++;
@@ -387,13 +387,13 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_
   if (!fem->has_lift) return pcg(fem, f, u, history, options, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
-  TRY(o->op_apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
-  TRY(o->vec_xpay(be, &fem->rhs, -1, f));
-  TRY(o->op_zero_fixed(be, fem->op, &fem->rhs));
-  TRY(o->vec_copy(be, &fem->correction, u));
-  TRY(o->vec_axpy(be, &fem->correction, -1, &fem->lift));
-  TRY(o->op_zero_fixed(be, fem->op, &fem->correction));
+  TRY(o->op->apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
+  TRY(o->vec->xpay(be, &fem->rhs, -1, f));
+  TRY(o->op->zero_fixed(be, fem->op, &fem->rhs));
+  TRY(o->vec->copy(be, &fem->correction, u));
+  TRY(o->vec->axpy(be, &fem->correction, -1, &fem->lift));
+  TRY(o->op->zero_fixed(be, fem->op, &fem->correction));
   TRY(pcg(fem, &fem->rhs, &fem->correction, NULL, options, result));
-  TRY(o->vec_copy(be, u, &fem->correction));
-  return o->vec_axpy(be, u, 1, &fem->lift);
+  TRY(o->vec->copy(be, u, &fem->correction));
+  return o->vec->axpy(be, u, 1, &fem->lift);
 }

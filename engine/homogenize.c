@@ -3,7 +3,7 @@
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
  *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
- * the energy form, one pass over the fields (op_strain_energy_sums).
+ * the energy form, one pass over the fields (op->strain_energy_sums).
  * With fields u = u* + e that solve only to a tolerance, its error is
  * e^i' K e^j: the first-order terms are the residual K u* - f = 0 against
  * e, so C^H is second order in the fields' error. Expanding the product
@@ -12,7 +12,7 @@
  * whose error f^i . e^j is first order (kept for comparison: h->dot_form;
  * docs/engine.md). The
  * sensitivities (eq. 9) need the element products themselves: one pass of
- * op_strain_energy over the fields with the weights of the objective's
+ * op->strain_energy over the fields with the weights of the objective's
  * gradient. chi is the strain applied to element-local corner coordinates
  * (seed 003 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */
@@ -44,10 +44,10 @@ void vox_homog_destroy(vox_homog *h) {
   if (!h) return;
   for (int s = 0; s < VOX_CASES && h->fem; s++) {
     h->fem->be->ops->host_free(h->fem->be, h->parked[s]);
-    if (h->u[s].data) h->fem->be->ops->vec_destroy(h->fem->be, &h->u[s]);
-    if (h->uh[s].data) h->fem->be->ops->hvec_destroy(h->fem->be, &h->uh[s]);
+    if (h->u[s].data) h->fem->be->ops->vec->destroy(h->fem->be, &h->u[s]);
+    if (h->uh[s].data) h->fem->be->ops->vec->half_destroy(h->fem->be, &h->uh[s]);
   }
-  if (h->work.data && h->fem) h->fem->be->ops->vec_destroy(h->fem->be, &h->work);
+  if (h->work.data && h->fem) h->fem->be->ops->vec->destroy(h->fem->be, &h->work);
   vox_cell_solver_destroy(h->cell);
   vox_fem_destroy(h->fem);
   free(h);
@@ -103,8 +103,8 @@ static int parks_fields(const vox_homog *h, unsigned strains) {
 static vox_status field_hold(vox_homog *h, int i) {
   vox_backend *be = h->fem->be;
   if (h->uh[i].data || !h->parked[i]) return VOX_OK;
-  TRY(be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[i]));
-  return be->ops->hvec_upload(be, &h->uh[i], h->parked[i]);
+  TRY(be->ops->vec->half_create(be, h->fem->n_dofs, &h->uh[i]));
+  return be->ops->vec->half_upload(be, &h->uh[i], h->parked[i]);
 }
 
 /* Field i off the backend into host memory. */
@@ -113,8 +113,8 @@ static vox_status field_park(vox_homog *h, int i) {
   if (!h->uh[i].data) return VOX_OK;
   if (!h->parked[i])
     TRY(be->ops->host_alloc(be, h->fem->n_dofs * sizeof *h->parked[i], (void **)&h->parked[i]));
-  TRY(be->ops->hvec_download(be, &h->uh[i], h->parked[i]));
-  be->ops->hvec_destroy(be, &h->uh[i]);
+  TRY(be->ops->vec->half_download(be, &h->uh[i], h->parked[i]));
+  be->ops->vec->half_destroy(be, &h->uh[i]);
   return VOX_OK;
 }
 
@@ -135,8 +135,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
   if ((h->strains & VOX_HYDROSTATIC_CASE) && !(strains & VOX_HYDROSTATIC_CASE) &&
       ((h->strains | strains) & normal) == normal) {
     const int st = VOX_HYDROSTATIC;
-    if (h->u[st].data) be->ops->vec_destroy(be, &h->u[st]);
-    if (h->uh[st].data) be->ops->hvec_destroy(be, &h->uh[st]);
+    if (h->u[st].data) be->ops->vec->destroy(be, &h->u[st]);
+    if (h->uh[st].data) be->ops->vec->half_destroy(be, &h->uh[st]);
     be->ops->host_free(be, h->parked[st]);
     h->parked[st] = NULL;
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
@@ -151,8 +151,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
       memset(h->parked[st], 0, h->fem->n_dofs * sizeof *h->parked[st]);
     }
     if (!park)
-      TRY(h->half_fields ? be->ops->hvec_create(be, h->fem->n_dofs, &h->uh[st])
-                         : be->ops->vec_create(be, h->fem->n_dofs, &h->u[st]));
+      TRY(h->half_fields ? be->ops->vec->half_create(be, h->fem->n_dofs, &h->uh[st])
+                         : be->ops->vec->create(be, h->fem->n_dofs, &h->u[st]));
     h->strains |= 1u << st;
   }
   return VOX_OK;
@@ -219,7 +219,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
   }
   h->half_fields = half_fields;
   if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
-  if (s == VOX_OK && half_fields && !h->cell) s = be->ops->vec_create(be, h->fem->n_dofs, &h->work);
+  if (s == VOX_OK && half_fields && !h->cell) s = be->ops->vec->create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;
@@ -250,7 +250,7 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
     return VOX_OK;
   }
   *u = &h->work;
-  return be->ops->hvec_load(be, &h->uh[i], &h->work);
+  return be->ops->vec->half_load(be, &h->uh[i], &h->work);
 }
 
 /* mm: sum_e m_e^2, the same for every case. */
@@ -268,16 +268,16 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   double ff;
   vox_vec *u;
   TRY(vox_homog_field(h, i, &u)); /* the warm start */
-  TRY(o->op_strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
-  TRY(o->vec_dot(be, &fem->force[0], &fem->force[0], &ff));
+  TRY(o->op->strain_load(be, fem->op, h->chi + 24 * i, &fem->force[0]));
+  TRY(o->vec->dot(be, &fem->force[0], &fem->force[0], &ff));
   if (ff <= zero_ff) {
     *r = (vox_solve_result){.iterations = 0, .residual_norm = sqrt(ff), .rhs_norm = sqrt(ff),
                             .reason = VOX_CONVERGED_RTOL};
-    TRY(o->vec_set(be, u, 0));
+    TRY(o->vec->set(be, u, 0));
   } else {
     TRY(vox_fem_solve(fem, 0, u, options, r));
   }
-  return h->half_fields ? o->hvec_store(be, u, &h->uh[i]) : VOX_OK;
+  return h->half_fields ? o->vec->half_store(be, u, &h->uh[i]) : VOX_OK;
 }
 
 /* e_h' C^H e_h from the unit strains' entries: sum_ij C_ij over i, j < 3. */
@@ -290,7 +290,7 @@ static double normal_sum(const double c[36]) {
 
 vox_status vox_homog_prepare(vox_homog *h) {
   vox_fem *fem = h->fem;
-  TRY(fem->be->ops->vec_dot(fem->be, &fem->moduli, &fem->moduli, &h->moduli_squared));
+  TRY(fem->be->ops->vec->dot(fem->be, &fem->moduli, &fem->moduli, &h->moduli_squared));
   if (h->cell && fem->mg_stale) { /* the moduli changed: the solves make the hierarchy */
     TRY(vox_cell_solver_set_moduli(h->cell, &fem->moduli));
     fem->mg_stale = 0;
@@ -309,7 +309,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "C^H's dot-product form needs the unit strains' fields in double and a "
                      "vector of ones");
-  if (h->dot_form) TRY(o->vec_dot(be, &fem->moduli, ones, &sum_m));
+  if (h->dot_form) TRY(o->vec->dot(be, &fem->moduli, ones, &sum_m));
   if (!h->prepared) TRY(vox_homog_prepare(h));
   h->prepared = 0;
   const double mm = h->moduli_squared;
@@ -326,7 +326,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
     if (r->reason < 0 && failed->reason > 0) *failed = *r;
     /* the dot-product form (unit strains only) needs f^i while it is there */
     for (int j = 0; j <= i && i < VOX_STRAINS && h->dot_form; j++)
-      if ((h->strains >> j) & 1) TRY(o->vec_dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
+      if ((h->strains >> j) & 1) TRY(o->vec->dot(be, &fem->force[0], &h->u[j], &fu[i][j]));
   }
   if (h->phased && h->cell) vox_cell_solver_release(h->cell);
   if (!c) return VOX_OK;
@@ -378,7 +378,7 @@ static vox_status pairwise_tensor(vox_homog *h, double *t) {
       double chi[48], sums[4];
       memcpy(chi, h->chi + 24 * a, 24 * sizeof *chi);
       memcpy(chi + 24, h->chi + 24 * b, 24 * sizeof *chi);
-      TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, 2, u, chi, sums));
+      TRY(be->ops->op->strain_energy_sums_half(be, h->fem->op, 2, u, chi, sums));
       t[a * VOX_CASES + a] = sums[0] / h->volume, t[a * VOX_CASES + b] = sums[1] / h->volume;
       t[b * VOX_CASES + a] = sums[2] / h->volume, t[b * VOX_CASES + b] = sums[3] / h->volume;
       TRY(field_park(h, b));
@@ -399,9 +399,9 @@ vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
     pack_strains(h, &p);
     double sums[VOX_CASES * VOX_CASES];
     if (h->half_fields)
-      TRY(be->ops->op_strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
+      TRY(be->ops->op->strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
     else
-      TRY(be->ops->op_strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
+      TRY(be->ops->op->strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
     for (int a = 0; a < p.n; a++)
       for (int b = 0; b < p.n; b++)
         t[p.strain[a] * VOX_CASES + p.strain[b]] = sums[a * p.n + b] / h->volume;
@@ -446,11 +446,11 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrost
       w[a * ps.n + b] = -gij / h->volume;
     }
   if (h->half_fields)
-    TRY(be->ops->op_strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
+    TRY(be->ops->op->strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
   else
-    TRY(be->ops->op_strain_energy(be, fem->op, ps.n, ps.u, ps.chi, w, energy));
+    TRY(be->ops->op->strain_energy(be, fem->op, ps.n, ps.u, ps.chi, w, energy));
   if (parked) TRY(fields_hold(h, 0));
-  return be->ops->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
+  return be->ops->design->simp_sensitivity(be, rho, &fem->e_solid, energy, p, emin, df);
 }
 
 /* ---- derived moduli ------------------------------------------------------- */
@@ -512,13 +512,13 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
   vox_fem *fem = h->fem;
   const vox_backend_ops *o = be->ops;
   vox_vec rho = {0}, ones = {0};
-  vox_status s = o->vec_create(be, fem->n_elements, &ones);
-  if (s == VOX_OK) s = o->vec_set(be, &ones, 1);
+  vox_status s = o->vec->create(be, fem->n_elements, &ones);
+  if (s == VOX_OK) s = o->vec->set(be, &ones, 1);
   if (s == VOX_OK && use_density) {
-    s = o->vec_create(be, fem->n_elements, &rho);
-    if (s == VOX_OK) s = o->vec_upload(be, &rho, model->density);
+    s = o->vec->create(be, fem->n_elements, &rho);
+    if (s == VOX_OK) s = o->vec->upload(be, &rho, model->density);
     if (s == VOX_OK)
-      s = o->simp_moduli(be, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
+      s = o->design->simp_moduli(be, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
     if (s == VOX_OK) s = vox_fem_update(fem);
   }
   /* the six solves and C^H, each case's own result reported */
@@ -529,7 +529,7 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
   const vox_grid *g = &fem->grid;
   for (int i = 0; i < VOX_STRAINS && s == VOX_OK && displacement; i++) {
     double *u = displacement + (size_t)i * fem->n_dofs;
-    s = o->vec_download(be, &h->u[i], u);
+    s = o->vec->download(be, &h->u[i], u);
     /* the singular system leaves a translation free: the one with u = 0
      * at the corner */
     const double shift[3] = {u[0], u[1], u[2]};
@@ -543,8 +543,8 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
           memcpy(u + 3 * ((k * py + j) * px + a), u + 3 * twin, 3 * sizeof *u);
         }
   }
-  if (rho.data) o->vec_destroy(be, &rho);
-  if (ones.data) o->vec_destroy(be, &ones);
+  if (rho.data) o->vec->destroy(be, &rho);
+  if (ones.data) o->vec->destroy(be, &ones);
   vox_homog_destroy(h);
   return s;
 }

@@ -59,7 +59,7 @@ vox_status vox_ksp_work_create(vox_backend *be, size_t n, vox_ksp_work *w) {
   memset(w, 0, sizeof *w);
   vox_vec *v[] = {&w->r, &w->z, &w->p, &w->q};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-    vox_status s = be->ops->vec_create(be, n, v[i]);
+    vox_status s = be->ops->vec->create(be, n, v[i]);
     if (s != VOX_OK) {
       vox_ksp_work_destroy(be, w);
       return s;
@@ -71,7 +71,7 @@ vox_status vox_ksp_work_create(vox_backend *be, size_t n, vox_ksp_work *w) {
 void vox_ksp_work_destroy(vox_backend *be, vox_ksp_work *w) {
   vox_vec *v[] = {&w->r, &w->z, &w->p, &w->q};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
 }
 
 vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_ksp_history *h) {
@@ -80,7 +80,7 @@ vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_k
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "solution history of %d vectors: 0 to %d",
                      capacity, (int)VOX_KSP_HISTORY_MAX);
   for (int i = 0; i < capacity; i++) {
-    vox_status s = be->ops->vec_create(be, n, &h->v[i]);
+    vox_status s = be->ops->vec->create(be, n, &h->v[i]);
     if (s != VOX_OK) {
       vox_ksp_history_destroy(be, h);
       return s;
@@ -92,7 +92,7 @@ vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_k
 
 void vox_ksp_history_destroy(vox_backend *be, vox_ksp_history *h) {
   for (int i = 0; i < h->capacity; i++)
-    if (h->v[i].data) be->ops->vec_destroy(be, &h->v[i]);
+    if (h->v[i].data) be->ops->vec->destroy(be, &h->v[i]);
   memset(h, 0, sizeof *h);
 }
 
@@ -107,8 +107,8 @@ typedef struct vec_cg {
 
 static vox_status vec_product(void *self, double *pq) {
   vec_cg *c = self;
-  TRY(c->be->ops->op_apply(c->be, c->op, &c->w->p, &c->w->q, 0));
-  return pq ? c->be->ops->vec_dot(c->be, &c->w->p, &c->w->q, pq) : VOX_OK;
+  TRY(c->be->ops->op->apply(c->be, c->op, &c->w->p, &c->w->q, 0));
+  return pq ? c->be->ops->vec->dot(c->be, &c->w->p, &c->w->q, pq) : VOX_OK;
 }
 
 static vox_status vec_precondition(void *self) {
@@ -118,32 +118,32 @@ static vox_status vec_precondition(void *self) {
 
 static vox_status vec_update(void *self, double alpha, double *rr) {
   vec_cg *c = self;
-  return c->be->ops->cg_update(c->be, c->x, &c->w->r, alpha, &c->w->p, &c->w->q, rr);
+  return c->be->ops->vec->cg_update(c->be, c->x, &c->w->r, alpha, &c->w->p, &c->w->q, rr);
 }
 
 static vox_status vec_direction(void *self, double rz_old, double *rz) {
   vec_cg *c = self;
   const vox_backend_ops *o = c->be->ops;
   if (rz_old == 0) {
-    TRY(o->vec_copy(c->be, &c->w->p, &c->w->z));
-    return o->vec_dot(c->be, &c->w->r, &c->w->z, rz);
+    TRY(o->vec->copy(c->be, &c->w->p, &c->w->z));
+    return o->vec->dot(c->be, &c->w->r, &c->w->z, rz);
   }
-  TRY(o->vec_dot(c->be, &c->w->r, &c->w->z, rz));
-  return o->vec_xpay(c->be, &c->w->p, *rz / rz_old, &c->w->z);
+  TRY(o->vec->dot(c->be, &c->w->r, &c->w->z, rz));
+  return o->vec->xpay(c->be, &c->w->p, *rz / rz_old, &c->w->z);
 }
 
 /* the backend's scalars on the device, where it has them */
 static vox_status kept_direction(void *self, double rz_old, double *rz) {
   vec_cg *c = self;
   const vox_backend_ops *o = c->be->ops;
-  if (rz_old == 0) return o->cg_begin(c->be, &c->w->r, &c->w->z, &c->w->p, rz);
+  if (rz_old == 0) return o->vec->cg_begin(c->be, &c->w->r, &c->w->z, &c->w->p, rz);
   *rz = rz_old; /* the device's: the next step returns it */
-  return o->cg_direction(c->be, &c->w->r, &c->w->z, &c->w->p);
+  return o->vec->cg_direction(c->be, &c->w->r, &c->w->z, &c->w->p);
 }
 
 static vox_status kept_step(void *self, double *pq, double *rz, double *rr) {
   vec_cg *c = self;
-  return c->be->ops->cg_step(c->be, c->x, &c->w->r, &c->w->p, &c->w->q, pq, rz, rr);
+  return c->be->ops->vec->cg_step(c->be, c->x, &c->w->r, &c->w->p, &c->w->q, pq, rz, rr);
 }
 
 static const vox_ksp_ops vec_ops = {.product = vec_product,
@@ -206,30 +206,30 @@ static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec
   for (int i = 1; i < n; i++) v[i] = &h->v[(h->newest + i - 1) % h->capacity];
   double G[N * N], g[N], c[N];
   for (int j = 0; j < n; j++) {
-    TRY(o->op_apply(be, op, v[j], av[j], 0));
-    TRY(o->vec_dot(be, b, v[j], &g[j]));
+    TRY(o->op->apply(be, op, v[j], av[j], 0));
+    TRY(o->vec->dot(be, b, v[j], &g[j]));
     for (int i = 0; i <= j; i++) {
-      TRY(o->vec_dot(be, v[i], av[j], &G[i * n + j]));
+      TRY(o->vec->dot(be, v[i], av[j], &G[i * n + j]));
       G[j * n + i] = G[i * n + j];
     }
   }
   gram_solve(G, g, n, c);
   /* p <- sum c_i v_i and r <- b - sum c_i A v_i */
-  TRY(o->vec_copy(be, &w->p, x));
-  TRY(o->vec_axpby(be, &w->p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
-  TRY(o->vec_axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
+  TRY(o->vec->copy(be, &w->p, x));
+  TRY(o->vec->axpby(be, &w->p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
+  TRY(o->vec->axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
   for (int i = 2; i < n; i++) {
-    TRY(o->vec_axpy(be, &w->p, c[i], v[i]));
-    TRY(o->vec_axpy(be, &w->r, c[i], av[i]));
+    TRY(o->vec->axpy(be, &w->p, c[i], v[i]));
+    TRY(o->vec->axpy(be, &w->r, c[i], av[i]));
   }
-  TRY(o->vec_xpay(be, &w->r, -1, b));
+  TRY(o->vec->xpay(be, &w->r, -1, b));
   /* the guess becomes the newest solution of the history, in the slot of
    * the oldest once it is full; then x <- the start */
   const int slot = (h->newest + h->capacity - 1) % h->capacity; /* free, or the oldest */
-  TRY(o->vec_copy(be, &h->v[slot], x));
+  TRY(o->vec->copy(be, &h->v[slot], x));
   h->newest = slot;
   if (h->count < h->capacity) h->count++;
-  return o->vec_copy(be, x, &w->p);
+  return o->vec->copy(be, x, &w->p);
 }
 
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
@@ -238,21 +238,21 @@ vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, co
   const vox_backend_ops *o = be->ops;
   double bb, rr;
   memset(result, 0, sizeof *result);
-  TRY(o->vec_dot(be, b, b, &bb));
+  TRY(o->vec->dot(be, b, b, &bb));
   result->rhs_norm = sqrt(bb);
   if (bb == 0) { /* x = 0 is exact */
-    TRY(o->vec_set(be, x, 0));
+    TRY(o->vec->set(be, x, 0));
     result->reason = VOX_CONVERGED_ZERO_RHS;
     return VOX_OK;
   }
   if (history && history->capacity > 0) {
     TRY(history_start(be, op, b, x, history, w));
   } else {                                          /* r <- b - A x */
-    TRY(o->op_apply(be, op, x, &w->r, 0));
-    TRY(o->vec_xpay(be, &w->r, -1, b));
+    TRY(o->op->apply(be, op, x, &w->r, 0));
+    TRY(o->vec->xpay(be, &w->r, -1, b));
   }
-  TRY(o->vec_dot(be, &w->r, &w->r, &rr));
+  TRY(o->vec->dot(be, &w->r, &w->r, &rr));
   vec_cg c = {.be = be, .op = op, .pc = pc, .x = x, .w = w};
-  const int kept = o->cg_begin && o->cg_step && o->cg_direction;
+  const int kept = o->vec->cg_begin && o->vec->cg_step && o->vec->cg_direction;
   return vox_ksp_cg(kept ? &kept_ops : &vec_ops, &c, rr, result->rhs_norm, options, result);
 }

@@ -61,16 +61,16 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
     const double value = mixed ? sizeof(float) : D;
     /* an FP16-packed level keeps the float buffer and adds its scales */
     const double per_dof =
-        mixed && be->ops->stencil_mixed_dof_bytes ? be->ops->stencil_mixed_dof_bytes(be, grid) : 0;
+        mixed && be->ops->mg->stencil_mixed_dof_bytes ? be->ops->mg->stencil_mixed_dof_bytes(be, grid) : 0;
     double stencil1 = 0, vectors1 = 0, coarser = 0, vectors0 = 0, factor = 0;
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {
       const double n = (double)vox_grid_nodes(&g) * dpn;
       double stencil = 0, vectors = 0;
       if (l > 0) /* the stencil, inv_diag, b, x */
-        stencil = be->ops->stencil_blocks * dpn * n * value + per_dof * n, vectors = 3 * D * n;
+        stencil = be->ops->mg->stencil_blocks * dpn * n * value + per_dof * n, vectors = 3 * D * n;
       if (l < levels - 1) vectors += (l > 0 ? 2 : 1) * D * n; /* r (level 0: CG's q), d */
-      if (l == levels - 1 && n <= (double)be->ops->dense_coarse_dofs)
+      if (l == levels - 1 && n <= (double)be->ops->mg->dense_coarse_dofs)
         factor = 2 * D * n * n; /* L and L^-1 */
       if (l == 0) vectors0 = vectors;
       else if (l == 1) stencil1 = stencil, vectors1 = vectors;

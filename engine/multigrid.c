@@ -55,17 +55,17 @@ int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
 static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
   vox_vec *v[] = {&l->b, &l->x, &l->d};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
-  if (owns_borrowed && l->r.data) be->ops->vec_destroy(be, &l->r);
-  if (owns_borrowed && l->inv_diag.data) be->ops->vec_destroy(be, &l->inv_diag);
-  if (l->stencil) be->ops->stencil_destroy(be, l->stencil);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
+  if (owns_borrowed && l->r.data) be->ops->vec->destroy(be, &l->r);
+  if (owns_borrowed && l->inv_diag.data) be->ops->vec->destroy(be, &l->inv_diag);
+  if (l->stencil) be->ops->mg->stencil_destroy(be, l->stencil);
 }
 
 void vox_mg_destroy(vox_multigrid *mg) {
   if (!mg) return;
   for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
   for (int c = 0; c < mg->n_translations; c++)
-    if (mg->translation[c].data) mg->be->ops->vec_destroy(mg->be, &mg->translation[c]);
+    if (mg->translation[c].data) mg->be->ops->vec->destroy(mg->be, &mg->translation[c]);
   free(mg->level);
   free(mg->visits);
   free(mg);
@@ -89,9 +89,9 @@ static vox_status make_translations(vox_multigrid *mg) {
         for (int64_t i = 0; i <= g->nx; i++, d += (size_t)dpn)
           for (int r = 0; r < dpn; r++)
             host[d + (size_t)r] = r == c && !vox_is_image(g->nx, g->ny, g->nz, i, j, k) ? value : 0;
-    s = be->ops->vec_create(be, n, &mg->translation[c]);
+    s = be->ops->vec->create(be, n, &mg->translation[c]);
     if (s == VOX_OK) mg->n_translations = c + 1;
-    if (s == VOX_OK) s = be->ops->vec_upload(be, &mg->translation[c], host);
+    if (s == VOX_OK) s = be->ops->vec->upload(be, &mg->translation[c], host);
   }
   free(host);
   return s;
@@ -123,7 +123,7 @@ static vox_status hold_node(vox_multigrid *mg) {
   const size_t nodes = (size_t)vox_grid_nodes(g);
   double *v = malloc(nodes * 27 * (size_t)bs * sizeof *v);
   if (!v) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status s = be->ops->stencil_download(be, st, v);
+  vox_status s = be->ops->mg->stencil_download(be, st, v);
   int64_t held = 0;
   double stiffest = -INFINITY;
   for (int64_t k = 0; k < g->nz && s == VOX_OK; k++)
@@ -148,7 +148,7 @@ static vox_status hold_node(vox_multigrid *mg) {
           }
         }
       }
-  if (s == VOX_OK) s = be->ops->stencil_upload(be, st, v);
+  if (s == VOX_OK) s = be->ops->mg->stencil_upload(be, st, v);
   free(v);
   return s;
 }
@@ -158,8 +158,8 @@ static vox_status remove_translations(vox_multigrid *mg, vox_vec *v) {
   vox_backend *be = mg->be;
   for (int c = 0; c < mg->n_translations; c++) {
     double a;
-    TRY(be->ops->vec_dot(be, v, &mg->translation[c], &a));
-    TRY(be->ops->vec_axpy(be, v, -a, &mg->translation[c]));
+    TRY(be->ops->vec->dot(be, v, &mg->translation[c], &a));
+    TRY(be->ops->vec->axpy(be, v, -a, &mg->translation[c]));
   }
   return VOX_OK;
 }
@@ -172,19 +172,19 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
    * weight of 1), so the coarsest level sees the fine sums; P maps the
    * coarse translations onto the fine ones exactly */
   for (int l = 0; l < last; l++)
-    TRY(be->ops->restrict_residual(be, &mg->level[l].grid, dpn, l == 0 ? v : &mg->level[l].b,
+    TRY(be->ops->mg->restrict_residual(be, &mg->level[l].grid, dpn, l == 0 ? v : &mg->level[l].b,
                                    &mg->level[l + 1].b));
   const double ratio = (double)vox_grid_elements(&mg->level[last].grid) /
                        (double)vox_grid_elements(&mg->level[0].grid);
-  TRY(be->ops->vec_set(be, &mg->level[last].x, 0));
+  TRY(be->ops->vec->set(be, &mg->level[last].x, 0));
   for (int c = 0; c < mg->n_translations; c++) {
     double s;
-    TRY(be->ops->vec_dot(be, &mg->level[last].b, &mg->translation[c], &s));
-    TRY(be->ops->vec_axpy(be, &mg->level[last].x, -s * ratio, &mg->translation[c]));
+    TRY(be->ops->vec->dot(be, &mg->level[last].b, &mg->translation[c], &s));
+    TRY(be->ops->vec->axpy(be, &mg->level[last].x, -s * ratio, &mg->translation[c]));
   }
   for (int l = last - 1; l >= 0; l--) {
-    if (l > 0) TRY(be->ops->vec_set(be, &mg->level[l].x, 0));
-    TRY(be->ops->prolong_add(be, &mg->level[l].grid, dpn, &mg->level[l + 1].x,
+    if (l > 0) TRY(be->ops->vec->set(be, &mg->level[l].x, 0));
+    TRY(be->ops->mg->prolong_add(be, &mg->level[l].grid, dpn, &mg->level[l + 1].x,
                              l == 0 ? v : &mg->level[l].x));
   }
   return VOX_OK;
@@ -221,14 +221,14 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
     lv->grid = g;
     const size_t n = grid_dofs(&g, dofs_per_node);
     if (l > 0) {
-      s = be->ops->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
-      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->inv_diag);
-      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->b);
-      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->x);
+      s = be->ops->mg->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
+      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->inv_diag);
+      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->b);
+      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->x);
     }
     if (s == VOX_OK && l < mg->n_levels - 1) { /* the coarsest level only solves */
-      if (l > 0) s = be->ops->vec_create(be, n, &lv->r);
-      if (s == VOX_OK) s = be->ops->vec_create(be, n, &lv->d);
+      if (l > 0) s = be->ops->vec->create(be, n, &lv->r);
+      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->d);
     }
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
@@ -255,8 +255,8 @@ static int level_flags(const vox_multigrid *mg) {
 
 static vox_status level_apply(vox_multigrid *mg, int l, const vox_vec *x, vox_vec *y) {
   vox_backend *be = mg->be;
-  if (l == 0) return be->ops->op_apply(be, mg->fine, x, y, level_flags(mg));
-  return be->ops->stencil_apply(be, mg->level[l].stencil, x, y);
+  if (l == 0) return be->ops->op->apply(be, mg->fine, x, y, level_flags(mg));
+  return be->ops->mg->stencil_apply(be, mg->level[l].stencil, x, y);
 }
 
 /* Number of eigenvalues of the symmetric tridiagonal T (diagonal a,
@@ -302,28 +302,28 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
   const uint64_t seed = 0x9e3779b97f4a7c15u;
   double alpha[LANCZOS_STEPS], beta[LANCZOS_STEPS], diag[LANCZOS_STEPS], off[LANCZOS_STEPS];
   int steps = 0;
-  if (l > 0 && be->ops->stencil_lanczos) {
+  if (l > 0 && be->ops->mg->stencil_lanczos) {
     /* the same steps with the scalars on the device: no host round trip
      * per step (on the small levels the steps are all latency) */
-    TRY(be->ops->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p, q,
+    TRY(be->ops->mg->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p, q,
                                  alpha, beta, &steps));
   } else {
     double rz;
-    TRY(be->ops->vec_random(be, r, seed));
-    TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
-    TRY(be->ops->vec_copy(be, p, z));
-    TRY(be->ops->vec_dot(be, r, z, &rz));
+    TRY(be->ops->vec->random(be, r, seed));
+    TRY(be->ops->vec->mult(be, z, r, &lv->inv_diag));
+    TRY(be->ops->vec->copy(be, p, z));
+    TRY(be->ops->vec->dot(be, r, z, &rz));
     while (steps < LANCZOS_STEPS) {
       double pq, rz_new;
       TRY(level_apply(mg, l, p, q));
-      TRY(be->ops->vec_dot(be, p, q, &pq));
+      TRY(be->ops->vec->dot(be, p, q, &pq));
       if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
       alpha[steps] = rz / pq;
-      TRY(be->ops->vec_axpy(be, r, -alpha[steps], q));
-      TRY(be->ops->vec_mult(be, z, r, &lv->inv_diag));
-      TRY(be->ops->vec_dot(be, r, z, &rz_new));
+      TRY(be->ops->vec->axpy(be, r, -alpha[steps], q));
+      TRY(be->ops->vec->mult(be, z, r, &lv->inv_diag));
+      TRY(be->ops->vec->dot(be, r, z, &rz_new));
       beta[steps] = rz_new / rz;
-      TRY(be->ops->vec_xpay(be, p, beta[steps], z));
+      TRY(be->ops->vec->xpay(be, p, beta[steps], z));
       rz = rz_new;
       steps++;
     }
@@ -346,18 +346,18 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l];
     if (l == 1)
-      TRY(be->ops->galerkin_operator(be, mg->fine, lv->stencil));
+      TRY(be->ops->mg->galerkin_operator(be, mg->fine, lv->stencil));
     else
-      TRY(be->ops->galerkin_stencil(be, mg->level[l - 1].stencil, lv->stencil));
-    TRY(be->ops->stencil_diagonal(be, lv->stencil, &lv->inv_diag));
-    TRY(be->ops->vec_reciprocal(be, &lv->inv_diag));
+      TRY(be->ops->mg->galerkin_stencil(be, mg->level[l - 1].stencil, lv->stencil));
+    TRY(be->ops->mg->stencil_diagonal(be, lv->stencil, &lv->inv_diag));
+    TRY(be->ops->vec->reciprocal(be, &lv->inv_diag));
   }
   /* The coarsest factorisation first: the CUDA backend runs it on a stream
    * of its own, under the Lanczos steps below (which leave the device
    * mostly idle on the small levels), and reports its status at the first
    * solve. A periodic hierarchy holds one coarsest node first. */
   if (mg->n_translations) TRY(hold_node(mg));
-  TRY(be->ops->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
+  TRY(be->ops->mg->stencil_factor(be, mg->level[mg->n_levels - 1].stencil));
   /* the coarse bounds of an earlier setup, where the options keep them */
   const int refresh = mg->options.mg_bound_refresh;
   const int keep_bounds = refresh > 1 && mg->setups % refresh != 0;
@@ -380,10 +380,10 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
 
 vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed) {
   *changed = 0;
-  if (!mg->be->ops->stencil_full_storage) return VOX_OK;
+  if (!mg->be->ops->mg->stencil_full_storage) return VOX_OK;
   for (int l = 1; l < mg->n_levels; l++) {
     int was;
-    TRY(mg->be->ops->stencil_full_storage(mg->be, mg->level[l].stencil, &was));
+    TRY(mg->be->ops->mg->stencil_full_storage(mg->be, mg->level[l].stencil, &was));
     *changed |= was;
   }
   return VOX_OK;
@@ -428,25 +428,25 @@ static void smoothing_next(const vox_multigrid *mg, smoothing *s) {
   s->rho = rho_new;
 }
 
-/* One fused smoothing step on level l (op_smooth / stencil_smooth):
+/* One fused smoothing step on level l (op->smooth / stencil_smooth):
  * d = alpha D^-1 (b - A x) + beta d, x_out = x + d. */
 static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
                                const smoothing *s, vox_vec *x_out) {
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == 0)
-    return be->ops->op_smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+    return be->ops->op->smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
                               x_out, level_flags(mg));
-  return be->ops->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
+  return be->ops->mg->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
                                  x_out);
 }
 
-/* r = b - A_l x, fused (op_residual / stencil_residual). */
+/* r = b - A_l x, fused (op->residual / stencil_residual). */
 static vox_status level_residual(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
                                  vox_vec *r) {
   vox_backend *be = mg->be;
-  if (l == 0) return be->ops->op_residual(be, mg->fine, b, x, r, level_flags(mg));
-  return be->ops->stencil_residual(be, mg->level[l].stencil, b, x, r);
+  if (l == 0) return be->ops->op->residual(be, mg->fine, b, x, r, level_flags(mg));
+  return be->ops->mg->stencil_residual(be, mg->level[l].stencil, b, x, r);
 }
 
 /* The cycle's levels (pc.h: vox_multigrid_cycle): level 0's b and x are the
@@ -481,7 +481,7 @@ static vox_status smooth_steps(vox_multigrid *mg, int l, int from_zero) {
   vox_vec *t;
   smoothing s = smoothing_start(mg, l);
   if (from_zero)
-    TRY(mg->be->ops->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d,
+    TRY(mg->be->ops->vec->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d,
                                    lv->cur));
   for (int k = from_zero ? 1 : 0; k < level_steps(mg, l); k++) {
     if (k > 0) smoothing_next(mg, &s);
@@ -504,21 +504,21 @@ static vox_status mg_restrict(void *self, int l) {
   vox_multigrid *mg = self;
   vox_mg_level *lv = &mg->level[l];
   TRY(level_residual(mg, l, level_b(mg, l), lv->cur, lv->other));
-  TRY(mg->be->ops->restrict_residual(mg->be, &lv->grid, mg->dofs_per_node, lv->other,
+  TRY(mg->be->ops->mg->restrict_residual(mg->be, &lv->grid, mg->dofs_per_node, lv->other,
                                      &mg->level[l + 1].b));
   return l + 1 == mg->n_levels - 1 ? remove_translations(mg, &mg->level[l + 1].b) : VOX_OK;
 }
 
 static vox_status mg_coarse_solve(void *self, int l) {
   vox_multigrid *mg = self;
-  TRY(mg->be->ops->stencil_solve(mg->be, mg->level[l].stencil, level_b(mg, l), level_x(mg, l)));
+  TRY(mg->be->ops->mg->stencil_solve(mg->be, mg->level[l].stencil, level_b(mg, l), level_x(mg, l)));
   return remove_translations(mg, level_x(mg, l));
 }
 
 static vox_status mg_prolong(void *self, int l) {
   vox_multigrid *mg = self;
   vox_mg_level *lv = &mg->level[l];
-  return mg->be->ops->prolong_add(mg->be, &lv->grid, mg->dofs_per_node, &mg->level[l + 1].x,
+  return mg->be->ops->mg->prolong_add(mg->be, &lv->grid, mg->dofs_per_node, &mg->level[l + 1].x,
                                   lv->cur);
 }
 
@@ -527,7 +527,7 @@ static vox_status mg_postsmooth(void *self, int l) {
   vox_mg_level *lv = &mg->level[l];
   TRY(smooth_steps(mg, l, 0));
   vox_vec *x = level_x(mg, l);
-  return lv->cur == x ? VOX_OK : mg->be->ops->vec_copy(mg->be, x, lv->cur); /* not reached */
+  return lv->cur == x ? VOX_OK : mg->be->ops->vec->copy(mg->be, x, lv->cur); /* not reached */
 }
 
 static const vox_mg_level_ops mg_levels = {.presmooth = mg_presmooth,

@@ -30,14 +30,14 @@ void vox_objective_destroy(vox_objective_state *obj) {
   if (!obj) return;
   vox_backend *be = obj->fem->be;
   for (int c = 0; obj->u && c < obj->n_cases; c++)
-    if (obj->u[c].data) be->ops->vec_destroy(be, &obj->u[c]);
+    if (obj->u[c].data) be->ops->vec->destroy(be, &obj->u[c]);
   free(obj->u);
   for (int c = 0; obj->history && c < obj->n_cases; c++)
     vox_ksp_history_destroy(be, &obj->history[c]);
   free(obj->history);
   vox_vec *v[] = {&obj->v, &obj->w, &obj->energy_minus};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   vox_adjoint_worker_destroy(obj->worker);
   free(obj->weight);
   free(obj);
@@ -70,16 +70,16 @@ vox_status vox_objective_create(vox_context *ctx, vox_fem *fem, const vox_model 
   const vox_backend_ops *o = be->ops;
   vox_status s = VOX_OK;
   for (int c = 0; c < obj->n_cases && s == VOX_OK; c++) {
-    s = o->vec_create(be, fem->n_dofs, &obj->u[c]);
+    s = o->vec->create(be, fem->n_dofs, &obj->u[c]);
     if (s == VOX_OK && model->displacement)
-      s = o->vec_upload(be, &obj->u[c], model->displacement + (size_t)c * fem->n_dofs);
+      s = o->vec->upload(be, &obj->u[c], model->displacement + (size_t)c * fem->n_dofs);
   }
   if (s == VOX_OK && obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
-    s = o->vec_create(be, fem->n_dofs, &obj->v);
-    if (s == VOX_OK) s = o->vec_create(be, fem->n_dofs, &obj->w);
+    s = o->vec->create(be, fem->n_dofs, &obj->v);
+    if (s == VOX_OK) s = o->vec->create(be, fem->n_dofs, &obj->w);
   }
   if (s == VOX_OK && (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT || !obj->unit_weights))
-    s = o->vec_create(be, fem->n_elements, &obj->energy_minus);
+    s = o->vec->create(be, fem->n_elements, &obj->energy_minus);
   if (s != VOX_OK) {
     vox_objective_destroy(obj);
     return s;
@@ -132,15 +132,15 @@ static vox_status compliance(vox_objective_state *obj, const vox_solver_options 
     *cg += r.iterations;
     note_failure(&r, failed);
     double fu;
-    TRY(o->vec_dot(be, &fem->force[c], &obj->u[c], &fu));
+    TRY(o->vec->dot(be, &fem->force[c], &obj->u[c], &fu));
     *value += obj->weight[c] * fu;
     if (!energy) continue;
     if (obj->unit_weights) {
-      TRY(o->op_element_energy(be, fem->op, &obj->u[c], energy, c > 0));
+      TRY(o->op->element_energy(be, fem->op, &obj->u[c], energy, c > 0));
     } else {
-      if (c == 0) TRY(o->vec_set(be, energy, 0));
-      TRY(o->op_element_energy(be, fem->op, &obj->u[c], &obj->energy_minus, 0));
-      TRY(o->vec_axpy(be, energy, obj->weight[c], &obj->energy_minus));
+      if (c == 0) TRY(o->vec->set(be, energy, 0));
+      TRY(o->op->element_energy(be, fem->op, &obj->u[c], &obj->energy_minus, 0));
+      TRY(o->vec->axpy(be, energy, obj->weight[c], &obj->energy_minus));
     }
   }
   return VOX_OK;
@@ -155,17 +155,17 @@ static vox_status mutual_energy(vox_objective_state *obj, vox_vec *energy) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double uu, vv;
-  TRY(o->vec_dot(be, &obj->u[0], &obj->u[0], &uu));
-  TRY(o->vec_dot(be, &obj->v, &obj->v, &vv));
-  if (!(uu > 0) || !(vv > 0)) return o->vec_set(be, energy, 0);
+  TRY(o->vec->dot(be, &obj->u[0], &obj->u[0], &uu));
+  TRY(o->vec->dot(be, &obj->v, &obj->v, &vv));
+  if (!(uu > 0) || !(vv > 0)) return o->vec->set(be, energy, 0);
   const double a = sqrt(uu / vv);
-  TRY(o->vec_copy(be, &obj->w, &obj->u[0]));
-  TRY(o->vec_axpy(be, &obj->w, a, &obj->v));
-  TRY(o->op_element_energy(be, fem->op, &obj->w, &obj->energy_minus, 0)); /* E(u + a v) */
-  TRY(o->vec_axpy(be, &obj->w, -2 * a, &obj->v));
-  TRY(o->op_element_energy(be, fem->op, &obj->w, energy, 0));            /* E(u - a v) */
+  TRY(o->vec->copy(be, &obj->w, &obj->u[0]));
+  TRY(o->vec->axpy(be, &obj->w, a, &obj->v));
+  TRY(o->op->element_energy(be, fem->op, &obj->w, &obj->energy_minus, 0)); /* E(u + a v) */
+  TRY(o->vec->axpy(be, &obj->w, -2 * a, &obj->v));
+  TRY(o->op->element_energy(be, fem->op, &obj->w, energy, 0));            /* E(u - a v) */
   /* energy = (E(u - a v) - E(u + a v)) / (4a) */
-  return o->vec_axpby(be, energy, -1 / (4 * a), &obj->energy_minus, 1 / (4 * a));
+  return o->vec->axpby(be, energy, -1 / (4 * a), &obj->energy_minus, 1 / (4 * a));
 }
 
 /* f = -l.u; with energy, the adjoint K v = l and energy_e = -v_e' Ke u_e. */
@@ -195,7 +195,7 @@ static vox_status output_displacement(vox_objective_state *obj, const vox_solver
     note_failure(&ra, failed);
   }
   double lu;
-  TRY(be->ops->vec_dot(be, &fem->output, &obj->u[0], &lu));
+  TRY(be->ops->vec->dot(be, &fem->output, &obj->u[0], &lu));
   *value = -lu;
   return energy ? mutual_energy(obj, energy) : VOX_OK;
 }
@@ -230,7 +230,7 @@ static vox_status save_vectors(vox_objective_state *obj, vox_checkpoint *out, co
   TRY(vox_checkpoint_add(obj->ctx, out, name, (size_t)n * per, NULL));
   double *values = vox_checkpoint_find(out, name)->values;
   for (int i = 0; i < n; i++)
-    if (v[i]) TRY(be->ops->vec_download(be, v[i], values + (size_t)i * per));
+    if (v[i]) TRY(be->ops->vec->download(be, v[i], values + (size_t)i * per));
   return VOX_OK;
 }
 
@@ -272,13 +272,13 @@ vox_status vox_objective_restore(vox_objective_state *obj, const vox_solver_opti
   if (!u || u->length != (size_t)n * nd)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the checkpoint's states are not %d load case(s) of %zu dofs", n, nd);
-  for (int c = 0; c < n; c++) TRY(be->ops->vec_upload(be, &obj->u[c], u->values + (size_t)c * nd));
+  for (int c = 0; c < n; c++) TRY(be->ops->vec->upload(be, &obj->u[c], u->values + (size_t)c * nd));
   if (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
     const vox_checkpoint_array *v = vox_checkpoint_find(state, "adjoint");
     if (!v || v->length != nd)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the checkpoint has no adjoint of %zu dofs",
                        nd);
-    TRY(be->ops->vec_upload(be, &obj->v, v->values));
+    TRY(be->ops->vec->upload(be, &obj->v, v->values));
   }
   const vox_checkpoint_array *count = vox_checkpoint_find(state, "state_history_count"),
                              *newest = vox_checkpoint_find(state, "state_history_newest"),
@@ -302,7 +302,7 @@ vox_status vox_objective_restore(vox_objective_state *obj, const vox_solver_opti
     hc->count = (int)count->values[c];
     hc->newest = (int)newest->values[c];
     for (int i = 0; i < capacity; i++)
-      TRY(be->ops->vec_upload(be, &hc->v[i], h->values + ((size_t)c * capacity + i) * nd));
+      TRY(be->ops->vec->upload(be, &hc->v[i], h->values + ((size_t)c * capacity + i) * nd));
   }
   return VOX_OK;
 }

@@ -246,10 +246,10 @@ static void state_free(vox_backend *be, opt_state *s) {
   vox_vec *v[] = {&s->x,      &s->own_x_phys, &s->dc,         &s->own_dv,
                   &s->energy, &s->design,     &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) be->ops->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   for (int i = 0; i < VOX_PARKED; i++) be->ops->host_free(be, s->parked[i]);
   vox_objective_destroy(s->objective);
-  if (s->filter) be->ops->filter_destroy(be, s->filter);
+  if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
   else vox_fem_destroy(s->fem);
 }
@@ -340,7 +340,7 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
  * around its faces as if the cell were tiled (seed 003 section 6.5). */
 static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
-  return (s->fem->grid.periodic ? o->filter_create_periodic : o->filter_create)(
+  return (s->fem->grid.periodic ? o->design->filter_create_periodic : o->design->filter_create)(
       be, &s->fem->grid, opt->filter_radius, s->fem->element_active, &s->filter);
 }
 
@@ -386,10 +386,10 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
   if (park_kind[i] != PARK_SPENT && !(park_kind[i] == PARK_CONSTANT && s->parked_valid[i])) {
     if (!s->parked[i])
       TRY(be->ops->host_alloc(be, n * sizeof *s->parked[i], (void **)&s->parked[i]));
-    TRY(be->ops->vec_download(be, v, s->parked[i]));
+    TRY(be->ops->vec->download(be, v, s->parked[i]));
     s->parked_valid[i] = 1;
   }
-  be->ops->vec_destroy(be, v);
+  be->ops->vec->destroy(be, v);
   v->n = n; /* remembered: the sign of a parked vector (data NULL, n > 0) */
   return VOX_OK;
 }
@@ -399,8 +399,8 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
 static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
   vox_vec *v = parked_vector(s, i);
   if (v->data || !v->n) return VOX_OK;
-  TRY(be->ops->vec_create(be, v->n, v));
-  return park_kind[i] == PARK_SPENT ? VOX_OK : be->ops->vec_upload(be, v, s->parked[i]);
+  TRY(be->ops->vec->create(be, v->n, v));
+  return park_kind[i] == PARK_SPENT ? VOX_OK : be->ops->vec->upload(be, v, s->parked[i]);
 }
 
 /* Every per-element vector off the backend, for the solves. */
@@ -412,7 +412,7 @@ static vox_status park(vox_backend *be, opt_state *s) {
 /* The filter off the backend (made again by unpark_rest). */
 static void filter_park(vox_backend *be, opt_state *s) {
   if (!s->filter) return;
-  be->ops->filter_destroy(be, s->filter);
+  be->ops->design->filter_destroy(be, s->filter);
   s->filter = NULL;
   s->filter_parked = 1;
 }
@@ -447,7 +447,7 @@ static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt,
  * solver has its own copy, and they are the density's: remade after). */
 static void moduli_drop(vox_backend *be, vox_fem *fem) {
   const size_t n = fem->moduli.n;
-  be->ops->vec_destroy(be, &fem->moduli);
+  be->ops->vec->destroy(be, &fem->moduli);
   fem->moduli.n = n;
 }
 
@@ -457,10 +457,10 @@ static vox_status moduli_make(vox_backend *be, const vox_optimizer_options *opt,
                               double p) {
   vox_fem *fem = s->fem;
   if (!fem->moduli.data) {
-    TRY(be->ops->vec_create(be, fem->moduli.n, &fem->moduli));
-    TRY(be->ops->op_set_moduli(be, fem->op, &fem->moduli));
+    TRY(be->ops->vec->create(be, fem->moduli.n, &fem->moduli));
+    TRY(be->ops->op->set_moduli(be, fem->op, &fem->moduli));
   }
-  TRY(be->ops->simp_moduli(be, s->x_phys, &fem->e_solid, p, opt->emin_ratio, &fem->moduli));
+  TRY(be->ops->design->simp_moduli(be, s->x_phys, &fem->e_solid, p, opt->emin_ratio, &fem->moduli));
   return vox_fem_update(fem);
 }
 
@@ -491,10 +491,10 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
   vox_vec *ev[] = {&s->x, &s->dc, &s->energy, &s->design};
-  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec_create(be, ne, ev[i]));
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec->create(be, ne, ev[i]));
   s->x_phys = &s->x;
   if (opt->filter == VOX_FILTER_DENSITY) {
-    TRY(o->vec_create(be, ne, &s->own_x_phys));
+    TRY(o->vec->create(be, ne, &s->own_x_phys));
     s->x_phys = &s->own_x_phys;
   }
   s->adjoint_gpu = -1;
@@ -528,13 +528,13 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   s->all_design = s->n_design == (double)ne;
   s->passive = &s->design; /* read only where the mask is 0 */
   if (st == VOX_OK) st = start_design(ctx, model, opt, s, design, passive, x);
-  if (st == VOX_OK) st = o->vec_upload(be, &s->design, design);
+  if (st == VOX_OK) st = o->vec->upload(be, &s->design, design);
   if (st == VOX_OK && !s->all_design) {
-    st = o->vec_create(be, ne, &s->own_passive);
-    if (st == VOX_OK) st = o->vec_upload(be, &s->own_passive, passive);
+    st = o->vec->create(be, ne, &s->own_passive);
+    if (st == VOX_OK) st = o->vec->upload(be, &s->own_passive, passive);
     s->passive = &s->own_passive;
   }
-  if (st == VOX_OK) st = o->vec_upload(be, &s->x, x);
+  if (st == VOX_OK) st = o->vec->upload(be, &s->x, x);
   free(design), free(passive), free(x);
   TRY(st);
 
@@ -543,8 +543,8 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
    * density filter (the volume is measured on the physical density). */
   s->dv = &s->design;
   if (opt->filter == VOX_FILTER_DENSITY) {
-    TRY(o->vec_create(be, ne, &s->own_dv));
-    TRY(o->filter_transpose(be, s->filter, &s->design, &s->own_dv));
+    TRY(o->vec->create(be, ne, &s->own_dv));
+    TRY(o->design->filter_transpose(be, s->filter, &s->design, &s->own_dv));
     s->dv = &s->own_dv;
   }
   return VOX_OK;
@@ -554,17 +554,17 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
 static vox_status physical_density(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, const vox_vec *x, vox_vec *x_phys) {
   const vox_backend_ops *o = be->ops;
-  if (opt->filter != VOX_FILTER_DENSITY) return x_phys == x ? VOX_OK : o->vec_copy(be, x_phys, x);
-  TRY(o->filter_apply(be, s->filter, x, x_phys));
+  if (opt->filter != VOX_FILTER_DENSITY) return x_phys == x ? VOX_OK : o->vec->copy(be, x_phys, x);
+  TRY(o->design->filter_apply(be, s->filter, x, x_phys));
   if (s->all_design) return VOX_OK;
-  TRY(o->vec_mult(be, x_phys, x_phys, &s->design)); /* passive elements keep */
-  return o->vec_axpy(be, x_phys, 1, s->passive);    /* their fixed density */
+  TRY(o->vec->mult(be, x_phys, x_phys, &s->design)); /* passive elements keep */
+  return o->vec->axpy(be, x_phys, 1, s->passive);    /* their fixed density */
 }
 
 static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *x_phys,
                                   double *out) {
   double v;
-  TRY(be->ops->vec_dot(be, x_phys, &s->design, &v));
+  TRY(be->ops->vec->dot(be, x_phys, &s->design, &v));
   *out = v / s->n_design;
   return VOX_OK;
 }
@@ -573,9 +573,9 @@ static vox_status volume_fraction(vox_backend *be, opt_state *s, const vox_vec *
  * temp: a vector per element that is free to overwrite. */
 static vox_status non_discreteness(vox_backend *be, opt_state *s, vox_vec *temp, double *out) {
   double sum, sum_sq;
-  TRY(be->ops->vec_dot(be, s->x_phys, &s->design, &sum));
-  TRY(be->ops->vec_mult(be, temp, s->x_phys, &s->design));
-  TRY(be->ops->vec_dot(be, temp, s->x_phys, &sum_sq));
+  TRY(be->ops->vec->dot(be, s->x_phys, &s->design, &sum));
+  TRY(be->ops->vec->mult(be, temp, s->x_phys, &s->design));
+  TRY(be->ops->vec->dot(be, temp, s->x_phys, &sum_sq));
   *out = 100 * 4 * (sum - sum_sq) / s->n_design;
   return VOX_OK;
 }
@@ -603,7 +603,7 @@ static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt
                           double p, int sensitivity, double *objective, int *cg_iterations,
                           vox_solve_result *failed) {
   const vox_backend_ops *o = be->ops;
-  TRY(o->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
+  TRY(o->design->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
   TRY(vox_fem_update(s->fem));
   return vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
                                 objective, cg_iterations, failed);
@@ -619,7 +619,7 @@ static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options 
 /* eq. 7 of seed 000, from the energies of the state and adjoint */
 static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, double p) {
-  return be->ops->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p, opt->emin_ratio,
+  return be->ops->design->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p, opt->emin_ratio,
                                    &s->dc);
 }
 
@@ -744,8 +744,8 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
                             double q, vox_vec *x_new) {
   const vox_backend_ops *o = be->ops;
   double dc_max;
-  TRY(o->vec_set(be, x_new, 0)); /* max |dc| as the distance from 0 */
-  TRY(o->vec_max_abs_diff(be, &s->dc, x_new, &dc_max));
+  TRY(o->vec->set(be, x_new, 0)); /* max |dc| as the distance from 0 */
+  TRY(o->vec->max_abs_diff(be, &s->dc, x_new, &dc_max));
   double hi = 1e9 * (dc_max > 0 ? dc_max : 1);
   const double lambda_min = 1e-40 * hi, target = opt->volume_fraction * s->n_design;
   double lo = lambda_min;
@@ -753,7 +753,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     double lambda[VOX_OC_LAMBDAS], volume[VOX_OC_LAMBDAS];
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
-    TRY(o->oc_volumes(be, &s->x, &s->dc, s->dv, &s->design, s->passive, lambda, VOX_OC_LAMBDAS,
+    TRY(o->design->oc_volumes(be, &s->x, &s->dc, s->dv, &s->design, s->passive, lambda, VOX_OC_LAMBDAS,
                       opt->move_limit, opt->damping, q, s->rho_min, volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
@@ -763,7 +763,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     if (new_lo == lo && new_hi == hi) break; /* the bracket no longer shrinks in doubles */
     lo = new_lo, hi = new_hi;
   }
-  return o->oc_update(be, &s->x, &s->dc, s->dv, &s->design, s->passive, hi, opt->move_limit,
+  return o->design->oc_update(be, &s->x, &s->dc, s->dv, &s->design, s->passive, hi, opt->move_limit,
                       opt->damping, q, s->rho_min, x_new);
 }
 
@@ -791,7 +791,7 @@ static vox_status take_snapshot(vox_context *ctx, vox_backend *be, opt_state *s,
                                 int32_t iteration) {
   double *density = malloc(s->fem->n_elements * sizeof *density);
   if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status st = be->ops->vec_download(be, s->x_phys, density);
+  vox_status st = be->ops->vec->download(be, s->x_phys, density);
   if (st == VOX_OK) st = vox_model_add_snapshot(ctx, model, iteration, density);
   free(density);
   return st;
@@ -809,7 +809,7 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
     if (!u) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
     model->displacement = u;
   }
-  TRY(be->ops->vec_download(be, s->x_phys, density));
+  TRY(be->ops->vec->download(be, s->x_phys, density));
   model->stage = VOX_STAGE_DESIGN;
   if (s->homog) { /* a cell keeps no state fields: C^H is its result */
     free(model->displacement);
@@ -820,7 +820,7 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
     return VOX_OK;
   }
   for (int c = 0; c < s->n_cases; c++)
-    TRY(be->ops->vec_download(be, vox_objective_state_vector(s->objective, c), u + c * nd));
+    TRY(be->ops->vec->download(be, vox_objective_state_vector(s->objective, c), u + c * nd));
   if (model->n_load_cases < 1) TRY(vox_model_set_load_cases(ctx, model, 1));
   return VOX_OK;
 }
@@ -834,8 +834,8 @@ static void final_room(vox_backend *be, opt_state *s) {
   /* (the design variables stay where they are the physical density) */
   vox_vec *v[] = {s->x_phys == &s->x ? NULL : &s->x, &s->own_dv, &s->energy, &s->own_passive};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i] && v[i]->data) be->ops->vec_destroy(be, v[i]);
-  if (s->filter) be->ops->filter_destroy(be, s->filter);
+    if (v[i] && v[i]->data) be->ops->vec->destroy(be, v[i]);
+  if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   s->filter = NULL;
 }
 
@@ -852,7 +852,7 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
   double *density = realloc(model->density, s->fem->n_elements * sizeof *density);
   vox_status st = density ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (density) model->density = density;
-  if (st == VOX_OK) st = be->ops->vec_download(be, s->x_phys, density);
+  if (st == VOX_OK) st = be->ops->vec->download(be, s->x_phys, density);
   if (st == VOX_OK) {
     free(model->displacement);
     model->displacement = NULL;
@@ -971,7 +971,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
    * physical density already; filtering it would blur it again). */
   const int evaluate_only = opt->max_iterations == 0;
   if (st == VOX_OK)
-    st = evaluate_only ? (s.x_phys == &s.x ? VOX_OK : o->vec_copy(be, s.x_phys, &s.x))
+    st = evaluate_only ? (s.x_phys == &s.x ? VOX_OK : o->vec->copy(be, s.x_phys, &s.x))
                        : physical_density(be, opt, &s, &s.x, s.x_phys);
   result->reason = evaluate_only ? VOX_STOP_EVALUATED : VOX_STOP_MAX_ITERATIONS;
   if (evaluate_only) {
@@ -1005,15 +1005,15 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* 3. filter (into the element energies, spent now that dc is made of
      * them) */
     if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
-      st = o->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
+      st = o->design->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
+      if (st == VOX_OK) st = o->vec->copy(be, &s.dc, &s.energy);
     } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
-      st = o->filter_transpose(be, s.filter, &s.dc, &s.energy);
-      if (st == VOX_OK) st = o->vec_copy(be, &s.dc, &s.energy);
+      st = o->design->filter_transpose(be, s.filter, &s.dc, &s.energy);
+      if (st == VOX_OK) st = o->vec->copy(be, &s.dc, &s.energy);
     }
     /* the gradient on symmetric designs: its orbit means (seed 003 5.2) */
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
-      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, &s.dc);
+      st = o->design->symmetrize(be, &s.fem->grid, opt->symmetry, &s.dc);
     if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
     /* 4. OC update (and the design made symmetric again, against rounding),
@@ -1023,11 +1023,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     vox_vec *x_new = &s.energy;
     if (st == VOX_OK) st = oc_update(be, opt, &s, q, x_new);
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
-      st = o->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
-    if (st == VOX_OK) st = o->vec_max_abs_diff(be, x_new, &s.x, &row.change);
+      st = o->design->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
+    if (st == VOX_OK) st = o->vec->max_abs_diff(be, x_new, &s.x, &row.change);
     if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &row.non_discreteness);
     if (st == VOX_OK) st = volume_fraction(be, &s, s.x_phys, &row.volume_fraction);
-    if (st == VOX_OK) st = o->vec_copy(be, &s.x, x_new);
+    if (st == VOX_OK) st = o->vec->copy(be, &s.x, x_new);
     if (st == VOX_OK) st = physical_density(be, opt, &s, &s.x, s.x_phys);
     if (st != VOX_OK) break;
     t4 = now();

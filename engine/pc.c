@@ -5,7 +5,7 @@
 
 static vox_status jacobi_apply(void *self, const void *r, void *z) {
   const vox_pc_jacobi *j = self;
-  return j->be->ops->vec_mult(j->be, z, j->inv_diag, r);
+  return j->be->ops->vec->mult(j->be, z, j->inv_diag, r);
 }
 
 static const vox_pc_ops jacobi_ops = {.name = "jacobi", .apply = jacobi_apply};

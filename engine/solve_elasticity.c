@@ -221,8 +221,8 @@ static vox_status set_moduli(vox_context *ctx, const vox_model *model, vox_fem *
   if (!e) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < ne; i++) e[i] = model->label[i] ? moduli[i] : 0;
   const vox_backend_ops *o = fem->be->ops;
-  vox_status s = o->vec_upload(fem->be, &fem->e_solid, e);
-  if (s == VOX_OK) s = o->vec_upload(fem->be, &fem->moduli, e);
+  vox_status s = o->vec->upload(fem->be, &fem->e_solid, e);
+  if (s == VOX_OK) s = o->vec->upload(fem->be, &fem->moduli, e);
   free(e);
   return s == VOX_OK ? vox_fem_update(fem) : s;
 }
@@ -284,24 +284,24 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
   vox_vec rho = {0}, u = {0};
   vox_status s = moduli ? set_moduli(ctx, model, fem, moduli) : VOX_OK;
   if (s == VOX_OK && use_density) {
-    s = o->vec_create(backend, fem->n_elements, &rho);
-    if (s == VOX_OK) s = o->vec_upload(backend, &rho, model->density);
+    s = o->vec->create(backend, fem->n_elements, &rho);
+    if (s == VOX_OK) s = o->vec->upload(backend, &rho, model->density);
     if (s == VOX_OK)
-      s = o->simp_moduli(backend, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
+      s = o->design->simp_moduli(backend, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
     if (s == VOX_OK) s = vox_fem_update(fem);
   }
-  if (s == VOX_OK) s = o->vec_create(backend, fem->n_dofs, &u);
+  if (s == VOX_OK) s = o->vec->create(backend, fem->n_dofs, &u);
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
     double *uc = displacement + (size_t)c * fem->n_dofs;
-    s = o->vec_upload(backend, &u, uc);
+    s = o->vec->upload(backend, &u, uc);
     if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
     results[c].storage = VOX_STORAGE_FULL_BOX;
     results[c].levels = 0;
     results[c].setup_seconds = 0;
-    if (s == VOX_OK) s = o->vec_download(backend, &u, uc);
+    if (s == VOX_OK) s = o->vec->download(backend, &u, uc);
   }
-  if (rho.data) o->vec_destroy(backend, &rho);
-  if (u.data) o->vec_destroy(backend, &u);
+  if (rho.data) o->vec->destroy(backend, &rho);
+  if (u.data) o->vec->destroy(backend, &u);
   vox_fem_destroy(fem);
   return s;
 }

@@ -153,7 +153,7 @@ static void system_free(sparse_system *s) {
   vox_svec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) s->o->vec_destroy(be, v[i]);
-  if (s->coarsest) be->ops->stencil_destroy(be, s->coarsest);
+  if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
 }
 
@@ -238,7 +238,7 @@ static vox_status sparse_coarse_solve(void *self, int l) {
   } else {
     const vox_vec bv = as_vec(level_b(s, l));
     vox_vec xv = as_vec(level_x(s, l));
-    TRY(be->ops->stencil_solve(be, s->coarsest, &bv, &xv));
+    TRY(be->ops->mg->stencil_solve(be, s->coarsest, &bv, &xv));
   }
   charge(s, l, t);
   return VOX_OK;
@@ -438,9 +438,9 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
  * runs beside the host), so one solve of the level's b, still zero, comes
  * with it. */
 static vox_status factor_coarsest(sparse_system *s, sparse_level *lv) {
-  TRY(s->be->ops->stencil_factor(s->be, s->coarsest));
+  TRY(s->be->ops->mg->stencil_factor(s->be, s->coarsest));
   vox_vec b = as_vec(&lv->b), x = as_vec(&lv->x);
-  return s->be->ops->stencil_solve(s->be, s->coarsest, &b, &x);
+  return s->be->ops->mg->stencil_solve(s->be, s->coarsest, &b, &x);
 }
 
 /* Bytes the system will allocate, for the check against a device's free
@@ -465,7 +465,7 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
       b += n * 3 * fs + (node4 ? vox_svec_bytes(n, VOX_SVEC_NODE4) : n * fs) + inverse;
     else {
       b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
-      if (be->ops->device_memory && n <= be->ops->dense_coarse_dofs)
+      if (be->ops->device_memory && n <= be->ops->mg->dense_coarse_dofs)
         b += 2 * n * n * sizeof(double);
     }
   }
@@ -552,8 +552,8 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
   double *value = malloc(c->n_nodes * 27 * 9 * sizeof *value);
   if (!value) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_sparse_assemble_coarsest(h, value);
-  vox_status st = be->ops->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
-  if (st == VOX_OK) st = be->ops->stencil_upload(be, s->coarsest, value);
+  vox_status st = be->ops->mg->stencil_create(be, &c->grid, 3, VOX_PRECISION_DOUBLE, &s->coarsest);
+  if (st == VOX_OK) st = be->ops->mg->stencil_upload(be, s->coarsest, value);
   if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
   if (st == VOX_ERR_INVALID_ARGUMENT) {
     /* Only semi-definite: a part hinged on one edge or node of the rest
@@ -563,14 +563,14 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
      * the solve's right-hand side does not excite the hinge's directions. */
     for (size_t n = 0; n < c->n_nodes; n++)
       for (int r = 0; r < 3; r++) value[((size_t)n * 27 + 13) * 9 + r * 3 + r] *= 1 + 1e-8;
-    st = be->ops->stencil_upload(be, s->coarsest, value);
+    st = be->ops->mg->stencil_upload(be, s->coarsest, value);
     if (st == VOX_OK) st = factor_coarsest(s, &s->level[last]);
   }
   free(value);
   TRY(st);
   /* the coarsest stencil in double, and on a GPU its dense factor and inverse */
-  s->bytes += c->n_nodes * (size_t)be->ops->stencil_blocks * 9 * sizeof(double);
-  if (be->ops->device_memory && 3 * c->n_nodes <= be->ops->dense_coarse_dofs)
+  s->bytes += c->n_nodes * (size_t)be->ops->mg->stencil_blocks * 9 * sizeof(double);
+  if (be->ops->device_memory && 3 * c->n_nodes <= be->ops->mg->dense_coarse_dofs)
     s->bytes += 2 * 9 * c->n_nodes * c->n_nodes * sizeof(double);
   return VOX_OK;
 }

@@ -13,7 +13,7 @@ struct vox_operator {
   double *ke;              /* nloc x nloc, unit modulus */
   uint8_t *fixed;          /* per dof */
   size_t n_dofs;
-  const double *moduli;    /* per element, set by op_set_moduli */
+  const double *moduli;    /* per element, set by op->set_moduli */
   ptrdiff_t corner[8];     /* node offset of each local corner */
   size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
   size_t *spring_dof;

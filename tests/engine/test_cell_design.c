@@ -291,9 +291,9 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h));
   const vox_backend_ops *op = be->ops;
   vox_vec rho, ones, energy, df;
-  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones);
-  op->vec_create(be, ne, &energy), op->vec_create(be, ne, &df);
-  op->vec_set(be, &ones, 1);
+  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
+  op->vec->create(be, ne, &energy), op->vec->create(be, ne, &df);
+  op->vec->set(be, &ones, 1);
   const double p = 3, emin = 1e-9;
   const int iteration = 2;
   double c[36], g[36], f;
@@ -303,8 +303,8 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   do {                                                                                          \
     int cg_;                                                                                    \
     vox_solve_result failed_;                                                                   \
-    op->vec_upload(be, &rho, density);                                                          \
-    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli));     \
+    op->vec->upload(be, &rho, density);                                                          \
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli));     \
     CHECK_OK(ctx, vox_fem_update(h->fem));                                                      \
     CHECK_OK(ctx, vox_homog_solve(h, &so, &ones, c, &cg_, &failed_));                          \
     CHECK(failed_.reason > 0);                                                                  \
@@ -314,7 +314,7 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   CHECK(fabs(c[3 * 6 + 4]) > 1e-6 && fabs(c[0 * 6 + 5]) > 1e-6); /* the couplings are there */
   double *grad = malloc(ne * sizeof *grad);
   CHECK_OK(ctx, vox_homog_gradient(h, g, 0, &rho, p, emin, &energy, &df));
-  op->vec_download(be, &df, grad);
+  op->vec->download(be, &df, grad);
   const int elements[3] = {0, 27, 63};
   const double step = 1e-5;
   for (int a = 0; a < 3; a++) {
@@ -333,8 +333,8 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   }
 #undef F_AT
   free(work), free(grad);
-  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
-  op->vec_destroy(be, &energy), op->vec_destroy(be, &df);
+  op->vec->destroy(be, &rho), op->vec->destroy(be, &ones);
+  op->vec->destroy(be, &energy), op->vec->destroy(be, &df);
   vox_homog_destroy(h);
   vox_expression_free(expr);
   vox_model_free(&m);

@@ -157,24 +157,24 @@ typedef struct fixture {
 static double compliance(fixture *f, const double *rho, double p, double *dc_host,
                          double *t_host) {
   const vox_backend_ops *o = f->be->ops;
-  o->vec_upload(f->be, &f->rho, rho);
-  o->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, 1e-3, &f->fem->moduli);
+  o->vec->upload(f->be, &f->rho, rho);
+  o->design->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, 1e-3, &f->fem->moduli);
   vox_fem_update(f->fem);
   vox_solve_result r;
-  o->vec_set(f->be, &f->t, 0);
+  o->vec->set(f->be, &f->t, 0);
   vox_fem_solve(f->fem, 0, &f->t, &f->opt, &r);
   CHECK(r.reason == VOX_CONVERGED_RTOL);
-  o->op_element_energy(f->be, f->fem->op, &f->t, &f->energy, 0);
+  o->op->element_energy(f->be, f->fem->op, &f->t, &f->energy, 0);
   double c;
-  o->vec_dot(f->be, &f->fem->moduli, &f->energy, &c);
+  o->vec->dot(f->be, &f->fem->moduli, &f->energy, &c);
   if (dc_host) {
     vox_vec dc;
-    o->vec_create(f->be, f->rho.n, &dc);
-    o->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-3, &dc);
-    o->vec_download(f->be, &dc, dc_host);
-    o->vec_destroy(f->be, &dc);
+    o->vec->create(f->be, f->rho.n, &dc);
+    o->design->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-3, &dc);
+    o->vec->download(f->be, &dc, dc_host);
+    o->vec->destroy(f->be, &dc);
   }
-  if (t_host) o->vec_download(f->be, &f->t, t_host);
+  if (t_host) o->vec->download(f->be, &f->t, t_host);
   return c;
 }
 
@@ -185,9 +185,9 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &f.fem));
   CHECK(f.fem->dpn == 1 && f.fem->n_dofs == (size_t)vox_grid_nodes(&m.grid));
   const size_t ne = f.fem->n_elements, nn = f.fem->n_dofs;
-  be->ops->vec_create(be, ne, &f.rho);
-  be->ops->vec_create(be, nn, &f.t);
-  be->ops->vec_create(be, ne, &f.energy);
+  be->ops->vec->create(be, ne, &f.rho);
+  be->ops->vec->create(be, nn, &f.t);
+  be->ops->vec->create(be, ne, &f.energy);
   vox_solver_options_default(&f.opt);
   f.opt.rtol = 1e-13;
   double *rho = malloc(ne * sizeof *rho), *dc = malloc(ne * sizeof *dc),
@@ -215,8 +215,8 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
     CHECK(fabs(dc[e] - fd) <= 1e-6 * fabs(dc[e]));
   }
   free(rho), free(dc), free(t);
-  be->ops->vec_destroy(be, &f.rho), be->ops->vec_destroy(be, &f.t);
-  be->ops->vec_destroy(be, &f.energy);
+  be->ops->vec->destroy(be, &f.rho), be->ops->vec->destroy(be, &f.t);
+  be->ops->vec->destroy(be, &f.energy);
   vox_fem_destroy(f.fem);
   vox_model_free(&m);
 }

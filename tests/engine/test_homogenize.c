@@ -229,9 +229,9 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h));
   const vox_backend_ops *op = be->ops;
   vox_vec rho, ones, energy, df;
-  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones);
-  op->vec_create(be, ne, &energy), op->vec_create(be, ne, &df);
-  op->vec_set(be, &ones, 1);
+  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
+  op->vec->create(be, ne, &energy), op->vec->create(be, ne, &df);
+  op->vec->set(be, &ones, 1);
   const double p = 3, emin = 1e-9;
   double c[36], g[36] = {0};
   int cg;
@@ -240,8 +240,8 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   double *work = malloc(ne * sizeof *work);
 #define AT(density)                                                                \
   do {                                                                             \
-    op->vec_upload(be, &rho, density);                                             \
-    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli)); \
+    op->vec->upload(be, &rho, density);                                             \
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli)); \
     CHECK_OK(ctx, vox_fem_update(h->fem));                                         \
     CHECK_OK(ctx, vox_homog_solve(h, &o, &ones, c, &cg, &failed));                 \
     CHECK(failed.reason > 0);                                                      \
@@ -254,7 +254,7 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
     memset(g, 0, sizeof g);
     g[entries[q][0] * 6 + entries[q][1]] = 1;
     CHECK_OK(ctx, vox_homog_gradient(h, g, 0, &rho, p, emin, &energy, &df));
-    op->vec_download(be, &df, grad[q]);
+    op->vec->download(be, &df, grad[q]);
   }
   const double step = 1e-5;
   for (int a = 0; a < 3; a++) {
@@ -277,8 +277,8 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   }
 #undef AT
   free(work);
-  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
-  op->vec_destroy(be, &energy), op->vec_destroy(be, &df);
+  op->vec->destroy(be, &rho), op->vec->destroy(be, &ones);
+  op->vec->destroy(be, &energy), op->vec->destroy(be, &df);
   vox_homog_destroy(h);
   vox_model_free(&m);
 }
@@ -299,9 +299,9 @@ static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
   solver(&o);
   const vox_backend_ops *op = be->ops;
   vox_vec rho, energy, df[2];
-  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &energy);
-  op->vec_create(be, ne, &df[0]), op->vec_create(be, ne, &df[1]);
-  op->vec_upload(be, &rho, m.density);
+  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &energy);
+  op->vec->create(be, ne, &df[0]), op->vec->create(be, ne, &df[1]);
+  op->vec->upload(be, &rho, m.density);
   const double p = 3, emin = 1e-9;
   const unsigned masks[2] = {VOX_HYDROSTATIC_CASE, 0x07};
   double hydro[2], grad[2][512];
@@ -309,7 +309,7 @@ static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
   for (int run = 0; run < 2; run++) {
     CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, VOX_HOMOG_DOUBLE, masks[run], &h[run]));
     vox_fem *fem = h[run]->fem;
-    CHECK_OK(ctx, op->simp_moduli(be, &rho, &fem->e_solid, p, emin, &fem->moduli));
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &fem->e_solid, p, emin, &fem->moduli));
     CHECK_OK(ctx, vox_fem_update(fem));
     double c[36], g[36] = {0};
     int cg;
@@ -320,7 +320,7 @@ static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) g[i * 6 + j] = run;
     CHECK_OK(ctx, vox_homog_gradient(h[run], g, 1 - run, &rho, p, emin, &energy, &df[run]));
-    op->vec_download(be, &df[run], grad[run]);
+    op->vec->download(be, &df[run], grad[run]);
   }
   fprintf(stderr, "hydrostatic: e_h' C e_h %.15g (one field), %.15g (three)\n", hydro[0], hydro[1]);
   CHECK(hydro[0] > 0);
@@ -338,14 +338,14 @@ static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_homog_add_strains(h[0], VOX_ALL_STRAINS));
   CHECK(h[0]->strains == VOX_ALL_STRAINS && !h[0]->u[VOX_HYDROSTATIC].data);
   for (int run = 0; run < 2; run++) vox_homog_destroy(h[run]);
-  op->vec_destroy(be, &rho), op->vec_destroy(be, &energy);
-  op->vec_destroy(be, &df[0]), op->vec_destroy(be, &df[1]);
+  op->vec->destroy(be, &rho), op->vec->destroy(be, &energy);
+  op->vec->destroy(be, &df[0]), op->vec->destroy(be, &df[1]);
   vox_model_free(&m);
 }
 
 /* C^H in the energy form (the default) against the dot-product form: the
  * same tensor from fields solved to 1e-12; from fields u = u* + e solved to
- * 1e-2, the energy form's error is exactly e_i' K e_j (op_strain_energy_sums
+ * 1e-2, the energy form's error is exactly e_i' K e_j (op->strain_energy_sums
  * of the differences with chi = 0: the first-order terms vanish), below the
  * dot-product form's error f_i . e_j. */
 static void test_forms(vox_context *ctx, vox_backend *be) {
@@ -359,15 +359,15 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
   double c[2][2][36]; /* [tight, loose][energy, dot] */
   vox_homog *h[2];
   vox_vec rho, ones;
-  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones);
-  op->vec_set(be, &ones, 1);
-  op->vec_upload(be, &rho, m.density);
+  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
+  op->vec->set(be, &ones, 1);
+  op->vec->upload(be, &rho, m.density);
   for (int run = 0; run < 2; run++) {
     vox_solver_options o;
     solver(&o);
     o.rtol = run == 0 ? 1e-12 : 1e-2;
     CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h[run]));
-    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[run]->fem->e_solid, 3, 1e-9,
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h[run]->fem->e_solid, 3, 1e-9,
                                   &h[run]->fem->moduli));
     CHECK_OK(ctx, vox_fem_update(h[run]->fem));
     int cg;
@@ -382,11 +382,11 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
   const double zero[6 * 24] = {0};
   double eke[36];
   for (int f = 0; f < 6; f++) {
-    op->vec_create(be, h[1]->fem->n_dofs, &e[f]);
-    op->vec_copy(be, &e[f], &h[1]->u[f]);
-    op->vec_axpy(be, &e[f], -1, &h[0]->u[f]);
+    op->vec->create(be, h[1]->fem->n_dofs, &e[f]);
+    op->vec->copy(be, &e[f], &h[1]->u[f]);
+    op->vec->axpy(be, &e[f], -1, &h[0]->u[f]);
   }
-  CHECK_OK(ctx, op->op_strain_energy_sums(be, h[1]->fem->op, 6, e, zero, eke));
+  CHECK_OK(ctx, op->op->strain_energy_sums(be, h[1]->fem->op, 6, e, zero, eke));
   double cmax = 0, err[2] = {0, 0}, eke_max = 0;
   for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][0][i]));
   for (int i = 0; i < 36; i++) {
@@ -399,8 +399,8 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
   fprintf(stderr, "rtol 1e-2: max |dC| / max |C| %.2e energy form (e'Ke %.2e), %.2e dot-product "
           "form\n", err[0], eke_max, err[1]);
   CHECK(err[0] > 0 && err[0] < err[1]);
-  for (int f = 0; f < 6; f++) op->vec_destroy(be, &e[f]);
-  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones);
+  for (int f = 0; f < 6; f++) op->vec->destroy(be, &e[f]);
+  op->vec->destroy(be, &rho), op->vec->destroy(be, &ones);
   vox_homog_destroy(h[0]), vox_homog_destroy(h[1]);
   vox_model_free(&m);
 }
@@ -421,10 +421,10 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
   const vox_backend_ops *op = be->ops;
   vox_homog *h[2];
   vox_vec rho, ones, energy, df[2];
-  op->vec_create(be, ne, &rho), op->vec_create(be, ne, &ones), op->vec_create(be, ne, &energy);
-  op->vec_create(be, ne, &df[0]), op->vec_create(be, ne, &df[1]);
-  op->vec_set(be, &ones, 1);
-  op->vec_upload(be, &rho, m.density);
+  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones), op->vec->create(be, ne, &energy);
+  op->vec->create(be, ne, &df[0]), op->vec->create(be, ne, &df[1]);
+  op->vec->set(be, &ones, 1);
+  op->vec->upload(be, &rho, m.density);
   double c[2][36], g[36] = {0};
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) g[i * 6 + j] = -1.0 / 9;
@@ -434,7 +434,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
     o.rtol = 1e-10;
     CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, half, VOX_ALL_STRAINS, &h[half]));
     CHECK(h[half]->half_fields == half);
-    CHECK_OK(ctx, op->simp_moduli(be, &rho, &h[half]->fem->e_solid, 3, 1e-9,
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h[half]->fem->e_solid, 3, 1e-9,
                                   &h[half]->fem->moduli));
     CHECK_OK(ctx, vox_fem_update(h[half]->fem));
     int cg;
@@ -447,7 +447,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
   for (int i = 0; i < 36; i++) cmax = fmax(cmax, fabs(c[0][i]));
   for (int i = 0; i < 36; i++) dc = fmax(dc, fabs(c[1][i] - c[0][i]));
   double *a = malloc(ne * sizeof *a), *b = malloc(ne * sizeof *b), amax = 0, dmax = 0;
-  op->vec_download(be, &df[0], a), op->vec_download(be, &df[1], b);
+  op->vec->download(be, &df[0], a), op->vec->download(be, &df[1], b);
   for (size_t e = 0; e < ne; e++)
     amax = fmax(amax, fabs(a[e])), dmax = fmax(dmax, fabs(a[e] - b[e]));
   fprintf(stderr, "half fields: max |dC| / max |C| %.2e, sensitivities %.2e\n", dc / cmax,
@@ -464,47 +464,47 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
   double *host = malloc(nd * sizeof *host), *back = malloc(nd * sizeof *back);
   int exact = 1;
   for (int f = 0; f < 6; f++) {
-    op->vec_create(be, nd, &x[f]), op->vec_create(be, nd, &y[f]);
-    op->hvec_create(be, nd, &hx[f]);
+    op->vec->create(be, nd, &x[f]), op->vec->create(be, nd, &y[f]);
+    op->vec->half_create(be, nd, &hx[f]);
     for (size_t i = 0; i < nd; i++) host[i] = 0.2 * (uniform(&seed) - 0.5) * pow(10, -f);
     host[0] = 1e6; /* beyond half's range: infinity */
-    op->vec_upload(be, &x[f], host);
-    CHECK_OK(ctx, op->hvec_store(be, &x[f], &hx[f]));
-    CHECK_OK(ctx, op->hvec_load(be, &hx[f], &y[f]));
-    op->vec_download(be, &y[f], back);
+    op->vec->upload(be, &x[f], host);
+    CHECK_OK(ctx, op->vec->half_store(be, &x[f], &hx[f]));
+    CHECK_OK(ctx, op->vec->half_load(be, &hx[f], &y[f]));
+    op->vec->download(be, &y[f], back);
     for (size_t i = 0; i < nd; i++) exact &= back[i] == (double)(_Float16)host[i];
     CHECK(isinf(back[0]));
     back[0] = (double)(_Float16)0.01; /* finite fields for the energies, half values */
-    op->vec_upload(be, &y[f], back);
-    CHECK_OK(ctx, op->hvec_store(be, &y[f], &hx[f]));
+    op->vec->upload(be, &y[f], back);
+    CHECK_OK(ctx, op->vec->half_store(be, &y[f], &hx[f]));
   }
   CHECK(exact);
   double chi[6 * 24], w[36], s16[36], s64[36];
   for (int i = 0; i < 6 * 24; i++) chi[i] = uniform(&seed) - 0.5;
   for (int i = 0; i < 36; i++) w[i] = uniform(&seed) - 0.3;
   vox_operator *k = h[1]->fem->op;
-  CHECK_OK(ctx, op->op_strain_energy_sums_half(be, k, 6, hx, chi, s16));
-  CHECK_OK(ctx, op->op_strain_energy_sums(be, k, 6, y, chi, s64));
+  CHECK_OK(ctx, op->op->strain_energy_sums_half(be, k, 6, hx, chi, s16));
+  CHECK_OK(ctx, op->op->strain_energy_sums(be, k, 6, y, chi, s64));
   double smax = 0;
   for (int i = 0; i < 36; i++) smax = fmax(smax, fabs(s64[i]));
   for (int i = 0; i < 36; i++) CHECK(fabs(s16[i] - s64[i]) <= 1e-14 * smax);
   vox_vec e16, e64;
-  op->vec_create(be, ne, &e16), op->vec_create(be, ne, &e64);
-  CHECK_OK(ctx, op->op_strain_energy_half(be, k, 6, hx, chi, w, &e16));
-  CHECK_OK(ctx, op->op_strain_energy(be, k, 6, y, chi, w, &e64));
+  op->vec->create(be, ne, &e16), op->vec->create(be, ne, &e64);
+  CHECK_OK(ctx, op->op->strain_energy_half(be, k, 6, hx, chi, w, &e16));
+  CHECK_OK(ctx, op->op->strain_energy(be, k, 6, y, chi, w, &e64));
   double emax = 0, e64max = 0;
-  op->vec_download(be, &e16, host), op->vec_download(be, &e64, back);
+  op->vec->download(be, &e16, host), op->vec->download(be, &e64, back);
   for (size_t e = 0; e < ne; e++)
     emax = fmax(emax, fabs(host[e] - back[e])), e64max = fmax(e64max, fabs(back[e]));
   CHECK(e64max > 0 && emax <= 1e-14 * e64max);
   for (int f = 0; f < 6; f++) {
-    op->vec_destroy(be, &x[f]), op->vec_destroy(be, &y[f]);
-    op->hvec_destroy(be, &hx[f]);
+    op->vec->destroy(be, &x[f]), op->vec->destroy(be, &y[f]);
+    op->vec->half_destroy(be, &hx[f]);
   }
   free(host), free(back);
-  op->vec_destroy(be, &e16), op->vec_destroy(be, &e64);
-  op->vec_destroy(be, &rho), op->vec_destroy(be, &ones), op->vec_destroy(be, &energy);
-  op->vec_destroy(be, &df[0]), op->vec_destroy(be, &df[1]);
+  op->vec->destroy(be, &e16), op->vec->destroy(be, &e64);
+  op->vec->destroy(be, &rho), op->vec->destroy(be, &ones), op->vec->destroy(be, &energy);
+  op->vec->destroy(be, &df[0]), op->vec->destroy(be, &df[1]);
   vox_homog_destroy(h[0]), vox_homog_destroy(h[1]);
   vox_model_free(&m);
 }
@@ -562,7 +562,7 @@ static void test_held_node(vox_context *ctx, vox_backend *be) {
   solver(&o);
   o.rtol = 1e-3;
   vox_solve_result r;
-  CHECK_OK(ctx, be->ops->op_strain_load(be, h->fem->op, h->chi, &h->fem->force[0]));
+  CHECK_OK(ctx, be->ops->op->strain_load(be, h->fem->op, h->chi, &h->fem->force[0]));
   CHECK_OK(ctx, vox_fem_solve(h->fem, 0, &h->u[0], &o, &r));
   const vox_multigrid *mg = h->fem->mg;
   CHECK(mg && mg->n_translations == 3);
@@ -570,7 +570,7 @@ static void test_held_node(vox_context *ctx, vox_backend *be) {
     const vox_grid *g = &mg->level[mg->n_levels - 1].grid;
     const size_t nodes = (size_t)vox_grid_nodes(g);
     double *v = malloc(nodes * 27 * 9 * sizeof *v);
-    CHECK_OK(ctx, be->ops->stencil_download(be, mg->level[mg->n_levels - 1].stencil, v));
+    CHECK_OK(ctx, be->ops->mg->stencil_download(be, mg->level[mg->n_levels - 1].stencil, v));
     int held = 0;
     for (int64_t k = 0; k < g->nz; k++)
       for (int64_t j = 0; j < g->ny; j++)

@@ -71,7 +71,7 @@ static double checksum(const double *x, size_t n) {
 
 static double vec_checksum(vox_backend *be, const vox_vec *v) {
   double *host = malloc(v->n * sizeof *host);
-  be->ops->vec_download(be, v, host);
+  be->ops->vec->download(be, v, host);
   const double s = checksum(host, v->n);
   free(host);
   return s;
@@ -123,23 +123,23 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
   opt.precision = VOX_PRECISION_DOUBLE;
   opt.rtol = 1e-10;
   vox_vec u;
-  CHECK_OK(ctx, be->ops->vec_create(be, fem->n_dofs, &u));
+  CHECK_OK(ctx, be->ops->vec->create(be, fem->n_dofs, &u));
   vox_ksp_history h = {0};
   if (history) CHECK_OK(ctx, vox_ksp_history_create(be, fem->n_dofs, 2, &h));
   int n = 0;
   for (int k = 1; k <= max; k++) {
     opt.max_iterations = k;
     if (history) { /* the guess and the two earlier solutions */
-      CHECK_OK(ctx, be->ops->vec_random(be, &u, 21));
+      CHECK_OK(ctx, be->ops->vec->random(be, &u, 21));
       for (int i = 0; i < 2; i++) {
-        CHECK_OK(ctx, be->ops->vec_random(be, &h.v[i], 22 + (uint64_t)i));
-        CHECK_OK(ctx, be->ops->vec_axpy(be, &h.v[i], 0.5, &u));
-        CHECK_OK(ctx, be->ops->op_zero_fixed(be, fem->op, &h.v[i]));
+        CHECK_OK(ctx, be->ops->vec->random(be, &h.v[i], 22 + (uint64_t)i));
+        CHECK_OK(ctx, be->ops->vec->axpy(be, &h.v[i], 0.5, &u));
+        CHECK_OK(ctx, be->ops->op->zero_fixed(be, fem->op, &h.v[i]));
       }
-      CHECK_OK(ctx, be->ops->op_zero_fixed(be, fem->op, &u));
+      CHECK_OK(ctx, be->ops->op->zero_fixed(be, fem->op, &u));
       h.count = 2, h.newest = 0;
     } else {
-      CHECK_OK(ctx, be->ops->vec_set(be, &u, 0));
+      CHECK_OK(ctx, be->ops->vec->set(be, &u, 0));
     }
     vox_solve_result r;
     CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &u, history ? &h : NULL, &opt, &r));
@@ -151,7 +151,7 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
   if (!history) { /* a monitor sees the start's residual and every iteration's */
     seen s = {.n = 0};
     opt.monitor = record, opt.monitor_data = &s;
-    CHECK_OK(ctx, be->ops->vec_set(be, &u, 0));
+    CHECK_OK(ctx, be->ops->vec->set(be, &u, 0));
     vox_solve_result r;
     CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &r));
     CHECK(s.n == n + 1 && s.last == n && r.iterations == n);
@@ -159,7 +159,7 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
     for (int k = 1; k < s.n && k <= n; k++) CHECK(s.residual[k] == out[k - 1]);
   }
   vox_ksp_history_destroy(be, &h);
-  be->ops->vec_destroy(be, &u);
+  be->ops->vec->destroy(be, &u);
   vox_fem_destroy(fem);
   vox_model_free(&m);
   return n;
@@ -246,11 +246,11 @@ static vox_status cell_solve(vox_context *ctx, vox_backend *be, const vox_model 
     return VOX_ERR_INVALID_ARGUMENT;
   }
   vox_vec rho;
-  CHECK_OK(ctx, be->ops->vec_create(be, ne, &rho));
-  CHECK_OK(ctx, be->ops->vec_upload(be, &rho, rho_host));
-  CHECK_OK(ctx, be->ops->simp_moduli(be, &rho, &hc->fem->e_solid, 3, 1e-9, &hc->fem->moduli));
+  CHECK_OK(ctx, be->ops->vec->create(be, ne, &rho));
+  CHECK_OK(ctx, be->ops->vec->upload(be, &rho, rho_host));
+  CHECK_OK(ctx, be->ops->design->simp_moduli(be, &rho, &hc->fem->e_solid, 3, 1e-9, &hc->fem->moduli));
   CHECK_OK(ctx, vox_fem_update(hc->fem));
-  be->ops->vec_destroy(be, &rho);
+  be->ops->vec->destroy(be, &rho);
   int iterations;
   vox_solve_result failed;
   CHECK_OK(ctx, vox_homog_solve(hc, opt, NULL, c, &iterations, &failed));

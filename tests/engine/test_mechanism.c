@@ -51,7 +51,7 @@ static double dof_displacement(vox_context *ctx, vox_backend *be, const vox_mode
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &fem));
   vox_vec u;
-  be->ops->vec_create(be, fem->n_dofs, &u);
+  be->ops->vec->create(be, fem->n_dofs, &u);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-13;
@@ -60,10 +60,10 @@ static double dof_displacement(vox_context *ctx, vox_backend *be, const vox_mode
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &u, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   double *host = malloc(fem->n_dofs * sizeof *host);
-  be->ops->vec_download(be, &u, host);
+  be->ops->vec->download(be, &u, host);
   const double value = host[dof];
   free(host);
-  be->ops->vec_destroy(be, &u);
+  be->ops->vec->destroy(be, &u);
   vox_fem_destroy(fem);
   return value;
 }
@@ -129,17 +129,17 @@ static void fixture_open(vox_context *ctx, vox_backend *be, const vox_model *m, 
   f->emin = 1e-3;
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &f->fem));
   CHECK_OK(ctx, vox_objective_create(ctx, f->fem, m, &f->obj));
-  be->ops->vec_create(be, f->fem->n_elements, &f->rho);
-  be->ops->vec_create(be, f->fem->n_elements, &f->energy);
-  be->ops->vec_create(be, f->fem->n_elements, &f->dc);
+  be->ops->vec->create(be, f->fem->n_elements, &f->rho);
+  be->ops->vec->create(be, f->fem->n_elements, &f->energy);
+  be->ops->vec->create(be, f->fem->n_elements, &f->dc);
   vox_solver_options_default(&f->opt);
   f->opt.rtol = 1e-13;
 }
 
 static void fixture_close(fixture *f) {
-  f->be->ops->vec_destroy(f->be, &f->rho);
-  f->be->ops->vec_destroy(f->be, &f->energy);
-  f->be->ops->vec_destroy(f->be, &f->dc);
+  f->be->ops->vec->destroy(f->be, &f->rho);
+  f->be->ops->vec->destroy(f->be, &f->energy);
+  f->be->ops->vec->destroy(f->be, &f->dc);
   vox_objective_destroy(f->obj);
   vox_fem_destroy(f->fem);
 }
@@ -147,8 +147,8 @@ static void fixture_close(fixture *f) {
 /* The objective at densities rho (host); dc gets its sensitivities when not NULL. */
 static double objective(fixture *f, const double *rho, double p, double *dc) {
   const vox_backend_ops *o = f->be->ops;
-  o->vec_upload(f->be, &f->rho, rho);
-  o->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, f->emin, &f->fem->moduli);
+  o->vec->upload(f->be, &f->rho, rho);
+  o->design->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, f->emin, &f->fem->moduli);
   vox_fem_update(f->fem);
   double value;
   int cg;
@@ -157,8 +157,8 @@ static double objective(fixture *f, const double *rho, double p, double *dc) {
                                               &cg, &failed));
   CHECK(failed.reason > 0);
   if (dc) {
-    o->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, f->emin, &f->dc);
-    o->vec_download(f->be, &f->dc, dc);
+    o->design->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, f->emin, &f->dc);
+    o->vec->download(f->be, &f->dc, dc);
   }
   return value;
 }
@@ -209,7 +209,7 @@ static void test_adjoint_sensitivities(vox_context *ctx, vox_backend *be) {
   /* the value is -l.u of the state */
   const double value = objective(&f, rho, 3, NULL);
   double *u = malloc(f.fem->n_dofs * sizeof *u);
-  be->ops->vec_download(be, vox_objective_state_vector(f.obj, 0), u);
+  be->ops->vec->download(be, vox_objective_state_vector(f.obj, 0), u);
   double lu = 0;
   for (size_t i = 0; i < m.n_outputs; i++)
     lu += m.outputs[i].weight * u[3 * (size_t)m.outputs[i].node + m.outputs[i].component];

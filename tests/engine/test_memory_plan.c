@@ -13,12 +13,15 @@
 #include "memory_plan.h"
 #include "voxfe/voxfe.h"
 
-/* The CPU backend's table with vec_create and stencil_create counting the
+/* The CPU backend's table with vec->create and stencil_create counting the
  * bytes they allocate, and the vectors' destroy the bytes they free:
  * `counted` is the peak of what is allocated at once (the optimizer frees
  * some vectors before a cell's final evaluation allocates more fields). */
 static size_t counted, live;
 static vox_backend_ops counting_ops;
+static vox_vector_ops counting_vec_ops;
+static vox_multigrid_ops counting_mg_ops;
+static vox_design_ops counting_design_ops;
 static vox_status (*cpu_vec_create)(vox_backend *, size_t, vox_vec *);
 static void (*cpu_vec_destroy)(vox_backend *, vox_vec *);
 static vox_status (*cpu_stencil_create)(vox_backend *, const vox_grid *, int, vox_precision,
@@ -127,20 +130,26 @@ static vox_backend *counting_backend(vox_context *ctx) {
   vox_backend *be = NULL;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   counting_ops = *be->ops;
-  cpu_vec_create = counting_ops.vec_create;
-  cpu_stencil_create = counting_ops.stencil_create;
-  counting_ops.vec_create = counting_vec_create;
-  counting_ops.stencil_create = counting_stencil_create;
-  cpu_hvec_create = counting_ops.hvec_create;
-  counting_ops.hvec_create = counting_hvec_create;
-  cpu_vec_destroy = counting_ops.vec_destroy;
-  counting_ops.vec_destroy = counting_vec_destroy;
-  cpu_hvec_destroy = counting_ops.hvec_destroy;
-  counting_ops.hvec_destroy = counting_hvec_destroy;
-  cpu_filter_create_periodic = counting_ops.filter_create_periodic;
-  counting_ops.filter_create_periodic = counting_filter_create_periodic;
-  cpu_filter_destroy = counting_ops.filter_destroy;
-  counting_ops.filter_destroy = counting_filter_destroy;
+  counting_vec_ops = *be->ops->vec;
+  counting_mg_ops = *be->ops->mg;
+  counting_design_ops = *be->ops->design;
+  counting_ops.vec = &counting_vec_ops;
+  counting_ops.mg = &counting_mg_ops;
+  counting_ops.design = &counting_design_ops;
+  cpu_vec_create = counting_ops.vec->create;
+  cpu_stencil_create = counting_ops.mg->stencil_create;
+  counting_vec_ops.create = counting_vec_create;
+  counting_mg_ops.stencil_create = counting_stencil_create;
+  cpu_hvec_create = counting_ops.vec->half_create;
+  counting_vec_ops.half_create = counting_hvec_create;
+  cpu_vec_destroy = counting_ops.vec->destroy;
+  counting_vec_ops.destroy = counting_vec_destroy;
+  cpu_hvec_destroy = counting_ops.vec->half_destroy;
+  counting_vec_ops.half_destroy = counting_hvec_destroy;
+  cpu_filter_create_periodic = counting_ops.design->filter_create_periodic;
+  counting_design_ops.filter_create_periodic = counting_filter_create_periodic;
+  cpu_filter_destroy = counting_ops.design->filter_destroy;
+  counting_design_ops.filter_destroy = counting_filter_destroy;
   counting_cell_ops = vox_cpu_cell_ops;
   counting_cell_ops.create = counting_cell_create;
   counting_cell_ops.destroy = counting_cell_destroy;

@@ -42,7 +42,7 @@ static void make_cantilever(vox_context *ctx, vox_model *m, int64_t nx, int64_t 
 static void random_vec(vox_backend *be, vox_vec *v, uint64_t seed) {
   double *h = malloc(v->n * sizeof *h);
   for (size_t i = 0; i < v->n; i++) h[i] = uniform(&seed) - 0.5;
-  be->ops->vec_upload(be, v, h);
+  be->ops->vec->upload(be, v, h);
   free(h);
 }
 
@@ -56,65 +56,65 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   double *mod = malloc(ne * sizeof *mod);
   uint64_t seed = 11;
   for (size_t e = 0; e < ne; e++) mod[e] = uniform(&seed) < 0.3 ? 1e-9 : 0.1 + uniform(&seed);
-  be->ops->vec_upload(be, &fem->moduli, mod);
+  be->ops->vec->upload(be, &fem->moduli, mod);
   free(mod);
 
   const vox_grid g0 = m.grid, g1 = vox_grid_coarsen(&g0), g2 = vox_grid_coarsen(&g1);
   const size_t n0 = 3 * (size_t)vox_grid_nodes(&g0), n1 = 3 * (size_t)vox_grid_nodes(&g1),
                n2 = 3 * (size_t)vox_grid_nodes(&g2);
   vox_stencil *s1, *s2;
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 3, VOX_PRECISION_DOUBLE, &s1));
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g2, 3, VOX_PRECISION_DOUBLE, &s2));
-  CHECK_OK(ctx, be->ops->galerkin_operator(be, fem->op, s1));
-  CHECK_OK(ctx, be->ops->galerkin_stencil(be, s1, s2));
+  CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g1, 3, VOX_PRECISION_DOUBLE, &s1));
+  CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g2, 3, VOX_PRECISION_DOUBLE, &s2));
+  CHECK_OK(ctx, be->ops->mg->galerkin_operator(be, fem->op, s1));
+  CHECK_OK(ctx, be->ops->mg->galerkin_stencil(be, s1, s2));
 
   vox_vec xc, xf, yf, yc, ref, x2, y1, y2;
-  be->ops->vec_create(be, n1, &xc), be->ops->vec_create(be, n0, &xf);
-  be->ops->vec_create(be, n0, &yf), be->ops->vec_create(be, n1, &yc);
-  be->ops->vec_create(be, n1, &ref), be->ops->vec_create(be, n2, &x2);
-  be->ops->vec_create(be, n1, &y1), be->ops->vec_create(be, n2, &y2);
+  be->ops->vec->create(be, n1, &xc), be->ops->vec->create(be, n0, &xf);
+  be->ops->vec->create(be, n0, &yf), be->ops->vec->create(be, n1, &yc);
+  be->ops->vec->create(be, n1, &ref), be->ops->vec->create(be, n2, &x2);
+  be->ops->vec->create(be, n1, &y1), be->ops->vec->create(be, n2, &y2);
 
   /* level 0 -> 1 */
   random_vec(be, &xc, 3);
-  be->ops->prolong_add(be, &g0, 3, &xc, &xf);    /* xf = P xc */
-  be->ops->op_apply(be, fem->op, &xf, &yf, 0);   /* yf = A P xc */
-  be->ops->restrict_residual(be, &g0, 3, &yf, &ref); /* R A P xc */
-  be->ops->stencil_apply(be, s1, &xc, &yc);
-  be->ops->vec_axpy(be, &yc, -1, &ref);
+  be->ops->mg->prolong_add(be, &g0, 3, &xc, &xf);    /* xf = P xc */
+  be->ops->op->apply(be, fem->op, &xf, &yf, 0);   /* yf = A P xc */
+  be->ops->mg->restrict_residual(be, &g0, 3, &yf, &ref); /* R A P xc */
+  be->ops->mg->stencil_apply(be, s1, &xc, &yc);
+  be->ops->vec->axpy(be, &yc, -1, &ref);
   double err, scale;
-  be->ops->vec_dot(be, &yc, &yc, &err);
-  be->ops->vec_dot(be, &ref, &ref, &scale);
+  be->ops->vec->dot(be, &yc, &yc, &err);
+  be->ops->vec->dot(be, &ref, &ref, &scale);
   CHECK(sqrt(err) <= 1e-13 * sqrt(scale));
 
   /* level 1 -> 2 */
   random_vec(be, &x2, 5);
-  be->ops->vec_set(be, &xc, 0);
-  be->ops->prolong_add(be, &g1, 3, &x2, &xc);
-  be->ops->stencil_apply(be, s1, &xc, &y1);
+  be->ops->vec->set(be, &xc, 0);
+  be->ops->mg->prolong_add(be, &g1, 3, &x2, &xc);
+  be->ops->mg->stencil_apply(be, s1, &xc, &y1);
   vox_vec r2;
-  be->ops->vec_create(be, n2, &r2);
-  be->ops->restrict_residual(be, &g1, 3, &y1, &r2); /* R S1 P x2 */
-  be->ops->stencil_apply(be, s2, &x2, &y2);
-  be->ops->vec_axpy(be, &y2, -1, &r2);
-  be->ops->vec_dot(be, &y2, &y2, &err);
-  be->ops->vec_dot(be, &r2, &r2, &scale);
+  be->ops->vec->create(be, n2, &r2);
+  be->ops->mg->restrict_residual(be, &g1, 3, &y1, &r2); /* R S1 P x2 */
+  be->ops->mg->stencil_apply(be, s2, &x2, &y2);
+  be->ops->vec->axpy(be, &y2, -1, &r2);
+  be->ops->vec->dot(be, &y2, &y2, &err);
+  be->ops->vec->dot(be, &r2, &r2, &scale);
   CHECK(sqrt(err) <= 1e-13 * sqrt(scale));
 
   /* R = P^T: <P xc, yf> = <xc, R yf> */
   random_vec(be, &xc, 7);
   random_vec(be, &yf, 9);
-  be->ops->vec_set(be, &xf, 0);
-  be->ops->prolong_add(be, &g0, 3, &xc, &xf);
-  be->ops->restrict_residual(be, &g0, 3, &yf, &yc);
+  be->ops->vec->set(be, &xf, 0);
+  be->ops->mg->prolong_add(be, &g0, 3, &xc, &xf);
+  be->ops->mg->restrict_residual(be, &g0, 3, &yf, &yc);
   double a, b;
-  be->ops->vec_dot(be, &xf, &yf, &a);
-  be->ops->vec_dot(be, &xc, &yc, &b);
+  be->ops->vec->dot(be, &xf, &yf, &a);
+  be->ops->vec->dot(be, &xc, &yc, &b);
   CHECK_CLOSE(a, b, 1e-13);
 
   vox_vec *v[] = {&xc, &xf, &yf, &yc, &ref, &x2, &y1, &y2, &r2};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec_destroy(be, v[i]);
-  be->ops->stencil_destroy(be, s1);
-  be->ops->stencil_destroy(be, s2);
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec->destroy(be, v[i]);
+  be->ops->mg->stencil_destroy(be, s1);
+  be->ops->mg->stencil_destroy(be, s2);
   vox_fem_destroy(fem);
   vox_model_free(&m);
 }
@@ -135,29 +135,29 @@ static void test_galerkin_conduction(vox_context *ctx, vox_backend *be) {
   vox_operator_desc desc = {.grid = g0, .dofs_per_node = 1, .ke = ke, .dof_fixed = fixed};
   vox_operator *op;
   vox_stencil *s1;
-  CHECK_OK(ctx, be->ops->op_create(be, &desc, &op));
-  CHECK_OK(ctx, be->ops->stencil_create(be, &g1, 1, VOX_PRECISION_DOUBLE, &s1));
+  CHECK_OK(ctx, be->ops->op->create(be, &desc, &op));
+  CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g1, 1, VOX_PRECISION_DOUBLE, &s1));
   vox_vec m, xc, xf, yf, yc, ref;
-  be->ops->vec_create(be, ne, &m), be->ops->vec_create(be, n1, &xc);
-  be->ops->vec_create(be, n0, &xf), be->ops->vec_create(be, n0, &yf);
-  be->ops->vec_create(be, n1, &yc), be->ops->vec_create(be, n1, &ref);
-  be->ops->vec_upload(be, &m, mod);
-  be->ops->op_set_moduli(be, op, &m);
-  CHECK_OK(ctx, be->ops->galerkin_operator(be, op, s1));
+  be->ops->vec->create(be, ne, &m), be->ops->vec->create(be, n1, &xc);
+  be->ops->vec->create(be, n0, &xf), be->ops->vec->create(be, n0, &yf);
+  be->ops->vec->create(be, n1, &yc), be->ops->vec->create(be, n1, &ref);
+  be->ops->vec->upload(be, &m, mod);
+  be->ops->op->set_moduli(be, op, &m);
+  CHECK_OK(ctx, be->ops->mg->galerkin_operator(be, op, s1));
   random_vec(be, &xc, 17);
-  be->ops->prolong_add(be, &g0, 1, &xc, &xf);
-  be->ops->op_apply(be, op, &xf, &yf, 0);
-  be->ops->restrict_residual(be, &g0, 1, &yf, &ref);
-  be->ops->stencil_apply(be, s1, &xc, &yc);
-  be->ops->vec_axpy(be, &yc, -1, &ref);
+  be->ops->mg->prolong_add(be, &g0, 1, &xc, &xf);
+  be->ops->op->apply(be, op, &xf, &yf, 0);
+  be->ops->mg->restrict_residual(be, &g0, 1, &yf, &ref);
+  be->ops->mg->stencil_apply(be, s1, &xc, &yc);
+  be->ops->vec->axpy(be, &yc, -1, &ref);
   double err, scale;
-  be->ops->vec_dot(be, &yc, &yc, &err);
-  be->ops->vec_dot(be, &ref, &ref, &scale);
+  be->ops->vec->dot(be, &yc, &yc, &err);
+  be->ops->vec->dot(be, &ref, &ref, &scale);
   CHECK(sqrt(err) <= 1e-13 * sqrt(scale));
   vox_vec *v[] = {&m, &xc, &xf, &yf, &yc, &ref};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec_destroy(be, v[i]);
-  be->ops->stencil_destroy(be, s1);
-  be->ops->op_destroy(be, op);
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec->destroy(be, v[i]);
+  be->ops->mg->stencil_destroy(be, s1);
+  be->ops->op->destroy(be, op);
   free(mod), free(fixed);
 }
 
@@ -169,19 +169,19 @@ static int solve(vox_context *ctx, vox_backend *be, vox_model *m, const double *
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &fem));
   if (rho) {
     vox_vec r;
-    be->ops->vec_create(be, fem->n_elements, &r);
-    be->ops->vec_upload(be, &r, rho);
-    be->ops->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
-    be->ops->vec_destroy(be, &r);
+    be->ops->vec->create(be, fem->n_elements, &r);
+    be->ops->vec->upload(be, &r, rho);
+    be->ops->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
+    be->ops->vec->destroy(be, &r);
   }
   vox_fem_update(fem);
   vox_vec uv;
-  be->ops->vec_create(be, fem->n_dofs, &uv);
+  be->ops->vec->create(be, fem->n_dofs, &uv);
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, opt, &res));
   CHECK(res.reason == VOX_CONVERGED_RTOL);
-  if (u) be->ops->vec_download(be, &uv, u);
-  be->ops->vec_destroy(be, &uv);
+  if (u) be->ops->vec->download(be, &uv, u);
+  be->ops->vec->destroy(be, &uv);
   vox_fem_destroy(fem);
   return res.iterations;
 }
@@ -269,9 +269,9 @@ static void check_cycle_symmetric_definite(vox_context *ctx, vox_backend *be, co
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c->m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, a, b, ma, mb;
-  CHECK_OK(ctx, o->vec_create(be, fem->n_elements, &r));
-  CHECK_OK(ctx, o->vec_upload(be, &r, c->rho));
-  CHECK_OK(ctx, o->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, o->vec->upload(be, &r, c->rho));
+  CHECK_OK(ctx, o->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   CHECK_OK(ctx, vox_fem_update(fem));
   vox_multigrid *mg;
   CHECK_OK(ctx, vox_mg_create(be, fem->op, &fem->grid, 3, fem->jacobi_bound, opt, &mg));
@@ -280,24 +280,24 @@ static void check_cycle_symmetric_definite(vox_context *ctx, vox_backend *be, co
   vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
   CHECK_OK(ctx, vox_mg_setup(mg, &fem->inv_diag, work));
   vox_vec *v[] = {&a, &b, &ma, &mb};
-  for (int i = 0; i < 4; i++) CHECK_OK(ctx, o->vec_create(be, fem->n_dofs, v[i]));
+  for (int i = 0; i < 4; i++) CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, v[i]));
   random_vec(be, &a, 7);
   random_vec(be, &b, 8);
-  CHECK_OK(ctx, o->op_zero_fixed(be, fem->op, &a));
-  CHECK_OK(ctx, o->op_zero_fixed(be, fem->op, &b));
+  CHECK_OK(ctx, o->op->zero_fixed(be, fem->op, &a));
+  CHECK_OK(ctx, o->op->zero_fixed(be, fem->op, &b));
   CHECK_OK(ctx, vox_mg_apply(mg, &a, &ma));
   CHECK_OK(ctx, vox_mg_apply(mg, &b, &mb));
-  CHECK_OK(ctx, o->op_zero_fixed(be, fem->op, &ma));
-  CHECK_OK(ctx, o->op_zero_fixed(be, fem->op, &mb));
+  CHECK_OK(ctx, o->op->zero_fixed(be, fem->op, &ma));
+  CHECK_OK(ctx, o->op->zero_fixed(be, fem->op, &mb));
   double amb, bma, ama, bmb;
-  CHECK_OK(ctx, o->vec_dot(be, &a, &mb, &amb));
-  CHECK_OK(ctx, o->vec_dot(be, &b, &ma, &bma));
-  CHECK_OK(ctx, o->vec_dot(be, &a, &ma, &ama));
-  CHECK_OK(ctx, o->vec_dot(be, &b, &mb, &bmb));
+  CHECK_OK(ctx, o->vec->dot(be, &a, &mb, &amb));
+  CHECK_OK(ctx, o->vec->dot(be, &b, &ma, &bma));
+  CHECK_OK(ctx, o->vec->dot(be, &a, &ma, &ama));
+  CHECK_OK(ctx, o->vec->dot(be, &b, &mb, &bmb));
   CHECK(fabs(amb - bma) <= 1e-10 * sqrt(ama * bmb));
   CHECK(ama > 0 && bmb > 0);
-  for (int i = 0; i < 4; i++) o->vec_destroy(be, v[i]);
-  o->vec_destroy(be, &r);
+  for (int i = 0; i < 4; i++) o->vec->destroy(be, v[i]);
+  o->vec->destroy(be, &r);
   vox_mg_destroy(mg);
   vox_fem_destroy(fem);
 }
@@ -354,14 +354,14 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, uv;
-  CHECK_OK(ctx, o->vec_create(be, fem->n_elements, &r));
-  CHECK_OK(ctx, o->vec_upload(be, &r, c.rho));
-  CHECK_OK(ctx, o->vec_create(be, fem->n_dofs, &uv));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, o->vec->upload(be, &r, c.rho));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, &uv));
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res)); /* all solid: setup 1 estimates */
   CHECK(res.reason == VOX_CONVERGED_RTOL && !fem->mg->bounds_kept);
   const double solid_l1 = fem->mg->level[1].lambda_max, solid_l2 = fem->mg->level[2].lambda_max;
-  CHECK_OK(ctx, o->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
+  CHECK_OK(ctx, o->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   double l1 = 0, l2 = 0;
   for (int setup = 2; setup <= 4; setup++) { /* the 1e-9 contrast, set up anew each time */
     CHECK_OK(ctx, vox_fem_update(fem));
@@ -374,7 +374,7 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
       l1 = fem->mg->level[1].lambda_max, l2 = fem->mg->level[2].lambda_max;
       CHECK(l1 != solid_l1 && l2 != solid_l2);
     }
-    CHECK_OK(ctx, o->vec_download(be, &uv, u));
+    CHECK_OK(ctx, o->vec->download(be, &uv, u));
     CHECK(relative_difference(u, u_ref, c.nd) <= 1e-7);
   }
   fprintf(stderr, "bounds kept: lambda_max of levels 1, 2: %.4f %.4f solid, %.4f %.4f at the "
@@ -387,15 +387,15 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
   fem->mg_stale = 0;
   CHECK(fem->mg->bounds_kept);
   for (int l = 1; l < 3; l++) fem->mg->level[l].lambda_max *= 0.2;
-  CHECK_OK(ctx, o->vec_set(be, &uv, 0));
+  CHECK_OK(ctx, o->vec->set(be, &uv, 0));
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
   fprintf(stderr, "bounds kept too low: %d redo, %d CG iterations in all\n", fem->bound_redos,
           res.iterations);
   CHECK(res.reason == VOX_CONVERGED_RTOL && fem->bound_redos == 1 && !fem->mg->bounds_kept);
   CHECK(fem->mg->level[1].lambda_max == l1 && fem->mg->level[2].lambda_max == l2);
-  CHECK_OK(ctx, o->vec_download(be, &uv, u));
+  CHECK_OK(ctx, o->vec->download(be, &uv, u));
   CHECK(relative_difference(u, u_ref, c.nd) <= 1e-7);
-  o->vec_destroy(be, &r), o->vec_destroy(be, &uv);
+  o->vec->destroy(be, &r), o->vec->destroy(be, &uv);
   vox_fem_destroy(fem);
   contrast_case_free(&c);
 }
@@ -419,8 +419,8 @@ static const vox_backend_ops *plain_ops;
 static vox_status lossy_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b, const vox_vec *x,
                                const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                                vox_vec *x_out) {
-  TRY(plain_ops->stencil_smooth(be, st, b, x, inv_diag, alpha, beta, d, x_out));
-  return lossy_storage ? be->ops->vec_set(be, x_out, NAN) : VOX_OK;
+  TRY(plain_ops->mg->stencil_smooth(be, st, b, x, inv_diag, alpha, beta, d, x_out));
+  return lossy_storage ? be->ops->vec->set(be, x_out, NAN) : VOX_OK;
 }
 
 static void test_reduced_storage(vox_context *ctx, vox_backend *be) {
@@ -434,31 +434,33 @@ static void test_reduced_storage(vox_context *ctx, vox_backend *be) {
   solve(ctx, be, &c.m, c.rho, &opt, c.u0);
   plain_ops = be->ops;
   vox_backend_ops lossy = *be->ops;
-  lossy.stencil_full_storage = lossy_full_storage;
-  lossy.stencil_smooth = lossy_smooth;
+  vox_multigrid_ops lossy_mg = *be->ops->mg;
+  lossy_mg.stencil_full_storage = lossy_full_storage;
+  lossy_mg.stencil_smooth = lossy_smooth;
+  lossy.mg = &lossy_mg;
   be->ops = &lossy;
   lossy_storage = 1;
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   vox_vec r, uv;
-  CHECK_OK(ctx, lossy.vec_create(be, fem->n_elements, &r));
-  CHECK_OK(ctx, lossy.vec_upload(be, &r, c.rho));
-  CHECK_OK(ctx, lossy.simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
+  CHECK_OK(ctx, lossy.vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, lossy.vec->upload(be, &r, c.rho));
+  CHECK_OK(ctx, lossy.design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   CHECK_OK(ctx, vox_fem_update(fem));
-  CHECK_OK(ctx, lossy.vec_create(be, fem->n_dofs, &uv));
+  CHECK_OK(ctx, lossy.vec->create(be, fem->n_dofs, &uv));
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
   fprintf(stderr, "lossy coarse storage: %d redo, %d CG iterations in all (%s)\n",
           fem->storage_redos, res.iterations, vox_convergence_string(res.reason));
   CHECK(res.reason == VOX_CONVERGED_RTOL && fem->storage_redos == 1 && !lossy_storage);
-  CHECK_OK(ctx, lossy.vec_download(be, &uv, c.u1));
+  CHECK_OK(ctx, lossy.vec->download(be, &uv, c.u1));
   CHECK(relative_difference(c.u1, c.u0, c.nd) <= 1e-7);
   /* float from then on: the next design's solve needs no redo */
   CHECK_OK(ctx, vox_fem_update(fem));
-  CHECK_OK(ctx, lossy.vec_set(be, &uv, 0));
+  CHECK_OK(ctx, lossy.vec->set(be, &uv, 0));
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
   CHECK(res.reason == VOX_CONVERGED_RTOL && fem->storage_redos == 1);
-  lossy.vec_destroy(be, &r), lossy.vec_destroy(be, &uv);
+  lossy.vec->destroy(be, &r), lossy.vec->destroy(be, &uv);
   vox_fem_destroy(fem);
   be->ops = plain_ops;
   contrast_case_free(&c);

@@ -48,24 +48,24 @@ typedef struct fixture {
 /* Summed compliance over both load cases at densities rho (host). */
 static double compliance(fixture *f, const double *rho, double p, double *dc_host) {
   const vox_backend_ops *o = f->be->ops;
-  o->vec_upload(f->be, &f->rho, rho);
-  o->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, 1e-9, &f->fem->moduli);
+  o->vec->upload(f->be, &f->rho, rho);
+  o->design->simp_moduli(f->be, &f->rho, &f->fem->e_solid, p, 1e-9, &f->fem->moduli);
   vox_fem_update(f->fem);
   for (int c = 0; c < f->fem->n_cases; c++) {
     vox_solve_result r;
-    o->vec_set(f->be, &f->u, 0);
+    o->vec->set(f->be, &f->u, 0);
     vox_fem_solve(f->fem, c, &f->u, &f->opt, &r);
     CHECK(r.reason == VOX_CONVERGED_RTOL);
-    o->op_element_energy(f->be, f->fem->op, &f->u, &f->energy, c > 0);
+    o->op->element_energy(f->be, f->fem->op, &f->u, &f->energy, c > 0);
   }
   double c;
-  o->vec_dot(f->be, &f->fem->moduli, &f->energy, &c);
+  o->vec->dot(f->be, &f->fem->moduli, &f->energy, &c);
   if (dc_host) {
     vox_vec dc;
-    o->vec_create(f->be, f->rho.n, &dc);
-    o->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-9, &dc);
-    o->vec_download(f->be, &dc, dc_host);
-    o->vec_destroy(f->be, &dc);
+    o->vec->create(f->be, f->rho.n, &dc);
+    o->design->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-9, &dc);
+    o->vec->download(f->be, &dc, dc_host);
+    o->vec->destroy(f->be, &dc);
   }
   return c;
 }
@@ -76,9 +76,9 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   fixture f = {.be = be};
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &f.fem));
   const size_t ne = f.fem->n_elements;
-  be->ops->vec_create(be, ne, &f.rho);
-  be->ops->vec_create(be, f.fem->n_dofs, &f.u);
-  be->ops->vec_create(be, ne, &f.energy);
+  be->ops->vec->create(be, ne, &f.rho);
+  be->ops->vec->create(be, f.fem->n_dofs, &f.u);
+  be->ops->vec->create(be, ne, &f.energy);
   vox_solver_options_default(&f.opt);
   f.opt.rtol = 1e-13;
   double *rho = malloc(ne * sizeof *rho), *dc = malloc(ne * sizeof *dc);
@@ -100,28 +100,28 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
 
   /* Through the density filter: d c(H x)/dx = H^T dc. */
   vox_filter *filter;
-  CHECK_OK(ctx, be->ops->filter_create(be, &m.grid, 1.8, f.fem->element_active, &filter));
+  CHECK_OK(ctx, be->ops->design->filter_create(be, &m.grid, 1.8, f.fem->element_active, &filter));
   vox_vec x, xf, g, gt;
-  be->ops->vec_create(be, ne, &x), be->ops->vec_create(be, ne, &xf);
-  be->ops->vec_create(be, ne, &g), be->ops->vec_create(be, ne, &gt);
+  be->ops->vec->create(be, ne, &x), be->ops->vec->create(be, ne, &xf);
+  be->ops->vec->create(be, ne, &g), be->ops->vec->create(be, ne, &gt);
   double *xh = malloc(ne * sizeof *xh), *xfh = malloc(ne * sizeof *xfh), *gth = malloc(ne * sizeof *gth);
   for (size_t e = 0; e < ne; e++) xh[e] = rho[e];
-  be->ops->vec_upload(be, &x, xh);
-  be->ops->filter_apply(be, filter, &x, &xf);
-  be->ops->vec_download(be, &xf, xfh);
+  be->ops->vec->upload(be, &x, xh);
+  be->ops->design->filter_apply(be, filter, &x, &xf);
+  be->ops->vec->download(be, &xf, xfh);
   compliance(&f, xfh, p, dc);
-  be->ops->vec_upload(be, &g, dc);
-  be->ops->filter_transpose(be, filter, &g, &gt);
-  be->ops->vec_download(be, &gt, gth);
+  be->ops->vec->upload(be, &g, dc);
+  be->ops->design->filter_transpose(be, filter, &g, &gt);
+  be->ops->vec->download(be, &gt, gth);
   for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
     const size_t e = probe[i];
     const double h = 1e-5, saved = xh[e];
     double c2[2];
     for (int s = 0; s < 2; s++) {
       xh[e] = saved + (s ? -h : h);
-      be->ops->vec_upload(be, &x, xh);
-      be->ops->filter_apply(be, filter, &x, &xf);
-      be->ops->vec_download(be, &xf, xfh);
+      be->ops->vec->upload(be, &x, xh);
+      be->ops->design->filter_apply(be, filter, &x, &xf);
+      be->ops->vec->download(be, &xf, xfh);
       c2[s] = compliance(&f, xfh, p, NULL);
     }
     xh[e] = saved;
@@ -129,22 +129,22 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   }
 
   /* The filter keeps constants and H^T is the adjoint of H. */
-  be->ops->vec_set(be, &x, 0.37);
-  be->ops->filter_apply(be, filter, &x, &xf);
-  be->ops->vec_download(be, &xf, xfh);
+  be->ops->vec->set(be, &x, 0.37);
+  be->ops->design->filter_apply(be, filter, &x, &xf);
+  be->ops->vec->download(be, &xf, xfh);
   for (size_t e = 0; e < ne; e++) CHECK_CLOSE(xfh[e], 0.37, 1e-14);
   double a_ht_b, ha_b;
-  be->ops->vec_upload(be, &x, rho);
-  be->ops->vec_upload(be, &g, dc);
-  be->ops->filter_apply(be, filter, &x, &xf);
-  be->ops->vec_dot(be, &xf, &g, &ha_b);
-  be->ops->filter_transpose(be, filter, &g, &gt);
-  be->ops->vec_dot(be, &x, &gt, &a_ht_b);
+  be->ops->vec->upload(be, &x, rho);
+  be->ops->vec->upload(be, &g, dc);
+  be->ops->design->filter_apply(be, filter, &x, &xf);
+  be->ops->vec->dot(be, &xf, &g, &ha_b);
+  be->ops->design->filter_transpose(be, filter, &g, &gt);
+  be->ops->vec->dot(be, &x, &gt, &a_ht_b);
   CHECK_CLOSE(a_ht_b, ha_b, 1e-13);
 
-  be->ops->filter_destroy(be, filter);
+  be->ops->design->filter_destroy(be, filter);
   vox_vec *v[] = {&x, &xf, &g, &gt, &f.rho, &f.u, &f.energy};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec_destroy(be, v[i]);
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) be->ops->vec->destroy(be, v[i]);
   free(xh), free(xfh), free(gth), free(rho), free(dc);
   vox_fem_destroy(f.fem);
   vox_model_free(&m);

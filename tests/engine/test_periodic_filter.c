@@ -46,16 +46,16 @@ static void run(vox_context *ctx, vox_backend *be, vox_filter *f, which w, size_
                 const double *in, const double *rho, double *out) {
   const vox_backend_ops *o = be->ops;
   vox_vec vi, vr, vo;
-  CHECK_OK(ctx, o->vec_create(be, n, &vi));
-  CHECK_OK(ctx, o->vec_create(be, n, &vr));
-  CHECK_OK(ctx, o->vec_create(be, n, &vo));
-  CHECK_OK(ctx, o->vec_upload(be, &vi, in));
-  CHECK_OK(ctx, o->vec_upload(be, &vr, rho));
-  if (w == APPLY) CHECK_OK(ctx, o->filter_apply(be, f, &vi, &vo));
-  if (w == TRANSPOSE) CHECK_OK(ctx, o->filter_transpose(be, f, &vi, &vo));
-  if (w == SENSITIVITY) CHECK_OK(ctx, o->filter_sensitivity(be, f, &vr, &vi, 1e-3, &vo));
-  CHECK_OK(ctx, o->vec_download(be, &vo, out));
-  o->vec_destroy(be, &vi), o->vec_destroy(be, &vr), o->vec_destroy(be, &vo);
+  CHECK_OK(ctx, o->vec->create(be, n, &vi));
+  CHECK_OK(ctx, o->vec->create(be, n, &vr));
+  CHECK_OK(ctx, o->vec->create(be, n, &vo));
+  CHECK_OK(ctx, o->vec->upload(be, &vi, in));
+  CHECK_OK(ctx, o->vec->upload(be, &vr, rho));
+  if (w == APPLY) CHECK_OK(ctx, o->design->filter_apply(be, f, &vi, &vo));
+  if (w == TRANSPOSE) CHECK_OK(ctx, o->design->filter_transpose(be, f, &vi, &vo));
+  if (w == SENSITIVITY) CHECK_OK(ctx, o->design->filter_sensitivity(be, f, &vr, &vi, 1e-3, &vo));
+  CHECK_OK(ctx, o->vec->download(be, &vo, out));
+  o->vec->destroy(be, &vi), o->vec->destroy(be, &vr), o->vec->destroy(be, &vo);
 }
 
 static void test_tiled(vox_context *ctx, vox_backend *be, const vox_grid *cell, int T,
@@ -78,8 +78,8 @@ static void test_tiled(vox_context *ctx, vox_backend *be, const vox_grid *cell, 
   tile(cell, T, in, in3), tile(cell, T, rho, rho3), tile(cell, T, act, act3);
   for (size_t e = 0; e < n3; e++) active3[e] = act3[e] != 0;
   vox_filter *fp = NULL, *f3 = NULL;
-  CHECK_OK(ctx, be->ops->filter_create_periodic(be, cell, radius, active, &fp));
-  CHECK_OK(ctx, be->ops->filter_create(be, &big, radius, active3, &f3));
+  CHECK_OK(ctx, be->ops->design->filter_create_periodic(be, cell, radius, active, &fp));
+  CHECK_OK(ctx, be->ops->design->filter_create(be, &big, radius, active3, &f3));
   if (fp && f3)
     for (int w = APPLY; w <= SENSITIVITY; w++) {
       run(ctx, be, fp, (which)w, n, in, rho, out);
@@ -96,8 +96,8 @@ static void test_tiled(vox_context *ctx, vox_backend *be, const vox_grid *cell, 
       }
       CHECK(scale > 0);
     }
-  if (fp) be->ops->filter_destroy(be, fp);
-  if (f3) be->ops->filter_destroy(be, f3);
+  if (fp) be->ops->design->filter_destroy(be, fp);
+  if (f3) be->ops->design->filter_destroy(be, f3);
   free(in), free(rho), free(out), free(ref), free(in3), free(rho3), free(out3), free(act);
   free(act3), free(active), free(active3);
 }
@@ -129,18 +129,18 @@ int main(void) {
   for (int e = 0; e < 64; e++) ones[e] = 2.5;
   for (double r = 1.5; r <= 6.5; r += 5) {
     vox_filter *f = NULL;
-    CHECK_OK(ctx, be->ops->filter_create_periodic(be, &cell, r, active, &f));
+    CHECK_OK(ctx, be->ops->design->filter_create_periodic(be, &cell, r, active, &f));
     if (!f) continue;
     run(ctx, be, f, APPLY, 64, ones, ones, out);
     for (int e = 0; e < 64; e++) CHECK_CLOSE(out[e], 2.5, 1e-14);
-    be->ops->filter_destroy(be, f);
+    be->ops->design->filter_destroy(be, f);
   }
   /* the tap bound holds for periodic filters, whose reach is not cut */
   vox_filter *f = NULL;
-  CHECK(be->ops->filter_create_periodic(be, &cell, 40, active, &f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, 40, active, &f) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(f == NULL);
-  CHECK(be->ops->filter_create_periodic(be, &cell, 1e300, active, &f) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK(be->ops->filter_create_periodic(be, &cell, -1, active, &f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, 1e300, active, &f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, -1, active, &f) == VOX_ERR_INVALID_ARGUMENT);
 
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

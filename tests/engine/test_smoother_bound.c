@@ -163,20 +163,20 @@ static void test_assembled(vox_context *ctx, vox_backend *be, int single, double
   for (size_t e = 0; e < ne; e++) /* element 75 is (3, 2, 2), off the clamped face */
     rho[e] = single ? e == 75 : uniform(&seed) < 0.5;
   vox_vec r, x, y;
-  be->ops->vec_create(be, ne, &r);
-  be->ops->vec_upload(be, &r, rho);
-  be->ops->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
+  be->ops->vec->create(be, ne, &r);
+  be->ops->vec->upload(be, &r, rho);
+  be->ops->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
   CHECK_OK(ctx, vox_fem_update(fem));
-  be->ops->vec_download(be, &fem->inv_diag, d);
-  be->ops->vec_create(be, n, &x);
-  be->ops->vec_create(be, n, &y);
+  be->ops->vec->download(be, &fem->inv_diag, d);
+  be->ops->vec->create(be, n, &x);
+  be->ops->vec->create(be, n, &y);
   double *raw = malloc(n * n * sizeof *raw), *blocks = calloc(n * n, sizeof *blocks);
   for (size_t j = 0; j < n; j++) { /* column j of A, and of D^-1/2 A D^-1/2 */
     memset(col, 0, n * sizeof *col);
     col[j] = 1;
-    be->ops->vec_upload(be, &x, col);
-    CHECK_OK(ctx, be->ops->op_apply(be, fem->op, &x, &y, 0));
-    be->ops->vec_download(be, &y, col);
+    be->ops->vec->upload(be, &x, col);
+    CHECK_OK(ctx, be->ops->op->apply(be, fem->op, &x, &y, 0));
+    be->ops->vec->download(be, &y, col);
     for (size_t i = 0; i < n; i++) {
       raw[j * n + i] = col[i];
       a[j * n + i] = col[i] * sqrt(d[i] * d[j]);
@@ -207,7 +207,7 @@ static void test_assembled(vox_context *ctx, vox_backend *be, int single, double
   CHECK(w[n - 1] >= least * block_bound);
   CHECK(w[0] > 0);
   free(raw), free(blocks);
-  be->ops->vec_destroy(be, &r), be->ops->vec_destroy(be, &x), be->ops->vec_destroy(be, &y);
+  be->ops->vec->destroy(be, &r), be->ops->vec->destroy(be, &x), be->ops->vec->destroy(be, &y);
   free(rho), free(a), free(col), free(d), free(w), free(work);
   vox_fem_destroy(fem);
   vox_model_free(&m);

@@ -71,23 +71,23 @@ static void test_tension(vox_context *ctx, vox_backend *be) {
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   vox_vec uv, kv;
-  be->ops->vec_create(be, nd, &uv);
-  be->ops->vec_create(be, nd, &kv);
+  be->ops->vec->create(be, nd, &uv);
+  be->ops->vec->create(be, nd, &kv);
   opt.rtol = 1e-6;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations > 1);
-  be->ops->op_apply(be, fem->op, &uv, &kv, 0);
-  be->ops->vec_axpy(be, &kv, -1, &fem->force[0]);
+  be->ops->op->apply(be, fem->op, &uv, &kv, 0);
+  be->ops->vec->axpy(be, &kv, -1, &fem->force[0]);
   double rr;
-  be->ops->vec_dot(be, &kv, &kv, &rr);
+  be->ops->vec->dot(be, &kv, &kv, &rr);
   CHECK(sqrt(rr) <= 1.0001e-6 * r.rhs_norm);
   /* and an iteration limit is reported as such, not as an error */
   opt.max_iterations = 2;
-  be->ops->vec_set(be, &uv, 0);
+  be->ops->vec->set(be, &uv, 0);
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &r));
   CHECK(r.reason == VOX_DIVERGED_MAX_ITERATIONS && r.iterations == 2);
-  be->ops->vec_destroy(be, &uv);
-  be->ops->vec_destroy(be, &kv);
+  be->ops->vec->destroy(be, &uv);
+  be->ops->vec->destroy(be, &kv);
   vox_fem_destroy(fem);
   free(u);
   vox_model_free(&m);
@@ -117,19 +117,19 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   vox_vec uv, kv;
-  be->ops->vec_create(be, nd, &uv);
-  be->ops->vec_create(be, nd, &kv);
-  be->ops->vec_upload(be, &uv, u);
-  be->ops->op_apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
+  be->ops->vec->create(be, nd, &uv);
+  be->ops->vec->create(be, nd, &kv);
+  be->ops->vec->upload(be, &uv, u);
+  be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
   double *ku = malloc(nd * sizeof *ku), reaction = 0;
-  be->ops->vec_download(be, &kv, ku);
+  be->ops->vec->download(be, &kv, ku);
   for (int64_t k = 0; k <= g->nz; k++)
     for (int64_t j = 0; j <= g->ny; j++) reaction += ku[3 * node(g, g->nx, j, k)];
   const double area = g->ny * g->voxel_size[1] * g->nz * g->voxel_size[2];
   CHECK_CLOSE(reaction, E * area * d / L, 1e-9);
   free(ku);
-  be->ops->vec_destroy(be, &uv);
-  be->ops->vec_destroy(be, &kv);
+  be->ops->vec->destroy(be, &uv);
+  be->ops->vec->destroy(be, &kv);
   vox_fem_destroy(fem);
   free(u);
   vox_model_free(&m);
@@ -156,15 +156,15 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   for (size_t e = 0; e < ne; e++) mod[e] = k;
   vox_operator_desc desc = {.grid = g, .dofs_per_node = 1, .ke = ke, .dof_fixed = fixed};
   vox_operator *op;
-  CHECK_OK(ctx, be->ops->op_create(be, &desc, &op));
+  CHECK_OK(ctx, be->ops->op->create(be, &desc, &op));
   vox_vec m, b, x, d;
-  be->ops->vec_create(be, ne, &m), be->ops->vec_create(be, nn, &b);
-  be->ops->vec_create(be, nn, &x), be->ops->vec_create(be, nn, &d);
-  be->ops->vec_upload(be, &m, mod);
-  be->ops->vec_upload(be, &b, q);
-  be->ops->op_set_moduli(be, op, &m);
-  be->ops->op_diagonal(be, op, &d);
-  be->ops->vec_reciprocal(be, &d);
+  be->ops->vec->create(be, ne, &m), be->ops->vec->create(be, nn, &b);
+  be->ops->vec->create(be, nn, &x), be->ops->vec->create(be, nn, &d);
+  be->ops->vec->upload(be, &m, mod);
+  be->ops->vec->upload(be, &b, q);
+  be->ops->op->set_moduli(be, op, &m);
+  be->ops->op->diagonal(be, op, &d);
+  be->ops->vec->reciprocal(be, &d);
   vox_ksp_work work;
   CHECK_OK(ctx, vox_ksp_work_create(be, nn, &work));
   vox_solver_options opt;
@@ -175,15 +175,15 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   const vox_pc pc = vox_pc_jacobi_make(&jacobi, be, &d);
   CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, &opt, &work, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
-  be->ops->vec_download(be, &x, t);
+  be->ops->vec->download(be, &x, t);
   for (int64_t kk = 0; kk <= g.nz; kk++)
     for (int64_t j = 0; j <= g.ny; j++)
       for (int64_t i = 0; i <= g.nx; i++)
         CHECK_CLOSE(t[node(&g, i, j, kk)], Q * i * g.voxel_size[0] / (k * area), 1e-10);
   vox_ksp_work_destroy(be, &work);
   vox_vec *v[] = {&m, &b, &x, &d};
-  for (int i = 0; i < 4; i++) be->ops->vec_destroy(be, v[i]);
-  be->ops->op_destroy(be, op);
+  for (int i = 0; i < 4; i++) be->ops->vec->destroy(be, v[i]);
+  be->ops->op->destroy(be, op);
   free(fixed), free(q), free(t), free(mod);
 }
 
@@ -259,17 +259,17 @@ static void test_symmetry_plane(vox_context *ctx, vox_backend *be) {
 /* |K x - f| / |f| of the block's load case on the backend. */
 static double true_residual(vox_backend *be, vox_fem *fem, const vox_vec *x, vox_vec *t) {
   double rr, ff;
-  be->ops->op_apply(be, fem->op, x, t, 0);
-  be->ops->vec_axpy(be, t, -1, &fem->force[0]);
-  be->ops->vec_dot(be, t, t, &rr);
-  be->ops->vec_dot(be, &fem->force[0], &fem->force[0], &ff);
+  be->ops->op->apply(be, fem->op, x, t, 0);
+  be->ops->vec->axpy(be, t, -1, &fem->force[0]);
+  be->ops->vec->dot(be, t, t, &rr);
+  be->ops->vec->dot(be, &fem->force[0], &fem->force[0], &ff);
   return sqrt(rr / ff);
 }
 
 /* max |x - y| / max |y| on the host. */
 static double max_rel_diff(vox_backend *be, const vox_vec *x, const vox_vec *y, size_t n) {
   double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), d = 0, m = 0;
-  be->ops->vec_download(be, x, a), be->ops->vec_download(be, y, b);
+  be->ops->vec->download(be, x, a), be->ops->vec->download(be, y, b);
   for (size_t i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i])), m = fmax(m, fabs(b[i]));
   free(a), free(b);
   return d / m;
@@ -288,8 +288,8 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   const size_t n = fem->n_dofs;
   vox_vec x, exact, t;
-  be->ops->vec_create(be, n, &x), be->ops->vec_create(be, n, &exact);
-  be->ops->vec_create(be, n, &t);
+  be->ops->vec->create(be, n, &x), be->ops->vec->create(be, n, &exact);
+  be->ops->vec->create(be, n, &t);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-12;
@@ -301,14 +301,14 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   vox_ksp_history h;
   CHECK_OK(ctx, vox_ksp_history_create(be, n, 2, &h));
   /* first solve: an empty history, the guess 3 x* goes into it */
-  be->ops->vec_set(be, &x, 0), be->ops->vec_axpy(be, &x, 3, &exact);
+  be->ops->vec->set(be, &x, 0), be->ops->vec->axpy(be, &x, 3, &exact);
   opt.rtol = 1e-8;
   CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL && h.count == 1);
   CHECK(max_rel_diff(be, &h.v[h.newest], &exact, n) > 1.9); /* it holds 3 x* */
   CHECK(true_residual(be, fem, &x, &t) <= 1.0001e-8);
   /* from 0 with 3 x* in the history: the start is x*, no iteration */
-  be->ops->vec_set(be, &x, 0);
+  be->ops->vec->set(be, &x, 0);
   CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
   fprintf(stderr, "history start: %d CG iterations (%d from zero), |x - x*| / |x*| %.2e\n",
           r.iterations, plain_iterations, max_rel_diff(be, &x, &exact, n));
@@ -316,22 +316,22 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK(max_rel_diff(be, &x, &exact, n) <= 1e-10);
   CHECK(h.count == 2); /* the zero guess is the newest now, 3 x* the older */
   double zz;
-  be->ops->vec_dot(be, &h.v[h.newest], &h.v[h.newest], &zz);
+  be->ops->vec->dot(be, &h.v[h.newest], &h.v[h.newest], &zz);
   CHECK(zz == 0);
   /* a guess and a full history all equal to a rough vector: the Gram matrix
    * has rank 1, the start is its best multiple, and CG still converges */
-  CHECK_OK(ctx, be->ops->vec_random(be, &x, 11));
+  CHECK_OK(ctx, be->ops->vec->random(be, &x, 11));
   for (int i = 0; i < 2; i++) {
-    be->ops->vec_copy(be, &h.v[i], &x);
-    be->ops->op_zero_fixed(be, fem->op, &h.v[i]);
+    be->ops->vec->copy(be, &h.v[i], &x);
+    be->ops->op->zero_fixed(be, fem->op, &h.v[i]);
   }
-  be->ops->op_zero_fixed(be, fem->op, &x);
+  be->ops->op->zero_fixed(be, fem->op, &x);
   CHECK_OK(ctx, vox_fem_solve_with_history(fem, 0, &x, &h, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations > 0);
   CHECK(true_residual(be, fem, &x, &t) <= 1.0001e-8);
   vox_ksp_history_destroy(be, &h);
   CHECK(vox_ksp_history_create(be, n, VOX_KSP_HISTORY_MAX + 1, &h) == VOX_ERR_INVALID_ARGUMENT);
-  be->ops->vec_destroy(be, &x), be->ops->vec_destroy(be, &exact), be->ops->vec_destroy(be, &t);
+  be->ops->vec->destroy(be, &x), be->ops->vec->destroy(be, &exact), be->ops->vec->destroy(be, &t);
   vox_fem_destroy(fem);
   vox_model_free(&m);
 }

@@ -48,19 +48,19 @@ static double top_reaction(vox_context *ctx, vox_backend *be, const vox_model *m
   vox_vec uv, ku;
   const size_t nd = fem->n_dofs;
   double *k = malloc(nd * sizeof *k);
-  CHECK_OK(ctx, be->ops->vec_create(be, nd, &uv));
-  CHECK_OK(ctx, be->ops->vec_create(be, nd, &ku));
-  CHECK_OK(ctx, be->ops->vec_upload(be, &uv, u));
-  CHECK_OK(ctx, be->ops->op_apply(be, fem->op, &uv, &ku, VOX_APPLY_FULL));
-  CHECK_OK(ctx, be->ops->vec_download(be, &ku, k));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, &uv));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, &ku));
+  CHECK_OK(ctx, be->ops->vec->upload(be, &uv, u));
+  CHECK_OK(ctx, be->ops->op->apply(be, fem->op, &uv, &ku, VOX_APPLY_FULL));
+  CHECK_OK(ctx, be->ops->vec->download(be, &ku, k));
   const vox_grid *g = &m->grid;
   for (size_t i = 0; i < m->n_constraints; i++) {
     const vox_constraint *c = &m->constraints[i];
     if (c->component == 2 && c->node / ((g->nx + 1) * (g->ny + 1)) == g->nz)
       total += k[3 * c->node + 2];
   }
-  be->ops->vec_destroy(be, &uv);
-  be->ops->vec_destroy(be, &ku);
+  be->ops->vec->destroy(be, &uv);
+  be->ops->vec->destroy(be, &ku);
   free(k);
   vox_fem_destroy(fem);
   return total;

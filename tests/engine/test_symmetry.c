@@ -166,12 +166,12 @@ static void test_group(vox_context *ctx, vox_backend *be, const vox_grid *g, vox
 
   /* the backend's op: the same bits */
   vox_vec v;
-  CHECK_OK(ctx, be->ops->vec_create(be, (size_t)ne, &v));
-  CHECK_OK(ctx, be->ops->vec_upload(be, &v, f));
-  CHECK_OK(ctx, be->ops->symmetrize(be, g, sym, &v));
-  CHECK_OK(ctx, be->ops->vec_download(be, &v, s));
+  CHECK_OK(ctx, be->ops->vec->create(be, (size_t)ne, &v));
+  CHECK_OK(ctx, be->ops->vec->upload(be, &v, f));
+  CHECK_OK(ctx, be->ops->design->symmetrize(be, g, sym, &v));
+  CHECK_OK(ctx, be->ops->vec->download(be, &v, s));
   CHECK(memcmp(s, p, ne * sizeof *s) == 0);
-  be->ops->vec_destroy(be, &v);
+  be->ops->vec->destroy(be, &v);
   free(f), free(p), free(b), free(s);
 }
 

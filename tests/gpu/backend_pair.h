@@ -145,20 +145,20 @@ static inline int pv_create(pvec *v, size_t n) {
     fail_line("setup", "out of host memory");
     return 0;
   }
-  return C_OK("vec_create", cpu->ops->vec_create(cpu, n, &v->c)) &&
-         G_OK("vec_create", gpu->ops->vec_create(gpu, n, &v->g));
+  return C_OK("vec_create", cpu->ops->vec->create(cpu, n, &v->c)) &&
+         G_OK("vec_create", gpu->ops->vec->create(gpu, n, &v->g));
 }
 
 static inline void pv_destroy(pvec *v) {
-  if (v->c.data) cpu->ops->vec_destroy(cpu, &v->c);
-  if (v->g.data) gpu->ops->vec_destroy(gpu, &v->g);
+  if (v->c.data) cpu->ops->vec->destroy(cpu, &v->c);
+  if (v->g.data) gpu->ops->vec->destroy(gpu, &v->g);
   free(v->hc), free(v->hg);
   memset(v, 0, sizeof *v);
 }
 
 static inline int pv_upload(pvec *v, const double *h) {
-  return C_OK("vec_upload", cpu->ops->vec_upload(cpu, &v->c, h)) &&
-         G_OK("vec_upload", gpu->ops->vec_upload(gpu, &v->g, h));
+  return C_OK("vec_upload", cpu->ops->vec->upload(cpu, &v->c, h)) &&
+         G_OK("vec_upload", gpu->ops->vec->upload(gpu, &v->g, h));
 }
 
 /* Uniform in [lo, hi) on both backends (the same values). */
@@ -170,13 +170,13 @@ static inline int pv_random(pvec *v, uint64_t *seed, double lo, double hi) {
 /* Fills the CUDA copy with a value no kernel computes, so that an output a
  * kernel fails to write shows up. */
 static inline int pv_poison(pvec *v) {
-  return G_OK("vec_set", gpu->ops->vec_set(gpu, &v->g, 12345.678));
+  return G_OK("vec_set", gpu->ops->vec->set(gpu, &v->g, 12345.678));
 }
 
 /* Downloads both copies and reports their difference. */
 static inline void pv_check(const char *check, pvec *v, double tol) {
-  if (!C_OK(check, cpu->ops->vec_download(cpu, &v->c, v->hc)) ||
-      !G_OK(check, gpu->ops->vec_download(gpu, &v->g, v->hg)))
+  if (!C_OK(check, cpu->ops->vec->download(cpu, &v->c, v->hc)) ||
+      !G_OK(check, gpu->ops->vec->download(gpu, &v->g, v->hg)))
     return;
   report(check, v->hg, v->hc, v->n, tol);
 }
@@ -200,15 +200,15 @@ static inline int op_pair_create(const vox_grid *g, int dpn, const double *ke,
   const vox_operator_desc desc = {.grid = *g, .dofs_per_node = dpn, .ke = ke, .dof_fixed = fixed};
   vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
   return pv_upload(moduli, moduli->hc) &&
-         C_OK("op_create", cpu->ops->op_create(cpu, &desc, cop)) &&
-         G_OK("op_create", gpu->ops->op_create(gpu, &desc, gop)) &&
-         C_OK("op_set_moduli", cpu->ops->op_set_moduli(cpu, *cop, &moduli->c)) &&
-         G_OK("op_set_moduli", gpu->ops->op_set_moduli(gpu, *gop, &moduli->g));
+         C_OK("op_create", cpu->ops->op->create(cpu, &desc, cop)) &&
+         G_OK("op_create", gpu->ops->op->create(gpu, &desc, gop)) &&
+         C_OK("op_set_moduli", cpu->ops->op->set_moduli(cpu, *cop, &moduli->c)) &&
+         G_OK("op_set_moduli", gpu->ops->op->set_moduli(gpu, *gop, &moduli->g));
 }
 
 static inline void op_pair_destroy(vox_operator **cop, vox_operator **gop) {
-  if (*cop) cpu->ops->op_destroy(cpu, *cop);
-  if (*gop) gpu->ops->op_destroy(gpu, *gop);
+  if (*cop) cpu->ops->op->destroy(cpu, *cop);
+  if (*gop) gpu->ops->op->destroy(gpu, *gop);
   *cop = *gop = NULL;
 }
 

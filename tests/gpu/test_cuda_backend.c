@@ -30,7 +30,7 @@
 /* Relative difference allowed in double precision, and between the
  * single-precision (mixed) Galerkin stencils and the double ones. */
 static const double TOL = 1e-12, TOL_MIXED = 1e-6;
-/* op_apply with VOX_APPLY_SINGLE (float arithmetic on the CUDA backend)
+/* op->apply with VOX_APPLY_SINGLE (float arithmetic on the CUDA backend)
  * against the CPU backend's double product, relative to max |y|. */
 static const double TOL_SINGLE = 1e-5;
 static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
@@ -54,28 +54,28 @@ static void test_vectors(size_t n) {
   pvec x, y, w;
   if (!pv_create(&x, n) || !pv_create(&y, n) || !pv_create(&w, n)) goto done;
 
-  if (pv_poison(&w) && BOTH("vec_set", c->vec_set(cpu, &w.c, -2.5), g->vec_set(gpu, &w.g, -2.5)))
+  if (pv_poison(&w) && BOTH("vec_set", c->vec->set(cpu, &w.c, -2.5), g->vec->set(gpu, &w.g, -2.5)))
     pv_check("vec_set", &w, TOL);
   pv_random(&x, &seed, -1, 1);
-  if (pv_poison(&w) && BOTH("vec_copy", c->vec_copy(cpu, &w.c, &x.c), g->vec_copy(gpu, &w.g, &x.g)))
+  if (pv_poison(&w) && BOTH("vec_copy", c->vec->copy(cpu, &w.c, &x.c), g->vec->copy(gpu, &w.g, &x.g)))
     pv_check("vec_copy", &w, TOL);
   pv_random(&y, &seed, -1, 1);
-  if (BOTH("vec_axpy", c->vec_axpy(cpu, &y.c, 0.7, &x.c), g->vec_axpy(gpu, &y.g, 0.7, &x.g)))
+  if (BOTH("vec_axpy", c->vec->axpy(cpu, &y.c, 0.7, &x.c), g->vec->axpy(gpu, &y.g, 0.7, &x.g)))
     pv_check("vec_axpy", &y, TOL);
   pv_random(&y, &seed, -1, 1);
-  if (BOTH("vec_xpay", c->vec_xpay(cpu, &y.c, -1.3, &x.c), g->vec_xpay(gpu, &y.g, -1.3, &x.g)))
+  if (BOTH("vec_xpay", c->vec->xpay(cpu, &y.c, -1.3, &x.c), g->vec->xpay(gpu, &y.g, -1.3, &x.g)))
     pv_check("vec_xpay", &y, TOL);
   pv_random(&y, &seed, -1, 1);
-  if (BOTH("vec_axpby", c->vec_axpby(cpu, &y.c, 0.3, &x.c, 1.7),
-           g->vec_axpby(gpu, &y.g, 0.3, &x.g, 1.7)))
+  if (BOTH("vec_axpby", c->vec->axpby(cpu, &y.c, 0.3, &x.c, 1.7),
+           g->vec->axpby(gpu, &y.g, 0.3, &x.g, 1.7)))
     pv_check("vec_axpby", &y, TOL);
   pv_random(&y, &seed, -1, 1);
   if (pv_poison(&w) &&
-      BOTH("vec_mult", c->vec_mult(cpu, &w.c, &x.c, &y.c), g->vec_mult(gpu, &w.g, &x.g, &y.g)))
+      BOTH("vec_mult", c->vec->mult(cpu, &w.c, &x.c, &y.c), g->vec->mult(gpu, &w.g, &x.g, &y.g)))
     pv_check("vec_mult", &w, TOL);
   /* w = w .* y: the output may alias an input */
-  if (BOTH("vec_mult aliased", c->vec_mult(cpu, &w.c, &w.c, &y.c),
-           g->vec_mult(gpu, &w.g, &w.g, &y.g)))
+  if (BOTH("vec_mult aliased", c->vec->mult(cpu, &w.c, &w.c, &y.c),
+           g->vec->mult(gpu, &w.g, &w.g, &y.g)))
     pv_check("vec_mult aliased (w = w.*y)", &w, TOL);
   /* the fused smoother step: d = a w.*(b - ax) + beta d, x += d, with and
    * without a product and with beta = 0 overwriting whatever d holds; the
@@ -87,14 +87,14 @@ static void test_vectors(size_t n) {
       pv_random(&b, &seed, -1, 1);
       pv_random(&d, &seed, -1, 1);
       pv_random(&w, &seed, 0.5, 2);
-      if (BOTH("smoother_step", c->smoother_step(cpu, &b.c, &y.c, &w.c, 0.8, 0.3, &d.c, &x.c),
-               g->smoother_step(gpu, &b.g, &y.g, &w.g, 0.8, 0.3, &d.g, &x.g))) {
+      if (BOTH("smoother_step", c->vec->smoother_step(cpu, &b.c, &y.c, &w.c, 0.8, 0.3, &d.c, &x.c),
+               g->vec->smoother_step(gpu, &b.g, &y.g, &w.g, 0.8, 0.3, &d.g, &x.g))) {
         pv_check("smoother_step d", &d, TOL);
         pv_check("smoother_step x", &x, TOL);
       }
       if (pv_poison(&d) && pv_poison(&x) &&
-          BOTH("smoother_step zero start", c->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
-               g->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
+          BOTH("smoother_step zero start", c->vec->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
+               g->vec->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
         pv_check("smoother_step zero start d", &d, TOL);
         pv_check("smoother_step zero start x", &x, TOL);
       }
@@ -105,7 +105,7 @@ static void test_vectors(size_t n) {
   for (size_t i = 0; i < n; i++) /* away from zero, both signs */
     w.hc[i] = (uniform(&seed) < 0.5 ? -1 : 1) * (0.25 + 4 * uniform(&seed));
   pv_upload(&w, w.hc);
-  if (BOTH("vec_reciprocal", c->vec_reciprocal(cpu, &w.c), g->vec_reciprocal(gpu, &w.g)))
+  if (BOTH("vec_reciprocal", c->vec->reciprocal(cpu, &w.c), g->vec->reciprocal(gpu, &w.g)))
     pv_check("vec_reciprocal", &w, TOL);
 
   /* Reductions: the sum order differs between backends, so each is
@@ -117,8 +117,8 @@ static void test_vectors(size_t n) {
     pvec r = {0};
     if (pv_create(&r, n) && pv_random(&r, &seed, -1, 1) && pv_random(&y, &seed, -1, 1) &&
         pv_random(&w, &seed, -1, 1) &&
-        BOTH("cg_update", c->cg_update(cpu, &x.c, &r.c, 0.37, &y.c, &w.c, &b),
-             g->cg_update(gpu, &x.g, &r.g, 0.37, &y.g, &w.g, &a))) {
+        BOTH("cg_update", c->vec->cg_update(cpu, &x.c, &r.c, 0.37, &y.c, &w.c, &b),
+             g->vec->cg_update(gpu, &x.g, &r.g, 0.37, &y.g, &w.g, &a))) {
       pv_check("cg_update x", &x, TOL);
       pv_check("cg_update r", &r, TOL);
       report_scalar("cg_update r.r", a, b, fabs(b), TOL);
@@ -133,36 +133,36 @@ static void test_vectors(size_t n) {
    * positive. Not with one entry: there alpha = 1 / w^2 takes r to zero,
    * and what is left of r (and so r.r, r.z' and p) is either backend's
    * rounding (seen on the H100: 6.6e-17 against 1.1e-16). */
-  if (g->cg_begin && g->cg_step && g->cg_direction && n > 1) {
+  if (g->vec->cg_begin && g->vec->cg_step && g->vec->cg_direction && n > 1) {
     pvec r = {0}, z = {0}, p = {0}, q = {0};
     double rz_c = 0, rz_g = 0, pq_c = 0, pq_g = 0, rr_c = 0, rr_g = 0, rz2_c = 0;
     if (pv_create(&r, n) && pv_create(&z, n) && pv_create(&p, n) && pv_create(&q, n) &&
         pv_random(&r, &seed, -1, 1) && pv_random(&x, &seed, -1, 1) &&
         pv_random(&w, &seed, 0.5, 2) &&
-        BOTH("cg z", c->vec_mult(cpu, &z.c, &r.c, &w.c), g->vec_mult(gpu, &z.g, &r.g, &w.g)) &&
-        pv_poison(&p) && C_OK("cg_begin", c->vec_copy(cpu, &p.c, &z.c)) &&
-        C_OK("cg_begin", c->vec_dot(cpu, &r.c, &z.c, &rz_c)) &&
-        G_OK("cg_begin", g->cg_begin(gpu, &r.g, &z.g, &p.g, &rz_g))) {
+        BOTH("cg z", c->vec->mult(cpu, &z.c, &r.c, &w.c), g->vec->mult(gpu, &z.g, &r.g, &w.g)) &&
+        pv_poison(&p) && C_OK("cg_begin", c->vec->copy(cpu, &p.c, &z.c)) &&
+        C_OK("cg_begin", c->vec->dot(cpu, &r.c, &z.c, &rz_c)) &&
+        G_OK("cg_begin", g->vec->cg_begin(gpu, &r.g, &z.g, &p.g, &rz_g))) {
       pv_check("cg_begin p", &p, TOL);
       report_scalar("cg_begin r.z", rz_g, rz_c, fabs(rz_c), TOL);
-      if (BOTH("cg q", c->vec_mult(cpu, &q.c, &p.c, &w.c), g->vec_mult(gpu, &q.g, &p.g, &w.g)) &&
-          C_OK("cg_step", c->vec_dot(cpu, &p.c, &q.c, &pq_c)) &&
-          C_OK("cg_step", c->cg_update(cpu, &x.c, &r.c, rz_c / pq_c, &p.c, &q.c, &rr_c)) &&
-          G_OK("cg_step", g->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
+      if (BOTH("cg q", c->vec->mult(cpu, &q.c, &p.c, &w.c), g->vec->mult(gpu, &q.g, &p.g, &w.g)) &&
+          C_OK("cg_step", c->vec->dot(cpu, &p.c, &q.c, &pq_c)) &&
+          C_OK("cg_step", c->vec->cg_update(cpu, &x.c, &r.c, rz_c / pq_c, &p.c, &q.c, &rr_c)) &&
+          G_OK("cg_step", g->vec->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
         pv_check("cg_step x", &x, TOL);
         pv_check("cg_step r", &r, TOL);
         report_scalar("cg_step p.q", pq_g, pq_c, fabs(pq_c), TOL);
         report_scalar("cg_step r.z it used", rz_g, rz_c, fabs(rz_c), TOL);
         report_scalar("cg_step r.r", rr_g, rr_c, fabs(rr_c), TOL);
       }
-      if (BOTH("cg z", c->vec_mult(cpu, &z.c, &r.c, &w.c), g->vec_mult(gpu, &z.g, &r.g, &w.g)) &&
-          C_OK("cg_direction", c->vec_dot(cpu, &r.c, &z.c, &rz2_c)) &&
-          C_OK("cg_direction", c->vec_xpay(cpu, &p.c, rz2_c / rz_c, &z.c)) &&
-          G_OK("cg_direction", g->cg_direction(gpu, &r.g, &z.g, &p.g)))
+      if (BOTH("cg z", c->vec->mult(cpu, &z.c, &r.c, &w.c), g->vec->mult(gpu, &z.g, &r.g, &w.g)) &&
+          C_OK("cg_direction", c->vec->dot(cpu, &r.c, &z.c, &rz2_c)) &&
+          C_OK("cg_direction", c->vec->xpay(cpu, &p.c, rz2_c / rz_c, &z.c)) &&
+          G_OK("cg_direction", g->vec->cg_direction(gpu, &r.g, &z.g, &p.g)))
         pv_check("cg_direction p", &p, TOL);
-      if (BOTH("cg q = -p", c->vec_axpby(cpu, &q.c, -1, &p.c, 0),
-               g->vec_axpby(gpu, &q.g, -1, &p.g, 0)) &&
-          G_OK("cg_step p.q < 0", g->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
+      if (BOTH("cg q = -p", c->vec->axpby(cpu, &q.c, -1, &p.c, 0),
+               g->vec->axpby(gpu, &q.g, -1, &p.g, 0)) &&
+          G_OK("cg_step p.q < 0", g->vec->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
         pv_check("cg_step p.q < 0 leaves x", &x, TOL);
         pv_check("cg_step p.q < 0 leaves r", &r, TOL);
         if (pq_g < 0)
@@ -174,25 +174,25 @@ static void test_vectors(size_t n) {
     }
     pv_destroy(&r), pv_destroy(&z), pv_destroy(&p), pv_destroy(&q);
   }
-  if (BOTH("vec_dot x.x", c->vec_dot(cpu, &x.c, &x.c, &b), g->vec_dot(gpu, &x.g, &x.g, &a)))
+  if (BOTH("vec_dot x.x", c->vec->dot(cpu, &x.c, &x.c, &b), g->vec->dot(gpu, &x.g, &x.g, &a)))
     report_scalar("vec_dot x.x", a, b, fabs(b), TOL);
   xx = b;
-  c->vec_dot(cpu, &y.c, &y.c, &yy);
-  if (BOTH("vec_dot x.y", c->vec_dot(cpu, &x.c, &y.c, &b), g->vec_dot(gpu, &x.g, &y.g, &a)))
+  c->vec->dot(cpu, &y.c, &y.c, &yy);
+  if (BOTH("vec_dot x.y", c->vec->dot(cpu, &x.c, &y.c, &b), g->vec->dot(gpu, &x.g, &y.g, &a)))
     report_scalar("vec_dot x.y (of ||x|| ||y||)", a, b, sqrt(xx * yy), TOL);
   pv_random(&w, &seed, 0.5, 1.5);
-  if (BOTH("vec_dot positive", c->vec_dot(cpu, &w.c, &w.c, &b), g->vec_dot(gpu, &w.g, &w.g, &a)))
+  if (BOTH("vec_dot positive", c->vec->dot(cpu, &w.c, &w.c, &b), g->vec->dot(gpu, &w.g, &w.g, &a)))
     report_scalar("vec_dot w.w", a, b, fabs(b), TOL);
-  if (BOTH("vec_max_abs_diff", c->vec_max_abs_diff(cpu, &x.c, &y.c, &b),
-           g->vec_max_abs_diff(gpu, &x.g, &y.g, &a)))
+  if (BOTH("vec_max_abs_diff", c->vec->max_abs_diff(cpu, &x.c, &y.c, &b),
+           g->vec->max_abs_diff(gpu, &x.g, &y.g, &a)))
     report_scalar("vec_max_abs_diff", a, b, fabs(b), TOL);
   /* the largest difference in the last element (a reduction that misses
    * the tail of the grid-stride loop shows here) */
-  C_OK("vec_download", c->vec_download(cpu, &x.c, y.hc)); /* y = x except at the end */
+  C_OK("vec_download", c->vec->download(cpu, &x.c, y.hc)); /* y = x except at the end */
   y.hc[n - 1] += 10;
   pv_upload(&y, y.hc);
-  if (BOTH("vec_max_abs_diff tail", c->vec_max_abs_diff(cpu, &x.c, &y.c, &b),
-           g->vec_max_abs_diff(gpu, &x.g, &y.g, &a)))
+  if (BOTH("vec_max_abs_diff tail", c->vec->max_abs_diff(cpu, &x.c, &y.c, &b),
+           g->vec->max_abs_diff(gpu, &x.g, &y.g, &a)))
     report_scalar("vec_max_abs_diff (max at the last index)", a, b, fabs(b), TOL);
 done:
   pv_destroy(&x), pv_destroy(&y), pv_destroy(&w);
@@ -278,8 +278,8 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
   pv_random(&x, &seed, -0.5, 0.5); /* non-zero on fixed dofs too */
   pv_random(&x2, &seed, -0.5, 0.5);
   for (size_t e = 0; e < p.n_elements; e++) mod2.hc[e] = 0.5 + uniform(&seed);
-  if (!C_OK("op_create", c->op_create(cpu, &desc, &cop)) ||
-      !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c)))
+  if (!C_OK("op_create", c->op->create(cpu, &desc, &cop)) ||
+      !C_OK("op_set_moduli", c->op->set_moduli(cpu, cop, &mod.c)))
     goto done;
 
   const vox_kernel kernels[] = {VOX_KERNEL_AUTO, VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE};
@@ -289,13 +289,13 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
     vox_operator *gop = NULL;
     vox_backend_set_kernel(gpu, kernels[kv]);
     snprintf(check, sizeof check, "op_create %s", kn);
-    if (!G_OK(check, g->op_create(gpu, &desc, &gop))) continue;
-    if (!G_OK(check, g->op_set_moduli(gpu, gop, &mod.g))) goto next;
+    if (!G_OK(check, g->op->create(gpu, &desc, &gop))) continue;
+    if (!G_OK(check, g->op->set_moduli(gpu, gop, &mod.g))) goto next;
     for (int full = 0; full <= 1; full++) {
       snprintf(check, sizeof check, "op_apply %s full=%d", kn, full);
       const int flags = full ? VOX_APPLY_FULL : 0;
-      if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, flags),
-                                g->op_apply(gpu, gop, &x.g, &y.g, flags)))
+      if (pv_poison(&y) && BOTH(check, c->op->apply(cpu, cop, &x.c, &y.c, flags),
+                                g->op->apply(gpu, gop, &x.g, &y.g, flags)))
         pv_check(check, &y, TOL);
     }
     /* The single-precision product (dbd, nbn; ebe may compute in double)
@@ -303,16 +303,16 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
     for (int full = 0; full <= 1; full++) {
       const int flags = VOX_APPLY_SINGLE | (full ? VOX_APPLY_FULL : 0);
       snprintf(check, sizeof check, "op_apply %s single full=%d", kn, full);
-      if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, flags & VOX_APPLY_FULL),
-                                g->op_apply(gpu, gop, &x.g, &y.g, flags)))
+      if (pv_poison(&y) && BOTH(check, c->op->apply(cpu, cop, &x.c, &y.c, flags & VOX_APPLY_FULL),
+                                g->op->apply(gpu, gop, &x.g, &y.g, flags)))
         pv_check(check, &y, TOL_SINGLE);
     }
     snprintf(check, sizeof check, "op_diagonal %s", kn);
-    if (pv_poison(&d) && BOTH(check, c->op_diagonal(cpu, cop, &d.c), g->op_diagonal(gpu, gop, &d.g)))
+    if (pv_poison(&d) && BOTH(check, c->op->diagonal(cpu, cop, &d.c), g->op->diagonal(gpu, gop, &d.g)))
       pv_check(check, &d, TOL);
     /* zeroes the fixed dofs of the product above, keeps the others */
     snprintf(check, sizeof check, "op_zero_fixed %s", kn);
-    if (BOTH(check, c->op_zero_fixed(cpu, cop, &y.c), g->op_zero_fixed(gpu, gop, &y.g)))
+    if (BOTH(check, c->op->zero_fixed(cpu, cop, &y.c), g->op->zero_fixed(gpu, gop, &y.g)))
       pv_check(check, &y, TOL_SINGLE);
     /* The multigrid's fused fine-level steps (nbn computes them in one
      * kernel, the others in two) against the CPU's product-then-update, in
@@ -324,56 +324,56 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
       pv_random(&sd, &seed, -1, 1);  /* a direction carried over (beta != 0) */
       snprintf(check, sizeof check, "op_smooth %s single=%d", kn, single);
       if (pv_poison(&y) &&
-          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 0.8, 0.3, &sd.c, &y.c, flags),
-               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 0.8, 0.3, &sd.g, &y.g, flags))) {
+          BOTH(check, c->op->smooth(cpu, cop, &x2.c, &x.c, &sw.c, 0.8, 0.3, &sd.c, &y.c, flags),
+               g->op->smooth(gpu, gop, &x2.g, &x.g, &sw.g, 0.8, 0.3, &sd.g, &y.g, flags))) {
         pv_check(check, &y, tol);
         snprintf(check, sizeof check, "op_smooth %s single=%d d", kn, single);
         pv_check(check, &sd, tol);
       }
       snprintf(check, sizeof check, "op_smooth %s single=%d beta=0", kn, single);
       if (pv_poison(&y) && pv_poison(&sd) &&
-          BOTH(check, c->op_smooth(cpu, cop, &x2.c, &x.c, &sw.c, 1.1, 0, &sd.c, &y.c, flags),
-               g->op_smooth(gpu, gop, &x2.g, &x.g, &sw.g, 1.1, 0, &sd.g, &y.g, flags))) {
+          BOTH(check, c->op->smooth(cpu, cop, &x2.c, &x.c, &sw.c, 1.1, 0, &sd.c, &y.c, flags),
+               g->op->smooth(gpu, gop, &x2.g, &x.g, &sw.g, 1.1, 0, &sd.g, &y.g, flags))) {
         pv_check(check, &y, tol);
         snprintf(check, sizeof check, "op_smooth %s single=%d beta=0 d", kn, single);
         pv_check(check, &sd, tol);
       }
       snprintf(check, sizeof check, "op_residual %s single=%d", kn, single);
-      if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, cop, &x2.c, &x.c, &y.c, flags),
-                                g->op_residual(gpu, gop, &x2.g, &x.g, &y.g, flags)))
+      if (pv_poison(&y) && BOTH(check, c->op->residual(cpu, cop, &x2.c, &x.c, &y.c, flags),
+                                g->op->residual(gpu, gop, &x2.g, &x.g, &y.g, flags)))
         pv_check(check, &y, tol);
     }
     snprintf(check, sizeof check, "op_element_energy %s accumulate=0", kn);
-    if (pv_poison(&en) && BOTH(check, c->op_element_energy(cpu, cop, &x.c, &en.c, 0),
-                               g->op_element_energy(gpu, gop, &x.g, &en.g, 0)))
+    if (pv_poison(&en) && BOTH(check, c->op->element_energy(cpu, cop, &x.c, &en.c, 0),
+                               g->op->element_energy(gpu, gop, &x.g, &en.g, 0)))
       pv_check(check, &en, TOL);
     snprintf(check, sizeof check, "op_element_energy %s accumulate=1", kn);
-    if (BOTH(check, c->op_element_energy(cpu, cop, &x2.c, &en.c, 1),
-             g->op_element_energy(gpu, gop, &x2.g, &en.g, 1)))
+    if (BOTH(check, c->op->element_energy(cpu, cop, &x2.c, &en.c, 1),
+             g->op->element_energy(gpu, gop, &x2.g, &en.g, 1)))
       pv_check(check, &en, TOL);
     /* The moduli vector is referenced: new values in it are used by the
-     * next product without another op_set_moduli. */
+     * next product without another op->set_moduli. */
     snprintf(check, sizeof check, "op_apply %s after the moduli changed", kn);
     if (pv_upload(&mod, mod2.hc) && pv_poison(&y) &&
-        BOTH(check, c->op_apply(cpu, cop, &x.c, &y.c, 0), g->op_apply(gpu, gop, &x.g, &y.g, 0)))
+        BOTH(check, c->op->apply(cpu, cop, &x.c, &y.c, 0), g->op->apply(gpu, gop, &x.g, &y.g, 0)))
       pv_check(check, &y, TOL);
-    /* ... and another vector after op_set_moduli */
+    /* ... and another vector after op->set_moduli */
     snprintf(check, sizeof check, "op_apply %s after op_set_moduli", kn);
     pv_upload(&mod2, p.moduli);
-    if (BOTH(check, c->op_set_moduli(cpu, cop, &mod2.c), g->op_set_moduli(gpu, gop, &mod2.g)) &&
+    if (BOTH(check, c->op->set_moduli(cpu, cop, &mod2.c), g->op->set_moduli(gpu, gop, &mod2.g)) &&
         pv_poison(&y) &&
-        BOTH(check, c->op_apply(cpu, cop, &x2.c, &y.c, 0), g->op_apply(gpu, gop, &x2.g, &y.g, 0)))
+        BOTH(check, c->op->apply(cpu, cop, &x2.c, &y.c, 0), g->op->apply(gpu, gop, &x2.g, &y.g, 0)))
       pv_check(check, &y, TOL);
     /* back to the first vector and values for the next variant */
     pv_upload(&mod, p.moduli);
-    C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c));
+    C_OK("op_set_moduli", c->op->set_moduli(cpu, cop, &mod.c));
     for (size_t e = 0; e < p.n_elements; e++) mod2.hc[e] = 0.5 + uniform(&seed);
   next:
-    g->op_destroy(gpu, gop);
+    g->op->destroy(gpu, gop);
   }
   vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
 done:
-  if (cop) c->op_destroy(cpu, cop);
+  if (cop) c->op->destroy(cpu, cop);
   pv_destroy(&mod), pv_destroy(&mod2), pv_destroy(&x), pv_destroy(&x2), pv_destroy(&y);
   pv_destroy(&d), pv_destroy(&en), pv_destroy(&sw), pv_destroy(&sd);
   problem_free(&p);
@@ -396,10 +396,10 @@ static void test_two_operators(const vox_grid *grid, uint64_t seed) {
   for (int i = 0; i < 2; i++) {
     const vox_operator_desc desc = problem_desc(&p[i]);
     if (!pv_create(&x[i], p[i].n_dofs) || !pv_create(&y[i], p[i].n_dofs) ||
-        !C_OK("op_create", c->op_create(cpu, &desc, &cop[i])) ||
-        !G_OK("op_create", g->op_create(gpu, &desc, &gop[i])) ||
-        !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop[i], &mod.c)) ||
-        !G_OK("op_set_moduli", g->op_set_moduli(gpu, gop[i], &mod.g)))
+        !C_OK("op_create", c->op->create(cpu, &desc, &cop[i])) ||
+        !G_OK("op_create", g->op->create(gpu, &desc, &gop[i])) ||
+        !C_OK("op_set_moduli", c->op->set_moduli(cpu, cop[i], &mod.c)) ||
+        !G_OK("op_set_moduli", g->op->set_moduli(gpu, gop[i], &mod.g)))
       goto done;
     pv_random(&x[i], &seed, -0.5, 0.5);
   }
@@ -408,14 +408,14 @@ static void test_two_operators(const vox_grid *grid, uint64_t seed) {
     char check[96];
     snprintf(check, sizeof check, "two operators alive: op_apply dpn=%d (turn %d)", i ? 1 : 3,
              round + 1);
-    if (pv_poison(&y[i]) && BOTH(check, c->op_apply(cpu, cop[i], &x[i].c, &y[i].c, 0),
-                                 g->op_apply(gpu, gop[i], &x[i].g, &y[i].g, 0)))
+    if (pv_poison(&y[i]) && BOTH(check, c->op->apply(cpu, cop[i], &x[i].c, &y[i].c, 0),
+                                 g->op->apply(gpu, gop[i], &x[i].g, &y[i].g, 0)))
       pv_check(check, &y[i], TOL);
   }
 done:
   for (int i = 0; i < 2; i++) {
-    if (cop[i]) c->op_destroy(cpu, cop[i]);
-    if (gop[i]) g->op_destroy(gpu, gop[i]);
+    if (cop[i]) c->op->destroy(cpu, cop[i]);
+    if (gop[i]) g->op->destroy(gpu, gop[i]);
     pv_destroy(&x[i]), pv_destroy(&y[i]);
     problem_free(&p[i]);
   }
@@ -452,13 +452,13 @@ static void test_simp(size_t n) {
     const double pp = params[i][0], emin = params[i][1];
     char check[96];
     snprintf(check, sizeof check, "simp_moduli p=%g emin=%g", pp, emin);
-    if (pv_poison(&out) && BOTH(check, c->simp_moduli(cpu, &rho.c, &es.c, pp, emin, &out.c),
-                                g->simp_moduli(gpu, &rho.g, &es.g, pp, emin, &out.g)))
+    if (pv_poison(&out) && BOTH(check, c->design->simp_moduli(cpu, &rho.c, &es.c, pp, emin, &out.c),
+                                g->design->simp_moduli(gpu, &rho.g, &es.g, pp, emin, &out.g)))
       pv_check(check, &out, TOL);
     snprintf(check, sizeof check, "simp_sensitivity p=%g emin=%g", pp, emin);
     if (pv_poison(&out) &&
-        BOTH(check, c->simp_sensitivity(cpu, &rho.c, &es.c, &en.c, pp, emin, &out.c),
-             g->simp_sensitivity(gpu, &rho.g, &es.g, &en.g, pp, emin, &out.g)))
+        BOTH(check, c->design->simp_sensitivity(cpu, &rho.c, &es.c, &en.c, pp, emin, &out.c),
+             g->design->simp_sensitivity(gpu, &rho.g, &es.g, &en.g, pp, emin, &out.g)))
       pv_check(check, &out, TOL);
   }
   const double lambdas[] = {0.3, 1.0, 7.0}, qs[] = {1, 2};
@@ -468,9 +468,9 @@ static void test_simp(size_t n) {
       snprintf(check, sizeof check, "oc_update lambda=%g q=%g", lambdas[i], qs[j]);
       if (pv_poison(&out) &&
           BOTH(check,
-               c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i], 0.2,
+               c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i], 0.2,
                             0.5, qs[j], 0, &out.c),
-               g->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i], 0.2,
+               g->design->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i], 0.2,
                             0.5, qs[j], 0, &out.g)))
         pv_check(check, &out, TOL);
     }
@@ -482,16 +482,16 @@ static void test_simp(size_t n) {
     char check[96];
     snprintf(check, sizeof check, "oc_volumes q=%g", qs[j]);
     if (!BOTH(check,
-              c->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda,
+              c->design->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda,
                             VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vc),
-              g->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambda,
+              g->design->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambda,
                             VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vg)))
       continue;
     for (int k = 0; k < VOX_OC_LAMBDAS; k += 7) {
       double direct;
-      if (!C_OK(check, c->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda[k],
+      if (!C_OK(check, c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda[k],
                                     0.2, 0.5, qs[j], 0, &out.c)) ||
-          !C_OK(check, c->vec_dot(cpu, &out.c, &dv.c, &direct)))
+          !C_OK(check, c->vec->dot(cpu, &out.c, &dv.c, &direct)))
         break;
       snprintf(check, sizeof check, "oc_volumes q=%g lambda=%.3g cuda vs cpu", qs[j], lambda[k]);
       report_scalar(check, vg[k], vc[k], fabs(vc[k]), TOL);
@@ -513,8 +513,8 @@ static void test_symmetry(const vox_grid *grid, vox_symmetry sym, uint64_t seed)
   pvec v;
   memset(&v, 0, sizeof v);
   if (pv_create(&v, ne) && pv_random(&v, &seed, -1, 1) &&
-      BOTH("symmetrize", cpu->ops->symmetrize(cpu, grid, sym, &v.c),
-           gpu->ops->symmetrize(gpu, grid, sym, &v.g)))
+      BOTH("symmetrize", cpu->ops->design->symmetrize(cpu, grid, sym, &v.c),
+           gpu->ops->design->symmetrize(gpu, grid, sym, &v.g)))
     pv_check("symmetrize", &v, 0);
   pv_destroy(&v);
 }
@@ -547,25 +547,25 @@ static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t see
   pv_upload(&rho, rho.hc);
   pv_random(&dc, &seed, -3, 0);
   if (periodic ? !C_OK("filter_create_periodic",
-                       c->filter_create_periodic(cpu, grid, radius, active, &cf)) ||
+                       c->design->filter_create_periodic(cpu, grid, radius, active, &cf)) ||
                      !G_OK("filter_create_periodic",
-                           g->filter_create_periodic(gpu, grid, radius, active, &gf))
-               : !C_OK("filter_create", c->filter_create(cpu, grid, radius, active, &cf)) ||
-                     !G_OK("filter_create", g->filter_create(gpu, grid, radius, active, &gf)))
+                           g->design->filter_create_periodic(gpu, grid, radius, active, &gf))
+               : !C_OK("filter_create", c->design->filter_create(cpu, grid, radius, active, &cf)) ||
+                     !G_OK("filter_create", g->design->filter_create(gpu, grid, radius, active, &gf)))
     goto done;
-  if (pv_poison(&out) && BOTH("filter_apply", c->filter_apply(cpu, cf, &in.c, &out.c),
-                              g->filter_apply(gpu, gf, &in.g, &out.g)))
+  if (pv_poison(&out) && BOTH("filter_apply", c->design->filter_apply(cpu, cf, &in.c, &out.c),
+                              g->design->filter_apply(gpu, gf, &in.g, &out.g)))
     pv_check("filter_apply", &out, TOL);
-  if (pv_poison(&out) && BOTH("filter_transpose", c->filter_transpose(cpu, cf, &in.c, &out.c),
-                              g->filter_transpose(gpu, gf, &in.g, &out.g)))
+  if (pv_poison(&out) && BOTH("filter_transpose", c->design->filter_transpose(cpu, cf, &in.c, &out.c),
+                              g->design->filter_transpose(gpu, gf, &in.g, &out.g)))
     pv_check("filter_transpose", &out, TOL);
   if (pv_poison(&out) &&
-      BOTH("filter_sensitivity", c->filter_sensitivity(cpu, cf, &rho.c, &dc.c, 1e-3, &out.c),
-           g->filter_sensitivity(gpu, gf, &rho.g, &dc.g, 1e-3, &out.g)))
+      BOTH("filter_sensitivity", c->design->filter_sensitivity(cpu, cf, &rho.c, &dc.c, 1e-3, &out.c),
+           g->design->filter_sensitivity(gpu, gf, &rho.g, &dc.g, 1e-3, &out.g)))
     pv_check("filter_sensitivity", &out, TOL);
 done:
-  if (cf) c->filter_destroy(cpu, cf);
-  if (gf) g->filter_destroy(gpu, gf);
+  if (cf) c->design->filter_destroy(cpu, cf);
+  if (gf) g->design->filter_destroy(gpu, gf);
   pv_destroy(&in), pv_destroy(&out), pv_destroy(&rho), pv_destroy(&dc);
   free(active);
 }
@@ -589,27 +589,27 @@ static int ps_create(pstencil *s, const vox_grid *grid, int dpn, vox_precision g
     return 0;
   }
   return C_OK("stencil_create",
-              cpu->ops->stencil_create(cpu, grid, dpn, VOX_PRECISION_DOUBLE, &s->c)) &&
-         G_OK("stencil_create", gpu->ops->stencil_create(gpu, grid, dpn, gpu_precision, &s->g));
+              cpu->ops->mg->stencil_create(cpu, grid, dpn, VOX_PRECISION_DOUBLE, &s->c)) &&
+         G_OK("stencil_create", gpu->ops->mg->stencil_create(gpu, grid, dpn, gpu_precision, &s->g));
 }
 
 static void ps_destroy(pstencil *s) {
-  if (s->c) cpu->ops->stencil_destroy(cpu, s->c);
-  if (s->g) gpu->ops->stencil_destroy(gpu, s->g);
+  if (s->c) cpu->ops->mg->stencil_destroy(cpu, s->c);
+  if (s->g) gpu->ops->mg->stencil_destroy(gpu, s->g);
   free(s->hc), free(s->hg);
   memset(s, 0, sizeof *s);
 }
 
 static void ps_check(const char *check, pstencil *s, double tol) {
-  if (C_OK(check, cpu->ops->stencil_download(cpu, s->c, s->hc)) &&
-      G_OK(check, gpu->ops->stencil_download(gpu, s->g, s->hg)))
+  if (C_OK(check, cpu->ops->mg->stencil_download(cpu, s->c, s->hc)) &&
+      G_OK(check, gpu->ops->mg->stencil_download(gpu, s->g, s->hg)))
     report(check, s->hg, s->hc, s->n_values, tol);
 }
 
 /* The CPU stencil's values into the CUDA one: the same input for the next check. */
 static int ps_same(const char *check, pstencil *s) {
-  return C_OK(check, cpu->ops->stencil_download(cpu, s->c, s->hc)) &&
-         G_OK(check, gpu->ops->stencil_upload(gpu, s->g, s->hc));
+  return C_OK(check, cpu->ops->mg->stencil_download(cpu, s->c, s->hc)) &&
+         G_OK(check, gpu->ops->mg->stencil_upload(gpu, s->g, s->hc));
 }
 
 /* The fused smoothing step and residual of a stencil (stencil_smooth,
@@ -629,23 +629,23 @@ static void stencil_fused(const char *level, pstencil *s, size_t n, uint64_t *se
     pv_random(&d, seed, -1, 1);
     snprintf(check, sizeof check, "%s stencil_smooth", level);
     if (pv_poison(&out) &&
-        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &out.c),
-             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &out.g))) {
+        BOTH(check, c->mg->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &out.c),
+             g->mg->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &out.g))) {
       pv_check(check, &out, tol);
       snprintf(check, sizeof check, "%s stencil_smooth d", level);
       pv_check(check, &d, tol);
     }
     snprintf(check, sizeof check, "%s stencil_smooth beta=0", level);
     if (pv_poison(&out) && pv_poison(&d) &&
-        BOTH(check, c->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 1.1, 0, &d.c, &out.c),
-             g->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 1.1, 0, &d.g, &out.g))) {
+        BOTH(check, c->mg->stencil_smooth(cpu, s->c, &b.c, &x.c, &w.c, 1.1, 0, &d.c, &out.c),
+             g->mg->stencil_smooth(gpu, s->g, &b.g, &x.g, &w.g, 1.1, 0, &d.g, &out.g))) {
       pv_check(check, &out, tol);
       snprintf(check, sizeof check, "%s stencil_smooth beta=0 d", level);
       pv_check(check, &d, tol);
     }
     snprintf(check, sizeof check, "%s stencil_residual", level);
-    if (pv_poison(&out) && BOTH(check, c->stencil_residual(cpu, s->c, &b.c, &x.c, &out.c),
-                                g->stencil_residual(gpu, s->g, &b.g, &x.g, &out.g)))
+    if (pv_poison(&out) && BOTH(check, c->mg->stencil_residual(cpu, s->c, &b.c, &x.c, &out.c),
+                                g->mg->stencil_residual(gpu, s->g, &b.g, &x.g, &out.g)))
       pv_check(check, &out, tol);
   }
   pv_destroy(&x), pv_destroy(&b), pv_destroy(&w), pv_destroy(&d), pv_destroy(&out);
@@ -653,26 +653,26 @@ static void stencil_fused(const char *level, pstencil *s, size_t n, uint64_t *se
 
 /* multigrid.c's Lanczos loop through the backend's vector operations:
  * alpha and beta of up to `steps` steps of Jacobi-preconditioned CG on the
- * stencil (inverse diagonal w) from r = vec_random(seed); returns the
+ * stencil (inverse diagonal w) from r = vec->random(seed); returns the
  * steps taken. */
 static int lanczos_loop(vox_backend *be, vox_stencil *st, const vox_vec *w, uint64_t seed,
                         int steps, vox_vec *r, vox_vec *z, vox_vec *p, vox_vec *q, double *alpha,
                         double *beta) {
   const vox_backend_ops *o = be->ops;
   double rz, pq, rz_new;
-  if (o->vec_random(be, r, seed) || o->vec_mult(be, z, r, w) || o->vec_copy(be, p, z) ||
-      o->vec_dot(be, r, z, &rz))
+  if (o->vec->random(be, r, seed) || o->vec->mult(be, z, r, w) || o->vec->copy(be, p, z) ||
+      o->vec->dot(be, r, z, &rz))
     return -1;
   int k = 0;
   while (k < steps) {
-    if (o->stencil_apply(be, st, p, q) || o->vec_dot(be, p, q, &pq)) return -1;
+    if (o->mg->stencil_apply(be, st, p, q) || o->vec->dot(be, p, q, &pq)) return -1;
     if (!(pq > 0) || !(rz > 0)) break;
     alpha[k] = rz / pq;
-    if (o->vec_axpy(be, r, -alpha[k], q) || o->vec_mult(be, z, r, w) ||
-        o->vec_dot(be, r, z, &rz_new))
+    if (o->vec->axpy(be, r, -alpha[k], q) || o->vec->mult(be, z, r, w) ||
+        o->vec->dot(be, r, z, &rz_new))
       return -1;
     beta[k] = rz_new / rz;
-    if (o->vec_xpay(be, p, beta[k], z)) return -1;
+    if (o->vec->xpay(be, p, beta[k], z)) return -1;
     rz = rz_new;
     k++;
   }
@@ -697,12 +697,12 @@ static void stencil_lanczos_check(const char *level, pstencil *s, size_t n) {
   snprintf(check, sizeof check, "%s stencil_lanczos", level);
   if (!pv_create(&w, n) || !pv_create(&r, n) || !pv_create(&z, n) || !pv_create(&p, n) ||
       !pv_create(&q, n) ||
-      !BOTH(check, c->stencil_diagonal(cpu, s->c, &w.c), g->stencil_diagonal(gpu, s->g, &w.g)) ||
-      !BOTH(check, c->vec_reciprocal(cpu, &w.c), g->vec_reciprocal(gpu, &w.g)))
+      !BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &w.c), g->mg->stencil_diagonal(gpu, s->g, &w.g)) ||
+      !BOTH(check, c->vec->reciprocal(cpu, &w.c), g->vec->reciprocal(gpu, &w.g)))
     goto done;
   const int kc = lanczos_loop(cpu, s->c, &w.c, seed, STEPS, &r.c, &z.c, &p.c, &q.c, ac, bc);
   const int kl = lanczos_loop(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, al, bl);
-  if (!G_OK(check, g->stencil_lanczos(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, ag,
+  if (!G_OK(check, g->mg->stencil_lanczos(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, ag,
                                       bg, &kg)))
     goto done;
   /* A small level's CG converges within its few distinct eigenvalues, and
@@ -752,14 +752,14 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   pv_random(&x, seed, -0.5, 0.5);
   snprintf(check, sizeof check, "%s stencil_apply", level);
   if (pv_poison(&y) &&
-      BOTH(check, c->stencil_apply(cpu, s->c, &x.c, &y.c), g->stencil_apply(gpu, s->g, &x.g, &y.g)))
+      BOTH(check, c->mg->stencil_apply(cpu, s->c, &x.c, &y.c), g->mg->stencil_apply(gpu, s->g, &x.g, &y.g)))
     pv_check(check, &y, TOL);
   snprintf(check, sizeof check, "%s stencil_diagonal", level);
   if (pv_poison(&y) &&
-      BOTH(check, c->stencil_diagonal(cpu, s->c, &y.c), g->stencil_diagonal(gpu, s->g, &y.g)))
+      BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &y.c), g->mg->stencil_diagonal(gpu, s->g, &y.g)))
     pv_check(check, &y, TOL);
   stencil_fused(level, s, n, seed, TOL);
-  if (g->stencil_lanczos) stencil_lanczos_check(level, s, n);
+  if (g->mg->stencil_lanczos) stencil_lanczos_check(level, s, n);
   if (!solve) goto done;
 
   /* factor + solve, then a refactorisation after new values (as after each
@@ -770,15 +770,15 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   for (int round = 0; round < 2; round++) {
     if (round == 1) {
       for (size_t i = 0; i < s->n_values; i++) s->hc[i] *= 2.5;
-      if (!C_OK("stencil_upload", c->stencil_upload(cpu, s->c, s->hc)) ||
-          !G_OK("stencil_upload", g->stencil_upload(gpu, s->g, s->hc)))
+      if (!C_OK("stencil_upload", c->mg->stencil_upload(cpu, s->c, s->hc)) ||
+          !G_OK("stencil_upload", g->mg->stencil_upload(gpu, s->g, s->hc)))
         break;
     }
     pv_random(&b, seed, -1, 1);
     snprintf(check, sizeof check, "%s stencil_factor+solve%s", level, round ? " (refactored)" : "");
-    if (!BOTH(check, c->stencil_factor(cpu, s->c), g->stencil_factor(gpu, s->g))) break;
-    if (!pv_poison(&x) || !BOTH(check, c->stencil_solve(cpu, s->c, &b.c, &x.c),
-                                g->stencil_solve(gpu, s->g, &b.g, &x.g)))
+    if (!BOTH(check, c->mg->stencil_factor(cpu, s->c), g->mg->stencil_factor(gpu, s->g))) break;
+    if (!pv_poison(&x) || !BOTH(check, c->mg->stencil_solve(cpu, s->c, &b.c, &x.c),
+                                g->mg->stencil_solve(gpu, s->g, &b.g, &x.g)))
       break;
     pv_check(check, &x, 1e-9);
     /* backward error: A x_cuda on the CPU */
@@ -791,10 +791,10 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
           sum += fabs(s->hc[((node * 27 + (size_t)t) * (size_t)dpn + r) * (size_t)dpn + (size_t)col]);
       if (sum > norm_a) norm_a = sum;
     }
-    if (!C_OK(check, c->vec_upload(cpu, &y.c, x.hg)) ||
-        !C_OK(check, c->stencil_apply(cpu, s->c, &y.c, &x.c)) ||
-        !C_OK(check, c->vec_download(cpu, &x.c, x.hc)) ||
-        !C_OK(check, c->vec_download(cpu, &b.c, b.hc)))
+    if (!C_OK(check, c->vec->upload(cpu, &y.c, x.hg)) ||
+        !C_OK(check, c->mg->stencil_apply(cpu, s->c, &y.c, &x.c)) ||
+        !C_OK(check, c->vec->download(cpu, &x.c, x.hc)) ||
+        !C_OK(check, c->vec->download(cpu, &b.c, b.hc)))
       break;
     for (size_t i = 0; i < n; i++) {
       norm_x = fmax(norm_x, fabs(x.hg[i]));
@@ -817,11 +817,11 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
      * original values, refactored at once, then solve again as on the CPU. */
     for (size_t i = 0; i < s->n_values; i++) s->hc[i] = -s->hc[i];
     snprintf(check, sizeof check, "%s indefinite stencil_factor+solve", level);
-    if (!G_OK(check, g->stencil_factor(gpu, s->g)) ||
-        !G_OK(check, g->stencil_upload(gpu, s->g, s->hc)))
+    if (!G_OK(check, g->mg->stencil_factor(gpu, s->g)) ||
+        !G_OK(check, g->mg->stencil_upload(gpu, s->g, s->hc)))
       goto done;
-    vox_status f = g->stencil_factor(gpu, s->g);
-    if (f == VOX_OK) f = g->stencil_solve(gpu, s->g, &b.g, &x.g);
+    vox_status f = g->mg->stencil_factor(gpu, s->g);
+    if (f == VOX_OK) f = g->mg->stencil_solve(gpu, s->g, &b.g, &x.g);
     if (f == VOX_ERR_INVALID_ARGUMENT)
       ok_line(check, 0, 0);
     else
@@ -829,10 +829,10 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
                 (int)VOX_ERR_INVALID_ARGUMENT);
     for (size_t i = 0; i < s->n_values; i++) s->hc[i] = -s->hc[i];
     snprintf(check, sizeof check, "%s stencil_factor+solve after a failure", level);
-    if (BOTH(check, c->stencil_upload(cpu, s->c, s->hc), g->stencil_upload(gpu, s->g, s->hc)) &&
-        BOTH(check, c->stencil_factor(cpu, s->c), g->stencil_factor(gpu, s->g)) &&
+    if (BOTH(check, c->mg->stencil_upload(cpu, s->c, s->hc), g->mg->stencil_upload(gpu, s->g, s->hc)) &&
+        BOTH(check, c->mg->stencil_factor(cpu, s->c), g->mg->stencil_factor(gpu, s->g)) &&
         pv_poison(&x) &&
-        BOTH(check, c->stencil_solve(cpu, s->c, &b.c, &x.c), g->stencil_solve(gpu, s->g, &b.g, &x.g)))
+        BOTH(check, c->mg->stencil_solve(cpu, s->c, &b.c, &x.c), g->mg->stencil_solve(gpu, s->g, &b.g, &x.g)))
       pv_check(check, &x, 1e-9);
   }
 done:
@@ -865,29 +865,29 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
     goto done;
   pv_upload(&mod, p.moduli);
   vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
-  if (!C_OK("op_create", c->op_create(cpu, &desc, &cop)) ||
-      !G_OK("op_create", g->op_create(gpu, &desc, &gop)) ||
-      !C_OK("op_set_moduli", c->op_set_moduli(cpu, cop, &mod.c)) ||
-      !G_OK("op_set_moduli", g->op_set_moduli(gpu, gop, &mod.g)))
+  if (!C_OK("op_create", c->op->create(cpu, &desc, &cop)) ||
+      !G_OK("op_create", g->op->create(gpu, &desc, &gop)) ||
+      !C_OK("op_set_moduli", c->op->set_moduli(cpu, cop, &mod.c)) ||
+      !G_OK("op_set_moduli", g->op->set_moduli(gpu, gop, &mod.g)))
     goto done;
 
   /* transfers: coarse = R fine; fine += P coarse (into a non-zero fine vector) */
   pv_random(&r0, &seed, -1, 1);
   if (pv_poison(&r1) && BOTH("restrict_residual 0->1",
-                             c->restrict_residual(cpu, &g0, dpn, &r0.c, &r1.c),
-                             g->restrict_residual(gpu, &g0, dpn, &r0.g, &r1.g)))
+                             c->mg->restrict_residual(cpu, &g0, dpn, &r0.c, &r1.c),
+                             g->mg->restrict_residual(gpu, &g0, dpn, &r0.g, &r1.g)))
     pv_check("restrict_residual level 0->1", &r1, TOL);
   if (pv_poison(&r2) && BOTH("restrict_residual 1->2",
-                             c->restrict_residual(cpu, &g1, dpn, &r1.c, &r2.c),
-                             g->restrict_residual(gpu, &g1, dpn, &r1.g, &r2.g)))
+                             c->mg->restrict_residual(cpu, &g1, dpn, &r1.c, &r2.c),
+                             g->mg->restrict_residual(gpu, &g1, dpn, &r1.g, &r2.g)))
     pv_check("restrict_residual level 1->2", &r2, TOL);
   pv_random(&r1, &seed, -1, 1);
-  if (BOTH("prolong_add 1->0", c->prolong_add(cpu, &g0, dpn, &r1.c, &r0.c),
-           g->prolong_add(gpu, &g0, dpn, &r1.g, &r0.g)))
+  if (BOTH("prolong_add 1->0", c->mg->prolong_add(cpu, &g0, dpn, &r1.c, &r0.c),
+           g->mg->prolong_add(gpu, &g0, dpn, &r1.g, &r0.g)))
     pv_check("prolong_add level 1->0", &r0, TOL);
   pv_random(&r2, &seed, -1, 1);
-  if (BOTH("prolong_add 2->1", c->prolong_add(cpu, &g1, dpn, &r2.c, &r1.c),
-           g->prolong_add(gpu, &g1, dpn, &r2.g, &r1.g)))
+  if (BOTH("prolong_add 2->1", c->mg->prolong_add(cpu, &g1, dpn, &r2.c, &r1.c),
+           g->mg->prolong_add(gpu, &g1, dpn, &r2.g, &r1.g)))
     pv_check("prolong_add level 2->1", &r1, TOL);
 
   /* Galerkin operators in double */
@@ -895,16 +895,16 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
       !ps_create(&s2, &g2, dpn, VOX_PRECISION_DOUBLE) ||
       !ps_create(&u2, &g2, dpn, VOX_PRECISION_DOUBLE))
     goto done;
-  if (BOTH("galerkin_operator", c->galerkin_operator(cpu, cop, s1.c),
-           g->galerkin_operator(gpu, gop, s1.g)))
+  if (BOTH("galerkin_operator", c->mg->galerkin_operator(cpu, cop, s1.c),
+           g->mg->galerkin_operator(gpu, gop, s1.g)))
     ps_check("galerkin_operator level 1", &s1, TOL);
-  if (BOTH("galerkin_stencil", c->galerkin_stencil(cpu, s1.c, s2.c),
-           g->galerkin_stencil(gpu, s1.g, s2.g)))
+  if (BOTH("galerkin_stencil", c->mg->galerkin_stencil(cpu, s1.c, s2.c),
+           g->mg->galerkin_stencil(gpu, s1.g, s2.g)))
     ps_check("galerkin_stencil level 2 (from cuda's level 1)", &s2, TOL);
   /* the same level-1 values on both: galerkin_stencil alone */
   if (ps_same("galerkin_stencil", &s1) &&
-      BOTH("galerkin_stencil", c->galerkin_stencil(cpu, s1.c, u2.c),
-           g->galerkin_stencil(gpu, s1.g, u2.g)))
+      BOTH("galerkin_stencil", c->mg->galerkin_stencil(cpu, s1.c, u2.c),
+           g->mg->galerkin_stencil(gpu, s1.g, u2.g)))
     ps_check("galerkin_stencil level 2 (same level 1)", &u2, TOL);
   stencil_level("level 1", &s1, &g1, dpn, &seed, 0);
   stencil_level("level 2", &u2, &g2, dpn, &seed, 1);
@@ -916,11 +916,11 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
                          ps_create(&m2, &g2, dpn, VOX_PRECISION_MIXED);
   gpu->fp16_levels = VOX_FP16_LEVELS_AUTO;
   if (!float_made) goto done;
-  if (BOTH("galerkin_operator mixed", c->galerkin_operator(cpu, cop, m1.c),
-           g->galerkin_operator(gpu, gop, m1.g)))
+  if (BOTH("galerkin_operator mixed", c->mg->galerkin_operator(cpu, cop, m1.c),
+           g->mg->galerkin_operator(gpu, gop, m1.g)))
     ps_check("mixed galerkin_operator level 1", &m1, TOL_MIXED);
-  if (BOTH("galerkin_stencil mixed", c->galerkin_stencil(cpu, m1.c, m2.c),
-           g->galerkin_stencil(gpu, m1.g, m2.g)))
+  if (BOTH("galerkin_stencil mixed", c->mg->galerkin_stencil(cpu, m1.c, m2.c),
+           g->mg->galerkin_stencil(gpu, m1.g, m2.g)))
     ps_check("mixed galerkin_stencil level 2", &m2, TOL_MIXED);
   {
     /* products of the single-precision stencil (its own values, against
@@ -929,11 +929,11 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
     memset(&x1, 0, sizeof x1), memset(&y1, 0, sizeof y1);
     if (pv_create(&x1, n1) && pv_create(&y1, n1)) {
       pv_random(&x1, &seed, -0.5, 0.5);
-      if (pv_poison(&y1) && BOTH("stencil_apply mixed", c->stencil_apply(cpu, m1.c, &x1.c, &y1.c),
-                                 g->stencil_apply(gpu, m1.g, &x1.g, &y1.g)))
+      if (pv_poison(&y1) && BOTH("stencil_apply mixed", c->mg->stencil_apply(cpu, m1.c, &x1.c, &y1.c),
+                                 g->mg->stencil_apply(gpu, m1.g, &x1.g, &y1.g)))
         pv_check("mixed stencil_apply level 1", &y1, 1e-5);
-      if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->stencil_diagonal(cpu, m1.c, &y1.c),
-                                 g->stencil_diagonal(gpu, m1.g, &y1.g)))
+      if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->mg->stencil_diagonal(cpu, m1.c, &y1.c),
+                                 g->mg->stencil_diagonal(gpu, m1.g, &y1.g)))
         pv_check("mixed stencil_diagonal level 1", &y1, TOL_MIXED);
       stencil_fused("mixed level 1", &m1, n1, &seed, 1e-5);
     }
@@ -948,17 +948,17 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
     memset(&b2, 0, sizeof b2), memset(&x2, 0, sizeof x2);
     if (pv_create(&b2, n2) && pv_create(&x2, n2)) {
       pv_random(&b2, &seed, -1, 1);
-      if (BOTH("stencil_factor mixed", c->stencil_factor(cpu, m2.c), g->stencil_factor(gpu, m2.g)) &&
+      if (BOTH("stencil_factor mixed", c->mg->stencil_factor(cpu, m2.c), g->mg->stencil_factor(gpu, m2.g)) &&
           pv_poison(&x2) &&
-          BOTH("stencil_solve mixed", c->stencil_solve(cpu, m2.c, &b2.c, &x2.c),
-               g->stencil_solve(gpu, m2.g, &b2.g, &x2.g)))
+          BOTH("stencil_solve mixed", c->mg->stencil_solve(cpu, m2.c, &b2.c, &x2.c),
+               g->mg->stencil_solve(gpu, m2.g, &b2.g, &x2.g)))
         pv_check("mixed stencil_factor+solve level 2", &x2, 1e-5);
     }
     pv_destroy(&b2), pv_destroy(&x2);
   }
 done:
-  if (cop) c->op_destroy(cpu, cop);
-  if (gop) g->op_destroy(gpu, gop);
+  if (cop) c->op->destroy(cpu, cop);
+  if (gop) g->op->destroy(gpu, gop);
   pv_destroy(&mod), pv_destroy(&r0), pv_destroy(&r1), pv_destroy(&r2);
   ps_destroy(&s1), ps_destroy(&s2), ps_destroy(&u2), ps_destroy(&m1), ps_destroy(&m2);
   problem_free(&p);

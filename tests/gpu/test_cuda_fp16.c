@@ -152,17 +152,17 @@ static int abs_product(const level_problem *p, const double *values, const doubl
     for (size_t v = 0; v < p->n_values; v++) av[v] = fabs(values[v]);
     for (size_t i = 0; i < n; i++) ax[i] = fabs(x[i]);
   }
-  ok = ok && C_OK("abs stencil", c->stencil_create(cpu, &p->coarse, p->dpn,
+  ok = ok && C_OK("abs stencil", c->mg->stencil_create(cpu, &p->coarse, p->dpn,
                                                    VOX_PRECISION_DOUBLE, &st)) &&
-       C_OK("abs stencil", c->stencil_upload(cpu, st, av)) &&
-       C_OK("abs stencil", c->vec_create(cpu, n, &vx)) &&
-       C_OK("abs stencil", c->vec_create(cpu, n, &vy)) &&
-       C_OK("abs stencil", c->vec_upload(cpu, &vx, ax)) &&
-       C_OK("abs stencil", c->stencil_apply(cpu, st, &vx, &vy)) &&
-       C_OK("abs stencil", c->vec_download(cpu, &vy, out));
-  if (st) c->stencil_destroy(cpu, st);
-  if (vx.data) c->vec_destroy(cpu, &vx);
-  if (vy.data) c->vec_destroy(cpu, &vy);
+       C_OK("abs stencil", c->mg->stencil_upload(cpu, st, av)) &&
+       C_OK("abs stencil", c->vec->create(cpu, n, &vx)) &&
+       C_OK("abs stencil", c->vec->create(cpu, n, &vy)) &&
+       C_OK("abs stencil", c->vec->upload(cpu, &vx, ax)) &&
+       C_OK("abs stencil", c->mg->stencil_apply(cpu, st, &vx, &vy)) &&
+       C_OK("abs stencil", c->vec->download(cpu, &vy, out));
+  if (st) c->mg->stencil_destroy(cpu, st);
+  if (vx.data) c->vec->destroy(cpu, &vx);
+  if (vy.data) c->vec->destroy(cpu, &vy);
   free(av), free(ax);
   return ok;
 }
@@ -188,16 +188,16 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
     goto done;
   }
   fp16_stencils(1);
-  if (!C_OK("stencil_create", c->stencil_create(cpu, &p.coarse, dpn, VOX_PRECISION_DOUBLE, &cs)) ||
-      !G_OK("stencil_create", g->stencil_create(gpu, &p.coarse, dpn, VOX_PRECISION_MIXED, &gs)) ||
-      !C_OK("stencil_create", c->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) ||
-      !G_OK("stencil_create", g->stencil_create(gpu, &l2, dpn, VOX_PRECISION_MIXED, &g2)))
+  if (!C_OK("stencil_create", c->mg->stencil_create(cpu, &p.coarse, dpn, VOX_PRECISION_DOUBLE, &cs)) ||
+      !G_OK("stencil_create", g->mg->stencil_create(gpu, &p.coarse, dpn, VOX_PRECISION_MIXED, &gs)) ||
+      !C_OK("stencil_create", c->mg->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) ||
+      !G_OK("stencil_create", g->mg->stencil_create(gpu, &l2, dpn, VOX_PRECISION_MIXED, &g2)))
     goto done;
   /* the Galerkin level in float (not packed before its first product): the
    * CPU takes these values */
-  if (!G_OK("galerkin_operator", g->galerkin_operator(gpu, p.gop, gs)) ||
-      !G_OK("stencil_download", g->stencil_download(gpu, gs, v)) ||
-      !C_OK("stencil_upload", c->stencil_upload(cpu, cs, v)))
+  if (!G_OK("galerkin_operator", g->mg->galerkin_operator(gpu, p.gop, gs)) ||
+      !G_OK("stencil_download", g->mg->stencil_download(gpu, gs, v)) ||
+      !C_OK("stencil_upload", c->mg->stencil_upload(cpu, cs, v)))
     goto done;
   /* void rows: a diagonal below 1e-6 of the largest */
   size_t void_rows = 0;
@@ -221,41 +221,41 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
   if (!abs_product(&p, v, x.hc, bound)) goto done;
 
   /* the product packs the level; then the fused steps on the packed values */
-  if (pv_poison(&y) && BOTH("stencil_apply", c->stencil_apply(cpu, cs, &x.c, &y.c),
-                            g->stencil_apply(gpu, gs, &x.g, &y.g)) &&
-      C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
-      G_OK("download", g->vec_download(gpu, &y.g, y.hg)))
+  if (pv_poison(&y) && BOTH("stencil_apply", c->mg->stencil_apply(cpu, cs, &x.c, &y.c),
+                            g->mg->stencil_apply(gpu, gs, &x.g, &y.g)) &&
+      C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
+      G_OK("download", g->vec->download(gpu, &y.g, y.hg)))
     report_rows("fp16 stencil_apply, row by row", y.hg, y.hc, bound, n, TOL_FP16,
                 is_cuda() ? FP16_SEEN : 0);
-  if (pv_poison(&y) && BOTH("stencil_residual", c->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
-                            g->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)) &&
-      C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
-      G_OK("download", g->vec_download(gpu, &y.g, y.hg)))
+  if (pv_poison(&y) && BOTH("stencil_residual", c->mg->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
+                            g->mg->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)) &&
+      C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
+      G_OK("download", g->vec->download(gpu, &y.g, y.hg)))
     report_rows("fp16 stencil_residual, row by row", y.hg, y.hc, bound, n, TOL_FP16, 0);
   /* d = alpha w (b - A x) + beta d: its error is alpha w_i times the product's */
   const double alpha = 0.7, beta = 0.2;
   pv_random(&d, &seed, -1, 1);
   for (size_t i = 0; i < n; i++) bound_w[i] = alpha * w.hc[i] * bound[i];
   if (pv_poison(&y) &&
-      BOTH("stencil_smooth", c->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, alpha, beta, &d.c, &y.c),
-           g->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, alpha, beta, &d.g, &y.g)) &&
-      C_OK("download", c->vec_download(cpu, &d.c, d.hc)) &&
-      G_OK("download", g->vec_download(gpu, &d.g, d.hg)) &&
-      C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
-      G_OK("download", g->vec_download(gpu, &y.g, y.hg))) {
+      BOTH("stencil_smooth", c->mg->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, alpha, beta, &d.c, &y.c),
+           g->mg->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, alpha, beta, &d.g, &y.g)) &&
+      C_OK("download", c->vec->download(cpu, &d.c, d.hc)) &&
+      G_OK("download", g->vec->download(gpu, &d.g, d.hg)) &&
+      C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
+      G_OK("download", g->vec->download(gpu, &y.g, y.hg))) {
     report_rows("fp16 stencil_smooth d, row by row", d.hg, d.hc, bound_w, n, TOL_FP16, 0);
     report_rows("fp16 stencil_smooth x + d, row by row", y.hg, y.hc, bound_w, n, TOL_FP16, 0);
   }
   /* the diagonal of the packed level: S^2 times A_hat's exact 2^12 */
-  if (pv_poison(&y) && BOTH("stencil_diagonal", c->stencil_diagonal(cpu, cs, &y.c),
-                            g->stencil_diagonal(gpu, gs, &y.g)) &&
-      C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
-      G_OK("download", g->vec_download(gpu, &y.g, y.hg))) {
+  if (pv_poison(&y) && BOTH("stencil_diagonal", c->mg->stencil_diagonal(cpu, cs, &y.c),
+                            g->mg->stencil_diagonal(gpu, gs, &y.g)) &&
+      C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
+      G_OK("download", g->vec->download(gpu, &y.g, y.hg))) {
     for (size_t i = 0; i < n; i++) bound[i] = fabs(y.hc[i]);
     report_rows("fp16 stencil_diagonal, entry by entry", y.hg, y.hc, bound, n, TOL_FLOAT, 0);
   }
   /* the packed values read back: per row, sum |W - V| <= tol sum |V| */
-  if (G_OK("stencil_download packed", g->stencil_download(gpu, gs, packed))) {
+  if (G_OK("stencil_download packed", g->mg->stencil_download(gpu, gs, packed))) {
     const size_t bs = (size_t)(dpn * dpn);
     double *row_diff = bound_w, *row_sum = bound; /* reused */
     for (size_t i = 0; i < n; i++) row_diff[i] = row_sum[i] = 0;
@@ -288,40 +288,40 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
       fail_line("fp16 centre blocks symmetric", "max |a_rc - a_cr| = %.3e", asym);
     /* the Galerkin product of the packed level (widened back to float
      * first) against the CPU's of the same FP16-rounded values */
-    if (C_OK("stencil_upload", c->stencil_upload(cpu, cs, packed)) &&
-        BOTH("galerkin_stencil from a packed level", c->galerkin_stencil(cpu, cs, c2),
-             g->galerkin_stencil(gpu, gs, g2)) &&
-        C_OK("download", c->stencil_download(cpu, c2, c2v)) &&
-        G_OK("download", g->stencil_download(gpu, g2, g2v)))
+    if (C_OK("stencil_upload", c->mg->stencil_upload(cpu, cs, packed)) &&
+        BOTH("galerkin_stencil from a packed level", c->mg->galerkin_stencil(cpu, cs, c2),
+             g->mg->galerkin_stencil(gpu, gs, g2)) &&
+        C_OK("download", c->mg->stencil_download(cpu, c2, c2v)) &&
+        G_OK("download", g->mg->stencil_download(gpu, g2, g2v)))
       report("galerkin_stencil from a packed level", g2v, c2v, n2_values, TOL_FLOAT);
   }
   /* back to float for good (what a solve that broke down asks for): the
    * level says once that it had FP16 storage, and from its next Galerkin
    * product on its product is float's again, not packed */
-  if (g->stencil_full_storage) {
+  if (g->mg->stencil_full_storage) {
     int was = -1, again = -1;
-    if (G_OK("stencil_full_storage", g->stencil_full_storage(gpu, gs, &was)) &&
-        G_OK("stencil_full_storage again", g->stencil_full_storage(gpu, gs, &again))) {
+    if (G_OK("stencil_full_storage", g->mg->stencil_full_storage(gpu, gs, &was)) &&
+        G_OK("stencil_full_storage again", g->mg->stencil_full_storage(gpu, gs, &again))) {
       if (was == 1 && again == 0)
         ok_line("stencil_full_storage: FP16 once, then float", 0, 0);
       else
         fail_line("stencil_full_storage", "reported %d, then %d (1, then 0 expected)", was, again);
     }
-    if (G_OK("galerkin_operator", g->galerkin_operator(gpu, p.gop, gs)) &&
-        G_OK("stencil_download", g->stencil_download(gpu, gs, v)) &&
-        C_OK("stencil_upload", c->stencil_upload(cpu, cs, v)) &&
+    if (G_OK("galerkin_operator", g->mg->galerkin_operator(gpu, p.gop, gs)) &&
+        G_OK("stencil_download", g->mg->stencil_download(gpu, gs, v)) &&
+        C_OK("stencil_upload", c->mg->stencil_upload(cpu, cs, v)) &&
         abs_product(&p, v, x.hc, bound) && pv_poison(&y) &&
-        BOTH("stencil_apply in float again", c->stencil_apply(cpu, cs, &x.c, &y.c),
-             g->stencil_apply(gpu, gs, &x.g, &y.g)) &&
-        C_OK("download", c->vec_download(cpu, &y.c, y.hc)) &&
-        G_OK("download", g->vec_download(gpu, &y.g, y.hg)))
+        BOTH("stencil_apply in float again", c->mg->stencil_apply(cpu, cs, &x.c, &y.c),
+             g->mg->stencil_apply(gpu, gs, &x.g, &y.g)) &&
+        C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
+        G_OK("download", g->vec->download(gpu, &y.g, y.hg)))
       report_rows("stencil_apply in float again, row by row", y.hg, y.hc, bound, n, TOL_FLOAT, 0);
   }
 done:
-  if (cs) c->stencil_destroy(cpu, cs);
-  if (gs) g->stencil_destroy(gpu, gs);
-  if (c2) c->stencil_destroy(cpu, c2);
-  if (g2) g->stencil_destroy(gpu, g2);
+  if (cs) c->mg->stencil_destroy(cpu, cs);
+  if (gs) g->mg->stencil_destroy(gpu, gs);
+  if (c2) c->mg->stencil_destroy(cpu, c2);
+  if (g2) g->mg->stencil_destroy(gpu, g2);
   pv_destroy(&x), pv_destroy(&y), pv_destroy(&b), pv_destroy(&w), pv_destroy(&d);
   free(v), free(packed), free(bound), free(bound_w), free(g2v), free(c2v);
   level_free(&p);
@@ -373,16 +373,16 @@ static double energy_difference(vox_context *ctx, const vox_model *m, const doub
   vox_vec rho = {0}, d = {0}, kd = {0};
   double e_diff, e_ref;
   for (size_t i = 0; i < nd; i++) diff[i] = v[i] - u[i];
-  if (!o->vec_create(cpu, ne, &rho) && !o->vec_create(cpu, nd, &d) &&
-      !o->vec_create(cpu, nd, &kd) && !o->vec_upload(cpu, &rho, m->density) &&
-      !o->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) &&
-      !o->vec_upload(cpu, &d, diff) && !o->op_apply(cpu, fem->op, &d, &kd, 0) &&
-      !o->vec_dot(cpu, &d, &kd, &e_diff) && !o->vec_upload(cpu, &d, u) &&
-      !o->op_apply(cpu, fem->op, &d, &kd, 0) && !o->vec_dot(cpu, &d, &kd, &e_ref))
+  if (!o->vec->create(cpu, ne, &rho) && !o->vec->create(cpu, nd, &d) &&
+      !o->vec->create(cpu, nd, &kd) && !o->vec->upload(cpu, &rho, m->density) &&
+      !o->design->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) &&
+      !o->vec->upload(cpu, &d, diff) && !o->op->apply(cpu, fem->op, &d, &kd, 0) &&
+      !o->vec->dot(cpu, &d, &kd, &e_diff) && !o->vec->upload(cpu, &d, u) &&
+      !o->op->apply(cpu, fem->op, &d, &kd, 0) && !o->vec->dot(cpu, &d, &kd, &e_ref))
     result = sqrt(fabs(e_diff) / e_ref);
-  if (rho.data) o->vec_destroy(cpu, &rho);
-  if (d.data) o->vec_destroy(cpu, &d);
-  if (kd.data) o->vec_destroy(cpu, &kd);
+  if (rho.data) o->vec->destroy(cpu, &rho);
+  if (d.data) o->vec->destroy(cpu, &d);
+  if (kd.data) o->vec->destroy(cpu, &kd);
   vox_fem_destroy(fem);
   free(diff);
   return result;

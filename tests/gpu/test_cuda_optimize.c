@@ -229,19 +229,19 @@ static void test_contrast_solve(vox_context *cctx, vox_backend *cpu, vox_context
   if (fem) {
     const vox_backend_ops *o = cpu->ops;
     vox_vec rho, d, kd;
-    o->vec_create(cpu, ne, &rho), o->vec_create(cpu, nd, &d), o->vec_create(cpu, nd, &kd);
-    o->vec_upload(cpu, &rho, m.density);
-    o->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli);
+    o->vec->create(cpu, ne, &rho), o->vec->create(cpu, nd, &d), o->vec->create(cpu, nd, &kd);
+    o->vec->upload(cpu, &rho, m.density);
+    o->design->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli);
     double e_diff, e_ref;
     for (size_t i = 0; i < nd; i++) ug[i] -= uc[i];
-    o->vec_upload(cpu, &d, ug);
-    o->op_apply(cpu, fem->op, &d, &kd, 0);
-    o->vec_dot(cpu, &d, &kd, &e_diff);
-    o->vec_upload(cpu, &d, uc);
-    o->op_apply(cpu, fem->op, &d, &kd, 0);
-    o->vec_dot(cpu, &d, &kd, &e_ref);
+    o->vec->upload(cpu, &d, ug);
+    o->op->apply(cpu, fem->op, &d, &kd, 0);
+    o->vec->dot(cpu, &d, &kd, &e_diff);
+    o->vec->upload(cpu, &d, uc);
+    o->op->apply(cpu, fem->op, &d, &kd, 0);
+    o->vec->dot(cpu, &d, &kd, &e_ref);
     report("energy norm of u_cuda - u_cpu, relative", sqrt(fabs(e_diff) / e_ref), 1e-6);
-    o->vec_destroy(cpu, &rho), o->vec_destroy(cpu, &d), o->vec_destroy(cpu, &kd);
+    o->vec->destroy(cpu, &rho), o->vec->destroy(cpu, &d), o->vec->destroy(cpu, &kd);
     vox_fem_destroy(fem);
   }
 done:

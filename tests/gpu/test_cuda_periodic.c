@@ -3,10 +3,10 @@
  * on random moduli and vectors:
  *   - the operator of a periodic grid: K u (eliminated, full, single
  *     precision), diagonal, fused smoothing step and residual, element
- *     energies, the loads of unit macro strains (op_strain_load) and the
- *     weighted strain energies of six fields (op_strain_energy) and their
- *     sums over the elements (op_strain_energy_sums), of the fields in
- *     double and stored in half precision (hvec_store, hvec_load), with the
+ *     energies, the loads of unit macro strains (op->strain_load) and the
+ *     weighted strain energies of six fields (op->strain_energy) and their
+ *     sums over the elements (op->strain_energy_sums), of the fields in
+ *     double and stored in half precision (vec->half_store, vec->half_load), with the
  *     images held and, in a second case, random master dofs held too;
  *   - the multigrid pieces of a periodic hierarchy: Galerkin stencils from
  *     the operator and from a stencil (double and mixed), their products,
@@ -101,12 +101,12 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
       char check[64];
       const int flags = (full ? VOX_APPLY_FULL : 0) | (single ? VOX_APPLY_SINGLE : 0);
       snprintf(check, sizeof check, "op_apply full=%d single=%d", full, single);
-      if (pv_poison(&y) && BOTH(check, c->op_apply(cpu, p.cop, &x.c, &y.c, flags),
-                                g->op_apply(gpu, p.gop, &x.g, &y.g, flags)))
+      if (pv_poison(&y) && BOTH(check, c->op->apply(cpu, p.cop, &x.c, &y.c, flags),
+                                g->op->apply(gpu, p.gop, &x.g, &y.g, flags)))
         pv_check(check, &y, single ? TOL_SINGLE : TOL);
     }
-  if (pv_poison(&d) && BOTH("op_diagonal", c->op_diagonal(cpu, p.cop, &d.c),
-                            g->op_diagonal(gpu, p.gop, &d.g)))
+  if (pv_poison(&d) && BOTH("op_diagonal", c->op->diagonal(cpu, p.cop, &d.c),
+                            g->op->diagonal(gpu, p.gop, &d.g)))
     pv_check("op_diagonal", &d, TOL);
   for (int single = 0; single <= 1; single++) {
     char check[64];
@@ -115,22 +115,22 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
     pv_random(&d, &seed, -1, 1);
     snprintf(check, sizeof check, "op_smooth single=%d", single);
     if (pv_poison(&y) &&
-        BOTH(check, c->op_smooth(cpu, p.cop, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &y.c, flags),
-             g->op_smooth(gpu, p.gop, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &y.g, flags))) {
+        BOTH(check, c->op->smooth(cpu, p.cop, &b.c, &x.c, &w.c, 0.8, 0.3, &d.c, &y.c, flags),
+             g->op->smooth(gpu, p.gop, &b.g, &x.g, &w.g, 0.8, 0.3, &d.g, &y.g, flags))) {
       pv_check(check, &y, single ? TOL_SINGLE : TOL);
       strncat(check, " d", sizeof check - strlen(check) - 1);
       pv_check(check, &d, single ? TOL_SINGLE : TOL);
     }
     snprintf(check, sizeof check, "op_residual single=%d", single);
-    if (pv_poison(&y) && BOTH(check, c->op_residual(cpu, p.cop, &b.c, &x.c, &y.c, flags),
-                              g->op_residual(gpu, p.gop, &b.g, &x.g, &y.g, flags)))
+    if (pv_poison(&y) && BOTH(check, c->op->residual(cpu, p.cop, &b.c, &x.c, &y.c, flags),
+                              g->op->residual(gpu, p.gop, &b.g, &x.g, &y.g, flags)))
       pv_check(check, &y, single ? TOL_SINGLE : TOL);
   }
-  if (pv_poison(&e) && BOTH("op_element_energy", c->op_element_energy(cpu, p.cop, &x.c, &e.c, 0),
-                            g->op_element_energy(gpu, p.gop, &x.g, &e.g, 0)))
+  if (pv_poison(&e) && BOTH("op_element_energy", c->op->element_energy(cpu, p.cop, &x.c, &e.c, 0),
+                            g->op->element_energy(gpu, p.gop, &x.g, &e.g, 0)))
     pv_check("op_element_energy", &e, TOL);
-  if (BOTH("op_element_energy accumulate", c->op_element_energy(cpu, p.cop, &b.c, &e.c, 1),
-           g->op_element_energy(gpu, p.gop, &b.g, &e.g, 1)))
+  if (BOTH("op_element_energy accumulate", c->op->element_energy(cpu, p.cop, &b.c, &e.c, 1),
+           g->op->element_energy(gpu, p.gop, &b.g, &e.g, 1)))
     pv_check("op_element_energy accumulate", &e, TOL);
 
   /* strain loads and energies: random chi (the operations take any) */
@@ -140,13 +140,13 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
   for (int s = 0; s < 6 && dpn == 3; s++) {
     char check[64];
     snprintf(check, sizeof check, "op_strain_load %d", s);
-    if (pv_poison(&y) && BOTH(check, c->op_strain_load(cpu, p.cop, chi + nloc * s, &y.c),
-                              g->op_strain_load(gpu, p.gop, chi + nloc * s, &y.g)))
+    if (pv_poison(&y) && BOTH(check, c->op->strain_load(cpu, p.cop, chi + nloc * s, &y.c),
+                              g->op->strain_load(gpu, p.gop, chi + nloc * s, &y.g)))
       pv_check(check, &y, TOL);
   }
   if (dpn == 1 && pv_poison(&y) &&
-      BOTH("op_strain_load", c->op_strain_load(cpu, p.cop, chi, &y.c),
-           g->op_strain_load(gpu, p.gop, chi, &y.g)))
+      BOTH("op_strain_load", c->op->strain_load(cpu, p.cop, chi, &y.c),
+           g->op->strain_load(gpu, p.gop, chi, &y.g)))
     pv_check("op_strain_load", &y, TOL);
   if (dpn == 3) {
     vox_vec uc[6], ug[6];
@@ -159,24 +159,24 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
       char check[64];
       for (int i = 0; i < n * n; i++) wts[i] = uniform(&seed) - 0.3;
       snprintf(check, sizeof check, "op_strain_energy %d fields", n);
-      if (pv_poison(&e) && BOTH(check, c->op_strain_energy(cpu, p.cop, n, uc, chi, wts, &e.c),
-                                g->op_strain_energy(gpu, p.gop, n, ug, chi, wts, &e.g)))
+      if (pv_poison(&e) && BOTH(check, c->op->strain_energy(cpu, p.cop, n, uc, chi, wts, &e.c),
+                                g->op->strain_energy(gpu, p.gop, n, ug, chi, wts, &e.g)))
         pv_check(check, &e, TOL);
     }
     /* the bulk modulus's weights: a 3 x 3 block of ones, zero elsewhere */
     for (int i = 0; i < 36; i++) wts[i] = i / 6 < 3 && i % 6 < 3 ? 1.0 / 9 : 0;
     if (pv_poison(&e) &&
         BOTH("op_strain_energy bulk weights",
-             c->op_strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
-             g->op_strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
+             c->op->strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
+             g->op->strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
       pv_check("op_strain_energy bulk weights", &e, TOL);
     /* C^H's energy form: the sums over the elements, weighted by the moduli */
     for (int n = 1; n <= 6; n += 5) {
       char check[64];
       double sc[36], sg[36];
       snprintf(check, sizeof check, "op_strain_energy_sums %d fields", n);
-      if (BOTH(check, c->op_strain_energy_sums(cpu, p.cop, n, uc, chi, sc),
-               g->op_strain_energy_sums(gpu, p.gop, n, ug, chi, sg)))
+      if (BOTH(check, c->op->strain_energy_sums(cpu, p.cop, n, uc, chi, sc),
+               g->op->strain_energy_sums(gpu, p.gop, n, ug, chi, sg)))
         report(check, sg, sc, (size_t)n * n, TOL);
     }
     /* the fields in half precision: stored alike to the bit (checked
@@ -184,29 +184,29 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
     vox_hvec hc[6] = {{0}}, hg[6] = {{0}};
     int stored = 1;
     for (int f = 0; f < 6 && stored; f++) {
-      stored = BOTH("hvec_create", c->hvec_create(cpu, p.n_dofs, &hc[f]),
-                    g->hvec_create(gpu, p.n_dofs, &hg[f])) &&
-               BOTH("hvec_store", c->hvec_store(cpu, &uc[f], &hc[f]),
-                    g->hvec_store(gpu, &ug[f], &hg[f]));
+      stored = BOTH("hvec_create", c->vec->half_create(cpu, p.n_dofs, &hc[f]),
+                    g->vec->half_create(gpu, p.n_dofs, &hg[f])) &&
+               BOTH("hvec_store", c->vec->half_store(cpu, &uc[f], &hc[f]),
+                    g->vec->half_store(gpu, &ug[f], &hg[f]));
       if (stored && pv_poison(&y) &&
-          BOTH("hvec_load", c->hvec_load(cpu, &hc[f], &y.c), g->hvec_load(gpu, &hg[f], &y.g)))
+          BOTH("hvec_load", c->vec->half_load(cpu, &hc[f], &y.c), g->vec->half_load(gpu, &hg[f], &y.g)))
         pv_check("hvec_store and hvec_load (exact)", &y, 0);
     }
     if (stored) {
       for (int i = 0; i < 36; i++) wts[i] = uniform(&seed) - 0.3;
       if (pv_poison(&e) &&
-          BOTH("op_strain_energy_half", c->op_strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
-               g->op_strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
+          BOTH("op_strain_energy_half", c->op->strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
+               g->op->strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
         pv_check("op_strain_energy_half 6 fields", &e, TOL);
       double sc[36], sg[36];
       if (BOTH("op_strain_energy_sums_half",
-               c->op_strain_energy_sums_half(cpu, p.cop, 6, hc, chi, sc),
-               g->op_strain_energy_sums_half(gpu, p.gop, 6, hg, chi, sg)))
+               c->op->strain_energy_sums_half(cpu, p.cop, 6, hc, chi, sc),
+               g->op->strain_energy_sums_half(gpu, p.gop, 6, hg, chi, sg)))
         report("op_strain_energy_sums_half 6 fields", sg, sc, 36, TOL);
     }
     for (int f = 0; f < 6; f++) {
-      if (hc[f].data) c->hvec_destroy(cpu, &hc[f]);
-      if (hg[f].data) g->hvec_destroy(gpu, &hg[f]);
+      if (hc[f].data) c->vec->half_destroy(cpu, &hc[f]);
+      if (hg[f].data) g->vec->half_destroy(gpu, &hg[f]);
     }
   }
 done:
@@ -229,26 +229,26 @@ static void test_refusals(void) {
   for (int i = 0; i < 2; i++) {
     vox_operator *op = NULL;
     vox_backend_set_kernel(gpu, refused[i]);
-    const vox_status s = gpu->ops->op_create(gpu, &desc, &op);
+    const vox_status s = gpu->ops->op->create(gpu, &desc, &op);
     if (s == VOX_ERR_UNSUPPORTED && strstr(vox_context_message(gpu->ctx), "nbn"))
       printf("  ok    %s refuses the %s kernel: %s\n", where, vox_kernel_name(refused[i]),
              vox_context_message(gpu->ctx));
     else
       fail_line("refusal", "the %s kernel on a periodic grid gave %s", vox_kernel_name(refused[i]),
                 vox_status_string(s));
-    if (op) gpu->ops->op_destroy(gpu, op);
+    if (op) gpu->ops->op->destroy(gpu, op);
   }
   vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
   const vox_grid cg = vox_grid_coarsen(&p.grid);
   vox_stencil *st = NULL;
-  if (G_OK("stencil_create", gpu->ops->stencil_create(gpu, &cg, 3, VOX_PRECISION_DOUBLE, &st))) {
-    const vox_status s = gpu->ops->galerkin_operator(gpu, p.gop, st);
+  if (G_OK("stencil_create", gpu->ops->mg->stencil_create(gpu, &cg, 3, VOX_PRECISION_DOUBLE, &st))) {
+    const vox_status s = gpu->ops->mg->galerkin_operator(gpu, p.gop, st);
     if (s == VOX_ERR_UNSUPPORTED)
       printf("  ok    %s refuses a Galerkin product with held masters: %s\n", where,
              vox_context_message(gpu->ctx));
     else
       fail_line("refusal", "Galerkin product with held masters gave %s", vox_status_string(s));
-    gpu->ops->stencil_destroy(gpu, st);
+    gpu->ops->mg->stencil_destroy(gpu, st);
   }
   problem_free(&p);
 }
@@ -259,8 +259,8 @@ static void test_refusals(void) {
 static void stencil_check(const char *check, vox_stencil *cs, vox_stencil *gs, size_t values,
                           double tol) {
   double *hc = malloc(values * sizeof *hc), *hg = malloc(values * sizeof *hg);
-  if (hc && hg && C_OK(check, cpu->ops->stencil_download(cpu, cs, hc)) &&
-      G_OK(check, gpu->ops->stencil_download(gpu, gs, hg)))
+  if (hc && hg && C_OK(check, cpu->ops->mg->stencil_download(cpu, cs, hc)) &&
+      G_OK(check, gpu->ops->mg->stencil_download(gpu, gs, hg)))
     report(check, hg, hc, values, tol);
   free(hc), free(hg);
 }
@@ -276,21 +276,21 @@ static void stencil_ops(const char *level, vox_stencil *cs, vox_stencil *gs, siz
     pv_random(&x, seed, -1, 1), pv_random(&b, seed, -1, 1), pv_random(&w, seed, 0.5, 2);
     pv_random(&d, seed, -1, 1);
     snprintf(check, sizeof check, "%s stencil_apply", level);
-    if (pv_poison(&y) && BOTH(check, c->stencil_apply(cpu, cs, &x.c, &y.c),
-                              g->stencil_apply(gpu, gs, &x.g, &y.g)))
+    if (pv_poison(&y) && BOTH(check, c->mg->stencil_apply(cpu, cs, &x.c, &y.c),
+                              g->mg->stencil_apply(gpu, gs, &x.g, &y.g)))
       pv_check(check, &y, tol);
     snprintf(check, sizeof check, "%s stencil_smooth", level);
     if (pv_poison(&y) &&
-        BOTH(check, c->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, 0.7, 0.2, &d.c, &y.c),
-             g->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, 0.7, 0.2, &d.g, &y.g)))
+        BOTH(check, c->mg->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, 0.7, 0.2, &d.c, &y.c),
+             g->mg->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, 0.7, 0.2, &d.g, &y.g)))
       pv_check(check, &y, tol);
     snprintf(check, sizeof check, "%s stencil_residual", level);
-    if (pv_poison(&y) && BOTH(check, c->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
-                              g->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)))
+    if (pv_poison(&y) && BOTH(check, c->mg->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
+                              g->mg->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)))
       pv_check(check, &y, tol);
     snprintf(check, sizeof check, "%s stencil_diagonal", level);
-    if (pv_poison(&y) && BOTH(check, c->stencil_diagonal(cpu, cs, &y.c),
-                              g->stencil_diagonal(gpu, gs, &y.g)))
+    if (pv_poison(&y) && BOTH(check, c->mg->stencil_diagonal(cpu, cs, &y.c),
+                              g->mg->stencil_diagonal(gpu, gs, &y.g)))
       pv_check(check, &y, tol);
   }
   pv_destroy(&x), pv_destroy(&b), pv_destroy(&y), pv_destroy(&w), pv_destroy(&d);
@@ -315,23 +315,23 @@ static void test_stencils(int64_t nx, int64_t ny, int64_t nz, int dpn, vox_preci
   /* float storage in mixed precision (FP16 storage: test_cuda_fp16.c) */
   gpu->fp16_levels = VOX_FP16_LEVELS_OFF;
   const int made =
-      C_OK("stencil_create", c->stencil_create(cpu, &l1, dpn, VOX_PRECISION_DOUBLE, &c1)) &&
-      G_OK("stencil_create", g->stencil_create(gpu, &l1, dpn, precision, &g1)) &&
-      C_OK("stencil_create", c->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) &&
-      G_OK("stencil_create", g->stencil_create(gpu, &l2, dpn, precision, &g2));
+      C_OK("stencil_create", c->mg->stencil_create(cpu, &l1, dpn, VOX_PRECISION_DOUBLE, &c1)) &&
+      G_OK("stencil_create", g->mg->stencil_create(gpu, &l1, dpn, precision, &g1)) &&
+      C_OK("stencil_create", c->mg->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) &&
+      G_OK("stencil_create", g->mg->stencil_create(gpu, &l2, dpn, precision, &g2));
   gpu->fp16_levels = VOX_FP16_LEVELS_AUTO;
   if (!made) goto done;
-  if (BOTH("galerkin_operator", c->galerkin_operator(cpu, p.cop, c1),
-           g->galerkin_operator(gpu, p.gop, g1)))
+  if (BOTH("galerkin_operator", c->mg->galerkin_operator(cpu, p.cop, c1),
+           g->mg->galerkin_operator(gpu, p.gop, g1)))
     stencil_check("galerkin_operator", c1, g1, n1 * 27 * bs, tol);
-  if (BOTH("galerkin_stencil", c->galerkin_stencil(cpu, c1, c2), g->galerkin_stencil(gpu, g1, g2)))
+  if (BOTH("galerkin_stencil", c->mg->galerkin_stencil(cpu, c1, c2), g->mg->galerkin_stencil(gpu, g1, g2)))
     stencil_check("galerkin_stencil", c2, g2, n2 * 27 * bs, tol);
   /* the products on the CPU's values (the same on both: a float level is
    * compared against its own rounding by uploading the CUDA values) */
   {
     double *v = malloc(n1 * 27 * bs * sizeof *v);
-    if (v && G_OK("stencil_download", g->stencil_download(gpu, g1, v)) &&
-        C_OK("stencil_upload", c->stencil_upload(cpu, c1, v)))
+    if (v && G_OK("stencil_download", g->mg->stencil_download(gpu, g1, v)) &&
+        C_OK("stencil_upload", c->mg->stencil_upload(cpu, c1, v)))
       stencil_ops("level 1", c1, g1, n1 * (size_t)dpn, &seed, TOL);
     free(v);
   }
@@ -339,19 +339,19 @@ static void test_stencils(int64_t nx, int64_t ny, int64_t nz, int dpn, vox_preci
   if (pv_create(&f, p.n_dofs) && pv_create(&cr, n1 * (size_t)dpn)) {
     pv_random(&f, &seed, -1, 1);
     if (pv_poison(&cr) &&
-        BOTH("restrict_residual", c->restrict_residual(cpu, &p.grid, dpn, &f.c, &cr.c),
-             g->restrict_residual(gpu, &p.grid, dpn, &f.g, &cr.g)))
+        BOTH("restrict_residual", c->mg->restrict_residual(cpu, &p.grid, dpn, &f.c, &cr.c),
+             g->mg->restrict_residual(gpu, &p.grid, dpn, &f.g, &cr.g)))
       pv_check("restrict_residual", &cr, TOL);
     pv_random(&cr, &seed, -1, 1);
-    if (BOTH("prolong_add", c->prolong_add(cpu, &p.grid, dpn, &cr.c, &f.c),
-             g->prolong_add(gpu, &p.grid, dpn, &cr.g, &f.g)))
+    if (BOTH("prolong_add", c->mg->prolong_add(cpu, &p.grid, dpn, &cr.c, &f.c),
+             g->mg->prolong_add(gpu, &p.grid, dpn, &cr.g, &f.g)))
       pv_check("prolong_add", &f, TOL);
   }
 done:
-  if (c1) c->stencil_destroy(cpu, c1);
-  if (g1) g->stencil_destroy(gpu, g1);
-  if (c2) c->stencil_destroy(cpu, c2);
-  if (g2) g->stencil_destroy(gpu, g2);
+  if (c1) c->mg->stencil_destroy(cpu, c1);
+  if (g1) g->mg->stencil_destroy(gpu, g1);
+  if (c2) c->mg->stencil_destroy(cpu, c2);
+  if (g2) g->mg->stencil_destroy(gpu, g2);
   pv_destroy(&f), pv_destroy(&cr);
   problem_free(&p);
 }
@@ -381,10 +381,10 @@ static void test_vcycle(int64_t nx, int64_t ny, int64_t nz, vox_precision precis
     goto done;
   for (int i = 0; i < 4; i++)
     if (!pv_create(&work[i], p.n_dofs)) goto done;
-  if (!BOTH("op_diagonal", cpu->ops->op_diagonal(cpu, p.cop, &diag.c),
-            gpu->ops->op_diagonal(gpu, p.gop, &diag.g)) ||
-      !BOTH("vec_reciprocal", cpu->ops->vec_reciprocal(cpu, &diag.c),
-            gpu->ops->vec_reciprocal(gpu, &diag.g)))
+  if (!BOTH("op_diagonal", cpu->ops->op->diagonal(cpu, p.cop, &diag.c),
+            gpu->ops->op->diagonal(gpu, p.gop, &diag.g)) ||
+      !BOTH("vec_reciprocal", cpu->ops->vec->reciprocal(cpu, &diag.c),
+            gpu->ops->vec->reciprocal(gpu, &diag.g)))
     goto done;
   if (!C_OK("vox_mg_create", vox_mg_create(cpu, p.cop, &p.grid, 3, 0, &opt, &cmg)) ||
       !G_OK("vox_mg_create", vox_mg_create(gpu, p.gop, &p.grid, 3, 0, &opt, &gmg)))
@@ -464,13 +464,13 @@ static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int
   const int ok =
       call_ok(vox_homog_create_fields(ctx, be, m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, h), be,
               "cell solver", "create") &&
-      call_ok(o->vec_create(be, (size_t)n * n * n, &rho), be, "cell solver", "rho") &&
-      call_ok(o->vec_upload(be, &rho, m->density), be, "cell solver", "rho") &&
-      call_ok(o->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli), be,
+      call_ok(o->vec->create(be, (size_t)n * n * n, &rho), be, "cell solver", "rho") &&
+      call_ok(o->vec->upload(be, &rho, m->density), be, "cell solver", "rho") &&
+      call_ok(o->design->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli), be,
               "cell solver", "moduli") &&
       call_ok(vox_fem_update((*h)->fem), be, "cell solver", "update") &&
       call_ok(vox_homog_solve(*h, &opt, NULL, c, iterations, &failed), be, "cell solver", "solve");
-  if (rho.data) o->vec_destroy(be, &rho);
+  if (rho.data) o->vec->destroy(be, &rho);
   if (ok && failed.reason <= 0) fail_line("cell solver", "a solve did not converge");
   return ok && (*h)->cell;
 }
