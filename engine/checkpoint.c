@@ -275,7 +275,7 @@ static vox_status multigrid_restore(vox_context *ctx, const vox_optimizer_option
 
 vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_optimizer_options *opt,
                          const vox_loop_state *loop, const vox_vec *x, vox_fem *fem,
-                         vox_objective_state *objective, vox_checkpoint *out) {
+                         vox_objective_state *objective, vox_homog *homog, vox_checkpoint *out) {
   vox_context *ctx = be->ctx;
   memset(out, 0, sizeof *out);
   vox_status st = vox_checkpoint_add_scalar(ctx, out, "checkpoint_version", VOX_CHECKPOINT_VERSION);
@@ -303,7 +303,7 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
   if (st == VOX_OK) st = vox_checkpoint_add(ctx, out, "design_variables", x->n, NULL);
   if (st == VOX_OK)
     st = be->ops->vec->download(be, x, vox_checkpoint_find(out, "design_variables")->values);
-  if (st == VOX_OK) st = vox_objective_save(objective, out);
+  if (st == VOX_OK) st = homog ? vox_homog_save(homog, out) : vox_objective_save(objective, out);
   if (st == VOX_OK) st = multigrid_save(ctx, opt, fem, out);
   if (st != VOX_OK) vox_checkpoint_free(out);
   return st;
@@ -311,7 +311,7 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
 
 vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt,
                             vox_loop_state *loop, vox_vec *x, vox_fem *fem,
-                            vox_objective_state *objective) {
+                            vox_objective_state *objective, vox_homog *homog) {
   vox_context *ctx = be->ctx;
   const vox_checkpoint *c = opt->resume;
   vox_status st = VOX_OK;
@@ -341,6 +341,6 @@ vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt,
   TRY(st);
   memcpy(loop->seconds, seconds->values, sizeof loop->seconds);
   TRY(be->ops->vec->upload(be, x, design->values));
-  TRY(vox_objective_restore(objective, &opt->solver, c));
+  TRY(homog ? vox_homog_restore(homog, c) : vox_objective_restore(objective, &opt->solver, c));
   return multigrid_restore(ctx, opt, fem);
 }

@@ -17,10 +17,12 @@
  * (seed 003 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "homogenize.h"
+#include "optimizer_checkpoint.h"
 #include "voxfe/element.h"
 
 /* Displacement of local corner a under the strain of case s (seed 003 eq.
@@ -547,4 +549,86 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
   if (ones.data) o->vec->destroy(be, &ones);
   vox_homog_destroy(h);
   return s;
+}
+
+/* ---- checkpoints (optimizer_checkpoint.h) ---- */
+
+/* A case's field as doubles: the values of a double field, or the bit
+ * patterns of a half one (exact in a double), from where the field is
+ * (the device, or host memory when parked). */
+static vox_status field_save(vox_homog *h, int st, double *out) {
+  vox_backend *be = h->fem->be;
+  const size_t nd = h->fem->n_dofs;
+  if (!h->half_fields) return be->ops->vec->download(be, &h->u[st], out);
+  uint16_t *bits = h->parked[st];
+  if (!bits) {
+    bits = malloc(nd * sizeof *bits);
+    if (!bits) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    vox_status s = be->ops->vec->half_download(be, &h->uh[st], bits);
+    if (s != VOX_OK) {
+      free(bits);
+      return s;
+    }
+  }
+  for (size_t i = 0; i < nd; i++) out[i] = bits[i];
+  if (bits != h->parked[st]) free(bits);
+  return VOX_OK;
+}
+
+static vox_status field_restore(vox_homog *h, int st, const double *in) {
+  vox_backend *be = h->fem->be;
+  const size_t nd = h->fem->n_dofs;
+  if (!h->half_fields) return be->ops->vec->upload(be, &h->u[st], in);
+  for (size_t i = 0; i < nd; i++)
+    if (!(in[i] >= 0 && in[i] <= 0xffff && in[i] == floor(in[i])))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "the checkpoint's cell field %d holds %g, not a half-precision value", st,
+                       in[i]);
+  uint16_t *bits = h->parked[st] ? h->parked[st] : malloc(nd * sizeof *bits);
+  if (!bits) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; i < nd; i++) bits[i] = (uint16_t)in[i];
+  vox_status s = VOX_OK;
+  if (bits != h->parked[st]) {
+    s = be->ops->vec->half_upload(be, &h->uh[st], bits);
+    free(bits);
+  }
+  return s;
+}
+
+vox_status vox_homog_save(vox_homog *h, vox_checkpoint *out) {
+  vox_context *ctx = h->fem->be->ctx;
+  const size_t nd = h->fem->n_dofs;
+  TRY(vox_checkpoint_add_scalar(ctx, out, "cell_cases", h->strains));
+  TRY(vox_checkpoint_add_scalar(ctx, out, "cell_half_fields", h->half_fields));
+  for (int st = 0; st < VOX_CASES; st++) {
+    if (!((h->strains >> st) & 1)) continue;
+    char name[32];
+    snprintf(name, sizeof name, "cell_field_%d", st);
+    TRY(vox_checkpoint_add(ctx, out, name, nd, NULL));
+    TRY(field_save(h, st, vox_checkpoint_find(out, name)->values));
+  }
+  return VOX_OK;
+}
+
+vox_status vox_homog_restore(vox_homog *h, const vox_checkpoint *state) {
+  vox_context *ctx = h->fem->be->ctx;
+  const vox_checkpoint_array *cases = vox_checkpoint_find(state, "cell_cases"),
+                             *half = vox_checkpoint_find(state, "cell_half_fields");
+  if (!cases || !half || cases->values[0] != h->strains || half->values[0] != h->half_fields)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's cell fields are not those of this run (cases %g, half %g; "
+                     "this run: %u, %d)",
+                     cases ? cases->values[0] : -1.0, half ? half->values[0] : -1.0, h->strains,
+                     h->half_fields);
+  for (int st = 0; st < VOX_CASES; st++) {
+    if (!((h->strains >> st) & 1)) continue;
+    char name[32];
+    snprintf(name, sizeof name, "cell_field_%d", st);
+    const vox_checkpoint_array *a = vox_checkpoint_find(state, name);
+    if (!a || a->length != h->fem->n_dofs)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "the checkpoint has no cell field %d of %zu values", st, h->fem->n_dofs);
+    TRY(field_restore(h, st, a->values));
+  }
+  return VOX_OK;
 }

@@ -848,7 +848,7 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
                              const vox_optimizer_options *opt, opt_state *s,
                              const vox_loop_state *loop) {
   vox_checkpoint state;
-  TRY(vox_loop_save(be, model, opt, loop, &s->x, s->fem, s->objective, &state));
+  TRY(vox_loop_save(be, model, opt, loop, &s->x, s->fem, s->objective, s->homog, &state));
   double *density = realloc(model->density, s->fem->n_elements * sizeof *density);
   vox_status st = density ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (density) model->density = density;
@@ -920,10 +920,6 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                      vox_cell_objective_name(opt->cell_objective),
                      vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
-  if (cell && (opt->resume || (opt->checkpoint && opt->checkpoint_every > 0)))
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "checkpoints of the %s objective of a periodic cell are not supported",
-                     vox_cell_objective_name(opt->cell_objective));
   if (opt->resume) TRY(vox_loop_check_resume(ctx, model, opt));
   const unsigned strains = vox_cell_objective_strains(opt);
   if (cell && strains == 0)
@@ -958,7 +954,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   int k_done = 0; /* design iterations before this call's first: a resumed run's */
   if (st == VOX_OK && opt->resume) {
     vox_loop_state loop = {0};
-    st = vox_loop_restore(be, opt, &loop, &s.x, s.fem, s.objective);
+    st = vox_loop_restore(be, opt, &loop, &s.x, s.fem, s.objective, s.homog);
     k_done = result->iterations = loop.iterations;
     first_row = loop.first_row;
     p = loop.p, q = loop.q, previous = loop.previous, settled = loop.settled;
@@ -1075,8 +1071,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* 6. a stop asked for, and the state to go on from */
     const int interrupted = opt->interrupted && opt->interrupted(opt->interrupted_self);
     if (interrupted) result->reason = VOX_STOP_INTERRUPTED;
-    /* (a cell's state has no checkpoint: its run stops without one) */
-    if (st == VOX_OK && opt->checkpoint && !cell &&
+    if (st == VOX_OK && opt->checkpoint &&
         (interrupted || (opt->checkpoint_every > 0 && k % opt->checkpoint_every == 0))) {
       const vox_loop_state loop = {k, first_row, p, q, previous, settled,
                                    result->total_cg_iterations,
