@@ -183,7 +183,8 @@ static int kernel_mode(int argc, char **argv) {
     printf("CPU reference K u: %.3f s\n", bench_now() - t);
     cpu->ops->vec->download(cpu, &cy, y_cpu);
     cpu->ops->op->destroy(cpu, cop);
-    cpu->ops->vec->destroy(cpu, &cm), cpu->ops->vec->destroy(cpu, &cu), cpu->ops->vec->destroy(cpu, &cy);
+    cpu->ops->vec->destroy(cpu, &cm), cpu->ops->vec->destroy(cpu, &cu),
+        cpu->ops->vec->destroy(cpu, &cy);
   }
 
   printf("%-9s %10s %7s %10s %8s %10s  %-14s %-14s\n", "K u", "ms", "reps", "GB/s", "of copy",
@@ -207,7 +208,7 @@ static int kernel_mode(int argc, char **argv) {
       const double tol = single ? 1e-5 : 1e-12;
       char label[16];
       snprintf(label, sizeof label, "%s%s", name, single ? "/f32" : "");
-      if (!s) s = be->ops->vec->set(be, &yv, 12345.678); /* an output not written shows */
+      if (!s) s = be->ops->vec->set(be, &yv, 12345.678);      /* an output not written shows */
       if (!s) s = be->ops->op->apply(be, op, &u, &yv, flags); /* warm-up */
       if (!s) s = be->ops->synchronize(be);
       int reps = reps_arg;
@@ -428,7 +429,8 @@ static int vcycle_mode(int argc, char **argv) {
   if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "FE system");
   vox_vec rho, half; /* rho = uniform in [-0.5, 0.5) + 0.5 */
   if (o->vec->create(be, fem->n_elements, &rho) || o->vec->create(be, fem->n_elements, &half) ||
-      o->vec->random(be, &rho, 7) || o->vec->set(be, &half, 0.5) || o->vec->axpy(be, &rho, 1, &half) ||
+      o->vec->random(be, &rho, 7) || o->vec->set(be, &half, 0.5) ||
+      o->vec->axpy(be, &rho, 1, &half) ||
       o->design->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) || vox_fem_update(fem))
     die(ctx, "densities");
   vox_solver_options so;
@@ -453,7 +455,8 @@ static int vcycle_mode(int argc, char **argv) {
   for (int l = 2; l < mg->n_levels; l++)
     galerkin_deeper += TIME_PER_CALL(
         be, 3, st |= o->mg->galerkin_stencil(be, mg->level[l - 1].stencil, mg->level[l].stencil));
-  const double factor = TIME_PER_CALL(be, 3, st |= o->mg->stencil_factor(be, mg->level[last].stencil));
+  const double factor =
+      TIME_PER_CALL(be, 3, st |= o->mg->stencil_factor(be, mg->level[last].stencil));
   if (o->vec->random(be, r, 3) || o->op->zero_fixed(be, fem->op, r)) die(ctx, "vectors");
   const double vc = TIME_PER_CALL(be, 20, st |= vox_mg_apply(mg, r, z));
   const double ku = TIME_PER_CALL(be, 50, st |= o->op->apply(be, fem->op, r, z, 0));
@@ -483,14 +486,16 @@ static int vcycle_mode(int argc, char **argv) {
          1e3 * fused, 1e3 * apart, 1e3 * resid);
   for (int l = 1; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l], *fine = &mg->level[l - 1];
-    const double ap = TIME_PER_CALL(be, 20, st |= o->mg->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
+    const double ap =
+        TIME_PER_CALL(be, 20, st |= o->mg->stencil_apply(be, lv->stencil, &lv->x, &lv->b));
     const double re = TIME_PER_CALL(
         be, 20, st |= o->mg->restrict_residual(be, &fine->grid, 3, l == 1 ? r : &fine->r, &lv->b));
     const double pr = TIME_PER_CALL(
         be, 20, st |= o->mg->prolong_add(be, &fine->grid, 3, &lv->x, l == 1 ? z : &fine->x));
-    const double cs = l == mg->n_levels - 1
-                          ? TIME_PER_CALL(be, 20, st |= o->mg->stencil_solve(be, lv->stencil, &lv->b, &lv->x))
-                          : 0;
+    const double cs =
+        l == mg->n_levels - 1
+            ? TIME_PER_CALL(be, 20, st |= o->mg->stencil_solve(be, lv->stencil, &lv->b, &lv->x))
+            : 0;
     printf("  level %d (%lldx%lldx%lld): stencil apply %.3f ms, restrict %.3f ms, prolong %.3f ms%s",
            l, (long long)lv->grid.nx, (long long)lv->grid.ny, (long long)lv->grid.nz, 1e3 * ap,
            1e3 * re, 1e3 * pr, cs > 0 ? "" : "\n");

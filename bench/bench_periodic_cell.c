@@ -81,8 +81,9 @@ int main(int argc, char **argv) {
   memset(active, 1, ne);
   for (int periodic = 0; periodic <= 1; periodic++) {
     vox_filter *f;
-    RUN(ctx, "filter", periodic ? o->design->filter_create_periodic(be, &grid, 2.0, active, &f)
-                                : o->design->filter_create(be, &grid, 2.0, active, &f));
+    RUN(ctx, "filter",
+        periodic ? o->design->filter_create_periodic(be, &grid, 2.0, active, &f)
+                 : o->design->filter_create(be, &grid, 2.0, active, &f));
     RUN(ctx, "filter", o->design->filter_apply(be, f, &v, &w));
     RUN(ctx, "sync", o->synchronize(be));
     const double t0 = bench_now();

@@ -147,13 +147,14 @@ typedef struct vox_vector_ops {
   void (*destroy)(vox_backend *be, vox_vec *v);
   vox_status (*upload)(vox_backend *be, vox_vec *v, const double *host);
   vox_status (*download)(vox_backend *be, const vox_vec *v, double *host);
-  vox_status (*set)(vox_backend *be, vox_vec *v, double a);              /* v = a */
+  vox_status (*set)(vox_backend *be, vox_vec *v, double a); /* v = a */
   vox_status (*copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
   vox_status (*axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
   vox_status (*xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
-  vox_status (*mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y); /* w = x.*y */
-  vox_status (*axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b); /* y = a x + b y */
-  vox_status (*reciprocal)(vox_backend *be, vox_vec *v);               /* v = 1 ./ v */
+  /* w = x.*y;  y = a x + b y;  v = 1 ./ v */
+  vox_status (*mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y);
+  vox_status (*axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b);
+  vox_status (*reciprocal)(vox_backend *be, vox_vec *v);
   /* v_i = vox_hash_uniform(seed, i): the same pseudo-random vector on every
    * backend, made where it lives. */
   vox_status (*random)(vox_backend *be, vox_vec *v, uint64_t seed);
@@ -209,15 +210,14 @@ typedef struct vox_operator_ops {
   vox_status (*set_moduli)(vox_backend *be, vox_operator *op, const vox_vec *moduli);
   /* y = K x with fixed dofs eliminated: y_f = K_ff x_f, y_c = x_c. `flags`
    * is a set of VOX_APPLY_* bits (0: the eliminated product in double). */
-  vox_status (*apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y,
-                         int flags);
+  vox_status (*apply)(vox_backend *be, vox_operator *op, const vox_vec *x, vox_vec *y, int flags);
   /* v = 0 on the fixed dofs (the operator's own flags: no mask vector). */
   vox_status (*zero_fixed)(vox_backend *be, vox_operator *op, vox_vec *v);
   /* d = diag(K) (1 on fixed dofs). */
   vox_status (*diagonal)(vox_backend *be, vox_operator *op, vox_vec *d);
   /* energy_e (+)= u_e' Ke u_e per element, unit modulus. */
-  vox_status (*element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u,
-                                  vox_vec *energy, int accumulate);
+  vox_status (*element_energy)(vox_backend *be, vox_operator *op, const vox_vec *u, vox_vec *energy,
+                               int accumulate);
   /* The multigrid's steps on the fine level, each one pass instead of a
    * product and a vector operation (the product's result never goes to
    * memory).
@@ -228,10 +228,10 @@ typedef struct vox_operator_ops {
    * The output must not alias x, whose neighbouring values the product
    * reads. */
   vox_status (*smooth)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
-                          const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
-                          vox_vec *x_out, int flags);
-  vox_status (*residual)(vox_backend *be, vox_operator *op, const vox_vec *b,
-                            const vox_vec *x, vox_vec *r, int flags);
+                       const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                       vox_vec *x_out, int flags);
+  vox_status (*residual)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
+                         vox_vec *r, int flags);
   /* Homogenization of a periodic cell (seed 003 eq. 4-9); chi holds element
    * displacement vectors of unit macro strains (8 dofs_per_node values each,
    * in element-local coordinates, the same for every element), host memory.
@@ -244,18 +244,17 @@ typedef struct vox_operator_ops {
    *                     (n_fields x n_fields row-major, both triangles), host
    *                     memory: C^H in the energy form (eq. 7) in one pass. */
   vox_status (*strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
-  vox_status (*strain_energy)(vox_backend *be, vox_operator *op, int n_fields,
-                                 const vox_vec *u, const double *chi, const double *w,
-                                 vox_vec *out);
+  vox_status (*strain_energy)(vox_backend *be, vox_operator *op, int n_fields, const vox_vec *u,
+                              const double *chi, const double *w, vox_vec *out);
   vox_status (*strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
-                                      const vox_vec *u, const double *chi, double *sums);
+                                   const vox_vec *u, const double *chi, double *sums);
   /* The same two with the fields in half precision (each value widened to
    * double as it is read; the arithmetic is the same). */
   vox_status (*strain_energy_half)(vox_backend *be, vox_operator *op, int n_fields,
-                                      const vox_hvec *u, const double *chi, const double *w,
-                                      vox_vec *out);
+                                   const vox_hvec *u, const double *chi, const double *w,
+                                   vox_vec *out);
   vox_status (*strain_energy_sums_half)(vox_backend *be, vox_operator *op, int n_fields,
-                                           const vox_hvec *u, const double *chi, double *sums);
+                                        const vox_hvec *u, const double *chi, double *sums);
 } vox_operator_ops;
 
 /* Geometric multigrid levels: stencils, their Galerkin products, the
@@ -334,8 +333,8 @@ typedef struct vox_design_ops {
    * empty voxels):
    *   moduli_e = e_solid_e (emin + (1 - emin) rho_e^p)
    *   dc_e     = -p rho_e^(p-1) (1 - emin) e_solid_e energy_e        */
-  vox_status (*simp_moduli)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
-                            double p, double emin, vox_vec *moduli);
+  vox_status (*simp_moduli)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid, double p,
+                            double emin, vox_vec *moduli);
   vox_status (*simp_sensitivity)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
                                  const vox_vec *energy, double p, double emin, vox_vec *dc);
   /* Optimality-criteria update for one trial multiplier lambda (seed 000
@@ -343,10 +342,9 @@ typedef struct vox_design_ops {
    * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
    * [rho_min, 1]: with rho_min > 0 a density the update takes down never
    * sticks at 0, where x B^eta could not move it again. */
-  vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
-                          const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
-                          double lambda, double move, double eta, double q, double rho_min,
-                          vox_vec *rho_new);
+  vox_status (*oc_update)(vox_backend *be, const vox_vec *rho, const vox_vec *dc, const vox_vec *dv,
+                          const vox_vec *design, const vox_vec *passive, double lambda, double move,
+                          double eta, double q, double rho_min, vox_vec *rho_new);
   /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
    * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
    * bisection for lambda narrows its bracket n + 1 times per round instead of

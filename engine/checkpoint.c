@@ -309,9 +309,9 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
   return st;
 }
 
-vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt,
-                            vox_loop_state *loop, vox_vec *x, vox_fem *fem,
-                            vox_objective_state *objective, vox_homog *homog) {
+vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt, vox_loop_state *loop,
+                            vox_vec *x, vox_fem *fem, vox_objective_state *objective,
+                            vox_homog *homog) {
   vox_context *ctx = be->ctx;
   const vox_checkpoint *c = opt->resume;
   vox_status st = VOX_OK;

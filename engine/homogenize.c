@@ -221,7 +221,8 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
   }
   h->half_fields = half_fields;
   if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
-  if (s == VOX_OK && half_fields && !h->cell) s = be->ops->vec->create(be, h->fem->n_dofs, &h->work);
+  if (s == VOX_OK && half_fields && !h->cell)
+    s = be->ops->vec->create(be, h->fem->n_dofs, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;

@@ -60,8 +60,9 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
     const int mixed = solver->precision == VOX_PRECISION_MIXED;
     const double value = mixed ? sizeof(float) : D;
     /* an FP16-packed level keeps the float buffer and adds its scales */
-    const double per_dof =
-        mixed && be->ops->mg->stencil_mixed_dof_bytes ? be->ops->mg->stencil_mixed_dof_bytes(be, grid) : 0;
+    const double per_dof = mixed && be->ops->mg->stencil_mixed_dof_bytes
+                               ? be->ops->mg->stencil_mixed_dof_bytes(be, grid)
+                               : 0;
     double stencil1 = 0, vectors1 = 0, coarser = 0, vectors0 = 0, factor = 0;
     vox_grid g = *grid;
     for (int l = 0; l < levels; l++) {

@@ -173,7 +173,7 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
    * coarse translations onto the fine ones exactly */
   for (int l = 0; l < last; l++)
     TRY(be->ops->mg->restrict_residual(be, &mg->level[l].grid, dpn, l == 0 ? v : &mg->level[l].b,
-                                   &mg->level[l + 1].b));
+                                       &mg->level[l + 1].b));
   const double ratio = (double)vox_grid_elements(&mg->level[last].grid) /
                        (double)vox_grid_elements(&mg->level[0].grid);
   TRY(be->ops->vec->set(be, &mg->level[last].x, 0));
@@ -185,7 +185,7 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
   for (int l = last - 1; l >= 0; l--) {
     if (l > 0) TRY(be->ops->vec->set(be, &mg->level[l].x, 0));
     TRY(be->ops->mg->prolong_add(be, &mg->level[l].grid, dpn, &mg->level[l + 1].x,
-                             l == 0 ? v : &mg->level[l].x));
+                                 l == 0 ? v : &mg->level[l].x));
   }
   return VOX_OK;
 }
@@ -305,8 +305,8 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
   if (l > 0 && be->ops->mg->stencil_lanczos) {
     /* the same steps with the scalars on the device: no host round trip
      * per step (on the small levels the steps are all latency) */
-    TRY(be->ops->mg->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p, q,
-                                 alpha, beta, &steps));
+    TRY(be->ops->mg->stencil_lanczos(be, lv->stencil, &lv->inv_diag, seed, LANCZOS_STEPS, r, z, p,
+                                     q, alpha, beta, &steps));
   } else {
     double rz;
     TRY(be->ops->vec->random(be, r, seed));
@@ -435,10 +435,10 @@ static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == 0)
-    return be->ops->op->smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
-                              x_out, level_flags(mg));
-  return be->ops->mg->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d,
-                                 x_out);
+    return be->ops->op->smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d, x_out,
+                               level_flags(mg));
+  return be->ops->mg->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta,
+                                     &lv->d, x_out);
 }
 
 /* r = b - A_l x, fused (op->residual / stencil_residual). */
@@ -482,7 +482,7 @@ static vox_status smooth_steps(vox_multigrid *mg, int l, int from_zero) {
   smoothing s = smoothing_start(mg, l);
   if (from_zero)
     TRY(mg->be->ops->vec->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d,
-                                   lv->cur));
+                                        lv->cur));
   for (int k = from_zero ? 1 : 0; k < level_steps(mg, l); k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, lv->cur, &s, lv->other));
@@ -505,7 +505,7 @@ static vox_status mg_restrict(void *self, int l) {
   vox_mg_level *lv = &mg->level[l];
   TRY(level_residual(mg, l, level_b(mg, l), lv->cur, lv->other));
   TRY(mg->be->ops->mg->restrict_residual(mg->be, &lv->grid, mg->dofs_per_node, lv->other,
-                                     &mg->level[l + 1].b));
+                                         &mg->level[l + 1].b));
   return l + 1 == mg->n_levels - 1 ? remove_translations(mg, &mg->level[l + 1].b) : VOX_OK;
 }
 
@@ -519,7 +519,7 @@ static vox_status mg_prolong(void *self, int l) {
   vox_multigrid *mg = self;
   vox_mg_level *lv = &mg->level[l];
   return mg->be->ops->mg->prolong_add(mg->be, &lv->grid, mg->dofs_per_node, &mg->level[l + 1].x,
-                                  lv->cur);
+                                      lv->cur);
 }
 
 static vox_status mg_postsmooth(void *self, int l) {

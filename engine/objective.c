@@ -163,7 +163,7 @@ static vox_status mutual_energy(vox_objective_state *obj, vox_vec *energy) {
   TRY(o->vec->axpy(be, &obj->w, a, &obj->v));
   TRY(o->op->element_energy(be, fem->op, &obj->w, &obj->energy_minus, 0)); /* E(u + a v) */
   TRY(o->vec->axpy(be, &obj->w, -2 * a, &obj->v));
-  TRY(o->op->element_energy(be, fem->op, &obj->w, energy, 0));            /* E(u - a v) */
+  TRY(o->op->element_energy(be, fem->op, &obj->w, energy, 0)); /* E(u - a v) */
   /* energy = (E(u - a v) - E(u + a v)) / (4a) */
   return o->vec->axpby(be, energy, -1 / (4 * a), &obj->energy_minus, 1 / (4 * a));
 }

@@ -619,8 +619,8 @@ static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options 
 /* eq. 7 of seed 000, from the energies of the state and adjoint */
 static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, double p) {
-  return be->ops->design->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p, opt->emin_ratio,
-                                   &s->dc);
+  return be->ops->design->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p,
+                                           opt->emin_ratio, &s->dc);
 }
 
 /* The built-in functions of C^H (seed 003 eq. 19-22), value and gradient:
@@ -753,8 +753,9 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     double lambda[VOX_OC_LAMBDAS], volume[VOX_OC_LAMBDAS];
     const double log_lo = log(lo), step = (log(hi) - log_lo) / (VOX_OC_LAMBDAS + 1);
     for (int j = 0; j < VOX_OC_LAMBDAS; j++) lambda[j] = exp(log_lo + (j + 1) * step);
-    TRY(o->design->oc_volumes(be, &s->x, &s->dc, s->dv, &s->design, s->passive, lambda, VOX_OC_LAMBDAS,
-                      opt->move_limit, opt->damping, q, s->rho_min, volume));
+    TRY(o->design->oc_volumes(be, &s->x, &s->dc, s->dv, &s->design, s->passive, lambda,
+                              VOX_OC_LAMBDAS, opt->move_limit, opt->damping, q, s->rho_min,
+                              volume));
     /* the volume falls as lambda grows: the first multiplier at or under
      * the target closes the bracket from above */
     int j = 0;
@@ -764,7 +765,7 @@ static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, o
     lo = new_lo, hi = new_hi;
   }
   return o->design->oc_update(be, &s->x, &s->dc, s->dv, &s->design, s->passive, hi, opt->move_limit,
-                      opt->damping, q, s->rho_min, x_new);
+                              opt->damping, q, s->rho_min, x_new);
 }
 
 /* Penalties of eq. 11 and 12 for 1-based iteration k. */

@@ -44,9 +44,9 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
 /* The state of opt->resume back: the scalars into `loop`, the design
  * variables into x, the rest into the objective and the fem (after
  * vox_loop_check_resume). */
-vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt,
-                            vox_loop_state *loop, vox_vec *x, vox_fem *fem,
-                            vox_objective_state *objective, vox_homog *homog);
+vox_status vox_loop_restore(vox_backend *be, const vox_optimizer_options *opt, vox_loop_state *loop,
+                            vox_vec *x, vox_fem *fem, vox_objective_state *objective,
+                            vox_homog *homog);
 
 /* The objective's part (objective.c): the states, their solution
  * histories and a mechanism's adjoint. */

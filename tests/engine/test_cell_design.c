@@ -299,16 +299,16 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   double c[36], g[36], f;
   /* f at a density, the formula's gradient in C^H left in g */
   double *work = malloc(ne * sizeof *work);
-#define F_AT(density)                                                                           \
-  do {                                                                                          \
-    int cg_;                                                                                    \
-    vox_solve_result failed_;                                                                   \
-    op->vec->upload(be, &rho, density);                                                          \
-    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli));     \
-    CHECK_OK(ctx, vox_fem_update(h->fem));                                                      \
-    CHECK_OK(ctx, vox_homog_solve(h, &so, &ones, c, &cg_, &failed_));                          \
-    CHECK(failed_.reason > 0);                                                                  \
-    CHECK_OK(ctx, vox_expression_evaluate(ctx, expr, c, iteration, &f, g));                     \
+#define F_AT(density)                                                                              \
+  do {                                                                                             \
+    int cg_;                                                                                       \
+    vox_solve_result failed_;                                                                      \
+    op->vec->upload(be, &rho, density);                                                            \
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli));  \
+    CHECK_OK(ctx, vox_fem_update(h->fem));                                                         \
+    CHECK_OK(ctx, vox_homog_solve(h, &so, &ones, c, &cg_, &failed_));                              \
+    CHECK(failed_.reason > 0);                                                                     \
+    CHECK_OK(ctx, vox_expression_evaluate(ctx, expr, c, iteration, &f, g));                        \
   } while (0)
   F_AT(m.density);
   CHECK(fabs(c[3 * 6 + 4]) > 1e-6 && fabs(c[0 * 6 + 5]) > 1e-6); /* the couplings are there */

@@ -238,13 +238,13 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   vox_solve_result failed;
   /* C^H at rho, and at rho +- step on element e */
   double *work = malloc(ne * sizeof *work);
-#define AT(density)                                                                \
-  do {                                                                             \
-    op->vec->upload(be, &rho, density);                                             \
-    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli)); \
-    CHECK_OK(ctx, vox_fem_update(h->fem));                                         \
-    CHECK_OK(ctx, vox_homog_solve(h, &o, &ones, c, &cg, &failed));                 \
-    CHECK(failed.reason > 0);                                                      \
+#define AT(density)                                                                                \
+  do {                                                                                             \
+    op->vec->upload(be, &rho, density);                                                            \
+    CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h->fem->e_solid, p, emin, &h->fem->moduli));  \
+    CHECK_OK(ctx, vox_fem_update(h->fem));                                                         \
+    CHECK_OK(ctx, vox_homog_solve(h, &o, &ones, c, &cg, &failed));                                 \
+    CHECK(failed.reason > 0);                                                                      \
   } while (0)
   const int elements[3] = {0, 137, 511};
   const int entries[4][2] = {{0, 0}, {0, 1}, {3, 3}, {2, 5}};
@@ -368,7 +368,7 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
     o.rtol = run == 0 ? 1e-12 : 1e-2;
     CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h[run]));
     CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h[run]->fem->e_solid, 3, 1e-9,
-                                  &h[run]->fem->moduli));
+                                          &h[run]->fem->moduli));
     CHECK_OK(ctx, vox_fem_update(h[run]->fem));
     int cg;
     vox_solve_result failed;
@@ -435,7 +435,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
     CHECK_OK(ctx, vox_homog_create_fields(ctx, be, &m, half, VOX_ALL_STRAINS, &h[half]));
     CHECK(h[half]->half_fields == half);
     CHECK_OK(ctx, op->design->simp_moduli(be, &rho, &h[half]->fem->e_solid, 3, 1e-9,
-                                  &h[half]->fem->moduli));
+                                          &h[half]->fem->moduli));
     CHECK_OK(ctx, vox_fem_update(h[half]->fem));
     int cg;
     vox_solve_result failed;

@@ -198,8 +198,7 @@ static int interleave(const seen_cases *s, int cases, double *out) {
  * their residuals interleaved), from u = 0: one solve seen by the monitor,
  * and one stopped after `stop` iterations, whose residuals must be the
  * monitor's at that iteration. */
-static int sparse_residuals(vox_context *ctx, vox_backend *be, double *out, int stop,
-                            double *sum) {
+static int sparse_residuals(vox_context *ctx, vox_backend *be, double *out, int stop, double *sum) {
   vox_model m;
   make_bone_model(ctx, &m, 16, 7, 0);
   clamp_bottom_load_top(ctx, &m);
@@ -235,8 +234,8 @@ static int sparse_residuals(vox_context *ctx, vox_backend *be, double *out, int 
  * from rest, and one solve stopped after `stop` iterations; the checksum
  * of C^H. */
 static vox_status cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m,
-                             const double *rho_host, const vox_solver_options *opt,
-                             double c[36], vox_solve_result last[6]) {
+                             const double *rho_host, const vox_solver_options *opt, double c[36],
+                             vox_solve_result last[6]) {
   const size_t ne = (size_t)vox_grid_elements(&m->grid);
   vox_homog *hc = NULL;
   CHECK_OK(ctx, vox_homog_create_fields(ctx, be, m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, &hc));
@@ -248,7 +247,8 @@ static vox_status cell_solve(vox_context *ctx, vox_backend *be, const vox_model 
   vox_vec rho;
   CHECK_OK(ctx, be->ops->vec->create(be, ne, &rho));
   CHECK_OK(ctx, be->ops->vec->upload(be, &rho, rho_host));
-  CHECK_OK(ctx, be->ops->design->simp_moduli(be, &rho, &hc->fem->e_solid, 3, 1e-9, &hc->fem->moduli));
+  CHECK_OK(ctx,
+           be->ops->design->simp_moduli(be, &rho, &hc->fem->e_solid, 3, 1e-9, &hc->fem->moduli));
   CHECK_OK(ctx, vox_fem_update(hc->fem));
   be->ops->vec->destroy(be, &rho);
   int iterations;
@@ -259,8 +259,7 @@ static vox_status cell_solve(vox_context *ctx, vox_backend *be, const vox_model 
   return VOX_OK;
 }
 
-static int cell_residuals(vox_context *ctx, vox_backend *be, double *out, int stop,
-                          double *sum) {
+static int cell_residuals(vox_context *ctx, vox_backend *be, double *out, int stop, double *sum) {
   const int nc = 8;
   const vox_grid g = {.nx = nc, .ny = nc, .nz = nc, .voxel_size = {1.0 / nc, 1.0 / nc, 1.0 / nc}};
   vox_model m;

@@ -76,8 +76,8 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
 
   /* level 0 -> 1 */
   random_vec(be, &xc, 3);
-  be->ops->mg->prolong_add(be, &g0, 3, &xc, &xf);    /* xf = P xc */
-  be->ops->op->apply(be, fem->op, &xf, &yf, 0);   /* yf = A P xc */
+  be->ops->mg->prolong_add(be, &g0, 3, &xc, &xf);        /* xf = P xc */
+  be->ops->op->apply(be, fem->op, &xf, &yf, 0);          /* yf = A P xc */
   be->ops->mg->restrict_residual(be, &g0, 3, &yf, &ref); /* R A P xc */
   be->ops->mg->stencil_apply(be, s1, &xc, &yc);
   be->ops->vec->axpy(be, &yc, -1, &ref);

@@ -137,10 +137,13 @@ int main(void) {
   }
   /* the tap bound holds for periodic filters, whose reach is not cut */
   vox_filter *f = NULL;
-  CHECK(be->ops->design->filter_create_periodic(be, &cell, 40, active, &f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, 40, active, &f) ==
+        VOX_ERR_INVALID_ARGUMENT);
   CHECK(f == NULL);
-  CHECK(be->ops->design->filter_create_periodic(be, &cell, 1e300, active, &f) == VOX_ERR_INVALID_ARGUMENT);
-  CHECK(be->ops->design->filter_create_periodic(be, &cell, -1, active, &f) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, 1e300, active, &f) ==
+        VOX_ERR_INVALID_ARGUMENT);
+  CHECK(be->ops->design->filter_create_periodic(be, &cell, -1, active, &f) ==
+        VOX_ERR_INVALID_ARGUMENT);
 
   vox_backend_destroy(be);
   vox_context_destroy(ctx);

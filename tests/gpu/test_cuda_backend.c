@@ -57,7 +57,8 @@ static void test_vectors(size_t n) {
   if (pv_poison(&w) && BOTH("vec_set", c->vec->set(cpu, &w.c, -2.5), g->vec->set(gpu, &w.g, -2.5)))
     pv_check("vec_set", &w, TOL);
   pv_random(&x, &seed, -1, 1);
-  if (pv_poison(&w) && BOTH("vec_copy", c->vec->copy(cpu, &w.c, &x.c), g->vec->copy(gpu, &w.g, &x.g)))
+  if (pv_poison(&w) &&
+      BOTH("vec_copy", c->vec->copy(cpu, &w.c, &x.c), g->vec->copy(gpu, &w.g, &x.g)))
     pv_check("vec_copy", &w, TOL);
   pv_random(&y, &seed, -1, 1);
   if (BOTH("vec_axpy", c->vec->axpy(cpu, &y.c, 0.7, &x.c), g->vec->axpy(gpu, &y.g, 0.7, &x.g)))
@@ -93,7 +94,8 @@ static void test_vectors(size_t n) {
         pv_check("smoother_step x", &x, TOL);
       }
       if (pv_poison(&d) && pv_poison(&x) &&
-          BOTH("smoother_step zero start", c->vec->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
+          BOTH("smoother_step zero start",
+               c->vec->smoother_step(cpu, &b.c, NULL, &w.c, 1.1, 0, &d.c, &x.c),
                g->vec->smoother_step(gpu, &b.g, NULL, &w.g, 1.1, 0, &d.g, &x.g))) {
         pv_check("smoother_step zero start d", &d, TOL);
         pv_check("smoother_step zero start x", &x, TOL);
@@ -162,7 +164,8 @@ static void test_vectors(size_t n) {
         pv_check("cg_direction p", &p, TOL);
       if (BOTH("cg q = -p", c->vec->axpby(cpu, &q.c, -1, &p.c, 0),
                g->vec->axpby(gpu, &q.g, -1, &p.g, 0)) &&
-          G_OK("cg_step p.q < 0", g->vec->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
+          G_OK("cg_step p.q < 0",
+               g->vec->cg_step(gpu, &x.g, &r.g, &p.g, &q.g, &pq_g, &rz_g, &rr_g))) {
         pv_check("cg_step p.q < 0 leaves x", &x, TOL);
         pv_check("cg_step p.q < 0 leaves r", &r, TOL);
         if (pq_g < 0)
@@ -308,7 +311,8 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
         pv_check(check, &y, TOL_SINGLE);
     }
     snprintf(check, sizeof check, "op_diagonal %s", kn);
-    if (pv_poison(&d) && BOTH(check, c->op->diagonal(cpu, cop, &d.c), g->op->diagonal(gpu, gop, &d.g)))
+    if (pv_poison(&d) &&
+        BOTH(check, c->op->diagonal(cpu, cop, &d.c), g->op->diagonal(gpu, gop, &d.g)))
       pv_check(check, &d, TOL);
     /* zeroes the fixed dofs of the product above, keeps the others */
     snprintf(check, sizeof check, "op_zero_fixed %s", kn);
@@ -468,10 +472,10 @@ static void test_simp(size_t n) {
       snprintf(check, sizeof check, "oc_update lambda=%g q=%g", lambdas[i], qs[j]);
       if (pv_poison(&out) &&
           BOTH(check,
-               c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i], 0.2,
-                            0.5, qs[j], 0, &out.c),
-               g->design->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i], 0.2,
-                            0.5, qs[j], 0, &out.g)))
+               c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambdas[i],
+                                    0.2, 0.5, qs[j], 0, &out.c),
+               g->design->oc_update(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambdas[i],
+                                    0.2, 0.5, qs[j], 0, &out.g)))
         pv_check(check, &out, TOL);
     }
   /* the volumes of 32 multipliers in one pass, against each other and
@@ -483,14 +487,14 @@ static void test_simp(size_t n) {
     snprintf(check, sizeof check, "oc_volumes q=%g", qs[j]);
     if (!BOTH(check,
               c->design->oc_volumes(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda,
-                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vc),
+                                    VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vc),
               g->design->oc_volumes(gpu, &rho.g, &dc.g, &dv.g, &design.g, &passive.g, lambda,
-                            VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vg)))
+                                    VOX_OC_LAMBDAS, 0.2, 0.5, qs[j], 0, vg)))
       continue;
     for (int k = 0; k < VOX_OC_LAMBDAS; k += 7) {
       double direct;
-      if (!C_OK(check, c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c, lambda[k],
-                                    0.2, 0.5, qs[j], 0, &out.c)) ||
+      if (!C_OK(check, c->design->oc_update(cpu, &rho.c, &dc.c, &dv.c, &design.c, &passive.c,
+                                            lambda[k], 0.2, 0.5, qs[j], 0, &out.c)) ||
           !C_OK(check, c->vec->dot(cpu, &out.c, &dv.c, &direct)))
         break;
       snprintf(check, sizeof check, "oc_volumes q=%g lambda=%.3g cuda vs cpu", qs[j], lambda[k]);
@@ -546,22 +550,24 @@ static void test_filter(const vox_grid *grid, double radius_voxels, uint64_t see
   for (size_t e = 0; e < ne; e++) rho.hc[e] = uniform(&seed) < 0.1 ? 1e-4 : uniform(&seed);
   pv_upload(&rho, rho.hc);
   pv_random(&dc, &seed, -3, 0);
-  if (periodic ? !C_OK("filter_create_periodic",
-                       c->design->filter_create_periodic(cpu, grid, radius, active, &cf)) ||
-                     !G_OK("filter_create_periodic",
-                           g->design->filter_create_periodic(gpu, grid, radius, active, &gf))
-               : !C_OK("filter_create", c->design->filter_create(cpu, grid, radius, active, &cf)) ||
-                     !G_OK("filter_create", g->design->filter_create(gpu, grid, radius, active, &gf)))
+  if (periodic
+          ? !C_OK("filter_create_periodic",
+                  c->design->filter_create_periodic(cpu, grid, radius, active, &cf)) ||
+                !G_OK("filter_create_periodic",
+                      g->design->filter_create_periodic(gpu, grid, radius, active, &gf))
+          : !C_OK("filter_create", c->design->filter_create(cpu, grid, radius, active, &cf)) ||
+                !G_OK("filter_create", g->design->filter_create(gpu, grid, radius, active, &gf)))
     goto done;
   if (pv_poison(&out) && BOTH("filter_apply", c->design->filter_apply(cpu, cf, &in.c, &out.c),
                               g->design->filter_apply(gpu, gf, &in.g, &out.g)))
     pv_check("filter_apply", &out, TOL);
-  if (pv_poison(&out) && BOTH("filter_transpose", c->design->filter_transpose(cpu, cf, &in.c, &out.c),
-                              g->design->filter_transpose(gpu, gf, &in.g, &out.g)))
-    pv_check("filter_transpose", &out, TOL);
   if (pv_poison(&out) &&
-      BOTH("filter_sensitivity", c->design->filter_sensitivity(cpu, cf, &rho.c, &dc.c, 1e-3, &out.c),
-           g->design->filter_sensitivity(gpu, gf, &rho.g, &dc.g, 1e-3, &out.g)))
+      BOTH("filter_transpose", c->design->filter_transpose(cpu, cf, &in.c, &out.c),
+           g->design->filter_transpose(gpu, gf, &in.g, &out.g)))
+    pv_check("filter_transpose", &out, TOL);
+  if (pv_poison(&out) && BOTH("filter_sensitivity",
+                              c->design->filter_sensitivity(cpu, cf, &rho.c, &dc.c, 1e-3, &out.c),
+                              g->design->filter_sensitivity(gpu, gf, &rho.g, &dc.g, 1e-3, &out.g)))
     pv_check("filter_sensitivity", &out, TOL);
 done:
   if (cf) c->design->filter_destroy(cpu, cf);
@@ -697,13 +703,14 @@ static void stencil_lanczos_check(const char *level, pstencil *s, size_t n) {
   snprintf(check, sizeof check, "%s stencil_lanczos", level);
   if (!pv_create(&w, n) || !pv_create(&r, n) || !pv_create(&z, n) || !pv_create(&p, n) ||
       !pv_create(&q, n) ||
-      !BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &w.c), g->mg->stencil_diagonal(gpu, s->g, &w.g)) ||
+      !BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &w.c),
+            g->mg->stencil_diagonal(gpu, s->g, &w.g)) ||
       !BOTH(check, c->vec->reciprocal(cpu, &w.c), g->vec->reciprocal(gpu, &w.g)))
     goto done;
   const int kc = lanczos_loop(cpu, s->c, &w.c, seed, STEPS, &r.c, &z.c, &p.c, &q.c, ac, bc);
   const int kl = lanczos_loop(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, al, bl);
   if (!G_OK(check, g->mg->stencil_lanczos(gpu, s->g, &w.g, seed, STEPS, &r.g, &z.g, &p.g, &q.g, ag,
-                                      bg, &kg)))
+                                          bg, &kg)))
     goto done;
   /* A small level's CG converges within its few distinct eigenvalues, and
    * past a drop of r.z by 1e-12 (the product of the betas) its steps are
@@ -751,12 +758,12 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
   if (!pv_create(&x, n) || !pv_create(&y, n) || !pv_create(&b, n)) goto done;
   pv_random(&x, seed, -0.5, 0.5);
   snprintf(check, sizeof check, "%s stencil_apply", level);
-  if (pv_poison(&y) &&
-      BOTH(check, c->mg->stencil_apply(cpu, s->c, &x.c, &y.c), g->mg->stencil_apply(gpu, s->g, &x.g, &y.g)))
+  if (pv_poison(&y) && BOTH(check, c->mg->stencil_apply(cpu, s->c, &x.c, &y.c),
+                            g->mg->stencil_apply(gpu, s->g, &x.g, &y.g)))
     pv_check(check, &y, TOL);
   snprintf(check, sizeof check, "%s stencil_diagonal", level);
-  if (pv_poison(&y) &&
-      BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &y.c), g->mg->stencil_diagonal(gpu, s->g, &y.g)))
+  if (pv_poison(&y) && BOTH(check, c->mg->stencil_diagonal(cpu, s->c, &y.c),
+                            g->mg->stencil_diagonal(gpu, s->g, &y.g)))
     pv_check(check, &y, TOL);
   stencil_fused(level, s, n, seed, TOL);
   if (g->mg->stencil_lanczos) stencil_lanczos_check(level, s, n);
@@ -829,10 +836,12 @@ static void stencil_level(const char *level, pstencil *s, const vox_grid *grid, 
                 (int)VOX_ERR_INVALID_ARGUMENT);
     for (size_t i = 0; i < s->n_values; i++) s->hc[i] = -s->hc[i];
     snprintf(check, sizeof check, "%s stencil_factor+solve after a failure", level);
-    if (BOTH(check, c->mg->stencil_upload(cpu, s->c, s->hc), g->mg->stencil_upload(gpu, s->g, s->hc)) &&
+    if (BOTH(check, c->mg->stencil_upload(cpu, s->c, s->hc),
+             g->mg->stencil_upload(gpu, s->g, s->hc)) &&
         BOTH(check, c->mg->stencil_factor(cpu, s->c), g->mg->stencil_factor(gpu, s->g)) &&
         pv_poison(&x) &&
-        BOTH(check, c->mg->stencil_solve(cpu, s->c, &b.c, &x.c), g->mg->stencil_solve(gpu, s->g, &b.g, &x.g)))
+        BOTH(check, c->mg->stencil_solve(cpu, s->c, &b.c, &x.c),
+             g->mg->stencil_solve(gpu, s->g, &b.g, &x.g)))
       pv_check(check, &x, 1e-9);
   }
 done:
@@ -873,13 +882,13 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
 
   /* transfers: coarse = R fine; fine += P coarse (into a non-zero fine vector) */
   pv_random(&r0, &seed, -1, 1);
-  if (pv_poison(&r1) && BOTH("restrict_residual 0->1",
-                             c->mg->restrict_residual(cpu, &g0, dpn, &r0.c, &r1.c),
-                             g->mg->restrict_residual(gpu, &g0, dpn, &r0.g, &r1.g)))
+  if (pv_poison(&r1) &&
+      BOTH("restrict_residual 0->1", c->mg->restrict_residual(cpu, &g0, dpn, &r0.c, &r1.c),
+           g->mg->restrict_residual(gpu, &g0, dpn, &r0.g, &r1.g)))
     pv_check("restrict_residual level 0->1", &r1, TOL);
-  if (pv_poison(&r2) && BOTH("restrict_residual 1->2",
-                             c->mg->restrict_residual(cpu, &g1, dpn, &r1.c, &r2.c),
-                             g->mg->restrict_residual(gpu, &g1, dpn, &r1.g, &r2.g)))
+  if (pv_poison(&r2) &&
+      BOTH("restrict_residual 1->2", c->mg->restrict_residual(cpu, &g1, dpn, &r1.c, &r2.c),
+           g->mg->restrict_residual(gpu, &g1, dpn, &r1.g, &r2.g)))
     pv_check("restrict_residual level 1->2", &r2, TOL);
   pv_random(&r1, &seed, -1, 1);
   if (BOTH("prolong_add 1->0", c->mg->prolong_add(cpu, &g0, dpn, &r1.c, &r0.c),
@@ -929,11 +938,13 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
     memset(&x1, 0, sizeof x1), memset(&y1, 0, sizeof y1);
     if (pv_create(&x1, n1) && pv_create(&y1, n1)) {
       pv_random(&x1, &seed, -0.5, 0.5);
-      if (pv_poison(&y1) && BOTH("stencil_apply mixed", c->mg->stencil_apply(cpu, m1.c, &x1.c, &y1.c),
-                                 g->mg->stencil_apply(gpu, m1.g, &x1.g, &y1.g)))
+      if (pv_poison(&y1) &&
+          BOTH("stencil_apply mixed", c->mg->stencil_apply(cpu, m1.c, &x1.c, &y1.c),
+               g->mg->stencil_apply(gpu, m1.g, &x1.g, &y1.g)))
         pv_check("mixed stencil_apply level 1", &y1, 1e-5);
-      if (pv_poison(&y1) && BOTH("stencil_diagonal mixed", c->mg->stencil_diagonal(cpu, m1.c, &y1.c),
-                                 g->mg->stencil_diagonal(gpu, m1.g, &y1.g)))
+      if (pv_poison(&y1) &&
+          BOTH("stencil_diagonal mixed", c->mg->stencil_diagonal(cpu, m1.c, &y1.c),
+               g->mg->stencil_diagonal(gpu, m1.g, &y1.g)))
         pv_check("mixed stencil_diagonal level 1", &y1, TOL_MIXED);
       stencil_fused("mixed level 1", &m1, n1, &seed, 1e-5);
     }
@@ -948,7 +959,8 @@ static void test_multigrid(const vox_grid *grid, int dpn, uint64_t seed) {
     memset(&b2, 0, sizeof b2), memset(&x2, 0, sizeof x2);
     if (pv_create(&b2, n2) && pv_create(&x2, n2)) {
       pv_random(&b2, &seed, -1, 1);
-      if (BOTH("stencil_factor mixed", c->mg->stencil_factor(cpu, m2.c), g->mg->stencil_factor(gpu, m2.g)) &&
+      if (BOTH("stencil_factor mixed", c->mg->stencil_factor(cpu, m2.c),
+               g->mg->stencil_factor(gpu, m2.g)) &&
           pv_poison(&x2) &&
           BOTH("stencil_solve mixed", c->mg->stencil_solve(cpu, m2.c, &b2.c, &x2.c),
                g->mg->stencil_solve(gpu, m2.g, &b2.g, &x2.g)))

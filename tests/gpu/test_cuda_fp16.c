@@ -152,8 +152,9 @@ static int abs_product(const level_problem *p, const double *values, const doubl
     for (size_t v = 0; v < p->n_values; v++) av[v] = fabs(values[v]);
     for (size_t i = 0; i < n; i++) ax[i] = fabs(x[i]);
   }
-  ok = ok && C_OK("abs stencil", c->mg->stencil_create(cpu, &p->coarse, p->dpn,
-                                                   VOX_PRECISION_DOUBLE, &st)) &&
+  ok = ok &&
+       C_OK("abs stencil",
+            c->mg->stencil_create(cpu, &p->coarse, p->dpn, VOX_PRECISION_DOUBLE, &st)) &&
        C_OK("abs stencil", c->mg->stencil_upload(cpu, st, av)) &&
        C_OK("abs stencil", c->vec->create(cpu, n, &vx)) &&
        C_OK("abs stencil", c->vec->create(cpu, n, &vy)) &&
@@ -188,8 +189,10 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
     goto done;
   }
   fp16_stencils(1);
-  if (!C_OK("stencil_create", c->mg->stencil_create(cpu, &p.coarse, dpn, VOX_PRECISION_DOUBLE, &cs)) ||
-      !G_OK("stencil_create", g->mg->stencil_create(gpu, &p.coarse, dpn, VOX_PRECISION_MIXED, &gs)) ||
+  if (!C_OK("stencil_create",
+            c->mg->stencil_create(cpu, &p.coarse, dpn, VOX_PRECISION_DOUBLE, &cs)) ||
+      !G_OK("stencil_create",
+            g->mg->stencil_create(gpu, &p.coarse, dpn, VOX_PRECISION_MIXED, &gs)) ||
       !C_OK("stencil_create", c->mg->stencil_create(cpu, &l2, dpn, VOX_PRECISION_DOUBLE, &c2)) ||
       !G_OK("stencil_create", g->mg->stencil_create(gpu, &l2, dpn, VOX_PRECISION_MIXED, &g2)))
     goto done;
@@ -221,14 +224,16 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
   if (!abs_product(&p, v, x.hc, bound)) goto done;
 
   /* the product packs the level; then the fused steps on the packed values */
-  if (pv_poison(&y) && BOTH("stencil_apply", c->mg->stencil_apply(cpu, cs, &x.c, &y.c),
-                            g->mg->stencil_apply(gpu, gs, &x.g, &y.g)) &&
+  if (pv_poison(&y) &&
+      BOTH("stencil_apply", c->mg->stencil_apply(cpu, cs, &x.c, &y.c),
+           g->mg->stencil_apply(gpu, gs, &x.g, &y.g)) &&
       C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
       G_OK("download", g->vec->download(gpu, &y.g, y.hg)))
     report_rows("fp16 stencil_apply, row by row", y.hg, y.hc, bound, n, TOL_FP16,
                 is_cuda() ? FP16_SEEN : 0);
-  if (pv_poison(&y) && BOTH("stencil_residual", c->mg->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
-                            g->mg->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)) &&
+  if (pv_poison(&y) &&
+      BOTH("stencil_residual", c->mg->stencil_residual(cpu, cs, &b.c, &x.c, &y.c),
+           g->mg->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)) &&
       C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
       G_OK("download", g->vec->download(gpu, &y.g, y.hg)))
     report_rows("fp16 stencil_residual, row by row", y.hg, y.hc, bound, n, TOL_FP16, 0);
@@ -237,7 +242,8 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
   pv_random(&d, &seed, -1, 1);
   for (size_t i = 0; i < n; i++) bound_w[i] = alpha * w.hc[i] * bound[i];
   if (pv_poison(&y) &&
-      BOTH("stencil_smooth", c->mg->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, alpha, beta, &d.c, &y.c),
+      BOTH("stencil_smooth",
+           c->mg->stencil_smooth(cpu, cs, &b.c, &x.c, &w.c, alpha, beta, &d.c, &y.c),
            g->mg->stencil_smooth(gpu, gs, &b.g, &x.g, &w.g, alpha, beta, &d.g, &y.g)) &&
       C_OK("download", c->vec->download(cpu, &d.c, d.hc)) &&
       G_OK("download", g->vec->download(gpu, &d.g, d.hg)) &&
@@ -247,8 +253,9 @@ static void test_level(int64_t nx, int64_t ny, int64_t nz, int dpn, int periodic
     report_rows("fp16 stencil_smooth x + d, row by row", y.hg, y.hc, bound_w, n, TOL_FP16, 0);
   }
   /* the diagonal of the packed level: S^2 times A_hat's exact 2^12 */
-  if (pv_poison(&y) && BOTH("stencil_diagonal", c->mg->stencil_diagonal(cpu, cs, &y.c),
-                            g->mg->stencil_diagonal(gpu, gs, &y.g)) &&
+  if (pv_poison(&y) &&
+      BOTH("stencil_diagonal", c->mg->stencil_diagonal(cpu, cs, &y.c),
+           g->mg->stencil_diagonal(gpu, gs, &y.g)) &&
       C_OK("download", c->vec->download(cpu, &y.c, y.hc)) &&
       G_OK("download", g->vec->download(gpu, &y.g, y.hg))) {
     for (size_t i = 0; i < n; i++) bound[i] = fabs(y.hc[i]);

@@ -105,8 +105,8 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
                                 g->op->apply(gpu, p.gop, &x.g, &y.g, flags)))
         pv_check(check, &y, single ? TOL_SINGLE : TOL);
     }
-  if (pv_poison(&d) && BOTH("op_diagonal", c->op->diagonal(cpu, p.cop, &d.c),
-                            g->op->diagonal(gpu, p.gop, &d.g)))
+  if (pv_poison(&d) &&
+      BOTH("op_diagonal", c->op->diagonal(cpu, p.cop, &d.c), g->op->diagonal(gpu, p.gop, &d.g)))
     pv_check("op_diagonal", &d, TOL);
   for (int single = 0; single <= 1; single++) {
     char check[64];
@@ -165,10 +165,9 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
     }
     /* the bulk modulus's weights: a 3 x 3 block of ones, zero elsewhere */
     for (int i = 0; i < 36; i++) wts[i] = i / 6 < 3 && i % 6 < 3 ? 1.0 / 9 : 0;
-    if (pv_poison(&e) &&
-        BOTH("op_strain_energy bulk weights",
-             c->op->strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
-             g->op->strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
+    if (pv_poison(&e) && BOTH("op_strain_energy bulk weights",
+                              c->op->strain_energy(cpu, p.cop, 6, uc, chi, wts, &e.c),
+                              g->op->strain_energy(gpu, p.gop, 6, ug, chi, wts, &e.g)))
       pv_check("op_strain_energy bulk weights", &e, TOL);
     /* C^H's energy form: the sums over the elements, weighted by the moduli */
     for (int n = 1; n <= 6; n += 5) {
@@ -189,14 +188,15 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
                BOTH("hvec_store", c->vec->half_store(cpu, &uc[f], &hc[f]),
                     g->vec->half_store(gpu, &ug[f], &hg[f]));
       if (stored && pv_poison(&y) &&
-          BOTH("hvec_load", c->vec->half_load(cpu, &hc[f], &y.c), g->vec->half_load(gpu, &hg[f], &y.g)))
+          BOTH("hvec_load", c->vec->half_load(cpu, &hc[f], &y.c),
+               g->vec->half_load(gpu, &hg[f], &y.g)))
         pv_check("hvec_store and hvec_load (exact)", &y, 0);
     }
     if (stored) {
       for (int i = 0; i < 36; i++) wts[i] = uniform(&seed) - 0.3;
-      if (pv_poison(&e) &&
-          BOTH("op_strain_energy_half", c->op->strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
-               g->op->strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
+      if (pv_poison(&e) && BOTH("op_strain_energy_half",
+                                c->op->strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
+                                g->op->strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
         pv_check("op_strain_energy_half 6 fields", &e, TOL);
       double sc[36], sg[36];
       if (BOTH("op_strain_energy_sums_half",
@@ -241,7 +241,8 @@ static void test_refusals(void) {
   vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
   const vox_grid cg = vox_grid_coarsen(&p.grid);
   vox_stencil *st = NULL;
-  if (G_OK("stencil_create", gpu->ops->mg->stencil_create(gpu, &cg, 3, VOX_PRECISION_DOUBLE, &st))) {
+  if (G_OK("stencil_create",
+           gpu->ops->mg->stencil_create(gpu, &cg, 3, VOX_PRECISION_DOUBLE, &st))) {
     const vox_status s = gpu->ops->mg->galerkin_operator(gpu, p.gop, st);
     if (s == VOX_ERR_UNSUPPORTED)
       printf("  ok    %s refuses a Galerkin product with held masters: %s\n", where,
@@ -289,8 +290,8 @@ static void stencil_ops(const char *level, vox_stencil *cs, vox_stencil *gs, siz
                               g->mg->stencil_residual(gpu, gs, &b.g, &x.g, &y.g)))
       pv_check(check, &y, tol);
     snprintf(check, sizeof check, "%s stencil_diagonal", level);
-    if (pv_poison(&y) && BOTH(check, c->mg->stencil_diagonal(cpu, cs, &y.c),
-                              g->mg->stencil_diagonal(gpu, gs, &y.g)))
+    if (pv_poison(&y) &&
+        BOTH(check, c->mg->stencil_diagonal(cpu, cs, &y.c), g->mg->stencil_diagonal(gpu, gs, &y.g)))
       pv_check(check, &y, tol);
   }
   pv_destroy(&x), pv_destroy(&b), pv_destroy(&y), pv_destroy(&w), pv_destroy(&d);
@@ -324,7 +325,8 @@ static void test_stencils(int64_t nx, int64_t ny, int64_t nz, int dpn, vox_preci
   if (BOTH("galerkin_operator", c->mg->galerkin_operator(cpu, p.cop, c1),
            g->mg->galerkin_operator(gpu, p.gop, g1)))
     stencil_check("galerkin_operator", c1, g1, n1 * 27 * bs, tol);
-  if (BOTH("galerkin_stencil", c->mg->galerkin_stencil(cpu, c1, c2), g->mg->galerkin_stencil(gpu, g1, g2)))
+  if (BOTH("galerkin_stencil", c->mg->galerkin_stencil(cpu, c1, c2),
+           g->mg->galerkin_stencil(gpu, g1, g2)))
     stencil_check("galerkin_stencil", c2, g2, n2 * 27 * bs, tol);
   /* the products on the CPU's values (the same on both: a float level is
    * compared against its own rounding by uploading the CUDA values) */
@@ -466,8 +468,8 @@ static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int
               "cell solver", "create") &&
       call_ok(o->vec->create(be, (size_t)n * n * n, &rho), be, "cell solver", "rho") &&
       call_ok(o->vec->upload(be, &rho, m->density), be, "cell solver", "rho") &&
-      call_ok(o->design->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli), be,
-              "cell solver", "moduli") &&
+      call_ok(o->design->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli),
+              be, "cell solver", "moduli") &&
       call_ok(vox_fem_update((*h)->fem), be, "cell solver", "update") &&
       call_ok(vox_homog_solve(*h, &opt, NULL, c, iterations, &failed), be, "cell solver", "solve");
   if (rho.data) o->vec->destroy(be, &rho);
