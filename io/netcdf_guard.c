@@ -88,9 +88,13 @@ static const char *check_superblock(const unsigned char *b, size_t n, long long 
   const uint64_t base = le(b + at, so), eof = le(b + at + 2 * (size_t)so, so);
   /* addresses count from the base, the superblock's own place as a rule */
   if (base > (uint64_t)sb) return "an HDF5 superblock whose base address is wrong (damaged)";
-  if (eof > (uint64_t)size - base || eof < end)
-    return "an HDF5 superblock whose end of file does not match the file's size (truncated or "
-           "damaged)";
+  /* The library truncates a file to its end of file when it closes it: a
+   * shorter file lost bytes, a longer one gained some, and either shifts
+   * the structures the superblock points to (libhdf5 1.10 freed an
+   * invalid pointer in nc_open on a file with one byte inserted). */
+  if (eof != (uint64_t)size - base || eof < end)
+    return "an HDF5 superblock whose end of file does not match the file's size (truncated, "
+           "or bytes lost or inserted)";
   if (version >= 2) {
     const uint64_t root = le(b + at + 3 * (size_t)so, so);
     if (root < end || root >= eof)

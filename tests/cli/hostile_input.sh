@@ -282,10 +282,13 @@ memory)
 damaged_netcdf)
   # a damaged HDF5 superblock is refused before nc_open (where libhdf5
   # 1.10 freed an invalid pointer on a mutated file): version, end of file,
-  # checksum, and a file that is no netCDF at all
+  # checksum, a byte inserted after the superblock (the heap then corrupted
+  # by nc_open showed at exit, status 134) or one removed, and a file that
+  # is no netCDF at all
   make_model "$LOG/good.nc" || finish
   i=0
-  for edit in "b[8] = 7" "b[28] ^= 0x40" "b[44] ^= 1" "b[0:8] = b'NOTHDF5!'"; do
+  for edit in "b[8] = 7" "b[28] ^= 0x40" "b[44] ^= 1" "b[4000:4000] = b'='" "del b[4000]" \
+    "b[0:8] = b'NOTHDF5!'"; do
     i=$((i + 1))
     $PY - "$LOG/good.nc" "d$i.nc" "$edit" <<'PY' || fail "could not damage the file"
 import sys
