@@ -881,6 +881,8 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
   if (st == VOX_OK) {
     free(model->displacement);
     model->displacement = NULL;
+    free(model->nodal_density); /* an element-free Galerkin start's, not this design's */
+    model->nodal_density = NULL;
     model->stage = VOX_STAGE_DESIGN;
     model->optimization_end = (vox_optimization_end){0};
     st = opt->checkpoint(opt->checkpoint_self, model, &state);

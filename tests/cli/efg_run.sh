@@ -38,6 +38,12 @@ u = np.asarray(d["displacement"][0])
 assert np.abs(u[:, :, 0, :]).max() < 1e-3 * np.abs(u).max(), "the clamp at x = 0 moves"
 PY
 
+# a second run reads the design file's nodal densities and goes on from them
+"$OPTIMIZE" design.nc -o design2.nc --discretization efg --max-iterations 1 --volume-fraction 0.4 \
+  --threads 2 -q 2>"$LOG/err" || fail "optimize design.nc: $(tail -n 3 "$LOG/err")"
+ncdump -h design2.nc | grep -qE "iteration = (5|UNLIMITED ; // \(5 currently\))" ||
+  fail "design2.nc: the history does not go on from design.nc's 4 rows"
+
 for out in design.vti design.vtu design.stl; do
   "$EXPORT" design.nc -o $out >"$LOG/out" 2>&1 || fail "export $out: $(tail -n 3 "$LOG/out")"
   [ -s $out ] || fail "export: $out is empty"

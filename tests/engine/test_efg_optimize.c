@@ -4,7 +4,8 @@
  * cantilever whose compliance falls from iteration to iteration once the
  * first steps are taken, whose volume meets the target, and whose final
  * compliance is near the FE path's on the same problem; the design stored as
- * the FE path stores it, with the nodal densities; and the refusals of what
+ * the FE path stores it, with the nodal densities (which a later EFG run
+ * starts from and an FE run drops); and the refusals of what
  * the EFG loop does not support. Parts: cantilever, store, refuse. */
 #include <math.h>
 #include <stdio.h>
@@ -146,6 +147,11 @@ static void test_store(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o2, &r));
   CHECK_CLOSE(m.history[m.n_history - 1].objective, c_final, 1e-6);
   CHECK(m.history[m.n_history - 1].iteration == 9);
+  /* an FE run on the design drops the nodal densities, no longer its own */
+  options(&o2, VOX_DISCRETIZATION_FE);
+  o2.max_iterations = 1;
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o2, &r));
+  CHECK(m.nodal_density == NULL && m.density != NULL);
   vox_model_free(&m);
 }
 
