@@ -54,7 +54,9 @@ typedef enum vox_discretization {
    * the stiffness is E0 rho^p without an Emin (emin_ratio is not used: the
    * densities' lower bound density_min, 1e-3 for VOX_DENSITY_MIN_AUTO, keeps
    * K definite). The stiffness matrix is assembled and solved by CG with a
-   * 3x3 block Jacobi preconditioner on the host (CPU backend only). Model
+   * 3x3 block Jacobi preconditioner on the host (CPU backend only; the
+   * solver's preconditioner, multigrid and start_history fields are not
+   * used: each solve starts from the last solution). Model
    * objective compliance of elasticity only: no heat, mechanism, periodic
    * cell, symmetry, initial design or checkpoint (VOX_ERR_UNSUPPORTED). */
   VOX_DISCRETIZATION_EFG = 1
