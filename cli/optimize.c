@@ -56,6 +56,18 @@ static void format_objective(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_cell_objective_name(*(const vox_cell_objective *)value));
 }
 
+static int parse_discretization(const char *what, const char *text, void *value) {
+  if (vox_discretization_parse(text, value) != 0) {
+    cli_error("%s: expected fe or efg, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_discretization(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_discretization_name(*(const vox_discretization *)value));
+}
+
 static int parse_filter(const char *what, const char *text, void *value) {
   if (vox_filter_parse(text, value) != 0) {
     cli_error("%s: expected sensitivity, density or none, got '%s'", what, text);
@@ -154,6 +166,21 @@ static const cli_option options[] = {
      .help = "design file to write (netCDF); written only when the run succeeds"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
+    {.name = "discretization", .arg = "KIND", .kind = CLI_CUSTOM,
+     .offset = AT(opt.discretization), .flags = CLI_RECORD,
+     .help = "fe: trilinear bricks with a density per voxel; efg: the element-free Galerkin "
+             "method of Lu, Gong, Zhang, Xie and Yin 2021, the grid nodes as field nodes with "
+             "moving least-squares shape functions and a density per node (smooth without a "
+             "filter: --filter and --emin-ratio are not used; --density-min auto is 1e-3), "
+             "on the CPU (--device auto picks it), for the compliance of elasticity models",
+     .parse = parse_discretization, .format = format_discretization},
+    NUMBER("efg-support", CLI_REAL, "D", opt.efg_support_scale, AT_LEAST(1),
+           "efg: the support radius of the shape functions in nearest-node distances (the "
+           "smallest voxel edge), d_max of Lu et al. 2021 eq. 5"),
+    NUMBER("efg-penalty", CLI_REAL, "A", opt.efg_penalty_scale, POSITIVE,
+           "efg: the penalty that holds the supports, in multiples of the largest Young's "
+           "modulus times the smallest voxel edge (N/mm); larger holds them closer (to about "
+           "one part in A) and takes more CG iterations"),
     {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.cell_objective),
      .flags = CLI_RECORD,
      .help = "compliance (the model's own objective: compliance, or the output displacement "
@@ -357,6 +384,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->initial.kind = VOX_INITIAL_TRIGONOMETRIC;
   s->opt.initial = s->initial.kind == CLI_INITIAL_AUTO ? NULL : &s->initial;
   vox_context_set_threads(ctx, s->threads);
+  /* the element-free Galerkin loop runs on the host: auto means the CPU */
+  if (s->opt.discretization == VOX_DISCRETIZATION_EFG && s->backend.device == VOX_DEVICE_AUTO)
+    s->backend.device = VOX_DEVICE_CPU;
 
   vox_status vs = vox_backend_create_with(ctx, &s->backend, &backend);
   if (vs != VOX_OK) {

@@ -110,6 +110,7 @@ void vox_model_free(vox_model *model) {
   free(model->title);
   free(model->snapshot_iteration);
   free(model->snapshot_density);
+  free(model->nodal_density);
   memset(model, 0, sizeof *model);
 }
 
@@ -171,6 +172,7 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
       src->snapshot_iteration, src->n_snapshots * sizeof *src->snapshot_iteration, &failed);
   dst->snapshot_density =
       dup_array(src->snapshot_density, src->n_snapshots * ne * sizeof(double), &failed);
+  dst->nodal_density = dup_array(src->nodal_density, nn * sizeof(double), &failed);
   if (failed || (src->history_text && !dst->history_text) || (src->title && !dst->title)) {
     vox_model_free(dst);
     return out_of_memory(ctx);

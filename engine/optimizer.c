@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "efg_optimize.h"
 #include "fem.h"
 #include "homogenize.h"
 #include "memory_plan.h"
@@ -58,6 +59,10 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->solver.fine_smoothing_steps = VOX_FINE_SMOOTHING_AUTO;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
+  vox_efg_options efg;
+  vox_efg_options_default(&efg);
+  o->efg_support_scale = efg.support_scale;
+  o->efg_penalty_scale = efg.penalty_scale;
 }
 
 double vox_optimizer_rtol(const vox_optimizer_options *o) {
@@ -109,6 +114,21 @@ const char *vox_strains_text(unsigned strains, char *buf, size_t size) {
     if ((strains >> s) & 1 && n + strlen(names[s]) + 1 < size)
       n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " " : "", names[s]);
   return buf;
+}
+
+static const char *const discretization_names[] = {"fe", "efg"};
+
+const char *vox_discretization_name(vox_discretization discretization) {
+  return (unsigned)discretization < 2 ? discretization_names[discretization] : "unknown";
+}
+
+int vox_discretization_parse(const char *text, vox_discretization *discretization) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, discretization_names[i]) == 0) {
+      *discretization = (vox_discretization)i;
+      return 0;
+    }
+  return -1;
 }
 
 const char *vox_filter_name(vox_filter_type filter) {
@@ -184,6 +204,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->max_iterations >= 0, "max iterations %d: at least 0 (0: evaluate the design)",
           o->max_iterations);
   REQUIRE(o->settle_iterations >= 1, "settle iterations %d: at least 1", o->settle_iterations);
+  REQUIRE((unsigned)o->discretization <= VOX_DISCRETIZATION_EFG, "unknown discretization %d",
+          (int)o->discretization);
   REQUIRE((unsigned)o->cell_objective <= VOX_CELL_CUSTOM, "unknown objective %d", (int)o->cell_objective);
   REQUIRE(o->cell_objective != VOX_CELL_POISSON || (o->poisson_beta > 0 && o->poisson_beta < 1),
           "Poisson objective: beta %g not in (0, 1)", o->poisson_beta);
@@ -812,6 +834,9 @@ static vox_status store_results(vox_context *ctx, vox_backend *be, opt_state *s,
   }
   TRY(be->ops->vec->download(be, s->x_phys, density));
   model->stage = VOX_STAGE_DESIGN;
+  /* an element-free Galerkin design's nodal densities are not this design's */
+  free(model->nodal_density);
+  model->nodal_density = NULL;
   if (s->homog) { /* a cell keeps no state fields: C^H is its result */
     free(model->displacement);
     model->displacement = NULL;
@@ -857,6 +882,8 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
   if (st == VOX_OK) {
     free(model->displacement);
     model->displacement = NULL;
+    free(model->nodal_density); /* an element-free Galerkin start's, not this design's */
+    model->nodal_density = NULL;
     model->stage = VOX_STAGE_DESIGN;
     model->optimization_end = (vox_optimization_end){0};
     st = opt->checkpoint(opt->checkpoint_self, model, &state);
@@ -914,6 +941,12 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   const vox_optimizer_options *opt = &resolved;
   TRY(check_options(ctx, opt));
+  /* the element-free Galerkin method: its own loop (efg_optimize.h) */
+  if (opt->discretization == VOX_DISCRETIZATION_EFG) {
+    TRY(vox_efg_optimize_check(ctx, be, model, opt));
+    TRY(check_problem(ctx, model));
+    return vox_efg_optimize(ctx, be, model, opt, result);
+  }
   TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,

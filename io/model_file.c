@@ -483,7 +483,7 @@ static vox_status put_coord(writer *w, int varid, size_t n, double origin, doubl
 typedef struct var_ids {
   int cell_coord[3], node_coord[3]; /* x, y, z */
   int label, intensity, density, displacement, bone_node_index;
-  int snapshot_iteration, snapshot_density;
+  int snapshot_iteration, snapshot_density, nodal_density;
   int history_group;
   int load_case_weight;
   int support_name, constraint_name_index, load_name, load_name_index;
@@ -812,11 +812,9 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
                        "1 = solid, 0 = void"),
           "density_snapshot");
   }
-  if (m->displacement) {
-    const int heat = m->physics == VOX_PHYSICS_HEAT;
+  if (m->displacement || m->nodal_density) {
     for (int a = 2; a >= 0; a--)
       W_TRY(w, nc_def_dim(ncid, node_dim_names[a], n[a] + 1, &node_dim[a]), node_dim_names[a]);
-    if (!heat) W_TRY(w, nc_def_dim(ncid, "component", 3, &component_dim), "component");
     for (int a = 2; a >= 0; a--) {
       char long_name[64];
       snprintf(long_name, sizeof long_name, "%s coordinate of node", axis_names[a]);
@@ -824,6 +822,23 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
                          &v->node_coord[a])))
         return s;
     }
+  }
+  if (m->nodal_density) {
+    const int ndims[3] = {node_dim[2], node_dim[1], node_dim[0]};
+    const size_t nshape[3] = {n[2] + 1, n[1] + 1, n[0] + 1};
+    W_TRY(w, def_var(ncid, "nodal_density", NC_DOUBLE, 3, ndims, nshape, 1, 0, &v->nodal_density),
+          "nodal_density");
+    W_TRY(w,
+          put_var_atts(ncid, v->nodal_density,
+                       "nodal density of the element-free Galerkin design", "1", NULL,
+                       "the design variables of voxfe-optimize --discretization efg, whose "
+                       "moving least-squares interpolation made density; 0 at nodes that "
+                       "touch no material"),
+          "nodal_density");
+  }
+  if (m->displacement) {
+    const int heat = m->physics == VOX_PHYSICS_HEAT;
+    if (!heat) W_TRY(w, nc_def_dim(ncid, "component", 3, &component_dim), "component");
     const int dims[5] = {case_dim, node_dim[2], node_dim[1], node_dim[0], component_dim};
     const size_t shape[5] = {(size_t)m->n_load_cases, n[2] + 1, n[1] + 1, n[0] + 1, 3};
     /* heat: one temperature per node, the variable without the component axis */
@@ -921,10 +936,13 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
     W_TRY(w, nc_put_var_double(ncid, v->snapshot_density, m->snapshot_density),
           "density_snapshot");
   }
-  if (m->displacement) {
+  if (m->displacement || m->nodal_density)
     for (int a = 0; a < 3; a++)
       if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
         return s;
+  if (m->nodal_density)
+    W_TRY(w, nc_put_var_double(ncid, v->nodal_density, m->nodal_density), "nodal_density");
+  if (m->displacement) {
     if (on_bone_nodes(m)) {
       W_TRY(w, vox_put_indices(ncid, v->bone_node_index, w->bone_nodes, w->n_bone_nodes),
             "bone_node_index");
@@ -1580,6 +1598,33 @@ static vox_status read_density(reader *r, vox_model *m) {
   return VOX_OK;
 }
 
+/* The optional nodal densities of an element-free Galerkin design. */
+static vox_status read_nodal_density(reader *r, vox_model *m) {
+  static const char *const dims[3] = {"node_z", "node_y", "node_x"};
+  int varid;
+  vox_status s = find_var(r, r->ncid, "nodal_density", WANT_NUMBER, 3, dims, 0, &varid);
+  if (s || varid < 0) return s;
+  const long long want[3] = {m->grid.nz + 1, m->grid.ny + 1, m->grid.nx + 1};
+  for (int d = 0; d < 3; d++) {
+    size_t len;
+    int found;
+    if ((s = dim_length(r, r->ncid, dims[d], &len, &found))) return s;
+    if ((long long)len != want[d])
+      return read_fail(r, VOX_ERR_FORMAT, "dimension '%s' has length %zu, expected %lld", dims[d],
+                       len, want[d]);
+  }
+  const int64_t nn = vox_grid_nodes(&m->grid);
+  if (!(m->nodal_density = malloc((size_t)nn * sizeof(double))))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_var_double(r->ncid, varid, m->nodal_density), "variable 'nodal_density'");
+  for (int64_t i = 0; i < nn; i++)
+    if (!(m->nodal_density[i] >= 0 && m->nodal_density[i] <= 1))
+      return read_fail(r, VOX_ERR_FORMAT,
+                       "variable 'nodal_density': node %lld holds %g, not a number in [0, 1]",
+                       (long long)i, m->nodal_density[i]);
+  return VOX_OK;
+}
+
 /* The optional density snapshots: snapshot_iteration(snapshot) and
  * density_snapshot(snapshot, z, y, x), both or neither. */
 static vox_status read_snapshots(reader *r, vox_model *m) {
@@ -1857,6 +1902,7 @@ static vox_status read_model(reader *r, vox_model *m) {
   if (!s) s = read_intensity(r, m);
   if (!s) s = read_density(r, m);
   if (!s) s = read_snapshots(r, m);
+  if (!s) s = read_nodal_density(r, m);
   if (!s) s = read_displacement(r, m);
   if (!s) s = read_history(r, m);
   if (!s) s = read_cell_tensor(r, m);

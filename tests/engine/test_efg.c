@@ -7,8 +7,9 @@
  * the trilinear FE solution; compliance and volume sensitivities against
  * finite differences; voxel densities, the same bits on one thread as on
  * two, and the messages for bad input. The systems are solved here by
- * CHOLMOD (a direct solve, independent of the engine's iterative solvers).
- * Parts: mls, assembly, supports, cantilever, sensitivity, design, input. */
+ * CHOLMOD (a direct solve, independent of the engine's iterative solvers),
+ * which the optimizer's CG with block Jacobi (efg_optimize.h) must match.
+ * Parts: mls, assembly, supports, cantilever, sensitivity, cg, design, input. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "efg_assembly.h"
 #include "efg_mls.h"
 #include "efg_model.h"
+#include "efg_optimize.h"
 #include "efg_sensitivity.h"
 #include "voxfe/element.h"
 #include "voxfe/voxfe.h"
@@ -642,6 +644,67 @@ static void test_sensitivity(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* ---- the optimizer's CG against the direct solve ---------------------------------- */
+
+static void test_cg(vox_context *ctx) {
+  /* a clamped beam with a solid end, a void middle band at rho_min and
+   * random densities elsewhere: the contrast of an optimized design, the
+   * penalty springs of the default scale */
+  const double h[3] = {1, 1.25, 1};
+  vox_model m = box_model(ctx, 10, 4, 3, h, 200000, 0.3);
+  clamp_left(ctx, &m);
+  tip_load(ctx, &m, -1000.0);
+  vox_efg_options o;
+  vox_efg_options_default(&o);
+  vox_efg_model efg;
+  CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &efg));
+  const size_t nn = efg.nodes.n, nd = vox_efg_dofs(&efg);
+  double *rho = malloc(nn * sizeof *rho), *f = calloc(nd, sizeof *f), *u = calloc(nd, sizeof *u),
+         *ucg = calloc(nd, sizeof *ucg);
+  unsigned seed = 17;
+  for (size_t i = 0; i < nn; i++) {
+    const int32_t xi = efg.nodes.coord[3 * i];
+    rho[i] = xi >= 8 ? 1.0 : (xi >= 4 && xi <= 5) ? o.density_min : 0.05 + 0.95 * uniform(&seed);
+  }
+  CHECK(efg_solve(ctx, &efg, &m, rho, f, u) == 0);
+  /* the same K for the CG */
+  const size_t ng = efg.gauss.n_points;
+  double *rg = malloc(ng * sizeof *rg), *sc = malloc(ng * sizeof *sc);
+  vox_efg_gauss_density(&efg, rho, rg);
+  vox_efg_gauss_scale(&efg, rg, sc);
+  vox_bsr k, inv;
+  CHECK_OK(ctx, vox_efg_stiffness_pattern(ctx, &efg, &k));
+  CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, sc, &k));
+  CHECK_OK(ctx, vox_efg_block_jacobi(ctx, &k, &inv));
+  vox_solver_options so;
+  vox_solver_options_default(&so);
+  so.rtol = 1e-14;
+  so.max_iterations = 100000;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_efg_cg(&k, &inv, f, ucg, &so, &res));
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < nd; i++) {
+    diff += (ucg[i] - u[i]) * (ucg[i] - u[i]);
+    norm += u[i] * u[i];
+  }
+  const double rel = sqrt(diff / norm);
+  printf("cg: %zu dofs, block Jacobi CG to 1e-14: %d iterations (%s), |u_cg - u_direct| / "
+         "|u_direct| = %.2e\n",
+         nd, res.iterations, vox_convergence_string(res.reason), rel);
+  CHECK(res.reason == VOX_CONVERGED_RTOL);
+  CHECK(rel < 1e-8);
+  /* a warm start from the solution stops at once (at a tolerance above
+   * the true residual the recurrence's drift left) */
+  so.rtol = 1e-9;
+  CHECK_OK(ctx, vox_efg_cg(&k, &inv, f, ucg, &so, &res));
+  CHECK(res.iterations <= 2);
+  free(rho), free(f), free(u), free(ucg), free(rg), free(sc);
+  vox_bsr_free(&k);
+  vox_bsr_free(&inv);
+  vox_efg_model_free(&efg);
+  vox_model_free(&m);
+}
+
 /* ---- voxel densities, threads, bad input ----------------------------------------- */
 
 static void test_design(vox_context *ctx) {
@@ -759,6 +822,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "supports")) test_supports(ctx);
   if (check_wanted(argc, argv, "cantilever")) test_cantilever(ctx);
   if (check_wanted(argc, argv, "sensitivity")) test_sensitivity(ctx);
+  if (check_wanted(argc, argv, "cg")) test_cg(ctx);
   if (check_wanted(argc, argv, "design")) test_design(ctx);
   if (check_wanted(argc, argv, "input")) test_input(ctx);
   vox_context_destroy(ctx);

@@ -211,6 +211,12 @@ typedef struct vox_model {
   size_t n_snapshots;
   int32_t *snapshot_iteration;  /* n_snapshots: the design iteration of each */
   double *snapshot_density;     /* n_snapshots * nx*ny*nz, physical density */
+
+  /* The design variables of an element-free Galerkin design (voxfe-optimize
+   * --discretization efg): one density per grid node, (nx+1)*(ny+1)*(nz+1),
+   * 0 at the nodes that touch no material; NULL when absent. `density` holds
+   * the voxel density made from them. */
+  double *nodal_density;
 } vox_model;
 
 /* Degrees of freedom per node of a physics: 3, or 1 for heat conduction. */

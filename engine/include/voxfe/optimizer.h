@@ -43,7 +43,34 @@ typedef enum vox_cell_objective {
   VOX_CELL_CUSTOM = 5            /* options.custom, or else options.expression */
 } vox_cell_objective;
 
+/* How the displacement field and the design are discretised. */
+typedef enum vox_discretization {
+  VOX_DISCRETIZATION_FE = 0, /* trilinear bricks, one density per voxel (the default) */
+  /* The element-free Galerkin method of Lu, Gong, Zhang, Xie and Yin 2021:
+   * the grid nodes of the domain are the field nodes, with moving
+   * least-squares shape functions; the design variables are the nodal
+   * densities, the density anywhere their MLS interpolation, so the design
+   * is smooth without a filter (filter and filter_radius are not used), and
+   * the stiffness is E0 rho^p without an Emin (emin_ratio is not used: the
+   * densities' lower bound density_min, 1e-3 for VOX_DENSITY_MIN_AUTO, keeps
+   * K definite). The stiffness matrix is assembled and solved by CG with a
+   * 3x3 block Jacobi preconditioner on the host (CPU backend only; the
+   * solver's preconditioner, multigrid and start_history fields are not
+   * used: each solve starts from the last solution). Model
+   * objective compliance of elasticity only: no heat, mechanism, periodic
+   * cell, symmetry, initial design or checkpoint (VOX_ERR_UNSUPPORTED). */
+  VOX_DISCRETIZATION_EFG = 1
+} vox_discretization;
+
 typedef struct vox_optimizer_options {
+  vox_discretization discretization;
+  /* VOX_DISCRETIZATION_EFG: d_max of the supports (Lu et al. 2021 eq. 5:
+   * the support radius over the nearest-node distance; 2.0) and the penalty
+   * of the supports (eq. 11, 13) as a multiple of the largest Young's
+   * modulus times the smallest voxel edge (1e4): larger holds the supports
+   * closer and conditions K worse (more CG iterations). */
+  double efg_support_scale;
+  double efg_penalty_scale;
   vox_cell_objective cell_objective;
   double poisson_beta;         /* beta of eq. 21, in (0, 1) */
   double poisson_eta;          /* eta of eq. 22 */
@@ -201,6 +228,9 @@ void vox_optimizer_options_default(vox_optimizer_options *options);
  * where that is VOX_RTOL_AUTO the cell's or the default's. */
 double vox_optimizer_rtol(const vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
+/* "fe" or "efg"; the parser returns -1 for other words. */
+const char *vox_discretization_name(vox_discretization discretization);
+int vox_discretization_parse(const char *text, vox_discretization *discretization);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 /* Words for messages: "converged", "iteration limit reached", ... */
 const char *vox_stop_reason_string(vox_stop_reason reason);

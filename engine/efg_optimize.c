@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Compliance minimisation on the element-free Galerkin discretisation
+ * (efg_optimize.h). */
+#include "efg_optimize.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "efg_assembly.h"
+#include "efg_sensitivity.h"
+#include "ksp.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- the solve: the one CG loop on host arrays -------------------------------- */
+
+/* sum a_i b_i by fixed chunks summed in chunk order: the same bits on any
+ * number of threads (the chunks depend on n only). */
+static double dot(const double *a, const double *b, size_t n) {
+  enum { MAX_CHUNKS = 256, LEAST_CHUNK = 4096 };
+  size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+  if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
+  const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
+  double part[MAX_CHUNKS];
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (ptrdiff_t c = 0; c < chunks; c++) {
+    const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
+    double s = 0;
+    for (size_t i = i0; i < i1; i++) s += a[i] * b[i];
+    part[c] = s;
+  }
+  double s = 0;
+  for (ptrdiff_t c = 0; c < chunks; c++) s += part[c];
+  return s;
+}
+
+/* y = A x for a matrix of 3x3 blocks: vox_bsr_apply with the block size
+ * known, so that the row's sums stay in registers (the products are most
+ * of a design iteration's time). */
+static void apply3(const vox_bsr *a, const double *restrict x, double *restrict y) {
+  const ptrdiff_t n = (ptrdiff_t)a->n_rows;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
+      const double *v = a->val + 9 * k, *xc = x + 3 * (size_t)a->col[k];
+      s0 += v[0] * xc[0] + v[1] * xc[1] + v[2] * xc[2];
+      s1 += v[3] * xc[0] + v[4] * xc[1] + v[5] * xc[2];
+      s2 += v[6] * xc[0] + v[7] * xc[1] + v[8] * xc[2];
+    }
+    y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
+  }
+}
+
+/* The block Jacobi preconditioner as a preconditioner object (pc.h) on
+ * host arrays: z = D^-1 r with D the 3x3 diagonal blocks of K. */
+static vox_status block_jacobi_apply(void *self, const void *r, void *z) {
+  apply3(self, r, z);
+  return VOX_OK;
+}
+
+static const vox_pc_ops block_jacobi_ops = {.name = "block-jacobi", .apply = block_jacobi_apply};
+
+typedef struct host_cg {
+  const vox_bsr *k;
+  vox_pc pc;
+  size_t n;
+  double *x, *r, *z, *p, *q;
+} host_cg;
+
+static vox_status cg_product(void *self, double *pq) {
+  host_cg *c = self;
+  apply3(c->k, c->p, c->q);
+  if (pq) *pq = dot(c->p, c->q, c->n);
+  return VOX_OK;
+}
+
+static vox_status cg_precondition(void *self) {
+  host_cg *c = self;
+  return vox_pc_apply(&c->pc, c->r, c->z);
+}
+
+static vox_status cg_update(void *self, double alpha, double *rr) {
+  host_cg *c = self;
+  const ptrdiff_t n = (ptrdiff_t)c->n;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    c->x[i] += alpha * c->p[i];
+    c->r[i] -= alpha * c->q[i];
+  }
+  *rr = dot(c->r, c->r, c->n);
+  return VOX_OK;
+}
+
+static vox_status cg_direction(void *self, double rz_old, double *rz) {
+  host_cg *c = self;
+  *rz = dot(c->r, c->z, c->n);
+  const ptrdiff_t n = (ptrdiff_t)c->n;
+  if (rz_old == 0) { /* the first direction: p = z (p holds no number yet) */
+    memcpy(c->p, c->z, c->n * sizeof *c->p);
+    return VOX_OK;
+  }
+  const double beta = *rz / rz_old;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) c->p[i] = c->z[i] + beta * c->p[i];
+  return VOX_OK;
+}
+
+static const vox_ksp_ops host_cg_ops = {.product = cg_product,
+                                        .precondition = cg_precondition,
+                                        .update = cg_update,
+                                        .direction = cg_direction};
+
+vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f, double *u,
+                      const vox_solver_options *options, vox_solve_result *result) {
+  const size_t n = 3 * k->n_rows;
+  memset(result, 0, sizeof *result);
+  result->rhs_norm = sqrt(dot(f, f, n));
+  if (result->rhs_norm == 0) { /* u = 0 is exact */
+    memset(u, 0, n * sizeof *u);
+    result->reason = VOX_CONVERGED_ZERO_RHS;
+    return VOX_OK;
+  }
+  double *work = malloc(4 * n * sizeof *work);
+  if (!work) return VOX_ERR_NO_MEMORY;
+  host_cg c = {.k = k,
+               .pc = {.ops = &block_jacobi_ops, .self = (void *)inverse},
+               .n = n,
+               .x = u,
+               .r = work,
+               .z = work + n,
+               .p = work + 2 * n,
+               .q = work + 3 * n};
+  apply3(k, u, c.r); /* r = f - K u */
+  const ptrdiff_t nn = (ptrdiff_t)n;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < nn; i++) c.r[i] = f[i] - c.r[i];
+  vox_status s = vox_ksp_cg(&host_cg_ops, &c, dot(c.r, c.r, n), result->rhs_norm, options, result);
+  free(work);
+  return s;
+}
+
+/* The inverse of the symmetric 3x3 block a (row-major) into inv; 0 when a
+ * is not positive definite (a leading minor <= 0). */
+static int spd3_inverse(const double *a, double *inv) {
+  const double m1 = a[0], m2 = a[0] * a[4] - a[1] * a[3];
+  const double c00 = a[4] * a[8] - a[5] * a[7], c01 = a[5] * a[6] - a[3] * a[8],
+               c02 = a[3] * a[7] - a[4] * a[6];
+  const double det = a[0] * c00 + a[1] * c01 + a[2] * c02;
+  if (!(m1 > 0 && m2 > 0 && det > 0)) return 0;
+  const double d = 1 / det;
+  inv[0] = c00 * d;
+  inv[1] = (a[2] * a[7] - a[1] * a[8]) * d;
+  inv[2] = (a[1] * a[5] - a[2] * a[4]) * d;
+  inv[3] = c01 * d;
+  inv[4] = (a[0] * a[8] - a[2] * a[6]) * d;
+  inv[5] = (a[2] * a[3] - a[0] * a[5]) * d;
+  inv[6] = c02 * d;
+  inv[7] = (a[1] * a[6] - a[0] * a[7]) * d;
+  inv[8] = (a[0] * a[4] - a[1] * a[3]) * d;
+  return 1;
+}
+
+vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out) {
+  const size_t n = k->n_rows;
+  memset(out, 0, sizeof *out);
+  out->n_rows = out->n_cols = n;
+  out->br = out->bc = 3;
+  out->row_start = malloc((n + 1) * sizeof *out->row_start);
+  out->col = malloc((n ? n : 1) * sizeof *out->col);
+  out->val = malloc((9 * n + 1) * sizeof *out->val);
+  if (!out->row_start || !out->col || !out->val) {
+    vox_bsr_free(out);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY,
+                     "element-free Galerkin: out of memory (block Jacobi preconditioner)");
+  }
+  ptrdiff_t failed = -1;
+#pragma omp parallel for schedule(static) reduction(max : failed)
+  for (ptrdiff_t i = 0; i < (ptrdiff_t)n; i++) {
+    out->row_start[i] = (size_t)i;
+    out->col[i] = (int32_t)i;
+    const double *block = NULL;
+    for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++)
+      if (k->col[b] == (int32_t)i) block = k->val + 9 * b;
+    if (!block || !spd3_inverse(block, out->val + 9 * (size_t)i)) failed = i > failed ? i : failed;
+  }
+  out->row_start[n] = n;
+  if (failed >= 0) {
+    vox_bsr_free(out);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of field node %td is not "
+                     "positive definite",
+                     failed);
+  }
+  return VOX_OK;
+}
+
+/* ---- what the loop supports ---------------------------------------------------- */
+
+vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                  const vox_optimizer_options *o) {
+#define REFUSE(cond, ...)                                                        \
+  if (cond) return vox_error(ctx, VOX_ERR_UNSUPPORTED, __VA_ARGS__)
+  REFUSE(vox_backend_device(be) != VOX_DEVICE_CPU,
+         "discretization efg runs on the CPU backend only, not on %s", vox_backend_name(be));
+  REFUSE(o->cell_objective != VOX_CELL_NONE,
+         "discretization efg minimises the model's compliance, not the %s objective of a "
+         "periodic cell",
+         vox_cell_objective_name(o->cell_objective));
+  REFUSE(model->physics != VOX_PHYSICS_ELASTICITY,
+         "discretization efg is for elasticity, not %s", vox_physics_name(model->physics));
+  REFUSE(model->objective != VOX_OBJECTIVE_COMPLIANCE,
+         "discretization efg minimises compliance, not the %s of a compliant mechanism",
+         vox_objective_name(model->objective));
+  REFUSE(model->grid.periodic, "discretization efg does not take a periodic grid");
+  REFUSE(o->symmetry != VOX_SYMMETRY_NONE, "discretization efg does not take a symmetry (%s)",
+         vox_symmetry_name(o->symmetry));
+  REFUSE(o->initial != NULL,
+         "discretization efg starts from the volume fraction (or the model's nodal densities), "
+         "not from an initial design");
+  REFUSE(o->resume || o->checkpoint_every > 0,
+         "discretization efg has no checkpoints (checkpoint-every, resume)");
+#undef REFUSE
+  if (!(o->efg_support_scale >= 1) || !(o->efg_penalty_scale > 0))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg needs a support scale >= 1 and a penalty scale > 0, "
+                     "not %g and %g",
+                     o->efg_support_scale, o->efg_penalty_scale);
+  if (o->density_min != VOX_DENSITY_MIN_AUTO && !(o->density_min > 0))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg needs a density minimum > 0 (it has no Emin), not %g",
+                     o->density_min);
+  return VOX_OK;
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+/* The penalties of the FE path's continuation (optimizer.c: seed 000 eq. 11
+ * and 12) for 1-based iteration k. */
+static void continuation(const vox_optimizer_options *o, int k, double *p, double *q) {
+  if (!o->continuation) {
+    *p = o->penalty;
+    *q = o->q_max;
+    return;
+  }
+  *p = k <= o->continuation_start_p ? 1 : fmin(o->penalty, *p * o->continuation_growth_p);
+  *q = k <= o->continuation_start_q ? 1 : fmin(o->q_max, *q * o->continuation_growth_q);
+}
+
+typedef struct efg_run {
+  vox_context *ctx;
+  vox_model *model;
+  const vox_optimizer_options *opt;
+  vox_efg_model efg;
+  vox_bsr k, inverse;
+  size_t nn, ng, nd, ne;
+  int n_cases;
+  double v0;          /* the design cells' volume */
+  double *rho;        /* nn: the design variables (fixed on solid and void nodes) */
+  double *rho_new;    /* nn */
+  double *dc, *dc_case, *dv; /* nn */
+  double *rho_gauss, *scale, *energy; /* ng */
+  double *f, *u;      /* n_cases * nd */
+  double *voxel;      /* ne: the voxel density */
+  uint8_t *is_design; /* nn */
+} efg_run;
+
+static void run_free(efg_run *r) {
+  vox_efg_model_free(&r->efg);
+  vox_bsr_free(&r->k);
+  vox_bsr_free(&r->inverse);
+  double *v[] = {r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->rho_gauss,
+                 r->scale, r->energy, r->f,  r->u,       r->voxel};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
+  free(r->is_design);
+}
+
+static vox_status run_init(efg_run *r) {
+  vox_context *ctx = r->ctx;
+  const vox_model *m = r->model;
+  vox_efg_options eo;
+  vox_efg_options_default(&eo);
+  if (r->opt->density_min != VOX_DENSITY_MIN_AUTO) eo.density_min = r->opt->density_min;
+  eo.support_scale = r->opt->efg_support_scale;
+  eo.penalty_scale = r->opt->efg_penalty_scale;
+  TRY(vox_efg_model_create(ctx, m, &eo, &r->efg));
+  r->nn = r->efg.nodes.n;
+  r->ng = r->efg.gauss.n_points;
+  r->nd = vox_efg_dofs(&r->efg);
+  r->ne = (size_t)vox_grid_elements(&m->grid);
+  r->n_cases = m->n_load_cases > 0 ? m->n_load_cases : 1;
+  const size_t nc = (size_t)r->n_cases;
+  r->rho = malloc(r->nn * sizeof *r->rho);
+  r->rho_new = malloc(r->nn * sizeof *r->rho_new);
+  r->dc = malloc(r->nn * sizeof *r->dc);
+  r->dc_case = malloc(r->nn * sizeof *r->dc_case);
+  r->dv = malloc(r->nn * sizeof *r->dv);
+  r->rho_gauss = malloc(r->ng * sizeof *r->rho_gauss);
+  r->scale = malloc(r->ng * sizeof *r->scale);
+  r->energy = malloc(r->ng * sizeof *r->energy);
+  r->f = malloc(nc * r->nd * sizeof *r->f);
+  r->u = calloc(nc * r->nd, sizeof *r->u);
+  r->voxel = malloc(r->ne * sizeof *r->voxel);
+  r->is_design = malloc(r->nn);
+  if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->rho_gauss || !r->scale ||
+      !r->energy || !r->f || !r->u || !r->voxel || !r->is_design)
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (design)");
+  TRY(vox_efg_stiffness_pattern(ctx, &r->efg, &r->k));
+  for (int c = 0; c < r->n_cases; c++)
+    TRY(vox_efg_load_vector(ctx, &r->efg, m, c, r->f + (size_t)c * r->nd));
+  size_t n_design = 0;
+  for (size_t i = 0; i < r->nn; i++) {
+    r->is_design[i] = r->efg.node_role[i] == VOX_ROLE_DESIGN;
+    n_design += r->is_design[i];
+  }
+  r->v0 = vox_efg_volume(&r->efg, NULL);
+  if (n_design == 0 || !(r->v0 > 0))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
+  vox_efg_volume_sensitivity(&r->efg, r->dv);
+  /* the start: the model's nodal densities (an EFG design), else the
+   * volume fraction on the design nodes */
+  vox_efg_initial_density(&r->efg, r->opt->volume_fraction, r->rho);
+  if (m->nodal_density)
+    for (size_t i = 0; i < r->nn; i++)
+      if (r->is_design[i])
+        r->rho[i] = fmin(1, fmax(eo.density_min, m->nodal_density[r->efg.nodes.grid_node[i]]));
+  return VOX_OK;
+}
+
+/* The state at the design rho and penalty p: K assembled, every load case
+ * solved from its last solution; the weighted compliance in *c and, with
+ * `sensitivity`, its gradient in r->dc. *failed holds a solve that did not
+ * converge (reason < 0), else the last solve. */
+static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int *cg_iterations,
+                           vox_solve_result *failed) {
+  r->efg.options.simp_penalty = p;
+  vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
+  vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
+  TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
+  vox_bsr_free(&r->inverse);
+  TRY(vox_efg_block_jacobi(r->ctx, &r->k, &r->inverse));
+  *c = 0;
+  *cg_iterations = 0;
+  memset(failed, 0, sizeof *failed);
+  if (sensitivity) memset(r->dc, 0, r->nn * sizeof *r->dc);
+  for (int lc = 0; lc < r->n_cases; lc++) {
+    const double w = vox_model_load_case_weight(r->model, lc);
+    double *u = r->u + (size_t)lc * r->nd;
+    const double *f = r->f + (size_t)lc * r->nd;
+    vox_solve_result res;
+    vox_status s = vox_efg_cg(&r->k, &r->inverse, f, u, &r->opt->solver, &res);
+    if (s != VOX_OK)
+      return vox_error(r->ctx, s, "element-free Galerkin: out of memory (solve)");
+    *cg_iterations += res.iterations;
+    *failed = res;
+    if (res.reason < 0) return VOX_OK;
+    *c += w * dot(f, u, r->nd);
+    if (!sensitivity || w == 0) continue;
+    vox_efg_strain_energy(&r->efg, u, r->energy);
+    vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
+    for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
+  }
+  return VOX_OK;
+}
+
+/* The OC candidate of node i for the multiplier lambda (eq. 21-22; q as the
+ * FE path's intermediate-density exponent), with base_i = rho_i B_i^eta
+ * lambda^eta made once per update (oc_update) and s = lambda^-eta:
+ * B_i = max(0, -dc_i) / (lambda dv_i), so that a sensitivity of the wrong
+ * sign, which slightly negative shape functions can leave, takes the
+ * density down at the move limit. */
+static inline double oc_density(const efg_run *r, size_t i, double s, double q) {
+  const vox_optimizer_options *o = r->opt;
+  const double x = r->rho[i], rmin = r->efg.options.density_min;
+  const double trial = r->dc_case[i] * s;
+  const double lo = fmax(rmin, x - o->move_limit), hi = fmin(1.0, x + o->move_limit);
+  return trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : fmax(rmin, pow(trial, q)));
+}
+
+/* The volume sum_i dv_i rho_i (exact: the volume is linear in the nodal
+ * densities) of the candidate design for s = lambda^-eta, in a fixed
+ * order. */
+static double oc_volume(const efg_run *r, double s, double q) {
+  double v = 0;
+  for (size_t i = 0; i < r->nn; i++)
+    v += r->dv[i] * (r->is_design[i] ? oc_density(r, i, s, q) : r->rho[i]);
+  return v;
+}
+
+/* rho_new by eq. 21 with the multiplier that meets the volume target, by
+ * bisection in log(lambda) until the bracket is 1e-9 wide relative to
+ * itself; ends on the feasible side (the volume at or under the target),
+ * as the FE path's. The sensitivities' spare per-case array holds base_i. */
+static void oc_update(efg_run *r, double q) {
+  const double eta = r->opt->damping;
+  double *base = r->dc_case, dc_max = 0;
+  for (size_t i = 0; i < r->nn; i++) {
+    const double b = r->dv[i] > 0 ? fmax(0.0, -r->dc[i]) / r->dv[i] : 0;
+    base[i] = r->rho[i] * pow(b, eta);
+    dc_max = fmax(dc_max, b);
+  }
+  double hi = 1e9 * (dc_max > 0 ? dc_max : 1), lo = 1e-40 * hi;
+  const double target = r->opt->volume_fraction * r->v0;
+  while ((hi - lo) > 1e-9 * (hi + lo)) {
+    const double mid = sqrt(lo * hi);
+    if (mid <= lo || mid >= hi) break; /* the bracket no longer shrinks in doubles */
+    if (oc_volume(r, pow(mid, -eta), q) > target) lo = mid;
+    else hi = mid;
+  }
+  const double s = pow(hi, -eta);
+  const ptrdiff_t n = (ptrdiff_t)r->nn;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++)
+    r->rho_new[i] = r->is_design[i] ? oc_density(r, (size_t)i, s, q) : r->rho[i];
+}
+
+/* The design's volume fraction and M_nd (eq. 13 of seed 000, percent) over
+ * the design voxels, from the voxel density of rho (left in r->voxel). */
+static void design_numbers(efg_run *r, double *fraction, double *m_nd) {
+  vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
+  vox_efg_voxel_density(&r->efg, r->rho_gauss, r->voxel);
+  *fraction = vox_efg_volume(&r->efg, r->rho_gauss) / r->v0;
+  double s = 0;
+  size_t n = 0;
+  for (size_t c = 0; c < r->efg.n_cells; c++) {
+    if (r->efg.cell_role[c] != VOX_ROLE_DESIGN) continue;
+    const double d = r->voxel[r->efg.cell_voxel[c]];
+    s += d * (1 - d);
+    n++;
+  }
+  *m_nd = n ? 100 * 4 * s / (double)n : 0;
+}
+
+static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row) {
+  vox_history_row *h = realloc(model->history, (model->n_history + 1) * sizeof *h);
+  if (!h) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  model->history = h;
+  model->history[model->n_history++] = *row;
+  return VOX_OK;
+}
+
+/* The final design into the model: the voxel density (r->voxel, of r->rho),
+ * the nodal densities per grid node, the displacement field at the grid
+ * nodes per load case. */
+static vox_status store_results(efg_run *r) {
+  vox_model *m = r->model;
+  const size_t n_nodes = (size_t)vox_grid_nodes(&m->grid), nc = (size_t)r->n_cases;
+  double *density = realloc(m->density, r->ne * sizeof *density);
+  if (density) m->density = density;
+  double *nodal = realloc(m->nodal_density, n_nodes * sizeof *nodal);
+  if (nodal) m->nodal_density = nodal;
+  double *disp = realloc(m->displacement, nc * 3 * n_nodes * sizeof *disp);
+  if (disp) m->displacement = disp;
+  double *field = malloc(r->nd * sizeof *field);
+  if (!density || !nodal || !disp || !field) {
+    free(field);
+    return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  /* a voxel density a hair outside [0, 1] (MLS shape functions may be
+   * slightly negative) would be refused by the file's reader */
+  for (size_t e = 0; e < r->ne; e++) density[e] = fmin(1, fmax(0, r->voxel[e]));
+  memset(nodal, 0, n_nodes * sizeof *nodal);
+  memset(disp, 0, nc * 3 * n_nodes * sizeof *disp);
+  for (size_t i = 0; i < r->nn; i++) nodal[r->efg.nodes.grid_node[i]] = r->rho[i];
+  vox_status s = VOX_OK;
+  /* the displacement at the nodes, not the MLS parameters (no Kronecker
+   * delta property): what an FE design file holds there */
+  for (size_t c = 0; c < nc && s == VOX_OK; c++) {
+    s = vox_efg_field_at_nodes(r->ctx, &r->efg, 3, r->u + c * r->nd, field);
+    for (size_t i = 0; s == VOX_OK && i < r->nn; i++)
+      memcpy(disp + c * 3 * n_nodes + 3 * (size_t)r->efg.nodes.grid_node[i], field + 3 * i,
+             3 * sizeof *field);
+  }
+  free(field);
+  TRY(s);
+  m->stage = VOX_STAGE_DESIGN;
+  if (m->n_load_cases < 1) TRY(vox_model_set_load_cases(r->ctx, m, 1));
+  return VOX_OK;
+}
+
+static vox_status optimize(efg_run *r, vox_optimize_result *result) {
+  vox_context *ctx = r->ctx;
+  vox_model *model = r->model;
+  const vox_optimizer_options *opt = r->opt;
+  TRY(run_init(r));
+  double p = 1, q = 1, previous = 0, compliance = 0;
+  int settled = 0;
+  const int first_row = model->n_history ? model->history[model->n_history - 1].iteration : 0;
+  const int evaluate_only = opt->max_iterations == 0;
+  result->reason = evaluate_only ? VOX_STOP_EVALUATED : VOX_STOP_MAX_ITERATIONS;
+  if (evaluate_only) p = opt->penalty, q = opt->q_max;
+  vox_status st = VOX_OK;
+  for (int k = 1; st == VOX_OK && k <= opt->max_iterations; k++) {
+    vox_history_row row = {.iteration = first_row + k};
+    const double t0 = now();
+    continuation(opt, k, &p, &q);
+    /* 1. assembly, solves and compliance; 2. sensitivities */
+    vox_solve_result failed;
+    TRY(evaluate(r, p, 1, &compliance, &row.cg_iterations, &failed));
+    result->total_cg_iterations += row.cg_iterations;
+    if (failed.reason < 0) {
+      result->reason = VOX_STOP_SOLVER_FAILED;
+      result->last_solve = failed;
+      break;
+    }
+    const double t1 = now();
+    /* the numbers of the design this iteration evaluated */
+    design_numbers(r, &row.volume_fraction, &row.non_discreteness);
+    const double t2 = now();
+    /* 3. OC update of the nodal densities */
+    oc_update(r, q);
+    double change = 0;
+    for (size_t i = 0; i < r->nn; i++) change = fmax(change, fabs(r->rho_new[i] - r->rho[i]));
+    row.change = change;
+    memcpy(r->rho, r->rho_new, r->nn * sizeof *r->rho);
+    const double t3 = now();
+    row.objective = compliance;
+    row.penalty = p;
+    row.q = q;
+    row.seconds = t3 - t0;
+    result->seconds_solve += t1 - t0;
+    result->seconds_sensitivity += t2 - t1;
+    result->seconds_update += t3 - t2;
+    result->iterations = k;
+    TRY(append_history(ctx, model, &row));
+    if (opt->snapshot_every > 0 && row.iteration % opt->snapshot_every == 0) {
+      double fraction, m_nd; /* the voxel density of the updated design */
+      design_numbers(r, &fraction, &m_nd);
+      for (size_t e = 0; e < r->ne; e++) r->voxel[e] = fmin(1, fmax(0, r->voxel[e]));
+      TRY(vox_model_add_snapshot(ctx, model, row.iteration, r->voxel));
+    }
+    vox_progress progress = {.stage = "optimize",
+                             .iteration = row.iteration,
+                             .max_iterations = first_row + opt->max_iterations,
+                             .objective = row.objective,
+                             .volume_fraction = row.volume_fraction,
+                             .change = row.change,
+                             .non_discreteness = row.non_discreteness,
+                             .penalty = p,
+                             .q = q,
+                             .cg_iterations = row.cg_iterations,
+                             .solves = r->n_cases,
+                             .seconds = row.seconds};
+    TRY(vox_report_progress(ctx, &progress));
+    /* 4. the FE path's stopping rule */
+    const int penalties_final = p >= opt->penalty && q >= opt->q_max;
+    settled = k > 1 && penalties_final && row.change <= opt->change_tolerance &&
+                      fabs(compliance - previous) <= opt->objective_tolerance * fabs(compliance)
+                  ? settled + 1
+                  : 0;
+    if (settled >= opt->settle_iterations) {
+      result->reason = VOX_STOP_CONVERGED;
+      break;
+    }
+    previous = compliance;
+    if (opt->interrupted && opt->interrupted(opt->interrupted_self)) {
+      result->reason = VOX_STOP_INTERRUPTED;
+      break;
+    }
+  }
+  if (result->reason == VOX_STOP_MAX_ITERATIONS && (p < opt->penalty || q < opt->q_max))
+    result->reason = VOX_STOP_CONTINUATION_UNFINISHED;
+  result->final_penalty = p;
+  result->final_q = q;
+  /* the final design's own state, so that density, displacement and
+   * compliance in the file belong together */
+  if (result->reason != VOX_STOP_SOLVER_FAILED) {
+    int cg;
+    vox_solve_result failed;
+    TRY(evaluate(r, p, 0, &compliance, &cg, &failed));
+    result->total_cg_iterations += cg;
+    result->final_cg_iterations = cg;
+    if (failed.reason < 0) {
+      result->reason = VOX_STOP_SOLVER_FAILED;
+      result->last_solve = failed;
+    } else {
+      result->last_solve = failed;
+    }
+  }
+  result->objective = compliance;
+  design_numbers(r, &result->volume_fraction, &result->non_discreteness);
+  TRY(store_results(r));
+  model->target_volume_fraction = opt->volume_fraction;
+  model->optimization_end =
+      (vox_optimization_end){result->reason, result->objective, result->volume_fraction,
+                             result->non_discreteness, result->final_cg_iterations};
+  result->adjoint_gpu = -1;
+  return st;
+}
+
+vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
+                            const vox_optimizer_options *options, vox_optimize_result *result) {
+  (void)be;
+  memset(result, 0, sizeof *result);
+  /* the program's --threads for the host loops here (the CPU backend's own
+   * kernels take it from the context likewise) */
+  const int threads = vox_context_threads(ctx), saved = omp_get_max_threads();
+  if (threads > 0) omp_set_num_threads(threads);
+  efg_run r = {.ctx = ctx, .model = model, .opt = options};
+  vox_status s = optimize(&r, result);
+  run_free(&r);
+  if (threads > 0) omp_set_num_threads(saved);
+  return s;
+}

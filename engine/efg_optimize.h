@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Compliance minimisation on the element-free Galerkin (EFG) discretisation
+ * (private; Lu, Gong, Zhang, Xie and Yin 2021, sections 3 and 5), the loop
+ * vox_optimize runs for VOX_DISCRETIZATION_EFG.
+ *
+ * Each design iteration: the Gauss points' densities from the nodal design
+ * variables (eq. 16), K(rho) assembled node pair by node pair
+ * (efg_assembly.h), K u = f solved by the one conjugate-gradient loop
+ * (ksp.h) with a 3x3 block Jacobi preconditioner, starting from the last
+ * iteration's u; the compliance f^T u and its node-wise sensitivities
+ * (efg_sensitivity.h); the optimality-criteria update of eq. 21-22 with the
+ * volume multiplier found by bisection. The continuation of the SIMP
+ * penalty, the move limit, the damping and the stopping rule are the FE
+ * path's (vox_optimizer_options). Everything is on host arrays with OpenMP:
+ * the assembled matrix is not a backend operator. */
+#ifndef VOXFE_EFG_OPTIMIZE_H
+#define VOXFE_EFG_OPTIMIZE_H
+
+#include "efg_model.h"
+#include "sparse_bsr.h"
+#include "voxfe/optimizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Solves K u = f (n = 3 * K's block rows) by conjugate gradients with the
+ * inverses of K's 3x3 diagonal blocks as the preconditioner, from the u
+ * given (the warm start), to options->rtol or options->max_iterations.
+ * `inverse` holds those inverses (vox_efg_block_jacobi). A solve that does
+ * not converge returns VOX_OK with its reason in result. */
+vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f, double *u,
+                      const vox_solver_options *options, vox_solve_result *result);
+
+/* The inverses of K's diagonal blocks (out is allocated here, freed with
+ * vox_bsr_free); fails naming the node whose block is not definite. */
+vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out);
+
+/* The refusals of what the EFG loop does not support, one message each:
+ * a CUDA backend, heat conduction, a mechanism's output displacement, a
+ * periodic cell objective or grid, symmetry, an initial design, checkpoints
+ * and resuming, a density lower bound of 0. */
+vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_model *model,
+                                  const vox_optimizer_options *options);
+
+/* vox_optimize for options->discretization VOX_DISCRETIZATION_EFG (the
+ * options resolved and checked by vox_optimize). The model gets the voxel
+ * density made from the final nodal densities (vox_efg_voxel_density),
+ * their values per grid node (model->nodal_density), the displacement at
+ * the grid nodes of the domain per load case (0 elsewhere), the history and
+ * the end record, as the FE loop leaves them. The start is the model's
+ * nodal densities where it has them (an EFG design to continue), else the
+ * volume fraction on the design nodes. */
+vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
+                            const vox_optimizer_options *options, vox_optimize_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The element-free Galerkin discretisation end to end: a small cantilever
+# voxelized, optimized with --discretization efg for a few iterations (the
+# option in --help and in the history line, the voxel density in [0, 1] that
+# meets the volume fraction, the nodal densities on the node grid), exported
+# to .vti, .vtu and .stl; and the combinations EFG does not support refused
+# with one line, exit status 2 and no file.
+. "$(dirname "$0")/lib.sh"
+
+"$OPTIMIZE" --help | grep -q -- "--discretization=KIND" || fail "optimize --help lacks --discretization"
+make_model model.nc 8x4x4 || finish
+
+"$OPTIMIZE" model.nc -o design.nc --discretization efg --max-iterations 4 --volume-fraction 0.4 \
+  --threads 2 >"$LOG/out" 2>"$LOG/err" ||
+  { fail "optimize --discretization efg: $(tail -n 3 "$LOG/err")"; finish; }
+[ "$(wc -l <"$LOG/err")" -eq 4 ] || fail "optimize: not one progress line per iteration"
+grep -qE "^design\.nc: iteration limit reached .*after 4 iterations: final design compliance" "$LOG/out" ||
+  fail "optimize: summary is '$(cat "$LOG/out")'"
+ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
+grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
+grep -q -- "--efg-support=2 --efg-penalty=10000" "$LOG/header" ||
+  fail "design.nc: history lacks the EFG support and penalty"
+grep -q -- "--device=cpu" "$LOG/header" || fail "design.nc: --device auto did not become cpu"
+grep -qE "double nodal_density\(node_z, node_y, node_x\)" "$LOG/header" ||
+  fail "design.nc: no nodal_density(node_z, node_y, node_x)"
+/usr/bin/python3 - design.nc >"$LOG/py" 2>&1 <<'PY' || fail "design.nc values: $(cat "$LOG/py")"
+import sys
+import netCDF4
+import numpy as np
+d = netCDF4.Dataset(sys.argv[1])
+rho = np.asarray(d["density"][:])
+nodal = np.asarray(d["nodal_density"][:])
+assert rho.shape == (4, 4, 8) and nodal.shape == (5, 5, 9), (rho.shape, nodal.shape)
+assert rho.min() >= 0 and rho.max() <= 1 and rho.max() - rho.min() > 0.1, (rho.min(), rho.max())
+assert abs(rho.mean() - 0.4) < 1e-3, rho.mean()
+assert nodal.min() >= 1e-3 and nodal.max() <= 1, (nodal.min(), nodal.max())
+u = np.asarray(d["displacement"][0])
+assert np.abs(u[:, :, 0, :]).max() < 1e-3 * np.abs(u).max(), "the clamp at x = 0 moves"
+PY
+
+# a second run reads the design file's nodal densities and goes on from them
+"$OPTIMIZE" design.nc -o design2.nc --discretization efg --max-iterations 1 --volume-fraction 0.4 \
+  --threads 2 -q 2>"$LOG/err" || fail "optimize design.nc: $(tail -n 3 "$LOG/err")"
+ncdump -h design2.nc | grep -qE "iteration = (5|UNLIMITED ; // \(5 currently\))" ||
+  fail "design2.nc: the history does not go on from design.nc's 4 rows"
+
+for out in design.vti design.vtu design.stl; do
+  "$EXPORT" design.nc -o $out >"$LOG/out" 2>&1 || fail "export $out: $(tail -n 3 "$LOG/out")"
+  [ -s $out ] || fail "export: $out is empty"
+done
+head -c 400 design.vti | grep -q '<VTKFile type="ImageData"' || fail "design.vti is not ImageData"
+head -c 80 design.stl | grep -qiE "^solid|." || fail "design.stl is empty"
+
+# what the EFG loop does not take: one line, exit status 2, no output
+expect_usage_error "efg with checkpoints" "discretization efg has no checkpoints" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --checkpoint-every 2 --threads 2
+expect_usage_error "efg with a periodic cell objective" "not the bulk objective of a periodic cell" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --objective bulk --threads 2
+expect_usage_error "efg with a symmetry" "discretization efg does not take a symmetry" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --symmetry reflect3 --threads 2
+expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization fem
+finish
