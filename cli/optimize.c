@@ -64,8 +64,20 @@ static int parse_discretization(const char *what, const char *text, void *value)
   return 0;
 }
 
+static int parse_optimizer(const char *what, const char *text, void *value) {
+  if (vox_design_update_parse(text, value) != 0) {
+    cli_error("%s: expected oc or mma, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
 static void format_discretization(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_discretization_name(*(const vox_discretization *)value));
+}
+
+static void format_optimizer(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_design_update_name(*(const vox_design_update *)value));
 }
 
 static int parse_filter(const char *what, const char *text, void *value) {
@@ -210,8 +222,23 @@ static const cli_option options[] = {
      .range = POSITIVE, .flags = CLI_RECORD,
      .help = "filter radius in mm, between element centres",
      .default_text = "1.5 times the longest voxel edge"},
+    {.name = "optimizer", .arg = "METHOD", .kind = CLI_CUSTOM, .offset = AT(opt.update),
+     .flags = CLI_RECORD,
+     .help = "the design update: oc (optimality criteria) or mma (the method of moving "
+             "asymptotes, Svanberg 1987, with the volume as its constraint; CPU only, q 1)",
+     .parse = parse_optimizer, .format = format_optimizer},
     NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
-           "largest change of a density in one iteration"),
+           "largest change of a density in one iteration (OC and MMA)"),
+    NUMBER("mma-asymptote-init", CLI_REAL, "S", opt.mma.asymptote_init, RANGE(1e-3, 10),
+           "mma: the asymptotes' distance from the design in the first two iterations, "
+           "in density ranges"),
+    NUMBER("mma-asymptote-increase", CLI_REAL, "F", opt.mma.asymptote_increase, RANGE(1, 10),
+           "mma: factor that widens the asymptotes where a density keeps its direction"),
+    NUMBER("mma-asymptote-decrease", CLI_REAL, "F", opt.mma.asymptote_decrease, FRACTION,
+           "mma: factor that narrows the asymptotes where a density oscillates"),
+    NUMBER("mma-objective-scale", CLI_REAL, "S", opt.mma.objective_scale, POSITIVE,
+           "mma: the objective is scaled so that its first iteration's value has this "
+           "magnitude (Svanberg: 1 to 100 suit a0 = 1, c = 1000)"),
     NUMBER("damping", CLI_REAL, "D", opt.damping, FRACTION,
            "damping exponent of the optimality-criteria update"),
     NUMBER("q-max", CLI_REAL, "Q", opt.q_max, AT_LEAST(1),
@@ -283,7 +310,8 @@ static const cli_option options[] = {
 static const cli_program program = {
     .name = "voxfe-optimize",
     .args_doc = "MODEL.nc -o DESIGN.nc",
-    .doc = "Topology optimization (SIMP, filter, optimality criteria, continuation) of a "
+    .doc = "Topology optimization (SIMP, filter, optimality criteria or the method of moving "
+           "asymptotes, continuation) of a "
            "voxfe model file: minimum (weighted) compliance, or the largest output "
            "displacement of a compliant mechanism when the model says so; writes the design "
            "file.",
@@ -363,6 +391,14 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
+  /* MMA has a CPU implementation only: refused on the GPU before any device
+   * work, and "auto" is the CPU */
+  if (s->opt.update == VOX_UPDATE_MMA && s->backend.device == VOX_DEVICE_CUDA) {
+    cli_error("--optimizer mma runs on the CPU only: use --device cpu");
+    status = CLI_EXIT_USAGE;
+    goto done;
+  }
+  if (s->opt.update == VOX_UPDATE_MMA) s->backend.device = VOX_DEVICE_CPU;
   /* --cg-tol not given: the engine's (a cell's C^H is second order in its
    * fields' error, so its solves stop earlier: VOX_CELL_RTOL) */
   s->opt.solver.rtol = vox_optimizer_rtol(&s->opt);

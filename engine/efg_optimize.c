@@ -227,6 +227,10 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
          "not from an initial design");
   REFUSE(o->resume || o->checkpoint_every > 0,
          "discretization efg has no checkpoints (checkpoint-every, resume)");
+  REFUSE(o->update != VOX_UPDATE_OC,
+         "discretization efg updates the nodal densities by optimality criteria (optimizer "
+         "oc), not %s",
+         vox_design_update_name(o->update));
 #undef REFUSE
   if (!(o->efg_support_scale >= 1) || !(o->efg_penalty_scale > 0))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,

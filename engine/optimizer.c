@@ -16,6 +16,7 @@
 #include "fem.h"
 #include "homogenize.h"
 #include "memory_plan.h"
+#include "mma_design.h"
 #include "objective.h"
 #include "optimizer_checkpoint.h"
 #include "voxfe/optimizer.h"
@@ -63,6 +64,8 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_efg_options_default(&efg);
   o->efg_support_scale = efg.support_scale;
   o->efg_penalty_scale = efg.penalty_scale;
+  o->update = VOX_UPDATE_OC;
+  vox_mma_options_default(&o->mma);
 }
 
 double vox_optimizer_rtol(const vox_optimizer_options *o) {
@@ -71,6 +74,20 @@ double vox_optimizer_rtol(const vox_optimizer_options *o) {
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
+static const char *const update_names[] = {"oc", "mma"};
+
+const char *vox_design_update_name(vox_design_update update) {
+  return (unsigned)update < 2 ? update_names[update] : "unknown";
+}
+
+int vox_design_update_parse(const char *text, vox_design_update *update) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, update_names[i]) == 0) {
+      *update = (vox_design_update)i;
+      return 0;
+    }
+  return -1;
+}
 static const char *const cell_objective_names[] = {"compliance", "bulk",        "shear",
                                                    "poisson",    "poisson-log", "custom"};
 
@@ -223,7 +240,12 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->density_min == VOX_DENSITY_MIN_AUTO ||
               (o->density_min >= 0 && o->density_min < o->volume_fraction),
           "density minimum %g not in [0, volume fraction)", o->density_min);
+  REQUIRE((unsigned)o->update <= VOX_UPDATE_MMA, "unknown design update %d", (int)o->update);
+  REQUIRE(o->update != VOX_UPDATE_MMA || o->q_max == 1,
+          "q %g: the intermediate-density exponent is part of the optimality-criteria update, "
+          "not of MMA (use q 1)", o->q_max);
 #undef REQUIRE
+  if (o->update == VOX_UPDATE_MMA) TRY(vox_mma_options_check(ctx, &o->mma));
   return vox_solver_options_check(ctx, &o->solver);
 }
 
@@ -262,6 +284,7 @@ typedef struct opt_state {
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
+  vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
@@ -271,6 +294,7 @@ static void state_free(vox_backend *be, opt_state *s) {
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   for (int i = 0; i < VOX_PARKED; i++) be->ops->host_free(be, s->parked[i]);
   vox_objective_destroy(s->objective);
+  vox_mma_design_destroy(s->mma);
   if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
   else vox_fem_destroy(s->fem);
@@ -569,6 +593,8 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     TRY(o->design->filter_transpose(be, s->filter, &s->design, &s->own_dv));
     s->dv = &s->own_dv;
   }
+  if (opt->update == VOX_UPDATE_MMA)
+    TRY(vox_mma_design_create(be, &s->design, s->rho_min, opt, &s->mma));
   return VOX_OK;
 }
 
@@ -875,6 +901,13 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
                              const vox_loop_state *loop) {
   vox_checkpoint state;
   TRY(vox_loop_save(be, model, opt, loop, &s->x, s->fem, s->objective, s->homog, &state));
+  if (s->mma) {
+    vox_status saved = vox_mma_design_save(s->mma, &state);
+    if (saved != VOX_OK) {
+      vox_checkpoint_free(&state);
+      return saved;
+    }
+  }
   double *density = realloc(model->density, s->fem->n_elements * sizeof *density);
   vox_status st = density ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (density) model->density = density;
@@ -947,6 +980,10 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     TRY(check_problem(ctx, model));
     return vox_efg_optimize(ctx, be, model, opt, result);
   }
+  if (opt->update == VOX_UPDATE_MMA && vox_backend_device(be) == VOX_DEVICE_CUDA)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the method of moving asymptotes (optimizer mma) runs on the CPU backend "
+                     "only");
   TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -955,6 +992,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                      vox_objective_name(model->objective));
   if (!cell) TRY(check_problem(ctx, model));
   if (opt->resume) TRY(vox_loop_check_resume(ctx, model, opt));
+  if (opt->resume) TRY(vox_mma_design_check_resume(ctx, opt->resume, opt->update));
   const unsigned strains = vox_cell_objective_strains(opt);
   if (cell && strains == 0)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -989,6 +1027,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (st == VOX_OK && opt->resume) {
     vox_loop_state loop = {0};
     st = vox_loop_restore(be, opt, &loop, &s.x, s.fem, s.objective, s.homog);
+    if (st == VOX_OK && s.mma) st = vox_mma_design_restore(s.mma, opt->resume);
     k_done = result->iterations = loop.iterations;
     first_row = loop.first_row;
     p = loop.p, q = loop.q, previous = loop.previous, settled = loop.settled;
@@ -1046,12 +1085,20 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       st = o->design->symmetrize(be, &s.fem->grid, opt->symmetry, &s.dc);
     if (st == VOX_OK) st = o->synchronize(be);
     t3 = now();
-    /* 4. OC update (and the design made symmetric again, against rounding),
+    /* 4. OC or MMA update (and the design made symmetric again, against rounding),
      * change, new physical density. The new design goes into the spent
      * energies, M_nd's temporary is dc (spent after the update): no vector
      * per element of their own (each a gigabyte at 512^3). */
     vox_vec *x_new = &s.energy;
-    if (st == VOX_OK) st = oc_update(be, opt, &s, q, x_new);
+    if (st == VOX_OK && s.mma) {
+      double volume;
+      st = volume_fraction(be, &s, s.x_phys, &volume);
+      if (st == VOX_OK)
+        st = vox_mma_design_update(be, s.mma, &s.x, &s.dc, s.dv, compliance, volume,
+                                   opt->volume_fraction, x_new);
+    } else if (st == VOX_OK) {
+      st = oc_update(be, opt, &s, q, x_new);
+    }
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
       st = o->design->symmetrize(be, &s.fem->grid, opt->symmetry, x_new);
     if (st == VOX_OK) st = o->vec->max_abs_diff(be, x_new, &s.x, &row.change);
@@ -1160,6 +1207,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                                      result->non_discreteness,
                                                      result->final_cg_iterations};
   result->adjoint_gpu = s.adjoint_gpu;
+  result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : -1;
   result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);
   return st;

@@ -164,6 +164,27 @@ for fields in "--precision double" "--cell-solver off" "--cell-solver on" "--cel
   compare $name-full.nc $name-resumed.nc || fail "$name: resumed at 3: not the uninterrupted run"
 done
 
+# --- MMA (--optimizer mma): its state (the last two designs, the asymptotes,
+# the subproblem's multipliers, the objective's scale) comes back too
+MMA_OPTIONS=(--optimizer mma --device cpu --threads 2)
+"$OPTIMIZE" model.nc -o mma-full.nc --max-iterations $N "${MMA_OPTIONS[@]}" >/dev/null 2>&1 ||
+  fail "mma: the uninterrupted run failed"
+"$OPTIMIZE" model.nc -o mma-part.nc --max-iterations 5 --checkpoint-every 5 "${MMA_OPTIONS[@]}" \
+  >/dev/null 2>&1 || fail "mma: the run with a checkpoint failed"
+"$OPTIMIZE" model.nc -o mma-resumed.nc --max-iterations $N --resume mma-part.checkpoint.nc \
+  "${MMA_OPTIONS[@]}" >/dev/null 2>"$LOG/err" || fail "mma: resume: $(cat "$LOG/err")"
+compare mma-full.nc mma-resumed.nc || fail "mma: resumed at 5: not the uninterrupted run"
+expect_usage_error "resume of an OC checkpoint with MMA" \
+  "--resume part.checkpoint.nc: the checkpoint's run had optimizer oc, this one has mma" \
+  "$OPTIMIZE" model.nc -o x.nc --resume part.checkpoint.nc "${MMA_OPTIONS[@]}"
+expect_usage_error "resume of an MMA checkpoint with OC" \
+  "--resume mma-part.checkpoint.nc: the checkpoint's run had optimizer mma, this one has oc" \
+  "$OPTIMIZE" model.nc -o x.nc --resume mma-part.checkpoint.nc --device cpu
+expect_usage_error "resume of an MMA checkpoint with other asymptotes" \
+  "--resume mma-part.checkpoint.nc: the checkpoint's run had other MMA parameters" \
+  "$OPTIMIZE" model.nc -o x.nc --resume mma-part.checkpoint.nc "${MMA_OPTIONS[@]}" \
+  --mma-asymptote-init 0.2
+
 # --- what a resume refuses: exit 2, one line naming the checkpoint, no file
 expect_usage_error "resume with another volume fraction" \
   "--resume part.checkpoint.nc: the checkpoint's run had volume_fraction 0.3, this one has 0.4" \

@@ -58,6 +58,8 @@ expect_usage_error "efg with a periodic cell objective" "not the bulk objective 
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --objective bulk --threads 2
 expect_usage_error "efg with a symmetry" "discretization efg does not take a symmetry" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --symmetry reflect3 --threads 2
+expect_usage_error "efg with MMA" "discretization efg updates the nodal densities by optimality criteria" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --optimizer mma --threads 2
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization fem
 finish

@@ -12,6 +12,7 @@
 #include "voxfe/expression.h"
 #include "voxfe/homogenize.h"
 #include "voxfe/initial_design.h"
+#include "voxfe/mma.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
 #include "voxfe/symmetry.h"
@@ -62,6 +63,13 @@ typedef enum vox_discretization {
   VOX_DISCRETIZATION_EFG = 1
 } vox_discretization;
 
+/* How the design variables are updated from the gradients. */
+typedef enum vox_design_update {
+  VOX_UPDATE_OC = 0,  /* optimality criteria with a bisection on the volume multiplier */
+  VOX_UPDATE_MMA = 1  /* the method of moving asymptotes (Svanberg 1987; voxfe/mma.h), with
+                         the volume as its constraint; the CPU backend only */
+} vox_design_update;
+
 typedef struct vox_optimizer_options {
   vox_discretization discretization;
   /* VOX_DISCRETIZATION_EFG: d_max of the supports (Lu et al. 2021 eq. 5:
@@ -71,6 +79,11 @@ typedef struct vox_optimizer_options {
    * closer and conditions K worse (more CG iterations). */
   double efg_support_scale;
   double efg_penalty_scale;
+  vox_design_update update;
+  /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
+   * its move limit is move_limit below (mma.move is not read). damping and
+   * q are the OC update's: MMA refuses q_max > 1. */
+  vox_mma_options mma;
   vox_cell_objective cell_objective;
   double poisson_beta;         /* beta of eq. 21, in (0, 1) */
   double poisson_eta;          /* eta of eq. 22 */
@@ -221,6 +234,11 @@ typedef struct vox_optimize_result {
   vox_cell_moduli moduli;
   int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
   int cell_solver; /* cell objectives: 1 when the single-precision cell solver solved them */
+  /* MMA: the largest entry of the residual of the KKT conditions (Svanberg's
+   * kktcheck, the objective scaled as the method sees it) at the design of
+   * the last design iteration, with the multipliers of the subproblem that
+   * made it; -1 with OC, or before MMA's second iteration */
+  double kkt_residual;
 } vox_optimize_result;
 
 void vox_optimizer_options_default(vox_optimizer_options *options);
@@ -231,6 +249,9 @@ const char *vox_filter_name(vox_filter_type filter);
 /* "fe" or "efg"; the parser returns -1 for other words. */
 const char *vox_discretization_name(vox_discretization discretization);
 int vox_discretization_parse(const char *text, vox_discretization *discretization);
+/* "oc", "mma"; the parser returns -1 for other words. */
+const char *vox_design_update_name(vox_design_update update);
+int vox_design_update_parse(const char *text, vox_design_update *update);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 /* Words for messages: "converged", "iteration limit reached", ... */
 const char *vox_stop_reason_string(vox_stop_reason reason);

@@ -10,6 +10,7 @@
 #include "voxfe/element.h"
 #include "voxfe/expression.h"
 #include "voxfe/initial_design.h"
+#include "voxfe/mma.h"
 #include "voxfe/homogenize.h"
 #include "voxfe/model.h"
 #include "voxfe/optimizer.h"

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The method of moving asymptotes (Svanberg 1987, "The method of moving
+ * asymptotes -- a new method for structural optimization"), in the form of
+ * Svanberg's notes "MMA and GCMMA -- two methods for nonlinear optimization"
+ * (2002, revised 2007): for n variables x and m >= 1 constraints
+ *
+ *   minimize   f_0(x) + a0 z + sum_i (c_i y_i + d_i y_i^2 / 2)
+ *   subject to f_i(x) - a_i z - y_i <= 0,  xmin <= x <= xmax,  y >= 0, z >= 0,
+ *
+ * each outer iteration replaces every f_i by its convex separable
+ * approximation around the current x, between the lower and upper
+ * asymptotes L_j < x_j < U_j, which move with the history of x (wider while
+ * x_j keeps going one way, narrower when it oscillates), and solves that
+ * subproblem within the move limits alpha_j, beta_j by the primal-dual
+ * interior-point method of the notes (their `subsolv`). With a_i = 0 and
+ * c_i large the y_i are the constraints' slack of last resort: they are 0
+ * at the solution of a problem whose constraints can be met.
+ *
+ * The per-variable work runs in OpenMP threads over fixed blocks of the
+ * variables, summed in block order: the result does not depend on the
+ * number of threads. The m + 1 dual directions are solved on the host. */
+#ifndef VOXFE_MMA_H
+#define VOXFE_MMA_H
+
+#include <stddef.h>
+
+#include "voxfe/checkpoint.h"
+#include "voxfe/context.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Svanberg's defaults (vox_mma_options_default) in the comments. */
+typedef struct vox_mma_options {
+  double asymptote_init;     /* 0.5: U - L = 2 * this * (xmax - xmin) in the first two iterations */
+  double asymptote_increase; /* 1.2: the asymptotes widen while x_j keeps its direction */
+  double asymptote_decrease; /* 0.7: they narrow where x_j oscillates */
+  double move;               /* 0.5: |x_new - x| <= move * (xmax - xmin) */
+  double albefa;             /* 0.1: x_new stays this fraction of the way from an asymptote */
+  double raa0;               /* 1e-5: the approximations' least curvature */
+  double a0;                 /* 1 */
+  double a;                  /* 0: a_i of every constraint */
+  double c;                  /* 1000: c_i of every constraint */
+  double d;                  /* 1: d_i of every constraint */
+  double epsilon_min;        /* 1e-7: the interior-point method's last barrier parameter */
+  /* Not read by vox_mma_update: vox_optimize divides the objective by the
+   * magnitude of its first iteration's value and multiplies it by this, as
+   * Svanberg advises values of order 1 to 100 for the defaults of a0 and
+   * c (1: the objective starts at 1). */
+  double objective_scale;
+} vox_mma_options;
+
+void vox_mma_options_default(vox_mma_options *options);
+/* VOX_ERR_INVALID_ARGUMENT naming the first parameter out of its range. */
+vox_status vox_mma_options_check(vox_context *ctx, const vox_mma_options *options);
+
+typedef struct vox_mma vox_mma;
+
+/* The method's state for n variables and m constraints (m >= 1). */
+vox_status vox_mma_create(vox_context *ctx, size_t n, int m, const vox_mma_options *options,
+                          vox_mma **out);
+void vox_mma_destroy(vox_mma *mma);
+
+/* One outer iteration at xval: the function values fval (m), the
+ * gradients df0dx (n) and dfdx (m rows of n, constraint i at dfdx + i n);
+ * the bounds xmin, xmax (n). The new x into xnew (n; may be xval). */
+vox_status vox_mma_update(vox_mma *mma, const double *xval, const double *xmin,
+                          const double *xmax, const double *df0dx, const double *fval,
+                          const double *dfdx, double *xnew);
+
+/* The OpenMP threads of its loops (0: OpenMP's default); the results do
+ * not depend on it. */
+void vox_mma_set_threads(vox_mma *mma, int threads);
+/* Outer iterations done. */
+int vox_mma_iterations(const vox_mma *mma);
+/* The last iteration's asymptotes (n each). */
+const double *vox_mma_lower(const vox_mma *mma);
+const double *vox_mma_upper(const vox_mma *mma);
+/* The last subproblem's multipliers of the constraints (m). */
+const double *vox_mma_lambda(const vox_mma *mma);
+
+/* The residual of the original problem's KKT conditions at x (after an
+ * update, evaluated there: fval, df0dx, dfdx as for vox_mma_update) with
+ * the last subproblem's solution's multipliers and y, z (Svanberg's
+ * `kktcheck`): its Euclidean norm and largest entry. */
+vox_status vox_mma_kkt(const vox_mma *mma, const double *x, const double *xmin,
+                       const double *xmax, const double *df0dx, const double *fval,
+                       const double *dfdx, double *norm, double *max);
+
+/* The state into a checkpoint (arrays named prefix + "_..."), and back from
+ * one of the same n, m and options (VOX_ERR_INVALID_ARGUMENT naming what
+ * differs, in words that begin "the checkpoint"). */
+vox_status vox_mma_save(const vox_mma *mma, const char *prefix, vox_checkpoint *out);
+vox_status vox_mma_restore(vox_mma *mma, const char *prefix, const vox_checkpoint *state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

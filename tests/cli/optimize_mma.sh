@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# voxfe-optimize --optimizer mma: in --help, runs, meets the volume, and the
+# history line of the design file names it with its parameters; the GPU,
+# an unknown method and q > 1 with MMA are refused with one line (exit 2)
+# before any device work.
+. "$(dirname "$0")/lib.sh"
+
+"$OPTIMIZE" --help >"$LOG/help" || fail "--help failed"
+grep -q -- "--optimizer=METHOD" "$LOG/help" || fail "--help lacks --optimizer"
+grep -q "Svanberg 1987" "$LOG/help" || fail "--help does not cite Svanberg 1987"
+grep -q -- "--mma-asymptote-init" "$LOG/help" || fail "--help lacks the MMA parameters"
+
+make_model model.nc 12x6x6 || finish
+"$OPTIMIZE" model.nc -o mma.nc --optimizer mma --max-iterations 8 --threads 2 -q \
+  >"$LOG/out" 2>"$LOG/err" || { fail "optimize --optimizer mma: $(cat "$LOG/err")"; finish; }
+ncdump -h mma.nc >"$LOG/header" || fail "ncdump cannot read mma.nc"
+grep -q -- "--optimizer=mma .*--mma-asymptote-init=0.5 --mma-asymptote-increase=1.2 \
+--mma-asymptote-decrease=0.7 --mma-objective-scale=1" "$LOG/header" ||
+  fail "mma.nc: the history line does not name the optimizer and its parameters"
+# "auto" resolves to the CPU for MMA, and the history says so
+grep -q -- "--device=cpu" "$LOG/header" || fail "mma.nc: the device is not cpu"
+/usr/bin/python3 - mma.nc <<'PY' || fail "mma.nc: volume or history wrong"
+import sys
+import netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1])
+h = d["optimization"]
+assert len(h["objective"][:]) == 8
+assert abs(float(h["volume_fraction"][-1]) - 0.3) < 2e-3, h["volume_fraction"][:]
+PY
+# OC's run by default: the history names oc
+"$OPTIMIZE" model.nc -o oc.nc --max-iterations 1 --device cpu -q || fail "optimize (oc) failed"
+ncdump -h oc.nc | grep -q -- "--optimizer=oc" || fail "oc.nc: the history does not name oc"
+
+expect_usage_error "mma on the GPU" "--optimizer mma runs on the CPU only" \
+  "$OPTIMIZE" model.nc -o x.nc --optimizer mma --device cuda
+expect_usage_error "an unknown optimizer" "--optimizer: expected oc or mma, got 'sqp'" \
+  "$OPTIMIZE" model.nc -o x.nc --optimizer sqp
+expect_usage_error "mma with q > 1" "q 2: the intermediate-density exponent is part of the" \
+  "$OPTIMIZE" model.nc -o x.nc --optimizer mma --q-max 2
+finish
