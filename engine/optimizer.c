@@ -63,6 +63,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_efg_options_default(&efg);
   o->efg_support_scale = efg.support_scale;
   o->efg_penalty_scale = efg.penalty_scale;
+  /* the multigrid takes a tenth of the CG iterations but its setup costs
+   * more than they save (docs/benchmarks.md) */
+  o->efg_preconditioner = VOX_EFG_PC_JACOBI;
 }
 
 double vox_optimizer_rtol(const vox_optimizer_options *o) {

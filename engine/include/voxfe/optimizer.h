@@ -62,6 +62,15 @@ typedef enum vox_discretization {
   VOX_DISCRETIZATION_EFG = 1
 } vox_discretization;
 
+/* The preconditioner of the EFG loop's conjugate gradients: the inverted
+ * 3x3 diagonal blocks of K, or a smoothed-aggregation multigrid V-cycle
+ * (Vanek, Mandel and Brezina 1996) whose coarse levels carry the load
+ * across void regions (docs/engine.md, "Element-free Galerkin"). */
+typedef enum vox_efg_preconditioner {
+  VOX_EFG_PC_JACOBI = 0,
+  VOX_EFG_PC_SA = 1
+} vox_efg_preconditioner;
+
 typedef struct vox_optimizer_options {
   vox_discretization discretization;
   /* VOX_DISCRETIZATION_EFG: d_max of the supports (Lu et al. 2021 eq. 5:
@@ -71,6 +80,7 @@ typedef struct vox_optimizer_options {
    * closer and conditions K worse (more CG iterations). */
   double efg_support_scale;
   double efg_penalty_scale;
+  vox_efg_preconditioner efg_preconditioner;
   vox_cell_objective cell_objective;
   double poisson_beta;         /* beta of eq. 21, in (0, 1) */
   double poisson_eta;          /* eta of eq. 22 */
@@ -231,6 +241,9 @@ const char *vox_filter_name(vox_filter_type filter);
 /* "fe" or "efg"; the parser returns -1 for other words. */
 const char *vox_discretization_name(vox_discretization discretization);
 int vox_discretization_parse(const char *text, vox_discretization *discretization);
+/* "jacobi" or "sa"; the parser returns -1 for other words. */
+const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner);
+int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 /* Words for messages: "converged", "iteration limit reached", ... */
 const char *vox_stop_reason_string(vox_stop_reason reason);
