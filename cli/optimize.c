@@ -80,6 +80,19 @@ static void format_optimizer(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_design_update_name(*(const vox_design_update *)value));
 }
 
+static int parse_efg_preconditioner(const char *what, const char *text, void *value) {
+  if (vox_efg_preconditioner_parse(text, value) != 0) {
+    cli_error("%s: expected jacobi or sa, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_efg_preconditioner(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s",
+           vox_efg_preconditioner_name(*(const vox_efg_preconditioner *)value));
+}
+
 static int parse_filter(const char *what, const char *text, void *value) {
   if (vox_filter_parse(text, value) != 0) {
     cli_error("%s: expected sensitivity, density or none, got '%s'", what, text);
@@ -193,6 +206,12 @@ static const cli_option options[] = {
            "efg: the penalty that holds the supports, in multiples of the largest Young's "
            "modulus times the smallest voxel edge (N/mm); larger holds them closer (to about "
            "one part in A) and takes more CG iterations"),
+    {.name = "efg-preconditioner", .arg = "PC", .kind = CLI_CUSTOM,
+     .offset = AT(opt.efg_preconditioner), .flags = CLI_RECORD,
+     .help = "efg: the CG preconditioner, jacobi (the inverted 3x3 diagonal blocks of K) or "
+             "sa (a smoothed-aggregation multigrid V-cycle built from K each design "
+             "iteration; far fewer CG iterations once void regions form)",
+     .parse = parse_efg_preconditioner, .format = format_efg_preconditioner},
     {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.cell_objective),
      .flags = CLI_RECORD,
      .help = "compliance (the model's own objective: compliance, or the output displacement "

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "efg_assembly.h"
+#include "efg_multigrid.h"
 #include "efg_sensitivity.h"
 #include "ksp.h"
 
@@ -58,6 +59,8 @@ static void apply3(const vox_bsr *a, const double *restrict x, double *restrict 
     y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
   }
 }
+
+void vox_efg_stiffness_apply(const void *k, const double *x, double *y) { apply3(k, x, y); }
 
 /* The block Jacobi preconditioner as a preconditioner object (pc.h) on
  * host arrays: z = D^-1 r with D the 3x3 diagonal blocks of K. */
@@ -120,6 +123,12 @@ static const vox_ksp_ops host_cg_ops = {.product = cg_product,
 
 vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f, double *u,
                       const vox_solver_options *options, vox_solve_result *result) {
+  const vox_pc pc = {.ops = &block_jacobi_ops, .self = (void *)inverse};
+  return vox_efg_cg_pc(k, &pc, f, u, options, result);
+}
+
+vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, double *u,
+                         const vox_solver_options *options, vox_solve_result *result) {
   const size_t n = 3 * k->n_rows;
   memset(result, 0, sizeof *result);
   result->rhs_norm = sqrt(dot(f, f, n));
@@ -131,7 +140,7 @@ vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f,
   double *work = malloc(4 * n * sizeof *work);
   if (!work) return VOX_ERR_NO_MEMORY;
   host_cg c = {.k = k,
-               .pc = {.ops = &block_jacobi_ops, .self = (void *)inverse},
+               .pc = *pc,
                .n = n,
                .x = u,
                .r = work,
@@ -144,6 +153,8 @@ vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f,
   for (ptrdiff_t i = 0; i < nn; i++) c.r[i] = f[i] - c.r[i];
   vox_status s = vox_ksp_cg(&host_cg_ops, &c, dot(c.r, c.r, n), result->rhs_norm, options, result);
   free(work);
+  /* a preconditioner's failure (only a hook's error ends the loop) */
+  if (s != VOX_OK && s != VOX_ERR_NO_MEMORY) return s;
   return s;
 }
 
@@ -202,6 +213,21 @@ vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out
   return VOX_OK;
 }
 
+static const char *const preconditioner_names[] = {"jacobi", "sa"};
+
+const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner) {
+  return (unsigned)preconditioner < 2 ? preconditioner_names[preconditioner] : "unknown";
+}
+
+int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner) {
+  for (int i = 0; i < 2; i++)
+    if (strcmp(text, preconditioner_names[i]) == 0) {
+      *preconditioner = (vox_efg_preconditioner)i;
+      return 0;
+    }
+  return -1;
+}
+
 /* ---- what the loop supports ---------------------------------------------------- */
 
 vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -237,6 +263,9 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg needs a support scale >= 1 and a penalty scale > 0, "
                      "not %g and %g",
                      o->efg_support_scale, o->efg_penalty_scale);
+  if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SA)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown EFG preconditioner %d",
+                     (int)o->efg_preconditioner);
   if (o->density_min != VOX_DENSITY_MIN_AUTO && !(o->density_min > 0))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg needs a density minimum > 0 (it has no Emin), not %g",
@@ -264,6 +293,9 @@ typedef struct efg_run {
   const vox_optimizer_options *opt;
   vox_efg_model efg;
   vox_bsr k, inverse;
+  double *position;   /* nn * 3: the nodes' positions (the multigrid's rigid modes) */
+  vox_efg_sa sa;
+  vox_pc pc;          /* block Jacobi on `inverse`, or the multigrid on sa */
   size_t nn, ng, nd, ne;
   int n_cases;
   double v0;          /* the design cells' volume */
@@ -280,7 +312,8 @@ static void run_free(efg_run *r) {
   vox_efg_model_free(&r->efg);
   vox_bsr_free(&r->k);
   vox_bsr_free(&r->inverse);
-  double *v[] = {r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->rho_gauss,
+  vox_pc_destroy(&r->pc);
+  double *v[] = {r->position, r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->rho_gauss,
                  r->scale, r->energy, r->f,  r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
@@ -317,6 +350,14 @@ static vox_status run_init(efg_run *r) {
       !r->energy || !r->f || !r->u || !r->voxel || !r->is_design)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (design)");
   TRY(vox_efg_stiffness_pattern(ctx, &r->efg, &r->k));
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SA) {
+    r->position = malloc(3 * r->nn * sizeof *r->position);
+    if (!r->position)
+      return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (nodes)");
+    for (size_t i = 0; i < r->nn; i++)
+      vox_efg_node_position(&r->efg.nodes, (int32_t)i, r->position + 3 * i);
+    r->pc = vox_efg_sa_make(&r->sa, ctx, &r->k, r->position, vox_efg_stiffness_apply);
+  }
   for (int c = 0; c < r->n_cases; c++)
     TRY(vox_efg_load_vector(ctx, &r->efg, m, c, r->f + (size_t)c * r->nd));
   size_t n_design = 0;
@@ -348,8 +389,14 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
   vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
   TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
-  vox_bsr_free(&r->inverse);
-  TRY(vox_efg_block_jacobi(r->ctx, &r->k, &r->inverse));
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SA) {
+    TRY(vox_pc_setup(&r->pc));
+  } else {
+    vox_bsr_free(&r->inverse);
+    TRY(vox_efg_block_jacobi(r->ctx, &r->k, &r->inverse));
+  }
+  const vox_pc jacobi = {.ops = &block_jacobi_ops, .self = &r->inverse};
+  const vox_pc *pc = r->opt->efg_preconditioner == VOX_EFG_PC_SA ? &r->pc : &jacobi;
   *c = 0;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
@@ -359,9 +406,10 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     double *u = r->u + (size_t)lc * r->nd;
     const double *f = r->f + (size_t)lc * r->nd;
     vox_solve_result res;
-    vox_status s = vox_efg_cg(&r->k, &r->inverse, f, u, &r->opt->solver, &res);
-    if (s != VOX_OK)
+    vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
+    if (s == VOX_ERR_NO_MEMORY)
       return vox_error(r->ctx, s, "element-free Galerkin: out of memory (solve)");
+    TRY(s);
     *cg_iterations += res.iterations;
     *failed = res;
     if (res.reason < 0) return VOX_OK;

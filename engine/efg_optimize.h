@@ -6,7 +6,8 @@
  * Each design iteration: the Gauss points' densities from the nodal design
  * variables (eq. 16), K(rho) assembled node pair by node pair
  * (efg_assembly.h), K u = f solved by the one conjugate-gradient loop
- * (ksp.h) with a 3x3 block Jacobi preconditioner, starting from the last
+ * (ksp.h) with a 3x3 block Jacobi or a smoothed-aggregation multigrid
+ * preconditioner (efg_multigrid.h), starting from the last
  * iteration's u; the compliance f^T u and its node-wise sensitivities
  * (efg_sensitivity.h); the optimality-criteria update of eq. 21-22 with the
  * volume multiplier found by bisection. The continuation of the SIMP
@@ -17,6 +18,7 @@
 #define VOXFE_EFG_OPTIMIZE_H
 
 #include "efg_model.h"
+#include "pc.h"
 #include "sparse_bsr.h"
 #include "voxfe/optimizer.h"
 
@@ -31,6 +33,15 @@ extern "C" {
  * not converge returns VOX_OK with its reason in result. */
 vox_status vox_efg_cg(const vox_bsr *k, const vox_bsr *inverse, const double *f, double *u,
                       const vox_solver_options *options, vox_solve_result *result);
+
+/* vox_efg_cg with the preconditioner pc (pc.h, on host arrays of K's
+ * size; set up for this K): block Jacobi or the smoothed-aggregation
+ * multigrid (efg_multigrid.h). A preconditioner's error is returned. */
+vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, double *u,
+                         const vox_solver_options *options, vox_solve_result *result);
+
+/* y = K x for the assembled stiffness (a vox_host_apply on its vox_bsr). */
+void vox_efg_stiffness_apply(const void *k, const double *x, double *y);
 
 /* The inverses of K's diagonal blocks (out is allocated here, freed with
  * vox_bsr_free); fails naming the node whose block is not definite. */

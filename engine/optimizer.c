@@ -66,6 +66,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_penalty_scale = efg.penalty_scale;
   o->update = VOX_UPDATE_OC;
   vox_mma_options_default(&o->mma);
+  /* the multigrid takes a tenth of the CG iterations but its setup costs
+   * more than they save (docs/benchmarks.md) */
+  o->efg_preconditioner = VOX_EFG_PC_JACOBI;
 }
 
 double vox_optimizer_rtol(const vox_optimizer_options *o) {

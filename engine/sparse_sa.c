@@ -23,6 +23,7 @@ void vox_sa_options_default(vox_sa_options *o) {
   o->omega = 4.0 / 3.0;
   o->point_diagonal = 0;
   o->power_iterations = 20;
+  o->strength = 0;
 }
 
 static double now(void) {
@@ -96,17 +97,20 @@ static vox_status fine_positions(vox_context *ctx, const vox_sparse_host_level *
   return VOX_OK;
 }
 
-vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
-                              const int32_t *agg, size_t n_agg, double *b, double *centre) {
-  double *pos = NULL, *c = calloc(3 * (n_agg ? n_agg : 1), sizeof *c);
-  vox_status s = c ? fine_positions(ctx, lv, &pos) : no_memory(ctx, "centroids");
-  if (s == VOX_OK && agg) s = centroids(ctx, lv->n_nodes, pos, agg, n_agg, c);
+/* The rigid-body modes of n nodes at pos (3 x 6 a node, row-major) about
+ * the centroids of their aggregates (agg; NULL: about the origin), the
+ * centroids into centre (NULL: not wanted). */
+static vox_status rigid_modes_at(vox_context *ctx, size_t n, const double *pos,
+                                 const int32_t *agg, size_t n_agg, double *b, double *centre) {
+  double *c = calloc(3 * (n_agg ? n_agg : 1), sizeof *c);
+  vox_status s = c ? VOX_OK : no_memory(ctx, "centroids");
+  if (s == VOX_OK && agg) s = centroids(ctx, n, pos, agg, n_agg, c);
   if (s != VOX_OK) {
-    free(pos), free(c);
+    free(c);
     return s;
   }
   const double origin[3] = {0, 0, 0};
-  for (size_t m = 0; m < lv->n_nodes; m++) {
+  for (size_t m = 0; m < n; m++) {
     /* a node's modes about itself are [I 0]; shifted to the centroid */
     const double *o = agg && agg[m] >= 0 ? c + 3 * (size_t)agg[m] : origin;
     const double d[3] = {pos[3 * m] - o[0], pos[3 * m + 1] - o[1], pos[3 * m + 2] - o[2]};
@@ -115,8 +119,17 @@ vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
     memcpy(b + 3 * M * m, sh, 3 * M * sizeof *b);
   }
   if (centre) memcpy(centre, c, 3 * n_agg * sizeof *c);
-  free(pos), free(c);
+  free(c);
   return VOX_OK;
+}
+
+vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
+                              const int32_t *agg, size_t n_agg, double *b, double *centre) {
+  double *pos = NULL;
+  vox_status s = fine_positions(ctx, lv, &pos);
+  if (s == VOX_OK) s = rigid_modes_at(ctx, lv->n_nodes, pos, agg, n_agg, b, centre);
+  free(pos);
+  return s;
 }
 
 /* The scalar entries of a BSR matrix's blocks (the operator complexity's). */
@@ -372,19 +385,111 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   return VOX_OK;
 }
 
-vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
-                        const vox_sa_options *o, vox_sa_hierarchy *sa) {
-  const double t0 = now();
-  memset(sa, 0, sizeof *sa);
-  sa->level = calloc(MAX_LEVELS, sizeof *sa->level);
-  if (!sa->level) return no_memory(ctx, "levels");
-  sa->n_levels = 2;
-  /* a level's near-null space: per node its six modes about the node's
-   * position (the centroid of its aggregate), so that every level's modes
-   * are the same global rigid motions, each aggregate's QR in its own
-   * well-conditioned frame */
-  double *b = NULL, *pos = NULL;
-  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
+/* The strong couplings of a square BSR matrix as a graph (CSR, each node
+ * its own neighbour): j is a neighbour of i where |A_ij|^2 >= theta^2
+ * |A_ii| |A_jj| in the Frobenius norm (Vanek, Mandel and Brezina's
+ * symmetric strength of connection, by blocks). */
+static vox_status strong_graph(vox_context *ctx, const vox_bsr *a, double theta, size_t **rs_out,
+                               int32_t **adj_out) {
+  const size_t n = a->n_rows, bb = (size_t)(a->br * a->bc);
+  double *diag = malloc((n ? n : 1) * sizeof *diag);
+  size_t *rs = malloc((n + 1) * sizeof *rs);
+  int32_t *adj = malloc((vox_bsr_blocks(a) ? vox_bsr_blocks(a) : 1) * sizeof *adj);
+  if (!diag || !rs || !adj) {
+    free(diag), free(rs), free(adj);
+    return no_memory(ctx, "strength of connection");
+  }
+  const double t2 = theta * theta;
+  for (size_t i = 0; i < n; i++) {
+    diag[i] = 0;
+    for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++)
+      if (a->col[k] == (int32_t)i)
+        for (size_t e = 0; e < bb; e++) diag[i] += a->val[k * bb + e] * a->val[k * bb + e];
+    diag[i] = sqrt(diag[i]);
+  }
+  rs[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t m = rs[i];
+    for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
+      const size_t j = (size_t)a->col[k];
+      double f = 0;
+      for (size_t e = 0; e < bb; e++) f += a->val[k * bb + e] * a->val[k * bb + e];
+      if (j == i || f >= t2 * diag[i] * diag[j]) adj[m++] = (int32_t)j;
+    }
+    rs[i + 1] = m;
+  }
+  free(diag);
+  *rs_out = rs;
+  *adj_out = adj;
+  return VOX_OK;
+}
+
+/* Level 1 from an assembled level 0 of 3 x 3 blocks, its nodes at pos0
+ * (no dofs fixed: supports held by penalties). Level 0 keeps W and
+ * lambda_max(W A_0) for its smoother; its A stays the caller's. */
+static vox_status first_level_assembled(vox_context *ctx, const vox_sa_options *o,
+                                        const vox_bsr *a0, const double *pos0, vox_sa_level *l0,
+                                        vox_sa_level *l1, double **b1, double **pos1,
+                                        vox_sa_timing *tm) {
+  double t0 = now();
+  const size_t n = a0->n_rows;
+  int32_t *agg = malloc((n ? n : 1) * sizeof *agg);
+  double *b = malloc((n ? n : 1) * 3 * M * sizeof *b), *bc = NULL, *pc = NULL;
+  vox_bsr t = {0}, at = {0}, ap = {0};
+  size_t na = 0;
+  vox_status s = agg && b ? VOX_OK : no_memory(ctx, "aggregates");
+  /* the node graph: the blocks stored, or the strong ones among them */
+  size_t *rs = NULL;
+  int32_t *adj = NULL;
+  if (s == VOX_OK && o->strength > 0) s = strong_graph(ctx, a0, o->strength, &rs, &adj);
+  if (s == VOX_OK)
+    s = vox_sa_aggregate(ctx, n, rs ? rs : a0->row_start, adj ? adj : a0->col, NULL, agg, &na);
+  free(rs), free(adj);
+  l0->scalar_nonzeros = scalar_entries(a0);
+  tm->aggregate += now() - t0, t0 = now();
+  if (s == VOX_OK) {
+    bc = malloc((na ? na : 1) * M * M * sizeof *bc);
+    pc = malloc((na ? na : 1) * 3 * sizeof *pc);
+    l1->dead = calloc(na ? na : 1, 1);
+    if (!bc || !pc || !l1->dead) s = no_memory(ctx, "coarse modes");
+  }
+  if (s == VOX_OK) s = rigid_modes_at(ctx, n, pos0, agg, na, b, pc);
+  if (s == VOX_OK) s = vox_sa_tentative(ctx, n, 3, agg, na, b, NULL, &t, bc, l1->dead);
+  free(agg), free(b);
+  tm->tentative += now() - t0, t0 = now();
+  if (s == VOX_OK) s = vox_bsr_inverse_block_diagonal(ctx, a0, NULL, o->point_diagonal, &l0->w);
+  if (s == VOX_OK)
+    s = vox_power_lambda_max(ctx, 3 * n, vox_bsr_apply_fn, a0, vox_bsr_apply_fn, &l0->w,
+                             o->power_iterations, &l0->lambda_max);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, a0, &t, &at);
+  if (s == VOX_OK) s = smooth_prolongator(ctx, &t, &l0->w, &at, o->omega / l0->lambda_max, &l0->p);
+  vox_bsr_free(&t), vox_bsr_free(&at);
+  tm->prolongator += now() - t0, t0 = now();
+  if (s == VOX_OK) s = vox_bsr_transpose(ctx, &l0->p, &l0->r);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, a0, &l0->p, &ap);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &l0->r, &ap, &l1->a);
+  vox_bsr_free(&ap);
+  tm->galerkin += now() - t0;
+  if (s != VOX_OK) {
+    free(bc), free(pc);
+    return s;
+  }
+  identity_on_dead(&l1->a, l1->dead);
+  l0->n_nodes = n;
+  l0->bn = 3;
+  l0->n_aggregates = na;
+  l1->n_nodes = na;
+  l1->bn = M;
+  *b1 = bc;
+  *pos1 = pc;
+  return VOX_OK;
+}
+
+/* The levels below level 1 (built, with its near-null space b and node
+ * positions pos, both taken over) and the coarsest inverse; sa freed on
+ * failure. */
+static vox_status coarse_levels(vox_context *ctx, const vox_sa_options *o, vox_sa_hierarchy *sa,
+                                double *b, double *pos, double t0, vox_status s) {
   /* coarsen while the level is larger than the coarsest may be and the
    * aggregation still shrinks it */
   while (s == VOX_OK) {
@@ -418,4 +523,36 @@ vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
   }
   sa->setup_seconds = now() - t0;
   return VOX_OK;
+}
+
+vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
+                        const vox_sa_options *o, vox_sa_hierarchy *sa) {
+  const double t0 = now();
+  memset(sa, 0, sizeof *sa);
+  sa->level = calloc(MAX_LEVELS, sizeof *sa->level);
+  if (!sa->level) return no_memory(ctx, "levels");
+  sa->n_levels = 2;
+  /* a level's near-null space: per node its six modes about the node's
+   * position (the centroid of its aggregate), so that every level's modes
+   * are the same global rigid motions, each aggregate's QR in its own
+   * well-conditioned frame */
+  double *b = NULL, *pos = NULL;
+  vox_status s = first_level(ctx, o, h, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
+  return coarse_levels(ctx, o, sa, b, pos, t0, s);
+}
+
+vox_status vox_sa_build_assembled(vox_context *ctx, const vox_bsr *a0, const double *pos0,
+                                  const vox_sa_options *o, vox_sa_hierarchy *sa) {
+  const double t0 = now();
+  memset(sa, 0, sizeof *sa);
+  if (a0->br != 3 || a0->bc != 3 || a0->n_rows != a0->n_cols)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "smoothed aggregation: level 0 must be square with 3 x 3 blocks");
+  sa->level = calloc(MAX_LEVELS, sizeof *sa->level);
+  if (!sa->level) return no_memory(ctx, "levels");
+  sa->n_levels = 2;
+  double *b = NULL, *pos = NULL;
+  vox_status s =
+      first_level_assembled(ctx, o, a0, pos0, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
+  return coarse_levels(ctx, o, sa, b, pos, t0, s);
 }

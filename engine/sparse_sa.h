@@ -34,6 +34,9 @@ typedef struct vox_sa_options {
   double omega;             /* prolongator smoothing's numerator (4/3) */
   int point_diagonal;       /* smooth P with the diagonal instead of the blocks */
   int power_iterations;     /* of the lambda_max estimates (20) */
+  /* an assembled level 0's aggregation graph: the couplings of strength
+   * at least this (strong_graph in sparse_sa.c; 0: every block stored) */
+  double strength;
 } vox_sa_options;
 
 void vox_sa_options_default(vox_sa_options *o);
@@ -46,7 +49,8 @@ typedef struct vox_sa_level {
   vox_bsr w;                /* l >= 1: its inverted diagonal blocks; level 0:
                                those P was smoothed with (3 x 3) */
   uint8_t *dead;            /* l >= 1: per node, bit c: coarse dof c dropped */
-  double lambda_max;        /* l >= 1: of W A (power method) */
+  double lambda_max;        /* l >= 1 (and an assembled level 0): of W A
+                               (power method) */
   vox_bsr p, r;             /* l < last: prolongator to l and R = P^T */
   size_t n_aggregates;      /* l < last: nodes of level l + 1 */
   /* level 0: T and T^T and omega / lambda_max(W A), so that P = T - scale
@@ -81,6 +85,15 @@ typedef struct vox_sa_hierarchy {
 vox_status vox_sa_build(vox_context *ctx, const vox_sparse_hierarchy *h,
                         const vox_sa_options *options, vox_sa_hierarchy *sa);
 void vox_sa_free(vox_sa_hierarchy *sa);
+
+/* The same levels below an assembled level 0 (square, 3 x 3 blocks, no
+ * dofs fixed: the element-free Galerkin stiffness, whose supports are
+ * penalties), its node graph the blocks stored and its near-null space the
+ * rigid-body modes of the nodes at pos0 (3 a node, any length unit).
+ * Level 0 gets P, R, W (its inverted diagonal blocks, for the smoother too)
+ * and lambda_max(W A_0); A_0 is not copied. */
+vox_status vox_sa_build_assembled(vox_context *ctx, const vox_bsr *a0, const double *pos0,
+                                  const vox_sa_options *options, vox_sa_hierarchy *sa);
 
 /* The level-0 near-null space of a sparse hierarchy: per node 3 x 6,
  * row-major (translations x, y, z; rotations about z, x, y), the rotations

@@ -18,8 +18,8 @@ grep -qE "^design\.nc: iteration limit reached .*after 4 iterations: final desig
   fail "optimize: summary is '$(cat "$LOG/out")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
-grep -q -- "--efg-support=2 --efg-penalty=10000" "$LOG/header" ||
-  fail "design.nc: history lacks the EFG support and penalty"
+grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=jacobi" "$LOG/header" ||
+  fail "design.nc: history lacks the EFG support, penalty and preconditioner"
 grep -q -- "--device=cpu" "$LOG/header" || fail "design.nc: --device auto did not become cpu"
 grep -qE "double nodal_density\(node_z, node_y, node_x\)" "$LOG/header" ||
   fail "design.nc: no nodal_density(node_z, node_y, node_x)"

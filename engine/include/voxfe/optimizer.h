@@ -69,6 +69,14 @@ typedef enum vox_design_update {
   VOX_UPDATE_MMA = 1  /* the method of moving asymptotes (Svanberg 1987; voxfe/mma.h), with
                          the volume as its constraint; the CPU backend only */
 } vox_design_update;
+/* The preconditioner of the EFG loop's conjugate gradients: the inverted
+ * 3x3 diagonal blocks of K, or a smoothed-aggregation multigrid V-cycle
+ * (Vanek, Mandel and Brezina 1996) whose coarse levels carry the load
+ * across void regions (docs/engine.md, "Element-free Galerkin"). */
+typedef enum vox_efg_preconditioner {
+  VOX_EFG_PC_JACOBI = 0,
+  VOX_EFG_PC_SA = 1
+} vox_efg_preconditioner;
 
 typedef struct vox_optimizer_options {
   vox_discretization discretization;
@@ -79,6 +87,7 @@ typedef struct vox_optimizer_options {
    * closer and conditions K worse (more CG iterations). */
   double efg_support_scale;
   double efg_penalty_scale;
+  vox_efg_preconditioner efg_preconditioner;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
@@ -252,6 +261,9 @@ int vox_discretization_parse(const char *text, vox_discretization *discretizatio
 /* "oc", "mma"; the parser returns -1 for other words. */
 const char *vox_design_update_name(vox_design_update update);
 int vox_design_update_parse(const char *text, vox_design_update *update);
+/* "jacobi" or "sa"; the parser returns -1 for other words. */
+const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner);
+int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner);
 int vox_filter_parse(const char *text, vox_filter_type *filter);
 /* Words for messages: "converged", "iteration limit reached", ... */
 const char *vox_stop_reason_string(vox_stop_reason reason);
