@@ -22,26 +22,6 @@ static double now(void) {
 
 /* ---- the solve: the one CG loop on host arrays -------------------------------- */
 
-/* sum a_i b_i by fixed chunks summed in chunk order: the same bits on any
- * number of threads (the chunks depend on n only). */
-static double dot(const double *a, const double *b, size_t n) {
-  enum { MAX_CHUNKS = 256, LEAST_CHUNK = 4096 };
-  size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-  if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
-  const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
-  double part[MAX_CHUNKS];
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (ptrdiff_t c = 0; c < chunks; c++) {
-    const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
-    double s = 0;
-    for (size_t i = i0; i < i1; i++) s += a[i] * b[i];
-    part[c] = s;
-  }
-  double s = 0;
-  for (ptrdiff_t c = 0; c < chunks; c++) s += part[c];
-  return s;
-}
-
 /* y = A x for a matrix of 3x3 blocks: vox_bsr_apply with the block size
  * known, so that the row's sums stay in registers (the products are most
  * of a design iteration's time). */
@@ -81,7 +61,7 @@ typedef struct host_cg {
 static vox_status cg_product(void *self, double *pq) {
   host_cg *c = self;
   apply3(c->k, c->p, c->q);
-  if (pq) *pq = dot(c->p, c->q, c->n);
+  if (pq) *pq = vox_dot_fixed(c->p, c->q, c->n);
   return VOX_OK;
 }
 
@@ -98,13 +78,13 @@ static vox_status cg_update(void *self, double alpha, double *rr) {
     c->x[i] += alpha * c->p[i];
     c->r[i] -= alpha * c->q[i];
   }
-  *rr = dot(c->r, c->r, c->n);
+  *rr = vox_dot_fixed(c->r, c->r, c->n);
   return VOX_OK;
 }
 
 static vox_status cg_direction(void *self, double rz_old, double *rz) {
   host_cg *c = self;
-  *rz = dot(c->r, c->z, c->n);
+  *rz = vox_dot_fixed(c->r, c->z, c->n);
   const ptrdiff_t n = (ptrdiff_t)c->n;
   if (rz_old == 0) { /* the first direction: p = z (p holds no number yet) */
     memcpy(c->p, c->z, c->n * sizeof *c->p);
@@ -131,7 +111,7 @@ vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, do
                          const vox_solver_options *options, vox_solve_result *result) {
   const size_t n = 3 * k->n_rows;
   memset(result, 0, sizeof *result);
-  result->rhs_norm = sqrt(dot(f, f, n));
+  result->rhs_norm = sqrt(vox_dot_fixed(f, f, n));
   if (result->rhs_norm == 0) { /* u = 0 is exact */
     memset(u, 0, n * sizeof *u);
     result->reason = VOX_CONVERGED_ZERO_RHS;
@@ -151,7 +131,8 @@ vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, do
   const ptrdiff_t nn = (ptrdiff_t)n;
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t i = 0; i < nn; i++) c.r[i] = f[i] - c.r[i];
-  vox_status s = vox_ksp_cg(&host_cg_ops, &c, dot(c.r, c.r, n), result->rhs_norm, options, result);
+  vox_status s =
+      vox_ksp_cg(&host_cg_ops, &c, vox_dot_fixed(c.r, c.r, n), result->rhs_norm, options, result);
   free(work);
   /* a preconditioner's failure (only a hook's error ends the loop) */
   if (s != VOX_OK && s != VOX_ERR_NO_MEMORY) return s;
@@ -413,7 +394,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     *cg_iterations += res.iterations;
     *failed = res;
     if (res.reason < 0) return VOX_OK;
-    *c += w * dot(f, u, r->nd);
+    *c += w * vox_dot_fixed(f, u, r->nd);
     if (!sensitivity || w == 0) continue;
     vox_efg_strain_energy(&r->efg, u, r->energy);
     vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);

@@ -398,9 +398,7 @@ vox_status vox_bsr_inverse_block_diagonal(vox_context *ctx, const vox_bsr *a, co
   return VOX_OK;
 }
 
-/* sum_i a_i b_i by fixed chunks, summed in parallel and then in chunk
- * order: the same sum on any thread count (the chunks depend on n only). */
-static double dot_fixed(const double *a, const double *b, size_t n) {
+double vox_dot_fixed(const double *a, const double *b, size_t n) {
   enum { MAX_CHUNKS = 1024, LEAST_CHUNK = 16384 };
   size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
   if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
@@ -435,9 +433,9 @@ vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply
   double lambda = 0;
   for (int it = 0; it < iterations; it++) {
     apply_a(a, v, u);
-    const double vu = dot_fixed(v, u, n);
+    const double vu = vox_dot_fixed(v, u, n);
     apply_w(w, u, v); /* v = W A v_old */
-    const double uwu = dot_fixed(u, v, n), vv = dot_fixed(v, v, n);
+    const double uwu = vox_dot_fixed(u, v, n), vv = vox_dot_fixed(v, v, n);
     if (it == 0 && vu == 0 && vv == 0) { /* A = 0 (every dof fixed): nothing to scale */
       lambda = 1;
       break;

@@ -79,6 +79,9 @@ vox_status vox_power_lambda_max(vox_context *ctx, size_t n, vox_host_apply apply
                                 int iterations, double *out);
 /* vox_bsr_apply as a vox_host_apply. */
 void vox_bsr_apply_fn(const void *a, const double *x, double *y);
+/* sum_i a_i b_i by fixed chunks, summed in parallel and then in chunk
+ * order: the same sum on any thread count (the chunks depend on n only). */
+double vox_dot_fixed(const double *a, const double *b, size_t n);
 
 #ifdef __cplusplus
 }
