@@ -21,10 +21,11 @@ typedef enum vox_device {
 
 typedef struct vox_backend vox_backend;
 
-/* The fine-level matrix-free K u of the CUDA backend (seed 000, 001, 004):
- * one thread per degree of freedom with the element data staged in shared
- * memory (dbd), one thread per node (nbn), or one thread per element with
- * the element product scattered in 8 colours (ebe). AUTO is the fastest
+/* The fine-level matrix-free K u of the CUDA backend (Martinez-Frutos et
+ * al. 2017, Ratnakar et al. 2021, Arbenz et al. 2014): one thread per
+ * degree of freedom with the element data staged in shared memory (dbd),
+ * one thread per node (nbn), or one thread per element with the element
+ * product scattered in 8 colours (ebe). AUTO is the fastest
  * for the dofs per node (docs/benchmarks.md). The CPU backend has one
  * element-by-element kernel and takes any value. */
 typedef enum vox_kernel {

@@ -38,7 +38,7 @@ typedef struct vox_progress {
   double objective;         /* compliance (summed over load cases) */
   double volume_fraction;   /* of the design domain */
   double change;            /* max |rho_new - rho_old| */
-  double non_discreteness;  /* M_nd in percent (seed 000, eq. 13) */
+  double non_discreteness;  /* M_nd in percent (Martinez-Frutos et al. 2017, eq. 13) */
   double penalty;           /* SIMP exponent p in force this iteration */
   double q;                 /* intermediate-density exponent q in force */
   int cg_iterations;        /* summed over the load cases of this iteration */

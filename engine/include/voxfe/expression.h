@@ -4,7 +4,7 @@
  * (no recompilation), then evaluated with its gradient with respect to every
  * entry (forward-mode automatic differentiation over the parse tree).
  *
- * C^H is the 6 x 6 matrix in Voigt order xx, yy, zz, xy, yz, zx (seed 003's
+ * C^H is the 6 x 6 matrix in Voigt order xx, yy, zz, xy, yz, zx (Zhang et al. 2023's
  * order, that of the homogenization solver, voxfe/homogenize.h, and of C^H
  * in the design files and the summary of voxfe-optimize), with
  * engineering shear strains (2 eps_yz, ...), stored row-major:
@@ -16,12 +16,12 @@
  * The language:
  *   numbers      2, 0.5, .5, 1e-3
  *   variables    C11 ... C66 (Voigt, 1-based); iter, the design iteration
- *                (1-based, for continuation as in seed 003 eq. 21); pi
+ *                (1-based, for continuation as in Zhang et al. 2023 eq. 21); pi
  *   operators    + - * / ^ (power, right-associative and above unary
  *                minus: -C11^2 is -(C11^2)), parentheses
  *   functions    sqrt log exp abs sin cos (one argument),
  *                min max pow (two arguments)
- * Examples: the bulk modulus of seed 003 eq. 19 (negated, a minimisation)
+ * Examples: the bulk modulus of Zhang et al. 2023 eq. 19 (negated, a minimisation)
  *   -(C11 + C22 + C33 + 2*(C12 + C13 + C23)) / 9
  * and eq. 22:
  *   log(1 + 0.6*(C12 + C23 + C31)/(C11 + C22 + C33)) - (C11 + C22 + C33)^0.5

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Homogenization of a periodic unit cell (seed 003 section 3.2): the
+/* Homogenization of a periodic unit cell (Zhang et al. 2023 section 3.2): the
  * effective elasticity tensor C^H of a voxel microstructure, from the six
  * cell problems of unit macro strains, and the moduli derived from it.
  *
- * Voigt order (seed 003 eq. 7): 0 = xx, 1 = yy, 2 = zz, 3 = xy, 4 = yz,
+ * Voigt order (Zhang et al. 2023 eq. 7): 0 = xx, 1 = yy, 2 = zz, 3 = xy, 4 = yz,
  * 5 = zx, with engineering shear strains, so that for an isotropic
  * material C^H_33 is the shear modulus. (The element code's own order,
  * voxfe/element.h, is xx yy zz yz zx xy; only this header's tensors use the
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* The moduli of a homogenized tensor. bulk and shear are seed 003's
+/* The moduli of a homogenized tensor. bulk and shear are Zhang et al. 2023's
  * (eq. 19, 20): the Voigt-type averages (C00+C11+C22+2(C01+C02+C12))/9 and
  * (C33+C44+C55)/3, which equal K and G of an isotropic C. young, poisson
  * and shear_axis come from the compliance S = C^-1: E_i = 1/S_ii,

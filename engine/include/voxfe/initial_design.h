@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Initial designs of a periodic unit cell (seed 003 section 6.2): the
+/* Initial designs of a periodic unit cell (Zhang et al. 2023 section 6.2): the
  * problem of inverse homogenization has many local minima, and the start
  * decides which one the optimizer finds.
  *
@@ -15,7 +15,7 @@
  *                  has a weight drawn from [-1, 1).
  *
  * The random and trigonometric sums y_e (averaged over the orbits of the
- * symmetry first, when one is asked for) go through seed 003's rescaled
+ * symmetry first, when one is asked for) go through Zhang et al. 2023's rescaled
  * sigmoid S(y) = rho_min + V^ / (1 + exp(-k (y - mu))), k = 15,
  * V^ = min(1.5 V, 1 - rho_min) (so that rho <= 1), with mu found by
  * bisection so that the mean density is the volume fraction V; every value

@@ -86,7 +86,7 @@ typedef struct vox_load {
 
 /* A linear spring to ground on one dof: it adds `stiffness` (N/mm) to the
  * dof's diagonal of K whatever the density (the input actuator and the
- * output workpiece of a compliant mechanism, seed 000 section 5). */
+ * output workpiece of a compliant mechanism, Martinez-Frutos et al. 2017 section 5). */
 typedef struct vox_spring {
   int64_t node;
   uint8_t component;
@@ -102,7 +102,7 @@ typedef struct vox_output {
   double weight;
 } vox_output;
 
-/* What the optimizer minimises (seed 000 eq. 5 and 6). */
+/* What the optimizer minimises (Martinez-Frutos et al. 2017 eq. 5 and 6). */
 typedef enum vox_objective {
   VOX_OBJECTIVE_COMPLIANCE = 0,         /* sum_c w_c f_c^T u_c (self-adjoint) */
   VOX_OBJECTIVE_OUTPUT_DISPLACEMENT = 1 /* -l^T u of the one load case: maximises the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Density topology optimization (seed 000, section 3): the objective the
+/* Density topology optimization (Martinez-Frutos et al. 2017, section 3): the objective the
  * model names -- compliance, a weighted sum over its load cases, or the
  * output displacement of a compliant mechanism with its adjoint solve --
  * with modified SIMP, sensitivity or density filter, optimality-criteria
@@ -23,12 +23,12 @@ extern "C" {
 
 typedef enum vox_filter_type {
   VOX_FILTER_NONE = 0,
-  VOX_FILTER_SENSITIVITY = 1, /* seed 000 eq. 3 */
+  VOX_FILTER_SENSITIVITY = 1, /* Martinez-Frutos et al. 2017 eq. 3 */
   VOX_FILTER_DENSITY = 2      /* rho_phys = H rho / sum H */
 } vox_filter_type;
 
 /* A function of the homogenized tensor C^H of a periodic unit cell to
- * minimise (seed 003, voxfe/homogenize.h) instead of the model's own
+ * minimise (Zhang et al. 2023, voxfe/homogenize.h) instead of the model's own
  * objective (vox_objective of voxfe/model.h: compliance, or a mechanism's
  * output displacement, which need supports and loads). A cell objective
  * treats the grid as a periodic unit cell (no supports or loads;
@@ -106,9 +106,9 @@ typedef struct vox_optimizer_options {
    * of a negative number...) the run fails naming the iteration and the
    * formula's character. */
   const vox_expression *expression;
-  /* Symmetry of the design (voxfe/symmetry.h, seed 003 section 6.1): the
+  /* Symmetry of the design (voxfe/symmetry.h, Zhang et al. 2023 section 6.1): the
    * starting design, the sensitivities before every update and the design
-   * after it are averaged over the group's orbits (the loop of seed 003
+   * after it are averaged over the group's orbits (the loop of Zhang et al. 2023
    * section 5.2), so that the design stays symmetric to the bit whatever
    * rounding does. The grid must allow the symmetry (vox_symmetry_check)
    * and the design domain must have it (passive and empty voxels on whole
@@ -116,7 +116,7 @@ typedef struct vox_optimizer_options {
   vox_symmetry symmetry;
   /* The starting design. NULL: the model's density where it has one (a
    * design to continue), else the volume fraction on every design element,
-   * or for a periodic cell seed 003's trigonometric family (seed 1): a
+   * or for a periodic cell Zhang et al. 2023's trigonometric family (seed 1): a
    * uniform density is a stationary point of every cell objective, so a
    * cell's run would end where it began.
    * Otherwise this initial design (voxfe/initial_design.h) on the design
@@ -143,16 +143,17 @@ typedef struct vox_optimizer_options {
                                   cell's C^H */
   double change_tolerance;     /* stop when max |d rho| <= this ... */
   double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
-  int settle_iterations;       /* ... in this many design iterations in a row (seed 003
-                                  section 6: 3); 1 by default */
+  int settle_iterations;       /* ... in this many design iterations in a row
+                                  (Zhang et al. 2023 section 6: 3); 1 by default */
   vox_solver_options solver;
   int snapshot_every;          /* > 0: the physical density of every N-th iteration is kept
                                   in the model (vox_model_add_snapshot); 0: none */
   /* Where the adjoint problem of a mechanism is solved: VOX_ADJOINT_GPU_AUTO
    * on a second GPU, at the same time as the state, when the backend is CUDA
-   * and another device exists (seed 000's two K40s), else after the state on
-   * the backend's own device; VOX_ADJOINT_GPU_NONE always the latter; an
-   * index >= 0 on that CUDA device. The designs are the same either way.
+   * and another device exists (the two K40s of Martinez-Frutos et al.
+   * 2017), else after the state on the backend's own device;
+   * VOX_ADJOINT_GPU_NONE always the latter; an index >= 0 on that CUDA
+   * device. The designs are the same either way.
    * Self-adjoint objectives (compliance) solve no adjoint. */
   int adjoint_gpu;
   /* Lower bound of the design densities. Modified SIMP lets densities reach
@@ -198,7 +199,7 @@ typedef struct vox_optimizer_options {
 #define VOX_PENALTY_MAX 100.0
 
 /* CG's relative tolerance for the six solves of a periodic cell where the
- * user gives none (voxfe-optimize), seed 003's (its Fig. 6): C^H in the
+ * user gives none (voxfe-optimize), Zhang et al. 2023's (its Fig. 6): C^H in the
  * energy form is second order in the fields' error, so the moduli stay
  * within 0.2 % of those solved to 1e-6 in a fraction of the time
  * (docs/benchmarks.md). */
@@ -280,7 +281,7 @@ int vox_cell_objective_parse(const char *text, vox_cell_objective *objective);
  * design iteration, as a mask: bit s for unit strain s (C^H's Voigt order xx
  * yy zz xy yz zx), bit 6 for the hydrostatic strain (1, 1, 1, 0, 0, 0).
  * Entry C_ij (0-based) and its sensitivity need the fields of strains i and
- * j (seed 003 eq. 7, 9); the bulk modulus (eq. 19), 9 B = e_h' C^H e_h,
+ * j (Zhang et al. 2023 eq. 7, 9); the bulk modulus (eq. 19), 9 B = e_h' C^H e_h,
  * needs only the hydrostatic field, 0x40. The Poisson objectives (eq. 21,
  * 22) read the normal block, 0x07; the shear modulus (eq. 20) the shear
  * diagonal, 0x38; an expression the entries it names (vox_expression_uses);

@@ -19,7 +19,7 @@ typedef enum vox_preconditioner {
 
 typedef enum vox_smoother {
   VOX_SMOOTHER_JACOBI = 0,    /* damped Jacobi */
-  VOX_SMOOTHER_CHEBYSHEV = 1  /* Chebyshev polynomial in D^-1 A (seed 004) */
+  VOX_SMOOTHER_CHEBYSHEV = 1  /* Chebyshev polynomial in D^-1 A (Arbenz et al. 2014) */
 } vox_smoother;
 
 /* Precision of the multigrid preconditioner: the outer conjugate gradients
@@ -34,7 +34,7 @@ typedef enum vox_precision {
 
 /* What the solver stores (vox_solve_elasticity): the whole box of the grid,
  * or only the nodes and elements of the material (porous bone), with
- * matrix-free coarse levels rediscretised from the voxel image (seed 004).
+ * matrix-free coarse levels rediscretised from the voxel image (Arbenz et al. 2014).
  * Both solve the same system. AUTO takes the sparse storage for elasticity
  * without densities on a model whose material fills less than half the box,
  * where the backend has it. */

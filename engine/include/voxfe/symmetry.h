@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Symmetry of a periodic unit cell's design (seed 003 section 6.1): the
+/* Symmetry of a periodic unit cell's design (Zhang et al. 2023 section 6.1): the
  * groups of mirrors and rotations of the cell, and their enforcement on an
  * element field by averaging it over the orbits of the group.
  *
@@ -22,7 +22,7 @@
  * often), which is the orthogonal projection onto the symmetric fields. So
  * it leaves a symmetric field unchanged and maps the gradient of a function
  * of a symmetric design to its projection: the optimizer applies it to the
- * sensitivities before the update and to the density after it, as seed 003
+ * sensitivities before the update and to the density after it, as Zhang et al. 2023
  * section 5.2 does. */
 #ifndef VOXFE_SYMMETRY_H
 #define VOXFE_SYMMETRY_H
