@@ -13,6 +13,7 @@
 #include "efg_multigrid.h"
 #include "efg_sensitivity.h"
 #include "ksp.h"
+#include "name_table.h"
 
 static double now(void) {
   struct timespec t;
@@ -201,12 +202,9 @@ const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner) {
 }
 
 int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner) {
-  for (int i = 0; i < 2; i++)
-    if (strcmp(text, preconditioner_names[i]) == 0) {
-      *preconditioner = (vox_efg_preconditioner)i;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(text, preconditioner_names, 2);
+  if (i >= 0) *preconditioner = (vox_efg_preconditioner)i;
+  return i >= 0 ? 0 : -1;
 }
 
 /* ---- what the loop supports ---------------------------------------------------- */

@@ -17,6 +17,7 @@
 #include "homogenize.h"
 #include "memory_plan.h"
 #include "mma_design.h"
+#include "name_table.h"
 #include "objective.h"
 #include "optimizer_checkpoint.h"
 #include "voxfe/optimizer.h"
@@ -84,12 +85,9 @@ const char *vox_design_update_name(vox_design_update update) {
 }
 
 int vox_design_update_parse(const char *text, vox_design_update *update) {
-  for (int i = 0; i < 2; i++)
-    if (strcmp(text, update_names[i]) == 0) {
-      *update = (vox_design_update)i;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(text, update_names, 2);
+  if (i >= 0) *update = (vox_design_update)i;
+  return i >= 0 ? 0 : -1;
 }
 static const char *const cell_objective_names[] = {"compliance", "bulk",        "shear",
                                                    "poisson",    "poisson-log", "custom"};
@@ -143,12 +141,9 @@ const char *vox_discretization_name(vox_discretization discretization) {
 }
 
 int vox_discretization_parse(const char *text, vox_discretization *discretization) {
-  for (int i = 0; i < 2; i++)
-    if (strcmp(text, discretization_names[i]) == 0) {
-      *discretization = (vox_discretization)i;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(text, discretization_names, 2);
+  if (i >= 0) *discretization = (vox_discretization)i;
+  return i >= 0 ? 0 : -1;
 }
 
 const char *vox_filter_name(vox_filter_type filter) {

@@ -6,6 +6,7 @@
 
 #include "fem.h"
 #include "memory_plan.h"
+#include "name_table.h"
 #include "sparse_solve.h"
 
 void vox_solver_options_default(vox_solver_options *options) {
@@ -42,18 +43,12 @@ static const char *const cell_solver_names[] = {"auto", "off", "on", "phased"};
 static const char *const sparse_coarse_names[] = {"split", "box", "sa"};
 static const char *const sa_fine_transfer_names[] = {"implicit", "explicit"};
 
-static int parse_name(const char *text, const char *const *names, int n) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(text, names[i]) == 0) return i;
-  return -1;
-}
-
 const char *vox_preconditioner_name(vox_preconditioner pc) {
   return (unsigned)pc < 2 ? pc_names[pc] : "unknown";
 }
 
 int vox_preconditioner_parse(const char *text, vox_preconditioner *pc) {
-  int i = parse_name(text, pc_names, 2);
+  int i = vox_name_index(text, pc_names, 2);
   if (i >= 0) *pc = (vox_preconditioner)i;
   return i >= 0 ? 0 : -1;
 }
@@ -63,7 +58,7 @@ const char *vox_smoother_name(vox_smoother smoother) {
 }
 
 int vox_smoother_parse(const char *text, vox_smoother *smoother) {
-  int i = parse_name(text, smoother_names, 2);
+  int i = vox_name_index(text, smoother_names, 2);
   if (i >= 0) *smoother = (vox_smoother)i;
   return i >= 0 ? 0 : -1;
 }
@@ -73,7 +68,7 @@ const char *vox_precision_name(vox_precision precision) {
 }
 
 int vox_precision_parse(const char *text, vox_precision *precision) {
-  int i = parse_name(text, precision_names, 2);
+  int i = vox_name_index(text, precision_names, 2);
   if (i >= 0) *precision = (vox_precision)i;
   return i >= 0 ? 0 : -1;
 }
@@ -83,7 +78,7 @@ const char *vox_cell_solver_use_name(vox_cell_solver_use use) {
 }
 
 int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use) {
-  int i = parse_name(text, cell_solver_names, 4);
+  int i = vox_name_index(text, cell_solver_names, 4);
   if (i >= 0) *use = (vox_cell_solver_use)i;
   return i >= 0 ? 0 : -1;
 }
@@ -93,7 +88,7 @@ const char *vox_storage_name(vox_storage storage) {
 }
 
 int vox_storage_parse(const char *text, vox_storage *storage) {
-  int i = parse_name(text, storage_names, 3);
+  int i = vox_name_index(text, storage_names, 3);
   if (i >= 0) *storage = (vox_storage)i;
   return i >= 0 ? 0 : -1;
 }
@@ -114,7 +109,7 @@ const char *vox_mg_cycle_name(vox_mg_cycle cycle) {
 }
 
 int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle) {
-  int i = parse_name(text, mg_cycle_names, 2);
+  int i = vox_name_index(text, mg_cycle_names, 2);
   if (i >= 0) *cycle = (vox_mg_cycle)i;
   return i >= 0 ? 0 : -1;
 }
@@ -125,7 +120,7 @@ const char *vox_sparse_coarse_name(vox_sparse_coarse coarse) {
 
 int vox_sparse_coarse_parse(const char *text, vox_sparse_coarse *coarse) {
   int i = strcmp(text, "geometric") == 0 ? VOX_SPARSE_COARSE_SPLIT
-                                         : parse_name(text, sparse_coarse_names, 3);
+                                         : vox_name_index(text, sparse_coarse_names, 3);
   if (i >= 0) *coarse = (vox_sparse_coarse)i;
   return i >= 0 ? 0 : -1;
 }
@@ -135,7 +130,7 @@ const char *vox_sa_fine_transfer_name(vox_sa_fine_transfer transfer) {
 }
 
 int vox_sa_fine_transfer_parse(const char *text, vox_sa_fine_transfer *transfer) {
-  int i = parse_name(text, sa_fine_transfer_names, 2);
+  int i = vox_name_index(text, sa_fine_transfer_names, 2);
   if (i >= 0) *transfer = (vox_sa_fine_transfer)i;
   return i >= 0 ? 0 : -1;
 }
