@@ -313,6 +313,27 @@ static vox_status smoother_of(vox_context *ctx, const vox_sa_options *o, vox_sa_
 }
 
 /* Level 1 from the elements of level 0. */
+/* The end of either first level's build: level 1's dead dofs made identity
+ * rows, the two levels' sizes, and its near-null space bc and node
+ * positions pc handed over (freed on failure). */
+static vox_status first_level_done(vox_status s, size_t n, size_t na, vox_sa_level *l0,
+                                   vox_sa_level *l1, double *bc, double *pc, double **b1,
+                                   double **pos1) {
+  if (s != VOX_OK) {
+    free(bc), free(pc);
+    return s;
+  }
+  identity_on_dead(&l1->a, l1->dead);
+  l0->n_nodes = n;
+  l0->bn = 3;
+  l0->n_aggregates = na;
+  l1->n_nodes = na;
+  l1->bn = M;
+  *b1 = bc;
+  *pos1 = pc;
+  return VOX_OK;
+}
+
 static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
                               const vox_sparse_hierarchy *h, vox_sa_level *l0, vox_sa_level *l1,
                               double **b1, double **pos1, vox_sa_timing *tm) {
@@ -370,19 +391,7 @@ static vox_status first_level(vox_context *ctx, const vox_sa_options *o,
   vox_bsr_free(&ap);
   tm->galerkin += now() - t0;
   vox_sa_fine_free(&f);
-  if (s != VOX_OK) {
-    free(bc), free(pc);
-    return s;
-  }
-  identity_on_dead(&l1->a, l1->dead);
-  l0->n_nodes = n;
-  l0->bn = 3;
-  l0->n_aggregates = na;
-  l1->n_nodes = na;
-  l1->bn = M;
-  *b1 = bc;
-  *pos1 = pc;
-  return VOX_OK;
+  return first_level_done(s, n, na, l0, l1, bc, pc, b1, pos1);
 }
 
 /* The strong couplings of a square BSR matrix as a graph (CSR, each node
@@ -470,19 +479,7 @@ static vox_status first_level_assembled(vox_context *ctx, const vox_sa_options *
   if (s == VOX_OK) s = vox_bsr_multiply(ctx, &l0->r, &ap, &l1->a);
   vox_bsr_free(&ap);
   tm->galerkin += now() - t0;
-  if (s != VOX_OK) {
-    free(bc), free(pc);
-    return s;
-  }
-  identity_on_dead(&l1->a, l1->dead);
-  l0->n_nodes = n;
-  l0->bn = 3;
-  l0->n_aggregates = na;
-  l1->n_nodes = na;
-  l1->bn = M;
-  *b1 = bc;
-  *pos1 = pc;
-  return VOX_OK;
+  return first_level_done(s, n, na, l0, l1, bc, pc, b1, pos1);
 }
 
 /* The levels below level 1 (built, with its near-null space b and node
