@@ -70,8 +70,8 @@ int main(int argc, char **argv) {
   vox_fem *fem;
   if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "fem");
   vox_vec x, y;
-  be->ops->vec->create(be, fem->n_dofs, &x);
-  be->ops->vec->create(be, fem->n_dofs, &y);
+  be->ops->vec->create(be, fem->n_dofs, VOX_DOUBLE, &x);
+  be->ops->vec->create(be, fem->n_dofs, VOX_DOUBLE, &y);
   be->ops->vec->set(be, &x, 1e-3);
   be->ops->op->apply(be, fem->op, &x, &y, 0); /* warm-up */
   int reps = 0;

@@ -57,10 +57,10 @@ static vox_status follower_make(vox_context *ctx, vox_backend *be, const vox_mod
   memset(f, 0, sizeof *f);
   TRY(vox_homog_create(ctx, be, m, &f->h));
   const size_t ne = f->h->fem->n_elements;
-  TRY(be->ops->vec->create(be, ne, &f->rho));
-  TRY(be->ops->vec->create(be, ne, &f->ones));
-  TRY(be->ops->vec->create(be, ne, &f->energy));
-  TRY(be->ops->vec->create(be, ne, &f->df));
+  TRY(be->ops->vec->create(be, ne, VOX_DOUBLE, &f->rho));
+  TRY(be->ops->vec->create(be, ne, VOX_DOUBLE, &f->ones));
+  TRY(be->ops->vec->create(be, ne, VOX_DOUBLE, &f->energy));
+  TRY(be->ops->vec->create(be, ne, VOX_DOUBLE, &f->df));
   TRY(be->ops->vec->set(be, &f->ones, 1));
   f->df_host = malloc(ne * sizeof *f->df_host);
   return f->df_host ? VOX_OK : vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");

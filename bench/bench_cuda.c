@@ -98,7 +98,7 @@ static double copy_bandwidth(vox_context *ctx, vox_backend *be) {
   const int reps = 20;
   vox_vec a = {0}, b = {0};
   double best = INFINITY;
-  if (be->ops->vec->create(be, n, &a) || be->ops->vec->create(be, n, &b)) {
+  if (be->ops->vec->create(be, n, VOX_DOUBLE, &a) || be->ops->vec->create(be, n, VOX_DOUBLE, &b)) {
     printf("copy bandwidth: not measured: %s\n", vox_context_message(ctx));
     goto done;
   }
@@ -158,8 +158,8 @@ static int kernel_mode(int argc, char **argv) {
       for (int c = 0; c < 3; c++) fixed[3 * (size_t)((k * (ny + 1) + j) * (nx + 1)) + (size_t)c] = 1;
   const vox_operator_desc desc = {.grid = grid, .dofs_per_node = 3, .ke = ke, .dof_fixed = fixed};
   vox_vec moduli, u, yv;
-  if (be->ops->vec->create(be, ne, &moduli) || be->ops->vec->create(be, nd, &u) ||
-      be->ops->vec->create(be, nd, &yv))
+  if (be->ops->vec->create(be, ne, VOX_DOUBLE, &moduli) || be->ops->vec->create(be, nd, VOX_DOUBLE, &u) ||
+      be->ops->vec->create(be, nd, VOX_DOUBLE, &yv))
     die(ctx, "vectors");
   uint64_t seed = 1;
   for (size_t e = 0; e < ne; e++) /* SIMP-like: a fifth void, the rest graded */
@@ -170,8 +170,8 @@ static int kernel_mode(int argc, char **argv) {
   {
     vox_vec cm, cu, cy;
     vox_operator *cop;
-    if (cpu->ops->vec->create(cpu, ne, &cm) || cpu->ops->vec->create(cpu, nd, &cu) ||
-        cpu->ops->vec->create(cpu, nd, &cy) || cpu->ops->op->create(cpu, &desc, &cop))
+    if (cpu->ops->vec->create(cpu, ne, VOX_DOUBLE, &cm) || cpu->ops->vec->create(cpu, nd, VOX_DOUBLE, &cu) ||
+        cpu->ops->vec->create(cpu, nd, VOX_DOUBLE, &cy) || cpu->ops->op->create(cpu, &desc, &cop))
       die(ctx, "CPU operator");
     cpu->ops->vec->upload(cpu, &cm, host);
     for (size_t i = 0; i < nd; i++) host[i] = uniform(&seed) - 0.5;
@@ -428,7 +428,7 @@ static int vcycle_mode(int argc, char **argv) {
   vox_fem *fem;
   if (vox_fem_create(ctx, be, &model, &fem)) die(ctx, "FE system");
   vox_vec rho, half; /* rho = uniform in [-0.5, 0.5) + 0.5 */
-  if (o->vec->create(be, fem->n_elements, &rho) || o->vec->create(be, fem->n_elements, &half) ||
+  if (o->vec->create(be, fem->n_elements, VOX_DOUBLE, &rho) || o->vec->create(be, fem->n_elements, VOX_DOUBLE, &half) ||
       o->vec->random(be, &rho, 7) || o->vec->set(be, &half, 0.5) ||
       o->vec->axpy(be, &rho, 1, &half) ||
       o->design->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) || vox_fem_update(fem))

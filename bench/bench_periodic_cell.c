@@ -61,8 +61,8 @@ int main(int argc, char **argv) {
   printf("%s backend, %d^3 = %zu elements, %d repetitions\n", vox_backend_name(be), n, ne, reps);
 
   vox_vec v, w;
-  RUN(ctx, "vectors", o->vec->create(be, ne, &v));
-  RUN(ctx, "vectors", o->vec->create(be, ne, &w));
+  RUN(ctx, "vectors", o->vec->create(be, ne, VOX_DOUBLE, &v));
+  RUN(ctx, "vectors", o->vec->create(be, ne, VOX_DOUBLE, &w));
   RUN(ctx, "random", o->vec->random(be, &v, 7));
   for (int s = VOX_SYMMETRY_REFLECT3; s <= VOX_SYMMETRY_ROTATE3; s++) {
     RUN(ctx, "symmetrize", o->design->symmetrize(be, &grid, (vox_symmetry)s, &v));

@@ -53,11 +53,11 @@ int cell_fp16_check(vox_context *ctx, vox_backend *be, const vox_model *model, d
   double *host = NULL, *e64 = NULL, *e16 = NULL;
   vox_status s = vox_homog_create(ctx, be, model, &h);
   const size_t ne = s == VOX_OK ? h->fem->n_elements : 0, nd = s == VOX_OK ? h->fem->n_dofs : 0;
-  if (s == VOX_OK) s = o->vec->create(be, ne, &rho);
-  if (s == VOX_OK) s = o->vec->create(be, ne, &ones);
-  if (s == VOX_OK) s = o->vec->create(be, ne, &out);
-  if (s == VOX_OK) s = o->vec->create(be, ne, &bulk64);
-  if (s == VOX_OK) s = o->vec->create(be, ne, &bulk16);
+  if (s == VOX_OK) s = o->vec->create(be, ne, VOX_DOUBLE, &rho);
+  if (s == VOX_OK) s = o->vec->create(be, ne, VOX_DOUBLE, &ones);
+  if (s == VOX_OK) s = o->vec->create(be, ne, VOX_DOUBLE, &out);
+  if (s == VOX_OK) s = o->vec->create(be, ne, VOX_DOUBLE, &bulk64);
+  if (s == VOX_OK) s = o->vec->create(be, ne, VOX_DOUBLE, &bulk16);
   if (s == VOX_OK) s = o->vec->set(be, &ones, 1);
   if (s == VOX_OK) s = o->vec->upload(be, &rho, model->density);
   if (s == VOX_OK)

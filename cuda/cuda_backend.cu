@@ -41,57 +41,20 @@ void vox_cuda_free(void *p) {
 
 /* ---- vectors -------------------------------------------------------------- */
 
-static vox_status vec_create(vox_backend *be, size_t n, vox_vec *v) {
+static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
+  const size_t bytes = vox_vec_bytes(n ? n : 1, scalar);
   v->n = 0;
-  TRY(vox_cuda_alloc(be, (void **)&v->data, (n ? n : 1) * sizeof(double), "a vector"));
+  v->scalar = scalar;
+  TRY(vox_cuda_alloc(be, &v->raw, bytes, "a vector"));
   v->n = n;
-  CUDA_TRY(be, cudaMemset(v->data, 0, (n ? n : 1) * sizeof(double)), "clearing a vector");
+  CUDA_TRY(be, cudaMemset(v->raw, 0, bytes), "clearing a vector");
   return VOX_OK;
 }
 
 static void vec_destroy(vox_backend *be, vox_vec *v) {
-  vox_cuda_free(v->data);
-  v->data = NULL;
+  vox_cuda_free(v->raw);
+  v->raw = NULL;
   v->n = 0;
-}
-
-/* Half precision (binary16 bit patterns): __double2half rounds to the
- * nearest, ties to even, as the CPU's _Float16 conversion does. */
-static vox_status hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
-  h->n = 0;
-  TRY(vox_cuda_alloc(be, (void **)&h->data, (n ? n : 1) * sizeof(uint16_t),
-                     "a half-precision vector"));
-  h->n = n;
-  CUDA_TRY(be, cudaMemset(h->data, 0, (n ? n : 1) * sizeof(uint16_t)), "clearing a vector");
-  return VOX_OK;
-}
-
-static void hvec_destroy(vox_backend *be, vox_hvec *h) {
-  vox_cuda_free(h->data);
-  h->data = NULL;
-  h->n = 0;
-}
-
-static __global__ void hvec_store_kernel(size_t n, const double *__restrict__ x,
-                                         uint16_t *__restrict__ h) {
-  VOX_GRID_STRIDE(i, n) h[i] = __half_as_ushort(__double2half(x[i]));
-}
-
-static __global__ void hvec_load_kernel(size_t n, const uint16_t *__restrict__ h,
-                                        double *__restrict__ x) {
-  VOX_GRID_STRIDE(i, n) x[i] = (double)__half2float(__ushort_as_half(h[i]));
-}
-
-static vox_status hvec_store(vox_backend *be, const vox_vec *x, vox_hvec *h) {
-  hvec_store_kernel<<<vox_cuda_grid(h->n), VOX_CUDA_THREADS>>>(h->n, x->data, h->data);
-  CUDA_LAUNCHED(be, "storing a half-precision vector");
-  return VOX_OK;
-}
-
-static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
-  hvec_load_kernel<<<vox_cuda_grid(h->n), VOX_CUDA_THREADS>>>(h->n, h->data, x->data);
-  CUDA_LAUNCHED(be, "loading a half-precision vector");
-  return VOX_OK;
 }
 
 static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
@@ -114,22 +77,13 @@ static vox_status copy(vox_backend *be, void *to, const void *from, size_t bytes
   return VOX_OK;
 }
 
-static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
-  return copy(be, h->data, host, h->n * sizeof *host, cudaMemcpyHostToDevice,
-              "uploading a half-precision vector");
+static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *host) {
+  return copy(be, v->raw, host, vox_vec_bytes(v->n, v->scalar), cudaMemcpyHostToDevice,
+              "uploading a vector");
 }
 
-static vox_status hvec_download(vox_backend *be, const vox_hvec *h, uint16_t *host) {
-  return copy(be, host, h->data, h->n * sizeof *host, cudaMemcpyDeviceToHost,
-              "downloading a half-precision vector");
-}
-
-static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
-  return copy(be, v->data, host, v->n * sizeof *host, cudaMemcpyHostToDevice, "uploading a vector");
-}
-
-static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) {
-  return copy(be, host, v->data, v->n * sizeof *host, cudaMemcpyDeviceToHost,
+static vox_status vec_download(vox_backend *be, const vox_vec *v, void *host) {
+  return copy(be, host, v->raw, vox_vec_bytes(v->n, v->scalar), cudaMemcpyDeviceToHost,
               "downloading a vector");
 }
 
@@ -191,14 +145,17 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
 }
 
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
+  if (v->scalar != VOX_DOUBLE) return vox_cuda_vec_set_any(be, v, a);
   set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, a, v->n);
   CUDA_LAUNCHED(be, "vector set");
   return VOX_OK;
 }
 
 static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  if (dst->scalar != src->scalar) return vox_cuda_vec_convert(be, dst, src);
   CUDA_TRY(be,
-           cudaMemcpyAsync(dst->data, src->data, src->n * sizeof(double), cudaMemcpyDeviceToDevice),
+           cudaMemcpyAsync(dst->raw, src->raw, vox_vec_bytes(src->n, src->scalar),
+                           cudaMemcpyDeviceToDevice),
            "copying a vector");
   return VOX_OK;
 }
@@ -592,12 +549,6 @@ static vox_vector_ops make_vec_ops(void) {
   o.cg_step = cg_step;
   o.cg_direction = cg_direction;
   o.max_abs_diff = vec_max_abs_diff;
-  o.half_create = hvec_create;
-  o.half_destroy = hvec_destroy;
-  o.half_store = hvec_store;
-  o.half_load = hvec_load;
-  o.half_upload = hvec_upload;
-  o.half_download = hvec_download;
   return o;
 }
 
@@ -615,8 +566,6 @@ static vox_operator_ops make_op_ops(void) {
   o.strain_load = vox_cuda_op_strain_load;
   o.strain_energy = vox_cuda_op_strain_energy;
   o.strain_energy_sums = vox_cuda_op_strain_energy_sums;
-  o.strain_energy_half = vox_cuda_op_strain_energy_half;
-  o.strain_energy_sums_half = vox_cuda_op_strain_energy_sums_half;
   o.smooth = vox_cuda_op_smooth;
   o.residual = vox_cuda_op_residual;
   return o;

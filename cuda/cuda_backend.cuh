@@ -76,18 +76,18 @@ static inline unsigned vox_cuda_grid(size_t n) {
        i += (size_t)gridDim.x * blockDim.x)
 
 /* Entry i of a device vector of either precision (`single`: float, else
- * double; VOX_SVEC_NODE4: float, a node's entries in 16 bytes), as a
+ * double; VOX_FLOAT_NODE4: float, a node's entries in 16 bytes), as a
  * double: the sparse system's vectors (cuda_sparse.cu,
  * cuda_sparse_matrix.cu), whose precision is a run-time flag. */
 static __device__ __forceinline__ size_t vox_cuda_node4_index(size_t i) {
-  return 4 * (i / 3) + i % 3; /* VOX_SVEC_NODE4 (sparse_ops.h) */
+  return 4 * (i / 3) + i % 3; /* VOX_FLOAT_NODE4 (sparse_ops.h) */
 }
 static __device__ __forceinline__ double vox_cuda_ld(const void *p, int single, size_t i) {
-  if (single == VOX_SVEC_NODE4) return (double)((const float *)p)[vox_cuda_node4_index(i)];
+  if (single == VOX_FLOAT_NODE4) return (double)((const float *)p)[vox_cuda_node4_index(i)];
   return single ? (double)((const float *)p)[i] : ((const double *)p)[i];
 }
 static __device__ __forceinline__ void vox_cuda_st(void *p, int single, size_t i, double v) {
-  if (single == VOX_SVEC_NODE4)
+  if (single == VOX_FLOAT_NODE4)
     ((float *)p)[vox_cuda_node4_index(i)] = (float)v;
   else if (single)
     ((float *)p)[i] = (float)v;
@@ -290,12 +290,11 @@ vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fi
                                      vox_vec *energy);
 vox_status vox_cuda_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                           const vox_vec *u, const double *chi, double *sums);
-vox_status vox_cuda_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
-                                          const vox_hvec *u, const double *chi, const double *w,
-                                          vox_vec *energy);
-vox_status vox_cuda_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
-                                               const vox_hvec *u, const double *chi,
-                                               double *sums);
+
+/* cuda_sparse.cu: vec->set and vec->copy of the precisions other than
+ * double (one kernel each for every precision vox_vec carries) */
+vox_status vox_cuda_vec_set_any(vox_backend *be, vox_vec *v, double a);
+vox_status vox_cuda_vec_convert(vox_backend *be, vox_vec *dst, const vox_vec *src);
 
 /* cuda_simp.cu */
 vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
@@ -363,11 +362,11 @@ vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
                                   vox_sparse_matrix **out);
 void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
 size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m);
-vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                                 vox_svec *y, int add);
+vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
+                                 vox_vec *y, int add);
 vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
-                                         const vox_svec *b, const vox_svec *ax, double alpha,
-                                         double beta, vox_svec *d, vox_svec *x);
+                                         const vox_vec *b, const vox_vec *ax, double alpha,
+                                         double beta, vox_vec *d, vox_vec *x);
 
 /* cuda_coarse_solve.cu: the coarsest level, by a dense Cholesky factor on
  * the device when it is small, else through the CPU backend */

@@ -387,9 +387,9 @@ vox_status cell_set_load(vox_backend *be, vox_cell *c, const double kchi[24]) {
   return VOX_OK;
 }
 
-vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_hvec *u) {
+vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_vec *u) {
   (void)c;
-  CUDA_TRY(be, cudaMemset(u->data, 0, u->n * sizeof *u->data), "zeroing a cell field");
+  CUDA_TRY(be, cudaMemset(u->data, 0, vox_vec_bytes(u->n, u->scalar)), "zeroing a cell field");
   return VOX_OK;
 }
 
@@ -428,9 +428,9 @@ vox_status clear_sum(vox_backend *be, vox_cell *c) {
   return VOX_OK;
 }
 
-vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr) {
+vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_vec *u, double *rr) {
   const cell_level &l0 = c->level[0];
-  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, u->data, l0.x, l0.nodes);
+  field_load_kernel<<<blocks_for(l0.nodes), 128>>>(l0.dims, (const uint16_t *)u->raw, l0.x, l0.nodes);
   CUDA_LAUNCHED(be, "widening a cell field");
   TRY(clear_sum(be, c));
   fine_product_kernel<<<blocks_for(l0.nodes), 128>>>(view(c, 0), l0.x, l0.b, 1, l0.nodes, c->sum);
@@ -463,11 +463,11 @@ vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   return read_sum(be, c, pq);
 }
 
-vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u, double *rr) {
+vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_vec *u, double *rr) {
   const cell_level &l0 = c->level[0];
   const size_t n = 3 * (size_t)l0.nodes;
   const int64_t images = (int64_t)(l0.dims.nx + 1) * (l0.dims.ny + 1) * (l0.dims.nz + 1);
-  field_update_kernel<<<blocks_for(images), 128>>>(l0.dims, (float)alpha, c->p, u->data, images);
+  field_update_kernel<<<blocks_for(images), 128>>>(l0.dims, (float)alpha, c->p, (uint16_t *)u->raw, images);
   CUDA_LAUNCHED(be, "the cell field's update");
   TRY(clear_sum(be, c));
   cg_update_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, (float)alpha, l0.x, l0.b, c->sum);

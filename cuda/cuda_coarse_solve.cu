@@ -395,8 +395,8 @@ static vox_status host_setup(vox_backend *be, vox_stencil *st) {
   /* always a double stencil: a MIXED level is widened by the download */
   vox_status s =
       host->ops->mg->stencil_create(host, &st->grid, st->dpn, VOX_PRECISION_DOUBLE, &st->host);
-  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, &st->host_b);
-  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, &st->host_x);
+  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, VOX_DOUBLE, &st->host_b);
+  if (s == VOX_OK) s = host->ops->vec->create(host, st->n_dofs, VOX_DOUBLE, &st->host_x);
   if (s != VOX_OK) vox_cuda_stencil_factor_free(be, st);
   return s;
 }

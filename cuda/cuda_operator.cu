@@ -1124,7 +1124,7 @@ static vox_status strain_fields_of(vox_backend *be, vox_operator *op, int n_fiel
   TRY(load_ke(be, op, mirrored));
   *sf = strain_fields<T>{};
   sf->n = n_fields;
-  for (int f = 0; f < n_fields; f++) sf->u[f] = (const T *)u[f].data;
+  for (int f = 0; f < n_fields; f++) sf->u[f] = (const T *)u[f].raw;
   memcpy(sf->chi, chi, (size_t)n_fields * 24 * sizeof *chi);
   return VOX_OK;
 }
@@ -1162,16 +1162,21 @@ static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields,
   return VOX_OK;
 }
 
+/* The fields are all double or all half (vox_vec.scalar). */
+static vox_status check_field_precision(vox_backend *be, int n_fields, const vox_vec *u) {
+  for (int f = 0; f < n_fields; f++)
+    if (u[f].scalar != u[0].scalar || (u[f].scalar != VOX_DOUBLE && u[f].scalar != VOX_HALF))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "strain energy: fields must be all double or all half vectors");
+  return VOX_OK;
+}
+
 vox_status vox_cuda_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
                                      const vox_vec *u, const double *chi, const double *w,
                                      vox_vec *energy) {
+  TRY(check_field_precision(be, n_fields, u));
+  if (u[0].scalar == VOX_HALF) return strain_energy<__half>(be, op, n_fields, u, chi, w, energy);
   return strain_energy<double>(be, op, n_fields, u, chi, w, energy);
-}
-
-vox_status vox_cuda_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
-                                          const vox_hvec *u, const double *chi, const double *w,
-                                          vox_vec *energy) {
-  return strain_energy<__half>(be, op, n_fields, u, chi, w, energy);
 }
 
 /* sums_fg = sum_e m_e v_f' Ke v_g over the elements (C^H's energy form):
@@ -1250,11 +1255,7 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
 
 vox_status vox_cuda_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                           const vox_vec *u, const double *chi, double *sums) {
+  TRY(check_field_precision(be, n_fields, u));
+  if (u[0].scalar == VOX_HALF) return strain_energy_sums<__half>(be, op, n_fields, u, chi, sums);
   return strain_energy_sums<double>(be, op, n_fields, u, chi, sums);
-}
-
-vox_status vox_cuda_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
-                                               const vox_hvec *u, const double *chi,
-                                               double *sums) {
-  return strain_energy_sums<__half>(be, op, n_fields, u, chi, sums);
 }

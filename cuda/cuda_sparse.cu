@@ -36,7 +36,7 @@ struct vox_sparse_level {
 };
 
 static __device__ __forceinline__ void atomic_add(void *p, int single, size_t i, double v) {
-  if (single == VOX_SVEC_NODE4)
+  if (single == VOX_FLOAT_NODE4)
     atomicAdd((float *)p + vox_cuda_node4_index(i), (float)v);
   else if (single)
     atomicAdd((float *)p + i, (float)v);
@@ -94,92 +94,49 @@ static __device__ __forceinline__ void red6(float *p, const float v[6]) {
 
 /* ---- vectors ---------------------------------------------------------------- */
 
-static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
-  const size_t bytes = vox_svec_bytes(n ? n : 1, single);
-  TRY(vox_cuda_alloc(be, &v->data, bytes, "a sparse vector"));
-  v->n = n;
-  v->single = single;
-  CUDA_TRY(be, cudaMemset(v->data, 0, bytes), "clearing a vector");
-  return VOX_OK;
-}
-
-static void vec_destroy(vox_backend *be, vox_svec *v) {
-  vox_cuda_free(v->data);
-  v->data = NULL;
-  v->n = 0;
-}
-
-/* Entry i of a vector of any precision, bfloat16 included (the generic
- * vox_cuda_ld and vox_cuda_st know float and double only). */
+/* Entry i of a vector of any precision, bfloat16 and half included (the
+ * generic vox_cuda_ld and vox_cuda_st know float and double only). Half
+ * precision rounds from double to the nearest, ties to even, as the CPU's
+ * _Float16 conversion does. */
 static __device__ __forceinline__ double ld_any(const void *p, int single, size_t i) {
-  if (single == VOX_SVEC_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+  if (single == VOX_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+  if (single == VOX_HALF) return (double)__half2float(((const __half *)p)[i]);
   return vox_cuda_ld(p, single, i);
 }
 static __device__ __forceinline__ void st_any(void *p, int single, size_t i, double v) {
-  if (single == VOX_SVEC_BF16)
+  if (single == VOX_BF16)
     ((__nv_bfloat16 *)p)[i] = __float2bfloat16((float)v);
+  else if (single == VOX_HALF)
+    ((__half *)p)[i] = __double2half(v);
   else
     vox_cuda_st(p, single, i, v);
 }
 
-static __global__ void convert_kernel(size_t n, const double *src, void *dst, int single) {
-  VOX_GRID_STRIDE(i, n) st_any(dst, single, i, src[i]);
-}
-static __global__ void widen_kernel(size_t n, const void *src, int single, double *dst) {
-  VOX_GRID_STRIDE(i, n) dst[i] = ld_any(src, single, i);
+static __global__ void convert_kernel(size_t n, const void *src, int ss, void *dst, int ds) {
+  VOX_GRID_STRIDE(i, n) st_any(dst, ds, i, ld_any(src, ss, i));
 }
 
-/* Host doubles through a device staging buffer when the vector is float. */
-static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
-  if (!v->single) {
-    CUDA_TRY(be, cudaMemcpy(v->data, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
-             "uploading a vector");
-    return VOX_OK;
-  }
-  double *tmp;
-  TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
-  vox_status s =
-      vox_cuda_check(be, cudaMemcpy(tmp, host, v->n * sizeof(double), cudaMemcpyHostToDevice),
-                     "uploading a vector");
-  if (s == VOX_OK) {
-    convert_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, tmp, v->data, v->single);
-    s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
-  }
-  vox_cuda_free(tmp);
-  return s;
-}
-
-static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host) {
-  if (!v->single) {
-    CUDA_TRY(be, cudaMemcpy(host, v->data, v->n * sizeof(double), cudaMemcpyDeviceToHost),
-             "downloading a vector");
-    return VOX_OK;
-  }
-  double *tmp;
-  TRY(vox_cuda_alloc(be, (void **)&tmp, v->n * sizeof(double), "staging a vector"));
-  widen_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->n, v->data, v->single, tmp);
-  vox_status s = vox_cuda_check(be, cudaGetLastError(), "converting a vector");
-  if (s == VOX_OK)
-    s = vox_cuda_check(be, cudaMemcpy(host, tmp, v->n * sizeof(double), cudaMemcpyDeviceToHost),
-                       "downloading a vector");
-  vox_cuda_free(tmp);
-  return s;
+vox_status vox_cuda_vec_convert(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  convert_kernel<<<vox_cuda_grid(src->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      src->n, src->raw, src->scalar, dst->raw, dst->scalar);
+  CUDA_LAUNCHED(be, "converting a vector");
+  return VOX_OK;
 }
 
 static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
   VOX_GRID_STRIDE(i, n) st_any(x, xs, i, a);
 }
 
-static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
+vox_status vox_cuda_vec_set_any(vox_backend *be, vox_vec *v, double a) {
   if (a == 0) {
     CUDA_TRY(
         be,
-        cudaMemsetAsync(v->data, 0, vox_svec_bytes(v->n, v->single), vox_cuda_stream(be)),
+        cudaMemsetAsync(v->data, 0, vox_vec_bytes(v->n, v->scalar), vox_cuda_stream(be)),
         "clearing a vector");
     return VOX_OK;
   }
   set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->n, v->data,
-                                                                                v->single, a);
+                                                                                v->scalar, a);
   CUDA_LAUNCHED(be, "setting a vector");
   return VOX_OK;
 }
@@ -189,7 +146,7 @@ static __global__ void scatter_kernel(size_t n, const size_t *index, const doubl
   VOX_GRID_STRIDE(i, n) st_any(v, vs, index[i], value[i]);
 }
 
-static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+static vox_status vec_scatter(vox_backend *be, vox_vec *v, size_t n, const size_t *index,
                               const double *value) {
   if (n == 0) return VOX_OK;
   /* the indices and values side by side in one staging buffer */
@@ -205,7 +162,7 @@ static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size
                        "uploading entries");
   if (s == VOX_OK) {
     scatter_kernel<<<vox_cuda_grid(n), VOX_CUDA_THREADS>>>(n, staged, staged_value, v->data,
-                                                           v->single);
+                                                           v->scalar);
     s = vox_cuda_check(be, cudaGetLastError(), "setting entries");
   }
   vox_cuda_free(staged);
@@ -219,16 +176,16 @@ static __global__ void axpby_kernel(size_t n, double a, const void *x, int xs, d
   vox_cuda_st(y, ys, i, a * vox_cuda_ld(x, xs, i) + b * vox_cuda_ld(y, ys, i));
 }
 
-static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      y->n, a, x->data, x->single, 1, y->data, y->single);
+      y->n, a, x->data, x->scalar, 1, y->data, y->scalar);
   CUDA_LAUNCHED(be, "axpy");
   return VOX_OK;
 }
 
-static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      y->n, 1, x->data, x->single, a, y->data, y->single);
+      y->n, 1, x->data, x->scalar, a, y->data, y->scalar);
   CUDA_LAUNCHED(be, "xpay");
   return VOX_OK;
 }
@@ -303,18 +260,18 @@ static vox_status fold_partials(vox_backend *be, const char *what, double *out) 
   return VOX_OK;
 }
 
-static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
-  dot_partials<<<DOT_BLOCKS, DOT_THREADS>>>(x->n, x->data, x->single, y->data, y->single,
+static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
+  dot_partials<<<DOT_BLOCKS, DOT_THREADS>>>(x->n, x->data, x->scalar, y->data, y->scalar,
                                             vox_cuda(be)->partials);
   return fold_partials(be, "a dot product", out);
 }
 
-static vox_status cg_update(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
-                            vox_svec *u, vox_svec *r, vox_svec *copy, double *rr) {
-  cg_update_partials<<<DOT_BLOCKS, DOT_THREADS>>>(r->n, alpha, p->data, p->single, q->data,
-                                                  q->single, u->data, u->single, r->data,
-                                                  r->single, copy ? copy->data : NULL,
-                                                  copy ? copy->single : 0, vox_cuda(be)->partials);
+static vox_status cg_update(vox_backend *be, double alpha, const vox_vec *p, const vox_vec *q,
+                            vox_vec *u, vox_vec *r, vox_vec *copy, double *rr) {
+  cg_update_partials<<<DOT_BLOCKS, DOT_THREADS>>>(r->n, alpha, p->data, p->scalar, q->data,
+                                                  q->scalar, u->data, u->scalar, r->data,
+                                                  r->scalar, copy ? copy->data : NULL,
+                                                  copy ? copy->scalar : 0, vox_cuda(be)->partials);
   return fold_partials(be, "CG's update", rr);
 }
 
@@ -330,12 +287,12 @@ static __global__ void smoother_kernel(size_t n, const void *b, int bs, const vo
   }
 }
 
-static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                                const vox_svec *w, double alpha, double beta, vox_svec *d,
-                                vox_svec *x) {
+static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                const vox_vec *w, double alpha, double beta, vox_vec *d,
+                                vox_vec *x) {
   smoother_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      x->n, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
-      alpha, beta, d->data, d->single, x->data, x->single);
+      x->n, b->data, b->scalar, ax ? ax->data : NULL, ax ? ax->scalar : 0, w->data, w->scalar,
+      alpha, beta, d->data, d->scalar, x->data, x->scalar);
   CUDA_LAUNCHED(be, "a smoother step");
   return VOX_OK;
 }
@@ -350,7 +307,7 @@ static __global__ void block_smoother_kernel(size_t nodes, const void *b, int bs
     for (int c = 0; c < 3; c++)
       r[c] = ax ? vox_cuda_ld(b, bs, 3 * m + c) - vox_cuda_ld(ax, as, 3 * m + c)
                 : vox_cuda_ld(b, bs, 3 * m + c);
-    if (ws == VOX_SVEC_BF16) { /* 12 bytes a node: three pairs */
+    if (ws == VOX_BF16) { /* 12 bytes a node: three pairs */
       const __nv_bfloat162 *w2 = (const __nv_bfloat162 *)w + 3 * m;
       for (int k = 0; k < 3; k++) {
         const float2 f = __bfloat1622float2(w2[k]);
@@ -382,7 +339,7 @@ static __global__ void block_smoother_float_kernel(size_t nodes, const float *__
   const size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (m >= nodes) return;
   float r[3];
-  if (AX4) { /* ax in 16 bytes a node (VOX_SVEC_NODE4) */
+  if (AX4) { /* ax in 16 bytes a node (VOX_FLOAT_NODE4) */
     const float4 a4 = reinterpret_cast<const float4 *>(ax)[m];
     r[0] = b[3 * m] - a4.x, r[1] = b[3 * m + 1] - a4.y, r[2] = b[3 * m + 2] - a4.z;
   } else {
@@ -420,13 +377,13 @@ static void launch_float_step(unsigned blocks, cudaStream_t stream, size_t nodes
         <<<blocks, VOX_CUDA_THREADS, 0, stream>>>(nodes, b, ax, w, alpha, beta, d, x);
 }
 
-static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                                      const vox_svec *w, double alpha, double beta, vox_svec *d,
-                                      vox_svec *x) {
+static vox_status block_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                      const vox_vec *w, double alpha, double beta, vox_vec *d,
+                                      vox_vec *x) {
   const size_t nodes = x->n / 3;
-  const int ax_float = !ax || ax->single == 1 || ax->single == VOX_SVEC_NODE4;
-  if (w->single == VOX_SVEC_BF16 && b->single == 1 && ax_float && d->single == 1 &&
-      x->single == 1) {
+  const int ax_float = !ax || ax->scalar == 1 || ax->scalar == VOX_FLOAT_NODE4;
+  if (w->scalar == VOX_BF16 && b->scalar == 1 && ax_float && d->scalar == 1 &&
+      x->scalar == 1) {
     const unsigned blocks = vox_cuda_blocks(nodes, VOX_CUDA_THREADS);
     if (blocks == 0) return VOX_OK;
     const float *bf = (const float *)b->data, *af = ax ? (const float *)ax->data : NULL;
@@ -436,7 +393,7 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
     cudaStream_t stream = vox_cuda_stream(be);
     if (!ax)
       launch_float_step<false, false>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
-    else if (ax->single == VOX_SVEC_NODE4)
+    else if (ax->scalar == VOX_FLOAT_NODE4)
       launch_float_step<true, true>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
     else
       launch_float_step<true, false>(blocks, stream, nodes, bf, af, wf, a, bt, df, xf);
@@ -444,8 +401,8 @@ static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const 
     return VOX_OK;
   }
   block_smoother_kernel<<<vox_cuda_grid(nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      nodes, b->data, b->single, ax ? ax->data : NULL, ax ? ax->single : 0, w->data, w->single,
-      alpha, beta, d->data, d->single, x->data, x->single);
+      nodes, b->data, b->scalar, ax ? ax->data : NULL, ax ? ax->scalar : 0, w->data, w->scalar,
+      alpha, beta, d->data, d->scalar, x->data, x->scalar);
   CUDA_LAUNCHED(be, "a block smoother step");
   return VOX_OK;
 }
@@ -637,7 +594,7 @@ static __global__ void product_kernel(vox_sparse_level l, const T *__restrict__ 
       if (from_prev) v[c] += handed;
     }
     if (!live) continue;
-    if (ys == VOX_SVEC_NODE4) { /* a node's three in one 16-byte atomic */
+    if (ys == VOX_FLOAT_NODE4) { /* a node's three in one 16-byte atomic */
       float4 *y4 = (float4 *)y;
       atomicAdd(y4 + node[left], make_float4((float)v[0], (float)v[1], (float)v[2], 0.f));
       if (!to_next)
@@ -689,20 +646,20 @@ static __global__ void fixed_rows_kernel(size_t n, const uint8_t *fixed, const v
 enum { PRODUCT_THREADS = 128 };
 
 template <class T>
-static void launch_product(const vox_sparse_level *l, const T *ke, const vox_svec *x, vox_svec *y,
+static void launch_product(const vox_sparse_level *l, const T *ke, const vox_vec *x, vox_vec *y,
                            int full, cudaStream_t stream) {
   const unsigned blocks = vox_cuda_blocks(l->n_elements, PRODUCT_THREADS);
   if (blocks == 0) return;
-  product_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->single, y->data,
-                                                            y->single, full);
+  product_kernel<T><<<blocks, PRODUCT_THREADS, 0, stream>>>(*l, ke, x->data, x->scalar, y->data,
+                                                            y->scalar, full);
 }
 
-static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
+static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_vec *x, vox_vec *y,
                         int flags) {
   const int full = flags & VOX_APPLY_FULL;
   cudaStream_t stream = vox_cuda_stream(be);
   CUDA_TRY(be,
-           cudaMemsetAsync(y->data, 0, vox_svec_bytes(y->n, y->single), stream),
+           cudaMemsetAsync(y->data, 0, vox_vec_bytes(y->n, y->scalar), stream),
            "clearing a product");
   if (flags & VOX_APPLY_SINGLE)
     launch_product<float>(l, l->ke32, x, y, full, stream);
@@ -711,7 +668,7 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
   CUDA_LAUNCHED(be, "the sparse K u");
   if (!full) {
     fixed_rows_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS, 0, stream>>>(
-        l->n_nodes, l->node_fixed, x->data, x->single, y->data, y->single);
+        l->n_nodes, l->node_fixed, x->data, x->scalar, y->data, y->scalar);
     CUDA_LAUNCHED(be, "the fixed rows");
   }
   return VOX_OK;
@@ -736,11 +693,11 @@ static __global__ void invert_kernel(size_t n, const uint8_t *fixed, void *d, in
   }
 }
 
-static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d) {
-  TRY(vec_set(be, d, 0));
-  diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, d->data, d->single);
+static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_vec *d) {
+  TRY(vox_cuda_vec_set_any(be, d, 0));
+  diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, d->data, d->scalar);
   invert_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(l->n_nodes, l->node_fixed,
-                                                                  d->data, d->single);
+                                                                  d->data, d->scalar);
   CUDA_LAUNCHED(be, "the sparse diagonal");
   return VOX_OK;
 }
@@ -770,15 +727,15 @@ static __global__ void invert_blocks_kernel(size_t n, const uint8_t *fixed, cons
   }
 }
 
-static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
-                                     vox_svec *scratch) {
-  vox_svec sum;
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_vec *w,
+                                     vox_vec *scratch) {
+  vox_vec sum;
   TRY(vox_block_sums(be->ctx, w, scratch, &sum));
-  TRY(vec_set(be, &sum, 0));
+  TRY(vox_cuda_vec_set_any(be, &sum, 0));
   block_diagonal_kernel<<<vox_cuda_grid(l->n_elements), VOX_CUDA_THREADS>>>(*l, sum.data,
-                                                                           sum.single);
+                                                                           sum.scalar);
   invert_blocks_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS>>>(
-      l->n_nodes, l->node_fixed, sum.data, sum.single, w->data, w->single);
+      l->n_nodes, l->node_fixed, sum.data, sum.scalar, w->data, w->scalar);
   CUDA_LAUNCHED(be, "the sparse diagonal blocks");
   return VOX_OK;
 }
@@ -792,9 +749,9 @@ static __global__ void zero_fixed_kernel(size_t n, const uint8_t *fixed, void *v
   }
 }
 
-static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
+static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_vec *v) {
   zero_fixed_kernel<<<vox_cuda_grid(l->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      l->n_nodes, l->node_fixed, v->data, v->single);
+      l->n_nodes, l->node_fixed, v->data, v->scalar);
   CUDA_LAUNCHED(be, "zeroing fixed dofs");
   return VOX_OK;
 }
@@ -905,10 +862,10 @@ static __global__ void restrict_kernel(vox_sparse_level f, vox_sparse_level c, c
 }
 
 static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                                    const vox_svec *b, const vox_svec *ax, vox_svec *rc) {
-  TRY(vec_set(be, rc, 0));
+                                    const vox_vec *b, const vox_vec *ax, vox_vec *rc) {
+  TRY(vox_cuda_vec_set_any(be, rc, 0));
   restrict_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      *f, *c, b ? b->data : NULL, b ? b->single : 0, ax->data, ax->single, rc->data, rc->single);
+      *f, *c, b ? b->data : NULL, b ? b->scalar : 0, ax->data, ax->scalar, rc->data, rc->scalar);
   CUDA_LAUNCHED(be, "the sparse restriction");
   return VOX_OK;
 }
@@ -934,9 +891,9 @@ static __global__ void prolong_kernel(vox_sparse_level f, vox_sparse_level c, co
 }
 
 static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                              const vox_svec *xc, vox_svec *xf) {
+                              const vox_vec *xc, vox_vec *xf) {
   prolong_kernel<<<vox_cuda_grid(f->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      *f, *c, xc->data, xc->single, xf->data, xf->single);
+      *f, *c, xc->data, xc->scalar, xf->data, xf->scalar);
   CUDA_LAUNCHED(be, "the sparse prolongation");
   return VOX_OK;
 }
@@ -986,11 +943,6 @@ static void recording_free(vox_backend *be, void *recording) {
 static vox_sparse_ops make_ops(void) {
   vox_sparse_ops o = {};
   o.node4 = 1;
-  o.vec_create = vec_create;
-  o.vec_destroy = vec_destroy;
-  o.vec_upload = vec_upload;
-  o.vec_download = vec_download;
-  o.vec_set = vec_set;
   o.vec_scatter = vec_scatter;
   o.vec_axpy = vec_axpy;
   o.vec_xpay = vec_xpay;

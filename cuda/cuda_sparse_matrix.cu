@@ -166,8 +166,8 @@ vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
 
 size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
 
-vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                                 vox_svec *y, int add) {
+vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
+                                 vox_vec *y, int add) {
   const size_t rows = m->n_rows * (size_t)m->br;
   if (x->n != m->n_cols * (size_t)m->bc || y->n != rows)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -176,15 +176,15 @@ vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, co
   by_shape(m, [&](auto br, auto bc, auto value) {
     constexpr int BR = decltype(br)::value, BC = decltype(bc)::value;
     apply_kernel<BR, BC, decltype(value)><<<vox_cuda_grid(rows), VOX_CUDA_THREADS>>>(
-        *m, x->data, x->single, y->data, y->single, add);
+        *m, x->data, x->scalar, y->data, y->scalar, add);
   });
   CUDA_LAUNCHED(be, "the sparse matrix product");
   return VOX_OK;
 }
 
 vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,
-                                         const vox_svec *b, const vox_svec *ax, double alpha,
-                                         double beta, vox_svec *d, vox_svec *x) {
+                                         const vox_vec *b, const vox_vec *ax, double alpha,
+                                         double beta, vox_vec *d, vox_vec *x) {
   const size_t rows = w->n_rows * (size_t)w->br;
   if (w->br != w->bc || w->n_rows != w->n_cols || b->n != rows || d->n != rows || x->n != rows ||
       (ax && ax->n != rows))
@@ -192,11 +192,11 @@ vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matri
                      "smoother of %zu rows on vectors of %zu, %zu and %zu entries", rows, b->n,
                      d->n, x->n);
   const void *axd = ax ? ax->data : NULL;
-  const int axs = ax ? ax->single : 0;
+  const int axs = ax ? ax->scalar : 0;
   by_shape(w, [&](auto br, auto bc, auto value) {
     constexpr int BR = decltype(br)::value, BC = decltype(bc)::value;
     smoother_kernel<BR, BC, decltype(value)><<<vox_cuda_grid(rows), VOX_CUDA_THREADS>>>(
-        *w, b->data, b->single, axd, axs, alpha, beta, d->data, d->single, x->data, x->single);
+        *w, b->data, b->scalar, axd, axs, alpha, beta, d->data, d->scalar, x->data, x->scalar);
   });
   CUDA_LAUNCHED(be, "the sparse matrix smoother step");
   return VOX_OK;

@@ -64,7 +64,7 @@ static vox_status set_up(vox_adjoint_worker *w) {
   options.device_index = w->index;
   TRY(vox_backend_create_with(w->own_ctx, &options, &w->be));
   TRY(vox_fem_create(w->own_ctx, w->be, w->model, &w->fem));
-  return w->be->ops->vec->create(w->be, w->fem->n_dofs, &w->v);
+  return w->be->ops->vec->create(w->be, w->fem->n_dofs, VOX_DOUBLE, &w->v);
 }
 
 static vox_status solve(vox_adjoint_worker *w) {

@@ -13,24 +13,11 @@
 #include <stdint.h>
 
 #include "sparse_ops.h"
+#include "vector.h"
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
 #include "voxfe/solver.h"
 #include "voxfe/symmetry.h"
-
-/* A vector of doubles living on the backend's device. */
-typedef struct vox_vec {
-  double *data;
-  size_t n;
-} vox_vec;
-
-/* A vector of IEEE half-precision values (binary16 bit patterns) in the
- * backend's memory, for fields that are only stored between uses: a
- * periodic cell's six displacement fields (homogenize.c). */
-typedef struct vox_hvec {
-  uint16_t *data;
-  size_t n;
-} vox_hvec;
 
 /* What a stiffness (or conductivity) operator needs: the grid, the one
  * element matrix of unit modulus and which dofs have identity rows. */
@@ -142,12 +129,20 @@ enum { VOX_OC_LAMBDAS = 32 };
  * global reductions (dot, max_abs_diff, the CG steps' dots) and nothing
  * else. */
 typedef struct vox_vector_ops {
-  /* Vectors. vec->create gives a zeroed vector. */
-  vox_status (*create)(vox_backend *be, size_t n, vox_vec *v);
-  void (*destroy)(vox_backend *be, vox_vec *v);
-  vox_status (*upload)(vox_backend *be, vox_vec *v, const double *host);
-  vox_status (*download)(vox_backend *be, const vox_vec *v, double *host);
+  /* Vectors. vec->create gives a zeroed vector of n entries of the given
+   * precision. The operations below take double vectors but where they say
+   * otherwise. */
+  vox_status (*create)(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v);
+  void (*destroy)(vox_backend *be, vox_vec *v); /* any precision */
+  /* From and to host memory holding the entries in the vector's own
+   * precision (a double array for a double vector, binary16 bit patterns
+   * for a half one): double and half vectors. */
+  vox_status (*upload)(vox_backend *be, vox_vec *v, const void *host);
+  vox_status (*download)(vox_backend *be, const vox_vec *v, void *host);
   vox_status (*set)(vox_backend *be, vox_vec *v, double a); /* v = a */
+  /* dst = src, of the same length, between double and half vectors in
+   * either direction: to half, rounded to the nearest binary16 (ties to
+   * even; beyond its range, infinity); to double, exact. */
   vox_status (*copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
   vox_status (*axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
   vox_status (*xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
@@ -167,16 +162,6 @@ typedef struct vox_vector_ops {
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
   vox_status (*dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
-  /* Half-precision vectors: create (zeroed), destroy; store h = x rounded
-   * to the nearest binary16 (ties to even; beyond its range, infinity);
-   * load x = h (exact). */
-  vox_status (*half_create)(vox_backend *be, size_t n, vox_hvec *h);
-  void (*half_destroy)(vox_backend *be, vox_hvec *h);
-  vox_status (*half_store)(vox_backend *be, const vox_vec *x, vox_hvec *h);
-  vox_status (*half_load)(vox_backend *be, const vox_hvec *h, vox_vec *x);
-  /* The bit patterns of a half-precision vector to and from host memory. */
-  vox_status (*half_upload)(vox_backend *be, vox_hvec *h, const uint16_t *host);
-  vox_status (*half_download)(vox_backend *be, const vox_hvec *h, uint16_t *host);
   /* Conjugate gradients' update after the step length, one pass instead of
    * three: x += alpha p, r -= alpha q, *rr = r.r of the new r. */
   vox_status (*cg_update)(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
@@ -232,7 +217,7 @@ typedef struct vox_operator_ops {
                        vox_vec *x_out, int flags);
   vox_status (*residual)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
                          vox_vec *r, int flags);
-  /* Homogenization of a periodic cell (seed 003 eq. 4-9); chi holds element
+  /* Homogenization of a periodic cell (Zhang, Zhai, Liu and Fu 2023, eq. 4-9); chi holds element
    * displacement vectors of unit macro strains (8 dofs_per_node values each,
    * in element-local coordinates, the same for every element), host memory.
    *   op->strain_load:   f = sum_e m_e Ke chi (scattered; 0 on fixed dofs)
@@ -242,19 +227,14 @@ typedef struct vox_operator_ops {
    *   op->strain_energy_sums: sums_fg = sum_e m_e (chi_f - u_f,e)' Ke (chi_g - u_g,e)
    *                     with m the operator's moduli, every pair f, g < n_fields
    *                     (n_fields x n_fields row-major, both triangles), host
-   *                     memory: C^H in the energy form (eq. 7) in one pass. */
+   *                     memory: C^H in the energy form (eq. 7) in one pass.
+   * The fields u of the two energies are all double or all half vectors
+   * (each half value widened to double as it is read; the same arithmetic). */
   vox_status (*strain_load)(vox_backend *be, vox_operator *op, const double *chi, vox_vec *f);
   vox_status (*strain_energy)(vox_backend *be, vox_operator *op, int n_fields, const vox_vec *u,
                               const double *chi, const double *w, vox_vec *out);
   vox_status (*strain_energy_sums)(vox_backend *be, vox_operator *op, int n_fields,
                                    const vox_vec *u, const double *chi, double *sums);
-  /* The same two with the fields in half precision (each value widened to
-   * double as it is read; the arithmetic is the same). */
-  vox_status (*strain_energy_half)(vox_backend *be, vox_operator *op, int n_fields,
-                                   const vox_hvec *u, const double *chi, const double *w,
-                                   vox_vec *out);
-  vox_status (*strain_energy_sums_half)(vox_backend *be, vox_operator *op, int n_fields,
-                                        const vox_hvec *u, const double *chi, double *sums);
 } vox_operator_ops;
 
 /* Geometric multigrid levels: stencils, their Galerkin products, the

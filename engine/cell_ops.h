@@ -51,7 +51,7 @@ typedef struct vox_cell_ops {
   vox_status (*set_load)(vox_backend *be, vox_cell *c, const double kchi[24]);
   /* u = 0, u a half-precision field in the fem's layout (grid nodes with
    * their periodic images): the cell solver solves into the field itself. */
-  vox_status (*zero_field)(vox_backend *be, vox_cell *c, vox_hvec *u);
+  vox_status (*zero_field)(vox_backend *be, vox_cell *c, vox_vec *u);
   /* |f|^2 of the load. */
   vox_status (*load_norm)(vox_backend *be, vox_cell *c, double *ff);
   /* Conjugate gradients on level 0 (cell_solver.c), in float with the
@@ -72,10 +72,10 @@ typedef struct vox_cell_ops {
    *   cg_product:   x = A p, *pq = p.x;
    *   cg_update:    u += alpha p (images too, rounded to half), b -= alpha x,
    *                 *rr = b.b. */
-  vox_status (*cg_residual)(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr);
+  vox_status (*cg_residual)(vox_backend *be, vox_cell *c, const vox_vec *u, double *rr);
   vox_status (*cg_direction)(vox_backend *be, vox_cell *c, double rz_old, double *rz);
   vox_status (*cg_product)(vox_backend *be, vox_cell *c, double *pq);
-  vox_status (*cg_update)(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u, double *rr);
+  vox_status (*cg_update)(vox_backend *be, vox_cell *c, double alpha, vox_vec *u, double *rr);
   /* One Gauss-Seidel sweep over the nodes of level l, colour by colour
    * (colours 0..7, or 7..0 when backward): x += diag^-1 (b - A x) at each
    * node. */

@@ -293,7 +293,7 @@ static const vox_pc_ops cell_pc = {.name = "cell multigrid", .setup = cell_pc_se
 typedef struct cell_cg {
   vox_cell_solver *cs;
   vox_pc pc;
-  vox_hvec *u;
+  vox_vec *u;
 } cell_cg;
 
 static vox_status cell_product(void *self, double *pq) {
@@ -318,7 +318,7 @@ static const vox_ksp_ops cell_cg_ops = {.product = cell_product,
                                         .direction = cell_direction};
 
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
-                                 const vox_solver_options *options, vox_hvec *u,
+                                 const vox_solver_options *options, vox_vec *u,
                                  vox_solve_result *result) {
   const double zero_ff = VOX_CELL_ZERO_LOAD * VOX_CELL_ZERO_LOAD * scale2;
   vox_backend *be = cs->be;

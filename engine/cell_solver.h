@@ -65,7 +65,7 @@ vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
  * uniform cell's), and is taken as zero (u = 0). */
 #define VOX_CELL_ZERO_LOAD 1e-5
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
-                                 const vox_solver_options *options, vox_hvec *u,
+                                 const vox_solver_options *options, vox_vec *u,
                                  vox_solve_result *result);
 /* Bytes the cell solver of a grid allocates on the backend, 0 where it
  * would not be used. */

@@ -162,6 +162,31 @@ static void case_forces(const vox_model *model, const fem_host *h, int load_case
     if (h->fixed[d]) force[d] = 0;
 }
 
+void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l) {
+  const size_t ne = (size_t)vox_grid_elements(shape->grid);
+  const size_t nodes = (size_t)vox_grid_nodes(shape->grid);
+  const size_t nd = (size_t)shape->dofs_per_node * nodes;
+  vox_layout_vec(l, "solid E per element (fem)", ne, VOX_DOUBLE, fem ? &fem->e_solid : NULL);
+  vox_layout_vec(l, "moduli per element (fem)", ne, VOX_DOUBLE, fem ? &fem->moduli : NULL);
+  if (shape->output)
+    vox_layout_vec(l, "output vector (a mechanism's l)", nd, VOX_DOUBLE,
+                   fem ? &fem->output : NULL);
+  if (shape->lean) return; /* nor fixed flags: the operator keeps none (fem.h) */
+  vox_layout_vec(l, "inverse diagonal (double, per dof)", nd, VOX_DOUBLE,
+                 fem ? &fem->inv_diag : NULL);
+  if (shape->prescribed) {
+    vox_layout_vec(l, "prescribed values: lift", nd, VOX_DOUBLE, fem ? &fem->lift : NULL);
+    vox_layout_vec(l, "prescribed values: rhs", nd, VOX_DOUBLE, fem ? &fem->rhs : NULL);
+    vox_layout_vec(l, "prescribed values: correction", nd, VOX_DOUBLE,
+                   fem ? &fem->correction : NULL);
+  }
+  vox_ksp_work_layout(nd, fem ? &fem->pcg : NULL, l);
+  for (int c = 0; c < shape->n_cases; c++)
+    vox_layout_vec(l, "force vectors (per load case)", nd, VOX_DOUBLE,
+                   fem ? &fem->force[c] : NULL);
+  vox_layout_object(l, "fixed flags (per dof and per node)", (double)(nd + nodes));
+}
+
 static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *model, int lean,
                          vox_fem **out) {
   *out = NULL;
@@ -196,21 +221,23 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
   const vox_backend_ops *o = be->ops;
 #define STEP(call)                                                                 \
   if (s == VOX_OK) s = (call)
-  STEP(o->vec->create(be, fem->n_elements, &fem->e_solid));
-  STEP(o->vec->create(be, fem->n_elements, &fem->moduli));
-  if (!lean) STEP(o->vec->create(be, fem->n_dofs, &fem->inv_diag));
-  if (fem->has_lift) { /* three vectors only prescribed displacements need */
-    STEP(o->vec->create(be, fem->n_dofs, &fem->lift));
-    STEP(o->vec->create(be, fem->n_dofs, &fem->rhs));
-    STEP(o->vec->create(be, fem->n_dofs, &fem->correction));
+  if (s == VOX_OK) {
+    const vox_fem_shape shape = {.grid = &model->grid,
+                                 .dofs_per_node = dpn,
+                                 .n_cases = fem->n_cases,
+                                 .lean = lean,
+                                 .prescribed = fem->has_lift,
+                                 .output = model->n_outputs > 0};
+    vox_layout l;
+    vox_layout_init(&l);
+    vox_fem_layout(&shape, fem, &l);
+    s = vox_layout_create(be, &l);
   }
-  if (!lean) STEP(vox_ksp_work_create(be, fem->n_dofs, &fem->pcg));
   STEP(o->vec->upload(be, &fem->e_solid, h.e_solid));
   STEP(o->vec->upload(be, &fem->moduli, h.e_solid));
   if (fem->has_lift) STEP(o->vec->upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK && !lean; c++) {
     case_forces(model, &h, c, dpn, fem->n_dofs, h.force);
-    STEP(o->vec->create(be, fem->n_dofs, &fem->force[c]));
     STEP(o->vec->upload(be, &fem->force[c], h.force));
   }
   if (s == VOX_OK && model->n_outputs > 0) { /* l, built the way a force is */
@@ -220,7 +247,6 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
           model->outputs[i].weight;
     for (size_t d = 0; d < fem->n_dofs; d++)
       if (h.fixed[d]) h.force[d] = 0;
-    STEP(o->vec->create(be, fem->n_dofs, &fem->output));
     STEP(o->vec->upload(be, &fem->output, h.force));
   }
   if (s == VOX_OK) {

@@ -37,6 +37,22 @@ typedef struct vox_fem {
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 
+/* What a fem allocates on its backend, from its model. */
+typedef struct vox_fem_shape {
+  const vox_grid *grid;
+  int dofs_per_node;
+  int n_cases;
+  int lean;       /* vox_fem_create_lean: the moduli and the solid E only */
+  int prescribed; /* some prescribed value is non-zero: lift, rhs, correction */
+  int output;     /* a mechanism's output vector */
+} vox_fem_shape;
+
+/* The fem's backend memory (layout.h): its vectors, the CG work vectors
+ * and the operator's fixed flags (a byte per dof and per node); fem NULL:
+ * counted only (the memory plan), else made at fem's vectors, whose
+ * `force` array has n_cases places. */
+void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l);
+
 /* Builds the system; element moduli start at each material's E. Fails if
  * the materials in use have different Poisson ratios (one element matrix). */
 vox_status vox_fem_create(vox_context *ctx, vox_backend *be, const vox_model *model,

@@ -47,7 +47,7 @@ void vox_homog_destroy(vox_homog *h) {
   for (int s = 0; s < VOX_CASES && h->fem; s++) {
     h->fem->be->ops->host_free(h->fem->be, h->parked[s]);
     if (h->u[s].data) h->fem->be->ops->vec->destroy(h->fem->be, &h->u[s]);
-    if (h->uh[s].data) h->fem->be->ops->vec->half_destroy(h->fem->be, &h->uh[s]);
+    if (h->uh[s].data) h->fem->be->ops->vec->destroy(h->fem->be, &h->uh[s]);
   }
   if (h->work.data && h->fem) h->fem->be->ops->vec->destroy(h->fem->be, &h->work);
   vox_cell_solver_destroy(h->cell);
@@ -105,8 +105,8 @@ static int parks_fields(const vox_homog *h, unsigned strains) {
 static vox_status field_hold(vox_homog *h, int i) {
   vox_backend *be = h->fem->be;
   if (h->uh[i].data || !h->parked[i]) return VOX_OK;
-  TRY(be->ops->vec->half_create(be, h->fem->n_dofs, &h->uh[i]));
-  return be->ops->vec->half_upload(be, &h->uh[i], h->parked[i]);
+  TRY(be->ops->vec->create(be, h->fem->n_dofs, VOX_HALF, &h->uh[i]));
+  return be->ops->vec->upload(be, &h->uh[i], h->parked[i]);
 }
 
 /* Field i off the backend into host memory. */
@@ -115,8 +115,8 @@ static vox_status field_park(vox_homog *h, int i) {
   if (!h->uh[i].data) return VOX_OK;
   if (!h->parked[i])
     TRY(be->ops->host_alloc(be, h->fem->n_dofs * sizeof *h->parked[i], (void **)&h->parked[i]));
-  TRY(be->ops->vec->half_download(be, &h->uh[i], h->parked[i]));
-  be->ops->vec->half_destroy(be, &h->uh[i]);
+  TRY(be->ops->vec->download(be, &h->uh[i], h->parked[i]));
+  be->ops->vec->destroy(be, &h->uh[i]);
   return VOX_OK;
 }
 
@@ -138,7 +138,7 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
       ((h->strains | strains) & normal) == normal) {
     const int st = VOX_HYDROSTATIC;
     if (h->u[st].data) be->ops->vec->destroy(be, &h->u[st]);
-    if (h->uh[st].data) be->ops->vec->half_destroy(be, &h->uh[st]);
+    if (h->uh[st].data) be->ops->vec->destroy(be, &h->uh[st]);
     be->ops->host_free(be, h->parked[st]);
     h->parked[st] = NULL;
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
@@ -153,8 +153,8 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
       memset(h->parked[st], 0, h->fem->n_dofs * sizeof *h->parked[st]);
     }
     if (!park)
-      TRY(h->half_fields ? be->ops->vec->half_create(be, h->fem->n_dofs, &h->uh[st])
-                         : be->ops->vec->create(be, h->fem->n_dofs, &h->u[st]));
+      TRY(h->half_fields ? be->ops->vec->create(be, h->fem->n_dofs, VOX_HALF, &h->uh[st])
+                         : be->ops->vec->create(be, h->fem->n_dofs, VOX_DOUBLE, &h->u[st]));
     h->strains |= 1u << st;
   }
   return VOX_OK;
@@ -222,7 +222,7 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
   h->half_fields = half_fields;
   if (s == VOX_OK) s = vox_homog_add_strains(h, strains);
   if (s == VOX_OK && half_fields && !h->cell)
-    s = be->ops->vec->create(be, h->fem->n_dofs, &h->work);
+    s = be->ops->vec->create(be, h->fem->n_dofs, VOX_DOUBLE, &h->work);
   if (s != VOX_OK) {
     vox_homog_destroy(h);
     return s;
@@ -253,7 +253,7 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
     return VOX_OK;
   }
   *u = &h->work;
-  return be->ops->vec->half_load(be, &h->uh[i], &h->work);
+  return be->ops->vec->copy(be, &h->work, &h->uh[i]);
 }
 
 /* mm: sum_e m_e^2, the same for every case. */
@@ -280,7 +280,7 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   } else {
     TRY(vox_fem_solve(fem, 0, u, options, r));
   }
-  return h->half_fields ? o->vec->half_store(be, u, &h->uh[i]) : VOX_OK;
+  return h->half_fields ? o->vec->copy(be, &h->uh[i], u) : VOX_OK;
 }
 
 /* e_h' C^H e_h from the unit strains' entries: sum_ij C_ij over i, j < 3. */
@@ -351,7 +351,7 @@ typedef struct packed_strains {
   int n, strain[VOX_CASES];
   double chi[VOX_CASES * 24];
   vox_vec u[VOX_CASES];
-  vox_hvec uh[VOX_CASES];
+  vox_vec uh[VOX_CASES];
 } packed_strains;
 
 /* (at most six: the hydrostatic case is dropped when the normal strains
@@ -377,11 +377,11 @@ static vox_status pairwise_tensor(vox_homog *h, double *t) {
     for (int b = a + 1; b < VOX_CASES; b++) {
       if (!((h->strains >> b) & 1)) continue;
       TRY(field_hold(h, b));
-      const vox_hvec u[2] = {h->uh[a], h->uh[b]};
+      const vox_vec u[2] = {h->uh[a], h->uh[b]};
       double chi[48], sums[4];
       memcpy(chi, h->chi + 24 * a, 24 * sizeof *chi);
       memcpy(chi + 24, h->chi + 24 * b, 24 * sizeof *chi);
-      TRY(be->ops->op->strain_energy_sums_half(be, h->fem->op, 2, u, chi, sums));
+      TRY(be->ops->op->strain_energy_sums(be, h->fem->op, 2, u, chi, sums));
       t[a * VOX_CASES + a] = sums[0] / h->volume, t[a * VOX_CASES + b] = sums[1] / h->volume;
       t[b * VOX_CASES + a] = sums[2] / h->volume, t[b * VOX_CASES + b] = sums[3] / h->volume;
       TRY(field_park(h, b));
@@ -402,7 +402,7 @@ vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]) {
     pack_strains(h, &p);
     double sums[VOX_CASES * VOX_CASES];
     if (h->half_fields)
-      TRY(be->ops->op->strain_energy_sums_half(be, h->fem->op, p.n, p.uh, p.chi, sums));
+      TRY(be->ops->op->strain_energy_sums(be, h->fem->op, p.n, p.uh, p.chi, sums));
     else
       TRY(be->ops->op->strain_energy_sums(be, h->fem->op, p.n, p.u, p.chi, sums));
     for (int a = 0; a < p.n; a++)
@@ -449,7 +449,7 @@ vox_status vox_homog_gradient(vox_homog *h, const double g[36], double g_hydrost
       w[a * ps.n + b] = -gij / h->volume;
     }
   if (h->half_fields)
-    TRY(be->ops->op->strain_energy_half(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
+    TRY(be->ops->op->strain_energy(be, fem->op, ps.n, ps.uh, ps.chi, w, energy));
   else
     TRY(be->ops->op->strain_energy(be, fem->op, ps.n, ps.u, ps.chi, w, energy));
   if (parked) TRY(fields_hold(h, 0));
@@ -515,10 +515,10 @@ vox_status vox_homogenize(vox_context *ctx, vox_backend *be, const vox_model *mo
   vox_fem *fem = h->fem;
   const vox_backend_ops *o = be->ops;
   vox_vec rho = {0}, ones = {0};
-  vox_status s = o->vec->create(be, fem->n_elements, &ones);
+  vox_status s = o->vec->create(be, fem->n_elements, VOX_DOUBLE, &ones);
   if (s == VOX_OK) s = o->vec->set(be, &ones, 1);
   if (s == VOX_OK && use_density) {
-    s = o->vec->create(be, fem->n_elements, &rho);
+    s = o->vec->create(be, fem->n_elements, VOX_DOUBLE, &rho);
     if (s == VOX_OK) s = o->vec->upload(be, &rho, model->density);
     if (s == VOX_OK)
       s = o->design->simp_moduli(be, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
@@ -565,7 +565,7 @@ static vox_status field_save(vox_homog *h, int st, double *out) {
   if (!bits) {
     bits = malloc(nd * sizeof *bits);
     if (!bits) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-    vox_status s = be->ops->vec->half_download(be, &h->uh[st], bits);
+    vox_status s = be->ops->vec->download(be, &h->uh[st], bits);
     if (s != VOX_OK) {
       free(bits);
       return s;
@@ -590,7 +590,7 @@ static vox_status field_restore(vox_homog *h, int st, const double *in) {
   for (size_t i = 0; i < nd; i++) bits[i] = (uint16_t)in[i];
   vox_status s = VOX_OK;
   if (bits != h->parked[st]) {
-    s = be->ops->vec->half_upload(be, &h->uh[st], bits);
+    s = be->ops->vec->upload(be, &h->uh[st], bits);
     free(bits);
   }
   return s;

@@ -37,7 +37,7 @@ typedef struct vox_homog {
    * `strains` are allocated */
   int half_fields;
   vox_vec u[VOX_CASES];
-  vox_hvec uh[VOX_CASES];
+  vox_vec uh[VOX_CASES];
   vox_vec work;
   /* the single-precision cell solver (cell_solver.h) that solves the half
    * fields where the backend and the grid allow (then fem is lean and there

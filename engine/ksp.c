@@ -55,17 +55,19 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
 
 /* ---- backend vectors ---- */
 
+void vox_ksp_work_layout(size_t n, vox_ksp_work *w, vox_layout *l) {
+  vox_layout_vec(l, "CG: r (double, per dof)", n, VOX_DOUBLE, w ? &w->r : NULL);
+  vox_layout_vec(l, "CG: z (double, per dof)", n, VOX_DOUBLE, w ? &w->z : NULL);
+  vox_layout_vec(l, "CG: p (double, per dof)", n, VOX_DOUBLE, w ? &w->p : NULL);
+  vox_layout_vec(l, "CG: q (double, per dof)", n, VOX_DOUBLE, w ? &w->q : NULL);
+}
+
 vox_status vox_ksp_work_create(vox_backend *be, size_t n, vox_ksp_work *w) {
   memset(w, 0, sizeof *w);
-  vox_vec *v[] = {&w->r, &w->z, &w->p, &w->q};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-    vox_status s = be->ops->vec->create(be, n, v[i]);
-    if (s != VOX_OK) {
-      vox_ksp_work_destroy(be, w);
-      return s;
-    }
-  }
-  return VOX_OK;
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_ksp_work_layout(n, w, &l);
+  return vox_layout_create(be, &l);
 }
 
 void vox_ksp_work_destroy(vox_backend *be, vox_ksp_work *w) {
@@ -74,19 +76,21 @@ void vox_ksp_work_destroy(vox_backend *be, vox_ksp_work *w) {
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
 }
 
+void vox_ksp_history_layout(size_t n, int capacity, vox_ksp_history *h, vox_layout *l) {
+  for (int i = 0; i < capacity && i < VOX_KSP_HISTORY_MAX; i++)
+    vox_layout_vec(l, "earlier solutions (start history)", n, VOX_DOUBLE, h ? &h->v[i] : NULL);
+}
+
 vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_ksp_history *h) {
   memset(h, 0, sizeof *h);
   if (capacity < 0 || capacity > VOX_KSP_HISTORY_MAX)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "solution history of %d vectors: 0 to %d",
                      capacity, (int)VOX_KSP_HISTORY_MAX);
-  for (int i = 0; i < capacity; i++) {
-    vox_status s = be->ops->vec->create(be, n, &h->v[i]);
-    if (s != VOX_OK) {
-      vox_ksp_history_destroy(be, h);
-      return s;
-    }
-    h->capacity = i + 1;
-  }
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_ksp_history_layout(n, capacity, h, &l);
+  TRY(vox_layout_create(be, &l));
+  h->capacity = capacity;
   return VOX_OK;
 }
 

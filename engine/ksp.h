@@ -9,6 +9,7 @@
 #define VOXFE_KSP_H
 
 #include "backend_ops.h"
+#include "layout.h"
 #include "pc.h"
 #include "voxfe/solver.h"
 
@@ -53,6 +54,8 @@ typedef struct vox_ksp_work {
   vox_vec r, z, p, q;
 } vox_ksp_work;
 
+/* The work vectors of n entries (work NULL: counted only, layout.h). */
+void vox_ksp_work_layout(size_t n, vox_ksp_work *work, vox_layout *l);
 vox_status vox_ksp_work_create(vox_backend *be, size_t n, vox_ksp_work *work);
 void vox_ksp_work_destroy(vox_backend *be, vox_ksp_work *work);
 
@@ -72,6 +75,7 @@ typedef struct vox_ksp_history {
 } vox_ksp_history;
 
 /* capacity 0 makes an empty history, a solve with which starts from x. */
+void vox_ksp_history_layout(size_t n, int capacity, vox_ksp_history *h, vox_layout *l);
 vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_ksp_history *h);
 void vox_ksp_history_destroy(vox_backend *be, vox_ksp_history *h);
 

@@ -1,19 +1,39 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The memory a run needs on its backend (memory_plan.h). The counts follow
- * the allocations of fem.c, ksp.c, multigrid.c and optimizer.c; they are
- * kept together here so that a change there is a change here. */
+/* The memory a run needs on its backend (memory_plan.h): the fem, CG, the
+ * multigrid and the objective by the layouts their allocations are made
+ * from (layout.h); the cell solver by the floats both backends allocate
+ * (vox_cell_solver_bytes); the optimizer's per-element vectors, the
+ * filter and a cell's fields, and how a cell's phases take turns, here. */
 #include <math.h>
+#include <string.h>
 
 #include "cell_solver.h"
 #include "homogenize.h"
 #include "memory_plan.h"
+#include "fem.h"
 #include "multigrid.h"
+#include "objective.h"
 
-/* Adds an item (skipping empty ones). */
+/* Adds an item (skipping empty ones); items of one name are summed. */
 static void add(vox_memory_plan *plan, const char *what, double bytes) {
-  if (bytes <= 0 || plan->n >= VOX_MEMORY_ITEMS) return;
-  plan->item[plan->n++] = (vox_memory_item){.what = what, .bytes = bytes};
+  if (bytes <= 0) return;
   plan->total += bytes;
+  for (int i = 0; i < plan->n; i++)
+    if (strcmp(plan->item[i].what, what) == 0) {
+      plan->item[i].bytes += bytes;
+      return;
+    }
+  if (plan->n < VOX_MEMORY_ITEMS) {
+    plan->item[plan->n++] = (vox_memory_item){.what = what, .bytes = bytes};
+  } else { /* cannot happen with the layouts below; the total stays right */
+    plan->item[VOX_MEMORY_ITEMS - 1].what = "other";
+    plan->item[VOX_MEMORY_ITEMS - 1].bytes += bytes;
+  }
+}
+
+/* A layout's entries as items. */
+static void add_layout(vox_memory_plan *plan, const vox_layout *l) {
+  for (int i = 0; i < l->n; i++) add(plan, l->entry[i].what, l->entry[i].bytes);
 }
 
 void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
@@ -24,14 +44,10 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
   const double dofs = (double)vox_grid_nodes(grid) * dpn;
   plan->n = 0;
   plan->total = 0;
-  /* fem.c: e_solid and moduli per element; inv_diag, the forces, the 4 CG
-   * vectors, the fixed flags per dof (and per node, on the GPU), and lift,
-   * rhs and correction for prescribed displacements. A periodic cell
-   * (homogenize.c) has one force vector that each unit strain overwrites
-   * and its n_cases fields (counted below as the optimizer's displacements,
-   * or here when not optimizing). */
+  /* A periodic cell (homogenize.c) has one force vector that each unit
+   * strain overwrites and its n_cases fields (counted below as the
+   * optimizer's displacements, or here when not optimizing). */
   const int periodic = grid->periodic;
-  const int forces = periodic ? 1 : n_cases;
   /* an optimized cell in mixed precision: the single-precision cell solver
    * (cell_solver.h) in place of CG, its force, diagonal and multigrid */
   const int fields = periodic && optimizing ? vox_homog_fields_for(solver) : VOX_HOMOG_DOUBLE;
@@ -40,50 +56,26 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * optimizer's per-element vectors, the fem's moduli and solid E and the
    * filter, counted below */
   const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
-  if (!phased) add(plan, "moduli and solid E per element (fem)", 2 * D * elements);
-  if (!phased) add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", cell_solver);
-  if (!cell_solver) {
-    add(plan, "CG: r, z, p, q (double, per dof)", 4 * D * dofs);
-    add(plan, "inverse diagonal (double, per dof)", D * dofs);
-    add(plan, periodic ? "force vector (one for every strain)" : "force vectors (per load case)",
-        forces * D * dofs);
+  vox_layout l;
+  if (!phased) { /* the fem (fem.c), lean beside the cell solver */
+    const vox_fem_shape shape = {.grid = grid,
+                                 .dofs_per_node = dpn,
+                                 .n_cases = periodic ? 1 : n_cases,
+                                 .lean = cell_solver > 0,
+                                 .prescribed = prescribed};
+    vox_layout_init(&l);
+    vox_fem_layout(&shape, NULL, &l);
+    add_layout(plan, &l);
   }
-  add(plan, "prescribed values: lift, rhs, correction", (prescribed ? 3 : 0) * D * dofs);
-  /* (none on the cell solver's lean fem: fem.h) */
-  if (!cell_solver) add(plan, "fixed flags (per dof and per node)", dofs + dofs / dpn);
+  add(plan, "cell solver: CG and V-cycle vectors, stencils (float)", phased ? 0 : cell_solver);
   /* vox_homogenize's fields and its vector of ones (the optimizer keeps
    * none: the energy form of C^H does not sum the moduli) */
   if (periodic && !optimizing) add(plan, "cell fields (double)", n_cases * D * dofs);
   if (periodic && !optimizing) add(plan, "ones per element", D * elements);
-  if (solver->preconditioner == VOX_PC_MULTIGRID && !cell_solver) {
-    const int levels = vox_mg_levels_for(grid, dpn, solver->mg_levels);
-    const int mixed = solver->precision == VOX_PRECISION_MIXED;
-    const double value = mixed ? sizeof(float) : D;
-    /* an FP16-packed level keeps the float buffer and adds its scales */
-    const double per_dof = mixed && be->ops->mg->stencil_mixed_dof_bytes
-                               ? be->ops->mg->stencil_mixed_dof_bytes(be, grid)
-                               : 0;
-    double stencil1 = 0, vectors1 = 0, coarser = 0, vectors0 = 0, factor = 0;
-    vox_grid g = *grid;
-    for (int l = 0; l < levels; l++) {
-      const double n = (double)vox_grid_nodes(&g) * dpn;
-      double stencil = 0, vectors = 0;
-      if (l > 0) /* the stencil, inv_diag, b, x */
-        stencil = be->ops->mg->stencil_blocks * dpn * n * value + per_dof * n, vectors = 3 * D * n;
-      if (l < levels - 1) vectors += (l > 0 ? 2 : 1) * D * n; /* r (level 0: CG's q), d */
-      if (l == levels - 1 && n <= (double)be->ops->mg->dense_coarse_dofs)
-        factor = 2 * D * n * n; /* L and L^-1 */
-      if (l == 0) vectors0 = vectors;
-      else if (l == 1) stencil1 = stencil, vectors1 = vectors;
-      else coarser += stencil + vectors;
-      g = vox_grid_coarsen(&g);
-    }
-    add(plan, "multigrid level 0: d (double)", vectors0);
-    add(plan, mixed ? "multigrid level 1 stencil (float)" : "multigrid level 1 stencil (double)",
-        stencil1);
-    add(plan, "multigrid level 1: inv_diag, b, x, r, d (double)", vectors1);
-    add(plan, "multigrid levels 2 and coarser", coarser);
-    add(plan, "multigrid coarsest factor (L, L^-1)", factor);
+  if (solver->preconditioner == VOX_PC_MULTIGRID && !cell_solver) { /* multigrid.c */
+    vox_layout_init(&l);
+    vox_mg_layout(be, grid, dpn, solver, NULL, &l);
+    add_layout(plan, &l);
   }
   /* `optimizing` vectors per element (optimizer.c, opt_state), a displacement per load case (a
    * cell's fields in half precision with one double vector to solve in, in mixed precision:
@@ -123,20 +115,29 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
       add(plan, "work vector of the half fields (double)", work);
     } else if (optimizing) {
       add(plan, "optimizer: vectors per element (double)", state);
-      add(plan,
-          periodic ? (half ? "cell fields of the solved strains (half)"
-                           : "cell fields of the solved strains (double)")
-                   : "displacements (per load case)",
-          n_cases * field);
+      if (periodic) {
+        add(plan,
+            half ? "cell fields of the solved strains (half)"
+                 : "cell fields of the solved strains (double)",
+            n_cases * field);
+      } else { /* objective.c: a mechanism's adjoint and work vector are two
+                  more cases of the caller's (an upper bound of their
+                  histories: the adjoint keeps none) */
+        const vox_objective_shape shape = {.kind = VOX_OBJECTIVE_COMPLIANCE,
+                                           .n_cases = n_cases,
+                                           .unit_weights = 1,
+                                           .n_dofs = (size_t)dofs,
+                                           .n_elements = (size_t)elements,
+                                           .start_history = prescribed ? 0
+                                                                       : solver->start_history};
+        vox_layout_init(&l);
+        vox_objective_layout(&shape, NULL, &l);
+        add_layout(plan, &l);
+      }
       add(plan, "work vector of the half fields (double)", work);
       add(plan, "filter", filter);
     }
   }
-  /* objective.c: the states' earlier solutions (a mechanism keeps them for
-   * its one state only; the optimizer passes it 3 cases: an upper bound) */
-  if (optimizing && !periodic && !prescribed)
-    add(plan, "earlier solutions (start history)",
-        (double)solver->start_history * n_cases * D * dofs);
   add(plan, "margin (2 % and 160 MiB)",
       plan->total * (VOX_MEMORY_MARGIN - 1) + (double)VOX_MEMORY_MARGIN_BYTES);
 }
@@ -146,18 +147,6 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dpn, i
   vox_memory_plan plan;
   vox_memory_plan_items(be, grid, dpn, n_cases, prescribed, solver, optimizing, &plan);
   return (size_t)plan.total;
-}
-
-int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter) {
-  vox_material_role role[256];
-  for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
-  for (int i = 0; i < model->n_materials; i++)
-    role[model->materials[i].label] = model->materials[i].role;
-  int all_design = 1;
-  const int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne && all_design; e++)
-    all_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
-  return 4 + 2 * (filter == VOX_FILTER_DENSITY) + !all_design;
 }
 
 vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid *grid, int n_cases,

@@ -19,10 +19,11 @@
 #define VOX_MEMORY_MARGIN 1.02
 #define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
 
-/* The optimizer's vectors per element for a model and filter: design
- * variables, sensitivities, element energies and the design mask; the
- * physical density and dV/dx with the density filter; the passive values
- * where some element is not design (optimizer.c, opt_state). */
+/* The optimizer's vectors per element for a model and filter, counted from
+ * the layout its state is made from (optimizer.c): design variables,
+ * sensitivities, element energies and the design mask; the physical
+ * density and dV/dx with the density filter; the passive values where
+ * some element is not design. */
 int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter);
 
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
@@ -40,7 +41,7 @@ size_t vox_memory_needed(const vox_backend *be, const vox_grid *grid, int dofs_p
 /* The same count item by item (at most VOX_MEMORY_ITEMS, the margin the
  * last): what a run's memory goes to, for benchmarks and for deciding what
  * to cut. total is vox_memory_needed's result. */
-enum { VOX_MEMORY_ITEMS = 24 };
+enum { VOX_MEMORY_ITEMS = 40 };
 typedef struct vox_memory_item {
   const char *what;
   double bytes;

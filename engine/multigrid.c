@@ -89,9 +89,7 @@ static vox_status make_translations(vox_multigrid *mg) {
         for (int64_t i = 0; i <= g->nx; i++, d += (size_t)dpn)
           for (int r = 0; r < dpn; r++)
             host[d + (size_t)r] = r == c && !vox_is_image(g->nx, g->ny, g->nz, i, j, k) ? value : 0;
-    s = be->ops->vec->create(be, n, &mg->translation[c]);
-    if (s == VOX_OK) mg->n_translations = c + 1;
-    if (s == VOX_OK) s = be->ops->vec->upload(be, &mg->translation[c], host);
+    s = be->ops->vec->upload(be, &mg->translation[c], host);
   }
   free(host);
   return s;
@@ -190,6 +188,42 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
   return VOX_OK;
 }
 
+void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
+                   const vox_solver_options *options, vox_multigrid *mg, vox_layout *out) {
+  const int levels = mg ? mg->n_levels : vox_mg_levels_for(grid, dpn, options->mg_levels);
+  const int mixed = options->precision == VOX_PRECISION_MIXED;
+  /* an FP16-packed level keeps the float buffer and adds its scales */
+  const double scales = mixed && be->ops->mg->stencil_mixed_dof_bytes
+                            ? be->ops->mg->stencil_mixed_dof_bytes(be, grid)
+                            : 0;
+  vox_grid g = *grid;
+  for (int l = 0; l < levels; l++) {
+    vox_mg_level *lv = mg ? &mg->level[l] : NULL;
+    const size_t n = grid_dofs(&g, dpn);
+    if (l > 0) {
+      vox_layout_object(out, mixed ? "multigrid stencil (float)" : "multigrid stencil (double)",
+                        (double)be->ops->mg->stencil_blocks * dpn * (double)n *
+                                (mixed ? sizeof(float) : sizeof(double)) +
+                            scales * (double)n);
+      vox_layout_vec(out, "multigrid: inverse diagonal", n, VOX_DOUBLE, lv ? &lv->inv_diag : NULL);
+      vox_layout_vec(out, "multigrid: b", n, VOX_DOUBLE, lv ? &lv->b : NULL);
+      vox_layout_vec(out, "multigrid: x", n, VOX_DOUBLE, lv ? &lv->x : NULL);
+    }
+    if (l < levels - 1) { /* the coarsest level only solves */
+      if (l > 0) vox_layout_vec(out, "multigrid: r", n, VOX_DOUBLE, lv ? &lv->r : NULL);
+      vox_layout_vec(out, "multigrid: d", n, VOX_DOUBLE, lv ? &lv->d : NULL);
+    } else {
+      if (n <= be->ops->mg->dense_coarse_dofs) /* L and L^-1 */
+        vox_layout_object(out, "multigrid coarsest factor (L, L^-1)",
+                          2 * sizeof(double) * (double)n * (double)n);
+      for (int c = 0; c < dpn && grid->periodic; c++)
+        vox_layout_vec(out, "multigrid: a translation (periodic)", n, VOX_DOUBLE,
+                       mg ? &mg->translation[c] : NULL);
+    }
+    g = vox_grid_coarsen(&g);
+  }
+}
+
 vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
                          int dofs_per_node, double fine_bound, const vox_solver_options *options,
                          vox_multigrid **out) {
@@ -219,21 +253,19 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
     vox_mg_level *lv = &mg->level[l];
     lv->grid = g;
-    const size_t n = grid_dofs(&g, dofs_per_node);
-    if (l > 0) {
+    if (l > 0)
       s = be->ops->mg->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
-      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->inv_diag);
-      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->b);
-      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->x);
-    }
-    if (s == VOX_OK && l < mg->n_levels - 1) { /* the coarsest level only solves */
-      if (l > 0) s = be->ops->vec->create(be, n, &lv->r);
-      if (s == VOX_OK) s = be->ops->vec->create(be, n, &lv->d);
-    }
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
     mg->visits[l] = w_cycle && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
     g = vox_grid_coarsen(&g);
+  }
+  if (s == VOX_OK) {
+    vox_layout layout;
+    vox_layout_init(&layout);
+    vox_mg_layout(be, grid, dofs_per_node, options, mg, &layout);
+    s = vox_layout_create(be, &layout);
+    if (s == VOX_OK && grid->periodic) mg->n_translations = dofs_per_node;
   }
   if (s == VOX_OK && grid->periodic) s = make_translations(mg);
   if (s != VOX_OK) {

@@ -6,6 +6,7 @@
 #define VOXFE_MULTIGRID_H
 
 #include "backend_ops.h"
+#include "layout.h"
 #include "voxfe/solver.h"
 
 typedef struct vox_mg_level {
@@ -43,6 +44,15 @@ typedef struct vox_multigrid {
 /* The number of levels for a grid: coarsen while every axis keeps at least 2
  * elements and the coarsest level has more than `max_coarse_dofs` dofs. */
 int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested);
+
+/* The hierarchy's backend memory (layout.h): per level below the finest a
+ * stencil (in the options' precision, as the backend stores it) and its
+ * inverse diagonal, b and x; r (but on level 0, the caller's) and d on
+ * every level but the coarsest; the coarsest level's dense factor where the
+ * backend keeps one; a periodic grid's translations. mg NULL: counted
+ * only; else its vectors are made at mg's levels (already allocated). */
+void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dofs_per_node,
+                   const vox_solver_options *options, vox_multigrid *mg, vox_layout *l);
 
 /* `fine_bound`: an upper bound of the fine level's Jacobi-scaled spectrum
  * (smoother_bound.h), the Chebyshev smoother's upper end there; 0 to

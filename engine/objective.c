@@ -43,6 +43,25 @@ void vox_objective_destroy(vox_objective_state *obj) {
   free(obj);
 }
 
+void vox_objective_layout(const vox_objective_shape *shape, vox_objective_state *obj,
+                          vox_layout *l) {
+  const int adjoint = shape->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+  for (int c = 0; c < shape->n_cases; c++)
+    vox_layout_vec(l, "displacements (per load case)", shape->n_dofs, VOX_DOUBLE,
+                   obj ? &obj->u[c] : NULL);
+  if (adjoint) {
+    vox_layout_vec(l, "adjoint state", shape->n_dofs, VOX_DOUBLE, obj ? &obj->v : NULL);
+    vox_layout_vec(l, "adjoint work vector", shape->n_dofs, VOX_DOUBLE, obj ? &obj->w : NULL);
+  }
+  if (adjoint || !shape->unit_weights)
+    vox_layout_vec(l, "element energies of a second state", shape->n_elements, VOX_DOUBLE,
+                   obj ? &obj->energy_minus : NULL);
+  /* made by state_history, on the first evaluation */
+  if (!obj)
+    for (int c = 0; c < shape->n_cases; c++)
+      vox_ksp_history_layout(shape->n_dofs, shape->start_history, NULL, l);
+}
+
 vox_status vox_objective_create(vox_context *ctx, vox_fem *fem, const vox_model *model,
                                 vox_objective_state **out) {
   *out = NULL;
@@ -67,19 +86,17 @@ vox_status vox_objective_create(vox_context *ctx, vox_fem *fem, const vox_model 
     if (obj->weight[c] != 1) obj->unit_weights = 0;
   }
   vox_backend *be = fem->be;
-  const vox_backend_ops *o = be->ops;
-  vox_status s = VOX_OK;
-  for (int c = 0; c < obj->n_cases && s == VOX_OK; c++) {
-    s = o->vec->create(be, fem->n_dofs, &obj->u[c]);
-    if (s == VOX_OK && model->displacement)
-      s = o->vec->upload(be, &obj->u[c], model->displacement + (size_t)c * fem->n_dofs);
-  }
-  if (s == VOX_OK && obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) {
-    s = o->vec->create(be, fem->n_dofs, &obj->v);
-    if (s == VOX_OK) s = o->vec->create(be, fem->n_dofs, &obj->w);
-  }
-  if (s == VOX_OK && (obj->kind == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT || !obj->unit_weights))
-    s = o->vec->create(be, fem->n_elements, &obj->energy_minus);
+  const vox_objective_shape shape = {.kind = obj->kind,
+                                     .n_cases = obj->n_cases,
+                                     .unit_weights = obj->unit_weights,
+                                     .n_dofs = fem->n_dofs,
+                                     .n_elements = fem->n_elements};
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_objective_layout(&shape, obj, &l);
+  vox_status s = vox_layout_create(be, &l);
+  for (int c = 0; c < obj->n_cases && s == VOX_OK && model->displacement; c++)
+    s = be->ops->vec->upload(be, &obj->u[c], model->displacement + (size_t)c * fem->n_dofs);
   if (s != VOX_OK) {
     vox_objective_destroy(obj);
     return s;

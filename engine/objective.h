@@ -21,6 +21,25 @@
 
 typedef struct vox_objective_state vox_objective_state;
 
+/* What an objective allocates on its backend. */
+typedef struct vox_objective_shape {
+  vox_objective kind;
+  int n_cases;       /* its states (load cases) */
+  int unit_weights;  /* every case weighs 1 */
+  size_t n_dofs, n_elements;
+  int start_history; /* earlier states kept per case (options.start_history;
+                        none where values are prescribed) */
+} vox_objective_shape;
+
+/* Its backend memory (layout.h): a state per case, a mechanism's adjoint
+ * and its work vector, the element energies of the other state (an
+ * adjoint's, or the cases' when they are weighted), and the cases'
+ * earlier states (made on the first evaluation, through
+ * vox_ksp_history_layout). obj NULL: counted only; else the vectors but
+ * the histories are made at obj's. */
+void vox_objective_layout(const vox_objective_shape *shape, vox_objective_state *obj,
+                          vox_layout *l);
+
 /* Vectors for the objective of `model` on fem's backend. State vectors start
  * at the model's displacement when it has one (a warm start). */
 vox_status vox_objective_create(vox_context *ctx, vox_fem *fem, const vox_model *model,

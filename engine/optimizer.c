@@ -443,7 +443,7 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
 static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
   vox_vec *v = parked_vector(s, i);
   if (v->data || !v->n) return VOX_OK;
-  TRY(be->ops->vec->create(be, v->n, v));
+  TRY(be->ops->vec->create(be, v->n, VOX_DOUBLE, v));
   return park_kind[i] == PARK_SPENT ? VOX_OK : be->ops->vec->upload(be, v, s->parked[i]);
 }
 
@@ -501,11 +501,48 @@ static vox_status moduli_make(vox_backend *be, const vox_optimizer_options *opt,
                               double p) {
   vox_fem *fem = s->fem;
   if (!fem->moduli.data) {
-    TRY(be->ops->vec->create(be, fem->moduli.n, &fem->moduli));
+    TRY(be->ops->vec->create(be, fem->moduli.n, VOX_DOUBLE, &fem->moduli));
     TRY(be->ops->op->set_moduli(be, fem->op, &fem->moduli));
   }
   TRY(be->ops->design->simp_moduli(be, s->x_phys, &fem->e_solid, p, opt->emin_ratio, &fem->moduli));
   return vox_fem_update(fem);
+}
+
+/* Every element of the model is a design element. */
+static int all_design(const vox_model *model) {
+  vox_material_role role[256];
+  for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
+  for (int i = 0; i < model->n_materials; i++)
+    role[model->materials[i].label] = model->materials[i].role;
+  const int64_t ne = vox_grid_elements(&model->grid);
+  for (int64_t e = 0; e < ne; e++)
+    if (!model->label[e] || role[model->label[e]] != VOX_ROLE_DESIGN) return 0;
+  return 1;
+}
+
+/* The optimizer's vectors per element (layout.h): the design variables,
+ * the sensitivities, the objective's element energies and the design mask;
+ * the physical density and dV/dx with the density filter; the passive
+ * values where some element is not design. s NULL: counted only. */
+static void state_layout(size_t ne, vox_filter_type filter, int every_design, opt_state *s,
+                         vox_layout *l) {
+  vox_layout_vec(l, "optimizer: design variables", ne, VOX_DOUBLE, s ? &s->x : NULL);
+  vox_layout_vec(l, "optimizer: sensitivities", ne, VOX_DOUBLE, s ? &s->dc : NULL);
+  vox_layout_vec(l, "optimizer: element energies", ne, VOX_DOUBLE, s ? &s->energy : NULL);
+  vox_layout_vec(l, "optimizer: design mask", ne, VOX_DOUBLE, s ? &s->design : NULL);
+  if (filter == VOX_FILTER_DENSITY) {
+    vox_layout_vec(l, "optimizer: physical density", ne, VOX_DOUBLE, s ? &s->own_x_phys : NULL);
+    vox_layout_vec(l, "optimizer: dV/dx", ne, VOX_DOUBLE, s ? &s->own_dv : NULL);
+  }
+  if (!every_design)
+    vox_layout_vec(l, "optimizer: passive values", ne, VOX_DOUBLE, s ? &s->own_passive : NULL);
+}
+
+int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter) {
+  vox_layout l;
+  vox_layout_init(&l);
+  state_layout(1, filter, all_design(model), NULL, &l);
+  return l.n;
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
@@ -534,13 +571,11 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   const size_t ne = s->fem->n_elements;
   /* a cell's fields live in s->homog */
   s->n_cases = cell ? 0 : s->fem->n_cases;
-  vox_vec *ev[] = {&s->x, &s->dc, &s->energy, &s->design};
-  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) TRY(o->vec->create(be, ne, ev[i]));
-  s->x_phys = &s->x;
-  if (opt->filter == VOX_FILTER_DENSITY) {
-    TRY(o->vec->create(be, ne, &s->own_x_phys));
-    s->x_phys = &s->own_x_phys;
-  }
+  vox_layout layout;
+  vox_layout_init(&layout);
+  state_layout(ne, opt->filter, all_design(model), s, &layout);
+  TRY(vox_layout_create(be, &layout));
+  s->x_phys = opt->filter == VOX_FILTER_DENSITY ? &s->own_x_phys : &s->x;
   s->adjoint_gpu = -1;
   if (!cell) {
     TRY(vox_objective_create(ctx, s->fem, model, &s->objective));
@@ -574,8 +609,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   if (st == VOX_OK) st = start_design(ctx, model, opt, s, design, passive, x);
   if (st == VOX_OK) st = o->vec->upload(be, &s->design, design);
   if (st == VOX_OK && !s->all_design) {
-    st = o->vec->create(be, ne, &s->own_passive);
-    if (st == VOX_OK) st = o->vec->upload(be, &s->own_passive, passive);
+    st = o->vec->upload(be, &s->own_passive, passive);
     s->passive = &s->own_passive;
   }
   if (st == VOX_OK) st = o->vec->upload(be, &s->x, x);
@@ -587,7 +621,6 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
    * density filter (the volume is measured on the physical density). */
   s->dv = &s->design;
   if (opt->filter == VOX_FILTER_DENSITY) {
-    TRY(o->vec->create(be, ne, &s->own_dv));
     TRY(o->design->filter_transpose(be, s->filter, &s->design, &s->own_dv));
     s->dv = &s->own_dv;
   }

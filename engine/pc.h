@@ -20,7 +20,7 @@ typedef struct vox_pc_ops {
    * (NULL: nothing). */
   vox_status (*setup)(void *self);
   /* z = M^-1 r; r and z are vectors of the solver's kind (vox_vec on the
-   * box, vox_svec on the bone; NULL where the solver keeps them inside the
+   * box, vox_vec on the bone; NULL where the solver keeps them inside the
    * backend, as the cell solver does). M is symmetric positive definite
    * on the free dofs, as conjugate gradients require. */
   vox_status (*apply)(void *self, const void *r, void *z);

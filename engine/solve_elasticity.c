@@ -279,13 +279,13 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
   vox_vec rho = {0}, u = {0};
   vox_status s = moduli ? set_moduli(ctx, model, fem, moduli) : VOX_OK;
   if (s == VOX_OK && use_density) {
-    s = o->vec->create(backend, fem->n_elements, &rho);
+    s = o->vec->create(backend, fem->n_elements, VOX_DOUBLE, &rho);
     if (s == VOX_OK) s = o->vec->upload(backend, &rho, model->density);
     if (s == VOX_OK)
       s = o->design->simp_moduli(backend, &rho, &fem->e_solid, penalty, emin_ratio, &fem->moduli);
     if (s == VOX_OK) s = vox_fem_update(fem);
   }
-  if (s == VOX_OK) s = o->vec->create(backend, fem->n_dofs, &u);
+  if (s == VOX_OK) s = o->vec->create(backend, fem->n_dofs, VOX_DOUBLE, &u);
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
     double *uc = displacement + (size_t)c * fem->n_dofs;
     s = o->vec->upload(backend, &u, uc);

@@ -24,34 +24,9 @@
 #include <string.h>
 
 #include "sparse_bsr.h"
+#include "vector.h"
 #include "voxfe/backend.h"
 
-/* A vector of a sparse level in double or, `single`, float; the
- * smoother's inverse blocks in mixed precision are bfloat16 (`single` ==
- * VOX_SVEC_BF16: 8 bits of mantissa, float's range), which only
- * vec_create, vec_destroy, vec_set, vec_scatter, vec_upload, vec_download,
- * inv_block_diagonal and block_smoother_step take. On a backend with
- * `node4` set, the V-cycle's products A x are float vectors with each
- * node's three entries in 16 bytes, a fourth (zero) padding them (`single`
- * == VOX_SVEC_NODE4: entry i at float 4 (i / 3) + i % 3): the product adds
- * a node's three as one 16-byte atomic where they would straddle two or
- * three; apply's y, the smoother steps' and the restriction's ax, and
- * vec_create, vec_destroy, vec_set take them. */
-typedef struct vox_svec {
-  void *data;
-  size_t n;
-  int single;
-} vox_svec;
-enum { VOX_SVEC_BF16 = 2, VOX_SVEC_NODE4 = 3 };
-
-static inline size_t vox_svec_entry_bytes(int single) {
-  return single == VOX_SVEC_BF16 ? 2 : single ? sizeof(float) : sizeof(double);
-}
-/* The bytes of a vector of n entries. */
-static inline size_t vox_svec_bytes(size_t n, int single) {
-  return single == VOX_SVEC_NODE4 ? (n + 2) / 3 * 4 * sizeof(float)
-                                  : n * vox_svec_entry_bytes(single);
-}
 /* float <-> bfloat16, rounding to the nearest (ties to even), as CUDA's
  * __float2bfloat16 */
 static inline float vox_bf16_to_float(uint16_t h) {
@@ -69,26 +44,28 @@ static inline uint16_t vox_float_to_bf16(float f) {
 
 /* Where inv_block_diagonal sums the blocks: in w itself, or for a bfloat16
  * w in float in the scratch (at least w->n floats' bytes). */
-static inline vox_status vox_block_sums(vox_context *ctx, const vox_svec *w,
-                                        const vox_svec *scratch, vox_svec *sum) {
+static inline vox_status vox_block_sums(vox_context *ctx, const vox_vec *w,
+                                        const vox_vec *scratch, vox_vec *sum) {
   *sum = *w;
-  if (w->single != VOX_SVEC_BF16) return VOX_OK;
-  if (!scratch || scratch->n * vox_svec_entry_bytes(scratch->single) < w->n * sizeof(float))
+  if (w->scalar != VOX_BF16) return VOX_OK;
+  if (!scratch || scratch->n * vox_scalar_bytes(scratch->scalar) < w->n * sizeof(float))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "inverse blocks: scratch too small");
-  *sum = (vox_svec){.data = scratch->data, .n = w->n, .single = 1};
+  sum->raw = scratch->raw;
+  sum->n = w->n;
+  sum->scalar = VOX_FLOAT;
   return VOX_OK;
 }
 
 /* Entry i of a host vector of any precision, as a double (the CPU
  * backend's sparse operations). */
-static inline double vox_svec_get(const vox_svec *v, size_t i) {
-  if (v->single == VOX_SVEC_BF16) return vox_bf16_to_float(((const uint16_t *)v->data)[i]);
-  return v->single ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
+static inline double vox_vec_get(const vox_vec *v, size_t i) {
+  if (v->scalar == VOX_BF16) return vox_bf16_to_float(((const uint16_t *)v->data)[i]);
+  return v->scalar ? (double)((const float *)v->data)[i] : ((const double *)v->data)[i];
 }
-static inline void vox_svec_put(vox_svec *v, size_t i, double a) {
-  if (v->single == VOX_SVEC_BF16)
+static inline void vox_vec_put(vox_vec *v, size_t i, double a) {
+  if (v->scalar == VOX_BF16)
     ((uint16_t *)v->data)[i] = vox_float_to_bf16((float)a);
-  else if (v->single)
+  else if (v->scalar)
     ((float *)v->data)[i] = (float)a;
   else
     ((double *)v->data)[i] = a;
@@ -193,38 +170,43 @@ static inline void vox_block_invert(const double in[6], unsigned fixed, double o
     if (fixed >> i & 1) out[vox_block_entry(i, i)] = 0;
 }
 
+/* The vectors of a sparse level are backend vectors (vec->create) in
+ * double or float; the smoother's inverse blocks in mixed precision are
+ * bfloat16 (VOX_BF16), which only vec->create, destroy, set, copy and
+ * vec_scatter, inv_block_diagonal and block_smoother_step below take. On a
+ * backend with `node4` set, the V-cycle's products A x are VOX_FLOAT_NODE4
+ * vectors (vector.h): the product adds a node's three entries as one
+ * 16-byte atomic where they would straddle two or three; apply's y, the
+ * smoother steps' and the restriction's ax, and vec->create, destroy and
+ * set take them. The operations here accept any mix of double and float
+ * (the mixed-precision V-cycle), where the vec table's take double. */
 typedef struct vox_sparse_ops {
-  /* VOX_SVEC_NODE4 vectors taken (see vox_svec) */
+  /* VOX_FLOAT_NODE4 vectors taken */
   int node4;
-  vox_status (*vec_create)(vox_backend *be, size_t n, int single, vox_svec *v); /* zeroed */
-  void (*vec_destroy)(vox_backend *be, vox_svec *v);
-  vox_status (*vec_upload)(vox_backend *be, vox_svec *v, const double *host);
-  vox_status (*vec_download)(vox_backend *be, const vox_svec *v, double *host);
-  vox_status (*vec_set)(vox_backend *be, vox_svec *v, double a);
   /* v[index[i]] = value[i] for i < n, the indices distinct; v's other
    * entries as they were (the solve's prescribed values and loads: a few
    * entries, where uploading a whole vector would move them all) */
-  vox_status (*vec_scatter)(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+  vox_status (*vec_scatter)(vox_backend *be, vox_vec *v, size_t n, const size_t *index,
                             const double *value);
   /* y += a x;  y = x + a y;  any mix of precisions */
-  vox_status (*vec_axpy)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
-  vox_status (*vec_xpay)(vox_backend *be, vox_svec *y, double a, const vox_svec *x);
-  vox_status (*vec_dot)(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out);
+  vox_status (*vec_axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x);
+  vox_status (*vec_xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x);
+  vox_status (*vec_dot)(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out);
   /* CG's update in one pass: u += alpha p, r -= alpha q, copy = r in the
    * copy's precision (NULL: none), *rr = r . r (summed as vec_dot) */
-  vox_status (*cg_update)(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
-                          vox_svec *u, vox_svec *r, vox_svec *copy, double *rr);
+  vox_status (*cg_update)(vox_backend *be, double alpha, const vox_vec *p, const vox_vec *q,
+                          vox_vec *u, vox_vec *r, vox_vec *copy, double *rr);
   /* d = alpha inv_diag .* (b - ax) + beta d, then x += d (ax NULL: A x = 0;
    * beta = 0 overwrites d) */
-  vox_status (*smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                              const vox_svec *inv_diag, double alpha, double beta, vox_svec *d,
-                              vox_svec *x);
+  vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                              const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                              vox_vec *x);
   /* The same with a node's 3 x 3 block: d_m = alpha W_m (b - ax)_m + beta d_m
    * for each node m, W_m its six entries in `inv_blocks` (as inv_blocks
    * below; x, d, b, ax have 3 entries a node). */
-  vox_status (*block_smoother_step)(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                                    const vox_svec *inv_blocks, double alpha, double beta,
-                                    vox_svec *d, vox_svec *x);
+  vox_status (*block_smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                    const vox_vec *inv_blocks, double alpha, double beta,
+                                    vox_vec *d, vox_vec *x);
 
   vox_status (*level_create)(vox_backend *be, const vox_sparse_level_desc *desc,
                              vox_sparse_level **out);
@@ -234,10 +216,10 @@ typedef struct vox_sparse_ops {
   /* y = K x with the fixed dofs eliminated (y_c = x_c), or the plain K x
    * with VOX_APPLY_FULL (the V-cycle's, whose x is zero on fixed dofs);
    * VOX_APPLY_SINGLE lets the backend compute in float. */
-  vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_svec *x, vox_svec *y,
+  vox_status (*apply)(vox_backend *be, vox_sparse_level *level, const vox_vec *x, vox_vec *y,
                       int flags);
   /* d = 1 / diag(K) (0 on fixed dofs, as the blocks' vox_block_invert) */
-  vox_status (*inv_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *d);
+  vox_status (*inv_diagonal)(vox_backend *be, vox_sparse_level *level, vox_vec *d);
   /* w = the inverse of each node's 3 x 3 diagonal block of K (its fixed
    * components' rows and columns the identity's), six entries a node, the
    * upper triangle row by row (VOX_BLOCK_XX ...); w has 6 n_nodes entries. A
@@ -245,19 +227,19 @@ typedef struct vox_sparse_ops {
    * replaced by the identity. */
   /* A bfloat16 w is summed in float in `scratch` first (at least 6
    * n_nodes floats' bytes, any precision; NULL otherwise). */
-  vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_svec *w,
-                                   vox_svec *scratch);
-  vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_svec *v);
+  vox_status (*inv_block_diagonal)(vox_backend *be, vox_sparse_level *level, vox_vec *w,
+                                   vox_vec *scratch);
+  vox_status (*zero_fixed)(vox_backend *be, vox_sparse_level *level, vox_vec *v);
   /* coarse = P^T Z (b - ax)  (b NULL: P^T Z ax)  and  fine += Z P coarse,
    * with P trilinear interpolation through the parent words and Z zeroing
    * the fine level's fixed dofs (so the coarse correction never moves a
    * fixed dof); the V-cycle restricts its residual b - A x without
    * forming it */
   vox_status (*restrict_residual)(vox_backend *be, vox_sparse_level *fine,
-                                  vox_sparse_level *coarse, const vox_svec *b,
-                                  const vox_svec *ax, vox_svec *r_coarse);
+                                  vox_sparse_level *coarse, const vox_vec *b,
+                                  const vox_vec *ax, vox_vec *r_coarse);
   vox_status (*prolong_add)(vox_backend *be, vox_sparse_level *fine, vox_sparse_level *coarse,
-                            const vox_svec *x_coarse, vox_svec *x_fine);
+                            const vox_vec *x_coarse, vox_vec *x_fine);
 
   /* Recording a fixed sequence of the element levels' ops above (the
    * V-cycle) to replay it at once (NULL on a backend without them, which
@@ -281,14 +263,14 @@ typedef struct vox_sparse_ops {
   void (*matrix_destroy)(vox_backend *be, vox_sparse_matrix *m);
   size_t (*matrix_bytes)(const vox_sparse_matrix *m);
   /* y = M x, or y += M x with `add` (x and y of any precision) */
-  vox_status (*matrix_apply)(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                             vox_svec *y, int add);
+  vox_status (*matrix_apply)(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
+                             vox_vec *y, int add);
   /* d = alpha W (b - ax) + beta d, then x += d, W a matrix of the vectors'
    * size (the inverted diagonal blocks; ax NULL: A x = 0; beta = 0
    * overwrites d) */
   vox_status (*matrix_smoother_step)(vox_backend *be, const vox_sparse_matrix *w,
-                                     const vox_svec *b, const vox_svec *ax, double alpha,
-                                     double beta, vox_svec *d, vox_svec *x);
+                                     const vox_vec *b, const vox_vec *ax, double alpha,
+                                     double beta, vox_vec *d, vox_vec *x);
 } vox_sparse_ops;
 
 #ifdef __cplusplus

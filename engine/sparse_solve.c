@@ -73,12 +73,12 @@ typedef struct sparse_level {
    * R stored (docs/engine.md); W the smoother's inverse blocks when they
    * are the ones P was smoothed with, else `pw` */
   vox_sparse_matrix *t_mat, *tt_mat, *pw;
-  vox_svec t_vec;
+  vox_vec t_vec;
   double p_scale;
   double t;      /* profiling: when the level's current part began */
   /* level 0: b, x and r are lent by the CG, and in mixed precision d too;
    * inv_diag holds the inverse diagonal or, `block`, the inverse blocks */
-  vox_svec b, x, r, d, inv_diag;
+  vox_vec b, x, r, d, inv_diag;
   size_t n_dofs;
   int block;
   double bound;  /* the Chebyshev interval's upper end */
@@ -93,10 +93,10 @@ typedef struct sparse_system {
   sparse_level *level;
   vox_stencil *coarsest;
   int sa;                      /* smoothed-aggregation levels (VOX_SPARSE_COARSE_SA) */
-  vox_svec u, r, p, q, z;
+  vox_vec u, r, p, q, z;
   /* in mixed precision, r in float for the V-cycle (its steps read it 8
    * times an iteration), written by CG's update */
-  vox_svec r_single;
+  vox_vec r_single;
   vox_solver_options options;
   int block_levels;            /* the first block_levels levels smooth by blocks */
   double diagonal_bound, block_bound; /* smoother_bound.h */
@@ -108,8 +108,8 @@ typedef struct sparse_system {
   void *recording;
   double pcg_seconds;          /* in pcg(): the iterations alone */
   double cg_mark;              /* profiling: when the CG's product began */
-  const vox_svec *cycle_b;     /* the V-cycle's argument (level 0's b) */
-  vox_svec *cycle_x;           /* and result (level 0's x) */
+  const vox_vec *cycle_b;     /* the V-cycle's argument (level 0's b) */
+  vox_vec *cycle_x;           /* and result (level 0's x) */
   int vcycles;                 /* of this solve so far */
   double cg_seconds, level_seconds[16];
 } sparse_system;
@@ -117,7 +117,7 @@ typedef struct sparse_system {
 /* The float layout of the V-cycle's products A x (sparse_ops.h; SA's
  * matrix operations take plain vectors). */
 static int product_layout(const sparse_system *s) {
-  return s->o->node4 && !s->sa ? VOX_SVEC_NODE4 : 1;
+  return s->o->node4 && !s->sa ? VOX_FLOAT_NODE4 : 1;
 }
 
 /* The time after the backend's queued work, when profiling. */
@@ -130,9 +130,9 @@ static void charge(sparse_system *s, int l, double since) {
   if (s->profile && l < 16) s->level_seconds[l] += mark(s) - since;
 }
 
-static vox_status vec(sparse_system *s, size_t n, int single, vox_svec *v) {
-  TRY(s->o->vec_create(s->be, n, single, v));
-  s->bytes += vox_svec_bytes(n, single);
+static vox_status vec(sparse_system *s, size_t n, vox_scalar single, vox_vec *v) {
+  TRY(s->be->ops->vec->create(s->be, n, single, v));
+  s->bytes += vox_vec_bytes(n, single);
   return VOX_OK;
 }
 
@@ -140,25 +140,22 @@ static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
     sparse_level *lv = &s->level[l];
-    vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t_vec};
+    vox_vec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d, &lv->inv_diag, &lv->t_vec};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->data && (l > 0 || (i >= 3 && !(i == 3 && lv->d_lent))))
-        s->o->vec_destroy(be, v[i]);
+        be->ops->vec->destroy(be, v[i]);
     if (lv->op) s->o->level_destroy(be, lv->op);
     vox_sparse_matrix *m[] = {lv->a, lv->w, lv->p, lv->r_mat, lv->t_mat, lv->tt_mat, lv->pw};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
       if (m[i]) s->o->matrix_destroy(be, m[i]);
   }
   free(s->level);
-  vox_svec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
+  vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i]->data) s->o->vec_destroy(be, v[i]);
+    if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
 }
-
-/* A double sparse vector as the stencil operations' vox_vec. */
-static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n = v->n}; }
 
 /* A level's product in the V-cycle. On the geometric levels x is zero on
  * the fixed dofs (the smoother's inverse is zero there, the transfers skip
@@ -167,7 +164,7 @@ static vox_vec as_vec(const vox_svec *v) { return (vox_vec){.data = v->data, .n 
  * rows) and the restriction (which skips them) read: no fixed flags read
  * per element, no pass to copy x into the fixed rows. SA's implicit
  * transfers read those rows. */
-static vox_status level_apply(sparse_system *s, int l, const vox_svec *x, vox_svec *y) {
+static vox_status level_apply(sparse_system *s, int l, const vox_vec *x, vox_vec *y) {
   if (s->level[l].a) return s->o->matrix_apply(s->be, s->level[l].a, x, y, 0);
   const int single = s->options.precision == VOX_PRECISION_MIXED;
   const int flags = (single ? VOX_APPLY_SINGLE : 0) | (s->sa ? 0 : VOX_APPLY_FULL);
@@ -189,15 +186,15 @@ static void set_degrees(sparse_system *s) {
 }
 
 /* Chebyshev smoothing of degree lv->degree (multigrid.c's). */
-static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x, int x_is_zero) {
+static vox_status smooth(sparse_system *s, int l, const vox_vec *b, vox_vec *x, int x_is_zero) {
   sparse_level *lv = &s->level[l];
   const double lambda_max = lv->bound / CHEBYSHEV_UPPER;
   const double upper = lv->bound, lower = CHEBYSHEV_LOWER * lambda_max;
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma;
-  vox_status (*step)(vox_backend *, const vox_svec *, const vox_svec *, const vox_svec *, double,
-                     double, vox_svec *, vox_svec *) =
+  vox_status (*step)(vox_backend *, const vox_vec *, const vox_vec *, const vox_vec *, double,
+                     double, vox_vec *, vox_vec *) =
       lv->block ? s->o->block_smoother_step : s->o->smoother_step;
   if (!x_is_zero) TRY(level_apply(s, l, x, &lv->r));
   if (lv->w) { /* an assembled level: its inverted 6 x 6 blocks */
@@ -224,10 +221,10 @@ static vox_status smooth(sparse_system *s, int l, const vox_svec *b, vox_svec *x
  * The cycle is symmetric (the same smoother before and after, transfers
  * P and P^T), so CG may use it. With profiling, each level is charged
  * its smoothing, residual and transfers (the coarsest its solve). */
-static const vox_svec *level_b(const sparse_system *s, int l) {
+static const vox_vec *level_b(const sparse_system *s, int l) {
   return l ? &s->level[l].b : s->cycle_b;
 }
-static vox_svec *level_x(sparse_system *s, int l) { return l ? &s->level[l].x : s->cycle_x; }
+static vox_vec *level_x(sparse_system *s, int l) { return l ? &s->level[l].x : s->cycle_x; }
 
 static vox_status sparse_coarse_solve(void *self, int l) {
   sparse_system *s = self;
@@ -236,9 +233,7 @@ static vox_status sparse_coarse_solve(void *self, int l) {
   if (s->sa) { /* the dense inverse */
     TRY(s->o->matrix_apply(be, s->level[l].a, level_b(s, l), level_x(s, l), 0));
   } else {
-    const vox_vec bv = as_vec(level_b(s, l));
-    vox_vec xv = as_vec(level_x(s, l));
-    TRY(be->ops->mg->stencil_solve(be, s->coarsest, &bv, &xv));
+    TRY(be->ops->mg->stencil_solve(be, s->coarsest, level_b(s, l), level_x(s, l)));
   }
   charge(s, l, t);
   return VOX_OK;
@@ -248,7 +243,7 @@ static vox_status sparse_presmooth(void *self, int l, int warm) {
   sparse_system *s = self;
   (void)warm; /* a V-cycle: always from zero */
   s->level[l].t = mark(s);
-  TRY(s->o->vec_set(s->be, level_x(s, l), 0));
+  TRY(s->be->ops->vec->set(s->be, level_x(s, l), 0));
   return smooth(s, l, level_b(s, l), level_x(s, l), 1);
 }
 
@@ -256,7 +251,7 @@ static vox_status sparse_restrict(void *self, int l) {
   sparse_system *s = self;
   vox_backend *be = s->be;
   sparse_level *lv = &s->level[l], *c = &s->level[l + 1];
-  const vox_svec *b = level_b(s, l);
+  const vox_vec *b = level_b(s, l);
   TRY(level_apply(s, l, level_x(s, l), &lv->r));
   if (!s->sa) {
     /* P^T (b - A x), the residual formed on the way */
@@ -289,7 +284,7 @@ static vox_status sparse_prolong(void *self, int l) {
   sparse_system *s = self;
   vox_backend *be = s->be;
   sparse_level *lv = &s->level[l], *c = &s->level[l + 1];
-  vox_svec *x = level_x(s, l);
+  vox_vec *x = level_x(s, l);
   lv->t = mark(s);
   if (s->sa && lv->t_mat) {
     /* x += T x_c - scale W A T x_c */
@@ -333,7 +328,7 @@ static vox_status sparse_pc_apply(void *self, const void *r, void *z) {
   /* the V-cycle's fine products: q is dead here; float in mixed precision,
    * like the rest of the preconditioner (fine_vectors) */
   l0->r = s->q;
-  if (s->options.precision == VOX_PRECISION_MIXED) l0->r.single = product_layout(s);
+  if (s->options.precision == VOX_PRECISION_MIXED) l0->r.scalar = product_layout(s);
   s->cycle_b = r;
   s->cycle_x = z;
   TRY(vox_multigrid_cycle(&sparse_levels, s, s->n_levels, NULL));
@@ -399,7 +394,7 @@ static vox_status cg_direction(void *self, double rz_old, double *rz) {
   sparse_system *s = self;
   const double t = mark(s);
   if (rz_old == 0) { /* p = z (p may be float) */
-    TRY(s->o->vec_set(s->be, &s->p, 0));
+    TRY(s->be->ops->vec->set(s->be, &s->p, 0));
     TRY(s->o->vec_axpy(s->be, &s->p, 1, &s->z));
     return s->o->vec_dot(s->be, &s->r, &s->z, rz);
   }
@@ -426,7 +421,7 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
   TRY(o->zero_fixed(be, op, &s->r));
   TRY(o->vec_dot(be, &s->r, &s->r, &rr));
   if (s->r_single.data) {
-    TRY(o->vec_set(be, &s->r_single, 0));
+    TRY(be->ops->vec->set(be, &s->r_single, 0));
     TRY(o->vec_axpy(be, &s->r_single, 1, &s->r));
   }
   s->vcycles = 0;
@@ -439,8 +434,7 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
  * with it. */
 static vox_status factor_coarsest(sparse_system *s, sparse_level *lv) {
   TRY(s->be->ops->mg->stencil_factor(s->be, s->coarsest));
-  vox_vec b = as_vec(&lv->b), x = as_vec(&lv->x);
-  return s->be->ops->mg->stencil_solve(s->be, s->coarsest, &b, &x);
+  return s->be->ops->mg->stencil_solve(s->be, s->coarsest, &lv->b, &lv->x);
 }
 
 /* Bytes the system will allocate, for the check against a device's free
@@ -457,12 +451,12 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     b += lv->n_elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
                            (lv->material ? 1 : sizeof(float)));
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
-    /* the products' 16 bytes a node (VOX_SVEC_NODE4) in mixed precision */
+    /* the products' 16 bytes a node (VOX_FLOAT_NODE4) in mixed precision */
     const int node4 = mixed && be->ops->sparse->node4;
     if (l == 0) /* u, r, q; p, z, r in float; d (in q unless node4) */
       b += n * (3 * sizeof(double) + 3 * fs + (node4 ? fs : 0)) + inverse;
     else if (l < h->n_levels - 1) /* b, x, r, d */
-      b += n * 3 * fs + (node4 ? vox_svec_bytes(n, VOX_SVEC_NODE4) : n * fs) + inverse;
+      b += n * 3 * fs + (node4 ? vox_vec_bytes(n, VOX_FLOAT_NODE4) : n * fs) + inverse;
     else {
       b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
       if (be->ops->device_memory && n <= be->ops->mg->dense_coarse_dofs)
@@ -475,23 +469,23 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
 /* Level 0's vectors: the CG's u, r, p, q, z, r in float, and the smoother's direction
  * (p, z and the copy of r in float in mixed precision). */
 static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
-  TRY(vec(s, lv->n_dofs, 0, &s->u));
-  TRY(vec(s, lv->n_dofs, 0, &s->r));
+  TRY(vec(s, lv->n_dofs, VOX_DOUBLE, &s->u));
+  TRY(vec(s, lv->n_dofs, VOX_DOUBLE, &s->r));
   /* p, the search direction, in float in mixed precision: q = K p is
    * computed in double from the p stored, and u += alpha p, r -= alpha q
    * take that same p, so r stays u's residual to double rounding; rounding
    * p only perturbs the direction, as the float V-cycle that makes z does
    * (clinical sample and 550^3: the same CG counts); 4 bytes a dof less */
   TRY(vec(s, lv->n_dofs, mixed, &s->p));
-  TRY(vec(s, lv->n_dofs, 0, &s->q));
+  TRY(vec(s, lv->n_dofs, VOX_DOUBLE, &s->q));
   TRY(vec(s, lv->n_dofs, mixed, &s->z));
   if (mixed) {
-    TRY(vec(s, lv->n_dofs, 1, &s->r_single));
+    TRY(vec(s, lv->n_dofs, VOX_FLOAT, &s->r_single));
     /* the V-cycle's products A x over q, in 16 bytes a node where the
-     * backend takes that (VOX_SVEC_NODE4), and d then a vector of its own,
+     * backend takes that (VOX_FLOAT_NODE4), and d then a vector of its own,
      * else over q's second half */
-    if (product_layout(s) == VOX_SVEC_NODE4) return vec(s, lv->n_dofs, 1, &lv->d);
-    lv->d = (vox_svec){.data = (float *)s->q.data + lv->n_dofs, .n = lv->n_dofs, .single = 1};
+    if (product_layout(s) == VOX_FLOAT_NODE4) return vec(s, lv->n_dofs, VOX_FLOAT, &lv->d);
+    lv->d = (vox_vec){.raw = (float *)s->q.raw + lv->n_dofs, .n = lv->n_dofs, .scalar = VOX_FLOAT};
     lv->d_lent = 1;
     return VOX_OK;
   }
@@ -507,7 +501,7 @@ static vox_status element_smoother(sparse_system *s, sparse_level *lv, int l, in
   lv->block = l < s->block_levels;
   lv->bound = lv->block ? s->block_bound : s->diagonal_bound;
   const int bf16 = lv->block && mixed && !s->sa;
-  TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, bf16 ? VOX_SVEC_BF16 : mixed, &lv->inv_diag));
+  TRY(vec(s, (lv->block ? 2 : 1) * lv->n_dofs, bf16 ? VOX_BF16 : mixed, &lv->inv_diag));
   if (lv->block)
     return s->o->inv_block_diagonal(s->be, lv->op, &lv->inv_diag, bf16 ? &s->q : NULL);
   return s->o->inv_diagonal(s->be, lv->op, &lv->inv_diag);
@@ -538,12 +532,12 @@ static vox_status build_system(vox_context *ctx, vox_backend *be, const vox_spar
     if (l == 0) {
       TRY(fine_vectors(s, lv, mixed));
     } else if (l < last) {
-      vox_svec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
+      vox_vec *v[] = {&lv->b, &lv->x, &lv->r, &lv->d};
       for (size_t i = 0; i < 4; i++)
         TRY(vec(s, lv->n_dofs, mixed && v[i] == &lv->r ? product_layout(s) : mixed, v[i]));
     } else {
-      TRY(vec(s, lv->n_dofs, 0, &lv->b));
-      TRY(vec(s, lv->n_dofs, 0, &lv->x));
+      TRY(vec(s, lv->n_dofs, VOX_DOUBLE, &lv->b));
+      TRY(vec(s, lv->n_dofs, VOX_DOUBLE, &lv->x));
     }
     if (l < last) TRY(element_smoother(s, lv, l, mixed));
   }
@@ -754,11 +748,11 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
      * double; p may be float), K g into q; g and f set entry by entry (a
      * few plates' worth), not uploaded as whole vectors */
     vox_sparse_entries f_entries = {0};
-    st = s.o->vec_set(be, &s.u, 0);
+    st = s.be->ops->vec->set(be, &s.u, 0);
     if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.u, &s.q, VOX_APPLY_FULL);
     if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, h.box_to_node, c, &f_entries);
-    if (st == VOX_OK) st = s.o->vec_set(be, &s.r, 0);
+    if (st == VOX_OK) st = s.be->ops->vec->set(be, &s.r, 0);
     if (st == VOX_OK)
       st = s.o->vec_scatter(be, &s.r, f_entries.n, f_entries.index, f_entries.value);
     vox_sparse_entries_free(&f_entries);
@@ -782,9 +776,9 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
       for (size_t m = 0; m < f->n_nodes; m++)
         for (int k = 0; k < 3; k++)
           host[3 * m + k] = (f->node_fixed[m] >> k & 1) ? 0 : ub[3 * f->node_box[m] + k];
-      st = s.o->vec_upload(be, &s.u, host);
+      st = be->ops->vec->upload(be, &s.u, host);
     } else if (st == VOX_OK) {
-      st = s.o->vec_set(be, &s.u, 0);
+      st = s.be->ops->vec->set(be, &s.u, 0);
     }
     if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK && bb == 0) {
@@ -815,7 +809,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     res->storage = VOX_STORAGE_SPARSE;
     res->levels = s.n_levels;
     res->setup_seconds = t1 - t0;
-    if (st == VOX_OK) st = s.o->vec_download(be, &s.u, host);
+    if (st == VOX_OK) st = be->ops->vec->download(be, &s.u, host);
     if (st == VOX_OK) {
       /* back to the box: nodes that touch no material are held at zero (or
        * at a value prescribed there), as in the full-box system */

@@ -59,17 +59,17 @@ int vox_cpu_threads(const vox_backend *be);
 
 /* The sparse system's assembled matrices (cpu_sparse_matrix.c; sparse_ops.h). */
 typedef struct vox_bsr vox_bsr;
-typedef struct vox_svec vox_svec;
+typedef struct vox_vec vox_vec;
 typedef struct vox_sparse_matrix vox_sparse_matrix;
 vox_status vox_cpu_matrix_create(vox_backend *be, const vox_bsr *h, int single,
                                  vox_sparse_matrix **out);
 void vox_cpu_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
 size_t vox_cpu_matrix_bytes(const vox_sparse_matrix *m);
-vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                                vox_svec *y, int add);
+vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
+                                vox_vec *y, int add);
 vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *m,
-                                        const vox_svec *b, const vox_svec *ax, double alpha,
-                                        double beta, vox_svec *d, vox_svec *x);
+                                        const vox_vec *b, const vox_vec *ax, double alpha,
+                                        double beta, vox_vec *d, vox_vec *x);
 
 /* cpu_operator.c */
 vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **op);
@@ -89,12 +89,6 @@ vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fie
                                     vox_vec *energy);
 vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                          const vox_vec *u, const double *chi, double *sums);
-vox_status vox_cpu_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
-                                         const vox_hvec *u, const double *chi, const double *w,
-                                         vox_vec *ev);
-vox_status vox_cpu_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
-                                              const vox_hvec *u, const double *chi,
-                                              double *sums);
 /* The nodes of element (i, j, k) in local corner order (wrapped on a
  * periodic grid). */
 void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t k,

@@ -14,49 +14,64 @@ int vox_cpu_threads(const vox_backend *be) {
   return be->threads > 0 ? be->threads : omp_get_max_threads();
 }
 
-static vox_status vec_create(vox_backend *be, size_t n, vox_vec *v) {
+static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
   v->n = n;
-  v->data = calloc(n ? n : 1, sizeof *v->data);
-  if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu doubles)", n);
+  v->scalar = scalar;
+  v->raw = calloc(1, vox_vec_bytes(n ? n : 1, scalar));
+  if (!v->raw) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector of %zu)", n);
   return VOX_OK;
 }
 
 static void vec_destroy(vox_backend *be, vox_vec *v) {
-  free(v->data);
-  v->data = NULL;
+  free(v->raw);
+  v->raw = NULL;
   v->n = 0;
 }
 
-/* Half precision: _Float16 conversions (round to nearest even from double,
- * exact back), stored as their bit patterns. */
-static vox_status hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
-  h->data = calloc(n ? n : 1, sizeof *h->data);
-  h->n = h->data ? n : 0;
-  return h->data ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector)");
-}
-
-static void hvec_destroy(vox_backend *be, vox_hvec *h) {
-  (void)be;
-  free(h->data);
-  h->data = NULL;
-  h->n = 0;
-}
-
-static vox_status hvec_store(vox_backend *be, const vox_vec *x, vox_hvec *h) {
-  _Float16 *restrict out = (_Float16 *)h->data;
-  const double *restrict in = x->data;
-  const ptrdiff_t n = (ptrdiff_t)h->n;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) out[i] = (_Float16)in[i];
+static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *host) {
+  memcpy(v->raw, host, vox_vec_bytes(v->n, v->scalar));
   return VOX_OK;
 }
 
-static vox_status hvec_load(vox_backend *be, const vox_hvec *h, vox_vec *x) {
-  const _Float16 *restrict in = (const _Float16 *)h->data;
-  double *restrict out = x->data;
-  const ptrdiff_t n = (ptrdiff_t)h->n;
+static vox_status vec_download(vox_backend *be, const vox_vec *v, void *host) {
+  memcpy(host, v->raw, vox_vec_bytes(v->n, v->scalar));
+  return VOX_OK;
+}
+
+/* Entries of any precision as doubles: half precision by _Float16's
+ * conversions (round to nearest even from double, exact back), the others
+ * as the sparse operations read them. */
+static inline double get_any(const vox_vec *v, size_t i) {
+  return v->scalar == VOX_HALF ? (double)((const _Float16 *)v->raw)[i] : vox_vec_get(v, i);
+}
+static inline void put_any(vox_vec *v, size_t i, double a) {
+  if (v->scalar == VOX_HALF)
+    ((_Float16 *)v->raw)[i] = (_Float16)a;
+  else
+    vox_vec_put(v, i, a);
+}
+
+static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
+  const ptrdiff_t n = (ptrdiff_t)v->n;
+  if (v->scalar != VOX_DOUBLE) {
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) out[i] = (double)in[i];
+    for (ptrdiff_t i = 0; i < n; i++) put_any(v, (size_t)i, a);
+    return VOX_OK;
+  }
+  double *restrict x = v->data;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) x[i] = a;
+  return VOX_OK;
+}
+
+static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  if (dst->scalar == src->scalar) {
+    memcpy(dst->raw, src->raw, vox_vec_bytes(src->n, src->scalar));
+    return VOX_OK;
+  }
+  const ptrdiff_t n = (ptrdiff_t)src->n;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) put_any(dst, (size_t)i, get_any(src, (size_t)i));
   return VOX_OK;
 }
 
@@ -68,41 +83,6 @@ static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
 static void host_free(vox_backend *be, void *p) {
   (void)be;
   free(p);
-}
-
-static vox_status hvec_upload(vox_backend *be, vox_hvec *h, const uint16_t *host) {
-  (void)be;
-  memcpy(h->data, host, h->n * sizeof *host);
-  return VOX_OK;
-}
-
-static vox_status hvec_download(vox_backend *be, const vox_hvec *h, uint16_t *host) {
-  (void)be;
-  memcpy(host, h->data, h->n * sizeof *host);
-  return VOX_OK;
-}
-
-static vox_status vec_upload(vox_backend *be, vox_vec *v, const double *host) {
-  memcpy(v->data, host, v->n * sizeof *host);
-  return VOX_OK;
-}
-
-static vox_status vec_download(vox_backend *be, const vox_vec *v, double *host) {
-  memcpy(host, v->data, v->n * sizeof *host);
-  return VOX_OK;
-}
-
-static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
-  double *restrict x = v->data;
-  const ptrdiff_t n = (ptrdiff_t)v->n;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) x[i] = a;
-  return VOX_OK;
-}
-
-static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
-  memcpy(dst->data, src->data, src->n * sizeof *src->data);
-  return VOX_OK;
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
@@ -297,12 +277,6 @@ static const vox_vector_ops cpu_vec_ops = {
     .dot = vec_dot,
     .cg_update = cg_update,
     .max_abs_diff = vec_max_abs_diff,
-    .half_create = hvec_create,
-    .half_destroy = hvec_destroy,
-    .half_store = hvec_store,
-    .half_load = hvec_load,
-    .half_upload = hvec_upload,
-    .half_download = hvec_download,
 };
 
 static const vox_operator_ops cpu_op_ops = {
@@ -318,8 +292,6 @@ static const vox_operator_ops cpu_op_ops = {
     .strain_load = vox_cpu_op_strain_load,
     .strain_energy = vox_cpu_op_strain_energy,
     .strain_energy_sums = vox_cpu_op_strain_energy_sums,
-    .strain_energy_half = vox_cpu_op_strain_energy_half,
-    .strain_energy_sums_half = vox_cpu_op_strain_energy_sums_half,
 };
 
 static const vox_multigrid_ops cpu_mg_ops = {

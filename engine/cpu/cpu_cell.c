@@ -165,9 +165,9 @@ static size_t fem_node(vox_cell_dims d, int64_t n) {
 }
 
 /* u = 0 on every node of the fem's layout. */
-static vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_hvec *u) {
+static vox_status cell_zero_field(vox_backend *be, vox_cell *c, vox_vec *u) {
   (void)be, (void)c;
-  memset(u->data, 0, u->n * sizeof(_Float16));
+  memset(u->raw, 0, u->n * sizeof(_Float16));
   return VOX_OK;
 }
 
@@ -227,10 +227,10 @@ static vox_status cell_clear(vox_backend *be, vox_cell *c) {
 }
 
 /* Conjugate gradients' steps on level 0 (cell_ops.h). */
-static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_hvec *u, double *rr) {
+static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_vec *u, double *rr) {
   const cell_level *l0 = &c->level[0];
   const vox_cell_dims d = l0->dims;
-  const _Float16 *in = (const _Float16 *)u->data;
+  const _Float16 *in = (const _Float16 *)u->raw;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t n = 0; n < l0->nodes; n++) {
     const size_t f = fem_node(d, n);
@@ -295,13 +295,13 @@ static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   return VOX_OK;
 }
 
-static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_hvec *u,
+static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox_vec *u,
                                  double *rr) {
   const cell_level *l0 = &c->level[0];
   const vox_cell_dims d = l0->dims;
   const int64_t n3 = 3 * l0->nodes, nodes = (int64_t)(d.nx + 1) * (d.ny + 1) * (d.nz + 1);
   const float a = (float)alpha;
-  _Float16 *out = (_Float16 *)u->data;
+  _Float16 *out = (_Float16 *)u->raw;
   /* every node of the fem's layout, images included, from its master */
   const vox_cell_dims images = {d.nx + 1, d.ny + 1, d.nz + 1};
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)

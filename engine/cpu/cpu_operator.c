@@ -383,41 +383,32 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
   return VOX_OK;
 }
 
-static strain_fields double_fields(int n_fields, const vox_vec *u) {
-  strain_fields s = {{0}, {0}};
-  for (int f = 0; f < n_fields && f < 6; f++) s.d[f] = u[f].data;
-  return s;
-}
-
-static strain_fields half_fields(int n_fields, const vox_hvec *u) {
-  strain_fields s = {{0}, {0}};
-  for (int f = 0; f < n_fields && f < 6; f++) s.h[f] = (const _Float16 *)u[f].data;
-  return s;
+/* The fields as the kernels read them: all double or all half. */
+static vox_status fields_of(vox_backend *be, int n_fields, const vox_vec *u, strain_fields *s) {
+  *s = (strain_fields){{0}, {0}};
+  for (int f = 0; f < n_fields && f < 6; f++) {
+    if (u[f].scalar != u[0].scalar || (u[f].scalar != VOX_DOUBLE && u[f].scalar != VOX_HALF))
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "strain energy: fields must be all double or all half vectors");
+    if (u[f].scalar == VOX_HALF)
+      s->h[f] = (const _Float16 *)u[f].raw;
+    else
+      s->d[f] = u[f].data;
+  }
+  return VOX_OK;
 }
 
 vox_status vox_cpu_op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
                                     const vox_vec *u, const double *chi, const double *w,
                                     vox_vec *ev) {
-  const strain_fields s = double_fields(n_fields, u);
+  strain_fields s;
+  TRY(fields_of(be, n_fields, u, &s));
   return strain_energy(be, op, n_fields, &s, chi, w, ev);
 }
 
 vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                          const vox_vec *u, const double *chi, double *sums) {
-  const strain_fields s = double_fields(n_fields, u);
-  return strain_energy_sums(be, op, n_fields, &s, chi, sums);
-}
-
-vox_status vox_cpu_op_strain_energy_half(vox_backend *be, vox_operator *op, int n_fields,
-                                         const vox_hvec *u, const double *chi, const double *w,
-                                         vox_vec *ev) {
-  const strain_fields s = half_fields(n_fields, u);
-  return strain_energy(be, op, n_fields, &s, chi, w, ev);
-}
-
-vox_status vox_cpu_op_strain_energy_sums_half(vox_backend *be, vox_operator *op, int n_fields,
-                                              const vox_hvec *u, const double *chi,
-                                              double *sums) {
-  const strain_fields s = half_fields(n_fields, u);
+  strain_fields s;
+  TRY(fields_of(be, n_fields, u, &s));
   return strain_energy_sums(be, op, n_fields, &s, chi, sums);
 }

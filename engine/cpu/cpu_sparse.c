@@ -27,124 +27,93 @@ struct vox_sparse_level {
   size_t bytes;
 };
 
-static inline void add(vox_svec *v, size_t i, double a) {
-  if (v->single)
+static inline void add(vox_vec *v, size_t i, double a) {
+  if (v->scalar)
     ((float *)v->data)[i] += (float)a;
   else
     ((double *)v->data)[i] += a;
 }
 
-static vox_status vec_create(vox_backend *be, size_t n, int single, vox_svec *v) {
-  v->n = n;
-  v->single = single;
-  v->data = calloc(1, vox_svec_bytes(n ? n : 1, single));
-  if (!v->data) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (a vector of %zu)", n);
-  return VOX_OK;
-}
-
-static void vec_destroy(vox_backend *be, vox_svec *v) {
-  free(v->data);
-  v->data = NULL;
-  v->n = 0;
-}
-
-static vox_status vec_upload(vox_backend *be, vox_svec *v, const double *host) {
-  for (size_t i = 0; i < v->n; i++) vox_svec_put(v, i, host[i]);
-  return VOX_OK;
-}
-
-static vox_status vec_download(vox_backend *be, const vox_svec *v, double *host) {
-  for (size_t i = 0; i < v->n; i++) host[i] = vox_svec_get(v, i);
-  return VOX_OK;
-}
-
-static vox_status vec_set(vox_backend *be, vox_svec *v, double a) {
-  const ptrdiff_t n = (ptrdiff_t)v->n;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) vox_svec_put(v, (size_t)i, a);
-  return VOX_OK;
-}
-
-static vox_status vec_scatter(vox_backend *be, vox_svec *v, size_t n, const size_t *index,
+static vox_status vec_scatter(vox_backend *be, vox_vec *v, size_t n, const size_t *index,
                               const double *value) {
-  for (size_t i = 0; i < n; i++) vox_svec_put(v, index[i], value[i]);
+  for (size_t i = 0; i < n; i++) vox_vec_put(v, index[i], value[i]);
   return VOX_OK;
 }
 
-static vox_status vec_axpy(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++)
-    vox_svec_put(y, (size_t)i, vox_svec_get(y, (size_t)i) + a * vox_svec_get(x, (size_t)i));
+    vox_vec_put(y, (size_t)i, vox_vec_get(y, (size_t)i) + a * vox_vec_get(x, (size_t)i));
   return VOX_OK;
 }
 
-static vox_status vec_xpay(vox_backend *be, vox_svec *y, double a, const vox_svec *x) {
+static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++)
-    vox_svec_put(y, (size_t)i, vox_svec_get(x, (size_t)i) + a * vox_svec_get(y, (size_t)i));
+    vox_vec_put(y, (size_t)i, vox_vec_get(x, (size_t)i) + a * vox_vec_get(y, (size_t)i));
   return VOX_OK;
 }
 
-static vox_status vec_dot(vox_backend *be, const vox_svec *x, const vox_svec *y, double *out) {
+static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   const ptrdiff_t n = (ptrdiff_t)x->n;
   double s = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) s += vox_svec_get(x, (size_t)i) * vox_svec_get(y, (size_t)i);
+  for (ptrdiff_t i = 0; i < n; i++) s += vox_vec_get(x, (size_t)i) * vox_vec_get(y, (size_t)i);
   *out = s;
   return VOX_OK;
 }
 
-static vox_status cg_update(vox_backend *be, double alpha, const vox_svec *p, const vox_svec *q,
-                            vox_svec *u, vox_svec *r, vox_svec *copy, double *rr) {
+static vox_status cg_update(vox_backend *be, double alpha, const vox_vec *p, const vox_vec *q,
+                            vox_vec *u, vox_vec *r, vox_vec *copy, double *rr) {
   const ptrdiff_t n = (ptrdiff_t)r->n;
   double s = 0;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
   for (ptrdiff_t i = 0; i < n; i++) {
     const size_t k = (size_t)i;
-    vox_svec_put(u, k, vox_svec_get(u, k) + alpha * vox_svec_get(p, k));
-    vox_svec_put(r, k, vox_svec_get(r, k) - alpha * vox_svec_get(q, k));
-    const double v = vox_svec_get(r, k);
-    if (copy) vox_svec_put(copy, k, v);
+    vox_vec_put(u, k, vox_vec_get(u, k) + alpha * vox_vec_get(p, k));
+    vox_vec_put(r, k, vox_vec_get(r, k) - alpha * vox_vec_get(q, k));
+    const double v = vox_vec_get(r, k);
+    if (copy) vox_vec_put(copy, k, v);
     s += v * v;
   }
   *rr = s;
   return VOX_OK;
 }
 
-static vox_status smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                                const vox_svec *inv_diag, double alpha, double beta, vox_svec *d,
-                                vox_svec *x) {
+static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                                vox_vec *x) {
   const ptrdiff_t n = (ptrdiff_t)x->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
     const size_t u = (size_t)i;
-    const double r = vox_svec_get(inv_diag, u) *
-                     (ax ? vox_svec_get(b, u) - vox_svec_get(ax, u) : vox_svec_get(b, u));
-    const double di = beta != 0 ? alpha * r + beta * vox_svec_get(d, u) : alpha * r;
-    vox_svec_put(d, u, di);
-    vox_svec_put(x, u, vox_svec_get(x, u) + di);
+    const double r = vox_vec_get(inv_diag, u) *
+                     (ax ? vox_vec_get(b, u) - vox_vec_get(ax, u) : vox_vec_get(b, u));
+    const double di = beta != 0 ? alpha * r + beta * vox_vec_get(d, u) : alpha * r;
+    vox_vec_put(d, u, di);
+    vox_vec_put(x, u, vox_vec_get(x, u) + di);
   }
   return VOX_OK;
 }
 
-static vox_status block_smoother_step(vox_backend *be, const vox_svec *b, const vox_svec *ax,
-                                      const vox_svec *w, double alpha, double beta, vox_svec *d,
-                                      vox_svec *x) {
+static vox_status block_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                      const vox_vec *w, double alpha, double beta, vox_vec *d,
+                                      vox_vec *x) {
   const ptrdiff_t nodes = (ptrdiff_t)(x->n / 3);
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < nodes; m++) {
     const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
     double r[3];
     for (int c = 0; c < 3; c++)
-      r[c] = ax ? vox_svec_get(b, u + c) - vox_svec_get(ax, u + c) : vox_svec_get(b, u + c);
+      r[c] = ax ? vox_vec_get(b, u + c) - vox_vec_get(ax, u + c) : vox_vec_get(b, u + c);
     for (int i = 0; i < 3; i++) {
       double z = 0;
-      for (int j = 0; j < 3; j++) z += vox_svec_get(w, k + (size_t)vox_block_entry(i, j)) * r[j];
-      const double di = beta != 0 ? alpha * z + beta * vox_svec_get(d, u + i) : alpha * z;
-      vox_svec_put(d, u + i, di);
-      vox_svec_put(x, u + i, vox_svec_get(x, u + i) + di);
+      for (int j = 0; j < 3; j++) z += vox_vec_get(w, k + (size_t)vox_block_entry(i, j)) * r[j];
+      const double di = beta != 0 ? alpha * z + beta * vox_vec_get(d, u + i) : alpha * z;
+      vox_vec_put(d, u + i, di);
+      vox_vec_put(x, u + i, vox_vec_get(x, u + i) + di);
     }
   }
   return VOX_OK;
@@ -230,7 +199,7 @@ static inline double element_modulus(const vox_sparse_level *l, size_t e) {
   return l->material ? l->table[l->material[e]] : (double)l->modulus[e];
 }
 
-static void product_range(const vox_sparse_level *l, const vox_svec *x, vox_svec *y, int full,
+static void product_range(const vox_sparse_level *l, const vox_vec *x, vox_vec *y, int full,
                           size_t e0, size_t e1) {
   for (size_t e = e0; e < e1; e++) {
     int32_t node[8];
@@ -241,7 +210,7 @@ static void product_range(const vox_sparse_level *l, const vox_svec *x, vox_svec
       for (int c = 0; c < 3; c++)
         xl[3 * a + c] = !full && (l->node_fixed[node[a]] >> c & 1)
                             ? 0
-                            : vox_svec_get(x, 3 * (size_t)node[a] + (size_t)c);
+                            : vox_vec_get(x, 3 * (size_t)node[a] + (size_t)c);
     for (int r = 0; r < 24; r++) {
       const double *kr = l->ke + r * 24;
       double s = 0;
@@ -251,10 +220,10 @@ static void product_range(const vox_sparse_level *l, const vox_svec *x, vox_svec
   }
 }
 
-static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x, vox_svec *y,
+static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_vec *x, vox_vec *y,
                         int flags) {
   const int full = flags & VOX_APPLY_FULL;
-  TRY(vec_set(be, y, 0));
+  TRY(be->ops->vec->set(be, y, 0));
   SLAB_PHASES(be, l->nz, 1,
               product_range(l, x, y, full, l->element_layer_start[lo],
                             l->element_layer_start[hi]));
@@ -264,12 +233,12 @@ static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_svec *x,
     for (ptrdiff_t m = 0; m < n; m++)
       for (int c = 0; c < 3; c++)
         if (l->node_fixed[m] >> c & 1)
-          vox_svec_put(y, 3 * (size_t)m + c, vox_svec_get(x, 3 * (size_t)m + c));
+          vox_vec_put(y, 3 * (size_t)m + c, vox_vec_get(x, 3 * (size_t)m + c));
   }
   return VOX_OK;
 }
 
-static void diagonal_range(const vox_sparse_level *l, vox_svec *d, size_t e0, size_t e1) {
+static void diagonal_range(const vox_sparse_level *l, vox_vec *d, size_t e0, size_t e1) {
   for (size_t e = e0; e < e1; e++) {
     int32_t node[8];
     element_corners(l, e, node);
@@ -279,8 +248,8 @@ static void diagonal_range(const vox_sparse_level *l, vox_svec *d, size_t e0, si
   }
 }
 
-static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d) {
-  TRY(vec_set(be, d, 0));
+static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_vec *d) {
+  TRY(be->ops->vec->set(be, d, 0));
   SLAB_PHASES(be, l->nz, 1,
               diagonal_range(l, d, l->element_layer_start[lo], l->element_layer_start[hi]));
   const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
@@ -288,14 +257,14 @@ static vox_status inv_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *d
   for (ptrdiff_t m = 0; m < n; m++)
     for (int c = 0; c < 3; c++) {
       const size_t i = 3 * (size_t)m + (size_t)c;
-      const double v = vox_svec_get(d, i);
-      vox_svec_put(d, i, (l->node_fixed[m] >> c & 1) ? 0 : v <= 0 ? 1 : 1 / v);
+      const double v = vox_vec_get(d, i);
+      vox_vec_put(d, i, (l->node_fixed[m] >> c & 1) ? 0 : v <= 0 ? 1 : 1 / v);
     }
   return VOX_OK;
 }
 
 /* Each element's 3 x 3 node blocks of m K added to w's six entries a node. */
-static void block_diagonal_range(const vox_sparse_level *l, vox_svec *w, size_t e0, size_t e1) {
+static void block_diagonal_range(const vox_sparse_level *l, vox_vec *w, size_t e0, size_t e1) {
   for (size_t e = e0; e < e1; e++) {
     int32_t node[8];
     element_corners(l, e, node);
@@ -308,11 +277,11 @@ static void block_diagonal_range(const vox_sparse_level *l, vox_svec *w, size_t 
   }
 }
 
-static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_svec *w,
-                                     vox_svec *scratch) {
-  vox_svec sum;
+static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_vec *w,
+                                     vox_vec *scratch) {
+  vox_vec sum;
   TRY(vox_block_sums(be->ctx, w, scratch, &sum));
-  TRY(vec_set(be, &sum, 0));
+  TRY(be->ops->vec->set(be, &sum, 0));
   SLAB_PHASES(be, l->nz, 1,
               block_diagonal_range(l, &sum, l->element_layer_start[lo],
                                    l->element_layer_start[hi]));
@@ -320,19 +289,19 @@ static vox_status inv_block_diagonal(vox_backend *be, vox_sparse_level *l, vox_s
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++) {
     double in[6], out[6];
-    for (int k = 0; k < 6; k++) in[k] = vox_svec_get(&sum, 6 * (size_t)m + (size_t)k);
+    for (int k = 0; k < 6; k++) in[k] = vox_vec_get(&sum, 6 * (size_t)m + (size_t)k);
     vox_block_invert(in, l->node_fixed[m], out);
-    for (int k = 0; k < 6; k++) vox_svec_put(w, 6 * (size_t)m + (size_t)k, out[k]);
+    for (int k = 0; k < 6; k++) vox_vec_put(w, 6 * (size_t)m + (size_t)k, out[k]);
   }
   return VOX_OK;
 }
 
-static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_svec *v) {
+static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_vec *v) {
   const ptrdiff_t n = (ptrdiff_t)l->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++)
     for (int c = 0; c < 3; c++)
-      if (l->node_fixed[m] >> c & 1) vox_svec_put(v, 3 * (size_t)m + c, 0);
+      if (l->node_fixed[m] >> c & 1) vox_vec_put(v, 3 * (size_t)m + c, 0);
   return VOX_OK;
 }
 
@@ -356,7 +325,7 @@ static int interpolation(uint32_t pos, int corner[8], double weight[8]) {
 }
 
 static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
-                           const vox_svec *b, const vox_svec *ax, vox_svec *rc, size_t n0,
+                           const vox_vec *b, const vox_vec *ax, vox_vec *rc, size_t n0,
                            size_t n1) {
   for (size_t m = n0; m < n1; m++) {
     const uint32_t word = f->parent[m];
@@ -368,22 +337,22 @@ static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
     for (int comp = 0; comp < 3; comp++) {
       if (f->node_fixed[m] >> comp & 1) continue;
       const size_t i = 3 * m + (size_t)comp;
-      const double v = b ? vox_svec_get(b, i) - vox_svec_get(ax, i) : vox_svec_get(ax, i);
+      const double v = b ? vox_vec_get(b, i) - vox_vec_get(ax, i) : vox_vec_get(ax, i);
       for (int t = 0; t < k; t++) add(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v);
     }
   }
 }
 
 static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                                    const vox_svec *b, const vox_svec *ax, vox_svec *rc) {
-  TRY(vec_set(be, rc, 0));
+                                    const vox_vec *b, const vox_vec *ax, vox_vec *rc) {
+  TRY(be->ops->vec->set(be, rc, 0));
   SLAB_PHASES(be, f->nz + 1, 4,
               restrict_range(f, c, b, ax, rc, f->node_layer_start[lo], f->node_layer_start[hi]));
   return VOX_OK;
 }
 
 static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                              const vox_svec *xc, vox_svec *xf) {
+                              const vox_vec *xc, vox_vec *xf) {
   const ptrdiff_t n = (ptrdiff_t)f->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
@@ -398,7 +367,7 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
       if (f->node_fixed[m] >> comp & 1) continue;
       double s = 0;
       for (int t = 0; t < k; t++)
-        s += w[t] * vox_svec_get(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp);
+        s += w[t] * vox_vec_get(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp);
       add(xf, 3 * m + (size_t)comp, s);
     }
   }
@@ -406,11 +375,6 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
 }
 
 const vox_sparse_ops vox_cpu_sparse_ops = {
-    .vec_create = vec_create,
-    .vec_destroy = vec_destroy,
-    .vec_upload = vec_upload,
-    .vec_download = vec_download,
-    .vec_set = vec_set,
     .vec_scatter = vec_scatter,
     .vec_axpy = vec_axpy,
     .vec_xpay = vec_xpay,

@@ -71,13 +71,13 @@ size_t vox_cpu_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
 /* s += the block row i of a float matrix of 6 x 6 blocks times x (the
  * assembled levels in mixed precision): constant block sizes, so that the
  * compiler unrolls and vectorises the 36 products. */
-static inline void row_66_float(const vox_bsr *a, const float *val, size_t i, const vox_svec *x,
+static inline void row_66_float(const vox_bsr *a, const float *val, size_t i, const vox_vec *x,
                                 double s[6]) {
   for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) {
     const float *v = val + 36 * k;
     const size_t c0 = 6 * (size_t)a->col[k];
     double xc[6];
-    if (x->single)
+    if (x->scalar)
       for (int c = 0; c < 6; c++) xc[c] = ((const float *)x->data)[c0 + (size_t)c];
     else
       for (int c = 0; c < 6; c++) xc[c] = ((const double *)x->data)[c0 + (size_t)c];
@@ -86,8 +86,8 @@ static inline void row_66_float(const vox_bsr *a, const float *val, size_t i, co
   }
 }
 
-vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_svec *x,
-                                vox_svec *y, int add) {
+vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
+                                vox_vec *y, int add) {
   const vox_bsr *a = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)a->n_rows;
   const int br = a->br, bc = a->bc;
@@ -103,7 +103,7 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
       row_66_float(a, m->val32, (size_t)i, x, s);
       const size_t r0 = 6 * (size_t)i;
       for (int r = 0; r < 6; r++)
-        vox_svec_put(y, r0 + (size_t)r, add ? vox_svec_get(y, r0 + (size_t)r) + s[r] : s[r]);
+        vox_vec_put(y, r0 + (size_t)r, add ? vox_vec_get(y, r0 + (size_t)r) + s[r] : s[r]);
     }
     return VOX_OK;
   }
@@ -115,20 +115,20 @@ vox_status vox_cpu_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, con
       const size_t v0 = k * (size_t)(br * bc);
       const size_t c0 = (size_t)a->col[k] * (size_t)bc;
       double xc[MAX_BLOCK];
-      for (int c = 0; c < bc; c++) xc[c] = vox_svec_get(x, c0 + (size_t)c);
+      for (int c = 0; c < bc; c++) xc[c] = vox_vec_get(x, c0 + (size_t)c);
       for (int r = 0; r < br; r++)
         for (int c = 0; c < bc; c++) s[r] += value(m, v0 + (size_t)(r * bc + c)) * xc[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
     for (int r = 0; r < br; r++)
-      vox_svec_put(y, r0 + (size_t)r, add ? vox_svec_get(y, r0 + (size_t)r) + s[r] : s[r]);
+      vox_vec_put(y, r0 + (size_t)r, add ? vox_vec_get(y, r0 + (size_t)r) + s[r] : s[r]);
   }
   return VOX_OK;
 }
 
 vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *m,
-                                        const vox_svec *b, const vox_svec *ax, double alpha,
-                                        double beta, vox_svec *d, vox_svec *x) {
+                                        const vox_vec *b, const vox_vec *ax, double alpha,
+                                        double beta, vox_vec *d, vox_vec *x) {
   const vox_bsr *w = &m->a;
   const ptrdiff_t nr = (ptrdiff_t)w->n_rows;
   const int br = w->br, bc = w->bc;
@@ -147,17 +147,17 @@ vox_status vox_cpu_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix
       const size_t c0 = (size_t)w->col[k] * (size_t)bc;
       double r[MAX_BLOCK];
       for (int c = 0; c < bc; c++)
-        r[c] = ax ? vox_svec_get(b, c0 + (size_t)c) - vox_svec_get(ax, c0 + (size_t)c)
-                  : vox_svec_get(b, c0 + (size_t)c);
+        r[c] = ax ? vox_vec_get(b, c0 + (size_t)c) - vox_vec_get(ax, c0 + (size_t)c)
+                  : vox_vec_get(b, c0 + (size_t)c);
       for (int q = 0; q < br; q++)
         for (int c = 0; c < bc; c++) z[q] += value(m, v0 + (size_t)(q * bc + c)) * r[c];
     }
     const size_t r0 = (size_t)i * (size_t)br;
     for (int q = 0; q < br; q++) {
       const size_t u = r0 + (size_t)q;
-      const double di = beta != 0 ? alpha * z[q] + beta * vox_svec_get(d, u) : alpha * z[q];
-      vox_svec_put(d, u, di);
-      vox_svec_put(x, u, vox_svec_get(x, u) + di);
+      const double di = beta != 0 ? alpha * z[q] + beta * vox_vec_get(d, u) : alpha * z[q];
+      vox_vec_put(d, u, di);
+      vox_vec_put(x, u, vox_vec_get(x, u) + di);
     }
   }
   return VOX_OK;

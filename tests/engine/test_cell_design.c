@@ -291,8 +291,8 @@ static void test_custom_gradient(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h));
   const vox_backend_ops *op = be->ops;
   vox_vec rho, ones, energy, df;
-  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
-  op->vec->create(be, ne, &energy), op->vec->create(be, ne, &df);
+  op->vec->create(be, ne, VOX_DOUBLE, &rho), op->vec->create(be, ne, VOX_DOUBLE, &ones);
+  op->vec->create(be, ne, VOX_DOUBLE, &energy), op->vec->create(be, ne, VOX_DOUBLE, &df);
   op->vec->set(be, &ones, 1);
   const double p = 3, emin = 1e-9;
   const int iteration = 2;

@@ -96,7 +96,7 @@ static vox_cell_solver *make_solver(vox_context *ctx, vox_backend *be, host_leve
     hl->moduli[e] = (float)m[e];
   }
   vox_vec moduli;
-  CHECK_OK(ctx, be->ops->vec->create(be, ne, &moduli));
+  CHECK_OK(ctx, be->ops->vec->create(be, ne, VOX_DOUBLE, &moduli));
   CHECK_OK(ctx, be->ops->vec->upload(be, &moduli, m));
   CHECK_OK(ctx, vox_cell_solver_update(cs, &moduli));
   be->ops->vec->destroy(be, &moduli);
@@ -307,10 +307,10 @@ static void test_slabs(vox_context *ctx, vox_backend *be) {
   double *m = malloc(ne * sizeof *m);
   for (size_t e = 0; e < ne; e++) m[e] = hl.moduli[e];
   vox_vec moduli;
-  vox_hvec u;
-  CHECK_OK(ctx, be->ops->vec->create(be, ne, &moduli));
+  vox_vec u;
+  CHECK_OK(ctx, be->ops->vec->create(be, ne, VOX_DOUBLE, &moduli));
   CHECK_OK(ctx, be->ops->vec->upload(be, &moduli, m));
-  CHECK_OK(ctx, be->ops->vec->half_create(be, nu, &u));
+  CHECK_OK(ctx, be->ops->vec->create(be, nu, VOX_HALF, &u));
   vox_solver_options o;
   vox_solver_options_default(&o);
   o.rtol = 1e-12, o.max_iterations = 4;
@@ -328,7 +328,7 @@ static void test_slabs(vox_context *ctx, vox_backend *be) {
     CHECK_OK(ctx, vox_cell_solver_solve(cs, kchi, 1.0, &o, &u, &result));
     CHECK(result.iterations == 4);
     bits[s] = malloc(nu * sizeof *bits[s]);
-    CHECK_OK(ctx, be->ops->vec->half_download(be, &u, bits[s]));
+    CHECK_OK(ctx, be->ops->vec->download(be, &u, bits[s]));
     rr[s] = result.residual_norm / result.rhs_norm;
     fprintf(stderr, "slabs: %d, %d, %d coarse planes (levels 0, 1, 2): residual %.17g after %d\n",
             vox_cell_slab(&cs->desc, 0), vox_cell_slab(&cs->desc, 1), vox_cell_slab(&cs->desc, 2),
@@ -338,7 +338,7 @@ static void test_slabs(vox_context *ctx, vox_backend *be) {
   for (int s = 1; s < 3; s++) CHECK(rr[s] == rr[0] && memcmp(bits[s], bits[0], nu * 2) == 0);
   for (int s = 0; s < 3; s++) free(bits[s]);
   free(m);
-  be->ops->vec->half_destroy(be, &u);
+  be->ops->vec->destroy(be, &u);
   be->ops->vec->destroy(be, &moduli);
   free_levels(&hl);
 }
@@ -402,7 +402,7 @@ static void solve(vox_context *ctx, vox_backend *be, const vox_model *m, vox_hom
                   const vox_solver_options *o, double c[36]) {
   const size_t ne = (size_t)vox_grid_elements(&m->grid);
   vox_vec rho;
-  CHECK_OK(ctx, be->ops->vec->create(be, ne, &rho));
+  CHECK_OK(ctx, be->ops->vec->create(be, ne, VOX_DOUBLE, &rho));
   CHECK_OK(ctx, be->ops->vec->upload(be, &rho, m->density));
   CHECK_OK(ctx, be->ops->design->simp_moduli(be, &rho, &h->fem->e_solid, 3, 1e-9, &h->fem->moduli));
   CHECK_OK(ctx, vox_fem_update(h->fem));
@@ -519,9 +519,9 @@ static void test_contrast(vox_context *ctx, vox_backend *be) {
   od.precision = VOX_PRECISION_DOUBLE;
   const size_t nd = hc->fem->n_dofs;
   vox_vec w, f, ku;
-  CHECK_OK(ctx, be->ops->vec->create(be, nd, &w));
-  CHECK_OK(ctx, be->ops->vec->create(be, nd, &f));
-  CHECK_OK(ctx, be->ops->vec->create(be, nd, &ku));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &w));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &f));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &ku));
   double *hw = malloc(nd * sizeof *hw), *hf = malloc(nd * sizeof *hf),
          *hk = malloc(nd * sizeof *hk);
   for (int step = 0; step < 5; step++) {
@@ -542,7 +542,7 @@ static void test_contrast(vox_context *ctx, vox_backend *be) {
     CHECK(fabs(hc->hydrostatic - hd->hydrostatic) <= 1e-2 * hd->hydrostatic);
     for (int c = 0; c < VOX_CASES; c++) {
       if (!((hc->strains >> c) & 1)) continue;
-      CHECK_OK(ctx, be->ops->vec->half_load(be, &hc->uh[c], &w));
+      CHECK_OK(ctx, be->ops->vec->copy(be, &w, &hc->uh[c]));
       /* the same moduli: both solved the same design; the full product, and
        * the load but at the fixed corner node (skipped below) */
       CHECK_OK(ctx, be->ops->op->strain_load(be, hd->fem->op, hc->chi + 24 * c, &f));

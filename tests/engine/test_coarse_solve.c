@@ -131,7 +131,7 @@ static void test_case(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny,
   const size_t n = st.n_dofs, nv = st.n_nodes * 27 * (size_t)(dpn * dpn);
   double *x = malloc(n * sizeof *x), *b = malloc(n * sizeof *b), *y = malloc(n * sizeof *y);
   for (size_t q = 0; q < n; q++) x[q] = sin(1.3 * (double)q) + 0.5 * cos(0.17 * (double)q * q);
-  vox_vec bv = {b, n}, yv = {y, n};
+  vox_vec bv = {.data = b, .n = n}, yv = {.data = y, .n = n};
 
   /* solving before factoring is an error */
   CHECK(vox_cpu_stencil_solve(be, &st, &bv, &yv) != VOX_OK);
@@ -195,7 +195,7 @@ static void test_case(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny,
   CHECK_CLOSE(rel_err(y, x, n), 0, 1e-10);
 
   /* wrong vector length */
-  vox_vec short_v = {y, n - 1};
+  vox_vec short_v = {.data = y, .n = n - 1};
   CHECK(vox_cpu_stencil_solve(be, &st, &bv, &short_v) != VOX_OK);
 
   vox_cpu_stencil_factor_free(&st);

@@ -169,7 +169,7 @@ static double compliance(fixture *f, const double *rho, double p, double *dc_hos
   o->vec->dot(f->be, &f->fem->moduli, &f->energy, &c);
   if (dc_host) {
     vox_vec dc;
-    o->vec->create(f->be, f->rho.n, &dc);
+    o->vec->create(f->be, f->rho.n, VOX_DOUBLE, &dc);
     o->design->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-3, &dc);
     o->vec->download(f->be, &dc, dc_host);
     o->vec->destroy(f->be, &dc);
@@ -185,9 +185,9 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &f.fem));
   CHECK(f.fem->dpn == 1 && f.fem->n_dofs == (size_t)vox_grid_nodes(&m.grid));
   const size_t ne = f.fem->n_elements, nn = f.fem->n_dofs;
-  be->ops->vec->create(be, ne, &f.rho);
-  be->ops->vec->create(be, nn, &f.t);
-  be->ops->vec->create(be, ne, &f.energy);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &f.rho);
+  be->ops->vec->create(be, nn, VOX_DOUBLE, &f.t);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &f.energy);
   vox_solver_options_default(&f.opt);
   f.opt.rtol = 1e-13;
   double *rho = malloc(ne * sizeof *rho), *dc = malloc(ne * sizeof *dc),

@@ -229,8 +229,8 @@ static void test_sensitivity(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_homog_create(ctx, be, &m, &h));
   const vox_backend_ops *op = be->ops;
   vox_vec rho, ones, energy, df;
-  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
-  op->vec->create(be, ne, &energy), op->vec->create(be, ne, &df);
+  op->vec->create(be, ne, VOX_DOUBLE, &rho), op->vec->create(be, ne, VOX_DOUBLE, &ones);
+  op->vec->create(be, ne, VOX_DOUBLE, &energy), op->vec->create(be, ne, VOX_DOUBLE, &df);
   op->vec->set(be, &ones, 1);
   const double p = 3, emin = 1e-9;
   double c[36], g[36] = {0};
@@ -299,8 +299,8 @@ static void test_hydrostatic(vox_context *ctx, vox_backend *be) {
   solver(&o);
   const vox_backend_ops *op = be->ops;
   vox_vec rho, energy, df[2];
-  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &energy);
-  op->vec->create(be, ne, &df[0]), op->vec->create(be, ne, &df[1]);
+  op->vec->create(be, ne, VOX_DOUBLE, &rho), op->vec->create(be, ne, VOX_DOUBLE, &energy);
+  op->vec->create(be, ne, VOX_DOUBLE, &df[0]), op->vec->create(be, ne, VOX_DOUBLE, &df[1]);
   op->vec->upload(be, &rho, m.density);
   const double p = 3, emin = 1e-9;
   const unsigned masks[2] = {VOX_HYDROSTATIC_CASE, 0x07};
@@ -359,7 +359,7 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
   double c[2][2][36]; /* [tight, loose][energy, dot] */
   vox_homog *h[2];
   vox_vec rho, ones;
-  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones);
+  op->vec->create(be, ne, VOX_DOUBLE, &rho), op->vec->create(be, ne, VOX_DOUBLE, &ones);
   op->vec->set(be, &ones, 1);
   op->vec->upload(be, &rho, m.density);
   for (int run = 0; run < 2; run++) {
@@ -382,7 +382,7 @@ static void test_forms(vox_context *ctx, vox_backend *be) {
   const double zero[6 * 24] = {0};
   double eke[36];
   for (int f = 0; f < 6; f++) {
-    op->vec->create(be, h[1]->fem->n_dofs, &e[f]);
+    op->vec->create(be, h[1]->fem->n_dofs, VOX_DOUBLE, &e[f]);
     op->vec->copy(be, &e[f], &h[1]->u[f]);
     op->vec->axpy(be, &e[f], -1, &h[0]->u[f]);
   }
@@ -421,8 +421,8 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
   const vox_backend_ops *op = be->ops;
   vox_homog *h[2];
   vox_vec rho, ones, energy, df[2];
-  op->vec->create(be, ne, &rho), op->vec->create(be, ne, &ones), op->vec->create(be, ne, &energy);
-  op->vec->create(be, ne, &df[0]), op->vec->create(be, ne, &df[1]);
+  op->vec->create(be, ne, VOX_DOUBLE, &rho), op->vec->create(be, ne, VOX_DOUBLE, &ones), op->vec->create(be, ne, VOX_DOUBLE, &energy);
+  op->vec->create(be, ne, VOX_DOUBLE, &df[0]), op->vec->create(be, ne, VOX_DOUBLE, &df[1]);
   op->vec->set(be, &ones, 1);
   op->vec->upload(be, &rho, m.density);
   double c[2][36], g[36] = {0};
@@ -460,37 +460,37 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
    * against the double ones on the rounded values */
   const size_t nd = h[1]->fem->n_dofs;
   vox_vec x[6], y[6];
-  vox_hvec hx[6];
+  vox_vec hx[6];
   double *host = malloc(nd * sizeof *host), *back = malloc(nd * sizeof *back);
   int exact = 1;
   for (int f = 0; f < 6; f++) {
-    op->vec->create(be, nd, &x[f]), op->vec->create(be, nd, &y[f]);
-    op->vec->half_create(be, nd, &hx[f]);
+    op->vec->create(be, nd, VOX_DOUBLE, &x[f]), op->vec->create(be, nd, VOX_DOUBLE, &y[f]);
+    op->vec->create(be, nd, VOX_HALF, &hx[f]);
     for (size_t i = 0; i < nd; i++) host[i] = 0.2 * (uniform(&seed) - 0.5) * pow(10, -f);
     host[0] = 1e6; /* beyond half's range: infinity */
     op->vec->upload(be, &x[f], host);
-    CHECK_OK(ctx, op->vec->half_store(be, &x[f], &hx[f]));
-    CHECK_OK(ctx, op->vec->half_load(be, &hx[f], &y[f]));
+    CHECK_OK(ctx, op->vec->copy(be, &hx[f], &x[f]));
+    CHECK_OK(ctx, op->vec->copy(be, &y[f], &hx[f]));
     op->vec->download(be, &y[f], back);
     for (size_t i = 0; i < nd; i++) exact &= back[i] == (double)(_Float16)host[i];
     CHECK(isinf(back[0]));
     back[0] = (double)(_Float16)0.01; /* finite fields for the energies, half values */
     op->vec->upload(be, &y[f], back);
-    CHECK_OK(ctx, op->vec->half_store(be, &y[f], &hx[f]));
+    CHECK_OK(ctx, op->vec->copy(be, &hx[f], &y[f]));
   }
   CHECK(exact);
   double chi[6 * 24], w[36], s16[36], s64[36];
   for (int i = 0; i < 6 * 24; i++) chi[i] = uniform(&seed) - 0.5;
   for (int i = 0; i < 36; i++) w[i] = uniform(&seed) - 0.3;
   vox_operator *k = h[1]->fem->op;
-  CHECK_OK(ctx, op->op->strain_energy_sums_half(be, k, 6, hx, chi, s16));
+  CHECK_OK(ctx, op->op->strain_energy_sums(be, k, 6, hx, chi, s16));
   CHECK_OK(ctx, op->op->strain_energy_sums(be, k, 6, y, chi, s64));
   double smax = 0;
   for (int i = 0; i < 36; i++) smax = fmax(smax, fabs(s64[i]));
   for (int i = 0; i < 36; i++) CHECK(fabs(s16[i] - s64[i]) <= 1e-14 * smax);
   vox_vec e16, e64;
-  op->vec->create(be, ne, &e16), op->vec->create(be, ne, &e64);
-  CHECK_OK(ctx, op->op->strain_energy_half(be, k, 6, hx, chi, w, &e16));
+  op->vec->create(be, ne, VOX_DOUBLE, &e16), op->vec->create(be, ne, VOX_DOUBLE, &e64);
+  CHECK_OK(ctx, op->op->strain_energy(be, k, 6, hx, chi, w, &e16));
   CHECK_OK(ctx, op->op->strain_energy(be, k, 6, y, chi, w, &e64));
   double emax = 0, e64max = 0;
   op->vec->download(be, &e16, host), op->vec->download(be, &e64, back);
@@ -499,7 +499,7 @@ static void test_half_fields(vox_context *ctx, vox_backend *be) {
   CHECK(e64max > 0 && emax <= 1e-14 * e64max);
   for (int f = 0; f < 6; f++) {
     op->vec->destroy(be, &x[f]), op->vec->destroy(be, &y[f]);
-    op->vec->half_destroy(be, &hx[f]);
+    op->vec->destroy(be, &hx[f]);
   }
   free(host), free(back);
   op->vec->destroy(be, &e16), op->vec->destroy(be, &e64);

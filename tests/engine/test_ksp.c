@@ -123,7 +123,7 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
   opt.precision = VOX_PRECISION_DOUBLE;
   opt.rtol = 1e-10;
   vox_vec u;
-  CHECK_OK(ctx, be->ops->vec->create(be, fem->n_dofs, &u));
+  CHECK_OK(ctx, be->ops->vec->create(be, fem->n_dofs, VOX_DOUBLE, &u));
   vox_ksp_history h = {0};
   if (history) CHECK_OK(ctx, vox_ksp_history_create(be, fem->n_dofs, 2, &h));
   int n = 0;
@@ -245,7 +245,7 @@ static vox_status cell_solve(vox_context *ctx, vox_backend *be, const vox_model 
     return VOX_ERR_INVALID_ARGUMENT;
   }
   vox_vec rho;
-  CHECK_OK(ctx, be->ops->vec->create(be, ne, &rho));
+  CHECK_OK(ctx, be->ops->vec->create(be, ne, VOX_DOUBLE, &rho));
   CHECK_OK(ctx, be->ops->vec->upload(be, &rho, rho_host));
   CHECK_OK(ctx,
            be->ops->design->simp_moduli(be, &rho, &hc->fem->e_solid, 3, 1e-9, &hc->fem->moduli));

@@ -51,7 +51,7 @@ static double dof_displacement(vox_context *ctx, vox_backend *be, const vox_mode
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &fem));
   vox_vec u;
-  be->ops->vec->create(be, fem->n_dofs, &u);
+  be->ops->vec->create(be, fem->n_dofs, VOX_DOUBLE, &u);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-13;
@@ -129,9 +129,9 @@ static void fixture_open(vox_context *ctx, vox_backend *be, const vox_model *m, 
   f->emin = 1e-3;
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &f->fem));
   CHECK_OK(ctx, vox_objective_create(ctx, f->fem, m, &f->obj));
-  be->ops->vec->create(be, f->fem->n_elements, &f->rho);
-  be->ops->vec->create(be, f->fem->n_elements, &f->energy);
-  be->ops->vec->create(be, f->fem->n_elements, &f->dc);
+  be->ops->vec->create(be, f->fem->n_elements, VOX_DOUBLE, &f->rho);
+  be->ops->vec->create(be, f->fem->n_elements, VOX_DOUBLE, &f->energy);
+  be->ops->vec->create(be, f->fem->n_elements, VOX_DOUBLE, &f->dc);
   vox_solver_options_default(&f->opt);
   f->opt.rtol = 1e-13;
 }

@@ -11,6 +11,7 @@
 #include "cell_ops.h"
 #include "homogenize.h"
 #include "memory_plan.h"
+#include "objective.h"
 #include "voxfe/voxfe.h"
 
 /* The CPU backend's table with vec->create and stencil_create counting the
@@ -22,7 +23,7 @@ static vox_backend_ops counting_ops;
 static vox_vector_ops counting_vec_ops;
 static vox_multigrid_ops counting_mg_ops;
 static vox_design_ops counting_design_ops;
-static vox_status (*cpu_vec_create)(vox_backend *, size_t, vox_vec *);
+static vox_status (*cpu_vec_create)(vox_backend *, size_t, vox_scalar, vox_vec *);
 static void (*cpu_vec_destroy)(vox_backend *, vox_vec *);
 static vox_status (*cpu_stencil_create)(vox_backend *, const vox_grid *, int, vox_precision,
                                         vox_stencil **);
@@ -34,13 +35,13 @@ static void count(size_t bytes) {
 
 static void start_count(void) { counted = live = 0; }
 
-static vox_status counting_vec_create(vox_backend *be, size_t n, vox_vec *v) {
-  count(n * sizeof(double));
-  return cpu_vec_create(be, n, v);
+static vox_status counting_vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
+  count(vox_vec_bytes(n, scalar));
+  return cpu_vec_create(be, n, scalar, v);
 }
 
 static void counting_vec_destroy(vox_backend *be, vox_vec *v) {
-  live -= v->n * sizeof(double);
+  live -= vox_vec_bytes(v->n, v->scalar);
   cpu_vec_destroy(be, v);
 }
 
@@ -50,19 +51,6 @@ static vox_status counting_stencil_create(vox_backend *be, const vox_grid *g, in
   const size_t value = p == VOX_PRECISION_MIXED ? sizeof(float) : sizeof(double);
   count((size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) * value);
   return cpu_stencil_create(be, g, dpn, p, st);
-}
-
-static vox_status (*cpu_hvec_create)(vox_backend *, size_t, vox_hvec *);
-static void (*cpu_hvec_destroy)(vox_backend *, vox_hvec *);
-
-static vox_status counting_hvec_create(vox_backend *be, size_t n, vox_hvec *h) {
-  count(n * sizeof(uint16_t));
-  return cpu_hvec_create(be, n, h);
-}
-
-static void counting_hvec_destroy(vox_backend *be, vox_hvec *h) {
-  live -= h->n * sizeof(uint16_t);
-  cpu_hvec_destroy(be, h);
 }
 
 /* The cell solver's hierarchy: the floats vox_cell_floats says both
@@ -140,12 +128,8 @@ static vox_backend *counting_backend(vox_context *ctx) {
   cpu_stencil_create = counting_ops.mg->stencil_create;
   counting_vec_ops.create = counting_vec_create;
   counting_mg_ops.stencil_create = counting_stencil_create;
-  cpu_hvec_create = counting_ops.vec->half_create;
-  counting_vec_ops.half_create = counting_hvec_create;
   cpu_vec_destroy = counting_ops.vec->destroy;
   counting_vec_ops.destroy = counting_vec_destroy;
-  cpu_hvec_destroy = counting_ops.vec->half_destroy;
-  counting_vec_ops.half_destroy = counting_hvec_destroy;
   cpu_filter_create_periodic = counting_ops.design->filter_create_periodic;
   counting_design_ops.filter_create_periodic = counting_filter_create_periodic;
   cpu_filter_destroy = counting_ops.design->filter_destroy;
@@ -168,6 +152,91 @@ static void check_plan(const char *what, double plan) {
          plan_without_margin);
   CHECK(plan_without_margin >= 0.97 * (double)counted);
   CHECK(plan_without_margin <= 1.10 * (double)counted);
+}
+
+/* Bytes of a layout's vectors, and with its other objects (stencils). */
+static double layout_vector_bytes(const vox_layout *l) {
+  double b = 0;
+  for (int i = 0; i < l->n; i++)
+    if (l->entry[i].n) b += l->entry[i].bytes;
+  return b;
+}
+
+/* Each part makes exactly what its layout describes, the memory plan's
+ * input (layout.h): the fem (its vectors; the operator's flags are the
+ * backend's), the multigrid (vectors and stencils, double and mixed, a
+ * W-cycle's too), a mechanism's objective (state, adjoint, energies) and
+ * a start history. A create that allocated a vector its layout does not
+ * list, or the reverse, fails here. */
+static void test_layouts_are_allocations(vox_context *ctx) {
+  vox_backend *be = counting_backend(ctx);
+  vox_model m;
+  vox_grid g = {.nx = 20, .ny = 10, .nz = 6, .voxel_size = {1, 1, 1}};
+  CHECK_OK(ctx, vox_model_init(ctx, &m, &g));
+  memset(m.label, 1, (size_t)vox_grid_elements(&g));
+  vox_material mat = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3};
+  CHECK_OK(ctx, vox_model_add_material(ctx, &m, &mat));
+  for (int64_t n = 0; n < vox_grid_nodes(&g); n += g.nx + 1)
+    for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, n, c, 0));
+  CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, g.nx, 0, 0.01)); /* prescribed: lift */
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, &m, 1));
+  CHECK_OK(ctx, vox_model_add_load(ctx, &m, g.nx, 2, 0, -1));
+  CHECK_OK(ctx, vox_model_add_output(ctx, &m, g.nx + 1, 0, 1));
+  m.objective = VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
+
+  start_count();
+  vox_fem *fem = NULL;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  const vox_fem_shape shape = {
+      .grid = &g, .dofs_per_node = 3, .n_cases = 1, .prescribed = 1, .output = 1};
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_fem_layout(&shape, NULL, &l);
+  printf("fem: allocated %zu bytes, layout %.0f\n", counted, layout_vector_bytes(&l));
+  CHECK(fem && (double)counted == layout_vector_bytes(&l));
+
+  for (int mixed = 0; mixed < 2 && fem; mixed++) {
+    vox_solver_options so;
+    vox_solver_options_default(&so);
+    so.precision = mixed ? VOX_PRECISION_MIXED : VOX_PRECISION_DOUBLE;
+    so.mg_cycle = mixed ? VOX_MG_CYCLE_W : VOX_MG_CYCLE_V;
+    start_count();
+    vox_multigrid *mg = NULL;
+    CHECK_OK(ctx, vox_mg_create(be, fem->op, &g, 3, 0, &so, &mg));
+    vox_layout_init(&l);
+    vox_mg_layout(be, &g, 3, &so, NULL, &l);
+    printf("multigrid (%s): allocated %zu bytes, layout %.0f\n", mixed ? "mixed" : "double",
+           counted, vox_layout_bytes(&l));
+    CHECK(mg && (double)counted == vox_layout_bytes(&l));
+    vox_mg_destroy(mg);
+  }
+
+  start_count();
+  vox_objective_state *obj = NULL;
+  CHECK_OK(ctx, vox_objective_create(ctx, fem, &m, &obj));
+  vox_objective_shape os = {.kind = VOX_OBJECTIVE_OUTPUT_DISPLACEMENT,
+                            .n_cases = 1,
+                            .unit_weights = 1,
+                            .n_dofs = fem->n_dofs,
+                            .n_elements = fem->n_elements};
+  vox_layout_init(&l);
+  vox_objective_layout(&os, NULL, &l);
+  printf("objective: allocated %zu bytes, layout %.0f\n", counted, vox_layout_bytes(&l));
+  CHECK(obj && (double)counted == vox_layout_bytes(&l));
+  vox_objective_destroy(obj);
+
+  start_count();
+  vox_ksp_history h;
+  CHECK_OK(ctx, vox_ksp_history_create(be, fem->n_dofs, 2, &h));
+  vox_layout_init(&l);
+  vox_ksp_history_layout(fem->n_dofs, 2, NULL, &l);
+  CHECK((double)counted == vox_layout_bytes(&l) && l.n == 2);
+  vox_ksp_history_destroy(be, &h);
+
+  vox_fem_destroy(fem);
+  vox_model_free(&m);
+  be->ops = &counting_ops;
+  vox_backend_destroy(be);
 }
 
 /* An optimization of a cantilever on the counting backend: what it
@@ -333,6 +402,7 @@ static void test_cell_solver_choice(vox_backend *be) {
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
+  test_layouts_are_allocations(ctx);
   test_plan_matches_allocations(ctx, 2);
   const vox_filter_type sens = VOX_FILTER_SENSITIVITY;
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens);

@@ -69,10 +69,10 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, be->ops->mg->galerkin_stencil(be, s1, s2));
 
   vox_vec xc, xf, yf, yc, ref, x2, y1, y2;
-  be->ops->vec->create(be, n1, &xc), be->ops->vec->create(be, n0, &xf);
-  be->ops->vec->create(be, n0, &yf), be->ops->vec->create(be, n1, &yc);
-  be->ops->vec->create(be, n1, &ref), be->ops->vec->create(be, n2, &x2);
-  be->ops->vec->create(be, n1, &y1), be->ops->vec->create(be, n2, &y2);
+  be->ops->vec->create(be, n1, VOX_DOUBLE, &xc), be->ops->vec->create(be, n0, VOX_DOUBLE, &xf);
+  be->ops->vec->create(be, n0, VOX_DOUBLE, &yf), be->ops->vec->create(be, n1, VOX_DOUBLE, &yc);
+  be->ops->vec->create(be, n1, VOX_DOUBLE, &ref), be->ops->vec->create(be, n2, VOX_DOUBLE, &x2);
+  be->ops->vec->create(be, n1, VOX_DOUBLE, &y1), be->ops->vec->create(be, n2, VOX_DOUBLE, &y2);
 
   /* level 0 -> 1 */
   random_vec(be, &xc, 3);
@@ -92,7 +92,7 @@ static void test_galerkin(vox_context *ctx, vox_backend *be) {
   be->ops->mg->prolong_add(be, &g1, 3, &x2, &xc);
   be->ops->mg->stencil_apply(be, s1, &xc, &y1);
   vox_vec r2;
-  be->ops->vec->create(be, n2, &r2);
+  be->ops->vec->create(be, n2, VOX_DOUBLE, &r2);
   be->ops->mg->restrict_residual(be, &g1, 3, &y1, &r2); /* R S1 P x2 */
   be->ops->mg->stencil_apply(be, s2, &x2, &y2);
   be->ops->vec->axpy(be, &y2, -1, &r2);
@@ -138,9 +138,9 @@ static void test_galerkin_conduction(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, be->ops->op->create(be, &desc, &op));
   CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g1, 1, VOX_PRECISION_DOUBLE, &s1));
   vox_vec m, xc, xf, yf, yc, ref;
-  be->ops->vec->create(be, ne, &m), be->ops->vec->create(be, n1, &xc);
-  be->ops->vec->create(be, n0, &xf), be->ops->vec->create(be, n0, &yf);
-  be->ops->vec->create(be, n1, &yc), be->ops->vec->create(be, n1, &ref);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &m), be->ops->vec->create(be, n1, VOX_DOUBLE, &xc);
+  be->ops->vec->create(be, n0, VOX_DOUBLE, &xf), be->ops->vec->create(be, n0, VOX_DOUBLE, &yf);
+  be->ops->vec->create(be, n1, VOX_DOUBLE, &yc), be->ops->vec->create(be, n1, VOX_DOUBLE, &ref);
   be->ops->vec->upload(be, &m, mod);
   be->ops->op->set_moduli(be, op, &m);
   CHECK_OK(ctx, be->ops->mg->galerkin_operator(be, op, s1));
@@ -169,14 +169,14 @@ static int solve(vox_context *ctx, vox_backend *be, vox_model *m, const double *
   CHECK_OK(ctx, vox_fem_create(ctx, be, m, &fem));
   if (rho) {
     vox_vec r;
-    be->ops->vec->create(be, fem->n_elements, &r);
+    be->ops->vec->create(be, fem->n_elements, VOX_DOUBLE, &r);
     be->ops->vec->upload(be, &r, rho);
     be->ops->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
     be->ops->vec->destroy(be, &r);
   }
   vox_fem_update(fem);
   vox_vec uv;
-  be->ops->vec->create(be, fem->n_dofs, &uv);
+  be->ops->vec->create(be, fem->n_dofs, VOX_DOUBLE, &uv);
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, opt, &res));
   CHECK(res.reason == VOX_CONVERGED_RTOL);
@@ -269,7 +269,7 @@ static void check_cycle_symmetric_definite(vox_context *ctx, vox_backend *be, co
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c->m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, a, b, ma, mb;
-  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, VOX_DOUBLE, &r));
   CHECK_OK(ctx, o->vec->upload(be, &r, c->rho));
   CHECK_OK(ctx, o->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   CHECK_OK(ctx, vox_fem_update(fem));
@@ -280,7 +280,7 @@ static void check_cycle_symmetric_definite(vox_context *ctx, vox_backend *be, co
   vox_vec *const work[4] = {&fem->pcg.r, &fem->pcg.z, &fem->pcg.p, &fem->pcg.q};
   CHECK_OK(ctx, vox_mg_setup(mg, &fem->inv_diag, work));
   vox_vec *v[] = {&a, &b, &ma, &mb};
-  for (int i = 0; i < 4; i++) CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, v[i]));
+  for (int i = 0; i < 4; i++) CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, VOX_DOUBLE, v[i]));
   random_vec(be, &a, 7);
   random_vec(be, &b, 8);
   CHECK_OK(ctx, o->op->zero_fixed(be, fem->op, &a));
@@ -354,9 +354,9 @@ static void test_bound_refresh(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   const vox_backend_ops *o = be->ops;
   vox_vec r, uv;
-  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_elements, VOX_DOUBLE, &r));
   CHECK_OK(ctx, o->vec->upload(be, &r, c.rho));
-  CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, &uv));
+  CHECK_OK(ctx, o->vec->create(be, fem->n_dofs, VOX_DOUBLE, &uv));
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res)); /* all solid: setup 1 estimates */
   CHECK(res.reason == VOX_CONVERGED_RTOL && !fem->mg->bounds_kept);
@@ -443,11 +443,11 @@ static void test_reduced_storage(vox_context *ctx, vox_backend *be) {
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &c.m, &fem));
   vox_vec r, uv;
-  CHECK_OK(ctx, lossy.vec->create(be, fem->n_elements, &r));
+  CHECK_OK(ctx, lossy.vec->create(be, fem->n_elements, VOX_DOUBLE, &r));
   CHECK_OK(ctx, lossy.vec->upload(be, &r, c.rho));
   CHECK_OK(ctx, lossy.design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli));
   CHECK_OK(ctx, vox_fem_update(fem));
-  CHECK_OK(ctx, lossy.vec->create(be, fem->n_dofs, &uv));
+  CHECK_OK(ctx, lossy.vec->create(be, fem->n_dofs, VOX_DOUBLE, &uv));
   vox_solve_result res;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &res));
   fprintf(stderr, "lossy coarse storage: %d redo, %d CG iterations in all (%s)\n",

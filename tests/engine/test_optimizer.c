@@ -62,7 +62,7 @@ static double compliance(fixture *f, const double *rho, double p, double *dc_hos
   o->vec->dot(f->be, &f->fem->moduli, &f->energy, &c);
   if (dc_host) {
     vox_vec dc;
-    o->vec->create(f->be, f->rho.n, &dc);
+    o->vec->create(f->be, f->rho.n, VOX_DOUBLE, &dc);
     o->design->simp_sensitivity(f->be, &f->rho, &f->fem->e_solid, &f->energy, p, 1e-9, &dc);
     o->vec->download(f->be, &dc, dc_host);
     o->vec->destroy(f->be, &dc);
@@ -76,9 +76,9 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   fixture f = {.be = be};
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &f.fem));
   const size_t ne = f.fem->n_elements;
-  be->ops->vec->create(be, ne, &f.rho);
-  be->ops->vec->create(be, f.fem->n_dofs, &f.u);
-  be->ops->vec->create(be, ne, &f.energy);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &f.rho);
+  be->ops->vec->create(be, f.fem->n_dofs, VOX_DOUBLE, &f.u);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &f.energy);
   vox_solver_options_default(&f.opt);
   f.opt.rtol = 1e-13;
   double *rho = malloc(ne * sizeof *rho), *dc = malloc(ne * sizeof *dc);
@@ -102,8 +102,8 @@ static void test_sensitivities(vox_context *ctx, vox_backend *be) {
   vox_filter *filter;
   CHECK_OK(ctx, be->ops->design->filter_create(be, &m.grid, 1.8, f.fem->element_active, &filter));
   vox_vec x, xf, g, gt;
-  be->ops->vec->create(be, ne, &x), be->ops->vec->create(be, ne, &xf);
-  be->ops->vec->create(be, ne, &g), be->ops->vec->create(be, ne, &gt);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &x), be->ops->vec->create(be, ne, VOX_DOUBLE, &xf);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &g), be->ops->vec->create(be, ne, VOX_DOUBLE, &gt);
   double *xh = malloc(ne * sizeof *xh), *xfh = malloc(ne * sizeof *xfh), *gth = malloc(ne * sizeof *gth);
   for (size_t e = 0; e < ne; e++) xh[e] = rho[e];
   be->ops->vec->upload(be, &x, xh);

@@ -46,9 +46,9 @@ static void run(vox_context *ctx, vox_backend *be, vox_filter *f, which w, size_
                 const double *in, const double *rho, double *out) {
   const vox_backend_ops *o = be->ops;
   vox_vec vi, vr, vo;
-  CHECK_OK(ctx, o->vec->create(be, n, &vi));
-  CHECK_OK(ctx, o->vec->create(be, n, &vr));
-  CHECK_OK(ctx, o->vec->create(be, n, &vo));
+  CHECK_OK(ctx, o->vec->create(be, n, VOX_DOUBLE, &vi));
+  CHECK_OK(ctx, o->vec->create(be, n, VOX_DOUBLE, &vr));
+  CHECK_OK(ctx, o->vec->create(be, n, VOX_DOUBLE, &vo));
   CHECK_OK(ctx, o->vec->upload(be, &vi, in));
   CHECK_OK(ctx, o->vec->upload(be, &vr, rho));
   if (w == APPLY) CHECK_OK(ctx, o->design->filter_apply(be, f, &vi, &vo));

@@ -163,13 +163,13 @@ static void test_assembled(vox_context *ctx, vox_backend *be, int single, double
   for (size_t e = 0; e < ne; e++) /* element 75 is (3, 2, 2), off the clamped face */
     rho[e] = single ? e == 75 : uniform(&seed) < 0.5;
   vox_vec r, x, y;
-  be->ops->vec->create(be, ne, &r);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &r);
   be->ops->vec->upload(be, &r, rho);
   be->ops->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli);
   CHECK_OK(ctx, vox_fem_update(fem));
   be->ops->vec->download(be, &fem->inv_diag, d);
-  be->ops->vec->create(be, n, &x);
-  be->ops->vec->create(be, n, &y);
+  be->ops->vec->create(be, n, VOX_DOUBLE, &x);
+  be->ops->vec->create(be, n, VOX_DOUBLE, &y);
   double *raw = malloc(n * n * sizeof *raw), *blocks = calloc(n * n, sizeof *blocks);
   for (size_t j = 0; j < n; j++) { /* column j of A, and of D^-1/2 A D^-1/2 */
     memset(col, 0, n * sizeof *col);

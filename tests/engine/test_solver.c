@@ -71,8 +71,8 @@ static void test_tension(vox_context *ctx, vox_backend *be) {
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   vox_vec uv, kv;
-  be->ops->vec->create(be, nd, &uv);
-  be->ops->vec->create(be, nd, &kv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
   opt.rtol = 1e-6;
   CHECK_OK(ctx, vox_fem_solve(fem, 0, &uv, &opt, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL && r.iterations > 1);
@@ -117,8 +117,8 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   vox_fem *fem;
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   vox_vec uv, kv;
-  be->ops->vec->create(be, nd, &uv);
-  be->ops->vec->create(be, nd, &kv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
   be->ops->vec->upload(be, &uv, u);
   be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
   double *ku = malloc(nd * sizeof *ku), reaction = 0;
@@ -158,8 +158,8 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   vox_operator *op;
   CHECK_OK(ctx, be->ops->op->create(be, &desc, &op));
   vox_vec m, b, x, d;
-  be->ops->vec->create(be, ne, &m), be->ops->vec->create(be, nn, &b);
-  be->ops->vec->create(be, nn, &x), be->ops->vec->create(be, nn, &d);
+  be->ops->vec->create(be, ne, VOX_DOUBLE, &m), be->ops->vec->create(be, nn, VOX_DOUBLE, &b);
+  be->ops->vec->create(be, nn, VOX_DOUBLE, &x), be->ops->vec->create(be, nn, VOX_DOUBLE, &d);
   be->ops->vec->upload(be, &m, mod);
   be->ops->vec->upload(be, &b, q);
   be->ops->op->set_moduli(be, op, &m);
@@ -288,8 +288,8 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
   const size_t n = fem->n_dofs;
   vox_vec x, exact, t;
-  be->ops->vec->create(be, n, &x), be->ops->vec->create(be, n, &exact);
-  be->ops->vec->create(be, n, &t);
+  be->ops->vec->create(be, n, VOX_DOUBLE, &x), be->ops->vec->create(be, n, VOX_DOUBLE, &exact);
+  be->ops->vec->create(be, n, VOX_DOUBLE, &t);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
   opt.rtol = 1e-12;

@@ -21,6 +21,7 @@
 #include "voxfe/element.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
+#include "../vector_doubles.h"
 
 /* The sparse preconditioner's options of the solves that follow. */
 static vox_sparse_pc_options sparse_options;
@@ -48,8 +49,8 @@ static double top_reaction(vox_context *ctx, vox_backend *be, const vox_model *m
   vox_vec uv, ku;
   const size_t nd = fem->n_dofs;
   double *k = malloc(nd * sizeof *k);
-  CHECK_OK(ctx, be->ops->vec->create(be, nd, &uv));
-  CHECK_OK(ctx, be->ops->vec->create(be, nd, &ku));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &uv));
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &ku));
   CHECK_OK(ctx, be->ops->vec->upload(be, &uv, u));
   CHECK_OK(ctx, be->ops->op->apply(be, fem->op, &uv, &ku, VOX_APPLY_FULL));
   CHECK_OK(ctx, be->ops->vec->download(be, &ku, k));
@@ -218,6 +219,7 @@ static void test_split_levels(vox_context *ctx) {
  * the nodes of one parity class (x, y, z mod 2 of the node's box position:
  * no two of them share an element) gives column j of each of their blocks.
  * W B = I to 1e-12 in double and 1e-5 in float, and W symmetric. */
+
 static void test_block_inverse(vox_context *ctx, vox_backend *be, int split) {
   vox_model m;
   make_bone_model(ctx, &m, 20, 7, 0);
@@ -243,29 +245,29 @@ static void test_block_inverse(vox_context *ctx, vox_backend *be, int split) {
       n_fixed += hl->node_fixed[a] != 0;
     }
     CHECK(n_fixed > 0);
-    vox_svec xv, yv, wv;
-    CHECK_OK(ctx, o->vec_create(be, n, 0, &xv));
-    CHECK_OK(ctx, o->vec_create(be, n, 0, &yv));
+    vox_vec xv, yv, wv;
+    CHECK_OK(ctx, be->ops->vec->create(be, n, VOX_DOUBLE, &xv));
+    CHECK_OK(ctx, be->ops->vec->create(be, n, VOX_DOUBLE, &yv));
     for (int p = 0; p < 8; p++)
       for (int j = 0; j < 3; j++) {
         for (size_t a = 0; a < nn; a++)
           for (int c = 0; c < 3; c++) x[3 * a + c] = parity[a] == p && c == j;
-        CHECK_OK(ctx, o->vec_upload(be, &xv, x));
+        CHECK_OK(ctx, upload_doubles(be, &xv, x));
         CHECK_OK(ctx, o->apply(be, lv, &xv, &yv, 0));
-        CHECK_OK(ctx, o->vec_download(be, &yv, y));
+        CHECK_OK(ctx, download_doubles(be, &yv, y));
         for (size_t a = 0; a < nn; a++)
           if (parity[a] == p)
             for (int i = 0; i < 3; i++) block[9 * a + 3 * i + j] = y[3 * a + i];
       }
     /* double, float, and bfloat16 (summed in a float scratch) */
-    for (int single = 0; single <= VOX_SVEC_BF16; single++) {
-      vox_svec scratch = {0};
-      if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_create(be, 6 * nn, 1, &scratch));
-      CHECK_OK(ctx, o->vec_create(be, 6 * nn, single, &wv));
+    for (vox_scalar single = VOX_DOUBLE; single <= VOX_BF16; single++) {
+      vox_vec scratch = {0};
+      if (single == VOX_BF16) CHECK_OK(ctx, be->ops->vec->create(be, 6 * nn, VOX_FLOAT, &scratch));
+      CHECK_OK(ctx, be->ops->vec->create(be, 6 * nn, single, &wv));
       CHECK_OK(ctx, o->inv_block_diagonal(be, lv, &wv, scratch.data ? &scratch : NULL));
-      CHECK_OK(ctx, o->vec_download(be, &wv, w));
-      o->vec_destroy(be, &wv);
-      if (scratch.data) o->vec_destroy(be, &scratch);
+      CHECK_OK(ctx, download_doubles(be, &wv, w));
+      be->ops->vec->destroy(be, &wv);
+      if (scratch.data) be->ops->vec->destroy(be, &scratch);
       double err = 0;
       for (size_t a = 0; a < nn; a++)
         for (int i = 0; i < 3; i++)
@@ -285,12 +287,12 @@ static void test_block_inverse(vox_context *ctx, vox_backend *be, int split) {
       printf("inverse blocks, %s level %d (%zu nodes, %zu with fixed dofs), %s: max |W B - I| "
              "= %.2e\n",
              split ? "split" : "plain", l, nn, n_fixed,
-             single == VOX_SVEC_BF16 ? "bfloat16" : single ? "float" : "double", err);
+             single == VOX_BF16 ? "bfloat16" : single ? "float" : "double", err);
       /* bfloat16 rounds each entry by up to 2^-9 of it */
-      CHECK(err <= (single == VOX_SVEC_BF16 ? 1e-2 : single ? 1e-5 : 1e-12));
+      CHECK(err <= (single == VOX_BF16 ? 1e-2 : single ? 1e-5 : 1e-12));
     }
-    o->vec_destroy(be, &xv);
-    o->vec_destroy(be, &yv);
+    be->ops->vec->destroy(be, &xv);
+    be->ops->vec->destroy(be, &yv);
     o->level_destroy(be, lv);
     free(block), free(x), free(y), free(w), free(parity);
   }

@@ -166,7 +166,7 @@ static void test_group(vox_context *ctx, vox_backend *be, const vox_grid *g, vox
 
   /* the backend's op: the same bits */
   vox_vec v;
-  CHECK_OK(ctx, be->ops->vec->create(be, (size_t)ne, &v));
+  CHECK_OK(ctx, be->ops->vec->create(be, (size_t)ne, VOX_DOUBLE, &v));
   CHECK_OK(ctx, be->ops->vec->upload(be, &v, f));
   CHECK_OK(ctx, be->ops->design->symmetrize(be, g, sym, &v));
   CHECK_OK(ctx, be->ops->vec->download(be, &v, s));

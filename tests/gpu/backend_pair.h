@@ -145,8 +145,8 @@ static inline int pv_create(pvec *v, size_t n) {
     fail_line("setup", "out of host memory");
     return 0;
   }
-  return C_OK("vec_create", cpu->ops->vec->create(cpu, n, &v->c)) &&
-         G_OK("vec_create", gpu->ops->vec->create(gpu, n, &v->g));
+  return C_OK("vec_create", cpu->ops->vec->create(cpu, n, VOX_DOUBLE, &v->c)) &&
+         G_OK("vec_create", gpu->ops->vec->create(gpu, n, VOX_DOUBLE, &v->g));
 }
 
 static inline void pv_destroy(pvec *v) {

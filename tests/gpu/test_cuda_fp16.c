@@ -156,8 +156,8 @@ static int abs_product(const level_problem *p, const double *values, const doubl
        C_OK("abs stencil",
             c->mg->stencil_create(cpu, &p->coarse, p->dpn, VOX_PRECISION_DOUBLE, &st)) &&
        C_OK("abs stencil", c->mg->stencil_upload(cpu, st, av)) &&
-       C_OK("abs stencil", c->vec->create(cpu, n, &vx)) &&
-       C_OK("abs stencil", c->vec->create(cpu, n, &vy)) &&
+       C_OK("abs stencil", c->vec->create(cpu, n, VOX_DOUBLE, &vx)) &&
+       C_OK("abs stencil", c->vec->create(cpu, n, VOX_DOUBLE, &vy)) &&
        C_OK("abs stencil", c->vec->upload(cpu, &vx, ax)) &&
        C_OK("abs stencil", c->mg->stencil_apply(cpu, st, &vx, &vy)) &&
        C_OK("abs stencil", c->vec->download(cpu, &vy, out));
@@ -380,8 +380,8 @@ static double energy_difference(vox_context *ctx, const vox_model *m, const doub
   vox_vec rho = {0}, d = {0}, kd = {0};
   double e_diff, e_ref;
   for (size_t i = 0; i < nd; i++) diff[i] = v[i] - u[i];
-  if (!o->vec->create(cpu, ne, &rho) && !o->vec->create(cpu, nd, &d) &&
-      !o->vec->create(cpu, nd, &kd) && !o->vec->upload(cpu, &rho, m->density) &&
+  if (!o->vec->create(cpu, ne, VOX_DOUBLE, &rho) && !o->vec->create(cpu, nd, VOX_DOUBLE, &d) &&
+      !o->vec->create(cpu, nd, VOX_DOUBLE, &kd) && !o->vec->upload(cpu, &rho, m->density) &&
       !o->design->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) &&
       !o->vec->upload(cpu, &d, diff) && !o->op->apply(cpu, fem->op, &d, &kd, 0) &&
       !o->vec->dot(cpu, &d, &kd, &e_diff) && !o->vec->upload(cpu, &d, u) &&

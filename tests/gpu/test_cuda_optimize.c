@@ -229,7 +229,7 @@ static void test_contrast_solve(vox_context *cctx, vox_backend *cpu, vox_context
   if (fem) {
     const vox_backend_ops *o = cpu->ops;
     vox_vec rho, d, kd;
-    o->vec->create(cpu, ne, &rho), o->vec->create(cpu, nd, &d), o->vec->create(cpu, nd, &kd);
+    o->vec->create(cpu, ne, VOX_DOUBLE, &rho), o->vec->create(cpu, nd, VOX_DOUBLE, &d), o->vec->create(cpu, nd, VOX_DOUBLE, &kd);
     o->vec->upload(cpu, &rho, m.density);
     o->design->simp_moduli(cpu, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli);
     double e_diff, e_ref;

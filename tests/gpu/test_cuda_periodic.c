@@ -180,33 +180,33 @@ static void test_operator(int64_t nx, int64_t ny, int64_t nz, int dpn, int held,
     }
     /* the fields in half precision: stored alike to the bit (checked
      * through exact loads), and the half energies and their sums */
-    vox_hvec hc[6] = {{0}}, hg[6] = {{0}};
+    vox_vec hc[6] = {0}, hg[6] = {0};
     int stored = 1;
     for (int f = 0; f < 6 && stored; f++) {
-      stored = BOTH("hvec_create", c->vec->half_create(cpu, p.n_dofs, &hc[f]),
-                    g->vec->half_create(gpu, p.n_dofs, &hg[f])) &&
-               BOTH("hvec_store", c->vec->half_store(cpu, &uc[f], &hc[f]),
-                    g->vec->half_store(gpu, &ug[f], &hg[f]));
+      stored = BOTH("vec_create half", c->vec->create(cpu, p.n_dofs, VOX_HALF, &hc[f]),
+                    g->vec->create(gpu, p.n_dofs, VOX_HALF, &hg[f])) &&
+               BOTH("vec_copy to half", c->vec->copy(cpu, &hc[f], &uc[f]),
+                    g->vec->copy(gpu, &hg[f], &ug[f]));
       if (stored && pv_poison(&y) &&
-          BOTH("hvec_load", c->vec->half_load(cpu, &hc[f], &y.c),
-               g->vec->half_load(gpu, &hg[f], &y.g)))
-        pv_check("hvec_store and hvec_load (exact)", &y, 0);
+          BOTH("vec_copy from half", c->vec->copy(cpu, &y.c, &hc[f]),
+               g->vec->copy(gpu, &y.g, &hg[f])))
+        pv_check("vec_copy to half and back (exact)", &y, 0);
     }
     if (stored) {
       for (int i = 0; i < 36; i++) wts[i] = uniform(&seed) - 0.3;
       if (pv_poison(&e) && BOTH("op_strain_energy_half",
-                                c->op->strain_energy_half(cpu, p.cop, 6, hc, chi, wts, &e.c),
-                                g->op->strain_energy_half(gpu, p.gop, 6, hg, chi, wts, &e.g)))
+                                c->op->strain_energy(cpu, p.cop, 6, hc, chi, wts, &e.c),
+                                g->op->strain_energy(gpu, p.gop, 6, hg, chi, wts, &e.g)))
         pv_check("op_strain_energy_half 6 fields", &e, TOL);
       double sc[36], sg[36];
       if (BOTH("op_strain_energy_sums_half",
-               c->op->strain_energy_sums_half(cpu, p.cop, 6, hc, chi, sc),
-               g->op->strain_energy_sums_half(gpu, p.gop, 6, hg, chi, sg)))
+               c->op->strain_energy_sums(cpu, p.cop, 6, hc, chi, sc),
+               g->op->strain_energy_sums(gpu, p.gop, 6, hg, chi, sg)))
         report("op_strain_energy_sums_half 6 fields", sg, sc, 36, TOL);
     }
     for (int f = 0; f < 6; f++) {
-      if (hc[f].data) c->vec->half_destroy(cpu, &hc[f]);
-      if (hg[f].data) g->vec->half_destroy(gpu, &hg[f]);
+      if (hc[f].data) c->vec->destroy(cpu, &hc[f]);
+      if (hg[f].data) g->vec->destroy(gpu, &hg[f]);
     }
   }
 done:
@@ -466,7 +466,7 @@ static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int
   const int ok =
       call_ok(vox_homog_create_fields(ctx, be, m, VOX_HOMOG_CELL_SOLVER, VOX_ALL_STRAINS, h), be,
               "cell solver", "create") &&
-      call_ok(o->vec->create(be, (size_t)n * n * n, &rho), be, "cell solver", "rho") &&
+      call_ok(o->vec->create(be, (size_t)n * n * n, VOX_DOUBLE, &rho), be, "cell solver", "rho") &&
       call_ok(o->vec->upload(be, &rho, m->density), be, "cell solver", "rho") &&
       call_ok(o->design->simp_moduli(be, &rho, &(*h)->fem->e_solid, 3, 1e-9, &(*h)->fem->moduli),
               be, "cell solver", "moduli") &&

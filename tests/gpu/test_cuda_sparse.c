@@ -28,6 +28,7 @@
 #include "sparse_ops.h"
 #include "sparse_solve.h"
 #include "voxfe/voxfe.h"
+#include "../vector_doubles.h"
 
 enum { SKIP = 77 };
 
@@ -87,7 +88,7 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
       x[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
     }
     /* double, float, the fixed dofs kept, and float into 16 bytes a node
-     * (VOX_SVEC_NODE4: the V-cycle's products on a backend that takes it) */
+     * (VOX_FLOAT_NODE4: the V-cycle's products on a backend that takes it) */
     const int flag_sets[4] = {0, VOX_APPLY_SINGLE, VOX_APPLY_FULL, VOX_APPLY_SINGLE};
     for (int f = 0; f < 4; f++) {
       const int single = flag_sets[f] == VOX_APPLY_SINGLE;
@@ -96,16 +97,16 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
       for (int b = 0; b < 2; b++) {
         const vox_sparse_ops *o = bes[b]->ops->sparse;
         vox_sparse_level *lv;
-        vox_svec xv, yv;
+        vox_vec xv, yv;
         CHECK_OK(ctx, o->level_create(bes[b], &d, &lv));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, single, &xv));
-        const int layout = f == 3 && o->node4 ? VOX_SVEC_NODE4 : single;
-        CHECK_OK(ctx, o->vec_create(bes[b], n, layout, &yv));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &xv, x));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, single, &xv));
+        const int layout = f == 3 && o->node4 ? VOX_FLOAT_NODE4 : single;
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, layout, &yv));
+        CHECK_OK(ctx, upload_doubles(bes[b], &xv, x));
         CHECK_OK(ctx, o->apply(bes[b], lv, &xv, &yv, flag_sets[f]));
-        CHECK_OK(ctx, o->vec_download(bes[b], &yv, ys[b]));
-        o->vec_destroy(bes[b], &xv);
-        o->vec_destroy(bes[b], &yv);
+        CHECK_OK(ctx, download_doubles(bes[b], &yv, ys[b]));
+        bes[b]->ops->vec->destroy(bes[b], &xv);
+        bes[b]->ops->vec->destroy(bes[b], &yv);
         o->level_destroy(bes[b], lv);
       }
       double diff = 0, scale = 0;
@@ -139,40 +140,40 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       in[i] = (double)(seed >> 11) / 9007199254740992.0 - 0.5;
     }
-    for (int single = 0; single <= VOX_SVEC_BF16; single++) {
+    for (int single = 0; single <= VOX_BF16; single++) {
       vox_backend *bes[2] = {gpu, cpu};
       for (int b = 0; b < 2; b++) {
         const vox_sparse_ops *o = bes[b]->ops->sparse;
         vox_sparse_level *lv;
-        vox_svec wv, bv, av, dv, xv;
+        vox_vec wv, bv, av, dv, xv;
         w[b] = malloc(2 * n * sizeof(double));
         xd[b][0] = malloc(n * sizeof(double));
         xd[b][1] = malloc(n * sizeof(double));
         CHECK_OK(ctx, o->level_create(bes[b], &d, &lv));
         const int vs = single ? 1 : 0; /* the vectors' precision */
-        vox_svec scratch = {0};
-        if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_create(bes[b], 2 * n, 1, &scratch));
-        CHECK_OK(ctx, o->vec_create(bes[b], 2 * n, single, &wv));
+        vox_vec scratch = {0};
+        if (single == VOX_BF16) CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], 2 * n, 1, &scratch));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], 2 * n, single, &wv));
         CHECK_OK(ctx, o->inv_block_diagonal(bes[b], lv, &wv, scratch.data ? &scratch : NULL));
-        CHECK_OK(ctx, o->vec_download(bes[b], &wv, w[b]));
-        if (scratch.data) o->vec_destroy(bes[b], &scratch);
+        CHECK_OK(ctx, download_doubles(bes[b], &wv, w[b]));
+        if (scratch.data) bes[b]->ops->vec->destroy(bes[b], &scratch);
         if (single == 0 && b == 1) memcpy(w64, w[b], 2 * n * sizeof *w64);
-        if (single == VOX_SVEC_BF16) CHECK_OK(ctx, o->vec_upload(bes[b], &wv, w64));
+        if (single == VOX_BF16) CHECK_OK(ctx, upload_doubles(bes[b], &wv, w64));
         /* b: CG's double r, or with bfloat16 blocks its float copy (the
          * V-cycle's level 0 now, CUDA's all-float step) */
-        CHECK_OK(ctx, o->vec_create(bes[b], n, single == VOX_SVEC_BF16, &bv));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &av));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &dv));
-        CHECK_OK(ctx, o->vec_create(bes[b], n, vs, &xv));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &bv, in));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &av, in + n));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &dv, in + 2 * n));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &xv, in + 3 * n));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, single == VOX_BF16, &bv));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, vs, &av));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, vs, &dv));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n, vs, &xv));
+        CHECK_OK(ctx, upload_doubles(bes[b], &bv, in));
+        CHECK_OK(ctx, upload_doubles(bes[b], &av, in + n));
+        CHECK_OK(ctx, upload_doubles(bes[b], &dv, in + 2 * n));
+        CHECK_OK(ctx, upload_doubles(bes[b], &xv, in + 3 * n));
         CHECK_OK(ctx, o->block_smoother_step(bes[b], &bv, &av, &wv, 0.7, 0.3, &dv, &xv));
-        CHECK_OK(ctx, o->vec_download(bes[b], &dv, xd[b][0]));
-        CHECK_OK(ctx, o->vec_download(bes[b], &xv, xd[b][1]));
-        vox_svec *v[] = {&wv, &bv, &av, &dv, &xv};
-        for (int i = 0; i < 5; i++) o->vec_destroy(bes[b], v[i]);
+        CHECK_OK(ctx, download_doubles(bes[b], &dv, xd[b][0]));
+        CHECK_OK(ctx, download_doubles(bes[b], &xv, xd[b][1]));
+        vox_vec *v[] = {&wv, &bv, &av, &dv, &xv};
+        for (int i = 0; i < 5; i++) bes[b]->ops->vec->destroy(bes[b], v[i]);
         o->level_destroy(bes[b], lv);
       }
       const double *got[3][2] = {{w[0], w[1]}, {xd[0][0], xd[1][0]}, {xd[0][1], xd[1][1]}};
@@ -185,8 +186,8 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
           scale = fmax(scale, fabs(got[t][1][i]));
         }
         printf("%s: level %d %s (%s): max |d| / max = %.2e\n", kind, l, names[t],
-               single == VOX_SVEC_BF16 ? "bfloat16" : single ? "float" : "double", diff / scale);
-        const double tol = single == VOX_SVEC_BF16 && t == 0 ? 0x1p-7 : single ? 1e-5 : 1e-12;
+               single == VOX_BF16 ? "bfloat16" : single ? "float" : "double", diff / scale);
+        const double tol = single == VOX_BF16 && t == 0 ? 0x1p-7 : single ? 1e-5 : 1e-12;
         CHECK(scale > 0 && diff <= tol * scale);
       }
       for (int b = 0; b < 2; b++) free(w[b]), free(xd[b][0]), free(xd[b][1]);
@@ -216,27 +217,27 @@ static void compare_products(vox_context *ctx, vox_backend *gpu, vox_backend *cp
     for (int b = 0; b < 2; b++) {
       const vox_sparse_ops *o = bes[b]->ops->sparse;
       vox_sparse_level *l0, *l1;
-      vox_svec fine, coarse, rhs = {0};
+      vox_vec fine, coarse, rhs = {0};
       CHECK_OK(ctx, o->level_create(bes[b], &d0, &l0));
       CHECK_OK(ctx, o->level_create(bes[b], &d1, &l1));
-      CHECK_OK(ctx, o->vec_create(bes[b], n0, t > 0, &fine));
-      CHECK_OK(ctx, o->vec_create(bes[b], n1, 1, &coarse));
-      CHECK_OK(ctx, o->vec_upload(bes[b], &fine, f));
+      CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n0, t > 0, &fine));
+      CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n1, 1, &coarse));
+      CHECK_OK(ctx, upload_doubles(bes[b], &fine, f));
       if (t == 2) {
-        CHECK_OK(ctx, o->vec_create(bes[b], n0, 0, &rhs));
-        CHECK_OK(ctx, o->vec_upload(bes[b], &rhs, f + n0));
+        CHECK_OK(ctx, bes[b]->ops->vec->create(bes[b], n0, 0, &rhs));
+        CHECK_OK(ctx, upload_doubles(bes[b], &rhs, f + n0));
       }
       if (t < 3) {
         CHECK_OK(ctx, o->restrict_residual(bes[b], l0, l1, t == 2 ? &rhs : NULL, &fine, &coarse));
-        CHECK_OK(ctx, o->vec_download(bes[b], &coarse, out[b]));
+        CHECK_OK(ctx, download_doubles(bes[b], &coarse, out[b]));
       } else {
-        CHECK_OK(ctx, o->vec_upload(bes[b], &coarse, c));
+        CHECK_OK(ctx, upload_doubles(bes[b], &coarse, c));
         CHECK_OK(ctx, o->prolong_add(bes[b], l0, l1, &coarse, &fine));
-        CHECK_OK(ctx, o->vec_download(bes[b], &fine, out[b]));
+        CHECK_OK(ctx, download_doubles(bes[b], &fine, out[b]));
       }
-      o->vec_destroy(bes[b], &fine);
-      o->vec_destroy(bes[b], &coarse);
-      if (rhs.data) o->vec_destroy(bes[b], &rhs);
+      bes[b]->ops->vec->destroy(bes[b], &fine);
+      bes[b]->ops->vec->destroy(bes[b], &coarse);
+      if (rhs.data) bes[b]->ops->vec->destroy(bes[b], &rhs);
       o->level_destroy(bes[b], l0);
       o->level_destroy(bes[b], l1);
     }
@@ -288,10 +289,10 @@ static void random_bsr(vox_bsr *a, size_t rows, size_t cols, int br, int bc, int
 
 /* max |gpu - cpu| / max |cpu| of a vector on both backends */
 static double vec_difference(vox_context *ctx, vox_backend *gpu, vox_backend *cpu,
-                             const vox_svec *g, const vox_svec *c) {
+                             const vox_vec *g, const vox_vec *c) {
   double *hg = malloc(g->n * sizeof *hg), *hc = malloc(c->n * sizeof *hc);
-  CHECK_OK(ctx, gpu->ops->sparse->vec_download(gpu, g, hg));
-  CHECK_OK(ctx, cpu->ops->sparse->vec_download(cpu, c, hc));
+  CHECK_OK(ctx, download_doubles(gpu, g, hg));
+  CHECK_OK(ctx, download_doubles(cpu, c, hc));
   double diff = 0, scale = 0;
   for (size_t i = 0; i < g->n; i++)
     diff = fmax(diff, fabs(hg[i] - hc[i])), scale = fmax(scale, fabs(hc[i]));
@@ -301,13 +302,13 @@ static double vec_difference(vox_context *ctx, vox_backend *gpu, vox_backend *cp
 
 /* A vector of n random entries on both backends, in double or float. */
 static void random_pair(vox_context *ctx, vox_backend *gpu, vox_backend *cpu, size_t n,
-                        int single, uint64_t seed, vox_svec *g, vox_svec *c) {
+                        int single, uint64_t seed, vox_vec *g, vox_vec *c) {
   double *h = malloc(n * sizeof *h);
   for (size_t i = 0; i < n; i++) h[i] = unit(&seed);
-  CHECK_OK(ctx, gpu->ops->sparse->vec_create(gpu, n, single, g));
-  CHECK_OK(ctx, cpu->ops->sparse->vec_create(cpu, n, single, c));
-  CHECK_OK(ctx, gpu->ops->sparse->vec_upload(gpu, g, h));
-  CHECK_OK(ctx, cpu->ops->sparse->vec_upload(cpu, c, h));
+  CHECK_OK(ctx, gpu->ops->vec->create(gpu, n, single, g));
+  CHECK_OK(ctx, cpu->ops->vec->create(cpu, n, single, c));
+  CHECK_OK(ctx, upload_doubles(gpu, g, h));
+  CHECK_OK(ctx, upload_doubles(cpu, c, h));
   free(h);
 }
 
@@ -329,7 +330,7 @@ static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *
       CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
       CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
       CHECK(go->matrix_bytes(mg) == co->matrix_bytes(mc));
-      vox_svec xg, xc, yg, yc;
+      vox_vec xg, xc, yg, yc;
       random_pair(ctx, gpu, cpu, cols * (size_t)bc, single, 11, &xg, &xc);
       random_pair(ctx, gpu, cpu, rows * (size_t)br, single, 13, &yg, &yc);
       double worst = 0;
@@ -349,7 +350,7 @@ static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *
         random_bsr(&h, rows, rows, br, bc, 1, 17 + (uint64_t)sh);
         CHECK_OK(ctx, go->matrix_create(gpu, &h, single, &mg));
         CHECK_OK(ctx, co->matrix_create(cpu, &h, single, &mc));
-        vox_svec bg, bcv, ag, ac, dg, dc, zg, zc;
+        vox_vec bg, bcv, ag, ac, dg, dc, zg, zc;
         const size_t n = rows * (size_t)br;
         random_pair(ctx, gpu, cpu, n, single, 19, &bg, &bcv);
         random_pair(ctx, gpu, cpu, n, single, 23, &ag, &ac);
@@ -368,15 +369,15 @@ static void compare_matrix_ops(vox_context *ctx, vox_backend *gpu, vox_backend *
         printf("matrix %d x %d blocks, %s vectors: smoother steps max |gpu - cpu| / max |cpu| "
                "= %.2e\n", br, bc, single ? "float" : "double", sworst);
         CHECK(sworst <= tol);
-        go->vec_destroy(gpu, &bg), co->vec_destroy(cpu, &bcv);
-        go->vec_destroy(gpu, &ag), co->vec_destroy(cpu, &ac);
-        go->vec_destroy(gpu, &dg), co->vec_destroy(cpu, &dc);
-        go->vec_destroy(gpu, &zg), co->vec_destroy(cpu, &zc);
+        gpu->ops->vec->destroy(gpu, &bg), cpu->ops->vec->destroy(cpu, &bcv);
+        gpu->ops->vec->destroy(gpu, &ag), cpu->ops->vec->destroy(cpu, &ac);
+        gpu->ops->vec->destroy(gpu, &dg), cpu->ops->vec->destroy(cpu, &dc);
+        gpu->ops->vec->destroy(gpu, &zg), cpu->ops->vec->destroy(cpu, &zc);
         go->matrix_destroy(gpu, mg), co->matrix_destroy(cpu, mc);
         vox_bsr_free(&h);
       }
-      go->vec_destroy(gpu, &xg), co->vec_destroy(cpu, &xc);
-      go->vec_destroy(gpu, &yg), co->vec_destroy(cpu, &yc);
+      gpu->ops->vec->destroy(gpu, &xg), cpu->ops->vec->destroy(cpu, &xc);
+      gpu->ops->vec->destroy(gpu, &yg), cpu->ops->vec->destroy(cpu, &yc);
     }
 }
 
