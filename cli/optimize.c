@@ -35,6 +35,7 @@ typedef struct settings {
   const char *resume;         /* --resume */
   int threads;
   int quiet;
+  int timings;                /* --timings */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -189,6 +190,10 @@ static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
      .help = "design file to write (netCDF); written only when the run succeeds"},
+    {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
+     .help = "print the seconds of each stage on stderr: reading the model, starting the "
+             "device, the optimization (its design iterations' solves, sensitivities, filter "
+             "and update, and the rest: setup and the final evaluation), writing the design"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
     {.name = "discretization", .arg = "KIND", .kind = CLI_CUSTOM,
@@ -398,13 +403,20 @@ static int resolve_cell_settings(settings *s, const vox_model *m) {
   return check_expression(s);
 }
 
+static double seconds_between(const struct timespec *a, const struct timespec *b) {
+  return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
   vox_expression *expression = NULL;
   char *history = NULL, *checkpoint_path = NULL;
   vox_checkpoint resume = {0};
+  struct timespec t_start, t_read, t_device, t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t_start);
   int status = cli_read_model(ctx, s->input, &model);
+  clock_gettime(CLOCK_MONOTONIC, &t_read);
   if (!status && s->resume && !(status = cli_resume(ctx, s->resume, &model, &resume)))
     s->opt.resume = &resume;
   if (status) goto done;
@@ -444,6 +456,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->backend.device = VOX_DEVICE_CPU;
 
   vox_status vs = vox_backend_create_with(ctx, &s->backend, &backend);
+  clock_gettime(CLOCK_MONOTONIC, &t_device);
   if (vs != VOX_OK) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
@@ -469,7 +482,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   s->opt.interrupted = cli_interrupted;
   cli_signals_defer();
   vox_optimize_result result = {0};
-  struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -487,6 +499,21 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if ((status = report_result(s, &result))) goto done;
 
   if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
+  if (s->timings) {
+    struct timespec t_write;
+    clock_gettime(CLOCK_MONOTONIC, &t_write);
+    const double iterations = result.seconds_solve + result.seconds_sensitivity +
+                              result.seconds_filter + result.seconds_update;
+    fprintf(stderr,
+            "%s: seconds: read %.3f, device %.3f, optimize %.3f (design iterations: solve %.3f, "
+            "sensitivities %.3f, filter %.3f, update %.3f; setup and final evaluation %.3f), "
+            "write %.3f, total %.3f\n",
+            s->input, seconds_between(&t_start, &t_read), seconds_between(&t_read, &t_device),
+            seconds_between(&t0, &t1), result.seconds_solve, result.seconds_sensitivity,
+            result.seconds_filter, result.seconds_update,
+            seconds_between(&t0, &t1) - iterations, seconds_between(&t1, &t_write),
+            seconds_between(&t_start, &t_write));
+  }
   if (!s->quiet && result.has_tensor) {
     const vox_cell_moduli *m = &result.moduli;
     printf("%s: %s after %d iterations: %s objective %.6g, volume fraction %.4f, M_nd %.1f%%; "
@@ -494,7 +521,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            s->output, vox_stop_reason_string(result.reason), result.iterations,
            vox_cell_objective_name(s->opt.cell_objective), result.objective, result.volume_fraction,
            result.non_discreteness,
-           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           seconds_between(&t0, &t1),
            result.total_cg_iterations);
     if (result.cell_solver)
       printf("fields solved by the single-precision cell solver (--cell-solver)\n");
@@ -526,7 +553,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
                                                 : "compliance",
            mechanism ? -result.objective : result.objective, mechanism ? " mm" : "",
            result.volume_fraction, result.non_discreteness,
-           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           seconds_between(&t0, &t1),
            result.total_cg_iterations);
     if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
     if (result.reason == VOX_STOP_CONTINUATION_UNFINISHED)
