@@ -86,8 +86,9 @@ int cli_read_model(vox_context *ctx, const char *path, vox_model *model) {
   return 0;
 }
 
-int cli_write_model(vox_context *ctx, const char *path, vox_model *model, const char *history) {
+int cli_write_model(vox_context *ctx, const char *path, vox_model *model, const char *history,
+                    const vox_write_options *options) {
   vox_status s = history ? vox_model_append_history(ctx, model, history) : VOX_ERR_NO_MEMORY;
-  if (s == VOX_OK) s = vox_model_write(ctx, path, model);
+  if (s == VOX_OK) s = vox_model_write_with(ctx, path, model, options);
   return s == VOX_OK ? 0 : cli_fail(ctx, s, CLI_WRITING);
 }

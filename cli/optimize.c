@@ -25,6 +25,7 @@
 #define FILTER_RADIUS_VOXELS 1.5
 
 typedef struct settings {
+  vox_write_options write;    /* --deflate-fields */
   const char *input;
   const char *output;
   vox_optimizer_options opt;
@@ -190,6 +191,8 @@ static const cli_option options[] = {
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED,
      .help = "design file to write (netCDF); written only when the run succeeds"},
+    {.name = "deflate-fields", .kind = CLI_ENABLE, .offset = AT(write.deflate_fields),
+     .flags = CLI_RECORD, .help = CLI_DEFLATE_FIELDS_HELP},
     {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
      .help = "print the seconds of each stage on stderr: reading the model, starting the "
              "device, the optimization (its design iterations' solves, sensitivities, filter "
@@ -498,7 +501,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   if ((status = report_result(s, &result))) goto done;
 
-  if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
+  if ((status = cli_write_model(ctx, s->output, &model, history, &s->write))) goto done;
   if (s->timings) {
     struct timespec t_write;
     clock_gettime(CLOCK_MONOTONIC, &t_write);

@@ -31,6 +31,7 @@
 #define BOX_MAX 1000000
 
 typedef struct settings {
+  vox_write_options write;    /* --deflate-fields */
   const char *output;
   const char *problem;
   long long box[3];      /* NX, NY, NZ; 0 when --box is not given */
@@ -251,6 +252,8 @@ static const cli_option options[] = {
      .help = "--image without -p: Poisson's ratio of the material"},
     {.name = "output", .key = 'o', .arg = "FILE", .kind = CLI_STRING, .offset = AT(output),
      .flags = CLI_REQUIRED, .help = "model file to write (netCDF)"},
+    {.name = "deflate-fields", .kind = CLI_ENABLE, .offset = AT(write.deflate_fields),
+     .flags = CLI_RECORD, .help = CLI_DEFLATE_FIELDS_HELP},
     {.name = "verbose", .key = 'v', .kind = CLI_ENABLE, .offset = AT(verbose),
      .help = "say what was read and segmented (on stderr)"},
     {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = AT(quiet),
@@ -463,7 +466,7 @@ static int run(vox_context *ctx, const settings *s, const source *src, int argc,
   }
   history = cli_history_line(&program, s, argc, argv);
   cli_progress_finish(&progress);
-  status = cli_write_model(ctx, s->output, &model, history);
+  status = cli_write_model(ctx, s->output, &model, history, &s->write);
 done:
   cli_progress_finish(&progress);
   free(history);

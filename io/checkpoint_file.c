@@ -76,7 +76,7 @@ vox_status vox_checkpoint_write(vox_context *ctx, const char *path, const vox_mo
   state_writer w = {ctx, path, state, -1, malloc(state->n_arrays * sizeof(int))};
   if (!w.varid) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   const vox_model_extra extra = {define_state, put_state, NULL, &w};
-  vox_status s = vox_model_write_extra(ctx, path, model, &extra);
+  vox_status s = vox_model_write_extra(ctx, path, model, NULL, &extra);
   free(w.varid);
   return s;
 }

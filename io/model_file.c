@@ -278,6 +278,7 @@ typedef struct writer {
   int64_t *bone_nodes;
   size_t n_bone_nodes;
   const char *tmp; /* the temporary file being written */
+  int deflate_fields; /* vox_write_options */
 } writer;
 
 void vox_start_writeback(int ncid) {
@@ -774,8 +775,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
      * the bone arrays (deflating it took longer than a clinical sample's
      * solve) */
     W_TRY(w,
-          def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len, m->stage != VOX_STAGE_ANALYSIS,
-                  0, &v->intensity),
+          def_var(ncid, "intensity", NC_FLOAT, 3, zyx, zyx_len,
+                  w->deflate_fields && m->stage != VOX_STAGE_ANALYSIS, 0, &v->intensity),
           "intensity");
     W_TRY(w,
           put_var_atts(ncid, v->intensity, "image intensity the labels were segmented from",
@@ -783,7 +784,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
           "intensity");
   }
   if (m->density) {
-    W_TRY(w, def_var(ncid, "density", NC_DOUBLE, 3, zyx, zyx_len, 1, 0, &v->density), "density");
+    W_TRY(w, def_var(ncid, "density", NC_DOUBLE, 3, zyx, zyx_len, w->deflate_fields, 0,
+                     &v->density), "density");
     W_TRY(w,
           put_var_atts(ncid, v->density, "physical (filtered) density", "1", NULL,
                        "1 = solid, 0 = void"),
@@ -803,7 +805,7 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
           "snapshot_iteration");
     const int dims[4] = {snap_dim, zyx[0], zyx[1], zyx[2]};
     const size_t shape[4] = {m->n_snapshots, zyx_len[0], zyx_len[1], zyx_len[2]};
-    W_TRY(w, def_var(ncid, "density_snapshot", NC_DOUBLE, 4, dims, shape, 1, 1,
+    W_TRY(w, def_var(ncid, "density_snapshot", NC_DOUBLE, 4, dims, shape, w->deflate_fields, 1,
                      &v->snapshot_density),
           "density_snapshot");
     W_TRY(w,
@@ -826,7 +828,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   if (m->nodal_density) {
     const int ndims[3] = {node_dim[2], node_dim[1], node_dim[0]};
     const size_t nshape[3] = {n[2] + 1, n[1] + 1, n[0] + 1};
-    W_TRY(w, def_var(ncid, "nodal_density", NC_DOUBLE, 3, ndims, nshape, 1, 0, &v->nodal_density),
+    W_TRY(w, def_var(ncid, "nodal_density", NC_DOUBLE, 3, ndims, nshape, w->deflate_fields, 0,
+                     &v->nodal_density),
           "nodal_density");
     W_TRY(w,
           put_var_atts(ncid, v->nodal_density,
@@ -866,7 +869,8 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
                        &v->displacement),
             name);
     } else {
-      W_TRY(w, def_var(ncid, name, NC_DOUBLE, heat ? 4 : 5, dims, shape, 1, 1, &v->displacement),
+      W_TRY(w, def_var(ncid, name, NC_DOUBLE, heat ? 4 : 5, dims, shape, w->deflate_fields, 1,
+                       &v->displacement),
             name);
     }
     if (heat)
@@ -1067,12 +1071,24 @@ int vox_sync_file(const char *tmp) {
   return e;
 }
 
+void vox_write_options_default(vox_write_options *options) {
+  *options = (vox_write_options){.deflate_fields = 0};
+}
+
 vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model) {
-  return vox_model_write_extra(ctx, path, model, NULL);
+  return vox_model_write_extra(ctx, path, model, NULL, NULL);
+}
+
+vox_status vox_model_write_with(vox_context *ctx, const char *path, const vox_model *model,
+                                const vox_write_options *options) {
+  return vox_model_write_extra(ctx, path, model, options, NULL);
 }
 
 vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
-                                 const vox_model_extra *extra) {
+                                 const vox_write_options *options, const vox_model_extra *extra) {
+  vox_write_options defaults;
+  vox_write_options_default(&defaults);
+  if (!options) options = &defaults;
   if (!path || !*path || !model)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "vox_model_write: no path or no model");
   vox_status s = check_writable(ctx, path, model);
@@ -1080,7 +1096,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
   char *tmp = NULL;
   if ((s = vox_create_temp(ctx, path, &tmp))) return s;
 
-  writer w = {ctx, path, -1, NULL, 0, tmp};
+  writer w = {ctx, path, -1, NULL, 0, tmp, options->deflate_fields};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
   if (err) {
     s = write_fail(&w, err, "the file");

@@ -22,9 +22,9 @@ typedef struct vox_model_extra {
   void *user;
 } vox_model_extra;
 
-/* vox_model_write, with `extra` (NULL: none) adding to the file. */
+/* vox_model_write_with, with `extra` (NULL: none) adding to the file. */
 vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_model *model,
-                                 const vox_model_extra *extra);
+                                 const vox_write_options *options, const vox_model_extra *extra);
 
 /* Creates an empty file under a fresh name "<path>.tmp.<pid>.<random>"
  * beside `path` (same folder, so that rename() is atomic; O_EXCL, mode 0666

@@ -239,7 +239,7 @@ static vox_status put_analysis(void *user, int ncid) {
 
 static vox_status write_file(result_writer *w) {
   const vox_model_extra extra = {define_analysis, put_analysis, before_displacement, w};
-  return vox_model_write_extra(w->ctx, w->path, w->model, &extra);
+  return vox_model_write_extra(w->ctx, w->path, w->model, NULL, &extra);
 }
 
 /* What every result needs of the model and the element list. */

@@ -39,7 +39,7 @@ HISTORY_UNITS = {
 }
 
 
-def check_file(path):
+def check_file(path, deflated):
     ds = netCDF4.Dataset(path)
     check(ds.data_model == "NETCDF4", "netCDF-4 data model")
     conventions = ds.getncattr("Conventions").split()
@@ -91,16 +91,23 @@ def check_file(path):
     check(list(ds["constraint_component"].flag_values) == [0, 1, 2] and
           ds["constraint_component"].flag_meanings == "x y z", "component flags")
 
-    for name in ("density", "displacement"):
+    # the floating-point fields: as they are by default, shuffled and
+    # deflated with --deflate-fields (the same values either way)
+    for name in ("density", "displacement", "density_snapshot"):
         var = ds[name]
         filters = var.filters()
-        check(filters["zlib"] and filters["shuffle"] and 1 <= filters["complevel"] <= 4,
-              f"{name} shuffle + deflate 1-4")
+        if deflated:
+            check(filters["zlib"] and filters["shuffle"] and 1 <= filters["complevel"] <= 4,
+                  f"{name} shuffle + deflate 1-4")
+        else:
+            check(not filters["zlib"], f"{name} stored without deflate")
         check(not np.ma.is_masked(var[:]), f"{name} reads unmasked")
-    check(ds["displacement"].chunking() == [1, 4, 5, 6, 3], "displacement chunk per case")
+    if deflated:
+        check(ds["displacement"].chunking() == [1, 4, 5, 6, 3], "displacement chunk per case")
     snap = ds["density_snapshot"]
     check(snap.dimensions == ("snapshot", "z", "y", "x"), "density_snapshot dimensions")
-    check(snap.chunking() == [1, 3, 4, 5] and snap.filters()["zlib"], "snapshot chunk per snapshot")
+    if deflated:
+        check(snap.chunking() == [1, 3, 4, 5], "snapshot chunk per snapshot")
     check(list(ds["snapshot_iteration"][:]) == [1, 2], "snapshot_iteration")
     check(np.allclose(snap[1, 2, 3, 4], (0.22 * 59) % 1.0), "density_snapshot is (z,y,x), x fastest")
 
@@ -117,9 +124,16 @@ def check_file(path):
 def main():
     writer = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "sample.nc")
-        subprocess.run([writer, path], check=True)
-        check_file(path)
+        plain, deflated = os.path.join(tmp, "sample.nc"), os.path.join(tmp, "deflated.nc")
+        subprocess.run([writer, plain], check=True)
+        subprocess.run([writer, deflated, "--deflate-fields"], check=True)
+        check_file(plain, False)
+        check_file(deflated, True)
+        a, b = netCDF4.Dataset(plain), netCDF4.Dataset(deflated)
+        for name in ("density", "displacement", "density_snapshot", "label"):
+            check(np.array_equal(a[name][:], b[name][:]), f"{name}: the same values deflated")
+        a.close(), b.close()
+        path = plain
         ncdump = shutil.which("ncdump") or "/usr/bin/ncdump"
         header = subprocess.run([ncdump, "-h", path], capture_output=True, text=True)
         check(header.returncode == 0, f"ncdump -h runs: {header.stderr}")

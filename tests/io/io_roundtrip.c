@@ -180,10 +180,20 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
   struct stat st;
   CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
 
-  /* The small variables are chunked as the schema says: whole grid, one load
+  /* By default the displacement is stored as it is; with deflate_fields the
+   * small variables are chunked as the schema says: whole grid, one load
    * case per displacement chunk, shuffle and deflate. */
   int ncid, varid, storage, shuffle, deflate, level;
   size_t chunk[5];
+  CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
+  CHECK(nc_inq_varid(ncid, "displacement", &varid) == NC_NOERR);
+  CHECK(nc_inq_var_deflate(ncid, varid, &shuffle, &deflate, &level) == NC_NOERR);
+  CHECK(!shuffle && !deflate);
+  nc_close(ncid);
+  vox_write_options deflated;
+  vox_write_options_default(&deflated);
+  deflated.deflate_fields = 1;
+  CHECK_OK(ctx, vox_model_write_with(ctx, path, &m, &deflated));
   CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
   CHECK(nc_inq_varid(ncid, "displacement", &varid) == NC_NOERR);
   CHECK(nc_inq_var_chunking(ncid, varid, &storage, chunk) == NC_NOERR);
@@ -357,6 +367,16 @@ static void test_chunked(vox_context *ctx, const char *dir) {
 
   int ncid, varid, storage, shuffle, deflate, level;
   size_t chunk[3];
+  /* the density as it is by default, deflated in chunks when asked */
+  CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
+  CHECK(nc_inq_varid(ncid, "density", &varid) == NC_NOERR);
+  CHECK(nc_inq_var_deflate(ncid, varid, &shuffle, &deflate, &level) == NC_NOERR);
+  CHECK(!shuffle && !deflate);
+  nc_close(ncid);
+  vox_write_options deflated;
+  vox_write_options_default(&deflated);
+  deflated.deflate_fields = 1;
+  CHECK_OK(ctx, vox_model_write_with(ctx, path, &m, &deflated));
   CHECK(nc_open(path, NC_NOWRITE, &ncid) == NC_NOERR);
   CHECK(nc_inq_varid(ncid, "label", &varid) == NC_NOERR);
   CHECK(nc_inq_var_chunking(ncid, varid, &storage, chunk) == NC_NOERR);

@@ -40,11 +40,27 @@ extern "C" {
  * inconsistent content). On error the model is left zeroed. */
 vox_status vox_model_read(vox_context *ctx, const char *path, vox_model *model);
 
-/* Writes `model` to `path` as netCDF-4 (chunked, deflate-compressed); an
- * inconsistent model gives VOX_ERR_INVALID_ARGUMENT. The file
- * is written to a temporary name in the same folder and renamed into place
- * only when complete, so a failure leaves no partial file and an existing file
- * at `path` untouched. */
+/* How a model file stores its floating-point fields (the intensity, the
+ * density and its snapshots, the nodal density and the box's
+ * displacements); labels and long lists are always deflated. */
+typedef struct vox_write_options {
+  /* 1: deflated (level 1 after shuffle): a design's density and
+   * displacements shrink to about half and two thirds, but netCDF deflates
+   * on one thread at about 30 MB/s; 0 (the default): stored as they are,
+   * written at the disk's speed (docs/file-format.md) */
+  int deflate_fields;
+} vox_write_options;
+
+void vox_write_options_default(vox_write_options *options);
+
+/* Writes `model` to `path` as netCDF-4 (chunked and deflated as `options`
+ * says; NULL: the defaults); an inconsistent model gives
+ * VOX_ERR_INVALID_ARGUMENT. The file is written to a temporary name in the
+ * same folder and renamed into place only when complete, so a failure
+ * leaves no partial file and an existing file at `path` untouched. */
+vox_status vox_model_write_with(vox_context *ctx, const char *path, const vox_model *model,
+                                const vox_write_options *options);
+/* The same with the default options. */
 vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model);
 
 /* Why `path` cannot be written as an output, for messages ("a symbolic
