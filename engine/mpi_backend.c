@@ -26,6 +26,7 @@
  * slab of the prolongation. The direct solve of a coarsest level that is
  * still split gathers its stencil and right-hand side. */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -827,17 +828,137 @@ static vox_status oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec 
   return VOX_OK;
 }
 
+/* The filter: each rank filters a window of element layers, its slab and
+ * twice the taps' reach in z on either side (where the grid goes on), made
+ * on the CPU backend. Its slab's values are then exact: the taps of a slab
+ * element stay in the window, and so do those of the elements they reach,
+ * whose sums of weights the transpose divides by. The same taps in the same
+ * order as on the whole grid: the same bits as one process. The window's
+ * other layers come from the ranks that own them (MPI_Alltoallv). */
+typedef struct mpi_filter {
+  vox_filter *local;        /* on the window */
+  vox_grid window;
+  int64_t w0;               /* the window's first layer */
+  int64_t depth;            /* layers on either side of a slab */
+  vox_vec a, b, c;          /* window vectors */
+  int *send_count, *send_at, *recv_count, *recv_at; /* per rank, in element layers */
+} mpi_filter;
+
+static mpi_filter *FI(vox_filter *f) { return (mpi_filter *)(void *)f; }
+
+static void filter_destroy(vox_backend *be, vox_filter *filter) {
+  mpi_filter *f = FI(filter);
+  if (!f) return;
+  if (f->local) C(be)->design->filter_destroy(CPU(be), f->local);
+  vox_vec *v[] = {&f->a, &f->b, &f->c};
+  for (int i = 0; i < 3; i++)
+    if (v[i]->data) C(be)->vec->destroy(CPU(be), v[i]);
+  free(f->send_count);
+  free(f->send_at);
+  free(f->recv_count);
+  free(f->recv_at);
+  free(f);
+}
+
+static void window_of(const impl *m, int q, int64_t depth, int64_t nz, int64_t *w0, int64_t *w1) {
+  *w0 = m->first[q] - depth < 0 ? 0 : m->first[q] - depth;
+  *w1 = m->first[q + 1] + depth > nz ? nz : m->first[q + 1] + depth;
+}
+
 static vox_status filter_create(vox_backend *be, const vox_grid *grid, double radius,
-                                const uint8_t *active, vox_filter **filter) {
-  return unsupported(be, "the filter");
+                                const uint8_t *active, vox_filter **out) {
+  impl *m = M(be);
+  *out = NULL;
+  if (level_of(m, grid) != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the filter's grid is not the one the MPI backend was made for");
+  mpi_filter *f = calloc(1, sizeof *f);
+  const size_t q = (size_t)m->size;
+  if (f) {
+    f->send_count = calloc(q, sizeof(int)), f->send_at = calloc(q, sizeof(int));
+    f->recv_count = calloc(q, sizeof(int)), f->recv_at = calloc(q, sizeof(int));
+  }
+  if (!f || !f->send_count || !f->send_at || !f->recv_count || !f->recv_at) {
+    filter_destroy(be, (vox_filter *)(void *)f);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  /* the taps reach floor(R / h) layers (filter_taps.c), at most nz - 1 */
+  const double reach = radius > 0 ? floor(radius / grid->voxel_size[2]) : 0;
+  const int64_t r = reach < (double)(grid->nz - 1) ? (int64_t)reach : grid->nz - 1;
+  f->depth = 2 * r;
+  int64_t w1;
+  window_of(m, m->rank, f->depth, grid->nz, &f->w0, &w1);
+  f->window = *grid;
+  f->window.nz = w1 - f->w0;
+  const int64_t k0 = m->first[m->rank], k1 = m->first[m->rank + 1];
+  for (int p = 0; p < m->size; p++) {
+    int64_t p0, p1; /* p's window, and p's slab against mine */
+    window_of(m, p, f->depth, grid->nz, &p0, &p1);
+    const int64_t s0 = k0 > p0 ? k0 : p0, s1 = k1 < p1 ? k1 : p1;
+    f->send_count[p] = s1 > s0 ? (int)(s1 - s0) : 0;
+    f->send_at[p] = s1 > s0 ? (int)(s0 - k0) : 0;
+    const int64_t q0 = m->first[p] > f->w0 ? m->first[p] : f->w0,
+                  q1 = m->first[p + 1] < w1 ? m->first[p + 1] : w1;
+    f->recv_count[p] = q1 > q0 ? (int)(q1 - q0) : 0;
+    f->recv_at[p] = q1 > q0 ? (int)(q0 - f->w0) : 0;
+  }
+  const size_t layer = m->elements.unit, n = layer * (size_t)f->window.nz;
+  vox_status s = C(be)->design->filter_create(CPU(be), &f->window, radius,
+                                              active + layer * (size_t)f->w0, &f->local);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, &f->a);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, &f->b);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, &f->c);
+  if (s != VOX_OK) {
+    filter_destroy(be, (vox_filter *)(void *)f);
+    return s;
+  }
+  *out = (vox_filter *)(void *)f;
+  return VOX_OK;
 }
-static void filter_destroy(vox_backend *be, vox_filter *filter) {}
-static vox_status filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out) {
-  return unsupported(be, "the filter");
+
+/* The window's values of an element vector, from the ranks that own them. */
+static void fill_window(impl *m, mpi_filter *f, const vox_vec *v, vox_vec *window) {
+  MPI_Alltoallv(v->data, f->send_count, f->send_at, m->elements.type, window->data, f->recv_count,
+                f->recv_at, m->elements.type, m->comm);
 }
-static vox_status filter_sensitivity(vox_backend *be, vox_filter *f, const vox_vec *rho,
+
+/* The slab's part of a window vector. */
+static void slab_of_window(impl *m, const mpi_filter *f, const vox_vec *window, vox_vec *out) {
+  const size_t at = m->elements.unit * (size_t)(m->first[m->rank] - f->w0);
+  memcpy(out->data, window->data + at, m->elements.local_n * sizeof(double));
+}
+
+static vox_status filter_apply(vox_backend *be, vox_filter *filter, const vox_vec *in,
+                               vox_vec *out) {
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, in, &f->a);
+  TRY(C(be)->design->filter_apply(CPU(be), f->local, &f->a, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_transpose(vox_backend *be, vox_filter *filter, const vox_vec *in,
+                                   vox_vec *out) {
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, in, &f->a);
+  TRY(C(be)->design->filter_transpose(CPU(be), f->local, &f->a, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_sensitivity(vox_backend *be, vox_filter *filter, const vox_vec *rho,
                                      const vox_vec *dc, double gamma, vox_vec *out) {
-  return unsupported(be, "the filter");
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, rho, &f->a);
+  fill_window(M(be), f, dc, &f->c);
+  TRY(C(be)->design->filter_sensitivity(CPU(be), f->local, &f->a, &f->c, gamma, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                         const uint8_t *active, vox_filter **filter) {
+  return unsupported(be, "the periodic filter");
 }
 static vox_status symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
                              vox_vec *v) {
@@ -941,9 +1062,9 @@ static const vox_design_ops mpi_design_ops = {
     .filter_create = filter_create,
     .filter_destroy = filter_destroy,
     .filter_apply = filter_apply,
-    .filter_transpose = filter_apply,
+    .filter_transpose = filter_transpose,
     .filter_sensitivity = filter_sensitivity,
-    .filter_create_periodic = filter_create,
+    .filter_create_periodic = filter_create_periodic,
     .symmetrize = symmetrize,
 };
 

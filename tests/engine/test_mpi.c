@@ -9,7 +9,9 @@
  * SIMP densities down to a 1e-9 stiffness contrast, multigrid with four
  * levels), jacobi (the same with the Jacobi preconditioner), heat (heat
  * conduction with prescribed temperatures, i.e. a lifted right-hand side),
- * refuse (more ranks than element layers). `nz=N` sets the grid's layers
+ * optimize (six design iterations of a cantilever with the density and the
+ * sensitivity filter, history and design against one process), refuse
+ * (more ranks than element layers). `nz=N` sets the grid's layers
  * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs). */
 #include <math.h>
 #include <mpi.h>
@@ -145,6 +147,65 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
   vox_model_free(&m);
 }
 
+/* A cantilever optimized on the CPU alone and over the ranks, with the
+ * density or the sensitivity filter reaching over two slabs' layers: the
+ * same CG iterations in every design iteration and the same history and
+ * design to 1e-12. */
+static void optimize(vox_context *ctx, vox_filter_type filter) {
+  vox_model one, many;
+  vox_grid g = {.nx = 16, .ny = 8, .nz = nz, .voxel_size = {1, 1, 0.75}};
+  vox_model *m[2] = {&one, &many};
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(ctx, vox_model_init(ctx, m[i], &g));
+    memset(m[i]->label, 1, (size_t)vox_grid_elements(&g));
+    vox_material steel = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3};
+    CHECK_OK(ctx, vox_model_add_material(ctx, m[i], &steel));
+    for (int64_t k = 0; k <= g.nz; k++)
+      for (int64_t j = 0; j <= g.ny; j++)
+        for (int c = 0; c < 3; c++)
+          CHECK_OK(ctx, vox_model_add_constraint(ctx, m[i], node(&g, 0, j, k), (uint8_t)c, 0));
+    CHECK_OK(ctx, vox_model_set_load_cases(ctx, m[i], 1));
+    for (int64_t k = 0; k <= g.nz; k++)
+      CHECK_OK(ctx, vox_model_add_load(ctx, m[i], node(&g, g.nx, 0, k), 1, 0, -1));
+  }
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.3;
+  opt.filter = filter;
+  opt.filter_radius = 1.6; /* two layers of 0.75 mm along z */
+  opt.max_iterations = 6;
+  opt.solver.mg_levels = 3;
+  vox_backend *cpu = NULL, *split = NULL;
+  vox_optimize_result r_one = {0}, r_many = {0};
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
+  CHECK_OK(ctx, vox_optimize(ctx, cpu, &one, &opt, &r_one));
+  CHECK_OK(ctx, vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &g, 3, slabs, &split));
+  if (split) CHECK_OK(ctx, vox_optimize(ctx, split, &many, &opt, &r_many));
+  CHECK(one.n_history == 6 && many.n_history == one.n_history);
+  for (size_t i = 0; i < one.n_history && i < many.n_history; i++) {
+    const vox_history_row *a = &one.history[i], *b = &many.history[i];
+    if (rank == 0)
+      printf("%s filter, iteration %d: objective %.15g against %.15g, CG %d against %d\n",
+             filter == VOX_FILTER_DENSITY ? "density" : "sensitivity", b->iteration,
+             b->objective, a->objective, b->cg_iterations, a->cg_iterations);
+    CHECK(a->cg_iterations == b->cg_iterations);
+    CHECK(fabs(a->objective - b->objective) <= 1e-12 * fabs(a->objective));
+    CHECK(fabs(a->volume_fraction - b->volume_fraction) <= 1e-12);
+    CHECK(fabs(a->change - b->change) <= 1e-12);
+    CHECK(fabs(a->non_discreteness - b->non_discreteness) <= 1e-10);
+  }
+  CHECK(fabs(r_one.objective - r_many.objective) <= 1e-12 * fabs(r_one.objective));
+  CHECK(r_one.final_cg_iterations == r_many.final_cg_iterations);
+  double diff = 0;
+  for (int64_t e = 0; one.density && many.density && e < vox_grid_elements(&g); e++)
+    diff = fmax(diff, fabs(one.density[e] - many.density[e]));
+  CHECK(one.density && many.density && diff <= 1e-12);
+  vox_backend_destroy(split);
+  vox_backend_destroy(cpu);
+  vox_model_free(&one);
+  vox_model_free(&many);
+}
+
 /* More ranks than element layers: every rank refuses, with one message. */
 static void refuse(vox_context *ctx) {
   vox_grid g = {.nx = 4, .ny = 4, .nz = ranks - 1, .voxel_size = {1, 1, 1}};
@@ -183,6 +244,10 @@ int main(int argc, char **argv) {
   if (check_wanted(n_parts + 1, names, "jacobi"))
     compare(ctx, VOX_PHYSICS_ELASTICITY, VOX_PC_JACOBI);
   if (check_wanted(n_parts + 1, names, "heat")) compare(ctx, VOX_PHYSICS_HEAT, VOX_PC_MULTIGRID);
+  if (check_wanted(n_parts + 1, names, "optimize")) {
+    optimize(ctx, VOX_FILTER_DENSITY);
+    optimize(ctx, VOX_FILTER_SENSITIVITY);
+  }
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
   vox_context_destroy(ctx);
   free(slabs);
