@@ -12,6 +12,7 @@
 
 #include "cli_checkpoint.h"
 #include "cli_common.h"
+#include "cli_mpi.h"
 #include "cli_design_options.h"
 #include "cli_files.h"
 #include "cli_options.h"
@@ -19,6 +20,9 @@
 #include "cli_signals.h"
 #include "cli_solver_options.h"
 #include "voxfe/voxfe.h"
+#ifdef VOXFE_HAVE_MPI
+#include "voxfe/mpi.h"
+#endif
 
 /* The default filter radius, in voxel sizes; the library's default is in mm
  * and cannot know the grid. */
@@ -35,6 +39,7 @@ typedef struct settings {
   const char *resume;         /* --resume */
   int threads;
   int quiet;
+  int mpi; /* --mpi */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -323,6 +328,13 @@ static const cli_option options[] = {
              "same time as the state (auto: a second GPU when there is one; none: after the "
              "state on the same device); the design is the same either way",
      .parse = parse_adjoint_gpu, .format = format_adjoint_gpu},
+#ifdef VOXFE_HAVE_MPI
+    {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
+     .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
+             "voxfe-optimize --mpi ...): slabs of element layers along z, one a rank, on its "
+             "CPU cores; rank 0 reads the model and sends it to the others, and writes the "
+             "design; the same design as one process, to rounding"},
+#endif
     {.kind = CLI_END},
 };
 
@@ -398,13 +410,71 @@ static int resolve_cell_settings(settings *s, const vox_model *m) {
   return check_expression(s);
 }
 
+/* The ranks but rank 0 of an MPI run write no checkpoint. */
+static vox_status skip_checkpoint(void *self, const vox_model *model, const vox_checkpoint *state) {
+  return VOX_OK;
+}
+
+#ifdef VOXFE_HAVE_MPI
+typedef struct failure {
+  vox_context *ctx;
+  vox_status status;
+  const char *input;
+} failure;
+
+static void say_failure(void *self) {
+  const failure *f = self;
+  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
+}
+#endif
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
   vox_expression *expression = NULL;
   char *history = NULL, *checkpoint_path = NULL;
   vox_checkpoint resume = {0};
-  int status = cli_read_model(ctx, s->input, &model);
+  int status = 0;
+#ifdef VOXFE_HAVE_MPI
+  const int root = !s->mpi || cli_mpi_rank() == 0;
+#else
+  const int root = 1;
+#endif
+  if (!root) s->quiet = 1; /* rank 0 reports */
+  if (s->mpi && (s->resume || s->opt.update == VOX_UPDATE_MMA ||
+                 s->opt.discretization == VOX_DISCRETIZATION_EFG ||
+                 s->backend.device == VOX_DEVICE_CUDA)) {
+    cli_error("--mpi: %s is not split over MPI ranks yet",
+              s->resume                                         ? "--resume"
+              : s->opt.update == VOX_UPDATE_MMA                 ? "--optimizer mma"
+              : s->opt.discretization == VOX_DISCRETIZATION_EFG ? "--discretization efg"
+                                                                : "--device cuda");
+    return CLI_EXIT_USAGE;
+  }
+  struct timespec t_read0, t_read1, t_sent;
+  clock_gettime(CLOCK_MONOTONIC, &t_read0);
+  if (root) status = cli_read_model(ctx, s->input, &model);
+  clock_gettime(CLOCK_MONOTONIC, &t_read1);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* rank 0's model on every rank */
+    if ((status = cli_mpi_from_root(status))) goto done;
+    vox_status bs = vox_mpi_model_broadcast(ctx, cli_mpi_engine(), 0, &model);
+    if (bs != VOX_OK) {
+      status = cli_fail(ctx, bs, CLI_RUNNING);
+      goto done;
+    }
+  }
+#endif
+  clock_gettime(CLOCK_MONOTONIC, &t_sent);
+  if (s->mpi && !s->quiet)
+    fprintf(stderr, "%s: read in %.3f s, sent to %d ranks in %.3f s\n", s->input,
+            (double)(t_read1.tv_sec - t_read0.tv_sec) + 1e-9 * (double)(t_read1.tv_nsec - t_read0.tv_nsec),
+#ifdef VOXFE_HAVE_MPI
+            cli_mpi_size(),
+#else
+            1,
+#endif
+            (double)(t_sent.tv_sec - t_read1.tv_sec) + 1e-9 * (double)(t_sent.tv_nsec - t_read1.tv_nsec));
   if (!status && s->resume && !(status = cli_resume(ctx, s->resume, &model, &resume)))
     s->opt.resume = &resume;
   if (status) goto done;
@@ -443,13 +513,23 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->opt.discretization == VOX_DISCRETIZATION_EFG && s->backend.device == VOX_DEVICE_AUTO)
     s->backend.device = VOX_DEVICE_CPU;
 
-  vox_status vs = vox_backend_create_with(ctx, &s->backend, &backend);
+  vox_status vs;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) /* every rank the same call and the same outcome */
+    vs = vox_mpi_backend_create(ctx, cli_mpi_engine(), &model.grid,
+                                vox_physics_dofs_per_node(model.physics), NULL, &backend);
+  else
+#endif
+    vs = vox_backend_create_with(ctx, &s->backend, &backend);
   if (vs != VOX_OK) {
-    status = cli_fail(ctx, vs, CLI_RUNNING);
+    status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   /* record the device that ran, not "auto" */
-  vox_device_parse(vox_backend_name(backend), &s->backend.device);
+  if (s->mpi)
+    s->backend.device = VOX_DEVICE_CPU;
+  else
+    vox_device_parse(vox_backend_name(backend), &s->backend.device);
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
@@ -464,9 +544,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
   cli_checkpointer checkpointer = {ctx, checkpoint_path, history, 0};
-  s->opt.checkpoint = cli_checkpoint_write;
+  s->opt.checkpoint = root ? cli_checkpoint_write : skip_checkpoint; /* rank 0 writes */
   s->opt.checkpoint_self = &checkpointer;
   s->opt.interrupted = cli_interrupted;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) s->opt.interrupted = cli_mpi_interrupted; /* every rank stops together */
+#endif
   cli_signals_defer();
   vox_optimize_result result = {0};
   struct timespec t0, t1;
@@ -474,6 +557,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* a failure of every rank (rank 0 says it), or of one (it says it) */
+    failure f = {ctx, vs, s->input};
+    status = cli_mpi_agree(vs == VOX_OK ? 0 : cli_exit_status(vs, CLI_RUNNING), say_failure, &f);
+    if (status) goto done;
+  }
+#endif
   if (vs != VOX_OK && s->resume && !strncmp(vox_context_message(ctx), "the checkpoint", 14)) {
     /* the engine's refusal of the checkpoint, with the file's name */
     cli_error("--resume %s: %s", s->resume, vox_context_message(ctx));
@@ -486,7 +576,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   if ((status = report_result(s, &result))) goto done;
 
-  if ((status = cli_write_model(ctx, s->output, &model, history))) goto done;
+  if (root) status = cli_write_model(ctx, s->output, &model, history);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) status = cli_mpi_from_root(status);
+#endif
+  if (status) goto done;
   if (!s->quiet && result.has_tensor) {
     const vox_cell_moduli *m = &result.moduli;
     printf("%s: %s after %d iterations: %s objective %.6g, volume fraction %.4f, M_nd %.1f%%; "
@@ -574,9 +668,15 @@ int main(int argc, char **argv) {
   free(checkpoint);
   if (status) return status;
 
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
+#endif
   vox_context *ctx = cli_context();
   if (!ctx) return CLI_EXIT_FAILED;
   status = run(ctx, &s, argc, argv);
   vox_context_destroy(ctx);
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi) cli_mpi_finish();
+#endif
   return status;
 }

@@ -47,6 +47,11 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end);
  * ranks (the others are gathered, the same on every rank). */
 int vox_mpi_backend_split_levels(const vox_backend *be);
 
+/* The model of rank `root` on every rank of `comm` (collective): on the
+ * others, *model (whatever it held is not freed) becomes a copy that
+ * vox_model_free frees. */
+vox_status vox_mpi_model_broadcast(vox_context *ctx, MPI_Comm comm, int root, vox_model *model);
+
 #ifdef __cplusplus
 }
 #endif
