@@ -9,7 +9,7 @@
  * SIMP densities down to a 1e-9 stiffness contrast, multigrid with four
  * levels), jacobi (the same with the Jacobi preconditioner), heat (heat
  * conduction with prescribed temperatures, i.e. a lifted right-hand side),
- * optimize (six design iterations of a cantilever with the density and the
+ * optimize (four design iterations of a cantilever with the density and the
  * sensitivity filter, history and design against one process), refuse
  * (more ranks than element layers). `nz=N` sets the grid's layers
  * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs). */
@@ -39,7 +39,7 @@ static uint64_t next(uint64_t *state) {
  * tunnel of void along z (nodes inside it touch no material, on every
  * layer, the slabs' interfaces included). */
 static void make_model(vox_context *ctx, vox_model *m, vox_physics physics) {
-  vox_grid g = {.nx = 16, .ny = 8, .nz = nz, .voxel_size = {1, 1, 1.25}};
+  vox_grid g = {.nx = 12, .ny = 6, .nz = nz, .voxel_size = {1, 1, 1.25}};
   CHECK_OK(ctx, vox_model_init(ctx, m, &g));
   m->physics = physics;
   uint64_t state = 2024;
@@ -48,7 +48,7 @@ static void make_model(vox_context *ctx, vox_model *m, vox_physics physics) {
       for (int64_t i = 0; i < g.nx; i++) {
         const int64_t e = (k * g.ny + j) * g.nx + i;
         m->label[e] = (uint8_t)(1 + (next(&state) % 4 == 0));
-        if (i >= 5 && i < 9 && j >= 2 && j < 5) m->label[e] = 0;
+        if (i >= 4 && i < 7 && j >= 2 && j < 4) m->label[e] = 0;
       }
   vox_material a = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .conductivity = 1};
   vox_material b = {.label = 2, .youngs_modulus = 0.01, .poisson_ratio = 0.3, .conductivity = 0.05};
@@ -153,7 +153,7 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
  * design to 1e-12. */
 static void optimize(vox_context *ctx, vox_filter_type filter) {
   vox_model one, many;
-  vox_grid g = {.nx = 16, .ny = 8, .nz = nz, .voxel_size = {1, 1, 0.75}};
+  vox_grid g = {.nx = 12, .ny = 6, .nz = nz, .voxel_size = {1, 1, 0.75}};
   vox_model *m[2] = {&one, &many};
   for (int i = 0; i < 2; i++) {
     CHECK_OK(ctx, vox_model_init(ctx, m[i], &g));
@@ -173,7 +173,7 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
   opt.volume_fraction = 0.3;
   opt.filter = filter;
   opt.filter_radius = 1.6; /* two layers of 0.75 mm along z */
-  opt.max_iterations = 6;
+  opt.max_iterations = 4;
   opt.solver.mg_levels = 3;
   vox_backend *cpu = NULL, *split = NULL;
   vox_optimize_result r_one = {0}, r_many = {0};
@@ -181,7 +181,7 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
   CHECK_OK(ctx, vox_optimize(ctx, cpu, &one, &opt, &r_one));
   CHECK_OK(ctx, vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &g, 3, slabs, &split));
   if (split) CHECK_OK(ctx, vox_optimize(ctx, split, &many, &opt, &r_many));
-  CHECK(one.n_history == 6 && many.n_history == one.n_history);
+  CHECK(one.n_history == 4 && many.n_history == one.n_history);
   for (size_t i = 0; i < one.n_history && i < many.n_history; i++) {
     const vox_history_row *a = &one.history[i], *b = &many.history[i];
     if (rank == 0)
