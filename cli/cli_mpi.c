@@ -36,9 +36,11 @@ int cli_mpi_size(void) { return size; }
 MPI_Comm cli_mpi_engine(void) { return engine; }
 
 int cli_mpi_agree(int status, void (*failed)(void *self), void *self) {
-  int all = 0;
+  /* the largest status, and rank 0's: rank 0 says a failure it shares,
+   * a rank says its own where rank 0 did not fail */
+  int mine[2] = {status, rank == 0 ? status : 0}, all[2] = {0, 0};
   MPI_Request request;
-  MPI_Iallreduce(&status, &all, 1, MPI_INT, MPI_MAX, status_comm, &request);
+  MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, status_comm, &request);
   int done = 0;
   const double start = MPI_Wtime();
   while (!done) {
@@ -50,9 +52,11 @@ int cli_mpi_agree(int status, void (*failed)(void *self), void *self) {
     }
     if (!done) nanosleep(&(struct timespec){0, 1000000}, NULL);
   }
-  if (all && !status) return all; /* another rank's, printed by rank 0 or by it */
-  if (all && failed && rank == 0) failed(self);
-  return all;
+  if (status && failed && (rank == 0 || !all[1])) {
+    cli_set_silent(0);
+    failed(self);
+  }
+  return all[0];
 }
 
 int cli_mpi_from_root(int status) {
