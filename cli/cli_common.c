@@ -15,7 +15,13 @@ void cli_set_program_name(const char *name) { program_name = name; }
 
 const char *cli_program_name(void) { return program_name; }
 
+/* A rank of an MPI run other than rank 0 (cli_mpi.h) prints no message:
+ * rank 0 prints the run's. */
+static int silent;
+void cli_set_silent(int on) { silent = on; }
+
 void cli_error(const char *fmt, ...) {
+  if (silent) return;
   char message[2048];
   va_list ap;
   va_start(ap, fmt);

@@ -32,6 +32,9 @@ const char *cli_program_name(void);
  * message are flattened, so that a log holds one line per error). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Silences cli_error (the ranks of an MPI run but rank 0). */
+void cli_set_silent(int on);
+
 /* The exit status for a library failure `status` in `phase`. */
 int cli_exit_status(vox_status status, cli_phase phase);
 

@@ -12,6 +12,7 @@
 
 #include "cli_checkpoint.h"
 #include "cli_common.h"
+#include "cli_mpi.h"
 #include "cli_design_options.h"
 #include "cli_files.h"
 #include "cli_options.h"
@@ -19,6 +20,9 @@
 #include "cli_signals.h"
 #include "cli_solver_options.h"
 #include "voxfe/voxfe.h"
+#ifdef VOXFE_HAVE_MPI
+#include "voxfe/mpi.h"
+#endif
 
 /* The default filter radius, in voxel sizes; the library's default is in mm
  * and cannot know the grid. */
@@ -37,6 +41,7 @@ typedef struct settings {
   int threads;
   int quiet;
   int timings;                /* --timings */
+  int mpi;                    /* --mpi */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -331,6 +336,13 @@ static const cli_option options[] = {
              "same time as the state (auto: a second GPU when there is one; none: after the "
              "state on the same device); the design is the same either way",
      .parse = parse_adjoint_gpu, .format = format_adjoint_gpu},
+#ifdef VOXFE_HAVE_MPI
+    {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
+     .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
+             "voxfe-optimize --mpi ...): slabs of element layers along z, one a rank, on its "
+             "CPU cores; rank 0 reads the model and sends it to the others, and writes the "
+             "design; the same design as one process, to rounding"},
+#endif
     {.kind = CLI_END},
 };
 
@@ -410,16 +422,73 @@ static double seconds_between(const struct timespec *a, const struct timespec *b
   return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
 }
 
+/* The ranks but rank 0 of an MPI run write no checkpoint. */
+static vox_status skip_checkpoint(void *self, const vox_model *model, const vox_checkpoint *state) {
+  return VOX_OK;
+}
+
+#ifdef VOXFE_HAVE_MPI
+typedef struct failure {
+  vox_context *ctx;
+  vox_status status;
+  const char *input;
+} failure;
+
+static void say_failure(void *self) {
+  const failure *f = self;
+  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
+}
+#endif
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
   vox_expression *expression = NULL;
   char *history = NULL, *checkpoint_path = NULL;
   vox_checkpoint resume = {0};
-  struct timespec t_start, t_read, t_device, t0, t1;
+  int status = 0;
+#ifdef VOXFE_HAVE_MPI
+  const int root = !s->mpi || cli_mpi_rank() == 0;
+#else
+  const int root = 1;
+#endif
+  if (!root) s->quiet = 1; /* rank 0 reports */
+  if (s->mpi && (s->resume || s->opt.update == VOX_UPDATE_MMA ||
+                 s->opt.discretization == VOX_DISCRETIZATION_EFG ||
+                 s->backend.device == VOX_DEVICE_CUDA)) {
+    cli_error("--mpi: %s is not split over MPI ranks yet",
+              s->resume                                         ? "--resume"
+              : s->opt.update == VOX_UPDATE_MMA                 ? "--optimizer mma"
+              : s->opt.discretization == VOX_DISCRETIZATION_EFG ? "--discretization efg"
+                                                                : "--device cuda");
+    return CLI_EXIT_USAGE;
+  }
+  /* t_read: the model read (and sent to every rank), t_device: the backend
+   * made, t0 and t1 around the optimization (--timings) */
+  struct timespec t_start, t_read1, t_read, t_device, t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t_start);
-  int status = cli_read_model(ctx, s->input, &model);
+  if (root) status = cli_read_model(ctx, s->input, &model);
+  clock_gettime(CLOCK_MONOTONIC, &t_read1);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* rank 0's model on every rank */
+    if ((status = cli_mpi_from_root(status))) goto done;
+    vox_status bs = vox_mpi_model_broadcast(ctx, cli_mpi_engine(), 0, &model);
+    if (bs != VOX_OK) {
+      status = cli_fail(ctx, bs, CLI_RUNNING);
+      goto done;
+    }
+  }
+#endif
   clock_gettime(CLOCK_MONOTONIC, &t_read);
+  if (s->mpi && !s->quiet)
+    fprintf(stderr, "%s: read in %.3f s, sent to %d ranks in %.3f s\n", s->input,
+            seconds_between(&t_start, &t_read1),
+#ifdef VOXFE_HAVE_MPI
+            cli_mpi_size(),
+#else
+            1,
+#endif
+            seconds_between(&t_read1, &t_read));
   if (!status && s->resume && !(status = cli_resume(ctx, s->resume, &model, &resume)))
     s->opt.resume = &resume;
   if (status) goto done;
@@ -458,14 +527,24 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->opt.discretization == VOX_DISCRETIZATION_EFG && s->backend.device == VOX_DEVICE_AUTO)
     s->backend.device = VOX_DEVICE_CPU;
 
-  vox_status vs = vox_backend_create_with(ctx, &s->backend, &backend);
+  vox_status vs;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) /* every rank the same call and the same outcome */
+    vs = vox_mpi_backend_create(ctx, cli_mpi_engine(), &model.grid,
+                                vox_physics_dofs_per_node(model.physics), NULL, &backend);
+  else
+#endif
+    vs = vox_backend_create_with(ctx, &s->backend, &backend);
   clock_gettime(CLOCK_MONOTONIC, &t_device);
   if (vs != VOX_OK) {
-    status = cli_fail(ctx, vs, CLI_RUNNING);
+    status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
   /* record the device that ran, not "auto" */
-  vox_device_parse(vox_backend_name(backend), &s->backend.device);
+  if (s->mpi)
+    s->backend.device = VOX_DEVICE_CPU;
+  else
+    vox_device_parse(vox_backend_name(backend), &s->backend.device);
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
@@ -480,15 +559,25 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
   cli_checkpointer checkpointer = {ctx, checkpoint_path, history, 0};
-  s->opt.checkpoint = cli_checkpoint_write;
+  s->opt.checkpoint = root ? cli_checkpoint_write : skip_checkpoint; /* rank 0 writes */
   s->opt.checkpoint_self = &checkpointer;
   s->opt.interrupted = cli_interrupted;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) s->opt.interrupted = cli_mpi_interrupted; /* every rank stops together */
+#endif
   cli_signals_defer();
   vox_optimize_result result = {0};
   clock_gettime(CLOCK_MONOTONIC, &t0);
   vs = vox_optimize(ctx, backend, &model, &s->opt, &result);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   cli_progress_finish(&progress);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* a failure of every rank (rank 0 says it), or of one (it says it) */
+    failure f = {ctx, vs, s->input};
+    status = cli_mpi_agree(vs == VOX_OK ? 0 : cli_exit_status(vs, CLI_RUNNING), say_failure, &f);
+    if (status) goto done;
+  }
+#endif
   if (vs != VOX_OK && s->resume && !strncmp(vox_context_message(ctx), "the checkpoint", 14)) {
     /* the engine's refusal of the checkpoint, with the file's name */
     cli_error("--resume %s: %s", s->resume, vox_context_message(ctx));
@@ -501,8 +590,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   if ((status = report_result(s, &result))) goto done;
 
-  if ((status = cli_write_model(ctx, s->output, &model, history, &s->write))) goto done;
-  if (s->timings) {
+  if (root) status = cli_write_model(ctx, s->output, &model, history, &s->write);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) status = cli_mpi_from_root(status);
+#endif
+  if (status) goto done;
+  if (s->timings && root) {
     struct timespec t_write;
     clock_gettime(CLOCK_MONOTONIC, &t_write);
     const double iterations = result.seconds_solve + result.seconds_sensitivity +
@@ -604,9 +697,15 @@ int main(int argc, char **argv) {
   free(checkpoint);
   if (status) return status;
 
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
+#endif
   vox_context *ctx = cli_context();
   if (!ctx) return CLI_EXIT_FAILED;
   status = run(ctx, &s, argc, argv);
   vox_context_destroy(ctx);
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi) cli_mpi_finish();
+#endif
   return status;
 }

@@ -12,6 +12,8 @@ packages=(
   build-essential cmake pkg-config help2man
   # libraries of libvoxfe and the programs
   libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev liblapack-dev libcairo2-dev
+  # one model on many ranks (VOXFE_MPI): OpenMPI and its mpirun
+  libopenmpi-dev openmpi-bin
   # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)
   libassimp-dev
   # image readers of voxfe-voxelize --image (GDCM for DICOM, with its codecs;

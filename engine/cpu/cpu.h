@@ -125,6 +125,11 @@ vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
 /* cpu_galerkin.c */
 vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
 vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
+/* Subtracts what the fixed dofs of the fine grid's first node layer (k = 0)
+ * add to R (I - D) P (the MPI backend: that layer is shared with the slab
+ * below, whose product holds it too). */
+vox_status vox_cpu_galerkin_subtract_fixed_layer(vox_backend *be, const vox_operator *fine,
+                                                 vox_stencil *coarse);
 
 /* cpu_coarse_solve.c: CHOLMOD on the coarsest level */
 vox_status vox_cpu_stencil_factor(vox_backend *be, vox_stencil *st);

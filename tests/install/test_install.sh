@@ -61,9 +61,12 @@ echo "bash completion: --filter-r -> $got"
 test -f "$tmp/prefix/share/doc/voxfe/LICENSE" || fail "no LICENSE in share/doc/voxfe"
 
 # every public header on its own, with the installed headers alone
+# (voxfe/mpi.h, installed by builds with MPI, with MPI's compiler wrapper)
 for h in "$tmp"/prefix/include/voxfe/*.h; do
   printf '#include <voxfe/%s>\n' "$(basename "$h")" > "$tmp/one_header.c"
-  cc -std=c11 -fsyntax-only -Wall -Werror -I"$tmp/prefix/include" "$tmp/one_header.c" ||
+  compiler=cc
+  [ "$(basename "$h")" = mpi.h ] && compiler=mpicc
+  $compiler -std=c11 -fsyntax-only -Wall -Werror -I"$tmp/prefix/include" "$tmp/one_header.c" ||
     fail "voxfe/$(basename "$h") does not compile on its own against the installed headers"
 done
 

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A program run over MPI ranks (cli_mpi.h). */
+#include "cli_mpi.h"
+
+#include <time.h>
+
+#include "cli_checkpoint.h"
+#include "cli_common.h"
+
+/* How long a rank whose step failed waits for the others to come back from
+ * theirs before it takes the failure for its own. The ranks meet in
+ * collective calls throughout a step, so the others come back within
+ * moments of it unless they wait for it. */
+static const double AGREE_SECONDS = 10;
+
+static MPI_Comm engine = MPI_COMM_NULL, status_comm = MPI_COMM_NULL;
+static int rank, size = 1;
+
+int cli_mpi_start(int *argc, char ***argv) {
+  if (MPI_Init(argc, argv) != MPI_SUCCESS) {
+    cli_error("--mpi: MPI could not start");
+    return CLI_EXIT_FAILED;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_dup(MPI_COMM_WORLD, &engine);
+  /* agreements never meet the engine's collectives, even when a rank left
+   * the engine early */
+  MPI_Comm_dup(MPI_COMM_WORLD, &status_comm);
+  cli_set_silent(rank != 0);
+  return 0;
+}
+
+int cli_mpi_rank(void) { return rank; }
+int cli_mpi_size(void) { return size; }
+MPI_Comm cli_mpi_engine(void) { return engine; }
+
+int cli_mpi_agree(int status, void (*failed)(void *self), void *self) {
+  /* the largest status, and rank 0's: rank 0 says a failure it shares,
+   * a rank says its own where rank 0 did not fail */
+  int mine[2] = {status, rank == 0 ? status : 0}, all[2] = {0, 0};
+  MPI_Request request;
+  MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, status_comm, &request);
+  int done = 0;
+  const double start = MPI_Wtime();
+  while (!done) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done && status && MPI_Wtime() - start > AGREE_SECONDS) {
+      cli_set_silent(0); /* this rank's own failure: its message */
+      if (failed) failed(self);
+      MPI_Abort(MPI_COMM_WORLD, status);
+    }
+    if (!done) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  if (status && failed && (rank == 0 || !all[1])) {
+    cli_set_silent(0);
+    failed(self);
+  }
+  return all[0];
+}
+
+int cli_mpi_from_root(int status) {
+  MPI_Bcast(&status, 1, MPI_INT, 0, status_comm);
+  return status;
+}
+
+int cli_mpi_interrupted(void *self) {
+  int mine = cli_interrupted(self), any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, status_comm);
+  return any;
+}
+
+void cli_mpi_finish(void) {
+  if (engine != MPI_COMM_NULL) MPI_Comm_free(&engine);
+  if (status_comm != MPI_COMM_NULL) MPI_Comm_free(&status_comm);
+  MPI_Finalize();
+}

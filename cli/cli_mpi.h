@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A program run over MPI ranks (--mpi, builds with VOXFE_MPI): its start and
+ * end, and how the ranks agree on a failure so that the run ends with one
+ * message and one exit status on every rank. Rank 0 reads, prints and
+ * writes; the others compute their slabs and stay silent. */
+#ifndef VOXFE_CLI_MPI_H
+#define VOXFE_CLI_MPI_H
+
+#ifdef VOXFE_HAVE_MPI
+#include <mpi.h>
+
+/* MPI_Init and the communicators; the other ranks' messages are silenced
+ * (cli_set_silent). Returns 0, or an exit status after a message. */
+int cli_mpi_start(int *argc, char ***argv);
+int cli_mpi_rank(void);
+int cli_mpi_size(void);
+/* The communicator the engine computes on (a copy of MPI_COMM_WORLD). */
+MPI_Comm cli_mpi_engine(void);
+/* Every rank's exit status after a step that every rank takes: the largest,
+ * on every rank. A rank whose step failed while the others have not come
+ * back within a few seconds failed on its own (out of memory, a device):
+ * it prints its message (`failed` prints it) and ends every rank with its
+ * status (MPI_Abort). */
+int cli_mpi_agree(int status, void (*failed)(void *self), void *self);
+/* rank 0's value of *status on every rank. */
+int cli_mpi_from_root(int status);
+/* Whether any rank saw an interrupt (SIGINT, SIGTERM): every rank stops
+ * after the same design iteration. */
+int cli_mpi_interrupted(void *self);
+void cli_mpi_finish(void);
+#endif
+
+#endif

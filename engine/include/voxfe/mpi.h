@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* One model on many MPI ranks (built with VOXFE_MPI): a backend that splits
+ * the grid into slabs of element layers along z, one slab a rank, and runs
+ * the CPU backend's kernels on each rank's slab. The solver, the multigrid
+ * and the FE system are the one-process code: they call this backend with
+ * the whole grid's sizes, and it keeps each rank's part (docs/engine.md,
+ * "Many ranks"). Every rank holds the whole model in host memory and calls
+ * the same engine functions in the same order (collective calls). */
+#ifndef VOXFE_MPI_H
+#define VOXFE_MPI_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "voxfe/backend.h"
+#include "voxfe/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The automatic split of nz element layers over `ranks` ranks: blocks of
+ * 2^m layers, m as large as leaves every rank a block, dealt out in order
+ * (the first ranks one more where they do not divide), so that the slab
+ * boundaries stay multiples of 2^m and m multigrid levels below the fine one
+ * stay split as well. first[r] is rank r's first layer, first[ranks] = nz.
+ * Fails (returns -1) when nz < ranks. */
+int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
+
+/* A backend on communicator `comm` for a grid and its dofs per node (3
+ * elasticity, 1 heat); collective. `first` (ranks + 1 entries, rank r owning
+ * element layers [first[r], first[r+1]), each at least one) fixes the split;
+ * NULL takes vox_mpi_slabs. The backend's vectors are the whole grid's to
+ * the engine (vec->upload takes, vec->download gives the whole array on every
+ * rank); each rank stores its slab and the interface node layers it shares
+ * with its neighbours. Periodic grids, the sparse (bone) storage, periodic
+ * cells and the filter are not split yet: the backend has no such
+ * operations, and refuses them with a message. */
+vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
+                                  int dofs_per_node, const int64_t *first, vox_backend **out);
+
+/* The slab of this rank, [*first, *end) element layers, of a backend made
+ * by vox_mpi_backend_create. */
+void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end);
+
+/* The number of levels, from the fine one, whose nodes are split over the
+ * ranks (the others are gathered, the same on every rank). */
+int vox_mpi_backend_split_levels(const vox_backend *be);
+
+/* The model of rank `root` on every rank of `comm` (collective): on the
+ * others, *model (whatever it held is not freed) becomes a copy that
+ * vox_model_free frees. */
+vox_status vox_mpi_model_broadcast(vox_context *ctx, MPI_Comm comm, int root, vox_model *model);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1127 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI backend (voxfe/mpi.h): the grid split into slabs of element
+ * layers along z, one a rank, each rank running the CPU backend's kernels
+ * on its slab (Arbenz, Flaig and Kellenberger 2014 split the bone the same
+ * way over GPUs). The engine above sees the whole grid's sizes; this file
+ * maps them onto the slabs.
+ *
+ * Vectors of node values are kept *consistent*: a node layer that two
+ * slabs share (the interface) holds the same, whole value on both ranks.
+ * A product on a slab gives the interface only its own elements' part, so
+ * every product, diagonal, smoothing step and grid transfer ends with a
+ * halo exchange that adds the neighbour's part (x + y on one rank, y + x on
+ * the other: the same bits). Fixed dofs keep their own value (the
+ * eliminated operator's identity rows are not sums). Reductions run over
+ * the owned entries (an interface layer belongs to the rank below it) and
+ * MPI_Allreduce. Vectors of element values need no exchange.
+ *
+ * Multigrid levels stay split while every slab boundary falls on a coarse
+ * node (boundaries divisible by 2^l on level l): then each rank's coarse
+ * grid is the coarsening of its fine slab, and the Galerkin product of the
+ * slab's elements is the slab's part of the whole one, so the parts add up
+ * like the fine products. The first level where a boundary does not fall
+ * on a coarse node, and every coarser one, is gathered: the same whole
+ * level on every rank, computed redundantly (no exchange), reached by
+ * gathering the split level's residual and left by each rank taking its
+ * slab of the prolongation. The direct solve of a coarsest level that is
+ * still split gathers its stencil and right-hand side. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_ops.h"
+#include "cpu/cpu.h"
+#include "voxfe/mpi.h"
+
+enum { MAX_LEVELS = 64, HEADER_BYTES = 64 };
+
+/* Where a vector's entries live. Node layouts have `unit` dofs a node
+ * layer, element layouts `unit` elements a layer; counts and displacements
+ * (of the owned parts, per rank, in units) serve the gathers. */
+typedef struct layout {
+  size_t global_n, local_n;
+  size_t offset;      /* global index of the first local entry */
+  size_t owned_begin; /* first owned local entry (the interface below is the lower rank's) */
+  size_t unit;        /* entries per layer */
+  int split;          /* 0: replicated, the whole vector on every rank */
+  int nodes;          /* node values: interfaces to exchange */
+  int *counts, *displs;
+  MPI_Datatype type;  /* `unit` doubles */
+} layout;
+
+typedef struct level {
+  vox_grid global, local; /* local: the rank's slab (the whole grid when not split) */
+  int split;
+  layout nodes;
+  vox_vec whole;   /* CPU vectors of the whole level (gathers), made when needed */
+  vox_vec whole2;
+  vox_vec scratch; /* a CPU vector of the local size */
+} level;
+
+typedef struct impl {
+  MPI_Comm comm;
+  int rank, size;
+  vox_backend *cpu;
+  int dpn;
+  int64_t *first;
+  int n_levels, split_levels;
+  level lv[MAX_LEVELS];
+  layout elements;
+  layout replicated;
+  double *halo; /* 4 node layers of the fine level: send and receive, below and above */
+} impl;
+
+/* The header in front of every vector's data. */
+typedef struct header {
+  const layout *lay;
+  size_t local_n;
+} header;
+_Static_assert(sizeof(header) <= HEADER_BYTES, "header fits");
+
+static impl *M(const vox_backend *be) { return be->impl; }
+static const vox_backend_ops *C(const vox_backend *be) { return M(be)->cpu->ops; }
+static vox_backend *CPU(const vox_backend *be) { return M(be)->cpu; }
+
+static header *hdr(const vox_vec *v) { return (header *)(void *)((char *)v->data - HEADER_BYTES); }
+/* The rank's part of a vector, as a CPU vector. */
+static vox_vec loc(const vox_vec *v) { return (vox_vec){.data = v->data, .n = hdr(v)->local_n}; }
+static const layout *lay_of(const vox_vec *v) { return hdr(v)->lay; }
+
+static vox_status unsupported(vox_backend *be, const char *what) {
+  return vox_error(be->ctx, VOX_ERR_UNSUPPORTED, "%s is not split over MPI ranks yet", what);
+}
+
+/* ---- layouts ------------------------------------------------------------- */
+
+static vox_status layout_types(vox_context *ctx, impl *m, layout *l) {
+  l->counts = calloc((size_t)m->size, sizeof *l->counts);
+  l->displs = calloc((size_t)m->size, sizeof *l->displs);
+  if (!l->counts || !l->displs) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (l->unit > INT_MAX)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "a grid layer of %zu values is too large for MPI",
+                     l->unit);
+  MPI_Type_contiguous((int)l->unit, MPI_DOUBLE, &l->type);
+  MPI_Type_commit(&l->type);
+  return VOX_OK;
+}
+
+static void layout_free(layout *l) {
+  free(l->counts);
+  free(l->displs);
+  if (l->counts && l->type != MPI_DATATYPE_NULL) MPI_Type_free(&l->type);
+  l->counts = l->displs = NULL;
+}
+
+/* Rank q's element layers [a, b) on level l of a split level. */
+static void slab_on_level(const impl *m, int l, int q, int64_t *a, int64_t *b) {
+  *a = m->first[q] >> l;
+  *b = q == m->size - 1 ? m->lv[l].global.nz : m->first[q + 1] >> l;
+}
+
+static vox_status make_levels(vox_context *ctx, impl *m, const vox_grid *grid) {
+  vox_grid g = *grid;
+  for (int l = 0; l < MAX_LEVELS; l++) {
+    level *lv = &m->lv[l];
+    lv->global = g;
+    int split = l == 0 || m->lv[l - 1].split;
+    for (int q = 1; q < m->size && split; q++) split = m->first[q] % ((int64_t)1 << l) == 0;
+    lv->split = split;
+    if (split) m->split_levels = l + 1;
+    layout *n = &lv->nodes;
+    n->nodes = 1;
+    n->unit = (size_t)m->dpn * (size_t)(g.nx + 1) * (size_t)(g.ny + 1);
+    n->global_n = n->unit * (size_t)(g.nz + 1);
+    n->type = MPI_DATATYPE_NULL;
+    TRY(layout_types(ctx, m, n));
+    lv->local = g;
+    if (split) {
+      int64_t a, b;
+      slab_on_level(m, l, m->rank, &a, &b);
+      lv->local.nz = b - a;
+      lv->local.origin[2] = g.origin[2] + (double)a * g.voxel_size[2];
+      n->split = 1;
+      n->local_n = n->unit * (size_t)(b - a + 1);
+      n->offset = n->unit * (size_t)a;
+      n->owned_begin = m->rank > 0 ? n->unit : 0;
+      for (int q = 0; q < m->size; q++) {
+        slab_on_level(m, l, q, &a, &b);
+        n->displs[q] = (int)(a + (q > 0));
+        n->counts[q] = (int)(b + 1 - (a + (q > 0)));
+      }
+    } else {
+      n->local_n = n->global_n;
+    }
+    m->n_levels = l + 1;
+    const vox_grid c = vox_grid_coarsen(&g);
+    if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break;
+    g = c;
+  }
+  /* element values: the slab's layers, no interfaces */
+  layout *e = &m->elements;
+  e->split = 1;
+  e->unit = (size_t)grid->nx * (size_t)grid->ny;
+  e->global_n = e->unit * (size_t)grid->nz;
+  e->local_n = e->unit * (size_t)(m->first[m->rank + 1] - m->first[m->rank]);
+  e->offset = e->unit * (size_t)m->first[m->rank];
+  e->type = MPI_DATATYPE_NULL;
+  TRY(layout_types(ctx, m, e));
+  for (int q = 0; q < m->size; q++)
+    e->displs[q] = (int)m->first[q], e->counts[q] = (int)(m->first[q + 1] - m->first[q]);
+  for (int l = 0; l < m->n_levels; l++)
+    if (m->lv[l].nodes.global_n == e->global_n)
+      return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                       "grid %lld x %lld x %lld: its element count equals the node values of "
+                       "multigrid level %d, which the MPI backend tells apart by size",
+                       (long long)grid->nx, (long long)grid->ny, (long long)grid->nz, l);
+  m->replicated.type = MPI_DATATYPE_NULL;
+  return VOX_OK;
+}
+
+static const layout *layout_for(const impl *m, size_t n) {
+  if (n == m->elements.global_n) return &m->elements;
+  for (int l = 0; l < m->n_levels; l++)
+    if (n == m->lv[l].nodes.global_n) return &m->lv[l].nodes;
+  return &m->replicated;
+}
+
+static int level_of(const impl *m, const vox_grid *g) {
+  for (int l = 0; l < m->n_levels; l++)
+    if (m->lv[l].global.nx == g->nx && m->lv[l].global.ny == g->ny && m->lv[l].global.nz == g->nz)
+      return l;
+  return -1;
+}
+
+/* ---- communication ------------------------------------------------------- */
+
+static int parallel(const impl *m, const layout *l) { return l->split && m->size > 1; }
+
+/* Adds the neighbours' parts to the interface layers of a node vector
+ * (entries whose `keep` flag is set keep their own value). */
+static void exchange(impl *m, const layout *l, double *y, const uint8_t *keep) {
+  if (!parallel(m, l) || !l->nodes) return;
+  const size_t u = l->unit;
+  const int lower = m->rank > 0 ? m->rank - 1 : MPI_PROC_NULL;
+  const int upper = m->rank < m->size - 1 ? m->rank + 1 : MPI_PROC_NULL;
+  double *send_lo = m->halo, *send_hi = m->halo + u, *recv_lo = m->halo + 2 * u,
+         *recv_hi = m->halo + 3 * u;
+  double *first = y, *last = y + l->local_n - u;
+  memcpy(send_lo, first, u * sizeof *y);
+  memcpy(send_hi, last, u * sizeof *y);
+  MPI_Sendrecv(send_hi, 1, l->type, upper, 1, recv_lo, 1, l->type, lower, 1, m->comm,
+               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(send_lo, 1, l->type, lower, 2, recv_hi, 1, l->type, upper, 2, m->comm,
+               MPI_STATUS_IGNORE);
+  const size_t top = l->local_n - u;
+  if (lower != MPI_PROC_NULL)
+    for (size_t i = 0; i < u; i++)
+      if (!keep || !keep[i]) first[i] += recv_lo[i];
+  if (upper != MPI_PROC_NULL)
+    for (size_t i = 0; i < u; i++)
+      if (!keep || !keep[top + i]) last[i] += recv_hi[i];
+}
+
+/* The whole vector from every rank's owned part, on every rank. */
+static void gather(impl *m, const layout *l, const double *local, double *whole) {
+  if (!l->split) {
+    if (whole != local) memcpy(whole, local, l->global_n * sizeof *whole);
+    return;
+  }
+  memcpy(whole + (size_t)l->displs[m->rank] * l->unit, local + l->owned_begin,
+         (size_t)l->counts[m->rank] * l->unit * sizeof *whole);
+  if (m->size > 1)
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type,
+                   m->comm);
+}
+
+static void sum_all(impl *m, double *x, size_t n) {
+  for (size_t done = 0; done < n && m->size > 1;) {
+    const size_t chunk = n - done < (size_t)1 << 26 ? n - done : (size_t)1 << 26;
+    MPI_Allreduce(MPI_IN_PLACE, x + done, (int)chunk, MPI_DOUBLE, MPI_SUM, m->comm);
+    done += chunk;
+  }
+}
+
+/* A CPU vector of n values, made on first use. */
+static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
+  return v->data ? VOX_OK : C(be)->vec->create(CPU(be), n, VOX_DOUBLE, v);
+}
+
+/* ---- vectors ------------------------------------------------------------- */
+
+static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
+  if (scalar != VOX_DOUBLE) return unsupported(be, "a vector below double precision");
+  const layout *l = layout_for(M(be), n);
+  const size_t local_n = l == &M(be)->replicated ? n : l->local_n;
+  char *block = calloc(1, HEADER_BYTES + (local_n ? local_n : 1) * sizeof(double));
+  if (!block) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu doubles)", local_n);
+  header *h = (header *)(void *)block;
+  h->lay = l, h->local_n = local_n;
+  v->data = (double *)(void *)(block + HEADER_BYTES);
+  v->n = n;
+  v->scalar = VOX_DOUBLE;
+  return VOX_OK;
+}
+
+static void vec_destroy(vox_backend *be, vox_vec *v) {
+  if (v->data) free((char *)v->data - HEADER_BYTES);
+  v->data = NULL;
+  v->n = 0;
+}
+
+static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *values) {
+  const double *host = values;
+  memcpy(v->data, host + lay_of(v)->offset, hdr(v)->local_n * sizeof *host);
+  return VOX_OK;
+}
+
+static vox_status vec_download(vox_backend *be, const vox_vec *v, void *values) {
+  double *host = values;
+  if (lay_of(v) == &M(be)->replicated) {
+    memcpy(host, v->data, v->n * sizeof *host);
+    return VOX_OK;
+  }
+  gather(M(be), lay_of(v), v->data, host);
+  return VOX_OK;
+}
+
+#define LOCAL1(a) vox_vec a##_ = loc(a)
+static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
+  LOCAL1(v);
+  return C(be)->vec->set(CPU(be), &v_, a);
+}
+static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
+  LOCAL1(dst);
+  LOCAL1(src);
+  return C(be)->vec->copy(CPU(be), &dst_, &src_);
+}
+static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  LOCAL1(y);
+  LOCAL1(x);
+  return C(be)->vec->axpy(CPU(be), &y_, a, &x_);
+}
+static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  LOCAL1(y);
+  LOCAL1(x);
+  return C(be)->vec->xpay(CPU(be), &y_, a, &x_);
+}
+static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
+  LOCAL1(w);
+  LOCAL1(x);
+  LOCAL1(y);
+  return C(be)->vec->mult(CPU(be), &w_, &x_, &y_);
+}
+static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
+  LOCAL1(y);
+  LOCAL1(x);
+  return C(be)->vec->axpby(CPU(be), &y_, a, &x_, b);
+}
+static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
+  LOCAL1(v);
+  return C(be)->vec->reciprocal(CPU(be), &v_);
+}
+
+/* The whole vector's pseudo-random entries: by global index. */
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+  const size_t off = lay_of(v)->offset, n = hdr(v)->local_n;
+  double *x = v->data;
+  for (size_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, (uint64_t)(off + i));
+  return VOX_OK;
+}
+
+static vox_status vec_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                    const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                                    vox_vec *x) {
+  LOCAL1(b);
+  LOCAL1(inv_diag);
+  LOCAL1(d);
+  LOCAL1(x);
+  vox_vec ax_ = ax ? loc(ax) : (vox_vec){0};
+  return C(be)->vec->smoother_step(CPU(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta, &d_,
+                                   &x_);
+}
+
+/* The owned part of a vector, as a CPU vector. */
+static vox_vec owned(const vox_vec *v) {
+  const size_t b = lay_of(v)->owned_begin;
+  return (vox_vec){.data = v->data + b, .n = hdr(v)->local_n - b};
+}
+
+static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
+  vox_vec x_ = owned(x), y_ = owned(y);
+  TRY(C(be)->vec->dot(CPU(be), &x_, &y_, out));
+  if (parallel(M(be), lay_of(x))) sum_all(M(be), out, 1);
+  return VOX_OK;
+}
+
+static vox_status vec_cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
+                                const vox_vec *p, const vox_vec *q, double *rr) {
+  const size_t b = lay_of(x)->owned_begin;
+  if (b > 0) { /* the interface below: updated, not summed */
+    vox_vec x0 = {.data = x->data, .n = b}, r0 = {.data = r->data, .n = b},
+            p0 = {.data = p->data, .n = b}, q0 = {.data = q->data, .n = b};
+    double ignored;
+    TRY(C(be)->vec->cg_update(CPU(be), &x0, &r0, alpha, &p0, &q0, &ignored));
+  }
+  vox_vec x_ = owned(x), r_ = owned(r), p_ = owned(p), q_ = owned(q);
+  TRY(C(be)->vec->cg_update(CPU(be), &x_, &r_, alpha, &p_, &q_, rr));
+  if (parallel(M(be), lay_of(x))) sum_all(M(be), rr, 1);
+  return VOX_OK;
+}
+
+static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_vec *y,
+                                   double *out) {
+  LOCAL1(x);
+  LOCAL1(y);
+  TRY(C(be)->vec->max_abs_diff(CPU(be), &x_, &y_, out));
+  if (parallel(M(be), lay_of(x)))
+    MPI_Allreduce(MPI_IN_PLACE, out, 1, MPI_DOUBLE, MPI_MAX, M(be)->comm);
+  return VOX_OK;
+}
+
+/* ---- the fine operator --------------------------------------------------- */
+
+typedef struct mpi_operator {
+  vox_operator *local;  /* the CPU operator of the slab */
+  vox_vec y;            /* a product of the slab (the unfused smoothing step) */
+  /* the whole grid's operator, for a level 1 that is gathered: its
+   * description kept, the operator made on first use */
+  vox_operator_desc whole_desc;
+  uint8_t *whole_fixed;
+  size_t *whole_spring_dof;
+  double *whole_spring_k;
+  double whole_ke[24 * 24];
+  vox_operator *whole;
+  vox_vec whole_moduli;
+  const vox_vec *moduli;
+} mpi_operator;
+
+static void op_destroy(vox_backend *be, vox_operator *o) {
+  mpi_operator *op = (mpi_operator *)(void *)o;
+  if (!op) return;
+  if (op->local) C(be)->op->destroy(CPU(be), op->local);
+  if (op->whole) C(be)->op->destroy(CPU(be), op->whole);
+  if (op->y.data) C(be)->vec->destroy(CPU(be), &op->y);
+  if (op->whole_moduli.data) C(be)->vec->destroy(CPU(be), &op->whole_moduli);
+  free(op->whole_fixed);
+  free(op->whole_spring_dof);
+  free(op->whole_spring_k);
+  free(op);
+}
+
+static vox_status op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
+  impl *m = M(be);
+  *out = NULL;
+  if (desc->grid.periodic) return unsupported(be, "a periodic grid");
+  if (level_of(m, &desc->grid) != 0 || desc->dofs_per_node != m->dpn)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the operator's grid is not the one the MPI backend was made for");
+  mpi_operator *op = calloc(1, sizeof *op);
+  if (!op) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const layout *n = &m->lv[0].nodes;
+  const size_t nd = n->global_n, nloc = 8 * (size_t)m->dpn;
+  /* the whole description, kept for a gathered level 1 */
+  op->whole_desc = *desc;
+  memcpy(op->whole_ke, desc->ke, nloc * nloc * sizeof *desc->ke);
+  op->whole_desc.ke = op->whole_ke;
+  vox_status s = VOX_OK;
+  if (desc->dof_fixed) {
+    op->whole_fixed = malloc(nd);
+    if (op->whole_fixed) memcpy(op->whole_fixed, desc->dof_fixed, nd);
+    op->whole_desc.dof_fixed = op->whole_fixed;
+  }
+  op->whole_spring_dof = malloc((desc->n_springs + 1) * sizeof *op->whole_spring_dof);
+  op->whole_spring_k = malloc((desc->n_springs + 1) * sizeof *op->whole_spring_k);
+  size_t *local_dof = malloc((desc->n_springs + 1) * sizeof *local_dof);
+  double *local_k = malloc((desc->n_springs + 1) * sizeof *local_k);
+  if ((desc->dof_fixed && !op->whole_fixed) || !op->whole_spring_dof || !op->whole_spring_k ||
+      !local_dof || !local_k)
+    s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* springs: on the rank that owns their dof, so that the sums count them once */
+  size_t n_local = 0;
+  for (size_t i = 0; i < desc->n_springs && s == VOX_OK; i++) {
+    op->whole_spring_dof[i] = desc->spring_dof[i];
+    op->whole_spring_k[i] = desc->spring_k[i];
+    const size_t d = desc->spring_dof[i];
+    if (d >= n->offset + n->owned_begin && d < n->offset + n->local_n)
+      local_dof[n_local] = d - n->offset, local_k[n_local++] = desc->spring_k[i];
+  }
+  op->whole_desc.spring_dof = op->whole_spring_dof;
+  op->whole_desc.spring_k = op->whole_spring_k;
+  if (s == VOX_OK) {
+    vox_operator_desc slab = *desc;
+    slab.grid = m->lv[0].local;
+    slab.dof_fixed = desc->dof_fixed ? desc->dof_fixed + n->offset : NULL;
+    slab.n_springs = n_local;
+    slab.spring_dof = local_dof;
+    slab.spring_k = local_k;
+    s = C(be)->op->create(CPU(be), &slab, &op->local);
+  }
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n->local_n, VOX_DOUBLE, &op->y);
+  free(local_dof);
+  free(local_k);
+  if (s != VOX_OK) {
+    op_destroy(be, (vox_operator *)(void *)op);
+    return s;
+  }
+  *out = (vox_operator *)(void *)op;
+  return VOX_OK;
+}
+
+static mpi_operator *OP(vox_operator *o) { return (mpi_operator *)(void *)o; }
+static const uint8_t *fixed_of(vox_operator *o) { return OP(o)->local->fixed; }
+
+static vox_status op_set_moduli(vox_backend *be, vox_operator *o, const vox_vec *moduli) {
+  OP(o)->moduli = moduli;
+  LOCAL1(moduli);
+  return C(be)->op->set_moduli(CPU(be), OP(o)->local, &moduli_);
+}
+
+static vox_status op_apply(vox_backend *be, vox_operator *o, const vox_vec *x, vox_vec *y,
+                           int flags) {
+  LOCAL1(x);
+  LOCAL1(y);
+  TRY(C(be)->op->apply(CPU(be), OP(o)->local, &x_, &y_, flags));
+  exchange(M(be), &M(be)->lv[0].nodes, y->data, flags & VOX_APPLY_FULL ? NULL : fixed_of(o));
+  return VOX_OK;
+}
+
+static vox_status op_zero_fixed(vox_backend *be, vox_operator *o, vox_vec *v) {
+  LOCAL1(v);
+  return C(be)->op->zero_fixed(CPU(be), OP(o)->local, &v_);
+}
+
+static vox_status op_diagonal(vox_backend *be, vox_operator *o, vox_vec *d) {
+  LOCAL1(d);
+  TRY(C(be)->op->diagonal(CPU(be), OP(o)->local, &d_));
+  exchange(M(be), &M(be)->lv[0].nodes, d->data, fixed_of(o));
+  return VOX_OK;
+}
+
+static vox_status op_element_energy(vox_backend *be, vox_operator *o, const vox_vec *u,
+                                    vox_vec *energy, int accumulate) {
+  LOCAL1(u);
+  LOCAL1(energy);
+  return C(be)->op->element_energy(CPU(be), OP(o)->local, &u_, &energy_, accumulate);
+}
+
+/* The fused steps, unfused: the product with its exchange, then the update
+ * (the same arithmetic as the CPU backend's fused step). */
+static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
+                            const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
+                            vox_vec *x_out, int flags) {
+  mpi_operator *op = OP(o);
+  LOCAL1(x);
+  LOCAL1(b);
+  LOCAL1(inv_diag);
+  LOCAL1(d);
+  LOCAL1(x_out);
+  TRY(C(be)->op->apply(CPU(be), op->local, &x_, &op->y, flags));
+  exchange(M(be), &M(be)->lv[0].nodes, op->y.data, fixed_of(o));
+  TRY(C(be)->vec->copy(CPU(be), &x_out_, &x_));
+  return C(be)->vec->smoother_step(CPU(be), &b_, &op->y, &inv_diag_, alpha, beta, &d_, &x_out_);
+}
+
+static vox_status op_residual(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
+                              vox_vec *r, int flags) {
+  TRY(op_apply(be, o, x, r, flags));
+  LOCAL1(r);
+  LOCAL1(b);
+  return C(be)->vec->xpay(CPU(be), &r_, -1, &b_); /* r = b - K x */
+}
+
+static vox_status op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
+                                 vox_vec *f) {
+  return unsupported(be, "a periodic cell");
+}
+static vox_status op_strain_energy(vox_backend *be, vox_operator *op, int n_fields,
+                                   const vox_vec *u, const double *chi, const double *w,
+                                   vox_vec *out) {
+  return unsupported(be, "a periodic cell");
+}
+static vox_status op_strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
+                                        const vox_vec *u, const double *chi, double *sums) {
+  return unsupported(be, "a periodic cell");
+}
+/* ---- multigrid levels ---------------------------------------------------- */
+
+typedef struct mpi_stencil {
+  int level;
+  vox_stencil *local; /* the slab's part (split), or the whole level (gathered) */
+  vox_stencil *whole; /* a split level gathered whole (for the next level or a direct solve) */
+  vox_vec y;
+} mpi_stencil;
+
+static mpi_stencil *ST(vox_stencil *s) { return (mpi_stencil *)(void *)s; }
+
+static void stencil_destroy(vox_backend *be, vox_stencil *s) {
+  mpi_stencil *st = ST(s);
+  if (!st) return;
+  if (st->local) C(be)->mg->stencil_destroy(CPU(be), st->local);
+  if (st->whole) C(be)->mg->stencil_destroy(CPU(be), st->whole);
+  if (st->y.data) C(be)->vec->destroy(CPU(be), &st->y);
+  free(st);
+}
+
+static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
+                                 vox_precision precision, vox_stencil **out) {
+  impl *m = M(be);
+  *out = NULL;
+  const int l = level_of(m, grid);
+  if (l <= 0 || dpn != m->dpn)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "a multigrid level the MPI backend does not know");
+  mpi_stencil *st = calloc(1, sizeof *st);
+  if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  st->level = l;
+  /* the CPU backend keeps double levels whatever the precision */
+  vox_status s = C(be)->mg->stencil_create(CPU(be), &m->lv[l].local, dpn, precision, &st->local);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), m->lv[l].nodes.local_n, VOX_DOUBLE, &st->y);
+  if (s != VOX_OK) {
+    stencil_destroy(be, (vox_stencil *)(void *)st);
+    return s;
+  }
+  *out = (vox_stencil *)(void *)st;
+  return VOX_OK;
+}
+
+/* The whole stencil of a split level on every rank: the slabs' parts added
+ * (at most two ranks share a node, so the sum has the same bits
+ * everywhere). */
+static vox_status gather_stencil(vox_backend *be, mpi_stencil *st) {
+  impl *m = M(be);
+  const level *lv = &m->lv[st->level];
+  if (!st->whole)
+    TRY(C(be)->mg->stencil_create(CPU(be), &lv->global, m->dpn, VOX_PRECISION_DOUBLE, &st->whole));
+  const size_t per_node = 27 * (size_t)m->dpn * (size_t)m->dpn;
+  const size_t node_offset = lv->nodes.offset / (size_t)m->dpn;
+  memset(st->whole->value, 0, st->whole->n_nodes * per_node * sizeof(double));
+  memcpy(st->whole->value + node_offset * per_node, st->local->value,
+         st->local->n_nodes * per_node * sizeof(double));
+  sum_all(m, st->whole->value, st->whole->n_nodes * per_node);
+  return VOX_OK;
+}
+
+/* Level 1 of the fine operator. Split: the slab's elements, less what the
+ * slab below adds too: the identity rows of the fixed dofs on the interface
+ * below, which both slabs' operators hold (R (I - D) P counted once).
+ * Gathered: the whole grid's operator at the gathered moduli. */
+static vox_status galerkin_operator(vox_backend *be, vox_operator *o, vox_stencil *s) {
+  impl *m = M(be);
+  mpi_operator *op = OP(o);
+  mpi_stencil *st = ST(s);
+  if (st->level != 1)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
+  if (m->lv[1].split) {
+    TRY(C(be)->mg->galerkin_operator(CPU(be), op->local, st->local));
+    if (m->rank > 0) TRY(vox_cpu_galerkin_subtract_fixed_layer(CPU(be), op->local, st->local));
+    return VOX_OK;
+  }
+  if (!op->whole) TRY(C(be)->op->create(CPU(be), &op->whole_desc, &op->whole));
+  if (!op->whole_moduli.data)
+    TRY(C(be)->vec->create(CPU(be), m->elements.global_n, VOX_DOUBLE, &op->whole_moduli));
+  if (!op->moduli) return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "no moduli set");
+  gather(m, &m->elements, op->moduli->data, op->whole_moduli.data);
+  TRY(C(be)->op->set_moduli(CPU(be), op->whole, &op->whole_moduli));
+  return C(be)->mg->galerkin_operator(CPU(be), op->whole, st->local);
+}
+
+static vox_status galerkin_stencil(vox_backend *be, vox_stencil *f, vox_stencil *c) {
+  impl *m = M(be);
+  mpi_stencil *fine = ST(f), *coarse = ST(c);
+  if (m->lv[coarse->level].split || !m->lv[fine->level].split)
+    return C(be)->mg->galerkin_stencil(CPU(be), fine->local, coarse->local);
+  TRY(gather_stencil(be, fine));
+  return C(be)->mg->galerkin_stencil(CPU(be), fine->whole, coarse->local);
+}
+
+static vox_status stencil_upload(vox_backend *be, vox_stencil *s, const double *host) {
+  if (M(be)->lv[ST(s)->level].split) return unsupported(be, "uploading a split stencil");
+  return C(be)->mg->stencil_upload(CPU(be), ST(s)->local, host);
+}
+
+static vox_status stencil_download(vox_backend *be, const vox_stencil *s, double *host) {
+  mpi_stencil *st = ST((vox_stencil *)(uintptr_t)s);
+  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_download(CPU(be), st->local, host);
+  TRY(gather_stencil(be, st));
+  return C(be)->mg->stencil_download(CPU(be), st->whole, host);
+}
+
+static vox_status stencil_apply(vox_backend *be, vox_stencil *s, const vox_vec *x, vox_vec *y) {
+  mpi_stencil *st = ST(s);
+  LOCAL1(x);
+  LOCAL1(y);
+  TRY(C(be)->mg->stencil_apply(CPU(be), st->local, &x_, &y_));
+  exchange(M(be), &M(be)->lv[st->level].nodes, y->data, NULL);
+  return VOX_OK;
+}
+
+static vox_status stencil_smooth(vox_backend *be, vox_stencil *s, const vox_vec *b,
+                                 const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                 double beta, vox_vec *d, vox_vec *x_out) {
+  mpi_stencil *st = ST(s);
+  LOCAL1(x);
+  LOCAL1(b);
+  LOCAL1(inv_diag);
+  LOCAL1(d);
+  LOCAL1(x_out);
+  TRY(C(be)->mg->stencil_apply(CPU(be), st->local, &x_, &st->y));
+  exchange(M(be), &M(be)->lv[st->level].nodes, st->y.data, NULL);
+  TRY(C(be)->vec->copy(CPU(be), &x_out_, &x_));
+  return C(be)->vec->smoother_step(CPU(be), &b_, &st->y, &inv_diag_, alpha, beta, &d_, &x_out_);
+}
+
+static vox_status stencil_residual(vox_backend *be, vox_stencil *s, const vox_vec *b,
+                                   const vox_vec *x, vox_vec *r) {
+  TRY(stencil_apply(be, s, x, r));
+  LOCAL1(r);
+  LOCAL1(b);
+  return C(be)->vec->xpay(CPU(be), &r_, -1, &b_);
+}
+
+static vox_status stencil_diagonal(vox_backend *be, vox_stencil *s, vox_vec *d) {
+  mpi_stencil *st = ST(s);
+  LOCAL1(d);
+  TRY(C(be)->mg->stencil_diagonal(CPU(be), st->local, &d_));
+  exchange(M(be), &M(be)->lv[st->level].nodes, d->data, NULL);
+  return VOX_OK;
+}
+
+static vox_status stencil_factor(vox_backend *be, vox_stencil *s) {
+  mpi_stencil *st = ST(s);
+  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_factor(CPU(be), st->local);
+  TRY(gather_stencil(be, st));
+  return C(be)->mg->stencil_factor(CPU(be), st->whole);
+}
+
+static vox_status stencil_solve(vox_backend *be, vox_stencil *s, const vox_vec *b, vox_vec *x) {
+  impl *m = M(be);
+  mpi_stencil *st = ST(s);
+  level *lv = &m->lv[st->level];
+  LOCAL1(b);
+  LOCAL1(x);
+  if (!lv->split) return C(be)->mg->stencil_solve(CPU(be), st->local, &b_, &x_);
+  TRY(need(be, &lv->whole, lv->nodes.global_n));
+  TRY(need(be, &lv->whole2, lv->nodes.global_n));
+  gather(m, &lv->nodes, b->data, lv->whole.data);
+  TRY(C(be)->mg->stencil_solve(CPU(be), st->whole, &lv->whole, &lv->whole2));
+  memcpy(x->data, lv->whole2.data + lv->nodes.offset, lv->nodes.local_n * sizeof(double));
+  return VOX_OK;
+}
+
+/* Restriction from level l. Both split: each rank restricts its slab with
+ * the interface below (the lower rank's) left out, and the exchange adds the
+ * coarse interfaces. Into the first gathered level: from the whole fine
+ * residual, gathered. */
+static vox_status restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
+                                    const vox_vec *r_fine, vox_vec *r_coarse) {
+  impl *m = M(be);
+  const int l = level_of(m, fine);
+  if (l < 0 || l + 1 >= m->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
+  level *lf = &m->lv[l], *lc = &m->lv[l + 1];
+  LOCAL1(r_fine);
+  LOCAL1(r_coarse);
+  if (lc->split) {
+    TRY(need(be, &lf->scratch, lf->nodes.local_n));
+    memcpy(lf->scratch.data, r_fine->data, lf->nodes.local_n * sizeof(double));
+    memset(lf->scratch.data, 0, lf->nodes.owned_begin * sizeof(double));
+    TRY(C(be)->mg->restrict_residual(CPU(be), &lf->local, dpn, &lf->scratch, &r_coarse_));
+    exchange(m, &lc->nodes, r_coarse->data, NULL);
+    return VOX_OK;
+  }
+  if (!lf->split)
+    return C(be)->mg->restrict_residual(CPU(be), &lf->global, dpn, &r_fine_, &r_coarse_);
+  TRY(need(be, &lf->whole, lf->nodes.global_n));
+  gather(m, &lf->nodes, r_fine->data, lf->whole.data);
+  return C(be)->mg->restrict_residual(CPU(be), &lf->global, dpn, &lf->whole, &r_coarse_);
+}
+
+/* Prolongation to level l: split levels interpolate their slab (the
+ * interface nodes from the same coarse values on both ranks); from the
+ * first gathered level, the whole prolongation and each rank its slab. */
+static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
+                              const vox_vec *x_coarse, vox_vec *x_fine) {
+  impl *m = M(be);
+  const int l = level_of(m, fine);
+  if (l < 0 || l + 1 >= m->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
+  level *lf = &m->lv[l], *lc = &m->lv[l + 1];
+  LOCAL1(x_coarse);
+  LOCAL1(x_fine);
+  if (lc->split || !lf->split)
+    return C(be)->mg->prolong_add(CPU(be), &lf->local, dpn, &x_coarse_, &x_fine_);
+  TRY(need(be, &lf->whole, lf->nodes.global_n));
+  TRY(C(be)->vec->set(CPU(be), &lf->whole, 0));
+  TRY(C(be)->mg->prolong_add(CPU(be), &lf->global, dpn, &x_coarse_, &lf->whole));
+  vox_vec slab = {.data = lf->whole.data + lf->nodes.offset, .n = lf->nodes.local_n};
+  return C(be)->vec->axpy(CPU(be), &x_fine_, 1, &slab);
+}
+
+/* ---- design kernels ------------------------------------------------------ */
+
+static vox_status simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                              double p, double emin, vox_vec *moduli) {
+  LOCAL1(rho);
+  LOCAL1(e_solid);
+  LOCAL1(moduli);
+  return C(be)->design->simp_moduli(CPU(be), &rho_, &e_solid_, p, emin, &moduli_);
+}
+
+static vox_status simp_sensitivity(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
+                                   const vox_vec *energy, double p, double emin, vox_vec *dc) {
+  LOCAL1(rho);
+  LOCAL1(e_solid);
+  LOCAL1(energy);
+  LOCAL1(dc);
+  return C(be)->design->simp_sensitivity(CPU(be), &rho_, &e_solid_, &energy_, p, emin, &dc_);
+}
+
+static vox_status oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                            const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                            double lambda, double move, double eta, double q, double rho_min,
+                            vox_vec *rho_new) {
+  LOCAL1(rho);
+  LOCAL1(dc);
+  LOCAL1(dv);
+  LOCAL1(design);
+  LOCAL1(passive);
+  LOCAL1(rho_new);
+  return C(be)->design->oc_update(CPU(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, move,
+                                  eta, q, rho_min, &rho_new_);
+}
+
+static vox_status oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
+                             const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
+                             const double *lambda, int n, double move, double eta, double q,
+                             double rho_min, double *volume) {
+  LOCAL1(rho);
+  LOCAL1(dc);
+  LOCAL1(dv);
+  LOCAL1(design);
+  LOCAL1(passive);
+  TRY(C(be)->design->oc_volumes(CPU(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, n, move,
+                                eta, q, rho_min, volume));
+  if (parallel(M(be), lay_of(rho))) sum_all(M(be), volume, (size_t)n);
+  return VOX_OK;
+}
+
+/* The filter: each rank filters a window of element layers, its slab and
+ * twice the taps' reach in z on either side (where the grid goes on), made
+ * on the CPU backend. Its slab's values are then exact: the taps of a slab
+ * element stay in the window, and so do those of the elements they reach,
+ * whose sums of weights the transpose divides by. The same taps in the same
+ * order as on the whole grid: the same bits as one process. The window's
+ * other layers come from the ranks that own them (MPI_Alltoallv). */
+typedef struct mpi_filter {
+  vox_filter *local;        /* on the window */
+  vox_grid window;
+  int64_t w0;               /* the window's first layer */
+  int64_t depth;            /* layers on either side of a slab */
+  vox_vec a, b, c;          /* window vectors */
+  int *send_count, *send_at, *recv_count, *recv_at; /* per rank, in element layers */
+} mpi_filter;
+
+static mpi_filter *FI(vox_filter *f) { return (mpi_filter *)(void *)f; }
+
+static void filter_destroy(vox_backend *be, vox_filter *filter) {
+  mpi_filter *f = FI(filter);
+  if (!f) return;
+  if (f->local) C(be)->design->filter_destroy(CPU(be), f->local);
+  vox_vec *v[] = {&f->a, &f->b, &f->c};
+  for (int i = 0; i < 3; i++)
+    if (v[i]->data) C(be)->vec->destroy(CPU(be), v[i]);
+  free(f->send_count);
+  free(f->send_at);
+  free(f->recv_count);
+  free(f->recv_at);
+  free(f);
+}
+
+static void window_of(const impl *m, int q, int64_t depth, int64_t nz, int64_t *w0, int64_t *w1) {
+  *w0 = m->first[q] - depth < 0 ? 0 : m->first[q] - depth;
+  *w1 = m->first[q + 1] + depth > nz ? nz : m->first[q + 1] + depth;
+}
+
+static vox_status filter_create(vox_backend *be, const vox_grid *grid, double radius,
+                                const uint8_t *active, vox_filter **out) {
+  impl *m = M(be);
+  *out = NULL;
+  if (level_of(m, grid) != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the filter's grid is not the one the MPI backend was made for");
+  mpi_filter *f = calloc(1, sizeof *f);
+  const size_t q = (size_t)m->size;
+  if (f) {
+    f->send_count = calloc(q, sizeof(int)), f->send_at = calloc(q, sizeof(int));
+    f->recv_count = calloc(q, sizeof(int)), f->recv_at = calloc(q, sizeof(int));
+  }
+  if (!f || !f->send_count || !f->send_at || !f->recv_count || !f->recv_at) {
+    filter_destroy(be, (vox_filter *)(void *)f);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  /* the taps reach floor(R / h) layers (filter_taps.c), at most nz - 1 */
+  const double reach = radius > 0 ? floor(radius / grid->voxel_size[2]) : 0;
+  const int64_t r = reach < (double)(grid->nz - 1) ? (int64_t)reach : grid->nz - 1;
+  f->depth = 2 * r;
+  int64_t w1;
+  window_of(m, m->rank, f->depth, grid->nz, &f->w0, &w1);
+  f->window = *grid;
+  f->window.nz = w1 - f->w0;
+  const int64_t k0 = m->first[m->rank], k1 = m->first[m->rank + 1];
+  for (int p = 0; p < m->size; p++) {
+    int64_t p0, p1; /* p's window, and p's slab against mine */
+    window_of(m, p, f->depth, grid->nz, &p0, &p1);
+    const int64_t s0 = k0 > p0 ? k0 : p0, s1 = k1 < p1 ? k1 : p1;
+    f->send_count[p] = s1 > s0 ? (int)(s1 - s0) : 0;
+    f->send_at[p] = s1 > s0 ? (int)(s0 - k0) : 0;
+    const int64_t q0 = m->first[p] > f->w0 ? m->first[p] : f->w0,
+                  q1 = m->first[p + 1] < w1 ? m->first[p + 1] : w1;
+    f->recv_count[p] = q1 > q0 ? (int)(q1 - q0) : 0;
+    f->recv_at[p] = q1 > q0 ? (int)(q0 - f->w0) : 0;
+  }
+  const size_t layer = m->elements.unit, n = layer * (size_t)f->window.nz;
+  vox_status s = C(be)->design->filter_create(CPU(be), &f->window, radius,
+                                              active + layer * (size_t)f->w0, &f->local);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->a);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->b);
+  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->c);
+  if (s != VOX_OK) {
+    filter_destroy(be, (vox_filter *)(void *)f);
+    return s;
+  }
+  *out = (vox_filter *)(void *)f;
+  return VOX_OK;
+}
+
+/* The window's values of an element vector, from the ranks that own them. */
+static void fill_window(impl *m, mpi_filter *f, const vox_vec *v, vox_vec *window) {
+  MPI_Alltoallv(v->data, f->send_count, f->send_at, m->elements.type, window->data, f->recv_count,
+                f->recv_at, m->elements.type, m->comm);
+}
+
+/* The slab's part of a window vector. */
+static void slab_of_window(impl *m, const mpi_filter *f, const vox_vec *window, vox_vec *out) {
+  const size_t at = m->elements.unit * (size_t)(m->first[m->rank] - f->w0);
+  memcpy(out->data, window->data + at, m->elements.local_n * sizeof(double));
+}
+
+static vox_status filter_apply(vox_backend *be, vox_filter *filter, const vox_vec *in,
+                               vox_vec *out) {
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, in, &f->a);
+  TRY(C(be)->design->filter_apply(CPU(be), f->local, &f->a, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_transpose(vox_backend *be, vox_filter *filter, const vox_vec *in,
+                                   vox_vec *out) {
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, in, &f->a);
+  TRY(C(be)->design->filter_transpose(CPU(be), f->local, &f->a, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_sensitivity(vox_backend *be, vox_filter *filter, const vox_vec *rho,
+                                     const vox_vec *dc, double gamma, vox_vec *out) {
+  mpi_filter *f = FI(filter);
+  fill_window(M(be), f, rho, &f->a);
+  fill_window(M(be), f, dc, &f->c);
+  TRY(C(be)->design->filter_sensitivity(CPU(be), f->local, &f->a, &f->c, gamma, &f->b));
+  slab_of_window(M(be), f, &f->b, out);
+  return VOX_OK;
+}
+
+static vox_status filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
+                                         const uint8_t *active, vox_filter **filter) {
+  return unsupported(be, "the periodic filter");
+}
+static vox_status symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
+                             vox_vec *v) {
+  return unsupported(be, "symmetry");
+}
+
+/* ---- the backend --------------------------------------------------------- */
+
+static void destroy(vox_backend *be) {
+  impl *m = M(be);
+  if (m) {
+    for (int l = 0; l < m->n_levels; l++) {
+      vox_vec *v[] = {&m->lv[l].whole, &m->lv[l].whole2, &m->lv[l].scratch};
+      for (int i = 0; i < 3; i++)
+        if (v[i]->data) C(be)->vec->destroy(CPU(be), v[i]);
+      layout_free(&m->lv[l].nodes);
+    }
+    layout_free(&m->elements);
+    if (m->cpu) vox_backend_destroy(m->cpu);
+    free(m->first);
+    free(m->halo);
+    free(m);
+  }
+  free(be);
+}
+
+static vox_status synchronize(vox_backend *be) { return VOX_OK; }
+static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
+  return C(be)->memory(CPU(be), free_bytes, total_bytes);
+}
+static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
+  return C(be)->host_alloc(CPU(be), bytes, p);
+}
+static void host_free(vox_backend *be, void *p) { C(be)->host_free(CPU(be), p); }
+
+static const vox_vector_ops mpi_vec_ops = {
+    .create = vec_create,
+    .destroy = vec_destroy,
+    .upload = vec_upload,
+    .download = vec_download,
+    .set = vec_set,
+    .copy = vec_copy,
+    .axpy = vec_axpy,
+    .xpay = vec_xpay,
+    .mult = vec_mult,
+    .axpby = vec_axpby,
+    .reciprocal = vec_reciprocal,
+    .random = vec_random,
+    .smoother_step = vec_smoother_step,
+    .dot = vec_dot,
+    .cg_update = vec_cg_update,
+    .max_abs_diff = vec_max_abs_diff,
+};
+
+static const vox_operator_ops mpi_op_ops = {
+    .create = op_create,
+    .destroy = op_destroy,
+    .set_moduli = op_set_moduli,
+    .apply = op_apply,
+    .zero_fixed = op_zero_fixed,
+    .diagonal = op_diagonal,
+    .element_energy = op_element_energy,
+    .smooth = op_smooth,
+    .residual = op_residual,
+    .strain_load = op_strain_load,
+    .strain_energy = op_strain_energy,
+    .strain_energy_sums = op_strain_energy_sums,
+};
+
+static const vox_multigrid_ops mpi_mg_ops = {
+    .stencil_blocks = 27,
+    .stencil_create = stencil_create,
+    .stencil_destroy = stencil_destroy,
+    .galerkin_operator = galerkin_operator,
+    .galerkin_stencil = galerkin_stencil,
+    .stencil_upload = stencil_upload,
+    .stencil_download = stencil_download,
+    .stencil_apply = stencil_apply,
+    .stencil_smooth = stencil_smooth,
+    .stencil_residual = stencil_residual,
+    .stencil_diagonal = stencil_diagonal,
+    .stencil_factor = stencil_factor,
+    .stencil_solve = stencil_solve,
+    .restrict_residual = restrict_residual,
+    .prolong_add = prolong_add,
+};
+
+static const vox_design_ops mpi_design_ops = {
+    .simp_moduli = simp_moduli,
+    .simp_sensitivity = simp_sensitivity,
+    .oc_update = oc_update,
+    .oc_volumes = oc_volumes,
+    .filter_create = filter_create,
+    .filter_destroy = filter_destroy,
+    .filter_apply = filter_apply,
+    .filter_transpose = filter_transpose,
+    .filter_sensitivity = filter_sensitivity,
+    .filter_create_periodic = filter_create_periodic,
+    .symmetrize = symmetrize,
+};
+
+static const vox_backend_ops mpi_ops = {
+    .name = "mpi",
+    .destroy = destroy,
+    .synchronize = synchronize,
+    .memory = memory,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .vec = &mpi_vec_ops,
+    .op = &mpi_op_ops,
+    .mg = &mpi_mg_ops,
+    .design = &mpi_design_ops,
+};
+
+int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first) {
+  if (ranks < 1 || nz < ranks) return -1;
+  int m = 0;
+  while (m < 62 && ((nz + ((int64_t)2 << m) - 1) >> (m + 1)) >= ranks) m++;
+  const int64_t block = (int64_t)1 << m, blocks = (nz + block - 1) / block;
+  int64_t at = 0;
+  for (int r = 0; r < ranks; r++) {
+    first[r] = at * block;
+    at += blocks / ranks + (r < blocks % ranks);
+  }
+  first[ranks] = nz;
+  return 0;
+}
+
+vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
+                                  int dofs_per_node, const int64_t *first, vox_backend **out) {
+  *out = NULL;
+  if (vox_grid_check(ctx, grid)) return VOX_ERR_INVALID_ARGUMENT;
+  if (grid->periodic)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "a periodic grid is not split over MPI ranks yet");
+  if (dofs_per_node != 1 && dofs_per_node != 3)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "dofs per node %d: 1 or 3", dofs_per_node);
+  vox_backend *be = calloc(1, sizeof *be);
+  impl *m = calloc(1, sizeof *m);
+  if (!be || !m) {
+    free(be);
+    free(m);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  be->ops = &mpi_ops;
+  be->ctx = ctx;
+  be->device = VOX_DEVICE_CPU;
+  be->threads = vox_context_threads(ctx);
+  be->impl = m;
+  m->comm = comm;
+  MPI_Comm_rank(comm, &m->rank);
+  MPI_Comm_size(comm, &m->size);
+  m->dpn = dofs_per_node;
+  vox_status s = VOX_OK;
+  m->first = malloc(((size_t)m->size + 1) * sizeof *m->first);
+  if (!m->first) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (s == VOX_OK && first) {
+    memcpy(m->first, first, ((size_t)m->size + 1) * sizeof *first);
+    int ok = m->first[0] == 0 && m->first[m->size] == grid->nz;
+    for (int r = 0; r < m->size && ok; r++) ok = m->first[r + 1] > m->first[r];
+    if (!ok)
+      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                    "the slabs must cover the %lld element layers in order, at least one a rank",
+                    (long long)grid->nz);
+  } else if (s == VOX_OK && vox_mpi_slabs(grid->nz, m->size, m->first) != 0) {
+    s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                  "the grid has %lld element layers along z, fewer than the %d MPI ranks",
+                  (long long)grid->nz, m->size);
+  }
+  if (s == VOX_OK) s = make_levels(ctx, m, grid);
+  if (s == VOX_OK) {
+    m->halo = malloc(4 * m->lv[0].nodes.unit * sizeof *m->halo);
+    if (!m->halo) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  if (s == VOX_OK) s = vox_cpu_backend_create(ctx, NULL, &m->cpu);
+  if (s != VOX_OK) {
+    destroy(be);
+    return s;
+  }
+  *out = be;
+  return VOX_OK;
+}
+
+void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end) {
+  const impl *m = M(be);
+  *first = m->first[m->rank], *end = m->first[m->rank + 1];
+}
+
+int vox_mpi_backend_split_levels(const vox_backend *be) { return M(be)->split_levels; }

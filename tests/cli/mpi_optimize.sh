@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# voxfe-optimize --mpi under mpirun: the cantilever (elasticity) and the heat
+# sink (heat conduction) on 2 and 3 ranks (slabs of uneven sizes) give the
+# design, history and CG iterations of one process (to 1e-12); a model that
+# rank 0 cannot read and a grid with fewer layers than ranks end every rank
+# with exit status 2, one message and no output file.
+# Run as: bash mpi_optimize.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR MPIEXEC
+. "$(dirname "$0")/lib.sh"
+MPIEXEC=$1
+# --quiet: mpirun adds no banner of its own to a rank's failure
+mpi() { "$MPIEXEC" --oversubscribe --quiet -np "$@"; }
+
+HEATSINK="$SOURCE_DIR/workflows/heatsink/heatsink.yaml"
+make_model cantilever.nc 16x8x5 || finish
+"$VOXELIZE" --box 8x4x16 --voxel-size 16 --problem "$HEATSINK" -o heat.nc >"$LOG/out" 2>&1 ||
+  { fail "voxelize heat: $(tail -n 3 "$LOG/out")"; finish; }
+
+compare() { # ONE MANY: the same history rows, CG counts and density
+  /usr/bin/python3 - "$1" "$2" >"$LOG/py" 2>&1 <<'PY' || fail "$2 against $1: $(cat "$LOG/py")"
+import sys
+import netCDF4
+import numpy as np
+one, many = (netCDF4.Dataset(f) for f in sys.argv[1:3])
+a, b = one["optimization"], many["optimization"]
+assert np.array_equal(a["cg_iterations"][:], b["cg_iterations"][:]), \
+    (a["cg_iterations"][:], b["cg_iterations"][:])
+for name in ("objective", "volume_fraction", "change"):
+    x, y = np.asarray(a[name][:]), np.asarray(b[name][:])
+    assert np.all(np.abs(x - y) <= 1e-12 * np.abs(x).max()), (name, x, y)
+assert abs(a.final_objective - b.final_objective) <= 1e-12 * abs(a.final_objective)
+assert a.final_cg_iterations == b.final_cg_iterations
+d = np.abs(np.asarray(one["density"][:]) - np.asarray(many["density"][:])).max()
+assert d <= 1e-12, d
+print("rows", len(a["objective"][:]), "objective", b.final_objective, "density diff", d)
+PY
+  echo "ok: $2 is $1: $(cat "$LOG/py")"
+}
+
+for model in cantilever heat; do
+  # the heat sink's settings of heat_run.sh; the cantilever's filter reaches
+  # a layer to either side (the slabs' windows are not the whole grid)
+  options=()
+  [ $model = heat ] && options=(--emin-ratio 1e-3 --filter-radius 20)
+  "$OPTIMIZE" $model.nc -o $model-1.nc --max-iterations 4 --device cpu --threads 1 \
+    "${options[@]}" -q >"$LOG/out" 2>&1 ||
+    { fail "optimize $model: $(tail -n 3 "$LOG/out")"; continue; }
+  for ranks in 2 3; do
+    mpi $ranks "$OPTIMIZE" --mpi $model.nc -o $model-$ranks.nc --max-iterations 4 --threads 1 \
+      "${options[@]}" >"$LOG/out" 2>"$LOG/err" ||
+      { fail "optimize --mpi $model on $ranks ranks: $(tail -n 3 "$LOG/err")"; continue; }
+    grep -q "sent to $ranks ranks" "$LOG/err" || fail "no read and send times: $(head -n 2 "$LOG/err")"
+    [ "$(grep -c 'final design' "$LOG/out")" -eq 1 ] || fail "not one summary: $(cat "$LOG/out")"
+    ncdump -h $model-$ranks.nc | grep -q -- "--mpi" || fail "$model-$ranks.nc: no --mpi in its history"
+    compare $model-1.nc $model-$ranks.nc
+  done
+done
+
+# failures: every rank ends, with one message (rank 0's) and no file
+make_model thin.nc 16x8x2 || finish
+for case in missing thin; do
+  before=$(listing)
+  mpi 3 "$OPTIMIZE" --mpi $case.nc -o out.nc --threads 1 -q >"$LOG/out" 2>"$LOG/err"
+  status=$?
+  [ "$status" -eq 2 ] || fail "$case: exit status $status, expected 2"
+  [ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "$case: not one line on stderr: $(cat "$LOG/err")"
+  grep -qE "^voxfe-optimize: $case.nc: " "$LOG/err" || fail "$case: $(cat "$LOG/err")"
+  [ "$before" = "$(listing)" ] || fail "$case: the folder changed"
+  echo "ok: $case: $(cat "$LOG/err")"
+done
+grep -q "fewer than the 3 MPI ranks" "$LOG/err" || fail "thin: $(cat "$LOG/err")"
+expect_usage_error "--mpi with --resume" "--resume is not split" \
+  "$OPTIMIZE" --mpi cantilever.nc -o out.nc --resume cantilever-1.nc
+finish

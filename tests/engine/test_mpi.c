@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI backend (voxfe/mpi.h) against one process: run under mpirun with
+ * any number of ranks, every rank solves the same model on the CPU backend
+ * alone and split over the ranks, and the two must take the same CG
+ * iterations and give the same displacements and compliance to 1e-12 of
+ * their size (the sums differ only in their order).
+ *
+ * Parts: elasticity (a cantilever of two materials with a void tunnel and
+ * SIMP densities down to a 1e-9 stiffness contrast, multigrid with four
+ * levels), jacobi (the same with the Jacobi preconditioner), heat (heat
+ * conduction with prescribed temperatures, i.e. a lifted right-hand side),
+ * optimize (four design iterations of a cantilever with the density and the
+ * sensitivity filter, history and design against one process), refuse
+ * (more ranks than element layers). `nz=N` sets the grid's layers
+ * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs). */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "voxfe/mpi.h"
+#include "voxfe/voxfe.h"
+
+static int rank, ranks;
+static int64_t nz = 12;
+static int64_t *slabs; /* first layer of each rank, ranks + 1; NULL: automatic */
+
+static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+static uint64_t next(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return *state >> 11;
+}
+
+/* 16 x 8 x nz, clamped at x = 0, loaded down and sideways at x = nx; a
+ * tunnel of void along z (nodes inside it touch no material, on every
+ * layer, the slabs' interfaces included). */
+static void make_model(vox_context *ctx, vox_model *m, vox_physics physics) {
+  vox_grid g = {.nx = 12, .ny = 6, .nz = nz, .voxel_size = {1, 1, 1.25}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  m->physics = physics;
+  uint64_t state = 2024;
+  for (int64_t k = 0; k < g.nz; k++)
+    for (int64_t j = 0; j < g.ny; j++)
+      for (int64_t i = 0; i < g.nx; i++) {
+        const int64_t e = (k * g.ny + j) * g.nx + i;
+        m->label[e] = (uint8_t)(1 + (next(&state) % 4 == 0));
+        if (i >= 4 && i < 7 && j >= 2 && j < 4) m->label[e] = 0;
+      }
+  vox_material a = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3, .conductivity = 1};
+  vox_material b = {.label = 2, .youngs_modulus = 0.01, .poisson_ratio = 0.3, .conductivity = 0.05};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &a));
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &b));
+  const int dpn = physics == VOX_PHYSICS_HEAT ? 1 : 3;
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int c = 0; c < dpn; c++) /* heat: a prescribed temperature that varies */
+        CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, 0, j, k), (uint8_t)c,
+                                               dpn == 1 ? 1 + 0.1 * (double)k : 0));
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 1));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++) {
+      if (dpn == 1) {
+        CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, k), 0, 0, 0.5));
+      } else if (k == 0 || j == g.ny) {
+        CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, k), 2, 0, -1));
+        CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, j, k), 1, 0, 0.3));
+      }
+    }
+  if (physics == VOX_PHYSICS_ELASTICITY) { /* SIMP densities in [0.001, 1] */
+    const size_t ne = (size_t)vox_grid_elements(&g);
+    m->density = malloc(ne * sizeof *m->density);
+    for (size_t e = 0; e < ne; e++)
+      m->density[e] = 0.001 + 0.999 * (double)(next(&state) % 1000) / 999.0;
+  }
+}
+
+static double compliance(const vox_model *m, const double *u, int dpn) {
+  double c = 0;
+  for (size_t i = 0; i < m->n_loads; i++)
+    c += m->loads[i].value * u[(size_t)dpn * (size_t)m->loads[i].node + m->loads[i].component];
+  return c;
+}
+
+/* One solve on the CPU alone and over the ranks; the same iterations and
+ * results to 1e-12. */
+static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc) {
+  vox_model m;
+  make_model(ctx, &m, physics);
+  const int dpn = physics == VOX_PHYSICS_HEAT ? 1 : 3;
+  const int use_density = physics == VOX_PHYSICS_ELASTICITY;
+  const size_t nd = (size_t)dpn * (size_t)vox_grid_nodes(&m.grid);
+  double *u_one = calloc(nd, sizeof *u_one), *u_split = calloc(nd, sizeof *u_split);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.preconditioner = pc;
+  opt.precision = VOX_PRECISION_DOUBLE;
+  opt.storage = VOX_STORAGE_FULL_BOX;
+  opt.rtol = 1e-10;
+  opt.mg_levels = 4;
+  vox_backend *cpu = NULL, *split = NULL;
+  vox_solve_result one = {0}, many = {0};
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, cpu, &m, use_density, 3, 1e-9, &opt, u_one, &one));
+  CHECK_OK(ctx, vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &m.grid, dpn, slabs, &split));
+  if (split)
+    CHECK_OK(ctx,
+             vox_solve_elasticity(ctx, split, &m, use_density, 3, 1e-9, &opt, u_split, &many));
+  double umax = 0, diff = 0;
+  for (size_t i = 0; i < nd; i++)
+    umax = fmax(umax, fabs(u_one[i])), diff = fmax(diff, fabs(u_split[i] - u_one[i]));
+  const double c_one = compliance(&m, u_one, dpn), c_split = compliance(&m, u_split, dpn);
+  if (rank == 0)
+    printf("%s %s on %d ranks (%d split levels): %d CG iterations against %d; compliance "
+           "%.15g against %.15g; max |u - u_one| / max |u| = %.2e\n",
+           physics == VOX_PHYSICS_HEAT ? "heat" : "elasticity",
+           pc == VOX_PC_MULTIGRID ? "multigrid" : "jacobi", ranks,
+           split ? vox_mpi_backend_split_levels(split) : 0, many.iterations, one.iterations,
+           c_split, c_one, diff / umax);
+  CHECK(one.reason == VOX_CONVERGED_RTOL && many.reason == VOX_CONVERGED_RTOL);
+  CHECK(many.iterations == one.iterations);
+  CHECK(umax > 0 && diff <= 1e-12 * umax);
+  CHECK(fabs(c_split - c_one) <= 1e-12 * fabs(c_one));
+  /* Three iterations from zero: iterates made of a few preconditioner
+   * applications, which a hierarchy that is not the one process's moves
+   * (the converged solutions agree to the tolerance whatever the
+   * preconditioner) */
+  opt.max_iterations = 3;
+  memset(u_one, 0, nd * sizeof *u_one);
+  memset(u_split, 0, nd * sizeof *u_split);
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, cpu, &m, use_density, 3, 1e-9, &opt, u_one, &one));
+  if (split)
+    CHECK_OK(ctx,
+             vox_solve_elasticity(ctx, split, &m, use_density, 3, 1e-9, &opt, u_split, &many));
+  umax = 0, diff = 0;
+  for (size_t i = 0; i < nd; i++)
+    umax = fmax(umax, fabs(u_one[i])), diff = fmax(diff, fabs(u_split[i] - u_one[i]));
+  if (rank == 0) printf("  after 3 iterations: max |u - u_one| / max |u| = %.2e\n", diff / umax);
+  CHECK(umax > 0 && diff <= 1e-13 * umax);
+  vox_backend_destroy(split);
+  vox_backend_destroy(cpu);
+  free(u_one);
+  free(u_split);
+  vox_model_free(&m);
+}
+
+/* A cantilever optimized on the CPU alone and over the ranks, with the
+ * density or the sensitivity filter reaching over two slabs' layers: the
+ * same CG iterations in every design iteration and the same history and
+ * design to 1e-12. */
+static void optimize(vox_context *ctx, vox_filter_type filter) {
+  vox_model one, many;
+  vox_grid g = {.nx = 12, .ny = 6, .nz = nz, .voxel_size = {1, 1, 0.75}};
+  vox_model *m[2] = {&one, &many};
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(ctx, vox_model_init(ctx, m[i], &g));
+    memset(m[i]->label, 1, (size_t)vox_grid_elements(&g));
+    vox_material steel = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3};
+    CHECK_OK(ctx, vox_model_add_material(ctx, m[i], &steel));
+    for (int64_t k = 0; k <= g.nz; k++)
+      for (int64_t j = 0; j <= g.ny; j++)
+        for (int c = 0; c < 3; c++)
+          CHECK_OK(ctx, vox_model_add_constraint(ctx, m[i], node(&g, 0, j, k), (uint8_t)c, 0));
+    CHECK_OK(ctx, vox_model_set_load_cases(ctx, m[i], 1));
+    for (int64_t k = 0; k <= g.nz; k++)
+      CHECK_OK(ctx, vox_model_add_load(ctx, m[i], node(&g, g.nx, 0, k), 1, 0, -1));
+  }
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.3;
+  opt.filter = filter;
+  opt.filter_radius = 1.6; /* two layers of 0.75 mm along z */
+  opt.max_iterations = 4;
+  opt.solver.mg_levels = 3;
+  vox_backend *cpu = NULL, *split = NULL;
+  vox_optimize_result r_one = {0}, r_many = {0};
+  CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &cpu));
+  CHECK_OK(ctx, vox_optimize(ctx, cpu, &one, &opt, &r_one));
+  CHECK_OK(ctx, vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &g, 3, slabs, &split));
+  if (split) CHECK_OK(ctx, vox_optimize(ctx, split, &many, &opt, &r_many));
+  CHECK(one.n_history == 4 && many.n_history == one.n_history);
+  for (size_t i = 0; i < one.n_history && i < many.n_history; i++) {
+    const vox_history_row *a = &one.history[i], *b = &many.history[i];
+    if (rank == 0)
+      printf("%s filter, iteration %d: objective %.15g against %.15g, CG %d against %d\n",
+             filter == VOX_FILTER_DENSITY ? "density" : "sensitivity", b->iteration,
+             b->objective, a->objective, b->cg_iterations, a->cg_iterations);
+    CHECK(a->cg_iterations == b->cg_iterations);
+    CHECK(fabs(a->objective - b->objective) <= 1e-12 * fabs(a->objective));
+    CHECK(fabs(a->volume_fraction - b->volume_fraction) <= 1e-12);
+    CHECK(fabs(a->change - b->change) <= 1e-12);
+    CHECK(fabs(a->non_discreteness - b->non_discreteness) <= 1e-10);
+  }
+  CHECK(fabs(r_one.objective - r_many.objective) <= 1e-12 * fabs(r_one.objective));
+  CHECK(r_one.final_cg_iterations == r_many.final_cg_iterations);
+  double diff = 0;
+  for (int64_t e = 0; one.density && many.density && e < vox_grid_elements(&g); e++)
+    diff = fmax(diff, fabs(one.density[e] - many.density[e]));
+  CHECK(one.density && many.density && diff <= 1e-12);
+  vox_backend_destroy(split);
+  vox_backend_destroy(cpu);
+  vox_model_free(&one);
+  vox_model_free(&many);
+}
+
+/* More ranks than element layers: every rank refuses, with one message. */
+static void refuse(vox_context *ctx) {
+  vox_grid g = {.nx = 4, .ny = 4, .nz = ranks - 1, .voxel_size = {1, 1, 1}};
+  if (g.nz < 1) return;
+  vox_backend *be = NULL;
+  CHECK(vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &g, 3, NULL, &be) != VOX_OK && !be);
+  CHECK(strstr(vox_context_message(ctx), "fewer than the") != NULL);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  int n_parts = 0;
+  char *parts[8];
+  for (int i = 1; i < argc; i++) {
+    if (strncmp(argv[i], "nz=", 3) == 0) {
+      nz = strtoll(argv[i] + 3, NULL, 10);
+    } else if (strncmp(argv[i], "slabs=", 6) == 0) {
+      slabs = calloc((size_t)ranks + 1, sizeof *slabs);
+      char *p = argv[i] + 6;
+      for (int r = 0; r < ranks; r++) {
+        slabs[r + 1] = slabs[r] + strtoll(p, &p, 10);
+        if (*p == ',') p++;
+      }
+    } else if (n_parts < 8) {
+      parts[n_parts++] = argv[i];
+    }
+  }
+  vox_context *ctx = NULL;
+  if (vox_context_create(&ctx) != VOX_OK) return 1;
+  char *names[9] = {argv[0]};
+  for (int i = 0; i < n_parts; i++) names[i + 1] = parts[i];
+  if (check_wanted(n_parts + 1, names, "elasticity"))
+    compare(ctx, VOX_PHYSICS_ELASTICITY, VOX_PC_MULTIGRID);
+  if (check_wanted(n_parts + 1, names, "jacobi"))
+    compare(ctx, VOX_PHYSICS_ELASTICITY, VOX_PC_JACOBI);
+  if (check_wanted(n_parts + 1, names, "heat")) compare(ctx, VOX_PHYSICS_HEAT, VOX_PC_MULTIGRID);
+  if (check_wanted(n_parts + 1, names, "optimize")) {
+    optimize(ctx, VOX_FILTER_DENSITY);
+    optimize(ctx, VOX_FILTER_SENSITIVITY);
+  }
+  if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
+  vox_context_destroy(ctx);
+  free(slabs);
+  int failures = check_failures, all = 0;
+  MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  if (all && !failures) fprintf(stderr, "rank %d: checks failed on another rank\n", rank);
+  return all ? 1 : 0;
+}
