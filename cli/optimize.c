@@ -294,6 +294,9 @@ static const cli_option options[] = {
     NUMBER("objective-tol", CLI_REAL, "T", opt.objective_tolerance, AT_LEAST(0),
            "converged when the relative change of the objective is at most T (and the "
            "change tolerance is met)"),
+    NUMBER("constraint-tol", CLI_REAL, "T", opt.constraint_tolerance, AT_LEAST(0),
+           "mma: converged only when every design constraint holds to T (value / limit - 1 "
+           "<= T; an equality within T)"),
     NUMBER("settle-iterations", CLI_INTEGER, "N", opt.settle_iterations, COUNT,
            "converged when both tolerances hold in N design iterations in a row"),
 

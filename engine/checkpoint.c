@@ -116,7 +116,7 @@ static double model_fingerprint(const vox_model *m) {
 /* The options that shape the design (not max_iterations, snapshots,
  * checkpoints, the adjoint's device or the initial design, which a resumed
  * run does not use), as the loop resolved them. */
-enum { N_OPTIONS = 31 };
+enum { N_OPTIONS = 32 };
 typedef struct option_value {
   const char *name;
   double value;
@@ -140,6 +140,7 @@ static void shaping_options(const vox_optimizer_options *o, option_value v[N_OPT
       {"continuation_growth_q", o->continuation_growth_q},
       {"change_tolerance", o->change_tolerance},
       {"objective_tolerance", o->objective_tolerance},
+      {"constraint_tolerance", o->constraint_tolerance},
       {"settle_iterations", o->settle_iterations},
       {"symmetry", o->symmetry},
       {"density_min", o->density_min},
