@@ -933,15 +933,15 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
       W_TRY(w, nc_inq_dimid(v->history_group, "iteration", &dims[0]), "iteration");
       W_TRY(w, nc_inq_dimid(ncid, "design_constraint", &dims[1]), "design_constraint");
       W_TRY(w,
-            def_var(v->history_group, "constraint_value", NC_DOUBLE, 2, dims, shape, 0, 0,
+            def_var(v->history_group, "design_constraint_value", NC_DOUBLE, 2, dims, shape, 0, 0,
                     &v->constraint_value),
-            "constraint_value");
+            "design_constraint_value");
       W_TRY(w,
             put_var_atts(v->history_group, v->constraint_value,
                          "value of each design constraint at the iteration's design", NULL, NULL,
                          "volume: the region's volume fraction; compliance: N mm; the limits "
                          "are design_constraint_limit"),
-            "constraint_value");
+            "design_constraint_value");
     }
     if ((s = def_optimization_end(w, v->history_group, &m->optimization_end, m))) return s;
   }
@@ -1035,7 +1035,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
     return s;
   if (m->n_history > 0 && m->history_constraint && m->n_design_constraints > 0)
     W_TRY(w, nc_put_var_double(v->history_group, v->constraint_value, m->history_constraint),
-          "constraint_value");
+          "design_constraint_value");
   return VOX_OK;
 }
 
@@ -1896,12 +1896,12 @@ static vox_status read_history_constraints(reader *r, int gid, vox_model *m) {
   const size_t nc = (size_t)m->n_design_constraints;
   static const char *const dims[2] = {"iteration", "design_constraint"};
   int varid;
-  vox_status s = find_var(r, gid, "constraint_value", WANT_NUMBER, 2, dims, 0, &varid);
+  vox_status s = find_var(r, gid, "design_constraint_value", WANT_NUMBER, 2, dims, 0, &varid);
   if (s || varid < 0) return s;
   if (nc == 0 || m->n_history == 0) return VOX_OK;
   if (!(m->history_constraint = malloc(m->n_history * nc * sizeof *m->history_constraint)))
     return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
-  R_TRY(r, nc_get_var_double(gid, varid, m->history_constraint), "constraint_value");
+  R_TRY(r, nc_get_var_double(gid, varid, m->history_constraint), "design_constraint_value");
   return VOX_OK;
 }
 
