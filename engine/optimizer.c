@@ -1309,7 +1309,15 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   }
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
-  if (st == VOX_OK) model->target_volume_fraction = opt->volume_fraction; /* for the plots */
+  /* for the plots: the volume the run held the design domain to, where it
+   * had one (a problem of design constraints may not) */
+  if (st == VOX_OK) {
+    model->target_volume_fraction = model->n_design_constraints == 0 ? opt->volume_fraction : 0;
+    for (int i = 0; i < model->n_design_constraints; i++)
+      if (model->design_constraints[i].kind == VOX_CONSTRAINT_VOLUME &&
+          model->design_constraints[i].label == 0)
+        model->target_volume_fraction = model->design_constraints[i].limit;
+  }
   if (st == VOX_OK)
     model->optimization_end = (vox_optimization_end){result->reason, result->objective,
                                                      result->volume_fraction,
