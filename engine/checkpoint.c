@@ -81,7 +81,7 @@ static void hash_bytes(hash *h, const void *data, size_t n) {
 #define HASH(h, value) hash_bytes(h, &(__typeof__(value)){value}, sizeof(__typeof__(value)))
 
 /* The model's problem: grid, labels, materials, physics, objective,
- * supports, loads, springs and outputs (not its density, state or history,
+ * supports, loads, springs, outputs and design constraints (not its density, state or history,
  * which a run changes), as a double (53 bits of the hash, exact). */
 static double model_fingerprint(const vox_model *m) {
   hash h = {0xcbf29ce484222325u};
@@ -110,6 +110,13 @@ static double model_fingerprint(const vox_model *m) {
   for (size_t i = 0; i < m->n_outputs; i++)
     HASH(&h, m->outputs[i].node), HASH(&h, m->outputs[i].component),
         HASH(&h, m->outputs[i].weight);
+  /* (nothing without design constraints: the fingerprints of models
+   * without them stay those of the checkpoints before them) */
+  for (int i = 0; i < m->n_design_constraints; i++) {
+    const vox_design_constraint *c = &m->design_constraints[i];
+    HASH(&h, c->kind), HASH(&h, c->equal), HASH(&h, c->label), HASH(&h, c->load_case);
+    HASH(&h, c->limit);
+  }
   return (double)(h.h >> 11);
 }
 

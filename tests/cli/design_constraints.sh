@@ -46,6 +46,27 @@ assert row["design_constraints"].startswith("stiff_enough: compliance of load ca
 PY
 "$EXPORT" design.nc -o history.png >"$LOG/out" 2>"$LOG/err" || fail "history.png: $(cat "$LOG/err")"
 
+# a run resumed from its checkpoint has the uninterrupted run's history,
+# constraint values included; a model of another limit is refused
+"$OPTIMIZE" model.nc -o part.nc --optimizer mma --filter density --max-iterations 12 \
+  --threads 2 -q --checkpoint-every 8 --checkpoint ck.nc >"$LOG/out" 2>"$LOG/err" ||
+  fail "optimize with checkpoints: $(cat "$LOG/err")"
+"$OPTIMIZE" model.nc -o resumed.nc --optimizer mma --filter density --max-iterations 12 \
+  --threads 2 -q --resume ck.nc >"$LOG/out" 2>"$LOG/err" || fail "resume: $(cat "$LOG/err")"
+/usr/bin/python3 - design.nc resumed.nc <<'PY' || fail "resumed.nc differs from design.nc"
+import sys
+import netCDF4, numpy as np
+a, b = (netCDF4.Dataset(p) for p in sys.argv[1:])
+for name in ("design_constraint_value", "objective"):
+    assert np.array_equal(a["optimization"][name][:], b["optimization"][name][:]), name
+assert np.array_equal(a["density"][:], b["density"][:])
+PY
+sed 's/compliance: 20 /compliance: 21 /' "$EXAMPLE" >other.yaml
+"$VOXELIZE" --box 12x6x6 --voxel-size 1 -p other.yaml -o other.nc >"$LOG/out" 2>"$LOG/err" ||
+  fail "voxelize other.yaml: $(cat "$LOG/err")"
+expect_usage_error "resume with another compliance limit" "the checkpoint is of another model" \
+  "$OPTIMIZE" other.nc -o x.nc --optimizer mma --filter density --max-iterations 12 --resume ck.nc
+
 # OC cannot meet a compliance limit: one line, exit 2, no design file
 expect_usage_error "OC with the volume objective" \
   "model\.nc: the optimality-criteria update \(optimizer oc\) meets one volume constraint .*optimizer mma" \
