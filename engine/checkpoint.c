@@ -208,8 +208,8 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
   if (st != VOX_OK) return st;
   if (fingerprint->values[0] != model_fingerprint(model))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "the checkpoint is of another model (grid, labels, materials or boundary "
-                     "conditions differ from this one's)");
+                     "the checkpoint is of another model (grid, labels, materials, boundary "
+                     "conditions or design constraints differ from this one's)");
   option_value v[N_OPTIONS];
   shaping_options(opt, v);
   for (int i = 0; i < N_OPTIONS; i++) {

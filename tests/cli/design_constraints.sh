@@ -28,8 +28,19 @@ assert v.shape == (12, 1), v.shape
 # is the uniform start's, larger than at the end
 assert np.allclose(h["objective"][:], h["volume_fraction"][:])
 assert np.all(np.isfinite(v)) and v[0, 0] > 0
-assert len(h.final_constraint_value) == 1 if np.ndim(h.final_constraint_value) else True
+assert np.size(h.final_constraint_value) == 1
 PY
+# a file that says it is older than design constraints but holds them is refused
+cp design.nc old.nc
+/usr/bin/python3 -c '
+import sys, netCDF4, numpy as np
+d = netCDF4.Dataset(sys.argv[1], "a")
+d.voxfe_schema_version = np.int32(4)
+d.close()' old.nc
+expect_usage_error "design constraints in a version 4 file" \
+  "old\.nc: design constraints or the volume objective need voxfe_schema_version 5, not 4" \
+  "$EXPORT" old.nc -o old.json
+rm -f old.nc
 "$EXPORT" design.nc -o summary.json >"$LOG/out" 2>"$LOG/err" || fail "summary.json: $(cat "$LOG/err")"
 /usr/bin/python3 - summary.json <<'PY' || fail "summary.json: no constraints"
 import json, sys
