@@ -52,6 +52,11 @@ int cli_resume(vox_context *ctx, const char *path, vox_model *model, vox_checkpo
   model->n_history = saved.n_history;
   saved.history = NULL;
   saved.n_history = 0;
+  /* and their design constraints' values (the model's constraints are the
+   * checkpoint's: vox_optimize checks the model against it) */
+  free(model->history_constraint);
+  model->history_constraint = saved.history_constraint;
+  saved.history_constraint = NULL;
   free(model->snapshot_iteration);
   free(model->snapshot_density);
   model->snapshot_iteration = saved.snapshot_iteration;

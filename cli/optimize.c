@@ -307,6 +307,9 @@ static const cli_option options[] = {
     NUMBER("objective-tol", CLI_REAL, "T", opt.objective_tolerance, AT_LEAST(0),
            "converged when the relative change of the objective is at most T (and the "
            "change tolerance is met)"),
+    NUMBER("constraint-tol", CLI_REAL, "T", opt.constraint_tolerance, AT_LEAST(0),
+           "mma: converged only when every design constraint holds to T (value / limit - 1 "
+           "<= T; an equality within T)"),
     NUMBER("settle-iterations", CLI_INTEGER, "N", opt.settle_iterations, COUNT,
            "converged when both tolerances hold in N design iterations in a row"),
 
@@ -351,9 +354,11 @@ static const cli_program program = {
     .args_doc = "MODEL.nc -o DESIGN.nc",
     .doc = "Topology optimization (SIMP, filter, optimality criteria or the method of moving "
            "asymptotes, continuation) of a "
-           "voxfe model file: minimum (weighted) compliance, or the largest output "
-           "displacement of a compliant mechanism when the model says so; writes the design "
-           "file.",
+           "voxfe model file: minimum (weighted) compliance, the largest output "
+           "displacement of a compliant mechanism, or the least volume, under the volume "
+           "fraction or the model's design constraints (volumes of labelled regions, "
+           "compliance limits of load cases: --optimizer mma) when the model says so; "
+           "writes the design file.",
     .epilogue = "Progress goes to stderr: one line rewritten in place on a terminal, one "
                 "line per iteration otherwise. A summary goes to stdout.",
     .options = options,

@@ -454,6 +454,12 @@ static int run(vox_context *ctx, const settings *s, const source *src, int argc,
    * is bad input. Without one, a scan gets its material alone. */
   if (s->problem) {
     vs = vox_problem_rasterize(ctx, &problem, &model);
+    /* the problem file is what is wrong: its name leads the line */
+    if (vs != VOX_OK && vs != VOX_ERR_NO_MEMORY) {
+      char message[1024];
+      snprintf(message, sizeof message, "%s", vox_context_message(ctx));
+      vs = vox_error(ctx, vs, "%s: %s", s->problem, message);
+    }
   } else {
     vox_material material = {.role = VOX_ROLE_DESIGN, .youngs_modulus = s->youngs_modulus,
                              .poisson_ratio = s->poisson_ratio, .conductivity = 1};

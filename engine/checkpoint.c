@@ -81,7 +81,7 @@ static void hash_bytes(hash *h, const void *data, size_t n) {
 #define HASH(h, value) hash_bytes(h, &(__typeof__(value)){value}, sizeof(__typeof__(value)))
 
 /* The model's problem: grid, labels, materials, physics, objective,
- * supports, loads, springs and outputs (not its density, state or history,
+ * supports, loads, springs, outputs and design constraints (not its density, state or history,
  * which a run changes), as a double (53 bits of the hash, exact). */
 static double model_fingerprint(const vox_model *m) {
   hash h = {0xcbf29ce484222325u};
@@ -110,13 +110,20 @@ static double model_fingerprint(const vox_model *m) {
   for (size_t i = 0; i < m->n_outputs; i++)
     HASH(&h, m->outputs[i].node), HASH(&h, m->outputs[i].component),
         HASH(&h, m->outputs[i].weight);
+  /* (nothing without design constraints: the fingerprints of models
+   * without them stay those of the checkpoints before them) */
+  for (int i = 0; i < m->n_design_constraints; i++) {
+    const vox_design_constraint *c = &m->design_constraints[i];
+    HASH(&h, c->kind), HASH(&h, c->equal), HASH(&h, c->label), HASH(&h, c->load_case);
+    HASH(&h, c->limit);
+  }
   return (double)(h.h >> 11);
 }
 
 /* The options that shape the design (not max_iterations, snapshots,
  * checkpoints, the adjoint's device or the initial design, which a resumed
  * run does not use), as the loop resolved them. */
-enum { N_OPTIONS = 31 };
+enum { N_OPTIONS = 32 };
 typedef struct option_value {
   const char *name;
   double value;
@@ -140,6 +147,7 @@ static void shaping_options(const vox_optimizer_options *o, option_value v[N_OPT
       {"continuation_growth_q", o->continuation_growth_q},
       {"change_tolerance", o->change_tolerance},
       {"objective_tolerance", o->objective_tolerance},
+      {"constraint_tolerance", o->constraint_tolerance},
       {"settle_iterations", o->settle_iterations},
       {"symmetry", o->symmetry},
       {"density_min", o->density_min},
@@ -200,8 +208,8 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
   if (st != VOX_OK) return st;
   if (fingerprint->values[0] != model_fingerprint(model))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "the checkpoint is of another model (grid, labels, materials or boundary "
-                     "conditions differ from this one's)");
+                     "the checkpoint is of another model (grid, labels, materials, boundary "
+                     "conditions or design constraints differ from this one's)");
   option_value v[N_OPTIONS];
   shaping_options(opt, v);
   for (int i = 0; i < N_OPTIONS; i++) {

@@ -10,10 +10,11 @@ struct vox_mma_design {
   vox_context *ctx;
   vox_mma *mma;
   size_t ne, n;     /* elements; design variables (the design elements) */
+  int m;            /* constraints */
   size_t *index;    /* n: the element of each variable */
   double *host;     /* ne: a vector's download */
-  double *x, *x_new, *df0, *dg, *xmin, *xmax; /* n each */
-  int have_dg;      /* dg holds dV/dx (constant over the run) */
+  double *x, *x_new, *df0, *xmin, *xmax; /* n each */
+  double *dg;       /* m * n, constraint-major */
   double objective_scale; /* the options' */
   double scale;     /* of the objective: 0 until the first update sets it */
   double kkt;
@@ -28,7 +29,7 @@ void vox_mma_design_destroy(vox_mma_design *d) {
 }
 
 vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double rho_min,
-                                 const vox_optimizer_options *opt, vox_mma_design **out) {
+                                 const vox_optimizer_options *opt, int m, vox_mma_design **out) {
   vox_context *ctx = be->ctx;
   *out = NULL;
   vox_mma_design *d = calloc(1, sizeof *d);
@@ -38,13 +39,15 @@ vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double 
   }
   d->ctx = ctx;
   d->ne = design->n;
+  d->m = m;
   d->kkt = -1;
   d->objective_scale = opt->mma.objective_scale;
   vox_status st = be->ops->vec->download(be, design, d->host);
   for (size_t e = 0; st == VOX_OK && e < d->ne; e++) d->n += d->host[e] != 0;
   const size_t n = d->n ? d->n : 1;
-  double **arrays[] = {&d->x, &d->x_new, &d->df0, &d->dg, &d->xmin, &d->xmax};
-  if (st == VOX_OK && !(d->index = malloc(n * sizeof *d->index)))
+  double **arrays[] = {&d->x, &d->x_new, &d->df0, &d->xmin, &d->xmax};
+  if (st == VOX_OK && (m < 1 || !(d->index = malloc(n * sizeof *d->index)) ||
+                       !(d->dg = malloc((size_t)m * n * sizeof *d->dg))))
     st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; st == VOX_OK && i < sizeof arrays / sizeof arrays[0]; i++)
     if (!(*arrays[i] = malloc(n * sizeof(double))))
@@ -58,7 +61,7 @@ vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double 
      * that much (of its range 1 - rho_min) in one iteration */
     vox_mma_options mma = opt->mma;
     mma.move = opt->move_limit;
-    st = vox_mma_create(ctx, d->n, 1, &mma, &d->mma);
+    st = vox_mma_create(ctx, d->n, m, &mma, &d->mma);
     if (st == VOX_OK) vox_mma_set_threads(d->mma, be->threads);
   }
   if (st != VOX_OK) {
@@ -78,23 +81,21 @@ static vox_status gather(vox_backend *be, vox_mma_design *d, const vox_vec *v, d
 }
 
 vox_status vox_mma_design_update(vox_backend *be, vox_mma_design *d, const vox_vec *x,
-                                 const vox_vec *dc, const vox_vec *dv, double objective,
-                                 double volume_fraction, double target, vox_vec *x_new) {
+                                 const vox_vec *dc, double objective, const double *g,
+                                 const vox_vec *const *dg, const double *dg_scale,
+                                 vox_vec *x_new) {
   if (d->scale == 0)
     d->scale = d->objective_scale / (objective != 0 && isfinite(objective) ? fabs(objective) : 1);
-  /* g = V / V* - 1 with V the volume fraction of the design elements */
-  const double g = volume_fraction / target - 1;
-  if (!d->have_dg) TRY(gather(be, d, dv, 1 / (target * (double)d->n), d->dg));
-  d->have_dg = 1;
+  for (int i = 0; i < d->m; i++) TRY(gather(be, d, dg[i], dg_scale[i], d->dg + (size_t)i * d->n));
   TRY(gather(be, d, dc, d->scale, d->df0));
   TRY(gather(be, d, x, 1, d->x));
   /* a design given from outside may lie under the least density */
   for (size_t j = 0; j < d->n; j++) d->x[j] = fmin(fmax(d->x[j], d->xmin[j]), d->xmax[j]);
   if (vox_mma_iterations(d->mma) > 0) {
     double norm;
-    TRY(vox_mma_kkt(d->mma, d->x, d->xmin, d->xmax, d->df0, &g, d->dg, &norm, &d->kkt));
+    TRY(vox_mma_kkt(d->mma, d->x, d->xmin, d->xmax, d->df0, g, d->dg, &norm, &d->kkt));
   }
-  TRY(vox_mma_update(d->mma, d->x, d->xmin, d->xmax, d->df0, &g, d->dg, d->x_new));
+  TRY(vox_mma_update(d->mma, d->x, d->xmin, d->xmax, d->df0, g, d->dg, d->x_new));
   /* d->host holds x: the non-design elements keep their values */
   for (size_t j = 0; j < d->n; j++) d->host[d->index[j]] = d->x_new[j];
   return be->ops->vec->upload(be, x_new, d->host);

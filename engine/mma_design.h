@@ -3,10 +3,10 @@
  * vox_optimize (private): the design elements are its variables, between
  * the least density and 1; the objective's filtered gradient is scaled so
  * that the first iteration's objective has the magnitude
- * mma.objective_scale; the one constraint is the volume,
- * g = V / V* - 1 <= 0, V measured on the physical density (its gradient
- * through the density filter's transpose: dV/dx). The work is on host
- * arrays: the design variables and the gradients come down from the
+ * mma.objective_scale; the m constraints g_i <= 0 are normalised by the
+ * caller (design_constraints.h: the volume g = V / V* - 1, V measured on
+ * the physical density, a compliance g = c / c_max - 1). The work is on
+ * host arrays: the design variables and the gradients come down from the
  * backend, the new design goes back up. */
 #ifndef VOXFE_MMA_DESIGN_H
 #define VOXFE_MMA_DESIGN_H
@@ -18,18 +18,21 @@
 
 typedef struct vox_mma_design vox_mma_design;
 
-/* For the design elements of the mask `design` (1 or 0 per element). */
+/* For the design elements of the mask `design` (1 or 0 per element) and
+ * m >= 1 constraints. */
 vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double rho_min,
-                                 const vox_optimizer_options *opt, vox_mma_design **out);
+                                 const vox_optimizer_options *opt, int m, vox_mma_design **out);
 void vox_mma_design_destroy(vox_mma_design *d);
 
 /* One MMA iteration from the design variables x with the objective's value
- * and gradient dc (with respect to x, filtered), dV/dx and the physical
- * volume fraction now: the new design variables into x_new (the
+ * and gradient dc (with respect to x, filtered) and the m constraints'
+ * values g[i] with their gradients dg_scale[i] * dg[i] (vectors per
+ * element, with respect to x): the new design variables into x_new (the
  * non-design elements as in x). */
 vox_status vox_mma_design_update(vox_backend *be, vox_mma_design *d, const vox_vec *x,
-                                 const vox_vec *dc, const vox_vec *dv, double objective,
-                                 double volume_fraction, double target, vox_vec *x_new);
+                                 const vox_vec *dc, double objective, const double *g,
+                                 const vox_vec *const *dg, const double *dg_scale,
+                                 vox_vec *x_new);
 
 /* The largest entry of Svanberg's KKT residual at the last update's x
  * with the multipliers of the subproblem before it; -1 before the second

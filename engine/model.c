@@ -102,6 +102,9 @@ void vox_model_free(vox_model *model) {
   free(model->density);
   free(model->displacement);
   free(model->history);
+  free(model->design_constraints);
+  free(model->history_constraint);
+  free(model->final_constraint);
   free(model->cell_tensor);
   free(model->cell_objective);
   free(model->cell_expression);
@@ -162,6 +165,12 @@ vox_status vox_model_copy(vox_context *ctx, vox_model *dst, const vox_model *src
   dst->displacement =
       dup_array(src->displacement, (size_t)src->n_load_cases * nn * 3 * sizeof(double), &failed);
   dst->history = dup_array(src->history, src->n_history * sizeof *src->history, &failed);
+  const size_t n_dc = (size_t)src->n_design_constraints;
+  dst->design_constraints =
+      dup_array(src->design_constraints, n_dc * sizeof *src->design_constraints, &failed);
+  dst->history_constraint = dup_array(src->history_constraint,
+                                      src->n_history * n_dc * sizeof(double), &failed);
+  dst->final_constraint = dup_array(src->final_constraint, n_dc * sizeof(double), &failed);
   dst->cell_tensor = dup_array(src->cell_tensor, src->cell_tensor ? 36 * sizeof(double) : 0, &failed);
   dst->history_text = src->history_text ? strdup(src->history_text) : NULL;
   dst->title = src->title ? strdup(src->title) : NULL;
@@ -310,14 +319,34 @@ vox_status vox_model_set_load_case_weights(vox_context *ctx, vox_model *model,
   return VOX_OK;
 }
 
-static const char *const objective_names[] = {"compliance", "output_displacement"};
+static const char *const objective_names[] = {"compliance", "output_displacement", "volume"};
 
 const char *vox_objective_name(vox_objective objective) {
-  return (unsigned)objective < 2 ? objective_names[objective] : "unknown";
+  return (unsigned)objective < 3 ? objective_names[objective] : "unknown";
+}
+
+const char *vox_design_constraint_kind_name(int kind) {
+  return kind == VOX_CONSTRAINT_VOLUME ? "volume"
+         : kind == VOX_CONSTRAINT_COMPLIANCE ? "compliance"
+                                             : "unknown";
+}
+
+vox_status vox_model_add_design_constraint(vox_context *ctx, vox_model *model,
+                                           const vox_design_constraint *constraint) {
+  if (model->n_design_constraints >= VOX_MAX_DESIGN_CONSTRAINTS)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "more than %d design constraints",
+                     VOX_MAX_DESIGN_CONSTRAINTS);
+  vox_design_constraint *list =
+      realloc(model->design_constraints,
+              (size_t)(model->n_design_constraints + 1) * sizeof *list);
+  if (!list) return out_of_memory(ctx);
+  model->design_constraints = list;
+  list[model->n_design_constraints++] = *constraint;
+  return VOX_OK;
 }
 
 int vox_objective_parse(const char *text, vox_objective *objective) {
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     if (strcmp(text, objective_names[i]) == 0) {
       *objective = (vox_objective)i;
       return 0;
@@ -362,6 +391,59 @@ const char *vox_stage_name(vox_stage stage) {
   case VOX_STAGE_ANALYSIS: return "analysis";
   }
   return "unknown";
+}
+
+/* The design constraints against the model: kinds, limits, a volume's
+ * label a design material, a compliance's load case one of the model's;
+ * the volume objective needs a compliance limit (else the empty design is
+ * its optimum). */
+static vox_status check_design_constraints(vox_context *ctx, const vox_model *model) {
+  const int n = model->n_design_constraints;
+  if (n < 0 || n > VOX_MAX_DESIGN_CONSTRAINTS || (n > 0 && !model->design_constraints))
+    return vox_error(ctx, VOX_ERR_FORMAT, "%d design constraints (0 to %d, with their list)", n,
+                     VOX_MAX_DESIGN_CONSTRAINTS);
+  int compliance = 0;
+  for (int i = 0; i < n; i++) {
+    const vox_design_constraint *c = &model->design_constraints[i];
+    if (!memchr(c->name, '\0', VOX_NAME_MAX))
+      return vox_error(ctx, VOX_ERR_FORMAT, "design constraint %d has an unterminated name", i);
+    if (c->kind == VOX_CONSTRAINT_VOLUME) {
+      if (!(c->limit > 0 && c->limit <= 1))
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "design constraint '%s': volume fraction %g not in (0, 1]", c->name,
+                         c->limit);
+      if (c->equal > 1)
+        return vox_error(ctx, VOX_ERR_FORMAT, "design constraint '%s': relation %d is not 0 or 1",
+                         c->name, c->equal);
+      const vox_material *m = c->label ? vox_model_material(model, c->label) : NULL;
+      if (c->label && (!m || m->role != VOX_ROLE_DESIGN))
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "design constraint '%s': label %d is not a design material of the "
+                         "model", c->name, c->label);
+    } else if (c->kind == VOX_CONSTRAINT_COMPLIANCE) {
+      compliance++;
+      if (!(c->limit > 0) || !isfinite(c->limit))
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "design constraint '%s': compliance limit %g must be positive",
+                         c->name, c->limit);
+      if (c->load_case < 0 || c->load_case >= model->n_load_cases)
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "design constraint '%s': load case %d is not one of the model's %d",
+                         c->name, (int)c->load_case, model->n_load_cases);
+      if (c->equal || c->label)
+        return vox_error(ctx, VOX_ERR_FORMAT,
+                         "design constraint '%s': a compliance limit is an upper bound over the "
+                         "whole model (no '=', no label)", c->name);
+    } else {
+      return vox_error(ctx, VOX_ERR_FORMAT, "design constraint '%s': unknown kind %d", c->name,
+                       c->kind);
+    }
+  }
+  if (model->objective == VOX_OBJECTIVE_VOLUME && compliance == 0)
+    return vox_error(ctx, VOX_ERR_FORMAT,
+                     "the volume objective needs a compliance constraint (without one the empty "
+                     "design is its minimum)");
+  return VOX_OK;
 }
 
 vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
@@ -442,8 +524,11 @@ vox_status vox_model_validate(vox_context *ctx, const vox_model *model) {
                        (long long)o->node, o->component);
   }
   if (model->objective != VOX_OBJECTIVE_COMPLIANCE &&
-      model->objective != VOX_OBJECTIVE_OUTPUT_DISPLACEMENT)
+      model->objective != VOX_OBJECTIVE_OUTPUT_DISPLACEMENT &&
+      model->objective != VOX_OBJECTIVE_VOLUME)
     return vox_error(ctx, VOX_ERR_FORMAT, "unknown objective %d", (int)model->objective);
+  vox_status constraints_ok = check_design_constraints(ctx, model);
+  if (constraints_ok) return constraints_ok;
   if (model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT &&
       (model->n_outputs == 0 || model->physics != VOX_PHYSICS_ELASTICITY ||
        model->n_load_cases > 1))

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "design_constraints.h"
 #include "efg_optimize.h"
 #include "fem.h"
 #include "homogenize.h"
@@ -43,6 +44,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->max_iterations = 100;
   o->change_tolerance = 0.01;
   o->objective_tolerance = 1e-3;
+  o->constraint_tolerance = 1e-3;
   o->settle_iterations = 1;
   vox_solver_options_default(&o->solver);
   /* design iterations need less than an analysis: the design changes
@@ -219,6 +221,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->max_iterations >= 0, "max iterations %d: at least 0 (0: evaluate the design)",
           o->max_iterations);
   REQUIRE(o->settle_iterations >= 1, "settle iterations %d: at least 1", o->settle_iterations);
+  REQUIRE(o->constraint_tolerance >= 0, "constraint tolerance %g: at least 0",
+          o->constraint_tolerance);
   REQUIRE((unsigned)o->discretization <= VOX_DISCRETIZATION_EFG, "unknown discretization %d",
           (int)o->discretization);
   REQUIRE((unsigned)o->cell_objective <= VOX_CELL_CUSTOM, "unknown objective %d", (int)o->cell_objective);
@@ -283,6 +287,8 @@ typedef struct opt_state {
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
   vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
+  vox_constraint_set *constraints; /* the design constraints (design_constraints.h) */
+  double *constraint_value;        /* the model's constraints' values at the last evaluation */
 } opt_state;
 
 static void state_free(vox_backend *be, opt_state *s) {
@@ -293,6 +299,8 @@ static void state_free(vox_backend *be, opt_state *s) {
   for (int i = 0; i < VOX_PARKED; i++) be->ops->host_free(be, s->parked[i]);
   vox_objective_destroy(s->objective);
   vox_mma_design_destroy(s->mma);
+  vox_constraints_destroy(s->constraints);
+  free(s->constraint_value);
   if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   if (s->homog) vox_homog_destroy(s->homog); /* owns s->fem */
   else vox_fem_destroy(s->fem);
@@ -624,8 +632,15 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     TRY(o->design->filter_transpose(be, s->filter, &s->design, &s->own_dv));
     s->dv = &s->own_dv;
   }
+  TRY(vox_constraints_create(be, model, opt, s->filter, &s->design, s->dv, s->n_design,
+                             opt->update == VOX_UPDATE_MMA, &s->constraints));
+  if (model->n_design_constraints > 0 &&
+      !(s->constraint_value =
+            calloc((size_t)model->n_design_constraints, sizeof *s->constraint_value)))
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   if (opt->update == VOX_UPDATE_MMA)
-    TRY(vox_mma_design_create(be, &s->design, s->rho_min, opt, &s->mma));
+    TRY(vox_mma_design_create(be, &s->design, s->rho_min, opt,
+                              vox_constraints_rows(s->constraints), &s->mma));
   return VOX_OK;
 }
 
@@ -803,7 +818,30 @@ static vox_status cell_gradient(vox_backend *be, const vox_optimizer_options *op
   return s->homog->phased && s->homog->cell ? unpark_rest(be, opt, s) : VOX_OK;
 }
 
+/* The volume fraction of the design domain (minimum weight under the
+ * design constraints): the states are solved for the compliance
+ * constraints, its gradient with respect to the physical density is
+ * 1 / N on the design elements (the loop takes it through the density
+ * filter's transpose; the sensitivity filter, a heuristic for the
+ * compliance's gradient, does not apply to it). */
+static vox_status volume_evaluate(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                                  int iteration, double p, int sensitivity, double *value,
+                                  int *cg_iterations, vox_solve_result *failed) {
+  (void)iteration, (void)sensitivity;
+  double compliance;
+  TRY(analyse(be, opt, s, p, 0, &compliance, cg_iterations, failed));
+  return volume_fraction(be, s, s->x_phys, value);
+}
+
+static vox_status volume_gradient(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
+                                  double p) {
+  (void)opt, (void)p;
+  TRY(be->ops->vec->set(be, &s->dc, 0));
+  return be->ops->vec->axpy(be, &s->dc, 1 / s->n_design, &s->design);
+}
+
 static const objective_ops problem_objective = {problem_evaluate, problem_gradient};
+static const objective_ops volume_objective_ops = {volume_evaluate, volume_gradient};
 static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
 
 /* OC update (eq. 9, 10): sensitivities of either sign (a mechanism's
@@ -858,8 +896,20 @@ static void continuation(const vox_optimizer_options *o, int k, double *p, doubl
   *q = k <= o->continuation_start_q ? 1 : fmin(o->q_max, *q * o->continuation_growth_q);
 }
 
-static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row) {
-  vox_history_row *h = realloc(model->history, (model->n_history + 1) * sizeof *h);
+/* Appends the row, and the model's design constraints' values at it (rows
+ * of a model's earlier history without them get NaN). */
+static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row,
+                                 const double *constraint_value) {
+  const size_t nc = (size_t)model->n_design_constraints, n = model->n_history;
+  if (nc > 0) {
+    double *c = realloc(model->history_constraint, (n + 1) * nc * sizeof *c);
+    if (!c) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    if (!model->history_constraint)
+      for (size_t i = 0; i < n * nc; i++) c[i] = NAN;
+    model->history_constraint = c;
+    memcpy(c + n * nc, constraint_value, nc * sizeof *c);
+  }
+  vox_history_row *h = realloc(model->history, (n + 1) * sizeof *h);
   if (!h) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   model->history = h;
   model->history[model->n_history++] = *row;
@@ -956,6 +1006,44 @@ static vox_status checkpoint(vox_context *ctx, vox_backend *be, vox_model *model
   return st;
 }
 
+/* What the model's design constraints ask of the options, before anything
+ * is set up: the optimality-criteria update meets one volume of the whole
+ * design domain by its bisection and nothing else; the element-free
+ * Galerkin loop and the periodic cells take none. */
+static vox_status check_design_constraints(vox_context *ctx, const vox_model *model,
+                                           const vox_optimizer_options *opt) {
+  const int n = model->n_design_constraints;
+  const int volume_objective = model->objective == VOX_OBJECTIVE_VOLUME;
+  if (n == 0 && !volume_objective) return VOX_OK;
+  if (opt->cell_objective != VOX_CELL_NONE)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the %s objective of a periodic cell takes no design constraints (the "
+                     "model has %d)", vox_cell_objective_name(opt->cell_objective), n);
+  if (opt->discretization == VOX_DISCRETIZATION_EFG)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the element-free Galerkin discretization takes the volume fraction as its "
+                     "one constraint, not the model's design constraints or the volume "
+                     "objective (use --discretization fe)");
+  if (opt->update != VOX_UPDATE_OC) return VOX_OK;
+  const vox_design_constraint *c = n > 0 ? &model->design_constraints[0] : NULL;
+  if (volume_objective || n > 1 || c->kind != VOX_CONSTRAINT_VOLUME || c->label != 0) {
+    char why[160];
+    if (volume_objective)
+      snprintf(why, sizeof why, "the volume objective");
+    else if (n > 1)
+      snprintf(why, sizeof why, "%d design constraints", n);
+    else if (c->kind == VOX_CONSTRAINT_COMPLIANCE)
+      snprintf(why, sizeof why, "the compliance constraint '%s'", c->name);
+    else
+      snprintf(why, sizeof why, "the volume constraint '%s' of label %d", c->name, c->label);
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the optimality-criteria update (optimizer oc) meets one volume constraint "
+                     "of the whole design domain, not %s: use the method of moving asymptotes "
+                     "(optimizer mma)", why);
+  }
+  return VOX_OK;
+}
+
 static vox_status check_problem(vox_context *ctx, const vox_model *model) {
   const vox_grid *g = &model->grid;
   for (size_t i = 0; i < model->n_constraints; i++) {
@@ -1004,6 +1092,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     resolved.initial = &cell_start;
   }
   const vox_optimizer_options *opt = &resolved;
+  TRY(check_design_constraints(ctx, model, opt));
+  /* the optimality-criteria update's one volume constraint: the model's
+   * where it gives one */
+  if (model->n_design_constraints == 1 && opt->update == VOX_UPDATE_OC)
+    resolved.volume_fraction = model->design_constraints[0].limit;
   TRY(check_options(ctx, opt));
   /* the element-free Galerkin method: its own loop (efg_optimize.h) */
   if (opt->discretization == VOX_DISCRETIZATION_EFG) {
@@ -1047,7 +1140,10 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                        cell ? vox_homog_strain_count(strains)
                             : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
                        0, &opt->solver, vox_memory_optimizer_vectors(model, opt->filter)));
-  const objective_ops *objective = cell ? &cell_objective : &problem_objective;
+  const int volume_objective = !cell && model->objective == VOX_OBJECTIVE_VOLUME;
+  const objective_ops *objective = cell               ? &cell_objective
+                                   : volume_objective ? &volume_objective_ops
+                                                      : &problem_objective;
   opt_state s = {0};
   vox_status st = state_init(ctx, be, model, opt, &s);
   const vox_backend_ops *o = be->ops;
@@ -1104,7 +1200,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     t2 = now();
     /* 3. filter (into the element energies, spent now that dc is made of
      * them) */
-    if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY) {
+    if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY && !volume_objective) {
       st = o->design->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
       if (st == VOX_OK) st = o->vec->copy(be, &s.dc, &s.energy);
     } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
@@ -1121,12 +1217,15 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
      * energies, M_nd's temporary is dc (spent after the update): no vector
      * per element of their own (each a gigabyte at 512^3). */
     vox_vec *x_new = &s.energy;
+    if (st == VOX_OK && (s.mma || s.constraint_value))
+      st = vox_constraints_values(s.constraints, s.x_phys, s.objective, s.fem, s.constraint_value);
     if (st == VOX_OK && s.mma) {
-      double volume;
-      st = volume_fraction(be, &s, s.x_phys, &volume);
+      double g[2 * VOX_MAX_DESIGN_CONSTRAINTS], dg_scale[2 * VOX_MAX_DESIGN_CONSTRAINTS];
+      const vox_vec *dg[2 * VOX_MAX_DESIGN_CONSTRAINTS];
+      st = vox_constraints_rows_at(s.constraints, &s.x, s.x_phys, s.objective, s.fem, p, g, dg,
+                                   dg_scale);
       if (st == VOX_OK)
-        st = vox_mma_design_update(be, s.mma, &s.x, &s.dc, s.dv, compliance, volume,
-                                   opt->volume_fraction, x_new);
+        st = vox_mma_design_update(be, s.mma, &s.x, &s.dc, compliance, g, dg, dg_scale, x_new);
     } else if (st == VOX_OK) {
       st = oc_update(be, opt, &s, q, x_new);
     }
@@ -1150,7 +1249,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     result->seconds_update += t4 - t3;
     result->total_cg_iterations += row.cg_iterations;
     result->iterations = k;
-    st = append_history(ctx, model, &row);
+    st = append_history(ctx, model, &row, s.constraint_value);
     if (st == VOX_OK && opt->snapshot_every > 0 && row.iteration % opt->snapshot_every == 0)
       st = take_snapshot(ctx, be, &s, model, row.iteration);
     if (st == VOX_OK) {
@@ -1170,8 +1269,12 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     }
     /* 5. stop when the penalties are final and the design has settled,
      * settle_iterations times in a row */
+    /* (with MMA, the design constraints met to their tolerance: MMA's
+     * iterates may lie outside the feasible set) */
     const int penalties_final = p >= opt->penalty && q >= opt->q_max;
-    settled = k > 1 && penalties_final && row.change <= opt->change_tolerance &&
+    const int feasible =
+        !s.mma || vox_constraints_violation(s.constraints) <= opt->constraint_tolerance;
+    settled = k > 1 && penalties_final && feasible && row.change <= opt->change_tolerance &&
                       fabs(compliance - previous) <= opt->objective_tolerance * fabs(compliance)
                   ? settled + 1
                   : 0;
@@ -1229,9 +1332,25 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     result->objective = compliance;
     st = volume_fraction(be, &s, s.x_phys, &result->volume_fraction);
   }
+  /* the final design's values of the design constraints */
+  if (st == VOX_OK && s.constraint_value && result->reason != VOX_STOP_SOLVER_FAILED) {
+    st = vox_constraints_values(s.constraints, s.x_phys, s.objective, s.fem, s.constraint_value);
+    const size_t bytes = (size_t)model->n_design_constraints * sizeof *s.constraint_value;
+    double *final = st == VOX_OK ? realloc(model->final_constraint, bytes) : NULL;
+    if (st == VOX_OK && !final) st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    if (st == VOX_OK) model->final_constraint = memcpy(final, s.constraint_value, bytes);
+  }
   if (st == VOX_OK) st = non_discreteness(be, &s, &s.dc, &result->non_discreteness);
   if (st == VOX_OK) st = store_results(ctx, be, &s, model);
-  if (st == VOX_OK) model->target_volume_fraction = opt->volume_fraction; /* for the plots */
+  /* for the plots: the volume the run held the design domain to, where it
+   * had one (a problem of design constraints may not) */
+  if (st == VOX_OK) {
+    model->target_volume_fraction = model->n_design_constraints == 0 ? opt->volume_fraction : 0;
+    for (int i = 0; i < model->n_design_constraints; i++)
+      if (model->design_constraints[i].kind == VOX_CONSTRAINT_VOLUME &&
+          model->design_constraints[i].label == 0)
+        model->target_volume_fraction = model->design_constraints[i].limit;
+  }
   if (st == VOX_OK)
     model->optimization_end = (vox_optimization_end){result->reason, result->objective,
                                                      result->volume_fraction,

@@ -26,7 +26,16 @@ typedef struct panel {
   const char *legend[VOX_PLOT_MAX_SERIES]; /* NULL: no legend (one series) */
   size_t offset[VOX_PLOT_MAX_SERIES];      /* of the double in vox_history_row */
   double rgb[VOX_PLOT_MAX_SERIES][3];
+  /* the design constraints' panel: series k is column[k] of the rows of
+   * `matrix` (stride values a row) times scale[k], not a field of the row */
+  const double *matrix;
+  size_t stride;
+  int column[VOX_PLOT_MAX_SERIES];
+  double scale[VOX_PLOT_MAX_SERIES];
   double reference;  /* a dashed horizontal line (the target volume fraction); NaN: none */
+  const char *reference_label; /* "target" or "limit" */
+  double max_half; /* > 0: the axis reaches at most this far from the reference (the
+                      constraints' early iterations may lie a hundred times off) */
   int pad;           /* room above and below the values: lines that stay at one
                         value (p, q) would hide in the frame otherwise */
   /* Set up by setup_axis: */
@@ -42,6 +51,12 @@ static double row_value(const vox_history_row *row, size_t offset) {
   double v;
   memcpy(&v, (const char *)row + offset, sizeof v);
   return v;
+}
+
+/* The value of series k of panel p at row i. */
+static double series_value(const panel *p, int k, const vox_history_row *rows, size_t i) {
+  if (p->matrix) return p->matrix[i * p->stride + (size_t)p->column[k]] * p->scale[k];
+  return row_value(&rows[i], p->offset[k]);
 }
 
 /* The x of a row: its iteration, or its 1-based position when the row has
@@ -93,7 +108,7 @@ static void setup_axis(panel *p, const vox_history_row *rows, size_t n_rows) {
   int positive = 1;
   for (int k = 0; k < p->n_series; k++)
     for (size_t i = 0; i < n_rows; i++) {
-      double v = row_value(&rows[i], p->offset[k]);
+      double v = series_value(p, k, rows, i);
       if (!isfinite(v)) continue;
       if (v < lo) lo = v;
       if (v > hi) hi = v;
@@ -108,7 +123,8 @@ static void setup_axis(panel *p, const vox_history_row *rows, size_t n_rows) {
   if (isfinite(p->reference)) {
     /* around the reference: the largest deviation from it and some room,
      * at least a tenth of it, above and below */
-    const double half = fmax(1.1 * deviation, 0.1 * fabs(p->reference));
+    double half = fmax(1.1 * deviation, 0.1 * fabs(p->reference));
+    if (p->max_half > 0) half = fmin(half, p->max_half);
     p->log = 0;
     /* a volume fraction is never negative: no room below 0 */
     p->lo = p->reference - half < 0 && lo >= 0 ? 0 : p->reference - half;
@@ -212,7 +228,6 @@ static void draw_text(cairo_t *cr, const char *text, double x, double y, double 
 static void draw_series(cairo_t *cr, const panel *p, int k, const vox_history_row *rows,
                         size_t n_rows, double x0, double y0, double w, double h, double xlo,
                         double xhi, double fs) {
-  const size_t offset = p->offset[k];
   cairo_save(cr);
   cairo_rectangle(cr, x0, y0, w, h);
   cairo_clip(cr);
@@ -222,7 +237,7 @@ static void draw_series(cairo_t *cr, const panel *p, int k, const vox_history_ro
   double radius = fmax(2.0, fs / 5);
   int run = 0;
   for (size_t i = 0; i < n_rows; i++) {
-    double v = row_value(&rows[i], offset);
+    double v = series_value(p, k, rows, i);
     int ok = isfinite(v) && (!p->log || v > 0);
     if (!ok) {
       run = 0;
@@ -236,10 +251,10 @@ static void draw_series(cairo_t *cr, const panel *p, int k, const vox_history_ro
   }
   cairo_stroke(cr);
   for (size_t i = 0; i < n_rows; i++) {
-    double v = row_value(&rows[i], offset);
+    double v = series_value(p, k, rows, i);
     if (!isfinite(v) || (p->log && v <= 0)) continue;
-    int alone = (i == 0 || !isfinite(row_value(&rows[i - 1], offset))) &&
-                (i + 1 == n_rows || !isfinite(row_value(&rows[i + 1], offset)));
+    int alone = (i == 0 || !isfinite(series_value(p, k, rows, i - 1))) &&
+                (i + 1 == n_rows || !isfinite(series_value(p, k, rows, i + 1)));
     if (n_rows > 40 && !alone) continue;
     double x = x0 + (row_x(rows, i) - xlo) / (xhi - xlo) * w;
     double y = y0 + h - ((p->log ? log10(v) : v) - p->lo) / (p->hi - p->lo) * h;
@@ -317,13 +332,21 @@ static void draw_panel(cairo_t *cr, const panel *p, const vox_history_row *rows,
     cairo_set_font_size(cr, fs * 0.8);
     cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
     char label[48];
-    snprintf(label, sizeof label, "target %g", p->reference);
+    snprintf(label, sizeof label, "%s %g", p->reference_label, p->reference);
     draw_text(cr, label, x0 + w - 0.4 * fs, y - 0.7 * fs, 1.0);
     cairo_set_source_rgb(cr, 0, 0, 0);
   }
-  for (int k = 0; p->legend[0] && k < p->n_series; k++) { /* the legend, right of the title */
+  /* the legend, right of the title: a slot of 5 font sizes a line, wider
+   * for a longer name (a design constraint's) */
+  double slot[VOX_PLOT_MAX_SERIES], right = 0;
+  cairo_set_font_size(cr, fs * 0.85);
+  for (int k = 0; p->legend[0] && k < p->n_series; k++)
+    right += slot[k] = fmax(5 * fs, 2.7 * fs + text_width(cr, p->legend[k]));
+  cairo_set_font_size(cr, fs);
+  for (int k = 0; p->legend[0] && k < p->n_series; k++) {
     cairo_set_font_size(cr, fs * 0.85);
-    double x = x0 + w - (p->n_series - k) * 5 * fs;
+    double x = x0 + w - right;
+    right -= slot[k];
     cairo_set_source_rgb(cr, p->rgb[k][0], p->rgb[k][1], p->rgb[k][2]);
     cairo_set_line_width(cr, fmax(1.5, fs / 7));
     cairo_move_to(cr, x, y0 - 0.8 * fs);
@@ -352,12 +375,37 @@ static void make_panels(const vox_model *m, panel panels[N_PANELS]) {
        .names = {"penalty", "q"}, .legend = {"p", "q"}, .pad = 1,
        .offset = {offsetof(vox_history_row, penalty), offsetof(vox_history_row, q)},
        .rgb = {{0.45, 0.25, 0.65}, {0.55, 0.55, 0.55}}},
+      {.title = "design constraints: value / limit", .n_series = 0},
   };
   for (int i = 0; i < N_PANELS; i++) {
     panels[i] = layout[i];
     panels[i].reference = NAN;
+    panels[i].reference_label = "target";
   }
   if (m->target_volume_fraction > 0) panels[VOX_PANEL_VOLUME].reference = m->target_volume_fraction;
+  if (m->objective == VOX_OBJECTIVE_VOLUME)
+    panels[VOX_PANEL_OBJECTIVE].title = "objective (volume fraction of the design domain)";
+  /* the design constraints, each over its limit: all on one axis, met at or
+   * under 1 (an equality at 1) */
+  static const double palette[VOX_PLOT_MAX_SERIES][3] = {
+      {0.12, 0.47, 0.71}, {0.85, 0.45, 0.0}, {0.17, 0.60, 0.17}, {0.80, 0.15, 0.16},
+      {0.45, 0.25, 0.65}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5}};
+  panel *c = &panels[VOX_PANEL_CONSTRAINTS];
+  if (m->n_design_constraints > 0 && m->history_constraint) {
+    c->matrix = m->history_constraint;
+    c->stride = (size_t)m->n_design_constraints;
+    c->n_series = m->n_design_constraints < VOX_PLOT_MAX_SERIES ? m->n_design_constraints
+                                                                : VOX_PLOT_MAX_SERIES;
+    for (int k = 0; k < c->n_series; k++) {
+      c->names[k] = c->legend[k] = m->design_constraints[k].name;
+      c->column[k] = k;
+      c->scale[k] = 1 / m->design_constraints[k].limit;
+      memcpy(c->rgb[k], palette[k], sizeof palette[k]);
+    }
+    c->reference = 1;
+    c->reference_label = "limit";
+    c->max_half = 1;
+  }
   for (int i = 0; i < N_PANELS; i++) setup_axis(&panels[i], m->history, m->n_history);
 }
 
@@ -397,6 +445,8 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
 
   panel panels[N_PANELS];
   make_panels(m, panels);
+  /* the design constraints' panel only where there are some */
+  const int drawn = panels[VOX_PANEL_CONSTRAINTS].n_series > 0 ? N_PANELS : N_PANELS - 1;
   double xlo = INFINITY, xhi = -INFINITY;
   for (size_t i = 0; i < n_rows; i++) {
     xlo = fmin(xlo, row_x(rows, i));
@@ -435,13 +485,13 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
   double fs = fmax(9.0, fmin(width / 55.0, height / 70.0));
   cairo_set_font_size(cr, fs * 0.85);
   double label_w = 0;
-  for (int i = 0; i < N_PANELS; i++)
+  for (int i = 0; i < drawn; i++)
     for (int t = 0; t < panels[i].n_ticks; t++)
       label_w = fmax(label_w, text_width(cr, panels[i].labels[t]));
   double left = label_w + 1.4 * fs, right = 1.5 * fs;
   double top = 4.4 * fs, bottom = 3.6 * fs, title_h = 1.8 * fs, gap = 0.8 * fs;
   double plot_w = width - left - right;
-  double plot_h = (height - top - bottom - N_PANELS * title_h - (N_PANELS - 1) * gap) / N_PANELS;
+  double plot_h = (height - top - bottom - drawn * title_h - (drawn - 1) * gap) / drawn;
   if (plot_w < 4 * fs || plot_h < 2 * fs) {
     cairo_destroy(cr);
     cairo_surface_destroy(surface);
@@ -475,10 +525,10 @@ vox_status vox_write_history_png(vox_context *ctx, const char *path, const vox_m
   draw_text(cr, text, 0.5 * width, 2.9 * fs, 0.5);
   cairo_set_source_rgb(cr, 0, 0, 0);
 
-  for (int i = 0; i < N_PANELS; i++) {
+  for (int i = 0; i < drawn; i++) {
     double y0 = top + i * (title_h + plot_h + gap) + title_h;
     draw_panel(cr, &panels[i], rows, n_rows, left, y0, plot_w, plot_h, xlo, xhi, xticks, n_xticks,
-               fs, i == N_PANELS - 1);
+               fs, i == drawn - 1);
   }
 
   cairo_status_t cs = cairo_status(cr);

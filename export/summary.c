@@ -47,6 +47,8 @@ typedef struct summary {
   const vox_result_data *result; /* NULL: not an analysis result */
 } summary;
 
+static double constraint_value(const vox_model *m, int i);
+
 static int compare_int64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -422,6 +424,30 @@ static int write_json(FILE *f, const vox_model *m, const summary *s) {
     fprintf(f, ",\n    \"%s\": ", fields[i].name);
     json_number(f, fields[i].value);
   }
+  /* the design constraints with the final design's values */
+  if (m->n_design_constraints > 0) {
+    fputs(",\n    \"constraints\": [", f);
+    for (int i = 0; i < m->n_design_constraints; i++) {
+      const vox_design_constraint *c = &m->design_constraints[i];
+      fprintf(f, "%s\n      {\"name\": ", i ? "," : "");
+      json_name(f, c->name);
+      fprintf(f, ", \"kind\": \"%s\", \"relation\": \"%s\", ",
+              vox_design_constraint_kind_name(c->kind), c->equal ? "=" : "<=");
+      if (c->kind == VOX_CONSTRAINT_COMPLIANCE) {
+        fputs("\"load_case\": ", f);
+        if (c->load_case < m->n_load_cases) json_name(f, m->load_case_names[c->load_case]);
+        else fputs("null", f);
+      } else {
+        fprintf(f, "\"label\": %d", c->label);
+      }
+      fputs(", \"limit\": ", f);
+      json_number(f, c->limit);
+      fputs(", \"value\": ", f);
+      json_number(f, constraint_value(m, i));
+      fputc('}', f);
+    }
+    fputs("\n    ]", f);
+  }
   fputs("\n  }", f);
   write_json_analysis(f, s);
   return failed;
@@ -503,6 +529,27 @@ static void short_number(FILE *f, double value) {
   fputs(text, f);
 }
 
+/* The value of design constraint i of the final design: the run's end
+ * record, else the last history row's; NaN where neither has it. */
+static double constraint_value(const vox_model *m, int i) {
+  if (m->final_constraint) return m->final_constraint[i];
+  if (m->history_constraint && m->n_history > 0)
+    return m->history_constraint[(m->n_history - 1) * (size_t)m->n_design_constraints + (size_t)i];
+  return NAN;
+}
+
+/* "volume of label 4 <= 0.3", "compliance of load case tip <= 120" */
+static void constraint_text(FILE *f, const vox_model *m, const vox_design_constraint *c) {
+  if (c->kind == VOX_CONSTRAINT_COMPLIANCE)
+    fprintf(f, "compliance of load case %.*s <= ", VOX_NAME_MAX,
+            c->load_case < m->n_load_cases ? m->load_case_names[c->load_case] : "?");
+  else if (c->label)
+    fprintf(f, "volume of label %d %s ", c->label, c->equal ? "=" : "<=");
+  else
+    fprintf(f, "volume %s ", c->equal ? "=" : "<=");
+  short_number(f, c->limit);
+}
+
 /* Returns non-zero if memory ran out for a packed field. */
 static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) {
   int failed = 0;
@@ -573,7 +620,20 @@ static int write_csv(FILE *f, const vox_model *m, const summary *s, int header) 
   csv_number(f, s->max_sed);
   char last[32] = "";
   if (isfinite(s->max_effective_strain)) format_double(last, s->max_effective_strain);
-  vox_csv_field(f, last, 1);
+  vox_csv_field(f, last, 0);
+  /* each design constraint: "name: what <= limit: final value" */
+  mem = open_memstream(&text, &size);
+  for (int i = 0; mem && i < m->n_design_constraints; i++) {
+    const vox_design_constraint *c = &m->design_constraints[i];
+    fprintf(mem, "%s%.*s: ", i ? "; " : "", VOX_NAME_MAX, c->name);
+    constraint_text(mem, m, c);
+    fputs(": ", mem);
+    short_number(mem, constraint_value(m, i));
+  }
+  if (!mem || ferror(mem)) failed = 1;
+  if (mem && fclose(mem) != 0) failed = 1;
+  vox_csv_field(f, text ? text : "", 1);
+  free(text);
   return failed;
 }
 

@@ -803,13 +803,15 @@ static vox_status parse_mechanism(const reader *r, struct fy_node *root, entry o
   for (int i = 0; i < 4; i++)
     if (given[i]->key && p->physics == VOX_PHYSICS_HEAT)
       return fail(r, given[i]->key, root, names[i], "is for elasticity, not 'physics: heat'");
-  static const char *const objective_names[] = {"compliance", "output_displacement"};
+  static const char *const objective_names[] = {"compliance", "output_displacement", "volume"};
   int kind = 0;
   vox_status status;
   if (objective.key && (status = get_word(r, objective.value, objective.key, "objective",
-                                          "objective", objective_names, 2, &kind)))
+                                          "objective", objective_names, 3, &kind)))
     return status;
-  p->objective = kind == 1 ? VOX_OBJECTIVE_OUTPUT_DISPLACEMENT : VOX_OBJECTIVE_COMPLIANCE;
+  p->objective = kind == 1   ? VOX_OBJECTIVE_OUTPUT_DISPLACEMENT
+                 : kind == 2 ? VOX_OBJECTIVE_VOLUME
+                             : VOX_OBJECTIVE_COMPLIANCE;
 
   int n;
   char at[WHERE_MAX];
@@ -861,6 +863,121 @@ static vox_status parse_mechanism(const reader *r, struct fy_node *root, entry o
   } else if (p->n_outputs > 0) {
     return fail(r, outputs.key, root, "outputs", "need 'objective: output_displacement'");
   }
+  return VOX_OK;
+}
+
+/* One item of `constraints:`: `volume: F` (a fraction of the design
+ * domain, or of the design elements of `region: {label: L}`) with
+ * `relation: "<="` (default) or `"="`, or `compliance: C` (N mm, an upper
+ * bound) of the load case `case` (needed with 2+ cases). */
+static vox_status parse_constraint(const reader *r, struct fy_node *node, const char *where,
+                                   int index, const vox_problem *p,
+                                   vox_design_constraint *list, name_table *names) {
+  static const char *const keys[] = {"name", "volume", "compliance", "region", "relation",
+                                     "case", NULL};
+  static const char *const relations[] = {"<=", "="};
+  enum { C_NAME, C_VOLUME, C_COMPLIANCE, C_REGION, C_RELATION, C_CASE };
+  entry f[6];
+  vox_design_constraint *c = &list[index];
+  vox_status status = get_fields(r, node, NULL, where, keys, f);
+  if (status) return status;
+  if ((status = item_name(r, f[C_NAME], where, "constraint", index, c->name))) return status;
+  const int first = name_table_add(names, c->name, index);
+  if (first >= 0) return duplicate_name(r, f[C_NAME], node, where, c->name, "constraints", first);
+  if (!f[C_VOLUME].key == !f[C_COMPLIANCE].key)
+    return fail(r, f[C_VOLUME].key ? f[C_COMPLIANCE].key : node, node, where,
+                "needs one of 'volume' (a volume fraction) and 'compliance' (N mm)%s",
+                f[C_VOLUME].key ? ", not both" : "");
+  char at[WHERE_MAX];
+  const int volume = f[C_VOLUME].key != NULL;
+  const entry amount = volume ? f[C_VOLUME] : f[C_COMPLIANCE];
+  c->kind = volume ? VOX_CONSTRAINT_VOLUME : VOX_CONSTRAINT_COMPLIANCE;
+  where_key(at, where, volume ? "volume" : "compliance");
+  if ((status = get_number(r, amount.value, amount.key, at, false, &c->limit))) return status;
+  if (volume && !(c->limit > 0 && c->limit <= 1))
+    return fail(r, amount.value, amount.key, at,
+                "is a volume fraction in (0, 1], not %g", c->limit);
+  if (!volume && !(c->limit > 0))
+    return fail(r, amount.value, amount.key, at, "must be positive, not %g", c->limit);
+  const entry *volume_only[] = {&f[C_REGION], &f[C_RELATION]};
+  static const char *const volume_only_names[] = {"region", "relation"};
+  for (int i = 0; i < 2 && !volume; i++)
+    if (volume_only[i]->key)
+      return fail(r, volume_only[i]->key, node, where,
+                  "'%s' is for a volume constraint; a compliance limit is an upper bound over "
+                  "the whole model", volume_only_names[i]);
+  if (volume && f[C_CASE].key)
+    return fail(r, f[C_CASE].key, node, where,
+                "'case' is for a compliance constraint; a volume holds in every load case");
+  if (f[C_REGION].key) {
+    vox_region region;
+    where_key(at, where, "region");
+    if ((status = parse_region(r, f[C_REGION], at, &region))) return status;
+    if (region.kind != VOX_REGION_LABEL)
+      return fail(r, f[C_REGION].value, f[C_REGION].key, at,
+                  "a volume constraint takes a labelled region, {label: L} (the design "
+                  "elements of a material)");
+    c->label = (uint8_t)region.label;
+  }
+  if (f[C_RELATION].key) {
+    int relation = 0;
+    where_key(at, where, "relation");
+    if ((status = get_word(r, f[C_RELATION].value, f[C_RELATION].key, at, "relation", relations,
+                           2, &relation)))
+      return status;
+    c->equal = (uint8_t)relation;
+  }
+  if (volume) return VOX_OK;
+  if (!f[C_CASE].key) {
+    if (p->n_load_cases > 1)
+      return fail(r, node, NULL, where, "needs 'case': the file declares %d load cases",
+                  p->n_load_cases);
+    return VOX_OK;
+  }
+  char name[VOX_NAME_MAX];
+  where_key(at, where, "case");
+  if ((status = get_name(r, f[C_CASE].value, f[C_CASE].key, at, name))) return status;
+  const int found = name_table_find(r->cases, name);
+  if (found < 0)
+    return fail(r, f[C_CASE].value, f[C_CASE].key, at, "unknown load case '%s'", name);
+  c->load_case = found;
+  return VOX_OK;
+}
+
+/* `constraints:` (after the load cases and the objective), and what the
+ * objective asks of them: the volume objective needs a compliance limit. */
+static vox_status parse_constraints(const reader *r, struct fy_node *root, entry e,
+                                    entry objective, entry weights, vox_problem *p) {
+  int n;
+  vox_status status = get_list(r, e, "constraints", &n);
+  if (status) return status;
+  if (n > VOX_MAX_DESIGN_CONSTRAINTS)
+    return fail(r, e.value, e.key, "constraints", "has %d items; at most %d", n,
+                VOX_MAX_DESIGN_CONSTRAINTS);
+  if (n && !(p->design_constraints = calloc((size_t)n, sizeof *p->design_constraints)))
+    return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  name_table taken;
+  if (name_table_init(&taken, n)) return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  void *iter = NULL;
+  struct fy_node *item;
+  int compliance = 0;
+  for (int i = 0; i < n && (item = fy_node_sequence_iterate(e.value, &iter)); i++) {
+    char at[WHERE_MAX];
+    where_index(at, "constraints", i);
+    if ((status = parse_constraint(r, item, at, i, p, p->design_constraints, &taken))) break;
+    p->n_design_constraints = i + 1;
+    compliance += p->design_constraints[i].kind == VOX_CONSTRAINT_COMPLIANCE;
+  }
+  name_table_free(&taken);
+  if (status) return status;
+  if (p->objective != VOX_OBJECTIVE_VOLUME) return VOX_OK;
+  if (compliance == 0)
+    return fail(r, objective.value, objective.key ? objective.key : root, "objective",
+                "'volume' needs a compliance constraint under 'constraints' (without one the "
+                "empty design is its minimum)");
+  if (weights.key)
+    return fail(r, weights.key, root, "load_case_weights",
+                "weigh the compliance objective, not 'objective: volume'");
   return VOX_OK;
 }
 
@@ -960,13 +1077,13 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
   static const char *const keys[] = {
       "voxfe-problem", "title",   "material",  "load_cases",        "supports", "loads",
       "passive",       "physics", "objective", "load_case_weights", "springs",  "outputs",
-      "cell",          NULL};
+      "cell",          "constraints", NULL};
   enum {
     K_VERSION, K_TITLE, K_MATERIAL, K_CASES, K_SUPPORTS, K_LOADS,
     K_PASSIVE, K_PHYSICS, K_OBJECTIVE, K_WEIGHTS, K_SPRINGS, K_OUTPUTS,
-    K_CELL
+    K_CELL, K_CONSTRAINTS
   };
-  entry f[13];
+  entry f[14];
   if ((status = get_fields(r, root, NULL, "", keys, f))) return status;
   /* The title is free text for people, carried into the model file. */
   if (f[K_TITLE].key && (is_null(f[K_TITLE].value) ||
@@ -994,10 +1111,11 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
                 NULL, "cell",
                 "a periodic unit cell takes no supports, loads or load cases: its load cases "
                 "are the six unit strains");
-  if (p->cell && (f[K_OBJECTIVE].key || f[K_WEIGHTS].key || f[K_SPRINGS].key || f[K_OUTPUTS].key))
+  if (p->cell && (f[K_OBJECTIVE].key || f[K_WEIGHTS].key || f[K_SPRINGS].key ||
+                  f[K_OUTPUTS].key || f[K_CONSTRAINTS].key))
     return fail(r, f[K_CELL].key, NULL, "cell",
-                "a periodic unit cell takes no objective, load_case_weights, springs or "
-                "outputs: voxfe-optimize --objective chooses what to optimize");
+                "a periodic unit cell takes no objective, load_case_weights, springs, outputs "
+                "or constraints: voxfe-optimize --objective chooses what to optimize");
   if (p->cell && p->physics == VOX_PHYSICS_HEAT)
     return fail(r, f[K_CELL].key, NULL, "cell", "a periodic unit cell needs elasticity");
   if (!f[K_MATERIAL].key) return missing(r, root, NULL, "", "material");
@@ -1047,6 +1165,8 @@ static vox_status parse_root(const reader *r, struct fy_node *root, vox_problem 
 
   if ((status = parse_mechanism(r, root, f[K_OBJECTIVE], f[K_WEIGHTS], f[K_SPRINGS],
                                 f[K_OUTPUTS], p)))
+    return status;
+  if ((status = parse_constraints(r, root, f[K_CONSTRAINTS], f[K_OBJECTIVE], f[K_WEIGHTS], p)))
     return status;
 
   /* A declared case without a load is almost always a misspelt `case:`
@@ -1311,6 +1431,7 @@ void vox_problem_free(vox_problem *problem) {
   free(problem->load_case_weights);
   free(problem->springs);
   free(problem->outputs);
+  free(problem->design_constraints);
   free(problem->cell_expression);
   memset(problem, 0, sizeof *problem);
 }

@@ -446,7 +446,9 @@ static vox_status check_problem(vox_context *ctx, const vox_problem *p) {
   }
   if ((p->n_springs > 0 && !p->springs) || (p->n_outputs > 0 && !p->outputs) ||
       p->n_springs < 0 || p->n_outputs < 0 ||
-      (unsigned)p->objective > VOX_OBJECTIVE_OUTPUT_DISPLACEMENT)
+      (unsigned)p->objective > VOX_OBJECTIVE_VOLUME || p->n_design_constraints < 0 ||
+      p->n_design_constraints > VOX_MAX_DESIGN_CONSTRAINTS ||
+      (p->n_design_constraints > 0 && !p->design_constraints))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the problem's lists are inconsistent");
   if (heat && (p->n_springs || p->n_outputs || p->objective || p->load_case_weights))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -454,6 +456,15 @@ static vox_status check_problem(vox_context *ctx, const vox_problem *p) {
   if (p->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT && (p->n_outputs == 0 || cases > 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the output-displacement objective needs outputs and one load case");
+  for (int i = 0; i < p->n_design_constraints; i++) {
+    const vox_design_constraint *c = &p->design_constraints[i];
+    const int volume = c->kind == VOX_CONSTRAINT_VOLUME;
+    if (c->kind > VOX_CONSTRAINT_COMPLIANCE || !memchr(c->name, '\0', VOX_NAME_MAX) ||
+        (volume ? !(c->limit > 0 && c->limit <= 1) || c->equal > 1
+                : !(c->limit > 0) || !isfinite(c->limit) || c->equal || c->label ||
+                      c->load_case < 0 || c->load_case >= cases))
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "design constraint %d is malformed", i);
+  }
   for (int c = 0; p->load_case_weights && c < cases; c++)
     if (!(p->load_case_weights[c] >= 0) || !isfinite(p->load_case_weights[c]))
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "load case %d: weight %g", c,
@@ -795,6 +806,24 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
       if (!status) merge_loads(spread[list], &n_spread[list]);
     }
 
+  /* A volume constraint's label: a design material of the model after the
+   * passive parts, with voxels. */
+  for (int i = 0; i < problem->n_design_constraints && !status; i++) {
+    const vox_design_constraint *c = &problem->design_constraints[i];
+    if (c->kind != VOX_CONSTRAINT_VOLUME || c->label == 0) continue;
+    const vox_material *own = vox_model_material(model, c->label);
+    size_t voxels = 0;
+    for (size_t e = 0; e < ne; e++) voxels += label[e] == c->label;
+    if (c->label == 2 || c->label == 3 || (own && own->role != VOX_ROLE_DESIGN))
+      status = vox_error(ctx, VOX_ERR_FORMAT,
+                         "constraint '%s': label %d is not a design material (2 and 3 are the "
+                         "passive parts)", c->name, c->label);
+    else if (voxels == 0)
+      status = vox_error(ctx, VOX_ERR_FORMAT,
+                         "constraint '%s': no voxel of the model has label %d (after the passive "
+                         "parts)", c->name, c->label);
+  }
+
   /* Commit. Only running out of memory can fail from here on. */
   if (!status) {
     memcpy(model->label, label, ne);
@@ -843,6 +872,13 @@ vox_status vox_problem_rasterize(vox_context *ctx, const vox_problem *problem, v
     model->objective = problem->objective;
     status = vox_model_set_load_case_weights(ctx, model, problem->load_case_weights);
   }
+  if (!status) {
+    free(model->design_constraints);
+    model->design_constraints = NULL;
+    model->n_design_constraints = 0;
+  }
+  for (int i = 0; i < problem->n_design_constraints && !status; i++)
+    status = vox_model_add_design_constraint(ctx, model, &problem->design_constraints[i]);
   if (!status && problem->title[0] && !model->title && !(model->title = strdup(problem->title)))
     status = out_of_memory(ctx);
   /* a cell's design settings travel in the model file to voxfe-optimize */

@@ -144,6 +144,24 @@ static const column output_columns[] = {
      "weight of the dof in the output displacement l.u", "1", NULL, NULL},
 };
 
+static const column design_constraint_columns[] = {
+    {"design_constraint_name", COL_NAME, offsetof(vox_design_constraint, name),
+     "name of a design constraint of the optimization", NULL, NULL, NULL},
+    {"design_constraint_kind", COL_U8, offsetof(vox_design_constraint, kind),
+     "what the design constraint bounds", NULL, "volume compliance", NULL},
+    {"design_constraint_relation", COL_U8, offsetof(vox_design_constraint, equal),
+     "relation of the value to the limit", NULL, "at_most equal", NULL},
+    {"design_constraint_label", COL_U8, offsetof(vox_design_constraint, label),
+     "label whose design elements a volume constraint measures", NULL, NULL,
+     "0: the whole design domain"},
+    {"design_constraint_load_case", COL_I32, offsetof(vox_design_constraint, load_case),
+     "load case of a compliance constraint", NULL, NULL,
+     "0-based index along dimension load_case"},
+    {"design_constraint_limit", COL_F64, offsetof(vox_design_constraint, limit),
+     "limit of the design constraint", NULL, NULL,
+     "volume: a fraction of the region's volume; compliance: N mm"},
+};
+
 /* The load case names are an array of char[VOX_NAME_MAX]: a one-column table. */
 typedef struct load_case_row {
   char name[VOX_NAME_MAX];
@@ -183,6 +201,8 @@ static const table load_case_table = TABLE("load_case", load_case_row, load_case
 static const table spring_table = TABLE("spring", vox_spring, spring_columns);
 static const table output_table = TABLE("output", vox_output, output_columns);
 static const table history_table = TABLE("iteration", vox_history_row, history_columns);
+static const table design_constraint_table =
+    TABLE("design_constraint", vox_design_constraint, design_constraint_columns);
 
 #define HISTORY_GROUP "optimization"
 
@@ -486,10 +506,12 @@ typedef struct var_ids {
   int label, intensity, density, displacement, bone_node_index;
   int snapshot_iteration, snapshot_density, nodal_density;
   int history_group;
+  int constraint_value;
   int load_case_weight;
   int support_name, constraint_name_index, load_name, load_name_index;
   int material[MAX_COLUMNS], constraint[MAX_COLUMNS], load[MAX_COLUMNS], load_case[MAX_COLUMNS],
-      spring[MAX_COLUMNS], output[MAX_COLUMNS], history[MAX_COLUMNS];
+      spring[MAX_COLUMNS], output[MAX_COLUMNS], history[MAX_COLUMNS],
+      design_constraint[MAX_COLUMNS];
 } var_ids;
 
 static const char *const axis_names[3] = {"x", "y", "z"};
@@ -574,7 +596,9 @@ static int has_objective_data(const vox_model *m) {
 
 static vox_status def_globals(writer *w, const vox_model *m) {
   const int heat = m->physics == VOX_PHYSICS_HEAT;
-  int ncid = w->ncid, version = on_bone_nodes(m)       ? VOX_SCHEMA_VERSION_BONE_NODES
+  int ncid = w->ncid, version = m->n_design_constraints > 0 || m->objective == VOX_OBJECTIVE_VOLUME
+                                   ? VOX_SCHEMA_VERSION_CONSTRAINTS
+                               : on_bone_nodes(m)       ? VOX_SCHEMA_VERSION_BONE_NODES
                                : has_objective_data(m) ? VOX_SCHEMA_VERSION_OBJECTIVE
                                : heat                  ? VOX_SCHEMA_VERSION_HEAT
                                                        : VOX_SCHEMA_VERSION;
@@ -696,8 +720,14 @@ static vox_status put_condition_names(writer *w, const vox_model *m, const var_i
 
 /* How the run that made the design ended, as attributes of the history's
  * group (docs/file-format.md); nothing where no run recorded it. */
-static vox_status def_optimization_end(writer *w, int gid, const vox_optimization_end *end) {
+static vox_status def_optimization_end(writer *w, int gid, const vox_optimization_end *end,
+                                       const vox_model *m) {
   if (!end->stop_reason) return VOX_OK;
+  if (m->final_constraint && m->n_design_constraints > 0)
+    W_TRY(w,
+          nc_put_att_double(gid, NC_GLOBAL, "final_constraint_value", NC_DOUBLE,
+                            (size_t)m->n_design_constraints, m->final_constraint),
+          "attribute final_constraint_value");
   const long long cg = end->cg_iterations;
   W_TRY(w, put_text(gid, NC_GLOBAL, "stop_reason", vox_stop_reason_name(end->stop_reason)),
         "attribute stop_reason");
@@ -768,6 +798,10 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
   if (m->n_springs > 0 && (s = def_table(w, ncid, &spring_table, m->n_springs, v->spring)))
     return s;
   if (m->n_outputs > 0 && (s = def_table(w, ncid, &output_table, m->n_outputs, v->output)))
+    return s;
+  if (m->n_design_constraints > 0 &&
+      (s = def_table(w, ncid, &design_constraint_table, (size_t)m->n_design_constraints,
+                     v->design_constraint)))
     return s;
 
   if (m->intensity) {
@@ -897,7 +931,23 @@ static vox_status define_all(writer *w, const vox_model *m, var_ids *v) {
     if (m->n_history > 0 &&
         (s = def_table(w, v->history_group, &history_table, m->n_history, v->history)))
       return s;
-    if ((s = def_optimization_end(w, v->history_group, &m->optimization_end))) return s;
+    if (m->n_history > 0 && m->history_constraint && m->n_design_constraints > 0) {
+      int dims[2];
+      const size_t shape[2] = {m->n_history, (size_t)m->n_design_constraints};
+      W_TRY(w, nc_inq_dimid(v->history_group, "iteration", &dims[0]), "iteration");
+      W_TRY(w, nc_inq_dimid(ncid, "design_constraint", &dims[1]), "design_constraint");
+      W_TRY(w,
+            def_var(v->history_group, "design_constraint_value", NC_DOUBLE, 2, dims, shape, 0, 0,
+                    &v->constraint_value),
+            "design_constraint_value");
+      W_TRY(w,
+            put_var_atts(v->history_group, v->constraint_value,
+                         "value of each design constraint at the iteration's design", NULL, NULL,
+                         "volume: the region's volume fraction; compliance: N mm; the limits "
+                         "are design_constraint_limit"),
+            "design_constraint_value");
+    }
+    if ((s = def_optimization_end(w, v->history_group, &m->optimization_end, m))) return s;
   }
   return VOX_OK;
 }
@@ -931,6 +981,10 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
     return s;
   if (m->n_outputs > 0 &&
       (s = put_table(w, ncid, &output_table, m->outputs, m->n_outputs, v->output)))
+    return s;
+  if (m->n_design_constraints > 0 &&
+      (s = put_table(w, ncid, &design_constraint_table, m->design_constraints,
+                     (size_t)m->n_design_constraints, v->design_constraint)))
     return s;
   if (m->intensity) W_TRY(w, nc_put_var_float(ncid, v->intensity, m->intensity), "intensity");
   if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
@@ -983,6 +1037,9 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
   if (m->n_history > 0 &&
       (s = put_table(w, v->history_group, &history_table, m->history, m->n_history, v->history)))
     return s;
+  if (m->n_history > 0 && m->history_constraint && m->n_design_constraints > 0)
+    W_TRY(w, nc_put_var_double(v->history_group, v->constraint_value, m->history_constraint),
+          "design_constraint_value");
   return VOX_OK;
 }
 
@@ -1590,6 +1647,20 @@ static vox_status read_lists(reader *r, vox_model *m) {
     return read_fail(r, VOX_ERR_FORMAT,
                      "springs, outputs or load case weights need voxfe_schema_version %d, not %d",
                      VOX_SCHEMA_VERSION_OBJECTIVE, r->version);
+  /* design constraints: schema version 5 */
+  if ((s = read_table_alloc(r, r->ncid, &design_constraint_table, &n, &rows))) return s;
+  if (n > VOX_MAX_DESIGN_CONSTRAINTS)
+    s = read_fail(r, VOX_ERR_FORMAT, "%zu design constraints; at most %d", n,
+                  VOX_MAX_DESIGN_CONSTRAINTS);
+  for (size_t i = 0; i < n && !s; i++)
+    s = vox_model_add_design_constraint(r->ctx, m, (vox_design_constraint *)rows + i);
+  free(rows);
+  if (s) return s;
+  if ((m->n_design_constraints || m->objective == VOX_OBJECTIVE_VOLUME) &&
+      r->version < VOX_SCHEMA_VERSION_CONSTRAINTS)
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "design constraints or the volume objective need voxfe_schema_version %d, "
+                     "not %d", VOX_SCHEMA_VERSION_CONSTRAINTS, r->version);
   return VOX_OK;
 }
 
@@ -1819,6 +1890,34 @@ static vox_status read_optimization_end(reader *r, int gid, vox_model *m) {
     return read_fail(r, VOX_ERR_FORMAT, "final_cg_iterations %g is not a count", cg);
   end.cg_iterations = (int64_t)cg;
   m->optimization_end = end;
+  nc_type type;
+  size_t len;
+  int err = nc_inq_att(gid, NC_GLOBAL, "final_constraint_value", &type, &len);
+  if (err == NC_ENOTATT) return VOX_OK;
+  R_TRY(r, err, "final_constraint_value");
+  if (len != (size_t)m->n_design_constraints || !is_number_type(type))
+    return read_fail(r, VOX_ERR_FORMAT,
+                     "final_constraint_value has %zu value(s) for %d design constraint(s)", len,
+                     m->n_design_constraints);
+  if (!(m->final_constraint = malloc(len * sizeof *m->final_constraint)))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_att_double(gid, NC_GLOBAL, "final_constraint_value", m->final_constraint),
+        "final_constraint_value");
+  return VOX_OK;
+}
+
+/* The design constraints' values per history row and at the end
+ * (optional: a run records them where the model has design constraints). */
+static vox_status read_history_constraints(reader *r, int gid, vox_model *m) {
+  const size_t nc = (size_t)m->n_design_constraints;
+  static const char *const dims[2] = {"iteration", "design_constraint"};
+  int varid;
+  vox_status s = find_var(r, gid, "design_constraint_value", WANT_NUMBER, 2, dims, 0, &varid);
+  if (s || varid < 0) return s;
+  if (nc == 0 || m->n_history == 0) return VOX_OK;
+  if (!(m->history_constraint = malloc(m->n_history * nc * sizeof *m->history_constraint)))
+    return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
+  R_TRY(r, nc_get_var_double(gid, varid, m->history_constraint), "design_constraint_value");
   return VOX_OK;
 }
 
@@ -1844,7 +1943,8 @@ static vox_status read_history(reader *r, vox_model *m) {
   if (!(m->history = calloc(capacity, sizeof *m->history)))
     return read_fail(r, VOX_ERR_NO_MEMORY, "out of memory");
   m->n_history = n;
-  return read_table(r, gid, &history_table, n, m->history);
+  if ((s = read_table(r, gid, &history_table, n, m->history))) return s;
+  return read_history_constraints(r, gid, m);
 }
 
 /* The homogenized stiffness of a periodic-cell design, when present. */

@@ -105,9 +105,35 @@ typedef struct vox_output {
 /* What the optimizer minimises (Martinez-Frutos et al. 2017 eq. 5 and 6). */
 typedef enum vox_objective {
   VOX_OBJECTIVE_COMPLIANCE = 0,         /* sum_c w_c f_c^T u_c (self-adjoint) */
-  VOX_OBJECTIVE_OUTPUT_DISPLACEMENT = 1 /* -l^T u of the one load case: maximises the
+  VOX_OBJECTIVE_OUTPUT_DISPLACEMENT = 1, /* -l^T u of the one load case: maximises the
                                            output displacement (adjoint solve K v = l) */
+  VOX_OBJECTIVE_VOLUME = 2              /* the volume fraction of the design domain, under
+                                           the model's design constraints (a compliance
+                                           limit at least): minimum weight */
 } vox_objective;
+
+/* What a design constraint bounds (the model's design_constraints; the
+ * method of moving asymptotes takes any number of them, the
+ * optimality-criteria update one volume of the design domain). */
+typedef enum vox_design_constraint_kind {
+  VOX_CONSTRAINT_VOLUME = 0,    /* volume fraction of the design elements of a label (or of
+                                   the whole design domain), measured on the physical density */
+  VOX_CONSTRAINT_COMPLIANCE = 1 /* f_c.u_c of one load case, N mm (heat: thermal compliance) */
+} vox_design_constraint_kind;
+
+/* The most design constraints a model carries (each is a multiplier of
+ * MMA's dual problem and a gradient vector per element). */
+#define VOX_MAX_DESIGN_CONSTRAINTS 64
+
+typedef struct vox_design_constraint {
+  char name[VOX_NAME_MAX];
+  uint8_t kind;       /* a vox_design_constraint_kind */
+  uint8_t equal;      /* 1: value = limit (volume only); 0: value <= limit */
+  uint8_t label;      /* volume: 0 the whole design domain, else the design elements of
+                         this label */
+  int32_t load_case;  /* compliance: the 0-based load case */
+  double limit;       /* volume: a fraction in (0, 1]; compliance: N mm, > 0 */
+} vox_design_constraint;
 
 /* One row of the optimization history. */
 typedef struct vox_history_row {
@@ -178,6 +204,11 @@ typedef struct vox_model {
   vox_spring *springs;
   size_t n_outputs;             /* the output vector l (VOX_OBJECTIVE_OUTPUT_DISPLACEMENT) */
   vox_output *outputs;
+  /* Design constraints of the optimization (problem file `constraints:`);
+   * none: one volume of the design domain, voxfe-optimize's
+   * --volume-fraction. */
+  int n_design_constraints;
+  vox_design_constraint *design_constraints;
 
   /* Stage outputs; NULL / 0 when absent. */
   double *density;              /* nx*ny*nz, physical (filtered) density */
@@ -185,6 +216,13 @@ typedef struct vox_model {
                                    displacements, or temperatures for heat */
   size_t n_history;
   vox_history_row *history;
+  /* Each history row's value of each design constraint (the volume
+   * fraction of its region, or its load case's compliance), row-major:
+   * n_history * n_design_constraints; NULL without design constraints. */
+  double *history_constraint;
+  /* The final design's value of each design constraint (n_design_constraints;
+   * NULL where no run recorded them). */
+  double *final_constraint;
   /* The volume fraction the optimization held the design to
    * (voxfe-optimize --volume-fraction); 0 when unknown. */
   double target_volume_fraction;
@@ -280,9 +318,14 @@ static inline double vox_model_load_case_weight(const vox_model *model, int c) {
 /* Sets the weights of the n_load_cases cases (copied; NULL: all 1). */
 vox_status vox_model_set_load_case_weights(vox_context *ctx, vox_model *model,
                                            const double *weights);
-/* "compliance" or "output_displacement"; the parser returns -1 for other words. */
+/* "compliance", "output_displacement" or "volume"; the parser returns -1 for other words. */
 const char *vox_objective_name(vox_objective objective);
 int vox_objective_parse(const char *text, vox_objective *objective);
+/* "volume" or "compliance"; the parser returns -1 for other words. */
+const char *vox_design_constraint_kind_name(int kind);
+/* Appends a design constraint (copied; checked by vox_model_validate). */
+vox_status vox_model_add_design_constraint(vox_context *ctx, vox_model *model,
+                                           const vox_design_constraint *constraint);
 /* Sets the number of load cases, naming the new ones "case<N>". */
 vox_status vox_model_set_load_cases(vox_context *ctx, vox_model *model, int n);
 /* Appends a copy of `density` (nx*ny*nz) as the snapshot of `iteration`. */

@@ -67,7 +67,9 @@ typedef enum vox_discretization {
 typedef enum vox_design_update {
   VOX_UPDATE_OC = 0,  /* optimality criteria with a bisection on the volume multiplier */
   VOX_UPDATE_MMA = 1  /* the method of moving asymptotes (Svanberg 1987; voxfe/mma.h), with
-                         the volume as its constraint; the CPU backend only */
+                         the model's design constraints (volumes of regions, compliances of
+                         load cases; design_constraints.h), or else the volume of the design
+                         domain, as its constraints; the CPU backend only */
 } vox_design_update;
 /* The preconditioner of the EFG loop's conjugate gradients: the inverted
  * 3x3 diagonal blocks of K, or a smoothed-aggregation multigrid V-cycle
@@ -142,7 +144,10 @@ typedef struct vox_optimizer_options {
                                   the final penalty and unfiltered: its compliance, or a
                                   cell's C^H */
   double change_tolerance;     /* stop when max |d rho| <= this ... */
-  double objective_tolerance;  /* ... and |df| / f <= this (after continuation) */
+  double objective_tolerance;  /* ... and |df| / f <= this (after continuation) ... */
+  double constraint_tolerance; /* ... and, with MMA, every design constraint met to this:
+                                  g <= this for the normalised g = value / limit - 1
+                                  (|g| for an equality); 1e-3 */
   int settle_iterations;       /* ... in this many design iterations in a row
                                   (Zhang et al. 2023 section 6: 3); 1 by default */
   vox_solver_options solver;

@@ -21,9 +21,12 @@ enum {
   VOX_PANEL_CHANGE,
   VOX_PANEL_NON_DISCRETENESS,
   VOX_PANEL_CONTINUATION,
+  VOX_PANEL_CONSTRAINTS, /* drawn only for a model with design constraints */
   VOX_HISTORY_PANELS
 };
-#define VOX_PLOT_MAX_SERIES 2
+/* The most lines of one panel (the design constraints beyond it are not
+ * drawn; the summary lists them all). */
+#define VOX_PLOT_MAX_SERIES 8
 
 /* What one panel draws: its series (a column of the history each, by name:
  * "objective", "volume_fraction", "change", "non_discreteness", "penalty",
@@ -53,8 +56,10 @@ void vox_history_panels(const vox_model *m, vox_history_panel panels[VOX_HISTORY
  * log scale when its values span more than two decades), volume fraction
  * with its target (a dashed line, when the design file knows it), largest
  * density change, non-discreteness (%), and the continuation's exponents p
- * (SIMP penalty) and q, each with its axes, tick labels, title (and legend
- * where a panel has two lines), under the model's title (or "optimization
+ * (SIMP penalty) and q; a sixth for a model with design constraints: each
+ * constraint's value over its limit, one line per constraint (its name in
+ * the legend), with the limit 1 dashed. Each with its axes, tick labels,
+ * title (and legend where a panel has several lines), under the model's title (or "optimization
  * history") and a line with the final values. NaN values (fields that did
  * not apply in an iteration) leave gaps in the lines.
  *

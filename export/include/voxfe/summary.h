@@ -88,7 +88,7 @@ vox_status vox_write_result_summary_csv(vox_context *ctx, const char *path, cons
   "constrained_nodes,n_loads,n_load_cases,total_force,iterations,objective,"            \
   "volume_fraction,change,non_discreteness,penalty,q,cg_iterations,seconds,"            \
   "density_min,density_max,stop_reason,max_displacement,max_von_mises,"                  \
-  "max_strain_energy_density,max_effective_strain"
+  "max_strain_energy_density,max_effective_strain,design_constraints"
 
 #ifdef __cplusplus
 }

@@ -93,6 +93,11 @@ typedef struct vox_problem {
   int n_outputs;              /* `outputs:` the output vector l; force[] holds the direction, */
   vox_force *outputs;         /*   spread over the region's nodes as a force is, so that
                                    l.u is the region's mean displacement along it */
+  /* `constraints:` the design constraints of the optimization (the model's
+   * design_constraints, copied by rasterising; a volume's label must be a
+   * design material the model uses then) */
+  int n_design_constraints;
+  vox_design_constraint *design_constraints;
 } vox_problem;
 
 /* Parses a problem file. Errors (VOX_ERR_IO, VOX_ERR_FORMAT) name the file,

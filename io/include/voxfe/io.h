@@ -28,8 +28,12 @@ extern "C" {
  * are over the bone elements (voxfe-analyze's result file): older readers
  * would not find the displacement on the node grid. */
 #define VOX_SCHEMA_VERSION_BONE_NODES 4
+/* The version of files with design constraints (dimension
+ * design_constraint, the volume objective, the history's constraint_value):
+ * an older reader would optimize without them. */
+#define VOX_SCHEMA_VERSION_CONSTRAINTS 5
 /* The newest version this library reads. */
-#define VOX_SCHEMA_VERSION_NEWEST VOX_SCHEMA_VERSION_BONE_NODES
+#define VOX_SCHEMA_VERSION_NEWEST VOX_SCHEMA_VERSION_CONSTRAINTS
 
 /* netCDF-C is not thread-safe: do not read or write files from two threads
  * at once, even with separate contexts. */
