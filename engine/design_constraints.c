@@ -78,7 +78,7 @@ vox_status vox_constraints_create(vox_backend *be, const vox_model *model,
     const vox_design_constraint *c = &set->list[i];
     set->rows += c->kind == VOX_CONSTRAINT_VOLUME && c->equal ? 2 : 1;
     if (c->kind == VOX_CONSTRAINT_COMPLIANCE) {
-      if (gradients) st = o->vec->create(be, ne, &set->gradient[i]);
+      if (gradients) st = o->vec->create(be, ne, VOX_DOUBLE, &set->gradient[i]);
       continue;
     }
     if (c->label == 0) { /* the whole design domain */
@@ -101,21 +101,21 @@ vox_status vox_constraints_create(vox_backend *be, const vox_model *model,
     if (st == VOX_OK && count == 0)
       st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "design constraint '%s': no design element has label %d", c->name, c->label);
-    if (st == VOX_OK) st = o->vec->create(be, ne, &set->own_mask[i]);
+    if (st == VOX_OK) st = o->vec->create(be, ne, VOX_DOUBLE, &set->own_mask[i]);
     if (st == VOX_OK) st = o->vec->upload(be, &set->own_mask[i], host);
     set->mask[i] = set->dvol[i] = &set->own_mask[i];
     set->count[i] = count;
     /* the volume is measured on the physical density: its gradient with
      * respect to the design variables through the density filter */
     if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
-      st = o->vec->create(be, ne, &set->own_dvol[i]);
+      st = o->vec->create(be, ne, VOX_DOUBLE, &set->own_dvol[i]);
       if (st == VOX_OK)
         st = o->design->filter_transpose(be, filter, &set->own_mask[i], &set->own_dvol[i]);
       set->dvol[i] = &set->own_dvol[i];
     }
   }
   free(host);
-  if (st == VOX_OK && gradients) st = o->vec->create(be, ne, &set->scratch);
+  if (st == VOX_OK && gradients) st = o->vec->create(be, ne, VOX_DOUBLE, &set->scratch);
   if (st != VOX_OK) {
     vox_constraints_destroy(set);
     return st;
