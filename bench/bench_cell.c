@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
          vox_strains_text(strains, strain_names, sizeof strain_names));
   const int n_strains = vox_homog_strain_count(strains);
   /* the plan of the solver the run will take (auto resolved as vox_optimize does) */
-  const int element_vectors = vox_memory_optimizer_vectors(m, opt.filter);
+  const int element_vectors = vox_memory_optimizer_vectors(m, &opt);
   vox_solver_options run_solver = opt.solver;
   run_solver.cell_solver =
       vox_cell_solver_resolve(be, &cell, n_strains, &run_solver, element_vectors);

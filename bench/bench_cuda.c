@@ -358,7 +358,7 @@ static int cantilever_mode(int argc, char **argv) {
   size_t free0, total;
   if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
   const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &opt.solver,
-                                           vox_memory_optimizer_vectors(&model, opt.filter));
+                                           vox_memory_optimizer_vectors(&model, &opt));
 
   watch w = {.be = be, .min_free = free0, .n_cases = n_cases};
   vox_context_set_progress(ctx, on_progress, &w);

@@ -40,6 +40,26 @@ void vox_constraints_destroy(vox_constraint_set *set) {
   free(set);
 }
 
+void vox_constraints_layout(const vox_design_constraint *list, int n, vox_filter_type filter,
+                            int gradients, size_t ne, vox_constraint_set *set, vox_layout *l) {
+  for (int i = 0; i < n; i++) {
+    const vox_design_constraint *c = &list[i];
+    if (c->kind == VOX_CONSTRAINT_COMPLIANCE) {
+      if (gradients)
+        vox_layout_vec(l, "design constraints: compliance gradients", ne, VOX_DOUBLE,
+                       set ? &set->gradient[i] : NULL);
+    } else if (c->label != 0) {
+      vox_layout_vec(l, "design constraints: region masks", ne, VOX_DOUBLE,
+                     set ? &set->own_mask[i] : NULL);
+      if (filter == VOX_FILTER_DENSITY)
+        vox_layout_vec(l, "design constraints: region volume gradients", ne, VOX_DOUBLE,
+                       set ? &set->own_dvol[i] : NULL);
+    }
+  }
+  if (gradients)
+    vox_layout_vec(l, "design constraints: scratch", ne, VOX_DOUBLE, set ? &set->scratch : NULL);
+}
+
 vox_status vox_constraints_create(vox_backend *be, const vox_model *model,
                                   const vox_optimizer_options *opt, vox_filter *filter,
                                   const vox_vec *design, const vox_vec *dv, double n_design,
@@ -73,14 +93,17 @@ vox_status vox_constraints_create(vox_backend *be, const vox_model *model,
   else if (st == VOX_OK)
     memcpy(set->list, model->design_constraints, (size_t)n * sizeof *set->list);
   const size_t ne = design->n;
+  if (st == VOX_OK) {
+    vox_layout l;
+    vox_layout_init(&l);
+    vox_constraints_layout(set->list, n, opt->filter, gradients, ne, set, &l);
+    st = vox_layout_create(be, &l);
+  }
   double *host = NULL;
   for (int i = 0; st == VOX_OK && i < n; i++) {
     const vox_design_constraint *c = &set->list[i];
     set->rows += c->kind == VOX_CONSTRAINT_VOLUME && c->equal ? 2 : 1;
-    if (c->kind == VOX_CONSTRAINT_COMPLIANCE) {
-      if (gradients) st = o->vec->create(be, ne, VOX_DOUBLE, &set->gradient[i]);
-      continue;
-    }
+    if (c->kind == VOX_CONSTRAINT_COMPLIANCE) continue;
     if (c->label == 0) { /* the whole design domain */
       set->mask[i] = design;
       set->dvol[i] = dv;
@@ -101,21 +124,17 @@ vox_status vox_constraints_create(vox_backend *be, const vox_model *model,
     if (st == VOX_OK && count == 0)
       st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "design constraint '%s': no design element has label %d", c->name, c->label);
-    if (st == VOX_OK) st = o->vec->create(be, ne, VOX_DOUBLE, &set->own_mask[i]);
     if (st == VOX_OK) st = o->vec->upload(be, &set->own_mask[i], host);
     set->mask[i] = set->dvol[i] = &set->own_mask[i];
     set->count[i] = count;
     /* the volume is measured on the physical density: its gradient with
      * respect to the design variables through the density filter */
     if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
-      st = o->vec->create(be, ne, VOX_DOUBLE, &set->own_dvol[i]);
-      if (st == VOX_OK)
-        st = o->design->filter_transpose(be, filter, &set->own_mask[i], &set->own_dvol[i]);
+      st = o->design->filter_transpose(be, filter, &set->own_mask[i], &set->own_dvol[i]);
       set->dvol[i] = &set->own_dvol[i];
     }
   }
   free(host);
-  if (st == VOX_OK && gradients) st = o->vec->create(be, ne, VOX_DOUBLE, &set->scratch);
   if (st != VOX_OK) {
     vox_constraints_destroy(set);
     return st;

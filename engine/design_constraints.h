@@ -24,10 +24,18 @@
 
 #include "backend_ops.h"
 #include "fem.h"
+#include "layout.h"
 #include "objective.h"
 #include "voxfe/optimizer.h"
 
 typedef struct vox_constraint_set vox_constraint_set;
+
+/* The set's vectors per element (layout.h): a compliance constraint's
+ * gradient and the scratch where `gradients`, a labelled region's mask
+ * and, with the density filter, its volume gradient. set NULL: counted
+ * only (the memory plan). */
+void vox_constraints_layout(const vox_design_constraint *list, int n, vox_filter_type filter,
+                            int gradients, size_t ne, vox_constraint_set *set, vox_layout *l);
 
 /* For `model` (its labels and design constraints) with the design mask
  * `design` and its volume gradient `dv` (the mask, or its transpose

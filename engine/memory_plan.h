@@ -19,12 +19,13 @@
 #define VOX_MEMORY_MARGIN 1.02
 #define VOX_MEMORY_MARGIN_BYTES ((size_t)160 << 20)
 
-/* The optimizer's vectors per element for a model and filter, counted from
- * the layout its state is made from (optimizer.c): design variables,
- * sensitivities, element energies and the design mask; the physical
- * density and dV/dx with the density filter; the passive values where
- * some element is not design. */
-int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter);
+/* The optimizer's vectors per element for a model and options, counted
+ * from the layouts its state is made from (optimizer.c,
+ * design_constraints.c): design variables, sensitivities, element energies
+ * and the design mask; the physical density and dV/dx with the density
+ * filter; the passive values where some element is not design; the design
+ * constraints' masks and (MMA) gradients. */
+int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt);
 
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed

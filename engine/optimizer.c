@@ -546,10 +546,12 @@ static void state_layout(size_t ne, vox_filter_type filter, int every_design, op
     vox_layout_vec(l, "optimizer: passive values", ne, VOX_DOUBLE, s ? &s->own_passive : NULL);
 }
 
-int vox_memory_optimizer_vectors(const vox_model *model, vox_filter_type filter) {
+int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt) {
   vox_layout l;
   vox_layout_init(&l);
-  state_layout(1, filter, all_design(model), NULL, &l);
+  state_layout(1, opt->filter, all_design(model), NULL, &l);
+  vox_constraints_layout(model->design_constraints, model->n_design_constraints, opt->filter,
+                         opt->update == VOX_UPDATE_MMA, 1, NULL, &l);
   return l.n;
 }
 
@@ -1135,11 +1137,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (cell)
     resolved.solver.cell_solver =
         vox_cell_solver_resolve(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
-                                vox_memory_optimizer_vectors(model, opt->filter));
+                                vox_memory_optimizer_vectors(model, opt));
   TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
                        cell ? vox_homog_strain_count(strains)
                             : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
-                       0, &opt->solver, vox_memory_optimizer_vectors(model, opt->filter)));
+                       0, &opt->solver, vox_memory_optimizer_vectors(model, opt)));
   const int volume_objective = !cell && model->objective == VOX_OBJECTIVE_VOLUME;
   const objective_ops *objective = cell               ? &cell_objective
                                    : volume_objective ? &volume_objective_ops

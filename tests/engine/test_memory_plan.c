@@ -266,7 +266,7 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
   check_plan(start_history ? "start history: " : "",
              (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver,
-                                       vox_memory_optimizer_vectors(&m, opt.filter)));
+                                       vox_memory_optimizer_vectors(&m, &opt)));
   vox_model_free(&m);
   be->ops = &counting_ops; /* destroy through the same table */
   vox_backend_destroy(be);
@@ -348,7 +348,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
    * cell solver in mixed precision) */
   opt.solver.rtol = vox_optimizer_rtol(&opt);
   check_plan("", (double)vox_memory_needed(be, &cell, 3, n_strains, 0, &opt.solver,
-                                           vox_memory_optimizer_vectors(&m, opt.filter)));
+                                           vox_memory_optimizer_vectors(&m, &opt)));
   vox_expression_free(e);
   vox_model_free(&m);
   be->ops = &counting_ops;
