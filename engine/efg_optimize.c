@@ -245,6 +245,12 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
   if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SA)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown EFG preconditioner %d",
                      (int)o->efg_preconditioner);
+  if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
+      !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid needs a Chebyshev degree >= 1, an "
+                     "aggregate size >= 0 and a strength in [0, 1], not %d, %d and %g",
+                     o->efg_sa_degree, o->efg_sa_aggregate, o->efg_sa_strength);
   if (o->density_min != VOX_DENSITY_MIN_AUTO && !(o->density_min > 0))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg needs a density minimum > 0 (it has no Emin), not %g",
@@ -335,7 +341,11 @@ static vox_status run_init(efg_run *r) {
       return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (nodes)");
     for (size_t i = 0; i < r->nn; i++)
       vox_efg_node_position(&r->efg.nodes, (int32_t)i, r->position + 3 * i);
-    r->pc = vox_efg_sa_make(&r->sa, ctx, &r->k, r->position, vox_efg_stiffness_apply);
+    const vox_efg_sa_options so = {.degree = r->opt->efg_sa_degree,
+                                   .aggregate = r->opt->efg_sa_aggregate,
+                                   .strength = r->opt->efg_sa_strength};
+    r->pc = vox_efg_sa_make(&r->sa, ctx, &r->k, r->position, r->efg.nodes.coord,
+                            vox_efg_stiffness_apply, &so);
   }
   for (int c = 0; c < r->n_cases; c++)
     TRY(vox_efg_load_vector(ctx, &r->efg, m, c, r->f + (size_t)c * r->nd));
