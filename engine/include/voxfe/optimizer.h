@@ -239,6 +239,11 @@ typedef struct vox_optimize_result {
   vox_stop_reason reason;
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
+  /* discretization efg: the design iterations' stages of Lu et al. 2021
+   * table 1 (the final evaluation not counted): the assembly of K, the
+   * solves (preconditioner setup and CG) in seconds_solve, the
+   * sensitivities and the update; 0 on the FE path */
+  double seconds_assembly;
   /* every solve's of the run: the design iterations' (those before a
    * resumed checkpoint included) and the final evaluation's */
   int total_cg_iterations;
