@@ -39,8 +39,9 @@ static vox_status block_aggregates(vox_context *ctx, size_t n, const int32_t *co
   size_t na = 0;
   for (size_t i = 0; i < n; i++) {
     const int32_t *x = coord + 3 * i;
-    const size_t c = (size_t)(x[0] / edge) +
-                     (size_t)hi[0] * ((size_t)(x[1] / edge) + (size_t)hi[1] * (size_t)(x[2] / edge));
+    const size_t bx = (size_t)(x[0] / edge), by = (size_t)(x[1] / edge),
+                 bz = (size_t)(x[2] / edge);
+    const size_t c = bx + (size_t)hi[0] * (by + (size_t)hi[1] * bz);
     if (id[c] < 0) id[c] = (int32_t)na++;
     agg[i] = id[c];
   }
@@ -155,7 +156,8 @@ vox_status vox_efg_coarse_space_prolongator(vox_context *ctx, const vox_efg_coar
       double *y = p->val + TB * cs->k_to_p[b];
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < M; c++)
-          y[r * M + c] += kb[3 * r] * tj[c] + kb[3 * r + 1] * tj[M + c] + kb[3 * r + 2] * tj[2 * M + c];
+          y[r * M + c] +=
+              kb[3 * r] * tj[c] + kb[3 * r + 1] * tj[M + c] + kb[3 * r + 2] * tj[2 * M + c];
     }
     /* P_i = T_i - scale W_i (K T)_i */
     const double *wi = w->val + 9 * w->row_start[i];
@@ -163,7 +165,8 @@ vox_status vox_efg_coarse_space_prolongator(vox_context *ctx, const vox_efg_coar
       double *y = p->val + TB * b, wy[TB];
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < M; c++)
-          wy[r * M + c] = wi[3 * r] * y[c] + wi[3 * r + 1] * y[M + c] + wi[3 * r + 2] * y[2 * M + c];
+          wy[r * M + c] =
+              wi[3 * r] * y[c] + wi[3 * r + 1] * y[M + c] + wi[3 * r + 2] * y[2 * M + c];
       for (int e = 0; e < TB; e++) y[e] = -scale * wy[e];
     }
     const double *ti = cs->t.val + TB * cs->t.row_start[i];

@@ -4,11 +4,13 @@
  * the design loop's conjugate gradients (efg_optimize.h,
  * vox_optimizer_options.efg_preconditioner = VOX_EFG_PC_SA).
  *
- * The levels are the sparse solver's smoothed aggregation
- * (sparse_sa.h: vox_sa_build_assembled) below the assembled K: aggregates
- * of K's node graph, the rigid-body modes of the nodes' positions as the
- * near-null space, P = (I - omega W A) T, A_c = P^T A P, a dense Cholesky
- * inverse on the coarsest level. Each level is smoothed by Chebyshev
+ * The levels are smoothed aggregation below the assembled K: the first
+ * level's aggregates blocks of the grid's nodes kept for the run
+ * (efg_coarse_space.h), or K's strong graph aggregated afresh
+ * (sparse_sa.h: vox_sa_build_assembled); the rigid-body modes of the
+ * nodes' positions as the near-null space, P = (I - omega W A) T,
+ * A_c = P^T A P, the sparse solver's levels below level 1, a dense
+ * Cholesky inverse on the coarsest level. Each level is smoothed by Chebyshev
  * iteration on W A (W its inverted diagonal blocks) over
  * [0.1, 1.1] lambda_max(W A), before and after the coarse correction: the
  * same polynomial both times, so the V-cycle is symmetric positive
