@@ -225,6 +225,16 @@ static const cli_option options[] = {
              "sa (a smoothed-aggregation multigrid V-cycle built from K each design "
              "iteration; far fewer CG iterations once void regions form)",
      .parse = parse_efg_preconditioner, .format = format_efg_preconditioner},
+    NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
+           "efg, sa: the Chebyshev degree of each level's smoothing before and after its "
+           "coarse correction (a V-cycle costs about 2 N + 3 products with K)"),
+    NUMBER("efg-sa-aggregate", CLI_INTEGER, "N", opt.efg_sa_aggregate, RANGE(0, 64),
+           "efg, sa: the first coarse level's aggregates, blocks of N x N x N grid lines of "
+           "nodes built once for the run; 0 aggregates the strong couplings of K afresh in "
+           "each design iteration (see --efg-sa-strength)"),
+    NUMBER("efg-sa-strength", CLI_REAL, "T", opt.efg_sa_strength, FRACTION,
+           "efg, sa with --efg-sa-aggregate 0: the strength of connection that keeps a "
+           "coupling of K in the aggregation graph, |K_ij| >= T sqrt(|K_ii| |K_jj|)"),
     {.name = "objective", .arg = "NAME", .kind = CLI_CUSTOM, .offset = AT(opt.cell_objective),
      .flags = CLI_RECORD,
      .help = "compliance (the model's own objective: compliance, or the output displacement "
@@ -662,6 +672,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
              result.final_q, s->opt.q_max);
     if (checkpointer.written) printf("; checkpoint %s", checkpoint_path);
     printf("\n");
+    if (s->opt.discretization == VOX_DISCRETIZATION_EFG)
+      printf("stages of the design iterations (Lu et al. 2021 table 1): assembly %.2f s, "
+             "solve %.2f s (with the preconditioner's setup), sensitivity %.2f s, update "
+             "%.2f s\n",
+             result.seconds_assembly, result.seconds_solve, result.seconds_sensitivity,
+             result.seconds_update);
   }
   /* a stop the user asked for is not a success: the run is unfinished */
   if (result.reason == VOX_STOP_INTERRUPTED)

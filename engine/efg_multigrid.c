@@ -6,11 +6,26 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "sparse_aggregation.h"
 
 /* The Chebyshev interval as fractions of the estimated lambda_max(W A):
  * above it for safety (the power method estimates from below), a tenth of
  * it below, the range the smoothing must damp (multigrid.c's). */
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+
+void vox_efg_sa_options_default(vox_efg_sa_options *o) {
+  o->degree = 2;
+  o->aggregate = 3;
+  o->strength = 0.2;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static size_t level_dofs(const vox_efg_sa *sa, int l) {
   const vox_sa_level *lv = &sa->h.level[l];
@@ -34,7 +49,7 @@ static void level_residual(vox_efg_sa *sa, int l) {
   for (ptrdiff_t i = 0; i < nn; i++) res[i] = b[i] - res[i];
 }
 
-/* VOX_EFG_SA_DEGREE steps of Chebyshev iteration on W A (Saad, Iterative
+/* options.degree steps of Chebyshev iteration on W A (Saad, Iterative
  * Methods, algorithm 12.1, as multigrid.c's): d = alpha W (b - A x) +
  * beta d, x += d; from x = 0 unless warm. */
 static vox_status smooth(vox_efg_sa *sa, int l, int warm) {
@@ -46,7 +61,7 @@ static vox_status smooth(vox_efg_sa *sa, int l, int warm) {
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma, alpha = 1 / theta, beta = 0;
-  for (int step = 0; step < VOX_EFG_SA_DEGREE; step++) {
+  for (int step = 0; step < sa->options.degree; step++) {
     if (step == 0 && !warm) {
       memset(x, 0, n * sizeof *x);
       memcpy(res, sa->b[l], n * sizeof *res);
@@ -110,19 +125,80 @@ static void free_vectors(vox_efg_sa *sa) {
   sa->n_vectors = 0;
 }
 
-static void sa_destroy(void *self) {
-  vox_efg_sa *sa = self;
+/* The levels of the design iteration before (not the fixed coarse space). */
+static void free_levels(vox_efg_sa *sa) {
   free_vectors(sa);
   vox_sa_free(&sa->h);
 }
 
+static void sa_destroy(void *self) {
+  vox_efg_sa *sa = self;
+  free_levels(sa);
+  vox_efg_coarse_space_free(&sa->cs);
+  sa->cs_built = 0;
+}
+
+/* The levels on the fixed aggregates (efg_coarse_space.h): level 0's W,
+ * lambda_max(W K) and P = T - omega / lambda W K T on the kept pattern,
+ * A_1 = P^T K P, then the sparse solver's levels below A_1. */
+static vox_status build_fixed(vox_efg_sa *sa, const vox_sa_options *o) {
+  const double t0 = now();
+  vox_context *ctx = sa->ctx;
+  const vox_bsr *k = sa->k;
+  if (!sa->cs_built) {
+    TRY(vox_efg_coarse_space_build(ctx, k, sa->pos, sa->coord, sa->options.aggregate, &sa->cs));
+    sa->cs_built = 1;
+  }
+  vox_sa_hierarchy *h = &sa->h;
+  memset(h, 0, sizeof *h);
+  h->level = calloc(VOX_SA_MAX_LEVELS, sizeof *h->level);
+  if (!h->level) return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory");
+  h->n_levels = 2;
+  vox_sa_level *l0 = &h->level[0], *l1 = &h->level[1];
+  const size_t n = k->n_rows, na = sa->cs.n_agg;
+  double *b1 = malloc((na ? na : 1) * VOX_SA_MODES * VOX_SA_MODES * sizeof *b1);
+  double *pos1 = malloc((na ? na : 1) * 3 * sizeof *pos1);
+  l1->dead = malloc(na ? na : 1);
+  vox_status s = b1 && pos1 && l1->dead
+                     ? VOX_OK
+                     : vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory");
+  double t = now();
+  if (s == VOX_OK) s = vox_bsr_inverse_block_diagonal(ctx, k, NULL, 0, &l0->w);
+  if (s == VOX_OK)
+    s = vox_power_lambda_max(ctx, 3 * n, sa->apply0, k, vox_bsr_apply_fn, &l0->w,
+                             o->power_iterations, &l0->lambda_max);
+  if (s == VOX_OK)
+    s = vox_efg_coarse_space_prolongator(ctx, &sa->cs, k, &l0->w, o->omega / l0->lambda_max,
+                                         &l0->p);
+  h->timing.prolongator += now() - t, t = now();
+  vox_bsr kp = {0};
+  if (s == VOX_OK) s = vox_bsr_transpose(ctx, &l0->p, &l0->r);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, k, &l0->p, &kp);
+  if (s == VOX_OK) s = vox_bsr_multiply(ctx, &l0->r, &kp, &l1->a);
+  vox_bsr_free(&kp);
+  h->timing.galerkin += now() - t;
+  if (s != VOX_OK) {
+    free(b1), free(pos1);
+    vox_sa_free(h);
+    return s;
+  }
+  l0->n_nodes = n, l0->bn = 3, l0->n_aggregates = na;
+  l0->scalar_nonzeros = 9 * vox_bsr_blocks(k);
+  l1->n_nodes = na, l1->bn = VOX_SA_MODES;
+  memcpy(l1->dead, sa->cs.dead1, na);
+  memcpy(b1, sa->cs.b1, na * VOX_SA_MODES * VOX_SA_MODES * sizeof *b1);
+  memcpy(pos1, sa->cs.pos1, na * 3 * sizeof *pos1);
+  return vox_sa_build_below(ctx, o, h, b1, pos1, t0);
+}
+
 static vox_status sa_setup(void *self) {
   vox_efg_sa *sa = self;
-  sa_destroy(sa);
+  free_levels(sa);
   vox_sa_options o;
   vox_sa_options_default(&o);
-  o.strength = sa->strength;
-  TRY(vox_sa_build_assembled(sa->ctx, sa->k, sa->pos, &o, &sa->h));
+  o.strength = sa->options.strength;
+  if (sa->options.aggregate > 0) TRY(build_fixed(sa, &o));
+  else TRY(vox_sa_build_assembled(sa->ctx, sa->k, sa->pos, &o, &sa->h));
   const int nl = sa->h.n_levels;
   sa->x = calloc((size_t)nl, sizeof *sa->x);
   sa->b = calloc((size_t)nl, sizeof *sa->b);
@@ -142,7 +218,7 @@ static vox_status sa_setup(void *self) {
     ok = ok && sa->res[l] && sa->d[l];
   }
   if (!ok) {
-    sa_destroy(sa);
+    free_levels(sa);
     return vox_error(sa->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (smoothed aggregation)");
   }
@@ -163,11 +239,14 @@ static const vox_pc_ops sa_ops = {
     .name = "smoothed-aggregation", .setup = sa_setup, .apply = sa_apply, .destroy = sa_destroy};
 
 vox_pc vox_efg_sa_make(vox_efg_sa *sa, vox_context *ctx, const vox_bsr *k, const double *pos,
-                       vox_host_apply apply0) {
+                       const int32_t *coord, vox_host_apply apply0,
+                       const vox_efg_sa_options *options) {
   *sa = (vox_efg_sa){.ctx = ctx,
                      .k = k,
                      .pos = pos,
-                     .apply0 = apply0 ? apply0 : vox_bsr_apply_fn,
-                     .strength = VOX_EFG_SA_STRENGTH};
+                     .coord = coord,
+                     .apply0 = apply0 ? apply0 : vox_bsr_apply_fn};
+  if (options) sa->options = *options;
+  else vox_efg_sa_options_default(&sa->options);
   return (vox_pc){.ops = &sa_ops, .self = sa};
 }

@@ -72,6 +72,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   /* the multigrid takes a tenth of the CG iterations but its setup costs
    * more than they save (docs/benchmarks.md) */
   o->efg_preconditioner = VOX_EFG_PC_JACOBI;
+  o->efg_sa_degree = 2;
+  o->efg_sa_aggregate = 3;
+  o->efg_sa_strength = 0.2;
 }
 
 double vox_optimizer_rtol(const vox_optimizer_options *o) {

@@ -16,7 +16,7 @@
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
 extern void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
 
-enum { M = VOX_SA_MODES, MAX_LEVELS = 16 };
+enum { M = VOX_SA_MODES, MAX_LEVELS = VOX_SA_MAX_LEVELS };
 
 void vox_sa_options_default(vox_sa_options *o) {
   o->max_coarse_dofs = 1000;
@@ -97,10 +97,7 @@ static vox_status fine_positions(vox_context *ctx, const vox_sparse_host_level *
   return VOX_OK;
 }
 
-/* The rigid-body modes of n nodes at pos (3 x 6 a node, row-major) about
- * the centroids of their aggregates (agg; NULL: about the origin), the
- * centroids into centre (NULL: not wanted). */
-static vox_status rigid_modes_at(vox_context *ctx, size_t n, const double *pos,
+vox_status vox_sa_rigid_modes_at(vox_context *ctx, size_t n, const double *pos,
                                  const int32_t *agg, size_t n_agg, double *b, double *centre) {
   double *c = calloc(3 * (n_agg ? n_agg : 1), sizeof *c);
   vox_status s = c ? VOX_OK : no_memory(ctx, "centroids");
@@ -127,7 +124,7 @@ vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
                               const int32_t *agg, size_t n_agg, double *b, double *centre) {
   double *pos = NULL;
   vox_status s = fine_positions(ctx, lv, &pos);
-  if (s == VOX_OK) s = rigid_modes_at(ctx, lv->n_nodes, pos, agg, n_agg, b, centre);
+  if (s == VOX_OK) s = vox_sa_rigid_modes_at(ctx, lv->n_nodes, pos, agg, n_agg, b, centre);
   free(pos);
   return s;
 }
@@ -462,7 +459,7 @@ static vox_status first_level_assembled(vox_context *ctx, const vox_sa_options *
     l1->dead = calloc(na ? na : 1, 1);
     if (!bc || !pc || !l1->dead) s = no_memory(ctx, "coarse modes");
   }
-  if (s == VOX_OK) s = rigid_modes_at(ctx, n, pos0, agg, na, b, pc);
+  if (s == VOX_OK) s = vox_sa_rigid_modes_at(ctx, n, pos0, agg, na, b, pc);
   if (s == VOX_OK) s = vox_sa_tentative(ctx, n, 3, agg, na, b, NULL, &t, bc, l1->dead);
   free(agg), free(b);
   tm->tentative += now() - t0, t0 = now();
@@ -552,4 +549,10 @@ vox_status vox_sa_build_assembled(vox_context *ctx, const vox_bsr *a0, const dou
   vox_status s =
       first_level_assembled(ctx, o, a0, pos0, &sa->level[0], &sa->level[1], &b, &pos, &sa->timing);
   return coarse_levels(ctx, o, sa, b, pos, t0, s);
+}
+
+vox_status vox_sa_build_below(vox_context *ctx, const vox_sa_options *o, vox_sa_hierarchy *sa,
+                              double *b1, double *pos1, double t0) {
+  identity_on_dead(&sa->level[1].a, sa->level[1].dead);
+  return coarse_levels(ctx, o, sa, b1, pos1, t0, VOX_OK);
 }

@@ -29,6 +29,9 @@
 #include "sparse_bsr.h"
 #include "sparse_hierarchy.h"
 
+/* The most levels a hierarchy has, level 0 included. */
+enum { VOX_SA_MAX_LEVELS = 16 };
+
 typedef struct vox_sa_options {
   size_t max_coarse_dofs;   /* the coarsest level's at most (1000) */
   double omega;             /* prolongator smoothing's numerator (4/3) */
@@ -102,5 +105,22 @@ vox_status vox_sa_build_assembled(vox_context *ctx, const vox_bsr *a0, const dou
  * centroids. Exposed for the tests. */
 vox_status vox_sa_rigid_modes(vox_context *ctx, const vox_sparse_host_level *lv,
                               const int32_t *agg, size_t n_agg, double *b, double *centre);
+
+/* The rigid-body modes of n nodes at pos (3 x 6 a node, row-major, as
+ * vox_sa_rigid_modes) about the centroids of their aggregates (agg; NULL:
+ * about the origin), the centroids into centre (NULL: not wanted). */
+vox_status vox_sa_rigid_modes_at(vox_context *ctx, size_t n, const double *pos,
+                                 const int32_t *agg, size_t n_agg, double *b, double *centre);
+
+/* The levels below a level 1 that the caller built: sa->level holds
+ * VOX_SA_MAX_LEVELS zeroed levels, sa->n_levels is 2, level 0's transfer
+ * (p, r, n_nodes, bn, n_aggregates) and level 1's a (6 x 6 blocks), dead
+ * and n_nodes, bn are set; b1 and pos1 (level 1's near-null space, 6 x 6 a
+ * node, and its nodes' positions, as vox_sa_tentative and the centroids
+ * give them) are taken over. Level 1's dead dofs become identity rows;
+ * the rest is vox_sa_build_assembled's. sa is freed on failure; t0 is the
+ * setup's start (for setup_seconds). */
+vox_status vox_sa_build_below(vox_context *ctx, const vox_sa_options *o, vox_sa_hierarchy *sa,
+                              double *b1, double *pos1, double t0);
 
 #endif

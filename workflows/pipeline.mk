@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The voxelize -> optimize -> export pipeline shared by the workflows: each
-# workflow's Makefile sets PROBLEM and SIZE (and may set any variable below),
-# then includes this file.
+# workflow's Makefile sets PROBLEM and SIZE or GEOMETRY (and may set any
+# variable below), then includes this file.
 #
 # Each stage reruns when its input file, the problem file or its own settings
 # change (the settings are kept in *.settings files).
@@ -19,7 +19,10 @@ ITERATIONS ?= 100
 OPTIMIZE_OPTIONS ?=
 THRESHOLD ?= 0.5
 
-VOXELIZE_ARGS = --box $(SIZE) --voxel-size $(VOXEL_SIZE) --problem $(PROBLEM) $(VOXELIZE_OPTIONS)
+# The domain: a box of SIZE voxels unless the workflow gives another (a
+# --mesh, which it then lists as a prerequisite of model.nc).
+GEOMETRY ?= --box $(SIZE)
+VOXELIZE_ARGS = $(GEOMETRY) --voxel-size $(VOXEL_SIZE) --problem $(PROBLEM) $(VOXELIZE_OPTIONS)
 OPTIMIZE_ARGS = --volume-fraction $(VOLUME_FRACTION) --max-iterations $(ITERATIONS) $(OPTIMIZE_OPTIONS)
 EXPORT_ARGS = --threshold $(THRESHOLD)
 

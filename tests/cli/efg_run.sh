@@ -16,9 +16,11 @@ make_model model.nc 8x4x4 || finish
 [ "$(wc -l <"$LOG/err")" -eq 4 ] || fail "optimize: not one progress line per iteration"
 grep -qE "^design\.nc: iteration limit reached .*after 4 iterations: final design compliance" "$LOG/out" ||
   fail "optimize: summary is '$(cat "$LOG/out")'"
+grep -qE "^stages of the design iterations .*: assembly [0-9.]+ s, solve [0-9.]+ s .*, sensitivity [0-9.]+ s, update [0-9.]+ s$" "$LOG/out" ||
+  fail "optimize: no line with the stages' seconds in '$(cat "$LOG/out")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
-grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=jacobi" "$LOG/header" ||
+grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=jacobi --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
   fail "design.nc: history lacks the EFG support, penalty and preconditioner"
 grep -q -- "--device=cpu" "$LOG/header" || fail "design.nc: --device auto did not become cpu"
 grep -qE "double nodal_density\(node_z, node_y, node_x\)" "$LOG/header" ||

@@ -10,9 +10,11 @@
 workflow=$1
 shift
 # the workflow's folder beside the shared pipeline.mk, as in the source tree
+# (every file of it: a workflow may bring a script that writes its mesh)
 mkdir "$workflow" && cp "$SOURCE_DIR/workflows/pipeline.mk" . &&
-  cp "$SOURCE_DIR/workflows/$workflow/Makefile" "$SOURCE_DIR/workflows/$workflow/$workflow.yaml" \
-    "$workflow/" && cd "$workflow" || { fail "cannot copy the $workflow workflow"; finish; }
+  cp "$SOURCE_DIR/workflows/$workflow/"* "$workflow/" && cd "$workflow" ||
+  { fail "cannot copy the $workflow workflow"; finish; }
+sources="$(ls -A | sort | tr '\n' ' ')"
 MAKE_ARGS=(VOXFE_BIN="$(dirname "$VOXELIZE")" SIZE=12x6x6 ITERATIONS=3
   "OPTIMIZE_OPTIONS=--device cpu --threads 2" "$@")
 outputs="model.nc design.nc design.vti design.vtu"
@@ -36,6 +38,6 @@ grep -q voxfe-optimize "$LOG/plan" || fail "changing ITERATIONS does not redo op
 
 make -s "${MAKE_ARGS[@]}" clean >"$LOG/out" 2>&1 || fail "make clean failed"
 for f in $outputs; do [ -e "$f" ] && fail "make clean left $f"; done
-[ "$(ls -A | sort | tr '\n' ' ')" = "Makefile $workflow.yaml " ] ||
+[ "$(ls -A | sort | tr '\n' ' ')" = "$sources" ] ||
   fail "make clean left: $(ls -A | tr '\n' ' ')"
 finish

@@ -90,6 +90,15 @@ typedef struct vox_optimizer_options {
   double efg_support_scale;
   double efg_penalty_scale;
   vox_efg_preconditioner efg_preconditioner;
+  /* VOX_EFG_PC_SA: the multigrid's constants. Chebyshev degree of each
+   * level's smoothing, before and after (2); the first level's aggregates,
+   * blocks of efg_sa_aggregate^3 grid lines of nodes built once for the
+   * whole run (3), or 0 for standard aggregation of K's strong couplings
+   * afresh each design iteration; that aggregation's strength of
+   * connection (0.2). */
+  int efg_sa_degree;
+  int efg_sa_aggregate;
+  double efg_sa_strength;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
@@ -235,6 +244,11 @@ typedef struct vox_optimize_result {
   vox_stop_reason reason;
   vox_solve_result last_solve;  /* of the last failing or last solve */
   double seconds_solve, seconds_sensitivity, seconds_filter, seconds_update;
+  /* discretization efg: the design iterations' stages of Lu et al. 2021
+   * table 1 (the final evaluation not counted): the assembly of K, the
+   * solves (preconditioner setup and CG) in seconds_solve, the
+   * sensitivities and the update; 0 on the FE path */
+  double seconds_assembly;
   /* every solve's of the run: the design iterations' (those before a
    * resumed checkpoint included) and the final evaluation's */
   int total_cg_iterations;
