@@ -121,7 +121,12 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
            split ? vox_mpi_backend_split_levels(split) : 0, many.iterations, one.iterations,
            c_split, c_one, diff / umax);
   CHECK(one.reason == VOX_CONVERGED_RTOL && many.reason == VOX_CONVERGED_RTOL);
-  CHECK(many.iterations == one.iterations);
+  /* The same count with multigrid (tens of iterations); Jacobi's hundreds
+   * may cross the tolerance one iteration apart, as the ranks' partial dot
+   * products sum in another order than one process's (seen at -O1 under
+   * the sanitizers: 523 against 524) */
+  const int slack = pc == VOX_PC_MULTIGRID ? 0 : 1 + one.iterations / 100;
+  CHECK(abs(many.iterations - one.iterations) <= slack);
   CHECK(umax > 0 && diff <= 1e-12 * umax);
   CHECK(fabs(c_split - c_one) <= 1e-12 * fabs(c_one));
   /* Three iterations from zero: iterates made of a few preconditioner
