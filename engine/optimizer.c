@@ -519,12 +519,17 @@ static vox_status moduli_make(vox_backend *be, const vox_optimizer_options *opt,
   return vox_fem_update(fem);
 }
 
-/* Every element of the model is a design element. */
-static int all_design(const vox_model *model) {
-  vox_material_role role[256];
+/* The role of each label (void where no material has it). */
+static void material_roles(const vox_model *model, vox_material_role role[256]) {
   for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
   for (int i = 0; i < model->n_materials; i++)
     role[model->materials[i].label] = model->materials[i].role;
+}
+
+/* Every element of the model is a design element. */
+static int all_design(const vox_model *model) {
+  vox_material_role role[256];
+  material_roles(model, role);
   const int64_t ne = vox_grid_elements(&model->grid);
   for (int64_t e = 0; e < ne; e++)
     if (!model->label[e] || role[model->label[e]] != VOX_ROLE_DESIGN) return 0;
@@ -605,9 +610,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
   vox_material_role role[256];
-  for (int l = 0; l < 256; l++) role[l] = VOX_ROLE_VOID;
-  for (int i = 0; i < model->n_materials; i++)
-    role[model->materials[i].label] = model->materials[i].role;
+  material_roles(model, role);
   s->n_design = 0;
   for (size_t e = 0; e < ne; e++) {
     const int is_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
