@@ -300,11 +300,6 @@ static const cli_program program = {
 /* n88model files go by their extension; everything else is voxfe's. */
 static int is_n88model(const char *path) { return !strcmp(cli_extension(path), ".n88model"); }
 
-static double seconds_since(const struct timespec *t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
-}
 
 /* --youngs-modulus and --poisson-ratio replace every material's value. */
 static void override_materials(const settings *s, vox_model *m) {
@@ -456,7 +451,7 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
   } else if ((status = cli_read_model(ctx, s->input, m))) {
     return status;
   }
-  r->read_done = seconds_since(&r->start);
+  r->read_done = cli_seconds_since(&r->start);
   if (m->physics != VOX_PHYSICS_ELASTICITY) {
     cli_error("%s: a %s model (physics = %s); voxfe-analyze solves linear elasticity only",
               s->input, m->physics == VOX_PHYSICS_HEAT ? "heat-conduction" : "non-elastic",
@@ -541,7 +536,7 @@ static int prepare(vox_context *ctx, settings *s, run_state *r, summary *sum) {
     return CLI_EXIT_USAGE;
   }
   free(whole);
-  r->prepare_done = seconds_since(&r->start);
+  r->prepare_done = cli_seconds_since(&r->start);
   add_number(sum, "components", (double)components, NULL);
   add_number(sum, "removed_voxels", (double)removed, NULL);
   if (removed && !s->quiet)
@@ -832,7 +827,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_context_set_progress(ctx, NULL, NULL);
   vox_device_warm_up_finish(r.warm_up);
   r.warm_up = NULL;
-  const double solve_seconds = seconds_since(&ts), solve_done = seconds_since(&t0);
+  const double solve_seconds = cli_seconds_since(&ts), solve_done = cli_seconds_since(&t0);
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);
   cli_progress_finish(&progress);
@@ -886,7 +881,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   const double force = result.reaction_force, failure = result.failure_load;
   const double *support = result.support_reaction;
 
-  const double fields_done = seconds_since(&t0);
+  const double fields_done = cli_seconds_since(&t0);
   const run_numbers numbers = {
       .device = vox_backend_name(r.backend), .bone = bone, .result = &result,
       .sed = r.sed, .vm = r.vm, .eff = r.eff, .strain = r.strain, .stress = r.stress,
@@ -917,7 +912,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
             "write %.3f, total %.3f\n",
             s->input, r.read_done, r.prepare_done - r.read_done,
             solve_done - solve_seconds - r.prepare_done, solve_seconds,
-            fields_done - solve_done, seconds_since(&t0) - fields_done, seconds_since(&t0));
+            fields_done - solve_done, cli_seconds_since(&t0) - fields_done, cli_seconds_since(&t0));
     if (solve.storage == VOX_STORAGE_SPARSE)
       fprintf(stderr, "%s: solver: sparse storage, %d levels, setup %.3f s, %d CG iterations\n",
               s->input, solve.levels, solve.setup_seconds, solve.iterations);
@@ -929,12 +924,12 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     printf("%s: the model's supports and loads, %zu bone elements: support reaction (%.6g, %.6g, "
            "%.6g) N, compliance %.6g N mm; %d CG iterations, %.2f s\n",
            s->output, bone, support[0], support[1], support[2], result.compliance, solve.iterations,
-           seconds_since(&t0));
+           cli_seconds_since(&t0));
   else if (!s->quiet)
     printf("%s: %s %s, %zu bone elements: F %.6g N, stiffness %.6g N/mm, apparent modulus "
            "%.6g MPa, failure load %.6g N; %d CG iterations, %.2f s\n",
            s->output, sum.e[1].text, sum.e[2].text, bone, force, result.stiffness,
-           result.apparent_modulus, failure, solve.iterations, seconds_since(&t0));
+           result.apparent_modulus, failure, solve.iterations, cli_seconds_since(&t0));
 done:
   free_state(&r);
   return status;

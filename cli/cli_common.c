@@ -82,3 +82,13 @@ int cli_fail(const vox_context *ctx, vox_status status, cli_phase phase) {
   cli_error("%s", message && *message ? message : vox_status_string(status));
   return cli_exit_status(status, phase);
 }
+
+double cli_seconds_between(const struct timespec *a, const struct timespec *b) {
+  return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+}
+
+double cli_seconds_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return cli_seconds_between(t0, &t1);
+}

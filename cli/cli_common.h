@@ -10,6 +10,8 @@
 #ifndef VOXFE_CLI_COMMON_H
 #define VOXFE_CLI_COMMON_H
 
+#include <time.h>
+
 #include "voxfe/context.h"
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAILED = 1, CLI_EXIT_USAGE = 2 };
@@ -34,6 +36,10 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Silences cli_error (the ranks of an MPI run but rank 0). */
 void cli_set_silent(int on);
+
+/* Seconds from a to b, and from t0 to now (CLOCK_MONOTONIC), for --timings. */
+double cli_seconds_between(const struct timespec *a, const struct timespec *b);
+double cli_seconds_since(const struct timespec *t0);
 
 /* The exit status for a library failure `status` in `phase`. */
 int cli_exit_status(vox_status status, cli_phase phase);

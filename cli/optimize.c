@@ -433,10 +433,6 @@ static int resolve_cell_settings(settings *s, const vox_model *m) {
   return check_expression(s);
 }
 
-static double seconds_between(const struct timespec *a, const struct timespec *b) {
-  return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
 /* The ranks but rank 0 of an MPI run write no checkpoint. */
 static vox_status skip_checkpoint(void *self, const vox_model *model, const vox_checkpoint *state) {
   return VOX_OK;
@@ -497,13 +493,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t_read);
   if (s->mpi && !s->quiet)
     fprintf(stderr, "%s: read in %.3f s, sent to %d ranks in %.3f s\n", s->input,
-            seconds_between(&t_start, &t_read1),
+            cli_seconds_between(&t_start, &t_read1),
 #ifdef VOXFE_HAVE_MPI
             cli_mpi_size(),
 #else
             1,
 #endif
-            seconds_between(&t_read1, &t_read));
+            cli_seconds_between(&t_read1, &t_read));
   if (!status && s->resume && !(status = cli_resume(ctx, s->resume, &model, &resume)))
     s->opt.resume = &resume;
   if (status) goto done;
@@ -619,11 +615,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
             "%s: seconds: read %.3f, device %.3f, optimize %.3f (design iterations: solve %.3f, "
             "sensitivities %.3f, filter %.3f, update %.3f; setup and final evaluation %.3f), "
             "write %.3f, total %.3f\n",
-            s->input, seconds_between(&t_start, &t_read), seconds_between(&t_read, &t_device),
-            seconds_between(&t0, &t1), result.seconds_solve, result.seconds_sensitivity,
+            s->input, cli_seconds_between(&t_start, &t_read), cli_seconds_between(&t_read, &t_device),
+            cli_seconds_between(&t0, &t1), result.seconds_solve, result.seconds_sensitivity,
             result.seconds_filter, result.seconds_update,
-            seconds_between(&t0, &t1) - iterations, seconds_between(&t1, &t_write),
-            seconds_between(&t_start, &t_write));
+            cli_seconds_between(&t0, &t1) - iterations, cli_seconds_between(&t1, &t_write),
+            cli_seconds_between(&t_start, &t_write));
   }
   if (!s->quiet && result.has_tensor) {
     const vox_cell_moduli *m = &result.moduli;
@@ -632,7 +628,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            s->output, vox_stop_reason_string(result.reason), result.iterations,
            vox_cell_objective_name(s->opt.cell_objective), result.objective, result.volume_fraction,
            result.non_discreteness,
-           seconds_between(&t0, &t1),
+           cli_seconds_between(&t0, &t1),
            result.total_cg_iterations);
     if (result.cell_solver)
       printf("fields solved by the single-precision cell solver (--cell-solver)\n");
@@ -664,7 +660,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
                                                 : "compliance",
            mechanism ? -result.objective : result.objective, mechanism ? " mm" : "",
            result.volume_fraction, result.non_discreteness,
-           seconds_between(&t0, &t1),
+           cli_seconds_between(&t0, &t1),
            result.total_cg_iterations);
     if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
     if (result.reason == VOX_STOP_CONTINUATION_UNFINISHED)
