@@ -33,6 +33,15 @@ int cli_mpi_start(int *argc, char ***argv) {
 
 int cli_mpi_rank(void) { return rank; }
 int cli_mpi_size(void) { return size; }
+
+int cli_mpi_node_rank(void) {
+  MPI_Comm node;
+  int local = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  return local;
+}
 MPI_Comm cli_mpi_engine(void) { return engine; }
 
 int cli_mpi_agree(int status, void (*failed)(void *self), void *self) {

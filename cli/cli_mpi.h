@@ -14,6 +14,9 @@
 int cli_mpi_start(int *argc, char ***argv);
 int cli_mpi_rank(void);
 int cli_mpi_size(void);
+/* This rank's rank among those on its node (its GPU: this modulo the
+ * node's GPUs). */
+int cli_mpi_node_rank(void);
 /* The communicator the engine computes on (a copy of MPI_COMM_WORLD). */
 MPI_Comm cli_mpi_engine(void);
 /* Every rank's exit status after a step that every rank takes: the largest,

@@ -42,6 +42,7 @@ typedef struct settings {
   int quiet;
   int timings;                /* --timings */
   int mpi;                    /* --mpi */
+  int mpi_nccl;               /* 0: --mpi-host-exchange */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -353,8 +354,14 @@ static const cli_option options[] = {
     {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
      .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
              "voxfe-optimize --mpi ...): slabs of element layers along z, one a rank, on its "
-             "CPU cores; rank 0 reads the model and sends it to the others, and writes the "
-             "design; the same design as one process, to rounding"},
+             "CPU cores or (--device cuda or auto) on a GPU of its own (the node's GPUs dealt "
+             "out by the ranks' order on the node); rank 0 reads the model and sends it to the "
+             "others, and writes the design; the same design as one process, to rounding"},
+    {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = AT(mpi_nccl),
+     .flags = CLI_RECORD,
+     .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI instead "
+             "of NCCL between the GPUs (NCCL is taken where the build has it and every rank "
+             "has a GPU of its own)"},
 #endif
     {.kind = CLI_END},
 };
@@ -465,13 +472,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 #endif
   if (!root) s->quiet = 1; /* rank 0 reports */
   if (s->mpi && (s->resume || s->opt.update == VOX_UPDATE_MMA ||
-                 s->opt.discretization == VOX_DISCRETIZATION_EFG ||
-                 s->backend.device == VOX_DEVICE_CUDA)) {
+                 s->opt.discretization == VOX_DISCRETIZATION_EFG)) {
     cli_error("--mpi: %s is not split over MPI ranks yet",
               s->resume                                         ? "--resume"
               : s->opt.update == VOX_UPDATE_MMA                 ? "--optimizer mma"
-              : s->opt.discretization == VOX_DISCRETIZATION_EFG ? "--discretization efg"
-                                                                : "--device cuda");
+                                                                : "--discretization efg");
     return CLI_EXIT_USAGE;
   }
   /* t_read: the model read (and sent to every rank), t_device: the backend
@@ -540,10 +545,21 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   vox_status vs;
 #ifdef VOXFE_HAVE_MPI
-  if (s->mpi) /* every rank the same call and the same outcome */
+  if (s->mpi) { /* every rank the same call and the same outcome */
+    vox_backend_options ranks_backend = s->backend;
+    const int gpus = vox_device_count(VOX_DEVICE_CUDA);
+    if (ranks_backend.device == VOX_DEVICE_AUTO)
+      ranks_backend.device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
+    if (ranks_backend.device == VOX_DEVICE_CUDA && ranks_backend.device_index < 0 && gpus > 0)
+      ranks_backend.device_index = cli_mpi_node_rank() % gpus;
+    vox_mpi_options mo;
+    vox_mpi_options_default(&mo);
+    mo.ranks_backend = &ranks_backend;
+    mo.nccl = s->mpi_nccl;
+    s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = vox_mpi_backend_create(ctx, cli_mpi_engine(), &model.grid,
-                                vox_physics_dofs_per_node(model.physics), NULL, &backend);
-  else
+                                vox_physics_dofs_per_node(model.physics), &mo, &backend);
+  } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);
   clock_gettime(CLOCK_MONOTONIC, &t_device);
@@ -552,10 +568,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
   /* record the device that ran, not "auto" */
-  if (s->mpi)
-    s->backend.device = VOX_DEVICE_CPU;
-  else
-    vox_device_parse(vox_backend_name(backend), &s->backend.device);
+  s->backend.device = vox_backend_device(backend);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi && !s->quiet)
+    fprintf(stderr, "%s: %d ranks on %s, their slabs' layers exchanged by %s\n", s->input,
+            cli_mpi_size(), s->backend.device == VOX_DEVICE_CUDA ? "GPUs" : "CPU cores",
+            vox_mpi_backend_exchange(backend));
+#endif
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, s->opt.q_max > 1);
@@ -689,7 +708,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {0};
+  settings s = {.mpi_nccl = 1};
   vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */

@@ -141,6 +141,7 @@ struct vox_operator {
   uint8_t *fixed;          /* device, per dof: 1 = Dirichlet or isolated */
   const double *moduli;    /* device, per element, set by op->set_moduli */
   size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  int first_layer_shared;  /* vox_operator_desc */
   size_t *spring_dof;      /* device */
   double *spring_k;        /* device */
   int periodic_masters_fixed; /* a periodic grid with a fixed dof on a master node */

@@ -135,7 +135,8 @@ static __device__ __noinline__ double own_product_entry(const double *__restrict
  *     computed once, for the node its row belongs to;
  *  2. one thread per stored value (T >= 13, rr, cc) of a row (the blocks
  *     before the centre are the transposes of neighbours'): R (I - D) P (identity rows
- *     of fixed fine dofs, diagonal values only), then the entries of the
+ *     of fixed fine dofs, diagonal values only; not those of a shared
+ *     first layer, vox_operator_desc), then the entries of the
  *     elements holding P and Q = P + T, in the CPU's colour order. The TX
  *     rows are contiguous, so the block's writes are too. */
 template <int DPN, class VC>
@@ -143,7 +144,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
     galerkin_operator_kernel(const double *__restrict__ qkq, const double *__restrict__ ke,
                              const uint8_t *__restrict__ fixed,
                              const double *__restrict__ moduli, VC *__restrict__ value,
-                             int64_t nx, int64_t ny, int64_t nz) {
+                             int64_t nx, int64_t ny, int64_t nz, int first_layer_shared) {
   using S = op_shape<DPN>;
   constexpr int WN = S::NODES_X, WE = S::ELEMENTS_X;
   const int64_t px = nx + 1, py = ny + 1, pz = nz + 1;                 /* fine nodes */
@@ -239,7 +240,7 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
     if (rr == cc && any_fixed) {
       for (int dk = t[2] ? t[2] : -1; dk <= (t[2] ? t[2] : 1); dk++) {
         const int64_t k = 2 * P[2] + dk;
-        if (k < 0 || k >= pz) continue;
+        if (k < 0 || k >= pz || (k == 0 && first_layer_shared)) continue;
         for (int dj = t[1] ? t[1] : -1; dj <= (t[1] ? t[1] : 1); dj++) {
           const int64_t j = 2 * P[1] + dj;
           if (j < 0 || j >= py) continue;
@@ -295,7 +296,8 @@ static vox_status launch_operator(vox_backend *be, const vox_operator *op, const
     return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
                      "Galerkin coarse operator: %zu thread blocks exceed the launch limit", blocks);
   galerkin_operator_kernel<DPN, VC><<<(unsigned)blocks, S::THREADS>>>(
-      qkq, op->ke, op->fixed, op->moduli, value, op->grid.nx, op->grid.ny, op->grid.nz);
+      qkq, op->ke, op->fixed, op->moduli, value, op->grid.nx, op->grid.ny, op->grid.nz,
+      op->first_layer_shared);
   CUDA_LAUNCHED(be, "the Galerkin kernel of the fine operator");
   return VOX_OK;
 }

@@ -690,6 +690,7 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   op->dpn = dpn;
   op->nloc = 8 * dpn;
   op->kernel = kernel;
+  op->first_layer_shared = desc->first_layer_shared;
   const size_t n_nodes = (size_t)vox_grid_nodes(grid);
   op->n_dofs = n_nodes * (size_t)dpn;
   op->n_elements = (size_t)vox_grid_elements(grid);

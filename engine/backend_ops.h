@@ -37,6 +37,11 @@ typedef struct vox_operator_desc {
   size_t n_springs;
   const size_t *spring_dof;
   const double *spring_k;
+  /* 1: node layer z = 0 is shared with another operator (the MPI backend's
+   * slab below) that holds the identity rows of its fixed dofs too, so
+   * that galerkin_operator leaves them out here and R (I - D) P is counted
+   * once when the two coarse operators are added. */
+  int first_layer_shared;
 } vox_operator_desc;
 
 typedef struct vox_operator vox_operator; /* defined by each backend */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI backend (voxfe/mpi.h): the grid split into slabs of element
- * layers along z, one a rank, each rank running the CPU backend's kernels
- * on its slab (Arbenz, Flaig and Kellenberger 2014 split the bone the same
- * way over GPUs). The engine above sees the whole grid's sizes; this file
- * maps them onto the slabs.
+ * layers along z, one a rank, each rank running its own backend's kernels
+ * (the CPU's, or a GPU's) on its slab (Arbenz, Flaig and Kellenberger 2014
+ * split the bone the same way over GPUs). The engine above sees the whole
+ * grid's sizes; this file maps them onto the slabs, and calls the ranks'
+ * backend with vectors of the slab's size (views of them where it needs a
+ * part: a node layer, the owned entries).
  *
  * Vectors of node values are kept *consistent*: a node layer that two
  * slabs share (the interface) holds the same, whole value on both ranks.
@@ -13,7 +15,8 @@
  * the other: the same bits). Fixed dofs keep their own value (the
  * eliminated operator's identity rows are not sums). Reductions run over
  * the owned entries (an interface layer belongs to the rank below it) and
- * MPI_Allreduce. Vectors of element values need no exchange.
+ * MPI_Allreduce. Vectors of element values need no exchange. The layers
+ * travel through mpi_halo.c: MPI on host memory, NCCL between GPUs.
  *
  * Multigrid levels stay split while every slab boundary falls on a coarse
  * node (boundaries divisible by 2^l on level l): then each rank's coarse
@@ -24,17 +27,18 @@
  * level on every rank, computed redundantly (no exchange), reached by
  * gathering the split level's residual and left by each rank taking its
  * slab of the prolongation. The direct solve of a coarsest level that is
- * still split gathers its stencil and right-hand side. */
+ * still split gathers its stencil and right-hand side. Gathers go through
+ * host memory: they serve coarse levels, and the results. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_ops.h"
-#include "cpu/cpu.h"
+#include "mpi_halo.h"
 #include "voxfe/mpi.h"
 
-enum { MAX_LEVELS = 64, HEADER_BYTES = 64 };
+enum { MAX_LEVELS = 64 };
 
 /* Where a vector's entries live. Node layouts have `unit` dofs a node
  * layer, element layouts `unit` elements a layer; counts and displacements
@@ -54,46 +58,66 @@ typedef struct level {
   vox_grid global, local; /* local: the rank's slab (the whole grid when not split) */
   int split;
   layout nodes;
-  vox_vec whole;   /* CPU vectors of the whole level (gathers), made when needed */
+  vox_vec whole;   /* vectors of the whole level (gathers), made when needed */
   vox_vec whole2;
-  vox_vec scratch; /* a CPU vector of the local size */
+  vox_vec scratch; /* a vector of the local size */
 } level;
 
 typedef struct impl {
   MPI_Comm comm;
   int rank, size;
-  vox_backend *cpu;
+  vox_backend *in; /* the ranks' own backend: CPU or CUDA */
+  int host;        /* its vectors are in host memory */
+  vox_mpi_halo *halo;
+  vox_vec recv;    /* 2 node layers of the fine level: from below, from above */
   int dpn;
   int64_t *first;
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
   layout replicated;
-  double *halo; /* 4 node layers of the fine level: send and receive, below and above */
+  double *stage; /* host memory of the gathers */
+  size_t stage_n;
+  /* the tables, with the ranks' backend's stencil storage */
+  vox_backend_ops ops;
+  vox_multigrid_ops mg;
 } impl;
 
-/* The header in front of every vector's data. */
-typedef struct header {
+/* A vector of the backend: its layout and the rank's part, a vector of
+ * the ranks' backend. */
+typedef struct mpi_vec {
   const layout *lay;
-  size_t local_n;
-} header;
-_Static_assert(sizeof(header) <= HEADER_BYTES, "header fits");
+  vox_vec local;
+} mpi_vec;
 
 static impl *M(const vox_backend *be) { return be->impl; }
-static const vox_backend_ops *C(const vox_backend *be) { return M(be)->cpu->ops; }
-static vox_backend *CPU(const vox_backend *be) { return M(be)->cpu; }
+static const vox_backend_ops *C(const vox_backend *be) { return M(be)->in->ops; }
+static vox_backend *IN(const vox_backend *be) { return M(be)->in; }
 
-static header *hdr(const vox_vec *v) { return (header *)(void *)((char *)v->data - HEADER_BYTES); }
-/* The rank's part of a vector, as a CPU vector. */
-static vox_vec loc(const vox_vec *v) { return (vox_vec){.data = v->data, .n = hdr(v)->local_n}; }
-static const layout *lay_of(const vox_vec *v) { return hdr(v)->lay; }
+static mpi_vec *MV(const vox_vec *v) { return v->raw; }
+/* The rank's part of a vector, a vector of the ranks' backend. */
+static vox_vec loc(const vox_vec *v) { return MV(v)->local; }
+static const layout *lay_of(const vox_vec *v) { return MV(v)->lay; }
+/* n entries of a vector of the ranks' backend from entry `at`. */
+static vox_vec part(const vox_vec *v, size_t at, size_t n) {
+  return (vox_vec){.data = v->data + at, .n = n, .scalar = VOX_DOUBLE};
+}
 
 static vox_status unsupported(vox_backend *be, const char *what) {
   return vox_error(be->ctx, VOX_ERR_UNSUPPORTED, "%s is not split over MPI ranks yet", what);
 }
 
-/* ---- layouts ------------------------------------------------------------- */
+/* Host memory for n doubles, kept for the next gather. */
+static double *stage(impl *m, size_t n) {
+  if (m->stage_n < n) {
+    free(m->stage);
+    m->stage = malloc(n * sizeof *m->stage);
+    m->stage_n = m->stage ? n : 0;
+  }
+  return m->stage;
+}
 
+/* ---- layouts ------------------------------------------------------------- */
 static vox_status layout_types(vox_context *ctx, impl *m, layout *l) {
   l->counts = calloc((size_t)m->size, sizeof *l->counts);
   l->displs = calloc((size_t)m->size, sizeof *l->displs);
@@ -196,42 +220,59 @@ static int level_of(const impl *m, const vox_grid *g) {
 
 static int parallel(const impl *m, const layout *l) { return l->split && m->size > 1; }
 
-/* Adds the neighbours' parts to the interface layers of a node vector
- * (entries whose `keep` flag is set keep their own value). */
-static void exchange(impl *m, const layout *l, double *y, const uint8_t *keep) {
-  if (!parallel(m, l) || !l->nodes) return;
+/* Which entries of the interface layers take the neighbours' parts: 1,
+ * or 0 for an entry that keeps its own value (a fixed dof); vectors of the
+ * ranks' backend, a layer each. */
+typedef struct interface_masks {
+  vox_vec below, above;
+} interface_masks;
+
+/* Adds the neighbours' parts to the interface layers of y, the rank's part
+ * of a node vector (all of each layer when `masks` is NULL). */
+static vox_status exchange(vox_backend *be, const layout *l, vox_vec *y,
+                           const interface_masks *masks) {
+  impl *m = M(be);
+  if (!parallel(m, l) || !l->nodes) return VOX_OK;
   const size_t u = l->unit;
-  const int lower = m->rank > 0 ? m->rank - 1 : MPI_PROC_NULL;
-  const int upper = m->rank < m->size - 1 ? m->rank + 1 : MPI_PROC_NULL;
-  double *send_lo = m->halo, *send_hi = m->halo + u, *recv_lo = m->halo + 2 * u,
-         *recv_hi = m->halo + 3 * u;
-  double *first = y, *last = y + l->local_n - u;
-  memcpy(send_lo, first, u * sizeof *y);
-  memcpy(send_hi, last, u * sizeof *y);
-  MPI_Sendrecv(send_hi, 1, l->type, upper, 1, recv_lo, 1, l->type, lower, 1, m->comm,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(send_lo, 1, l->type, lower, 2, recv_hi, 1, l->type, upper, 2, m->comm,
-               MPI_STATUS_IGNORE);
-  const size_t top = l->local_n - u;
-  if (lower != MPI_PROC_NULL)
-    for (size_t i = 0; i < u; i++)
-      if (!keep || !keep[i]) first[i] += recv_lo[i];
-  if (upper != MPI_PROC_NULL)
-    for (size_t i = 0; i < u; i++)
-      if (!keep || !keep[top + i]) last[i] += recv_hi[i];
+  const int lower = m->rank > 0, upper = m->rank < m->size - 1;
+  vox_vec first = part(y, 0, u), last = part(y, l->local_n - u, u);
+  vox_vec from_below = part(&m->recv, 0, u), from_above = part(&m->recv, u, u);
+  TRY(vox_mpi_halo_swap(m->halo, lower, upper, &first, &last, &from_below, &from_above));
+  if (lower) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_below, &from_below, &masks->below));
+    TRY(C(be)->vec->axpy(IN(be), &first, 1, &from_below));
+  }
+  if (upper) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_above, &from_above, &masks->above));
+    TRY(C(be)->vec->axpy(IN(be), &last, 1, &from_above));
+  }
+  return VOX_OK;
 }
 
-/* The whole vector from every rank's owned part, on every rank. */
-static void gather(impl *m, const layout *l, const double *local, double *whole) {
-  if (!l->split) {
-    if (whole != local) memcpy(whole, local, l->global_n * sizeof *whole);
-    return;
-  }
-  memcpy(whole + (size_t)l->displs[m->rank] * l->unit, local + l->owned_begin,
-         (size_t)l->counts[m->rank] * l->unit * sizeof *whole);
+/* The whole vector, in host memory, from every rank's owned part, on every
+ * rank. */
+static vox_status gather(vox_backend *be, const layout *l, const vox_vec *local, double *whole) {
+  impl *m = M(be);
+  if (!l->split) return C(be)->vec->download(IN(be), local, whole);
+  const vox_vec own = part(local, l->owned_begin, (size_t)l->counts[m->rank] * l->unit);
+  TRY(C(be)->vec->download(IN(be), &own, whole + (size_t)l->displs[m->rank] * l->unit));
   if (m->size > 1)
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type,
                    m->comm);
+  return VOX_OK;
+}
+
+/* The same into `whole`, a vector of the ranks' backend of the global size
+ * (made on first use). */
+static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *local,
+                              vox_vec *whole) {
+  impl *m = M(be);
+  if (!whole->data) TRY(C(be)->vec->create(IN(be), l->global_n, VOX_DOUBLE, whole));
+  if (m->host) return gather(be, l, local, whole->data);
+  double *host = stage(m, l->global_n);
+  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  TRY(gather(be, l, local, host));
+  return C(be)->vec->upload(IN(be), whole, host);
 }
 
 static void sum_all(impl *m, double *x, size_t n) {
@@ -242,9 +283,9 @@ static void sum_all(impl *m, double *x, size_t n) {
   }
 }
 
-/* A CPU vector of n values, made on first use. */
+/* A vector of the ranks' backend of n values, made on first use. */
 static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
-  return v->data ? VOX_OK : C(be)->vec->create(CPU(be), n, VOX_DOUBLE, v);
+  return v->data ? VOX_OK : C(be)->vec->create(IN(be), n, VOX_DOUBLE, v);
 }
 
 /* ---- vectors ------------------------------------------------------------- */
@@ -252,81 +293,85 @@ static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
 static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
   if (scalar != VOX_DOUBLE) return unsupported(be, "a vector below double precision");
   const layout *l = layout_for(M(be), n);
-  const size_t local_n = l == &M(be)->replicated ? n : l->local_n;
-  char *block = calloc(1, HEADER_BYTES + (local_n ? local_n : 1) * sizeof(double));
-  if (!block) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory (%zu doubles)", local_n);
-  header *h = (header *)(void *)block;
-  h->lay = l, h->local_n = local_n;
-  v->data = (double *)(void *)(block + HEADER_BYTES);
+  mpi_vec *mv = calloc(1, sizeof *mv);
+  if (!mv) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  mv->lay = l;
+  const vox_status s =
+      C(be)->vec->create(IN(be), l == &M(be)->replicated ? n : l->local_n, VOX_DOUBLE, &mv->local);
+  if (s != VOX_OK) {
+    free(mv);
+    return s;
+  }
+  v->raw = mv;
   v->n = n;
   v->scalar = VOX_DOUBLE;
   return VOX_OK;
 }
 
 static void vec_destroy(vox_backend *be, vox_vec *v) {
-  if (v->data) free((char *)v->data - HEADER_BYTES);
-  v->data = NULL;
+  if (v->raw) {
+    C(be)->vec->destroy(IN(be), &MV(v)->local);
+    free(v->raw);
+  }
+  v->raw = NULL;
   v->n = 0;
 }
 
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *values) {
   const double *host = values;
-  memcpy(v->data, host + lay_of(v)->offset, hdr(v)->local_n * sizeof *host);
-  return VOX_OK;
+  return C(be)->vec->upload(IN(be), &MV(v)->local, host + lay_of(v)->offset);
 }
 
 static vox_status vec_download(vox_backend *be, const vox_vec *v, void *values) {
-  double *host = values;
-  if (lay_of(v) == &M(be)->replicated) {
-    memcpy(host, v->data, v->n * sizeof *host);
-    return VOX_OK;
-  }
-  gather(M(be), lay_of(v), v->data, host);
-  return VOX_OK;
+  const vox_vec local = loc(v);
+  if (lay_of(v) == &M(be)->replicated) return C(be)->vec->download(IN(be), &local, values);
+  return gather(be, lay_of(v), &local, values);
 }
 
 #define LOCAL1(a) vox_vec a##_ = loc(a)
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
   LOCAL1(v);
-  return C(be)->vec->set(CPU(be), &v_, a);
+  return C(be)->vec->set(IN(be), &v_, a);
 }
 static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
   LOCAL1(dst);
   LOCAL1(src);
-  return C(be)->vec->copy(CPU(be), &dst_, &src_);
+  return C(be)->vec->copy(IN(be), &dst_, &src_);
 }
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   LOCAL1(y);
   LOCAL1(x);
-  return C(be)->vec->axpy(CPU(be), &y_, a, &x_);
+  return C(be)->vec->axpy(IN(be), &y_, a, &x_);
 }
 static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
   LOCAL1(y);
   LOCAL1(x);
-  return C(be)->vec->xpay(CPU(be), &y_, a, &x_);
+  return C(be)->vec->xpay(IN(be), &y_, a, &x_);
 }
 static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
   LOCAL1(w);
   LOCAL1(x);
   LOCAL1(y);
-  return C(be)->vec->mult(CPU(be), &w_, &x_, &y_);
+  return C(be)->vec->mult(IN(be), &w_, &x_, &y_);
 }
 static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
   LOCAL1(y);
   LOCAL1(x);
-  return C(be)->vec->axpby(CPU(be), &y_, a, &x_, b);
+  return C(be)->vec->axpby(IN(be), &y_, a, &x_, b);
 }
 static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
   LOCAL1(v);
-  return C(be)->vec->reciprocal(CPU(be), &v_);
+  return C(be)->vec->reciprocal(IN(be), &v_);
 }
 
 /* The whole vector's pseudo-random entries: by global index. */
 static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
-  const size_t off = lay_of(v)->offset, n = hdr(v)->local_n;
-  double *x = v->data;
+  LOCAL1(v);
+  const size_t off = lay_of(v)->offset, n = v_.n;
+  double *x = stage(M(be), n);
+  if (!x) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, (uint64_t)(off + i));
-  return VOX_OK;
+  return C(be)->vec->upload(IN(be), &v_, x);
 }
 
 static vox_status vec_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
@@ -337,19 +382,20 @@ static vox_status vec_smoother_step(vox_backend *be, const vox_vec *b, const vox
   LOCAL1(d);
   LOCAL1(x);
   vox_vec ax_ = ax ? loc(ax) : (vox_vec){0};
-  return C(be)->vec->smoother_step(CPU(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta, &d_,
+  return C(be)->vec->smoother_step(IN(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta, &d_,
                                    &x_);
 }
 
-/* The owned part of a vector, as a CPU vector. */
+/* The owned part of a vector, a vector of the ranks' backend. */
 static vox_vec owned(const vox_vec *v) {
+  const vox_vec l = loc(v);
   const size_t b = lay_of(v)->owned_begin;
-  return (vox_vec){.data = v->data + b, .n = hdr(v)->local_n - b};
+  return part(&l, b, l.n - b);
 }
 
 static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   vox_vec x_ = owned(x), y_ = owned(y);
-  TRY(C(be)->vec->dot(CPU(be), &x_, &y_, out));
+  TRY(C(be)->vec->dot(IN(be), &x_, &y_, out));
   if (parallel(M(be), lay_of(x))) sum_all(M(be), out, 1);
   return VOX_OK;
 }
@@ -358,13 +404,17 @@ static vox_status vec_cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double 
                                 const vox_vec *p, const vox_vec *q, double *rr) {
   const size_t b = lay_of(x)->owned_begin;
   if (b > 0) { /* the interface below: updated, not summed */
-    vox_vec x0 = {.data = x->data, .n = b}, r0 = {.data = r->data, .n = b},
-            p0 = {.data = p->data, .n = b}, q0 = {.data = q->data, .n = b};
+    LOCAL1(x);
+    LOCAL1(r);
+    LOCAL1(p);
+    LOCAL1(q);
+    vox_vec x0 = part(&x_, 0, b), r0 = part(&r_, 0, b), p0 = part(&p_, 0, b),
+            q0 = part(&q_, 0, b);
     double ignored;
-    TRY(C(be)->vec->cg_update(CPU(be), &x0, &r0, alpha, &p0, &q0, &ignored));
+    TRY(C(be)->vec->cg_update(IN(be), &x0, &r0, alpha, &p0, &q0, &ignored));
   }
   vox_vec x_ = owned(x), r_ = owned(r), p_ = owned(p), q_ = owned(q);
-  TRY(C(be)->vec->cg_update(CPU(be), &x_, &r_, alpha, &p_, &q_, rr));
+  TRY(C(be)->vec->cg_update(IN(be), &x_, &r_, alpha, &p_, &q_, rr));
   if (parallel(M(be), lay_of(x))) sum_all(M(be), rr, 1);
   return VOX_OK;
 }
@@ -373,7 +423,7 @@ static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_
                                    double *out) {
   LOCAL1(x);
   LOCAL1(y);
-  TRY(C(be)->vec->max_abs_diff(CPU(be), &x_, &y_, out));
+  TRY(C(be)->vec->max_abs_diff(IN(be), &x_, &y_, out));
   if (parallel(M(be), lay_of(x)))
     MPI_Allreduce(MPI_IN_PLACE, out, 1, MPI_DOUBLE, MPI_MAX, M(be)->comm);
   return VOX_OK;
@@ -382,8 +432,10 @@ static vox_status vec_max_abs_diff(vox_backend *be, const vox_vec *x, const vox_
 /* ---- the fine operator --------------------------------------------------- */
 
 typedef struct mpi_operator {
-  vox_operator *local;  /* the CPU operator of the slab */
-  vox_vec y;            /* a product of the slab (the unfused smoothing step) */
+  vox_operator *local;    /* the operator of the slab */
+  vox_vec y;              /* a product of the slab (the unfused smoothing step) */
+  interface_masks masks;  /* its free dofs on the interfaces (with fixed dofs) */
+  int has_masks;
   /* the whole grid's operator, for a level 1 that is gathered: its
    * description kept, the operator made on first use */
   vox_operator_desc whole_desc;
@@ -399,14 +451,34 @@ typedef struct mpi_operator {
 static void op_destroy(vox_backend *be, vox_operator *o) {
   mpi_operator *op = (mpi_operator *)(void *)o;
   if (!op) return;
-  if (op->local) C(be)->op->destroy(CPU(be), op->local);
-  if (op->whole) C(be)->op->destroy(CPU(be), op->whole);
-  if (op->y.data) C(be)->vec->destroy(CPU(be), &op->y);
-  if (op->whole_moduli.data) C(be)->vec->destroy(CPU(be), &op->whole_moduli);
+  if (op->local) C(be)->op->destroy(IN(be), op->local);
+  if (op->whole) C(be)->op->destroy(IN(be), op->whole);
+  vox_vec *v[] = {&op->y, &op->whole_moduli, &op->masks.below, &op->masks.above};
+  for (int i = 0; i < 4; i++)
+    if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(op->whole_fixed);
   free(op->whole_spring_dof);
   free(op->whole_spring_k);
   free(op);
+}
+
+/* The interface masks of a slab's fixed flags (`fixed`: the slab's). */
+static vox_status make_masks(vox_backend *be, mpi_operator *op, const uint8_t *fixed) {
+  const layout *n = &M(be)->lv[0].nodes;
+  const size_t u = n->unit;
+  double *host = malloc(u * sizeof *host);
+  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = VOX_OK;
+  vox_vec *mask[2] = {&op->masks.below, &op->masks.above};
+  const uint8_t *layer[2] = {fixed, fixed + n->local_n - u};
+  for (int side = 0; side < 2 && s == VOX_OK; side++) {
+    for (size_t i = 0; i < u; i++) host[i] = layer[side][i] ? 0 : 1;
+    s = C(be)->vec->create(IN(be), u, VOX_DOUBLE, mask[side]);
+    if (s == VOX_OK) s = C(be)->vec->upload(IN(be), mask[side], host);
+  }
+  free(host);
+  op->has_masks = s == VOX_OK;
+  return s;
 }
 
 static vox_status op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
@@ -455,9 +527,13 @@ static vox_status op_create(vox_backend *be, const vox_operator_desc *desc, vox_
     slab.n_springs = n_local;
     slab.spring_dof = local_dof;
     slab.spring_k = local_k;
-    s = C(be)->op->create(CPU(be), &slab, &op->local);
+    /* the slab below holds the identity rows of the interface's fixed dofs too */
+    slab.first_layer_shared = m->rank > 0;
+    IN(be)->kernel = be->kernel;
+    s = C(be)->op->create(IN(be), &slab, &op->local);
+    if (s == VOX_OK && desc->dof_fixed && parallel(m, n)) s = make_masks(be, op, slab.dof_fixed);
   }
-  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n->local_n, VOX_DOUBLE, &op->y);
+  if (s == VOX_OK) s = C(be)->vec->create(IN(be), n->local_n, VOX_DOUBLE, &op->y);
   free(local_dof);
   free(local_k);
   if (s != VOX_OK) {
@@ -469,44 +545,45 @@ static vox_status op_create(vox_backend *be, const vox_operator_desc *desc, vox_
 }
 
 static mpi_operator *OP(vox_operator *o) { return (mpi_operator *)(void *)o; }
-static const uint8_t *fixed_of(vox_operator *o) { return OP(o)->local->fixed; }
+/* The exchange's masks of a product eliminated with the operator's flags. */
+static const interface_masks *masks_of(vox_operator *o) {
+  return OP(o)->has_masks ? &OP(o)->masks : NULL;
+}
 
 static vox_status op_set_moduli(vox_backend *be, vox_operator *o, const vox_vec *moduli) {
   OP(o)->moduli = moduli;
   LOCAL1(moduli);
-  return C(be)->op->set_moduli(CPU(be), OP(o)->local, &moduli_);
+  return C(be)->op->set_moduli(IN(be), OP(o)->local, &moduli_);
 }
 
 static vox_status op_apply(vox_backend *be, vox_operator *o, const vox_vec *x, vox_vec *y,
                            int flags) {
   LOCAL1(x);
   LOCAL1(y);
-  TRY(C(be)->op->apply(CPU(be), OP(o)->local, &x_, &y_, flags));
-  exchange(M(be), &M(be)->lv[0].nodes, y->data, flags & VOX_APPLY_FULL ? NULL : fixed_of(o));
-  return VOX_OK;
+  TRY(C(be)->op->apply(IN(be), OP(o)->local, &x_, &y_, flags));
+  return exchange(be, &M(be)->lv[0].nodes, &y_, flags & VOX_APPLY_FULL ? NULL : masks_of(o));
 }
 
 static vox_status op_zero_fixed(vox_backend *be, vox_operator *o, vox_vec *v) {
   LOCAL1(v);
-  return C(be)->op->zero_fixed(CPU(be), OP(o)->local, &v_);
+  return C(be)->op->zero_fixed(IN(be), OP(o)->local, &v_);
 }
 
 static vox_status op_diagonal(vox_backend *be, vox_operator *o, vox_vec *d) {
   LOCAL1(d);
-  TRY(C(be)->op->diagonal(CPU(be), OP(o)->local, &d_));
-  exchange(M(be), &M(be)->lv[0].nodes, d->data, fixed_of(o));
-  return VOX_OK;
+  TRY(C(be)->op->diagonal(IN(be), OP(o)->local, &d_));
+  return exchange(be, &M(be)->lv[0].nodes, &d_, masks_of(o));
 }
 
 static vox_status op_element_energy(vox_backend *be, vox_operator *o, const vox_vec *u,
                                     vox_vec *energy, int accumulate) {
   LOCAL1(u);
   LOCAL1(energy);
-  return C(be)->op->element_energy(CPU(be), OP(o)->local, &u_, &energy_, accumulate);
+  return C(be)->op->element_energy(IN(be), OP(o)->local, &u_, &energy_, accumulate);
 }
 
 /* The fused steps, unfused: the product with its exchange, then the update
- * (the same arithmetic as the CPU backend's fused step). */
+ * (the same arithmetic as the backends' fused step). */
 static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
                             const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                             vox_vec *x_out, int flags) {
@@ -516,10 +593,10 @@ static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, 
   LOCAL1(inv_diag);
   LOCAL1(d);
   LOCAL1(x_out);
-  TRY(C(be)->op->apply(CPU(be), op->local, &x_, &op->y, flags));
-  exchange(M(be), &M(be)->lv[0].nodes, op->y.data, fixed_of(o));
-  TRY(C(be)->vec->copy(CPU(be), &x_out_, &x_));
-  return C(be)->vec->smoother_step(CPU(be), &b_, &op->y, &inv_diag_, alpha, beta, &d_, &x_out_);
+  TRY(C(be)->op->apply(IN(be), op->local, &x_, &op->y, flags));
+  TRY(exchange(be, &M(be)->lv[0].nodes, &op->y, masks_of(o)));
+  TRY(C(be)->vec->copy(IN(be), &x_out_, &x_));
+  return C(be)->vec->smoother_step(IN(be), &b_, &op->y, &inv_diag_, alpha, beta, &d_, &x_out_);
 }
 
 static vox_status op_residual(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
@@ -527,7 +604,7 @@ static vox_status op_residual(vox_backend *be, vox_operator *o, const vox_vec *b
   TRY(op_apply(be, o, x, r, flags));
   LOCAL1(r);
   LOCAL1(b);
-  return C(be)->vec->xpay(CPU(be), &r_, -1, &b_); /* r = b - K x */
+  return C(be)->vec->xpay(IN(be), &r_, -1, &b_); /* r = b - K x */
 }
 
 static vox_status op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
@@ -557,9 +634,9 @@ static mpi_stencil *ST(vox_stencil *s) { return (mpi_stencil *)(void *)s; }
 static void stencil_destroy(vox_backend *be, vox_stencil *s) {
   mpi_stencil *st = ST(s);
   if (!st) return;
-  if (st->local) C(be)->mg->stencil_destroy(CPU(be), st->local);
-  if (st->whole) C(be)->mg->stencil_destroy(CPU(be), st->whole);
-  if (st->y.data) C(be)->vec->destroy(CPU(be), &st->y);
+  if (st->local) C(be)->mg->stencil_destroy(IN(be), st->local);
+  if (st->whole) C(be)->mg->stencil_destroy(IN(be), st->whole);
+  if (st->y.data) C(be)->vec->destroy(IN(be), &st->y);
   free(st);
 }
 
@@ -574,9 +651,8 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
   mpi_stencil *st = calloc(1, sizeof *st);
   if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   st->level = l;
-  /* the CPU backend keeps double levels whatever the precision */
-  vox_status s = C(be)->mg->stencil_create(CPU(be), &m->lv[l].local, dpn, precision, &st->local);
-  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), m->lv[l].nodes.local_n, VOX_DOUBLE, &st->y);
+  vox_status s = C(be)->mg->stencil_create(IN(be), &m->lv[l].local, dpn, precision, &st->local);
+  if (s == VOX_OK) s = C(be)->vec->create(IN(be), m->lv[l].nodes.local_n, VOX_DOUBLE, &st->y);
   if (s != VOX_OK) {
     stencil_destroy(be, (vox_stencil *)(void *)st);
     return s;
@@ -587,73 +663,75 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
 
 /* The whole stencil of a split level on every rank: the slabs' parts added
  * (at most two ranks share a node, so the sum has the same bits
- * everywhere). */
+ * everywhere), through host memory in the stencils' upload layout. */
 static vox_status gather_stencil(vox_backend *be, mpi_stencil *st) {
   impl *m = M(be);
   const level *lv = &m->lv[st->level];
   if (!st->whole)
-    TRY(C(be)->mg->stencil_create(CPU(be), &lv->global, m->dpn, VOX_PRECISION_DOUBLE, &st->whole));
+    TRY(C(be)->mg->stencil_create(IN(be), &lv->global, m->dpn, VOX_PRECISION_DOUBLE, &st->whole));
   const size_t per_node = 27 * (size_t)m->dpn * (size_t)m->dpn;
-  const size_t node_offset = lv->nodes.offset / (size_t)m->dpn;
-  memset(st->whole->value, 0, st->whole->n_nodes * per_node * sizeof(double));
-  memcpy(st->whole->value + node_offset * per_node, st->local->value,
-         st->local->n_nodes * per_node * sizeof(double));
-  sum_all(m, st->whole->value, st->whole->n_nodes * per_node);
-  return VOX_OK;
+  const size_t whole_nodes = lv->nodes.global_n / (size_t)m->dpn,
+               node_offset = lv->nodes.offset / (size_t)m->dpn;
+  double *whole = calloc(whole_nodes * per_node, sizeof *whole);
+  if (!whole) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = C(be)->mg->stencil_download(IN(be), st->local, whole + node_offset * per_node);
+  if (s == VOX_OK) {
+    sum_all(m, whole, whole_nodes * per_node);
+    s = C(be)->mg->stencil_upload(IN(be), st->whole, whole);
+  }
+  free(whole);
+  return s;
 }
 
-/* Level 1 of the fine operator. Split: the slab's elements, less what the
- * slab below adds too: the identity rows of the fixed dofs on the interface
- * below, which both slabs' operators hold (R (I - D) P counted once).
- * Gathered: the whole grid's operator at the gathered moduli. */
+/* Level 1 of the fine operator. Split: the slab's elements (whose identity
+ * rows of fixed interface dofs only the slab below counts:
+ * first_layer_shared). Gathered: the whole grid's operator at the gathered
+ * moduli. */
 static vox_status galerkin_operator(vox_backend *be, vox_operator *o, vox_stencil *s) {
   impl *m = M(be);
   mpi_operator *op = OP(o);
   mpi_stencil *st = ST(s);
   if (st->level != 1)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
-  if (m->lv[1].split) {
-    TRY(C(be)->mg->galerkin_operator(CPU(be), op->local, st->local));
-    if (m->rank > 0) TRY(vox_cpu_galerkin_subtract_fixed_layer(CPU(be), op->local, st->local));
-    return VOX_OK;
+  if (m->lv[1].split) return C(be)->mg->galerkin_operator(IN(be), op->local, st->local);
+  if (!op->whole) {
+    IN(be)->kernel = be->kernel;
+    TRY(C(be)->op->create(IN(be), &op->whole_desc, &op->whole));
   }
-  if (!op->whole) TRY(C(be)->op->create(CPU(be), &op->whole_desc, &op->whole));
-  if (!op->whole_moduli.data)
-    TRY(C(be)->vec->create(CPU(be), m->elements.global_n, VOX_DOUBLE, &op->whole_moduli));
   if (!op->moduli) return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "no moduli set");
-  gather(m, &m->elements, op->moduli->data, op->whole_moduli.data);
-  TRY(C(be)->op->set_moduli(CPU(be), op->whole, &op->whole_moduli));
-  return C(be)->mg->galerkin_operator(CPU(be), op->whole, st->local);
+  const vox_vec moduli = loc(op->moduli);
+  TRY(gather_into(be, &m->elements, &moduli, &op->whole_moduli));
+  TRY(C(be)->op->set_moduli(IN(be), op->whole, &op->whole_moduli));
+  return C(be)->mg->galerkin_operator(IN(be), op->whole, st->local);
 }
 
 static vox_status galerkin_stencil(vox_backend *be, vox_stencil *f, vox_stencil *c) {
   impl *m = M(be);
   mpi_stencil *fine = ST(f), *coarse = ST(c);
   if (m->lv[coarse->level].split || !m->lv[fine->level].split)
-    return C(be)->mg->galerkin_stencil(CPU(be), fine->local, coarse->local);
+    return C(be)->mg->galerkin_stencil(IN(be), fine->local, coarse->local);
   TRY(gather_stencil(be, fine));
-  return C(be)->mg->galerkin_stencil(CPU(be), fine->whole, coarse->local);
+  return C(be)->mg->galerkin_stencil(IN(be), fine->whole, coarse->local);
 }
 
 static vox_status stencil_upload(vox_backend *be, vox_stencil *s, const double *host) {
   if (M(be)->lv[ST(s)->level].split) return unsupported(be, "uploading a split stencil");
-  return C(be)->mg->stencil_upload(CPU(be), ST(s)->local, host);
+  return C(be)->mg->stencil_upload(IN(be), ST(s)->local, host);
 }
 
 static vox_status stencil_download(vox_backend *be, const vox_stencil *s, double *host) {
   mpi_stencil *st = ST((vox_stencil *)(uintptr_t)s);
-  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_download(CPU(be), st->local, host);
+  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_download(IN(be), st->local, host);
   TRY(gather_stencil(be, st));
-  return C(be)->mg->stencil_download(CPU(be), st->whole, host);
+  return C(be)->mg->stencil_download(IN(be), st->whole, host);
 }
 
 static vox_status stencil_apply(vox_backend *be, vox_stencil *s, const vox_vec *x, vox_vec *y) {
   mpi_stencil *st = ST(s);
   LOCAL1(x);
   LOCAL1(y);
-  TRY(C(be)->mg->stencil_apply(CPU(be), st->local, &x_, &y_));
-  exchange(M(be), &M(be)->lv[st->level].nodes, y->data, NULL);
-  return VOX_OK;
+  TRY(C(be)->mg->stencil_apply(IN(be), st->local, &x_, &y_));
+  return exchange(be, &M(be)->lv[st->level].nodes, &y_, NULL);
 }
 
 static vox_status stencil_smooth(vox_backend *be, vox_stencil *s, const vox_vec *b,
@@ -665,10 +743,10 @@ static vox_status stencil_smooth(vox_backend *be, vox_stencil *s, const vox_vec 
   LOCAL1(inv_diag);
   LOCAL1(d);
   LOCAL1(x_out);
-  TRY(C(be)->mg->stencil_apply(CPU(be), st->local, &x_, &st->y));
-  exchange(M(be), &M(be)->lv[st->level].nodes, st->y.data, NULL);
-  TRY(C(be)->vec->copy(CPU(be), &x_out_, &x_));
-  return C(be)->vec->smoother_step(CPU(be), &b_, &st->y, &inv_diag_, alpha, beta, &d_, &x_out_);
+  TRY(C(be)->mg->stencil_apply(IN(be), st->local, &x_, &st->y));
+  TRY(exchange(be, &M(be)->lv[st->level].nodes, &st->y, NULL));
+  TRY(C(be)->vec->copy(IN(be), &x_out_, &x_));
+  return C(be)->vec->smoother_step(IN(be), &b_, &st->y, &inv_diag_, alpha, beta, &d_, &x_out_);
 }
 
 static vox_status stencil_residual(vox_backend *be, vox_stencil *s, const vox_vec *b,
@@ -676,22 +754,40 @@ static vox_status stencil_residual(vox_backend *be, vox_stencil *s, const vox_ve
   TRY(stencil_apply(be, s, x, r));
   LOCAL1(r);
   LOCAL1(b);
-  return C(be)->vec->xpay(CPU(be), &r_, -1, &b_);
+  return C(be)->vec->xpay(IN(be), &r_, -1, &b_);
 }
 
 static vox_status stencil_diagonal(vox_backend *be, vox_stencil *s, vox_vec *d) {
   mpi_stencil *st = ST(s);
   LOCAL1(d);
-  TRY(C(be)->mg->stencil_diagonal(CPU(be), st->local, &d_));
-  exchange(M(be), &M(be)->lv[st->level].nodes, d->data, NULL);
+  TRY(C(be)->mg->stencil_diagonal(IN(be), st->local, &d_));
+  return exchange(be, &M(be)->lv[st->level].nodes, &d_, NULL);
+}
+
+/* A backend's reduced storage of a mixed level given up (fem.c, after a
+ * solve that broke down), on the slab's part and a gathered whole. */
+static vox_status stencil_full_storage(vox_backend *be, vox_stencil *s, int *was) {
+  mpi_stencil *st = ST(s);
+  *was = 0;
+  if (!C(be)->mg->stencil_full_storage) return VOX_OK;
+  int a = 0, b = 0;
+  TRY(C(be)->mg->stencil_full_storage(IN(be), st->local, &a));
+  if (st->whole) TRY(C(be)->mg->stencil_full_storage(IN(be), st->whole, &b));
+  *was = a || b;
   return VOX_OK;
+}
+
+static int stencil_mixed_dof_bytes(const vox_backend *be, const vox_grid *grid) {
+  return C(be)->mg->stencil_mixed_dof_bytes
+             ? C(be)->mg->stencil_mixed_dof_bytes(IN(be), grid)
+             : 0;
 }
 
 static vox_status stencil_factor(vox_backend *be, vox_stencil *s) {
   mpi_stencil *st = ST(s);
-  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_factor(CPU(be), st->local);
+  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_factor(IN(be), st->local);
   TRY(gather_stencil(be, st));
-  return C(be)->mg->stencil_factor(CPU(be), st->whole);
+  return C(be)->mg->stencil_factor(IN(be), st->whole);
 }
 
 static vox_status stencil_solve(vox_backend *be, vox_stencil *s, const vox_vec *b, vox_vec *x) {
@@ -700,13 +796,12 @@ static vox_status stencil_solve(vox_backend *be, vox_stencil *s, const vox_vec *
   level *lv = &m->lv[st->level];
   LOCAL1(b);
   LOCAL1(x);
-  if (!lv->split) return C(be)->mg->stencil_solve(CPU(be), st->local, &b_, &x_);
-  TRY(need(be, &lv->whole, lv->nodes.global_n));
+  if (!lv->split) return C(be)->mg->stencil_solve(IN(be), st->local, &b_, &x_);
   TRY(need(be, &lv->whole2, lv->nodes.global_n));
-  gather(m, &lv->nodes, b->data, lv->whole.data);
-  TRY(C(be)->mg->stencil_solve(CPU(be), st->whole, &lv->whole, &lv->whole2));
-  memcpy(x->data, lv->whole2.data + lv->nodes.offset, lv->nodes.local_n * sizeof(double));
-  return VOX_OK;
+  TRY(gather_into(be, &lv->nodes, &b_, &lv->whole));
+  TRY(C(be)->mg->stencil_solve(IN(be), st->whole, &lv->whole, &lv->whole2));
+  const vox_vec slab = part(&lv->whole2, lv->nodes.offset, lv->nodes.local_n);
+  return C(be)->vec->copy(IN(be), &x_, &slab);
 }
 
 /* Restriction from level l. Both split: each rank restricts its slab with
@@ -724,17 +819,18 @@ static vox_status restrict_residual(vox_backend *be, const vox_grid *fine, int d
   LOCAL1(r_coarse);
   if (lc->split) {
     TRY(need(be, &lf->scratch, lf->nodes.local_n));
-    memcpy(lf->scratch.data, r_fine->data, lf->nodes.local_n * sizeof(double));
-    memset(lf->scratch.data, 0, lf->nodes.owned_begin * sizeof(double));
-    TRY(C(be)->mg->restrict_residual(CPU(be), &lf->local, dpn, &lf->scratch, &r_coarse_));
-    exchange(m, &lc->nodes, r_coarse->data, NULL);
-    return VOX_OK;
+    TRY(C(be)->vec->copy(IN(be), &lf->scratch, &r_fine_));
+    if (lf->nodes.owned_begin > 0) {
+      vox_vec below = part(&lf->scratch, 0, lf->nodes.owned_begin);
+      TRY(C(be)->vec->set(IN(be), &below, 0));
+    }
+    TRY(C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, &lf->scratch, &r_coarse_));
+    return exchange(be, &lc->nodes, &r_coarse_, NULL);
   }
   if (!lf->split)
-    return C(be)->mg->restrict_residual(CPU(be), &lf->global, dpn, &r_fine_, &r_coarse_);
-  TRY(need(be, &lf->whole, lf->nodes.global_n));
-  gather(m, &lf->nodes, r_fine->data, lf->whole.data);
-  return C(be)->mg->restrict_residual(CPU(be), &lf->global, dpn, &lf->whole, &r_coarse_);
+    return C(be)->mg->restrict_residual(IN(be), &lf->global, dpn, &r_fine_, &r_coarse_);
+  TRY(gather_into(be, &lf->nodes, &r_fine_, &lf->whole));
+  return C(be)->mg->restrict_residual(IN(be), &lf->global, dpn, &lf->whole, &r_coarse_);
 }
 
 /* Prolongation to level l: split levels interpolate their slab (the
@@ -750,14 +846,13 @@ static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
   LOCAL1(x_coarse);
   LOCAL1(x_fine);
   if (lc->split || !lf->split)
-    return C(be)->mg->prolong_add(CPU(be), &lf->local, dpn, &x_coarse_, &x_fine_);
+    return C(be)->mg->prolong_add(IN(be), &lf->local, dpn, &x_coarse_, &x_fine_);
   TRY(need(be, &lf->whole, lf->nodes.global_n));
-  TRY(C(be)->vec->set(CPU(be), &lf->whole, 0));
-  TRY(C(be)->mg->prolong_add(CPU(be), &lf->global, dpn, &x_coarse_, &lf->whole));
-  vox_vec slab = {.data = lf->whole.data + lf->nodes.offset, .n = lf->nodes.local_n};
-  return C(be)->vec->axpy(CPU(be), &x_fine_, 1, &slab);
+  TRY(C(be)->vec->set(IN(be), &lf->whole, 0));
+  TRY(C(be)->mg->prolong_add(IN(be), &lf->global, dpn, &x_coarse_, &lf->whole));
+  const vox_vec slab = part(&lf->whole, lf->nodes.offset, lf->nodes.local_n);
+  return C(be)->vec->axpy(IN(be), &x_fine_, 1, &slab);
 }
-
 /* ---- design kernels ------------------------------------------------------ */
 
 static vox_status simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
@@ -765,7 +860,7 @@ static vox_status simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec
   LOCAL1(rho);
   LOCAL1(e_solid);
   LOCAL1(moduli);
-  return C(be)->design->simp_moduli(CPU(be), &rho_, &e_solid_, p, emin, &moduli_);
+  return C(be)->design->simp_moduli(IN(be), &rho_, &e_solid_, p, emin, &moduli_);
 }
 
 static vox_status simp_sensitivity(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
@@ -774,7 +869,7 @@ static vox_status simp_sensitivity(vox_backend *be, const vox_vec *rho, const vo
   LOCAL1(e_solid);
   LOCAL1(energy);
   LOCAL1(dc);
-  return C(be)->design->simp_sensitivity(CPU(be), &rho_, &e_solid_, &energy_, p, emin, &dc_);
+  return C(be)->design->simp_sensitivity(IN(be), &rho_, &e_solid_, &energy_, p, emin, &dc_);
 }
 
 static vox_status oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
@@ -787,7 +882,7 @@ static vox_status oc_update(vox_backend *be, const vox_vec *rho, const vox_vec *
   LOCAL1(design);
   LOCAL1(passive);
   LOCAL1(rho_new);
-  return C(be)->design->oc_update(CPU(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, move,
+  return C(be)->design->oc_update(IN(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, move,
                                   eta, q, rho_min, &rho_new_);
 }
 
@@ -800,7 +895,7 @@ static vox_status oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec 
   LOCAL1(dv);
   LOCAL1(design);
   LOCAL1(passive);
-  TRY(C(be)->design->oc_volumes(CPU(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, n, move,
+  TRY(C(be)->design->oc_volumes(IN(be), &rho_, &dc_, &dv_, &design_, &passive_, lambda, n, move,
                                 eta, q, rho_min, volume));
   if (parallel(M(be), lay_of(rho))) sum_all(M(be), volume, (size_t)n);
   return VOX_OK;
@@ -827,10 +922,10 @@ static mpi_filter *FI(vox_filter *f) { return (mpi_filter *)(void *)f; }
 static void filter_destroy(vox_backend *be, vox_filter *filter) {
   mpi_filter *f = FI(filter);
   if (!f) return;
-  if (f->local) C(be)->design->filter_destroy(CPU(be), f->local);
+  if (f->local) C(be)->design->filter_destroy(IN(be), f->local);
   vox_vec *v[] = {&f->a, &f->b, &f->c};
   for (int i = 0; i < 3; i++)
-    if (v[i]->data) C(be)->vec->destroy(CPU(be), v[i]);
+    if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(f->send_count);
   free(f->send_at);
   free(f->recv_count);
@@ -881,11 +976,11 @@ static vox_status filter_create(vox_backend *be, const vox_grid *grid, double ra
     f->recv_at[p] = q1 > q0 ? (int)(q0 - f->w0) : 0;
   }
   const size_t layer = m->elements.unit, n = layer * (size_t)f->window.nz;
-  vox_status s = C(be)->design->filter_create(CPU(be), &f->window, radius,
+  vox_status s = C(be)->design->filter_create(IN(be), &f->window, radius,
                                               active + layer * (size_t)f->w0, &f->local);
-  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->a);
-  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->b);
-  if (s == VOX_OK) s = C(be)->vec->create(CPU(be), n, VOX_DOUBLE, &f->c);
+  if (s == VOX_OK) s = C(be)->vec->create(IN(be), n, VOX_DOUBLE, &f->a);
+  if (s == VOX_OK) s = C(be)->vec->create(IN(be), n, VOX_DOUBLE, &f->b);
+  if (s == VOX_OK) s = C(be)->vec->create(IN(be), n, VOX_DOUBLE, &f->c);
   if (s != VOX_OK) {
     filter_destroy(be, (vox_filter *)(void *)f);
     return s;
@@ -894,44 +989,57 @@ static vox_status filter_create(vox_backend *be, const vox_grid *grid, double ra
   return VOX_OK;
 }
 
-/* The window's values of an element vector, from the ranks that own them. */
-static void fill_window(impl *m, mpi_filter *f, const vox_vec *v, vox_vec *window) {
-  MPI_Alltoallv(v->data, f->send_count, f->send_at, m->elements.type, window->data, f->recv_count,
+/* The window's values of an element vector, from the ranks that own them
+ * (through host memory where the vectors are on a device). */
+static vox_status fill_window(vox_backend *be, mpi_filter *f, const vox_vec *v, vox_vec *window) {
+  impl *m = M(be);
+  const vox_vec slab = loc(v);
+  if (m->host) {
+    MPI_Alltoallv(slab.data, f->send_count, f->send_at, m->elements.type, window->data,
+                  f->recv_count, f->recv_at, m->elements.type, m->comm);
+    return VOX_OK;
+  }
+  double *host = stage(m, slab.n + window->n);
+  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  TRY(C(be)->vec->download(IN(be), &slab, host));
+  MPI_Alltoallv(host, f->send_count, f->send_at, m->elements.type, host + slab.n, f->recv_count,
                 f->recv_at, m->elements.type, m->comm);
+  return C(be)->vec->upload(IN(be), window, host + slab.n);
 }
 
 /* The slab's part of a window vector. */
-static void slab_of_window(impl *m, const mpi_filter *f, const vox_vec *window, vox_vec *out) {
+static vox_status slab_of_window(vox_backend *be, const mpi_filter *f, const vox_vec *window,
+                                 vox_vec *out) {
+  impl *m = M(be);
+  vox_vec out_ = loc(out);
   const size_t at = m->elements.unit * (size_t)(m->first[m->rank] - f->w0);
-  memcpy(out->data, window->data + at, m->elements.local_n * sizeof(double));
+  const vox_vec slab = part(window, at, m->elements.local_n);
+  return C(be)->vec->copy(IN(be), &out_, &slab);
 }
 
 static vox_status filter_apply(vox_backend *be, vox_filter *filter, const vox_vec *in,
                                vox_vec *out) {
   mpi_filter *f = FI(filter);
-  fill_window(M(be), f, in, &f->a);
-  TRY(C(be)->design->filter_apply(CPU(be), f->local, &f->a, &f->b));
-  slab_of_window(M(be), f, &f->b, out);
-  return VOX_OK;
+  TRY(fill_window(be, f, in, &f->a));
+  TRY(C(be)->design->filter_apply(IN(be), f->local, &f->a, &f->b));
+  return slab_of_window(be, f, &f->b, out);
 }
 
 static vox_status filter_transpose(vox_backend *be, vox_filter *filter, const vox_vec *in,
                                    vox_vec *out) {
   mpi_filter *f = FI(filter);
-  fill_window(M(be), f, in, &f->a);
-  TRY(C(be)->design->filter_transpose(CPU(be), f->local, &f->a, &f->b));
-  slab_of_window(M(be), f, &f->b, out);
-  return VOX_OK;
+  TRY(fill_window(be, f, in, &f->a));
+  TRY(C(be)->design->filter_transpose(IN(be), f->local, &f->a, &f->b));
+  return slab_of_window(be, f, &f->b, out);
 }
 
 static vox_status filter_sensitivity(vox_backend *be, vox_filter *filter, const vox_vec *rho,
                                      const vox_vec *dc, double gamma, vox_vec *out) {
   mpi_filter *f = FI(filter);
-  fill_window(M(be), f, rho, &f->a);
-  fill_window(M(be), f, dc, &f->c);
-  TRY(C(be)->design->filter_sensitivity(CPU(be), f->local, &f->a, &f->c, gamma, &f->b));
-  slab_of_window(M(be), f, &f->b, out);
-  return VOX_OK;
+  TRY(fill_window(be, f, rho, &f->a));
+  TRY(fill_window(be, f, dc, &f->c));
+  TRY(C(be)->design->filter_sensitivity(IN(be), f->local, &f->a, &f->c, gamma, &f->b));
+  return slab_of_window(be, f, &f->b, out);
 }
 
 static vox_status filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,
@@ -951,26 +1059,28 @@ static void destroy(vox_backend *be) {
     for (int l = 0; l < m->n_levels; l++) {
       vox_vec *v[] = {&m->lv[l].whole, &m->lv[l].whole2, &m->lv[l].scratch};
       for (int i = 0; i < 3; i++)
-        if (v[i]->data) C(be)->vec->destroy(CPU(be), v[i]);
+        if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
       layout_free(&m->lv[l].nodes);
     }
     layout_free(&m->elements);
-    if (m->cpu) vox_backend_destroy(m->cpu);
+    if (m->recv.data) C(be)->vec->destroy(IN(be), &m->recv);
+    vox_mpi_halo_destroy(m->halo);
+    if (m->in) vox_backend_destroy(m->in);
     free(m->first);
-    free(m->halo);
+    free(m->stage);
     free(m);
   }
   free(be);
 }
 
-static vox_status synchronize(vox_backend *be) { return VOX_OK; }
+static vox_status synchronize(vox_backend *be) { return C(be)->synchronize(IN(be)); }
 static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
-  return C(be)->memory(CPU(be), free_bytes, total_bytes);
+  return C(be)->memory(IN(be), free_bytes, total_bytes);
 }
 static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
-  return C(be)->host_alloc(CPU(be), bytes, p);
+  return C(be)->host_alloc(IN(be), bytes, p);
 }
-static void host_free(vox_backend *be, void *p) { C(be)->host_free(CPU(be), p); }
+static void host_free(vox_backend *be, void *p) { C(be)->host_free(IN(be), p); }
 
 static const vox_vector_ops mpi_vec_ops = {
     .create = vec_create,
@@ -1006,8 +1116,10 @@ static const vox_operator_ops mpi_op_ops = {
     .strain_energy_sums = op_strain_energy_sums,
 };
 
+/* stencil_blocks and the coarsest dense size: the ranks' backend's, set
+ * when the backend is made */
 static const vox_multigrid_ops mpi_mg_ops = {
-    .stencil_blocks = 27,
+    .stencil_mixed_dof_bytes = stencil_mixed_dof_bytes,
     .stencil_create = stencil_create,
     .stencil_destroy = stencil_destroy,
     .galerkin_operator = galerkin_operator,
@@ -1018,6 +1130,7 @@ static const vox_multigrid_ops mpi_mg_ops = {
     .stencil_smooth = stencil_smooth,
     .stencil_residual = stencil_residual,
     .stencil_diagonal = stencil_diagonal,
+    .stencil_full_storage = stencil_full_storage,
     .stencil_factor = stencil_factor,
     .stencil_solve = stencil_solve,
     .restrict_residual = restrict_residual,
@@ -1047,7 +1160,6 @@ static const vox_backend_ops mpi_ops = {
     .host_free = host_free,
     .vec = &mpi_vec_ops,
     .op = &mpi_op_ops,
-    .mg = &mpi_mg_ops,
     .design = &mpi_design_ops,
 };
 
@@ -1065,9 +1177,37 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first) {
   return 0;
 }
 
+/* The split of the layers: `first` checked, or vox_mpi_slabs. */
+static vox_status slabs(vox_context *ctx, impl *m, const vox_grid *grid, const int64_t *first) {
+  m->first = malloc(((size_t)m->size + 1) * sizeof *m->first);
+  if (!m->first) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (first) {
+    memcpy(m->first, first, ((size_t)m->size + 1) * sizeof *first);
+    int ok = m->first[0] == 0 && m->first[m->size] == grid->nz;
+    for (int r = 0; r < m->size && ok; r++) ok = m->first[r + 1] > m->first[r];
+    if (!ok)
+      return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "the slabs must cover the %lld element layers in order, at least one a rank",
+                       (long long)grid->nz);
+  } else if (vox_mpi_slabs(grid->nz, m->size, m->first) != 0) {
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the grid has %lld element layers along z, fewer than the %d MPI ranks",
+                     (long long)grid->nz, m->size);
+  }
+  return VOX_OK;
+}
+
+void vox_mpi_options_default(vox_mpi_options *options) {
+  *options = (vox_mpi_options){.first = NULL, .ranks_backend = NULL, .nccl = 1};
+}
+
 vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
-                                  int dofs_per_node, const int64_t *first, vox_backend **out) {
+                                  int dofs_per_node, const vox_mpi_options *options,
+                                  vox_backend **out) {
   *out = NULL;
+  vox_mpi_options o;
+  vox_mpi_options_default(&o);
+  if (options) o = *options;
   if (vox_grid_check(ctx, grid)) return VOX_ERR_INVALID_ARGUMENT;
   if (grid->periodic)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "a periodic grid is not split over MPI ranks yet");
@@ -1080,37 +1220,41 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     free(m);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
-  be->ops = &mpi_ops;
-  be->ctx = ctx;
-  be->device = VOX_DEVICE_CPU;
-  be->threads = vox_context_threads(ctx);
-  be->impl = m;
   m->comm = comm;
   MPI_Comm_rank(comm, &m->rank);
   MPI_Comm_size(comm, &m->size);
   m->dpn = dofs_per_node;
-  vox_status s = VOX_OK;
-  m->first = malloc(((size_t)m->size + 1) * sizeof *m->first);
-  if (!m->first) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  if (s == VOX_OK && first) {
-    memcpy(m->first, first, ((size_t)m->size + 1) * sizeof *first);
-    int ok = m->first[0] == 0 && m->first[m->size] == grid->nz;
-    for (int r = 0; r < m->size && ok; r++) ok = m->first[r + 1] > m->first[r];
-    if (!ok)
-      s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                    "the slabs must cover the %lld element layers in order, at least one a rank",
-                    (long long)grid->nz);
-  } else if (s == VOX_OK && vox_mpi_slabs(grid->nz, m->size, m->first) != 0) {
-    s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                  "the grid has %lld element layers along z, fewer than the %d MPI ranks",
-                  (long long)grid->nz, m->size);
-  }
+  m->ops = mpi_ops;
+  m->mg = mpi_mg_ops;
+  m->ops.mg = &m->mg;
+  be->ops = &m->ops;
+  be->ctx = ctx;
+  be->impl = m;
+  vox_status s = slabs(ctx, m, grid, o.first);
   if (s == VOX_OK) s = make_levels(ctx, m, grid);
+  /* a failure to make the ranks' backend (no device) on any rank fails all */
+  vox_backend_options ranks;
+  vox_backend_options_default(&ranks);
+  ranks.device = VOX_DEVICE_CPU;
+  if (o.ranks_backend) ranks = *o.ranks_backend;
+  if (s == VOX_OK) s = vox_backend_create_with(ctx, &ranks, &m->in);
+  int failed = s != VOX_OK;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
+  if (failed && s == VOX_OK)
+    s = vox_error(ctx, VOX_ERR_DEVICE, "the MPI backend failed on another rank");
   if (s == VOX_OK) {
-    m->halo = malloc(4 * m->lv[0].nodes.unit * sizeof *m->halo);
-    if (!m->halo) s = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    m->host = vox_backend_device(m->in) == VOX_DEVICE_CPU;
+    m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
+    m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
+    be->device = m->in->device;
+    be->device_index = m->in->device_index;
+    be->threads = m->in->threads;
+    be->kernel = m->in->kernel;
+    be->fp16_levels = m->in->fp16_levels;
+    s = vox_mpi_halo_create(ctx, comm, m->in, o.nccl, &m->halo);
   }
-  if (s == VOX_OK) s = vox_cpu_backend_create(ctx, NULL, &m->cpu);
+  if (s == VOX_OK)
+    s = m->in->ops->vec->create(m->in, 2 * m->lv[0].nodes.unit, VOX_DOUBLE, &m->recv);
   if (s != VOX_OK) {
     destroy(be);
     return s;
@@ -1125,3 +1269,7 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end) {
 }
 
 int vox_mpi_backend_split_levels(const vox_backend *be) { return M(be)->split_levels; }
+
+const char *vox_mpi_backend_exchange(const vox_backend *be) {
+  return vox_mpi_halo_name(M(be)->halo);
+}

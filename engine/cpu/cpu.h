@@ -16,6 +16,7 @@ struct vox_operator {
   const double *moduli;    /* per element, set by op->set_moduli */
   ptrdiff_t corner[8];     /* node offset of each local corner */
   size_t n_springs;        /* springs to ground on free dofs (vox_operator_desc) */
+  int first_layer_shared;  /* vox_operator_desc */
   size_t *spring_dof;
   double *spring_k;
 };
@@ -125,11 +126,7 @@ vox_status vox_cpu_prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
 /* cpu_galerkin.c */
 vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_stencil *coarse);
 vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse);
-/* Subtracts what the fixed dofs of the fine grid's first node layer (k = 0)
- * add to R (I - D) P (the MPI backend: that layer is shared with the slab
- * below, whose product holds it too). */
-vox_status vox_cpu_galerkin_subtract_fixed_layer(vox_backend *be, const vox_operator *fine,
-                                                 vox_stencil *coarse);
+
 
 /* cpu_coarse_solve.c: CHOLMOD on the coarsest level */
 vox_status vox_cpu_stencil_factor(vox_backend *be, vox_stencil *st);

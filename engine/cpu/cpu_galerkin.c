@@ -93,7 +93,8 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
 }
 
 /* Coarse row (I, J, K) of R (I - D) P: the identity rows of the fixed fine
- * dofs of the fine nodes near 2I. */
+ * dofs of the fine nodes near 2I (but for those of a node layer 0 that
+ * another operator holds too: vox_operator_desc.first_layer_shared). */
 static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int64_t K,
                                double *row) {
   const int dpn = op->dpn;
@@ -109,7 +110,8 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
         if (g->periodic)
           a = vox_neighbour_node(g->nx, g->ny, g->nz, 1, 2 * I, 2 * J, 2 * K,
                                  offset_index(di, dj, dk));
-        else if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz)
+        else if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz ||
+                 (k == 0 && op->first_layer_shared))
           continue;
         else
           a = (k * py + j) * px + i;
@@ -177,42 +179,6 @@ vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_st
   TRY(vox_cpu_op_check_fixed(be, fine, "a Galerkin product"));
   TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
   return galerkin_elements(be, fine, coarse);
-}
-
-/* The part of R (I - D) P that the fixed dofs of fine node layer k = 0 add:
- * subtracted again where another operator (the MPI backend's slab below)
- * holds that layer's identity rows too. Only coarse layer K = 0 takes
- * anything from fine layer 0 (its nodes 2K + dk = 0 with dk = 0). */
-vox_status vox_cpu_galerkin_subtract_fixed_layer(vox_backend *be, const vox_operator *fine,
-                                                 vox_stencil *coarse) {
-  TRY(vox_cpu_op_check_fixed(be, fine, "a Galerkin product"));
-  TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
-  if (fine->grid.periodic)
-    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED, "a periodic grid has no first layer");
-  const int dpn = fine->dpn, bs = dpn * dpn;
-  const vox_grid *g = &fine->grid;
-  const int64_t px = g->nx + 1, py = g->ny + 1;
-  const int64_t qx = coarse->grid.nx + 1, qy = coarse->grid.ny + 1;
-#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t J = 0; J < qy; J++)
-    for (int64_t I = 0; I < qx; I++) {
-      double part[27 * MAX_BLOCK] = {0};
-      for (int dj = -1; dj <= 1; dj++)
-        for (int di = -1; di <= 1; di++) {
-          const int64_t i = 2 * I + di, j = 2 * J + dj;
-          if (i < 0 || i >= px || j < 0 || j >= py) continue;
-          const int64_t a = j * px + i;
-          double identity[MAX_BLOCK] = {0};
-          int any = 0;
-          for (int d = 0; d < dpn; d++)
-            any |= (int)(identity[d * dpn + d] = fine->fixed[dpn * a + d]);
-          if (!any) continue;
-          spread(I, J, 0, i, j, 0, (di ? 0.5 : 1) * (dj ? 0.5 : 1), identity, bs, part);
-        }
-      double *row = coarse->value + (size_t)(J * qx + I) * 27 * (size_t)bs;
-      for (int e = 0; e < 27 * bs; e++) row[e] -= part[e];
-    }
-  return VOX_OK;
 }
 
 /* ---- stencil levels: row by row ------------------------------------------- */

@@ -16,6 +16,7 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
   op->grid = desc->grid;
   op->dpn = desc->dofs_per_node;
   op->nloc = 8 * op->dpn;
+  op->first_layer_shared = desc->first_layer_shared;
   op->n_dofs = (size_t)vox_grid_nodes(&desc->grid) * (size_t)op->dpn;
   op->ke = malloc((size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
   op->fixed = desc->dof_fixed ? malloc(op->n_dofs) : NULL;

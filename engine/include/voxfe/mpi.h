@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* One model on many MPI ranks (built with VOXFE_MPI): a backend that splits
  * the grid into slabs of element layers along z, one slab a rank, and runs
- * the CPU backend's kernels on each rank's slab. The solver, the multigrid
+ * a backend's kernels (CPU or CUDA) on each rank's slab. The solver, the multigrid
  * and the FE system are the one-process code: they call this backend with
  * the whole grid's sizes, and it keeps each rank's part (docs/engine.md,
  * "Many ranks"). Every rank holds the whole model in host memory and calls
@@ -27,17 +27,35 @@ extern "C" {
  * Fails (returns -1) when nz < ranks. */
 int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
 
+/* How a backend splits the grid over the ranks. */
+typedef struct vox_mpi_options {
+  /* ranks + 1 entries, rank r owning element layers [first[r], first[r+1]),
+   * each at least one; NULL takes vox_mpi_slabs */
+  const int64_t *first;
+  /* the backend each rank runs its slab on (device, device_index, kernel,
+   * FP16 levels); NULL: the CPU. A CUDA device_index of -1 takes the
+   * thread's current device. */
+  const vox_backend_options *ranks_backend;
+  /* 1: NCCL between the ranks' GPUs where the build has it and every rank
+   * has a GPU of its own; 0 (or otherwise): MPI through host memory */
+  int nccl;
+} vox_mpi_options;
+
+/* first NULL, ranks_backend NULL (the CPU), nccl 1 */
+void vox_mpi_options_default(vox_mpi_options *options);
+
 /* A backend on communicator `comm` for a grid and its dofs per node (3
- * elasticity, 1 heat); collective. `first` (ranks + 1 entries, rank r owning
- * element layers [first[r], first[r+1]), each at least one) fixes the split;
- * NULL takes vox_mpi_slabs. The backend's vectors are the whole grid's to
- * the engine (vec->upload takes, vec->download gives the whole array on every
- * rank); each rank stores its slab and the interface node layers it shares
- * with its neighbours. Periodic grids, the sparse (bone) storage, periodic
- * cells and the filter are not split yet: the backend has no such
+ * elasticity, 1 heat); collective, and a failure on any rank (a missing
+ * device) fails it on all. options NULL: the defaults. The backend's
+ * vectors are the whole grid's to the engine (vec->upload takes,
+ * vec->download gives the whole array on every rank); each rank stores its
+ * slab and the interface node layers it shares with its neighbours, in its
+ * own backend's memory. Periodic grids, the sparse (bone) storage, periodic
+ * cells and symmetry are not split yet: the backend has no such
  * operations, and refuses them with a message. */
 vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
-                                  int dofs_per_node, const int64_t *first, vox_backend **out);
+                                  int dofs_per_node, const vox_mpi_options *options,
+                                  vox_backend **out);
 
 /* The slab of this rank, [*first, *end) element layers, of a backend made
  * by vox_mpi_backend_create. */
@@ -46,6 +64,10 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end);
 /* The number of levels, from the fine one, whose nodes are split over the
  * ranks (the others are gathered, the same on every rank). */
 int vox_mpi_backend_split_levels(const vox_backend *be);
+
+/* How the ranks exchange interface layers: "MPI" (host memory), "NCCL"
+ * (between GPUs) or "MPI through host memory" (GPUs without NCCL). */
+const char *vox_mpi_backend_exchange(const vox_backend *be);
 
 /* The model of rank `root` on every rank of `comm` (collective): on the
  * others, *model (whatever it held is not freed) becomes a copy that

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI backend's traffic between neighbouring slabs (mpi_halo.h). NCCL
+ * runs its transfers on the legacy default stream, the one the CUDA
+ * backend's kernels run on in order: the product that fills a layer ends
+ * before it is sent, and the sum that reads the received layer starts after
+ * it arrives, with no wait on the host in between. */
+#include "mpi_halo.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef VOXFE_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
+
+struct vox_mpi_halo {
+  vox_context *ctx;
+  MPI_Comm comm;
+  int rank, size;
+  vox_backend *inner;
+  vox_mpi_halo_kind kind;
+  double *host; /* 4 layers, the staged exchange */
+  size_t host_n;
+#ifdef VOXFE_HAVE_NCCL
+  ncclComm_t nccl;
+#endif
+};
+
+#ifdef VOXFE_HAVE_NCCL
+/* Whether every rank has a GPU of its own (NCCL refuses two ranks on one):
+ * the ranks' hosts and their devices' PCI addresses, all distinct. */
+static int own_devices(vox_mpi_halo *h) {
+  enum { NAME = 288 };
+  char mine[NAME] = {0};
+  int device = 0, len = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(mine, 32, device) != cudaSuccess)
+    return 0;
+  MPI_Get_processor_name(mine + 32, &len);
+  char *all = calloc((size_t)h->size, NAME);
+  if (!all) return 0;
+  MPI_Allgather(mine, NAME, MPI_CHAR, all, NAME, MPI_CHAR, h->comm);
+  int distinct = 1;
+  for (int a = 0; a < h->size && distinct; a++)
+    for (int b = a + 1; b < h->size && distinct; b++)
+      distinct = memcmp(all + (size_t)a * NAME, all + (size_t)b * NAME, NAME) != 0;
+  free(all);
+  return distinct;
+}
+
+static vox_status nccl_start(vox_mpi_halo *h) {
+  ncclUniqueId id;
+  int failed = h->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess;
+  MPI_Bcast(&failed, 1, MPI_INT, 0, h->comm);
+  if (failed) return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: no unique id for the ranks");
+  MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, h->comm);
+  const ncclResult_t r = ncclCommInitRank(&h->nccl, h->size, id, h->rank);
+  failed = r != ncclSuccess;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, h->comm);
+  if (failed) {
+    if (r == ncclSuccess) ncclCommDestroy(h->nccl);
+    h->nccl = NULL;
+    return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: the ranks' communicator: %s",
+                     r == ncclSuccess ? "failed on another rank" : ncclGetErrorString(r));
+  }
+  h->kind = VOX_MPI_HALO_NCCL;
+  return VOX_OK;
+}
+#endif
+
+vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner, int nccl,
+                               vox_mpi_halo **out) {
+  *out = NULL;
+  vox_mpi_halo *h = calloc(1, sizeof *h);
+  if (!h) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  h->ctx = ctx;
+  h->comm = comm;
+  h->inner = inner;
+  MPI_Comm_rank(comm, &h->rank);
+  MPI_Comm_size(comm, &h->size);
+  h->kind = vox_backend_device(inner) == VOX_DEVICE_CPU ? VOX_MPI_HALO_HOST : VOX_MPI_HALO_STAGED;
+#ifdef VOXFE_HAVE_NCCL
+  /* every rank takes the same branch: own_devices is collective */
+  if (h->kind == VOX_MPI_HALO_STAGED && nccl && h->size > 1 && own_devices(h)) {
+    const vox_status s = nccl_start(h);
+    if (s != VOX_OK) {
+      free(h);
+      return s;
+    }
+  }
+#else
+  (void)nccl;
+#endif
+  *out = h;
+  return VOX_OK;
+}
+
+void vox_mpi_halo_destroy(vox_mpi_halo *h) {
+  if (!h) return;
+#ifdef VOXFE_HAVE_NCCL
+  if (h->nccl) ncclCommDestroy(h->nccl);
+#endif
+  free(h->host);
+  free(h);
+}
+
+vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h) { return h->kind; }
+
+const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
+  return h->kind == VOX_MPI_HALO_NCCL     ? "NCCL"
+         : h->kind == VOX_MPI_HALO_STAGED ? "MPI through host memory"
+                                          : "MPI";
+}
+
+/* The two MPI_Sendrecv of a swap on host arrays (absent neighbours are
+ * MPI_PROC_NULL, whose transfers do nothing). */
+static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n, const double *down,
+                     const double *up, double *from_below, double *from_above) {
+  const int lo = lower ? h->rank - 1 : MPI_PROC_NULL, hi = upper ? h->rank + 1 : MPI_PROC_NULL;
+  MPI_Sendrecv(up, n, MPI_DOUBLE, hi, 1, from_below, n, MPI_DOUBLE, lo, 1, h->comm,
+               MPI_STATUS_IGNORE);
+  MPI_Sendrecv(down, n, MPI_DOUBLE, lo, 2, from_above, n, MPI_DOUBLE, hi, 2, h->comm,
+               MPI_STATUS_IGNORE);
+}
+
+vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                             const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+  const size_t n = down->n;
+  if (!lower && !upper) return VOX_OK;
+#ifdef VOXFE_HAVE_NCCL
+  if (h->kind == VOX_MPI_HALO_NCCL) {
+    ncclResult_t r = ncclGroupStart();
+    if (upper && r == ncclSuccess) r = ncclSend(up->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
+    if (upper && r == ncclSuccess)
+      r = ncclRecv(from_above->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
+    if (lower && r == ncclSuccess)
+      r = ncclSend(down->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+    if (lower && r == ncclSuccess)
+      r = ncclRecv(from_below->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+    const ncclResult_t end = ncclGroupEnd();
+    if (r == ncclSuccess) r = end;
+    if (r != ncclSuccess)
+      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a halo exchange: %s", ncclGetErrorString(r));
+    return VOX_OK;
+  }
+#endif
+  if (n > INT_MAX)
+    return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a grid layer of %zu values is too large for MPI",
+                     n);
+  if (h->kind == VOX_MPI_HALO_HOST) {
+    sendrecv(h, lower, upper, (int)n, down->data, up->data, from_below->data, from_above->data);
+    return VOX_OK;
+  }
+  if (h->host_n < 4 * n) {
+    free(h->host);
+    h->host = malloc(4 * n * sizeof *h->host);
+    h->host_n = h->host ? 4 * n : 0;
+    if (!h->host) return vox_error(h->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  double *send_down = h->host, *send_up = h->host + n, *recv_below = h->host + 2 * n,
+         *recv_above = h->host + 3 * n;
+  const vox_backend_ops *in = h->inner->ops;
+  if (lower) TRY(in->vec->download(h->inner, down, send_down));
+  if (upper) TRY(in->vec->download(h->inner, up, send_up));
+  sendrecv(h, lower, upper, (int)n, send_down, send_up, recv_below, recv_above);
+  if (lower) TRY(in->vec->upload(h->inner, from_below, recv_below));
+  if (upper) TRY(in->vec->upload(h->inner, from_above, recv_above));
+  return VOX_OK;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI backend's traffic between neighbouring slabs, on the memory its
+ * ranks' own backend keeps vectors in: MPI on host memory (the CPU
+ * backend); NCCL between GPUs on device memory (a CUDA build with NCCL,
+ * every rank on a GPU of its own); MPI through host copies otherwise (a
+ * build without NCCL, or ranks sharing a GPU, which NCCL refuses). */
+#ifndef VOXFE_MPI_HALO_H
+#define VOXFE_MPI_HALO_H
+
+#include <mpi.h>
+
+#include "backend_ops.h"
+
+typedef struct vox_mpi_halo vox_mpi_halo;
+
+typedef enum vox_mpi_halo_kind {
+  VOX_MPI_HALO_HOST = 0,   /* MPI on the vectors themselves (host memory) */
+  VOX_MPI_HALO_STAGED = 1, /* MPI on host copies of device vectors */
+  VOX_MPI_HALO_NCCL = 2    /* NCCL on device vectors */
+} vox_mpi_halo_kind;
+
+/* For vectors of `inner` (a CPU or CUDA backend) on the ranks of `comm`;
+ * collective. `nccl` 0 keeps NCCL out even where it could run. */
+vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner, int nccl,
+                               vox_mpi_halo **out);
+void vox_mpi_halo_destroy(vox_mpi_halo *h);
+vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h);
+/* "MPI", "MPI through host memory" or "NCCL". */
+const char *vox_mpi_halo_name(const vox_mpi_halo *h);
+
+/* One layer each way between neighbours, all of n doubles (inner vectors or
+ * views of them): `down` to rank - 1 and `up` to rank + 1; from rank - 1
+ * into `from_below`, from rank + 1 into `from_above`. `lower` and `upper`
+ * say whether those neighbours exist. Collective over the neighbours: every
+ * rank calls it in the same order. */
+vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                             const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
+
+#endif
