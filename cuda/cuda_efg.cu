@@ -19,8 +19,9 @@
  *
  * K lives as a matrix of the sparse table (cuda_sparse_matrix.cu: the
  * pattern uploaded once, the values written here in place), and so do the
- * inverses of its diagonal blocks: the products of the solve are that
- * table's BSR product. The tables' indices are 32-bit on the device (the
+ * inverses of its diagonal blocks, which block Jacobi applies by that
+ * table's BSR product; K's own product is a warp per block row
+ * (product_kernel says why). The tables' indices are 32-bit on the device (the
  * entries of the shape tables, about 270 per node, stay far below 2^32 on
  * any model a GPU holds); create refuses a model past that. */
 #include <stdint.h>
@@ -185,6 +186,31 @@ static __global__ void assemble_kernel(efg_view v, const double *__restrict__ sc
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < 9; r++) val[9 * b + r] = k[r];
+  }
+}
+
+/* y = K x, a warp per block row: the lanes take the row's blocks in turn
+ * (a run of 72-byte blocks read together) and the warp sums the row's three
+ * values by shuffles. K's rows are long (about 90 to 270 blocks) and few (a
+ * node each): the sparse table's product, a thread per scalar row, would
+ * leave a GPU a few warps per multiprocessor on the paper's 16,605 nodes,
+ * each walking its row alone. */
+static __global__ void product_kernel(efg_view v, const double *__restrict__ kval,
+                                      const double *__restrict__ x, double *__restrict__ y) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(i, v.n_nodes) {
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (size_t k = v.row_start[i] + lane; k < v.row_start[i + 1]; k += 32) {
+      const double *a = kval + 9 * k, *xc = x + 3 * (size_t)v.col[k];
+      const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
+      s0 += __ldg(a) * x0 + __ldg(a + 1) * x1 + __ldg(a + 2) * x2;
+      s1 += __ldg(a + 3) * x0 + __ldg(a + 4) * x1 + __ldg(a + 5) * x2;
+      s2 += __ldg(a + 6) * x0 + __ldg(a + 7) * x1 + __ldg(a + 8) * x2;
+    }
+    s0 = vox_cuda_warp_sum(s0);
+    s1 = vox_cuda_warp_sum(s1);
+    s2 = vox_cuda_warp_sum(s2);
+    if (lane == 0) y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
   }
 }
 
@@ -437,7 +463,10 @@ static vox_status efg_block_jacobi(vox_backend *be, vox_efg_device *d) {
 static vox_status efg_apply(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y) {
   TRY(check_vec(be, x, 3 * d->n_nodes, "x of K x"));
   TRY(check_vec(be, y, 3 * d->n_nodes, "y of K x"));
-  return vox_cuda_matrix_apply(be, d->k, x, y, 0);
+  product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS>>>(view_of(d), values_of(d, d->k),
+                                                                x->data, y->data);
+  CUDA_LAUNCHED(be, "the EFG stiffness product");
+  return VOX_OK;
 }
 
 static vox_status efg_precondition(vox_backend *be, vox_efg_device *d, const vox_vec *r,
