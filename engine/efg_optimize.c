@@ -162,7 +162,8 @@ vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out
     const double *block = NULL;
     for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++)
       if (k->col[b] == (int32_t)i) block = k->val + 9 * b;
-    if (!block || !vox_efg_spd3_inverse(block, out->val + 9 * (size_t)i)) failed = i > failed ? i : failed;
+    if (!block || !vox_efg_spd3_inverse(block, out->val + 9 * (size_t)i))
+      failed = i > failed ? i : failed;
   }
   out->row_start[n] = n;
   if (failed >= 0) {
@@ -352,7 +353,7 @@ static vox_status device_init(efg_run *r) {
 /* K at the design r->rho and penalty p on the backend (the Gauss points'
  * densities, their factors, the node-pair assembly), with the Gauss
  * points' densities also in r->rho_gauss (the design's numbers read them
- * on the host), and block Jacobi set up. */
+ * on the host). */
 static vox_status device_assemble(efg_run *r, double p) {
   vox_backend *be = r->be;
   TRY(be->ops->vec->upload(be, &r->d_rho, r->rho));
@@ -796,8 +797,8 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
 
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result) {
-  return vox_efg_optimize_on(ctx, be, vox_backend_device(be) != VOX_DEVICE_CPU ? be->ops->efg : NULL,
-                             model, options, result);
+  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU ? be->ops->efg : NULL;
+  return vox_efg_optimize_on(ctx, be, ops, model, options, result);
 }
 
 vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_ops *ops,
