@@ -253,7 +253,9 @@ static __global__ void strain_energy_kernel(efg_view v, const double *__restrict
     if (lane == 0) {
       const double tr = du[0] + du[4] + du[8];
       double ee = 0; /* eps : eps */
+#pragma unroll
       for (int a = 0; a < 3; a++)
+#pragma unroll
         for (int k = 0; k < 3; k++) {
           const double eps = 0.5 * (du[3 * a + k] + du[3 * k + a]);
           ee += eps * eps;
