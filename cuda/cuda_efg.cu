@@ -315,9 +315,10 @@ static vox_status upload_u32(vox_backend *be, vox_efg_device *d, uint32_t **dst,
   uint32_t *h = (uint32_t *)malloc((n ? n : 1) * sizeof *h);
   if (!h) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory staging %s", what);
   for (size_t i = 0; i < n; i++) {
-    /* UINT32_MAX itself is kept free: the assembly's bisection asks for
-     * one past the largest point index */
-    if (src[i] >= UINT32_MAX) {
+    /* the top of the range is kept free: the assembly's bisection asks
+     * for one past the largest point index, and the lanes' loops step 32
+     * past the last entry */
+    if (src[i] > UINT32_MAX - 64) {
       free(h);
       return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
                        "element-free Galerkin on CUDA: %s hold an index of %zu, past the 32 "
