@@ -211,7 +211,8 @@ static const cli_option options[] = {
              "method of Lu, Gong, Zhang, Xie and Yin 2021, the grid nodes as field nodes with "
              "moving least-squares shape functions and a density per node (smooth without a "
              "filter: --filter and --emin-ratio are not used; --density-min auto is 1e-3), "
-             "on the CPU (--device auto picks it), for the compliance of elasticity models",
+             "on the CPU or the GPU (--device; with --efg-preconditioner sa the CPU only), for "
+             "the compliance of elasticity models",
      .parse = parse_discretization, .format = format_discretization},
     NUMBER("efg-support", CLI_REAL, "D", opt.efg_support_scale, AT_LEAST(1),
            "efg: the support radius of the shape functions in nearest-node distances (the "
@@ -224,7 +225,8 @@ static const cli_option options[] = {
      .offset = AT(opt.efg_preconditioner), .flags = CLI_RECORD,
      .help = "efg: the CG preconditioner, jacobi (the inverted 3x3 diagonal blocks of K) or "
              "sa (a smoothed-aggregation multigrid V-cycle built from K each design "
-             "iteration; far fewer CG iterations once void regions form)",
+             "iteration; far fewer CG iterations once void regions form; the CPU only: "
+             "--device auto then picks it)",
      .parse = parse_efg_preconditioner, .format = format_efg_preconditioner},
     NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
            "efg, sa: the Chebyshev degree of each level's smoothing before and after its "
@@ -518,6 +520,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
   if (s->opt.update == VOX_UPDATE_MMA) s->backend.device = VOX_DEVICE_CPU;
+  /* so is the element-free Galerkin loop's smoothed-aggregation
+   * preconditioner (its block Jacobi runs on either device) */
+  const int efg_sa = s->opt.discretization == VOX_DISCRETIZATION_EFG &&
+                     s->opt.efg_preconditioner == VOX_EFG_PC_SA;
+  if (efg_sa && s->backend.device == VOX_DEVICE_CUDA) {
+    cli_error("--efg-preconditioner sa runs on the CPU only: use --device cpu, or "
+              "--efg-preconditioner jacobi on the GPU");
+    status = CLI_EXIT_USAGE;
+    goto done;
+  }
+  if (efg_sa) s->backend.device = VOX_DEVICE_CPU;
   /* --cg-tol not given: the engine's (a cell's C^H is second order in its
    * fields' error, so its solves stop earlier: VOX_CELL_RTOL) */
   s->opt.solver.rtol = vox_optimizer_rtol(&s->opt);
@@ -539,9 +552,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->initial.kind = VOX_INITIAL_TRIGONOMETRIC;
   s->opt.initial = s->initial.kind == CLI_INITIAL_AUTO ? NULL : &s->initial;
   vox_context_set_threads(ctx, s->threads);
-  /* the element-free Galerkin loop runs on the host: auto means the CPU */
-  if (s->opt.discretization == VOX_DISCRETIZATION_EFG && s->backend.device == VOX_DEVICE_AUTO)
-    s->backend.device = VOX_DEVICE_CPU;
 
   vox_status vs;
 #ifdef VOXFE_HAVE_MPI

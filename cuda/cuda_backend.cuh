@@ -363,6 +363,11 @@ vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
                                   vox_sparse_matrix **out);
 void vox_cuda_matrix_destroy(vox_backend *be, vox_sparse_matrix *m);
 size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m);
+/* The device arrays of a matrix, for kernels that write its values in
+ * place (the EFG stiffness assembled on the device, cuda_efg.cu); val is
+ * NULL for a matrix stored in float. */
+void vox_cuda_matrix_arrays(vox_sparse_matrix *m, const size_t **row_start, const int32_t **col,
+                            double **val);
 vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
                                  vox_vec *y, int add);
 vox_status vox_cuda_matrix_smoother_step(vox_backend *be, const vox_sparse_matrix *w,

@@ -166,6 +166,13 @@ vox_status vox_cuda_matrix_create(vox_backend *be, const vox_bsr *h, int single,
 
 size_t vox_cuda_matrix_bytes(const vox_sparse_matrix *m) { return m->bytes; }
 
+void vox_cuda_matrix_arrays(vox_sparse_matrix *m, const size_t **row_start, const int32_t **col,
+                            double **val) {
+  *row_start = m->row_start;
+  *col = m->col;
+  *val = m->single ? NULL : (double *)m->val;
+}
+
 vox_status vox_cuda_matrix_apply(vox_backend *be, const vox_sparse_matrix *m, const vox_vec *x,
                                  vox_vec *y, int add) {
   const size_t rows = m->n_rows * (size_t)m->br;

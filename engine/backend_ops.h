@@ -48,6 +48,7 @@ typedef struct vox_operator vox_operator; /* defined by each backend */
 typedef struct vox_filter vox_filter;     /* defined by each backend */
 typedef struct vox_stencil vox_stencil;   /* defined by each backend */
 typedef struct vox_cell_ops vox_cell_ops; /* cell_ops.h */
+typedef struct vox_efg_ops vox_efg_ops;   /* efg_ops.h */
 
 /* Multigrid grids are nested: the coarse grid of a grid of n elements along
  * an axis has ceil(n/2) elements of twice the size, and coarse node I sits on
@@ -392,6 +393,9 @@ typedef struct vox_backend_ops {
   /* The periodic cell solver's operations, cell_ops.h; NULL where the
    * backend has none. */
   const vox_cell_ops *cell;
+  /* The element-free Galerkin loop's stages, efg_ops.h; NULL where the
+   * backend has none. */
+  const vox_efg_ops *efg;
 } vox_backend_ops;
 
 struct vox_backend {

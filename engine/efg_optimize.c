@@ -11,6 +11,7 @@
 
 #include "efg_assembly.h"
 #include "efg_multigrid.h"
+#include "efg_ops.h"
 #include "efg_sensitivity.h"
 #include "ksp.h"
 #include "name_table.h"
@@ -140,27 +141,6 @@ vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, do
   return s;
 }
 
-/* The inverse of the symmetric 3x3 block a (row-major) into inv; 0 when a
- * is not positive definite (a leading minor <= 0). */
-static int spd3_inverse(const double *a, double *inv) {
-  const double m1 = a[0], m2 = a[0] * a[4] - a[1] * a[3];
-  const double c00 = a[4] * a[8] - a[5] * a[7], c01 = a[5] * a[6] - a[3] * a[8],
-               c02 = a[3] * a[7] - a[4] * a[6];
-  const double det = a[0] * c00 + a[1] * c01 + a[2] * c02;
-  if (!(m1 > 0 && m2 > 0 && det > 0)) return 0;
-  const double d = 1 / det;
-  inv[0] = c00 * d;
-  inv[1] = (a[2] * a[7] - a[1] * a[8]) * d;
-  inv[2] = (a[1] * a[5] - a[2] * a[4]) * d;
-  inv[3] = c01 * d;
-  inv[4] = (a[0] * a[8] - a[2] * a[6]) * d;
-  inv[5] = (a[2] * a[3] - a[0] * a[5]) * d;
-  inv[6] = c02 * d;
-  inv[7] = (a[1] * a[6] - a[0] * a[7]) * d;
-  inv[8] = (a[0] * a[4] - a[1] * a[3]) * d;
-  return 1;
-}
-
 vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out) {
   const size_t n = k->n_rows;
   memset(out, 0, sizeof *out);
@@ -182,7 +162,8 @@ vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out
     const double *block = NULL;
     for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++)
       if (k->col[b] == (int32_t)i) block = k->val + 9 * b;
-    if (!block || !spd3_inverse(block, out->val + 9 * (size_t)i)) failed = i > failed ? i : failed;
+    if (!block || !vox_efg_spd3_inverse(block, out->val + 9 * (size_t)i))
+      failed = i > failed ? i : failed;
   }
   out->row_start[n] = n;
   if (failed >= 0) {
@@ -213,8 +194,13 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                                   const vox_optimizer_options *o) {
 #define REFUSE(cond, ...)                                                        \
   if (cond) return vox_error(ctx, VOX_ERR_UNSUPPORTED, __VA_ARGS__)
-  REFUSE(vox_backend_device(be) != VOX_DEVICE_CPU,
-         "discretization efg runs on the CPU backend only, not on %s", vox_backend_name(be));
+  const int on_device = vox_backend_device(be) != VOX_DEVICE_CPU;
+  REFUSE(on_device && !be->ops->efg,
+         "discretization efg runs on the CPU and CUDA backends, not on %s", vox_backend_name(be));
+  REFUSE(on_device && o->efg_preconditioner == VOX_EFG_PC_SA,
+         "discretization efg's smoothed-aggregation preconditioner (efg-preconditioner sa) runs "
+         "on the CPU only, not on %s: use device cpu, or efg-preconditioner jacobi",
+         vox_backend_name(be));
   REFUSE(o->cell_objective != VOX_CELL_NONE,
          "discretization efg minimises the model's compliance, not the %s objective of a "
          "periodic cell",
@@ -295,9 +281,33 @@ typedef struct efg_run {
   double *f, *u;      /* n_cases * nd */
   double *voxel;      /* ne: the voxel density */
   uint8_t *is_design; /* nn */
+  /* The stages on the backend's vectors (efg_ops.h), or with dev NULL on
+   * the host arrays above. On the backend: the nodal densities going in,
+   * the sensitivities coming out, each design iteration; the loads and
+   * the solutions stay there (the solutions come back at the end). */
+  vox_backend *be;
+  const vox_efg_ops *dev;
+  vox_efg_device *device;
+  vox_vec d_rho, d_dc;                    /* nn */
+  vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
+  vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
+  vox_vec *d_f, *d_u;                     /* n_cases of nd */
 } efg_run;
 
 static void run_free(efg_run *r) {
+  if (r->dev) {
+    vox_vec *v[] = {&r->d_rho, &r->d_dc, &r->d_rho_gauss, &r->d_scale, &r->d_energy,
+                    &r->d_r,   &r->d_z,  &r->d_p,         &r->d_q};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+      if (v[i]->raw) r->be->ops->vec->destroy(r->be, v[i]);
+    for (int c = 0; c < r->n_cases; c++) {
+      if (r->d_f && r->d_f[c].raw) r->be->ops->vec->destroy(r->be, &r->d_f[c]);
+      if (r->d_u && r->d_u[c].raw) r->be->ops->vec->destroy(r->be, &r->d_u[c]);
+    }
+    if (r->device) r->dev->destroy(r->be, r->device);
+  }
+  free(r->d_f);
+  free(r->d_u);
   vox_efg_model_free(&r->efg);
   vox_bsr_free(&r->k);
   vox_bsr_free(&r->inverse);
@@ -307,6 +317,145 @@ static void run_free(efg_run *r) {
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
 }
+
+/* ---- the stages on the backend (efg_ops.h) ------------------------------------ */
+
+/* The backend's copies of the model's tables and K's pattern, the stages'
+ * vectors, the loads and the solutions' start (zero, as on the host). K's
+ * values live on the backend only: the host pattern's are freed. */
+static vox_status device_init(efg_run *r) {
+  vox_backend *be = r->be;
+  const vox_vector_ops *v = be->ops->vec;
+  const size_t nc = (size_t)r->n_cases;
+  TRY(r->dev->create(be, &r->efg, &r->k, &r->device));
+  free(r->k.val);
+  r->k.val = NULL;
+  struct {
+    vox_vec *v;
+    size_t n;
+  } const want[] = {{&r->d_rho, r->nn},       {&r->d_dc, r->nn},    {&r->d_rho_gauss, r->ng},
+                    {&r->d_scale, r->ng},     {&r->d_energy, r->ng}, {&r->d_r, r->nd},
+                    {&r->d_z, r->nd},         {&r->d_p, r->nd},      {&r->d_q, r->nd}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    TRY(v->create(be, want[i].n, VOX_DOUBLE, want[i].v));
+  r->d_f = calloc(nc, sizeof *r->d_f);
+  r->d_u = calloc(nc, sizeof *r->d_u);
+  if (!r->d_f || !r->d_u)
+    return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory");
+  for (size_t c = 0; c < nc; c++) {
+    TRY(v->create(be, r->nd, VOX_DOUBLE, &r->d_f[c]));
+    TRY(v->create(be, r->nd, VOX_DOUBLE, &r->d_u[c]));
+    TRY(v->upload(be, &r->d_f[c], r->f + c * r->nd));
+  }
+  return VOX_OK;
+}
+
+/* K at the design r->rho and penalty p on the backend (the Gauss points'
+ * densities, their factors, the node-pair assembly), with the Gauss
+ * points' densities also in r->rho_gauss (the design's numbers read them
+ * on the host). */
+static vox_status device_assemble(efg_run *r, double p) {
+  vox_backend *be = r->be;
+  TRY(be->ops->vec->upload(be, &r->d_rho, r->rho));
+  TRY(r->dev->gauss_density(be, r->device, &r->d_rho, &r->d_rho_gauss));
+  TRY(r->dev->gauss_scale(be, r->device, &r->d_rho_gauss, p, &r->d_scale));
+  TRY(r->dev->assemble(be, r->device, &r->d_scale));
+  return be->ops->vec->download(be, &r->d_rho_gauss, r->rho_gauss);
+}
+
+/* CG's hooks (ksp.h) on the backend's vectors. */
+typedef struct device_cg {
+  efg_run *r;
+  vox_vec *x;
+} device_cg;
+
+static vox_status dcg_product(void *self, double *pq) {
+  device_cg *c = self;
+  efg_run *r = c->r;
+  TRY(r->dev->apply(r->be, r->device, &r->d_p, &r->d_q));
+  return pq ? r->be->ops->vec->dot(r->be, &r->d_p, &r->d_q, pq) : VOX_OK;
+}
+
+static vox_status dcg_precondition(void *self) {
+  efg_run *r = ((device_cg *)self)->r;
+  return r->dev->precondition(r->be, r->device, &r->d_r, &r->d_z);
+}
+
+static vox_status dcg_update(void *self, double alpha, double *rr) {
+  device_cg *c = self;
+  efg_run *r = c->r;
+  return r->be->ops->vec->cg_update(r->be, c->x, &r->d_r, alpha, &r->d_p, &r->d_q, rr);
+}
+
+static vox_status dcg_direction(void *self, double rz_old, double *rz) {
+  efg_run *r = ((device_cg *)self)->r;
+  const vox_vector_ops *v = r->be->ops->vec;
+  TRY(v->dot(r->be, &r->d_r, &r->d_z, rz));
+  if (rz_old == 0) return v->copy(r->be, &r->d_p, &r->d_z); /* the first direction */
+  return v->xpay(r->be, &r->d_p, *rz / rz_old, &r->d_z);  /* p = z + beta p */
+}
+
+/* CG's scalars kept on the device where the backend has them (its
+ * cg_begin, cg_step, cg_direction; ksp.h): one wait for the host an
+ * iteration instead of three, the same iterates. */
+static vox_status dcg_kept_direction(void *self, double rz_old, double *rz) {
+  efg_run *r = ((device_cg *)self)->r;
+  const vox_vector_ops *v = r->be->ops->vec;
+  if (rz_old == 0) return v->cg_begin(r->be, &r->d_r, &r->d_z, &r->d_p, rz);
+  *rz = rz_old; /* the device's: the next step returns it */
+  return v->cg_direction(r->be, &r->d_r, &r->d_z, &r->d_p);
+}
+
+static vox_status dcg_kept_step(void *self, double *pq, double *rz, double *rr) {
+  device_cg *c = self;
+  efg_run *r = c->r;
+  return r->be->ops->vec->cg_step(r->be, c->x, &r->d_r, &r->d_p, &r->d_q, pq, rz, rr);
+}
+
+static const vox_ksp_ops device_cg_ops = {.product = dcg_product,
+                                          .precondition = dcg_precondition,
+                                          .update = dcg_update,
+                                          .direction = dcg_direction};
+static const vox_ksp_ops device_kept_ops = {.product = dcg_product,
+                                            .precondition = dcg_precondition,
+                                            .direction = dcg_kept_direction,
+                                            .kept_step = dcg_kept_step};
+
+/* K u = f of load case lc by the one CG loop with block Jacobi, from the
+ * case's last solution, as vox_efg_cg_pc on the host. */
+static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
+  vox_backend *be = r->be;
+  const vox_vector_ops *v = be->ops->vec;
+  const vox_vec *f = &r->d_f[lc];
+  vox_vec *u = &r->d_u[lc];
+  memset(result, 0, sizeof *result);
+  double ff, rr;
+  TRY(v->dot(be, f, f, &ff));
+  result->rhs_norm = sqrt(ff);
+  if (result->rhs_norm == 0) { /* u = 0 is exact */
+    result->reason = VOX_CONVERGED_ZERO_RHS;
+    return v->set(be, u, 0);
+  }
+  TRY(r->dev->apply(be, r->device, u, &r->d_r)); /* r = f - K u */
+  TRY(v->axpby(be, &r->d_r, 1, f, -1));
+  TRY(v->dot(be, &r->d_r, &r->d_r, &rr));
+  device_cg c = {.r = r, .x = u};
+  const int kept = v->cg_begin && v->cg_step && v->cg_direction;
+  return vox_ksp_cg(kept ? &device_kept_ops : &device_cg_ops, &c, rr, result->rhs_norm,
+                    &r->opt->solver, result);
+}
+
+/* dc_case = the sensitivities of load case lc's compliance, in the two
+ * stages of the backend (energy densities, then the node-wise sums). */
+static vox_status device_sensitivity(efg_run *r, int lc, double p) {
+  vox_backend *be = r->be;
+  TRY(r->dev->strain_energy(be, r->device, &r->d_u[lc], &r->d_energy));
+  TRY(r->dev->compliance_sensitivity(be, r->device, &r->d_rho_gauss, &r->d_energy, p,
+                                     &r->d_dc));
+  return be->ops->vec->download(be, &r->d_dc, r->dc_case);
+}
+
+/* ---- the loop's state ------------------------------------------------------------ */
 
 static vox_status run_init(efg_run *r) {
   vox_context *ctx = r->ctx;
@@ -353,6 +502,7 @@ static vox_status run_init(efg_run *r) {
   }
   for (int c = 0; c < r->n_cases; c++)
     TRY(vox_efg_load_vector(ctx, &r->efg, m, c, r->f + (size_t)c * r->nd));
+  if (r->dev) TRY(device_init(r));
   size_t n_design = 0;
   for (size_t i = 0; i < r->nn; i++) {
     r->is_design[i] = r->efg.node_role[i] == VOX_ROLE_DESIGN;
@@ -380,11 +530,17 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
                            vox_solve_result *failed) {
   double t = now();
   r->efg.options.simp_penalty = p;
-  vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
-  vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
-  TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
+  if (r->dev) {
+    TRY(device_assemble(r, p));
+  } else {
+    vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
+    vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
+    TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
+  }
   r->seconds_assembly += now() - t, t = now();
-  if (r->opt->efg_preconditioner == VOX_EFG_PC_SA) {
+  if (r->dev) {
+    TRY(r->dev->block_jacobi(r->be, r->device));
+  } else if (r->opt->efg_preconditioner == VOX_EFG_PC_SA) {
     TRY(vox_pc_setup(&r->pc));
   } else {
     vox_bsr_free(&r->inverse);
@@ -401,18 +557,31 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     double *u = r->u + (size_t)lc * r->nd;
     const double *f = r->f + (size_t)lc * r->nd;
     vox_solve_result res;
-    vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
-    if (s == VOX_ERR_NO_MEMORY)
-      return vox_error(r->ctx, s, "element-free Galerkin: out of memory (solve)");
-    TRY(s);
+    if (r->dev) {
+      TRY(device_solve(r, lc, &res));
+    } else {
+      vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
+      if (s == VOX_ERR_NO_MEMORY)
+        return vox_error(r->ctx, s, "element-free Galerkin: out of memory (solve)");
+      TRY(s);
+    }
     *cg_iterations += res.iterations;
     *failed = res;
     r->seconds_solve += now() - t, t = now();
     if (res.reason < 0) return VOX_OK;
-    *c += w * vox_dot_fixed(f, u, r->nd);
+    double fu;
+    if (r->dev)
+      TRY(r->be->ops->vec->dot(r->be, &r->d_f[lc], &r->d_u[lc], &fu));
+    else
+      fu = vox_dot_fixed(f, u, r->nd);
+    *c += w * fu;
     if (!sensitivity || w == 0) continue;
-    vox_efg_strain_energy(&r->efg, u, r->energy);
-    vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
+    if (r->dev) {
+      TRY(device_sensitivity(r, lc, p));
+    } else {
+      vox_efg_strain_energy(&r->efg, u, r->energy);
+      vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
+    }
     for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
     r->seconds_sensitivity += now() - t, t = now();
   }
@@ -471,9 +640,11 @@ static void oc_update(efg_run *r, double q) {
 }
 
 /* The design's volume fraction and M_nd (eq. 13 of seed 000, percent) over
- * the design voxels, from the voxel density of rho (left in r->voxel). */
-static void design_numbers(efg_run *r, double *fraction, double *m_nd) {
-  vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
+ * the design voxels, from the voxel density of rho (left in r->voxel);
+ * `evaluated`: r->rho_gauss holds rho's Gauss point densities already (rho
+ * is the design evaluate last assembled). */
+static void design_numbers(efg_run *r, int evaluated, double *fraction, double *m_nd) {
+  if (!evaluated) vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
   vox_efg_voxel_density(&r->efg, r->rho_gauss, r->voxel);
   *fraction = vox_efg_volume(&r->efg, r->rho_gauss) / r->v0;
   double s = 0;
@@ -561,7 +732,7 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     }
     const double t1 = now();
     /* the numbers of the design this iteration evaluated */
-    design_numbers(r, &row.volume_fraction, &row.non_discreteness);
+    design_numbers(r, 1, &row.volume_fraction, &row.non_discreteness);
     /* 3. OC update of the nodal densities */
     oc_update(r, q);
     double change = 0;
@@ -582,7 +753,7 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     TRY(append_history(ctx, model, &row));
     if (opt->snapshot_every > 0 && row.iteration % opt->snapshot_every == 0) {
       double fraction, m_nd; /* the voxel density of the updated design */
-      design_numbers(r, &fraction, &m_nd);
+      design_numbers(r, 0, &fraction, &m_nd);
       for (size_t e = 0; e < r->ne; e++) r->voxel[e] = fmin(1, fmax(0, r->voxel[e]));
       TRY(vox_model_add_snapshot(ctx, model, row.iteration, r->voxel));
     }
@@ -635,7 +806,9 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     }
   }
   result->objective = compliance;
-  design_numbers(r, &result->volume_fraction, &result->non_discreteness);
+  design_numbers(r, 1, &result->volume_fraction, &result->non_discreteness);
+  for (int c = 0; r->dev && c < r->n_cases; c++) /* the solutions back from the backend */
+    TRY(r->be->ops->vec->download(r->be, &r->d_u[c], r->u + (size_t)c * r->nd));
   TRY(store_results(r));
   model->target_volume_fraction = opt->volume_fraction;
   model->optimization_end =
@@ -647,13 +820,22 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
 
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result) {
-  (void)be;
+  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU ? be->ops->efg : NULL;
+  return vox_efg_optimize_on(ctx, be, ops, model, options, result);
+}
+
+vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_ops *ops,
+                               vox_model *model, const vox_optimizer_options *options,
+                               vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
   /* the program's --threads for the host loops here (the CPU backend's own
    * kernels take it from the context likewise) */
   const int threads = vox_context_threads(ctx), saved = omp_get_max_threads();
   if (threads > 0) omp_set_num_threads(threads);
-  efg_run r = {.ctx = ctx, .model = model, .opt = options};
+  if (ops && options->efg_preconditioner != VOX_EFG_PC_JACOBI)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "discretization efg on the backend's vectors takes block Jacobi only");
+  efg_run r = {.ctx = ctx, .model = model, .opt = options, .be = be, .dev = ops};
   vox_status s = optimize(&r, result);
   run_free(&r);
   if (threads > 0) omp_set_num_threads(saved);

@@ -12,8 +12,16 @@
  * (efg_sensitivity.h); the optimality-criteria update of eq. 21-22 with the
  * volume multiplier found by bisection. The continuation of the SIMP
  * penalty, the move limit, the damping and the stopping rule are the FE
- * path's (vox_optimizer_options). Everything is on host arrays with OpenMP:
- * the assembled matrix is not a backend operator. */
+ * path's (vox_optimizer_options).
+ *
+ * On the CPU everything is on host arrays with OpenMP. On a device backend
+ * (vox_backend_ops.efg, efg_ops.h: the CUDA one) the Gauss points'
+ * densities, the node-pair assembly, block Jacobi, the solves and the
+ * node-wise sensitivities run on the backend's vectors, with the same CG
+ * loop; the nodal densities go there and the sensitivities come back each
+ * design iteration (3 doubles a node), and the OC update and the design's
+ * numbers stay on the host, as on the CPU. The smoothed-aggregation
+ * preconditioner is host-only and refused there. */
 #ifndef VOXFE_EFG_OPTIMIZE_H
 #define VOXFE_EFG_OPTIMIZE_H
 
@@ -48,7 +56,8 @@ void vox_efg_stiffness_apply(const void *k, const double *x, double *y);
 vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out);
 
 /* The refusals of what the EFG loop does not support, one message each:
- * a CUDA backend, heat conduction, a mechanism's output displacement, a
+ * a backend without EFG operations, the smoothed-aggregation
+ * preconditioner off the CPU, heat conduction, a mechanism's output displacement, a
  * periodic cell objective or grid, symmetry, an initial design, checkpoints
  * and resuming, a density lower bound of 0. */
 vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_model *model,
@@ -64,6 +73,14 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
  * volume fraction on the design nodes. */
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result);
+
+/* vox_efg_optimize with the stages on the backend's table `ops` (efg_ops.h,
+ * block Jacobi only), or on host arrays when ops is NULL: vox_efg_optimize
+ * takes the backend's table off the CPU and the host arrays on it; a test
+ * runs the backend path on the CPU backend's table too. */
+vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_ops *ops,
+                               vox_model *model, const vox_optimizer_options *options,
+                               vox_optimize_result *result);
 
 #ifdef __cplusplus
 }

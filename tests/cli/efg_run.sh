@@ -3,8 +3,9 @@
 # voxelized, optimized with --discretization efg for a few iterations (the
 # option in --help and in the history line, the voxel density in [0, 1] that
 # meets the volume fraction, the nodal densities on the node grid), exported
-# to .vti, .vtu and .stl; and the combinations EFG does not support refused
-# with one line, exit status 2 and no file.
+# to .vti, .vtu and .stl; --device auto with the smoothed-aggregation
+# preconditioner on the CPU; and the combinations EFG does not support
+# refused with one line, exit status 2 and no file.
 . "$(dirname "$0")/lib.sh"
 
 "$OPTIMIZE" --help | grep -q -- "--discretization=KIND" || fail "optimize --help lacks --discretization"
@@ -22,7 +23,8 @@ ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
 grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=jacobi --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
   fail "design.nc: history lacks the EFG support, penalty and preconditioner"
-grep -q -- "--device=cpu" "$LOG/header" || fail "design.nc: --device auto did not become cpu"
+# auto: the GPU where this build and the machine have one, else the CPU
+grep -qE -- "--device=(cpu|cuda)" "$LOG/header" || fail "design.nc: --device auto did not become a device"
 grep -qE "double nodal_density\(node_z, node_y, node_x\)" "$LOG/header" ||
   fail "design.nc: no nodal_density(node_z, node_y, node_x)"
 /usr/bin/python3 - design.nc >"$LOG/py" 2>&1 <<'PY' || fail "design.nc values: $(cat "$LOG/py")"
@@ -46,6 +48,11 @@ PY
 ncdump -h design2.nc | grep -qE "iteration = (5|UNLIMITED ; // \(5 currently\))" ||
   fail "design2.nc: the history does not go on from design.nc's 4 rows"
 
+# the smoothed-aggregation preconditioner is the CPU's: auto picks it
+"$OPTIMIZE" model.nc -o design_sa.nc --discretization efg --efg-preconditioner sa --max-iterations 1 \
+  --volume-fraction 0.4 --threads 2 -q 2>"$LOG/err" || fail "optimize efg sa: $(tail -n 3 "$LOG/err")"
+ncdump -h design_sa.nc | grep -q -- "--device=cpu" || fail "design_sa.nc: --device auto with sa did not become cpu"
+
 for out in design.vti design.vtu design.stl; do
   "$EXPORT" design.nc -o $out >"$LOG/out" 2>&1 || fail "export $out: $(tail -n 3 "$LOG/out")"
   [ -s $out ] || fail "export: $out is empty"
@@ -62,6 +69,8 @@ expect_usage_error "efg with a symmetry" "discretization efg does not take a sym
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --symmetry reflect3 --threads 2
 expect_usage_error "efg with MMA" "discretization efg updates the nodal densities by optimality criteria" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --optimizer mma --threads 2
+expect_usage_error "efg's smoothed aggregation on the GPU" "--efg-preconditioner sa runs on the CPU only" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-preconditioner sa --device cuda --threads 2
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization fem
 finish

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The element-free Galerkin loop's stages on the GPU (efg_ops.h; Lu, Gong,
+ * Zhang, Xie and Yin 2021, section 5), none with atomics in its sums:
+ *
+ * - The stiffness K node pair by node pair (section 5.1): a warp per block
+ *   K_ij of the pattern. Node i's Gauss points are one sorted list and node
+ *   j's another (the model's per-node transposes, efg_model.h); the lanes
+ *   take i's points that fall in the range of j's, find each in j's list by
+ *   bisection (the entry of j there), add the point's share, and the warp
+ *   sums the nine values by shuffles: each block is the reduction over the
+ *   Gauss points its two nodes share, written once, by one lane. The
+ *   penalty points of the supports likewise.
+ * - The density at the Gauss points (eq. 16): a warp per point, the lanes
+ *   over its nodes.
+ * - The sensitivities in two stages (section 5.3): the energy density Q of
+ *   a warp per Gauss point (the lanes over its nodes, the displacement
+ *   gradient summed by shuffles), then a warp per node summing over its
+ *   Gauss points.
+ *
+ * K lives as a matrix of the sparse table (cuda_sparse_matrix.cu: the
+ * pattern uploaded once, the values written here in place), and so do the
+ * inverses of its diagonal blocks, which block Jacobi applies by that
+ * table's BSR product; K's own product is a warp per block row
+ * (product_kernel says why). The tables' indices are 32-bit on the device (the
+ * entries of the shape tables, about 270 per node, stay far below 2^32 on
+ * any model a GPU holds); create refuses a model past that. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_backend.cuh"
+#include "efg_ops.h"
+
+struct vox_efg_device {
+  size_t n_nodes, n_points, n_blocks;
+  double lambda, mu;
+  /* the Gauss points: per point its entries [g_start[g], g_start[g+1]) with
+   * the node, phi and the gradient (3 values), its weight and modulus; per
+   * node its points [ng_start[i], ng_start[i+1]), ascending, with the
+   * entry of the node there */
+  uint32_t *g_start, *ng_start, *ng_entry, *ng_point;
+  int32_t *g_node;
+  double *g_phi, *g_dphi, *g_weight, *g_modulus;
+  /* the penalty points, the same way (phi only), and their springs (3 a
+   * point) */
+  uint32_t *s_start, *ns_start, *ns_entry, *ns_point;
+  int32_t *s_node;
+  double *s_phi, *s_stiffness;
+  int32_t *block_row; /* per block of K: its block row */
+  vox_sparse_matrix *k, *inverse;
+  unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite */
+  size_t bytes;
+};
+
+/* What the kernels read, by value. */
+struct efg_view {
+  size_t n_nodes, n_points, n_blocks;
+  double lambda, mu;
+  const uint32_t *g_start, *ng_start, *ng_entry, *ng_point;
+  const int32_t *g_node;
+  const double *g_phi, *g_dphi, *g_weight, *g_modulus;
+  const uint32_t *s_start, *ns_start, *ns_entry, *ns_point;
+  const int32_t *s_node;
+  const double *s_phi, *s_stiffness;
+  const int32_t *block_row, *col;
+  const size_t *row_start;
+};
+
+static efg_view view_of(const vox_efg_device *d) {
+  efg_view v;
+  v.n_nodes = d->n_nodes, v.n_points = d->n_points, v.n_blocks = d->n_blocks;
+  v.lambda = d->lambda, v.mu = d->mu;
+  v.g_start = d->g_start, v.ng_start = d->ng_start, v.ng_entry = d->ng_entry;
+  v.ng_point = d->ng_point, v.g_node = d->g_node, v.g_phi = d->g_phi, v.g_dphi = d->g_dphi;
+  v.g_weight = d->g_weight, v.g_modulus = d->g_modulus;
+  v.s_start = d->s_start, v.ns_start = d->ns_start, v.ns_entry = d->ns_entry;
+  v.ns_point = d->ns_point, v.s_node = d->s_node, v.s_phi = d->s_phi;
+  v.s_stiffness = d->s_stiffness, v.block_row = d->block_row;
+  double *val;
+  vox_cuda_matrix_arrays(d->k, &v.row_start, &v.col, &val);
+  return v;
+}
+
+static double *values_of(const vox_efg_device *d, vox_sparse_matrix *m) {
+  (void)d;
+  const size_t *row_start;
+  const int32_t *col;
+  double *val;
+  vox_cuda_matrix_arrays(m, &row_start, &col, &val);
+  return val;
+}
+
+/* A warp per item: warp w of the grid takes items w, w + warps, ...; every
+ * lane of a warp takes the same items, so the shuffles see the whole warp. */
+#define WARP_STRIDE(w, n)                                                                   \
+  for (size_t w = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32; w < (n);           \
+       w += (size_t)gridDim.x * blockDim.x / 32)
+static inline unsigned warp_grid(size_t n) { return vox_cuda_grid(32 * (n ? n : 1)); }
+
+/* The first k in [lo, hi) with list[k] >= g (hi when none). */
+static __device__ __forceinline__ uint32_t first_at_least(const uint32_t *__restrict__ list,
+                                                       uint32_t lo, uint32_t hi, uint32_t g) {
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (__ldg(list + mid) < g)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* ---- the stages ------------------------------------------------------------ */
+
+static __global__ void gauss_density_kernel(efg_view v, const double *__restrict__ rho,
+                                            double *__restrict__ out) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(g, v.n_points) {
+    double s = 0;
+    for (uint32_t e = v.g_start[g] + lane; e < v.g_start[g + 1]; e += 32)
+      s += v.g_phi[e] * rho[v.g_node[e]];
+    s = vox_cuda_warp_sum(s);
+    if (lane == 0) out[g] = s;
+  }
+}
+
+static __global__ void gauss_scale_kernel(efg_view v, const double *__restrict__ rho_gauss,
+                                          double p, double *__restrict__ scale) {
+  VOX_GRID_STRIDE(g, v.n_points) {
+    const double r = rho_gauss[g] > 0 ? rho_gauss[g] : 0.0;
+    scale[g] = v.g_weight[g] * v.g_modulus[g] * pow(r, p);
+  }
+}
+
+/* Block b = K_ij: the share of each Gauss point of i that j's support
+ * holds, s_g (lambda g_i g_j^T + mu g_j g_i^T + mu (g_i . g_j) I), and of
+ * each such penalty point, phi_i phi_j diag(k_p) (efg_assembly.h). */
+static __global__ void assemble_kernel(efg_view v, const double *__restrict__ scale,
+                                       double *__restrict__ val) {
+  const unsigned lane = threadIdx.x % 32;
+  const double lam = v.lambda, mu = v.mu;
+  WARP_STRIDE(b, v.n_blocks) {
+    const int32_t i = v.block_row[b], j = v.col[b];
+    double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const uint32_t j0 = v.ng_start[j], j1 = v.ng_start[j + 1];
+    if (j1 > j0) {
+      /* only i's points between j's first and last can be shared */
+      const uint32_t first = v.ng_point[j0], last = v.ng_point[j1 - 1];
+      const uint32_t q0 = first_at_least(v.ng_point, v.ng_start[i], v.ng_start[i + 1], first);
+      const uint32_t q1 = first_at_least(v.ng_point, q0, v.ng_start[i + 1], last + 1);
+      for (uint32_t q = q0 + lane; q < q1; q += 32) {
+        const uint32_t g = v.ng_point[q];
+        const double s = scale[g];
+        if (s == 0) continue;
+        const uint32_t t = first_at_least(v.ng_point, j0, j1, g);
+        if (v.ng_point[t] != g) continue; /* t < j1: g <= last */
+        const double *gi = v.g_dphi + 3 * (size_t)v.ng_entry[q];
+        const double *gj = v.g_dphi + 3 * (size_t)v.ng_entry[t];
+        const double li[3] = {s * lam * gi[0], s * lam * gi[1], s * lam * gi[2]};
+        const double mi[3] = {s * mu * gi[0], s * mu * gi[1], s * mu * gi[2]};
+        const double dot = mi[0] * gj[0] + mi[1] * gj[1] + mi[2] * gj[2];
+#pragma unroll
+        for (int a = 0; a < 3; a++)
+#pragma unroll
+          for (int c = 0; c < 3; c++) k[3 * a + c] += li[a] * gj[c] + mi[c] * gj[a];
+        k[0] += dot;
+        k[4] += dot;
+        k[8] += dot;
+      }
+    }
+    const uint32_t p0 = v.ns_start[j], p1 = v.ns_start[j + 1];
+    if (p1 > p0) {
+      for (uint32_t q = v.ns_start[i] + lane; q < v.ns_start[i + 1]; q += 32) {
+        const uint32_t pt = v.ns_point[q];
+        const uint32_t t = first_at_least(v.ns_point, p0, p1, pt);
+        if (t == p1 || v.ns_point[t] != pt) continue;
+        const double f = v.s_phi[v.ns_entry[q]] * v.s_phi[v.ns_entry[t]];
+        const double *kp = v.s_stiffness + 3 * (size_t)pt;
+        k[0] += f * kp[0];
+        k[4] += f * kp[1];
+        k[8] += f * kp[2];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 9; r++) k[r] = vox_cuda_warp_sum(k[r]);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < 9; r++) val[9 * b + r] = k[r];
+  }
+}
+
+/* y = K x, a warp per block row: the lanes take the row's blocks in turn
+ * (a run of 72-byte blocks read together) and the warp sums the row's three
+ * values by shuffles. K's rows are long (about 90 to 270 blocks) and few (a
+ * node each): the sparse table's product, a thread per scalar row, would
+ * leave a GPU a few warps per multiprocessor on the paper's 16,605 nodes,
+ * each walking its row alone. */
+static __global__ void product_kernel(efg_view v, const double *__restrict__ kval,
+                                      const double *__restrict__ x, double *__restrict__ y) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(i, v.n_nodes) {
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (size_t k = v.row_start[i] + lane; k < v.row_start[i + 1]; k += 32) {
+      const double *a = kval + 9 * k, *xc = x + 3 * (size_t)v.col[k];
+      const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
+      s0 += __ldg(a) * x0 + __ldg(a + 1) * x1 + __ldg(a + 2) * x2;
+      s1 += __ldg(a + 3) * x0 + __ldg(a + 4) * x1 + __ldg(a + 5) * x2;
+      s2 += __ldg(a + 6) * x0 + __ldg(a + 7) * x1 + __ldg(a + 8) * x2;
+    }
+    s0 = vox_cuda_warp_sum(s0);
+    s1 = vox_cuda_warp_sum(s1);
+    s2 = vox_cuda_warp_sum(s2);
+    if (lane == 0) y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
+  }
+}
+
+/* The inverse of each node's diagonal block (the pattern holds the
+ * diagonal: a node shares its own Gauss points). */
+static __global__ void block_jacobi_kernel(efg_view v, const double *__restrict__ kval,
+                                           double *__restrict__ inv,
+                                           unsigned long long *failed) {
+  VOX_GRID_STRIDE(i, v.n_nodes) {
+    size_t lo = v.row_start[i], hi = v.row_start[i + 1];
+    while (lo < hi) { /* the first column >= i */
+      const size_t mid = lo + (hi - lo) / 2;
+      if (v.col[mid] < (int32_t)i)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const int found = lo < v.row_start[i + 1] && v.col[lo] == (int32_t)i;
+    if (!found || !vox_efg_spd3_inverse(kval + 9 * lo, inv + 9 * i)) {
+      for (int r = 0; r < 9; r++) inv[9 * i + r] = 0;
+      atomicMax(failed, (unsigned long long)i + 1); /* the error report only, not a sum */
+    }
+  }
+}
+
+static __global__ void strain_energy_kernel(efg_view v, const double *__restrict__ u,
+                                            double *__restrict__ q) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(g, v.n_points) {
+    double du[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}; /* du[3a + k] = d u_a / d x_k */
+    for (uint32_t e = v.g_start[g] + lane; e < v.g_start[g + 1]; e += 32) {
+      const double *d = v.g_dphi + 3 * (size_t)e, *ue = u + 3 * (size_t)v.g_node[e];
+#pragma unroll
+      for (int a = 0; a < 3; a++)
+#pragma unroll
+        for (int k = 0; k < 3; k++) du[3 * a + k] += ue[a] * d[k];
+    }
+#pragma unroll
+    for (int r = 0; r < 9; r++) du[r] = vox_cuda_warp_sum(du[r]);
+    if (lane == 0) {
+      const double tr = du[0] + du[4] + du[8];
+      double ee = 0; /* eps : eps */
+#pragma unroll
+      for (int a = 0; a < 3; a++)
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+          const double eps = 0.5 * (du[3 * a + k] + du[3 * k + a]);
+          ee += eps * eps;
+        }
+      q[g] = v.lambda * tr * tr + 2 * v.mu * ee;
+    }
+  }
+}
+
+static __global__ void sensitivity_kernel(efg_view v, const double *__restrict__ rho_gauss,
+                                          const double *__restrict__ q, double p,
+                                          double *__restrict__ dc) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(i, v.n_nodes) {
+    double s = 0;
+    for (uint32_t k = v.ng_start[i] + lane; k < v.ng_start[i + 1]; k += 32) {
+      const uint32_t g = v.ng_point[k];
+      const double r = rho_gauss[g];
+      if (!(r > 0)) continue; /* the modulus is floored at zero there (efg_sensitivity.h) */
+      s += v.g_weight[g] * v.g_modulus[g] * p * pow(r, p - 1) * v.g_phi[v.ng_entry[k]] * q[g];
+    }
+    s = vox_cuda_warp_sum(s);
+    if (lane == 0) dc[i] = -s;
+  }
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+static vox_status check_vec(vox_backend *be, const vox_vec *x, size_t n, const char *what) {
+  if (x->scalar == VOX_DOUBLE && x->n == n) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "element-free Galerkin: %s must be a double vector of %zu entries", what, n);
+}
+
+static void efg_destroy(vox_backend *be, vox_efg_device *d) {
+  if (!d) return;
+  void *p[] = {d->g_start, d->ng_start, d->ng_entry, d->ng_point, d->g_node, d->g_phi,
+               d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
+               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
+  vox_cuda_matrix_destroy(be, d->k);
+  vox_cuda_matrix_destroy(be, d->inverse);
+  free(d);
+}
+
+static vox_status upload(vox_backend *be, vox_efg_device *d, void **dst, const void *src,
+                         size_t bytes, const char *what) {
+  TRY(vox_cuda_alloc(be, dst, bytes ? bytes : 1, what));
+  d->bytes += bytes;
+  if (bytes) CUDA_TRY(be, cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), what);
+  return VOX_OK;
+}
+
+/* n host size_t values as 32-bit ones on the device. */
+static vox_status upload_u32(vox_backend *be, vox_efg_device *d, uint32_t **dst,
+                             const size_t *src, size_t n, const char *what) {
+  uint32_t *h = (uint32_t *)malloc((n ? n : 1) * sizeof *h);
+  if (!h) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory staging %s", what);
+  for (size_t i = 0; i < n; i++) {
+    /* the top of the range is kept free: the assembly's bisection asks
+     * for one past the largest point index, and the lanes' loops step 32
+     * past the last entry */
+    if (src[i] > UINT32_MAX - 64) {
+      free(h);
+      return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                       "element-free Galerkin on CUDA: %s hold an index of %zu, past the 32 "
+                       "bits of the device's tables",
+                       what, src[i]);
+    }
+    h[i] = (uint32_t)src[i];
+  }
+  vox_status s = upload(be, d, (void **)dst, h, n * sizeof *h, what);
+  free(h);
+  return s;
+}
+
+/* The shape table s and its transpose np (efg_mls.h) on the device. */
+static vox_status upload_shapes(vox_backend *be, vox_efg_device *d, const vox_efg_shapes *s,
+                                const vox_efg_node_points *np, size_t n_nodes, uint32_t **start,
+                                int32_t **node, double **phi, double **dphi, uint32_t **nstart,
+                                uint32_t **nentry, uint32_t **npoint, const char *what) {
+  const size_t ne = s->start[s->n_points];
+  TRY(upload_u32(be, d, start, s->start, s->n_points + 1, what));
+  TRY(upload(be, d, (void **)node, s->node, ne * sizeof **node, what));
+  TRY(upload(be, d, (void **)phi, s->phi, ne * sizeof **phi, what));
+  if (dphi) TRY(upload(be, d, (void **)dphi, s->dphi, 3 * ne * sizeof **dphi, what));
+  TRY(upload_u32(be, d, nstart, np->start, n_nodes + 1, what));
+  TRY(upload_u32(be, d, nentry, np->entry, ne, what));
+  TRY(upload_u32(be, d, npoint, np->point, ne, what));
+  return VOX_OK;
+}
+
+static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_efg_model *efg,
+                                const vox_bsr *pattern) {
+  const size_t n = efg->nodes.n, ng = efg->gauss.n_points, ns = efg->support.n_points;
+  if (pattern->n_rows != n || pattern->br != 3 || pattern->bc != 3 || !efg->gauss.dphi)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: a stiffness pattern of %zu block rows of %d x %d "
+                     "for %zu nodes",
+                     pattern->n_rows, pattern->br, pattern->bc, n);
+  d->n_nodes = n, d->n_points = ng, d->n_blocks = vox_bsr_blocks(pattern);
+  d->lambda = efg->lambda, d->mu = efg->mu;
+  TRY(upload_shapes(be, d, &efg->gauss, &efg->node_gauss, n, &d->g_start, &d->g_node, &d->g_phi,
+                    &d->g_dphi, &d->ng_start, &d->ng_entry, &d->ng_point,
+                    "the EFG Gauss points' shape functions"));
+  TRY(upload(be, d, (void **)&d->g_weight, efg->gauss_weight, ng * sizeof(double),
+             "the EFG Gauss points' weights"));
+  TRY(upload(be, d, (void **)&d->g_modulus, efg->gauss_modulus, ng * sizeof(double),
+             "the EFG Gauss points' moduli"));
+  TRY(upload_shapes(be, d, &efg->support, &efg->node_support, n, &d->s_start, &d->s_node,
+                    &d->s_phi, NULL, &d->ns_start, &d->ns_entry, &d->ns_point,
+                    "the EFG penalty points' shape functions"));
+  TRY(upload(be, d, (void **)&d->s_stiffness, efg->support_stiffness, 3 * ns * sizeof(double),
+             "the EFG penalty points' springs"));
+  /* K and the inverses of its diagonal blocks as matrices of the sparse
+   * table, and the block row of each block of K */
+  TRY(vox_cuda_matrix_create(be, pattern, 0, &d->k));
+  d->bytes += vox_cuda_matrix_bytes(d->k);
+  int32_t *row = (int32_t *)malloc((d->n_blocks ? d->n_blocks : 1) * sizeof *row);
+  vox_bsr diag = {n, n, 3, 3, NULL, NULL, NULL};
+  diag.row_start = (size_t *)malloc((n + 1) * sizeof *diag.row_start);
+  diag.col = (int32_t *)malloc((n ? n : 1) * sizeof *diag.col);
+  diag.val = (double *)calloc(9 * n + 1, sizeof *diag.val);
+  vox_status s = VOX_OK;
+  if (!row || !diag.row_start || !diag.col || !diag.val)
+    s = vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                  "element-free Galerkin: out of memory (stiffness matrix on the device)");
+  if (s == VOX_OK) {
+    for (size_t i = 0; i < n; i++) {
+      for (size_t b = pattern->row_start[i]; b < pattern->row_start[i + 1]; b++)
+        row[b] = (int32_t)i;
+      diag.row_start[i] = i;
+      diag.col[i] = (int32_t)i;
+    }
+    diag.row_start[n] = n;
+    s = upload(be, d, (void **)&d->block_row, row, d->n_blocks * sizeof *row,
+               "the EFG stiffness blocks' rows");
+  }
+  if (s == VOX_OK) s = vox_cuda_matrix_create(be, &diag, 0, &d->inverse);
+  if (s == VOX_OK) d->bytes += vox_cuda_matrix_bytes(d->inverse);
+  free(row);
+  vox_bsr_free(&diag);
+  TRY(s);
+  return vox_cuda_alloc(be, (void **)&d->failed, sizeof *d->failed,
+                        "the EFG block Jacobi's status word");
+}
+
+static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
+                             vox_efg_device **out) {
+  *out = NULL;
+  vox_efg_device *d = (vox_efg_device *)calloc(1, sizeof *d);
+  if (!d) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = create_tables(be, d, efg, pattern);
+  if (s != VOX_OK) {
+    efg_destroy(be, d);
+    return s;
+  }
+  *out = d;
+  return VOX_OK;
+}
+
+static size_t efg_bytes(const vox_efg_device *d) { return d->bytes; }
+
+static vox_status efg_gauss_density(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                    vox_vec *rho_gauss) {
+  TRY(check_vec(be, rho, d->n_nodes, "the nodal densities"));
+  TRY(check_vec(be, rho_gauss, d->n_points, "the Gauss points' densities"));
+  gauss_density_kernel<<<warp_grid(d->n_points), VOX_CUDA_THREADS>>>(view_of(d), rho->data,
+                                                                       rho_gauss->data);
+  CUDA_LAUNCHED(be, "the EFG Gauss points' densities");
+  return VOX_OK;
+}
+
+static vox_status efg_gauss_scale(vox_backend *be, vox_efg_device *d, const vox_vec *rho_gauss,
+                                  double p, vox_vec *scale) {
+  TRY(check_vec(be, rho_gauss, d->n_points, "the Gauss points' densities"));
+  TRY(check_vec(be, scale, d->n_points, "the Gauss points' factors"));
+  gauss_scale_kernel<<<vox_cuda_grid(d->n_points), VOX_CUDA_THREADS>>>(
+      view_of(d), rho_gauss->data, p, scale->data);
+  CUDA_LAUNCHED(be, "the EFG Gauss points' factors");
+  return VOX_OK;
+}
+
+static vox_status efg_assemble(vox_backend *be, vox_efg_device *d, const vox_vec *scale) {
+  TRY(check_vec(be, scale, d->n_points, "the Gauss points' factors"));
+  assemble_kernel<<<warp_grid(d->n_blocks), VOX_CUDA_THREADS>>>(view_of(d), scale->data,
+                                                                  values_of(d, d->k));
+  CUDA_LAUNCHED(be, "the EFG node-pair assembly");
+  return VOX_OK;
+}
+
+static vox_status efg_block_jacobi(vox_backend *be, vox_efg_device *d) {
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "block Jacobi's status");
+  block_jacobi_kernel<<<vox_cuda_grid(d->n_nodes), VOX_CUDA_THREADS>>>(
+      view_of(d), values_of(d, d->k), values_of(d, d->inverse), d->failed);
+  CUDA_LAUNCHED(be, "the EFG block Jacobi inverses");
+  unsigned long long failed = 0;
+  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+           "block Jacobi's status");
+  if (failed)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of field node %llu is not "
+                     "positive definite",
+                     failed - 1);
+  return VOX_OK;
+}
+
+static vox_status efg_apply(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y) {
+  TRY(check_vec(be, x, 3 * d->n_nodes, "x of K x"));
+  TRY(check_vec(be, y, 3 * d->n_nodes, "y of K x"));
+  product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS>>>(view_of(d), values_of(d, d->k),
+                                                                x->data, y->data);
+  CUDA_LAUNCHED(be, "the EFG stiffness product");
+  return VOX_OK;
+}
+
+static vox_status efg_precondition(vox_backend *be, vox_efg_device *d, const vox_vec *r,
+                                   vox_vec *z) {
+  TRY(check_vec(be, r, 3 * d->n_nodes, "the residual"));
+  TRY(check_vec(be, z, 3 * d->n_nodes, "the preconditioned residual"));
+  return vox_cuda_matrix_apply(be, d->inverse, r, z, 0);
+}
+
+static vox_status efg_strain_energy(vox_backend *be, vox_efg_device *d, const vox_vec *u,
+                                    vox_vec *q) {
+  TRY(check_vec(be, u, 3 * d->n_nodes, "the displacement parameters"));
+  TRY(check_vec(be, q, d->n_points, "the energy densities"));
+  strain_energy_kernel<<<warp_grid(d->n_points), VOX_CUDA_THREADS>>>(view_of(d), u->data,
+                                                                       q->data);
+  CUDA_LAUNCHED(be, "the EFG energy densities");
+  return VOX_OK;
+}
+
+static vox_status efg_compliance_sensitivity(vox_backend *be, vox_efg_device *d,
+                                             const vox_vec *rho_gauss, const vox_vec *q,
+                                             double p, vox_vec *dc) {
+  TRY(check_vec(be, rho_gauss, d->n_points, "the Gauss points' densities"));
+  TRY(check_vec(be, q, d->n_points, "the energy densities"));
+  TRY(check_vec(be, dc, d->n_nodes, "the sensitivities"));
+  sensitivity_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS>>>(view_of(d), rho_gauss->data,
+                                                                    q->data, p, dc->data);
+  CUDA_LAUNCHED(be, "the EFG node-wise sensitivities");
+  return VOX_OK;
+}
+
+static vox_status efg_matrix_download(vox_backend *be, const vox_efg_device *d, double *val) {
+  CUDA_TRY(be,
+           cudaMemcpy(val, values_of(d, d->k), 9 * d->n_blocks * sizeof *val,
+                      cudaMemcpyDeviceToHost),
+           "downloading the EFG stiffness");
+  return VOX_OK;
+}
+
+static vox_efg_ops make_efg_ops(void) {
+  vox_efg_ops o = {};
+  o.create = efg_create;
+  o.destroy = efg_destroy;
+  o.bytes = efg_bytes;
+  o.gauss_density = efg_gauss_density;
+  o.gauss_scale = efg_gauss_scale;
+  o.assemble = efg_assemble;
+  o.block_jacobi = efg_block_jacobi;
+  o.apply = efg_apply;
+  o.precondition = efg_precondition;
+  o.strain_energy = efg_strain_energy;
+  o.compliance_sensitivity = efg_compliance_sensitivity;
+  o.matrix_download = efg_matrix_download;
+  return o;
+}
+
+extern "C" const vox_efg_ops vox_cuda_efg_ops = make_efg_ops();

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The element-free Galerkin loop's stages on the CUDA backend (efg_ops.h,
+ * cuda/cuda_efg.cu) against the host functions the CPU loop runs, on a
+ * small EFG cantilever (Lu, Gong, Zhang, Xie and Yin 2021, section 6.1, at
+ * 12 x 6 x 3 voxels of 1.25 x 1.25 x 1 mm, a passive solid block of another
+ * modulus, clamped by the penalty points, two load cases) at random nodal
+ * densities:
+ *
+ * - the Gauss points' densities (eq. 16) and SIMP factors, 1e-12;
+ * - the node-pair assembled stiffness against vox_efg_stiffness_assemble,
+ *   1e-12 of its largest entry;
+ * - K x and block Jacobi's D^-1 r against the host products, 1e-12;
+ * - the energy densities and the node-wise sensitivities of a solution
+ *   (the host's CG to 1e-10), 1e-12;
+ * - five design iterations of vox_optimize on the CPU (host arrays) and on
+ *   the backend: each iteration's compliance within 1e-9 and the final
+ *   nodal densities within 1e-6 (the CG iterates differ by the reductions'
+ *   rounding; each solve is to 1e-10).
+ *
+ * Exit 77 (skipped) when this build has no CUDA or the machine no device;
+ * VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU backend's table (and
+ * its design iterations through the backend path, vox_efg_optimize_on). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "backend_ops.h"
+#include "efg_assembly.h"
+#include "efg_ops.h"
+#include "efg_optimize.h"
+#include "efg_sensitivity.h"
+#include "voxfe/voxfe.h"
+
+enum { SKIP = 77 };
+
+static vox_device test_device(void) {
+  vox_device d = VOX_DEVICE_CUDA;
+  const char *env = getenv("VOXFE_GPU_TEST_DEVICE");
+  if (env && *env && vox_device_parse(env, &d) == 0)
+    printf("VOXFE_GPU_TEST_DEVICE=%s: testing the %s backend against the CPU one\n", env, env);
+  return d;
+}
+
+static double uniform(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+static int64_t node(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
+  return (k * (g->ny + 1) + j) * (g->nx + 1) + i;
+}
+
+/* max |a - b| / max |b|, printed with its tolerance; a failure counted
+ * above it (NaN fails). */
+static void compare(const char *what, const double *a, const double *b, size_t n, double tol) {
+  double num = 0, den = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = fabs(a[i] - b[i]);
+    if (!(d <= num)) num = d, worst = i;
+    den = fmax(den, fabs(b[i]));
+  }
+  const double rel = den > 0 ? num / den : num;
+  const int ok = rel <= tol && den > 0;
+  printf("  %-4s  %-52s %9.2e  (tol %.0e; %zu values, largest %.3e)\n", ok ? "ok" : "FAIL", what,
+         rel, tol, n, den);
+  if (!ok) {
+    printf("        worst at %zu: device %.17g, host %.17g\n", worst, a[worst], b[worst]);
+    check_failures++;
+  }
+}
+
+/* The cantilever: E 200 GPa design voxels with a passive solid block of
+ * 100 GPa at the loaded end's top, clamped at x = 0; case 0 a downward
+ * force at the free end's centre line, case 1 a sideways one at its top
+ * edge. */
+static void make_cantilever(vox_context *ctx, vox_model *m) {
+  vox_grid g = {.nx = 12, .ny = 6, .nz = 3, .voxel_size = {1.25, 1.25, 1}};
+  CHECK_OK(ctx, vox_model_init(ctx, m, &g));
+  for (int64_t k = 0; k < g.nz; k++)
+    for (int64_t j = 0; j < g.ny; j++)
+      for (int64_t i = 0; i < g.nx; i++)
+        m->label[(k * g.ny + j) * g.nx + i] = i >= 10 && j >= 4 ? 2 : 1;
+  vox_material design = {.label = 1, .role = VOX_ROLE_DESIGN, .youngs_modulus = 200e3,
+                         .poisson_ratio = 0.3, .name = "design"};
+  vox_material solid = {.label = 2, .role = VOX_ROLE_SOLID, .youngs_modulus = 100e3,
+                        .poisson_ratio = 0.3, .name = "solid"};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &design));
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &solid));
+  for (int64_t k = 0; k <= g.nz; k++)
+    for (int64_t j = 0; j <= g.ny; j++)
+      for (int c = 0; c < 3; c++)
+        CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(&g, 0, j, k), c, 0));
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 2));
+  for (int64_t k = 0; k <= g.nz; k++) {
+    CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, g.ny / 2, k), 1, 0,
+                                     -(k == 0 || k == g.nz ? 500.0 : 1000.0) / (double)g.nz));
+    CHECK_OK(ctx, vox_model_add_load(ctx, m, node(&g, g.nx, g.ny, k), 2, 1,
+                                     (k == 0 || k == g.nz ? 100.0 : 200.0) / (double)g.nz));
+  }
+}
+
+/* A host array of n doubles in a backend vector (created here). */
+static int to_backend(vox_backend *be, const double *host, size_t n, vox_vec *v) {
+  vox_status s = be->ops->vec->create(be, n, VOX_DOUBLE, v);
+  if (s == VOX_OK && host) s = be->ops->vec->upload(be, v, host);
+  if (s != VOX_OK) printf("  FAIL  a vector of %zu: %s\n", n, vox_context_message(be->ctx));
+  check_failures += s != VOX_OK;
+  return s == VOX_OK;
+}
+
+static void download(vox_backend *be, const vox_vec *v, double *host) {
+  CHECK_OK(be->ctx, be->ops->vec->download(be, v, host));
+}
+
+/* The stages one by one against the host functions. */
+static void test_stages(vox_context *ctx, vox_backend *be) {
+  const vox_efg_ops *ops = be->ops->efg;
+  CHECK(ops != NULL);
+  if (!ops) return;
+  vox_model m;
+  make_cantilever(ctx, &m);
+  vox_efg_options eo;
+  vox_efg_options_default(&eo);
+  eo.penalty_scale = 1e2;
+  eo.simp_penalty = 3;
+  vox_efg_model efg;
+  CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &eo, &efg));
+  const size_t nn = efg.nodes.n, ng = efg.gauss.n_points, nd = 3 * nn;
+  vox_bsr k;
+  CHECK_OK(ctx, vox_efg_stiffness_pattern(ctx, &efg, &k));
+  const size_t nb = vox_bsr_blocks(&k);
+  printf("stages: %zu nodes, %zu Gauss points, %zu penalty points, %zu blocks of K\n", nn, ng,
+         efg.support.n_points, nb);
+  vox_efg_device *dev = NULL;
+  CHECK_OK(be->ctx, ops->create(be, &efg, &k, &dev));
+  if (!dev) {
+    vox_bsr_free(&k);
+    vox_efg_model_free(&efg);
+    vox_model_free(&m);
+    return;
+  }
+  printf("  the device holds %.1f MB\n", (double)ops->bytes(dev) / 1e6);
+
+  /* random nodal densities in [rho_min, 1] (solid nodes 1) */
+  double *rho = malloc(nn * sizeof *rho), *rho_g = malloc(ng * sizeof *rho_g),
+         *scale = malloc(ng * sizeof *scale), *q = malloc(ng * sizeof *q),
+         *dc = malloc(nn * sizeof *dc), *hg = malloc((ng > nd ? ng : nd) * sizeof *hg),
+         *x = malloc(nd * sizeof *x), *y = malloc(nd * sizeof *y), *f = malloc(nd * sizeof *f),
+         *u = calloc(nd, sizeof *u), *kval = malloc(9 * nb * sizeof *kval);
+  uint64_t seed = 7;
+  for (size_t i = 0; i < nn; i++)
+    rho[i] = efg.node_role[i] == VOX_ROLE_SOLID ? 1 : 1e-3 + (1 - 1e-3) * uniform(&seed);
+  for (size_t i = 0; i < nd; i++) x[i] = uniform(&seed) - 0.5;
+  vox_vec d_rho, d_rho_g, d_scale, d_q, d_dc, d_x, d_y, d_u;
+  if (!to_backend(be, rho, nn, &d_rho) || !to_backend(be, NULL, ng, &d_rho_g) ||
+      !to_backend(be, NULL, ng, &d_scale) || !to_backend(be, NULL, ng, &d_q) ||
+      !to_backend(be, NULL, nn, &d_dc) || !to_backend(be, x, nd, &d_x) ||
+      !to_backend(be, NULL, nd, &d_y) || !to_backend(be, NULL, nd, &d_u))
+    return;
+
+  /* eq. 16 and SIMP at p = 3 */
+  vox_efg_gauss_density(&efg, rho, rho_g);
+  CHECK_OK(ctx, ops->gauss_density(be, dev, &d_rho, &d_rho_g));
+  download(be, &d_rho_g, hg);
+  compare("Gauss points' densities (eq. 16)", hg, rho_g, ng, 1e-12);
+  vox_efg_gauss_scale(&efg, rho_g, scale);
+  CHECK_OK(ctx, ops->gauss_scale(be, dev, &d_rho_g, 3, &d_scale));
+  download(be, &d_scale, hg);
+  compare("Gauss points' factors w E rho^p", hg, scale, ng, 1e-12);
+
+  /* the node-pair assembly, twice (the second overwrites the first) */
+  CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, scale, &k));
+  for (int pass = 0; pass < 2; pass++) {
+    CHECK_OK(ctx, ops->assemble(be, dev, &d_scale));
+    CHECK_OK(ctx, ops->matrix_download(be, dev, kval));
+    compare(pass ? "K assembled again" : "K node pair by node pair", kval, k.val, 9 * nb, 1e-12);
+  }
+
+  /* products: K x and block Jacobi */
+  vox_efg_stiffness_apply(&k, x, y);
+  CHECK_OK(ctx, ops->apply(be, dev, &d_x, &d_y));
+  download(be, &d_y, hg);
+  compare("K x", hg, y, nd, 1e-12);
+  vox_bsr inverse;
+  CHECK_OK(ctx, vox_efg_block_jacobi(ctx, &k, &inverse));
+  CHECK_OK(ctx, ops->block_jacobi(be, dev));
+  vox_efg_stiffness_apply(&inverse, x, y);
+  CHECK_OK(ctx, ops->precondition(be, dev, &d_x, &d_y));
+  download(be, &d_y, hg);
+  compare("block Jacobi D^-1 r", hg, y, nd, 1e-12);
+
+  /* the sensitivities of load case 0's solution */
+  CHECK_OK(ctx, vox_efg_load_vector(ctx, &efg, &m, 0, f));
+  vox_solver_options so;
+  vox_solver_options_default(&so);
+  so.rtol = 1e-10;
+  so.max_iterations = 20000;
+  vox_solve_result res;
+  CHECK_OK(ctx, vox_efg_cg(&k, &inverse, f, u, &so, &res));
+  CHECK(res.reason > 0);
+  printf("  the host's solve: %d CG iterations, |r| / |f| = %.1e\n", res.iterations,
+         res.residual_norm / res.rhs_norm);
+  CHECK_OK(ctx, be->ops->vec->upload(be, &d_u, u));
+  vox_efg_strain_energy(&efg, u, q);
+  CHECK_OK(ctx, ops->strain_energy(be, dev, &d_u, &d_q));
+  download(be, &d_q, hg);
+  compare("energy densities Q per Gauss point (eq. 27)", hg, q, ng, 1e-12);
+  vox_efg_compliance_sensitivity(&efg, rho_g, q, dc);
+  CHECK_OK(ctx, ops->compliance_sensitivity(be, dev, &d_rho_g, &d_q, 3, &d_dc));
+  download(be, &d_dc, hg);
+  compare("node-wise sensitivities dc/drho (eq. 26)", hg, dc, nn, 1e-12);
+
+  /* a block that is not definite is named */
+  for (size_t i = 0; i < ng; i++) scale[i] = 0;
+  CHECK_OK(ctx, be->ops->vec->upload(be, &d_scale, scale));
+  CHECK_OK(ctx, ops->assemble(be, dev, &d_scale));
+  const vox_status s = ops->block_jacobi(be, dev);
+  CHECK(s == VOX_ERR_INVALID_ARGUMENT);
+  printf("  zero stiffness: %s\n", vox_context_message(be->ctx));
+
+  vox_vec *vs[] = {&d_rho, &d_rho_g, &d_scale, &d_q, &d_dc, &d_x, &d_y, &d_u};
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) be->ops->vec->destroy(be, vs[i]);
+  ops->destroy(be, dev);
+  double *h[] = {rho, rho_g, scale, q, dc, hg, x, y, f, u, kval};
+  for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(h[i]);
+  vox_bsr_free(&inverse);
+  vox_bsr_free(&k);
+  vox_efg_model_free(&efg);
+  vox_model_free(&m);
+}
+
+/* Five design iterations on the CPU (host arrays) and on the backend. */
+static void test_design(vox_context *ctx, vox_backend *cpu, vox_backend *be) {
+  vox_model mc, mg;
+  make_cantilever(ctx, &mc);
+  make_cantilever(ctx, &mg);
+  vox_optimizer_options o;
+  vox_optimizer_options_default(&o);
+  o.discretization = VOX_DISCRETIZATION_EFG;
+  o.volume_fraction = 0.4;
+  o.continuation = 0;
+  o.max_iterations = 5;
+  o.efg_penalty_scale = 1e2;
+  o.solver.rtol = 1e-10;
+  o.solver.max_iterations = 20000;
+  vox_optimize_result rc, rg;
+  CHECK_OK(ctx, vox_optimize(ctx, cpu, &mc, &o, &rc));
+  if (vox_backend_device(be) != VOX_DEVICE_CPU) {
+    CHECK_OK(ctx, vox_optimize(ctx, be, &mg, &o, &rg));
+  } else { /* the self-check: the CPU's table through the backend path */
+    vox_optimizer_options resolved = o;
+    resolved.solver.rtol = vox_optimizer_rtol(&o);
+    CHECK_OK(ctx, vox_efg_optimize_on(ctx, be, be->ops->efg, &mg, &resolved, &rg));
+  }
+  printf("design: %d iterations each, compliance %.9g N mm (cpu) %.9g (%s), CG %d and %d\n",
+         rc.iterations, rc.objective, rg.objective, vox_backend_name(be),
+         rc.total_cg_iterations, rg.total_cg_iterations);
+  CHECK(rc.iterations == 5 && rg.iterations == 5 && mc.n_history == 5 && mg.n_history == 5);
+  for (size_t i = 0; i < mc.n_history && i < mg.n_history; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "iteration %d's compliance", mc.history[i].iteration);
+    compare(what, &mg.history[i].objective, &mc.history[i].objective, 1, 1e-9);
+  }
+  compare("final compliance", &rg.objective, &rc.objective, 1, 1e-9);
+  compare("final volume fraction", &rg.volume_fraction, &rc.volume_fraction, 1, 1e-9);
+  const size_t n_nodes = (size_t)vox_grid_nodes(&mc.grid), ne = (size_t)vox_grid_elements(&mc.grid);
+  CHECK(mc.nodal_density && mg.nodal_density && mc.density && mg.density && mc.displacement &&
+        mg.displacement);
+  if (mc.nodal_density && mg.nodal_density) {
+    compare("final nodal densities", mg.nodal_density, mc.nodal_density, n_nodes, 1e-6);
+    compare("final voxel densities", mg.density, mc.density, ne, 1e-6);
+    compare("final displacements (2 cases)", mg.displacement, mc.displacement, 6 * n_nodes,
+            1e-6);
+  }
+  vox_model_free(&mc);
+  vox_model_free(&mg);
+}
+
+/* What the backend path refuses: the host's smoothed aggregation. */
+static void test_refuse(vox_context *ctx, vox_backend *be) {
+  if (vox_backend_device(be) == VOX_DEVICE_CPU) return;
+  vox_model m;
+  make_cantilever(ctx, &m);
+  vox_optimizer_options o;
+  vox_optimizer_options_default(&o);
+  o.discretization = VOX_DISCRETIZATION_EFG;
+  o.max_iterations = 1;
+  o.efg_preconditioner = VOX_EFG_PC_SA;
+  vox_optimize_result r;
+  CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_UNSUPPORTED);
+  printf("refused: %s\n", vox_context_message(ctx));
+  CHECK(m.n_history == 0 && !m.nodal_density);
+  vox_model_free(&m);
+}
+
+int main(int argc, char **argv) {
+  vox_context *gctx, *cctx;
+  vox_context_create(&gctx);
+  vox_context_create(&cctx);
+  vox_backend *gpu = NULL, *cpu = NULL;
+  if (vox_backend_create(gctx, test_device(), &gpu) != VOX_OK) {
+    printf("SKIP: %s\n", vox_context_message(gctx));
+    vox_context_destroy(gctx);
+    vox_context_destroy(cctx);
+    return SKIP;
+  }
+  CHECK_OK(cctx, vox_backend_create(cctx, VOX_DEVICE_CPU, &cpu));
+  if (check_wanted(argc, argv, "stages")) test_stages(gctx, gpu);
+  if (check_wanted(argc, argv, "design")) test_design(gctx, cpu, gpu);
+  if (check_wanted(argc, argv, "refuse")) test_refuse(gctx, gpu);
+  vox_backend_destroy(gpu);
+  vox_backend_destroy(cpu);
+  vox_context_destroy(gctx);
+  vox_context_destroy(cctx);
+  CHECK_DONE();
+}
