@@ -436,6 +436,13 @@ typedef struct mpi_operator {
   vox_vec y;              /* a product of the slab (the unfused smoothing step) */
   interface_masks masks;  /* its free dofs on the interfaces (with fixed dofs) */
   int has_masks;
+  /* The operators of the slab's first and last element layer (where a
+   * neighbour shares its node layer), whose products give the slab's part
+   * of the shared layer alone: the fused smoothing step and residual run on
+   * the whole slab with that part, then add the neighbour's (edge_finish) */
+  vox_operator *edge[2];
+  vox_vec edge_moduli[2]; /* views of the moduli, which the edges keep */
+  vox_vec edge_y[2];      /* their products, two node layers each */
   /* the whole grid's operator, for a level 1 that is gathered: its
    * description kept, the operator made on first use */
   vox_operator_desc whole_desc;
@@ -453,8 +460,11 @@ static void op_destroy(vox_backend *be, vox_operator *o) {
   if (!op) return;
   if (op->local) C(be)->op->destroy(IN(be), op->local);
   if (op->whole) C(be)->op->destroy(IN(be), op->whole);
-  vox_vec *v[] = {&op->y, &op->whole_moduli, &op->masks.below, &op->masks.above};
-  for (int i = 0; i < 4; i++)
+  for (int side = 0; side < 2; side++)
+    if (op->edge[side]) C(be)->op->destroy(IN(be), op->edge[side]);
+  vox_vec *v[] = {&op->y,           &op->whole_moduli, &op->masks.below,
+                  &op->masks.above, &op->edge_y[0],    &op->edge_y[1]};
+  for (int i = 0; i < 6; i++)
     if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(op->whole_fixed);
   free(op->whole_spring_dof);
@@ -478,6 +488,41 @@ static vox_status make_masks(vox_backend *be, mpi_operator *op, const uint8_t *f
   }
   free(host);
   op->has_masks = s == VOX_OK;
+  return s;
+}
+
+/* The edge operators of a slab (`slab`: its description) on the sides
+ * where a neighbour is: one element layer each, with the springs of the
+ * shared node layer. */
+static vox_status make_edges(vox_backend *be, mpi_operator *op, const vox_operator_desc *slab) {
+  impl *m = M(be);
+  const layout *n = &m->lv[0].nodes;
+  const size_t u = n->unit;
+  const int64_t nz = slab->grid.nz;
+  vox_status s = VOX_OK;
+  size_t *dof = malloc((slab->n_springs + 1) * sizeof *dof);
+  double *k = malloc((slab->n_springs + 1) * sizeof *k);
+  if (!dof || !k) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (int side = 0; side < 2 && s == VOX_OK; side++) {
+    if (side == 0 ? m->rank == 0 : m->rank == m->size - 1) continue;
+    const int64_t layer = side == 0 ? 0 : nz - 1; /* the element layer */
+    vox_operator_desc e = *slab;
+    e.grid.nz = 1;
+    e.grid.origin[2] = slab->grid.origin[2] + (double)layer * slab->grid.voxel_size[2];
+    e.dof_fixed = slab->dof_fixed ? slab->dof_fixed + (size_t)layer * u : NULL;
+    e.first_layer_shared = 0;
+    const size_t shared = (size_t)(side == 0 ? 0 : nz) * u; /* the shared node layer */
+    e.n_springs = 0;
+    for (size_t i = 0; i < slab->n_springs; i++)
+      if (slab->spring_dof[i] >= shared && slab->spring_dof[i] < shared + u)
+        dof[e.n_springs] = slab->spring_dof[i] - (size_t)layer * u, k[e.n_springs++] = slab->spring_k[i];
+    e.spring_dof = dof;
+    e.spring_k = k;
+    s = C(be)->op->create(IN(be), &e, &op->edge[side]);
+    if (s == VOX_OK) s = C(be)->vec->create(IN(be), 2 * u, VOX_DOUBLE, &op->edge_y[side]);
+  }
+  free(dof);
+  free(k);
   return s;
 }
 
@@ -532,6 +577,7 @@ static vox_status op_create(vox_backend *be, const vox_operator_desc *desc, vox_
     IN(be)->kernel = be->kernel;
     s = C(be)->op->create(IN(be), &slab, &op->local);
     if (s == VOX_OK && desc->dof_fixed && parallel(m, n)) s = make_masks(be, op, slab.dof_fixed);
+    if (s == VOX_OK && parallel(m, n)) s = make_edges(be, op, &slab);
   }
   if (s == VOX_OK) s = C(be)->vec->create(IN(be), n->local_n, VOX_DOUBLE, &op->y);
   free(local_dof);
@@ -551,9 +597,63 @@ static const interface_masks *masks_of(vox_operator *o) {
 }
 
 static vox_status op_set_moduli(vox_backend *be, vox_operator *o, const vox_vec *moduli) {
-  OP(o)->moduli = moduli;
+  mpi_operator *op = OP(o);
+  op->moduli = moduli;
   LOCAL1(moduli);
-  return C(be)->op->set_moduli(IN(be), OP(o)->local, &moduli_);
+  const size_t layer = M(be)->elements.unit;
+  for (int side = 0; side < 2; side++)
+    if (op->edge[side]) {
+      op->edge_moduli[side] = part(&moduli_, side == 0 ? 0 : moduli_.n - layer, layer);
+      TRY(C(be)->op->set_moduli(IN(be), op->edge[side], &op->edge_moduli[side]));
+    }
+  return C(be)->op->set_moduli(IN(be), op->local, &moduli_);
+}
+
+/* The slab's parts of the shared node layers of K x, from the edge
+ * operators, swapped with the neighbours: the neighbours' parts in
+ * M(be)->recv (from below, then from above), masked to the free dofs. */
+static vox_status edge_start(vox_backend *be, mpi_operator *op, const vox_vec *x, int flags) {
+  impl *m = M(be);
+  const size_t u = m->lv[0].nodes.unit;
+  vox_vec part_of[2];
+  memset(part_of, 0, sizeof part_of);
+  for (int side = 0; side < 2; side++)
+    if (op->edge[side]) {
+      const vox_vec xe = part(x, side == 0 ? 0 : x->n - 2 * u, 2 * u);
+      TRY(C(be)->op->apply(IN(be), op->edge[side], &xe, &op->edge_y[side], flags));
+      part_of[side] = part(&op->edge_y[side], side == 0 ? 0 : u, u);
+    }
+  vox_vec from_below = part(&m->recv, 0, u), from_above = part(&m->recv, u, u);
+  TRY(vox_mpi_halo_swap(m->halo, op->edge[0] != NULL, op->edge[1] != NULL, &part_of[0],
+                        &part_of[1], &from_below, &from_above));
+  for (int side = 0; side < 2 && op->has_masks; side++)
+    if (op->edge[side]) {
+      vox_vec r = side == 0 ? from_below : from_above;
+      TRY(C(be)->vec->mult(IN(be), &r, &r, side == 0 ? &op->masks.below : &op->masks.above));
+    }
+  return VOX_OK;
+}
+
+/* v -= a (the neighbour's part) .* w on the shared layers, w NULL for 1:
+ * after a fused step on the slab, what the neighbour's part of K x changes
+ * (r = b - K x: a = 1; the smoothing step's d and x: a = alpha, w the
+ * inverse diagonal). The parts in M(be)->recv become their products with
+ * w. */
+static vox_status edge_finish(vox_backend *be, mpi_operator *op, vox_vec *v, double a,
+                              const vox_vec *w) {
+  impl *m = M(be);
+  const size_t u = m->lv[0].nodes.unit;
+  for (int side = 0; side < 2; side++) {
+    if (!op->edge[side]) continue;
+    const size_t at = side == 0 ? 0 : v->n - u;
+    vox_vec r = part(&m->recv, side == 0 ? 0 : u, u), layer = part(v, at, u);
+    if (w) {
+      const vox_vec wl = part(w, at, u);
+      TRY(C(be)->vec->mult(IN(be), &r, &r, &wl));
+    }
+    TRY(C(be)->vec->axpy(IN(be), &layer, -a, &r));
+  }
+  return VOX_OK;
 }
 
 static vox_status op_apply(vox_backend *be, vox_operator *o, const vox_vec *x, vox_vec *y,
@@ -582,8 +682,11 @@ static vox_status op_element_energy(vox_backend *be, vox_operator *o, const vox_
   return C(be)->op->element_energy(IN(be), OP(o)->local, &u_, &energy_, accumulate);
 }
 
-/* The fused steps, unfused: the product with its exchange, then the update
- * (the same arithmetic as the backends' fused step). */
+/* The fused steps on the slab, with the neighbours' parts of the shared
+ * layers added after them (edge_start, edge_finish): the product of the
+ * slab once, in the backend's one pass, and products of two element layers
+ * besides. With d = alpha inv_diag .* (b - y - y') + beta d for the
+ * neighbour's part y', the step's d and x_out less alpha inv_diag .* y'. */
 static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
                             const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                             vox_vec *x_out, int flags) {
@@ -593,18 +696,28 @@ static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, 
   LOCAL1(inv_diag);
   LOCAL1(d);
   LOCAL1(x_out);
-  TRY(C(be)->op->apply(IN(be), op->local, &x_, &op->y, flags));
-  TRY(exchange(be, &M(be)->lv[0].nodes, &op->y, masks_of(o)));
-  TRY(C(be)->vec->copy(IN(be), &x_out_, &x_));
-  return C(be)->vec->smoother_step(IN(be), &b_, &op->y, &inv_diag_, alpha, beta, &d_, &x_out_);
+  if (!parallel(M(be), &M(be)->lv[0].nodes))
+    return C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, &d_, &x_out_,
+                             flags);
+  TRY(edge_start(be, op, &x_, flags));
+  TRY(C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, &d_, &x_out_, flags));
+  TRY(edge_finish(be, op, &d_, alpha, &inv_diag_));
+  /* x_out = x + d: the same change, alpha y' .* inv_diag, which the call
+   * above left in M(be)->recv */
+  return edge_finish(be, op, &x_out_, alpha, NULL);
 }
 
 static vox_status op_residual(vox_backend *be, vox_operator *o, const vox_vec *b, const vox_vec *x,
                               vox_vec *r, int flags) {
-  TRY(op_apply(be, o, x, r, flags));
-  LOCAL1(r);
+  mpi_operator *op = OP(o);
+  LOCAL1(x);
   LOCAL1(b);
-  return C(be)->vec->xpay(IN(be), &r_, -1, &b_); /* r = b - K x */
+  LOCAL1(r);
+  if (!parallel(M(be), &M(be)->lv[0].nodes))
+    return C(be)->op->residual(IN(be), op->local, &b_, &x_, &r_, flags);
+  TRY(edge_start(be, op, &x_, flags));
+  TRY(C(be)->op->residual(IN(be), op->local, &b_, &x_, &r_, flags));
+  return edge_finish(be, op, &r_, 1, NULL);
 }
 
 static vox_status op_strain_load(vox_backend *be, vox_operator *op, const double *chi,
@@ -989,8 +1102,9 @@ static vox_status filter_create(vox_backend *be, const vox_grid *grid, double ra
   return VOX_OK;
 }
 
-/* The window's values of an element vector, from the ranks that own them
- * (through host memory where the vectors are on a device). */
+/* The window's values of an element vector, from the ranks that own them.
+ * On a device, the rank's own layers are copied there, and only the
+ * others' layers go through host memory. */
 static vox_status fill_window(vox_backend *be, mpi_filter *f, const vox_vec *v, vox_vec *window) {
   impl *m = M(be);
   const vox_vec slab = loc(v);
@@ -999,12 +1113,42 @@ static vox_status fill_window(vox_backend *be, mpi_filter *f, const vox_vec *v, 
                   f->recv_count, f->recv_at, m->elements.type, m->comm);
     return VOX_OK;
   }
-  double *host = stage(m, slab.n + window->n);
-  if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  TRY(C(be)->vec->download(IN(be), &slab, host));
-  MPI_Alltoallv(host, f->send_count, f->send_at, m->elements.type, host + slab.n, f->recv_count,
-                f->recv_at, m->elements.type, m->comm);
-  return C(be)->vec->upload(IN(be), window, host + slab.n);
+  const size_t u = m->elements.unit;
+  const int me = m->rank, q = m->size;
+  int *counts = calloc(4 * (size_t)q, sizeof *counts); /* the others' layers, packed */
+  if (!counts) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  int *send_count = counts, *send_at = counts + q, *recv_count = counts + 2 * q,
+      *recv_at = counts + 3 * q;
+  int sent = 0, received = 0;
+  for (int p = 0; p < q; p++) {
+    send_count[p] = p == me ? 0 : f->send_count[p], send_at[p] = sent, sent += send_count[p];
+    recv_count[p] = p == me ? 0 : f->recv_count[p], recv_at[p] = received,
+    received += recv_count[p];
+  }
+  double *host = stage(m, ((size_t)sent + (size_t)received) * u);
+  vox_status s = host || sent + received == 0
+                     ? VOX_OK
+                     : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (int p = 0; p < q && s == VOX_OK; p++)
+    if (send_count[p] > 0) {
+      const vox_vec layers = part(&slab, (size_t)f->send_at[p] * u, (size_t)send_count[p] * u);
+      s = C(be)->vec->download(IN(be), &layers, host + (size_t)send_at[p] * u);
+    }
+  if (s == VOX_OK && q > 1)
+    MPI_Alltoallv(host, send_count, send_at, m->elements.type, host + (size_t)sent * u, recv_count,
+                  recv_at, m->elements.type, m->comm);
+  for (int p = 0; p < q && s == VOX_OK; p++)
+    if (recv_count[p] > 0) {
+      vox_vec layers = part(window, (size_t)f->recv_at[p] * u, (size_t)recv_count[p] * u);
+      s = C(be)->vec->upload(IN(be), &layers, host + ((size_t)sent + (size_t)recv_at[p]) * u);
+    }
+  if (s == VOX_OK && f->recv_count[me] > 0) {
+    vox_vec mine = part(window, (size_t)f->recv_at[me] * u, (size_t)f->recv_count[me] * u);
+    const vox_vec own = part(&slab, (size_t)f->send_at[me] * u, (size_t)f->send_count[me] * u);
+    s = C(be)->vec->copy(IN(be), &mine, &own);
+  }
+  free(counts);
+  return s;
 }
 
 /* The slab's part of a window vector. */

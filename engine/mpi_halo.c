@@ -115,10 +115,13 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
 }
 
 /* The two MPI_Sendrecv of a swap on host arrays (absent neighbours are
- * MPI_PROC_NULL, whose transfers do nothing). */
+ * MPI_PROC_NULL, whose transfers do nothing, but whose buffers MPI still
+ * checks: the other side's stand in). */
 static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n, const double *down,
                      const double *up, double *from_below, double *from_above) {
   const int lo = lower ? h->rank - 1 : MPI_PROC_NULL, hi = upper ? h->rank + 1 : MPI_PROC_NULL;
+  if (!lower) down = up, from_below = from_above;
+  if (!upper) up = down, from_above = from_below;
   MPI_Sendrecv(up, n, MPI_DOUBLE, hi, 1, from_below, n, MPI_DOUBLE, lo, 1, h->comm,
                MPI_STATUS_IGNORE);
   MPI_Sendrecv(down, n, MPI_DOUBLE, lo, 2, from_above, n, MPI_DOUBLE, hi, 2, h->comm,
@@ -127,8 +130,8 @@ static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n, const double 
 
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
-  const size_t n = down->n;
   if (!lower && !upper) return VOX_OK;
+  const size_t n = lower ? down->n : up->n;
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
     ncclResult_t r = ncclGroupStart();
