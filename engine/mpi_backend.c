@@ -856,6 +856,9 @@ static vox_status stencil_smooth(vox_backend *be, vox_stencil *s, const vox_vec 
   LOCAL1(inv_diag);
   LOCAL1(d);
   LOCAL1(x_out);
+  if (!parallel(M(be), &M(be)->lv[st->level].nodes)) /* the backend's fused step */
+    return C(be)->mg->stencil_smooth(IN(be), st->local, &b_, &x_, &inv_diag_, alpha, beta, &d_,
+                                     &x_out_);
   TRY(C(be)->mg->stencil_apply(IN(be), st->local, &x_, &st->y));
   TRY(exchange(be, &M(be)->lv[st->level].nodes, &st->y, NULL));
   TRY(C(be)->vec->copy(IN(be), &x_out_, &x_));
@@ -864,6 +867,12 @@ static vox_status stencil_smooth(vox_backend *be, vox_stencil *s, const vox_vec 
 
 static vox_status stencil_residual(vox_backend *be, vox_stencil *s, const vox_vec *b,
                                    const vox_vec *x, vox_vec *r) {
+  if (!parallel(M(be), &M(be)->lv[ST(s)->level].nodes)) {
+    LOCAL1(b);
+    LOCAL1(x);
+    LOCAL1(r);
+    return C(be)->mg->stencil_residual(IN(be), ST(s)->local, &b_, &x_, &r_);
+  }
   TRY(stencil_apply(be, s, x, r));
   LOCAL1(r);
   LOCAL1(b);
@@ -930,6 +939,10 @@ static vox_status restrict_residual(vox_backend *be, const vox_grid *fine, int d
   level *lf = &m->lv[l], *lc = &m->lv[l + 1];
   LOCAL1(r_fine);
   LOCAL1(r_coarse);
+  if (lc->split && lf->nodes.owned_begin == 0) { /* nothing below to leave out */
+    TRY(C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, &r_fine_, &r_coarse_));
+    return exchange(be, &lc->nodes, &r_coarse_, NULL);
+  }
   if (lc->split) {
     TRY(need(be, &lf->scratch, lf->nodes.local_n));
     TRY(C(be)->vec->copy(IN(be), &lf->scratch, &r_fine_));
