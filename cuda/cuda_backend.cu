@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include "cell_ops.h"
+#include "mma_ops.h"
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -630,6 +631,7 @@ static vox_backend_ops make_ops(void) {
   o.design = &cuda_design_ops;
   o.sparse = &vox_cuda_sparse_ops;
   o.cell = &vox_cuda_cell_ops;
+  o.mma = &vox_cuda_mma_ops;
   o.host_alloc = host_alloc;
   o.host_free = host_free;
   return o;

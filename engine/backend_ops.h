@@ -43,6 +43,7 @@ typedef struct vox_operator vox_operator; /* defined by each backend */
 typedef struct vox_filter vox_filter;     /* defined by each backend */
 typedef struct vox_stencil vox_stencil;   /* defined by each backend */
 typedef struct vox_cell_ops vox_cell_ops; /* cell_ops.h */
+typedef struct vox_mma_ops vox_mma_ops;   /* mma_ops.h */
 
 /* Multigrid grids are nested: the coarse grid of a grid of n elements along
  * an axis has ceil(n/2) elements of twice the size, and coarse node I sits on
@@ -387,6 +388,9 @@ typedef struct vox_backend_ops {
   /* The periodic cell solver's operations, cell_ops.h; NULL where the
    * backend has none. */
   const vox_cell_ops *cell;
+  /* The method of moving asymptotes' per-variable work, mma_ops.h; NULL
+   * where the backend has none. */
+  const vox_mma_ops *mma;
 } vox_backend_ops;
 
 struct vox_backend {

@@ -560,7 +560,23 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
   state_layout(1, opt->filter, all_design(model), NULL, &l);
   vox_constraints_layout(model->design_constraints, model->n_design_constraints, opt->filter,
                          opt->update == VOX_UPDATE_MMA, 1, NULL, &l);
-  return l.n;
+  int count = l.n;
+  if (opt->update == VOX_UPDATE_MMA) {
+    /* the method's own vectors and the design elements' indices, as many
+     * as if every element were a design element: its rows are the
+     * constraints, an equality two (design_constraints.h), or the one
+     * volume */
+    int rows = model->n_design_constraints > 0 ? 0 : 1;
+    for (int i = 0; i < model->n_design_constraints; i++) {
+      const vox_design_constraint *c = &model->design_constraints[i];
+      rows += c->kind == VOX_CONSTRAINT_VOLUME && c->equal ? 2 : 1;
+    }
+    vox_layout mma;
+    vox_layout_init(&mma);
+    vox_mma_design_layout(1, rows, &mma);
+    count += (int)ceil(vox_layout_bytes(&mma) / sizeof(double));
+  }
+  return count;
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
@@ -1112,10 +1128,6 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     TRY(check_problem(ctx, model));
     return vox_efg_optimize(ctx, be, model, opt, result);
   }
-  if (opt->update == VOX_UPDATE_MMA && vox_backend_device(be) == VOX_DEVICE_CUDA)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "the method of moving asymptotes (optimizer mma) runs on the CPU backend "
-                     "only");
   TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../cell_ops.h"
+#include "../mma_ops.h"
 #include "cpu.h"
 
 int vox_cpu_threads(const vox_backend *be) {
@@ -339,6 +340,7 @@ static const vox_backend_ops cpu_ops = {
     .design = &cpu_design_ops,
     .sparse = &vox_cpu_sparse_ops,
     .cell = &vox_cpu_cell_ops,
+    .mma = &vox_cpu_mma_ops,
 };
 
 vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *options,
