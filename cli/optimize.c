@@ -267,7 +267,7 @@ static const cli_option options[] = {
     {.name = "optimizer", .arg = "METHOD", .kind = CLI_CUSTOM, .offset = AT(opt.update),
      .flags = CLI_RECORD,
      .help = "the design update: oc (optimality criteria) or mma (the method of moving "
-             "asymptotes, Svanberg 1987, with the volume as its constraint; CPU only, q 1)",
+             "asymptotes, Svanberg 1987, with the volume as its constraint; q 1)",
      .parse = parse_optimizer, .format = format_optimizer},
     NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
            "largest change of a density in one iteration (OC and MMA)"),
@@ -505,14 +505,6 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
-  /* MMA has a CPU implementation only: refused on the GPU before any device
-   * work, and "auto" is the CPU */
-  if (s->opt.update == VOX_UPDATE_MMA && s->backend.device == VOX_DEVICE_CUDA) {
-    cli_error("--optimizer mma runs on the CPU only: use --device cpu");
-    status = CLI_EXIT_USAGE;
-    goto done;
-  }
-  if (s->opt.update == VOX_UPDATE_MMA) s->backend.device = VOX_DEVICE_CPU;
   /* --cg-tol not given: the engine's (a cell's C^H is second order in its
    * fields' error, so its solves stop earlier: VOX_CELL_RTOL) */
   s->opt.solver.rtol = vox_optimizer_rtol(&s->opt);
