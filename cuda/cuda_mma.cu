@@ -17,7 +17,7 @@
  * device.
  *
  * A pass accumulates up to MMA_CHUNK sums ("slots") per thread; calls with
- * more (the dual system's m(m+1)/2 + 2m for m >= 5) take several passes,
+ * more (the dual system's m(m+1)/2 + 2m for m >= 3) take several passes,
  * the first of which writes the per-variable results the others read. */
 #include <stdlib.h>
 
@@ -26,7 +26,9 @@
 
 enum {
   MMA_BLOCKS = 1024, /* the reductions' fixed grid */
-  MMA_CHUNK = 16,    /* slots a pass sums */
+  MMA_CHUNK = 8,     /* slots a pass sums: m <= 2 in one pass, at most 80 registers a
+                      * thread (16 took 128: half the occupancy of these memory-bound
+                      * loops) */
   MMA_WARPS = VOX_CUDA_THREADS / 32,
   FINAL_THREADS = 256
 };

@@ -3,7 +3,7 @@
  * backend (mma_ops.h, engine/mma.c):
  *
  *   subproblem  random problems (n 7 and 20011, m 1, 3 and 6: the dual
- *               system's sums in one pass and in three), four outer
+ *               system's sums in one pass, in two and in five), four outer
  *               iterations, each from the same inputs on both backends:
  *               the asymptotes equal to the bit (each variable's arithmetic
  *               is the CPU's), the new x within 1e-9 of the range, the
