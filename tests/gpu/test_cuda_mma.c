@@ -16,6 +16,10 @@
  *               element, density filter, p = 3, multigrid PCG in double at
  *               a tight tolerance) with MMA for 8 iterations: the
  *               compliance history and the final densities within 1e-9;
+ *   resume      that optimization on the GPU stopped after 4 iterations
+ *               and resumed from its checkpoint (MMA's state downloaded and
+ *               uploaded again): the uninterrupted run's history and
+ *               densities to the bit;
  *   kkt         the 12x6x6 cantilever for 100 iterations on the GPU ends
  *               with a KKT residual under 1e-4 at its volume, and the CPU's
  *               within 1e-6 of it.
@@ -267,6 +271,21 @@ static int optimize(vox_backend *be, const vox_model *base, const vox_optimizer_
 
 static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-300); }
 
+/* The options of the 24x12x12 runs. */
+static void optimize_options(vox_optimizer_options *opt) {
+  vox_optimizer_options_default(opt);
+  opt->update = VOX_UPDATE_MMA;
+  opt->volume_fraction = 0.3;
+  opt->max_iterations = 8;
+  opt->continuation = 0;
+  opt->change_tolerance = 0;
+  opt->objective_tolerance = 0;
+  opt->filter = VOX_FILTER_DENSITY;
+  opt->solver.preconditioner = VOX_PC_MULTIGRID;
+  opt->solver.precision = VOX_PRECISION_DOUBLE;
+  opt->solver.rtol = 1e-11; /* the states as good as the rounding: the updates compared */
+}
+
 static void test_optimize(void) {
   snprintf(where, sizeof where, "24x12x12 MMA");
   printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA, 8 "
@@ -275,17 +294,7 @@ static void test_optimize(void) {
   memset(&mc, 0, sizeof mc), memset(&mg, 0, sizeof mg);
   make_cantilever(cpu->ctx, &base, 24, 1);
   vox_optimizer_options opt;
-  vox_optimizer_options_default(&opt);
-  opt.update = VOX_UPDATE_MMA;
-  opt.volume_fraction = 0.3;
-  opt.max_iterations = 8;
-  opt.continuation = 0;
-  opt.change_tolerance = 0;
-  opt.objective_tolerance = 0;
-  opt.filter = VOX_FILTER_DENSITY;
-  opt.solver.preconditioner = VOX_PC_MULTIGRID;
-  opt.solver.precision = VOX_PRECISION_DOUBLE;
-  opt.solver.rtol = 1e-11; /* the states as good as the rounding: the updates compared */
+  optimize_options(&opt);
   vox_optimize_result rc, rg;
   if (optimize(cpu, &base, &opt, &mc, &rc) && optimize(gpu, &base, &opt, &mg, &rg)) {
     CHECK(rc.iterations == 8 && rg.iterations == 8 && mc.n_history == mg.n_history);
@@ -305,6 +314,62 @@ static void test_optimize(void) {
     CHECK(mg.density[23] == 1); /* the passive solid element */
   }
   vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&base);
+}
+
+/* The checkpoint a run hands over after iteration 4: the model then and a
+ * copy of the state. */
+typedef struct saved {
+  int taken;
+  vox_model model;
+  vox_checkpoint state;
+} saved;
+
+static vox_status keep_checkpoint(void *self, const vox_model *model, const vox_checkpoint *state) {
+  saved *s = self;
+  if (s->taken++) return VOX_OK;
+  TRY(vox_model_copy(gpu->ctx, &s->model, model));
+  for (size_t i = 0; i < state->n_arrays; i++)
+    TRY(vox_checkpoint_add(gpu->ctx, &s->state, state->arrays[i].name, state->arrays[i].length,
+                           state->arrays[i].values));
+  return VOX_OK;
+}
+
+static void test_resume(void) {
+  snprintf(where, sizeof where, "24x12x12 MMA resumed");
+  printf("optimization on the GPU: 8 iterations, and stopped after 4 and resumed\n");
+  vox_model base, full, resumed;
+  memset(&full, 0, sizeof full), memset(&resumed, 0, sizeof resumed);
+  saved s;
+  memset(&s, 0, sizeof s);
+  make_cantilever(cpu->ctx, &base, 24, 1);
+  vox_optimizer_options opt;
+  optimize_options(&opt);
+  opt.checkpoint_every = 4;
+  opt.checkpoint = keep_checkpoint;
+  opt.checkpoint_self = &s;
+  vox_optimize_result rf, rr;
+  if (optimize(gpu, &base, &opt, &full, &rf) && s.taken) {
+    opt.checkpoint_every = 0;
+    opt.checkpoint = NULL;
+    opt.resume = &s.state;
+    if (optimize(gpu, &s.model, &opt, &resumed, &rr)) {
+      int same = full.n_history == resumed.n_history && rf.objective == rr.objective;
+      for (size_t i = 0; same && i < full.n_history; i++)
+        same = full.history[i].objective == resumed.history[i].objective;
+      const size_t ne = (size_t)vox_grid_elements(&base.grid);
+      same = same && memcmp(full.density, resumed.density, ne * sizeof *full.density) == 0;
+      if (same)
+        ok_line("history and densities of the resumed run: the same bits", 0, 0);
+      else
+        fail_line("resume", "the resumed run differs from the uninterrupted one: final compliance "
+                  "%.17g against %.17g", rr.objective, rf.objective);
+    }
+  } else if (!s.taken) {
+    fail_line("resume", "the run handed over no checkpoint");
+  }
+  vox_checkpoint_free(&s.state);
+  if (s.taken) vox_model_free(&s.model);
+  vox_model_free(&full), vox_model_free(&resumed), vox_model_free(&base);
 }
 
 static void test_kkt(void) {
@@ -356,6 +421,7 @@ int main(int argc, char **argv) {
   }
   if (check_wanted(argc, argv, "gather")) test_gather();
   if (check_wanted(argc, argv, "optimize")) test_optimize();
+  if (check_wanted(argc, argv, "resume")) test_resume();
   if (check_wanted(argc, argv, "kkt")) test_kkt();
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);
   vox_context_destroy(cctx), vox_context_destroy(gctx);
