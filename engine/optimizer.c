@@ -290,6 +290,8 @@ typedef struct opt_state {
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
   vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
+  int mma_freed;        /* ... freed before a cell's final evaluation, */
+  double mma_kkt;       /* ... whose last KKT residual is kept here */
   vox_constraint_set *constraints; /* the design constraints (design_constraints.h) */
   double *constraint_value;        /* the model's constraints' values at the last evaluation */
 } opt_state;
@@ -994,6 +996,14 @@ static void final_room(vox_backend *be, opt_state *s) {
     if (v[i] && v[i]->data) be->ops->vec->destroy(be, v[i]);
   if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   s->filter = NULL;
+  /* MMA's vectors (on the device with the GPU), of which the result reads
+   * the KKT residual only */
+  if (s->mma) {
+    s->mma_kkt = vox_mma_design_kkt(s->mma);
+    s->mma_freed = 1;
+    vox_mma_design_destroy(s->mma);
+    s->mma = NULL;
+  }
 }
 
 /* Hands the state after the loop's iteration to options.checkpoint, with
@@ -1377,7 +1387,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                                      result->non_discreteness,
                                                      result->final_cg_iterations};
   result->adjoint_gpu = s.adjoint_gpu;
-  result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : -1;
+  result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : s.mma_freed ? s.mma_kkt : -1;
   result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);
   return st;

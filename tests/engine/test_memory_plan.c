@@ -322,7 +322,7 @@ static void cell_model(vox_context *ctx, const vox_grid *g, vox_model *m) {
 
 static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision,
                                                const char *formula, vox_cell_solver_use use,
-                                               vox_filter_type filter) {
+                                               vox_filter_type filter, vox_design_update update) {
   vox_backend *be = counting_backend(ctx);
 
   vox_model m, start;
@@ -345,6 +345,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   }
   opt.max_iterations = use == VOX_CELL_SOLVER_PHASED ? 3 : 1;
   opt.solver.precision = precision;
+  opt.update = update;
   /* phased: first the same run with the solver kept, off the count */
   vox_optimize_result r, rk;
   vox_optimizer_options kept = opt;
@@ -363,7 +364,8 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   const unsigned strains = vox_cell_objective_strains(&opt);
   CHECK(strains == (formula ? 0x09u : 0x40u));
   const int n_strains = vox_homog_strain_count(strains);
-  printf("%s%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
+  printf("%s%s%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
+         update == VOX_UPDATE_MMA ? ", MMA" : "",
          use == VOX_CELL_SOLVER_PHASED ? ", cell solver, phased"
          : use == VOX_CELL_SOLVER_ON   ? ", cell solver"
                                        : "",
@@ -431,17 +433,25 @@ int main(void) {
   test_plan_matches_allocations(ctx, 2, VOX_UPDATE_OC);
   test_plan_matches_allocations(ctx, 2, VOX_UPDATE_MMA);
   const vox_filter_type sens = VOX_FILTER_SENSITIVITY;
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_OFF, sens);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_OC);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", VOX_CELL_SOLVER_OFF,
-                                     sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_ON, sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED, sens);
+                                     sens, VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_ON, sens,
+                                     VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED, sens,
+                                     VOX_UPDATE_OC);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", VOX_CELL_SOLVER_PHASED,
-                                     sens);
+                                     sens, VOX_UPDATE_OC);
   /* six vectors per element: the update's turn the larger (the setup's too) */
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED,
-                                     VOX_FILTER_DENSITY);
+                                     VOX_FILTER_DENSITY, VOX_UPDATE_OC);
+  /* MMA's vectors in the loop, freed before the final evaluation's six
+   * fields (the larger phase of a cell in double) */
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_MMA);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);
