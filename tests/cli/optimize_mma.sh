@@ -18,7 +18,7 @@ grep -q -- "--optimizer=mma .*--mma-asymptote-init=0.5 --mma-asymptote-increase=
 --mma-asymptote-decrease=0.7 --mma-objective-scale=1" "$LOG/header" ||
   fail "mma.nc: the history line does not name the optimizer and its parameters"
 # the history names the device that ran ("auto" resolved)
-grep -q -- "--device=c" "$LOG/header" || fail "mma.nc: the history names no device"
+grep -Eq -- "--device=(cpu|cuda) " "$LOG/header" || fail "mma.nc: the history names no device"
 /usr/bin/python3 - mma.nc <<'PY' || fail "mma.nc: volume or history wrong"
 import sys
 import netCDF4, numpy as np
