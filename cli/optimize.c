@@ -270,7 +270,7 @@ static const cli_option options[] = {
     {.name = "optimizer", .arg = "METHOD", .kind = CLI_CUSTOM, .offset = AT(opt.update),
      .flags = CLI_RECORD,
      .help = "the design update: oc (optimality criteria) or mma (the method of moving "
-             "asymptotes, Svanberg 1987, with the volume as its constraint; CPU only, q 1)",
+             "asymptotes, Svanberg 1987, with the volume as its constraint; q 1)",
      .parse = parse_optimizer, .format = format_optimizer},
     NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
            "largest change of a density in one iteration (OC and MMA)"),
@@ -512,16 +512,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (status) goto done;
   resolve_filter_radius(s, &model.grid);
   if ((status = resolve_cell_settings(s, &model))) goto done;
-  /* MMA has a CPU implementation only: refused on the GPU before any device
-   * work, and "auto" is the CPU */
-  if (s->opt.update == VOX_UPDATE_MMA && s->backend.device == VOX_DEVICE_CUDA) {
-    cli_error("--optimizer mma runs on the CPU only: use --device cpu");
-    status = CLI_EXIT_USAGE;
-    goto done;
-  }
-  if (s->opt.update == VOX_UPDATE_MMA) s->backend.device = VOX_DEVICE_CPU;
-  /* so is the element-free Galerkin loop's smoothed-aggregation
-   * preconditioner (its block Jacobi runs on either device) */
+  /* the element-free Galerkin loop's smoothed-aggregation preconditioner
+   * runs on the CPU only (its block Jacobi runs on either device) */
   const int efg_sa = s->opt.discretization == VOX_DISCRETIZATION_EFG &&
                      s->opt.efg_preconditioner == VOX_EFG_PC_SA;
   if (efg_sa && s->backend.device == VOX_DEVICE_CUDA) {

@@ -9,6 +9,7 @@
 
 #include "cell_ops.h"
 #include "efg_ops.h"
+#include "mma_ops.h"
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -632,6 +633,7 @@ static vox_backend_ops make_ops(void) {
   o.sparse = &vox_cuda_sparse_ops;
   o.cell = &vox_cuda_cell_ops;
   o.efg = &vox_cuda_efg_ops;
+  o.mma = &vox_cuda_mma_ops;
   o.host_alloc = host_alloc;
   o.host_free = host_free;
   return o;

@@ -24,7 +24,8 @@
  * design_constraints.c): design variables, sensitivities, element energies
  * and the design mask; the physical density and dV/dx with the density
  * filter; the passive values where some element is not design; the design
- * constraints' masks and (MMA) gradients. */
+ * constraints' masks and (MMA) gradients, and MMA's own vectors and design
+ * element indices (mma_design.h). */
 int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt);
 
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load

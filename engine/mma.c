@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The method of moving asymptotes (voxfe/mma.h): Svanberg's `mmasub`
- * (asymptotes, move limits, the approximations) and `subsolv` (the
+/* The method of moving asymptotes (voxfe/mma.h, mma_backend.h): Svanberg's
+ * `mmasub` (asymptotes, move limits, the approximations) and `subsolv` (the
  * subproblem by a primal-dual interior-point method with the barrier
  * parameter epsilon going down by tens), and `kktcheck`, after the MATLAB
- * codes of Svanberg's 2007 notes. Sums over the n variables run in fixed
- * blocks, added in block order, so that the thread count does not change
- * the result. */
+ * codes of Svanberg's 2007 notes. Everything of n entries is the backend's
+ * (mma_ops.h: the CPU's OpenMP loops, the GPU's kernels, each summing over
+ * the variables in a fixed order); the m dual variables, the dual Newton
+ * system of order m + 1 and the step control are here, on the host. The
+ * host API of voxfe/mma.h runs on a CPU backend of its own. */
 #include <math.h>
-#include <omp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_ops.h"
+#include "mma_backend.h"
 #include "voxfe/mma.h"
 
 void vox_mma_options_default(vox_mma_options *o) {
@@ -54,55 +57,130 @@ vox_status vox_mma_options_check(vox_context *ctx, const vox_mma_options *o) {
   return VOX_OK;
 }
 
-/* Fixed blocks of the variables for the sums. */
-enum { BLOCKS = 64 };
-#define BLOCK_LO(n, b) ((size_t)(b) * (n) / BLOCKS)
-
 struct vox_mma {
   vox_context *ctx;
+  vox_backend *be;
+  vox_backend *own_backend; /* the host API's CPU backend (NULL: the caller's) */
+  const vox_mma_ops *ops;
   size_t n;
   int m;
   vox_mma_options o;
   int iteration;
-  int threads; /* 0: OpenMP's default */
-  double *xold1, *xold2, *low, *upp;
-  /* the subproblem: move limits, approximations (P, Q: m rows of n), b */
-  double *alfa, *beta, *p0, *q0, *P, *Q, *b;
-  /* the interior point: x and the bound multipliers, their values before the
-   * step, the step, and Newton's delx and diagx */
-  double *x, *xsi, *eta, *xo, *xsio, *etao, *dx, *dxsi, *deta, *delx, *diagx;
-  /* y, lam, mu, s (m each) and old values and steps; z, zet */
-  double *y, *lam, *mu, *s, *yo, *lamo, *muo, *so, *dy, *dlam, *dmu, *ds;
+  vox_mma_vectors v;   /* everything of n entries, on the backend */
+  vox_mma_work *work;  /* the backend's work space of the sums */
+  double *low_host, *upp_host; /* the host API's copies of the asymptotes */
+  /* b; y, lam, mu, s (m each) and their old values and steps; z, zet */
+  double *b, *y, *lam, *mu, *s, *yo, *lamo, *muo, *so, *dy, *dlam, *dmu, *ds;
   double z, zet, dz_step, dzet_step;
-  double *gvec;    /* m: the residual's sums of the approximations */
-  double *partial; /* BLOCKS rows of the sums' accumulators */
-  double *matrix;  /* (m + 1)^2 + (m + 1): the dual Newton system */
+  double *gvec, *gdelx; /* m: the sums of the approximations and of G delx / diagx */
+  double *ggt;          /* m * m: G D^-1 G' (the lower triangle) */
+  double *matrix;       /* (m + 1)^2 + (m + 1): the dual Newton system */
 };
+
+void vox_mma_layout(size_t n, int m, vox_mma_vectors *v, vox_layout *l) {
+  const size_t rows = (size_t)m * n;
+#define VEC(what, name, len) vox_layout_vec(l, "MMA: " what, len, VOX_DOUBLE, v ? &v->name : NULL)
+  VEC("the variables", xval, n);
+  VEC("their lower bounds", xmin, n);
+  VEC("their upper bounds", xmax, n);
+  VEC("the objective's gradient", df0dx, n);
+  VEC("the constraints' gradients", dfdx, rows);
+  VEC("the last iterate", xold1, n);
+  VEC("the iterate before", xold2, n);
+  VEC("the lower asymptotes", low, n);
+  VEC("the upper asymptotes", upp, n);
+  VEC("the lower move limits", alfa, n);
+  VEC("the upper move limits", beta, n);
+  VEC("the objective's p", p0, n);
+  VEC("the objective's q", q0, n);
+  VEC("the constraints' p", P, rows);
+  VEC("the constraints' q", Q, rows);
+  VEC("the subproblem's x", x, n);
+  VEC("the lower bounds' multipliers", xsi, n);
+  VEC("the upper bounds' multipliers", eta, n);
+  VEC("x before the step", xo, n);
+  VEC("xsi before the step", xsio, n);
+  VEC("eta before the step", etao, n);
+  VEC("the step of x", dx, n);
+  VEC("the step of xsi", dxsi, n);
+  VEC("the step of eta", deta, n);
+  VEC("Newton's delx", delx, n);
+  VEC("Newton's diagx", diagx, n);
+#undef VEC
+}
+
+void vox_mma_destroy(vox_mma *a) {
+  if (!a) return;
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_mma_layout(a->n, a->m, &a->v, &l);
+  for (int i = 0; i < l.n; i++)
+    if (l.entry[i].vec->data) a->be->ops->vec->destroy(a->be, l.entry[i].vec);
+  if (a->work) a->ops->work_destroy(a->be, a->work);
+  double *all[] = {a->low_host, a->upp_host, a->b,   a->gvec, a->gdelx, a->ggt, a->y,
+                   a->lam,      a->mu,       a->s,   a->yo,   a->lamo,  a->muo, a->so,
+                   a->dy,       a->dlam,     a->dmu, a->ds,   a->matrix};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  if (a->own_backend) vox_backend_destroy(a->own_backend);
+  free(a);
+}
+
+vox_status vox_mma_create_on(vox_backend *be, size_t n, int m, const vox_mma_options *options,
+                             vox_mma **out) {
+  vox_context *ctx = be->ctx;
+  *out = NULL;
+  if (n == 0 || m < 1 || m > 1000 || (size_t)m > SIZE_MAX / sizeof(double) / n)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "MMA: %zu variables and %d constraints", n, m);
+  TRY(vox_mma_options_check(ctx, options));
+  if (!be->ops->mma)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the method of moving asymptotes does not run on the %s backend",
+                     be->ops->name);
+  vox_mma *a = calloc(1, sizeof *a);
+  if (!a) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  a->ctx = ctx, a->be = be, a->ops = be->ops->mma, a->n = n, a->m = m, a->o = *options;
+  a->v.n = n, a->v.m = m;
+  double **vm[] = {&a->b,  &a->gvec, &a->gdelx, &a->y,  &a->lam, &a->mu,   &a->s,  &a->yo,
+                   &a->lamo, &a->muo, &a->so,   &a->dy, &a->dlam, &a->dmu, &a->ds};
+  int ok = 1;
+  for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
+    ok &= !!(*vm[i] = calloc((size_t)m, sizeof(double)));
+  ok = ok && (a->ggt = calloc((size_t)m * m, sizeof(double))) &&
+       (a->matrix = malloc(((size_t)(m + 1) * (m + 1) + (size_t)(m + 1)) * sizeof(double)));
+  if (!ok) {
+    vox_mma_destroy(a);
+    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_mma_layout(n, m, &a->v, &l);
+  vox_status st = vox_layout_create(be, &l);
+  if (st == VOX_OK) st = a->ops->work_create(be, n, m, &a->work);
+  if (st != VOX_OK) {
+    vox_mma_destroy(a);
+    return st;
+  }
+  *out = a;
+  return VOX_OK;
+}
 
 vox_status vox_mma_create(vox_context *ctx, size_t n, int m, const vox_mma_options *options,
                           vox_mma **out) {
   *out = NULL;
-  if (n == 0 || m < 1 || m > 1000)
+  if (n == 0 || m < 1 || m > 1000 || (size_t)m > SIZE_MAX / sizeof(double) / n)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "MMA: %zu variables and %d constraints", n, m);
   TRY(vox_mma_options_check(ctx, options));
-  vox_mma *a = calloc(1, sizeof *a);
-  if (!a) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  a->ctx = ctx, a->n = n, a->m = m, a->o = *options;
-  double **vn[] = {&a->xold1, &a->xold2, &a->low,  &a->upp,  &a->alfa, &a->beta,
-                   &a->p0,    &a->q0,    &a->x,    &a->xsi,  &a->eta,  &a->xo,
-                   &a->xsio,  &a->etao,  &a->dx,   &a->dxsi, &a->deta, &a->delx, &a->diagx};
-  double **vm[] = {&a->b, &a->gvec, &a->y,   &a->lam, &a->mu, &a->s,    &a->yo, &a->lamo,
-                   &a->muo, &a->so, &a->dy,  &a->dlam, &a->dmu, &a->ds};
-  int ok = 1;
-  for (size_t i = 0; i < sizeof vn / sizeof vn[0]; i++) ok &= !!(*vn[i] = calloc(n, sizeof(double)));
-  for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
-    ok &= !!(*vm[i] = calloc((size_t)m, sizeof(double)));
-  const size_t k = 2 + 3 * (size_t)m + (size_t)m * m; /* the widest sum */
-  ok = ok && (size_t)m <= SIZE_MAX / sizeof(double) / n && (a->P = malloc((size_t)m * n * sizeof(double))) &&
-       (a->Q = malloc((size_t)m * n * sizeof(double))) &&
-       (a->partial = malloc(BLOCKS * k * sizeof(double))) &&
-       (a->matrix = malloc(((size_t)(m + 1) * (m + 1) + (size_t)(m + 1)) * sizeof(double)));
-  if (!ok) {
+  vox_backend *be = NULL;
+  TRY(vox_cpu_backend_create(ctx, NULL, &be));
+  be->threads = 0; /* OpenMP's default until vox_mma_set_threads */
+  vox_mma *a = NULL;
+  vox_status st = vox_mma_create_on(be, n, m, options, &a);
+  if (st != VOX_OK) {
+    vox_backend_destroy(be);
+    return st;
+  }
+  a->own_backend = be;
+  if (!(a->low_host = calloc(n, sizeof(double))) || !(a->upp_host = calloc(n, sizeof(double)))) {
     vox_mma_destroy(a);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
@@ -110,58 +188,30 @@ vox_status vox_mma_create(vox_context *ctx, size_t n, int m, const vox_mma_optio
   return VOX_OK;
 }
 
-void vox_mma_destroy(vox_mma *a) {
-  if (!a) return;
-  double *all[] = {a->xold1, a->xold2, a->low, a->upp, a->alfa, a->beta, a->p0, a->q0,
-                   a->x, a->xsi, a->eta, a->xo, a->xsio, a->etao, a->dx, a->dxsi, a->deta,
-                   a->delx, a->diagx, a->b, a->gvec, a->y, a->lam, a->mu, a->s, a->yo, a->lamo,
-                   a->muo, a->so, a->dy, a->dlam, a->dmu, a->ds, a->P, a->Q, a->partial,
-                   a->matrix};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
-  free(a);
-}
-
+vox_mma_vectors *vox_mma_vectors_of(vox_mma *a) { return &a->v; }
 int vox_mma_iterations(const vox_mma *a) { return a->iteration; }
-void vox_mma_set_threads(vox_mma *a, int threads) { a->threads = threads > 0 ? threads : 0; }
-static int team(const vox_mma *a) { return a->threads > 0 ? a->threads : omp_get_max_threads(); }
-const double *vox_mma_lower(const vox_mma *a) { return a->low; }
-const double *vox_mma_upper(const vox_mma *a) { return a->upp; }
+void vox_mma_set_threads(vox_mma *a, int threads) {
+  if (a->own_backend) a->own_backend->threads = threads > 0 ? threads : 0;
+}
+const double *vox_mma_lower(const vox_mma *a) { return a->low_host; }
+const double *vox_mma_upper(const vox_mma *a) { return a->upp_host; }
 const double *vox_mma_lambda(const vox_mma *a) { return a->lam; }
+
+static void swap_vec(vox_vec *a, vox_vec *b) {
+  const vox_vec t = *a;
+  *a = *b, *b = t;
+}
 
 /* ---- the subproblem ------------------------------------------------------ */
 
-/* The residual of the relaxed KKT conditions of the subproblem at the
- * current point for barrier epsi: its norm and largest entry. */
-static void residual(vox_mma *a, double epsi, double *norm, double *max) {
-  const size_t n = a->n;
-  const int m = a->m, k = 2 + m; /* sum of squares, max, gvec */
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    double *acc = a->partial + (size_t)blk * k;
-    for (int i = 0; i < k; i++) acc[i] = 0;
-    for (size_t j = BLOCK_LO(n, blk); j < BLOCK_LO(n, blk + 1); j++) {
-      const double x = a->x[j], ux1 = a->upp[j] - x, xl1 = x - a->low[j];
-      double plam = a->p0[j], qlam = a->q0[j];
-      for (int i = 0; i < m; i++) {
-        const double pij = a->P[(size_t)i * n + j], qij = a->Q[(size_t)i * n + j];
-        plam += pij * a->lam[i], qlam += qij * a->lam[i];
-        acc[2 + i] += pij / ux1 + qij / xl1;
-      }
-      const double rex = plam / (ux1 * ux1) - qlam / (xl1 * xl1) - a->xsi[j] + a->eta[j];
-      const double rexsi = a->xsi[j] * (x - a->alfa[j]) - epsi;
-      const double reeta = a->eta[j] * (a->beta[j] - x) - epsi;
-      acc[0] += rex * rex + rexsi * rexsi + reeta * reeta;
-      acc[1] = fmax(acc[1], fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
-    }
-  }
-  double sum = 0, big = 0;
-  for (int i = 0; i < m; i++) a->gvec[i] = 0;
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    const double *acc = a->partial + (size_t)blk * k;
-    sum += acc[0];
-    big = fmax(big, acc[1]);
-    for (int i = 0; i < m; i++) a->gvec[i] += acc[2 + i];
-  }
+/* The residual of the relaxed KKT conditions of the subproblem for barrier
+ * epsi (after moving the variables by `step` along the direction where
+ * `move`, the dual ones moved already): its norm and largest entry. */
+static vox_status residual(vox_mma *a, double epsi, int move, double step, double *norm,
+                           double *max) {
+  const int m = a->m;
+  double sum, big;
+  TRY(a->ops->residual(a->be, a->work, &a->v, a->lam, epsi, move, step, &sum, &big, a->gvec));
   const vox_mma_options *o = &a->o;
   double rez = o->a0 - a->zet, rezet = a->zet * a->z - epsi;
   for (int i = 0; i < m; i++) {
@@ -176,6 +226,7 @@ static void residual(vox_mma *a, double epsi, double *norm, double *max) {
   big = fmax(big, fmax(fabs(rez), fabs(rezet)));
   *norm = sqrt(sum);
   *max = big;
+  return VOX_OK;
 }
 
 /* Solves the dense system A x = r of order k (row-major, overwritten) by
@@ -209,43 +260,14 @@ static int solve_dense(int k, double *A, double *r) {
 }
 
 /* One Newton direction of the relaxed KKT conditions for barrier epsi
- * (subsolv's m < n branch: the dual system of order m + 1), and the
- * largest step that keeps the point interior (1.01 of the way, at most 1). */
+ * (subsolv's m < n branch: the dual system of order m + 1, on the host),
+ * and the largest step that keeps the point interior (1.01 of the way, at
+ * most 1). */
 static vox_status newton_step(vox_mma *a, double epsi, double *step) {
-  const size_t n = a->n;
-  const int m = a->m, k = 2 * m + m * m; /* gvec, GG (delx / diagx), GG D^-1 GG' */
+  const int m = a->m;
   const vox_mma_options *o = &a->o;
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    double *acc = a->partial + (size_t)blk * k;
-    for (int i = 0; i < k; i++) acc[i] = 0;
-    for (size_t j = BLOCK_LO(n, blk); j < BLOCK_LO(n, blk + 1); j++) {
-      const double x = a->x[j], ux1 = a->upp[j] - x, xl1 = x - a->low[j];
-      const double ux2 = ux1 * ux1, xl2 = xl1 * xl1;
-      double plam = a->p0[j], qlam = a->q0[j];
-      for (int i = 0; i < m; i++)
-        plam += a->P[(size_t)i * n + j] * a->lam[i], qlam += a->Q[(size_t)i * n + j] * a->lam[i];
-      const double xa = x - a->alfa[j], bx = a->beta[j] - x;
-      const double delx = plam / ux2 - qlam / xl2 - epsi / xa + epsi / bx;
-      const double diagx =
-          2 * (plam / (ux2 * ux1) + qlam / (xl2 * xl1)) + a->xsi[j] / xa + a->eta[j] / bx;
-      a->delx[j] = delx, a->diagx[j] = diagx;
-      for (int i = 0; i < m; i++) {
-        const double pij = a->P[(size_t)i * n + j], qij = a->Q[(size_t)i * n + j];
-        const double gi = pij / ux2 - qij / xl2;
-        acc[i] += pij / ux1 + qij / xl1;
-        acc[m + i] += gi * delx / diagx;
-        for (int l = 0; l <= i; l++) {
-          const double gl = a->P[(size_t)l * n + j] / ux2 - a->Q[(size_t)l * n + j] / xl2;
-          acc[2 * m + i * m + l] += gi * gl / diagx;
-        }
-      }
-    }
-  }
-  /* the block sums, in block order, into block 0's row */
-  for (int blk = 1; blk < BLOCKS; blk++)
-    for (int i = 0; i < k; i++) a->partial[i] += a->partial[(size_t)blk * k + i];
-  const double *gvec = a->partial, *gdelx = a->partial + m, *ggt = a->partial + 2 * m;
+  TRY(a->ops->newton(a->be, a->work, &a->v, a->lam, epsi, a->gvec, a->gdelx, a->ggt));
+  const double *gvec = a->gvec, *gdelx = a->gdelx, *ggt = a->ggt;
   /* the system [Alam a; a' -zet/z] [dlam; dz] = [blam; delz] */
   const int order = m + 1;
   double *A = a->matrix, *r = a->matrix + order * order;
@@ -276,28 +298,9 @@ static vox_status newton_step(vox_mma *a, double epsi, double *step) {
     a->dy[i] = -a->dy[i] + r[i] / diagy;
   }
   /* dx and the bound multipliers' steps, and the largest step length */
-  double *stmax = a->partial; /* gvec etc. are spent */
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    double most = 0;
-    for (size_t j = BLOCK_LO(n, blk); j < BLOCK_LO(n, blk + 1); j++) {
-      const double x = a->x[j], ux2 = (a->upp[j] - x) * (a->upp[j] - x),
-                   xl2 = (x - a->low[j]) * (x - a->low[j]);
-      double gd = 0;
-      for (int i = 0; i < m; i++)
-        gd += (a->P[(size_t)i * n + j] / ux2 - a->Q[(size_t)i * n + j] / xl2) * a->dlam[i];
-      const double dx = -(a->delx[j] + gd) / a->diagx[j];
-      const double xa = x - a->alfa[j], bx = a->beta[j] - x;
-      const double dxsi = -a->xsi[j] + epsi / xa - a->xsi[j] * dx / xa;
-      const double deta = -a->eta[j] + epsi / bx + a->eta[j] * dx / bx;
-      a->dx[j] = dx, a->dxsi[j] = dxsi, a->deta[j] = deta;
-      most = fmax(most, fmax(-1.01 * dxsi / a->xsi[j], -1.01 * deta / a->eta[j]));
-      most = fmax(most, fmax(-1.01 * dx / xa, 1.01 * dx / bx));
-    }
-    stmax[blk * 2] = most; /* (rows of k >= 2 entries: block blk's own) */
-  }
-  double most = 1;
-  for (int blk = 0; blk < BLOCKS; blk++) most = fmax(most, stmax[blk * 2]);
+  double most;
+  TRY(a->ops->direction(a->be, a->work, &a->v, a->dlam, epsi, &most));
+  most = fmax(1, most);
   for (int i = 0; i < m; i++) {
     a->dmu[i] = -a->mu[i] + epsi / a->y[i] - a->mu[i] * a->dy[i] / a->y[i];
     a->ds[i] = -a->s[i] + epsi / a->lam[i] - a->s[i] * a->dlam[i] / a->lam[i];
@@ -312,16 +315,9 @@ static vox_status newton_step(vox_mma *a, double epsi, double *step) {
   return VOX_OK;
 }
 
-/* Every variable of the point moved by `step` times the direction from
- * the old values. */
-static void move_point(vox_mma *a, double step) {
-  const size_t n = a->n;
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (size_t j = 0; j < n; j++) {
-    a->x[j] = a->xo[j] + step * a->dx[j];
-    a->xsi[j] = a->xsio[j] + step * a->dxsi[j];
-    a->eta[j] = a->etao[j] + step * a->deta[j];
-  }
+/* The dual variables of the point moved by `step` times the direction from
+ * their old values (the primal ones move in the residual's pass). */
+static void move_duals(vox_mma *a, double step) {
   for (int i = 0; i < a->m; i++) {
     a->y[i] = a->yo[i] + step * a->dy[i];
     a->lam[i] = a->lamo[i] + step * a->dlam[i];
@@ -330,40 +326,40 @@ static void move_point(vox_mma *a, double step) {
   }
 }
 
-/* subsolv: the subproblem's solution into a->x and its multipliers. */
+/* subsolv: the subproblem's solution into the vectors' x and its
+ * multipliers. */
 static vox_status subsolve(vox_mma *a) {
-  const size_t n = a->n;
   const int m = a->m;
   double epsi = 1;
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (size_t j = 0; j < n; j++) {
-    a->x[j] = 0.5 * (a->alfa[j] + a->beta[j]);
-    a->xsi[j] = fmax(1, 1 / (a->x[j] - a->alfa[j]));
-    a->eta[j] = fmax(1, 1 / (a->beta[j] - a->x[j]));
-  }
+  TRY(a->ops->start(a->be, &a->v));
   for (int i = 0; i < m; i++)
     a->y[i] = 1, a->lam[i] = 1, a->mu[i] = fmax(1, 0.5 * a->o.c), a->s[i] = 1;
   a->z = 1, a->zet = 1;
   while (epsi > a->o.epsilon_min) {
     double norm, max;
-    residual(a, epsi, &norm, &max);
+    TRY(residual(a, epsi, 0, 0, &norm, &max));
     for (int inner = 0; max > 0.9 * epsi && inner < 200; inner++) {
       double step = 1;
       TRY(newton_step(a, epsi, &step));
-      memcpy(a->xo, a->x, n * sizeof *a->x);
-      memcpy(a->xsio, a->xsi, n * sizeof *a->x);
-      memcpy(a->etao, a->eta, n * sizeof *a->x);
+      /* the old values: x, xsi and eta change places with theirs, whose
+       * buffers the moves below overwrite entirely (when they run at all:
+       * not for a norm that is not a number) */
+      double newnorm = 2 * norm;
+      if (newnorm > norm) {
+        swap_vec(&a->v.x, &a->v.xo);
+        swap_vec(&a->v.xsi, &a->v.xsio);
+        swap_vec(&a->v.eta, &a->v.etao);
+      }
       const size_t mb = (size_t)m * sizeof *a->y;
       memcpy(a->yo, a->y, mb), memcpy(a->lamo, a->lam, mb);
       memcpy(a->muo, a->mu, mb), memcpy(a->so, a->s, mb);
       const double zo = a->z, zeto = a->zet;
       /* halve the step until the residual decreases */
-      double newnorm = 2 * norm;
       for (int tries = 0; newnorm > norm && tries < 50; tries++) {
-        move_point(a, step);
+        move_duals(a, step);
         a->z = zo + step * a->dz_step;
         a->zet = zeto + step * a->dzet_step;
-        residual(a, epsi, &newnorm, &max);
+        TRY(residual(a, epsi, 1, step, &newnorm, &max));
         step /= 2;
       }
       norm = newnorm;
@@ -373,106 +369,49 @@ static vox_status subsolve(vox_mma *a) {
   return VOX_OK;
 }
 
-vox_status vox_mma_update(vox_mma *a, const double *xval, const double *xmin, const double *xmax,
-                          const double *df0dx, const double *fval, const double *dfdx,
-                          double *xnew) {
-  const size_t n = a->n;
+vox_status vox_mma_step(vox_mma *a, const double *fval) {
   const int m = a->m;
-  const vox_mma_options *o = &a->o;
   const int first = a->iteration < 2; /* Svanberg's outeriter < 2.5, 1-based */
-  int bad = 0;
+  int bad = 0, bad_x = 0;
   for (int i = 0; i < m; i++) bad |= !isfinite(fval[i]);
-#pragma omp parallel for num_threads(team(a)) schedule(static) reduction(| : bad)
-  for (size_t j = 0; j < n; j++) {
-    const double x = xval[j], range = xmax[j] - xmin[j];
-    int b = !isfinite(x) || !isfinite(df0dx[j]) || !(range >= 0) || x < xmin[j] || x > xmax[j];
-    for (int i = 0; i < m; i++) b |= !isfinite(dfdx[(size_t)i * n + j]);
-    bad |= b;
-    if (b) continue;
-    /* the asymptotes */
-    const double xmami = fmax(range, 1e-5);
-    double low, upp;
-    if (first) {
-      low = x - o->asymptote_init * range;
-      upp = x + o->asymptote_init * range;
-    } else {
-      const double trend = (x - a->xold1[j]) * (a->xold1[j] - a->xold2[j]);
-      const double f = trend > 0 ? o->asymptote_increase
-                       : trend < 0 ? o->asymptote_decrease
-                                   : 1;
-      low = x - f * (a->xold1[j] - a->low[j]);
-      upp = x + f * (a->upp[j] - a->xold1[j]);
-      low = fmin(fmax(low, x - 10 * xmami), x - 0.01 * xmami);
-      upp = fmax(fmin(upp, x + 10 * xmami), x + 0.01 * xmami);
-    }
-    a->low[j] = low, a->upp[j] = upp;
-    /* the move limits */
-    a->alfa[j] = fmax(fmax(low + o->albefa * (x - low), x - o->move * range), xmin[j]);
-    a->beta[j] = fmin(fmin(upp - o->albefa * (upp - x), x + o->move * range), xmax[j]);
-    /* the approximations: p, q of the objective and the constraints */
-    const double ux1 = upp - x, xl1 = x - low, ux2 = ux1 * ux1, xl2 = xl1 * xl1;
-    const double curv = o->raa0 / xmami;
-    const double g0 = df0dx[j], p0 = fmax(g0, 0), q0 = fmax(-g0, 0), pq0 = 0.001 * (p0 + q0) + curv;
-    a->p0[j] = (p0 + pq0) * ux2;
-    a->q0[j] = (q0 + pq0) * xl2;
-    for (int i = 0; i < m; i++) {
-      const double g = dfdx[(size_t)i * n + j], p = fmax(g, 0), q = fmax(-g, 0),
-                   pq = 0.001 * (p + q) + curv;
-      a->P[(size_t)i * n + j] = (p + pq) * ux2;
-      a->Q[(size_t)i * n + j] = (q + pq) * xl2;
-    }
-  }
-  if (bad)
+  TRY(a->ops->approximate(a->be, a->work, &a->v, &a->o, first, a->b, &bad_x));
+  if (bad || bad_x)
     return vox_error(a->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "MMA: a value or gradient is not finite, or x is outside its bounds");
   /* b_i = sum_j P_ij / (U - x) + Q_ij / (x - L) - f_i */
-  const int k = m;
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    double *acc = a->partial + (size_t)blk * k;
-    for (int i = 0; i < m; i++) acc[i] = 0;
-    for (size_t j = BLOCK_LO(n, blk); j < BLOCK_LO(n, blk + 1); j++)
-      for (int i = 0; i < m; i++)
-        acc[i] += a->P[(size_t)i * n + j] / (a->upp[j] - xval[j]) +
-                  a->Q[(size_t)i * n + j] / (xval[j] - a->low[j]);
-  }
-  for (int i = 0; i < m; i++) {
-    double sum = 0;
-    for (int blk = 0; blk < BLOCKS; blk++) sum += a->partial[(size_t)blk * k + i];
-    a->b[i] = sum - fval[i];
-  }
+  for (int i = 0; i < m; i++) a->b[i] -= fval[i];
   TRY(subsolve(a));
-  memcpy(a->xold2, a->xold1, n * sizeof *a->xold1);
-  memcpy(a->xold1, xval, n * sizeof *a->xold1);
-  memcpy(xnew, a->x, n * sizeof *xnew);
+  /* the history: xold2 = xold1, xold1 = xval (the old xold2's buffer is
+   * the next xval's) */
+  swap_vec(&a->v.xold2, &a->v.xold1);
+  swap_vec(&a->v.xold1, &a->v.xval);
   a->iteration++;
   return VOX_OK;
 }
 
-vox_status vox_mma_kkt(const vox_mma *a, const double *x, const double *xmin, const double *xmax,
-                       const double *df0dx, const double *fval, const double *dfdx, double *norm,
-                       double *max) {
-  const size_t n = a->n;
+vox_status vox_mma_update(vox_mma *a, const double *xval, const double *xmin, const double *xmax,
+                          const double *df0dx, const double *fval, const double *dfdx,
+                          double *xnew) {
+  vox_backend *be = a->be;
+  const vox_vector_ops *vec = be->ops->vec;
+  vox_mma_vectors *v = &a->v;
+  TRY(vec->upload(be, &v->xval, xval));
+  TRY(vec->upload(be, &v->xmin, xmin));
+  TRY(vec->upload(be, &v->xmax, xmax));
+  TRY(vec->upload(be, &v->df0dx, df0dx));
+  TRY(vec->upload(be, &v->dfdx, dfdx));
+  TRY(vox_mma_step(a, fval));
+  TRY(vec->download(be, &v->x, xnew));
+  if (a->low_host) TRY(vec->download(be, &v->low, a->low_host));
+  if (a->upp_host) TRY(vec->download(be, &v->upp, a->upp_host));
+  return VOX_OK;
+}
+
+vox_status vox_mma_kkt_at(vox_mma *a, const double *fval, double *norm, double *max) {
   const int m = a->m;
   const vox_mma_options *o = &a->o;
-  /* per block: sum of squares and largest entry of the x rows */
-  double *acc = malloc(2 * BLOCKS * sizeof *acc);
-  if (!acc) return vox_error(a->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-#pragma omp parallel for num_threads(team(a)) schedule(static)
-  for (int blk = 0; blk < BLOCKS; blk++) {
-    double sum = 0, big = 0;
-    for (size_t j = BLOCK_LO(n, blk); j < BLOCK_LO(n, blk + 1); j++) {
-      double rex = df0dx[j] - a->xsi[j] + a->eta[j];
-      for (int i = 0; i < m; i++) rex += dfdx[(size_t)i * n + j] * a->lam[i];
-      const double rexsi = a->xsi[j] * (x[j] - xmin[j]), reeta = a->eta[j] * (xmax[j] - x[j]);
-      sum += rex * rex + rexsi * rexsi + reeta * reeta;
-      big = fmax(big, fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
-    }
-    acc[2 * blk] = sum, acc[2 * blk + 1] = big;
-  }
-  double sum = 0, big = 0;
-  for (int blk = 0; blk < BLOCKS; blk++) sum += acc[2 * blk], big = fmax(big, acc[2 * blk + 1]);
-  free(acc);
+  double sum, big;
+  TRY(a->ops->kkt(a->be, a->work, &a->v, a->lam, &sum, &big));
   double rez = o->a0 - a->zet;
   for (int i = 0; i < m; i++) {
     rez -= o->a * a->lam[i];
@@ -489,6 +428,23 @@ vox_status vox_mma_kkt(const vox_mma *a, const double *x, const double *xmin, co
   return VOX_OK;
 }
 
+vox_status vox_mma_kkt(const vox_mma *mma, const double *x, const double *xmin, const double *xmax,
+                       const double *df0dx, const double *fval, const double *dfdx, double *norm,
+                       double *max) {
+  /* the inputs' vectors are scratch between updates: the method's state
+   * does not change */
+  vox_mma *a = (vox_mma *)mma;
+  vox_backend *be = a->be;
+  const vox_vector_ops *vec = be->ops->vec;
+  vox_mma_vectors *v = &a->v;
+  TRY(vec->upload(be, &v->xval, x));
+  TRY(vec->upload(be, &v->xmin, xmin));
+  TRY(vec->upload(be, &v->xmax, xmax));
+  TRY(vec->upload(be, &v->df0dx, df0dx));
+  TRY(vec->upload(be, &v->dfdx, dfdx));
+  return vox_mma_kkt_at(a, fval, norm, max);
+}
+
 /* ---- checkpoints ---------------------------------------------------------- */
 
 static void option_list(const vox_mma_options *o, double v[12]) {
@@ -497,17 +453,18 @@ static void option_list(const vox_mma_options *o, double v[12]) {
   memcpy(v, all, sizeof all);
 }
 
-/* The arrays of the state: n-long, then m-long. */
-static void state_arrays(const vox_mma *a, double *n_arrays[6], double *m_arrays[4]) {
-  double *nn[6] = {a->xold1, a->xold2, a->low, a->upp, a->xsi, a->eta};
+/* The vectors of the state: n-long, then the host's m-long arrays. */
+static void state_arrays(vox_mma *a, vox_vec *n_vectors[6], double *m_arrays[4]) {
+  vox_vec *nn[6] = {&a->v.xold1, &a->v.xold2, &a->v.low, &a->v.upp, &a->v.xsi, &a->v.eta};
   double *mm[4] = {a->y, a->lam, a->mu, a->s};
-  memcpy(n_arrays, nn, sizeof nn);
+  memcpy(n_vectors, nn, sizeof nn);
   memcpy(m_arrays, mm, sizeof mm);
 }
 static const char *const n_names[6] = {"x_old1", "x_old2", "lower", "upper", "xsi", "eta"};
 static const char *const m_names[4] = {"y", "lambda", "mu", "s"};
 
-vox_status vox_mma_save(const vox_mma *a, const char *prefix, vox_checkpoint *out) {
+vox_status vox_mma_save(const vox_mma *mma, const char *prefix, vox_checkpoint *out) {
+  vox_mma *a = (vox_mma *)mma; /* its vectors are only read */
   char name[VOX_NAME_MAX];
   double options[12];
   option_list(&a->o, options);
@@ -516,11 +473,13 @@ vox_status vox_mma_save(const vox_mma *a, const char *prefix, vox_checkpoint *ou
   TRY(vox_checkpoint_add(a->ctx, out, name, 12, options));
   snprintf(name, sizeof name, "%s_scalars", prefix);
   TRY(vox_checkpoint_add(a->ctx, out, name, 5, scalars));
-  double *nv[6], *mv[4];
+  vox_vec *nv[6];
+  double *mv[4];
   state_arrays(a, nv, mv);
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 6; i++) { /* downloaded straight into the checkpoint's array */
     snprintf(name, sizeof name, "%s_%s", prefix, n_names[i]);
-    TRY(vox_checkpoint_add(a->ctx, out, name, a->n, nv[i]));
+    TRY(vox_checkpoint_add(a->ctx, out, name, a->n, NULL));
+    TRY(a->be->ops->vec->download(a->be, nv[i], out->arrays[out->n_arrays - 1].values));
   }
   for (int i = 0; i < 4; i++) {
     snprintf(name, sizeof name, "%s_%s", prefix, m_names[i]);
@@ -559,14 +518,17 @@ vox_status vox_mma_restore(vox_mma *a, const char *prefix, const vox_checkpoint 
                      "the checkpoint's MMA state is of %g variables and %g constraints where this "
                      "run has %zu and %d",
                      v[0], v[1], a->n, a->m);
-  double *nv[6], *mv[4];
+  vox_vec *nv[6];
+  double *mv[4];
   state_arrays(a, nv, mv);
   const vox_checkpoint_array *na[6], *ma[4];
   for (int i = 0; i < 6; i++) na[i] = find(a, c, prefix, n_names[i], a->n, &st);
   for (int i = 0; i < 4; i++) ma[i] = find(a, c, prefix, m_names[i], (size_t)a->m, &st);
   TRY(st);
-  for (int i = 0; i < 6; i++) memcpy(nv[i], na[i]->values, a->n * sizeof(double));
+  for (int i = 0; i < 6; i++) TRY(a->be->ops->vec->upload(a->be, nv[i], na[i]->values));
   for (int i = 0; i < 4; i++) memcpy(mv[i], ma[i]->values, (size_t)a->m * sizeof(double));
+  if (a->low_host) memcpy(a->low_host, na[2]->values, a->n * sizeof(double));
+  if (a->upp_host) memcpy(a->upp_host, na[3]->values, a->n * sizeof(double));
   a->iteration = (int)v[2];
   a->z = v[3], a->zet = v[4];
   return VOX_OK;

@@ -1,68 +1,63 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* MMA as the optimizer's design update (mma_design.h). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mma_backend.h"
 #include "mma_design.h"
 
 struct vox_mma_design {
   vox_context *ctx;
+  vox_backend *be;
   vox_mma *mma;
-  size_t ne, n;     /* elements; design variables (the design elements) */
-  int m;            /* constraints */
-  size_t *index;    /* n: the element of each variable */
-  double *host;     /* ne: a vector's download */
-  double *x, *x_new, *df0, *xmin, *xmax; /* n each */
-  double *dg;       /* m * n, constraint-major */
+  vox_index_map *map; /* the design elements: the variables */
+  size_t n;           /* design variables */
+  int m;              /* constraints */
   double objective_scale; /* the options' */
-  double scale;     /* of the objective: 0 until the first update sets it */
+  double scale;       /* of the objective: 0 until the first update sets it */
   double kkt;
 };
 
 void vox_mma_design_destroy(vox_mma_design *d) {
   if (!d) return;
   vox_mma_destroy(d->mma);
-  free(d->index), free(d->host), free(d->x), free(d->x_new), free(d->df0), free(d->dg);
-  free(d->xmin), free(d->xmax);
+  if (d->map) d->be->ops->mma->map_destroy(d->be, d->map);
   free(d);
+}
+
+void vox_mma_design_layout(size_t ne, int m, vox_layout *l) {
+  vox_mma_layout(ne, m, NULL, l);
+  vox_layout_object(l, "MMA: the design elements' indices", (double)ne * sizeof(int64_t));
 }
 
 vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double rho_min,
                                  const vox_optimizer_options *opt, int m, vox_mma_design **out) {
   vox_context *ctx = be->ctx;
   *out = NULL;
+  if (!be->ops->mma)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "the method of moving asymptotes (optimizer mma) does not run on the %s "
+                     "backend",
+                     be->ops->name);
   vox_mma_design *d = calloc(1, sizeof *d);
-  if (!d || !(d->host = malloc(design->n * sizeof *d->host))) {
-    free(d);
-    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  }
+  if (!d) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   d->ctx = ctx;
-  d->ne = design->n;
+  d->be = be;
   d->m = m;
   d->kkt = -1;
   d->objective_scale = opt->mma.objective_scale;
-  vox_status st = be->ops->vec->download(be, design, d->host);
-  for (size_t e = 0; st == VOX_OK && e < d->ne; e++) d->n += d->host[e] != 0;
-  const size_t n = d->n ? d->n : 1;
-  double **arrays[] = {&d->x, &d->x_new, &d->df0, &d->xmin, &d->xmax};
-  if (st == VOX_OK && (m < 1 || !(d->index = malloc(n * sizeof *d->index)) ||
-                       !(d->dg = malloc((size_t)m * n * sizeof *d->dg))))
-    st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (size_t i = 0; st == VOX_OK && i < sizeof arrays / sizeof arrays[0]; i++)
-    if (!(*arrays[i] = malloc(n * sizeof(double))))
-      st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* the options' move limit is the method's: a density moves by at most
+   * that much (of its range 1 - rho_min) in one iteration */
+  vox_mma_options mma = opt->mma;
+  mma.move = opt->move_limit;
+  vox_status st = be->ops->mma->map_create(be, design, &d->map, &d->n);
+  if (st == VOX_OK) st = vox_mma_create_on(be, d->n, m, &mma, &d->mma);
   if (st == VOX_OK) {
-    size_t j = 0;
-    for (size_t e = 0; e < d->ne; e++)
-      if (d->host[e] != 0) d->index[j++] = e;
-    for (j = 0; j < d->n; j++) d->xmin[j] = rho_min, d->xmax[j] = 1;
-    /* the options' move limit is the method's: a density moves by at most
-     * that much (of its range 1 - rho_min) in one iteration */
-    vox_mma_options mma = opt->mma;
-    mma.move = opt->move_limit;
-    st = vox_mma_create(ctx, d->n, m, &mma, &d->mma);
-    if (st == VOX_OK) vox_mma_set_threads(d->mma, be->threads);
+    vox_mma_vectors *v = vox_mma_vectors_of(d->mma);
+    st = be->ops->vec->set(be, &v->xmin, rho_min);
+    if (st == VOX_OK) st = be->ops->vec->set(be, &v->xmax, 1);
   }
   if (st != VOX_OK) {
     vox_mma_design_destroy(d);
@@ -72,33 +67,32 @@ vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double 
   return VOX_OK;
 }
 
-/* The design elements' values of v, times `scale`, into out. */
-static vox_status gather(vox_backend *be, vox_mma_design *d, const vox_vec *v, double scale,
-                         double *out) {
-  TRY(be->ops->vec->download(be, v, d->host));
-  for (size_t j = 0; j < d->n; j++) out[j] = scale * d->host[d->index[j]];
-  return VOX_OK;
-}
-
 vox_status vox_mma_design_update(vox_backend *be, vox_mma_design *d, const vox_vec *x,
                                  const vox_vec *dc, double objective, const double *g,
                                  const vox_vec *const *dg, const double *dg_scale,
                                  vox_vec *x_new) {
+  const vox_mma_ops *ops = be->ops->mma;
+  vox_mma_vectors *v = vox_mma_vectors_of(d->mma);
   if (d->scale == 0)
     d->scale = d->objective_scale / (objective != 0 && isfinite(objective) ? fabs(objective) : 1);
-  for (int i = 0; i < d->m; i++) TRY(gather(be, d, dg[i], dg_scale[i], d->dg + (size_t)i * d->n));
-  TRY(gather(be, d, dc, d->scale, d->df0));
-  TRY(gather(be, d, x, 1, d->x));
-  /* a design given from outside may lie under the least density */
-  for (size_t j = 0; j < d->n; j++) d->x[j] = fmin(fmax(d->x[j], d->xmin[j]), d->xmax[j]);
+  /* the design elements' values: the constraints' gradients (row i of
+   * dfdx), the objective's, and x, which a design given from outside may
+   * have under the least density */
+  for (int i = 0; i < d->m; i++) {
+    vox_vec row = v->dfdx;
+    row.data += (size_t)i * v->n, row.n = v->n;
+    TRY(ops->gather(be, d->map, dg[i], dg_scale[i], NULL, NULL, &row));
+  }
+  TRY(ops->gather(be, d->map, dc, d->scale, NULL, NULL, &v->df0dx));
+  TRY(ops->gather(be, d->map, x, 1, &v->xmin, &v->xmax, &v->xval));
   if (vox_mma_iterations(d->mma) > 0) {
     double norm;
-    TRY(vox_mma_kkt(d->mma, d->x, d->xmin, d->xmax, d->df0, g, d->dg, &norm, &d->kkt));
+    TRY(vox_mma_kkt_at(d->mma, g, &norm, &d->kkt));
   }
-  TRY(vox_mma_update(d->mma, d->x, d->xmin, d->xmax, d->df0, g, d->dg, d->x_new));
-  /* d->host holds x: the non-design elements keep their values */
-  for (size_t j = 0; j < d->n; j++) d->host[d->index[j]] = d->x_new[j];
-  return be->ops->vec->upload(be, x_new, d->host);
+  TRY(vox_mma_step(d->mma, g));
+  /* the non-design elements keep their values */
+  TRY(be->ops->vec->copy(be, x_new, x));
+  return ops->scatter(be, d->map, &v->x, x_new);
 }
 
 double vox_mma_design_kkt(const vox_mma_design *d) { return d->kkt; }

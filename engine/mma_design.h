@@ -5,13 +5,16 @@
  * that the first iteration's objective has the magnitude
  * mma.objective_scale; the m constraints g_i <= 0 are normalised by the
  * caller (design_constraints.h: the volume g = V / V* - 1, V measured on
- * the physical density, a compliance g = c / c_max - 1). The work is on
- * host arrays: the design variables and the gradients come down from the
- * backend, the new design goes back up. */
+ * the physical density, a compliance g = c / c_max - 1). The work is the
+ * backend's (mma_ops.h): the design elements' values are gathered from the
+ * vectors per element into the method's vectors and the new design
+ * scattered back, where the vectors are; only the m constraints' values
+ * and the dual variables are on the host. */
 #ifndef VOXFE_MMA_DESIGN_H
 #define VOXFE_MMA_DESIGN_H
 
 #include "backend_ops.h"
+#include "layout.h"
 #include "voxfe/checkpoint.h"
 #include "voxfe/mma.h"
 #include "voxfe/optimizer.h"
@@ -23,6 +26,10 @@ typedef struct vox_mma_design vox_mma_design;
 vox_status vox_mma_design_create(vox_backend *be, const vox_vec *design, double rho_min,
                                  const vox_optimizer_options *opt, int m, vox_mma_design **out);
 void vox_mma_design_destroy(vox_mma_design *d);
+
+/* What it allocates on the backend for ne elements (at most ne design
+ * elements) and m constraints, counted only (the memory plan). */
+void vox_mma_design_layout(size_t ne, int m, vox_layout *l);
 
 /* One MMA iteration from the design variables x with the objective's value
  * and gradient dc (with respect to x, filtered) and the m constraints'

@@ -290,6 +290,8 @@ typedef struct opt_state {
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
   vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
+  int mma_freed;        /* ... freed before a cell's final evaluation, */
+  double mma_kkt;       /* ... whose last KKT residual is kept here */
   vox_constraint_set *constraints; /* the design constraints (design_constraints.h) */
   double *constraint_value;        /* the model's constraints' values at the last evaluation */
 } opt_state;
@@ -560,7 +562,23 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
   state_layout(1, opt->filter, all_design(model), NULL, &l);
   vox_constraints_layout(model->design_constraints, model->n_design_constraints, opt->filter,
                          opt->update == VOX_UPDATE_MMA, 1, NULL, &l);
-  return l.n;
+  int count = l.n;
+  if (opt->update == VOX_UPDATE_MMA) {
+    /* the method's own vectors and the design elements' indices, as many
+     * as if every element were a design element: its rows are the
+     * constraints, an equality two (design_constraints.h), or the one
+     * volume */
+    int rows = model->n_design_constraints > 0 ? 0 : 1;
+    for (int i = 0; i < model->n_design_constraints; i++) {
+      const vox_design_constraint *c = &model->design_constraints[i];
+      rows += c->kind == VOX_CONSTRAINT_VOLUME && c->equal ? 2 : 1;
+    }
+    vox_layout mma;
+    vox_layout_init(&mma);
+    vox_mma_design_layout(1, rows, &mma);
+    count += (int)ceil(vox_layout_bytes(&mma) / sizeof(double));
+  }
+  return count;
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
@@ -978,6 +996,14 @@ static void final_room(vox_backend *be, opt_state *s) {
     if (v[i] && v[i]->data) be->ops->vec->destroy(be, v[i]);
   if (s->filter) be->ops->design->filter_destroy(be, s->filter);
   s->filter = NULL;
+  /* MMA's vectors (on the device with the GPU), of which the result reads
+   * the KKT residual only */
+  if (s->mma) {
+    s->mma_kkt = vox_mma_design_kkt(s->mma);
+    s->mma_freed = 1;
+    vox_mma_design_destroy(s->mma);
+    s->mma = NULL;
+  }
 }
 
 /* Hands the state after the loop's iteration to options.checkpoint, with
@@ -1112,10 +1138,6 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     TRY(check_problem(ctx, model));
     return vox_efg_optimize(ctx, be, model, opt, result);
   }
-  if (opt->update == VOX_UPDATE_MMA && vox_backend_device(be) == VOX_DEVICE_CUDA)
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "the method of moving asymptotes (optimizer mma) runs on the CPU backend "
-                     "only");
   TRY(vox_symmetry_check(ctx, &model->grid, opt->symmetry));
   if (cell && model->objective != VOX_OBJECTIVE_COMPLIANCE)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -1365,7 +1387,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                                                      result->non_discreteness,
                                                      result->final_cg_iterations};
   result->adjoint_gpu = s.adjoint_gpu;
-  result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : -1;
+  result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : s.mma_freed ? s.mma_kkt : -1;
   result->cell_solver = s.homog && s.homog->cell;
   state_free(be, &s);
   return st;

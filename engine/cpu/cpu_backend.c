@@ -9,6 +9,7 @@
 
 #include "../cell_ops.h"
 #include "../efg_ops.h"
+#include "../mma_ops.h"
 #include "cpu.h"
 
 int vox_cpu_threads(const vox_backend *be) {
@@ -341,6 +342,7 @@ static const vox_backend_ops cpu_ops = {
     .sparse = &vox_cpu_sparse_ops,
     .cell = &vox_cpu_cell_ops,
     .efg = &vox_cpu_efg_ops,
+    .mma = &vox_cpu_mma_ops,
 };
 
 vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *options,

@@ -11,6 +11,7 @@
 #include "cell_ops.h"
 #include "homogenize.h"
 #include "memory_plan.h"
+#include "mma_ops.h"
 #include "objective.h"
 #include "voxfe/voxfe.h"
 
@@ -106,6 +107,23 @@ static void counting_filter_destroy(vox_backend *be, vox_filter *f) {
   cpu_filter_destroy(be, f);
 }
 
+/* MMA's design elements' indices as the CUDA backend allocates them (8
+ * bytes each, cuda_mma.cu; the CPU backend's are host memory). */
+static vox_mma_ops counting_mma_ops;
+static size_t map_bytes; /* of the one map a run has */
+
+static vox_status counting_map_create(vox_backend *be, const vox_vec *mask, vox_index_map **out,
+                                      size_t *n) {
+  const vox_status s = vox_cpu_mma_ops.map_create(be, mask, out, n);
+  if (s == VOX_OK) map_bytes = *n * sizeof(int64_t), count(map_bytes);
+  return s;
+}
+
+static void counting_map_destroy(vox_backend *be, vox_index_map *map) {
+  live -= map_bytes, map_bytes = 0;
+  vox_cpu_mma_ops.map_destroy(be, map);
+}
+
 static size_t model_grid_plan(const vox_backend *be, const vox_grid *g, vox_precision p) {
   vox_solver_options so;
   vox_solver_options_default(&so);
@@ -140,6 +158,10 @@ static vox_backend *counting_backend(vox_context *ctx) {
   counting_cell_ops.release = counting_cell_release;
   counting_cell_ops.hold = counting_cell_hold;
   counting_ops.cell = &counting_cell_ops;
+  counting_mma_ops = vox_cpu_mma_ops;
+  counting_mma_ops.map_create = counting_map_create;
+  counting_mma_ops.map_destroy = counting_map_destroy;
+  counting_ops.mma = &counting_mma_ops;
   be->ops = &counting_ops;
   return be;
 }
@@ -242,8 +264,10 @@ static void test_layouts_are_allocations(vox_context *ctx) {
 /* An optimization of a cantilever on the counting backend: what it
  * allocated against the plan, with the solves' start history of
  * `start_history` earlier solutions (at 2, two fine vectors, 8% of the
- * count: a plan that left them out would fail its 3% tolerance). */
-static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
+ * count: a plan that left them out would fail its 3% tolerance), by OC or
+ * by MMA (whose vectors and indices are a third of the count here). */
+static void test_plan_matches_allocations(vox_context *ctx, int start_history,
+                                          vox_design_update update) {
   vox_backend *be = counting_backend(ctx);
 
   vox_model m;
@@ -261,10 +285,11 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history) {
   opt.max_iterations = 1;
   opt.solver.precision = VOX_PRECISION_DOUBLE;
   opt.solver.start_history = start_history;
+  opt.update = update;
   vox_optimize_result r;
   start_count();
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
-  check_plan(start_history ? "start history: " : "",
+  check_plan(update == VOX_UPDATE_MMA ? "MMA: " : start_history ? "start history: " : "",
              (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver,
                                        vox_memory_optimizer_vectors(&m, &opt)));
   vox_model_free(&m);
@@ -297,7 +322,7 @@ static void cell_model(vox_context *ctx, const vox_grid *g, vox_model *m) {
 
 static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision precision,
                                                const char *formula, vox_cell_solver_use use,
-                                               vox_filter_type filter) {
+                                               vox_filter_type filter, vox_design_update update) {
   vox_backend *be = counting_backend(ctx);
 
   vox_model m, start;
@@ -320,6 +345,7 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   }
   opt.max_iterations = use == VOX_CELL_SOLVER_PHASED ? 3 : 1;
   opt.solver.precision = precision;
+  opt.update = update;
   /* phased: first the same run with the solver kept, off the count */
   vox_optimize_result r, rk;
   vox_optimizer_options kept = opt;
@@ -338,7 +364,8 @@ static void test_cell_plan_matches_allocations(vox_context *ctx, vox_precision p
   const unsigned strains = vox_cell_objective_strains(&opt);
   CHECK(strains == (formula ? 0x09u : 0x40u));
   const int n_strains = vox_homog_strain_count(strains);
-  printf("%s%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
+  printf("%s%s%s%s%s", precision == VOX_PRECISION_MIXED ? "cell, mixed" : "cell, double",
+         update == VOX_UPDATE_MMA ? ", MMA" : "",
          use == VOX_CELL_SOLVER_PHASED ? ", cell solver, phased"
          : use == VOX_CELL_SOLVER_ON   ? ", cell solver"
                                        : "",
@@ -403,19 +430,28 @@ int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
   test_layouts_are_allocations(ctx);
-  test_plan_matches_allocations(ctx, 2);
+  test_plan_matches_allocations(ctx, 2, VOX_UPDATE_OC);
+  test_plan_matches_allocations(ctx, 2, VOX_UPDATE_MMA);
   const vox_filter_type sens = VOX_FILTER_SENSITIVITY;
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_OFF, sens);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_OC);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", VOX_CELL_SOLVER_OFF,
-                                     sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_ON, sens);
-  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED, sens);
+                                     sens, VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_ON, sens,
+                                     VOX_UPDATE_OC);
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED, sens,
+                                     VOX_UPDATE_OC);
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, "-C11 - C44", VOX_CELL_SOLVER_PHASED,
-                                     sens);
+                                     sens, VOX_UPDATE_OC);
   /* six vectors per element: the update's turn the larger (the setup's too) */
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_MIXED, NULL, VOX_CELL_SOLVER_PHASED,
-                                     VOX_FILTER_DENSITY);
+                                     VOX_FILTER_DENSITY, VOX_UPDATE_OC);
+  /* MMA's vectors in the loop, freed before the final evaluation's six
+   * fields (the larger phase of a cell in double) */
+  test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
+                                     VOX_UPDATE_MMA);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   test_scaling(be);

@@ -16,9 +16,12 @@
  * c_i large the y_i are the constraints' slack of last resort: they are 0
  * at the solution of a problem whose constraints can be met.
  *
- * The per-variable work runs in OpenMP threads over fixed blocks of the
- * variables, summed in block order: the result does not depend on the
- * number of threads. The m + 1 dual directions are solved on the host. */
+ * These functions take host arrays and run on a CPU backend of the
+ * method's own: the per-variable work in OpenMP threads over fixed blocks
+ * of the variables, summed in block order, so that the result does not
+ * depend on the number of threads. The m + 1 dual directions are solved on
+ * the host. (vox_optimize runs the same method on its own backend, the GPU
+ * included, with the variables where its vectors are: engine/mma_ops.h.) */
 #ifndef VOXFE_MMA_H
 #define VOXFE_MMA_H
 

@@ -69,7 +69,7 @@ typedef enum vox_design_update {
   VOX_UPDATE_MMA = 1  /* the method of moving asymptotes (Svanberg 1987; voxfe/mma.h), with
                          the model's design constraints (volumes of regions, compliances of
                          load cases; design_constraints.h), or else the volume of the design
-                         domain, as its constraints; the CPU backend only */
+                         domain, as its constraints; on the CPU and CUDA backends */
 } vox_design_update;
 /* The preconditioner of the EFG loop's conjugate gradients: the inverted
  * 3x3 diagonal blocks of K, or a smoothed-aggregation multigrid V-cycle

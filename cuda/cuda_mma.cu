@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The method of moving asymptotes' per-variable work on the device
+ * (mma_ops.h): the asymptotes, move limits and approximations, the
+ * interior point's start, moves and directions, and the sums over the
+ * variables that the host's dual Newton system, residual and KKT check
+ * need. The m dual variables stay on the host (engine/mma.c); what a kernel
+ * needs of them (lambda, its step) comes up as m doubles per call.
+ *
+ * Each variable's arithmetic is engine/cpu/cpu_mma.c's, operation for
+ * operation, and this file is compiled without fused multiply-adds
+ * (cuda/CMakeLists.txt), so every per-variable value is the CPU's to the
+ * bit; only the order of the sums differs. The sums are deterministic:
+ * a fixed grid of MMA_BLOCKS blocks whose threads accumulate their
+ * variables in grid-stride order, reduced in each block in a fixed tree,
+ * and the blocks' partial sums added in block order by a second kernel;
+ * no atomics. A run therefore repeats itself to the bit on the same
+ * device.
+ *
+ * A pass accumulates up to MMA_CHUNK sums ("slots") per thread; calls with
+ * more (the dual system's m(m+1)/2 + 2m for m >= 3) take several passes,
+ * the first of which writes the per-variable results the others read. */
+#include <stdlib.h>
+
+#include "cuda_backend.cuh"
+#include "mma_ops.h"
+
+enum {
+  MMA_BLOCKS = 1024, /* the reductions' fixed grid */
+  MMA_CHUNK = 8,     /* slots a pass sums: m <= 2 in one pass, at most 80 registers a
+                      * thread (16 took 128: half the occupancy of these memory-bound
+                      * loops) */
+  MMA_WARPS = VOX_CUDA_THREADS / 32,
+  FINAL_THREADS = 256
+};
+
+/* What a slot sums (or, for the MAX kinds, maximises from 0). */
+enum {
+  SLOT_BAD,   /* max: 1 where an input is bad (approximate) */
+  SLOT_B,     /* row i: P_ij / (U - x) + Q_ij / (x - L) at xval (approximate) */
+  SLOT_SUMSQ, /* rex^2 + rexsi^2 + reeta^2 (residual, kkt) */
+  SLOT_MAX,   /* max: their largest magnitude (residual, kkt) */
+  SLOT_GVEC,  /* row i: P_ij / (U - x) + Q_ij / (x - L) at x (residual, newton) */
+  SLOT_GDELX, /* row i: G_ij delx / diagx (newton) */
+  SLOT_GGT,   /* rows i, l: G_ij G_lj / diagx (newton) */
+  SLOT_MOST   /* max: the step's bound (direction) */
+};
+static int slot_is_max(int kind) {
+  return kind == SLOT_BAD || kind == SLOT_MAX || kind == SLOT_MOST;
+}
+
+struct mma_slots {
+  int count;         /* slots of this pass */
+  unsigned max_mask; /* the maxima among them */
+  int kind[MMA_CHUNK], i[MMA_CHUNK], l[MMA_CHUNK];
+};
+
+/* The method's vectors' device arrays (mma_ops.h, vox_mma_vectors). */
+struct mma_ptrs {
+  size_t n;
+  int m;
+  const double *xval, *xmin, *xmax, *df0dx, *dfdx, *xold1, *xold2;
+  double *low, *upp, *alfa, *beta, *p0, *q0, *P, *Q;
+  double *x, *xsi, *eta, *xo, *xsio, *etao, *dx, *dxsi, *deta, *delx, *diagx;
+};
+
+static mma_ptrs ptrs_of(const vox_mma_vectors *v) {
+  mma_ptrs p;
+  p.n = v->n, p.m = v->m;
+  p.xval = v->xval.data, p.xmin = v->xmin.data, p.xmax = v->xmax.data;
+  p.df0dx = v->df0dx.data, p.dfdx = v->dfdx.data, p.xold1 = v->xold1.data, p.xold2 = v->xold2.data;
+  p.low = v->low.data, p.upp = v->upp.data, p.alfa = v->alfa.data, p.beta = v->beta.data;
+  p.p0 = v->p0.data, p.q0 = v->q0.data, p.P = v->P.data, p.Q = v->Q.data;
+  p.x = v->x.data, p.xsi = v->xsi.data, p.eta = v->eta.data, p.xo = v->xo.data;
+  p.xsio = v->xsio.data, p.etao = v->etao.data, p.dx = v->dx.data, p.dxsi = v->dxsi.data;
+  p.deta = v->deta.data, p.delx = v->delx.data, p.diagx = v->diagx.data;
+  return p;
+}
+
+struct vox_mma_work {
+  int m;
+  int slots;       /* the most of any call */
+  double *partial; /* device: MMA_CHUNK rows of MMA_BLOCKS partial sums */
+  double *result;  /* device: a call's slots */
+  double *dual;    /* device: m values of lambda or its step */
+  double *host;    /* pinned host: a call's slots */
+};
+
+struct vox_index_map {
+  size_t n;
+  int64_t *index; /* device: the element of each variable */
+};
+
+/* ---- the sums ---------------------------------------------------------------- */
+
+static __device__ __forceinline__ double warp_max(double v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmax(v, __shfl_down_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/* The block's sums (maxima) of the threads' slots, warps in order, into
+ * partial[slot][block]. Every thread of the block calls it. */
+static __device__ void block_reduce(const double (&acc)[MMA_CHUNK], const mma_slots &s,
+                                    double *__restrict__ partial) {
+  __shared__ double part[MMA_WARPS][MMA_CHUNK];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) {
+    if (c < s.count) { /* the same for every thread: the shuffles see the whole warp */
+      const double t = (s.max_mask >> c & 1u) ? warp_max(acc[c]) : vox_cuda_warp_sum(acc[c]);
+      if (lane == 0) part[warp][c] = t;
+    }
+  }
+  __syncthreads();
+  const int c = threadIdx.x;
+  if (c < s.count) {
+    const bool is_max = s.max_mask >> c & 1u;
+    double t = 0;
+    for (int w = 0; w < MMA_WARPS; w++) t = is_max ? fmax(t, part[w][c]) : t + part[w][c];
+    partial[(size_t)c * MMA_BLOCKS + blockIdx.x] = t;
+  }
+}
+
+/* result[c] = slot c's partial sums (maxima) of the blocks, in a fixed
+ * order: one block per slot. */
+static __global__ void __launch_bounds__(FINAL_THREADS)
+    final_kernel(const double *__restrict__ partial, mma_slots s, double *__restrict__ result) {
+  const int c = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const bool is_max = s.max_mask >> c & 1u;
+  const double *row = partial + (size_t)c * MMA_BLOCKS;
+  double t = 0;
+  for (int b = threadIdx.x; b < MMA_BLOCKS; b += FINAL_THREADS) t = is_max ? fmax(t, row[b]) : t + row[b];
+  t = is_max ? warp_max(t) : vox_cuda_warp_sum(t);
+  __shared__ double part[FINAL_THREADS / 32];
+  if (lane == 0) part[warp] = t;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double r = 0;
+    for (int w = 0; w < FINAL_THREADS / 32; w++) r = is_max ? fmax(r, part[w]) : r + part[w];
+    result[c] = r;
+  }
+}
+
+/* The K slots that kind_of(t, &kind, &i, &l) describes, in passes of
+ * MMA_CHUNK: launch(slots, first pass) runs a pass's kernel on MMA_BLOCKS
+ * blocks into w->partial; the results come to w->host[0..K). */
+template <class Kind, class Launch>
+static vox_status run_sums(vox_backend *be, vox_mma_work *w, int K, Kind kind_of, Launch launch,
+                           const char *what) {
+  for (int t0 = 0; t0 < K; t0 += MMA_CHUNK) {
+    mma_slots s = {};
+    s.count = K - t0 < MMA_CHUNK ? K - t0 : MMA_CHUNK;
+    for (int c = 0; c < s.count; c++) {
+      kind_of(t0 + c, &s.kind[c], &s.i[c], &s.l[c]);
+      if (slot_is_max(s.kind[c])) s.max_mask |= 1u << c;
+    }
+    launch(s, t0 == 0);
+    final_kernel<<<s.count, FINAL_THREADS>>>(w->partial, s, w->result + t0);
+    CUDA_LAUNCHED(be, what);
+  }
+  CUDA_TRY(be, cudaMemcpy(w->host, w->result, (size_t)K * sizeof(double), cudaMemcpyDeviceToHost),
+           what);
+  return VOX_OK;
+}
+
+static vox_status upload_dual(vox_backend *be, vox_mma_work *w, const double *values) {
+  CUDA_TRY(be, cudaMemcpy(w->dual, values, (size_t)w->m * sizeof(double), cudaMemcpyHostToDevice),
+           "uploading MMA's multipliers");
+  return VOX_OK;
+}
+
+/* ---- the kernels ------------------------------------------------------------- */
+
+/* mmasub (pass 0: the per-variable results and the bad flag) and b's sums */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    approximate_kernel(mma_ptrs p, vox_mma_options o, int first, mma_slots s, int write,
+                       double *__restrict__ partial) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  VOX_GRID_STRIDE(j, n) {
+    const double x = p.xval[j];
+    int bad = 0;
+    if (write) {
+      const double range = p.xmax[j] - p.xmin[j];
+      bad = !isfinite(x) || !isfinite(p.df0dx[j]) || !(range >= 0) || x < p.xmin[j] ||
+            x > p.xmax[j];
+      for (int i = 0; i < m; i++) bad |= !isfinite(p.dfdx[(size_t)i * n + j]);
+      if (!bad) {
+        /* the asymptotes */
+        const double xmami = fmax(range, 1e-5);
+        double low, upp;
+        if (first) {
+          low = x - o.asymptote_init * range;
+          upp = x + o.asymptote_init * range;
+        } else {
+          const double trend = (x - p.xold1[j]) * (p.xold1[j] - p.xold2[j]);
+          const double f = trend > 0 ? o.asymptote_increase
+                           : trend < 0 ? o.asymptote_decrease
+                                       : 1;
+          low = x - f * (p.xold1[j] - p.low[j]);
+          upp = x + f * (p.upp[j] - p.xold1[j]);
+          low = fmin(fmax(low, x - 10 * xmami), x - 0.01 * xmami);
+          upp = fmax(fmin(upp, x + 10 * xmami), x + 0.01 * xmami);
+        }
+        p.low[j] = low, p.upp[j] = upp;
+        /* the move limits */
+        p.alfa[j] = fmax(fmax(low + o.albefa * (x - low), x - o.move * range), p.xmin[j]);
+        p.beta[j] = fmin(fmin(upp - o.albefa * (upp - x), x + o.move * range), p.xmax[j]);
+        /* the approximations */
+        const double ux1 = upp - x, xl1 = x - low, ux2 = ux1 * ux1, xl2 = xl1 * xl1;
+        const double curv = o.raa0 / xmami;
+        const double g0 = p.df0dx[j], p0 = fmax(g0, 0.0), q0 = fmax(-g0, 0.0),
+                     pq0 = 0.001 * (p0 + q0) + curv;
+        p.p0[j] = (p0 + pq0) * ux2;
+        p.q0[j] = (q0 + pq0) * xl2;
+        for (int i = 0; i < m; i++) {
+          const double g = p.dfdx[(size_t)i * n + j], pp = fmax(g, 0.0), qq = fmax(-g, 0.0),
+                       pq = 0.001 * (pp + qq) + curv;
+          p.P[(size_t)i * n + j] = (pp + pq) * ux2;
+          p.Q[(size_t)i * n + j] = (qq + pq) * xl2;
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < MMA_CHUNK; c++) {
+      if (c >= s.count) continue;
+      if (s.kind[c] == SLOT_BAD) {
+        acc[c] = fmax(acc[c], bad ? 1.0 : 0.0);
+      } else {
+        const size_t r = (size_t)s.i[c] * n + j;
+        acc[c] += p.P[r] / (p.upp[j] - x) + p.Q[r] / (x - p.low[j]);
+      }
+    }
+  }
+  block_reduce(acc, s, partial);
+}
+
+static __global__ void start_kernel(mma_ptrs p) {
+  VOX_GRID_STRIDE(j, p.n) {
+    const double x = 0.5 * (p.alfa[j] + p.beta[j]);
+    p.x[j] = x;
+    p.xsi[j] = fmax(1.0, 1 / (x - p.alfa[j]));
+    p.eta[j] = fmax(1.0, 1 / (p.beta[j] - x));
+  }
+}
+
+/* The move (pass 0 where `move`) and the residual's sums */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    residual_kernel(mma_ptrs p, const double *__restrict__ lam, double epsi, int move,
+                    double step, mma_slots s, double *__restrict__ partial) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  const bool rows = s.kind[0] == SLOT_SUMSQ; /* the pass with the residual's rows */
+  VOX_GRID_STRIDE(j, n) {
+    double x, xsi, eta;
+    if (move) {
+      x = p.xo[j] + step * p.dx[j];
+      xsi = p.xsio[j] + step * p.dxsi[j];
+      eta = p.etao[j] + step * p.deta[j];
+      p.x[j] = x, p.xsi[j] = xsi, p.eta[j] = eta;
+    } else {
+      x = p.x[j], xsi = p.xsi[j], eta = p.eta[j];
+    }
+    const double ux1 = p.upp[j] - x, xl1 = x - p.low[j];
+    double rex = 0, rexsi = 0, reeta = 0;
+    if (rows) {
+      double plam = p.p0[j], qlam = p.q0[j];
+      for (int i = 0; i < m; i++)
+        plam += p.P[(size_t)i * n + j] * lam[i], qlam += p.Q[(size_t)i * n + j] * lam[i];
+      rex = plam / (ux1 * ux1) - qlam / (xl1 * xl1) - xsi + eta;
+      rexsi = xsi * (x - p.alfa[j]) - epsi;
+      reeta = eta * (p.beta[j] - x) - epsi;
+    }
+#pragma unroll
+    for (int c = 0; c < MMA_CHUNK; c++) {
+      if (c >= s.count) continue;
+      if (s.kind[c] == SLOT_SUMSQ) {
+        acc[c] += rex * rex + rexsi * rexsi + reeta * reeta;
+      } else if (s.kind[c] == SLOT_MAX) {
+        acc[c] = fmax(acc[c], fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
+      } else {
+        const size_t r = (size_t)s.i[c] * n + j;
+        acc[c] += p.P[r] / ux1 + p.Q[r] / xl1;
+      }
+    }
+  }
+  block_reduce(acc, s, partial);
+}
+
+/* Newton's delx, diagx (pass 0) and the dual system's sums */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    newton_kernel(mma_ptrs p, const double *__restrict__ lam, double epsi, mma_slots s, int write,
+                  double *__restrict__ partial) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  VOX_GRID_STRIDE(j, n) {
+    const double x = p.x[j], ux1 = p.upp[j] - x, xl1 = x - p.low[j];
+    const double ux2 = ux1 * ux1, xl2 = xl1 * xl1;
+    double delx, diagx;
+    if (write) {
+      double plam = p.p0[j], qlam = p.q0[j];
+      for (int i = 0; i < m; i++)
+        plam += p.P[(size_t)i * n + j] * lam[i], qlam += p.Q[(size_t)i * n + j] * lam[i];
+      const double xa = x - p.alfa[j], bx = p.beta[j] - x;
+      delx = plam / ux2 - qlam / xl2 - epsi / xa + epsi / bx;
+      diagx = 2 * (plam / (ux2 * ux1) + qlam / (xl2 * xl1)) + p.xsi[j] / xa + p.eta[j] / bx;
+      p.delx[j] = delx, p.diagx[j] = diagx;
+    } else {
+      delx = p.delx[j], diagx = p.diagx[j];
+    }
+#pragma unroll
+    for (int c = 0; c < MMA_CHUNK; c++) {
+      if (c >= s.count) continue;
+      const size_t r = (size_t)s.i[c] * n + j;
+      const double pij = p.P[r], qij = p.Q[r];
+      if (s.kind[c] == SLOT_GVEC) {
+        acc[c] += pij / ux1 + qij / xl1;
+      } else if (s.kind[c] == SLOT_GDELX) {
+        const double gi = pij / ux2 - qij / xl2;
+        acc[c] += gi * delx / diagx;
+      } else {
+        const size_t rl = (size_t)s.l[c] * n + j;
+        const double gi = pij / ux2 - qij / xl2, gl = p.P[rl] / ux2 - p.Q[rl] / xl2;
+        acc[c] += gi * gl / diagx;
+      }
+    }
+  }
+  block_reduce(acc, s, partial);
+}
+
+/* The direction from dlam and the largest step's bound */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    direction_kernel(mma_ptrs p, const double *__restrict__ dlam, double epsi, mma_slots s,
+                     double *__restrict__ partial) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  VOX_GRID_STRIDE(j, n) {
+    const double x = p.x[j], ux2 = (p.upp[j] - x) * (p.upp[j] - x),
+                 xl2 = (x - p.low[j]) * (x - p.low[j]);
+    double gd = 0;
+    for (int i = 0; i < m; i++)
+      gd += (p.P[(size_t)i * n + j] / ux2 - p.Q[(size_t)i * n + j] / xl2) * dlam[i];
+    const double dx = -(p.delx[j] + gd) / p.diagx[j];
+    const double xsi = p.xsi[j], eta = p.eta[j];
+    const double xa = x - p.alfa[j], bx = p.beta[j] - x;
+    const double dxsi = -xsi + epsi / xa - xsi * dx / xa;
+    const double deta = -eta + epsi / bx + eta * dx / bx;
+    p.dx[j] = dx, p.dxsi[j] = dxsi, p.deta[j] = deta;
+    double most = fmax(acc[0], fmax(-1.01 * dxsi / xsi, -1.01 * deta / eta));
+    acc[0] = fmax(most, fmax(-1.01 * dx / xa, 1.01 * dx / bx));
+  }
+  block_reduce(acc, s, partial);
+}
+
+/* kktcheck's rows of the variables */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
+    kkt_kernel(mma_ptrs p, const double *__restrict__ lam, mma_slots s,
+               double *__restrict__ partial) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  VOX_GRID_STRIDE(j, n) {
+    double rex = p.df0dx[j] - p.xsi[j] + p.eta[j];
+    for (int i = 0; i < m; i++) rex += p.dfdx[(size_t)i * n + j] * lam[i];
+    const double rexsi = p.xsi[j] * (p.xval[j] - p.xmin[j]),
+                 reeta = p.eta[j] * (p.xmax[j] - p.xval[j]);
+    acc[0] += rex * rex + rexsi * rexsi + reeta * reeta;
+    acc[1] = fmax(acc[1], fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
+  }
+  block_reduce(acc, s, partial);
+}
+
+/* ---- the operations ------------------------------------------------------------ */
+
+static vox_status work_create(vox_backend *be, size_t n, int m, vox_mma_work **out) {
+  (void)n;
+  *out = NULL;
+  vox_mma_work *w = (vox_mma_work *)calloc(1, sizeof *w);
+  if (!w) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  w->m = m;
+  const int newton = 2 * m + m * (m + 1) / 2, residual = 2 + m;
+  w->slots = newton > residual ? newton : residual;
+  vox_status st = vox_cuda_alloc(be, (void **)&w->partial,
+                                 (size_t)MMA_CHUNK * MMA_BLOCKS * sizeof(double),
+                                 "MMA's partial sums");
+  if (st == VOX_OK)
+    st = vox_cuda_alloc(be, (void **)&w->result, (size_t)w->slots * sizeof(double), "MMA's sums");
+  if (st == VOX_OK)
+    st = vox_cuda_alloc(be, (void **)&w->dual, (size_t)m * sizeof(double), "MMA's multipliers");
+  if (st == VOX_OK && cudaMallocHost((void **)&w->host, (size_t)w->slots * sizeof(double)) !=
+                          cudaSuccess) {
+    cudaGetLastError();
+    w->host = NULL;
+    st = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of pinned host memory for MMA's sums");
+  }
+  if (st != VOX_OK) {
+    vox_cuda_free(w->partial), vox_cuda_free(w->result), vox_cuda_free(w->dual);
+    free(w);
+    return st;
+  }
+  *out = w;
+  return VOX_OK;
+}
+
+static void work_destroy(vox_backend *be, vox_mma_work *w) {
+  (void)be;
+  if (!w) return;
+  vox_cuda_free(w->partial), vox_cuda_free(w->result), vox_cuda_free(w->dual);
+  if (w->host) cudaFreeHost(w->host);
+  free(w);
+}
+
+static vox_status approximate(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                              const vox_mma_options *o, int first, double *b, int *bad) {
+  const mma_ptrs p = ptrs_of(v);
+  const vox_mma_options opt = *o;
+  /* slot 0: the bad flag, then b's rows */
+  TRY(run_sums(
+      be, w, 1 + v->m,
+      [](int t, int *kind, int *i, int *l) {
+        *kind = t == 0 ? SLOT_BAD : SLOT_B, *i = t == 0 ? 0 : t - 1, *l = 0;
+      },
+      [&](const mma_slots &s, int write) {
+        approximate_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, opt, first, s, write, w->partial);
+      },
+      "the MMA approximations kernel"));
+  *bad = w->host[0] != 0;
+  for (int i = 0; i < v->m; i++) b[i] = w->host[1 + i];
+  return VOX_OK;
+}
+
+static vox_status start(vox_backend *be, const vox_mma_vectors *v) {
+  start_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(ptrs_of(v));
+  CUDA_LAUNCHED(be, "the MMA start kernel");
+  return VOX_OK;
+}
+
+static vox_status residual(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                           const double *lam, double epsi, int move, double step, double *sum,
+                           double *max, double *gvec) {
+  const mma_ptrs p = ptrs_of(v);
+  TRY(upload_dual(be, w, lam));
+  /* slots 0, 1: the rows' sum of squares and largest magnitude, then gvec */
+  TRY(run_sums(
+      be, w, 2 + v->m,
+      [](int t, int *kind, int *i, int *l) {
+        *kind = t == 0 ? SLOT_SUMSQ : t == 1 ? SLOT_MAX : SLOT_GVEC, *i = t < 2 ? 0 : t - 2, *l = 0;
+      },
+      [&](const mma_slots &s, int first) {
+        residual_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, move && first, step,
+                                                          s, w->partial);
+      },
+      "the MMA residual kernel"));
+  *sum = w->host[0], *max = w->host[1];
+  for (int i = 0; i < v->m; i++) gvec[i] = w->host[2 + i];
+  return VOX_OK;
+}
+
+static vox_status newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                         const double *lam, double epsi, double *gvec, double *gdelx,
+                         double *ggt) {
+  const mma_ptrs p = ptrs_of(v);
+  const int m = v->m;
+  TRY(upload_dual(be, w, lam));
+  /* slots: gvec (m), gdelx (m), then the lower triangle of G D^-1 G' by rows */
+  TRY(run_sums(
+      be, w, 2 * m + m * (m + 1) / 2,
+      [m](int t, int *kind, int *i, int *l) {
+        *l = 0;
+        if (t < m) {
+          *kind = SLOT_GVEC, *i = t;
+        } else if (t < 2 * m) {
+          *kind = SLOT_GDELX, *i = t - m;
+        } else {
+          int k = t - 2 * m, row = 0;
+          while (k > row) k -= row + 1, row++;
+          *kind = SLOT_GGT, *i = row, *l = k;
+        }
+      },
+      [&](const mma_slots &s, int write) {
+        newton_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, s, write, w->partial);
+      },
+      "the MMA Newton kernel"));
+  for (int i = 0; i < m; i++) gvec[i] = w->host[i], gdelx[i] = w->host[m + i];
+  for (int i = 0, t = 2 * m; i < m; i++)
+    for (int l = 0; l <= i; l++) ggt[i * m + l] = w->host[t++];
+  return VOX_OK;
+}
+
+static vox_status direction(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                            const double *dlam, double epsi, double *most) {
+  const mma_ptrs p = ptrs_of(v);
+  TRY(upload_dual(be, w, dlam));
+  TRY(run_sums(
+      be, w, 1, [](int, int *kind, int *i, int *l) { *kind = SLOT_MOST, *i = 0, *l = 0; },
+      [&](const mma_slots &s, int) {
+        direction_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, s, w->partial);
+      },
+      "the MMA direction kernel"));
+  *most = w->host[0];
+  return VOX_OK;
+}
+
+static vox_status kkt(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                      const double *lam, double *sum, double *max) {
+  const mma_ptrs p = ptrs_of(v);
+  TRY(upload_dual(be, w, lam));
+  TRY(run_sums(
+      be, w, 2,
+      [](int t, int *kind, int *i, int *l) { *kind = t == 0 ? SLOT_SUMSQ : SLOT_MAX, *i = 0, *l = 0; },
+      [&](const mma_slots &s, int) {
+        kkt_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, s, w->partial);
+      },
+      "the MMA KKT kernel"));
+  *sum = w->host[0], *max = w->host[1];
+  return VOX_OK;
+}
+
+/* ---- the design elements ----------------------------------------------------- */
+
+static vox_status map_create(vox_backend *be, const vox_vec *mask, vox_index_map **out,
+                             size_t *n_out) {
+  *out = NULL;
+  double *host = (double *)malloc((mask->n ? mask->n : 1) * sizeof *host);
+  vox_index_map *map = (vox_index_map *)calloc(1, sizeof *map);
+  int64_t *index = NULL;
+  vox_status st = host && map ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (st == VOX_OK)
+    st = vox_cuda_check(be, cudaMemcpy(host, mask->data, mask->n * sizeof *host,
+                                       cudaMemcpyDeviceToHost),
+                        "reading the design mask");
+  size_t n = 0;
+  for (size_t e = 0; st == VOX_OK && e < mask->n; e++) n += host[e] != 0;
+  if (st == VOX_OK && !(index = (int64_t *)malloc((n ? n : 1) * sizeof *index)))
+    st = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (st == VOX_OK) {
+    for (size_t e = 0, j = 0; e < mask->n; e++)
+      if (host[e] != 0) index[j++] = (int64_t)e;
+    st = vox_cuda_alloc(be, (void **)&map->index, (n ? n : 1) * sizeof *index,
+                        "the design elements' indices");
+  }
+  if (st == VOX_OK)
+    st = vox_cuda_check(be, cudaMemcpy(map->index, index, n * sizeof *index,
+                                       cudaMemcpyHostToDevice),
+                        "uploading the design elements' indices");
+  free(host), free(index);
+  if (st != VOX_OK) {
+    if (map) vox_cuda_free(map->index);
+    free(map);
+    return st;
+  }
+  map->n = n;
+  *out = map;
+  *n_out = n;
+  return VOX_OK;
+}
+
+static void map_destroy(vox_backend *be, vox_index_map *map) {
+  (void)be;
+  if (map) vox_cuda_free(map->index);
+  free(map);
+}
+
+static __global__ void gather_kernel(const int64_t *__restrict__ index,
+                                     const double *__restrict__ in, double scale,
+                                     const double *__restrict__ lo, const double *__restrict__ hi,
+                                     double *__restrict__ out, size_t n) {
+  VOX_GRID_STRIDE(j, n) {
+    const double v = scale * in[index[j]];
+    out[j] = lo ? fmin(fmax(v, lo[j]), hi[j]) : v;
+  }
+}
+
+static __global__ void scatter_kernel(const int64_t *__restrict__ index,
+                                      const double *__restrict__ in, double *__restrict__ out,
+                                      size_t n) {
+  VOX_GRID_STRIDE(j, n) out[index[j]] = in[j];
+}
+
+static vox_status gather(vox_backend *be, const vox_index_map *map, const vox_vec *in, double scale,
+                         const vox_vec *lo, const vox_vec *hi, vox_vec *out) {
+  if (map->n == 0) return VOX_OK;
+  gather_kernel<<<vox_cuda_grid(map->n), VOX_CUDA_THREADS>>>(
+      map->index, in->data, scale, lo ? lo->data : NULL, lo ? hi->data : NULL, out->data, map->n);
+  CUDA_LAUNCHED(be, "the MMA gather kernel");
+  return VOX_OK;
+}
+
+static vox_status scatter(vox_backend *be, const vox_index_map *map, const vox_vec *in,
+                          vox_vec *out) {
+  if (map->n == 0) return VOX_OK;
+  scatter_kernel<<<vox_cuda_grid(map->n), VOX_CUDA_THREADS>>>(map->index, in->data, out->data,
+                                                              map->n);
+  CUDA_LAUNCHED(be, "the MMA scatter kernel");
+  return VOX_OK;
+}
+
+static vox_mma_ops make_mma_ops(void) {
+  vox_mma_ops o = {};
+  o.work_create = work_create;
+  o.work_destroy = work_destroy;
+  o.approximate = approximate;
+  o.start = start;
+  o.residual = residual;
+  o.newton = newton;
+  o.direction = direction;
+  o.kkt = kkt;
+  o.map_create = map_create;
+  o.map_destroy = map_destroy;
+  o.gather = gather;
+  o.scatter = scatter;
+  return o;
+}
+
+extern "C" const vox_mma_ops vox_cuda_mma_ops = make_mma_ops();
