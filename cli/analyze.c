@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_files.h"
+#include "cli_mpi.h"
 #include "cli_options.h"
 #include "cli_progress.h"
 #include "cli_solver_options.h"
@@ -58,7 +59,20 @@ typedef struct settings {
   int threads;
   int quiet;
   int timings;
+  int mpi;      /* --mpi */
+  int mpi_nccl; /* 0: --mpi-host-exchange */
 } settings;
+
+/* --storage: auto, full or sparse (vox_storage). */
+static int parse_storage(const char *what, const char *text, void *value) {
+  if (vox_storage_parse(text, value) == 0) return 0;
+  cli_error("%s: expected auto, full or sparse, got '%s'", what, text);
+  return -1;
+}
+
+static void format_storage(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_storage_name(*(const vox_storage *)value));
+}
 
 static int parse_test(const char *what, const char *text, void *value) {
   vox_compression_test t;
@@ -276,8 +290,27 @@ static const cli_option options[] = {
      .parse = parse_sed_point, .format = format_sed_point},
 
     CLI_SOLVER_OPTIONS(settings, solver, "relative residual at which the solve has converged"),
+    {.name = "storage", .arg = "S", .kind = CLI_CUSTOM, .offset = AT(solver.storage),
+     .flags = CLI_RECORD,
+     .help = "the system's storage: sparse (the bone's nodes and elements only, with its own "
+             "multigrid hierarchy), full (the whole box matrix-free, the empty voxels "
+             "without stiffness) or auto (sparse for a model whose bone fills less than half "
+             "the box; full with --mpi)",
+     .parse = parse_storage, .format = format_storage},
     CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
+#ifdef VOXFE_HAVE_MPI
+    {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
+     .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
+             "voxfe-analyze --mpi ...): slabs of element layers along z, one a rank, on its CPU "
+             "cores or (--device cuda or auto) on a GPU of its own, in full storage; every "
+             "rank reads the model, rank 0 writes the result; the same result as one process in "
+             "full storage, to rounding"},
+    {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = AT(mpi_nccl),
+     .flags = CLI_RECORD,
+     .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI instead "
+             "of NCCL between the GPUs"},
+#endif
     {.kind = CLI_END},
 };
 
@@ -654,10 +687,21 @@ static int check_summary_table(vox_context *ctx, const settings *s, const vox_mo
   return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
 }
 
+/* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
+static const char *device_name(const vox_backend *backend) {
+  return vox_backend_device(backend) == VOX_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   run_state r = {0};
   summary sum = {0};
   vox_model *m = &r.model;
+#ifdef VOXFE_HAVE_MPI
+  const int root = !s->mpi || cli_mpi_rank() == 0;
+#else
+  const int root = 1;
+#endif
+  if (!root) s->quiet = 1; /* rank 0 reports */
   clock_gettime(CLOCK_MONOTONIC, &r.start);
   const struct timespec t0 = r.start;
   sample_name(s->input, r.sample, sizeof r.sample);
@@ -665,7 +709,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
   add_text(&sum, "axis", s->test == TEST_MODEL ? "" : axis_names[s->axis]);
   add_number(&sum, "connectivity", s->connectivity, NULL);
-  r.warm_up = vox_device_warm_up_start(s->backend.device);
+  /* (ranks start their own devices, not the thread's current one) */
+  r.warm_up = s->mpi ? NULL : vox_device_warm_up_start(s->backend.device);
   int status = prepare(ctx, s, &r, &sum);
   if (status) goto done;
   vox_context_set_threads(ctx, s->threads);
@@ -775,6 +820,11 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
 
   if ((status = check_summary_table(ctx, s, m, &sum))) goto done;
+#ifdef VOXFE_HAVE_MPI
+  /* every rank has read and prepared the same model: a failure that one
+   * rank alone met (its memory) ends them all */
+  if (s->mpi && (status = cli_mpi_agree(status, NULL, NULL))) goto done;
+#endif
 
   /* The result file (voxfe .nc) starts now, in a thread of its own: the
    * model (labels, supports, bone nodes and elements: a tenth of the
@@ -789,7 +839,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   m->displacement = r.u; /* filled by the solve */
   m->stage = VOX_STAGE_ANALYSIS;
-  if ((vs = start_writer(ctx, s, m, &r, bone))) {
+  if (root && (vs = start_writer(ctx, s, m, &r, bone))) {
     status = cli_fail(ctx, vs, CLI_WRITING);
     goto done;
   }
@@ -802,12 +852,20 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   /* the backend made while the warm-up may still load libraries (joined
    * after the solve) */
-  vs = vox_backend_create_with(ctx, &s->backend, &r.backend);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi)
+    vs = cli_mpi_backend(ctx, g, 3, &s->backend, s->mpi_nccl, &r.backend);
+  else
+#endif
+    vs = vox_backend_create_with(ctx, &s->backend, &r.backend);
   if (vs) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  vox_device_parse(vox_backend_name(r.backend), &s->backend.device); /* record the device that ran */
+  s->backend.device = vox_backend_device(r.backend); /* record the device that ran */
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) cli_mpi_say_ranks(s->input, r.backend, s->quiet);
+#endif
 
   cli_progress progress;
   cli_progress_init(&progress, stderr, s->quiet, 0);
@@ -816,7 +874,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   for (ptrdiff_t e = 0; e < n_box; e++) r.bone[e] = m->label[e] != 0;
   if (!s->quiet && progress.mode != CLI_PROGRESS_QUIET)
     fprintf(stderr, "%s: solving %zu elements, %zu dofs on %s\n", s->input, bone, 3 * nn,
-            vox_backend_name(r.backend));
+            device_name(r.backend));
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   vox_context_set_progress(ctx, on_solve_progress, &r);
@@ -835,6 +893,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
   }
+  /* the other ranks' part ends with the solve: rank 0 writes */
+  if (!root) goto done;
   const double relative = solve.rhs_norm > 0 ? solve.residual_norm / solve.rhs_norm : 0;
   if (solve.reason < 0) {
     cli_error("%s: %s after %d CG iterations, relative residual %.3g (--cg-tol %g, "
@@ -883,7 +943,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 
   const double fields_done = cli_seconds_since(&t0);
   const run_numbers numbers = {
-      .device = vox_backend_name(r.backend), .bone = bone, .result = &result,
+      .device = device_name(r.backend), .bone = bone, .result = &result,
       .sed = r.sed, .vm = r.vm, .eff = r.eff, .strain = r.strain, .stress = r.stress,
       .moduli = r.moduli, .bone_mask = r.bone, .solve = solve, .relative = relative,
       .read_seconds = r.read_done, .components_seconds = r.prepare_done - r.read_done,
@@ -947,7 +1007,8 @@ int main(int argc, char **argv) {
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
-                .pin = 1};
+                .pin = 1,
+                .mpi_nccl = 1};
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;
@@ -978,9 +1039,23 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
 
+  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE) {
+    cli_error("--mpi: the sparse storage is not split over MPI ranks yet: use --storage full");
+    return CLI_EXIT_USAGE;
+  }
+  if (s.mpi) s.solver.storage = VOX_STORAGE_FULL_BOX;
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
+#endif
   vox_context *ctx = cli_context();
   if (!ctx) return CLI_EXIT_FAILED;
   status = run(ctx, &s, argc, argv);
   vox_context_destroy(ctx);
+#ifdef VOXFE_HAVE_MPI
+  if (s.mpi) { /* every rank exits with rank 0's status, once it has written */
+    status = cli_mpi_from_root(status);
+    cli_mpi_finish();
+  }
+#endif
   return status;
 }

@@ -2,7 +2,10 @@
 /* A program run over MPI ranks (cli_mpi.h). */
 #include "cli_mpi.h"
 
+#include <stdio.h>
 #include <time.h>
+
+#include "voxfe/mpi.h"
 
 #include "cli_checkpoint.h"
 #include "cli_common.h"
@@ -77,6 +80,28 @@ int cli_mpi_interrupted(void *self) {
   int mine = cli_interrupted(self), any = 0;
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, status_comm);
   return any;
+}
+
+vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
+                           vox_backend_options *options, int nccl, vox_backend **out) {
+  const int gpus = vox_device_count(VOX_DEVICE_CUDA);
+  if (options->device == VOX_DEVICE_AUTO)
+    options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
+  vox_backend_options ranks_backend = *options;
+  if (ranks_backend.device == VOX_DEVICE_CUDA && ranks_backend.device_index < 0 && gpus > 0)
+    ranks_backend.device_index = cli_mpi_node_rank() % gpus;
+  vox_mpi_options o;
+  vox_mpi_options_default(&o);
+  o.ranks_backend = &ranks_backend;
+  o.nccl = nccl;
+  return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
+}
+
+void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet) {
+  if (quiet || rank != 0) return;
+  fprintf(stderr, "%s: %d ranks on %s, their slabs' layers exchanged by %s\n", input, size,
+          vox_backend_device(backend) == VOX_DEVICE_CUDA ? "GPUs" : "CPU cores",
+          vox_mpi_backend_exchange(backend));
 }
 
 void cli_mpi_finish(void) {

@@ -9,6 +9,9 @@
 #ifdef VOXFE_HAVE_MPI
 #include <mpi.h>
 
+#include "voxfe/backend.h"
+#include "voxfe/model.h"
+
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent). Returns 0, or an exit status after a message. */
 int cli_mpi_start(int *argc, char ***argv);
@@ -31,6 +34,16 @@ int cli_mpi_from_root(int status);
  * after the same design iteration. */
 int cli_mpi_interrupted(void *self);
 void cli_mpi_finish(void);
+/* The MPI backend for `grid` (dofs_per_node 3 or 1) on the engine's
+ * communicator, each rank's slab on `options`' device: auto becomes CUDA
+ * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
+ * node (modulo the node's GPUs) unless options name one; options->device
+ * becomes the device taken. nccl: vox_mpi_options.nccl. Collective. */
+vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
+                           vox_backend_options *options, int nccl, vox_backend **out);
+/* One line on stderr from rank 0 (unless quiet): the ranks, their devices
+ * and how they exchange. */
+void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);
 #endif
 
 #endif

@@ -548,19 +548,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_status vs;
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi) { /* every rank the same call and the same outcome */
-    vox_backend_options ranks_backend = s->backend;
-    const int gpus = vox_device_count(VOX_DEVICE_CUDA);
-    if (ranks_backend.device == VOX_DEVICE_AUTO)
-      ranks_backend.device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
-    if (ranks_backend.device == VOX_DEVICE_CUDA && ranks_backend.device_index < 0 && gpus > 0)
-      ranks_backend.device_index = cli_mpi_node_rank() % gpus;
-    vox_mpi_options mo;
-    vox_mpi_options_default(&mo);
-    mo.ranks_backend = &ranks_backend;
-    mo.nccl = s->mpi_nccl;
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
-    vs = vox_mpi_backend_create(ctx, cli_mpi_engine(), &model.grid,
-                                vox_physics_dofs_per_node(model.physics), &mo, &backend);
+    vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
+                         s->mpi_nccl, &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);
@@ -572,10 +562,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   /* record the device that ran, not "auto" */
   s->backend.device = vox_backend_device(backend);
 #ifdef VOXFE_HAVE_MPI
-  if (s->mpi && !s->quiet)
-    fprintf(stderr, "%s: %d ranks on %s, their slabs' layers exchanged by %s\n", s->input,
-            cli_mpi_size(), s->backend.device == VOX_DEVICE_CUDA ? "GPUs" : "CPU cores",
-            vox_mpi_backend_exchange(backend));
+  if (s->mpi) cli_mpi_say_ranks(s->input, backend, s->quiet);
 #endif
 
   cli_progress progress;

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# voxfe-analyze --mpi under mpirun: a porous bone phantom's compression test
+# on 2 and 3 ranks (slabs of uneven sizes) gives one process's result in
+# full storage: the same CG iterations, the displacements and the summary
+# to 1e-10 of their size; only rank 0 writes (the result and the summary);
+# a model that cannot be read ends every rank with exit status 2, one
+# message and no file; the sparse storage is refused.
+# Run as: bash mpi_analyze.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE MPIEXEC
+. "$(dirname "$0")/lib.sh"
+ANALYZE=$1 MPIEXEC=$2
+mpi() { "$MPIEXEC" --oversubscribe --quiet -np "$@"; }
+
+/usr/bin/python3 "$SOURCE_DIR/tests/analyze/make_model.py" porous bone.nc 16 14 11 7 ||
+  { fail "make_model.py porous"; finish; }
+"$ANALYZE" bone.nc -o one.nc --storage full --device cpu --threads 1 >"$LOG/one" 2>&1 ||
+  { fail "one process: $(tail -n 3 "$LOG/one")"; finish; }
+cg() { sed -n 's/.*; \([0-9]*\) CG iterations.*/\1/p' "$1"; }
+
+for ranks in 2 3; do
+  before=$(listing)
+  mpi $ranks "$ANALYZE" --mpi bone.nc -o r$ranks.nc --summary r$ranks.json --threads 1 \
+    >"$LOG/out" 2>"$LOG/err" || { fail "$ranks ranks: $(tail -n 3 "$LOG/err")"; continue; }
+  grep -q "$ranks ranks on CPU cores" "$LOG/err" || fail "$ranks ranks: $(head -n 3 "$LOG/err")"
+  [ "$(wc -l <"$LOG/out")" -eq 1 ] || fail "$ranks ranks: not one summary line: $(cat "$LOG/out")"
+  [ "$(cg "$LOG/out")" = "$(cg "$LOG/one")" ] ||
+    fail "$ranks ranks: $(cg "$LOG/out") CG iterations against $(cg "$LOG/one")"
+  [ "$(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')" = "r$ranks.json r$ranks.nc " ] ||
+    fail "$ranks ranks: new files $(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')"
+  /usr/bin/python3 - one.nc r$ranks.nc >"$LOG/py" 2>&1 <<'PY' || fail "r$ranks.nc: $(cat "$LOG/py")"
+import sys
+import netCDF4
+import numpy as np
+one, many = (netCDF4.Dataset(f) for f in sys.argv[1:3])
+assert "--mpi" in many.history, many.history
+for name in ("displacement", "strain", "stress", "constraint_reaction"):
+    x, y = np.asarray(one[name][:]), np.asarray(many[name][:])
+    d = np.abs(x - y).max() / np.abs(x).max()
+    assert d <= 1e-10, (name, d)
+print("displacements within", np.abs(np.asarray(one["displacement"][:]) -
+      np.asarray(many["displacement"][:])).max())
+PY
+  echo "ok: $ranks ranks, $(cg "$LOG/out") CG iterations: $(cat "$LOG/py")"
+done
+
+before=$(listing)
+mpi 3 "$ANALYZE" --mpi missing.nc -o out.nc --threads 1 -q >"$LOG/out" 2>"$LOG/err"
+status=$?
+[ "$status" -eq 2 ] || fail "missing: exit status $status, expected 2"
+[ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "missing: not one line on stderr: $(cat "$LOG/err")"
+grep -qE "^voxfe-analyze: missing.nc: " "$LOG/err" || fail "missing: $(cat "$LOG/err")"
+[ "$before" = "$(listing)" ] || fail "missing: the folder changed"
+echo "ok: missing: $(cat "$LOG/err")"
+expect_usage_error "--mpi with the sparse storage" "sparse storage is not split" \
+  "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse
+finish
