@@ -206,12 +206,12 @@ static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, co
 
 int main(int argc, char **argv) {
   static const char *const settings[] = {"keep-label", "connectivity", "dilate", "hierarchy",
-                                         "parts", "profile", "coarse", NULL};
+                                         "parts", "profile", "coarse", "write", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full] "
                     "[--keep-label=L] [--connectivity=6|26] [--dilate=N] [--hierarchy=1] "
-                    "[--parts=1] [--profile=1] [--coarse=split|box|sa]\n");
+                    "[--parts=1] [--profile=1] [--coarse=split|box|sa] [--write=MODEL.nc]\n");
     return 2;
   }
   const int64_t n = strspn(argv[1], "0123456789") == strlen(argv[1]) ? atoll(argv[1]) : 0;
@@ -259,6 +259,17 @@ int main(int argc, char **argv) {
   const int64_t n_box = vox_grid_elements(&g);
   for (int64_t e = 0; e < n_box; e++) bone_elements += m.label[e] != 0;
   if (vox_check_plate_contact(ctx, &m, 2, 6)) die(ctx, "plates");
+  /* --write=FILE: the bone as a model file for voxfe-analyze, which adds
+   * the compression test itself (the perlin runs over MPI ranks) */
+  const char *write = bench_option("write");
+  if (write) {
+    if (vox_model_write(ctx, write, &m)) die(ctx, write);
+    printf("%s: %zu bone elements written\n", write, bone_elements);
+    vox_model_free(&m);
+    vox_backend_destroy(be);
+    vox_context_destroy(ctx);
+    return 0;
+  }
   double applied;
   if (vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied)) die(ctx, "test");
   printf("model: %lld x %lld x %lld box, %zu bone elements (%.1f%%), %zu voxels in %zu smaller "
