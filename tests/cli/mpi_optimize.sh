@@ -3,7 +3,8 @@
 # sink (heat conduction) on 2 and 3 ranks (slabs of uneven sizes) give the
 # design, history and CG iterations of one process (to 1e-12); a model that
 # rank 0 cannot read and a grid with fewer layers than ranks end every rank
-# with exit status 2, one message and no output file.
+# with exit status 2, one message and no output file; a rank that runs out
+# of memory alone ends them all with exit status 1.
 # Run as: bash mpi_optimize.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR MPIEXEC
 . "$(dirname "$0")/lib.sh"
 MPIEXEC=$1
@@ -70,4 +71,24 @@ done
 grep -q "fewer than the 3 MPI ranks" "$LOG/err" || fail "thin: $(cat "$LOG/err")"
 expect_usage_error "--mpi with --resume" "--resume is not split" \
   "$OPTIMIZE" --mpi cantilever.nc -o out.nc --resume cantilever-1.nc
+
+# a rank that fails alone (rank 1 under `ulimit -v`, out of memory for its
+# slab's vectors) ends every rank: exit status 1, its one message, no file.
+# Not under AddressSanitizer, whose shadow memory no such limit admits.
+if ldd "$OPTIMIZE" | grep -q libasan; then
+  echo "skipped: one rank out of memory (AddressSanitizer)"
+else
+  make_model big.nc 192x96x96 || finish
+  before=$(listing)
+  "$MPIEXEC" --oversubscribe --quiet -np 1 "$OPTIMIZE" --mpi big.nc -o out.nc --threads 1 -q : \
+    -np 1 bash -c "ulimit -v 450000 && exec \"$OPTIMIZE\" --mpi big.nc -o out.nc --threads 1 -q" \
+    >"$LOG/out" 2>"$LOG/err"
+  status=$?
+  [ "$status" -eq 1 ] || fail "one rank out of memory: exit status $status, expected 1"
+  [ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "one rank out of memory: $(cat "$LOG/err")"
+  grep -q "^voxfe-optimize: .*out of memory" "$LOG/err" || fail "one rank: $(cat "$LOG/err")"
+  [ "$before" = "$(listing)" ] || fail "one rank out of memory: the folder changed"
+  echo "ok: one rank out of memory: $(cat "$LOG/err")"
+  rm -f big.nc
+fi
 finish
