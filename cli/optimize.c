@@ -202,7 +202,7 @@ static const cli_option options[] = {
     {.name = "timings", .kind = CLI_ENABLE, .offset = AT(timings),
      .help = "print the seconds of each stage on stderr: reading the model, starting the "
              "device, the optimization (its design iterations' solves, sensitivities, filter "
-             "and update, and the rest: setup and the final evaluation), writing the design"},
+             "and update, the setup, the final design's evaluation), writing the design"},
 
     {.kind = CLI_HEADING, .help = "Optimization:"},
     {.name = "discretization", .arg = "KIND", .kind = CLI_CUSTOM,
@@ -621,12 +621,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
                               result.seconds_filter + result.seconds_update;
     fprintf(stderr,
             "%s: seconds: read %.3f, device %.3f, optimize %.3f (design iterations: solve %.3f, "
-            "sensitivities %.3f, filter %.3f, update %.3f; setup and final evaluation %.3f), "
+            "sensitivities %.3f, filter %.3f, update %.3f; setup %.3f; final evaluation %.3f), "
             "write %.3f, total %.3f\n",
             s->input, cli_seconds_between(&t_start, &t_read), cli_seconds_between(&t_read, &t_device),
             cli_seconds_between(&t0, &t1), result.seconds_solve, result.seconds_sensitivity,
             result.seconds_filter, result.seconds_update,
-            cli_seconds_between(&t0, &t1) - iterations, cli_seconds_between(&t1, &t_write),
+            cli_seconds_between(&t0, &t1) - iterations - result.seconds_final,
+            result.seconds_final, cli_seconds_between(&t1, &t_write),
             cli_seconds_between(&t_start, &t_write));
   }
   if (!s->quiet && result.has_tensor) {

@@ -1338,6 +1338,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
    * objective in the file belong together. A cell reports the whole C^H:
    * the strains its objective did not need are solved now (from rest),
    * in the room of the loop's vectors that are done with (final_room). */
+  const double final_start = now();
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED && cell) {
     final_room(be, &s);
     st = vox_homog_add_strains(s.homog, VOX_ALL_STRAINS);
@@ -1353,6 +1354,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       result->last_solve = failed;
     }
   }
+  result->seconds_final = now() - final_start;
   if (st == VOX_OK && cell && result->reason != VOX_STOP_SOLVER_FAILED) {
     result->has_tensor = 1;
     memcpy(result->tensor, s.tensor, sizeof s.tensor);

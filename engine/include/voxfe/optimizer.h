@@ -249,6 +249,8 @@ typedef struct vox_optimize_result {
    * solves (preconditioner setup and CG) in seconds_solve, the
    * sensitivities and the update; 0 on the FE path */
   double seconds_assembly;
+  /* the final design's own state (its solves, and a cell's other strains) */
+  double seconds_final;
   /* every solve's of the run: the design iterations' (those before a
    * resumed checkpoint included) and the final evaluation's */
   int total_cg_iterations;
