@@ -28,6 +28,8 @@
 #                   sensitivities + filter, update, and no assembly: "-")
 #   run_stages      the sum of the stages: what the paper's "Global" sums
 #   run_setup       run_optimize less run_stages: setup and final evaluation
+#   run_total       seconds of the whole program: reading the model, starting
+#                   the device, the optimization, writing the design
 
 efg_run() {
   local name=$1 limit=$2 model=$3
@@ -38,7 +40,7 @@ efg_run() {
     -o "$work/$name.nc" >"$out" 2>"$err" || status=$?
   run_ok=0 run_error="" run_stop="-" run_iterations="-" run_compliance="-" run_cg="-"
   run_optimize="-" run_assembly="-" run_solve="-" run_sensitivity="-" run_update="-"
-  run_stages="-" run_setup="-"
+  run_stages="-" run_setup="-" run_total="-"
   # 124: the time limit's SIGTERM, after which the design is written all the same
   if { [ "$status" -ne 0 ] && [ "$status" -ne 124 ]; } || [ ! -s "$work/$name.nc" ]; then
     run_error="exit $status: $(grep -v '^it [0-9]' "$err" | tail -n 1)"
@@ -63,6 +65,7 @@ efg_run() {
   local timings
   timings=$(grep -m1 ': seconds: read ' "$err")
   run_optimize=$(sed -n 's/.* optimize \([0-9.]*\) (.*/\1/p' <<<"$timings")
+  run_total=$(sed -n 's/.*, total \([0-9.]*\)$/\1/p' <<<"$timings")
   # "stages of the design iterations (...): assembly A s, solve S s (...),
   #  sensitivity T s, update U s": the EFG path only
   local stages
