@@ -17,6 +17,8 @@
 #                   program's own words
 #   run_iterations  design iterations
 #   run_compliance  the final design's compliance
+#   run_volume      its volume fraction
+#   run_mnd         its non-discreteness M_nd in per cent (0: all 0 or 1)
 #   run_cg          CG iterations in all (the final evaluation's included)
 #   run_optimize    seconds of the optimization: the design iterations, the
 #                   setup before them (EFG: the shape functions) and the
@@ -39,6 +41,7 @@ efg_run() {
   timeout -s TERM "$limit" "$bin/voxfe-optimize" "$model" "$@" --timings \
     -o "$work/$name.nc" >"$out" 2>"$err" || status=$?
   run_ok=0 run_error="" run_stop="-" run_iterations="-" run_compliance="-" run_cg="-"
+  run_volume="-" run_mnd="-"
   run_optimize="-" run_assembly="-" run_solve="-" run_sensitivity="-" run_update="-"
   run_stages="-" run_setup="-" run_total="-"
   # 124: the time limit's SIGTERM, after which the design is written all the same
@@ -60,6 +63,8 @@ efg_run() {
   run_iterations=$(sed -n 's/.* after \([0-9]*\) iterations: .*/\1/p' <<<"$summary")
   run_compliance=$(sed -n 's/.*final design compliance \([^,]*\),.*/\1/p' <<<"$summary")
   run_cg=$(sed -n 's/.* s, \([0-9]*\) CG iterations.*/\1/p' <<<"$summary")
+  run_volume=$(sed -n 's/.*, volume fraction \([0-9.]*\),.*/\1/p' <<<"$summary")
+  run_mnd=$(sed -n 's/.*, M_nd \([0-9.]*\)%;.*/\1/p' <<<"$summary")
   # "MODEL: seconds: read R, device D, optimize O (design iterations: solve
   #  S, sensitivities T, filter F, update U; setup and final evaluation X), ..."
   local timings
