@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash disable=SC2154,SC2034 # bin, work: the caller's; run_*: for the caller
 # One voxfe-optimize run and the numbers of its output, for the element-free
 # Galerkin bench scripts (efg-table1.sh, efg-dof-sweep.sh, efg-vs-fe.sh),
 # which source this file after setting bin (the programs' folder) and work
@@ -58,7 +59,7 @@ efg_run() {
   case $run_stop in
     converged) ;;
     "iteration limit reached") run_stop=limit ;;
-    interrupted) run_stop=time ;;
+    interrupted) run_stop="time" ;;
   esac
   run_iterations=$(sed -n 's/.* after \([0-9]*\) iterations: .*/\1/p' <<<"$summary")
   run_compliance=$(sed -n 's/.*final design compliance \([^,]*\),.*/\1/p' <<<"$summary")

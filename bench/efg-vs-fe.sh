@@ -61,8 +61,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 [ -x "$bin/voxfe-optimize" ] || { echo "$0: no voxfe-optimize in $bin" >&2; exit 2; }
 [[ $iterations =~ ^[1-9][0-9]*$ ]] || { echo "$0: ITERATIONS: expected a positive integer, got '$iterations'" >&2; exit 2; }
 case $scale in
-  paper) grid=(--box 80x40x4 --voxel-size 1.25,1.25,1) ;;
-  small) grid=(--box 40x20x2 --voxel-size 2.5,2.5,2) ;;
+  paper) grid=(--box 80x40x4 --voxel-size "1.25,1.25,1") ;;
+  small) grid=(--box 40x20x2 --voxel-size "2.5,2.5,2") ;;
   *) echo "$0: SCALE: expected paper or small, got '$scale'" >&2; exit 2 ;;
 esac
 work=$(mktemp -d)
