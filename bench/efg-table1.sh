@@ -66,9 +66,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$here/bench/efg-run.sh"
 
-# the examples: name, problem, the voxelizer's geometry, volume fraction,
-# the paper's nodes and its GPU seconds (assembly, solve, sensitivity,
-# update, global), table 1
+# the models: the workflows' grids (small: coarser ones of the same shapes)
 flows=$here/workflows
 if [ "$scale" = paper ]; then
   cantilever_grid=(--box 80x40x4 --voxel-size "1.25,1.25,1")
@@ -88,6 +86,8 @@ fi
 "$bin/voxfe-voxelize" "${cube_grid[@]}" -p "$flows/efg_cube/efg_cube.yaml" \
   -o "$work/cube_model.nc" -q
 
+# each example's volume fraction, name, and the paper's nodes and GPU
+# seconds (assembly, solve, sensitivity, update, global: table 1)
 examples=(cantilever annulus cube)
 declare -A fraction=([cantilever]=0.4 [annulus]=0.5 [cube]=0.05)
 declare -A title=([cantilever]="I cantilever" [annulus]="II quarter annulus" [cube]="III cube")
