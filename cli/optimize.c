@@ -678,9 +678,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     if (checkpointer.written) printf("; checkpoint %s", checkpoint_path);
     printf("\n");
     if (s->opt.discretization == VOX_DISCRETIZATION_EFG)
-      printf("stages of the design iterations (Lu et al. 2021 table 1): assembly %.2f s, "
-             "solve %.2f s (with the preconditioner's setup), sensitivity %.2f s, update "
-             "%.2f s\n",
+      printf("stages of the design iterations (Lu et al. 2021 table 1): assembly %.3f s, "
+             "solve %.3f s (with the preconditioner's setup), sensitivity %.3f s, update "
+             "%.3f s\n",
              result.seconds_assembly, result.seconds_solve, result.seconds_sensitivity,
              result.seconds_update);
   }
