@@ -590,7 +590,7 @@ static int mma_mode(int argc, char **argv) {
     const double t = bench_now() - t0;
     if (it >= 2) seconds += t, timed++;
     if (vec->download(be, &v->x, x)) die(ctx, "download");
-    printf("  it %3d  objective %.9g  constraint %+.3e  KKT %.3e  %.3f ms\n", it, f0 * scale,
+    printf("  it %3d  objective %.9g  constraint %+.3e  KKT %.3e  %.3f ms\n", it, f0,
            worst, kkt, 1e3 * t);
   }
   /* the last design's bits: two runs on one device repeat them */
