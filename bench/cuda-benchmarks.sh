@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
 #   bench/cuda-benchmarks.sh BIN_DIR
-#     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge|fp16]...
+#     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge|fp16|mma]...
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part
 # prints its own table; nothing is written but under $OUT (when set).
 set -euo pipefail
@@ -52,6 +52,13 @@ for part in "$@"; do
       "$bin/bench/bench_cuda" cantilever "$here/workflows/cantilever/cantilever.yaml" 256 \
         ${ITER256:-100} mixed --fp16-levels=$f
       "$bin/bench/bench_cell" 128 cuda 0.3 ${ITERCELL:-25} --fp16-levels=$f
+    done ;;
+  mma) # the MMA update alone, n of the 256 x 128 x 128 cantilever, m = 1 and 3; each twice:
+    # the last design's hash repeats on one device
+    for m in 1 3; do
+      for run in 1 2; do
+        "$bin/bench/bench_cuda" mma 4194304 $m ${ITERMMA:-30} | tail -1
+      done
     done ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
   esac

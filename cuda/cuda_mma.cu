@@ -4,33 +4,43 @@
  * interior point's start, moves and directions, and the sums over the
  * variables that the host's dual Newton system, residual and KKT check
  * need. The m dual variables stay on the host (engine/mma.c); what a kernel
- * needs of them (lambda, its step) comes up as m doubles per call.
+ * needs of them (lambda, its step) goes up as 2m doubles from pinned
+ * memory, ahead of the kernel in the same stream, without a wait.
  *
  * Each variable's arithmetic is engine/cpu/cpu_mma.c's, operation for
  * operation, and this file is compiled without fused multiply-adds
  * (cuda/CMakeLists.txt), so every per-variable value is the CPU's to the
  * bit; only the order of the sums differs. The sums are deterministic:
- * a fixed grid of MMA_BLOCKS blocks whose threads accumulate their
- * variables in grid-stride order, reduced in each block in a fixed tree,
- * and the blocks' partial sums added in block order by a second kernel;
- * no atomics. A run therefore repeats itself to the bit on the same
- * device.
+ * a grid fixed by n (one variable a thread, at most MMA_BLOCKS blocks)
+ * whose threads accumulate their variables in grid-stride order, reduced
+ * in each block in a fixed tree; the last block to finish (a counter) adds
+ * the blocks' partial sums in block order, in the same kernel. No atomics
+ * touch a value, so a run repeats itself to the bit on the same device.
+ *
+ * Subsolv's passes are memory-bound (each reads a dozen vectors of n), so
+ * they are as few as the method allows: the residual's pass also takes
+ * newton's sums at the point it reaches (residual_newton), the direction
+ * recomputes delx and diagx instead of reading them, and the residual's
+ * move recomputes the bound multipliers' steps from dx instead of reading
+ * them; each call is one kernel and one copy of its sums to the host.
  *
  * A pass accumulates up to MMA_CHUNK sums ("slots") per thread; calls with
- * more (the dual system's m(m+1)/2 + 2m for m >= 3) take several passes,
- * the first of which writes the per-variable results the others read. */
+ * more (the dual system's m(m+1)/2 + 2m + 2 for m >= 3) take several
+ * passes, the first of which moves the point the others read. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_backend.cuh"
 #include "mma_ops.h"
 
 enum {
-  MMA_BLOCKS = 1024, /* the reductions' fixed grid */
-  MMA_CHUNK = 8,     /* slots a pass sums: m <= 2 in one pass, at most 80 registers a
+  MMA_BLOCKS = 1024, /* the reductions' largest grid */
+  MMA_CHUNK = 8,     /* slots a pass sums: m <= 1 in one pass, at most 80 registers a
                       * thread (16 took 128: half the occupancy of these memory-bound
                       * loops) */
   MMA_WARPS = VOX_CUDA_THREADS / 32,
-  FINAL_THREADS = 256
+  MMA_MIN_BLOCKS = 3 /* of the residual and Newton kernel on an SM: at most 80 registers,
+                      * as the separate kernels had (it takes 114 unbounded) */
 };
 
 /* What a slot sums (or, for the MAX kinds, maximises from 0). */
@@ -51,6 +61,7 @@ static int slot_is_max(int kind) {
 struct mma_slots {
   int count;         /* slots of this pass */
   unsigned max_mask; /* the maxima among them */
+  int rows, newton;  /* some slot needs the residual's rows, newton's delx and diagx */
   int kind[MMA_CHUNK], i[MMA_CHUNK], l[MMA_CHUNK];
 };
 
@@ -76,18 +87,30 @@ static mma_ptrs ptrs_of(const vox_mma_vectors *v) {
   return p;
 }
 
+/* Where a pass's kernel puts its sums: partial[slot][block], the counter
+ * of finished blocks (0 between kernels: the last block resets it), and
+ * the results, of which this pass's start at `result`. */
+struct mma_sink {
+  double *partial;
+  unsigned *done;
+  double *result;
+};
+
 struct vox_mma_work {
   int m;
-  int slots;       /* the most of any call */
-  double *partial; /* device: MMA_CHUNK rows of MMA_BLOCKS partial sums */
-  double *result;  /* device: a call's slots */
-  double *dual;    /* device: m values of lambda or its step */
-  double *host;    /* pinned host: a call's slots */
+  int slots;        /* the most of any call */
+  unsigned blocks;  /* the sums' grid, fixed by n */
+  double *partial;  /* device: MMA_CHUNK rows of `blocks` partial sums */
+  unsigned *done;   /* device: the blocks of the running pass that finished */
+  double *result;   /* device: a call's slots */
+  double *dual;     /* device: 2m values: lambda, its step */
+  double *host;     /* pinned host: a call's slots */
+  double *host_dual; /* pinned host: what goes to `dual` */
 };
 
 struct vox_index_map {
   size_t n;
-  int64_t *index; /* device: the element of each variable */
+  int64_t *index; /* the element of each variable */
 };
 
 /* ---- the sums ---------------------------------------------------------------- */
@@ -98,11 +121,17 @@ static __device__ __forceinline__ double warp_max(double v) {
 }
 
 /* The block's sums (maxima) of the threads' slots, warps in order, into
- * partial[slot][block]. Every thread of the block calls it. */
+ * partial[slot][block]; the last block to get here then adds the blocks'
+ * partial sums of each slot in a fixed order (thread t takes blocks t, t +
+ * 256, ..., then the warps' tree, then the warps in order) into result.
+ * Which block is last changes from run to run; the order of the sums does
+ * not. Every thread of the block calls it, after its loop. */
 static __device__ void block_reduce(const double (&acc)[MMA_CHUNK], const mma_slots &s,
-                                    double *__restrict__ partial) {
+                                    const mma_sink &out) {
   __shared__ double part[MMA_WARPS][MMA_CHUNK];
+  __shared__ bool last;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned blocks = gridDim.x;
 #pragma unroll
   for (int c = 0; c < MMA_CHUNK; c++) {
     if (c < s.count) { /* the same for every thread: the shuffles see the whole warp */
@@ -111,38 +140,44 @@ static __device__ void block_reduce(const double (&acc)[MMA_CHUNK], const mma_sl
     }
   }
   __syncthreads();
-  const int c = threadIdx.x;
-  if (c < s.count) {
+  if ((int)threadIdx.x < s.count) {
+    const int c = threadIdx.x;
     const bool is_max = s.max_mask >> c & 1u;
     double t = 0;
     for (int w = 0; w < MMA_WARPS; w++) t = is_max ? fmax(t, part[w][c]) : t + part[w][c];
-    partial[(size_t)c * MMA_BLOCKS + blockIdx.x] = t;
+    out.partial[(size_t)c * blocks + blockIdx.x] = t;
+    __threadfence(); /* the partial sum is seen by every block before the count */
   }
-}
-
-/* result[c] = slot c's partial sums (maxima) of the blocks, in a fixed
- * order: one block per slot. */
-static __global__ void __launch_bounds__(FINAL_THREADS)
-    final_kernel(const double *__restrict__ partial, mma_slots s, double *__restrict__ result) {
-  const int c = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const bool is_max = s.max_mask >> c & 1u;
-  const double *row = partial + (size_t)c * MMA_BLOCKS;
-  double t = 0;
-  for (int b = threadIdx.x; b < MMA_BLOCKS; b += FINAL_THREADS) t = is_max ? fmax(t, row[b]) : t + row[b];
-  t = is_max ? warp_max(t) : vox_cuda_warp_sum(t);
-  __shared__ double part[FINAL_THREADS / 32];
-  if (lane == 0) part[warp] = t;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    double r = 0;
-    for (int w = 0; w < FINAL_THREADS / 32; w++) r = is_max ? fmax(r, part[w]) : r + part[w];
-    result[c] = r;
+  if (threadIdx.x == 0) last = atomicAdd(out.done, 1u) == blocks - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int c = 0; c < s.count; c++) {
+    const bool is_max = s.max_mask >> c & 1u;
+    const double *row = out.partial + (size_t)c * blocks;
+    double t = 0;
+    for (unsigned b = threadIdx.x; b < blocks; b += blockDim.x) {
+      const double r = __ldcg(row + b); /* from L2: other blocks wrote it */
+      t = is_max ? fmax(t, r) : t + r;
+    }
+    t = is_max ? warp_max(t) : vox_cuda_warp_sum(t);
+    __syncthreads(); /* part's last readers are done */
+    if (lane == 0) part[warp][0] = t;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double r = 0;
+      for (int w = 0; w < MMA_WARPS; w++) r = is_max ? fmax(r, part[w][0]) : r + part[w][0];
+      out.result[c] = r;
+    }
   }
+  if (threadIdx.x == 0) *out.done = 0;
 }
 
 /* The K slots that kind_of(t, &kind, &i, &l) describes, in passes of
- * MMA_CHUNK: launch(slots, first pass) runs a pass's kernel on MMA_BLOCKS
- * blocks into w->partial; the results come to w->host[0..K). */
+ * MMA_CHUNK: launch(slots, first pass, sink) runs a pass's kernel on
+ * w->blocks blocks; the results come to w->host[0..K) in one copy after the
+ * last pass. */
 template <class Kind, class Launch>
 static vox_status run_sums(vox_backend *be, vox_mma_work *w, int K, Kind kind_of, Launch launch,
                            const char *what) {
@@ -152,9 +187,11 @@ static vox_status run_sums(vox_backend *be, vox_mma_work *w, int K, Kind kind_of
     for (int c = 0; c < s.count; c++) {
       kind_of(t0 + c, &s.kind[c], &s.i[c], &s.l[c]);
       if (slot_is_max(s.kind[c])) s.max_mask |= 1u << c;
+      if (s.kind[c] == SLOT_SUMSQ || s.kind[c] == SLOT_MAX) s.rows = 1;
+      if (s.kind[c] == SLOT_GDELX || s.kind[c] == SLOT_GGT) s.newton = 1;
     }
-    launch(s, t0 == 0);
-    final_kernel<<<s.count, FINAL_THREADS>>>(w->partial, s, w->result + t0);
+    const mma_sink sink = {w->partial, w->done, w->result + t0};
+    launch(s, t0 == 0, sink);
     CUDA_LAUNCHED(be, what);
   }
   CUDA_TRY(be, cudaMemcpy(w->host, w->result, (size_t)K * sizeof(double), cudaMemcpyDeviceToHost),
@@ -162,8 +199,18 @@ static vox_status run_sums(vox_backend *be, vox_mma_work *w, int K, Kind kind_of
   return VOX_OK;
 }
 
-static vox_status upload_dual(vox_backend *be, vox_mma_work *w, const double *values) {
-  CUDA_TRY(be, cudaMemcpy(w->dual, values, (size_t)w->m * sizeof(double), cudaMemcpyHostToDevice),
+/* lam (and dlam where not NULL) to the device, behind the kernels before
+ * and ahead of the next one in the stream: the host does not wait. (The
+ * pinned buffer is not written again before the call's copy of its sums,
+ * which waits for this one.) */
+static vox_status upload_dual(vox_backend *be, vox_mma_work *w, const double *lam,
+                              const double *dlam) {
+  const size_t m = (size_t)w->m;
+  memcpy(w->host_dual, lam, m * sizeof(double));
+  if (dlam) memcpy(w->host_dual + m, dlam, m * sizeof(double));
+  CUDA_TRY(be,
+           cudaMemcpyAsync(w->dual, w->host_dual, (dlam ? 2 : 1) * m * sizeof(double),
+                           cudaMemcpyHostToDevice, 0),
            "uploading MMA's multipliers");
   return VOX_OK;
 }
@@ -173,7 +220,7 @@ static vox_status upload_dual(vox_backend *be, vox_mma_work *w, const double *va
 /* mmasub (pass 0: the per-variable results and the bad flag) and b's sums */
 static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     approximate_kernel(mma_ptrs p, vox_mma_options o, int first, mma_slots s, int write,
-                       double *__restrict__ partial) {
+                       mma_sink out) {
   double acc[MMA_CHUNK];
 #pragma unroll
   for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
@@ -234,7 +281,7 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
       }
     }
   }
-  block_reduce(acc, s, partial);
+  block_reduce(acc, s, out);
 }
 
 static __global__ void start_kernel(mma_ptrs p) {
@@ -246,35 +293,65 @@ static __global__ void start_kernel(mma_ptrs p) {
   }
 }
 
-/* The move (pass 0 where `move`) and the residual's sums */
-static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
-    residual_kernel(mma_ptrs p, const double *__restrict__ lam, double epsi, int move,
-                    double step, mma_slots s, double *__restrict__ partial) {
+/* sum_i lam_i P_ij, Q_ij onto the objective's p0_j, q0_j (cpu_mma.c's
+ * order), and Newton's delx and diagx at x from them (cpu_mma.c's newton,
+ * operation for operation). */
+static __device__ __forceinline__ void lambda_sums(const mma_ptrs &p, size_t j,
+                                                   const double *__restrict__ lam, double *plam,
+                                                   double *qlam) {
+  const size_t n = p.n;
+  double pl = p.p0[j], ql = p.q0[j];
+  for (int i = 0; i < p.m; i++)
+    pl += p.P[(size_t)i * n + j] * lam[i], ql += p.Q[(size_t)i * n + j] * lam[i];
+  *plam = pl, *qlam = ql;
+}
+static __device__ __forceinline__ void newton_diagonal(double plam, double qlam, double epsi,
+                                                       double xsi, double eta, double ux1,
+                                                       double xl1, double xa, double bx,
+                                                       double *delx, double *diagx) {
+  const double ux2 = ux1 * ux1, xl2 = xl1 * xl1;
+  *delx = plam / ux2 - qlam / xl2 - epsi / xa + epsi / bx;
+  *diagx = 2 * (plam / (ux2 * ux1) + qlam / (xl2 * xl1)) + xsi / xa + eta / bx;
+}
+
+/* The move (pass 0 where `move`: x, xsi, eta = their old values + step
+ * times the direction, the multipliers' steps recomputed from dx as the
+ * CPU's direction computes them), then the residual's sums and newton's at
+ * the point reached. */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS, MMA_MIN_BLOCKS)
+    point_kernel(mma_ptrs p, const double *__restrict__ lam, double epsi, int move, double step,
+                 mma_slots s, mma_sink out) {
   double acc[MMA_CHUNK];
 #pragma unroll
   for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
   const size_t n = p.n;
-  const int m = p.m;
-  const bool rows = s.kind[0] == SLOT_SUMSQ; /* the pass with the residual's rows */
   VOX_GRID_STRIDE(j, n) {
     double x, xsi, eta;
     if (move) {
-      x = p.xo[j] + step * p.dx[j];
-      xsi = p.xsio[j] + step * p.dxsi[j];
-      eta = p.etao[j] + step * p.deta[j];
+      const double xo = p.xo[j], xsio = p.xsio[j], etao = p.etao[j], dx = p.dx[j];
+      const double xa = xo - p.alfa[j], bx = p.beta[j] - xo;
+      const double dxsi = -xsio + epsi / xa - xsio * dx / xa;
+      const double deta = -etao + epsi / bx + etao * dx / bx;
+      x = xo + step * dx;
+      xsi = xsio + step * dxsi;
+      eta = etao + step * deta;
       p.x[j] = x, p.xsi[j] = xsi, p.eta[j] = eta;
     } else {
       x = p.x[j], xsi = p.xsi[j], eta = p.eta[j];
     }
     const double ux1 = p.upp[j] - x, xl1 = x - p.low[j];
-    double rex = 0, rexsi = 0, reeta = 0;
-    if (rows) {
-      double plam = p.p0[j], qlam = p.q0[j];
-      for (int i = 0; i < m; i++)
-        plam += p.P[(size_t)i * n + j] * lam[i], qlam += p.Q[(size_t)i * n + j] * lam[i];
-      rex = plam / (ux1 * ux1) - qlam / (xl1 * xl1) - xsi + eta;
-      rexsi = xsi * (x - p.alfa[j]) - epsi;
-      reeta = eta * (p.beta[j] - x) - epsi;
+    const double ux2 = ux1 * ux1, xl2 = xl1 * xl1;
+    double rex = 0, rexsi = 0, reeta = 0, delx = 0, diagx = 1;
+    if (s.rows || s.newton) {
+      double plam, qlam;
+      lambda_sums(p, j, lam, &plam, &qlam);
+      const double xa = x - p.alfa[j], bx = p.beta[j] - x;
+      if (s.rows) {
+        rex = plam / (ux1 * ux1) - qlam / (xl1 * xl1) - xsi + eta;
+        rexsi = xsi * xa - epsi;
+        reeta = eta * bx - epsi;
+      }
+      if (s.newton) newton_diagonal(plam, qlam, epsi, xsi, eta, ux1, xl1, xa, bx, &delx, &diagx);
     }
 #pragma unroll
     for (int c = 0; c < MMA_CHUNK; c++) {
@@ -285,88 +362,58 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
         acc[c] = fmax(acc[c], fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
       } else {
         const size_t r = (size_t)s.i[c] * n + j;
-        acc[c] += p.P[r] / ux1 + p.Q[r] / xl1;
+        const double pij = p.P[r], qij = p.Q[r];
+        if (s.kind[c] == SLOT_GVEC) {
+          acc[c] += pij / ux1 + qij / xl1;
+        } else if (s.kind[c] == SLOT_GDELX) {
+          const double gi = pij / ux2 - qij / xl2;
+          acc[c] += gi * delx / diagx;
+        } else {
+          const size_t rl = (size_t)s.l[c] * n + j;
+          const double gi = pij / ux2 - qij / xl2, gl = p.P[rl] / ux2 - p.Q[rl] / xl2;
+          acc[c] += gi * gl / diagx;
+        }
       }
     }
   }
-  block_reduce(acc, s, partial);
+  block_reduce(acc, s, out);
 }
 
-/* Newton's delx, diagx (pass 0) and the dual system's sums */
+/* The direction dx from dlam (delx and diagx recomputed from lam) and the
+ * largest step's bound; dxsi and deta are the move's to recompute. */
 static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
-    newton_kernel(mma_ptrs p, const double *__restrict__ lam, double epsi, mma_slots s, int write,
-                  double *__restrict__ partial) {
+    direction_kernel(mma_ptrs p, const double *__restrict__ lam,
+                     const double *__restrict__ dlam, double epsi, mma_slots s, mma_sink out) {
   double acc[MMA_CHUNK];
 #pragma unroll
   for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
   const size_t n = p.n;
   const int m = p.m;
   VOX_GRID_STRIDE(j, n) {
-    const double x = p.x[j], ux1 = p.upp[j] - x, xl1 = x - p.low[j];
+    const double x = p.x[j], xsi = p.xsi[j], eta = p.eta[j];
+    const double ux1 = p.upp[j] - x, xl1 = x - p.low[j];
+    const double xa = x - p.alfa[j], bx = p.beta[j] - x;
+    double plam, qlam, delx, diagx;
+    lambda_sums(p, j, lam, &plam, &qlam);
+    newton_diagonal(plam, qlam, epsi, xsi, eta, ux1, xl1, xa, bx, &delx, &diagx);
+    /* (upp - x) (upp - x) as cpu_mma.c's direction has it: ux1 * ux1 */
     const double ux2 = ux1 * ux1, xl2 = xl1 * xl1;
-    double delx, diagx;
-    if (write) {
-      double plam = p.p0[j], qlam = p.q0[j];
-      for (int i = 0; i < m; i++)
-        plam += p.P[(size_t)i * n + j] * lam[i], qlam += p.Q[(size_t)i * n + j] * lam[i];
-      const double xa = x - p.alfa[j], bx = p.beta[j] - x;
-      delx = plam / ux2 - qlam / xl2 - epsi / xa + epsi / bx;
-      diagx = 2 * (plam / (ux2 * ux1) + qlam / (xl2 * xl1)) + p.xsi[j] / xa + p.eta[j] / bx;
-      p.delx[j] = delx, p.diagx[j] = diagx;
-    } else {
-      delx = p.delx[j], diagx = p.diagx[j];
-    }
-#pragma unroll
-    for (int c = 0; c < MMA_CHUNK; c++) {
-      if (c >= s.count) continue;
-      const size_t r = (size_t)s.i[c] * n + j;
-      const double pij = p.P[r], qij = p.Q[r];
-      if (s.kind[c] == SLOT_GVEC) {
-        acc[c] += pij / ux1 + qij / xl1;
-      } else if (s.kind[c] == SLOT_GDELX) {
-        const double gi = pij / ux2 - qij / xl2;
-        acc[c] += gi * delx / diagx;
-      } else {
-        const size_t rl = (size_t)s.l[c] * n + j;
-        const double gi = pij / ux2 - qij / xl2, gl = p.P[rl] / ux2 - p.Q[rl] / xl2;
-        acc[c] += gi * gl / diagx;
-      }
-    }
-  }
-  block_reduce(acc, s, partial);
-}
-
-/* The direction from dlam and the largest step's bound */
-static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
-    direction_kernel(mma_ptrs p, const double *__restrict__ dlam, double epsi, mma_slots s,
-                     double *__restrict__ partial) {
-  double acc[MMA_CHUNK];
-#pragma unroll
-  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
-  const size_t n = p.n;
-  const int m = p.m;
-  VOX_GRID_STRIDE(j, n) {
-    const double x = p.x[j], ux2 = (p.upp[j] - x) * (p.upp[j] - x),
-                 xl2 = (x - p.low[j]) * (x - p.low[j]);
     double gd = 0;
     for (int i = 0; i < m; i++)
       gd += (p.P[(size_t)i * n + j] / ux2 - p.Q[(size_t)i * n + j] / xl2) * dlam[i];
-    const double dx = -(p.delx[j] + gd) / p.diagx[j];
-    const double xsi = p.xsi[j], eta = p.eta[j];
-    const double xa = x - p.alfa[j], bx = p.beta[j] - x;
+    const double dx = -(delx + gd) / diagx;
     const double dxsi = -xsi + epsi / xa - xsi * dx / xa;
     const double deta = -eta + epsi / bx + eta * dx / bx;
-    p.dx[j] = dx, p.dxsi[j] = dxsi, p.deta[j] = deta;
+    p.dx[j] = dx;
     double most = fmax(acc[0], fmax(-1.01 * dxsi / xsi, -1.01 * deta / eta));
     acc[0] = fmax(most, fmax(-1.01 * dx / xa, 1.01 * dx / bx));
   }
-  block_reduce(acc, s, partial);
+  block_reduce(acc, s, out);
 }
 
 /* kktcheck's rows of the variables */
 static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
-    kkt_kernel(mma_ptrs p, const double *__restrict__ lam, mma_slots s,
-               double *__restrict__ partial) {
+    kkt_kernel(mma_ptrs p, const double *__restrict__ lam, mma_slots s, mma_sink out) {
   double acc[MMA_CHUNK];
 #pragma unroll
   for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
@@ -380,35 +427,50 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
     acc[0] += rex * rex + rexsi * rexsi + reeta * reeta;
     acc[1] = fmax(acc[1], fmax(fabs(rex), fmax(fabs(rexsi), fabs(reeta))));
   }
-  block_reduce(acc, s, partial);
+  block_reduce(acc, s, out);
 }
 
 /* ---- the operations ------------------------------------------------------------ */
 
+static void free_work(vox_mma_work *w) {
+  vox_cuda_free(w->partial), vox_cuda_free(w->result), vox_cuda_free(w->dual);
+  vox_cuda_free(w->done);
+  if (w->host) cudaFreeHost(w->host);
+  if (w->host_dual) cudaFreeHost(w->host_dual);
+  free(w);
+}
+
 static vox_status work_create(vox_backend *be, size_t n, int m, vox_mma_work **out) {
-  (void)n;
   *out = NULL;
   vox_mma_work *w = (vox_mma_work *)calloc(1, sizeof *w);
   if (!w) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   w->m = m;
-  const int newton = 2 * m + m * (m + 1) / 2, residual = 2 + m;
-  w->slots = newton > residual ? newton : residual;
+  /* one variable a thread where n is small: a small sum does not wait for
+   * a thousand blocks' partial sums */
+  const size_t blocks = (n + VOX_CUDA_THREADS - 1) / VOX_CUDA_THREADS;
+  w->blocks = blocks < 1 ? 1u : blocks > (size_t)MMA_BLOCKS ? (unsigned)MMA_BLOCKS : (unsigned)blocks;
+  const int point = 2 + 2 * m + m * (m + 1) / 2;
+  w->slots = point > 1 + m ? point : 1 + m;
   vox_status st = vox_cuda_alloc(be, (void **)&w->partial,
-                                 (size_t)MMA_CHUNK * MMA_BLOCKS * sizeof(double),
+                                 (size_t)MMA_CHUNK * w->blocks * sizeof(double),
                                  "MMA's partial sums");
   if (st == VOX_OK)
     st = vox_cuda_alloc(be, (void **)&w->result, (size_t)w->slots * sizeof(double), "MMA's sums");
   if (st == VOX_OK)
-    st = vox_cuda_alloc(be, (void **)&w->dual, (size_t)m * sizeof(double), "MMA's multipliers");
-  if (st == VOX_OK && cudaMallocHost((void **)&w->host, (size_t)w->slots * sizeof(double)) !=
-                          cudaSuccess) {
+    st = vox_cuda_alloc(be, (void **)&w->dual, 2 * (size_t)m * sizeof(double),
+                        "MMA's multipliers");
+  if (st == VOX_OK)
+    st = vox_cuda_alloc(be, (void **)&w->done, sizeof(unsigned), "MMA's block counter");
+  if (st == VOX_OK)
+    st = vox_cuda_check(be, cudaMemset(w->done, 0, sizeof(unsigned)), "MMA's block counter");
+  if (st == VOX_OK &&
+      (cudaMallocHost((void **)&w->host, (size_t)w->slots * sizeof(double)) != cudaSuccess ||
+       cudaMallocHost((void **)&w->host_dual, 2 * (size_t)m * sizeof(double)) != cudaSuccess)) {
     cudaGetLastError();
-    w->host = NULL;
     st = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of pinned host memory for MMA's sums");
   }
   if (st != VOX_OK) {
-    vox_cuda_free(w->partial), vox_cuda_free(w->result), vox_cuda_free(w->dual);
-    free(w);
+    free_work(w);
     return st;
   }
   *out = w;
@@ -417,10 +479,7 @@ static vox_status work_create(vox_backend *be, size_t n, int m, vox_mma_work **o
 
 static void work_destroy(vox_backend *be, vox_mma_work *w) {
   (void)be;
-  if (!w) return;
-  vox_cuda_free(w->partial), vox_cuda_free(w->result), vox_cuda_free(w->dual);
-  if (w->host) cudaFreeHost(w->host);
-  free(w);
+  if (w) free_work(w);
 }
 
 static vox_status approximate(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
@@ -433,8 +492,8 @@ static vox_status approximate(vox_backend *be, vox_mma_work *w, const vox_mma_ve
       [](int t, int *kind, int *i, int *l) {
         *kind = t == 0 ? SLOT_BAD : SLOT_B, *i = t == 0 ? 0 : t - 1, *l = 0;
       },
-      [&](const mma_slots &s, int write) {
-        approximate_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, opt, first, s, write, w->partial);
+      [&](const mma_slots &s, int write, const mma_sink &sink) {
+        approximate_kernel<<<w->blocks, VOX_CUDA_THREADS>>>(p, opt, first, s, write, sink);
       },
       "the MMA approximations kernel"));
   *bad = w->host[0] != 0;
@@ -448,39 +507,22 @@ static vox_status start(vox_backend *be, const vox_mma_vectors *v) {
   return VOX_OK;
 }
 
-static vox_status residual(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
-                           const double *lam, double epsi, int move, double step, double *sum,
-                           double *max, double *gvec) {
+/* The point's sums: the residual's (sum of squares, largest entry: slots 0,
+ * 1) where `rows`, then gvec (m), then newton's gdelx (m) and the lower
+ * triangle of G D^-1 G' by rows where `newton`; the move in the first pass. */
+static vox_status point_sums(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                             const double *lam, double epsi, int move, double step, int rows,
+                             int newton, const char *what) {
   const mma_ptrs p = ptrs_of(v);
-  TRY(upload_dual(be, w, lam));
-  /* slots 0, 1: the rows' sum of squares and largest magnitude, then gvec */
+  const int m = v->m, r0 = rows ? 2 : 0;
+  TRY(upload_dual(be, w, lam, NULL));
   TRY(run_sums(
-      be, w, 2 + v->m,
-      [](int t, int *kind, int *i, int *l) {
-        *kind = t == 0 ? SLOT_SUMSQ : t == 1 ? SLOT_MAX : SLOT_GVEC, *i = t < 2 ? 0 : t - 2, *l = 0;
-      },
-      [&](const mma_slots &s, int first) {
-        residual_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, move && first, step,
-                                                          s, w->partial);
-      },
-      "the MMA residual kernel"));
-  *sum = w->host[0], *max = w->host[1];
-  for (int i = 0; i < v->m; i++) gvec[i] = w->host[2 + i];
-  return VOX_OK;
-}
-
-static vox_status newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
-                         const double *lam, double epsi, double *gvec, double *gdelx,
-                         double *ggt) {
-  const mma_ptrs p = ptrs_of(v);
-  const int m = v->m;
-  TRY(upload_dual(be, w, lam));
-  /* slots: gvec (m), gdelx (m), then the lower triangle of G D^-1 G' by rows */
-  TRY(run_sums(
-      be, w, 2 * m + m * (m + 1) / 2,
-      [m](int t, int *kind, int *i, int *l) {
-        *l = 0;
-        if (t < m) {
+      be, w, r0 + m + (newton ? m + m * (m + 1) / 2 : 0),
+      [m, r0](int t, int *kind, int *i, int *l) {
+        *i = 0, *l = 0;
+        if (t < r0) {
+          *kind = t == 0 ? SLOT_SUMSQ : SLOT_MAX;
+        } else if ((t -= r0) < m) {
           *kind = SLOT_GVEC, *i = t;
         } else if (t < 2 * m) {
           *kind = SLOT_GDELX, *i = t - m;
@@ -490,24 +532,58 @@ static vox_status newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors
           *kind = SLOT_GGT, *i = row, *l = k;
         }
       },
-      [&](const mma_slots &s, int write) {
-        newton_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, s, write, w->partial);
+      [&](const mma_slots &s, int first, const mma_sink &sink) {
+        point_kernel<<<w->blocks, VOX_CUDA_THREADS>>>(p, w->dual, epsi, move && first, step, s,
+                                                      sink);
       },
-      "the MMA Newton kernel"));
-  for (int i = 0; i < m; i++) gvec[i] = w->host[i], gdelx[i] = w->host[m + i];
-  for (int i = 0, t = 2 * m; i < m; i++)
-    for (int l = 0; l <= i; l++) ggt[i * m + l] = w->host[t++];
+      what));
+  return VOX_OK;
+}
+
+static void unpack_newton(const double *h, int m, double *gdelx, double *ggt) {
+  for (int i = 0; i < m; i++) gdelx[i] = h[i];
+  for (int i = 0, t = m; i < m; i++)
+    for (int l = 0; l <= i; l++) ggt[i * m + l] = h[t++];
+}
+
+static vox_status residual(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                           const double *lam, double epsi, int move, double step, double *sum,
+                           double *max, double *gvec) {
+  TRY(point_sums(be, w, v, lam, epsi, move, step, 1, 0, "the MMA residual kernel"));
+  *sum = w->host[0], *max = w->host[1];
+  for (int i = 0; i < v->m; i++) gvec[i] = w->host[2 + i];
+  return VOX_OK;
+}
+
+static vox_status residual_newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                                  const double *lam, double epsi, int move, double step,
+                                  double *sum, double *max, double *gvec, double *gdelx,
+                                  double *ggt) {
+  TRY(point_sums(be, w, v, lam, epsi, move, step, 1, 1, "the MMA residual and Newton kernel"));
+  *sum = w->host[0], *max = w->host[1];
+  for (int i = 0; i < v->m; i++) gvec[i] = w->host[2 + i];
+  unpack_newton(w->host + 2 + v->m, v->m, gdelx, ggt);
+  return VOX_OK;
+}
+
+static vox_status newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                         const double *lam, double epsi, double *gvec, double *gdelx,
+                         double *ggt) {
+  TRY(point_sums(be, w, v, lam, epsi, 0, 0, 0, 1, "the MMA Newton kernel"));
+  for (int i = 0; i < v->m; i++) gvec[i] = w->host[i];
+  unpack_newton(w->host + v->m, v->m, gdelx, ggt);
   return VOX_OK;
 }
 
 static vox_status direction(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
-                            const double *dlam, double epsi, double *most) {
+                            const double *lam, const double *dlam, double epsi, double *most) {
   const mma_ptrs p = ptrs_of(v);
-  TRY(upload_dual(be, w, dlam));
+  TRY(upload_dual(be, w, lam, dlam));
   TRY(run_sums(
       be, w, 1, [](int, int *kind, int *i, int *l) { *kind = SLOT_MOST, *i = 0, *l = 0; },
-      [&](const mma_slots &s, int) {
-        direction_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, epsi, s, w->partial);
+      [&](const mma_slots &s, int, const mma_sink &sink) {
+        direction_kernel<<<w->blocks, VOX_CUDA_THREADS>>>(p, w->dual, w->dual + v->m, epsi, s,
+                                                          sink);
       },
       "the MMA direction kernel"));
   *most = w->host[0];
@@ -517,12 +593,12 @@ static vox_status direction(vox_backend *be, vox_mma_work *w, const vox_mma_vect
 static vox_status kkt(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
                       const double *lam, double *sum, double *max) {
   const mma_ptrs p = ptrs_of(v);
-  TRY(upload_dual(be, w, lam));
+  TRY(upload_dual(be, w, lam, NULL));
   TRY(run_sums(
       be, w, 2,
       [](int t, int *kind, int *i, int *l) { *kind = t == 0 ? SLOT_SUMSQ : SLOT_MAX, *i = 0, *l = 0; },
-      [&](const mma_slots &s, int) {
-        kkt_kernel<<<MMA_BLOCKS, VOX_CUDA_THREADS>>>(p, w->dual, s, w->partial);
+      [&](const mma_slots &s, int, const mma_sink &sink) {
+        kkt_kernel<<<w->blocks, VOX_CUDA_THREADS>>>(p, w->dual, s, sink);
       },
       "the MMA KKT kernel"));
   *sum = w->host[0], *max = w->host[1];
@@ -616,6 +692,7 @@ static vox_mma_ops make_mma_ops(void) {
   o.start = start;
   o.residual = residual;
   o.newton = newton;
+  o.residual_newton = residual_newton;
   o.direction = direction;
   o.kkt = kkt;
   o.map_create = map_create;

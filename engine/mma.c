@@ -211,7 +211,11 @@ static vox_status residual(vox_mma *a, double epsi, int move, double step, doubl
                            double *max) {
   const int m = a->m;
   double sum, big;
-  TRY(a->ops->residual(a->be, a->work, &a->v, a->lam, epsi, move, step, &sum, &big, a->gvec));
+  if (a->ops->residual_newton)
+    TRY(a->ops->residual_newton(a->be, a->work, &a->v, a->lam, epsi, move, step, &sum, &big,
+                                a->gvec, a->gdelx, a->ggt));
+  else
+    TRY(a->ops->residual(a->be, a->work, &a->v, a->lam, epsi, move, step, &sum, &big, a->gvec));
   const vox_mma_options *o = &a->o;
   double rez = o->a0 - a->zet, rezet = a->zet * a->z - epsi;
   for (int i = 0; i < m; i++) {
@@ -262,11 +266,13 @@ static int solve_dense(int k, double *A, double *r) {
 /* One Newton direction of the relaxed KKT conditions for barrier epsi
  * (subsolv's m < n branch: the dual system of order m + 1, on the host),
  * and the largest step that keeps the point interior (1.01 of the way, at
- * most 1). */
+ * most 1). The last residual was taken at this point for this epsi: with
+ * the backend's residual_newton, its sums are this step's. */
 static vox_status newton_step(vox_mma *a, double epsi, double *step) {
   const int m = a->m;
   const vox_mma_options *o = &a->o;
-  TRY(a->ops->newton(a->be, a->work, &a->v, a->lam, epsi, a->gvec, a->gdelx, a->ggt));
+  if (!a->ops->residual_newton)
+    TRY(a->ops->newton(a->be, a->work, &a->v, a->lam, epsi, a->gvec, a->gdelx, a->ggt));
   const double *gvec = a->gvec, *gdelx = a->gdelx, *ggt = a->ggt;
   /* the system [Alam a; a' -zet/z] [dlam; dz] = [blam; delz] */
   const int order = m + 1;
@@ -299,7 +305,7 @@ static vox_status newton_step(vox_mma *a, double epsi, double *step) {
   }
   /* dx and the bound multipliers' steps, and the largest step length */
   double most;
-  TRY(a->ops->direction(a->be, a->work, &a->v, a->dlam, epsi, &most));
+  TRY(a->ops->direction(a->be, a->work, &a->v, a->lam, a->dlam, epsi, &most));
   most = fmax(1, most);
   for (int i = 0; i < m; i++) {
     a->dmu[i] = -a->mu[i] + epsi / a->y[i] - a->mu[i] * a->dy[i] / a->y[i];

@@ -75,11 +75,25 @@ typedef struct vox_mma_ops {
    * Q_ij / (x_j - low_j)^2; all host. */
   vox_status (*newton)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
                        const double *lam, double epsi, double *gvec, double *gdelx, double *ggt);
+  /* Optional (NULL: mma.c calls residual, then newton at the same point):
+   * residual's work and newton's sums gdelx, ggt at the point it reaches, in
+   * the same pass over the variables, which a backend whose passes cost
+   * more than their arithmetic prefers (subsolv takes a Newton step at the
+   * point of each residual but the rejected halvings). It need not store
+   * delx, diagx, dxsi or deta: that backend's direction recomputes the
+   * first two from lam and its residual's move the last two from dx (the
+   * same operations, so the same values). */
+  vox_status (*residual_newton)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                                const double *lam, double epsi, int move, double step,
+                                double *sum, double *max, double *gvec, double *gdelx,
+                                double *ggt);
   /* The direction dx = -(delx + G' dlam) / diagx, dxsi, deta from dlam (m,
    * host), and *most: the largest of 0 and -1.01 dxsi / xsi, -1.01 deta /
-   * eta, -1.01 dx / (x - alfa), 1.01 dx / (beta - x) over the variables. */
+   * eta, -1.01 dx / (x - alfa), 1.01 dx / (beta - x) over the variables.
+   * lam (m, host) is newton's, for a backend that recomputes delx and
+   * diagx. */
   vox_status (*direction)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
-                          const double *dlam, double epsi, double *most);
+                          const double *lam, const double *dlam, double epsi, double *most);
   /* kktcheck's rows of the variables at xval with xsi, eta and lam (m,
    * host): rex = df0dx - xsi + eta + dfdx' lam, rexsi = xsi (xval - xmin),
    * reeta = eta (xmax - xval): the sum of their squares and their largest

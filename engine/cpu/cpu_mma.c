@@ -228,7 +228,9 @@ static vox_status newton(vox_backend *be, vox_mma_work *w, const vox_mma_vectors
 }
 
 static vox_status direction(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
-                            const double *dlam, double epsi, double *most_out) {
+                            const double *lam, const double *dlam, double epsi,
+                            double *most_out) {
+  (void)lam; /* delx and diagx are newton's */
   const size_t n = v->n;
   const int m = v->m;
   const double *xv = v->x.data, *xsi = v->xsi.data, *eta = v->eta.data, *upp = v->upp.data,
