@@ -12,7 +12,40 @@
 
 #ifdef VOXFE_HAVE_NCCL
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
+
+/* NCCL's entry points, loaded when a backend first asks (libnccl.so.2), so
+ * that a build with NCCL still runs where it is not installed, exchanging
+ * through host memory there. */
+typedef struct nccl_api {
+  ncclResult_t (*get_unique_id)(ncclUniqueId *id);
+  ncclResult_t (*comm_init_rank)(ncclComm_t *comm, int ranks, ncclUniqueId id, int rank);
+  ncclResult_t (*comm_destroy)(ncclComm_t comm);
+  ncclResult_t (*group_start)(void);
+  ncclResult_t (*group_end)(void);
+  ncclResult_t (*send)(const void *data, size_t n, ncclDataType_t type, int peer,
+                       ncclComm_t comm, cudaStream_t stream);
+  ncclResult_t (*recv)(void *data, size_t n, ncclDataType_t type, int peer, ncclComm_t comm,
+                       cudaStream_t stream);
+  const char *(*error_string)(ncclResult_t result);
+} nccl_api;
+
+/* Whether NCCL loaded, its entry points in *api. */
+static int nccl_load(nccl_api *api) {
+  void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return 0;
+  void **entry[] = {(void **)&api->get_unique_id, (void **)&api->comm_init_rank,
+                    (void **)&api->comm_destroy,  (void **)&api->group_start,
+                    (void **)&api->group_end,     (void **)&api->send,
+                    (void **)&api->recv,          (void **)&api->error_string};
+  static const char *const names[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
+                                      "ncclGroupStart",  "ncclGroupEnd",     "ncclSend",
+                                      "ncclRecv",        "ncclGetErrorString"};
+  int all = 1;
+  for (int i = 0; i < 8; i++) all &= (*entry[i] = dlsym(lib, names[i])) != NULL;
+  return all; /* the library stays loaded for the process */
+}
 #endif
 
 struct vox_mpi_halo {
@@ -25,6 +58,7 @@ struct vox_mpi_halo {
   size_t host_n;
 #ifdef VOXFE_HAVE_NCCL
   ncclComm_t nccl;
+  nccl_api api;
 #endif
 };
 
@@ -52,18 +86,18 @@ static int own_devices(vox_mpi_halo *h) {
 
 static vox_status nccl_start(vox_mpi_halo *h) {
   ncclUniqueId id;
-  int failed = h->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess;
+  int failed = h->rank == 0 && h->api.get_unique_id(&id) != ncclSuccess;
   MPI_Bcast(&failed, 1, MPI_INT, 0, h->comm);
   if (failed) return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: no unique id for the ranks");
   MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, h->comm);
-  const ncclResult_t r = ncclCommInitRank(&h->nccl, h->size, id, h->rank);
+  const ncclResult_t r = h->api.comm_init_rank(&h->nccl, h->size, id, h->rank);
   failed = r != ncclSuccess;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, h->comm);
   if (failed) {
-    if (r == ncclSuccess) ncclCommDestroy(h->nccl);
+    if (r == ncclSuccess) h->api.comm_destroy(h->nccl);
     h->nccl = NULL;
     return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: the ranks' communicator: %s",
-                     r == ncclSuccess ? "failed on another rank" : ncclGetErrorString(r));
+                     r == ncclSuccess ? "failed on another rank" : h->api.error_string(r));
   }
   h->kind = VOX_MPI_HALO_NCCL;
   return VOX_OK;
@@ -82,8 +116,11 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
   MPI_Comm_size(comm, &h->size);
   h->kind = vox_backend_device(inner) == VOX_DEVICE_CPU ? VOX_MPI_HALO_HOST : VOX_MPI_HALO_STAGED;
 #ifdef VOXFE_HAVE_NCCL
-  /* every rank takes the same branch: own_devices is collective */
-  if (h->kind == VOX_MPI_HALO_STAGED && nccl && h->size > 1 && own_devices(h)) {
+  /* every rank takes the same branch: NCCL where it loaded on every rank
+   * and every rank has a GPU of its own (both collective) */
+  int loaded = h->kind == VOX_MPI_HALO_STAGED && nccl && h->size > 1 && nccl_load(&h->api);
+  MPI_Allreduce(MPI_IN_PLACE, &loaded, 1, MPI_INT, MPI_MIN, comm);
+  if (loaded && own_devices(h)) {
     const vox_status s = nccl_start(h);
     if (s != VOX_OK) {
       free(h);
@@ -100,7 +137,7 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
 void vox_mpi_halo_destroy(vox_mpi_halo *h) {
   if (!h) return;
 #ifdef VOXFE_HAVE_NCCL
-  if (h->nccl) ncclCommDestroy(h->nccl);
+  if (h->nccl) h->api.comm_destroy(h->nccl);
 #endif
   free(h->host);
   free(h);
@@ -134,18 +171,19 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
   const size_t n = lower ? down->n : up->n;
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
-    ncclResult_t r = ncclGroupStart();
-    if (upper && r == ncclSuccess) r = ncclSend(up->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
+    const nccl_api *f = &h->api;
+    ncclResult_t r = f->group_start();
+    if (upper && r == ncclSuccess) r = f->send(up->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
     if (upper && r == ncclSuccess)
-      r = ncclRecv(from_above->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
+      r = f->recv(from_above->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
     if (lower && r == ncclSuccess)
-      r = ncclSend(down->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+      r = f->send(down->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
     if (lower && r == ncclSuccess)
-      r = ncclRecv(from_below->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
-    const ncclResult_t end = ncclGroupEnd();
+      r = f->recv(from_below->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+    const ncclResult_t end = f->group_end();
     if (r == ncclSuccess) r = end;
     if (r != ncclSuccess)
-      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a halo exchange: %s", ncclGetErrorString(r));
+      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a halo exchange: %s", f->error_string(r));
     return VOX_OK;
   }
 #endif

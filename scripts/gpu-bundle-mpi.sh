@@ -8,8 +8,8 @@
 # image carries it (Python's nvidia-nccl-cu13); env.sh adds its directory to
 # LD_LIBRARY_PATH and keeps NVLink multicast off (NCCL_NVLS_ENABLE=0).
 # Use: source .gpu/env.sh && source .gpu-mpi/env.sh && mpirun -np 2 ...
-# (scripts/gpu-bundle-mpi.sh packs no build: ../shared/tools/gpu-bundle does, with
-# libnccl left out of it, as the image has its own).
+# (scripts/gpu-bundle-mpi.sh packs no build: ../shared/tools/gpu-bundle does;
+# libvoxfe loads libnccl.so.2 at run time, the image's).
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 out=${1:-$root/.gpu-mpi}
