@@ -306,10 +306,7 @@ static const cli_option options[] = {
              "cores or (--device cuda or auto) on a GPU of its own, in full storage; every "
              "rank reads the model, rank 0 writes the result; the same result as one process in "
              "full storage, to rounding"},
-    {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = AT(mpi_nccl),
-     .flags = CLI_RECORD,
-     .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI instead "
-             "of NCCL between the GPUs"},
+    CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
 #endif
     {.kind = CLI_END},
 };

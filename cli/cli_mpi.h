@@ -12,6 +12,15 @@
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
 
+/* --mpi-host-exchange, the same in every program with --mpi: it clears
+ * the int `field` of `type` (1 by default: NCCL where it runs). */
+#define CLI_MPI_HOST_EXCHANGE_OPTION(type, field)                                           \
+  {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = offsetof(type, field),      \
+   .flags = CLI_RECORD,                                                                     \
+   .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI "       \
+           "instead of NCCL between the GPUs (NCCL is taken where the build has it and "    \
+           "every rank has a GPU of its own)"}
+
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent). Returns 0, or an exit status after a message. */
 int cli_mpi_start(int *argc, char ***argv);

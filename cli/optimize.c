@@ -359,11 +359,7 @@ static const cli_option options[] = {
              "CPU cores or (--device cuda or auto) on a GPU of its own (the node's GPUs dealt "
              "out by the ranks' order on the node); rank 0 reads the model and sends it to the "
              "others, and writes the design; the same design as one process, to rounding"},
-    {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = AT(mpi_nccl),
-     .flags = CLI_RECORD,
-     .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI instead "
-             "of NCCL between the GPUs (NCCL is taken where the build has it and every rank "
-             "has a GPU of its own)"},
+    CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
 #endif
     {.kind = CLI_END},
 };
