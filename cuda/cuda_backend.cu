@@ -9,6 +9,7 @@
 
 #include "cell_ops.h"
 #include "efg_ops.h"
+#include "host_copy.h"
 #include "mma_ops.h"
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
@@ -72,21 +73,96 @@ static void host_free(vox_backend *be, void *p) {
   if (p) cudaFreeHost(p);
 }
 
-/* A vector's bytes between host and device memory. */
-static vox_status copy(vox_backend *be, void *to, const void *from, size_t bytes,
-                       cudaMemcpyKind kind, const char *what) {
-  CUDA_TRY(be, cudaMemcpy(to, from, bytes, kind), what);
+/* Transfers. cudaMemcpy from pageable memory copies through the driver's
+ * own small page-locked buffer in one host thread, and into memory never
+ * touched it takes the page faults one by one: about 1.4 GB/s for a
+ * design's fields on the H200's host (docs/benchmarks.md). Vectors from a
+ * few megabytes on go through two page-locked buffers of the backend
+ * instead: the host's threads fill one (vox_host_copy) while the copy
+ * engine drains the other, on the legacy stream, so that the transfers
+ * stay in order with the kernels around them. */
+static const size_t STAGE_BYTES = (size_t)32 << 20, STAGE_FROM = (size_t)4 << 20;
+
+static vox_status stage_make(vox_backend *be) {
+  vox_cuda_state *cs = vox_cuda(be);
+  for (int b = 0; b < 2; b++) {
+    if (cs->stage[b]) continue;
+    CUDA_TRY(be, cudaMallocHost(&cs->stage[b], STAGE_BYTES), "page-locked transfer buffers");
+    CUDA_TRY(be, cudaEventCreateWithFlags(&cs->stage_done[b], cudaEventDisableTiming),
+             "page-locked transfer buffers");
+  }
+  return VOX_OK;
+}
+
+static void stage_free(vox_cuda_state *cs) {
+  for (int b = 0; b < 2; b++) {
+    if (cs->stage[b]) cudaFreeHost(cs->stage[b]);
+    if (cs->stage_done[b]) cudaEventDestroy(cs->stage_done[b]);
+    cs->stage[b] = NULL;
+    cs->stage_done[b] = NULL;
+  }
+}
+
+static vox_status upload_bytes(vox_backend *be, void *device, const void *host, size_t bytes) {
+  const char *what = "uploading a vector";
+  if (bytes < STAGE_FROM) {
+    CUDA_TRY(be, cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
+    return VOX_OK;
+  }
+  TRY(stage_make(be));
+  vox_cuda_state *cs = vox_cuda(be);
+  for (size_t at = 0, c = 0; at < bytes; at += STAGE_BYTES, c++) {
+    const size_t n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+    const int b = (int)(c & 1);
+    CUDA_TRY(be, cudaEventSynchronize(cs->stage_done[b]), what); /* its last copy is done */
+    vox_host_copy(cs->stage[b], (const char *)host + at, n, be->threads);
+    CUDA_TRY(be, cudaMemcpyAsync((char *)device + at, cs->stage[b], n, cudaMemcpyHostToDevice, 0),
+             what);
+    CUDA_TRY(be, cudaEventRecord(cs->stage_done[b], 0), what);
+  }
+  return VOX_OK;
+}
+
+static vox_status download_bytes(vox_backend *be, void *host, const void *device, size_t bytes) {
+  const char *what = "downloading a vector";
+  if (bytes < STAGE_FROM) {
+    CUDA_TRY(be, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), what);
+    return VOX_OK;
+  }
+  TRY(stage_make(be));
+  vox_cuda_state *cs = vox_cuda(be);
+  const size_t chunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+  /* chunk c goes to buffer c & 1: the next one is on its way while the
+   * host's threads copy this one out */
+  for (size_t c = 0; c < chunks && c < 2; c++) {
+    const size_t at = c * STAGE_BYTES, n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+    CUDA_TRY(be, cudaMemcpyAsync(cs->stage[c], (const char *)device + at, n,
+                                 cudaMemcpyDeviceToHost, 0), what);
+    CUDA_TRY(be, cudaEventRecord(cs->stage_done[c], 0), what);
+  }
+  for (size_t c = 0; c < chunks; c++) {
+    const int b = (int)(c & 1);
+    const size_t at = c * STAGE_BYTES, n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+    CUDA_TRY(be, cudaEventSynchronize(cs->stage_done[b]), what);
+    vox_host_copy((char *)host + at, cs->stage[b], n, be->threads);
+    const size_t next = c + 2;
+    if (next < chunks) {
+      const size_t at2 = next * STAGE_BYTES;
+      const size_t n2 = bytes - at2 < STAGE_BYTES ? bytes - at2 : STAGE_BYTES;
+      CUDA_TRY(be, cudaMemcpyAsync(cs->stage[b], (const char *)device + at2, n2,
+                                   cudaMemcpyDeviceToHost, 0), what);
+      CUDA_TRY(be, cudaEventRecord(cs->stage_done[b], 0), what);
+    }
+  }
   return VOX_OK;
 }
 
 static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *host) {
-  return copy(be, v->raw, host, vox_vec_bytes(v->n, v->scalar), cudaMemcpyHostToDevice,
-              "uploading a vector");
+  return upload_bytes(be, v->raw, host, vox_vec_bytes(v->n, v->scalar));
 }
 
 static vox_status vec_download(vox_backend *be, const vox_vec *v, void *host) {
-  return copy(be, host, v->raw, vox_vec_bytes(v->n, v->scalar), cudaMemcpyDeviceToHost,
-              "downloading a vector");
+  return download_bytes(be, host, v->raw, vox_vec_bytes(v->n, v->scalar));
 }
 
 static __global__ void set_kernel(double *x, double a, size_t n) { VOX_GRID_STRIDE(i, n) x[i] = a; }
@@ -519,6 +595,7 @@ static void destroy(vox_backend *be) {
     vox_cuda_free(cs->cg);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     if (cs->record_stream) cudaStreamDestroy(cs->record_stream);
+    stage_free(cs);
     vox_backend_destroy(cs->host);
     free(cs);
   }

@@ -38,6 +38,11 @@ typedef struct vox_cuda_state {
    * they are captured on, and the stream the V-cycle's kernels go to, that
    * one while recording, else 0 (the legacy stream) */
   cudaStream_t record_stream, launch_stream;
+  /* Two page-locked buffers through which large vectors travel between
+   * host and device (cuda_backend.cu, "Transfers"), made by the first such
+   * transfer; each one's event says when the copy engine is done with it */
+  void *stage[2];
+  cudaEvent_t stage_done[2];
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }

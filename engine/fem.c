@@ -88,13 +88,37 @@ static vox_status collect_springs(vox_context *ctx, const vox_model *model, int 
   return VOX_OK;
 }
 
+/* Whether one of the (up to eight) elements around node (i, j, k) holds
+ * material; a periodic grid's elements wrap around its faces. */
+static int node_touches_material(const vox_grid *g, const uint8_t *label, int64_t i, int64_t j,
+                                 int64_t k) {
+  for (int64_t c = k - 1; c <= k; c++) {
+    int64_t kk = c;
+    if (g->periodic) kk = (kk + g->nz) % g->nz;
+    else if (kk < 0 || kk >= g->nz) continue;
+    for (int64_t b = j - 1; b <= j; b++) {
+      int64_t jj = b;
+      if (g->periodic) jj = (jj + g->ny) % g->ny;
+      else if (jj < 0 || jj >= g->ny) continue;
+      const uint8_t *row = label + (kk * g->ny + jj) * g->nx;
+      for (int64_t a = i - 1; a <= i; a++) {
+        int64_t ii = a;
+        if (g->periodic) ii = (ii + g->nx) % g->nx;
+        else if (ii < 0 || ii >= g->nx) continue;
+        if (row[ii]) return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *fem, fem_host *h) {
   const vox_grid *g = &model->grid;
   const size_t ne = fem->n_elements, nd = fem->n_dofs;
   h->e_solid = malloc(ne * sizeof *h->e_solid);
   h->lift = calloc(nd, sizeof *h->lift);
   h->force = malloc(nd * sizeof *h->force);
-  h->fixed = calloc(nd, 1);
+  h->fixed = malloc(nd);
   fem->element_active = malloc(ne);
   if (!h->e_solid || !h->lift || !h->force || !h->fixed || !fem->element_active)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -105,40 +129,33 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
   for (int i = 0; i < model->n_materials; i++)
     modulus[model->materials[i].label] =
         heat ? model->materials[i].conductivity : model->materials[i].youngs_modulus;
+#pragma omp parallel for schedule(static)
   for (size_t e = 0; e < ne; e++) {
     h->e_solid[e] = modulus[model->label[e]];
     fem->element_active[e] = model->label[e] != 0;
   }
 
-  /* A node that touches no material has no stiffness: hold it at zero. */
-  for (size_t d = 0; d < nd; d++) h->fixed[d] = 1;
+  /* A node that touches no material has no stiffness: hold it at zero.
+   * Each node looks at its (up to) eight elements, so that the nodes are
+   * independent and the threads share the grid without races.
+   *
+   * A periodic grid's images (vox_is_image) carry no unknowns: held too.
+   * Nothing else is held: the periodic operator is singular with the rigid
+   * translations, its loads are orthogonal to them, and CG solves the
+   * consistent system; the multigrid holds one node on its coarsest level
+   * only (multigrid.c). Holding the corner here instead (seed 003 section
+   * 4.2) makes the translations a mode of low but non-zero energy that the
+   * coarse levels must not remove: on a solid 16 x 24 x 8 cell, 33 CG
+   * iterations to 1e-12 became 42-50 with the projection. */
   const int64_t sy = g->nx + 1, sz = sy * (g->ny + 1);
-  for (int64_t k = 0; k < g->nz; k++)
-    for (int64_t j = 0; j < g->ny; j++)
-      for (int64_t i = 0; i < g->nx; i++) {
-        if (!model->label[(k * g->ny + j) * g->nx + i]) continue;
-        for (int a = 0; a < 8; a++) {
-          int64_t ii = i + vox_hex8_corner[a][0], jj = j + vox_hex8_corner[a][1],
-                  kk = k + vox_hex8_corner[a][2];
-          if (g->periodic) ii %= g->nx, jj %= g->ny, kk %= g->nz;
-          memset(h->fixed + fem->dpn * (kk * sz + jj * sy + ii), 0, (size_t)fem->dpn);
-        }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++)
+      for (int64_t i = 0; i <= g->nx; i++) {
+        const int touched = !(g->periodic && vox_is_image(g->nx, g->ny, g->nz, i, j, k)) &&
+                            node_touches_material(g, model->label, i, j, k);
+        memset(h->fixed + fem->dpn * (k * sz + j * sy + i), !touched, (size_t)fem->dpn);
       }
-  if (g->periodic) {
-    /* The images carry no unknowns. Nothing else is held: the periodic
-     * operator is singular with the rigid translations, its loads are
-     * orthogonal to them, and CG solves the consistent system; the
-     * multigrid holds one node on its coarsest level only
-     * (multigrid.c). Holding the corner here instead (seed 003 section
-     * 4.2) makes the translations a mode of low but non-zero energy that
-     * the coarse levels must not remove: on a solid 16 x 24 x 8 cell, 33
-     * CG iterations to 1e-12 became 42-50 with the projection. */
-    for (int64_t k = 0; k <= g->nz; k++)
-      for (int64_t j = 0; j <= g->ny; j++)
-        for (int64_t i = 0; i <= g->nx; i++)
-          if (vox_is_image(g->nx, g->ny, g->nz, i, j, k))
-            memset(h->fixed + fem->dpn * (k * sz + j * sy + i), 1, (size_t)fem->dpn);
-  }
   for (size_t i = 0; i < model->n_constraints; i++) {
     const vox_constraint *c = &model->constraints[i];
     const size_t d = (size_t)fem->dpn * (size_t)c->node + c->component;
@@ -149,17 +166,22 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
   return VOX_OK;
 }
 
-/* Nodal forces of one load case; forces on fixed dofs are taken by the support. */
+/* Nodal forces of one load case; forces on fixed dofs are taken by the
+ * support. Only the loaded dofs are visited after the zeroing: a model has
+ * a few loads and 10^8 dofs. */
 static void case_forces(const vox_model *model, const fem_host *h, int load_case, int dpn,
                         size_t nd, double *force) {
-  memset(force, 0, nd * sizeof *force);
+#pragma omp parallel for schedule(static)
+  for (size_t d = 0; d < nd; d++) force[d] = 0;
   for (size_t i = 0; i < model->n_loads; i++) {
     const vox_load *l = &model->loads[i];
     if (l->load_case == load_case)
       force[(size_t)dpn * (size_t)l->node + l->component] += l->value;
   }
-  for (size_t d = 0; d < nd; d++)
+  for (size_t i = 0; i < model->n_loads; i++) {
+    const size_t d = (size_t)dpn * (size_t)model->loads[i].node + model->loads[i].component;
     if (h->fixed[d]) force[d] = 0;
+  }
 }
 
 void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l) {
@@ -241,12 +263,15 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
     STEP(o->vec->upload(be, &fem->force[c], h.force));
   }
   if (s == VOX_OK && model->n_outputs > 0) { /* l, built the way a force is */
-    memset(h.force, 0, fem->n_dofs * sizeof *h.force);
+#pragma omp parallel for schedule(static)
+    for (size_t d = 0; d < fem->n_dofs; d++) h.force[d] = 0;
     for (size_t i = 0; i < model->n_outputs; i++)
       h.force[(size_t)dpn * (size_t)model->outputs[i].node + model->outputs[i].component] +=
           model->outputs[i].weight;
-    for (size_t d = 0; d < fem->n_dofs; d++)
+    for (size_t i = 0; i < model->n_outputs; i++) {
+      const size_t d = (size_t)dpn * (size_t)model->outputs[i].node + model->outputs[i].component;
       if (h.fixed[d]) h.force[d] = 0;
+    }
     STEP(o->vec->upload(be, &fem->output, h.force));
   }
   if (s == VOX_OK) {

@@ -384,6 +384,7 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
     st = vox_initial_design_make_masked(ctx, grid, &d, mask, scratch);
     for (size_t e = 0; st == VOX_OK && e < ne; e++) x[e] = design[e] ? scratch[e] : passive[e];
   } else if (st == VOX_OK) {
+#pragma omp parallel for schedule(static)
     for (size_t e = 0; e < ne; e++)
       x[e] = design[e] ? (model->density ? model->density[e] : opt->volume_fraction) : passive[e];
     /* a model's density need not be symmetric: start from its projection */
@@ -629,13 +630,15 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   }
   vox_material_role role[256];
   material_roles(model, role);
-  s->n_design = 0;
+  size_t n_design = 0;
+#pragma omp parallel for schedule(static) reduction(+ : n_design)
   for (size_t e = 0; e < ne; e++) {
     const int is_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
     design[e] = is_design;
     passive[e] = model->label[e] && role[model->label[e]] == VOX_ROLE_SOLID;
-    s->n_design += is_design;
+    n_design += (size_t)is_design;
   }
+  s->n_design = (double)n_design;
   vox_status st = VOX_OK;
   if (s->n_design == 0) st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
   s->all_design = s->n_design == (double)ne;
