@@ -32,7 +32,10 @@
  *     update per design iteration (the first two left out: their
  *     asymptotes are Svanberg's start), the objective, the largest
  *     constraint and the KKT residual, and a hash of the last design's
- *     bits (the same in two runs on one device). The gradients are the
+ *     bits (the same in two runs on one device). --dual-points=K has the
+ *     dual method's passes take K step lengths of its halvings at once
+ *     (the backend's choice otherwise: 4 on the GPU for M = 1, 1 on the
+ *     CPU; the results are the same, the passes' count and cost not). The gradients are the
  *     host's, uploaded outside the clock.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
@@ -63,7 +66,7 @@ static _Noreturn void usage(const char *prog) {
           "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
           "settings: --device=cpu|cuda --fp16-levels=auto|on|off --smoothing-steps=N\n"
           "  --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N --start-history=N\n"
-          "  --mg-bound-refresh=N --host-scalars=1\n",
+          "  --mg-bound-refresh=N --host-scalars=1 --dual-points=K\n",
           prog, prog, prog, prog);
   exit(2);
 }
@@ -618,6 +621,19 @@ static int mma_mode(int argc, char **argv) {
   vox_context *ctx;
   vox_context_create(&ctx);
   vox_backend *be = cuda_backend(ctx);
+  /* --dual-points: the backend's table with the sums of K points a pass */
+  static vox_mma_ops mma_ops;
+  static vox_backend_ops backend_ops;
+  const char *points = bench_option("dual-points");
+  if (points) {
+    const int k = atoi(points), S = m + m * (m + 1) / 2;
+    if (k < 1 || k > 8) usage(argv[0]);
+    mma_ops = *be->ops->mma, backend_ops = *be->ops;
+    mma_ops.dual_slots = k * S;
+    backend_ops.mma = &mma_ops;
+    be->ops = &backend_ops;
+    printf("the dual method's passes take %d step lengths at once\n", k);
+  }
   mma_run(ctx, be, (size_t)n_arg, m, iterations, both ? VOX_MMA_PRIMAL_DUAL : one);
   if (both) mma_run(ctx, be, (size_t)n_arg, m, iterations, VOX_MMA_DUAL);
   vox_backend_destroy(be);
@@ -629,7 +645,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const char *const settings[] = {
       "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
-      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         NULL};
+      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         "dual-points",
+      NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);
