@@ -20,17 +20,22 @@
  *     --host-scalars=1 and the others of bench_solver_alternatives set
  *     alternatives to the defaults; `vcycle` takes them too.
  *
- *   bench_cuda mma N M [ITERATIONS]
+ *   bench_cuda mma N M [ITERATIONS] [primal-dual|dual|both]
  *     The method of moving asymptotes' update alone (vox_mma_step and the
  *     KKT check before it) on N variables and M constraints, ITERATIONS
- *     (30) design iterations of a separable problem like a compliance one:
+ *     (30) design iterations, with the subproblem solved by the given
+ *     method (voxfe/mma.h; primal-dual, or both one after the other) of a
+ *     separable problem like a compliance one:
  *     minimise sum_j c_j / x_j (c_j in [1, 2)) under M weighted volumes
  *     sum_j w_ij x_j / sum_j w_ij <= 0.3 (w_1j = 1, the others in [0.5,
  *     1.5)), x in [0.001, 1] from 0.3. Prints the milliseconds of the
  *     update per design iteration (the first two left out: their
  *     asymptotes are Svanberg's start), the objective, the largest
  *     constraint and the KKT residual, and a hash of the last design's
- *     bits (the same in two runs on one device). The gradients are the
+ *     bits (the same in two runs on one device). --dual-points=K has the
+ *     dual method's passes take K step lengths of its halvings at once
+ *     (the backend's choice otherwise: 4 on the GPU for M = 1, 1 on the
+ *     CPU; the results are the same, the passes' count and cost not). The gradients are the
  *     host's, uploaded outside the clock.
  *
  * Times are wall-clock (CLOCK_MONOTONIC) around many repetitions after a
@@ -58,10 +63,10 @@ static _Noreturn void usage(const char *prog) {
           "usage: %s kernel NX NY NZ [REPS]\n"
           "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
           "       %s vcycle PROBLEM.yaml NX [double|mixed]\n"
-          "       %s mma N M [ITERATIONS]\n"
+          "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
           "settings: --device=cpu|cuda --fp16-levels=auto|on|off --smoothing-steps=N\n"
           "  --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N --start-history=N\n"
-          "  --mg-bound-refresh=N --host-scalars=1\n",
+          "  --mg-bound-refresh=N --host-scalars=1 --dual-points=K\n",
           prog, prog, prog, prog);
   exit(2);
 }
@@ -527,18 +532,13 @@ static int vcycle_mode(int argc, char **argv) {
   return 0;
 }
 
-/* The MMA update alone on the separable problem of the header. */
-static int mma_mode(int argc, char **argv) {
-  if (argc < 4) usage(argv[0]);
-  const long long n_arg = atoll(argv[2]);
-  const int m = atoi(argv[3]), iterations = argc > 4 ? atoi(argv[4]) : 30;
-  if (n_arg < 1 || m < 1 || m > 16 || iterations < 3) usage(argv[0]);
-  const size_t n = (size_t)n_arg;
-  vox_context *ctx;
-  vox_context_create(&ctx);
-  vox_backend *be = cuda_backend(ctx);
+/* The MMA update alone on the separable problem of the header, its
+ * subproblems solved by `method`. */
+static void mma_run(vox_context *ctx, vox_backend *be, size_t n, int m, int iterations,
+                    vox_mma_subproblem method) {
   vox_mma_options o;
   vox_mma_options_default(&o);
+  o.subproblem = method;
   vox_mma *mma;
   if (vox_mma_create_on(be, n, m, &o, &mma)) die(ctx, "MMA");
   double *c = malloc(n * sizeof *c), *w = malloc((size_t)m * n * sizeof *w);
@@ -547,7 +547,7 @@ static int mma_mode(int argc, char **argv) {
   double *wsum = calloc((size_t)m, sizeof *wsum), *g = malloc((size_t)m * sizeof *g);
   if (!c || !w || !x || !lo || !hi || !df0 || !dg || !wsum || !g) {
     fprintf(stderr, "bench_cuda: out of memory\n");
-    return 1;
+    exit(1);
   }
   uint64_t state = 12345;
   for (size_t j = 0; j < n; j++) {
@@ -561,7 +561,8 @@ static int mma_mode(int argc, char **argv) {
   vox_mma_vectors *v = vox_mma_vectors_of(mma);
   double seconds = 0, f0 = 0, worst = 0, kkt = 0;
   int timed = 0;
-  printf("MMA update: %zu variables, %d constraints, %d iterations\n", n, m, iterations);
+  printf("MMA update: %zu variables, %d constraints, %d iterations, the %s method for the "
+         "subproblem\n", n, m, iterations, vox_mma_subproblem_name(method));
   for (int it = 0; it < iterations; it++) {
     f0 = 0;
     for (int i = 0; i < m; i++) g[i] = -0.3;
@@ -600,10 +601,41 @@ static int mma_mode(int argc, char **argv) {
     memcpy(&bits, &x[j], sizeof bits);
     hash = (hash ^ bits) * 1099511628211u;
   }
-  printf("MMA update: %.3f ms per design iteration (%d timed), last design's hash %016llx\n",
+  printf("MMA update (%s): %.3f ms per design iteration (%d timed), last design's hash "
+         "%016llx\n", vox_mma_subproblem_name(method),
          1e3 * seconds / timed, timed, (unsigned long long)hash);
   free(c), free(w), free(x), free(lo), free(hi), free(df0), free(dg), free(wsum), free(g);
   vox_mma_destroy(mma);
+}
+
+static int mma_mode(int argc, char **argv) {
+  if (argc < 4) usage(argv[0]);
+  const long long n_arg = atoll(argv[2]);
+  const int m = atoi(argv[3]), iterations = argc > 4 ? atoi(argv[4]) : 30;
+  const char *method = argc > 5 ? argv[5] : "primal-dual";
+  vox_mma_subproblem one = VOX_MMA_PRIMAL_DUAL;
+  const int both = strcmp(method, "both") == 0;
+  if (n_arg < 1 || m < 1 || m > 16 || iterations < 3 ||
+      (!both && vox_mma_subproblem_parse(method, &one) != 0))
+    usage(argv[0]);
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_backend *be = cuda_backend(ctx);
+  /* --dual-points: the backend's table with the sums of K points a pass */
+  static vox_mma_ops mma_ops;
+  static vox_backend_ops backend_ops;
+  const char *points = bench_option("dual-points");
+  if (points) {
+    const int k = atoi(points), S = m + m * (m + 1) / 2;
+    if (k < 1 || k > 8) usage(argv[0]);
+    mma_ops = *be->ops->mma, backend_ops = *be->ops;
+    mma_ops.dual_slots = k * S;
+    backend_ops.mma = &mma_ops;
+    be->ops = &backend_ops;
+    printf("the dual method's passes take %d step lengths at once\n", k);
+  }
+  mma_run(ctx, be, (size_t)n_arg, m, iterations, both ? VOX_MMA_PRIMAL_DUAL : one);
+  if (both) mma_run(ctx, be, (size_t)n_arg, m, iterations, VOX_MMA_DUAL);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   return 0;
@@ -613,7 +645,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const char *const settings[] = {
       "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
-      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         NULL};
+      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         "dual-points",
+      NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);

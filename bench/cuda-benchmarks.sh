@@ -53,11 +53,12 @@ for part in "$@"; do
         ${ITER256:-100} mixed --fp16-levels=$f
       "$bin/bench/bench_cell" 128 cuda 0.3 ${ITERCELL:-25} --fp16-levels=$f
     done ;;
-  mma) # the MMA update alone, n of the 256 x 128 x 128 cantilever, m = 1 and 3; each twice:
-    # the last design's hash repeats on one device
+  mma) # the MMA update alone, n of the 256 x 128 x 128 cantilever, m = 1 and 3, the
+    # subproblems by the primal-dual and by the dual method; each twice: the last design's
+    # hash repeats on one device
     for m in 1 3; do
       for run in 1 2; do
-        "$bin/bench/bench_cuda" mma 4194304 $m ${ITERMMA:-30} | tail -1
+        "$bin/bench/bench_cuda" mma 4194304 $m ${ITERMMA:-30} both | grep "per design"
       done
     done ;;
   *) echo "unknown part $part" >&2; exit 2 ;;

@@ -80,6 +80,18 @@ static int parse_optimizer(const char *what, const char *text, void *value) {
   return 0;
 }
 
+static int parse_mma_subproblem(const char *what, const char *text, void *value) {
+  if (vox_mma_subproblem_parse(text, value) != 0) {
+    cli_error("%s: expected primal-dual or dual, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_mma_subproblem(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_mma_subproblem_name(*(const vox_mma_subproblem *)value));
+}
+
 static void format_discretization(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_discretization_name(*(const vox_discretization *)value));
 }
@@ -284,6 +296,14 @@ static const cli_option options[] = {
     NUMBER("mma-objective-scale", CLI_REAL, "S", opt.mma.objective_scale, POSITIVE,
            "mma: the objective is scaled so that its first iteration's value has this "
            "magnitude (Svanberg: 1 to 100 suit a0 = 1, c = 1000)"),
+    {.name = "mma-subproblem", .arg = "METHOD", .kind = CLI_CUSTOM,
+     .offset = AT(opt.mma.subproblem), .flags = CLI_RECORD,
+     .help = "mma: how each iteration's subproblem is solved: primal-dual (Svanberg's "
+             "interior-point method in all its variables, about a dozen passes over the "
+             "densities a Newton step) or dual (Svanberg 1987: the densities explicit in the "
+             "constraints' multipliers, whose concave dual is maximised with one pass a "
+             "Newton step; faster, the same subproblem)",
+     .parse = parse_mma_subproblem, .format = format_mma_subproblem},
     NUMBER("damping", CLI_REAL, "D", opt.damping, FRACTION,
            "damping exponent of the optimality-criteria update"),
     NUMBER("q-max", CLI_REAL, "Q", opt.q_max, AT_LEAST(1),

@@ -39,8 +39,9 @@ enum {
                       * thread (16 took 128: half the occupancy of these memory-bound
                       * loops) */
   MMA_WARPS = VOX_CUDA_THREADS / 32,
-  MMA_MIN_BLOCKS = 3 /* of the residual and Newton kernel on an SM: at most 80 registers,
+  MMA_MIN_BLOCKS = 3, /* of the residual and Newton kernel on an SM: at most 80 registers,
                       * as the separate kernels had (it takes 114 unbounded) */
+  MMA_DUAL_POINTS = 8 /* the dual method's points of one call at most (mma_dual.c) */
 };
 
 /* What a slot sums (or, for the MAX kinds, maximises from 0). */
@@ -52,7 +53,9 @@ enum {
   SLOT_GVEC,  /* row i: P_ij / (U - x) + Q_ij / (x - L) at x (residual, newton) */
   SLOT_GDELX, /* row i: G_ij delx / diagx (newton) */
   SLOT_GGT,   /* rows i, l: G_ij G_lj / diagx (newton) */
-  SLOT_MOST   /* max: the step's bound (direction) */
+  SLOT_MOST,  /* max: the step's bound (direction) */
+  SLOT_DUAL_G, /* point k, row r (i = k m + r): P_rj / (U - x) + Q_rj / (x - L) at x(lam_k) */
+  SLOT_DUAL_H  /* point k, rows r, l (i = k m + r): G_rj G_lj / h_j where x(lam_k) is inside */
 };
 static int slot_is_max(int kind) {
   return kind == SLOT_BAD || kind == SLOT_MAX || kind == SLOT_MOST;
@@ -103,7 +106,8 @@ struct vox_mma_work {
   double *partial;  /* device: MMA_CHUNK rows of `blocks` partial sums */
   unsigned *done;   /* device: the blocks of the running pass that finished */
   double *result;   /* device: a call's slots */
-  double *dual;     /* device: 2m values: lambda, its step */
+  double *dual;     /* device: 2m values: lambda, its step (the dual method's points:
+                     * MMA_DUAL_POINTS m) */
   double *host;     /* pinned host: a call's slots */
   double *host_dual; /* pinned host: what goes to `dual` */
 };
@@ -430,6 +434,74 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
   block_reduce(acc, s, out);
 }
 
+/* The dual method's x_j at lam (m) and what its sums need, as cpu_mma_dual.c's
+ * point_at, operation for operation. */
+struct dual_point {
+  double x, plam, qlam, iu, il;
+  bool inside;
+};
+static __device__ __forceinline__ dual_point dual_point_at(const mma_ptrs &p, size_t j,
+                                                           const double *__restrict__ lam) {
+  double plam, qlam;
+  lambda_sums(p, j, lam, &plam, &qlam);
+  const double low = p.low[j], upp = p.upp[j], alfa = p.alfa[j], beta = p.beta[j];
+  const double sp = sqrt(plam), sq = sqrt(qlam);
+  const double t = (sp * low + sq * upp) / (sp + sq);
+  dual_point d;
+  d.inside = t > alfa && t < beta;
+  d.x = d.inside ? t : t <= alfa ? alfa : beta;
+  d.plam = plam, d.qlam = qlam;
+  d.iu = 1 / (upp - d.x), d.il = 1 / (d.x - low);
+  return d;
+}
+
+/* The dual method's sums at the points lams (rows of m): each slot's point
+ * recomputed where it changes (the slots come by points). */
+static __global__ void __launch_bounds__(VOX_CUDA_THREADS, MMA_MIN_BLOCKS)
+    dual_kernel(mma_ptrs p, const double *__restrict__ lams, mma_slots s, mma_sink out) {
+  double acc[MMA_CHUNK];
+#pragma unroll
+  for (int c = 0; c < MMA_CHUNK; c++) acc[c] = 0;
+  const size_t n = p.n;
+  const int m = p.m;
+  VOX_GRID_STRIDE(j, n) {
+    int current = -1;
+    dual_point d = {};
+    double iu2 = 1, il2 = 1, ih = 1;
+#pragma unroll
+    for (int c = 0; c < MMA_CHUNK; c++) {
+      if (c >= s.count) continue;
+      const int k = s.i[c] / m, r = s.i[c] - k * m;
+      if (k != current) {
+        d = dual_point_at(p, j, lams + (size_t)k * m);
+        iu2 = d.iu * d.iu, il2 = d.il * d.il;
+        ih = 1 / (2 * (d.plam * iu2 * d.iu + d.qlam * il2 * d.il));
+        current = k;
+      }
+      const size_t row = (size_t)r * n + j;
+      if (s.kind[c] == SLOT_DUAL_G) {
+        acc[c] += p.P[row] * d.iu + p.Q[row] * d.il;
+      } else if (d.inside) {
+        const size_t rl = (size_t)s.l[c] * n + j;
+        const double gi = p.P[row] * iu2 - p.Q[row] * il2, gl = p.P[rl] * iu2 - p.Q[rl] * il2;
+        acc[c] += gi * gl * ih;
+      }
+    }
+  }
+  block_reduce(acc, s, out);
+}
+
+/* x at lam and the bounds' multipliers there (cpu_mma_dual.c's dual_solution) */
+static __global__ void dual_solution_kernel(mma_ptrs p, const double *__restrict__ lam) {
+  VOX_GRID_STRIDE(j, p.n) {
+    const dual_point d = dual_point_at(p, j, lam);
+    const double r = d.plam * (d.iu * d.iu) - d.qlam * (d.il * d.il);
+    p.x[j] = d.x;
+    p.xsi[j] = d.inside ? 0.0 : fmax(r, 0.0);
+    p.eta[j] = d.inside ? 0.0 : fmax(-r, 0.0);
+  }
+}
+
 /* ---- the operations ------------------------------------------------------------ */
 
 static void free_work(vox_mma_work *w) {
@@ -451,13 +523,14 @@ static vox_status work_create(vox_backend *be, size_t n, int m, vox_mma_work **o
   w->blocks = blocks < 1 ? 1u : blocks > (size_t)MMA_BLOCKS ? (unsigned)MMA_BLOCKS : (unsigned)blocks;
   const int point = 2 + 2 * m + m * (m + 1) / 2;
   w->slots = point > 1 + m ? point : 1 + m;
+  if (w->slots < MMA_CHUNK) w->slots = MMA_CHUNK; /* the dual method's points of a pass */
   vox_status st = vox_cuda_alloc(be, (void **)&w->partial,
                                  (size_t)MMA_CHUNK * w->blocks * sizeof(double),
                                  "MMA's partial sums");
   if (st == VOX_OK)
     st = vox_cuda_alloc(be, (void **)&w->result, (size_t)w->slots * sizeof(double), "MMA's sums");
   if (st == VOX_OK)
-    st = vox_cuda_alloc(be, (void **)&w->dual, 2 * (size_t)m * sizeof(double),
+    st = vox_cuda_alloc(be, (void **)&w->dual, MMA_DUAL_POINTS * (size_t)m * sizeof(double),
                         "MMA's multipliers");
   if (st == VOX_OK)
     st = vox_cuda_alloc(be, (void **)&w->done, sizeof(unsigned), "MMA's block counter");
@@ -465,7 +538,8 @@ static vox_status work_create(vox_backend *be, size_t n, int m, vox_mma_work **o
     st = vox_cuda_check(be, cudaMemset(w->done, 0, sizeof(unsigned)), "MMA's block counter");
   if (st == VOX_OK &&
       (cudaMallocHost((void **)&w->host, (size_t)w->slots * sizeof(double)) != cudaSuccess ||
-       cudaMallocHost((void **)&w->host_dual, 2 * (size_t)m * sizeof(double)) != cudaSuccess)) {
+       cudaMallocHost((void **)&w->host_dual, MMA_DUAL_POINTS * (size_t)m * sizeof(double)) !=
+           cudaSuccess)) {
     cudaGetLastError();
     st = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of pinned host memory for MMA's sums");
   }
@@ -605,6 +679,59 @@ static vox_status kkt(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v
   return VOX_OK;
 }
 
+static vox_status dual_sums(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                            int points, const double *lam, double *sums) {
+  const mma_ptrs p = ptrs_of(v);
+  const int m = v->m, S = m + m * (m + 1) / 2;
+  if (points < 1 || points > MMA_DUAL_POINTS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "MMA: %d dual points", points);
+  /* the points go up behind the kernels before, as upload_dual's values */
+  memcpy(w->host_dual, lam, (size_t)points * m * sizeof(double));
+  CUDA_TRY(be,
+           cudaMemcpyAsync(w->dual, w->host_dual, (size_t)points * m * sizeof(double),
+                           cudaMemcpyHostToDevice, 0),
+           "uploading MMA's dual points");
+  for (int t0 = 0; t0 < points * S; t0 += w->slots) {
+    /* the result buffer holds w->slots sums: longer calls (large m) copy in parts */
+    const int K = points * S - t0 < w->slots ? points * S - t0 : w->slots;
+    TRY(run_sums(
+        be, w, K,
+        [m, S, t0](int t, int *kind, int *i, int *l) {
+          t += t0;
+          const int k = t / S;
+          int r = t - k * S;
+          *l = 0;
+          if (r < m) {
+            *kind = SLOT_DUAL_G, *i = k * m + r;
+          } else {
+            r -= m;
+            int row = 0;
+            while (r > row) r -= row + 1, row++;
+            *kind = SLOT_DUAL_H, *i = k * m + row, *l = r;
+          }
+        },
+        [&](const mma_slots &s, int, const mma_sink &sink) {
+          dual_kernel<<<w->blocks, VOX_CUDA_THREADS>>>(p, w->dual, s, sink);
+        },
+        "the MMA dual kernel"));
+    memcpy(sums + t0, w->host, (size_t)K * sizeof(double));
+  }
+  return VOX_OK;
+}
+
+static vox_status dual_solution(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                                const double *lam) {
+  /* from pageable memory: the call returns when lam is staged, and the
+   * copy runs behind the kernels before, without a wait */
+  CUDA_TRY(be,
+           cudaMemcpyAsync(w->dual, lam, (size_t)v->m * sizeof(double), cudaMemcpyHostToDevice,
+                           0),
+           "uploading MMA's multipliers");
+  dual_solution_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(ptrs_of(v), w->dual);
+  CUDA_LAUNCHED(be, "the MMA dual solution kernel");
+  return VOX_OK;
+}
+
 /* ---- the design elements ----------------------------------------------------- */
 
 static vox_status map_create(vox_backend *be, const vox_vec *mask, vox_index_map **out,
@@ -695,6 +822,9 @@ static vox_mma_ops make_mma_ops(void) {
   o.residual_newton = residual_newton;
   o.direction = direction;
   o.kkt = kkt;
+  o.dual_sums = dual_sums;
+  o.dual_slots = MMA_CHUNK;
+  o.dual_solution = dual_solution;
   o.map_create = map_create;
   o.map_destroy = map_destroy;
   o.gather = gather;

@@ -16,6 +16,7 @@
 
 #include "backend_ops.h"
 #include "mma_backend.h"
+#include "mma_dual.h"
 #include "voxfe/mma.h"
 
 void vox_mma_options_default(vox_mma_options *o) {
@@ -30,6 +31,7 @@ void vox_mma_options_default(vox_mma_options *o) {
   o->c = 1000;
   o->d = 1;
   o->epsilon_min = 1e-7;
+  o->subproblem = VOX_MMA_PRIMAL_DUAL;
   o->objective_scale = 1;
 }
 
@@ -54,7 +56,7 @@ vox_status vox_mma_options_check(vox_context *ctx, const vox_mma_options *o) {
   REQUIRE(o->epsilon_min > 0 && o->epsilon_min < 1, "MMA epsilon min %g not in (0, 1)",
           o->epsilon_min);
 #undef REQUIRE
-  return VOX_OK;
+  return vox_mma_dual_check(ctx, o);
 }
 
 struct vox_mma {
@@ -136,6 +138,7 @@ vox_status vox_mma_create_on(vox_backend *be, size_t n, int m, const vox_mma_opt
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "the method of moving asymptotes does not run on the %s backend",
                      be->ops->name);
+  TRY(vox_mma_dual_supported(be, options));
   vox_mma *a = calloc(1, sizeof *a);
   if (!a) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   a->ctx = ctx, a->be = be, a->ops = be->ops->mma, a->n = n, a->m = m, a->o = *options;
@@ -386,7 +389,11 @@ vox_status vox_mma_step(vox_mma *a, const double *fval) {
                      "MMA: a value or gradient is not finite, or x is outside its bounds");
   /* b_i = sum_j P_ij / (U - x) + Q_ij / (x - L) - f_i */
   for (int i = 0; i < m; i++) a->b[i] -= fval[i];
-  TRY(subsolve(a));
+  if (a->o.subproblem == VOX_MMA_DUAL)
+    TRY(vox_mma_dual_solve(a->be, a->work, &a->v, &a->o, a->b, a->lam, a->y, a->mu, a->s, &a->z,
+                           &a->zet));
+  else
+    TRY(subsolve(a));
   /* the history: xold2 = xold1, xold1 = xval (the old xold2's buffer is
    * the next xval's) */
   swap_vec(&a->v.xold2, &a->v.xold1);
@@ -479,6 +486,7 @@ vox_status vox_mma_save(const vox_mma *mma, const char *prefix, vox_checkpoint *
   TRY(vox_checkpoint_add(a->ctx, out, name, 12, options));
   snprintf(name, sizeof name, "%s_scalars", prefix);
   TRY(vox_checkpoint_add(a->ctx, out, name, 5, scalars));
+  TRY(vox_mma_subproblem_save(a->ctx, &a->o, prefix, out));
   vox_vec *nv[6];
   double *mv[4];
   state_arrays(a, nv, mv);
@@ -518,6 +526,7 @@ vox_status vox_mma_restore(vox_mma *a, const char *prefix, const vox_checkpoint 
     return vox_error(a->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the checkpoint's run had other MMA parameters: a resumed run needs the "
                      "options of the run that made the checkpoint");
+  TRY(vox_mma_subproblem_check(a->ctx, &a->o, prefix, c));
   const double *v = scalars->values;
   if (v[0] != (double)a->n || v[1] != a->m || !(v[2] >= 0 && v[2] <= 2e9 && v[2] == floor(v[2])))
     return vox_error(a->ctx, VOX_ERR_INVALID_ARGUMENT,

@@ -3,7 +3,8 @@
  * the per-variable work of Svanberg's `mmasub`, `subsolv` and `kktcheck`
  * (the asymptotes, the move limits, the approximations' p and q, the
  * interior point's per-variable updates and the sums over the variables
- * that its dual Newton system and its residual need), one table per
+ * that its dual Newton system and its residual need) and of the dual
+ * method's x(lambda) and its sums (mma_dual.c), one table per
  * backend, reached through vox_backend_ops.mma (NULL where the backend has
  * none). mma.c keeps the few dual variables (m of them) on the host and
  * calls these for everything of n entries, which stays where the backend's
@@ -100,6 +101,30 @@ typedef struct vox_mma_ops {
    * magnitude (from 0). */
   vox_status (*kkt)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
                     const double *lam, double *sum, double *max);
+  /* The dual method (VOX_MMA_DUAL, mma_dual.c), optional (NULL: the backend
+   * has none). For each of `points` multiplier vectors lam_k (row k of lam,
+   * m each, host, >= 0), the subproblem's x at lam_k: with p_j = p0_j +
+   * sum_i lam_ki P_ij and q_j = q0_j + sum_i lam_ki Q_ij, the minimiser of
+   * p_j / (upp_j - x) + q_j / (x - low_j), (sqrt(p_j) low_j + sqrt(q_j)
+   * upp_j) / (sqrt(p_j) + sqrt(q_j)), clamped to [alfa_j, beta_j]; and its
+   * sums, S = m + m (m + 1) / 2 of them from sums + k S: gvec_i = sum_j
+   * P_ij / (upp_j - x_j) + Q_ij / (x_j - low_j), then, for l <= i by rows,
+   * sum over the unclamped j of G_ij G_lj / h_j, G_ij = P_ij / (upp_j -
+   * x_j)^2 - Q_ij / (x_j - low_j)^2, h_j = 2 (p_j / (upp_j - x_j)^3 + q_j /
+   * (x_j - low_j)^3) (minus the dual function's Hessian); all host. One
+   * pass over the variables for all points where the backend can
+   * (dual_slots), stores nothing. */
+  vox_status (*dual_sums)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                          int points, const double *lam, double *sums);
+  /* The sums a pass of dual_sums takes at best (the points' count the
+   * host asks for at once: dual_slots / S, at least 1); 0: one point. */
+  int dual_slots;
+  /* x at lam (m, host) as dual_sums has it, into x, and the bounds'
+   * multipliers of the subproblem there: with r_j = p_j / (upp_j - x_j)^2 -
+   * q_j / (x_j - low_j)^2, xsi_j = max(r_j, 0) and eta_j = max(-r_j, 0)
+   * where x_j is clamped, both 0 where it is not. */
+  vox_status (*dual_solution)(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                              const double *lam);
   /* The design elements as the variables: those of mask != 0, in element
    * order (*n of them), at most 8 bytes each (the memory plan). */
   vox_status (*map_create)(vox_backend *be, const vox_vec *mask, vox_index_map **out, size_t *n);

@@ -4,6 +4,7 @@
 #define VOXFE_CPU_H
 
 #include "../backend_ops.h"
+#include "../mma_ops.h"
 
 /* The matrix-free operator (cpu_operator.c; read by cpu_galerkin.c). */
 struct vox_operator {
@@ -152,5 +153,12 @@ vox_status vox_cpu_filter_transpose(vox_backend *be, vox_filter *f, const vox_ve
                                     vox_vec *out);
 vox_status vox_cpu_filter_sensitivity(vox_backend *be, vox_filter *f, const vox_vec *rho,
                                       const vox_vec *dc, double gamma, vox_vec *out);
+
+/* The dual method's passes of the method of moving asymptotes
+ * (cpu_mma_dual.c; mma_ops.h's dual_sums and dual_solution). */
+vox_status vox_cpu_mma_dual_sums(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                                 int points, const double *lam, double *sums);
+vox_status vox_cpu_mma_dual_solution(vox_backend *be, vox_mma_work *w, const vox_mma_vectors *v,
+                                     const double *lam);
 
 #endif

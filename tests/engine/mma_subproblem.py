@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """MMA's subproblems (voxfe/mma.h) against an independent solution: random
 problems of n = 10..50 variables and m = 1..3 constraints, three outer
-iterations each, go to `test_mma subproblem`; for each iteration this script
+iterations each, go to `test_mma subproblem [METHOD]` (the subproblem's
+method: primal-dual by default, or dual); for each iteration this script
 makes the asymptotes by Svanberg's rules (2007 notes) from the iterates the
 engine returned, builds the convex separable subproblem from them and solves
 it with scipy's SLSQP (x, and the y of the constraints' relaxation; z is 0
@@ -85,6 +86,7 @@ def solve(x, low, upp, xmin, xmax, df0, fval, dfdx):
 
 def main():
     engine = sys.argv[1]
+    method = sys.argv[2:3]
     rs = np.random.default_rng(20251)
     problems, text = [], []
     for case in range(9):
@@ -105,7 +107,7 @@ def main():
         for df0, fval, dfdx in data:
             for v in (df0, fval, dfdx.ravel()):
                 text.append(" ".join(repr(float(t)) for t in v))
-    out = subprocess.run([engine, "subproblem"], input="\n".join(text) + "\n", text=True,
+    out = subprocess.run([engine, "subproblem"] + method, input="\n".join(text) + "\n", text=True,
                          capture_output=True, check=True).stdout.split("\n")
     rows = iter(out)
     worst = 0.0

@@ -2,9 +2,11 @@
 /* The method of moving asymptotes (voxfe/mma.h) and the optimizer's MMA
  * update.
  *
- *   test_mma subproblem  reads problems from stdin and writes each outer
- *                        iteration's asymptotes and new x: mma_subproblem.py
- *                        solves the same subproblems with scipy and compares.
+ *   test_mma subproblem [METHOD]  reads problems from stdin and writes each
+ *                        outer iteration's asymptotes and new x, the
+ *                        subproblems solved by METHOD (primal-dual, dual):
+ *                        mma_subproblem.py solves the same subproblems with
+ *                        scipy and compares.
  *   test_mma [part...]   the parts below (all without arguments):
  *     beam      Svanberg's (1987) cantilever beam of five segments: the
  *               published optimum, a KKT residual near 0, the same iterates
@@ -39,11 +41,12 @@ static void print_row(const char *name, const double *v, size_t n) {
 /* stdin: problems, each "n m iterations epsilon_min", xmin, xmax, x0, then per
  * iteration df0dx (n), fval (m), dfdx (m rows of n). stdout per iteration:
  * "low ...", "upp ...", "x ...", "lambda ...". */
-static int subproblem_mode(vox_context *ctx) {
+static int subproblem_mode(vox_context *ctx, vox_mma_subproblem method) {
   size_t n;
   int m, iterations;
   vox_mma_options o;
   vox_mma_options_default(&o);
+  o.subproblem = method;
   while (scanf("%zu %d %d %lf", &n, &m, &iterations, &o.epsilon_min) == 4) {
     double *xmin = malloc(n * sizeof *xmin), *xmax = malloc(n * sizeof *xmax),
            *x = malloc(n * sizeof *x), *df0 = malloc(n * sizeof *df0),
@@ -207,8 +210,10 @@ static void test_cantilever(vox_context *ctx, vox_backend *be) {
 int main(int argc, char **argv) {
   vox_context *ctx;
   vox_context_create(&ctx);
-  if (argc == 2 && strcmp(argv[1], "subproblem") == 0) {
-    const int status = subproblem_mode(ctx);
+  if ((argc == 2 || argc == 3) && strcmp(argv[1], "subproblem") == 0) {
+    vox_mma_subproblem method = VOX_MMA_PRIMAL_DUAL;
+    if (argc == 3 && vox_mma_subproblem_parse(argv[2], &method) != 0) return 2;
+    const int status = subproblem_mode(ctx, method);
     vox_context_destroy(ctx);
     return status;
   }

@@ -10,6 +10,14 @@
  *               multipliers within 1e-8, the KKT residual at the end; the
  *               GPU's run repeated gives the same bits, and a GPU run
  *               resumed from a checkpoint after two iterations too;
+ *   dual        the same with the subproblems solved by the dual method
+ *               (VOX_MMA_DUAL; n 7 and 20011, m 1, 3 and 6: the GPU's pass
+ *               takes four step lengths at once for m = 1, one point in two
+ *               and four passes for m = 3 and 6), and the dual method's
+ *               passes themselves at the same inputs: the sums at three
+ *               points within 1e-12, x and the bounds' multipliers at a
+ *               point to the bit; the 24x12x12 optimization below by the
+ *               dual method too;
  *   gather      the design elements gathered (scaled, clamped) and
  *               scattered back, exactly;
  *   optimize    the 24x12x12 cantilever (two load cases, a passive solid
@@ -106,12 +114,48 @@ static int gpu_run(vox_mma *g, const problem *p, int from, int count, double *co
   return 1;
 }
 
-static void test_subproblem(size_t n, int m, uint64_t seed) {
-  snprintf(where, sizeof where, "n %zu m %d", n, m);
+/* The dual method's passes (mma_ops.h) on both backends at the inputs the
+ * last iteration left in c's and g's vectors (the same bits: each
+ * variable's arithmetic of approximate is the CPU's): the sums at three
+ * points, and x, xsi, eta at one. */
+static void test_dual_passes(vox_mma *c, vox_mma *g, size_t n, int m) {
+  vox_mma_vectors *vc = vox_mma_vectors_of(c), *vg = vox_mma_vectors_of(g);
+  vox_mma_work *wc = NULL, *wg = NULL;
+  const int S = m + m * (m + 1) / 2;
+  double *lam = malloc(3 * (size_t)m * sizeof(double)), *sc = malloc(3 * (size_t)S * sizeof(double)),
+         *sg = malloc(3 * (size_t)S * sizeof(double)), *hc = malloc(n * sizeof(double)),
+         *hg = malloc(n * sizeof(double));
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < m; i++)
+      lam[k * m + i] = (k == 0 ? 1 : k == 1 ? 0.5 : 2) * fmax(vox_mma_lambda(c)[i], 1e-3);
+  if (!C_OK("work", cpu->ops->mma->work_create(cpu, n, m, &wc)) ||
+      !G_OK("work", gpu->ops->mma->work_create(gpu, n, m, &wg)))
+    goto done;
+  if (BOTH("dual_sums", cpu->ops->mma->dual_sums(cpu, wc, vc, 3, lam, sc),
+           gpu->ops->mma->dual_sums(gpu, wg, vg, 3, lam, sg)))
+    report("dual passes: the sums at three points", sg, sc, 3 * (size_t)S, 1e-12);
+  if (BOTH("dual_solution", cpu->ops->mma->dual_solution(cpu, wc, vc, lam),
+           gpu->ops->mma->dual_solution(gpu, wg, vg, lam))) {
+    if (download(cpu, &vc->x, hc) && download(gpu, &vg->x, hg))
+      report("dual passes: x at a point", hg, hc, n, 0);
+    if (download(cpu, &vc->xsi, hc) && download(gpu, &vg->xsi, hg))
+      report("dual passes: xsi at a point", hg, hc, n, 0);
+    if (download(cpu, &vc->eta, hc) && download(gpu, &vg->eta, hg))
+      report("dual passes: eta at a point", hg, hc, n, 0);
+  }
+done:
+  if (wc) cpu->ops->mma->work_destroy(cpu, wc);
+  if (wg) gpu->ops->mma->work_destroy(gpu, wg);
+  free(lam), free(sc), free(sg), free(hc), free(hg);
+}
+
+static void test_subproblem(size_t n, int m, uint64_t seed, vox_mma_subproblem method) {
+  snprintf(where, sizeof where, "n %zu m %d %s", n, m, vox_mma_subproblem_name(method));
   problem p;
   problem_make(&p, n, m, seed);
   vox_mma_options o;
   vox_mma_options_default(&o);
+  o.subproblem = method;
   vox_mma *c = NULL, *g = NULL, *g2 = NULL, *g3 = NULL;
   double *xs[ITERATIONS + 1], *xg = malloc(n * sizeof(double)), *hc = malloc(n * sizeof(double)),
          *hg = malloc(n * sizeof(double));
@@ -168,6 +212,7 @@ static void test_subproblem(size_t n, int m, uint64_t seed) {
       report_scalar("KKT residual's largest entry", mg, mc, fabs(mc), 1e-8);
     }
   }
+  if (method == VOX_MMA_DUAL) test_dual_passes(c, g, n, m);
   /* the same on the GPU again: the same bits */
   if (!G_OK("create", vox_mma_create_on(gpu, n, m, &o, &g2)) ||
       !gpu_run(g2, &p, 0, ITERATIONS, xs, again))
@@ -286,15 +331,16 @@ static void optimize_options(vox_optimizer_options *opt) {
   opt->solver.rtol = 1e-11; /* the states as good as the rounding: the updates compared */
 }
 
-static void test_optimize(void) {
-  snprintf(where, sizeof where, "24x12x12 MMA");
-  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA, 8 "
-         "iterations\n");
+static void test_optimize(vox_mma_subproblem method) {
+  snprintf(where, sizeof where, "24x12x12 MMA %s", vox_mma_subproblem_name(method));
+  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA (%s), 8 "
+         "iterations\n", vox_mma_subproblem_name(method));
   vox_model base, mc, mg;
   memset(&mc, 0, sizeof mc), memset(&mg, 0, sizeof mg);
   make_cantilever(cpu->ctx, &base, 24, 1);
   vox_optimizer_options opt;
   optimize_options(&opt);
+  opt.mma.subproblem = method;
   vox_optimize_result rc, rg;
   if (optimize(cpu, &base, &opt, &mc, &rc) && optimize(gpu, &base, &opt, &mg, &rg)) {
     CHECK(rc.iterations == 8 && rg.iterations == 8 && mc.n_history == mg.n_history);
@@ -415,13 +461,20 @@ int main(int argc, char **argv) {
   }
   printf("check: max |cuda - cpu| / max |cpu| (tol)\n");
   if (check_wanted(argc, argv, "subproblem")) {
-    test_subproblem(7, 1, 1);
-    test_subproblem(20011, 1, 2);
-    test_subproblem(20011, 3, 3);
-    test_subproblem(20011, 6, 4);
+    test_subproblem(7, 1, 1, VOX_MMA_PRIMAL_DUAL);
+    test_subproblem(20011, 1, 2, VOX_MMA_PRIMAL_DUAL);
+    test_subproblem(20011, 3, 3, VOX_MMA_PRIMAL_DUAL);
+    test_subproblem(20011, 6, 4, VOX_MMA_PRIMAL_DUAL);
+  }
+  if (check_wanted(argc, argv, "dual")) {
+    test_subproblem(7, 1, 5, VOX_MMA_DUAL);
+    test_subproblem(20011, 1, 6, VOX_MMA_DUAL);
+    test_subproblem(20011, 3, 7, VOX_MMA_DUAL);
+    test_subproblem(20011, 6, 8, VOX_MMA_DUAL);
+    test_optimize(VOX_MMA_DUAL);
   }
   if (check_wanted(argc, argv, "gather")) test_gather();
-  if (check_wanted(argc, argv, "optimize")) test_optimize();
+  if (check_wanted(argc, argv, "optimize")) test_optimize(VOX_MMA_PRIMAL_DUAL);
   if (check_wanted(argc, argv, "resume")) test_resume();
   if (check_wanted(argc, argv, "kkt")) test_kkt();
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);

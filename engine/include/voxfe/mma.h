@@ -11,8 +11,9 @@
  * approximation around the current x, between the lower and upper
  * asymptotes L_j < x_j < U_j, which move with the history of x (wider while
  * x_j keeps going one way, narrower when it oscillates), and solves that
- * subproblem within the move limits alpha_j, beta_j by the primal-dual
- * interior-point method of the notes (their `subsolv`). With a_i = 0 and
+ * subproblem within the move limits alpha_j, beta_j, by the primal-dual
+ * interior-point method of the notes (their `subsolv`) or by the dual
+ * method (Svanberg 1987, section 4: vox_mma_subproblem). With a_i = 0 and
  * c_i large the y_i are the constraints' slack of last resort: they are 0
  * at the solution of a problem whose constraints can be met.
  *
@@ -34,6 +35,29 @@
 extern "C" {
 #endif
 
+/* How the subproblem is solved. Both solve the same strictly convex
+ * problem; they differ by how near they come to its solution (the barrier
+ * parameter epsilon_min of each) and by their cost. */
+typedef enum vox_mma_subproblem {
+  /* Svanberg's (2007 notes) `subsolv`: a primal-dual interior-point method
+   * in x, y, z and all their multipliers, whose Newton steps each take
+   * about a dozen passes over the n variables (and the direction's system
+   * of order m + 1 on the host). */
+  VOX_MMA_PRIMAL_DUAL = 0,
+  /* The dual method (Svanberg 1987, section 4): for multipliers lambda >= 0
+   * of the m constraints the Lagrangian separates, and each x_j, y_i is
+   * explicit in lambda; the concave dual function of the m multipliers is
+   * maximised by a primal-dual interior-point method in lambda and the
+   * constraints' slacks, whose Newton step takes ONE pass over the
+   * variables (x(lambda), the dual gradient and Hessian together). Needs
+   * a = 0 and d > 0 (then z = 0 and y is explicit). */
+  VOX_MMA_DUAL = 1
+} vox_mma_subproblem;
+
+/* "primal-dual" or "dual"; parse: 0, or -1 for another name. */
+const char *vox_mma_subproblem_name(vox_mma_subproblem subproblem);
+int vox_mma_subproblem_parse(const char *text, vox_mma_subproblem *subproblem);
+
 /* Svanberg's defaults (vox_mma_options_default) in the comments. */
 typedef struct vox_mma_options {
   double asymptote_init;     /* 0.5: U - L = 2 * this * (xmax - xmin) in the first two iterations */
@@ -47,6 +71,7 @@ typedef struct vox_mma_options {
   double c;                  /* 1000: c_i of every constraint */
   double d;                  /* 1: d_i of every constraint */
   double epsilon_min;        /* 1e-7: the interior-point method's last barrier parameter */
+  vox_mma_subproblem subproblem; /* VOX_MMA_PRIMAL_DUAL */
   /* Not read by vox_mma_update: vox_optimize divides the objective by the
    * magnitude of its first iteration's value and multiplies it by this, as
    * Svanberg advises values of order 1 to 100 for the defaults of a0 and
