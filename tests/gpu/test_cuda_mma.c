@@ -9,13 +9,16 @@
  *               is the CPU's), the new x within 1e-9 of the range, the
  *               multipliers within 1e-8, the KKT residual at the end; the
  *               GPU's run repeated gives the same bits, and a GPU run
- *               resumed from a checkpoint after two iterations too;
+ *               resumed from a checkpoint after two iterations too; and
+ *               again with the move-limit box as the bounds and Aage's
+ *               convexity terms (bounds = move, convexity = aage);
  *   gather      the design elements gathered (scaled, clamped) and
  *               scattered back, exactly;
  *   optimize    the 24x12x12 cantilever (two load cases, a passive solid
  *               element, density filter, p = 3, multigrid PCG in double at
  *               a tight tolerance) with MMA for 8 iterations: the
- *               compliance history and the final densities within 1e-9;
+ *               compliance history and the final densities within 1e-9,
+ *               with the default bounds and with the move-limit box;
  *   resume      that optimization on the GPU stopped after 4 iterations
  *               and resumed from its checkpoint (MMA's state downloaded and
  *               uploaded again): the uninterrupted run's history and
@@ -106,12 +109,16 @@ static int gpu_run(vox_mma *g, const problem *p, int from, int count, double *co
   return 1;
 }
 
-static void test_subproblem(size_t n, int m, uint64_t seed) {
-  snprintf(where, sizeof where, "n %zu m %d", n, m);
+static void test_subproblem(size_t n, int m, uint64_t seed, int box) {
+  snprintf(where, sizeof where, "n %zu m %d%s", n, m, box ? " box aage" : "");
   problem p;
   problem_make(&p, n, m, seed);
   vox_mma_options o;
   vox_mma_options_default(&o);
+  if (box) {
+    o.bounds = VOX_MMA_BOUNDS_MOVE, o.convexity = VOX_MMA_CONVEXITY_AAGE;
+    o.move = 0.2, o.raa0 = 1e-6;
+  }
   vox_mma *c = NULL, *g = NULL, *g2 = NULL, *g3 = NULL;
   double *xs[ITERATIONS + 1], *xg = malloc(n * sizeof(double)), *hc = malloc(n * sizeof(double)),
          *hg = malloc(n * sizeof(double));
@@ -286,15 +293,16 @@ static void optimize_options(vox_optimizer_options *opt) {
   opt->solver.rtol = 1e-11; /* the states as good as the rounding: the updates compared */
 }
 
-static void test_optimize(void) {
-  snprintf(where, sizeof where, "24x12x12 MMA");
-  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA, 8 "
-         "iterations\n");
+static void test_optimize(int box) {
+  snprintf(where, sizeof where, "24x12x12 MMA%s", box ? " box" : "");
+  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA%s, 8 "
+         "iterations\n", box ? " with the move-limit box as its bounds" : "");
   vox_model base, mc, mg;
   memset(&mc, 0, sizeof mc), memset(&mg, 0, sizeof mg);
   make_cantilever(cpu->ctx, &base, 24, 1);
   vox_optimizer_options opt;
   optimize_options(&opt);
+  if (box) opt.mma.bounds = VOX_MMA_BOUNDS_MOVE, opt.mma.convexity = VOX_MMA_CONVEXITY_AAGE;
   vox_optimize_result rc, rg;
   if (optimize(cpu, &base, &opt, &mc, &rc) && optimize(gpu, &base, &opt, &mg, &rg)) {
     CHECK(rc.iterations == 8 && rg.iterations == 8 && mc.n_history == mg.n_history);
@@ -415,13 +423,14 @@ int main(int argc, char **argv) {
   }
   printf("check: max |cuda - cpu| / max |cpu| (tol)\n");
   if (check_wanted(argc, argv, "subproblem")) {
-    test_subproblem(7, 1, 1);
-    test_subproblem(20011, 1, 2);
-    test_subproblem(20011, 3, 3);
-    test_subproblem(20011, 6, 4);
+    test_subproblem(7, 1, 1, 0);
+    test_subproblem(20011, 1, 2, 0);
+    test_subproblem(20011, 3, 3, 0);
+    test_subproblem(20011, 6, 4, 0);
+    test_subproblem(20011, 3, 5, 1);
   }
   if (check_wanted(argc, argv, "gather")) test_gather();
-  if (check_wanted(argc, argv, "optimize")) test_optimize();
+  if (check_wanted(argc, argv, "optimize")) test_optimize(0), test_optimize(1);
   if (check_wanted(argc, argv, "resume")) test_resume();
   if (check_wanted(argc, argv, "kkt")) test_kkt();
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);
