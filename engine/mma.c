@@ -543,12 +543,21 @@ static const vox_checkpoint_array *find(vox_mma *a, const vox_checkpoint *c, con
 
 vox_status vox_mma_restore(vox_mma *a, const char *prefix, const vox_checkpoint *c) {
   vox_status st = VOX_OK;
-  const vox_checkpoint_array *options = find(a, c, prefix, "options", OPTION_COUNT, &st);
+  /* a checkpoint of a build before the bounds and convexity options holds
+   * the first LEGACY_OPTIONS, and ran with their defaults */
+  enum { LEGACY_OPTIONS = 12 };
+  char name[VOX_NAME_MAX];
+  snprintf(name, sizeof name, "%s_options", prefix);
+  const vox_checkpoint_array *legacy = vox_checkpoint_find(c, name);
+  const int old = legacy && legacy->length == LEGACY_OPTIONS;
+  const vox_checkpoint_array *options =
+      find(a, c, prefix, "options", old ? LEGACY_OPTIONS : OPTION_COUNT, &st);
   const vox_checkpoint_array *scalars = find(a, c, prefix, "scalars", 5, &st);
   TRY(st);
   double mine[OPTION_COUNT];
   option_list(&a->o, mine);
-  if (memcmp(mine, options->values, sizeof mine) != 0)
+  if (memcmp(mine, options->values, (old ? LEGACY_OPTIONS : OPTION_COUNT) * sizeof(double)) != 0 ||
+      (old && (a->o.bounds != VOX_MMA_BOUNDS_DESIGN || a->o.convexity != VOX_MMA_CONVEXITY_SVANBERG)))
     return vox_error(a->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the checkpoint's run had other MMA parameters: a resumed run needs the "
                      "options of the run that made the checkpoint");

@@ -17,7 +17,11 @@
  *              with Aage's, which differ;
  *   threads    a random problem of 3000 variables under bounds = move and
  *              convexity = aage: the same bits with 1 and 3 threads, and
- *              other iterates than the defaults'. */
+ *              other iterates than the defaults';
+ *   checkpoint a state saved under bounds = move is refused by a method
+ *              with the default bounds and taken by one with its own; one
+ *              saved before these options (12 parameters) is taken with
+ *              the defaults and refused with bounds = move. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -227,12 +231,47 @@ static void test_threads(vox_context *ctx) {
   free(a), free(b), free(c);
 }
 
+static vox_status restore_into(vox_context *ctx, const vox_mma_options *o,
+                               const vox_checkpoint *ck) {
+  vox_mma *mma = NULL;
+  vox_status st = vox_mma_create(ctx, N, 1, o, &mma);
+  if (st == VOX_OK) st = vox_mma_restore(mma, "mma", ck);
+  vox_mma_destroy(mma);
+  return st;
+}
+
+static void test_checkpoint(vox_context *ctx) {
+  vox_mma_options box, plain;
+  vox_mma_options_default(&plain);
+  box = plain;
+  box.bounds = VOX_MMA_BOUNDS_MOVE;
+  vox_mma *mma = NULL;
+  CHECK_OK(ctx, vox_mma_create(ctx, N, 1, &box, &mma));
+  if (!mma) return;
+  const double xmin[N] = {0, 0, 0, 0}, xmax[N] = {1, 1, 1, 1}, df0[N] = {-1, -1, 1, 1};
+  const double dfdx[N] = {0, 0, 0, 0}, g = -1;
+  double x[N] = {0.05, 0.5, 0.9, 1.0};
+  for (int k = 0; k < 2; k++) CHECK_OK(ctx, vox_mma_update(mma, x, xmin, xmax, df0, &g, dfdx, x));
+  vox_checkpoint ck = {0};
+  CHECK_OK(ctx, vox_mma_save(mma, "mma", &ck));
+  vox_mma_destroy(mma);
+  CHECK(restore_into(ctx, &plain, &ck) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(restore_into(ctx, &box, &ck) == VOX_OK);
+  /* the same state as a build before the options wrote it */
+  for (size_t i = 0; i < ck.n_arrays; i++)
+    if (!strcmp(ck.arrays[i].name, "mma_options")) ck.arrays[i].length = 12;
+  CHECK(restore_into(ctx, &plain, &ck) == VOX_OK);
+  CHECK(restore_into(ctx, &box, &ck) == VOX_ERR_INVALID_ARGUMENT);
+  vox_checkpoint_free(&ck);
+}
+
 int main(int argc, char **argv) {
   vox_context *ctx;
   vox_context_create(&ctx);
   if (check_wanted(argc, argv, "box")) test_box(ctx);
   if (check_wanted(argc, argv, "convexity")) test_convexity(ctx);
   if (check_wanted(argc, argv, "threads")) test_threads(ctx);
+  if (check_wanted(argc, argv, "checkpoint")) test_checkpoint(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();
 }
