@@ -88,8 +88,32 @@ static int parse_mma_subproblem(const char *what, const char *text, void *value)
   return 0;
 }
 
+static int parse_mma_bounds(const char *what, const char *text, void *value) {
+  if (vox_mma_bounds_parse(text, value) != 0) {
+    cli_error("%s: expected design or move, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
 static void format_mma_subproblem(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_mma_subproblem_name(*(const vox_mma_subproblem *)value));
+}
+
+static void format_mma_bounds(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_mma_bounds_name(*(const vox_mma_bounds *)value));
+}
+
+static int parse_mma_convexity(const char *what, const char *text, void *value) {
+  if (vox_mma_convexity_parse(text, value) != 0) {
+    cli_error("%s: expected svanberg or aage, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+static void format_mma_convexity(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_mma_convexity_name(*(const vox_mma_convexity *)value));
 }
 
 static void format_discretization(const void *value, char *buf, size_t size) {
@@ -286,9 +310,27 @@ static const cli_option options[] = {
      .parse = parse_optimizer, .format = format_optimizer},
     NUMBER("move-limit", CLI_REAL, "M", opt.move_limit, FRACTION,
            "largest change of a density in one iteration (OC and MMA)"),
+    {.name = "mma-bounds", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.mma.bounds),
+     .flags = CLI_RECORD,
+     .help = "mma: the bounds whose width the asymptotes' start and limits take: design (the "
+             "density range, Svanberg 1987) or move (each density's move-limit box, "
+             "max(density min, x - M) to min(1, x + M) for --move-limit M, as Aage, Andreassen "
+             "and Lazarov 2015 hand their MMA)",
+     .parse = parse_mma_bounds, .format = format_mma_bounds},
+    {.name = "mma-convexity", .arg = "KIND", .kind = CLI_CUSTOM, .offset = AT(opt.mma.convexity),
+     .flags = CLI_RECORD,
+     .help = "mma: the terms that make the approximations strictly convex: svanberg (every "
+             "function's get 0.001 |gradient| + raa0 / bound width, Svanberg 2007) or aage "
+             "(the objective's get 0.001 |gradient| + raa0 / (2 (U - L)), the constraints' "
+             "none: the MMA of Aage, Andreassen and Lazarov 2015, whose raa0 is 1e-6)",
+     .parse = parse_mma_convexity, .format = format_mma_convexity},
+    NUMBER("mma-raa0", CLI_REAL, "R", opt.mma.raa0, POSITIVE,
+           "mma: the approximations' least curvature (see --mma-convexity)"),
+    NUMBER("mma-epsilon-min", CLI_REAL, "E", opt.mma.epsilon_min, RANGE(1e-15, 0.5),
+           "mma: the subproblem's last barrier parameter (it goes down from 1 by tens)"),
     NUMBER("mma-asymptote-init", CLI_REAL, "S", opt.mma.asymptote_init, RANGE(1e-3, 10),
            "mma: the asymptotes' distance from the design in the first two iterations, "
-           "in density ranges"),
+           "in widths of the bounds (--mma-bounds)"),
     NUMBER("mma-asymptote-increase", CLI_REAL, "F", opt.mma.asymptote_increase, RANGE(1, 10),
            "mma: factor that widens the asymptotes where a density keeps its direction"),
     NUMBER("mma-asymptote-decrease", CLI_REAL, "F", opt.mma.asymptote_decrease, FRACTION,

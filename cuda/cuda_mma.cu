@@ -239,12 +239,18 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
             x > p.xmax[j];
       for (int i = 0; i < m; i++) bad |= !isfinite(p.dfdx[(size_t)i * n + j]);
       if (!bad) {
+        /* the bounds whose width the asymptotes take: xmin, xmax or the
+         * move-limit box in them */
+        const int box = o.bounds == VOX_MMA_BOUNDS_MOVE;
+        const double lo = box ? fmax(p.xmin[j], x - o.move * range) : p.xmin[j];
+        const double hi = box ? fmin(p.xmax[j], x + o.move * range) : p.xmax[j];
+        const double width = hi - lo;
         /* the asymptotes */
-        const double xmami = fmax(range, 1e-5);
+        const double xmami = fmax(width, 1e-5);
         double low, upp;
         if (first) {
-          low = x - o.asymptote_init * range;
-          upp = x + o.asymptote_init * range;
+          low = x - o.asymptote_init * width;
+          upp = x + o.asymptote_init * width;
         } else {
           const double trend = (x - p.xold1[j]) * (p.xold1[j] - p.xold2[j]);
           const double f = trend > 0 ? o.asymptote_increase
@@ -256,19 +262,20 @@ static __global__ void __launch_bounds__(VOX_CUDA_THREADS)
           upp = fmax(fmin(upp, x + 10 * xmami), x + 0.01 * xmami);
         }
         p.low[j] = low, p.upp[j] = upp;
-        /* the move limits */
-        p.alfa[j] = fmax(fmax(low + o.albefa * (x - low), x - o.move * range), p.xmin[j]);
-        p.beta[j] = fmin(fmin(upp - o.albefa * (upp - x), x + o.move * range), p.xmax[j]);
+        /* the move limits (x - move range is lo's or below it with the box) */
+        p.alfa[j] = fmax(fmax(low + o.albefa * (x - low), x - o.move * range), lo);
+        p.beta[j] = fmin(fmin(upp - o.albefa * (upp - x), x + o.move * range), hi);
         /* the approximations */
         const double ux1 = upp - x, xl1 = x - low, ux2 = ux1 * ux1, xl2 = xl1 * xl1;
-        const double curv = o.raa0 / xmami;
+        const int aage = o.convexity == VOX_MMA_CONVEXITY_AAGE;
+        const double curv = aage ? 0.5 * o.raa0 / (upp - low) : o.raa0 / xmami;
         const double g0 = p.df0dx[j], p0 = fmax(g0, 0.0), q0 = fmax(-g0, 0.0),
                      pq0 = 0.001 * (p0 + q0) + curv;
         p.p0[j] = (p0 + pq0) * ux2;
         p.q0[j] = (q0 + pq0) * xl2;
         for (int i = 0; i < m; i++) {
           const double g = p.dfdx[(size_t)i * n + j], pp = fmax(g, 0.0), qq = fmax(-g, 0.0),
-                       pq = 0.001 * (pp + qq) + curv;
+                       pq = aage ? 0.0 : 0.001 * (pp + qq) + curv;
           p.P[(size_t)i * n + j] = (pp + pq) * ux2;
           p.Q[(size_t)i * n + j] = (qq + pq) * xl2;
         }

@@ -19,7 +19,35 @@
 #include "mma_dual.h"
 #include "voxfe/mma.h"
 
+static const char *const bounds_names[] = {"design", "move"};
+static const char *const convexity_names[] = {"svanberg", "aage"};
+
+static int name_index(const char *text, const char *const *names, int count) {
+  for (int i = 0; i < count; i++)
+    if (!strcmp(text, names[i])) return i;
+  return -1;
+}
+
+const char *vox_mma_bounds_name(vox_mma_bounds b) {
+  return (unsigned)b < 2 ? bounds_names[b] : "unknown";
+}
+int vox_mma_bounds_parse(const char *text, vox_mma_bounds *b) {
+  const int i = name_index(text, bounds_names, 2);
+  if (i >= 0) *b = (vox_mma_bounds)i;
+  return i >= 0 ? 0 : -1;
+}
+const char *vox_mma_convexity_name(vox_mma_convexity c) {
+  return (unsigned)c < 2 ? convexity_names[c] : "unknown";
+}
+int vox_mma_convexity_parse(const char *text, vox_mma_convexity *c) {
+  const int i = name_index(text, convexity_names, 2);
+  if (i >= 0) *c = (vox_mma_convexity)i;
+  return i >= 0 ? 0 : -1;
+}
+
 void vox_mma_options_default(vox_mma_options *o) {
+  o->bounds = VOX_MMA_BOUNDS_DESIGN;
+  o->convexity = VOX_MMA_CONVEXITY_SVANBERG;
   o->asymptote_init = 0.5;
   o->asymptote_increase = 1.2;
   o->asymptote_decrease = 0.7;
@@ -38,6 +66,9 @@ void vox_mma_options_default(vox_mma_options *o) {
 vox_status vox_mma_options_check(vox_context *ctx, const vox_mma_options *o) {
 #define REQUIRE(cond, ...)                                                        \
   if (!(cond)) return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+  REQUIRE((unsigned)o->bounds <= VOX_MMA_BOUNDS_MOVE, "unknown MMA bounds %d", (int)o->bounds);
+  REQUIRE((unsigned)o->convexity <= VOX_MMA_CONVEXITY_AAGE, "unknown MMA convexity %d",
+          (int)o->convexity);
   REQUIRE(o->asymptote_init > 0 && o->asymptote_init <= 10, "MMA asymptote init %g not in (0, 10]",
           o->asymptote_init);
   REQUIRE(o->asymptote_increase >= 1, "MMA asymptote increase %g must be >= 1",
@@ -460,9 +491,12 @@ vox_status vox_mma_kkt(const vox_mma *mma, const double *x, const double *xmin, 
 
 /* ---- checkpoints ---------------------------------------------------------- */
 
-static void option_list(const vox_mma_options *o, double v[12]) {
-  const double all[12] = {o->objective_scale, o->asymptote_init, o->asymptote_increase, o->asymptote_decrease,
-                          o->move, o->albefa, o->raa0, o->a0, o->a, o->c, o->d, o->epsilon_min};
+#define OPTION_COUNT 14
+static void option_list(const vox_mma_options *o, double v[OPTION_COUNT]) {
+  const double all[OPTION_COUNT] = {
+      o->objective_scale, o->asymptote_init, o->asymptote_increase, o->asymptote_decrease,
+      o->move, o->albefa, o->raa0, o->a0, o->a, o->c, o->d, o->epsilon_min, o->bounds,
+      o->convexity};
   memcpy(v, all, sizeof all);
 }
 
@@ -479,11 +513,11 @@ static const char *const m_names[4] = {"y", "lambda", "mu", "s"};
 vox_status vox_mma_save(const vox_mma *mma, const char *prefix, vox_checkpoint *out) {
   vox_mma *a = (vox_mma *)mma; /* its vectors are only read */
   char name[VOX_NAME_MAX];
-  double options[12];
+  double options[OPTION_COUNT];
   option_list(&a->o, options);
   const double scalars[] = {(double)a->n, a->m, a->iteration, a->z, a->zet};
   snprintf(name, sizeof name, "%s_options", prefix);
-  TRY(vox_checkpoint_add(a->ctx, out, name, 12, options));
+  TRY(vox_checkpoint_add(a->ctx, out, name, OPTION_COUNT, options));
   snprintf(name, sizeof name, "%s_scalars", prefix);
   TRY(vox_checkpoint_add(a->ctx, out, name, 5, scalars));
   TRY(vox_mma_subproblem_save(a->ctx, &a->o, prefix, out));
@@ -517,12 +551,21 @@ static const vox_checkpoint_array *find(vox_mma *a, const vox_checkpoint *c, con
 
 vox_status vox_mma_restore(vox_mma *a, const char *prefix, const vox_checkpoint *c) {
   vox_status st = VOX_OK;
-  const vox_checkpoint_array *options = find(a, c, prefix, "options", 12, &st);
+  /* a checkpoint of a build before the bounds and convexity options holds
+   * the first LEGACY_OPTIONS, and ran with their defaults */
+  enum { LEGACY_OPTIONS = 12 };
+  char name[VOX_NAME_MAX];
+  snprintf(name, sizeof name, "%s_options", prefix);
+  const vox_checkpoint_array *legacy = vox_checkpoint_find(c, name);
+  const int old = legacy && legacy->length == LEGACY_OPTIONS;
+  const vox_checkpoint_array *options =
+      find(a, c, prefix, "options", old ? LEGACY_OPTIONS : OPTION_COUNT, &st);
   const vox_checkpoint_array *scalars = find(a, c, prefix, "scalars", 5, &st);
   TRY(st);
-  double mine[12];
+  double mine[OPTION_COUNT];
   option_list(&a->o, mine);
-  if (memcmp(mine, options->values, sizeof mine) != 0)
+  if (memcmp(mine, options->values, (old ? LEGACY_OPTIONS : OPTION_COUNT) * sizeof(double)) != 0 ||
+      (old && (a->o.bounds != VOX_MMA_BOUNDS_DESIGN || a->o.convexity != VOX_MMA_CONVEXITY_SVANBERG)))
     return vox_error(a->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the checkpoint's run had other MMA parameters: a resumed run needs the "
                      "options of the run that made the checkpoint");

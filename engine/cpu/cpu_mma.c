@@ -62,12 +62,17 @@ static vox_status approximate(vox_backend *be, vox_mma_work *w, const vox_mma_ve
     for (int i = 0; i < m; i++) b |= !isfinite(dfdx[(size_t)i * n + j]);
     bad |= b;
     if (b) continue;
+    /* the bounds whose width the asymptotes take: xmin, xmax or the
+     * move-limit box in them */
+    const double lo = o->bounds == VOX_MMA_BOUNDS_MOVE ? fmax(xmin[j], x - o->move * range) : xmin[j];
+    const double hi = o->bounds == VOX_MMA_BOUNDS_MOVE ? fmin(xmax[j], x + o->move * range) : xmax[j];
+    const double width = hi - lo;
     /* the asymptotes */
-    const double xmami = fmax(range, 1e-5);
+    const double xmami = fmax(width, 1e-5);
     double low, upp;
     if (first) {
-      low = x - o->asymptote_init * range;
-      upp = x + o->asymptote_init * range;
+      low = x - o->asymptote_init * width;
+      upp = x + o->asymptote_init * width;
     } else {
       const double trend = (x - xold1[j]) * (xold1[j] - xold2[j]);
       const double f = trend > 0 ? o->asymptote_increase
@@ -79,18 +84,19 @@ static vox_status approximate(vox_backend *be, vox_mma_work *w, const vox_mma_ve
       upp = fmax(fmin(upp, x + 10 * xmami), x + 0.01 * xmami);
     }
     lowv[j] = low, uppv[j] = upp;
-    /* the move limits */
-    alfa[j] = fmax(fmax(low + o->albefa * (x - low), x - o->move * range), xmin[j]);
-    beta[j] = fmin(fmin(upp - o->albefa * (upp - x), x + o->move * range), xmax[j]);
+    /* the move limits (x - move range is lo's or below it with the box) */
+    alfa[j] = fmax(fmax(low + o->albefa * (x - low), x - o->move * range), lo);
+    beta[j] = fmin(fmin(upp - o->albefa * (upp - x), x + o->move * range), hi);
     /* the approximations: p, q of the objective and the constraints */
     const double ux1 = upp - x, xl1 = x - low, ux2 = ux1 * ux1, xl2 = xl1 * xl1;
-    const double curv = o->raa0 / xmami;
+    const int aage = o->convexity == VOX_MMA_CONVEXITY_AAGE;
+    const double curv = aage ? 0.5 * o->raa0 / (upp - low) : o->raa0 / xmami;
     const double g0 = df0dx[j], p0 = fmax(g0, 0), q0 = fmax(-g0, 0), pq0 = 0.001 * (p0 + q0) + curv;
     p0v[j] = (p0 + pq0) * ux2;
     q0v[j] = (q0 + pq0) * xl2;
     for (int i = 0; i < m; i++) {
       const double g = dfdx[(size_t)i * n + j], p = fmax(g, 0), q = fmax(-g, 0),
-                   pq = 0.001 * (p + q) + curv;
+                   pq = aage ? 0 : 0.001 * (p + q) + curv;
       P[(size_t)i * n + j] = (p + pq) * ux2;
       Q[(size_t)i * n + j] = (q + pq) * xl2;
     }

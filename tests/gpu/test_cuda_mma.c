@@ -9,7 +9,9 @@
  *               is the CPU's), the new x within 1e-9 of the range, the
  *               multipliers within 1e-8, the KKT residual at the end; the
  *               GPU's run repeated gives the same bits, and a GPU run
- *               resumed from a checkpoint after two iterations too;
+ *               resumed from a checkpoint after two iterations too; and
+ *               again with the move-limit box as the bounds and Aage's
+ *               convexity terms (bounds = move, convexity = aage);
  *   dual        the same with the subproblems solved by the dual method
  *               (VOX_MMA_DUAL; n 7 and 20011, m 1, 3 and 6: the GPU's pass
  *               takes four step lengths at once for m = 1, one point in two
@@ -23,7 +25,8 @@
  *   optimize    the 24x12x12 cantilever (two load cases, a passive solid
  *               element, density filter, p = 3, multigrid PCG in double at
  *               a tight tolerance) with MMA for 8 iterations: the
- *               compliance history and the final densities within 1e-9;
+ *               compliance history and the final densities within 1e-9,
+ *               with the default bounds and with the move-limit box;
  *   resume      that optimization on the GPU stopped after 4 iterations
  *               and resumed from its checkpoint (MMA's state downloaded and
  *               uploaded again): the uninterrupted run's history and
@@ -149,13 +152,18 @@ done:
   free(lam), free(sc), free(sg), free(hc), free(hg);
 }
 
-static void test_subproblem(size_t n, int m, uint64_t seed, vox_mma_subproblem method) {
-  snprintf(where, sizeof where, "n %zu m %d %s", n, m, vox_mma_subproblem_name(method));
+static void test_subproblem(size_t n, int m, uint64_t seed, vox_mma_subproblem method, int box) {
+  snprintf(where, sizeof where, "n %zu m %d %s%s", n, m, vox_mma_subproblem_name(method),
+           box ? " box aage" : "");
   problem p;
   problem_make(&p, n, m, seed);
   vox_mma_options o;
   vox_mma_options_default(&o);
   o.subproblem = method;
+  if (box) {
+    o.bounds = VOX_MMA_BOUNDS_MOVE, o.convexity = VOX_MMA_CONVEXITY_AAGE;
+    o.move = 0.2, o.raa0 = 1e-6;
+  }
   vox_mma *c = NULL, *g = NULL, *g2 = NULL, *g3 = NULL;
   double *xs[ITERATIONS + 1], *xg = malloc(n * sizeof(double)), *hc = malloc(n * sizeof(double)),
          *hg = malloc(n * sizeof(double));
@@ -331,16 +339,19 @@ static void optimize_options(vox_optimizer_options *opt) {
   opt->solver.rtol = 1e-11; /* the states as good as the rounding: the updates compared */
 }
 
-static void test_optimize(vox_mma_subproblem method) {
-  snprintf(where, sizeof where, "24x12x12 MMA %s", vox_mma_subproblem_name(method));
-  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA (%s), 8 "
-         "iterations\n", vox_mma_subproblem_name(method));
+static void test_optimize(vox_mma_subproblem method, int box) {
+  snprintf(where, sizeof where, "24x12x12 MMA %s%s", vox_mma_subproblem_name(method),
+           box ? " box" : "");
+  printf("optimization: cantilever 24x12x12, two load cases, a passive element, MMA (%s)%s, 8 "
+         "iterations\n", vox_mma_subproblem_name(method),
+         box ? " with the move-limit box as its bounds" : "");
   vox_model base, mc, mg;
   memset(&mc, 0, sizeof mc), memset(&mg, 0, sizeof mg);
   make_cantilever(cpu->ctx, &base, 24, 1);
   vox_optimizer_options opt;
   optimize_options(&opt);
   opt.mma.subproblem = method;
+  if (box) opt.mma.bounds = VOX_MMA_BOUNDS_MOVE, opt.mma.convexity = VOX_MMA_CONVEXITY_AAGE;
   vox_optimize_result rc, rg;
   if (optimize(cpu, &base, &opt, &mc, &rc) && optimize(gpu, &base, &opt, &mg, &rg)) {
     CHECK(rc.iterations == 8 && rg.iterations == 8 && mc.n_history == mg.n_history);
@@ -461,20 +472,23 @@ int main(int argc, char **argv) {
   }
   printf("check: max |cuda - cpu| / max |cpu| (tol)\n");
   if (check_wanted(argc, argv, "subproblem")) {
-    test_subproblem(7, 1, 1, VOX_MMA_PRIMAL_DUAL);
-    test_subproblem(20011, 1, 2, VOX_MMA_PRIMAL_DUAL);
-    test_subproblem(20011, 3, 3, VOX_MMA_PRIMAL_DUAL);
-    test_subproblem(20011, 6, 4, VOX_MMA_PRIMAL_DUAL);
+    test_subproblem(7, 1, 1, VOX_MMA_PRIMAL_DUAL, 0);
+    test_subproblem(20011, 1, 2, VOX_MMA_PRIMAL_DUAL, 0);
+    test_subproblem(20011, 3, 3, VOX_MMA_PRIMAL_DUAL, 0);
+    test_subproblem(20011, 6, 4, VOX_MMA_PRIMAL_DUAL, 0);
+    test_subproblem(20011, 3, 5, VOX_MMA_PRIMAL_DUAL, 1);
   }
   if (check_wanted(argc, argv, "dual")) {
-    test_subproblem(7, 1, 5, VOX_MMA_DUAL);
-    test_subproblem(20011, 1, 6, VOX_MMA_DUAL);
-    test_subproblem(20011, 3, 7, VOX_MMA_DUAL);
-    test_subproblem(20011, 6, 8, VOX_MMA_DUAL);
-    test_optimize(VOX_MMA_DUAL);
+    test_subproblem(7, 1, 5, VOX_MMA_DUAL, 0);
+    test_subproblem(20011, 1, 6, VOX_MMA_DUAL, 0);
+    test_subproblem(20011, 3, 7, VOX_MMA_DUAL, 0);
+    test_subproblem(20011, 6, 8, VOX_MMA_DUAL, 0);
+    test_subproblem(20011, 3, 9, VOX_MMA_DUAL, 1);
+    test_optimize(VOX_MMA_DUAL, 0);
   }
   if (check_wanted(argc, argv, "gather")) test_gather();
-  if (check_wanted(argc, argv, "optimize")) test_optimize(VOX_MMA_PRIMAL_DUAL);
+  if (check_wanted(argc, argv, "optimize"))
+    test_optimize(VOX_MMA_PRIMAL_DUAL, 0), test_optimize(VOX_MMA_PRIMAL_DUAL, 1);
   if (check_wanted(argc, argv, "resume")) test_resume();
   if (check_wanted(argc, argv, "kkt")) test_kkt();
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);

@@ -58,8 +58,42 @@ typedef enum vox_mma_subproblem {
 const char *vox_mma_subproblem_name(vox_mma_subproblem subproblem);
 int vox_mma_subproblem_parse(const char *text, vox_mma_subproblem *subproblem);
 
+/* The bounds that the asymptotes and the approximations take their widths
+ * from. */
+typedef enum vox_mma_bounds {
+  /* the caller's xmin, xmax (Svanberg 1987, 2007) */
+  VOX_MMA_BOUNDS_DESIGN = 0,
+  /* in each iteration, the move-limit box around x, max(xmin, x - move
+   * (xmax - xmin)) to min(xmax, x + move (xmax - xmin)), as Aage,
+   * Andreassen and Lazarov 2015 hand their MMA: the asymptotes start at
+   * asymptote_init times its width, a width that differs per variable, and
+   * are kept 0.01 to 10 times it from x */
+  VOX_MMA_BOUNDS_MOVE = 1
+} vox_mma_bounds;
+
+/* The terms that make each approximation strictly convex. */
+typedef enum vox_mma_convexity {
+  /* every function's p_ij and q_ij get 0.001 (p + q) + raa0 / max(xmax -
+   * xmin, 1e-5) (Svanberg 2007) */
+  VOX_MMA_CONVEXITY_SVANBERG = 0,
+  /* the objective's get 0.001 (p + q) + raa0 / (2 (U - L)), the
+   * constraints' nothing: the MMA of Aage, Andreassen and Lazarov 2015
+   * (Aage and Lazarov after Svanberg; raa0 = 1e-6 there) */
+  VOX_MMA_CONVEXITY_AAGE = 1
+} vox_mma_convexity;
+
+/* "design", "move"; "svanberg", "aage"; the parsers return -1 for other
+ * words. */
+const char *vox_mma_bounds_name(vox_mma_bounds bounds);
+int vox_mma_bounds_parse(const char *text, vox_mma_bounds *bounds);
+const char *vox_mma_convexity_name(vox_mma_convexity convexity);
+int vox_mma_convexity_parse(const char *text, vox_mma_convexity *convexity);
+
 /* Svanberg's defaults (vox_mma_options_default) in the comments. */
 typedef struct vox_mma_options {
+  vox_mma_bounds bounds;     /* design: the widths below are those of xmin, xmax (move: of
+                                the move-limit box) */
+  vox_mma_convexity convexity; /* svanberg */
   double asymptote_init;     /* 0.5: U - L = 2 * this * (xmax - xmin) in the first two iterations */
   double asymptote_increase; /* 1.2: the asymptotes widen while x_j keeps its direction */
   double asymptote_decrease; /* 0.7: they narrow where x_j oscillates */
