@@ -295,7 +295,7 @@ static const cli_option options[] = {
      .help = "the system's storage: sparse (the bone's nodes and elements only, with its own "
              "multigrid hierarchy), full (the whole box matrix-free, the empty voxels "
              "without stiffness) or auto (sparse for a model whose bone fills less than half "
-             "the box; full with --mpi)",
+             "the box; with --mpi, only in double precision)",
      .parse = parse_storage, .format = format_storage},
     CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
@@ -303,9 +303,9 @@ static const cli_option options[] = {
     {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
      .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
              "voxfe-analyze --mpi ...): slabs of element layers along z, one a rank, on its CPU "
-             "cores or (--device cuda or auto) on a GPU of its own, in full storage; every "
-             "rank reads the model, rank 0 writes the result; the same result as one process in "
-             "full storage, to rounding"},
+             "cores or (--device cuda or auto) on a GPU of its own, in full or (with --precision "
+             "double) sparse storage; every rank reads the model, rank 0 writes the result; the "
+             "same result as one process, to rounding"},
     CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
 #endif
     {.kind = CLI_END},
@@ -1036,11 +1036,12 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
 
-  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE) {
-    cli_error("--mpi: the sparse storage is not split over MPI ranks yet: use --storage full");
+  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE &&
+      s.solver.precision != VOX_PRECISION_DOUBLE) {
+    cli_error("--mpi with --storage sparse: the sparse storage is split over MPI ranks in double "
+              "precision only: add --precision double");
     return CLI_EXIT_USAGE;
   }
-  if (s.mpi) s.solver.storage = VOX_STORAGE_FULL_BOX;
 #ifdef VOXFE_HAVE_MPI
   if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
 #endif
