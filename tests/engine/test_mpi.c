@@ -251,11 +251,12 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
 }
 
 /* A bone in the sparse storage solved on the CPU alone and over the ranks:
- * the same CG iterations, displacements to 1e-11 of their size (1e-12
+ * the same CG iterations, displacements to 3e-11 of their size (3e-12
  * after three iterations from zero). The preconditioner is the one
  * process's to the rounding of its sums; the bone's system, worse
  * conditioned than the cantilever's, amplifies that rounding to a few
- * 1e-12 (the same difference at a tolerance of 1e-14 as at 1e-10). */
+ * 1e-12 (the same difference at a tolerance of 1e-14 as at 1e-10, and one
+ * process on one and on two threads differs by as much). */
 static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) {
   vox_model m;
   make_bone_model(ctx, &m, nz, 7, 1);
@@ -294,12 +295,27 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) 
              (long long)nz, compression ? "compression along x" : "clamped, two load cases",
              vox_sparse_coarse_name(coarse), ranks, round ? " after 3 iterations" : "",
              many[0].iterations, one[0].iterations, many[0].levels, diff / umax);
-    CHECK(umax > 0 && diff <= (round ? 1e-12 : 1e-11) * umax);
+    CHECK(umax > 0 && diff <= (round ? 3e-12 : 3e-11) * umax);
     for (int c = 0; c < cases; c++) {
       CHECK(one[c].storage == VOX_STORAGE_SPARSE && many[c].storage == VOX_STORAGE_SPARSE);
       CHECK(many[c].iterations == one[c].iterations);
       if (round == 0) CHECK(one[c].reason == VOX_CONVERGED_RTOL && many[c].reason == one[c].reason);
     }
+  }
+  if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT) {
+    /* the automatic storage: sparse in double precision, as one process
+     * takes it on this porous bone; the full box in mixed precision (the
+     * split sparse storage is double only), and sparse refused there */
+    opt.storage = VOX_STORAGE_AUTO; /* three iterations, as round 1 */
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many));
+    CHECK(many[0].storage == VOX_STORAGE_SPARSE && many[0].iterations == one[0].iterations);
+    opt.precision = VOX_PRECISION_MIXED;
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many));
+    CHECK(many[0].storage == VOX_STORAGE_FULL_BOX);
+    opt.storage = VOX_STORAGE_SPARSE;
+    CHECK(vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many) ==
+          VOX_ERR_UNSUPPORTED);
+    CHECK(strstr(vox_context_message(ctx), "double precision only") != NULL);
   }
   vox_backend_destroy(split);
   vox_backend_destroy(alone);
