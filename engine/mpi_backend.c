@@ -1260,8 +1260,8 @@ static size_t sparse_level_bytes(const vox_sparse_level *sl) {
 static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec *y,
                                   const interface_masks *masks) {
   impl *m = M(be);
-  if (m->size == 1) return VOX_OK;
   const size_t nb = 3 * l->below, na = 3 * l->above;
+  if (m->size == 1 || nb + na == 0) return VOX_OK; /* no bone on the shared layers */
   vox_vec first = part(y, 0, nb), last = part(y, y->n - na, na);
   vox_vec from_below = part(&l->recv, 0, nb), from_above = part(&l->recv, nb, na);
   TRY(vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last, &from_below,
@@ -1283,16 +1283,16 @@ static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec 
 static vox_status sparse_take_below(vox_backend *be, mpi_sparse_level *l, vox_vec *v,
                                     size_t unit) {
   impl *m = M(be);
-  if (m->size == 1) return VOX_OK;
   const size_t nb = unit * l->below, na = unit * l->above;
+  if (m->size == 1 || nb + na == 0) return VOX_OK;
   vox_vec recv = {0};
-  if (nb + na) TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
+  TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
   vox_vec first = part(v, 0, nb), last = part(v, v->n - na, na);
   vox_vec from_below = part(&recv, 0, nb), from_above = part(&recv, nb, na);
   vox_status s = vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
                                    &from_below, &from_above);
   if (s == VOX_OK && nb) s = C(be)->vec->copy(IN(be), &first, &from_below);
-  if (recv.data) C(be)->vec->destroy(IN(be), &recv);
+  C(be)->vec->destroy(IN(be), &recv);
   return s;
 }
 
