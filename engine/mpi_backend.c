@@ -1016,8 +1016,9 @@ static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
  * level 0 restricts each rank's owned fine nodes into the whole coarse
  * vector, and the ranks' parts (each over the coarse nodes its nodes' parent
  * elements reach) are added up in rank order on every rank; the
- * prolongation interpolates each slab from the whole coarse vector (the
- * interface nodes from the same coarse values on both ranks). The coarsest
+ * prolongation interpolates each slab from the whole coarse vector, the
+ * shared layers then taken from the rank below (a GPU's redundant coarse
+ * levels sum with atomics, and may round apart on the ranks). The coarsest
  * stencil is whole too. The inverse diagonal and blocks of level 0 come
  * from the slab and one element layer of each neighbour (the interface
  * nodes' whole sums before they are inverted), then the rank below's values
@@ -1277,22 +1278,26 @@ static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec 
   return VOX_OK;
 }
 
-/* The shared layer below set to the lower rank's values (which it sends up):
- * the inverse diagonals, whose sums may round apart on the two ranks'
- * differently sized levels. `unit`: entries a node. */
+/* The shared layer below set to the lower rank's values (which it sends
+ * up), `unit` entries a node: the inverse diagonals, whose sums may round
+ * apart on the two ranks' differently sized levels, and the prolonged
+ * corrections, which on a GPU come from coarse levels whose atomic sums
+ * may round apart from rank to rank. Through the level's buffer of the
+ * neighbours' parts where it is large enough. */
 static vox_status sparse_take_below(vox_backend *be, mpi_sparse_level *l, vox_vec *v,
                                     size_t unit) {
   impl *m = M(be);
   const size_t nb = unit * l->below, na = unit * l->above;
   if (m->size == 1 || nb + na == 0) return VOX_OK;
-  vox_vec recv = {0};
-  TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
+  const int own = unit == 3;
+  vox_vec recv = own ? l->recv : (vox_vec){0};
+  if (!own) TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
   vox_vec first = part(v, 0, nb), last = part(v, v->n - na, na);
   vox_vec from_below = part(&recv, 0, nb), from_above = part(&recv, nb, na);
   vox_status s = vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
                                    &from_below, &from_above);
   if (s == VOX_OK && nb) s = C(be)->vec->copy(IN(be), &first, &from_below);
-  C(be)->vec->destroy(IN(be), &recv);
+  if (!own) C(be)->vec->destroy(IN(be), &recv);
   return s;
 }
 
@@ -1417,9 +1422,11 @@ static vox_status sparse_restrict(vox_backend *be, vox_sparse_level *fine,
 static vox_status sparse_prolong_add(vox_backend *be, vox_sparse_level *fine,
                                      vox_sparse_level *coarse, const vox_vec *x_coarse,
                                      vox_vec *x_fine) {
+  mpi_sparse_level *f = SL(fine);
   LOCAL1(x_coarse);
   LOCAL1(x_fine);
-  return CS(be)->prolong_add(IN(be), SL(fine)->local, SL(coarse)->local, &x_coarse_, &x_fine_);
+  TRY(CS(be)->prolong_add(IN(be), f->local, SL(coarse)->local, &x_coarse_, &x_fine_));
+  return f->split ? sparse_take_below(be, f, &x_fine_, 3) : VOX_OK;
 }
 
 /* v[index[i]] = value[i]: on a split vector, the entries in the rank's
