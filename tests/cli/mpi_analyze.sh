@@ -4,8 +4,9 @@
 # full storage, and in the bone's sparse storage (double precision): the
 # same CG iterations, the displacements and the summary to 1e-10 of their
 # size; only rank 0 writes (the result and the summary); a model that
-# cannot be read ends every rank with exit status 2, one message and no
-# file; the sparse storage in mixed precision is refused.
+# cannot be read, or a solve that every rank refuses, ends every rank with
+# exit status 2, one message and no file; the sparse storage in mixed
+# precision is refused.
 # Run as: bash mpi_analyze.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE MPIEXEC
 . "$(dirname "$0")/lib.sh"
 ANALYZE=$1 MPIEXEC=$2
@@ -59,6 +60,17 @@ status=$?
 grep -qE "^voxfe-analyze: missing.nc: " "$LOG/err" || fail "missing: $(cat "$LOG/err")"
 [ "$before" = "$(listing)" ] || fail "missing: the folder changed"
 echo "ok: missing: $(cat "$LOG/err")"
+# a solve that every rank refuses (no smoothed-aggregation levels over
+# ranks): rank 0's one message, exit status 2, no file
+before=$(listing)
+mpi 2 "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse --precision double --sparse-coarse sa \
+  --threads 1 -q >"$LOG/out" 2>"$LOG/err"
+status=$?
+[ "$status" -eq 2 ] || fail "sa: exit status $status, expected 2"
+[ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "sa: not one line on stderr: $(cat "$LOG/err")"
+grep -q "smoothed-aggregation" "$LOG/err" || fail "sa: $(cat "$LOG/err")"
+[ "$before" = "$(listing)" ] || fail "sa: the folder changed"
+echo "ok: sa: $(cat "$LOG/err")"
 expect_usage_error "--mpi with the sparse storage in mixed precision" "double precision only" \
   "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse
 finish
