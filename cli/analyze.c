@@ -295,7 +295,7 @@ static const cli_option options[] = {
      .help = "the system's storage: sparse (the bone's nodes and elements only, with its own "
              "multigrid hierarchy), full (the whole box matrix-free, the empty voxels "
              "without stiffness) or auto (sparse for a model whose bone fills less than half "
-             "the box; full with --mpi)",
+             "the box; with --mpi, only in double precision)",
      .parse = parse_storage, .format = format_storage},
     CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
@@ -303,9 +303,9 @@ static const cli_option options[] = {
     {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
      .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
              "voxfe-analyze --mpi ...): slabs of element layers along z, one a rank, on its CPU "
-             "cores or (--device cuda or auto) on a GPU of its own, in full storage; every "
-             "rank reads the model, rank 0 writes the result; the same result as one process in "
-             "full storage, to rounding"},
+             "cores or (--device cuda or auto) on a GPU of its own, in full or (with --precision "
+             "double) sparse storage; every rank reads the model, rank 0 writes the result; the "
+             "same result as one process, to rounding"},
     CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
 #endif
     {.kind = CLI_END},
@@ -684,6 +684,20 @@ static int check_summary_table(vox_context *ctx, const settings *s, const vox_mo
   return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
 }
 
+#ifdef VOXFE_HAVE_MPI
+/* A failed solve's message, for cli_mpi_agree. */
+typedef struct solve_failure {
+  vox_context *ctx;
+  vox_status status;
+  const char *input;
+} solve_failure;
+
+static void say_solve_failure(void *self) {
+  const solve_failure *f = self;
+  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
+}
+#endif
+
 /* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
 static const char *device_name(const vox_backend *backend) {
   return vox_backend_device(backend) == VOX_DEVICE_CUDA ? "cuda" : "cpu";
@@ -886,6 +900,15 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_progress report = {.stage = "solve", .iteration = -1, .seconds = solve_seconds};
   cli_progress_report(&report, &progress);
   cli_progress_finish(&progress);
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* a failure of every rank (rank 0 says it), or of one rank alone (it says it,
+                 * and ends the run when the others wait in the solve) */
+    solve_failure f = {ctx, vs, s->input};
+    status = cli_mpi_agree(vs == VOX_OK ? 0 : cli_exit_status(vs, CLI_RUNNING),
+                           say_solve_failure, &f);
+    if (status) goto done;
+  }
+#endif
   if (vs) {
     status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
     goto done;
@@ -1036,11 +1059,12 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
 
-  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE) {
-    cli_error("--mpi: the sparse storage is not split over MPI ranks yet: use --storage full");
+  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE &&
+      s.solver.precision != VOX_PRECISION_DOUBLE) {
+    cli_error("--mpi with --storage sparse: the sparse storage is split over MPI ranks in double "
+              "precision only: add --precision double");
     return CLI_EXIT_USAGE;
   }
-  if (s.mpi) s.solver.storage = VOX_STORAGE_FULL_BOX;
 #ifdef VOXFE_HAVE_MPI
   if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
 #endif

@@ -36,6 +36,7 @@
 
 #include "backend_ops.h"
 #include "mpi_halo.h"
+#include "sparse_ops.h"
 #include "voxfe/mpi.h"
 
 enum { MAX_LEVELS = 64 };
@@ -78,6 +79,11 @@ typedef struct impl {
   layout replicated;
   double *stage; /* host memory of the gathers */
   size_t stage_n;
+  /* the bone's sparse storage: its level 0 while it lives (whose vectors
+   * then have these layouts, 3 and 6 entries a node; every other vector is
+   * whole on every rank) */
+  struct mpi_sparse_level *sparse_fine;
+  layout sparse3, sparse6;
   /* the tables, with the ranks' backend's stencil storage */
   vox_backend_ops ops;
   vox_multigrid_ops mg;
@@ -203,6 +209,11 @@ static vox_status make_levels(vox_context *ctx, impl *m, const vox_grid *grid) {
 }
 
 static const layout *layout_for(const impl *m, size_t n) {
+  if (m->sparse_fine) {
+    if (n == m->sparse3.global_n) return &m->sparse3;
+    if (n == m->sparse6.global_n) return &m->sparse6;
+    return &m->replicated;
+  }
   if (n == m->elements.global_n) return &m->elements;
   for (int l = 0; l < m->n_levels; l++)
     if (n == m->lv[l].nodes.global_n) return &m->lv[l].nodes;
@@ -736,7 +747,7 @@ static vox_status op_strain_energy_sums(vox_backend *be, vox_operator *op, int n
 /* ---- multigrid levels ---------------------------------------------------- */
 
 typedef struct mpi_stencil {
-  int level;
+  int level; /* -1: a whole grid's on every rank (the sparse storage's coarsest) */
   vox_stencil *local; /* the slab's part (split), or the whole level (gathered) */
   vox_stencil *whole; /* a split level gathered whole (for the next level or a direct solve) */
   vox_vec y;
@@ -757,6 +768,15 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
                                  vox_precision precision, vox_stencil **out) {
   impl *m = M(be);
   *out = NULL;
+  if (m->sparse_fine) { /* the sparse storage's coarsest level: whole */
+    mpi_stencil *st = calloc(1, sizeof *st);
+    if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    st->level = -1;
+    const vox_status s = C(be)->mg->stencil_create(IN(be), grid, dpn, precision, &st->local);
+    if (s != VOX_OK) free(st);
+    else *out = (vox_stencil *)(void *)st;
+    return s;
+  }
   const int l = level_of(m, grid);
   if (l <= 0 || dpn != m->dpn)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -828,13 +848,13 @@ static vox_status galerkin_stencil(vox_backend *be, vox_stencil *f, vox_stencil 
 }
 
 static vox_status stencil_upload(vox_backend *be, vox_stencil *s, const double *host) {
-  if (M(be)->lv[ST(s)->level].split) return unsupported(be, "uploading a split stencil");
+  if (ST(s)->level >= 0 && M(be)->lv[ST(s)->level].split) return unsupported(be, "uploading a split stencil");
   return C(be)->mg->stencil_upload(IN(be), ST(s)->local, host);
 }
 
 static vox_status stencil_download(vox_backend *be, const vox_stencil *s, double *host) {
   mpi_stencil *st = ST((vox_stencil *)(uintptr_t)s);
-  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_download(IN(be), st->local, host);
+  if (st->level < 0 || !M(be)->lv[st->level].split) return C(be)->mg->stencil_download(IN(be), st->local, host);
   TRY(gather_stencil(be, st));
   return C(be)->mg->stencil_download(IN(be), st->whole, host);
 }
@@ -907,7 +927,8 @@ static int stencil_mixed_dof_bytes(const vox_backend *be, const vox_grid *grid) 
 
 static vox_status stencil_factor(vox_backend *be, vox_stencil *s) {
   mpi_stencil *st = ST(s);
-  if (!M(be)->lv[st->level].split) return C(be)->mg->stencil_factor(IN(be), st->local);
+  if (st->level < 0 || !M(be)->lv[st->level].split)
+    return C(be)->mg->stencil_factor(IN(be), st->local);
   TRY(gather_stencil(be, st));
   return C(be)->mg->stencil_factor(IN(be), st->whole);
 }
@@ -915,9 +936,10 @@ static vox_status stencil_factor(vox_backend *be, vox_stencil *s) {
 static vox_status stencil_solve(vox_backend *be, vox_stencil *s, const vox_vec *b, vox_vec *x) {
   impl *m = M(be);
   mpi_stencil *st = ST(s);
-  level *lv = &m->lv[st->level];
   LOCAL1(b);
   LOCAL1(x);
+  if (st->level < 0) return C(be)->mg->stencil_solve(IN(be), st->local, &b_, &x_);
+  level *lv = &m->lv[st->level];
   if (!lv->split) return C(be)->mg->stencil_solve(IN(be), st->local, &b_, &x_);
   TRY(need(be, &lv->whole2, lv->nodes.global_n));
   TRY(gather_into(be, &lv->nodes, &b_, &lv->whole));
@@ -979,6 +1001,542 @@ static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
   const vox_vec slab = part(&lf->whole, lf->nodes.offset, lf->nodes.local_n);
   return C(be)->vec->axpy(IN(be), &x_fine_, 1, &slab);
 }
+/* ---- the bone's sparse storage ---------------------------------------------
+ *
+ * The sparse solve (sparse_solve.c) runs on this backend as on one: its
+ * levels come as whole descriptions (sparse_ops.h), its vectors by their
+ * whole sizes. Level 0, the bone's elements and nodes, is split like the
+ * box: each rank keeps the elements of its slab's element layers and the
+ * nodes of its node layers (a contiguous range of the level's numbering,
+ * which is in box order, layer by layer), the interface node layers on
+ * both ranks, consistent (the product's parts added by the exchange, the
+ * fixed dofs' identity rows not). The coarse levels, an eighth of the
+ * fine one's size and less, are whole on every rank and computed
+ * redundantly, as the full storage's gathered levels: the restriction from
+ * level 0 restricts each rank's owned fine nodes into the whole coarse
+ * vector, and the ranks' parts (each over the coarse nodes its nodes' parent
+ * elements reach) are added up in rank order on every rank; the
+ * prolongation interpolates each slab from the whole coarse vector, the
+ * shared layers then taken from the rank below (a GPU's redundant coarse
+ * levels sum with atomics, and may round apart on the ranks). The coarsest
+ * stencil is whole too. The inverse diagonal and blocks of level 0 come
+ * from the slab and one element layer of each neighbour (the interface
+ * nodes' whole sums before they are inverted), then the rank below's values
+ * of the shared layer on both ranks. Double precision only (the mixed
+ * V-cycle's float and bfloat16 vectors are not split yet). */
+
+typedef struct mpi_sparse_level {
+  vox_sparse_level *local; /* the slab's (level 0) or the whole level */
+  const vox_sparse_ops *inner; /* the ranks' backend's table */
+  int split;
+  size_t n_nodes;          /* the whole level's */
+  /* level 0 */
+  size_t below, above;     /* nodes of the interface layers (0 without a neighbour) */
+  interface_masks masks;   /* free dofs of the interface layers */
+  vox_vec recv;            /* the neighbours' interface parts: below, then above */
+  vox_sparse_level *extended; /* the slab and a layer of each neighbour, until the diagonals */
+  size_t extended_offset;  /* the slab's first node in it */
+  size_t extended_nodes;
+  uint32_t *owned_parent;  /* the owned nodes' parent words, until the coarse level */
+  size_t n_owned;
+  /* the restriction's parts: rank q's coarse nodes [reach_at[q], + reach[q]) */
+  int *reach, *reach_at;
+  size_t reach_total;
+  double *gathered, *whole; /* host memory of the sums */
+  size_t coarse_nodes;
+} mpi_sparse_level;
+
+static mpi_sparse_level *SL(vox_sparse_level *l) { return (mpi_sparse_level *)(void *)l; }
+static const vox_sparse_ops *CS(const vox_backend *be) { return M(be)->in->ops->sparse; }
+
+/* A level's description for element layers [ka, kb) of `d`, node layers
+ * [ka, kb]: indices from the range's first node and element; the arrays the
+ * ranks' backend copies are views of d's where they need no change, the
+ * others in *storage (one block, freed by the caller). */
+static vox_status carve(vox_backend *be, const vox_sparse_level_desc *d, int64_t ka, int64_t kb,
+                        int parents, vox_sparse_level_desc *out, void **storage) {
+  const size_t e0 = d->element_layer_start[ka], e1 = d->element_layer_start[kb];
+  const size_t n0 = d->node_layer_start[ka], n1 = d->node_layer_start[kb + 1];
+  const size_t ne = e1 - e0, layers = (size_t)(kb - ka);
+  const size_t x1 = d->element_nodes_x1 ? 4 * ne : 0;
+  const size_t bytes = (4 * ne + x1) * sizeof(int32_t) + (2 * layers + 3) * sizeof(size_t);
+  char *p = malloc(bytes ? bytes : 1);
+  *storage = p;
+  if (!p) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a sparse slab");
+  size_t *el = (size_t *)(void *)p, *nl = el + layers + 1;
+  int32_t *en = (int32_t *)(void *)(nl + layers + 2), *ex = en + 4 * ne;
+  for (size_t i = 0; i <= layers; i++) el[i] = d->element_layer_start[ka + (int64_t)i] - e0;
+  for (size_t i = 0; i <= layers + 1; i++) nl[i] = d->node_layer_start[ka + (int64_t)i] - n0;
+  for (size_t i = 0; i < 4 * ne; i++) en[i] = d->element_nodes[4 * e0 + i] - (int32_t)n0;
+  for (size_t i = 0; i < x1; i++) ex[i] = d->element_nodes_x1[4 * e0 + i] - (int32_t)n0;
+  *out = *d;
+  out->n_nodes = n1 - n0;
+  out->n_elements = ne;
+  out->element_nodes = en;
+  out->element_nodes_x1 = x1 ? ex : NULL;
+  out->material = d->material ? d->material + e0 : NULL;
+  out->modulus = d->modulus ? d->modulus + e0 : NULL;
+  out->node_fixed = d->node_fixed + n0;
+  out->parent = parents && d->parent ? d->parent + n0 : NULL;
+  out->element_layer_start = el;
+  out->node_layer_start = nl;
+  out->nz = kb - ka;
+  return VOX_OK;
+}
+
+static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
+  mpi_sparse_level *l = SL(sl);
+  if (!l) return;
+  impl *m = M(be);
+  if (l->local) CS(be)->level_destroy(IN(be), l->local);
+  if (l->extended) CS(be)->level_destroy(IN(be), l->extended);
+  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv};
+  for (int i = 0; i < 3; i++)
+    if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
+  free(l->owned_parent);
+  free(l->reach);
+  free(l->reach_at);
+  free(l->gathered);
+  free(l->whole);
+  if (m->sparse_fine == l) m->sparse_fine = NULL;
+  free(l);
+}
+
+/* The layouts of level 0's vectors, `unit` entries a node (3, or the inverse
+ * blocks' 6): each rank's node range, the interface below the lower
+ * rank's. */
+static vox_status sparse_layout(vox_context *ctx, impl *m, const vox_sparse_level_desc *d,
+                                size_t unit, layout *l) {
+  layout_free(l);
+  memset(l, 0, sizeof *l);
+  l->unit = unit;
+  l->split = 1;
+  l->type = MPI_DATATYPE_NULL;
+  TRY(layout_types(ctx, m, l));
+  const size_t *nls = d->node_layer_start;
+  l->global_n = unit * d->n_nodes;
+  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  l->offset = unit * nls[a];
+  l->local_n = unit * (nls[b + 1] - nls[a]);
+  l->owned_begin = m->rank > 0 ? unit * (nls[a + 1] - nls[a]) : 0;
+  for (int q = 0; q < m->size; q++) {
+    const size_t own = q > 0 ? nls[m->first[q] + 1] : 0, end = nls[m->first[q + 1] + 1];
+    l->displs[q] = (int)own;
+    l->counts[q] = (int)(end - own);
+  }
+  return VOX_OK;
+}
+
+/* Level 0 on the rank's slab (and, until the diagonals, the slab with a
+ * layer of each neighbour). */
+static vox_status sparse_fine_create(vox_backend *be, const vox_sparse_level_desc *d,
+                                     mpi_sparse_level *l) {
+  impl *m = M(be);
+  if (d->nz != m->lv[0].global.nz || d->n_nodes > (size_t)INT_MAX)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the sparse level's box is not the one the MPI backend was made for");
+  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  const int lower = m->rank > 0, upper = m->rank < m->size - 1;
+  const size_t *nls = d->node_layer_start;
+  l->split = 1;
+  l->below = lower ? nls[a + 1] - nls[a] : 0;
+  l->above = upper ? nls[b + 1] - nls[b] : 0;
+  TRY(sparse_layout(be->ctx, m, d, 3, &m->sparse3));
+  TRY(sparse_layout(be->ctx, m, d, 6, &m->sparse6));
+  void *storage = NULL;
+  vox_sparse_level_desc slab;
+  vox_status s = carve(be, d, a, b, 1, &slab, &storage);
+  if (s == VOX_OK) s = CS(be)->level_create(IN(be), &slab, &l->local);
+  free(storage);
+  /* the slab with the neighbours' adjacent element layers */
+  const int64_t ea = a - lower, eb = b + upper;
+  if (s == VOX_OK) s = carve(be, d, ea, eb, 0, &slab, &storage);
+  if (s == VOX_OK) {
+    l->extended_offset = nls[a] - nls[ea];
+    l->extended_nodes = slab.n_nodes;
+    s = CS(be)->level_create(IN(be), &slab, &l->extended);
+  }
+  free(storage);
+  /* the free dofs of the interface layers, and the neighbours' parts */
+  const size_t side[2] = {l->below, l->above}, first[2] = {nls[a], nls[b]};
+  vox_vec *mask[2] = {&l->masks.below, &l->masks.above};
+  for (int k = 0; k < 2 && s == VOX_OK; k++) {
+    if (side[k] == 0) continue;
+    double *host = malloc(3 * side[k] * sizeof *host);
+    if (!host) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; host && i < 3 * side[k]; i++)
+      host[i] = d->node_fixed[first[k] + i / 3] >> (i % 3) & 1 ? 0 : 1;
+    if (s == VOX_OK) s = C(be)->vec->create(IN(be), 3 * side[k], VOX_DOUBLE, mask[k]);
+    if (s == VOX_OK) s = C(be)->vec->upload(IN(be), mask[k], host);
+    free(host);
+  }
+  if (s == VOX_OK && l->below + l->above > 0)
+    s = C(be)->vec->create(IN(be), 3 * (l->below + l->above), VOX_DOUBLE, &l->recv);
+  /* the owned nodes' parents, for the restriction's reach */
+  const size_t own = nls[a] + l->below, end = nls[b + 1];
+  l->n_owned = end - own;
+  if (s == VOX_OK && d->parent) {
+    l->owned_parent = malloc((l->n_owned ? l->n_owned : 1) * sizeof *l->owned_parent);
+    if (!l->owned_parent) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    else memcpy(l->owned_parent, d->parent + own, l->n_owned * sizeof *l->owned_parent);
+  }
+  return s;
+}
+
+/* The restriction's reach (level 0 into the whole level 1, `c`): the coarse
+ * nodes of the owned nodes' parent elements, a range per rank. */
+static vox_status sparse_reach(vox_backend *be, mpi_sparse_level *f,
+                               const vox_sparse_level_desc *c) {
+  impl *m = M(be);
+  int64_t lo = INT64_MAX, hi = -1;
+  for (size_t i = 0; i < f->n_owned; i++) {
+    int32_t node[8];
+    vox_sparse_corners(c->element_nodes, c->element_nodes_x1,
+                       f->owned_parent[i] >> VOX_SPARSE_POS_BITS, node);
+    for (int k = 0; k < 8; k++) lo = node[k] < lo ? node[k] : lo, hi = node[k] > hi ? node[k] : hi;
+  }
+  int mine[2] = {hi >= lo ? (int)lo : 0, hi >= lo ? (int)(hi + 1 - lo) : 0};
+  f->reach = calloc((size_t)m->size, sizeof *f->reach);
+  f->reach_at = calloc((size_t)m->size, sizeof *f->reach_at);
+  int *both = calloc(2 * (size_t)m->size, sizeof *both);
+  f->coarse_nodes = c->n_nodes;
+  f->whole = malloc((m->host ? 1 : 3 * c->n_nodes) * sizeof *f->whole);
+  if (!f->reach || !f->reach_at || !both || !f->whole) {
+    free(both);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  MPI_Allgather(mine, 2, MPI_INT, both, 2, MPI_INT, m->comm);
+  f->reach_total = 0;
+  for (int q = 0; q < m->size; q++) {
+    f->reach_at[q] = both[2 * q];
+    f->reach[q] = both[2 * q + 1];
+    f->reach_total += (size_t)f->reach[q];
+  }
+  free(both);
+  free(f->owned_parent);
+  f->owned_parent = NULL;
+  f->gathered = malloc((3 * f->reach_total + 1) * sizeof *f->gathered);
+  if (!f->gathered) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  return VOX_OK;
+}
+
+static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_desc *d,
+                                      vox_sparse_level **out) {
+  impl *m = M(be);
+  *out = NULL;
+  mpi_sparse_level *l = calloc(1, sizeof *l);
+  if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  l->n_nodes = d->n_nodes;
+  l->inner = CS(be);
+  vox_status s = VOX_OK;
+  /* the solve makes level 0 first, then the coarser ones in order */
+  if (!m->sparse_fine) {
+    m->sparse_fine = l;
+    s = sparse_fine_create(be, d, l);
+  } else {
+    s = CS(be)->level_create(IN(be), d, &l->local);
+    if (s == VOX_OK && d->n_nodes == m->sparse_fine->n_nodes)
+      s = vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                    "a coarse level of the sparse storage has as many nodes as the fine one, "
+                    "which the MPI backend tells apart by size");
+    if (s == VOX_OK && !m->sparse_fine->reach && m->sparse_fine->owned_parent)
+      s = sparse_reach(be, m->sparse_fine, d);
+  }
+  if (s != VOX_OK) {
+    sparse_level_destroy(be, (vox_sparse_level *)(void *)l);
+    return s;
+  }
+  *out = (vox_sparse_level *)(void *)l;
+  return VOX_OK;
+}
+
+/* the rank's part (its slab of level 0, the whole coarse levels) */
+static size_t sparse_level_bytes(const vox_sparse_level *sl) {
+  const mpi_sparse_level *l = (const mpi_sparse_level *)(const void *)sl;
+  return l->inner->level_bytes(l->local);
+}
+
+/* Adds the neighbours' parts of the interface layers to y, a level-0
+ * vector of the slab's (only the free dofs' with masks). */
+static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec *y,
+                                  const interface_masks *masks) {
+  impl *m = M(be);
+  const size_t nb = 3 * l->below, na = 3 * l->above;
+  if (m->size == 1 || nb + na == 0) return VOX_OK; /* no bone on the shared layers */
+  vox_vec first = part(y, 0, nb), last = part(y, y->n - na, na);
+  vox_vec from_below = part(&l->recv, 0, nb), from_above = part(&l->recv, nb, na);
+  TRY(vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last, &from_below,
+                        &from_above));
+  if (nb) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_below, &from_below, &masks->below));
+    TRY(C(be)->vec->axpy(IN(be), &first, 1, &from_below));
+  }
+  if (na) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_above, &from_above, &masks->above));
+    TRY(C(be)->vec->axpy(IN(be), &last, 1, &from_above));
+  }
+  return VOX_OK;
+}
+
+/* The shared layer below set to the lower rank's values (which it sends
+ * up), `unit` entries a node: the inverse diagonals, whose sums may round
+ * apart on the two ranks' differently sized levels, and the prolonged
+ * corrections, which on a GPU come from coarse levels whose atomic sums
+ * may round apart from rank to rank. Through the level's buffer of the
+ * neighbours' parts where it is large enough. */
+static vox_status sparse_take_below(vox_backend *be, mpi_sparse_level *l, vox_vec *v,
+                                    size_t unit) {
+  impl *m = M(be);
+  const size_t nb = unit * l->below, na = unit * l->above;
+  if (m->size == 1 || nb + na == 0) return VOX_OK;
+  const int own = unit == 3;
+  vox_vec recv = own ? l->recv : (vox_vec){0};
+  if (!own) TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
+  vox_vec first = part(v, 0, nb), last = part(v, v->n - na, na);
+  vox_vec from_below = part(&recv, 0, nb), from_above = part(&recv, nb, na);
+  vox_status s = vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
+                                   &from_below, &from_above);
+  if (s == VOX_OK && nb) s = C(be)->vec->copy(IN(be), &first, &from_below);
+  if (!own) C(be)->vec->destroy(IN(be), &recv);
+  return s;
+}
+
+static vox_status sparse_require_double(vox_backend *be, const vox_vec *v) {
+  return v->scalar == VOX_DOUBLE ? VOX_OK : unsupported(be, "the sparse storage below double "
+                                                            "precision (--precision double)");
+}
+
+/* The inverse diagonal (`unit` 3 entries a node; the blocks: 6) of level 0 from the extended
+ * level, the slab's nodes taken; the extended level freed after it (the
+ * solve asks once). */
+static vox_status sparse_fine_inverse(vox_backend *be, mpi_sparse_level *l, vox_vec *d,
+                                      size_t unit) {
+  if (!l->extended)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the MPI backend's sparse level 0 gives its inverse diagonal once");
+  vox_vec local = loc(d), ext = {0};
+  TRY(sparse_require_double(be, &local));
+  TRY(C(be)->vec->create(IN(be), unit * l->extended_nodes, VOX_DOUBLE, &ext));
+  vox_status s = unit == 6 ? CS(be)->inv_block_diagonal(IN(be), l->extended, &ext, NULL)
+                           : CS(be)->inv_diagonal(IN(be), l->extended, &ext);
+  if (s == VOX_OK) {
+    const vox_vec slab = part(&ext, unit * l->extended_offset, local.n);
+    s = C(be)->vec->copy(IN(be), &local, &slab);
+  }
+  C(be)->vec->destroy(IN(be), &ext);
+  CS(be)->level_destroy(IN(be), l->extended);
+  l->extended = NULL;
+  if (s == VOX_OK) s = sparse_take_below(be, l, &local, unit);
+  return s;
+}
+
+static vox_status sparse_inv_diagonal(vox_backend *be, vox_sparse_level *sl, vox_vec *d) {
+  mpi_sparse_level *l = SL(sl);
+  if (l->split) return sparse_fine_inverse(be, l, d, 3);
+  LOCAL1(d);
+  return CS(be)->inv_diagonal(IN(be), l->local, &d_);
+}
+
+static vox_status sparse_inv_block_diagonal(vox_backend *be, vox_sparse_level *sl, vox_vec *w,
+                                            vox_vec *scratch) {
+  mpi_sparse_level *l = SL(sl);
+  if (l->split) {
+    if (scratch) return unsupported(be, "the sparse storage's bfloat16 blocks");
+    return sparse_fine_inverse(be, l, w, 6);
+  }
+  LOCAL1(w);
+  vox_vec scratch_ = scratch ? loc(scratch) : (vox_vec){0};
+  return CS(be)->inv_block_diagonal(IN(be), l->local, &w_, scratch ? &scratch_ : NULL);
+}
+
+static vox_status sparse_apply(vox_backend *be, vox_sparse_level *sl, const vox_vec *x,
+                               vox_vec *y, int flags) {
+  mpi_sparse_level *l = SL(sl);
+  LOCAL1(x);
+  LOCAL1(y);
+  TRY(sparse_require_double(be, &y_));
+  TRY(CS(be)->apply(IN(be), l->local, &x_, &y_, flags));
+  if (!l->split) return VOX_OK;
+  /* the eliminated product's identity rows of fixed dofs are no sums */
+  return sparse_exchange(be, l, &y_, flags & VOX_APPLY_FULL ? NULL : &l->masks);
+}
+
+static vox_status sparse_zero_fixed(vox_backend *be, vox_sparse_level *sl, vox_vec *v) {
+  LOCAL1(v);
+  return CS(be)->zero_fixed(IN(be), SL(sl)->local, &v_);
+}
+
+/* Into the whole coarse vector: the ranks' parts, over the coarse nodes each
+ * reaches, added in rank order (the same sums, bit for bit, on every
+ * rank), through host memory. */
+static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_vec *rc) {
+  impl *m = M(be);
+  if (!f->reach) return unsupported(be, "a sparse restriction without the coarse level's reach");
+  const int me = m->rank;
+  int *counts = calloc(2 * (size_t)m->size, sizeof *counts);
+  if (!counts) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  int *displs = counts + m->size, at = 0;
+  for (int q = 0; q < m->size; q++) counts[q] = f->reach[q], displs[q] = at, at += f->reach[q];
+  double *mine = f->gathered + 3 * (size_t)displs[me];
+  const vox_vec own = part(rc, 3 * (size_t)f->reach_at[me], 3 * (size_t)f->reach[me]);
+  vox_status s = own.n ? C(be)->vec->download(IN(be), &own, mine) : VOX_OK;
+  if (s == VOX_OK)
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f->gathered, counts, displs,
+                   m->sparse3.type, m->comm);
+  double *whole = m->host ? rc->data : f->whole;
+  if (s == VOX_OK) {
+    memset(whole, 0, 3 * f->coarse_nodes * sizeof *whole);
+    for (int q = 0; q < m->size; q++) {
+      double *to = whole + 3 * (size_t)f->reach_at[q];
+      const double *from = f->gathered + 3 * (size_t)displs[q];
+      for (size_t i = 0; i < 3 * (size_t)f->reach[q]; i++) to[i] += from[i];
+    }
+    if (!m->host) s = C(be)->vec->upload(IN(be), rc, whole);
+  }
+  free(counts);
+  return s;
+}
+
+static vox_status sparse_restrict(vox_backend *be, vox_sparse_level *fine,
+                                  vox_sparse_level *coarse, const vox_vec *b, const vox_vec *ax,
+                                  vox_vec *r_coarse) {
+  mpi_sparse_level *f = SL(fine), *c = SL(coarse);
+  vox_vec b_ = b ? loc(b) : (vox_vec){0}, ax_ = loc(ax);
+  LOCAL1(r_coarse);
+  if (f->split && M(be)->size > 1 && f->below) {
+    /* the shared layer below is the lower rank's to restrict: its residual
+     * b - ax made 0 here (ax, the V-cycle's product, is not read after) */
+    vox_vec layer = part(&ax_, 0, 3 * f->below);
+    if (b) {
+      const vox_vec from = part(&b_, 0, 3 * f->below);
+      TRY(C(be)->vec->copy(IN(be), &layer, &from));
+    } else {
+      TRY(C(be)->vec->set(IN(be), &layer, 0));
+    }
+  }
+  TRY(CS(be)->restrict_residual(IN(be), f->local, c->local, b ? &b_ : NULL, &ax_, &r_coarse_));
+  if (!f->split || M(be)->size == 1) return VOX_OK;
+  return sparse_sum_coarse(be, f, &r_coarse_);
+}
+
+static vox_status sparse_prolong_add(vox_backend *be, vox_sparse_level *fine,
+                                     vox_sparse_level *coarse, const vox_vec *x_coarse,
+                                     vox_vec *x_fine) {
+  mpi_sparse_level *f = SL(fine);
+  LOCAL1(x_coarse);
+  LOCAL1(x_fine);
+  TRY(CS(be)->prolong_add(IN(be), f->local, SL(coarse)->local, &x_coarse_, &x_fine_));
+  return f->split ? sparse_take_below(be, f, &x_fine_, 3) : VOX_OK;
+}
+
+/* v[index[i]] = value[i]: on a split vector, the entries in the rank's
+ * range (both interfaces' included). */
+static vox_status sparse_vec_scatter(vox_backend *be, vox_vec *v, size_t n, const size_t *index,
+                                     const double *value) {
+  const layout *l = lay_of(v);
+  LOCAL1(v);
+  if (l == &M(be)->replicated) return CS(be)->vec_scatter(IN(be), &v_, n, index, value);
+  size_t *at = malloc((n ? n : 1) * sizeof *at);
+  double *x = malloc((n ? n : 1) * sizeof *x);
+  size_t k = 0;
+  for (size_t i = 0; at && x && i < n; i++)
+    if (index[i] >= l->offset && index[i] < l->offset + l->local_n)
+      at[k] = index[i] - l->offset, x[k++] = value[i];
+  const vox_status s = at && x ? CS(be)->vec_scatter(IN(be), &v_, k, at, x)
+                               : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  free(at);
+  free(x);
+  return s;
+}
+
+static vox_status sparse_vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  LOCAL1(y);
+  LOCAL1(x);
+  return CS(be)->vec_axpy(IN(be), &y_, a, &x_);
+}
+
+static vox_status sparse_vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  LOCAL1(y);
+  LOCAL1(x);
+  return CS(be)->vec_xpay(IN(be), &y_, a, &x_);
+}
+
+static vox_status sparse_vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y,
+                                 double *out) {
+  vox_vec x_ = owned(x), y_ = owned(y);
+  TRY(CS(be)->vec_dot(IN(be), &x_, &y_, out));
+  if (parallel(M(be), lay_of(x))) sum_all(M(be), out, 1);
+  return VOX_OK;
+}
+
+static vox_status sparse_cg_update(vox_backend *be, double alpha, const vox_vec *p,
+                                   const vox_vec *q, vox_vec *u, vox_vec *r, vox_vec *copy,
+                                   double *rr) {
+  const size_t b = lay_of(u)->owned_begin;
+  if (b > 0) { /* the interface below: updated, not summed */
+    LOCAL1(p);
+    LOCAL1(q);
+    LOCAL1(u);
+    LOCAL1(r);
+    vox_vec p0 = part(&p_, 0, b), q0 = part(&q_, 0, b), u0 = part(&u_, 0, b),
+            r0 = part(&r_, 0, b), c0 = copy ? part(&MV(copy)->local, 0, b) : (vox_vec){0};
+    double ignored;
+    TRY(CS(be)->cg_update(IN(be), alpha, &p0, &q0, &u0, &r0, copy ? &c0 : NULL, &ignored));
+  }
+  vox_vec p_ = owned(p), q_ = owned(q), u_ = owned(u), r_ = owned(r);
+  vox_vec c_ = copy ? owned(copy) : (vox_vec){0};
+  TRY(CS(be)->cg_update(IN(be), alpha, &p_, &q_, &u_, &r_, copy ? &c_ : NULL, rr));
+  if (parallel(M(be), lay_of(u))) sum_all(M(be), rr, 1);
+  return VOX_OK;
+}
+
+static vox_status sparse_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                       const vox_vec *inv_diag, double alpha, double beta,
+                                       vox_vec *d, vox_vec *x) {
+  LOCAL1(b);
+  LOCAL1(inv_diag);
+  LOCAL1(d);
+  LOCAL1(x);
+  vox_vec ax_ = ax ? loc(ax) : (vox_vec){0};
+  return CS(be)->smoother_step(IN(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta, &d_, &x_);
+}
+
+static vox_status sparse_block_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
+                                             const vox_vec *inv_blocks, double alpha, double beta,
+                                             vox_vec *d, vox_vec *x) {
+  LOCAL1(b);
+  LOCAL1(inv_blocks);
+  LOCAL1(d);
+  LOCAL1(x);
+  vox_vec ax_ = ax ? loc(ax) : (vox_vec){0};
+  return CS(be)->block_smoother_step(IN(be), &b_, ax ? &ax_ : NULL, &inv_blocks_, alpha, beta,
+                                     &d_, &x_);
+}
+
+/* No recording (its exchanges and sums wait on the host), no
+ * smoothed-aggregation levels (matrix_create NULL: refused by the solve),
+ * double precision only. */
+static const vox_sparse_ops mpi_sparse_ops = {
+    .node4 = 0,
+    .double_only = 1,
+    .vec_scatter = sparse_vec_scatter,
+    .vec_axpy = sparse_vec_axpy,
+    .vec_xpay = sparse_vec_xpay,
+    .vec_dot = sparse_vec_dot,
+    .cg_update = sparse_cg_update,
+    .smoother_step = sparse_smoother_step,
+    .block_smoother_step = sparse_block_smoother_step,
+    .level_create = sparse_level_create,
+    .level_destroy = sparse_level_destroy,
+    .level_bytes = sparse_level_bytes,
+    .apply = sparse_apply,
+    .inv_diagonal = sparse_inv_diagonal,
+    .inv_block_diagonal = sparse_inv_block_diagonal,
+    .zero_fixed = sparse_zero_fixed,
+    .restrict_residual = sparse_restrict,
+    .prolong_add = sparse_prolong_add,
+};
+
 /* ---- design kernels ------------------------------------------------------ */
 
 static vox_status simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
@@ -1220,6 +1778,8 @@ static void destroy(vox_backend *be) {
       layout_free(&m->lv[l].nodes);
     }
     layout_free(&m->elements);
+    layout_free(&m->sparse3);
+    layout_free(&m->sparse6);
     if (m->recv.data) C(be)->vec->destroy(IN(be), &m->recv);
     vox_mpi_halo_destroy(m->halo);
     if (m->in) vox_backend_destroy(m->in);
@@ -1403,6 +1963,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     m->host = vox_backend_device(m->in) == VOX_DEVICE_CPU;
     m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
     m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
+    m->ops.sparse = m->in->ops->sparse ? &mpi_sparse_ops : NULL;
     be->device = m->in->device;
     be->device_index = m->in->device_index;
     be->threads = m->in->threads;

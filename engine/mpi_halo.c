@@ -151,35 +151,41 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
                                           : "MPI";
 }
 
-/* The two MPI_Sendrecv of a swap on host arrays (absent neighbours are
+/* The two MPI_Sendrecv of a swap on host arrays, n_down values with the
+ * rank below and n_up with the rank above (absent neighbours are
  * MPI_PROC_NULL, whose transfers do nothing, but whose buffers MPI still
  * checks: the other side's stand in). */
-static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n, const double *down,
-                     const double *up, double *from_below, double *from_above) {
+static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n_down, int n_up,
+                     const double *down, const double *up, double *from_below,
+                     double *from_above) {
   const int lo = lower ? h->rank - 1 : MPI_PROC_NULL, hi = upper ? h->rank + 1 : MPI_PROC_NULL;
   if (!lower) down = up, from_below = from_above;
   if (!upper) up = down, from_above = from_below;
-  MPI_Sendrecv(up, n, MPI_DOUBLE, hi, 1, from_below, n, MPI_DOUBLE, lo, 1, h->comm,
+  MPI_Sendrecv(up, n_up, MPI_DOUBLE, hi, 1, from_below, n_down, MPI_DOUBLE, lo, 1, h->comm,
                MPI_STATUS_IGNORE);
-  MPI_Sendrecv(down, n, MPI_DOUBLE, lo, 2, from_above, n, MPI_DOUBLE, hi, 2, h->comm,
+  MPI_Sendrecv(down, n_down, MPI_DOUBLE, lo, 2, from_above, n_up, MPI_DOUBLE, hi, 2, h->comm,
                MPI_STATUS_IGNORE);
 }
 
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+  /* a layer of no values (the bone's storage: no bone on it) is skipped by
+   * both of its ranks alike */
+  const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
+  lower = n_down > 0, upper = n_up > 0;
   if (!lower && !upper) return VOX_OK;
-  const size_t n = lower ? down->n : up->n;
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
     const nccl_api *f = &h->api;
     ncclResult_t r = f->group_start();
-    if (upper && r == ncclSuccess) r = f->send(up->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
     if (upper && r == ncclSuccess)
-      r = f->recv(from_above->data, n, ncclDouble, h->rank + 1, h->nccl, 0);
+      r = f->send(up->data, n_up, ncclDouble, h->rank + 1, h->nccl, 0);
+    if (upper && r == ncclSuccess)
+      r = f->recv(from_above->data, n_up, ncclDouble, h->rank + 1, h->nccl, 0);
     if (lower && r == ncclSuccess)
-      r = f->send(down->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+      r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
     if (lower && r == ncclSuccess)
-      r = f->recv(from_below->data, n, ncclDouble, h->rank - 1, h->nccl, 0);
+      r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
     const ncclResult_t end = f->group_end();
     if (r == ncclSuccess) r = end;
     if (r != ncclSuccess)
@@ -187,25 +193,28 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
     return VOX_OK;
   }
 #endif
-  if (n > INT_MAX)
+  if (n_down > INT_MAX || n_up > INT_MAX)
     return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a grid layer of %zu values is too large for MPI",
-                     n);
+                     n_down > n_up ? n_down : n_up);
   if (h->kind == VOX_MPI_HALO_HOST) {
-    sendrecv(h, lower, upper, (int)n, down->data, up->data, from_below->data, from_above->data);
+    sendrecv(h, lower, upper, (int)n_down, (int)n_up, lower ? down->data : NULL,
+             upper ? up->data : NULL, lower ? from_below->data : NULL,
+             upper ? from_above->data : NULL);
     return VOX_OK;
   }
-  if (h->host_n < 4 * n) {
+  const size_t n = n_down + n_up;
+  if (h->host_n < 2 * n) {
     free(h->host);
-    h->host = malloc(4 * n * sizeof *h->host);
-    h->host_n = h->host ? 4 * n : 0;
+    h->host = malloc(2 * n * sizeof *h->host);
+    h->host_n = h->host ? 2 * n : 0;
     if (!h->host) return vox_error(h->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
-  double *send_down = h->host, *send_up = h->host + n, *recv_below = h->host + 2 * n,
-         *recv_above = h->host + 3 * n;
+  double *send_down = h->host, *send_up = h->host + n_down, *recv_below = h->host + n,
+         *recv_above = h->host + n + n_down;
   const vox_backend_ops *in = h->inner->ops;
   if (lower) TRY(in->vec->download(h->inner, down, send_down));
   if (upper) TRY(in->vec->download(h->inner, up, send_up));
-  sendrecv(h, lower, upper, (int)n, send_down, send_up, recv_below, recv_above);
+  sendrecv(h, lower, upper, (int)n_down, (int)n_up, send_down, send_up, recv_below, recv_above);
   if (lower) TRY(in->vec->upload(h->inner, from_below, recv_below));
   if (upper) TRY(in->vec->upload(h->inner, from_above, recv_above));
   return VOX_OK;

@@ -28,11 +28,13 @@ vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h);
 /* "MPI", "MPI through host memory" or "NCCL". */
 const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 
-/* One layer each way between neighbours, all of n doubles (inner vectors or
- * views of them): `down` to rank - 1 and `up` to rank + 1; from rank - 1
- * into `from_below`, from rank + 1 into `from_above`. `lower` and `upper`
- * say whether those neighbours exist. Collective over the neighbours: every
- * rank calls it in the same order. */
+/* One layer each way between neighbours (inner vectors or views of them,
+ * of doubles): `down` to rank - 1 and `up` to rank + 1; from rank - 1 into
+ * `from_below` (as many values as `down`), from rank + 1 into `from_above`
+ * (as many as `up`): the layer a rank shares with a neighbour has the same
+ * size on both. `lower` and `upper` say whether those neighbours exist; a
+ * layer of no values is skipped. Collective over the neighbours: every rank
+ * calls it in the same order. */
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
 

@@ -690,6 +690,11 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   if (st == VOX_OK && !be->ops->sparse)
     st = vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
                    be->ops->name);
+  if (st == VOX_OK && be->ops->sparse->double_only && options->precision != VOX_PRECISION_DOUBLE)
+    st = vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                   "the %s backend's sparse storage solves in double precision only "
+                   "(precision double)",
+                   be->ops->name);
   if (st == VOX_OK && use_sa && !be->ops->sparse->matrix_create)
     st = vox_error(ctx, VOX_ERR_UNSUPPORTED,
                    "sparse coarse levels sa: the %s backend has no smoothed-aggregation levels "

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # voxfe-analyze --mpi under mpirun: a porous bone phantom's compression test
 # on 2 and 3 ranks (slabs of uneven sizes) gives one process's result in
-# full storage: the same CG iterations, the displacements and the summary
-# to 1e-10 of their size; only rank 0 writes (the result and the summary);
-# a model that cannot be read ends every rank with exit status 2, one
-# message and no file; the sparse storage is refused.
+# full storage, and in the bone's sparse storage (double precision): the
+# same CG iterations, the displacements and the summary to 1e-10 of their
+# size; only rank 0 writes (the result and the summary); a model that
+# cannot be read, or a solve that every rank refuses, ends every rank with
+# exit status 2, one message and no file; the sparse storage in mixed
+# precision is refused.
 # Run as: bash mpi_analyze.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE MPIEXEC
 . "$(dirname "$0")/lib.sh"
 ANALYZE=$1 MPIEXEC=$2
@@ -16,17 +18,25 @@ mpi() { "$MPIEXEC" --oversubscribe --quiet -np "$@"; }
   { fail "one process: $(tail -n 3 "$LOG/one")"; finish; }
 cg() { sed -n 's/.*; \([0-9]*\) CG iterations.*/\1/p' "$1"; }
 
-for ranks in 2 3; do
+"$ANALYZE" bone.nc -o one_sparse.nc --storage sparse --precision double --device cpu --threads 1 \
+  >"$LOG/one_sparse" 2>&1 || { fail "one process, sparse: $(tail -n 3 "$LOG/one_sparse")"; finish; }
+
+# full storage on 2 and 3 ranks; sparse on 2 and 3 (11 layers: 4, 4, 3)
+for run in 2 3 sparse2 sparse3; do
+  ranks=${run#sparse} one=one storage=full precision=mixed
+  [ "$run" = "$ranks" ] || one=one_sparse storage=sparse precision=double
   before=$(listing)
-  mpi $ranks "$ANALYZE" --mpi bone.nc -o r$ranks.nc --summary r$ranks.json --threads 1 \
-    >"$LOG/out" 2>"$LOG/err" || { fail "$ranks ranks: $(tail -n 3 "$LOG/err")"; continue; }
+  mpi $ranks "$ANALYZE" --mpi bone.nc -o r$run.nc --summary r$run.json --threads 1 \
+    --storage $storage --precision $precision \
+    >"$LOG/out" 2>"$LOG/err" || { fail "$run: $(tail -n 3 "$LOG/err")"; continue; }
+  grep -q "\"solver_storage\": \"$storage\"" r$run.json || fail "$run: not in $storage storage"
   grep -q "$ranks ranks on CPU cores" "$LOG/err" || fail "$ranks ranks: $(head -n 3 "$LOG/err")"
   [ "$(wc -l <"$LOG/out")" -eq 1 ] || fail "$ranks ranks: not one summary line: $(cat "$LOG/out")"
-  [ "$(cg "$LOG/out")" = "$(cg "$LOG/one")" ] ||
-    fail "$ranks ranks: $(cg "$LOG/out") CG iterations against $(cg "$LOG/one")"
-  [ "$(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')" = "r$ranks.json r$ranks.nc " ] ||
+  [ "$(cg "$LOG/out")" = "$(cg "$LOG/$one")" ] ||
+    fail "$run: $(cg "$LOG/out") CG iterations against $(cg "$LOG/$one")"
+  [ "$(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')" = "r$run.json r$run.nc " ] ||
     fail "$ranks ranks: new files $(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')"
-  /usr/bin/python3 - one.nc r$ranks.nc >"$LOG/py" 2>&1 <<'PY' || fail "r$ranks.nc: $(cat "$LOG/py")"
+  /usr/bin/python3 - $one.nc r$run.nc >"$LOG/py" 2>&1 <<'PY' || fail "r$run.nc: $(cat "$LOG/py")"
 import sys
 import netCDF4
 import numpy as np
@@ -39,7 +49,7 @@ for name in ("displacement", "strain", "stress", "constraint_reaction"):
 print("displacements within", np.abs(np.asarray(one["displacement"][:]) -
       np.asarray(many["displacement"][:])).max())
 PY
-  echo "ok: $ranks ranks, $(cg "$LOG/out") CG iterations: $(cat "$LOG/py")"
+  echo "ok: $ranks ranks, $storage storage, $(cg "$LOG/out") CG iterations: $(cat "$LOG/py")"
 done
 
 before=$(listing)
@@ -50,6 +60,17 @@ status=$?
 grep -qE "^voxfe-analyze: missing.nc: " "$LOG/err" || fail "missing: $(cat "$LOG/err")"
 [ "$before" = "$(listing)" ] || fail "missing: the folder changed"
 echo "ok: missing: $(cat "$LOG/err")"
-expect_usage_error "--mpi with the sparse storage" "sparse storage is not split" \
+# a solve that every rank refuses (no smoothed-aggregation levels over
+# ranks): rank 0's one message, exit status 2, no file
+before=$(listing)
+mpi 2 "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse --precision double --sparse-coarse sa \
+  --threads 1 -q >"$LOG/out" 2>"$LOG/err"
+status=$?
+[ "$status" -eq 2 ] || fail "sa: exit status $status, expected 2"
+[ "$(wc -l <"$LOG/err")" -eq 1 ] || fail "sa: not one line on stderr: $(cat "$LOG/err")"
+grep -q "smoothed-aggregation" "$LOG/err" || fail "sa: $(cat "$LOG/err")"
+[ "$before" = "$(listing)" ] || fail "sa: the folder changed"
+echo "ok: sa: $(cat "$LOG/err")"
+expect_usage_error "--mpi with the sparse storage in mixed precision" "double precision only" \
   "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse
 finish

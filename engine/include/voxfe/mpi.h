@@ -50,9 +50,10 @@ void vox_mpi_options_default(vox_mpi_options *options);
  * vectors are the whole grid's to the engine (vec->upload takes,
  * vec->download gives the whole array on every rank); each rank stores its
  * slab and the interface node layers it shares with its neighbours, in its
- * own backend's memory. Periodic grids, the sparse (bone) storage, periodic
- * cells and symmetry are not split yet: the backend has no such
- * operations, and refuses them with a message. */
+ * own backend's memory. The bone's sparse storage is split in double
+ * precision (level 0 on the slabs, the coarse levels whole on every rank).
+ * Periodic grids, periodic cells and symmetry are not split yet: the
+ * backend has no such operations, and refuses them with a message. */
 vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
                                   int dofs_per_node, const vox_mpi_options *options,
                                   vox_backend **out);
