@@ -62,9 +62,10 @@ static void identity_row(int dpn, double *row) {
 
 /* The matrix of coarse element (I, J, K): the sum over its fine elements of
  * m_e Q_s' (D Ke D) Q_s; qkq holds Q_s' Ke Q_s for the 8 positions. */
-static void coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J,
-                           int64_t K, double *ke_coarse) {
-  const int dpn = op->dpn, nloc = op->nloc, size = nloc * nloc;
+static inline __attribute__((always_inline)) void
+coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J, int64_t K,
+               double *restrict ke_coarse, const int NLOC) {
+  const int dpn = NLOC / 8, nloc = NLOC, size = NLOC * NLOC;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
   memset(ke_coarse, 0, (size_t)size * sizeof *ke_coarse);
   for (int s = 0; s < 8; s++) {
@@ -88,7 +89,8 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
       vox_galerkin_triple_product(q, kd, nloc, own);
       product = own;
     }
-    for (int e = 0; e < size; e++) ke_coarse[e] += m * product[e];
+    const double *restrict pr = product;
+    for (int e = 0; e < size; e++) ke_coarse[e] += m * pr[e];
   }
 }
 
@@ -124,6 +126,47 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
       }
 }
 
+/* Coarse elements I = ci, ci + 2, ... of row (J, K): their matrices added
+ * into the blocks of their nodes' rows (NLOC, the element matrix's size,
+ * known to the compiler, which vectorises the sums). */
+static inline __attribute__((always_inline)) void
+galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int64_t J, int64_t K,
+             int ci, const int NLOC) {
+  const int dpn = NLOC / 8, nloc = NLOC, bs = dpn * dpn;
+  const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
+  const int64_t qx = cx + 1, qy = cy + 1;
+  double *value = coarse->value;
+  for (int64_t I = ci; I < cx; I += 2) {
+    double kc[NLOC * NLOC];
+    coarse_element(op, qkq, I, J, K, kc, NLOC);
+    for (int p = 0; p < 8; p++) {
+      int64_t pi = I + vox_hex8_corner[p][0], pj = J + vox_hex8_corner[p][1],
+              pk = K + vox_hex8_corner[p][2];
+      if (coarse->grid.periodic) /* wrapped; offsets stay unwrapped */
+        pi = pi == cx ? 0 : pi, pj = pj == cy ? 0 : pj, pk = pk == cz ? 0 : pk;
+      const int64_t np = (pk * qy + pj) * qx + pi;
+      for (int c = 0; c < 8; c++) {
+        const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
+                                   vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
+                                   vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
+        double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
+        for (int r = 0; r < dpn; r++)
+          for (int d = 0; d < dpn; d++) blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
+      }
+    }
+  }
+}
+
+HOT_CLONES static void galerkin_row_elasticity(const vox_operator *op, const double *qkq,
+                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
+  galerkin_row(op, qkq, coarse, J, K, ci, 24);
+}
+
+HOT_CLONES static void galerkin_row_conduction(const vox_operator *op, const double *qkq,
+                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
+  galerkin_row(op, qkq, coarse, J, K, ci, 8);
+}
+
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
   const int dpn = op->dpn, nloc = op->nloc, bs = dpn * dpn;
   double qkq[8 * MAX_LOCAL * MAX_LOCAL];
@@ -150,26 +193,10 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
 #pragma omp for collapse(2) schedule(static)
       for (int64_t K = ck; K < cz; K += 2)
         for (int64_t J = cj; J < cy; J += 2)
-          for (int64_t I = ci; I < cx; I += 2) {
-            double kc[MAX_LOCAL * MAX_LOCAL];
-            coarse_element(op, qkq, I, J, K, kc);
-            for (int p = 0; p < 8; p++) {
-              int64_t pi = I + vox_hex8_corner[p][0], pj = J + vox_hex8_corner[p][1],
-                      pk = K + vox_hex8_corner[p][2];
-              if (coarse->grid.periodic) /* wrapped; offsets stay unwrapped */
-                pi = pi == cx ? 0 : pi, pj = pj == cy ? 0 : pj, pk = pk == cz ? 0 : pk;
-              const int64_t np = (pk * qy + pj) * qx + pi;
-              for (int c = 0; c < 8; c++) {
-                const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
-                                           vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
-                                           vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
-                double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
-                for (int r = 0; r < dpn; r++)
-                  for (int d = 0; d < dpn; d++)
-                    blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
-              }
-            }
-          }
+          if (nloc == 24)
+            galerkin_row_elasticity(op, qkq, coarse, J, K, ci);
+          else
+            galerkin_row_conduction(op, qkq, coarse, J, K, ci);
     }
   }
   return VOX_OK;
