@@ -118,11 +118,7 @@ static inline __attribute__((always_inline)) void element_nodes(const vox_operat
 /* y += m Ke x_e for the elements i = ci, ci+2, ... of row (j, k), for an
  * element matrix of compile-time size NLOC. Ke x_e is a sum of columns (Ke
  * is symmetric: column c is row c), which vectorises without horizontal
- * reductions. Two elements of the row (i and i + 2, which share no node)
- * go through Ke together: each column loaded once serves both, and their
- * twice as many independent sums keep the FMA units busy where one
- * element's sums wait on each other's latency. Each element's sums are
- * the same, in the same order, as alone. */
+ * reductions. */
 static inline __attribute__((always_inline)) void
 apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
           int64_t j, int64_t k, int ci, const int NLOC) {
@@ -136,24 +132,6 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
     element_nodes(op, i, j, k, node);
     double xe[NLOC], ye[NLOC];
     gather_element(op, x, full, node, xe, NLOC);
-    if (i + 2 < nx && moduli[i + 2] != 0) { /* the pair (i, i + 2) */
-      const double m2 = moduli[i + 2];
-      ptrdiff_t node2[8];
-      element_nodes(op, i + 2, j, k, node2);
-      double xe2[NLOC], ye2[NLOC];
-      gather_element(op, x, full, node2, xe2, NLOC);
-      for (int r = 0; r < NLOC; r++) ye[r] = 0, ye2[r] = 0;
-      for (int c = 0; c < NLOC; c++)
-        for (int r = 0; r < NLOC; r++) {
-          const double kv = ke[c * NLOC + r];
-          ye[r] += kv * xe[c];
-          ye2[r] += kv * xe2[c];
-        }
-      scatter_element(y, node, m, ye, NLOC);
-      scatter_element(y, node2, m2, ye2, NLOC);
-      i += 2;
-      continue;
-    }
     for (int r = 0; r < NLOC; r++) ye[r] = 0;
     for (int c = 0; c < NLOC; c++)
       for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
@@ -251,30 +229,55 @@ vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
   return VOX_OK;
 }
 
+/* energy_e = u_e' Ke u_e for the elements of row (j, k), Ke u_e as a sum of
+ * columns (as in apply_row) for an element matrix of compile-time size NLOC. */
+static inline __attribute__((always_inline)) void
+energy_row(const vox_operator *op, const double *restrict u, double *restrict energy,
+           int accumulate, int64_t j, int64_t k, const int NLOC) {
+  const int dpn = NLOC / 8;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  const double *restrict ke = op->ke;
+  for (int64_t i = 0; i < nx; i++) {
+    const ptrdiff_t e = (k * ny + j) * nx + i;
+    ptrdiff_t node[8];
+    element_nodes(op, i, j, k, node);
+    double ue[NLOC], ke_ue[NLOC];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[node[a] * dpn + c];
+    for (int r = 0; r < NLOC; r++) ke_ue[r] = 0;
+    for (int c = 0; c < NLOC; c++)
+      for (int r = 0; r < NLOC; r++) ke_ue[r] += ke[c * NLOC + r] * ue[c];
+    double s = 0;
+    for (int r = 0; r < NLOC; r++) s += ue[r] * ke_ue[r];
+    energy[e] = accumulate ? energy[e] + s : s;
+  }
+}
+
+HOT_CLONES static void energy_row_elasticity(const vox_operator *op, const double *u,
+                                             double *energy, int accumulate, int64_t j,
+                                             int64_t k) {
+  energy_row(op, u, energy, accumulate, j, k, 24);
+}
+
+HOT_CLONES static void energy_row_conduction(const vox_operator *op, const double *u,
+                                             double *energy, int accumulate, int64_t j,
+                                             int64_t k) {
+  energy_row(op, u, energy, accumulate, j, k, 8);
+}
+
 vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *uv,
                                      vox_vec *ev, int accumulate) {
-  const double *restrict u = uv->data;
-  double *restrict energy = ev->data;
-  const int dpn = op->dpn, nloc = op->nloc;
-  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const double *u = uv->data;
+  double *energy = ev->data;
+  const int64_t ny = op->grid.ny, nz = op->grid.nz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      for (int64_t i = 0; i < nx; i++) {
-        const ptrdiff_t e = (k * ny + j) * nx + i;
-        ptrdiff_t node[8];
-        vox_cpu_element_nodes(op, i, j, k, node);
-        double ue[24];
-        for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[node[a] * dpn + c];
-        double s = 0;
-        for (int r = 0; r < nloc; r++) {
-          double t = 0;
-          for (int c = 0; c < nloc; c++) t += op->ke[r * nloc + c] * ue[c];
-          s += ue[r] * t;
-        }
-        energy[e] = accumulate ? energy[e] + s : s;
-      }
+    for (int64_t j = 0; j < ny; j++) {
+      if (op->nloc == 24)
+        energy_row_elasticity(op, u, energy, accumulate, j, k);
+      else
+        energy_row_conduction(op, u, energy, accumulate, j, k);
+    }
   return VOX_OK;
 }
 

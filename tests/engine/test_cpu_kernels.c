@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend's fast kernel paths against plain references written here
  * from their definitions: the stencil product on interior nodes and its
- * fused smoothing step and residual, the element product taking elements two
- * at a time (with void elements and fixed dofs in between), and the filter's
- * interior taps (all elements active, or some not). Each on grids with
- * interior and boundary parts, so both paths of each kernel run. */
+ * fused smoothing step and residual, the element product (with void
+ * elements and fixed dofs) and the element energies from the same column
+ * sums, and the filter's interior taps (all elements active, or some not).
+ * Each on grids with interior and boundary parts, so both paths of each
+ * kernel run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,27 @@ static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, 
     CHECK(relative_difference(got, ref, n) < 1e-13);
     free(ref), free(got);
   }
+  /* the element energies u_e' Ke u_e, row by row */
+  double *energy = malloc(ne * sizeof *energy), *expect = malloc(ne * sizeof *expect);
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx; i++) {
+        double ue[24], s = 0;
+        for (int a = 0; a < 8; a++)
+          for (int c = 0; c < 3; c++)
+            ue[a * 3 + c] = x[(((k + vox_hex8_corner[a][2]) * (ny + 1) + j +
+                                vox_hex8_corner[a][1]) * (nx + 1) + i + vox_hex8_corner[a][0]) * 3 + c];
+        for (int r = 0; r < 24; r++)
+          for (int c = 0; c < 24; c++) s += ue[r] * ke[r * 24 + c] * ue[c];
+        expect[(k * ny + j) * nx + i] = s;
+      }
+  vox_vec ev = {.n = ne};
+  vec_from(be, &ev, moduli);
+  CHECK_OK(ctx, be->ops->op->element_energy(be, op, &xv, &ev, 0));
+  be->ops->vec->download(be, &ev, energy);
+  CHECK(relative_difference(energy, expect, ne) < 1e-13);
+  be->ops->vec->destroy(be, &ev);
+  free(energy), free(expect);
   be->ops->vec->destroy(be, &mv), be->ops->vec->destroy(be, &xv), be->ops->vec->destroy(be, &yv);
   be->ops->op->destroy(be, op);
   free(fixed), free(moduli), free(x);
