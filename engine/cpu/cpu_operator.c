@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free stiffness operator on the CPU: K x = sum_e m_e Ke x_e,
- * element by element. Elements are visited in 8 colours (parity of i, j, k)
- * so that the elements of one colour share no node and their scatter needs no
- * atomics; within a colour, OpenMP threads split the (k, j) rows. */
+ * element by element, scattered without atomics: on a bounded grid in slabs
+ * of element layers, those two apart in parallel (apply_slabs); elsewhere in
+ * 8 colours (parity of i, j, k), so that the elements of one colour share no
+ * node; within a colour, OpenMP threads split the (k, j) rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,11 +122,11 @@ static inline __attribute__((always_inline)) void element_nodes(const vox_operat
  * reductions. */
 static inline __attribute__((always_inline)) void
 apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
-          int64_t j, int64_t k, int ci, const int NLOC) {
+          int64_t j, int64_t k, int ci, int step, const int NLOC) {
   const int64_t nx = op->grid.nx, ny = op->grid.ny;
   const double *restrict ke = op->ke;
   const double *restrict moduli = op->moduli + (k * ny + j) * nx;
-  for (int64_t i = ci; i < nx; i += 2) {
+  for (int64_t i = ci; i < nx; i += step) {
     const double m = moduli[i];
     if (m == 0) continue;
     ptrdiff_t node[8];
@@ -141,12 +142,54 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
 
 HOT_CLONES static void apply_row_elasticity(const vox_operator *op, const double *x, double *y,
                                             int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 24);
+  apply_row(op, x, y, full, j, k, ci, 2, 24);
 }
 
 HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double *x, double *y,
                                             int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 8);
+  apply_row(op, x, y, full, j, k, ci, 2, 8);
+}
+
+/* Every element of the element layers k0 <= k < k1 in turn. */
+static inline __attribute__((always_inline)) void
+apply_slab(const vox_operator *op, const double *x, double *y, int full, int64_t k0, int64_t k1,
+           const int NLOC) {
+  for (int64_t k = k0; k < k1; k++)
+    for (int64_t j = 0; j < op->grid.ny; j++) apply_row(op, x, y, full, j, k, 0, 1, NLOC);
+}
+
+HOT_CLONES static void apply_slab_elasticity(const vox_operator *op, const double *x, double *y,
+                                             int full, int64_t k0, int64_t k1) {
+  apply_slab(op, x, y, full, k0, k1, 24);
+}
+
+HOT_CLONES static void apply_slab_conduction(const vox_operator *op, const double *x, double *y,
+                                             int full, int64_t k0, int64_t k1) {
+  apply_slab(op, x, y, full, k0, k1, 8);
+}
+
+/* A bounded grid's product in slabs of SLAB_LAYERS element layers, each
+ * taken element by element in grid order by one thread: x and y pass
+ * through the cache about once, where the 8 colours of elements (below)
+ * stream both 8 times. Slabs two apart share no node, so the even slabs
+ * run in parallel, then the odd ones. The slabs do not depend on the
+ * threads, so neither do the sums' order and the result. */
+enum { SLAB_LAYERS = 2 };
+
+static void apply_slabs(vox_backend *be, const vox_operator *op, const double *x, double *y,
+                        int full) {
+  const int64_t n_slabs = (op->grid.nz + SLAB_LAYERS - 1) / SLAB_LAYERS;
+  for (int parity = 0; parity < 2; parity++) {
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t s = parity; s < n_slabs; s += 2) {
+      const int64_t k0 = s * SLAB_LAYERS,
+                    k1 = k0 + SLAB_LAYERS < op->grid.nz ? k0 + SLAB_LAYERS : op->grid.nz;
+      if (op->nloc == 24)
+        apply_slab_elasticity(op, x, y, full, k0, k1);
+      else
+        apply_slab_conduction(op, x, y, full, k0, k1);
+    }
+  }
 }
 
 /* VOX_APPLY_SINGLE is ignored: the product is always computed in double. */
@@ -161,18 +204,21 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
   {
 #pragma omp for schedule(static)
     for (ptrdiff_t d = 0; d < n; d++) y[d] = 0;
-    for (int colour = 0; colour < 8; colour++) {
-      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
-      /* rows of one colour share no node; the barrier of omp for ends it */
+    if (!op->grid.periodic) /* a periodic grid's last slab meets its first */
+      apply_slabs(be, op, x, y, full);
+    else
+      for (int colour = 0; colour < 8; colour++) {
+        const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+        /* rows of one colour share no node; the barrier of omp for ends it */
 #pragma omp for collapse(2) schedule(static)
-      for (int64_t k = ck; k < op->grid.nz; k += 2)
-        for (int64_t j = cj; j < op->grid.ny; j += 2) {
-          if (op->nloc == 24)
-            apply_row_elasticity(op, x, y, full, j, k, ci);
-          else
-            apply_row_conduction(op, x, y, full, j, k, ci);
-        }
-    }
+        for (int64_t k = ck; k < op->grid.nz; k += 2)
+          for (int64_t j = cj; j < op->grid.ny; j += 2) {
+            if (op->nloc == 24)
+              apply_row_elasticity(op, x, y, full, j, k, ci);
+            else
+              apply_row_conduction(op, x, y, full, j, k, ci);
+          }
+      }
     if (!full) {
 #pragma omp for schedule(static)
       for (ptrdiff_t d = 0; d < n; d++)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend's fast kernel paths against plain references written here
  * from their definitions: the stencil product on interior nodes and its
- * fused smoothing step and residual, the element product (with void
- * elements and fixed dofs) and the element energies from the same column
+ * fused smoothing step and residual, the element product in slabs of
+ * element layers (with void elements and fixed dofs) and the element energies from the same column
  * sums, and the filter's interior taps (all elements active, or some not).
  * Each on grids with interior and boundary parts, so both paths of each
  * kernel run. */
@@ -218,6 +218,7 @@ int main(void) {
   test_stencil(ctx, be, 1, 3, 2); /* no interior node */
   test_element_product(ctx, be, 9, 4, 3); /* odd: a last element alone */
   test_element_product(ctx, be, 8, 3, 2);
+  test_element_product(ctx, be, 5, 3, 9); /* slabs of layers, an odd number */
   test_filter(ctx, be, 11, 9, 8, 2.56, 0);
   test_filter(ctx, be, 11, 9, 8, 2.56, 1);
   test_filter(ctx, be, 4, 3, 3, 2.56, 0); /* no interior element */
