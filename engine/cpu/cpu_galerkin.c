@@ -8,7 +8,8 @@
  * with D the free-dof mask (the solver's eliminated operator: identity rows
  * and columns on fixed dofs). Q_s' Ke Q_s is computed once per position;
  * elements with fixed dofs get their own product. Coarse elements are
- * visited in 8 colours, like the operator, so their scatter needs no atomics.
+ * visited like the operator's elements (slabs of layers, or 8 colours on a
+ * periodic grid), so their scatter needs no atomics.
  *
  * From a stencil level, one coarse row at a time:
  *   row I = sum over fine nodes a near 2I of w(a, I) * (fine row a) * P,
@@ -131,12 +132,12 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
  * known to the compiler, which vectorises the sums). */
 static inline __attribute__((always_inline)) void
 galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int64_t J, int64_t K,
-             int ci, const int NLOC) {
+             int ci, int step, const int NLOC) {
   const int dpn = NLOC / 8, nloc = NLOC, bs = dpn * dpn;
   const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
   const int64_t qx = cx + 1, qy = cy + 1;
   double *value = coarse->value;
-  for (int64_t I = ci; I < cx; I += 2) {
+  for (int64_t I = ci; I < cx; I += step) {
     double kc[NLOC * NLOC];
     coarse_element(op, qkq, I, J, K, kc, NLOC);
     for (int p = 0; p < 8; p++) {
@@ -159,12 +160,29 @@ galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int
 
 HOT_CLONES static void galerkin_row_elasticity(const vox_operator *op, const double *qkq,
                                                vox_stencil *coarse, int64_t J, int64_t K, int ci) {
-  galerkin_row(op, qkq, coarse, J, K, ci, 24);
+  galerkin_row(op, qkq, coarse, J, K, ci, 2, 24);
 }
 
 HOT_CLONES static void galerkin_row_conduction(const vox_operator *op, const double *qkq,
                                                vox_stencil *coarse, int64_t J, int64_t K, int ci) {
-  galerkin_row(op, qkq, coarse, J, K, ci, 8);
+  galerkin_row(op, qkq, coarse, J, K, ci, 2, 8);
+}
+
+/* A bounded grid's coarse elements in slabs of SLAB_LAYERS layers, as the
+ * operator's product does (cpu_operator.c): each slab in grid order by one
+ * thread, the even slabs in parallel and then the odd ones, so the coarse
+ * rows pass through the cache about once instead of once per colour. */
+enum { SLAB_LAYERS = 2 };
+
+HOT_CLONES static void galerkin_slab(const vox_operator *op, const double *qkq,
+                                     vox_stencil *coarse, int64_t K0, int64_t K1) {
+  for (int64_t K = K0; K < K1; K++)
+    for (int64_t J = 0; J < coarse->grid.ny; J++) {
+      if (op->nloc == 24)
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, 24);
+      else
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, 8);
+    }
 }
 
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
@@ -188,7 +206,15 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
       else
         fixed_identity_row(op, I, J, K, row);
     }
-    for (int colour = 0; colour < 8; colour++) {
+    const int64_t n_slabs = (cz + SLAB_LAYERS - 1) / SLAB_LAYERS;
+    for (int parity = 0; parity < 2 && !coarse->grid.periodic; parity++) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t slab = parity; slab < n_slabs; slab += 2)
+        galerkin_slab(op, qkq, coarse, slab * SLAB_LAYERS,
+                      slab * SLAB_LAYERS + SLAB_LAYERS < cz ? slab * SLAB_LAYERS + SLAB_LAYERS : cz);
+    }
+    /* a periodic grid's last slab meets its first: colours there */
+    for (int colour = 0; colour < 8 && coarse->grid.periodic; colour++) {
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
 #pragma omp for collapse(2) schedule(static)
       for (int64_t K = ck; K < cz; K += 2)
