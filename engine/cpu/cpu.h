@@ -56,6 +56,15 @@ static inline int vox_cpu_parents_periodic(int64_t a, int64_t nc, int64_t J[2], 
   return n;
 }
 
+/* Where the compiler supports it, the hot loops are also built for AVX2 and
+ * FMA (x86-64-v3) and the best clone is picked at load time: the dense
+ * element product runs about twice as fast as with the baseline SSE2. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define HOT_CLONES
+#endif
+
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
 
@@ -118,6 +127,13 @@ void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st);
 vox_status vox_cpu_stencil_upload(vox_backend *be, vox_stencil *st, const double *host);
 vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
 vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
+/* The product fused with what follows it, in one pass (backend_ops.h's
+ * stencil_smooth and stencil_residual). */
+vox_status vox_cpu_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                  const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                  double beta, vox_vec *d, vox_vec *x_out);
+vox_status vox_cpu_stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                    const vox_vec *x, vox_vec *r);
 vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d);
 vox_status vox_cpu_restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
                                      const vox_vec *r_fine, vox_vec *r_coarse);

@@ -196,21 +196,6 @@ static vox_status op_residual(vox_backend *be, vox_operator *op, const vox_vec *
   return VOX_OK;
 }
 
-static vox_status stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
-                                 const vox_vec *x, const vox_vec *inv_diag, double alpha,
-                                 double beta, vox_vec *d, vox_vec *x_out) {
-  TRY(vox_cpu_stencil_apply(be, st, x, x_out));
-  finish_smooth(be, b, x, inv_diag, alpha, beta, d, x_out);
-  return VOX_OK;
-}
-
-static vox_status stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
-                                   const vox_vec *x, vox_vec *r) {
-  TRY(vox_cpu_stencil_apply(be, st, x, r));
-  finish_residual(be, b, r);
-  return VOX_OK;
-}
-
 static vox_status cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alpha,
                             const vox_vec *p, const vox_vec *q, double *rr) {
   double *restrict xx = x->data, *restrict res = r->data;
@@ -305,8 +290,8 @@ static const vox_multigrid_ops cpu_mg_ops = {
     .stencil_upload = vox_cpu_stencil_upload,
     .stencil_download = vox_cpu_stencil_download,
     .stencil_apply = vox_cpu_stencil_apply,
-    .stencil_smooth = stencil_smooth,
-    .stencil_residual = stencil_residual,
+    .stencil_smooth = vox_cpu_stencil_smooth,
+    .stencil_residual = vox_cpu_stencil_residual,
     .stencil_diagonal = vox_cpu_stencil_diagonal,
     .stencil_factor = vox_cpu_stencil_factor,
     .stencil_solve = vox_cpu_stencil_solve,

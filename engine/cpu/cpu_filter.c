@@ -17,6 +17,8 @@ struct vox_filter {
   int n_taps;
   int (*offset)[3];   /* di, dj, dk of each tap */
   double *weight;
+  int64_t *step;      /* each tap's offset in the element numbering */
+  int all_active;     /* every element is active: no tap needs the test */
   uint8_t *active;    /* per element */
   double *inv_hs;     /* 1 / (sum of the weights of an element's active neighbours) */
   double *scratch;    /* per element, for the sensitivity filter's scaling */
@@ -26,6 +28,7 @@ void vox_cpu_filter_destroy(vox_backend *be, vox_filter *f) {
   if (!f) return;
   free(f->offset);
   free(f->weight);
+  free(f->step);
   free(f->active);
   free(f->inv_hs);
   free(f->scratch);
@@ -41,41 +44,83 @@ static inline int64_t wrap(int64_t a, int64_t n, int far) {
   return r < 0 ? r + n : r;
 }
 
+/* The sum of element e = (i, j, k) where a tap may leave the grid: each tap
+ * tested, wrapped on a periodic filter, dropped past a face otherwise. */
+static inline __attribute__((always_inline)) double
+edge_sum(const vox_filter *f, const double *restrict in, const double *restrict pre, int64_t i,
+         int64_t j, int64_t k) {
+  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+  const int64_t *reach = f->reach;
+  const int far = reach[0] > nx || reach[1] > ny || reach[2] > nz;
+  double s = 0;
+  for (int t = 0; t < f->n_taps; t++) {
+    int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1], kk = k + f->offset[t][2];
+    if (f->periodic) {
+      ii = wrap(ii, nx, far), jj = wrap(jj, ny, far), kk = wrap(kk, nz, far);
+    } else if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) {
+      continue;
+    }
+    const int64_t n = (kk * ny + jj) * nx + ii;
+    if (!f->active[n]) continue;
+    s += f->weight[t] * (pre ? pre[n] * in[n] : in[n]);
+  }
+  return s;
+}
+
+/* The same where every tap lands inside as it is (a periodic filter wraps
+ * only near the faces), as offsets in the element numbering: the same
+ * terms in the same order, so the same bits. */
+static inline __attribute__((always_inline)) double
+inner_sum(const vox_filter *f, const double *restrict in, const double *restrict pre, int64_t e,
+          const int all_active, const int scaled) {
+  const int64_t *restrict step = f->step;
+  const double *restrict weight = f->weight;
+  const uint8_t *restrict active = f->active;
+  double s = 0;
+  for (int t = 0; t < f->n_taps; t++) {
+    const int64_t n = e + step[t];
+    if (!all_active && !active[n]) continue;
+    s += weight[t] * (scaled ? pre[n] * in[n] : in[n]);
+  }
+  return s;
+}
+
+/* Row (j, k) of the convolution below. */
+HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict in,
+                                    const double *restrict pre, const double *restrict post,
+                                    double *restrict out, int64_t j, int64_t k) {
+  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+  const int64_t *reach = f->reach;
+  const int64_t row = (k * ny + j) * nx;
+  const int inner_row = j >= reach[1] && j + reach[1] < ny && k >= reach[2] && k + reach[2] < nz;
+  for (int64_t i = 0; i < nx; i++) {
+    const int64_t e = row + i;
+    if (!f->active[e]) {
+      out[e] = 0;
+      continue;
+    }
+    double s;
+    if (inner_row && i >= reach[0] && i + reach[0] < nx) {
+      if (f->all_active)
+        s = pre ? inner_sum(f, in, pre, e, 1, 1) : inner_sum(f, in, pre, e, 1, 0);
+      else
+        s = pre ? inner_sum(f, in, pre, e, 0, 1) : inner_sum(f, in, pre, e, 0, 0);
+    } else {
+      s = edge_sum(f, in, pre, i, j, k);
+    }
+    out[e] = post ? s * post[e] : s;
+  }
+}
+
 /* out_e = sum_taps w in_i (over active i), for active e; 0 elsewhere. Scaled
  * per element by pre[i] (on the input) and post[e] (on the output) when given. */
 static void convolve(vox_backend *be, const vox_filter *f, const double *restrict in,
                      const double *restrict pre, const double *restrict post,
                      double *restrict out) {
-  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
-  const int64_t *reach = f->reach;
-  const int far = reach[0] > nx || reach[1] > ny || reach[2] > nz;
+  const int64_t ny = f->grid.ny, nz = f->grid.nz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      for (int64_t i = 0; i < nx; i++) {
-        const int64_t e = (k * ny + j) * nx + i;
-        if (!f->active[e]) {
-          out[e] = 0;
-          continue;
-        }
-        /* a periodic filter wraps only near the faces: away from them
-         * every tap lands inside as it is */
-        const int wraps = f->periodic && !(i >= reach[0] && i + reach[0] < nx && j >= reach[1] &&
-                                           j + reach[1] < ny && k >= reach[2] && k + reach[2] < nz);
-        double s = 0;
-        for (int t = 0; t < f->n_taps; t++) {
-          int64_t ii = i + f->offset[t][0], jj = j + f->offset[t][1], kk = k + f->offset[t][2];
-          if (wraps) {
-            ii = wrap(ii, nx, far), jj = wrap(jj, ny, far), kk = wrap(kk, nz, far);
-          } else if (ii < 0 || ii >= nx || jj < 0 || jj >= ny || kk < 0 || kk >= nz) {
-            continue;
-          }
-          const int64_t n = (kk * ny + jj) * nx + ii;
-          if (!f->active[n]) continue;
-          s += f->weight[t] * (pre ? pre[n] * in[n] : in[n]);
-        }
-        out[e] = post ? s * post[e] : s;
-      }
+    for (int64_t j = 0; j < ny; j++) convolve_row(f, in, pre, post, out, j, k);
 }
 
 static vox_status create(vox_backend *be, const vox_grid *grid, double radius, int periodic,
@@ -95,18 +140,23 @@ static vox_status create(vox_backend *be, const vox_grid *grid, double radius, i
   for (int t = 0; t < f->n_taps; t++)
     for (int a = 0; a < 3; a++)
       if (llabs(f->offset[t][a]) > f->reach[a]) f->reach[a] = llabs(f->offset[t][a]);
+  f->step = malloc((size_t)(f->n_taps > 0 ? f->n_taps : 1) * sizeof *f->step);
+  for (int t = 0; f->step && t < f->n_taps; t++)
+    f->step[t] = ((int64_t)f->offset[t][2] * grid->ny + f->offset[t][1]) * grid->nx + f->offset[t][0];
   size_t ne = (size_t)vox_grid_elements(grid);
   f->active = malloc(ne);
   f->inv_hs = malloc(ne * sizeof *f->inv_hs);
   f->scratch = malloc(ne * sizeof *f->scratch);
   double *ones = malloc(ne * sizeof *ones);
-  if (!f->active || !f->inv_hs || !f->scratch || !ones) {
+  if (!f->step || !f->active || !f->inv_hs || !f->scratch || !ones) {
     free(ones);
     vox_cpu_filter_destroy(be, f);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
   }
+  f->all_active = 1;
   for (size_t e = 0; e < ne; e++) {
     f->active[e] = active[e] != 0;
+    f->all_active &= f->active[e];
     ones[e] = 1;
   }
   convolve(be, f, ones, NULL, NULL, f->inv_hs);

@@ -8,7 +8,8 @@
  * with D the free-dof mask (the solver's eliminated operator: identity rows
  * and columns on fixed dofs). Q_s' Ke Q_s is computed once per position;
  * elements with fixed dofs get their own product. Coarse elements are
- * visited in 8 colours, like the operator, so their scatter needs no atomics.
+ * visited like the operator's elements (slabs of layers, or 8 colours on a
+ * periodic grid), so their scatter needs no atomics.
  *
  * From a stencil level, one coarse row at a time:
  *   row I = sum over fine nodes a near 2I of w(a, I) * (fine row a) * P,
@@ -62,9 +63,10 @@ static void identity_row(int dpn, double *row) {
 
 /* The matrix of coarse element (I, J, K): the sum over its fine elements of
  * m_e Q_s' (D Ke D) Q_s; qkq holds Q_s' Ke Q_s for the 8 positions. */
-static void coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J,
-                           int64_t K, double *ke_coarse) {
-  const int dpn = op->dpn, nloc = op->nloc, size = nloc * nloc;
+static inline __attribute__((always_inline)) void
+coarse_element(const vox_operator *op, const double *qkq, int64_t I, int64_t J, int64_t K,
+               double *restrict ke_coarse, const int NLOC) {
+  const int dpn = NLOC / 8, nloc = NLOC, size = NLOC * NLOC;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
   memset(ke_coarse, 0, (size_t)size * sizeof *ke_coarse);
   for (int s = 0; s < 8; s++) {
@@ -88,7 +90,8 @@ static void coarse_element(const vox_operator *op, const double *qkq, int64_t I,
       vox_galerkin_triple_product(q, kd, nloc, own);
       product = own;
     }
-    for (int e = 0; e < size; e++) ke_coarse[e] += m * product[e];
+    const double *restrict pr = product;
+    for (int e = 0; e < size; e++) ke_coarse[e] += m * pr[e];
   }
 }
 
@@ -124,6 +127,64 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
       }
 }
 
+/* Coarse elements I = ci, ci + 2, ... of row (J, K): their matrices added
+ * into the blocks of their nodes' rows (NLOC, the element matrix's size,
+ * known to the compiler, which vectorises the sums). */
+static inline __attribute__((always_inline)) void
+galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int64_t J, int64_t K,
+             int ci, int step, const int NLOC) {
+  const int dpn = NLOC / 8, nloc = NLOC, bs = dpn * dpn;
+  const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
+  const int64_t qx = cx + 1, qy = cy + 1;
+  double *value = coarse->value;
+  for (int64_t I = ci; I < cx; I += step) {
+    double kc[NLOC * NLOC];
+    coarse_element(op, qkq, I, J, K, kc, NLOC);
+    for (int p = 0; p < 8; p++) {
+      int64_t pi = I + vox_hex8_corner[p][0], pj = J + vox_hex8_corner[p][1],
+              pk = K + vox_hex8_corner[p][2];
+      if (coarse->grid.periodic) /* wrapped; offsets stay unwrapped */
+        pi = pi == cx ? 0 : pi, pj = pj == cy ? 0 : pj, pk = pk == cz ? 0 : pk;
+      const int64_t np = (pk * qy + pj) * qx + pi;
+      for (int c = 0; c < 8; c++) {
+        const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
+                                   vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
+                                   vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
+        double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
+        for (int r = 0; r < dpn; r++)
+          for (int d = 0; d < dpn; d++) blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
+      }
+    }
+  }
+}
+
+HOT_CLONES static void galerkin_row_elasticity(const vox_operator *op, const double *qkq,
+                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
+  galerkin_row(op, qkq, coarse, J, K, ci, 2, 24);
+}
+
+HOT_CLONES static void galerkin_row_conduction(const vox_operator *op, const double *qkq,
+                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
+  galerkin_row(op, qkq, coarse, J, K, ci, 2, 8);
+}
+
+/* A bounded grid's coarse elements in slabs of SLAB_LAYERS layers, as the
+ * operator's product does (cpu_operator.c): each slab in grid order by one
+ * thread, the even slabs in parallel and then the odd ones, so the coarse
+ * rows pass through the cache about once instead of once per colour. */
+enum { SLAB_LAYERS = 2 };
+
+HOT_CLONES static void galerkin_slab(const vox_operator *op, const double *qkq,
+                                     vox_stencil *coarse, int64_t K0, int64_t K1) {
+  for (int64_t K = K0; K < K1; K++)
+    for (int64_t J = 0; J < coarse->grid.ny; J++) {
+      if (op->nloc == 24)
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, 24);
+      else
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, 8);
+    }
+}
+
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
   const int dpn = op->dpn, nloc = op->nloc, bs = dpn * dpn;
   double qkq[8 * MAX_LOCAL * MAX_LOCAL];
@@ -145,31 +206,23 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
       else
         fixed_identity_row(op, I, J, K, row);
     }
-    for (int colour = 0; colour < 8; colour++) {
+    const int64_t n_slabs = (cz + SLAB_LAYERS - 1) / SLAB_LAYERS;
+    for (int parity = 0; parity < 2 && !coarse->grid.periodic; parity++) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t slab = parity; slab < n_slabs; slab += 2)
+        galerkin_slab(op, qkq, coarse, slab * SLAB_LAYERS,
+                      slab * SLAB_LAYERS + SLAB_LAYERS < cz ? slab * SLAB_LAYERS + SLAB_LAYERS : cz);
+    }
+    /* a periodic grid's last slab meets its first: colours there */
+    for (int colour = 0; colour < 8 && coarse->grid.periodic; colour++) {
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
 #pragma omp for collapse(2) schedule(static)
       for (int64_t K = ck; K < cz; K += 2)
         for (int64_t J = cj; J < cy; J += 2)
-          for (int64_t I = ci; I < cx; I += 2) {
-            double kc[MAX_LOCAL * MAX_LOCAL];
-            coarse_element(op, qkq, I, J, K, kc);
-            for (int p = 0; p < 8; p++) {
-              int64_t pi = I + vox_hex8_corner[p][0], pj = J + vox_hex8_corner[p][1],
-                      pk = K + vox_hex8_corner[p][2];
-              if (coarse->grid.periodic) /* wrapped; offsets stay unwrapped */
-                pi = pi == cx ? 0 : pi, pj = pj == cy ? 0 : pj, pk = pk == cz ? 0 : pk;
-              const int64_t np = (pk * qy + pj) * qx + pi;
-              for (int c = 0; c < 8; c++) {
-                const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
-                                           vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
-                                           vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
-                double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
-                for (int r = 0; r < dpn; r++)
-                  for (int d = 0; d < dpn; d++)
-                    blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
-              }
-            }
-          }
+          if (nloc == 24)
+            galerkin_row_elasticity(op, qkq, coarse, J, K, ci);
+          else
+            galerkin_row_conduction(op, qkq, coarse, J, K, ci);
     }
   }
   return VOX_OK;

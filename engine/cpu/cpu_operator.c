@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free stiffness operator on the CPU: K x = sum_e m_e Ke x_e,
- * element by element. Elements are visited in 8 colours (parity of i, j, k)
- * so that the elements of one colour share no node and their scatter needs no
- * atomics; within a colour, OpenMP threads split the (k, j) rows. */
+ * element by element, scattered without atomics: on a bounded grid in slabs
+ * of element layers, those two apart in parallel (apply_slabs); elsewhere in
+ * 8 colours (parity of i, j, k), so that the elements of one colour share no
+ * node; within a colour, OpenMP threads split the (k, j) rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,57 +84,112 @@ void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t
   }
 }
 
-/* Where the compiler supports it, the hot loops are also built for AVX2 and
- * FMA (x86-64-v3) and the best clone is picked at load time: the dense
- * element product runs about twice as fast as with the baseline SSE2. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define HOT_CLONES
-#endif
+/* The NLOC entries of x on the nodes of an element (0 on the fixed dofs
+ * unless `full`). */
+static inline __attribute__((always_inline)) void
+gather_element(const vox_operator *op, const double *restrict x, int full, const ptrdiff_t node[8],
+               double *restrict xe, const int NLOC) {
+  const int dpn = NLOC / 8;
+  const uint8_t *restrict fixed = op->fixed;
+  for (int a = 0; a < 8; a++)
+    for (int c = 0; c < dpn; c++) {
+      const ptrdiff_t dof = node[a] * dpn + c;
+      xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
+    }
+}
+
+static inline __attribute__((always_inline)) void
+scatter_element(double *restrict y, const ptrdiff_t node[8], double m, const double *restrict ye,
+                const int NLOC) {
+  const int dpn = NLOC / 8;
+  for (int a = 0; a < 8; a++)
+    for (int c = 0; c < dpn; c++) y[node[a] * dpn + c] += m * ye[a * dpn + c];
+}
+
+static inline __attribute__((always_inline)) void element_nodes(const vox_operator *op, int64_t i,
+                                                                int64_t j, int64_t k,
+                                                                ptrdiff_t node[8]) {
+  const ptrdiff_t sy = op->grid.nx + 1, sz = sy * (op->grid.ny + 1);
+  const ptrdiff_t n0 = k * sz + j * sy + i;
+  if (op->grid.periodic) vox_cpu_element_nodes(op, i, j, k, node);
+  else
+    for (int a = 0; a < 8; a++) node[a] = n0 + op->corner[a];
+}
 
 /* y += m Ke x_e for the elements i = ci, ci+2, ... of row (j, k), for an
- * element matrix of compile-time size NLOC. */
+ * element matrix of compile-time size NLOC. Ke x_e is a sum of columns (Ke
+ * is symmetric: column c is row c), which vectorises without horizontal
+ * reductions. */
 static inline __attribute__((always_inline)) void
 apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
-          int64_t j, int64_t k, int ci, const int NLOC) {
-  const int dpn = NLOC / 8;
+          int64_t j, int64_t k, int ci, int step, const int NLOC) {
   const int64_t nx = op->grid.nx, ny = op->grid.ny;
-  const ptrdiff_t sy = nx + 1, sz = sy * (ny + 1);
   const double *restrict ke = op->ke;
-  const uint8_t *restrict fixed = op->fixed;
-  for (int64_t i = ci; i < nx; i += 2) {
-    const double m = op->moduli[(k * ny + j) * nx + i];
+  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
+  for (int64_t i = ci; i < nx; i += step) {
+    const double m = moduli[i];
     if (m == 0) continue;
-    const ptrdiff_t n0 = k * sz + j * sy + i;
     ptrdiff_t node[8];
-    if (op->grid.periodic) vox_cpu_element_nodes(op, i, j, k, node);
-    else
-      for (int a = 0; a < 8; a++) node[a] = n0 + op->corner[a];
+    element_nodes(op, i, j, k, node);
     double xe[NLOC], ye[NLOC];
-    for (int a = 0; a < 8; a++)
-      for (int c = 0; c < dpn; c++) {
-        const ptrdiff_t dof = node[a] * dpn + c;
-        xe[a * dpn + c] = (full || !fixed[dof]) ? x[dof] : 0.0;
-      }
-    /* ye = Ke xe as a sum of columns (Ke is symmetric: column c is row c),
-     * which vectorises without horizontal reductions */
+    gather_element(op, x, full, node, xe, NLOC);
     for (int r = 0; r < NLOC; r++) ye[r] = 0;
     for (int c = 0; c < NLOC; c++)
       for (int r = 0; r < NLOC; r++) ye[r] += ke[c * NLOC + r] * xe[c];
-    for (int a = 0; a < 8; a++)
-      for (int c = 0; c < dpn; c++) y[node[a] * dpn + c] += m * ye[a * dpn + c];
+    scatter_element(y, node, m, ye, NLOC);
   }
 }
 
 HOT_CLONES static void apply_row_elasticity(const vox_operator *op, const double *x, double *y,
                                             int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 24);
+  apply_row(op, x, y, full, j, k, ci, 2, 24);
 }
 
 HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double *x, double *y,
                                             int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 8);
+  apply_row(op, x, y, full, j, k, ci, 2, 8);
+}
+
+/* Every element of the element layers k0 <= k < k1 in turn. */
+static inline __attribute__((always_inline)) void
+apply_slab(const vox_operator *op, const double *x, double *y, int full, int64_t k0, int64_t k1,
+           const int NLOC) {
+  for (int64_t k = k0; k < k1; k++)
+    for (int64_t j = 0; j < op->grid.ny; j++) apply_row(op, x, y, full, j, k, 0, 1, NLOC);
+}
+
+HOT_CLONES static void apply_slab_elasticity(const vox_operator *op, const double *x, double *y,
+                                             int full, int64_t k0, int64_t k1) {
+  apply_slab(op, x, y, full, k0, k1, 24);
+}
+
+HOT_CLONES static void apply_slab_conduction(const vox_operator *op, const double *x, double *y,
+                                             int full, int64_t k0, int64_t k1) {
+  apply_slab(op, x, y, full, k0, k1, 8);
+}
+
+/* A bounded grid's product in slabs of SLAB_LAYERS element layers, each
+ * taken element by element in grid order by one thread: x and y pass
+ * through the cache about once, where the 8 colours of elements (below)
+ * stream both 8 times. Slabs two apart share no node, so the even slabs
+ * run in parallel, then the odd ones. The slabs do not depend on the
+ * threads, so neither do the sums' order and the result. */
+enum { SLAB_LAYERS = 2 };
+
+static void apply_slabs(vox_backend *be, const vox_operator *op, const double *x, double *y,
+                        int full) {
+  const int64_t n_slabs = (op->grid.nz + SLAB_LAYERS - 1) / SLAB_LAYERS;
+  for (int parity = 0; parity < 2; parity++) {
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t s = parity; s < n_slabs; s += 2) {
+      const int64_t k0 = s * SLAB_LAYERS,
+                    k1 = k0 + SLAB_LAYERS < op->grid.nz ? k0 + SLAB_LAYERS : op->grid.nz;
+      if (op->nloc == 24)
+        apply_slab_elasticity(op, x, y, full, k0, k1);
+      else
+        apply_slab_conduction(op, x, y, full, k0, k1);
+    }
+  }
 }
 
 /* VOX_APPLY_SINGLE is ignored: the product is always computed in double. */
@@ -148,18 +204,21 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
   {
 #pragma omp for schedule(static)
     for (ptrdiff_t d = 0; d < n; d++) y[d] = 0;
-    for (int colour = 0; colour < 8; colour++) {
-      const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
-      /* rows of one colour share no node; the barrier of omp for ends it */
+    if (!op->grid.periodic) /* a periodic grid's last slab meets its first */
+      apply_slabs(be, op, x, y, full);
+    else
+      for (int colour = 0; colour < 8; colour++) {
+        const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
+        /* rows of one colour share no node; the barrier of omp for ends it */
 #pragma omp for collapse(2) schedule(static)
-      for (int64_t k = ck; k < op->grid.nz; k += 2)
-        for (int64_t j = cj; j < op->grid.ny; j += 2) {
-          if (op->nloc == 24)
-            apply_row_elasticity(op, x, y, full, j, k, ci);
-          else
-            apply_row_conduction(op, x, y, full, j, k, ci);
-        }
-    }
+        for (int64_t k = ck; k < op->grid.nz; k += 2)
+          for (int64_t j = cj; j < op->grid.ny; j += 2) {
+            if (op->nloc == 24)
+              apply_row_elasticity(op, x, y, full, j, k, ci);
+            else
+              apply_row_conduction(op, x, y, full, j, k, ci);
+          }
+      }
     if (!full) {
 #pragma omp for schedule(static)
       for (ptrdiff_t d = 0; d < n; d++)
@@ -216,30 +275,55 @@ vox_status vox_cpu_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *dv) {
   return VOX_OK;
 }
 
+/* energy_e = u_e' Ke u_e for the elements of row (j, k), Ke u_e as a sum of
+ * columns (as in apply_row) for an element matrix of compile-time size NLOC. */
+static inline __attribute__((always_inline)) void
+energy_row(const vox_operator *op, const double *restrict u, double *restrict energy,
+           int accumulate, int64_t j, int64_t k, const int NLOC) {
+  const int dpn = NLOC / 8;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  const double *restrict ke = op->ke;
+  for (int64_t i = 0; i < nx; i++) {
+    const ptrdiff_t e = (k * ny + j) * nx + i;
+    ptrdiff_t node[8];
+    element_nodes(op, i, j, k, node);
+    double ue[NLOC], ke_ue[NLOC];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[node[a] * dpn + c];
+    for (int r = 0; r < NLOC; r++) ke_ue[r] = 0;
+    for (int c = 0; c < NLOC; c++)
+      for (int r = 0; r < NLOC; r++) ke_ue[r] += ke[c * NLOC + r] * ue[c];
+    double s = 0;
+    for (int r = 0; r < NLOC; r++) s += ue[r] * ke_ue[r];
+    energy[e] = accumulate ? energy[e] + s : s;
+  }
+}
+
+HOT_CLONES static void energy_row_elasticity(const vox_operator *op, const double *u,
+                                             double *energy, int accumulate, int64_t j,
+                                             int64_t k) {
+  energy_row(op, u, energy, accumulate, j, k, 24);
+}
+
+HOT_CLONES static void energy_row_conduction(const vox_operator *op, const double *u,
+                                             double *energy, int accumulate, int64_t j,
+                                             int64_t k) {
+  energy_row(op, u, energy, accumulate, j, k, 8);
+}
+
 vox_status vox_cpu_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *uv,
                                      vox_vec *ev, int accumulate) {
-  const double *restrict u = uv->data;
-  double *restrict energy = ev->data;
-  const int dpn = op->dpn, nloc = op->nloc;
-  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const double *u = uv->data;
+  double *energy = ev->data;
+  const int64_t ny = op->grid.ny, nz = op->grid.nz;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      for (int64_t i = 0; i < nx; i++) {
-        const ptrdiff_t e = (k * ny + j) * nx + i;
-        ptrdiff_t node[8];
-        vox_cpu_element_nodes(op, i, j, k, node);
-        double ue[24];
-        for (int a = 0; a < 8; a++)
-          for (int c = 0; c < dpn; c++) ue[a * dpn + c] = u[node[a] * dpn + c];
-        double s = 0;
-        for (int r = 0; r < nloc; r++) {
-          double t = 0;
-          for (int c = 0; c < nloc; c++) t += op->ke[r * nloc + c] * ue[c];
-          s += ue[r] * t;
-        }
-        energy[e] = accumulate ? energy[e] + s : s;
-      }
+    for (int64_t j = 0; j < ny; j++) {
+      if (op->nloc == 24)
+        energy_row_elasticity(op, u, energy, accumulate, j, k);
+      else
+        energy_row_conduction(op, u, energy, accumulate, j, k);
+    }
   return VOX_OK;
 }
 

@@ -44,32 +44,130 @@ vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, doub
   return VOX_OK;
 }
 
-vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *xv,
-                                 vox_vec *yv) {
-  const double *restrict x = xv->data, *restrict a = st->value;
-  double *restrict y = yv->data;
+/* What a pass of the product writes for each dof from its row sum s:
+ *   APPLY:    y = s
+ *   RESIDUAL: y = b - s
+ *   SMOOTH:   d = alpha D^-1 (b - s) + beta d, y = x + d
+ * (the fused steps of backend_ops.h), so that s never goes to memory. */
+typedef enum { PASS_APPLY, PASS_RESIDUAL, PASS_SMOOTH } pass_kind;
+
+typedef struct stencil_pass {
+  pass_kind kind;
+  const double *restrict x, *restrict b, *restrict inv_diag;
+  double *restrict d, *restrict y;
+  double alpha, beta;
+} stencil_pass;
+
+static inline __attribute__((always_inline)) void finish_dof(const stencil_pass *p, int64_t dof,
+                                                             double s) {
+  switch (p->kind) {
+  case PASS_APPLY:
+    p->y[dof] = s;
+    break;
+  case PASS_RESIDUAL:
+    p->y[dof] = p->b[dof] - s;
+    break;
+  case PASS_SMOOTH: {
+    const double r = p->inv_diag[dof] * (p->b[dof] - s);
+    const double di = p->beta != 0 ? p->alpha * r + p->beta * p->d[dof] : p->alpha * r;
+    p->d[dof] = di;
+    p->y[dof] = p->x[dof] + di;
+    break;
+  }
+  }
+}
+
+/* The row of node (i, j, k) = n, any dofs per node, neighbours looked up
+ * one by one (a periodic grid's images have identity rows: the centre block). */
+static inline __attribute__((always_inline)) void node_general(const vox_stencil *st,
+                                                               const stencil_pass *p, int64_t i,
+                                                               int64_t j, int64_t k, int64_t n) {
   const int dpn = st->dpn, bs = dpn * dpn, periodic = st->grid.periodic;
   const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
-  const int64_t px = nx + 1, py = ny + 1, pz = nz + 1;
+  const int image = periodic && vox_is_image(nx, ny, nz, i, j, k);
+  double s[3] = {0, 0, 0};
+  for (int t = 0; t < 27; t++) {
+    const int64_t m = image ? (t == 13 ? n : -1)
+                            : vox_neighbour_node(nx, ny, nz, periodic, i, j, k, t);
+    if (m < 0) continue;
+    const double *blk = st->value + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
+    const double *xm = p->x + m * dpn;
+    for (int r = 0; r < dpn; r++)
+      for (int c = 0; c < dpn; c++) s[r] += blk[r * dpn + c] * xm[c];
+  }
+  for (int r = 0; r < dpn; r++) finish_dof(p, n * dpn + r, s[r]);
+}
+
+/* The row of node n of a 3-dof stencil whose 27 neighbours all lie inside
+ * the grid, at node offsets nb[t]: most nodes, without node_general's
+ * lookups and tests. The same sums in the same order, so the same bits. */
+static inline __attribute__((always_inline)) void node_interior3(const vox_stencil *st,
+                                                                 const stencil_pass *p,
+                                                                 const int64_t nb[27], int64_t n) {
+  const double *restrict blk = st->value + (size_t)n * 243;
+  const double *restrict x = p->x;
+  double s0 = 0, s1 = 0, s2 = 0;
+  for (int t = 0; t < 27; t++, blk += 9) {
+    const double *xm = x + (n + nb[t]) * 3;
+    const double x0 = xm[0], x1 = xm[1], x2 = xm[2];
+    s0 += blk[0] * x0, s0 += blk[1] * x1, s0 += blk[2] * x2;
+    s1 += blk[3] * x0, s1 += blk[4] * x1, s1 += blk[5] * x2;
+    s2 += blk[6] * x0, s2 += blk[7] * x1, s2 += blk[8] * x2;
+  }
+  finish_dof(p, n * 3, s0), finish_dof(p, n * 3 + 1, s1), finish_dof(p, n * 3 + 2, s2);
+}
+
+/* One row of nodes (j, k). */
+HOT_CLONES static void stencil_row(const vox_stencil *st, const stencil_pass *p, int64_t j,
+                                   int64_t k) {
+  const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
+  const int64_t px = nx + 1, py = ny + 1;
+  const int64_t n0 = (k * py + j) * px;
+  const int fast = st->dpn == 3 && !st->grid.periodic && j > 0 && j < ny && k > 0 && k < nz;
+  if (!fast) {
+    for (int64_t i = 0; i <= nx; i++) node_general(st, p, i, j, k, n0 + i);
+    return;
+  }
+  int64_t nb[27];
+  for (int t = 0; t < 27; t++) nb[t] = ((t / 9 - 1) * py + (t / 3) % 3 - 1) * px + t % 3 - 1;
+  node_general(st, p, 0, j, k, n0);
+  for (int64_t i = 1; i < nx; i++) node_interior3(st, p, nb, n0 + i);
+  if (nx > 0) node_general(st, p, nx, j, k, n0 + nx);
+}
+
+static void stencil_pass_run(vox_backend *be, const vox_stencil *st, const stencil_pass *p) {
+  const int64_t py = st->grid.ny + 1, pz = st->grid.nz + 1;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < pz; k++)
-    for (int64_t j = 0; j < py; j++)
-      for (int64_t i = 0; i < px; i++) {
-        const int64_t n = (k * py + j) * px + i;
-        /* a periodic grid's images have identity rows (the centre block) */
-        const int image = periodic && vox_is_image(nx, ny, nz, i, j, k);
-        double s[3] = {0, 0, 0};
-        for (int t = 0; t < 27; t++) {
-          const int64_t m = image ? (t == 13 ? n : -1)
-                                  : vox_neighbour_node(nx, ny, nz, periodic, i, j, k, t);
-          if (m < 0) continue;
-          const double *blk = a + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
-          const double *xm = x + m * dpn;
-          for (int r = 0; r < dpn; r++)
-            for (int c = 0; c < dpn; c++) s[r] += blk[r * dpn + c] * xm[c];
-        }
-        for (int r = 0; r < dpn; r++) y[n * dpn + r] = s[r];
-      }
+    for (int64_t j = 0; j < py; j++) stencil_row(st, p, j, k);
+}
+
+vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *xv,
+                                 vox_vec *yv) {
+  const stencil_pass p = {.kind = PASS_APPLY, .x = xv->data, .y = yv->data};
+  stencil_pass_run(be, st, &p);
+  return VOX_OK;
+}
+
+vox_status vox_cpu_stencil_residual(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                    const vox_vec *x, vox_vec *r) {
+  const stencil_pass p = {.kind = PASS_RESIDUAL, .x = x->data, .b = b->data, .y = r->data};
+  stencil_pass_run(be, st, &p);
+  return VOX_OK;
+}
+
+vox_status vox_cpu_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,
+                                  const vox_vec *x, const vox_vec *inv_diag, double alpha,
+                                  double beta, vox_vec *d, vox_vec *x_out) {
+  const stencil_pass p = {.kind = PASS_SMOOTH,
+                          .x = x->data,
+                          .b = b->data,
+                          .inv_diag = inv_diag->data,
+                          .d = d->data,
+                          .y = x_out->data,
+                          .alpha = alpha,
+                          .beta = beta};
+  stencil_pass_run(be, st, &p);
   return VOX_OK;
 }
 
