@@ -34,7 +34,7 @@
  *     constraint and the KKT residual, and a hash of the last design's
  *     bits (the same in two runs on one device). --dual-points=K has the
  *     dual method's passes take K step lengths of its halvings at once
- *     (the backend's choice otherwise: 4 on the GPU for M = 1, 1 on the
+ *     (the backend's choice otherwise: 1 on the GPU and on the
  *     CPU; the results are the same, the passes' count and cost not). The gradients are the
  *     host's, uploaded outside the clock.
  *

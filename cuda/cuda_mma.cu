@@ -830,7 +830,11 @@ static vox_mma_ops make_mma_ops(void) {
   o.direction = direction;
   o.kkt = kkt;
   o.dual_sums = dual_sums;
-  o.dual_slots = MMA_CHUNK;
+  /* one step length a pass: with m = 1, four a pass (MMA_CHUNK slots) took
+   * 4.44 ms an update at n = 4.2 M on the H200 against 2.53 ms for one
+   * (`bench_cuda mma 4194304 1 30 dual --dual-points=4|1`): a halving is
+   * rare, so the three extra points are mostly wasted arithmetic */
+  o.dual_slots = 0;
   o.dual_solution = dual_solution;
   o.map_create = map_create;
   o.map_destroy = map_destroy;

@@ -13,9 +13,7 @@
  *               again with the move-limit box as the bounds and Aage's
  *               convexity terms (bounds = move, convexity = aage);
  *   dual        the same with the subproblems solved by the dual method
- *               (VOX_MMA_DUAL; n 7 and 20011, m 1, 3 and 6: the GPU's pass
- *               takes four step lengths at once for m = 1, one point in two
- *               and four passes for m = 3 and 6), and the dual method's
+ *               (VOX_MMA_DUAL; n 7 and 20011, m 1, 3 and 6), and the dual method's
  *               passes themselves at the same inputs: the sums at three
  *               points within 1e-12, x and the bounds' multipliers at a
  *               point to the bit; the 24x12x12 optimization below by the
