@@ -380,9 +380,13 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
     d.volume_fraction = opt->volume_fraction;
     d.symmetry = opt->symmetry;
     d.rho_min = fmax(d.rho_min, s->rho_min);
+#pragma omp parallel for schedule(static)
     for (size_t e = 0; e < ne; e++) mask[e] = design[e] != 0;
     st = vox_initial_design_make_masked(ctx, grid, &d, mask, scratch);
-    for (size_t e = 0; st == VOX_OK && e < ne; e++) x[e] = design[e] ? scratch[e] : passive[e];
+    if (st == VOX_OK) {
+#pragma omp parallel for schedule(static)
+      for (size_t e = 0; e < ne; e++) x[e] = design[e] ? scratch[e] : passive[e];
+    }
   } else if (st == VOX_OK) {
 #pragma omp parallel for schedule(static)
     for (size_t e = 0; e < ne; e++)
