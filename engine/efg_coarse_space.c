@@ -91,11 +91,12 @@ static vox_status prolongator_pattern(vox_context *ctx, const vox_bsr *k,
     cs->t_to_p[i] = p->row_start[i] + (size_t)(own - c);
   }
   const size_t np = p->row_start[n];
-  p->col = realloc(cols, (np ? np : 1) * sizeof *cols);
-  if (!p->col) {
+  int32_t *shrunk = realloc(cols, (np ? np : 1) * sizeof *cols);
+  if (!shrunk) {
     free(cols);
     return no_memory(ctx);
   }
+  p->col = shrunk;
   return VOX_OK;
 }
 
