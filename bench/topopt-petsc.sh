@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # TopOpt_in_PETSc (Aage, Andreassen and Lazarov 2015) and voxfe side by side on
 # its default cantilever (bench/topopt_petsc_cantilever.yaml), both with MMA,
-# on 2 CPU cores: TopOpt_in_PETSc under `mpirun -np 2`, voxfe with --threads 2.
-#   bench/topopt-petsc.sh TOPOPT_BIN VOXFE_OPTIMIZE [NX NY NZ] [ITERATIONS]
+# on CORES CPU cores (2 unless the environment's CORES says otherwise):
+# TopOpt_in_PETSc under `mpirun -np CORES`, voxfe with --threads CORES.
+#   [CORES=N] bench/topopt-petsc.sh TOPOPT_BIN VOXFE_OPTIMIZE [NX NY NZ] [ITERATIONS]
 # NX NY NZ are TopOpt_in_PETSc's node counts (default 65 33 33; each minus 1
 # must be a multiple of 8 for its 4 multigrid levels), ITERATIONS the design
 # iterations of both (default 50). voxfe-voxelize is taken from beside
@@ -35,6 +36,7 @@ voxelize=$(dirname "$optimize")/voxfe-voxelize
 nx=${3:-65} ny=${4:-33} nz=${5:-33}
 iterations=${6:-50}
 if [ $# -eq 3 ]; then iterations=$3; nx=65; ny=33; nz=33; fi
+cores=${CORES:-2}
 ex=$((nx - 1)) ey=$((ny - 1)) ez=$((nz - 1))
 h=$(awk -v e="$ey" 'BEGIN { printf "%.17g", 1 / e }')
 force=$(awk -v e="$ey" 'BEGIN { printf "%.17g", 0.001 * e }')
@@ -47,10 +49,10 @@ sed "s/force: \[0, 0, -0.032\]/force: [0, 0, -$force]/" \
   -o "$work/model.nc" >/dev/null
 
 # TopOpt_in_PETSc writes its output files into the working directory.
-(cd "$work" && OMP_NUM_THREADS=1 mpirun --allow-run-as-root -np 2 "$topopt" \
+(cd "$work" && OMP_NUM_THREADS=1 mpirun --allow-run-as-root -np "$cores" "$topopt" \
   -nx "$nx" -ny "$ny" -nz "$nz" -rmin "$rmin" -maxItr "$iterations") > "$work/topopt.log" 2>&1
 OMP_WAIT_POLICY=PASSIVE "$optimize" "$work/model.nc" -o "$work/design.nc" \
-  --optimizer mma --device cpu --threads 2 --volume-fraction 0.12 --penalty 3 \
+  --optimizer mma --device cpu --threads "$cores" --volume-fraction 0.12 --penalty 3 \
   --emin-ratio 1e-9 --filter density --filter-radius "$rmin" --move-limit 0.2 \
   --no-continuation --cg-tol 1e-5 --mma-objective-scale 10 --mma-bounds move \
   --mma-convexity aage --mma-raa0 1e-6 --mma-epsilon-min 1e-9 \
@@ -65,12 +67,12 @@ for f in topopt voxfe; do
   echo "## $f history (iteration, compliance, seconds)"
   cat "$work/$f.hist"
 done
-awk -v n="$iterations" -v size="${ex}x${ey}x${ez}" '
+awk -v n="$iterations" -v size="${ex}x${ey}x${ez}" -v cores="$cores" '
   FNR == 1 { file++ }
   { c[file, $1] = $2; t[file] += $3; k[file]++ }
   END {
-    printf "\n%s elements, %d design iterations, 2 cores\n\n", size, n
-    print "| | TopOpt_in_PETSc (MMA, mpirun -np 2) | voxfe (MMA, --threads 2) | voxfe / TopOpt_in_PETSc - 1 |"
+    printf "\n%s elements, %d design iterations, %d cores\n\n", size, n, cores
+    printf "| | TopOpt_in_PETSc (MMA, mpirun -np %d) | voxfe (MMA, --threads %d) | voxfe / TopOpt_in_PETSc - 1 |\n", cores, cores
     print "|---|---|---|---|"
     split("1 10 20 " n, at, " ")
     for (i = 1; i <= 4; i++)
