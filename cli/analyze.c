@@ -684,20 +684,6 @@ static int check_summary_table(vox_context *ctx, const settings *s, const vox_mo
   return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
 }
 
-#ifdef VOXFE_HAVE_MPI
-/* A failed solve's message, for cli_mpi_agree. */
-typedef struct solve_failure {
-  vox_context *ctx;
-  vox_status status;
-  const char *input;
-} solve_failure;
-
-static void say_solve_failure(void *self) {
-  const solve_failure *f = self;
-  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
-}
-#endif
-
 /* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
 static const char *device_name(const vox_backend *backend) {
   return vox_backend_device(backend) == VOX_DEVICE_CUDA ? "cuda" : "cpu";
@@ -903,9 +889,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi) { /* a failure of every rank (rank 0 says it), or of one rank alone (it says it,
                  * and ends the run when the others wait in the solve) */
-    solve_failure f = {ctx, vs, s->input};
-    status = cli_mpi_agree(vs == VOX_OK ? 0 : cli_exit_status(vs, CLI_RUNNING),
-                           say_solve_failure, &f);
+    status = cli_mpi_agree_running(ctx, vs, s->input);
     if (status) goto done;
   }
 #endif

@@ -109,3 +109,21 @@ void cli_mpi_finish(void) {
   if (status_comm != MPI_COMM_NULL) MPI_Comm_free(&status_comm);
   MPI_Finalize();
 }
+
+/* A computation's failure, for cli_mpi_agree. */
+typedef struct running_failure {
+  vox_context *ctx;
+  vox_status status;
+  const char *input;
+} running_failure;
+
+static void say_running_failure(void *self) {
+  const running_failure *f = self;
+  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
+}
+
+int cli_mpi_agree_running(vox_context *ctx, vox_status status, const char *input) {
+  running_failure f = {ctx, status, input};
+  return cli_mpi_agree(status == VOX_OK ? 0 : cli_exit_status(status, CLI_RUNNING),
+                       say_running_failure, &f);
+}

@@ -37,6 +37,9 @@ MPI_Comm cli_mpi_engine(void);
  * it prints its message (`failed` prints it) and ends every rank with its
  * status (MPI_Abort). */
 int cli_mpi_agree(int status, void (*failed)(void *self), void *self);
+/* cli_mpi_agree after a computation on input that every rank runs: its
+ * exit status, and cli_fail_input's line (CLI_RUNNING) for a failure. */
+int cli_mpi_agree_running(vox_context *ctx, vox_status status, const char *input);
 /* rank 0's value of *status on every rank. */
 int cli_mpi_from_root(int status);
 /* Whether any rank saw an interrupt (SIGINT, SIGTERM): every rank stops

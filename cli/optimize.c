@@ -505,19 +505,6 @@ static vox_status skip_checkpoint(void *self, const vox_model *model, const vox_
   return VOX_OK;
 }
 
-#ifdef VOXFE_HAVE_MPI
-typedef struct failure {
-  vox_context *ctx;
-  vox_status status;
-  const char *input;
-} failure;
-
-static void say_failure(void *self) {
-  const failure *f = self;
-  cli_fail_input(f->ctx, f->status, CLI_RUNNING, f->input);
-}
-#endif
-
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   vox_model model = {0};
   vox_backend *backend = NULL;
@@ -650,8 +637,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   cli_progress_finish(&progress);
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi) { /* a failure of every rank (rank 0 says it), or of one (it says it) */
-    failure f = {ctx, vs, s->input};
-    status = cli_mpi_agree(vs == VOX_OK ? 0 : cli_exit_status(vs, CLI_RUNNING), say_failure, &f);
+    status = cli_mpi_agree_running(ctx, vs, s->input);
     if (status) goto done;
   }
 #endif
