@@ -103,6 +103,12 @@ static void stage_free(vox_cuda_state *cs) {
   }
 }
 
+/* The bytes of chunk c of a transfer of `bytes`. */
+static size_t chunk_bytes(size_t bytes, size_t c) {
+  const size_t at = c * STAGE_BYTES;
+  return bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+}
+
 static vox_status upload_bytes(vox_backend *be, void *device, const void *host, size_t bytes) {
   const char *what = "uploading a vector";
   if (bytes < STAGE_FROM) {
@@ -111,8 +117,9 @@ static vox_status upload_bytes(vox_backend *be, void *device, const void *host, 
   }
   TRY(stage_make(be));
   vox_cuda_state *cs = vox_cuda(be);
-  for (size_t at = 0, c = 0; at < bytes; at += STAGE_BYTES, c++) {
-    const size_t n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
+  const size_t chunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
+  for (size_t c = 0; c < chunks; c++) {
+    const size_t at = c * STAGE_BYTES, n = chunk_bytes(bytes, c);
     const int b = (int)(c & 1);
     CUDA_TRY(be, cudaEventSynchronize(cs->stage_done[b]), what); /* its last copy is done */
     vox_host_copy(cs->stage[b], (const char *)host + at, n, be->threads);
@@ -123,36 +130,31 @@ static vox_status upload_bytes(vox_backend *be, void *device, const void *host, 
   return VOX_OK;
 }
 
-static vox_status download_bytes(vox_backend *be, void *host, const void *device, size_t bytes) {
+/* Chunk c of a download on its way into buffer c & 1, its event recorded. */
+static vox_status fetch_chunk(vox_backend *be, const void *device, size_t bytes, size_t c) {
+  vox_cuda_state *cs = vox_cuda(be);
   const char *what = "downloading a vector";
+  CUDA_TRY(be, cudaMemcpyAsync(cs->stage[c & 1], (const char *)device + c * STAGE_BYTES,
+                               chunk_bytes(bytes, c), cudaMemcpyDeviceToHost, 0), what);
+  CUDA_TRY(be, cudaEventRecord(cs->stage_done[c & 1], 0), what);
+  return VOX_OK;
+}
+
+static vox_status download_bytes(vox_backend *be, void *host, const void *device, size_t bytes) {
   if (bytes < STAGE_FROM) {
-    CUDA_TRY(be, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), what);
+    CUDA_TRY(be, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "downloading a vector");
     return VOX_OK;
   }
   TRY(stage_make(be));
   vox_cuda_state *cs = vox_cuda(be);
   const size_t chunks = (bytes + STAGE_BYTES - 1) / STAGE_BYTES;
-  /* chunk c goes to buffer c & 1: the next one is on its way while the
-   * host's threads copy this one out */
-  for (size_t c = 0; c < chunks && c < 2; c++) {
-    const size_t at = c * STAGE_BYTES, n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
-    CUDA_TRY(be, cudaMemcpyAsync(cs->stage[c], (const char *)device + at, n,
-                                 cudaMemcpyDeviceToHost, 0), what);
-    CUDA_TRY(be, cudaEventRecord(cs->stage_done[c], 0), what);
-  }
+  /* the next chunk is on its way while the host's threads copy this one out */
+  for (size_t c = 0; c < chunks && c < 2; c++) TRY(fetch_chunk(be, device, bytes, c));
   for (size_t c = 0; c < chunks; c++) {
-    const int b = (int)(c & 1);
-    const size_t at = c * STAGE_BYTES, n = bytes - at < STAGE_BYTES ? bytes - at : STAGE_BYTES;
-    CUDA_TRY(be, cudaEventSynchronize(cs->stage_done[b]), what);
-    vox_host_copy((char *)host + at, cs->stage[b], n, be->threads);
-    const size_t next = c + 2;
-    if (next < chunks) {
-      const size_t at2 = next * STAGE_BYTES;
-      const size_t n2 = bytes - at2 < STAGE_BYTES ? bytes - at2 : STAGE_BYTES;
-      CUDA_TRY(be, cudaMemcpyAsync(cs->stage[b], (const char *)device + at2, n2,
-                                   cudaMemcpyDeviceToHost, 0), what);
-      CUDA_TRY(be, cudaEventRecord(cs->stage_done[b], 0), what);
-    }
+    CUDA_TRY(be, cudaEventSynchronize(cs->stage_done[c & 1]), "downloading a vector");
+    vox_host_copy((char *)host + c * STAGE_BYTES, cs->stage[c & 1], chunk_bytes(bytes, c),
+                  be->threads);
+    if (c + 2 < chunks) TRY(fetch_chunk(be, device, bytes, c + 2));
   }
   return VOX_OK;
 }
