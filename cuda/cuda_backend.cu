@@ -197,7 +197,7 @@ static __global__ void random_kernel(double *x, uint64_t seed, size_t n) {
 }
 
 static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
-  random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, seed, v->n);
+  random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->data, seed, v->n);
   CUDA_LAUNCHED(be, "random vector");
   return VOX_OK;
 }
@@ -218,7 +218,7 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
 static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                                 const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                                 vox_vec *x) {
-  smoother_step_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS>>>(
+  smoother_step_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       b->data, ax ? ax->data : NULL, inv_diag->data, alpha, beta, d->data, x->data, x->n);
   CUDA_LAUNCHED(be, "smoother step");
   return VOX_OK;
@@ -226,7 +226,7 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
 
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
   if (v->scalar != VOX_DOUBLE) return vox_cuda_vec_set_any(be, v, a);
-  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, a, v->n);
+  set_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->data, a, v->n);
   CUDA_LAUNCHED(be, "vector set");
   return VOX_OK;
 }
@@ -235,37 +235,37 @@ static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
   if (dst->scalar != src->scalar) return vox_cuda_vec_convert(be, dst, src);
   CUDA_TRY(be,
            cudaMemcpyAsync(dst->raw, src->raw, vox_vec_bytes(src->n, src->scalar),
-                           cudaMemcpyDeviceToDevice),
+                           cudaMemcpyDeviceToDevice, vox_cuda_stream(be)),
            "copying a vector");
   return VOX_OK;
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, y->n);
+  axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector axpy");
   return VOX_OK;
 }
 
 static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  xpay_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, y->n);
+  xpay_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector xpay");
   return VOX_OK;
 }
 
 static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
-  mult_kernel<<<vox_cuda_grid(w->n), VOX_CUDA_THREADS>>>(w->data, x->data, y->data, w->n);
+  mult_kernel<<<vox_cuda_grid(w->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(w->data, x->data, y->data, w->n);
   CUDA_LAUNCHED(be, "vector product");
   return VOX_OK;
 }
 
 static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
-  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS>>>(y->data, a, x->data, b, y->n);
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, b, y->n);
   CUDA_LAUNCHED(be, "vector axpby");
   return VOX_OK;
 }
 
 static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
-  reciprocal_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS>>>(v->data, v->n);
+  reciprocal_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->data, v->n);
   CUDA_LAUNCHED(be, "vector reciprocal");
   return VOX_OK;
 }

@@ -36,7 +36,10 @@ typedef struct vox_cuda_state {
   double *cg;            /* device: cg_begin/cg_step/cg_direction's scalars (likewise) */
   /* The sparse ops' recordings (sparse_ops.h: record_begin): the stream
    * they are captured on, and the stream the V-cycle's kernels go to, that
-   * one while recording, else 0 (the legacy stream) */
+   * one while recording, else 0 (the legacy stream). The vector ops the
+   * V-cycle calls (vec->set, axpy, ...) launch there too: a launch on the
+   * legacy stream during a recording runs once, at once, and is missing
+   * from every replay. */
   cudaStream_t record_stream, launch_stream;
   /* Two page-locked buffers through which large vectors travel between
    * host and device (cuda_backend.cu, "Transfers"), made by the first such
@@ -46,7 +49,8 @@ typedef struct vox_cuda_state {
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }
-/* The stream of the sparse V-cycle's kernels (see launch_stream). */
+/* The stream of the sparse V-cycle's kernels and the vector ops (see
+ * launch_stream). */
 static inline cudaStream_t vox_cuda_stream(vox_backend *be) { return vox_cuda(be)->launch_stream; }
 
 /* A failing CUDA call as a voxfe status with the message on the context:
