@@ -1963,12 +1963,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     m->host = vox_backend_device(m->in) == VOX_DEVICE_CPU;
     m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
     m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
-    /* the split sparse storage on CPU ranks only: on GPU ranks its
-     * solves part from one process's (the sparse levels' views and
-     * transfers on the device are not right yet), so the storage there is
-     * the full box (solve_elasticity.c's automatic choice; an explicit
-     * sparse storage is refused) */
-    m->ops.sparse = m->host && m->in->ops->sparse ? &mpi_sparse_ops : NULL;
+    m->ops.sparse = m->in->ops->sparse ? &mpi_sparse_ops : NULL;
     be->device = m->in->device;
     be->device_index = m->in->device_index;
     be->threads = m->in->threads;

@@ -250,7 +250,8 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
   vox_model_free(&many);
 }
 
-/* A bone in the sparse storage solved on the CPU alone and over the ranks:
+/* A bone in the sparse storage solved by one process and over the ranks
+ * (both on the CPU, or both on GPUs):
  * the same CG iterations, displacements to 1e-10 of their size (1e-11
  * after three iterations from zero). The preconditioner is the one
  * process's to the rounding of its sums; the bone's system, worse
@@ -280,22 +281,6 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) 
   vox_solve_result one[2] = {{0}}, many[2] = {{0}};
   CHECK_OK(ctx, one_backend(ctx, &alone));
   CHECK_OK(ctx, split_backend(ctx, &m.grid, 3, &split));
-  if (split && vox_backend_device(split) != VOX_DEVICE_CPU) {
-    /* GPU ranks: the split sparse storage is refused, the automatic
-     * choice takes the full box */
-    CHECK(vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many) ==
-          VOX_ERR_UNSUPPORTED);
-    CHECK(strstr(vox_context_message(ctx), "no sparse solver") != NULL);
-    opt.storage = VOX_STORAGE_AUTO;
-    opt.max_iterations = 3;
-    CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many));
-    CHECK(many[0].storage == VOX_STORAGE_FULL_BOX);
-    if (rank == 0)
-      printf("sparse bone %lld^3 on %d GPU ranks: the sparse storage refused, auto takes the "
-             "full box\n", (long long)nz, ranks);
-    vox_backend_destroy(split);
-    split = NULL;
-  }
   for (int round = 0; round < 2 && split; round++) {
     /* round 1: three iterations from zero */
     if (round == 1) opt.max_iterations = 3;
