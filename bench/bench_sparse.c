@@ -206,7 +206,7 @@ static void time_parts(vox_context *ctx, vox_backend *be, const vox_model *m, co
 
 int main(int argc, char **argv) {
   static const char *const settings[] = {"keep-label", "connectivity", "dilate", "hierarchy",
-                                         "parts", "profile", "coarse", "write", NULL};
+                                         "parts", "profile", "coarse", "write", "cycle", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full] "
@@ -306,6 +306,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: --coarse=split, box or sa\n", argv[0]);
     return 2;
   }
+  const char *cycle = bench_option("cycle");
+  if (cycle && vox_mg_cycle_parse(cycle, &opt.mg_cycle) != 0) {
+    fprintf(stderr, "%s: --cycle=v, w or auto\n", argv[0]);
+    return 2;
+  }
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
   double *u = calloc(nd, sizeof *u);
   if (!u) die(ctx, "displacements");
@@ -320,8 +325,9 @@ int main(int argc, char **argv) {
     const double total_seconds = bench_now() - t0;
     printf("sparse: %zu dofs, %d levels (dofs", st.n_dofs, st.n_levels);
     for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %zu", st.level_dofs[l]);
-    printf("), Chebyshev degree %d, %d of %d smoothed levels by 3 x 3 blocks\n",
-           opt.smoothing_steps > 4 ? opt.smoothing_steps : 4, st.block_levels, st.n_levels - 1);
+    printf("), Chebyshev degree %d, %d of %d smoothed levels by 3 x 3 blocks, %s-cycle\n",
+           opt.smoothing_steps > 4 ? opt.smoothing_steps : 4, st.block_levels, st.n_levels - 1,
+           opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V");
     printf("sparse: %s in %d CG iterations, relative residual %.2e\n",
            vox_convergence_string(r.reason), r.iterations, r.residual_norm / r.rhs_norm);
     printf("sparse: setup %.2f s, solve %.2f s (%.1f ms per iteration), total %.2f s on %s\n",

@@ -35,7 +35,7 @@ void cli_format_smoother(const void *value, char *buf, size_t size) {
 
 int cli_parse_mg_cycle(const char *what, const char *text, void *value) {
   if (vox_mg_cycle_parse(text, value) != 0) {
-    cli_error("%s: expected w or v, got '%s'", what, text);
+    cli_error("%s: expected w, v or auto, got '%s'", what, text);
     return -1;
   }
   return 0;

@@ -75,7 +75,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
            "unknowns, solved directly)"},                                                        \
   {.name = "mg-cycle", .arg = "C", .kind = CLI_CUSTOM,                                           \
    .offset = offsetof(TYPE, SOLVER.mg_cycle), .flags = CLI_RECORD,                               \
-   .help = "multigrid cycle: w (levels 2 and deeper cycled twice) or v",                         \
+   .help = "multigrid cycle: w (levels 2 and deeper cycled twice), v, or auto (w on the full "  \
+           "box, v on the bone's sparse storage)",                                               \
    .parse = cli_parse_mg_cycle, .format = cli_format_mg_cycle},                                  \
   {.name = "precision", .arg = "P", .kind = CLI_CUSTOM,                                          \
    .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \

@@ -247,7 +247,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
    * (docs/experiments.md): the repeated visits seem to build up what the float stencils' rounding
    * leaves of the rigid translations, which are removed only around the
    * coarsest solve (not established). */
-  const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W &&
+  const int w_cycle = options->mg_cycle != VOX_MG_CYCLE_V &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {

@@ -20,7 +20,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->jacobi_damping = 0.6;
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
-  options->mg_cycle = VOX_MG_CYCLE_W; /* fewer CG than V: docs/benchmarks.md */
+  options->mg_cycle = VOX_MG_CYCLE_AUTO; /* solver.h */
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;
@@ -38,7 +38,7 @@ static const char *const pc_names[] = {"jacobi", "multigrid"};
 static const char *const smoother_names[] = {"jacobi", "chebyshev"};
 static const char *const precision_names[] = {"double", "mixed"};
 static const char *const storage_names[] = {"auto", "full", "sparse"};
-static const char *const mg_cycle_names[] = {"v", "w"};
+static const char *const mg_cycle_names[] = {"v", "w", "auto"};
 static const char *const cell_solver_names[] = {"auto", "off", "on", "phased"};
 static const char *const sparse_coarse_names[] = {"split", "box", "sa"};
 static const char *const sa_fine_transfer_names[] = {"implicit", "explicit"};
@@ -105,11 +105,11 @@ const char *vox_convergence_string(vox_convergence reason) {
 }
 
 const char *vox_mg_cycle_name(vox_mg_cycle cycle) {
-  return (unsigned)cycle < 2 ? mg_cycle_names[cycle] : "unknown";
+  return (unsigned)cycle < 3 ? mg_cycle_names[cycle] : "unknown";
 }
 
 int vox_mg_cycle_parse(const char *text, vox_mg_cycle *cycle) {
-  int i = vox_name_index(text, mg_cycle_names, 2);
+  int i = vox_name_index(text, mg_cycle_names, 3);
   if (i >= 0) *cycle = (vox_mg_cycle)i;
   return i >= 0 ? 0 : -1;
 }
@@ -151,7 +151,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);
   REQUIRE((unsigned)o->storage <= VOX_STORAGE_SPARSE, "unknown storage %d", (int)o->storage);
-  REQUIRE((unsigned)o->mg_cycle <= VOX_MG_CYCLE_W, "unknown multigrid cycle %d", (int)o->mg_cycle);
+  REQUIRE((unsigned)o->mg_cycle <= VOX_MG_CYCLE_AUTO, "unknown multigrid cycle %d",
+          (int)o->mg_cycle);
   REQUIRE(o->jacobi_damping > 0 && o->jacobi_damping < 2, "Jacobi damping %g not in (0, 2)",
           o->jacobi_damping);
   REQUIRE(o->start_history >= 0 && o->start_history <= VOX_KSP_HISTORY_MAX,

@@ -111,6 +111,9 @@ typedef struct sparse_system {
   const vox_vec *cycle_b;     /* the V-cycle's argument (level 0's b) */
   vox_vec *cycle_x;           /* and result (level 0's x) */
   int vcycles;                 /* of this solve so far */
+  /* visits of each level per visit of the level above (pc.h): 1 for a
+   * V-cycle, 2 on levels 2 and deeper but the coarsest for a W-cycle */
+  int *visits;
   double cg_seconds, level_seconds[16];
 } sparse_system;
 
@@ -155,6 +158,7 @@ static void system_free(sparse_system *s) {
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
+  free(s->visits);
 }
 
 /* A level's product in the V-cycle. On the geometric levels x is zero on
@@ -183,6 +187,19 @@ static void set_degrees(sparse_system *s) {
                          : asked > MIN_CHEBYSHEV_DEGREE ? asked
                                                         : MIN_CHEBYSHEV_DEGREE;
   }
+}
+
+/* The cycle (vox_solver_options.mg_cycle; AUTO: V): a W-cycle visits
+ * levels 2 and deeper twice, as multigrid.c's; the coarsest level is
+ * solved exactly, so it is visited once. */
+static vox_status set_visits(vox_context *ctx, sparse_system *s) {
+  const size_t n = s->n_levels > 0 ? (size_t)s->n_levels : 1;
+  s->visits = calloc(n, sizeof *s->visits);
+  if (!s->visits) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const int w = s->options.mg_cycle == VOX_MG_CYCLE_W;
+  for (int l = 0; l < s->n_levels; l++)
+    s->visits[l] = w && l >= 2 && l < s->n_levels - 1 ? 2 : 1;
+  return VOX_OK;
 }
 
 /* Chebyshev smoothing of degree lv->degree (multigrid.c's). */
@@ -239,12 +256,12 @@ static vox_status sparse_coarse_solve(void *self, int l) {
   return VOX_OK;
 }
 
+/* From zero, or (a W-cycle's second visit) from the first visit's x. */
 static vox_status sparse_presmooth(void *self, int l, int warm) {
   sparse_system *s = self;
-  (void)warm; /* a V-cycle: always from zero */
   s->level[l].t = mark(s);
-  TRY(s->be->ops->vec->set(s->be, level_x(s, l), 0));
-  return smooth(s, l, level_b(s, l), level_x(s, l), 1);
+  if (!warm) TRY(s->be->ops->vec->set(s->be, level_x(s, l), 0));
+  return smooth(s, l, level_b(s, l), level_x(s, l), !warm);
 }
 
 static vox_status sparse_restrict(void *self, int l) {
@@ -331,7 +348,7 @@ static vox_status sparse_pc_apply(void *self, const void *r, void *z) {
   if (s->options.precision == VOX_PRECISION_MIXED) l0->r.scalar = product_layout(s);
   s->cycle_b = r;
   s->cycle_x = z;
-  TRY(vox_multigrid_cycle(&sparse_levels, s, s->n_levels, NULL));
+  TRY(vox_multigrid_cycle(&sparse_levels, s, s->n_levels, s->visits));
   return s->o->zero_fixed(s->be, l0->op, z);
 }
 
@@ -737,6 +754,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
                 : build_system(ctx, be, &h, options, &s);
   if (st == VOX_OK) set_degrees(&s);
+  if (st == VOX_OK) st = set_visits(ctx, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
   double *host = st == VOX_OK ? malloc(n * sizeof *host) : NULL;

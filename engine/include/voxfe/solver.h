@@ -67,10 +67,13 @@ typedef enum vox_cell_solver_use {
  * above. W: every level from level 2 on (not level 1, the largest coarse
  * level) is cycled twice, the second time from the first's result: the
  * small levels, where a visit costs little, are where the V-cycle's coarse
- * correction was weakest (docs/benchmarks.md). */
+ * correction was weakest (docs/benchmarks.md). AUTO: W on the full box, V
+ * on the bone's sparse storage, where a clinical scan's CG count does not
+ * drop with W (a perlin bone's halves: docs/benchmarks.md). */
 typedef enum vox_mg_cycle {
   VOX_MG_CYCLE_V = 0,
-  VOX_MG_CYCLE_W = 1
+  VOX_MG_CYCLE_W = 1,
+  VOX_MG_CYCLE_AUTO = 2
 } vox_mg_cycle;
 
 /* fine_smoothing_steps of the optimizer's defaults: vox_optimize takes 1
