@@ -529,6 +529,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   /* t_read: the model read (and sent to every rank), t_device: the backend
    * made, t0 and t1 around the optimization (--timings) */
   struct timespec t_start, t_read1, t_read, t_device, t0, t1;
+  /* the device's runtime and libraries start while the model is read, as
+   * in voxfe-analyze (ranks start their own devices) */
+  vox_device_warm_up *warm_up = s->mpi ? NULL : vox_device_warm_up_start(s->backend.device);
   clock_gettime(CLOCK_MONOTONIC, &t_start);
   if (root) status = cli_read_model(ctx, s->input, &model);
   clock_gettime(CLOCK_MONOTONIC, &t_read1);
@@ -732,6 +735,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (result.reason == VOX_STOP_INTERRUPTED)
     status = cli_signal_exit_status(cli_signal_received());
 done:
+  vox_device_warm_up_finish(warm_up); /* no exit while the device is starting */
   free(history);
   free(checkpoint_path);
   vox_checkpoint_free(&resume);

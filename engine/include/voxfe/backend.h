@@ -79,7 +79,8 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
                                  vox_backend **out);
 /* Starting a device's driver and context ahead of vox_backend_create, in a
  * thread of its own, so that a program overlaps it with its other work
- * (voxfe-analyze: with reading the model and its connectivity), since the
+ * (voxfe-analyze: with reading the model and its connectivity; voxfe-optimize:
+ * with reading the model), since the
  * CUDA runtime's start takes a few tenths of a second. For CUDA and
  * AUTO in a CUDA build it starts the runtime on the thread's current
  * device (0 unless set), then loads the kernels of the libraries that
