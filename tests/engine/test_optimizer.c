@@ -3,7 +3,9 @@
  * differences (plain and through the density filter), the filter's
  * normalisation and transpose, and the volume constraint after every OC
  * update of a short optimization, and the same iterates whether the solves
- * start from earlier solutions and keep earlier smoother bounds or not. */
+ * start from earlier solutions and keep earlier smoother bounds or not;
+ * and MMA's sensitivity filter floor: no density jumps from 0 and the
+ * dual method's CG iterations those of the primal-dual one. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
