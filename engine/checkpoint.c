@@ -230,9 +230,10 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
    * without one is of a run before the option, which took 1e-3. Its
    * default follows the optimizer, whose own check (in the update's state)
    * names a change of optimizer instead. */
-  const vox_checkpoint_array *floor = vox_checkpoint_find(c, OPTION_PREFIX "sensitivity_floor");
+  const vox_checkpoint_array *kept_floor =
+      vox_checkpoint_find(c, OPTION_PREFIX "sensitivity_floor");
   const vox_checkpoint_array *update = vox_checkpoint_find(c, "option_update");
-  const double had = floor && floor->length == 1 ? floor->values[0] : 1e-3,
+  const double had = kept_floor && kept_floor->length == 1 ? kept_floor->values[0] : 1e-3,
                has = vox_optimizer_sensitivity_floor(opt),
                had_update = update && update->length == 1 ? update->values[0] : VOX_UPDATE_OC;
   if (had != has && had_update == (double)opt->update) {

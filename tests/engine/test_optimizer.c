@@ -325,7 +325,7 @@ static int revivals(const vox_model *m) {
 static void test_mma_sensitivity_floor(vox_context *ctx, vox_backend *be) {
   enum { RUNS = 3 };
   const vox_mma_subproblem method[RUNS] = {VOX_MMA_DUAL, VOX_MMA_DUAL, VOX_MMA_PRIMAL_DUAL};
-  const double floor[RUNS] = {1e-3, VOX_SENSITIVITY_FLOOR_AUTO, VOX_SENSITIVITY_FLOOR_AUTO};
+  const double floors[RUNS] = {1e-3, VOX_SENSITIVITY_FLOOR_AUTO, VOX_SENSITIVITY_FLOOR_AUTO};
   int jumps[RUNS], cg[RUNS];
   for (int k = 0; k < RUNS; k++) {
     vox_model m;
@@ -334,7 +334,7 @@ static void test_mma_sensitivity_floor(vox_context *ctx, vox_backend *be) {
     vox_optimizer_options_default(&opt);
     opt.update = VOX_UPDATE_MMA;
     opt.mma.subproblem = method[k];
-    opt.sensitivity_floor = floor[k];
+    opt.sensitivity_floor = floors[k];
     opt.max_iterations = 12;
     opt.snapshot_every = 1;
     vox_optimize_result r;
