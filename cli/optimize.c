@@ -174,6 +174,31 @@ static void format_density_min(const void *value, char *buf, size_t size) {
     snprintf(buf, size, "%.17g", d);
 }
 
+/* --sensitivity-floor: auto or a number in (0, 1]. */
+static int parse_sensitivity_floor(const char *what, const char *text, void *value) {
+  double *g = value;
+  char *end;
+  if (!strcmp(text, "auto")) {
+    *g = VOX_SENSITIVITY_FLOOR_AUTO;
+    return 0;
+  }
+  const double v = strtod(text, &end);
+  if (*text && !*end && v > 0 && v <= 1) {
+    *g = v;
+    return 0;
+  }
+  cli_error("%s: expected auto or a number in (0, 1], got '%s'", what, text);
+  return -1;
+}
+
+static void format_sensitivity_floor(const void *value, char *buf, size_t size) {
+  const double g = *(const double *)value;
+  if (g == VOX_SENSITIVITY_FLOOR_AUTO)
+    snprintf(buf, size, "auto");
+  else
+    snprintf(buf, size, "%.17g", g);
+}
+
 /* --adjoint-gpu: auto, none or a CUDA device index. */
 static int parse_adjoint_gpu(const char *what, const char *text, void *value) {
   int *gpu = value;
@@ -357,6 +382,14 @@ static const cli_option options[] = {
      .help = "lower bound of the design densities (auto: 0, 1e-3 for compliant mechanisms, "
              "whose OC update could otherwise leave densities at 0 for good)",
      .parse = parse_density_min, .format = format_density_min},
+    {.name = "sensitivity-floor", .arg = "G", .kind = CLI_CUSTOM,
+     .offset = AT(opt.sensitivity_floor), .flags = CLI_RECORD,
+     .help = "the sensitivity filter's floor: an element's filtered sensitivity is divided by "
+             "max(G, its density) (auto: 1e-3 with oc, 0.05 with mma, whose update would "
+             "otherwise lift densities at 0 beside material by the move limit and drop them "
+             "again, a design of one-element spikes that costs the multigrid several times "
+             "the CG iterations)",
+     .parse = parse_sensitivity_floor, .format = format_sensitivity_floor},
     NUMBER("max-iterations", CLI_INTEGER, "N", opt.max_iterations, RANGE(0, INT_MAX),
            "stop after N design iterations; 0: evaluate the given design (the model's "
            "density, or --initial) without changing it, at the final --penalty and without "

@@ -226,6 +226,23 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
                        v[i].name, shortest(a->values[0], had), shortest(v[i].value, has));
     }
   }
+  /* the sensitivity filter's floor as the run resolved it; a checkpoint
+   * without one is of a run before the option, which took 1e-3. Its
+   * default follows the optimizer, whose own check (in the update's state)
+   * names a change of optimizer instead. */
+  const vox_checkpoint_array *kept_floor =
+      vox_checkpoint_find(c, OPTION_PREFIX "sensitivity_floor");
+  const vox_checkpoint_array *update = vox_checkpoint_find(c, "option_update");
+  const double had = kept_floor && kept_floor->length == 1 ? kept_floor->values[0] : 1e-3,
+               has = vox_optimizer_sensitivity_floor(opt),
+               had_update = update && update->length == 1 ? update->values[0] : VOX_UPDATE_OC;
+  if (had != has && had_update == (double)opt->update) {
+    char had_text[32], has_text[32];
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's run had sensitivity floor %s, this one has %s: a resumed "
+                     "run needs the options of the run that made the checkpoint",
+                     shortest(had, had_text), shortest(has, has_text));
+  }
   return VOX_OK;
 }
 
@@ -295,6 +312,9 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
     snprintf(name, sizeof name, OPTION_PREFIX "%s", v[i].name);
     st = vox_checkpoint_add_scalar(ctx, out, name, v[i].value);
   }
+  if (st == VOX_OK)
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "sensitivity_floor",
+                                   vox_optimizer_sensitivity_floor(opt));
   const struct {
     const char *name;
     double value;

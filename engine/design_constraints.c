@@ -181,7 +181,8 @@ static vox_status compliance_gradient(vox_constraint_set *set, int i, const vox_
   TRY(o->op->element_energy(be, fem->op, vox_objective_state_vector(objective, k), tmp, 0));
   TRY(o->design->simp_sensitivity(be, x_phys, &fem->e_solid, tmp, p, opt->emin_ratio, grad));
   if (opt->filter == VOX_FILTER_SENSITIVITY) {
-    TRY(o->design->filter_sensitivity(be, set->filter, x, grad, 1e-3, tmp));
+    TRY(o->design->filter_sensitivity(be, set->filter, x, grad,
+                                      vox_optimizer_sensitivity_floor(opt), tmp));
     TRY(o->vec->copy(be, grad, tmp));
   } else if (opt->filter == VOX_FILTER_DENSITY) {
     TRY(o->design->filter_transpose(be, set->filter, grad, tmp));

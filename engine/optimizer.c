@@ -63,6 +63,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->solver.fine_smoothing_steps = VOX_FINE_SMOOTHING_AUTO;
   o->adjoint_gpu = VOX_ADJOINT_GPU_AUTO;
   o->density_min = VOX_DENSITY_MIN_AUTO;
+  o->sensitivity_floor = VOX_SENSITIVITY_FLOOR_AUTO;
   vox_efg_options efg;
   vox_efg_options_default(&efg);
   o->efg_support_scale = efg.support_scale;
@@ -80,6 +81,11 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
 double vox_optimizer_rtol(const vox_optimizer_options *o) {
   if (o->solver.rtol != VOX_RTOL_AUTO) return o->solver.rtol;
   return o->cell_objective != VOX_CELL_NONE ? VOX_CELL_RTOL : 1e-6;
+}
+
+double vox_optimizer_sensitivity_floor(const vox_optimizer_options *o) {
+  if (o->sensitivity_floor != VOX_SENSITIVITY_FLOOR_AUTO) return o->sensitivity_floor;
+  return o->update == VOX_UPDATE_MMA ? VOX_MMA_SENSITIVITY_FLOOR : 1e-3;
 }
 
 static const char *const filter_names[] = {"none", "sensitivity", "density"};
@@ -245,6 +251,9 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->density_min == VOX_DENSITY_MIN_AUTO ||
               (o->density_min >= 0 && o->density_min < o->volume_fraction),
           "density minimum %g not in [0, volume fraction)", o->density_min);
+  REQUIRE(o->sensitivity_floor == VOX_SENSITIVITY_FLOOR_AUTO ||
+              (o->sensitivity_floor > 0 && o->sensitivity_floor <= 1),
+          "sensitivity filter floor %g not in (0, 1]", o->sensitivity_floor);
   REQUIRE((unsigned)o->update <= VOX_UPDATE_MMA, "unknown design update %d", (int)o->update);
   REQUIRE(o->update != VOX_UPDATE_MMA || o->q_max == 1,
           "q %g: the intermediate-density exponent is part of the optimality-criteria update, "
@@ -1238,7 +1247,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     /* 3. filter (into the element energies, spent now that dc is made of
      * them) */
     if (st == VOX_OK && opt->filter == VOX_FILTER_SENSITIVITY && !volume_objective) {
-      st = o->design->filter_sensitivity(be, s.filter, &s.x, &s.dc, 1e-3, &s.energy);
+      st = o->design->filter_sensitivity(be, s.filter, &s.x, &s.dc,
+                                         vox_optimizer_sensitivity_floor(opt), &s.energy);
       if (st == VOX_OK) st = o->vec->copy(be, &s.dc, &s.energy);
     } else if (st == VOX_OK && opt->filter == VOX_FILTER_DENSITY) {
       st = o->design->filter_transpose(be, s.filter, &s.dc, &s.energy);

@@ -184,6 +184,10 @@ expect_usage_error "resume of an MMA checkpoint with other asymptotes" \
   "--resume mma-part.checkpoint.nc: the checkpoint's run had other MMA parameters" \
   "$OPTIMIZE" model.nc -o x.nc --resume mma-part.checkpoint.nc "${MMA_OPTIONS[@]}" \
   --mma-asymptote-init 0.2
+expect_usage_error "resume of an MMA checkpoint with another sensitivity floor" \
+  "--resume mma-part.checkpoint.nc: the checkpoint's run had sensitivity floor 0.05, this one has 0.001" \
+  "$OPTIMIZE" model.nc -o x.nc --resume mma-part.checkpoint.nc "${MMA_OPTIONS[@]}" \
+  --sensitivity-floor 1e-3
 
 # --- what a resume refuses: exit 2, one line naming the checkpoint, no file
 expect_usage_error "resume with another volume fraction" \

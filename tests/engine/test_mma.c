@@ -203,7 +203,10 @@ static void test_cantilever(vox_context *ctx, vox_backend *be) {
   vox_optimize_result oc, mma;
   const double c_oc = optimize(ctx, be, 20, VOX_UPDATE_OC, 60, VOX_FILTER_SENSITIVITY, 1, &oc);
   const double c_mma = optimize(ctx, be, 20, VOX_UPDATE_MMA, 60, VOX_FILTER_SENSITIVITY, 1, &mma);
-  CHECK(fabs(c_mma - c_oc) <= 0.01 * c_oc);
+  /* at least as good as OC's to 1%; with MMA's own sensitivity filter
+   * floor (0.05, docs/engine.md) MMA ends 1.5% below OC here (15.497
+   * against 15.734); a lower bound keeps a broken compliance from passing */
+  CHECK(c_mma <= 1.01 * c_oc && c_mma >= 0.95 * c_oc);
   CHECK(fabs(mma.volume_fraction - 0.3) < 1e-3);
 }
 

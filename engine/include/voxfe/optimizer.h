@@ -140,6 +140,18 @@ typedef struct vox_optimizer_options {
   double emin_ratio;           /* Emin / E */
   vox_filter_type filter;
   double filter_radius;        /* R, mm (distance between element centres) */
+  /* The sensitivity filter's floor gamma (Andreassen et al. 2011): the
+   * filtered sensitivity of element e is sum_j H_ej x_j dc_j / (max(gamma,
+   * x_e) sum_j H_ej), so an element below gamma takes its neighbours'
+   * x_j dc_j divided by gamma. VOX_SENSITIVITY_FLOOR_AUTO: 1e-3 with OC,
+   * whose multiplicative update keeps a density near 0 near 0 whatever its
+   * sensitivity; VOX_MMA_SENSITIVITY_FLOOR with MMA, which moves a density
+   * by what its gradient says: at 1e-3 a density at 0 beside material gets
+   * hundreds of times its neighbours' sensitivity, jumps up by the move
+   * limit and falls back to 0 in the next iterations, and the design made
+   * of such elements takes the multigrid several times the CG iterations
+   * (docs/engine.md, "The sensitivity filter's floor"). */
+  double sensitivity_floor;
   double move_limit;           /* zeta: |rho_new - rho| <= zeta */
   double damping;              /* eta: exponent on B */
   double q_max;                /* final intermediate-density exponent q (1 = off) */
@@ -207,6 +219,9 @@ typedef struct vox_optimizer_options {
 } vox_optimizer_options;
 
 #define VOX_DENSITY_MIN_AUTO (-1.0)
+#define VOX_SENSITIVITY_FLOOR_AUTO (-1.0)
+/* The sensitivity filter's floor of an MMA run (VOX_SENSITIVITY_FLOOR_AUTO) */
+#define VOX_MMA_SENSITIVITY_FLOOR 0.05
 /* The largest SIMP penalty: the published ones are 3 to 5; at 1e308
  * every intermediate density's stiffness underflows to Emin and the run
  * "converges" on an empty design. */
@@ -276,6 +291,10 @@ void vox_optimizer_options_default(vox_optimizer_options *options);
 /* The CG tolerance a run with these options solves to: solver.rtol, or
  * where that is VOX_RTOL_AUTO the cell's or the default's. */
 double vox_optimizer_rtol(const vox_optimizer_options *options);
+/* The sensitivity filter's floor a run with these options takes:
+ * options.sensitivity_floor, or where that is VOX_SENSITIVITY_FLOOR_AUTO
+ * the update's (1e-3 with OC, VOX_MMA_SENSITIVITY_FLOOR with MMA). */
+double vox_optimizer_sensitivity_floor(const vox_optimizer_options *options);
 const char *vox_filter_name(vox_filter_type filter);
 /* "fe" or "efg"; the parser returns -1 for other words. */
 const char *vox_discretization_name(vox_discretization discretization);
