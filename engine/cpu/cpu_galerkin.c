@@ -188,33 +188,37 @@ galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int
   }
 }
 
-/* The element-by-element products for each element matrix size and
- * storage, each built for AVX2 too (HOT_CLONES). */
-#define GALERKIN_ROW(name, NLOC, SINGLE)                                                           \
-  HOT_CLONES static void name(const vox_operator *op, const double *qkq, vox_stencil *coarse,     \
-                              int64_t J, int64_t K, int ci, int step) {                            \
-    galerkin_row(op, qkq, coarse, J, K, ci, step, NLOC, SINGLE);                                   \
+/* Every other coarse element of a row (the colours of a periodic grid),
+ * and the slabs of SLAB_LAYERS layers of coarse elements (below), for each
+ * element matrix size and storage, each built for AVX2 too (HOT_CLONES). */
+#define GALERKIN_KERNELS(suffix, NLOC, SINGLE)                                                     \
+  HOT_CLONES static void galerkin_row_##suffix(const vox_operator *op, const double *qkq,         \
+                                               vox_stencil *coarse, int64_t J, int64_t K,          \
+                                               int ci) {                                           \
+    galerkin_row(op, qkq, coarse, J, K, ci, 2, NLOC, SINGLE);                                      \
+  }                                                                                                \
+  HOT_CLONES static void galerkin_slab_##suffix(const vox_operator *op, const double *qkq,        \
+                                                vox_stencil *coarse, int64_t K0, int64_t K1) {     \
+    for (int64_t K = K0; K < K1; K++)                                                              \
+      for (int64_t J = 0; J < coarse->grid.ny; J++)                                                \
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, NLOC, SINGLE);                                   \
   }
-GALERKIN_ROW(galerkin_row_elasticity, 24, 0)
-GALERKIN_ROW(galerkin_row_conduction, 8, 0)
-GALERKIN_ROW(galerkin_row_elasticity_single, 24, 1)
-GALERKIN_ROW(galerkin_row_conduction_single, 8, 1)
-#undef GALERKIN_ROW
+GALERKIN_KERNELS(elasticity, 24, 0)
+GALERKIN_KERNELS(conduction, 8, 0)
+GALERKIN_KERNELS(elasticity_single, 24, 1)
+GALERKIN_KERNELS(conduction_single, 8, 1)
+#undef GALERKIN_KERNELS
 
-/* The row of coarse elements for the operator's element size and the
- * coarse stencil's storage. */
+/* The row of coarse elements (every other one) for the operator's element
+ * size and the coarse stencil's storage. */
 static void galerkin_row_any(const vox_operator *op, const double *qkq, vox_stencil *coarse,
-                             int64_t J, int64_t K, int ci, int step) {
-  if (coarse->value32) {
-    if (op->nloc == 24)
-      galerkin_row_elasticity_single(op, qkq, coarse, J, K, ci, step);
-    else
-      galerkin_row_conduction_single(op, qkq, coarse, J, K, ci, step);
-  } else if (op->nloc == 24) {
-    galerkin_row_elasticity(op, qkq, coarse, J, K, ci, step);
-  } else {
-    galerkin_row_conduction(op, qkq, coarse, J, K, ci, step);
-  }
+                             int64_t J, int64_t K, int ci) {
+  if (coarse->value32)
+    (op->nloc == 24 ? galerkin_row_elasticity_single
+                    : galerkin_row_conduction_single)(op, qkq, coarse, J, K, ci);
+  else
+    (op->nloc == 24 ? galerkin_row_elasticity : galerkin_row_conduction)(op, qkq, coarse, J, K,
+                                                                        ci);
 }
 
 /* A bounded grid's coarse elements in slabs of SLAB_LAYERS layers, as the
@@ -225,8 +229,12 @@ enum { SLAB_LAYERS = 2 };
 
 static void galerkin_slab(const vox_operator *op, const double *qkq, vox_stencil *coarse,
                           int64_t K0, int64_t K1) {
-  for (int64_t K = K0; K < K1; K++)
-    for (int64_t J = 0; J < coarse->grid.ny; J++) galerkin_row_any(op, qkq, coarse, J, K, 0, 1);
+  if (coarse->value32)
+    (op->nloc == 24 ? galerkin_slab_elasticity_single
+                    : galerkin_slab_conduction_single)(op, qkq, coarse, K0, K1);
+  else
+    (op->nloc == 24 ? galerkin_slab_elasticity : galerkin_slab_conduction)(op, qkq, coarse, K0,
+                                                                          K1);
 }
 
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
@@ -262,7 +270,7 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
 #pragma omp for collapse(2) schedule(static)
       for (int64_t K = ck; K < cz; K += 2)
-        for (int64_t J = cj; J < cy; J += 2) galerkin_row_any(op, qkq, coarse, J, K, ci, 2);
+        for (int64_t J = cj; J < cy; J += 2) galerkin_row_any(op, qkq, coarse, J, K, ci);
     }
   }
   return VOX_OK;
