@@ -107,7 +107,7 @@ static vox_status make_translations(vox_multigrid *mg) {
  * block; the first of equals), not the corner: once a design leaves the
  * corner void, holding it pins the structure only through the void's
  * stiffness (1e-9 of the solid's), and the rounding of single-precision
- * stencils (VOX_PRECISION_MIXED on the GPU) leaves the translations an
+ * stencils (VOX_PRECISION_MIXED) leaves the translations an
  * energy of about 1e-7 of the stiffness, of either sign, so the held matrix
  * can turn indefinite: a 32^3 design with a void corner replayed on 64^3
  * and 128^3 grids, its levels rounded to float, fails with the corner held

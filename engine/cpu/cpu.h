@@ -12,6 +12,7 @@ struct vox_operator {
   int dpn;                 /* dofs per node */
   int nloc;                /* 8 * dpn */
   double *ke;              /* nloc x nloc, unit modulus */
+  float *ke32;             /* ke rounded to float: the VOX_APPLY_SINGLE product */
   uint8_t *fixed;          /* per dof */
   size_t n_dofs;
   const double *moduli;    /* per element, set by op->set_moduli */
@@ -25,15 +26,24 @@ struct vox_operator {
 /* An assembled operator as 27 blocks per node (backend_ops.h):
  *   value[((n * 27 + t) * dpn + r) * dpn + c]
  * couples dof r of node n with dof c of the neighbour at offset t; blocks
- * that reach outside the grid are zero. The direct solver's state of the
+ * that reach outside the grid are zero. The values are double, or float for
+ * a VOX_PRECISION_MIXED stencil (half the bytes its products read; they
+ * multiply in float, and what they write stays double): exactly one of
+ * `value` and `value32` is allocated. The direct solver's state of the
  * coarsest level hangs off `factor` (cpu_coarse_solve.c). */
 struct vox_stencil {
   vox_grid grid;           /* elements; the stencil lives on its nodes */
   int dpn;
   size_t n_nodes, n_dofs;
-  double *value;           /* n_nodes * 27 * dpn * dpn */
+  double *value;           /* n_nodes * 27 * dpn * dpn, or NULL */
+  float *value32;          /* the same in float, or NULL */
   void *factor;            /* NULL until stencil_factor */
 };
+
+/* Value i of a stencil in either storage, as a double. */
+static inline double vox_cpu_stencil_value(const vox_stencil *st, size_t i) {
+  return st->value ? st->value[i] : (double)st->value32[i];
+}
 
 /* The coarse nodes that interpolate fine node index a along one axis, with
  * their weights (grids of vox_grid_coarsen): an even a sits on coarse node

@@ -42,7 +42,9 @@ typedef struct coarse_factor {
  * node itself, whose block contributes its entries c <= r). Row indices come
  * out increasing, as t orders the neighbours by node index. Neighbours
  * outside the grid are skipped. Writes the column pointers and row indices
- * when ap is given, the values when ax is; returns the number of entries. */
+ * when ap is given, the values when ax is (float values of a
+ * VOX_PRECISION_MIXED stencil widened: the factor is double either way);
+ * returns the number of entries. */
 static size_t walk(const vox_stencil *st, sslong *ap, sslong *ai, double *ax) {
   const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
   const int dpn = st->dpn, periodic = st->grid.periodic;
@@ -68,10 +70,10 @@ static size_t walk(const vox_stencil *st, sslong *ap, sslong *ai, double *ax) {
             if (!first) continue;
             const int c_end = m == n ? r + 1 : dpn;
             for (int c = 0; c < c_end; c++, p++) {
-              double v = st->value[((size_t)(n * 27 + t) * dpn + r) * dpn + c];
+              double v = vox_cpu_stencil_value(st, ((size_t)(n * 27 + t) * dpn + r) * dpn + c);
               for (int u = t + 1; u < 27 && periodic && !image; u++)
                 if (vox_neighbour_node(nx, ny, nz, 1, i, j, k, u) == m)
-                  v += st->value[((size_t)(n * 27 + u) * dpn + r) * dpn + c];
+                  v += vox_cpu_stencil_value(st, ((size_t)(n * 27 + u) * dpn + r) * dpn + c);
               if (ai) ai[p] = (sslong)(m * dpn + c);
               if (ax) ax[p] = v;
             }

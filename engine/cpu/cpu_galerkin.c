@@ -59,6 +59,27 @@ static void identity_row(int dpn, double *row) {
   for (int d = 0; d < dpn; d++) row[13 * dpn * dpn + d * dpn + d] = 1;
 }
 
+/* Row n of a stencil (27 blocks) from a double row: copied, or rounded to
+ * float once. */
+static void store_row(vox_stencil *st, size_t n, const double *row) {
+  const size_t len = 27 * (size_t)st->dpn * (size_t)st->dpn;
+  if (st->value) {
+    memcpy(st->value + n * len, row, len * sizeof *row);
+    return;
+  }
+  float *out = st->value32 + n * len;
+  for (size_t e = 0; e < len; e++) out[e] = (float)row[e];
+}
+
+/* Row a of a stencil as doubles (widened from float storage). */
+static const double *load_row(const vox_stencil *st, size_t a, double *buffer) {
+  const size_t len = 27 * (size_t)st->dpn * (size_t)st->dpn;
+  if (st->value) return st->value + a * len;
+  const float *in = st->value32 + a * len;
+  for (size_t e = 0; e < len; e++) buffer[e] = in[e];
+  return buffer;
+}
+
 /* ---- level 0: element by element ------------------------------------------ */
 
 /* The matrix of coarse element (I, J, K): the sum over its fine elements of
@@ -129,14 +150,16 @@ static void fixed_identity_row(const vox_operator *op, int64_t I, int64_t J, int
 
 /* Coarse elements I = ci, ci + 2, ... of row (J, K): their matrices added
  * into the blocks of their nodes' rows (NLOC, the element matrix's size,
- * known to the compiler, which vectorises the sums). */
+ * known to the compiler, which vectorises the sums). A float stencil
+ * (SINGLE) takes each element's double sum rounded once per add: a value
+ * sums at most 8 coarse elements, so it is within a few float roundings of
+ * the double sum rounded. */
 static inline __attribute__((always_inline)) void
 galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int64_t J, int64_t K,
-             int ci, int step, const int NLOC) {
+             int ci, int step, const int NLOC, const int SINGLE) {
   const int dpn = NLOC / 8, nloc = NLOC, bs = dpn * dpn;
   const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
   const int64_t qx = cx + 1, qy = cy + 1;
-  double *value = coarse->value;
   for (int64_t I = ci; I < cx; I += step) {
     double kc[NLOC * NLOC];
     coarse_element(op, qkq, I, J, K, kc, NLOC);
@@ -150,22 +173,52 @@ galerkin_row(const vox_operator *op, const double *qkq, vox_stencil *coarse, int
         const int t = offset_index(vox_hex8_corner[c][0] - vox_hex8_corner[p][0],
                                    vox_hex8_corner[c][1] - vox_hex8_corner[p][1],
                                    vox_hex8_corner[c][2] - vox_hex8_corner[p][2]);
-        double *blk = value + ((size_t)np * 27 + (size_t)t) * (size_t)bs;
+        const size_t at = ((size_t)np * 27 + (size_t)t) * (size_t)bs;
         for (int r = 0; r < dpn; r++)
-          for (int d = 0; d < dpn; d++) blk[r * dpn + d] += kc[(dpn * p + r) * nloc + dpn * c + d];
+          for (int d = 0; d < dpn; d++) {
+            const double v = kc[(dpn * p + r) * nloc + dpn * c + d];
+            if (SINGLE)
+              coarse->value32[at + r * dpn + d] =
+                  (float)((double)coarse->value32[at + r * dpn + d] + v);
+            else
+              coarse->value[at + r * dpn + d] += v;
+          }
       }
     }
   }
 }
 
-HOT_CLONES static void galerkin_row_elasticity(const vox_operator *op, const double *qkq,
-                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
-  galerkin_row(op, qkq, coarse, J, K, ci, 2, 24);
-}
+/* Every other coarse element of a row (the colours of a periodic grid),
+ * and the slabs of SLAB_LAYERS layers of coarse elements (below), for each
+ * element matrix size and storage, each built for AVX2 too (HOT_CLONES). */
+#define GALERKIN_KERNELS(suffix, NLOC, SINGLE)                                                     \
+  HOT_CLONES static void galerkin_row_##suffix(const vox_operator *op, const double *qkq,         \
+                                               vox_stencil *coarse, int64_t J, int64_t K,          \
+                                               int ci) {                                           \
+    galerkin_row(op, qkq, coarse, J, K, ci, 2, NLOC, SINGLE);                                      \
+  }                                                                                                \
+  HOT_CLONES static void galerkin_slab_##suffix(const vox_operator *op, const double *qkq,        \
+                                                vox_stencil *coarse, int64_t K0, int64_t K1) {     \
+    for (int64_t K = K0; K < K1; K++)                                                              \
+      for (int64_t J = 0; J < coarse->grid.ny; J++)                                                \
+        galerkin_row(op, qkq, coarse, J, K, 0, 1, NLOC, SINGLE);                                   \
+  }
+GALERKIN_KERNELS(elasticity, 24, 0)
+GALERKIN_KERNELS(conduction, 8, 0)
+GALERKIN_KERNELS(elasticity_single, 24, 1)
+GALERKIN_KERNELS(conduction_single, 8, 1)
+#undef GALERKIN_KERNELS
 
-HOT_CLONES static void galerkin_row_conduction(const vox_operator *op, const double *qkq,
-                                               vox_stencil *coarse, int64_t J, int64_t K, int ci) {
-  galerkin_row(op, qkq, coarse, J, K, ci, 2, 8);
+/* The row of coarse elements (every other one) for the operator's element
+ * size and the coarse stencil's storage. */
+static void galerkin_row_any(const vox_operator *op, const double *qkq, vox_stencil *coarse,
+                             int64_t J, int64_t K, int ci) {
+  if (coarse->value32)
+    (op->nloc == 24 ? galerkin_row_elasticity_single
+                    : galerkin_row_conduction_single)(op, qkq, coarse, J, K, ci);
+  else
+    (op->nloc == 24 ? galerkin_row_elasticity : galerkin_row_conduction)(op, qkq, coarse, J, K,
+                                                                        ci);
 }
 
 /* A bounded grid's coarse elements in slabs of SLAB_LAYERS layers, as the
@@ -174,37 +227,36 @@ HOT_CLONES static void galerkin_row_conduction(const vox_operator *op, const dou
  * rows pass through the cache about once instead of once per colour. */
 enum { SLAB_LAYERS = 2 };
 
-HOT_CLONES static void galerkin_slab(const vox_operator *op, const double *qkq,
-                                     vox_stencil *coarse, int64_t K0, int64_t K1) {
-  for (int64_t K = K0; K < K1; K++)
-    for (int64_t J = 0; J < coarse->grid.ny; J++) {
-      if (op->nloc == 24)
-        galerkin_row(op, qkq, coarse, J, K, 0, 1, 24);
-      else
-        galerkin_row(op, qkq, coarse, J, K, 0, 1, 8);
-    }
+static void galerkin_slab(const vox_operator *op, const double *qkq, vox_stencil *coarse,
+                          int64_t K0, int64_t K1) {
+  if (coarse->value32)
+    (op->nloc == 24 ? galerkin_slab_elasticity_single
+                    : galerkin_slab_conduction_single)(op, qkq, coarse, K0, K1);
+  else
+    (op->nloc == 24 ? galerkin_slab_elasticity : galerkin_slab_conduction)(op, qkq, coarse, K0,
+                                                                          K1);
 }
 
 static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox_stencil *coarse) {
-  const int dpn = op->dpn, nloc = op->nloc, bs = dpn * dpn;
+  const int dpn = op->dpn, bs = dpn * dpn;
   double qkq[8 * MAX_LOCAL * MAX_LOCAL];
   vox_galerkin_element_products(op->ke, dpn, qkq);
   const int64_t cx = coarse->grid.nx, cy = coarse->grid.ny, cz = coarse->grid.nz;
   const int64_t qx = cx + 1, qy = cy + 1;
-  double *value = coarse->value;
   const ptrdiff_t n_nodes = (ptrdiff_t)coarse->n_nodes;
 #pragma omp parallel num_threads(vox_cpu_threads(be))
   {
     /* the identity part first: it also clears each row */
 #pragma omp for schedule(static)
     for (ptrdiff_t n = 0; n < n_nodes; n++) {
-      double *row = value + (size_t)n * 27 * (size_t)bs;
+      double row[27 * MAX_BLOCK];
       memset(row, 0, 27 * (size_t)bs * sizeof *row);
       const int64_t I = n % qx, J = (n / qx) % qy, K = n / (qx * qy);
       if (coarse->grid.periodic && vox_is_image(cx, cy, cz, I, J, K))
         identity_row(dpn, row);
       else
         fixed_identity_row(op, I, J, K, row);
+      store_row(coarse, (size_t)n, row);
     }
     const int64_t n_slabs = (cz + SLAB_LAYERS - 1) / SLAB_LAYERS;
     for (int parity = 0; parity < 2 && !coarse->grid.periodic; parity++) {
@@ -218,11 +270,7 @@ static vox_status galerkin_elements(vox_backend *be, const vox_operator *op, vox
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
 #pragma omp for collapse(2) schedule(static)
       for (int64_t K = ck; K < cz; K += 2)
-        for (int64_t J = cj; J < cy; J += 2)
-          if (nloc == 24)
-            galerkin_row_elasticity(op, qkq, coarse, J, K, ci);
-          else
-            galerkin_row_conduction(op, qkq, coarse, J, K, ci);
+        for (int64_t J = cj; J < cy; J += 2) galerkin_row_any(op, qkq, coarse, J, K, ci);
     }
   }
   return VOX_OK;
@@ -236,9 +284,11 @@ vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_st
 
 /* ---- stencil levels: row by row ------------------------------------------- */
 
-/* Coarse row (I, J, K) of R S P for a fine stencil S. */
+/* Coarse row (I, J, K) of R S P for a fine stencil S, summed in double
+ * (from float values widened). */
 static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, double *out) {
   const int bs = st->dpn * st->dpn;
+  double buffer[27 * MAX_BLOCK]; /* a fine row widened from float */
   const vox_grid *g = &st->grid;
   const int64_t px = g->nx + 1, py = g->ny + 1, pz = g->nz + 1;
   memset(out, 0, 27 * (size_t)bs * sizeof *out);
@@ -255,7 +305,7 @@ static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, d
       const int di = ta % 3 - 1, dj = (ta / 3) % 3 - 1, dk = ta / 9 - 1;
       const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
       const int64_t a = vox_neighbour_node(g->nx, g->ny, g->nz, 1, 2 * I, 2 * J, 2 * K, ta);
-      const double *fine_row = st->value + (size_t)a * 27 * (size_t)bs;
+      const double *fine_row = load_row(st, (size_t)a, buffer);
       for (int t = 0; t < 27; t++)
         spread(I, J, K, 2 * I + di + t % 3 - 1, 2 * J + dj + (t / 3) % 3 - 1,
                2 * K + dk + t / 9 - 1, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
@@ -268,7 +318,7 @@ static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, d
         const int64_t i = 2 * I + di, j = 2 * J + dj, k = 2 * K + dk;
         if (i < 0 || i >= px || j < 0 || j >= py || k < 0 || k >= pz) continue;
         const double wa = (di ? 0.5 : 1) * (dj ? 0.5 : 1) * (dk ? 0.5 : 1);
-        const double *fine_row = st->value + (size_t)((k * py + j) * px + i) * 27 * (size_t)bs;
+        const double *fine_row = load_row(st, (size_t)((k * py + j) * px + i), buffer);
         for (int t = 0; t < 27; t++) {
           /* neighbour b of fine node a, spread onto the coarse nodes it
            * interpolates from */
@@ -282,11 +332,13 @@ static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, d
 vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_stencil *coarse) {
   TRY(check_nesting(be, &fine->grid, fine->dpn, coarse));
   const int64_t cx = coarse->grid.nx + 1, cy = coarse->grid.ny + 1, cz = coarse->grid.nz + 1;
-  const size_t bs = (size_t)fine->dpn * (size_t)fine->dpn;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(dynamic, 4)
   for (int64_t K = 0; K < cz; K++)
     for (int64_t J = 0; J < cy; J++)
-      for (int64_t I = 0; I < cx; I++)
-        coarse_row(fine, I, J, K, coarse->value + (size_t)((K * cy + J) * cx + I) * 27 * bs);
+      for (int64_t I = 0; I < cx; I++) {
+        double row[27 * MAX_BLOCK];
+        coarse_row(fine, I, J, K, row);
+        store_row(coarse, (size_t)((K * cy + J) * cx + I), row);
+      }
   return VOX_OK;
 }

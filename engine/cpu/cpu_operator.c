@@ -20,12 +20,14 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
   op->first_layer_shared = desc->first_layer_shared;
   op->n_dofs = (size_t)vox_grid_nodes(&desc->grid) * (size_t)op->dpn;
   op->ke = malloc((size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
+  op->ke32 = malloc((size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke32);
   op->fixed = desc->dof_fixed ? malloc(op->n_dofs) : NULL;
-  if (!op->ke || (desc->dof_fixed && !op->fixed)) {
+  if (!op->ke || !op->ke32 || (desc->dof_fixed && !op->fixed)) {
     vox_cpu_op_destroy(be, op);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
   memcpy(op->ke, desc->ke, (size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
+  for (int e = 0; e < op->nloc * op->nloc; e++) op->ke32[e] = (float)op->ke[e];
   if (op->fixed) memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
   if (desc->n_springs > 0) {
     op->spring_dof = malloc(desc->n_springs * sizeof *op->spring_dof);
@@ -49,6 +51,7 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
 void vox_cpu_op_destroy(vox_backend *be, vox_operator *op) {
   if (!op) return;
   free(op->ke);
+  free(op->ke32);
   free(op->fixed);
   free(op->spring_dof);
   free(op->spring_k);
@@ -121,8 +124,8 @@ static inline __attribute__((always_inline)) void element_nodes(const vox_operat
  * is symmetric: column c is row c), which vectorises without horizontal
  * reductions. */
 static inline __attribute__((always_inline)) void
-apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
-          int64_t j, int64_t k, int ci, int step, const int NLOC) {
+apply_row_double(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+                 int64_t j, int64_t k, int ci, int step, const int NLOC) {
   const int64_t nx = op->grid.nx, ny = op->grid.ny;
   const double *restrict ke = op->ke;
   const double *restrict moduli = op->moduli + (k * ny + j) * nx;
@@ -140,33 +143,88 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
   }
 }
 
-HOT_CLONES static void apply_row_elasticity(const vox_operator *op, const double *x, double *y,
-                                            int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 2, 24);
+/* 8 floats, one AVX register (two SSE ones in the baseline build) */
+typedef float float8 __attribute__((vector_size(32)));
+
+/* apply_row_double in float (VOX_APPLY_SINGLE): x_e rounded to float,
+ * Ke x_e summed in float from the float Ke (8 lanes where double takes 4),
+ * m (Ke x_e) added to y in double. */
+static inline __attribute__((always_inline)) void
+apply_row_single(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+                 int64_t j, int64_t k, int ci, int step, const int NLOC) {
+  const int dpn = NLOC / 8;
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  const float *restrict ke = op->ke32;
+  const uint8_t *restrict fixed = op->fixed;
+  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
+  for (int64_t i = ci; i < nx; i += step) {
+    const double m = moduli[i];
+    if (m == 0) continue;
+    ptrdiff_t node[8];
+    element_nodes(op, i, j, k, node);
+    float xe[NLOC], ye[NLOC];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) {
+        const ptrdiff_t dof = node[a] * dpn + c;
+        xe[a * dpn + c] = (full || !fixed[dof]) ? (float)x[dof] : 0.0f;
+      }
+    /* Ke x_e as four partial sums over the columns, each NLOC / 8
+     * vectors of 8 floats kept in registers: one sum's chain of dependent
+     * multiply-adds would bound the product by their latency */
+    const int NV = NLOC / 8;
+    float8 part[4][3];
+    for (int q = 0; q < 4; q++)
+      for (int v = 0; v < NV; v++) part[q][v] = (float8){0};
+    for (int c = 0; c < NLOC; c += 4)
+      for (int q = 0; q < 4; q++)
+        for (int v = 0; v < NV; v++) {
+          float8 kv;
+          memcpy(&kv, ke + (c + q) * NLOC + 8 * v, sizeof kv);
+          part[q][v] += kv * xe[c + q];
+        }
+    for (int v = 0; v < NV; v++) {
+      const float8 sum = (part[0][v] + part[1][v]) + (part[2][v] + part[3][v]);
+      memcpy(ye + 8 * v, &sum, sizeof sum);
+    }
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < dpn; c++) y[node[a] * dpn + c] += m * (double)ye[a * dpn + c];
+  }
 }
 
-HOT_CLONES static void apply_row_conduction(const vox_operator *op, const double *x, double *y,
-                                            int full, int64_t j, int64_t k, int ci) {
-  apply_row(op, x, y, full, j, k, ci, 2, 8);
+static inline __attribute__((always_inline)) void
+apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+          int64_t j, int64_t k, int ci, int step, const int NLOC, const int SINGLE) {
+  if (SINGLE)
+    apply_row_single(op, x, y, full, j, k, ci, step, NLOC);
+  else
+    apply_row_double(op, x, y, full, j, k, ci, step, NLOC);
 }
 
 /* Every element of the element layers k0 <= k < k1 in turn. */
 static inline __attribute__((always_inline)) void
 apply_slab(const vox_operator *op, const double *x, double *y, int full, int64_t k0, int64_t k1,
-           const int NLOC) {
+           const int NLOC, const int SINGLE) {
   for (int64_t k = k0; k < k1; k++)
-    for (int64_t j = 0; j < op->grid.ny; j++) apply_row(op, x, y, full, j, k, 0, 1, NLOC);
+    for (int64_t j = 0; j < op->grid.ny; j++) apply_row(op, x, y, full, j, k, 0, 1, NLOC, SINGLE);
 }
 
-HOT_CLONES static void apply_slab_elasticity(const vox_operator *op, const double *x, double *y,
-                                             int full, int64_t k0, int64_t k1) {
-  apply_slab(op, x, y, full, k0, k1, 24);
-}
-
-HOT_CLONES static void apply_slab_conduction(const vox_operator *op, const double *x, double *y,
-                                             int full, int64_t k0, int64_t k1) {
-  apply_slab(op, x, y, full, k0, k1, 8);
-}
+/* The rows (every other element: the colours of a periodic grid) and the
+ * slabs for each element matrix size and precision, each built for AVX2
+ * too (HOT_CLONES). */
+#define APPLY_KERNELS(suffix, NLOC, SINGLE)                                                        \
+  HOT_CLONES static void apply_row_##suffix(const vox_operator *op, const double *x, double *y,   \
+                                            int full, int64_t j, int64_t k, int ci) {              \
+    apply_row(op, x, y, full, j, k, ci, 2, NLOC, SINGLE);                                          \
+  }                                                                                                \
+  HOT_CLONES static void apply_slab_##suffix(const vox_operator *op, const double *x, double *y,  \
+                                             int full, int64_t k0, int64_t k1) {                   \
+    apply_slab(op, x, y, full, k0, k1, NLOC, SINGLE);                                              \
+  }
+APPLY_KERNELS(elasticity, 24, 0)
+APPLY_KERNELS(conduction, 8, 0)
+APPLY_KERNELS(elasticity_single, 24, 1)
+APPLY_KERNELS(conduction_single, 8, 1)
+#undef APPLY_KERNELS
 
 /* A bounded grid's product in slabs of SLAB_LAYERS element layers, each
  * taken element by element in grid order by one thread: x and y pass
@@ -177,26 +235,27 @@ HOT_CLONES static void apply_slab_conduction(const vox_operator *op, const doubl
 enum { SLAB_LAYERS = 2 };
 
 static void apply_slabs(vox_backend *be, const vox_operator *op, const double *x, double *y,
-                        int full) {
+                        int full, int single) {
   const int64_t n_slabs = (op->grid.nz + SLAB_LAYERS - 1) / SLAB_LAYERS;
   for (int parity = 0; parity < 2; parity++) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t s = parity; s < n_slabs; s += 2) {
       const int64_t k0 = s * SLAB_LAYERS,
                     k1 = k0 + SLAB_LAYERS < op->grid.nz ? k0 + SLAB_LAYERS : op->grid.nz;
-      if (op->nloc == 24)
-        apply_slab_elasticity(op, x, y, full, k0, k1);
+      if (single)
+        (op->nloc == 24 ? apply_slab_elasticity_single : apply_slab_conduction_single)(op, x, y, full,
+                                                                                       k0, k1);
       else
-        apply_slab_conduction(op, x, y, full, k0, k1);
+        (op->nloc == 24 ? apply_slab_elasticity : apply_slab_conduction)(op, x, y, full, k0, k1);
     }
   }
 }
 
-/* VOX_APPLY_SINGLE is ignored: the product is always computed in double. */
+/* VOX_APPLY_SINGLE: the element products in float (apply_row_single). */
 vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *yv,
                             int flags) {
   TRY(vox_cpu_op_check_fixed(be, op, "a product"));
-  const int full = (flags & VOX_APPLY_FULL) != 0;
+  const int full = (flags & VOX_APPLY_FULL) != 0, single = (flags & VOX_APPLY_SINGLE) != 0;
   const double *restrict x = xv->data;
   double *restrict y = yv->data;
   const ptrdiff_t n = (ptrdiff_t)op->n_dofs;
@@ -205,7 +264,7 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
 #pragma omp for schedule(static)
     for (ptrdiff_t d = 0; d < n; d++) y[d] = 0;
     if (!op->grid.periodic) /* a periodic grid's last slab meets its first */
-      apply_slabs(be, op, x, y, full);
+      apply_slabs(be, op, x, y, full, single);
     else
       for (int colour = 0; colour < 8; colour++) {
         const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
@@ -213,10 +272,12 @@ vox_status vox_cpu_op_apply(vox_backend *be, vox_operator *op, const vox_vec *xv
 #pragma omp for collapse(2) schedule(static)
         for (int64_t k = ck; k < op->grid.nz; k += 2)
           for (int64_t j = cj; j < op->grid.ny; j += 2) {
-            if (op->nloc == 24)
-              apply_row_elasticity(op, x, y, full, j, k, ci);
+            if (single)
+              (op->nloc == 24 ? apply_row_elasticity_single
+                              : apply_row_conduction_single)(op, x, y, full, j, k, ci);
             else
-              apply_row_conduction(op, x, y, full, j, k, ci);
+              (op->nloc == 24 ? apply_row_elasticity : apply_row_conduction)(op, x, y, full, j, k,
+                                                                            ci);
           }
       }
     if (!full) {

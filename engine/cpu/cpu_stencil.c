@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Stencils on the CPU: an assembled operator stored per node as 27 blocks
- * (the coarse levels of the multigrid), its product and diagonal, and the
+ * (the coarse levels of the multigrid) in double or float, its product and
+ * diagonal, and the
  * transfers between a grid and its coarse grid: trilinear prolongation P and
  * restriction R = P^T. Every loop is a gather over the nodes it writes, so
  * threads never write the same entry. */
@@ -17,8 +18,12 @@ vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn
   st->dpn = dpn;
   st->n_nodes = (size_t)vox_grid_nodes(grid);
   st->n_dofs = st->n_nodes * (size_t)dpn;
-  st->value = calloc(st->n_nodes * 27 * (size_t)(dpn * dpn), sizeof *st->value);
-  if (!st->value) {
+  const size_t n_values = st->n_nodes * 27 * (size_t)(dpn * dpn);
+  if (precision == VOX_PRECISION_MIXED)
+    st->value32 = calloc(n_values, sizeof *st->value32);
+  else
+    st->value = calloc(n_values, sizeof *st->value);
+  if (!st->value && !st->value32) {
     free(st);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for a multigrid level (%zu nodes)",
                      (size_t)vox_grid_nodes(grid));
@@ -31,16 +36,33 @@ void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st) {
   if (!st) return;
   vox_cpu_stencil_factor_free(st);
   free(st->value);
+  free(st->value32);
   free(st);
 }
 
+/* Float storage takes the values rounded to nearest and gives them back
+ * exactly (widened). */
 vox_status vox_cpu_stencil_upload(vox_backend *be, vox_stencil *st, const double *host) {
-  memcpy(st->value, host, st->n_nodes * 27 * (size_t)(st->dpn * st->dpn) * sizeof *host);
+  const ptrdiff_t n = (ptrdiff_t)(st->n_nodes * 27 * (size_t)(st->dpn * st->dpn));
+  if (st->value) {
+    memcpy(st->value, host, (size_t)n * sizeof *host);
+    return VOX_OK;
+  }
+  float *restrict v = st->value32;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) v[i] = (float)host[i];
   return VOX_OK;
 }
 
 vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, double *host) {
-  memcpy(host, st->value, st->n_nodes * 27 * (size_t)(st->dpn * st->dpn) * sizeof *host);
+  const ptrdiff_t n = (ptrdiff_t)(st->n_nodes * 27 * (size_t)(st->dpn * st->dpn));
+  if (st->value) {
+    memcpy(host, st->value, (size_t)n * sizeof *host);
+    return VOX_OK;
+  }
+  const float *restrict v = st->value32;
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) host[i] = v[i];
   return VOX_OK;
 }
 
@@ -78,10 +100,12 @@ static inline __attribute__((always_inline)) void finish_dof(const stencil_pass 
 }
 
 /* The row of node (i, j, k) = n, any dofs per node, neighbours looked up
- * one by one (a periodic grid's images have identity rows: the centre block). */
-static inline __attribute__((always_inline)) void node_general(const vox_stencil *st,
-                                                               const stencil_pass *p, int64_t i,
-                                                               int64_t j, int64_t k, int64_t n) {
+ * one by one (a periodic grid's images have identity rows: the centre
+ * block); double or float values (SINGLE, known to the compiler), summed in
+ * double. */
+static inline __attribute__((always_inline)) void
+node_general(const vox_stencil *st, const stencil_pass *p, int64_t i, int64_t j, int64_t k,
+             int64_t n, const int SINGLE) {
   const int dpn = st->dpn, bs = dpn * dpn, periodic = st->grid.periodic;
   const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
   const int image = periodic && vox_is_image(nx, ny, nz, i, j, k);
@@ -90,10 +114,12 @@ static inline __attribute__((always_inline)) void node_general(const vox_stencil
     const int64_t m = image ? (t == 13 ? n : -1)
                             : vox_neighbour_node(nx, ny, nz, periodic, i, j, k, t);
     if (m < 0) continue;
-    const double *blk = st->value + ((size_t)n * 27 + (size_t)t) * (size_t)bs;
+    const size_t at = ((size_t)n * 27 + (size_t)t) * (size_t)bs;
     const double *xm = p->x + m * dpn;
     for (int r = 0; r < dpn; r++)
-      for (int c = 0; c < dpn; c++) s[r] += blk[r * dpn + c] * xm[c];
+      for (int c = 0; c < dpn; c++)
+        s[r] += (SINGLE ? (double)st->value32[at + r * dpn + c] : st->value[at + r * dpn + c]) *
+                xm[c];
   }
   for (int r = 0; r < dpn; r++) finish_dof(p, n * dpn + r, s[r]);
 }
@@ -117,29 +143,83 @@ static inline __attribute__((always_inline)) void node_interior3(const vox_stenc
   finish_dof(p, n * 3, s0), finish_dof(p, n * 3 + 1, s1), finish_dof(p, n * 3 + 2, s2);
 }
 
+/* 8 floats, one AVX register (two SSE ones in the baseline build) */
+typedef float float8 __attribute__((vector_size(32)));
+
+/* node_interior3 of float values in float arithmetic: the first 8 of the
+ * nine products of a block with its neighbour's (x0, x1, x2, x0, x1, x2, x0,
+ * x1, x2) are one vector of 8 floats (8 lanes where double takes 4), the
+ * ninth a scalar; three partial sums of each, one per block of three in
+ * turn (one sum's chain of dependent multiply-adds would bound the product
+ * by their latency), summed by row at the end; the epilogue (finish_dof)
+ * is double. */
+static inline __attribute__((always_inline)) void
+node_interior3_single(const vox_stencil *st, const stencil_pass *p, const int64_t nb[27],
+                      int64_t n) {
+  const float *restrict blk = st->value32 + (size_t)n * 243;
+  const double *restrict x = p->x;
+  float8 part[3] = {{0}, {0}, {0}};
+  float last[3] = {0, 0, 0};
+  for (int t = 0; t < 27; t += 3)
+    for (int u = 0; u < 3; u++) {
+      const double *xm = x + (n + nb[t + u]) * 3;
+      const float x0 = (float)xm[0], x1 = (float)xm[1], x2 = (float)xm[2];
+      const float8 xr = {x0, x1, x2, x0, x1, x2, x0, x1};
+      float8 a;
+      memcpy(&a, blk + (t + u) * 9, sizeof a);
+      part[u] += a * xr;
+      last[u] += blk[(t + u) * 9 + 8] * x2;
+    }
+  const float8 q = part[0] + part[1] + part[2];
+  const float q8 = last[0] + last[1] + last[2];
+  finish_dof(p, n * 3, (double)q[0] + q[1] + q[2]);
+  finish_dof(p, n * 3 + 1, (double)q[3] + q[4] + q[5]);
+  finish_dof(p, n * 3 + 2, (double)q[6] + q[7] + q8);
+}
+
 /* One row of nodes (j, k). */
-HOT_CLONES static void stencil_row(const vox_stencil *st, const stencil_pass *p, int64_t j,
-                                   int64_t k) {
+static inline __attribute__((always_inline)) void
+stencil_row(const vox_stencil *st, const stencil_pass *p, int64_t j, int64_t k, const int SINGLE) {
   const int64_t nx = st->grid.nx, ny = st->grid.ny, nz = st->grid.nz;
   const int64_t px = nx + 1, py = ny + 1;
   const int64_t n0 = (k * py + j) * px;
   const int fast = st->dpn == 3 && !st->grid.periodic && j > 0 && j < ny && k > 0 && k < nz;
   if (!fast) {
-    for (int64_t i = 0; i <= nx; i++) node_general(st, p, i, j, k, n0 + i);
+    for (int64_t i = 0; i <= nx; i++) node_general(st, p, i, j, k, n0 + i, SINGLE);
     return;
   }
   int64_t nb[27];
   for (int t = 0; t < 27; t++) nb[t] = ((t / 9 - 1) * py + (t / 3) % 3 - 1) * px + t % 3 - 1;
-  node_general(st, p, 0, j, k, n0);
-  for (int64_t i = 1; i < nx; i++) node_interior3(st, p, nb, n0 + i);
-  if (nx > 0) node_general(st, p, nx, j, k, n0 + nx);
+  node_general(st, p, 0, j, k, n0, SINGLE);
+  for (int64_t i = 1; i < nx; i++) {
+    if (SINGLE)
+      node_interior3_single(st, p, nb, n0 + i);
+    else
+      node_interior3(st, p, nb, n0 + i);
+  }
+  if (nx > 0) node_general(st, p, nx, j, k, n0 + nx, SINGLE);
+}
+
+HOT_CLONES static void stencil_row_double(const vox_stencil *st, const stencil_pass *p, int64_t j,
+                                          int64_t k) {
+  stencil_row(st, p, j, k, 0);
+}
+
+HOT_CLONES static void stencil_row_single(const vox_stencil *st, const stencil_pass *p, int64_t j,
+                                          int64_t k) {
+  stencil_row(st, p, j, k, 1);
 }
 
 static void stencil_pass_run(vox_backend *be, const vox_stencil *st, const stencil_pass *p) {
   const int64_t py = st->grid.ny + 1, pz = st->grid.nz + 1;
 #pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
   for (int64_t k = 0; k < pz; k++)
-    for (int64_t j = 0; j < py; j++) stencil_row(st, p, j, k);
+    for (int64_t j = 0; j < py; j++) {
+      if (st->value32)
+        stencil_row_single(st, p, j, k);
+      else
+        stencil_row_double(st, p, j, k);
+    }
 }
 
 vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *xv,
@@ -177,7 +257,8 @@ vox_status vox_cpu_stencil_diagonal(vox_backend *be, vox_stencil *st, vox_vec *d
   double *restrict d = dv->data;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < n; m++)
-    for (int r = 0; r < dpn; r++) d[m * dpn + r] = st->value[((size_t)m * 27 + 13) * bs + r * dpn + r];
+    for (int r = 0; r < dpn; r++)
+      d[m * dpn + r] = vox_cpu_stencil_value(st, ((size_t)m * 27 + 13) * bs + r * dpn + r);
   return VOX_OK;
 }
 

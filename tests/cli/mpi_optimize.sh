@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # voxfe-optimize --mpi under mpirun: the cantilever (elasticity) and the heat
 # sink (heat conduction) on 2 and 3 ranks (slabs of uneven sizes) give the
-# design, history and CG iterations of one process (to 1e-12); a model that
+# design, history and CG iterations of one process (to 1e-12 in double
+# precision; in mixed precision, where the slabs change the float
+# multigrid's rounding, to 1e-6 and CG iterations within 2); a model that
 # rank 0 cannot read and a grid with fewer layers than ranks end every rank
 # with exit status 2, one message and no output file; a rank that runs out
 # of memory alone ends them all with exit status 1.
@@ -16,22 +18,23 @@ make_model cantilever.nc 16x8x5 || finish
 "$VOXELIZE" --box 8x4x16 --voxel-size 16 --problem "$HEATSINK" -o heat.nc >"$LOG/out" 2>&1 ||
   { fail "voxelize heat: $(tail -n 3 "$LOG/out")"; finish; }
 
-compare() { # ONE MANY: the same history rows, CG counts and density
-  /usr/bin/python3 - "$1" "$2" >"$LOG/py" 2>&1 <<'PY' || fail "$2 against $1: $(cat "$LOG/py")"
+compare() { # ONE MANY [TOLERANCE CG_SLACK]: the same history rows, CG counts and density
+  /usr/bin/python3 - "$1" "$2" "${3:-1e-12}" "${4:-0}" >"$LOG/py" 2>&1 <<'PY' || fail "$2 against $1: $(cat "$LOG/py")"
 import sys
 import netCDF4
 import numpy as np
 one, many = (netCDF4.Dataset(f) for f in sys.argv[1:3])
+tol, slack = float(sys.argv[3]), int(sys.argv[4])
 a, b = one["optimization"], many["optimization"]
-assert np.array_equal(a["cg_iterations"][:], b["cg_iterations"][:]), \
-    (a["cg_iterations"][:], b["cg_iterations"][:])
+cg_a, cg_b = np.asarray(a["cg_iterations"][:]), np.asarray(b["cg_iterations"][:])
+assert cg_a.shape == cg_b.shape and np.all(np.abs(cg_a - cg_b) <= slack), (cg_a, cg_b)
 for name in ("objective", "volume_fraction", "change"):
     x, y = np.asarray(a[name][:]), np.asarray(b[name][:])
-    assert np.all(np.abs(x - y) <= 1e-12 * np.abs(x).max()), (name, x, y)
-assert abs(a.final_objective - b.final_objective) <= 1e-12 * abs(a.final_objective)
-assert a.final_cg_iterations == b.final_cg_iterations
+    assert np.all(np.abs(x - y) <= tol * np.abs(x).max()), (name, x, y)
+assert abs(a.final_objective - b.final_objective) <= tol * abs(a.final_objective)
+assert abs(a.final_cg_iterations - b.final_cg_iterations) <= slack
 d = np.abs(np.asarray(one["density"][:]) - np.asarray(many["density"][:])).max()
-assert d <= 1e-12, d
+assert d <= tol, d
 print("rows", len(a["objective"][:]), "objective", b.final_objective, "density diff", d)
 PY
   echo "ok: $2 is $1: $(cat "$LOG/py")"
@@ -40,8 +43,8 @@ PY
 for model in cantilever heat; do
   # the heat sink's settings of heat_run.sh; the cantilever's filter reaches
   # a layer to either side (the slabs' windows are not the whole grid)
-  options=()
-  [ $model = heat ] && options=(--emin-ratio 1e-3 --filter-radius 20)
+  options=(--precision double)
+  [ $model = heat ] && options+=(--emin-ratio 1e-3 --filter-radius 20)
   "$OPTIMIZE" $model.nc -o $model-1.nc --max-iterations 4 --device cpu --threads 1 \
     "${options[@]}" -q >"$LOG/out" 2>&1 ||
     { fail "optimize $model: $(tail -n 3 "$LOG/out")"; continue; }
@@ -55,6 +58,20 @@ for model in cantilever heat; do
     compare $model-1.nc $model-$ranks.nc
   done
 done
+
+# mixed precision (the default): the float multigrid's rounding differs
+# with the slabs, so the runs agree to well within CG's tolerance
+if "$OPTIMIZE" cantilever.nc -o mixed-1.nc --max-iterations 4 --device cpu --threads 1 -q \
+  >"$LOG/out" 2>&1; then
+  if mpi 2 "$OPTIMIZE" --mpi cantilever.nc -o mixed-2.nc --max-iterations 4 --threads 1 \
+    >"$LOG/out" 2>"$LOG/err"; then
+    compare mixed-1.nc mixed-2.nc 1e-6 2
+  else
+    fail "optimize --mpi in mixed precision: $(tail -n 3 "$LOG/err")"
+  fi
+else
+  fail "optimize in mixed precision: $(tail -n 3 "$LOG/out")"
+fi
 
 # failures: every rank ends, with one message (rank 0's) and no file
 make_model thin.nc 16x8x2 || finish

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The CPU backend's fast kernel paths against plain references written here
  * from their definitions: the stencil product on interior nodes and its
- * fused smoothing step and residual, the element product in slabs of
- * element layers (with void elements and fixed dofs) and the element energies from the same column
+ * fused smoothing step and residual (double and float), the element product
+ * in slabs of element layers (with void elements and fixed dofs; double and
+ * float) and the element energies from the same column
  * sums, and the filter's interior taps (all elements active, or some not).
  * Each on grids with interior and boundary parts, so both paths of each
  * kernel run. */
@@ -39,17 +40,39 @@ static void vec_from(vox_backend *be, vox_vec *v, const double *h) {
   be->ops->vec->upload(be, v, h);
 }
 
+/* The tolerance of a product against its double reference: double's
+ * rounding, or for mixed precision (float values, float sums) float's,
+ * which must leave a difference: 0 would mean the double product. */
+static void check_close(double difference, vox_precision precision) {
+  if (precision == VOX_PRECISION_DOUBLE)
+    CHECK(difference < 1e-14);
+  else
+    CHECK(difference > 1e-12 && difference < 1e-5);
+}
+
 /* y = A x for a stencil of random blocks, node by node and neighbour by
- * neighbour; then the smoothing step and the residual from it. */
-static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny, int64_t nz) {
+ * neighbour; then the smoothing step and the residual from it; in double
+ * and with float storage (mixed precision), whose values are the double
+ * ones rounded. */
+static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny, int64_t nz,
+                         vox_precision precision) {
   const vox_grid g = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1, 1}};
   const size_t nodes = (size_t)vox_grid_nodes(&g), n = 3 * nodes;
   double *a = random_array(nodes * 243, 5), *x = random_array(n, 6), *b = random_array(n, 7),
          *w = random_array(n, 8), *d = random_array(n, 9);
   vox_stencil *st;
-  CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g, 3, VOX_PRECISION_DOUBLE, &st));
+  CHECK_OK(ctx, be->ops->mg->stencil_create(be, &g, 3, precision, &st));
   CHECK_OK(ctx, be->ops->mg->stencil_upload(be, st, a));
   double *ref = calloc(n, sizeof *ref), *got = malloc(n * sizeof *got);
+  {
+    double *stored = malloc(nodes * 243 * sizeof *stored);
+    CHECK_OK(ctx, be->ops->mg->stencil_download(be, st, stored));
+    int as_stored = 1;
+    for (size_t i = 0; i < nodes * 243; i++)
+      as_stored &= stored[i] == (precision == VOX_PRECISION_DOUBLE ? a[i] : (double)(float)a[i]);
+    CHECK(as_stored);
+    free(stored);
+  }
   for (int64_t k = 0; k <= nz; k++)
     for (int64_t j = 0; j <= ny; j++)
       for (int64_t i = 0; i <= nx; i++) {
@@ -68,13 +91,13 @@ static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t 
   vec_from(be, &yv, x);
   CHECK_OK(ctx, be->ops->mg->stencil_apply(be, st, &xv, &yv));
   be->ops->vec->download(be, &yv, got);
-  CHECK(relative_difference(got, ref, n) < 1e-14);
+  check_close(relative_difference(got, ref, n), precision);
 
   CHECK_OK(ctx, be->ops->mg->stencil_residual(be, st, &bv, &xv, &yv));
   be->ops->vec->download(be, &yv, got);
   double *expect = malloc(n * sizeof *expect), *expect_d = malloc(n * sizeof *expect_d);
   for (size_t i = 0; i < n; i++) expect[i] = b[i] - ref[i];
-  CHECK(relative_difference(got, expect, n) < 1e-14);
+  check_close(relative_difference(got, expect, n), precision);
 
   for (int with_beta = 0; with_beta < 2; with_beta++) {
     const double alpha = 0.7, beta = with_beta ? 0.3 : 0;
@@ -85,9 +108,9 @@ static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t 
       expect[i] = x[i] + expect_d[i];
     }
     be->ops->vec->download(be, &yv, got);
-    CHECK(relative_difference(got, expect, n) < 1e-14);
+    check_close(relative_difference(got, expect, n), precision);
     be->ops->vec->download(be, &dv, got);
-    CHECK(relative_difference(got, expect_d, n) < 1e-14);
+    check_close(relative_difference(got, expect_d, n), precision);
   }
   vox_vec *v[] = {&xv, &bv, &wv, &dv, &yv};
   for (size_t i = 0; i < 5; i++) be->ops->vec->destroy(be, v[i]);
@@ -96,7 +119,9 @@ static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t 
 }
 
 /* y = sum_e m_e Ke x_e with the fixed dofs eliminated (x read as 0 there,
- * y = x there), element by element; moduli of 0 on some elements. */
+ * y = x there), element by element; moduli of 0 on some elements; in
+ * double, and in float (VOX_APPLY_SINGLE, as the mixed-precision
+ * smoother asks for it) to float's rounding. */
 static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny,
                                  int64_t nz) {
   const vox_grid g = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1, 1}};
@@ -117,7 +142,9 @@ static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, 
   vox_vec mv = {.n = ne}, xv = {.n = n}, yv = {.n = n};
   vec_from(be, &mv, moduli), vec_from(be, &xv, x), vec_from(be, &yv, x);
   CHECK_OK(ctx, be->ops->op->set_moduli(be, op, &mv));
-  for (int full = 0; full < 2; full++) {
+  for (int variant = 0; variant < 4; variant++) {
+    const int full = variant & 1, single = variant >> 1;
+    const int flags = (full ? VOX_APPLY_FULL : 0) | (single ? VOX_APPLY_SINGLE : 0);
     double *ref = calloc(n, sizeof *ref), *got = malloc(n * sizeof *got);
     for (int64_t k = 0; k < nz; k++)
       for (int64_t j = 0; j < ny; j++)
@@ -138,9 +165,14 @@ static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, 
     if (!full)
       for (size_t i = 0; i < n; i++)
         if (fixed[i]) ref[i] = x[i];
-    CHECK_OK(ctx, be->ops->op->apply(be, op, &xv, &yv, full ? VOX_APPLY_FULL : 0));
+    CHECK_OK(ctx, be->ops->op->apply(be, op, &xv, &yv, flags));
     be->ops->vec->download(be, &yv, got);
-    CHECK(relative_difference(got, ref, n) < 1e-13);
+    if (single) {
+      const double d = relative_difference(got, ref, n);
+      CHECK(d > 1e-12 && d < 1e-5);
+    } else {
+      CHECK(relative_difference(got, ref, n) < 1e-13);
+    }
     free(ref), free(got);
   }
   /* the element energies u_e' Ke u_e, row by row */
@@ -167,6 +199,37 @@ static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, 
   be->ops->vec->destroy(be, &mv), be->ops->vec->destroy(be, &xv), be->ops->vec->destroy(be, &yv);
   be->ops->op->destroy(be, op);
   free(fixed), free(moduli), free(x);
+}
+
+/* On a periodic grid (the products by colours, not slabs): the float
+ * product (VOX_APPLY_SINGLE) against the double one, to float's rounding
+ * and not equal to it. */
+static void test_element_product_periodic(vox_context *ctx, vox_backend *be) {
+  const vox_grid g = {.nx = 6, .ny = 4, .nz = 4, .voxel_size = {1, 1, 1}, .periodic = 1};
+  const size_t nodes = (size_t)vox_grid_nodes(&g), n = 3 * nodes,
+               ne = (size_t)vox_grid_elements(&g);
+  double ke[24 * 24];
+  CHECK(vox_hex8_elasticity(1, 0.3, g.voxel_size, ke) == 0);
+  uint8_t *fixed = calloc(n, 1);
+  uint64_t seed = 21;
+  double *moduli = malloc(ne * sizeof *moduli), *x = random_array(n, 22);
+  for (size_t e = 0; e < ne; e++) moduli[e] = uniform(&seed) < -0.3 ? 1e-9 : uniform(&seed) + 0.6;
+  const vox_operator_desc desc = {.grid = g, .dofs_per_node = 3, .ke = ke, .dof_fixed = fixed};
+  vox_operator *op;
+  CHECK_OK(ctx, be->ops->op->create(be, &desc, &op));
+  vox_vec mv = {.n = ne}, xv = {.n = n}, yv = {.n = n};
+  vec_from(be, &mv, moduli), vec_from(be, &xv, x), vec_from(be, &yv, x);
+  CHECK_OK(ctx, be->ops->op->set_moduli(be, op, &mv));
+  double *y_double = malloc(n * sizeof *y_double), *y_single = malloc(n * sizeof *y_single);
+  CHECK_OK(ctx, be->ops->op->apply(be, op, &xv, &yv, 0));
+  be->ops->vec->download(be, &yv, y_double);
+  CHECK_OK(ctx, be->ops->op->apply(be, op, &xv, &yv, VOX_APPLY_SINGLE));
+  be->ops->vec->download(be, &yv, y_single);
+  const double d = relative_difference(y_single, y_double, n);
+  CHECK(d > 1e-12 && d < 1e-5);
+  be->ops->vec->destroy(be, &mv), be->ops->vec->destroy(be, &xv), be->ops->vec->destroy(be, &yv);
+  be->ops->op->destroy(be, op);
+  free(fixed), free(moduli), free(x), free(y_double), free(y_single);
 }
 
 /* out_e = sum_taps w in_i / sum_taps w over the active i inside the grid,
@@ -214,11 +277,15 @@ int main(void) {
   vox_backend *be;
   vox_context_create(&ctx);
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
-  test_stencil(ctx, be, 6, 5, 4);
-  test_stencil(ctx, be, 1, 3, 2); /* no interior node */
+  for (int mixed = 0; mixed < 2; mixed++) {
+    const vox_precision p = mixed ? VOX_PRECISION_MIXED : VOX_PRECISION_DOUBLE;
+    test_stencil(ctx, be, 6, 5, 4, p);
+    test_stencil(ctx, be, 1, 3, 2, p); /* no interior node */
+  }
   test_element_product(ctx, be, 9, 4, 3); /* odd: a last element alone */
   test_element_product(ctx, be, 8, 3, 2);
   test_element_product(ctx, be, 5, 3, 9); /* slabs of layers, an odd number */
+  test_element_product_periodic(ctx, be);
   test_filter(ctx, be, 11, 9, 8, 2.56, 0);
   test_filter(ctx, be, 11, 9, 8, 2.56, 1);
   test_filter(ctx, be, 4, 3, 3, 2.56, 0); /* no interior element */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory plan: its count matches what the FE system, CG, the multigrid
  * and the optimizer allocate (a counting backend: the CPU backend whose
- * vector and stencil allocations are added up), it scales with the grid,
+ * vector and stencil allocations are added up, its stencils' values float
+ * in mixed precision and double otherwise), it scales with the grid,
  * and a device backend that cannot fit a run says so before allocating. */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "../check.h"
 #include "backend_ops.h"
 #include "cell_ops.h"
+#include "cpu/cpu.h"
 #include "homogenize.h"
 #include "memory_plan.h"
 #include "mma_ops.h"
@@ -48,10 +50,12 @@ static void counting_vec_destroy(vox_backend *be, vox_vec *v) {
 
 static vox_status counting_stencil_create(vox_backend *be, const vox_grid *g, int dpn,
                                           vox_precision p, vox_stencil **st) {
-  /* single-precision values in mixed precision, as a device stores them */
-  const size_t value = p == VOX_PRECISION_MIXED ? sizeof(float) : sizeof(double);
-  count((size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) * value);
-  return cpu_stencil_create(be, g, dpn, p, st);
+  /* the values the CPU backend holds: float in mixed precision, as a
+   * device stores them */
+  TRY(cpu_stencil_create(be, g, dpn, p, st));
+  count((size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) *
+        ((*st)->value32 ? sizeof *(*st)->value32 : sizeof *(*st)->value));
+  return VOX_OK;
 }
 
 /* The cell solver's hierarchy: the floats vox_cell_floats says both

@@ -25,8 +25,8 @@ typedef enum vox_smoother {
 /* Precision of the multigrid preconditioner: the outer conjugate gradients
  * always run in double, so the solution is as accurate either way. MIXED (the
  * default) stores the coarse-level operators in single precision and lets the
- * smoother's fine-level products compute in single precision on the CUDA
- * backend (the CPU backend keeps double). */
+ * smoother's fine-level products compute in single precision, on the CPU
+ * and CUDA backends alike. */
 typedef enum vox_precision {
   VOX_PRECISION_DOUBLE = 0,
   VOX_PRECISION_MIXED = 1
