@@ -3,8 +3,9 @@
 # TopOpt_in_PETSc (Aage, Andreassen and Lazarov 2015) and voxfe side by side on
 # its default cantilever (bench/topopt_petsc_cantilever.yaml), both with MMA,
 # on CORES CPU cores (2 unless the environment's CORES says otherwise):
-# TopOpt_in_PETSc under `mpirun -np CORES`, voxfe with --threads CORES.
-#   [CORES=N] bench/topopt-petsc.sh TOPOPT_BIN VOXFE_OPTIMIZE [NX NY NZ] [ITERATIONS]
+# TopOpt_in_PETSc under `mpirun -np CORES`, voxfe with --threads CORES and
+# the options in VOXFE_OPTIONS after its own (e.g. --precision double).
+#   [CORES=N] [VOXFE_OPTIONS=...] bench/topopt-petsc.sh TOPOPT_BIN VOXFE_OPTIMIZE [NX NY NZ] [ITERATIONS]
 # NX NY NZ are TopOpt_in_PETSc's node counts (default 65 33 33; each minus 1
 # must be a multiple of 8 for its 4 multigrid levels), ITERATIONS the design
 # iterations of both (default 50). voxfe-voxelize is taken from beside
@@ -37,6 +38,7 @@ nx=${3:-65} ny=${4:-33} nz=${5:-33}
 iterations=${6:-50}
 if [ $# -eq 3 ]; then iterations=$3; nx=65; ny=33; nz=33; fi
 cores=${CORES:-2}
+read -r -a extra <<< "${VOXFE_OPTIONS:-}"
 ex=$((nx - 1)) ey=$((ny - 1)) ez=$((nz - 1))
 h=$(awk -v e="$ey" 'BEGIN { printf "%.17g", 1 / e }')
 force=$(awk -v e="$ey" 'BEGIN { printf "%.17g", 0.001 * e }')
@@ -56,7 +58,8 @@ OMP_WAIT_POLICY=PASSIVE "$optimize" "$work/model.nc" -o "$work/design.nc" \
   --emin-ratio 1e-9 --filter density --filter-radius "$rmin" --move-limit 0.2 \
   --no-continuation --cg-tol 1e-5 --mma-objective-scale 10 --mma-bounds move \
   --mma-convexity aage --mma-raa0 1e-6 --mma-epsilon-min 1e-9 \
-  --max-iterations "$iterations" --change-tol 0 --objective-tol 0 > "$work/voxfe.log" 2>&1
+  --max-iterations "$iterations" --change-tol 0 --objective-tol 0 "${extra[@]}" \
+  > "$work/voxfe.log" 2>&1
 
 # "It.: 10, True fx: 3.1, ..., time: 4.0" and "it 10/50 obj 3.1 ... 0.9 s/it"
 sed -n 's/^It\.: \([0-9]*\), True fx: \([0-9.e+-]*\),.* time: \([0-9.e+-]*\)$/\1 \2 \3/p' \
