@@ -197,7 +197,8 @@ static __global__ void random_kernel(double *x, uint64_t seed, size_t n) {
 }
 
 static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
-  random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->data, seed, v->n);
+  random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      v->data, seed, v->n);
   CUDA_LAUNCHED(be, "random vector");
   return VOX_OK;
 }
@@ -241,31 +242,36 @@ static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, y->n);
+  axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector axpy");
   return VOX_OK;
 }
 
 static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
-  xpay_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, y->n);
+  xpay_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector xpay");
   return VOX_OK;
 }
 
 static vox_status vec_mult(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y) {
-  mult_kernel<<<vox_cuda_grid(w->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(w->data, x->data, y->data, w->n);
+  mult_kernel<<<vox_cuda_grid(w->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      w->data, x->data, y->data, w->n);
   CUDA_LAUNCHED(be, "vector product");
   return VOX_OK;
 }
 
 static vox_status vec_axpby(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b) {
-  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(y->data, a, x->data, b, y->n);
+  axpby_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->data, a, x->data, b, y->n);
   CUDA_LAUNCHED(be, "vector axpby");
   return VOX_OK;
 }
 
 static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
-  reciprocal_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(v->data, v->n);
+  reciprocal_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      v->data, v->n);
   CUDA_LAUNCHED(be, "vector reciprocal");
   return VOX_OK;
 }
