@@ -257,7 +257,7 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
       s = be->ops->mg->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
-    mg->visits[l] = w_cycle && l >= 2 && l < mg->n_levels - 1 ? 2 : 1;
+    mg->visits[l] = vox_multigrid_visits(w_cycle, l, mg->n_levels);
     g = vox_grid_coarsen(&g);
   }
   if (s == VOX_OK) {

@@ -68,6 +68,13 @@ typedef struct vox_mg_level_ops {
   vox_status (*postsmooth)(void *self, int l);
 } vox_mg_level_ops;
 
+/* Visits of level l per visit of the level above in a W-cycle (w) or a
+ * V-cycle: 2 from level 2 on, the coarsest level (solved exactly) and
+ * level 1 (the largest coarse level, where a visit costs most) once. */
+static inline int vox_multigrid_visits(int w, int l, int n_levels) {
+  return w && l >= 2 && l < n_levels - 1 ? 2 : 1;
+}
+
 /* One cycle from level 0 down to level n_levels - 1 and back: level l + 1
  * cycled visits[l + 1] times per visit of level l (NULL, or 1 everywhere:
  * a V-cycle; 2 below some level: a W-cycle), each visit after the first

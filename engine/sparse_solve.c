@@ -189,16 +189,14 @@ static void set_degrees(sparse_system *s) {
   }
 }
 
-/* The cycle (vox_solver_options.mg_cycle; AUTO: V): a W-cycle visits
- * levels 2 and deeper twice, as multigrid.c's; the coarsest level is
- * solved exactly, so it is visited once. */
+/* The cycle (vox_solver_options.mg_cycle; AUTO: V), as multigrid.c's. */
 static vox_status set_visits(vox_context *ctx, sparse_system *s) {
   const size_t n = s->n_levels > 0 ? (size_t)s->n_levels : 1;
   s->visits = calloc(n, sizeof *s->visits);
   if (!s->visits) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   const int w = s->options.mg_cycle == VOX_MG_CYCLE_W;
   for (int l = 0; l < s->n_levels; l++)
-    s->visits[l] = w && l >= 2 && l < s->n_levels - 1 ? 2 : 1;
+    s->visits[l] = vox_multigrid_visits(w, l, s->n_levels);
   return VOX_OK;
 }
 
