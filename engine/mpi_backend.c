@@ -27,8 +27,9 @@
  * level on every rank, computed redundantly (no exchange), reached by
  * gathering the split level's residual and left by each rank taking its
  * slab of the prolongation. The direct solve of a coarsest level that is
- * still split gathers its stencil and right-hand side. Gathers go through
- * host memory: they serve coarse levels, and the results. */
+ * still split gathers its stencil and right-hand side. Gathers of the
+ * V-cycle's vectors run on the device by NCCL between GPUs, through host
+ * memory otherwise; the results' and setup's through host memory. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -280,6 +281,13 @@ static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *l
   impl *m = M(be);
   if (!whole->data) TRY(C(be)->vec->create(IN(be), l->global_n, VOX_DOUBLE, whole));
   if (m->host) return gather(be, l, local, whole->data);
+  if (l->split && vox_mpi_halo_kind_of(m->halo) == VOX_MPI_HALO_NCCL) {
+    const size_t n = (size_t)l->counts[m->rank] * l->unit;
+    const vox_vec own = part(local, l->owned_begin, n);
+    vox_vec to = part(whole, (size_t)l->displs[m->rank] * l->unit, n);
+    TRY(C(be)->vec->copy(IN(be), &to, &own));
+    return vox_mpi_halo_allgatherv(m->halo, whole, l->counts, l->displs, l->unit);
+  }
   double *host = stage(m, l->global_n);
   if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   TRY(gather(be, l, local, host));
@@ -1043,6 +1051,7 @@ typedef struct mpi_sparse_level {
   int *reach, *reach_at;
   size_t reach_total;
   double *gathered, *whole; /* host memory of the sums */
+  vox_vec gathered_device;  /* the parts on the device (NCCL) */
   size_t coarse_nodes;
 } mpi_sparse_level;
 
@@ -1090,8 +1099,8 @@ static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
   impl *m = M(be);
   if (l->local) CS(be)->level_destroy(IN(be), l->local);
   if (l->extended) CS(be)->level_destroy(IN(be), l->extended);
-  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv};
-  for (int i = 0; i < 3; i++)
+  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv, &l->gathered_device};
+  for (int i = 0; i < 4; i++)
     if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(l->owned_parent);
   free(l->reach);
@@ -1366,6 +1375,27 @@ static vox_status sparse_zero_fixed(vox_backend *be, vox_sparse_level *sl, vox_v
   return CS(be)->zero_fixed(IN(be), SL(sl)->local, &v_);
 }
 
+/* sparse_sum_coarse on the device: the parts gathered by NCCL, then added
+ * in rank order by the same additions as on the host. */
+static vox_status sparse_sum_coarse_device(vox_backend *be, mpi_sparse_level *f, vox_vec *rc,
+                                           const int *counts, const int *displs) {
+  impl *m = M(be);
+  const int me = m->rank;
+  TRY(need(be, &f->gathered_device, 3 * f->reach_total + 1));
+  const vox_vec own = part(rc, 3 * (size_t)f->reach_at[me], 3 * (size_t)f->reach[me]);
+  vox_vec mine = part(&f->gathered_device, 3 * (size_t)displs[me], own.n);
+  if (own.n) TRY(C(be)->vec->copy(IN(be), &mine, &own));
+  TRY(vox_mpi_halo_allgatherv(m->halo, &f->gathered_device, counts, displs, 3));
+  TRY(C(be)->vec->set(IN(be), rc, 0));
+  for (int q = 0; q < m->size; q++) {
+    if (!counts[q]) continue;
+    vox_vec to = part(rc, 3 * (size_t)f->reach_at[q], 3 * (size_t)f->reach[q]);
+    const vox_vec from = part(&f->gathered_device, 3 * (size_t)displs[q], to.n);
+    TRY(C(be)->vec->axpy(IN(be), &to, 1, &from));
+  }
+  return VOX_OK;
+}
+
 /* Into the whole coarse vector: the ranks' parts, over the coarse nodes each
  * reaches, added in rank order (the same sums, bit for bit, on every
  * rank), through host memory. */
@@ -1377,6 +1407,11 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
   if (!counts) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   int *displs = counts + m->size, at = 0;
   for (int q = 0; q < m->size; q++) counts[q] = f->reach[q], displs[q] = at, at += f->reach[q];
+  if (vox_mpi_halo_kind_of(m->halo) == VOX_MPI_HALO_NCCL) {
+    vox_status s = sparse_sum_coarse_device(be, f, rc, counts, displs);
+    free(counts);
+    return s;
+  }
   double *mine = f->gathered + 3 * (size_t)displs[me];
   const vox_vec own = part(rc, 3 * (size_t)f->reach_at[me], 3 * (size_t)f->reach[me]);
   vox_status s = own.n ? C(be)->vec->download(IN(be), &own, mine) : VOX_OK;

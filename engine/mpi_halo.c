@@ -28,6 +28,8 @@ typedef struct nccl_api {
                        ncclComm_t comm, cudaStream_t stream);
   ncclResult_t (*recv)(void *data, size_t n, ncclDataType_t type, int peer, ncclComm_t comm,
                        cudaStream_t stream);
+  ncclResult_t (*broadcast)(const void *send, void *recv, size_t n, ncclDataType_t type,
+                            int root, ncclComm_t comm, cudaStream_t stream);
   const char *(*error_string)(ncclResult_t result);
 } nccl_api;
 
@@ -38,12 +40,13 @@ static int nccl_load(nccl_api *api) {
   void **entry[] = {(void **)&api->get_unique_id, (void **)&api->comm_init_rank,
                     (void **)&api->comm_destroy,  (void **)&api->group_start,
                     (void **)&api->group_end,     (void **)&api->send,
-                    (void **)&api->recv,          (void **)&api->error_string};
+                    (void **)&api->recv,          (void **)&api->broadcast,
+                    (void **)&api->error_string};
   static const char *const names[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
                                       "ncclGroupStart",  "ncclGroupEnd",     "ncclSend",
-                                      "ncclRecv",        "ncclGetErrorString"};
+                                      "ncclRecv",        "ncclBroadcast",    "ncclGetErrorString"};
   int all = 1;
-  for (int i = 0; i < 8; i++) all &= (*entry[i] = dlsym(lib, names[i])) != NULL;
+  for (int i = 0; i < 9; i++) all &= (*entry[i] = dlsym(lib, names[i])) != NULL;
   return all; /* the library stays loaded for the process */
 }
 #endif
@@ -218,4 +221,29 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
   if (lower) TRY(in->vec->upload(h->inner, from_below, recv_below));
   if (upper) TRY(in->vec->upload(h->inner, from_above, recv_above));
   return VOX_OK;
+}
+
+vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *counts,
+                                   const int *displs, size_t unit) {
+#ifdef VOXFE_HAVE_NCCL
+  if (h->kind == VOX_MPI_HALO_NCCL) {
+    /* NCCL has no gather of unequal parts: one broadcast from each rank, of
+     * its part in place, grouped into one launch */
+    const nccl_api *f = &h->api;
+    ncclResult_t r = f->group_start();
+    for (int q = 0; q < h->size && r == ncclSuccess; q++) {
+      double *at = whole->data + (size_t)displs[q] * unit;
+      if (counts[q] > 0)
+        r = f->broadcast(at, at, (size_t)counts[q] * unit, ncclDouble, q, h->nccl, 0);
+    }
+    const ncclResult_t end = f->group_end();
+    if (r == ncclSuccess) r = end;
+    if (r != ncclSuccess)
+      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a gather: %s", f->error_string(r));
+    return VOX_OK;
+  }
+#else
+  (void)whole, (void)counts, (void)displs, (void)unit;
+#endif
+  return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a gather on the device needs NCCL");
 }

@@ -38,4 +38,11 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
 
+/* Every rank's part of `whole` (an inner vector of doubles, whose part of
+ * rank q, counts[q] * unit values from displs[q] * unit, that rank holds)
+ * on every rank, in place on the device: NCCL only (VOX_ERR_UNSUPPORTED
+ * otherwise, where the caller gathers through host memory). Collective. */
+vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *counts,
+                                   const int *displs, size_t unit);
+
 #endif
