@@ -11,7 +11,7 @@
  * cycle timed as `bench_cuda vcycle` times them on one device
  * (vcycle_parts.h), rank 0's clock read after every rank has synchronised.
  * Compare with `bench_cuda vcycle PROBLEM.yaml NX` in the same call.
- * --host-exchange=1 exchanges through host memory instead of NCCL; the
+ * --exchange=auto|nccl|host is vox_mpi_options.exchange; the
  * solver alternatives of bench_cuda (--mg-cycle=C, --smoothing-steps=N, ...)
  * apply. */
 #include <mpi.h>
@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {
-      "device",      "host-exchange", "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
+      "device",      "exchange",      "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
       "mg-levels",   "start-history", "mg-bound-refresh", "host-scalars",         NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 3) {
@@ -77,8 +77,8 @@ int main(int argc, char **argv) {
   vox_mpi_options o;
   vox_mpi_options_default(&o);
   o.ranks_backend = &ranks_backend;
-  const char *host = bench_option("host-exchange");
-  if (host && atoi(host) > 0) o.nccl = 0;
+  const char *exchange = bench_option("exchange");
+  if (exchange && vox_mpi_exchange_parse(exchange, &o.exchange) != 0) die(ctx, "--exchange");
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &model.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0)

@@ -2,8 +2,8 @@
 # Strong scaling of voxfe-optimize over GPUs (docs/benchmarks.md, "Many GPUs"):
 # the cantilever of workflows/cantilever at SIZE voxels, ITS design
 # iterations, on one GPU without MPI, then on RANKS ranks of
-# `mpirun voxfe-optimize --mpi` (a GPU each; NCCL between them, and through
-# host memory with EXCHANGE=host), with --timings. Run from the checkout's
+# `mpirun voxfe-optimize --mpi` (a GPU each; EXCHANGE=auto|nccl|host sets
+# --mpi-exchange), with --timings. Run from the checkout's
 # root with the programs on PATH (on the GPU machines: source .gpu/env.sh
 # and .gpu-mpi/env.sh first, scripts/gpu-bundle-mpi.sh).
 #   bench/mpi-gpus.sh [SIZE=512x256x256] [ITS=10] [RANKS=2]
@@ -25,5 +25,5 @@ run() { # NAME COMMAND...: its --timings line and the final line
 }
 run one voxfe-optimize
 extra=()
-[ "${EXCHANGE:-}" = host ] && extra=(--mpi-host-exchange)
+[ -n "${EXCHANGE:-}" ] && extra=(--mpi-exchange "$EXCHANGE")
 run "ranks$ranks" mpirun -np "$ranks" --bind-to none voxfe-optimize --mpi "${extra[@]}"

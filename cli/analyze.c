@@ -60,7 +60,7 @@ typedef struct settings {
   int quiet;
   int timings;
   int mpi;      /* --mpi */
-  int mpi_nccl; /* 0: --mpi-host-exchange */
+  int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
 } settings;
 
 /* --storage: auto, full or sparse (vox_storage). */
@@ -306,7 +306,7 @@ static const cli_option options[] = {
              "cores or (--device cuda or auto) on a GPU of its own, in full or (with --precision "
              "double) sparse storage; every rank reads the model, rank 0 writes the result; the "
              "same result as one process, to rounding"},
-    CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
+    CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
 #endif
     {.kind = CLI_END},
 };
@@ -851,7 +851,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
    * after the solve) */
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi)
-    vs = cli_mpi_backend(ctx, g, 3, &s->backend, s->mpi_nccl, &r.backend);
+    vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
+                         &r.backend);
   else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &r.backend);
@@ -1011,8 +1012,7 @@ int main(int argc, char **argv) {
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
-                .pin = 1,
-                .mpi_nccl = 1};
+                .pin = 1};
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;

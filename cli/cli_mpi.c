@@ -83,7 +83,8 @@ int cli_mpi_interrupted(void *self) {
 }
 
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
-                           vox_backend_options *options, int nccl, vox_backend **out) {
+                           vox_backend_options *options, vox_mpi_exchange exchange,
+                           vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -93,8 +94,22 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
   vox_mpi_options o;
   vox_mpi_options_default(&o);
   o.ranks_backend = &ranks_backend;
-  o.nccl = nccl;
+  o.exchange = exchange;
   return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
+}
+
+int cli_parse_mpi_exchange(const char *what, const char *text, void *value) {
+  vox_mpi_exchange e;
+  if (vox_mpi_exchange_parse(text, &e) != 0) {
+    cli_error("%s: expected auto, nccl or host, got '%s'", what, text);
+    return -1;
+  }
+  *(int *)value = (int)e;
+  return 0;
+}
+
+void cli_format_mpi_exchange(const void *value, char *buf, size_t n) {
+  snprintf(buf, n, "%s", vox_mpi_exchange_name((vox_mpi_exchange) * (const int *)value));
 }
 
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet) {

@@ -11,15 +11,22 @@
 
 #include "voxfe/backend.h"
 #include "voxfe/model.h"
+#include "voxfe/mpi.h"
 
-/* --mpi-host-exchange, the same in every program with --mpi: it clears
- * the int `field` of `type` (1 by default: NCCL where it runs). */
-#define CLI_MPI_HOST_EXCHANGE_OPTION(type, field)                                           \
-  {.name = "mpi-host-exchange", .kind = CLI_DISABLE, .offset = offsetof(type, field),      \
-   .flags = CLI_RECORD,                                                                     \
-   .help = "--mpi on GPUs: the slabs' interface layers through host memory and MPI "       \
-           "instead of NCCL between the GPUs (NCCL is taken where the build has it and "    \
-           "every rank has a GPU of its own)"}
+/* --mpi-exchange, the same in every program with --mpi: the int `field`
+ * of `type`, a vox_mpi_exchange. */
+#define CLI_MPI_EXCHANGE_OPTION(type, field)                                                 \
+  {.name = "mpi-exchange", .arg = "E", .kind = CLI_CUSTOM, .offset = offsetof(type, field), \
+   .flags = CLI_RECORD,                                                                      \
+   .help = "--mpi on GPUs: how the ranks exchange the slabs' interface layers and gather "  \
+           "vectors: auto (layers written straight into the neighbour's GPU where every "   \
+           "rank has a GPU of its own on one host, else NCCL; gathers by NCCL), nccl, or "   \
+           "host (through host memory and MPI); each falls back to host memory where it "  \
+           "cannot run",                                                                     \
+   .parse = cli_parse_mpi_exchange, .format = cli_format_mpi_exchange}
+
+int cli_parse_mpi_exchange(const char *what, const char *text, void *value);
+void cli_format_mpi_exchange(const void *value, char *buf, size_t n);
 
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent). Returns 0, or an exit status after a message. */
@@ -50,9 +57,11 @@ void cli_mpi_finish(void);
  * communicator, each rank's slab on `options`' device: auto becomes CUDA
  * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
  * node (modulo the node's GPUs) unless options name one; options->device
- * becomes the device taken. nccl: vox_mpi_options.nccl. Collective. */
+ * becomes the device taken. exchange: vox_mpi_options.exchange.
+ * Collective. */
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
-                           vox_backend_options *options, int nccl, vox_backend **out);
+                           vox_backend_options *options, vox_mpi_exchange exchange,
+                           vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

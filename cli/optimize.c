@@ -42,7 +42,7 @@ typedef struct settings {
   int quiet;
   int timings;                /* --timings */
   int mpi;                    /* --mpi */
-  int mpi_nccl;               /* 0: --mpi-host-exchange */
+  int mpi_exchange;           /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -454,7 +454,7 @@ static const cli_option options[] = {
              "CPU cores or (--device cuda or auto) on a GPU of its own (the node's GPUs dealt "
              "out by the ranks' order on the node); rank 0 reads the model and sends it to the "
              "others, and writes the design; the same design as one process, to rounding"},
-    CLI_MPI_HOST_EXCHANGE_OPTION(settings, mpi_nccl),
+    CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
 #endif
     {.kind = CLI_END},
 };
@@ -631,7 +631,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->mpi) { /* every rank the same call and the same outcome */
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
-                         s->mpi_nccl, &backend);
+                         (vox_mpi_exchange)s->mpi_exchange, &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);
@@ -779,7 +779,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.mpi_nccl = 1};
+  settings s = {0};
   vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */

@@ -11,6 +11,7 @@
 #include "efg_ops.h"
 #include "host_copy.h"
 #include "mma_ops.h"
+#include "peer_ops.h"
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
 
@@ -601,6 +602,7 @@ static void destroy(vox_backend *be) {
     vox_cuda_free(cs->oc_partial);
     vox_cuda_free(cs->lanczos);
     vox_cuda_free(cs->cg);
+    vox_cuda_free(cs->peer_arrived);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     if (cs->record_stream) cudaStreamDestroy(cs->record_stream);
     stage_free(cs);
@@ -719,6 +721,7 @@ static vox_backend_ops make_ops(void) {
   o.cell = &vox_cuda_cell_ops;
   o.efg = &vox_cuda_efg_ops;
   o.mma = &vox_cuda_mma_ops;
+  o.peer = &vox_cuda_peer_ops;
   o.host_alloc = host_alloc;
   o.host_free = host_free;
   return o;

@@ -46,6 +46,8 @@ typedef struct vox_cuda_state {
    * transfer; each one's event says when the copy engine is done with it */
   void *stage[2];
   cudaEvent_t stage_done[2];
+  unsigned int *peer_arrived; /* device: the blocks of an exchange's put that are done
+                               * (cuda_peer.cu), made by the first shared mailbox */
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }

@@ -50,6 +50,7 @@ typedef struct vox_stencil vox_stencil;   /* defined by each backend */
 typedef struct vox_cell_ops vox_cell_ops; /* cell_ops.h */
 typedef struct vox_efg_ops vox_efg_ops;   /* efg_ops.h */
 typedef struct vox_mma_ops vox_mma_ops;   /* mma_ops.h */
+typedef struct vox_peer_ops vox_peer_ops; /* peer_ops.h */
 
 /* Multigrid grids are nested: the coarse grid of a grid of n elements along
  * an axis has ceil(n/2) elements of twice the size, and coarse node I sits on
@@ -400,6 +401,9 @@ typedef struct vox_backend_ops {
   /* The method of moving asymptotes' per-variable work, mma_ops.h; NULL
    * where the backend has none. */
   const vox_mma_ops *mma;
+  /* Device memory that ranks of one host write into each other's (the MPI
+   * backend's exchanges), peer_ops.h; NULL where the backend has none. */
+  const vox_peer_ops *peer;
 } vox_backend_ops;
 
 struct vox_backend {

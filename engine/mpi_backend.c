@@ -281,7 +281,7 @@ static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *l
   impl *m = M(be);
   if (!whole->data) TRY(C(be)->vec->create(IN(be), l->global_n, VOX_DOUBLE, whole));
   if (m->host) return gather(be, l, local, whole->data);
-  if (l->split && vox_mpi_halo_kind_of(m->halo) == VOX_MPI_HALO_NCCL) {
+  if (l->split && vox_mpi_halo_gathers_on_device(m->halo)) {
     const size_t n = (size_t)l->counts[m->rank] * l->unit;
     const vox_vec own = part(local, l->owned_begin, n);
     vox_vec to = part(whole, (size_t)l->displs[m->rank] * l->unit, n);
@@ -1407,7 +1407,7 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
   if (!counts) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   int *displs = counts + m->size, at = 0;
   for (int q = 0; q < m->size; q++) counts[q] = f->reach[q], displs[q] = at, at += f->reach[q];
-  if (vox_mpi_halo_kind_of(m->halo) == VOX_MPI_HALO_NCCL) {
+  if (vox_mpi_halo_gathers_on_device(m->halo)) {
     vox_status s = sparse_sum_coarse_device(be, f, rc, counts, displs);
     free(counts);
     return s;
@@ -1950,7 +1950,23 @@ static vox_status slabs(vox_context *ctx, impl *m, const vox_grid *grid, const i
 }
 
 void vox_mpi_options_default(vox_mpi_options *options) {
-  *options = (vox_mpi_options){.first = NULL, .ranks_backend = NULL, .nccl = 1};
+  *options =
+      (vox_mpi_options){.first = NULL, .ranks_backend = NULL, .exchange = VOX_MPI_EXCHANGE_AUTO};
+}
+
+static const char *const exchange_names[] = {"auto", "nccl", "host"};
+
+const char *vox_mpi_exchange_name(vox_mpi_exchange e) {
+  return e >= 0 && e < 3 ? exchange_names[e] : "unknown";
+}
+
+int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out) {
+  for (int e = 0; e < 3; e++)
+    if (strcmp(name, exchange_names[e]) == 0) {
+      *out = (vox_mpi_exchange)e;
+      return 0;
+    }
+  return -1;
 }
 
 vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,
@@ -2004,7 +2020,11 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     be->threads = m->in->threads;
     be->kernel = m->in->kernel;
     be->fp16_levels = m->in->fp16_levels;
-    s = vox_mpi_halo_create(ctx, comm, m->in, o.nccl, &m->halo);
+    /* the largest layer: the sparse storage's inverse 3 x 3 blocks (6
+     * values a node) of a whole node layer, or the box's dofs */
+    const size_t layer_nodes = (size_t)(grid->nx + 1) * (size_t)(grid->ny + 1);
+    s = vox_mpi_halo_create(ctx, comm, m->in, o.exchange,
+                            (m->dpn == 3 ? 6 : 1) * layer_nodes, &m->halo);
   }
   if (s == VOX_OK)
     s = m->in->ops->vec->create(m->in, 2 * m->lv[0].nodes.unit, VOX_DOUBLE, &m->recv);

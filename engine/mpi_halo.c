@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI backend's traffic between neighbouring slabs (mpi_halo.h). NCCL
- * runs its transfers on the legacy default stream, the one the CUDA
- * backend's kernels run on in order: the product that fills a layer ends
- * before it is sent, and the sum that reads the received layer starts after
- * it arrives, with no wait on the host in between. */
+ * and the direct writes run their transfers on the legacy default stream,
+ * the one the CUDA backend's kernels run on in order: the product that
+ * fills a layer ends before it is sent, and the sum that reads the received
+ * layer starts after it arrives, with no wait on the host in between. The
+ * direct writes take two small kernels an exchange (peer_ops.h), where
+ * NCCL's send and receive take about 25 microseconds between two H200s
+ * (docs/benchmarks.md): on the coarse multigrid levels, the exchanges are
+ * all latency. */
 #include "mpi_halo.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "peer_ops.h"
 
 #ifdef VOXFE_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -51,6 +57,11 @@ static int nccl_load(nccl_api *api) {
 }
 #endif
 
+/* The mailbox of the direct writes, in each rank's device memory: the
+ * flags the neighbours raise, then two slots of max_layer values for each
+ * neighbour (peer_ops.h). */
+enum { FLAG_BELOW = 0, FLAG_ABOVE = 8, MAILBOX_HEAD = 256 };
+
 struct vox_mpi_halo {
   vox_context *ctx;
   MPI_Comm comm;
@@ -59,34 +70,87 @@ struct vox_mpi_halo {
   vox_mpi_halo_kind kind;
   double *host; /* 4 layers, the staged exchange */
   size_t host_n;
+  /* the direct writes: this rank's mailbox, the neighbours' mapped, and
+   * the exchanges with each neighbour so far */
+  size_t max_layer;
+  char *mailbox, *below, *above;
+  uint64_t seq_below, seq_above;
 #ifdef VOXFE_HAVE_NCCL
-  ncclComm_t nccl;
+  ncclComm_t nccl; /* NULL where NCCL does not run */
   nccl_api api;
 #endif
 };
 
-#ifdef VOXFE_HAVE_NCCL
-/* Whether every rank has a GPU of its own (NCCL refuses two ranks on one):
- * the ranks' hosts and their devices' PCI addresses, all distinct. */
-static int own_devices(vox_mpi_halo *h) {
-  enum { NAME = 288 };
-  char mine[NAME] = {0};
-  int device = 0, len = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetPCIBusId(mine, 32, device) != cudaSuccess)
-    return 0;
-  MPI_Get_processor_name(mine + 32, &len);
-  char *all = calloc((size_t)h->size, NAME);
-  if (!all) return 0;
-  MPI_Allgather(mine, NAME, MPI_CHAR, all, NAME, MPI_CHAR, h->comm);
-  int distinct = 1;
-  for (int a = 0; a < h->size && distinct; a++)
-    for (int b = a + 1; b < h->size && distinct; b++)
-      distinct = memcmp(all + (size_t)a * NAME, all + (size_t)b * NAME, NAME) != 0;
-  free(all);
-  return distinct;
+/* A neighbour's (or this rank's) mailbox: its flag from the rank below or
+ * above, and that rank's slot for exchange number `seq`. */
+static uint64_t *mailbox_flag(char *box, int from_above) {
+  return (uint64_t *)(void *)(box + (from_above ? FLAG_ABOVE : FLAG_BELOW));
+}
+static double *mailbox_slot(const vox_mpi_halo *h, char *box, int from_above, uint64_t seq) {
+  const size_t slot = 2 * (size_t)from_above + (size_t)(seq & 1);
+  return (double *)(void *)(box + MAILBOX_HEAD + slot * h->max_layer * sizeof(double));
 }
 
+/* Where the ranks' devices are (collective): *own 1 where every rank has a
+ * GPU of its own (NCCL refuses two ranks on one, and the direct writes wait
+ * on the device for each other): the ranks' hosts and their devices' PCI
+ * addresses, all distinct; *one_host 1 where the ranks run on one host. */
+static void devices_of(vox_mpi_halo *h, int *own, int *one_host) {
+  enum { ID = VOX_PEER_ID_BYTES, NAME = ID + MPI_MAX_PROCESSOR_NAME };
+  char mine[NAME] = {0};
+  int len = 0, known = h->inner->ops->peer && h->inner->ops->peer->device_id(h->inner, mine) == VOX_OK;
+  MPI_Get_processor_name(mine + ID, &len);
+  MPI_Allreduce(MPI_IN_PLACE, &known, 1, MPI_INT, MPI_MIN, h->comm);
+  char *all = calloc((size_t)h->size, NAME);
+  *own = *one_host = 0;
+  if (!known || !all) {
+    free(all);
+    return;
+  }
+  MPI_Allgather(mine, NAME, MPI_CHAR, all, NAME, MPI_CHAR, h->comm);
+  *own = *one_host = 1;
+  for (int a = 0; a < h->size; a++) {
+    const char *ra = all + (size_t)a * NAME;
+    *one_host &= strcmp(ra + ID, all + ID) == 0;
+    for (int b = a + 1; b < h->size; b++) *own &= memcmp(ra, all + (size_t)b * NAME, NAME) != 0;
+  }
+  free(all);
+}
+
+/* The direct writes (collective): this rank's mailbox shared, the
+ * neighbours' mapped; 0 where any rank could not, and nothing kept. */
+static int peer_start(vox_mpi_halo *h) {
+  const vox_peer_ops *p = h->inner->ops->peer;
+  unsigned char mine[VOX_PEER_HANDLE_BYTES] = {0};
+  const size_t bytes = MAILBOX_HEAD + 4 * h->max_layer * sizeof(double);
+  int ok = p->share(h->inner, bytes, (void **)&h->mailbox, mine) == VOX_OK;
+  unsigned char *all = calloc((size_t)h->size, VOX_PEER_HANDLE_BYTES);
+  ok &= all != NULL;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, h->comm);
+  if (ok) {
+    MPI_Allgather(mine, VOX_PEER_HANDLE_BYTES, MPI_BYTE, all, VOX_PEER_HANDLE_BYTES, MPI_BYTE,
+                  h->comm);
+    if (h->rank > 0)
+      ok &= p->map(h->inner, all + (size_t)(h->rank - 1) * VOX_PEER_HANDLE_BYTES,
+                   (void **)&h->below) == VOX_OK;
+    if (h->rank < h->size - 1)
+      ok &= p->map(h->inner, all + (size_t)(h->rank + 1) * VOX_PEER_HANDLE_BYTES,
+                   (void **)&h->above) == VOX_OK;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, h->comm);
+  }
+  free(all);
+  if (!ok) {
+    p->unmap(h->inner, h->below);
+    p->unmap(h->inner, h->above);
+    if (h->mailbox) p->unshare(h->inner, h->mailbox);
+    h->mailbox = h->below = h->above = NULL;
+    return 0;
+  }
+  h->kind = VOX_MPI_HALO_PEER;
+  return 1;
+}
+
+#ifdef VOXFE_HAVE_NCCL
 static vox_status nccl_start(vox_mpi_halo *h) {
   ncclUniqueId id;
   int failed = h->rank == 0 && h->api.get_unique_id(&id) != ncclSuccess;
@@ -107,7 +171,8 @@ static vox_status nccl_start(vox_mpi_halo *h) {
 }
 #endif
 
-vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner, int nccl,
+vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner,
+                               vox_mpi_exchange exchange, size_t max_layer,
                                vox_mpi_halo **out) {
   *out = NULL;
   vox_mpi_halo *h = calloc(1, sizeof *h);
@@ -117,28 +182,37 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
   h->inner = inner;
   MPI_Comm_rank(comm, &h->rank);
   MPI_Comm_size(comm, &h->size);
+  h->max_layer = max_layer;
   h->kind = vox_backend_device(inner) == VOX_DEVICE_CPU ? VOX_MPI_HALO_HOST : VOX_MPI_HALO_STAGED;
+  /* every rank takes the same branches (each decision is collective) */
+  int own = 0, one_host = 0;
+  if (h->kind == VOX_MPI_HALO_STAGED && exchange != VOX_MPI_EXCHANGE_HOST && h->size > 1)
+    devices_of(h, &own, &one_host);
 #ifdef VOXFE_HAVE_NCCL
-  /* every rank takes the same branch: NCCL where it loaded on every rank
-   * and every rank has a GPU of its own (both collective) */
-  int loaded = h->kind == VOX_MPI_HALO_STAGED && nccl && h->size > 1 && nccl_load(&h->api);
+  /* NCCL where it loaded on every rank and every rank has a GPU of its own */
+  int loaded = own && nccl_load(&h->api);
   MPI_Allreduce(MPI_IN_PLACE, &loaded, 1, MPI_INT, MPI_MIN, comm);
-  if (loaded && own_devices(h)) {
+  if (loaded) {
     const vox_status s = nccl_start(h);
     if (s != VOX_OK) {
       free(h);
       return s;
     }
   }
-#else
-  (void)nccl;
 #endif
+  if (own && one_host && exchange == VOX_MPI_EXCHANGE_AUTO) peer_start(h);
   *out = h;
   return VOX_OK;
 }
 
 void vox_mpi_halo_destroy(vox_mpi_halo *h) {
   if (!h) return;
+  if (h->mailbox) {
+    const vox_peer_ops *p = h->inner->ops->peer;
+    p->unmap(h->inner, h->below);
+    p->unmap(h->inner, h->above);
+    p->unshare(h->inner, h->mailbox);
+  }
 #ifdef VOXFE_HAVE_NCCL
   if (h->nccl) h->api.comm_destroy(h->nccl);
 #endif
@@ -149,9 +223,47 @@ void vox_mpi_halo_destroy(vox_mpi_halo *h) {
 vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h) { return h->kind; }
 
 const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
-  return h->kind == VOX_MPI_HALO_NCCL     ? "NCCL"
+  return h->kind == VOX_MPI_HALO_PEER     ? "direct writes between GPUs"
+         : h->kind == VOX_MPI_HALO_NCCL   ? "NCCL"
          : h->kind == VOX_MPI_HALO_STAGED ? "MPI through host memory"
                                           : "MPI";
+}
+
+int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h) {
+#ifdef VOXFE_HAVE_NCCL
+  return h->nccl != NULL;
+#else
+  (void)h;
+  return 0;
+#endif
+}
+
+/* A swap by direct writes: the layers into the neighbours' mailboxes, then
+ * from this rank's mailbox into place (peer_ops.h). */
+static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                            const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+  const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
+  if (n_down > h->max_layer || n_up > h->max_layer)
+    return vox_error(h->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "an interface layer of %zu values, more than the %zu of the exchanges' "
+                     "mailbox", n_down > n_up ? n_down : n_up, h->max_layer);
+  const uint64_t sb = lower ? ++h->seq_below : 0, sa = upper ? ++h->seq_above : 0;
+  vox_peer_transfer put[2] = {{0}}, get[2] = {{0}};
+  if (lower) {
+    put[0] = (vox_peer_transfer){down->data, mailbox_slot(h, h->below, 1, sb), n_down,
+                                 mailbox_flag(h->below, 1), sb};
+    get[0] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 0, sb), from_below->data, n_down,
+                                 mailbox_flag(h->mailbox, 0), sb};
+  }
+  if (upper) {
+    put[1] = (vox_peer_transfer){up->data, mailbox_slot(h, h->above, 0, sa), n_up,
+                                 mailbox_flag(h->above, 0), sa};
+    get[1] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 1, sa), from_above->data, n_up,
+                                 mailbox_flag(h->mailbox, 1), sa};
+  }
+  const vox_peer_ops *p = h->inner->ops->peer;
+  TRY(p->put(h->inner, put));
+  return p->get(h->inner, get);
 }
 
 /* The two MPI_Sendrecv of a swap on host arrays, n_down values with the
@@ -177,6 +289,8 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
   const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
   lower = n_down > 0, upper = n_up > 0;
   if (!lower && !upper) return VOX_OK;
+  if (h->kind == VOX_MPI_HALO_PEER)
+    return peer_swap(h, lower, upper, down, up, from_below, from_above);
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
     const nccl_api *f = &h->api;
@@ -226,7 +340,7 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
 vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *counts,
                                    const int *displs, size_t unit) {
 #ifdef VOXFE_HAVE_NCCL
-  if (h->kind == VOX_MPI_HALO_NCCL) {
+  if (h->nccl) {
     /* NCCL has no gather of unequal parts: one broadcast from each rank, of
      * its part in place, grouped into one launch */
     const nccl_api *f = &h->api;

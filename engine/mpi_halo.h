@@ -1,31 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI backend's traffic between neighbouring slabs, on the memory its
  * ranks' own backend keeps vectors in: MPI on host memory (the CPU
- * backend); NCCL between GPUs on device memory (a CUDA build with NCCL,
- * every rank on a GPU of its own); MPI through host copies otherwise (a
- * build without NCCL, or ranks sharing a GPU, which NCCL refuses). */
+ * backend); between GPUs, each rank's layers written straight into its
+ * neighbours' device memory (peer_ops.h: every rank on a GPU of its own,
+ * all on one host, the GPUs reaching each other), or NCCL on device memory
+ * (a CUDA build with NCCL, every rank on a GPU of its own); MPI through
+ * host copies otherwise (a build without NCCL, or ranks sharing a GPU,
+ * which NCCL refuses). Gathers run by NCCL where it runs. */
 #ifndef VOXFE_MPI_HALO_H
 #define VOXFE_MPI_HALO_H
 
 #include <mpi.h>
 
 #include "backend_ops.h"
+#include "voxfe/mpi.h"
 
 typedef struct vox_mpi_halo vox_mpi_halo;
 
 typedef enum vox_mpi_halo_kind {
   VOX_MPI_HALO_HOST = 0,   /* MPI on the vectors themselves (host memory) */
   VOX_MPI_HALO_STAGED = 1, /* MPI on host copies of device vectors */
-  VOX_MPI_HALO_NCCL = 2    /* NCCL on device vectors */
+  VOX_MPI_HALO_NCCL = 2,   /* NCCL on device vectors */
+  VOX_MPI_HALO_PEER = 3    /* device vectors written into the neighbours' GPUs */
 } vox_mpi_halo_kind;
 
-/* For vectors of `inner` (a CPU or CUDA backend) on the ranks of `comm`;
- * collective. `nccl` 0 keeps NCCL out even where it could run. */
-vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner, int nccl,
+/* For vectors of `inner` (a CPU or CUDA backend) on the ranks of `comm`,
+ * whose swaps carry at most `max_layer` values each way; collective.
+ * `exchange` chooses among the transports that can run. */
+vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner,
+                               vox_mpi_exchange exchange, size_t max_layer,
                                vox_mpi_halo **out);
 void vox_mpi_halo_destroy(vox_mpi_halo *h);
 vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h);
-/* "MPI", "MPI through host memory" or "NCCL". */
+/* "MPI", "MPI through host memory", "NCCL" or "direct writes between GPUs". */
 const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 
 /* One layer each way between neighbours (inner vectors or views of them,
@@ -37,6 +44,9 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h);
  * calls it in the same order. */
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
+
+/* Whether vox_mpi_halo_allgatherv runs (NCCL). */
+int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h);
 
 /* Every rank's part of `whole` (an inner vector of doubles, whose part of
  * rank q, counts[q] * unit values from displs[q] * unit, that rank holds)

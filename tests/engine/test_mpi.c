@@ -19,8 +19,8 @@
  * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs).
  * `device=cuda` runs both on CUDA devices (each rank on the device of its
  * rank on the node, modulo the devices; the one-process reference on the
- * same device) and exits 77 (skipped) without one; `nccl=0` exchanges
- * through host memory instead of NCCL. */
+ * same device) and exits 77 (skipped) without one; `exchange=E` chooses
+ * how GPU ranks exchange (vox_mpi_exchange: auto, nccl, host). */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@ static int64_t nz = 12;
 static int64_t *slabs; /* first layer of each rank, ranks + 1; NULL: automatic */
 static vox_device device = VOX_DEVICE_CPU;
 static int device_index; /* CUDA: the rank's device */
-static int nccl = 1;
+static vox_mpi_exchange exchange = VOX_MPI_EXCHANGE_AUTO;
 
 /* The one-process backend of the comparisons. */
 static vox_status one_backend(vox_context *ctx, vox_backend **out) {
@@ -54,7 +54,7 @@ static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vo
   vox_mpi_options_default(&o);
   o.first = slabs;
   o.ranks_backend = &ranks_backend;
-  o.nccl = nccl;
+  o.exchange = exchange;
   const vox_status s = vox_mpi_backend_create(ctx, MPI_COMM_WORLD, g, dpn, &o, out);
   if (s == VOX_OK && rank == 0) printf("exchange: %s\n", vox_mpi_backend_exchange(*out));
   return s;
@@ -355,8 +355,8 @@ int main(int argc, char **argv) {
       }
     } else if (strcmp(argv[i], "device=cuda") == 0) {
       device = VOX_DEVICE_CUDA;
-    } else if (strcmp(argv[i], "nccl=0") == 0) {
-      nccl = 0;
+    } else if (strncmp(argv[i], "exchange=", 9) == 0) {
+      if (vox_mpi_exchange_parse(argv[i] + 9, &exchange) != 0) return 2;
     } else if (n_parts < 8) {
       parts[n_parts++] = argv[i];
     }

@@ -28,6 +28,23 @@ extern "C" {
 int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
 
 /* How a backend splits the grid over the ranks. */
+/* How ranks on GPUs exchange the slabs' interface layers and gather
+ * vectors (ranks on CPU cores use MPI on their host memory). */
+typedef enum vox_mpi_exchange {
+  /* interface layers written straight into the neighbour's GPU where every
+   * rank has a GPU of its own on one host and the GPUs reach each other,
+   * else by NCCL; gathers by NCCL; each through host memory and MPI where
+   * it cannot run */
+  VOX_MPI_EXCHANGE_AUTO = 0,
+  VOX_MPI_EXCHANGE_NCCL = 1, /* NCCL for both, where it runs (the build has it, every rank
+                                has a GPU of its own); host memory otherwise */
+  VOX_MPI_EXCHANGE_HOST = 2  /* through host memory and MPI */
+} vox_mpi_exchange;
+
+/* "auto", "nccl", "host"; parse returns 0, or -1 for another name. */
+const char *vox_mpi_exchange_name(vox_mpi_exchange e);
+int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out);
+
 typedef struct vox_mpi_options {
   /* ranks + 1 entries, rank r owning element layers [first[r], first[r+1]),
    * each at least one; NULL takes vox_mpi_slabs */
@@ -36,12 +53,11 @@ typedef struct vox_mpi_options {
    * FP16 levels); NULL: the CPU. A CUDA device_index of -1 takes the
    * thread's current device. */
   const vox_backend_options *ranks_backend;
-  /* 1: NCCL between the ranks' GPUs where the build has it and every rank
-   * has a GPU of its own; 0 (or otherwise): MPI through host memory */
-  int nccl;
+  /* how GPU ranks exchange (vox_mpi_exchange) */
+  vox_mpi_exchange exchange;
 } vox_mpi_options;
 
-/* first NULL, ranks_backend NULL (the CPU), nccl 1 */
+/* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO */
 void vox_mpi_options_default(vox_mpi_options *options);
 
 /* A backend on communicator `comm` for a grid and its dofs per node (3
@@ -66,8 +82,8 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end);
  * ranks (the others are gathered, the same on every rank). */
 int vox_mpi_backend_split_levels(const vox_backend *be);
 
-/* How the ranks exchange interface layers: "MPI" (host memory), "NCCL"
- * (between GPUs) or "MPI through host memory" (GPUs without NCCL). */
+/* How the ranks exchange interface layers: "MPI" (host memory), "direct
+ * writes between GPUs", "NCCL" or "MPI through host memory" (GPUs). */
 const char *vox_mpi_backend_exchange(const vox_backend *be);
 
 /* The model of rank `root` on every rank of `comm` (collective): on the

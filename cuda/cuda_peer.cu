@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Device memory that the ranks of one host write into each other's
+ * (peer_ops.h): CUDA's interprocess memory handles, and an exchange as two
+ * kernels on the legacy stream, a put into the neighbour's mapped memory
+ * followed by its flag, and a get that waits on this device for the
+ * neighbour's flag. The flag is raised by the put's last block to finish
+ * (the pattern of CUDA's threadFenceReduction sample, at system scope):
+ * every thread fences its own stores, the blocks count themselves in, and
+ * the last one fences again and stores the sequence number with release
+ * semantics; the get reads it with acquire semantics. */
+#include "cuda_backend.cuh"
+#include "peer_ops.h"
+
+/* Blocks of a put or a get: enough to move a fine grid's layer near the
+ * link's bandwidth, few enough that the get's waiting blocks stay cheap. */
+enum { PEER_MAX_BLOCKS = 264 };
+
+struct peer_pair {
+  const double *src[2];
+  double *dst[2];
+  size_t n[2];
+  unsigned long long *flag[2];
+  unsigned long long seq[2];
+};
+
+static __device__ void store_release(unsigned long long *p, unsigned long long v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+static __device__ unsigned long long load_acquire(const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+static __global__ void put_kernel(peer_pair a, unsigned int *arrived) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (int t = 0; t < 2; t++)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride)
+      a.dst[t][i] = a.src[t][i];
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(arrived, 1u) == gridDim.x - 1) {
+    *arrived = 0; /* for the next put, which starts after this kernel */
+    __threadfence_system();
+    for (int t = 0; t < 2; t++)
+      if (a.n[t]) store_release(a.flag[t], a.seq[t]);
+  }
+}
+
+static __global__ void get_kernel(peer_pair a) {
+  if (threadIdx.x == 0)
+    for (int t = 0; t < 2; t++)
+      if (a.n[t])
+        while (load_acquire(a.flag[t]) < a.seq[t]) __nanosleep(100);
+  __syncthreads();
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (int t = 0; t < 2; t++)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride)
+      a.dst[t][i] = a.src[t][i];
+}
+
+static peer_pair pair_of(const vox_peer_transfer t[2], unsigned *blocks) {
+  peer_pair a = {};
+  size_t most = 0;
+  for (int i = 0; i < 2; i++) {
+    a.src[i] = t[i].src, a.dst[i] = t[i].dst, a.n[i] = t[i].n;
+    a.flag[i] = (unsigned long long *)t[i].flag, a.seq[i] = t[i].seq;
+    if (t[i].n > most) most = t[i].n;
+  }
+  const unsigned b = vox_cuda_blocks(most, VOX_CUDA_THREADS);
+  *blocks = b < 1u ? 1u : b > (unsigned)PEER_MAX_BLOCKS ? (unsigned)PEER_MAX_BLOCKS : b;
+  return a;
+}
+
+static vox_status device_id(vox_backend *be, char id[VOX_PEER_ID_BYTES]) {
+  memset(id, 0, VOX_PEER_ID_BYTES);
+  CUDA_TRY(be, cudaDeviceGetPCIBusId(id, VOX_PEER_ID_BYTES - 1, vox_cuda(be)->device),
+           "the device's PCI address");
+  return VOX_OK;
+}
+
+static vox_status share(vox_backend *be, size_t bytes, void **mem,
+                        unsigned char handle[VOX_PEER_HANDLE_BYTES]) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == VOX_PEER_HANDLE_BYTES, "the handle's size");
+  vox_cuda_state *cs = vox_cuda(be);
+  if (!cs->peer_arrived) {
+    TRY(vox_cuda_alloc(be, (void **)&cs->peer_arrived, sizeof *cs->peer_arrived,
+                       "the exchanges' counter"));
+    CUDA_TRY(be, cudaMemset(cs->peer_arrived, 0, sizeof *cs->peer_arrived), "the counter");
+  }
+  TRY(vox_cuda_alloc(be, mem, bytes, "the exchanges' mailbox"));
+  cudaIpcMemHandle_t h;
+  cudaError_t err = cudaMemset(*mem, 0, bytes);
+  if (err == cudaSuccess) err = cudaIpcGetMemHandle(&h, *mem);
+  if (err != cudaSuccess) {
+    vox_cuda_free(*mem);
+    *mem = NULL;
+  }
+  CUDA_TRY(be, err, "sharing the exchanges' mailbox");
+  memcpy(handle, &h, sizeof h);
+  return VOX_OK;
+}
+
+static void unshare(vox_backend *be, void *mem) { vox_cuda_free(mem); }
+
+static vox_status map(vox_backend *be, const unsigned char handle[VOX_PEER_HANDLE_BYTES],
+                      void **mem) {
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof h);
+  *mem = NULL;
+  const cudaError_t err = cudaIpcOpenMemHandle(mem, h, cudaIpcMemLazyEnablePeerAccess);
+  if (err != cudaSuccess) *mem = NULL;
+  CUDA_TRY(be, err, "mapping a neighbour's mailbox");
+  return VOX_OK;
+}
+
+static void unmap(vox_backend *be, void *mem) {
+  if (mem) cudaIpcCloseMemHandle(mem);
+}
+
+static vox_status put(vox_backend *be, const vox_peer_transfer t[2]) {
+  unsigned blocks;
+  const peer_pair a = pair_of(t, &blocks);
+  put_kernel<<<blocks, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(a, vox_cuda(be)->peer_arrived);
+  CUDA_LAUNCHED(be, "an exchange's put");
+  return VOX_OK;
+}
+
+static vox_status get(vox_backend *be, const vox_peer_transfer t[2]) {
+  unsigned blocks;
+  const peer_pair a = pair_of(t, &blocks);
+  get_kernel<<<blocks, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(a);
+  CUDA_LAUNCHED(be, "an exchange's get");
+  return VOX_OK;
+}
+
+static vox_peer_ops make_peer_ops(void) {
+  vox_peer_ops o = {};
+  o.device_id = device_id;
+  o.share = share;
+  o.unshare = unshare;
+  o.map = map;
+  o.unmap = unmap;
+  o.put = put;
+  o.get = get;
+  return o;
+}
+
+extern "C" const vox_peer_ops vox_cuda_peer_ops = make_peer_ops();
