@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
   vox_vec v, w;
   RUN(ctx, "vectors", o->vec->create(be, ne, VOX_DOUBLE, &v));
   RUN(ctx, "vectors", o->vec->create(be, ne, VOX_DOUBLE, &w));
-  RUN(ctx, "random", o->vec->random(be, &v, 7));
+  RUN(ctx, "random", o->vec->random(be, &v, 7, 0));
   for (int s = VOX_SYMMETRY_REFLECT3; s <= VOX_SYMMETRY_ROTATE3; s++) {
     RUN(ctx, "symmetrize", o->design->symmetrize(be, &grid, (vox_symmetry)s, &v));
     RUN(ctx, "sync", o->synchronize(be));

@@ -71,7 +71,7 @@ static const char *bench_vcycle_parts(vox_context *ctx, vox_backend *be, vox_mod
   if (vox_fem_create(ctx, be, model, &fem)) return "FE system";
   vox_vec rho, half; /* rho = uniform in [-0.5, 0.5) + 0.5 */
   if (o->vec->create(be, fem->n_elements, VOX_DOUBLE, &rho) ||
-      o->vec->create(be, fem->n_elements, VOX_DOUBLE, &half) || o->vec->random(be, &rho, 7) ||
+      o->vec->create(be, fem->n_elements, VOX_DOUBLE, &half) || o->vec->random(be, &rho, 7, 0) ||
       o->vec->set(be, &half, 0.5) || o->vec->axpy(be, &rho, 1, &half) ||
       o->design->simp_moduli(be, &rho, &fem->e_solid, 3, 1e-9, &fem->moduli) ||
       vox_fem_update(fem))
@@ -99,7 +99,7 @@ static const char *bench_vcycle_parts(vox_context *ctx, vox_backend *be, vox_mod
         be, 3, st |= o->mg->galerkin_stencil(be, mg->level[l - 1].stencil, mg->level[l].stencil));
   const double factor =
       TIME_PER_CALL(be, 3, st |= o->mg->stencil_factor(be, mg->level[last].stencil));
-  if (o->vec->random(be, r, 3) || o->op->zero_fixed(be, fem->op, r)) return "vectors";
+  if (o->vec->random(be, r, 3, 0) || o->op->zero_fixed(be, fem->op, r)) return "vectors";
   const double vc = TIME_PER_CALL(be, 20, st |= vox_mg_apply(mg, r, z));
   const double ku = TIME_PER_CALL(be, 50, st |= o->op->apply(be, fem->op, r, z, 0));
   const double axpby = TIME_PER_CALL(be, 50, st |= o->vec->axpby(be, z, 0.5, r, 0.5));

@@ -193,13 +193,13 @@ static __global__ void reciprocal_kernel(double *x, size_t n) {
   VOX_GRID_STRIDE(i, n) x[i] = 1 / x[i];
 }
 
-static __global__ void random_kernel(double *x, uint64_t seed, size_t n) {
-  VOX_GRID_STRIDE(i, n) x[i] = vox_hash_uniform(seed, i);
+static __global__ void random_kernel(double *x, uint64_t seed, uint64_t first, size_t n) {
+  VOX_GRID_STRIDE(i, n) x[i] = vox_hash_uniform(seed, first + i);
 }
 
-static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed, uint64_t first) {
   random_kernel<<<vox_cuda_grid(v->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      v->data, seed, v->n);
+      v->data, seed, first, v->n);
   CUDA_LAUNCHED(be, "random vector");
   return VOX_OK;
 }
@@ -465,7 +465,7 @@ static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_ve
                        "the Lanczos steps' scalars"));
   double *s = cs->lanczos;
   const size_t n = r->n;
-  TRY(vec_random(be, r, seed));
+  TRY(vec_random(be, r, seed, 0));
   TRY(vec_mult(be, z, r, inv_diag));
   TRY(vec_copy(be, p, z));
   TRY(reduce_on_device(be, n, dot_term{r->data, z->data}, lanczos_start{s}));

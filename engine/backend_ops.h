@@ -158,9 +158,10 @@ typedef struct vox_vector_ops {
   vox_status (*mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y);
   vox_status (*axpby)(vox_backend *be, vox_vec *y, double a, const vox_vec *x, double b);
   vox_status (*reciprocal)(vox_backend *be, vox_vec *v);
-  /* v_i = vox_hash_uniform(seed, i): the same pseudo-random vector on every
-   * backend, made where it lives. */
-  vox_status (*random)(vox_backend *be, vox_vec *v, uint64_t seed);
+  /* v_i = vox_hash_uniform(seed, first + i): the same pseudo-random vector
+   * on every backend, made where it lives (first: the global index of
+   * entry 0, for a part of a longer vector). */
+  vox_status (*random)(vox_backend *be, vox_vec *v, uint64_t seed, uint64_t first);
   /* One fused step of the multigrid smoothers (one pass over memory instead
    * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
    * means a zero start: x = 0 is implied, so x is overwritten with d

@@ -384,13 +384,9 @@ static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
 }
 
 /* The whole vector's pseudo-random entries: by global index. */
-static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed, uint64_t first) {
   LOCAL1(v);
-  const size_t off = lay_of(v)->offset, n = v_.n;
-  double *x = stage(M(be), n);
-  if (!x) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  for (size_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, (uint64_t)(off + i));
-  return C(be)->vec->upload(IN(be), &v_, x);
+  return C(be)->vec->random(IN(be), &v_, seed, first + lay_of(v)->offset);
 }
 
 static vox_status vec_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,

@@ -341,7 +341,7 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
                                      q, alpha, beta, &steps));
   } else {
     double rz;
-    TRY(be->ops->vec->random(be, r, seed));
+    TRY(be->ops->vec->random(be, r, seed, 0));
     TRY(be->ops->vec->mult(be, z, r, &lv->inv_diag));
     TRY(be->ops->vec->copy(be, p, z));
     TRY(be->ops->vec->dot(be, r, z, &rz));

@@ -131,11 +131,11 @@ static vox_status vec_reciprocal(vox_backend *be, vox_vec *v) {
   return VOX_OK;
 }
 
-static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed) {
+static vox_status vec_random(vox_backend *be, vox_vec *v, uint64_t seed, uint64_t first) {
   double *restrict x = v->data;
   const ptrdiff_t n = (ptrdiff_t)v->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
-  for (ptrdiff_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, (uint64_t)i);
+  for (ptrdiff_t i = 0; i < n; i++) x[i] = vox_hash_uniform(seed, first + (uint64_t)i);
   return VOX_OK;
 }
 

@@ -130,9 +130,9 @@ static int box_residuals(vox_context *ctx, vox_backend *be, vox_preconditioner p
   for (int k = 1; k <= max; k++) {
     opt.max_iterations = k;
     if (history) { /* the guess and the two earlier solutions */
-      CHECK_OK(ctx, be->ops->vec->random(be, &u, 21));
+      CHECK_OK(ctx, be->ops->vec->random(be, &u, 21, 0));
       for (int i = 0; i < 2; i++) {
-        CHECK_OK(ctx, be->ops->vec->random(be, &h.v[i], 22 + (uint64_t)i));
+        CHECK_OK(ctx, be->ops->vec->random(be, &h.v[i], 22 + (uint64_t)i, 0));
         CHECK_OK(ctx, be->ops->vec->axpy(be, &h.v[i], 0.5, &u));
         CHECK_OK(ctx, be->ops->op->zero_fixed(be, fem->op, &h.v[i]));
       }

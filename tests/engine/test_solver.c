@@ -320,7 +320,7 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   CHECK(zz == 0);
   /* a guess and a full history all equal to a rough vector: the Gram matrix
    * has rank 1, the start is its best multiple, and CG still converges */
-  CHECK_OK(ctx, be->ops->vec->random(be, &x, 11));
+  CHECK_OK(ctx, be->ops->vec->random(be, &x, 11, 0));
   for (int i = 0; i < 2; i++) {
     be->ops->vec->copy(be, &h.v[i], &x);
     be->ops->op->zero_fixed(be, fem->op, &h.v[i]);

@@ -666,7 +666,7 @@ static int lanczos_loop(vox_backend *be, vox_stencil *st, const vox_vec *w, uint
                         double *beta) {
   const vox_backend_ops *o = be->ops;
   double rz, pq, rz_new;
-  if (o->vec->random(be, r, seed) || o->vec->mult(be, z, r, w) || o->vec->copy(be, p, z) ||
+  if (o->vec->random(be, r, seed, 0) || o->vec->mult(be, z, r, w) || o->vec->copy(be, p, z) ||
       o->vec->dot(be, r, z, &rz))
     return -1;
   int k = 0;
