@@ -261,11 +261,61 @@ static vox_status exchange(vox_backend *be, const layout *l, vox_vec *y,
   return VOX_OK;
 }
 
+static vox_status need(vox_backend *be, vox_vec *v, size_t n);
+
+/* Values a gather to the host moves through the device at a time. */
+enum { GATHER_CHUNK = 1 << 25 };
+
+/* gather() between GPUs with NCCL: through a device buffer of at most
+ * GATHER_CHUNK values (whole layers, 256 MB; freed after), each rank's
+ * owned layers in it gathered by NCCL, then downloaded. Host memory and
+ * MPI took 0.84 s for the results of a 512 x 256 x 256 cantilever on two
+ * H200s. */
+static vox_status gather_on_device(vox_backend *be, const layout *l, const vox_vec *local,
+                                   double *whole) {
+  impl *m = M(be);
+  const size_t unit = l->unit, layers = l->global_n / unit;
+  const size_t step = GATHER_CHUNK / unit > 0 ? GATHER_CHUNK / unit : 1;
+  vox_vec chunk = {0};
+  TRY(need(be, &chunk, (step < layers ? step : layers) * unit));
+  int *counts = calloc(2 * (size_t)m->size, sizeof *counts);
+  if (!counts) {
+    C(be)->vec->destroy(IN(be), &chunk);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
+  int *displs = counts + m->size;
+  vox_status s = VOX_OK;
+  for (size_t a = 0; a < layers && s == VOX_OK; a += step) {
+    const size_t b = a + step < layers ? a + step : layers;
+    for (int q = 0; q < m->size; q++) { /* rank q's owned layers in [a, b) */
+      const size_t from = (size_t)l->displs[q], to = from + (size_t)l->counts[q];
+      const size_t lo = from > a ? from : a, hi = to < b ? to : b;
+      counts[q] = hi > lo ? (int)(hi - lo) : 0;
+      displs[q] = hi > lo ? (int)(lo - a) : 0;
+    }
+    if (counts[m->rank]) {
+      const size_t first = l->owned_begin / unit + (a + (size_t)displs[m->rank]) -
+                           (size_t)l->displs[m->rank];
+      const vox_vec own = part(local, first * unit, (size_t)counts[m->rank] * unit);
+      vox_vec at = part(&chunk, (size_t)displs[m->rank] * unit, own.n);
+      s = C(be)->vec->copy(IN(be), &at, &own);
+    }
+    if (s == VOX_OK) s = vox_mpi_halo_allgatherv(m->halo, &chunk, counts, displs, unit);
+    const vox_vec got = part(&chunk, 0, (b - a) * unit);
+    if (s == VOX_OK) s = C(be)->vec->download(IN(be), &got, whole + a * unit);
+  }
+  free(counts);
+  C(be)->vec->destroy(IN(be), &chunk);
+  return s;
+}
+
 /* The whole vector, in host memory, from every rank's owned part, on every
  * rank. */
 static vox_status gather(vox_backend *be, const layout *l, const vox_vec *local, double *whole) {
   impl *m = M(be);
   if (!l->split) return C(be)->vec->download(IN(be), local, whole);
+  if (!m->host && m->size > 1 && vox_mpi_halo_gathers_on_device(m->halo))
+    return gather_on_device(be, l, local, whole);
   const vox_vec own = part(local, l->owned_begin, (size_t)l->counts[m->rank] * l->unit);
   TRY(C(be)->vec->download(IN(be), &own, whole + (size_t)l->displs[m->rank] * l->unit));
   if (m->size > 1)

@@ -15,7 +15,10 @@
  * of prescribed displacements, whose fixed dofs lie on the slabs'
  * interfaces, and clamped at the bottom under two load cases of forces on
  * the top; each with the connectivity-split and the box coarse levels),
- * refuse (more ranks than element layers). `nz=N` sets the grid's layers
+ * download (a pseudo-random vector of the split grid, made on the ranks by
+ * its global indices and gathered whole: on GPUs, a grid of 36 M dofs,
+ * more than one of the device gathers' chunks), refuse (more ranks than
+ * element layers). `nz=N` sets the grid's layers
  * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs).
  * `device=cuda` runs both on CUDA devices (each rank on the device of its
  * rank on the node, modulo the devices; the one-process reference on the
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "backend_ops.h"
 #include "voxfe/mpi.h"
 #include "voxfe/voxfe.h"
 /* after check.h */
@@ -326,6 +330,30 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) 
   vox_model_free(&m);
 }
 
+/* vec->random by global index and vec->download on the split backend: the
+ * whole vector on every rank, each entry the hash of its index. */
+static void download(vox_context *ctx) {
+  const int64_t n = device == VOX_DEVICE_CUDA ? 256 : 24;
+  vox_grid g = {.nx = n, .ny = n, .nz = n * 45 / 64 > ranks ? n * 45 / 64 : ranks,
+                .voxel_size = {1, 1, 1}};
+  vox_backend *be = NULL;
+  CHECK_OK(ctx, split_backend(ctx, &g, 3, &be));
+  if (!be) return;
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
+  vox_vec v;
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &v));
+  CHECK_OK(ctx, be->ops->vec->random(be, &v, 5, 7));
+  double *x = malloc(nd * sizeof *x);
+  CHECK_OK(ctx, be->ops->vec->download(be, &v, x));
+  size_t wrong = 0;
+  for (size_t i = 0; i < nd; i++) wrong += x[i] != vox_hash_uniform(5, 7 + i);
+  if (rank == 0) printf("download of %zu values: %zu wrong\n", nd, wrong);
+  CHECK(wrong == 0);
+  free(x);
+  be->ops->vec->destroy(be, &v);
+  vox_backend_destroy(be);
+}
+
 /* More ranks than element layers: every rank refuses, with one message. */
 static void refuse(vox_context *ctx) {
   vox_grid g = {.nx = 4, .ny = 4, .nz = ranks - 1, .voxel_size = {1, 1, 1}};
@@ -393,6 +421,7 @@ int main(int argc, char **argv) {
     sparse(ctx, 0, VOX_SPARSE_COARSE_SPLIT);
     sparse(ctx, 1, VOX_SPARSE_COARSE_BOX);
   }
+  if (check_wanted(n_parts + 1, names, "download")) download(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
   vox_context_destroy(ctx);
   free(slabs);
