@@ -28,8 +28,8 @@
  * gathering the split level's residual and left by each rank taking its
  * slab of the prolongation. The direct solve of a coarsest level that is
  * still split gathers its stencil and right-hand side. Gathers of the
- * V-cycle's vectors run on the device by NCCL between GPUs, through host
- * memory otherwise; the results' and setup's through host memory. */
+ * V-cycle's vectors and of the results run on the devices by NCCL between
+ * GPUs, through host memory otherwise (and for the setup's stencils). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

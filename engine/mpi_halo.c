@@ -4,10 +4,10 @@
  * the one the CUDA backend's kernels run on in order: the product that
  * fills a layer ends before it is sent, and the sum that reads the received
  * layer starts after it arrives, with no wait on the host in between. The
- * direct writes take two small kernels an exchange (peer_ops.h), where
- * NCCL's send and receive take about 25 microseconds between two H200s
- * (docs/benchmarks.md): on the coarse multigrid levels, the exchanges are
- * all latency. */
+ * direct writes are two small kernels an exchange (peer_ops.h); between
+ * two H200s they take a little less than NCCL's send and receive, and a
+ * coarse multigrid level's product, exchange and sum take two to three
+ * times the product alone either way (docs/benchmarks.md). */
 #include "mpi_halo.h"
 
 #include <limits.h>
@@ -98,7 +98,8 @@ static double *mailbox_slot(const vox_mpi_halo *h, char *box, int from_above, ui
 static void devices_of(vox_mpi_halo *h, int *own, int *one_host) {
   enum { ID = VOX_PEER_ID_BYTES, NAME = ID + MPI_MAX_PROCESSOR_NAME };
   char mine[NAME] = {0};
-  int len = 0, known = h->inner->ops->peer && h->inner->ops->peer->device_id(h->inner, mine) == VOX_OK;
+  const vox_peer_ops *p = h->inner->ops->peer;
+  int len = 0, known = p && p->device_id(h->inner, mine) == VOX_OK;
   MPI_Get_processor_name(mine + ID, &len);
   MPI_Allreduce(MPI_IN_PLACE, &known, 1, MPI_INT, MPI_MIN, h->comm);
   char *all = calloc((size_t)h->size, NAME);
