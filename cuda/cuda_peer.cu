@@ -21,6 +21,8 @@ struct peer_pair {
   size_t n[2];
   unsigned long long *flag[2];
   unsigned long long seq[2];
+  int add[2];
+  const double *mask[2];
 };
 
 static __device__ void store_release(unsigned long long *p, unsigned long long v) {
@@ -56,8 +58,12 @@ static __global__ void get_kernel(peer_pair a) {
   __syncthreads();
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (int t = 0; t < 2; t++)
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride)
-      a.dst[t][i] = a.src[t][i];
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride) {
+      /* a mask of 0s and 1s: the product is exact, and the sum the same
+       * bits as a copy, a multiplication and an axpy */
+      const double v = a.mask[t] ? a.mask[t][i] * a.src[t][i] : a.src[t][i];
+      a.dst[t][i] = a.add[t] ? a.dst[t][i] + v : v;
+    }
 }
 
 static peer_pair pair_of(const vox_peer_transfer t[2], unsigned *blocks) {
@@ -66,6 +72,7 @@ static peer_pair pair_of(const vox_peer_transfer t[2], unsigned *blocks) {
   for (int i = 0; i < 2; i++) {
     a.src[i] = t[i].src, a.dst[i] = t[i].dst, a.n[i] = t[i].n;
     a.flag[i] = (unsigned long long *)t[i].flag, a.seq[i] = t[i].seq;
+    a.add[i] = t[i].add, a.mask[i] = t[i].mask;
     if (t[i].n > most) most = t[i].n;
   }
   const unsigned b = vox_cuda_blocks(most, VOX_CUDA_THREADS);

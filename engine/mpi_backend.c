@@ -249,16 +249,8 @@ static vox_status exchange(vox_backend *be, const layout *l, vox_vec *y,
   const int lower = m->rank > 0, upper = m->rank < m->size - 1;
   vox_vec first = part(y, 0, u), last = part(y, l->local_n - u, u);
   vox_vec from_below = part(&m->recv, 0, u), from_above = part(&m->recv, u, u);
-  TRY(vox_mpi_halo_swap(m->halo, lower, upper, &first, &last, &from_below, &from_above));
-  if (lower) {
-    if (masks) TRY(C(be)->vec->mult(IN(be), &from_below, &from_below, &masks->below));
-    TRY(C(be)->vec->axpy(IN(be), &first, 1, &from_below));
-  }
-  if (upper) {
-    if (masks) TRY(C(be)->vec->mult(IN(be), &from_above, &from_above, &masks->above));
-    TRY(C(be)->vec->axpy(IN(be), &last, 1, &from_above));
-  }
-  return VOX_OK;
+  return vox_mpi_halo_swap_add(m->halo, lower, upper, &first, &last, &from_below, &from_above,
+                               masks ? &masks->below : NULL, masks ? &masks->above : NULL);
 }
 
 static vox_status need(vox_backend *be, vox_vec *v, size_t n);
@@ -1320,17 +1312,9 @@ static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec 
   if (m->size == 1 || nb + na == 0) return VOX_OK; /* no bone on the shared layers */
   vox_vec first = part(y, 0, nb), last = part(y, y->n - na, na);
   vox_vec from_below = part(&l->recv, 0, nb), from_above = part(&l->recv, nb, na);
-  TRY(vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last, &from_below,
-                        &from_above));
-  if (nb) {
-    if (masks) TRY(C(be)->vec->mult(IN(be), &from_below, &from_below, &masks->below));
-    TRY(C(be)->vec->axpy(IN(be), &first, 1, &from_below));
-  }
-  if (na) {
-    if (masks) TRY(C(be)->vec->mult(IN(be), &from_above, &from_above, &masks->above));
-    TRY(C(be)->vec->axpy(IN(be), &last, 1, &from_above));
-  }
-  return VOX_OK;
+  return vox_mpi_halo_swap_add(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
+                               &from_below, &from_above, masks ? &masks->below : NULL,
+                               masks ? &masks->above : NULL);
 }
 
 /* The shared layer below set to the lower rank's values (which it sends

@@ -240,9 +240,11 @@ int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h) {
 }
 
 /* A swap by direct writes: the layers into the neighbours' mailboxes, then
- * from this rank's mailbox into place (peer_ops.h). */
+ * from this rank's mailbox into place (peer_ops.h): copied into from_below
+ * and from_above, or (add) added into them, masked (masks NULL for 1s). */
 static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
-                            const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+                            const vox_vec *up, vox_vec *from_below, vox_vec *from_above, int add,
+                            const vox_vec *mask_below, const vox_vec *mask_above) {
   const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
   if (n_down > h->max_layer || n_up > h->max_layer)
     return vox_error(h->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -252,15 +254,17 @@ static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec
   vox_peer_transfer put[2] = {{0}}, get[2] = {{0}};
   if (lower) {
     put[0] = (vox_peer_transfer){down->data, mailbox_slot(h, h->below, 1, sb), n_down,
-                                 mailbox_flag(h->below, 1), sb};
+                                 mailbox_flag(h->below, 1), sb, 0, NULL};
     get[0] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 0, sb), from_below->data, n_down,
-                                 mailbox_flag(h->mailbox, 0), sb};
+                                 mailbox_flag(h->mailbox, 0), sb, add,
+                                 mask_below ? mask_below->data : NULL};
   }
   if (upper) {
     put[1] = (vox_peer_transfer){up->data, mailbox_slot(h, h->above, 0, sa), n_up,
-                                 mailbox_flag(h->above, 0), sa};
+                                 mailbox_flag(h->above, 0), sa, 0, NULL};
     get[1] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 1, sa), from_above->data, n_up,
-                                 mailbox_flag(h->mailbox, 1), sa};
+                                 mailbox_flag(h->mailbox, 1), sa, add,
+                                 mask_above ? mask_above->data : NULL};
   }
   const vox_peer_ops *p = h->inner->ops->peer;
   TRY(p->put(h->inner, put));
@@ -291,7 +295,7 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
   lower = n_down > 0, upper = n_up > 0;
   if (!lower && !upper) return VOX_OK;
   if (h->kind == VOX_MPI_HALO_PEER)
-    return peer_swap(h, lower, upper, down, up, from_below, from_above);
+    return peer_swap(h, lower, upper, down, up, from_below, from_above, 0, NULL, NULL);
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
     const nccl_api *f = &h->api;
@@ -335,6 +339,29 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
   sendrecv(h, lower, upper, (int)n_down, (int)n_up, send_down, send_up, recv_below, recv_above);
   if (lower) TRY(in->vec->upload(h->inner, from_below, recv_below));
   if (upper) TRY(in->vec->upload(h->inner, from_above, recv_above));
+  return VOX_OK;
+}
+
+vox_status vox_mpi_halo_swap_add(vox_mpi_halo *h, int lower, int upper, vox_vec *first,
+                                 vox_vec *last, vox_vec *recv_below, vox_vec *recv_above,
+                                 const vox_vec *mask_below, const vox_vec *mask_above) {
+  const size_t n_down = lower ? first->n : 0, n_up = upper ? last->n : 0;
+  lower = n_down > 0, upper = n_up > 0;
+  if (!lower && !upper) return VOX_OK;
+  /* the direct writes add in their get: a launch less (the put reads the
+   * layers before the get adds into them, in stream order) */
+  if (h->kind == VOX_MPI_HALO_PEER)
+    return peer_swap(h, lower, upper, first, last, first, last, 1, mask_below, mask_above);
+  TRY(vox_mpi_halo_swap(h, lower, upper, first, last, recv_below, recv_above));
+  const vox_vector_ops *v = h->inner->ops->vec;
+  if (lower) {
+    if (mask_below) TRY(v->mult(h->inner, recv_below, recv_below, mask_below));
+    TRY(v->axpy(h->inner, first, 1, recv_below));
+  }
+  if (upper) {
+    if (mask_above) TRY(v->mult(h->inner, recv_above, recv_above, mask_above));
+    TRY(v->axpy(h->inner, last, 1, recv_above));
+  }
   return VOX_OK;
 }
 

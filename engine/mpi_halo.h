@@ -45,6 +45,14 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
 
+/* The same swap, the neighbours' layers then added into the rank's own:
+ * first += mask_below .* (rank - 1's layer), last += mask_above .* (rank +
+ * 1's); masks NULL for 1s, recv_below and recv_above room for the
+ * received layers where the transport needs it. */
+vox_status vox_mpi_halo_swap_add(vox_mpi_halo *h, int lower, int upper, vox_vec *first,
+                                 vox_vec *last, vox_vec *recv_below, vox_vec *recv_above,
+                                 const vox_vec *mask_below, const vox_vec *mask_above);
+
 /* Whether vox_mpi_halo_allgatherv runs (NCCL). */
 int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h);
 

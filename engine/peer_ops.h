@@ -32,6 +32,10 @@ typedef struct vox_peer_transfer {
   size_t n; /* 0: no transfer */
   uint64_t *flag;
   uint64_t seq;
+  /* get only: 1 adds src into dst (dst += mask .* src, mask NULL for 1s)
+   * instead of copying it */
+  int add;
+  const double *mask;
 } vox_peer_transfer;
 
 struct vox_peer_ops {
@@ -53,7 +57,7 @@ struct vox_peer_ops {
   vox_status (*put)(vox_backend *be, const vox_peer_transfer t[2]);
   /* Each transfer of n > 0: waits until *flag (this device's, raised by a
    * neighbour) reaches seq, then copies src (this device's mailbox) into
-   * dst. */
+   * dst, or adds it (add). */
   vox_status (*get)(vox_backend *be, const vox_peer_transfer t[2]);
 };
 
