@@ -77,6 +77,23 @@ int cli_parse_real(const char *what, const char *text, cli_range range, double *
   return 0;
 }
 
+int cli_parse_auto_real(const char *what, const char *text, cli_range range, double auto_value,
+                        double *out) {
+  double v;
+  if (strcmp(text, "auto") == 0) {
+    *out = auto_value;
+    return 0;
+  }
+  if (!scan_real(text, &v) || !in_range(v, range)) {
+    char expected[128] = "auto or ";
+    cli_range_describe(range, 0, expected + strlen(expected), sizeof expected - strlen(expected));
+    report(what, expected, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 int cli_parse_integer(const char *what, const char *text, cli_range range, long long *out) {
   long long v;
   if (!scan_integer(text, &v) || !in_range((double)v, range)) {
@@ -94,6 +111,13 @@ void cli_format_real(double value, char *buf, size_t size) {
     snprintf(buf, size, "%.*g", digits, value);
     if (strtod(buf, NULL) == value) return;
   }
+}
+
+void cli_format_auto_real(double value, double auto_value, char *buf, size_t size) {
+  if (value == auto_value)
+    snprintf(buf, size, "auto");
+  else
+    snprintf(buf, size, "%.17g", value);
 }
 
 void cli_format_real_list(const double *v, int n, char *buf, size_t size) {

@@ -20,6 +20,10 @@ typedef struct cli_range {
 void cli_range_describe(cli_range range, int integer, char *buf, size_t size);
 
 int cli_parse_real(const char *what, const char *text, cli_range range, double *out);
+/* "auto" (stored as auto_value) or a number in `range`, for options whose
+ * default the library resolves. */
+int cli_parse_auto_real(const char *what, const char *text, cli_range range, double auto_value,
+                        double *out);
 int cli_parse_integer(const char *what, const char *text, cli_range range, long long *out);
 
 /* A list of exactly `count` values separated by `sep` ("1.5,2,0.5" or
@@ -32,6 +36,8 @@ int cli_parse_integer_list(const char *what, const char *form, const char *text,
 /* The shortest text that reads back as `value` ("0.3", not
  * "0.29999999999999999"), for --help defaults and the history. */
 void cli_format_real(double value, char *buf, size_t size);
+/* "auto" for auto_value, else the value to 17 significant digits. */
+void cli_format_auto_real(double value, double auto_value, char *buf, size_t size);
 
 /* `n` values so, separated by commas ("1,0.5,2"). */
 void cli_format_real_list(const double *v, int n, char *buf, size_t size);

@@ -151,52 +151,21 @@ static void format_filter(const void *value, char *buf, size_t size) {
 
 /* --density-min: auto or a number in [0, 1). */
 static int parse_density_min(const char *what, const char *text, void *value) {
-  double *d = value;
-  char *end;
-  if (!strcmp(text, "auto")) {
-    *d = VOX_DENSITY_MIN_AUTO;
-    return 0;
-  }
-  const double v = strtod(text, &end);
-  if (*text && !*end && v >= 0 && v < 1) {
-    *d = v;
-    return 0;
-  }
-  cli_error("%s: expected auto or a number in [0, 1), got '%s'", what, text);
-  return -1;
+  return cli_parse_auto_real(what, text, (cli_range){0, 1, 0, 1}, VOX_DENSITY_MIN_AUTO, value);
 }
 
 static void format_density_min(const void *value, char *buf, size_t size) {
-  const double d = *(const double *)value;
-  if (d == VOX_DENSITY_MIN_AUTO)
-    snprintf(buf, size, "auto");
-  else
-    snprintf(buf, size, "%.17g", d);
+  cli_format_auto_real(*(const double *)value, VOX_DENSITY_MIN_AUTO, buf, size);
 }
 
 /* --sensitivity-floor: auto or a number in (0, 1]. */
 static int parse_sensitivity_floor(const char *what, const char *text, void *value) {
-  double *g = value;
-  char *end;
-  if (!strcmp(text, "auto")) {
-    *g = VOX_SENSITIVITY_FLOOR_AUTO;
-    return 0;
-  }
-  const double v = strtod(text, &end);
-  if (*text && !*end && v > 0 && v <= 1) {
-    *g = v;
-    return 0;
-  }
-  cli_error("%s: expected auto or a number in (0, 1], got '%s'", what, text);
-  return -1;
+  return cli_parse_auto_real(what, text, (cli_range){0, 1, 1, 0}, VOX_SENSITIVITY_FLOOR_AUTO,
+                             value);
 }
 
 static void format_sensitivity_floor(const void *value, char *buf, size_t size) {
-  const double g = *(const double *)value;
-  if (g == VOX_SENSITIVITY_FLOOR_AUTO)
-    snprintf(buf, size, "auto");
-  else
-    snprintf(buf, size, "%.17g", g);
+  cli_format_auto_real(*(const double *)value, VOX_SENSITIVITY_FLOOR_AUTO, buf, size);
 }
 
 /* --adjoint-gpu: auto, none or a CUDA device index. */
