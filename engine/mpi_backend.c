@@ -1986,12 +1986,14 @@ void vox_mpi_options_default(vox_mpi_options *options) {
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
 
+enum { N_EXCHANGES = sizeof exchange_names / sizeof exchange_names[0] };
+
 const char *vox_mpi_exchange_name(vox_mpi_exchange e) {
-  return e >= 0 && e < 3 ? exchange_names[e] : "unknown";
+  return (int)e >= 0 && (int)e < N_EXCHANGES ? exchange_names[e] : "unknown";
 }
 
 int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out) {
-  for (int e = 0; e < 3; e++)
+  for (int e = 0; e < N_EXCHANGES; e++)
     if (strcmp(name, exchange_names[e]) == 0) {
       *out = (vox_mpi_exchange)e;
       return 0;

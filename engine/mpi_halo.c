@@ -58,6 +58,14 @@ static int nccl_load(nccl_api *api) {
 }
 #endif
 
+/* How a swap travels. */
+typedef enum vox_mpi_halo_kind {
+  VOX_MPI_HALO_HOST = 0,   /* MPI on the vectors themselves (host memory) */
+  VOX_MPI_HALO_STAGED = 1, /* MPI on host copies of device vectors */
+  VOX_MPI_HALO_NCCL = 2,   /* NCCL on device vectors */
+  VOX_MPI_HALO_PEER = 3    /* device vectors written into the neighbours' GPUs */
+} vox_mpi_halo_kind;
+
 /* The mailbox of the direct writes, in each rank's device memory: the
  * flags the neighbours raise, then two slots of max_layer values for each
  * neighbour (peer_ops.h). */
@@ -153,6 +161,16 @@ static int peer_start(vox_mpi_halo *h) {
 }
 
 #ifdef VOXFE_HAVE_NCCL
+/* Ends a group of NCCL calls begun with group_start; r: the first call's
+ * failure, or ncclSuccess. */
+static vox_status nccl_group_end(vox_mpi_halo *h, ncclResult_t r, const char *what) {
+  const ncclResult_t end = h->api.group_end();
+  if (r == ncclSuccess) r = end;
+  if (r != ncclSuccess)
+    return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: %s: %s", what, h->api.error_string(r));
+  return VOX_OK;
+}
+
 static vox_status nccl_start(vox_mpi_halo *h) {
   ncclUniqueId id;
   int failed = h->rank == 0 && h->api.get_unique_id(&id) != ncclSuccess;
@@ -221,8 +239,6 @@ void vox_mpi_halo_destroy(vox_mpi_halo *h) {
   free(h->host);
   free(h);
 }
-
-vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h) { return h->kind; }
 
 const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
   return h->kind == VOX_MPI_HALO_PEER     ? "direct writes between GPUs"
@@ -309,11 +325,7 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
       r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
     if (lower && r == ncclSuccess)
       r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
-    const ncclResult_t end = f->group_end();
-    if (r == ncclSuccess) r = end;
-    if (r != ncclSuccess)
-      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a halo exchange: %s", f->error_string(r));
-    return VOX_OK;
+    return nccl_group_end(h, r, "a halo exchange");
   }
 #endif
   if (n_down > INT_MAX || n_up > INT_MAX)
@@ -379,11 +391,7 @@ vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *c
       if (counts[q] > 0)
         r = f->broadcast(at, at, (size_t)counts[q] * unit, ncclDouble, q, h->nccl, 0);
     }
-    const ncclResult_t end = f->group_end();
-    if (r == ncclSuccess) r = end;
-    if (r != ncclSuccess)
-      return vox_error(h->ctx, VOX_ERR_DEVICE, "NCCL: a gather: %s", f->error_string(r));
-    return VOX_OK;
+    return nccl_group_end(h, r, "a gather");
   }
 #else
   (void)whole, (void)counts, (void)displs, (void)unit;

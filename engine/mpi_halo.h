@@ -17,13 +17,6 @@
 
 typedef struct vox_mpi_halo vox_mpi_halo;
 
-typedef enum vox_mpi_halo_kind {
-  VOX_MPI_HALO_HOST = 0,   /* MPI on the vectors themselves (host memory) */
-  VOX_MPI_HALO_STAGED = 1, /* MPI on host copies of device vectors */
-  VOX_MPI_HALO_NCCL = 2,   /* NCCL on device vectors */
-  VOX_MPI_HALO_PEER = 3    /* device vectors written into the neighbours' GPUs */
-} vox_mpi_halo_kind;
-
 /* For vectors of `inner` (a CPU or CUDA backend) on the ranks of `comm`,
  * whose swaps carry at most `max_layer` values each way; collective.
  * `exchange` chooses among the transports that can run. */
@@ -31,7 +24,6 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
                                vox_mpi_exchange exchange, size_t max_layer,
                                vox_mpi_halo **out);
 void vox_mpi_halo_destroy(vox_mpi_halo *h);
-vox_mpi_halo_kind vox_mpi_halo_kind_of(const vox_mpi_halo *h);
 /* "MPI", "MPI through host memory", "NCCL" or "direct writes between GPUs". */
 const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 
