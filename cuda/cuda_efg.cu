@@ -48,7 +48,15 @@ struct vox_efg_device {
   double *s_phi, *s_stiffness;
   int32_t *block_row; /* per block of K: its block row */
   vox_sparse_matrix *k, *inverse;
-  unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite */
+  unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite;
+                                 patches_factor: 1 + the last patch */
+  /* additive Schwarz on the cells' patches (efg_patches.h): 8 corners and
+   * 64 block positions a patch, 8 patch corners a node, the inverses (576
+   * a patch) and the patches' answers (24 a patch) */
+  size_t n_patches;
+  int32_t *p_node, *p_node_patch;
+  uint32_t *p_block;
+  double *p_inverse, *p_work;
   size_t bytes;
 };
 
@@ -236,6 +244,100 @@ static __global__ void block_jacobi_kernel(efg_view v, const double *__restrict_
   }
 }
 
+/* The patches' inverses, a warp per patch (vox_efg_patch_invert's
+ * arithmetic): the 24 x 24 block gathered from K into the warp's shared
+ * memory, Cholesky's factorisation column by column with a lane per row,
+ * then a lane per column of the inverse, substituting forward and back. */
+#define PATCH_WARPS 4
+static __global__ void __launch_bounds__(32 * PATCH_WARPS)
+    patch_factor_kernel(size_t n, const uint32_t *__restrict__ block,
+                        const double *__restrict__ kval, double *__restrict__ inverse,
+                        unsigned long long *failed) {
+  enum { N = VOX_EFG_PATCH_DOFS };
+  __shared__ double tile[PATCH_WARPS][VOX_EFG_PATCH_ENTRIES];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  double *a = tile[warp];
+  WARP_STRIDE(c, n) {
+    const uint32_t *b = block + 64 * c;
+    for (unsigned e = lane; e < VOX_EFG_PATCH_ENTRIES; e += 32) {
+      const unsigned row = e / N, col = e % N;
+      a[e] = kval[9 * (size_t)__ldg(b + 8 * (row / 3) + col / 3) + 3 * (row % 3) + col % 3];
+    }
+    __syncwarp();
+    int ok = 1;
+    for (int k = 0; k < N && ok; k++) {
+      const double pivot = a[N * k + k];
+      ok = pivot > 0;
+      if (!ok) break;
+      const double l = sqrt(pivot);
+      __syncwarp();
+      if ((int)lane > k && (int)lane < N) a[N * lane + k] /= l;
+      if (lane == 0) a[N * k + k] = l;
+      __syncwarp();
+      if ((int)lane > k && (int)lane < N)
+        for (int j = k + 1; j <= (int)lane; j++) a[N * lane + j] -= a[N * lane + k] * a[N * j + k];
+      __syncwarp();
+    }
+    if (!ok) {
+      if (lane == 0) atomicMax(failed, (unsigned long long)c + 1); /* the report only */
+    } else if (lane < N) {
+      double x[N];
+      for (int i = 0; i < N; i++) {
+        double s = i == (int)lane ? 1 : 0;
+        for (int k = 0; k < i; k++) s -= a[N * i + k] * x[k];
+        x[i] = s / a[N * i + i];
+      }
+      for (int i = N - 1; i >= 0; i--) {
+        double s = x[i];
+        for (int k = i + 1; k < N; k++) s -= a[N * k + i] * x[k];
+        x[i] = s / a[N * i + i];
+      }
+      double *inv = inverse + VOX_EFG_PATCH_ENTRIES * c;
+      for (int i = 0; i < N; i++) inv[N * i + lane] = x[i];
+    }
+    __syncwarp();
+  }
+}
+
+/* Each patch's answer y_c = inverse_c r_c, a thread per row of a patch.
+ * The inverse is symmetric, so row `row` is read as column `row`: the
+ * threads of a patch read consecutive doubles. */
+static __global__ void patch_solve_kernel(size_t n, const int32_t *__restrict__ node,
+                                          const double *__restrict__ inverse,
+                                          const double *__restrict__ r, double *__restrict__ y) {
+  VOX_GRID_STRIDE(t, n * VOX_EFG_PATCH_DOFS) {
+    const size_t c = t / VOX_EFG_PATCH_DOFS;
+    const unsigned row = (unsigned)(t % VOX_EFG_PATCH_DOFS);
+    const int32_t *corner = node + 8 * c;
+    const double *inv = inverse + VOX_EFG_PATCH_ENTRIES * c + row;
+    double s = 0;
+#pragma unroll
+    for (int a = 0; a < 8; a++) {
+      const double *ra = r + 3 * (size_t)__ldg(corner + a);
+      s += __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a)) * __ldg(ra) +
+           __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 1)) * __ldg(ra + 1) +
+           __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 2)) * __ldg(ra + 2);
+    }
+    y[t] = s;
+  }
+}
+
+/* z = each node's sum over its patches, in their order: a thread a dof. */
+static __global__ void patch_sum_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
+                                        const double *__restrict__ y, double *__restrict__ z) {
+  VOX_GRID_STRIDE(t, 3 * n_nodes) {
+    const int32_t *list = node_patch + 8 * (t / 3);
+    const unsigned comp = (unsigned)(t % 3);
+    double s = 0;
+    for (int k = 0; k < 8; k++) {
+      const int32_t e = __ldg(list + k);
+      if (e < 0) break;
+      s += y[3 * (size_t)e + comp];
+    }
+    z[t] = s;
+  }
+}
+
 static __global__ void strain_energy_kernel(efg_view v, const double *__restrict__ u,
                                             double *__restrict__ q) {
   const unsigned lane = threadIdx.x % 32;
@@ -294,7 +396,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   if (!d) return;
   void *p[] = {d->g_start, d->ng_start, d->ng_entry, d->ng_point, d->g_node, d->g_phi,
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
-               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed};
+               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed,
+               d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
   vox_cuda_matrix_destroy(be, d->k);
   vox_cuda_matrix_destroy(be, d->inverse);
@@ -479,6 +582,71 @@ static vox_status efg_precondition(vox_backend *be, vox_efg_device *d, const vox
   return vox_cuda_matrix_apply(be, d->inverse, r, z, 0);
 }
 
+static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
+                                     const vox_efg_patches *p) {
+  if (d->p_node)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the patches' tables are already on the device");
+  if (p->n_nodes != d->n_nodes)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches of %zu nodes for %zu field nodes",
+                     p->n_nodes, d->n_nodes);
+  d->n_patches = p->n;
+  TRY(upload(be, d, (void **)&d->p_node, p->node, 8 * p->n * sizeof *p->node,
+             "the EFG patches' corners"));
+  TRY(upload(be, d, (void **)&d->p_block, p->block, 64 * p->n * sizeof *p->block,
+             "the EFG patches' blocks"));
+  TRY(upload(be, d, (void **)&d->p_node_patch, p->node_patch,
+             8 * p->n_nodes * sizeof *p->node_patch, "the EFG nodes' patches"));
+  const size_t inv = vox_efg_patches_inverse_bytes(p), work = p->n * VOX_EFG_PATCH_DOFS * 8;
+  TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, inv ? inv : 1, "the EFG patches' inverses"));
+  TRY(vox_cuda_alloc(be, (void **)&d->p_work, work ? work : 1, "the EFG patches' answers"));
+  d->bytes += inv + work;
+  return VOX_OK;
+}
+
+static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
+  if (!d->p_node)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches factored before their tables");
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the patches' status");
+  const size_t blocks = (d->n_patches + PATCH_WARPS - 1) / PATCH_WARPS;
+  patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
+      d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
+  CUDA_LAUNCHED(be, "the EFG patches' inverses");
+  unsigned long long failed = 0;
+  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+           "the patches' status");
+  if (failed) {
+    int32_t first = 0;
+    CUDA_TRY(be,
+             cudaMemcpy(&first, d->p_node + 8 * (failed - 1), sizeof first,
+                        cudaMemcpyDeviceToHost),
+             "the patches' status");
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of the patch at field node %d "
+                     "is not positive definite",
+                     (int)first);
+  }
+  return VOX_OK;
+}
+
+static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vox_vec *r,
+                                    vox_vec *z) {
+  if (!d->p_node)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches applied before their tables");
+  TRY(check_vec(be, r, 3 * d->n_nodes, "the residual"));
+  TRY(check_vec(be, z, 3 * d->n_nodes, "the preconditioned residual"));
+  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS>>>(
+      d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
+  CUDA_LAUNCHED(be, "the EFG patches' solves");
+  patch_sum_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS>>>(
+      d->n_nodes, d->p_node_patch, d->p_work, z->data);
+  CUDA_LAUNCHED(be, "the EFG patches' sums");
+  return VOX_OK;
+}
+
 static vox_status efg_strain_energy(vox_backend *be, vox_efg_device *d, const vox_vec *u,
                                     vox_vec *q) {
   TRY(check_vec(be, u, 3 * d->n_nodes, "the displacement parameters"));
@@ -520,6 +688,9 @@ static vox_efg_ops make_efg_ops(void) {
   o.block_jacobi = efg_block_jacobi;
   o.apply = efg_apply;
   o.precondition = efg_precondition;
+  o.patches_create = efg_patches_create;
+  o.patches_factor = efg_patches_factor;
+  o.patches_apply = efg_patches_apply;
   o.strain_energy = efg_strain_energy;
   o.compliance_sensitivity = efg_compliance_sensitivity;
   o.matrix_download = efg_matrix_download;

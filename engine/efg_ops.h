@@ -18,6 +18,7 @@
 #define VOXFE_EFG_OPS_H
 
 #include "efg_model.h"
+#include "efg_patches.h"
 #include "sparse_bsr.h"
 #include "vector.h"
 #include "voxfe/backend.h"
@@ -51,6 +52,14 @@ typedef struct vox_efg_ops {
   /* y = K x;  z = D^-1 r with D K's diagonal blocks (block_jacobi's). */
   vox_status (*apply)(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y);
   vox_status (*precondition)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
+  /* Additive Schwarz on the cells' patches (efg_patches.h): their tables
+   * copied to the backend once (the patches must outlive the device where
+   * the backend reads them in place), the inverses made from K's values
+   * (vox_efg_patches_factor, its message on failure), z = the patches'
+   * sum for r (vox_efg_patches_apply). */
+  vox_status (*patches_create)(vox_backend *be, vox_efg_device *d, const vox_efg_patches *p);
+  vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d);
+  vox_status (*patches_apply)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
   /* The node-wise sensitivities in two stages (section 5.3): q_g = the
    * strain energy density of u at Gauss point g for E = 1
    * (vox_efg_strain_energy), then per node dc_i (the compliance

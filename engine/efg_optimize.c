@@ -12,6 +12,7 @@
 #include "efg_assembly.h"
 #include "efg_multigrid.h"
 #include "efg_ops.h"
+#include "efg_patches.h"
 #include "efg_sensitivity.h"
 #include "ksp.h"
 #include "name_table.h"
@@ -176,14 +177,14 @@ vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out
   return VOX_OK;
 }
 
-static const char *const preconditioner_names[] = {"jacobi", "sa"};
+static const char *const preconditioner_names[] = {"jacobi", "sa", "schwarz"};
 
 const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner) {
-  return (unsigned)preconditioner < 2 ? preconditioner_names[preconditioner] : "unknown";
+  return (unsigned)preconditioner < 3 ? preconditioner_names[preconditioner] : "unknown";
 }
 
 int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner) {
-  const int i = vox_name_index(text, preconditioner_names, 2);
+  const int i = vox_name_index(text, preconditioner_names, 3);
   if (i >= 0) *preconditioner = (vox_efg_preconditioner)i;
   return i >= 0 ? 0 : -1;
 }
@@ -199,7 +200,7 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
          "discretization efg runs on the CPU and CUDA backends, not on %s", vox_backend_name(be));
   REFUSE(on_device && o->efg_preconditioner == VOX_EFG_PC_SA,
          "discretization efg's smoothed-aggregation preconditioner (efg-preconditioner sa) runs "
-         "on the CPU only, not on %s: use device cpu, or efg-preconditioner jacobi",
+         "on the CPU only, not on %s: use device cpu, or efg-preconditioner schwarz or jacobi",
          vox_backend_name(be));
   REFUSE(o->cell_objective != VOX_CELL_NONE,
          "discretization efg minimises the model's compliance, not the %s objective of a "
@@ -228,7 +229,7 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg needs a support scale >= 1 and a penalty scale > 0, "
                      "not %g and %g",
                      o->efg_support_scale, o->efg_penalty_scale);
-  if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SA)
+  if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SCHWARZ)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown EFG preconditioner %d",
                      (int)o->efg_preconditioner);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
@@ -258,7 +259,14 @@ static void continuation(const vox_optimizer_options *o, int k, double *p, doubl
   *q = k <= o->continuation_start_q ? 1 : fmin(o->q_max, *q * o->continuation_growth_q);
 }
 
-typedef struct efg_run {
+typedef struct efg_run efg_run;
+
+/* Additive Schwarz on the cells' patches (efg_patches.h) as a
+ * preconditioner object on host arrays. */
+static vox_status schwarz_apply(void *self, const void *r, void *z);
+static const vox_pc_ops schwarz_ops = {.name = "schwarz", .apply = schwarz_apply};
+
+struct efg_run {
   vox_context *ctx;
   vox_model *model;
   const vox_optimizer_options *opt;
@@ -266,7 +274,9 @@ typedef struct efg_run {
   vox_bsr k, inverse;
   double *position;   /* nn * 3: the nodes' positions (the multigrid's rigid modes) */
   vox_efg_sa sa;
-  vox_pc pc;          /* block Jacobi on `inverse`, or the multigrid on sa */
+  vox_pc pc;          /* the multigrid on sa */
+  vox_efg_patches patches; /* VOX_EFG_PC_SCHWARZ: the cells' patches, and on the host */
+  double *patch_inverse, *patch_work; /* their inverses (576 a patch) and answers (24) */
   /* seconds of the design iterations' stages (Lu et al. 2021 table 1):
    * K assembled (with the Gauss points' densities), the solves (with the
    * preconditioner's setup), the sensitivities */
@@ -292,7 +302,13 @@ typedef struct efg_run {
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
   vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
   vox_vec *d_f, *d_u;                     /* n_cases of nd */
-} efg_run;
+};
+
+static vox_status schwarz_apply(void *self, const void *r, void *z) {
+  const efg_run *run = self;
+  vox_efg_patches_apply(&run->patches, run->patch_inverse, r, z, run->patch_work);
+  return VOX_OK;
+}
 
 static void run_free(efg_run *r) {
   if (r->dev) {
@@ -312,6 +328,9 @@ static void run_free(efg_run *r) {
   vox_bsr_free(&r->k);
   vox_bsr_free(&r->inverse);
   vox_pc_destroy(&r->pc);
+  vox_efg_patches_free(&r->patches);
+  free(r->patch_inverse);
+  free(r->patch_work);
   double *v[] = {r->position, r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->rho_gauss,
                  r->scale, r->energy, r->f,  r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
@@ -328,6 +347,8 @@ static vox_status device_init(efg_run *r) {
   const vox_vector_ops *v = be->ops->vec;
   const size_t nc = (size_t)r->n_cases;
   TRY(r->dev->create(be, &r->efg, &r->k, &r->device));
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ)
+    TRY(r->dev->patches_create(be, r->device, &r->patches));
   free(r->k.val);
   r->k.val = NULL;
   struct {
@@ -378,6 +399,8 @@ static vox_status dcg_product(void *self, double *pq) {
 
 static vox_status dcg_precondition(void *self) {
   efg_run *r = ((device_cg *)self)->r;
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ)
+    return r->dev->patches_apply(r->be, r->device, &r->d_r, &r->d_z);
   return r->dev->precondition(r->be, r->device, &r->d_r, &r->d_z);
 }
 
@@ -421,7 +444,8 @@ static const vox_ksp_ops device_kept_ops = {.product = dcg_product,
                                             .direction = dcg_kept_direction,
                                             .kept_step = dcg_kept_step};
 
-/* K u = f of load case lc by the one CG loop with block Jacobi, from the
+/* K u = f of load case lc by the one CG loop with the backend's block
+ * Jacobi or patches (the run's preconditioner), from the
  * case's last solution, as vox_efg_cg_pc on the host. */
 static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   vox_backend *be = r->be;
@@ -500,6 +524,16 @@ static vox_status run_init(efg_run *r) {
     r->pc = vox_efg_sa_make(&r->sa, ctx, &r->k, r->position, r->efg.nodes.coord,
                             vox_efg_stiffness_apply, &so);
   }
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ) {
+    TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, &r->patches));
+    if (!r->dev) {
+      r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);
+      r->patch_work = malloc((r->patches.n * VOX_EFG_PATCH_DOFS + 1) * sizeof *r->patch_work);
+      if (!r->patch_inverse || !r->patch_work)
+        return vox_error(ctx, VOX_ERR_NO_MEMORY,
+                         "element-free Galerkin: out of memory (patch preconditioner)");
+    }
+  }
   for (int c = 0; c < r->n_cases; c++)
     TRY(vox_efg_load_vector(ctx, &r->efg, m, c, r->f + (size_t)c * r->nd));
   if (r->dev) TRY(device_init(r));
@@ -538,16 +572,22 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
   }
   r->seconds_assembly += now() - t, t = now();
-  if (r->dev) {
+  const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
+  if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
+    TRY(r->dev->patches_factor(r->be, r->device));
+  } else if (r->dev) {
     TRY(r->dev->block_jacobi(r->be, r->device));
-  } else if (r->opt->efg_preconditioner == VOX_EFG_PC_SA) {
+  } else if (kind == VOX_EFG_PC_SA) {
     TRY(vox_pc_setup(&r->pc));
+  } else if (kind == VOX_EFG_PC_SCHWARZ) {
+    TRY(vox_efg_patches_factor(r->ctx, &r->patches, r->k.val, r->patch_inverse));
   } else {
     vox_bsr_free(&r->inverse);
     TRY(vox_efg_block_jacobi(r->ctx, &r->k, &r->inverse));
   }
   const vox_pc jacobi = {.ops = &block_jacobi_ops, .self = &r->inverse};
-  const vox_pc *pc = r->opt->efg_preconditioner == VOX_EFG_PC_SA ? &r->pc : &jacobi;
+  const vox_pc schwarz = {.ops = &schwarz_ops, .self = r};
+  const vox_pc *pc = kind == VOX_EFG_PC_SA ? &r->pc : kind == VOX_EFG_PC_SCHWARZ ? &schwarz : &jacobi;
   *c = 0;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
@@ -832,9 +872,10 @@ vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_
    * kernels take it from the context likewise) */
   const int threads = vox_context_threads(ctx), saved = omp_get_max_threads();
   if (threads > 0) omp_set_num_threads(threads);
-  if (ops && options->efg_preconditioner != VOX_EFG_PC_JACOBI)
+  if (ops && options->efg_preconditioner == VOX_EFG_PC_SA)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "discretization efg on the backend's vectors takes block Jacobi only");
+                     "discretization efg on the backend's vectors takes block Jacobi or "
+                     "Schwarz, not smoothed aggregation");
   efg_run r = {.ctx = ctx, .model = model, .opt = options, .be = be, .dev = ops};
   vox_status s = optimize(&r, result);
   run_free(&r);

@@ -19,6 +19,8 @@ struct vox_efg_device {
   vox_efg_model efg;
   vox_bsr k;       /* the stiffness on the pattern */
   vox_bsr inverse; /* its diagonal blocks inverted (block_jacobi) */
+  const vox_efg_patches *patches; /* the caller's (patches_create) */
+  double *patch_inverse, *patch_work;
 };
 
 static void efg_destroy(vox_backend *be, vox_efg_device *d) {
@@ -26,6 +28,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   if (!d) return;
   vox_bsr_free(&d->k);
   vox_bsr_free(&d->inverse);
+  free(d->patch_inverse);
+  free(d->patch_work);
   free(d);
 }
 
@@ -53,7 +57,10 @@ static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vo
 }
 
 static size_t efg_bytes(const vox_efg_device *d) {
-  return vox_bsr_bytes(&d->k) + (d->inverse.row_start ? vox_bsr_bytes(&d->inverse) : 0);
+  return vox_bsr_bytes(&d->k) + (d->inverse.row_start ? vox_bsr_bytes(&d->inverse) : 0) +
+         (d->patches ? vox_efg_patches_inverse_bytes(d->patches) +
+                           d->patches->n * VOX_EFG_PATCH_DOFS * sizeof(double)
+                     : 0);
 }
 
 /* The vectors of the stages are double (efg_ops.h). */
@@ -108,6 +115,37 @@ static vox_status efg_precondition(vox_backend *be, vox_efg_device *d, const vox
   return VOX_OK;
 }
 
+static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
+                                     const vox_efg_patches *p) {
+  free(d->patch_inverse);
+  free(d->patch_work);
+  d->patches = p;
+  d->patch_inverse = malloc(vox_efg_patches_inverse_bytes(p) + 1);
+  d->patch_work = malloc((p->n * VOX_EFG_PATCH_DOFS + 1) * sizeof *d->patch_work);
+  if (!d->patch_inverse || !d->patch_work)
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                     "element-free Galerkin: out of memory (patch preconditioner)");
+  return VOX_OK;
+}
+
+static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
+  if (!d->patches)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches factored before their tables");
+  return vox_efg_patches_factor(be->ctx, d->patches, d->k.val, d->patch_inverse);
+}
+
+static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vox_vec *r,
+                                    vox_vec *z) {
+  if (!d->patches)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches applied before their tables");
+  TRY(doubles(be, r, 3 * d->efg.nodes.n, "the residual"));
+  TRY(doubles(be, z, 3 * d->efg.nodes.n, "the preconditioned residual"));
+  vox_efg_patches_apply(d->patches, d->patch_inverse, r->data, z->data, d->patch_work);
+  return VOX_OK;
+}
+
 static vox_status efg_strain_energy(vox_backend *be, vox_efg_device *d, const vox_vec *u,
                                     vox_vec *q) {
   TRY(doubles(be, u, 3 * d->efg.nodes.n, "the displacement parameters"));
@@ -143,6 +181,9 @@ const vox_efg_ops vox_cpu_efg_ops = {
     .block_jacobi = efg_block_jacobi,
     .apply = efg_apply,
     .precondition = efg_precondition,
+    .patches_create = efg_patches_create,
+    .patches_factor = efg_patches_factor,
+    .patches_apply = efg_patches_apply,
     .strain_energy = efg_strain_energy,
     .compliance_sensitivity = efg_compliance_sensitivity,
     .matrix_download = efg_matrix_download,

@@ -72,12 +72,16 @@ typedef enum vox_design_update {
                          domain, as its constraints; on the CPU and CUDA backends */
 } vox_design_update;
 /* The preconditioner of the EFG loop's conjugate gradients: the inverted
- * 3x3 diagonal blocks of K, or a smoothed-aggregation multigrid V-cycle
+ * 3x3 diagonal blocks of K; a smoothed-aggregation multigrid V-cycle
  * (Vanek, Mandel and Brezina 1996) whose coarse levels carry the load
- * across void regions (docs/engine.md, "Element-free Galerkin"). */
+ * across void regions (CPU only); or additive Schwarz on the background
+ * cells' patches of 8 nodes, whose exact 24 x 24 solves catch the nearly
+ * singular combinations of nodes that the MLS supports leave at a void's
+ * edge (docs/engine.md, "Element-free Galerkin"). */
 typedef enum vox_efg_preconditioner {
   VOX_EFG_PC_JACOBI = 0,
-  VOX_EFG_PC_SA = 1
+  VOX_EFG_PC_SA = 1,
+  VOX_EFG_PC_SCHWARZ = 2
 } vox_efg_preconditioner;
 
 typedef struct vox_optimizer_options {
