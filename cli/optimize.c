@@ -132,6 +132,16 @@ static int parse_efg_preconditioner(const char *what, const char *text, void *va
   return 0;
 }
 
+static int parse_efg_sa_smoother(const char *what, const char *text, void *value) {
+  vox_efg_preconditioner pc;
+  if (vox_efg_preconditioner_parse(text, &pc) != 0 || pc == VOX_EFG_PC_SA) {
+    cli_error("%s: expected jacobi or schwarz, got '%s'", what, text);
+    return -1;
+  }
+  *(vox_efg_preconditioner *)value = pc;
+  return 0;
+}
+
 static void format_efg_preconditioner(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s",
            vox_efg_preconditioner_name(*(const vox_efg_preconditioner *)value));
@@ -259,6 +269,13 @@ static const cli_option options[] = {
              "regions form) or sa (a smoothed-aggregation multigrid V-cycle built from K each "
              "design iteration; the CPU only: --device auto then picks it)",
      .parse = parse_efg_preconditioner, .format = format_efg_preconditioner},
+    {.name = "efg-sa-smoother", .arg = "M", .kind = CLI_CUSTOM,
+     .offset = AT(opt.efg_sa_smoother), .flags = CLI_RECORD,
+     .help = "efg, sa: the first level's smoothing preconditioner inside the Chebyshev "
+             "iteration, schwarz (the voxels' 8-node patches of --efg-preconditioner schwarz; "
+             "a third to a sixth of jacobi's CG iterations) or jacobi (K's inverted 3x3 "
+             "diagonal blocks)",
+     .parse = parse_efg_sa_smoother, .format = format_efg_preconditioner},
     NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
            "efg, sa: the Chebyshev degree of each level's smoothing before and after its "
            "coarse correction (a V-cycle costs about 2 N + 3 products with K)"),

@@ -68,7 +68,10 @@ static vox_status smooth(vox_efg_sa *sa, int l, int warm) {
     } else {
       level_residual(sa, l);
     }
-    vox_bsr_apply(&lv->w, res, res + n); /* res's second half: W res */
+    if (l == 0 && sa->smoother0) /* res's second half: W res, or M res */
+      sa->smoother0(sa->smoother0_self, res, res + n);
+    else
+      vox_bsr_apply(&lv->w, res, res + n);
     const double *wr = res + n;
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < nn; i++) {
@@ -199,6 +202,9 @@ static vox_status sa_setup(void *self) {
   o.strength = sa->options.strength;
   if (sa->options.aggregate > 0) TRY(build_fixed(sa, &o));
   else TRY(vox_sa_build_assembled(sa->ctx, sa->k, sa->pos, &o, &sa->h));
+  if (sa->smoother0) /* Chebyshev's interval for M K instead of W K */
+    TRY(vox_power_lambda_max(sa->ctx, 3 * sa->k->n_rows, sa->apply0, sa->k, sa->smoother0,
+                             sa->smoother0_self, o.power_iterations, &sa->h.level[0].lambda_max));
   const int nl = sa->h.n_levels;
   sa->x = calloc((size_t)nl, sizeof *sa->x);
   sa->b = calloc((size_t)nl, sizeof *sa->b);
@@ -237,6 +243,11 @@ static vox_status sa_apply(void *self, const void *r, void *z) {
 
 static const vox_pc_ops sa_ops = {
     .name = "smoothed-aggregation", .setup = sa_setup, .apply = sa_apply, .destroy = sa_destroy};
+
+void vox_efg_sa_set_smoother(vox_efg_sa *sa, vox_host_apply apply, const void *self) {
+  sa->smoother0 = apply;
+  sa->smoother0_self = self;
+}
 
 vox_pc vox_efg_sa_make(vox_efg_sa *sa, vox_context *ctx, const vox_bsr *k, const double *pos,
                        const int32_t *coord, vox_host_apply apply0,

@@ -51,6 +51,10 @@ typedef struct vox_efg_sa {
   const double *pos;   /* its nodes' positions, 3 a node */
   const int32_t *coord; /* its nodes' grid lines, 3 a node (aggregate > 0) */
   vox_host_apply apply0; /* y = K x */
+  /* level 0's smoothing preconditioner in place of its inverted diagonal
+   * blocks W (vox_efg_sa_set_smoother; NULL: W) */
+  vox_host_apply smoother0;
+  const void *smoother0_self;
   vox_efg_sa_options options;
   vox_efg_coarse_space cs; /* aggregate > 0: built by the first setup */
   int cs_built;
@@ -63,6 +67,12 @@ typedef struct vox_efg_sa {
  * lines coord (NULL only with options->aggregate 0), K x by apply0 (NULL:
  * vox_bsr_apply); set up (vox_pc_setup) after every change of K's values
  * (K's pattern stays), destroyed with vox_pc_destroy. */
+/* Level 0 smoothed by Chebyshev iteration on M K instead of W K, with
+ * z = M r by apply(self, r, z) (symmetric positive definite; the EFG
+ * loop's patches, efg_patches.h), lambda_max(M K) estimated in each setup.
+ * W still smooths the prolongator. */
+void vox_efg_sa_set_smoother(vox_efg_sa *sa, vox_host_apply apply, const void *self);
+
 vox_pc vox_efg_sa_make(vox_efg_sa *sa, vox_context *ctx, const vox_bsr *k, const double *pos,
                        const int32_t *coord, vox_host_apply apply0,
                        const vox_efg_sa_options *options);

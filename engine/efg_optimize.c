@@ -232,6 +232,10 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
   if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SCHWARZ)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown EFG preconditioner %d",
                      (int)o->efg_preconditioner);
+  if (o->efg_sa_smoother != VOX_EFG_PC_JACOBI && o->efg_sa_smoother != VOX_EFG_PC_SCHWARZ)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid smooths with jacobi or schwarz, not %s",
+                     vox_efg_preconditioner_name(o->efg_sa_smoother));
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -335,6 +339,12 @@ static void run_free(efg_run *r) {
                  r->scale, r->energy, r->f,  r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
+}
+
+/* The patches as the multigrid's first smoother (vox_efg_sa_set_smoother). */
+static void schwarz_smoother(const void *self, const double *r, double *z) {
+  const efg_run *run = self;
+  vox_efg_patches_apply(&run->patches, run->patch_inverse, r, z, run->patch_work);
 }
 
 /* ---- the stages on the backend (efg_ops.h) ------------------------------------ */
@@ -523,8 +533,10 @@ static vox_status run_init(efg_run *r) {
                                    .strength = r->opt->efg_sa_strength};
     r->pc = vox_efg_sa_make(&r->sa, ctx, &r->k, r->position, r->efg.nodes.coord,
                             vox_efg_stiffness_apply, &so);
+    if (r->opt->efg_sa_smoother == VOX_EFG_PC_SCHWARZ)
+      vox_efg_sa_set_smoother(&r->sa, schwarz_smoother, r);
   }
-  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ) {
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ || r->sa.smoother0) {
     TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, &r->patches));
     if (!r->dev) {
       r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);
@@ -578,6 +590,8 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   } else if (r->dev) {
     TRY(r->dev->block_jacobi(r->be, r->device));
   } else if (kind == VOX_EFG_PC_SA) {
+    if (r->sa.smoother0)
+      TRY(vox_efg_patches_factor(r->ctx, &r->patches, r->k.val, r->patch_inverse));
     TRY(vox_pc_setup(&r->pc));
   } else if (kind == VOX_EFG_PC_SCHWARZ) {
     TRY(vox_efg_patches_factor(r->ctx, &r->patches, r->k.val, r->patch_inverse));

@@ -103,6 +103,11 @@ typedef struct vox_optimizer_options {
   int efg_sa_degree;
   int efg_sa_aggregate;
   double efg_sa_strength;
+  /* VOX_EFG_PC_SA: the first level's smoothing preconditioner inside
+   * Chebyshev's iteration: VOX_EFG_PC_JACOBI (K's inverted 3x3 diagonal
+   * blocks) or VOX_EFG_PC_SCHWARZ (the cells' patches, the default: a
+   * third to a sixth of the CG iterations) */
+  vox_efg_preconditioner efg_sa_smoother;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
