@@ -126,7 +126,7 @@ static void format_optimizer(const void *value, char *buf, size_t size) {
 
 static int parse_efg_preconditioner(const char *what, const char *text, void *value) {
   if (vox_efg_preconditioner_parse(text, value) != 0) {
-    cli_error("%s: expected jacobi, schwarz or sa, got '%s'", what, text);
+    cli_error("%s: expected jacobi, schwarz, mg or sa, got '%s'", what, text);
     return -1;
   }
   return 0;
@@ -266,7 +266,9 @@ static const cli_option options[] = {
      .help = "efg: the CG preconditioner, jacobi (the inverted 3x3 diagonal blocks of K), "
              "schwarz (additive Schwarz: each voxel's 8 corner nodes solved together, 24 x 24 "
              "inverses made each design iteration; a few times fewer CG iterations once void "
-             "regions form) or sa (a smoothed-aggregation multigrid V-cycle built from K each "
+             "regions form), mg (geometric multigrid: Galerkin levels on every other node line, "
+             "smoothed by those patches on the first level, --efg-sa-degree Chebyshev steps) or "
+             "sa (a smoothed-aggregation multigrid V-cycle built from K each "
              "design iteration; the CPU only: --device auto then picks it)",
      .parse = parse_efg_preconditioner, .format = format_efg_preconditioner},
     {.name = "efg-sa-smoother", .arg = "M", .kind = CLI_CUSTOM,
@@ -276,8 +278,11 @@ static const cli_option options[] = {
              "a third to a sixth of jacobi's CG iterations) or jacobi (K's inverted 3x3 "
              "diagonal blocks)",
      .parse = parse_efg_sa_smoother, .format = format_efg_preconditioner},
+    NUMBER("efg-mg-coarse-dofs", CLI_INTEGER, "N", opt.efg_mg_coarse_dofs, RANGE(3, 46340),
+           "efg, mg: coarsen until a level has at most N unknowns, then factor it densely "
+           "(N^2 doubles on the device)"),
     NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
-           "efg, sa: the Chebyshev degree of each level's smoothing before and after its "
+           "efg, sa and mg: the Chebyshev degree of each level's smoothing before and after its "
            "coarse correction (a V-cycle costs about 2 N + 3 products with K)"),
     NUMBER("efg-sa-aggregate", CLI_INTEGER, "N", opt.efg_sa_aggregate, RANGE(0, 64),
            "efg, sa: the first coarse level's aggregates, blocks of N x N x N grid lines of "

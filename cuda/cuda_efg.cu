@@ -24,6 +24,7 @@
  * (product_kernel says why). The tables' indices are 32-bit on the device (the
  * entries of the shape tables, about 270 per node, stay far below 2^32 on
  * any model a GPU holds); create refuses a model past that. */
+#include <cusolverDn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,23 @@ struct vox_efg_device {
   int32_t *p_node, *p_node_patch;
   uint32_t *p_block;
   double *p_inverse, *p_work;
+  /* the multigrid's levels (efg_levels.h): per level its pattern (level
+   * 0: K's), values and inverted diagonal blocks, per transfer its
+   * tables and B; the last level's dense factor */
+  int n_levels;
+  size_t level_nodes[VOX_EFG_MAX_LEVELS], level_blocks[VOX_EFG_MAX_LEVELS];
+  size_t *level_row_start[VOX_EFG_MAX_LEVELS];
+  int32_t *level_col[VOX_EFG_MAX_LEVELS], *level_block_row[VOX_EFG_MAX_LEVELS];
+  double *level_val[VOX_EFG_MAX_LEVELS], *level_inverse[VOX_EFG_MAX_LEVELS];
+  int32_t *t_parent[VOX_EFG_MAX_LEVELS], *t_child[VOX_EFG_MAX_LEVELS];
+  double *t_parent_weight[VOX_EFG_MAX_LEVELS], *t_child_weight[VOX_EFG_MAX_LEVELS];
+  size_t t_b_blocks[VOX_EFG_MAX_LEVELS];
+  size_t *t_b_row_start[VOX_EFG_MAX_LEVELS];
+  int32_t *t_b_col[VOX_EFG_MAX_LEVELS], *t_b_block_row[VOX_EFG_MAX_LEVELS];
+  double *t_b_val[VOX_EFG_MAX_LEVELS];
+  double *dense, *dense_work;
+  int dense_n, dense_lwork, *dense_info;
+  cusolverDnHandle_t solver;
   size_t bytes;
 };
 
@@ -338,6 +356,140 @@ static __global__ void patch_sum_kernel(size_t n_nodes, const int32_t *__restric
   }
 }
 
+/* ---- the multigrid's levels (efg_levels.h) ---------------------------------- */
+
+static __device__ __forceinline__ ptrdiff_t find_block(const size_t *__restrict__ row_start,
+                                                       const int32_t *__restrict__ col,
+                                                       int32_t i, int32_t j) {
+  size_t lo = row_start[i], hi = row_start[i + 1];
+  const size_t end = hi;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (__ldg(col + mid) < j)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < end && __ldg(col + lo) == j ? (ptrdiff_t)lo : -1;
+}
+
+/* A block of B = A P or of A_c = P^T B, a thread a block: the sum over the
+ * 27 children of the block's coarse node (its column for B, its row for
+ * A_c) of the child's weight times the block of the finer matrix, as
+ * vox_efg_galerkin sums them. */
+static __global__ void galerkin_kernel(size_t n_blocks, const int32_t *__restrict__ out_row,
+                                       const int32_t *__restrict__ out_col,
+                                       const int32_t *__restrict__ child,
+                                       const double *__restrict__ child_weight, int by_column,
+                                       const size_t *__restrict__ in_row_start,
+                                       const int32_t *__restrict__ in_col,
+                                       const double *__restrict__ in_val, double *__restrict__ out) {
+  VOX_GRID_STRIDE(k, n_blocks) {
+    const int32_t row = out_row[k], col = out_col[k];
+    const int32_t coarse = by_column ? col : row;
+    double s[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int c = 0; c < 27; c++) {
+      const int32_t f = __ldg(child + 27 * (size_t)coarse + c);
+      if (f < 0) continue;
+      const ptrdiff_t at = by_column ? find_block(in_row_start, in_col, row, f)
+                                     : find_block(in_row_start, in_col, f, col);
+      if (at < 0) continue;
+      const double w = __ldg(child_weight + 27 * (size_t)coarse + c);
+      const double *blk = in_val + 9 * (size_t)at;
+#pragma unroll
+      for (int e = 0; e < 9; e++) s[e] += w * __ldg(blk + e);
+    }
+#pragma unroll
+    for (int e = 0; e < 9; e++) out[9 * k + e] = s[e];
+  }
+}
+
+static __global__ void level_jacobi_setup_kernel(size_t n, const size_t *__restrict__ row_start,
+                                                 const int32_t *__restrict__ col,
+                                                 const double *__restrict__ val,
+                                                 double *__restrict__ inv,
+                                                 unsigned long long *failed) {
+  VOX_GRID_STRIDE(i, n) {
+    const ptrdiff_t at = find_block(row_start, col, (int32_t)i, (int32_t)i);
+    if (at < 0 || !vox_efg_spd3_inverse(val + 9 * (size_t)at, inv + 9 * i)) {
+      for (int r = 0; r < 9; r++) inv[9 * i + r] = 0;
+      atomicMax(failed, (unsigned long long)i + 1); /* the error report only */
+    }
+  }
+}
+
+/* y = A x for a level's block matrix, a warp per block row. */
+static __global__ void level_product_kernel(size_t n, const size_t *__restrict__ row_start,
+                                            const int32_t *__restrict__ col,
+                                            const double *__restrict__ val,
+                                            const double *__restrict__ x, double *__restrict__ y) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(i, n) {
+    double s0 = 0, s1 = 0, s2 = 0;
+    for (size_t k = row_start[i] + lane; k < row_start[i + 1]; k += 32) {
+      const double *a = val + 9 * k, *xc = x + 3 * (size_t)col[k];
+      const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
+      s0 += __ldg(a) * x0 + __ldg(a + 1) * x1 + __ldg(a + 2) * x2;
+      s1 += __ldg(a + 3) * x0 + __ldg(a + 4) * x1 + __ldg(a + 5) * x2;
+      s2 += __ldg(a + 6) * x0 + __ldg(a + 7) * x1 + __ldg(a + 8) * x2;
+    }
+    s0 = vox_cuda_warp_sum(s0);
+    s1 = vox_cuda_warp_sum(s1);
+    s2 = vox_cuda_warp_sum(s2);
+    if (lane == 0) y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
+  }
+}
+
+static __global__ void level_jacobi_kernel(size_t n, const double *__restrict__ inv,
+                                           const double *__restrict__ r, double *__restrict__ z) {
+  VOX_GRID_STRIDE(t, 3 * n) {
+    const size_t i = t / 3, c = t % 3;
+    const double *m = inv + 9 * i + 3 * c, *ri = r + 3 * i;
+    z[t] = m[0] * ri[0] + m[1] * ri[1] + m[2] * ri[2];
+  }
+}
+
+static __global__ void restrict_kernel(size_t n_coarse, const int32_t *__restrict__ child,
+                                       const double *__restrict__ child_weight,
+                                       const double *__restrict__ r, double *__restrict__ rc) {
+  VOX_GRID_STRIDE(t, 3 * n_coarse) {
+    const size_t I = t / 3, c = t % 3;
+    double s = 0;
+    for (int k = 0; k < 27; k++) {
+      const int32_t i = __ldg(child + 27 * I + k);
+      if (i >= 0) s += __ldg(child_weight + 27 * I + k) * r[3 * (size_t)i + c];
+    }
+    rc[t] = s;
+  }
+}
+
+static __global__ void prolong_add_kernel(size_t n_fine, const int32_t *__restrict__ parent,
+                                          const double *__restrict__ parent_weight,
+                                          const double *__restrict__ xc, double *__restrict__ x) {
+  VOX_GRID_STRIDE(t, 3 * n_fine) {
+    const size_t i = t / 3, c = t % 3;
+    double s = x[t];
+    for (int k = 0; k < 8; k++) {
+      const int32_t J = __ldg(parent + 8 * i + k);
+      if (J < 0) break;
+      s += __ldg(parent_weight + 8 * i + k) * xc[3 * (size_t)J + c];
+    }
+    x[t] = s;
+  }
+}
+
+/* The last level's blocks into its dense matrix (column-major, both
+ * triangles: the blocks of a symmetric matrix), a thread a block. */
+static __global__ void dense_kernel(size_t n_blocks, int n, const int32_t *__restrict__ row,
+                                    const int32_t *__restrict__ col,
+                                    const double *__restrict__ val, double *__restrict__ dense) {
+  VOX_GRID_STRIDE(k, n_blocks) {
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 3; c++)
+        dense[(size_t)(3 * col[k] + c) * (size_t)n + 3 * (size_t)row[k] + r] = val[9 * k + 3 * r + c];
+  }
+}
+
 static __global__ void strain_energy_kernel(efg_view v, const double *__restrict__ u,
                                             double *__restrict__ q) {
   const unsigned lane = threadIdx.x % 32;
@@ -397,8 +549,17 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   void *p[] = {d->g_start, d->ng_start, d->ng_entry, d->ng_point, d->g_node, d->g_phi,
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed,
-               d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work};
+               d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
+               d->dense, d->dense_work, d->dense_info};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
+  for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++) {
+    void *q[] = {d->level_row_start[l], d->level_col[l], d->level_block_row[l],
+                 d->level_val[l], d->level_inverse[l], d->t_parent[l], d->t_child[l],
+                 d->t_parent_weight[l], d->t_child_weight[l], d->t_b_row_start[l],
+                 d->t_b_col[l], d->t_b_block_row[l], d->t_b_val[l]};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) vox_cuda_free(q[i]);
+  }
+  if (d->solver) cusolverDnDestroy(d->solver);
   vox_cuda_matrix_destroy(be, d->k);
   vox_cuda_matrix_destroy(be, d->inverse);
   free(d);
@@ -647,6 +808,232 @@ static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vo
   return VOX_OK;
 }
 
+/* The block row of each block of a pattern, uploaded. */
+static vox_status upload_block_rows(vox_backend *be, vox_efg_device *d, const vox_bsr *a,
+                                    int32_t **dst, const char *what) {
+  const size_t nb = vox_bsr_blocks(a);
+  int32_t *row = (int32_t *)malloc((nb ? nb : 1) * sizeof *row);
+  if (!row) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory staging %s", what);
+  for (size_t i = 0; i < a->n_rows; i++)
+    for (size_t k = a->row_start[i]; k < a->row_start[i + 1]; k++) row[k] = (int32_t)i;
+  vox_status s = upload(be, d, (void **)dst, row, nb * sizeof *row, what);
+  free(row);
+  return s;
+}
+
+static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv) {
+  if (d->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's levels are already on the device");
+  const int last = lv->n_levels - 1;
+  const size_t n_dense = 3 * lv->n_nodes[last];
+  if (n_dense > 46340)
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                     "element-free Galerkin: the multigrid's last level has %zu unknowns, too "
+                     "many to factor densely",
+                     n_dense);
+  d->n_levels = lv->n_levels;
+  const size_t *k_row_start;
+  const int32_t *k_col;
+  double *k_val;
+  vox_cuda_matrix_arrays(d->k, &k_row_start, &k_col, &k_val);
+  for (int l = 0; l < lv->n_levels; l++) {
+    d->level_nodes[l] = lv->n_nodes[l];
+    if (l == 0) {
+      d->level_blocks[0] = d->n_blocks;
+      continue;
+    }
+    const vox_bsr *a = &lv->transfer[l - 1].coarse;
+    const size_t nb = vox_bsr_blocks(a);
+    d->level_blocks[l] = nb;
+    TRY(upload(be, d, (void **)&d->level_row_start[l], a->row_start,
+               (a->n_rows + 1) * sizeof *a->row_start, "the EFG multigrid's patterns"));
+    TRY(upload(be, d, (void **)&d->level_col[l], a->col, nb * sizeof *a->col,
+               "the EFG multigrid's patterns"));
+    TRY(upload_block_rows(be, d, a, &d->level_block_row[l], "the EFG multigrid's patterns"));
+    TRY(vox_cuda_alloc(be, (void **)&d->level_val[l], 9 * nb * sizeof(double) + 8,
+                       "the EFG multigrid's levels"));
+    TRY(vox_cuda_alloc(be, (void **)&d->level_inverse[l], 9 * a->n_rows * sizeof(double) + 8,
+                       "the EFG multigrid's levels"));
+    d->bytes += 9 * (nb + a->n_rows) * sizeof(double);
+  }
+  for (int l = 0; l < last; l++) {
+    const vox_efg_transfer *t = &lv->transfer[l];
+    const size_t nb = vox_bsr_blocks(&t->b);
+    d->t_b_blocks[l] = nb;
+    TRY(upload(be, d, (void **)&d->t_parent[l], t->parent, 8 * t->n_fine * sizeof *t->parent,
+               "the EFG multigrid's transfers"));
+    TRY(upload(be, d, (void **)&d->t_parent_weight[l], t->parent_weight,
+               8 * t->n_fine * sizeof *t->parent_weight, "the EFG multigrid's transfers"));
+    TRY(upload(be, d, (void **)&d->t_child[l], t->child, 27 * t->n_coarse * sizeof *t->child,
+               "the EFG multigrid's transfers"));
+    TRY(upload(be, d, (void **)&d->t_child_weight[l], t->child_weight,
+               27 * t->n_coarse * sizeof *t->child_weight, "the EFG multigrid's transfers"));
+    TRY(upload(be, d, (void **)&d->t_b_row_start[l], t->b.row_start,
+               (t->b.n_rows + 1) * sizeof *t->b.row_start, "the EFG multigrid's transfers"));
+    TRY(upload(be, d, (void **)&d->t_b_col[l], t->b.col, nb * sizeof *t->b.col,
+               "the EFG multigrid's transfers"));
+    TRY(upload_block_rows(be, d, &t->b, &d->t_b_block_row[l], "the EFG multigrid's transfers"));
+    TRY(vox_cuda_alloc(be, (void **)&d->t_b_val[l], 9 * nb * sizeof(double) + 8,
+                       "the EFG multigrid's transfers"));
+    d->bytes += 9 * nb * sizeof(double);
+  }
+  d->dense_n = (int)n_dense;
+  TRY(vox_cuda_alloc(be, (void **)&d->dense, n_dense * n_dense * sizeof(double) + 8,
+                     "the EFG multigrid's last level"));
+  d->bytes += n_dense * n_dense * sizeof(double);
+  if (cusolverDnCreate(&d->solver) != CUSOLVER_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: creating a handle failed");
+  int lwork = 0;
+  if (cusolverDnDpotrf_bufferSize(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense,
+                                  d->dense_n, &lwork) != CUSOLVER_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation's workspace");
+  d->dense_lwork = lwork;
+  TRY(vox_cuda_alloc(be, (void **)&d->dense_work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
+                     "the EFG multigrid's factorisation"));
+  TRY(vox_cuda_alloc(be, (void **)&d->dense_info, sizeof(int), "the EFG multigrid's status"));
+  return VOX_OK;
+}
+
+/* Level l's pattern and values on the device. */
+static void level_arrays(const vox_efg_device *d, int l, const size_t **row_start,
+                         const int32_t **col, const int32_t **block_row, const double **val) {
+  if (l == 0) {
+    double *v;
+    vox_cuda_matrix_arrays(d->k, row_start, col, &v);
+    *val = v, *block_row = d->block_row;
+  } else {
+    *row_start = d->level_row_start[l], *col = d->level_col[l];
+    *block_row = d->level_block_row[l], *val = d->level_val[l];
+  }
+}
+
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
+  if (!d->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid set up before its levels");
+  const int last = d->n_levels - 1;
+  for (int l = 0; l < last; l++) {
+    const size_t *rs;
+    const int32_t *col, *brow;
+    const double *val;
+    level_arrays(d, l, &rs, &col, &brow, &val);
+    galerkin_kernel<<<vox_cuda_grid(d->t_b_blocks[l]), VOX_CUDA_THREADS>>>(
+        d->t_b_blocks[l], d->t_b_block_row[l], d->t_b_col[l], d->t_child[l],
+        d->t_child_weight[l], 1, rs, col, val, d->t_b_val[l]);
+    CUDA_LAUNCHED(be, "the EFG multigrid's product A P");
+    galerkin_kernel<<<vox_cuda_grid(d->level_blocks[l + 1]), VOX_CUDA_THREADS>>>(
+        d->level_blocks[l + 1], d->level_block_row[l + 1], d->level_col[l + 1], d->t_child[l],
+        d->t_child_weight[l], 0, d->t_b_row_start[l], d->t_b_col[l], d->t_b_val[l],
+        d->level_val[l + 1]);
+    CUDA_LAUNCHED(be, "the EFG multigrid's product P^T (A P)");
+  }
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
+  for (int l = 1; l < d->n_levels; l++) {
+    level_jacobi_setup_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+        d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
+        d->level_inverse[l], d->failed);
+    CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
+  }
+  unsigned long long failed = 0;
+  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+           "the multigrid's status");
+  if (failed)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: a block of the multigrid's coarse levels is not "
+                     "positive definite (node %llu of its level)",
+                     failed - 1);
+  const size_t *rs;
+  const int32_t *col, *brow;
+  const double *val;
+  level_arrays(d, last, &rs, &col, &brow, &val);
+  const size_t n = (size_t)d->dense_n;
+  CUDA_TRY(be, cudaMemsetAsync(d->dense, 0, n * n * sizeof(double)), "the multigrid's last level");
+  dense_kernel<<<vox_cuda_grid(d->level_blocks[last]), VOX_CUDA_THREADS>>>(
+      d->level_blocks[last], d->dense_n, brow, col, val, d->dense);
+  CUDA_LAUNCHED(be, "the EFG multigrid's last level");
+  if (cusolverDnDpotrf(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense, d->dense_n,
+                       d->dense_work, d->dense_lwork, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation failed to start");
+  int info = 0;
+  CUDA_TRY(be, cudaMemcpy(&info, d->dense_info, sizeof info, cudaMemcpyDeviceToHost),
+           "the multigrid's factorisation status");
+  if (info != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's last level is not positive "
+                     "definite (cuSOLVER potrf: %d)",
+                     info);
+  return VOX_OK;
+}
+
+static vox_status mg_level_vec(vox_backend *be, const vox_efg_device *d, int l, const vox_vec *x) {
+  if (l < 0 || l >= d->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: no multigrid level %d", l);
+  return check_vec(be, x, 3 * d->level_nodes[l], "a multigrid level's vector");
+}
+
+static vox_status efg_mg_apply(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x,
+                               vox_vec *y) {
+  TRY(mg_level_vec(be, d, l, x));
+  TRY(mg_level_vec(be, d, l, y));
+  const size_t *rs;
+  const int32_t *col, *brow;
+  const double *val;
+  level_arrays(d, l, &rs, &col, &brow, &val);
+  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l], rs, col, val, x->data, y->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's product");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_jacobi(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                vox_vec *z) {
+  TRY(mg_level_vec(be, d, l, r));
+  TRY(mg_level_vec(be, d, l, z));
+  if (l == 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: level 0 is smoothed by its patches");
+  level_jacobi_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l], d->level_inverse[l], r->data, z->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's block Jacobi");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_restrict(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                  vox_vec *rc) {
+  TRY(mg_level_vec(be, d, l, r));
+  TRY(mg_level_vec(be, d, l + 1, rc));
+  restrict_kernel<<<vox_cuda_grid(3 * d->level_nodes[l + 1]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l + 1], d->t_child[l], d->t_child_weight[l], r->data, rc->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's restriction");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
+                                     const vox_vec *xc, vox_vec *x) {
+  TRY(mg_level_vec(be, d, l, x));
+  TRY(mg_level_vec(be, d, l + 1, xc));
+  prolong_add_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l], d->t_parent[l], d->t_parent_weight[l], xc->data, x->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's prolongation");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_coarse_solve(vox_backend *be, vox_efg_device *d, const vox_vec *b,
+                                      vox_vec *x) {
+  TRY(mg_level_vec(be, d, d->n_levels - 1, b));
+  TRY(mg_level_vec(be, d, d->n_levels - 1, x));
+  CUDA_TRY(be,
+           cudaMemcpyAsync(x->data, b->data, (size_t)d->dense_n * sizeof(double),
+                           cudaMemcpyDeviceToDevice),
+           "the multigrid's coarse solve");
+  if (cusolverDnDpotrs(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, 1, d->dense, d->dense_n,
+                       (double *)x->data, d->dense_n, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the coarse solve failed to start");
+  return VOX_OK;
+}
+
 static vox_status efg_strain_energy(vox_backend *be, vox_efg_device *d, const vox_vec *u,
                                     vox_vec *q) {
   TRY(check_vec(be, u, 3 * d->n_nodes, "the displacement parameters"));
@@ -691,6 +1078,13 @@ static vox_efg_ops make_efg_ops(void) {
   o.patches_create = efg_patches_create;
   o.patches_factor = efg_patches_factor;
   o.patches_apply = efg_patches_apply;
+  o.mg_create = efg_mg_create;
+  o.mg_setup = efg_mg_setup;
+  o.mg_apply = efg_mg_apply;
+  o.mg_jacobi = efg_mg_jacobi;
+  o.mg_restrict = efg_mg_restrict;
+  o.mg_prolong_add = efg_mg_prolong_add;
+  o.mg_coarse_solve = efg_mg_coarse_solve;
   o.strain_energy = efg_strain_energy;
   o.compliance_sensitivity = efg_compliance_sensitivity;
   o.matrix_download = efg_matrix_download;

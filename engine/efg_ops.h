@@ -17,6 +17,7 @@
 #ifndef VOXFE_EFG_OPS_H
 #define VOXFE_EFG_OPS_H
 
+#include "efg_levels.h"
 #include "efg_model.h"
 #include "efg_patches.h"
 #include "sparse_bsr.h"
@@ -60,6 +61,26 @@ typedef struct vox_efg_ops {
   vox_status (*patches_create)(vox_backend *be, vox_efg_device *d, const vox_efg_patches *p);
   vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d);
   vox_status (*patches_apply)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
+  /* The geometric multigrid's levels (efg_levels.h, efg_mg.h): their
+   * tables copied once (the levels must outlive the device where the
+   * backend reads them in place); mg_setup makes each coarse level's
+   * values from K (the Galerkin products B = A_l P, A_l+1 = P^T B), the
+   * inverses of their diagonal blocks, and the last level's dense Cholesky
+   * factor (failing with a message when a block or that level is not
+   * positive definite). Then, for level l: y = A_l x (l > 0), z = its
+   * inverted diagonal blocks times r (l > 0), rc = P_l^T r, x += P_l xc,
+   * and x = A_last^-1 b. */
+  vox_status (*mg_create)(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv);
+  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d);
+  vox_status (*mg_apply)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x, vox_vec *y);
+  vox_status (*mg_jacobi)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                          vox_vec *z);
+  vox_status (*mg_restrict)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                            vox_vec *rc);
+  vox_status (*mg_prolong_add)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *xc,
+                               vox_vec *x);
+  vox_status (*mg_coarse_solve)(vox_backend *be, vox_efg_device *d, const vox_vec *b,
+                                vox_vec *x);
   /* The node-wise sensitivities in two stages (section 5.3): q_g = the
    * strain energy density of u at Gauss point g for E = 1
    * (vox_efg_strain_energy), then per node dc_i (the compliance

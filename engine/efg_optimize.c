@@ -11,6 +11,7 @@
 
 #include "efg_assembly.h"
 #include "efg_multigrid.h"
+#include "efg_mg.h"
 #include "efg_ops.h"
 #include "efg_patches.h"
 #include "efg_sensitivity.h"
@@ -177,14 +178,14 @@ vox_status vox_efg_block_jacobi(vox_context *ctx, const vox_bsr *k, vox_bsr *out
   return VOX_OK;
 }
 
-static const char *const preconditioner_names[] = {"jacobi", "sa", "schwarz"};
+static const char *const preconditioner_names[] = {"jacobi", "sa", "schwarz", "mg"};
 
 const char *vox_efg_preconditioner_name(vox_efg_preconditioner preconditioner) {
-  return (unsigned)preconditioner < 3 ? preconditioner_names[preconditioner] : "unknown";
+  return (unsigned)preconditioner < 4 ? preconditioner_names[preconditioner] : "unknown";
 }
 
 int vox_efg_preconditioner_parse(const char *text, vox_efg_preconditioner *preconditioner) {
-  const int i = vox_name_index(text, preconditioner_names, 3);
+  const int i = vox_name_index(text, preconditioner_names, 4);
   if (i >= 0) *preconditioner = (vox_efg_preconditioner)i;
   return i >= 0 ? 0 : -1;
 }
@@ -229,13 +230,18 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg needs a support scale >= 1 and a penalty scale > 0, "
                      "not %g and %g",
                      o->efg_support_scale, o->efg_penalty_scale);
-  if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_SCHWARZ)
+  if ((unsigned)o->efg_preconditioner > VOX_EFG_PC_MG)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "unknown EFG preconditioner %d",
                      (int)o->efg_preconditioner);
   if (o->efg_sa_smoother != VOX_EFG_PC_JACOBI && o->efg_sa_smoother != VOX_EFG_PC_SCHWARZ)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg's multigrid smooths with jacobi or schwarz, not %s",
                      vox_efg_preconditioner_name(o->efg_sa_smoother));
+  if (o->efg_mg_coarse_dofs < 3 || o->efg_mg_coarse_dofs > 46340)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid needs a dense level of 3 to 46340 "
+                     "unknowns, not %d",
+                     o->efg_mg_coarse_dofs);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -281,6 +287,8 @@ struct efg_run {
   vox_pc pc;          /* the multigrid on sa */
   vox_efg_patches patches; /* VOX_EFG_PC_SCHWARZ: the cells' patches, and on the host */
   double *patch_inverse, *patch_work; /* their inverses (576 a patch) and answers (24) */
+  vox_efg_levels levels; /* VOX_EFG_PC_MG: the multigrid's levels, and its cycle */
+  vox_efg_mg mg;
   /* seconds of the design iterations' stages (Lu et al. 2021 table 1):
    * K assembled (with the Gauss points' densities), the solves (with the
    * preconditioner's setup), the sensitivities */
@@ -324,8 +332,10 @@ static void run_free(efg_run *r) {
       if (r->d_f && r->d_f[c].raw) r->be->ops->vec->destroy(r->be, &r->d_f[c]);
       if (r->d_u && r->d_u[c].raw) r->be->ops->vec->destroy(r->be, &r->d_u[c]);
     }
+    vox_efg_mg_free(&r->mg);
     if (r->device) r->dev->destroy(r->be, r->device);
   }
+  vox_efg_levels_free(&r->levels);
   free(r->d_f);
   free(r->d_u);
   vox_efg_model_free(&r->efg);
@@ -357,8 +367,13 @@ static vox_status device_init(efg_run *r) {
   const vox_vector_ops *v = be->ops->vec;
   const size_t nc = (size_t)r->n_cases;
   TRY(r->dev->create(be, &r->efg, &r->k, &r->device));
-  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ)
+  const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
+  if (kind == VOX_EFG_PC_SCHWARZ || kind == VOX_EFG_PC_MG)
     TRY(r->dev->patches_create(be, r->device, &r->patches));
+  if (kind == VOX_EFG_PC_MG) {
+    TRY(r->dev->mg_create(be, r->device, &r->levels));
+    TRY(vox_efg_mg_init(&r->mg, be, r->dev, r->device, &r->levels, r->opt->efg_sa_degree));
+  }
   free(r->k.val);
   r->k.val = NULL;
   struct {
@@ -409,6 +424,8 @@ static vox_status dcg_product(void *self, double *pq) {
 
 static vox_status dcg_precondition(void *self) {
   efg_run *r = ((device_cg *)self)->r;
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_MG)
+    return vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
   if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ)
     return r->dev->patches_apply(r->be, r->device, &r->d_r, &r->d_z);
   return r->dev->precondition(r->be, r->device, &r->d_r, &r->d_z);
@@ -536,7 +553,10 @@ static vox_status run_init(efg_run *r) {
     if (r->opt->efg_sa_smoother == VOX_EFG_PC_SCHWARZ)
       vox_efg_sa_set_smoother(&r->sa, schwarz_smoother, r);
   }
-  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ || r->sa.smoother0) {
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_MG)
+    TRY(vox_efg_levels_init(ctx, &r->efg, &r->k, (size_t)r->opt->efg_mg_coarse_dofs, &r->levels));
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ ||
+      r->opt->efg_preconditioner == VOX_EFG_PC_MG || r->sa.smoother0) {
     TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, &r->patches));
     if (!r->dev) {
       r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);
@@ -585,7 +605,10 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   }
   r->seconds_assembly += now() - t, t = now();
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
-  if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
+  if (r->dev && kind == VOX_EFG_PC_MG) {
+    TRY(r->dev->patches_factor(r->be, r->device));
+    TRY(vox_efg_mg_setup(&r->mg));
+  } else if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
     TRY(r->dev->patches_factor(r->be, r->device));
   } else if (r->dev) {
     TRY(r->dev->block_jacobi(r->be, r->device));
@@ -874,7 +897,11 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
 
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result) {
-  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU ? be->ops->efg : NULL;
+  /* the multigrid runs on the backend's table on the CPU too */
+  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU ||
+                                   options->efg_preconditioner == VOX_EFG_PC_MG
+                               ? be->ops->efg
+                               : NULL;
   return vox_efg_optimize_on(ctx, be, ops, model, options, result);
 }
 

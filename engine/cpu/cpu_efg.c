@@ -21,7 +21,19 @@ struct vox_efg_device {
   vox_bsr inverse; /* its diagonal blocks inverted (block_jacobi) */
   const vox_efg_patches *patches; /* the caller's (patches_create) */
   double *patch_inverse, *patch_work;
+  /* the multigrid's levels (mg_create): the caller's tables, each coarse
+   * level's values and inverted diagonal blocks, B's values per transfer,
+   * the last level's dense Cholesky factor (dense_n unknowns) */
+  const vox_efg_levels *levels;
+  double *level_val[VOX_EFG_MAX_LEVELS], *level_inverse[VOX_EFG_MAX_LEVELS];
+  double *b_val[VOX_EFG_MAX_LEVELS];
+  double *dense;
+  int dense_n;
 };
+
+extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+extern void dpotrs_(const char *uplo, const int *n, const int *nrhs, const double *a,
+                    const int *lda, double *b, const int *ldb, int *info);
 
 static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   (void)be;
@@ -30,6 +42,9 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   vox_bsr_free(&d->inverse);
   free(d->patch_inverse);
   free(d->patch_work);
+  for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++)
+    free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
+  free(d->dense);
   free(d);
 }
 
@@ -146,6 +161,152 @@ static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vo
   return VOX_OK;
 }
 
+/* Level l's matrix: its pattern with its values. */
+static vox_bsr level_matrix(const vox_efg_device *d, int l) {
+  vox_bsr a = *vox_efg_level_pattern(d->levels, &d->k, l);
+  a.val = l == 0 ? d->k.val : d->level_val[l];
+  return a;
+}
+
+static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv) {
+  if (d->levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's levels are already made");
+  d->levels = lv;
+  const int last = lv->n_levels - 1;
+  const size_t n_dense = 3 * lv->n_nodes[last];
+  if (n_dense > 46340) /* n^2 must fit LAPACK's int */
+    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                     "element-free Galerkin: the multigrid's last level has %zu unknowns, too "
+                     "many to factor densely",
+                     n_dense);
+  int ok = 1;
+  for (int l = 0; l < lv->n_levels; l++) {
+    const vox_bsr *p = vox_efg_level_pattern(lv, &d->k, l);
+    if (l > 0) {
+      d->level_val[l] = malloc((9 * vox_bsr_blocks(p) + 1) * sizeof(double));
+      d->level_inverse[l] = malloc((9 * lv->n_nodes[l] + 1) * sizeof(double));
+      ok = ok && d->level_val[l] && d->level_inverse[l];
+    }
+    if (l < last) {
+      d->b_val[l] = malloc((9 * vox_bsr_blocks(&lv->transfer[l].b) + 1) * sizeof(double));
+      ok = ok && d->b_val[l];
+    }
+  }
+  d->dense_n = (int)n_dense;
+  d->dense = malloc((n_dense * n_dense + 1) * sizeof *d->dense);
+  if (!ok || !d->dense)
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                     "element-free Galerkin: out of memory (multigrid levels)");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
+  const vox_efg_levels *lv = d->levels;
+  if (!lv)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid set up before its levels");
+  const int last = lv->n_levels - 1;
+  for (int l = 0; l < last; l++) {
+    const vox_bsr a = level_matrix(d, l);
+    vox_efg_galerkin(&lv->transfer[l], &a, a.val, d->b_val[l], d->level_val[l + 1]);
+  }
+  for (int l = 1; l < lv->n_levels; l++) {
+    const vox_bsr a = level_matrix(d, l);
+    ptrdiff_t failed = -1;
+#pragma omp parallel for schedule(static) reduction(max : failed)
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)lv->n_nodes[l]; i++) {
+      const ptrdiff_t at = vox_efg_find_block(&a, (int32_t)i, (int32_t)i);
+      if (at < 0 || !vox_efg_spd3_inverse(a.val + 9 * (size_t)at, d->level_inverse[l] + 9 * i))
+        failed = i;
+    }
+    if (failed >= 0)
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "element-free Galerkin: the multigrid's level %d block of node %td is not "
+                       "positive definite",
+                       l, failed);
+  }
+  /* the last level densely, lower triangle in column-major order (the
+   * blocks are symmetric) */
+  const vox_bsr a = level_matrix(d, last);
+  const int n = d->dense_n;
+  memset(d->dense, 0, (size_t)n * (size_t)n * sizeof *d->dense);
+  for (size_t i = 0; i < a.n_rows; i++)
+    for (size_t k = a.row_start[i]; k < a.row_start[i + 1]; k++)
+      for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++)
+          d->dense[(size_t)(3 * a.col[k] + c) * (size_t)n + 3 * i + (size_t)r] =
+              a.val[9 * k + 3 * (size_t)r + (size_t)c];
+  int info = 0;
+  dpotrf_("L", &n, d->dense, &n, &info);
+  if (info != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's last level is not positive "
+                     "definite (LAPACK dpotrf: %d)",
+                     info);
+  return VOX_OK;
+}
+
+static vox_status mg_level_vectors(vox_backend *be, const vox_efg_device *d, int l,
+                                   const vox_vec *x, const vox_vec *y) {
+  if (!d->levels || l < 0 || l >= d->levels->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: no multigrid level %d", l);
+  const size_t n = 3 * d->levels->n_nodes[l];
+  TRY(doubles(be, x, n, "a multigrid level's vector"));
+  return doubles(be, y, n, "a multigrid level's vector");
+}
+
+static vox_status efg_mg_apply(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x,
+                               vox_vec *y) {
+  TRY(mg_level_vectors(be, d, l, x, y));
+  const vox_bsr a = level_matrix(d, l);
+  vox_efg_stiffness_apply(&a, x->data, y->data);
+  return VOX_OK;
+}
+
+static vox_status efg_mg_jacobi(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                vox_vec *z) {
+  TRY(mg_level_vectors(be, d, l, r, z));
+  if (l == 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: level 0 is smoothed by its patches");
+  const double *inv = d->level_inverse[l], *rr = r->data;
+  double *zz = z->data;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < (ptrdiff_t)d->levels->n_nodes[l]; i++) {
+    const double *m = inv + 9 * i, *ri = rr + 3 * i;
+    for (int c = 0; c < 3; c++) zz[3 * i + c] = m[3 * c] * ri[0] + m[3 * c + 1] * ri[1] + m[3 * c + 2] * ri[2];
+  }
+  return VOX_OK;
+}
+
+static vox_status efg_mg_restrict(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                  vox_vec *rc) {
+  TRY(mg_level_vectors(be, d, l, r, r));
+  TRY(mg_level_vectors(be, d, l + 1, rc, rc));
+  vox_efg_restrict(&d->levels->transfer[l], r->data, rc->data);
+  return VOX_OK;
+}
+
+static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
+                                     const vox_vec *xc, vox_vec *x) {
+  TRY(mg_level_vectors(be, d, l, x, x));
+  TRY(mg_level_vectors(be, d, l + 1, xc, xc));
+  vox_efg_prolong_add(&d->levels->transfer[l], xc->data, x->data);
+  return VOX_OK;
+}
+
+static vox_status efg_mg_coarse_solve(vox_backend *be, vox_efg_device *d, const vox_vec *b,
+                                      vox_vec *x) {
+  TRY(mg_level_vectors(be, d, d->levels->n_levels - 1, b, x));
+  memcpy(x->data, b->data, (size_t)d->dense_n * sizeof(double));
+  const int n = d->dense_n, one = 1;
+  int info = 0;
+  dpotrs_("L", &n, &one, d->dense, &n, x->data, &n, &info);
+  return VOX_OK;
+}
+
 static vox_status efg_strain_energy(vox_backend *be, vox_efg_device *d, const vox_vec *u,
                                     vox_vec *q) {
   TRY(doubles(be, u, 3 * d->efg.nodes.n, "the displacement parameters"));
@@ -184,6 +345,13 @@ const vox_efg_ops vox_cpu_efg_ops = {
     .patches_create = efg_patches_create,
     .patches_factor = efg_patches_factor,
     .patches_apply = efg_patches_apply,
+    .mg_create = efg_mg_create,
+    .mg_setup = efg_mg_setup,
+    .mg_apply = efg_mg_apply,
+    .mg_jacobi = efg_mg_jacobi,
+    .mg_restrict = efg_mg_restrict,
+    .mg_prolong_add = efg_mg_prolong_add,
+    .mg_coarse_solve = efg_mg_coarse_solve,
     .strain_energy = efg_strain_energy,
     .compliance_sensitivity = efg_compliance_sensitivity,
     .matrix_download = efg_matrix_download,

@@ -15,13 +15,18 @@
  *   one made with each patch solved by Gaussian elimination in long
  *   double, and the backend's equals the host's, each to 1e-9 (patches at
  *   a void's edge are ill-conditioned: that is what they are for);
+ * - the multigrid's levels (efg_levels.h): the host's Galerkin product
+ *   against P^T A P made densely from the prolongation's definition, and
+ *   the backend's coarse products, block Jacobi, restriction, prolongation
+ *   and dense solve against the host's, 1e-12 (the solve: its residual);
  * - the energy densities and the node-wise sensitivities of a solution
  *   (the host's CG to 1e-10), 1e-12;
  * - five design iterations of vox_optimize on the CPU (host arrays) and on
  *   the backend: each iteration's compliance within 1e-9 and the final
  *   nodal densities within 1e-6 (the CG iterates differ by the reductions'
- *   rounding; each solve is to 1e-10), with block Jacobi and with the
- *   patches, whose runs take the same designs in fewer CG iterations.
+ *   rounding; each solve is to 1e-10), with block Jacobi, the patches and
+ *   the multigrid, whose runs take the same designs in fewer CG
+ *   iterations, the multigrid fewest.
  *
  * Exit 77 (skipped) when this build has no CUDA or the machine no device;
  * VOXFE_GPU_TEST_DEVICE=cpu runs it against the CPU backend's table (and
@@ -36,6 +41,7 @@
 #include "backend_ops.h"
 #include "efg_assembly.h"
 #include "efg_ops.h"
+#include "efg_levels.h"
 #include "efg_optimize.h"
 #include "efg_patches.h"
 #include "efg_sensitivity.h"
@@ -204,7 +210,7 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
 
   vox_vec d_x, d_z;
   if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_z)) {
-    CHECK_OK(ctx, ops->patches_create(be, dev, &p));
+    CHECK_OK(ctx, ops->patches_create(be, dev, patches));
     CHECK_OK(ctx, ops->patches_factor(be, dev));
     CHECK_OK(ctx, ops->patches_apply(be, dev, &d_x, &d_z));
     download(be, &d_z, hz);
@@ -217,6 +223,127 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   free(z);
   free(ref);
   free(hz);
+}
+
+/* The multigrid's levels lv (made here, kept by the caller while dev
+ * lives) on the host against their definition, and the backend's level
+ * operations against the host's, for K's values in k and the vector x. */
+static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
+                        const vox_efg_model *efg, const vox_bsr *k, const double *x,
+                        vox_efg_levels *lv) {
+  const vox_efg_ops *ops = be->ops->efg;
+  CHECK_OK(ctx, vox_efg_levels_init(ctx, efg, k, 150, lv));
+  printf("  levels: %d,", lv->n_levels);
+  for (int l = 0; l < lv->n_levels; l++) printf(" %zu", lv->n_nodes[l]);
+  printf(" nodes\n");
+  CHECK(lv->n_levels >= 3);
+  if (lv->n_levels < 2) return;
+  /* the host's values of every level */
+  double *val[VOX_EFG_MAX_LEVELS] = {k->val}, *bval[VOX_EFG_MAX_LEVELS] = {0};
+  for (int l = 0; l + 1 < lv->n_levels; l++) {
+    const vox_efg_transfer *t = &lv->transfer[l];
+    bval[l] = malloc(9 * vox_bsr_blocks(&t->b) * sizeof(double));
+    val[l + 1] = malloc(9 * vox_bsr_blocks(&t->coarse) * sizeof(double));
+    vox_bsr a = *vox_efg_level_pattern(lv, k, l);
+    vox_efg_galerkin(t, &a, val[l], bval[l], val[l + 1]);
+  }
+  /* level 1 against P^T K P from the definition of P, densely */
+  {
+    const vox_efg_transfer *t = &lv->transfer[0];
+    const size_t nf = 3 * t->n_fine, nc = 3 * t->n_coarse;
+    double *P = calloc(nf * nc, sizeof *P), *A = calloc(nf * nf, sizeof *A),
+           *AP = calloc(nf * nc, sizeof *AP), *C = calloc(nc * nc, sizeof *C),
+           *H = calloc(nc * nc, sizeof *H);
+    for (size_t i = 0; i < t->n_fine; i++)
+      for (int p = 0; p < 8 && t->parent[8 * i + (size_t)p] >= 0; p++)
+        for (int c = 0; c < 3; c++)
+          P[(3 * i + (size_t)c) * nc + 3 * (size_t)t->parent[8 * i + (size_t)p] + (size_t)c] =
+              t->parent_weight[8 * i + (size_t)p];
+    for (size_t i = 0; i < k->n_rows; i++)
+      for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++)
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++)
+            A[(3 * i + (size_t)r) * nf + 3 * (size_t)k->col[b] + (size_t)c] = k->val[9 * b + 3 * (size_t)r + (size_t)c];
+    for (size_t i = 0; i < nf; i++)
+      for (size_t l = 0; l < nf; l++)
+        if (A[i * nf + l] != 0)
+          for (size_t j = 0; j < nc; j++) AP[i * nc + j] += A[i * nf + l] * P[l * nc + j];
+    for (size_t l = 0; l < nf; l++)
+      for (size_t i = 0; i < nc; i++)
+        if (P[l * nc + i] != 0)
+          for (size_t j = 0; j < nc; j++) C[i * nc + j] += P[l * nc + i] * AP[l * nc + j];
+    const vox_bsr *a1 = &t->coarse;
+    for (size_t i = 0; i < a1->n_rows; i++)
+      for (size_t b = a1->row_start[i]; b < a1->row_start[i + 1]; b++)
+        for (int r = 0; r < 3; r++)
+          for (int c = 0; c < 3; c++)
+            H[(3 * i + (size_t)r) * nc + 3 * (size_t)a1->col[b] + (size_t)c] = val[1][9 * b + 3 * (size_t)r + (size_t)c];
+    compare("level 1 = P^T K P (dense, from P's definition)", H, C, nc * nc, 1e-12);
+    free(P), free(A), free(AP), free(C), free(H);
+  }
+  /* the backend's operations against the host's */
+  CHECK_OK(ctx, ops->mg_create(be, dev, lv));
+  CHECK_OK(ctx, ops->mg_setup(be, dev));
+  for (int l = 0; l < lv->n_levels; l++) {
+    const size_t n = 3 * lv->n_nodes[l];
+    double *xl = malloc(n * sizeof *xl), *yh = malloc(n * sizeof *yh), *yd = malloc(n * sizeof *yd);
+    for (size_t i = 0; i < n; i++) xl[i] = x[i % (3 * efg->nodes.n)] * (1 + 0.1 * (double)(i % 7));
+    vox_vec dx, dy;
+    if (!to_backend(be, xl, n, &dx) || !to_backend(be, NULL, n, &dy)) break;
+    vox_bsr a = *vox_efg_level_pattern(lv, k, l);
+    a.val = val[l];
+    char what[80];
+    if (l > 0) {
+      vox_efg_stiffness_apply(&a, xl, yh);
+      CHECK_OK(ctx, ops->mg_apply(be, dev, l, &dx, &dy));
+      download(be, &dy, yd);
+      snprintf(what, sizeof what, "level %d: A_l x", l);
+      compare(what, yd, yh, n, 1e-12);
+      for (size_t i = 0; i < lv->n_nodes[l]; i++) {
+        double inv[9];
+        const ptrdiff_t at = vox_efg_find_block(&a, (int32_t)i, (int32_t)i);
+        CHECK(at >= 0 && vox_efg_spd3_inverse(a.val + 9 * (size_t)at, inv));
+        for (int c = 0; c < 3; c++)
+          yh[3 * i + (size_t)c] = inv[3 * c] * xl[3 * i] + inv[3 * c + 1] * xl[3 * i + 1] +
+                                  inv[3 * c + 2] * xl[3 * i + 2];
+      }
+      CHECK_OK(ctx, ops->mg_jacobi(be, dev, l, &dx, &dy));
+      download(be, &dy, yd);
+      snprintf(what, sizeof what, "level %d: block Jacobi", l);
+      compare(what, yd, yh, n, 1e-12);
+    }
+    if (l + 1 < lv->n_levels) {
+      const vox_efg_transfer *t = &lv->transfer[l];
+      const size_t nc = 3 * t->n_coarse;
+      double *ch = malloc(nc * sizeof *ch), *cd = malloc(nc * sizeof *cd);
+      vox_vec dc;
+      if (to_backend(be, NULL, nc, &dc)) {
+        vox_efg_restrict(t, xl, ch);
+        CHECK_OK(ctx, ops->mg_restrict(be, dev, l, &dx, &dc));
+        download(be, &dc, cd);
+        snprintf(what, sizeof what, "level %d: P^T r", l);
+        compare(what, cd, ch, nc, 1e-12);
+        memcpy(yh, xl, n * sizeof *yh);
+        vox_efg_prolong_add(t, ch, yh);
+        CHECK_OK(ctx, ops->mg_prolong_add(be, dev, l, &dc, &dx));
+        download(be, &dx, yd);
+        snprintf(what, sizeof what, "level %d: x + P xc", l);
+        compare(what, yd, yh, n, 1e-12);
+        be->ops->vec->destroy(be, &dc);
+      }
+      free(ch), free(cd);
+    } else { /* the dense solve: A_last x = b */
+      CHECK_OK(ctx, ops->mg_coarse_solve(be, dev, &dx, &dy));
+      download(be, &dy, yd);
+      vox_efg_stiffness_apply(&a, yd, yh);
+      snprintf(what, sizeof what, "level %d (last): A x of the dense solve, against b", l);
+      compare(what, yh, xl, n, 1e-9);
+    }
+    be->ops->vec->destroy(be, &dx);
+    be->ops->vec->destroy(be, &dy);
+    free(xl), free(yh), free(yd);
+  }
+  for (int l = 0; l + 1 < lv->n_levels; l++) free(bval[l]), free(val[l + 1]);
 }
 
 static void test_stages(vox_context *ctx, vox_backend *be) {
@@ -296,6 +423,8 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   compare("block Jacobi D^-1 r", hg, y, nd, 1e-12);
   vox_efg_patches patches;
   test_patches(ctx, be, dev, &efg, &k, x, &patches);
+  vox_efg_levels levels;
+  test_levels(ctx, be, dev, &efg, &k, x, &levels);
 
   /* the sensitivities of load case 0's solution */
   CHECK_OK(ctx, vox_efg_load_vector(ctx, &efg, &m, 0, f));
@@ -333,6 +462,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) be->ops->vec->destroy(be, vs[i]);
   ops->destroy(be, dev);
   vox_efg_patches_free(&patches);
+  vox_efg_levels_free(&levels);
   double *h[] = {rho, rho_g, scale, q, dc, hg, x, y, f, u, kval};
   for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(h[i]);
   vox_bsr_free(&inverse);
@@ -358,6 +488,7 @@ static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be
   o.solver.rtol = 1e-10;
   o.solver.max_iterations = 20000;
   o.efg_preconditioner = pc;
+  o.efg_mg_coarse_dofs = 150; /* three levels on this cantilever */
   vox_optimize_result rc, rg;
   CHECK_OK(ctx, vox_optimize(ctx, cpu, &mc, &o, &rc));
   if (vox_backend_device(be) != VOX_DEVICE_CPU) {
@@ -396,12 +527,15 @@ static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be
 /* The same designs with block Jacobi and with the patches (each solve to
  * 1e-10), the patches in fewer CG iterations on each device. */
 static void test_design(vox_context *ctx, vox_backend *cpu, vox_backend *be) {
-  double hj[5] = {0}, hs[5] = {0};
-  int cj[2] = {0}, cs[2] = {0};
+  double hj[5] = {0}, hs[5] = {0}, hm[5] = {0};
+  int cj[2] = {0}, cs[2] = {0}, cm[2] = {0};
   test_design_with(ctx, cpu, be, VOX_EFG_PC_JACOBI, hj, cj);
   test_design_with(ctx, cpu, be, VOX_EFG_PC_SCHWARZ, hs, cs);
+  test_design_with(ctx, cpu, be, VOX_EFG_PC_MG, hm, cm);
   compare("compliances, patches against block Jacobi", hs, hj, 5, 1e-8);
+  compare("compliances, multigrid against block Jacobi", hm, hj, 5, 1e-8);
   CHECK(cs[0] < cj[0] && cs[1] < cj[1]);
+  CHECK(cm[0] < cs[0] && cm[1] < cs[1]);
 }
 
 /* What the backend path refuses: the host's smoothed aggregation. */

@@ -81,7 +81,11 @@ typedef enum vox_design_update {
 typedef enum vox_efg_preconditioner {
   VOX_EFG_PC_JACOBI = 0,
   VOX_EFG_PC_SA = 1,
-  VOX_EFG_PC_SCHWARZ = 2
+  VOX_EFG_PC_SCHWARZ = 2,
+  /* geometric multigrid (efg_mg.h): Galerkin levels on every other node
+   * line of the voxel grid, Chebyshev smoothing by the patches on the
+   * first level, a dense solve of the last; on the CPU and CUDA backends */
+  VOX_EFG_PC_MG = 3
 } vox_efg_preconditioner;
 
 typedef struct vox_optimizer_options {
@@ -108,6 +112,10 @@ typedef struct vox_optimizer_options {
    * blocks) or VOX_EFG_PC_SCHWARZ (the cells' patches, the default: a
    * third to a sixth of the CG iterations) */
   vox_efg_preconditioner efg_sa_smoother;
+  /* VOX_EFG_PC_MG: coarsen until a level has at most this many unknowns,
+   * then solve it densely (6000: a factor of 288 MB); its Chebyshev degree
+   * is efg_sa_degree's */
+  int efg_mg_coarse_dofs;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Geometric multigrid for the EFG stiffness (efg_mg.h). */
+#include "efg_mg.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "backend_ops.h"
+
+static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+enum { POWER_STEPS = 30 };
+
+void vox_efg_mg_free(vox_efg_mg *mg) {
+  if (mg->be) {
+    const vox_vector_ops *v = mg->be->ops->vec;
+    for (int l = 0; l < mg->n_levels; l++) {
+      vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l]};
+      for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
+        if (vs[i]->raw) v->destroy(mg->be, vs[i]);
+    }
+  }
+  memset(mg, 0, sizeof *mg);
+}
+
+vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *ops,
+                           vox_efg_device *device, const vox_efg_levels *lv, int degree) {
+  memset(mg, 0, sizeof *mg);
+  mg->be = be, mg->ops = ops, mg->device = device, mg->degree = degree;
+  mg->n_levels = lv->n_levels;
+  const vox_vector_ops *v = be->ops->vec;
+  for (int l = 0; l < lv->n_levels; l++) {
+    const size_t n = 3 * lv->n_nodes[l];
+    vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l]};
+    for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+      if (l == 0 && i < 2) continue; /* the caller's z and r */
+      vox_status s = v->create(be, n, VOX_DOUBLE, vs[i]);
+      if (s != VOX_OK) {
+        vox_efg_mg_free(mg);
+        return s;
+      }
+    }
+  }
+  return VOX_OK;
+}
+
+static vox_vec *level_x(vox_efg_mg *mg, int l) { return l == 0 ? mg->x0 : &mg->x[l]; }
+static const vox_vec *level_b(vox_efg_mg *mg, int l) { return l == 0 ? mg->b0 : &mg->b[l]; }
+
+static vox_status level_apply(vox_efg_mg *mg, int l, const vox_vec *x, vox_vec *y) {
+  if (l == 0) return mg->ops->apply(mg->be, mg->device, x, y);
+  return mg->ops->mg_apply(mg->be, mg->device, l, x, y);
+}
+
+/* z = M_l r: the patches on level 0, the inverted diagonal blocks below. */
+static vox_status level_smoother(vox_efg_mg *mg, int l, const vox_vec *r, vox_vec *z) {
+  if (l == 0) return mg->ops->patches_apply(mg->be, mg->device, r, z);
+  return mg->ops->mg_jacobi(mg->be, mg->device, l, r, z);
+}
+
+/* lambda_max(M_l A_l) by power iteration from the same pseudo-random start
+ * on every backend. */
+static vox_status bound(vox_efg_mg *mg, int l) {
+  const vox_vector_ops *v = mg->be->ops->vec;
+  vox_vec *x = &mg->d[l], *ax = &mg->r[l], *y = &mg->z[l];
+  TRY(v->random(mg->be, x, 0x5eed + (uint64_t)l, 0));
+  double xx, yy, lambda = 0;
+  TRY(v->dot(mg->be, x, x, &xx));
+  for (int it = 0; it < POWER_STEPS; it++) {
+    TRY(level_apply(mg, l, x, ax));
+    TRY(level_smoother(mg, l, ax, y));
+    TRY(v->dot(mg->be, y, y, &yy));
+    if (!(yy > 0) || !(xx > 0)) break;
+    lambda = sqrt(yy / xx);
+    TRY(v->axpby(mg->be, x, 1 / sqrt(yy), y, 0)); /* x = y / |y| */
+    xx = 1;
+  }
+  mg->lambda[l] = lambda;
+  return VOX_OK;
+}
+
+vox_status vox_efg_mg_setup(vox_efg_mg *mg) {
+  TRY(mg->ops->mg_setup(mg->be, mg->device));
+  for (int l = 0; l + 1 < mg->n_levels; l++) TRY(bound(mg, l));
+  return VOX_OK;
+}
+
+/* mg->degree steps of Chebyshev iteration on M A (Saad, Iterative Methods,
+ * algorithm 12.1): d = alpha M (b - A x) + beta d, x += d; from x = 0
+ * unless warm. */
+static vox_status smooth(vox_efg_mg *mg, int l, int warm) {
+  const vox_vector_ops *v = mg->be->ops->vec;
+  vox_vec *x = level_x(mg, l), *r = &mg->r[l], *z = &mg->z[l], *d = &mg->d[l];
+  const vox_vec *b = level_b(mg, l);
+  const double upper = CHEBYSHEV_UPPER * mg->lambda[l], lower = CHEBYSHEV_LOWER * mg->lambda[l];
+  const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
+  const double sigma = theta / delta;
+  double rho = 1 / sigma, alpha = 1 / theta, beta = 0;
+  for (int step = 0; step < mg->degree; step++) {
+    if (step == 0 && !warm) {
+      TRY(level_smoother(mg, l, b, z)); /* x = 0: the residual is b */
+    } else {
+      TRY(level_apply(mg, l, x, r));
+      TRY(v->axpby(mg->be, r, 1, b, -1)); /* r = b - A x */
+      TRY(level_smoother(mg, l, r, z));
+    }
+    TRY(v->axpby(mg->be, d, alpha, z, step == 0 ? 0 : beta)); /* d = alpha z + beta d */
+    if (step == 0 && !warm)
+      TRY(v->copy(mg->be, x, d));
+    else
+      TRY(v->axpy(mg->be, x, 1, d));
+    const double rho_new = 1 / (2 * sigma - rho);
+    alpha = 2 * rho_new / delta;
+    beta = rho_new * rho;
+    rho = rho_new;
+  }
+  return VOX_OK;
+}
+
+static vox_status cycle(vox_efg_mg *mg, int l) {
+  const vox_vector_ops *v = mg->be->ops->vec;
+  if (l == mg->n_levels - 1)
+    return mg->ops->mg_coarse_solve(mg->be, mg->device, level_b(mg, l), level_x(mg, l));
+  TRY(smooth(mg, l, 0));
+  TRY(level_apply(mg, l, level_x(mg, l), &mg->r[l]));
+  TRY(v->axpby(mg->be, &mg->r[l], 1, level_b(mg, l), -1));
+  TRY(mg->ops->mg_restrict(mg->be, mg->device, l, &mg->r[l], &mg->b[l + 1]));
+  TRY(cycle(mg, l + 1));
+  TRY(mg->ops->mg_prolong_add(mg->be, mg->device, l, &mg->x[l + 1], level_x(mg, l)));
+  return smooth(mg, l, 1);
+}
+
+vox_status vox_efg_mg_apply(vox_efg_mg *mg, const vox_vec *r, vox_vec *z) {
+  mg->b0 = r;
+  mg->x0 = z;
+  return cycle(mg, 0);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Geometric multigrid for the element-free Galerkin stiffness (private):
+ * the V-cycle on the levels of efg_levels.h, on any backend's vectors
+ * through its efg table (efg_ops.h), as the EFG loop's CG preconditioner
+ * (vox_optimizer_options.efg_preconditioner = VOX_EFG_PC_MG).
+ *
+ * Each level but the last is smoothed by Chebyshev iteration of degree
+ * `degree` on M A over [0.1, 1.1] lambda_max(M A), before and after its
+ * coarse correction, the same polynomial both times, so the cycle is
+ * symmetric positive definite and CG stays valid: M is the cells' patches
+ * (efg_patches.h) on level 0, where the MLS supports leave nearly singular
+ * combinations of nodes at a void's edge, and the inverted 3 x 3 diagonal
+ * blocks below. lambda_max comes from power iteration in each setup. The
+ * last level is solved directly. */
+#ifndef VOXFE_EFG_MG_H
+#define VOXFE_EFG_MG_H
+
+#include "efg_levels.h"
+#include "efg_ops.h"
+
+typedef struct vox_efg_mg {
+  vox_backend *be;
+  const vox_efg_ops *ops;
+  vox_efg_device *device;
+  int n_levels, degree;
+  double lambda[VOX_EFG_MAX_LEVELS];
+  /* per level: the iterate, right-hand side, residual, M times it and the
+   * Chebyshev step (level 0's x and b: the caller's z and r in apply) */
+  vox_vec x[VOX_EFG_MAX_LEVELS], b[VOX_EFG_MAX_LEVELS], r[VOX_EFG_MAX_LEVELS],
+      z[VOX_EFG_MAX_LEVELS], d[VOX_EFG_MAX_LEVELS];
+  const vox_vec *b0;
+  vox_vec *x0;
+} vox_efg_mg;
+
+/* The cycle's vectors on the backend, for levels lv whose tables the
+ * device holds (ops->mg_create). */
+vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *ops,
+                           vox_efg_device *device, const vox_efg_levels *lv, int degree);
+void vox_efg_mg_free(vox_efg_mg *mg);
+
+/* The levels for the device's K (after its assembly and patches_factor):
+ * the Galerkin products, the smoothers' bounds, the last level's factor. */
+vox_status vox_efg_mg_setup(vox_efg_mg *mg);
+
+/* z = one V-cycle from zero for r. */
+vox_status vox_efg_mg_apply(vox_efg_mg *mg, const vox_vec *r, vox_vec *z);
+
+#endif
