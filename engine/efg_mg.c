@@ -8,13 +8,16 @@
 #include "backend_ops.h"
 
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
-enum { POWER_STEPS = 30 };
+enum { LANCZOS_STEPS = 20 };
+
+extern void dstev_(const char *jobz, const int *n, double *d, double *e, double *z,
+                   const int *ldz, double *work, int *info);
 
 void vox_efg_mg_free(vox_efg_mg *mg) {
   if (mg->be) {
     const vox_vector_ops *v = mg->be->ops->vec;
     for (int l = 0; l < mg->n_levels; l++) {
-      vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l]};
+      vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l], &mg->w[l]};
       for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
         if (vs[i]->raw) v->destroy(mg->be, vs[i]);
     }
@@ -30,7 +33,7 @@ vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *o
   const vox_vector_ops *v = be->ops->vec;
   for (int l = 0; l < lv->n_levels; l++) {
     const size_t n = 3 * lv->n_nodes[l];
-    vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l]};
+    vox_vec *vs[] = {&mg->x[l], &mg->b[l], &mg->r[l], &mg->z[l], &mg->d[l], &mg->w[l]};
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
       if (l == 0 && i < 2) continue; /* the caller's z and r */
       vox_status s = v->create(be, n, VOX_DOUBLE, vs[i]);
@@ -57,24 +60,47 @@ static vox_status level_smoother(vox_efg_mg *mg, int l, const vox_vec *r, vox_ve
   return mg->ops->mg_jacobi(mg->be, mg->device, l, r, z);
 }
 
-/* lambda_max(M_l A_l) by power iteration from the same pseudo-random start
- * on every backend. */
+/* lambda_max(M_l A_l) by Lanczos' method: LANCZOS_STEPS steps of
+ * conjugate gradients on A_l preconditioned by M_l from the same
+ * pseudo-random right-hand side on every backend, whose coefficients make
+ * the tridiagonal Lanczos matrix (Saad, Iterative Methods, section 6.7.3);
+ * its largest eigenvalue (LAPACK dstev). */
 static vox_status bound(vox_efg_mg *mg, int l) {
   const vox_vector_ops *v = mg->be->ops->vec;
-  vox_vec *x = &mg->d[l], *ax = &mg->r[l], *y = &mg->z[l];
-  TRY(v->random(mg->be, x, 0x5eed + (uint64_t)l, 0));
-  double xx, yy, lambda = 0;
-  TRY(v->dot(mg->be, x, x, &xx));
-  for (int it = 0; it < POWER_STEPS; it++) {
-    TRY(level_apply(mg, l, x, ax));
-    TRY(level_smoother(mg, l, ax, y));
-    TRY(v->dot(mg->be, y, y, &yy));
-    if (!(yy > 0) || !(xx > 0)) break;
-    lambda = sqrt(yy / xx);
-    TRY(v->axpby(mg->be, x, 1 / sqrt(yy), y, 0)); /* x = y / |y| */
-    xx = 1;
+  vox_vec *r = &mg->r[l], *z = &mg->z[l], *p = &mg->d[l], *q = &mg->w[l];
+  double diag[LANCZOS_STEPS], off[LANCZOS_STEPS], alpha_old = 0, beta_old = 0, rz, rz_new, pq;
+  int n = 0;
+  TRY(v->random(mg->be, r, 0x5eed + (uint64_t)l, 0));
+  TRY(level_smoother(mg, l, r, z));
+  TRY(v->dot(mg->be, r, z, &rz));
+  TRY(v->copy(mg->be, p, z));
+  for (int k = 0; k < LANCZOS_STEPS; k++) {
+    TRY(level_apply(mg, l, p, q));
+    TRY(v->dot(mg->be, p, q, &pq));
+    if (!(pq > 0) || !(rz > 0)) break;
+    const double alpha = rz / pq;
+    diag[n] = 1 / alpha + (k > 0 ? beta_old / alpha_old : 0);
+    if (n > 0) off[n - 1] = sqrt(beta_old) / alpha_old;
+    n++;
+    TRY(v->axpy(mg->be, r, -alpha, q));
+    TRY(level_smoother(mg, l, r, z));
+    TRY(v->dot(mg->be, r, z, &rz_new));
+    const double beta = rz_new / rz;
+    TRY(v->xpay(mg->be, p, beta, z)); /* p = z + beta p */
+    rz = rz_new, alpha_old = alpha, beta_old = beta;
   }
-  mg->lambda[l] = lambda;
+  if (n == 0)
+    return vox_error(mg->be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's level %d is not positive definite",
+                     l);
+  int info = 0, one = 1;
+  double work[1];
+  dstev_("N", &n, diag, off, NULL, &one, work, &info);
+  if (info != 0)
+    return vox_error(mg->be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's smoother bound (LAPACK dstev: %d)",
+                     info);
+  mg->lambda[l] = diag[n - 1]; /* ascending */
   return VOX_OK;
 }
 

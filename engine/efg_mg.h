@@ -10,8 +10,12 @@
  * symmetric positive definite and CG stays valid: M is the cells' patches
  * (efg_patches.h) on level 0, where the MLS supports leave nearly singular
  * combinations of nodes at a void's edge, and the inverted 3 x 3 diagonal
- * blocks below. lambda_max comes from power iteration in each setup. The
- * last level is solved directly. */
+ * blocks below. lambda_max comes from Lanczos' method in each setup (the
+ * largest eigenvalue of the tridiagonal matrix of LANCZOS_STEPS conjugate
+ * gradient steps on M A; Ritz values lie inside the spectrum and its ends
+ * converge first, where power iteration's estimate of the same cost fell
+ * short enough to make a V-cycle indefinite). The last level is solved
+ * directly. */
 #ifndef VOXFE_EFG_MG_H
 #define VOXFE_EFG_MG_H
 
@@ -27,7 +31,7 @@ typedef struct vox_efg_mg {
   /* per level: the iterate, right-hand side, residual, M times it and the
    * Chebyshev step (level 0's x and b: the caller's z and r in apply) */
   vox_vec x[VOX_EFG_MAX_LEVELS], b[VOX_EFG_MAX_LEVELS], r[VOX_EFG_MAX_LEVELS],
-      z[VOX_EFG_MAX_LEVELS], d[VOX_EFG_MAX_LEVELS];
+      z[VOX_EFG_MAX_LEVELS], d[VOX_EFG_MAX_LEVELS], w[VOX_EFG_MAX_LEVELS];
   const vox_vec *b0;
   vox_vec *x0;
 } vox_efg_mg;
