@@ -471,8 +471,8 @@ static const vox_ksp_ops device_kept_ops = {.product = dcg_product,
                                             .direction = dcg_kept_direction,
                                             .kept_step = dcg_kept_step};
 
-/* K u = f of load case lc by the one CG loop with the backend's block
- * Jacobi or patches (the run's preconditioner), from the
+/* K u = f of load case lc by the one CG loop with the run's preconditioner
+ * on the backend (block Jacobi, the patches or the multigrid), from the
  * case's last solution, as vox_efg_cg_pc on the host. */
 static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   vox_backend *be = r->be;
@@ -915,8 +915,8 @@ vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_
   if (threads > 0) omp_set_num_threads(threads);
   if (ops && options->efg_preconditioner == VOX_EFG_PC_SA)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                     "discretization efg on the backend's vectors takes block Jacobi or "
-                     "Schwarz, not smoothed aggregation");
+                     "discretization efg on the backend's vectors takes block Jacobi, the "
+                     "patches or the geometric multigrid, not smoothed aggregation");
   efg_run r = {.ctx = ctx, .model = model, .opt = options, .be = be, .dev = ops};
   vox_status s = optimize(&r, result);
   run_free(&r);

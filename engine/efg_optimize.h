@@ -6,7 +6,8 @@
  * Each design iteration: the Gauss points' densities from the nodal design
  * variables (eq. 16), K(rho) assembled node pair by node pair
  * (efg_assembly.h), K u = f solved by the one conjugate-gradient loop
- * (ksp.h) with a 3x3 block Jacobi or a smoothed-aggregation multigrid
+ * (ksp.h) with a 3x3 block Jacobi, the cells' patches (efg_patches.h), a
+ * geometric multigrid (efg_mg.h) or a smoothed-aggregation multigrid
  * preconditioner (efg_multigrid.h), starting from the last
  * iteration's u; the compliance f^T u and its node-wise sensitivities
  * (efg_sensitivity.h); the optimality-criteria update of eq. 21-22 with the
@@ -16,11 +17,12 @@
  *
  * On the CPU everything is on host arrays with OpenMP. On a device backend
  * (vox_backend_ops.efg, efg_ops.h: the CUDA one) the Gauss points'
- * densities, the node-pair assembly, block Jacobi, the solves and the
+ * densities, the node-pair assembly, the preconditioner, the solves and the
  * node-wise sensitivities run on the backend's vectors, with the same CG
  * loop; the nodal densities go there and the sensitivities come back each
  * design iteration (3 doubles a node), and the OC update and the design's
- * numbers stay on the host, as on the CPU. The smoothed-aggregation
+ * numbers stay on the host, as on the CPU. The geometric multigrid runs
+ * this way on the CPU backend too (its table); the smoothed-aggregation
  * preconditioner is host-only and refused there. */
 #ifndef VOXFE_EFG_OPTIMIZE_H
 #define VOXFE_EFG_OPTIMIZE_H
@@ -74,10 +76,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result);
 
-/* vox_efg_optimize with the stages on the backend's table `ops` (efg_ops.h,
- * block Jacobi only), or on host arrays when ops is NULL: vox_efg_optimize
- * takes the backend's table off the CPU and the host arrays on it; a test
- * runs the backend path on the CPU backend's table too. */
+/* vox_efg_optimize with the stages on the backend's table `ops` (efg_ops.h;
+ * not smoothed aggregation), or on host arrays when ops is NULL:
+ * vox_efg_optimize takes the backend's table off the CPU or for the
+ * geometric multigrid, and the host arrays otherwise; a test runs the
+ * backend path on the CPU backend's table too. */
 vox_status vox_efg_optimize_on(vox_context *ctx, vox_backend *be, const vox_efg_ops *ops,
                                vox_model *model, const vox_optimizer_options *options,
                                vox_optimize_result *result);
