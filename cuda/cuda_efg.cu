@@ -418,11 +418,13 @@ static __global__ void level_jacobi_setup_kernel(size_t n, const size_t *__restr
   }
 }
 
-/* y = A x for a level's block matrix, a warp per block row. */
+/* y = A x for a level's block matrix, a warp per block row; with b, the
+ * residual y = b - A x. */
 static __global__ void level_product_kernel(size_t n, const size_t *__restrict__ row_start,
                                             const int32_t *__restrict__ col,
                                             const double *__restrict__ val,
-                                            const double *__restrict__ x, double *__restrict__ y) {
+                                            const double *__restrict__ x,
+                                            const double *__restrict__ b, double *__restrict__ y) {
   const unsigned lane = threadIdx.x % 32;
   WARP_STRIDE(i, n) {
     double s0 = 0, s1 = 0, s2 = 0;
@@ -436,7 +438,51 @@ static __global__ void level_product_kernel(size_t n, const size_t *__restrict__
     s0 = vox_cuda_warp_sum(s0);
     s1 = vox_cuda_warp_sum(s1);
     s2 = vox_cuda_warp_sum(s2);
-    if (lane == 0) y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
+    if (lane == 0 && b)
+      y[3 * i] = b[3 * i] - s0, y[3 * i + 1] = b[3 * i + 1] - s1, y[3 * i + 2] = b[3 * i + 2] - s2;
+    else if (lane == 0)
+      y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
+  }
+}
+
+/* A Chebyshev step's update from z = M r at dof t (efg_ops.h's
+ * mg_smooth_step). */
+static __device__ __forceinline__ void chebyshev_update(size_t t, double z, double alpha,
+                                                        double beta, int first,
+                                                        double *__restrict__ dir,
+                                                        double *__restrict__ x) {
+  const double dn = alpha * z + (beta != 0 ? beta * dir[t] : 0);
+  dir[t] = dn;
+  x[t] = first ? dn : x[t] + dn;
+}
+
+/* The patches' sums (patch_sum_kernel's) and the Chebyshev update. */
+static __global__ void patch_sum_step_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
+                                             const double *__restrict__ y, double alpha,
+                                             double beta, int first, double *__restrict__ dir,
+                                             double *__restrict__ x) {
+  VOX_GRID_STRIDE(t, 3 * n_nodes) {
+    const int32_t *list = node_patch + 8 * (t / 3);
+    const unsigned comp = (unsigned)(t % 3);
+    double s = 0;
+    for (int k = 0; k < 8; k++) {
+      const int32_t e = __ldg(list + k);
+      if (e < 0) break;
+      s += y[3 * (size_t)e + comp];
+    }
+    chebyshev_update(t, s, alpha, beta, first, dir, x);
+  }
+}
+
+/* Block Jacobi on a coarse level and the Chebyshev update. */
+static __global__ void level_jacobi_step_kernel(size_t n, const double *__restrict__ inv,
+                                                const double *__restrict__ r, double alpha,
+                                                double beta, int first, double *__restrict__ dir,
+                                                double *__restrict__ x) {
+  VOX_GRID_STRIDE(t, 3 * n) {
+    const size_t i = t / 3, c = t % 3;
+    const double *m = inv + 9 * i + 3 * c, *ri = r + 3 * i;
+    chebyshev_update(t, m[0] * ri[0] + m[1] * ri[1] + m[2] * ri[2], alpha, beta, first, dir, x);
   }
 }
 
@@ -982,7 +1028,7 @@ static vox_status efg_mg_apply(vox_backend *be, vox_efg_device *d, int l, const 
   const double *val;
   level_arrays(d, l, &rs, &col, &brow, &val);
   level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
-      d->level_nodes[l], rs, col, val, x->data, y->data);
+      d->level_nodes[l], rs, col, val, x->data, NULL, y->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's product");
   return VOX_OK;
 }
@@ -1017,6 +1063,45 @@ static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
   prolong_add_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
       d->level_nodes[l], d->t_parent[l], d->t_parent_weight[l], xc->data, x->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's prolongation");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_residual(vox_backend *be, vox_efg_device *d, int l, const vox_vec *b,
+                                  const vox_vec *x, vox_vec *r) {
+  TRY(mg_level_vec(be, d, l, b));
+  TRY(mg_level_vec(be, d, l, x));
+  TRY(mg_level_vec(be, d, l, r));
+  const size_t *rs;
+  const int32_t *col, *brow;
+  const double *val;
+  level_arrays(d, l, &rs, &col, &brow, &val);
+  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l], rs, col, val, x->data, b->data, r->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's residual");
+  return VOX_OK;
+}
+
+static vox_status efg_mg_smooth_step(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                     double alpha, double beta, int first, vox_vec *dir,
+                                     vox_vec *x) {
+  TRY(mg_level_vec(be, d, l, r));
+  TRY(mg_level_vec(be, d, l, dir));
+  TRY(mg_level_vec(be, d, l, x));
+  if (l == 0) {
+    if (!d->p_node)
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "element-free Galerkin: the multigrid's patches are not on the device");
+    patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS>>>(
+        d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
+    CUDA_LAUNCHED(be, "the EFG patches' solves");
+    patch_sum_step_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS>>>(
+        d->n_nodes, d->p_node_patch, d->p_work, alpha, beta, first, dir->data, x->data);
+    CUDA_LAUNCHED(be, "the EFG multigrid's smoothing step");
+    return VOX_OK;
+  }
+  level_jacobi_step_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[l], d->level_inverse[l], r->data, alpha, beta, first, dir->data, x->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's smoothing step");
   return VOX_OK;
 }
 
@@ -1085,6 +1170,8 @@ static vox_efg_ops make_efg_ops(void) {
   o.mg_restrict = efg_mg_restrict;
   o.mg_prolong_add = efg_mg_prolong_add;
   o.mg_coarse_solve = efg_mg_coarse_solve;
+  o.mg_residual = efg_mg_residual;
+  o.mg_smooth_step = efg_mg_smooth_step;
   o.strain_energy = efg_strain_energy;
   o.compliance_sensitivity = efg_compliance_sensitivity;
   o.matrix_download = efg_matrix_download;

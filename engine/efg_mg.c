@@ -112,28 +112,21 @@ vox_status vox_efg_mg_setup(vox_efg_mg *mg) {
 
 /* mg->degree steps of Chebyshev iteration on M A (Saad, Iterative Methods,
  * algorithm 12.1): d = alpha M (b - A x) + beta d, x += d; from x = 0
- * unless warm. */
+ * unless warm. Each step is the backend's two fused passes (the residual,
+ * then M and the update), a handful of kernels where the V-cycle's small
+ * levels are bound by their launches. */
 static vox_status smooth(vox_efg_mg *mg, int l, int warm) {
-  const vox_vector_ops *v = mg->be->ops->vec;
-  vox_vec *x = level_x(mg, l), *r = &mg->r[l], *z = &mg->z[l], *d = &mg->d[l];
+  vox_vec *x = level_x(mg, l), *r = &mg->r[l], *d = &mg->d[l];
   const vox_vec *b = level_b(mg, l);
   const double upper = CHEBYSHEV_UPPER * mg->lambda[l], lower = CHEBYSHEV_LOWER * mg->lambda[l];
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma, alpha = 1 / theta, beta = 0;
   for (int step = 0; step < mg->degree; step++) {
-    if (step == 0 && !warm) {
-      TRY(level_smoother(mg, l, b, z)); /* x = 0: the residual is b */
-    } else {
-      TRY(level_apply(mg, l, x, r));
-      TRY(v->axpby(mg->be, r, 1, b, -1)); /* r = b - A x */
-      TRY(level_smoother(mg, l, r, z));
-    }
-    TRY(v->axpby(mg->be, d, alpha, z, step == 0 ? 0 : beta)); /* d = alpha z + beta d */
-    if (step == 0 && !warm)
-      TRY(v->copy(mg->be, x, d));
-    else
-      TRY(v->axpy(mg->be, x, 1, d));
+    const int first = step == 0 && !warm; /* x = 0: the residual is b */
+    if (!first) TRY(mg->ops->mg_residual(mg->be, mg->device, l, b, x, r));
+    TRY(mg->ops->mg_smooth_step(mg->be, mg->device, l, first ? b : r, alpha,
+                                step == 0 ? 0 : beta, first, d, x));
     const double rho_new = 1 / (2 * sigma - rho);
     alpha = 2 * rho_new / delta;
     beta = rho_new * rho;
@@ -143,12 +136,10 @@ static vox_status smooth(vox_efg_mg *mg, int l, int warm) {
 }
 
 static vox_status cycle(vox_efg_mg *mg, int l) {
-  const vox_vector_ops *v = mg->be->ops->vec;
   if (l == mg->n_levels - 1)
     return mg->ops->mg_coarse_solve(mg->be, mg->device, level_b(mg, l), level_x(mg, l));
   TRY(smooth(mg, l, 0));
-  TRY(level_apply(mg, l, level_x(mg, l), &mg->r[l]));
-  TRY(v->axpby(mg->be, &mg->r[l], 1, level_b(mg, l), -1));
+  TRY(mg->ops->mg_residual(mg->be, mg->device, l, level_b(mg, l), level_x(mg, l), &mg->r[l]));
   TRY(mg->ops->mg_restrict(mg->be, mg->device, l, &mg->r[l], &mg->b[l + 1]));
   TRY(cycle(mg, l + 1));
   TRY(mg->ops->mg_prolong_add(mg->be, mg->device, l, &mg->x[l + 1], level_x(mg, l)));

@@ -81,6 +81,14 @@ typedef struct vox_efg_ops {
                                vox_vec *x);
   vox_status (*mg_coarse_solve)(vox_backend *be, vox_efg_device *d, const vox_vec *b,
                                 vox_vec *x);
+  /* The smoothing steps' fused passes on level l (level 0: K and the
+   * patches, which must be factored): r = b - A_l x; and one Chebyshev
+   * step from its residual r: dir = alpha M_l r + beta dir (dir not read
+   * when beta is 0), x += dir, or with `first` x = dir (x not read). */
+  vox_status (*mg_residual)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *b,
+                            const vox_vec *x, vox_vec *r);
+  vox_status (*mg_smooth_step)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                               double alpha, double beta, int first, vox_vec *dir, vox_vec *x);
   /* The node-wise sensitivities in two stages (section 5.3): q_g = the
    * strain energy density of u at Gauss point g for E = 1
    * (vox_efg_strain_energy), then per node dc_i (the compliance

@@ -29,6 +29,7 @@ struct vox_efg_device {
   double *b_val[VOX_EFG_MAX_LEVELS];
   double *dense;
   int dense_n;
+  double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
 };
 
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
@@ -45,6 +46,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++)
     free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
   free(d->dense);
+  free(d->level_tmp);
   free(d);
 }
 
@@ -195,7 +197,8 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   }
   d->dense_n = (int)n_dense;
   d->dense = malloc((n_dense * n_dense + 1) * sizeof *d->dense);
-  if (!ok || !d->dense)
+  d->level_tmp = malloc((3 * lv->n_nodes[0] + 1) * sizeof *d->level_tmp);
+  if (!ok || !d->dense || !d->level_tmp)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (multigrid levels)");
   return VOX_OK;
@@ -297,6 +300,46 @@ static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
   return VOX_OK;
 }
 
+static vox_status efg_mg_residual(vox_backend *be, vox_efg_device *d, int l, const vox_vec *b,
+                                  const vox_vec *x, vox_vec *r) {
+  TRY(mg_level_vectors(be, d, l, b, x));
+  TRY(mg_level_vectors(be, d, l, r, r));
+  const vox_bsr a = level_matrix(d, l);
+  vox_efg_stiffness_apply(&a, x->data, r->data);
+  const double *bb = b->data;
+  double *rr = r->data;
+  const ptrdiff_t n = (ptrdiff_t)(3 * d->levels->n_nodes[l]);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) rr[i] = bb[i] - rr[i];
+  return VOX_OK;
+}
+
+static vox_status efg_mg_smooth_step(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
+                                     double alpha, double beta, int first, vox_vec *dir,
+                                     vox_vec *x) {
+  TRY(mg_level_vectors(be, d, l, r, dir));
+  TRY(mg_level_vectors(be, d, l, x, x));
+  vox_vec z = *dir;
+  z.data = d->level_tmp;
+  if (l == 0) {
+    if (!d->patches)
+      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                       "element-free Galerkin: the multigrid's patches are not made");
+    vox_efg_patches_apply(d->patches, d->patch_inverse, r->data, z.data, d->patch_work);
+  } else {
+    TRY(efg_mg_jacobi(be, d, l, r, &z));
+  }
+  const double *zz = z.data;
+  double *dd = dir->data, *xx = x->data;
+  const ptrdiff_t n = (ptrdiff_t)(3 * d->levels->n_nodes[l]);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    dd[i] = alpha * zz[i] + (beta != 0 ? beta * dd[i] : 0);
+    xx[i] = first ? dd[i] : xx[i] + dd[i];
+  }
+  return VOX_OK;
+}
+
 static vox_status efg_mg_coarse_solve(vox_backend *be, vox_efg_device *d, const vox_vec *b,
                                       vox_vec *x) {
   TRY(mg_level_vectors(be, d, d->levels->n_levels - 1, b, x));
@@ -352,6 +395,8 @@ const vox_efg_ops vox_cpu_efg_ops = {
     .mg_restrict = efg_mg_restrict,
     .mg_prolong_add = efg_mg_prolong_add,
     .mg_coarse_solve = efg_mg_coarse_solve,
+    .mg_residual = efg_mg_residual,
+    .mg_smooth_step = efg_mg_smooth_step,
     .strain_energy = efg_strain_energy,
     .compliance_sensitivity = efg_compliance_sensitivity,
     .matrix_download = efg_matrix_download,

@@ -17,7 +17,8 @@
  *   a void's edge are ill-conditioned: that is what they are for);
  * - the multigrid's levels (efg_levels.h): the host's Galerkin product
  *   against P^T A P made densely from the prolongation's definition, and
- *   the backend's coarse products, block Jacobi, restriction, prolongation
+ *   the backend's coarse products, block Jacobi, fused Chebyshev steps,
+ *   residuals, restriction, prolongation
  *   and dense solve against the host's, 1e-12 (the solve: its residual);
  * - the energy densities and the node-wise sensitivities of a solution
  *   (the host's CG to 1e-10), 1e-12;
@@ -310,6 +311,32 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
       CHECK_OK(ctx, ops->mg_jacobi(be, dev, l, &dx, &dy));
       download(be, &dy, yd);
       snprintf(what, sizeof what, "level %d: block Jacobi", l);
+      compare(what, yd, yh, n, 1e-12);
+      /* a fused Chebyshev step from the residual x: dir = 2 D^-1 x + 0.5 dir
+       * with dir = x before, then x += dir */
+      vox_vec ddir;
+      if (to_backend(be, xl, n, &ddir)) {
+        double *dh = malloc(n * sizeof *dh);
+        for (size_t i = 0; i < n; i++) dh[i] = 2 * yh[i] + 0.5 * xl[i];
+        CHECK_OK(ctx, ops->mg_smooth_step(be, dev, l, &dx, 2, 0.5, 0, &ddir, &dx));
+        download(be, &ddir, yd);
+        snprintf(what, sizeof what, "level %d: Chebyshev step's direction", l);
+        compare(what, yd, dh, n, 1e-12);
+        for (size_t i = 0; i < n; i++) dh[i] += xl[i];
+        download(be, &dx, yd);
+        snprintf(what, sizeof what, "level %d: Chebyshev step's iterate", l);
+        compare(what, yd, dh, n, 1e-12);
+        CHECK_OK(ctx, be->ops->vec->upload(be, &dx, xl));
+        be->ops->vec->destroy(be, &ddir);
+        free(dh);
+      }
+    }
+    { /* the residual b - A_l x, here x - A_l x */
+      vox_efg_stiffness_apply(&a, xl, yh);
+      for (size_t i = 0; i < n; i++) yh[i] = xl[i] - yh[i];
+      CHECK_OK(ctx, ops->mg_residual(be, dev, l, &dx, &dx, &dy));
+      download(be, &dy, yd);
+      snprintf(what, sizeof what, "level %d: residual", l);
       compare(what, yd, yh, n, 1e-12);
     }
     if (l + 1 < lv->n_levels) {
