@@ -536,6 +536,30 @@ static __global__ void dense_kernel(size_t n_blocks, int n, const int32_t *__res
   }
 }
 
+/* The inverse's upper triangle from its lower one (potri leaves the
+ * lower), so that column i is row i. */
+static __global__ void symmetrize_kernel(int n, double *__restrict__ a) {
+  VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) {
+    const size_t i = t / (size_t)n, j = t % (size_t)n; /* column i, row j */
+    if (j < i) a[t] = a[j * (size_t)n + i];
+  }
+}
+
+/* x = A^-1 b with the dense symmetric inverse, a warp per row reading its
+ * column (one contiguous stream of the inverse, where two triangular
+ * solves are a chain of dependent steps). */
+static __global__ void dense_solve_kernel(int n, const double *__restrict__ inv,
+                                          const double *__restrict__ b, double *__restrict__ x) {
+  const unsigned lane = threadIdx.x % 32;
+  WARP_STRIDE(i, (size_t)n) {
+    const double *col = inv + i * (size_t)n;
+    double s = 0;
+    for (int j = (int)lane; j < n; j += 32) s += __ldg(col + j) * __ldg(b + j);
+    s = vox_cuda_warp_sum(s);
+    if (lane == 0) x[i] = s;
+  }
+}
+
 static __global__ void strain_energy_kernel(efg_view v, const double *__restrict__ u,
                                             double *__restrict__ q) {
   const unsigned lane = threadIdx.x % 32;
@@ -930,10 +954,13 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   d->bytes += n_dense * n_dense * sizeof(double);
   if (cusolverDnCreate(&d->solver) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: creating a handle failed");
-  int lwork = 0;
+  int lwork = 0, lwork_inverse = 0;
   if (cusolverDnDpotrf_bufferSize(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense,
-                                  d->dense_n, &lwork) != CUSOLVER_STATUS_SUCCESS)
+                                  d->dense_n, &lwork) != CUSOLVER_STATUS_SUCCESS ||
+      cusolverDnDpotri_bufferSize(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense,
+                                  d->dense_n, &lwork_inverse) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation's workspace");
+  lwork = lwork > lwork_inverse ? lwork : lwork_inverse;
   d->dense_lwork = lwork;
   TRY(vox_cuda_alloc(be, (void **)&d->dense_work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
                      "the EFG multigrid's factorisation"));
@@ -1008,6 +1035,19 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid's last level is not positive "
                      "definite (cuSOLVER potrf: %d)",
+                     info);
+  /* the inverse, kept whole for the cycles' solves */
+  if (cusolverDnDpotri(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense, d->dense_n,
+                       d->dense_work, d->dense_lwork, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the inverse failed to start");
+  symmetrize_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS>>>(d->dense_n, d->dense);
+  CUDA_LAUNCHED(be, "the EFG multigrid's last level");
+  CUDA_TRY(be, cudaMemcpy(&info, d->dense_info, sizeof info, cudaMemcpyDeviceToHost),
+           "the multigrid's factorisation status");
+  if (info != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's last level is singular (cuSOLVER "
+                     "potri: %d)",
                      info);
   return VOX_OK;
 }
@@ -1109,13 +1149,9 @@ static vox_status efg_mg_coarse_solve(vox_backend *be, vox_efg_device *d, const 
                                       vox_vec *x) {
   TRY(mg_level_vec(be, d, d->n_levels - 1, b));
   TRY(mg_level_vec(be, d, d->n_levels - 1, x));
-  CUDA_TRY(be,
-           cudaMemcpyAsync(x->data, b->data, (size_t)d->dense_n * sizeof(double),
-                           cudaMemcpyDeviceToDevice),
-           "the multigrid's coarse solve");
-  if (cusolverDnDpotrs(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, 1, d->dense, d->dense_n,
-                       (double *)x->data, d->dense_n, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
-    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the coarse solve failed to start");
+  dense_solve_kernel<<<warp_grid((size_t)d->dense_n), VOX_CUDA_THREADS>>>(d->dense_n, d->dense,
+                                                                          b->data, x->data);
+  CUDA_LAUNCHED(be, "the EFG multigrid's coarse solve");
   return VOX_OK;
 }
 
