@@ -72,7 +72,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   vox_mma_options_default(&o->mma);
   /* the multigrid takes a tenth of the CG iterations but its setup costs
    * more than they save (docs/benchmarks.md) */
-  o->efg_preconditioner = VOX_EFG_PC_JACOBI;
+  o->efg_preconditioner = VOX_EFG_PC_MG;
   o->efg_sa_degree = 2;
   o->efg_sa_smoother = VOX_EFG_PC_SCHWARZ;
   o->efg_mg_coarse_dofs = 6000;

@@ -84,7 +84,8 @@ typedef enum vox_efg_preconditioner {
   VOX_EFG_PC_SCHWARZ = 2,
   /* geometric multigrid (efg_mg.h): Galerkin levels on every other node
    * line of the voxel grid, Chebyshev smoothing by the patches on the
-   * first level, a dense solve of the last; on the CPU and CUDA backends */
+   * first level, a dense solve of the last; on the CPU and CUDA backends
+   * (the default) */
   VOX_EFG_PC_MG = 3
 } vox_efg_preconditioner;
 
