@@ -898,10 +898,13 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
 vox_status vox_efg_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                             const vox_optimizer_options *options, vox_optimize_result *result) {
   /* the multigrid runs on the backend's table on the CPU too */
-  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU ||
-                                   options->efg_preconditioner == VOX_EFG_PC_MG
-                               ? be->ops->efg
-                               : NULL;
+  const int mg = options->efg_preconditioner == VOX_EFG_PC_MG;
+  if (mg && !be->ops->efg)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "discretization efg's multigrid (efg-preconditioner mg) needs the %s "
+                     "backend's EFG operations, which it lacks: use efg-preconditioner jacobi",
+                     vox_backend_name(be));
+  const vox_efg_ops *ops = vox_backend_device(be) != VOX_DEVICE_CPU || mg ? be->ops->efg : NULL;
   return vox_efg_optimize_on(ctx, be, ops, model, options, result);
 }
 
