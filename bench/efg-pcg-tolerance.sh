@@ -13,7 +13,8 @@
 #   ITERATIONS   design iterations of each run
 #   TOLERANCES   the --cg-tol values, tightest first: "1e-8 1e-6 1e-4 1e-2 1e-1"
 #   OPTIONS      any further voxfe-optimize options (--threads 2, --penalty 3,
-#                --efg-preconditioner sa, ...), the same for every run
+#                --efg-preconditioner mg, ...), the same for every run; the
+#                preconditioner is the paper's block Jacobi unless they say
 #
 # The design difference is the largest |difference| of the voxel densities
 # from the first (tightest) run's, and of the compliances relatively.
@@ -36,7 +37,8 @@ first=""
 for tol in $tolerances; do
   out="$work/design_$tol.nc"
   summary=$("$bin/voxfe-optimize" "$model" --discretization efg --max-iterations "$iterations" \
-    --cg-tol "$tol" --cg-max-iterations 1000000 "$@" -o "$out" 2>/dev/null | grep 'final design compliance')
+    --cg-tol "$tol" --cg-max-iterations 1000000 --efg-preconditioner jacobi "$@" -o "$out" \
+    2>/dev/null | grep 'final design compliance')
   # "...: final design compliance C, volume fraction F, M_nd M%; S s, N CG iterations"
   compliance=$(sed -n 's/.*final design compliance \([^,]*\),.*/\1/p' <<<"$summary")
   seconds=$(sed -n 's/.*; \([0-9.]*\) s, .*/\1/p' <<<"$summary")
