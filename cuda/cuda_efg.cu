@@ -240,28 +240,6 @@ static __global__ void product_kernel(efg_view v, const double *__restrict__ kva
   }
 }
 
-/* The inverse of each node's diagonal block (the pattern holds the
- * diagonal: a node shares its own Gauss points). */
-static __global__ void block_jacobi_kernel(efg_view v, const double *__restrict__ kval,
-                                           double *__restrict__ inv,
-                                           unsigned long long *failed) {
-  VOX_GRID_STRIDE(i, v.n_nodes) {
-    size_t lo = v.row_start[i], hi = v.row_start[i + 1];
-    while (lo < hi) { /* the first column >= i */
-      const size_t mid = lo + (hi - lo) / 2;
-      if (v.col[mid] < (int32_t)i)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    const int found = lo < v.row_start[i + 1] && v.col[lo] == (int32_t)i;
-    if (!found || !vox_efg_spd3_inverse(kval + 9 * lo, inv + 9 * i)) {
-      for (int r = 0; r < 9; r++) inv[9 * i + r] = 0;
-      atomicMax(failed, (unsigned long long)i + 1); /* the error report only, not a sum */
-    }
-  }
-}
-
 /* The patches' inverses, a warp per patch (vox_efg_patch_invert's
  * arithmetic): the 24 x 24 block gathered from K into the warp's shared
  * memory, Cholesky's factorisation column by column with a lane per row,
@@ -300,16 +278,7 @@ static __global__ void __launch_bounds__(32 * PATCH_WARPS)
       if (lane == 0) atomicMax(failed, (unsigned long long)c + 1); /* the report only */
     } else if (lane < N) {
       double x[N];
-      for (int i = 0; i < N; i++) {
-        double s = i == (int)lane ? 1 : 0;
-        for (int k = 0; k < i; k++) s -= a[N * i + k] * x[k];
-        x[i] = s / a[N * i + i];
-      }
-      for (int i = N - 1; i >= 0; i--) {
-        double s = x[i];
-        for (int k = i + 1; k < N; k++) s -= a[N * k + i] * x[k];
-        x[i] = s / a[N * i + i];
-      }
+      vox_efg_patch_inverse_column(a, (int)lane, x);
       double *inv = inverse + VOX_EFG_PATCH_ENTRIES * c;
       for (int i = 0; i < N; i++) inv[N * i + lane] = x[i];
     }
@@ -340,20 +309,24 @@ static __global__ void patch_solve_kernel(size_t n, const int32_t *__restrict__ 
   }
 }
 
-/* z = each node's sum over its patches, in their order: a thread a dof. */
+/* Dof t's sum over its node's patches' answers y, in their order. */
+static __device__ __forceinline__ double patch_sum(const int32_t *__restrict__ node_patch,
+                                                   const double *__restrict__ y, size_t t) {
+  const int32_t *list = node_patch + 8 * (t / 3);
+  const unsigned comp = (unsigned)(t % 3);
+  double s = 0;
+  for (int k = 0; k < 8; k++) {
+    const int32_t e = __ldg(list + k);
+    if (e < 0) break;
+    s += y[3 * (size_t)e + comp];
+  }
+  return s;
+}
+
+/* z = each node's sum over its patches: a thread a dof. */
 static __global__ void patch_sum_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
                                         const double *__restrict__ y, double *__restrict__ z) {
-  VOX_GRID_STRIDE(t, 3 * n_nodes) {
-    const int32_t *list = node_patch + 8 * (t / 3);
-    const unsigned comp = (unsigned)(t % 3);
-    double s = 0;
-    for (int k = 0; k < 8; k++) {
-      const int32_t e = __ldg(list + k);
-      if (e < 0) break;
-      s += y[3 * (size_t)e + comp];
-    }
-    z[t] = s;
-  }
+  VOX_GRID_STRIDE(t, 3 * n_nodes) z[t] = patch_sum(node_patch, y, t);
 }
 
 /* ---- the multigrid's levels (efg_levels.h) ---------------------------------- */
@@ -404,11 +377,14 @@ static __global__ void galerkin_kernel(size_t n_blocks, const int32_t *__restric
   }
 }
 
-static __global__ void level_jacobi_setup_kernel(size_t n, const size_t *__restrict__ row_start,
-                                                 const int32_t *__restrict__ col,
-                                                 const double *__restrict__ val,
-                                                 double *__restrict__ inv,
-                                                 unsigned long long *failed) {
+/* The inverse of each node's diagonal block of a level's matrix (K's
+ * holds the diagonal: a node shares its own Gauss points); a block that is
+ * missing or not definite is reported by its node. */
+static __global__ void diagonal_inverse_kernel(size_t n, const size_t *__restrict__ row_start,
+                                               const int32_t *__restrict__ col,
+                                               const double *__restrict__ val,
+                                               double *__restrict__ inv,
+                                               unsigned long long *failed) {
   VOX_GRID_STRIDE(i, n) {
     const ptrdiff_t at = find_block(row_start, col, (int32_t)i, (int32_t)i);
     if (at < 0 || !vox_efg_spd3_inverse(val + 9 * (size_t)at, inv + 9 * i)) {
@@ -456,22 +432,21 @@ static __device__ __forceinline__ void chebyshev_update(size_t t, double z, doub
   x[t] = first ? dn : x[t] + dn;
 }
 
-/* The patches' sums (patch_sum_kernel's) and the Chebyshev update. */
+/* The patches' sums and the Chebyshev update. */
 static __global__ void patch_sum_step_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
                                              const double *__restrict__ y, double alpha,
                                              double beta, int first, double *__restrict__ dir,
                                              double *__restrict__ x) {
-  VOX_GRID_STRIDE(t, 3 * n_nodes) {
-    const int32_t *list = node_patch + 8 * (t / 3);
-    const unsigned comp = (unsigned)(t % 3);
-    double s = 0;
-    for (int k = 0; k < 8; k++) {
-      const int32_t e = __ldg(list + k);
-      if (e < 0) break;
-      s += y[3 * (size_t)e + comp];
-    }
-    chebyshev_update(t, s, alpha, beta, first, dir, x);
-  }
+  VOX_GRID_STRIDE(t, 3 * n_nodes)
+  chebyshev_update(t, patch_sum(node_patch, y, t), alpha, beta, first, dir, x);
+}
+
+/* Dof t of a node's inverted diagonal block times r. */
+static __device__ __forceinline__ double block_times(const double *__restrict__ inv,
+                                                     const double *__restrict__ r, size_t t) {
+  const size_t i = t / 3, c = t % 3;
+  const double *m = inv + 9 * i + 3 * c, *ri = r + 3 * i;
+  return m[0] * ri[0] + m[1] * ri[1] + m[2] * ri[2];
 }
 
 /* Block Jacobi on a coarse level and the Chebyshev update. */
@@ -479,20 +454,12 @@ static __global__ void level_jacobi_step_kernel(size_t n, const double *__restri
                                                 const double *__restrict__ r, double alpha,
                                                 double beta, int first, double *__restrict__ dir,
                                                 double *__restrict__ x) {
-  VOX_GRID_STRIDE(t, 3 * n) {
-    const size_t i = t / 3, c = t % 3;
-    const double *m = inv + 9 * i + 3 * c, *ri = r + 3 * i;
-    chebyshev_update(t, m[0] * ri[0] + m[1] * ri[1] + m[2] * ri[2], alpha, beta, first, dir, x);
-  }
+  VOX_GRID_STRIDE(t, 3 * n) chebyshev_update(t, block_times(inv, r, t), alpha, beta, first, dir, x);
 }
 
 static __global__ void level_jacobi_kernel(size_t n, const double *__restrict__ inv,
                                            const double *__restrict__ r, double *__restrict__ z) {
-  VOX_GRID_STRIDE(t, 3 * n) {
-    const size_t i = t / 3, c = t % 3;
-    const double *m = inv + 9 * i + 3 * c, *ri = r + 3 * i;
-    z[t] = m[0] * ri[0] + m[1] * ri[1] + m[2] * ri[2];
-  }
+  VOX_GRID_STRIDE(t, 3 * n) z[t] = block_times(inv, r, t);
 }
 
 static __global__ void restrict_kernel(size_t n_coarse, const int32_t *__restrict__ child,
@@ -783,8 +750,9 @@ static vox_status efg_assemble(vox_backend *be, vox_efg_device *d, const vox_vec
 
 static vox_status efg_block_jacobi(vox_backend *be, vox_efg_device *d) {
   CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "block Jacobi's status");
-  block_jacobi_kernel<<<vox_cuda_grid(d->n_nodes), VOX_CUDA_THREADS>>>(
-      view_of(d), values_of(d, d->k), values_of(d, d->inverse), d->failed);
+  const efg_view v = view_of(d);
+  diagonal_inverse_kernel<<<vox_cuda_grid(d->n_nodes), VOX_CUDA_THREADS>>>(
+      d->n_nodes, v.row_start, v.col, values_of(d, d->k), values_of(d, d->inverse), d->failed);
   CUDA_LAUNCHED(be, "the EFG block Jacobi inverses");
   unsigned long long failed = 0;
   CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
@@ -896,12 +864,7 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid's levels are already on the device");
   const int last = lv->n_levels - 1;
-  const size_t n_dense = 3 * lv->n_nodes[last];
-  if (n_dense > 46340)
-    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "element-free Galerkin: the multigrid's last level has %zu unknowns, too "
-                     "many to factor densely",
-                     n_dense);
+  const size_t n_dense = 3 * lv->n_nodes[last]; /* within VOX_EFG_MAX_DENSE_DOFS */
   d->n_levels = lv->n_levels;
   const size_t *k_row_start;
   const int32_t *k_col;
@@ -1003,7 +966,7 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
   }
   CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
   for (int l = 1; l < d->n_levels; l++) {
-    level_jacobi_setup_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+    diagonal_inverse_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
         d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
         d->level_inverse[l], d->failed);
     CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
@@ -1059,18 +1022,25 @@ static vox_status mg_level_vec(vox_backend *be, const vox_efg_device *d, int l, 
   return check_vec(be, x, 3 * d->level_nodes[l], "a multigrid level's vector");
 }
 
-static vox_status efg_mg_apply(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x,
-                               vox_vec *y) {
+/* y = A_l x, or with b the residual y = b - A_l x. */
+static vox_status level_product(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x,
+                                const vox_vec *b, vox_vec *y) {
   TRY(mg_level_vec(be, d, l, x));
   TRY(mg_level_vec(be, d, l, y));
+  if (b) TRY(mg_level_vec(be, d, l, b));
   const size_t *rs;
   const int32_t *col, *brow;
   const double *val;
   level_arrays(d, l, &rs, &col, &brow, &val);
   level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
-      d->level_nodes[l], rs, col, val, x->data, NULL, y->data);
-  CUDA_LAUNCHED(be, "the EFG multigrid's product");
+      d->level_nodes[l], rs, col, val, x->data, b ? b->data : NULL, y->data);
+  CUDA_LAUNCHED(be, b ? "the EFG multigrid's residual" : "the EFG multigrid's product");
   return VOX_OK;
+}
+
+static vox_status efg_mg_apply(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x,
+                               vox_vec *y) {
+  return level_product(be, d, l, x, NULL, y);
 }
 
 static vox_status efg_mg_jacobi(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
@@ -1108,17 +1078,7 @@ static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
 
 static vox_status efg_mg_residual(vox_backend *be, vox_efg_device *d, int l, const vox_vec *b,
                                   const vox_vec *x, vox_vec *r) {
-  TRY(mg_level_vec(be, d, l, b));
-  TRY(mg_level_vec(be, d, l, x));
-  TRY(mg_level_vec(be, d, l, r));
-  const size_t *rs;
-  const int32_t *col, *brow;
-  const double *val;
-  level_arrays(d, l, &rs, &col, &brow, &val);
-  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
-      d->level_nodes[l], rs, col, val, x->data, b->data, r->data);
-  CUDA_LAUNCHED(be, "the EFG multigrid's residual");
-  return VOX_OK;
+  return level_product(be, d, l, x, b, r);
 }
 
 static vox_status efg_mg_smooth_step(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,

@@ -9,18 +9,6 @@
 #include "backend_ops.h"
 #include "voxfe/context.h"
 
-ptrdiff_t vox_efg_find_block(const vox_bsr *a, int32_t i, int32_t j) {
-  size_t lo = a->row_start[i], hi = a->row_start[i + 1];
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (a->col[mid] < j)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < a->row_start[i + 1] && a->col[lo] == j ? (ptrdiff_t)lo : -1;
-}
-
 static void transfer_free(vox_efg_transfer *t) {
   free(t->parent);
   free(t->parent_weight);
@@ -229,6 +217,12 @@ vox_status vox_efg_levels_init(vox_context *ctx, const vox_efg_model *efg, const
     a = &t->coarse;
   }
   free(own);
+  const size_t last = 3 * lv->n_nodes[lv->n_levels - 1];
+  if (s == VOX_OK && last > VOX_EFG_MAX_DENSE_DOFS)
+    s = vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                  "element-free Galerkin: the multigrid's last level has %zu unknowns, too "
+                  "many to factor densely",
+                  last);
   if (s != VOX_OK) vox_efg_levels_free(lv);
   return s;
 }
@@ -243,7 +237,7 @@ void vox_efg_galerkin(const vox_efg_transfer *t, const vox_bsr *a, const double 
       for (int c = 0; c < 27; c++) {
         const int32_t j = t->child[27 * J + (size_t)c];
         if (j < 0) continue;
-        const ptrdiff_t at = vox_efg_find_block(a, (int32_t)i, j);
+        const ptrdiff_t at = vox_bsr_find_block(a, (int32_t)i, j);
         if (at < 0) continue;
         const double w = t->child_weight[27 * J + (size_t)c], *blk = aval + 9 * (size_t)at;
         for (int e = 0; e < 9; e++) s[e] += w * blk[e];
@@ -258,7 +252,7 @@ void vox_efg_galerkin(const vox_efg_transfer *t, const vox_bsr *a, const double 
       for (int c = 0; c < 27; c++) {
         const int32_t i = t->child[27 * (size_t)I + (size_t)c];
         if (i < 0) continue;
-        const ptrdiff_t at = vox_efg_find_block(&t->b, i, J);
+        const ptrdiff_t at = vox_bsr_find_block(&t->b, i, J);
         if (at < 0) continue;
         const double w = t->child_weight[27 * (size_t)I + (size_t)c], *blk = bval + 9 * (size_t)at;
         /* (P^T B)_IJ = sum_i P_iI B_iJ: P's blocks are w times the identity */

@@ -33,6 +33,9 @@ extern "C" {
 #endif
 
 #define VOX_EFG_MAX_LEVELS 12
+/* The most unknowns of the last level, factored densely: n^2 within a
+ * LAPACK int. */
+#define VOX_EFG_MAX_DENSE_DOFS 46340
 
 /* The transfer between level l (fine) and l + 1 (coarse). */
 typedef struct vox_efg_transfer {
@@ -53,7 +56,8 @@ typedef struct vox_efg_levels {
 
 /* The levels of efg's field nodes on K's pattern k, coarsened until a
  * level has at most dense_dofs unknowns (3 a node) or no axis has two
- * cells left. */
+ * cells left; fails when that last level has more than
+ * VOX_EFG_MAX_DENSE_DOFS unknowns. */
 vox_status vox_efg_levels_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *k,
                                size_t dense_dofs, vox_efg_levels *lv);
 void vox_efg_levels_free(vox_efg_levels *lv);
@@ -73,9 +77,6 @@ void vox_efg_galerkin(const vox_efg_transfer *t, const vox_bsr *a, const double 
 /* rc = P^T r and x += P xc on the host (3 values a node). */
 void vox_efg_restrict(const vox_efg_transfer *t, const double *r, double *rc);
 void vox_efg_prolong_add(const vox_efg_transfer *t, const double *xc, double *x);
-
-/* The position of block (i, j) in row i of a (columns ascending), or -1. */
-ptrdiff_t vox_efg_find_block(const vox_bsr *a, int32_t i, int32_t j);
 
 #ifdef __cplusplus
 }

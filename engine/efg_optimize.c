@@ -237,11 +237,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg's multigrid smooths with jacobi or schwarz, not %s",
                      vox_efg_preconditioner_name(o->efg_sa_smoother));
-  if (o->efg_mg_coarse_dofs < 3 || o->efg_mg_coarse_dofs > 46340)
+  if (o->efg_mg_coarse_dofs < 3 || o->efg_mg_coarse_dofs > VOX_EFG_MAX_DENSE_DOFS)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "discretization efg's multigrid needs a dense level of 3 to 46340 "
+                     "discretization efg's multigrid needs a dense level of 3 to %d "
                      "unknowns, not %d",
-                     o->efg_mg_coarse_dofs);
+                     VOX_EFG_MAX_DENSE_DOFS, o->efg_mg_coarse_dofs);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -269,14 +269,7 @@ static void continuation(const vox_optimizer_options *o, int k, double *p, doubl
   *q = k <= o->continuation_start_q ? 1 : fmin(o->q_max, *q * o->continuation_growth_q);
 }
 
-typedef struct efg_run efg_run;
-
-/* Additive Schwarz on the cells' patches (efg_patches.h) as a
- * preconditioner object on host arrays. */
-static vox_status schwarz_apply(void *self, const void *r, void *z);
-static const vox_pc_ops schwarz_ops = {.name = "schwarz", .apply = schwarz_apply};
-
-struct efg_run {
+typedef struct efg_run {
   vox_context *ctx;
   vox_model *model;
   const vox_optimizer_options *opt;
@@ -314,13 +307,22 @@ struct efg_run {
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
   vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
   vox_vec *d_f, *d_u;                     /* n_cases of nd */
-};
+} efg_run;
 
-static vox_status schwarz_apply(void *self, const void *r, void *z) {
+/* z = the cells' patches (efg_patches.h) applied to r on the host: the
+ * multigrid's first smoother (vox_efg_sa_set_smoother), and as a
+ * preconditioner object of its own. */
+static void schwarz_smoother(const void *self, const double *r, double *z) {
   const efg_run *run = self;
   vox_efg_patches_apply(&run->patches, run->patch_inverse, r, z, run->patch_work);
+}
+
+static vox_status schwarz_apply(void *self, const void *r, void *z) {
+  schwarz_smoother(self, r, z);
   return VOX_OK;
 }
+
+static const vox_pc_ops schwarz_ops = {.name = "schwarz", .apply = schwarz_apply};
 
 static void run_free(efg_run *r) {
   if (r->dev) {
@@ -349,12 +351,6 @@ static void run_free(efg_run *r) {
                  r->scale, r->energy, r->f,  r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
-}
-
-/* The patches as the multigrid's first smoother (vox_efg_sa_set_smoother). */
-static void schwarz_smoother(const void *self, const double *r, double *z) {
-  const efg_run *run = self;
-  vox_efg_patches_apply(&run->patches, run->patch_inverse, r, z, run->patch_work);
 }
 
 /* ---- the stages on the backend (efg_ops.h) ------------------------------------ */

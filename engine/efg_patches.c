@@ -15,19 +15,6 @@ void vox_efg_patches_free(vox_efg_patches *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* The position of block (i, j) in K's row i (columns ascending), or -1. */
-static ptrdiff_t find_block(const vox_bsr *k, int32_t i, int32_t j) {
-  size_t lo = k->row_start[i], hi = k->row_start[i + 1];
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (k->col[mid] < j)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < k->row_start[i + 1] && k->col[lo] == j ? (ptrdiff_t)lo : -1;
-}
-
 vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *pattern,
                                 vox_efg_patches *p) {
   memset(p, 0, sizeof *p);
@@ -63,7 +50,7 @@ vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, cons
       for (int b = 0; b < VOX_EFG_PATCH_NODES; b++) {
         const ptrdiff_t at = corner[a] < 0 || corner[b] < 0
                                  ? -1
-                                 : find_block(pattern, corner[a], corner[b]);
+                                 : vox_bsr_find_block(pattern, corner[a], corner[b]);
         if (at < 0) missing = c;
         p->block[64 * (size_t)c + 8 * a + b] = at < 0 ? 0 : (uint32_t)at;
       }
@@ -100,19 +87,9 @@ int vox_efg_patch_invert(double *a, double *inverse) {
     for (int j = k + 1; j < N; j++)
       for (int i = j; i < N; i++) a[N * i + j] -= a[N * i + k] * a[N * j + k];
   }
-  /* column c of the inverse: L y = e_c, then L^T x = y */
   for (int c = 0; c < N; c++) {
     double x[N];
-    for (int i = 0; i < N; i++) {
-      double s = i == c ? 1 : 0;
-      for (int k = 0; k < i; k++) s -= a[N * i + k] * x[k];
-      x[i] = s / a[N * i + i];
-    }
-    for (int i = N - 1; i >= 0; i--) {
-      double s = x[i];
-      for (int k = i + 1; k < N; k++) s -= a[N * k + i] * x[k];
-      x[i] = s / a[N * i + i];
-    }
+    vox_efg_patch_inverse_column(a, c, x);
     for (int i = 0; i < N; i++) inverse[N * i + c] = x[i];
   }
   return 1;

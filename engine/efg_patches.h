@@ -67,6 +67,26 @@ static inline size_t vox_efg_patches_inverse_bytes(const vox_efg_patches *p) {
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse);
 
+/* Column c of (L L^T)^-1 into x (24 values), L the lower triangle of the
+ * factored block l (row-major): L y = e_c, then L^T x = y. The host's
+ * vox_efg_patch_invert and a device's kernel share it. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline void vox_efg_patch_inverse_column(const double *l, int c, double *x) {
+  enum { N = VOX_EFG_PATCH_DOFS };
+  for (int i = 0; i < N; i++) {
+    double s = i == c ? 1 : 0;
+    for (int k = 0; k < i; k++) s -= l[N * i + k] * x[k];
+    x[i] = s / l[N * i + i];
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    double s = x[i];
+    for (int k = i + 1; k < N; k++) s -= l[N * k + i] * x[k];
+    x[i] = s / l[N * i + i];
+  }
+}
+
 /* The Cholesky factorisation and inverse of one patch's block a (24 x 24,
  * row-major, overwritten) into inverse; 0 when a is not positive definite.
  * The host's arithmetic, which a device's kernel repeats. */

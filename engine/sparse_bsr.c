@@ -276,6 +276,18 @@ void vox_bsr_apply(const vox_bsr *a, const double *x, double *y) {
 
 void vox_bsr_apply_fn(const void *a, const double *x, double *y) { vox_bsr_apply(a, x, y); }
 
+ptrdiff_t vox_bsr_find_block(const vox_bsr *a, int32_t i, int32_t j) {
+  size_t lo = a->row_start[i], hi = a->row_start[i + 1];
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (a->col[mid] < j)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < a->row_start[i + 1] && a->col[lo] == j ? (ptrdiff_t)lo : -1;
+}
+
 /* The inverse of the symmetric positive definite n x n matrix a (row-major,
  * overwritten) into inv, through its Cholesky factor; 0 when a pivot is not
  * positive. */

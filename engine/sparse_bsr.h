@@ -28,6 +28,10 @@ extern "C" {
 
 void vox_bsr_free(vox_bsr *a);
 static inline size_t vox_bsr_blocks(const vox_bsr *a) { return a->row_start[a->n_rows]; }
+
+/* The position of block (i, j) in row i of a (columns ascending), by
+ * bisection; -1 when the pattern lacks it. */
+ptrdiff_t vox_bsr_find_block(const vox_bsr *a, int32_t i, int32_t j);
 /* Bytes of the matrix's arrays (row starts, columns, values). */
 size_t vox_bsr_bytes(const vox_bsr *a);
 

@@ -176,12 +176,7 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
                      "element-free Galerkin: the multigrid's levels are already made");
   d->levels = lv;
   const int last = lv->n_levels - 1;
-  const size_t n_dense = 3 * lv->n_nodes[last];
-  if (n_dense > 46340) /* n^2 must fit LAPACK's int */
-    return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "element-free Galerkin: the multigrid's last level has %zu unknowns, too "
-                     "many to factor densely",
-                     n_dense);
+  const size_t n_dense = 3 * lv->n_nodes[last]; /* within VOX_EFG_MAX_DENSE_DOFS */
   int ok = 1;
   for (int l = 0; l < lv->n_levels; l++) {
     const vox_bsr *p = vox_efg_level_pattern(lv, &d->k, l);
@@ -219,7 +214,7 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
     ptrdiff_t failed = -1;
 #pragma omp parallel for schedule(static) reduction(max : failed)
     for (ptrdiff_t i = 0; i < (ptrdiff_t)lv->n_nodes[l]; i++) {
-      const ptrdiff_t at = vox_efg_find_block(&a, (int32_t)i, (int32_t)i);
+      const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
       if (at < 0 || !vox_efg_spd3_inverse(a.val + 9 * (size_t)at, d->level_inverse[l] + 9 * i))
         failed = i;
     }

@@ -302,7 +302,7 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
       compare(what, yd, yh, n, 1e-12);
       for (size_t i = 0; i < lv->n_nodes[l]; i++) {
         double inv[9];
-        const ptrdiff_t at = vox_efg_find_block(&a, (int32_t)i, (int32_t)i);
+        const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
         CHECK(at >= 0 && vox_efg_spd3_inverse(a.val + 9 * (size_t)at, inv));
         for (int c = 0; c < 3; c++)
           yh[3 * i + (size_t)c] = inv[3 * c] * xl[3 * i] + inv[3 * c + 1] * xl[3 * i + 1] +
