@@ -11,7 +11,8 @@
  * cycle timed as `bench_cuda vcycle` times them on one device
  * (vcycle_parts.h), rank 0's clock read after every rank has synchronised.
  * Compare with `bench_cuda vcycle PROBLEM.yaml NX` in the same call.
- * --exchange=auto|nccl|host is vox_mpi_options.exchange; the
+ * --exchange=auto|nccl|host is vox_mpi_options.exchange, --gather=N|auto
+ * vox_mpi_options.gather_nodes; the
  * solver alternatives of bench_cuda (--mg-cycle=C, --smoothing-steps=N, ...)
  * apply. */
 #include <mpi.h>
@@ -42,7 +43,8 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {
       "device",      "exchange",      "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
-      "mg-levels",   "start-history", "mg-bound-refresh", "host-scalars",         NULL};
+      "mg-levels",   "start-history", "mg-bound-refresh", "host-scalars",         "gather",
+      NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 3) {
     if (rank == 0)
@@ -79,6 +81,9 @@ int main(int argc, char **argv) {
   o.ranks_backend = &ranks_backend;
   const char *exchange = bench_option("exchange");
   if (exchange && vox_mpi_exchange_parse(exchange, &o.exchange) != 0) die(ctx, "--exchange");
+  const char *gather = bench_option("gather");
+  if (gather)
+    o.gather_nodes = strcmp(gather, "auto") == 0 ? VOX_MPI_GATHER_AUTO : strtoll(gather, NULL, 10);
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &model.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0)

@@ -61,6 +61,7 @@ typedef struct settings {
   int timings;
   int mpi;      /* --mpi */
   int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
+  int mpi_gather_nodes; /* vox_mpi_options.gather_nodes, -1 auto */
 } settings;
 
 /* --storage: auto, full or sparse (vox_storage). */
@@ -307,6 +308,7 @@ static const cli_option options[] = {
              "double) sparse storage; every rank reads the model, rank 0 writes the result; the "
              "same result as one process, to rounding"},
     CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
+    CLI_MPI_GATHER_OPTION(settings, mpi_gather_nodes),
 #endif
     {.kind = CLI_END},
 };
@@ -852,7 +854,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi)
     vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
-                         &r.backend);
+                         s->mpi_gather_nodes, &r.backend);
   else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &r.backend);
@@ -1012,7 +1014,8 @@ int main(int argc, char **argv) {
                 .critical_strain = 0.007,
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
-                .pin = 1};
+                .pin = 1,
+                .mpi_gather_nodes = -1}; /* auto */
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;

@@ -2,7 +2,11 @@
 /* A program run over MPI ranks (cli_mpi.h). */
 #include "cli_mpi.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "voxfe/mpi.h"
@@ -84,7 +88,7 @@ int cli_mpi_interrupted(void *self) {
 
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
-                           vox_backend **out) {
+                           int gather_nodes, vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -95,6 +99,7 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
   vox_mpi_options_default(&o);
   o.ranks_backend = &ranks_backend;
   o.exchange = exchange;
+  o.gather_nodes = gather_nodes;
   return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
 }
 
@@ -110,6 +115,28 @@ int cli_parse_mpi_exchange(const char *what, const char *text, void *value) {
 
 void cli_format_mpi_exchange(const void *value, char *buf, size_t n) {
   snprintf(buf, n, "%s", vox_mpi_exchange_name((vox_mpi_exchange) * (const int *)value));
+}
+
+int cli_parse_mpi_gather(const char *what, const char *text, void *value) {
+  if (strcmp(text, "auto") == 0) {
+    *(int *)value = VOX_MPI_GATHER_AUTO;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  const long n = strtol(text, &end, 10);
+  if (end == text || *end || errno || n < 0 || n > INT_MAX) {
+    cli_error("%s: expected auto or a number of nodes, 0 or more, got '%s'", what, text);
+    return -1;
+  }
+  *(int *)value = (int)n;
+  return 0;
+}
+
+void cli_format_mpi_gather(const void *value, char *buf, size_t n) {
+  const int v = *(const int *)value;
+  if (v < 0) snprintf(buf, n, "auto");
+  else snprintf(buf, n, "%d", v);
 }
 
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet) {

@@ -28,6 +28,20 @@
 int cli_parse_mpi_exchange(const char *what, const char *text, void *value);
 void cli_format_mpi_exchange(const void *value, char *buf, size_t n);
 
+/* --mpi-gather-nodes: the int `field` of `type`, vox_mpi_options.gather_nodes
+ * (VOX_MPI_GATHER_AUTO for auto). */
+#define CLI_MPI_GATHER_OPTION(type, field)                                                      \
+  {.name = "mpi-gather-nodes", .arg = "N", .kind = CLI_CUSTOM, .offset = offsetof(type, field), \
+   .flags = CLI_RECORD,                                                                         \
+   .help = "--mpi: multigrid levels of fewer than N nodes are gathered whole onto every rank "  \
+           "and computed there redundantly (split, their products would be mostly the "        \
+           "latency of launches and exchanges): auto (131072 on GPUs, 4096 on CPU cores), or " \
+           "a number (0: only the levels whose slab boundaries fall between coarse nodes)",    \
+   .parse = cli_parse_mpi_gather, .format = cli_format_mpi_gather}
+
+int cli_parse_mpi_gather(const char *what, const char *text, void *value);
+void cli_format_mpi_gather(const void *value, char *buf, size_t n);
+
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent). Returns 0, or an exit status after a message. */
 int cli_mpi_start(int *argc, char ***argv);
@@ -57,11 +71,11 @@ void cli_mpi_finish(void);
  * communicator, each rank's slab on `options`' device: auto becomes CUDA
  * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
  * node (modulo the node's GPUs) unless options name one; options->device
- * becomes the device taken. exchange: vox_mpi_options.exchange.
- * Collective. */
+ * becomes the device taken. exchange and gather_nodes: those of
+ * vox_mpi_options. Collective. */
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
-                           vox_backend **out);
+                           int gather_nodes, vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

@@ -43,6 +43,7 @@ typedef struct settings {
   int timings;                /* --timings */
   int mpi;                    /* --mpi */
   int mpi_exchange;           /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
+  int mpi_gather_nodes;       /* vox_mpi_options.gather_nodes, -1 auto */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -447,6 +448,7 @@ static const cli_option options[] = {
              "out by the ranks' order on the node); rank 0 reads the model and sends it to the "
              "others, and writes the design; the same design as one process, to rounding"},
     CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
+    CLI_MPI_GATHER_OPTION(settings, mpi_gather_nodes),
 #endif
     {.kind = CLI_END},
 };
@@ -623,7 +625,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->mpi) { /* every rank the same call and the same outcome */
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
-                         (vox_mpi_exchange)s->mpi_exchange, &backend);
+                         (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);
@@ -771,7 +773,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {0};
+  settings s = {.mpi_gather_nodes = -1}; /* auto */
   vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */

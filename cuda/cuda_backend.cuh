@@ -345,6 +345,7 @@ vox_status vox_cuda_stencil_create(vox_backend *be, const vox_grid *grid, int dp
 void vox_cuda_stencil_destroy(vox_backend *be, vox_stencil *st);
 vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const double *host);
 vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
+vox_status vox_cuda_stencil_values(vox_backend *be, vox_stencil *st, vox_vec *values);
 vox_status vox_cuda_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x,
                                   vox_vec *y);
 vox_status vox_cuda_stencil_smooth(vox_backend *be, vox_stencil *st, const vox_vec *b,

@@ -439,6 +439,18 @@ vox_status vox_cuda_stencil_upload(vox_backend *be, vox_stencil *st, const doubl
   return st->value ? upload_as(be, st, st->value, host) : upload_as(be, st, st->value32, host);
 }
 
+/* The stored half in place (device memory), a packed FP16 level widened
+ * back to float first: whoever writes them makes a new operator, which is
+ * packed again before its next product. */
+vox_status vox_cuda_stencil_values(vox_backend *be, vox_stencil *st, vox_vec *values) {
+  TRY(vox_cuda_stencil_factor_wait(be, st)); /* a factorisation may still read them */
+  TRY(vox_cuda_stencil_unpack(be, st));
+  values->n = stencil_values(st);
+  values->scalar = st->value ? VOX_DOUBLE : VOX_FLOAT;
+  values->raw = st->value ? (void *)st->value : (void *)st->value32;
+  return VOX_OK;
+}
+
 /* Download: the stored half, then the 27 blocks, those before the centre as
  * the transposes of their neighbours' (zero towards outside the grid). */
 static double host_widen(double v) { return v; }

@@ -26,8 +26,14 @@
  * on a coarse node, and every coarser one, is gathered: the same whole
  * level on every rank, computed redundantly (no exchange), reached by
  * gathering the split level's residual and left by each rank taking its
- * slab of the prolongation. The direct solve of a coarsest level that is
- * still split gathers its stencil and right-hand side. Gathers of the
+ * slab of the prolongation. Levels of fewer nodes than
+ * vox_mpi_options.gather_nodes are gathered too, where a product is mostly
+ * the latency of its launch and its exchange: while their slabs still
+ * nest, their Galerkin product and restriction run on the slabs, and the
+ * slabs' parts are summed into the whole level (8 times smaller than the
+ * split level's vectors and stencil, which a gather would move). The
+ * direct solve of a coarsest level that is still split gathers its
+ * stencil and right-hand side. Gathers of the
  * V-cycle's vectors and of the results run on the devices by NCCL between
  * GPUs, through host memory otherwise (and for the setup's stencils). */
 #include <limits.h>
@@ -59,10 +65,17 @@ typedef struct layout {
 typedef struct level {
   vox_grid global, local; /* local: the rank's slab (the whole grid when not split) */
   int split;
+  /* gathered, below a split level whose slabs nest in it: its Galerkin
+   * product and restriction run on the slabs (`slab`, `slab_grid`), then
+   * summed into the whole level */
+  int from_slabs;
   layout nodes;
+  layout slab;
+  vox_grid slab_grid;
   vox_vec whole;   /* vectors of the whole level (gathers), made when needed */
   vox_vec whole2;
-  vox_vec scratch; /* a vector of the local size */
+  vox_vec aside;   /* a node layer of the level (restrict_slab) */
+  vox_vec slab_part; /* a vector of the slab's size (from_slabs) */
 } level;
 
 typedef struct impl {
@@ -74,6 +87,7 @@ typedef struct impl {
   vox_vec recv;    /* 2 node layers of the fine level: from below, from above */
   int dpn;
   int64_t *first;
+  size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -150,38 +164,55 @@ static void slab_on_level(const impl *m, int l, int q, int64_t *a, int64_t *b) {
   *b = q == m->size - 1 ? m->lv[l].global.nz : m->first[q + 1] >> l;
 }
 
+/* Level l's node values split into the slabs (its grid lv->global set):
+ * the layout `n` and the rank's slab `local`. */
+static vox_status slab_layout(vox_context *ctx, impl *m, int l, layout *n, vox_grid *local) {
+  const vox_grid *g = &m->lv[l].global;
+  n->nodes = 1;
+  n->unit = (size_t)m->dpn * (size_t)(g->nx + 1) * (size_t)(g->ny + 1);
+  n->global_n = n->unit * (size_t)(g->nz + 1);
+  n->type = MPI_DATATYPE_NULL;
+  TRY(layout_types(ctx, m, n));
+  int64_t a, b;
+  slab_on_level(m, l, m->rank, &a, &b);
+  *local = *g;
+  local->nz = b - a;
+  local->origin[2] = g->origin[2] + (double)a * g->voxel_size[2];
+  n->split = 1;
+  n->local_n = n->unit * (size_t)(b - a + 1);
+  n->offset = n->unit * (size_t)a;
+  n->owned_begin = m->rank > 0 ? n->unit : 0;
+  for (int q = 0; q < m->size; q++) {
+    slab_on_level(m, l, q, &a, &b);
+    n->displs[q] = (int)(a + (q > 0));
+    n->counts[q] = (int)(b + 1 - (a + (q > 0)));
+  }
+  return VOX_OK;
+}
+
 static vox_status make_levels(vox_context *ctx, impl *m, const vox_grid *grid) {
   vox_grid g = *grid;
   for (int l = 0; l < MAX_LEVELS; l++) {
     level *lv = &m->lv[l];
     lv->global = g;
-    int split = l == 0 || m->lv[l - 1].split;
-    for (int q = 1; q < m->size && split; q++) split = m->first[q] % ((int64_t)1 << l) == 0;
-    lv->split = split;
-    if (split) m->split_levels = l + 1;
-    layout *n = &lv->nodes;
-    n->nodes = 1;
-    n->unit = (size_t)m->dpn * (size_t)(g.nx + 1) * (size_t)(g.ny + 1);
-    n->global_n = n->unit * (size_t)(g.nz + 1);
-    n->type = MPI_DATATYPE_NULL;
-    TRY(layout_types(ctx, m, n));
-    lv->local = g;
-    if (split) {
-      int64_t a, b;
-      slab_on_level(m, l, m->rank, &a, &b);
-      lv->local.nz = b - a;
-      lv->local.origin[2] = g.origin[2] + (double)a * g.voxel_size[2];
-      n->split = 1;
-      n->local_n = n->unit * (size_t)(b - a + 1);
-      n->offset = n->unit * (size_t)a;
-      n->owned_begin = m->rank > 0 ? n->unit : 0;
-      for (int q = 0; q < m->size; q++) {
-        slab_on_level(m, l, q, &a, &b);
-        n->displs[q] = (int)(a + (q > 0));
-        n->counts[q] = (int)(b + 1 - (a + (q > 0)));
-      }
+    /* the slab boundaries on coarse nodes, below a split level */
+    int nests = l == 0 || m->lv[l - 1].split;
+    for (int q = 1; q < m->size && nests; q++) nests = m->first[q] % ((int64_t)1 << l) == 0;
+    const int large = (size_t)vox_grid_nodes(&g) >= m->gather_nodes;
+    lv->split = nests && (l == 0 || large);
+    lv->from_slabs = nests && !lv->split;
+    if (lv->split) {
+      m->split_levels = l + 1;
+      TRY(slab_layout(ctx, m, l, &lv->nodes, &lv->local));
     } else {
-      n->local_n = n->global_n;
+      layout *n = &lv->nodes;
+      n->nodes = 1;
+      n->unit = (size_t)m->dpn * (size_t)(g.nx + 1) * (size_t)(g.ny + 1);
+      n->global_n = n->local_n = n->unit * (size_t)(g.nz + 1);
+      n->type = MPI_DATATYPE_NULL;
+      TRY(layout_types(ctx, m, n));
+      lv->local = g;
+      if (lv->from_slabs) TRY(slab_layout(ctx, m, l, &lv->slab, &lv->slab_grid));
     }
     m->n_levels = l + 1;
     const vox_grid c = vox_grid_coarsen(&g);
@@ -794,8 +825,10 @@ static vox_status op_strain_energy_sums(vox_backend *be, vox_operator *op, int n
 
 typedef struct mpi_stencil {
   int level; /* -1: a whole grid's on every rank (the sparse storage's coarsest) */
+  vox_precision precision;
   vox_stencil *local; /* the slab's part (split), or the whole level (gathered) */
   vox_stencil *whole; /* a split level gathered whole (for the next level or a direct solve) */
+  vox_stencil *slab;  /* the slab's part of a level gathered from_slabs */
   vox_vec y;
 } mpi_stencil;
 
@@ -806,6 +839,7 @@ static void stencil_destroy(vox_backend *be, vox_stencil *s) {
   if (!st) return;
   if (st->local) C(be)->mg->stencil_destroy(IN(be), st->local);
   if (st->whole) C(be)->mg->stencil_destroy(IN(be), st->whole);
+  if (st->slab) C(be)->mg->stencil_destroy(IN(be), st->slab);
   if (st->y.data) C(be)->vec->destroy(IN(be), &st->y);
   free(st);
 }
@@ -830,6 +864,7 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
   mpi_stencil *st = calloc(1, sizeof *st);
   if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   st->level = l;
+  st->precision = precision;
   vox_status s = C(be)->mg->stencil_create(IN(be), &m->lv[l].local, dpn, precision, &st->local);
   if (s == VOX_OK) s = C(be)->vec->create(IN(be), m->lv[l].nodes.local_n, VOX_DOUBLE, &st->y);
   if (s != VOX_OK) {
@@ -840,26 +875,76 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
   return VOX_OK;
 }
 
-/* The whole stencil of a split level on every rank: the slabs' parts added
- * (at most two ranks share a node, so the sum has the same bits
- * everywhere), through host memory in the stencils' upload layout. */
+/* The whole stencil of a level from the slabs' parts `part` (laid out as
+ * `slabs`), on every rank: each part in its place, zeros elsewhere, summed
+ * over the ranks. At most two ranks share a node and x + 0 is exact, so
+ * every rank gets the same bits. Through host memory in the upload layout. */
+static vox_status sum_slabs_on_host(vox_backend *be, const layout *slabs, const vox_stencil *part,
+                                    vox_stencil *whole) {
+  impl *m = M(be);
+  const size_t per_node = 27 * (size_t)m->dpn * (size_t)m->dpn;
+  const size_t whole_nodes = slabs->global_n / (size_t)m->dpn,
+               node_offset = slabs->offset / (size_t)m->dpn;
+  double *values = calloc(whole_nodes * per_node, sizeof *values);
+  if (!values) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  vox_status s = C(be)->mg->stencil_download(IN(be), part, values + node_offset * per_node);
+  if (s == VOX_OK) {
+    sum_all(m, values, whole_nodes * per_node);
+    s = C(be)->mg->stencil_upload(IN(be), whole, values);
+  }
+  free(values);
+  return s;
+}
+
+/* The same sum on the stored values in place, where the ranks' backend
+ * gives them (stencil_values): MPI on host memory, NCCL on the devices;
+ * through host memory otherwise. `part` is a stencil of the slab made for
+ * the sum (its values are read as they are: never packed by a product). */
+static vox_status sum_slabs(vox_backend *be, const layout *slabs, vox_stencil *part,
+                            vox_stencil *whole) {
+  impl *m = M(be);
+  const vox_multigrid_ops *mg = C(be)->mg;
+  if (!mg->stencil_values || (!m->host && !vox_mpi_halo_gathers_on_device(m->halo)))
+    return sum_slabs_on_host(be, slabs, part, whole);
+  vox_vec from, to;
+  TRY(mg->stencil_values(IN(be), part, &from));
+  TRY(mg->stencil_values(IN(be), whole, &to));
+  const size_t per_node = from.n / (slabs->local_n / (size_t)m->dpn);
+  const size_t bytes = vox_scalar_bytes(to.scalar);
+  vox_vec at = to;
+  at.raw = (char *)to.raw + slabs->offset / (size_t)m->dpn * per_node * bytes;
+  at.n = from.n;
+  TRY(C(be)->vec->set(IN(be), &to, 0));
+  TRY(C(be)->vec->copy(IN(be), &at, &from));
+  if (!m->host) return vox_mpi_halo_allreduce_sum(m->halo, &to);
+  const MPI_Datatype type = to.scalar == VOX_DOUBLE ? MPI_DOUBLE : MPI_FLOAT;
+  for (size_t done = 0; done < to.n;) {
+    const size_t chunk = to.n - done < (size_t)1 << 26 ? to.n - done : (size_t)1 << 26;
+    MPI_Allreduce(MPI_IN_PLACE, (char *)to.raw + done * bytes, (int)chunk, type, MPI_SUM,
+                  m->comm);
+    done += chunk;
+  }
+  return VOX_OK;
+}
+
+/* The whole stencil of a split level on every rank (the next level's
+ * Galerkin product where it is gathered and does not nest, a direct solve,
+ * a download): through host memory, as the level's own values may be
+ * packed for its products. */
 static vox_status gather_stencil(vox_backend *be, mpi_stencil *st) {
   impl *m = M(be);
   const level *lv = &m->lv[st->level];
   if (!st->whole)
     TRY(C(be)->mg->stencil_create(IN(be), &lv->global, m->dpn, VOX_PRECISION_DOUBLE, &st->whole));
-  const size_t per_node = 27 * (size_t)m->dpn * (size_t)m->dpn;
-  const size_t whole_nodes = lv->nodes.global_n / (size_t)m->dpn,
-               node_offset = lv->nodes.offset / (size_t)m->dpn;
-  double *whole = calloc(whole_nodes * per_node, sizeof *whole);
-  if (!whole) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  vox_status s = C(be)->mg->stencil_download(IN(be), st->local, whole + node_offset * per_node);
-  if (s == VOX_OK) {
-    sum_all(m, whole, whole_nodes * per_node);
-    s = C(be)->mg->stencil_upload(IN(be), st->whole, whole);
-  }
-  free(whole);
-  return s;
+  return sum_slabs_on_host(be, &lv->nodes, st->local, st->whole);
+}
+
+/* The slab's part of a level gathered from_slabs, made on first use. */
+static vox_status slab_stencil(vox_backend *be, mpi_stencil *st) {
+  if (st->slab) return VOX_OK;
+  impl *m = M(be);
+  return C(be)->mg->stencil_create(IN(be), &m->lv[st->level].slab_grid, m->dpn, st->precision,
+                                   &st->slab);
 }
 
 /* Level 1 of the fine operator. Split: the slab's elements (whose identity
@@ -873,6 +958,11 @@ static vox_status galerkin_operator(vox_backend *be, vox_operator *o, vox_stenci
   if (st->level != 1)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "multigrid levels do not nest");
   if (m->lv[1].split) return C(be)->mg->galerkin_operator(IN(be), op->local, st->local);
+  if (m->lv[1].from_slabs) {
+    TRY(slab_stencil(be, st));
+    TRY(C(be)->mg->galerkin_operator(IN(be), op->local, st->slab));
+    return sum_slabs(be, &m->lv[1].slab, st->slab, st->local);
+  }
   if (!op->whole) {
     IN(be)->kernel = be->kernel;
     TRY(C(be)->op->create(IN(be), &op->whole_desc, &op->whole));
@@ -889,6 +979,11 @@ static vox_status galerkin_stencil(vox_backend *be, vox_stencil *f, vox_stencil 
   mpi_stencil *fine = ST(f), *coarse = ST(c);
   if (m->lv[coarse->level].split || !m->lv[fine->level].split)
     return C(be)->mg->galerkin_stencil(IN(be), fine->local, coarse->local);
+  if (m->lv[coarse->level].from_slabs) {
+    TRY(slab_stencil(be, coarse));
+    TRY(C(be)->mg->galerkin_stencil(IN(be), fine->local, coarse->slab));
+    return sum_slabs(be, &m->lv[coarse->level].slab, coarse->slab, coarse->local);
+  }
   TRY(gather_stencil(be, fine));
   return C(be)->mg->galerkin_stencil(IN(be), fine->whole, coarse->local);
 }
@@ -994,10 +1089,27 @@ static vox_status stencil_solve(vox_backend *be, vox_stencil *s, const vox_vec *
   return C(be)->vec->copy(IN(be), &x_, &slab);
 }
 
-/* Restriction from level l. Both split: each rank restricts its slab with
- * the interface below (the lower rank's) left out, and the exchange adds the
- * coarse interfaces. Into the first gathered level: from the whole fine
- * residual, gathered. */
+/* R r of a split level's slab into `out` (a vector of the coarse slab),
+ * the interface below (the lower rank's) left out: that layer of r is put
+ * aside, zeroed for the restriction and put back (cheaper than a copy of
+ * the slab without it). */
+static vox_status restrict_slab(vox_backend *be, level *lf, int dpn, const vox_vec *r,
+                                vox_vec *out) {
+  const size_t below = lf->nodes.owned_begin;
+  if (below == 0) return C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, r, out);
+  TRY(need(be, &lf->aside, below));
+  vox_vec layer = part(r, 0, below);
+  TRY(C(be)->vec->copy(IN(be), &lf->aside, &layer));
+  TRY(C(be)->vec->set(IN(be), &layer, 0));
+  TRY(C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, r, out));
+  return C(be)->vec->copy(IN(be), &layer, &lf->aside);
+}
+
+/* Restriction from level l. Both split: each rank restricts its slab and
+ * the exchange adds the coarse interfaces. Into a level gathered
+ * from_slabs: the same into the coarse slab, then its owned layers
+ * gathered. Into another gathered level: from the whole fine residual,
+ * gathered. */
 static vox_status restrict_residual(vox_backend *be, const vox_grid *fine, int dpn,
                                     const vox_vec *r_fine, vox_vec *r_coarse) {
   impl *m = M(be);
@@ -1007,29 +1119,26 @@ static vox_status restrict_residual(vox_backend *be, const vox_grid *fine, int d
   level *lf = &m->lv[l], *lc = &m->lv[l + 1];
   LOCAL1(r_fine);
   LOCAL1(r_coarse);
-  if (lc->split && lf->nodes.owned_begin == 0) { /* nothing below to leave out */
-    TRY(C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, &r_fine_, &r_coarse_));
-    return exchange(be, &lc->nodes, &r_coarse_, NULL);
-  }
-  if (lc->split) {
-    TRY(need(be, &lf->scratch, lf->nodes.local_n));
-    TRY(C(be)->vec->copy(IN(be), &lf->scratch, &r_fine_));
-    if (lf->nodes.owned_begin > 0) {
-      vox_vec below = part(&lf->scratch, 0, lf->nodes.owned_begin);
-      TRY(C(be)->vec->set(IN(be), &below, 0));
-    }
-    TRY(C(be)->mg->restrict_residual(IN(be), &lf->local, dpn, &lf->scratch, &r_coarse_));
-    return exchange(be, &lc->nodes, &r_coarse_, NULL);
-  }
   if (!lf->split)
     return C(be)->mg->restrict_residual(IN(be), &lf->global, dpn, &r_fine_, &r_coarse_);
+  if (lc->split) {
+    TRY(restrict_slab(be, lf, dpn, &r_fine_, &r_coarse_));
+    return exchange(be, &lc->nodes, &r_coarse_, NULL);
+  }
+  if (lc->from_slabs) {
+    TRY(need(be, &lc->slab_part, lc->slab.local_n));
+    TRY(restrict_slab(be, lf, dpn, &r_fine_, &lc->slab_part));
+    TRY(exchange(be, &lc->slab, &lc->slab_part, NULL));
+    return gather_into(be, &lc->slab, &lc->slab_part, &r_coarse_);
+  }
   TRY(gather_into(be, &lf->nodes, &r_fine_, &lf->whole));
   return C(be)->mg->restrict_residual(IN(be), &lf->global, dpn, &lf->whole, &r_coarse_);
 }
 
 /* Prolongation to level l: split levels interpolate their slab (the
- * interface nodes from the same coarse values on both ranks); from the
- * first gathered level, the whole prolongation and each rank its slab. */
+ * interface nodes from the same coarse values on both ranks), from a split
+ * level or the slab of one gathered from_slabs; from another gathered
+ * level, the whole prolongation and each rank its slab. */
 static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
                               const vox_vec *x_coarse, vox_vec *x_fine) {
   impl *m = M(be);
@@ -1041,6 +1150,10 @@ static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
   LOCAL1(x_fine);
   if (lc->split || !lf->split)
     return C(be)->mg->prolong_add(IN(be), &lf->local, dpn, &x_coarse_, &x_fine_);
+  if (lc->from_slabs) {
+    const vox_vec slab = part(&x_coarse_, lc->slab.offset, lc->slab.local_n);
+    return C(be)->mg->prolong_add(IN(be), &lf->local, dpn, &slab, &x_fine_);
+  }
   TRY(need(be, &lf->whole, lf->nodes.global_n));
   TRY(C(be)->vec->set(IN(be), &lf->whole, 0));
   TRY(C(be)->mg->prolong_add(IN(be), &lf->global, dpn, &x_coarse_, &lf->whole));
@@ -1837,10 +1950,12 @@ static void destroy(vox_backend *be) {
   impl *m = M(be);
   if (m) {
     for (int l = 0; l < m->n_levels; l++) {
-      vox_vec *v[] = {&m->lv[l].whole, &m->lv[l].whole2, &m->lv[l].scratch};
-      for (int i = 0; i < 3; i++)
+      vox_vec *v[] = {&m->lv[l].whole, &m->lv[l].whole2, &m->lv[l].aside,
+                      &m->lv[l].slab_part};
+      for (int i = 0; i < 4; i++)
         if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
       layout_free(&m->lv[l].nodes);
+      layout_free(&m->lv[l].slab);
     }
     layout_free(&m->elements);
     layout_free(&m->sparse3);
@@ -1981,7 +2096,10 @@ static vox_status slabs(vox_context *ctx, impl *m, const vox_grid *grid, const i
 
 void vox_mpi_options_default(vox_mpi_options *options) {
   *options =
-      (vox_mpi_options){.first = NULL, .ranks_backend = NULL, .exchange = VOX_MPI_EXCHANGE_AUTO};
+      (vox_mpi_options){.first = NULL,
+                        .ranks_backend = NULL,
+                        .exchange = VOX_MPI_EXCHANGE_AUTO,
+                        .gather_nodes = VOX_MPI_GATHER_AUTO};
 }
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
@@ -2030,13 +2148,12 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   be->ops = &m->ops;
   be->ctx = ctx;
   be->impl = m;
-  vox_status s = slabs(ctx, m, grid, o.first);
-  if (s == VOX_OK) s = make_levels(ctx, m, grid);
-  /* a failure to make the ranks' backend (no device) on any rank fails all */
   vox_backend_options ranks;
   vox_backend_options_default(&ranks);
   ranks.device = VOX_DEVICE_CPU;
   if (o.ranks_backend) ranks = *o.ranks_backend;
+  vox_status s = slabs(ctx, m, grid, o.first);
+  /* a failure to make the ranks' backend (no device) on any rank fails all */
   if (s == VOX_OK) s = vox_backend_create_with(ctx, &ranks, &m->in);
   int failed = s != VOX_OK;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
@@ -2044,6 +2161,12 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     s = vox_error(ctx, VOX_ERR_DEVICE, "the MPI backend failed on another rank");
   if (s == VOX_OK) {
     m->host = vox_backend_device(m->in) == VOX_DEVICE_CPU;
+    m->gather_nodes = o.gather_nodes >= 0 ? (size_t)o.gather_nodes
+                      : m->host           ? (size_t)VOX_MPI_GATHER_CPU
+                                          : (size_t)VOX_MPI_GATHER_GPU;
+    s = make_levels(ctx, m, grid);
+  }
+  if (s == VOX_OK) {
     m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
     m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
     m->ops.sparse = m->in->ops->sparse ? &mpi_sparse_ops : NULL;

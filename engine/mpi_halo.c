@@ -37,6 +37,8 @@ typedef struct nccl_api {
                        cudaStream_t stream);
   ncclResult_t (*broadcast)(const void *send, void *recv, size_t n, ncclDataType_t type,
                             int root, ncclComm_t comm, cudaStream_t stream);
+  ncclResult_t (*all_reduce)(const void *send, void *recv, size_t n, ncclDataType_t type,
+                             ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
   const char *(*error_string)(ncclResult_t result);
 } nccl_api;
 
@@ -48,12 +50,13 @@ static int nccl_load(nccl_api *api) {
                     (void **)&api->comm_destroy,  (void **)&api->group_start,
                     (void **)&api->group_end,     (void **)&api->send,
                     (void **)&api->recv,          (void **)&api->broadcast,
-                    (void **)&api->error_string};
+                    (void **)&api->all_reduce,    (void **)&api->error_string};
   static const char *const names[] = {"ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy",
                                       "ncclGroupStart",  "ncclGroupEnd",     "ncclSend",
-                                      "ncclRecv",        "ncclBroadcast",    "ncclGetErrorString"};
+                                      "ncclRecv",        "ncclBroadcast",    "ncclAllReduce",
+                                      "ncclGetErrorString"};
   int all = 1;
-  for (int i = 0; i < 9; i++) all &= (*entry[i] = dlsym(lib, names[i])) != NULL;
+  for (int i = 0; i < 10; i++) all &= (*entry[i] = dlsym(lib, names[i])) != NULL;
   return all; /* the library stays loaded for the process */
 }
 #endif
@@ -397,4 +400,20 @@ vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *c
   (void)whole, (void)counts, (void)displs, (void)unit;
 #endif
   return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a gather on the device needs NCCL");
+}
+
+vox_status vox_mpi_halo_allreduce_sum(vox_mpi_halo *h, vox_vec *v) {
+#ifdef VOXFE_HAVE_NCCL
+  if (h->nccl && (v->scalar == VOX_DOUBLE || v->scalar == VOX_FLOAT)) {
+    const nccl_api *f = &h->api;
+    ncclResult_t r = f->group_start();
+    if (r == ncclSuccess)
+      r = f->all_reduce(v->raw, v->raw, v->n, v->scalar == VOX_DOUBLE ? ncclDouble : ncclFloat,
+                        ncclSum, h->nccl, 0);
+    return nccl_group_end(h, r, "a sum over the ranks");
+  }
+#else
+  (void)v;
+#endif
+  return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a sum on the device needs NCCL");
 }

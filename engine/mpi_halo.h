@@ -55,4 +55,9 @@ int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h);
 vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *counts,
                                    const int *displs, size_t unit);
 
+/* v (an inner vector of doubles or floats) summed over the ranks, in
+ * place on the device, the same bits on every rank: NCCL only
+ * (VOX_ERR_UNSUPPORTED otherwise). Collective. */
+vox_status vox_mpi_halo_allreduce_sum(vox_mpi_halo *h, vox_vec *v);
+
 #endif

@@ -136,6 +136,7 @@ vox_status vox_cpu_stencil_create(vox_backend *be, const vox_grid *grid, int dpn
 void vox_cpu_stencil_destroy(vox_backend *be, vox_stencil *st);
 vox_status vox_cpu_stencil_upload(vox_backend *be, vox_stencil *st, const double *host);
 vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, double *host);
+vox_status vox_cpu_stencil_values(vox_backend *be, vox_stencil *st, vox_vec *values);
 vox_status vox_cpu_stencil_apply(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
 /* The product fused with what follows it, in one pass (backend_ops.h's
  * stencil_smooth and stencil_residual). */

@@ -289,6 +289,7 @@ static const vox_multigrid_ops cpu_mg_ops = {
     .galerkin_stencil = vox_cpu_galerkin_stencil,
     .stencil_upload = vox_cpu_stencil_upload,
     .stencil_download = vox_cpu_stencil_download,
+    .stencil_values = vox_cpu_stencil_values,
     .stencil_apply = vox_cpu_stencil_apply,
     .stencil_smooth = vox_cpu_stencil_smooth,
     .stencil_residual = vox_cpu_stencil_residual,

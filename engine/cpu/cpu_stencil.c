@@ -66,6 +66,15 @@ vox_status vox_cpu_stencil_download(vox_backend *be, const vox_stencil *st, doub
   return VOX_OK;
 }
 
+/* The values in place: host memory, 27 blocks a node. */
+vox_status vox_cpu_stencil_values(vox_backend *be, vox_stencil *st, vox_vec *values) {
+  (void)be;
+  values->n = st->n_nodes * 27 * (size_t)(st->dpn * st->dpn);
+  values->scalar = st->value ? VOX_DOUBLE : VOX_FLOAT;
+  values->raw = st->value ? (void *)st->value : (void *)st->value32;
+  return VOX_OK;
+}
+
 /* What a pass of the product writes for each dof from its row sum s:
  *   APPLY:    y = s
  *   RESIDUAL: y = b - s

@@ -59,6 +59,21 @@ for model in cantilever heat; do
   done
 done
 
+# the coarse levels split as long as the slabs nest (the default gathers
+# every coarse level of this small grid onto every rank): the same again
+if mpi 2 "$OPTIMIZE" --mpi cantilever.nc -o split-2.nc --max-iterations 4 --threads 1 \
+  --precision double --mpi-gather-nodes 0 >"$LOG/out" 2>"$LOG/err"; then
+  ncdump -h split-2.nc | grep -q -- "--mpi-gather-nodes=0" ||
+    fail "split-2.nc: no --mpi-gather-nodes=0 in its history"
+  compare cantilever-1.nc split-2.nc
+else
+  fail "optimize --mpi --mpi-gather-nodes 0: $(tail -n 3 "$LOG/err")"
+fi
+ncdump -h cantilever-2.nc | grep -q -- "--mpi-gather-nodes=auto" ||
+  fail "cantilever-2.nc: no --mpi-gather-nodes=auto in its history"
+expect_usage_error "--mpi-gather-nodes -3" "expected auto or a number of nodes" \
+  "$OPTIMIZE" --mpi cantilever.nc -o out.nc --mpi-gather-nodes -3
+
 # mixed precision (the default): the float multigrid's rounding differs
 # with the slabs, so the runs agree to well within CG's tolerance
 if "$OPTIMIZE" cantilever.nc -o mixed-1.nc --max-iterations 4 --device cpu --threads 1 -q \

@@ -42,6 +42,10 @@ static int64_t *slabs; /* first layer of each rank, ranks + 1; NULL: automatic *
 static vox_device device = VOX_DEVICE_CPU;
 static int device_index; /* CUDA: the rank's device */
 static vox_mpi_exchange exchange = VOX_MPI_EXCHANGE_AUTO;
+/* vox_mpi_options.gather_nodes: 0 (gathered only where slabs do not nest)
+ * unless gather=N or gather=auto; split=K checks the split levels */
+static int64_t gather_nodes = 0;
+static int expect_split = -1;
 
 /* The one-process backend of the comparisons. */
 static vox_status one_backend(vox_context *ctx, vox_backend **out) {
@@ -59,8 +63,13 @@ static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vo
   o.first = slabs;
   o.ranks_backend = &ranks_backend;
   o.exchange = exchange;
+  o.gather_nodes = gather_nodes;
   const vox_status s = vox_mpi_backend_create(ctx, MPI_COMM_WORLD, g, dpn, &o, out);
-  if (s == VOX_OK && rank == 0) printf("exchange: %s\n", vox_mpi_backend_exchange(*out));
+  if (s == VOX_OK && rank == 0)
+    printf("exchange: %s, %d split levels\n", vox_mpi_backend_exchange(*out),
+           vox_mpi_backend_split_levels(*out));
+  if (s == VOX_OK && expect_split >= 0 && g->nz == nz)
+    CHECK(vox_mpi_backend_split_levels(*out) == expect_split);
   return s;
 }
 
@@ -385,6 +394,11 @@ int main(int argc, char **argv) {
       device = VOX_DEVICE_CUDA;
     } else if (strncmp(argv[i], "exchange=", 9) == 0) {
       if (vox_mpi_exchange_parse(argv[i] + 9, &exchange) != 0) return 2;
+    } else if (strncmp(argv[i], "gather=", 7) == 0) {
+      gather_nodes =
+          strcmp(argv[i] + 7, "auto") == 0 ? VOX_MPI_GATHER_AUTO : strtoll(argv[i] + 7, NULL, 10);
+    } else if (strncmp(argv[i], "split=", 6) == 0) {
+      expect_split = atoi(argv[i] + 6);
     } else if (n_parts < 8) {
       parts[n_parts++] = argv[i];
     }

@@ -55,9 +55,19 @@ typedef struct vox_mpi_options {
   const vox_backend_options *ranks_backend;
   /* how GPU ranks exchange (vox_mpi_exchange) */
   vox_mpi_exchange exchange;
+  /* Multigrid levels of fewer nodes than this are gathered: the same whole
+   * level on every rank, computed redundantly, where a split level's
+   * products would be mostly the latency of launches and exchanges (levels
+   * whose slab boundaries do not fall on coarse nodes are gathered
+   * anyway). 0 gathers only those; VOX_MPI_GATHER_AUTO (the default) takes
+   * VOX_MPI_GATHER_GPU on GPU ranks and VOX_MPI_GATHER_CPU on CPU ranks. */
+  int64_t gather_nodes;
 } vox_mpi_options;
 
-/* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO */
+enum { VOX_MPI_GATHER_AUTO = -1, VOX_MPI_GATHER_GPU = 1 << 17, VOX_MPI_GATHER_CPU = 1 << 12 };
+
+/* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO,
+ * gather_nodes VOX_MPI_GATHER_AUTO */
 void vox_mpi_options_default(vox_mpi_options *options);
 
 /* A backend on communicator `comm` for a grid and its dofs per node (3
