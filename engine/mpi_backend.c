@@ -1047,6 +1047,48 @@ static vox_status stencil_diagonal(vox_backend *be, vox_stencil *s, vox_vec *d) 
   return exchange(be, &M(be)->lv[st->level].nodes, &d_, NULL);
 }
 
+/* The Lanczos steps of a level's smoother bound (backend_ops.h): on a
+ * gathered level the ranks' backend's own, with its scalars on the device
+ * (every rank the same steps, no communication); on a split level the
+ * steps of multigrid.c's loop, each dot product summed over the ranks. */
+static vox_status stencil_lanczos(vox_backend *be, vox_stencil *s, const vox_vec *inv_diag,
+                                  uint64_t seed, int steps, vox_vec *r, vox_vec *z, vox_vec *p,
+                                  vox_vec *q, double *alpha, double *beta, int *done) {
+  mpi_stencil *st = ST(s);
+  const vox_multigrid_ops *mg = C(be)->mg;
+  const int split = st->level >= 0 && parallel(M(be), &M(be)->lv[st->level].nodes);
+  if (!split && mg->stencil_lanczos) {
+    LOCAL1(inv_diag);
+    LOCAL1(r);
+    LOCAL1(z);
+    LOCAL1(p);
+    LOCAL1(q);
+    return mg->stencil_lanczos(IN(be), st->local, &inv_diag_, seed, steps, &r_, &z_, &p_, &q_,
+                               alpha, beta, done);
+  }
+  double rz;
+  *done = 0;
+  TRY(vec_random(be, r, seed, 0));
+  TRY(vec_mult(be, z, r, inv_diag));
+  TRY(vec_copy(be, p, z));
+  TRY(vec_dot(be, r, z, &rz));
+  while (*done < steps) {
+    double pq, rz_new;
+    TRY(stencil_apply(be, s, p, q));
+    TRY(vec_dot(be, p, q, &pq));
+    if (!(pq > 0) || !(rz > 0)) break; /* converged to rounding, or breakdown */
+    alpha[*done] = rz / pq;
+    TRY(vec_axpy(be, r, -alpha[*done], q));
+    TRY(vec_mult(be, z, r, inv_diag));
+    TRY(vec_dot(be, r, z, &rz_new));
+    beta[*done] = rz_new / rz;
+    TRY(vec_xpay(be, p, beta[*done], z));
+    rz = rz_new;
+    (*done)++;
+  }
+  return VOX_OK;
+}
+
 /* A backend's reduced storage of a mixed level given up (fem.c, after a
  * solve that broke down), on the slab's part and a gathered whole. */
 static vox_status stencil_full_storage(vox_backend *be, vox_stencil *s, int *was) {
@@ -2028,6 +2070,7 @@ static const vox_multigrid_ops mpi_mg_ops = {
     .stencil_residual = stencil_residual,
     .stencil_diagonal = stencil_diagonal,
     .stencil_full_storage = stencil_full_storage,
+    .stencil_lanczos = stencil_lanczos,
     .stencil_factor = stencil_factor,
     .stencil_solve = stencil_solve,
     .restrict_residual = restrict_residual,

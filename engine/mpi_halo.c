@@ -194,6 +194,37 @@ static vox_status nccl_start(vox_mpi_halo *h) {
 }
 #endif
 
+#ifdef VOXFE_HAVE_NCCL
+/* NCCL connects the ranks for each kind of transfer on its first use
+ * (150-180 ms between two H200s, which the first design iteration took on
+ * top of its own time): one of each kind the backend runs, of a single
+ * value, here in the setup. */
+static vox_status nccl_warm_up(vox_mpi_halo *h) {
+  const vox_backend_ops *in = h->inner->ops;
+  vox_vec one = {0}, two = {0};
+  TRY(in->vec->create(h->inner, 1, VOX_DOUBLE, &one));
+  vox_status s = in->vec->create(h->inner, 2, VOX_DOUBLE, &two);
+  const nccl_api *f = &h->api;
+  if (s == VOX_OK) {
+    ncclResult_t r = f->group_start();
+    for (int q = 0; q < h->size && r == ncclSuccess; q++)
+      r = f->broadcast(one.data, one.data, 1, ncclDouble, q, h->nccl, 0);
+    s = nccl_group_end(h, r, "connecting the ranks");
+  }
+  if (s == VOX_OK) s = vox_mpi_halo_allreduce_sum(h, &one);
+  if (s == VOX_OK && h->kind == VOX_MPI_HALO_NCCL) {
+    const int lower = h->rank > 0, upper = h->rank < h->size - 1;
+    vox_vec down = {.data = two.data, .n = 1, .scalar = VOX_DOUBLE}, up = down;
+    vox_vec below = {.data = two.data + 1, .n = 1, .scalar = VOX_DOUBLE}, above = below;
+    s = vox_mpi_halo_swap(h, lower, upper, &down, &up, &below, &above);
+  }
+  if (s == VOX_OK) s = in->synchronize(h->inner);
+  in->vec->destroy(h->inner, &one);
+  in->vec->destroy(h->inner, &two);
+  return s;
+}
+#endif
+
 vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inner,
                                vox_mpi_exchange exchange, size_t max_layer,
                                vox_mpi_halo **out) {
@@ -224,6 +255,13 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
   }
 #endif
   if (own && one_host && exchange == VOX_MPI_EXCHANGE_AUTO) peer_start(h);
+#ifdef VOXFE_HAVE_NCCL
+  const vox_status s = h->nccl ? nccl_warm_up(h) : VOX_OK;
+  if (s != VOX_OK) {
+    vox_mpi_halo_destroy(h);
+    return s;
+  }
+#endif
   *out = h;
   return VOX_OK;
 }
