@@ -1811,7 +1811,9 @@ static vox_status oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec 
  * element stay in the window, and so do those of the elements they reach,
  * whose sums of weights the transpose divides by. The same taps in the same
  * order as on the whole grid: the same bits as one process. The window's
- * other layers come from the ranks that own them (MPI_Alltoallv). */
+ * other layers come from the ranks that own them: by a swap between the
+ * devices where every slab is at least as deep as the window reaches (the
+ * neighbours' layers then fill it), else MPI_Alltoallv. */
 typedef struct mpi_filter {
   vox_filter *local;        /* on the window */
   vox_grid window;
@@ -1819,6 +1821,7 @@ typedef struct mpi_filter {
   int64_t depth;            /* layers on either side of a slab */
   vox_vec a, b, c;          /* window vectors */
   int *send_count, *send_at, *recv_count, *recv_at; /* per rank, in element layers */
+  int swap;                 /* the neighbours' `depth` layers swapped on the devices */
 } mpi_filter;
 
 static mpi_filter *FI(vox_filter *f) { return (mpi_filter *)(void *)f; }
@@ -1880,6 +1883,11 @@ static vox_status filter_create(vox_backend *be, const vox_grid *grid, double ra
     f->recv_at[p] = q1 > q0 ? (int)(q0 - f->w0) : 0;
   }
   const size_t layer = m->elements.unit, n = layer * (size_t)f->window.nz;
+  /* the same decision on every rank: from the slabs and the transport */
+  int deep = 1;
+  for (int p = 0; p < m->size; p++) deep &= m->first[p + 1] - m->first[p] >= f->depth;
+  f->swap = !m->host && m->size > 1 && f->depth > 0 && deep &&
+            vox_mpi_halo_swaps_on_device(m->halo, (size_t)f->depth * layer);
   vox_status s = C(be)->design->filter_create(IN(be), &f->window, radius,
                                               active + layer * (size_t)f->w0, &f->local);
   if (s == VOX_OK) s = C(be)->vec->create(IN(be), n, VOX_DOUBLE, &f->a);
@@ -1899,13 +1907,22 @@ static vox_status filter_create(vox_backend *be, const vox_grid *grid, double ra
 static vox_status fill_window(vox_backend *be, mpi_filter *f, const vox_vec *v, vox_vec *window) {
   impl *m = M(be);
   const vox_vec slab = loc(v);
+  const size_t u = m->elements.unit;
+  const int me = m->rank, q = m->size;
+  if (f->swap) { /* depth layers each way between neighbours, the own ones copied */
+    const int lower = me > 0, upper = me < q - 1;
+    const size_t d = (size_t)f->depth * u;
+    const vox_vec down = part(&slab, 0, d), up = part(&slab, slab.n - d, d);
+    vox_vec below = part(window, 0, d), above = part(window, window->n - d, d);
+    vox_vec mine = part(window, (size_t)f->recv_at[me] * u, slab.n);
+    TRY(C(be)->vec->copy(IN(be), &mine, &slab));
+    return vox_mpi_halo_swap(m->halo, lower, upper, &down, &up, &below, &above);
+  }
   if (m->host) {
     MPI_Alltoallv(slab.data, f->send_count, f->send_at, m->elements.type, window->data,
                   f->recv_count, f->recv_at, m->elements.type, m->comm);
     return VOX_OK;
   }
-  const size_t u = m->elements.unit;
-  const int me = m->rank, q = m->size;
   int *counts = calloc(4 * (size_t)q, sizeof *counts); /* the others' layers, packed */
   if (!counts) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   int *send_count = counts, *send_at = counts + q, *recv_count = counts + 2 * q,

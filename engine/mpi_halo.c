@@ -288,6 +288,10 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h) {
                                           : "MPI";
 }
 
+int vox_mpi_halo_swaps_on_device(const vox_mpi_halo *h, size_t n) {
+  return h->kind == VOX_MPI_HALO_NCCL || (h->kind == VOX_MPI_HALO_PEER && n <= h->max_layer);
+}
+
 int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h) {
 #ifdef VOXFE_HAVE_NCCL
   return h->nccl != NULL;

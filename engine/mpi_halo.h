@@ -45,6 +45,10 @@ vox_status vox_mpi_halo_swap_add(vox_mpi_halo *h, int lower, int upper, vox_vec 
                                  vox_vec *last, vox_vec *recv_below, vox_vec *recv_above,
                                  const vox_vec *mask_below, const vox_vec *mask_above);
 
+/* Whether swaps of up to n values a side run between the devices (direct
+ * writes or NCCL), not through host memory. */
+int vox_mpi_halo_swaps_on_device(const vox_mpi_halo *h, size_t n);
+
 /* Whether vox_mpi_halo_allgatherv runs (NCCL). */
 int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h);
 
