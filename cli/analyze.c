@@ -708,8 +708,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   add_text(&sum, "test", s->test == TEST_MODEL ? "model" : vox_compression_test_name(s->test));
   add_text(&sum, "axis", s->test == TEST_MODEL ? "" : axis_names[s->axis]);
   add_number(&sum, "connectivity", s->connectivity, NULL);
-  /* (ranks start their own devices, not the thread's current one) */
-  r.warm_up = s->mpi ? NULL : vox_device_warm_up_start(s->backend.device);
+  /* (ranks start the GPU they will take, not the thread's current one) */
+  r.warm_up = vox_device_warm_up_start(s->backend.device,
+                                       cli_warm_up_device(s->mpi, s->backend.device_index));
   int status = prepare(ctx, s, &r, &sum);
   if (status) goto done;
   vox_context_set_threads(ctx, s->threads);

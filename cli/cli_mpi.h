@@ -81,4 +81,17 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);
 #endif
 
+/* The CUDA device that a program starts while it reads its input
+ * (vox_device_warm_up_start): the one asked for (device_index >= 0), under
+ * --mpi the rank's on its node (the one cli_mpi_backend gives it), else -1
+ * (the current one). */
+static inline int cli_warm_up_device(int mpi, int device_index) {
+#ifdef VOXFE_HAVE_MPI
+  if (mpi && device_index < 0) return cli_mpi_node_rank();
+#else
+  (void)mpi;
+#endif
+  return device_index;
+}
+
 #endif

@@ -557,8 +557,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
    * made, t0 and t1 around the optimization (--timings) */
   struct timespec t_start, t_read1, t_read, t_device, t0, t1;
   /* the device's runtime and libraries start while the model is read, as
-   * in voxfe-analyze (ranks start their own devices) */
-  vox_device_warm_up *warm_up = s->mpi ? NULL : vox_device_warm_up_start(s->backend.device);
+   * in voxfe-analyze (ranks the GPU they will take) */
+  vox_device_warm_up *warm_up = vox_device_warm_up_start(
+      s->backend.device, cli_warm_up_device(s->mpi, s->backend.device_index));
   clock_gettime(CLOCK_MONOTONIC, &t_start);
   if (root) status = cli_read_model(ctx, s->input, &model);
   clock_gettime(CLOCK_MONOTONIC, &t_read1);

@@ -752,12 +752,13 @@ extern "C" int vox_cuda_device_count(void) {
   return count;
 }
 
-extern "C" void vox_cuda_warm_up(void) {
+extern "C" void vox_cuda_warm_up(int index) {
   /* the runtime's first call starts the driver; cudaFree(0) then makes the
    * device's primary context, which every later thread of the process
    * shares */
   int count = 0;
-  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 && cudaFree(0) == cudaSuccess)
+  if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0 &&
+      (index < 0 || cudaSetDevice(index % count) == cudaSuccess) && cudaFree(0) == cudaSuccess)
     vox_cuda_coarse_warm_up();
   cudaGetLastError();
 }

@@ -9,27 +9,28 @@
 
 struct vox_device_warm_up {
   pthread_t thread;
+  int device_index;
 };
 
 #ifdef VOXFE_HAVE_CUDA
-static void *warm_up_main(void *unused) {
-  (void)unused;
-  vox_cuda_warm_up();
+static void *warm_up_main(void *self) {
+  vox_cuda_warm_up(((const vox_device_warm_up *)self)->device_index);
   return NULL;
 }
 #endif
 
-vox_device_warm_up *vox_device_warm_up_start(vox_device device) {
+vox_device_warm_up *vox_device_warm_up_start(vox_device device, int device_index) {
 #ifdef VOXFE_HAVE_CUDA
   if (device == VOX_DEVICE_CPU) return NULL;
   vox_device_warm_up *w = malloc(sizeof *w);
-  if (w && pthread_create(&w->thread, NULL, warm_up_main, NULL) != 0) {
+  if (w) w->device_index = device_index;
+  if (w && pthread_create(&w->thread, NULL, warm_up_main, w) != 0) {
     free(w); /* no thread: vox_backend_create starts the device itself */
     w = NULL;
   }
   return w;
 #else
-  (void)device;
+  (void)device, (void)device_index;
   return NULL;
 #endif
 }

@@ -440,10 +440,11 @@ vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *o
 vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
                                    vox_backend **out);
 int vox_cuda_device_count(void);
-/* Starts the CUDA runtime and the current device's primary context, and
- * loads the coarse solve's library kernels (vox_device_warm_up_start's
- * thread); errors are cleared, not reported. */
-void vox_cuda_warm_up(void);
+/* Starts the CUDA runtime and the primary context of device `index` modulo
+ * the devices' count (-1: the current device), and loads the coarse
+ * solve's library kernels (vox_device_warm_up_start's thread); errors are
+ * cleared, not reported. */
+void vox_cuda_warm_up(int index);
 #endif
 #ifdef __cplusplus
 }

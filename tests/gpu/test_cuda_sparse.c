@@ -436,8 +436,8 @@ int main(void) {
   vox_backend *gpu, *cpu;
   /* the device started in a thread of its own first, as voxfe-analyze does;
    * the CPU needs none */
-  CHECK(vox_device_warm_up_start(VOX_DEVICE_CPU) == NULL);
-  vox_device_warm_up_finish(vox_device_warm_up_start(d));
+  CHECK(vox_device_warm_up_start(VOX_DEVICE_CPU, -1) == NULL);
+  vox_device_warm_up_finish(vox_device_warm_up_start(d, -1));
   if (vox_backend_create(ctx, d, &gpu) != VOX_OK) {
     printf("SKIP: %s\n", vox_context_message(ctx));
     vox_context_destroy(ctx);

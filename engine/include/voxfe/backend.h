@@ -82,8 +82,10 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
  * (voxfe-analyze: with reading the model and its connectivity; voxfe-optimize:
  * with reading the model), since the
  * CUDA runtime's start takes a few tenths of a second. For CUDA and
- * AUTO in a CUDA build it starts the runtime on the thread's current
- * device (0 unless set), then loads the kernels of the libraries that
+ * AUTO in a CUDA build it starts the runtime on CUDA device `device_index`
+ * modulo the devices' count (the GPU that an MPI rank of that rank on its
+ * node takes), or on the thread's current device (0 unless set) for -1,
+ * then loads the kernels of the libraries that
  * factor a multigrid's coarsest level (cuSOLVER, cuBLAS: slow at their
  * first use); nothing otherwise; a failure there is left for
  * vox_backend_create to report. The backend may be created while the
@@ -91,7 +93,7 @@ vox_status vox_backend_create_on(vox_context *ctx, vox_device device, int index,
  * finish (it waits for the thread) before the program ends; NULL is a
  * warm-up that did nothing. */
 typedef struct vox_device_warm_up vox_device_warm_up;
-vox_device_warm_up *vox_device_warm_up_start(vox_device device);
+vox_device_warm_up *vox_device_warm_up_start(vox_device device, int device_index);
 void vox_device_warm_up_finish(vox_device_warm_up *warm_up);
 /* Devices of a kind this build can use: CUDA devices (0 without CUDA), 1
  * for the CPU. */
