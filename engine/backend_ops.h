@@ -388,6 +388,11 @@ typedef struct vox_backend_ops {
   int device_memory;
   /* Free and total bytes of the memory the backend allocates from. */
   vox_status (*memory)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
+  /* Optional (NULL: the whole grid, device_memory above): a backend that
+   * splits a grid over processes (the MPI backend) gives the part of
+   * `grid` this process holds, and whether that part lives in a device's
+   * fixed memory (which `memory` then describes), for the memory check. */
+  int (*memory_part)(const vox_backend *be, const vox_grid *grid, vox_grid *part);
   /* Host memory for what waits off the backend and comes back (a phased
    * cell solve's parked vectors): page-locked on a GPU, whose copies from
    * and to it then run at the bus's speed. host_free takes NULL. */

@@ -176,13 +176,53 @@ vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *gri
   return vox_cell_solver_choice(be, grid, n_cases, solver, optimizing, free_bytes);
 }
 
+/* How many element layers of a rank's slab fit in free_bytes (x and y as
+ * they are), by bisection: 0 where not one does. */
+static int64_t layers_that_fit(const vox_backend *be, const vox_grid *slab, int dpn, int n_cases,
+                               int prescribed, const vox_solver_options *solver, int optimizing,
+                               size_t free_bytes) {
+  int64_t lo = 0, hi = slab->nz; /* lo fits (0 trivially), hi does not */
+  while (hi - lo > 1) {
+    vox_grid g = *slab;
+    g.nz = lo + (hi - lo) / 2;
+    if (vox_memory_needed(be, &g, dpn, n_cases, prescribed, solver, optimizing) <= free_bytes)
+      lo = g.nz;
+    else
+      hi = g.nz;
+  }
+  return lo;
+}
+
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                             int prescribed, const vox_solver_options *solver, int optimizing) {
-  if (!be->ops->device_memory) return VOX_OK;
+  vox_grid part = *grid;
+  const int device = be->ops->memory_part ? be->ops->memory_part(be, grid, &part)
+                                          : be->ops->device_memory;
+  if (!device) return VOX_OK;
   size_t free_bytes, total;
   TRY(be->ops->memory(be, &free_bytes, &total));
-  const size_t need = vox_memory_needed(be, grid, dpn, n_cases, prescribed, solver, optimizing);
+  const size_t need = vox_memory_needed(be, &part, dpn, n_cases, prescribed, solver, optimizing);
   if (need <= free_bytes) return VOX_OK;
+  if (part.nz != grid->nz) { /* a rank's slab: how many ranks would hold the grid */
+    const int64_t fit =
+        layers_that_fit(be, &part, dpn, n_cases, prescribed, solver, optimizing, free_bytes);
+    if (fit == 0)
+      return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                       "%s: a rank's slab of the %lldx%lldx%lld grid needs %.2f GB of device "
+                       "memory, %.2f GB of %.2f GB are free, and not one element layer of it "
+                       "fits",
+                       be->ops->name, (long long)grid->nx, (long long)grid->ny,
+                       (long long)grid->nz, (double)need / 1e9, (double)free_bytes / 1e9,
+                       (double)total / 1e9);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
+                     "%s: a rank's slab of the %lldx%lldx%lld grid, %lld element layers, needs "
+                     "%.2f GB of device memory, %.2f GB of %.2f GB are free: %lld layers fit, "
+                     "so about %lld ranks would hold the grid",
+                     be->ops->name, (long long)grid->nx, (long long)grid->ny,
+                     (long long)grid->nz, (long long)part.nz, (double)need / 1e9,
+                     (double)free_bytes / 1e9, (double)total / 1e9, (long long)fit,
+                     (long long)((grid->nz + fit - 1) / fit));
+  }
   /* the largest grid of these proportions that fits, by bisection on a scale */
   double lo = 0, hi = 1;
   vox_grid fit = *grid;

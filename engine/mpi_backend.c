@@ -2030,6 +2030,14 @@ static void destroy(vox_backend *be) {
 }
 
 static vox_status synchronize(vox_backend *be) { return C(be)->synchronize(IN(be)); }
+/* The memory check's part of a grid: this rank's slab, on its backend's
+ * memory. */
+static int memory_part(const vox_backend *be, const vox_grid *grid, vox_grid *part) {
+  const impl *m = M(be);
+  *part = *grid;
+  if (grid->nz == m->lv[0].global.nz) part->nz = m->first[m->rank + 1] - m->first[m->rank];
+  return C(be)->device_memory;
+}
 static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
   return C(be)->memory(IN(be), free_bytes, total_bytes);
 }
@@ -2113,6 +2121,7 @@ static const vox_backend_ops mpi_ops = {
     .destroy = destroy,
     .synchronize = synchronize,
     .memory = memory,
+    .memory_part = memory_part,
     .host_alloc = host_alloc,
     .host_free = host_free,
     .vec = &mpi_vec_ops,

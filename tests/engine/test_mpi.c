@@ -31,6 +31,7 @@
 
 #include "../check.h"
 #include "backend_ops.h"
+#include "memory_plan.h"
 #include "voxfe/mpi.h"
 #include "voxfe/voxfe.h"
 /* after check.h */
@@ -364,6 +365,29 @@ static void download(vox_context *ctx) {
 }
 
 /* More ranks than element layers: every rank refuses, with one message. */
+/* The memory check of a rank's slab (memory_plan.c): a grid of 2^30 x-y
+ * nodes a layer per rank that no GPU holds is refused before anything is
+ * allocated, with the ranks it would take; on CPU ranks (no device memory
+ * to check) it passes. */
+static void memory(vox_context *ctx) {
+  vox_grid g = {.nx = 1024, .ny = 1024, .nz = 4096 * (int64_t)ranks, .voxel_size = {1, 1, 1}};
+  vox_backend *be = NULL;
+  CHECK_OK(ctx, split_backend(ctx, &g, 3, &be));
+  if (!be) return;
+  vox_solver_options so;
+  vox_solver_options_default(&so);
+  const vox_status s = vox_memory_check(be, &g, 3, 1, 0, &so, 6);
+  if (rank == 0) printf("memory check: %s\n", s == VOX_OK ? "passed" : vox_context_message(ctx));
+  if (device == VOX_DEVICE_CUDA) {
+    CHECK(s == VOX_ERR_NO_MEMORY);
+    CHECK(strstr(vox_context_message(ctx), "a rank's slab of the 1024x1024x") != NULL);
+    CHECK(strstr(vox_context_message(ctx), "ranks would hold the grid") != NULL);
+  } else {
+    CHECK(s == VOX_OK);
+  }
+  vox_backend_destroy(be);
+}
+
 static void refuse(vox_context *ctx) {
   vox_grid g = {.nx = 4, .ny = 4, .nz = ranks - 1, .voxel_size = {1, 1, 1}};
   if (g.nz < 1) return;
@@ -437,6 +461,7 @@ int main(int argc, char **argv) {
   }
   if (check_wanted(n_parts + 1, names, "download")) download(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
+  if (check_wanted(n_parts + 1, names, "memory")) memory(ctx);
   vox_context_destroy(ctx);
   free(slabs);
   int failures = check_failures, all = 0;
