@@ -35,7 +35,7 @@ void cli_format_mpi_exchange(const void *value, char *buf, size_t n);
    .flags = CLI_RECORD,                                                                         \
    .help = "--mpi: multigrid levels of fewer than N nodes are gathered whole onto every rank "  \
            "and computed there redundantly (split, their products would be mostly the "        \
-           "latency of launches and exchanges): auto (131072 on GPUs, 4096 on CPU cores), or " \
+           "latency of launches and exchanges): auto (131072 on GPUs, 0 on CPU cores), or "     \
            "a number (0: only the levels whose slab boundaries fall between coarse nodes)",    \
    .parse = cli_parse_mpi_gather, .format = cli_format_mpi_gather}
 
