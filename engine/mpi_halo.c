@@ -256,7 +256,10 @@ vox_status vox_mpi_halo_create(vox_context *ctx, MPI_Comm comm, vox_backend *inn
 #endif
   if (own && one_host && exchange == VOX_MPI_EXCHANGE_AUTO) peer_start(h);
 #ifdef VOXFE_HAVE_NCCL
-  const vox_status s = h->nccl ? nccl_warm_up(h) : VOX_OK;
+  vox_status s = h->nccl ? nccl_warm_up(h) : VOX_OK;
+  int failed = s != VOX_OK; /* every rank the same outcome */
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm);
+  if (failed && s == VOX_OK) s = vox_error(ctx, VOX_ERR_DEVICE, "NCCL: failed on another rank");
   if (s != VOX_OK) {
     vox_mpi_halo_destroy(h);
     return s;
