@@ -944,6 +944,20 @@ static void level_arrays(const vox_efg_device *d, int l, const size_t **row_star
   }
 }
 
+/* cuSOLVER's status word of the last level's factorisation or inverse:
+ * an error saying the level `is` what `routine` found where it is not 0. */
+static vox_status dense_status(vox_backend *be, const vox_efg_device *d, const char *is,
+                               const char *routine) {
+  int info = 0;
+  CUDA_TRY(be, cudaMemcpy(&info, d->dense_info, sizeof info, cudaMemcpyDeviceToHost),
+           "the multigrid's factorisation status");
+  if (info != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's last level %s (cuSOLVER %s: %d)", is,
+                     routine, info);
+  return VOX_OK;
+}
+
 static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
   if (!d->n_levels)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -991,28 +1005,14 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
   if (cusolverDnDpotrf(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense, d->dense_n,
                        d->dense_work, d->dense_lwork, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation failed to start");
-  int info = 0;
-  CUDA_TRY(be, cudaMemcpy(&info, d->dense_info, sizeof info, cudaMemcpyDeviceToHost),
-           "the multigrid's factorisation status");
-  if (info != 0)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the multigrid's last level is not positive "
-                     "definite (cuSOLVER potrf: %d)",
-                     info);
+  TRY(dense_status(be, d, "is not positive definite", "potrf"));
   /* the inverse, kept whole for the cycles' solves */
   if (cusolverDnDpotri(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense, d->dense_n,
                        d->dense_work, d->dense_lwork, d->dense_info) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the inverse failed to start");
   symmetrize_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS>>>(d->dense_n, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
-  CUDA_TRY(be, cudaMemcpy(&info, d->dense_info, sizeof info, cudaMemcpyDeviceToHost),
-           "the multigrid's factorisation status");
-  if (info != 0)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the multigrid's last level is singular (cuSOLVER "
-                     "potri: %d)",
-                     info);
-  return VOX_OK;
+  return dense_status(be, d, "is singular", "potri");
 }
 
 static vox_status mg_level_vec(vox_backend *be, const vox_efg_device *d, int l, const vox_vec *x) {
