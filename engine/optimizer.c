@@ -70,8 +70,8 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_penalty_scale = efg.penalty_scale;
   o->update = VOX_UPDATE_OC;
   vox_mma_options_default(&o->mma);
-  /* the multigrid takes a tenth of the CG iterations but its setup costs
-   * more than they save (docs/benchmarks.md) */
+  /* the geometric multigrid: fewer CG iterations and shorter runs than
+   * the paper's block Jacobi in every case measured (docs/benchmarks.md) */
   o->efg_preconditioner = VOX_EFG_PC_MG;
   o->efg_sa_degree = 2;
   o->efg_sa_smoother = VOX_EFG_PC_SCHWARZ;
