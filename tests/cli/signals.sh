@@ -33,11 +33,13 @@ for delay in 0.1 0.3 0.5 1 2; do
 done
 
 make_model model.nc 12x6x6 || finish
+# (runs long enough that every signal finds them running: 400 iterations
+# of this model took under 1.5 s on a quiet machine)
 # job control: a background job of a script ignores SIGINT otherwise (and
 # voxfe-optimize keeps a signal ignored that it was started with)
 set -m
 for delay in 0.2 0.6 1.5; do
-  "$OPTIMIZE" model.nc -o design.nc --max-iterations 400 --change-tol 0 --device cpu --threads 2 >/dev/null 2>&1 &
+  "$OPTIMIZE" model.nc -o design.nc --max-iterations 100000 --change-tol 0 --device cpu --threads 2 >/dev/null 2>&1 &
   pid=$!
   sleep $delay
   kill -INT $pid 2>/dev/null
@@ -51,7 +53,7 @@ done
 
 # one SIGINT once the loop runs (before, it ends the program at once): the
 # iteration ends, the design is written, status 130
-"$OPTIMIZE" model.nc -o design.nc --max-iterations 400 --change-tol 0 --device cpu --threads 2 \
+"$OPTIMIZE" model.nc -o design.nc --max-iterations 100000 --change-tol 0 --device cpu --threads 2 \
   >"$LOG/out" 2>"$LOG/progress" &
 pid=$!
 for _ in $(seq 1 3000); do
@@ -71,7 +73,7 @@ no_leftovers "optimize, SIGINT"
 rm -f design.nc design.checkpoint.nc
 write_cell_problem cell.yaml
 "$VOXELIZE" --box 8x8x8 --voxel-size 1 --problem cell.yaml -o cell.nc || fail "voxelize cell"
-"$OPTIMIZE" cell.nc -o design.nc --objective bulk --max-iterations 400 --change-tol 0 \
+"$OPTIMIZE" cell.nc -o design.nc --objective bulk --max-iterations 100000 --change-tol 0 \
   --device cpu --threads 2 >"$LOG/out" 2>"$LOG/progress" &
 pid=$!
 for _ in $(seq 1 3000); do
