@@ -85,13 +85,67 @@ inner_sum(const vox_filter *f, const double *restrict in, const double *restrict
   return s;
 }
 
-/* Row (j, k) of the convolution below. */
+/* acc[i] += w in[from + i] (times pre, zero where that element is inactive)
+ * for i in [lo, hi): one tap over a stretch of a row. */
+static inline __attribute__((always_inline)) void
+add_tap(const vox_filter *f, const double *restrict in, const double *restrict pre,
+        double *restrict acc, double w, int64_t from, int64_t lo, int64_t hi, const int all_active,
+        const int scaled) {
+  const uint8_t *restrict active = f->active;
+  for (int64_t i = lo; i < hi; i++) {
+    const int64_t n = from + i;
+    const double v = scaled ? pre[n] * in[n] : in[n];
+    acc[i] += w * (all_active || active[n] ? v : 0.0);
+  }
+}
+
+/* Row (j, k)'s sums into acc, tap by tap along the row: each element sums its
+ * taps in the order and with the terms of edge_sum and inner_sum (a tap past a
+ * face adds nothing, an inactive neighbour adds w * 0), so the bits are
+ * theirs, but the loops run along the row, where they vectorise, instead of
+ * along one element's taps, a chain of dependent additions. A periodic
+ * filter's taps wrap in up to three stretches; 0 when its taps reach further
+ * than the cell, which the element-wise sums handle. */
+static inline __attribute__((always_inline)) int
+row_sums(const vox_filter *f, const double *restrict in, const double *restrict pre,
+         double *restrict acc, int64_t j, int64_t k, const int all_active, const int scaled) {
+  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+  if (f->periodic && (f->reach[0] > nx || f->reach[1] > ny || f->reach[2] > nz)) return 0;
+  for (int64_t i = 0; i < nx; i++) acc[i] = 0;
+  for (int t = 0; t < f->n_taps; t++) {
+    int64_t jj = j + f->offset[t][1], kk = k + f->offset[t][2];
+    const int64_t di = f->offset[t][0];
+    if (f->periodic) {
+      jj = wrap(jj, ny, 0), kk = wrap(kk, nz, 0);
+    } else if (jj < 0 || jj >= ny || kk < 0 || kk >= nz) {
+      continue;
+    }
+    const int64_t from = (kk * ny + jj) * nx + di;
+    const int64_t lo = di < 0 ? -di : 0, hi = di > 0 ? nx - di : nx;
+    const double w = f->weight[t];
+    if (f->periodic) add_tap(f, in, pre, acc, w, from + nx, 0, lo, all_active, scaled);
+    add_tap(f, in, pre, acc, w, from, lo, hi, all_active, scaled);
+    if (f->periodic) add_tap(f, in, pre, acc, w, from - nx, hi, nx, all_active, scaled);
+  }
+  return 1;
+}
+
+/* Row (j, k) of the convolution below; acc (nx doubles, or NULL to sum
+ * element by element) is the row's scratch. */
 HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict in,
                                     const double *restrict pre, const double *restrict post,
-                                    double *restrict out, int64_t j, int64_t k) {
+                                    double *restrict out, int64_t j, int64_t k,
+                                    double *restrict acc) {
   const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
   const int64_t *reach = f->reach;
   const int64_t row = (k * ny + j) * nx;
+  int by_row = 0;
+  if (acc) {
+    if (f->all_active)
+      by_row = pre ? row_sums(f, in, pre, acc, j, k, 1, 1) : row_sums(f, in, pre, acc, j, k, 1, 0);
+    else
+      by_row = pre ? row_sums(f, in, pre, acc, j, k, 0, 1) : row_sums(f, in, pre, acc, j, k, 0, 0);
+  }
   const int inner_row = j >= reach[1] && j + reach[1] < ny && k >= reach[2] && k + reach[2] < nz;
   for (int64_t i = 0; i < nx; i++) {
     const int64_t e = row + i;
@@ -100,7 +154,9 @@ HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict 
       continue;
     }
     double s;
-    if (inner_row && i >= reach[0] && i + reach[0] < nx) {
+    if (by_row) {
+      s = acc[i];
+    } else if (inner_row && i >= reach[0] && i + reach[0] < nx) {
       if (f->all_active)
         s = pre ? inner_sum(f, in, pre, e, 1, 1) : inner_sum(f, in, pre, e, 1, 0);
       else
@@ -113,14 +169,21 @@ HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict 
 }
 
 /* out_e = sum_taps w in_i (over active i), for active e; 0 elsewhere. Scaled
- * per element by pre[i] (on the input) and post[e] (on the output) when given. */
+ * per element by pre[i] (on the input) and post[e] (on the output) when given.
+ * Each thread sums its rows in a scratch row of its own; without one (no
+ * memory) it sums element by element, to the same bits. */
 static void convolve(vox_backend *be, const vox_filter *f, const double *restrict in,
                      const double *restrict pre, const double *restrict post,
                      double *restrict out) {
-  const int64_t ny = f->grid.ny, nz = f->grid.nz;
-#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static)
-  for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++) convolve_row(f, in, pre, post, out, j, k);
+  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
+#pragma omp parallel num_threads(vox_cpu_threads(be))
+  {
+    double *acc = malloc((size_t)nx * sizeof *acc);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t k = 0; k < nz; k++)
+      for (int64_t j = 0; j < ny; j++) convolve_row(f, in, pre, post, out, j, k, acc);
+    free(acc);
+  }
 }
 
 static vox_status create(vox_backend *be, const vox_grid *grid, double radius, int periodic,
