@@ -23,9 +23,11 @@
 # box (max(0, x - 0.2) to min(1, x + 0.2)) as its bounds in every iteration
 # (voxfe's --mma-bounds move), gives the objective's approximation the
 # curvature 0.001 |df| + 0.5e-6 / (U - L) and the constraint's none (voxfe's
-# --mma-convexity aage --mma-raa0 1e-6), and solves the subproblem's dual
-# exactly in x, down to a barrier of about 1e-7: voxfe's primal-dual method
-# comes closest to that with --mma-epsilon-min 1e-9. Its d = 0 is not read by
+# --mma-convexity aage --mma-raa0 1e-6), and solves the subproblem by its
+# dual, x explicit in the multipliers, as voxfe's dual method (its default
+# --mma-subproblem) does; --mma-epsilon-min 1e-9 was needed by the
+# primal-dual method (--mma-subproblem primal-dual in VOXFE_OPTIONS) to come
+# close to it and is kept. Its d = 0 is not read by
 # its dual method, whose y = max(0, lambda - c) is that of voxfe's d = 1. It
 # stops at 400 iterations or a largest density change of at most 0.01;
 # voxfe's tolerances are set to 0 so that both run ITERATIONS iterations.

@@ -70,6 +70,11 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_penalty_scale = efg.penalty_scale;
   o->update = VOX_UPDATE_OC;
   vox_mma_options_default(&o->mma);
+  /* The design update's MMA has a = 0 and d = 1, which the dual method
+   * needs: its Newton steps take one pass over the densities against the
+   * primal-dual method's dozen, and it solves the subproblem exactly, as
+   * TopOpt_in_PETSc's MMA does (docs/benchmarks.md) */
+  o->mma.subproblem = VOX_MMA_DUAL;
   /* the geometric multigrid: fewer CG iterations and shorter runs than
    * the paper's block Jacobi in every case measured (docs/benchmarks.md) */
   o->efg_preconditioner = VOX_EFG_PC_MG;

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # voxfe-optimize --optimizer mma: in --help, runs, meets the volume, and the
-# history line of the design file names it with its parameters; the same
-# with --mma-subproblem dual; an unknown method or subproblem method and
-# q > 1 with MMA are refused with one line (exit 2) before any device work.
+# history line of the design file names it with its parameters (the
+# subproblem by the dual method by default); the same with --mma-subproblem
+# primal-dual; an unknown method or subproblem method and q > 1 with MMA are
+# refused with one line (exit 2) before any device work.
 . "$(dirname "$0")/lib.sh"
 
 "$OPTIMIZE" --help >"$LOG/help" || fail "--help failed"
@@ -15,7 +16,7 @@ make_model model.nc 12x6x6 || finish
   >"$LOG/out" 2>"$LOG/err" || { fail "optimize --optimizer mma: $(cat "$LOG/err")"; finish; }
 ncdump -h mma.nc >"$LOG/header" || fail "ncdump cannot read mma.nc"
 grep -q -- "--optimizer=mma .*--mma-asymptote-init=0.5 --mma-asymptote-increase=1.2 \
---mma-asymptote-decrease=0.7 --mma-objective-scale=1 --mma-subproblem=primal-dual" "$LOG/header" ||
+--mma-asymptote-decrease=0.7 --mma-objective-scale=1 --mma-subproblem=dual" "$LOG/header" ||
   fail "mma.nc: the history line does not name the optimizer and its parameters"
 # the history names the device that ran ("auto" resolved)
 grep -Eq -- "--device=(cpu|cuda) " "$LOG/header" || fail "mma.nc: the history names no device"
@@ -27,14 +28,14 @@ h = d["optimization"]
 assert len(h["objective"][:]) == 8
 assert abs(float(h["volume_fraction"][-1]) - 0.3) < 2e-3, h["volume_fraction"][:]
 PY
-# the subproblems by the dual method: the same volume, the history names it
+# the subproblems by the primal-dual method: the same volume, the history names it
 grep -q -- "--mma-subproblem=METHOD" "$LOG/help" || fail "--help lacks --mma-subproblem"
-"$OPTIMIZE" model.nc -o dual.nc --optimizer mma --mma-subproblem dual --max-iterations 8 \
+"$OPTIMIZE" model.nc -o pd.nc --optimizer mma --mma-subproblem primal-dual --max-iterations 8 \
   --threads 2 -q >"$LOG/out" 2>"$LOG/err" ||
-  { fail "optimize --mma-subproblem dual: $(cat "$LOG/err")"; finish; }
-ncdump -h dual.nc | grep -q -- "--mma-subproblem=dual" ||
-  fail "dual.nc: the history line does not name the subproblem method"
-/usr/bin/python3 - mma.nc dual.nc <<'PY' || fail "dual.nc: volume or objective wrong"
+  { fail "optimize --mma-subproblem primal-dual: $(cat "$LOG/err")"; finish; }
+ncdump -h pd.nc | grep -q -- "--mma-subproblem=primal-dual" ||
+  fail "pd.nc: the history line does not name the subproblem method"
+/usr/bin/python3 - mma.nc pd.nc <<'PY' || fail "pd.nc: volume or objective wrong"
 import sys
 import netCDF4
 a, b = (netCDF4.Dataset(f)["optimization"] for f in sys.argv[1:3])
