@@ -50,12 +50,40 @@ vox_status vox_cpu_oc_update(vox_backend *be, const vox_vec *rho, const vox_vec 
   return VOX_OK;
 }
 
+/* The volumes of elements [e0, e1) for n trial multipliers, added into
+ * sum[j] element by element: the trials' clamps as comparisons, which
+ * vectorise across the multipliers (fmax is a library call in the baseline
+ * build, and its signed zeros do not matter here: each value is a density
+ * >= rho_min >= 0). */
+HOT_CLONES static void oc_volume_range(const vox_vec *rho, const vox_vec *dc, const vox_vec *dv,
+                                       const vox_vec *design, const vox_vec *passive,
+                                       const double *scale, const double *scale_q, int n,
+                                       double move, double eta, double q, double rho_min,
+                                       ptrdiff_t e0, ptrdiff_t e1, double *restrict sum) {
+  const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
+  const double *restrict des = design->data, *restrict pas = passive->data;
+  double acc[VOX_OC_LAMBDAS];
+  for (int j = 0; j < n; j++) acc[j] = sum[j];
+  for (ptrdiff_t e = e0; e < e1; e++) {
+    if (des[e] == 0) {
+      for (int j = 0; j < n; j++) acc[j] += v[e] * pas[e];
+      continue;
+    }
+    const double c = x[e] * pow(fmax(0.0, -g[e]) / v[e], eta), cq = q == 1 ? c : pow(c, q);
+    const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
+    for (int j = 0; j < n; j++) {
+      const double trial = c * scale[j];
+      const double t = trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j];
+      acc[j] += v[e] * (t > rho_min ? t : rho_min);
+    }
+  }
+  for (int j = 0; j < n; j++) sum[j] = acc[j];
+}
+
 vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
                               const vox_vec *dv, const vox_vec *design, const vox_vec *passive,
                               const double *lambda, int n, double move, double eta,
                               double q, double rho_min, double *volume) {
-  const double *restrict x = rho->data, *restrict g = dc->data, *restrict v = dv->data;
-  const double *restrict des = design->data, *restrict pas = passive->data;
   double scale[VOX_OC_LAMBDAS], scale_q[VOX_OC_LAMBDAS];
   for (int j = 0; j < n; j++) scale[j] = pow(lambda[j], -eta), scale_q[j] = pow(scale[j], q);
   const ptrdiff_t ne = (ptrdiff_t)rho->n;
@@ -65,20 +93,12 @@ vox_status vox_cpu_oc_volumes(vox_backend *be, const vox_vec *rho, const vox_vec
   if (!sums) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
 #pragma omp parallel num_threads(threads)
   {
-    double *sum = sums[omp_get_thread_num()];
-#pragma omp for schedule(static)
-    for (ptrdiff_t e = 0; e < ne; e++) {
-      if (des[e] == 0) {
-        for (int j = 0; j < n; j++) sum[j] += v[e] * pas[e];
-        continue;
-      }
-      const double c = x[e] * pow(fmax(0.0, -g[e]) / v[e], eta), cq = q == 1 ? c : pow(c, q);
-      const double lo = fmax(0.0, x[e] - move), hi = fmin(1.0, x[e] + move);
-      for (int j = 0; j < n; j++) {
-        const double trial = c * scale[j];
-        sum[j] += v[e] * fmax(rho_min, trial <= lo ? lo : trial >= hi ? hi : cq * scale_q[j]);
-      }
-    }
+    /* this thread's share of the elements, in one piece */
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const ptrdiff_t per = ne / nt, extra = ne % nt;
+    const ptrdiff_t e0 = t * per + (t < extra ? t : extra), e1 = e0 + per + (t < extra);
+    oc_volume_range(rho, dc, dv, design, passive, scale, scale_q, n, move, eta, q, rho_min, e0,
+                    e1, sums[t]);
   }
   for (int j = 0; j < n; j++) {
     volume[j] = 0;
