@@ -338,7 +338,8 @@ static int cantilever_mode(int argc, char **argv) {
          "(%d levels, %s-cycle, Chebyshev degree %d, fine level %d), %s precision, K u kernel "
          "%s%s\n",
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),
-         3 * (long long)vox_grid_nodes(g), n_cases, vox_mg_levels_for(g, 3, opt.solver.mg_levels),
+         3 * (long long)vox_grid_nodes(g), n_cases,
+         vox_mg_levels_for(g, 3, opt.solver.mg_levels, vox_mg_coarse_dofs(be, &opt.solver)),
          vox_mg_cycle_name(opt.solver.mg_cycle), opt.solver.smoothing_steps,
          opt.solver.fine_smoothing_steps > 0 ? opt.solver.fine_smoothing_steps
                                              : opt.solver.smoothing_steps,

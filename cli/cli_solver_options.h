@@ -71,8 +71,13 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
   {.name = "mg-levels", .arg = "N", .kind = CLI_INTEGER,                                         \
    .offset = offsetof(TYPE, SOLVER.mg_levels), .range = {0, INFINITY, 0, 0},                     \
    .flags = CLI_RECORD,                                                                          \
-   .help = "multigrid levels, 0 to choose from the grid (coarsest level of at most 6000 "        \
-           "unknowns, solved directly)"},                                                        \
+   .help = "multigrid levels, 0 to choose from the grid (see --mg-coarse-dofs)"},               \
+  {.name = "mg-coarse-dofs", .arg = "N", .kind = CLI_INTEGER,                                    \
+   .offset = offsetof(TYPE, SOLVER.mg_coarse_dofs), .range = {0, INT_MAX, 0, 0},                 \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "with --mg-levels 0, coarsen until a level has at most N unknowns, the coarsest, "   \
+           "solved directly; 0: the device's choice, 6000 on a GPU (a dense factor), 1000 on "   \
+           "the CPU (a sparse one, on one core)"},                                               \
   {.name = "mg-cycle", .arg = "C", .kind = CLI_CUSTOM,                                           \
    .offset = offsetof(TYPE, SOLVER.mg_cycle), .flags = CLI_RECORD,                               \
    .help = "multigrid cycle: w (levels 2 and deeper cycled twice), v, or auto (w on the full "  \

@@ -252,6 +252,10 @@ typedef struct vox_multigrid_ops {
   /* The largest coarsest multigrid level the backend factors densely on
    * the device (its factor is in the memory plan); 0 for none. */
   size_t dense_coarse_dofs;
+  /* The coarsest level's most unknowns where the options leave it to the
+   * backend (vox_solver_options.mg_coarse_dofs 0); 0: multigrid.c's
+   * VOX_MG_COARSE_DOFS. */
+  size_t coarse_dofs;
   /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
    * where the backend keeps only those not implied by symmetry. */
   int stencil_blocks;

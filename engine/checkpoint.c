@@ -243,6 +243,15 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
                      "run needs the options of the run that made the checkpoint",
                      shortest(had, had_text), shortest(has, has_text));
   }
+  /* the coarsest level's size as the options gave it; a checkpoint without
+   * one is of a run before the option, which left it to the device too (0) */
+  const vox_checkpoint_array *coarse = vox_checkpoint_find(c, OPTION_PREFIX "mg_coarse_dofs");
+  const double had_coarse = coarse && coarse->length == 1 ? coarse->values[0] : 0;
+  if (had_coarse != opt->solver.mg_coarse_dofs)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's run had mg_coarse_dofs %g, this one has %d: a resumed run "
+                     "needs the options of the run that made the checkpoint",
+                     had_coarse, opt->solver.mg_coarse_dofs);
   return VOX_OK;
 }
 
@@ -315,6 +324,9 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
   if (st == VOX_OK)
     st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "sensitivity_floor",
                                    vox_optimizer_sensitivity_floor(opt));
+  if (st == VOX_OK)
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "mg_coarse_dofs",
+                                   opt->solver.mg_coarse_dofs);
   const struct {
     const char *name;
     double value;

@@ -2279,6 +2279,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   if (s == VOX_OK) {
     m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
     m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
+    m->mg.coarse_dofs = m->in->ops->mg->coarse_dofs;
     m->ops.sparse = m->in->ops->sparse ? &mpi_sparse_ops : NULL;
     be->device = m->in->device;
     be->device_index = m->in->device_index;

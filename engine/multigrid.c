@@ -14,11 +14,6 @@
 
 #include "pc.h"
 
-/* A coarsest level of at most this many dofs is solved directly: CHOLMOD on
- * the CPU, a dense Cholesky factor on the GPU. A richer coarsest level makes
- * the V-cycle much stronger at high stiffness contrasts (docs/benchmarks.md). */
-enum { MAX_COARSE_DOFS = 6000 };
-
 /* Bounds of the Chebyshev smoother as fractions of the estimated largest
  * eigenvalue of D^-1 A: above it for safety (the estimate is from below), and
  * a tenth of it as the lower end, the range smoothing must damp. */
@@ -35,10 +30,16 @@ _Static_assert((int)LANCZOS_STEPS <= (int)VOX_LANCZOS_MAX_STEPS,
 
 static size_t grid_dofs(const vox_grid *g, int dpn) { return (size_t)vox_grid_nodes(g) * (size_t)dpn; }
 
-int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested) {
+size_t vox_mg_coarse_dofs(const vox_backend *be, const vox_solver_options *options) {
+  if (options->mg_coarse_dofs > 0) return (size_t)options->mg_coarse_dofs;
+  return be->ops->mg->coarse_dofs ? be->ops->mg->coarse_dofs : VOX_MG_COARSE_DOFS;
+}
+
+int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested,
+                      size_t max_coarse_dofs) {
   int levels = 1;
   vox_grid g = *grid;
-  while (requested > 0 ? levels < requested : grid_dofs(&g, dofs_per_node) > MAX_COARSE_DOFS) {
+  while (requested > 0 ? levels < requested : grid_dofs(&g, dofs_per_node) > max_coarse_dofs) {
     const vox_grid c = vox_grid_coarsen(&g);
     if (c.nx == g.nx && c.ny == g.ny && c.nz == g.nz) break; /* a single voxel */
     /* periodic levels nest only with even sizes, and keep even sizes
@@ -190,7 +191,9 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
 
 void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
                    const vox_solver_options *options, vox_multigrid *mg, vox_layout *out) {
-  const int levels = mg ? mg->n_levels : vox_mg_levels_for(grid, dpn, options->mg_levels);
+  const int levels = mg ? mg->n_levels
+                        : vox_mg_levels_for(grid, dpn, options->mg_levels,
+                                            vox_mg_coarse_dofs(be, options));
   const int mixed = options->precision == VOX_PRECISION_MIXED;
   /* an FP16-packed level keeps the float buffer and adds its scales */
   const double scales = mixed && be->ops->mg->stencil_mixed_dof_bytes
@@ -235,7 +238,8 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->dofs_per_node = dofs_per_node;
   mg->fine_bound = fine_bound;
   mg->options = *options;
-  mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels);
+  mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels,
+                                   vox_mg_coarse_dofs(be, options));
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
   mg->visits = calloc((size_t)mg->n_levels, sizeof *mg->visits);
   vox_status s = mg->level && mg->visits

@@ -41,9 +41,20 @@ typedef struct vox_multigrid {
   vox_vec translation[3];
 } vox_multigrid;
 
-/* The number of levels for a grid: coarsen while every axis keeps at least 2
- * elements and the coarsest level has more than `max_coarse_dofs` dofs. */
-int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested);
+/* The coarsest level's most unknowns where the options do not say
+ * (vox_solver_options.mg_coarse_dofs 0) nor the backend
+ * (vox_multigrid_ops.coarse_dofs 0): a richer coarsest level makes the
+ * cycle much stronger at high stiffness contrasts (docs/benchmarks.md). */
+enum { VOX_MG_COARSE_DOFS = 6000 };
+
+/* The coarsest level's most unknowns for these options on this backend. */
+size_t vox_mg_coarse_dofs(const vox_backend *be, const vox_solver_options *options);
+
+/* The number of levels for a grid: `requested`, or (0) coarsen while every
+ * axis keeps at least 2 elements and the coarsest level has more than
+ * `max_coarse_dofs` dofs. */
+int vox_mg_levels_for(const vox_grid *grid, int dofs_per_node, int requested,
+                      size_t max_coarse_dofs);
 
 /* The hierarchy's backend memory (layout.h): per level below the finest a
  * stencil (in the options' precision, as the backend stores it) and its

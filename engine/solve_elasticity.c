@@ -14,6 +14,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->max_iterations = 10000;
   options->preconditioner = VOX_PC_MULTIGRID;
   options->mg_levels = 0;
+  options->mg_coarse_dofs = 0;
   options->smoother = VOX_SMOOTHER_CHEBYSHEV;
   options->smoothing_steps = 2; /* cheaper than 3 overall: docs/benchmarks.md */
   options->fine_smoothing_steps = 0;
@@ -148,6 +149,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
           "fine smoothing steps %d must be >= -1 (0: as the others, -1: automatic)",
           o->fine_smoothing_steps);
   REQUIRE(o->mg_levels >= 0, "multigrid levels %d must be >= 0 (0: automatic)", o->mg_levels);
+  REQUIRE(o->mg_coarse_dofs >= 0, "the coarsest level's unknowns %d must be >= 0 (0: automatic)",
+          o->mg_coarse_dofs);
   REQUIRE((unsigned)o->precision <= VOX_PRECISION_MIXED, "unknown precision %d",
           (int)o->precision);
   REQUIRE((unsigned)o->storage <= VOX_STORAGE_SPARSE, "unknown storage %d", (int)o->storage);

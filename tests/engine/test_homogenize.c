@@ -582,8 +582,10 @@ static void test_held_node(vox_context *ctx, vox_backend *be) {
               identity &= v[(n * 27 + (size_t)t) * 9 + (size_t)e] == (t == 13 && e % 4 == 0);
           if (!identity) continue;
           held++;
-          /* coarse node I sits on fine node 2I; the ball's centre is fine node 8 */
-          const double x = 2.0 * (double)i - 8, y = 2.0 * (double)j - 8, z = 2.0 * (double)k - 8;
+          /* coarse node I sits on fine node 2^(levels - 1) I; the ball's
+           * centre is fine node 8 */
+          const double s = (double)(1 << (mg->n_levels - 1));
+          const double x = s * (double)i - 8, y = s * (double)j - 8, z = s * (double)k - 8;
           CHECK(n != 0 && x * x + y * y + z * z < 6.5 * 6.5);
         }
     CHECK(held == 1);

@@ -539,12 +539,22 @@ static void test_reduced_storage(vox_context *ctx, vox_backend *be) {
   contrast_case_free(&c);
 }
 
-static void test_levels(void) {
+/* The levels for a grid and a coarsest size, and the coarsest size the
+ * options leave to the CPU backend. */
+static void test_levels(vox_backend *be) {
   const vox_grid g = {.nx = 96, .ny = 48, .nz = 48, .voxel_size = {1, 1, 1}};
-  CHECK(vox_mg_levels_for(&g, 3, 0) == 4); /* 96 -> 48 -> 24 -> 12 */
-  CHECK(vox_mg_levels_for(&g, 3, 2) == 2);
+  CHECK(vox_mg_levels_for(&g, 3, 0, 6000) == 4); /* 96 -> 48 -> 24 -> 12: 1911 dofs */
+  CHECK(vox_mg_levels_for(&g, 3, 0, 1911) == 4);
+  CHECK(vox_mg_levels_for(&g, 3, 0, 1910) == 5); /* -> 6 x 3 x 3: 336 dofs */
+  CHECK(vox_mg_levels_for(&g, 3, 2, 1) == 2);
   const vox_grid tiny = {.nx = 1, .ny = 1, .nz = 1, .voxel_size = {1, 1, 1}};
-  CHECK(vox_mg_levels_for(&tiny, 3, 0) == 2);
+  CHECK(vox_mg_levels_for(&tiny, 3, 0, 6000) == 2);
+  CHECK(vox_mg_levels_for(&tiny, 3, 0, 1) == 2);
+  vox_solver_options o;
+  vox_solver_options_default(&o);
+  CHECK(o.mg_coarse_dofs == 0 && vox_mg_coarse_dofs(be, &o) == 1000);
+  o.mg_coarse_dofs = 5000;
+  CHECK(vox_mg_coarse_dofs(be, &o) == 5000);
 }
 
 int main(void) {
@@ -552,7 +562,7 @@ int main(void) {
   vox_backend *be;
   vox_context_create(&ctx);
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
-  test_levels();
+  test_levels(be);
   test_galerkin(ctx, be, VOX_PRECISION_DOUBLE);
   test_galerkin(ctx, be, VOX_PRECISION_MIXED);
   test_galerkin_conduction(ctx, be, VOX_PRECISION_DOUBLE);

@@ -135,7 +135,11 @@ typedef struct vox_solver_options {
   int max_iterations;
   vox_preconditioner preconditioner;
   /* multigrid only */
-  int mg_levels;         /* 0: chosen from the grid */
+  int mg_levels;         /* 0: chosen from the grid (mg_coarse_dofs) */
+  /* with mg_levels 0: coarsen until a level has at most this many unknowns,
+   * the coarsest, solved directly; 0: the backend's choice
+   * (vox_mg_coarse_dofs) */
+  int mg_coarse_dofs;
   vox_smoother smoother;
   int smoothing_steps;   /* Jacobi sweeps, or the Chebyshev degree, before and after */
   int fine_smoothing_steps; /* the same on the fine level; 0 (or VOX_FINE_SMOOTHING_AUTO
