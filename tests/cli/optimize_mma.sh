@@ -2,8 +2,8 @@
 # voxfe-optimize --optimizer mma: in --help, runs, meets the volume, and the
 # history line of the design file names it with its parameters (the
 # subproblem by the dual method by default); the same with --mma-subproblem
-# primal-dual; an unknown method or subproblem method and q > 1 with MMA are
-# refused with one line (exit 2) before any device work.
+# primal-dual; a compliant mechanism; an unknown method or subproblem method
+# and q > 1 with MMA are refused with one line (exit 2) before any device work.
 . "$(dirname "$0")/lib.sh"
 
 "$OPTIMIZE" --help >"$LOG/help" || fail "--help failed"
@@ -42,6 +42,22 @@ a, b = (netCDF4.Dataset(f)["optimization"] for f in sys.argv[1:3])
 assert abs(float(b["volume_fraction"][-1]) - 0.3) < 2e-3, b["volume_fraction"][:]
 oa, ob = float(a["objective"][-1]), float(b["objective"][-1])
 assert abs(oa - ob) < 1e-2 * oa, (oa, ob)
+PY
+# a compliant mechanism (the gripper workflow, coarse): MMA maximises the
+# output displacement (the objective, -u_out, falls from its first value
+# well below zero) under the volume limit (<=), as OC does
+"$VOXELIZE" --box 24x6x12 --voxel-size 6.6666666667 -p "$SOURCE_DIR/workflows/gripper/gripper.yaml" \
+  -o gripper.nc -q || fail "voxelize the gripper failed"
+"$OPTIMIZE" gripper.nc -o gripper_mma.nc --optimizer mma --max-iterations 15 --threads 2 \
+  --emin-ratio 1e-3 --filter-radius 12 -q >"$LOG/out" 2>"$LOG/err" ||
+  fail "optimize the gripper with mma: $(cat "$LOG/err")"
+/usr/bin/python3 - gripper_mma.nc <<'PY' || fail "gripper_mma.nc: the mechanism did not improve"
+import sys
+import netCDF4
+h = netCDF4.Dataset(sys.argv[1])["optimization"]
+f, v = h["objective"][:], h["volume_fraction"][:]
+assert f[0] > 0 and f[-1] < -0.05 and f[-1] < f[-5], f[:]
+assert v[-1] <= 0.3 + 1e-3, v[:]
 PY
 # OC's run by default: the history names oc
 "$OPTIMIZE" model.nc -o oc.nc --max-iterations 1 --device cpu -q || fail "optimize (oc) failed"
