@@ -6,14 +6,17 @@
 # same C^H on both (to 1e-5: the designs move apart by the solves'
 # rounding; that the GPU's design is symmetric to the bit is checked by
 # gpu_cuda_periodic, since the GPU machine has no ncdump). Exit 77
-# (skipped) without a CUDA build or device.
+# (skipped) without a CUDA build or device. Both devices take the GPU's
+# coarsest multigrid level (--mg-coarse-dofs 6000), so that they solve with
+# the same hierarchy.
 . "$(dirname "$0")/lib.sh"
 
 write_cell_problem cell.yaml
 "$VOXELIZE" --box 16x16x16 --voxel-size 0.0625 -p cell.yaml -o cell.nc ||
   { fail "voxelize"; finish; }
 
-"$OPTIMIZE" cell.nc -o gpu.nc --objective bulk --max-iterations 2 --device cuda \
+levels=(--mg-coarse-dofs 6000)
+"$OPTIMIZE" cell.nc -o gpu.nc --objective bulk --max-iterations 2 --device cuda "${levels[@]}" \
   >"$LOG/gpu" 2>"$LOG/gpu.err"
 status=$?
 if [ "$status" -ne 0 ] &&
@@ -22,7 +25,7 @@ if [ "$status" -ne 0 ] &&
   exit 77
 fi
 [ "$status" -eq 0 ] || { fail "--device cuda: exit status $status: $(cat "$LOG/gpu.err")"; finish; }
-"$OPTIMIZE" cell.nc -o cpu.nc --objective bulk --max-iterations 2 --device cpu \
+"$OPTIMIZE" cell.nc -o cpu.nc --objective bulk --max-iterations 2 --device cpu "${levels[@]}" \
   >"$LOG/cpu" 2>"$LOG/cpu.err" || { fail "--device cpu: $(cat "$LOG/cpu.err")"; finish; }
 # the C^H block, the moduli and the ratios, without the timings
 summary() { sed -n '/homogenized stiffness/,/Poisson ratios/p' "$1"; }
@@ -38,7 +41,7 @@ paste <(numbers "$LOG/cpu") <(numbers "$LOG/gpu") |
   2>"$LOG/auto.err" || fail "--device auto: $(cat "$LOG/auto.err")"
 
 design=(--objective custom --expression '-(C44 + C55 + C66)/3' --symmetry reflect6
-        --initial trigonometric --seed 3 --max-iterations 3 --no-continuation)
+        --initial trigonometric --seed 3 --max-iterations 3 --no-continuation "${levels[@]}")
 for device in cpu cuda; do
   "$OPTIMIZE" cell.nc -o "sym-$device.nc" "${design[@]}" --device "$device" \
     >"$LOG/sym-$device" 2>"$LOG/sym-$device.err" ||

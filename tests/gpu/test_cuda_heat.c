@@ -74,6 +74,7 @@ static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base, vo
                     vox_optimize_result *r) {
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
+  opt.solver.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.volume_fraction = 0.3;
   opt.emin_ratio = 1e-3;
   opt.max_iterations = 10;

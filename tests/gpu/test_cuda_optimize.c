@@ -90,6 +90,7 @@ static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base,
                     vox_precision precision, vox_model *out, vox_optimize_result *r) {
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
+  opt.solver.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.volume_fraction = 0.3;
   opt.max_iterations = 10;
   opt.continuation = 0;         /* p = 3 from the first iteration */
@@ -190,6 +191,7 @@ static void test_contrast_solve(vox_context *cctx, vox_backend *cpu, vox_context
 
   vox_solver_options opt;
   vox_solver_options_default(&opt);
+  opt.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.preconditioner = VOX_PC_MULTIGRID;
   opt.rtol = 1e-11;
   opt.max_iterations = 20000;
@@ -256,6 +258,7 @@ static void test_memory_plan(vox_context *ctx, vox_backend *gpu) {
   vox_grid huge = {.nx = 4000, .ny = 2000, .nz = 2000, .voxel_size = {1, 1, 1}};
   vox_solver_options so;
   vox_solver_options_default(&so);
+  so.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   const vox_status s = vox_memory_check(gpu, &huge, 3, 1, 0, &so, 7);
   const char *msg = vox_context_message(ctx);
   printf("  memory plan of a 4000x2000x2000 optimization: %s\n", msg);

@@ -373,6 +373,7 @@ static void test_vcycle(int64_t nx, int64_t ny, int64_t nz, vox_precision precis
           sizeof where - strlen(where) - 1);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
+  opt.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.precision = precision;
   /* the coarsest solves differ (a dense inverse factor against CHOLMOD) by
    * the rounding of an ill-conditioned level (1e-9 moduli); in mixed
@@ -443,6 +444,7 @@ static void test_homogenize(vox_context *ctx, int n, vox_precision precision) {
   }
   vox_solver_options opt;
   vox_solver_options_default(&opt);
+  opt.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.rtol = 1e-10;
   opt.precision = precision;
   double cc[36], cg[36];
@@ -461,6 +463,7 @@ static int cell_solve(vox_context *ctx, vox_backend *be, const vox_model *m, int
   const vox_backend_ops *o = be->ops;
   vox_solver_options opt;
   vox_solver_options_default(&opt);
+  opt.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.rtol = 1e-5;
   vox_solve_result failed;
   const int ok =
@@ -514,6 +517,7 @@ static void test_cell_solver(vox_context *ctx, int n) {
 static void cell_options(vox_optimizer_options *opt, vox_cell_objective objective, int n,
                          int iterations) {
   vox_optimizer_options_default(opt);
+  opt->solver.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt->cell_objective = objective;
   opt->volume_fraction = 0.3;
   opt->filter_radius = 2.0 / n;
