@@ -284,10 +284,10 @@ static const vox_operator_ops cpu_op_ops = {
 static const vox_multigrid_ops cpu_mg_ops = {
     .stencil_blocks = 27,
     /* CHOLMOD factors and solves the coarsest level on one core while the
-     * levels above use them all: 4131 unknowns (the 128 x 64 x 64
-     * cantilever's 16 x 8 x 8 level) took a seventh of the solve's time on
-     * two cores, more on sixteen; its 8 x 4 x 4 level (675) the same CG
-     * iterations (docs/benchmarks.md) */
+     * levels above use them all: with 4131 unknowns (the 128 x 64 x 64
+     * cantilever's 16 x 8 x 8 level) its solves took 14 % longer on two
+     * cores and 53 % longer on sixteen than with 675 (8 x 4 x 4), for about
+     * the same CG iterations (docs/experiments.md) */
     .coarse_dofs = 1000,
     .stencil_create = vox_cpu_stencil_create,
     .stencil_destroy = vox_cpu_stencil_destroy,
