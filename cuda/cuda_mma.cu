@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
 #include "cuda_backend.cuh"
 #include "mma_ops.h"
 
@@ -741,32 +744,62 @@ static vox_status dual_solution(vox_backend *be, vox_mma_work *w, const vox_mma_
 
 /* ---- the design elements ----------------------------------------------------- */
 
+/* The design elements (mask entry not zero): counted by a grid of warp
+ * sums, then listed in increasing order by CUB's stream compaction, on the
+ * device (through host memory, the 512 x 256 x 256 cantilever's 268 MB mask
+ * and its index took most of a second). */
+struct is_design {
+  __host__ __device__ bool operator()(double flag) const { return flag != 0; }
+};
+
+static __global__ void count_design_kernel(const double *__restrict__ mask, size_t n,
+                                           unsigned long long *__restrict__ count) {
+  unsigned long long c = 0;
+  VOX_GRID_STRIDE(e, n) c += mask[e] != 0;
+  for (int o = 16; o > 0; o /= 2) c += __shfl_down_sync(0xffffffffu, c, o);
+  if ((threadIdx.x & 31) == 0 && c) atomicAdd(count, c);
+}
+
 static vox_status map_create(vox_backend *be, const vox_vec *mask, vox_index_map **out,
                              size_t *n_out) {
   *out = NULL;
-  double *host = (double *)malloc((mask->n ? mask->n : 1) * sizeof *host);
   vox_index_map *map = (vox_index_map *)calloc(1, sizeof *map);
-  int64_t *index = NULL;
-  vox_status st = host && map ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  unsigned long long *count = NULL, n = 0; /* count[0]: counted, count[1]: selected */
+  void *temp = NULL;
+  size_t temp_bytes = 0;
+  const thrust::counting_iterator<int64_t> element(0);
+  vox_status st = map ? VOX_OK : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (st == VOX_OK) st = vox_cuda_alloc(be, (void **)&count, 2 * sizeof *count, "a count");
   if (st == VOX_OK)
-    st = vox_cuda_check(be, cudaMemcpy(host, mask->data, mask->n * sizeof *host,
-                                       cudaMemcpyDeviceToHost),
-                        "reading the design mask");
-  size_t n = 0;
-  for (size_t e = 0; st == VOX_OK && e < mask->n; e++) n += host[e] != 0;
-  if (st == VOX_OK && !(index = (int64_t *)malloc((n ? n : 1) * sizeof *index)))
-    st = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  if (st == VOX_OK) {
-    for (size_t e = 0, j = 0; e < mask->n; e++)
-      if (host[e] != 0) index[j++] = (int64_t)e;
-    st = vox_cuda_alloc(be, (void **)&map->index, (n ? n : 1) * sizeof *index,
-                        "the design elements' indices");
+    st = vox_cuda_check(be, cudaMemset(count, 0, 2 * sizeof *count), "clearing a count");
+  if (st == VOX_OK && mask->n) {
+    count_design_kernel<<<vox_cuda_grid(mask->n), VOX_CUDA_THREADS>>>(mask->data, mask->n,
+                                                                       count);
+    st = vox_cuda_check(be, cudaGetLastError(), "counting the design elements");
   }
   if (st == VOX_OK)
-    st = vox_cuda_check(be, cudaMemcpy(map->index, index, n * sizeof *index,
-                                       cudaMemcpyHostToDevice),
-                        "uploading the design elements' indices");
-  free(host), free(index);
+    st = vox_cuda_check(be, cudaMemcpy(&n, count, sizeof n, cudaMemcpyDeviceToHost),
+                        "counting the design elements");
+  if (st == VOX_OK)
+    st = vox_cuda_alloc(be, (void **)&map->index, (n ? n : 1) * sizeof *map->index,
+                        "the design elements' indices");
+  if (st == VOX_OK && n)
+    st = vox_cuda_check(be,
+                        cub::DeviceSelect::FlaggedIf(NULL, temp_bytes, element, mask->data,
+                                                     map->index, count + 1, (int64_t)mask->n,
+                                                     is_design()),
+                        "listing the design elements");
+  if (st == VOX_OK && n) st = vox_cuda_alloc(be, &temp, temp_bytes ? temp_bytes : 1, "a scan");
+  if (st == VOX_OK && n)
+    st = vox_cuda_check(be,
+                        cub::DeviceSelect::FlaggedIf(temp, temp_bytes, element, mask->data,
+                                                     map->index, count + 1, (int64_t)mask->n,
+                                                     is_design()),
+                        "listing the design elements");
+  if (st == VOX_OK)
+    st = vox_cuda_check(be, cudaDeviceSynchronize(), "listing the design elements");
+  vox_cuda_free(temp);
+  vox_cuda_free(count);
   if (st != VOX_OK) {
     if (map) vox_cuda_free(map->index);
     free(map);

@@ -244,15 +244,17 @@ done:
   problem_free(&p);
 }
 
-static void test_gather(void) {
-  snprintf(where, sizeof where, "5003 elements");
-  const size_t ne = 5003;
+/* The design elements' map (a share `design` of ne elements, at random)
+ * and its gather and scatter, GPU against CPU: the same elements in the
+ * same order, over several of the compaction's tiles. */
+static void test_gather(size_t ne, double design) {
+  snprintf(where, sizeof where, "%zu elements", ne);
   uint64_t seed = 11;
   pvec mask, in, out, lo, hi, compact;
   memset(&mask, 0, sizeof mask), memset(&in, 0, sizeof in), memset(&out, 0, sizeof out);
   memset(&lo, 0, sizeof lo), memset(&hi, 0, sizeof hi), memset(&compact, 0, sizeof compact);
   if (!pv_create(&mask, ne) || !pv_create(&in, ne) || !pv_create(&out, ne)) return;
-  for (size_t e = 0; e < ne; e++) mask.hc[e] = uniform(&seed) < 0.3 ? 0 : 1;
+  for (size_t e = 0; e < ne; e++) mask.hc[e] = uniform(&seed) < design ? 1 : 0;
   vox_index_map *mc = NULL, *mg = NULL;
   size_t nc = 0, ng = 0;
   if (!pv_upload(&mask, mask.hc) || !pv_random(&in, &seed, -0.5, 1.5) ||
@@ -261,6 +263,8 @@ static void test_gather(void) {
       !G_OK("map_create", gpu->ops->mma->map_create(gpu, &mask.g, &mg, &ng)))
     goto done;
   CHECK(nc == ng);
+  if (design == 0) CHECK(nc == 0);
+  if (nc == 0 || nc != ng) goto done;
   if (!pv_create(&lo, nc) || !pv_create(&hi, nc) || !pv_create(&compact, nc)) goto done;
   for (size_t j = 0; j < nc; j++) lo.hc[j] = 0.001, hi.hc[j] = 1;
   if (!pv_upload(&lo, lo.hc) || !pv_upload(&hi, hi.hc)) goto done;
@@ -484,7 +488,11 @@ int main(int argc, char **argv) {
     test_subproblem(20011, 3, 9, VOX_MMA_DUAL, 1);
     test_optimize(VOX_MMA_DUAL, 0);
   }
-  if (check_wanted(argc, argv, "gather")) test_gather();
+  if (check_wanted(argc, argv, "gather")) {
+    test_gather(5003, 0.7);
+    test_gather(1000003, 0.7);
+    test_gather(17, 0); /* no design element */
+  }
   if (check_wanted(argc, argv, "optimize"))
     test_optimize(VOX_MMA_PRIMAL_DUAL, 0), test_optimize(VOX_MMA_PRIMAL_DUAL, 1);
   if (check_wanted(argc, argv, "resume")) test_resume();
