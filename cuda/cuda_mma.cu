@@ -747,7 +747,7 @@ static vox_status dual_solution(vox_backend *be, vox_mma_work *w, const vox_mma_
 /* The design elements (mask entry not zero): counted by a grid of warp
  * sums, then listed in increasing order by CUB's stream compaction, on the
  * device (through host memory, the 512 x 256 x 256 cantilever's 268 MB mask
- * and its index took most of a second). */
+ * and its index made MMA's setup about 0.6 s longer than OC's). */
 struct is_design {
   __host__ __device__ bool operator()(double flag) const { return flag != 0; }
 };
