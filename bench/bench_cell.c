@@ -20,7 +20,7 @@
  * --fp16-levels=USE the backend's option (auto, on, off);
  * --all-strains=1 gives the optimizer the bulk modulus as a C function,
  * which does not say which entries of C^H it reads, so that it solves all
- * six unit strains every design iteration as before issue 8's reduced sets
+ * six unit strains every design iteration, as before the reduced sets
  * (the same iterates: the baseline of the three normal ones). The
  * optimizer's settings, to compare with seed 003's: --move-limit=M,
  * --filter-radius=R (in voxels), --penalty=P and --q-max=Q (the final

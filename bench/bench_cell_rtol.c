@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* How CG's tolerance changes inverse homogenization (issue 8): C^H in the
+/* How CG's tolerance changes inverse homogenization: C^H in the
  * dot-product and the energy form, the sensitivities, and the design after
  * a number of iterations, each against a reference.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A synthetic clinical-size bone model for the voxfe-analyze benchmark
- * (docs/benchmarks.md, issue 6): a section of distal tibia as a first-
+ * (docs/benchmarks.md): a section of distal tibia as a first-
  * generation HR-pQCT scanner sees it (XtremeCT: 82 um voxels, 110 slices,
  * 9.02 mm), about 3 M bone elements in a 394 x 321 x 110 box.
  *

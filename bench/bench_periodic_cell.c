@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the periodic cell's per-iteration pieces on a backend
- * (docs/benchmarks.md, issue 8):
+ * (docs/benchmarks.md):
  *
  *   bench_periodic_cell N [REPS] [init]
  *

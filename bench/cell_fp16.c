@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What FP16 storage of a periodic cell's six displacement fields would do to
- * its moduli and sensitivities (issue 8's mixed precision), measured on a
+ * its moduli and sensitivities (the cell's mixed precision), measured on a
  * design rather than assumed: the fields are solved in double, then each
  * value is rounded to IEEE half precision (as a store and reload would) and
  * C^H is computed from the rounded fields in the energy form

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The clinical benchmark of voxfe-analyze (docs/benchmarks.md, issue 6):
+# The clinical benchmark of voxfe-analyze (docs/benchmarks.md):
 #
 #   bench/clinical.sh BIN_DIR [SAMPLES [JOBS]]
 #

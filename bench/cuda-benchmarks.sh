@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The CUDA benchmarks of docs/benchmarks.md (issue 3), on the GPU machine:
+# The CUDA benchmarks of docs/benchmarks.md, on the GPU machine:
 #   bench/cuda-benchmarks.sh BIN_DIR
 #     [kernel|vcycle|cantilever256|cycles256|starts256|cantilever512|bridge|fp16|mma]...
 # BIN_DIR holds bench_cuda and the programs (e.g. .gpu/build). Each part

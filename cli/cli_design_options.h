@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The options of a periodic cell's design (issue 8) that voxfe-optimize
+/* The options of a periodic cell's design that voxfe-optimize
  * takes next to --objective: --symmetry, --initial, --seed, --initial-order
  * and --expression, as option-table entries and the parsers of their
  * values (engine: voxfe/symmetry.h, voxfe/initial_design.h,

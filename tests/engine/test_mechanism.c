@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Compliant mechanisms and weighted load cases through the engine (issue 7):
+/* Compliant mechanisms and weighted load cases through the engine:
  *
  * - springs to ground: a spring k on the loaded dof of a block makes its
  *   displacement c F / (1 + c k), c = the block's own flexibility there (a

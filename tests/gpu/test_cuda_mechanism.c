@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Compliant mechanisms on the CUDA backend (issue 7):
+/* Compliant mechanisms on the CUDA backend:
  *
  * - one GPU against the CPU: a short gripper optimization (a 24x8x12 half
  *   model with input and output springs, p = 3 from the start, multigrid

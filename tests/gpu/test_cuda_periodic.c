@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Periodic unit cells on the CUDA backend against the CPU backend (issue 8),
+/* Periodic unit cells on the CUDA backend against the CPU backend,
  * on random moduli and vectors:
  *   - the operator of a periodic grid: K u (eliminated, full, single
  *     precision), diagonal, fused smoothing step and residual, element

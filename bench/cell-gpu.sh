@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Issue 8's cell measurements on the GPU in one call (docs/benchmarks.md,
+# The periodic cell's measurements on the GPU in one call (docs/benchmarks.md,
 # "GPU: inverse homogenization of a periodic cell"), most wanted first, each
 # step skipped once DEADLINE seconds have passed: the CUDA test of the
 # periodic operator and the cell CLI test, the 25-iteration timing at 128^3
 # for CG tolerances 1e-6, 1e-3 and 1e-2, seed 003's setup run 300 iterations
 # at 64^3 and 128^3 with the binarized moduli, and the CG-tolerance study at
-# 128^3.   cell_issue8_gpu.sh BUILD OUT CLI_TESTS_DIR ROOT [DEADLINE]
+# 128^3.   cell-gpu.sh BUILD OUT CLI_TESTS_DIR ROOT [DEADLINE]
 BUILD=${1:?build folder}; OUT=${2:?log folder}; CLI=${3:?cli test scripts}; ROOT=${4:?root}
 DEADLINE=${5:-280}
 B=$BUILD/bench
