@@ -17,7 +17,6 @@ struct vox_filter {
   int n_taps;
   int (*offset)[3];   /* di, dj, dk of each tap */
   double *weight;
-  int64_t *step;      /* each tap's offset in the element numbering */
   int all_active;     /* every element is active: no tap needs the test */
   uint8_t *active;    /* per element */
   double *inv_hs;     /* 1 / (sum of the weights of an element's active neighbours) */
@@ -28,7 +27,6 @@ void vox_cpu_filter_destroy(vox_backend *be, vox_filter *f) {
   if (!f) return;
   free(f->offset);
   free(f->weight);
-  free(f->step);
   free(f->active);
   free(f->inv_hs);
   free(f->scratch);
@@ -44,8 +42,8 @@ static inline int64_t wrap(int64_t a, int64_t n, int far) {
   return r < 0 ? r + n : r;
 }
 
-/* The sum of element e = (i, j, k) where a tap may leave the grid: each tap
- * tested, wrapped on a periodic filter, dropped past a face otherwise. */
+/* The sum of element e = (i, j, k), tap by tap: each tap tested, wrapped on
+ * a periodic filter, dropped past a face otherwise. */
 static inline __attribute__((always_inline)) double
 edge_sum(const vox_filter *f, const double *restrict in, const double *restrict pre, int64_t i,
          int64_t j, int64_t k) {
@@ -67,24 +65,6 @@ edge_sum(const vox_filter *f, const double *restrict in, const double *restrict 
   return s;
 }
 
-/* The same where every tap lands inside as it is (a periodic filter wraps
- * only near the faces), as offsets in the element numbering: the same
- * terms in the same order, so the same bits. */
-static inline __attribute__((always_inline)) double
-inner_sum(const vox_filter *f, const double *restrict in, const double *restrict pre, int64_t e,
-          const int all_active, const int scaled) {
-  const int64_t *restrict step = f->step;
-  const double *restrict weight = f->weight;
-  const uint8_t *restrict active = f->active;
-  double s = 0;
-  for (int t = 0; t < f->n_taps; t++) {
-    const int64_t n = e + step[t];
-    if (!all_active && !active[n]) continue;
-    s += weight[t] * (scaled ? pre[n] * in[n] : in[n]);
-  }
-  return s;
-}
-
 /* acc[i] += w in[from + i] (times pre, zero where that element is inactive)
  * for i in [lo, hi): one tap over a stretch of a row. */
 static inline __attribute__((always_inline)) void
@@ -100,8 +80,8 @@ add_tap(const vox_filter *f, const double *restrict in, const double *restrict p
 }
 
 /* Row (j, k)'s sums into acc, tap by tap along the row: each element sums its
- * taps in the order and with the terms of edge_sum and inner_sum (a tap past a
- * face adds nothing, an inactive neighbour adds w * 0), so the bits are
+ * taps in the order and with the terms of edge_sum (a tap past a face adds
+ * nothing, an inactive neighbour adds w * 0), so the bits are
  * theirs, but the loops run along the row, where they vectorise, instead of
  * along one element's taps, a chain of dependent additions. A periodic
  * filter's taps wrap in up to three stretches; 0 when its taps reach further
@@ -136,8 +116,7 @@ HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict 
                                     const double *restrict pre, const double *restrict post,
                                     double *restrict out, int64_t j, int64_t k,
                                     double *restrict acc) {
-  const int64_t nx = f->grid.nx, ny = f->grid.ny, nz = f->grid.nz;
-  const int64_t *reach = f->reach;
+  const int64_t nx = f->grid.nx, ny = f->grid.ny;
   const int64_t row = (k * ny + j) * nx;
   int by_row = 0;
   if (acc) {
@@ -146,24 +125,13 @@ HOT_CLONES static void convolve_row(const vox_filter *f, const double *restrict 
     else
       by_row = pre ? row_sums(f, in, pre, acc, j, k, 0, 1) : row_sums(f, in, pre, acc, j, k, 0, 0);
   }
-  const int inner_row = j >= reach[1] && j + reach[1] < ny && k >= reach[2] && k + reach[2] < nz;
   for (int64_t i = 0; i < nx; i++) {
     const int64_t e = row + i;
     if (!f->active[e]) {
       out[e] = 0;
       continue;
     }
-    double s;
-    if (by_row) {
-      s = acc[i];
-    } else if (inner_row && i >= reach[0] && i + reach[0] < nx) {
-      if (f->all_active)
-        s = pre ? inner_sum(f, in, pre, e, 1, 1) : inner_sum(f, in, pre, e, 1, 0);
-      else
-        s = pre ? inner_sum(f, in, pre, e, 0, 1) : inner_sum(f, in, pre, e, 0, 0);
-    } else {
-      s = edge_sum(f, in, pre, i, j, k);
-    }
+    const double s = by_row ? acc[i] : edge_sum(f, in, pre, i, j, k);
     out[e] = post ? s * post[e] : s;
   }
 }
@@ -203,15 +171,12 @@ static vox_status create(vox_backend *be, const vox_grid *grid, double radius, i
   for (int t = 0; t < f->n_taps; t++)
     for (int a = 0; a < 3; a++)
       if (llabs(f->offset[t][a]) > f->reach[a]) f->reach[a] = llabs(f->offset[t][a]);
-  f->step = malloc((size_t)(f->n_taps > 0 ? f->n_taps : 1) * sizeof *f->step);
-  for (int t = 0; f->step && t < f->n_taps; t++)
-    f->step[t] = ((int64_t)f->offset[t][2] * grid->ny + f->offset[t][1]) * grid->nx + f->offset[t][0];
   size_t ne = (size_t)vox_grid_elements(grid);
   f->active = malloc(ne);
   f->inv_hs = malloc(ne * sizeof *f->inv_hs);
   f->scratch = malloc(ne * sizeof *f->scratch);
   double *ones = malloc(ne * sizeof *ones);
-  if (!f->step || !f->active || !f->inv_hs || !f->scratch || !ones) {
+  if (!f->active || !f->inv_hs || !f->scratch || !ones) {
     free(ones);
     vox_cpu_filter_destroy(be, f);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the filter");
