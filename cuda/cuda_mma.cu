@@ -783,19 +783,17 @@ static vox_status map_create(vox_backend *be, const vox_vec *mask, vox_index_map
   if (st == VOX_OK)
     st = vox_cuda_alloc(be, (void **)&map->index, (n ? n : 1) * sizeof *map->index,
                         "the design elements' indices");
-  if (st == VOX_OK && n)
-    st = vox_cuda_check(be,
-                        cub::DeviceSelect::FlaggedIf(NULL, temp_bytes, element, mask->data,
-                                                     map->index, count + 1, (int64_t)mask->n,
-                                                     is_design()),
-                        "listing the design elements");
+  /* CUB's two calls: the scratch's size (temp NULL), then the list */
+  const auto list = [&]() {
+    return vox_cuda_check(be,
+                          cub::DeviceSelect::FlaggedIf(temp, temp_bytes, element, mask->data,
+                                                       map->index, count + 1, (int64_t)mask->n,
+                                                       is_design()),
+                          "listing the design elements");
+  };
+  if (st == VOX_OK && n) st = list();
   if (st == VOX_OK && n) st = vox_cuda_alloc(be, &temp, temp_bytes ? temp_bytes : 1, "a scan");
-  if (st == VOX_OK && n)
-    st = vox_cuda_check(be,
-                        cub::DeviceSelect::FlaggedIf(temp, temp_bytes, element, mask->data,
-                                                     map->index, count + 1, (int64_t)mask->n,
-                                                     is_design()),
-                        "listing the design elements");
+  if (st == VOX_OK && n) st = list();
   if (st == VOX_OK)
     st = vox_cuda_check(be, cudaDeviceSynchronize(), "listing the design elements");
   vox_cuda_free(temp);
