@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fem.h"
+#include "host_memory.h"
 #include "smoother_bound.h"
 #include "voxfe/element.h"
 
@@ -25,7 +26,7 @@ void vox_fem_destroy(vox_fem *fem) {
   free(fem->force);
   vox_ksp_work_destroy(be, &fem->pcg);
   vox_mg_destroy(fem->mg);
-  free(fem->element_active);
+  vox_host_free(fem->element_active);
   free(fem);
 }
 
@@ -57,10 +58,10 @@ typedef struct fem_host {
 } fem_host;
 
 static void host_free(fem_host *h) {
-  free(h->e_solid);
-  free(h->lift);
-  free(h->force);
-  free(h->fixed);
+  vox_host_free(h->e_solid);
+  vox_host_free(h->lift);
+  vox_host_free(h->force);
+  vox_host_free(h->fixed);
   free(h->spring_dof);
   free(h->spring_k);
 }
@@ -115,11 +116,11 @@ static int node_touches_material(const vox_grid *g, const uint8_t *label, int64_
 static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *fem, fem_host *h) {
   const vox_grid *g = &model->grid;
   const size_t ne = fem->n_elements, nd = fem->n_dofs;
-  h->e_solid = malloc(ne * sizeof *h->e_solid);
-  h->lift = calloc(nd, sizeof *h->lift);
-  h->force = malloc(nd * sizeof *h->force);
-  h->fixed = malloc(nd);
-  fem->element_active = malloc(ne);
+  h->e_solid = vox_host_malloc(ne * sizeof *h->e_solid);
+  h->lift = vox_host_calloc(nd, sizeof *h->lift);
+  h->force = vox_host_malloc(nd * sizeof *h->force);
+  h->fixed = vox_host_malloc(nd);
+  fem->element_active = vox_host_malloc(ne);
   if (!h->e_solid || !h->lift || !h->force || !h->fixed || !fem->element_active)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
 

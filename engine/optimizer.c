@@ -16,6 +16,7 @@
 #include "efg_optimize.h"
 #include "fem.h"
 #include "homogenize.h"
+#include "host_memory.h"
 #include "memory_plan.h"
 #include "mma_design.h"
 #include "name_table.h"
@@ -372,10 +373,10 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
   uint8_t *mask = NULL;
   vox_status st = VOX_OK;
   if (opt->symmetry != VOX_SYMMETRY_NONE || opt->initial) {
-    scratch = malloc(ne * sizeof *scratch);
-    mask = malloc(ne);
+    scratch = vox_host_malloc(ne * sizeof *scratch);
+    mask = vox_host_malloc(ne);
     if (!scratch || !mask) {
-      free(scratch), free(mask);
+      vox_host_free(scratch), vox_host_free(mask);
       return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
     }
   }
@@ -410,7 +411,7 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
     /* a model's density need not be symmetric: start from its projection */
     if (opt->symmetry != VOX_SYMMETRY_NONE) st = vox_symmetrize(ctx, grid, opt->symmetry, x);
   }
-  free(scratch), free(mask);
+  vox_host_free(scratch), vox_host_free(mask);
   return st;
 }
 
@@ -642,10 +643,10 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                : s->objective && vox_objective_has_adjoint(s->objective) ? 1e-3
                                                                         : 0;
 
-  double *design = malloc(ne * sizeof *design), *passive = malloc(ne * sizeof *passive),
-         *x = malloc(ne * sizeof *x);
+  double *design = vox_host_malloc(ne * sizeof *design),
+         *passive = vox_host_malloc(ne * sizeof *passive), *x = vox_host_malloc(ne * sizeof *x);
   if (!design || !passive || !x) {
-    free(design), free(passive), free(x);
+    vox_host_free(design), vox_host_free(passive), vox_host_free(x);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
   vox_material_role role[256];
@@ -670,7 +671,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     s->passive = &s->own_passive;
   }
   if (st == VOX_OK) st = o->vec->upload(be, &s->x, x);
-  free(design), free(passive), free(x);
+  vox_host_free(design), vox_host_free(passive), vox_host_free(x);
   TRY(st);
 
   if (opt->filter != VOX_FILTER_NONE) TRY(make_filter(be, opt, s));
@@ -968,11 +969,11 @@ static vox_status append_history(vox_context *ctx, vox_model *model, const vox_h
 /* Keeps the physical density of this iteration in the model. */
 static vox_status take_snapshot(vox_context *ctx, vox_backend *be, opt_state *s, vox_model *model,
                                 int32_t iteration) {
-  double *density = malloc(s->fem->n_elements * sizeof *density);
+  double *density = vox_host_malloc(s->fem->n_elements * sizeof *density);
   if (!density) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status st = be->ops->vec->download(be, s->x_phys, density);
   if (st == VOX_OK) st = vox_model_add_snapshot(ctx, model, iteration, density);
-  free(density);
+  vox_host_free(density);
   return st;
 }
 

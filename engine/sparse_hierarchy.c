@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host_memory.h"
 #include "multigrid.h"
 #include "sparse_split.h"
 #include "voxfe/element.h"
@@ -17,23 +18,23 @@ static vox_status no_memory(vox_context *ctx, const char *what) {
 }
 
 static void level_free(vox_sparse_host_level *l) {
-  free(l->element_nodes);
-  free(l->element_nodes_x1);
-  free(l->element_box);
-  free(l->material);
-  free(l->modulus);
-  free(l->node_fixed);
-  free(l->node_box);
-  free(l->parent);
-  free(l->element_layer_start);
-  free(l->node_layer_start);
+  vox_host_free(l->element_nodes);
+  vox_host_free(l->element_nodes_x1);
+  vox_host_free(l->element_box);
+  vox_host_free(l->material);
+  vox_host_free(l->modulus);
+  vox_host_free(l->node_fixed);
+  vox_host_free(l->node_box);
+  vox_host_free(l->parent);
+  vox_host_free(l->element_layer_start);
+  vox_host_free(l->node_layer_start);
   memset(l, 0, sizeof *l);
 }
 
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h) {
   for (int l = 0; h->level && l < h->n_levels; l++) level_free(&h->level[l]);
   free(h->level);
-  free(h->box_to_node);
+  vox_host_free(h->box_to_node);
   memset(h, 0, sizeof *h);
 }
 
@@ -50,7 +51,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   const vox_grid *g = &l->grid;
   const int64_t nx = g->nx, ny = g->ny, nz = g->nz, px = nx + 1, py = ny + 1, pz = nz + 1;
   const int64_t nb = px * py * pz;
-  int32_t *map = malloc((size_t)nb * sizeof *map);
+  int32_t *map = vox_host_malloc((size_t)nb * sizeof *map);
   if (!map) return no_memory(ctx, "node map");
   *box_to_node = map;
   const int32_t mark = full_box ? 0 : -1;
@@ -58,8 +59,9 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   for (int64_t n = 0; n < nb; n++) map[n] = mark;
   /* the elements of each layer counted, and their nodes marked (benign
    * races: every writer writes 0) */
-  l->node_layer_start = malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
-  l->element_layer_start = malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
+  l->node_layer_start = vox_host_malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
+  l->element_layer_start =
+      vox_host_malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
   if (!l->node_layer_start || !l->element_layer_start) return no_memory(ctx, "layers");
   size_t *count = l->element_layer_start, *node_count = l->node_layer_start;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -107,10 +109,10 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   }
   l->n_nodes = nn;
   l->n_elements = ne;
-  l->node_box = malloc(nn ? nn * sizeof *l->node_box : 1);
-  l->node_fixed = calloc(nn ? nn : 1, 1);
-  l->element_nodes = malloc((ne ? ne : 1) * 4 * sizeof *l->element_nodes);
-  l->element_box = malloc((ne ? ne : 1) * sizeof *l->element_box);
+  l->node_box = vox_host_malloc(nn ? nn * sizeof *l->node_box : 1);
+  l->node_fixed = vox_host_calloc(nn ? nn : 1, 1);
+  l->element_nodes = vox_host_malloc((ne ? ne : 1) * 4 * sizeof *l->element_nodes);
+  l->element_box = vox_host_malloc((ne ? ne : 1) * sizeof *l->element_box);
   if (!l->node_box || !l->node_fixed || !l->element_nodes || !l->element_box)
     return no_memory(ctx, "nodes and elements");
 #pragma omp parallel for schedule(dynamic, 16384)
@@ -141,7 +143,7 @@ static vox_status next_box_moduli(vox_context *ctx, const vox_sparse_hierarchy *
                                   float **box_mod) {
   const vox_sparse_host_level *lv = &h->level[l];
   const vox_grid g = lv->grid, c = vox_grid_coarsen(&g);
-  float *next = calloc((size_t)vox_grid_elements(&c), sizeof *next);
+  float *next = vox_host_calloc((size_t)vox_grid_elements(&c), sizeof *next);
   if (!next) return no_memory(ctx, "coarse moduli");
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t kc = 0; kc < c.nz; kc++) {
@@ -154,7 +156,7 @@ static vox_status next_box_moduli(vox_context *ctx, const vox_sparse_hierarchy *
       next[((k / 2) * c.ny + j / 2) * c.nx + i / 2] += (float)(m / 8);
     }
   }
-  free(*box_mod);
+  vox_host_free(*box_mod);
   *box_mod = next;
   return VOX_OK;
 }
@@ -224,13 +226,13 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
     if (s == VOX_OK && lv->n_elements == 0)
       s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no material voxels");
     if (s == VOX_OK && l == 0 && moduli) {
-      lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
+      lv->modulus = vox_host_malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
 #pragma omp parallel for schedule(dynamic, 16384)
       for (ptrdiff_t e = 0; e < ne; e++) lv->modulus[e] = (float)moduli[lv->element_box[e]];
     } else if (s == VOX_OK && l == 0) {
-      lv->material = malloc(lv->n_elements);
+      lv->material = vox_host_malloc(lv->n_elements);
       if (!lv->material) s = no_memory(ctx, "materials");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
 #pragma omp parallel for schedule(dynamic, 16384)
@@ -244,7 +246,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
         if (m >= 0) lv->node_fixed[m] |= (uint8_t)(1u << model->constraints[c].component);
       }
     } else if (s == VOX_OK) {
-      lv->modulus = malloc(lv->n_elements * sizeof *lv->modulus);
+      lv->modulus = vox_host_malloc(lv->n_elements * sizeof *lv->modulus);
       if (!lv->modulus) s = no_memory(ctx, "moduli");
       const ptrdiff_t ne = s == VOX_OK ? (ptrdiff_t)lv->n_elements : 0;
 #pragma omp parallel for schedule(dynamic, 16384)
@@ -273,8 +275,8 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
       }
       /* box element -> coarse element */
       const int64_t cne = vox_grid_elements(&g);
-      int32_t *emap = malloc((size_t)cne * sizeof *emap);
-      f->parent = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+      int32_t *emap = vox_host_malloc((size_t)cne * sizeof *emap);
+      f->parent = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
       if (!emap || !f->parent) s = no_memory(ctx, "parents");
       if (s == VOX_OK && lv->n_elements > VOX_SPARSE_MAX_COARSE_ELEMENTS)
         s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
@@ -301,7 +303,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
           }
         }
       }
-      free(emap);
+      vox_host_free(emap);
     }
     if (s == VOX_OK && l < n - 1) {
       if (!split || l + 1 == n - 1) s = next_box_moduli(ctx, h, l, &box_mod);
@@ -310,14 +312,14 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
     if (l == 0)
       h->box_to_node = map;
     else
-      free(map);
+      vox_host_free(map);
   }
-  free(box_mod);
+  vox_host_free(box_mod);
   if (s == VOX_OK && n > 1) {
     /* the coarsest level numbers its whole box: nodes no element touches
      * have no stiffness and are fixed */
     vox_sparse_host_level *lv = &h->level[n - 1];
-    uint8_t *touched = calloc(lv->n_nodes, 1);
+    uint8_t *touched = vox_host_calloc(lv->n_nodes, 1);
     if (!touched) s = no_memory(ctx, "coarsest level");
     for (size_t e = 0; s == VOX_OK && e < lv->n_elements; e++) {
       int32_t node[8];
@@ -326,7 +328,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
     }
     for (size_t m = 0; s == VOX_OK && m < lv->n_nodes; m++)
       if (!touched[m]) lv->node_fixed[m] = 7;
-    free(touched);
+    vox_host_free(touched);
   }
   if (s != VOX_OK) vox_sparse_hierarchy_free(h);
   return s;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "backend_ops.h"
+#include "host_memory.h"
 #include "union_find.h"
 #include "voxfe/element.h"
 
@@ -158,8 +159,8 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     free(layer_pieces);
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
   }
-  c->element_box = malloc((total ? total : 1) * sizeof *c->element_box);
-  c->modulus = calloc(total ? total : 1, sizeof *c->modulus);
+  c->element_box = vox_host_malloc((total ? total : 1) * sizeof *c->element_box);
+  c->modulus = vox_host_calloc(total ? total : 1, sizeof *c->modulus);
   if (!c->element_box || !c->modulus) {
     free(layer_pieces);
     return no_memory(ctx, "coarse elements");
@@ -307,8 +308,8 @@ static vox_status allocate_copies(vox_context *ctx, split *sp) {
   if (c->n_nodes > INT32_MAX)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "the sparse system holds at most 2^31 nodes a level");
-  c->node_box = malloc((c->n_nodes ? c->n_nodes : 1) * sizeof *c->node_box);
-  c->node_fixed = calloc(c->n_nodes ? c->n_nodes : 1, 1);
+  c->node_box = vox_host_malloc((c->n_nodes ? c->n_nodes : 1) * sizeof *c->node_box);
+  c->node_fixed = vox_host_calloc(c->n_nodes ? c->n_nodes : 1, 1);
   if (!c->node_box || !c->node_fixed) return no_memory(ctx, "coarse nodes");
   return VOX_OK;
 }
@@ -367,11 +368,13 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   vox_sparse_host_level *c = sp->c;
   const ptrdiff_t np = (ptrdiff_t)c->n_elements;
   const int64_t cnx = c->grid.nx, cny = c->grid.ny, cnz = c->grid.nz;
-  c->element_nodes = malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes);
-  c->element_nodes_x1 = malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes_x1);
-  c->element_layer_start = malloc((size_t)(cnz + 1) * sizeof *c->element_layer_start);
-  c->node_layer_start = malloc((size_t)(cnz + 2) * sizeof *c->node_layer_start);
-  f->parent = malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+  c->element_nodes = vox_host_malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes);
+  c->element_nodes_x1 =
+      vox_host_malloc((np ? (size_t)np : 1) * 4 * sizeof *c->element_nodes_x1);
+  c->element_layer_start =
+      vox_host_malloc((size_t)(cnz + 1) * sizeof *c->element_layer_start);
+  c->node_layer_start = vox_host_malloc((size_t)(cnz + 2) * sizeof *c->node_layer_start);
+  f->parent = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
   if (!c->element_nodes || !c->element_nodes_x1 || !c->element_layer_start ||
       !c->node_layer_start || !f->parent)
     return no_memory(ctx, "coarse elements");
@@ -428,12 +431,13 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   split sp = {.table = table, .f = f, .c = c};
   const size_t ncell = (size_t)vox_grid_elements(&c->grid);
   const size_t nbox = (size_t)vox_grid_nodes(&c->grid);
-  sp.node_elem = malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
-  sp.elem_set = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.elem_set);
-  sp.cell_of = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.cell_of);
-  sp.piece_of = malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.piece_of);
-  sp.cell_piece = malloc((ncell + 1) * sizeof *sp.cell_piece);
-  sp.node_start = calloc(nbox + 1, sizeof *sp.node_start);
+  sp.node_elem = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
+  sp.elem_set = vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.elem_set);
+  sp.cell_of = vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.cell_of);
+  sp.piece_of =
+      vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.piece_of);
+  sp.cell_piece = vox_host_malloc((ncell + 1) * sizeof *sp.cell_piece);
+  sp.node_start = vox_host_calloc(nbox + 1, sizeof *sp.node_start);
   vox_status s = VOX_OK;
   if (!sp.node_elem || !sp.elem_set || !sp.cell_of || !sp.piece_of || !sp.cell_piece ||
       !sp.node_start)
@@ -444,11 +448,11 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     for (ptrdiff_t i = 0; i < n_at; i++) sp.node_elem[i] = -1;
     s = find_pieces(ctx, &sp);
   }
-  free(sp.elem_set), free(sp.cell_of);
+  vox_host_free(sp.elem_set), vox_host_free(sp.cell_of);
   sp.elem_set = NULL, sp.cell_of = NULL;
   if (s == VOX_OK) {
-    sp.slot_set = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
-    sp.slot_copy = malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
+    sp.slot_set = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
+    sp.slot_copy = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
     if (!sp.slot_set || !sp.slot_copy) s = no_memory(ctx, "coarse copies");
   }
   if (s == VOX_OK) {
@@ -460,7 +464,7 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     s = number_copies(ctx, &sp, (int)(8 * most));
   }
   if (s == VOX_OK) s = finish_level(ctx, &sp, f);
-  free(sp.node_elem), free(sp.piece_of), free(sp.cell_piece), free(sp.node_start);
-  free(sp.slot_set), free(sp.slot_copy);
+  vox_host_free(sp.node_elem), vox_host_free(sp.piece_of), vox_host_free(sp.cell_piece);
+  vox_host_free(sp.node_start), vox_host_free(sp.slot_set), vox_host_free(sp.slot_copy);
   return s;
 }
