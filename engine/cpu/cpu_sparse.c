@@ -199,30 +199,71 @@ static inline double element_modulus(const vox_sparse_level *l, size_t e) {
   return l->material ? l->table[l->material[e]] : (double)l->modulus[e];
 }
 
-static void product_range(const vox_sparse_level *l, const vox_vec *x, vox_vec *y, int full,
-                          size_t e0, size_t e1) {
+/* y += m Ke x_e for the elements [e0, e1), x and y each in double or float
+ * (XF, YF: float; compile-time after inlining). Ke x_e is a sum of Ke's
+ * columns (Ke is symmetric: column c is row c), which vectorises across
+ * the rows without horizontal sums; a row summed as one chain over the
+ * columns was bound by the chain's latency (cpu_operator.c does the same).
+ * Each row is still summed over the columns in order, in double also for a
+ * float x (the mixed V-cycle's): summed in float, as the full box's
+ * smoother products are, the V-cycle of the bone phantoms turned indefinite
+ * (CG broke down after 7 iterations at 160^3; docs/experiments.md). */
+static inline __attribute__((always_inline)) void
+product_elements(const vox_sparse_level *l, const void *xv, void *yv, int full, size_t e0,
+                 size_t e1, const int XF, const int YF) {
+  const double *restrict xd = xv;
+  const float *restrict xf = xv;
+  double *restrict yd = yv;
+  float *restrict yf = yv;
+  const uint8_t *restrict fixed = l->node_fixed;
   for (size_t e = e0; e < e1; e++) {
     int32_t node[8];
     element_corners(l, e, node);
     const double m = element_modulus(l, e);
-    double xl[24];
+    double xe[24], ye[24];
     for (int a = 0; a < 8; a++)
-      for (int c = 0; c < 3; c++)
-        xl[3 * a + c] = !full && (l->node_fixed[node[a]] >> c & 1)
-                            ? 0
-                            : vox_vec_get(x, 3 * (size_t)node[a] + (size_t)c);
-    for (int r = 0; r < 24; r++) {
-      const double *kr = l->ke + r * 24;
-      double s = 0;
-      for (int c = 0; c < 24; c++) s += kr[c] * xl[c];
-      add(y, 3 * (size_t)node[r / 3] + (size_t)(r % 3), m * s);
-    }
+      for (int c = 0; c < 3; c++) {
+        const size_t i = 3 * (size_t)node[a] + (size_t)c;
+        xe[3 * a + c] = !full && (fixed[node[a]] >> c & 1) ? 0.0 : XF ? (double)xf[i] : xd[i];
+      }
+    for (int r = 0; r < 24; r++) ye[r] = 0;
+    for (int c = 0; c < 24; c++)
+      for (int r = 0; r < 24; r++) ye[r] += l->ke[c * 24 + r] * xe[c];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < 3; c++) {
+        const size_t i = 3 * (size_t)node[a] + (size_t)c;
+        if (YF)
+          yf[i] += (float)(m * ye[3 * a + c]);
+        else
+          yd[i] += m * ye[3 * a + c];
+      }
   }
+}
+
+/* One instance per precision pair, each built for AVX2 too (HOT_CLONES). */
+#define PRODUCT_KERNEL(suffix, XF, YF)                                                          \
+  HOT_CLONES static void product_##suffix(const vox_sparse_level *l, const void *x, void *y,   \
+                                          int full, size_t e0, size_t e1) {                    \
+    product_elements(l, x, y, full, e0, e1, XF, YF);                                           \
+  }
+PRODUCT_KERNEL(dd, 0, 0)
+PRODUCT_KERNEL(df, 0, 1)
+PRODUCT_KERNEL(fd, 1, 0)
+PRODUCT_KERNEL(ff, 1, 1)
+#undef PRODUCT_KERNEL
+
+static void product_range(const vox_sparse_level *l, const vox_vec *x, vox_vec *y, int full,
+                          size_t e0, size_t e1) {
+  const int xf = x->scalar != VOX_DOUBLE, yf = y->scalar != VOX_DOUBLE;
+  (xf ? (yf ? product_ff : product_fd) : (yf ? product_df : product_dd))(l, x->data, y->data, full,
+                                                                           e0, e1);
 }
 
 static vox_status apply(vox_backend *be, vox_sparse_level *l, const vox_vec *x, vox_vec *y,
                         int flags) {
   const int full = flags & VOX_APPLY_FULL;
+  if (x->scalar == VOX_BF16 || y->scalar == VOX_BF16)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "sparse product of bfloat16 vectors");
   TRY(be->ops->vec->set(be, y, 0));
   SLAB_PHASES(be, l->nz, 1,
               product_range(l, x, y, full, l->element_layer_start[lo],
