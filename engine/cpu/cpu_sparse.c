@@ -98,10 +98,38 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
   return VOX_OK;
 }
 
+/* block_smoother_step with b, ax, d and x in float and the blocks in
+ * bfloat16, the mixed V-cycle's (sparse_solve.c): the same sums in double
+ * as the general step below, without its branches on the precisions of
+ * every entry it reads (a fifth of a mixed solve's time on the CPU). */
+static void block_step_mixed(vox_backend *be, const float *restrict b, const float *restrict ax,
+                             const uint16_t *restrict w, double alpha, double beta,
+                             float *restrict d, float *restrict x, ptrdiff_t nodes) {
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+  for (ptrdiff_t m = 0; m < nodes; m++) {
+    const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
+    double r[3], wk[6];
+    for (int c = 0; c < 3; c++) r[c] = ax ? (double)b[u + c] - (double)ax[u + c] : (double)b[u + c];
+    for (int q = 0; q < 6; q++) wk[q] = vox_bf16_to_float(w[k + (size_t)q]);
+    for (int i = 0; i < 3; i++) {
+      double z = 0;
+      for (int j = 0; j < 3; j++) z += wk[vox_block_entry(i, j)] * r[j];
+      const double di = beta != 0 ? alpha * z + beta * (double)d[u + i] : alpha * z;
+      d[u + i] = (float)di;
+      x[u + i] = (float)((double)x[u + i] + di);
+    }
+  }
+}
+
 static vox_status block_smoother_step(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                                       const vox_vec *w, double alpha, double beta, vox_vec *d,
                                       vox_vec *x) {
   const ptrdiff_t nodes = (ptrdiff_t)(x->n / 3);
+  if (b->scalar == VOX_FLOAT && (!ax || ax->scalar == VOX_FLOAT) && w->scalar == VOX_BF16 &&
+      d->scalar == VOX_FLOAT && x->scalar == VOX_FLOAT) {
+    block_step_mixed(be, b->raw, ax ? ax->raw : NULL, w->raw, alpha, beta, d->raw, x->raw, nodes);
+    return VOX_OK;
+  }
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t m = 0; m < nodes; m++) {
     const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
