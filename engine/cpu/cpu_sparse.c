@@ -115,7 +115,8 @@ static void block_step_mixed(vox_backend *be, const float *restrict b, const flo
   for (ptrdiff_t m = 0; m < nodes; m++) {
     const size_t u = 3 * (size_t)m, k = 6 * (size_t)m;
     double r[3], wk[6];
-    for (int c = 0; c < 3; c++) r[c] = ax ? (double)b[u + c] - (double)ax[u + c] : (double)b[u + c];
+    for (int c = 0; c < 3; c++)
+      r[c] = ax ? (double)b[u + c] - (double)ax[u + c] : (double)b[u + c];
     for (int q = 0; q < 6; q++) wk[q] = vox_bf16_to_float(w[k + (size_t)q]);
     for (int i = 0; i < 3; i++) {
       double z = 0;
@@ -173,7 +174,6 @@ static int interpolation(uint32_t pos, int corner[8], double weight[8]) {
       }
   return n;
 }
-
 
 static void *copy_of(const void *src, size_t bytes, size_t *total) {
   if (!src) return NULL;
