@@ -20,6 +20,7 @@ struct vox_sparse_level {
   double table[256];
   float *modulus;
   double ke[24 * 24];
+  double ke_t[24 * 24]; /* its transpose: column c of Ke is row c of ke_t */
   uint8_t *node_fixed;
   uint32_t *parent;
   /* the interpolation of a fine node at each of the 27 positions in its
@@ -204,6 +205,8 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   l->n_elements = d->n_elements;
   l->nz = d->nz;
   memcpy(l->ke, d->ke, sizeof l->ke);
+  for (int r = 0; r < 24; r++)
+    for (int c = 0; c < 24; c++) l->ke_t[c * 24 + r] = l->ke[r * 24 + c];
   for (int p = 0; p < 27; p++)
     l->interp[p].n = interpolation((uint32_t)p, l->interp[p].corner, l->interp[p].weight);
   if (d->table) memcpy(l->table, d->table, sizeof l->table);
@@ -257,13 +260,15 @@ static inline double element_modulus(const vox_sparse_level *l, size_t e) {
 
 /* y += m Ke x_e for the elements [e0, e1), x and y each in double or float
  * (XF, YF: float; compile-time after inlining). Ke x_e is a sum of Ke's
- * columns (Ke is symmetric: column c is row c), which vectorises across
- * the rows without horizontal sums; a row summed as one chain over the
- * columns was bound by the chain's latency (cpu_operator.c does the same).
- * Each row is still summed over the columns in order, in double also for a
- * float x (the mixed V-cycle's): summed in float, as the full box's
- * smoother products are, the V-cycle of the bone phantoms turned indefinite
- * (CG broke down after 7 iterations at 160^3; docs/experiments.md). */
+ * columns, which vectorises across the rows without horizontal sums; a row
+ * summed as one chain over the columns was bound by the chain's latency
+ * (cpu_operator.c does the same). Each row is still the same sum of the
+ * same products in the same order, never fused (-ffp-contract=off,
+ * engine/CMakeLists.txt), so every clone gives the bits of a plain row sum.
+ * A float x (the mixed V-cycle's) is summed in double too: summed in
+ * float, as the full box's smoother products are, the V-cycle of the bone
+ * phantoms turned indefinite (CG broke down after 7 iterations at 160^3;
+ * docs/experiments.md). */
 static inline __attribute__((always_inline)) void
 product_elements(const vox_sparse_level *l, const void *xv, void *yv, int full, size_t e0,
                  size_t e1, const int XF, const int YF) {
@@ -284,7 +289,7 @@ product_elements(const vox_sparse_level *l, const void *xv, void *yv, int full, 
       }
     for (int r = 0; r < 24; r++) ye[r] = 0;
     for (int c = 0; c < 24; c++)
-      for (int r = 0; r < 24; r++) ye[r] += l->ke[c * 24 + r] * xe[c];
+      for (int r = 0; r < 24; r++) ye[r] += l->ke_t[c * 24 + r] * xe[c];
     for (int a = 0; a < 8; a++)
       for (int c = 0; c < 3; c++) {
         const size_t i = 3 * (size_t)node[a] + (size_t)c;
