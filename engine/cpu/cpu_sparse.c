@@ -25,7 +25,7 @@ struct vox_sparse_level {
   uint32_t *parent;
   /* the interpolation of a fine node at each of the 27 positions in its
    * parent (vox_sparse_parent): how many coarse corners, which, weights */
-  struct {
+  struct interp_entry {
     int n, corner[8];
     double weight[8];
   } interp[27];
@@ -407,68 +407,30 @@ static vox_status zero_fixed(vox_backend *be, vox_sparse_level *l, vox_vec *v) {
   return VOX_OK;
 }
 
-/* Entry i of a double (F = 0) or float (F = 1) array as a double, and a
- * double added to one; F is known at compile time after inlining, so the
- * transfers below have no branch on the precision per entry. */
-static inline __attribute__((always_inline)) double get_as(const void *v, size_t i, const int F) {
-  return F ? (double)((const float *)v)[i] : ((const double *)v)[i];
-}
-static inline __attribute__((always_inline)) void add_as(void *v, size_t i, double a, const int F) {
-  if (F)
-    ((float *)v)[i] += (float)a;
-  else
-    ((double *)v)[i] += a;
-}
-
-/* The fine nodes [n0, n1)'s residual b - ax (ax alone without b) added into
- * rc's coarse nodes with the interpolation's weights; b and ax in double
- * (AF = 0) or float (1), rc likewise (RF). */
-static inline __attribute__((always_inline)) void
-restrict_nodes(const vox_sparse_level *f, const vox_sparse_level *c, const void *b,
-               const void *ax, void *rc, size_t n0, size_t n1, const int AF, const int RF) {
-  for (size_t m = n0; m < n1; m++) {
-    const uint32_t word = f->parent[m];
-    const int pos = (int)(word & ((1u << VOX_SPARSE_POS_BITS) - 1));
-    const int k = f->interp[pos].n, *corner = f->interp[pos].corner;
-    const double *w = f->interp[pos].weight;
-    int32_t cn[8];
-    element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
-    for (int comp = 0; comp < 3; comp++) {
-      if (f->node_fixed[m] >> comp & 1) continue;
-      const size_t i = 3 * m + (size_t)comp;
-      const double v = b ? get_as(b, i, AF) - get_as(ax, i, AF) : get_as(ax, i, AF);
-      for (int t = 0; t < k; t++)
-        add_as(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v, RF);
-    }
-  }
+/* Fine node m's interpolation: the coarse nodes of its parent element
+ * (cn) and the entry of the level's table for its position there. */
+static inline const struct interp_entry *node_interpolation(const vox_sparse_level *f,
+                                                            const vox_sparse_level *c, size_t m,
+                                                            int32_t cn[8]) {
+  const uint32_t word = f->parent[m];
+  element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
+  return &f->interp[word & ((1u << VOX_SPARSE_POS_BITS) - 1)];
 }
 
 static void restrict_range(const vox_sparse_level *f, const vox_sparse_level *c,
                            const vox_vec *b, const vox_vec *ax, vox_vec *rc, size_t n0,
                            size_t n1) {
-  const int af = ax->scalar == VOX_FLOAT, rf = rc->scalar == VOX_FLOAT;
-  const int typed = (ax->scalar == VOX_DOUBLE || af) && (!b || b->scalar == ax->scalar) &&
-                    (rc->scalar == VOX_DOUBLE || rf);
-  const void *bd = b ? b->raw : NULL;
-  if (typed && !af && !rf) restrict_nodes(f, c, bd, ax->raw, rc->raw, n0, n1, 0, 0);
-  else if (typed && !af && rf) restrict_nodes(f, c, bd, ax->raw, rc->raw, n0, n1, 0, 1);
-  else if (typed && af && rf) restrict_nodes(f, c, bd, ax->raw, rc->raw, n0, n1, 1, 1);
-  else if (typed) restrict_nodes(f, c, bd, ax->raw, rc->raw, n0, n1, 1, 0);
-  else /* any other mix of precisions, entry by entry */
-    for (size_t m = n0; m < n1; m++) {
-      const uint32_t word = f->parent[m];
-      const int pos = (int)(word & ((1u << VOX_SPARSE_POS_BITS) - 1));
-      const int k = f->interp[pos].n, *corner = f->interp[pos].corner;
-      const double *w = f->interp[pos].weight;
-      int32_t cn[8];
-      element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
-      for (int comp = 0; comp < 3; comp++) {
-        if (f->node_fixed[m] >> comp & 1) continue;
-        const size_t i = 3 * m + (size_t)comp;
-        const double v = b ? vox_vec_get(b, i) - vox_vec_get(ax, i) : vox_vec_get(ax, i);
-        for (int t = 0; t < k; t++) add(rc, 3 * (size_t)cn[corner[t]] + (size_t)comp, w[t] * v);
-      }
+  for (size_t m = n0; m < n1; m++) {
+    int32_t cn[8];
+    const struct interp_entry *p = node_interpolation(f, c, m, cn);
+    for (int comp = 0; comp < 3; comp++) {
+      if (f->node_fixed[m] >> comp & 1) continue;
+      const size_t i = 3 * m + (size_t)comp;
+      const double v = b ? vox_vec_get(b, i) - vox_vec_get(ax, i) : vox_vec_get(ax, i);
+      for (int t = 0; t < p->n; t++)
+        add(rc, 3 * (size_t)cn[p->corner[t]] + (size_t)comp, p->weight[t] * v);
     }
+  }
 }
 
 static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
@@ -479,41 +441,22 @@ static vox_status restrict_residual(vox_backend *be, vox_sparse_level *f, vox_sp
   return VOX_OK;
 }
 
-/* xf += P xc over every fine node; xc and xf in double (0) or float (1). */
-static inline __attribute__((always_inline)) void
-prolong_nodes(vox_backend *be, const vox_sparse_level *f, const vox_sparse_level *c,
-              const void *xc, void *xf, const int CF, const int FF) {
+static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
+                              const vox_vec *xc, vox_vec *xf) {
   const ptrdiff_t n = (ptrdiff_t)f->n_nodes;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
     const size_t m = (size_t)i;
-    const uint32_t word = f->parent[m];
-    const int pos = (int)(word & ((1u << VOX_SPARSE_POS_BITS) - 1));
-    const int k = f->interp[pos].n, *corner = f->interp[pos].corner;
-    const double *w = f->interp[pos].weight;
     int32_t cn[8];
-    element_corners(c, word >> VOX_SPARSE_POS_BITS, cn);
+    const struct interp_entry *p = node_interpolation(f, c, m, cn);
     for (int comp = 0; comp < 3; comp++) {
       if (f->node_fixed[m] >> comp & 1) continue;
       double s = 0;
-      for (int t = 0; t < k; t++)
-        s += w[t] * get_as(xc, 3 * (size_t)cn[corner[t]] + (size_t)comp, CF);
-      add_as(xf, 3 * m + (size_t)comp, s, FF);
+      for (int t = 0; t < p->n; t++)
+        s += p->weight[t] * vox_vec_get(xc, 3 * (size_t)cn[p->corner[t]] + (size_t)comp);
+      add(xf, 3 * m + (size_t)comp, s);
     }
   }
-}
-
-static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_level *c,
-                              const vox_vec *xc, vox_vec *xf) {
-  if ((xc->scalar != VOX_DOUBLE && xc->scalar != VOX_FLOAT) ||
-      (xf->scalar != VOX_DOUBLE && xf->scalar != VOX_FLOAT))
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "sparse prolongation: vectors in double or float");
-  const int cf = xc->scalar == VOX_FLOAT, ff = xf->scalar == VOX_FLOAT;
-  if (cf && ff) prolong_nodes(be, f, c, xc->raw, xf->raw, 1, 1);
-  else if (cf) prolong_nodes(be, f, c, xc->raw, xf->raw, 1, 0);
-  else if (ff) prolong_nodes(be, f, c, xc->raw, xf->raw, 0, 1);
-  else prolong_nodes(be, f, c, xc->raw, xf->raw, 0, 0);
   return VOX_OK;
 }
 
