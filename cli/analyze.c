@@ -296,7 +296,7 @@ static const cli_option options[] = {
      .help = "the system's storage: sparse (the bone's nodes and elements only, with its own "
              "multigrid hierarchy), full (the whole box matrix-free, the empty voxels "
              "without stiffness) or auto (sparse for a model whose bone fills less than half "
-             "the box; with --mpi, only in double precision)",
+             "the box)",
      .parse = parse_storage, .format = format_storage},
     CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
@@ -1047,12 +1047,6 @@ int main(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
 
-  if (s.mpi && s.solver.storage == VOX_STORAGE_SPARSE &&
-      s.solver.precision != VOX_PRECISION_DOUBLE) {
-    cli_error("--mpi with --storage sparse: the sparse storage is split over MPI ranks in double "
-              "precision only: add --precision double");
-    return CLI_EXIT_USAGE;
-  }
 #ifdef VOXFE_HAVE_MPI
   if (s.mpi && (status = cli_mpi_start(&argc, &argv))) return status;
 #endif

@@ -943,6 +943,7 @@ static void recording_free(vox_backend *be, void *recording) {
 static vox_sparse_ops make_ops(void) {
   vox_sparse_ops o = {};
   o.node4 = 1;
+  o.views = 1;
   o.vec_scatter = vec_scatter;
   o.vec_axpy = vec_axpy;
   o.vec_xpay = vec_xpay;

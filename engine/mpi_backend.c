@@ -118,11 +118,20 @@ static vox_backend *IN(const vox_backend *be) { return M(be)->in; }
 
 static mpi_vec *MV(const vox_vec *v) { return v->raw; }
 /* The rank's part of a vector, a vector of the ranks' backend. */
-static vox_vec loc(const vox_vec *v) { return MV(v)->local; }
+/* A vector of doubles read as floats (the sparse solve's float products
+ * over its CG's q: sparse_solve.c) is its part's first half: the same
+ * entries, in the vector's own precision. */
+static vox_vec loc(const vox_vec *v) {
+  vox_vec l = MV(v)->local;
+  if (v->scalar != l.scalar) l.scalar = v->scalar;
+  return l;
+}
 static const layout *lay_of(const vox_vec *v) { return MV(v)->lay; }
-/* n entries of a vector of the ranks' backend from entry `at`. */
+/* n entries of a vector of the ranks' backend from entry `at`, in its
+ * precision (not 16 bytes a node: the MPI backend's vectors have none). */
 static vox_vec part(const vox_vec *v, size_t at, size_t n) {
-  return (vox_vec){.data = v->data + at, .n = n, .scalar = VOX_DOUBLE};
+  return (vox_vec){.raw = (char *)v->raw + at * vox_scalar_bytes(v->scalar), .n = n,
+                   .scalar = v->scalar};
 }
 
 static vox_status unsupported(vox_backend *be, const char *what) {
@@ -383,21 +392,25 @@ static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
 
 /* ---- vectors ------------------------------------------------------------- */
 
+/* Vectors below double precision: the sparse storage's mixed-precision
+ * V-cycle (float, and its bfloat16 blocks), whose exchanges and sums go
+ * through double (sparse_layers_in_double). */
 static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
-  if (scalar != VOX_DOUBLE) return unsupported(be, "a vector below double precision");
+  if (scalar != VOX_DOUBLE && !(M(be)->sparse_fine && (scalar == VOX_FLOAT || scalar == VOX_BF16)))
+    return unsupported(be, "a vector below double precision");
   const layout *l = layout_for(M(be), n);
   mpi_vec *mv = calloc(1, sizeof *mv);
   if (!mv) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   mv->lay = l;
   const vox_status s =
-      C(be)->vec->create(IN(be), l == &M(be)->replicated ? n : l->local_n, VOX_DOUBLE, &mv->local);
+      C(be)->vec->create(IN(be), l == &M(be)->replicated ? n : l->local_n, scalar, &mv->local);
   if (s != VOX_OK) {
     free(mv);
     return s;
   }
   v->raw = mv;
   v->n = n;
-  v->scalar = VOX_DOUBLE;
+  v->scalar = scalar;
   return VOX_OK;
 }
 
@@ -1264,8 +1277,13 @@ static vox_status prolong_add(vox_backend *be, const vox_grid *fine, int dpn,
  * stencil is whole too. The inverse diagonal and blocks of level 0 come
  * from the slab and one element layer of each neighbour (the interface
  * nodes' whole sums before they are inverted), then the rank below's values
- * of the shared layer on both ranks. Double precision only (the mixed
- * V-cycle's float and bfloat16 vectors are not split yet). */
+ * of the shared layer on both ranks. In mixed precision the V-cycle's
+ * vectors are float and the blocks bfloat16 as on one process; their
+ * interface layers and the restriction's parts travel and are summed in
+ * double (sparse_layers_in_double), then rounded once, alike on every
+ * rank. The smoother's direction has a vector of its own (one process
+ * keeps it in the second half of CG's q, a view the MPI backend's vectors
+ * cannot give: sparse_ops.h, `views`). */
 
 typedef struct mpi_sparse_level {
   vox_sparse_level *local; /* the slab's (level 0) or the whole level */
@@ -1276,6 +1294,7 @@ typedef struct mpi_sparse_level {
   size_t below, above;     /* nodes of the interface layers (0 without a neighbour) */
   interface_masks masks;   /* free dofs of the interface layers */
   vox_vec recv;            /* the neighbours' interface parts: below, then above */
+  vox_vec stage;           /* a float vector's interface layers in double (6 a node) */
   vox_sparse_level *extended; /* the slab and a layer of each neighbour, until the diagonals */
   size_t extended_offset;  /* the slab's first node in it */
   size_t extended_nodes;
@@ -1286,6 +1305,7 @@ typedef struct mpi_sparse_level {
   size_t reach_total;
   double *gathered, *whole; /* host memory of the sums */
   vox_vec gathered_device;  /* the parts on the device (NCCL) */
+  vox_vec whole_double;     /* a float coarse vector's sum, through MPI */
   size_t coarse_nodes;
 } mpi_sparse_level;
 
@@ -1333,8 +1353,9 @@ static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
   impl *m = M(be);
   if (l->local) CS(be)->level_destroy(IN(be), l->local);
   if (l->extended) CS(be)->level_destroy(IN(be), l->extended);
-  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv, &l->gathered_device};
-  for (int i = 0; i < 4; i++)
+  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv,
+                  &l->stage, &l->gathered_device, &l->whole_double};
+  for (int i = 0; i < 6; i++)
     if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(l->owned_parent);
   free(l->reach);
@@ -1499,18 +1520,48 @@ static size_t sparse_level_bytes(const vox_sparse_level *sl) {
   return l->inner->level_bytes(l->local);
 }
 
+/* The interface layers of v, a level-0 vector of the slab (nb values at
+ * its start, na at its end), as doubles: views of v where it is double,
+ * else copies in the level's stage. */
+static vox_status sparse_layers_in_double(vox_backend *be, mpi_sparse_level *l, const vox_vec *v,
+                                          size_t nb, size_t na, vox_vec *first, vox_vec *last) {
+  *first = part(v, 0, nb), *last = part(v, v->n - na, na);
+  if (v->scalar == VOX_DOUBLE) return VOX_OK;
+  TRY(need(be, &l->stage, 6 * (l->below + l->above)));
+  vox_vec f = part(&l->stage, 0, nb), t = part(&l->stage, nb, na);
+  if (nb) TRY(C(be)->vec->copy(IN(be), &f, first));
+  if (na) TRY(C(be)->vec->copy(IN(be), &t, last));
+  *first = f, *last = t;
+  return VOX_OK;
+}
+
 /* Adds the neighbours' parts of the interface layers to y, a level-0
- * vector of the slab's (only the free dofs' with masks). */
+ * vector of the slab (only the free dofs' with masks). A float y's layers
+ * are swapped in double and added to its own in one rounding, the same
+ * sum on both ranks. */
 static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec *y,
                                   const interface_masks *masks) {
   impl *m = M(be);
   const size_t nb = 3 * l->below, na = 3 * l->above;
   if (m->size == 1 || nb + na == 0) return VOX_OK; /* no bone on the shared layers */
+  const int lower = m->rank > 0, upper = m->rank < m->size - 1;
   vox_vec first = part(y, 0, nb), last = part(y, y->n - na, na);
   vox_vec from_below = part(&l->recv, 0, nb), from_above = part(&l->recv, nb, na);
-  return vox_mpi_halo_swap_add(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
-                               &from_below, &from_above, masks ? &masks->below : NULL,
-                               masks ? &masks->above : NULL);
+  if (y->scalar == VOX_DOUBLE)
+    return vox_mpi_halo_swap_add(m->halo, lower, upper, &first, &last, &from_below, &from_above,
+                                 masks ? &masks->below : NULL, masks ? &masks->above : NULL);
+  vox_vec down, up;
+  TRY(sparse_layers_in_double(be, l, y, nb, na, &down, &up));
+  TRY(vox_mpi_halo_swap(m->halo, lower, upper, &down, &up, &from_below, &from_above));
+  if (nb) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_below, &from_below, &masks->below));
+    TRY(CS(be)->vec_axpy(IN(be), &first, 1, &from_below));
+  }
+  if (na) {
+    if (masks) TRY(C(be)->vec->mult(IN(be), &from_above, &from_above, &masks->above));
+    TRY(CS(be)->vec_axpy(IN(be), &last, 1, &from_above));
+  }
+  return VOX_OK;
 }
 
 /* The shared layer below set to the lower rank's values (which it sends
@@ -1518,7 +1569,8 @@ static vox_status sparse_exchange(vox_backend *be, mpi_sparse_level *l, vox_vec 
  * apart on the two ranks' differently sized levels, and the prolonged
  * corrections, which on a GPU come from coarse levels whose atomic sums
  * may round apart from rank to rank. Through the level's buffer of the
- * neighbours' parts where it is large enough. */
+ * neighbours' parts where it is large enough; a float v's layers in
+ * double (exact both ways). */
 static vox_status sparse_take_below(vox_backend *be, mpi_sparse_level *l, vox_vec *v,
                                     size_t unit) {
   impl *m = M(be);
@@ -1527,41 +1579,38 @@ static vox_status sparse_take_below(vox_backend *be, mpi_sparse_level *l, vox_ve
   const int own = unit == 3;
   vox_vec recv = own ? l->recv : (vox_vec){0};
   if (!own) TRY(C(be)->vec->create(IN(be), nb + na, VOX_DOUBLE, &recv));
-  vox_vec first = part(v, 0, nb), last = part(v, v->n - na, na);
-  vox_vec from_below = part(&recv, 0, nb), from_above = part(&recv, nb, na);
-  vox_status s = vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
-                                   &from_below, &from_above);
-  if (s == VOX_OK && nb) s = C(be)->vec->copy(IN(be), &first, &from_below);
+  vox_vec first, last, from_below = part(&recv, 0, nb), from_above = part(&recv, nb, na);
+  vox_status s = sparse_layers_in_double(be, l, v, nb, na, &first, &last);
+  if (s == VOX_OK)
+    s = vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last,
+                          &from_below, &from_above);
+  vox_vec layer = part(v, 0, nb);
+  if (s == VOX_OK && nb) s = C(be)->vec->copy(IN(be), &layer, &from_below);
   if (!own) C(be)->vec->destroy(IN(be), &recv);
   return s;
 }
 
-static vox_status sparse_require_double(vox_backend *be, const vox_vec *v) {
-  return v->scalar == VOX_DOUBLE ? VOX_OK : unsupported(be, "the sparse storage below double "
-                                                            "precision (--precision double)");
-}
-
 /* The inverse diagonal (`unit` 3 entries a node; the blocks: 6) of level 0 from the extended
- * level, the slab's nodes taken; the extended level freed after it (the
- * solve asks once). */
+ * level, the slab's nodes taken, the shared layer below the lower rank's;
+ * the extended level freed after it (the solve asks once). Computed in
+ * double, or in float for a float or bfloat16 d (rounded once more into
+ * bfloat16), whose sums one process makes in float too. */
 static vox_status sparse_fine_inverse(vox_backend *be, mpi_sparse_level *l, vox_vec *d,
                                       size_t unit) {
   if (!l->extended)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the MPI backend's sparse level 0 gives its inverse diagonal once");
   vox_vec local = loc(d), ext = {0};
-  TRY(sparse_require_double(be, &local));
-  TRY(C(be)->vec->create(IN(be), unit * l->extended_nodes, VOX_DOUBLE, &ext));
+  TRY(C(be)->vec->create(IN(be), unit * l->extended_nodes,
+                         local.scalar == VOX_DOUBLE ? VOX_DOUBLE : VOX_FLOAT, &ext));
   vox_status s = unit == 6 ? CS(be)->inv_block_diagonal(IN(be), l->extended, &ext, NULL)
                            : CS(be)->inv_diagonal(IN(be), l->extended, &ext);
-  if (s == VOX_OK) {
-    const vox_vec slab = part(&ext, unit * l->extended_offset, local.n);
-    s = C(be)->vec->copy(IN(be), &local, &slab);
-  }
+  vox_vec slab = part(&ext, unit * l->extended_offset, local.n);
+  if (s == VOX_OK) s = sparse_take_below(be, l, &slab, unit);
+  if (s == VOX_OK) s = C(be)->vec->copy(IN(be), &local, &slab);
   C(be)->vec->destroy(IN(be), &ext);
   CS(be)->level_destroy(IN(be), l->extended);
   l->extended = NULL;
-  if (s == VOX_OK) s = sparse_take_below(be, l, &local, unit);
   return s;
 }
 
@@ -1575,13 +1624,19 @@ static vox_status sparse_inv_diagonal(vox_backend *be, vox_sparse_level *sl, vox
 static vox_status sparse_inv_block_diagonal(vox_backend *be, vox_sparse_level *sl, vox_vec *w,
                                             vox_vec *scratch) {
   mpi_sparse_level *l = SL(sl);
-  if (l->split) {
-    if (scratch) return unsupported(be, "the sparse storage's bfloat16 blocks");
-    return sparse_fine_inverse(be, l, w, 6);
-  }
+  if (l->split) return sparse_fine_inverse(be, l, w, 6); /* sums in float in its own vector */
   LOCAL1(w);
-  vox_vec scratch_ = scratch ? loc(scratch) : (vox_vec){0};
-  return CS(be)->inv_block_diagonal(IN(be), l->local, &w_, scratch ? &scratch_ : NULL);
+  /* a whole coarse level's float sums may not fit the rank's part of the
+   * solve's scratch (CG's q, of level 0's slab): then a vector of their own */
+  vox_vec scratch_ = scratch ? loc(scratch) : (vox_vec){0}, own = {0};
+  if (scratch && vox_vec_bytes(scratch_.n, scratch_.scalar) < w_.n * sizeof(float)) {
+    TRY(C(be)->vec->create(IN(be), w_.n, VOX_FLOAT, &own));
+    scratch_ = own;
+  }
+  const vox_status s =
+      CS(be)->inv_block_diagonal(IN(be), l->local, &w_, scratch ? &scratch_ : NULL);
+  if (own.raw) C(be)->vec->destroy(IN(be), &own);
+  return s;
 }
 
 static vox_status sparse_apply(vox_backend *be, vox_sparse_level *sl, const vox_vec *x,
@@ -1589,7 +1644,6 @@ static vox_status sparse_apply(vox_backend *be, vox_sparse_level *sl, const vox_
   mpi_sparse_level *l = SL(sl);
   LOCAL1(x);
   LOCAL1(y);
-  TRY(sparse_require_double(be, &y_));
   TRY(CS(be)->apply(IN(be), l->local, &x_, &y_, flags));
   if (!l->split) return VOX_OK;
   /* the eliminated product's identity rows of fixed dofs are no sums */
@@ -1601,8 +1655,9 @@ static vox_status sparse_zero_fixed(vox_backend *be, vox_sparse_level *sl, vox_v
   return CS(be)->zero_fixed(IN(be), SL(sl)->local, &v_);
 }
 
-/* sparse_sum_coarse on the device: the parts gathered by NCCL, then added
- * in rank order by the same additions as on the host. */
+/* sparse_sum_coarse on the device: the parts gathered by NCCL (in double),
+ * then added in rank order by the same additions as on the host; into a
+ * float rc through its own double vector, rounded once. */
 static vox_status sparse_sum_coarse_device(vox_backend *be, mpi_sparse_level *f, vox_vec *rc,
                                            const int *counts, const int *displs) {
   impl *m = M(be);
@@ -1612,14 +1667,19 @@ static vox_status sparse_sum_coarse_device(vox_backend *be, mpi_sparse_level *f,
   vox_vec mine = part(&f->gathered_device, 3 * (size_t)displs[me], own.n);
   if (own.n) TRY(C(be)->vec->copy(IN(be), &mine, &own));
   TRY(vox_mpi_halo_allgatherv(m->halo, &f->gathered_device, counts, displs, 3));
-  TRY(C(be)->vec->set(IN(be), rc, 0));
+  vox_vec *sum = rc;
+  if (rc->scalar != VOX_DOUBLE) {
+    TRY(need(be, &f->whole_double, rc->n));
+    sum = &f->whole_double;
+  }
+  TRY(C(be)->vec->set(IN(be), sum, 0));
   for (int q = 0; q < m->size; q++) {
     if (!counts[q]) continue;
-    vox_vec to = part(rc, 3 * (size_t)f->reach_at[q], 3 * (size_t)f->reach[q]);
+    vox_vec to = part(sum, 3 * (size_t)f->reach_at[q], 3 * (size_t)f->reach[q]);
     const vox_vec from = part(&f->gathered_device, 3 * (size_t)displs[q], to.n);
     TRY(C(be)->vec->axpy(IN(be), &to, 1, &from));
   }
-  return VOX_OK;
+  return sum == rc ? VOX_OK : C(be)->vec->copy(IN(be), rc, sum);
 }
 
 /* Into the whole coarse vector: the ranks' parts, over the coarse nodes each
@@ -1639,12 +1699,20 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
     return s;
   }
   double *mine = f->gathered + 3 * (size_t)displs[me];
-  const vox_vec own = part(rc, 3 * (size_t)f->reach_at[me], 3 * (size_t)f->reach[me]);
-  vox_status s = own.n ? C(be)->vec->download(IN(be), &own, mine) : VOX_OK;
+  const int single = rc->scalar != VOX_DOUBLE; /* through f->whole_double, rounded once */
+  vox_status s = single ? need(be, &f->whole_double, rc->n) : VOX_OK;
+  vox_vec own = part(rc, 3 * (size_t)f->reach_at[me], 3 * (size_t)f->reach[me]);
+  if (s == VOX_OK && single && own.n) {
+    vox_vec own_double = part(&f->whole_double, 3 * (size_t)f->reach_at[me], own.n);
+    s = C(be)->vec->copy(IN(be), &own_double, &own);
+    own = own_double;
+  }
+  if (s == VOX_OK && own.n) s = C(be)->vec->download(IN(be), &own, mine);
   if (s == VOX_OK)
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f->gathered, counts, displs,
                    m->sparse3.type, m->comm);
-  double *whole = m->host ? rc->data : f->whole;
+  vox_vec *sum = single ? &f->whole_double : rc;
+  double *whole = m->host ? sum->data : f->whole;
   if (s == VOX_OK) {
     memset(whole, 0, 3 * f->coarse_nodes * sizeof *whole);
     for (int q = 0; q < m->size; q++) {
@@ -1652,8 +1720,9 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
       const double *from = f->gathered + 3 * (size_t)displs[q];
       for (size_t i = 0; i < 3 * (size_t)f->reach[q]; i++) to[i] += from[i];
     }
-    if (!m->host) s = C(be)->vec->upload(IN(be), rc, whole);
+    if (!m->host) s = C(be)->vec->upload(IN(be), sum, whole);
   }
+  if (s == VOX_OK && single) s = C(be)->vec->copy(IN(be), rc, sum);
   free(counts);
   return s;
 }
@@ -1776,10 +1845,10 @@ static vox_status sparse_block_smoother_step(vox_backend *be, const vox_vec *b, 
 
 /* No recording (its exchanges and sums wait on the host), no
  * smoothed-aggregation levels (matrix_create NULL: refused by the solve),
- * double precision only. */
+ * no views into its vectors. */
 static const vox_sparse_ops mpi_sparse_ops = {
     .node4 = 0,
-    .double_only = 1,
+    .views = 0,
     .vec_scatter = sparse_vec_scatter,
     .vec_axpy = sparse_vec_axpy,
     .vec_xpay = sparse_vec_xpay,

@@ -180,15 +180,12 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
 /* Whether a solve takes the sparse (bone-only) storage: asked for, or AUTO
  * on a porous elasticity model with the multigrid preconditioner and no
  * densities (the sparse levels take E from a label's material or from
- * per-element moduli, not from a SIMP law) and a backend whose sparse
- * solver takes the precision (the MPI backend's: double only); `backend`
- * NULL: one with a sparse solver. */
+ * per-element moduli, not from a SIMP law) and a backend with a sparse
+ * solver; `backend` NULL: one with a sparse solver. */
 static int use_sparse(const vox_backend *backend, const vox_model *model, int densities,
                       const vox_solver_options *options) {
   if (options->storage == VOX_STORAGE_SPARSE) return 1;
   if (options->storage != VOX_STORAGE_AUTO || densities || (backend && !backend->ops->sparse) ||
-      (backend && backend->ops->sparse->double_only &&
-       options->precision != VOX_PRECISION_DOUBLE) ||
       model->physics != VOX_PHYSICS_ELASTICITY || options->preconditioner != VOX_PC_MULTIGRID ||
       options->smoother != VOX_SMOOTHER_CHEBYSHEV)
     return 0;

@@ -183,9 +183,11 @@ static inline void vox_block_invert(const double in[6], unsigned fixed, double o
 typedef struct vox_sparse_ops {
   /* VOX_FLOAT_NODE4 vectors taken */
   int node4;
-  /* only double vectors taken (the MPI backend's): the solve then refuses
-   * mixed precision, and the automatic storage keeps the full box there */
-  int double_only;
+  /* 1: the solve may view part of a vector's memory as a vector of its
+   * own (level 0's smoother direction in the second half of CG's q); 0
+   * (the MPI backend's, whose vectors are its own structures): it makes
+   * that vector */
+  int views;
   /* v[index[i]] = value[i] for i < n, the indices distinct; v's other
    * entries as they were (the solve's prescribed values and loads: a few
    * entries, where uploading a whole vector would move them all) */

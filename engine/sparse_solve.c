@@ -468,8 +468,9 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
     /* the products' 16 bytes a node (VOX_FLOAT_NODE4) in mixed precision */
     const int node4 = mixed && be->ops->sparse->node4;
-    if (l == 0) /* u, r, q; p, z, r in float; d (in q unless node4) */
-      b += n * (3 * sizeof(double) + 3 * fs + (node4 ? fs : 0)) + inverse;
+    const int own_d = mixed && (node4 || !be->ops->sparse->views);
+    if (l == 0) /* u, r, q; p, z, r in float; d (in q unless node4 or no views) */
+      b += n * (3 * sizeof(double) + 3 * fs + (own_d ? fs : 0)) + inverse;
     else if (l < h->n_levels - 1) /* b, x, r, d */
       b += n * 3 * fs + (node4 ? vox_vec_bytes(n, VOX_FLOAT_NODE4) : n * fs) + inverse;
     else {
@@ -498,8 +499,9 @@ static vox_status fine_vectors(sparse_system *s, sparse_level *lv, int mixed) {
     TRY(vec(s, lv->n_dofs, VOX_FLOAT, &s->r_single));
     /* the V-cycle's products A x over q, in 16 bytes a node where the
      * backend takes that (VOX_FLOAT_NODE4), and d then a vector of its own,
-     * else over q's second half */
-    if (product_layout(s) == VOX_FLOAT_NODE4) return vec(s, lv->n_dofs, VOX_FLOAT, &lv->d);
+     * else over q's second half where the backend lets the solve view it */
+    if (product_layout(s) == VOX_FLOAT_NODE4 || !s->o->views)
+      return vec(s, lv->n_dofs, VOX_FLOAT, &lv->d);
     lv->d = (vox_vec){.raw = (float *)s->q.raw + lv->n_dofs, .n = lv->n_dofs, .scalar = VOX_FLOAT};
     lv->d_lent = 1;
     return VOX_OK;
@@ -704,11 +706,6 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   vox_status st = solve_kind(ctx, model, options, &use_sa, &split, &nu);
   if (st == VOX_OK && !be->ops->sparse)
     st = vox_error(ctx, VOX_ERR_UNSUPPORTED, "the %s backend has no sparse solver",
-                   be->ops->name);
-  if (st == VOX_OK && be->ops->sparse->double_only && options->precision != VOX_PRECISION_DOUBLE)
-    st = vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                   "the %s backend's sparse storage solves in double precision only "
-                   "(precision double)",
                    be->ops->name);
   if (st == VOX_OK && use_sa && !be->ops->sparse->matrix_create)
     st = vox_error(ctx, VOX_ERR_UNSUPPORTED,

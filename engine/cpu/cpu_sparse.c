@@ -461,6 +461,7 @@ static vox_status prolong_add(vox_backend *be, vox_sparse_level *f, vox_sparse_l
 }
 
 const vox_sparse_ops vox_cpu_sparse_ops = {
+    .views = 1,
     .vec_scatter = vec_scatter,
     .vec_axpy = vec_axpy,
     .vec_xpay = vec_xpay,

@@ -1,14 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # voxfe-analyze --mpi under mpirun: a porous bone phantom's compression test
 # on 2 and 3 ranks (slabs of uneven sizes) gives one process's result in
-# full storage, and in the bone's sparse storage (double precision): the
-# same CG iterations, the displacements and the summary to 1e-10 of their
-# size (in full storage in mixed precision, where the slabs change the
-# float multigrid's rounding, to 1e-6); only rank 0 writes (the result and
-# the summary); a model that
-# cannot be read, or a solve that every rank refuses, ends every rank with
-# exit status 2, one message and no file; the sparse storage in mixed
-# precision is refused.
+# full storage, and in the bone's sparse storage: the same CG iterations,
+# the displacements and the summary to 1e-10 of their size (in mixed
+# precision, where the slabs change the float multigrid's rounding, to
+# 1e-6, and the sparse storage's CG count within a tenth); only rank 0
+# writes (the result and the summary); a model that cannot be read, or a
+# solve that every rank refuses, ends every rank with exit status 2, one
+# message and no file.
 # Run as: bash mpi_analyze.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE MPIEXEC
 . "$(dirname "$0")/lib.sh"
 ANALYZE=$1 MPIEXEC=$2
@@ -24,13 +23,19 @@ cg() { sed -n 's/.*; \([0-9]*\) CG iterations.*/\1/p' "$1"; }
 
 "$ANALYZE" bone.nc -o one_sparse.nc --storage sparse --precision double --device cpu --threads 1 \
   >"$LOG/one_sparse" 2>&1 || { fail "one process, sparse: $(tail -n 3 "$LOG/one_sparse")"; finish; }
+"$ANALYZE" bone.nc -o one_sparse_mixed.nc --storage sparse --precision mixed --device cpu \
+  --threads 1 >"$LOG/one_sparse_mixed" 2>&1 ||
+  { fail "one process, sparse, mixed: $(tail -n 3 "$LOG/one_sparse_mixed")"; finish; }
 
 # full storage on 2 and 3 ranks, and on 2 in mixed precision; sparse on 2
-# and 3 (11 layers: 4, 4, 3)
-for run in 2 3 mixed2 sparse2 sparse3; do
+# and 3 (11 layers: 4, 4, 3), and on 3 in mixed precision
+for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3; do
   ranks=${run#sparse} one=one storage=full precision=double tolerance=1e-10
   case $run in
   mixed*) ranks=${run#mixed} one=one_mixed precision=mixed tolerance=1e-6 ;;
+  sparsemixed*)
+    ranks=${run#sparsemixed} one=one_sparse_mixed storage=sparse precision=mixed tolerance=1e-6
+    ;;
   sparse*) one=one_sparse storage=sparse ;;
   esac
   before=$(listing)
@@ -40,7 +45,12 @@ for run in 2 3 mixed2 sparse2 sparse3; do
   grep -q "\"solver_storage\": \"$storage\"" r$run.json || fail "$run: not in $storage storage"
   grep -q "$ranks ranks on CPU cores" "$LOG/err" || fail "$ranks ranks: $(head -n 3 "$LOG/err")"
   [ "$(wc -l <"$LOG/out")" -eq 1 ] || fail "$ranks ranks: not one summary line: $(cat "$LOG/out")"
-  [ "$(cg "$LOG/out")" = "$(cg "$LOG/$one")" ] ||
+  # the float V-cycle of the sparse storage is as sensitive to the slabs'
+  # rounding as its CG count to the float rounding: within a tenth
+  spread=0
+  [ $run = sparsemixed$ranks ] && spread=$(($(cg "$LOG/$one") / 10 + 1))
+  difference=$(($(cg "$LOG/out") - $(cg "$LOG/$one")))
+  [ ${difference#-} -le $spread ] ||
     fail "$run: $(cg "$LOG/out") CG iterations against $(cg "$LOG/$one")"
   [ "$(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')" = "r$run.json r$run.nc " ] ||
     fail "$ranks ranks: new files $(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')"
@@ -81,6 +91,4 @@ status=$?
 grep -q "smoothed-aggregation" "$LOG/err" || fail "sa: $(cat "$LOG/err")"
 [ "$before" = "$(listing)" ] || fail "sa: the folder changed"
 echo "ok: sa: $(cat "$LOG/err")"
-expect_usage_error "--mpi with the sparse storage in mixed precision" "double precision only" \
-  "$ANALYZE" --mpi bone.nc -o out.nc --storage sparse
 finish

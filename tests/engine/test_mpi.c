@@ -271,8 +271,15 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
  * process's to the rounding of its sums; the bone's system, worse
  * conditioned than the cantilever's, amplifies that rounding to 1e-13 to
  * 5e-11 (the same difference at a CG tolerance of 1e-14 as at 1e-10, and
- * one process on one and on two threads differs by as much). */
-static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) {
+ * one process on one and on two threads differs by as much). In mixed
+ * precision the V-cycle's float sums round apart at the interfaces (a
+ * float's 6e-8 where double's was 1e-16), and the float V-cycle, which
+ * takes 79 CG iterations where double's takes 66 on the clamped bone's
+ * second load case, is as sensitive to them: within a tenth of the CG
+ * iterations (75 against 79 there on two ranks), displacements within
+ * CG's tolerance, 1e-8 of their size (1e-5 after three iterations). */
+static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
+                   vox_precision precision) {
   vox_model m;
   make_bone_model(ctx, &m, nz, 7, 1);
   if (compression) {
@@ -286,9 +293,10 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) 
   double *u_one = calloc(nd, sizeof *u_one), *u_split = calloc(nd, sizeof *u_split);
   vox_solver_options opt;
   vox_solver_options_default(&opt);
-  opt.precision = VOX_PRECISION_DOUBLE;
+  opt.precision = precision;
   opt.storage = VOX_STORAGE_SPARSE;
   opt.sparse.coarse = coarse;
+  const int mixed = precision == VOX_PRECISION_MIXED;
   opt.mg_levels = 3; /* a coarse level between the fine one and the coarsest */
   opt.rtol = 1e-10;
   vox_backend *alone = NULL, *split = NULL;
@@ -306,32 +314,28 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse) 
     for (size_t i = 0; i < nd; i++)
       umax = fmax(umax, fabs(u_one[i])), diff = fmax(diff, fabs(u_split[i] - u_one[i]));
     if (rank == 0)
-      printf("sparse bone %lld^3, %s, %s coarse levels, on %d ranks%s: %d CG iterations against "
-             "%d (%d levels); max |u - u_one| / max |u| = %.2e\n",
+      printf("sparse bone %lld^3, %s, %s coarse levels, %s, on %d ranks%s: %d CG iterations "
+             "against %d (%d levels); max |u - u_one| / max |u| = %.2e\n",
              (long long)nz, compression ? "compression along x" : "clamped, two load cases",
-             vox_sparse_coarse_name(coarse), ranks, round ? " after 3 iterations" : "",
-             many[0].iterations, one[0].iterations, many[0].levels, diff / umax);
-    CHECK(umax > 0 && diff <= (round ? 1e-11 : 1e-10) * umax);
+             vox_sparse_coarse_name(coarse), mixed ? "mixed" : "double", ranks,
+             round ? " after 3 iterations" : "", many[0].iterations, one[0].iterations,
+             many[0].levels, diff / umax);
+    CHECK(umax > 0 && diff <= (mixed ? round ? 1e-5 : 1e-8 : round ? 1e-11 : 1e-10) * umax);
     for (int c = 0; c < cases; c++) {
       CHECK(one[c].storage == VOX_STORAGE_SPARSE && many[c].storage == VOX_STORAGE_SPARSE);
-      CHECK(many[c].iterations == one[c].iterations);
+      if (c > 0 && rank == 0)
+        printf("  load case %d: %d CG iterations against %d\n", c + 1, many[c].iterations,
+               one[c].iterations);
+      CHECK(abs(many[c].iterations - one[c].iterations) <= (mixed ? 1 + one[c].iterations / 10 : 0));
       if (round == 0) CHECK(one[c].reason == VOX_CONVERGED_RTOL && many[c].reason == one[c].reason);
     }
   }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT) {
-    /* the automatic storage: sparse in double precision, as one process
-     * takes it on this porous bone; the full box in mixed precision (the
-     * split sparse storage is double only), and sparse refused there */
+    /* the automatic storage: sparse, as one process takes it on this
+     * porous bone */
     opt.storage = VOX_STORAGE_AUTO; /* three iterations, as round 1 */
     CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many));
     CHECK(many[0].storage == VOX_STORAGE_SPARSE && many[0].iterations == one[0].iterations);
-    opt.precision = VOX_PRECISION_MIXED;
-    CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many));
-    CHECK(many[0].storage == VOX_STORAGE_FULL_BOX);
-    opt.storage = VOX_STORAGE_SPARSE;
-    CHECK(vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, many) ==
-          VOX_ERR_UNSUPPORTED);
-    CHECK(strstr(vox_context_message(ctx), "double precision only") != NULL);
   }
   vox_backend_destroy(split);
   vox_backend_destroy(alone);
@@ -455,9 +459,12 @@ int main(int argc, char **argv) {
     optimize(ctx, VOX_FILTER_SENSITIVITY);
   }
   if (check_wanted(n_parts + 1, names, "sparse")) {
-    sparse(ctx, 1, VOX_SPARSE_COARSE_SPLIT);
-    sparse(ctx, 0, VOX_SPARSE_COARSE_SPLIT);
-    sparse(ctx, 1, VOX_SPARSE_COARSE_BOX);
+    for (int mixed = 0; mixed < 2; mixed++) {
+      const vox_precision p = mixed ? VOX_PRECISION_MIXED : VOX_PRECISION_DOUBLE;
+      sparse(ctx, 1, VOX_SPARSE_COARSE_SPLIT, p);
+      sparse(ctx, 0, VOX_SPARSE_COARSE_SPLIT, p);
+      sparse(ctx, 1, VOX_SPARSE_COARSE_BOX, p);
+    }
   }
   if (check_wanted(n_parts + 1, names, "download")) download(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
