@@ -88,7 +88,7 @@ int cli_mpi_interrupted(void *self) {
 
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
-                           int gather_nodes, vox_backend **out) {
+                           int gather_nodes, const int64_t *first, vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -100,6 +100,7 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
   o.ranks_backend = &ranks_backend;
   o.exchange = exchange;
   o.gather_nodes = gather_nodes;
+  o.first = first;
   return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
 }
 

@@ -2253,6 +2253,28 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first) {
   return 0;
 }
 
+int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first) {
+  if (ranks < 1 || nz < ranks) return -1;
+  double total = 0;
+  for (int64_t k = 0; k < nz; k++) total += weight[k];
+  first[0] = 0;
+  first[ranks] = nz;
+  double sum = 0; /* of the layers before k */
+  int64_t k = 0;
+  for (int r = 1; r < ranks; r++) {
+    const double share = total * r / ranks;
+    /* past the layers whose end is still short of the share */
+    while (k < nz && sum + weight[k] <= share) sum += weight[k++];
+    /* k's own layer to this rank where that ends nearer to the share */
+    if (k < nz && sum + weight[k] - share < share - sum) sum += weight[k++];
+    const int64_t lo = first[r - 1] + 1, hi = nz - (ranks - r);
+    first[r] = k < lo ? lo : k > hi ? hi : k;
+    for (; k < first[r]; k++) sum += weight[k];
+    for (; k > first[r]; k--) sum -= weight[k - 1];
+  }
+  return 0;
+}
+
 /* The split of the layers: `first` checked, or vox_mpi_slabs. */
 static vox_status slabs(vox_context *ctx, impl *m, const vox_grid *grid, const int64_t *first) {
   m->first = malloc(((size_t)m->size + 1) * sizeof *m->first);

@@ -248,6 +248,10 @@ vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model, const
   return VOX_OK;
 }
 
+vox_storage vox_solve_plan_storage(const vox_solve_plan *plan) {
+  return plan && plan->hierarchy.n_levels > 0 ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
+}
+
 void vox_solve_plan_free(vox_solve_plan *plan) {
   if (!plan) return;
   vox_sparse_hierarchy_free(&plan->hierarchy);

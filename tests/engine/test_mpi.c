@@ -18,7 +18,7 @@
  * download (a pseudo-random vector of the split grid, made on the ranks by
  * its global indices and gathered whole: on GPUs, a grid of 36 M dofs,
  * more than one of the device gathers' chunks), refuse (more ranks than
- * element layers). `nz=N` sets the grid's layers
+ * element layers), slabs (vox_mpi_slabs_weighted's splits). `nz=N` sets the grid's layers
  * (12), `slabs=a,b,...` each rank's layers (default: vox_mpi_slabs).
  * `device=cuda` runs both on CUDA devices (each rank on the device of its
  * rank on the node, modulo the devices; the one-process reference on the
@@ -392,6 +392,27 @@ static void memory(vox_context *ctx) {
   vox_backend_destroy(be);
 }
 
+/* vox_mpi_slabs_weighted: equal weights give equal slabs; uneven ones
+ * slabs of about equal weight; weightless layers still a layer a rank; the
+ * boundaries in order and covering the layers. */
+static void weighted_slabs(void) {
+  int64_t first[5];
+  double w[12];
+  for (int k = 0; k < 12; k++) w[k] = 1;
+  CHECK(vox_mpi_slabs_weighted(w, 12, 3, first) == 0);
+  CHECK(first[0] == 0 && first[1] == 4 && first[2] == 8 && first[3] == 12);
+  for (int k = 0; k < 12; k++) w[k] = k < 4 ? 10 : 1; /* 40 below, 8 above */
+  CHECK(vox_mpi_slabs_weighted(w, 12, 2, first) == 0);
+  CHECK(first[1] == 2 && first[2] == 12); /* 20 and 28, against 30 and 18 at 3 */
+  for (int k = 0; k < 12; k++) w[k] = 0;
+  w[11] = 5; /* all in the last layer */
+  CHECK(vox_mpi_slabs_weighted(w, 12, 4, first) == 0);
+  for (int r = 0; r < 4; r++) CHECK(first[r + 1] > first[r]);
+  CHECK(first[0] == 0 && first[4] == 12 && first[3] == 11);
+  CHECK(vox_mpi_slabs_weighted(w, 3, 4, first) == -1);
+  if (rank == 0) printf("weighted slabs: checked\n");
+}
+
 static void refuse(vox_context *ctx) {
   vox_grid g = {.nx = 4, .ny = 4, .nz = ranks - 1, .voxel_size = {1, 1, 1}};
   if (g.nz < 1) return;
@@ -468,6 +489,7 @@ int main(int argc, char **argv) {
   }
   if (check_wanted(n_parts + 1, names, "download")) download(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
+  if (check_wanted(n_parts + 1, names, "slabs")) weighted_slabs();
   if (check_wanted(n_parts + 1, names, "memory")) memory(ctx);
   vox_context_destroy(ctx);
   free(slabs);

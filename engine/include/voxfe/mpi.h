@@ -27,6 +27,14 @@ extern "C" {
  * Fails (returns -1) when nz < ranks. */
 int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
 
+/* A split of nz element layers over `ranks` ranks whose slabs carry about
+ * equal shares of the layers' weights (weight[k] >= 0 for layer k: a
+ * bone's elements in it, for its sparse storage, whose coarse levels need
+ * no nesting): each boundary at the layer where the running sum comes
+ * nearest to its share, every rank at least one layer. first as for
+ * vox_mpi_slabs; fails (returns -1) when nz < ranks. */
+int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first);
+
 /* How a backend splits the grid over the ranks. */
 /* How ranks on GPUs exchange the slabs' interface layers and gather
  * vectors (ranks on CPU cores use MPI on their host memory). */

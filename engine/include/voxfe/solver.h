@@ -252,6 +252,10 @@ typedef struct vox_solve_plan vox_solve_plan;
 vox_status vox_solve_plan_create(vox_context *ctx, const vox_model *model, const double *moduli,
                                  const vox_solver_options *options, vox_solve_plan **out);
 void vox_solve_plan_free(vox_solve_plan *plan);
+/* The storage a solve with the plan takes: VOX_STORAGE_SPARSE where the
+ * plan holds its hierarchy, else VOX_STORAGE_FULL_BOX (an MPI program
+ * splits a sparse solve's layers by their bone: vox_mpi_slabs_weighted). */
+vox_storage vox_solve_plan_storage(const vox_solve_plan *plan);
 /* vox_solve_elasticity without density (moduli NULL) or
  * vox_solve_elasticity_moduli, with a plan of this model, these moduli and
  * these options (spent by the solve; NULL: none). */

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Where the time of the bone's sparse solve goes over MPI ranks
+ * (docs/benchmarks.md, "Many GPUs"):
+ *
+ *   mpirun -np N bench_mpi_sparse MODEL.nc [double|mixed] [RTOL] [--device=cuda]
+ *       [--cycle=v|w] [--profile=1] [--parts=1] [--slabs=bone|layers]
+ *
+ * The model (bench_sparse --write=MODEL.nc's perlin bone, or the clinical
+ * sample) solved as `bench_sparse MODEL.nc` solves it on one process: its
+ * largest 26-connected component, uniaxial compression along z at -1 %
+ * strain, the sparse storage to RTOL (default 1e-6); here with its level 0
+ * split into slabs over the ranks (vox_mpi_backend_create), each rank's
+ * slab on its CPU cores or, with --device=cuda, on the GPU of its rank on
+ * the node. Prints rank 0's setup and solve seconds, the CG iterations and,
+ * with --profile=1, the milliseconds per CG iteration of the CG's own work
+ * and of each V-cycle level (sparse_solve.h: every part waits for the
+ * device). Compare with `bench_sparse MODEL.nc cuda RTOL --profile=1` in
+ * the same call. The slabs carry equal bone (vox_mpi_slabs_weighted), as
+ * voxfe-analyze --mpi splits a sparse solve; --slabs=layers takes the
+ * box's automatic slabs (vox_mpi_slabs) instead.
+ * --exchange=auto|nccl|host is vox_mpi_options.exchange;
+ * --parts=1 first times the V-cycle's parts alone on levels 0 and 1, as
+ * `bench_sparse MODEL.nc cuda --parts=1` does (sparse_parts.h), level 0
+ * split over the ranks, level 1 whole on each. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_ops.h"
+#include "bench_common.h"
+#include "sparse_hierarchy.h"
+#include "sparse_ops.h"
+#include "sparse_parts.h"
+#include "sparse_solve.h"
+#include "voxfe/io.h"
+#include "voxfe/mpi.h"
+#include "voxfe/voxfe.h"
+
+static void barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
+static _Noreturn void die(vox_context *ctx, const char *what) {
+  fprintf(stderr, "bench_mpi_sparse: %s: %s\n", what, vox_context_message(ctx));
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  MPI_Init(&argc, &argv);
+  int rank, ranks;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  static const char *const settings[] = {"device", "exchange", "cycle",
+                                         "profile", "parts",    "slabs", NULL};
+  bench_options_take(&argc, argv, settings);
+  if (argc < 2) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: mpirun -np N %s MODEL.nc [double|mixed] [RTOL] [--device=cuda] "
+              "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host]\n",
+              argv[0]);
+    MPI_Finalize();
+    return 2;
+  }
+  vox_context *ctx;
+  vox_context_create(&ctx);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.storage = VOX_STORAGE_SPARSE;
+  if (argc > 2 && vox_precision_parse(argv[2], &opt.precision) != 0) die(ctx, "precision");
+  opt.rtol = argc > 3 ? atof(argv[3]) : 1e-6;
+  const char *cycle = bench_option("cycle"), *profile = bench_option("profile");
+  if (cycle && vox_mg_cycle_parse(cycle, &opt.mg_cycle) != 0) die(ctx, "--cycle");
+  opt.sparse.profile = profile && atoi(profile) > 0;
+
+  vox_model m;
+  size_t removed, components;
+  double applied;
+  if (vox_model_read(ctx, argv[1], &m)) die(ctx, argv[1]);
+  if (vox_keep_largest_component(ctx, &m, 26, &removed, &components)) die(ctx, "component");
+  if (vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 2, -0.01, &applied))
+    die(ctx, "compression test");
+
+  vox_backend_options ranks_backend;
+  vox_backend_options_default(&ranks_backend);
+  ranks_backend.device = VOX_DEVICE_CPU;
+  const char *device = bench_option("device");
+  if (device && vox_device_parse(device, &ranks_backend.device) != 0) die(ctx, "--device");
+  if (ranks_backend.device == VOX_DEVICE_CUDA) { /* the GPU of the rank on its node */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    const int count = vox_device_count(VOX_DEVICE_CUDA);
+    ranks_backend.device_index = count > 0 ? local % count : 0;
+  }
+  vox_mpi_options o;
+  vox_mpi_options_default(&o);
+  o.ranks_backend = &ranks_backend;
+  const char *exchange = bench_option("exchange");
+  if (exchange && vox_mpi_exchange_parse(exchange, &o.exchange) != 0) die(ctx, "--exchange");
+  const char *slabs = bench_option("slabs");
+  const int64_t nz = m.grid.nz, layer = m.grid.nx * m.grid.ny;
+  int64_t *first = malloc(((size_t)ranks + 1) * sizeof *first);
+  double *weight = malloc((size_t)nz * sizeof *weight);
+  if (!first || !weight) die(ctx, "slabs");
+  for (int64_t k = 0; k < nz; k++) { /* the bone elements of each layer */
+    weight[k] = 0;
+    for (int64_t e = k * layer; e < (k + 1) * layer; e++) weight[k] += m.label[e] != 0;
+  }
+  const int by_layers = slabs && strcmp(slabs, "layers") == 0;
+  if ((by_layers ? vox_mpi_slabs(nz, ranks, first)
+                 : vox_mpi_slabs_weighted(weight, nz, ranks, first)) != 0)
+    die(ctx, "more ranks than layers");
+  o.first = first;
+  vox_backend *be;
+  if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &m.grid, 3, &o, &be)) die(ctx, "backend");
+  if (rank == 0) {
+    printf("%d ranks on %s, exchanging by %s; slabs (%s):", ranks, vox_backend_name(be),
+           vox_mpi_backend_exchange(be), by_layers ? "layers" : "equal bone");
+    for (int q = 0; q < ranks; q++) {
+      double bone = 0;
+      for (int64_t k = first[q]; k < first[q + 1]; k++) bone += weight[k];
+      printf(" %lld layers, %.0f elements;", (long long)(first[q + 1] - first[q]), bone);
+    }
+    printf("\n");
+  }
+  free(weight);
+
+  const char *parts = bench_option("parts");
+  if (parts && atoi(parts) > 0) {
+    bench_sparse_wait_all = barrier;
+    const char *failed = bench_sparse_parts(ctx, be, &m, "split", rank == 0);
+    if (failed) die(ctx, failed);
+  }
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double *u = calloc(nd, sizeof *u);
+  if (!u) die(ctx, "displacements");
+  vox_solve_result r;
+  vox_sparse_stats st;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = bench_now();
+  if (vox_sparse_solve_elasticity(ctx, be, &m, &opt, u, &r, &st)) die(ctx, "sparse solve");
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double total = bench_now() - t0;
+  if (rank == 0) {
+    printf("sparse: %zu dofs, %d levels, %s-cycle, %s: %s in %d CG iterations, relative "
+           "residual %.2e\n",
+           st.n_dofs, st.n_levels, opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V",
+           vox_precision_name(opt.precision), vox_convergence_string(r.reason), r.iterations,
+           r.residual_norm / r.rhs_norm);
+    printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s; "
+           "rank 0 allocated %.1f bytes per dof\n",
+           st.setup_seconds, st.solve_seconds, st.pcg_seconds,
+           1e3 * st.pcg_seconds / (r.iterations + 1), total,
+           (double)st.bytes / (double)st.n_dofs);
+    if (st.cg_seconds > 0) {
+      const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
+      printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
+      for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
+      printf("\n");
+    }
+  }
+  free(u);
+  free(first);
+  vox_backend_destroy(be);
+  vox_model_free(&m);
+  vox_context_destroy(ctx);
+  MPI_Finalize();
+  return 0;
+}
