@@ -100,9 +100,11 @@ typedef struct impl {
    * whole on every rank) */
   struct mpi_sparse_level *sparse_fine;
   layout sparse3, sparse6;
-  /* the tables, with the ranks' backend's stencil storage */
+  /* the tables, with the ranks' backend's stencil storage and 16-byte
+   * nodes (node4) */
   vox_backend_ops ops;
   vox_multigrid_ops mg;
+  vox_sparse_ops sparse;
 } impl;
 
 /* A vector of the backend: its layout and the rank's part, a vector of
@@ -128,10 +130,11 @@ static vox_vec loc(const vox_vec *v) {
 }
 static const layout *lay_of(const vox_vec *v) { return MV(v)->lay; }
 /* n entries of a vector of the ranks' backend from entry `at`, in its
- * precision (not 16 bytes a node: the MPI backend's vectors have none). */
+ * precision (16 bytes a node: `at` a whole node's first entry). */
 static vox_vec part(const vox_vec *v, size_t at, size_t n) {
-  return (vox_vec){.raw = (char *)v->raw + at * vox_scalar_bytes(v->scalar), .n = n,
-                   .scalar = v->scalar};
+  const size_t bytes = v->scalar == VOX_FLOAT_NODE4 ? at / 3 * 4 * sizeof(float)
+                                                    : at * vox_scalar_bytes(v->scalar);
+  return (vox_vec){.raw = (char *)v->raw + bytes, .n = n, .scalar = v->scalar};
 }
 
 static vox_status unsupported(vox_backend *be, const char *what) {
@@ -396,7 +399,8 @@ static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
  * V-cycle (float, and its bfloat16 blocks), whose exchanges and sums go
  * through double (sparse_layers_in_double). */
 static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
-  if (scalar != VOX_DOUBLE && !(M(be)->sparse_fine && (scalar == VOX_FLOAT || scalar == VOX_BF16)))
+  if (scalar != VOX_DOUBLE && !(M(be)->sparse_fine && (scalar == VOX_FLOAT || scalar == VOX_BF16 ||
+                                                       scalar == VOX_FLOAT_NODE4)))
     return unsupported(be, "a vector below double precision");
   const layout *l = layout_for(M(be), n);
   mpi_vec *mv = calloc(1, sizeof *mv);
@@ -1845,7 +1849,8 @@ static vox_status sparse_block_smoother_step(vox_backend *be, const vox_vec *b, 
 
 /* No recording (its exchanges and sums wait on the host), no
  * smoothed-aggregation levels (matrix_create NULL: refused by the solve),
- * no views into its vectors. */
+ * no views into its vectors; 16-byte nodes where the ranks' backend takes
+ * them (the backend's copy of the table). */
 static const vox_sparse_ops mpi_sparse_ops = {
     .node4 = 0,
     .views = 0,
@@ -2371,7 +2376,11 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     m->mg.stencil_blocks = m->in->ops->mg->stencil_blocks;
     m->mg.dense_coarse_dofs = m->in->ops->mg->dense_coarse_dofs;
     m->mg.coarse_dofs = m->in->ops->mg->coarse_dofs;
-    m->ops.sparse = m->in->ops->sparse ? &mpi_sparse_ops : NULL;
+    if (m->in->ops->sparse) {
+      m->sparse = mpi_sparse_ops;
+      m->sparse.node4 = m->in->ops->sparse->node4;
+      m->ops.sparse = &m->sparse;
+    }
     be->device = m->in->device;
     be->device_index = m->in->device_index;
     be->threads = m->in->threads;
