@@ -243,7 +243,9 @@ int main(int argc, char **argv) {
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
       for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
-      printf("\n");
+      printf("; outside the iterations: right-hand side and start %.3f s, the result's return "
+             "%.3f s\n",
+             st.rhs_seconds, st.return_seconds);
     }
     if (be->ops->device_memory)
       printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,

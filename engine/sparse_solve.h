@@ -40,6 +40,10 @@ typedef struct vox_sparse_stats {
    * level its coarsest solve), summed over the iterations; 0 otherwise. */
   double cg_seconds;
   double level_seconds[16];
+  /* Also with profile: of solve_seconds, the right-hand sides and starts
+   * (from the end of the setup, the backend waited for first) and the
+   * displacements' return to the box (download and copy). */
+  double rhs_seconds, return_seconds;
 } vox_sparse_stats;
 
 /* The model's solid fraction below which vox_solve_elasticity takes the
