@@ -1334,7 +1334,10 @@ static vox_status carve(vox_backend *be, const vox_sparse_level_desc *d, int64_t
   int32_t *en = (int32_t *)(void *)(nl + layers + 2), *ex = en + 4 * ne;
   for (size_t i = 0; i <= layers; i++) el[i] = d->element_layer_start[ka + (int64_t)i] - e0;
   for (size_t i = 0; i <= layers + 1; i++) nl[i] = d->node_layer_start[ka + (int64_t)i] - n0;
+  /* (the slab and the extended level of a 550^3 bone: 60 M indices each) */
+#pragma omp parallel for schedule(static)
   for (size_t i = 0; i < 4 * ne; i++) en[i] = d->element_nodes[4 * e0 + i] - (int32_t)n0;
+#pragma omp parallel for schedule(static)
   for (size_t i = 0; i < x1; i++) ex[i] = d->element_nodes_x1[4 * e0 + i] - (int32_t)n0;
   *out = *d;
   out->n_nodes = n1 - n0;
@@ -1457,6 +1460,7 @@ static vox_status sparse_reach(vox_backend *be, mpi_sparse_level *f,
                                const vox_sparse_level_desc *c) {
   impl *m = M(be);
   int64_t lo = INT64_MAX, hi = -1;
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi)
   for (size_t i = 0; i < f->n_owned; i++) {
     int32_t node[8];
     vox_sparse_corners(c->element_nodes, c->element_nodes_x1,
