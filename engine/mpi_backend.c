@@ -119,13 +119,13 @@ static const vox_backend_ops *C(const vox_backend *be) { return M(be)->in->ops; 
 static vox_backend *IN(const vox_backend *be) { return M(be)->in; }
 
 static mpi_vec *MV(const vox_vec *v) { return v->raw; }
-/* The rank's part of a vector, a vector of the ranks' backend. */
-/* A vector of doubles read as floats (the sparse solve's float products
- * over its CG's q: sparse_solve.c) is its part's first half: the same
- * entries, in the vector's own precision. */
+/* The rank's part of a vector, a vector of the ranks' backend, in the
+ * vector's precision: a vector of doubles read in another (the sparse
+ * solve's float or 16-byte-node products over its CG's q: sparse_solve.c)
+ * is read so from its part's start. */
 static vox_vec loc(const vox_vec *v) {
   vox_vec l = MV(v)->local;
-  if (v->scalar != l.scalar) l.scalar = v->scalar;
+  l.scalar = v->scalar;
   return l;
 }
 static const layout *lay_of(const vox_vec *v) { return MV(v)->lay; }
@@ -396,8 +396,8 @@ static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
 /* ---- vectors ------------------------------------------------------------- */
 
 /* Vectors below double precision: the sparse storage's mixed-precision
- * V-cycle (float, and its bfloat16 blocks), whose exchanges and sums go
- * through double (sparse_layers_in_double). */
+ * V-cycle (float, 16-byte nodes, and its bfloat16 blocks), whose exchanges
+ * and sums go through double (sparse_layers_in_double). */
 static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
   if (scalar != VOX_DOUBLE && !(M(be)->sparse_fine && (scalar == VOX_FLOAT || scalar == VOX_BF16 ||
                                                        scalar == VOX_FLOAT_NODE4)))
