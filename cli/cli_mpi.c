@@ -36,17 +36,16 @@ int cli_mpi_start(int *argc, char ***argv) {
    * the engine early */
   MPI_Comm_dup(MPI_COMM_WORLD, &status_comm);
   cli_set_silent(rank != 0);
-  /* OpenMP's choice, all cores, would give every rank on a node all of
-   * them: the host work of two ranks on 32 cores (the bone's hierarchy,
-   * built by each) took 3.2 s on 32 threads each, 1.9 s on 16. The
-   * node's ranks share its cores unless OMP_NUM_THREADS says otherwise
-   * (--threads sets the backend's). */
+  /* OpenMP's choice (OMP_NUM_THREADS or all cores) would give every rank
+   * on a node all of them: the host work of two ranks on 32 cores (the
+   * bone's hierarchy, built by each) took 3.2 s on 32 threads each, 1.9 s
+   * on 16. The node's ranks share them (--threads sets the backend's). */
   MPI_Comm node;
   int on_node = 1;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   MPI_Comm_size(node, &on_node);
   MPI_Comm_free(&node);
-  if (on_node > 1 && !getenv("OMP_NUM_THREADS")) {
+  if (on_node > 1) {
     const int share = omp_get_max_threads() / on_node;
     omp_set_num_threads(share > 0 ? share : 1);
   }

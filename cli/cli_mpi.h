@@ -43,9 +43,8 @@ int cli_parse_mpi_gather(const char *what, const char *text, void *value);
 void cli_format_mpi_gather(const void *value, char *buf, size_t n);
 
 /* MPI_Init and the communicators; the other ranks' messages are silenced
- * (cli_set_silent); the OpenMP threads of ranks on one node share its
- * cores (where OMP_NUM_THREADS does not set them). Returns 0, or an exit
- * status after a message. */
+ * (cli_set_silent); the ranks on one node divide OpenMP's threads among
+ * them. Returns 0, or an exit status after a message. */
 int cli_mpi_start(int *argc, char ***argv);
 int cli_mpi_rank(void);
 int cli_mpi_size(void);

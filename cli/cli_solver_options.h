@@ -144,7 +144,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .parse = cli_parse_fp16_levels, .format = cli_format_fp16_levels},                            \
   {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = offsetof(TYPE, THREADS),        \
    .range = {0, 4096, 0, 0},                                                                     \
-   .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores"},                  \
+   .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores (with --mpi, "      \
+           "divided among a node's ranks)"},                                                     \
   {.name = "quiet", .key = 'q', .kind = CLI_ENABLE, .offset = offsetof(TYPE, QUIET),             \
    .help = "print nothing but errors"}
 
