@@ -381,7 +381,7 @@ static void test_entries(vox_context *ctx, vox_backend *be) {
 
 /* A solve with a plan (its hierarchy built ahead) gives the displacements
  * of one without, bit for bit; a plan of the full box is empty and
- * changes nothing either. */
+ * changes nothing either; the plan names the storage the solve takes. */
 static void test_plan(vox_context *ctx, vox_backend *be) {
   vox_model m;
   make_bone_model(ctx, &m, 14, 9, 0);
@@ -398,6 +398,7 @@ static void test_plan(vox_context *ctx, vox_backend *be) {
     CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u0, &r0));
     vox_solve_plan *plan = NULL;
     CHECK_OK(ctx, vox_solve_plan_create(ctx, &m, NULL, &opt, &plan));
+    CHECK(vox_solve_plan_storage(plan) == r0.storage); /* what the solve takes */
     CHECK_OK(ctx, vox_solve_elasticity_planned(ctx, be, &m, NULL, plan, &opt, u1, &r1));
     vox_solve_plan_free(plan);
     CHECK(r0.storage == (storage ? VOX_STORAGE_FULL_BOX : VOX_STORAGE_SPARSE));
