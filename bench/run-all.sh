@@ -16,6 +16,8 @@
 #   cantilever512   the same at 512 x 256 x 256, 10 design iterations
 #   clinical        voxfe-analyze on the synthetic HR-pQCT sample, and the batch of 8
 #   perlin          the sparse bone solve of the 550^3 and 160^3 perlin bones to 1e-6
+#   perlin-2gpu     the 550^3 perlin bone on one GPU and on two MPI ranks with a GPU each,
+#                   V- and W-cycles (a machine with two GPUs and mpirun; not in `gpu`)
 #   cell128         the bulk-modulus cell at 128^3, 30 design iterations
 #   cell512         the same at 512^3, 4 design iterations (the solver auto picks)
 #   cell512-phased  512^3 with --cell-solver phased, 250 design iterations (about 4 min)
@@ -73,6 +75,13 @@ part() {
   perlin)
     "$bench/bench_sparse" 550 cuda 1e-6
     "$bench/bench_sparse" 160 cuda 1e-6 ;;
+  perlin-2gpu)
+    "$bench/bench_sparse" 550 cuda 1e-6 --write="$out/perlin550.nc"
+    for cycle in v w; do
+      "$bench/bench_sparse" "$out/perlin550.nc" cuda 1e-6 --cycle=$cycle
+      mpirun -np 2 --bind-to none -x OMP_NUM_THREADS=$(($(nproc) / 2)) "$bench/bench_mpi_sparse" \
+        "$out/perlin550.nc" mixed 1e-6 --device=cuda --cycle=$cycle
+    done ;;
   cell128) "$bench/bench_cell" 128 cuda 0.3 30 --binary=0 ;;
   cell512) "$bench/bench_cell" 512 cuda 0.3 4 --binary=0 ;;
   cell512-phased)
