@@ -37,9 +37,10 @@ int cli_mpi_start(int *argc, char ***argv) {
   MPI_Comm_dup(MPI_COMM_WORLD, &status_comm);
   cli_set_silent(rank != 0);
   /* OpenMP's choice (OMP_NUM_THREADS or all cores) would give every rank
-   * on a node all of them: the host work of two ranks on 32 cores (the
-   * bone's hierarchy, built by each) took 3.2 s on 32 threads each, 1.9 s
-   * on 16. The node's ranks share them (--threads sets the backend's). */
+   * on a node all of them: the setup of a bone's sparse solve on two ranks
+   * on 32 cores (every rank builds the whole hierarchy) took 3.2 s on 32
+   * threads each, 1.9 s on 16. The node's ranks share them (--threads sets
+   * the backend's). */
   MPI_Comm node;
   int on_node = 1;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
