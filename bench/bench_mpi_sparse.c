@@ -151,11 +151,9 @@ int main(int argc, char **argv) {
            st.n_dofs, st.n_levels, opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V",
            vox_precision_name(opt.precision), vox_convergence_string(r.reason), r.iterations,
            r.residual_norm / r.rhs_norm);
-    printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s; "
-           "rank 0 allocated %.1f bytes per dof\n",
+    printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s\n",
            st.setup_seconds, st.solve_seconds, st.pcg_seconds,
-           1e3 * st.pcg_seconds / (r.iterations + 1), total,
-           (double)st.bytes / (double)st.n_dofs);
+           1e3 * st.pcg_seconds / (r.iterations + 1), total);
     if (st.cg_seconds > 0) {
       const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
       printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
