@@ -1523,6 +1523,17 @@ static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_de
 }
 
 /* the rank's part (its slab of level 0, the whole coarse levels) */
+/* level 0: the rank's slab, both interface layers included */
+static void sparse_level_share(const vox_backend *be, const vox_sparse_level_desc *d, int l,
+                               size_t *nodes, size_t *elements) {
+  const impl *m = M(be);
+  *nodes = d->n_nodes, *elements = d->n_elements;
+  if (l != 0 || d->nz != m->lv[0].global.nz) return;
+  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  *nodes = d->node_layer_start[b + 1] - d->node_layer_start[a];
+  *elements = d->element_layer_start[b] - d->element_layer_start[a];
+}
+
 static size_t sparse_level_bytes(const vox_sparse_level *sl) {
   const mpi_sparse_level *l = (const mpi_sparse_level *)(const void *)sl;
   return l->inner->level_bytes(l->local);
@@ -1867,6 +1878,7 @@ static const vox_sparse_ops mpi_sparse_ops = {
     .block_smoother_step = sparse_block_smoother_step,
     .level_create = sparse_level_create,
     .level_destroy = sparse_level_destroy,
+    .level_share = sparse_level_share,
     .level_bytes = sparse_level_bytes,
     .apply = sparse_apply,
     .inv_diagonal = sparse_inv_diagonal,

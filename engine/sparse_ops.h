@@ -215,6 +215,11 @@ typedef struct vox_sparse_ops {
 
   vox_status (*level_create)(vox_backend *be, const vox_sparse_level_desc *desc,
                              vox_sparse_level **out);
+  /* The nodes and elements of level `level` (described by desc) that this
+   * process will hold (the MPI backend's: a rank's slab of level 0), for
+   * the memory check before anything is allocated; NULL: all of them. */
+  void (*level_share)(const vox_backend *be, const vox_sparse_level_desc *desc, int level,
+                      size_t *nodes, size_t *elements);
   void (*level_destroy)(vox_backend *be, vox_sparse_level *level);
   /* Bytes the level holds on the backend. */
   size_t (*level_bytes)(const vox_sparse_level *level);

@@ -462,12 +462,18 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
   size_t b = 0;
   for (int l = 0; l < h->n_levels; l++) {
     const vox_sparse_host_level *lv = &h->level[l];
-    const size_t n = 3 * lv->n_nodes;
+    /* the part of the level this process holds (an MPI rank's slab) */
+    size_t nodes = lv->n_nodes, elements = lv->n_elements;
+    if (be->ops->sparse->level_share) {
+      const vox_sparse_level_desc d = vox_sparse_level_describe(h, l);
+      be->ops->sparse->level_share(be, &d, l, &nodes, &elements);
+    }
+    const size_t n = 3 * nodes;
     /* 6 bfloat16 or 3 entries a node (element_smoother) */
     const size_t inverse = l < block_levels ? 2 * n * (mixed ? 2 : fs) : n * fs;
-    b += lv->n_elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
-                           (lv->material ? 1 : sizeof(float)));
-    b += lv->n_nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
+    b += elements * ((lv->element_nodes_x1 ? 8 : 4) * sizeof(int32_t) +
+                     (lv->material ? 1 : sizeof(float)));
+    b += nodes * (1 + (l < h->n_levels - 1 ? sizeof(uint32_t) : 0));
     /* the products' 16 bytes a node (VOX_FLOAT_NODE4) in mixed precision */
     const int node4 = mixed && be->ops->sparse->node4;
     const int own_d = mixed && (node4 || !be->ops->sparse->views);
@@ -476,7 +482,7 @@ static size_t bytes_needed(const vox_sparse_hierarchy *h, const vox_backend *be,
     else if (l < h->n_levels - 1) /* b, x, r, d */
       b += n * 3 * fs + (node4 ? vox_vec_bytes(n, VOX_FLOAT_NODE4) : n * fs) + inverse;
     else {
-      b += n * 2 * sizeof(double) + lv->n_nodes * 27 * 9 * sizeof(double);
+      b += n * 2 * sizeof(double) + nodes * 27 * 9 * sizeof(double);
       if (be->ops->device_memory && n <= be->ops->mg->dense_coarse_dofs)
         b += 2 * n * n * sizeof(double);
     }

@@ -32,6 +32,8 @@
 #include "../check.h"
 #include "backend_ops.h"
 #include "memory_plan.h"
+#include "sparse_hierarchy.h"
+#include "sparse_ops.h"
 #include "voxfe/mpi.h"
 #include "voxfe/voxfe.h"
 /* after check.h */
@@ -329,6 +331,19 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
       CHECK(abs(many[c].iterations - one[c].iterations) <= (mixed ? 1 + one[c].iterations / 10 : 0));
       if (round == 0) CHECK(one[c].reason == VOX_CONVERGED_RTOL && many[c].reason == one[c].reason);
     }
+  }
+  if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT && !mixed) {
+    /* the memory check's share of level 0: the rank's slab, every element
+     * on one rank, the interface nodes on two */
+    vox_sparse_hierarchy h;
+    CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, 1, &h));
+    const vox_sparse_level_desc d = vox_sparse_level_describe(&h, 0);
+    size_t nodes = 0, elements = 0;
+    split->ops->sparse->level_share(split, &d, 0, &nodes, &elements);
+    unsigned long long mine = elements, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(all == d.n_elements && (ranks == 1 ? nodes == d.n_nodes : nodes < d.n_nodes));
+    vox_sparse_hierarchy_free(&h);
   }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT) {
     /* the automatic storage: sparse, as one process takes it on this
