@@ -686,7 +686,6 @@ static int check_summary_table(vox_context *ctx, const settings *s, const vox_mo
   return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
 }
 
-/* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
 #ifdef VOXFE_HAVE_MPI
 /* Slabs of about equal bone (vox_mpi_slabs_weighted), each layer weighted
  * by its bone elements. */
@@ -715,6 +714,7 @@ static vox_status bone_slabs(vox_context *ctx, const vox_model *m, int64_t **fir
 }
 #endif
 
+/* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
 static const char *device_name(const vox_backend *backend) {
   return vox_backend_device(backend) == VOX_DEVICE_CUDA ? "cuda" : "cpu";
 }
