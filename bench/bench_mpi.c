@@ -23,6 +23,7 @@
 #include "backend_ops.h"
 #include "bench_common.h"
 #include "fem.h"
+#include "mpi_ranks.h"
 #include "multigrid.h"
 #include "vcycle_parts.h"
 #include "voxfe/mpi.h"
@@ -63,24 +64,8 @@ int main(int argc, char **argv) {
   const char *what;
   if (bench_cantilever_model(ctx, argv[1], atoi(argv[2]), &model, &what)) die(ctx, what);
   vox_backend_options ranks_backend;
-  vox_backend_options_default(&ranks_backend);
-  ranks_backend.device = VOX_DEVICE_CPU;
-  const char *device = bench_option("device");
-  if (device && vox_device_parse(device, &ranks_backend.device) != 0) die(ctx, "--device");
-  if (ranks_backend.device == VOX_DEVICE_CUDA) { /* the GPU of the rank on its node */
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    const int count = vox_device_count(VOX_DEVICE_CUDA);
-    ranks_backend.device_index = count > 0 ? local % count : 0;
-  }
   vox_mpi_options o;
-  vox_mpi_options_default(&o);
-  o.ranks_backend = &ranks_backend;
-  const char *exchange = bench_option("exchange");
-  if (exchange && vox_mpi_exchange_parse(exchange, &o.exchange) != 0) die(ctx, "--exchange");
+  if ((what = bench_mpi_options(rank, &ranks_backend, &o))) die(ctx, what);
   const char *gather = bench_option("gather");
   if (gather)
     o.gather_nodes = strcmp(gather, "auto") == 0 ? VOX_MPI_GATHER_AUTO : strtoll(gather, NULL, 10);

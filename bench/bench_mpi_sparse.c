@@ -29,6 +29,7 @@
 
 #include "backend_ops.h"
 #include "bench_common.h"
+#include "mpi_ranks.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
 #include "sparse_parts.h"
@@ -83,57 +84,29 @@ int main(int argc, char **argv) {
     die(ctx, "compression test");
 
   vox_backend_options ranks_backend;
-  vox_backend_options_default(&ranks_backend);
-  ranks_backend.device = VOX_DEVICE_CPU;
-  const char *device = bench_option("device");
-  if (device && vox_device_parse(device, &ranks_backend.device) != 0) die(ctx, "--device");
-  if (ranks_backend.device == VOX_DEVICE_CUDA) { /* the GPU of the rank on its node */
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    int local = 0;
-    MPI_Comm_rank(node, &local);
-    MPI_Comm_free(&node);
-    const int count = vox_device_count(VOX_DEVICE_CUDA);
-    ranks_backend.device_index = count > 0 ? local % count : 0;
-  }
   vox_mpi_options o;
-  vox_mpi_options_default(&o);
-  o.ranks_backend = &ranks_backend;
-  const char *exchange = bench_option("exchange");
-  if (exchange && vox_mpi_exchange_parse(exchange, &o.exchange) != 0) die(ctx, "--exchange");
+  const char *failed = bench_mpi_options(rank, &ranks_backend, &o);
+  if (failed) die(ctx, failed);
   const char *slabs = bench_option("slabs");
-  const int64_t nz = m.grid.nz, layer = m.grid.nx * m.grid.ny;
-  int64_t *first = malloc(((size_t)ranks + 1) * sizeof *first);
-  double *weight = malloc((size_t)nz * sizeof *weight);
-  if (!first || !weight) die(ctx, "slabs");
-  for (int64_t k = 0; k < nz; k++) { /* the bone elements of each layer */
-    weight[k] = 0;
-    for (int64_t e = k * layer; e < (k + 1) * layer; e++) weight[k] += m.label[e] != 0;
-  }
   const int by_layers = slabs && strcmp(slabs, "layers") == 0;
-  if ((by_layers ? vox_mpi_slabs(nz, ranks, first)
-                 : vox_mpi_slabs_weighted(weight, nz, ranks, first)) != 0)
-    die(ctx, "more ranks than layers");
+  int64_t *first = malloc(((size_t)ranks + 1) * sizeof *first);
+  if (!first || (by_layers ? vox_mpi_slabs(m.grid.nz, ranks, first)
+                           : vox_mpi_slabs_of_bone(&m, ranks, first)) != 0)
+    die(ctx, "slabs");
   o.first = first;
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &m.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0) {
-    printf("%d ranks on %s, exchanging by %s; slabs (%s):", ranks, vox_backend_name(be),
+    printf("%d ranks on %s, exchanging by %s; slabs (%s), layers:", ranks, vox_backend_name(be),
            vox_mpi_backend_exchange(be), by_layers ? "layers" : "equal bone");
-    for (int q = 0; q < ranks; q++) {
-      double bone = 0;
-      for (int64_t k = first[q]; k < first[q + 1]; k++) bone += weight[k];
-      printf(" %lld layers, %.0f elements;", (long long)(first[q + 1] - first[q]), bone);
-    }
+    for (int q = 0; q < ranks; q++) printf(" %lld", (long long)(first[q + 1] - first[q]));
     printf("\n");
   }
-  free(weight);
 
   const char *parts = bench_option("parts");
   if (parts && atoi(parts) > 0) {
     bench_sparse_wait_all = barrier;
-    const char *failed = bench_sparse_parts(ctx, be, &m, "split", rank == 0);
-    if (failed) die(ctx, failed);
+    if ((failed = bench_sparse_parts(ctx, be, &m, "split", rank == 0))) die(ctx, failed);
   }
   const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
   double *u = calloc(nd, sizeof *u);
@@ -154,14 +127,7 @@ int main(int argc, char **argv) {
     printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s\n",
            st.setup_seconds, st.solve_seconds, st.pcg_seconds,
            1e3 * st.pcg_seconds / (r.iterations + 1), total);
-    if (st.cg_seconds > 0) {
-      const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
-      printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
-      for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
-      printf("; outside the iterations: right-hand side and start %.3f s, the result's return "
-             "%.3f s\n",
-             st.rhs_seconds, st.return_seconds);
-    }
+    bench_sparse_print_profile(&st, r.iterations);
   }
   free(u);
   free(first);

@@ -239,14 +239,7 @@ int main(int argc, char **argv) {
              "smoothing %.2f, Galerkin products %.2f, smoothers %.2f, coarsest inverse %.2f\n",
              st.operator_complexity, st.sa_setup_seconds, p[0], p[1], p[2], p[3], p[4], p[5]);
     }
-    if (st.cg_seconds > 0) { /* --profile=1 */
-      const double per = 1e3 / (r.iterations > 0 ? r.iterations : 1);
-      printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st.cg_seconds * per);
-      for (int l = 0; l < st.n_levels && l < 16; l++) printf(" %.2f", st.level_seconds[l] * per);
-      printf("; outside the iterations: right-hand side and start %.3f s, the result's return "
-             "%.3f s\n",
-             st.rhs_seconds, st.return_seconds);
-    }
+    bench_sparse_print_profile(&st, r.iterations); /* --profile=1 */
     if (be->ops->device_memory)
       printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
              (double)total / 1e9);

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The sparse V-cycle's parts timed alone, on any backend: bench_sparse's
- * --parts=1 on one device, bench_mpi_sparse's over MPI ranks. Include after
- * backend_ops.h, bench_common.h, sparse_hierarchy.h and sparse_ops.h. */
+/* Where the sparse solve's time goes, on any backend: its V-cycle's parts
+ * timed alone (--parts=1) and its profile printed (--profile=1), for
+ * bench_sparse on one device and bench_mpi_sparse over MPI ranks. */
 #ifndef VOXFE_BENCH_SPARSE_PARTS_H
 #define VOXFE_BENCH_SPARSE_PARTS_H
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "backend_ops.h"
+#include "bench_common.h"
+#include "sparse_hierarchy.h"
+#include "sparse_ops.h"
+#include "sparse_solve.h"
 
 typedef vox_status (*sparse_step)(vox_backend *be, void *arg);
 
@@ -129,5 +135,17 @@ static const char *bench_sparse_parts(vox_context *ctx, vox_backend *be, const v
   return NULL;
 }
 
+
+/* The profile's milliseconds per CG iteration (vox_sparse_pc_options.profile),
+ * where the solve took one. */
+static void bench_sparse_print_profile(const vox_sparse_stats *st, int iterations) {
+  if (!(st->cg_seconds > 0)) return;
+  const double per = 1e3 / (iterations > 0 ? iterations : 1);
+  printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st->cg_seconds * per);
+  for (int l = 0; l < st->n_levels && l < 16; l++) printf(" %.2f", st->level_seconds[l] * per);
+  printf("; outside the iterations: right-hand side and start %.3f s, the result's return "
+         "%.3f s\n",
+         st->rhs_seconds, st->return_seconds);
+}
 
 #endif

@@ -686,34 +686,6 @@ static int check_summary_table(vox_context *ctx, const settings *s, const vox_mo
   return vs ? cli_fail(ctx, vs, CLI_READING) : 0;
 }
 
-#ifdef VOXFE_HAVE_MPI
-/* Slabs of about equal bone (vox_mpi_slabs_weighted), each layer weighted
- * by its bone elements. */
-static vox_status bone_slabs(vox_context *ctx, const vox_model *m, int64_t **first) {
-  const int64_t nz = m->grid.nz, layer = m->grid.nx * m->grid.ny;
-  int ranks = 1;
-  MPI_Comm_size(cli_mpi_engine(), &ranks);
-  double *weight = malloc((size_t)nz * sizeof *weight);
-  *first = malloc(((size_t)ranks + 1) * sizeof **first);
-  if (!weight || !*first) {
-    free(weight);
-    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < nz; k++) {
-    int64_t bone = 0;
-    for (int64_t e = k * layer; e < (k + 1) * layer; e++) bone += m->label[e] != 0;
-    weight[k] = (double)bone;
-  }
-  const int split = vox_mpi_slabs_weighted(weight, nz, ranks, *first);
-  free(weight);
-  if (split == 0) return VOX_OK;
-  free(*first);
-  *first = NULL; /* the backend refuses the grid itself */
-  return VOX_OK;
-}
-#endif
-
 /* "cpu" or "cuda": the device of the backend, or of an MPI backend's ranks. */
 static const char *device_name(const vox_backend *backend) {
   return vox_backend_device(backend) == VOX_DEVICE_CUDA ? "cuda" : "cpu";
@@ -886,11 +858,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
      * evenly (the box's automatic slabs split the layers, and a bone's
      * levels need no nesting) */
     int64_t *first = NULL;
-    if (vox_solve_plan_storage(r.plan) == VOX_STORAGE_SPARSE)
-      vs = bone_slabs(ctx, m, &first);
-    if (!vs)
-      vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
-                           s->mpi_gather_nodes, first, &r.backend);
+    if (vox_solve_plan_storage(r.plan) == VOX_STORAGE_SPARSE) {
+      first = malloc(((size_t)cli_mpi_size() + 1) * sizeof *first);
+      /* where it cannot split (fewer layers than ranks), the backend says so */
+      if (first && vox_mpi_slabs_of_bone(m, cli_mpi_size(), first) != 0) free(first), first = NULL;
+    }
+    vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
+                         s->mpi_gather_nodes, first, &r.backend);
     free(first);
   } else
 #endif

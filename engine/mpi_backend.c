@@ -2296,6 +2296,21 @@ int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t 
   return 0;
 }
 
+int vox_mpi_slabs_of_bone(const vox_model *model, int ranks, int64_t *first) {
+  const int64_t nz = model->grid.nz, layer = model->grid.nx * model->grid.ny;
+  double *weight = malloc((size_t)(nz > 0 ? nz : 1) * sizeof *weight);
+  if (!weight) return -1;
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < nz; k++) {
+    int64_t bone = 0;
+    for (int64_t e = k * layer; e < (k + 1) * layer; e++) bone += model->label[e] != 0;
+    weight[k] = (double)bone;
+  }
+  const int split = vox_mpi_slabs_weighted(weight, nz, ranks, first);
+  free(weight);
+  return split;
+}
+
 /* The split of the layers: `first` checked, or vox_mpi_slabs. */
 static vox_status slabs(vox_context *ctx, impl *m, const vox_grid *grid, const int64_t *first) {
   m->first = malloc(((size_t)m->size + 1) * sizeof *m->first);

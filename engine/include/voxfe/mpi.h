@@ -35,6 +35,11 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
  * vox_mpi_slabs; fails (returns -1) when nz < ranks. */
 int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first);
 
+/* vox_mpi_slabs_weighted with each layer weighted by the model's non-empty
+ * elements in it (a bone's, for its sparse storage). Fails (returns -1)
+ * when nz < ranks or memory runs out. */
+int vox_mpi_slabs_of_bone(const vox_model *model, int ranks, int64_t *first);
+
 /* How a backend splits the grid over the ranks. */
 /* How ranks on GPUs exchange the slabs' interface layers and gather
  * vectors (ranks on CPU cores use MPI on their host memory). */
