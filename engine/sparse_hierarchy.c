@@ -285,6 +285,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
 #pragma omp parallel for schedule(dynamic, 16384)
         for (ptrdiff_t e = 0; e < cn_el; e++) emap[lv->element_box[e]] = (int32_t)e;
         const int64_t fnx = f->grid.nx, fny = f->grid.ny;
+        memset(f->parent, 0, f->n_nodes * sizeof *f->parent);
 #pragma omp parallel for schedule(dynamic, 16384)
         for (size_t e = 0; e < f->n_elements; e++) {
           const int64_t b = f->element_box[e];
@@ -299,7 +300,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
             const int32_t node = en[a];
             const int pos = (int)(i + x - 2 * ci) + 3 * (int)(j + y - 2 * cj) +
                             9 * (int)(k + z - 2 * ck);
-            f->parent[node] = vox_sparse_parent(ce, pos); /* any parent serves */
+            vox_sparse_parent_offer(&f->parent[node], vox_sparse_parent(ce, pos));
           }
         }
       }

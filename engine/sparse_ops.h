@@ -92,6 +92,19 @@ static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
 /* Coarse elements a parent word can name. */
 #define VOX_SPARSE_MAX_COARSE_ELEMENTS ((size_t)1 << (32 - VOX_SPARSE_POS_BITS))
 
+/* A fine node in several coarse elements may take any of them as parent
+ * (the prolongation is the same), but the choice must not depend on the
+ * threads' timing: the ranks of an MPI solve build their hierarchies on
+ * their own and split level 1 by its parents. Each fine element offers its
+ * nodes their words from all threads at once; a node keeps the largest
+ * (*slot 0 before the first offer). */
+static inline void vox_sparse_parent_offer(uint32_t *slot, uint32_t word) {
+  uint32_t seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+  while (word > seen &&
+         !__atomic_compare_exchange_n(slot, &seen, word, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 /* One level as the host built it (sparse_hierarchy.h); the backend copies
  * what it needs. */
 typedef struct vox_sparse_level_desc {

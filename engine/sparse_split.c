@@ -387,7 +387,9 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   for (int64_t k = 0; k <= cnz; k++) c->element_layer_start[k] = sp->cell_piece[k * cnx * cny];
   for (int64_t k = 0; k <= cnz + 1; k++)
     c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
-  /* parents: the piece of any element at the node (all give its copies) */
+  /* parents: the piece of any element at the node (all give its copies),
+   * the same on every run (vox_sparse_parent_offer) */
+  memset(f->parent, 0, f->n_nodes * sizeof *f->parent);
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t e = 0; e < nfe; e++) {
@@ -398,8 +400,8 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
     for (int a = 0; a < 8; a++) {
       int pos = 0;
       for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
-      __atomic_store_n(&f->parent[node[a]], vox_sparse_parent((uint32_t)sp->piece_of[e], pos),
-                       __ATOMIC_RELAXED);
+      vox_sparse_parent_offer(&f->parent[node[a]],
+                              vox_sparse_parent((uint32_t)sp->piece_of[e], pos));
     }
   }
   /* fixed components: those of the candidates (sparse_hierarchy.h) among

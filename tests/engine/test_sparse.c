@@ -122,6 +122,33 @@ static void test_compression(vox_context *ctx, vox_backend *be, int64_t n, const
   vox_model_free(&m);
 }
 
+/* Each fine node's parent is the largest word its elements offer
+ * (vox_sparse_parent_offer), which puts it in the coarse element of the
+ * last box cell, in box order, among those of its fine elements: the same
+ * choice whatever the threads' timing, as the ranks of an MPI solve need.
+ * Returns the nodes whose parent is elsewhere. */
+static size_t parents_not_largest(const vox_sparse_hierarchy *h) {
+  size_t bad = 0;
+  for (int l = 0; l + 1 < h->n_levels; l++) {
+    const vox_sparse_host_level *f = &h->level[l], *c = &h->level[l + 1];
+    const int64_t fnx = f->grid.nx, fny = f->grid.ny, cnx = c->grid.nx, cny = c->grid.ny;
+    int64_t *last = malloc(f->n_nodes * sizeof *last);
+    for (size_t n = 0; n < f->n_nodes; n++) last[n] = -1;
+    for (size_t e = 0; e < f->n_elements; e++) {
+      const int64_t b = f->element_box[e];
+      const int64_t cell = ((b / (fnx * fny)) / 2 * cny + b / fnx % fny / 2) * cnx + b % fnx / 2;
+      int32_t node[8];
+      vox_sparse_corners(f->element_nodes, f->element_nodes_x1, e, node);
+      for (int a = 0; a < 8; a++)
+        if (cell > last[node[a]]) last[node[a]] = cell;
+    }
+    for (size_t n = 0; n < f->n_nodes; n++)
+      bad += c->element_box[f->parent[n] >> VOX_SPARSE_POS_BITS] != last[n];
+    free(last);
+  }
+  return bad;
+}
+
 /* The levels that follow the bone's connectivity (sparse_split.h) on a
  * porous bone with a compression test, level by level against the fine
  * level: the interpolation is one function on every fine element (all its
@@ -146,6 +173,10 @@ static void test_split_levels(vox_context *ctx) {
   printf("\n");
   CHECK(h.level[1].n_nodes > box.level[1].n_nodes);
   CHECK(h.level[1].element_nodes_x1 && !h.level[0].element_nodes_x1);
+  const size_t split_elsewhere = parents_not_largest(&h), box_elsewhere = parents_not_largest(&box);
+  printf("split levels: parents not the largest offered: %zu (plain levels %zu)\n",
+         split_elsewhere, box_elsewhere);
+  CHECK(split_elsewhere == 0 && box_elsewhere == 0);
   size_t checked = 0, bad = 0;
   for (int l = 0; l + 1 < h.n_levels; l++) {
     const vox_sparse_host_level *f = &h.level[l], *c = &h.level[l + 1];
