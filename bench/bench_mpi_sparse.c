@@ -53,13 +53,14 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {"device", "exchange", "cycle",
-                                         "profile", "parts",    "slabs", NULL};
+                                         "profile", "parts",    "slabs", "max-iterations", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N %s MODEL.nc [double|mixed] [RTOL] [--device=cuda] "
-              "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host]\n",
+              "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host] "
+              "[--slabs=layers] [--max-iterations=N]\n",
               argv[0]);
     MPI_Finalize();
     return 2;
@@ -74,6 +75,8 @@ int main(int argc, char **argv) {
   const char *cycle = bench_option("cycle"), *profile = bench_option("profile");
   if (cycle && vox_mg_cycle_parse(cycle, &opt.mg_cycle) != 0) die(ctx, "--cycle");
   opt.sparse.profile = profile && atoi(profile) > 0;
+  const char *max_iterations = bench_option("max-iterations");
+  if (max_iterations) opt.max_iterations = atoi(max_iterations);
 
   vox_model m;
   size_t removed, components;
