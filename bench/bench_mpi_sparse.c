@@ -122,9 +122,10 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double total = bench_now() - t0;
   if (rank == 0) {
-    printf("sparse: %zu dofs, %d levels, %s-cycle, %s: %s in %d CG iterations, relative "
-           "residual %.2e\n",
-           st.n_dofs, st.n_levels, opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V",
+    printf("sparse: %zu dofs, %d levels (%d split over the ranks), %s-cycle, %s: %s in %d CG "
+           "iterations, relative residual %.2e\n",
+           st.n_dofs, st.n_levels, vox_mpi_backend_sparse_split_levels(be),
+           opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V",
            vox_precision_name(opt.precision), vox_convergence_string(r.reason), r.iterations,
            r.residual_norm / r.rhs_norm);
     printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s\n",

@@ -62,6 +62,10 @@ typedef struct layout {
   MPI_Datatype type;  /* `unit` doubles */
 } layout;
 
+/* Levels of the sparse storage split into slabs at most: level 0, and
+ * level 1 where the slabs nest (sparse_split_count). */
+enum { SPARSE_SPLIT_MAX = 2 };
+
 typedef struct level {
   vox_grid global, local; /* local: the rank's slab (the whole grid when not split) */
   int split;
@@ -95,11 +99,13 @@ typedef struct impl {
   layout replicated;
   double *stage; /* host memory of the gathers */
   size_t stage_n;
-  /* the bone's sparse storage: its level 0 while it lives (whose vectors
+  /* the bone's sparse storage: its split levels while they live (level 0,
+   * and level 1 where the slabs nest: sparse_split_levels), whose vectors
    * then have these layouts, 3 and 6 entries a node; every other vector is
-   * whole on every rank) */
-  struct mpi_sparse_level *sparse_fine;
-  layout sparse3, sparse6;
+   * whole on every rank */
+  struct mpi_sparse_level *sparse_split[SPARSE_SPLIT_MAX];
+  int sparse_split_levels;
+  layout sparse3[SPARSE_SPLIT_MAX], sparse6[SPARSE_SPLIT_MAX];
   /* the tables, with the ranks' backend's stencil storage and 16-byte
    * nodes (node4) */
   vox_backend_ops ops;
@@ -254,9 +260,11 @@ static vox_status make_levels(vox_context *ctx, impl *m, const vox_grid *grid) {
 }
 
 static const layout *layout_for(const impl *m, size_t n) {
-  if (m->sparse_fine) {
-    if (n == m->sparse3.global_n) return &m->sparse3;
-    if (n == m->sparse6.global_n) return &m->sparse6;
+  if (m->sparse_split[0]) {
+    for (int l = 0; l < m->sparse_split_levels; l++) {
+      if (n == m->sparse3[l].global_n) return &m->sparse3[l];
+      if (n == m->sparse6[l].global_n) return &m->sparse6[l];
+    }
     return &m->replicated;
   }
   if (n == m->elements.global_n) return &m->elements;
@@ -399,8 +407,9 @@ static vox_status need(vox_backend *be, vox_vec *v, size_t n) {
  * V-cycle (float, 16-byte nodes, and its bfloat16 blocks), whose exchanges
  * and sums go through double (sparse_layers_in_double). */
 static vox_status vec_create(vox_backend *be, size_t n, vox_scalar scalar, vox_vec *v) {
-  if (scalar != VOX_DOUBLE && !(M(be)->sparse_fine && (scalar == VOX_FLOAT || scalar == VOX_BF16 ||
-                                                       scalar == VOX_FLOAT_NODE4)))
+  if (scalar != VOX_DOUBLE && !(M(be)->sparse_split[0] &&
+                                (scalar == VOX_FLOAT || scalar == VOX_BF16 ||
+                                 scalar == VOX_FLOAT_NODE4)))
     return unsupported(be, "a vector below double precision");
   const layout *l = layout_for(M(be), n);
   mpi_vec *mv = calloc(1, sizeof *mv);
@@ -862,7 +871,7 @@ static vox_status stencil_create(vox_backend *be, const vox_grid *grid, int dpn,
                                  vox_precision precision, vox_stencil **out) {
   impl *m = M(be);
   *out = NULL;
-  if (m->sparse_fine) { /* the sparse storage's coarsest level: whole */
+  if (m->sparse_split[0]) { /* the sparse storage's coarsest level: whole */
     mpi_stencil *st = calloc(1, sizeof *st);
     if (!st) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     st->level = -1;
@@ -1293,10 +1302,15 @@ typedef struct mpi_sparse_level {
   vox_sparse_level *local; /* the slab's (level 0) or the whole level */
   const vox_sparse_ops *inner; /* the ranks' backend's table */
   int split;
+  int level;               /* in the hierarchy */
   size_t n_nodes;          /* the whole level's */
-  /* level 0 */
+  /* a split level (level 0, and level 1 where the slabs nest) */
   size_t below, above;     /* nodes of the interface layers (0 without a neighbour) */
   interface_masks masks;   /* free dofs of the interface layers */
+  /* a split level whose next level is split too: the interface dofs whose
+   * parent element is the neighbour's (1, else 0), restricted and
+   * prolonged by that neighbour (sparse_zero_elsewhere, sparse_take_elsewhere) */
+  interface_masks elsewhere;
   vox_vec recv;            /* the neighbours' interface parts: below, then above */
   vox_vec stage;           /* a float vector's interface layers in double (6 a node) */
   vox_sparse_level *extended; /* the slab and a layer of each neighbour, until the diagonals */
@@ -1360,22 +1374,52 @@ static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
   impl *m = M(be);
   if (l->local) CS(be)->level_destroy(IN(be), l->local);
   if (l->extended) CS(be)->level_destroy(IN(be), l->extended);
-  vox_vec *v[] = {&l->masks.below, &l->masks.above, &l->recv,
-                  &l->stage, &l->gathered_device, &l->whole_double};
-  for (int i = 0; i < 6; i++)
+  vox_vec *v[] = {&l->masks.below,     &l->masks.above,     &l->recv,
+                  &l->stage,           &l->gathered_device, &l->whole_double,
+                  &l->elsewhere.below, &l->elsewhere.above};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(l->owned_parent);
   free(l->reach);
   free(l->reach_at);
   free(l->gathered);
   free(l->whole);
-  if (m->sparse_fine == l) m->sparse_fine = NULL;
+  for (int k = 0; k < SPARSE_SPLIT_MAX; k++)
+    if (m->sparse_split[k] == l) m->sparse_split[k] = NULL;
   free(l);
 }
 
-/* The layouts of level 0's vectors, `unit` entries a node (3, or the inverse
- * blocks' 6): each rank's node range, the interface below the lower
- * rank's. */
+/* Rank q's element layers [a, b) on split level d->level: level 0's
+ * slabs, halved on level 1 (whose slabs nest: sparse_split_count). */
+static void sparse_slab(const impl *m, const vox_sparse_level_desc *d, int q, int64_t *a,
+                        int64_t *b) {
+  *a = m->first[q] >> d->level;
+  *b = q == m->size - 1 ? d->nz : m->first[q + 1] >> d->level;
+}
+
+/* How many of the hierarchy's levels are split, from level 0's or level
+ * 1's description, the same on every rank: level 1 too where every slab
+ * boundary is even,
+ * every rank's half-slab holds coarse elements and level 1 is not the
+ * coarsest. Then the coarse levels that are whole on every rank start at
+ * level 2, an eighth of level 1's size. */
+static int sparse_split_count(const impl *m, const vox_sparse_level_desc *d) {
+  /* level 1's element layer starts, from its own description or level 0's */
+  const size_t *les1 = d->level == 1 ? d->element_layer_start : d->parent_element_layer_start;
+  if (m->size == 1 || d->n_levels < 3 || d->level > 1 || !les1) return 1;
+  const int64_t nz1 = (m->lv[0].global.nz + 1) / 2; /* vox_grid_coarsen */
+  for (int q = 0; q < m->size; q++) {
+    const int64_t a = m->first[q], b = m->first[q + 1];
+    if (a % 2 || (q < m->size - 1 && b % 2)) return 1;
+    const int64_t a1 = a / 2, b1 = q == m->size - 1 ? nz1 : b / 2;
+    if (b1 <= a1 || les1[b1] <= les1[a1]) return 1;
+  }
+  return 2;
+}
+
+/* The layouts of a split level's vectors, `unit` entries a node (3, or the
+ * inverse blocks' 6): each rank's node range, the interface below the
+ * lower rank's. */
 static vox_status sparse_layout(vox_context *ctx, impl *m, const vox_sparse_level_desc *d,
                                 size_t unit, layout *l) {
   layout_free(l);
@@ -1386,38 +1430,95 @@ static vox_status sparse_layout(vox_context *ctx, impl *m, const vox_sparse_leve
   TRY(layout_types(ctx, m, l));
   const size_t *nls = d->node_layer_start;
   l->global_n = unit * d->n_nodes;
-  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  int64_t a, b;
+  sparse_slab(m, d, m->rank, &a, &b);
   l->offset = unit * nls[a];
   l->local_n = unit * (nls[b + 1] - nls[a]);
   l->owned_begin = m->rank > 0 ? unit * (nls[a + 1] - nls[a]) : 0;
   for (int q = 0; q < m->size; q++) {
-    const size_t own = q > 0 ? nls[m->first[q] + 1] : 0, end = nls[m->first[q + 1] + 1];
+    sparse_slab(m, d, q, &a, &b);
+    const size_t own = q > 0 ? nls[a + 1] : 0, end = nls[b + 1];
     l->displs[q] = (int)own;
     l->counts[q] = (int)(end - own);
   }
   return VOX_OK;
 }
 
-/* Level 0 on the rank's slab (and, until the diagonals, the slab with a
- * layer of each neighbour). */
-static vox_status sparse_fine_create(vox_backend *be, const vox_sparse_level_desc *d,
-                                     mpi_sparse_level *l) {
+/* The slab's parent words (nodes [n0, n1) of `d`) numbering the next
+ * level's slab of elements [ce0, ce1) from 0; a word whose element lies
+ * outside (the neighbour's, on an interface layer only) names element 0,
+ * which its node's zero residual and overwritten correction leave
+ * unchanged. */
+static void sparse_local_parents(const vox_sparse_level_desc *d, size_t n0, size_t n1,
+                                 size_t ce0, size_t ce1, uint32_t *out) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = n0; i < n1; i++) {
+    const uint32_t w = d->parent[i], e = w >> VOX_SPARSE_POS_BITS;
+    const uint32_t pos = w & ((1u << VOX_SPARSE_POS_BITS) - 1);
+    out[i - n0] = e >= ce0 && e < ce1 ? vox_sparse_parent(e - (uint32_t)ce0, (int)pos)
+                                      : vox_sparse_parent(0, (int)pos);
+  }
+}
+
+/* The masks of the interface dofs whose parent element lies outside
+ * [ce0, ce1) (l->elsewhere), nodes [first[k], first[k] + side[k]). */
+static vox_status sparse_elsewhere_masks(vox_backend *be, mpi_sparse_level *l,
+                                         const vox_sparse_level_desc *d, const size_t first[2],
+                                         size_t ce0, size_t ce1) {
+  const size_t side[2] = {l->below, l->above};
+  vox_vec *mask[2] = {&l->elsewhere.below, &l->elsewhere.above};
+  for (int k = 0; k < 2; k++) {
+    if (side[k] == 0) continue;
+    double *host = malloc(3 * side[k] * sizeof *host);
+    if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; i < 3 * side[k]; i++) {
+      const uint32_t e = d->parent[first[k] + i / 3] >> VOX_SPARSE_POS_BITS;
+      host[i] = e >= ce0 && e < ce1 ? 0 : 1;
+    }
+    vox_status s = C(be)->vec->create(IN(be), 3 * side[k], VOX_DOUBLE, mask[k]);
+    if (s == VOX_OK) s = C(be)->vec->upload(IN(be), mask[k], host);
+    free(host);
+    TRY(s);
+  }
+  return VOX_OK;
+}
+
+/* A split level (0, or 1: sparse_split_count) on the rank's slab (and,
+ * until the diagonals, the slab with a layer of each neighbour). Its
+ * parent words number the next level's slab where that is split too. */
+static vox_status sparse_split_create(vox_backend *be, const vox_sparse_level_desc *d,
+                                      mpi_sparse_level *l) {
   impl *m = M(be);
-  if (d->nz != m->lv[0].global.nz || d->n_nodes > (size_t)INT_MAX)
+  if (d->n_nodes > (size_t)INT_MAX ||
+      (d->level == 0 && d->nz != m->lv[0].global.nz))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "the sparse level's box is not the one the MPI backend was made for");
-  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  int64_t a, b;
+  sparse_slab(m, d, m->rank, &a, &b);
   const int lower = m->rank > 0, upper = m->rank < m->size - 1;
   const size_t *nls = d->node_layer_start;
   l->split = 1;
   l->below = lower ? nls[a + 1] - nls[a] : 0;
   l->above = upper ? nls[b + 1] - nls[b] : 0;
-  TRY(sparse_layout(be->ctx, m, d, 3, &m->sparse3));
-  TRY(sparse_layout(be->ctx, m, d, 6, &m->sparse6));
+  TRY(sparse_layout(be->ctx, m, d, 3, &m->sparse3[d->level]));
+  TRY(sparse_layout(be->ctx, m, d, 6, &m->sparse6[d->level]));
+  const int next_split = d->level + 1 < m->sparse_split_levels;
+  /* the next level's slab of elements, where it is split */
+  const size_t ce0 = next_split ? d->parent_element_layer_start[a / 2] : 0;
+  const size_t ce1 = next_split ? d->parent_element_layer_start[upper ? b / 2 : (d->nz + 1) / 2]
+                                : 0;
   void *storage = NULL;
+  uint32_t *parents = NULL;
   vox_sparse_level_desc slab;
   vox_status s = carve(be, d, a, b, 1, &slab, &storage);
+  if (s == VOX_OK && next_split) {
+    parents = malloc((slab.n_nodes ? slab.n_nodes : 1) * sizeof *parents);
+    if (!parents) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    else sparse_local_parents(d, nls[a], nls[b + 1], ce0, ce1, parents);
+    slab.parent = parents;
+  }
   if (s == VOX_OK) s = CS(be)->level_create(IN(be), &slab, &l->local);
+  free(parents);
   free(storage);
   /* the slab with the neighbours' adjacent element layers */
   const int64_t ea = a - lower, eb = b + upper;
@@ -1443,10 +1544,12 @@ static vox_status sparse_fine_create(vox_backend *be, const vox_sparse_level_des
   }
   if (s == VOX_OK && l->below + l->above > 0)
     s = C(be)->vec->create(IN(be), 3 * (l->below + l->above), VOX_DOUBLE, &l->recv);
-  /* the owned nodes' parents, for the restriction's reach */
+  if (s == VOX_OK && next_split) s = sparse_elsewhere_masks(be, l, d, first, ce0, ce1);
+  /* the owned nodes' parents, for the restriction's reach into a whole
+   * next level */
   const size_t own = nls[a] + l->below, end = nls[b + 1];
   l->n_owned = end - own;
-  if (s == VOX_OK && d->parent) {
+  if (s == VOX_OK && d->parent && !next_split) {
     l->owned_parent = malloc((l->n_owned ? l->n_owned : 1) * sizeof *l->owned_parent);
     if (!l->owned_parent) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     else memcpy(l->owned_parent, d->parent + own, l->n_owned * sizeof *l->owned_parent);
@@ -1500,19 +1603,25 @@ static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_de
   if (!l) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   l->n_nodes = d->n_nodes;
   l->inner = CS(be);
+  l->level = d->level;
   vox_status s = VOX_OK;
   /* the solve makes level 0 first, then the coarser ones in order */
-  if (!m->sparse_fine) {
-    m->sparse_fine = l;
-    s = sparse_fine_create(be, d, l);
+  if (d->level == 0) m->sparse_split_levels = sparse_split_count(m, d);
+  if (d->level < 0 || d->level >= d->n_levels || (d->level > 0 && !m->sparse_split[0])) {
+    s = vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                  "the MPI backend's sparse levels are made from level 0 on, in order");
+  } else if (d->level < m->sparse_split_levels) {
+    m->sparse_split[d->level] = l;
+    s = sparse_split_create(be, d, l);
   } else {
     s = CS(be)->level_create(IN(be), d, &l->local);
-    if (s == VOX_OK && d->n_nodes == m->sparse_fine->n_nodes)
-      s = vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                    "a coarse level of the sparse storage has as many nodes as the fine one, "
-                    "which the MPI backend tells apart by size");
-    if (s == VOX_OK && !m->sparse_fine->reach && m->sparse_fine->owned_parent)
-      s = sparse_reach(be, m->sparse_fine, d);
+    for (int k = 0; k < m->sparse_split_levels && s == VOX_OK; k++)
+      if (m->sparse_split[k] && d->n_nodes == m->sparse_split[k]->n_nodes)
+        s = vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
+                      "a coarse level of the sparse storage has as many nodes as a split one, "
+                      "which the MPI backend tells apart by size");
+    mpi_sparse_level *f = m->sparse_split[m->sparse_split_levels - 1];
+    if (s == VOX_OK && f && !f->reach && f->owned_parent) s = sparse_reach(be, f, d);
   }
   if (s != VOX_OK) {
     sparse_level_destroy(be, (vox_sparse_level *)(void *)l);
@@ -1522,14 +1631,15 @@ static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_de
   return VOX_OK;
 }
 
-/* the rank's part (its slab of level 0, the whole coarse levels) */
-/* level 0: the rank's slab, both interface layers included */
+/* The rank's part: its slab of a split level (level 0, and level 1 where
+ * the slabs nest), both interface layers included; the other levels whole. */
 static void sparse_level_share(const vox_backend *be, const vox_sparse_level_desc *d, int l,
                                size_t *nodes, size_t *elements) {
   const impl *m = M(be);
   *nodes = d->n_nodes, *elements = d->n_elements;
-  if (l != 0 || d->nz != m->lv[0].global.nz) return;
-  const int64_t a = m->first[m->rank], b = m->first[m->rank + 1];
+  if (l != d->level || l >= sparse_split_count(m, d)) return;
+  int64_t a, b;
+  sparse_slab(m, d, m->rank, &a, &b);
   *nodes = d->node_layer_start[b + 1] - d->node_layer_start[a];
   *elements = d->element_layer_start[b] - d->element_layer_start[a];
 }
@@ -1729,7 +1839,7 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
   if (s == VOX_OK && own.n) s = C(be)->vec->download(IN(be), &own, mine);
   if (s == VOX_OK)
     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, f->gathered, counts, displs,
-                   m->sparse3.type, m->comm);
+                   m->sparse3[0].type, m->comm);
   vox_vec *sum = single ? &f->whole_double : rc;
   double *whole = m->host ? sum->data : f->whole;
   if (s == VOX_OK) {
@@ -1746,12 +1856,89 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
   return s;
 }
 
+/* v (double, an interface layer of the stage or a view) with its entries
+ * where mask is 1 replaced by those of `with` (NULL: by 0), exactly: v
+ * less v .* mask, plus with .* mask (`with` overwritten), each sum having
+ * a zero term. `scratch`: as long as v. */
+static vox_status sparse_select(vox_backend *be, vox_vec *v, const vox_vec *mask, vox_vec *with,
+                                vox_vec *scratch) {
+  TRY(C(be)->vec->mult(IN(be), scratch, v, mask));
+  TRY(C(be)->vec->axpy(IN(be), v, -1, scratch));
+  if (!with) return VOX_OK;
+  TRY(C(be)->vec->mult(IN(be), with, with, mask));
+  return C(be)->vec->axpy(IN(be), v, 1, with);
+}
+
+/* Between two split levels, each interface node is restricted and
+ * prolonged by the rank that holds its parent element: here ax made b
+ * (b NULL: 0) on the interface dofs whose parent is the neighbour's, so
+ * that their residual b - ax is exactly 0, through the level's stage (ax,
+ * the V-cycle's product, is not read after). */
+static vox_status sparse_zero_elsewhere(vox_backend *be, mpi_sparse_level *f, const vox_vec *b,
+                                        vox_vec *ax) {
+  const size_t side[2] = {3 * f->below, 3 * f->above}, half = side[0] + side[1];
+  const vox_vec *mask[2] = {&f->elsewhere.below, &f->elsewhere.above};
+  TRY(need(be, &f->stage, 6 * (f->below + f->above)));
+  for (int k = 0; k < 2; k++) {
+    if (!side[k]) continue;
+    const size_t at = k ? ax->n - side[k] : 0, in_stage = k ? side[0] : 0;
+    vox_vec axl = part(ax, at, side[k]), t = part(&f->stage, in_stage, side[k]),
+            u = part(&f->stage, half + in_stage, side[k]);
+    TRY(C(be)->vec->copy(IN(be), &t, &axl));
+    TRY(sparse_select(be, &t, mask[k], NULL, &u));
+    if (b) { /* u free again: b's layer in it */
+      const vox_vec bl = part(b, at, side[k]);
+      TRY(C(be)->vec->copy(IN(be), &u, &bl));
+      TRY(C(be)->vec->mult(IN(be), &u, &u, mask[k]));
+      TRY(C(be)->vec->axpy(IN(be), &t, 1, &u));
+    }
+    TRY(C(be)->vec->copy(IN(be), &axl, &t)); /* exact: ax's and b's own values */
+  }
+  return VOX_OK;
+}
+
+/* The other half: each interface value of x (prolonged) taken from the
+ * neighbour where its parent is the neighbour's, exactly. */
+static vox_status sparse_take_elsewhere(vox_backend *be, mpi_sparse_level *f, vox_vec *x) {
+  impl *m = M(be);
+  const size_t nb = 3 * f->below, na = 3 * f->above;
+  if (nb + na == 0) return VOX_OK;
+  vox_vec first, last, from_below = part(&f->recv, 0, nb), from_above = part(&f->recv, nb, na);
+  TRY(sparse_layers_in_double(be, f, x, nb, na, &first, &last));
+  TRY(vox_mpi_halo_swap(m->halo, m->rank > 0, m->rank < m->size - 1, &first, &last, &from_below,
+                        &from_above));
+  /* x's layers in double (views of a double x, else in the stage's first
+   * half), the scratch in its second half */
+  TRY(need(be, &f->stage, 6 * (f->below + f->above)));
+  vox_vec *theirs[2] = {&from_below, &from_above}, *mine[2] = {&first, &last};
+  const vox_vec *mask[2] = {&f->elsewhere.below, &f->elsewhere.above};
+  const size_t side[2] = {nb, na};
+  for (int k = 0; k < 2; k++) {
+    if (!side[k]) continue;
+    vox_vec u = part(&f->stage, nb + na + (k ? nb : 0), side[k]);
+    TRY(sparse_select(be, mine[k], mask[k], theirs[k], &u));
+    if (x->scalar != VOX_DOUBLE) {
+      vox_vec xl = part(x, k ? x->n - side[k] : 0, side[k]);
+      TRY(C(be)->vec->copy(IN(be), &xl, mine[k]));
+    }
+  }
+  return VOX_OK;
+}
+
 static vox_status sparse_restrict(vox_backend *be, vox_sparse_level *fine,
                                   vox_sparse_level *coarse, const vox_vec *b, const vox_vec *ax,
                                   vox_vec *r_coarse) {
   mpi_sparse_level *f = SL(fine), *c = SL(coarse);
   vox_vec b_ = b ? loc(b) : (vox_vec){0}, ax_ = loc(ax);
   LOCAL1(r_coarse);
+  if (f->split && c->split && M(be)->size > 1) {
+    /* both split: the interface nodes of parents here restricted here,
+     * the coarse interface's parts then added on both ranks */
+    TRY(sparse_zero_elsewhere(be, f, b ? &b_ : NULL, &ax_));
+    TRY(CS(be)->restrict_residual(IN(be), f->local, c->local, b ? &b_ : NULL, &ax_,
+                                  &r_coarse_));
+    return sparse_exchange(be, c, &r_coarse_, NULL);
+  }
   if (f->split && M(be)->size > 1 && f->below) {
     /* the shared layer below is the lower rank's to restrict: its residual
      * b - ax made 0 here (ax, the V-cycle's product, is not read after) */
@@ -1771,11 +1958,12 @@ static vox_status sparse_restrict(vox_backend *be, vox_sparse_level *fine,
 static vox_status sparse_prolong_add(vox_backend *be, vox_sparse_level *fine,
                                      vox_sparse_level *coarse, const vox_vec *x_coarse,
                                      vox_vec *x_fine) {
-  mpi_sparse_level *f = SL(fine);
+  mpi_sparse_level *f = SL(fine), *c = SL(coarse);
   LOCAL1(x_coarse);
   LOCAL1(x_fine);
-  TRY(CS(be)->prolong_add(IN(be), f->local, SL(coarse)->local, &x_coarse_, &x_fine_));
-  return f->split ? sparse_take_below(be, f, &x_fine_, 3) : VOX_OK;
+  TRY(CS(be)->prolong_add(IN(be), f->local, c->local, &x_coarse_, &x_fine_));
+  if (!f->split || M(be)->size == 1) return VOX_OK;
+  return c->split ? sparse_take_elsewhere(be, f, &x_fine_) : sparse_take_below(be, f, &x_fine_, 3);
 }
 
 /* v[index[i]] = value[i]: on a split vector, the entries in the rank's
@@ -2148,8 +2336,10 @@ static void destroy(vox_backend *be) {
       layout_free(&m->lv[l].slab);
     }
     layout_free(&m->elements);
-    layout_free(&m->sparse3);
-    layout_free(&m->sparse6);
+    for (int l = 0; l < SPARSE_SPLIT_MAX; l++) {
+      layout_free(&m->sparse3[l]);
+      layout_free(&m->sparse6[l]);
+    }
     if (m->recv.data) C(be)->vec->destroy(IN(be), &m->recv);
     vox_mpi_halo_destroy(m->halo);
     if (m->in) vox_backend_destroy(m->in);
@@ -2276,23 +2466,30 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first) {
 
 int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first) {
   if (ranks < 1 || nz < ranks) return -1;
+  /* in pairs of layers where every rank gets one, so that the sparse
+   * storage's level 1 splits too (its slabs nest) */
+  const int64_t step = nz >= 2 * (int64_t)ranks ? 2 : 1, blocks = (nz + step - 1) / step;
   double total = 0;
   for (int64_t k = 0; k < nz; k++) total += weight[k];
+#define BLOCK_WEIGHT(j) \
+  (weight[(j) * step] + (step > 1 && (j) * step + 1 < nz ? weight[(j) * step + 1] : 0))
   first[0] = 0;
   first[ranks] = nz;
-  double sum = 0; /* of the layers before k */
-  int64_t k = 0;
+  double sum = 0; /* of the blocks before j */
+  int64_t j = 0, at = 0; /* the block boundary of the rank before */
   for (int r = 1; r < ranks; r++) {
     const double share = total * r / ranks;
-    /* past the layers whose end is still short of the share */
-    while (k < nz && sum + weight[k] <= share) sum += weight[k++];
-    /* k's own layer to this rank where that ends nearer to the share */
-    if (k < nz && sum + weight[k] - share < share - sum) sum += weight[k++];
-    const int64_t lo = first[r - 1] + 1, hi = nz - (ranks - r);
-    first[r] = k < lo ? lo : k > hi ? hi : k;
-    for (; k < first[r]; k++) sum += weight[k];
-    for (; k > first[r]; k--) sum -= weight[k - 1];
+    /* past the blocks whose end is still short of the share */
+    while (j < blocks && sum + BLOCK_WEIGHT(j) <= share) sum += BLOCK_WEIGHT(j), j++;
+    /* j's own block to this rank where that ends nearer to the share */
+    if (j < blocks && sum + BLOCK_WEIGHT(j) - share < share - sum) sum += BLOCK_WEIGHT(j), j++;
+    const int64_t lo = at + 1, hi = blocks - (ranks - r);
+    at = j < lo ? lo : j > hi ? hi : j;
+    for (; j < at; j++) sum += BLOCK_WEIGHT(j);
+    for (; j > at; j--) sum -= BLOCK_WEIGHT(j - 1);
+    first[r] = at * step;
   }
+#undef BLOCK_WEIGHT
   return 0;
 }
 
@@ -2439,6 +2636,9 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end) {
 }
 
 int vox_mpi_backend_split_levels(const vox_backend *be) { return M(be)->split_levels; }
+int vox_mpi_backend_sparse_split_levels(const vox_backend *be) {
+  return M(be)->sparse_split_levels;
+}
 
 const char *vox_mpi_backend_exchange(const vox_backend *be) {
   return vox_mpi_halo_name(M(be)->halo);

@@ -351,6 +351,10 @@ vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, i
       .element_layer_start = lv->element_layer_start,
       .node_layer_start = lv->node_layer_start,
       .nz = lv->grid.nz,
+      .level = l,
+      .n_levels = h->n_levels,
+      .parent_element_layer_start =
+          l < h->n_levels - 1 ? h->level[l + 1].element_layer_start : NULL,
   };
 }
 

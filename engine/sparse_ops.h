@@ -127,6 +127,11 @@ typedef struct vox_sparse_level_desc {
   const size_t *element_layer_start; /* nz + 1 */
   const size_t *node_layer_start;    /* nz + 2 */
   int64_t nz;                   /* element layers of the box */
+  /* level `level` of n_levels, and the next level's element layer starts
+   * (NULL on the coarsest), which a backend that splits both levels into
+   * slabs numbers `parent`'s coarse elements by */
+  int level, n_levels;
+  const size_t *parent_element_layer_start;
 } vox_sparse_level_desc;
 
 typedef struct vox_sparse_level vox_sparse_level; /* defined by each backend */
@@ -229,7 +234,7 @@ typedef struct vox_sparse_ops {
   vox_status (*level_create)(vox_backend *be, const vox_sparse_level_desc *desc,
                              vox_sparse_level **out);
   /* The nodes and elements of level `level` (described by desc) that this
-   * process will hold (the MPI backend's: a rank's slab of level 0), for
+   * process will hold (the MPI backend's: a rank's slab of a split level), for
    * the memory check before anything is allocated; NULL: all of them. */
   void (*level_share)(const vox_backend *be, const vox_sparse_level_desc *desc, int level,
                       size_t *nodes, size_t *elements);

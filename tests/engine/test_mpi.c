@@ -56,6 +56,14 @@ static vox_status one_backend(vox_context *ctx, vox_backend **out) {
 }
 
 /* The split backend, on the same kind of device. */
+/* Rank q's first layer of the nz-layer grids the parts split. */
+static int64_t slab_first(int q) {
+  int64_t first[65];
+  if (slabs) return slabs[q];
+  if (ranks > 64 || vox_mpi_slabs(nz, ranks, first) != 0) return -1;
+  return first[q];
+}
+
 static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vox_backend **out) {
   vox_backend_options ranks_backend;
   vox_backend_options_default(&ranks_backend);
@@ -323,6 +331,10 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
              round ? " after 3 iterations" : "", many[0].iterations, one[0].iterations,
              many[0].levels, diff / umax);
     CHECK(umax > 0 && diff <= (mixed ? round ? 1e-5 : 1e-8 : round ? 1e-11 : 1e-10) * umax);
+    /* level 1 split too where the slabs' boundaries are even */
+    int even = 1;
+    for (int q = 1; q < ranks; q++) even &= slab_first(q) % 2 == 0;
+    CHECK(vox_mpi_backend_sparse_split_levels(split) == (ranks > 1 && even ? 2 : 1));
     for (int c = 0; c < cases; c++) {
       CHECK(one[c].storage == VOX_STORAGE_SPARSE && many[c].storage == VOX_STORAGE_SPARSE);
       if (c > 0 && rank == 0)
@@ -333,16 +345,23 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     }
   }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT && !mixed) {
-    /* the memory check's share of level 0: the rank's slab, every element
-     * on one rank, the interface nodes on two */
+    /* the memory check's share of levels 0 and 1: the rank's slab of a
+     * split level (every element on one rank, the interface nodes on
+     * two), the whole of level 1 where it is not split */
     vox_sparse_hierarchy h;
-    CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, 1, &h));
-    const vox_sparse_level_desc d = vox_sparse_level_describe(&h, 0);
-    size_t nodes = 0, elements = 0;
-    split->ops->sparse->level_share(split, &d, 0, &nodes, &elements);
-    unsigned long long mine = elements, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    CHECK(all == d.n_elements && (ranks == 1 ? nodes == d.n_nodes : nodes < d.n_nodes));
+    CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, many[0].levels, 1, &h));
+    const int split_levels = vox_mpi_backend_sparse_split_levels(split);
+    for (int l = 0; l < 2; l++) {
+      const vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
+      size_t nodes = 0, elements = 0;
+      split->ops->sparse->level_share(split, &d, l, &nodes, &elements);
+      unsigned long long mine = elements, all = 0;
+      MPI_Allreduce(&mine, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+      if (l < split_levels)
+        CHECK(all == d.n_elements && (ranks == 1 ? nodes == d.n_nodes : nodes < d.n_nodes));
+      else
+        CHECK(elements == d.n_elements && nodes == d.n_nodes);
+    }
     vox_sparse_hierarchy_free(&h);
   }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT) {
@@ -408,8 +427,9 @@ static void memory(vox_context *ctx) {
 }
 
 /* vox_mpi_slabs_weighted: equal weights give equal slabs; uneven ones
- * slabs of about equal weight; weightless layers still a layer a rank; the
- * boundaries in order and covering the layers. */
+ * slabs of about equal weight; weightless layers still a layer (a pair) a
+ * rank; the boundaries in order, even where every rank gets a pair, and
+ * covering the layers. */
 static void weighted_slabs(void) {
   int64_t first[5];
   double w[12];
@@ -422,8 +442,13 @@ static void weighted_slabs(void) {
   for (int k = 0; k < 12; k++) w[k] = 0;
   w[11] = 5; /* all in the last layer */
   CHECK(vox_mpi_slabs_weighted(w, 12, 4, first) == 0);
+  CHECK(first[0] == 0 && first[1] == 6 && first[2] == 8 && first[3] == 10 && first[4] == 12);
+  CHECK(vox_mpi_slabs_weighted(w, 7, 4, first) == 0); /* 7 < 2 x 4: single layers */
   for (int r = 0; r < 4; r++) CHECK(first[r + 1] > first[r]);
-  CHECK(first[0] == 0 && first[4] == 12 && first[3] == 11);
+  CHECK(first[0] == 0 && first[4] == 7 && first[3] == 6);
+  for (int k = 0; k < 12; k++) w[k] = k == 5 ? 9 : 1; /* an odd layer's weight: pairs kept */
+  CHECK(vox_mpi_slabs_weighted(w, 12, 2, first) == 0);
+  CHECK(first[1] % 2 == 0 && first[2] == 12);
   CHECK(vox_mpi_slabs_weighted(w, 3, 4, first) == -1);
   if (rank == 0) printf("weighted slabs: checked\n");
 }
