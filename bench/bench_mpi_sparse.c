@@ -4,12 +4,13 @@
  *
  *   mpirun -np N bench_mpi_sparse MODEL.nc [double|mixed] [RTOL] [--device=cuda]
  *       [--cycle=v|w] [--profile=1] [--parts=1] [--slabs=bone|layers]
+ *       [--exchange=auto|nccl|host] [--max-iterations=N] [--record=0|1]
  *
  * The model (bench_sparse --write=MODEL.nc's perlin bone, or the clinical
  * sample) solved as `bench_sparse MODEL.nc` solves it on one process: its
  * largest 26-connected component, uniaxial compression along z at -1 %
- * strain, the sparse storage to RTOL (default 1e-6); here with its level 0
- * split into slabs over the ranks (vox_mpi_backend_create), each rank's
+ * strain, the sparse storage to RTOL (default 1e-6); here with its levels
+ * 0 and 1 split into slabs over the ranks (vox_mpi_backend_create), each rank's
  * slab on its CPU cores or, with --device=cuda, on the GPU of its rank on
  * the node. Prints rank 0's setup and solve seconds, the CG iterations and,
  * with --profile=1, the milliseconds per CG iteration of the CG's own work
@@ -21,7 +22,9 @@
  * --exchange=auto|nccl|host is vox_mpi_options.exchange;
  * --parts=1 first times the V-cycle's parts alone on levels 0 and 1, as
  * `bench_sparse MODEL.nc cuda --parts=1` does (sparse_parts.h), level 0
- * split over the ranks, level 1 whole on each. */
+ * split over the ranks, level 1 whole on each; --max-iterations=N caps
+ * CG; --record=0 runs the V-cycle op by op where it would be recorded and
+ * replayed (vox_sparse_pc_options.record; "(replayed)" says it was). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,14 +56,15 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {"device", "exchange", "cycle",
-                                         "profile", "parts",    "slabs", "max-iterations", NULL};
+                                         "profile", "parts",    "slabs",
+                                         "max-iterations", "record", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N %s MODEL.nc [double|mixed] [RTOL] [--device=cuda] "
               "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host] "
-              "[--slabs=layers] [--max-iterations=N]\n",
+              "[--slabs=layers] [--max-iterations=N] [--record=0|1]\n",
               argv[0]);
     MPI_Finalize();
     return 2;
@@ -77,6 +81,8 @@ int main(int argc, char **argv) {
   opt.sparse.profile = profile && atoi(profile) > 0;
   const char *max_iterations = bench_option("max-iterations");
   if (max_iterations) opt.max_iterations = atoi(max_iterations);
+  const char *record = bench_option("record");
+  if (record) opt.sparse.record = atoi(record) != 0;
 
   vox_model m;
   size_t removed, components;
@@ -122,10 +128,10 @@ int main(int argc, char **argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double total = bench_now() - t0;
   if (rank == 0) {
-    printf("sparse: %zu dofs, %d levels (%d split over the ranks), %s-cycle, %s: %s in %d CG "
+    printf("sparse: %zu dofs, %d levels (%d split over the ranks), %s-cycle%s, %s: %s in %d CG "
            "iterations, relative residual %.2e\n",
            st.n_dofs, st.n_levels, vox_mpi_backend_sparse_split_levels(be),
-           opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V",
+           opt.mg_cycle == VOX_MG_CYCLE_W ? "W" : "V", st.replayed ? " (replayed)" : "",
            vox_precision_name(opt.precision), vox_convergence_string(r.reason), r.iterations,
            r.residual_norm / r.rhs_norm);
     printf("sparse: setup %.2f s, solve %.2f s (iterations %.2f s, %.1f ms each), total %.2f s\n",

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Device memory that the ranks of one host write into each other's
  * (peer_ops.h): CUDA's interprocess memory handles, and an exchange as two
- * kernels on the legacy stream, a put into the neighbour's mapped memory
- * followed by its flag, and a get that waits on this device for the
+ * kernels on the backend's stream, a put into the neighbour's mapped
+ * memory followed by its flag, and a get that waits on this device for the
  * neighbour's flag. The flag is raised by the put's last block to finish
  * (the pattern of CUDA's threadFenceReduction sample, at system scope):
  * every thread fences its own stores, the blocks count themselves in, and
  * the last one fences again and stores the sequence number with release
- * semantics; the get reads it with acquire semantics. */
+ * semantics; the get reads it with acquire semantics. The last block of
+ * each also raises its direction's count, from which the next launch takes
+ * its sequence number: no number is fixed at launch, so a recording
+ * replays. */
 #include "cuda_backend.cuh"
 #include "peer_ops.h"
 
@@ -20,10 +23,31 @@ struct peer_pair {
   double *dst[2];
   size_t n[2];
   unsigned long long *flag[2];
-  unsigned long long seq[2];
+  unsigned long long *count[2];
+  size_t stride[2];
   int add[2];
   const double *mask[2];
 };
+
+/* The exchange's sequence number in direction t: one more than the count
+ * so far, which the launch's last block raises to it (peer_ops.h). Every
+ * block reads the count before any block is done, and the launch before
+ * ended with it raised (stream order). */
+static __device__ unsigned long long next_seq(const peer_pair &a, int t) {
+  return *(volatile unsigned long long *)a.count[t] + 1;
+}
+
+/* The last of a launch's blocks to finish (its thread 0 returns true),
+ * counted on `arrived`, which it resets for the next launch: the pattern
+ * of CUDA's threadFenceReduction sample, at system scope. */
+static __device__ bool last_block(unsigned int *arrived) {
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x != 0 || atomicAdd(arrived, 1u) != gridDim.x - 1) return false;
+  *arrived = 0; /* for the next launch, which starts after this one */
+  __threadfence_system();
+  return true;
+}
 
 static __device__ void store_release(unsigned long long *p, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -37,33 +61,45 @@ static __device__ unsigned long long load_acquire(const unsigned long long *p) {
 
 static __global__ void put_kernel(peer_pair a, unsigned int *arrived) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (int t = 0; t < 2; t++)
+  unsigned long long seq[2];
+  for (int t = 0; t < 2; t++) {
+    if (!a.n[t]) continue;
+    seq[t] = next_seq(a, t);
+    double *dst = a.dst[t] + (seq[t] & 1) * a.stride[t];
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride)
-      a.dst[t][i] = a.src[t][i];
-  __threadfence_system();
-  __syncthreads();
-  if (threadIdx.x == 0 && atomicAdd(arrived, 1u) == gridDim.x - 1) {
-    *arrived = 0; /* for the next put, which starts after this kernel */
-    __threadfence_system();
-    for (int t = 0; t < 2; t++)
-      if (a.n[t]) store_release(a.flag[t], a.seq[t]);
+      dst[i] = a.src[t][i];
   }
+  if (!last_block(arrived)) return;
+  for (int t = 0; t < 2; t++)
+    if (a.n[t]) {
+      store_release(a.flag[t], seq[t]);
+      *a.count[t] = seq[t];
+    }
 }
 
-static __global__ void get_kernel(peer_pair a) {
+static __global__ void get_kernel(peer_pair a, unsigned int *arrived) {
+  unsigned long long seq[2];
+  for (int t = 0; t < 2; t++)
+    if (a.n[t]) seq[t] = next_seq(a, t);
   if (threadIdx.x == 0)
     for (int t = 0; t < 2; t++)
       if (a.n[t])
-        while (load_acquire(a.flag[t]) < a.seq[t]) __nanosleep(100);
+        while (load_acquire(a.flag[t]) < seq[t]) __nanosleep(100);
   __syncthreads();
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (int t = 0; t < 2; t++)
+  for (int t = 0; t < 2; t++) {
+    if (!a.n[t]) continue;
+    const double *src = a.src[t] + (seq[t] & 1) * a.stride[t];
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.n[t]; i += stride) {
       /* a mask of 0s and 1s: the product is exact, and the sum the same
        * bits as a copy, a multiplication and an axpy */
-      const double v = a.mask[t] ? a.mask[t][i] * a.src[t][i] : a.src[t][i];
+      const double v = a.mask[t] ? a.mask[t][i] * src[i] : src[i];
       a.dst[t][i] = a.add[t] ? a.dst[t][i] + v : v;
     }
+  }
+  if (!last_block(arrived)) return;
+  for (int t = 0; t < 2; t++)
+    if (a.n[t]) *a.count[t] = seq[t];
 }
 
 static peer_pair pair_of(const vox_peer_transfer t[2], unsigned *blocks) {
@@ -71,7 +107,8 @@ static peer_pair pair_of(const vox_peer_transfer t[2], unsigned *blocks) {
   size_t most = 0;
   for (int i = 0; i < 2; i++) {
     a.src[i] = t[i].src, a.dst[i] = t[i].dst, a.n[i] = t[i].n;
-    a.flag[i] = (unsigned long long *)t[i].flag, a.seq[i] = t[i].seq;
+    a.flag[i] = (unsigned long long *)t[i].flag;
+    a.count[i] = (unsigned long long *)t[i].count, a.stride[i] = t[i].stride;
     a.add[i] = t[i].add, a.mask[i] = t[i].mask;
     if (t[i].n > most) most = t[i].n;
   }
@@ -137,10 +174,12 @@ static vox_status put(vox_backend *be, const vox_peer_transfer t[2]) {
 static vox_status get(vox_backend *be, const vox_peer_transfer t[2]) {
   unsigned blocks;
   const peer_pair a = pair_of(t, &blocks);
-  get_kernel<<<blocks, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(a);
+  get_kernel<<<blocks, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(a, vox_cuda(be)->peer_arrived);
   CUDA_LAUNCHED(be, "an exchange's get");
   return VOX_OK;
 }
+
+static void *stream(vox_backend *be) { return (void *)vox_cuda_stream(be); }
 
 static vox_peer_ops make_peer_ops(void) {
   vox_peer_ops o = {};
@@ -151,6 +190,7 @@ static vox_peer_ops make_peer_ops(void) {
   o.unmap = unmap;
   o.put = put;
   o.get = get;
+  o.stream = stream;
   return o;
 }
 

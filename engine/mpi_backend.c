@@ -2050,10 +2050,38 @@ static vox_status sparse_block_smoother_step(vox_backend *be, const vox_vec *b, 
                                      &d_, &x_);
 }
 
-/* No recording (its exchanges and sums wait on the host), no
- * smoothed-aggregation levels (matrix_create NULL: refused by the solve),
- * no views into its vectors; 16-byte nodes where the ranks' backend takes
- * them (the backend's copy of the table). */
+/* A recorded V-cycle is the ranks' backend's recording, where the
+ * exchanges and gathers are device work alone (vox_mpi_halo_records: the
+ * direct writes or NCCL between GPUs). The buffers that the split levels'
+ * transfers make on first use are made first: a recording cannot allocate. */
+static vox_status sparse_record_begin(vox_backend *be) {
+  impl *m = M(be);
+  if (!vox_mpi_backend_records(be))
+    return unsupported(be, "a recorded V-cycle over these exchanges");
+  for (int k = 0; k < m->sparse_split_levels; k++) {
+    mpi_sparse_level *l = m->sparse_split[k];
+    if (!l) continue;
+    if (l->below + l->above) TRY(need(be, &l->stage, 6 * (l->below + l->above)));
+    if (l->reach && m->size > 1) {
+      TRY(need(be, &l->gathered_device, 3 * l->reach_total + 1));
+      TRY(need(be, &l->whole_double, 3 * l->coarse_nodes));
+    }
+  }
+  return CS(be)->record_begin(IN(be));
+}
+static vox_status sparse_record_end(vox_backend *be, void **recording) {
+  return CS(be)->record_end(IN(be), recording);
+}
+static vox_status sparse_replay(vox_backend *be, void *recording) {
+  return CS(be)->replay(IN(be), recording);
+}
+static void sparse_recording_free(vox_backend *be, void *recording) {
+  CS(be)->recording_free(IN(be), recording);
+}
+
+/* No smoothed-aggregation levels (matrix_create NULL: refused by the
+ * solve), no views into its vectors; 16-byte nodes where the ranks'
+ * backend takes them (the backend's copy of the table). */
 static const vox_sparse_ops mpi_sparse_ops = {
     .node4 = 0,
     .views = 0,
@@ -2074,6 +2102,10 @@ static const vox_sparse_ops mpi_sparse_ops = {
     .zero_fixed = sparse_zero_fixed,
     .restrict_residual = sparse_restrict,
     .prolong_add = sparse_prolong_add,
+    .record_begin = sparse_record_begin,
+    .record_end = sparse_record_end,
+    .replay = sparse_replay,
+    .recording_free = sparse_recording_free,
 };
 
 /* ---- design kernels ------------------------------------------------------ */
@@ -2642,4 +2674,9 @@ int vox_mpi_backend_sparse_split_levels(const vox_backend *be) {
 
 const char *vox_mpi_backend_exchange(const vox_backend *be) {
   return vox_mpi_halo_name(M(be)->halo);
+}
+
+int vox_mpi_backend_records(const vox_backend *be) {
+  const impl *m = M(be);
+  return m->in->ops->sparse && m->in->ops->sparse->record_begin && vox_mpi_halo_records(m->halo);
 }

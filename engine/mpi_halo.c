@@ -72,7 +72,17 @@ typedef enum vox_mpi_halo_kind {
 /* The mailbox of the direct writes, in each rank's device memory: the
  * flags the neighbours raise, then two slots of max_layer values for each
  * neighbour (peer_ops.h). */
-enum { FLAG_BELOW = 0, FLAG_ABOVE = 8, MAILBOX_HEAD = 256 };
+/* The mailbox's head: the flags the neighbours raise, and this rank's own
+ * counts of the exchanges put and got each way (peer_ops.h). */
+enum {
+  FLAG_BELOW = 0,
+  FLAG_ABOVE = 8,
+  PUT_BELOW = 16,
+  PUT_ABOVE = 24,
+  GOT_BELOW = 32,
+  GOT_ABOVE = 40,
+  MAILBOX_HEAD = 256
+};
 
 struct vox_mpi_halo {
   vox_context *ctx;
@@ -86,7 +96,6 @@ struct vox_mpi_halo {
    * the exchanges with each neighbour so far */
   size_t max_layer;
   char *mailbox, *below, *above;
-  uint64_t seq_below, seq_above;
 #ifdef VOXFE_HAVE_NCCL
   ncclComm_t nccl; /* NULL where NCCL does not run */
   nccl_api api;
@@ -94,13 +103,17 @@ struct vox_mpi_halo {
 };
 
 /* A neighbour's (or this rank's) mailbox: its flag from the rank below or
- * above, and that rank's slot for exchange number `seq`. */
+ * above, that rank's first slot (of two, max_layer doubles apart), and
+ * this rank's counts. */
 static uint64_t *mailbox_flag(char *box, int from_above) {
   return (uint64_t *)(void *)(box + (from_above ? FLAG_ABOVE : FLAG_BELOW));
 }
-static double *mailbox_slot(const vox_mpi_halo *h, char *box, int from_above, uint64_t seq) {
-  const size_t slot = 2 * (size_t)from_above + (size_t)(seq & 1);
-  return (double *)(void *)(box + MAILBOX_HEAD + slot * h->max_layer * sizeof(double));
+static double *mailbox_slots(const vox_mpi_halo *h, char *box, int from_above) {
+  return (double *)(void *)(box + MAILBOX_HEAD + 2 * (size_t)from_above * h->max_layer *
+                                                     sizeof(double));
+}
+static uint64_t *mailbox_count(char *box, int offset) {
+  return (uint64_t *)(void *)(box + offset);
 }
 
 /* Where the ranks' devices are (collective): *own 1 where every rank has a
@@ -164,6 +177,13 @@ static int peer_start(vox_mpi_halo *h) {
 }
 
 #ifdef VOXFE_HAVE_NCCL
+/* The stream NCCL's calls go to: the one the ranks' backend launches onto
+ * now (a recording's while it records), so that they keep its order. */
+static cudaStream_t nccl_stream(const vox_mpi_halo *h) {
+  const vox_peer_ops *p = h->inner->ops->peer;
+  return p && p->stream ? (cudaStream_t)p->stream(h->inner) : 0;
+}
+
 /* Ends a group of NCCL calls begun with group_start; r: the first call's
  * failure, or ncclSuccess. */
 static vox_status nccl_group_end(vox_mpi_halo *h, ncclResult_t r, const char *what) {
@@ -208,7 +228,7 @@ static vox_status nccl_warm_up(vox_mpi_halo *h) {
   if (s == VOX_OK) {
     ncclResult_t r = f->group_start();
     for (int q = 0; q < h->size && r == ncclSuccess; q++)
-      r = f->broadcast(one.data, one.data, 1, ncclDouble, q, h->nccl, 0);
+      r = f->broadcast(one.data, one.data, 1, ncclDouble, q, h->nccl, nccl_stream(h));
     s = nccl_group_end(h, r, "connecting the ranks");
   }
   if (s == VOX_OK) s = vox_mpi_halo_allreduce_sum(h, &one);
@@ -315,21 +335,22 @@ static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec
     return vox_error(h->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "an interface layer of %zu values, more than the %zu of the exchanges' "
                      "mailbox", n_down > n_up ? n_down : n_up, h->max_layer);
-  const uint64_t sb = lower ? ++h->seq_below : 0, sa = upper ? ++h->seq_above : 0;
   vox_peer_transfer put[2] = {{0}}, get[2] = {{0}};
   if (lower) {
-    put[0] = (vox_peer_transfer){down->data, mailbox_slot(h, h->below, 1, sb), n_down,
-                                 mailbox_flag(h->below, 1), sb, 0, NULL};
-    get[0] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 0, sb), from_below->data, n_down,
-                                 mailbox_flag(h->mailbox, 0), sb, add,
-                                 mask_below ? mask_below->data : NULL};
+    put[0] = (vox_peer_transfer){down->data, mailbox_slots(h, h->below, 1), n_down,
+                                 mailbox_flag(h->below, 1), mailbox_count(h->mailbox, PUT_BELOW),
+                                 h->max_layer, 0, NULL};
+    get[0] = (vox_peer_transfer){mailbox_slots(h, h->mailbox, 0), from_below->data, n_down,
+                                 mailbox_flag(h->mailbox, 0), mailbox_count(h->mailbox, GOT_BELOW),
+                                 h->max_layer, add, mask_below ? mask_below->data : NULL};
   }
   if (upper) {
-    put[1] = (vox_peer_transfer){up->data, mailbox_slot(h, h->above, 0, sa), n_up,
-                                 mailbox_flag(h->above, 0), sa, 0, NULL};
-    get[1] = (vox_peer_transfer){mailbox_slot(h, h->mailbox, 1, sa), from_above->data, n_up,
-                                 mailbox_flag(h->mailbox, 1), sa, add,
-                                 mask_above ? mask_above->data : NULL};
+    put[1] = (vox_peer_transfer){up->data, mailbox_slots(h, h->above, 0), n_up,
+                                 mailbox_flag(h->above, 0), mailbox_count(h->mailbox, PUT_ABOVE),
+                                 h->max_layer, 0, NULL};
+    get[1] = (vox_peer_transfer){mailbox_slots(h, h->mailbox, 1), from_above->data, n_up,
+                                 mailbox_flag(h->mailbox, 1), mailbox_count(h->mailbox, GOT_ABOVE),
+                                 h->max_layer, add, mask_above ? mask_above->data : NULL};
   }
   const vox_peer_ops *p = h->inner->ops->peer;
   TRY(p->put(h->inner, put));
@@ -352,6 +373,11 @@ static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n_down, int n_up
                MPI_STATUS_IGNORE);
 }
 
+int vox_mpi_halo_records(const vox_mpi_halo *h) {
+  return h->size == 1 || ((h->kind == VOX_MPI_HALO_PEER || h->kind == VOX_MPI_HALO_NCCL) &&
+                          vox_mpi_halo_gathers_on_device(h));
+}
+
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
   /* a layer of no values (the bone's storage: no bone on it) is skipped by
@@ -366,13 +392,13 @@ vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_ve
     const nccl_api *f = &h->api;
     ncclResult_t r = f->group_start();
     if (upper && r == ncclSuccess)
-      r = f->send(up->data, n_up, ncclDouble, h->rank + 1, h->nccl, 0);
+      r = f->send(up->data, n_up, ncclDouble, h->rank + 1, h->nccl, nccl_stream(h));
     if (upper && r == ncclSuccess)
-      r = f->recv(from_above->data, n_up, ncclDouble, h->rank + 1, h->nccl, 0);
+      r = f->recv(from_above->data, n_up, ncclDouble, h->rank + 1, h->nccl, nccl_stream(h));
     if (lower && r == ncclSuccess)
-      r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
+      r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, nccl_stream(h));
     if (lower && r == ncclSuccess)
-      r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, 0);
+      r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, nccl_stream(h));
     return nccl_group_end(h, r, "a halo exchange");
   }
 #endif
@@ -437,7 +463,7 @@ vox_status vox_mpi_halo_allgatherv(vox_mpi_halo *h, vox_vec *whole, const int *c
     for (int q = 0; q < h->size && r == ncclSuccess; q++) {
       double *at = whole->data + (size_t)displs[q] * unit;
       if (counts[q] > 0)
-        r = f->broadcast(at, at, (size_t)counts[q] * unit, ncclDouble, q, h->nccl, 0);
+        r = f->broadcast(at, at, (size_t)counts[q] * unit, ncclDouble, q, h->nccl, nccl_stream(h));
     }
     return nccl_group_end(h, r, "a gather");
   }
@@ -454,7 +480,7 @@ vox_status vox_mpi_halo_allreduce_sum(vox_mpi_halo *h, vox_vec *v) {
     ncclResult_t r = f->group_start();
     if (r == ncclSuccess)
       r = f->all_reduce(v->raw, v->raw, v->n, v->scalar == VOX_DOUBLE ? ncclDouble : ncclFloat,
-                        ncclSum, h->nccl, 0);
+                        ncclSum, h->nccl, nccl_stream(h));
     return nccl_group_end(h, r, "a sum over the ranks");
   }
 #else

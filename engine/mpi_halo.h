@@ -52,6 +52,11 @@ int vox_mpi_halo_swaps_on_device(const vox_mpi_halo *h, size_t n);
 /* Whether vox_mpi_halo_allgatherv runs (NCCL). */
 int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h);
 
+/* Whether the swaps and gathers are device work alone, which a recording
+ * of the ranks' backend (sparse_ops.h: record_begin) can hold: the direct
+ * writes or NCCL, and NCCL's gathers; or a single rank. */
+int vox_mpi_halo_records(const vox_mpi_halo *h);
+
 /* Every rank's part of `whole` (an inner vector of doubles, whose part of
  * rank q, counts[q] * unit values from displs[q] * unit, that rank holds)
  * on every rank, in place on the device: NCCL only (VOX_ERR_UNSUPPORTED

@@ -12,8 +12,11 @@
  * mailbox slots (the sequence number's parity): a neighbour cannot write a
  * slot again before this rank has read it, since that write comes after
  * the neighbour's `get` of the next exchange, which waits for this rank's
- * `put`, which this rank launches after its `get` of the slot. This is
- * the one-sided exchange of NVSHMEM's puts and signals, on memory shared by
+ * `put`, which this rank launches after its `get` of the slot. The
+ * sequence numbers are counted on the device (each put and get adds one to
+ * its direction's count), so that a recorded V-cycle's exchanges replay
+ * with the numbers of the replay, not of the recording. This is the
+ * one-sided exchange of NVSHMEM's puts and signals, on memory shared by
  * CUDA's interprocess handles. */
 #ifndef VOXFE_PEER_OPS_H
 #define VOXFE_PEER_OPS_H
@@ -25,13 +28,18 @@ enum {
   VOX_PEER_ID_BYTES = 32      /* a PCI bus id */
 };
 
-/* n doubles from src to dst, and the flag that says they are there. */
+/* n doubles from src to dst, and the flag that says they are there. The
+ * exchange's sequence number is one more than *count (this device's count
+ * of the exchanges so far in the transfer's direction, which the launch
+ * then raises); the mailbox side (a put's dst, a get's src) is the first
+ * of two slots `stride` doubles apart, the number's parity picking one. */
 typedef struct vox_peer_transfer {
   const double *src;
   double *dst;
   size_t n; /* 0: no transfer */
   uint64_t *flag;
-  uint64_t seq;
+  uint64_t *count;
+  size_t stride;
   /* get only: 1 adds src into dst (dst += mask .* src, mask NULL for 1s)
    * instead of copying it */
   int add;
@@ -51,14 +59,17 @@ struct vox_peer_ops {
   vox_status (*map)(vox_backend *be, const unsigned char handle[VOX_PEER_HANDLE_BYTES],
                     void **mem);
   void (*unmap)(vox_backend *be, void *mem);
-  /* Each transfer of n > 0: src (this device's) into dst (a neighbour's
-   * mapped memory), then *flag (the neighbour's) = seq once all are
-   * written. */
+  /* Each transfer of n > 0: src (this device's) into dst's slot (a
+   * neighbour's mapped memory), then *flag (the neighbour's) = the
+   * sequence number once all are written. */
   vox_status (*put)(vox_backend *be, const vox_peer_transfer t[2]);
   /* Each transfer of n > 0: waits until *flag (this device's, raised by a
-   * neighbour) reaches seq, then copies src (this device's mailbox) into
-   * dst, or adds it (add). */
+   * neighbour) reaches the sequence number, then copies src's slot (this
+   * device's mailbox) into dst, or adds it (add). */
   vox_status (*get)(vox_backend *be, const vox_peer_transfer t[2]);
+  /* The stream the backend launches onto now (a recording's while it
+   * records), for the other device work of an exchange (NCCL's). */
+  void *(*stream)(vox_backend *be);
 };
 
 #ifdef __cplusplus

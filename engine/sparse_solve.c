@@ -877,6 +877,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
       memcpy(stats->sa_part_seconds, parts, sizeof parts);
     }
     stats->bytes = s.bytes;
+    stats->replayed = s.recording != NULL;
     /* with SA only level 0 has 3 x 3 blocks (the assembled levels 6 x 6) */
     const int smoothed = use_sa ? 1 : s.n_levels - 1;
     stats->block_levels = s.block_levels < smoothed ? s.block_levels : smoothed;

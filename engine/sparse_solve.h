@@ -20,6 +20,7 @@ typedef struct vox_sparse_stats {
   size_t level_dofs[16];   /* per level (the first 16) */
   size_t bytes;            /* bytes allocated on the backend, all together */
   int block_levels;        /* levels smoothed with the nodes' 3 x 3 blocks */
+  int replayed;            /* 1: the V-cycle was recorded once and replayed */
   /* coarse levels SA (vox_sparse_pc_options): smoothed-aggregation levels (level_dofs: 6 a
    * coarse node), their operator complexity (the scalar entries of the
    * assembled operators of all levels over those of the fine one) and the

@@ -34,6 +34,7 @@
 #include "memory_plan.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
+#include "sparse_solve.h"
 #include "voxfe/mpi.h"
 #include "voxfe/voxfe.h"
 /* after check.h */
@@ -343,6 +344,30 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
       CHECK(abs(many[c].iterations - one[c].iterations) <= (mixed ? 1 + one[c].iterations / 10 : 0));
       if (round == 0) CHECK(one[c].reason == VOX_CONVERGED_RTOL && many[c].reason == one[c].reason);
     }
+  }
+  if (split && compression) {
+    /* a recorded and replayed V-cycle where the ranks' backend records and
+     * the exchanges are device work (GPUs; the rounds above replayed it
+     * too), the same CG iterations as op by op */
+    vox_sparse_stats st;
+    vox_solve_result r[2];
+    vox_solver_options defaults;
+    vox_solver_options_default(&defaults);
+    const int max_iterations = opt.max_iterations;
+    opt.max_iterations = defaults.max_iterations;
+    for (int record = 1; record >= 0; record--) {
+      opt.sparse.record = record;
+      memset(u_split, 0, nd * sizeof *u_split);
+      CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, split, &m, &opt, u_split, &r[record], &st));
+      CHECK(st.replayed == (record && vox_mpi_backend_records(split)));
+    }
+    if (rank == 0)
+      printf("  replayed V-cycles: %s, %d CG iterations against %d op by op\n",
+             vox_mpi_backend_records(split) ? "yes" : "no", r[1].iterations, r[0].iterations);
+    CHECK(abs(r[1].iterations - r[0].iterations) <= (mixed ? 1 + r[0].iterations / 10 : 0));
+    opt.sparse.record = 1;
+    opt.max_iterations = max_iterations;
+    memset(u_split, 0, nd * sizeof *u_split);
   }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT && !mixed) {
     /* the memory check's share of levels 0 and 1: the rank's slab of a

@@ -117,6 +117,10 @@ int vox_mpi_backend_sparse_split_levels(const vox_backend *be);
 /* How the ranks exchange interface layers: "MPI" (host memory), "direct
  * writes between GPUs", "NCCL" or "MPI through host memory" (GPUs). */
 const char *vox_mpi_backend_exchange(const vox_backend *be);
+/* 1 where a sparse solve's V-cycle is recorded once and replayed (the
+ * ranks' backend records, the exchanges and gathers are device work: GPUs
+ * exchanging by direct writes or NCCL, with NCCL's gathers), else 0. */
+int vox_mpi_backend_records(const vox_backend *be);
 
 /* The model of rank `root` on every rank of `comm` (collective): on the
  * others, *model (whatever it held is not freed) becomes a copy that
