@@ -913,6 +913,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   /* the other ranks' part ends with the solve: rank 0 writes */
   if (!root) goto done;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) cli_mpi_root_alone();
+#endif
   const double relative = solve.rhs_norm > 0 ? solve.residual_norm / solve.rhs_norm : 0;
   if (solve.reason < 0) {
     cli_error("%s: %s after %d CG iterations, relative residual %.3g (--cg-tol %g, "

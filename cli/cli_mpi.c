@@ -23,6 +23,8 @@ static const double AGREE_SECONDS = 10;
 
 static MPI_Comm engine = MPI_COMM_NULL, status_comm = MPI_COMM_NULL;
 static int rank, size = 1;
+/* OpenMP's threads for the whole node, and the ranks on it */
+static int node_threads, node_ranks = 1;
 
 int cli_mpi_start(int *argc, char ***argv) {
   if (MPI_Init(argc, argv) != MPI_SUCCESS) {
@@ -46,11 +48,20 @@ int cli_mpi_start(int *argc, char ***argv) {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   MPI_Comm_size(node, &on_node);
   MPI_Comm_free(&node);
+  node_threads = omp_get_max_threads();
+  node_ranks = on_node;
   if (on_node > 1) {
     const int share = omp_get_max_threads() / on_node;
     omp_set_num_threads(share > 0 ? share : 1);
   }
   return 0;
+}
+
+void cli_mpi_root_alone(void) {
+  /* a core for each other rank's waiting in MPI (it polls) */
+  const int threads = node_threads - (node_ranks - 1);
+  if (rank == 0 && node_ranks > 1 && threads > omp_get_max_threads())
+    omp_set_num_threads(threads);
 }
 
 int cli_mpi_rank(void) { return rank; }

@@ -684,6 +684,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
   if ((status = report_result(s, &result))) goto done;
 
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) cli_mpi_root_alone(); /* the others wait for its file */
+#endif
   if (root) status = cli_write_model(ctx, s->output, &model, history, &s->write);
 #ifdef VOXFE_HAVE_MPI
   if (s->mpi) status = cli_mpi_from_root(status);

@@ -348,7 +348,8 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
   if (split && compression) {
     /* a recorded and replayed V-cycle where the ranks' backend records and
      * the exchanges are device work (GPUs; the rounds above replayed it
-     * too), the same CG iterations as op by op */
+     * too), the same CG iterations as op by op (on a GPU, whose atomic
+     * sums round differently from run to run, within one in double) */
     vox_sparse_stats st;
     vox_solve_result r[2];
     vox_solver_options defaults;
@@ -364,7 +365,8 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     if (rank == 0)
       printf("  replayed V-cycles: %s, %d CG iterations against %d op by op\n",
              vox_mpi_backend_records(split) ? "yes" : "no", r[1].iterations, r[0].iterations);
-    CHECK(abs(r[1].iterations - r[0].iterations) <= (mixed ? 1 + r[0].iterations / 10 : 0));
+    const int slack = mixed ? 1 + r[0].iterations / 10 : device == VOX_DEVICE_CUDA;
+    CHECK(abs(r[1].iterations - r[0].iterations) <= slack);
     opt.sparse.record = 1;
     opt.max_iterations = max_iterations;
     memset(u_split, 0, nd * sizeof *u_split);
