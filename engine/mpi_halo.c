@@ -69,11 +69,10 @@ typedef enum vox_mpi_halo_kind {
   VOX_MPI_HALO_PEER = 3    /* device vectors written into the neighbours' GPUs */
 } vox_mpi_halo_kind;
 
-/* The mailbox of the direct writes, in each rank's device memory: the
- * flags the neighbours raise, then two slots of max_layer values for each
- * neighbour (peer_ops.h). */
-/* The mailbox's head: the flags the neighbours raise, and this rank's own
- * counts of the exchanges put and got each way (peer_ops.h). */
+/* The mailbox of the direct writes, in each rank's device memory: a head
+ * of the flags the neighbours raise and this rank's own counts of the
+ * exchanges put and got each way, then two slots of max_layer values for
+ * each neighbour (peer_ops.h). */
 enum {
   FLAG_BELOW = 0,
   FLAG_ABOVE = 8,
@@ -92,8 +91,8 @@ struct vox_mpi_halo {
   vox_mpi_halo_kind kind;
   double *host; /* 4 layers, the staged exchange */
   size_t host_n;
-  /* the direct writes: this rank's mailbox, the neighbours' mapped, and
-   * the exchanges with each neighbour so far */
+  /* the direct writes: the layers' most values, this rank's mailbox and
+   * the neighbours' mapped */
   size_t max_layer;
   char *mailbox, *below, *above;
 #ifdef VOXFE_HAVE_NCCL
