@@ -63,8 +63,8 @@ typedef struct layout {
 } layout;
 
 /* Levels of the sparse storage split into slabs at most: level 0, and
- * level 1 where the slabs nest (sparse_split_count). */
-enum { SPARSE_SPLIT_MAX = 2 };
+ * levels 1 and 2 where the slabs nest (sparse_splits). */
+enum { SPARSE_SPLIT_MAX = 3 };
 
 typedef struct level {
   vox_grid global, local; /* local: the rank's slab (the whole grid when not split) */
@@ -100,7 +100,7 @@ typedef struct impl {
   double *stage; /* host memory of the gathers */
   size_t stage_n;
   /* the bone's sparse storage: its split levels while they live (level 0,
-   * and level 1 where the slabs nest: sparse_split_levels), whose vectors
+   * and the next ones where the slabs nest: sparse_split_levels), whose vectors
    * then have these layouts, 3 and 6 entries a node; every other vector is
    * whole on every rank */
   struct mpi_sparse_level *sparse_split[SPARSE_SPLIT_MAX];
@@ -1390,31 +1390,33 @@ static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
 }
 
 /* Rank q's element layers [a, b) on split level d->level: level 0's
- * slabs, halved on level 1 (whose slabs nest: sparse_split_count). */
+ * slabs, halved on each level below (whose slabs nest: sparse_splits). */
 static void sparse_slab(const impl *m, const vox_sparse_level_desc *d, int q, int64_t *a,
                         int64_t *b) {
   *a = m->first[q] >> d->level;
   *b = q == m->size - 1 ? d->nz : m->first[q + 1] >> d->level;
 }
 
-/* How many of the hierarchy's levels are split, from level 0's or level
- * 1's description, the same on every rank: level 1 too where every slab
- * boundary is even,
- * every rank's half-slab holds coarse elements and level 1 is not the
- * coarsest. Then the coarse levels that are whole on every rank start at
- * level 2, an eighth of level 1's size. */
-static int sparse_split_count(const impl *m, const vox_sparse_level_desc *d) {
-  /* level 1's element layer starts, from its own description or level 0's */
-  const size_t *les1 = d->level == 1 ? d->element_layer_start : d->parent_element_layer_start;
-  if (m->size == 1 || d->n_levels < 3 || d->level > 1 || !les1) return 1;
-  const int64_t nz1 = (m->lv[0].global.nz + 1) / 2; /* vox_grid_coarsen */
+/* Whether level `l` (1 or more) splits too, from its element layer
+ * starts `les` (of the level above's description or its own): where every
+ * slab boundary of level 0 divides by 2^l (the slabs nest), every rank's
+ * slab of level l holds coarse elements, l < SPARSE_SPLIT_MAX and level l
+ * is not the coarsest. The same on every rank; a level that splits implies
+ * that the levels above it do. The levels whole on every rank then start
+ * one below. */
+static int sparse_splits(const impl *m, int l, int n_levels, const size_t *les) {
+  if (l == 0) return 1;
+  if (m->size == 1 || l >= SPARSE_SPLIT_MAX || l >= n_levels - 1 || !les) return 0;
+  int64_t nz = m->lv[0].global.nz;
+  for (int k = 0; k < l; k++) nz = (nz + 1) / 2; /* vox_grid_coarsen */
+  const int64_t unit = (int64_t)1 << l;
   for (int q = 0; q < m->size; q++) {
     const int64_t a = m->first[q], b = m->first[q + 1];
-    if (a % 2 || (q < m->size - 1 && b % 2)) return 1;
-    const int64_t a1 = a / 2, b1 = q == m->size - 1 ? nz1 : b / 2;
-    if (b1 <= a1 || les1[b1] <= les1[a1]) return 1;
+    if (a % unit || (q < m->size - 1 && b % unit)) return 0;
+    const int64_t al = a >> l, bl = q == m->size - 1 ? nz : b >> l;
+    if (bl <= al || les[bl] <= les[al]) return 0;
   }
-  return 2;
+  return 1;
 }
 
 /* The layouts of a split level's vectors, `unit` entries a node (3, or the
@@ -1483,7 +1485,7 @@ static vox_status sparse_elsewhere_masks(vox_backend *be, mpi_sparse_level *l,
   return VOX_OK;
 }
 
-/* A split level (0, or 1: sparse_split_count) on the rank's slab (and,
+/* A split level (0, or a level below: sparse_splits) on the rank's slab (and,
  * until the diagonals, the slab with a layer of each neighbour). Its
  * parent words number the next level's slab where that is split too. */
 static vox_status sparse_split_create(vox_backend *be, const vox_sparse_level_desc *d,
@@ -1606,11 +1608,14 @@ static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_de
   l->level = d->level;
   vox_status s = VOX_OK;
   /* the solve makes level 0 first, then the coarser ones in order */
-  if (d->level == 0) m->sparse_split_levels = sparse_split_count(m, d);
+  if (d->level == 0) m->sparse_split_levels = 1;
   if (d->level < 0 || d->level >= d->n_levels || (d->level > 0 && !m->sparse_split[0])) {
     s = vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                   "the MPI backend's sparse levels are made from level 0 on, in order");
   } else if (d->level < m->sparse_split_levels) {
+    /* whether the next level splits too, before this one numbers its parents */
+    if (sparse_splits(m, d->level + 1, d->n_levels, d->parent_element_layer_start))
+      m->sparse_split_levels = d->level + 2;
     m->sparse_split[d->level] = l;
     s = sparse_split_create(be, d, l);
   } else {
@@ -1637,7 +1642,7 @@ static void sparse_level_share(const vox_backend *be, const vox_sparse_level_des
                                size_t *nodes, size_t *elements) {
   const impl *m = M(be);
   *nodes = d->n_nodes, *elements = d->n_elements;
-  if (l != d->level || l >= sparse_split_count(m, d)) return;
+  if (l != d->level || !sparse_splits(m, l, d->n_levels, d->element_layer_start)) return;
   int64_t a, b;
   sparse_slab(m, d, m->rank, &a, &b);
   *nodes = d->node_layer_start[b + 1] - d->node_layer_start[a];
@@ -2496,15 +2501,23 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first) {
   return 0;
 }
 
+/* The weight of layers [j step, (j + 1) step), those of them below nz. */
+static double block_weight(const double *weight, int64_t nz, int64_t step, int64_t j) {
+  double w = 0;
+  for (int64_t k = j * step; k < (j + 1) * step && k < nz; k++) w += weight[k];
+  return w;
+}
+
 int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first) {
   if (ranks < 1 || nz < ranks) return -1;
-  /* in pairs of layers where every rank gets one, so that the sparse
-   * storage's level 1 splits too (its slabs nest) */
-  const int64_t step = nz >= 2 * (int64_t)ranks ? 2 : 1, blocks = (nz + step - 1) / step;
+  /* in blocks of 4 layers (or 2) where every rank gets one, so that the
+   * sparse storage's levels 1 and 2 split too (their slabs nest:
+   * sparse_splits) */
+  int64_t step = (int64_t)1 << (SPARSE_SPLIT_MAX - 1);
+  while (step > 1 && nz < step * ranks) step /= 2;
+  const int64_t blocks = (nz + step - 1) / step;
   double total = 0;
   for (int64_t k = 0; k < nz; k++) total += weight[k];
-#define BLOCK_WEIGHT(j) \
-  (weight[(j) * step] + (step > 1 && (j) * step + 1 < nz ? weight[(j) * step + 1] : 0))
   first[0] = 0;
   first[ranks] = nz;
   double sum = 0; /* of the blocks before j */
@@ -2512,16 +2525,17 @@ int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t 
   for (int r = 1; r < ranks; r++) {
     const double share = total * r / ranks;
     /* past the blocks whose end is still short of the share */
-    while (j < blocks && sum + BLOCK_WEIGHT(j) <= share) sum += BLOCK_WEIGHT(j), j++;
+    double w;
+    while (j < blocks && sum + (w = block_weight(weight, nz, step, j)) <= share) sum += w, j++;
     /* j's own block to this rank where that ends nearer to the share */
-    if (j < blocks && sum + BLOCK_WEIGHT(j) - share < share - sum) sum += BLOCK_WEIGHT(j), j++;
+    if (j < blocks && sum + (w = block_weight(weight, nz, step, j)) - share < share - sum)
+      sum += w, j++;
     const int64_t lo = at + 1, hi = blocks - (ranks - r);
     at = j < lo ? lo : j > hi ? hi : j;
-    for (; j < at; j++) sum += BLOCK_WEIGHT(j);
-    for (; j > at; j--) sum -= BLOCK_WEIGHT(j - 1);
+    for (; j < at; j++) sum += block_weight(weight, nz, step, j);
+    for (; j > at; j--) sum -= block_weight(weight, nz, step, j - 1);
     first[r] = at * step;
   }
-#undef BLOCK_WEIGHT
   return 0;
 }
 

@@ -371,6 +371,39 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     opt.max_iterations = max_iterations;
     memset(u_split, 0, nd * sizeof *u_split);
   }
+  if (split && compression) {
+    /* four levels: level 2 splits too where every boundary divides by 4
+     * (and level 3 is the coarsest); the same CG iterations and
+     * displacements as one process, as in round 0 (in mixed precision
+     * within 1e-7: 1e-8 to 2e-8 with level 0 alone split, to 5e-8 with
+     * three levels, the float V-cycle's roundings) */
+    const int max_iterations = opt.max_iterations;
+    vox_solver_options defaults;
+    vox_solver_options_default(&defaults);
+    opt.max_iterations = defaults.max_iterations;
+    opt.mg_levels = 4;
+    memset(u_one, 0, nd * sizeof *u_one);
+    memset(u_split, 0, nd * sizeof *u_split);
+    vox_solve_result r_one[2] = {{0}}, r_many[2] = {{0}};
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, alone, &m, 0, 3, 1e-9, &opt, u_one, r_one));
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u_split, r_many));
+    double umax = 0, diff = 0;
+    for (size_t i = 0; i < nd; i++)
+      umax = fmax(umax, fabs(u_one[i])), diff = fmax(diff, fabs(u_split[i] - u_one[i]));
+    int by4 = 1;
+    for (int q = 1; q < ranks; q++) by4 &= slab_first(q) % 4 == 0;
+    const int levels = vox_mpi_backend_sparse_split_levels(split);
+    if (rank == 0)
+      printf("  4 levels, %d split: %d CG iterations against %d; max |u - u_one| / max |u| = "
+             "%.2e\n", levels, r_many[0].iterations, r_one[0].iterations, diff / umax);
+    CHECK(umax > 0 && diff <= (mixed ? 1e-7 : 1e-10) * umax);
+    CHECK(abs(r_many[0].iterations - r_one[0].iterations) <=
+          (mixed ? 1 + r_one[0].iterations / 10 : 0));
+    CHECK(r_many[0].levels == 4 && (ranks == 1 || !by4 || levels == 3));
+    opt.mg_levels = 3;
+    opt.max_iterations = max_iterations;
+    memset(u_split, 0, nd * sizeof *u_split);
+  }
   if (split && compression && coarse == VOX_SPARSE_COARSE_SPLIT && !mixed) {
     /* the memory check's share of levels 0 and 1: the rank's slab of a
      * split level (every element on one rank, the interface nodes on
@@ -454,9 +487,10 @@ static void memory(vox_context *ctx) {
 }
 
 /* vox_mpi_slabs_weighted: equal weights give equal slabs; uneven ones
- * slabs of about equal weight; weightless layers still a layer (a pair) a
- * rank; the boundaries in order, even where every rank gets a pair, and
- * covering the layers. */
+ * slabs of about equal weight, to a block of 4 layers; weightless layers
+ * still a layer (a block) a rank; the boundaries in order, multiples of 4
+ * where every rank gets 4 layers (of 2 where it gets 2), and covering the
+ * layers. */
 static void weighted_slabs(void) {
   int64_t first[5];
   double w[12];
@@ -465,7 +499,7 @@ static void weighted_slabs(void) {
   CHECK(first[0] == 0 && first[1] == 4 && first[2] == 8 && first[3] == 12);
   for (int k = 0; k < 12; k++) w[k] = k < 4 ? 10 : 1; /* 40 below, 8 above */
   CHECK(vox_mpi_slabs_weighted(w, 12, 2, first) == 0);
-  CHECK(first[1] == 2 && first[2] == 12); /* 20 and 28, against 30 and 18 at 3 */
+  CHECK(first[1] == 4 && first[2] == 12); /* 40 and 8: blocks of 4 layers (levels 0-2 nest) */
   for (int k = 0; k < 12; k++) w[k] = 0;
   w[11] = 5; /* all in the last layer */
   CHECK(vox_mpi_slabs_weighted(w, 12, 4, first) == 0);
@@ -473,9 +507,11 @@ static void weighted_slabs(void) {
   CHECK(vox_mpi_slabs_weighted(w, 7, 4, first) == 0); /* 7 < 2 x 4: single layers */
   for (int r = 0; r < 4; r++) CHECK(first[r + 1] > first[r]);
   CHECK(first[0] == 0 && first[4] == 7 && first[3] == 6);
-  for (int k = 0; k < 12; k++) w[k] = k == 5 ? 9 : 1; /* an odd layer's weight: pairs kept */
+  for (int k = 0; k < 12; k++) w[k] = k == 5 ? 9 : 1; /* an odd layer's weight: blocks kept */
   CHECK(vox_mpi_slabs_weighted(w, 12, 2, first) == 0);
-  CHECK(first[1] % 2 == 0 && first[2] == 12);
+  CHECK(first[1] % 4 == 0 && first[2] == 12);
+  CHECK(vox_mpi_slabs_weighted(w, 6, 2, first) == 0); /* 6 < 4 x 2: pairs */
+  CHECK(first[1] % 2 == 0 && first[2] == 6);
   CHECK(vox_mpi_slabs_weighted(w, 3, 4, first) == -1);
   if (rank == 0) printf("weighted slabs: checked\n");
 }

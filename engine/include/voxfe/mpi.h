@@ -31,9 +31,10 @@ int vox_mpi_slabs(int64_t nz, int ranks, int64_t *first);
  * equal shares of the layers' weights (weight[k] >= 0 for layer k: a
  * bone's elements in it, for its sparse storage): each boundary where the
  * running sum comes nearest to its share, every rank at least one layer,
- * and the boundaries even where nz >= 2 ranks (the sparse storage's level
- * 1 is then split as well: vox_mpi_backend_sparse_split_levels). first as
- * for vox_mpi_slabs; fails (returns -1) when nz < ranks. */
+ * and the boundaries multiples of 4 where nz >= 4 ranks, else of 2 where
+ * nz >= 2 ranks (the sparse storage's levels 1 and 2 are then split as
+ * well: vox_mpi_backend_sparse_split_levels). first as for vox_mpi_slabs;
+ * fails (returns -1) when nz < ranks. */
 int vox_mpi_slabs_weighted(const double *weight, int64_t nz, int ranks, int64_t *first);
 
 /* vox_mpi_slabs_weighted with each layer weighted by the model's non-empty
@@ -109,9 +110,9 @@ void vox_mpi_backend_slab(const vox_backend *be, int64_t *first, int64_t *end);
  * ranks (the others are gathered, the same on every rank). */
 int vox_mpi_backend_split_levels(const vox_backend *be);
 /* The same for the bone's sparse storage, as its last solve split it: 1
- * (level 0), or 2 (level 1 too, where every slab boundary is even, every
- * rank's half-slab holds bone and the hierarchy has 3 levels or more); 0
- * before a sparse solve. */
+ * (level 0) to 3; level l splits too where every slab boundary divides by
+ * 2^l, every rank's slab of level l holds bone and level l is not the
+ * coarsest. 0 before a sparse solve. */
 int vox_mpi_backend_sparse_split_levels(const vox_backend *be);
 
 /* How the ranks exchange interface layers: "MPI" (host memory), "direct
