@@ -56,7 +56,6 @@ static vox_status one_backend(vox_context *ctx, vox_backend **out) {
   return vox_backend_create_on(ctx, device, device_index, out);
 }
 
-/* The split backend, on the same kind of device. */
 /* Rank q's first layer of the nz-layer grids the parts split. */
 static int64_t slab_first(int q) {
   int64_t first[65];
@@ -65,6 +64,7 @@ static int64_t slab_first(int q) {
   return first[q];
 }
 
+/* The split backend, on the same kind of device. */
 static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vox_backend **out) {
   vox_backend_options ranks_backend;
   vox_backend_options_default(&ranks_backend);
