@@ -354,7 +354,7 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     vox_solve_result r[2];
     vox_solver_options defaults;
     vox_solver_options_default(&defaults);
-    const int max_iterations = opt.max_iterations;
+    const int max_iterations = opt.max_iterations; /* round 1's, for the automatic storage */
     opt.max_iterations = defaults.max_iterations;
     for (int record = 1; record >= 0; record--) {
       opt.sparse.record = record;
@@ -368,19 +368,12 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     const int slack = mixed ? 1 + r[0].iterations / 10 : device == VOX_DEVICE_CUDA;
     CHECK(abs(r[1].iterations - r[0].iterations) <= slack);
     opt.sparse.record = 1;
-    opt.max_iterations = max_iterations;
-    memset(u_split, 0, nd * sizeof *u_split);
-  }
-  if (split && compression) {
+
     /* four levels: level 2 splits too where every boundary divides by 4
      * (and level 3 is the coarsest); the same CG iterations and
      * displacements as one process, as in round 0 (in mixed precision
      * within 1e-7: 1e-8 to 2e-8 with level 0 alone split, to 5e-8 with
      * three levels, the float V-cycle's roundings) */
-    const int max_iterations = opt.max_iterations;
-    vox_solver_options defaults;
-    vox_solver_options_default(&defaults);
-    opt.max_iterations = defaults.max_iterations;
     opt.mg_levels = 4;
     memset(u_one, 0, nd * sizeof *u_one);
     memset(u_split, 0, nd * sizeof *u_split);
