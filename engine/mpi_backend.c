@@ -1861,15 +1861,17 @@ static vox_status sparse_sum_coarse(vox_backend *be, mpi_sparse_level *f, vox_ve
   return s;
 }
 
-/* v (double, an interface layer of the stage or a view) with its entries
- * where mask is 1 replaced by those of `with` (NULL: by 0), exactly: v
- * less v .* mask, plus with .* mask (`with` overwritten), each sum having
- * a zero term. `scratch`: as long as v. */
-static vox_status sparse_select(vox_backend *be, vox_vec *v, const vox_vec *mask, vox_vec *with,
-                                vox_vec *scratch) {
+/* The exact selections of the interface layers (double: a layer of the
+ * stage or a view) by 0/1 masks, each sum having a zero term: v's entries
+ * where mask is 1 made 0 (`scratch` as long as v), and then `with`'s added
+ * there (`with` overwritten). */
+static vox_status sparse_drop_masked(vox_backend *be, vox_vec *v, const vox_vec *mask,
+                                     vox_vec *scratch) {
   TRY(C(be)->vec->mult(IN(be), scratch, v, mask));
-  TRY(C(be)->vec->axpy(IN(be), v, -1, scratch));
-  if (!with) return VOX_OK;
+  return C(be)->vec->axpy(IN(be), v, -1, scratch);
+}
+static vox_status sparse_add_masked(vox_backend *be, vox_vec *v, const vox_vec *mask,
+                                    vox_vec *with) {
   TRY(C(be)->vec->mult(IN(be), with, with, mask));
   return C(be)->vec->axpy(IN(be), v, 1, with);
 }
@@ -1890,12 +1892,11 @@ static vox_status sparse_zero_elsewhere(vox_backend *be, mpi_sparse_level *f, co
     vox_vec axl = part(ax, at, side[k]), t = part(&f->stage, in_stage, side[k]),
             u = part(&f->stage, half + in_stage, side[k]);
     TRY(C(be)->vec->copy(IN(be), &t, &axl));
-    TRY(sparse_select(be, &t, mask[k], NULL, &u));
+    TRY(sparse_drop_masked(be, &t, mask[k], &u));
     if (b) { /* u free again: b's layer in it */
       const vox_vec bl = part(b, at, side[k]);
       TRY(C(be)->vec->copy(IN(be), &u, &bl));
-      TRY(C(be)->vec->mult(IN(be), &u, &u, mask[k]));
-      TRY(C(be)->vec->axpy(IN(be), &t, 1, &u));
+      TRY(sparse_add_masked(be, &t, mask[k], &u));
     }
     TRY(C(be)->vec->copy(IN(be), &axl, &t)); /* exact: ax's and b's own values */
   }
@@ -1921,7 +1922,8 @@ static vox_status sparse_take_elsewhere(vox_backend *be, mpi_sparse_level *f, vo
   for (int k = 0; k < 2; k++) {
     if (!side[k]) continue;
     vox_vec u = part(&f->stage, nb + na + (k ? nb : 0), side[k]);
-    TRY(sparse_select(be, mine[k], mask[k], theirs[k], &u));
+    TRY(sparse_drop_masked(be, mine[k], mask[k], &u));
+    TRY(sparse_add_masked(be, mine[k], mask[k], theirs[k]));
     if (x->scalar != VOX_DOUBLE) {
       vox_vec xl = part(x, k ? x->n - side[k] : 0, side[k]);
       TRY(C(be)->vec->copy(IN(be), &xl, mine[k]));
