@@ -212,7 +212,7 @@ static __global__ void smoother_step_kernel(const double *__restrict__ b,
   VOX_GRID_STRIDE(i, n) {
     const double r = w[i] * (ax ? b[i] - ax[i] : b[i]);
     const double di = beta != 0 ? alpha * r + beta * d[i] : alpha * r;
-    d[i] = di;
+    if (d) d[i] = di;
     x[i] = ax ? x[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
 }
@@ -221,7 +221,8 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
                                 const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                                 vox_vec *x) {
   smoother_step_kernel<<<vox_cuda_grid(x->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      b->data, ax ? ax->data : NULL, inv_diag->data, alpha, beta, d->data, x->data, x->n);
+      b->data, ax ? ax->data : NULL, inv_diag->data, alpha, beta, d ? d->data : NULL, x->data,
+      x->n);
   CUDA_LAUNCHED(be, "smoother step");
   return VOX_OK;
 }

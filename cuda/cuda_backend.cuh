@@ -182,7 +182,7 @@ static __device__ __forceinline__ void row_out(int64_t i, double y, const double
   } else {
     const double r = __ldg(e.w + i) * (__ldg(e.b + i) - y);
     const double di = e.beta != 0 ? e.alpha * r + e.beta * e.d[i] : e.alpha * r;
-    e.d[i] = di;
+    if (e.d) e.d[i] = di; /* NULL: a one-step smoother keeps no direction */
     out[i] = __ldg(x + i) + di;
   }
 }

@@ -898,7 +898,7 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
 vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *b,
                               const vox_vec *x, const vox_vec *inv_diag, double alpha,
                               double beta, vox_vec *d, vox_vec *x_out, int flags) {
-  const row_epilogue e = {b->data, inv_diag->data, alpha, beta, d->data};
+  const row_epilogue e = {b->data, inv_diag->data, alpha, beta, d ? d->data : NULL};
   return fused_apply<ROW_SMOOTH>(be, op, x, x_out, e, flags, "the fused smoothing step");
 }
 

@@ -166,7 +166,8 @@ typedef struct vox_vector_ops {
    * of four): d = alpha inv_diag .* (b - ax) + beta d, then x += d. ax NULL
    * means a zero start: x = 0 is implied, so x is overwritten with d
    * without being read (it may hold anything, and needs no zeroing pass);
-   * beta = 0 overwrites d (which may hold anything). */
+   * beta = 0 overwrites d (which may hold anything); d NULL (beta 0 only)
+   * keeps no direction: a smoother of one step never reads it again. */
   vox_status (*smoother_step)(vox_backend *be, const vox_vec *b, const vox_vec *ax,
                               const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                               vox_vec *x);
@@ -217,7 +218,8 @@ typedef struct vox_operator_ops {
    * memory).
    * With y = K x (eliminated; `flags` as for op->apply):
    *   op->smooth:   d = alpha inv_diag .* (b - y) + beta d, x_out = x + d
-   *                (smoother_step with a product; beta = 0 overwrites d);
+   *                (smoother_step with a product; beta = 0 overwrites d, and
+   *                d NULL with beta 0 keeps none);
    *   op->residual: r = b - y.
    * The output must not alias x, whose neighbouring values the product
    * reads. */

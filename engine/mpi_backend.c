@@ -494,11 +494,10 @@ static vox_status vec_smoother_step(vox_backend *be, const vox_vec *b, const vox
                                     vox_vec *x) {
   LOCAL1(b);
   LOCAL1(inv_diag);
-  LOCAL1(d);
   LOCAL1(x);
-  vox_vec ax_ = ax ? loc(ax) : (vox_vec){0};
-  return C(be)->vec->smoother_step(IN(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta, &d_,
-                                   &x_);
+  vox_vec ax_ = ax ? loc(ax) : (vox_vec){0}, d_ = d ? loc(d) : (vox_vec){0};
+  return C(be)->vec->smoother_step(IN(be), &b_, ax ? &ax_ : NULL, &inv_diag_, alpha, beta,
+                                   d ? &d_ : NULL, &x_);
 }
 
 /* The owned part of a vector, a vector of the ranks' backend. */
@@ -751,19 +750,21 @@ static vox_status edge_start(vox_backend *be, mpi_operator *op, const vox_vec *x
  * after a fused step on the slab, what the neighbour's part of K x changes
  * (r = b - K x: a = 1; the smoothing step's d and x: a = alpha, w the
  * inverse diagonal). The parts in M(be)->recv become their products with
- * w. */
+ * w (v NULL: only that, for a smoothing step that keeps no d). */
 static vox_status edge_finish(vox_backend *be, mpi_operator *op, vox_vec *v, double a,
                               const vox_vec *w) {
   impl *m = M(be);
   const size_t u = m->lv[0].nodes.unit;
   for (int side = 0; side < 2; side++) {
     if (!op->edge[side]) continue;
-    const size_t at = side == 0 ? 0 : v->n - u;
-    vox_vec r = part(&m->recv, side == 0 ? 0 : u, u), layer = part(v, at, u);
+    const size_t at = side == 0 ? 0 : (w ? w : v)->n - u;
+    vox_vec r = part(&m->recv, side == 0 ? 0 : u, u);
     if (w) {
       const vox_vec wl = part(w, at, u);
       TRY(C(be)->vec->mult(IN(be), &r, &r, &wl));
     }
+    if (!v) continue;
+    vox_vec layer = part(v, at, u);
     TRY(C(be)->vec->axpy(IN(be), &layer, -a, &r));
   }
   return VOX_OK;
@@ -807,14 +808,14 @@ static vox_status op_smooth(vox_backend *be, vox_operator *o, const vox_vec *b, 
   LOCAL1(x);
   LOCAL1(b);
   LOCAL1(inv_diag);
-  LOCAL1(d);
   LOCAL1(x_out);
+  vox_vec d_ = d ? loc(d) : (vox_vec){0}, *dp = d ? &d_ : NULL;
   if (!parallel(M(be), &M(be)->lv[0].nodes))
-    return C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, &d_, &x_out_,
+    return C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, dp, &x_out_,
                              flags);
   TRY(edge_start(be, op, &x_, flags));
-  TRY(C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, &d_, &x_out_, flags));
-  TRY(edge_finish(be, op, &d_, alpha, &inv_diag_));
+  TRY(C(be)->op->smooth(IN(be), op->local, &b_, &x_, &inv_diag_, alpha, beta, dp, &x_out_, flags));
+  TRY(edge_finish(be, op, dp, alpha, &inv_diag_));
   /* x_out = x + d: the same change, alpha y' .* inv_diag, which the call
    * above left in M(be)->recv */
   return edge_finish(be, op, &x_out_, alpha, NULL);

@@ -189,6 +189,22 @@ vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v) {
   return VOX_OK;
 }
 
+/* Smoothing steps on level l (the fine level may take fewer). */
+static int steps_on(const vox_solver_options *options, int l) {
+  return l == 0 && options->fine_smoothing_steps > 0 ? options->fine_smoothing_steps
+                                                     : options->smoothing_steps;
+}
+
+/* Whether level l keeps the smoothing direction d between steps: only a
+ * Chebyshev smoother of more than one step reads it again (beta d, beta 0
+ * on a first step and always for Jacobi). The fine level of the
+ * optimizer's elasticity (one step) so keeps none: 8 bytes a dof less, the
+ * same iterates. The coarse levels keep theirs (an eighth of the size,
+ * and the backends' stencil steps take no NULL). */
+static int keeps_direction(const vox_solver_options *options, int l) {
+  return l > 0 || (options->smoother == VOX_SMOOTHER_CHEBYSHEV && steps_on(options, l) > 1);
+}
+
 void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
                    const vox_solver_options *options, vox_multigrid *mg, vox_layout *out) {
   const int levels = mg ? mg->n_levels
@@ -214,7 +230,8 @@ void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
     }
     if (l < levels - 1) { /* the coarsest level only solves */
       if (l > 0) vox_layout_vec(out, "multigrid: r", n, VOX_DOUBLE, lv ? &lv->r : NULL);
-      vox_layout_vec(out, "multigrid: d", n, VOX_DOUBLE, lv ? &lv->d : NULL);
+      if (keeps_direction(options, l))
+        vox_layout_vec(out, "multigrid: d", n, VOX_DOUBLE, lv ? &lv->d : NULL);
     } else {
       if (n <= be->ops->mg->dense_coarse_dofs) /* L and L^-1 */
         vox_layout_object(out, "multigrid coarsest factor (L, L^-1)",
@@ -464,6 +481,11 @@ static void smoothing_next(const vox_multigrid *mg, smoothing *s) {
   s->rho = rho_new;
 }
 
+/* The level's smoothing direction, NULL where it keeps none. */
+static vox_vec *level_d(vox_multigrid *mg, int l) {
+  return mg->level[l].d.data ? &mg->level[l].d : NULL;
+}
+
 /* One fused smoothing step on level l (op->smooth / stencil_smooth):
  * d = alpha D^-1 (b - A x) + beta d, x_out = x + d. */
 static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const vox_vec *x,
@@ -471,8 +493,8 @@ static vox_status level_smooth(vox_multigrid *mg, int l, const vox_vec *b, const
   vox_backend *be = mg->be;
   vox_mg_level *lv = &mg->level[l];
   if (l == 0)
-    return be->ops->op->smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta, &lv->d, x_out,
-                               level_flags(mg));
+    return be->ops->op->smooth(be, mg->fine, b, x, &lv->inv_diag, s->alpha, s->beta,
+                               level_d(mg, 0), x_out, level_flags(mg));
   return be->ops->mg->stencil_smooth(be, lv->stencil, b, x, &lv->inv_diag, s->alpha, s->beta,
                                      &lv->d, x_out);
 }
@@ -504,10 +526,8 @@ static const vox_vec *level_b(const vox_multigrid *mg, int l) {
 }
 static vox_vec *level_x(vox_multigrid *mg, int l) { return l ? &mg->level[l].x : mg->cycle_x; }
 
-static int level_steps(const vox_multigrid *mg, int l) {
-  return l == 0 && mg->options.fine_smoothing_steps > 0 ? mg->options.fine_smoothing_steps
-                                                        : mg->options.smoothing_steps;
-}
+static int level_steps(const vox_multigrid *mg, int l) { return steps_on(&mg->options, l); }
+
 
 /* `steps` smoothing steps from lv->cur (the first from zero where
  * `from_zero`), the iterate swapping between cur and other. */
@@ -517,8 +537,8 @@ static vox_status smooth_steps(vox_multigrid *mg, int l, int from_zero) {
   vox_vec *t;
   smoothing s = smoothing_start(mg, l);
   if (from_zero)
-    TRY(mg->be->ops->vec->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta, &lv->d,
-                                        lv->cur));
+    TRY(mg->be->ops->vec->smoother_step(mg->be, b, NULL, &lv->inv_diag, s.alpha, s.beta,
+                                        level_d(mg, l), lv->cur));
   for (int k = from_zero ? 1 : 0; k < level_steps(mg, l); k++) {
     if (k > 0) smoothing_next(mg, &s);
     TRY(level_smooth(mg, l, b, lv->cur, &s, lv->other));

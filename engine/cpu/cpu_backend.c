@@ -144,13 +144,13 @@ static vox_status smoother_step(vox_backend *be, const vox_vec *b, const vox_vec
                                 vox_vec *x) {
   const double *restrict bb = b->data, *restrict aa = ax ? ax->data : NULL,
                          *restrict w = inv_diag->data;
-  double *restrict dd = d->data, *restrict xx = x->data;
+  double *restrict dd = d ? d->data : NULL, *restrict xx = x->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
     const double r = w[i] * (aa ? bb[i] - aa[i] : bb[i]);
     const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
-    dd[i] = di;
+    if (dd) dd[i] = di;
     xx[i] = aa ? xx[i] + di : di; /* a zero start: x is not read (it need not be zeroed) */
   }
   return VOX_OK;
@@ -162,13 +162,13 @@ static void finish_smooth(vox_backend *be, const vox_vec *b, const vox_vec *x,
                           const vox_vec *inv_diag, double alpha, double beta, vox_vec *d,
                           vox_vec *x_out) {
   const double *restrict bb = b->data, *restrict xx = x->data, *restrict w = inv_diag->data;
-  double *restrict dd = d->data, *restrict out = x_out->data;
+  double *restrict dd = d ? d->data : NULL, *restrict out = x_out->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) {
     const double r = w[i] * (bb[i] - out[i]);
     const double di = beta != 0 ? alpha * r + beta * dd[i] : alpha * r;
-    dd[i] = di;
+    if (dd) dd[i] = di;
     out[i] = xx[i] + di;
   }
 }

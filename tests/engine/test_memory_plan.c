@@ -235,6 +235,18 @@ static void test_layouts_are_allocations(vox_context *ctx) {
            counted, vox_layout_bytes(&l));
     CHECK(mg && (double)counted == vox_layout_bytes(&l));
     vox_mg_destroy(mg);
+    /* one Chebyshev step on the fine level (the optimizer's elasticity):
+     * no fine smoothing direction, one fine vector less */
+    const double two_steps = vox_layout_bytes(&l);
+    so.fine_smoothing_steps = 1;
+    start_count();
+    mg = NULL;
+    CHECK_OK(ctx, vox_mg_create(be, fem->op, &g, 3, 0, &so, &mg));
+    vox_layout_init(&l);
+    vox_mg_layout(be, &g, 3, &so, NULL, &l);
+    CHECK(mg && (double)counted == vox_layout_bytes(&l));
+    CHECK(vox_layout_bytes(&l) == two_steps - (double)(fem->n_dofs * sizeof(double)));
+    vox_mg_destroy(mg);
   }
 
   start_count();
@@ -293,8 +305,11 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history,
   vox_optimize_result r;
   start_count();
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+  /* the options as vox_optimize resolves them for elasticity on a bounded grid */
+  vox_solver_options planned = opt.solver;
+  planned.fine_smoothing_steps = 1;
   check_plan(update == VOX_UPDATE_MMA ? "MMA: " : start_history ? "start history: " : "",
-             (double)vox_memory_needed(be, &g, 3, 1, 0, &opt.solver,
+             (double)vox_memory_needed(be, &g, 3, 1, 0, &planned,
                                        vox_memory_optimizer_vectors(&m, &opt)));
   vox_model_free(&m);
   be->ops = &counting_ops; /* destroy through the same table */
