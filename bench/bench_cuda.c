@@ -350,7 +350,9 @@ static int cantilever_mode(int argc, char **argv) {
          opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
   size_t free0, total;
   if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
-  const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &opt.solver,
+  vox_solver_options solving;
+  vox_memory_optimizer_solver(&model, &opt, &solving);
+  const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &solving,
                                            vox_memory_optimizer_vectors(&model, &opt));
 
   watch w = {.be = be, .min_free = free0, .n_cases = n_cases};

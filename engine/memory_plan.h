@@ -28,6 +28,11 @@
  * element indices (mma_design.h). */
 int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt);
 
+/* The solver options vox_optimize solves with (the fine smoothing steps and
+ * the tolerance resolved), for its memory plan. */
+void vox_memory_optimizer_solver(const vox_model *model, const vox_optimizer_options *opt,
+                                 vox_solver_options *out);
+
 /* Bytes on the backend for a grid of `dofs_per_node` with `n_cases` load
  * cases and its solver; `prescribed`: some displacement is prescribed
  * non-zero (three more vectors); `optimizing`, when not 0, the optimizer's

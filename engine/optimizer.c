@@ -578,6 +578,22 @@ static void state_layout(size_t ne, vox_filter_type filter, int every_design, op
     vox_layout_vec(l, "optimizer: passive values", ne, VOX_DOUBLE, s ? &s->own_passive : NULL);
 }
 
+void vox_memory_optimizer_solver(const vox_model *model, const vox_optimizer_options *opt,
+                                 vox_solver_options *out) {
+  *out = opt->solver;
+  /* One smoothing step on the fine level pays for elasticity on a bounded
+   * grid, where the fine products are most of a cycle; not for a periodic
+   * cell, whose solves stop after a few CG iterations at a loose tolerance,
+   * nor for heat conduction, whose products are a third as costly: the
+   * extra CG iterations cost more there (docs/benchmarks.md). */
+  if (out->fine_smoothing_steps == VOX_FINE_SMOOTHING_AUTO)
+    out->fine_smoothing_steps = opt->cell_objective == VOX_CELL_NONE &&
+                                        model->physics == VOX_PHYSICS_ELASTICITY
+                                    ? 1
+                                    : 0;
+  out->rtol = vox_optimizer_rtol(opt);
+}
+
 int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt) {
   vox_layout l;
   vox_layout_init(&l);
@@ -1131,16 +1147,8 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
                         const vox_optimizer_options *options, vox_optimize_result *result) {
   memset(result, 0, sizeof *result);
   const int cell = options->cell_objective != VOX_CELL_NONE;
-  /* One smoothing step on the fine level pays for elasticity on a bounded
-   * grid, where the fine products are most of a cycle; not for a periodic
-   * cell, whose solves stop after a few CG iterations at a loose tolerance,
-   * nor for heat conduction, whose products are a third as costly: the
-   * extra CG iterations cost more there (docs/benchmarks.md). */
   vox_optimizer_options resolved = *options;
-  if (resolved.solver.fine_smoothing_steps == VOX_FINE_SMOOTHING_AUTO)
-    resolved.solver.fine_smoothing_steps =
-        !cell && model->physics == VOX_PHYSICS_ELASTICITY ? 1 : 0;
-  resolved.solver.rtol = vox_optimizer_rtol(options);
+  vox_memory_optimizer_solver(model, options, &resolved.solver);
   /* a cell without a design of its own: seed 003's trigonometric family
    * (a uniform density is a stationary point of every cell objective) */
   vox_initial_design cell_start;

@@ -305,9 +305,9 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history,
   vox_optimize_result r;
   start_count();
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
-  /* the options as vox_optimize resolves them for elasticity on a bounded grid */
-  vox_solver_options planned = opt.solver;
-  planned.fine_smoothing_steps = 1;
+  vox_solver_options planned;
+  vox_memory_optimizer_solver(&m, &opt, &planned);
+  CHECK(planned.fine_smoothing_steps == 1); /* elasticity on a bounded grid */
   check_plan(update == VOX_UPDATE_MMA ? "MMA: " : start_history ? "start history: " : "",
              (double)vox_memory_needed(be, &g, 3, 1, 0, &planned,
                                        vox_memory_optimizer_vectors(&m, &opt)));
