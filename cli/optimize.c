@@ -220,6 +220,16 @@ static void format_cell_solver(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_cell_solver_use_name(*(const vox_cell_solver_use *)value));
 }
 
+static int parse_by_turns(const char *what, const char *text, void *value) {
+  if (vox_by_turns_parse(text, value) == 0) return 0;
+  cli_error("%s: expected auto, off or on, got '%s'", what, text);
+  return -1;
+}
+
+static void format_by_turns(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_by_turns_name(*(const vox_by_turns *)value));
+}
+
 #define AT(member) offsetof(settings, member)
 /* Accepted ranges: (a, b] is {a, b, 1, 0}. */
 #define POSITIVE {0, INFINITY, 1, 0}
@@ -430,6 +440,15 @@ static const cli_option options[] = {
              "(phased), or with CG in double (off); auto: the first of off, on and phased that "
              "fits the device's memory",
      .parse = parse_cell_solver, .format = format_cell_solver},
+    {.name = "by-turns", .arg = "USE", .kind = CLI_CUSTOM, .offset = AT(opt.solver.by_turns),
+     .flags = CLI_RECORD,
+     .help = "problems on a bounded grid (the OC update, no design constraints): the "
+             "optimizer's per-element vectors and its filter wait in host memory during the "
+             "solves, and the solver's vectors and multigrid are freed during the rest of each "
+             "design iteration (on): about a fifth less device memory for two copies of the "
+             "design a design iteration, the same design; auto: on where the run does not fit "
+             "otherwise",
+     .parse = parse_by_turns, .format = format_by_turns},
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
            "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
            "iteration and keep them in between (a solve that breaks down with kept bounds is "
@@ -750,6 +769,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            cli_seconds_between(&t0, &t1),
            result.total_cg_iterations);
     if (result.adjoint_gpu >= 0) printf(", adjoint on GPU %d", result.adjoint_gpu);
+    if (result.by_turns) printf(", solver and design by turns");
     if (result.reason == VOX_STOP_CONTINUATION_UNFINISHED)
       printf(" (p %.4g of %g, q %.4g of %g)", result.final_penalty, s->opt.penalty,
              result.final_q, s->opt.q_max);

@@ -147,6 +147,13 @@ typedef struct vox_vector_ops {
    * for a half one): double and half vectors. */
   vox_status (*upload)(vox_backend *be, vox_vec *v, const void *host);
   vox_status (*download)(vox_backend *be, const vox_vec *v, void *host);
+  /* Optional (NULL: v->n entries, download and upload): the entries of a
+   * double vector that this process holds (an MPI rank's part, its halo
+   * included), to host memory and back, for a vector that waits off the
+   * backend for a while (optimizer.c's turns) without a gather. */
+  size_t (*held_n)(vox_backend *be, const vox_vec *v);
+  vox_status (*held_download)(vox_backend *be, const vox_vec *v, double *host);
+  vox_status (*held_upload)(vox_backend *be, vox_vec *v, const double *host);
   vox_status (*set)(vox_backend *be, vox_vec *v, double a); /* v = a */
   /* dst = src, of the same length, between double and half vectors in
    * either direction: to half, rounded to the nearest binary16 (ties to
@@ -399,6 +406,10 @@ typedef struct vox_backend_ops {
    * `grid` this process holds, and whether that part lives in a device's
    * fixed memory (which `memory` then describes), for the memory check. */
   int (*memory_part)(const vox_backend *be, const vox_grid *grid, vox_grid *part);
+  /* Optional (NULL: one process, `value` itself): the largest `value` of
+   * the processes a backend splits its grids over, for a choice every one
+   * of them must make alike (memory_plan.c's by turns); each calls it. */
+  int (*agree_max)(vox_backend *be, int value);
   /* Host memory for what waits off the backend and comes back (a phased
    * cell solve's parked vectors): page-locked on a GPU, whose copies from
    * and to it then run at the bus's speed. host_free takes NULL. */

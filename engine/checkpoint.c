@@ -292,8 +292,8 @@ static vox_status multigrid_restore(vox_context *ctx, const vox_optimizer_option
   TRY(st);
   if (!fem->mg) {
     /* made now rather than on the first solve, so that it has the bounds */
-    TRY(vox_mg_create(fem->be, fem->op, &fem->grid, fem->dpn, fem->jacobi_bound, &opt->solver,
-                      &fem->mg));
+    TRY((fem->solver_released ? vox_mg_create_released : vox_mg_create)(
+        fem->be, fem->op, &fem->grid, fem->dpn, fem->jacobi_bound, &opt->solver, &fem->mg));
     fem->mg_stale = 1;
   }
   vox_multigrid *mg = fem->mg;

@@ -185,25 +185,57 @@ static void case_forces(const vox_model *model, const fem_host *h, int load_case
   }
 }
 
+void vox_fem_solver_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l) {
+  const size_t nd = (size_t)shape->dofs_per_node * (size_t)vox_grid_nodes(shape->grid);
+  vox_layout_vec(l, "inverse diagonal (double, per dof)", nd, VOX_DOUBLE,
+                 fem ? &fem->inv_diag : NULL);
+  vox_ksp_work_layout(nd, fem ? &fem->pcg : NULL, l);
+}
+
+vox_status vox_fem_release_solver(vox_fem *fem) {
+  vox_backend *be = fem->be;
+  if (fem->inv_diag.data) be->ops->vec->destroy(be, &fem->inv_diag);
+  fem->inv_diag = (vox_vec){0};
+  vox_ksp_work_destroy(be, &fem->pcg);
+  memset(&fem->pcg, 0, sizeof fem->pcg);
+  if (fem->mg) vox_mg_release(fem->mg);
+  fem->solver_released = 1;
+  return VOX_OK;
+}
+
+vox_status vox_fem_acquire_solver(vox_fem *fem) {
+  if (!fem->solver_released) return VOX_OK;
+  const vox_fem_shape shape = {.grid = &fem->grid, .dofs_per_node = fem->dpn};
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_fem_solver_layout(&shape, fem, &l);
+  vox_status s = vox_layout_create(fem->be, &l);
+  if (s == VOX_OK && fem->mg) s = vox_mg_acquire(fem->mg);
+  if (s == VOX_OK) fem->solver_released = 0;
+  /* the diagonal and the hierarchy hold nothing yet */
+  if (s == VOX_OK) s = vox_fem_update(fem);
+  if (s != VOX_OK) vox_fem_release_solver(fem);
+  return s;
+}
+
 void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l) {
   const size_t ne = (size_t)vox_grid_elements(shape->grid);
   const size_t nodes = (size_t)vox_grid_nodes(shape->grid);
   const size_t nd = (size_t)shape->dofs_per_node * nodes;
-  vox_layout_vec(l, "solid E per element (fem)", ne, VOX_DOUBLE, fem ? &fem->e_solid : NULL);
+  if (!shape->without_solver) /* by turns, the solid E waits with the design */
+    vox_layout_vec(l, "solid E per element (fem)", ne, VOX_DOUBLE, fem ? &fem->e_solid : NULL);
   vox_layout_vec(l, "moduli per element (fem)", ne, VOX_DOUBLE, fem ? &fem->moduli : NULL);
   if (shape->output)
     vox_layout_vec(l, "output vector (a mechanism's l)", nd, VOX_DOUBLE,
                    fem ? &fem->output : NULL);
   if (shape->lean) return; /* nor fixed flags: the operator keeps none (fem.h) */
-  vox_layout_vec(l, "inverse diagonal (double, per dof)", nd, VOX_DOUBLE,
-                 fem ? &fem->inv_diag : NULL);
+  if (!shape->without_solver) vox_fem_solver_layout(shape, fem, l);
   if (shape->prescribed) {
     vox_layout_vec(l, "prescribed values: lift", nd, VOX_DOUBLE, fem ? &fem->lift : NULL);
     vox_layout_vec(l, "prescribed values: rhs", nd, VOX_DOUBLE, fem ? &fem->rhs : NULL);
     vox_layout_vec(l, "prescribed values: correction", nd, VOX_DOUBLE,
                    fem ? &fem->correction : NULL);
   }
-  vox_ksp_work_layout(nd, fem ? &fem->pcg : NULL, l);
   for (int c = 0; c < shape->n_cases; c++)
     vox_layout_vec(l, "force vectors (per load case)", nd, VOX_DOUBLE,
                    fem ? &fem->force[c] : NULL);
@@ -395,6 +427,8 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
 static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_ksp_history *history,
                       const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
+  if (fem->solver_released)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "a solve with the solver released");
   vox_pc_jacobi jacobi;
   vox_pc pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));

@@ -34,6 +34,7 @@ typedef struct vox_fem {
   int mg_stale;        /* the moduli changed since the last multigrid (or cell solver) setup */
   int bound_redos;     /* solves redone with fresh multigrid bounds (fem.c) */
   int storage_redos;   /* solves redone with float coarse levels (fem.c) */
+  int solver_released; /* vox_fem_release_solver: no solve until vox_fem_acquire_solver */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 
@@ -45,6 +46,9 @@ typedef struct vox_fem_shape {
   int lean;       /* vox_fem_create_lean: the moduli and the solid E only */
   int prescribed; /* some prescribed value is non-zero: lift, rhs, correction */
   int output;     /* a mechanism's output vector */
+  int without_solver; /* the plan of a solver that takes turns: its part counted apart
+                         (vox_fem_solver_layout), the solid E too (it waits with the
+                         optimizer's vectors) */
 } vox_fem_shape;
 
 /* The fem's backend memory (layout.h): its vectors, the CG work vectors
@@ -52,6 +56,18 @@ typedef struct vox_fem_shape {
  * counted only (the memory plan), else made at fem's vectors, whose
  * `force` array has n_cases places. */
 void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l);
+/* Its solver's part, which vox_fem_release_solver frees: the inverse
+ * diagonal and CG's four work vectors. */
+void vox_fem_solver_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l);
+
+/* The solver's memory off the backend between solves, for data that takes
+ * turns with it (the optimizer's by turns): the inverse diagonal, CG's work
+ * vectors and the multigrid's stencils and vectors (what the hierarchy
+ * knows is kept: multigrid.h). vox_fem_acquire_solver makes them again and
+ * refreshes them for the current moduli (vox_fem_update). A solve needs
+ * the solver acquired. */
+vox_status vox_fem_release_solver(vox_fem *fem);
+vox_status vox_fem_acquire_solver(vox_fem *fem);
 
 /* Builds the system; element moduli start at each material's E. Fails if
  * the materials in use have different Poisson ratios (one element matrix). */

@@ -36,6 +36,23 @@ static void add_layout(vox_memory_plan *plan, const vox_layout *l) {
   for (int i = 0; i < l->n; i++) add(plan, l->entry[i].what, l->entry[i].bytes);
 }
 
+/* The objective's vectors (objective.c): a mechanism's adjoint and work
+ * vector are two more cases of the caller's (an upper bound of their
+ * histories: the adjoint keeps none). */
+static void add_objective(vox_memory_plan *plan, int n_cases, double dofs, double elements,
+                          int prescribed, const vox_solver_options *solver) {
+  const vox_objective_shape shape = {.kind = VOX_OBJECTIVE_COMPLIANCE,
+                                     .n_cases = n_cases,
+                                     .unit_weights = 1,
+                                     .n_dofs = (size_t)dofs,
+                                     .n_elements = (size_t)elements,
+                                     .start_history = prescribed ? 0 : solver->start_history};
+  vox_layout l;
+  vox_layout_init(&l);
+  vox_objective_layout(&shape, NULL, &l);
+  add_layout(plan, &l);
+}
+
 void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                            int prescribed, const vox_solver_options *solver, int optimizing,
                            vox_memory_plan *plan) {
@@ -56,13 +73,17 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * optimizer's per-element vectors, the fem's moduli and solid E and the
    * filter, counted below */
   const int phased = cell_solver > 0 && fields == VOX_HOMOG_CELL_SOLVER_PHASED;
+  /* by turns (vox_solver_options.by_turns): the solver's part and the
+   * optimizer's, the larger counted below */
+  const int turns = optimizing && !periodic && solver->by_turns == VOX_BY_TURNS_ON;
   vox_layout l;
   if (!phased) { /* the fem (fem.c), lean beside the cell solver */
     const vox_fem_shape shape = {.grid = grid,
                                  .dofs_per_node = dpn,
                                  .n_cases = periodic ? 1 : n_cases,
                                  .lean = cell_solver > 0,
-                                 .prescribed = prescribed};
+                                 .prescribed = prescribed,
+                                 .without_solver = turns};
     vox_layout_init(&l);
     vox_fem_layout(&shape, NULL, &l);
     add_layout(plan, &l);
@@ -72,7 +93,7 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * none: the energy form of C^H does not sum the moduli) */
   if (periodic && !optimizing) add(plan, "cell fields (double)", n_cases * D * dofs);
   if (periodic && !optimizing) add(plan, "ones per element", D * elements);
-  if (solver->preconditioner == VOX_PC_MULTIGRID && !cell_solver) { /* multigrid.c */
+  if (solver->preconditioner == VOX_PC_MULTIGRID && !cell_solver && !turns) { /* multigrid.c */
     vox_layout_init(&l);
     vox_mg_layout(be, grid, dpn, solver, NULL, &l);
     add_layout(plan, &l);
@@ -113,6 +134,23 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
           half ? "final evaluation: the six fields (half)" : "final evaluation: the six fields",
           VOX_STRAINS * field);
       add(plan, "work vector of the half fields (double)", work);
+    } else if (turns) {
+      /* the solve: the fem's solver part, the multigrid and the element
+       * energies it makes; the update: the optimizer's vectors, the solid E
+       * and the filter (optimizer.c, turn_to_solve) */
+      const vox_fem_shape shape = {.grid = grid, .dofs_per_node = dpn};
+      vox_layout_init(&l);
+      vox_fem_solver_layout(&shape, NULL, &l);
+      if (solver->preconditioner == VOX_PC_MULTIGRID) vox_mg_layout(be, grid, dpn, solver, NULL, &l);
+      const double solve = vox_layout_bytes(&l) + D * elements;
+      const double update = state + D * elements + filter;
+      add(plan,
+          solve >= update ? "by turns, the solve: inverse diagonal, CG vectors, multigrid, "
+                            "element energies"
+                          : "by turns, the update: the optimizer's vectors, the solid E, the "
+                            "filter",
+          fmax(solve, update));
+      add_objective(plan, n_cases, dofs, elements, prescribed, solver);
     } else if (optimizing) {
       add(plan, "optimizer: vectors per element (double)", state);
       if (periodic) {
@@ -120,19 +158,8 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
             half ? "cell fields of the solved strains (half)"
                  : "cell fields of the solved strains (double)",
             n_cases * field);
-      } else { /* objective.c: a mechanism's adjoint and work vector are two
-                  more cases of the caller's (an upper bound of their
-                  histories: the adjoint keeps none) */
-        const vox_objective_shape shape = {.kind = VOX_OBJECTIVE_COMPLIANCE,
-                                           .n_cases = n_cases,
-                                           .unit_weights = 1,
-                                           .n_dofs = (size_t)dofs,
-                                           .n_elements = (size_t)elements,
-                                           .start_history = prescribed ? 0
-                                                                       : solver->start_history};
-        vox_layout_init(&l);
-        vox_objective_layout(&shape, NULL, &l);
-        add_layout(plan, &l);
+      } else {
+        add_objective(plan, n_cases, dofs, elements, prescribed, solver);
       }
       add(plan, "work vector of the half fields (double)", work);
       add(plan, "filter", filter);
@@ -174,6 +201,25 @@ vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *gri
   if (!be->ops->device_memory || be->ops->memory(be, &free_bytes, &total) != VOX_OK)
     return VOX_CELL_SOLVER_OFF;
   return vox_cell_solver_choice(be, grid, n_cases, solver, optimizing, free_bytes);
+}
+
+vox_by_turns vox_by_turns_resolve(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
+                                  const vox_solver_options *solver, int optimizing,
+                                  int can_take_turns) {
+  if (solver->by_turns != VOX_BY_TURNS_AUTO) return solver->by_turns;
+  vox_grid part = *grid;
+  const int device = be->ops->memory_part ? be->ops->memory_part(be, grid, &part)
+                                          : be->ops->device_memory;
+  size_t free_bytes = 0, total;
+  int short_of_memory = 0;
+  if (device && can_take_turns && be->ops->memory(be, &free_bytes, &total) == VOX_OK) {
+    vox_solver_options kept = *solver;
+    kept.by_turns = VOX_BY_TURNS_OFF;
+    short_of_memory = vox_memory_needed(be, &part, dpn, n_cases, 0, &kept, optimizing) > free_bytes;
+  }
+  /* alike on every process (MPI ranks), as the turns' steps are */
+  if (be->ops->agree_max) short_of_memory = be->ops->agree_max(be, short_of_memory);
+  return short_of_memory ? VOX_BY_TURNS_ON : VOX_BY_TURNS_OFF;
 }
 
 /* How many element layers of a rank's slab fit in free_bytes (x and y as

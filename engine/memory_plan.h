@@ -78,6 +78,14 @@ vox_cell_solver_use vox_cell_solver_choice(const vox_backend *be, const vox_grid
 vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *grid, int n_cases,
                                             const vox_solver_options *solver, int optimizing);
 
+/* solver->by_turns with AUTO resolved for an optimization on a bounded
+ * grid: ON where the plan without turns exceeds the free device memory
+ * (on any MPI rank) and the run `can_take_turns`, else OFF. Every process
+ * calls it. */
+vox_by_turns vox_by_turns_resolve(vox_backend *be, const vox_grid *grid, int dofs_per_node,
+                                  int n_cases, const vox_solver_options *solver, int optimizing,
+                                  int can_take_turns);
+
 /* On backends with their own device memory: VOX_ERR_NO_MEMORY with the
  * message above when the need exceeds the free memory. */
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dofs_per_node, int n_cases,

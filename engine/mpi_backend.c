@@ -447,6 +447,20 @@ static vox_status vec_download(vox_backend *be, const vox_vec *v, void *values) 
   return gather(be, lay_of(v), &local, values);
 }
 
+static size_t vec_held_n(vox_backend *be, const vox_vec *v) {
+  (void)be;
+  return MV(v)->local.n;
+}
+
+static vox_status vec_held_download(vox_backend *be, const vox_vec *v, double *host) {
+  const vox_vec local = loc(v);
+  return C(be)->vec->download(IN(be), &local, host);
+}
+
+static vox_status vec_held_upload(vox_backend *be, vox_vec *v, const double *host) {
+  return C(be)->vec->upload(IN(be), &MV(v)->local, host);
+}
+
 #define LOCAL1(a) vox_vec a##_ = loc(a)
 static vox_status vec_set(vox_backend *be, vox_vec *v, double a) {
   LOCAL1(v);
@@ -2402,6 +2416,11 @@ static int memory_part(const vox_backend *be, const vox_grid *grid, vox_grid *pa
 static vox_status memory(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
   return C(be)->memory(IN(be), free_bytes, total_bytes);
 }
+static int agree_max(vox_backend *be, int value) {
+  int all = value;
+  MPI_Allreduce(&value, &all, 1, MPI_INT, MPI_MAX, M(be)->comm);
+  return all;
+}
 static vox_status host_alloc(vox_backend *be, size_t bytes, void **p) {
   return C(be)->host_alloc(IN(be), bytes, p);
 }
@@ -2412,6 +2431,9 @@ static const vox_vector_ops mpi_vec_ops = {
     .destroy = vec_destroy,
     .upload = vec_upload,
     .download = vec_download,
+    .held_n = vec_held_n,
+    .held_download = vec_held_download,
+    .held_upload = vec_held_upload,
     .set = vec_set,
     .copy = vec_copy,
     .axpy = vec_axpy,
@@ -2483,6 +2505,7 @@ static const vox_backend_ops mpi_ops = {
     .synchronize = synchronize,
     .memory = memory,
     .memory_part = memory_part,
+    .agree_max = agree_max,
     .host_alloc = host_alloc,
     .host_free = host_free,
     .vec = &mpi_vec_ops,

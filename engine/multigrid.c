@@ -244,9 +244,9 @@ void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
   }
 }
 
-vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
-                         int dofs_per_node, double fine_bound, const vox_solver_options *options,
-                         vox_multigrid **out) {
+vox_status vox_mg_create_released(vox_backend *be, vox_operator *fine, const vox_grid *grid,
+                                  int dofs_per_node, double fine_bound,
+                                  const vox_solver_options *options, vox_multigrid **out) {
   *out = NULL;
   vox_multigrid *mg = calloc(1, sizeof *mg);
   if (!mg) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -255,13 +255,15 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   mg->dofs_per_node = dofs_per_node;
   mg->fine_bound = fine_bound;
   mg->options = *options;
+  mg->released = 1;
   mg->n_levels = vox_mg_levels_for(grid, dofs_per_node, options->mg_levels,
                                    vox_mg_coarse_dofs(be, options));
   mg->level = calloc((size_t)mg->n_levels, sizeof *mg->level);
   mg->visits = calloc((size_t)mg->n_levels, sizeof *mg->visits);
-  vox_status s = mg->level && mg->visits
-                     ? VOX_OK
-                     : vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  if (!mg->level || !mg->visits) {
+    vox_mg_destroy(mg);
+    return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  }
   /* A periodic cell with single-precision stencils takes the V-cycle: its
    * W-cycle's CG count grows by orders of magnitude within a few design
    * iterations, while V in mixed and W in double hold
@@ -271,30 +273,69 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
   const int w_cycle = options->mg_cycle != VOX_MG_CYCLE_V &&
                       !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
   vox_grid g = *grid;
-  for (int l = 0; l < mg->n_levels && s == VOX_OK; l++) {
-    vox_mg_level *lv = &mg->level[l];
-    lv->grid = g;
-    if (l > 0)
-      s = be->ops->mg->stencil_create(be, &g, dofs_per_node, options->precision, &lv->stencil);
+  for (int l = 0; l < mg->n_levels; l++) {
+    mg->level[l].grid = g;
     /* W: levels 2 and deeper twice; the coarsest level's solve is exact,
      * and a second visit would only repeat it */
     mg->visits[l] = vox_multigrid_visits(w_cycle, l, mg->n_levels);
     g = vox_grid_coarsen(&g);
   }
+  *out = mg;
+  return VOX_OK;
+}
+
+vox_status vox_mg_acquire(vox_multigrid *mg) {
+  if (!mg->released) return VOX_OK;
+  vox_backend *be = mg->be;
+  const int dpn = mg->dofs_per_node;
+  vox_status s = VOX_OK;
+  for (int l = 1; l < mg->n_levels && s == VOX_OK; l++) {
+    vox_mg_level *lv = &mg->level[l];
+    s = be->ops->mg->stencil_create(be, &lv->grid, dpn, mg->options.precision, &lv->stencil);
+    /* a level that went back to float storage stays there */
+    int was;
+    if (s == VOX_OK && mg->full_storage && be->ops->mg->stencil_full_storage)
+      s = be->ops->mg->stencil_full_storage(be, lv->stencil, &was);
+  }
   if (s == VOX_OK) {
     vox_layout layout;
     vox_layout_init(&layout);
-    vox_mg_layout(be, grid, dofs_per_node, options, mg, &layout);
+    vox_mg_layout(be, &mg->level[0].grid, dpn, &mg->options, mg, &layout);
     s = vox_layout_create(be, &layout);
-    if (s == VOX_OK && grid->periodic) mg->n_translations = dofs_per_node;
   }
-  if (s == VOX_OK && grid->periodic) s = make_translations(mg);
+  mg->released = 0;
+  if (s == VOX_OK && mg->level[0].grid.periodic) {
+    mg->n_translations = dpn;
+    s = make_translations(mg);
+  }
+  if (s != VOX_OK) vox_mg_release(mg);
+  return s;
+}
+
+void vox_mg_release(vox_multigrid *mg) {
+  for (int l = 0; l < mg->n_levels; l++) {
+    vox_mg_level *lv = &mg->level[l];
+    level_free(mg->be, lv, l > 0);
+    lv->b = lv->x = lv->r = lv->d = (vox_vec){0};
+    if (l > 0) lv->inv_diag = (vox_vec){0};
+    lv->stencil = NULL;
+  }
+  for (int c = 0; c < mg->n_translations; c++)
+    if (mg->translation[c].data) mg->be->ops->vec->destroy(mg->be, &mg->translation[c]);
+  mg->n_translations = 0;
+  mg->released = 1;
+}
+
+vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *grid,
+                         int dofs_per_node, double fine_bound, const vox_solver_options *options,
+                         vox_multigrid **out) {
+  TRY(vox_mg_create_released(be, fine, grid, dofs_per_node, fine_bound, options, out));
+  const vox_status s = vox_mg_acquire(*out);
   if (s != VOX_OK) {
-    vox_mg_destroy(mg);
-    return s;
+    vox_mg_destroy(*out);
+    *out = NULL;
   }
-  *out = mg;
-  return VOX_OK;
+  return s;
 }
 
 /* The fine level's products (y = A_l x below, and those of the fused
@@ -439,6 +480,7 @@ vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed) {
     TRY(mg->be->ops->mg->stencil_full_storage(mg->be, mg->level[l].stencil, &was));
     *changed |= was;
   }
+  mg->full_storage = 1;
   return VOX_OK;
 }
 

@@ -33,6 +33,8 @@ typedef struct vox_multigrid {
   int setups;               /* vox_mg_setup calls since the last estimate of the coarse
                                bounds (options.mg_bound_refresh); 0: estimate at the next */
   int bounds_kept;          /* the last setup kept an earlier setup's coarse bounds */
+  int full_storage;         /* the levels went back to float storage (vox_mg_full_storage) */
+  int released;             /* its backend memory is freed (vox_mg_release) */
   /* Periodic grids: the rigid translations on the coarsest level's master
    * nodes, one unit vector per component, removed from the restricted
    * residual before the coarsest solve and from its solution (seed 003
@@ -72,6 +74,19 @@ vox_status vox_mg_create(vox_backend *be, vox_operator *fine, const vox_grid *gr
                          int dofs_per_node, double fine_bound, const vox_solver_options *options,
                          vox_multigrid **out);
 void vox_mg_destroy(vox_multigrid *mg);
+/* The same hierarchy without its backend memory (vox_mg_release's state):
+ * for a run whose solver takes turns with other data, and a resumed run's
+ * bounds (checkpoint.c). */
+vox_status vox_mg_create_released(vox_backend *be, vox_operator *fine, const vox_grid *grid,
+                                  int dofs_per_node, double fine_bound,
+                                  const vox_solver_options *options, vox_multigrid **out);
+/* The backend memory (stencils, the levels' vectors, a periodic grid's
+ * translations) freed, and made again, while what the hierarchy knows is
+ * kept: the smoother bounds and their age, and float storage where the
+ * levels went back to it. A setup follows vox_mg_acquire before the next
+ * cycle (the stencils hold nothing until then). */
+void vox_mg_release(vox_multigrid *mg);
+vox_status vox_mg_acquire(vox_multigrid *mg);
 /* After the fine operator's moduli changed: Galerkin operators, diagonals,
  * smoother bounds, and the coarsest level's factorisation. `fine_inv_diag`
  * is the fine operator's inverse diagonal (owned by the caller). `work` is

@@ -238,6 +238,9 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->max_iterations >= 0, "max iterations %d: at least 0 (0: evaluate the design)",
           o->max_iterations);
   REQUIRE(o->settle_iterations >= 1, "settle iterations %d: at least 1", o->settle_iterations);
+  REQUIRE(o->solver.by_turns != VOX_BY_TURNS_ON || o->cell_objective == VOX_CELL_NONE,
+          "by turns is for problems on a bounded grid: a periodic cell takes turns through "
+          "its cell solver (phased)");
   REQUIRE(o->constraint_tolerance >= 0, "constraint tolerance %g: at least 0",
           o->constraint_tolerance);
   REQUIRE((unsigned)o->discretization <= VOX_DISCRETIZATION_EFG, "unknown discretization %d",
@@ -305,6 +308,7 @@ typedef struct opt_state {
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
+  int turns;       /* by turns (vox_optimizer_options.by_turns, resolved) */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
   vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
   int mma_freed;        /* ... freed before a cell's final evaluation, */
@@ -462,10 +466,15 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
   vox_vec *v = parked_vector(s, i);
   if (!v->data) return VOX_OK;
   const size_t n = v->n;
+  const vox_vector_ops *o = be->ops->vec;
   if (park_kind[i] != PARK_SPENT && !(park_kind[i] == PARK_CONSTANT && s->parked_valid[i])) {
+    /* the part this process holds (an MPI rank's), where the backend tells it */
+    const size_t held = o->held_n ? o->held_n(be, v) : n;
     if (!s->parked[i])
-      TRY(be->ops->host_alloc(be, n * sizeof *s->parked[i], (void **)&s->parked[i]));
-    TRY(be->ops->vec->download(be, v, s->parked[i]));
+      TRY(be->ops->host_alloc(be, (held ? held : 1) * sizeof *s->parked[i],
+                              (void **)&s->parked[i]));
+    TRY(o->held_download ? o->held_download(be, v, s->parked[i])
+                         : o->download(be, v, s->parked[i]));
     s->parked_valid[i] = 1;
   }
   be->ops->vec->destroy(be, v);
@@ -478,8 +487,10 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
 static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
   vox_vec *v = parked_vector(s, i);
   if (v->data || !v->n) return VOX_OK;
-  TRY(be->ops->vec->create(be, v->n, VOX_DOUBLE, v));
-  return park_kind[i] == PARK_SPENT ? VOX_OK : be->ops->vec->upload(be, v, s->parked[i]);
+  const vox_vector_ops *o = be->ops->vec;
+  TRY(o->create(be, v->n, VOX_DOUBLE, v));
+  if (park_kind[i] == PARK_SPENT) return VOX_OK;
+  return o->held_upload ? o->held_upload(be, v, s->parked[i]) : o->upload(be, v, s->parked[i]);
 }
 
 /* Every per-element vector off the backend, for the solves. */
@@ -517,6 +528,28 @@ static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt,
   TRY(park_one(be, s, PARKED_E_SOLID));
   TRY(vox_homog_park_fields(s->homog));
   TRY(unpark_but_solid(be, s));
+  if (s->filter_parked) TRY(make_filter(be, opt, s));
+  s->filter_parked = 0;
+  return VOX_OK;
+}
+
+/* By turns (vox_optimizer_options.by_turns), around an evaluation of the
+ * model's objective, whose moduli are made: every per-element vector (the
+ * solid E too) and the filter off the backend, the element energies back
+ * (spent) where the evaluation makes them, then the solver's memory; after
+ * it the other way round. The constant vectors go to host memory once, the
+ * design and its physical density each time; the filter is made again. */
+static vox_status turn_to_solve(vox_backend *be, opt_state *s, int sensitivity) {
+  filter_park(be, s);
+  TRY(park(be, s));
+  if (sensitivity) TRY(unpark_one(be, s, PARKED_ENERGY));
+  return vox_fem_acquire_solver(s->fem);
+}
+
+static vox_status turn_to_update(vox_backend *be, const vox_optimizer_options *opt,
+                                 opt_state *s) {
+  TRY(vox_fem_release_solver(s->fem));
+  for (int i = 0; i < VOX_PARKED; i++) TRY(unpark_one(be, s, i));
   if (s->filter_parked) TRY(make_filter(be, opt, s));
   s->filter_parked = 0;
   return VOX_OK;
@@ -641,6 +674,9 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     }
   } else {
     TRY(vox_fem_create(ctx, be, model, &s->fem));
+    /* by turns: the solver's memory goes before the design's comes */
+    s->turns = opt->solver.by_turns == VOX_BY_TURNS_ON;
+    if (s->turns) TRY(vox_fem_release_solver(s->fem));
   }
   const size_t ne = s->fem->n_elements;
   /* a cell's fields live in s->homog */
@@ -764,9 +800,11 @@ static vox_status analyse(vox_backend *be, const vox_optimizer_options *opt, opt
                           vox_solve_result *failed) {
   const vox_backend_ops *o = be->ops;
   TRY(o->design->simp_moduli(be, s->x_phys, &s->fem->e_solid, p, opt->emin_ratio, &s->fem->moduli));
-  TRY(vox_fem_update(s->fem));
-  return vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
-                                objective, cg_iterations, failed);
+  if (s->turns) TRY(turn_to_solve(be, s, sensitivity));
+  else TRY(vox_fem_update(s->fem));
+  TRY(vox_objective_evaluate(s->objective, &opt->solver, sensitivity ? &s->energy : NULL,
+                             objective, cg_iterations, failed));
+  return s->turns ? turn_to_update(be, opt, s) : VOX_OK;
 }
 
 static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options *opt,
@@ -1198,10 +1236,28 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     resolved.solver.cell_solver =
         vox_cell_solver_resolve(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
                                 vox_memory_optimizer_vectors(model, opt));
-  TRY(vox_memory_check(be, &planned, vox_physics_dofs_per_node(model->physics),
-                       cell ? vox_homog_strain_count(strains)
-                            : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism,
-                       0, &opt->solver, vox_memory_optimizer_vectors(model, opt)));
+  const int dpn = vox_physics_dofs_per_node(model->physics);
+  const int n_cases = cell ? vox_homog_strain_count(strains)
+                           : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism;
+  /* by turns where the run does not fit otherwise: on a bounded grid, with
+   * a solve to take turns with, and only the vectors turn_to_solve parks
+   * (MMA's and the design constraints' stay on the device) */
+  vox_layout parked;
+  vox_layout_init(&parked);
+  state_layout(1, opt->filter, all_design(model), NULL, &parked);
+  const int can_take_turns = !cell && model->objective != VOX_OBJECTIVE_VOLUME &&
+                             vox_memory_optimizer_vectors(model, opt) == parked.n;
+  if (opt->solver.by_turns == VOX_BY_TURNS_ON && !can_take_turns)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "by turns takes the OC update of a problem on a bounded grid without "
+                     "design constraints (MMA's and the constraints' vectors stay on the "
+                     "device)");
+  if (!cell)
+    resolved.solver.by_turns =
+        vox_by_turns_resolve(be, &planned, dpn, n_cases, &resolved.solver,
+                             vox_memory_optimizer_vectors(model, opt), can_take_turns);
+  TRY(vox_memory_check(be, &planned, dpn, n_cases, 0, &opt->solver,
+                       vox_memory_optimizer_vectors(model, opt)));
   const int volume_objective = !cell && model->objective == VOX_OBJECTIVE_VOLUME;
   const objective_ops *objective = cell               ? &cell_objective
                                    : volume_objective ? &volume_objective_ops
@@ -1424,6 +1480,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   result->adjoint_gpu = s.adjoint_gpu;
   result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : s.mma_freed ? s.mma_kkt : -1;
   result->cell_solver = s.homog && s.homog->cell;
+  result->by_turns = s.turns;
   state_free(be, &s);
   return st;
 }

@@ -25,6 +25,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;
+  options->by_turns = VOX_BY_TURNS_AUTO;
   /* the sparse preconditioner: the fastest on the H100 (docs/engine.md) */
   memset(&options->sparse, 0, sizeof options->sparse);
   options->sparse.coarse = VOX_SPARSE_COARSE_SPLIT;
@@ -76,6 +77,18 @@ int vox_precision_parse(const char *text, vox_precision *precision) {
 
 const char *vox_cell_solver_use_name(vox_cell_solver_use use) {
   return (unsigned)use < 4 ? cell_solver_names[use] : "unknown";
+}
+
+static const char *const by_turns_names[] = {"auto", "off", "on"};
+
+const char *vox_by_turns_name(vox_by_turns turns) {
+  return (unsigned)turns < 3 ? by_turns_names[turns] : "unknown";
+}
+
+int vox_by_turns_parse(const char *text, vox_by_turns *turns) {
+  const int i = vox_name_index(text, by_turns_names, 3);
+  if (i >= 0) *turns = (vox_by_turns)i;
+  return i >= 0 ? 0 : -1;
 }
 
 int vox_cell_solver_use_parse(const char *text, vox_cell_solver_use *use) {
@@ -145,6 +158,8 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
           (int)o->preconditioner);
   REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);
   REQUIRE(o->smoothing_steps >= 1, "at least one smoothing step is needed");
+  REQUIRE((unsigned)o->by_turns <= VOX_BY_TURNS_ON, "unknown by-turns choice %d",
+          (int)o->by_turns);
   REQUIRE(o->fine_smoothing_steps >= VOX_FINE_SMOOTHING_AUTO,
           "fine smoothing steps %d must be >= -1 (0: as the others, -1: automatic)",
           o->fine_smoothing_steps);

@@ -48,14 +48,24 @@ static void counting_vec_destroy(vox_backend *be, vox_vec *v) {
   cpu_vec_destroy(be, v);
 }
 
+/* the values the CPU backend holds: float in mixed precision, as a device
+ * stores them */
+static size_t stencil_bytes(const vox_stencil *st) {
+  return st->n_nodes * 27 * (size_t)(st->dpn * st->dpn) *
+         (st->value32 ? sizeof *st->value32 : sizeof *st->value);
+}
+
 static vox_status counting_stencil_create(vox_backend *be, const vox_grid *g, int dpn,
                                           vox_precision p, vox_stencil **st) {
-  /* the values the CPU backend holds: float in mixed precision, as a
-   * device stores them */
   TRY(cpu_stencil_create(be, g, dpn, p, st));
-  count((size_t)vox_grid_nodes(g) * 27 * (size_t)(dpn * dpn) *
-        ((*st)->value32 ? sizeof *(*st)->value32 : sizeof *(*st)->value));
+  count(stencil_bytes(*st));
   return VOX_OK;
+}
+
+static void (*cpu_stencil_destroy)(vox_backend *, vox_stencil *);
+static void counting_stencil_destroy(vox_backend *be, vox_stencil *st) {
+  live -= stencil_bytes(st);
+  cpu_stencil_destroy(be, st);
 }
 
 /* The cell solver's hierarchy: the floats vox_cell_floats says both
@@ -106,6 +116,15 @@ static vox_status counting_filter_create_periodic(vox_backend *be, const vox_gri
   return cpu_filter_create_periodic(be, g, r, active, f);
 }
 
+static vox_status (*cpu_filter_create)(vox_backend *, const vox_grid *, double, const uint8_t *,
+                                       vox_filter **);
+static vox_status counting_filter_create(vox_backend *be, const vox_grid *g, double r,
+                                         const uint8_t *active, vox_filter **f) {
+  filter_bytes = (size_t)vox_grid_elements(g) * (2 * sizeof(double) + 1);
+  count(filter_bytes);
+  return cpu_filter_create(be, g, r, active, f);
+}
+
 static void counting_filter_destroy(vox_backend *be, vox_filter *f) {
   live -= filter_bytes, filter_bytes = 0;
   cpu_filter_destroy(be, f);
@@ -150,6 +169,10 @@ static vox_backend *counting_backend(vox_context *ctx) {
   cpu_stencil_create = counting_ops.mg->stencil_create;
   counting_vec_ops.create = counting_vec_create;
   counting_mg_ops.stencil_create = counting_stencil_create;
+  cpu_stencil_destroy = counting_ops.mg->stencil_destroy;
+  counting_mg_ops.stencil_destroy = counting_stencil_destroy;
+  cpu_filter_create = counting_ops.design->filter_create;
+  counting_design_ops.filter_create = counting_filter_create;
   cpu_vec_destroy = counting_ops.vec->destroy;
   counting_vec_ops.destroy = counting_vec_destroy;
   cpu_filter_create_periodic = counting_ops.design->filter_create_periodic;
@@ -316,6 +339,72 @@ static void test_plan_matches_allocations(vox_context *ctx, int start_history,
   vox_backend_destroy(be);
 }
 
+/* By turns (vox_solver_options.by_turns): the same design, CG counts and
+ * compliance as with everything on the device, to the last bit; a peak
+ * that the plan's larger turn describes, below the plan and the peak
+ * without turns; with either filter and in either precision. MMA is
+ * refused, and auto on a backend without device memory of its own keeps
+ * everything resident. */
+static void cantilever(vox_context *ctx, const vox_grid *g, vox_model *m) {
+  CHECK_OK(ctx, vox_model_init(ctx, m, g));
+  memset(m->label, 1, (size_t)vox_grid_elements(g));
+  vox_material mat = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3};
+  CHECK_OK(ctx, vox_model_add_material(ctx, m, &mat));
+  for (int64_t n = 0; n < vox_grid_nodes(g); n += g->nx + 1)
+    for (int c = 0; c < 3; c++) CHECK_OK(ctx, vox_model_add_constraint(ctx, m, n, c, 0));
+  CHECK_OK(ctx, vox_model_set_load_cases(ctx, m, 1));
+  CHECK_OK(ctx, vox_model_add_load(ctx, m, g->nx, 2, 0, -1));
+}
+
+static void test_turns(vox_context *ctx, vox_filter_type filter, vox_precision precision) {
+  vox_backend *be = counting_backend(ctx);
+  vox_model m;
+  vox_grid g = {.nx = 24, .ny = 12, .nz = 12, .voxel_size = {1, 1, 1}};
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.max_iterations = 3;
+  opt.filter = filter;
+  opt.solver.precision = precision;
+  const size_t ne = (size_t)vox_grid_elements(&g);
+  double *density[2];
+  vox_optimize_result r[2];
+  size_t peak[2];
+  double plan[2];
+  for (int on = 0; on < 2; on++) {
+    opt.solver.by_turns = on ? VOX_BY_TURNS_ON : VOX_BY_TURNS_AUTO;
+    cantilever(ctx, &g, &m); /* from the same start */
+    start_count();
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r[on]));
+    peak[on] = counted;
+    CHECK(r[on].by_turns == on); /* auto: the CPU's memory is the host's */
+    density[on] = malloc(ne * sizeof *density[on]);
+    memcpy(density[on], m.density, ne * sizeof *density[on]);
+    vox_solver_options planned;
+    vox_memory_optimizer_solver(&m, &opt, &planned);
+    planned.by_turns = on ? VOX_BY_TURNS_ON : VOX_BY_TURNS_OFF;
+    plan[on] = (double)vox_memory_needed(be, &g, 3, 1, 0, &planned,
+                                         vox_memory_optimizer_vectors(&m, &opt));
+    check_plan(on ? "by turns: " : "resident: ", plan[on]);
+    if (!on) vox_model_free(&m);
+  }
+  printf("by turns, %s filter, %s: peak %zu against %zu bytes, plan %.0f against %.0f\n",
+         vox_filter_name(filter), vox_precision_name(precision), peak[1], peak[0], plan[1],
+         plan[0]);
+  CHECK(peak[1] < peak[0] && plan[1] < plan[0]);
+  CHECK(r[1].objective == r[0].objective);
+  CHECK(r[1].total_cg_iterations == r[0].total_cg_iterations);
+  CHECK(memcmp(density[0], density[1], ne * sizeof *density[0]) == 0);
+  free(density[0]), free(density[1]);
+  opt.update = VOX_UPDATE_MMA;
+  opt.solver.by_turns = VOX_BY_TURNS_ON;
+  vox_optimize_result rm;
+  CHECK(vox_optimize(ctx, be, &m, &opt, &rm) == VOX_ERR_UNSUPPORTED);
+  vox_context_clear_error(ctx);
+  vox_model_free(&m);
+  be->ops = &counting_ops;
+  vox_backend_destroy(be);
+}
+
 /* The same for a periodic cell's optimization: one force vector, a field
  * for each strain the objective solves (in half precision with a double
  * work vector, in mixed precision), the multigrid of the periodic grid; the
@@ -451,6 +540,8 @@ int main(void) {
   test_layouts_are_allocations(ctx);
   test_plan_matches_allocations(ctx, 2, VOX_UPDATE_OC);
   test_plan_matches_allocations(ctx, 2, VOX_UPDATE_MMA);
+  test_turns(ctx, VOX_FILTER_SENSITIVITY, VOX_PRECISION_MIXED);
+  test_turns(ctx, VOX_FILTER_DENSITY, VOX_PRECISION_DOUBLE);
   const vox_filter_type sens = VOX_FILTER_SENSITIVITY;
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
                                      VOX_UPDATE_OC);

@@ -214,8 +214,9 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
 /* A cantilever optimized on the CPU alone and over the ranks, with the
  * density or the sensitivity filter reaching over two slabs' layers: the
  * same CG iterations in every design iteration and the same history and
- * design to 1e-12. */
-static void optimize(vox_context *ctx, vox_filter_type filter) {
+ * design to 1e-12; `turns`: the ranks' run by turns (each rank's parts of
+ * the design waiting in its host memory: vec->held_download). */
+static void optimize(vox_context *ctx, vox_filter_type filter, vox_by_turns turns) {
   vox_model one, many;
   vox_grid g = {.nx = 12, .ny = 6, .nz = nz, .voxel_size = {1, 1, 0.75}};
   vox_model *m[2] = {&one, &many};
@@ -249,7 +250,9 @@ static void optimize(vox_context *ctx, vox_filter_type filter) {
   CHECK_OK(ctx, one_backend(ctx, &alone));
   CHECK_OK(ctx, vox_optimize(ctx, alone, &one, &opt, &r_one));
   CHECK_OK(ctx, split_backend(ctx, &g, 3, &split));
+  opt.solver.by_turns = turns;
   if (split) CHECK_OK(ctx, vox_optimize(ctx, split, &many, &opt, &r_many));
+  CHECK(r_many.by_turns == (turns == VOX_BY_TURNS_ON));
   CHECK(one.n_history == 4 && many.n_history == one.n_history);
   for (size_t i = 0; i < one.n_history && i < many.n_history; i++) {
     const vox_history_row *a = &one.history[i], *b = &many.history[i];
@@ -572,8 +575,8 @@ int main(int argc, char **argv) {
     compare(ctx, VOX_PHYSICS_ELASTICITY, VOX_PC_JACOBI);
   if (check_wanted(n_parts + 1, names, "heat")) compare(ctx, VOX_PHYSICS_HEAT, VOX_PC_MULTIGRID);
   if (check_wanted(n_parts + 1, names, "optimize")) {
-    optimize(ctx, VOX_FILTER_DENSITY);
-    optimize(ctx, VOX_FILTER_SENSITIVITY);
+    optimize(ctx, VOX_FILTER_DENSITY, VOX_BY_TURNS_ON);
+    optimize(ctx, VOX_FILTER_SENSITIVITY, VOX_BY_TURNS_AUTO);
   }
   if (check_wanted(n_parts + 1, names, "sparse")) {
     for (int mixed = 0; mixed < 2; mixed++) {

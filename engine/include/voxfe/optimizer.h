@@ -298,6 +298,8 @@ typedef struct vox_optimize_result {
   vox_cell_moduli moduli;
   int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
   int cell_solver; /* cell objectives: 1 when the single-precision cell solver solved them */
+  int by_turns;    /* 1 when the solver and the design took turns on the device
+                      (vox_solver_options.by_turns) */
   /* MMA: the largest entry of the residual of the KKT conditions (Svanberg's
    * kktcheck, the objective scaled as the method sees it) at the design of
    * the last design iteration, with the multipliers of the subproblem that
