@@ -18,7 +18,8 @@
  *     iterations per solve, the final compliance, the time per stage and
  *     the peak device memory in use. --smoothing-steps=N, --mg-cycle=C,
  *     --host-scalars=1 and the others of bench_solver_alternatives set
- *     alternatives to the defaults; `vcycle` takes them too.
+ *     alternatives to the defaults; `vcycle` takes them too. --by-turns=on
+ *     runs the solver and the design by turns (vox_solver_options.by_turns).
  *
  *   bench_cuda mma N M [ITERATIONS] [primal-dual|dual|both]
  *     The method of moving asymptotes' update alone (vox_mma_step and the
@@ -44,10 +45,13 @@
  * machine without a GPU; the numbers then mean nothing); --fp16-levels=USE
  * is the backend's option (auto, on, off). */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend_ops.h"
 #include "bench_common.h"
@@ -284,16 +288,34 @@ static int kernel_mode(int argc, char **argv) {
 
 typedef struct watch {
   vox_backend *be;
-  size_t min_free;     /* the least free device memory seen */
+  _Atomic size_t min_free; /* the least free device memory seen */
+  atomic_int stop;
   double first_seconds;
   int n_cases;
 } watch;
 
+static void note_free(watch *w) {
+  size_t free_bytes, total, seen = atomic_load(&w->min_free);
+  if (w->be->ops->memory(w->be, &free_bytes, &total) != VOX_OK) return;
+  while (free_bytes < seen && !atomic_compare_exchange_weak(&w->min_free, &seen, free_bytes)) {
+  }
+}
+
+/* Reads the device's free memory every millisecond until told to stop: a
+ * run by turns peaks within a design iteration, not at its end. */
+static void *sample_memory(void *user) {
+  watch *w = user;
+  const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+  while (!atomic_load(&w->stop)) {
+    note_free(w);
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
 static int on_progress(const vox_progress *p, void *user) {
   watch *w = user;
-  size_t free_bytes, total;
-  if (w->be->ops->memory(w->be, &free_bytes, &total) == VOX_OK && free_bytes < w->min_free)
-    w->min_free = free_bytes;
+  note_free(w);
   if (p->iteration == 1) w->first_seconds = p->seconds;
   printf("  it %3d  compliance %-12.6g vol %.4f  change %.4f  CG %4d (%.1f per solve)  %.3f s\n",
          p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
@@ -350,20 +372,28 @@ static int cantilever_mode(int argc, char **argv) {
          opt.volume_fraction, opt.penalty, opt.filter_radius, opt.solver.rtol, iterations);
   size_t free0, total;
   if (be->ops->memory(be, &free0, &total)) die(ctx, "device memory");
+  const char *turns = bench_option("by-turns");
+  if (turns && vox_by_turns_parse(turns, &opt.solver.by_turns) != 0) usage(argv[0]);
   vox_solver_options solving;
   vox_memory_optimizer_solver(&model, &opt, &solving);
+  if (solving.by_turns == VOX_BY_TURNS_AUTO) solving.by_turns = VOX_BY_TURNS_OFF;
   const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &solving,
                                            vox_memory_optimizer_vectors(&model, &opt));
 
   watch w = {.be = be, .min_free = free0, .n_cases = n_cases};
   vox_context_set_progress(ctx, on_progress, &w);
+  pthread_t sampler;
+  const int sampling = pthread_create(&sampler, NULL, sample_memory, &w) == 0;
   vox_optimize_result r;
   const double t = bench_now();
-  if (vox_optimize(ctx, be, &model, &opt, &r)) die(ctx, "optimize");
+  const vox_status optimized = vox_optimize(ctx, be, &model, &opt, &r);
+  atomic_store(&w.stop, 1);
+  if (sampling) pthread_join(sampler, NULL);
+  if (optimized) die(ctx, "optimize");
   const double elapsed = bench_now() - t;
   size_t free1;
   if (be->ops->memory(be, &free1, &total)) die(ctx, "device memory");
-  if (free1 < w.min_free) w.min_free = free1;
+  if (free1 < w.min_free) atomic_store(&w.min_free, free1);
 
   const double solves = (double)(r.iterations + 1) * n_cases;
   const double loop = r.seconds_solve + r.seconds_sensitivity + r.seconds_filter + r.seconds_update;
@@ -382,11 +412,13 @@ static int cantilever_mode(int argc, char **argv) {
   printf("  total %.2f s (with setup and the final state solve); time per stage over the "
          "iterations: solve %.3f s, sensitivity %.3f s, filter %.3f s, OC update %.3f s\n",
          elapsed, r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update);
-  printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled after each "
-         "design iteration), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
+  if (r.by_turns) printf("  the solver and the design by turns (--by-turns)\n");
+  printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled every "
+         "millisecond), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
          "total %.2f GiB\n",
-         (double)(total - free0) / GiB, (double)(total - w.min_free) / GiB,
-         (double)(free0 - w.min_free) / GiB, (double)planned / GiB, (double)total / GiB);
+         (double)(total - free0) / GiB, (double)(total - atomic_load(&w.min_free)) / GiB,
+         (double)(free0 - atomic_load(&w.min_free)) / GiB, (double)planned / GiB,
+         (double)total / GiB);
   vox_context_set_progress(ctx, NULL, NULL);
   vox_backend_destroy(be);
   vox_model_free(&model);
@@ -531,7 +563,7 @@ int main(int argc, char **argv) {
   static const char *const settings[] = {
       "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
       "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         "dual-points",
-      NULL};
+      "by-turns",  NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);
