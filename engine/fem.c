@@ -24,6 +24,9 @@ void vox_fem_destroy(vox_fem *fem) {
   for (int c = 0; fem->force && c < fem->n_cases; c++)
     if (fem->force[c].data) be->ops->vec->destroy(be, &fem->force[c]);
   free(fem->force);
+  for (int c = 0; fem->force_host && c < fem->n_cases; c++)
+    be->ops->host_free(be, fem->force_host[c]);
+  free(fem->force_host);
   vox_ksp_work_destroy(be, &fem->pcg);
   vox_mg_destroy(fem->mg);
   vox_host_free(fem->element_active);
@@ -236,7 +239,7 @@ void vox_fem_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout *l) {
     vox_layout_vec(l, "prescribed values: correction", nd, VOX_DOUBLE,
                    fem ? &fem->correction : NULL);
   }
-  for (int c = 0; c < shape->n_cases; c++)
+  for (int c = 0; c < shape->n_cases && !shape->without_solver; c++)
     vox_layout_vec(l, "force vectors (per load case)", nd, VOX_DOUBLE,
                    fem ? &fem->force[c] : NULL);
   vox_layout_object(l, "fixed flags (per dof and per node)", (double)(nd + nodes));
@@ -390,6 +393,10 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
 
 static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_history *history,
                             const vox_solver_options *options, vox_solve_result *result);
+static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
+                      vox_ksp_history *history, const vox_solver_options *options,
+                      vox_solve_result *result);
+static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v);
 
 vox_status vox_fem_solve(vox_fem *fem, int load_case, vox_vec *u,
                          const vox_solver_options *options, vox_solve_result *result) {
@@ -411,7 +418,42 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
     }
     TRY(vox_mg_remove_translations(fem->mg, &fem->force[load_case]));
   }
+  if (fem->forces_parked) /* (no prescribed values: vox_fem_park_forces) */
+    return pcg(fem, NULL, load_case, u, history, options, result);
   return solve_rhs(fem, &fem->force[load_case], u, history, options, result);
+}
+
+vox_status vox_fem_park_forces(vox_fem *fem) {
+  vox_backend *be = fem->be;
+  const vox_vector_ops *o = be->ops->vec;
+  if (fem->forces_parked) return VOX_OK;
+  if (fem->has_lift || fem->grid.periodic)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the loads of a model with prescribed values or a periodic grid stay on the "
+                     "backend");
+  fem->force_host = calloc((size_t)fem->n_cases, sizeof *fem->force_host);
+  if (!fem->force_host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  for (int c = 0; c < fem->n_cases; c++) {
+    vox_vec *f = &fem->force[c];
+    const size_t held = o->held_n ? o->held_n(be, f) : f->n;
+    TRY(be->ops->host_alloc(be, (held ? held : 1) * sizeof(double), (void **)&fem->force_host[c]));
+    TRY(o->held_download ? o->held_download(be, f, fem->force_host[c])
+                         : o->download(be, f, fem->force_host[c]));
+    o->destroy(be, f);
+    *f = (vox_vec){0};
+  }
+  fem->forces_parked = 1;
+  return VOX_OK;
+}
+
+vox_status vox_fem_force_dot(vox_fem *fem, int c, const vox_vec *u, double *out) {
+  vox_backend *be = fem->be;
+  if (!fem->forces_parked) return be->ops->vec->dot(be, &fem->force[c], u, out);
+  /* into CG's q, free after a solve */
+  if (fem->solver_released)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "a load's dot with the solver released");
+  TRY(unpark_force(fem, c, &fem->pcg.q));
+  return be->ops->vec->dot(be, &fem->pcg.q, u, out);
 }
 
 /* Preconditioned CG on K x = b from x (and the history, where given),
@@ -424,14 +466,30 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
  * redone from where it stopped (from zero after a NaN) with the bounds
  * estimated anew and every level in float from then on; its iterations
  * add up. */
-static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_ksp_history *history,
-                      const vox_solver_options *options, vox_solve_result *result) {
+/* Load case c's force from host memory into `v` (vox_fem_park_forces). */
+static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v) {
+  const vox_vector_ops *o = fem->be->ops->vec;
+  return o->held_upload ? o->held_upload(fem->be, v, fem->force_host[c])
+                        : o->upload(fem->be, v, fem->force_host[c]);
+}
+
+/* `parked` >= 0: b is that load case's force, which waits in host memory,
+ * lent CG's z after the preconditioner's setup (which overwrites z) and
+ * again before a solve is redone (ksp.h: z is read as b before it is
+ * written). */
+static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
+                      vox_ksp_history *history, const vox_solver_options *options,
+                      vox_solve_result *result) {
   vox_backend *be = fem->be;
   if (fem->solver_released)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "a solve with the solver released");
   vox_pc_jacobi jacobi;
   vox_pc pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
+  if (parked >= 0) {
+    TRY(unpark_force(fem, parked, &fem->pcg.z));
+    b = &fem->pcg.z;
+  }
   TRY(vox_ksp_solve(be, fem->op, &pc, b, x, history, options, &fem->pcg, result));
   const int broke_down =
       result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
@@ -446,6 +504,7 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, vox_vec *x, vox_ksp_histor
   if (fem->mg->bounds_kept) fem->bound_redos++;
   if (reduced_storage) fem->storage_redos++;
   TRY(preconditioner(fem, options, &jacobi, &pc));
+  if (parked >= 0) TRY(unpark_force(fem, parked, &fem->pcg.z));
   TRY(vox_ksp_solve(be, fem->op, &pc, b, x, NULL, options, &fem->pcg, result));
   result->iterations += before;
   return VOX_OK;
@@ -456,7 +515,7 @@ vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_opti
   if (!fem->output.data)
     return vox_error(fem->be->ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no output dofs");
   /* K v = l with v = 0 on every fixed dof: the adjoint of prescribed values is zero */
-  return pcg(fem, &fem->output, v, NULL, options, result);
+  return pcg(fem, &fem->output, -1, v, NULL, options, result);
 }
 
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
@@ -470,7 +529,7 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_
                             const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  if (!fem->has_lift) return pcg(fem, f, u, history, options, result);
+  if (!fem->has_lift) return pcg(fem, f, -1, u, history, options, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
   TRY(o->op->apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
@@ -479,7 +538,7 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_
   TRY(o->vec->copy(be, &fem->correction, u));
   TRY(o->vec->axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->op->zero_fixed(be, fem->op, &fem->correction));
-  TRY(pcg(fem, &fem->rhs, &fem->correction, NULL, options, result));
+  TRY(pcg(fem, &fem->rhs, -1, &fem->correction, NULL, options, result));
   TRY(o->vec->copy(be, u, &fem->correction));
   return o->vec->axpy(be, u, 1, &fem->lift);
 }

@@ -35,6 +35,8 @@ typedef struct vox_fem {
   int bound_redos;     /* solves redone with fresh multigrid bounds (fem.c) */
   int storage_redos;   /* solves redone with float coarse levels (fem.c) */
   int solver_released; /* vox_fem_release_solver: no solve until vox_fem_acquire_solver */
+  int forces_parked;   /* vox_fem_park_forces: the forces are in force_host */
+  double **force_host; /* n_cases host vectors (the parts this process holds) */
   uint8_t *element_active; /* host: label != 0 */
 } vox_fem;
 
@@ -48,7 +50,8 @@ typedef struct vox_fem_shape {
   int output;     /* a mechanism's output vector */
   int without_solver; /* the plan of a solver that takes turns: its part counted apart
                          (vox_fem_solver_layout), the solid E too (it waits with the
-                         optimizer's vectors) */
+                         optimizer's vectors), the forces not (host memory:
+                         vox_fem_park_forces) */
 } vox_fem_shape;
 
 /* The fem's backend memory (layout.h): its vectors, the CG work vectors
@@ -68,6 +71,16 @@ void vox_fem_solver_layout(const vox_fem_shape *shape, vox_fem *fem, vox_layout 
  * the solver acquired. */
 vox_status vox_fem_release_solver(vox_fem *fem);
 vox_status vox_fem_acquire_solver(vox_fem *fem);
+/* The load cases' forces off the backend for good, into host memory
+ * (page-locked), for a run whose device memory is short (the optimizer's
+ * turns): each solve lends CG's z to its force (uploaded after the
+ * preconditioner's setup), and vox_fem_force_dot CG's q. One upload of a
+ * force a solve and one a dot, the same iterates. Not for prescribed
+ * values or periodic grids, whose forces are worked on in place. */
+vox_status vox_fem_park_forces(vox_fem *fem);
+/* f_c . u, from wherever the force is (a solve's work vector q with the
+ * forces parked: not during a solve, nor with the solver released). */
+vox_status vox_fem_force_dot(vox_fem *fem, int c, const vox_vec *u, double *out);
 
 /* Builds the system; element moduli start at each material's E. Fails if
  * the materials in use have different Poisson ratios (one element matrix). */

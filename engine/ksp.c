@@ -196,19 +196,20 @@ static void gram_solve(double *G, const double *g, int n, double *c) {
 }
 
 /* x <- the best start in span{x, history} and r = b - A x (the work
- * vectors r, q and z hold the basis's products on the way); the guess
+ * vectors r, q and p hold the basis's products on the way; z is not
+ * touched, so b may live there: fem.c's loads by turns); the guess
  * becomes the history's newest solution. */
 static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec *b, vox_vec *x,
                                 vox_ksp_history *h, vox_ksp_work *w) {
   const vox_backend_ops *o = be->ops;
   /* the basis: x, then the history from the newest; their products in r,
-   * q and z (all free before the iterations) */
+   * q and p (free before the iterations) */
   enum { N = VOX_KSP_HISTORY_MAX + 1 };
   const int n = 1 + h->count;
   const vox_vec *v[N] = {x};
-  vox_vec *av[N] = {&w->r, &w->q, &w->z};
+  vox_vec *av[N] = {&w->r, &w->q, &w->p};
   for (int i = 1; i < n; i++) v[i] = &h->v[(h->newest + i - 1) % h->capacity];
-  double G[N * N], g[N], c[N];
+  double G[N * N], g[N], c[N] = {0};
   for (int j = 0; j < n; j++) {
     TRY(o->op->apply(be, op, v[j], av[j], 0));
     TRY(o->vec->dot(be, b, v[j], &g[j]));
@@ -218,14 +219,13 @@ static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec
     }
   }
   gram_solve(G, g, n, c);
-  /* p <- sum c_i v_i and r <- b - sum c_i A v_i */
+  /* r <- sum c_i A v_i (A v_2 in p read first), then p <- sum c_i v_i,
+   * then r <- b - r */
+  TRY(o->vec->axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
+  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, &w->r, c[i], av[i]));
   TRY(o->vec->copy(be, &w->p, x));
   TRY(o->vec->axpby(be, &w->p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
-  TRY(o->vec->axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
-  for (int i = 2; i < n; i++) {
-    TRY(o->vec->axpy(be, &w->p, c[i], v[i]));
-    TRY(o->vec->axpy(be, &w->r, c[i], av[i]));
-  }
+  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, &w->p, c[i], v[i]));
   TRY(o->vec->xpay(be, &w->r, -1, b));
   /* the guess becomes the newest solution of the history, in the slot of
    * the oldest once it is full; then x <- the start */

@@ -87,7 +87,8 @@ void vox_ksp_history_destroy(vox_backend *be, vox_ksp_history *h);
  * passes more). b = 0 gives x = 0 and VOX_CONVERGED_ZERO_RHS. The
  * backend's kept-scalar steps (cg_begin, cg_step, cg_direction) are used
  * where it has them: the same iterates, one wait for the host an
- * iteration. */
+ * iteration. b may be the work vector z, which is read as b before it is
+ * first written (fem.c lends it to a load that waits in host memory). */
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
                          vox_vec *x, vox_ksp_history *history, const vox_solver_options *options,
                          vox_ksp_work *work, vox_solve_result *result);

@@ -149,7 +149,7 @@ static vox_status compliance(vox_objective_state *obj, const vox_solver_options 
     *cg += r.iterations;
     note_failure(&r, failed);
     double fu;
-    TRY(o->vec->dot(be, &fem->force[c], &obj->u[c], &fu));
+    TRY(vox_fem_force_dot(fem, c, &obj->u[c], &fu));
     *value += obj->weight[c] * fu;
     if (!energy) continue;
     if (obj->unit_weights) {

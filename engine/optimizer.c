@@ -677,6 +677,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     /* by turns: the solver's memory goes before the design's comes */
     s->turns = opt->solver.by_turns == VOX_BY_TURNS_ON;
     if (s->turns) TRY(vox_fem_release_solver(s->fem));
+    if (s->turns) TRY(vox_fem_park_forces(s->fem));
   }
   const size_t ne = s->fem->n_elements;
   /* a cell's fields live in s->homog */
