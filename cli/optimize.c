@@ -445,9 +445,9 @@ static const cli_option options[] = {
      .help = "problems on a bounded grid (the OC update, no design constraints): the "
              "optimizer's per-element vectors and its filter wait in host memory during the "
              "solves, and the solver's vectors and multigrid are freed during the rest of each "
-             "design iteration (on): about a fifth less device memory for two copies of the "
-             "design a design iteration, the same design; auto: on where the run does not fit "
-             "otherwise",
+             "design iteration; the loads wait there throughout (on): about a fifth less device "
+             "memory for copies of the design and the loads each design iteration, the same "
+             "design; auto: on where the run does not fit otherwise",
      .parse = parse_by_turns, .format = format_by_turns},
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
            "multigrid: estimate the coarse levels' smoother bounds at every N-th design "

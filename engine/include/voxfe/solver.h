@@ -173,10 +173,12 @@ typedef struct vox_solver_options {
    * too) and its filter wait in host memory during each evaluation's
    * solves, while the solver's inverse diagonal, CG vectors and multigrid
    * are freed during the rest of the design iteration, so that the larger
-   * of the two turns counts instead of both: about a fifth less device
-   * memory, for two transfers of the design a design iteration and the
-   * filter made again; the same design either way. AUTO (the default):
-   * where the run does not fit the device's free memory otherwise. */
+   * of the two turns counts instead of both, and the loads wait in host
+   * memory throughout (uploaded for each solve): about a fifth less device
+   * memory, for transfers of the design and the loads each design
+   * iteration and the filter made again; the same design either way. AUTO
+   * (the default): where the run does not fit the device's free memory
+   * otherwise. */
   vox_by_turns by_turns;
   /* the sparse storage's preconditioner */
   vox_sparse_pc_options sparse;
