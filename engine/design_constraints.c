@@ -152,8 +152,8 @@ static vox_status value_of(vox_constraint_set *set, int i, const vox_vec *x_phys
                            vox_objective_state *objective, vox_fem *fem, double *out) {
   vox_backend *be = set->be;
   const vox_design_constraint *c = &set->list[i];
-  if (c->kind == VOX_CONSTRAINT_COMPLIANCE)
-    return be->ops->vec->dot(be, &fem->force[c->load_case],
+  if (c->kind == VOX_CONSTRAINT_COMPLIANCE) /* (by turns takes no such constraint) */
+    return vox_fem_force_dot(fem, c->load_case,
                              vox_objective_state_vector(objective, c->load_case), out);
   double v;
   TRY(be->ops->vec->dot(be, x_phys, set->mask[i], &v));

@@ -456,6 +456,13 @@ vox_status vox_fem_force_dot(vox_fem *fem, int c, const vox_vec *u, double *out)
   return be->ops->vec->dot(be, &fem->pcg.q, u, out);
 }
 
+/* Load case c's force from host memory into `v` (vox_fem_park_forces). */
+static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v) {
+  const vox_vector_ops *o = fem->be->ops->vec;
+  return o->held_upload ? o->held_upload(fem->be, v, fem->force_host[c])
+                        : o->upload(fem->be, v, fem->force_host[c]);
+}
+
 /* Preconditioned CG on K x = b from x (and the history, where given),
  * with the preconditioner the options ask for. Two economies of the
  * multigrid cycle can turn it indefinite: coarse smoother bounds kept from
@@ -466,13 +473,6 @@ vox_status vox_fem_force_dot(vox_fem *fem, int c, const vox_vec *u, double *out)
  * redone from where it stopped (from zero after a NaN) with the bounds
  * estimated anew and every level in float from then on; its iterations
  * add up. */
-/* Load case c's force from host memory into `v` (vox_fem_park_forces). */
-static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v) {
-  const vox_vector_ops *o = fem->be->ops->vec;
-  return o->held_upload ? o->held_upload(fem->be, v, fem->force_host[c])
-                        : o->upload(fem->be, v, fem->force_host[c]);
-}
-
 /* `parked` >= 0: b is that load case's force, which waits in host memory,
  * lent CG's z after the preconditioner's setup (which overwrites z) and
  * again before a solve is redone (ksp.h: z is read as b before it is

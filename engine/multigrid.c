@@ -570,7 +570,6 @@ static vox_vec *level_x(vox_multigrid *mg, int l) { return l ? &mg->level[l].x :
 
 static int level_steps(const vox_multigrid *mg, int l) { return steps_on(&mg->options, l); }
 
-
 /* `steps` smoothing steps from lv->cur (the first from zero where
  * `from_zero`), the iterate swapping between cur and other. */
 static vox_status smooth_steps(vox_multigrid *mg, int l, int from_zero) {

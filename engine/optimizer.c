@@ -308,7 +308,7 @@ typedef struct opt_state {
   int n_cases;
   double n_design;
   int adjoint_gpu; /* the device of the adjoint worker, -1: none */
-  int turns;       /* by turns (vox_optimizer_options.by_turns, resolved) */
+  int turns;       /* by turns (vox_solver_options.by_turns, resolved) */
   double rho_min;  /* lower bound of the design densities (options.density_min resolved) */
   vox_mma_design *mma; /* the MMA update's state (VOX_UPDATE_MMA) */
   int mma_freed;        /* ... freed before a cell's final evaluation, */
@@ -533,12 +533,13 @@ static vox_status unpark_rest(vox_backend *be, const vox_optimizer_options *opt,
   return VOX_OK;
 }
 
-/* By turns (vox_optimizer_options.by_turns), around an evaluation of the
+/* By turns (vox_solver_options.by_turns), around an evaluation of the
  * model's objective, whose moduli are made: every per-element vector (the
  * solid E too) and the filter off the backend, the element energies back
  * (spent) where the evaluation makes them, then the solver's memory; after
  * it the other way round. The constant vectors go to host memory once, the
- * design and its physical density each time; the filter is made again. */
+ * design and its physical density each time; the filter is made again.
+ * (The loads wait in host memory from the start: vox_fem_park_forces.) */
 static vox_status turn_to_solve(vox_backend *be, opt_state *s, int sensitivity) {
   filter_park(be, s);
   TRY(park(be, s));
@@ -1246,7 +1247,11 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   vox_layout parked;
   vox_layout_init(&parked);
   state_layout(1, opt->filter, all_design(model), NULL, &parked);
+  int compliance_limit = 0; /* its value reads a load, which by turns is off the device */
+  for (int i = 0; i < model->n_design_constraints; i++)
+    compliance_limit |= model->design_constraints[i].kind == VOX_CONSTRAINT_COMPLIANCE;
   const int can_take_turns = !cell && model->objective != VOX_OBJECTIVE_VOLUME &&
+                             !compliance_limit &&
                              vox_memory_optimizer_vectors(model, opt) == parked.n;
   if (opt->solver.by_turns == VOX_BY_TURNS_ON && !can_take_turns)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
