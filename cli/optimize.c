@@ -292,6 +292,9 @@ static const cli_option options[] = {
     NUMBER("efg-mg-coarse-dofs", CLI_INTEGER, "N", opt.efg_mg_coarse_dofs, RANGE(3, 46340),
            "efg, mg: coarsen until a level has at most N unknowns, then factor it densely "
            "(N^2 doubles on the device)"),
+    NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
+           "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
+           "kernel by kernel (0); the same iterates"),
     NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
            "efg, sa and mg: the Chebyshev degree of each level's smoothing before and after its "
            "coarse correction (a V-cycle costs about 2 N + 3 products with K)"),

@@ -768,7 +768,7 @@ static vox_status efg_block_jacobi(vox_backend *be, vox_efg_device *d) {
 static vox_status efg_apply(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y) {
   TRY(check_vec(be, x, 3 * d->n_nodes, "x of K x"));
   TRY(check_vec(be, y, 3 * d->n_nodes, "y of K x"));
-  product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS>>>(view_of(d), values_of(d, d->k),
+  product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(view_of(d), values_of(d, d->k),
                                                                 x->data, y->data);
   CUDA_LAUNCHED(be, "the EFG stiffness product");
   return VOX_OK;
@@ -837,10 +837,10 @@ static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vo
                      "element-free Galerkin: patches applied before their tables");
   TRY(check_vec(be, r, 3 * d->n_nodes, "the residual"));
   TRY(check_vec(be, z, 3 * d->n_nodes, "the preconditioned residual"));
-  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS>>>(
+  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
   CUDA_LAUNCHED(be, "the EFG patches' solves");
-  patch_sum_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS>>>(
+  patch_sum_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->n_nodes, d->p_node_patch, d->p_work, z->data);
   CUDA_LAUNCHED(be, "the EFG patches' sums");
   return VOX_OK;
@@ -1032,7 +1032,7 @@ static vox_status level_product(vox_backend *be, vox_efg_device *d, int l, const
   const int32_t *col, *brow;
   const double *val;
   level_arrays(d, l, &rs, &col, &brow, &val);
-  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->level_nodes[l], rs, col, val, x->data, b ? b->data : NULL, y->data);
   CUDA_LAUNCHED(be, b ? "the EFG multigrid's residual" : "the EFG multigrid's product");
   return VOX_OK;
@@ -1050,7 +1050,7 @@ static vox_status efg_mg_jacobi(vox_backend *be, vox_efg_device *d, int l, const
   if (l == 0)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: level 0 is smoothed by its patches");
-  level_jacobi_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+  level_jacobi_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->level_nodes[l], d->level_inverse[l], r->data, z->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's block Jacobi");
   return VOX_OK;
@@ -1060,7 +1060,7 @@ static vox_status efg_mg_restrict(vox_backend *be, vox_efg_device *d, int l, con
                                   vox_vec *rc) {
   TRY(mg_level_vec(be, d, l, r));
   TRY(mg_level_vec(be, d, l + 1, rc));
-  restrict_kernel<<<vox_cuda_grid(3 * d->level_nodes[l + 1]), VOX_CUDA_THREADS>>>(
+  restrict_kernel<<<vox_cuda_grid(3 * d->level_nodes[l + 1]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->level_nodes[l + 1], d->t_child[l], d->t_child_weight[l], r->data, rc->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's restriction");
   return VOX_OK;
@@ -1070,7 +1070,7 @@ static vox_status efg_mg_prolong_add(vox_backend *be, vox_efg_device *d, int l,
                                      const vox_vec *xc, vox_vec *x) {
   TRY(mg_level_vec(be, d, l, x));
   TRY(mg_level_vec(be, d, l + 1, xc));
-  prolong_add_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+  prolong_add_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->level_nodes[l], d->t_parent[l], d->t_parent_weight[l], xc->data, x->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's prolongation");
   return VOX_OK;
@@ -1091,15 +1091,15 @@ static vox_status efg_mg_smooth_step(vox_backend *be, vox_efg_device *d, int l, 
     if (!d->p_node)
       return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                        "element-free Galerkin: the multigrid's patches are not on the device");
-    patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS>>>(
+    patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
         d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
     CUDA_LAUNCHED(be, "the EFG patches' solves");
-    patch_sum_step_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS>>>(
+    patch_sum_step_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
         d->n_nodes, d->p_node_patch, d->p_work, alpha, beta, first, dir->data, x->data);
     CUDA_LAUNCHED(be, "the EFG multigrid's smoothing step");
     return VOX_OK;
   }
-  level_jacobi_step_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+  level_jacobi_step_kernel<<<vox_cuda_grid(3 * d->level_nodes[l]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       d->level_nodes[l], d->level_inverse[l], r->data, alpha, beta, first, dir->data, x->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's smoothing step");
   return VOX_OK;
@@ -1109,7 +1109,7 @@ static vox_status efg_mg_coarse_solve(vox_backend *be, vox_efg_device *d, const 
                                       vox_vec *x) {
   TRY(mg_level_vec(be, d, d->n_levels - 1, b));
   TRY(mg_level_vec(be, d, d->n_levels - 1, x));
-  dense_solve_kernel<<<warp_grid((size_t)d->dense_n), VOX_CUDA_THREADS>>>(d->dense_n, d->dense,
+  dense_solve_kernel<<<warp_grid((size_t)d->dense_n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(d->dense_n, d->dense,
                                                                           b->data, x->data);
   CUDA_LAUNCHED(be, "the EFG multigrid's coarse solve");
   return VOX_OK;

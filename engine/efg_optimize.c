@@ -307,6 +307,12 @@ typedef struct efg_run {
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
   vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
   vox_vec *d_f, *d_u;                     /* n_cases of nd */
+  /* the multigrid's V-cycle of the solve under way, recorded (the
+   * backend's sparse record ops) on its second application and replayed
+   * after: its scalars (the Chebyshev coefficients of this design
+   * iteration's bounds) and vectors are fixed within a solve */
+  void *recording;
+  int vcycles, record;
 } efg_run;
 
 /* z = the cells' patches (efg_patches.h) applied to r on the host: the
@@ -418,10 +424,33 @@ static vox_status dcg_product(void *self, double *pq) {
   return pq ? r->be->ops->vec->dot(r->be, &r->d_p, &r->d_q, pq) : VOX_OK;
 }
 
+/* The V-cycle: op by op the first time in a solve, recorded the second
+ * (and replayed at once), replayed after; op by op where the backend
+ * records nothing or the recording failed (nothing of it ran then). */
+static vox_status mg_precondition(efg_run *r) {
+  const vox_sparse_ops *o = r->be->ops->sparse;
+  if (r->recording) return o->replay(r->be, r->recording);
+  if (r->record && r->vcycles++ > 0) {
+    r->record = 0;
+    vox_status st = o->record_begin(r->be);
+    if (st == VOX_OK) {
+      st = vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
+      void *recording = NULL;
+      const vox_status end = o->record_end(r->be, &recording);
+      if (st == VOX_OK && end == VOX_OK) {
+        r->recording = recording;
+        return o->replay(r->be, recording);
+      }
+      if (recording) o->recording_free(r->be, recording);
+    }
+    vox_context_clear_error(r->ctx);
+  }
+  return vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
+}
+
 static vox_status dcg_precondition(void *self) {
   efg_run *r = ((device_cg *)self)->r;
-  if (r->opt->efg_preconditioner == VOX_EFG_PC_MG)
-    return vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
+  if (r->opt->efg_preconditioner == VOX_EFG_PC_MG) return mg_precondition(r);
   if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ)
     return r->dev->patches_apply(r->be, r->device, &r->d_r, &r->d_z);
   return r->dev->precondition(r->be, r->device, &r->d_r, &r->d_z);
@@ -488,8 +517,14 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   TRY(v->dot(be, &r->d_r, &r->d_r, &rr));
   device_cg c = {.r = r, .x = u};
   const int kept = v->cg_begin && v->cg_step && v->cg_direction;
-  return vox_ksp_cg(kept ? &device_kept_ops : &device_cg_ops, &c, rr, result->rhs_norm,
-                    &r->opt->solver, result);
+  const vox_sparse_ops *o = be->ops->sparse;
+  r->vcycles = 0;
+  r->record = r->opt->efg_record && o && o->record_begin;
+  const vox_status st = vox_ksp_cg(kept ? &device_kept_ops : &device_cg_ops, &c, rr,
+                                   result->rhs_norm, &r->opt->solver, result);
+  if (r->recording) o->recording_free(be, r->recording);
+  r->recording = NULL;
+  return st;
 }
 
 /* dc_case = the sensitivities of load case lc's compliance, in the two

@@ -565,6 +565,38 @@ static void test_design(vox_context *ctx, vox_backend *cpu, vox_backend *be) {
   CHECK(cm[0] < cs[0] && cm[1] < cs[1]);
 }
 
+/* The multigrid's V-cycle recorded and replayed (efg_record 1) against
+ * launched kernel by kernel (0): the same kernels in the same order, so the
+ * same CG iterations and the same design to the last bit. */
+static void test_recorded(vox_context *ctx, vox_backend *be) {
+  if (vox_backend_device(be) == VOX_DEVICE_CPU) return; /* nothing to record */
+  vox_model m[2];
+  vox_optimize_result r[2];
+  for (int rec = 0; rec < 2; rec++) {
+    make_cantilever(ctx, &m[rec]);
+    vox_optimizer_options o;
+    vox_optimizer_options_default(&o);
+    o.discretization = VOX_DISCRETIZATION_EFG;
+    o.volume_fraction = 0.4;
+    o.continuation = 0;
+    o.max_iterations = 3;
+    o.efg_penalty_scale = 1e2;
+    o.efg_preconditioner = VOX_EFG_PC_MG;
+    o.efg_mg_coarse_dofs = 150;
+    o.efg_record = rec;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m[rec], &o, &r[rec]));
+  }
+  printf("recorded V-cycles: compliance %.17g against %.17g, CG %d against %d\n", r[1].objective,
+         r[0].objective, r[1].total_cg_iterations, r[0].total_cg_iterations);
+  CHECK(r[1].objective == r[0].objective);
+  CHECK(r[1].total_cg_iterations == r[0].total_cg_iterations);
+  const size_t nn = (size_t)vox_grid_nodes(&m[0].grid);
+  CHECK(m[0].nodal_density && m[1].nodal_density &&
+        memcmp(m[0].nodal_density, m[1].nodal_density, nn * sizeof *m[0].nodal_density) == 0);
+  vox_model_free(&m[0]);
+  vox_model_free(&m[1]);
+}
+
 /* What the backend path refuses: the host's smoothed aggregation. */
 static void test_refuse(vox_context *ctx, vox_backend *be) {
   if (vox_backend_device(be) == VOX_DEVICE_CPU) return;
@@ -597,6 +629,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "stages")) test_stages(gctx, gpu);
   if (check_wanted(argc, argv, "design")) test_design(gctx, cpu, gpu);
   if (check_wanted(argc, argv, "refuse")) test_refuse(gctx, gpu);
+  if (check_wanted(argc, argv, "recorded")) test_recorded(gctx, gpu);
   vox_backend_destroy(gpu);
   vox_backend_destroy(cpu);
   vox_context_destroy(gctx);

@@ -117,6 +117,11 @@ typedef struct vox_optimizer_options {
    * then solve it densely (6000: a factor of 288 MB); its Chebyshev degree
    * is efg_sa_degree's */
   int efg_mg_coarse_dofs;
+  /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
+   * recorded once a solve and replayed (1, the default: its few dozen
+   * small kernels launched at once), or launched kernel by kernel (0); the
+   * same iterates either way */
+  int efg_record;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
