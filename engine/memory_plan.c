@@ -239,6 +239,20 @@ static int64_t layers_that_fit(const vox_backend *be, const vox_grid *slab, int 
   return lo;
 }
 
+/* What the run could give up to fit, in the check's message: its start
+ * history (earlier solutions, 8 bytes a dof each; by turns is taken where
+ * it helps already: vox_by_turns_resolve); "" where that does not help. */
+static const char *history_hint(const vox_backend *be, const vox_grid *part, int dpn, int n_cases,
+                              int prescribed, const vox_solver_options *solver, int optimizing,
+                              size_t free_bytes) {
+  vox_solver_options o = *solver;
+  if (!optimizing || o.start_history == 0) return "";
+  o.start_history = 0;
+  return vox_memory_needed(be, part, dpn, n_cases, prescribed, &o, optimizing) <= free_bytes
+             ? " (without a start history it would fit: start-history 0)"
+             : "";
+}
+
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                             int prescribed, const vox_solver_options *solver, int optimizing) {
   vox_grid part = *grid;
@@ -249,6 +263,7 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
   TRY(be->ops->memory(be, &free_bytes, &total));
   const size_t need = vox_memory_needed(be, &part, dpn, n_cases, prescribed, solver, optimizing);
   if (need <= free_bytes) return VOX_OK;
+  const char *hint = history_hint(be, &part, dpn, n_cases, prescribed, solver, optimizing, free_bytes);
   if (part.nz != grid->nz) { /* a rank's slab: how many ranks would hold the grid */
     const int64_t fit =
         layers_that_fit(be, &part, dpn, n_cases, prescribed, solver, optimizing, free_bytes);
@@ -256,18 +271,18 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
       return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                        "%s: a rank's slab of the %lldx%lldx%lld grid needs %.2f GB of device "
                        "memory, %.2f GB of %.2f GB are free, and not one element layer of it "
-                       "fits",
+                       "fits%s",
                        be->ops->name, (long long)grid->nx, (long long)grid->ny,
                        (long long)grid->nz, (double)need / 1e9, (double)free_bytes / 1e9,
-                       (double)total / 1e9);
+                       (double)total / 1e9, hint);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "%s: a rank's slab of the %lldx%lldx%lld grid, %lld element layers, needs "
                      "%.2f GB of device memory, %.2f GB of %.2f GB are free: %lld layers fit, "
-                     "so about %lld ranks would hold the grid",
+                     "so about %lld ranks would hold the grid%s",
                      be->ops->name, (long long)grid->nx, (long long)grid->ny,
                      (long long)grid->nz, (long long)part.nz, (double)need / 1e9,
                      (double)free_bytes / 1e9, (double)total / 1e9, (long long)fit,
-                     (long long)((grid->nz + fit - 1) / fit));
+                     (long long)((grid->nz + fit - 1) / fit), hint);
   }
   /* the largest grid of these proportions that fits, by bisection on a scale */
   double lo = 0, hi = 1;
@@ -287,13 +302,13 @@ vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int 
   }
   if (lo == 0)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
-                     "%s: %zu bytes of device memory needed, %zu of %zu free: no grid fits",
-                     be->ops->name, need, free_bytes, total);
+                     "%s: %zu bytes of device memory needed, %zu of %zu free: no grid fits%s",
+                     be->ops->name, need, free_bytes, total, hint);
   return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                    "%s: the %lldx%lldx%lld grid needs %.2f GB of device memory, %.2f GB of "
                    "%.2f GB are free; the largest grid of these proportions that fits is "
-                   "%lldx%lldx%lld",
+                   "%lldx%lldx%lld%s",
                    be->ops->name, (long long)grid->nx, (long long)grid->ny, (long long)grid->nz,
                    (double)need / 1e9, (double)free_bytes / 1e9, (double)total / 1e9,
-                   (long long)fit.nx, (long long)fit.ny, (long long)fit.nz);
+                   (long long)fit.nx, (long long)fit.ny, (long long)fit.nz, hint);
 }

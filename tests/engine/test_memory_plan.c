@@ -405,6 +405,43 @@ static void test_turns(vox_context *ctx, vox_filter_type filter, vox_precision p
   vox_backend_destroy(be);
 }
 
+/* A device whose free memory the test sets. */
+static size_t fake_free;
+static vox_status fake_memory(vox_backend *be, size_t *free_bytes, size_t *total) {
+  (void)be;
+  *free_bytes = fake_free, *total = 2 * fake_free;
+  return VOX_OK;
+}
+
+/* A run that does not fit is told whether it would without its start
+ * history, and not where it would not. */
+static void test_check_hint(vox_context *ctx) {
+  vox_backend *be = counting_backend(ctx);
+  vox_backend_ops device = counting_ops;
+  device.device_memory = 1;
+  device.memory = fake_memory;
+  be->ops = &device;
+  const vox_grid g = {.nx = 64, .ny = 32, .nz = 32, .voxel_size = {1, 1, 1}};
+  vox_solver_options o;
+  vox_solver_options_default(&o);
+  o.start_history = 1;
+  vox_solver_options none = o;
+  none.start_history = 0;
+  const size_t with = vox_memory_needed(be, &g, 3, 1, 0, &o, 6);
+  const size_t without = vox_memory_needed(be, &g, 3, 1, 0, &none, 6);
+  CHECK(without < with);
+  fake_free = without;
+  CHECK(vox_memory_check(be, &g, 3, 1, 0, &o, 6) == VOX_ERR_NO_MEMORY);
+  printf("memory check: %s\n", vox_context_message(ctx));
+  CHECK(strstr(vox_context_message(ctx), "start-history 0") != NULL);
+  fake_free = without - 1;
+  CHECK(vox_memory_check(be, &g, 3, 1, 0, &o, 6) == VOX_ERR_NO_MEMORY);
+  CHECK(strstr(vox_context_message(ctx), "start-history") == NULL);
+  vox_context_clear_error(ctx);
+  be->ops = &counting_ops;
+  vox_backend_destroy(be);
+}
+
 /* The same for a periodic cell's optimization: one force vector, a field
  * for each strain the objective solves (in half precision with a double
  * work vector, in mixed precision), the multigrid of the periodic grid; the
@@ -542,6 +579,7 @@ int main(void) {
   test_plan_matches_allocations(ctx, 2, VOX_UPDATE_MMA);
   test_turns(ctx, VOX_FILTER_SENSITIVITY, VOX_PRECISION_MIXED);
   test_turns(ctx, VOX_FILTER_DENSITY, VOX_PRECISION_DOUBLE);
+  test_check_hint(ctx);
   const vox_filter_type sens = VOX_FILTER_SENSITIVITY;
   test_cell_plan_matches_allocations(ctx, VOX_PRECISION_DOUBLE, NULL, VOX_CELL_SOLVER_OFF, sens,
                                      VOX_UPDATE_OC);
