@@ -305,6 +305,7 @@ typedef struct opt_state {
    * holds the vector's values), and the filter is made again after it */
   double *parked[VOX_PARKED];
   int parked_valid[VOX_PARKED];
+  int parked_uniform[VOX_PARKED]; /* a constant one of one value (parked[i][0]): set, not sent */
   int filter_parked;
   int n_cases;
   double n_design;
@@ -477,6 +478,19 @@ static vox_status park_one(vox_backend *be, opt_state *s, int i) {
     TRY(o->held_download ? o->held_download(be, v, s->parked[i])
                          : o->download(be, v, s->parked[i]));
     s->parked_valid[i] = 1;
+    /* a constant of one value (an all-design mask, one material's solid E)
+     * comes back by a set: one upload fewer each time, a double kept */
+    const double *h = s->parked[i];
+    size_t k = 1;
+    while (park_kind[i] == PARK_CONSTANT && k < held && !memcmp(&h[k], &h[0], sizeof *h)) k++;
+    if (park_kind[i] == PARK_CONSTANT && held > 0 && k == held) {
+      const double value = h[0];
+      be->ops->host_free(be, s->parked[i]);
+      s->parked[i] = NULL;
+      TRY(be->ops->host_alloc(be, sizeof *s->parked[i], (void **)&s->parked[i]));
+      s->parked[i][0] = value;
+      s->parked_uniform[i] = 1;
+    }
   }
   be->ops->vec->destroy(be, v);
   v->n = n; /* remembered: the sign of a parked vector (data NULL, n > 0) */
@@ -491,6 +505,7 @@ static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
   const vox_vector_ops *o = be->ops->vec;
   TRY(o->create(be, v->n, VOX_DOUBLE, v));
   if (park_kind[i] == PARK_SPENT) return VOX_OK;
+  if (s->parked_uniform[i]) return o->set(be, v, s->parked[i][0]);
   return o->held_upload ? o->held_upload(be, v, s->parked[i]) : o->upload(be, v, s->parked[i]);
 }
 
