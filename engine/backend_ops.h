@@ -450,6 +450,20 @@ struct vox_backend {
   void *impl;    /* backend-specific state */
 };
 
+/* The held part of a double vector (vox_vector_ops.held_n and its copies),
+ * the whole vector where the backend holds it whole. */
+static inline size_t vox_vec_held_n(vox_backend *be, const vox_vec *v) {
+  return be->ops->vec->held_n ? be->ops->vec->held_n(be, v) : v->n;
+}
+static inline vox_status vox_vec_held_download(vox_backend *be, const vox_vec *v, double *host) {
+  const vox_vector_ops *o = be->ops->vec;
+  return o->held_download ? o->held_download(be, v, host) : o->download(be, v, host);
+}
+static inline vox_status vox_vec_held_upload(vox_backend *be, vox_vec *v, const double *host) {
+  const vox_vector_ops *o = be->ops->vec;
+  return o->held_upload ? o->held_upload(be, v, host) : o->upload(be, v, host);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

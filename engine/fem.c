@@ -435,10 +435,9 @@ vox_status vox_fem_park_forces(vox_fem *fem) {
   if (!fem->force_host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   for (int c = 0; c < fem->n_cases; c++) {
     vox_vec *f = &fem->force[c];
-    const size_t held = o->held_n ? o->held_n(be, f) : f->n;
+    const size_t held = vox_vec_held_n(be, f);
     TRY(be->ops->host_alloc(be, (held ? held : 1) * sizeof(double), (void **)&fem->force_host[c]));
-    TRY(o->held_download ? o->held_download(be, f, fem->force_host[c])
-                         : o->download(be, f, fem->force_host[c]));
+    TRY(vox_vec_held_download(be, f, fem->force_host[c]));
     o->destroy(be, f);
     *f = (vox_vec){0};
   }
@@ -458,9 +457,7 @@ vox_status vox_fem_force_dot(vox_fem *fem, int c, const vox_vec *u, double *out)
 
 /* Load case c's force from host memory into `v` (vox_fem_park_forces). */
 static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v) {
-  const vox_vector_ops *o = fem->be->ops->vec;
-  return o->held_upload ? o->held_upload(fem->be, v, fem->force_host[c])
-                        : o->upload(fem->be, v, fem->force_host[c]);
+  return vox_vec_held_upload(fem->be, v, fem->force_host[c]);
 }
 
 /* Preconditioned CG on K x = b from x (and the history, where given),

@@ -462,29 +462,31 @@ static vox_vec *parked_vector(opt_state *s, int i) {
   return all[i];
 }
 
+/* Whether h's n entries are one value, bit for bit. */
+static int one_value(const double *h, size_t n) {
+  size_t k = 1;
+  while (k < n && !memcmp(&h[k], &h[0], sizeof *h)) k++;
+  return n > 0 && k == n;
+}
+
 /* Vector i (where it exists) into host memory as its kind says, and off the
  * backend. */
 static vox_status park_one(vox_backend *be, opt_state *s, int i) {
   vox_vec *v = parked_vector(s, i);
   if (!v->data) return VOX_OK;
   const size_t n = v->n;
-  const vox_vector_ops *o = be->ops->vec;
   if (park_kind[i] != PARK_SPENT && !(park_kind[i] == PARK_CONSTANT && s->parked_valid[i])) {
     /* the part this process holds (an MPI rank's), where the backend tells it */
-    const size_t held = o->held_n ? o->held_n(be, v) : n;
+    const size_t held = vox_vec_held_n(be, v);
     if (!s->parked[i])
       TRY(be->ops->host_alloc(be, (held ? held : 1) * sizeof *s->parked[i],
                               (void **)&s->parked[i]));
-    TRY(o->held_download ? o->held_download(be, v, s->parked[i])
-                         : o->download(be, v, s->parked[i]));
+    TRY(vox_vec_held_download(be, v, s->parked[i]));
     s->parked_valid[i] = 1;
     /* a constant of one value (an all-design mask, one material's solid E)
      * comes back by a set: one upload fewer each time, a double kept */
-    const double *h = s->parked[i];
-    size_t k = 1;
-    while (park_kind[i] == PARK_CONSTANT && k < held && !memcmp(&h[k], &h[0], sizeof *h)) k++;
-    if (park_kind[i] == PARK_CONSTANT && held > 0 && k == held) {
-      const double value = h[0];
+    if (park_kind[i] == PARK_CONSTANT && one_value(s->parked[i], held)) {
+      const double value = s->parked[i][0];
       be->ops->host_free(be, s->parked[i]);
       s->parked[i] = NULL;
       TRY(be->ops->host_alloc(be, sizeof *s->parked[i], (void **)&s->parked[i]));
@@ -506,7 +508,7 @@ static vox_status unpark_one(vox_backend *be, opt_state *s, int i) {
   TRY(o->create(be, v->n, VOX_DOUBLE, v));
   if (park_kind[i] == PARK_SPENT) return VOX_OK;
   if (s->parked_uniform[i]) return o->set(be, v, s->parked[i][0]);
-  return o->held_upload ? o->held_upload(be, v, s->parked[i]) : o->upload(be, v, s->parked[i]);
+  return vox_vec_held_upload(be, v, s->parked[i]);
 }
 
 /* Every per-element vector off the backend, for the solves. */
