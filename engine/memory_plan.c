@@ -203,13 +203,19 @@ vox_cell_solver_use vox_cell_solver_resolve(vox_backend *be, const vox_grid *gri
   return vox_cell_solver_choice(be, grid, n_cases, solver, optimizing, free_bytes);
 }
 
+/* The part of `grid` this process holds (an MPI rank's slab, else all of
+ * it), and whether it lives in a device's fixed memory. */
+static int device_part(const vox_backend *be, const vox_grid *grid, vox_grid *part) {
+  *part = *grid;
+  return be->ops->memory_part ? be->ops->memory_part(be, grid, part) : be->ops->device_memory;
+}
+
 vox_by_turns vox_by_turns_resolve(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                                   const vox_solver_options *solver, int optimizing,
                                   int can_take_turns) {
   if (solver->by_turns != VOX_BY_TURNS_AUTO) return solver->by_turns;
-  vox_grid part = *grid;
-  const int device = be->ops->memory_part ? be->ops->memory_part(be, grid, &part)
-                                          : be->ops->device_memory;
+  vox_grid part;
+  const int device = device_part(be, grid, &part);
   size_t free_bytes = 0, total;
   int short_of_memory = 0;
   if (device && can_take_turns && be->ops->memory(be, &free_bytes, &total) == VOX_OK) {
@@ -255,9 +261,8 @@ static const char *history_hint(const vox_backend *be, const vox_grid *part, int
 
 vox_status vox_memory_check(vox_backend *be, const vox_grid *grid, int dpn, int n_cases,
                             int prescribed, const vox_solver_options *solver, int optimizing) {
-  vox_grid part = *grid;
-  const int device = be->ops->memory_part ? be->ops->memory_part(be, grid, &part)
-                                          : be->ops->device_memory;
+  vox_grid part;
+  const int device = device_part(be, grid, &part);
   if (!device) return VOX_OK;
   size_t free_bytes, total;
   TRY(be->ops->memory(be, &free_bytes, &total));
