@@ -17,6 +17,7 @@
 #include "efg_sensitivity.h"
 #include "ksp.h"
 #include "name_table.h"
+#include "recorded.h"
 
 static double now(void) {
   struct timespec t;
@@ -424,28 +425,16 @@ static vox_status dcg_product(void *self, double *pq) {
   return pq ? r->be->ops->vec->dot(r->be, &r->d_p, &r->d_q, pq) : VOX_OK;
 }
 
-/* The V-cycle: op by op the first time in a solve, recorded the second
- * (and replayed at once), replayed after; op by op where the backend
- * records nothing or the recording failed (nothing of it ran then). */
-static vox_status mg_precondition(efg_run *r) {
-  const vox_sparse_ops *o = r->be->ops->sparse;
-  if (r->recording) return o->replay(r->be, r->recording);
-  if (r->record && r->vcycles++ > 0) {
-    r->record = 0;
-    vox_status st = o->record_begin(r->be);
-    if (st == VOX_OK) {
-      st = vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
-      void *recording = NULL;
-      const vox_status end = o->record_end(r->be, &recording);
-      if (st == VOX_OK && end == VOX_OK) {
-        r->recording = recording;
-        return o->replay(r->be, recording);
-      }
-      if (recording) o->recording_free(r->be, recording);
-    }
-    vox_context_clear_error(r->ctx);
-  }
+static vox_status mg_apply_op(void *self) {
+  efg_run *r = self;
   return vox_efg_mg_apply(&r->mg, &r->d_r, &r->d_z);
+}
+
+/* The V-cycle: op by op the first time in a solve, recorded the second
+ * (and replayed at once), replayed after (recorded.h). */
+static vox_status mg_precondition(efg_run *r) {
+  if (!r->recording && r->vcycles++ == 0) return mg_apply_op(r);
+  return vox_run_recorded(r->be, &r->recording, &r->record, mg_apply_op, r);
 }
 
 static vox_status dcg_precondition(void *self) {

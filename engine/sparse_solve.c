@@ -28,6 +28,7 @@
 #include "fem.h"
 #include "smoother_bound.h"
 #include "background_clear.h"
+#include "recorded.h"
 #include "sparse_entries.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
@@ -360,29 +361,14 @@ static vox_status precondition(sparse_system *s) {
   return vox_pc_apply(&pc, s->r_single.data ? &s->r_single : &s->r, &s->z);
 }
 
-/* The V-cycle replayed from its recording, made by the first call here;
- * run op by op where the backend records nothing or the recording failed
- * (nothing of it ran: the V-cycle then runs as it is). Replays launch the
- * ~130 kernels of a clinical sample's V-cycle at once, where op by op its
- * small coarse levels wait for the host's launches. */
+static vox_status precondition_op(void *self) { return precondition(self); }
+
+/* The V-cycle replayed from its recording, made by the first call here
+ * (recorded.h). Replays launch the ~130 kernels of a clinical sample's
+ * V-cycle at once, where op by op its small coarse levels wait for the
+ * host's launches. */
 static vox_status precondition_replayed(sparse_system *s) {
-  if (s->recording) return s->o->replay(s->be, s->recording);
-  if (s->record) {
-    s->record = 0;
-    vox_status st = s->o->record_begin(s->be);
-    if (st == VOX_OK) {
-      st = precondition(s);
-      void *recording = NULL;
-      const vox_status end = s->o->record_end(s->be, &recording);
-      if (st == VOX_OK && end == VOX_OK) {
-        s->recording = recording;
-        return s->o->replay(s->be, recording);
-      }
-      if (recording) s->o->recording_free(s->be, recording);
-    }
-    vox_context_clear_error(s->be->ctx);
-  }
-  return precondition(s);
+  return vox_run_recorded(s->be, &s->recording, &s->record, precondition_op, s);
 }
 
 /* The one CG's hooks (ksp.h) on the sparse vectors: u (x), r, z, p, q. */
