@@ -498,6 +498,20 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The EFG cantilever's design options of these tests: no continuation,
+ * supports held loosely enough for tight solves, three multigrid levels. */
+static void design_options(vox_optimizer_options *o, int iterations,
+                           vox_efg_preconditioner pc) {
+  vox_optimizer_options_default(o);
+  o->discretization = VOX_DISCRETIZATION_EFG;
+  o->volume_fraction = 0.4;
+  o->continuation = 0;
+  o->max_iterations = iterations;
+  o->efg_penalty_scale = 1e2;
+  o->efg_preconditioner = pc;
+  o->efg_mg_coarse_dofs = 150; /* three levels on this cantilever */
+}
+
 /* Five design iterations on the CPU (host arrays) and on the backend with
  * the preconditioner pc; their CG iterations in *cg. */
 static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be,
@@ -506,16 +520,9 @@ static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be
   make_cantilever(ctx, &mc);
   make_cantilever(ctx, &mg);
   vox_optimizer_options o;
-  vox_optimizer_options_default(&o);
-  o.discretization = VOX_DISCRETIZATION_EFG;
-  o.volume_fraction = 0.4;
-  o.continuation = 0;
-  o.max_iterations = 5;
-  o.efg_penalty_scale = 1e2;
+  design_options(&o, 5, pc);
   o.solver.rtol = 1e-10;
   o.solver.max_iterations = 20000;
-  o.efg_preconditioner = pc;
-  o.efg_mg_coarse_dofs = 150; /* three levels on this cantilever */
   vox_optimize_result rc, rg;
   CHECK_OK(ctx, vox_optimize(ctx, cpu, &mc, &o, &rc));
   if (vox_backend_device(be) != VOX_DEVICE_CPU) {
@@ -575,14 +582,7 @@ static void test_recorded(vox_context *ctx, vox_backend *be) {
   for (int rec = 0; rec < 2; rec++) {
     make_cantilever(ctx, &m[rec]);
     vox_optimizer_options o;
-    vox_optimizer_options_default(&o);
-    o.discretization = VOX_DISCRETIZATION_EFG;
-    o.volume_fraction = 0.4;
-    o.continuation = 0;
-    o.max_iterations = 3;
-    o.efg_penalty_scale = 1e2;
-    o.efg_preconditioner = VOX_EFG_PC_MG;
-    o.efg_mg_coarse_dofs = 150;
+    design_options(&o, 3, VOX_EFG_PC_MG);
     o.efg_record = rec;
     CHECK_OK(ctx, vox_optimize(ctx, be, &m[rec], &o, &r[rec]));
   }
