@@ -45,7 +45,6 @@
  * table 2 reports its objectives after binarization; --binary=0 skips these
  * three solves, --binary=volume keeps only the last). */
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +52,7 @@
 #include <time.h>
 
 #include "bench_common.h"
+#include "memory_sampler.h"
 #include "cell_fp16.h"
 #include "cell_problem.h"
 #include "homogenize.h"
@@ -60,40 +60,18 @@
 #include "voxfe/voxfe.h"
 
 typedef struct watch {
-  vox_backend *be;
-  size_t min_free; /* the least free device memory seen (by the sampler only) */
-  /* the least since the last progress report (which takes and resets it) */
-  _Atomic size_t recent_min_free;
-  size_t free0;
-  atomic_int stop;
+  bench_sampler memory; /* the device's free memory, read every millisecond */
   double first_seconds, seconds;
 } watch;
-
-/* Reads the device's free memory every millisecond until told to stop. */
-static void *sample_memory(void *user) {
-  watch *w = user;
-  const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
-  while (!atomic_load(&w->stop)) {
-    size_t free_bytes, total;
-    if (vox_backend_memory(w->be, &free_bytes, &total) != VOX_OK) continue;
-    if (free_bytes < w->min_free) w->min_free = free_bytes;
-    size_t recent = atomic_load(&w->recent_min_free);
-    while (free_bytes < recent &&
-           !atomic_compare_exchange_weak(&w->recent_min_free, &recent, free_bytes)) {
-    }
-    nanosleep(&pause, NULL);
-  }
-  return NULL;
-}
 
 static int on_progress(const vox_progress *p, void *user) {
   watch *w = user;
   if (p->iteration == 1) w->first_seconds = p->seconds;
   w->seconds += p->seconds;
   /* the run's peak in this iteration, on a device (the sampler's) */
-  const size_t recent = atomic_exchange(&w->recent_min_free, w->free0);
+  const size_t recent = bench_sampler_take(&w->memory), free0 = w->memory.free0;
   char peak[48] = "";
-  if (recent < w->free0) snprintf(peak, sizeof peak, "  peak %.3f GB", (w->free0 - recent) / 1e9);
+  if (recent < free0) snprintf(peak, sizeof peak, "  peak %.3f GB", (free0 - recent) / 1e9);
   printf("  it %3d  objective %.6f  vol %.4f  change %.4f  CG %4d (%.1f per field)  %.3f s%s\n",
          p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
          p->cg_iterations / (p->solves > 0 ? p->solves : 6.0), p->seconds, peak);
@@ -236,17 +214,16 @@ int main(int argc, char **argv) {
   printf("memory plan on %s, %.3f GB:\n", vox_backend_name(be), plan.total / 1e9);
   for (int i = 0; i < plan.n; i++)
     printf("  %7.3f GB  %s\n", plan.item[i].bytes / 1e9, plan.item[i].what);
-  watch w = {.be = be, .min_free = free0, .recent_min_free = free0, .free0 = free0};
+  watch w = {0};
+  const int device = strcmp(vox_backend_name(be), "cpu") != 0;
+  bench_sampler_start(&w.memory, be, free0, device);
   vox_context_set_progress(ctx, on_progress, &w);
-  pthread_t sampler;
-  const int sampling = strcmp(vox_backend_name(be), "cpu") != 0 &&
-                       pthread_create(&sampler, NULL, sample_memory, &w) == 0;
   vox_optimize_result r;
   const double t0 = now();
   const vox_status status = vox_optimize(ctx, be, m, &opt, &r);
   const double t = now() - t0;
-  atomic_store(&w.stop, 1);
-  if (sampling) pthread_join(sampler, NULL);
+  bench_sampler_stop(&w.memory);
+  const size_t least = atomic_load(&w.memory.least), final_least = atomic_load(&w.memory.recent);
   if (status != VOX_OK) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
@@ -263,14 +240,13 @@ int main(int argc, char **argv) {
          "OC update %.3f s (CG rtol %g)\n",
          r.seconds_solve, r.seconds_sensitivity, r.seconds_filter, r.seconds_update,
          opt.solver.rtol);
-  if (strcmp(vox_backend_name(be), "cpu") != 0 && atomic_load(&w.recent_min_free) < free0)
-    printf("the final evaluation's peak: %.3f GB\n",
-           (free0 - atomic_load(&w.recent_min_free)) / 1e9);
-  if (strcmp(vox_backend_name(be), "cpu") != 0)
+  if (device && final_least < free0)
+    printf("the final evaluation's peak: %.3f GB\n", (free0 - final_least) / 1e9);
+  if (device)
     printf("device memory: peak %.3f GB in use of %.1f GB, %.3f GB of it for the run; the "
            "memory plan predicted %.3f GB\n",
-           (double)(total - w.min_free) / 1e9, (double)total / 1e9,
-           (double)(free0 - w.min_free) / 1e9, (double)planned / 1e9);
+           (double)(total - least) / 1e9, (double)total / 1e9, (double)(free0 - least) / 1e9,
+           (double)planned / 1e9);
   printf("bulk modulus %.4f, shear modulus %.4f, volume fraction %.4f\n", r.moduli.bulk,
          r.moduli.shear, r.volume_fraction);
   /* seed 003 table 2's objective: the design binarized at 0.5 (and the grey

@@ -45,16 +45,14 @@
  * machine without a GPU; the numbers then mean nothing); --fp16-levels=USE
  * is the backend's option (auto, on, off). */
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend_ops.h"
 #include "bench_common.h"
+#include "memory_sampler.h"
 #include "fem.h"
 #include "memory_plan.h"
 #include "mma_backend.h"
@@ -287,35 +285,15 @@ static int kernel_mode(int argc, char **argv) {
 /* ---- cantilever ------------------------------------------------------------------ */
 
 typedef struct watch {
-  vox_backend *be;
-  _Atomic size_t min_free; /* the least free device memory seen */
-  atomic_int stop;
+  bench_sampler memory; /* the device's free memory, read every millisecond: a run by turns
+                           peaks within a design iteration */
   double first_seconds;
   int n_cases;
 } watch;
 
-static void note_free(watch *w) {
-  size_t free_bytes, total, seen = atomic_load(&w->min_free);
-  if (w->be->ops->memory(w->be, &free_bytes, &total) != VOX_OK) return;
-  while (free_bytes < seen && !atomic_compare_exchange_weak(&w->min_free, &seen, free_bytes)) {
-  }
-}
-
-/* Reads the device's free memory every millisecond until told to stop: a
- * run by turns peaks within a design iteration, not at its end. */
-static void *sample_memory(void *user) {
-  watch *w = user;
-  const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
-  while (!atomic_load(&w->stop)) {
-    note_free(w);
-    nanosleep(&pause, NULL);
-  }
-  return NULL;
-}
-
 static int on_progress(const vox_progress *p, void *user) {
   watch *w = user;
-  note_free(w);
+  bench_sampler_note(&w->memory);
   if (p->iteration == 1) w->first_seconds = p->seconds;
   printf("  it %3d  compliance %-12.6g vol %.4f  change %.4f  CG %4d (%.1f per solve)  %.3f s\n",
          p->iteration, p->objective, p->volume_fraction, p->change, p->cg_iterations,
@@ -380,20 +358,19 @@ static int cantilever_mode(int argc, char **argv) {
   const size_t planned = vox_memory_needed(be, g, 3, n_cases, 0, &solving,
                                            vox_memory_optimizer_vectors(&model, &opt));
 
-  watch w = {.be = be, .min_free = free0, .n_cases = n_cases};
+  watch w = {.n_cases = n_cases};
+  bench_sampler_start(&w.memory, be, free0, 1);
   vox_context_set_progress(ctx, on_progress, &w);
-  pthread_t sampler;
-  const int sampling = pthread_create(&sampler, NULL, sample_memory, &w) == 0;
   vox_optimize_result r;
   const double t = bench_now();
   const vox_status optimized = vox_optimize(ctx, be, &model, &opt, &r);
-  atomic_store(&w.stop, 1);
-  if (sampling) pthread_join(sampler, NULL);
+  bench_sampler_stop(&w.memory);
   if (optimized) die(ctx, "optimize");
   const double elapsed = bench_now() - t;
   size_t free1;
   if (be->ops->memory(be, &free1, &total)) die(ctx, "device memory");
-  if (free1 < w.min_free) atomic_store(&w.min_free, free1);
+  size_t least = atomic_load(&w.memory.least);
+  if (free1 < least) least = free1;
 
   const double solves = (double)(r.iterations + 1) * n_cases;
   const double loop = r.seconds_solve + r.seconds_sensitivity + r.seconds_filter + r.seconds_update;
@@ -416,9 +393,8 @@ static int cantilever_mode(int argc, char **argv) {
   printf("  device memory: %.3f GiB in use before the run, peak %.3f GiB (sampled every "
          "millisecond), i.e. %.3f GiB for the run; the memory plan predicted %.3f GiB; "
          "total %.2f GiB\n",
-         (double)(total - free0) / GiB, (double)(total - atomic_load(&w.min_free)) / GiB,
-         (double)(free0 - atomic_load(&w.min_free)) / GiB, (double)planned / GiB,
-         (double)total / GiB);
+         (double)(total - free0) / GiB, (double)(total - least) / GiB,
+         (double)(free0 - least) / GiB, (double)planned / GiB, (double)total / GiB);
   vox_context_set_progress(ctx, NULL, NULL);
   vox_backend_destroy(be);
   vox_model_free(&model);
