@@ -5,6 +5,7 @@
  *   mpirun -np N bench_mpi_sparse MODEL.nc [double|mixed] [RTOL] [--device=cuda]
  *       [--cycle=v|w] [--profile=1] [--parts=1] [--slabs=bone|layers]
  *       [--exchange=auto|nccl|host] [--max-iterations=N] [--record=0|1]
+ *       [--results=every|root]
  *
  * The model (bench_sparse --write=MODEL.nc's perlin bone, or the clinical
  * sample) solved as `bench_sparse MODEL.nc` solves it on one process: its
@@ -24,7 +25,10 @@
  * `bench_sparse MODEL.nc cuda --parts=1` does (sparse_parts.h), level 0
  * split over the ranks, level 1 whole on each; --max-iterations=N caps
  * CG; --record=0 runs the V-cycle op by op where it would be recorded and
- * replayed (vox_sparse_pc_options.record; "(replayed)" says it was). */
+ * replayed (vox_sparse_pc_options.record; "(replayed)" says it was);
+ * --results=root returns the displacements to rank 0 alone, as
+ * voxfe-analyze --mpi does (vox_mpi_options.results; every rank gets
+ * them by default). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,14 +61,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {"device", "exchange", "cycle",
                                          "profile", "parts",    "slabs",
-                                         "max-iterations", "record", NULL};
+                                         "max-iterations", "record", "results", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N %s MODEL.nc [double|mixed] [RTOL] [--device=cuda] "
               "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host] "
-              "[--slabs=layers] [--max-iterations=N] [--record=0|1]\n",
+              "[--slabs=layers] [--max-iterations=N] [--record=0|1] [--results=every|root]\n",
               argv[0]);
     MPI_Finalize();
     return 2;
@@ -103,6 +107,11 @@ int main(int argc, char **argv) {
                            : vox_mpi_slabs_of_bone(&m, ranks, first)) != 0)
     die(ctx, "slabs");
   o.first = first;
+  const char *results = bench_option("results");
+  if (results && strcmp(results, "root") != 0 && strcmp(results, "every") != 0)
+    die(ctx, "--results: every or root");
+  o.results = results && strcmp(results, "root") == 0 ? VOX_MPI_RESULTS_ROOT
+                                                      : VOX_MPI_RESULTS_EVERY_RANK;
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &m.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0) {
@@ -118,8 +127,9 @@ int main(int argc, char **argv) {
     if ((failed = bench_sparse_parts(ctx, be, &m, "split", rank == 0))) die(ctx, failed);
   }
   const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-  double *u = calloc(nd, sizeof *u);
-  if (!u) die(ctx, "displacements");
+  const int receive = o.results == VOX_MPI_RESULTS_EVERY_RANK || rank == 0;
+  double *u = receive ? calloc(nd, sizeof *u) : NULL;
+  if (receive && !u) die(ctx, "displacements");
   vox_solve_result r;
   vox_sparse_stats st;
   MPI_Barrier(MPI_COMM_WORLD);

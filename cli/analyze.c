@@ -798,22 +798,26 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
    * the solver (its initial guess) and written after, each 4 KiB page
    * mapped to the zero page, then copied on write with a TLB flush on every
    * thread of the process */
-  r.u = vox_alloc_buffer(3 * nn * sizeof *r.u);
+  /* (the results are rank 0's alone: the other ranks of --mpi take part
+   * in the solve and hold none of them) */
+  if (root) r.u = vox_alloc_buffer(3 * nn * sizeof *r.u);
   if (r.u) {
     const ptrdiff_t n_u = (ptrdiff_t)(3 * nn);
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < n_u; i++) r.u[i] = 0;
   }
-  r.reaction = vox_alloc_buffer(3 * nn * sizeof *r.reaction);
-  r.strain = vox_alloc_buffer(6 * bone * sizeof *r.strain);
-  r.stress = vox_alloc_buffer(6 * bone * sizeof *r.stress);
-  r.sed = vox_alloc_buffer(bone * sizeof *r.sed);
-  r.vm = vox_alloc_buffer(bone * sizeof *r.vm);
-  r.eff = vox_alloc_buffer(bone * sizeof *r.eff);
+  if (root) {
+    r.reaction = vox_alloc_buffer(3 * nn * sizeof *r.reaction);
+    r.strain = vox_alloc_buffer(6 * bone * sizeof *r.strain);
+    r.stress = vox_alloc_buffer(6 * bone * sizeof *r.stress);
+    r.sed = vox_alloc_buffer(bone * sizeof *r.sed);
+    r.vm = vox_alloc_buffer(bone * sizeof *r.vm);
+    r.eff = vox_alloc_buffer(bone * sizeof *r.eff);
+  }
   r.bone = malloc(ne);
   r.plate_dofs = malloc((m->n_constraints + 1) * sizeof *r.plate_dofs);
-  if (!r.u || !r.reaction || !r.strain || !r.stress || !r.sed || !r.vm || !r.eff || !r.bone ||
-      !r.plate_dofs) {
+  if ((root && (!r.u || !r.reaction || !r.strain || !r.stress || !r.sed || !r.vm || !r.eff)) ||
+      !r.bone || !r.plate_dofs) {
     cli_error("out of memory");
     status = CLI_EXIT_FAILED;
     goto done;
@@ -863,8 +867,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
       /* where it cannot split (fewer layers than ranks), the backend says so */
       if (first && vox_mpi_slabs_of_bone(m, cli_mpi_size(), first) != 0) free(first), first = NULL;
     }
+    /* rank 0 alone writes: the displacements go to it alone */
     vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
-                         s->mpi_gather_nodes, first, &r.backend);
+                         s->mpi_gather_nodes, first, VOX_MPI_RESULTS_ROOT, &r.backend);
     free(first);
   } else
 #endif

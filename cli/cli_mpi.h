@@ -77,11 +77,12 @@ void cli_mpi_finish(void);
  * communicator, each rank's slab on `options`' device: auto becomes CUDA
  * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
  * node (modulo the node's GPUs) unless options name one; options->device
- * becomes the device taken. exchange, gather_nodes and first (NULL: the
- * automatic slabs): those of vox_mpi_options. Collective. */
+ * becomes the device taken. exchange, gather_nodes, first (NULL: the
+ * automatic slabs) and results: those of vox_mpi_options. Collective. */
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
-                           int gather_nodes, const int64_t *first, vox_backend **out);
+                           int gather_nodes, const int64_t *first, vox_mpi_results results,
+                           vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

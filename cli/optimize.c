@@ -648,7 +648,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (s->mpi) { /* every rank the same call and the same outcome */
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
-                         (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, NULL, &backend);
+                         (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, NULL,
+                         VOX_MPI_RESULTS_EVERY_RANK, &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);

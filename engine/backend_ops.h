@@ -154,6 +154,10 @@ typedef struct vox_vector_ops {
   size_t (*held_n)(vox_backend *be, const vox_vec *v);
   vox_status (*held_download)(vox_backend *be, const vox_vec *v, double *host);
   vox_status (*held_upload)(vox_backend *be, vox_vec *v, const double *host);
+  /* Optional (NULL: download): a solve's answer for its caller, the whole
+   * vector where results arrive (vox_backend_ops.results), nothing
+   * elsewhere (host may be NULL there). */
+  vox_status (*download_result)(vox_backend *be, const vox_vec *v, double *host);
   vox_status (*set)(vox_backend *be, vox_vec *v, double a); /* v = a */
   /* dst = src, of the same length, between double and half vectors in
    * either direction: to half, rounded to the nearest binary16 (ties to
@@ -410,6 +414,10 @@ typedef struct vox_backend_ops {
    * the processes a backend splits its grids over, for a choice every one
    * of them must make alike (memory_plan.c's by turns); each calls it. */
   int (*agree_max)(vox_backend *be, int value);
+  /* Optional (NULL: VOX_RESULTS_EVERY_PROCESS): where a solve's results
+   * arrive, vox_results_place (an MPI backend made to deliver them to rank
+   * 0 alone, vox_mpi_options.results). */
+  int (*results)(const vox_backend *be);
   /* Host memory for what waits off the backend and comes back (a phased
    * cell solve's parked vectors): page-locked on a GPU, whose copies from
    * and to it then run at the bus's speed. host_free takes NULL. */
@@ -449,6 +457,27 @@ struct vox_backend {
   vox_fp16_levels fp16_levels; /* vox_backend_options: multigrid levels in FP16 */
   void *impl;    /* backend-specific state */
 };
+
+/* Where a solve's results (displacements, temperatures) arrive. */
+typedef enum vox_results_place {
+  /* on every process: the caller's array there is the start and the answer */
+  VOX_RESULTS_EVERY_PROCESS = 0,
+  /* on this process alone: the answer is written there, the solve starts
+   * from zero (the other processes hold no start) */
+  VOX_RESULTS_HERE = 1,
+  /* on another process: nothing is read or written here (the array may be
+   * NULL); the solve starts from zero */
+  VOX_RESULTS_ELSEWHERE = 2
+} vox_results_place;
+
+static inline vox_results_place vox_results(const vox_backend *be) {
+  return be->ops->results ? (vox_results_place)be->ops->results(be) : VOX_RESULTS_EVERY_PROCESS;
+}
+/* A solve's answer to the host where it arrives (vox_vector_ops.download_result). */
+static inline vox_status vox_vec_download_result(vox_backend *be, const vox_vec *v, double *host) {
+  const vox_vector_ops *o = be->ops->vec;
+  return o->download_result ? o->download_result(be, v, host) : o->download(be, v, host);
+}
 
 /* The held part of a double vector (vox_vector_ops.held_n and its copies),
  * the whole vector where the backend holds it whole. */

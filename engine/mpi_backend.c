@@ -93,6 +93,7 @@ typedef struct impl {
   int dpn;
   int64_t *first;
   size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
+  int results_root;    /* vox_mpi_options.results: VOX_MPI_RESULTS_ROOT */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -368,6 +369,26 @@ static vox_status gather(vox_backend *be, const layout *l, const vox_vec *local,
   return VOX_OK;
 }
 
+/* The whole vector in rank 0's host memory alone (`whole` is not touched
+ * elsewhere and may be NULL there): each rank's owned part to its host
+ * memory, then to rank 0. */
+static vox_status gather_root(vox_backend *be, const layout *l, const vox_vec *local,
+                              double *whole) {
+  impl *m = M(be);
+  if (!l->split) return m->rank == 0 ? C(be)->vec->download(IN(be), local, whole) : VOX_OK;
+  const size_t n = (size_t)l->counts[m->rank] * l->unit;
+  double *mine = m->rank == 0 ? whole + (size_t)l->displs[0] * l->unit : stage(m, n);
+  if (!mine) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const vox_vec own = part(local, l->owned_begin, n);
+  TRY(C(be)->vec->download(IN(be), &own, mine));
+  if (m->rank == 0)
+    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type, 0,
+                m->comm);
+  else
+    MPI_Gatherv(mine, l->counts[m->rank], l->type, NULL, NULL, NULL, l->type, 0, m->comm);
+  return VOX_OK;
+}
+
 /* The same into `whole`, a vector of the ranks' backend of the global size
  * (made on first use). */
 static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *local,
@@ -445,6 +466,19 @@ static vox_status vec_download(vox_backend *be, const vox_vec *v, void *values) 
   const vox_vec local = loc(v);
   if (lay_of(v) == &M(be)->replicated) return C(be)->vec->download(IN(be), &local, values);
   return gather(be, lay_of(v), &local, values);
+}
+
+static vox_status vec_download_result(vox_backend *be, const vox_vec *v, double *host) {
+  if (!M(be)->results_root) return vec_download(be, v, host);
+  const vox_vec local = loc(v);
+  if (lay_of(v) == &M(be)->replicated)
+    return M(be)->rank == 0 ? C(be)->vec->download(IN(be), &local, host) : VOX_OK;
+  return gather_root(be, lay_of(v), &local, host);
+}
+
+static int results(const vox_backend *be) {
+  if (!M(be)->results_root) return VOX_RESULTS_EVERY_PROCESS;
+  return M(be)->rank == 0 ? VOX_RESULTS_HERE : VOX_RESULTS_ELSEWHERE;
 }
 
 static size_t vec_held_n(vox_backend *be, const vox_vec *v) {
@@ -2431,6 +2465,7 @@ static const vox_vector_ops mpi_vec_ops = {
     .destroy = vec_destroy,
     .upload = vec_upload,
     .download = vec_download,
+    .download_result = vec_download_result,
     .held_n = vec_held_n,
     .held_download = vec_held_download,
     .held_upload = vec_held_upload,
@@ -2506,6 +2541,7 @@ static const vox_backend_ops mpi_ops = {
     .memory = memory,
     .memory_part = memory_part,
     .agree_max = agree_max,
+    .results = results,
     .host_alloc = host_alloc,
     .host_free = host_free,
     .vec = &mpi_vec_ops,
@@ -2605,7 +2641,8 @@ void vox_mpi_options_default(vox_mpi_options *options) {
       (vox_mpi_options){.first = NULL,
                         .ranks_backend = NULL,
                         .exchange = VOX_MPI_EXCHANGE_AUTO,
-                        .gather_nodes = VOX_MPI_GATHER_AUTO};
+                        .gather_nodes = VOX_MPI_GATHER_AUTO,
+                        .results = VOX_MPI_RESULTS_EVERY_RANK};
 }
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
@@ -2637,6 +2674,9 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "a periodic grid is not split over MPI ranks yet");
   if (dofs_per_node != 1 && dofs_per_node != 3)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "dofs per node %d: 1 or 3", dofs_per_node);
+  if (o.results != VOX_MPI_RESULTS_EVERY_RANK && o.results != VOX_MPI_RESULTS_ROOT)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "results %d: every rank (0) or root (1)",
+                     o.results);
   vox_backend *be = calloc(1, sizeof *be);
   impl *m = calloc(1, sizeof *m);
   if (!be || !m) {
@@ -2648,6 +2688,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   MPI_Comm_rank(comm, &m->rank);
   MPI_Comm_size(comm, &m->size);
   m->dpn = dofs_per_node;
+  m->results_root = o.results == VOX_MPI_RESULTS_ROOT;
   m->ops = mpi_ops;
   m->mg = mpi_mg_ops;
   m->ops.mg = &m->mg;

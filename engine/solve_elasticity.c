@@ -309,14 +309,20 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
     if (s == VOX_OK) s = vox_fem_update(fem);
   }
   if (s == VOX_OK) s = o->vec->create(backend, fem->n_dofs, VOX_DOUBLE, &u);
+  /* the caller's start read where every process has one, the answer
+   * written where it arrives (vox_results_place) */
+  const vox_results_place place = vox_results(backend);
+  if (s == VOX_OK && place != VOX_RESULTS_ELSEWHERE && !displacement)
+    s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no array for the displacements");
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
-    double *uc = displacement + (size_t)c * fem->n_dofs;
-    s = o->vec->upload(backend, &u, uc);
+    double *uc = displacement ? displacement + (size_t)c * fem->n_dofs : NULL;
+    s = place == VOX_RESULTS_EVERY_PROCESS ? o->vec->upload(backend, &u, uc)
+                                           : o->vec->set(backend, &u, 0);
     if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
     results[c].storage = VOX_STORAGE_FULL_BOX;
     results[c].levels = 0;
     results[c].setup_seconds = 0;
-    if (s == VOX_OK) s = o->vec->download(backend, &u, uc);
+    if (s == VOX_OK) s = vox_vec_download_result(backend, &u, uc);
   }
   if (rho.data) o->vec->destroy(backend, &rho);
   if (u.data) o->vec->destroy(backend, &u);

@@ -746,8 +746,14 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   if (st == VOX_OK) st = set_visits(ctx, &s);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
-  double *host = st == VOX_OK ? malloc(n * sizeof *host) : NULL;
-  if (st == VOX_OK && !host) st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* the results arrive here (and the caller's start is read) or elsewhere
+   * (an MPI rank whose rank 0 alone takes them: no box, no host copy) */
+  const vox_results_place place = vox_results(be);
+  const int receive = place != VOX_RESULTS_ELSEWHERE;
+  if (st == VOX_OK && receive && !displacement)
+    st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no array for the displacements");
+  double *host = st == VOX_OK && receive ? malloc(n * sizeof *host) : NULL;
+  if (st == VOX_OK && receive && !host) st = vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   /* when profiling, after the setup's queued work */
   const double t1 = wait_now(&s);
   double rhs_seconds = 0, return_seconds = 0;
@@ -756,7 +762,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   vox_sparse_entries fixed = {0};
   if (st == VOX_OK) st = vox_sparse_prescribed_entries(ctx, model, h.box_to_node, &fixed);
   for (int c = 0; c < n_cases && st == VOX_OK; c++) {
-    double *ub = displacement + (size_t)c * 3 * nb;
+    double *ub = receive ? displacement + (size_t)c * 3 * nb : NULL;
     vox_solve_result *res = &results[c];
     memset(res, 0, sizeof *res);
     /* b = f - K g on the free dofs: g (the prescribed values) into u (in
@@ -779,7 +785,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     /* u: the initial guess on the free dofs, g on the fixed ones (the
      * guess uploaded only where it is not zero) */
     int guess = 0;
-    if (st == VOX_OK && bb != 0) {
+    if (st == VOX_OK && bb != 0 && place == VOX_RESULTS_EVERY_PROCESS) {
       const ptrdiff_t nodes = (ptrdiff_t)f->n_nodes;
 #pragma omp parallel for schedule(static) reduction(| : guess)
       for (ptrdiff_t m = 0; m < nodes; m++)
@@ -814,7 +820,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     void *const area[2] = {host, ub};
     const size_t bytes[2] = {n * sizeof *host, 3 * nb * sizeof *ub};
     vox_background_clear clearing;
-    vox_background_clear_start(&clearing, area, bytes, 2);
+    vox_background_clear_start(&clearing, area, bytes, receive ? 2 : 0);
     if (st == VOX_OK && bb != 0) {
       const double tc = wait_now(&s);
       rhs_seconds += tc - t_case;
@@ -826,8 +832,8 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     res->storage = VOX_STORAGE_SPARSE;
     res->levels = s.n_levels;
     res->setup_seconds = t1 - t0;
-    if (st == VOX_OK) st = be->ops->vec->download(be, &s.u, host);
-    if (st == VOX_OK) {
+    if (st == VOX_OK) st = vox_vec_download_result(be, &s.u, host);
+    if (st == VOX_OK && receive) {
       /* back to the box: nodes that touch no material are held at zero (or
        * at a value prescribed there), as in the full-box system */
 #pragma omp parallel for schedule(static)

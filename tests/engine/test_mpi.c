@@ -64,8 +64,15 @@ static int64_t slab_first(int q) {
   return first[q];
 }
 
-/* The split backend, on the same kind of device. */
+/* The split backend, on the same kind of device, its results on every
+ * rank or on rank 0 alone (vox_mpi_results). */
+static vox_status split_backend_results(vox_context *ctx, const vox_grid *g, int dpn,
+                                        vox_mpi_results results, vox_backend **out);
 static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vox_backend **out) {
+  return split_backend_results(ctx, g, dpn, VOX_MPI_RESULTS_EVERY_RANK, out);
+}
+static vox_status split_backend_results(vox_context *ctx, const vox_grid *g, int dpn,
+                                        vox_mpi_results results, vox_backend **out) {
   vox_backend_options ranks_backend;
   vox_backend_options_default(&ranks_backend);
   ranks_backend.device = device;
@@ -76,6 +83,7 @@ static vox_status split_backend(vox_context *ctx, const vox_grid *g, int dpn, vo
   o.ranks_backend = &ranks_backend;
   o.exchange = exchange;
   o.gather_nodes = gather_nodes;
+  o.results = results;
   const vox_status s = vox_mpi_backend_create(ctx, MPI_COMM_WORLD, g, dpn, &o, out);
   if (s == VOX_OK && rank == 0)
     printf("exchange: %s, %d split levels\n", vox_mpi_backend_exchange(*out),
@@ -458,6 +466,75 @@ static void download(vox_context *ctx) {
   vox_backend_destroy(be);
 }
 
+/* Results on rank 0 alone (VOX_MPI_RESULTS_ROOT): a vector's download for
+ * a caller reaches rank 0 whole and leaves the others' arrays as they
+ * were; a full-box and a sparse solve give rank 0 the displacements of
+ * the same solve with results on every rank, bit for bit, whatever its
+ * array held (the start is not read), while the others pass NULL. */
+static void results_on_root(vox_context *ctx) {
+  vox_grid g = {.nx = 6, .ny = 5, .nz = nz, .voxel_size = {1, 1, 1}};
+  vox_backend *be = NULL;
+  CHECK_OK(ctx, split_backend_results(ctx, &g, 3, VOX_MPI_RESULTS_ROOT, &be));
+  if (!be) return;
+  CHECK(vox_results(be) == (rank == 0 ? VOX_RESULTS_HERE : VOX_RESULTS_ELSEWHERE));
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
+  vox_vec v;
+  CHECK_OK(ctx, be->ops->vec->create(be, nd, VOX_DOUBLE, &v));
+  CHECK_OK(ctx, be->ops->vec->random(be, &v, 5, 7));
+  double *x = malloc(nd * sizeof *x);
+  for (size_t i = 0; i < nd; i++) x[i] = -1;
+  CHECK_OK(ctx, vox_vec_download_result(be, &v, x));
+  size_t wrong = 0;
+  for (size_t i = 0; i < nd; i++) wrong += x[i] != (rank == 0 ? vox_hash_uniform(5, 7 + i) : -1);
+  CHECK(wrong == 0);
+  CHECK_OK(ctx, vox_vec_download_result(be, &v, rank == 0 ? x : NULL));
+  free(x);
+  be->ops->vec->destroy(be, &v);
+  vox_backend_destroy(be);
+
+  for (int sparse_storage = 0; sparse_storage < 2; sparse_storage++) {
+    vox_model m;
+    if (sparse_storage) {
+      make_bone_model(ctx, &m, nz, 7, 1);
+      double applied;
+      CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 0, -0.01, &applied));
+    } else {
+      make_model(ctx, &m, VOX_PHYSICS_ELASTICITY);
+    }
+    const size_t n = 3 * (size_t)vox_grid_nodes(&m.grid);
+    double *every = calloc(n, sizeof *every), *root = malloc(n * sizeof *root);
+    for (size_t i = 0; i < n; i++) root[i] = 1;
+    vox_solver_options opt;
+    vox_solver_options_default(&opt);
+    opt.storage = sparse_storage ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
+    opt.mg_levels = 3;
+    opt.rtol = 1e-10;
+    vox_backend *all = NULL, *one = NULL;
+    vox_solve_result r_all = {0}, r_one = {0};
+    CHECK_OK(ctx, split_backend(ctx, &m.grid, 3, &all));
+    CHECK_OK(ctx, split_backend_results(ctx, &m.grid, 3, VOX_MPI_RESULTS_ROOT, &one));
+    if (all && one) {
+      const int density = !sparse_storage;
+      CHECK_OK(ctx, vox_solve_elasticity(ctx, all, &m, density, 3, 1e-9, &opt, every, &r_all));
+      CHECK_OK(ctx, vox_solve_elasticity(ctx, one, &m, density, 3, 1e-9, &opt,
+                                         rank == 0 ? root : NULL, &r_one));
+      CHECK(r_all.reason == VOX_CONVERGED_RTOL && r_one.iterations == r_all.iterations);
+      if (rank == 0) {
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) differ += root[i] != every[i];
+        printf("results on rank 0 alone (%s): %d CG iterations, %zu of %zu values differ\n",
+               sparse_storage ? "sparse" : "full box", r_one.iterations, differ, n);
+        CHECK(differ == 0);
+      }
+    }
+    vox_backend_destroy(all);
+    vox_backend_destroy(one);
+    free(every);
+    free(root);
+    vox_model_free(&m);
+  }
+}
+
 /* More ranks than element layers: every rank refuses, with one message. */
 /* The memory check of a rank's slab (memory_plan.c): a grid of 2^30 x-y
  * nodes a layer per rank that no GPU holds is refused before anything is
@@ -587,6 +664,7 @@ int main(int argc, char **argv) {
     }
   }
   if (check_wanted(n_parts + 1, names, "download")) download(ctx);
+  if (check_wanted(n_parts + 1, names, "results")) results_on_root(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
   if (check_wanted(n_parts + 1, names, "slabs")) weighted_slabs();
   if (check_wanted(n_parts + 1, names, "memory")) memory(ctx);

@@ -80,12 +80,24 @@ typedef struct vox_mpi_options {
    * development machine solved the 96 x 48 x 48 cantilever in the same
    * time with 0 and 4096, docs/engine.md). */
   int64_t gather_nodes;
+  /* where a solve's results arrive (vox_mpi_results) */
+  int results;
 } vox_mpi_options;
+
+/* Where a solve's results (its displacements or temperatures) arrive. */
+typedef enum vox_mpi_results {
+  /* every rank gets the whole array and passes its start in it (the default) */
+  VOX_MPI_RESULTS_EVERY_RANK = 0,
+  /* rank 0 alone: the others pass NULL for them and are spared the array,
+   * the gather to every rank and the scatter into it (a program whose rank
+   * 0 writes the output); the solves then start from zero */
+  VOX_MPI_RESULTS_ROOT = 1
+} vox_mpi_results;
 
 enum { VOX_MPI_GATHER_AUTO = -1, VOX_MPI_GATHER_GPU = 1 << 17, VOX_MPI_GATHER_CPU = 0 };
 
 /* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO,
- * gather_nodes VOX_MPI_GATHER_AUTO */
+ * gather_nodes VOX_MPI_GATHER_AUTO, results VOX_MPI_RESULTS_EVERY_RANK */
 void vox_mpi_options_default(vox_mpi_options *options);
 
 /* A backend on communicator `comm` for a grid and its dofs per node (3

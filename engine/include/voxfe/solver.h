@@ -244,7 +244,9 @@ int vox_sa_fine_transfer_parse(const char *text, vox_sa_fine_transfer *transfer)
  * SIMP law of `penalty` and `emin_ratio`). `displacement` holds
  * n_load_cases * n_nodes * vox_physics_dofs_per_node(model->physics) values:
  * the initial guess on entry (zeros are fine), the solution on return. `results` has one entry
- * per load case. Nodes that touch no material are held at zero. */
+ * per load case. Nodes that touch no material are held at zero. On an MPI
+ * backend that delivers results to rank 0 alone (vox_mpi_options.results),
+ * the other ranks pass NULL and every rank starts from zero. */
 vox_status vox_solve_elasticity(vox_context *ctx, vox_backend *backend, const vox_model *model,
                                 int use_density, double penalty, double emin_ratio,
                                 const vox_solver_options *options, double *displacement,
