@@ -518,13 +518,23 @@ static void results_on_root(vox_context *ctx) {
       CHECK_OK(ctx, vox_solve_elasticity(ctx, all, &m, density, 3, 1e-9, &opt, every, &r_all));
       CHECK_OK(ctx, vox_solve_elasticity(ctx, one, &m, density, 3, 1e-9, &opt,
                                          rank == 0 ? root : NULL, &r_one));
-      CHECK(r_all.reason == VOX_CONVERGED_RTOL && r_one.iterations == r_all.iterations);
+      /* on the CPU the same arithmetic in the same order; a GPU's sparse
+       * products add with atomics, in another order each time */
+      const int exact = device == VOX_DEVICE_CPU;
+      CHECK(r_all.reason == VOX_CONVERGED_RTOL && r_one.reason == VOX_CONVERGED_RTOL);
+      CHECK(abs(r_one.iterations - r_all.iterations) <= (exact ? 0 : 1));
       if (rank == 0) {
         size_t differ = 0;
-        for (size_t i = 0; i < n; i++) differ += root[i] != every[i];
-        printf("results on rank 0 alone (%s): %d CG iterations, %zu of %zu values differ\n",
-               sparse_storage ? "sparse" : "full box", r_one.iterations, differ, n);
-        CHECK(differ == 0);
+        double umax = 0, diff = 0;
+        for (size_t i = 0; i < n; i++) {
+          differ += root[i] != every[i];
+          umax = fmax(umax, fabs(every[i])), diff = fmax(diff, fabs(root[i] - every[i]));
+        }
+        printf("results on rank 0 alone (%s): %d CG iterations against %d, %zu of %zu values "
+               "differ, by %.2e of max |u|\n",
+               sparse_storage ? "sparse" : "full box", r_one.iterations, r_all.iterations, differ,
+               n, diff / umax);
+        CHECK(umax > 0 && (exact ? differ == 0 : diff <= 1e-8 * umax));
       }
     }
     vox_backend_destroy(all);
