@@ -449,8 +449,11 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   if (s == VOX_OK) s = upload(be, (void **)&l->ke, d->ke, 576 * sizeof(double), &b, "Ke");
   if (s == VOX_OK) s = upload(be, (void **)&l->ke32, ke32, 576 * sizeof(float), &b, "Ke");
   if (s == VOX_OK) s = upload(be, (void **)&l->node_fixed, d->node_fixed, d->n_nodes, &b, "fixed");
+  uint32_t *parent = NULL;
+  if (s == VOX_OK) s = vox_sparse_parents_narrow(be->ctx, d->parent, d->n_nodes, &parent);
   if (s == VOX_OK)
-    s = upload(be, (void **)&l->parent, d->parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
+    s = upload(be, (void **)&l->parent, parent, d->n_nodes * sizeof(uint32_t), &b, "parents");
+  free(parent);
   l->bytes = b;
   if (s != VOX_OK) {
     level_destroy(be, l);

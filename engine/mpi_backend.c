@@ -1365,7 +1365,7 @@ typedef struct mpi_sparse_level {
   vox_sparse_level *extended; /* the slab and a layer of each neighbour, until the diagonals */
   size_t extended_offset;  /* the slab's first node in it */
   size_t extended_nodes;
-  uint32_t *owned_parent;  /* the owned nodes' parent words, until the coarse level */
+  uint64_t *owned_parent;  /* the owned nodes' parent words, until the coarse level */
   size_t n_owned;
   /* the restriction's parts: rank q's coarse nodes [reach_at[q], + reach[q]) */
   int *reach, *reach_at;
@@ -1501,13 +1501,13 @@ static vox_status sparse_layout(vox_context *ctx, impl *m, const vox_sparse_leve
  * which its node's zero residual and overwritten correction leave
  * unchanged. */
 static void sparse_local_parents(const vox_sparse_level_desc *d, size_t n0, size_t n1,
-                                 size_t ce0, size_t ce1, uint32_t *out) {
+                                 size_t ce0, size_t ce1, uint64_t *out) {
 #pragma omp parallel for schedule(static)
   for (size_t i = n0; i < n1; i++) {
-    const uint32_t w = d->parent[i], e = w >> VOX_SPARSE_POS_BITS;
-    const uint32_t pos = w & ((1u << VOX_SPARSE_POS_BITS) - 1);
-    out[i - n0] = e >= ce0 && e < ce1 ? vox_sparse_parent(e - (uint32_t)ce0, (int)pos)
-                                      : vox_sparse_parent(0, (int)pos);
+    const uint64_t w = d->parent[i], e = w >> VOX_SPARSE_POS_BITS;
+    const int pos = (int)(w & ((1u << VOX_SPARSE_POS_BITS) - 1));
+    out[i - n0] = e >= ce0 && e < ce1 ? vox_sparse_parent_wide(e - ce0, pos)
+                                      : vox_sparse_parent_wide(0, pos);
   }
 }
 
@@ -1523,7 +1523,7 @@ static vox_status sparse_elsewhere_masks(vox_backend *be, mpi_sparse_level *l,
     double *host = malloc(3 * side[k] * sizeof *host);
     if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < 3 * side[k]; i++) {
-      const uint32_t e = d->parent[first[k] + i / 3] >> VOX_SPARSE_POS_BITS;
+      const uint64_t e = d->parent[first[k] + i / 3] >> VOX_SPARSE_POS_BITS;
       host[i] = e >= ce0 && e < ce1 ? 0 : 1;
     }
     vox_status s = C(be)->vec->create(IN(be), 3 * side[k], VOX_DOUBLE, mask[k]);
@@ -1559,7 +1559,7 @@ static vox_status sparse_split_create(vox_backend *be, const vox_sparse_level_de
   const size_t ce1 = next_split ? d->parent_element_layer_start[upper ? b / 2 : (d->nz + 1) / 2]
                                 : 0;
   void *storage = NULL;
-  uint32_t *parents = NULL;
+  uint64_t *parents = NULL; /* numbering the next level's slab: the ranks' backend narrows them */
   vox_sparse_level_desc slab;
   vox_status s = carve(be, d, a, b, 1, &slab, &storage);
   if (s == VOX_OK && next_split) {
@@ -1618,7 +1618,7 @@ static vox_status sparse_reach(vox_backend *be, mpi_sparse_level *f,
   for (size_t i = 0; i < f->n_owned; i++) {
     int32_t node[8];
     vox_sparse_corners(c->element_nodes, c->element_nodes_x1,
-                       f->owned_parent[i] >> VOX_SPARSE_POS_BITS, node);
+                       (size_t)(f->owned_parent[i] >> VOX_SPARSE_POS_BITS), node);
     for (int k = 0; k < 8; k++) lo = node[k] < lo ? node[k] : lo, hi = node[k] > hi ? node[k] : hi;
   }
   int mine[2] = {hi >= lo ? (int)lo : 0, hi >= lo ? (int)(hi + 1 - lo) : 0};

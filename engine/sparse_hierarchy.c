@@ -278,8 +278,6 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
       int32_t *emap = vox_host_malloc((size_t)cne * sizeof *emap);
       f->parent = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
       if (!emap || !f->parent) s = no_memory(ctx, "parents");
-      if (s == VOX_OK && lv->n_elements > VOX_SPARSE_MAX_COARSE_ELEMENTS)
-        s = vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
       if (s == VOX_OK) {
         const ptrdiff_t cn_el = (ptrdiff_t)lv->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
@@ -291,7 +289,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
           const int64_t b = f->element_box[e];
           const int64_t i = b % fnx, j = (b / fnx) % fny, k = b / (fnx * fny);
           const int64_t ci = i / 2, cj = j / 2, ck = k / 2;
-          const uint32_t ce = (uint32_t)emap[(ck * g.ny + cj) * g.nx + ci];
+          const uint64_t ce = (uint64_t)emap[(ck * g.ny + cj) * g.nx + ci];
           int32_t en[8];
           vox_sparse_corners(f->element_nodes, f->element_nodes_x1, e, en);
           for (int a = 0; a < 8; a++) {
@@ -300,7 +298,7 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
             const int32_t node = en[a];
             const int pos = (int)(i + x - 2 * ci) + 3 * (int)(j + y - 2 * cj) +
                             9 * (int)(k + z - 2 * ck);
-            vox_sparse_parent_offer(&f->parent[node], vox_sparse_parent(ce, pos));
+            vox_sparse_parent_offer(&f->parent[node], vox_sparse_parent_wide(ce, pos));
           }
         }
       }
@@ -333,6 +331,30 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
   }
   if (s != VOX_OK) vox_sparse_hierarchy_free(h);
   return s;
+}
+
+vox_status vox_sparse_parents_narrow(vox_context *ctx, const uint64_t *parent, size_t n,
+                                     uint32_t **out) {
+  *out = NULL;
+  if (!parent) return VOX_OK;
+  uint32_t *p = malloc((n ? n : 1) * sizeof *p);
+  if (!p) return no_memory(ctx, "parents");
+  int over = 0;
+  const ptrdiff_t count = (ptrdiff_t)n;
+#pragma omp parallel for schedule(static) reduction(| : over)
+  for (ptrdiff_t i = 0; i < count; i++) {
+    over |= (parent[i] >> VOX_SPARSE_POS_BITS) >= VOX_SPARSE_MAX_COARSE_ELEMENTS;
+    p[i] = (uint32_t)parent[i];
+  }
+  if (over) {
+    free(p);
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                     "a coarse level of more than %zu elements on one process: split the model "
+                     "over more MPI ranks",
+                     (size_t)VOX_SPARSE_MAX_COARSE_ELEMENTS);
+  }
+  *out = p;
+  return VOX_OK;
 }
 
 vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, int l) {

@@ -27,7 +27,8 @@ typedef struct vox_sparse_host_level {
   float *modulus;             /* coarse levels (and level 0 with moduli): per element */
   uint8_t *node_fixed;        /* per node, bits of fixed components */
   int64_t *node_box;          /* box node index of each node */
-  uint32_t *parent;           /* per node, into the next level; NULL on the last */
+  uint64_t *parent;           /* per node, into the next level (sparse_ops.h's wide
+                               * words); NULL on the last */
   size_t *element_layer_start, *node_layer_start;
   double ke[24 * 24];         /* element matrix of unit modulus of this voxel size */
 } vox_sparse_host_level;

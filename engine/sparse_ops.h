@@ -89,8 +89,15 @@ enum { VOX_SPARSE_POS_BITS = 5 };
 static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
   return coarse_element << VOX_SPARSE_POS_BITS | (uint32_t)pos;
 }
-/* Coarse elements a parent word can name. */
+/* Coarse elements a backend's parent word (32 bits) can name: a process's
+ * part of the next level (an MPI rank's slab numbers its own). */
 #define VOX_SPARSE_MAX_COARSE_ELEMENTS ((size_t)1 << (32 - VOX_SPARSE_POS_BITS))
+/* The host's parent words (sparse_hierarchy.h, vox_sparse_level_desc) are
+ * the same in 64 bits: a whole level may hold more coarse elements than a
+ * backend's word names (1.5 G dofs held some 10^8). */
+static inline uint64_t vox_sparse_parent_wide(uint64_t coarse_element, int pos) {
+  return coarse_element << VOX_SPARSE_POS_BITS | (uint64_t)pos;
+}
 
 /* A fine node in several coarse elements may take any of them as parent
  * (the prolongation is the same), but the choice must not depend on the
@@ -98,8 +105,8 @@ static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
  * their own and split level 1 by its parents. Each fine element offers its
  * nodes their words from all threads at once; a node keeps the largest
  * (*slot 0 before the first offer). */
-static inline void vox_sparse_parent_offer(uint32_t *slot, uint32_t word) {
-  uint32_t seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+static inline void vox_sparse_parent_offer(uint64_t *slot, uint64_t word) {
+  uint64_t seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
   while (word > seen &&
          !__atomic_compare_exchange_n(slot, &seen, word, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
@@ -119,8 +126,10 @@ typedef struct vox_sparse_level_desc {
   const float *modulus;
   const double *ke;             /* 24 x 24 element matrix of unit modulus */
   const uint8_t *node_fixed;    /* per node: bit c set = dof c is fixed */
-  /* per node, the coarse level's parent word; NULL on the coarsest level */
-  const uint32_t *parent;
+  /* per node, the coarse level's parent word (64 bits, numbering the whole
+   * next level; a backend keeps them in 32: vox_sparse_parents_narrow);
+   * NULL on the coarsest level */
+  const uint64_t *parent;
   /* the elements of box layer k (along z) are [layer_start[k],
    * layer_start[k+1]), likewise the nodes of node layer k: CPU threads take
    * slabs of layers so that no two write the same node */
@@ -305,6 +314,12 @@ typedef struct vox_sparse_ops {
 extern "C" {
 #endif
 extern const vox_sparse_ops vox_cpu_sparse_ops;
+/* n host parent words as a backend keeps them (32 bits), in a new array
+ * (*out, free() it; NULL where `parent` is NULL); fails where one names a
+ * coarse element beyond VOX_SPARSE_MAX_COARSE_ELEMENTS (the process holds
+ * too much of the next level). sparse_hierarchy.c */
+vox_status vox_sparse_parents_narrow(vox_context *ctx, const uint64_t *parent, size_t n,
+                                     uint32_t **out);
 #ifdef VOXFE_HAVE_CUDA
 extern const vox_sparse_ops vox_cuda_sparse_ops;
 #endif

@@ -155,7 +155,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     total += n;
   }
   c->n_elements = total;
-  if (total > VOX_SPARSE_MAX_COARSE_ELEMENTS || total > INT32_MAX) {
+  if (total > INT32_MAX) {
     free(layer_pieces);
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
   }
@@ -401,7 +401,7 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
       int pos = 0;
       for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
       vox_sparse_parent_offer(&f->parent[node[a]],
-                              vox_sparse_parent((uint32_t)sp->piece_of[e], pos));
+                              vox_sparse_parent_wide((uint64_t)sp->piece_of[e], pos));
     }
   }
   /* fixed components: those of the candidates (sparse_hierarchy.h) among
@@ -409,8 +409,8 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
   for (size_t m = 0; m < f->n_nodes; m++) {
     if (!f->node_fixed[m]) continue;
-    const uint32_t word = f->parent[m];
-    const size_t p = word >> VOX_SPARSE_POS_BITS;
+    const uint64_t word = f->parent[m];
+    const size_t p = (size_t)(word >> VOX_SPARSE_POS_BITS);
     int64_t fijk[3], cijk[3], cand[3][2];
     int nc[3];
     box_ijk(f->node_box[m], fpx, fpy, fijk);

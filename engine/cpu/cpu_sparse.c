@@ -216,11 +216,16 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   l->material = copy_of(d->material, d->n_elements, &b);
   l->modulus = copy_of(d->modulus, d->n_elements * sizeof(float), &b);
   l->node_fixed = copy_of(d->node_fixed, d->n_nodes, &b);
-  l->parent = copy_of(d->parent, d->n_nodes * sizeof(uint32_t), &b);
+  vox_status narrowed = vox_sparse_parents_narrow(be->ctx, d->parent, d->n_nodes, &l->parent);
+  if (l->parent) b += d->n_nodes * sizeof *l->parent;
   l->element_layer_start =
       copy_of(d->element_layer_start, (size_t)(d->nz + 1) * sizeof(size_t), &b);
   l->node_layer_start = copy_of(d->node_layer_start, (size_t)(d->nz + 2) * sizeof(size_t), &b);
   l->bytes = b;
+  if (narrowed != VOX_OK) {
+    level_destroy(be, l);
+    return narrowed;
+  }
   if (!l->element_nodes || (d->element_nodes_x1 && !l->element_nodes_x1) ||
       (!l->material && !l->modulus) || !l->node_fixed ||
       (d->parent && !l->parent) || !l->element_layer_start || !l->node_layer_start) {

@@ -205,7 +205,7 @@ static void test_split_levels(vox_context *ctx) {
           int reach = 1;
           for (int x = 0; x < 3; x++) reach &= llabs(fm[x] - 2 * N[x]) <= 1;
           if (!reach) continue;
-          const uint32_t word = f->parent[mf];
+          const uint64_t word = f->parent[mf];
           const size_t p = word >> VOX_SPARSE_POS_BITS;
           const int pos = (int)(word & ((1u << VOX_SPARSE_POS_BITS) - 1));
           const int64_t pb = c->element_box[p];
@@ -595,6 +595,24 @@ static void test_w_cycle(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The host's 64-bit parent words (a whole level may hold more coarse
+ * elements than a backend's 32-bit words name) narrow to a backend's where
+ * they fit, and are refused with a message where one does not. */
+static void test_parent_words(vox_context *ctx) {
+  const uint64_t last = VOX_SPARSE_MAX_COARSE_ELEMENTS - 1;
+  const uint64_t words[3] = {vox_sparse_parent_wide(0, 13), vox_sparse_parent_wide(last, 26),
+                             vox_sparse_parent_wide(last + 1, 0)};
+  uint32_t *narrow = NULL;
+  CHECK_OK(ctx, vox_sparse_parents_narrow(ctx, words, 2, &narrow));
+  CHECK(narrow && narrow[0] == vox_sparse_parent(0, 13) &&
+        narrow[1] == vox_sparse_parent((uint32_t)last, 26));
+  free(narrow);
+  CHECK(vox_sparse_parents_narrow(ctx, words, 3, &narrow) == VOX_ERR_UNSUPPORTED && !narrow);
+  CHECK(strstr(vox_context_message(ctx), "more MPI ranks") != NULL);
+  CHECK_OK(ctx, vox_sparse_parents_narrow(ctx, NULL, 3, &narrow));
+  CHECK(narrow == NULL);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
@@ -604,6 +622,7 @@ int main(void) {
   test_storage_option(ctx);
   test_refusals(ctx, be);
   test_split_levels(ctx);
+  test_parent_words(ctx);
   test_entries(ctx, be);
   test_plan(ctx, be);
   test_moduli(ctx, be);
