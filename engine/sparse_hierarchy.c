@@ -31,6 +31,22 @@ static void level_free(vox_sparse_host_level *l) {
   memset(l, 0, sizeof *l);
 }
 
+void vox_sparse_hierarchy_trim(vox_sparse_hierarchy *h) {
+  for (int l = 0; h->level && l < h->n_levels; l++) {
+    vox_sparse_host_level *lv = &h->level[l];
+    void **arrays[] = {(void **)&lv->element_nodes, (void **)&lv->element_nodes_x1,
+                       (void **)&lv->element_box,   (void **)&lv->material,
+                       (void **)&lv->modulus,       (void **)&lv->parent,
+                       (void **)&lv->element_layer_start, (void **)&lv->node_layer_start,
+                       (void **)&lv->node_fixed,    (void **)&lv->node_box};
+    const size_t n = l == 0 ? sizeof arrays / sizeof *arrays - 2 : sizeof arrays / sizeof *arrays;
+    for (size_t i = 0; i < n; i++) {
+      vox_host_free(*arrays[i]);
+      *arrays[i] = NULL;
+    }
+  }
+}
+
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h) {
   for (int l = 0; h->level && l < h->n_levels; l++) level_free(&h->level[l]);
   free(h->level);

@@ -82,6 +82,12 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
                                              const double *moduli, double nu, int levels,
                                              int split, vox_sparse_hierarchy *h);
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h);
+/* Frees what a solve no longer reads once its levels are on the backend:
+ * every level's arrays but level 0's node_box and node_fixed (the start
+ * and the return of the displacements) and box_to_node (the loads and
+ * prescribed values); the levels' grids and counts stay. A third of the
+ * host memory of a bone's hierarchy, before the solve's own arrays come. */
+void vox_sparse_hierarchy_trim(vox_sparse_hierarchy *h);
 
 /* The level as a backend description. */
 vox_sparse_level_desc vox_sparse_level_describe(const vox_sparse_hierarchy *h, int l);

@@ -744,6 +744,9 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
                 : build_system(ctx, be, &h, options, &s);
   if (st == VOX_OK) set_degrees(&s);
   if (st == VOX_OK) st = set_visits(ctx, &s);
+  /* the levels are on the backend: the host keeps what the loads and the
+   * return read (the SA levels' setup is kept whole) */
+  if (st == VOX_OK && !use_sa) vox_sparse_hierarchy_trim(&h);
   const vox_sparse_host_level *f = &h.level[0];
   const size_t n = 3 * f->n_nodes;
   /* the results arrive here (and the caller's start is read) or elsewhere
