@@ -5,34 +5,25 @@
 #define VOXFE_BENCH_MPI_RANKS_H
 
 #include <mpi.h>
-#include <omp.h>
 
 #include "bench_common.h"
 #include "voxfe/mpi.h"
 
 /* --device=cpu|cuda (each rank on the GPU of its rank on the node, modulo
  * the node's GPUs) into ranks_backend, and --exchange=auto|nccl|host into
- * o, whose ranks_backend it becomes; NULL, or the setting that failed. The
- * ranks of a node share its OpenMP threads, as the programs' --mpi does
- * (cli/cli_mpi.c: every rank builds the whole host hierarchy, and threads
- * beyond the cores spin against each other). */
+ * o, whose ranks_backend it becomes; NULL, or the setting that failed. */
 static const char *bench_mpi_options(int rank, vox_backend_options *ranks_backend,
                                      vox_mpi_options *o) {
   vox_backend_options_default(ranks_backend);
   ranks_backend->device = VOX_DEVICE_CPU;
   const char *device = bench_option("device");
   if (device && vox_device_parse(device, &ranks_backend->device) != 0) return "--device";
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-  int local = 0, on_node = 1;
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_size(node, &on_node);
-  MPI_Comm_free(&node);
-  if (on_node > 1) {
-    const int share = omp_get_max_threads() / on_node;
-    omp_set_num_threads(share > 0 ? share : 1);
-  }
   if (ranks_backend->device == VOX_DEVICE_CUDA) {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    int local = 0;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
     const int count = vox_device_count(VOX_DEVICE_CUDA);
     ranks_backend->device_index = count > 0 ? local % count : 0;
   }
