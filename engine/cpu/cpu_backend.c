@@ -11,6 +11,7 @@
 #include "../efg_ops.h"
 #include "../mma_ops.h"
 #include "cpu.h"
+#include "ordered_sum.h"
 
 int vox_cpu_threads(const vox_backend *be) {
   return be->threads > 0 ? be->threads : omp_get_max_threads();
@@ -201,24 +202,38 @@ static vox_status cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alph
   double *restrict xx = x->data, *restrict res = r->data;
   const double *restrict pp = p->data, *restrict qq = q->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
-  double s = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) {
-    xx[i] += alpha * pp[i];
-    res[i] -= alpha * qq[i];
-    s += res[i] * res[i];
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, n, &lo, &hi);
+    double s = 0;
+    for (ptrdiff_t i = lo; i < hi; i++) {
+      xx[i] += alpha * pp[i];
+      res[i] -= alpha * qq[i];
+      s += res[i] * res[i];
+    }
+    sums.part[omp_get_thread_num()][0] = s;
   }
-  *rr = s;
+  *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 
 static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   const double *restrict xx = x->data, *restrict yy = y->data;
   const ptrdiff_t n = (ptrdiff_t)x->n;
-  double s = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) s += xx[i] * yy[i];
-  *out = s;
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, n, &lo, &hi);
+    double s = 0;
+    for (ptrdiff_t i = lo; i < hi; i++) s += xx[i] * yy[i];
+    sums.part[omp_get_thread_num()][0] = s;
+  }
+  *out = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 

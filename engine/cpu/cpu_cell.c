@@ -7,6 +7,7 @@
 
 #include "../cell_ops.h"
 #include "cpu.h"
+#include "ordered_sum.h"
 
 typedef struct cell_level {
   vox_cell_dims dims;
@@ -190,16 +191,23 @@ static void row(const vox_cell *c, int l, const float *x, int i, int j, int k, f
 static vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
   const cell_level *l0 = &c->level[0];
   const vox_cell_dims d = l0->dims;
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float f[3];
-    vox_cell_load_at(d, c->moduli, c->kchi, i, j, k, f);
-    sum += (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double sum = 0;
+    for (int64_t n = lo; n < hi; n++) {
+      int i, j, k;
+      vox_cell_coords(d, n, &i, &j, &k);
+      float f[3];
+      vox_cell_load_at(d, c->moduli, c->kchi, i, j, k, f);
+      sum += (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
+    }
+    sums.part[omp_get_thread_num()][0] = sum;
   }
-  *ff = sum;
+  *ff = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 
@@ -236,34 +244,50 @@ static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_vec *
     const size_t f = fem_node(d, n);
     for (int q = 0; q < 3; q++) l0->x[3 * n + q] = (float)in[3 * f + q];
   }
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->x, i, j, k, ax, diag, f);
-    for (int q = 0; q < 3; q++) {
-      l0->b[3 * n + q] = f[q] - ax[q];
-      sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double sum = 0;
+    for (int64_t n = lo; n < hi; n++) {
+      int i, j, k;
+      vox_cell_coords(d, n, &i, &j, &k);
+      float ax[3], diag[9], f[3];
+      vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, l0->x, i, j, k, ax, diag, f);
+      for (int q = 0; q < 3; q++) {
+        l0->b[3 * n + q] = f[q] - ax[q];
+        sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
+      }
     }
+    sums.part[omp_get_thread_num()][0] = sum;
   }
-  *rr = sum;
+  *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 
 static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old, double *rz) {
   const cell_level *l0 = &c->level[0];
   const int64_t nodes = l0->nodes;
-  double rzs = 0, z0 = 0, z1 = 0, z2 = 0, r0 = 0, r1 = 0, r2 = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) \
-    reduction(+ : rzs, z0, z1, z2, r0, r1, r2)
-  for (int64_t n = 0; n < nodes; n++) {
-    const float *b = l0->b + 3 * n, *x = l0->x + 3 * n;
-    rzs += (double)b[0] * x[0] + (double)b[1] * x[1] + (double)b[2] * x[2];
-    z0 += x[0], z1 += x[1], z2 += x[2], r0 += b[0], r1 += b[1], r2 += b[2];
+  vox_ordered_sums ordered;
+  vox_ordered_start(&ordered, vox_cpu_threads(be));
+#pragma omp parallel num_threads(ordered.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&ordered, (ptrdiff_t)nodes, &lo, &hi);
+    double rzs = 0, z0 = 0, z1 = 0, z2 = 0, r0 = 0, r1 = 0, r2 = 0;
+    for (int64_t n = lo; n < hi; n++) {
+      const float *b = l0->b + 3 * n, *x = l0->x + 3 * n;
+      rzs += (double)b[0] * x[0] + (double)b[1] * x[1] + (double)b[2] * x[2];
+      z0 += x[0], z1 += x[1], z2 += x[2], r0 += b[0], r1 += b[1], r2 += b[2];
+    }
+    double *part = ordered.part[omp_get_thread_num()];
+    part[0] = rzs, part[1] = z0, part[2] = z1, part[3] = z2, part[4] = r0, part[5] = r1,
+    part[6] = r2;
   }
-  const double sums[7] = {rzs, z0, z1, z2, r0, r1, r2};
+  double sums[7];
+  for (int k = 0; k < 7; k++) sums[k] = vox_ordered_total(&ordered, k);
   double mean[3];
   *rz = vox_cell_projected_rz(sums, nodes, mean);
   const float beta = rz_old != 0 ? (float)(*rz / rz_old) : 0.0f;
@@ -279,19 +303,26 @@ static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old,
 static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
   const cell_level *l0 = &c->level[0];
   const vox_cell_dims d = l0->dims;
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
-  for (int64_t n = 0; n < l0->nodes; n++) {
-    int i, j, k;
-    vox_cell_coords(d, n, &i, &j, &k);
-    float ax[3], diag[9], f[3];
-    vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->p, i, j, k, ax, diag, f);
-    for (int q = 0; q < 3; q++) {
-      l0->x[3 * n + q] = ax[q];
-      sum += (double)c->p[3 * n + q] * ax[q];
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double sum = 0;
+    for (int64_t n = lo; n < hi; n++) {
+      int i, j, k;
+      vox_cell_coords(d, n, &i, &j, &k);
+      float ax[3], diag[9], f[3];
+      vox_cell_fine_row(d, c->moduli, c->ke, c->kchi, c->p, i, j, k, ax, diag, f);
+      for (int q = 0; q < 3; q++) {
+        l0->x[3 * n + q] = ax[q];
+        sum += (double)c->p[3 * n + q] * ax[q];
+      }
     }
+    sums.part[omp_get_thread_num()][0] = sum;
   }
-  *pq = sum;
+  *pq = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 
@@ -312,13 +343,20 @@ static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox
     for (int q = 0; q < 3; q++)
       out[3 * f + q] = (_Float16)((float)out[3 * f + q] + a * c->p[3 * n + q]);
   }
-  double sum = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : sum)
-  for (int64_t i = 0; i < n3; i++) {
-    l0->b[i] -= a * l0->x[i];
-    sum += (double)l0->b[i] * l0->b[i];
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, (ptrdiff_t)n3, &lo, &hi);
+    double sum = 0;
+    for (int64_t i = lo; i < hi; i++) {
+      l0->b[i] -= a * l0->x[i];
+      sum += (double)l0->b[i] * l0->b[i];
+    }
+    sums.part[omp_get_thread_num()][0] = sum;
   }
-  *rr = sum;
+  *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 

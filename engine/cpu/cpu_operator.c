@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "ordered_sum.h"
 #include "voxfe/element.h"
 
 
@@ -489,6 +490,7 @@ static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields,
 
 /* The pairs f <= g of n fields in the order the sums are accumulated. */
 enum { MAX_SUM_PAIRS = 6 * 7 / 2 };
+_Static_assert((int)MAX_SUM_PAIRS <= (int)VOX_ORDERED_MAX_SUMS, "the ordered sums hold every pair");
 
 static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                      const strain_fields *u, const double *chi, double *sums) {
@@ -498,11 +500,16 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
                      "operator: strain energy sums before its moduli");
   const int n = n_fields;
   const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
-  double acc[MAX_SUM_PAIRS] = {0};
-#pragma omp parallel for collapse(2) num_threads(vox_cpu_threads(be)) schedule(static) \
-    reduction(+ : acc[:MAX_SUM_PAIRS])
-  for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
+  /* rows of elements (k, j) in blocks a thread, summed in thread order */
+  vox_ordered_sums ordered;
+  vox_ordered_start(&ordered, vox_cpu_threads(be));
+#pragma omp parallel num_threads(ordered.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&ordered, (ptrdiff_t)(nz * ny), &lo, &hi);
+    double *acc = ordered.part[omp_get_thread_num()];
+    for (ptrdiff_t row = lo; row < hi; row++) {
+      const int64_t k = row / ny, j = row % ny;
       for (int64_t i = 0; i < nx; i++) {
         const double m = op->moduli[(k * ny + j) * nx + i];
         if (m == 0) continue;
@@ -524,8 +531,11 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
           }
         }
       }
+    }
+  }
   for (int g = 0, pair = 0; g < n; g++)
-    for (int f = g; f < n; f++, pair++) sums[f * n + g] = sums[g * n + f] = acc[pair];
+    for (int f = g; f < n; f++, pair++)
+      sums[f * n + g] = sums[g * n + f] = vox_ordered_total(&ordered, pair);
   return VOX_OK;
 }
 

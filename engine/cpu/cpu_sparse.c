@@ -11,6 +11,7 @@
 
 #include "../sparse_ops.h"
 #include "cpu.h"
+#include "ordered_sum.h"
 #include "voxfe/element.h"
 
 struct vox_sparse_level {
@@ -65,27 +66,41 @@ static vox_status vec_xpay(vox_backend *be, vox_vec *y, double a, const vox_vec 
 
 static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, double *out) {
   const ptrdiff_t n = (ptrdiff_t)x->n;
-  double s = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) s += vox_vec_get(x, (size_t)i) * vox_vec_get(y, (size_t)i);
-  *out = s;
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, n, &lo, &hi);
+    double s = 0;
+    for (ptrdiff_t i = lo; i < hi; i++) s += vox_vec_get(x, (size_t)i) * vox_vec_get(y, (size_t)i);
+    sums.part[omp_get_thread_num()][0] = s;
+  }
+  *out = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 
 static vox_status cg_update(vox_backend *be, double alpha, const vox_vec *p, const vox_vec *q,
                             vox_vec *u, vox_vec *r, vox_vec *copy, double *rr) {
   const ptrdiff_t n = (ptrdiff_t)r->n;
-  double s = 0;
-#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static) reduction(+ : s)
-  for (ptrdiff_t i = 0; i < n; i++) {
-    const size_t k = (size_t)i;
-    vox_vec_put(u, k, vox_vec_get(u, k) + alpha * vox_vec_get(p, k));
-    vox_vec_put(r, k, vox_vec_get(r, k) - alpha * vox_vec_get(q, k));
-    const double v = vox_vec_get(r, k);
-    if (copy) vox_vec_put(copy, k, v);
-    s += v * v;
+  vox_ordered_sums sums;
+  vox_ordered_start(&sums, vox_cpu_threads(be));
+#pragma omp parallel num_threads(sums.threads)
+  {
+    ptrdiff_t lo, hi;
+    vox_ordered_block(&sums, n, &lo, &hi);
+    double s = 0;
+    for (ptrdiff_t i = lo; i < hi; i++) {
+      const size_t k = (size_t)i;
+      vox_vec_put(u, k, vox_vec_get(u, k) + alpha * vox_vec_get(p, k));
+      vox_vec_put(r, k, vox_vec_get(r, k) - alpha * vox_vec_get(q, k));
+      const double v = vox_vec_get(r, k);
+      if (copy) vox_vec_put(copy, k, v);
+      s += v * v;
+    }
+    sums.part[omp_get_thread_num()][0] = s;
   }
-  *rr = s;
+  *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
 }
 

@@ -96,7 +96,10 @@ static void compare(vox_context *ctx, vox_backend *be, vox_model *m, const char 
            what, c, stats.n_dofs, nd, stats.n_levels, rs[c].iterations, rf[c].iterations,
            diff / scale);
     CHECK(scale > 0);
-    CHECK(diff <= 1e-8 * scale);
+    /* both to a relative residual of 1e-12: on these bones their
+     * difference went from 2.5e-10 to 1.2e-8 of max |u| with the sums'
+     * rounding on 1 to 8 threads */
+    CHECK(diff <= 5e-8 * scale);
   }
   if (m->n_loads == 0) {
     const double a = top_reaction(ctx, be, m, full), b = top_reaction(ctx, be, m, sparse);
