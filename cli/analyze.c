@@ -849,11 +849,21 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   }
 
   /* the solve's hierarchy built while the device's context still starts
-   * (the warm-up thread's 0.2 s on the H100; the hierarchy 0.2 s) */
-  if ((vs = vox_solve_plan_create(ctx, m, r.moduli, &s->solver, &r.plan))) {
+   * (the warm-up thread's 0.2 s on the H100; the hierarchy 0.2 s); under
+   * --mpi rank 0 builds it for every rank, on the node's threads, while
+   * the others wait */
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) cli_mpi_root_alone();
+#endif
+  if ((!s->mpi || root) && (vs = vox_solve_plan_create(ctx, m, r.moduli, &s->solver, &r.plan)))
     status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
-    goto done;
+#ifdef VOXFE_HAVE_MPI
+  if (s->mpi) { /* rank 0's plan: all go on, or none */
+    status = cli_mpi_agree(status, NULL, NULL);
+    cli_mpi_ranks_together();
   }
+#endif
+  if (status) goto done;
   /* the backend made while the warm-up may still load libraries (joined
    * after the solve) */
 #ifdef VOXFE_HAVE_MPI
@@ -862,7 +872,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
      * evenly (the box's automatic slabs split the layers, and a bone's
      * levels need no nesting) */
     int64_t *first = NULL;
-    if (vox_solve_plan_storage(r.plan) == VOX_STORAGE_SPARSE) {
+    const vox_storage storage =
+        r.plan ? vox_solve_plan_storage(r.plan) : vox_solve_storage_choice(m, &s->solver);
+    if (storage == VOX_STORAGE_SPARSE) {
       first = malloc(((size_t)cli_mpi_size() + 1) * sizeof *first);
       /* where it cannot split (fewer layers than ranks), the backend says so */
       if (first && vox_mpi_slabs_of_bone(m, cli_mpi_size(), first) != 0) free(first), first = NULL;

@@ -64,6 +64,13 @@ void cli_mpi_root_alone(void) {
     omp_set_num_threads(threads);
 }
 
+void cli_mpi_ranks_together(void) {
+  if (node_ranks > 1) {
+    const int share = node_threads / node_ranks;
+    omp_set_num_threads(share > 0 ? share : 1);
+  }
+}
+
 int cli_mpi_rank(void) { return rank; }
 int cli_mpi_size(void) { return size; }
 

@@ -51,6 +51,10 @@ int cli_mpi_start(int *argc, char ***argv);
  * threads less a core for each of them (the analysis of the 550^3 bone's
  * fields took 0.91 s on 16 threads, 0.61 s on 32 without MPI). */
 void cli_mpi_root_alone(void);
+/* The node's threads shared between its ranks again (after
+ * cli_mpi_root_alone: the others wait while rank 0 builds what it sends
+ * them, then they compute together). */
+void cli_mpi_ranks_together(void);
 int cli_mpi_rank(void);
 int cli_mpi_size(void);
 /* This rank's rank among those on its node (its GPU: this modulo the

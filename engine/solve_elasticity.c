@@ -267,6 +267,10 @@ vox_storage vox_solve_plan_storage(const vox_solve_plan *plan) {
   return plan && plan->hierarchy.n_levels > 0 ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
 }
 
+vox_storage vox_solve_storage_choice(const vox_model *model, const vox_solver_options *options) {
+  return use_sparse(NULL, model, 0, options) ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
+}
+
 void vox_solve_plan_free(vox_solve_plan *plan) {
   if (!plan) return;
   vox_sparse_hierarchy_free(&plan->hierarchy);

@@ -207,9 +207,20 @@ static inline void vox_block_invert(const double in[6], unsigned fixed, double o
  * smoother steps' and the restriction's ax, and vec->create, destroy and
  * set take them. The operations here accept any mix of double and float
  * (the mixed-precision V-cycle), where the vec table's take double. */
+typedef struct vox_sparse_hierarchy vox_sparse_hierarchy; /* sparse_hierarchy.h */
+
 typedef struct vox_sparse_ops {
   /* VOX_FLOAT_NODE4 vectors taken */
   int node4;
+  /* Optional (NULL: each process builds its own): a backend over several
+   * processes (the MPI backend) builds a solve's host hierarchy on one of
+   * them and copies it to the others. builds_hierarchy says whether this
+   * process builds it; share_hierarchy (collective) passes `status`, the
+   * builder's outcome, and its hierarchy to every process: on the others
+   * *h (freed first) becomes the copy, and a failed build fails every
+   * process. */
+  int (*builds_hierarchy)(const vox_backend *be);
+  vox_status (*share_hierarchy)(vox_backend *be, vox_status status, vox_sparse_hierarchy *h);
   /* 1: the solve may view part of a vector's memory as a vector of its
    * own (level 0's smoother direction in the second half of CG's q); 0
    * (the MPI backend's, whose vectors are its own structures): it makes

@@ -713,7 +713,13 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   const double t0 = now();
   const vox_grid *g = &model->grid;
   const size_t nb = (size_t)vox_grid_nodes(g);
-  if (!prepared) st = build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, &h);
+  /* one process builds the hierarchy for all where the backend shares it
+   * (the MPI backend: the ranks would each build the same, in each
+   * other's way) */
+  const vox_sparse_ops *so = be->ops->sparse;
+  const int builds = !so->builds_hierarchy || so->builds_hierarchy(be);
+  if (!prepared && builds) st = build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, &h);
+  if (so->share_hierarchy) st = so->share_hierarchy(be, st, &h);
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;

@@ -545,6 +545,34 @@ static void results_on_root(vox_context *ctx) {
   }
 }
 
+/* The sparse storage's hierarchy is built on rank 0 and sent to the
+ * others (the `sparse` part checks what they solve with it); a build that
+ * fails there fails every rank, rank 0 with the reason. */
+static void hierarchy_refused(vox_context *ctx) {
+  vox_model m;
+  make_bone_model(ctx, &m, 30, 7, 1);
+  double applied;
+  CHECK_OK(ctx, vox_add_compression_test(ctx, &m, VOX_TEST_UNIAXIAL, 0, -0.01, &applied));
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.storage = VOX_STORAGE_SPARSE;
+  opt.mg_levels = 2; /* a coarsest box of 16^3 nodes: more than it factors */
+  vox_backend *split = NULL;
+  CHECK_OK(ctx, split_backend(ctx, &m.grid, 3, &split));
+  const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double *u = calloc(nd, sizeof *u);
+  vox_solve_result r;
+  if (split) {
+    CHECK(vox_solve_elasticity(ctx, split, &m, 0, 3, 1e-9, &opt, u, &r) != VOX_OK);
+    const char *want = rank == 0 ? "leave a coarsest box" : "failed on rank 0";
+    CHECK(strstr(vox_context_message(ctx), want) != NULL);
+    if (rank == 0) printf("a hierarchy refused on rank 0: %s\n", vox_context_message(ctx));
+  }
+  free(u);
+  vox_backend_destroy(split);
+  vox_model_free(&m);
+}
+
 /* More ranks than element layers: every rank refuses, with one message. */
 /* The memory check of a rank's slab (memory_plan.c): a grid of 2^30 x-y
  * nodes a layer per rank that no GPU holds is refused before anything is
@@ -675,6 +703,7 @@ int main(int argc, char **argv) {
   }
   if (check_wanted(n_parts + 1, names, "download")) download(ctx);
   if (check_wanted(n_parts + 1, names, "results")) results_on_root(ctx);
+  if (check_wanted(n_parts + 1, names, "refused")) hierarchy_refused(ctx);
   if (check_wanted(n_parts + 1, names, "refuse")) refuse(ctx);
   if (check_wanted(n_parts + 1, names, "slabs")) weighted_slabs();
   if (check_wanted(n_parts + 1, names, "memory")) memory(ctx);

@@ -280,6 +280,11 @@ void vox_solve_plan_free(vox_solve_plan *plan);
  * plan holds its hierarchy, else VOX_STORAGE_FULL_BOX (an MPI program
  * splits a sparse solve's layers by their bone: vox_mpi_slabs_weighted). */
 vox_storage vox_solve_plan_storage(const vox_solve_plan *plan);
+/* The storage a solve without density takes for this model and these
+ * options on a backend that has both, without building anything: what
+ * vox_solve_plan_storage says of their plan, for a process that makes none
+ * (the MPI backend builds a sparse solve's hierarchy on rank 0 alone). */
+vox_storage vox_solve_storage_choice(const vox_model *model, const vox_solver_options *options);
 /* vox_solve_elasticity without density (moduli NULL) or
  * vox_solve_elasticity_moduli, with a plan of this model, these moduli and
  * these options (spent by the solve; NULL: none). */
