@@ -5,7 +5,7 @@
  *   mpirun -np N bench_mpi_sparse MODEL.nc [double|mixed] [RTOL] [--device=cuda]
  *       [--cycle=v|w] [--profile=1] [--parts=1] [--slabs=bone|layers]
  *       [--exchange=auto|nccl|host] [--max-iterations=N] [--record=0|1]
- *       [--results=every|root]
+ *       [--results=every|root] [--hierarchy=root|every]
  *
  * The model (bench_sparse --write=MODEL.nc's perlin bone, or the clinical
  * sample) solved as `bench_sparse MODEL.nc` solves it on one process: its
@@ -28,7 +28,9 @@
  * replayed (vox_sparse_pc_options.record; "(replayed)" says it was);
  * --results=root returns the displacements to rank 0 alone, as
  * voxfe-analyze --mpi does (vox_mpi_options.results; every rank gets
- * them by default). */
+ * them by default); --hierarchy=every has every rank build the host
+ * hierarchy (vox_mpi_options.hierarchy; rank 0 builds it and sends it to
+ * the others by default). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,14 +63,16 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {"device", "exchange", "cycle",
                                          "profile", "parts",    "slabs",
-                                         "max-iterations", "record", "results", NULL};
+                                         "max-iterations", "record", "results", "hierarchy",
+                                         NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np N %s MODEL.nc [double|mixed] [RTOL] [--device=cuda] "
               "[--cycle=v|w] [--profile=1] [--parts=1] [--exchange=auto|nccl|host] "
-              "[--slabs=layers] [--max-iterations=N] [--record=0|1] [--results=every|root]\n",
+              "[--slabs=layers] [--max-iterations=N] [--record=0|1] [--results=every|root] "
+              "[--hierarchy=root|every]\n",
               argv[0]);
     MPI_Finalize();
     return 2;
@@ -112,6 +116,11 @@ int main(int argc, char **argv) {
     die(ctx, "--results: every or root");
   o.results = results && strcmp(results, "root") == 0 ? VOX_MPI_RESULTS_ROOT
                                                       : VOX_MPI_RESULTS_EVERY_RANK;
+  const char *hierarchy = bench_option("hierarchy");
+  vox_mpi_hierarchy built_by = VOX_MPI_HIERARCHY_ROOT;
+  if (hierarchy && vox_mpi_hierarchy_parse(hierarchy, &built_by) != 0)
+    die(ctx, "--hierarchy: root or every");
+  o.hierarchy = (int)built_by;
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &m.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0) {

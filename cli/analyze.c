@@ -62,6 +62,7 @@ typedef struct settings {
   int mpi;      /* --mpi */
   int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes; /* vox_mpi_options.gather_nodes, -1 auto */
+  int mpi_hierarchy;    /* vox_mpi_hierarchy (voxfe/mpi.h, in MPI builds) */
 } settings;
 
 /* --storage: auto, full or sparse (vox_storage). */
@@ -309,6 +310,7 @@ static const cli_option options[] = {
              "same result as one process, to rounding"},
     CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
     CLI_MPI_GATHER_OPTION(settings, mpi_gather_nodes),
+    CLI_MPI_HIERARCHY_OPTION(settings, mpi_hierarchy),
 #endif
     {.kind = CLI_END},
 };
@@ -851,14 +853,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   /* the solve's hierarchy built while the device's context still starts
    * (the warm-up thread's 0.2 s on the H100; the hierarchy 0.2 s); under
    * --mpi rank 0 builds it for every rank, on the node's threads, while
-   * the others wait */
+   * the others wait (--mpi-hierarchy root), or every rank its own */
+  int plans_here = 1;
 #ifdef VOXFE_HAVE_MPI
-  if (s->mpi) cli_mpi_root_alone();
+  const int hierarchy_root = s->mpi && s->mpi_hierarchy == VOX_MPI_HIERARCHY_ROOT;
+  plans_here = !hierarchy_root || root;
+  if (hierarchy_root) cli_mpi_root_alone();
 #endif
-  if ((!s->mpi || root) && (vs = vox_solve_plan_create(ctx, m, r.moduli, &s->solver, &r.plan)))
+  if (plans_here && (vs = vox_solve_plan_create(ctx, m, r.moduli, &s->solver, &r.plan)))
     status = cli_fail_input(ctx, vs, CLI_RUNNING, s->input);
 #ifdef VOXFE_HAVE_MPI
-  if (s->mpi) { /* rank 0's plan: all go on, or none */
+  if (hierarchy_root) { /* rank 0's plan: all go on, or none */
     status = cli_mpi_agree(status, NULL, NULL);
     cli_mpi_ranks_together();
   }
@@ -881,7 +886,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     }
     /* rank 0 alone writes: the displacements go to it alone */
     vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
-                         s->mpi_gather_nodes, first, VOX_MPI_RESULTS_ROOT, &r.backend);
+                         s->mpi_gather_nodes, first, VOX_MPI_RESULTS_ROOT,
+                         (vox_mpi_hierarchy)s->mpi_hierarchy, &r.backend);
     free(first);
   } else
 #endif

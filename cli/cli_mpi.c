@@ -122,7 +122,7 @@ int cli_mpi_interrupted(void *self) {
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_backend **out) {
+                           vox_mpi_hierarchy hierarchy, vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -136,6 +136,7 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
   o.gather_nodes = gather_nodes;
   o.first = first;
   o.results = results;
+  o.hierarchy = hierarchy;
   return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
 }
 
@@ -151,6 +152,20 @@ int cli_parse_mpi_exchange(const char *what, const char *text, void *value) {
 
 void cli_format_mpi_exchange(const void *value, char *buf, size_t n) {
   snprintf(buf, n, "%s", vox_mpi_exchange_name((vox_mpi_exchange) * (const int *)value));
+}
+
+int cli_parse_mpi_hierarchy(const char *what, const char *text, void *value) {
+  vox_mpi_hierarchy h;
+  if (vox_mpi_hierarchy_parse(text, &h) != 0) {
+    cli_error("%s: expected root or every, got '%s'", what, text);
+    return -1;
+  }
+  *(int *)value = (int)h;
+  return 0;
+}
+
+void cli_format_mpi_hierarchy(const void *value, char *buf, size_t n) {
+  snprintf(buf, n, "%s", vox_mpi_hierarchy_name((vox_mpi_hierarchy) * (const int *)value));
 }
 
 int cli_parse_mpi_gather(const char *what, const char *text, void *value) {

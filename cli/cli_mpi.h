@@ -28,6 +28,18 @@
 int cli_parse_mpi_exchange(const char *what, const char *text, void *value);
 void cli_format_mpi_exchange(const void *value, char *buf, size_t n);
 
+/* --mpi-hierarchy: the int `field` of `type`, a vox_mpi_hierarchy. */
+#define CLI_MPI_HIERARCHY_OPTION(type, field)                                                 \
+  {.name = "mpi-hierarchy", .arg = "H", .kind = CLI_CUSTOM, .offset = offsetof(type, field), \
+   .flags = CLI_RECORD,                                                                       \
+   .help = "--mpi, sparse storage: who builds the multigrid's host hierarchy, which every "  \
+           "rank needs whole: root (rank 0 on the node's threads, then sent to the others: "  \
+           "one build's host memory) or every (each rank its own, at once)",                 \
+   .parse = cli_parse_mpi_hierarchy, .format = cli_format_mpi_hierarchy}
+
+int cli_parse_mpi_hierarchy(const char *what, const char *text, void *value);
+void cli_format_mpi_hierarchy(const void *value, char *buf, size_t n);
+
 /* --mpi-gather-nodes: the int `field` of `type`, vox_mpi_options.gather_nodes
  * (VOX_MPI_GATHER_AUTO for auto). */
 #define CLI_MPI_GATHER_OPTION(type, field)                                                      \
@@ -82,11 +94,12 @@ void cli_mpi_finish(void);
  * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
  * node (modulo the node's GPUs) unless options name one; options->device
  * becomes the device taken. exchange, gather_nodes, first (NULL: the
- * automatic slabs) and results: those of vox_mpi_options. Collective. */
+ * automatic slabs), results and hierarchy: those of vox_mpi_options.
+ * Collective. */
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_backend **out);
+                           vox_mpi_hierarchy hierarchy, vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

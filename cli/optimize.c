@@ -649,7 +649,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
                          (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, NULL,
-                         VOX_MPI_RESULTS_EVERY_RANK, &backend);
+                         VOX_MPI_RESULTS_EVERY_RANK, VOX_MPI_HIERARCHY_ROOT, &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);

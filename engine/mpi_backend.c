@@ -96,6 +96,7 @@ typedef struct impl {
   int64_t *first;
   size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
   int results_root;    /* vox_mpi_options.results: VOX_MPI_RESULTS_ROOT */
+  int hierarchy_root;  /* vox_mpi_options.hierarchy: VOX_MPI_HIERARCHY_ROOT */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -2147,7 +2148,9 @@ static void sparse_recording_free(vox_backend *be, void *recording) {
  * between them) took two and a half times one process's setup on two
  * H200s (perlin16: 26.7 against 11.6 s), and each rank's build its own
  * host memory. */
-static int sparse_builds_hierarchy(const vox_backend *be) { return M(be)->rank == 0; }
+static int sparse_builds_hierarchy(const vox_backend *be) {
+  return M(be)->rank == 0 || !M(be)->hierarchy_root;
+}
 
 /* The arrays of a level (`lv` as rank 0 holds it: the NULL ones are not
  * sent) and their bytes. */
@@ -2181,6 +2184,7 @@ static void bcast_bytes(impl *m, void *p, size_t bytes) {
 static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
                                          vox_sparse_hierarchy *h) {
   impl *m = M(be);
+  if (!m->hierarchy_root) return status; /* each rank built its own */
   int failed = status != VOX_OK;
   MPI_Bcast(&failed, 1, MPI_INT, 0, m->comm);
   if (failed && m->rank > 0) {
@@ -2762,7 +2766,8 @@ void vox_mpi_options_default(vox_mpi_options *options) {
                         .ranks_backend = NULL,
                         .exchange = VOX_MPI_EXCHANGE_AUTO,
                         .gather_nodes = VOX_MPI_GATHER_AUTO,
-                        .results = VOX_MPI_RESULTS_EVERY_RANK};
+                        .results = VOX_MPI_RESULTS_EVERY_RANK,
+                        .hierarchy = VOX_MPI_HIERARCHY_ROOT};
 }
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
@@ -2777,6 +2782,21 @@ int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out) {
   for (int e = 0; e < N_EXCHANGES; e++)
     if (strcmp(name, exchange_names[e]) == 0) {
       *out = (vox_mpi_exchange)e;
+      return 0;
+    }
+  return -1;
+}
+
+static const char *const hierarchy_names[] = {"root", "every"};
+
+const char *vox_mpi_hierarchy_name(vox_mpi_hierarchy h) {
+  return (int)h >= 0 && (int)h < 2 ? hierarchy_names[h] : "unknown";
+}
+
+int vox_mpi_hierarchy_parse(const char *name, vox_mpi_hierarchy *out) {
+  for (int h = 0; h < 2; h++)
+    if (strcmp(name, hierarchy_names[h]) == 0) {
+      *out = (vox_mpi_hierarchy)h;
       return 0;
     }
   return -1;
@@ -2797,6 +2817,9 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   if (o.results != VOX_MPI_RESULTS_EVERY_RANK && o.results != VOX_MPI_RESULTS_ROOT)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "results %d: every rank (0) or root (1)",
                      o.results);
+  if (o.hierarchy != VOX_MPI_HIERARCHY_ROOT && o.hierarchy != VOX_MPI_HIERARCHY_EVERY_RANK)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "hierarchy %d: root (0) or every rank (1)",
+                     o.hierarchy);
   vox_backend *be = calloc(1, sizeof *be);
   impl *m = calloc(1, sizeof *m);
   if (!be || !m) {
@@ -2809,6 +2832,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   MPI_Comm_size(comm, &m->size);
   m->dpn = dofs_per_node;
   m->results_root = o.results == VOX_MPI_RESULTS_ROOT;
+  m->hierarchy_root = o.hierarchy == VOX_MPI_HIERARCHY_ROOT;
   m->ops = mpi_ops;
   m->mg = mpi_mg_ops;
   m->ops.mg = &m->mg;

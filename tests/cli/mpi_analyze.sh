@@ -28,10 +28,12 @@ cg() { sed -n 's/.*; \([0-9]*\) CG iterations.*/\1/p' "$1"; }
   { fail "one process, sparse, mixed: $(tail -n 3 "$LOG/one_sparse_mixed")"; finish; }
 
 # full storage on 2 and 3 ranks, and on 2 in mixed precision; sparse on 2
-# and 3 (11 layers: 4, 4, 3), and on 3 in mixed precision
-for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3; do
-  ranks=${run#sparse} one=one storage=full precision=double tolerance=1e-10
+# and 3 (11 layers: 4, 4, 3), on 3 in mixed precision, and on 3 with every
+# rank building the hierarchy (rank 0 builds it and sends it by default)
+for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3 sparseevery3; do
+  ranks=${run#sparse} one=one storage=full precision=double tolerance=1e-10 hierarchy=root
   case $run in
+  sparseevery*) ranks=${run#sparseevery} one=one_sparse storage=sparse hierarchy=every ;;
   mixed*) ranks=${run#mixed} one=one_mixed precision=mixed tolerance=1e-6 ;;
   sparsemixed*)
     ranks=${run#sparsemixed} one=one_sparse_mixed storage=sparse precision=mixed tolerance=1e-6
@@ -40,7 +42,7 @@ for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3; do
   esac
   before=$(listing)
   mpi $ranks "$ANALYZE" --mpi bone.nc -o r$run.nc --summary r$run.json --threads 1 \
-    --storage $storage --precision $precision \
+    --storage $storage --precision $precision --mpi-hierarchy $hierarchy \
     >"$LOG/out" 2>"$LOG/err" || { fail "$run: $(tail -n 3 "$LOG/err")"; continue; }
   grep -q "\"solver_storage\": \"$storage\"" r$run.json || fail "$run: not in $storage storage"
   grep -q "$ranks ranks on CPU cores" "$LOG/err" || fail "$ranks ranks: $(head -n 3 "$LOG/err")"
@@ -54,13 +56,14 @@ for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3; do
     fail "$run: $(cg "$LOG/out") CG iterations against $(cg "$LOG/$one")"
   [ "$(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')" = "r$run.json r$run.nc " ] ||
     fail "$ranks ranks: new files $(comm -13 <(echo "$before") <(listing) | tr '\n' ' ')"
-  /usr/bin/python3 - $one.nc r$run.nc $tolerance >"$LOG/py" 2>&1 <<'PY' ||
+  /usr/bin/python3 - $one.nc r$run.nc $tolerance $hierarchy >"$LOG/py" 2>&1 <<'PY' ||
 import sys
 import netCDF4
 import numpy as np
 one, many = (netCDF4.Dataset(f) for f in sys.argv[1:3])
 tolerance = float(sys.argv[3])
 assert "--mpi" in many.history, many.history
+assert "--mpi-hierarchy=" + sys.argv[4] in many.history, many.history
 for name in ("displacement", "strain", "stress", "constraint_reaction"):
     x, y = np.asarray(one[name][:]), np.asarray(many[name][:])
     d = np.abs(x - y).max() / np.abs(x).max()

@@ -50,6 +50,7 @@ static vox_mpi_exchange exchange = VOX_MPI_EXCHANGE_AUTO;
  * unless gather=N or gather=auto; split=K checks the split levels */
 static int64_t gather_nodes = 0;
 static int expect_split = -1;
+static vox_mpi_hierarchy hierarchy = VOX_MPI_HIERARCHY_ROOT;
 
 /* The one-process backend of the comparisons. */
 static vox_status one_backend(vox_context *ctx, vox_backend **out) {
@@ -84,6 +85,7 @@ static vox_status split_backend_results(vox_context *ctx, const vox_grid *g, int
   o.exchange = exchange;
   o.gather_nodes = gather_nodes;
   o.results = results;
+  o.hierarchy = (int)hierarchy;
   const vox_status s = vox_mpi_backend_create(ctx, MPI_COMM_WORLD, g, dpn, &o, out);
   if (s == VOX_OK && rank == 0)
     printf("exchange: %s, %d split levels\n", vox_mpi_backend_exchange(*out),
@@ -660,6 +662,8 @@ int main(int argc, char **argv) {
     } else if (strncmp(argv[i], "gather=", 7) == 0) {
       gather_nodes =
           strcmp(argv[i] + 7, "auto") == 0 ? VOX_MPI_GATHER_AUTO : strtoll(argv[i] + 7, NULL, 10);
+    } else if (strncmp(argv[i], "hierarchy=", 10) == 0) {
+      if (vox_mpi_hierarchy_parse(argv[i] + 10, &hierarchy) != 0) return 2;
     } else if (strncmp(argv[i], "split=", 6) == 0) {
       expect_split = atoi(argv[i] + 6);
     } else if (n_parts < 8) {

@@ -82,7 +82,25 @@ typedef struct vox_mpi_options {
   int64_t gather_nodes;
   /* where a solve's results arrive (vox_mpi_results) */
   int results;
+  /* who builds a sparse solve's host hierarchy (vox_mpi_hierarchy) */
+  int hierarchy;
 } vox_mpi_options;
+
+/* Who builds the host hierarchy of a sparse (bone-only) solve, which every
+ * rank needs whole (docs/engine.md, "Many ranks"). */
+typedef enum vox_mpi_hierarchy {
+  /* rank 0, on the node's threads, and sends it to the others (the default):
+   * one copy built, the host memory of one build's work at a time (perlin32
+   * on two H200s: 148 GB at the setup's peak against 247 GB), the sending
+   * at about 2.5 GB/s on the H200 pair's host */
+  VOX_MPI_HIERARCHY_ROOT = 0,
+  /* every rank its own, at once (the same arrays on a share of the cores) */
+  VOX_MPI_HIERARCHY_EVERY_RANK = 1
+} vox_mpi_hierarchy;
+
+/* "root", "every"; parse returns 0, or -1 for another name. */
+const char *vox_mpi_hierarchy_name(vox_mpi_hierarchy h);
+int vox_mpi_hierarchy_parse(const char *name, vox_mpi_hierarchy *out);
 
 /* Where a solve's results (its displacements or temperatures) arrive. */
 typedef enum vox_mpi_results {
@@ -97,7 +115,8 @@ typedef enum vox_mpi_results {
 enum { VOX_MPI_GATHER_AUTO = -1, VOX_MPI_GATHER_GPU = 1 << 17, VOX_MPI_GATHER_CPU = 0 };
 
 /* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO,
- * gather_nodes VOX_MPI_GATHER_AUTO, results VOX_MPI_RESULTS_EVERY_RANK */
+ * gather_nodes VOX_MPI_GATHER_AUTO, results VOX_MPI_RESULTS_EVERY_RANK,
+ * hierarchy VOX_MPI_HIERARCHY_ROOT */
 void vox_mpi_options_default(vox_mpi_options *options);
 
 /* A backend on communicator `comm` for a grid and its dofs per node (3
