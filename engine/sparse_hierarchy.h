@@ -17,6 +17,8 @@
 #include "sparse_ops.h"
 #include "voxfe/model.h"
 
+/* (mpi_backend.c's level_arrays and vox_sparse_hierarchy_trim list the
+ * arrays: keep them in step with this struct) */
 typedef struct vox_sparse_host_level {
   vox_grid grid;              /* the box */
   size_t n_nodes, n_elements;
