@@ -2138,16 +2138,13 @@ static void sparse_recording_free(vox_backend *be, void *recording) {
   CS(be)->recording_free(IN(be), recording);
 }
 
-/* No smoothed-aggregation levels (matrix_create NULL: refused by the
- * solve), no views into its vectors; 16-byte nodes where the ranks'
- * backend takes them (the backend's copy of the table). */
 /* ---- the host hierarchy, built on rank 0 --------------------------------- */
 
-/* Rank 0 builds a sparse solve's host hierarchy and sends it to the others:
- * every rank building its own (the same arrays, on a node's cores shared
- * between them) took two and a half times one process's setup on two
- * H200s (perlin16: 26.7 against 11.6 s), and each rank's build its own
- * host memory. */
+/* Rank 0 builds a sparse solve's host hierarchy and sends it to the others
+ * (vox_mpi_options.hierarchy): every rank building its own builds the
+ * same arrays on a share of the node's cores, each in its own host memory
+ * (perlin32 on two H200s: 247 against 148 GB at the setup's peak, the
+ * setup 66.7 against 68.6 s, the sending at about 2.5 GB/s). */
 static int sparse_builds_hierarchy(const vox_backend *be) {
   return M(be)->rank == 0 || !M(be)->hierarchy_root;
 }
@@ -2219,16 +2216,14 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
     for (int l = 0; s == VOX_OK && l < n_levels; l++) {
       vox_sparse_host_level *lv = &h->level[l];
       *lv = sent[l];
-      void **p[LEVEL_ARRAYS];
+      void **p[LEVEL_ARRAYS], **rank0[LEVEL_ARRAYS];
       size_t bytes[LEVEL_ARRAYS];
+      level_arrays(&sent[l], rank0, bytes);
       level_arrays(lv, p, bytes);
       for (int i = 0; i < LEVEL_ARRAYS; i++) *p[i] = NULL;
       h->n_levels = l + 1;
       for (int i = 0; i < LEVEL_ARRAYS && s == VOX_OK; i++) {
-        void **q[LEVEL_ARRAYS];
-        size_t b[LEVEL_ARRAYS];
-        level_arrays(&sent[l], q, b);
-        if (!*q[i]) continue;
+        if (!*rank0[i]) continue;
         *p[i] = vox_host_malloc(bytes[i] ? bytes[i] : 1);
         if (!*p[i]) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the hierarchy");
       }
@@ -2260,6 +2255,9 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
   return VOX_OK;
 }
 
+/* No smoothed-aggregation levels (matrix_create NULL: refused by the
+ * solve), no views into its vectors; 16-byte nodes where the ranks'
+ * backend takes them (the backend's copy of the table). */
 static const vox_sparse_ops mpi_sparse_ops = {
     .node4 = 0,
     .builds_hierarchy = sparse_builds_hierarchy,
