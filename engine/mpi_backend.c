@@ -2169,6 +2169,16 @@ static void level_arrays(vox_sparse_host_level *lv, void **p[LEVEL_ARRAYS],
   for (int i = 0; i < LEVEL_ARRAYS; i++) p[i] = a[i], bytes[i] = b[i];
 }
 
+/* Whether the other ranks need array i of level l (level_arrays' order):
+ * not the elements' box indices, which only the build reads, nor the
+ * nodes' but level 0's where the ranks read the caller's start and write
+ * the result (VOX_MPI_RESULTS_EVERY_RANK). */
+static int array_needed(const impl *m, int l, int i) {
+  if (i == 2) return 0;                                  /* element_box */
+  if (i == 6) return l == 0 && !m->results_root;         /* node_box */
+  return 1;
+}
+
 /* `bytes` from rank 0 to every rank, in pieces MPI's int counts take. */
 static void bcast_bytes(impl *m, void *p, size_t bytes) {
   const size_t piece = (size_t)1 << 30;
@@ -2223,7 +2233,7 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
       for (int i = 0; i < LEVEL_ARRAYS; i++) *p[i] = NULL;
       h->n_levels = l + 1;
       for (int i = 0; i < LEVEL_ARRAYS && s == VOX_OK; i++) {
-        if (!*rank0[i]) continue;
+        if (!*rank0[i] || !array_needed(m, l, i)) continue;
         *p[i] = vox_host_malloc(bytes[i] ? bytes[i] : 1);
         if (!*p[i]) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the hierarchy");
       }
@@ -2248,7 +2258,7 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
     size_t bytes[LEVEL_ARRAYS];
     level_arrays(&h->level[l], p, bytes);
     for (int i = 0; i < LEVEL_ARRAYS; i++)
-      if (*p[i]) bcast_bytes(m, *p[i], bytes[i]);
+      if (*p[i] && array_needed(m, l, i)) bcast_bytes(m, *p[i], bytes[i]);
   }
   bcast_bytes(m, h->box_to_node, box_bytes);
   free(sent);
