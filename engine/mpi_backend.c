@@ -2171,11 +2171,13 @@ static void level_arrays(vox_sparse_host_level *lv, void **p[LEVEL_ARRAYS],
 
 /* Whether the other ranks need array i of level l (level_arrays' order):
  * not the elements' box indices, which only the build reads, nor the
- * nodes' but level 0's where the ranks read the caller's start and write
- * the result (VOX_MPI_RESULTS_EVERY_RANK). */
-static int array_needed(const impl *m, int l, int i) {
-  if (i == 2) return 0;                                  /* element_box */
-  if (i == 6) return l == 0 && !m->results_root;         /* node_box */
+ * nodes' but level 0's (the loads' and prescribed values' nodes are found
+ * there, vox_sparse_node_at, in place of the box's map: 8 bytes a node
+ * instead of 4 a box node; the start and the result where every rank
+ * takes them). */
+static int array_needed(int l, int i) {
+  if (i == 2) return 0;          /* element_box */
+  if (i == 6) return l == 0;     /* node_box */
   return 1;
 }
 
@@ -2217,9 +2219,6 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
   if (m->rank == 0) memcpy(sent, h->level, (size_t)n_levels * sizeof *sent);
   bcast_bytes(m, sent, (size_t)n_levels * sizeof *sent);
   bcast_bytes(m, h->table, sizeof h->table);
-  const vox_grid *g0 = &sent[0].grid;
-  const size_t box_bytes =
-      (size_t)((g0->nx + 1) * (g0->ny + 1) * (g0->nz + 1)) * sizeof(int32_t);
   if (m->rank > 0) {
     h->level = calloc((size_t)n_levels, sizeof *h->level);
     if (!h->level) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -2233,14 +2232,10 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
       for (int i = 0; i < LEVEL_ARRAYS; i++) *p[i] = NULL;
       h->n_levels = l + 1;
       for (int i = 0; i < LEVEL_ARRAYS && s == VOX_OK; i++) {
-        if (!*rank0[i] || !array_needed(m, l, i)) continue;
+        if (!*rank0[i] || !array_needed(l, i)) continue;
         *p[i] = vox_host_malloc(bytes[i] ? bytes[i] : 1);
         if (!*p[i]) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the hierarchy");
       }
-    }
-    if (s == VOX_OK) {
-      h->box_to_node = vox_host_malloc(box_bytes ? box_bytes : 1);
-      if (!h->box_to_node) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
     }
   }
   /* every rank has its room (or none goes on) */
@@ -2258,9 +2253,8 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
     size_t bytes[LEVEL_ARRAYS];
     level_arrays(&h->level[l], p, bytes);
     for (int i = 0; i < LEVEL_ARRAYS; i++)
-      if (*p[i] && array_needed(m, l, i)) bcast_bytes(m, *p[i], bytes[i]);
+      if (*p[i] && array_needed(l, i)) bcast_bytes(m, *p[i], bytes[i]);
   }
-  bcast_bytes(m, h->box_to_node, box_bytes);
   free(sent);
   return VOX_OK;
 }

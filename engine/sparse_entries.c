@@ -72,7 +72,7 @@ static vox_status finish(vox_context *ctx, raw_entry *raw, size_t n, int sum,
 }
 
 vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *model,
-                                         const int32_t *box_to_node, vox_sparse_entries *out) {
+                                         const vox_sparse_hierarchy *h, vox_sparse_entries *out) {
   *out = (vox_sparse_entries){0};
   const size_t n = model->n_constraints;
   raw_entry *raw = malloc((n ? n : 1) * sizeof *raw);
@@ -80,14 +80,14 @@ vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *mode
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     const vox_constraint *c = &model->constraints[i];
-    const int32_t m = box_to_node[c->node];
+    const int32_t m = vox_sparse_node_at(h, c->node);
     if (m >= 0) raw[k] = (raw_entry){3 * (size_t)m + c->component, i, c->value}, k++;
   }
   return finish(ctx, raw, k, 0, out);
 }
 
 vox_status vox_sparse_load_entries(vox_context *ctx, const vox_model *model,
-                                   const int32_t *box_to_node, int load_case,
+                                   const vox_sparse_hierarchy *h, int load_case,
                                    vox_sparse_entries *out) {
   *out = (vox_sparse_entries){0};
   const size_t n = model->n_loads;
@@ -96,7 +96,7 @@ vox_status vox_sparse_load_entries(vox_context *ctx, const vox_model *model,
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     const vox_load *l = &model->loads[i];
-    const int32_t m = box_to_node[l->node];
+    const int32_t m = vox_sparse_node_at(h, l->node);
     if (l->load_case == load_case && m >= 0)
       raw[k] = (raw_entry){3 * (size_t)m + l->component, i, l->value}, k++;
   }

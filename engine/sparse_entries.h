@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sparse_hierarchy.h"
 #include "voxfe/model.h"
 
 typedef struct vox_sparse_entries {
@@ -17,12 +18,13 @@ typedef struct vox_sparse_entries {
 } vox_sparse_entries;
 
 /* The constraints' values; where two constrain one dof, the later holds
- * (as when they are written into a vector in order). */
+ * (as when they are written into a vector in order). The nodes are those
+ * of the hierarchy's level 0 (vox_sparse_node_at). */
 vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *model,
-                                         const int32_t *box_to_node, vox_sparse_entries *out);
+                                         const vox_sparse_hierarchy *h, vox_sparse_entries *out);
 /* The loads of `load_case`, those on one dof summed in order. */
 vox_status vox_sparse_load_entries(vox_context *ctx, const vox_model *model,
-                                   const int32_t *box_to_node, int load_case,
+                                   const vox_sparse_hierarchy *h, int load_case,
                                    vox_sparse_entries *out);
 void vox_sparse_entries_free(vox_sparse_entries *e);
 

@@ -39,8 +39,24 @@ typedef struct vox_sparse_hierarchy {
   int n_levels;
   vox_sparse_host_level *level;
   double table[256];          /* modulus of each label (level 0) */
-  int32_t *box_to_node;       /* level 0: box node -> node, -1 for inactive */
+  int32_t *box_to_node;       /* level 0: box node -> node, -1 for inactive; NULL on an
+                               * MPI rank that was sent the hierarchy (vox_sparse_node_at) */
 } vox_sparse_hierarchy;
+
+/* Level 0's node at box node b, or -1 where none is: box_to_node's entry,
+ * or a search in level 0's node_box, in increasing order, where the map is
+ * not held. */
+static inline int32_t vox_sparse_node_at(const vox_sparse_hierarchy *h, int64_t b) {
+  if (h->box_to_node) return h->box_to_node[b];
+  const int64_t *nb = h->level[0].node_box;
+  size_t lo = 0, hi = h->level[0].n_nodes;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (nb[mid] < b) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < h->level[0].n_nodes && nb[lo] == b ? (int32_t)lo : -1;
+}
 
 /* A box of at most this many dofs is the coarsest level (factored densely on
  * the GPU: its two n^2 arrays stay a few MB). */

@@ -769,7 +769,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   const int n_cases = model->n_load_cases > 0 ? model->n_load_cases : 1;
   double t_case = t1;
   vox_sparse_entries fixed = {0};
-  if (st == VOX_OK) st = vox_sparse_prescribed_entries(ctx, model, h.box_to_node, &fixed);
+  if (st == VOX_OK) st = vox_sparse_prescribed_entries(ctx, model, &h, &fixed);
   for (int c = 0; c < n_cases && st == VOX_OK; c++) {
     double *ub = receive ? displacement + (size_t)c * 3 * nb : NULL;
     vox_solve_result *res = &results[c];
@@ -781,7 +781,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     st = s.be->ops->vec->set(be, &s.u, 0);
     if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.u, &s.q, VOX_APPLY_FULL);
-    if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, h.box_to_node, c, &f_entries);
+    if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, &h, c, &f_entries);
     if (st == VOX_OK) st = s.be->ops->vec->set(be, &s.r, 0);
     if (st == VOX_OK)
       st = s.o->vec_scatter(be, &s.r, f_entries.n, f_entries.index, f_entries.value);
@@ -850,7 +850,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
         for (int k = 0; k < 3; k++) ub[3 * f->node_box[m] + k] = host[3 * m + k];
       for (size_t i = 0; i < model->n_constraints; i++) {
         const vox_constraint *k = &model->constraints[i];
-        if (h.box_to_node[k->node] < 0) ub[3 * k->node + k->component] = k->value;
+        if (vox_sparse_node_at(&h, k->node) < 0) ub[3 * k->node + k->component] = k->value;
       }
     }
     t_case = wait_now(&s);
