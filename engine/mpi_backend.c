@@ -2149,35 +2149,15 @@ static int sparse_builds_hierarchy(const vox_backend *be) {
   return M(be)->rank == 0 || !M(be)->hierarchy_root;
 }
 
-/* The arrays of a level (`lv` as rank 0 holds it: the NULL ones are not
- * sent) and their bytes. */
-enum { LEVEL_ARRAYS = 10 };
-static void level_arrays(vox_sparse_host_level *lv, void **p[LEVEL_ARRAYS],
-                         size_t bytes[LEVEL_ARRAYS]) {
-  const size_t ne = lv->n_elements, nn = lv->n_nodes, nz = (size_t)lv->grid.nz;
-  void **a[LEVEL_ARRAYS] = {(void **)&lv->element_nodes, (void **)&lv->element_nodes_x1,
-                            (void **)&lv->element_box,   (void **)&lv->material,
-                            (void **)&lv->modulus,       (void **)&lv->node_fixed,
-                            (void **)&lv->node_box,      (void **)&lv->parent,
-                            (void **)&lv->element_layer_start,
-                            (void **)&lv->node_layer_start};
-  const size_t b[LEVEL_ARRAYS] = {4 * ne * sizeof(int32_t), 4 * ne * sizeof(int32_t),
-                                  ne * sizeof(int64_t),     ne,
-                                  ne * sizeof(float),       nn,
-                                  nn * sizeof(int64_t),     nn * sizeof(uint64_t),
-                                  (nz + 1) * sizeof(size_t), (nz + 2) * sizeof(size_t)};
-  for (int i = 0; i < LEVEL_ARRAYS; i++) p[i] = a[i], bytes[i] = b[i];
-}
-
-/* Whether the other ranks need array i of level l (level_arrays' order):
+/* Whether the other ranks need array i of level l (vox_sparse_level_arrays):
  * not the elements' box indices, which only the build reads, nor the
  * nodes' but level 0's (the loads' and prescribed values' nodes are found
  * there, vox_sparse_node_at, in place of the box's map: 8 bytes a node
  * instead of 4 a box node; the start and the result where every rank
  * takes them). */
 static int array_needed(int l, int i) {
-  if (i == 2) return 0;          /* element_box */
-  if (i == 6) return l == 0;     /* node_box */
+  if (i == VOX_SPARSE_ELEMENT_BOX) return 0;
+  if (i == VOX_SPARSE_NODE_BOX) return l == 0;
   return 1;
 }
 
@@ -2225,13 +2205,13 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
     for (int l = 0; s == VOX_OK && l < n_levels; l++) {
       vox_sparse_host_level *lv = &h->level[l];
       *lv = sent[l];
-      void **p[LEVEL_ARRAYS], **rank0[LEVEL_ARRAYS];
-      size_t bytes[LEVEL_ARRAYS];
-      level_arrays(&sent[l], rank0, bytes);
-      level_arrays(lv, p, bytes);
-      for (int i = 0; i < LEVEL_ARRAYS; i++) *p[i] = NULL;
+      void **p[VOX_SPARSE_LEVEL_ARRAYS], **rank0[VOX_SPARSE_LEVEL_ARRAYS];
+      size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
+      vox_sparse_level_arrays(&sent[l], rank0, bytes);
+      vox_sparse_level_arrays(lv, p, bytes);
+      for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++) *p[i] = NULL;
       h->n_levels = l + 1;
-      for (int i = 0; i < LEVEL_ARRAYS && s == VOX_OK; i++) {
+      for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS && s == VOX_OK; i++) {
         if (!*rank0[i] || !array_needed(l, i)) continue;
         *p[i] = vox_host_malloc(bytes[i] ? bytes[i] : 1);
         if (!*p[i]) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the hierarchy");
@@ -2249,10 +2229,10 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
                                    "out of memory for the hierarchy on another rank");
   }
   for (int l = 0; l < n_levels; l++) {
-    void **p[LEVEL_ARRAYS];
-    size_t bytes[LEVEL_ARRAYS];
-    level_arrays(&h->level[l], p, bytes);
-    for (int i = 0; i < LEVEL_ARRAYS; i++)
+    void **p[VOX_SPARSE_LEVEL_ARRAYS];
+    size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
+    vox_sparse_level_arrays(&h->level[l], p, bytes);
+    for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++)
       if (*p[i] && array_needed(l, i)) bcast_bytes(m, *p[i], bytes[i]);
   }
   free(sent);

@@ -17,34 +17,43 @@ static vox_status no_memory(vox_context *ctx, const char *what) {
   return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the sparse system (%s)", what);
 }
 
+void vox_sparse_level_arrays(vox_sparse_host_level *lv, void **array[VOX_SPARSE_LEVEL_ARRAYS],
+                             size_t bytes[VOX_SPARSE_LEVEL_ARRAYS]) {
+  const size_t ne = lv->n_elements, nn = lv->n_nodes, nz = (size_t)lv->grid.nz;
+  void **const a[VOX_SPARSE_LEVEL_ARRAYS] = {
+      (void **)&lv->element_nodes, (void **)&lv->element_nodes_x1, (void **)&lv->element_box,
+      (void **)&lv->material,      (void **)&lv->modulus,          (void **)&lv->node_fixed,
+      (void **)&lv->node_box,      (void **)&lv->parent,           (void **)&lv->element_layer_start,
+      (void **)&lv->node_layer_start};
+  const size_t b[VOX_SPARSE_LEVEL_ARRAYS] = {
+      4 * ne * sizeof(int32_t), 4 * ne * sizeof(int32_t), ne * sizeof(int64_t),
+      ne,                       ne * sizeof(float),       nn,
+      nn * sizeof(int64_t),     nn * sizeof(uint64_t),    (nz + 1) * sizeof(size_t),
+      (nz + 2) * sizeof(size_t)};
+  for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++) array[i] = a[i], bytes[i] = b[i];
+}
+
+/* Frees a level's arrays but those `keep` names (a bit per array). */
+static void level_free_arrays(vox_sparse_host_level *lv, unsigned keep) {
+  void **array[VOX_SPARSE_LEVEL_ARRAYS];
+  size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
+  vox_sparse_level_arrays(lv, array, bytes);
+  for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++) {
+    if (keep >> i & 1) continue;
+    vox_host_free(*array[i]);
+    *array[i] = NULL;
+  }
+}
+
 static void level_free(vox_sparse_host_level *l) {
-  vox_host_free(l->element_nodes);
-  vox_host_free(l->element_nodes_x1);
-  vox_host_free(l->element_box);
-  vox_host_free(l->material);
-  vox_host_free(l->modulus);
-  vox_host_free(l->node_fixed);
-  vox_host_free(l->node_box);
-  vox_host_free(l->parent);
-  vox_host_free(l->element_layer_start);
-  vox_host_free(l->node_layer_start);
+  level_free_arrays(l, 0);
   memset(l, 0, sizeof *l);
 }
 
 void vox_sparse_hierarchy_trim(vox_sparse_hierarchy *h) {
-  for (int l = 0; h->level && l < h->n_levels; l++) {
-    vox_sparse_host_level *lv = &h->level[l];
-    void **arrays[] = {(void **)&lv->element_nodes, (void **)&lv->element_nodes_x1,
-                       (void **)&lv->element_box,   (void **)&lv->material,
-                       (void **)&lv->modulus,       (void **)&lv->parent,
-                       (void **)&lv->element_layer_start, (void **)&lv->node_layer_start,
-                       (void **)&lv->node_fixed,    (void **)&lv->node_box};
-    const size_t n = l == 0 ? sizeof arrays / sizeof *arrays - 2 : sizeof arrays / sizeof *arrays;
-    for (size_t i = 0; i < n; i++) {
-      vox_host_free(*arrays[i]);
-      *arrays[i] = NULL;
-    }
-  }
+  for (int l = 0; h->level && l < h->n_levels; l++)
+    level_free_arrays(&h->level[l],
+                      l == 0 ? 1u << VOX_SPARSE_NODE_FIXED | 1u << VOX_SPARSE_NODE_BOX : 0);
 }
 
 void vox_sparse_hierarchy_free(vox_sparse_hierarchy *h) {

@@ -17,8 +17,8 @@
 #include "sparse_ops.h"
 #include "voxfe/model.h"
 
-/* (mpi_backend.c's level_arrays and vox_sparse_hierarchy_trim list the
- * arrays: keep them in step with this struct) */
+/* (vox_sparse_level_arrays lists the arrays: keep it in step with this
+ * struct) */
 typedef struct vox_sparse_host_level {
   vox_grid grid;              /* the box */
   size_t n_nodes, n_elements;
@@ -34,6 +34,19 @@ typedef struct vox_sparse_host_level {
   size_t *element_layer_start, *node_layer_start;
   double ke[24 * 24];         /* element matrix of unit modulus of this voxel size */
 } vox_sparse_host_level;
+
+/* A level's arrays, for what handles each alike (freeing, trimming,
+ * sending to MPI ranks): their addresses in the level and their bytes
+ * (from its counts), in this order. */
+enum {
+  VOX_SPARSE_ELEMENT_NODES, VOX_SPARSE_ELEMENT_NODES_X1, VOX_SPARSE_ELEMENT_BOX,
+  VOX_SPARSE_MATERIAL,      VOX_SPARSE_MODULUS,          VOX_SPARSE_NODE_FIXED,
+  VOX_SPARSE_NODE_BOX,      VOX_SPARSE_PARENT,           VOX_SPARSE_ELEMENT_LAYER_START,
+  VOX_SPARSE_NODE_LAYER_START,
+  VOX_SPARSE_LEVEL_ARRAYS
+};
+void vox_sparse_level_arrays(vox_sparse_host_level *lv, void **array[VOX_SPARSE_LEVEL_ARRAYS],
+                             size_t bytes[VOX_SPARSE_LEVEL_ARRAYS]);
 
 typedef struct vox_sparse_hierarchy {
   int n_levels;
