@@ -358,33 +358,25 @@ static vox_status gather_on_device(vox_backend *be, const layout *l, const vox_v
 }
 
 /* The whole vector, in host memory, from every rank's owned part, on every
- * rank. */
-static vox_status gather(vox_backend *be, const layout *l, const vox_vec *local, double *whole) {
+ * rank, or on rank 0 alone (`to_root`: `whole` is not touched elsewhere
+ * and may be NULL there). */
+static vox_status gather(vox_backend *be, const layout *l, const vox_vec *local, double *whole,
+                         int to_root) {
   impl *m = M(be);
-  if (!l->split) return C(be)->vec->download(IN(be), local, whole);
-  if (!m->host && m->size > 1 && vox_mpi_halo_gathers_on_device(m->halo))
+  const int here = !to_root || m->rank == 0;
+  if (!l->split) return here ? C(be)->vec->download(IN(be), local, whole) : VOX_OK;
+  if (!to_root && !m->host && m->size > 1 && vox_mpi_halo_gathers_on_device(m->halo))
     return gather_on_device(be, l, local, whole);
-  const vox_vec own = part(local, l->owned_begin, (size_t)l->counts[m->rank] * l->unit);
-  TRY(C(be)->vec->download(IN(be), &own, whole + (size_t)l->displs[m->rank] * l->unit));
-  if (m->size > 1)
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type,
-                   m->comm);
-  return VOX_OK;
-}
-
-/* The whole vector in rank 0's host memory alone (`whole` is not touched
- * elsewhere and may be NULL there): each rank's owned part to its host
- * memory, then to rank 0. */
-static vox_status gather_root(vox_backend *be, const layout *l, const vox_vec *local,
-                              double *whole) {
-  impl *m = M(be);
-  if (!l->split) return m->rank == 0 ? C(be)->vec->download(IN(be), local, whole) : VOX_OK;
   const size_t n = (size_t)l->counts[m->rank] * l->unit;
-  double *mine = m->rank == 0 ? whole + (size_t)l->displs[0] * l->unit : stage(m, n);
+  double *mine = here ? whole + (size_t)l->displs[m->rank] * l->unit : stage(m, n);
   if (!mine) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   const vox_vec own = part(local, l->owned_begin, n);
   TRY(C(be)->vec->download(IN(be), &own, mine));
-  if (m->rank == 0)
+  if (m->size == 1) return VOX_OK;
+  if (!to_root)
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type,
+                   m->comm);
+  else if (m->rank == 0)
     MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, whole, l->counts, l->displs, l->type, 0,
                 m->comm);
   else
@@ -398,7 +390,7 @@ static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *l
                               vox_vec *whole) {
   impl *m = M(be);
   if (!whole->data) TRY(C(be)->vec->create(IN(be), l->global_n, VOX_DOUBLE, whole));
-  if (m->host) return gather(be, l, local, whole->data);
+  if (m->host) return gather(be, l, local, whole->data, 0);
   if (l->split && vox_mpi_halo_gathers_on_device(m->halo)) {
     const size_t n = (size_t)l->counts[m->rank] * l->unit;
     const vox_vec own = part(local, l->owned_begin, n);
@@ -408,7 +400,7 @@ static vox_status gather_into(vox_backend *be, const layout *l, const vox_vec *l
   }
   double *host = stage(m, l->global_n);
   if (!host) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
-  TRY(gather(be, l, local, host));
+  TRY(gather(be, l, local, host, 0));
   return C(be)->vec->upload(IN(be), whole, host);
 }
 
@@ -465,18 +457,15 @@ static vox_status vec_upload(vox_backend *be, vox_vec *v, const void *values) {
   return C(be)->vec->upload(IN(be), &MV(v)->local, host + lay_of(v)->offset);
 }
 
+/* (a replicated vector is not split: gather downloads the rank's copy) */
 static vox_status vec_download(vox_backend *be, const vox_vec *v, void *values) {
   const vox_vec local = loc(v);
-  if (lay_of(v) == &M(be)->replicated) return C(be)->vec->download(IN(be), &local, values);
-  return gather(be, lay_of(v), &local, values);
+  return gather(be, lay_of(v), &local, values, 0);
 }
 
 static vox_status vec_download_result(vox_backend *be, const vox_vec *v, double *host) {
-  if (!M(be)->results_root) return vec_download(be, v, host);
   const vox_vec local = loc(v);
-  if (lay_of(v) == &M(be)->replicated)
-    return M(be)->rank == 0 ? C(be)->vec->download(IN(be), &local, host) : VOX_OK;
-  return gather_root(be, lay_of(v), &local, host);
+  return gather(be, lay_of(v), &local, host, M(be)->results_root);
 }
 
 static int results(const vox_backend *be) {
