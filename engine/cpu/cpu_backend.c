@@ -207,14 +207,14 @@ static vox_status cg_update(vox_backend *be, vox_vec *x, vox_vec *r, double alph
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, n, &lo, &hi);
+    double *part = vox_ordered_block(&sums, n, &lo, &hi);
     double s = 0;
     for (ptrdiff_t i = lo; i < hi; i++) {
       xx[i] += alpha * pp[i];
       res[i] -= alpha * qq[i];
       s += res[i] * res[i];
     }
-    sums.part[omp_get_thread_num()][0] = s;
+    part[0] = s;
   }
   *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
@@ -228,10 +228,10 @@ static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, d
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, n, &lo, &hi);
+    double *part = vox_ordered_block(&sums, n, &lo, &hi);
     double s = 0;
     for (ptrdiff_t i = lo; i < hi; i++) s += xx[i] * yy[i];
-    sums.part[omp_get_thread_num()][0] = s;
+    part[0] = s;
   }
   *out = vox_ordered_total(&sums, 0);
   return VOX_OK;

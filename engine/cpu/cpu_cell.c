@@ -196,7 +196,7 @@ static vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double *part = vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
     double sum = 0;
     for (int64_t n = lo; n < hi; n++) {
       int i, j, k;
@@ -205,7 +205,7 @@ static vox_status cell_load_norm(vox_backend *be, vox_cell *c, double *ff) {
       vox_cell_load_at(d, c->moduli, c->kchi, i, j, k, f);
       sum += (double)f[0] * f[0] + (double)f[1] * f[1] + (double)f[2] * f[2];
     }
-    sums.part[omp_get_thread_num()][0] = sum;
+    part[0] = sum;
   }
   *ff = vox_ordered_total(&sums, 0);
   return VOX_OK;
@@ -249,7 +249,7 @@ static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_vec *
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double *part = vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
     double sum = 0;
     for (int64_t n = lo; n < hi; n++) {
       int i, j, k;
@@ -261,7 +261,7 @@ static vox_status cell_cg_residual(vox_backend *be, vox_cell *c, const vox_vec *
         sum += (double)l0->b[3 * n + q] * l0->b[3 * n + q];
       }
     }
-    sums.part[omp_get_thread_num()][0] = sum;
+    part[0] = sum;
   }
   *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;
@@ -275,14 +275,13 @@ static vox_status cell_cg_direction(vox_backend *be, vox_cell *c, double rz_old,
 #pragma omp parallel num_threads(ordered.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&ordered, (ptrdiff_t)nodes, &lo, &hi);
+    double *part = vox_ordered_block(&ordered, (ptrdiff_t)nodes, &lo, &hi);
     double rzs = 0, z0 = 0, z1 = 0, z2 = 0, r0 = 0, r1 = 0, r2 = 0;
     for (int64_t n = lo; n < hi; n++) {
       const float *b = l0->b + 3 * n, *x = l0->x + 3 * n;
       rzs += (double)b[0] * x[0] + (double)b[1] * x[1] + (double)b[2] * x[2];
       z0 += x[0], z1 += x[1], z2 += x[2], r0 += b[0], r1 += b[1], r2 += b[2];
     }
-    double *part = ordered.part[omp_get_thread_num()];
     part[0] = rzs, part[1] = z0, part[2] = z1, part[3] = z2, part[4] = r0, part[5] = r1,
     part[6] = r2;
   }
@@ -308,7 +307,7 @@ static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
+    double *part = vox_ordered_block(&sums, (ptrdiff_t)l0->nodes, &lo, &hi);
     double sum = 0;
     for (int64_t n = lo; n < hi; n++) {
       int i, j, k;
@@ -320,7 +319,7 @@ static vox_status cell_cg_product(vox_backend *be, vox_cell *c, double *pq) {
         sum += (double)c->p[3 * n + q] * ax[q];
       }
     }
-    sums.part[omp_get_thread_num()][0] = sum;
+    part[0] = sum;
   }
   *pq = vox_ordered_total(&sums, 0);
   return VOX_OK;
@@ -348,13 +347,13 @@ static vox_status cell_cg_update(vox_backend *be, vox_cell *c, double alpha, vox
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, (ptrdiff_t)n3, &lo, &hi);
+    double *part = vox_ordered_block(&sums, (ptrdiff_t)n3, &lo, &hi);
     double sum = 0;
     for (int64_t i = lo; i < hi; i++) {
       l0->b[i] -= a * l0->x[i];
       sum += (double)l0->b[i] * l0->b[i];
     }
-    sums.part[omp_get_thread_num()][0] = sum;
+    part[0] = sum;
   }
   *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;

@@ -506,8 +506,7 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
 #pragma omp parallel num_threads(ordered.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&ordered, (ptrdiff_t)(nz * ny), &lo, &hi);
-    double *acc = ordered.part[omp_get_thread_num()];
+    double *acc = vox_ordered_block(&ordered, (ptrdiff_t)(nz * ny), &lo, &hi);
     for (ptrdiff_t row = lo; row < hi; row++) {
       const int64_t k = row / ny, j = row % ny;
       for (int64_t i = 0; i < nx; i++) {

@@ -71,10 +71,10 @@ static vox_status vec_dot(vox_backend *be, const vox_vec *x, const vox_vec *y, d
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, n, &lo, &hi);
+    double *part = vox_ordered_block(&sums, n, &lo, &hi);
     double s = 0;
     for (ptrdiff_t i = lo; i < hi; i++) s += vox_vec_get(x, (size_t)i) * vox_vec_get(y, (size_t)i);
-    sums.part[omp_get_thread_num()][0] = s;
+    part[0] = s;
   }
   *out = vox_ordered_total(&sums, 0);
   return VOX_OK;
@@ -88,7 +88,7 @@ static vox_status cg_update(vox_backend *be, double alpha, const vox_vec *p, con
 #pragma omp parallel num_threads(sums.threads)
   {
     ptrdiff_t lo, hi;
-    vox_ordered_block(&sums, n, &lo, &hi);
+    double *part = vox_ordered_block(&sums, n, &lo, &hi);
     double s = 0;
     for (ptrdiff_t i = lo; i < hi; i++) {
       const size_t k = (size_t)i;
@@ -98,7 +98,7 @@ static vox_status cg_update(vox_backend *be, double alpha, const vox_vec *p, con
       if (copy) vox_vec_put(copy, k, v);
       s += v * v;
     }
-    sums.part[omp_get_thread_num()][0] = s;
+    part[0] = s;
   }
   *rr = vox_ordered_total(&sums, 0);
   return VOX_OK;

@@ -12,10 +12,9 @@
  *   #pragma omp parallel num_threads(sums.threads)
  *   {
  *     ptrdiff_t lo, hi;
- *     double s = 0;
- *     vox_ordered_block(&sums, n, &lo, &hi);
+ *     double *part = vox_ordered_block(&sums, n, &lo, &hi), s = 0;
  *     for (ptrdiff_t i = lo; i < hi; i++) s += ...;
- *     sums.part[omp_get_thread_num()][0] = s;
+ *     part[0] = s;
  *   }
  *   total = vox_ordered_total(&sums, 0);
  */
@@ -44,14 +43,15 @@ static inline void vox_ordered_start(vox_ordered_sums *s, int threads) {
 }
 
 /* The calling thread's block [lo, hi) of [0, n) (in a parallel region of
- * sums->threads threads); its partial sums start at 0. */
-static inline void vox_ordered_block(vox_ordered_sums *s, ptrdiff_t n, ptrdiff_t *lo,
-                                     ptrdiff_t *hi) {
+ * sums->threads threads), and its partial sums, zeroed. */
+static inline double *vox_ordered_block(vox_ordered_sums *s, ptrdiff_t n, ptrdiff_t *lo,
+                                        ptrdiff_t *hi) {
   const int t = omp_get_thread_num(), nt = omp_get_num_threads();
   if (t == 0) s->used = nt;
   for (int k = 0; k < VOX_ORDERED_MAX_SUMS; k++) s->part[t][k] = 0;
   *lo = (ptrdiff_t)((int64_t)n * t / nt);
   *hi = (ptrdiff_t)((int64_t)n * (t + 1) / nt);
+  return s->part[t];
 }
 
 /* Sum k over the blocks, in thread order. */
