@@ -2150,15 +2150,6 @@ static int array_needed(int l, int i) {
   return 1;
 }
 
-/* `bytes` from rank 0 to every rank, in pieces MPI's int counts take. */
-static void bcast_bytes(impl *m, void *p, size_t bytes) {
-  const size_t piece = (size_t)1 << 30;
-  for (size_t at = 0; at < bytes; at += piece) {
-    const size_t n = bytes - at < piece ? bytes - at : piece;
-    MPI_Bcast((char *)p + at, (int)n, MPI_BYTE, 0, m->comm);
-  }
-}
-
 static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
                                          vox_sparse_hierarchy *h) {
   impl *m = M(be);
@@ -2186,8 +2177,8 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
   }
   vox_status s = VOX_OK;
   if (m->rank == 0) memcpy(sent, h->level, (size_t)n_levels * sizeof *sent);
-  bcast_bytes(m, sent, (size_t)n_levels * sizeof *sent);
-  bcast_bytes(m, h->table, sizeof h->table);
+  vox_mpi_broadcast_bytes(m->comm, 0, sent, (size_t)n_levels * sizeof *sent);
+  vox_mpi_broadcast_bytes(m->comm, 0, h->table, sizeof h->table);
   if (m->rank > 0) {
     h->level = calloc((size_t)n_levels, sizeof *h->level);
     if (!h->level) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
@@ -2222,7 +2213,7 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
     size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
     vox_sparse_level_arrays(&h->level[l], p, bytes);
     for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++)
-      if (*p[i] && array_needed(l, i)) bcast_bytes(m, *p[i], bytes[i]);
+      if (*p[i] && array_needed(l, i)) vox_mpi_broadcast_bytes(m->comm, 0, *p[i], bytes[i]);
   }
   free(sent);
   return VOX_OK;

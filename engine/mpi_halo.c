@@ -83,6 +83,14 @@ enum {
   MAILBOX_HEAD = 256
 };
 
+void vox_mpi_broadcast_bytes(MPI_Comm comm, int root, void *data, size_t n) {
+  for (size_t done = 0; done < n;) {
+    const size_t piece = n - done < (size_t)1 << 30 ? n - done : (size_t)1 << 30;
+    MPI_Bcast((char *)data + done, (int)piece, MPI_BYTE, root, comm);
+    done += piece;
+  }
+}
+
 struct vox_mpi_halo {
   vox_context *ctx;
   MPI_Comm comm;

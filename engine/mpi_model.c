@@ -4,16 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_halo.h"
 #include "voxfe/mpi.h"
-
-/* Broadcasts n bytes in pieces that an int counts. */
-static void broadcast_bytes(MPI_Comm comm, int root, void *data, size_t n) {
-  for (size_t done = 0; done < n;) {
-    const size_t piece = n - done < (size_t)1 << 30 ? n - done : (size_t)1 << 30;
-    MPI_Bcast((char *)data + done, (int)piece, MPI_BYTE, root, comm);
-    done += piece;
-  }
-}
 
 /* *field (count items of size bytes, on the root) on every rank; a list
  * grown by vox_model_add_* gets the capacity of the next power of two. */
@@ -32,7 +24,7 @@ static int broadcast_array(MPI_Comm comm, int root, int is_root, void *field, si
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
   if (any) return 1;
-  broadcast_bytes(comm, root, *p, count * size);
+  vox_mpi_broadcast_bytes(comm, root, *p, count * size);
   return 0;
 }
 
@@ -48,7 +40,7 @@ vox_status vox_mpi_model_broadcast(vox_context *ctx, MPI_Comm comm, int root, vo
   int rank;
   MPI_Comm_rank(comm, &rank);
   const int is_root = rank == root;
-  broadcast_bytes(comm, root, model, sizeof *model); /* the sizes; the pointers follow */
+  vox_mpi_broadcast_bytes(comm, root, model, sizeof *model); /* the sizes; the pointers follow */
   const size_t ne = (size_t)vox_grid_elements(&model->grid);
   const size_t nn = (size_t)vox_grid_nodes(&model->grid);
   const size_t cases = (size_t)model->n_load_cases;
