@@ -94,7 +94,7 @@ static inline uint32_t vox_sparse_parent(uint32_t coarse_element, int pos) {
 #define VOX_SPARSE_MAX_COARSE_ELEMENTS ((size_t)1 << (32 - VOX_SPARSE_POS_BITS))
 /* The host's parent words (sparse_hierarchy.h, vox_sparse_level_desc) are
  * the same in 64 bits: a whole level may hold more coarse elements than a
- * backend's word names (1.5 G dofs held some 10^8). */
+ * backend's word names (perlin32's level 1 holds more than 2^27). */
 static inline uint64_t vox_sparse_parent_wide(uint64_t coarse_element, int pos) {
   return coarse_element << VOX_SPARSE_POS_BITS | (uint64_t)pos;
 }
