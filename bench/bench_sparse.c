@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
              "smoothing %.2f, Galerkin products %.2f, smoothers %.2f, coarsest inverse %.2f\n",
              st.operator_complexity, st.sa_setup_seconds, p[0], p[1], p[2], p[3], p[4], p[5]);
     }
-    bench_sparse_print_profile(&st, r.iterations); /* --profile=1 */
+    bench_sparse_print_profile(&st, r.iterations); /* the profile with --profile=1 */
     if (be->ops->device_memory)
       printf("device: %.2f GB free of %.2f GB before the solve\n", (double)free0 / 1e9,
              (double)total / 1e9);

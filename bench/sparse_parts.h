@@ -136,16 +136,19 @@ static const char *bench_sparse_parts(vox_context *ctx, vox_backend *be, const v
 }
 
 
-/* The profile's milliseconds per CG iteration (vox_sparse_pc_options.profile),
+/* Where the setup and the time outside the iterations went (always), then
+ * the profile's milliseconds per CG iteration (vox_sparse_pc_options.profile),
  * where the solve took one. */
 static void bench_sparse_print_profile(const vox_sparse_stats *st, int iterations) {
+  printf("setup (s): hierarchy %.2f, sent %.2f, bounds %.2f, levels on the backend %.2f; "
+         "outside the iterations: right-hand side and start %.2f, the result's return %.2f\n",
+         st->build_seconds, st->share_seconds, st->bounds_seconds, st->system_seconds,
+         st->rhs_seconds, st->return_seconds);
   if (!(st->cg_seconds > 0)) return;
   const double per = 1e3 / (iterations > 0 ? iterations : 1);
   printf("profile (ms per CG iteration): CG %.2f, V-cycle levels", st->cg_seconds * per);
   for (int l = 0; l < st->n_levels && l < 16; l++) printf(" %.2f", st->level_seconds[l] * per);
-  printf("; outside the iterations: right-hand side and start %.3f s, the result's return "
-         "%.3f s\n",
-         st->rhs_seconds, st->return_seconds);
+  printf("\n");
 }
 
 #endif

@@ -681,6 +681,26 @@ vox_status vox_sparse_hierarchy_for(vox_context *ctx, const vox_model *model,
   return build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, h);
 }
 
+/* The constraints' values written into the box where their node is
+ * outside the system, in the list's order (a later one holds); the nodes
+ * looked up in parallel (on an MPI rank sent the hierarchy, each a
+ * search). */
+static vox_status hold_outside(vox_context *ctx, const vox_model *model,
+                               const vox_sparse_hierarchy *h, double *ub) {
+  const ptrdiff_t n = (ptrdiff_t)model->n_constraints;
+  unsigned char *outside = malloc(n > 0 ? (size_t)n : 1);
+  if (!outside) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < n; i++)
+    outside[i] = vox_sparse_node_at(h, model->constraints[i].node) < 0;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const vox_constraint *k = &model->constraints[i];
+    if (outside[i]) ub[3 * k->node + k->component] = k->value;
+  }
+  free(outside);
+  return VOX_OK;
+}
+
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results, vox_sparse_stats *stats) {
@@ -719,7 +739,9 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
   const vox_sparse_ops *so = be->ops->sparse;
   const int builds = !so->builds_hierarchy || so->builds_hierarchy(be);
   if (!prepared && builds) st = build_hierarchy(ctx, model, moduli, options, use_sa, split, nu, &h);
+  const double t_built = now();
   if (so->share_hierarchy) st = so->share_hierarchy(be, st, &h);
+  const double t_shared = now();
   TRY(st);
   vox_sa_hierarchy sa = {0};
   int sa_point = 0;
@@ -742,9 +764,11 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
    * host), nor on SA levels (their matrix ops are not recorded) */
   s.record = s.o->record_begin && !s.profile && !use_sa && options->sparse.record;
   s.block_levels = block_levels_of(&options->sparse);
+  const double t_bounds = now();
   st = vox_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, &s.diagonal_bound);
   if (st == VOX_OK)
     st = vox_block_jacobi_spectrum_bound(ctx, h.level[0].ke, 24, 3, &s.block_bound);
+  const double t_system = now();
   if (st == VOX_OK)
     st = use_sa ? build_sa_system(ctx, be, &h, &sa, options, sa_point, &s)
                 : build_system(ctx, be, &h, options, &s);
@@ -848,10 +872,7 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
 #pragma omp parallel for schedule(static)
       for (size_t m = 0; m < f->n_nodes; m++)
         for (int k = 0; k < 3; k++) ub[3 * f->node_box[m] + k] = host[3 * m + k];
-      for (size_t i = 0; i < model->n_constraints; i++) {
-        const vox_constraint *k = &model->constraints[i];
-        if (vox_sparse_node_at(&h, k->node) < 0) ub[3 * k->node + k->component] = k->value;
-      }
+      st = hold_outside(ctx, model, &h, ub);
     }
     t_case = wait_now(&s);
     return_seconds += t_case - t_return;
@@ -883,6 +904,10 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     const int smoothed = use_sa ? 1 : s.n_levels - 1;
     stats->block_levels = s.block_levels < smoothed ? s.block_levels : smoothed;
     stats->setup_seconds = t1 - t0;
+    stats->build_seconds = t_built - t0;
+    stats->share_seconds = t_shared - t_built;
+    stats->bounds_seconds = t_system - t_bounds;
+    stats->system_seconds = t1 - t_system;
     stats->solve_seconds = t2 - t1;
     stats->pcg_seconds = s.pcg_seconds;
     stats->cg_seconds = s.cg_seconds;

@@ -32,6 +32,11 @@ typedef struct vox_sparse_stats {
    * prolongator smoothing, Galerkin products, coarse smoothers, coarsest */
   double sa_part_seconds[6];
   double setup_seconds;    /* hierarchy on the host, uploads, coarsest factor */
+  /* of which: the host hierarchy's build (0 where it was prepared or built
+   * elsewhere), its sharing between processes (the MPI backend's), the
+   * smoothers' spectrum bounds, the levels on the backend (uploads, the
+   * coarsest factor, the visits) */
+  double build_seconds, share_seconds, bounds_seconds, system_seconds;
   double solve_seconds;    /* the conjugate gradients of every load case */
   double pcg_seconds;      /* of which the iterations (no transfers to the host) */
   /* With vox_sparse_pc_options.profile (benchmarks; each part
@@ -41,8 +46,8 @@ typedef struct vox_sparse_stats {
    * level its coarsest solve), summed over the iterations; 0 otherwise. */
   double cg_seconds;
   double level_seconds[16];
-  /* Also with profile: of solve_seconds, the right-hand sides and starts
-   * (from the end of the setup, the backend waited for first) and the
+  /* Of solve_seconds (the backend waited for only with profile): the
+   * right-hand sides and starts (from the end of the setup) and the
    * displacements' return to the box (download and copy). */
   double rhs_seconds, return_seconds;
 } vox_sparse_stats;
