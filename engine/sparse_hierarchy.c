@@ -266,9 +266,13 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
     if (s == VOX_OK && l == 0) {
       /* the constraints' fixed bits (one on a node outside the bone fixes
        * nothing the system holds) */
-      for (size_t c = 0; s == VOX_OK && c < model->n_constraints; c++) {
+      const ptrdiff_t nc = (ptrdiff_t)model->n_constraints;
+#pragma omp parallel for schedule(static)
+      for (ptrdiff_t c = 0; c < nc; c++) {
         const int32_t m = map[model->constraints[c].node];
-        if (m >= 0) lv->node_fixed[m] |= (uint8_t)(1u << model->constraints[c].component);
+        if (m < 0) continue;
+#pragma omp atomic update
+        lv->node_fixed[m] |= (uint8_t)(1u << model->constraints[c].component);
       }
     } else if (s == VOX_OK) {
       lv->modulus = vox_host_malloc(lv->n_elements * sizeof *lv->modulus);
@@ -283,7 +287,9 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
       vox_sparse_host_level *f = &h->level[l - 1];
       const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
       const int64_t cpx = g.nx + 1, cpy = g.ny + 1;
-      for (size_t m = 0; m < f->n_nodes; m++) {
+      const ptrdiff_t nfn = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(dynamic, 16384)
+      for (ptrdiff_t m = 0; m < nfn; m++) {
         if (!f->node_fixed[m]) continue;
         const int64_t b = f->node_box[m];
         const int64_t i = b % fpx, j = (b / fpx) % fpy, k = b / (fpx * fpy);
@@ -295,20 +301,22 @@ vox_status vox_sparse_hierarchy_build_moduli(vox_context *ctx, const vox_model *
           for (int b2 = 0; b2 < nj; b2++)
             for (int a = 0; a < ni; a++) {
               const int32_t cn = map[(ck[c] * cpy + cj[b2]) * cpx + ci[a]];
-              if (cn >= 0) lv->node_fixed[cn] |= f->node_fixed[m];
+              if (cn < 0) continue;
+#pragma omp atomic update
+              lv->node_fixed[cn] |= f->node_fixed[m];
             }
       }
       /* box element -> coarse element */
       const int64_t cne = vox_grid_elements(&g);
       int32_t *emap = vox_host_malloc((size_t)cne * sizeof *emap);
-      f->parent = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+      /* zeros, as the offers need (a fresh mapping's, not written) */
+      f->parent = vox_host_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *f->parent);
       if (!emap || !f->parent) s = no_memory(ctx, "parents");
       if (s == VOX_OK) {
         const ptrdiff_t cn_el = (ptrdiff_t)lv->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
         for (ptrdiff_t e = 0; e < cn_el; e++) emap[lv->element_box[e]] = (int32_t)e;
         const int64_t fnx = f->grid.nx, fny = f->grid.ny;
-        memset(f->parent, 0, f->n_nodes * sizeof *f->parent);
 #pragma omp parallel for schedule(dynamic, 16384)
         for (size_t e = 0; e < f->n_elements; e++) {
           const int64_t b = f->element_box[e];

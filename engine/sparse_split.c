@@ -23,6 +23,7 @@
 
 #include "backend_ops.h"
 #include "host_memory.h"
+#include "prefix_sum.h"
 #include "union_find.h"
 #include "voxfe/element.h"
 
@@ -303,7 +304,7 @@ static vox_status allocate_copies(vox_context *ctx, split *sp) {
   vox_sparse_host_level *c = sp->c;
   const int64_t nb = vox_grid_nodes(&c->grid);
   sp->node_start[0] = 0;
-  for (int64_t b = 0; b < nb; b++) sp->node_start[b + 1] += sp->node_start[b];
+  vox_inclusive_scan(sp->node_start, (size_t)nb + 1);
   c->n_nodes = sp->node_start[nb];
   if (c->n_nodes > INT32_MAX)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
@@ -374,7 +375,8 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   c->element_layer_start =
       vox_host_malloc((size_t)(cnz + 1) * sizeof *c->element_layer_start);
   c->node_layer_start = vox_host_malloc((size_t)(cnz + 2) * sizeof *c->node_layer_start);
-  f->parent = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * sizeof *f->parent);
+  /* zeros, as the offers below need (a fresh mapping's, not written) */
+  f->parent = vox_host_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *f->parent);
   if (!c->element_nodes || !c->element_nodes_x1 || !c->element_layer_start ||
       !c->node_layer_start || !f->parent)
     return no_memory(ctx, "coarse elements");
@@ -389,7 +391,6 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
     c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
   /* parents: the piece of any element at the node (all give its copies),
    * the same on every run (vox_sparse_parent_offer) */
-  memset(f->parent, 0, f->n_nodes * sizeof *f->parent);
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t e = 0; e < nfe; e++) {
@@ -405,9 +406,11 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
     }
   }
   /* fixed components: those of the candidates (sparse_hierarchy.h) among
-   * the corners of the fine node's parent piece */
+   * the corners of the fine node's parent piece (or-ed in any order) */
   const int64_t fpx = f->grid.nx + 1, fpy = f->grid.ny + 1;
-  for (size_t m = 0; m < f->n_nodes; m++) {
+  const ptrdiff_t nfn = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(dynamic, 16384)
+  for (ptrdiff_t m = 0; m < nfn; m++) {
     if (!f->node_fixed[m]) continue;
     const uint64_t word = f->parent[m];
     const size_t p = (size_t)(word >> VOX_SPARSE_POS_BITS);
@@ -422,7 +425,9 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
         for (int x = 0; x < nc[0]; x++) {
           const int a = corner_index((int)(cand[0][x] - cijk[0]), (int)(cand[1][y] - cijk[1]),
                                      (int)(cand[2][z] - cijk[2]));
-          c->node_fixed[sp->slot_copy[8 * p + (size_t)a]] |= f->node_fixed[m];
+          uint8_t *to = &c->node_fixed[sp->slot_copy[8 * p + (size_t)a]];
+#pragma omp atomic update
+          *to |= f->node_fixed[m];
         }
   }
   return VOX_OK;
@@ -460,7 +465,9 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   if (s == VOX_OK) {
     join_slots(&sp);
     size_t most = 1;
-    for (size_t q = 0; q < ncell; q++)
+    const ptrdiff_t cells = (ptrdiff_t)ncell;
+#pragma omp parallel for schedule(static) reduction(max : most)
+    for (ptrdiff_t q = 0; q < cells; q++)
       if (sp.cell_piece[q + 1] - sp.cell_piece[q] > most)
         most = sp.cell_piece[q + 1] - sp.cell_piece[q];
     s = number_copies(ctx, &sp, (int)(8 * most));

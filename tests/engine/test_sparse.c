@@ -16,6 +16,7 @@
 #include "../check.h"
 #include "../bone_model.h"
 #include "fem.h"
+#include "prefix_sum.h"
 #include "sparse_entries.h"
 #include "sparse_hierarchy.h"
 #include "voxfe/element.h"
@@ -627,6 +628,26 @@ static void test_parent_words(vox_context *ctx) {
   CHECK(narrow == NULL);
 }
 
+/* The running sums of the coarse levels' counts: in blocks on the host's
+ * threads above a million entries, one pass below; both equal to one pass,
+ * for lengths that do not divide into the blocks. */
+static void test_inclusive_scan(void) {
+  const size_t sizes[3] = {1000, ((size_t)1 << 20) + 77, 3 * ((size_t)1 << 20) + 255};
+  for (int t = 0; t < 3; t++) {
+    const size_t n = sizes[t];
+    size_t *a = malloc(n * sizeof *a), *want = malloc(n * sizeof *want);
+    CHECK(a && want);
+    if (!a || !want) return;
+    for (size_t i = 0; i < n; i++) a[i] = (i * 2654435761u) % 7;
+    want[0] = a[0];
+    for (size_t i = 1; i < n; i++) want[i] = want[i - 1] + a[i];
+    vox_inclusive_scan(a, n);
+    CHECK(memcmp(a, want, n * sizeof *a) == 0);
+    free(a);
+    free(want);
+  }
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   vox_context *ctx;
@@ -637,6 +658,7 @@ int main(void) {
   test_refusals(ctx, be);
   test_split_levels(ctx);
   test_parent_words(ctx);
+  test_inclusive_scan();
   test_entries(ctx, be);
   test_plan(ctx, be);
   test_moduli(ctx, be);
