@@ -40,6 +40,7 @@
 
 #include "backend_ops.h"
 #include "bench_common.h"
+#include "host_memory.h"
 #include "perlin_bone.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
@@ -202,7 +203,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
-  double *u = calloc(nd, sizeof *u);
+  double *u = vox_host_calloc(nd, sizeof *u); /* in huge pages, as voxfe-analyze's */
   if (!u) die(ctx, "displacements");
   const char *parts = bench_option("parts");
   if (parts && atoi(parts) > 0) {
@@ -255,7 +256,7 @@ int main(int argc, char **argv) {
     printf("full box: %s in %d CG iterations, %.2f s (setup included)\n",
            vox_convergence_string(rf.reason), rf.iterations, bench_now() - t0);
   }
-  free(u);
+  vox_host_free(u);
   vox_model_free(&m);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
