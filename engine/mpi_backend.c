@@ -2129,11 +2129,12 @@ static void sparse_recording_free(vox_backend *be, void *recording) {
 
 /* ---- the host hierarchy, built on rank 0 --------------------------------- */
 
-/* Rank 0 builds a sparse solve's host hierarchy and sends it to the others
- * (vox_mpi_options.hierarchy): every rank building its own builds the
- * same arrays on a share of the node's cores, each in its own host memory
- * (perlin32 on two H200s: 247 against 148 GB at the setup's peak, the
- * setup 66.7 against 68.6 s, the sending at about 2.5 GB/s). */
+/* Rank 0 builds a sparse solve's host hierarchy and sends each of the
+ * others what its levels read (vox_mpi_options.hierarchy): every rank
+ * building its own builds the same arrays on a share of the node's cores,
+ * each in its own host memory (perlin32 on two H200s: 247 against 148 GB
+ * at the setup's peak, the setup 66.7 against 68.6 s, the sending at about
+ * 2.5 GB/s). */
 static int sparse_builds_hierarchy(const vox_backend *be) {
   return M(be)->rank == 0 || !M(be)->hierarchy_root;
 }
@@ -2148,6 +2149,61 @@ static int array_needed(int l, int i) {
   if (i == VOX_SPARSE_ELEMENT_BOX) return 0;
   if (i == VOX_SPARSE_NODE_BOX) return l == 0;
   return 1;
+}
+
+/* 1: array i counts elements, 0: nodes, -1: neither (the layer starts). */
+static int array_per_element(int i) {
+  switch (i) {
+  case VOX_SPARSE_ELEMENT_NODES:
+  case VOX_SPARSE_ELEMENT_NODES_X1:
+  case VOX_SPARSE_MATERIAL:
+  case VOX_SPARSE_MODULUS: return 1;
+  case VOX_SPARSE_NODE_FIXED:
+  case VOX_SPARSE_NODE_BOX:
+  case VOX_SPARSE_PARENT: return 0;
+  default: return -1;
+  }
+}
+
+/* Whether a rank needs all of split level l's array i, not its slab's
+ * part: level 0's node boxes (the searches for the loads' nodes) and, where
+ * every rank takes the results, its fixed flags (the start's and the
+ * return's passes over every node). */
+static int array_whole(const impl *m, int l, int i) {
+  return l == 0 && (i == VOX_SPARSE_NODE_BOX || (i == VOX_SPARSE_NODE_FIXED && !m->results_root));
+}
+
+/* Rank q's elements [e[0], e[1]) and nodes [n[0], n[1]) of split level l:
+ * its slab with a layer of each neighbour (sparse_split_create's extended
+ * slab, which holds everything that reads the level's arrays). */
+static void slab_part(const impl *m, const vox_sparse_host_level *lv, int l, int q, size_t e[2],
+                      size_t n[2]) {
+  int64_t a = m->first[q] >> l, b = q == m->size - 1 ? lv->grid.nz : m->first[q + 1] >> l;
+  a -= q > 0;
+  b += q < m->size - 1;
+  e[0] = lv->element_layer_start[a], e[1] = lv->element_layer_start[b];
+  n[0] = lv->node_layer_start[a], n[1] = lv->node_layer_start[b + 1];
+}
+
+/* Array i of a level (n bytes at p) from rank 0 to the others: whole, or on
+ * a split level each rank's slab part alone (the rest of its copy is never
+ * read, and never touched: no memory behind it). */
+static void send_array(const impl *m, const vox_sparse_host_level *lv, int l, int split, int i,
+                       char *p, size_t n) {
+  const int per_element = array_per_element(i);
+  if (!split || per_element < 0 || array_whole(m, l, i)) {
+    vox_mpi_broadcast_bytes(m->comm, 0, p, n);
+    return;
+  }
+  const size_t count = per_element ? lv->n_elements : lv->n_nodes;
+  const size_t unit = count ? n / count : 0;
+  for (int q = 1; q < m->size; q++) {
+    if (m->rank != 0 && m->rank != q) continue;
+    size_t e[2], nodes[2];
+    slab_part(m, lv, l, q, e, nodes);
+    const size_t *range = per_element ? e : nodes;
+    vox_mpi_send_bytes(m->comm, 0, q, p + range[0] * unit, (range[1] - range[0]) * unit);
+  }
 }
 
 static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
@@ -2208,12 +2264,26 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
                        : vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                                    "out of memory for the hierarchy on another rank");
   }
+  /* the layer starts first: which levels split, and the slabs' parts of
+   * those, are read from them (as sparse_level_create will) */
   for (int l = 0; l < n_levels; l++) {
+    vox_sparse_host_level *lv = &h->level[l];
+    if (!lv->element_layer_start || !lv->node_layer_start) continue; /* (every level has them) */
+    vox_mpi_broadcast_bytes(m->comm, 0, lv->element_layer_start,
+                            ((size_t)lv->grid.nz + 1) * sizeof *lv->element_layer_start);
+    vox_mpi_broadcast_bytes(m->comm, 0, lv->node_layer_start,
+                            ((size_t)lv->grid.nz + 2) * sizeof *lv->node_layer_start);
+  }
+  int split = 1; /* level 0's; a level splits only below one that does */
+  for (int l = 0; l < n_levels; l++) {
+    vox_sparse_host_level *lv = &h->level[l];
+    if (l > 0) split = split && sparse_splits(m, l, n_levels, lv->element_layer_start);
     void **p[VOX_SPARSE_LEVEL_ARRAYS];
     size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
-    vox_sparse_level_arrays(&h->level[l], p, bytes);
+    vox_sparse_level_arrays(lv, p, bytes);
     for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++)
-      if (*p[i] && array_needed(l, i)) vox_mpi_broadcast_bytes(m->comm, 0, *p[i], bytes[i]);
+      if (*p[i] && array_needed(l, i) && array_per_element(i) >= 0)
+        send_array(m, lv, l, split, i, *p[i], bytes[i]);
   }
   free(sent);
   return VOX_OK;

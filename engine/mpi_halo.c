@@ -91,6 +91,19 @@ void vox_mpi_broadcast_bytes(MPI_Comm comm, int root, void *data, size_t n) {
   }
 }
 
+void vox_mpi_send_bytes(MPI_Comm comm, int from, int to, void *data, size_t n) {
+  int rank;
+  MPI_Comm_rank(comm, &rank);
+  for (size_t done = 0; done < n;) {
+    const size_t piece = n - done < (size_t)1 << 30 ? n - done : (size_t)1 << 30;
+    if (rank == from)
+      MPI_Send((char *)data + done, (int)piece, MPI_BYTE, to, 0, comm);
+    else
+      MPI_Recv((char *)data + done, (int)piece, MPI_BYTE, from, 0, comm, MPI_STATUS_IGNORE);
+    done += piece;
+  }
+}
+
 struct vox_mpi_halo {
   vox_context *ctx;
   MPI_Comm comm;

@@ -20,6 +20,9 @@ typedef struct vox_mpi_halo vox_mpi_halo;
 /* n bytes from rank `root` to every rank of `comm`, in pieces an int
  * counts (a model's arrays, a sparse solve's hierarchy). */
 void vox_mpi_broadcast_bytes(MPI_Comm comm, int root, void *data, size_t n);
+/* n bytes from rank `from` to rank `to` (the calling rank is one of them),
+ * in pieces likewise. */
+void vox_mpi_send_bytes(MPI_Comm comm, int from, int to, void *data, size_t n);
 
 /* For vectors of `inner` (a CPU or CUDA backend) on the ranks of `comm`,
  * whose swaps carry at most `max_layer` values each way; collective.

@@ -217,8 +217,10 @@ typedef struct vox_sparse_ops {
    * them and copies it to the others. builds_hierarchy says whether this
    * process builds it; share_hierarchy (collective) passes `status`, the
    * builder's outcome, and its hierarchy to every process: on the others
-   * *h (freed first) becomes the copy, and a failed build fails every
-   * process. */
+   * *h (freed first) becomes the copy of what this backend's levels and the
+   * solve read there (the MPI backend's: of a split level the rank's slab
+   * part alone, the arrays' other entries never written), and a failed
+   * build fails every process. */
   int (*builds_hierarchy)(const vox_backend *be);
   vox_status (*share_hierarchy)(vox_backend *be, vox_status status, vox_sparse_hierarchy *h);
   /* 1: the solve may view part of a vector's memory as a vector of its
