@@ -83,8 +83,8 @@ static size_t kept(raw_entry *raw, size_t n) {
 }
 
 /* The lists' nodes are found in parallel: on an MPI rank that was sent the
- * hierarchy each is a search in level 0's nodes (a compression test of a
- * billion-node bone constrains some 20 million dofs). */
+ * hierarchy each is a search in level 0's nodes (a compression test holds
+ * the dofs of two faces of the bone: millions on a billion-node bone). */
 vox_status vox_sparse_prescribed_entries(vox_context *ctx, const vox_model *model,
                                          const vox_sparse_hierarchy *h, vox_sparse_entries *out) {
   *out = (vox_sparse_entries){0};
