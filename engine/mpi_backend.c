@@ -2251,6 +2251,12 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
         if (!*rank0[i] || !array_needed(l, i)) continue;
         *p[i] = vox_host_malloc(bytes[i] ? bytes[i] : 1);
         if (!*p[i]) s = vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory for the hierarchy");
+#ifndef NDEBUG
+        /* debug builds (CI's sanitizer run of the MPI tests): what is not
+         * sent is garbage, so that a read outside a rank's part (send_array)
+         * shows in the results instead of reading zeros */
+        else memset(*p[i], 0xA5, bytes[i]);
+#endif
       }
     }
   }
