@@ -2270,26 +2270,22 @@ static vox_status sparse_share_hierarchy(vox_backend *be, vox_status status,
                        : vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                                    "out of memory for the hierarchy on another rank");
   }
-  /* the layer starts first: which levels split, and the slabs' parts of
-   * those, are read from them (as sparse_level_create will) */
-  for (int l = 0; l < n_levels; l++) {
-    vox_sparse_host_level *lv = &h->level[l];
-    if (!lv->element_layer_start || !lv->node_layer_start) continue; /* (every level has them) */
-    vox_mpi_broadcast_bytes(m->comm, 0, lv->element_layer_start,
-                            ((size_t)lv->grid.nz + 1) * sizeof *lv->element_layer_start);
-    vox_mpi_broadcast_bytes(m->comm, 0, lv->node_layer_start,
-                            ((size_t)lv->grid.nz + 2) * sizeof *lv->node_layer_start);
-  }
-  int split = 1; /* level 0's; a level splits only below one that does */
-  for (int l = 0; l < n_levels; l++) {
-    vox_sparse_host_level *lv = &h->level[l];
-    if (l > 0) split = split && sparse_splits(m, l, n_levels, lv->element_layer_start);
-    void **p[VOX_SPARSE_LEVEL_ARRAYS];
-    size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
-    vox_sparse_level_arrays(lv, p, bytes);
-    for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++)
-      if (*p[i] && array_needed(l, i) && array_per_element(i) >= 0)
-        send_array(m, lv, l, split, i, *p[i], bytes[i]);
+  /* two passes over the levels' arrays: the layer starts first (which
+   * levels split, and the slabs' parts of those, are read from them, as
+   * sparse_level_create will), then the rest */
+  for (int pass = 0; pass < 2; pass++) {
+    int split = 1; /* level 0's; a level splits only below one that does */
+    for (int l = 0; l < n_levels; l++) {
+      vox_sparse_host_level *lv = &h->level[l];
+      if (pass == 1 && l > 0)
+        split = split && sparse_splits(m, l, n_levels, lv->element_layer_start);
+      void **p[VOX_SPARSE_LEVEL_ARRAYS];
+      size_t bytes[VOX_SPARSE_LEVEL_ARRAYS];
+      vox_sparse_level_arrays(lv, p, bytes);
+      for (int i = 0; i < VOX_SPARSE_LEVEL_ARRAYS; i++)
+        if (*p[i] && array_needed(l, i) && (array_per_element(i) < 0) == (pass == 0))
+          send_array(m, lv, l, split, i, *p[i], bytes[i]);
+    }
   }
   free(sent);
   return VOX_OK;

@@ -23,7 +23,8 @@ void vox_sparse_level_arrays(vox_sparse_host_level *lv, void **array[VOX_SPARSE_
   void **const a[VOX_SPARSE_LEVEL_ARRAYS] = {
       (void **)&lv->element_nodes, (void **)&lv->element_nodes_x1, (void **)&lv->element_box,
       (void **)&lv->material,      (void **)&lv->modulus,          (void **)&lv->node_fixed,
-      (void **)&lv->node_box,      (void **)&lv->parent,           (void **)&lv->element_layer_start,
+      (void **)&lv->node_box,      (void **)&lv->parent,
+      (void **)&lv->element_layer_start,
       (void **)&lv->node_layer_start};
   const size_t b[VOX_SPARSE_LEVEL_ARRAYS] = {
       4 * ne * sizeof(int32_t), 4 * ne * sizeof(int32_t), ne * sizeof(int64_t),
