@@ -12,7 +12,7 @@
  * (vcycle_parts.h), rank 0's clock read after every rank has synchronised.
  * Compare with `bench_cuda vcycle PROBLEM.yaml NX` in the same call.
  * --exchange=auto|nccl|host is vox_mpi_options.exchange, --gather=N|auto
- * vox_mpi_options.gather_nodes; the
+ * vox_mpi_options.gather_nodes, --overlap=1|0 vox_mpi_options.overlap; the
  * solver alternatives of bench_cuda (--mg-cycle=C, --smoothing-steps=N, ...)
  * apply. */
 #include <mpi.h>
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   static const char *const settings[] = {
       "device",      "exchange",      "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
       "mg-levels",   "start-history", "mg-bound-refresh", "host-scalars",         "gather",
-      NULL};
+      "overlap",     NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 3) {
     if (rank == 0)
@@ -72,8 +72,10 @@ int main(int argc, char **argv) {
   vox_backend *be;
   if (vox_mpi_backend_create(ctx, MPI_COMM_WORLD, &model.grid, 3, &o, &be)) die(ctx, "backend");
   if (rank == 0)
-    printf("%d ranks on %s, exchanging by %s, %d split levels\n", ranks,
-           vox_backend_name(be), vox_mpi_backend_exchange(be), vox_mpi_backend_split_levels(be));
+    printf("%d ranks on %s, exchanging by %s%s, %d split levels\n", ranks,
+           vox_backend_name(be), vox_mpi_backend_exchange(be),
+           o.overlap ? " beside the slabs' steps" : " after the slabs' steps",
+           vox_mpi_backend_split_levels(be));
   bench_solver_alternatives(be, &so);
   bench_wait_all = barrier;
   what = bench_vcycle_parts(ctx, be, &model, &so, rank == 0);

@@ -63,6 +63,7 @@ typedef struct settings {
   int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes; /* vox_mpi_options.gather_nodes, -1 auto */
   int mpi_hierarchy;    /* vox_mpi_hierarchy (voxfe/mpi.h, in MPI builds) */
+  int mpi_overlap;      /* vox_mpi_options.overlap */
 } settings;
 
 /* --storage: auto, full or sparse (vox_storage). */
@@ -311,6 +312,7 @@ static const cli_option options[] = {
     CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
     CLI_MPI_GATHER_OPTION(settings, mpi_gather_nodes),
     CLI_MPI_HIERARCHY_OPTION(settings, mpi_hierarchy),
+    CLI_MPI_OVERLAP_OPTION(settings, mpi_overlap),
 #endif
     {.kind = CLI_END},
 };
@@ -887,7 +889,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     /* rank 0 alone writes: the displacements go to it alone */
     vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
                          s->mpi_gather_nodes, first, VOX_MPI_RESULTS_ROOT,
-                         (vox_mpi_hierarchy)s->mpi_hierarchy, &r.backend);
+                         (vox_mpi_hierarchy)s->mpi_hierarchy, s->mpi_overlap, &r.backend);
     free(first);
   } else
 #endif
@@ -1052,7 +1054,8 @@ int main(int argc, char **argv) {
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
                 .pin = 1,
-                .mpi_gather_nodes = -1}; /* auto */
+                .mpi_gather_nodes = -1, /* auto */
+                .mpi_overlap = 1};
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;

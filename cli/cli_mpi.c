@@ -122,7 +122,7 @@ int cli_mpi_interrupted(void *self) {
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_mpi_hierarchy hierarchy, vox_backend **out) {
+                           vox_mpi_hierarchy hierarchy, int overlap, vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -137,6 +137,7 @@ vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_
   o.first = first;
   o.results = results;
   o.hierarchy = hierarchy;
+  o.overlap = overlap;
   return vox_mpi_backend_create(ctx, engine, grid, dofs_per_node, &o, out);
 }
 

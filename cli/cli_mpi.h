@@ -54,6 +54,14 @@ void cli_format_mpi_hierarchy(const void *value, char *buf, size_t n);
 int cli_parse_mpi_gather(const char *what, const char *text, void *value);
 void cli_format_mpi_gather(const void *value, char *buf, size_t n);
 
+/* --no-mpi-overlap: the int `field` of `type` (1 by default),
+ * vox_mpi_options.overlap. */
+#define CLI_MPI_OVERLAP_OPTION(type, field)                                                   \
+  {.name = "no-mpi-overlap", .kind = CLI_DISABLE, .offset = offsetof(type, field),           \
+   .flags = CLI_RECORD,                                                                       \
+   .help = "--mpi: the fine grid's exchanges after the slab's smoothing step, not beside it " \
+           "(the same results; to measure what the overlap saves)"}
+
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent); the ranks on one node divide OpenMP's threads among
  * them. Returns 0, or an exit status after a message. */
@@ -94,12 +102,12 @@ void cli_mpi_finish(void);
  * where the node has GPUs, and a CUDA rank takes the GPU of its rank on the
  * node (modulo the node's GPUs) unless options name one; options->device
  * becomes the device taken. exchange, gather_nodes, first (NULL: the
- * automatic slabs), results and hierarchy: those of vox_mpi_options.
- * Collective. */
+ * automatic slabs), results, hierarchy and overlap: those of
+ * vox_mpi_options. Collective. */
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_mpi_hierarchy hierarchy, vox_backend **out);
+                           vox_mpi_hierarchy hierarchy, int overlap, vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

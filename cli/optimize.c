@@ -44,6 +44,7 @@ typedef struct settings {
   int mpi;                    /* --mpi */
   int mpi_exchange;           /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes;       /* vox_mpi_options.gather_nodes, -1 auto */
+  int mpi_overlap;            /* vox_mpi_options.overlap */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -471,6 +472,7 @@ static const cli_option options[] = {
              "others, and writes the design; the same design as one process, to rounding"},
     CLI_MPI_EXCHANGE_OPTION(settings, mpi_exchange),
     CLI_MPI_GATHER_OPTION(settings, mpi_gather_nodes),
+    CLI_MPI_OVERLAP_OPTION(settings, mpi_overlap),
 #endif
     {.kind = CLI_END},
 };
@@ -649,7 +651,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
                          (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, NULL,
-                         VOX_MPI_RESULTS_EVERY_RANK, VOX_MPI_HIERARCHY_ROOT, &backend);
+                         VOX_MPI_RESULTS_EVERY_RANK, VOX_MPI_HIERARCHY_ROOT, s->mpi_overlap,
+                         &backend);
   } else
 #endif
     vs = vox_backend_create_with(ctx, &s->backend, &backend);
@@ -801,7 +804,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.mpi_gather_nodes = -1}; /* auto */
+  settings s = {.mpi_gather_nodes = -1, .mpi_overlap = 1}; /* auto, overlapped */
   vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */

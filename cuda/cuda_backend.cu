@@ -606,6 +606,9 @@ static void destroy(vox_backend *be) {
     vox_cuda_free(cs->peer_arrived);
     if (cs->scalar) cudaFreeHost(cs->scalar);
     if (cs->record_stream) cudaStreamDestroy(cs->record_stream);
+    if (cs->side_stream) cudaStreamDestroy(cs->side_stream);
+    if (cs->side_fork) cudaEventDestroy(cs->side_fork);
+    if (cs->side_join) cudaEventDestroy(cs->side_join);
     stage_free(cs);
     vox_backend_destroy(cs->host);
     free(cs);

@@ -48,6 +48,11 @@ typedef struct vox_cuda_state {
   cudaEvent_t stage_done[2];
   unsigned int *peer_arrived; /* device: the blocks of an exchange's put that are done
                                * (cuda_peer.cu), made by the first shared mailbox */
+  /* A stream beside launch_stream for an exchange's NCCL calls while the
+   * slab's own work runs (peer_ops.h: beside), forked from it and joined to
+   * it by the two events; made on first use */
+  cudaStream_t side_stream;
+  cudaEvent_t side_fork, side_join;
 } vox_cuda_state;
 
 static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state *)be->impl; }

@@ -181,6 +181,33 @@ static vox_status get(vox_backend *be, const vox_peer_transfer t[2]) {
 
 static void *stream(vox_backend *be) { return (void *)vox_cuda_stream(be); }
 
+/* The side stream is non-blocking: the legacy stream, which the backend's
+ * kernels run on outside recordings, would otherwise wait for it and it
+ * for the legacy stream. Made on first use, outside any recording (the
+ * exchanges' setup warms up NCCL through it). */
+static vox_status beside(vox_backend *be, void **out) {
+  vox_cuda_state *cs = vox_cuda(be);
+  if (!cs->side_stream) {
+    CUDA_TRY(be, cudaStreamCreateWithFlags(&cs->side_stream, cudaStreamNonBlocking),
+             "a stream for the exchanges");
+    CUDA_TRY(be, cudaEventCreateWithFlags(&cs->side_fork, cudaEventDisableTiming),
+             "an event for the exchanges");
+    CUDA_TRY(be, cudaEventCreateWithFlags(&cs->side_join, cudaEventDisableTiming),
+             "an event for the exchanges");
+  }
+  CUDA_TRY(be, cudaEventRecord(cs->side_fork, vox_cuda_stream(be)), "forking a stream");
+  CUDA_TRY(be, cudaStreamWaitEvent(cs->side_stream, cs->side_fork, 0), "forking a stream");
+  *out = (void *)cs->side_stream;
+  return VOX_OK;
+}
+
+static vox_status rejoin(vox_backend *be) {
+  vox_cuda_state *cs = vox_cuda(be);
+  CUDA_TRY(be, cudaEventRecord(cs->side_join, cs->side_stream), "joining a stream");
+  CUDA_TRY(be, cudaStreamWaitEvent(vox_cuda_stream(be), cs->side_join, 0), "joining a stream");
+  return VOX_OK;
+}
+
 static vox_peer_ops make_peer_ops(void) {
   vox_peer_ops o = {};
   o.device_id = device_id;
@@ -191,6 +218,8 @@ static vox_peer_ops make_peer_ops(void) {
   o.put = put;
   o.get = get;
   o.stream = stream;
+  o.beside = beside;
+  o.rejoin = rejoin;
   return o;
 }
 

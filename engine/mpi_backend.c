@@ -97,6 +97,7 @@ typedef struct impl {
   size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
   int results_root;    /* vox_mpi_options.results: VOX_MPI_RESULTS_ROOT */
   int hierarchy_root;  /* vox_mpi_options.hierarchy: VOX_MPI_HIERARCHY_ROOT */
+  int overlap;         /* vox_mpi_options.overlap */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -762,8 +763,10 @@ static vox_status op_set_moduli(vox_backend *be, vox_operator *o, const vox_vec 
 }
 
 /* The slab's parts of the shared node layers of K x, from the edge
- * operators, swapped with the neighbours: the neighbours' parts in
- * M(be)->recv (from below, then from above), masked to the free dofs. */
+ * operators, on their way to the neighbours (a swap started), the
+ * neighbours' parts on their way into M(be)->recv (from below, then from
+ * above), masked to the free dofs: edge_finish completes it, and the slab's
+ * own step may run in between (vox_mpi_options.overlap). */
 static vox_status edge_start(vox_backend *be, mpi_operator *op, const vox_vec *x, int flags) {
   impl *m = M(be);
   const size_t u = m->lv[0].nodes.unit;
@@ -776,25 +779,24 @@ static vox_status edge_start(vox_backend *be, mpi_operator *op, const vox_vec *x
       part_of[side] = part(&op->edge_y[side], side == 0 ? 0 : u, u);
     }
   vox_vec from_below = part(&m->recv, 0, u), from_above = part(&m->recv, u, u);
-  TRY(vox_mpi_halo_swap(m->halo, op->edge[0] != NULL, op->edge[1] != NULL, &part_of[0],
-                        &part_of[1], &from_below, &from_above));
-  for (int side = 0; side < 2 && op->has_masks; side++)
-    if (op->edge[side]) {
-      vox_vec r = side == 0 ? from_below : from_above;
-      TRY(C(be)->vec->mult(IN(be), &r, &r, side == 0 ? &op->masks.below : &op->masks.above));
-    }
-  return VOX_OK;
+  const int masked = op->has_masks;
+  TRY(vox_mpi_halo_swap_start(m->halo, op->edge[0] != NULL, op->edge[1] != NULL, &part_of[0],
+                              &part_of[1], &from_below, &from_above,
+                              masked ? &op->masks.below : NULL, masked ? &op->masks.above : NULL));
+  return m->overlap ? VOX_OK : vox_mpi_halo_swap_finish(m->halo);
 }
 
 /* v -= a (the neighbour's part) .* w on the shared layers, w NULL for 1:
  * after a fused step on the slab, what the neighbour's part of K x changes
  * (r = b - K x: a = 1; the smoothing step's d and x: a = alpha, w the
  * inverse diagonal). The parts in M(be)->recv become their products with
- * w (v NULL: only that, for a smoothing step that keeps no d). */
+ * w (v NULL: only that, for a smoothing step that keeps no d). The first
+ * call after edge_start completes its swap. */
 static vox_status edge_finish(vox_backend *be, mpi_operator *op, vox_vec *v, double a,
                               const vox_vec *w) {
   impl *m = M(be);
   const size_t u = m->lv[0].nodes.unit;
+  TRY(vox_mpi_halo_swap_finish(m->halo));
   for (int side = 0; side < 2; side++) {
     if (!op->edge[side]) continue;
     const size_t at = side == 0 ? 0 : (w ? w : v)->n - u;
@@ -2801,7 +2803,8 @@ void vox_mpi_options_default(vox_mpi_options *options) {
                         .exchange = VOX_MPI_EXCHANGE_AUTO,
                         .gather_nodes = VOX_MPI_GATHER_AUTO,
                         .results = VOX_MPI_RESULTS_EVERY_RANK,
-                        .hierarchy = VOX_MPI_HIERARCHY_ROOT};
+                        .hierarchy = VOX_MPI_HIERARCHY_ROOT,
+                        .overlap = 1};
 }
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
@@ -2867,6 +2870,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   m->dpn = dofs_per_node;
   m->results_root = o.results == VOX_MPI_RESULTS_ROOT;
   m->hierarchy_root = o.hierarchy == VOX_MPI_HIERARCHY_ROOT;
+  m->overlap = o.overlap != 0;
   m->ops = mpi_ops;
   m->mg = mpi_mg_ops;
   m->ops.mg = &m->mg;

@@ -8,7 +8,16 @@
  * second adding the neighbour's layer in place; between two H200s a cycle
  * takes 2.5 % less than with NCCL's send, receive and a sum, and a coarse
  * multigrid level's product and exchange still take twice the product
- * alone (docs/benchmarks.md). */
+ * alone (docs/benchmarks.md).
+ *
+ * A swap split around the rank's own work (vox_mpi_halo_swap_start and
+ * _finish) overlaps it as each transport allows: the direct writes put at
+ * the start and get at the finish, by when the neighbour's put, launched
+ * at the same point of its own work, has landed, and nothing waits; NCCL
+ * sends and receives on a stream beside the backend's, joined at the
+ * finish; MPI posts MPI_Isend and MPI_Irecv and waits at the finish
+ * (OpenMPI moves large messages between processes inside its calls, so on
+ * CPU ranks the transfer itself still happens in the wait). */
 #include "mpi_halo.h"
 
 #include <limits.h>
@@ -104,6 +113,20 @@ void vox_mpi_send_bytes(MPI_Comm comm, int from, int to, void *data, size_t n) {
   }
 }
 
+/* A swap started and not yet finished (vox_mpi_halo_swap_start): where
+ * its layers arrive, their masks, and what the finish waits on. */
+typedef struct vox_mpi_halo_swap_state {
+  int pending, lower, upper;
+  vox_vec from_below, from_above;
+  int masked[2];
+  vox_vec mask[2];
+  vox_peer_transfer get[2];       /* the direct writes' second half */
+  int beside;                     /* NCCL's calls on the side stream */
+  MPI_Request requests[4];        /* MPI's */
+  int n_requests;
+  double *staged_below, *staged_above; /* host copies on their way to the device */
+} vox_mpi_halo_swap_state;
+
 struct vox_mpi_halo {
   vox_context *ctx;
   MPI_Comm comm;
@@ -116,6 +139,7 @@ struct vox_mpi_halo {
    * the neighbours' mapped */
   size_t max_layer;
   char *mailbox, *below, *above;
+  vox_mpi_halo_swap_state swap;
 #ifdef VOXFE_HAVE_NCCL
   ncclComm_t nccl; /* NULL where NCCL does not run */
   nccl_api api;
@@ -257,6 +281,11 @@ static vox_status nccl_warm_up(vox_mpi_halo *h) {
     vox_vec down = {.data = two.data, .n = 1, .scalar = VOX_DOUBLE}, up = down;
     vox_vec below = {.data = two.data + 1, .n = 1, .scalar = VOX_DOUBLE}, above = below;
     s = vox_mpi_halo_swap(h, lower, upper, &down, &up, &below, &above);
+    /* and beside the backend's stream, whose stream this makes (outside
+     * any recording) */
+    if (s == VOX_OK)
+      s = vox_mpi_halo_swap_start(h, lower, upper, &down, &up, &below, &above, NULL, NULL);
+    if (s == VOX_OK) s = vox_mpi_halo_swap_finish(h);
   }
   if (s == VOX_OK) s = in->synchronize(h->inner);
   in->vec->destroy(h->inner, &one);
@@ -344,18 +373,21 @@ int vox_mpi_halo_gathers_on_device(const vox_mpi_halo *h) {
 #endif
 }
 
-/* A swap by direct writes: the layers into the neighbours' mailboxes, then
- * from this rank's mailbox into place (peer_ops.h): copied into from_below
- * and from_above, or (add) added into them, masked (masks NULL for 1s). */
-static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
-                            const vox_vec *up, vox_vec *from_below, vox_vec *from_above, int add,
-                            const vox_vec *mask_below, const vox_vec *mask_above) {
+/* The transfers of a swap by direct writes: the layers into the
+ * neighbours' mailboxes (put), then from this rank's mailbox into place
+ * (get, peer_ops.h): copied into from_below and from_above, or (add) added
+ * into them, masked (masks NULL for 1s). */
+static vox_status peer_transfers(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                                 const vox_vec *up, vox_vec *from_below, vox_vec *from_above,
+                                 int add, const vox_vec *mask_below, const vox_vec *mask_above,
+                                 vox_peer_transfer put[2], vox_peer_transfer get[2]) {
   const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
   if (n_down > h->max_layer || n_up > h->max_layer)
     return vox_error(h->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "an interface layer of %zu values, more than the %zu of the exchanges' "
                      "mailbox", n_down > n_up ? n_down : n_up, h->max_layer);
-  vox_peer_transfer put[2] = {{0}}, get[2] = {{0}};
+  memset(put, 0, 2 * sizeof *put);
+  memset(get, 0, 2 * sizeof *get);
   if (lower) {
     put[0] = (vox_peer_transfer){down->data, mailbox_slots(h, h->below, 1), n_down,
                                  mailbox_flag(h->below, 1), mailbox_count(h->mailbox, PUT_BELOW),
@@ -372,25 +404,7 @@ static vox_status peer_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec
                                  mailbox_flag(h->mailbox, 1), mailbox_count(h->mailbox, GOT_ABOVE),
                                  h->max_layer, add, mask_above ? mask_above->data : NULL};
   }
-  const vox_peer_ops *p = h->inner->ops->peer;
-  TRY(p->put(h->inner, put));
-  return p->get(h->inner, get);
-}
-
-/* The two MPI_Sendrecv of a swap on host arrays, n_down values with the
- * rank below and n_up with the rank above (absent neighbours are
- * MPI_PROC_NULL, whose transfers do nothing, but whose buffers MPI still
- * checks: the other side's stand in). */
-static void sendrecv(vox_mpi_halo *h, int lower, int upper, int n_down, int n_up,
-                     const double *down, const double *up, double *from_below,
-                     double *from_above) {
-  const int lo = lower ? h->rank - 1 : MPI_PROC_NULL, hi = upper ? h->rank + 1 : MPI_PROC_NULL;
-  if (!lower) down = up, from_below = from_above;
-  if (!upper) up = down, from_above = from_below;
-  MPI_Sendrecv(up, n_up, MPI_DOUBLE, hi, 1, from_below, n_down, MPI_DOUBLE, lo, 1, h->comm,
-               MPI_STATUS_IGNORE);
-  MPI_Sendrecv(down, n_down, MPI_DOUBLE, lo, 2, from_above, n_up, MPI_DOUBLE, hi, 2, h->comm,
-               MPI_STATUS_IGNORE);
+  return VOX_OK;
 }
 
 int vox_mpi_halo_records(const vox_mpi_halo *h) {
@@ -398,55 +412,122 @@ int vox_mpi_halo_records(const vox_mpi_halo *h) {
                           vox_mpi_halo_gathers_on_device(h));
 }
 
-vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
-                             const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+/* A swap's first half (vox_mpi_halo_swap_start); `beside`: NCCL's calls on
+ * a stream beside the backend's, for a swap that overlaps the rank's work
+ * (the plain swap keeps them on the backend's stream, without the fork and
+ * join). */
+static vox_status swap_begin(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                             const vox_vec *up, vox_vec *from_below, vox_vec *from_above,
+                             const vox_vec *mask_below, const vox_vec *mask_above, int beside) {
+  vox_mpi_halo_swap_state *p = &h->swap;
+  if (p->pending)
+    return vox_error(h->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "an exchange started before the one before it had finished");
   /* a layer of no values (the bone's storage: no bone on it) is skipped by
    * both of its ranks alike */
   const size_t n_down = lower ? down->n : 0, n_up = upper ? up->n : 0;
   lower = n_down > 0, upper = n_up > 0;
   if (!lower && !upper) return VOX_OK;
-  if (h->kind == VOX_MPI_HALO_PEER)
-    return peer_swap(h, lower, upper, down, up, from_below, from_above, 0, NULL, NULL);
+  memset(p, 0, sizeof *p);
+  p->lower = lower, p->upper = upper;
+  if (lower) p->from_below = *from_below;
+  if (upper) p->from_above = *from_above;
+  p->masked[0] = lower && mask_below, p->masked[1] = upper && mask_above;
+  if (p->masked[0]) p->mask[0] = *mask_below;
+  if (p->masked[1]) p->mask[1] = *mask_above;
+  if (h->kind == VOX_MPI_HALO_PEER) {
+    vox_peer_transfer put[2];
+    TRY(peer_transfers(h, lower, upper, down, up, from_below, from_above, 0, mask_below,
+                       mask_above, put, p->get));
+    TRY(h->inner->ops->peer->put(h->inner, put));
+    p->pending = 1;
+    return VOX_OK;
+  }
 #ifdef VOXFE_HAVE_NCCL
   if (h->kind == VOX_MPI_HALO_NCCL) {
+    void *side = NULL;
+    if (beside) TRY(h->inner->ops->peer->beside(h->inner, &side));
+    const cudaStream_t stream = beside ? (cudaStream_t)side : nccl_stream(h);
     const nccl_api *f = &h->api;
     ncclResult_t r = f->group_start();
     if (upper && r == ncclSuccess)
-      r = f->send(up->data, n_up, ncclDouble, h->rank + 1, h->nccl, nccl_stream(h));
+      r = f->send(up->data, n_up, ncclDouble, h->rank + 1, h->nccl, stream);
     if (upper && r == ncclSuccess)
-      r = f->recv(from_above->data, n_up, ncclDouble, h->rank + 1, h->nccl, nccl_stream(h));
+      r = f->recv(from_above->data, n_up, ncclDouble, h->rank + 1, h->nccl, stream);
     if (lower && r == ncclSuccess)
-      r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, nccl_stream(h));
+      r = f->send(down->data, n_down, ncclDouble, h->rank - 1, h->nccl, stream);
     if (lower && r == ncclSuccess)
-      r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, nccl_stream(h));
+      r = f->recv(from_below->data, n_down, ncclDouble, h->rank - 1, h->nccl, stream);
+    p->beside = beside;
+    p->pending = 1;
     return nccl_group_end(h, r, "a halo exchange");
   }
+#else
+  (void)beside;
 #endif
   if (n_down > INT_MAX || n_up > INT_MAX)
     return vox_error(h->ctx, VOX_ERR_UNSUPPORTED, "a grid layer of %zu values is too large for MPI",
                      n_down > n_up ? n_down : n_up);
-  if (h->kind == VOX_MPI_HALO_HOST) {
-    sendrecv(h, lower, upper, (int)n_down, (int)n_up, lower ? down->data : NULL,
-             upper ? up->data : NULL, lower ? from_below->data : NULL,
-             upper ? from_above->data : NULL);
-    return VOX_OK;
+  const double *send_down = lower ? down->data : NULL, *send_up = upper ? up->data : NULL;
+  double *recv_below = lower ? from_below->data : NULL, *recv_above = upper ? from_above->data : NULL;
+  if (h->kind == VOX_MPI_HALO_STAGED) { /* through host copies of the device's layers */
+    const size_t n = n_down + n_up;
+    if (h->host_n < 2 * n) {
+      free(h->host);
+      h->host = malloc(2 * n * sizeof *h->host);
+      h->host_n = h->host ? 2 * n : 0;
+      if (!h->host) return vox_error(h->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+    }
+    send_down = h->host, send_up = h->host + n_down;
+    recv_below = h->host + n, recv_above = h->host + n + n_down;
+    const vox_backend_ops *in = h->inner->ops;
+    if (lower) TRY(in->vec->download(h->inner, down, h->host));
+    if (upper) TRY(in->vec->download(h->inner, up, h->host + n_down));
+    p->staged_below = recv_below, p->staged_above = recv_above;
   }
-  const size_t n = n_down + n_up;
-  if (h->host_n < 2 * n) {
-    free(h->host);
-    h->host = malloc(2 * n * sizeof *h->host);
-    h->host_n = h->host ? 2 * n : 0;
-    if (!h->host) return vox_error(h->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  /* tag 1 travels up, tag 2 down */
+  if (lower) {
+    MPI_Irecv(recv_below, (int)n_down, MPI_DOUBLE, h->rank - 1, 1, h->comm,
+              &p->requests[p->n_requests++]);
+    MPI_Isend(send_down, (int)n_down, MPI_DOUBLE, h->rank - 1, 2, h->comm,
+              &p->requests[p->n_requests++]);
   }
-  double *send_down = h->host, *send_up = h->host + n_down, *recv_below = h->host + n,
-         *recv_above = h->host + n + n_down;
-  const vox_backend_ops *in = h->inner->ops;
-  if (lower) TRY(in->vec->download(h->inner, down, send_down));
-  if (upper) TRY(in->vec->download(h->inner, up, send_up));
-  sendrecv(h, lower, upper, (int)n_down, (int)n_up, send_down, send_up, recv_below, recv_above);
-  if (lower) TRY(in->vec->upload(h->inner, from_below, recv_below));
-  if (upper) TRY(in->vec->upload(h->inner, from_above, recv_above));
+  if (upper) {
+    MPI_Irecv(recv_above, (int)n_up, MPI_DOUBLE, h->rank + 1, 2, h->comm,
+              &p->requests[p->n_requests++]);
+    MPI_Isend(send_up, (int)n_up, MPI_DOUBLE, h->rank + 1, 1, h->comm,
+              &p->requests[p->n_requests++]);
+  }
+  p->pending = 1;
   return VOX_OK;
+}
+
+vox_status vox_mpi_halo_swap_start(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                                   const vox_vec *up, vox_vec *from_below, vox_vec *from_above,
+                                   const vox_vec *mask_below, const vox_vec *mask_above) {
+  return swap_begin(h, lower, upper, down, up, from_below, from_above, mask_below, mask_above, 1);
+}
+
+vox_status vox_mpi_halo_swap_finish(vox_mpi_halo *h) {
+  vox_mpi_halo_swap_state *p = &h->swap;
+  if (!p->pending) return VOX_OK;
+  p->pending = 0;
+  /* the direct writes' get waits, copies and masks on the device */
+  if (h->kind == VOX_MPI_HALO_PEER) return h->inner->ops->peer->get(h->inner, p->get);
+  if (p->beside) TRY(h->inner->ops->peer->rejoin(h->inner));
+  if (p->n_requests) MPI_Waitall(p->n_requests, p->requests, MPI_STATUSES_IGNORE);
+  const vox_backend_ops *in = h->inner->ops;
+  if (p->staged_below) TRY(in->vec->upload(h->inner, &p->from_below, p->staged_below));
+  if (p->staged_above) TRY(in->vec->upload(h->inner, &p->from_above, p->staged_above));
+  if (p->masked[0]) TRY(in->vec->mult(h->inner, &p->from_below, &p->from_below, &p->mask[0]));
+  if (p->masked[1]) TRY(in->vec->mult(h->inner, &p->from_above, &p->from_above, &p->mask[1]));
+  return VOX_OK;
+}
+
+vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                             const vox_vec *up, vox_vec *from_below, vox_vec *from_above) {
+  TRY(swap_begin(h, lower, upper, down, up, from_below, from_above, NULL, NULL, 0));
+  return vox_mpi_halo_swap_finish(h);
 }
 
 vox_status vox_mpi_halo_swap_add(vox_mpi_halo *h, int lower, int upper, vox_vec *first,
@@ -457,8 +538,13 @@ vox_status vox_mpi_halo_swap_add(vox_mpi_halo *h, int lower, int upper, vox_vec 
   if (!lower && !upper) return VOX_OK;
   /* the direct writes add in their get: a launch less (the put reads the
    * layers before the get adds into them, in stream order) */
-  if (h->kind == VOX_MPI_HALO_PEER)
-    return peer_swap(h, lower, upper, first, last, first, last, 1, mask_below, mask_above);
+  if (h->kind == VOX_MPI_HALO_PEER) {
+    vox_peer_transfer put[2], get[2];
+    TRY(peer_transfers(h, lower, upper, first, last, first, last, 1, mask_below, mask_above, put,
+                       get));
+    TRY(h->inner->ops->peer->put(h->inner, put));
+    return h->inner->ops->peer->get(h->inner, get);
+  }
   TRY(vox_mpi_halo_swap(h, lower, upper, first, last, recv_below, recv_above));
   const vox_vector_ops *v = h->inner->ops->vec;
   if (lower) {

@@ -44,6 +44,17 @@ const char *vox_mpi_halo_name(const vox_mpi_halo *h);
 vox_status vox_mpi_halo_swap(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
                              const vox_vec *up, vox_vec *from_below, vox_vec *from_above);
 
+/* The same swap in two halves, around work of the rank's own that
+ * overlaps it (the slab's step while its edges travel): `start` sends the
+ * layers and posts their receipt, `finish` completes it and multiplies the
+ * received layers by the masks (NULL for 1s). In between the rank neither
+ * writes down and up nor reads from_below and from_above, and starts no
+ * other swap. Collective as the swap. */
+vox_status vox_mpi_halo_swap_start(vox_mpi_halo *h, int lower, int upper, const vox_vec *down,
+                                   const vox_vec *up, vox_vec *from_below, vox_vec *from_above,
+                                   const vox_vec *mask_below, const vox_vec *mask_above);
+vox_status vox_mpi_halo_swap_finish(vox_mpi_halo *h);
+
 /* The same swap, the neighbours' layers then added into the rank's own:
  * first += mask_below .* (rank - 1's layer), last += mask_above .* (rank +
  * 1's); masks NULL for 1s, recv_below and recv_above room for the

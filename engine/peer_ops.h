@@ -70,6 +70,12 @@ struct vox_peer_ops {
   /* The stream the backend launches onto now (a recording's while it
    * records), for the other device work of an exchange (NCCL's). */
   void *(*stream)(vox_backend *be);
+  /* A stream of its own for device work beside the backend's (an
+   * exchange's NCCL calls while a slab's step runs), which first waits for
+   * the work launched so far; `rejoin` makes the backend's stream wait for
+   * what was put on it. One at a time. */
+  vox_status (*beside)(vox_backend *be, void **stream);
+  vox_status (*rejoin)(vox_backend *be);
 };
 
 #ifdef __cplusplus

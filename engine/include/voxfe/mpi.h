@@ -84,6 +84,12 @@ typedef struct vox_mpi_options {
   int results;
   /* who builds a sparse solve's host hierarchy (vox_mpi_hierarchy) */
   int hierarchy;
+  /* 1 (the default): the fine grid's smoothing steps and residuals
+   * overlap their exchange with the slab's own step (the products of the
+   * slab's first and last element layer are swapped while the slab's step
+   * runs); 0: the swap ends before the slab's step starts. The same
+   * results either way. */
+  int overlap;
 } vox_mpi_options;
 
 /* Who builds the host hierarchy of a sparse (bone-only) solve, which every
@@ -116,7 +122,7 @@ enum { VOX_MPI_GATHER_AUTO = -1, VOX_MPI_GATHER_GPU = 1 << 17, VOX_MPI_GATHER_CP
 
 /* first NULL, ranks_backend NULL (the CPU), exchange VOX_MPI_EXCHANGE_AUTO,
  * gather_nodes VOX_MPI_GATHER_AUTO, results VOX_MPI_RESULTS_EVERY_RANK,
- * hierarchy VOX_MPI_HIERARCHY_ROOT */
+ * hierarchy VOX_MPI_HIERARCHY_ROOT, overlap 1 */
 void vox_mpi_options_default(vox_mpi_options *options);
 
 /* A backend on communicator `comm` for a grid and its dofs per node (3
