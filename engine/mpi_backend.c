@@ -1356,6 +1356,14 @@ typedef struct mpi_sparse_level {
   interface_masks elsewhere;
   vox_vec recv;            /* the neighbours' interface parts: below, then above */
   vox_vec stage;           /* a float vector's interface layers in double (6 a node) */
+  /* The slab's first and last element layer (where a neighbour shares a
+   * node layer with bone: vox_mpi_options.overlap), whose products give
+   * the slab's part of the shared layers while the slab's own product
+   * runs (sparse_apply_beside); their products in edge_y (3 doubles a node,
+   * read in the product's precision) */
+  vox_sparse_level *edge[2];
+  size_t edge_nodes[2];
+  vox_vec edge_y[2];
   vox_sparse_level *extended; /* the slab and a layer of each neighbour, until the diagonals */
   size_t extended_offset;  /* the slab's first node in it */
   size_t extended_nodes;
@@ -1417,9 +1425,12 @@ static void sparse_level_destroy(vox_backend *be, vox_sparse_level *sl) {
   impl *m = M(be);
   if (l->local) CS(be)->level_destroy(IN(be), l->local);
   if (l->extended) CS(be)->level_destroy(IN(be), l->extended);
+  for (int side = 0; side < 2; side++)
+    if (l->edge[side]) CS(be)->level_destroy(IN(be), l->edge[side]);
   vox_vec *v[] = {&l->masks.below,     &l->masks.above,     &l->recv,
                   &l->stage,           &l->gathered_device, &l->whole_double,
-                  &l->elsewhere.below, &l->elsewhere.above};
+                  &l->elsewhere.below, &l->elsewhere.above, &l->edge_y[0],
+                  &l->edge_y[1]};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) C(be)->vec->destroy(IN(be), v[i]);
   free(l->owned_parent);
@@ -1574,6 +1585,19 @@ static vox_status sparse_split_create(vox_backend *be, const vox_sparse_level_de
     s = CS(be)->level_create(IN(be), &slab, &l->extended);
   }
   free(storage);
+  /* the edge layers, where the shared node layer has bone */
+  const size_t shared[2] = {l->below, l->above};
+  for (int side = 0; side < 2 && s == VOX_OK && m->overlap; side++) {
+    if (shared[side] == 0) continue;
+    const int64_t ka = side == 0 ? a : b - 1;
+    s = carve(be, d, ka, ka + 1, 0, &slab, &storage);
+    if (s == VOX_OK) {
+      l->edge_nodes[side] = slab.n_nodes;
+      s = CS(be)->level_create(IN(be), &slab, &l->edge[side]);
+    }
+    free(storage);
+    if (s == VOX_OK) s = C(be)->vec->create(IN(be), 3 * slab.n_nodes, VOX_DOUBLE, &l->edge_y[side]);
+  }
   /* the free dofs of the interface layers, and the neighbours' parts */
   const size_t side[2] = {l->below, l->above}, first[2] = {nls[a], nls[b]};
   vox_vec *mask[2] = {&l->masks.below, &l->masks.above};
@@ -1680,7 +1704,10 @@ static vox_status sparse_level_create(vox_backend *be, const vox_sparse_level_de
 }
 
 /* The rank's part: its slab of a split level (level 0, and level 1 where
- * the slabs nest), both interface layers included; the other levels whole. */
+ * the slabs nest), both interface layers included; the other levels whole.
+ * (The copies of the slab's edge layers for the overlapped exchanges,
+ * sparse_split_create, are left out: their elements and indices, about
+ * 2 / (the slab's layers) of the slab's, and no vectors of the V-cycle.) */
 static void sparse_level_share(const vox_backend *be, const vox_sparse_level_desc *d, int l,
                                size_t *nodes, size_t *elements) {
   const impl *m = M(be);
@@ -1816,15 +1843,65 @@ static vox_status sparse_inv_block_diagonal(vox_backend *be, vox_sparse_level *s
   return s;
 }
 
+/* y = K x on a split level's slab with the exchange beside the slab's
+ * product: the edge layers' products first, their parts of the shared
+ * layers sent (in double) while the slab's product runs, then each shared
+ * layer the sum of the two ranks' edge parts, which both ranks form alike
+ * (the slab's own sum there, which may round apart from the edge's where
+ * atomics add, is replaced): the rank's own part copied over the slab's,
+ * the neighbour's added in one rounding as sparse_exchange adds it. */
+static vox_status sparse_apply_beside(vox_backend *be, mpi_sparse_level *l, const vox_vec *x,
+                                      vox_vec *y, int flags, const interface_masks *masks) {
+  impl *m = M(be);
+  const size_t nb = 3 * l->below, na = 3 * l->above, n[2] = {nb, na};
+  vox_vec own[2], sent[2];
+  memset(own, 0, sizeof own);
+  memset(sent, 0, sizeof sent);
+  for (int side = 0; side < 2; side++) {
+    if (!n[side]) continue;
+    const size_t en = 3 * l->edge_nodes[side];
+    const vox_vec xe = part(x, side == 0 ? 0 : x->n - en, en);
+    vox_vec ye = {.raw = l->edge_y[side].raw, .n = en, .scalar = y->scalar};
+    TRY(CS(be)->apply(IN(be), l->edge[side], &xe, &ye, flags));
+    own[side] = part(&ye, side == 0 ? 0 : en - na, n[side]);
+    sent[side] = own[side];
+  }
+  if (y->scalar != VOX_DOUBLE) { /* the parts travel in double */
+    TRY(need(be, &l->stage, 6 * (l->below + l->above)));
+    for (int side = 0; side < 2; side++)
+      if (n[side]) {
+        sent[side] = part(&l->stage, side == 0 ? 0 : nb, n[side]);
+        TRY(C(be)->vec->copy(IN(be), &sent[side], &own[side]));
+      }
+  }
+  vox_vec from_below = part(&l->recv, 0, nb), from_above = part(&l->recv, nb, na);
+  TRY(vox_mpi_halo_swap_start(m->halo, nb > 0, na > 0, &sent[0], &sent[1], &from_below,
+                              &from_above, masks && nb ? &masks->below : NULL,
+                              masks && na ? &masks->above : NULL));
+  TRY(CS(be)->apply(IN(be), l->local, x, y, flags));
+  TRY(vox_mpi_halo_swap_finish(m->halo));
+  vox_vec *from[2] = {&from_below, &from_above};
+  for (int side = 0; side < 2; side++) {
+    if (!n[side]) continue;
+    vox_vec layer = part(y, side == 0 ? 0 : y->n - n[side], n[side]);
+    TRY(C(be)->vec->copy(IN(be), &layer, &own[side]));
+    TRY(CS(be)->vec_axpy(IN(be), &layer, 1, from[side]));
+  }
+  return VOX_OK;
+}
+
 static vox_status sparse_apply(vox_backend *be, vox_sparse_level *sl, const vox_vec *x,
                                vox_vec *y, int flags) {
   mpi_sparse_level *l = SL(sl);
   LOCAL1(x);
   LOCAL1(y);
+  /* the eliminated product's identity rows of fixed dofs are no sums */
+  const interface_masks *masks = flags & VOX_APPLY_FULL ? NULL : &l->masks;
+  if (l->split && (l->edge[0] || l->edge[1]))
+    return sparse_apply_beside(be, l, &x_, &y_, flags, masks);
   TRY(CS(be)->apply(IN(be), l->local, &x_, &y_, flags));
   if (!l->split) return VOX_OK;
-  /* the eliminated product's identity rows of fixed dofs are no sums */
-  return sparse_exchange(be, l, &y_, flags & VOX_APPLY_FULL ? NULL : &l->masks);
+  return sparse_exchange(be, l, &y_, masks);
 }
 
 static vox_status sparse_zero_fixed(vox_backend *be, vox_sparse_level *sl, vox_vec *v) {

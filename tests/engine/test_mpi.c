@@ -206,9 +206,10 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
     vox_backend *serial = NULL;
     vox_solve_result again = {0};
     double *u_serial = calloc(nd, sizeof *u_serial);
+    const int was = overlap;
     overlap = 0;
     CHECK_OK(ctx, split_backend(ctx, &m.grid, dpn, &serial));
-    overlap = 1;
+    overlap = was;
     CHECK_OK(ctx,
              vox_solve_elasticity(ctx, serial, &m, use_density, 3, 1e-9, &opt, u_serial, &again));
     CHECK(again.iterations == many.iterations);
@@ -682,6 +683,8 @@ int main(int argc, char **argv) {
           strcmp(argv[i] + 7, "auto") == 0 ? VOX_MPI_GATHER_AUTO : strtoll(argv[i] + 7, NULL, 10);
     } else if (strncmp(argv[i], "hierarchy=", 10) == 0) {
       if (vox_mpi_hierarchy_parse(argv[i] + 10, &hierarchy) != 0) return 2;
+    } else if (strncmp(argv[i], "overlap=", 8) == 0) {
+      overlap = atoi(argv[i] + 8);
     } else if (strncmp(argv[i], "split=", 6) == 0) {
       expect_split = atoi(argv[i] + 6);
     } else if (n_parts < 8) {
