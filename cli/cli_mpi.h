@@ -59,8 +59,9 @@ void cli_format_mpi_gather(const void *value, char *buf, size_t n);
 #define CLI_MPI_OVERLAP_OPTION(type, field)                                                   \
   {.name = "no-mpi-overlap", .kind = CLI_DISABLE, .offset = offsetof(type, field),           \
    .flags = CLI_RECORD,                                                                       \
-   .help = "--mpi: the fine grid's exchanges after the slab's smoothing step, not beside it " \
-           "(the same results; to measure what the overlap saves)"}
+   .help = "--mpi: the exchanges of the fine grid's smoothing steps and of the sparse "      \
+           "storage's split levels after the slab's work, not beside it (the same results "  \
+           "to rounding; to measure what the overlap saves)"}
 
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent); the ranks on one node divide OpenMP's threads among

@@ -84,11 +84,13 @@ typedef struct vox_mpi_options {
   int results;
   /* who builds a sparse solve's host hierarchy (vox_mpi_hierarchy) */
   int hierarchy;
-  /* 1 (the default): the fine grid's smoothing steps and residuals
-   * overlap their exchange with the slab's own step (the products of the
-   * slab's first and last element layer are swapped while the slab's step
-   * runs); 0: the swap ends before the slab's step starts. The same
-   * results either way. */
+  /* 1 (the default): the exchanges overlap the slab's own work where it
+   * is large: the fine grid's smoothing steps and residuals, and the
+   * products of the sparse storage's split levels, first compute the
+   * slab's first and last element layer, whose parts of the shared layers
+   * travel while the slab's step or product runs; 0: the swap of the
+   * slab's result ends before anything else starts. The same results to
+   * rounding (the full storage's to the bit). */
   int overlap;
 } vox_mpi_options;
 
