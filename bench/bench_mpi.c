@@ -12,7 +12,7 @@
  * (vcycle_parts.h), rank 0's clock read after every rank has synchronised.
  * Compare with `bench_cuda vcycle PROBLEM.yaml NX` in the same call.
  * --exchange=auto|nccl|host is vox_mpi_options.exchange, --gather=N|auto
- * vox_mpi_options.gather_nodes, --overlap=1|0 vox_mpi_options.overlap; the
+ * vox_mpi_options.gather_nodes, --overlap=auto|on|off vox_mpi_options.overlap; the
  * solver alternatives of bench_cuda (--mg-cycle=C, --smoothing-steps=N, ...)
  * apply. */
 #include <mpi.h>
@@ -74,7 +74,9 @@ int main(int argc, char **argv) {
   if (rank == 0)
     printf("%d ranks on %s, exchanging by %s%s, %d split levels\n", ranks,
            vox_backend_name(be), vox_mpi_backend_exchange(be),
-           o.overlap ? " beside the slabs' steps" : " after the slabs' steps",
+           o.overlap == VOX_MPI_OVERLAP_ON    ? " beside the slabs' steps"
+           : o.overlap == VOX_MPI_OVERLAP_OFF ? " after the slabs' steps"
+                                              : "",
            vox_mpi_backend_split_levels(be));
   bench_solver_alternatives(be, &so);
   bench_wait_all = barrier;

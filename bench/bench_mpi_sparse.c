@@ -5,7 +5,8 @@
  *   mpirun -np N bench_mpi_sparse MODEL.nc [double|mixed] [RTOL] [--device=cuda]
  *       [--cycle=v|w] [--profile=1] [--parts=1] [--slabs=bone|layers]
  *       [--exchange=auto|nccl|host] [--max-iterations=N] [--record=0|1]
- *       [--results=every|root] [--hierarchy=root|every] [--overlap=1|0]
+ *       [--results=every|root] [--hierarchy=root|every]
+ *       [--overlap=auto|on|off]
  *
  * The model (bench_sparse --write=MODEL.nc's perlin bone, or the clinical
  * sample) solved as `bench_sparse MODEL.nc` solves it on one process: its
@@ -30,8 +31,8 @@
  * voxfe-analyze --mpi does (vox_mpi_options.results; every rank gets
  * them by default); --hierarchy=every has every rank build the host
  * hierarchy (vox_mpi_options.hierarchy; rank 0 builds it and sends it to
- * the others by default); --overlap=0 exchanges after the slabs' products,
- * not beside them (vox_mpi_options.overlap). */
+ * the others by default); --overlap=off exchanges after the slabs'
+ * products, not beside them (vox_mpi_options.overlap). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,15 +5,14 @@
 #define VOXFE_BENCH_MPI_RANKS_H
 
 #include <mpi.h>
-#include <string.h>
 
 #include "bench_common.h"
 #include "voxfe/mpi.h"
 
 /* --device=cpu|cuda (each rank on the GPU of its rank on the node, modulo
  * the node's GPUs) into ranks_backend, and --exchange=auto|nccl|host and
- * --overlap=1|0 (vox_mpi_options.overlap) into o, whose ranks_backend it
- * becomes; NULL, or the setting that failed. */
+ * --overlap=auto|on|off (vox_mpi_options.overlap) into o, whose
+ * ranks_backend it becomes; NULL, or the setting that failed. */
 static const char *bench_mpi_options(int rank, vox_backend_options *ranks_backend,
                                      vox_mpi_options *o) {
   vox_backend_options_default(ranks_backend);
@@ -34,8 +33,9 @@ static const char *bench_mpi_options(int rank, vox_backend_options *ranks_backen
   const char *exchange = bench_option("exchange");
   if (exchange && vox_mpi_exchange_parse(exchange, &o->exchange) != 0) return "--exchange";
   const char *overlap = bench_option("overlap");
-  if (overlap && strcmp(overlap, "0") != 0 && strcmp(overlap, "1") != 0) return "--overlap";
-  if (overlap) o->overlap = overlap[0] == '1';
+  vox_mpi_overlap use;
+  if (overlap && vox_mpi_overlap_parse(overlap, &use) != 0) return "--overlap";
+  if (overlap) o->overlap = (int)use;
   return NULL;
 }
 

@@ -63,7 +63,7 @@ typedef struct settings {
   int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes; /* vox_mpi_options.gather_nodes, -1 auto */
   int mpi_hierarchy;    /* vox_mpi_hierarchy (voxfe/mpi.h, in MPI builds) */
-  int mpi_overlap;      /* vox_mpi_options.overlap */
+  int mpi_overlap;      /* vox_mpi_overlap (voxfe/mpi.h, in MPI builds): 0 auto */
 } settings;
 
 /* --storage: auto, full or sparse (vox_storage). */
@@ -889,7 +889,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     /* rank 0 alone writes: the displacements go to it alone */
     vs = cli_mpi_backend(ctx, g, 3, &s->backend, (vox_mpi_exchange)s->mpi_exchange,
                          s->mpi_gather_nodes, first, VOX_MPI_RESULTS_ROOT,
-                         (vox_mpi_hierarchy)s->mpi_hierarchy, s->mpi_overlap, &r.backend);
+                         (vox_mpi_hierarchy)s->mpi_hierarchy,
+                         (vox_mpi_overlap)s->mpi_overlap, &r.backend);
     free(first);
   } else
 #endif
@@ -1054,8 +1055,7 @@ int main(int argc, char **argv) {
                 .critical_volume = 0.02,
                 .sed_point = VOX_SED_CENTRE,
                 .pin = 1,
-                .mpi_gather_nodes = -1, /* auto */
-                .mpi_overlap = 1};
+                .mpi_gather_nodes = -1}; /* auto */
   vox_solver_options_default(&s.solver);
   vox_backend_options_default(&s.backend);
   s.solver.rtol = 1e-6;

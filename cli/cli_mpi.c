@@ -122,7 +122,8 @@ int cli_mpi_interrupted(void *self) {
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_mpi_hierarchy hierarchy, int overlap, vox_backend **out) {
+                           vox_mpi_hierarchy hierarchy, vox_mpi_overlap overlap,
+                           vox_backend **out) {
   const int gpus = vox_device_count(VOX_DEVICE_CUDA);
   if (options->device == VOX_DEVICE_AUTO)
     options->device = gpus > 0 ? VOX_DEVICE_CUDA : VOX_DEVICE_CPU;
@@ -189,6 +190,20 @@ void cli_format_mpi_gather(const void *value, char *buf, size_t n) {
   const int v = *(const int *)value;
   if (v < 0) snprintf(buf, n, "auto");
   else snprintf(buf, n, "%d", v);
+}
+
+int cli_parse_mpi_overlap(const char *what, const char *text, void *value) {
+  vox_mpi_overlap o;
+  if (vox_mpi_overlap_parse(text, &o) != 0) {
+    cli_error("%s: expected auto, on or off, got '%s'", what, text);
+    return -1;
+  }
+  *(int *)value = (int)o;
+  return 0;
+}
+
+void cli_format_mpi_overlap(const void *value, char *buf, size_t n) {
+  snprintf(buf, n, "%s", vox_mpi_overlap_name((vox_mpi_overlap) * (const int *)value));
 }
 
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet) {

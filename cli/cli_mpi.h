@@ -54,14 +54,18 @@ void cli_format_mpi_hierarchy(const void *value, char *buf, size_t n);
 int cli_parse_mpi_gather(const char *what, const char *text, void *value);
 void cli_format_mpi_gather(const void *value, char *buf, size_t n);
 
-/* --no-mpi-overlap: the int `field` of `type` (1 by default),
- * vox_mpi_options.overlap. */
-#define CLI_MPI_OVERLAP_OPTION(type, field)                                                   \
-  {.name = "no-mpi-overlap", .kind = CLI_DISABLE, .offset = offsetof(type, field),           \
-   .flags = CLI_RECORD,                                                                       \
-   .help = "--mpi: the exchanges of the fine grid's smoothing steps and of the sparse "      \
-           "storage's split levels after the slab's work, not beside it (the same results "  \
-           "to rounding; to measure what the overlap saves)"}
+/* --mpi-overlap: the int `field` of `type`, a vox_mpi_overlap. */
+#define CLI_MPI_OVERLAP_OPTION(type, field)                                                    \
+  {.name = "mpi-overlap", .arg = "USE", .kind = CLI_CUSTOM, .offset = offsetof(type, field), \
+   .flags = CLI_RECORD,                                                                        \
+   .help = "--mpi: whether the exchanges of the fine grid's smoothing steps and of the "      \
+           "sparse storage's split levels travel beside the slab's work: auto (on GPUs, not " \
+           "on CPU cores, where MPI moves them inside its calls anyway), on or off; the same " \
+           "results to rounding",                                                              \
+   .parse = cli_parse_mpi_overlap, .format = cli_format_mpi_overlap}
+
+int cli_parse_mpi_overlap(const char *what, const char *text, void *value);
+void cli_format_mpi_overlap(const void *value, char *buf, size_t n);
 
 /* MPI_Init and the communicators; the other ranks' messages are silenced
  * (cli_set_silent); the ranks on one node divide OpenMP's threads among
@@ -108,7 +112,8 @@ void cli_mpi_finish(void);
 vox_status cli_mpi_backend(vox_context *ctx, const vox_grid *grid, int dofs_per_node,
                            vox_backend_options *options, vox_mpi_exchange exchange,
                            int gather_nodes, const int64_t *first, vox_mpi_results results,
-                           vox_mpi_hierarchy hierarchy, int overlap, vox_backend **out);
+                           vox_mpi_hierarchy hierarchy, vox_mpi_overlap overlap,
+                           vox_backend **out);
 /* One line on stderr from rank 0 (unless quiet): the ranks, their devices
  * and how they exchange. */
 void cli_mpi_say_ranks(const char *input, const vox_backend *backend, int quiet);

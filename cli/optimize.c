@@ -44,7 +44,7 @@ typedef struct settings {
   int mpi;                    /* --mpi */
   int mpi_exchange;           /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes;       /* vox_mpi_options.gather_nodes, -1 auto */
-  int mpi_overlap;            /* vox_mpi_options.overlap */
+  int mpi_overlap;            /* vox_mpi_overlap (voxfe/mpi.h, in MPI builds): 0 auto */
 } settings;
 
 static int parse_objective(const char *what, const char *text, void *value) {
@@ -651,7 +651,8 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     s->opt.adjoint_gpu = VOX_ADJOINT_GPU_NONE; /* every GPU holds a slab */
     vs = cli_mpi_backend(ctx, &model.grid, vox_physics_dofs_per_node(model.physics), &s->backend,
                          (vox_mpi_exchange)s->mpi_exchange, s->mpi_gather_nodes, NULL,
-                         VOX_MPI_RESULTS_EVERY_RANK, VOX_MPI_HIERARCHY_ROOT, s->mpi_overlap,
+                         VOX_MPI_RESULTS_EVERY_RANK, VOX_MPI_HIERARCHY_ROOT,
+                         (vox_mpi_overlap)s->mpi_overlap,
                          &backend);
   } else
 #endif
@@ -804,7 +805,7 @@ done:
 }
 
 int main(int argc, char **argv) {
-  settings s = {.mpi_gather_nodes = -1, .mpi_overlap = 1}; /* auto, overlapped */
+  settings s = {.mpi_gather_nodes = -1}; /* auto */
   vox_backend_options_default(&s.backend);
   vox_optimizer_options_default(&s.opt);
   s.opt.filter_radius = NAN; /* not given: resolved from the grid in run() */

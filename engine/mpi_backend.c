@@ -97,7 +97,7 @@ typedef struct impl {
   size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
   int results_root;    /* vox_mpi_options.results: VOX_MPI_RESULTS_ROOT */
   int hierarchy_root;  /* vox_mpi_options.hierarchy: VOX_MPI_HIERARCHY_ROOT */
-  int overlap;         /* vox_mpi_options.overlap */
+  int overlap;         /* vox_mpi_options.overlap, resolved */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -2881,7 +2881,7 @@ void vox_mpi_options_default(vox_mpi_options *options) {
                         .gather_nodes = VOX_MPI_GATHER_AUTO,
                         .results = VOX_MPI_RESULTS_EVERY_RANK,
                         .hierarchy = VOX_MPI_HIERARCHY_ROOT,
-                        .overlap = 1};
+                        .overlap = VOX_MPI_OVERLAP_AUTO};
 }
 
 static const char *const exchange_names[] = {"auto", "nccl", "host"};
@@ -2896,6 +2896,21 @@ int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out) {
   for (int e = 0; e < N_EXCHANGES; e++)
     if (strcmp(name, exchange_names[e]) == 0) {
       *out = (vox_mpi_exchange)e;
+      return 0;
+    }
+  return -1;
+}
+
+static const char *const overlap_names[] = {"auto", "on", "off"};
+
+const char *vox_mpi_overlap_name(vox_mpi_overlap o) {
+  return (int)o >= 0 && (int)o < 3 ? overlap_names[o] : "unknown";
+}
+
+int vox_mpi_overlap_parse(const char *name, vox_mpi_overlap *out) {
+  for (int o = 0; o < 3; o++)
+    if (strcmp(name, overlap_names[o]) == 0) {
+      *out = (vox_mpi_overlap)o;
       return 0;
     }
   return -1;
@@ -2947,7 +2962,6 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
   m->dpn = dofs_per_node;
   m->results_root = o.results == VOX_MPI_RESULTS_ROOT;
   m->hierarchy_root = o.hierarchy == VOX_MPI_HIERARCHY_ROOT;
-  m->overlap = o.overlap != 0;
   m->ops = mpi_ops;
   m->mg = mpi_mg_ops;
   m->ops.mg = &m->mg;
@@ -2970,6 +2984,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     m->gather_nodes = o.gather_nodes >= 0 ? (size_t)o.gather_nodes
                       : m->host           ? (size_t)VOX_MPI_GATHER_CPU
                                           : (size_t)VOX_MPI_GATHER_GPU;
+    m->overlap = o.overlap == VOX_MPI_OVERLAP_ON || (o.overlap == VOX_MPI_OVERLAP_AUTO && !m->host);
     s = make_levels(ctx, m, grid);
   }
   if (s == VOX_OK) {

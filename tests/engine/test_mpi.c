@@ -51,7 +51,8 @@ static vox_mpi_exchange exchange = VOX_MPI_EXCHANGE_AUTO;
 static int64_t gather_nodes = 0;
 static int expect_split = -1;
 static vox_mpi_hierarchy hierarchy = VOX_MPI_HIERARCHY_ROOT;
-static int overlap = 1; /* vox_mpi_options.overlap of the split backends */
+/* vox_mpi_options.overlap of the split backends: on, to run it on CPU ranks */
+static vox_mpi_overlap overlap = VOX_MPI_OVERLAP_ON;
 
 /* The one-process backend of the comparisons. */
 static vox_status one_backend(vox_context *ctx, vox_backend **out) {
@@ -87,7 +88,7 @@ static vox_status split_backend_results(vox_context *ctx, const vox_grid *g, int
   o.gather_nodes = gather_nodes;
   o.results = results;
   o.hierarchy = (int)hierarchy;
-  o.overlap = overlap;
+  o.overlap = (int)overlap;
   const vox_status s = vox_mpi_backend_create(ctx, MPI_COMM_WORLD, g, dpn, &o, out);
   if (s == VOX_OK && rank == 0)
     printf("exchange: %s, %d split levels\n", vox_mpi_backend_exchange(*out),
@@ -206,8 +207,8 @@ static void compare(vox_context *ctx, vox_physics physics, vox_preconditioner pc
     vox_backend *serial = NULL;
     vox_solve_result again = {0};
     double *u_serial = calloc(nd, sizeof *u_serial);
-    const int was = overlap;
-    overlap = 0;
+    const vox_mpi_overlap was = overlap;
+    overlap = VOX_MPI_OVERLAP_OFF;
     CHECK_OK(ctx, split_backend(ctx, &m.grid, dpn, &serial));
     overlap = was;
     CHECK_OK(ctx,
@@ -684,7 +685,7 @@ int main(int argc, char **argv) {
     } else if (strncmp(argv[i], "hierarchy=", 10) == 0) {
       if (vox_mpi_hierarchy_parse(argv[i] + 10, &hierarchy) != 0) return 2;
     } else if (strncmp(argv[i], "overlap=", 8) == 0) {
-      overlap = atoi(argv[i] + 8);
+      if (vox_mpi_overlap_parse(argv[i] + 8, &overlap) != 0) return 2;
     } else if (strncmp(argv[i], "split=", 6) == 0) {
       expect_split = atoi(argv[i] + 6);
     } else if (n_parts < 8) {
