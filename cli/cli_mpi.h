@@ -59,9 +59,10 @@ void cli_format_mpi_gather(const void *value, char *buf, size_t n);
   {.name = "mpi-overlap", .arg = "USE", .kind = CLI_CUSTOM, .offset = offsetof(type, field), \
    .flags = CLI_RECORD,                                                                        \
    .help = "--mpi: whether the exchanges of the fine grid's smoothing steps and of the "      \
-           "sparse storage's split levels travel beside the slab's work: auto (on GPUs, not " \
-           "on CPU cores, where MPI moves them inside its calls anyway), on or off; the same " \
-           "results to rounding",                                                              \
+           "sparse storage's split levels travel beside the slab's work: auto (where that "  \
+           "measured faster: the fine grid on GPUs, the sparse storage on GPUs that exchange " \
+           "through host memory; never on CPU cores), on or off; the same results to "        \
+           "rounding",                                                                         \
    .parse = cli_parse_mpi_overlap, .format = cli_format_mpi_overlap}
 
 int cli_parse_mpi_overlap(const char *what, const char *text, void *value);

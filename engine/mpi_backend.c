@@ -97,7 +97,7 @@ typedef struct impl {
   size_t gather_nodes; /* vox_mpi_options.gather_nodes, resolved */
   int results_root;    /* vox_mpi_options.results: VOX_MPI_RESULTS_ROOT */
   int hierarchy_root;  /* vox_mpi_options.hierarchy: VOX_MPI_HIERARCHY_ROOT */
-  int overlap;         /* vox_mpi_options.overlap, resolved */
+  vox_mpi_overlap overlap; /* vox_mpi_options.overlap */
   int n_levels, split_levels;
   level lv[MAX_LEVELS];
   layout elements;
@@ -288,6 +288,18 @@ static int level_of(const impl *m, const vox_grid *g) {
 /* ---- communication ------------------------------------------------------- */
 
 static int parallel(const impl *m, const layout *l) { return l->split && m->size > 1; }
+
+/* Whether the exchanges travel beside the slab's work: the fine grid's
+ * steps, and the sparse storage's products with layers of `layer` values
+ * (vox_mpi_overlap's auto: where it measured faster). */
+static int overlap_fine(const impl *m) {
+  return m->overlap == VOX_MPI_OVERLAP_ON || (m->overlap == VOX_MPI_OVERLAP_AUTO && !m->host);
+}
+static int overlap_sparse(const impl *m, size_t layer) {
+  return m->overlap == VOX_MPI_OVERLAP_ON ||
+         (m->overlap == VOX_MPI_OVERLAP_AUTO && !m->host &&
+          !vox_mpi_halo_swaps_on_device(m->halo, layer));
+}
 
 /* Which entries of the interface layers take the neighbours' parts: 1,
  * or 0 for an entry that keeps its own value (a fixed dof); vectors of the
@@ -783,7 +795,7 @@ static vox_status edge_start(vox_backend *be, mpi_operator *op, const vox_vec *x
   TRY(vox_mpi_halo_swap_start(m->halo, op->edge[0] != NULL, op->edge[1] != NULL, &part_of[0],
                               &part_of[1], &from_below, &from_above,
                               masked ? &op->masks.below : NULL, masked ? &op->masks.above : NULL));
-  return m->overlap ? VOX_OK : vox_mpi_halo_swap_finish(m->halo);
+  return overlap_fine(m) ? VOX_OK : vox_mpi_halo_swap_finish(m->halo);
 }
 
 /* v -= a (the neighbour's part) .* w on the shared layers, w NULL for 1:
@@ -1587,7 +1599,8 @@ static vox_status sparse_split_create(vox_backend *be, const vox_sparse_level_de
   free(storage);
   /* the edge layers, where the shared node layer has bone */
   const size_t shared[2] = {l->below, l->above};
-  for (int side = 0; side < 2 && s == VOX_OK && m->overlap; side++) {
+  const int beside = overlap_sparse(m, 3 * (l->below > l->above ? l->below : l->above));
+  for (int side = 0; side < 2 && s == VOX_OK && beside; side++) {
     if (shared[side] == 0) continue;
     const int64_t ka = side == 0 ? a : b - 1;
     s = carve(be, d, ka, ka + 1, 0, &slab, &storage);
@@ -2984,7 +2997,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     m->gather_nodes = o.gather_nodes >= 0 ? (size_t)o.gather_nodes
                       : m->host           ? (size_t)VOX_MPI_GATHER_CPU
                                           : (size_t)VOX_MPI_GATHER_GPU;
-    m->overlap = o.overlap == VOX_MPI_OVERLAP_ON || (o.overlap == VOX_MPI_OVERLAP_AUTO && !m->host);
+    m->overlap = (vox_mpi_overlap)o.overlap;
     s = make_levels(ctx, m, grid);
   }
   if (s == VOX_OK) {

@@ -95,10 +95,15 @@ typedef struct vox_mpi_options {
 
 /* vox_mpi_options.overlap. */
 typedef enum vox_mpi_overlap {
-  /* on GPU ranks; off on CPU ranks, where OpenMPI moves large messages
-   * inside its calls, so the transfer waits for the slab's work anyway (two
-   * ranks of the development machine: a cycle of the 96 x 48 x 48
-   * cantilever 4 % slower with it) */
+  /* where it measured faster: the fine grid's steps on GPU ranks (on two
+   * H200s a cycle of the 512 x 256 x 256 cantilever 0.3 % faster with
+   * direct writes, 0.5 % with NCCL, 15 % through host memory); the sparse
+   * storage's products on GPU ranks whose swaps go through host memory (the
+   * 550^3 bone 6 % faster, 1.5 % slower with direct writes, whose swaps
+   * cost less than the edge copies); never on CPU ranks, where OpenMPI moves
+   * large messages inside its calls, so the transfer waits for the slab's
+   * work anyway (two ranks of the development machine: a cycle of the 96 x
+   * 48 x 48 cantilever 4 % slower with it) */
   VOX_MPI_OVERLAP_AUTO = 0,
   VOX_MPI_OVERLAP_ON = 1,
   VOX_MPI_OVERLAP_OFF = 2 /* the swap of the slab's result after it */
