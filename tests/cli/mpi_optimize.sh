@@ -75,6 +75,19 @@ ncdump -h cantilever-2.nc | grep -q -- "--mpi-gather-nodes=auto" ||
 expect_usage_error "--mpi-gather-nodes -3" "expected auto or a number of nodes" \
   "$OPTIMIZE" --mpi cantilever.nc -o out.nc --mpi-gather-nodes -3
 
+# the exchanges beside the slabs' steps, which auto leaves off on CPU
+# cores: the same again, and recorded
+if mpi 2 "$OPTIMIZE" --mpi cantilever.nc -o overlap-2.nc --max-iterations 4 --threads 1 \
+  --precision double --mpi-overlap on >"$LOG/out" 2>"$LOG/err"; then
+  ncdump -h overlap-2.nc | grep -q -- "--mpi-overlap=on" ||
+    fail "overlap-2.nc: no --mpi-overlap=on in its history"
+  compare cantilever-1.nc overlap-2.nc
+else
+  fail "optimize --mpi --mpi-overlap on: $(tail -n 3 "$LOG/err")"
+fi
+expect_usage_error "--mpi-overlap sometimes" "expected auto, on or off" \
+  "$OPTIMIZE" --mpi cantilever.nc -o out.nc --mpi-overlap sometimes
+
 # mixed precision (the default): the float multigrid's rounding differs
 # with the slabs, so the runs agree to well within CG's tolerance
 if "$OPTIMIZE" cantilever.nc -o mixed-1.nc --max-iterations 4 --device cpu --threads 1 -q \
