@@ -394,6 +394,31 @@ static __device__ __forceinline__ void nbn_moduli(const double *__restrict__ mod
   }
 }
 
+/* Calls pair(a, b, xw) for each of the node's 27 neighbours (its x in xw,
+ * 0 on fixed dofs) and each of the 8 elements a whose corner the node is
+ * that has the neighbour as its corner b; a and b are constants after
+ * unrolling. */
+template <int DPN, typename R, bool PERIODIC, typename F>
+static __device__ __forceinline__ void nbn_pairs(const double *__restrict__ x,
+                                                 const uint8_t *__restrict__ node_fixed, int full,
+                                                 const grid_dims &g, int i, int j, int k, F pair) {
+#pragma unroll
+  for (int dz = -1; dz <= 1; dz++)
+#pragma unroll
+    for (int dy = -1; dy <= 1; dy++)
+#pragma unroll
+      for (int dx = -1; dx <= 1; dx++) {
+        R xw[DPN];
+        nbn_neighbour<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, dx, dy, dz, xw);
+#pragma unroll
+        for (int a = 0; a < 8; a++) {
+          const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
+          if (bx < 0 || bx > 1 || by < 0 || by > 1 || bz < 0 || bz > 1) continue;
+          pair(a, corner_of(bx, by, bz), xw);
+        }
+      }
+}
+
 /* The node's rows of K x, element by element: the rows of Ke x_e of each
  * of the 8 elements whose corner a the node is (8 DPN partial sums),
  * then summed with their moduli, read after the loop. A void element adds
@@ -409,25 +434,12 @@ static __device__ __forceinline__ void nbn_element_sums(const double *__restrict
   for (int a = 0; a < 8; a++)
 #pragma unroll
     for (int r = 0; r < DPN; r++) t[a][r] = 0;
+  nbn_pairs<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, [&](int a, int b, const R *xw) {
 #pragma unroll
-  for (int dz = -1; dz <= 1; dz++)
+    for (int r = 0; r < DPN; r++)
 #pragma unroll
-    for (int dy = -1; dy <= 1; dy++)
-#pragma unroll
-      for (int dx = -1; dx <= 1; dx++) {
-        R xw[DPN];
-        nbn_neighbour<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, dx, dy, dz, xw);
-#pragma unroll
-        for (int a = 0; a < 8; a++) {
-          const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
-          if (bx < 0 || bx > 1 || by < 0 || by > 1 || bz < 0 || bz > 1) continue;
-          const int b = corner_of(bx, by, bz);
-#pragma unroll
-          for (int r = 0; r < DPN; r++)
-#pragma unroll
-            for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR, R>(a, r, b, d) * xw[d];
-        }
-      }
+      for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR, R>(a, r, b, d) * xw[d];
+  });
   R m[8];
   nbn_moduli<R, PERIODIC>(moduli, g, i, j, k, m);
 #pragma unroll
@@ -452,28 +464,15 @@ static __device__ __forceinline__ void nbn_scaled_sums(const double *__restrict_
   nbn_moduli<R, PERIODIC>(moduli, g, i, j, k, m);
 #pragma unroll
   for (int r = 0; r < DPN; r++) v[r] = 0;
+  nbn_pairs<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, [&](int a, int b, const R *xw) {
+    R sw[DPN];
 #pragma unroll
-  for (int dz = -1; dz <= 1; dz++)
+    for (int d = 0; d < DPN; d++) sw[d] = m[a] != 0 ? m[a] * xw[d] : (R)0;
 #pragma unroll
-    for (int dy = -1; dy <= 1; dy++)
+    for (int r = 0; r < DPN; r++)
 #pragma unroll
-      for (int dx = -1; dx <= 1; dx++) {
-        R xw[DPN];
-        nbn_neighbour<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, dx, dy, dz, xw);
-#pragma unroll
-        for (int a = 0; a < 8; a++) {
-          const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
-          if (bx < 0 || bx > 1 || by < 0 || by > 1 || bz < 0 || bz > 1) continue;
-          const int b = corner_of(bx, by, bz);
-          R sw[DPN];
-#pragma unroll
-          for (int d = 0; d < DPN; d++) sw[d] = m[a] != 0 ? m[a] * xw[d] : (R)0;
-#pragma unroll
-          for (int r = 0; r < DPN; r++)
-#pragma unroll
-            for (int d = 0; d < DPN; d++) v[r] += ke<DPN, MIRROR, R>(a, r, b, d) * sw[d];
-        }
-      }
+      for (int d = 0; d < DPN; d++) v[r] += ke<DPN, MIRROR, R>(a, r, b, d) * sw[d];
+  });
 }
 
 /* All DPN rows of node (i, j, k). Neighbours outside the grid are clamped to
