@@ -44,6 +44,7 @@
 #include "backend_ops.h"
 #include "host_memory.h"
 #include "mpi_halo.h"
+#include "name_table.h"
 #include "sparse_hierarchy.h"
 #include "sparse_ops.h"
 #include "voxfe/mpi.h"
@@ -2906,12 +2907,9 @@ const char *vox_mpi_exchange_name(vox_mpi_exchange e) {
 }
 
 int vox_mpi_exchange_parse(const char *name, vox_mpi_exchange *out) {
-  for (int e = 0; e < N_EXCHANGES; e++)
-    if (strcmp(name, exchange_names[e]) == 0) {
-      *out = (vox_mpi_exchange)e;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(name, exchange_names, N_EXCHANGES);
+  if (i >= 0) *out = (vox_mpi_exchange)i;
+  return i >= 0 ? 0 : -1;
 }
 
 static const char *const overlap_names[] = {"auto", "on", "off"};
@@ -2921,12 +2919,9 @@ const char *vox_mpi_overlap_name(vox_mpi_overlap o) {
 }
 
 int vox_mpi_overlap_parse(const char *name, vox_mpi_overlap *out) {
-  for (int o = 0; o < 3; o++)
-    if (strcmp(name, overlap_names[o]) == 0) {
-      *out = (vox_mpi_overlap)o;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(name, overlap_names, 3);
+  if (i >= 0) *out = (vox_mpi_overlap)i;
+  return i >= 0 ? 0 : -1;
 }
 
 static const char *const hierarchy_names[] = {"root", "every"};
@@ -2936,12 +2931,9 @@ const char *vox_mpi_hierarchy_name(vox_mpi_hierarchy h) {
 }
 
 int vox_mpi_hierarchy_parse(const char *name, vox_mpi_hierarchy *out) {
-  for (int h = 0; h < 2; h++)
-    if (strcmp(name, hierarchy_names[h]) == 0) {
-      *out = (vox_mpi_hierarchy)h;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(name, hierarchy_names, 2);
+  if (i >= 0) *out = (vox_mpi_hierarchy)i;
+  return i >= 0 ? 0 : -1;
 }
 
 vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_grid *grid,

@@ -114,11 +114,11 @@ void vox_mpi_send_bytes(MPI_Comm comm, int from, int to, void *data, size_t n) {
 }
 
 /* A swap started and not yet finished (vox_mpi_halo_swap_start): where
- * its layers arrive, their masks, and what the finish waits on. */
+ * its layers arrive, their masks (data NULL: none), and what the finish
+ * waits on. */
 typedef struct vox_mpi_halo_swap_state {
-  int pending, lower, upper;
+  int pending;
   vox_vec from_below, from_above;
-  int masked[2];
   vox_vec mask[2];
   vox_peer_transfer get[2];       /* the direct writes' second half */
   int beside;                     /* NCCL's calls on the side stream */
@@ -429,12 +429,10 @@ static vox_status swap_begin(vox_mpi_halo *h, int lower, int upper, const vox_ve
   lower = n_down > 0, upper = n_up > 0;
   if (!lower && !upper) return VOX_OK;
   memset(p, 0, sizeof *p);
-  p->lower = lower, p->upper = upper;
   if (lower) p->from_below = *from_below;
   if (upper) p->from_above = *from_above;
-  p->masked[0] = lower && mask_below, p->masked[1] = upper && mask_above;
-  if (p->masked[0]) p->mask[0] = *mask_below;
-  if (p->masked[1]) p->mask[1] = *mask_above;
+  if (lower && mask_below) p->mask[0] = *mask_below;
+  if (upper && mask_above) p->mask[1] = *mask_above;
   if (h->kind == VOX_MPI_HALO_PEER) {
     vox_peer_transfer put[2];
     TRY(peer_transfers(h, lower, upper, down, up, from_below, from_above, 0, mask_below,
@@ -519,8 +517,8 @@ vox_status vox_mpi_halo_swap_finish(vox_mpi_halo *h) {
   const vox_backend_ops *in = h->inner->ops;
   if (p->staged_below) TRY(in->vec->upload(h->inner, &p->from_below, p->staged_below));
   if (p->staged_above) TRY(in->vec->upload(h->inner, &p->from_above, p->staged_above));
-  if (p->masked[0]) TRY(in->vec->mult(h->inner, &p->from_below, &p->from_below, &p->mask[0]));
-  if (p->masked[1]) TRY(in->vec->mult(h->inner, &p->from_above, &p->from_above, &p->mask[1]));
+  if (p->mask[0].data) TRY(in->vec->mult(h->inner, &p->from_below, &p->from_below, &p->mask[0]));
+  if (p->mask[1].data) TRY(in->vec->mult(h->inner, &p->from_above, &p->from_above, &p->mask[1]));
   return VOX_OK;
 }
 
