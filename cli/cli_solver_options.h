@@ -83,6 +83,10 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .help = "multigrid cycle: w (levels 2 and deeper cycled twice), v, or auto (w on the full "  \
            "box, v on the bone's sparse storage)",                                               \
    .parse = cli_parse_mg_cycle, .format = cli_format_mg_cycle},                                  \
+  {.name = "mg-record", .arg = "0|1", .kind = CLI_INTEGER,                                       \
+   .offset = offsetof(TYPE, SOLVER.mg_record), .range = {0, 1, 0, 0}, .flags = CLI_RECORD,       \
+   .help = "multigrid: 1 records the cycle once after each setup and replays it where the GPU " \
+           "can (one launch instead of one per kernel), 0 launches it op by op"},               \
   {.name = "precision", .arg = "P", .kind = CLI_CUSTOM,                                          \
    .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \
    .help = "multigrid storage: double, or mixed (single-precision coarse levels and smoother " \

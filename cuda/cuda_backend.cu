@@ -26,6 +26,11 @@ vox_status vox_cuda_check(vox_backend *be, cudaError_t err, const char *what) {
                    "CUDA: %s: %s", what, cudaGetErrorString(err));
 }
 
+vox_status vox_cuda_refuse_recording(vox_backend *be, const char *what) {
+  if (!vox_cuda(be)->launch_stream) return VOX_OK;
+  return vox_error(be->ctx, VOX_ERR_UNSUPPORTED, "CUDA: %s cannot be recorded", what);
+}
+
 vox_status vox_cuda_alloc(vox_backend *be, void **p, size_t bytes, const char *what) {
   *p = NULL;
   cudaError_t err = cudaMalloc(p, bytes ? bytes : 1);
@@ -112,6 +117,7 @@ static size_t chunk_bytes(size_t bytes, size_t c) {
 
 static vox_status upload_bytes(vox_backend *be, void *device, const void *host, size_t bytes) {
   const char *what = "uploading a vector";
+  TRY(vox_cuda_refuse_recording(be, what));
   if (bytes < STAGE_FROM) {
     CUDA_TRY(be, cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
     return VOX_OK;
@@ -142,6 +148,7 @@ static vox_status fetch_chunk(vox_backend *be, const void *device, size_t bytes,
 }
 
 static vox_status download_bytes(vox_backend *be, void *host, const void *device, size_t bytes) {
+  TRY(vox_cuda_refuse_recording(be, "downloading a vector"));
   if (bytes < STAGE_FROM) {
     CUDA_TRY(be, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "downloading a vector");
     return VOX_OK;
@@ -331,6 +338,7 @@ struct abs_diff_term {
 
 template <class Op, class Term>
 static vox_status reduce(vox_backend *be, size_t n, Term term, Op op, double *out) {
+  TRY(vox_cuda_refuse_recording(be, "a reduction read on the host"));
   vox_cuda_state *cs = vox_cuda(be);
   reduce_partials<<<REDUCE_BLOCKS, REDUCE_THREADS>>>(n, term, op, cs->partials);
   reduce_final<<<1, REDUCE_THREADS>>>(op, cs->partials);
@@ -480,6 +488,7 @@ static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_ve
     CUDA_LAUNCHED(be, "a Lanczos step");
   }
   double host[LZ_SCALARS];
+  TRY(vox_cuda_refuse_recording(be, "reading the Lanczos steps"));
   CUDA_TRY(be, cudaMemcpy(host, s, sizeof host, cudaMemcpyDeviceToHost),
            "reading the Lanczos steps");
   int k = 0;
@@ -555,6 +564,7 @@ static vox_status cg_begin(vox_backend *be, const vox_vec *r, const vox_vec *z, 
   TRY(cg_scalars(be, &s));
   TRY(vec_copy(be, p, z));
   TRY(reduce_on_device(be, r->n, dot_term{r->data, z->data}, cg_keep_rz{s}));
+  TRY(vox_cuda_refuse_recording(be, "reading r.z"));
   CUDA_TRY(be, cudaMemcpy(rz, s + CG_RZ, sizeof *rz, cudaMemcpyDeviceToHost), "reading r.z");
   return VOX_OK;
 }
@@ -567,6 +577,7 @@ static vox_status cg_step(vox_backend *be, vox_vec *x, vox_vec *r, const vox_vec
   TRY(reduce_on_device(be, x->n, cg_step_term{x->data, r->data, p->data, q->data, s},
                        cg_keep_rr{s}));
   static_assert(CG_RZ + 1 == CG_PQ && CG_PQ + 1 == CG_RR, "read back together");
+  TRY(vox_cuda_refuse_recording(be, "reading CG's step"));
   CUDA_TRY(be, cudaMemcpy(host, s + CG_RZ, sizeof host, cudaMemcpyDeviceToHost),
            "reading CG's step");
   *rz = host[0], *pq = host[1], *rr = host[2];
@@ -661,6 +672,7 @@ static vox_operator_ops make_op_ops(void) {
   o.strain_energy_sums = vox_cuda_op_strain_energy_sums;
   o.smooth = vox_cuda_op_smooth;
   o.residual = vox_cuda_op_residual;
+  o.prepare = vox_cuda_op_prepare;
   return o;
 }
 
@@ -670,6 +682,7 @@ static vox_multigrid_ops make_mg_ops(void) {
   vox_multigrid_ops o = {};
   o.dense_coarse_dofs = VOX_CUDA_DENSE_COARSE_DOFS;
   o.stencil_blocks = VOX_CUDA_STENCIL_SLOTS;
+  o.records = 1; /* every launch of a cycle goes to vox_cuda_stream */
   o.stencil_mixed_dof_bytes = stencil_mixed_dof_bytes;
   o.stencil_create = vox_cuda_stencil_create;
   o.stencil_destroy = vox_cuda_stencil_destroy;

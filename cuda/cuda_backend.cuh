@@ -60,6 +60,13 @@ static inline vox_cuda_state *vox_cuda(vox_backend *be) { return (vox_cuda_state
  * launch_stream). */
 static inline cudaStream_t vox_cuda_stream(vox_backend *be) { return vox_cuda(be)->launch_stream; }
 
+/* What copies between host and device refuses while ops are recorded
+ * (launch_stream set: cuda_sparse.cu, record_begin): the copy would run
+ * now, on values that the recorded kernels have not made yet, and never
+ * again at a replay; the recording fails instead, and its ops run one by
+ * one. */
+vox_status vox_cuda_refuse_recording(vox_backend *be, const char *what);
+
 /* A failing CUDA call as a voxfe status with the message on the context:
  *   CUDA_TRY(be, cudaMemcpy(...), "uploading a vector");
  * and after a kernel launch:
@@ -205,7 +212,8 @@ static __global__ void vox_cuda_finish_rows_kernel(const double *__restrict__ x,
 template <int MODE>
 static vox_status vox_cuda_finish_rows(vox_backend *be, const vox_vec *x, vox_vec *out,
                                        const row_epilogue &e, const char *what) {
-  vox_cuda_finish_rows_kernel<MODE><<<vox_cuda_grid(out->n), VOX_CUDA_THREADS>>>(
+  vox_cuda_finish_rows_kernel<MODE><<<vox_cuda_grid(out->n), VOX_CUDA_THREADS, 0,
+                                      vox_cuda_stream(be)>>>(
       x->data, out->data, e, out->n);
   CUDA_LAUNCHED(be, what);
   return VOX_OK;
@@ -296,6 +304,7 @@ vox_status vox_cuda_op_smooth(vox_backend *be, vox_operator *op, const vox_vec *
                               double beta, vox_vec *d, vox_vec *x_out, int flags);
 vox_status vox_cuda_op_residual(vox_backend *be, vox_operator *op, const vox_vec *b,
                                 const vox_vec *x, vox_vec *r, int flags);
+vox_status vox_cuda_op_prepare(vox_backend *be, vox_operator *op);
 vox_status vox_cuda_op_zero_fixed(vox_backend *be, vox_operator *op, vox_vec *v);
 vox_status vox_cuda_op_diagonal(vox_backend *be, vox_operator *op, vox_vec *d);
 vox_status vox_cuda_op_element_energy(vox_backend *be, vox_operator *op, const vox_vec *u,

@@ -449,6 +449,7 @@ vox_status vox_cuda_stencil_solve(vox_backend *be, vox_stencil *st, const vox_ve
                      "coarse-level solve: vectors of %zu and %zu entries for %zu dofs", b->n, x->n,
                      n);
   vox_backend *host = vox_cuda(be)->host;
+  TRY(vox_cuda_refuse_recording(be, "the coarsest level's solve on the host"));
   /* cudaMemcpy on the legacy stream waits for the restriction that made b */
   CUDA_TRY(be, cudaMemcpy(st->host_b.data, b->data, n * sizeof *b->data, cudaMemcpyDeviceToHost),
            "reading the coarsest level's right-hand side");

@@ -731,6 +731,11 @@ static vox_status load_ke(vox_backend *be, const vox_operator *op, bool *mirrore
   return VOX_OK;
 }
 
+vox_status vox_cuda_op_prepare(vox_backend *be, vox_operator *op) {
+  bool mirrored;
+  return load_ke(be, op, &mirrored);
+}
+
 vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vox_operator **out) {
   *out = NULL;
   const vox_grid *grid = &desc->grid;
@@ -846,16 +851,17 @@ vox_status vox_cuda_op_set_moduli(vox_backend *be, vox_operator *op, const vox_v
 /* The launches of one K u (without ebe's clearing and fixed rows), with the
  * dbd and nbn products computed in R (ebe always in double). */
 template <int DPN, bool MIRROR, typename R>
-static void launch_apply(const vox_operator *op, const double *x, double *y, int full) {
+static void launch_apply(const vox_operator *op, const double *x, double *y, int full,
+                         cudaStream_t stream) {
   const grid_dims g = dims_of(op);
   if (op->kernel == VOX_KERNEL_NBN && op->grid.periodic) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R, ROW_PRODUCT, true>
-        <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(x, y, op->moduli,
-                                                               node_fixed(op), full, g);
+        <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
+            x, y, op->moduli, node_fixed(op), full, g);
   } else if (op->kernel == VOX_KERNEL_NBN) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
-    nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block>>>(
+    nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
         x, y, op->moduli, node_fixed(op), full, g);
   } else if (op->kernel == VOX_KERNEL_EBE) {
     const dim3 block(EBE_BX, EBE_BY, EBE_BZ);
@@ -863,7 +869,7 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
       const int ci = colour & 1, cj = (colour >> 1) & 1, ck = colour >> 2;
       const int64_t ex = (g.nx - ci + 1) / 2, ey = (g.ny - cj + 1) / 2, ez = (g.nz - ck + 1) / 2;
       if (ex == 0 || ey == 0 || ez == 0) continue; /* a grid one element thick */
-      ebe_kernel<DPN, MIRROR><<<cover(ex, ey, ez, block), block>>>(
+      ebe_kernel<DPN, MIRROR><<<cover(ex, ey, ez, block), block, 0, stream>>>(
           x, y, op->moduli, node_fixed(op), full, g, ci, cj, ck);
     }
   } else {
@@ -872,7 +878,7 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
     const dim3 blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX),
                       vox_cuda_blocks((size_t)g.ny + 1, T::BY),
                       vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
-    dbd_kernel<DPN, MIRROR, R><<<blocks, block>>>(x, y, op->moduli, op->fixed, full, g);
+    dbd_kernel<DPN, MIRROR, R><<<blocks, block, 0, stream>>>(x, y, op->moduli, op->fixed, full, g);
   }
 }
 
@@ -887,8 +893,8 @@ static __global__ void springs_kernel(const size_t *__restrict__ dof, const doub
 static vox_status add_springs(vox_backend *be, const vox_operator *op, const double *x,
                               double *y) {
   if (op->n_springs == 0) return VOX_OK;
-  springs_kernel<<<vox_cuda_grid(op->n_springs), VOX_CUDA_THREADS>>>(op->spring_dof, op->spring_k,
-                                                                      op->n_springs, x, y);
+  springs_kernel<<<vox_cuda_grid(op->n_springs), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      op->spring_dof, op->spring_k, op->n_springs, x, y);
   CUDA_LAUNCHED(be, "the springs of K u");
   return VOX_OK;
 }
@@ -904,28 +910,29 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
   TRY(load_ke(be, op, &mirrored));
   const double *x = xv->data;
   double *y = yv->data;
+  cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */
   if (op->kernel == VOX_KERNEL_EBE)
-    CUDA_TRY(be, cudaMemsetAsync(y, 0, op->n_dofs * sizeof *y), "clearing K u");
+    CUDA_TRY(be, cudaMemsetAsync(y, 0, op->n_dofs * sizeof *y, stream), "clearing K u");
   if (single) {
     if (op->dpn == 1)
-      launch_apply<1, false, float>(op, x, y, full);
+      launch_apply<1, false, float>(op, x, y, full, stream);
     else if (mirrored)
-      launch_apply<3, true, float>(op, x, y, full);
+      launch_apply<3, true, float>(op, x, y, full, stream);
     else
-      launch_apply<3, false, float>(op, x, y, full);
+      launch_apply<3, false, float>(op, x, y, full, stream);
   } else {
     if (op->dpn == 1)
-      launch_apply<1, false, double>(op, x, y, full);
+      launch_apply<1, false, double>(op, x, y, full, stream);
     else if (mirrored)
-      launch_apply<3, true, double>(op, x, y, full);
+      launch_apply<3, true, double>(op, x, y, full, stream);
     else
-      launch_apply<3, false, double>(op, x, y, full);
+      launch_apply<3, false, double>(op, x, y, full, stream);
   }
   CUDA_LAUNCHED(be, op->kernel == VOX_KERNEL_NBN   ? "the node-by-node K u kernel"
                     : op->kernel == VOX_KERNEL_EBE ? "the element-by-element K u kernel"
                                                    : "the dof-by-dof K u kernel");
   if (op->kernel == VOX_KERNEL_EBE && !full) {
-    fixed_rows_kernel<<<flat_blocks(op->n_dofs), THREADS>>>(x, y, op->fixed, op->n_dofs);
+    fixed_rows_kernel<<<flat_blocks(op->n_dofs), THREADS, 0, stream>>>(x, y, op->fixed, op->n_dofs);
     CUDA_LAUNCHED(be, "the fixed rows of K u");
   }
   return add_springs(be, op, x, y);
@@ -955,20 +962,21 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH)) {
     const grid_dims g = dims_of(op);
+    cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
     if (op->grid.periodic && single)
-      nbn_kernel<3, true, float, MODE, true><<<blocks, block>>>(xv->data, out->data, op->moduli,
-                                                               node_fixed(op), full, g, e);
+      nbn_kernel<3, true, float, MODE, true><<<blocks, block, 0, stream>>>(
+          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     else if (op->grid.periodic) {
       if constexpr (MODE != ROW_SMOOTH)
-        nbn_kernel<3, true, double, MODE, true><<<blocks, block>>>(
+        nbn_kernel<3, true, double, MODE, true><<<blocks, block, 0, stream>>>(
             xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     } else if (single)
-      nbn_kernel<3, true, float, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
-                                                         node_fixed(op), full, g, e);
+      nbn_kernel<3, true, float, MODE><<<blocks, block, 0, stream>>>(
+          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     else if constexpr (MODE != ROW_SMOOTH)
-      nbn_kernel<3, true, double, MODE><<<blocks, block>>>(xv->data, out->data, op->moduli,
-                                                          node_fixed(op), full, g, e);
+      nbn_kernel<3, true, double, MODE><<<blocks, block, 0, stream>>>(
+          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     CUDA_LAUNCHED(be, what);
     return VOX_OK;
   }

@@ -625,12 +625,12 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
   if (!st->n_nodes) return VOX_OK;
   if (st->grid.periodic)
     stencil_apply_kernel<DPN, V, S::NB, MODE, true>
-        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS, 0, vox_cuda_stream(be)>>>(
             a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
             st->n_nodes, e);
   else
     stencil_apply_kernel<DPN, V, S::NB, MODE>
-        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS>>>(
+        <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS, 0, vox_cuda_stream(be)>>>(
             a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
             st->n_nodes, e);
   CUDA_LAUNCHED(be, MODE == ROW_PRODUCT ? "the stencil product kernel"
@@ -845,13 +845,13 @@ static vox_status restrict_as(vox_backend *be, const vox_grid *fine, const vox_v
   const size_t n = (size_t)vox_grid_nodes(&coarse) * DPN;
   if (!n) return VOX_OK;
   if (fine->periodic) {
-    restrict_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+    restrict_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
         rf->data, rc->data, fine->nx + 1, fine->ny + 1, coarse.nx + 1, coarse.ny + 1,
         coarse.nz + 1, n);
     CUDA_LAUNCHED(be, "the periodic restriction kernel");
     return VOX_OK;
   }
-  restrict_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+  restrict_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
       rf->data, rc->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1, coarse.ny + 1,
       coarse.nz + 1, n);
   CUDA_LAUNCHED(be, "the restriction kernel");
@@ -865,13 +865,13 @@ static vox_status prolong_as(vox_backend *be, const vox_grid *fine, const vox_ve
   const size_t n = (size_t)vox_grid_nodes(fine) * DPN;
   if (!n) return VOX_OK;
   if (fine->periodic) {
-    prolong_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+    prolong_periodic_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
         xc->data, xf->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1,
         coarse.ny + 1, n);
     CUDA_LAUNCHED(be, "the periodic prolongation kernel");
     return VOX_OK;
   }
-  prolong_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS>>>(
+  prolong_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
       xc->data, xf->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1, coarse.ny + 1,
       n);
   CUDA_LAUNCHED(be, "the prolongation kernel");

@@ -239,6 +239,11 @@ typedef struct vox_operator_ops {
                        vox_vec *x_out, int flags);
   vox_status (*residual)(vox_backend *be, vox_operator *op, const vox_vec *b, const vox_vec *x,
                          vox_vec *r, int flags);
+  /* Optional (NULL: nothing to do): makes current what op's products read
+   * besides their arguments (the CUDA backend's element matrix in constant
+   * memory, which one operator's product loads over another's), before a
+   * recording of its products replays without looking (multigrid.c). */
+  vox_status (*prepare)(vox_backend *be, vox_operator *op);
   /* Homogenization of a periodic cell (Zhang, Zhai, Liu and Fu 2023, eq. 4-9); chi holds element
    * displacement vectors of unit macro strains (8 dofs_per_node values each,
    * in element-local coordinates, the same for every element), host memory.
@@ -269,6 +274,11 @@ typedef struct vox_multigrid_ops {
    * backend (vox_solver_options.mg_coarse_dofs 0); 0: multigrid.c's
    * VOX_MG_COARSE_DOFS. */
   size_t coarse_dofs;
+  /* 1 where the ops of a cycle (these, the operator's smooth and residual,
+   * the vector ops) launch onto what the backend's sparse record_begin
+   * records, so that multigrid.c may record a cycle and replay it; 0 where
+   * they do more (the MPI backend's exchanges) or cannot. */
+  int records;
   /* Blocks of dofs_per_node^2 values a stencil stores per node: 27, or 14
    * where the backend keeps only those not implied by symmetry. */
   int stencil_blocks;

@@ -13,6 +13,7 @@
 #include "multigrid.h"
 
 #include "pc.h"
+#include "recorded.h"
 
 /* Bounds of the Chebyshev smoother as fractions of the estimated largest
  * eigenvalue of D^-1 A: above it for safety (the estimate is from below), and
@@ -62,8 +63,17 @@ static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
   if (l->stencil) be->ops->mg->stencil_destroy(be, l->stencil);
 }
 
+/* The recorded cycle, spent: the next setup changes its scalars, a release
+ * its vectors. */
+static void forget_recording(vox_multigrid *mg) {
+  if (mg->recording) mg->be->ops->sparse->recording_free(mg->be, mg->recording);
+  mg->recording = NULL;
+  mg->cycles_since_setup = 0;
+}
+
 void vox_mg_destroy(vox_multigrid *mg) {
   if (!mg) return;
+  forget_recording(mg);
   for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
   for (int c = 0; c < mg->n_translations; c++)
     if (mg->translation[c].data) mg->be->ops->vec->destroy(mg->be, &mg->translation[c]);
@@ -313,6 +323,7 @@ vox_status vox_mg_acquire(vox_multigrid *mg) {
 }
 
 void vox_mg_release(vox_multigrid *mg) {
+  forget_recording(mg);
   for (int l = 0; l < mg->n_levels; l++) {
     vox_mg_level *lv = &mg->level[l];
     level_free(mg->be, lv, l > 0);
@@ -435,6 +446,7 @@ static vox_status estimate_lambda_max(vox_multigrid *mg, int l, vox_vec *r, vox_
 
 vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec *const work[4]) {
   vox_backend *be = mg->be;
+  forget_recording(mg);
   mg->level[0].inv_diag = *fine_inv_diag; /* borrowed */
   if (mg->n_levels > 1) mg->level[0].r = *work[3];
   for (int l = 1; l < mg->n_levels; l++) {
@@ -474,6 +486,7 @@ vox_status vox_mg_setup(vox_multigrid *mg, const vox_vec *fine_inv_diag, vox_vec
 
 vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed) {
   *changed = 0;
+  forget_recording(mg);
   if (!mg->be->ops->mg->stencil_full_storage) return VOX_OK;
   for (int l = 1; l < mg->n_levels; l++) {
     int was;
@@ -633,7 +646,43 @@ static const vox_mg_level_ops mg_levels = {.presmooth = mg_presmooth,
                                            .prolong = mg_prolong,
                                            .postsmooth = mg_postsmooth};
 
-vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
-  mg->cycle_b = r, mg->cycle_x = z;
+static vox_status run_cycle(void *self) {
+  vox_multigrid *mg = self;
   return vox_multigrid_cycle(&mg_levels, mg, mg->n_levels, mg->visits);
 }
+
+static int can_record(const vox_multigrid *mg) {
+  const vox_backend_ops *o = mg->be->ops;
+  return mg->options.mg_record && !mg->cannot_record && o->mg->records && o->sparse &&
+         o->sparse->record_begin;
+}
+
+/* A cycle is a fixed sequence of launches, a hundred and more in a
+ * W-cycle, most on levels too small to hide the host's launching: recorded
+ * once (options.mg_record) and replayed as one launch. Not the first cycle
+ * after a setup, which finishes what the setup left pending (the coarsest
+ * factorisation on its own stream, the element matrix's upload): the
+ * second, replayed until the next setup changes the smoothers'
+ * coefficients; a cycle on other vectors (another load case's solve)
+ * records again. Where a recording fails (the coarsest solve on the host,
+ * a periodic grid's translations read back), the cycles run op by op from
+ * then on. */
+vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
+  mg->cycle_b = r, mg->cycle_x = z;
+  if (!can_record(mg)) return run_cycle(mg);
+  const void *on[4] = {r->data, z->data, mg->level[0].r.data, mg->level[0].inv_diag.data};
+  if (mg->recording && memcmp(on, mg->recorded_on, sizeof on) != 0) {
+    forget_recording(mg);
+    mg->cycles_since_setup = 1; /* nothing pending: record now */
+  }
+  if (!mg->recording && mg->cycles_since_setup++ == 0) return run_cycle(mg);
+  vox_backend *be = mg->be;
+  if (be->ops->op->prepare) TRY(be->ops->op->prepare(be, mg->fine));
+  int record = !mg->recording;
+  memcpy(mg->recorded_on, on, sizeof on);
+  const vox_status s = vox_run_recorded(be, &mg->recording, &record, run_cycle, mg);
+  if (!mg->recording) mg->cannot_record = 1;
+  return s;
+}
+
+int vox_mg_recorded(const vox_multigrid *mg) { return mg->recording != NULL; }

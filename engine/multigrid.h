@@ -35,6 +35,15 @@ typedef struct vox_multigrid {
   int bounds_kept;          /* the last setup kept an earlier setup's coarse bounds */
   int full_storage;         /* the levels went back to float storage (vox_mg_full_storage) */
   int released;             /* its backend memory is freed (vox_mg_release) */
+  /* The cycle recorded and replayed (options.mg_record, multigrid.c:
+   * vox_mg_apply): the recording, NULL until the second cycle after a
+   * setup; the vectors it was recorded on (level 0's b, x, r and inverse
+   * diagonal); the cycles since the setup; set once a recording failed,
+   * after which the cycles run op by op. */
+  void *recording;
+  const void *recorded_on[4];
+  int cycles_since_setup;
+  int cannot_record;
   /* Periodic grids: the rigid translations on the coarsest level's master
    * nodes, one unit vector per component, removed from the restricted
    * residual before the coarsest solve and from its solution (seed 003
@@ -108,5 +117,8 @@ vox_status vox_mg_full_storage(vox_multigrid *mg, int *changed);
 vox_status vox_mg_remove_translations(vox_multigrid *mg, vox_vec *v);
 /* z = one cycle (options.mg_cycle) applied to r (z need not be zero on entry). */
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z);
+/* Whether mg holds a recording of its cycle, which the cycles replay until
+ * the next setup (options.mg_record). */
+int vox_mg_recorded(const vox_multigrid *mg);
 
 #endif

@@ -22,6 +22,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->precision = VOX_PRECISION_MIXED; /* CG stays in double; see solver.h */
   options->storage = VOX_STORAGE_AUTO;
   options->mg_cycle = VOX_MG_CYCLE_AUTO; /* solver.h */
+  options->mg_record = 1;
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;

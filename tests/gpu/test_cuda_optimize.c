@@ -8,7 +8,9 @@
  * - the same on CUDA with the mixed-precision multigrid: the final
  *   compliance within 1e-3 of the double CPU run;
  * - one vox_solve_elasticity with a 1e-9 density contrast: the same
- *   solution (compliance, and the difference in the energy norm).
+ *   solution (compliance, and the difference in the energy norm);
+ * - the multigrid cycle recorded and replayed against op by op: the same
+ *   bits.
  *
  * Exit 77 (skipped) when this build has no CUDA or the machine no device. */
 #include <math.h>
@@ -86,10 +88,12 @@ static void make_cantilever(vox_context *ctx, vox_model *m, int nx) {
 }
 
 /* Runs the optimization on a copy of `base`; returns 0 when it failed. */
-static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base,
-                    vox_precision precision, vox_model *out, vox_optimize_result *r) {
+static int optimize_with(vox_context *ctx, vox_backend *be, const vox_model *base,
+                         vox_precision precision, int mg_record, vox_model *out,
+                         vox_optimize_result *r) {
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
+  opt.solver.mg_record = mg_record;
   opt.solver.mg_coarse_dofs = 6000; /* the CPU's and the GPU's levels alike */
   opt.volume_fraction = 0.3;
   opt.max_iterations = 10;
@@ -109,11 +113,109 @@ static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base,
     check_failures++;
     return 0;
   }
-  printf("  %s, %s precision: %d iterations in %.2f s, %d CG iterations in all, final compliance "
-         "%.12g, %s\n",
-         vox_backend_name(be), vox_precision_name(precision), r->iterations, now() - t,
+  printf("  %s, %s precision%s: %d iterations in %.2f s, %d CG iterations in all, final "
+         "compliance %.12g, %s\n",
+         vox_backend_name(be), vox_precision_name(precision),
+         mg_record ? "" : ", the cycle op by op", r->iterations, now() - t,
          r->total_cg_iterations, r->objective, vox_stop_reason_string(r->reason));
   return 1;
+}
+
+static int optimize(vox_context *ctx, vox_backend *be, const vox_model *base,
+                    vox_precision precision, vox_model *out, vox_optimize_result *r) {
+  return optimize_with(ctx, be, base, precision, 1, out, r);
+}
+
+/* The multigrid cycle recorded and replayed (solver.h: mg_record) against
+ * the same cycle launched op by op: the same kernels in the same order, so
+ * the same bits, whole runs (two load cases, a setup every design
+ * iteration) and single solves alike; a solve holds a recording where the
+ * coarsest level is factored on the device, and none (the cycles run op by
+ * op, correctly) where the coarsest solve goes through the host. */
+static int solve_cases(vox_context *ctx, vox_backend *be, const vox_model *m, int mg_levels,
+                       int mg_record, double *u, int *recorded) {
+  vox_fem *fem;
+  if (vox_fem_create(ctx, be, m, &fem) != VOX_OK) return 0;
+  const vox_backend_ops *o = be->ops;
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.rtol = 1e-10;
+  opt.mg_levels = mg_levels;
+  opt.mg_record = mg_record;
+  const size_t ne = (size_t)fem->n_elements, nd = (size_t)fem->n_dofs;
+  double *rho = malloc(ne * sizeof *rho);
+  uint64_t seed = 3;
+  for (size_t e = 0; e < ne; e++) rho[e] = 0.05 + 0.95 * uniform(&seed);
+  vox_vec r = {0}, uv = {0};
+  vox_solve_result res = {0};
+  int ok = rho && o->vec->create(be, ne, VOX_DOUBLE, &r) == VOX_OK &&
+           o->vec->create(be, nd, VOX_DOUBLE, &uv) == VOX_OK &&
+           o->vec->upload(be, &r, rho) == VOX_OK &&
+           o->design->simp_moduli(be, &r, &fem->e_solid, 3, 1e-9, &fem->moduli) == VOX_OK &&
+           vox_fem_update(fem) == VOX_OK;
+  for (int c = 0; ok && c < 2; c++) {
+    ok = o->vec->set(be, &uv, 0) == VOX_OK && vox_fem_solve(fem, c, &uv, &opt, &res) == VOX_OK &&
+         res.reason == VOX_CONVERGED_RTOL && o->vec->download(be, &uv, u + c * nd) == VOX_OK;
+    recorded[c] = ok && fem->mg && vox_mg_recorded(fem->mg);
+  }
+  if (!ok)
+    printf("  FAIL  a solve (mg_record %d): %s (%s after %d CG iterations)\n", mg_record,
+           vox_context_message(ctx), vox_convergence_string(res.reason), res.iterations);
+  if (r.data) o->vec->destroy(be, &r);
+  if (uv.data) o->vec->destroy(be, &uv);
+  free(rho);
+  vox_fem_destroy(fem);
+  return ok;
+}
+
+static void test_recorded_cycle(vox_context *gctx, vox_backend *gpu) {
+  printf("the multigrid cycle recorded and replayed against op by op\n");
+  vox_model base, mr, mo;
+  memset(&mr, 0, sizeof mr), memset(&mo, 0, sizeof mo);
+  make_cantilever(gctx, &base, 24);
+  vox_optimize_result rr, ro;
+  if (optimize_with(gctx, gpu, &base, VOX_PRECISION_MIXED, 1, &mr, &rr) &&
+      optimize_with(gctx, gpu, &base, VOX_PRECISION_MIXED, 0, &mo, &ro)) {
+    int same = mr.n_history == mo.n_history && rr.total_cg_iterations == ro.total_cg_iterations;
+    for (size_t i = 0; same && i < mr.n_history; i++)
+      same = mr.history[i].objective == mo.history[i].objective &&
+             mr.history[i].cg_iterations == mo.history[i].cg_iterations;
+    const size_t ne = (size_t)vox_grid_elements(&base.grid);
+    same = same && memcmp(mr.density, mo.density, ne * sizeof *mr.density) == 0;
+    report("optimization (mixed): history and densities differ (0: bit for bit)", !same, 0);
+  } else {
+    check_failures++;
+  }
+  vox_model_free(&mr), vox_model_free(&mo), vox_model_free(&base);
+  /* 24 x 12 x 12 on 3 levels: the coarsest (6 x 3 x 3 elements) factored
+   * on the device; 48 x 24 x 24 on 2: 12,675 coarsest unknowns, past the
+   * device's dense factor (VOX_CUDA_DENSE_COARSE_DOFS), solved on the host */
+  const int sizes[2] = {24, 48}, levels[2] = {3, 2};
+  for (int k = 0; k < 2; k++) {
+    vox_model m;
+    make_cantilever(gctx, &m, sizes[k]);
+    const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
+    double *ur = malloc(2 * nd * sizeof *ur), *uo = malloc(2 * nd * sizeof *uo);
+    int rec_r[2] = {0, 0}, rec_o[2] = {0, 0};
+    const int solved_r = ur && solve_cases(gctx, gpu, &m, levels[k], 1, ur, rec_r);
+    const int solved_o = uo && solve_cases(gctx, gpu, &m, levels[k], 0, uo, rec_o);
+    if (solved_r && solved_o) {
+      char what[96];
+      snprintf(what, sizeof what, "%dx%dx%d, %d levels: two solves differ (0: bit for bit)",
+               sizes[k], sizes[k] / 2, sizes[k] / 2, levels[k]);
+      report(what, memcmp(ur, uo, 2 * nd * sizeof *ur) != 0, 0);
+      /* (the CPU backend, VOXFE_GPU_TEST_DEVICE=cpu, records none) */
+      const int device_coarse = k == 0 && gpu->ops->mg->records;
+      snprintf(what, sizeof what, "  recorded: %d %d (op by op: %d %d), expected %d", rec_r[0],
+               rec_r[1], rec_o[0], rec_o[1], device_coarse);
+      report(what,
+             rec_r[0] != device_coarse || rec_r[1] != device_coarse || rec_o[0] || rec_o[1], 0);
+    } else {
+      check_failures++;
+    }
+    free(ur), free(uo);
+    vox_model_free(&m);
+  }
 }
 
 static void test_optimize(vox_context *cctx, vox_backend *cpu, vox_context *gctx,
@@ -285,6 +387,7 @@ int main(void) {
   }
   test_optimize(cctx, cpu, gctx, gpu);
   test_contrast_solve(cctx, cpu, gctx, gpu);
+  test_recorded_cycle(gctx, gpu);
   test_memory_plan(gctx, gpu);
   vox_backend_destroy(gpu), vox_backend_destroy(cpu);
   vox_context_destroy(cctx), vox_context_destroy(gctx);

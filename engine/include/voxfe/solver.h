@@ -158,6 +158,11 @@ typedef struct vox_solver_options {
   vox_precision precision;
   vox_storage storage;
   vox_mg_cycle mg_cycle; /* multigrid only */
+  /* multigrid on the full box: record the cycle once after each setup and
+   * replay it where the backend can (1, the default: the CUDA backend, one
+   * launch instead of one per kernel, which sets the time of the small
+   * levels), or launch it op by op (0); the same arithmetic either way */
+  int mg_record;
   /* Sequences of solves (the optimizer's design iterations): earlier
    * solutions kept per load case (0 to 2) that, with the last one, span the
    * space each solve starts from, at the energy-minimal combination; 0: the
