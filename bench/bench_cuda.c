@@ -67,9 +67,9 @@ static _Noreturn void usage(const char *prog) {
           "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
           "       %s vcycle PROBLEM.yaml NX [double|mixed]\n"
           "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
-          "settings: --device=cpu|cuda --fp16-levels=auto|on|off --smoothing-steps=N\n"
-          "  --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N --start-history=N\n"
-          "  --mg-bound-refresh=N --host-scalars=1 --dual-points=K\n",
+          "settings: --device=cpu|cuda --fp16-levels=auto|on|off --stencil-kernel=auto|row|warp\n"
+          "  --smoothing-steps=N --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N\n"
+          "  --start-history=N --mg-bound-refresh=N --host-scalars=1 --dual-points=K\n",
           prog, prog, prog, prog);
   exit(2);
 }
@@ -92,6 +92,9 @@ static vox_backend *cuda_backend(vox_context *ctx) {
   const char *device = bench_option("device"), *fp16 = bench_option("fp16-levels");
   if (device && vox_device_parse(device, &options.device) != 0) usage("bench_cuda");
   if (fp16 && vox_fp16_levels_parse(fp16, &options.fp16_levels) != 0) usage("bench_cuda");
+  const char *stencil = bench_option("stencil-kernel");
+  if (stencil && vox_stencil_kernel_parse(stencil, &options.stencil_kernel) != 0)
+    usage("bench_cuda");
   if (vox_backend_create_with(ctx, &options, &be)) die(ctx, "backend");
   size_t free_bytes, total;
   if (be->ops->memory(be, &free_bytes, &total)) die(ctx, "device memory");
@@ -539,7 +542,7 @@ int main(int argc, char **argv) {
   static const char *const settings[] = {
       "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
       "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         "dual-points",
-      "by-turns",  NULL};
+      "by-turns",  "stencil-kernel", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);

@@ -32,7 +32,8 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const settings[] = {"design", "fine-smoothing-steps", "fp16-levels", NULL};
+  static const char *const settings[] = {"design", "fine-smoothing-steps", "fp16-levels",
+                                         "stencil-kernel", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc != 8 && argc != 11 && argc != 12) {
     fprintf(stderr,
@@ -55,6 +56,12 @@ int main(int argc, char **argv) {
   const char *fp16 = bench_option("fp16-levels");
   if (fp16 && vox_fp16_levels_parse(fp16, &backend.fp16_levels) != 0) {
     fprintf(stderr, "%s: --fp16-levels: expected auto, on or off, got '%s'\n", argv[0], fp16);
+    return 2;
+  }
+  const char *stencil = bench_option("stencil-kernel");
+  if (stencil && vox_stencil_kernel_parse(stencil, &backend.stencil_kernel) != 0) {
+    fprintf(stderr, "%s: --stencil-kernel: expected auto, row or warp, got '%s'\n", argv[0],
+            stencil);
     return 2;
   }
   if (vox_model_read(ctx, argv[1], &model) || vox_backend_create_with(ctx, &backend, &be)) {

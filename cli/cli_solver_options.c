@@ -81,6 +81,18 @@ void cli_format_fp16_levels(const void *value, char *buf, size_t size) {
   snprintf(buf, size, "%s", vox_fp16_levels_name(*(const vox_fp16_levels *)value));
 }
 
+int cli_parse_stencil_kernel(const char *what, const char *text, void *value) {
+  if (vox_stencil_kernel_parse(text, value) != 0) {
+    cli_error("%s: expected auto, row or warp, got '%s'", what, text);
+    return -1;
+  }
+  return 0;
+}
+
+void cli_format_stencil_kernel(const void *value, char *buf, size_t size) {
+  snprintf(buf, size, "%s", vox_stencil_kernel_name(*(const vox_stencil_kernel *)value));
+}
+
 int cli_parse_device(const char *what, const char *text, void *value) {
   if (vox_device_parse(text, value) != 0) {
     cli_error("%s: expected cpu, cuda or auto, got '%s'", what, text);

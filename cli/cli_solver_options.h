@@ -26,6 +26,8 @@ int cli_parse_kernel(const char *what, const char *text, void *value);
 void cli_format_kernel(const void *value, char *buf, size_t size);
 int cli_parse_fp16_levels(const char *what, const char *text, void *value);
 void cli_format_fp16_levels(const void *value, char *buf, size_t size);
+int cli_parse_stencil_kernel(const char *what, const char *text, void *value);
+void cli_format_stencil_kernel(const void *value, char *buf, size_t size);
 int cli_parse_device(const char *what, const char *text, void *value);
 void cli_format_device(const void *value, char *buf, size_t size);
 /* The sparse preconditioner's: vox_sparse_coarse, vox_sa_fine_transfer,
@@ -129,7 +131,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .help = "--sparse-coarse=sa: 1 smooths the prolongators with the diagonal instead of the "    \
            "nodes' blocks"}
 
-/* The "Execution:" entries: --device, --kernel and --fp16-levels (of the
+/* The "Execution:" entries: --device, --kernel, --fp16-levels and
+ * --stencil-kernel (of the
  * vox_backend_options at member BACKEND), --threads, --quiet. */
 #define CLI_EXECUTION_OPTIONS(TYPE, BACKEND, THREADS, QUIET)                                     \
   {.kind = CLI_HEADING, .help = "Execution:"},                                                   \
@@ -146,6 +149,12 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
            "third less time a level product; a solve that breaks down with them is redone in "   \
            "float): on, off, or auto (on unless the grid is periodic)",                          \
    .parse = cli_parse_fp16_levels, .format = cli_format_fp16_levels},                            \
+  {.name = "stencil-kernel", .arg = "K", .kind = CLI_CUSTOM,                                     \
+   .offset = offsetof(TYPE, BACKEND.stencil_kernel), .flags = CLI_RECORD,                        \
+   .help = "GPU: the coarse multigrid levels' products a thread a row (row), a warp a node "     \
+           "(warp: lane t on neighbour block t, for levels too small to fill the device), or "   \
+           "auto (warp below 8,192 nodes)",                                                     \
+   .parse = cli_parse_stencil_kernel, .format = cli_format_stencil_kernel},                      \
   {.name = "threads", .arg = "N", .kind = CLI_INTEGER, .offset = offsetof(TYPE, THREADS),        \
    .range = {0, 4096, 0, 0},                                                                     \
    .help = "CPU threads, 0 for OpenMP's choice: OMP_NUM_THREADS or all cores (with --mpi, "      \

@@ -815,6 +815,7 @@ extern "C" vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backen
   if (options) {
     be->kernel = options->kernel;
     be->fp16_levels = options->fp16_levels;
+    be->stencil_kernel = options->stencil_kernel;
   }
   be->impl = cs;
   vox_status s = vox_cuda_check(be, cudaGetDevice(&cs->device), "selecting the device");

@@ -229,6 +229,9 @@ static vox_status vox_cuda_finish_rows(vox_backend *be, const vox_vec *x, vox_ve
  * halves the bytes of every coarse product and of the Galerkin output. The
  * coarsest level keeps a CPU copy for the direct solve (cuda_coarse_solve.cu). */
 enum { VOX_CUDA_STENCIL_SLOTS = 14, VOX_CUDA_STENCIL_CENTRE = 13 };
+/* vox_stencil_kernel AUTO: a warp a node below this many nodes of a level
+ * (cuda_stencil.cu, stencil_warp_kernel), a thread a row from it on */
+enum { VOX_CUDA_STENCIL_WARP_NODES = 1 << 13 };
 
 /* A stored value widened to double: double, float, or FP16 (whose scale
  * the caller applies). */

@@ -605,6 +605,74 @@ static __global__ void __launch_bounds__(NB * DPN)
   row_out<MODE>((int64_t)(n * DPN + r), s, x, y, e); /* y = s, or a fused step's update */
 }
 
+/* The same product with a warp per node (vox_stencil_kernel WARP): lane
+ * t < 27 multiplies block t's DPN rows with neighbour t's dofs (its own
+ * stored block, or the transpose of the neighbour's block 26 - t), then
+ * the warp sums each row in a butterfly and lane r finishes row r. Eight
+ * times the threads of the row kernel and no chain of 27 neighbours in
+ * one thread: for the levels too small to hide that chain's latency. */
+enum { WARP_NODES = 4 }; /* nodes (warps) per thread block */
+
+template <int DPN, class V, int MODE, bool PERIODIC = false>
+static __global__ void __launch_bounds__(WARP_NODES * 32)
+    stencil_warp_kernel(const V *__restrict__ a, const float *__restrict__ scale,
+                        const double *__restrict__ x, double *__restrict__ y, int64_t px,
+                        int64_t py, int64_t pz, size_t n_nodes, row_epilogue e) {
+  constexpr int BS = DPN * DPN;
+  constexpr bool SCALED = std::is_same<V, __half>::value;
+  const size_t n = (size_t)blockIdx.x * WARP_NODES + threadIdx.x / 32;
+  if (n >= n_nodes) return; /* the whole warp: n is the warp's */
+  const int t = (int)(threadIdx.x % 32);
+  int64_t i, j, k;
+  vox_cuda_node_coords(n, px, py, pz, i, j, k);
+  int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, kk = k + t / 9 - 1;
+  bool live = t < 27;
+  if (PERIODIC) {
+    /* a periodic grid's images have identity rows (their centre block) */
+    const bool image = i == px - 1 || j == py - 1 || k == pz - 1;
+    if (image && t != VOX_CUDA_STENCIL_CENTRE) live = false;
+    if (!image) /* a master's neighbours wrap to masters */
+      ii = wrap_master(ii, px - 1), jj = wrap_master(jj, py - 1), kk = wrap_master(kk, pz - 1);
+  } else if (ii < 0 || ii >= px || jj < 0 || jj >= py || kk < 0 || kk >= pz) {
+    live = false;
+  }
+  double s[DPN];
+#pragma unroll
+  for (int r = 0; r < DPN; r++) s[r] = 0;
+  if (live) {
+    const size_t m = (size_t)((kk * py + jj) * px + ii);
+    double sx[DPN]; /* (S x) of node m */
+#pragma unroll
+    for (int c = 0; c < DPN; c++)
+      sx[c] = SCALED ? x[m * DPN + c] * (double)__ldg(scale + m * DPN + c) : x[m * DPN + c];
+    if (t >= VOX_CUDA_STENCIL_CENTRE) {
+      const V *blk = a + (n * VOX_CUDA_STENCIL_SLOTS + (t - VOX_CUDA_STENCIL_CENTRE)) * BS;
+#pragma unroll
+      for (int r = 0; r < DPN; r++)
+#pragma unroll
+        for (int c = 0; c < DPN; c++) s[r] += vox_cuda_widen(blk[r * DPN + c]) * sx[c];
+    } else {
+      const V *blk = a + (m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS;
+#pragma unroll
+      for (int r = 0; r < DPN; r++)
+#pragma unroll
+        for (int c = 0; c < DPN; c++) s[r] += vox_cuda_widen(blk[c * DPN + r]) * sx[c];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < DPN; r++)
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2)
+      s[r] += __shfl_xor_sync(0xffffffffu, s[r], offset);
+  if (t >= DPN) return;
+  double v = s[0];
+#pragma unroll
+  for (int r = 1; r < DPN; r++)
+    if (t == r) v = s[r];
+  if (SCALED) v *= (double)__ldg(scale + n * DPN + t);
+  row_out<MODE>((int64_t)(n * DPN + t), v, x, y, e); /* y = v, or a fused step's update */
+}
+
 /* d = the diagonal of the centre blocks (t = 13). */
 template <int DPN, class V>
 static __global__ void __launch_bounds__(THREADS)
@@ -623,6 +691,21 @@ static vox_status apply_as(vox_backend *be, const V *a, const vox_stencil *st, c
                            vox_vec *y, const row_epilogue &e) {
   using S = apply_shape<DPN>;
   if (!st->n_nodes) return VOX_OK;
+  const vox_stencil_kernel kernel = be->stencil_kernel;
+  if (kernel == VOX_STENCIL_KERNEL_WARP ||
+      (kernel == VOX_STENCIL_KERNEL_AUTO && st->n_nodes < VOX_CUDA_STENCIL_WARP_NODES)) {
+    const unsigned blocks = vox_cuda_blocks(st->n_nodes, WARP_NODES);
+    if (st->grid.periodic)
+      stencil_warp_kernel<DPN, V, MODE, true><<<blocks, WARP_NODES * 32, 0, vox_cuda_stream(be)>>>(
+          a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
+          st->n_nodes, e);
+    else
+      stencil_warp_kernel<DPN, V, MODE><<<blocks, WARP_NODES * 32, 0, vox_cuda_stream(be)>>>(
+          a, st->scale, x->data, y->data, st->grid.nx + 1, st->grid.ny + 1, st->grid.nz + 1,
+          st->n_nodes, e);
+    CUDA_LAUNCHED(be, "the stencil product kernel (a warp a node)");
+    return VOX_OK;
+  }
   if (st->grid.periodic)
     stencil_apply_kernel<DPN, V, S::NB, MODE, true>
         <<<vox_cuda_blocks(st->n_nodes, S::NB), S::THREADS, 0, vox_cuda_stream(be)>>>(

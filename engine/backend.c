@@ -45,7 +45,8 @@ void vox_backend_options_default(vox_backend_options *options) {
   *options = (vox_backend_options){.device = VOX_DEVICE_AUTO,
                                    .device_index = -1,
                                    .kernel = VOX_KERNEL_AUTO,
-                                   .fp16_levels = VOX_FP16_LEVELS_AUTO};
+                                   .fp16_levels = VOX_FP16_LEVELS_AUTO,
+                                   .stencil_kernel = VOX_STENCIL_KERNEL_AUTO};
 }
 
 vox_status vox_backend_create_with(vox_context *ctx, const vox_backend_options *options,
@@ -60,6 +61,9 @@ vox_status vox_backend_create_with(vox_context *ctx, const vox_backend_options *
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "backend options: unknown %s %d",
                      (unsigned)o.kernel > VOX_KERNEL_EBE ? "kernel" : "fp16_levels",
                      (unsigned)o.kernel > VOX_KERNEL_EBE ? (int)o.kernel : (int)o.fp16_levels);
+  if ((unsigned)o.stencil_kernel > VOX_STENCIL_KERNEL_WARP)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "backend options: unknown stencil_kernel %d",
+                     (int)o.stencil_kernel);
   if (o.device_index >= 0 && o.device_index >= vox_device_count(o.device))
     return vox_error(ctx, VOX_ERR_DEVICE, "no %s device %d (%d present)",
                      o.device == VOX_DEVICE_CPU ? "CPU" : "CUDA", o.device_index,
@@ -110,6 +114,7 @@ void vox_backend_options_get(const vox_backend *backend, vox_backend_options *op
   options->device_index = vox_backend_device_index(backend);
   options->kernel = backend->kernel;
   options->fp16_levels = backend->fp16_levels;
+  options->stencil_kernel = backend->stencil_kernel;
 }
 
 static const char *const fp16_levels_names[] = {"auto", "off", "on"};
@@ -122,6 +127,21 @@ int vox_fp16_levels_parse(const char *text, vox_fp16_levels *use) {
   for (int i = 0; i <= VOX_FP16_LEVELS_ON; i++)
     if (strcmp(text, fp16_levels_names[i]) == 0) {
       *use = (vox_fp16_levels)i;
+      return 0;
+    }
+  return -1;
+}
+
+static const char *const stencil_kernel_names[] = {"auto", "row", "warp"};
+
+const char *vox_stencil_kernel_name(vox_stencil_kernel kernel) {
+  return (unsigned)kernel <= VOX_STENCIL_KERNEL_WARP ? stencil_kernel_names[kernel] : "unknown";
+}
+
+int vox_stencil_kernel_parse(const char *text, vox_stencil_kernel *kernel) {
+  for (int i = 0; i <= VOX_STENCIL_KERNEL_WARP; i++)
+    if (strcmp(text, stencil_kernel_names[i]) == 0) {
+      *kernel = (vox_stencil_kernel)i;
       return 0;
     }
   return -1;

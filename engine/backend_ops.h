@@ -465,6 +465,7 @@ struct vox_backend {
   int threads;   /* CPU threads (0 = OpenMP default) */
   vox_kernel kernel; /* K u variant of operators made from now on */
   vox_fp16_levels fp16_levels; /* vox_backend_options: multigrid levels in FP16 */
+  vox_stencil_kernel stencil_kernel; /* vox_backend_options: coarse levels' products */
   void *impl;    /* backend-specific state */
 };
 

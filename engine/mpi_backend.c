@@ -3006,6 +3006,7 @@ vox_status vox_mpi_backend_create(vox_context *ctx, MPI_Comm comm, const vox_gri
     be->threads = m->in->threads;
     be->kernel = m->in->kernel;
     be->fp16_levels = m->in->fp16_levels;
+    be->stencil_kernel = m->in->stencil_kernel;
     /* the largest layer: the sparse storage's inverse 3 x 3 blocks (6
      * values a node) of a whole node layer, or the box's dofs */
     const size_t layer_nodes = (size_t)(grid->nx + 1) * (size_t)(grid->ny + 1);

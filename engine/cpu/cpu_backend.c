@@ -363,6 +363,7 @@ vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *o
   if (options) { /* the CPU has one kernel and double levels: kept to be reported */
     be->kernel = options->kernel;
     be->fp16_levels = options->fp16_levels;
+    be->stencil_kernel = options->stencil_kernel;
   }
   be->threads = vox_context_threads(ctx);
   *out = be;

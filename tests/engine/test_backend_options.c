@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The backend's options (vox_backend_options): their defaults, names and
  * parsers; a CPU backend made from them reports them back (the device it
- * took, its index, the kernel, the FP16 levels); options out of range and a
- * device index that does not exist are refused; and the CPU backend, which
- * stores its multigrid levels in double, solves to the same bits whatever
- * --fp16-levels says. */
+ * took, its index, the kernel, the FP16 levels, the stencil kernel); options
+ * out of range and a device index that does not exist are refused; and the
+ * CPU backend, which stores its multigrid levels in double, solves to the
+ * same bits whatever --fp16-levels says. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +33,17 @@ static void test_defaults_and_names(void) {
   CHECK(vox_fp16_levels_parse("", &use) == -1);
   CHECK(use == VOX_FP16_LEVELS_ON); /* left as it was */
   CHECK(strcmp(vox_fp16_levels_name((vox_fp16_levels)9), "unknown") == 0);
+  CHECK(o.stencil_kernel == VOX_STENCIL_KERNEL_AUTO);
+  static const char *const kernels[] = {"auto", "row", "warp"};
+  for (int i = 0; i < 3; i++) {
+    vox_stencil_kernel k = (vox_stencil_kernel)-1;
+    CHECK(vox_stencil_kernel_parse(kernels[i], &k) == 0);
+    CHECK(k == (vox_stencil_kernel)i);
+    CHECK(strcmp(vox_stencil_kernel_name(k), kernels[i]) == 0);
+  }
+  vox_stencil_kernel k = VOX_STENCIL_KERNEL_WARP;
+  CHECK(vox_stencil_kernel_parse("warps", &k) == -1 && k == VOX_STENCIL_KERNEL_WARP);
+  CHECK(strcmp(vox_stencil_kernel_name((vox_stencil_kernel)3), "unknown") == 0);
 }
 
 static void test_create_with(vox_context *ctx) {
@@ -41,6 +52,7 @@ static void test_create_with(vox_context *ctx) {
   o.device = VOX_DEVICE_CPU;
   o.kernel = VOX_KERNEL_NBN;
   o.fp16_levels = VOX_FP16_LEVELS_ON;
+  o.stencil_kernel = VOX_STENCIL_KERNEL_WARP;
   vox_backend *be = NULL;
   CHECK_OK(ctx, vox_backend_create_with(ctx, &o, &be));
   if (be) {
@@ -50,6 +62,7 @@ static void test_create_with(vox_context *ctx) {
     CHECK(got.device_index == 0);
     CHECK(got.kernel == VOX_KERNEL_NBN);
     CHECK(got.fp16_levels == VOX_FP16_LEVELS_ON);
+    CHECK(got.stencil_kernel == VOX_STENCIL_KERNEL_WARP);
     CHECK(strcmp(vox_backend_name(be), "cpu") == 0);
     vox_backend_set_kernel(be, VOX_KERNEL_EBE); /* the kernel last set */
     vox_backend_options_get(be, &got);
@@ -93,6 +106,11 @@ static void test_refused(vox_context *ctx) {
   o.kernel = (vox_kernel)4;
   CHECK(vox_backend_create_with(ctx, &o, &be) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "kernel") != NULL);
+  vox_backend_options_default(&o);
+  o.device = VOX_DEVICE_CPU;
+  o.stencil_kernel = (vox_stencil_kernel)3;
+  CHECK(vox_backend_create_with(ctx, &o, &be) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "stencil_kernel") != NULL);
   vox_backend_options_default(&o);
   o.device = VOX_DEVICE_CPU;
   o.device_index = 1; /* the CPU has device 0 only */

@@ -1065,8 +1065,15 @@ int main(int argc, char **argv) {
   }
   if (check_wanted(argc, argv, "multigrid")) {
     printf("multigrid (Galerkin stencils, products, transfers, coarse solve; mixed precision)\n");
-    for (size_t i = 0; i < n_grids; i++)
-      for (int dpn = 3; dpn >= 1; dpn -= 2) test_multigrid(&grids[i], dpn, 57 * i + (uint64_t)dpn);
+    /* the stencils' products both ways: a thread a row and a warp a node */
+    for (int kernel = VOX_STENCIL_KERNEL_ROW; kernel <= VOX_STENCIL_KERNEL_WARP; kernel++) {
+      gpu->stencil_kernel = (vox_stencil_kernel)kernel;
+      printf("  stencil products: %s\n", vox_stencil_kernel_name(gpu->stencil_kernel));
+      for (size_t i = 0; i < n_grids; i++)
+        for (int dpn = 3; dpn >= 1; dpn -= 2)
+          test_multigrid(&grids[i], dpn, 57 * i + (uint64_t)dpn);
+    }
+    gpu->stencil_kernel = VOX_STENCIL_KERNEL_AUTO;
   }
 
   vox_backend_destroy(gpu);

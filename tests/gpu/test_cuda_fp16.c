@@ -549,9 +549,15 @@ int main(void) {
   if (vox_context_create(&cpu_ctx) != VOX_OK || vox_backend_create(cpu_ctx, VOX_DEVICE_CPU, &cpu))
     return 1;
   printf("FP16 coarse stencils: %s against cpu\n", vox_backend_name(gpu));
-  test_level(25, 14, 11, 3, 0, 1);
-  test_level(30, 18, 14, 1, 0, 2);
-  test_level(24, 16, 20, 3, 1, 3);
+  /* the levels' products both ways: a thread a row and a warp a node */
+  for (int kernel = VOX_STENCIL_KERNEL_ROW; kernel <= VOX_STENCIL_KERNEL_WARP; kernel++) {
+    gpu->stencil_kernel = (vox_stencil_kernel)kernel;
+    printf("stencil products: %s\n", vox_stencil_kernel_name(gpu->stencil_kernel));
+    test_level(25, 14, 11, 3, 0, 1);
+    test_level(30, 18, 14, 1, 0, 2);
+    test_level(24, 16, 20, 3, 1, 3);
+  }
+  gpu->stencil_kernel = VOX_STENCIL_KERNEL_AUTO;
   test_solve(cpu_ctx, ctx, 64);
   test_uniform_solve(ctx, 64);
   test_uniform_solve(ctx, 128);

@@ -50,12 +50,28 @@ typedef enum vox_fp16_levels {
   VOX_FP16_LEVELS_ON = 2
 } vox_fp16_levels;
 
+/* The product of a coarse multigrid level's assembled stencil (the CUDA
+ * backend; cuda/README.md): a thread per row (ROW), whose 27 neighbour
+ * blocks follow one another, or a warp per node (WARP), lane t on
+ * neighbour block t and the rows summed across the warp: eight times the
+ * threads, for the levels too small to fill the device a thread a row
+ * (their products then wait on the chain of loads). AUTO takes WARP for
+ * the small levels (cuda/README.md says from which size). The two sum in
+ * other orders (other rounding). The CPU backend has one product and takes
+ * any value. */
+typedef enum vox_stencil_kernel {
+  VOX_STENCIL_KERNEL_AUTO = 0,
+  VOX_STENCIL_KERNEL_ROW = 1,
+  VOX_STENCIL_KERNEL_WARP = 2
+} vox_stencil_kernel;
+
 /* What a backend is made with; vox_backend_options_default fills it. */
 typedef struct vox_backend_options {
   vox_device device;
   int device_index;            /* -1: the calling thread's current device (0 unless set) */
   vox_kernel kernel;           /* the K u variant of its operators */
   vox_fp16_levels fp16_levels; /* its multigrid levels in FP16 */
+  vox_stencil_kernel stencil_kernel; /* its coarse levels' products */
 } vox_backend_options;
 
 void vox_backend_options_default(vox_backend_options *options);
@@ -70,6 +86,9 @@ void vox_backend_options_get(const vox_backend *backend, vox_backend_options *op
 /* "auto" / "off" / "on"; the parser returns -1 for anything else. */
 const char *vox_fp16_levels_name(vox_fp16_levels use);
 int vox_fp16_levels_parse(const char *text, vox_fp16_levels *use);
+/* "auto" / "row" / "warp"; the parser returns -1 for anything else. */
+const char *vox_stencil_kernel_name(vox_stencil_kernel kernel);
+int vox_stencil_kernel_parse(const char *text, vox_stencil_kernel *kernel);
 
 /* vox_backend_create_with the defaults on `device`. */
 vox_status vox_backend_create(vox_context *ctx, vox_device device, vox_backend **out);
