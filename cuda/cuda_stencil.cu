@@ -608,9 +608,10 @@ static __global__ void __launch_bounds__(NB * DPN)
 /* The same product with a warp per node (vox_stencil_kernel WARP): lane
  * t < 27 multiplies block t's DPN rows with neighbour t's dofs (its own
  * stored block, or the transpose of the neighbour's block 26 - t), then
- * the warp sums each row in a butterfly and lane r finishes row r. Eight
- * times the threads of the row kernel and no chain of 27 neighbours in
- * one thread: for the levels too small to hide that chain's latency. */
+ * the warp sums each row in a butterfly and lane r finishes row r. Ten
+ * times the threads of the row kernel (32 a node against 3) and no chain
+ * of 27 neighbours in one thread: for the levels too small to hide that
+ * chain's latency. */
 enum { WARP_NODES = 4 }; /* nodes (warps) per thread block */
 
 template <int DPN, class V, int MODE, bool PERIODIC = false>

@@ -53,7 +53,7 @@ typedef enum vox_fp16_levels {
 /* The product of a coarse multigrid level's assembled stencil (the CUDA
  * backend; cuda/README.md): a thread per row (ROW), whose 27 neighbour
  * blocks follow one another, or a warp per node (WARP), lane t on
- * neighbour block t and the rows summed across the warp: eight times the
+ * neighbour block t and the rows summed across the warp: ten times the
  * threads, for the levels too small to fill the device a thread a row
  * (their products then wait on the chain of loads). AUTO takes WARP for
  * the small levels (cuda/README.md says from which size). The two sum in
