@@ -819,22 +819,25 @@ static __global__ void __launch_bounds__(THREADS)
   c[dof] = s;
 }
 
-/* fine += P coarse, one thread per fine dof: the 1, 2, 4 or 8 coarse parents
- * of its node, summed first and then added, as on the CPU. */
+/* fine += P coarse, one thread per fine node, its DPN dofs side by side:
+ * the node's coordinates and its parents' indices are worked out once, not
+ * once a dof, which bound the kernel (docs/benchmarks.md); the 1, 2, 4 or
+ * 8 coarse parents of the node, summed first and then added, as on the
+ * CPU. */
 template <int DPN>
 static __global__ void __launch_bounds__(THREADS)
     prolong_kernel(const double *__restrict__ c, double *__restrict__ f, int64_t fx, int64_t fy,
-                   int64_t fz, int64_t cx, int64_t cy, size_t n_fine_dofs) {
-  const size_t dof = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (dof >= n_fine_dofs) return;
-  const size_t n = dof / DPN;
-  const int r = (int)(dof - n * DPN);
+                   int64_t fz, int64_t cx, int64_t cy, size_t n_fine_nodes) {
+  const size_t n = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (n >= n_fine_nodes) return;
   int64_t i, j, k;
   vox_cuda_node_coords(n, fx, fy, fz, i, j, k);
   int64_t Pi[2], Pj[2], Pk[2];
   double wi[2], wj[2], wk[2];
   const int nk = parents(k, Pk, wk), nj = parents(j, Pj, wj), ni = parents(i, Pi, wi);
-  double s = 0;
+  double s[DPN];
+#pragma unroll
+  for (int r = 0; r < DPN; r++) s[r] = 0;
 #pragma unroll
   for (int a = 0; a < 2; a++) {
     if (a >= nk) break;
@@ -845,11 +848,14 @@ static __global__ void __launch_bounds__(THREADS)
       for (int e = 0; e < 2; e++) {
         if (e >= ni) break;
         const double wt = wk[a] * wj[b] * wi[e];
-        s += wt * c[((Pk[a] * cy + Pj[b]) * cx + Pi[e]) * DPN + r];
+        const double *cm = c + ((Pk[a] * cy + Pj[b]) * cx + Pi[e]) * DPN;
+#pragma unroll
+        for (int r = 0; r < DPN; r++) s[r] += wt * cm[r];
       }
     }
   }
-  f[dof] += s;
+#pragma unroll
+  for (int r = 0; r < DPN; r++) f[n * DPN + r] += s[r];
 }
 
 /* The transfers of a periodic grid (even sizes): the same weights with the
@@ -955,9 +961,10 @@ static vox_status prolong_as(vox_backend *be, const vox_grid *fine, const vox_ve
     CUDA_LAUNCHED(be, "the periodic prolongation kernel");
     return VOX_OK;
   }
-  prolong_kernel<DPN><<<vox_cuda_blocks(n, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
+  const size_t nodes = n / DPN;
+  prolong_kernel<DPN><<<vox_cuda_blocks(nodes, THREADS), THREADS, 0, vox_cuda_stream(be)>>>(
       xc->data, xf->data, fine->nx + 1, fine->ny + 1, fine->nz + 1, coarse.nx + 1, coarse.ny + 1,
-      n);
+      nodes);
   CUDA_LAUNCHED(be, "the prolongation kernel");
   return VOX_OK;
 }
