@@ -42,10 +42,11 @@ static vox_status vec_download(vox_backend *be, const vox_vec *v, void *host) {
 }
 
 /* Entries of any precision as doubles: half precision by _Float16's
- * conversions (round to nearest even from double, exact back), the others
- * as the sparse operations read them. */
+ * conversion from double (round to nearest even) and exactly back, the
+ * others as the sparse operations read them. */
 static inline double get_any(const vox_vec *v, size_t i) {
-  return v->scalar == VOX_HALF ? (double)((const _Float16 *)v->raw)[i] : vox_vec_get(v, i);
+  return v->scalar == VOX_HALF ? vox_cpu_half_to_double(((const _Float16 *)v->raw)[i])
+                               : vox_vec_get(v, i);
 }
 static inline void put_any(vox_vec *v, size_t i, double a) {
   if (v->scalar == VOX_HALF)

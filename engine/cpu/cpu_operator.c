@@ -74,20 +74,6 @@ vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_ve
 
 /* The nodes of element (i, j, k) in local corner order; on a periodic grid
  * the corners past the last element plane wrap to plane 0. */
-void vox_cpu_element_nodes(const vox_operator *op, int64_t i, int64_t j, int64_t k,
-                                 ptrdiff_t nodes[8]) {
-  const vox_grid *g = &op->grid;
-  const ptrdiff_t sy = g->nx + 1, sz = sy * (g->ny + 1);
-  for (int a = 0; a < 8; a++) {
-    int64_t ii = i + vox_hex8_corner[a][0], jj = j + vox_hex8_corner[a][1],
-            kk = k + vox_hex8_corner[a][2];
-    if (g->periodic) {
-      ii = ii == g->nx ? 0 : ii, jj = jj == g->ny ? 0 : jj, kk = kk == g->nz ? 0 : kk;
-    }
-    nodes[a] = kk * sz + jj * sy + ii;
-  }
-}
-
 /* The NLOC entries of x on the nodes of an element (0 on the fixed dofs
  * unless `full`). */
 static inline __attribute__((always_inline)) void
@@ -432,8 +418,9 @@ typedef struct strain_fields {
   const _Float16 *h[6];
 } strain_fields;
 
-static inline double field_value(const strain_fields *u, int f, ptrdiff_t i) {
-  return u->d[f] ? u->d[f][i] : (double)u->h[f][i];
+static inline __attribute__((always_inline)) double field_value(const strain_fields *u, int f,
+                                                                 ptrdiff_t i) {
+  return u->d[f] ? u->d[f][i] : vox_cpu_half_to_double(u->h[f][i]);
 }
 
 static vox_status check_strain_fields(vox_backend *be, const vox_operator *op, int n_fields,
@@ -445,7 +432,7 @@ static vox_status check_strain_fields(vox_backend *be, const vox_operator *op, i
 }
 
 /* v_f = chi_f - u_f on the element */
-static void element_strain_fields(const strain_fields *u, int n_fields, const double *chi,
+static inline __attribute__((always_inline)) void element_strain_fields(const strain_fields *u, int n_fields, const double *chi,
                                   const ptrdiff_t node[8], double (*v)[24]) {
   for (int f = 0; f < n_fields; f++)
     for (int a = 0; a < 8; a++)
@@ -492,6 +479,37 @@ static vox_status strain_energy(vox_backend *be, vox_operator *op, int n_fields,
 enum { MAX_SUM_PAIRS = 6 * 7 / 2 };
 _Static_assert((int)MAX_SUM_PAIRS <= (int)VOX_ORDERED_MAX_SUMS, "the ordered sums hold every pair");
 
+/* acc[pair] += m_e (chi_f - u_f)' Ke (chi_g - u_g) over the elements of
+ * row (j, k), the pairs f >= g in order; built for AVX2, FMA and F16C too
+ * (HOT_CLONES: the half fields' values widened by the instruction instead
+ * of a library call). */
+HOT_CLONES static void strain_sums_row(const vox_operator *op, int n, const strain_fields *u,
+                                       const double *chi, int64_t j, int64_t k,
+                                       double *restrict acc) {
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  for (int64_t i = 0; i < nx; i++) {
+    const double m = op->moduli[(k * ny + j) * nx + i];
+    if (m == 0) continue;
+    ptrdiff_t node[8];
+    vox_cpu_element_nodes(op, i, j, k, node);
+    double v[6][24], kv[24];
+    element_strain_fields(u, n, chi, node, v);
+    int pair = 0;
+    for (int g = 0; g < n; g++) {
+      for (int r = 0; r < 24; r++) {
+        double t = 0;
+        for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[g][c];
+        kv[r] = t;
+      }
+      for (int f = g; f < n; f++, pair++) {
+        double t = 0;
+        for (int r = 0; r < 24; r++) t += v[f][r] * kv[r];
+        acc[pair] += m * t;
+      }
+    }
+  }
+}
+
 static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fields,
                                      const strain_fields *u, const double *chi, double *sums) {
   TRY(check_strain_fields(be, op, n_fields, "strain energy sums"));
@@ -499,7 +517,7 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "operator: strain energy sums before its moduli");
   const int n = n_fields;
-  const int64_t nx = op->grid.nx, ny = op->grid.ny, nz = op->grid.nz;
+  const int64_t ny = op->grid.ny, nz = op->grid.nz;
   /* rows of elements (k, j) in blocks a thread, summed in thread order */
   vox_ordered_sums ordered;
   vox_ordered_start(&ordered, vox_cpu_threads(be));
@@ -507,30 +525,8 @@ static vox_status strain_energy_sums(vox_backend *be, vox_operator *op, int n_fi
   {
     ptrdiff_t lo, hi;
     double *acc = vox_ordered_block(&ordered, (ptrdiff_t)(nz * ny), &lo, &hi);
-    for (ptrdiff_t row = lo; row < hi; row++) {
-      const int64_t k = row / ny, j = row % ny;
-      for (int64_t i = 0; i < nx; i++) {
-        const double m = op->moduli[(k * ny + j) * nx + i];
-        if (m == 0) continue;
-        ptrdiff_t node[8];
-        vox_cpu_element_nodes(op, i, j, k, node);
-        double v[6][24], kv[24];
-        element_strain_fields(u, n, chi, node, v);
-        int pair = 0;
-        for (int g = 0; g < n; g++) {
-          for (int r = 0; r < 24; r++) {
-            double t = 0;
-            for (int c = 0; c < 24; c++) t += op->ke[r * 24 + c] * v[g][c];
-            kv[r] = t;
-          }
-          for (int f = g; f < n; f++, pair++) {
-            double t = 0;
-            for (int r = 0; r < 24; r++) t += v[f][r] * kv[r];
-            acc[pair] += m * t;
-          }
-        }
-      }
-    }
+    for (ptrdiff_t row = lo; row < hi; row++)
+      strain_sums_row(op, n, u, chi, row % ny, row / ny, acc);
   }
   for (int g = 0, pair = 0; g < n; g++)
     for (int f = g; f < n; f++, pair++)

@@ -3,16 +3,18 @@
  * from their definitions: the stencil product on interior nodes and its
  * fused smoothing step and residual (double and float), the element product
  * in slabs of element layers (with void elements and fixed dofs; double and
- * float) and the element energies from the same column
- * sums, and the filter's interior taps (all elements active, or some not).
- * Each on grids with interior and boundary parts, so both paths of each
- * kernel run. */
+ * float) and the element energies from the same column sums, and the
+ * filter's interior taps (all elements active, or some not), each on grids
+ * with interior and boundary parts, so both paths of each kernel run; and
+ * the widening of half-precision values, all 65,536, against the
+ * compiler's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../check.h"
 #include "backend_ops.h"
+#include "cpu/cpu.h"
 #include "filter_taps.h"
 #include "voxfe/element.h"
 #include "voxfe/voxfe.h"
@@ -277,7 +279,25 @@ static void test_filter(vox_context *ctx, vox_backend *be, int64_t nx, int64_t n
   free(active), free(in), free(ref), free(got);
 }
 
+/* vox_cpu_half_to_double against the compiler's conversion, for every one
+ * of the 65,536 half-precision values (NaNs: a NaN of the same sign). */
+static void test_half_to_double(void) {
+  int wrong = 0;
+  for (uint32_t b = 0; b < 65536; b++) {
+    const uint16_t bits = (uint16_t)b;
+    _Float16 h;
+    memcpy(&h, &bits, sizeof h);
+    const double want = (double)h, got = vox_cpu_half_to_double(h);
+    const int same = isnan(want) ? isnan(got) && signbit(got) == signbit(want)
+                                 : memcmp(&want, &got, sizeof got) == 0;
+    wrong += !same;
+  }
+  fprintf(stderr, "half to double: %d of 65536 values differ from the compiler's\n", wrong);
+  CHECK(wrong == 0);
+}
+
 int main(void) {
+  test_half_to_double();
   vox_context *ctx;
   vox_backend *be;
   vox_context_create(&ctx);
