@@ -115,7 +115,7 @@ vox_status vox_cpu_op_strain_energy_sums(vox_backend *be, vox_operator *op, int 
                                          const vox_vec *u, const double *chi, double *sums);
 /* A half-precision value widened to double, exactly, from its bits: GCC
  * makes (double) of a _Float16 a library call (__extendhfdf2) even in the
- * AVX2 clones, a twentieth of a periodic cell's run on the CPU. */
+ * AVX2 clones, about 4 % of a periodic cell's run on the CPU. */
 static inline double vox_cpu_half_to_double(_Float16 h) {
   uint16_t b;
   memcpy(&b, &h, sizeof b);

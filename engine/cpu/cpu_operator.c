@@ -72,8 +72,6 @@ vox_status vox_cpu_op_set_moduli(vox_backend *be, vox_operator *op, const vox_ve
   return VOX_OK;
 }
 
-/* The nodes of element (i, j, k) in local corner order; on a periodic grid
- * the corners past the last element plane wrap to plane 0. */
 /* The NLOC entries of x on the nodes of an element (0 on the fixed dofs
  * unless `full`). */
 static inline __attribute__((always_inline)) void
@@ -432,8 +430,9 @@ static vox_status check_strain_fields(vox_backend *be, const vox_operator *op, i
 }
 
 /* v_f = chi_f - u_f on the element */
-static inline __attribute__((always_inline)) void element_strain_fields(const strain_fields *u, int n_fields, const double *chi,
-                                  const ptrdiff_t node[8], double (*v)[24]) {
+static inline __attribute__((always_inline)) void
+element_strain_fields(const strain_fields *u, int n_fields, const double *chi,
+                      const ptrdiff_t node[8], double (*v)[24]) {
   for (int f = 0; f < n_fields; f++)
     for (int a = 0; a < 8; a++)
       for (int c = 0; c < 3; c++)
@@ -480,9 +479,8 @@ enum { MAX_SUM_PAIRS = 6 * 7 / 2 };
 _Static_assert((int)MAX_SUM_PAIRS <= (int)VOX_ORDERED_MAX_SUMS, "the ordered sums hold every pair");
 
 /* acc[pair] += m_e (chi_f - u_f)' Ke (chi_g - u_g) over the elements of
- * row (j, k), the pairs f >= g in order; built for AVX2, FMA and F16C too
- * (HOT_CLONES: the half fields' values widened by the instruction instead
- * of a library call). */
+ * row (j, k), the pairs f >= g in order; built for AVX2 and FMA too
+ * (HOT_CLONES). */
 HOT_CLONES static void strain_sums_row(const vox_operator *op, int n, const strain_fields *u,
                                        const double *chi, int64_t j, int64_t k,
                                        double *restrict acc) {
