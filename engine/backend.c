@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend_ops.h"
+#include "name_table.h"
 
 struct vox_device_warm_up {
   pthread_t thread;
@@ -124,12 +125,9 @@ const char *vox_fp16_levels_name(vox_fp16_levels use) {
 }
 
 int vox_fp16_levels_parse(const char *text, vox_fp16_levels *use) {
-  for (int i = 0; i <= VOX_FP16_LEVELS_ON; i++)
-    if (strcmp(text, fp16_levels_names[i]) == 0) {
-      *use = (vox_fp16_levels)i;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(text, fp16_levels_names, VOX_FP16_LEVELS_ON + 1);
+  if (i >= 0) *use = (vox_fp16_levels)i;
+  return i >= 0 ? 0 : -1;
 }
 
 static const char *const stencil_kernel_names[] = {"auto", "row", "warp"};
@@ -139,12 +137,9 @@ const char *vox_stencil_kernel_name(vox_stencil_kernel kernel) {
 }
 
 int vox_stencil_kernel_parse(const char *text, vox_stencil_kernel *kernel) {
-  for (int i = 0; i <= VOX_STENCIL_KERNEL_WARP; i++)
-    if (strcmp(text, stencil_kernel_names[i]) == 0) {
-      *kernel = (vox_stencil_kernel)i;
-      return 0;
-    }
-  return -1;
+  const int i = vox_name_index(text, stencil_kernel_names, VOX_STENCIL_KERNEL_WARP + 1);
+  if (i >= 0) *kernel = (vox_stencil_kernel)i;
+  return i >= 0 ? 0 : -1;
 }
 
 int vox_device_count(vox_device device) {
