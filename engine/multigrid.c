@@ -63,12 +63,16 @@ static void level_free(vox_backend *be, vox_mg_level *l, int owns_borrowed) {
   if (l->stencil) be->ops->mg->stencil_destroy(be, l->stencil);
 }
 
-/* The recorded cycle, spent: the next setup changes its scalars, a release
- * its vectors. */
-static void forget_recording(vox_multigrid *mg) {
+static void free_recording(vox_multigrid *mg) {
   if (mg->recording) mg->be->ops->sparse->recording_free(mg->be, mg->recording);
   mg->recording = NULL;
-  mg->cycles_since_setup = 0;
+}
+
+/* The recorded cycle, spent: the next setup changes its scalars, a release
+ * its vectors; the next cycle finishes the setup's pending work first. */
+static void forget_recording(vox_multigrid *mg) {
+  free_recording(mg);
+  mg->cycled = 0;
 }
 
 void vox_mg_destroy(vox_multigrid *mg) {
@@ -670,12 +674,12 @@ static int can_record(const vox_multigrid *mg) {
 vox_status vox_mg_apply(vox_multigrid *mg, const vox_vec *r, vox_vec *z) {
   mg->cycle_b = r, mg->cycle_x = z;
   if (!can_record(mg)) return run_cycle(mg);
-  const void *on[4] = {r->data, z->data, mg->level[0].r.data, mg->level[0].inv_diag.data};
-  if (mg->recording && memcmp(on, mg->recorded_on, sizeof on) != 0) {
-    forget_recording(mg);
-    mg->cycles_since_setup = 1; /* nothing pending: record now */
+  const void *on[2] = {r->data, z->data};
+  if (mg->recording && memcmp(on, mg->recorded_on, sizeof on) != 0) free_recording(mg);
+  if (!mg->cycled) {
+    mg->cycled = 1;
+    return run_cycle(mg);
   }
-  if (!mg->recording && mg->cycles_since_setup++ == 0) return run_cycle(mg);
   vox_backend *be = mg->be;
   if (be->ops->op->prepare) TRY(be->ops->op->prepare(be, mg->fine));
   int record = !mg->recording;

@@ -37,12 +37,13 @@ typedef struct vox_multigrid {
   int released;             /* its backend memory is freed (vox_mg_release) */
   /* The cycle recorded and replayed (options.mg_record, multigrid.c:
    * vox_mg_apply): the recording, NULL until the second cycle after a
-   * setup; the vectors it was recorded on (level 0's b, x, r and inverse
-   * diagonal); the cycles since the setup; set once a recording failed,
-   * after which the cycles run op by op. */
+   * setup; the cycle's argument and result it was recorded on (level 0's
+   * other vectors change only at a setup, which spends it); whether a
+   * cycle has run since the setup; set once a recording failed, after
+   * which the cycles run op by op. */
   void *recording;
-  const void *recorded_on[4];
-  int cycles_since_setup;
+  const void *recorded_on[2];
+  int cycled;
   int cannot_record;
   /* Periodic grids: the rigid translations on the coarsest level's master
    * nodes, one unit vector per component, removed from the restricted
