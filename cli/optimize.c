@@ -436,6 +436,11 @@ static const cli_option options[] = {
     NUMBER("start-history", CLI_INTEGER, "M", opt.solver.start_history, RANGE(0, 2),
            "earlier states (0 to 2) that with the last one span each state solve's start, "
            "at their energy-minimal combination; 0: the last state as it is"),
+    NUMBER("cell-turned-fields", CLI_INTEGER, "0|1", opt.cell_turned_fields, RANGE(0, 1),
+           "periodic cells of --symmetry reflect6 or rotate3: solve one strain of each of "
+           "{xx, yy, zz} and {xy, yz, zx} and take the others' fields as its field turned about "
+           "the cell's diagonal, their exact solutions on such a design (1), or solve every "
+           "strain (0)"),
     {.name = "cell-solver", .arg = "USE", .kind = CLI_CUSTOM, .offset = AT(opt.solver.cell_solver),
      .flags = CLI_RECORD,
      .help = "periodic cells in mixed precision: solve the fields with the single-precision cell "
@@ -746,6 +751,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
            result.total_cg_iterations);
     if (result.cell_solver)
       printf("fields solved by the single-precision cell solver (--cell-solver)\n");
+    if (result.cell_turned)
+      printf("fields of yy, zz, yz and zx: those of xx and xy turned about the cell's diagonal "
+             "(--cell-turned-fields)\n");
     char strains[32]; /* what each design iteration solved */
     printf("strains %s solved per design iteration (what the objective reads), the six unit "
            "strains at the final design\n",

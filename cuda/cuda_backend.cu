@@ -719,6 +719,7 @@ static vox_design_ops make_design_ops(void) {
   o.filter_sensitivity = vox_cuda_filter_sensitivity;
   o.filter_create_periodic = vox_cuda_filter_create_periodic;
   o.symmetrize = vox_cuda_symmetrize;
+  o.turn_field = vox_cuda_turn_field;
   return o;
 }
 

@@ -350,6 +350,8 @@ void vox_cuda_filter_destroy(vox_backend *be, vox_filter *filter);
 /* cuda_symmetry.cu */
 vox_status vox_cuda_symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
                                vox_vec *v);
+vox_status vox_cuda_turn_field(vox_backend *be, const vox_grid *grid, int turns,
+                               const vox_vec *src, vox_vec *dst);
 vox_status vox_cuda_filter_apply(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
 vox_status vox_cuda_filter_transpose(vox_backend *be, vox_filter *f, const vox_vec *in,
                                      vox_vec *out);

@@ -402,6 +402,13 @@ typedef struct vox_design_ops {
    * grid cannot have (vox_symmetry_check). */
   vox_status (*symmetrize)(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
                            vox_vec *v);
+  /* Optional (NULL: not on this backend): dst = the node field src (3
+   * values a node of the grid, images included; double or half, both the
+   * same) turned `turns` times (1 or 2) about the cubic grid's diagonal
+   * (symmetry_group.h: vox_turn_source); dst != src. Moves values only:
+   * the same bits on every backend. */
+  vox_status (*turn_field)(vox_backend *be, const vox_grid *grid, int turns, const vox_vec *src,
+                           vox_vec *dst);
 } vox_design_ops;
 
 /* The device and the tables of its operations by concern. */
@@ -512,6 +519,10 @@ extern "C" {
  * thread's current device first when it is 0 or more. */
 vox_status vox_cpu_backend_create(vox_context *ctx, const vox_backend_options *options,
                                   vox_backend **out);
+/* The arguments of design->turn_field checked (symmetry.c): the same
+ * refusal on every backend. */
+vox_status vox_turn_field_check(vox_backend *be, const vox_grid *grid, int turns,
+                                const vox_vec *src, const vox_vec *dst);
 #ifdef VOXFE_HAVE_CUDA
 vox_status vox_cuda_backend_create(vox_context *ctx, const vox_backend_options *options,
                                    vox_backend **out);

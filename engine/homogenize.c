@@ -283,6 +283,45 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
   return h->half_fields ? o->vec->copy(be, &h->uh[i], u) : VOX_OK;
 }
 
+int vox_homog_turn_fields(vox_homog *h, int turned) {
+  h->turned = turned && !h->dot_form && h->fem->be->ops->design->turn_field;
+  return h->turned;
+}
+
+/* The case whose field, turned, is case i's (h->turned): the first kept
+ * case of i's orbit, x -> y -> z taking xx to yy to zz and xy to yz to zx
+ * (cases 0, 1, 2 and 3, 4, 5); i itself where it is the first, or where
+ * nothing is turned. */
+static int turned_from(const vox_homog *h, int i) {
+  if (!h->turned || i >= VOX_STRAINS) return i; /* the hydrostatic case is its own orbit */
+  const int first = i < 3 ? 0 : 3;
+  for (int a = first; a < i; a++)
+    if ((h->strains >> a) & 1) return a;
+  return i;
+}
+
+int vox_homog_solved_count(const vox_homog *h) {
+  int n = 0;
+  for (int i = 0; i < VOX_CASES; i++) n += ((h->strains >> i) & 1) && turned_from(h, i) == i;
+  return n;
+}
+
+/* Case i's field as case a's (a < i, of the same orbit) turned i - a times. */
+static vox_status turn_case(vox_homog *h, int a, int i) {
+  vox_backend *be = h->fem->be;
+  const int parked = parks_fields(h, h->strains);
+  TRY(field_hold(h, a));
+  if (h->half_fields && !h->uh[i].data) /* parked: made here, its old values not needed */
+    TRY(be->ops->vec->create(be, h->fem->n_dofs, VOX_HALF, &h->uh[i]));
+  const vox_vec *src = h->half_fields ? &h->uh[a] : &h->u[a];
+  vox_vec *dst = h->half_fields ? &h->uh[i] : &h->u[i];
+  TRY(be->ops->design->turn_field(be, &h->fem->grid, i - a, src, dst));
+  if (!parked) return VOX_OK;
+  TRY(field_park(h, i));
+  be->ops->vec->destroy(be, &h->uh[a]); /* parked as it was solved, unchanged since */
+  return VOX_OK;
+}
+
 /* e_h' C^H e_h from the unit strains' entries: sum_ij C_ij over i, j < 3. */
 static double normal_sum(const double c[36]) {
   double sum = 0;
@@ -322,6 +361,13 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
   for (int i = 0; i < VOX_CASES; i++) {
     if (!((h->strains >> i) & 1)) continue;
     vox_solve_result *r = &h->last[i];
+    const int a = turned_from(h, i);
+    if (a != i) { /* as solved as case a's field, without an iteration of its own */
+      TRY(turn_case(h, a, i));
+      *r = h->last[a];
+      r->iterations = 0;
+      continue;
+    }
     TRY(field_hold(h, i));
     TRY(solve_case(h, i, mm, options, r));
     if (parks_fields(h, h->strains)) TRY(field_park(h, i));

@@ -66,6 +66,13 @@ typedef struct vox_homog {
   int dot_form;              /* C^H in the dot-product form (first order in the fields'
                               * error) instead of the energy form (second order; 0, the
                               * default): homogenize.c */
+  /* The cell and its moduli are unchanged by a turn about the diagonal, x
+   * -> y -> z (a design of symmetry reflect6 or rotate3): of the kept
+   * strains of each orbit {xx, yy, zz} and {xy, yz, zx}, the first is
+   * solved and the others' fields are its field turned (design->turn_field),
+   * the exact solutions of their problems where its field is one of its own.
+   * Set by the caller (vox_homog_turn_fields); 0 solves every case. */
+  int turned;
 } vox_homog;
 
 /* Checks the cell and builds the system: model's labels and material, its
@@ -93,6 +100,14 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
  * hydrostatic case is dropped (unless `strains` asks for it): its energy
  * is then theirs, and its field is freed before theirs are made. */
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
+/* Whether the kept strains of each orbit under the turn about the
+ * diagonal take the first one's field turned (h->turned): only where the
+ * caller knows the design to be unchanged by the turn, and where the
+ * backend turns fields and C^H is in the energy form; returns whether it
+ * does. */
+int vox_homog_turn_fields(vox_homog *h, int turned);
+/* The cases that vox_homog_solve solves, the turned ones not counted. */
+int vox_homog_solved_count(const vox_homog *h);
 /* The number of cases in a mask. */
 int vox_homog_strain_count(unsigned strains);
 /* Whether the optimizer stores a cell's fields in half precision: in

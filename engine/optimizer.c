@@ -83,6 +83,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_sa_smoother = VOX_EFG_PC_SCHWARZ;
   o->efg_mg_coarse_dofs = 6000;
   o->efg_record = 1;
+  o->cell_turned_fields = 1;
   o->efg_sa_aggregate = 3;
   o->efg_sa_strength = 0.2;
 }
@@ -254,6 +255,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE(o->cell_objective != VOX_CELL_CUSTOM || o->custom || o->expression,
           "custom objective without a function or an expression");
   REQUIRE((unsigned)o->symmetry <= VOX_SYMMETRY_ROTATE3, "unknown symmetry %d", (int)o->symmetry);
+  REQUIRE(o->cell_turned_fields == 0 || o->cell_turned_fields == 1,
+          "cell_turned_fields %d is not 0 or 1", o->cell_turned_fields);
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
   REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
@@ -672,6 +675,18 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
 }
 
 /* Design mask, passive densities and the starting design, from the labels. */
+/* Whether the turn about the cell's diagonal (x -> y -> z) leaves the
+ * moduli unchanged at every design iteration: the symmetries reflect6 and
+ * rotate3 include it, and keep the design and passive voxels on whole
+ * orbits (start_design refuses a model without); the materials must then all be
+ * equally stiff, or their labels could break it. */
+static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *opt) {
+  if (opt->symmetry != VOX_SYMMETRY_REFLECT6 && opt->symmetry != VOX_SYMMETRY_ROTATE3) return 0;
+  for (int m = 1; m < model->n_materials; m++)
+    if (model->materials[m].youngs_modulus != model->materials[0].youngs_modulus) return 0;
+  return 1;
+}
+
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
@@ -682,6 +697,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
                                 vox_cell_objective_strains(opt), &s->homog));
     s->fem = s->homog->fem;
     s->e_material = s->homog->e_solid;
+    vox_homog_turn_fields(s->homog, opt->cell_turned_fields && turn_keeps_cell(model, opt));
     /* phased: the fem's moduli, its solid E and the fields wait for the
      * first evaluation, which makes the moduli from the density (on the
      * device with the vectors and the filter below, they would top its
@@ -1317,7 +1333,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
     q = opt->q_max;
   }
   /* what a design iteration solves, for its progress report */
-  const int solves = cell ? vox_homog_strain_count(strains)
+  const int solves = cell ? (s.homog ? vox_homog_solved_count(s.homog) : 0)
                           : mechanism ? 2 : (s.fem ? s.fem->n_cases : 0);
 
   for (int k = k_done + 1; st == VOX_OK && k <= opt->max_iterations; k++) {
@@ -1504,6 +1520,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   result->adjoint_gpu = s.adjoint_gpu;
   result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : s.mma_freed ? s.mma_kkt : -1;
   result->cell_solver = s.homog && s.homog->cell;
+  result->cell_turned = s.homog && s.homog->turned;
   result->by_turns = s.turns;
   state_free(be, &s);
   return st;

@@ -2,6 +2,7 @@
 /* The symmetry groups of the cell (voxfe/symmetry.h, symmetry_group.h). */
 #include <string.h>
 
+#include "backend_ops.h"
 #include "symmetry_group.h"
 #include "voxfe/symmetry.h"
 #include "cpu/cpu.h"
@@ -74,5 +75,22 @@ vox_status vox_symmetrize(vox_context *ctx, const vox_grid *grid, vox_symmetry s
   vox_symmetry_group g;
   vox_symmetry_group_make(symmetry, &g);
   vox_cpu_symmetrize_field(&g, grid, field, vox_context_threads(ctx));
+  return VOX_OK;
+}
+
+/* design->turn_field's arguments: a cubic grid, 1 or 2 turns, two distinct
+ * vectors of the same precision (double or half), 3 values a node. */
+vox_status vox_turn_field_check(vox_backend *be, const vox_grid *grid, int turns,
+                                const vox_vec *src, const vox_vec *dst) {
+  const size_t n = (size_t)(grid->nx + 1);
+  if (grid->nx != grid->ny || grid->ny != grid->nz || grid->voxel_size[0] != grid->voxel_size[1] ||
+      grid->voxel_size[1] != grid->voxel_size[2] || (turns != 1 && turns != 2) ||
+      src->raw == dst->raw || src->scalar != dst->scalar ||
+      (src->scalar != VOX_DOUBLE && src->scalar != VOX_HALF) || src->n != 3 * n * n * n ||
+      dst->n != src->n)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "turn_field: %d turns of %zu values into %zu on a %lld x %lld x %lld grid",
+                     turns, src->n, dst->n, (long long)grid->nx, (long long)grid->ny,
+                     (long long)grid->nz);
   return VOX_OK;
 }

@@ -68,6 +68,20 @@ static inline VOX_SYMMETRY_HD void vox_symmetry_average_orbit(const vox_symmetry
   for (int m = 0; m < g->n; m++) field[vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k)] = mean;
 }
 
+/* A node field of 3 components turned about the cube's diagonal, `turns`
+ * (1 or 2) times x -> y -> z (the map of the groups reflect6 and rotate3
+ * with perm {1, 2, 0} and no flips, applied `turns` times): the turned
+ * field's component (c + turns) % 3 at node q = (i, j, k) is the field's
+ * component c at node p, p[c] = q[(c + turns) % 3]. On a design that the
+ * turn leaves unchanged, the cell problem of a strain turned so is solved
+ * by the turned field of that strain's solution (homogenize.c). n: nodes
+ * along each axis. The index of node p: */
+static inline VOX_SYMMETRY_HD int64_t vox_turn_source(int turns, int64_t n, int64_t i, int64_t j,
+                                                      int64_t k) {
+  const int64_t q[3] = {i, j, k};
+  return (q[(2 + turns) % 3] * n + q[(1 + turns) % 3]) * n + q[turns % 3];
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -200,6 +200,8 @@ void vox_cpu_symmetrize_field(const struct vox_symmetry_group *g, const vox_grid
                               double *field, int threads);
 vox_status vox_cpu_symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetry symmetry,
                               vox_vec *v);
+vox_status vox_cpu_turn_field(vox_backend *be, const vox_grid *grid, int turns, const vox_vec *src,
+                              vox_vec *dst);
 
 /* cpu_filter.c */
 vox_status vox_cpu_filter_create_periodic(vox_backend *be, const vox_grid *grid, double radius,

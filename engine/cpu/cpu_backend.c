@@ -334,6 +334,7 @@ static const vox_design_ops cpu_design_ops = {
     .filter_sensitivity = vox_cpu_filter_sensitivity,
     .filter_create_periodic = vox_cpu_filter_create_periodic,
     .symmetrize = vox_cpu_symmetrize,
+    .turn_field = vox_cpu_turn_field,
 };
 
 static const vox_backend_ops cpu_ops = {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry enforcement on the CPU: the orbit means of symmetry_group.h, one
  * element per iteration, in place (each orbit is written by its lowest
- * element only). */
+ * element only); node fields turned about the cell's diagonal. */
 #include <omp.h>
 
 #include "../symmetry_group.h"
@@ -28,5 +28,30 @@ vox_status vox_cpu_symmetrize(vox_backend *be, const vox_grid *grid, vox_symmetr
   vox_symmetry_group g;
   vox_symmetry_group_make(symmetry, &g);
   vox_cpu_symmetrize_field(&g, grid, v->data, vox_cpu_threads(be));
+  return VOX_OK;
+}
+
+#define TURN_NODES(T)                                                                           \
+  do {                                                                                          \
+    const T *s = src->raw;                                                                      \
+    T *d = dst->raw;                                                                            \
+    _Pragma("omp parallel for collapse(2) num_threads(threads) schedule(static)")               \
+    for (int64_t k = 0; k < n; k++)                                                             \
+      for (int64_t j = 0; j < n; j++)                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+          const int64_t q = (k * n + j) * n + i, p = vox_turn_source(turns, n, i, j, k);        \
+          for (int c = 0; c < 3; c++) d[3 * q + (c + turns) % 3] = s[3 * p + c];                \
+        }                                                                                       \
+  } while (0)
+
+vox_status vox_cpu_turn_field(vox_backend *be, const vox_grid *grid, int turns, const vox_vec *src,
+                              vox_vec *dst) {
+  TRY(vox_turn_field_check(be, grid, turns, src, dst));
+  const int64_t n = grid->nx + 1;
+  const int threads = vox_cpu_threads(be) > 0 ? vox_cpu_threads(be) : omp_get_max_threads();
+  if (src->scalar == VOX_DOUBLE)
+    TURN_NODES(double);
+  else
+    TURN_NODES(uint16_t);
   return VOX_OK;
 }

@@ -2,7 +2,7 @@
 # A periodic unit cell end to end: voxelize a cell (problem file with
 # `cell: true`), maximise its bulk modulus for two iterations, and find
 # C^H in the summary and in the design file; a solid cell's C^H is the
-# material's stiffness. A cell with supports and a cell of 6 voxels are
+# material's stiffness; a symmetric cell turns fields instead of solving. A cell with supports and a cell of 6 voxels are
 # refused with exit status 2 and nothing written.
 . "$(dirname "$0")/lib.sh"
 
@@ -34,6 +34,17 @@ awk '/^bulk modulus/ { b = $3 + 0; found = 1 } END { exit !(found && b < 0.2499)
 ncdump -h auto.nc | grep -q -- "--initial=trigonometric" ||
   fail "auto.nc's history does not name the trigonometric start"
 
+# a reflect6 cell turns the fields of xx and xy for yy, zz, yz and zx,
+# says so, and records the option; the shear moduli come out equal
+"$OPTIMIZE" cell.nc -o turned.nc --objective shear --symmetry reflect6 --max-iterations 1 \
+  --device cpu >"$LOG/turned" 2>"$LOG/turned.err" ||
+  fail "optimize with reflect6: $(tail -n 3 "$LOG/turned.err")"
+grep -q "^fields of yy, zz, yz and zx: those of xx and xy turned" "$LOG/turned" ||
+  fail "no turned fields in the summary: $(cat "$LOG/turned")"
+awk '/^Young.s moduli/ { exit !($12 + 0 == $14 + 0 && $14 + 0 == $16 + 0) }' "$LOG/turned" ||
+  fail "unequal shear moduli: $(grep '^Young' "$LOG/turned")"
+ncdump -h turned.nc | grep -q -- "--cell-turned-fields=1" ||
+  fail "turned.nc's history does not name --cell-turned-fields"
 # refused: supports in a cell, and a grid that is not a multiple of 4
 before=$(listing)
 cat >bad.yaml <<'YAML'

@@ -9,7 +9,9 @@
  * and the refusals (a symmetry the grid or the design domain cannot have, a
  * formula not defined at C^H); a shifted start gives the shifted design;
  * each objective solves only the unit strains its entries of C^H need, with
- * the iterates of all six solved, and reports the whole C^H at the end.
+ * the iterates of all six solved, and reports the whole C^H at the end;
+ * fields turned about the diagonal, and the symmetric cells that solve one
+ * strain of each orbit and turn its field for the others.
  * 4^3 and 8^3 cells, a few iterations: well under a
  * second (a few seconds under ASan). */
 #include <math.h>
@@ -546,6 +548,126 @@ static void test_needed_strains(vox_context *ctx, vox_backend *be) {
   for (int run = 0; run < 3; run++) vox_model_free(&m[run]);
 }
 
+/* design->turn_field on the CPU: an affine field of the strain xx turned
+ * once is the field of yy, twice the field of zz; a random field turned
+ * once and then twice is itself, in double and in half precision (the bits
+ * moved); a grid that is not cubic is refused. */
+static void test_turn_field(vox_context *ctx, vox_backend *be) {
+  const int n = 5; /* elements a side: 6^3 nodes */
+  const vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1, 1, 1}};
+  const size_t nodes = (size_t)(n + 1) * (n + 1) * (n + 1), dofs = 3 * nodes;
+  double *u = malloc(dofs * sizeof *u), *t = malloc(dofs * sizeof *t);
+  vox_vec a, b;
+  CHECK_OK(ctx, be->ops->vec->create(be, dofs, VOX_DOUBLE, &a));
+  CHECK_OK(ctx, be->ops->vec->create(be, dofs, VOX_DOUBLE, &b));
+  for (size_t q = 0; q < nodes; q++) { /* u = (x, 0, 0), x the node's i */
+    u[3 * q] = (double)(q % (size_t)(n + 1));
+    u[3 * q + 1] = u[3 * q + 2] = 0;
+  }
+  CHECK_OK(ctx, be->ops->vec->upload(be, &a, u));
+  for (int turns = 1; turns <= 2; turns++) {
+    CHECK_OK(ctx, be->ops->design->turn_field(be, &g, turns, &a, &b));
+    CHECK_OK(ctx, be->ops->vec->download(be, &b, t));
+    double worst = 0; /* turned once: (0, y, 0); twice: (0, 0, z) */
+    for (size_t q = 0; q < nodes; q++) {
+      const size_t ijk[3] = {q % (n + 1), q / (n + 1) % (n + 1), q / (n + 1) / (n + 1)};
+      for (int c = 0; c < 3; c++)
+        worst = fmax(worst, fabs(t[3 * q + c] - (c == turns ? (double)ijk[c] : 0)));
+    }
+    CHECK(worst == 0);
+  }
+  for (size_t i = 0; i < dofs; i++) u[i] = sin(0.7 * (double)i);
+  CHECK_OK(ctx, be->ops->vec->upload(be, &a, u));
+  CHECK_OK(ctx, be->ops->design->turn_field(be, &g, 1, &a, &b));
+  CHECK_OK(ctx, be->ops->design->turn_field(be, &g, 2, &b, &a));
+  CHECK_OK(ctx, be->ops->vec->download(be, &a, t));
+  CHECK(memcmp(u, t, dofs * sizeof *u) == 0);
+  vox_vec ha, hb;
+  uint16_t *hu = malloc(dofs * sizeof *hu), *ht = malloc(dofs * sizeof *ht);
+  for (size_t i = 0; i < dofs; i++) hu[i] = (uint16_t)(i * 2654435761u >> 7);
+  CHECK_OK(ctx, be->ops->vec->create(be, dofs, VOX_HALF, &ha));
+  CHECK_OK(ctx, be->ops->vec->create(be, dofs, VOX_HALF, &hb));
+  CHECK_OK(ctx, be->ops->vec->upload(be, &ha, hu));
+  CHECK_OK(ctx, be->ops->design->turn_field(be, &g, 2, &ha, &hb));
+  CHECK_OK(ctx, be->ops->design->turn_field(be, &g, 1, &hb, &ha));
+  CHECK_OK(ctx, be->ops->vec->download(be, &ha, ht));
+  CHECK(memcmp(hu, ht, dofs * sizeof *hu) == 0);
+  const vox_grid flat = {.nx = n, .ny = n, .nz = n - 1, .voxel_size = {1, 1, 1}};
+  CHECK(be->ops->design->turn_field(be, &flat, 1, &a, &b) == VOX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(vox_context_message(ctx), "turn_field") != NULL);
+  CHECK(be->ops->design->turn_field(be, &g, 1, &a, &ha) == VOX_ERR_INVALID_ARGUMENT);
+  be->ops->vec->destroy(be, &a), be->ops->vec->destroy(be, &b);
+  be->ops->vec->destroy(be, &ha), be->ops->vec->destroy(be, &hb);
+  free(u), free(t), free(hu), free(ht);
+}
+
+/* Cells of symmetry reflect6 and rotate3 take the fields of yy, zz, yz and
+ * zx as those of xx and xy turned (cell_turned_fields): the objective that
+ * reads all six strains solves two a design iteration, the shear formula
+ * one, and each run's objectives, design and final C^H are those of the
+ * same run solving every strain (to the solves' tolerance), in fewer CG
+ * iterations. reflect3 does not permute the axes: nothing is turned. */
+static void test_turned_fields(vox_context *ctx, vox_backend *be) {
+  const int n = 8, it = 3;
+  vox_initial_design init;
+  vox_initial_design_defaults(&init);
+  init.kind = VOX_INITIAL_TRIGONOMETRIC;
+  init.seed = 5;
+  vox_expression *shear;
+  CHECK_OK(ctx, vox_expression_parse(ctx, "-(C44 + C55 + C66)/3", &shear));
+  const vox_symmetry groups[] = {VOX_SYMMETRY_REFLECT6, VOX_SYMMETRY_ROTATE3,
+                                 VOX_SYMMETRY_REFLECT3};
+  for (int gi = 0; gi < 3; gi++)
+    for (int objective = 0; objective < 2; objective++) {
+      vox_model m[2];
+      vox_optimize_result r[2];
+      solve_log logs[2] = {{{0}, {0}, 0}, {{0}, {0}, 0}};
+      for (int turned = 0; turned < 2; turned++) {
+        make_cell(ctx, &m[turned], n);
+        vox_optimizer_options o;
+        cell_options(&o, n, it);
+        o.initial = &init;
+        o.symmetry = groups[gi];
+        o.solver.rtol = 1e-10;
+        o.cell_objective = VOX_CELL_CUSTOM;
+        if (objective == 0) o.custom = bulk_function;
+        else o.expression = shear;
+        o.cell_turned_fields = turned;
+        vox_context_set_progress(ctx, log_solves, &logs[turned]);
+        CHECK_OK(ctx, vox_optimize(ctx, be, &m[turned], &o, &r[turned]));
+        vox_context_set_progress(ctx, NULL, NULL);
+      }
+      const int turns = groups[gi] != VOX_SYMMETRY_REFLECT3;
+      CHECK(r[0].cell_turned == 0 && r[1].cell_turned == turns);
+      CHECK(logs[0].n == it && logs[1].n == it);
+      const int all = objective == 0 ? 6 : 3, fewer = objective == 0 ? 2 : 1;
+      int cg[2] = {0, 0};
+      for (int k = 0; k < it; k++) {
+        CHECK(logs[0].solves[k] == all && logs[1].solves[k] == (turns ? fewer : all));
+        CHECK_CLOSE(m[0].history[k].objective, m[1].history[k].objective, 1e-9);
+        cg[0] += logs[0].cg[k], cg[1] += logs[1].cg[k];
+      }
+      double diff = 0, scale = 0, worst = 0;
+      for (int i = 0; i < n * n * n; i++)
+        diff = fmax(diff, fabs(m[0].density[i] - m[1].density[i]));
+      for (int i = 0; i < 36; i++) scale = fmax(scale, fabs(r[0].tensor[i]));
+      for (int i = 0; i < 36; i++) worst = fmax(worst, fabs(r[0].tensor[i] - r[1].tensor[i]));
+      fprintf(stderr,
+              "turned fields, %s, %s: CG %d against %d solving every strain; designs %.2g "
+              "apart, final C^H %.2g of its largest entry; C22 - C11 %.2g\n",
+              vox_symmetry_name(groups[gi]), objective == 0 ? "all six" : "shear", cg[1], cg[0],
+              diff, worst / scale, r[1].tensor[7] - r[1].tensor[0]);
+      CHECK(diff <= 1e-8);
+      CHECK(worst <= 1e-9 * scale);
+      CHECK(turns ? cg[1] < cg[0] : cg[1] == cg[0]);
+      CHECK(r[1].final_cg_iterations > 0);
+      if (turns) CHECK(r[1].final_cg_iterations * 2 < r[0].final_cg_iterations);
+      vox_model_free(&m[0]);
+      vox_model_free(&m[1]);
+    }
+  vox_expression_free(shear);
+}
+
 int main(int argc, char **argv) {
   vox_context *ctx;
   vox_backend *be;
@@ -561,6 +683,8 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "shift")) test_shift(ctx, be);
   if (check_wanted(argc, argv, "strains")) test_strain_sets(ctx, be);
   if (check_wanted(argc, argv, "needed")) test_needed_strains(ctx, be);
+  if (check_wanted(argc, argv, "turn")) test_turn_field(ctx, be);
+  if (check_wanted(argc, argv, "turned")) test_turned_fields(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -597,6 +597,86 @@ static void test_symmetric_optimize(vox_context *ctx, int n, int iterations) {
   vox_model_free(&mc), vox_model_free(&mg);
 }
 
+/* design->turn_field on the device: the CPU's bits, double and half, one
+ * and two turns. */
+static void test_turn_field(int n) {
+  snprintf(where, sizeof where, "%d^3 grid, turned fields", n);
+  const vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1, 1, 1}, .periodic = 1};
+  const size_t dofs = 3 * (size_t)vox_grid_nodes(&g);
+  double *u = malloc(dofs * sizeof *u), *tc = malloc(dofs * sizeof *tc),
+         *tg = malloc(dofs * sizeof *tg);
+  uint64_t seed = 17;
+  for (size_t i = 0; i < dofs; i++) u[i] = uniform(&seed);
+  const vox_scalar scalars[2] = {VOX_DOUBLE, VOX_HALF};
+  for (int si = 0; si < 2; si++)
+    for (int turns = 1; turns <= 2; turns++) {
+      vox_vec ac, bc, ag, bg;
+      if (si == 1) /* random bits, moved as they are */
+        for (size_t i = 0; i < dofs; i++) ((uint16_t *)u)[i] = (uint16_t)(uniform(&seed) * 65535);
+      const int ok =
+          C_OK("create", cpu->ops->vec->create(cpu, dofs, scalars[si], &ac)) &&
+          C_OK("create", cpu->ops->vec->create(cpu, dofs, scalars[si], &bc)) &&
+          G_OK("create", gpu->ops->vec->create(gpu, dofs, scalars[si], &ag)) &&
+          G_OK("create", gpu->ops->vec->create(gpu, dofs, scalars[si], &bg)) &&
+          C_OK("upload", cpu->ops->vec->upload(cpu, &ac, u)) &&
+          G_OK("upload", gpu->ops->vec->upload(gpu, &ag, u)) &&
+          C_OK("turn_field", cpu->ops->design->turn_field(cpu, &g, turns, &ac, &bc)) &&
+          G_OK("turn_field", gpu->ops->design->turn_field(gpu, &g, turns, &ag, &bg)) &&
+          C_OK("download", cpu->ops->vec->download(cpu, &bc, tc)) &&
+          G_OK("download", gpu->ops->vec->download(gpu, &bg, tg));
+      if (ok) {
+        const size_t bytes = dofs * (si ? sizeof(uint16_t) : sizeof(double));
+        char check[64];
+        snprintf(check, sizeof check, "turn_field %s, %d turns", si ? "half" : "double", turns);
+        if (memcmp(tc, tg, bytes) == 0)
+          ok_line(check, 0, 0);
+        else
+          fail_line(check, "not the CPU's bits");
+      }
+      cpu->ops->vec->destroy(cpu, &ac), cpu->ops->vec->destroy(cpu, &bc);
+      gpu->ops->vec->destroy(gpu, &ag), gpu->ops->vec->destroy(gpu, &bg);
+    }
+  free(u), free(tc), free(tg);
+}
+
+/* A reflect6 cell whose objective reads the three shear strains, phased
+ * (its fields parked in host memory between uses) in mixed precision: one
+ * strain solved a design iteration and its field turned for the other two
+ * on both backends, the same C^H to the mixed solves' tolerance, and under
+ * half the CG iterations of the device's run solving all three (about a
+ * third). */
+static void test_turned_optimize(vox_context *ctx, int n, int iterations) {
+  snprintf(where, sizeof where, "%d^3 cell, reflect6, turned fields, phased, %d iterations", n,
+           iterations);
+  vox_optimizer_options opt;
+  cell_options(&opt, VOX_CELL_SHEAR, n, iterations);
+  opt.symmetry = VOX_SYMMETRY_REFLECT6;
+  opt.solver.precision = VOX_PRECISION_MIXED;
+  opt.solver.rtol = 1e-3; /* the cell solver's */
+  opt.solver.cell_solver = VOX_CELL_SOLVER_PHASED;
+  vox_optimizer_options solved = opt;
+  solved.cell_turned_fields = 0;
+  vox_model mc, mg, ms;
+  memset(&ms, 0, sizeof ms);
+  vox_optimize_result rc, rg, rs;
+  if (optimize_both(ctx, n, 13, &opt, &mc, &mg, &rc, &rg) && cell_model(ctx, &ms, n, 13) &&
+      G_OK("vox_optimize", vox_optimize(ctx, gpu, &ms, &solved, &rs))) {
+    printf("        shear modulus cpu %.10f cuda %.10f (every strain solved %.10f); CG "
+           "iterations cpu %d cuda %d (every strain solved %d)\n",
+           rc.moduli.shear, rg.moduli.shear, rs.moduli.shear, rc.total_cg_iterations,
+           rg.total_cg_iterations, rs.total_cg_iterations);
+    if (!rc.cell_turned || !rg.cell_turned || rs.cell_turned)
+      fail_line("turned fields", "cpu %d cuda %d, solved %d", rc.cell_turned, rg.cell_turned,
+                rs.cell_turned);
+    if (!rg.cell_solver) fail_line("cell solver", "not used");
+    report_tensor("C^H, turned, cuda against cpu", rg.tensor, rc.tensor, TOL_MIXED);
+    if (2 * rg.total_cg_iterations >= rs.total_cg_iterations)
+      fail_line("CG iterations", "%d turned against %d solved", rg.total_cg_iterations,
+                rs.total_cg_iterations);
+  }
+  vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&ms);
+}
+
 /* The phased cell solve (--cell-solver phased) on the device: the run of
  * the solver kept on it (the same kernels in the same order; the vectors
  * and fields only wait in host memory between them), and the CPU's phased
@@ -656,6 +736,8 @@ int main(void) {
   test_optimize(ctx, 16, 4);
   test_symmetric_optimize(ctx, 8, 3);
   test_phased_optimize(ctx, 32, 3);
+  test_turn_field(12);
+  test_turned_optimize(ctx, 32, 3);
 
   vox_backend_destroy(cpu), vox_backend_destroy(gpu);
   vox_context_destroy(cpu_ctx), vox_context_destroy(ctx);

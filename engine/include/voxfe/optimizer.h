@@ -148,6 +148,14 @@ typedef struct vox_optimizer_options {
    * and the design domain must have it (passive and empty voxels on whole
    * orbits); VOX_ERR_INVALID_ARGUMENT otherwise. */
   vox_symmetry symmetry;
+  /* Periodic cells of symmetry reflect6 or rotate3 whose materials are
+   * equally stiff: 1 (the default) solves one strain of each of the orbits
+   * {xx, yy, zz} and {xy, yz, zx} that the objective or the final C^H reads
+   * and takes the others' fields as its field turned about the cell's
+   * diagonal, x -> y -> z (their exact solutions on a design the turn leaves
+   * unchanged: a third of the solves where a whole orbit is read, C11 = C22
+   * = C33 up to rounding); 0 solves every strain. */
+  int cell_turned_fields;
   /* The starting design. NULL: the model's density where it has one (a
    * design to continue), else the volume fraction on every design element,
    * or for a periodic cell Zhang et al. 2023's trigonometric family (seed 1): a
@@ -303,6 +311,7 @@ typedef struct vox_optimize_result {
   vox_cell_moduli moduli;
   int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
   int cell_solver; /* cell objectives: 1 when the single-precision cell solver solved them */
+  int cell_turned; /* cell objectives: 1 when fields were turned (cell_turned_fields) */
   int by_turns;    /* 1 when the solver and the design took turns on the device
                       (vox_solver_options.by_turns) */
   /* MMA: the largest entry of the residual of the KKT conditions (Svanberg's
