@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend_ops.h" /* vox_hash_uniform */
+#include "symmetry_group.h"
 
 /* seed 003 section 6.2 */
 #define SIGMOID_K 15.0
@@ -162,25 +163,6 @@ static vox_status project(vox_context *ctx, const vox_grid *grid, const uint8_t 
   return VOX_OK;
 }
 
-/* 1 when the mask is the same on every orbit of the symmetry group, so that
- * averaging over the orbits keeps the masked elements' mean. */
-static vox_status mask_is_symmetric(vox_context *ctx, const vox_grid *grid, const uint8_t *mask,
-                                    vox_symmetry symmetry, int *symmetric) {
-  const int64_t ne = vox_grid_elements(grid);
-  double *m = malloc((size_t)ne * sizeof *m);
-  if (!m) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design");
-  for (int64_t e = 0; e < ne; e++) m[e] = mask[e] != 0;
-  vox_status st = vox_symmetrize(ctx, grid, symmetry, m);
-  *symmetric = 1;
-  for (int64_t e = 0; st == VOX_OK && e < ne; e++)
-    if (m[e] != (mask[e] != 0)) { /* an orbit of mixed members averages to a fraction */
-      *symmetric = 0;
-      break;
-    }
-  free(m);
-  return st;
-}
-
 vox_status vox_initial_design_make(vox_context *ctx, const vox_grid *grid,
                                    const vox_initial_design *d, double *rho) {
   return vox_initial_design_make_masked(ctx, grid, d, NULL, rho);
@@ -213,10 +195,10 @@ vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid
     for (int64_t e = 0; e < ne; e++) n_mask += mask[e] != 0;
     if (n_mask == 0)
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "initial design: no element in the mask");
-    int symmetric = 1;
-    if (d->symmetry != VOX_SYMMETRY_NONE)
-      TRY(mask_is_symmetric(ctx, grid, mask, d->symmetry, &symmetric));
-    if (!symmetric)
+    /* the same on every orbit: averaging over the orbits then keeps the
+     * masked elements' mean */
+    if (d->symmetry != VOX_SYMMETRY_NONE &&
+        !vox_symmetry_holds_mask(grid, d->symmetry, mask, vox_context_threads(ctx)))
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                        "initial design: the design domain does not have the symmetry %s (its "
                        "passive or empty voxels are not symmetric)",

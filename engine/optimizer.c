@@ -22,6 +22,7 @@
 #include "name_table.h"
 #include "objective.h"
 #include "optimizer_checkpoint.h"
+#include "symmetry_group.h"
 #include "voxfe/optimizer.h"
 
 void vox_optimizer_options_default(vox_optimizer_options *o) {
@@ -359,16 +360,6 @@ static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_mo
   return vox_objective_use_adjoint_worker(s->objective, worker);
 }
 
-/* 1 in *yes when the host field f (one value per element) is unchanged by
- * averaging over the orbits of the symmetry: it has the symmetry. */
-static vox_status has_symmetry(vox_context *ctx, const vox_grid *grid, vox_symmetry symmetry,
-                               const double *f, size_t ne, double *scratch, int *yes) {
-  memcpy(scratch, f, ne * sizeof *scratch);
-  TRY(vox_symmetrize(ctx, grid, symmetry, scratch));
-  *yes = memcmp(scratch, f, ne * sizeof *scratch) == 0;
-  return VOX_OK;
-}
-
 /* The starting design x on the host: on design elements the initial design,
  * the model's density or the volume fraction; elsewhere the passive values
  * (1 solid, 0 void); averaged over the orbits of the symmetry. `design` and
@@ -381,7 +372,7 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
   double *scratch = NULL;
   uint8_t *mask = NULL;
   vox_status st = VOX_OK;
-  if (opt->symmetry != VOX_SYMMETRY_NONE || opt->initial) {
+  if (opt->initial) {
     scratch = vox_host_malloc(ne * sizeof *scratch);
     mask = vox_host_malloc(ne);
     if (!scratch || !mask) {
@@ -392,10 +383,11 @@ static vox_status start_design(vox_context *ctx, const vox_model *model,
   if (opt->symmetry != VOX_SYMMETRY_NONE) {
     /* the design domain and the passive solid must have the symmetry:
      * then every orbit lies in one of them, or in neither */
-    int design_ok = 0, passive_ok = 0;
-    st = has_symmetry(ctx, grid, opt->symmetry, design, ne, scratch, &design_ok);
-    if (st == VOX_OK)
-      st = has_symmetry(ctx, grid, opt->symmetry, passive, ne, scratch, &passive_ok);
+    const int threads = vox_context_threads(ctx);
+    st = vox_symmetry_check(ctx, grid, opt->symmetry);
+    const int design_ok = st == VOX_OK && vox_symmetry_holds(grid, opt->symmetry, design, threads);
+    const int passive_ok =
+        st == VOX_OK && vox_symmetry_holds(grid, opt->symmetry, passive, threads);
     if (st == VOX_OK && !(design_ok && passive_ok))
       st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "symmetry %s: the model's %s voxels are not symmetric under it",

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The symmetry groups of the cell (voxfe/symmetry.h, symmetry_group.h). */
+#include <omp.h>
 #include <string.h>
 
 #include "backend_ops.h"
@@ -67,6 +68,53 @@ void vox_symmetry_group_make(vox_symmetry symmetry, vox_symmetry_group *g) {
       if (symmetry == VOX_SYMMETRY_ROTATE3 && det != 1) continue;
       g->map[g->n++] = m;
     }
+}
+
+/* Generators of the group (symmetry_group.h: vox_symmetry_holds), their
+ * number returned. */
+static int group_generators(vox_symmetry symmetry, vox_symmetry_map g[3]) {
+  static const vox_symmetry_map mirror_x = {{0, 1, 2}, {1, 0, 0}},
+                                mirror_y = {{0, 1, 2}, {0, 1, 0}},
+                                mirror_z = {{0, 1, 2}, {0, 0, 1}},
+                                swap_xy = {{1, 0, 2}, {0, 0, 0}},
+                                turn = {{1, 2, 0}, {0, 0, 0}},     /* about the diagonal */
+                                quarter_z = {{1, 0, 2}, {1, 0, 0}}; /* (n-1-j, i, k) */
+  switch (symmetry) {
+  case VOX_SYMMETRY_REFLECT3: g[0] = mirror_x, g[1] = mirror_y, g[2] = mirror_z; return 3;
+  case VOX_SYMMETRY_REFLECT6: g[0] = mirror_x, g[1] = swap_xy, g[2] = turn; return 3;
+  case VOX_SYMMETRY_ROTATE3: g[0] = turn, g[1] = quarter_z; return 2;
+  default: return 0;
+  }
+}
+
+/* vox_symmetry_holds on doubles (d) or on a mask (m, zero or not). */
+static int holds(const vox_grid *grid, vox_symmetry symmetry, const double *d, const uint8_t *m,
+                 int threads) {
+  vox_symmetry_map g[3];
+  const int ng = group_generators(symmetry, g);
+  const int64_t nx = grid->nx, ny = grid->ny, nz = grid->nz;
+  int broken = 0;
+#pragma omp parallel for collapse(2) reduction(|| : broken) schedule(static) \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
+  for (int64_t k = 0; k < nz; k++)
+    for (int64_t j = 0; j < ny; j++)
+      for (int64_t i = 0; i < nx && !broken; i++) {
+        const int64_t e = (k * ny + j) * nx + i;
+        for (int a = 0; a < ng; a++) {
+          const int64_t f = vox_symmetry_image(&g[a], nx, ny, nz, i, j, k);
+          if (d ? d[f] != d[e] : (m[f] != 0) != (m[e] != 0)) broken = 1;
+        }
+      }
+  return !broken;
+}
+
+int vox_symmetry_holds(const vox_grid *grid, vox_symmetry symmetry, const double *f, int threads) {
+  return holds(grid, symmetry, f, NULL, threads);
+}
+
+int vox_symmetry_holds_mask(const vox_grid *grid, vox_symmetry symmetry, const uint8_t *mask,
+                            int threads) {
+  return holds(grid, symmetry, NULL, mask, threads);
 }
 
 vox_status vox_symmetrize(vox_context *ctx, const vox_grid *grid, vox_symmetry symmetry,

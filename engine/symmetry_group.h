@@ -68,6 +68,17 @@ static inline VOX_SYMMETRY_HD void vox_symmetry_average_orbit(const vox_symmetry
   for (int m = 0; m < g->n; m++) field[vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k)] = mean;
 }
 
+/* Whether the host field f (one value per element; `mask`: bytes compared
+ * as zero or not, else doubles compared exactly) is unchanged by every map
+ * of the group: checked on the generators of the group (the mirrors in the
+ * mid-planes for reflect3; a mirror, a swap and the turn of the axes for
+ * reflect6; the turn and a quarter turn for rotate3), element by element
+ * with no copy, which is what being unchanged by all of it takes. The grid
+ * must suit the symmetry (vox_symmetry_check). */
+int vox_symmetry_holds(const vox_grid *grid, vox_symmetry symmetry, const double *f, int threads);
+int vox_symmetry_holds_mask(const vox_grid *grid, vox_symmetry symmetry, const uint8_t *mask,
+                            int threads);
+
 /* A node field of 3 components turned about the cube's diagonal, `turns`
  * (1 or 2) times x -> y -> z (the map of the groups reflect6 and rotate3
  * with perm {1, 2, 0} and no flips, applied `turns` times): the turned

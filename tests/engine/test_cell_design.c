@@ -10,6 +10,7 @@
  * formula not defined at C^H); a shifted start gives the shifted design;
  * each objective solves only the unit strains its entries of C^H need, with
  * the iterates of all six solved, and reports the whole C^H at the end;
+ * the symmetry checks on the generators of each group;
  * fields turned about the diagonal, and the symmetric cells that solve one
  * strain of each orbit and turn its field for the others.
  * 4^3 and 8^3 cells, a few iterations: well under a
@@ -548,6 +549,30 @@ static void test_needed_strains(vox_context *ctx, vox_backend *be) {
   for (int run = 0; run < 3; run++) vox_model_free(&m[run]);
 }
 
+/* vox_symmetry_holds and its mask form, on random fields made symmetric
+ * under each group H and checked under each group G: they hold exactly
+ * where G is part of H (reflect3 and rotate3 of reflect6). */
+static void test_symmetry_holds(vox_context *ctx) {
+  const int n = 12; /* the masks' orbits many enough not to be symmetric by chance */
+  const vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1, 1, 1}};
+  const size_t ne = (size_t)n * n * n;
+  double *f = malloc(ne * sizeof *f);
+  uint8_t *mask = malloc(ne);
+  const vox_symmetry all[] = {VOX_SYMMETRY_NONE, VOX_SYMMETRY_REFLECT3, VOX_SYMMETRY_REFLECT6,
+                              VOX_SYMMETRY_ROTATE3};
+  for (int h = 0; h < 4; h++) {
+    for (size_t e = 0; e < ne; e++) f[e] = (double)((e * 2654435761u) % 1000);
+    CHECK_OK(ctx, vox_symmetrize(ctx, &g, all[h], f));
+    for (size_t e = 0; e < ne; e++) mask[e] = f[e] > 500;
+    for (int gi = 1; gi < 4; gi++) {
+      const int part = gi == h || (all[h] == VOX_SYMMETRY_REFLECT6 && gi != 0);
+      CHECK(vox_symmetry_holds(&g, all[gi], f, 2) == part);
+      CHECK(vox_symmetry_holds_mask(&g, all[gi], mask, 2) == part);
+    }
+  }
+  free(f), free(mask);
+}
+
 /* design->turn_field on the CPU: an affine field of the strain xx turned
  * once is the field of yy, twice the field of zz; a random field turned
  * once and then twice is itself, in double and in half precision (the bits
@@ -683,6 +708,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "shift")) test_shift(ctx, be);
   if (check_wanted(argc, argv, "strains")) test_strain_sets(ctx, be);
   if (check_wanted(argc, argv, "needed")) test_needed_strains(ctx, be);
+  if (check_wanted(argc, argv, "holds")) test_symmetry_holds(ctx);
   if (check_wanted(argc, argv, "turn")) test_turn_field(ctx, be);
   if (check_wanted(argc, argv, "turned")) test_turned_fields(ctx, be);
   vox_backend_destroy(be);
