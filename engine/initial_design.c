@@ -66,35 +66,64 @@ static void quaternion_rotation(uint64_t seed, double r[3][3]) {
 }
 
 /* y_e = sum_a w_a p_a + sum_{a <= b} w_ab p_a p_b over T_n (6n functions:
- * for each axis i, for k = 1..n, cos then sin of 2 pi k xb_i). */
-static void trigonometric_sums(const vox_grid *grid, uint64_t seed, int order, int nt, double *y) {
+ * for each axis i, for k = 1..n, cos then sin of 2 pi k xb_i). xb_i =
+ * r_i0 x + r_i1 y + r_i2 z is the x part plus the row's part, so each
+ * function is the angle sum of two: the x parts' cosines and sines are
+ * tabled once per i, the row's once per row, and an element takes four
+ * products a function instead of a sine and a cosine. */
+static vox_status trigonometric_sums(vox_context *ctx, const vox_grid *grid, uint64_t seed,
+                                     int order, int nt, double *y) {
   const int nb = 6 * order, nw = nb + nb * (nb + 1) / 2;
   double r[3][3], w[6 * MAX_ORDER + 6 * MAX_ORDER * (6 * MAX_ORDER + 1) / 2];
   quaternion_rotation(seed, r);
   for (int t = 0; t < nw; t++) w[t] = draw(seed, 4 + (uint64_t)t);
   const int64_t nx = grid->nx, ny = grid->ny, nz = grid->nz;
   const double two_pi = 2 * 3.14159265358979323846;
+  /* cos and sin of 2 pi f r_a0 x(i), function (a, f) at [(3 f' + a) nx + i]
+   * with f' = f - 1 */
+  double *cx = malloc(2 * (size_t)(3 * order * nx) * sizeof *cx);
+  if (!cx) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design");
+  double *sx = cx + 3 * order * nx;
+  for (int f = 1; f <= order; f++)
+    for (int a = 0; a < 3; a++)
+      for (int64_t i = 0; i < nx; i++) {
+        const double t = two_pi * f * (r[a][0] * ((i + 0.5) / nx - 0.5));
+        cx[(3 * (f - 1) + a) * nx + i] = cos(t), sx[(3 * (f - 1) + a) * nx + i] = sin(t);
+      }
 #pragma omp parallel for collapse(2) num_threads(nt) schedule(static)
   for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      for (int64_t i = 0; i < nx; i++) {
-        const double x[3] = {(i + 0.5) / nx - 0.5, (j + 0.5) / ny - 0.5, (k + 0.5) / nz - 0.5};
-        double p[6 * MAX_ORDER];
-        int a = 0;
-        for (int ax = 0; ax < 3; ax++) {
-          const double xb = r[ax][0] * x[0] + r[ax][1] * x[1] + r[ax][2] * x[2];
-          for (int f = 1; f <= order; f++) {
-            p[a++] = cos(two_pi * f * xb);
-            p[a++] = sin(two_pi * f * xb);
-          }
+    for (int64_t j = 0; j < ny; j++) {
+      const double yy = (j + 0.5) / ny - 0.5, zz = (k + 0.5) / nz - 0.5;
+      double cr[3 * MAX_ORDER], sr[3 * MAX_ORDER]; /* the row's parts */
+      for (int f = 1; f <= order; f++)
+        for (int a = 0; a < 3; a++) {
+          const double t = two_pi * f * (r[a][1] * yy + r[a][2] * zz);
+          cr[3 * (f - 1) + a] = cos(t), sr[3 * (f - 1) + a] = sin(t);
         }
-        double s = 0;
-        int t = 0;
-        for (a = 0; a < nb; a++) s += w[t++] * p[a];
-        for (a = 0; a < nb; a++)
-          for (int b = a; b < nb; b++) s += w[t++] * p[a] * p[b];
-        y[(k * ny + j) * nx + i] = s;
+      for (int64_t i = 0; i < nx; i++) {
+        double p[6 * MAX_ORDER];
+        int n = 0;
+        for (int a = 0; a < 3; a++)
+          for (int f = 1; f <= order; f++) {
+            const int u = 3 * (f - 1) + a;
+            const double c = cx[u * nx + i], s = sx[u * nx + i];
+            p[n++] = c * cr[u] - s * sr[u]; /* cos(x part + row part) */
+            p[n++] = s * cr[u] + c * sr[u]; /* sin */
+          }
+        /* sum_a p_a (w_a + sum_{b >= a} w_ab p_b): nb short chains of
+         * additions that overlap, not one of nb (nb + 3) / 2 */
+        double sum = 0;
+        int t = nb;
+        for (int a = 0; a < nb; a++) {
+          double q = w[a];
+          for (int b = a; b < nb; b++) q += w[t++] * p[b];
+          sum += p[a] * q;
+        }
+        y[(k * ny + j) * nx + i] = sum;
       }
+    }
+  free(cx);
+  return VOX_OK;
 }
 
 static double sigmoid(double y, double mu, double rho_min, double v_hat) {
@@ -216,7 +245,7 @@ vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid
       for (int64_t e = 0; e < ne; e++) rho[e] = draw(d->seed, (uint64_t)e);
       break;
     case VOX_INITIAL_TRIGONOMETRIC:
-      trigonometric_sums(grid, d->seed, d->order, nt, rho);
+      st = trigonometric_sums(ctx, grid, d->seed, d->order, nt, rho);
       break;
   }
   if (d->kind == VOX_INITIAL_UNIFORM) return VOX_OK; /* symmetric already */
@@ -227,7 +256,8 @@ vox_status vox_initial_design_make_masked(vox_context *ctx, const vox_grid *grid
    * the uniform design's modulus after 5 iterations. The sigmoid acts
    * element by element, so equal sums give equal densities: the start
    * stays symmetric to the bit. */
-  if (d->symmetry != VOX_SYMMETRY_NONE) st = vox_symmetrize(ctx, grid, d->symmetry, rho);
+  if (st == VOX_OK && d->symmetry != VOX_SYMMETRY_NONE)
+    st = vox_symmetrize(ctx, grid, d->symmetry, rho);
   if (st == VOX_OK) st = project(ctx, grid, mask, n_mask, d->volume_fraction, d->rho_min, nt, rho);
   return st;
 }
