@@ -278,14 +278,16 @@ vox_status vox_mg_create_released(vox_backend *be, vox_operator *fine, const vox
     vox_mg_destroy(mg);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
-  /* A periodic cell with single-precision stencils takes the V-cycle: its
-   * W-cycle's CG count grows by orders of magnitude within a few design
-   * iterations, while V in mixed and W in double hold
-   * (docs/experiments.md): the repeated visits seem to build up what the float stencils' rounding
-   * leaves of the rigid translations, which are removed only around the
-   * coarsest solve (not established). */
-  const int w_cycle = options->mg_cycle != VOX_MG_CYCLE_V &&
-                      !(grid->periodic && options->precision == VOX_PRECISION_MIXED);
+  /* A periodic cell takes the V-cycle unless told otherwise: with
+   * single-precision stencils its W-cycle's CG count grows by orders of
+   * magnitude within a few design iterations, and in double the first
+   * solve of a 64^3 cell from the trigonometric start breaks down after
+   * one CG iteration (smaller grids, whose W-cycle has three levels at
+   * most, and the V-cycle hold; docs/experiments.md). What the repeated
+   * visits do to the rigid translations, which are removed only around
+   * the coarsest solve, is not established. */
+  const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W ||
+                      (options->mg_cycle == VOX_MG_CYCLE_AUTO && !grid->periodic);
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels; l++) {
     mg->level[l].grid = g;
