@@ -81,6 +81,7 @@ void vox_mg_destroy(vox_multigrid *mg) {
   for (int l = 0; mg->level && l < mg->n_levels; l++) level_free(mg->be, &mg->level[l], l > 0);
   for (int c = 0; c < mg->n_translations; c++)
     if (mg->translation[c].data) mg->be->ops->vec->destroy(mg->be, &mg->translation[c]);
+  if (mg->held_mask.data) mg->be->ops->vec->destroy(mg->be, &mg->held_mask);
   free(mg->level);
   free(mg->visits);
   free(mg);
@@ -115,8 +116,11 @@ static vox_status make_translations(vox_multigrid *mg) {
  * the fine operator annihilates). For its factorisation one node is held
  * (seed 003 section 4.2 holds the corner): its rows and columns become the
  * identity. With the restricted residual orthogonal to the translations,
- * the held system's solution solves the singular one; removing the
- * translations from that solution too keeps the V-cycle symmetric.
+ * the held system's solution, 0 on the held node, solves the singular one;
+ * its identity rows would give back the residual there instead, a spike of
+ * the stiffness's scale that made the W-cycle indefinite on a 64^3 cell of
+ * 1 mm voxels (held_mask takes it out). Removing the translations from
+ * that solution too keeps the cycle symmetric.
  *
  * The held node is the stiffest master (the largest trace of its diagonal
  * block; the first of equals), not the corner: once a design leaves the
@@ -162,6 +166,10 @@ static vox_status hold_node(vox_multigrid *mg) {
         }
       }
   if (s == VOX_OK) s = be->ops->mg->stencil_upload(be, st, v);
+  /* the mask reuses v's first n values */
+  const size_t n = nodes * (size_t)dpn;
+  for (size_t d = 0; d < n; d++) v[d] = d / (size_t)dpn != (size_t)held;
+  if (s == VOX_OK) s = be->ops->vec->upload(be, &mg->held_mask, v);
   free(v);
   return s;
 }
@@ -253,6 +261,9 @@ void vox_mg_layout(const vox_backend *be, const vox_grid *grid, int dpn,
       for (int c = 0; c < dpn && grid->periodic; c++)
         vox_layout_vec(out, "multigrid: a translation (periodic)", n, VOX_DOUBLE,
                        mg ? &mg->translation[c] : NULL);
+      if (grid->periodic)
+        vox_layout_vec(out, "multigrid: the held node's mask (periodic)", n, VOX_DOUBLE,
+                       mg ? &mg->held_mask : NULL);
     }
     g = vox_grid_coarsen(&g);
   }
@@ -278,16 +289,10 @@ vox_status vox_mg_create_released(vox_backend *be, vox_operator *fine, const vox
     vox_mg_destroy(mg);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   }
-  /* A periodic cell takes the V-cycle unless told otherwise: with
-   * single-precision stencils its W-cycle's CG count grows by orders of
-   * magnitude within a few design iterations, and in double the first
-   * solve of a 64^3 cell from the trigonometric start breaks down after
-   * one CG iteration (smaller grids, whose W-cycle has three levels at
-   * most, and the V-cycle hold; docs/experiments.md). What the repeated
-   * visits do to the rigid translations, which are removed only around
-   * the coarsest solve, is not established. */
-  const int w_cycle = options->mg_cycle == VOX_MG_CYCLE_W ||
-                      (options->mg_cycle == VOX_MG_CYCLE_AUTO && !grid->periodic);
+  /* Periodic cells too: their W-cycle broke down until the coarsest
+   * solve's held node gave back 0 (hold_node); since, it takes as many CG
+   * iterations as V or fewer (docs/experiments.md). */
+  const int w_cycle = options->mg_cycle != VOX_MG_CYCLE_V;
   vox_grid g = *grid;
   for (int l = 0; l < mg->n_levels; l++) {
     mg->level[l].grid = g;
@@ -339,6 +344,7 @@ void vox_mg_release(vox_multigrid *mg) {
   }
   for (int c = 0; c < mg->n_translations; c++)
     if (mg->translation[c].data) mg->be->ops->vec->destroy(mg->be, &mg->translation[c]);
+  if (mg->held_mask.data) mg->be->ops->vec->destroy(mg->be, &mg->held_mask);
   mg->n_translations = 0;
   mg->released = 1;
 }
@@ -628,6 +634,8 @@ static vox_status mg_restrict(void *self, int l) {
 static vox_status mg_coarse_solve(void *self, int l) {
   vox_multigrid *mg = self;
   TRY(mg->be->ops->mg->stencil_solve(mg->be, mg->level[l].stencil, level_b(mg, l), level_x(mg, l)));
+  if (!mg->n_translations) return VOX_OK;
+  TRY(mg->be->ops->vec->mult(mg->be, level_x(mg, l), level_x(mg, l), &mg->held_mask));
   return remove_translations(mg, level_x(mg, l));
 }
 

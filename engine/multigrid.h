@@ -51,6 +51,11 @@ typedef struct vox_multigrid {
    * section 4.2). */
   int n_translations;
   vox_vec translation[3];
+  /* 1 on every dof of the coarsest level but 0 on the held node's (hold_
+   * node): the coarsest solve's answer is taken there as 0, the held
+   * system's solution of the singular one, not the right-hand side that
+   * its identity rows give back */
+  vox_vec held_mask;
 } vox_multigrid;
 
 /* The coarsest level's most unknowns where the options do not say

@@ -77,8 +77,7 @@ typedef enum vox_cell_solver_use {
  * small levels, where a visit costs little, are where the V-cycle's coarse
  * correction was weakest (docs/benchmarks.md). AUTO: W on the full box, V
  * on the bone's sparse storage, where a clinical scan's CG count does not
- * drop with W (a perlin bone's halves: docs/benchmarks.md), and V on a
- * periodic cell, whose W-cycle breaks down (docs/experiments.md). */
+ * drop with W (a perlin bone's halves: docs/benchmarks.md). */
 typedef enum vox_mg_cycle {
   VOX_MG_CYCLE_V = 0,
   VOX_MG_CYCLE_W = 1,
