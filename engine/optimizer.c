@@ -666,12 +666,11 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
   return count;
 }
 
-/* Design mask, passive densities and the starting design, from the labels. */
 /* Whether the turn about the cell's diagonal (x -> y -> z) leaves the
  * moduli unchanged at every design iteration: the symmetries reflect6 and
  * rotate3 include it, and keep the design and passive voxels on whole
- * orbits (start_design refuses a model without); the materials must then all be
- * equally stiff, or their labels could break it. */
+ * orbits (start_design refuses a model without); the materials must then
+ * all be equally stiff, or their labels could break it. */
 static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *opt) {
   if (opt->symmetry != VOX_SYMMETRY_REFLECT6 && opt->symmetry != VOX_SYMMETRY_ROTATE3) return 0;
   for (int m = 1; m < model->n_materials; m++)
@@ -679,6 +678,7 @@ static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *
   return 1;
 }
 
+/* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
                              const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
