@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "design_constraints.h"
+#include "design_start.h"
 #include "efg_optimize.h"
 #include "fem.h"
 #include "homogenize.h"
@@ -360,62 +361,6 @@ static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_mo
   return vox_objective_use_adjoint_worker(s->objective, worker);
 }
 
-/* The starting design x on the host: on design elements the initial design,
- * the model's density or the volume fraction; elsewhere the passive values
- * (1 solid, 0 void); averaged over the orbits of the symmetry. `design` and
- * `passive` are the masks (0 or 1 per element). */
-static vox_status start_design(vox_context *ctx, const vox_model *model,
-                               const vox_optimizer_options *opt, const opt_state *s,
-                               const double *design, const double *passive, double *x) {
-  const size_t ne = s->fem->n_elements;
-  const vox_grid *grid = &model->grid;
-  double *scratch = NULL;
-  uint8_t *mask = NULL;
-  vox_status st = VOX_OK;
-  if (opt->initial) {
-    scratch = vox_host_malloc(ne * sizeof *scratch);
-    mask = vox_host_malloc(ne);
-    if (!scratch || !mask) {
-      vox_host_free(scratch), vox_host_free(mask);
-      return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
-    }
-  }
-  if (opt->symmetry != VOX_SYMMETRY_NONE) {
-    /* the design domain and the passive solid must have the symmetry:
-     * then every orbit lies in one of them, or in neither */
-    const int threads = vox_context_threads(ctx);
-    st = vox_symmetry_check(ctx, grid, opt->symmetry);
-    const int design_ok = st == VOX_OK && vox_symmetry_holds(grid, opt->symmetry, design, threads);
-    const int passive_ok =
-        st == VOX_OK && vox_symmetry_holds(grid, opt->symmetry, passive, threads);
-    if (st == VOX_OK && !(design_ok && passive_ok))
-      st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "symmetry %s: the model's %s voxels are not symmetric under it",
-                     vox_symmetry_name(opt->symmetry), design_ok ? "passive solid" : "design");
-  }
-  if (st == VOX_OK && opt->initial) {
-    vox_initial_design d = *opt->initial;
-    d.volume_fraction = opt->volume_fraction;
-    d.symmetry = opt->symmetry;
-    d.rho_min = fmax(d.rho_min, s->rho_min);
-#pragma omp parallel for schedule(static)
-    for (size_t e = 0; e < ne; e++) mask[e] = design[e] != 0;
-    st = vox_initial_design_make_masked(ctx, grid, &d, mask, scratch);
-    if (st == VOX_OK) {
-#pragma omp parallel for schedule(static)
-      for (size_t e = 0; e < ne; e++) x[e] = design[e] ? scratch[e] : passive[e];
-    }
-  } else if (st == VOX_OK) {
-#pragma omp parallel for schedule(static)
-    for (size_t e = 0; e < ne; e++)
-      x[e] = design[e] ? (model->density ? model->density[e] : opt->volume_fraction) : passive[e];
-    /* a model's density need not be symmetric: start from its projection */
-    if (opt->symmetry != VOX_SYMMETRY_NONE) st = vox_symmetrize(ctx, grid, opt->symmetry, x);
-  }
-  vox_host_free(scratch), vox_host_free(mask);
-  return st;
-}
-
 /* The filter on the fem's grid: periodic for a cell, whose filter wraps
  * around its faces as if the cell were tiled (seed 003 section 6.5). */
 static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
@@ -669,7 +614,7 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
 /* Whether the turn about the cell's diagonal (x -> y -> z) leaves the
  * moduli unchanged at every design iteration: the symmetries reflect6 and
  * rotate3 include it, and keep the design and passive voxels on whole
- * orbits (start_design refuses a model without); the materials must then
+ * orbits (design_start.c refuses a model without); the materials must then
  * all be equally stiff, or their labels could break it. */
 static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *opt) {
   if (opt->symmetry != VOX_SYMMETRY_REFLECT6 && opt->symmetry != VOX_SYMMETRY_ROTATE3) return 0;
@@ -678,10 +623,9 @@ static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *
   return 1;
 }
 
-/* Design mask, passive densities and the starting design, from the labels. */
-static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
-                             const vox_optimizer_options *opt, opt_state *s) {
-  const vox_backend_ops *o = be->ops;
+/* The system, the optimizer's vectors and the objective on the backend. */
+static vox_status state_device(vox_context *ctx, vox_backend *be, const vox_model *model,
+                               const vox_optimizer_options *opt, opt_state *s) {
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
     /* only the strains the objective reads: their fields and solves */
@@ -722,36 +666,38 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
   s->rho_min = opt->density_min != VOX_DENSITY_MIN_AUTO                ? opt->density_min
                : s->objective && vox_objective_has_adjoint(s->objective) ? 1e-3
                                                                         : 0;
+  return VOX_OK;
+}
 
-  double *design = vox_host_malloc(ne * sizeof *design),
-         *passive = vox_host_malloc(ne * sizeof *passive), *x = vox_host_malloc(ne * sizeof *x);
-  if (!design || !passive || !x) {
-    vox_host_free(design), vox_host_free(passive), vox_host_free(x);
-    return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+/* Design mask, passive densities and the starting design, from the labels. */
+static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
+                             const vox_optimizer_options *opt, opt_state *s) {
+  const vox_backend_ops *o = be->ops;
+  const int cell = opt->cell_objective != VOX_CELL_NONE;
+  /* A cell's start (no adjoint: its least density is known now) is made
+   * on the host while its system is set up on the device; other problems'
+   * least density waits for their objective. */
+  vox_design_start start = {0};
+  if (cell)
+    TRY(vox_design_start_begin(ctx, model, opt,
+                               opt->density_min != VOX_DENSITY_MIN_AUTO ? opt->density_min : 0, 1,
+                               &start));
+  vox_status st = state_device(ctx, be, model, opt, s);
+  if (st == VOX_OK && !cell)
+    st = vox_design_start_begin(ctx, model, opt, s->rho_min, 0, &start);
+  if (st == VOX_OK) st = vox_design_start_end(ctx, &start);
+  if (st == VOX_OK) {
+    s->n_design = (double)start.n_design;
+    s->all_design = s->n_design == (double)s->fem->n_elements;
+    s->passive = &s->design; /* read only where the mask is 0 */
+    st = o->vec->upload(be, &s->design, start.design);
   }
-  vox_material_role role[256];
-  material_roles(model, role);
-  size_t n_design = 0;
-#pragma omp parallel for schedule(static) reduction(+ : n_design)
-  for (size_t e = 0; e < ne; e++) {
-    const int is_design = model->label[e] && role[model->label[e]] == VOX_ROLE_DESIGN;
-    design[e] = is_design;
-    passive[e] = model->label[e] && role[model->label[e]] == VOX_ROLE_SOLID;
-    n_design += (size_t)is_design;
-  }
-  s->n_design = (double)n_design;
-  vox_status st = VOX_OK;
-  if (s->n_design == 0) st = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
-  s->all_design = s->n_design == (double)ne;
-  s->passive = &s->design; /* read only where the mask is 0 */
-  if (st == VOX_OK) st = start_design(ctx, model, opt, s, design, passive, x);
-  if (st == VOX_OK) st = o->vec->upload(be, &s->design, design);
   if (st == VOX_OK && !s->all_design) {
-    st = o->vec->upload(be, &s->own_passive, passive);
+    st = o->vec->upload(be, &s->own_passive, start.passive);
     s->passive = &s->own_passive;
   }
-  if (st == VOX_OK) st = o->vec->upload(be, &s->x, x);
-  vox_host_free(design), vox_host_free(passive), vox_host_free(x);
+  if (st == VOX_OK) st = o->vec->upload(be, &s->x, start.x);
+  vox_design_start_free(&start);
   TRY(st);
 
   if (opt->filter != VOX_FILTER_NONE) TRY(make_filter(be, opt, s));
