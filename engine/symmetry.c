@@ -51,6 +51,7 @@ void vox_symmetry_group_make(vox_symmetry symmetry, vox_symmetry_group *g) {
   static const int8_t perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                      {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   memset(g, 0, sizeof *g);
+  g->symmetry = symmetry;
   /* reflect3 keeps the axes; reflect6 and rotate3 take every permutation */
   const int n_perms = symmetry == VOX_SYMMETRY_REFLECT6 || symmetry == VOX_SYMMETRY_ROTATE3 ? 6 : 1;
   const int n_flips = symmetry == VOX_SYMMETRY_NONE ? 1 : 8;

@@ -29,7 +29,8 @@ typedef struct vox_symmetry_map {
 } vox_symmetry_map;
 
 typedef struct vox_symmetry_group {
-  int n; /* maps, the identity first */
+  vox_symmetry symmetry; /* the group's name */
+  int n;                 /* maps, the identity first */
   vox_symmetry_map map[VOX_SYMMETRY_MAX_MAPS];
 } vox_symmetry_group;
 
@@ -50,6 +51,25 @@ static inline VOX_SYMMETRY_HD int64_t vox_symmetry_image(const vox_symmetry_map 
   return (t[2] * ny + t[1]) * nx + t[0];
 }
 
+/* Whether element (i, j, k) has the lowest index of its orbit. The
+ * mirror groups say it from the element's own coordinates: every orbit
+ * member's coordinate along an axis is c or n - 1 - c, so the lowest one
+ * takes the lesser along every axis (reflect3) and, where the axes may be
+ * permuted too (reflect6, a cube), the least of the three along z, the
+ * middle one along y and the greatest along x. Other groups look at every
+ * image. */
+static inline VOX_SYMMETRY_HD int vox_symmetry_is_lowest(const vox_symmetry_group *g, int64_t nx,
+                                                         int64_t ny, int64_t nz, int64_t i,
+                                                         int64_t j, int64_t k) {
+  const int folded = i <= nx - 1 - i && j <= ny - 1 - j && k <= nz - 1 - k;
+  if (g->symmetry == VOX_SYMMETRY_REFLECT3) return folded;
+  if (g->symmetry == VOX_SYMMETRY_REFLECT6) return folded && k <= j && j <= i;
+  const int64_t e = (k * ny + j) * nx + i;
+  for (int m = 1; m < g->n; m++)
+    if (vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k) < e) return 0;
+  return 1;
+}
+
 /* The orbit mean at element e = (i, j, k), written to every member of the
  * orbit, when e is the orbit's lowest index (its representative); nothing
  * otherwise. Each orbit is thus written by one caller only, so the loop over
@@ -59,9 +79,7 @@ static inline VOX_SYMMETRY_HD void vox_symmetry_average_orbit(const vox_symmetry
                                                               int64_t nx, int64_t ny, int64_t nz,
                                                               int64_t i, int64_t j, int64_t k,
                                                               double *field) {
-  const int64_t e = (k * ny + j) * nx + i;
-  for (int m = 1; m < g->n; m++)
-    if (vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k) < e) return;
+  if (!vox_symmetry_is_lowest(g, nx, ny, nz, i, j, k)) return;
   double s = 0;
   for (int m = 0; m < g->n; m++) s += field[vox_symmetry_image(&g->map[m], nx, ny, nz, i, j, k)];
   const double mean = s / g->n;

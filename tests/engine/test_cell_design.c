@@ -10,7 +10,8 @@
  * formula not defined at C^H); a shifted start gives the shifted design;
  * each objective solves only the unit strains its entries of C^H need, with
  * the iterates of all six solved, and reports the whole C^H at the end;
- * the symmetry checks on the generators of each group; a cell of large
+ * the symmetry checks on the generators of each group and the mirror
+ * groups' orbit representatives by their coordinates; a cell of large
  * voxels converges with either cycle in either precision;
  * fields turned about the diagonal, and the symmetric cells that solve one
  * strain of each orbit and turn its field for the others.
@@ -574,6 +575,32 @@ static void test_symmetry_holds(vox_context *ctx) {
   free(f), free(mask);
 }
 
+/* The mirror groups' lowest orbit members told from their coordinates
+ * (vox_symmetry_is_lowest) are those that no image undercuts, on boxes
+ * and cubes of odd and even sizes. */
+static void test_symmetry_lowest(void) {
+  const int64_t sizes[][3] = {{6, 6, 6}, {7, 7, 7}, {5, 8, 3}, {4, 7, 6}};
+  const vox_symmetry groups[] = {VOX_SYMMETRY_REFLECT3, VOX_SYMMETRY_REFLECT6};
+  for (int gi = 0; gi < 2; gi++)
+    for (int si = 0; si < 4; si++) {
+      const int64_t nx = sizes[si][0], ny = sizes[si][1], nz = sizes[si][2];
+      if (groups[gi] == VOX_SYMMETRY_REFLECT6 && !(nx == ny && ny == nz)) continue;
+      vox_symmetry_group g, every;
+      vox_symmetry_group_make(groups[gi], &g);
+      every = g;
+      every.symmetry = VOX_SYMMETRY_ROTATE3; /* any group that looks at every image */
+      int differ = 0, lowest = 0;
+      for (int64_t k = 0; k < nz; k++)
+        for (int64_t j = 0; j < ny; j++)
+          for (int64_t i = 0; i < nx; i++) {
+            const int fast = vox_symmetry_is_lowest(&g, nx, ny, nz, i, j, k);
+            differ += fast != vox_symmetry_is_lowest(&every, nx, ny, nz, i, j, k);
+            lowest += fast;
+          }
+      CHECK(differ == 0 && lowest > 0);
+    }
+}
+
 /* design->turn_field on the CPU: an affine field of the strain xx turned
  * once is the field of yy, twice the field of zz; a random field turned
  * once and then twice is itself, in double and in half precision (the bits
@@ -748,6 +775,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "strains")) test_strain_sets(ctx, be);
   if (check_wanted(argc, argv, "needed")) test_needed_strains(ctx, be);
   if (check_wanted(argc, argv, "holds")) test_symmetry_holds(ctx);
+  if (check_wanted(argc, argv, "lowest")) test_symmetry_lowest();
   if (check_wanted(argc, argv, "cycles")) test_cell_cycles(ctx, be);
   if (check_wanted(argc, argv, "turn")) test_turn_field(ctx, be);
   if (check_wanted(argc, argv, "turned")) test_turned_fields(ctx, be);
