@@ -176,9 +176,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (levels) opt.solver.mg_levels = atoi(levels);
-  /* a cell in mixed precision takes the V-cycle whatever was asked (multigrid.c) */
+  /* auto is the W-cycle on a cell as on the rest of the full box (multigrid.c) */
   const vox_mg_cycle cycle_run =
-      precision == VOX_PRECISION_MIXED ? VOX_MG_CYCLE_V : opt.solver.mg_cycle;
+      opt.solver.mg_cycle == VOX_MG_CYCLE_V ? VOX_MG_CYCLE_V : VOX_MG_CYCLE_W;
   printf("cell %d^3, %zu elements, %lld dofs, backend %s, %s precision, %s-cycle, %s filter\n",
          n, ne, (long long)vox_grid_nodes(&g) * 3, vox_backend_name(be),
          vox_precision_name(precision), vox_mg_cycle_name(cycle_run), vox_filter_name(opt.filter));
