@@ -50,7 +50,8 @@ struct vox_efg_device {
   int32_t *block_row; /* per block of K: its block row */
   vox_sparse_matrix *k, *inverse;
   unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite;
-                                 patches_factor: 1 + the last patch */
+                                 patches_factor: 1 + the last patch, then 1 + the last
+                                 penalty patch */
   /* additive Schwarz on the cells' patches (efg_patches.h): 8 corners and
    * 64 block positions a patch, 8 patch corners a node, the inverses (576
    * a patch) and the patches' answers (24 a patch) */
@@ -58,6 +59,12 @@ struct vox_efg_device {
   int32_t *p_node, *p_node_patch;
   uint32_t *p_block;
   double *p_inverse, *p_work;
+  /* the penalty points' patches (efg_patches.h's tables; their inverses
+   * and answers follow the cells' in p_inverse and p_work) */
+  size_t n_penalty, penalty_max_dofs;
+  size_t *pp_start, *pp_block_start, *pp_inverse_start;
+  int32_t *pp_node;
+  uint32_t *pp_block, *node_pp_start, *node_pp;
   /* the multigrid's levels (efg_levels.h): per level its pattern (level
    * 0: K's), values and inverted diagonal blocks, per transfer its
    * tables and B; the last level's dense factor */
@@ -309,9 +316,87 @@ static __global__ void patch_solve_kernel(size_t n, const int32_t *__restrict__ 
   }
 }
 
-/* Dof t's sum over its node's patches' answers y, in their order. */
+/* The penalty points' patches' inverses (vox_efg_patches_factor's
+ * arithmetic), a block per patch: the block gathered from K into its slot
+ * of `inverse`, then Gauss-Jordan's steps in place, each step's row and
+ * column in shared memory (2 penalty_max_dofs doubles). */
+#define PENALTY_THREADS 256
+static __global__ void __launch_bounds__(PENALTY_THREADS)
+    penalty_factor_kernel(size_t n, size_t max_dofs, const size_t *__restrict__ start,
+                          const size_t *__restrict__ block_start,
+                          const uint32_t *__restrict__ block,
+                          const size_t *__restrict__ inverse_start,
+                          const double *__restrict__ kval, double *__restrict__ inverse,
+                          unsigned long long *failed) {
+  extern __shared__ double step[];
+  double *row_k = step, *col_k = step + max_dofs;
+  for (size_t q = blockIdx.x; q < n; q += gridDim.x) {
+    const unsigned m = (unsigned)(start[q + 1] - start[q]), nd = 3 * m;
+    const uint32_t *b = block + block_start[q];
+    double *a = inverse + inverse_start[q];
+    for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x) {
+      const unsigned row = e / nd, col = e % nd;
+      const uint32_t at = __ldg(b + m * (row / 3) + col / 3);
+      a[e] = at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * (row % 3) + col % 3];
+    }
+    __syncthreads();
+    for (int k = 0; k < (int)nd; k++) {
+      const double pivot = a[nd * k + k]; /* the same value in every thread */
+      if (!(pivot > 0)) {
+        if (threadIdx.x == 0) atomicMax(failed, (unsigned long long)q + 1); /* the report only */
+        break;
+      }
+      for (unsigned j = threadIdx.x; j < nd; j += blockDim.x) {
+        row_k[j] = (int)j == k ? 1 / pivot : a[nd * k + j] / pivot;
+        col_k[j] = a[nd * j + k];
+      }
+      __syncthreads();
+      for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x)
+        a[e] = vox_efg_sweep_entry(k, (int)(e / nd), (int)(e % nd), a[e], row_k, col_k);
+      __syncthreads();
+    }
+    __syncthreads();
+  }
+}
+
+/* Each penalty patch's answers y_q = inverse_q r_q, a block per patch: its
+ * residual gathered into shared memory (penalty_max_dofs doubles), then a
+ * thread per row, read as a column. */
+static __global__ void __launch_bounds__(PENALTY_THREADS)
+    penalty_solve_kernel(size_t n, const size_t *__restrict__ start,
+                         const int32_t *__restrict__ node,
+                         const size_t *__restrict__ inverse_start,
+                         const double *__restrict__ inverse, const double *__restrict__ r,
+                         double *__restrict__ y) {
+  extern __shared__ double rq[];
+  for (size_t q = blockIdx.x; q < n; q += gridDim.x) {
+    const size_t first = start[q];
+    const unsigned nd = 3 * (unsigned)(start[q + 1] - first);
+    for (unsigned j = threadIdx.x; j < nd; j += blockDim.x)
+      rq[j] = r[3 * (size_t)__ldg(node + first + j / 3) + j % 3];
+    __syncthreads();
+    const double *inv = inverse + inverse_start[q];
+    for (unsigned i = threadIdx.x; i < nd; i += blockDim.x) {
+      double s = 0;
+      for (unsigned j = 0; j < nd; j++) s += __ldg(inv + (size_t)nd * j + i) * rq[j];
+      y[3 * first + i] = s;
+    }
+    __syncthreads();
+  }
+}
+
+/* A node's slots in the penalty patches and their answers (empty without
+ * them). */
+struct penalty_sum {
+  const uint32_t *start, *slot;
+  const double *y;
+};
+
+/* Dof t's sum over its node's patches' answers y, in their order, then
+ * over its penalty patches' answers. */
 static __device__ __forceinline__ double patch_sum(const int32_t *__restrict__ node_patch,
-                                                   const double *__restrict__ y, size_t t) {
+                                                   const double *__restrict__ y,
+                                                   penalty_sum pen, size_t t) {
   const int32_t *list = node_patch + 8 * (t / 3);
   const unsigned comp = (unsigned)(t % 3);
   double s = 0;
@@ -320,13 +405,17 @@ static __device__ __forceinline__ double patch_sum(const int32_t *__restrict__ n
     if (e < 0) break;
     s += y[3 * (size_t)e + comp];
   }
+  if (pen.start)
+    for (uint32_t k = __ldg(pen.start + t / 3), end = __ldg(pen.start + t / 3 + 1); k < end; k++)
+      s += pen.y[3 * (size_t)__ldg(pen.slot + k) + comp];
   return s;
 }
 
 /* z = each node's sum over its patches: a thread a dof. */
 static __global__ void patch_sum_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
-                                        const double *__restrict__ y, double *__restrict__ z) {
-  VOX_GRID_STRIDE(t, 3 * n_nodes) z[t] = patch_sum(node_patch, y, t);
+                                        const double *__restrict__ y, penalty_sum pen,
+                                        double *__restrict__ z) {
+  VOX_GRID_STRIDE(t, 3 * n_nodes) z[t] = patch_sum(node_patch, y, pen, t);
 }
 
 /* ---- the multigrid's levels (efg_levels.h) ---------------------------------- */
@@ -434,11 +523,11 @@ static __device__ __forceinline__ void chebyshev_update(size_t t, double z, doub
 
 /* The patches' sums and the Chebyshev update. */
 static __global__ void patch_sum_step_kernel(size_t n_nodes, const int32_t *__restrict__ node_patch,
-                                             const double *__restrict__ y, double alpha,
-                                             double beta, int first, double *__restrict__ dir,
-                                             double *__restrict__ x) {
+                                             const double *__restrict__ y, penalty_sum pen,
+                                             double alpha, double beta, int first,
+                                             double *__restrict__ dir, double *__restrict__ x) {
   VOX_GRID_STRIDE(t, 3 * n_nodes)
-  chebyshev_update(t, patch_sum(node_patch, y, t), alpha, beta, first, dir, x);
+  chebyshev_update(t, patch_sum(node_patch, y, pen, t), alpha, beta, first, dir, x);
 }
 
 /* Dof t of a node's inverted diagonal block times r. */
@@ -587,6 +676,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
+               d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
+               d->node_pp_start, d->node_pp,
                d->dense, d->dense_work, d->dense_info};
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++) {
@@ -700,8 +791,9 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
   free(row);
   vox_bsr_free(&diag);
   TRY(s);
-  return vox_cuda_alloc(be, (void **)&d->failed, sizeof *d->failed,
-                        "the EFG block Jacobi's status word");
+  /* two words: block Jacobi's or the cells' patches', the penalty patches' */
+  return vox_cuda_alloc(be, (void **)&d->failed, 2 * sizeof *d->failed,
+                        "the EFG factorisations' status words");
 }
 
 static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
@@ -797,10 +889,56 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
              "the EFG patches' blocks"));
   TRY(upload(be, d, (void **)&d->p_node_patch, p->node_patch,
              8 * p->n_nodes * sizeof *p->node_patch, "the EFG nodes' patches"));
-  const size_t inv = vox_efg_patches_inverse_bytes(p), work = p->n * VOX_EFG_PATCH_DOFS * 8;
+  const size_t inv = vox_efg_patches_inverse_bytes(p),
+               work = vox_efg_patches_work_doubles(p) * sizeof(double);
   TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, inv ? inv : 1, "the EFG patches' inverses"));
   TRY(vox_cuda_alloc(be, (void **)&d->p_work, work ? work : 1, "the EFG patches' answers"));
   d->bytes += inv + work;
+  if (!p->n_penalty) return VOX_OK;
+  const size_t np = p->n_penalty, slots = p->penalty_start[np];
+  d->n_penalty = np;
+  d->penalty_max_dofs = p->penalty_max_dofs;
+  TRY(upload(be, d, (void **)&d->pp_start, p->penalty_start, (np + 1) * sizeof(size_t),
+             "the EFG penalty patches' nodes"));
+  TRY(upload(be, d, (void **)&d->pp_node, p->penalty_node, slots * sizeof *p->penalty_node,
+             "the EFG penalty patches' nodes"));
+  TRY(upload(be, d, (void **)&d->pp_block_start, p->penalty_block_start,
+             (np + 1) * sizeof(size_t), "the EFG penalty patches' blocks"));
+  TRY(upload(be, d, (void **)&d->pp_block, p->penalty_block,
+             p->penalty_block_start[np] * sizeof *p->penalty_block,
+             "the EFG penalty patches' blocks"));
+  TRY(upload(be, d, (void **)&d->pp_inverse_start, p->penalty_inverse_start,
+             (np + 1) * sizeof(size_t), "the EFG penalty patches' inverses"));
+  TRY(upload(be, d, (void **)&d->node_pp_start, p->node_penalty_start,
+             (p->n_nodes + 1) * sizeof *p->node_penalty_start, "the EFG nodes' penalty patches"));
+  TRY(upload(be, d, (void **)&d->node_pp, p->node_penalty, slots * sizeof *p->node_penalty,
+             "the EFG nodes' penalty patches"));
+  return VOX_OK;
+}
+
+/* The penalty patches' slot sums of patch_sum, with their answers in
+ * p_work after the cells'. */
+static penalty_sum penalty_sum_of(const vox_efg_device *d) {
+  penalty_sum pen = {NULL, NULL, NULL};
+  if (d->n_penalty)
+    pen.start = d->node_pp_start, pen.slot = d->node_pp,
+    pen.y = d->p_work + VOX_EFG_PATCH_DOFS * d->n_patches;
+  return pen;
+}
+
+/* Every patch's answers for r into p_work: the cells', then the penalty
+ * points'. */
+static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_vec *r) {
+  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
+  CUDA_LAUNCHED(be, "the EFG patches' solves");
+  if (!d->n_penalty) return VOX_OK;
+  penalty_solve_kernel<<<(unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535), PENALTY_THREADS,
+                         d->penalty_max_dofs * sizeof(double), vox_cuda_stream(be)>>>(
+      d->n_penalty, d->pp_start, d->pp_node, d->pp_inverse_start,
+      d->p_inverse + VOX_EFG_PATCH_ENTRIES * d->n_patches, r->data,
+      d->p_work + VOX_EFG_PATCH_DOFS * d->n_patches);
+  CUDA_LAUNCHED(be, "the EFG penalty patches' solves");
   return VOX_OK;
 }
 
@@ -808,14 +946,23 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
   if (!d->p_node)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: patches factored before their tables");
-  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the patches' status");
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, 2 * sizeof *d->failed), "the patches' status");
   const size_t blocks = (d->n_patches + PATCH_WARPS - 1) / PATCH_WARPS;
   patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
       d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
   CUDA_LAUNCHED(be, "the EFG patches' inverses");
-  unsigned long long failed = 0;
-  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+  if (d->n_penalty) {
+    penalty_factor_kernel<<<(unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535),
+                            PENALTY_THREADS, 2 * d->penalty_max_dofs * sizeof(double)>>>(
+        d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
+        d->pp_inverse_start, values_of(d, d->k),
+        d->p_inverse + VOX_EFG_PATCH_ENTRIES * d->n_patches, d->failed + 1);
+    CUDA_LAUNCHED(be, "the EFG penalty patches' inverses");
+  }
+  unsigned long long status[2] = {0, 0};
+  CUDA_TRY(be, cudaMemcpy(status, d->failed, sizeof status, cudaMemcpyDeviceToHost),
            "the patches' status");
+  const unsigned long long failed = status[0];
   if (failed) {
     int32_t first = 0;
     CUDA_TRY(be,
@@ -827,6 +974,11 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
                      "is not positive definite",
                      (int)first);
   }
+  if (status[1])
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of the patch of penalty point "
+                     "%llu is not positive definite",
+                     status[1] - 1);
   return VOX_OK;
 }
 
@@ -837,11 +989,9 @@ static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vo
                      "element-free Galerkin: patches applied before their tables");
   TRY(check_vec(be, r, 3 * d->n_nodes, "the residual"));
   TRY(check_vec(be, z, 3 * d->n_nodes, "the preconditioned residual"));
-  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
-  CUDA_LAUNCHED(be, "the EFG patches' solves");
+  TRY(patches_solve(be, d, r));
   patch_sum_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      d->n_nodes, d->p_node_patch, d->p_work, z->data);
+      d->n_nodes, d->p_node_patch, d->p_work, penalty_sum_of(d), z->data);
   CUDA_LAUNCHED(be, "the EFG patches' sums");
   return VOX_OK;
 }
@@ -1091,11 +1241,10 @@ static vox_status efg_mg_smooth_step(vox_backend *be, vox_efg_device *d, int l, 
     if (!d->p_node)
       return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                        "element-free Galerkin: the multigrid's patches are not on the device");
-    patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
-    CUDA_LAUNCHED(be, "the EFG patches' solves");
+    TRY(patches_solve(be, d, r));
     patch_sum_step_kernel<<<vox_cuda_grid(3 * d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->n_nodes, d->p_node_patch, d->p_work, alpha, beta, first, dir->data, x->data);
+        d->n_nodes, d->p_node_patch, d->p_work, penalty_sum_of(d), alpha, beta, first, dir->data,
+        x->data);
     CUDA_LAUNCHED(be, "the EFG multigrid's smoothing step");
     return VOX_OK;
   }

@@ -577,10 +577,15 @@ static vox_status run_init(efg_run *r) {
     TRY(vox_efg_levels_init(ctx, &r->efg, &r->k, (size_t)r->opt->efg_mg_coarse_dofs, &r->levels));
   if (r->opt->efg_preconditioner == VOX_EFG_PC_SCHWARZ ||
       r->opt->efg_preconditioner == VOX_EFG_PC_MG || r->sa.smoother0) {
-    TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, &r->patches));
+    /* the penalty points' patches in the multigrids' smoothers only: on
+     * their own, the patches' added overlap costs more CG iterations than
+     * they save (efg_patches.h) */
+    const int penalty = r->opt->efg_penalty_patches &&
+                        r->opt->efg_preconditioner != VOX_EFG_PC_SCHWARZ;
+    TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, penalty, &r->patches));
     if (!r->dev) {
       r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);
-      r->patch_work = malloc((r->patches.n * VOX_EFG_PATCH_DOFS + 1) * sizeof *r->patch_work);
+      r->patch_work = malloc((vox_efg_patches_work_doubles(&r->patches) + 1) * sizeof *r->patch_work);
       if (!r->patch_inverse || !r->patch_work)
         return vox_error(ctx, VOX_ERR_NO_MEMORY,
                          "element-free Galerkin: out of memory (patch preconditioner)");

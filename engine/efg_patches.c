@@ -12,11 +12,124 @@ void vox_efg_patches_free(vox_efg_patches *p) {
   free(p->node);
   free(p->block);
   free(p->node_patch);
+  free(p->penalty_start);
+  free(p->penalty_node);
+  free(p->penalty_block_start);
+  free(p->penalty_block);
+  free(p->penalty_inverse_start);
+  free(p->node_penalty_start);
+  free(p->node_penalty);
   memset(p, 0, sizeof *p);
 }
 
+static int ascending(const void *a, const void *b) {
+  const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Patch q's nodes into list (sorted, without repeats; mark all zero on
+ * entry and exit): the support of penalty point q and those of the penalty
+ * points at the six grid neighbours of its node. Returns their number. */
+static size_t penalty_patch_nodes(const vox_efg_model *efg, const int32_t *point_of_node, size_t q,
+                                  uint8_t *mark, int32_t *list) {
+  const vox_efg_nodes *nodes = &efg->nodes;
+  const int64_t nx = nodes->grid.nx + 1, ny = nodes->grid.ny + 1, nz = nodes->grid.nz + 1;
+  const int32_t *ijk = nodes->coord + 3 * (size_t)efg->support_node[q];
+  int64_t points[7];
+  int n_points = 0;
+  points[n_points++] = (int64_t)q;
+  for (int axis = 0; axis < 3; axis++)
+    for (int side = -1; side <= 1; side += 2) {
+      int64_t c[3] = {ijk[0], ijk[1], ijk[2]};
+      c[axis] += side;
+      if (c[0] < 0 || c[1] < 0 || c[2] < 0 || c[0] >= nx || c[1] >= ny || c[2] >= nz) continue;
+      const int32_t f = nodes->field[(c[2] * ny + c[1]) * nx + c[0]];
+      if (f >= 0 && point_of_node[f] >= 0) points[n_points++] = point_of_node[f];
+    }
+  const vox_efg_shapes *sh = &efg->support;
+  size_t m = 0;
+  for (int k = 0; k < n_points; k++)
+    for (size_t a = sh->start[points[k]]; a < sh->start[points[k] + 1]; a++)
+      if (!mark[sh->node[a]]) mark[sh->node[a]] = 1, list[m++] = sh->node[a];
+  for (size_t a = 0; a < m; a++) mark[list[a]] = 0;
+  qsort(list, m, sizeof *list, ascending);
+  return m;
+}
+
+/* The penalty points' patches of efg on K's pattern (efg_patches.h). */
+static vox_status penalty_patches_init(vox_context *ctx, const vox_efg_model *efg,
+                                       const vox_bsr *pattern, vox_efg_patches *p) {
+  const size_t np = efg->support.n_points, nn = efg->nodes.n;
+  const size_t cap = 7 * efg->nodes.max_support;
+  int32_t *point_of_node = malloc((nn ? nn : 1) * sizeof *point_of_node);
+  int32_t *list = malloc((cap ? cap : 1) * sizeof *list);
+  uint8_t *mark = calloc(nn ? nn : 1, 1);
+  p->penalty_start = calloc(np + 1, sizeof *p->penalty_start);
+  p->penalty_block_start = calloc(np + 1, sizeof *p->penalty_block_start);
+  p->penalty_inverse_start = calloc(np + 1, sizeof *p->penalty_inverse_start);
+  p->node_penalty_start = calloc(nn + 1, sizeof *p->node_penalty_start);
+  vox_status s = VOX_OK;
+  if (!point_of_node || !list || !mark || !p->penalty_start || !p->penalty_block_start ||
+      !p->penalty_inverse_start || !p->node_penalty_start) {
+    s = vox_error(ctx, VOX_ERR_NO_MEMORY,
+                  "element-free Galerkin: out of memory (the penalty points' patches)");
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) point_of_node[i] = -1;
+  for (size_t q = 0; q < np; q++) point_of_node[efg->support_node[q]] = (int32_t)q;
+  /* the sizes, then the lists */
+  for (size_t q = 0; q < np; q++) {
+    const size_t m = penalty_patch_nodes(efg, point_of_node, q, mark, list);
+    if (3 * m > p->penalty_max_dofs) p->penalty_max_dofs = 3 * m;
+    p->penalty_start[q + 1] = p->penalty_start[q] + m;
+    p->penalty_block_start[q + 1] = p->penalty_block_start[q] + m * m;
+    p->penalty_inverse_start[q + 1] = p->penalty_inverse_start[q] + 9 * m * m;
+    for (size_t a = 0; a < m; a++) p->node_penalty_start[list[a] + 1]++;
+  }
+  const size_t slots = p->penalty_start[np];
+  if (slots >= UINT32_MAX) {
+    s = vox_error(ctx, VOX_ERR_UNSUPPORTED,
+                  "element-free Galerkin: the penalty points' patches hold too many nodes (%zu)",
+                  slots);
+    goto done;
+  }
+  p->penalty_node = malloc((slots ? slots : 1) * sizeof *p->penalty_node);
+  p->penalty_block = malloc((p->penalty_block_start[np] + 1) * sizeof *p->penalty_block);
+  p->node_penalty = malloc((slots ? slots : 1) * sizeof *p->node_penalty);
+  if (!p->penalty_node || !p->penalty_block || !p->node_penalty) {
+    s = vox_error(ctx, VOX_ERR_NO_MEMORY,
+                  "element-free Galerkin: out of memory (the penalty points' patches)");
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) p->node_penalty_start[i + 1] += p->node_penalty_start[i];
+  uint32_t *fill = (uint32_t *)point_of_node; /* each node's next slot; point_of_node is done */
+  for (size_t q = 0; q < np; q++) {
+    const size_t m = penalty_patch_nodes(efg, point_of_node, q, mark, list);
+    memcpy(p->penalty_node + p->penalty_start[q], list, m * sizeof *list);
+  }
+  for (size_t i = 0; i < nn; i++) fill[i] = p->node_penalty_start[i];
+  for (size_t a = 0; a < slots; a++) p->node_penalty[fill[p->penalty_node[a]]++] = (uint32_t)a;
+#pragma omp parallel for schedule(dynamic)
+  for (ptrdiff_t q = 0; q < (ptrdiff_t)np; q++) {
+    const size_t m = p->penalty_start[q + 1] - p->penalty_start[q];
+    const int32_t *nd = p->penalty_node + p->penalty_start[q];
+    uint32_t *block = p->penalty_block + p->penalty_block_start[q];
+    for (size_t a = 0; a < m; a++)
+      for (size_t b = 0; b < m; b++) {
+        const ptrdiff_t at = vox_bsr_find_block(pattern, nd[a], nd[b]);
+        block[m * a + b] = at < 0 ? VOX_EFG_NO_BLOCK : (uint32_t)at;
+      }
+  }
+  p->n_penalty = np;
+done:
+  free(point_of_node);
+  free(list);
+  free(mark);
+  return s;
+}
+
 vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *pattern,
-                                vox_efg_patches *p) {
+                                int penalty_patches, vox_efg_patches *p) {
   memset(p, 0, sizeof *p);
   const vox_efg_nodes *nodes = &efg->nodes;
   const size_t n = efg->n_cells, nn = nodes->n;
@@ -72,7 +185,29 @@ vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, cons
       while (list[s] >= 0) s++; /* a node is the corner of at most 8 cells */
       list[s] = (int32_t)(8 * c + (size_t)a);
     }
+  if (penalty_patches && efg->support.n_points) {
+    const vox_status s = penalty_patches_init(ctx, efg, pattern, p);
+    if (s != VOX_OK) vox_efg_patches_free(p);
+    return s;
+  }
   return VOX_OK;
+}
+
+int vox_efg_sweep_invert(int n, double *a, double *row_k, double *col_k) {
+  for (int k = 0; k < n; k++) {
+    const double pivot = a[(size_t)n * k + k];
+    if (!(pivot > 0)) return 0;
+    for (int j = 0; j < n; j++) {
+      row_k[j] = j == k ? 1 / pivot : a[(size_t)n * k + j] / pivot;
+      col_k[j] = a[(size_t)n * j + k];
+    }
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) {
+        double *e = a + (size_t)n * i + j;
+        *e = vox_efg_sweep_entry(k, i, j, *e, row_k, col_k);
+      }
+  }
+  return 1;
 }
 
 int vox_efg_patch_invert(double *a, double *inverse) {
@@ -116,6 +251,37 @@ vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, co
                      "element-free Galerkin: the stiffness block of the patch at field node %d "
                      "is not positive definite",
                      (int)p->node[8 * (size_t)failed]);
+  double *penalty_inverse = inverse + VOX_EFG_PATCH_ENTRIES * p->n;
+  const size_t most = p->penalty_max_dofs;
+  int out_of_memory = 0;
+#pragma omp parallel reduction(max : failed, out_of_memory)
+  {
+    double *row_k = malloc(2 * (most ? most : 1) * sizeof *row_k);
+    if (!row_k) out_of_memory = 1;
+#pragma omp for schedule(dynamic)
+    for (ptrdiff_t q = 0; q < (ptrdiff_t)p->n_penalty; q++) {
+      const size_t m = p->penalty_start[q + 1] - p->penalty_start[q], n = 3 * m;
+      const uint32_t *block = p->penalty_block + p->penalty_block_start[q];
+      double *a = penalty_inverse + p->penalty_inverse_start[q];
+      for (size_t na = 0; na < m; na++)
+        for (size_t nb = 0; nb < m; nb++) {
+          const uint32_t at = block[m * na + nb];
+          for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+              a[n * (3 * na + i) + 3 * nb + j] = at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * i + j];
+        }
+      if (row_k && !vox_efg_sweep_invert((int)n, a, row_k, row_k + most)) failed = q;
+    }
+    free(row_k);
+  }
+  if (out_of_memory)
+    return vox_error(ctx, VOX_ERR_NO_MEMORY,
+                     "element-free Galerkin: out of memory (the penalty points' patches)");
+  if (failed >= 0)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of the patch of penalty point "
+                     "%td is not positive definite",
+                     failed);
   return VOX_OK;
 }
 
@@ -145,4 +311,26 @@ void vox_efg_patches_apply(const vox_efg_patches *p, const double *inverse, cons
     }
     z[3 * i] = s0, z[3 * i + 1] = s1, z[3 * i + 2] = s2;
   }
+  if (!p->n_penalty) return;
+  const double *penalty_inverse = inverse + VOX_EFG_PATCH_ENTRIES * p->n;
+  double *penalty_work = work + VOX_EFG_PATCH_DOFS * p->n;
+#pragma omp parallel for schedule(dynamic)
+  for (ptrdiff_t q = 0; q < (ptrdiff_t)p->n_penalty; q++) {
+    const size_t first = p->penalty_start[q], n = 3 * (p->penalty_start[q + 1] - first);
+    const int32_t *nd = p->penalty_node + first;
+    const double *inv = penalty_inverse + p->penalty_inverse_start[q];
+    double *y = penalty_work + 3 * first;
+    /* row i read as column i (the inverse is symmetric), as a device does */
+    for (size_t i = 0; i < n; i++) y[i] = 0;
+    for (size_t j = 0; j < n; j++) {
+      const double rj = r[3 * (size_t)nd[j / 3] + j % 3];
+      for (size_t i = 0; i < n; i++) y[i] += inv[n * j + i] * rj;
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < (ptrdiff_t)p->n_nodes; i++)
+    for (uint32_t k = p->node_penalty_start[i]; k < p->node_penalty_start[i + 1]; k++) {
+      const double *y = penalty_work + 3 * (size_t)p->node_penalty[k];
+      z[3 * i] += y[0], z[3 * i + 1] += y[1], z[3 * i + 2] += y[2];
+    }
 }

@@ -76,7 +76,7 @@ static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vo
 static size_t efg_bytes(const vox_efg_device *d) {
   return vox_bsr_bytes(&d->k) + (d->inverse.row_start ? vox_bsr_bytes(&d->inverse) : 0) +
          (d->patches ? vox_efg_patches_inverse_bytes(d->patches) +
-                           d->patches->n * VOX_EFG_PATCH_DOFS * sizeof(double)
+                           vox_efg_patches_work_doubles(d->patches) * sizeof(double)
                      : 0);
 }
 
@@ -138,7 +138,7 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
   free(d->patch_work);
   d->patches = p;
   d->patch_inverse = malloc(vox_efg_patches_inverse_bytes(p) + 1);
-  d->patch_work = malloc((p->n * VOX_EFG_PATCH_DOFS + 1) * sizeof *d->patch_work);
+  d->patch_work = malloc((vox_efg_patches_work_doubles(p) + 1) * sizeof *d->patch_work);
   if (!d->patch_inverse || !d->patch_work)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (patch preconditioner)");

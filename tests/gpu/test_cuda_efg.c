@@ -131,34 +131,93 @@ static void download(vox_backend *be, const vox_vec *v, double *host) {
 }
 
 /* The stages one by one against the host functions. */
-/* x = a^-1 b for the 24 x 24 block a (row-major), by Gaussian elimination
+/* x = a^-1 b for the n x n block a (row-major), by Gaussian elimination
  * with partial pivoting in long double: an algorithm of its own beside the
- * patches' Cholesky factorisation. */
-static void patch_solve_reference(const double *a, const double *b, double *x) {
-  enum { N = VOX_EFG_PATCH_DOFS };
-  long double m[N][N + 1];
-  for (int i = 0; i < N; i++) {
-    for (int j = 0; j < N; j++) m[i][j] = a[N * i + j];
-    m[i][N] = b[i];
+ * patches' Cholesky factorisation and Gauss-Jordan sweeps. */
+static void patch_solve_reference(int n, const double *a, const double *b, double *x) {
+  long double *m = malloc((size_t)n * (n + 1) * sizeof *m);
+#define M(i, j) m[(size_t)(n + 1) * (i) + (j)]
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) M(i, j) = a[(size_t)n * i + j];
+    M(i, n) = b[i];
   }
-  for (int k = 0; k < N; k++) {
+  for (int k = 0; k < n; k++) {
     int best = k;
-    for (int i = k + 1; i < N; i++)
-      if (fabsl(m[i][k]) > fabsl(m[best][k])) best = i;
-    for (int j = 0; j <= N; j++) {
-      const long double t = m[k][j];
-      m[k][j] = m[best][j], m[best][j] = t;
+    for (int i = k + 1; i < n; i++)
+      if (fabsl(M(i, k)) > fabsl(M(best, k))) best = i;
+    for (int j = 0; j <= n; j++) {
+      const long double t = M(k, j);
+      M(k, j) = M(best, j), M(best, j) = t;
     }
-    for (int i = k + 1; i < N; i++) {
-      const long double f = m[i][k] / m[k][k];
-      for (int j = k; j <= N; j++) m[i][j] -= f * m[k][j];
+    for (int i = k + 1; i < n; i++) {
+      const long double f = M(i, k) / M(k, k);
+      for (int j = k; j <= n; j++) M(i, j) -= f * M(k, j);
     }
   }
-  for (int i = N - 1; i >= 0; i--) {
-    long double t = m[i][N];
-    for (int j = i + 1; j < N; j++) t -= m[i][j] * x[j];
-    x[i] = (double)(t / m[i][i]);
+  for (int i = n - 1; i >= 0; i--) {
+    long double t = M(i, n);
+    for (int j = i + 1; j < n; j++) t -= M(i, j) * x[j];
+    x[i] = (double)(t / M(i, i));
   }
+#undef M
+  free(m);
+}
+
+/* The penalty points' patches of p against their definition, from the
+ * nodes' positions: patch q holds exactly the nodes of the supports of
+ * penalty point q and of the penalty points one voxel edge away along one
+ * axis; and ref += each patch's block of K solved for x's entries there
+ * (patch_solve_reference; K's blocks of two nodes that do not couple are
+ * zero). */
+static void test_penalty_patches(const vox_efg_model *efg, const vox_bsr *k,
+                                 const vox_efg_patches *p, const double *x, double *ref) {
+  const vox_efg_shapes *sh = &efg->support;
+  const double *h = efg->nodes.grid.voxel_size;
+  CHECK(p->n_penalty == sh->n_points && p->n_penalty > 0);
+  uint8_t *mark = calloc(efg->nodes.n, 1);
+  size_t most = 0;
+  for (size_t q = 0; q < p->n_penalty; q++) {
+    const size_t m = p->penalty_start[q + 1] - p->penalty_start[q];
+    const int32_t *nd = p->penalty_node + p->penalty_start[q];
+    most = m > most ? m : most;
+    double xq[3], xo[3];
+    vox_efg_node_position(&efg->nodes, efg->support_node[q], xq);
+    size_t expected = 0;
+    for (size_t o = 0; o < sh->n_points; o++) {
+      vox_efg_node_position(&efg->nodes, efg->support_node[o], xo);
+      int off = 0, one = 0;
+      for (int a = 0; a < 3; a++) {
+        const double d = fabs(xo[a] - xq[a]);
+        if (d > 1e-9 * h[a]) off++, one += fabs(d - h[a]) <= 1e-9 * h[a];
+      }
+      if (!(off == 0 || (off == 1 && one == 1))) continue;
+      for (size_t a = sh->start[o]; a < sh->start[o + 1]; a++)
+        if (!mark[sh->node[a]]) mark[sh->node[a]] = 1, expected++;
+    }
+    CHECK(m == expected);
+    for (size_t a = 0; a < m; a++) {
+      CHECK(mark[nd[a]]);
+      CHECK(a == 0 || nd[a] > nd[a - 1]);
+    }
+    memset(mark, 0, efg->nodes.n);
+    const int n = (int)(3 * m);
+    double *a = malloc((size_t)n * n * sizeof *a), *rq = malloc(n * sizeof *rq),
+           *xs = malloc(n * sizeof *xs);
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) {
+        const ptrdiff_t at = vox_bsr_find_block(k, nd[i / 3], nd[j / 3]);
+        a[(size_t)n * i + j] = at < 0 ? 0 : k->val[9 * (size_t)at + 3 * (i % 3) + j % 3];
+      }
+      rq[i] = x[3 * (size_t)nd[i / 3] + i % 3];
+    }
+    patch_solve_reference(n, a, rq, xs);
+    for (int i = 0; i < n; i++) ref[3 * (size_t)nd[i / 3] + i % 3] += xs[i];
+    free(a);
+    free(rq);
+    free(xs);
+  }
+  printf("  penalty patches: %zu, the largest of %zu nodes\n", p->n_penalty, most);
+  free(mark);
 }
 
 /* The patches p (made here, kept by the caller while dev lives: the CPU's
@@ -169,11 +228,11 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
                          vox_efg_patches *patches) {
   const vox_efg_ops *ops = be->ops->efg;
   const size_t nd = 3 * efg->nodes.n;
-  CHECK_OK(ctx, vox_efg_patches_init(ctx, efg, k, patches));
+  CHECK_OK(ctx, vox_efg_patches_init(ctx, efg, k, 1, patches));
   const vox_efg_patches p = *patches;
   CHECK(p.n == efg->n_cells);
   double *inverse = malloc(vox_efg_patches_inverse_bytes(&p)),
-         *work = malloc(p.n * VOX_EFG_PATCH_DOFS * sizeof *work), *z = calloc(nd, sizeof *z),
+         *work = malloc(vox_efg_patches_work_doubles(&p) * sizeof *work), *z = calloc(nd, sizeof *z),
          *ref = calloc(nd, sizeof *ref), *hz = malloc(nd * sizeof *hz);
   CHECK_OK(ctx, vox_efg_patches_factor(ctx, &p, k->val, inverse));
   double worst_identity = 0, worst_cond = 0;
@@ -200,12 +259,13 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
         worst_identity = fmax(worst_identity, fabs(t - (i == j)) / (na * ni));
       }
     for (int i = 0; i < N; i++) rc[i] = x[3 * (size_t)p.node[8 * c + i / 3] + i % 3];
-    patch_solve_reference(a, rc, xc);
+    patch_solve_reference(N, a, rc, xc);
     for (int i = 0; i < N; i++) ref[3 * (size_t)p.node[8 * c + i / 3] + i % 3] += xc[i];
   }
   printf("  patches: %zu, the largest condition %.1e; |A A^-1 - I| / cond %.1e\n", p.n,
          worst_cond, worst_identity);
   CHECK(worst_identity < 1e-14);
+  test_penalty_patches(efg, k, &p, x, ref);
   vox_efg_patches_apply(&p, inverse, x, z, work);
   compare("patches' sum against long-double solves", z, ref, nd, 1e-9);
 

@@ -122,6 +122,15 @@ typedef struct vox_optimizer_options {
    * small kernels launched at once), or launched kernel by kernel (0); the
    * same iterates either way */
   int efg_record;
+  /* VOX_EFG_PC_MG and the schwarz smoother of VOX_EFG_PC_SA: the first
+   * level's smoother solves, besides the cells' patches, a patch per
+   * penalty point of the supports of it and its grid neighbours among the
+   * penalty points (efg_patches.h), so that the penalty's stiff couplings
+   * do not set the CG count (1, the default: a fifth of the iterations on
+   * the cantilever of Lu et al. 2021), or the cells' patches alone (0).
+   * VOX_EFG_PC_SCHWARZ on its own does without them (their overlap costs
+   * it more iterations than they save). */
+  int efg_penalty_patches;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
