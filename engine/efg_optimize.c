@@ -293,6 +293,8 @@ typedef struct efg_run {
   double *rho;        /* nn: the design variables (fixed on solid and void nodes) */
   double *rho_new;    /* nn */
   double *dc, *dc_case, *dv; /* nn */
+  double *oc_lo, *oc_hi;     /* nn: the OC step's bounds on each node (oc_update) */
+  double oc_log_lambda;      /* the last OC step's log(lambda), its next bracket's centre */
   double *rho_gauss, *scale, *energy; /* ng */
   double *f, *u;      /* n_cases * nd */
   double *voxel;      /* ne: the voxel density */
@@ -354,7 +356,7 @@ static void run_free(efg_run *r) {
   vox_efg_patches_free(&r->patches);
   free(r->patch_inverse);
   free(r->patch_work);
-  double *v[] = {r->position, r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->rho_gauss,
+  double *v[] = {r->position, r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->oc_lo, r->oc_hi, r->rho_gauss,
                  r->scale, r->energy, r->f,  r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
@@ -547,6 +549,9 @@ static vox_status run_init(efg_run *r) {
   r->rho_new = malloc(r->nn * sizeof *r->rho_new);
   r->dc = malloc(r->nn * sizeof *r->dc);
   r->dc_case = malloc(r->nn * sizeof *r->dc_case);
+  r->oc_lo = malloc(r->nn * sizeof *r->oc_lo);
+  r->oc_hi = malloc(r->nn * sizeof *r->oc_hi);
+  r->oc_log_lambda = NAN; /* no update yet: the widest bracket */
   r->dv = malloc(r->nn * sizeof *r->dv);
   r->rho_gauss = malloc(r->ng * sizeof *r->rho_gauss);
   r->scale = malloc(r->ng * sizeof *r->scale);
@@ -555,7 +560,8 @@ static vox_status run_init(efg_run *r) {
   r->u = calloc(nc * r->nd, sizeof *r->u);
   r->voxel = malloc(r->ne * sizeof *r->voxel);
   r->is_design = malloc(r->nn);
-  if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->rho_gauss || !r->scale ||
+  if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->oc_lo || !r->oc_hi ||
+      !r->rho_gauss || !r->scale ||
       !r->energy || !r->f || !r->u || !r->voxel || !r->is_design)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (design)");
   TRY(vox_efg_stiffness_pattern(ctx, &r->efg, &r->k));
@@ -691,54 +697,112 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
 }
 
 /* The OC candidate of node i for the multiplier lambda (eq. 21-22; q as the
- * FE path's intermediate-density exponent), with base_i = rho_i B_i^eta
- * lambda^eta made once per update (oc_update) and s = lambda^-eta:
+ * FE path's intermediate-density exponent) with base_i = rho_i B_i^eta
+ * lambda^eta and the move limit's bounds [lo_i, hi_i], made once per update
+ * (oc_update; lo = hi = rho on fixed nodes), and s = lambda^-eta:
  * B_i = max(0, -dc_i) / (lambda dv_i), so that a sensitivity of the wrong
  * sign, which slightly negative shape functions can leave, takes the
  * density down at the move limit. */
-static inline double oc_density(const efg_run *r, size_t i, double s, double q) {
-  const vox_optimizer_options *o = r->opt;
-  const double x = r->rho[i], rmin = r->efg.options.density_min;
-  const double trial = r->dc_case[i] * s;
-  const double lo = fmax(rmin, x - o->move_limit), hi = fmin(1.0, x + o->move_limit);
+static inline double oc_density(double base, double lo, double hi, double s, double q,
+                                double rmin) {
+  const double trial = base * s;
   return trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : fmax(rmin, pow(trial, q)));
 }
 
 /* The volume sum_i dv_i rho_i (exact: the volume is linear in the nodal
- * densities) of the candidate design for s = lambda^-eta, in a fixed
- * order. */
+ * densities) of the candidate design for s = lambda^-eta, in chunks of a
+ * fixed size summed in order: the same bits on any number of threads. */
 static double oc_volume(const efg_run *r, double s, double q) {
-  double v = 0;
-  for (size_t i = 0; i < r->nn; i++)
-    v += r->dv[i] * (r->is_design[i] ? oc_density(r, i, s, q) : r->rho[i]);
+  enum { CHUNK = 4096, MAX_CHUNKS = 4096 };
+  const double *base = r->dc_case, *lo = r->oc_lo, *hi = r->oc_hi, *dv = r->dv;
+  const double rmin = r->efg.options.density_min;
+  const size_t n = r->nn;
+  double part[MAX_CHUNKS], v = 0;
+  for (size_t first = 0; first < n; first += (size_t)CHUNK * MAX_CHUNKS) {
+    const size_t left = n - first, chunks = (left + CHUNK - 1) / CHUNK;
+    const ptrdiff_t m = (ptrdiff_t)(chunks < MAX_CHUNKS ? chunks : MAX_CHUNKS);
+#pragma omp parallel for schedule(static) if (m > 1)
+    for (ptrdiff_t c = 0; c < m; c++) {
+      const size_t i0 = first + (size_t)c * CHUNK, i1 = i0 + CHUNK < n ? i0 + CHUNK : n;
+      double sum = 0;
+      if (q == 1) /* a clamp: branch-free, vectorised */
+        for (size_t i = i0; i < i1; i++) {
+          const double t = base[i] * s, a = t < lo[i] ? lo[i] : t;
+          sum += dv[i] * (a > hi[i] ? hi[i] : a);
+        }
+      else
+        for (size_t i = i0; i < i1; i++) sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
+      part[c] = sum;
+    }
+    for (ptrdiff_t c = 0; c < m; c++) v += part[c];
+  }
   return v;
 }
 
-/* rho_new by eq. 21 with the multiplier that meets the volume target, by
- * bisection in log(lambda) until the bracket is 1e-9 wide relative to
- * itself; ends on the feasible side (the volume at or under the target),
- * as the FE path's. The sensitivities' spare per-case array holds base_i. */
+/* rho_new by eq. 21 with the multiplier that meets the volume target, to a
+ * bracket 1e-9 wide relative to itself as the FE path's bisection, ending
+ * on the feasible side (the volume at or under the target). The volume
+ * falls as t = log(lambda) grows, smoothly between the nodes' clamps, so
+ * regula falsi with the Illinois modification (Dowell and Jarratt 1971)
+ * takes a handful of passes where bisection takes 36; the bracket starts
+ * around the last update's multiplier and widens until it holds the
+ * target. The sensitivities' spare per-case array holds base_i. */
 static void oc_update(efg_run *r, double q) {
-  const double eta = r->opt->damping;
+  const double eta = r->opt->damping, move = r->opt->move_limit;
+  const double rmin = r->efg.options.density_min;
   double *base = r->dc_case, dc_max = 0;
-  for (size_t i = 0; i < r->nn; i++) {
-    const double b = r->dv[i] > 0 ? fmax(0.0, -r->dc[i]) / r->dv[i] : 0;
-    base[i] = r->rho[i] * pow(b, eta);
+  const ptrdiff_t n = (ptrdiff_t)r->nn;
+#pragma omp parallel for schedule(static) reduction(max : dc_max)
+  for (ptrdiff_t i = 0; i < n; i++) {
+    const double b = r->dv[i] > 0 ? fmax(0.0, -r->dc[i]) / r->dv[i] : 0, x = r->rho[i];
+    /* sqrt for the usual eta = 1/2: a few times quicker than pow */
+    base[i] = r->is_design[i] ? x * (eta == 0.5 ? sqrt(b) : pow(b, eta)) : 0;
+    r->oc_lo[i] = r->is_design[i] ? fmax(rmin, x - move) : x;
+    r->oc_hi[i] = r->is_design[i] ? fmin(1.0, x + move) : x;
     dc_max = fmax(dc_max, b);
   }
-  double hi = 1e9 * (dc_max > 0 ? dc_max : 1), lo = 1e-40 * hi;
-  const double target = r->opt->volume_fraction * r->v0;
-  while ((hi - lo) > 1e-9 * (hi + lo)) {
-    const double mid = sqrt(lo * hi);
-    if (mid <= lo || mid >= hi) break; /* the bracket no longer shrinks in doubles */
-    if (oc_volume(r, pow(mid, -eta), q) > target) lo = mid;
-    else hi = mid;
+
+  /* the widest bracket: the FE path's [1e-40, 1] 1e9 max B */
+  const double t_max = log(1e9 * (dc_max > 0 ? dc_max : 1)), t_min = t_max + log(1e-40);
+  const double target = r->opt->volume_fraction * r->v0, width = 2e-9;
+#define EXCESS(t) (oc_volume(r, exp(-eta * (t)), q) - target)
+  double lo = t_min, hi = t_max, f_lo, f_hi;
+  if (r->oc_log_lambda > t_min && r->oc_log_lambda < t_max) {
+    /* widen [c - d, c + d] around the last multiplier until it brackets */
+    double d = 0.05;
+    lo = fmax(t_min, r->oc_log_lambda - d), hi = fmin(t_max, r->oc_log_lambda + d);
+    f_lo = EXCESS(lo), f_hi = EXCESS(hi);
+    while ((f_lo <= 0 && lo > t_min) || (f_hi > 0 && hi < t_max)) {
+      d *= 4;
+      if (f_lo <= 0 && lo > t_min) hi = lo, f_hi = f_lo, lo = fmax(t_min, lo - d), f_lo = EXCESS(lo);
+      else lo = hi, f_lo = f_hi, hi = fmin(t_max, hi + d), f_hi = EXCESS(hi);
+    }
+  } else {
+    f_lo = EXCESS(lo), f_hi = EXCESS(hi);
   }
-  const double s = pow(hi, -eta);
-  const ptrdiff_t n = (ptrdiff_t)r->nn;
+  if (f_lo <= 0) hi = lo, f_hi = f_lo; /* under the target even at the smallest multiplier */
+  if (f_hi > 0) lo = hi, f_lo = f_hi;  /* over it even at the largest: as close as it goes */
+  int replaced = 0; /* the end the last step moved: -1 lo, +1 hi */
+  for (int step = 0; hi - lo > width && f_hi != 0 && f_lo > 0 && step < 200; step++) {
+    double t = lo + (hi - lo) * (f_lo / (f_lo - f_hi));
+    if (!(t > lo && t < hi) || step % 8 == 7) t = 0.5 * (lo + hi); /* a bisection now and then */
+    const double f = EXCESS(t);
+    if (f > 0) {
+      lo = t, f_lo = f;
+      if (replaced == -1) f_hi *= 0.5; /* hi kept twice: Illinois */
+      replaced = -1;
+    } else {
+      hi = t, f_hi = f;
+      if (replaced == 1) f_lo *= 0.5;
+      replaced = 1;
+    }
+  }
+#undef EXCESS
+  r->oc_log_lambda = hi;
+  const double s = exp(-eta * hi);
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t i = 0; i < n; i++)
-    r->rho_new[i] = r->is_design[i] ? oc_density(r, (size_t)i, s, q) : r->rho[i];
+    r->rho_new[i] = oc_density(base[i], r->oc_lo[i], r->oc_hi[i], s, q, rmin);
 }
 
 /* The design's volume fraction and M_nd (eq. 13 of seed 000, percent) over
