@@ -21,7 +21,8 @@ void vox_efg_gauss_density(const vox_efg_model *efg, const double *rho_nodes, do
 void vox_efg_voxel_density(const vox_efg_model *efg, const double *rho_gauss, double *voxel) {
   const vox_grid *g = &efg->nodes.grid;
   memset(voxel, 0, (size_t)vox_grid_elements(g) * sizeof *voxel);
-#pragma omp parallel for schedule(static)
+  /* threads only where the pass is longer than waking them */
+#pragma omp parallel for schedule(static) if (efg->n_cells >= 16384)
   for (ptrdiff_t c = 0; c < (ptrdiff_t)efg->n_cells; c++) {
     double s = 0;
     for (int q = 0; q < 8; q++) s += rho_gauss[8 * c + q];
