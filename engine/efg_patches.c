@@ -320,11 +320,10 @@ void vox_efg_patches_apply(const vox_efg_patches *p, const double *inverse, cons
     const int32_t *nd = p->penalty_node + first;
     const double *inv = penalty_inverse + p->penalty_inverse_start[q];
     double *y = penalty_work + 3 * first;
-    /* row i read as column i (the inverse is symmetric), as a device does */
-    for (size_t i = 0; i < n; i++) y[i] = 0;
-    for (size_t j = 0; j < n; j++) {
-      const double rj = r[3 * (size_t)nd[j / 3] + j % 3];
-      for (size_t i = 0; i < n; i++) y[i] += inv[n * j + i] * rj;
+    for (size_t i = 0; i < n; i++) {
+      double s = 0;
+      for (size_t j = 0; j < n; j++) s += inv[n * i + j] * r[3 * (size_t)nd[j / 3] + j % 3];
+      y[i] = s;
     }
   }
 #pragma omp parallel for schedule(static)
