@@ -356,8 +356,9 @@ static void run_free(efg_run *r) {
   vox_efg_patches_free(&r->patches);
   free(r->patch_inverse);
   free(r->patch_work);
-  double *v[] = {r->position, r->rho, r->rho_new, r->dc, r->dc_case, r->dv, r->oc_lo, r->oc_hi, r->rho_gauss,
-                 r->scale, r->energy, r->f,  r->u,       r->voxel};
+  double *v[] = {r->position, r->rho,       r->rho_new, r->dc,     r->dc_case,
+                 r->dv,       r->oc_lo,     r->oc_hi,   r->rho_gauss, r->scale,
+                 r->energy,   r->f,         r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
 }
@@ -591,7 +592,8 @@ static vox_status run_init(efg_run *r) {
     TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, penalty, &r->patches));
     if (!r->dev) {
       r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);
-      r->patch_work = malloc((vox_efg_patches_work_doubles(&r->patches) + 1) * sizeof *r->patch_work);
+      r->patch_work =
+          malloc((vox_efg_patches_work_doubles(&r->patches) + 1) * sizeof *r->patch_work);
       if (!r->patch_inverse || !r->patch_work)
         return vox_error(ctx, VOX_ERR_NO_MEMORY,
                          "element-free Galerkin: out of memory (patch preconditioner)");
@@ -738,7 +740,8 @@ static double oc_volume(const efg_run *r, double s, double q) {
           sum += dv[i] * (a > hi[i] ? hi[i] : a);
         }
       else
-        for (size_t i = i0; i < i1; i++) sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
+        for (size_t i = i0; i < i1; i++)
+          sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
       part[c] = sum;
     }
     for (ptrdiff_t c = 0; c < m; c++) v += part[c];
@@ -781,8 +784,10 @@ static void oc_update(efg_run *r, double q) {
     f_lo = EXCESS(lo), f_hi = EXCESS(hi);
     while ((f_lo <= 0 && lo > t_min) || (f_hi > 0 && hi < t_max)) {
       d *= 4;
-      if (f_lo <= 0 && lo > t_min) hi = lo, f_hi = f_lo, lo = fmax(t_min, lo - d), f_lo = EXCESS(lo);
-      else lo = hi, f_lo = f_hi, hi = fmin(t_max, hi + d), f_hi = EXCESS(hi);
+      if (f_lo <= 0 && lo > t_min)
+        hi = lo, f_hi = f_lo, lo = fmax(t_min, lo - d), f_lo = EXCESS(lo);
+      else
+        lo = hi, f_lo = f_hi, hi = fmin(t_max, hi + d), f_hi = EXCESS(hi);
     }
   } else {
     f_lo = EXCESS(lo), f_hi = EXCESS(hi);

@@ -268,7 +268,8 @@ vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, co
           const uint32_t at = block[m * na + nb];
           for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
-              a[n * (3 * na + i) + 3 * nb + j] = at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * i + j];
+              a[n * (3 * na + i) + 3 * nb + j] =
+                  at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * i + j];
         }
       if (row_k && !vox_efg_sweep_invert((int)n, a, row_k, row_k + most)) failed = q;
     }

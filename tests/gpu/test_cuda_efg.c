@@ -232,7 +232,8 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   const vox_efg_patches p = *patches;
   CHECK(p.n == efg->n_cells);
   double *inverse = malloc(vox_efg_patches_inverse_bytes(&p)),
-         *work = malloc(vox_efg_patches_work_doubles(&p) * sizeof *work), *z = calloc(nd, sizeof *z),
+         *work = malloc(vox_efg_patches_work_doubles(&p) * sizeof *work),
+         *z = calloc(nd, sizeof *z),
          *ref = calloc(nd, sizeof *ref), *hz = malloc(nd * sizeof *hz);
   CHECK_OK(ctx, vox_efg_patches_factor(ctx, &p, k->val, inverse));
   double worst_identity = 0, worst_cond = 0;
