@@ -290,9 +290,9 @@ static const cli_option options[] = {
              "a third to a sixth of jacobi's CG iterations) or jacobi (K's inverted 3x3 "
              "diagonal blocks)",
      .parse = parse_efg_sa_smoother, .format = format_efg_preconditioner},
-    NUMBER("efg-mg-coarse-dofs", CLI_INTEGER, "N", opt.efg_mg_coarse_dofs, RANGE(3, 46340),
+    NUMBER("efg-mg-coarse-dofs", CLI_INTEGER, "N", opt.efg_mg_coarse_dofs, RANGE(0, 46340),
            "efg, mg: coarsen until a level has at most N unknowns, then factor it densely "
-           "(N^2 doubles on the device)"),
+           "(N^2 doubles on the device); 0 (the default): 1000 on the CPU, 6000 on a GPU"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),

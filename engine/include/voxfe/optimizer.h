@@ -114,8 +114,10 @@ typedef struct vox_optimizer_options {
    * third to a sixth of the CG iterations) */
   vox_efg_preconditioner efg_sa_smoother;
   /* VOX_EFG_PC_MG: coarsen until a level has at most this many unknowns,
-   * then solve it densely (6000: a factor of 288 MB); its Chebyshev degree
-   * is efg_sa_degree's */
+   * then solve it densely (at most 6000: a factor of 288 MB); 0, the
+   * default: the backend's choice, the FE multigrid's coarsest size where
+   * the backend sets one (1000 on the CPU, whose dense factor runs on one
+   * core), else 6000 (a GPU). Its Chebyshev degree is efg_sa_degree's */
   int efg_mg_coarse_dofs;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
