@@ -539,10 +539,8 @@ static vox_status device_sensitivity(efg_run *r, int lc, double p) {
  * iterations on 1 thread against 20.1 s with 6000), else 6000. */
 static size_t mg_coarse_dofs(const efg_run *r) {
   if (r->opt->efg_mg_coarse_dofs > 0) return (size_t)r->opt->efg_mg_coarse_dofs;
-  const vox_backend *be = r->be;
-  if (!be) return 1000; /* host arrays without a backend: the CPU */
-  if (be->ops->mg && be->ops->mg->coarse_dofs) return be->ops->mg->coarse_dofs;
-  return 6000;
+  const vox_multigrid_ops *mg = r->be->ops->mg;
+  return mg && mg->coarse_dofs ? mg->coarse_dofs : 6000;
 }
 
 static vox_status run_init(efg_run *r) {
@@ -736,30 +734,22 @@ enum { UPDATE_PARALLEL_NODES = 1 << 17 };
  * densities) of the candidate design for s = lambda^-eta, in chunks of a
  * fixed size summed in order: the same bits on any number of threads. */
 static double oc_volume(const efg_run *r, double s, double q) {
-  enum { CHUNK = 4096, MAX_CHUNKS = 4096 };
+  enum { MAX_CHUNKS = 4096, LEAST_CHUNK = 4096 };
   const double *base = r->dc_case, *lo = r->oc_lo, *hi = r->oc_hi, *dv = r->dv;
   const double rmin = r->efg.options.density_min;
   const size_t n = r->nn;
+  size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+  if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
+  const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
   double part[MAX_CHUNKS], v = 0;
-  for (size_t first = 0; first < n; first += (size_t)CHUNK * MAX_CHUNKS) {
-    const size_t left = n - first, chunks = (left + CHUNK - 1) / CHUNK;
-    const ptrdiff_t m = (ptrdiff_t)(chunks < MAX_CHUNKS ? chunks : MAX_CHUNKS);
 #pragma omp parallel for schedule(static) if (n >= UPDATE_PARALLEL_NODES)
-    for (ptrdiff_t c = 0; c < m; c++) {
-      const size_t i0 = first + (size_t)c * CHUNK, i1 = i0 + CHUNK < n ? i0 + CHUNK : n;
-      double sum = 0;
-      if (q == 1) /* a clamp: branch-free, vectorised */
-        for (size_t i = i0; i < i1; i++) {
-          const double t = base[i] * s, a = t < lo[i] ? lo[i] : t;
-          sum += dv[i] * (a > hi[i] ? hi[i] : a);
-        }
-      else
-        for (size_t i = i0; i < i1; i++)
-          sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
-      part[c] = sum;
-    }
-    for (ptrdiff_t c = 0; c < m; c++) v += part[c];
+  for (ptrdiff_t c = 0; c < chunks; c++) {
+    const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
+    double sum = 0;
+    for (size_t i = i0; i < i1; i++) sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
+    part[c] = sum;
   }
+  for (ptrdiff_t c = 0; c < chunks; c++) v += part[c];
   return v;
 }
 
