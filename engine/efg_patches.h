@@ -26,8 +26,9 @@
  * support alone; 34 against 193 over 100). They serve as a multigrid's
  * smoother: as a preconditioner on their own (no coarse space), their
  * added overlap raises the largest eigenvalue more than they lift the
- * smallest (353 CG iterations in the first solve against 270). Their sizes vary (about 34
- * nodes at d_max 2 on a flat support), their inverses are dense.
+ * smallest (353 CG iterations in the first solve against 270). Their
+ * sizes vary (about 34 nodes at d_max 2 on a flat support), their
+ * inverses are dense.
  *
  * The patches overlap (an interior node lies in 8), the sum is symmetric
  * positive definite, so CG stays valid. Each cell patch's inverse is dense,
@@ -110,9 +111,9 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
 /* inverse (vox_efg_patches_inverse_doubles, row-major) = the patches'
  * blocks of K's values kval (9 per block of the pattern) inverted: the
  * cells' by Cholesky's factorisation and substitution, the penalty
- * points' by vox_efg_sweep_step. Fails with a message naming the first
- * (cell) or the penalty point's (penalty) node of the last patch whose
- * block is not positive definite. */
+ * points' by vox_efg_sweep_invert. Fails with a message naming the last
+ * patch whose block is not positive definite: a cell patch by its first
+ * corner node, a penalty patch by its penalty point. */
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse);
 
