@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "cuda_backend.cuh"
+#include "cuda_efg_oc.cuh"
 #include "efg_ops.h"
 
 struct vox_efg_device {
@@ -82,6 +83,7 @@ struct vox_efg_device {
   double *dense, *dense_work;
   int dense_n, dense_lwork, *dense_info;
   cusolverDnHandle_t solver;
+  vox_cuda_efg_oc oc; /* the OC update's tables (cuda_efg_oc.cu) */
   size_t bytes;
 };
 
@@ -707,6 +709,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) vox_cuda_free(q[i]);
   }
   if (d->solver) cusolverDnDestroy(d->solver);
+  vox_cuda_efg_oc_destroy(&d->oc);
   vox_cuda_matrix_destroy(be, d->k);
   vox_cuda_matrix_destroy(be, d->inverse);
   free(d);
@@ -810,6 +813,8 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
   free(row);
   vox_bsr_free(&diag);
   TRY(s);
+  TRY(vox_cuda_efg_oc_create(be, efg, &d->oc));
+  d->bytes += d->oc.bytes;
   /* two words: block Jacobi's or the cells' patches', the penalty patches' */
   return vox_cuda_alloc(be, (void **)&d->failed, 2 * sizeof *d->failed,
                         "the EFG factorisations' status words");
@@ -1328,6 +1333,21 @@ static vox_status efg_compliance_sensitivity(vox_backend *be, vox_efg_device *d,
   return VOX_OK;
 }
 
+static vox_status efg_oc_update(vox_backend *be, vox_efg_device *d, const vox_efg_oc_options *o,
+                                const vox_vec *rho, const vox_vec *dc, vox_vec *rho_new,
+                                vox_efg_oc_result *res) {
+  TRY(check_vec(be, rho, d->n_nodes, "the nodal densities"));
+  TRY(check_vec(be, dc, d->n_nodes, "the sensitivities"));
+  TRY(check_vec(be, rho_new, d->n_nodes, "the updated nodal densities"));
+  return vox_cuda_efg_oc_update(be, &d->oc, o, rho->data, dc->data, rho_new->data, res);
+}
+
+static vox_status efg_non_discreteness(vox_backend *be, vox_efg_device *d,
+                                       const vox_vec *rho_gauss, double *sum) {
+  TRY(check_vec(be, rho_gauss, d->n_points, "the Gauss points' densities"));
+  return vox_cuda_efg_non_discreteness(be, &d->oc, rho_gauss->data, sum);
+}
+
 static vox_status efg_matrix_download(vox_backend *be, const vox_efg_device *d, double *val) {
   CUDA_TRY(be,
            cudaMemcpy(val, values_of(d, d->k), 9 * d->n_blocks * sizeof *val,
@@ -1361,6 +1381,8 @@ static vox_efg_ops make_efg_ops(void) {
   o.mg_smooth_step = efg_mg_smooth_step;
   o.strain_energy = efg_strain_energy;
   o.compliance_sensitivity = efg_compliance_sensitivity;
+  o.oc_update = efg_oc_update;
+  o.non_discreteness = efg_non_discreteness;
   o.matrix_download = efg_matrix_download;
   return o;
 }

@@ -19,6 +19,7 @@
 
 #include "efg_levels.h"
 #include "efg_model.h"
+#include "efg_oc.h"
 #include "efg_patches.h"
 #include "sparse_bsr.h"
 #include "vector.h"
@@ -97,6 +98,15 @@ typedef struct vox_efg_ops {
   vox_status (*compliance_sensitivity)(vox_backend *be, vox_efg_device *d,
                                        const vox_vec *rho_gauss, const vox_vec *q, double p,
                                        vox_vec *dc);
+  /* The OC update of the nodal densities (vox_efg_oc_update with the
+   * model's volume sensitivities and design nodes, which create copies):
+   * rho_new and *res from rho and the sensitivities dc. */
+  vox_status (*oc_update)(vox_backend *be, vox_efg_device *d, const vox_efg_oc_options *o,
+                          const vox_vec *rho, const vox_vec *dc, vox_vec *rho_new,
+                          vox_efg_oc_result *res);
+  /* *sum = vox_efg_non_discreteness_sum of the Gauss points' densities. */
+  vox_status (*non_discreteness)(vox_backend *be, vox_efg_device *d, const vox_vec *rho_gauss,
+                                 double *sum);
   /* K's values to host memory: 9 per block of the pattern, in its order
    * (the tests' comparison with the host assembly). */
   vox_status (*matrix_download)(vox_backend *be, const vox_efg_device *d, double *val);

@@ -12,6 +12,7 @@
 #include "efg_assembly.h"
 #include "efg_multigrid.h"
 #include "efg_mg.h"
+#include "efg_oc.h"
 #include "efg_ops.h"
 #include "efg_patches.h"
 #include "efg_sensitivity.h"
@@ -294,20 +295,22 @@ typedef struct efg_run {
   double *rho;        /* nn: the design variables (fixed on solid and void nodes) */
   double *rho_new;    /* nn */
   double *dc, *dc_case, *dv; /* nn */
-  double *oc_lo, *oc_hi;     /* nn: the OC step's bounds on each node (oc_update) */
+  double *oc_work;           /* 3 nn: the OC update's bases and bounds on the host */
   double oc_log_lambda;      /* the last OC step's log(lambda), its next bracket's centre */
+  size_t n_design_cells;
   double *rho_gauss, *scale, *energy; /* ng */
   double *f, *u;      /* n_cases * nd */
   double *voxel;      /* ne: the voxel density */
   uint8_t *is_design; /* nn */
   /* The stages on the backend's vectors (efg_ops.h), or with dev NULL on
-   * the host arrays above. On the backend: the nodal densities going in,
-   * the sensitivities coming out, each design iteration; the loads and
-   * the solutions stay there (the solutions come back at the end). */
+   * the host arrays above. On the backend the whole design iteration,
+   * the OC update included: the design goes there once (rho_sent) and
+   * comes back for a snapshot and at the end, with the solutions. */
   vox_backend *be;
   const vox_efg_ops *dev;
   vox_efg_device *device;
-  vox_vec d_rho, d_dc;                    /* nn */
+  int rho_sent;                           /* d_rho holds the design, not r->rho */
+  vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
   vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
   vox_vec *d_f, *d_u;                     /* n_cases of nd */
@@ -336,8 +339,9 @@ static const vox_pc_ops schwarz_ops = {.name = "schwarz", .apply = schwarz_apply
 
 static void run_free(efg_run *r) {
   if (r->dev) {
-    vox_vec *v[] = {&r->d_rho, &r->d_dc, &r->d_rho_gauss, &r->d_scale, &r->d_energy,
-                    &r->d_r,   &r->d_z,  &r->d_p,         &r->d_q};
+    vox_vec *v[] = {&r->d_rho,   &r->d_rho_new, &r->d_dc,     &r->d_dc_case,
+                    &r->d_rho_gauss, &r->d_scale, &r->d_energy, &r->d_r,
+                    &r->d_z,     &r->d_p,       &r->d_q};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
       if (v[i]->raw) r->be->ops->vec->destroy(r->be, v[i]);
     for (int c = 0; c < r->n_cases; c++) {
@@ -357,9 +361,9 @@ static void run_free(efg_run *r) {
   vox_efg_patches_free(&r->patches);
   free(r->patch_inverse);
   free(r->patch_work);
-  double *v[] = {r->position, r->rho,       r->rho_new, r->dc,     r->dc_case,
-                 r->dv,       r->oc_lo,     r->oc_hi,   r->rho_gauss, r->scale,
-                 r->energy,   r->f,         r->u,       r->voxel};
+  double *v[] = {r->position, r->rho,    r->rho_new,   r->dc,    r->dc_case,
+                 r->dv,       r->oc_work, r->rho_gauss, r->scale, r->energy,
+                 r->f,        r->u,       r->voxel};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
 }
@@ -386,7 +390,8 @@ static vox_status device_init(efg_run *r) {
   struct {
     vox_vec *v;
     size_t n;
-  } const want[] = {{&r->d_rho, r->nn},       {&r->d_dc, r->nn},    {&r->d_rho_gauss, r->ng},
+  } const want[] = {{&r->d_rho, r->nn},       {&r->d_rho_new, r->nn}, {&r->d_dc, r->nn},
+                    {&r->d_dc_case, r->nn},   {&r->d_rho_gauss, r->ng},
                     {&r->d_scale, r->ng},     {&r->d_energy, r->ng}, {&r->d_r, r->nd},
                     {&r->d_z, r->nd},         {&r->d_p, r->nd},      {&r->d_q, r->nd}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -403,17 +408,24 @@ static vox_status device_init(efg_run *r) {
   return VOX_OK;
 }
 
-/* K at the design r->rho and penalty p on the backend (the Gauss points'
- * densities, their factors, the node-pair assembly), with the Gauss
- * points' densities also in r->rho_gauss (the design's numbers read them
- * on the host). */
+/* K at the design and penalty p on the backend (the Gauss points'
+ * densities, their factors, the node-pair assembly); the design goes
+ * there from r->rho the first time. */
 static vox_status device_assemble(efg_run *r, double p) {
   vox_backend *be = r->be;
-  TRY(be->ops->vec->upload(be, &r->d_rho, r->rho));
+  if (!r->rho_sent) TRY(be->ops->vec->upload(be, &r->d_rho, r->rho));
+  r->rho_sent = 1;
   TRY(r->dev->gauss_density(be, r->device, &r->d_rho, &r->d_rho_gauss));
   TRY(r->dev->gauss_scale(be, r->device, &r->d_rho_gauss, p, &r->d_scale));
-  TRY(r->dev->assemble(be, r->device, &r->d_scale));
-  return be->ops->vec->download(be, &r->d_rho_gauss, r->rho_gauss);
+  return r->dev->assemble(be, r->device, &r->d_scale);
+}
+
+/* r->rho (and with `gauss` r->rho_gauss) from the backend, where the
+ * design lives after the first assembly. */
+static vox_status device_design(efg_run *r, int gauss) {
+  if (!r->dev || !r->rho_sent) return VOX_OK;
+  TRY(r->be->ops->vec->download(r->be, &r->d_rho, r->rho));
+  return gauss ? r->be->ops->vec->download(r->be, &r->d_rho_gauss, r->rho_gauss) : VOX_OK;
 }
 
 /* CG's hooks (ksp.h) on the backend's vectors. */
@@ -520,14 +532,14 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   return st;
 }
 
-/* dc_case = the sensitivities of load case lc's compliance, in the two
- * stages of the backend (energy densities, then the node-wise sums). */
-static vox_status device_sensitivity(efg_run *r, int lc, double p) {
+/* d_dc += w times the sensitivities of load case lc's compliance, in the
+ * two stages of the backend (energy densities, then the node-wise sums). */
+static vox_status device_sensitivity(efg_run *r, int lc, double p, double w) {
   vox_backend *be = r->be;
   TRY(r->dev->strain_energy(be, r->device, &r->d_u[lc], &r->d_energy));
   TRY(r->dev->compliance_sensitivity(be, r->device, &r->d_rho_gauss, &r->d_energy, p,
-                                     &r->d_dc));
-  return be->ops->vec->download(be, &r->d_dc, r->dc_case);
+                                     &r->d_dc_case));
+  return be->ops->vec->axpy(be, &r->d_dc, w, &r->d_dc_case);
 }
 
 /* ---- the loop's state ------------------------------------------------------------ */
@@ -562,8 +574,7 @@ static vox_status run_init(efg_run *r) {
   r->rho_new = malloc(r->nn * sizeof *r->rho_new);
   r->dc = malloc(r->nn * sizeof *r->dc);
   r->dc_case = malloc(r->nn * sizeof *r->dc_case);
-  r->oc_lo = malloc(r->nn * sizeof *r->oc_lo);
-  r->oc_hi = malloc(r->nn * sizeof *r->oc_hi);
+  r->oc_work = malloc(3 * r->nn * sizeof *r->oc_work);
   r->oc_log_lambda = NAN; /* no update yet: the widest bracket */
   r->dv = malloc(r->nn * sizeof *r->dv);
   r->rho_gauss = malloc(r->ng * sizeof *r->rho_gauss);
@@ -573,7 +584,7 @@ static vox_status run_init(efg_run *r) {
   r->u = calloc(nc * r->nd, sizeof *r->u);
   r->voxel = malloc(r->ne * sizeof *r->voxel);
   r->is_design = malloc(r->nn);
-  if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->oc_lo || !r->oc_hi ||
+  if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->oc_work ||
       !r->rho_gauss || !r->scale ||
       !r->energy || !r->f || !r->u || !r->voxel || !r->is_design)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (design)");
@@ -619,6 +630,8 @@ static vox_status run_init(efg_run *r) {
     r->is_design[i] = r->efg.node_role[i] == VOX_ROLE_DESIGN;
     n_design += r->is_design[i];
   }
+  for (size_t c = 0; c < r->efg.n_cells; c++)
+    r->n_design_cells += r->efg.cell_role[c] == VOX_ROLE_DESIGN;
   r->v0 = vox_efg_volume(&r->efg, NULL);
   if (n_design == 0 || !(r->v0 > 0))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no design voxels");
@@ -673,7 +686,10 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   *c = 0;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
-  if (sensitivity) memset(r->dc, 0, r->nn * sizeof *r->dc);
+  if (sensitivity && r->dev)
+    TRY(r->be->ops->vec->set(r->be, &r->d_dc, 0));
+  else if (sensitivity)
+    memset(r->dc, 0, r->nn * sizeof *r->dc);
   for (int lc = 0; lc < r->n_cases; lc++) {
     const double w = vox_model_load_case_weight(r->model, lc);
     double *u = r->u + (size_t)lc * r->nd;
@@ -699,129 +715,40 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     *c += w * fu;
     if (!sensitivity || w == 0) continue;
     if (r->dev) {
-      TRY(device_sensitivity(r, lc, p));
+      TRY(device_sensitivity(r, lc, p, w));
     } else {
       vox_efg_strain_energy(&r->efg, u, r->energy);
       vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
+      for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
     }
-    for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
     r->seconds_sensitivity += now() - t, t = now();
   }
   return VOX_OK;
 }
 
-/* The OC candidate of node i for the multiplier lambda (eq. 21-22; q as the
- * FE path's intermediate-density exponent) with base_i = rho_i B_i^eta
- * lambda^eta and the move limit's bounds [lo_i, hi_i], made once per update
- * (oc_update; lo = hi = rho on fixed nodes), and s = lambda^-eta:
- * B_i = max(0, -dc_i) / (lambda dv_i), so that a sensitivity of the wrong
- * sign, which slightly negative shape functions can leave, takes the
- * density down at the move limit. */
-static inline double oc_density(double base, double lo, double hi, double s, double q,
-                                double rmin) {
-  const double trial = base * s;
-  return trial <= lo ? lo : trial >= hi ? hi : (q == 1 ? trial : fmax(rmin, pow(trial, q)));
-}
-
-/* The update's loops run on OpenMP's threads from this many nodes: the
- * threads sleep while a GPU solves, and waking them for a pass over fewer
- * nodes costs more than the pass (the cantilever's 16,605 nodes on the
- * H200's host: 4.5 ms a design iteration in the update with threads,
- * against a few tenths serially). */
-enum { UPDATE_PARALLEL_NODES = 1 << 17 };
-
-/* The volume sum_i dv_i rho_i (exact: the volume is linear in the nodal
- * densities) of the candidate design for s = lambda^-eta, in chunks of a
- * fixed size summed in order: the same bits on any number of threads. */
-static double oc_volume(const efg_run *r, double s, double q) {
-  enum { MAX_CHUNKS = 4096, LEAST_CHUNK = 4096 };
-  const double *base = r->dc_case, *lo = r->oc_lo, *hi = r->oc_hi, *dv = r->dv;
-  const double rmin = r->efg.options.density_min;
-  const size_t n = r->nn;
-  size_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
-  if (chunk < LEAST_CHUNK) chunk = LEAST_CHUNK;
-  const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
-  double part[MAX_CHUNKS], v = 0;
-#pragma omp parallel for schedule(static) if (n >= UPDATE_PARALLEL_NODES)
-  for (ptrdiff_t c = 0; c < chunks; c++) {
-    const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
-    double sum = 0;
-    for (size_t i = i0; i < i1; i++) sum += dv[i] * oc_density(base[i], lo[i], hi[i], s, q, rmin);
-    part[c] = sum;
-  }
-  for (ptrdiff_t c = 0; c < chunks; c++) v += part[c];
-  return v;
-}
-
-/* rho_new by eq. 21 with the multiplier that meets the volume target, to a
- * bracket 1e-9 wide relative to itself as the FE path's bisection, ending
- * on the feasible side (the volume at or under the target). The volume
- * falls as t = log(lambda) grows, smoothly between the nodes' clamps, so
- * regula falsi with the Illinois modification (Dowell and Jarratt 1971)
- * takes a handful of passes where bisection takes 36; the bracket starts
- * around the last update's multiplier and widens until it holds the
- * target. The sensitivities' spare per-case array holds base_i. */
-static void oc_update(efg_run *r, double q) {
-  const double eta = r->opt->damping, move = r->opt->move_limit;
-  const double rmin = r->efg.options.density_min;
-  double *base = r->dc_case, dc_max = 0;
-  const ptrdiff_t n = (ptrdiff_t)r->nn;
-#pragma omp parallel for schedule(static) reduction(max : dc_max) if (n >= UPDATE_PARALLEL_NODES)
-  for (ptrdiff_t i = 0; i < n; i++) {
-    const double b = r->dv[i] > 0 ? fmax(0.0, -r->dc[i]) / r->dv[i] : 0, x = r->rho[i];
-    /* sqrt for the usual eta = 1/2: a few times quicker than pow */
-    base[i] = r->is_design[i] ? x * (eta == 0.5 ? sqrt(b) : pow(b, eta)) : 0;
-    r->oc_lo[i] = r->is_design[i] ? fmax(rmin, x - move) : x;
-    r->oc_hi[i] = r->is_design[i] ? fmin(1.0, x + move) : x;
-    dc_max = fmax(dc_max, b);
-  }
-
-  /* the widest bracket: the FE path's [1e-40, 1] 1e9 max B */
-  const double t_max = log(1e9 * (dc_max > 0 ? dc_max : 1)), t_min = t_max + log(1e-40);
-  const double target = r->opt->volume_fraction * r->v0, width = 2e-9;
-#define EXCESS(t) (oc_volume(r, exp(-eta * (t)), q) - target)
-  double lo = t_min, hi = t_max, f_lo, f_hi;
-  if (r->oc_log_lambda > t_min && r->oc_log_lambda < t_max) {
-    /* widen [c - d, c + d] around the last multiplier until it brackets */
-    double d = 0.05;
-    lo = fmax(t_min, r->oc_log_lambda - d), hi = fmin(t_max, r->oc_log_lambda + d);
-    f_lo = EXCESS(lo), f_hi = EXCESS(hi);
-    while ((f_lo <= 0 && lo > t_min) || (f_hi > 0 && hi < t_max)) {
-      d *= 4;
-      if (f_lo <= 0 && lo > t_min)
-        hi = lo, f_hi = f_lo, lo = fmax(t_min, lo - d), f_lo = EXCESS(lo);
-      else
-        lo = hi, f_lo = f_hi, hi = fmin(t_max, hi + d), f_hi = EXCESS(hi);
-    }
+/* rho_new by the OC update (efg_oc.h) of rho, on the backend or the host;
+ * the update's numbers in *res. */
+static vox_status oc_update(efg_run *r, double q, vox_efg_oc_result *res) {
+  const vox_efg_oc_options o = {.eta = r->opt->damping,
+                                .move = r->opt->move_limit,
+                                .rmin = r->efg.options.density_min,
+                                .q = q,
+                                .target = r->opt->volume_fraction * r->v0,
+                                .log_lambda = r->oc_log_lambda};
+  if (r->dev) {
+    TRY(r->dev->oc_update(r->be, r->device, &o, &r->d_rho, &r->d_dc, &r->d_rho_new, res));
+    const vox_vec t = r->d_rho;
+    r->d_rho = r->d_rho_new, r->d_rho_new = t;
   } else {
-    f_lo = EXCESS(lo), f_hi = EXCESS(hi);
+    vox_efg_oc_update(&o, r->nn, r->rho, r->dc, r->dv, r->is_design, r->oc_work, r->rho_new, res);
+    double *t = r->rho;
+    r->rho = r->rho_new, r->rho_new = t;
   }
-  if (f_lo <= 0) hi = lo, f_hi = f_lo; /* under the target even at the smallest multiplier */
-  if (f_hi > 0) lo = hi, f_lo = f_hi;  /* over it even at the largest: as close as it goes */
-  int replaced = 0; /* the end the last step moved: -1 lo, +1 hi */
-  for (int step = 0; hi - lo > width && f_hi != 0 && f_lo > 0 && step < 200; step++) {
-    double t = lo + (hi - lo) * (f_lo / (f_lo - f_hi));
-    if (!(t > lo && t < hi) || step % 8 == 7) t = 0.5 * (lo + hi); /* a bisection now and then */
-    const double f = EXCESS(t);
-    if (f > 0) {
-      lo = t, f_lo = f;
-      if (replaced == -1) f_hi *= 0.5; /* hi kept twice: Illinois */
-      replaced = -1;
-    } else {
-      hi = t, f_hi = f;
-      if (replaced == 1) f_lo *= 0.5;
-      replaced = 1;
-    }
-  }
-#undef EXCESS
-  r->oc_log_lambda = hi;
-  const double s = exp(-eta * hi);
-#pragma omp parallel for schedule(static) if (n >= UPDATE_PARALLEL_NODES)
-  for (ptrdiff_t i = 0; i < n; i++)
-    r->rho_new[i] = oc_density(base[i], r->oc_lo[i], r->oc_hi[i], s, q, rmin);
+  r->oc_log_lambda = res->log_lambda;
+  return VOX_OK;
 }
 
-/* The design's volume fraction and M_nd (eq. 13 of seed 000, percent) over
+/* The design's volume fraction and M_nd (Sigmund 2007, percent) over
  * the design voxels, from the voxel density of rho (left in r->voxel);
  * `evaluated`: r->rho_gauss holds rho's Gauss point densities already (rho
  * is the design evaluate last assembled). */
@@ -833,15 +760,8 @@ static void design_numbers(efg_run *r, int evaluated, double *fraction, double *
   double v = 0;
   for (size_t i = 0; i < r->nn; i++) v += r->dv[i] * r->rho[i];
   *fraction = v / r->v0;
-  double s = 0;
-  size_t n = 0;
-  for (size_t c = 0; c < r->efg.n_cells; c++) {
-    if (r->efg.cell_role[c] != VOX_ROLE_DESIGN) continue;
-    const double d = r->voxel[r->efg.cell_voxel[c]];
-    s += d * (1 - d);
-    n++;
-  }
-  *m_nd = n ? 100 * 4 * s / (double)n : 0;
+  const double s = vox_efg_non_discreteness_sum(r->efg.n_cells, r->efg.cell_role, r->rho_gauss);
+  *m_nd = r->n_design_cells ? 100 * 4 * s / (double)r->n_design_cells : 0;
 }
 
 static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row) {
@@ -917,14 +837,20 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
       break;
     }
     const double t1 = now();
-    /* the numbers of the design this iteration evaluated */
-    design_numbers(r, 1, &row.volume_fraction, &row.non_discreteness);
-    /* 3. OC update of the nodal densities */
-    oc_update(r, q);
-    double change = 0;
-    for (size_t i = 0; i < r->nn; i++) change = fmax(change, fabs(r->rho_new[i] - r->rho[i]));
-    row.change = change;
-    memcpy(r->rho, r->rho_new, r->nn * sizeof *r->rho);
+    /* the numbers of the design this iteration evaluated (on the backend:
+     * its volume from the update), 3. the OC update of the nodal densities */
+    vox_efg_oc_result oc;
+    if (r->dev) {
+      double sum;
+      TRY(r->dev->non_discreteness(r->be, r->device, &r->d_rho_gauss, &sum));
+      row.non_discreteness = r->n_design_cells ? 100 * 4 * sum / (double)r->n_design_cells : 0;
+      TRY(oc_update(r, q, &oc));
+      row.volume_fraction = oc.volume / r->v0;
+    } else {
+      design_numbers(r, 1, &row.volume_fraction, &row.non_discreteness);
+      TRY(oc_update(r, q, &oc));
+    }
+    row.change = oc.change;
     const double t3 = now();
     row.objective = compliance;
     row.penalty = p;
@@ -939,6 +865,7 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     TRY(append_history(ctx, model, &row));
     if (opt->snapshot_every > 0 && row.iteration % opt->snapshot_every == 0) {
       double fraction, m_nd; /* the voxel density of the updated design */
+      TRY(device_design(r, 0));
       design_numbers(r, 0, &fraction, &m_nd);
       for (size_t e = 0; e < r->ne; e++) r->voxel[e] = fmin(1, fmax(0, r->voxel[e]));
       TRY(vox_model_add_snapshot(ctx, model, row.iteration, r->voxel));
@@ -992,6 +919,7 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     }
   }
   result->objective = compliance;
+  TRY(device_design(r, 1));
   design_numbers(r, 1, &result->volume_fraction, &result->non_discreteness);
   for (int c = 0; r->dev && c < r->n_cases; c++) /* the solutions back from the backend */
     TRY(r->be->ops->vec->download(r->be, &r->d_u[c], r->u + (size_t)c * r->nd));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../efg_assembly.h"
+#include "../efg_oc.h"
 #include "../efg_ops.h"
 #include "../efg_optimize.h"
 #include "../efg_sensitivity.h"
@@ -30,6 +31,8 @@ struct vox_efg_device {
   double *dense;
   int dense_n;
   double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
+  double *dv, *oc_work; /* the OC update's volume sensitivities and work (3 a node) */
+  uint8_t *design;      /* 1 on a design node */
 };
 
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
@@ -47,6 +50,9 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
     free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
   free(d->dense);
   free(d->level_tmp);
+  free(d->dv);
+  free(d->oc_work);
+  free(d->design);
   free(d);
 }
 
@@ -61,20 +67,26 @@ static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vo
     d->k.row_start = malloc((n + 1) * sizeof *d->k.row_start);
     d->k.col = malloc((nb ? nb : 1) * sizeof *d->k.col);
     d->k.val = calloc(9 * nb + 1, sizeof *d->k.val);
+    d->dv = malloc((efg->nodes.n + 1) * sizeof *d->dv);
+    d->oc_work = malloc((3 * efg->nodes.n + 1) * sizeof *d->oc_work);
+    d->design = malloc(efg->nodes.n + 1);
   }
-  if (!d || !d->k.row_start || !d->k.col || !d->k.val) {
+  if (!d || !d->k.row_start || !d->k.col || !d->k.val || !d->dv || !d->oc_work || !d->design) {
     efg_destroy(be, d);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (stiffness matrix)");
   }
   memcpy(d->k.row_start, pattern->row_start, (n + 1) * sizeof *d->k.row_start);
   memcpy(d->k.col, pattern->col, nb * sizeof *d->k.col);
+  vox_efg_volume_sensitivity(efg, d->dv);
+  for (size_t i = 0; i < efg->nodes.n; i++) d->design[i] = efg->node_role[i] == VOX_ROLE_DESIGN;
   *out = d;
   return VOX_OK;
 }
 
 static size_t efg_bytes(const vox_efg_device *d) {
   return vox_bsr_bytes(&d->k) + (d->inverse.row_start ? vox_bsr_bytes(&d->inverse) : 0) +
+         d->efg.nodes.n * (4 * sizeof(double) + 1) +
          (d->patches ? vox_efg_patches_inverse_bytes(d->patches) +
                            vox_efg_patches_work_doubles(d->patches) * sizeof(double)
                      : 0);
@@ -364,6 +376,24 @@ static vox_status efg_compliance_sensitivity(vox_backend *be, vox_efg_device *d,
   return VOX_OK;
 }
 
+static vox_status efg_oc_update(vox_backend *be, vox_efg_device *d, const vox_efg_oc_options *o,
+                                const vox_vec *rho, const vox_vec *dc, vox_vec *rho_new,
+                                vox_efg_oc_result *res) {
+  const size_t n = d->efg.nodes.n;
+  TRY(doubles(be, rho, n, "the nodal densities"));
+  TRY(doubles(be, dc, n, "the sensitivities"));
+  TRY(doubles(be, rho_new, n, "the updated nodal densities"));
+  vox_efg_oc_update(o, n, rho->data, dc->data, d->dv, d->design, d->oc_work, rho_new->data, res);
+  return VOX_OK;
+}
+
+static vox_status efg_non_discreteness(vox_backend *be, vox_efg_device *d,
+                                       const vox_vec *rho_gauss, double *sum) {
+  TRY(doubles(be, rho_gauss, d->efg.gauss.n_points, "the Gauss points' densities"));
+  *sum = vox_efg_non_discreteness_sum(d->efg.n_cells, d->efg.cell_role, rho_gauss->data);
+  return VOX_OK;
+}
+
 static vox_status efg_matrix_download(vox_backend *be, const vox_efg_device *d, double *val) {
   (void)be;
   memcpy(val, d->k.val, 9 * vox_bsr_blocks(&d->k) * sizeof *val);
@@ -394,5 +424,7 @@ const vox_efg_ops vox_cpu_efg_ops = {
     .mg_smooth_step = efg_mg_smooth_step,
     .strain_energy = efg_strain_energy,
     .compliance_sensitivity = efg_compliance_sensitivity,
+    .oc_update = efg_oc_update,
+    .non_discreteness = efg_non_discreteness,
     .matrix_download = efg_matrix_download,
 };

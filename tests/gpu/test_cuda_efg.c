@@ -434,6 +434,55 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   for (int l = 0; l + 1 < lv->n_levels; l++) free(bval[l]), free(val[l + 1]);
 }
 
+/* The OC update and the measure of non-discreteness's sum on the backend
+ * against the host's (efg_oc.h), for these sensitivities: cold, then
+ * around the answer, then with q = 2. The searches' sums differ by
+ * rounding, so their multipliers may end anywhere in the last bracket
+ * (2e-9 wide in log lambda), the densities within eta times that. */
+static void test_oc(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
+                    const vox_efg_model *efg, const double *rho, const double *dc,
+                    const double *rho_g, const vox_vec *d_rho, const vox_vec *d_dc,
+                    const vox_vec *d_rho_g) {
+  const vox_efg_ops *ops = be->ops->efg;
+  const size_t nn = efg->nodes.n;
+  double *dv = malloc(nn * sizeof *dv), *work = malloc(3 * nn * sizeof *work),
+         *want = malloc(nn * sizeof *want), *got = malloc(nn * sizeof *got);
+  uint8_t *design = malloc(nn);
+  vox_vec d_new;
+  if (!dv || !work || !want || !got || !design || !to_backend(be, NULL, nn, &d_new)) return;
+  vox_efg_volume_sensitivity(efg, dv);
+  double v0 = 0;
+  for (size_t i = 0; i < nn; i++) {
+    design[i] = efg->node_role[i] == VOX_ROLE_DESIGN;
+    v0 += design[i] ? dv[i] : 0;
+  }
+  vox_efg_oc_options o = {.eta = 0.5, .move = 0.2, .rmin = 1e-3, .q = 1, .target = 0.4 * v0,
+                          .log_lambda = NAN};
+  const char *what[] = {"cold", "around the answer", "q = 2"};
+  for (int pass = 0; pass < 3; pass++) {
+    vox_efg_oc_result h, g;
+    vox_efg_oc_update(&o, nn, rho, dc, dv, design, work, want, &h);
+    CHECK_OK(ctx, ops->oc_update(be, dev, &o, d_rho, d_dc, &d_new, &g));
+    download(be, &d_new, got);
+    const double dt = fabs(g.log_lambda - h.log_lambda);
+    const int ok = dt <= 2.5e-9;
+    printf("  %-4s  OC update, %-17s: log lambda %-22.15g %9.2e  (tol 2.5e-09; %d and %d "
+           "passes)\n",
+           ok ? "ok" : "FAIL", what[pass], g.log_lambda, dt, g.passes, h.passes);
+    CHECK(ok);
+    compare("  its densities", got, want, nn, 2e-9);
+    compare("  the volume going in", &g.volume, &h.volume, 1, 1e-13);
+    compare("  the largest change", &g.change, &h.change, 1, 1e-8);
+    o.log_lambda = h.log_lambda + 0.01;
+    if (pass == 1) o.q = 2, o.target = 0.5 * v0, o.log_lambda = NAN;
+  }
+  double sum_h = vox_efg_non_discreteness_sum(efg->n_cells, efg->cell_role, rho_g), sum_g;
+  CHECK_OK(ctx, ops->non_discreteness(be, dev, d_rho_g, &sum_g));
+  compare("the measure of non-discreteness's sum", &sum_g, &sum_h, 1, 1e-13);
+  be->ops->vec->destroy(be, &d_new);
+  free(dv), free(work), free(want), free(got), free(design);
+}
+
 static void test_stages(vox_context *ctx, vox_backend *be) {
   const vox_efg_ops *ops = be->ops->efg;
   CHECK(ops != NULL);
@@ -534,6 +583,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, ops->compliance_sensitivity(be, dev, &d_rho_g, &d_q, 3, &d_dc));
   download(be, &d_dc, hg);
   compare("node-wise sensitivities dc/drho (eq. 26)", hg, dc, nn, 1e-12);
+  test_oc(ctx, be, dev, &efg, rho, dc, rho_g, &d_rho, &d_dc, &d_rho_g);
 
   /* a block that is not definite is named */
   for (size_t i = 0; i < ng; i++) scale[i] = 0;
