@@ -3,13 +3,15 @@
  * Zhang, Xie and Yin 2021, section 5), none with atomics in its sums:
  *
  * - The stiffness K node pair by node pair (section 5.1): a warp per block
- *   K_ij of the pattern. Node i's Gauss points are one sorted list and node
- *   j's another (the model's per-node transposes, efg_model.h); the lanes
- *   take i's points that fall in the range of j's, find each in j's list by
- *   bisection (the entry of j there), add the point's share, and the warp
- *   sums the nine values by shuffles: each block is the reduction over the
- *   Gauss points its two nodes share, written once, by one lane. The
- *   penalty points of the supports likewise.
+ *   K_ij of the pattern on and above the diagonal (j >= i). Node i's Gauss
+ *   points are one sorted list and node j's another (the model's per-node
+ *   transposes, efg_model.h); the lanes take i's points that fall in the
+ *   range of j's, find each in j's list by bisection (the entry of j
+ *   there), add the point's share, and the warp sums the nine values by
+ *   shuffles: each block is the reduction over the Gauss points its two
+ *   nodes share, written once, by one lane, with its mirror K_ji = K_ij^T
+ *   (efg_assembly.h: half the work, K exactly symmetric). The penalty
+ *   points of the supports likewise.
  * - The density at the Gauss points (eq. 16): a warp per point, the lanes
  *   over its nodes.
  * - The sensitivities in two stages (section 5.3): the energy density Q of
@@ -49,6 +51,7 @@ struct vox_efg_device {
   int32_t *s_node;
   double *s_phi, *s_stiffness;
   int32_t *block_row; /* per block of K: its block row */
+  uint32_t *mirror;   /* per block K_ij of K: the index of K_ji */
   vox_sparse_matrix *k, *inverse;
   unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite;
                                  patches_factor: 1 + the last patch, then 1 + the last
@@ -98,6 +101,7 @@ struct efg_view {
   const int32_t *s_node;
   const double *s_phi, *s_stiffness;
   const int32_t *block_row, *col;
+  const uint32_t *mirror;
   const size_t *row_start;
 };
 
@@ -110,7 +114,7 @@ static efg_view view_of(const vox_efg_device *d) {
   v.g_weight = d->g_weight, v.g_modulus = d->g_modulus;
   v.s_start = d->s_start, v.ns_start = d->ns_start, v.ns_entry = d->ns_entry;
   v.ns_point = d->ns_point, v.s_node = d->s_node, v.s_phi = d->s_phi;
-  v.s_stiffness = d->s_stiffness, v.block_row = d->block_row;
+  v.s_stiffness = d->s_stiffness, v.block_row = d->block_row, v.mirror = d->mirror;
   double *val;
   vox_cuda_matrix_arrays(d->k, &v.row_start, &v.col, &val);
   return v;
@@ -176,6 +180,7 @@ static __global__ void assemble_kernel(efg_view v, const double *__restrict__ sc
   const double lam = v.lambda, mu = v.mu;
   WARP_STRIDE(b, v.n_blocks) {
     const int32_t i = v.block_row[b], j = v.col[b];
+    if (j < i) continue; /* its mirror's warp writes it */
     double k[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     const uint32_t j0 = v.ng_start[j], j1 = v.ng_start[j + 1];
     if (j1 > j0) {
@@ -218,9 +223,16 @@ static __global__ void assemble_kernel(efg_view v, const double *__restrict__ sc
     }
 #pragma unroll
     for (int r = 0; r < 9; r++) k[r] = vox_cuda_warp_sum(k[r]);
-    if (lane == 0)
+    if (lane == 0) {
+      double *m = val + 9 * (size_t)v.mirror[b];
 #pragma unroll
-      for (int r = 0; r < 9; r++) val[9 * b + r] = k[r];
+      for (int a = 0; a < 3; a++)
+#pragma unroll
+        for (int c = 0; c < 3; c++) {
+          val[9 * b + 3 * a + c] = k[3 * a + c];
+          m[3 * c + a] = k[3 * a + c];
+        }
+    }
   }
 }
 
@@ -695,7 +707,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   if (!d) return;
   void *p[] = {d->g_start, d->ng_start, d->ng_entry, d->ng_point, d->g_node, d->g_phi,
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
-               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->failed,
+               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->mirror,
+               d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
                d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
@@ -789,18 +802,22 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
   TRY(vox_cuda_matrix_create(be, pattern, 0, &d->k));
   d->bytes += vox_cuda_matrix_bytes(d->k);
   int32_t *row = (int32_t *)malloc((d->n_blocks ? d->n_blocks : 1) * sizeof *row);
+  uint32_t *mirror = (uint32_t *)malloc((d->n_blocks ? d->n_blocks : 1) * sizeof *mirror);
   vox_bsr diag = {n, n, 3, 3, NULL, NULL, NULL};
   diag.row_start = (size_t *)malloc((n + 1) * sizeof *diag.row_start);
   diag.col = (int32_t *)malloc((n ? n : 1) * sizeof *diag.col);
   diag.val = (double *)calloc(9 * n + 1, sizeof *diag.val);
   vox_status s = VOX_OK;
-  if (!row || !diag.row_start || !diag.col || !diag.val)
+  if (!row || !mirror || !diag.row_start || !diag.col || !diag.val)
     s = vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                   "element-free Galerkin: out of memory (stiffness matrix on the device)");
   if (s == VOX_OK) {
     for (size_t i = 0; i < n; i++) {
-      for (size_t b = pattern->row_start[i]; b < pattern->row_start[i + 1]; b++)
+      for (size_t b = pattern->row_start[i]; b < pattern->row_start[i + 1]; b++) {
         row[b] = (int32_t)i;
+        const ptrdiff_t m = vox_bsr_find_block(pattern, pattern->col[b], (int32_t)i);
+        mirror[b] = m < 0 ? (uint32_t)b : (uint32_t)m; /* a symmetric pattern has it */
+      }
       diag.row_start[i] = i;
       diag.col[i] = (int32_t)i;
     }
@@ -808,9 +825,13 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
     s = upload(be, d, (void **)&d->block_row, row, d->n_blocks * sizeof *row,
                "the EFG stiffness blocks' rows");
   }
+  if (s == VOX_OK)
+    s = upload(be, d, (void **)&d->mirror, mirror, d->n_blocks * sizeof *mirror,
+               "the EFG stiffness blocks' mirrors");
   if (s == VOX_OK) s = vox_cuda_matrix_create(be, &diag, 0, &d->inverse);
   if (s == VOX_OK) d->bytes += vox_cuda_matrix_bytes(d->inverse);
   free(row);
+  free(mirror);
   vox_bsr_free(&diag);
   TRY(s);
   TRY(vox_cuda_efg_oc_create(be, efg, &d->oc));

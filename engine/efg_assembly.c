@@ -157,6 +157,7 @@ vox_status vox_efg_stiffness_assemble(vox_context *ctx, const vox_efg_model *efg
         const double li[3] = {s * lam * gi[0], s * lam * gi[1], s * lam * gi[2]};
         const double mi[3] = {s * mu * gi[0], s * mu * gi[1], s * mu * gi[2]};
         for (size_t e = gs->start[g]; e < gs->start[g + 1]; e++) {
+          if (gs->node[e] < i) continue; /* the lower blocks: mirrored below */
           const double *gj = gs->dphi + 3 * e;
           double *kb = row + 9 * (size_t)block[base + key[gs->node[e]]];
           const double dot = mi[0] * gj[0] + mi[1] * gj[1] + mi[2] * gj[2];
@@ -173,6 +174,7 @@ vox_status vox_efg_stiffness_assemble(vox_context *ctx, const vox_efg_model *efg
         const double phi_i = ss->phi[ns->entry[q]];
         const double *kp = efg->support_stiffness + 3 * pt;
         for (size_t e = ss->start[pt]; e < ss->start[pt + 1]; e++) {
+          if (ss->node[e] < i) continue;
           double *kb = row + 9 * (size_t)block[base + key[ss->node[e]]];
           const double f = phi_i * ss->phi[e];
           kb[0] += f * kp[0];
@@ -182,6 +184,15 @@ vox_status vox_efg_stiffness_assemble(vox_context *ctx, const vox_efg_model *efg
       }
     }
     free(block);
+    /* K_ij = K_ji^T below the diagonal (the pattern is symmetric) */
+#pragma omp for schedule(dynamic, 64)
+    for (ptrdiff_t i = 0; i < (ptrdiff_t)nodes->n; i++) {
+      for (size_t b = k->row_start[i]; b < k->row_start[i + 1] && k->col[b] < i; b++) {
+        const double *m = k->val + 9 * (size_t)vox_bsr_find_block(k, k->col[b], (int32_t)i);
+        for (int a = 0; a < 3; a++)
+          for (int c = 0; c < 3; c++) k->val[9 * b + 3 * a + c] = m[3 * c + a];
+      }
+    }
   }
   free(key);
   if (failed)

@@ -12,9 +12,11 @@
  *
  * Each block row belongs to one thread, which visits node i's Gauss points
  * (its list in the order of the points) and adds each point's share into
- * the row's blocks: every block K_ij is the reduction over the Gauss points
- * that i and j share, written by one thread, with no atomics, and the sums
- * come out the same on any number of threads. In Voigt form
+ * the row's blocks on and above the diagonal (j >= i): every such block
+ * K_ij is the reduction over the Gauss points that i and j share, written
+ * by one thread, with no atomics, and the sums come out the same on any
+ * number of threads. The blocks below are then copied from their mirrors
+ * (K_ji = K_ij^T): half the work, and K exactly symmetric. In Voigt form
  * B_i^T D B_j = lambda g_i g_j^T + mu g_j g_i^T + mu (g_i . g_j) I with the
  * shape function gradients g, which is what is summed. */
 #ifndef VOXFE_EFG_ASSEMBLY_H

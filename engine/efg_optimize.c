@@ -661,6 +661,8 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
     TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
   }
+  /* the stages' seconds: a backend's kernels waited for at each end */
+  if (r->dev) TRY(r->be->ops->synchronize(r->be));
   r->seconds_assembly += now() - t, t = now();
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (r->dev && kind == VOX_EFG_PC_MG) {
@@ -721,6 +723,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
       vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
       for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
     }
+    if (r->dev) TRY(r->be->ops->synchronize(r->be));
     r->seconds_sensitivity += now() - t, t = now();
   }
   return VOX_OK;
