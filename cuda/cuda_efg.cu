@@ -33,6 +33,7 @@
 
 #include "cuda_backend.cuh"
 #include "cuda_efg_oc.cuh"
+#include "efg_assembly.h"
 #include "efg_ops.h"
 
 struct vox_efg_device {
@@ -813,11 +814,8 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
                   "element-free Galerkin: out of memory (stiffness matrix on the device)");
   if (s == VOX_OK) {
     for (size_t i = 0; i < n; i++) {
-      for (size_t b = pattern->row_start[i]; b < pattern->row_start[i + 1]; b++) {
+      for (size_t b = pattern->row_start[i]; b < pattern->row_start[i + 1]; b++)
         row[b] = (int32_t)i;
-        const ptrdiff_t m = vox_bsr_find_block(pattern, pattern->col[b], (int32_t)i);
-        mirror[b] = m < 0 ? (uint32_t)b : (uint32_t)m; /* a symmetric pattern has it */
-      }
       diag.row_start[i] = i;
       diag.col[i] = (int32_t)i;
     }
@@ -825,6 +823,9 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
     s = upload(be, d, (void **)&d->block_row, row, d->n_blocks * sizeof *row,
                "the EFG stiffness blocks' rows");
   }
+  if (s == VOX_OK && vox_efg_stiffness_mirror(pattern, mirror) != 0)
+    s = vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                  "element-free Galerkin: the stiffness pattern is not symmetric");
   if (s == VOX_OK)
     s = upload(be, d, (void **)&d->mirror, mirror, d->n_blocks * sizeof *mirror,
                "the EFG stiffness blocks' mirrors");

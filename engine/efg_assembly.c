@@ -200,3 +200,25 @@ vox_status vox_efg_stiffness_assemble(vox_context *ctx, const vox_efg_model *efg
                      "element-free Galerkin: out of memory (stiffness matrix assembly)");
   return VOX_OK;
 }
+
+int vox_efg_stiffness_mirror(const vox_bsr *k, uint32_t *mirror) {
+  const size_t n = k->n_rows, nb = vox_bsr_blocks(k);
+  if (nb > UINT32_MAX) return -1;
+  size_t *next = malloc((n ? n : 1) * sizeof *next); /* row j's next block left of j */
+  if (!next) return -1;
+  for (size_t j = 0; j < n; j++) next[j] = k->row_start[j];
+  int bad = 0;
+  for (size_t i = 0; i < n && !bad; i++)
+    for (size_t b = k->row_start[i]; b < k->row_start[i + 1]; b++) {
+      const size_t j = (size_t)k->col[b];
+      if (j < i) continue; /* set with its mirror */
+      const size_t m = j == i ? b : next[j]++;
+      if (m >= k->row_start[j + 1] || (size_t)k->col[m] != i) {
+        bad = 1;
+        break;
+      }
+      mirror[b] = (uint32_t)m, mirror[m] = (uint32_t)b;
+    }
+  free(next);
+  return bad ? -1 : 0;
+}

@@ -39,6 +39,12 @@ vox_status vox_efg_stiffness_pattern(vox_context *ctx, const vox_efg_model *efg,
 vox_status vox_efg_stiffness_assemble(vox_context *ctx, const vox_efg_model *efg,
                                       const double *gauss_scale, vox_bsr *k);
 
+/* mirror[b] = the index of block K_ji for each block b = K_ij of the
+ * pattern (symmetric, columns ascending): in one pass, row j's blocks
+ * left of the diagonal met in the order of their columns. 0 on success, -1
+ * when a block's mirror is not in the pattern or an index passes 32 bits. */
+int vox_efg_stiffness_mirror(const vox_bsr *k, uint32_t *mirror);
+
 #ifdef __cplusplus
 }
 #endif
