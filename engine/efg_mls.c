@@ -3,6 +3,8 @@
 #include "efg_mls.h"
 
 #include <math.h>
+#include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,12 +140,12 @@ static void cholesky4_solve(const double l[16], double b[4]) {
   }
 }
 
-int vox_efg_shape_at(const vox_efg_nodes *nodes, const double x[3], int32_t *node, double *phi,
-                     double *dphi) {
+/* The box of grid nodes that may lie within the radius of x. */
+static void support_box(const vox_efg_nodes *nodes, const double x[3], int64_t lo[3],
+                        int64_t hi[3]) {
   const vox_grid *g = &nodes->grid;
   const double R = nodes->radius, *h = g->voxel_size;
   const int64_t dims[3] = {g->nx + 1, g->ny + 1, g->nz + 1};
-  int64_t lo[3], hi[3];
   for (int a = 0; a < 3; a++) {
     const double t = (x[a] - g->origin[a]) / h[a];
     lo[a] = (int64_t)ceil(t - R / h[a]);
@@ -151,6 +153,44 @@ int vox_efg_shape_at(const vox_efg_nodes *nodes, const double x[3], int32_t *nod
     if (lo[a] < 0) lo[a] = 0;
     if (hi[a] > dims[a] - 1) hi[a] = dims[a] - 1;
   }
+}
+
+/* x - the position of grid node (i, j, k), and its length: how
+ * vox_efg_shape_at and support_count decide alike whether the node is in
+ * the support. */
+static inline double offset_to(const vox_grid *g, const double x[3], int64_t i, int64_t j,
+                               int64_t k, double d[3]) {
+  d[0] = x[0] - (g->origin[0] + (double)i * g->voxel_size[0]);
+  d[1] = x[1] - (g->origin[1] + (double)j * g->voxel_size[1]);
+  d[2] = x[2] - (g->origin[2] + (double)k * g->voxel_size[2]);
+  return sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+}
+
+/* The number of field nodes within the radius of x: vox_efg_shape_at's
+ * count, without its moments. */
+static int support_count(const vox_efg_nodes *nodes, const double x[3]) {
+  const vox_grid *g = &nodes->grid;
+  const int64_t dims[3] = {g->nx + 1, g->ny + 1, g->nz + 1};
+  int64_t lo[3], hi[3];
+  support_box(nodes, x, lo, hi);
+  int n = 0;
+  for (int64_t k = lo[2]; k <= hi[2]; k++)
+    for (int64_t j = lo[1]; j <= hi[1]; j++)
+      for (int64_t i = lo[0]; i <= hi[0]; i++) {
+        double d[3];
+        n += nodes->field[(k * dims[1] + j) * dims[0] + i] >= 0 &&
+             offset_to(g, x, i, j, k, d) < nodes->radius;
+      }
+  return n;
+}
+
+int vox_efg_shape_at(const vox_efg_nodes *nodes, const double x[3], int32_t *node, double *phi,
+                     double *dphi) {
+  const vox_grid *g = &nodes->grid;
+  const double R = nodes->radius;
+  const int64_t dims[3] = {g->nx + 1, g->ny + 1, g->nz + 1};
+  int64_t lo[3], hi[3];
+  support_box(nodes, x, lo, hi);
   /* The nodes within the radius, ascending grid index (so ascending field
    * index), with their weights; phi[] holds w until the end, and dphi the
    * weight's gradient. */
@@ -162,10 +202,8 @@ int vox_efg_shape_at(const vox_efg_nodes *nodes, const double x[3], int32_t *nod
       for (int64_t i = lo[0]; i <= hi[0]; i++) {
         const int32_t f = nodes->field[(k * dims[1] + j) * dims[0] + i];
         if (f < 0) continue;
-        const double d[3] = {x[0] - (g->origin[0] + (double)i * h[0]),
-                             x[1] - (g->origin[1] + (double)j * h[1]),
-                             x[2] - (g->origin[2] + (double)k * h[2])};
-        const double dist = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        double d[3];
+        const double dist = offset_to(g, x, i, j, k, d);
         if (dist >= R) continue;
         double dwr;
         const double w = vox_efg_weight(dist / R, &dwr);
@@ -232,23 +270,26 @@ vox_status vox_efg_shapes_build(vox_context *ctx, const vox_efg_nodes *nodes, si
   memset(out, 0, sizeof *out);
   out->n_points = n_points;
   out->start = calloc(n_points + 1, sizeof *out->start);
-  const size_t ms = nodes->max_support;
   if (!out->start) goto no_memory;
   /* Two passes, the counts and then the values, so that the table is
-   * compact and each point's entries are written by one thread. */
+   * compact and each point's entries are written by one thread; a point
+   * whose moment matrix is singular is found by the second. */
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t p = 0; p < (ptrdiff_t)n_points; p++)
+    out->start[p + 1] = (size_t)support_count(nodes, x + 3 * p);
+  for (size_t p = 0; p < n_points; p++) out->start[p + 1] += out->start[p];
+  const size_t ne = out->start[n_points];
+  out->node = malloc((ne ? ne : 1) * sizeof *out->node);
+  out->phi = malloc((ne ? ne : 1) * sizeof *out->phi);
+  if (derivatives) out->dphi = malloc((ne ? 3 * ne : 1) * sizeof *out->dphi);
+  if (!out->node || !out->phi || (derivatives && !out->dphi)) goto no_memory;
   ptrdiff_t bad = -1;
-#pragma omp parallel
-  {
-    int32_t *nd = malloc(ms * sizeof *nd);
-    double *ph = malloc(ms * sizeof *ph);
-#pragma omp for schedule(static) reduction(max : bad)
-    for (ptrdiff_t p = 0; p < (ptrdiff_t)n_points; p++) {
-      const int n = nd && ph ? vox_efg_shape_at(nodes, x + 3 * p, nd, ph, NULL) : -2;
-      if (n < 0) bad = bad > p ? bad : p;
-      out->start[p + 1] = n < 0 ? 0 : (size_t)n;
-    }
-    free(nd);
-    free(ph);
+#pragma omp parallel for schedule(static) reduction(max : bad)
+  for (ptrdiff_t p = 0; p < (ptrdiff_t)n_points; p++) {
+    const size_t s = out->start[p];
+    const int n = vox_efg_shape_at(nodes, x + 3 * p, out->node + s, out->phi + s,
+                                   derivatives ? out->dphi + 3 * s : NULL);
+    if (n < 0 || (size_t)n != out->start[p + 1] - s) bad = bad > p ? bad : p;
   }
   if (bad >= 0) {
     const double *xb = x + 3 * bad;
@@ -257,18 +298,6 @@ vox_status vox_efg_shapes_build(vox_context *ctx, const vox_efg_nodes *nodes, si
                      "element-free Galerkin: too few nodes around %s %td at (%g, %g, %g) mm for "
                      "the linear basis (raise the support scale d_max for voxels of this shape)",
                      what, bad, xb[0], xb[1], xb[2]);
-  }
-  for (size_t p = 0; p < n_points; p++) out->start[p + 1] += out->start[p];
-  const size_t ne = out->start[n_points];
-  out->node = malloc((ne ? ne : 1) * sizeof *out->node);
-  out->phi = malloc((ne ? ne : 1) * sizeof *out->phi);
-  if (derivatives) out->dphi = malloc((ne ? 3 * ne : 1) * sizeof *out->dphi);
-  if (!out->node || !out->phi || (derivatives && !out->dphi)) goto no_memory;
-#pragma omp parallel for schedule(static)
-  for (ptrdiff_t p = 0; p < (ptrdiff_t)n_points; p++) {
-    const size_t s = out->start[p];
-    vox_efg_shape_at(nodes, x + 3 * p, out->node + s, out->phi + s,
-                     derivatives ? out->dphi + 3 * s : NULL);
   }
   return VOX_OK;
 no_memory:
@@ -296,23 +325,44 @@ vox_status vox_efg_node_points_build(vox_context *ctx, const vox_efg_shapes *s, 
     vox_efg_node_points_free(out);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (node lists)");
   }
-  /* A counting sort by node, in one pass over the points in order, so each
-   * node's list comes out in the order of the points whatever the threads
-   * (the sums over it are then reproducible). */
-  for (size_t e = 0; e < ne; e++) out->start[s->node[e] + 1]++;
-  for (size_t i = 0; i < n_nodes; i++) out->start[i + 1] += out->start[i];
-  size_t *next = malloc((n_nodes ? n_nodes : 1) * sizeof *next);
-  if (!next) {
+  /* A counting sort by node, so that each node's list comes out in the
+   * order of the points whatever the threads (the sums over it are then
+   * reproducible): each thread counts the nodes of a contiguous range of
+   * points, a node's list gives each thread its place after the threads of
+   * earlier ranges, and each thread then fills its places in point order. */
+  const size_t np = s->n_points;
+  const int threads = np >= 65536 ? omp_get_max_threads() : 1;
+  uint32_t *count = calloc((size_t)threads * (n_nodes ? n_nodes : 1), sizeof *count);
+  if (!count) {
     vox_efg_node_points_free(out);
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (node lists)");
   }
-  memcpy(next, out->start, n_nodes * sizeof *next);
-  for (size_t p = 0; p < s->n_points; p++)
-    for (size_t e = s->start[p]; e < s->start[p + 1]; e++) {
-      const size_t k = next[s->node[e]]++;
-      out->entry[k] = e;
-      out->point[k] = p;
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const size_t p0 = np * (size_t)t / (size_t)nt, p1 = np * (size_t)(t + 1) / (size_t)nt;
+    uint32_t *mine = count + (size_t)t * n_nodes;
+    for (size_t e = s->start[p0]; e < s->start[p1]; e++) mine[s->node[e]]++;
+#pragma omp barrier
+#pragma omp single
+    {
+      for (size_t i = 0; i < n_nodes; i++) {
+        size_t k = out->start[i];
+        for (int u = 0; u < nt; u++) {
+          const uint32_t c = count[(size_t)u * n_nodes + i];
+          count[(size_t)u * n_nodes + i] = (uint32_t)(k - out->start[i]); /* its offset */
+          k += c;
+        }
+        out->start[i + 1] = k;
+      }
     }
-  free(next);
+    for (size_t p = p0; p < p1; p++)
+      for (size_t e = s->start[p]; e < s->start[p + 1]; e++) {
+        const size_t node = (size_t)s->node[e], k = out->start[node] + mine[node]++;
+        out->entry[k] = e;
+        out->point[k] = p;
+      }
+  }
+  free(count);
   return VOX_OK;
 }

@@ -11,8 +11,9 @@
  * which the optimizer's CG with block Jacobi and with the smoothed-
  * aggregation multigrid (efg_optimize.h, efg_multigrid.h) must match; the
  * multigrid's CG count on a system with voids against block Jacobi's.
+ * The shape tables and their per-node lists the same on 1 and 2 threads.
  * Parts: mls, assembly, supports, cantilever, sensitivity, cg, sa_count,
- * design, input. */
+ * design, input, tables. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -950,6 +951,54 @@ static void test_input(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* The shape tables and their per-node lists on 1 and on 2 threads, bit for
+ * bit, and the lists against a counting sort written here: a box of 8,192
+ * cells, whose 65,536 Gauss points make the lists' sort go to threads. */
+static void test_tables(vox_context *ctx) {
+  const double h[3] = {1.0, 1.0, 1.25};
+  vox_model m = box_model(ctx, 32, 16, 16, h, 1000, 0.3);
+  vox_efg_options o;
+  vox_efg_options_default(&o);
+  vox_efg_model e[2];
+  for (int t = 0; t < 2; t++) {
+    omp_set_num_threads(t + 1);
+    CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &e[t]));
+  }
+  const vox_efg_shapes *a = &e[0].gauss, *b = &e[1].gauss;
+  const size_t np = a->n_points, ne = a->start[np], nn = e[0].nodes.n;
+  CHECK(np == 65536 && b->n_points == np && b->start[np] == ne);
+  if (!(np == 65536 && b->start[np] == ne)) return;
+  int same = memcmp(a->start, b->start, (np + 1) * sizeof *a->start) == 0 &&
+             memcmp(a->node, b->node, ne * sizeof *a->node) == 0 &&
+             memcmp(a->phi, b->phi, ne * sizeof *a->phi) == 0 &&
+             memcmp(a->dphi, b->dphi, 3 * ne * sizeof *a->dphi) == 0;
+  const vox_efg_node_points *pa = &e[0].node_gauss, *pb = &e[1].node_gauss;
+  same = same && memcmp(pa->start, pb->start, (nn + 1) * sizeof *pa->start) == 0 &&
+         memcmp(pa->entry, pb->entry, ne * sizeof *pa->entry) == 0 &&
+         memcmp(pa->point, pb->point, ne * sizeof *pa->point) == 0;
+  /* the reference: each node's entries in the order of the points */
+  size_t *start = calloc(nn + 1, sizeof *start), *next = malloc(nn * sizeof *next), wrong = 0;
+  for (size_t q = 0; q < ne; q++) start[a->node[q] + 1]++;
+  for (size_t i = 0; i < nn; i++) start[i + 1] += start[i];
+  memcpy(next, start, nn * sizeof *next);
+  for (size_t p = 0; p < np; p++)
+    for (size_t q = a->start[p]; q < a->start[p + 1]; q++) {
+      const size_t k = next[a->node[q]]++;
+      wrong += pb->entry[k] != q || pb->point[k] != p;
+    }
+  for (size_t i = 0; i <= nn; i++) wrong += pb->start[i] != start[i];
+  printf("tables: %zu Gauss points, %zu entries; 1 and 2 threads %s, %zu entries of the node "
+         "lists off the reference\n",
+         np, ne, same ? "the same bits" : "differ", wrong);
+  CHECK(same);
+  CHECK(wrong == 0);
+  free(start);
+  free(next);
+  vox_efg_model_free(&e[0]);
+  vox_efg_model_free(&e[1]);
+  vox_model_free(&m);
+}
+
 int main(int argc, char **argv) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -962,6 +1011,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "sa_count")) test_sa_count(ctx);
   if (check_wanted(argc, argv, "design")) test_design(ctx);
   if (check_wanted(argc, argv, "input")) test_input(ctx);
+  if (check_wanted(argc, argv, "tables")) test_tables(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();
 }
