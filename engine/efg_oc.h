@@ -9,7 +9,9 @@
  *     rho_i B_i^eta clamped to [lo_i, hi_i],
  *     B_i = max(0, -dc_i) / (lambda dv_i),  lo_i, hi_i = rho_i -+ move in [rmin, 1]
  * (lo = hi = rho on nodes outside the design), with q > 1 raising it to q
- * as the FE path's intermediate-density exponent. The volume sum_i dv_i
+ * as the FE path's intermediate-density exponent; a sensitivity of the
+ * wrong sign, which slightly negative shape functions can leave, takes the
+ * density down to its move limit. The volume sum_i dv_i
  * rho_i of the candidate (exact: the volume is linear in the nodal
  * densities) falls as t = log(lambda) grows, smoothly between the nodes'
  * clamps, so regula falsi with the Illinois modification (Dowell and

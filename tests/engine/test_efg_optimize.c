@@ -199,6 +199,14 @@ static void test_store(vox_context *ctx, vox_backend *be) {
   printf("store: clamp moves %.2e mm, tip %.4f mm\n", clamp, tip);
   CHECK(tip < 0 && clamp < 1e-3 * fabs(tip));
   CHECK(m.n_snapshots == 2);
+  /* the last snapshot is of iteration 8's update: the final design (on a
+   * backend the design lives there, and comes back for a snapshot) */
+  if (m.n_snapshots == 2) {
+    double off = 0;
+    for (size_t e = 0; e < ne; e++)
+      off = fmax(off, fabs(m.snapshot_density[ne + e] - m.density[e]));
+    CHECK(m.snapshot_iteration[1] == 8 && off == 0);
+  }
   CHECK(m.optimization_end.stop_reason == (int)r.reason);
   CHECK(m.optimization_end.objective == r.objective);
   /* a second run starts from the nodal densities: its first compliance is
