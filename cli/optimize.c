@@ -301,6 +301,11 @@ static const cli_option options[] = {
            "couplings together, a patch of the supports of it and of its supported grid "
            "neighbours (1; a fifth of the CG iterations measured), or with the voxels' patches "
            "alone (0)"),
+    NUMBER("efg-penalty-relative", CLI_INTEGER, "0|1", opt.efg_penalty_relative, RANGE(0, 1),
+           "efg: the supports' springs on components held at 0 follow the material, the "
+           "penalty times the SIMP factor of the density at the supported node (1; a support "
+           "on void material otherwise conditions K by 1e13 and multiplies the CG iterations), "
+           "or the penalty everywhere (0, as Lu et al. 2021)"),
     NUMBER("efg-sa-degree", CLI_INTEGER, "N", opt.efg_sa_degree, RANGE(1, 16),
            "efg, sa and mg: the Chebyshev degree of each level's smoothing before and after its "
            "coarse correction (a V-cycle costs about 2 N + 3 products with K)"),

@@ -51,6 +51,10 @@ struct vox_efg_device {
   uint32_t *s_start, *ns_start, *ns_entry, *ns_point;
   int32_t *s_node;
   double *s_phi, *s_stiffness;
+  /* the springs' parts (efg_model.h: support_fixed, support_scaled) and a
+   * double a point for their sensitivity */
+  size_t n_support;
+  double *s_fixed, *s_scaled, *s_factor;
   int32_t *block_row; /* per block of K: its block row */
   uint32_t *mirror;   /* per block K_ij of K: the index of K_ji */
   vox_sparse_matrix *k, *inverse;
@@ -234,6 +238,54 @@ static __global__ void assemble_kernel(efg_view v, const double *__restrict__ sc
           m[3 * c + a] = k[3 * a + c];
         }
     }
+  }
+}
+
+/* The MLS density at penalty point q. */
+static __device__ double support_density(const efg_view &v, size_t q,
+                                         const double *__restrict__ rho) {
+  double r = 0;
+  for (uint32_t e = v.s_start[q]; e < v.s_start[q + 1]; e++) r += v.s_phi[e] * rho[v.s_node[e]];
+  return r;
+}
+
+/* The supports' springs fixed + rho_p^p scaled (vox_efg_support_springs), a
+ * thread per penalty point. */
+static __global__ void support_springs_kernel(efg_view v, size_t n, const double *__restrict__ fixed,
+                                              const double *__restrict__ scaled,
+                                              const double *__restrict__ rho, double p,
+                                              double *__restrict__ stiffness) {
+  VOX_GRID_STRIDE(q, n) {
+    const double r = support_density(v, q, rho), f = pow(r > 0 ? r : 0.0, p);
+    for (int c = 0; c < 3; c++) stiffness[3 * q + c] = fixed[3 * q + c] + f * scaled[3 * q + c];
+  }
+}
+
+/* Per penalty point g_q = p rho_q^(p-1) sum_c scaled_qc u_q,c^2, then per
+ * node dc_i -= sum over its points of phi_i g_q (vox_efg_support_sensitivity). */
+static __global__ void support_factor_kernel(efg_view v, size_t n,
+                                             const double *__restrict__ scaled,
+                                             const double *__restrict__ rho,
+                                             const double *__restrict__ u, double p,
+                                             double *__restrict__ g) {
+  VOX_GRID_STRIDE(q, n) {
+    const double r = support_density(v, q, rho);
+    double up[3] = {0, 0, 0};
+    for (uint32_t e = v.s_start[q]; e < v.s_start[q + 1]; e++)
+      for (int c = 0; c < 3; c++) up[c] += v.s_phi[e] * u[3 * (size_t)v.s_node[e] + c];
+    double e2 = 0;
+    for (int c = 0; c < 3; c++) e2 += scaled[3 * q + c] * up[c] * up[c];
+    g[q] = r > 0 ? p * pow(r, p - 1) * e2 : 0;
+  }
+}
+
+static __global__ void support_sensitivity_kernel(efg_view v, const double *__restrict__ g,
+                                                  double *__restrict__ dc) {
+  VOX_GRID_STRIDE(i, v.n_nodes) {
+    double s = 0;
+    for (uint32_t k = v.ns_start[i]; k < v.ns_start[i + 1]; k++)
+      s += v.s_phi[v.ns_entry[k]] * g[v.ns_point[k]];
+    dc[i] -= s;
   }
 }
 
@@ -708,8 +760,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   if (!d) return;
   void *p[] = {d->g_start, d->ng_start, d->ng_entry, d->ng_point, d->g_node, d->g_phi,
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
-               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->block_row, d->mirror,
-               d->failed,
+               d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->s_fixed, d->s_scaled,
+               d->s_factor, d->block_row, d->mirror, d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
                d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
@@ -798,6 +850,14 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
                     "the EFG penalty points' shape functions"));
   TRY(upload(be, d, (void **)&d->s_stiffness, efg->support_stiffness, 3 * ns * sizeof(double),
              "the EFG penalty points' springs"));
+  d->n_support = ns;
+  TRY(upload(be, d, (void **)&d->s_fixed, efg->support_fixed, 3 * ns * sizeof(double),
+             "the EFG penalty points' springs"));
+  TRY(upload(be, d, (void **)&d->s_scaled, efg->support_scaled, 3 * ns * sizeof(double),
+             "the EFG penalty points' springs"));
+  TRY(vox_cuda_alloc(be, (void **)&d->s_factor, (ns ? ns : 1) * sizeof(double),
+                     "the EFG penalty points' sensitivities"));
+  d->bytes += ns * sizeof(double);
   /* K and the inverses of its diagonal blocks as matrices of the sparse
    * table, and the block row of each block of K */
   TRY(vox_cuda_matrix_create(be, pattern, 0, &d->k));
@@ -1355,6 +1415,34 @@ static vox_status efg_compliance_sensitivity(vox_backend *be, vox_efg_device *d,
   return VOX_OK;
 }
 
+static vox_status efg_support_springs(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                      double p) {
+  TRY(check_vec(be, rho, d->n_nodes, "the nodal densities"));
+  if (!d->n_support) return VOX_OK;
+  support_springs_kernel<<<vox_cuda_grid(d->n_support), VOX_CUDA_THREADS, 0,
+                           vox_cuda_stream(be)>>>(view_of(d), d->n_support, d->s_fixed,
+                                                  d->s_scaled, rho->data, p, d->s_stiffness);
+  CUDA_LAUNCHED(be, "the EFG supports' springs");
+  return VOX_OK;
+}
+
+static vox_status efg_support_sensitivity(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                          const vox_vec *u, double p, vox_vec *dc) {
+  TRY(check_vec(be, rho, d->n_nodes, "the nodal densities"));
+  TRY(check_vec(be, u, 3 * d->n_nodes, "the displacement parameters"));
+  TRY(check_vec(be, dc, d->n_nodes, "the sensitivities"));
+  if (!d->n_support) return VOX_OK;
+  const efg_view v = view_of(d);
+  support_factor_kernel<<<vox_cuda_grid(d->n_support), VOX_CUDA_THREADS, 0,
+                          vox_cuda_stream(be)>>>(v, d->n_support, d->s_scaled, rho->data,
+                                                 u->data, p, d->s_factor);
+  CUDA_LAUNCHED(be, "the EFG supports' sensitivities");
+  support_sensitivity_kernel<<<vox_cuda_grid(d->n_nodes), VOX_CUDA_THREADS, 0,
+                               vox_cuda_stream(be)>>>(v, d->s_factor, dc->data);
+  CUDA_LAUNCHED(be, "the EFG supports' sensitivities");
+  return VOX_OK;
+}
+
 static vox_status efg_oc_update(vox_backend *be, vox_efg_device *d, const vox_efg_oc_options *o,
                                 const vox_vec *rho, const vox_vec *dc, vox_vec *rho_new,
                                 vox_efg_oc_result *res) {
@@ -1403,6 +1491,8 @@ static vox_efg_ops make_efg_ops(void) {
   o.mg_smooth_step = efg_mg_smooth_step;
   o.strain_energy = efg_strain_energy;
   o.compliance_sensitivity = efg_compliance_sensitivity;
+  o.support_springs = efg_support_springs;
+  o.support_sensitivity = efg_support_sensitivity;
   o.oc_update = efg_oc_update;
   o.non_discreteness = efg_non_discreteness;
   o.matrix_download = efg_matrix_download;

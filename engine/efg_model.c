@@ -25,6 +25,8 @@ void vox_efg_model_free(vox_efg_model *efg) {
   vox_efg_shapes_free(&efg->support);
   free(efg->support_node);
   free(efg->support_stiffness);
+  free(efg->support_fixed);
+  free(efg->support_scaled);
   free(efg->support_value);
   vox_efg_node_points_free(&efg->node_support);
   memset(efg, 0, sizeof *efg);
@@ -153,9 +155,12 @@ static vox_status make_supports(vox_context *ctx, const vox_model *model, vox_ef
   }
   efg->support_node = malloc((np ? np : 1) * sizeof *efg->support_node);
   efg->support_stiffness = calloc(3 * np + 1, sizeof *efg->support_stiffness);
+  efg->support_fixed = calloc(3 * np + 1, sizeof *efg->support_fixed);
+  efg->support_scaled = calloc(3 * np + 1, sizeof *efg->support_scaled);
   efg->support_value = calloc(3 * np + 1, sizeof *efg->support_value);
   double *x = malloc((3 * np + 1) * sizeof *x);
-  if (!efg->support_node || !efg->support_stiffness || !efg->support_value || !x) {
+  if (!efg->support_node || !efg->support_stiffness || !efg->support_fixed ||
+      !efg->support_scaled || !efg->support_value || !x) {
     free(point_of);
     free(x);
     return no_memory(ctx, efg, "supports");
@@ -170,13 +175,20 @@ static vox_status make_supports(vox_context *ctx, const vox_model *model, vox_ef
   for (size_t i = 0; i < model->n_constraints; i++) {
     const vox_constraint *c = &model->constraints[i];
     const size_t p = (size_t)point_of[efg->nodes.field[c->node]];
-    efg->support_stiffness[3 * p + c->component] = efg->alpha;
+    efg->support_scaled[3 * p + c->component] = efg->alpha;
     efg->support_value[3 * p + c->component] = efg->alpha * c->value;
   }
   for (size_t i = 0; i < model->n_springs; i++) {
     const vox_spring *sp = &model->springs[i];
     const size_t p = (size_t)point_of[efg->nodes.field[sp->node]];
-    efg->support_stiffness[3 * p + sp->component] += sp->stiffness;
+    efg->support_fixed[3 * p + sp->component] += sp->stiffness;
+  }
+  /* a component held at a value other than 0 keeps its spring whatever
+   * the material: its load alpha u_bar phi then stays the design's own */
+  for (size_t k = 0; k < 3 * np; k++) {
+    if (efg->support_value[k] != 0)
+      efg->support_fixed[k] += efg->support_scaled[k], efg->support_scaled[k] = 0;
+    efg->support_stiffness[k] = efg->support_fixed[k] + efg->support_scaled[k];
   }
   free(point_of);
   vox_status s = vox_efg_shapes_build(ctx, &efg->nodes, np, x, 0, "constrained node",

@@ -67,7 +67,13 @@ typedef struct vox_efg_model {
 
   vox_efg_shapes support;   /* one point per node with constraints or springs */
   int32_t *support_node;    /* per support point: its field node */
-  double *support_stiffness; /* 3 per point: the springs on x, y, z (N/mm) */
+  double *support_stiffness; /* 3 per point: the springs on x, y, z (N/mm) of the
+                              * design the last vox_efg_support_springs saw (at
+                              * first: fixed + scaled) */
+  double *support_fixed;    /* 3 per point: the model's springs, and alpha where the
+                             * prescribed value is not 0 */
+  double *support_scaled;   /* 3 per point: alpha where the component is held at 0,
+                             * the springs that may follow the material there */
   double *support_value;    /* 3 per point: alpha * the prescribed value (N) */
   vox_efg_node_points node_support;
 

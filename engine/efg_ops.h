@@ -44,6 +44,10 @@ typedef struct vox_efg_ops {
    * penalty p). */
   vox_status (*gauss_scale)(vox_backend *be, vox_efg_device *d, const vox_vec *rho_gauss,
                             double p, vox_vec *scale);
+  /* The supports' springs of the nodal densities rho at SIMP penalty p
+   * (vox_efg_support_springs), read by the next assemble; until the first
+   * call, the model's own (every support as on solid material). */
+  vox_status (*support_springs)(vox_backend *be, vox_efg_device *d, const vox_vec *rho, double p);
   /* K's values for these factors, node pair by node pair with no atomics
    * (section 5.1; vox_efg_stiffness_assemble). */
   vox_status (*assemble)(vox_backend *be, vox_efg_device *d, const vox_vec *scale);
@@ -98,6 +102,10 @@ typedef struct vox_efg_ops {
   vox_status (*compliance_sensitivity)(vox_backend *be, vox_efg_device *d,
                                        const vox_vec *rho_gauss, const vox_vec *q, double p,
                                        vox_vec *dc);
+  /* dc -= the springs' share of the compliance sensitivity of u at SIMP
+   * penalty p (vox_efg_support_sensitivity). */
+  vox_status (*support_sensitivity)(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                    const vox_vec *u, double p, vox_vec *dc);
   /* The OC update of the nodal densities (vox_efg_oc_update with the
    * model's volume sensitivities and design nodes, which create copies):
    * rho_new and *res from rho and the sensitivities dc. */

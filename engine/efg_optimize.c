@@ -296,6 +296,7 @@ typedef struct efg_run {
   double *rho_new;    /* nn */
   double *dc, *dc_case, *dv; /* nn */
   double *oc_work;           /* 3 nn: the OC update's bases and bounds on the host */
+  double *support_work;      /* a double a penalty point (vox_efg_support_sensitivity) */
   double oc_log_lambda;      /* the last OC step's log(lambda), its next bracket's centre */
   size_t n_design_cells;
   double *rho_gauss, *scale, *energy; /* ng */
@@ -363,7 +364,7 @@ static void run_free(efg_run *r) {
   free(r->patch_work);
   double *v[] = {r->position, r->rho,    r->rho_new,   r->dc,    r->dc_case,
                  r->dv,       r->oc_work, r->rho_gauss, r->scale, r->energy,
-                 r->f,        r->u,       r->voxel};
+                 r->f,        r->u,       r->voxel,     r->support_work};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) free(v[i]);
   free(r->is_design);
 }
@@ -415,6 +416,7 @@ static vox_status device_assemble(efg_run *r, double p) {
   vox_backend *be = r->be;
   if (!r->rho_sent) TRY(be->ops->vec->upload(be, &r->d_rho, r->rho));
   r->rho_sent = 1;
+  if (r->opt->efg_penalty_relative) TRY(r->dev->support_springs(be, r->device, &r->d_rho, p));
   TRY(r->dev->gauss_density(be, r->device, &r->d_rho, &r->d_rho_gauss));
   TRY(r->dev->gauss_scale(be, r->device, &r->d_rho_gauss, p, &r->d_scale));
   return r->dev->assemble(be, r->device, &r->d_scale);
@@ -539,6 +541,8 @@ static vox_status device_sensitivity(efg_run *r, int lc, double p, double w) {
   TRY(r->dev->strain_energy(be, r->device, &r->d_u[lc], &r->d_energy));
   TRY(r->dev->compliance_sensitivity(be, r->device, &r->d_rho_gauss, &r->d_energy, p,
                                      &r->d_dc_case));
+  if (r->opt->efg_penalty_relative)
+    TRY(r->dev->support_sensitivity(be, r->device, &r->d_rho, &r->d_u[lc], p, &r->d_dc_case));
   return be->ops->vec->axpy(be, &r->d_dc, w, &r->d_dc_case);
 }
 
@@ -567,6 +571,7 @@ static vox_status run_init(efg_run *r) {
   r->nn = r->efg.nodes.n;
   r->ng = r->efg.gauss.n_points;
   r->nd = vox_efg_dofs(&r->efg);
+  r->support_work = malloc((r->efg.support.n_points + 1) * sizeof *r->support_work);
   r->ne = (size_t)vox_grid_elements(&m->grid);
   r->n_cases = m->n_load_cases > 0 ? m->n_load_cases : 1;
   const size_t nc = (size_t)r->n_cases;
@@ -585,6 +590,7 @@ static vox_status run_init(efg_run *r) {
   r->voxel = malloc(r->ne * sizeof *r->voxel);
   r->is_design = malloc(r->nn);
   if (!r->rho || !r->rho_new || !r->dc || !r->dc_case || !r->dv || !r->oc_work ||
+      !r->support_work ||
       !r->rho_gauss || !r->scale ||
       !r->energy || !r->f || !r->u || !r->voxel || !r->is_design)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory (design)");
@@ -657,6 +663,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   if (r->dev) {
     TRY(device_assemble(r, p));
   } else {
+    if (r->opt->efg_penalty_relative) vox_efg_support_springs(&r->efg, r->rho);
     vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
     vox_efg_gauss_scale(&r->efg, r->rho_gauss, r->scale);
     TRY(vox_efg_stiffness_assemble(r->ctx, &r->efg, r->scale, &r->k));
@@ -721,6 +728,8 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     } else {
       vox_efg_strain_energy(&r->efg, u, r->energy);
       vox_efg_compliance_sensitivity(&r->efg, r->rho_gauss, r->energy, r->dc_case);
+      if (r->opt->efg_penalty_relative)
+        vox_efg_support_sensitivity(&r->efg, r->rho, u, r->support_work, r->dc_case);
       for (size_t i = 0; i < r->nn; i++) r->dc[i] += w * r->dc_case[i];
     }
     if (r->dev) TRY(r->be->ops->synchronize(r->be));

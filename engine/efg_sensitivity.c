@@ -115,3 +115,47 @@ void vox_efg_volume_sensitivity(const vox_efg_model *efg, double *dv) {
     dv[i] = s;
   }
 }
+
+/* rho_p, the MLS density at penalty point q. */
+static double support_density(const vox_efg_shapes *ss, size_t q, const double *rho_nodes) {
+  double r = 0;
+  for (size_t e = ss->start[q]; e < ss->start[q + 1]; e++)
+    r += ss->phi[e] * rho_nodes[ss->node[e]];
+  return r;
+}
+
+void vox_efg_support_springs(const vox_efg_model *efg, const double *rho_nodes) {
+  const vox_efg_shapes *ss = &efg->support;
+  const double p = efg->options.simp_penalty;
+  for (size_t q = 0; q < ss->n_points; q++) {
+    int inside;
+    const double f = pow(floored(support_density(ss, q, rho_nodes), &inside), p);
+    for (int c = 0; c < 3; c++)
+      efg->support_stiffness[3 * q + c] =
+          efg->support_fixed[3 * q + c] + f * efg->support_scaled[3 * q + c];
+  }
+}
+
+void vox_efg_support_sensitivity(const vox_efg_model *efg, const double *rho_nodes,
+                                 const double *u, double *g, double *dc) {
+  const vox_efg_shapes *ss = &efg->support;
+  const vox_efg_node_points *ns = &efg->node_support;
+  const double p = efg->options.simp_penalty;
+  for (size_t q = 0; q < ss->n_points; q++) {
+    int inside;
+    const double r = floored(support_density(ss, q, rho_nodes), &inside);
+    double up[3] = {0, 0, 0};
+    for (size_t e = ss->start[q]; e < ss->start[q + 1]; e++)
+      for (int c = 0; c < 3; c++) up[c] += ss->phi[e] * u[3 * (size_t)ss->node[e] + c];
+    double e2 = 0;
+    for (int c = 0; c < 3; c++) e2 += efg->support_scaled[3 * q + c] * up[c] * up[c];
+    g[q] = inside ? p * pow(r, p - 1) * e2 : 0;
+  }
+#pragma omp parallel for schedule(static) if (efg->nodes.n >= 65536)
+  for (ptrdiff_t i = 0; i < (ptrdiff_t)efg->nodes.n; i++) {
+    double s = 0;
+    for (size_t k = ns->start[i]; k < ns->start[i + 1]; k++)
+      s += ss->phi[ns->entry[k]] * g[ns->point[k]];
+    dc[i] -= s;
+  }
+}

@@ -52,6 +52,24 @@ void vox_efg_strain_energy(const vox_efg_model *efg, const double *u, double *q)
 void vox_efg_compliance_sensitivity(const vox_efg_model *efg, const double *rho_gauss,
                                     const double *q, double *dc);
 
+/* The supports' springs of the nodal densities rho, into
+ * efg->support_stiffness: support_fixed + s_p support_scaled at each penalty
+ * point p, s_p = max(rho_p, 0)^p (the SIMP factor of the MLS density there,
+ * p = options.simp_penalty), so that a support holds the material next to
+ * it to the same relative accuracy whether it is solid or void; a spring
+ * of alpha on void material (E = 1e-9 E0) conditions K by 1e13 instead of
+ * 1e4 (docs/experiments.md). */
+void vox_efg_support_springs(const vox_efg_model *efg, const double *rho_nodes);
+
+/* dc[i] -= sum over the penalty points p of node i of
+ * phi_i(x_p) p rho_p^(p-1) sum_c scaled_pc u_p,c^2 (u_p the field at the
+ * point): the share of the springs of vox_efg_support_springs in the
+ * compliance sensitivity of the solution u (their load is the design's
+ * own: the components they hold are held at 0). g: one double per penalty
+ * point, the work. */
+void vox_efg_support_sensitivity(const vox_efg_model *efg, const double *rho_nodes,
+                                 const double *u, double *g, double *dc);
+
 /* The material volume of the design cells, integral of rho_g (mm^3), and
  * the design cells' volume V0 when rho_gauss is NULL. */
 double vox_efg_volume(const vox_efg_model *efg, const double *rho_gauss);

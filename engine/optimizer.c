@@ -86,6 +86,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_mg_coarse_dofs = 0; /* the backend's choice */
   o->efg_record = 1;
   o->efg_penalty_patches = 1;
+  o->efg_penalty_relative = 1;
   o->cell_turned_fields = 1;
   o->efg_sa_aggregate = 3;
   o->efg_sa_strength = 0.2;

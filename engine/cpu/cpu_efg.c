@@ -33,6 +33,7 @@ struct vox_efg_device {
   double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
   double *dv, *oc_work; /* the OC update's volume sensitivities and work (3 a node) */
   uint8_t *design;      /* 1 on a design node */
+  double *support_work; /* one double a penalty point */
 };
 
 extern void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
@@ -53,6 +54,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   free(d->dv);
   free(d->oc_work);
   free(d->design);
+  free(d->support_work);
   free(d);
 }
 
@@ -70,8 +72,10 @@ static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vo
     d->dv = malloc((efg->nodes.n + 1) * sizeof *d->dv);
     d->oc_work = malloc((3 * efg->nodes.n + 1) * sizeof *d->oc_work);
     d->design = malloc(efg->nodes.n + 1);
+    d->support_work = malloc((efg->support.n_points + 1) * sizeof *d->support_work);
   }
-  if (!d || !d->k.row_start || !d->k.col || !d->k.val || !d->dv || !d->oc_work || !d->design) {
+  if (!d || !d->k.row_start || !d->k.col || !d->k.val || !d->dv || !d->oc_work || !d->design ||
+      !d->support_work) {
     efg_destroy(be, d);
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (stiffness matrix)");
@@ -376,6 +380,25 @@ static vox_status efg_compliance_sensitivity(vox_backend *be, vox_efg_device *d,
   return VOX_OK;
 }
 
+static vox_status efg_support_springs(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                      double p) {
+  TRY(doubles(be, rho, d->efg.nodes.n, "the nodal densities"));
+  d->efg.options.simp_penalty = p;
+  vox_efg_support_springs(&d->efg, rho->data); /* the caller's model's springs: K reads them */
+  return VOX_OK;
+}
+
+static vox_status efg_support_sensitivity(vox_backend *be, vox_efg_device *d, const vox_vec *rho,
+                                          const vox_vec *u, double p, vox_vec *dc) {
+  const size_t n = d->efg.nodes.n;
+  TRY(doubles(be, rho, n, "the nodal densities"));
+  TRY(doubles(be, u, 3 * n, "the displacement parameters"));
+  TRY(doubles(be, dc, n, "the sensitivities"));
+  d->efg.options.simp_penalty = p;
+  vox_efg_support_sensitivity(&d->efg, rho->data, u->data, d->support_work, dc->data);
+  return VOX_OK;
+}
+
 static vox_status efg_oc_update(vox_backend *be, vox_efg_device *d, const vox_efg_oc_options *o,
                                 const vox_vec *rho, const vox_vec *dc, vox_vec *rho_new,
                                 vox_efg_oc_result *res) {
@@ -424,6 +447,8 @@ const vox_efg_ops vox_cpu_efg_ops = {
     .mg_smooth_step = efg_mg_smooth_step,
     .strain_energy = efg_strain_energy,
     .compliance_sensitivity = efg_compliance_sensitivity,
+    .support_springs = efg_support_springs,
+    .support_sensitivity = efg_support_sensitivity,
     .oc_update = efg_oc_update,
     .non_discreteness = efg_non_discreteness,
     .matrix_download = efg_matrix_download,

@@ -11,9 +11,11 @@
  * which the optimizer's CG with block Jacobi and with the smoothed-
  * aggregation multigrid (efg_optimize.h, efg_multigrid.h) must match; the
  * multigrid's CG count on a system with voids against block Jacobi's.
- * The shape tables and their per-node lists the same on 1 and 2 threads.
+ * The supports' springs that follow the material: their sensitivities
+ * against finite differences. The shape tables and their per-node lists
+ * the same on 1 and 2 threads.
  * Parts: mls, assembly, supports, cantilever, sensitivity, cg, sa_count,
- * design, input, tables. */
+ * design, input, relative_springs, tables. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -951,6 +953,79 @@ static void test_input(vox_context *ctx) {
   vox_model_free(&m);
 }
 
+/* The supports' springs that follow the material (vox_efg_support_springs:
+ * alpha rho_p^p on components held at 0): the compliance sensitivity with
+ * their share (vox_efg_support_sensitivity) against central differences,
+ * on densities that vary over the clamped face (down to 0.02 there), with
+ * the default penalty and with a soft one (1e-2: the springs' share is
+ * then a large part of the sensitivity at the face); the springs at
+ * density 1 are the model's own. */
+static void test_relative_springs(vox_context *ctx) {
+  const double h[3] = {1, 1, 1};
+  vox_model m = box_model(ctx, 6, 2, 3, h, 1000, 0.3);
+  clamp_left(ctx, &m);
+  tip_load(ctx, &m, -1.0);
+  for (int soft = 0; soft < 2; soft++) {
+    vox_efg_options o;
+    vox_efg_options_default(&o);
+    if (soft) o.penalty_scale = 1e-2;
+    vox_efg_model efg;
+    CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &efg));
+    const size_t nn = efg.nodes.n, ng = efg.gauss.n_points, nd = vox_efg_dofs(&efg);
+    const size_t ns = efg.support.n_points;
+    double *rho = malloc(nn * sizeof *rho), *u = calloc(nd, sizeof *u), *u2 = calloc(nd, sizeof *u2),
+           *rg = malloc(ng * sizeof *rg), *q = malloc(ng * sizeof *q), *dc = malloc(nn * sizeof *dc),
+           *g = malloc((ns + 1) * sizeof *g), *model_springs = malloc(3 * ns * sizeof(double));
+    memcpy(model_springs, efg.support_stiffness, 3 * ns * sizeof(double));
+    for (size_t i = 0; i < nn; i++) rho[i] = 1;
+    vox_efg_support_springs(&efg, rho); /* rho_p = 1 up to the partition of unity's rounding */
+    double off = 0;
+    for (size_t k = 0; k < 3 * ns; k++)
+      off = fmax(off, fabs(efg.support_stiffness[k] - model_springs[k]) / efg.alpha);
+    CHECK(off < 1e-14);
+    unsigned seed = 5;
+    for (size_t i = 0; i < nn; i++)
+      rho[i] = efg.nodes.coord[3 * i] == 0 ? 0.02 + 0.5 * uniform(&seed) : 0.3 + 0.6 * uniform(&seed);
+    vox_efg_support_springs(&efg, rho);
+    const double c0 = compliance(ctx, &efg, &m, rho, u);
+    vox_efg_gauss_density(&efg, rho, rg);
+    vox_efg_strain_energy(&efg, u, q);
+    vox_efg_compliance_sensitivity(&efg, rg, q, dc);
+    double share = 0; /* the springs' share, at its largest */
+    for (size_t i = 0; i < nn; i++) share = fmax(share, fabs(dc[i]));
+    const double before = share;
+    double *dc0 = malloc(nn * sizeof *dc0);
+    memcpy(dc0, dc, nn * sizeof *dc);
+    vox_efg_support_sensitivity(&efg, rho, u, g, dc);
+    share = 0;
+    for (size_t i = 0; i < nn; i++) share = fmax(share, fabs(dc[i] - dc0[i]));
+    double worst = 0, dmax = 0;
+    for (size_t i = 0; i < nn; i++) {
+      /* a step relative to the density: the compliance goes as rho^-3 where
+       * the soft springs hold the face */
+      const double keep = rho[i], d = 1e-4 * keep;
+      rho[i] = keep + d;
+      vox_efg_support_springs(&efg, rho);
+      const double cp = compliance(ctx, &efg, &m, rho, u2);
+      rho[i] = keep - d;
+      vox_efg_support_springs(&efg, rho);
+      const double cm = compliance(ctx, &efg, &m, rho, u2);
+      rho[i] = keep;
+      worst = fmax(worst, fabs((cp - cm) / (2 * d) - dc[i]));
+      dmax = fmax(dmax, fabs(dc[i]));
+    }
+    printf("relative springs%s: compliance %.6f N mm, the springs' share of dc/drho %.3e (the "
+           "rest %.3e), dc/drho vs central differences %.2e of %.3e\n",
+           soft ? " (soft penalty)" : "", c0, share, before, worst, dmax);
+    CHECK(share > (soft ? 1e-2 : 1e-7) * dmax);
+    CHECK(worst < 1e-6 * dmax);
+    free(rho), free(u), free(u2), free(rg), free(q), free(dc), free(dc0), free(g);
+    free(model_springs);
+    vox_efg_model_free(&efg);
+  }
+  vox_model_free(&m);
+}
+
 /* The shape tables and their per-node lists on 1 and on 2 threads, bit for
  * bit, and the lists against a counting sort written here: a box of 8,192
  * cells, whose 65,536 Gauss points make the lists' sort go to threads. */
@@ -1011,6 +1086,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "sa_count")) test_sa_count(ctx);
   if (check_wanted(argc, argv, "design")) test_design(ctx);
   if (check_wanted(argc, argv, "input")) test_input(ctx);
+  if (check_wanted(argc, argv, "relative_springs")) test_relative_springs(ctx);
   if (check_wanted(argc, argv, "tables")) test_tables(ctx);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -583,6 +583,25 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   CHECK_OK(ctx, ops->compliance_sensitivity(be, dev, &d_rho_g, &d_q, 3, &d_dc));
   download(be, &d_dc, hg);
   compare("node-wise sensitivities dc/drho (eq. 26)", hg, dc, nn, 1e-12);
+
+  /* the supports' springs that follow the material: K with them, and
+   * their share of the sensitivities */
+  vox_efg_support_springs(&efg, rho);
+  CHECK_OK(ctx, ops->support_springs(be, dev, &d_rho, 3));
+  CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, scale, &k));
+  CHECK_OK(ctx, ops->assemble(be, dev, &d_scale));
+  CHECK_OK(ctx, ops->matrix_download(be, dev, kval));
+  compare("K with the springs of these densities", kval, k.val, 9 * nb, 1e-12);
+  double *g = malloc((efg.support.n_points + 1) * sizeof *g), *before = malloc(nn * sizeof *before);
+  memcpy(before, dc, nn * sizeof *dc);
+  vox_efg_support_sensitivity(&efg, rho, u, g, dc);
+  double share = 0;
+  for (size_t i = 0; i < nn; i++) share = fmax(share, fabs(dc[i] - before[i]));
+  CHECK(share > 0);
+  CHECK_OK(ctx, ops->support_sensitivity(be, dev, &d_rho, &d_u, 3, &d_dc));
+  download(be, &d_dc, hg);
+  compare("dc/drho with the springs' share", hg, dc, nn, 1e-12);
+  free(g), free(before);
   test_oc(ctx, be, dev, &efg, rho, dc, rho_g, &d_rho, &d_dc, &d_rho_g);
 
   /* a block that is not definite is named */

@@ -133,6 +133,14 @@ typedef struct vox_optimizer_options {
    * VOX_EFG_PC_SCHWARZ on its own does without them (their overlap costs
    * it more iterations than they save). */
   int efg_penalty_patches;
+  /* The supports' penalty springs on components held at 0 follow the
+   * material: alpha times the SIMP factor rho_p^p of the density at each
+   * supported node (1, the default: a support next to void material then
+   * conditions K as one next to solid does; the late solves of the
+   * cantilever of Lu et al. 2021 on 36,960 nodes took a seventh of the CG
+   * iterations, the compliance within 1e-5), or alpha everywhere (0, as
+   * the paper's eq. 11). */
+  int efg_penalty_relative;
   vox_design_update update;
   /* VOX_UPDATE_MMA: the method's parameters (vox_mma_options_default);
    * its move limit is move_limit below (mma.move is not read). damping and
