@@ -2,6 +2,7 @@
 /* The EFG path's optimality-criteria update on host arrays (efg_oc.h). */
 #include "efg_oc.h"
 
+#include "sparse_bsr.h"
 #include "voxfe/model.h"
 
 /* The loops run on OpenMP's threads from this many nodes: the threads
@@ -20,9 +21,9 @@ static size_t chunk_size(size_t n) {
   return chunk < LEAST_CHUNK ? LEAST_CHUNK : chunk;
 }
 
-/* sum_i dv_i x_i for x = rho (base NULL) or the candidates for s. */
-static double volume(const vox_efg_oc_options *o, size_t n, const double *dv, const double *rho,
-                     const double *base, const double *lo, const double *hi, double s) {
+/* sum_i dv_i x_i for the candidates x for s. */
+static double volume(const vox_efg_oc_options *o, size_t n, const double *dv, const double *base,
+                     const double *lo, const double *hi, double s) {
   const size_t chunk = chunk_size(n);
   const ptrdiff_t chunks = (ptrdiff_t)((n + chunk - 1) / chunk);
   double part[MAX_CHUNKS], v = 0;
@@ -30,11 +31,8 @@ static double volume(const vox_efg_oc_options *o, size_t n, const double *dv, co
   for (ptrdiff_t c = 0; c < chunks; c++) {
     const size_t i0 = (size_t)c * chunk, i1 = i0 + chunk < n ? i0 + chunk : n;
     double sum = 0;
-    if (base)
-      for (size_t i = i0; i < i1; i++)
-        sum += dv[i] * vox_efg_oc_density(base[i], lo[i], hi[i], s, o->q, o->rmin);
-    else
-      for (size_t i = i0; i < i1; i++) sum += dv[i] * rho[i];
+    for (size_t i = i0; i < i1; i++)
+      sum += dv[i] * vox_efg_oc_density(base[i], lo[i], hi[i], s, o->q, o->rmin);
     part[c] = sum;
   }
   for (ptrdiff_t c = 0; c < chunks; c++) v += part[c];
@@ -54,11 +52,11 @@ void vox_efg_oc_update(const vox_efg_oc_options *o, size_t n, const double *rho,
   double t;
   res->passes = 0;
   while (vox_efg_oc_search_next(&s, &t)) {
-    vox_efg_oc_search_take(&s, volume(o, n, dv, NULL, base, lo, hi, exp(-o->eta * t)) - o->target);
+    vox_efg_oc_search_take(&s, volume(o, n, dv, base, lo, hi, exp(-o->eta * t)) - o->target);
     res->passes++;
   }
   res->log_lambda = s.hi;
-  res->volume = volume(o, n, dv, rho, NULL, NULL, NULL, 0);
+  res->volume = vox_dot_fixed(dv, rho, n);
   const double sc = exp(-o->eta * s.hi);
   double change = 0;
 #pragma omp parallel for schedule(static) reduction(max : change) if (n >= PARALLEL_NODES)

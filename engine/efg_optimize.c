@@ -764,6 +764,10 @@ static vox_status oc_update(efg_run *r, double q, vox_efg_oc_result *res) {
  * the design voxels, from the voxel density of rho (left in r->voxel);
  * `evaluated`: r->rho_gauss holds rho's Gauss point densities already (rho
  * is the design evaluate last assembled). */
+static double m_nd_percent(const efg_run *r, double sum) {
+  return r->n_design_cells ? 100 * 4 * sum / (double)r->n_design_cells : 0;
+}
+
 static void design_numbers(efg_run *r, int evaluated, double *fraction, double *m_nd) {
   if (!evaluated) vox_efg_gauss_density(&r->efg, r->rho, r->rho_gauss);
   vox_efg_voxel_density(&r->efg, r->rho_gauss, r->voxel);
@@ -772,8 +776,8 @@ static void design_numbers(efg_run *r, int evaluated, double *fraction, double *
   double v = 0;
   for (size_t i = 0; i < r->nn; i++) v += r->dv[i] * r->rho[i];
   *fraction = v / r->v0;
-  const double s = vox_efg_non_discreteness_sum(r->efg.n_cells, r->efg.cell_role, r->rho_gauss);
-  *m_nd = r->n_design_cells ? 100 * 4 * s / (double)r->n_design_cells : 0;
+  *m_nd = m_nd_percent(
+      r, vox_efg_non_discreteness_sum(r->efg.n_cells, r->efg.cell_role, r->rho_gauss));
 }
 
 static vox_status append_history(vox_context *ctx, vox_model *model, const vox_history_row *row) {
@@ -849,19 +853,17 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
       break;
     }
     const double t1 = now();
-    /* the numbers of the design this iteration evaluated (on the backend:
-     * its volume from the update), 3. the OC update of the nodal densities */
-    vox_efg_oc_result oc;
-    if (r->dev) {
-      double sum;
+    /* the numbers of the design this iteration evaluated (its volume from
+     * the update), 3. the OC update of the nodal densities */
+    double sum;
+    if (r->dev)
       TRY(r->dev->non_discreteness(r->be, r->device, &r->d_rho_gauss, &sum));
-      row.non_discreteness = r->n_design_cells ? 100 * 4 * sum / (double)r->n_design_cells : 0;
-      TRY(oc_update(r, q, &oc));
-      row.volume_fraction = oc.volume / r->v0;
-    } else {
-      design_numbers(r, 1, &row.volume_fraction, &row.non_discreteness);
-      TRY(oc_update(r, q, &oc));
-    }
+    else
+      sum = vox_efg_non_discreteness_sum(r->efg.n_cells, r->efg.cell_role, r->rho_gauss);
+    row.non_discreteness = m_nd_percent(r, sum);
+    vox_efg_oc_result oc;
+    TRY(oc_update(r, q, &oc));
+    row.volume_fraction = oc.volume / r->v0;
     row.change = oc.change;
     const double t3 = now();
     row.objective = compliance;
