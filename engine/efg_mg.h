@@ -11,7 +11,7 @@
  * (efg_patches.h) on level 0, where the MLS supports leave nearly singular
  * combinations of nodes at a void's edge, and the inverted 3 x 3 diagonal
  * blocks below. lambda_max comes from Lanczos' method in each setup (the
- * largest eigenvalue of the tridiagonal matrix of LANCZOS_STEPS conjugate
+ * largest eigenvalue of the tridiagonal matrix of lanczos_steps conjugate
  * gradient steps on M A; Ritz values lie inside the spectrum and its ends
  * converge first, where power iteration's estimate of the same cost fell
  * short enough to make a V-cycle indefinite). The last level is solved
@@ -26,7 +26,7 @@ typedef struct vox_efg_mg {
   vox_backend *be;
   const vox_efg_ops *ops;
   vox_efg_device *device;
-  int n_levels, degree;
+  int n_levels, degree, lanczos_steps;
   double lambda[VOX_EFG_MAX_LEVELS];
   /* per level: the iterate, right-hand side, residual, M times it and the
    * Chebyshev step (level 0's x and b: the caller's z and r in apply) */
@@ -39,12 +39,17 @@ typedef struct vox_efg_mg {
 /* The cycle's vectors on the backend, for levels lv whose tables the
  * device holds (ops->mg_create). */
 vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *ops,
-                           vox_efg_device *device, const vox_efg_levels *lv, int degree);
+                           vox_efg_device *device, const vox_efg_levels *lv, int degree,
+                           int lanczos_steps);
 void vox_efg_mg_free(vox_efg_mg *mg);
 
 /* The levels for the device's K (after its assembly and patches_factor):
- * the Galerkin products, the smoothers' bounds, the last level's factor. */
-vox_status vox_efg_mg_setup(vox_efg_mg *mg);
+ * the Galerkin products and the last level's factor (ops->mg_setup), then
+ * the smoothers' bounds, with the factor finishing beside them where the
+ * backend runs it so (ops->mg_setup_wait); two calls, so that the caller
+ * may time each. */
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg);
+vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg);
 
 /* z = one V-cycle from zero for r. */
 vox_status vox_efg_mg_apply(vox_efg_mg *mg, const vox_vec *r, vox_vec *z);

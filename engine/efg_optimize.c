@@ -245,6 +245,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg's multigrid needs a dense level of 3 to %d "
                      "unknowns (or 0, the backend's choice), not %d",
                      VOX_EFG_MAX_DENSE_DOFS, o->efg_mg_coarse_dofs);
+  if (o->efg_mg_lanczos_steps < 1 || o->efg_mg_lanczos_steps > 64)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid bounds its smoothers by 1 to 64 Lanczos "
+                     "steps, not %d",
+                     o->efg_mg_lanczos_steps);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -289,6 +294,7 @@ typedef struct efg_run {
    * K assembled (with the Gauss points' densities), the solves (with the
    * preconditioner's setup), the sensitivities */
   double seconds_assembly, seconds_solve, seconds_sensitivity;
+  double seconds_preconditioner, seconds_bounds; /* of seconds_solve */
   size_t nn, ng, nd, ne;
   int n_cases;
   double v0;          /* the design cells' volume */
@@ -384,7 +390,8 @@ static vox_status device_init(efg_run *r) {
     TRY(r->dev->patches_create(be, r->device, &r->patches));
   if (kind == VOX_EFG_PC_MG) {
     TRY(r->dev->mg_create(be, r->device, &r->levels));
-    TRY(vox_efg_mg_init(&r->mg, be, r->dev, r->device, &r->levels, r->opt->efg_sa_degree));
+    TRY(vox_efg_mg_init(&r->mg, be, r->dev, r->device, &r->levels, r->opt->efg_sa_degree,
+                        r->opt->efg_mg_lanczos_steps));
   }
   free(r->k.val);
   r->k.val = NULL;
@@ -674,7 +681,10 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (r->dev && kind == VOX_EFG_PC_MG) {
     TRY(r->dev->patches_factor(r->be, r->device));
-    TRY(vox_efg_mg_setup(&r->mg));
+    TRY(vox_efg_mg_setup_levels(&r->mg)); /* waits for its Galerkin products' status */
+    const double b = now();
+    TRY(vox_efg_mg_setup_bounds(&r->mg)); /* waits for the last level's factor */
+    r->seconds_bounds += now() - b;
   } else if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
     TRY(r->dev->patches_factor(r->be, r->device));
   } else if (r->dev) {
@@ -692,6 +702,8 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   const vox_pc jacobi = {.ops = &block_jacobi_ops, .self = &r->inverse};
   const vox_pc schwarz = {.ops = &schwarz_ops, .self = r};
   const vox_pc *pc = kind == VOX_EFG_PC_SA ? &r->pc : kind == VOX_EFG_PC_SCHWARZ ? &schwarz : &jacobi;
+  if (r->dev) TRY(r->be->ops->synchronize(r->be));
+  r->seconds_preconditioner += now() - t;
   *c = 0;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
@@ -874,6 +886,8 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     result->seconds_update += t3 - t1;
     result->seconds_assembly = r->seconds_assembly;
     result->seconds_solve = r->seconds_solve;
+    result->seconds_preconditioner = r->seconds_preconditioner;
+    result->seconds_bounds = r->seconds_bounds;
     result->seconds_sensitivity = r->seconds_sensitivity;
     result->iterations = k;
     TRY(append_history(ctx, model, &row));

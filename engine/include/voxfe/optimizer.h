@@ -114,11 +114,18 @@ typedef struct vox_optimizer_options {
    * third to a sixth of the CG iterations) */
   vox_efg_preconditioner efg_sa_smoother;
   /* VOX_EFG_PC_MG: coarsen until a level has at most this many unknowns,
-   * then solve it densely (at most 6000: a factor of 288 MB); 0, the
-   * default: the backend's choice, the FE multigrid's coarsest size where
-   * the backend sets one (1000 on the CPU, whose dense factor runs on one
-   * core), else 6000 (a GPU). Its Chebyshev degree is efg_sa_degree's */
+   * then solve it densely (at most 6000: on a GPU its factor and inverse,
+   * 288 MB each); 0, the default: the backend's choice, the FE
+   * multigrid's coarsest size where the backend sets one (1000 on the CPU,
+   * whose dense factor runs on one core), else 6000 (a GPU). Its Chebyshev
+   * degree is efg_sa_degree's */
   int efg_mg_coarse_dofs;
+  /* VOX_EFG_PC_MG: the Lanczos steps that estimate each level's
+   * lambda_max(M A) for its Chebyshev smoothing in each design iteration
+   * (20; at most 64): fewer take less of the setup, but an estimate that
+   * falls short of lambda_max by more than the interval's margin lets the
+   * smoothing grow the top modes */
+  int efg_mg_lanczos_steps;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
    * small kernels launched at once), or launched kernel by kernel (0); the
@@ -314,6 +321,11 @@ typedef struct vox_optimize_result {
    * solves (preconditioner setup and CG) in seconds_solve, the
    * sensitivities and the update; 0 on the FE path */
   double seconds_assembly;
+  /* of seconds_solve: the preconditioner's setup (the patches' inverses,
+   * the multigrid's levels and its smoothers' bounds), and of that the
+   * bounds alone (Lanczos' method, with the last level's factor running
+   * beside it on a GPU); 0 on the FE path */
+  double seconds_preconditioner, seconds_bounds;
   /* the final design's own state (its solves, and a cell's other strains) */
   double seconds_final;
   /* every solve's of the run: the design iterations' (those before a
