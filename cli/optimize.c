@@ -295,9 +295,10 @@ static const cli_option options[] = {
            "(N^2 doubles, on a GPU twice: its factor and inverse); 0 (the default): 1000 on "
            "the CPU, 6000 on a GPU"),
     NUMBER("efg-mg-lanczos-steps", CLI_INTEGER, "N", opt.efg_mg_lanczos_steps, RANGE(1, 64),
-           "efg, mg: the Lanczos steps that bound each level's smoothed operator for its "
-           "Chebyshev smoothing, each design iteration (20); too few can fall short of the "
-           "largest eigenvalue and make the V-cycle diverge"),
+           "efg, mg: the Lanczos steps that estimate the largest eigenvalue of each level's "
+           "smoothed operator for its Chebyshev smoothing, each design iteration (10; the same "
+           "CG counts as 20 on the examples of Lu et al. 2021); too few can fall short of it "
+           "and make the V-cycle diverge"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),

@@ -346,6 +346,7 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   /* the backend's operations against the host's */
   CHECK_OK(ctx, ops->mg_create(be, dev, lv));
   CHECK_OK(ctx, ops->mg_setup(be, dev));
+  if (ops->mg_setup_wait) CHECK_OK(ctx, ops->mg_setup_wait(be, dev)); /* the last level's */
   for (int l = 0; l < lv->n_levels; l++) {
     const size_t n = 3 * lv->n_nodes[l];
     double *xl = malloc(n * sizeof *xl), *yh = malloc(n * sizeof *yh), *yd = malloc(n * sizeof *yd);
