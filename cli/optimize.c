@@ -293,7 +293,7 @@ static const cli_option options[] = {
     NUMBER("efg-mg-coarse-dofs", CLI_INTEGER, "N", opt.efg_mg_coarse_dofs, RANGE(0, 46340),
            "efg, mg: coarsen until a level has at most N unknowns, then factor it densely "
            "(N^2 doubles, on a GPU twice: its factor and inverse); 0 (the default): 1000 on "
-           "the CPU, 6000 on a GPU"),
+           "the CPU, 2000 on a GPU"),
     NUMBER("efg-mg-lanczos-steps", CLI_INTEGER, "N", opt.efg_mg_lanczos_steps, RANGE(1, 64),
            "efg, mg: the Lanczos steps that estimate the largest eigenvalue of each level's "
            "smoothed operator for its Chebyshev smoothing, each design iteration (10; the same "

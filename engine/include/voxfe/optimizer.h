@@ -117,7 +117,7 @@ typedef struct vox_optimizer_options {
    * then solve it densely (at most 6000: on a GPU its factor and inverse,
    * 288 MB each); 0, the default: the backend's choice, the FE
    * multigrid's coarsest size where the backend sets one (1000 on the CPU,
-   * whose dense factor runs on one core), else 6000 (a GPU). Its Chebyshev
+   * whose dense factor runs on one core), else 2000 (a GPU). Its Chebyshev
    * degree is efg_sa_degree's */
   int efg_mg_coarse_dofs;
   /* VOX_EFG_PC_MG: the Lanczos steps that estimate each level's
