@@ -71,6 +71,8 @@ expect_usage_error "efg with MMA" "discretization efg updates the nodal densitie
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --optimizer mma --threads 2
 expect_usage_error "efg's smoothed aggregation on the GPU" "--efg-preconditioner sa runs on the CPU only" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-preconditioner sa --device cuda --threads 2
+expect_usage_error "no Lanczos steps" "--efg-mg-lanczos-steps: expected an integer in \\[1, 64\\], got '0'" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-lanczos-steps 0
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization fem
 finish
