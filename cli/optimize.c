@@ -298,7 +298,8 @@ static const cli_option options[] = {
            "efg, mg: the Lanczos steps that estimate the largest eigenvalue of each level's "
            "smoothed operator for its Chebyshev smoothing, each design iteration (10; the same "
            "CG counts as 20 on the examples of Lu et al. 2021); too few can fall short of it "
-           "and make the V-cycle diverge"),
+           "and make the V-cycle indefinite, and a solve that breaks down for it is redone with "
+           "twice the steps"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),

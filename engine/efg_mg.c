@@ -8,7 +8,7 @@
 #include "backend_ops.h"
 
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
-enum { MAX_LANCZOS_STEPS = 64 };
+enum { MAX_LANCZOS_STEPS = VOX_EFG_MG_MAX_LANCZOS_STEPS };
 
 extern void dstev_(const char *jobz, const int *n, double *d, double *e, double *z,
                    const int *ldz, double *work, int *info);

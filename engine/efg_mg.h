@@ -22,6 +22,9 @@
 #include "efg_levels.h"
 #include "efg_ops.h"
 
+/* The most Lanczos steps of a bound (vox_efg_mg_init). */
+#define VOX_EFG_MG_MAX_LANCZOS_STEPS 64
+
 typedef struct vox_efg_mg {
   vox_backend *be;
   const vox_efg_ops *ops;

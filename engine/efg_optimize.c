@@ -245,11 +245,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg's multigrid needs a dense level of 3 to %d "
                      "unknowns (or 0, the backend's choice), not %d",
                      VOX_EFG_MAX_DENSE_DOFS, o->efg_mg_coarse_dofs);
-  if (o->efg_mg_lanczos_steps < 1 || o->efg_mg_lanczos_steps > 64)
+  if (o->efg_mg_lanczos_steps < 1 || o->efg_mg_lanczos_steps > VOX_EFG_MG_MAX_LANCZOS_STEPS)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "discretization efg's multigrid bounds its smoothers by 1 to 64 Lanczos "
+                     "discretization efg's multigrid bounds its smoothers by 1 to %d Lanczos "
                      "steps, not %d",
-                     o->efg_mg_lanczos_steps);
+                     VOX_EFG_MG_MAX_LANCZOS_STEPS, o->efg_mg_lanczos_steps);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -541,6 +541,32 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   return st;
 }
 
+/* device_solve, and where the multigrid's V-cycle turned indefinite (CG
+ * broke down: a level's lambda_max estimate fell short of the Chebyshev
+ * interval's margin) the solve redone with twice the Lanczos steps, kept
+ * for the rest of the run, until it holds or the steps are the most; from
+ * zero where the breakdown left NaN, else from where it stopped (as the FE
+ * path redoes a solve with fresh bounds). The CG iterations add up. */
+static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
+  TRY(device_solve(r, lc, result));
+  while ((result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN) &&
+         r->opt->efg_preconditioner == VOX_EFG_PC_MG &&
+         r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS) {
+    const int before = result->iterations;
+    r->mg.lanczos_steps = 2 * r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS
+                              ? 2 * r->mg.lanczos_steps
+                              : VOX_EFG_MG_MAX_LANCZOS_STEPS;
+    const double t = now();
+    TRY(vox_efg_mg_setup_bounds(&r->mg));
+    const double dt = now() - t;
+    r->seconds_bounds += dt, r->seconds_preconditioner += dt;
+    if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
+    TRY(device_solve(r, lc, result));
+    result->iterations += before;
+  }
+  return VOX_OK;
+}
+
 /* d_dc += w times the sensitivities of load case lc's compliance, in the
  * two stages of the backend (energy densities, then the node-wise sums). */
 static vox_status device_sensitivity(efg_run *r, int lc, double p, double w) {
@@ -721,7 +747,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     const double *f = r->f + (size_t)lc * r->nd;
     vox_solve_result res;
     if (r->dev) {
-      TRY(device_solve(r, lc, &res));
+      TRY(device_solve_redone(r, lc, &res));
     } else {
       vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
       if (s == VOX_ERR_NO_MEMORY)

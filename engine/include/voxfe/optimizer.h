@@ -125,7 +125,8 @@ typedef struct vox_optimizer_options {
    * (10, at most 64; on the three examples of Lu et al. 2021 the same CG
    * counts as 20 within 3 %): fewer take less of the setup, but an
    * estimate that falls short of lambda_max by more than the interval's
-   * margin lets the smoothing grow the top modes */
+   * margin lets the smoothing grow the top modes; a solve whose CG breaks
+   * down for it is redone with twice the steps, kept for the run */
   int efg_mg_lanczos_steps;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
