@@ -8,7 +8,6 @@
 #include "backend_ops.h"
 
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
-enum { MAX_LANCZOS_STEPS = VOX_EFG_MG_MAX_LANCZOS_STEPS };
 
 extern void dstev_(const char *jobz, const int *n, double *d, double *e, double *z,
                    const int *ldz, double *work, int *info);
@@ -29,10 +28,10 @@ vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *o
                            vox_efg_device *device, const vox_efg_levels *lv, int degree,
                            int lanczos_steps) {
   memset(mg, 0, sizeof *mg);
-  if (lanczos_steps < 1 || lanczos_steps > MAX_LANCZOS_STEPS)
+  if (lanczos_steps < 1 || lanczos_steps > VOX_EFG_MG_MAX_LANCZOS_STEPS)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: %d Lanczos steps (1 to %d)", lanczos_steps,
-                     MAX_LANCZOS_STEPS);
+                     VOX_EFG_MG_MAX_LANCZOS_STEPS);
   mg->be = be, mg->ops = ops, mg->device = device, mg->degree = degree;
   mg->lanczos_steps = lanczos_steps;
   mg->n_levels = lv->n_levels;
@@ -81,7 +80,7 @@ static vox_status level_smoother(vox_efg_mg *mg, int l, const vox_vec *r, vox_ve
 static vox_status bound(vox_efg_mg *mg, int l) {
   const vox_vector_ops *v = mg->be->ops->vec;
   vox_vec *r = &mg->r[l], *z = &mg->z[l], *p = &mg->d[l], *q = &mg->w[l];
-  double diag[MAX_LANCZOS_STEPS], off[MAX_LANCZOS_STEPS];
+  double diag[VOX_EFG_MG_MAX_LANCZOS_STEPS], off[VOX_EFG_MG_MAX_LANCZOS_STEPS];
   double alpha_old = 0, beta_old = 0, rz, rz_new, pq;
   int n = 0;
   TRY(v->random(mg->be, r, 0x5eed + (uint64_t)l, 0));
@@ -110,7 +109,8 @@ static vox_status bound(vox_efg_mg *mg, int l) {
   /* the off-diagonal after the last step: 0 where it ended the space */
   const double next = alpha_old > 0 && beta_old > 0 ? sqrt(beta_old) / alpha_old : 0;
   int info = 0;
-  double s[MAX_LANCZOS_STEPS * MAX_LANCZOS_STEPS], work[2 * MAX_LANCZOS_STEPS];
+  double s[VOX_EFG_MG_MAX_LANCZOS_STEPS * VOX_EFG_MG_MAX_LANCZOS_STEPS];
+  double work[2 * VOX_EFG_MG_MAX_LANCZOS_STEPS];
   dstev_("V", &n, diag, off, s, &n, work, &info);
   if (info != 0)
     return vox_error(mg->be->ctx, VOX_ERR_INVALID_ARGUMENT,
