@@ -1305,7 +1305,8 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
   const double *val;
   level_arrays(d, last, &rs, &col, &brow, &val);
   /* The last level's matrix on this stream; its factor and inverse on
-   * factor_stream, beside the smoothers' bounds (efg_mg_setup_wait). The
+   * factor_stream, beside the patches' inverses and the smoothers' bounds
+   * (efg_mg_setup_wait). The
    * inverse is kept whole for the cycles' solves, made by potrs on the
    * identity (two triangular solves with n right-hand sides in cuBLAS's
    * blocked kernels): on the cantilever of Lu et al. 2021 (1386 unknowns)

@@ -73,7 +73,7 @@ typedef struct vox_efg_ops {
    * inverses of their diagonal blocks, and the last level's dense Cholesky
    * factor (failing with a message when a block or that level is not
    * positive definite). A backend may leave that factor running behind
-   * mg_setup's return, beside what follows on the other levels (the
+   * mg_setup's return, beside what follows (the patches' inverses, the
    * smoothers' bounds), until mg_setup_wait (NULL: mg_setup finishes it);
    * no x = A_last^-1 b before then. Then, for level l: y = A_l x (l > 0),
    * z = its inverted diagonal blocks times r (l > 0), rc = P_l^T r,

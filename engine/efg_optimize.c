@@ -710,8 +710,10 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   r->seconds_assembly += now() - t, t = now();
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (r->dev && kind == VOX_EFG_PC_MG) {
-    TRY(r->dev->patches_factor(r->be, r->device));
+    /* the levels first: the last one's factor (on a GPU on a stream of its
+     * own) then runs beside the patches' inverses and the bounds */
     TRY(vox_efg_mg_setup_levels(&r->mg)); /* waits for its Galerkin products' status */
+    TRY(r->dev->patches_factor(r->be, r->device));
     const double b = now();
     TRY(vox_efg_mg_setup_bounds(&r->mg)); /* waits for the last level's factor */
     r->seconds_bounds += now() - b;
