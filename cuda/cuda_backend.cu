@@ -462,17 +462,88 @@ static vox_status reduce_on_device(vox_backend *be, size_t n, Term term, Post po
   return VOX_OK;
 }
 
-static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_vec *inv_diag,
-                                  uint64_t seed, int steps, vox_vec *r, vox_vec *z, vox_vec *p,
-                                  vox_vec *q, double *alpha, double *beta, int *done) {
+static vox_status lanczos_scalars(vox_backend *be, double **s) {
   vox_cuda_state *cs = vox_cuda(be);
-  *done = 0;
-  if (steps < 0 || steps > VOX_LANCZOS_MAX_STEPS)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: %d steps", steps);
   if (!cs->lanczos)
     TRY(vox_cuda_alloc(be, (void **)&cs->lanczos, LZ_SCALARS * sizeof(double),
                        "the Lanczos steps' scalars"));
-  double *s = cs->lanczos;
+  *s = cs->lanczos;
+  return VOX_OK;
+}
+
+/* alpha_j and beta_j of the sound steps among the first `steps`, read back
+ * at once */
+static vox_status lanczos_read(vox_backend *be, int steps, double *alpha, double *beta,
+                               int *done) {
+  double *s, host[LZ_SCALARS];
+  *done = 0;
+  if (steps < 0 || steps > VOX_LANCZOS_MAX_STEPS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: %d steps", steps);
+  TRY(lanczos_scalars(be, &s));
+  TRY(vox_cuda_refuse_recording(be, "reading the Lanczos steps"));
+  CUDA_TRY(be, cudaMemcpy(host, s, sizeof host, cudaMemcpyDeviceToHost),
+           "reading the Lanczos steps");
+  int k = 0;
+  while (k < steps && host[LZ_STEPS + 2 * VOX_LANCZOS_MAX_STEPS + k] != 0) {
+    alpha[k] = host[LZ_STEPS + k];
+    beta[k] = host[LZ_STEPS + VOX_LANCZOS_MAX_STEPS + k];
+    k++;
+  }
+  *done = k;
+  return VOX_OK;
+}
+
+/* The Lanczos steps of vox_vector_ops with any preconditioner: the
+ * kernels of the host loop's v->dot, v->axpy and v->xpay, alpha and beta
+ * read on the device. */
+static vox_status lanczos_begin(vox_backend *be, const vox_vec *r, const vox_vec *z,
+                                vox_vec *p) {
+  double *s;
+  TRY(lanczos_scalars(be, &s));
+  TRY(vec_copy(be, p, z));
+  return reduce_on_device(be, r->n, dot_term{r->data, z->data}, lanczos_start{s});
+}
+
+static __global__ void axpy_device_alpha_kernel(double *__restrict__ r,
+                                                const double *__restrict__ q,
+                                                const double *__restrict__ s, size_t n) {
+  const double a = -s[LZ_ALPHA];
+  VOX_GRID_STRIDE(i, n) r[i] += a * q[i];
+}
+
+static vox_status lanczos_step(vox_backend *be, int k, const vox_vec *p, const vox_vec *q,
+                               vox_vec *r) {
+  double *s;
+  if (k < 0 || k >= VOX_LANCZOS_MAX_STEPS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: step %d", k);
+  TRY(lanczos_scalars(be, &s));
+  TRY(reduce_on_device(be, p->n, dot_term{p->data, q->data}, lanczos_alpha{s, k}));
+  axpy_device_alpha_kernel<<<vox_cuda_grid(r->n), VOX_CUDA_THREADS>>>(r->data, q->data, s, r->n);
+  CUDA_LAUNCHED(be, "a Lanczos step");
+  return VOX_OK;
+}
+
+static vox_status lanczos_direction(vox_backend *be, int k, const vox_vec *r, const vox_vec *z,
+                                    vox_vec *p) {
+  double *s;
+  if (k < 0 || k >= VOX_LANCZOS_MAX_STEPS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: step %d", k);
+  TRY(lanczos_scalars(be, &s));
+  TRY(reduce_on_device(be, r->n, dot_term{r->data, z->data}, lanczos_beta{s, k}));
+  xpay_device_beta_kernel<<<vox_cuda_grid(p->n), VOX_CUDA_THREADS>>>(p->data, z->data,
+                                                                      s + LZ_BETA, p->n);
+  CUDA_LAUNCHED(be, "a Lanczos step's direction");
+  return VOX_OK;
+}
+
+static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_vec *inv_diag,
+                                  uint64_t seed, int steps, vox_vec *r, vox_vec *z, vox_vec *p,
+                                  vox_vec *q, double *alpha, double *beta, int *done) {
+  *done = 0;
+  if (steps < 0 || steps > VOX_LANCZOS_MAX_STEPS)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "Lanczos: %d steps", steps);
+  double *s;
+  TRY(lanczos_scalars(be, &s));
   const size_t n = r->n;
   TRY(vec_random(be, r, seed, 0));
   TRY(vec_mult(be, z, r, inv_diag));
@@ -487,18 +558,7 @@ static vox_status stencil_lanczos(vox_backend *be, vox_stencil *st, const vox_ve
                                                                       s + LZ_BETA, n);
     CUDA_LAUNCHED(be, "a Lanczos step");
   }
-  double host[LZ_SCALARS];
-  TRY(vox_cuda_refuse_recording(be, "reading the Lanczos steps"));
-  CUDA_TRY(be, cudaMemcpy(host, s, sizeof host, cudaMemcpyDeviceToHost),
-           "reading the Lanczos steps");
-  int k = 0;
-  while (k < steps && host[LZ_STEPS + 2 * VOX_LANCZOS_MAX_STEPS + k] != 0) {
-    alpha[k] = host[LZ_STEPS + k];
-    beta[k] = host[LZ_STEPS + VOX_LANCZOS_MAX_STEPS + k];
-    k++;
-  }
-  *done = k;
-  return VOX_OK;
+  return lanczos_read(be, steps, alpha, beta, done);
 }
 
 /* ---- conjugate gradients with its scalars on the device -------------------- */
@@ -652,6 +712,10 @@ static vox_vector_ops make_vec_ops(void) {
   o.cg_begin = cg_begin;
   o.cg_step = cg_step;
   o.cg_direction = cg_direction;
+  o.lanczos_begin = lanczos_begin;
+  o.lanczos_step = lanczos_step;
+  o.lanczos_direction = lanczos_direction;
+  o.lanczos_read = lanczos_read;
   o.max_abs_diff = vec_max_abs_diff;
   return o;
 }

@@ -204,6 +204,27 @@ typedef struct vox_vector_ops {
   vox_status (*cg_step)(vox_backend *be, vox_vec *x, vox_vec *r, const vox_vec *p,
                         const vox_vec *q, double *pq, double *rz, double *rr);
   vox_status (*cg_direction)(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p);
+  /* Optional, all four or none (NULL: the caller keeps the scalars on the
+   * host): the Lanczos steps of a smoother's eigenvalue estimate, i.e.
+   * preconditioned CG on A with any preconditioner M applied by the caller
+   * between the calls, its scalars kept where the vectors are and read
+   * back once, in the arithmetic of the host loop (v->dot, v->axpy,
+   * v->xpay: the same sums, so the same estimates):
+   *   lanczos_begin:     p = z (= M r), rz = r.z kept;
+   *   lanczos_step:      step k's pq = p.q (q = A p) and alpha_k = rz / pq
+   *                      where the steps so far and this one are sound (pq
+   *                      > 0, rz > 0), then r -= alpha_k q;
+   *   lanczos_direction: rz' = r.z (z = M r), beta_k = rz' / rz, rz = rz',
+   *                      p = z + beta_k p;
+   *   lanczos_read:      alpha_j and beta_j of the sound steps j < *done
+   *                      (of at most `steps`, <= VOX_LANCZOS_MAX_STEPS). */
+  vox_status (*lanczos_begin)(vox_backend *be, const vox_vec *r, const vox_vec *z, vox_vec *p);
+  vox_status (*lanczos_step)(vox_backend *be, int k, const vox_vec *p, const vox_vec *q,
+                             vox_vec *r);
+  vox_status (*lanczos_direction)(vox_backend *be, int k, const vox_vec *r, const vox_vec *z,
+                                  vox_vec *p);
+  vox_status (*lanczos_read)(vox_backend *be, int steps, double *alpha, double *beta,
+                             int *done);
 } vox_vector_ops;
 
 /* The structured matrix-free operator on the grid: what a distributed

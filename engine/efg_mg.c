@@ -7,6 +7,9 @@
 
 #include "backend_ops.h"
 
+_Static_assert(VOX_EFG_MG_MAX_LANCZOS_STEPS <= VOX_LANCZOS_MAX_STEPS,
+               "the backends' Lanczos steps hold the most steps");
+
 static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
 
 extern void dstev_(const char *jobz, const int *n, double *d, double *e, double *z,
@@ -65,6 +68,45 @@ static vox_status level_smoother(vox_efg_mg *mg, int l, const vox_vec *r, vox_ve
   return mg->ops->mg_jacobi(mg->be, mg->device, l, r, z);
 }
 
+/* CG's alpha_k and beta_k of the sound steps (pq > 0, rz > 0) from the
+ * same start on every backend: kept on the backend and read back once
+ * where it can (a step's work on a coarse level is a few small kernels,
+ * which two waits for the host a step outlasted), else on the host. */
+static vox_status lanczos_steps(vox_efg_mg *mg, int l, double *alpha, double *beta, int *done) {
+  const vox_vector_ops *v = mg->be->ops->vec;
+  vox_vec *r = &mg->r[l], *z = &mg->z[l], *p = &mg->d[l], *q = &mg->w[l];
+  *done = 0;
+  TRY(v->random(mg->be, r, 0x5eed + (uint64_t)l, 0));
+  TRY(level_smoother(mg, l, r, z));
+  if (v->lanczos_begin) {
+    TRY(v->lanczos_begin(mg->be, r, z, p));
+    for (int k = 0; k < mg->lanczos_steps; k++) {
+      TRY(level_apply(mg, l, p, q));
+      TRY(v->lanczos_step(mg->be, k, p, q, r));
+      TRY(level_smoother(mg, l, r, z));
+      TRY(v->lanczos_direction(mg->be, k, r, z, p));
+    }
+    return v->lanczos_read(mg->be, mg->lanczos_steps, alpha, beta, done);
+  }
+  double rz, rz_new, pq;
+  TRY(v->dot(mg->be, r, z, &rz));
+  TRY(v->copy(mg->be, p, z));
+  for (int k = 0; k < mg->lanczos_steps; k++) {
+    TRY(level_apply(mg, l, p, q));
+    TRY(v->dot(mg->be, p, q, &pq));
+    if (!(pq > 0) || !(rz > 0)) break;
+    alpha[k] = rz / pq;
+    TRY(v->axpy(mg->be, r, -alpha[k], q));
+    TRY(level_smoother(mg, l, r, z));
+    TRY(v->dot(mg->be, r, z, &rz_new));
+    beta[k] = rz_new / rz;
+    TRY(v->xpay(mg->be, p, beta[k], z)); /* p = z + beta p */
+    rz = rz_new;
+    *done = k + 1;
+  }
+  return VOX_OK;
+}
+
 /* lambda_max(M_l A_l) by Lanczos' method: mg->lanczos_steps steps of
  * conjugate gradients on A_l preconditioned by M_l from the same
  * pseudo-random right-hand side on every backend, whose coefficients make
@@ -78,30 +120,15 @@ static vox_status level_smoother(vox_efg_mg *mg, int l, const vox_vec *r, vox_ve
  * 5 (the table 1 examples of Lu et al. 2021 took theta after 6 steps
  * beyond the Chebyshev interval's 10 % margin: the V-cycle indefinite). */
 static vox_status bound(vox_efg_mg *mg, int l) {
-  const vox_vector_ops *v = mg->be->ops->vec;
-  vox_vec *r = &mg->r[l], *z = &mg->z[l], *p = &mg->d[l], *q = &mg->w[l];
+  double alpha[VOX_EFG_MG_MAX_LANCZOS_STEPS], beta[VOX_EFG_MG_MAX_LANCZOS_STEPS];
   double diag[VOX_EFG_MG_MAX_LANCZOS_STEPS], off[VOX_EFG_MG_MAX_LANCZOS_STEPS];
-  double alpha_old = 0, beta_old = 0, rz, rz_new, pq;
   int n = 0;
-  TRY(v->random(mg->be, r, 0x5eed + (uint64_t)l, 0));
-  TRY(level_smoother(mg, l, r, z));
-  TRY(v->dot(mg->be, r, z, &rz));
-  TRY(v->copy(mg->be, p, z));
-  for (int k = 0; k < mg->lanczos_steps; k++) {
-    TRY(level_apply(mg, l, p, q));
-    TRY(v->dot(mg->be, p, q, &pq));
-    if (!(pq > 0) || !(rz > 0)) break;
-    const double alpha = rz / pq;
-    diag[n] = 1 / alpha + (k > 0 ? beta_old / alpha_old : 0);
-    if (n > 0) off[n - 1] = sqrt(beta_old) / alpha_old;
-    n++;
-    TRY(v->axpy(mg->be, r, -alpha, q));
-    TRY(level_smoother(mg, l, r, z));
-    TRY(v->dot(mg->be, r, z, &rz_new));
-    const double beta = rz_new / rz;
-    TRY(v->xpay(mg->be, p, beta, z)); /* p = z + beta p */
-    rz = rz_new, alpha_old = alpha, beta_old = beta;
+  TRY(lanczos_steps(mg, l, alpha, beta, &n));
+  for (int k = 0; k < n; k++) {
+    diag[k] = 1 / alpha[k] + (k > 0 ? beta[k - 1] / alpha[k - 1] : 0);
+    if (k > 0) off[k - 1] = sqrt(beta[k - 1]) / alpha[k - 1];
   }
+  const double alpha_old = n > 0 ? alpha[n - 1] : 0, beta_old = n > 0 ? beta[n - 1] : 0;
   if (n == 0)
     return vox_error(mg->be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid's level %d is not positive definite",

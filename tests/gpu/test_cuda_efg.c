@@ -43,6 +43,7 @@
 #include "efg_assembly.h"
 #include "efg_ops.h"
 #include "efg_levels.h"
+#include "efg_mg.h"
 #include "efg_optimize.h"
 #include "efg_patches.h"
 #include "efg_sensitivity.h"
@@ -435,6 +436,43 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   for (int l = 0; l + 1 < lv->n_levels; l++) free(bval[l]), free(val[l + 1]);
 }
 
+/* The smoothers' bounds (efg_mg.c's Lanczos steps) with their scalars
+ * kept on the device against the host loop on the same device (the ops
+ * left out of a copy of the backend's table): the same kernels' sums, so
+ * the same lambda_max to rounding; and both estimates of every level
+ * finite and positive. The estimates themselves are checked against the
+ * power method on the CPU (engine_efg's mg_bounds). */
+static void test_bounds(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
+                        const vox_efg_levels *lv) {
+  if (!be->ops->vec->lanczos_begin) {
+    printf("  bounds: this backend keeps the Lanczos steps' scalars on the host\n");
+    return;
+  }
+  vox_efg_mg mg;
+  CHECK_OK(ctx, vox_efg_mg_init(&mg, be, be->ops->efg, dev, lv, 2, 10));
+  double kept[VOX_EFG_MAX_LEVELS] = {0};
+  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg));
+  memcpy(kept, mg.lambda, sizeof kept);
+  const vox_backend_ops *ops = be->ops;
+  vox_backend_ops host_ops = *ops;
+  vox_vector_ops host_vec = *ops->vec;
+  host_vec.lanczos_begin = NULL, host_vec.lanczos_step = NULL;
+  host_vec.lanczos_direction = NULL, host_vec.lanczos_read = NULL;
+  host_ops.vec = &host_vec;
+  be->ops = &host_ops;
+  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg));
+  be->ops = ops;
+  for (int l = 0; l + 1 < lv->n_levels; l++) {
+    const double dl = fabs(kept[l] - mg.lambda[l]) / mg.lambda[l];
+    const int ok = isfinite(kept[l]) && kept[l] > 0 && dl <= 1e-12;
+    printf("  %-4s  level %d: lambda_max estimate, scalars on the device %.15g, on the host "
+           "%.15g  (%.1e, tol 1e-12)\n",
+           ok ? "ok" : "FAIL", l, kept[l], mg.lambda[l], dl);
+    CHECK(ok);
+  }
+  vox_efg_mg_free(&mg);
+}
+
 /* The OC update and the measure of non-discreteness's sum on the backend
  * against the host's (efg_oc.h), for these sensitivities: cold, then
  * around the answer, then with q = 2. The searches' sums differ by
@@ -563,6 +601,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   test_patches(ctx, be, dev, &efg, &k, x, &patches);
   vox_efg_levels levels;
   test_levels(ctx, be, dev, &efg, &k, x, &levels);
+  test_bounds(ctx, be, dev, &levels);
 
   /* the sensitivities of load case 0's solution */
   CHECK_OK(ctx, vox_efg_load_vector(ctx, &efg, &m, 0, f));
