@@ -92,7 +92,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
   {.name = "precision", .arg = "P", .kind = CLI_CUSTOM,                                          \
    .offset = offsetof(TYPE, SOLVER.precision), .flags = CLI_RECORD,                              \
    .help = "multigrid storage: double, or mixed (single-precision coarse levels and smoother " \
-           "products; CG stays in double)",                                                      \
+           "products; with --discretization efg on a GPU level 0's K and patches in the "       \
+           "smoother; CG stays in double)",                                                      \
    .parse = cli_parse_precision, .format = cli_format_precision}
 
 /* The sparse (bone-only) storage's preconditioner (vox_sparse_pc_options),

@@ -68,11 +68,17 @@ struct vox_efg_device {
   int32_t *p_node, *p_node_patch;
   uint32_t *p_block;
   double *p_inverse, *p_work;
-  /* the penalty points' patches (efg_patches.h's tables; their inverses
-   * and answers follow the cells' in p_inverse and p_work) */
+  /* in single precision (create's VOX_PRECISION_MIXED) the cells' inverses
+   * in p_inverse_single instead, and the multigrid's level 0 residuals
+   * from k_single, K rounded to float after each assembly */
+  int single;
+  float *p_inverse_single, *k_single;
+  /* the penalty points' patches (efg_patches.h's tables; their inverses in
+   * pp_inverse, in double, their answers after the cells' in p_work) */
   size_t n_penalty, penalty_max_dofs;
   int penalty_in_shared; /* the factor's blocks in shared memory (penalty_factor_kernel) */
   size_t *pp_start, *pp_block_start, *pp_inverse_start;
+  double *pp_inverse;
   int32_t *pp_node;
   uint32_t *pp_block, *node_pp_start, *node_pp;
   /* the multigrid's levels (efg_levels.h): per level its pattern (level
@@ -326,9 +332,10 @@ static __global__ void product_kernel(efg_view v, const double *__restrict__ kva
  * memory, Cholesky's factorisation column by column with a lane per row,
  * then a lane per column of the inverse, substituting forward and back. */
 #define PATCH_WARPS 4
+template <class T>
 static __global__ void __launch_bounds__(32 * PATCH_WARPS)
     patch_factor_kernel(size_t n, const uint32_t *__restrict__ block,
-                        const double *__restrict__ kval, double *__restrict__ inverse,
+                        const double *__restrict__ kval, T *__restrict__ inverse,
                         unsigned long long *failed) {
   enum { N = VOX_EFG_PATCH_DOFS };
   __shared__ double tile[PATCH_WARPS][VOX_EFG_PATCH_ENTRIES];
@@ -360,31 +367,33 @@ static __global__ void __launch_bounds__(32 * PATCH_WARPS)
     } else if (lane < N) {
       double x[N];
       vox_efg_patch_inverse_column(a, (int)lane, x);
-      double *inv = inverse + VOX_EFG_PATCH_ENTRIES * c;
-      for (int i = 0; i < N; i++) inv[N * i + lane] = x[i];
+      T *inv = inverse + VOX_EFG_PATCH_ENTRIES * c;
+      for (int i = 0; i < N; i++) inv[N * i + lane] = (T)x[i];
     }
     __syncwarp();
   }
 }
 
-/* Each patch's answer y_c = inverse_c r_c, a thread per row of a patch.
- * The inverse is symmetric, so row `row` is read as column `row`: the
- * threads of a patch read consecutive doubles. */
+/* Each patch's answer y_c = inverse_c r_c, a thread per row of a patch,
+ * summed in double from inverses stored as T. The inverse is symmetric, so
+ * row `row` is read as column `row`: the threads of a patch read
+ * consecutive entries. */
+template <class T>
 static __global__ void patch_solve_kernel(size_t n, const int32_t *__restrict__ node,
-                                          const double *__restrict__ inverse,
+                                          const T *__restrict__ inverse,
                                           const double *__restrict__ r, double *__restrict__ y) {
   VOX_GRID_STRIDE(t, n * VOX_EFG_PATCH_DOFS) {
     const size_t c = t / VOX_EFG_PATCH_DOFS;
     const unsigned row = (unsigned)(t % VOX_EFG_PATCH_DOFS);
     const int32_t *corner = node + 8 * c;
-    const double *inv = inverse + VOX_EFG_PATCH_ENTRIES * c + row;
+    const T *inv = inverse + VOX_EFG_PATCH_ENTRIES * c + row;
     double s = 0;
 #pragma unroll
     for (int a = 0; a < 8; a++) {
       const double *ra = r + 3 * (size_t)__ldg(corner + a);
-      s += __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a)) * __ldg(ra) +
-           __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 1)) * __ldg(ra + 1) +
-           __ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 2)) * __ldg(ra + 2);
+      s += (double)__ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a)) * __ldg(ra) +
+           (double)__ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 1)) * __ldg(ra + 1) +
+           (double)__ldg(inv + VOX_EFG_PATCH_DOFS * (3 * a + 2)) * __ldg(ra + 2);
     }
     y[t] = s;
   }
@@ -590,20 +599,22 @@ static __global__ void diagonal_inverse_kernel(size_t n, const size_t *__restric
 
 /* y = A x for a level's block matrix, a warp per block row; with b, the
  * residual y = b - A x. */
+template <class T>
 static __global__ void level_product_kernel(size_t n, const size_t *__restrict__ row_start,
                                             const int32_t *__restrict__ col,
-                                            const double *__restrict__ val,
+                                            const T *__restrict__ val,
                                             const double *__restrict__ x,
                                             const double *__restrict__ b, double *__restrict__ y) {
   const unsigned lane = threadIdx.x % 32;
   WARP_STRIDE(i, n) {
     double s0 = 0, s1 = 0, s2 = 0;
     for (size_t k = row_start[i] + lane; k < row_start[i + 1]; k += 32) {
-      const double *a = val + 9 * k, *xc = x + 3 * (size_t)col[k];
+      const T *a = val + 9 * k;
+      const double *xc = x + 3 * (size_t)col[k];
       const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
-      s0 += __ldg(a) * x0 + __ldg(a + 1) * x1 + __ldg(a + 2) * x2;
-      s1 += __ldg(a + 3) * x0 + __ldg(a + 4) * x1 + __ldg(a + 5) * x2;
-      s2 += __ldg(a + 6) * x0 + __ldg(a + 7) * x1 + __ldg(a + 8) * x2;
+      s0 += (double)__ldg(a) * x0 + (double)__ldg(a + 1) * x1 + (double)__ldg(a + 2) * x2;
+      s1 += (double)__ldg(a + 3) * x0 + (double)__ldg(a + 4) * x1 + (double)__ldg(a + 5) * x2;
+      s2 += (double)__ldg(a + 6) * x0 + (double)__ldg(a + 7) * x1 + (double)__ldg(a + 8) * x2;
     }
     s0 = vox_cuda_warp_sum(s0);
     s1 = vox_cuda_warp_sum(s1);
@@ -782,7 +793,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->s_fixed, d->s_scaled,
                d->s_factor, d->block_row, d->mirror, d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
-               d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
+               d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
                d->dense_factor, d->dense, d->dense_work, d->dense_info};
   if (d->factor_stream) cudaStreamSynchronize(d->factor_stream); /* nothing left writing */
@@ -927,10 +938,11 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
 }
 
 static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
-                             vox_efg_device **out) {
+                             vox_precision precision, vox_efg_device **out) {
   *out = NULL;
   vox_efg_device *d = (vox_efg_device *)calloc(1, sizeof *d);
   if (!d) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  d->single = precision == VOX_PRECISION_MIXED;
   vox_status s = create_tables(be, d, efg, pattern);
   if (s != VOX_OK) {
     efg_destroy(be, d);
@@ -1019,12 +1031,24 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
              "the EFG patches' blocks"));
   TRY(upload(be, d, (void **)&d->p_node_patch, p->node_patch,
              8 * p->n_nodes * sizeof *p->node_patch, "the EFG nodes' patches"));
-  const size_t inv = vox_efg_patches_inverse_bytes(p),
+  /* the cells' inverses first in vox_efg_patches_inverse_bytes, then the
+   * penalty patches' */
+  const size_t cells = VOX_EFG_PATCH_ENTRIES * p->n,
+               cell_bytes = cells * (d->single ? sizeof(float) : sizeof(double)),
+               penalty_bytes = vox_efg_patches_inverse_bytes(p) - cells * sizeof(double),
                work = vox_efg_patches_work_doubles(p) * sizeof(double);
-  TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, inv ? inv : 1, "the EFG patches' inverses"));
+  if (d->single)
+    TRY(vox_cuda_alloc(be, (void **)&d->p_inverse_single, cell_bytes ? cell_bytes : 1,
+                       "the EFG patches' inverses"));
+  else
+    TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, cell_bytes ? cell_bytes : 1,
+                       "the EFG patches' inverses"));
   TRY(vox_cuda_alloc(be, (void **)&d->p_work, work ? work : 1, "the EFG patches' answers"));
-  d->bytes += inv + work;
+  d->bytes += cell_bytes + work;
   if (!p->n_penalty) return VOX_OK;
+  TRY(vox_cuda_alloc(be, (void **)&d->pp_inverse, penalty_bytes,
+                     "the EFG penalty patches' inverses"));
+  d->bytes += penalty_bytes;
   const size_t np = p->n_penalty, slots = p->penalty_start[np];
   /* the solve kernel's shared memory: past the default 48 KB by opting
    * in, up to the device's limit (wide supports make large patches) */
@@ -1083,8 +1107,13 @@ static penalty_sum penalty_sum_of(const vox_efg_device *d) {
 /* Every patch's answers for r into p_work: the cells', then the penalty
  * points'. */
 static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_vec *r) {
-  patch_solve_kernel<<<vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
+  const unsigned grid = vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS);
+  if (d->single)
+    patch_solve_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+        d->n_patches, d->p_node, d->p_inverse_single, r->data, d->p_work);
+  else
+    patch_solve_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+        d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
   CUDA_LAUNCHED(be, "the EFG patches' solves");
   if (!d->n_penalty) return VOX_OK;
   penalty_solve_kernel<<<(unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535),
@@ -1092,7 +1121,7 @@ static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_ve
                          (1 + PENALTY_SOLVE_GROUPS) * d->penalty_max_dofs * sizeof(double),
                          vox_cuda_stream(be)>>>(
       d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_node, d->pp_inverse_start,
-      d->p_inverse + VOX_EFG_PATCH_ENTRIES * d->n_patches, r->data,
+      d->pp_inverse, r->data,
       d->p_work + VOX_EFG_PATCH_DOFS * d->n_patches);
   CUDA_LAUNCHED(be, "the EFG penalty patches' solves");
   return VOX_OK;
@@ -1104,8 +1133,12 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
                      "element-free Galerkin: patches factored before their tables");
   CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, 2 * sizeof *d->failed), "the patches' status");
   const size_t blocks = (d->n_patches + PATCH_WARPS - 1) / PATCH_WARPS;
-  patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
-      d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
+  if (d->single)
+    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
+        d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse_single, d->failed);
+  else
+    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
+        d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
   CUDA_LAUNCHED(be, "the EFG patches' inverses");
   if (d->n_penalty) {
     const unsigned grid = (unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535);
@@ -1113,8 +1146,7 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
     (d->penalty_in_shared ? penalty_factor_kernel<true> : penalty_factor_kernel<false>)
         <<<grid, PENALTY_THREADS, shared>>>(
         d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
-        d->pp_inverse_start, values_of(d, d->k),
-        d->p_inverse + VOX_EFG_PATCH_ENTRIES * d->n_patches, d->failed + 1);
+        d->pp_inverse_start, values_of(d, d->k), d->pp_inverse, d->failed + 1);
     CUDA_LAUNCHED(be, "the EFG penalty patches' inverses");
   }
   unsigned long long status[2] = {0, 0};
@@ -1137,6 +1169,26 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
                      "element-free Galerkin: the stiffness block of the patch of penalty point "
                      "%llu is not positive definite",
                      status[1] - 1);
+  return VOX_OK;
+}
+
+static vox_status efg_precision_double(vox_backend *be, vox_efg_device *d) {
+  if (!d->single) return VOX_OK;
+  CUDA_TRY(be, cudaDeviceSynchronize(), "the EFG device in double"); /* nothing reads them */
+  const size_t cells = VOX_EFG_PATCH_ENTRIES * d->n_patches;
+  if (d->p_inverse_single) {
+    TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, cells ? cells * sizeof(double) : 1,
+                       "the EFG patches' inverses"));
+    vox_cuda_free(d->p_inverse_single);
+    d->p_inverse_single = NULL;
+    d->bytes += cells * sizeof(float);
+  }
+  if (d->k_single) {
+    vox_cuda_free(d->k_single);
+    d->k_single = NULL;
+    d->bytes -= 9 * d->n_blocks * sizeof(float);
+  }
+  d->single = 0;
   return VOX_OK;
 }
 
@@ -1219,6 +1271,11 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
                        "the EFG multigrid's transfers"));
     d->bytes += 9 * nb * sizeof(double);
   }
+  if (d->single) {
+    TRY(vox_cuda_alloc(be, (void **)&d->k_single, 9 * d->n_blocks * sizeof(float) + 8,
+                       "the EFG multigrid's level 0 in single precision"));
+    d->bytes += 9 * d->n_blocks * sizeof(float);
+  }
   d->dense_n = (int)n_dense;
   TRY(vox_cuda_alloc(be, (void **)&d->dense_factor, n_dense * n_dense * sizeof(double) + 8,
                      "the EFG multigrid's last level"));
@@ -1261,6 +1318,11 @@ static void level_arrays(const vox_efg_device *d, int l, const size_t **row_star
   }
 }
 
+static __global__ void to_float_kernel(size_t n, const double *__restrict__ x,
+                                       float *__restrict__ y) {
+  VOX_GRID_STRIDE(i, n) y[i] = (float)x[i];
+}
+
 static __global__ void identity_kernel(int n, double *__restrict__ a) {
   VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) a[t] = t / (size_t)n == t % (size_t)n;
 }
@@ -1270,6 +1332,11 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
   const int last = d->n_levels - 1;
+  if (d->k_single) {
+    to_float_kernel<<<vox_cuda_grid(9 * d->n_blocks), VOX_CUDA_THREADS>>>(
+        9 * d->n_blocks, values_of(d, d->k), d->k_single);
+    CUDA_LAUNCHED(be, "the EFG multigrid's level 0 in single precision");
+  }
   for (int l = 0; l < last; l++) {
     const size_t *rs;
     const int32_t *col, *brow;
@@ -1375,8 +1442,14 @@ static vox_status level_product(vox_backend *be, vox_efg_device *d, int l, const
   const int32_t *col, *brow;
   const double *val;
   level_arrays(d, l, &rs, &col, &brow, &val);
-  level_product_kernel<<<warp_grid(d->level_nodes[l]), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-      d->level_nodes[l], rs, col, val, x->data, b ? b->data : NULL, y->data);
+  const unsigned grid = warp_grid(d->level_nodes[l]);
+  if (l == 0 && d->k_single)
+    level_product_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+        d->level_nodes[l], rs, col, (const float *)d->k_single, x->data, b ? b->data : NULL,
+        y->data);
+  else
+    level_product_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+        d->level_nodes[l], rs, col, val, x->data, b ? b->data : NULL, y->data);
   CUDA_LAUNCHED(be, b ? "the EFG multigrid's residual" : "the EFG multigrid's product");
   return VOX_OK;
 }
@@ -1545,6 +1618,7 @@ static vox_efg_ops make_efg_ops(void) {
   o.patches_factor = efg_patches_factor;
   o.patches_apply = efg_patches_apply;
   o.mg_create = efg_mg_create;
+  o.precision_double = efg_precision_double;
   o.mg_setup = efg_mg_setup;
   o.mg_setup_wait = efg_mg_setup_wait;
   o.mg_apply = efg_mg_apply;

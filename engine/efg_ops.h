@@ -24,15 +24,20 @@
 #include "sparse_bsr.h"
 #include "vector.h"
 #include "voxfe/backend.h"
+#include "voxfe/solver.h"
 
 typedef struct vox_efg_device vox_efg_device; /* defined by each backend */
 
 typedef struct vox_efg_ops {
   /* The model's tables and K's pattern (vox_efg_stiffness_pattern; its
    * values are not read) copied to the backend. The model must outlive
-   * the device where the backend reads it in place (the CPU's). */
+   * the device where the backend reads it in place (the CPU's). With
+   * VOX_PRECISION_MIXED a backend may keep what only preconditions in
+   * single precision (the CUDA backend: the cells' patches' inverses and
+   * the multigrid's level 0 residuals, summed in double; CG's products
+   * and the coarse levels stay in double); the CPU's keeps double. */
   vox_status (*create)(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
-                       vox_efg_device **out);
+                       vox_precision precision, vox_efg_device **out);
   void (*destroy)(vox_backend *be, vox_efg_device *d);
   /* Bytes the device holds on the backend. */
   size_t (*bytes)(const vox_efg_device *d);
@@ -65,6 +70,11 @@ typedef struct vox_efg_ops {
    * sum for r (vox_efg_patches_apply). */
   vox_status (*patches_create)(vox_backend *be, vox_efg_device *d, const vox_efg_patches *p);
   vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d);
+  /* Optional (NULL: the backend keeps double throughout): what create's
+   * VOX_PRECISION_MIXED kept in single precision goes back to double from
+   * the next patches_factor and mg_setup on (their values are remade
+   * there), for a run whose multigrid broke down in single precision. */
+  vox_status (*precision_double)(vox_backend *be, vox_efg_device *d);
   vox_status (*patches_apply)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
   /* The geometric multigrid's levels (efg_levels.h, efg_mg.h): their
    * tables copied once (the levels must outlive the device where the

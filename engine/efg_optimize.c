@@ -316,6 +316,7 @@ typedef struct efg_run {
   vox_backend *be;
   const vox_efg_ops *dev;
   vox_efg_device *device;
+  int single; /* the device was made with VOX_PRECISION_MIXED and keeps it */
   int rho_sent;                           /* d_rho holds the design, not r->rho */
   vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
@@ -384,7 +385,8 @@ static vox_status device_init(efg_run *r) {
   vox_backend *be = r->be;
   const vox_vector_ops *v = be->ops->vec;
   const size_t nc = (size_t)r->n_cases;
-  TRY(r->dev->create(be, &r->efg, &r->k, &r->device));
+  TRY(r->dev->create(be, &r->efg, &r->k, r->opt->solver.precision, &r->device));
+  r->single = r->opt->solver.precision == VOX_PRECISION_MIXED;
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (kind == VOX_EFG_PC_SCHWARZ || kind == VOX_EFG_PC_MG)
     TRY(r->dev->patches_create(be, r->device, &r->patches));
@@ -541,6 +543,18 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   return st;
 }
 
+/* The multigrid's setup on the device for K as assembled: the levels
+ * first, so that the last one's factor (on a GPU on a stream of its own)
+ * runs beside the patches' inverses and the bounds. */
+static vox_status device_mg_setup(efg_run *r) {
+  TRY(vox_efg_mg_setup_levels(&r->mg)); /* waits for its Galerkin products' status */
+  TRY(r->dev->patches_factor(r->be, r->device));
+  const double b = now();
+  TRY(vox_efg_mg_setup_bounds(&r->mg)); /* waits for the last level's factor */
+  r->seconds_bounds += now() - b;
+  return VOX_OK;
+}
+
 /* device_solve, and where the multigrid's V-cycle turned indefinite (CG
  * broke down: a level's lambda_max estimate fell short of the Chebyshev
  * interval's margin) the solve redone with twice the Lanczos steps, kept
@@ -560,6 +574,20 @@ static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *resu
     TRY(vox_efg_mg_setup_bounds(&r->mg));
     const double dt = now() - t;
     r->seconds_bounds += dt, r->seconds_preconditioner += dt;
+    if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
+    TRY(device_solve(r, lc, result));
+    result->iterations += before;
+  }
+  /* still broken with every step: the single-precision smoothing, if the
+   * device has it, goes back to double for the rest of the run */
+  if ((result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN) &&
+      r->opt->efg_preconditioner == VOX_EFG_PC_MG && r->single && r->dev->precision_double) {
+    const int before = result->iterations;
+    r->single = 0;
+    TRY(r->dev->precision_double(r->be, r->device));
+    const double t = now();
+    TRY(device_mg_setup(r));
+    r->seconds_preconditioner += now() - t;
     if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
     TRY(device_solve(r, lc, result));
     result->iterations += before;
@@ -710,13 +738,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   r->seconds_assembly += now() - t, t = now();
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (r->dev && kind == VOX_EFG_PC_MG) {
-    /* the levels first: the last one's factor (on a GPU on a stream of its
-     * own) then runs beside the patches' inverses and the bounds */
-    TRY(vox_efg_mg_setup_levels(&r->mg)); /* waits for its Galerkin products' status */
-    TRY(r->dev->patches_factor(r->be, r->device));
-    const double b = now();
-    TRY(vox_efg_mg_setup_bounds(&r->mg)); /* waits for the last level's factor */
-    r->seconds_bounds += now() - b;
+    TRY(device_mg_setup(r));
   } else if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
     TRY(r->dev->patches_factor(r->be, r->device));
   } else if (r->dev) {

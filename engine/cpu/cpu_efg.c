@@ -59,7 +59,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
 }
 
 static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
-                             vox_efg_device **out) {
+                             vox_precision precision, vox_efg_device **out) {
+  (void)precision; /* the host keeps double throughout */
   *out = NULL;
   vox_efg_device *d = calloc(1, sizeof *d);
   const size_t n = pattern->n_rows, nb = vox_bsr_blocks(pattern);

@@ -832,7 +832,7 @@ static void test_mg_bounds(vox_context *ctx) {
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
   const vox_efg_ops *ops = be->ops->efg;
   vox_efg_device *dev;
-  CHECK_OK(ctx, ops->create(be, &efg, &k, &dev));
+  CHECK_OK(ctx, ops->create(be, &efg, &k, VOX_PRECISION_DOUBLE, &dev));
   CHECK_OK(ctx, ops->patches_create(be, dev, &patches));
   CHECK_OK(ctx, ops->mg_create(be, dev, &lv));
   vox_vec scale;

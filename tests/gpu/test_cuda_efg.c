@@ -364,7 +364,7 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
       snprintf(what, sizeof what, "level %d: A_l x", l);
       compare(what, yd, yh, n, 1e-12);
       for (size_t i = 0; i < lv->n_nodes[l]; i++) {
-        double inv[9];
+        double inv[9] = {0};
         const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
         CHECK(at >= 0 && vox_efg_spd3_inverse(a.val + 9 * (size_t)at, inv));
         for (int c = 0; c < 3; c++)
@@ -473,6 +473,92 @@ static void test_bounds(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   vox_efg_mg_free(&mg);
 }
 
+/* A device made with VOX_PRECISION_MIXED against dev (double) for the
+ * same K: the patches' sum and the multigrid's level 0 residual within
+ * float's rounding of the stored inverses and K (max-norm, 1e-5 of the
+ * largest entry) but not equal to them (the single-precision copies are
+ * what the kernels read); the coarse levels the same as double's. */
+static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
+                        const vox_efg_model *efg, const vox_bsr *k, const vox_vec *d_scale,
+                        const double *x, const vox_efg_patches *patches,
+                        const vox_efg_levels *lv) {
+  const vox_efg_ops *ops = be->ops->efg;
+  if (vox_backend_device(be) == VOX_DEVICE_CPU) return; /* the host keeps double */
+  vox_efg_device *single = NULL;
+  CHECK_OK(ctx, ops->create(be, efg, k, VOX_PRECISION_MIXED, &single));
+  if (!single) return;
+  const size_t nd = 3 * efg->nodes.n;
+  double *hd = malloc(nd * sizeof *hd), *hs = malloc(nd * sizeof *hs);
+  vox_vec d_x, d_y, d_x1, d_y1;
+  if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_y) &&
+      to_backend(be, x, 3 * lv->n_nodes[1], &d_x1) &&
+      to_backend(be, NULL, 3 * lv->n_nodes[1], &d_y1)) {
+    CHECK_OK(ctx, ops->assemble(be, single, d_scale));
+    CHECK_OK(ctx, ops->patches_create(be, single, patches));
+    CHECK_OK(ctx, ops->mg_create(be, single, lv));
+    CHECK_OK(ctx, ops->mg_setup(be, single));
+    CHECK_OK(ctx, ops->patches_factor(be, single));
+    CHECK_OK(ctx, ops->mg_setup_wait(be, single));
+    for (int pass = 0; pass < 3; pass++) {
+      vox_efg_device *d[2] = {dev, single};
+      double *h[2] = {hd, hs};
+      for (int i = 0; i < 2; i++) {
+        if (pass == 0) CHECK_OK(ctx, ops->patches_apply(be, d[i], &d_x, &d_y));
+        if (pass == 1) CHECK_OK(ctx, ops->mg_residual(be, d[i], 0, &d_x, &d_x, &d_y));
+        if (pass == 2) CHECK_OK(ctx, ops->mg_jacobi(be, d[i], 1, &d_x1, &d_y1));
+        download(be, pass == 2 ? &d_y1 : &d_y, h[i]);
+      }
+      const size_t n = pass == 2 ? 3 * lv->n_nodes[1] : nd;
+      double diff = 0;
+      for (size_t i = 0; i < n; i++) diff = fmax(diff, fabs(hs[i] - hd[i]));
+      static const char *what[] = {"patches' sum in single precision",
+                                   "level 0 residual from K in single precision",
+                                   "level 1 block Jacobi (double in both)"};
+      compare(what[pass], hs, hd, n, pass == 2 ? 0 : 1e-5);
+      CHECK(pass == 2 ? diff == 0 : diff > 0);
+    }
+    be->ops->vec->destroy(be, &d_x);
+    be->ops->vec->destroy(be, &d_y);
+    be->ops->vec->destroy(be, &d_x1);
+    be->ops->vec->destroy(be, &d_y1);
+  }
+  /* K in float added, the cells' inverses in float instead of double */
+  const double more = 4.0 * (9.0 * (double)vox_bsr_blocks(k) -
+                             (double)VOX_EFG_PATCH_ENTRIES * (double)patches->n);
+  const double told = (double)ops->bytes(single) - (double)ops->bytes(dev);
+  printf("  %-4s  single precision: the device holds %zu bytes against %zu (%+.0f, expected "
+         "%+.0f)\n",
+         told == more ? "ok" : "FAIL", ops->bytes(single), ops->bytes(dev), told, more);
+  CHECK(told == more);
+  /* back to double: after the next setup the same answers as dev's, to the
+   * bit, and the same bytes */
+  CHECK_OK(ctx, ops->precision_double(be, single));
+  CHECK_OK(ctx, ops->mg_setup(be, single));
+  CHECK_OK(ctx, ops->patches_factor(be, single));
+  CHECK_OK(ctx, ops->mg_setup_wait(be, single));
+  if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_y)) {
+    for (int pass = 0; pass < 2; pass++) {
+      vox_efg_device *d[2] = {dev, single};
+      double *h[2] = {hd, hs};
+      for (int i = 0; i < 2; i++) {
+        if (pass == 0) CHECK_OK(ctx, ops->patches_apply(be, d[i], &d_x, &d_y));
+        if (pass == 1) CHECK_OK(ctx, ops->mg_residual(be, d[i], 0, &d_x, &d_x, &d_y));
+        download(be, &d_y, h[i]);
+      }
+      compare(pass ? "level 0 residual, back in double" : "patches' sum, back in double", hs,
+              hd, nd, 0);
+    }
+    be->ops->vec->destroy(be, &d_x);
+    be->ops->vec->destroy(be, &d_y);
+  }
+  printf("  %-4s  back in double: %zu bytes against %zu\n",
+         ops->bytes(single) == ops->bytes(dev) ? "ok" : "FAIL", ops->bytes(single),
+         ops->bytes(dev));
+  CHECK(ops->bytes(single) == ops->bytes(dev));
+  ops->destroy(be, single);
+  free(hd), free(hs);
+}
+
 /* The OC update and the measure of non-discreteness's sum on the backend
  * against the host's (efg_oc.h), for these sensitivities: cold, then
  * around the answer, then with q = 2. The searches' sums differ by
@@ -541,7 +627,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   printf("stages: %zu nodes, %zu Gauss points, %zu penalty points, %zu blocks of K\n", nn, ng,
          efg.support.n_points, nb);
   vox_efg_device *dev = NULL;
-  CHECK_OK(be->ctx, ops->create(be, &efg, &k, &dev));
+  CHECK_OK(be->ctx, ops->create(be, &efg, &k, VOX_PRECISION_DOUBLE, &dev));
   if (!dev) {
     vox_bsr_free(&k);
     vox_efg_model_free(&efg);
@@ -602,6 +688,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   vox_efg_levels levels;
   test_levels(ctx, be, dev, &efg, &k, x, &levels);
   test_bounds(ctx, be, dev, &levels);
+  test_single(ctx, be, dev, &efg, &k, &d_scale, x, &patches, &levels);
 
   /* the sensitivities of load case 0's solution */
   CHECK_OK(ctx, vox_efg_load_vector(ctx, &efg, &m, 0, f));
