@@ -300,6 +300,11 @@ static const cli_option options[] = {
            "CG counts as 20 on the examples of Lu et al. 2021); too few can fall short of it "
            "and make the V-cycle indefinite, and a solve that breaks down for it is redone with "
            "twice the steps"),
+    NUMBER("efg-mg-refactor", CLI_INTEGER, "N", opt.efg_mg_refactor, RANGE(1, 1000000),
+           "efg, mg: factor the last level (and on a GPU invert it) at every N-th design "
+           "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
+           "positive definite but weaker as the design moves, and a solve that breaks down "
+           "with kept parts is redone with all made afresh"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),
@@ -476,9 +481,9 @@ static const cli_option options[] = {
              "design; auto: on where the run does not fit otherwise",
      .parse = parse_by_turns, .format = format_by_turns},
     NUMBER("mg-bound-refresh", CLI_INTEGER, "N", opt.solver.mg_bound_refresh, COUNT,
-           "multigrid: estimate the coarse levels' smoother bounds at every N-th design "
-           "iteration and keep them in between (a solve that breaks down with kept bounds is "
-           "redone with fresh ones)"),
+           "multigrid: estimate the coarse levels' smoother bounds (with --discretization efg "
+           "every level's) at every N-th design iteration and keep them in between (a solve "
+           "that breaks down with kept bounds is redone with fresh ones)"),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
     {.name = "adjoint-gpu", .arg = "GPU", .kind = CLI_CUSTOM, .offset = AT(opt.adjoint_gpu),
      .help = "compliant mechanisms: the CUDA device that solves the adjoint problem at the "

@@ -101,6 +101,7 @@ struct vox_efg_device {
    * memory, read by efg_mg_setup_wait */
   double *dense_factor, *dense, *dense_work;
   int dense_n, dense_lwork, *dense_info, *dense_info_host;
+  int dense_made; /* a factor and inverse were made (mg_setup may keep them) */
   cusolverDnHandle_t solver;
   cudaStream_t factor_stream;
   cudaEvent_t factor_ready, factor_done;
@@ -1327,7 +1328,7 @@ static __global__ void identity_kernel(int n, double *__restrict__ a) {
   VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) a[t] = t / (size_t)n == t % (size_t)n;
 }
 
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
   if (!d->n_levels)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
@@ -1367,6 +1368,8 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
                      "element-free Galerkin: a block of the multigrid's coarse levels is not "
                      "positive definite (node %llu of its level)",
                      failed - 1);
+  if (!factor && d->dense_made) return VOX_OK; /* the factor and inverse of an earlier setup */
+  d->dense_made = 1;
   const size_t *rs;
   const int32_t *col, *brow;
   const double *val;

@@ -148,12 +148,14 @@ static vox_status bound(vox_efg_mg *mg, int l) {
   return VOX_OK;
 }
 
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg) {
-  return mg->ops->mg_setup(mg->be, mg->device);
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor) {
+  return mg->ops->mg_setup(mg->be, mg->device, factor);
 }
 
-vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg) {
-  for (int l = 0; l + 1 < mg->n_levels; l++) TRY(bound(mg, l));
+vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate) {
+  if (estimate || !mg->bounded)
+    for (int l = 0; l + 1 < mg->n_levels; l++) TRY(bound(mg, l));
+  mg->bounded = 1;
   return mg->ops->mg_setup_wait ? mg->ops->mg_setup_wait(mg->be, mg->device) : VOX_OK;
 }
 

@@ -31,6 +31,7 @@ typedef struct vox_efg_mg {
   vox_efg_device *device;
   int n_levels, degree, lanczos_steps;
   double lambda[VOX_EFG_MAX_LEVELS];
+  int bounded; /* lambda holds estimates (vox_efg_mg_setup_bounds may keep them) */
   /* per level: the iterate, right-hand side, residual, M times it and the
    * Chebyshev step (level 0's x and b: the caller's z and r in apply) */
   vox_vec x[VOX_EFG_MAX_LEVELS], b[VOX_EFG_MAX_LEVELS], r[VOX_EFG_MAX_LEVELS],
@@ -46,13 +47,18 @@ vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *o
                            int lanczos_steps);
 void vox_efg_mg_free(vox_efg_mg *mg);
 
-/* The levels for the device's K (after its assembly and patches_factor):
- * the Galerkin products and the last level's factor (ops->mg_setup), then
- * the smoothers' bounds, with the factor finishing beside them where the
- * backend runs it so (ops->mg_setup_wait); two calls, so that the caller
- * may time each. */
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg);
-vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg);
+/* The levels for the device's K (after its assembly): the Galerkin
+ * products and, with `factor` (or at the first call), the last level's
+ * factor (ops->mg_setup), else the factor of an earlier call kept; then
+ * (after the patches' factor) the smoothers' bounds, estimated with
+ * `estimate` (or at the first call), else those of an earlier call kept,
+ * with the factor finishing beside them where the backend runs it so
+ * (ops->mg_setup_wait); two calls, so that the caller may time each. A
+ * kept factor leaves the V-cycle symmetric positive definite; kept bounds
+ * may fall short of the new operator's lambda_max (the caller redoes a
+ * solve that breaks down with them). */
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor);
+vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate);
 
 /* z = one V-cycle from zero for r. */
 vox_status vox_efg_mg_apply(vox_efg_mg *mg, const vox_vec *r, vox_vec *z);

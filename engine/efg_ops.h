@@ -85,11 +85,13 @@ typedef struct vox_efg_ops {
    * positive definite). A backend may leave that factor running behind
    * mg_setup's return, beside what follows (the patches' inverses, the
    * smoothers' bounds), until mg_setup_wait (NULL: mg_setup finishes it);
-   * no x = A_last^-1 b before then. Then, for level l: y = A_l x (l > 0),
+   * no x = A_last^-1 b before then; with factor 0 it keeps the last
+   * level's factor of an earlier mg_setup instead (its matrix not made).
+   * Then, for level l: y = A_l x (l > 0),
    * z = its inverted diagonal blocks times r (l > 0), rc = P_l^T r,
    * x += P_l xc, and x = A_last^-1 b. */
   vox_status (*mg_create)(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv);
-  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d);
+  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d, int factor);
   vox_status (*mg_setup_wait)(vox_backend *be, vox_efg_device *d);
   vox_status (*mg_apply)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x, vox_vec *y);
   vox_status (*mg_jacobi)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,

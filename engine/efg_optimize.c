@@ -250,6 +250,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg's multigrid bounds its smoothers by 1 to %d Lanczos "
                      "steps, not %d",
                      VOX_EFG_MG_MAX_LANCZOS_STEPS, o->efg_mg_lanczos_steps);
+  if (o->efg_mg_refactor < 1)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid factors its last level at every N-th "
+                     "design iteration, N >= 1, not %d",
+                     o->efg_mg_refactor);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -317,6 +322,7 @@ typedef struct efg_run {
   const vox_efg_ops *dev;
   vox_efg_device *device;
   int single; /* the device was made with VOX_PRECISION_MIXED and keeps it */
+  int mg_setups, mg_kept; /* the multigrid's setups so far; the last kept a part */
   int rho_sent;                           /* d_rho holds the design, not r->rho */
   vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
@@ -543,54 +549,76 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
   return st;
 }
 
+/* Whether the setup numbered n (from 0) makes what is made at every
+ * `every`-th one. */
+static int due(int n, int every) { return every <= 1 || n % every == 0; }
+
 /* The multigrid's setup on the device for K as assembled: the levels
  * first, so that the last one's factor (on a GPU on a stream of its own)
- * runs beside the patches' inverses and the bounds. */
-static vox_status device_mg_setup(efg_run *r) {
-  TRY(vox_efg_mg_setup_levels(&r->mg)); /* waits for its Galerkin products' status */
+ * runs beside the patches' inverses and the bounds. The factor and the
+ * bounds at every efg_mg_refactor-th and solver.mg_bound_refresh-th setup
+ * and kept in between, or with `fresh` both made now (a redo). */
+static vox_status device_mg_setup(efg_run *r, int fresh) {
+  const int n = fresh ? 0 : r->mg_setups++;
+  const int factor = due(n, r->opt->efg_mg_refactor),
+            estimate = due(n, r->opt->solver.mg_bound_refresh);
+  r->mg_kept = !factor || !estimate;
+  TRY(vox_efg_mg_setup_levels(&r->mg, factor)); /* waits for its Galerkin products' status */
   TRY(r->dev->patches_factor(r->be, r->device));
   const double b = now();
-  TRY(vox_efg_mg_setup_bounds(&r->mg)); /* waits for the last level's factor */
+  TRY(vox_efg_mg_setup_bounds(&r->mg, estimate)); /* waits for the last level's factor */
   r->seconds_bounds += now() - b;
   return VOX_OK;
 }
 
+static int broken(const vox_solve_result *result) {
+  return result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
+}
+
+/* The solve of load case lc redone after a breakdown, from zero where it
+ * left NaN, else from where it stopped; the CG iterations add up. */
+static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
+  const int before = result->iterations;
+  if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
+  TRY(device_solve(r, lc, result));
+  result->iterations += before;
+  return VOX_OK;
+}
+
 /* device_solve, and where the multigrid's V-cycle turned indefinite (CG
- * broke down: a level's lambda_max estimate fell short of the Chebyshev
- * interval's margin) the solve redone with twice the Lanczos steps, kept
- * for the rest of the run, until it holds or the steps are the most; from
- * zero where the breakdown left NaN, else from where it stopped (as the FE
- * path redoes a solve with fresh bounds). The CG iterations add up. */
+ * broke down) the solve redone, as the FE path redoes one with fresh
+ * bounds: first, where this design iteration kept the bounds or the last
+ * level's factor of an earlier one, with both made afresh; then with
+ * twice the Lanczos steps (a level's lambda_max estimate short of the
+ * Chebyshev interval's margin), kept for the rest of the run, until it
+ * holds or the steps are the most; then, on a device smoothing in single
+ * precision, in double for the rest of the run. */
 static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
   TRY(device_solve(r, lc, result));
-  while ((result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN) &&
-         r->opt->efg_preconditioner == VOX_EFG_PC_MG &&
-         r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS) {
-    const int before = result->iterations;
+  if (r->opt->efg_preconditioner != VOX_EFG_PC_MG) return VOX_OK;
+  if (broken(result) && r->mg_kept) {
+    const double t = now();
+    TRY(device_mg_setup(r, 1));
+    r->seconds_preconditioner += now() - t;
+    TRY(redo(r, lc, result));
+  }
+  while (broken(result) && r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS) {
     r->mg.lanczos_steps = 2 * r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS
                               ? 2 * r->mg.lanczos_steps
                               : VOX_EFG_MG_MAX_LANCZOS_STEPS;
     const double t = now();
-    TRY(vox_efg_mg_setup_bounds(&r->mg));
+    TRY(vox_efg_mg_setup_bounds(&r->mg, 1));
     const double dt = now() - t;
     r->seconds_bounds += dt, r->seconds_preconditioner += dt;
-    if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
-    TRY(device_solve(r, lc, result));
-    result->iterations += before;
+    TRY(redo(r, lc, result));
   }
-  /* still broken with every step: the single-precision smoothing, if the
-   * device has it, goes back to double for the rest of the run */
-  if ((result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN) &&
-      r->opt->efg_preconditioner == VOX_EFG_PC_MG && r->single && r->dev->precision_double) {
-    const int before = result->iterations;
+  if (broken(result) && r->single && r->dev->precision_double) {
     r->single = 0;
     TRY(r->dev->precision_double(r->be, r->device));
     const double t = now();
-    TRY(device_mg_setup(r));
+    TRY(device_mg_setup(r, 1));
     r->seconds_preconditioner += now() - t;
-    if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
-    TRY(device_solve(r, lc, result));
-    result->iterations += before;
+    TRY(redo(r, lc, result));
   }
   return VOX_OK;
 }
@@ -738,7 +766,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   r->seconds_assembly += now() - t, t = now();
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (r->dev && kind == VOX_EFG_PC_MG) {
-    TRY(device_mg_setup(r));
+    TRY(device_mg_setup(r, 0));
   } else if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
     TRY(r->dev->patches_factor(r->be, r->device));
   } else if (r->dev) {

@@ -29,7 +29,7 @@ struct vox_efg_device {
   double *level_val[VOX_EFG_MAX_LEVELS], *level_inverse[VOX_EFG_MAX_LEVELS];
   double *b_val[VOX_EFG_MAX_LEVELS];
   double *dense;
-  int dense_n;
+  int dense_n, dense_made; /* dense_made: a factor was made (mg_setup may keep it) */
   double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
   double *dv, *oc_work; /* the OC update's volume sensitivities and work (3 a node) */
   uint8_t *design;      /* 1 on a design node */
@@ -216,7 +216,7 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   return VOX_OK;
 }
 
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
   const vox_efg_levels *lv = d->levels;
   if (!lv)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -241,6 +241,8 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d) {
                        "positive definite",
                        l, failed);
   }
+  if (!factor && d->dense_made) return VOX_OK; /* the factor of an earlier setup */
+  d->dense_made = 1;
   /* the last level densely, lower triangle in column-major order (the
    * blocks are symmetric) */
   const vox_bsr a = level_matrix(d, last);

@@ -849,8 +849,8 @@ static void test_mg_bounds(vox_context *ctx) {
   for (size_t t = 0; t < sizeof steps / sizeof steps[0]; t++) {
     vox_efg_mg mg;
     CHECK_OK(ctx, vox_efg_mg_init(&mg, be, ops, dev, &lv, 2, steps[t]));
-    CHECK_OK(ctx, vox_efg_mg_setup_levels(&mg));
-    CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg));
+    CHECK_OK(ctx, vox_efg_mg_setup_levels(&mg, 1));
+    CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg, 1));
     for (int l = 0; l + 1 < lv.n_levels; l++) {
       if (t == 0) reference[l] = power_lambda(ctx, &mg, l, 4000);
       const double ratio = mg.lambda[l] / reference[l];

@@ -191,6 +191,36 @@ static void test_redo(vox_context *ctx, vox_backend *be) {
   CHECK(cg[1] > 0 && cg[0] > 0);
 }
 
+/* The multigrid's bounds and last-level factor kept between design
+ * iterations (solver.mg_bound_refresh, efg_mg_refactor) against made in
+ * every one: the same design, the kept factor of the first iteration
+ * alone included (any SPD inverse keeps the V-cycle SPD). */
+static void test_kept(vox_context *ctx, vox_backend *be) {
+  static const int refresh[][2] = {{1, 1}, {4, 4}, {1, 1000}, {1000, 1}};
+  enum { RUNS = sizeof refresh / sizeof refresh[0] };
+  double objective[RUNS];
+  for (int run = 0; run < RUNS; run++) {
+    vox_model m;
+    make_cantilever(ctx, &m);
+    vox_optimizer_options o;
+    options(&o, VOX_DISCRETIZATION_EFG);
+    o.max_iterations = 6;
+    o.efg_preconditioner = VOX_EFG_PC_MG;
+    o.efg_mg_coarse_dofs = 150;
+    o.solver.mg_bound_refresh = refresh[run][0];
+    o.efg_mg_refactor = refresh[run][1];
+    vox_optimize_result r;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
+    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
+    objective[run] = r.objective;
+    printf("kept: bounds every %d, factor every %d design iterations: compliance %.8f, %d CG "
+           "iterations\n",
+           refresh[run][0], refresh[run][1], r.objective, r.total_cg_iterations);
+    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
+    vox_model_free(&m);
+  }
+}
+
 /* What a design file needs: the voxel density in [0, 1] whose volume is the
  * fraction, the nodal densities on the domain's nodes, the displacement
  * held at the clamp, the end record. */
@@ -300,6 +330,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "store")) test_store(ctx, be);
   if (check_wanted(argc, argv, "refuse")) test_refuse(ctx, be);
   if (check_wanted(argc, argv, "redo")) test_redo(ctx, be);
+  if (check_wanted(argc, argv, "kept")) test_kept(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

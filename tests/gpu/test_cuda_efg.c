@@ -346,7 +346,7 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   }
   /* the backend's operations against the host's */
   CHECK_OK(ctx, ops->mg_create(be, dev, lv));
-  CHECK_OK(ctx, ops->mg_setup(be, dev));
+  CHECK_OK(ctx, ops->mg_setup(be, dev, 1));
   if (ops->mg_setup_wait) CHECK_OK(ctx, ops->mg_setup_wait(be, dev)); /* the last level's */
   for (int l = 0; l < lv->n_levels; l++) {
     const size_t n = 3 * lv->n_nodes[l];
@@ -451,7 +451,7 @@ static void test_bounds(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   vox_efg_mg mg;
   CHECK_OK(ctx, vox_efg_mg_init(&mg, be, be->ops->efg, dev, lv, 2, 10));
   double kept[VOX_EFG_MAX_LEVELS] = {0};
-  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg));
+  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg, 1));
   memcpy(kept, mg.lambda, sizeof kept);
   const vox_backend_ops *ops = be->ops;
   vox_backend_ops host_ops = *ops;
@@ -460,7 +460,7 @@ static void test_bounds(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   host_vec.lanczos_direction = NULL, host_vec.lanczos_read = NULL;
   host_ops.vec = &host_vec;
   be->ops = &host_ops;
-  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg));
+  CHECK_OK(ctx, vox_efg_mg_setup_bounds(&mg, 1));
   be->ops = ops;
   for (int l = 0; l + 1 < lv->n_levels; l++) {
     const double dl = fabs(kept[l] - mg.lambda[l]) / mg.lambda[l];
@@ -496,7 +496,7 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
     CHECK_OK(ctx, ops->assemble(be, single, d_scale));
     CHECK_OK(ctx, ops->patches_create(be, single, patches));
     CHECK_OK(ctx, ops->mg_create(be, single, lv));
-    CHECK_OK(ctx, ops->mg_setup(be, single));
+    CHECK_OK(ctx, ops->mg_setup(be, single, 1));
     CHECK_OK(ctx, ops->patches_factor(be, single));
     CHECK_OK(ctx, ops->mg_setup_wait(be, single));
     for (int pass = 0; pass < 3; pass++) {
@@ -533,7 +533,7 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   /* back to double: after the next setup the same answers as dev's, to the
    * bit, and the same bytes */
   CHECK_OK(ctx, ops->precision_double(be, single));
-  CHECK_OK(ctx, ops->mg_setup(be, single));
+  CHECK_OK(ctx, ops->mg_setup(be, single, 1));
   CHECK_OK(ctx, ops->patches_factor(be, single));
   CHECK_OK(ctx, ops->mg_setup_wait(be, single));
   if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_y)) {

@@ -128,6 +128,13 @@ typedef struct vox_optimizer_options {
    * margin lets the smoothing grow the top modes; a solve whose CG breaks
    * down for it is redone with twice the steps, kept for the run */
   int efg_mg_lanczos_steps;
+  /* VOX_EFG_PC_MG: the last level's dense factor and inverse made at every
+   * N-th design iteration and kept in between (1, the default: every one).
+   * A kept inverse leaves the V-cycle symmetric positive definite, only a
+   * weaker preconditioner as the design moves on; a solve that breaks
+   * down with it (or with bounds kept by solver.mg_bound_refresh) is
+   * redone with all made afresh */
+  int efg_mg_refactor;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
    * small kernels launched at once), or launched kernel by kernel (0); the

@@ -168,9 +168,10 @@ typedef struct vox_solver_options {
    * space each solve starts from, at the energy-minimal combination; 0: the
    * last solution as it is. One fine-level vector and one product each. */
   int start_history;
-  /* multigrid: the coarse levels' smoother bounds (16 Lanczos steps each)
-   * are estimated at every N-th setup and kept in between; 1 (or 0): at
-   * every setup */
+  /* multigrid: the coarse levels' smoother bounds (16 Lanczos steps each;
+   * the EFG multigrid: every level's, efg_mg_lanczos_steps each) are
+   * estimated at every N-th setup and kept in between; 1 (or 0): at every
+   * setup */
   int mg_bound_refresh;
   vox_cell_solver_use cell_solver; /* periodic cells only */
   /* vox_optimize on a bounded grid (periodic cells take turns through
