@@ -380,10 +380,13 @@ static __global__ void __launch_bounds__(32 * PATCH_WARPS)
  * row `row` is read as column `row`: the threads of a patch read
  * consecutive entries. */
 template <class T>
-static __global__ void patch_solve_kernel(size_t n, const int32_t *__restrict__ node,
-                                          const T *__restrict__ inverse,
-                                          const double *__restrict__ r, double *__restrict__ y) {
-  VOX_GRID_STRIDE(t, n * VOX_EFG_PATCH_DOFS) {
+static __device__ __forceinline__ void patch_solve(size_t n, const int32_t *__restrict__ node,
+                                                   const T *__restrict__ inverse,
+                                                   const double *__restrict__ r,
+                                                   double *__restrict__ y, size_t block,
+                                                   size_t blocks) {
+  for (size_t t = block * blockDim.x + threadIdx.x; t < n * VOX_EFG_PATCH_DOFS;
+       t += blocks * blockDim.x) {
     const size_t c = t / VOX_EFG_PATCH_DOFS;
     const unsigned row = (unsigned)(t % VOX_EFG_PATCH_DOFS);
     const int32_t *corner = node + 8 * c;
@@ -466,17 +469,19 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
  * few warps in flight either way.) */
 #define PENALTY_SOLVE_GROUPS 4
 #define PENALTY_SOLVE_THREADS 512
-static __global__ void __launch_bounds__(PENALTY_SOLVE_THREADS)
-    penalty_solve_kernel(size_t n, size_t max_dofs, const size_t *__restrict__ start,
-                         const int32_t *__restrict__ node,
-                         const size_t *__restrict__ inverse_start,
-                         const double *__restrict__ inverse, const double *__restrict__ r,
-                         double *__restrict__ y) {
+static __device__ __forceinline__ void penalty_solve(size_t n, size_t max_dofs,
+                                                     const size_t *__restrict__ start,
+                                                     const int32_t *__restrict__ node,
+                                                     const size_t *__restrict__ inverse_start,
+                                                     const double *__restrict__ inverse,
+                                                     const double *__restrict__ r,
+                                                     double *__restrict__ y, size_t block,
+                                                     size_t blocks) {
   extern __shared__ double shared[];
   double *rq = shared, *part = shared + max_dofs;
   const unsigned per = blockDim.x / PENALTY_SOLVE_GROUPS, group = threadIdx.x / per,
                  t = threadIdx.x % per;
-  for (size_t q = blockIdx.x; q < n; q += gridDim.x) {
+  for (size_t q = block; q < n; q += blocks) {
     const size_t first = start[q];
     const unsigned nd = 3 * (unsigned)(start[q + 1] - first);
     for (unsigned j = threadIdx.x; j < nd; j += blockDim.x)
@@ -498,6 +503,26 @@ static __global__ void __launch_bounds__(PENALTY_SOLVE_THREADS)
     }
     __syncthreads();
   }
+}
+
+/* Both kinds of patches' answers in one launch: the first penalty_blocks
+ * blocks take the penalty patches (few, each a block's work), the rest the
+ * cells' (a thread a row), so that the cells' streaming fills the GPU
+ * beside the penalty patches instead of after them. */
+template <class T>
+static __global__ void __launch_bounds__(PENALTY_SOLVE_THREADS)
+    patches_solve_kernel(size_t n_patches, const int32_t *__restrict__ node,
+                         const T *__restrict__ inverse, size_t n_penalty, size_t max_dofs,
+                         const size_t *__restrict__ pp_start, const int32_t *__restrict__ pp_node,
+                         const size_t *__restrict__ pp_inverse_start,
+                         const double *__restrict__ pp_inverse, const double *__restrict__ r,
+                         double *__restrict__ y, unsigned penalty_blocks) {
+  if (blockIdx.x < penalty_blocks)
+    penalty_solve(n_penalty, max_dofs, pp_start, pp_node, pp_inverse_start, pp_inverse, r,
+                  y + VOX_EFG_PATCH_DOFS * n_patches, blockIdx.x, penalty_blocks);
+  else
+    patch_solve(n_patches, node, inverse, r, y, blockIdx.x - penalty_blocks,
+                gridDim.x - penalty_blocks);
 }
 
 /* A node's slots in the penalty patches and their answers (empty without
@@ -1063,9 +1088,14 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
                      "element-free Galerkin: a penalty point's patch of %zu unknowns is too "
                      "large for the GPU's shared memory (--efg-penalty-patches 0 leaves them out)",
                      p->penalty_max_dofs);
+  /* both precisions' kernels (precision_double may switch) */
   CUDA_TRY(be,
-           cudaFuncSetAttribute(penalty_solve_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)shared),
+           cudaFuncSetAttribute(patches_solve_kernel<float>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared),
+           "the penalty patches' solve");
+  CUDA_TRY(be,
+           cudaFuncSetAttribute(patches_solve_kernel<double>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared),
            "the penalty patches' solve");
   d->penalty_in_shared = penalty_factor_shared_bytes(p->penalty_max_dofs, 1) <= (size_t)most;
   const size_t factor_shared = penalty_factor_shared_bytes(p->penalty_max_dofs,
@@ -1108,23 +1138,21 @@ static penalty_sum penalty_sum_of(const vox_efg_device *d) {
 /* Every patch's answers for r into p_work: the cells', then the penalty
  * points'. */
 static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_vec *r) {
-  const unsigned grid = vox_cuda_grid(d->n_patches * VOX_EFG_PATCH_DOFS);
+  const unsigned penalty_blocks = (unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535),
+                 cell_blocks = vox_cuda_blocks(d->n_patches * VOX_EFG_PATCH_DOFS,
+                                               PENALTY_SOLVE_THREADS),
+                 grid = penalty_blocks + (cell_blocks ? cell_blocks : 1);
+  const size_t shared = (1 + PENALTY_SOLVE_GROUPS) * d->penalty_max_dofs * sizeof(double);
   if (d->single)
-    patch_solve_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->n_patches, d->p_node, d->p_inverse_single, r->data, d->p_work);
+    patches_solve_kernel<<<grid, PENALTY_SOLVE_THREADS, shared, vox_cuda_stream(be)>>>(
+        d->n_patches, d->p_node, d->p_inverse_single, d->n_penalty, d->penalty_max_dofs,
+        d->pp_start, d->pp_node, d->pp_inverse_start, d->pp_inverse, r->data, d->p_work,
+        penalty_blocks);
   else
-    patch_solve_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->n_patches, d->p_node, d->p_inverse, r->data, d->p_work);
+    patches_solve_kernel<<<grid, PENALTY_SOLVE_THREADS, shared, vox_cuda_stream(be)>>>(
+        d->n_patches, d->p_node, d->p_inverse, d->n_penalty, d->penalty_max_dofs, d->pp_start,
+        d->pp_node, d->pp_inverse_start, d->pp_inverse, r->data, d->p_work, penalty_blocks);
   CUDA_LAUNCHED(be, "the EFG patches' solves");
-  if (!d->n_penalty) return VOX_OK;
-  penalty_solve_kernel<<<(unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535),
-                         PENALTY_SOLVE_THREADS,
-                         (1 + PENALTY_SOLVE_GROUPS) * d->penalty_max_dofs * sizeof(double),
-                         vox_cuda_stream(be)>>>(
-      d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_node, d->pp_inverse_start,
-      d->pp_inverse, r->data,
-      d->p_work + VOX_EFG_PATCH_DOFS * d->n_patches);
-  CUDA_LAUNCHED(be, "the EFG penalty patches' solves");
   return VOX_OK;
 }
 
