@@ -73,7 +73,7 @@ typedef struct vox_efg_ops {
   /* Optional (NULL: the backend keeps double throughout): what create's
    * VOX_PRECISION_MIXED kept in single precision goes back to double from
    * the next patches_factor and mg_setup on (their values are remade
-   * there), for a run whose multigrid broke down in single precision. */
+   * there), for a run whose preconditioner broke down in single precision. */
   vox_status (*precision_double)(vox_backend *be, vox_efg_device *d);
   vox_status (*patches_apply)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
   /* The geometric multigrid's levels (efg_levels.h, efg_mg.h): their

@@ -591,18 +591,21 @@ static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
  * level's factor of an earlier one, with both made afresh; then with
  * twice the Lanczos steps (a level's lambda_max estimate short of the
  * Chebyshev interval's margin), kept for the rest of the run, until it
- * holds or the steps are the most; then, on a device smoothing in single
- * precision, in double for the rest of the run. */
+ * holds or the steps are the most; then, on a device whose patches are
+ * in single precision (the multigrid's or schwarz's), in double for the
+ * rest of the run. */
 static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
   TRY(device_solve(r, lc, result));
-  if (r->opt->efg_preconditioner != VOX_EFG_PC_MG) return VOX_OK;
-  if (broken(result) && r->mg_kept) {
+  const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
+  if (kind != VOX_EFG_PC_MG && kind != VOX_EFG_PC_SCHWARZ) return VOX_OK;
+  if (broken(result) && kind == VOX_EFG_PC_MG && r->mg_kept) {
     const double t = now();
     TRY(device_mg_setup(r, 1));
     r->seconds_preconditioner += now() - t;
     TRY(redo(r, lc, result));
   }
-  while (broken(result) && r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS) {
+  while (broken(result) && kind == VOX_EFG_PC_MG &&
+         r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS) {
     r->mg.lanczos_steps = 2 * r->mg.lanczos_steps < VOX_EFG_MG_MAX_LANCZOS_STEPS
                               ? 2 * r->mg.lanczos_steps
                               : VOX_EFG_MG_MAX_LANCZOS_STEPS;
@@ -616,7 +619,8 @@ static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *resu
     r->single = 0;
     TRY(r->dev->precision_double(r->be, r->device));
     const double t = now();
-    TRY(device_mg_setup(r, 1));
+    TRY(kind == VOX_EFG_PC_MG ? device_mg_setup(r, 1)
+                              : r->dev->patches_factor(r->be, r->device));
     r->seconds_preconditioner += now() - t;
     TRY(redo(r, lc, result));
   }
