@@ -819,7 +819,8 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->s_fixed, d->s_scaled,
                d->s_factor, d->block_row, d->mirror, d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
-               d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_start, d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
+               d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_start,
+               d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
                d->dense_factor, d->dense, d->dense_work, d->dense_info};
   if (d->factor_stream) cudaStreamSynchronize(d->factor_stream); /* nothing left writing */
