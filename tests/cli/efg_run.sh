@@ -73,6 +73,8 @@ expect_usage_error "efg's smoothed aggregation on the GPU" "--efg-preconditioner
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-preconditioner sa --device cuda --threads 2
 expect_usage_error "no Lanczos steps" "--efg-mg-lanczos-steps: expected an integer in \\[1, 64\\], got '0'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-lanczos-steps 0
+expect_usage_error "no last-level factor" "--efg-mg-refactor: expected an integer in \\[1, 1000000\\], got '0'" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-refactor 0
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization fem
 finish

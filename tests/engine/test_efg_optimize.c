@@ -309,6 +309,10 @@ static void test_refuse(vox_context *ctx, vox_backend *be) {
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
   printf("refused: %s\n", vox_context_message(ctx));
   options(&o, VOX_DISCRETIZATION_EFG);
+  o.efg_mg_refactor = 0;
+  CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
+  printf("refused: %s\n", vox_context_message(ctx));
+  options(&o, VOX_DISCRETIZATION_EFG);
   m.objective = VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_UNSUPPORTED);
   printf("refused: %s\n", vox_context_message(ctx));
