@@ -164,6 +164,14 @@ static void test_preconditioner(vox_context *ctx, vox_backend *be) {
 }
 
 
+/* The multigrid runs' options: 6 design iterations on three levels. */
+static void mg_options(vox_optimizer_options *o) {
+  options(o, VOX_DISCRETIZATION_EFG);
+  o->max_iterations = 6;
+  o->efg_preconditioner = VOX_EFG_PC_MG;
+  o->efg_mg_coarse_dofs = 150;
+}
+
 /* A V-cycle made indefinite by too few Lanczos steps (1: lambda_max short
  * of the Chebyshev interval's margin, CG breaks down in the first solves)
  * is redone with more steps: the run finishes with the default's design. */
@@ -174,10 +182,7 @@ static void test_redo(vox_context *ctx, vox_backend *be) {
     vox_model m;
     make_cantilever(ctx, &m);
     vox_optimizer_options o;
-    options(&o, VOX_DISCRETIZATION_EFG);
-    o.max_iterations = 6;
-    o.efg_preconditioner = VOX_EFG_PC_MG;
-    o.efg_mg_coarse_dofs = 150;
+    mg_options(&o);
     if (run == 1) o.efg_mg_lanczos_steps = 1;
     vox_optimize_result r;
     CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
@@ -203,10 +208,7 @@ static void test_kept(vox_context *ctx, vox_backend *be) {
     vox_model m;
     make_cantilever(ctx, &m);
     vox_optimizer_options o;
-    options(&o, VOX_DISCRETIZATION_EFG);
-    o.max_iterations = 6;
-    o.efg_preconditioner = VOX_EFG_PC_MG;
-    o.efg_mg_coarse_dofs = 150;
+    mg_options(&o);
     o.solver.mg_bound_refresh = refresh[run][0];
     o.efg_mg_refactor = refresh[run][1];
     vox_optimize_result r;
