@@ -8,6 +8,7 @@
 #ifndef VOXFE_CUDA_BACKEND_CUH
 #define VOXFE_CUDA_BACKEND_CUH
 
+#include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -420,6 +421,14 @@ enum { VOX_CUDA_DENSE_COARSE_DOFS = 8000 };
 vox_status vox_cuda_stencil_factor_wait(vox_backend *be, vox_stencil *st);
 /* Frees the factor (called by vox_cuda_stencil_destroy). */
 void vox_cuda_stencil_factor_free(vox_backend *be, vox_stencil *st);
+/* The side stream, its events, the pinned status word and the cuSOLVER and
+ * cuBLAS handles bound to the stream (made once per backend): for any
+ * dense factorisation that runs beside the legacy stream's work (the
+ * stencils' coarsest level, the EFG multigrid's last level). */
+vox_status vox_cuda_factor_stream_setup(vox_backend *be);
+/* X = L^-1 for the m x m lower triangle L (column-major, leading dimension
+ * ld) into X preset to the identity, on h's stream (cuda_coarse_solve.cu). */
+cublasStatus_t vox_cuda_invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld);
 /* Releases the cuSOLVER handle (called when the backend is destroyed). */
 void vox_cuda_coarse_solver_free(vox_backend *be);
 /* Loads the coarse solve's library kernels (the warm-up thread's). */

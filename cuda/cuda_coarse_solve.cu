@@ -4,7 +4,7 @@
  * Up to VOX_CUDA_DENSE_COARSE_DOFS unknowns it stays on the device: the
  * stencil is spread into a dense matrix, factored by cuSOLVER's Cholesky
  * A = L L' (potrf) after each Galerkin update, and L is inverted by cuBLAS's
- * triangular products (invert_lower). Each V-cycle then applies
+ * triangular products (vox_cuda_invert_lower). Each V-cycle then applies
  * x = L^-T (L^-1 b) as two triangular matrix-vector products, one warp per
  * entry reading a contiguous column (L^-1 is kept in both orders for that),
  * which stream the factor at memory speed, where two triangular solves
@@ -49,10 +49,9 @@ void vox_cuda_coarse_solver_free(vox_backend *be) {
   cs->factor_info = NULL;
 }
 
-/* The side stream, its two events, the pinned status word and the library
- * handles bound to the stream, once per backend. The stream does not
- * synchronise with the legacy one: the events order the two. */
-static vox_status factor_stream_setup(vox_backend *be) {
+/* The stream does not synchronise with the legacy one: the events order
+ * the two. */
+vox_status vox_cuda_factor_stream_setup(vox_backend *be) {
   vox_cuda_state *cs = vox_cuda(be);
   if (!cs->factor_stream) {
     CUDA_TRY(be, cudaStreamCreateWithFlags(&cs->factor_stream, cudaStreamNonBlocking),
@@ -162,7 +161,7 @@ static __global__ void set_diagonal(double *__restrict__ a, int n, double value)
  * run as matrix products on the tensor cores, in about n^3/3 flops where
  * one trsm of the whole would take n^3; cuSOLVER's own trtri runs in
  * small recursive steps, much slower. */
-static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld) {
+cublasStatus_t vox_cuda_invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld) {
   static const double one = 1, minus_one = -1;
   enum { TRSM_BLOCK = 1024 };
   if (m <= TRSM_BLOCK)
@@ -170,8 +169,8 @@ static cublasStatus_t invert_lower(cublasHandle_t h, const double *L, double *X,
                        CUBLAS_DIAG_NON_UNIT, m, m, &one, L, ld, X, ld);
   const int m1 = m / 2, m2 = m - m1;
   const size_t d = (size_t)m1 * (size_t)ld + (size_t)m1; /* offset of the (2,2) block */
-  cublasStatus_t s = invert_lower(h, L, X, m1, ld);
-  if (s == CUBLAS_STATUS_SUCCESS) s = invert_lower(h, L + d, X + d, m2, ld);
+  cublasStatus_t s = vox_cuda_invert_lower(h, L, X, m1, ld);
+  if (s == CUBLAS_STATUS_SUCCESS) s = vox_cuda_invert_lower(h, L + d, X + d, m2, ld);
   /* X21 = L21 X11, then X21 = -X22 X21 (cuBLAS's trmm writes to C, and in
    * place when C is B) */
   if (s == CUBLAS_STATUS_SUCCESS)
@@ -210,7 +209,7 @@ extern "C" void vox_cuda_coarse_warm_up(void) {
   set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(a, N, 1.0);
   set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(x, N, 1.0);
   cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, N, a, N, work, lwork, info);
-  invert_lower(bh, a, x, N, N);
+  vox_cuda_invert_lower(bh, a, x, N, N);
   cudaDeviceSynchronize();
 done:
   cudaFree(work), cudaFree(info), cudaFree(x), cudaFree(a);
@@ -284,7 +283,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   /* the previous one, if never solved with: the events and the status word
    * serve one factorisation at a time */
   TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending));
-  TRY(factor_stream_setup(be));
+  TRY(vox_cuda_factor_stream_setup(be));
   cudaStream_t stream = cs->factor_stream;
   cusolverDnHandle_t h = (cusolverDnHandle_t)cs->solver;
   if (!st->dense_factor) {
@@ -337,7 +336,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   CUDA_TRY(be,
            cudaMemcpyAsync(cs->factor_info, st->info, sizeof(int), cudaMemcpyDeviceToHost, stream),
            "reading cuSOLVER's status");
-  /* X = L^-1 (invert_lower), computed whatever the status (a failed factor
+  /* X = L^-1 (vox_cuda_invert_lower), computed whatever the status (a failed factor
    * gives a useless X, which vox_cuda_stencil_factor_wait then withdraws).
    * The entries above X's diagonal stay exactly zero and are never read
    * anyway. */
@@ -346,7 +345,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
            "clearing the coarsest level's inverse factor");
   set_diagonal<<<vox_cuda_blocks((size_t)n, 256), 256, 0, stream>>>(x, (int)n, 1.0);
   CUDA_LAUNCHED(be, "the identity of the coarsest level's inverse factor");
-  if (invert_lower((cublasHandle_t)cs->blas, dense, x, (int)n, (int)n) != CUBLAS_STATUS_SUCCESS)
+  if (vox_cuda_invert_lower((cublasHandle_t)cs->blas, dense, x, (int)n, (int)n) != CUBLAS_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE,
                      "cuBLAS: inverting the coarsest level's Cholesky factor failed");
   /* L is spent: its buffer takes X by rows (double), or both float copies */

@@ -96,15 +96,12 @@ struct vox_efg_device {
   int32_t *t_b_col[VOX_EFG_MAX_LEVELS], *t_b_block_row[VOX_EFG_MAX_LEVELS];
   double *t_b_val[VOX_EFG_MAX_LEVELS];
   /* the last level: its matrix and Cholesky factor, and its inverse,
-   * made on a stream of their own (factor_stream, the solver's) between
-   * the events factor_ready and factor_done; the factor's status in pinned
-   * memory, read by efg_mg_setup_wait */
+   * made on the backend's factor stream (vox_cuda_factor_stream_setup)
+   * between its events factor_ready and factor_done; the factor's status
+   * in the backend's pinned word, read by efg_mg_setup_wait */
   double *dense_factor, *dense, *dense_work;
-  int dense_n, dense_lwork, *dense_info, *dense_info_host;
+  int dense_n, dense_lwork, *dense_info;
   int dense_made; /* a factor and inverse were made (mg_setup may keep them) */
-  cusolverDnHandle_t solver;
-  cudaStream_t factor_stream;
-  cudaEvent_t factor_ready, factor_done;
   vox_cuda_efg_oc oc; /* the OC update's tables (cuda_efg_oc.cu) */
   size_t bytes;
 };
@@ -411,11 +408,17 @@ static __device__ __forceinline__ void patch_solve(size_t n, const int32_t *__re
  * third to a half of those over its slot of `inverse`: 1.35 against
  * 2.0 ms a design iteration on the quarter annulus of Lu et al. 2021,
  * patches of up to 126 unknowns), written to its slot at the end. */
-#define PENALTY_THREADS 256
+#define PENALTY_THREADS 1024
 static size_t penalty_factor_shared_bytes(size_t max_dofs, int in_shared) {
   return (2 + (in_shared ? max_dofs : 0)) * max_dofs * sizeof(double);
 }
 
+/* The threads take a patch's block as 32 columns by blockDim.x / 32 rows
+ * at a time, so that a step's pass over it needs no division per entry
+ * and a warp reads a row's consecutive doubles; 1024 threads, since the
+ * block in shared memory leaves one patch a multiprocessor (the annulus:
+ * 0.60 ms a design iteration against 1.31 ms with 256 threads and an
+ * entry's row and column divided out of its index). */
 template <bool IN_SHARED>
 static __global__ void __launch_bounds__(PENALTY_THREADS)
     penalty_factor_kernel(size_t n, size_t max_dofs, const size_t *__restrict__ start,
@@ -426,16 +429,18 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
                           unsigned long long *failed) {
   extern __shared__ double step[];
   double *row_k = step, *col_k = step + max_dofs;
+  const unsigned lane = threadIdx.x % 32, row0 = threadIdx.x / 32, rows = blockDim.x / 32;
   for (size_t q = blockIdx.x; q < n; q += gridDim.x) {
     const unsigned m = (unsigned)(start[q + 1] - start[q]), nd = 3 * m;
     const uint32_t *b = block + block_start[q];
     double *slot = inverse + inverse_start[q];
     double *a = IN_SHARED ? step + 2 * max_dofs : slot;
-    for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x) {
-      const unsigned row = e / nd, col = e % nd;
-      const uint32_t at = __ldg(b + m * (row / 3) + col / 3);
-      a[e] = at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * (row % 3) + col % 3];
-    }
+    for (unsigned row = row0; row < nd; row += rows)
+      for (unsigned col = lane; col < nd; col += 32) {
+        const uint32_t at = __ldg(b + m * (row / 3) + col / 3);
+        a[nd * row + col] =
+            at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * (row % 3) + col % 3];
+      }
     __syncthreads();
     for (int k = 0; k < (int)nd; k++) {
       const double pivot = a[nd * k + k]; /* the same value in every thread */
@@ -448,8 +453,9 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
         col_k[j] = a[nd * j + k];
       }
       __syncthreads();
-      for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x)
-        a[e] = vox_efg_sweep_entry(k, (int)(e / nd), (int)(e % nd), a[e], row_k, col_k);
+      for (unsigned i = row0; i < nd; i += rows)
+        for (unsigned j = lane; j < nd; j += 32)
+          a[nd * i + j] = vox_efg_sweep_entry(k, (int)i, (int)j, a[nd * i + j], row_k, col_k);
       __syncthreads();
     }
     if (IN_SHARED)
@@ -699,6 +705,7 @@ static __global__ void restrict_kernel(size_t n_coarse, const int32_t *__restric
   VOX_GRID_STRIDE(t, 3 * n_coarse) {
     const size_t I = t / 3, c = t % 3;
     double s = 0;
+#pragma unroll
     for (int k = 0; k < 27; k++) {
       const int32_t i = __ldg(child + 27 * I + k);
       if (i >= 0) s += __ldg(child_weight + 27 * I + k) * r[3 * (size_t)i + c];
@@ -713,10 +720,10 @@ static __global__ void prolong_add_kernel(size_t n_fine, const int32_t *__restri
   VOX_GRID_STRIDE(t, 3 * n_fine) {
     const size_t i = t / 3, c = t % 3;
     double s = x[t];
-    for (int k = 0; k < 8; k++) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) { /* the parents first, then -1 */
       const int32_t J = __ldg(parent + 8 * i + k);
-      if (J < 0) break;
-      s += __ldg(parent_weight + 8 * i + k) * xc[3 * (size_t)J + c];
+      if (J >= 0) s += __ldg(parent_weight + 8 * i + k) * xc[3 * (size_t)J + c];
     }
     x[t] = s;
   }
@@ -734,12 +741,13 @@ static __global__ void dense_kernel(size_t n_blocks, int n, const int32_t *__res
   }
 }
 
-/* The inverse's upper triangle from its lower one (potri leaves the
- * lower), so that column i is row i. */
-static __global__ void symmetrize_kernel(int n, double *__restrict__ a) {
+/* a = the symmetric matrix whose lower triangle is lower's (syrk writes
+ * no other), so that column i is row i. */
+static __global__ void symmetric_copy_kernel(int n, const double *__restrict__ lower,
+                                             double *__restrict__ a) {
   VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) {
     const size_t i = t / (size_t)n, j = t % (size_t)n; /* column i, row j */
-    if (j < i) a[t] = a[j * (size_t)n + i];
+    a[t] = j < i ? lower[j * (size_t)n + i] : lower[t];
   }
 }
 
@@ -823,9 +831,9 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
                d->dense_factor, d->dense, d->dense_work, d->dense_info};
-  if (d->factor_stream) cudaStreamSynchronize(d->factor_stream); /* nothing left writing */
+  const cudaStream_t factor_stream = vox_cuda(be)->factor_stream;
+  if (factor_stream) cudaStreamSynchronize(factor_stream); /* nothing left writing */
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
-  if (d->dense_info_host) cudaFreeHost(d->dense_info_host);
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++) {
     void *q[] = {d->level_row_start[l], d->level_col[l], d->level_block_row[l],
                  d->level_val[l], d->level_inverse[l], d->t_parent[l], d->t_child[l],
@@ -833,10 +841,6 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                  d->t_b_col[l], d->t_b_block_row[l], d->t_b_val[l]};
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) vox_cuda_free(q[i]);
   }
-  if (d->solver) cusolverDnDestroy(d->solver);
-  if (d->factor_ready) cudaEventDestroy(d->factor_ready);
-  if (d->factor_done) cudaEventDestroy(d->factor_done);
-  if (d->factor_stream) cudaStreamDestroy(d->factor_stream);
   vox_cuda_efg_oc_destroy(&d->oc);
   vox_cuda_matrix_destroy(be, d->k);
   vox_cuda_matrix_destroy(be, d->inverse);
@@ -1312,21 +1316,11 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   TRY(vox_cuda_alloc(be, (void **)&d->dense, n_dense * n_dense * sizeof(double) + 8,
                      "the EFG multigrid's last level"));
   d->bytes += 2 * n_dense * n_dense * sizeof(double);
-  CUDA_TRY(be, cudaStreamCreateWithFlags(&d->factor_stream, cudaStreamNonBlocking),
-           "the EFG multigrid's factorisation stream");
-  CUDA_TRY(be, cudaEventCreateWithFlags(&d->factor_ready, cudaEventDisableTiming),
-           "the EFG multigrid's factorisation events");
-  CUDA_TRY(be, cudaEventCreateWithFlags(&d->factor_done, cudaEventDisableTiming),
-           "the EFG multigrid's factorisation events");
-  CUDA_TRY(be, cudaHostAlloc((void **)&d->dense_info_host, sizeof(int), cudaHostAllocDefault),
-           "the EFG multigrid's factorisation status");
-  if (cusolverDnCreate(&d->solver) != CUSOLVER_STATUS_SUCCESS)
-    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: creating a handle failed");
-  if (cusolverDnSetStream(d->solver, d->factor_stream) != CUSOLVER_STATUS_SUCCESS)
-    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: setting its stream failed");
+  TRY(vox_cuda_factor_stream_setup(be));
   int lwork = 0;
-  if (cusolverDnDpotrf_bufferSize(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense_factor,
-                                  d->dense_n, &lwork) != CUSOLVER_STATUS_SUCCESS)
+  if (cusolverDnDpotrf_bufferSize((cusolverDnHandle_t)vox_cuda(be)->solver,
+                                  CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense_factor, d->dense_n,
+                                  &lwork) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation's workspace");
   d->dense_lwork = lwork;
   TRY(vox_cuda_alloc(be, (void **)&d->dense_work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
@@ -1403,44 +1397,48 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
   const int32_t *col, *brow;
   const double *val;
   level_arrays(d, last, &rs, &col, &brow, &val);
-  /* The last level's matrix on this stream; its factor and inverse on
-   * factor_stream, beside the patches' inverses and the smoothers' bounds
-   * (efg_mg_setup_wait). The
-   * inverse is kept whole for the cycles' solves, made by potrs on the
-   * identity (two triangular solves with n right-hand sides in cuBLAS's
-   * blocked kernels): on the cantilever of Lu et al. 2021 (1386 unknowns)
-   * 1.7 ms where potri took 2.8 ms, 3.2 against 5.0 ms on their cube
-   * (2187). */
+  /* The last level's matrix on this stream; its factor and inverse on the
+   * factor stream, beside the patches' inverses and the smoothers' bounds
+   * (efg_mg_setup_wait). The inverse is kept whole for the cycles'
+   * solves, one product with it, made as (L^-1)^T L^-1: L^-1 by
+   * vox_cuda_invert_lower's matrix products, then syrk. On the annulus of
+   * Lu et al. 2021 (1,452 unknowns) potrs on the identity took 1.2 ms,
+   * in cuSOLVER's blocked triangular solves, and potri 2.5 ms. */
+  vox_cuda_state *cs = vox_cuda(be);
+  TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending)); /* the stream's one at a time */
+  const cudaStream_t stream = cs->factor_stream;
   const size_t n = (size_t)d->dense_n;
   CUDA_TRY(be, cudaMemsetAsync(d->dense_factor, 0, n * n * sizeof(double)),
            "the multigrid's last level");
   dense_kernel<<<vox_cuda_grid(d->level_blocks[last]), VOX_CUDA_THREADS>>>(
       d->level_blocks[last], d->dense_n, brow, col, val, d->dense_factor);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
-  CUDA_TRY(be, cudaEventRecord(d->factor_ready, 0), "the multigrid's last level");
-  CUDA_TRY(be, cudaStreamWaitEvent(d->factor_stream, d->factor_ready, 0),
-           "the multigrid's last level");
-  if (cusolverDnDpotrf(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense_factor,
-                       d->dense_n, d->dense_work, d->dense_lwork,
+  CUDA_TRY(be, cudaEventRecord(cs->factor_ready, 0), "the multigrid's last level");
+  CUDA_TRY(be, cudaStreamWaitEvent(stream, cs->factor_ready, 0), "the multigrid's last level");
+  if (cusolverDnDpotrf((cusolverDnHandle_t)cs->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n,
+                       d->dense_factor, d->dense_n, d->dense_work, d->dense_lwork,
                        d->dense_info) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation failed to start");
   CUDA_TRY(be,
-           cudaMemcpyAsync(d->dense_info_host, d->dense_info, sizeof(int),
-                           cudaMemcpyDeviceToHost, d->factor_stream),
+           cudaMemcpyAsync(cs->factor_info, d->dense_info, sizeof(int), cudaMemcpyDeviceToHost,
+                           stream),
            "the multigrid's factorisation status");
-  identity_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, d->factor_stream>>>(d->dense_n,
-                                                                                 d->dense);
+  identity_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(d->dense_n, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
-  /* on a failed factor the solves run on garbage, but the wait reports it
-   * before anything reads their answers */
-  if (cusolverDnDpotrs(d->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense_n,
-                       d->dense_factor, d->dense_n, d->dense, d->dense_n,
-                       d->dense_info) != CUSOLVER_STATUS_SUCCESS)
-    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the inverse failed to start");
-  symmetrize_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, d->factor_stream>>>(d->dense_n,
-                                                                                  d->dense);
+  /* on a failed factor the products run on garbage, but the wait reports
+   * it before anything reads their answers */
+  static const double one = 1, zero = 0;
+  cublasHandle_t blas = (cublasHandle_t)cs->blas;
+  if (vox_cuda_invert_lower(blas, d->dense_factor, d->dense, d->dense_n, d->dense_n) !=
+          CUBLAS_STATUS_SUCCESS ||
+      cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, d->dense_n, d->dense_n, &one,
+                  d->dense, d->dense_n, &zero, d->dense_factor,
+                  d->dense_n) != CUBLAS_STATUS_SUCCESS)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: the inverse failed to start");
+  symmetric_copy_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(
+      d->dense_n, d->dense_factor, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
-  CUDA_TRY(be, cudaEventRecord(d->factor_done, d->factor_stream), "the multigrid's last level");
+  CUDA_TRY(be, cudaEventRecord(cs->factor_done, stream), "the multigrid's last level");
   return VOX_OK;
 }
 
@@ -1448,12 +1446,13 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
  * after, the cycles' coarse solves, finds them made) and its status
  * checked. */
 static vox_status efg_mg_setup_wait(vox_backend *be, vox_efg_device *d) {
-  CUDA_TRY(be, cudaEventSynchronize(d->factor_done), "the multigrid's last level");
-  if (*d->dense_info_host != 0)
+  const vox_cuda_state *cs = vox_cuda(be);
+  CUDA_TRY(be, cudaEventSynchronize(cs->factor_done), "the multigrid's last level");
+  if (*cs->factor_info != 0)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid's last level is not positive "
                      "definite (cuSOLVER potrf: %d)",
-                     *d->dense_info_host);
+                     *cs->factor_info);
   return VOX_OK;
 }
 
