@@ -328,6 +328,9 @@ typedef struct efg_run {
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
   vox_vec d_r, d_z, d_p, d_q;             /* nd: CG's work */
   vox_vec *d_f, *d_u;                     /* n_cases of nd */
+  /* n_cases: each case's earlier solutions, its solves' start
+   * (solver.start_history, ksp.h) */
+  vox_ksp_history *d_history;
   /* the multigrid's V-cycle of the solve under way, recorded (the
    * backend's sparse record ops) on its second application and replayed
    * after: its scalars (the Chebyshev coefficients of this design
@@ -361,6 +364,7 @@ static void run_free(efg_run *r) {
     for (int c = 0; c < r->n_cases; c++) {
       if (r->d_f && r->d_f[c].raw) r->be->ops->vec->destroy(r->be, &r->d_f[c]);
       if (r->d_u && r->d_u[c].raw) r->be->ops->vec->destroy(r->be, &r->d_u[c]);
+      if (r->d_history) vox_ksp_history_destroy(r->be, &r->d_history[c]);
     }
     vox_efg_mg_free(&r->mg);
     if (r->device) r->dev->destroy(r->be, r->device);
@@ -368,6 +372,7 @@ static void run_free(efg_run *r) {
   vox_efg_levels_free(&r->levels);
   free(r->d_f);
   free(r->d_u);
+  free(r->d_history);
   vox_efg_model_free(&r->efg);
   vox_bsr_free(&r->k);
   vox_bsr_free(&r->inverse);
@@ -414,11 +419,13 @@ static vox_status device_init(efg_run *r) {
     TRY(v->create(be, want[i].n, VOX_DOUBLE, want[i].v));
   r->d_f = calloc(nc, sizeof *r->d_f);
   r->d_u = calloc(nc, sizeof *r->d_u);
-  if (!r->d_f || !r->d_u)
+  r->d_history = calloc(nc, sizeof *r->d_history);
+  if (!r->d_f || !r->d_u || !r->d_history)
     return vox_error(r->ctx, VOX_ERR_NO_MEMORY, "element-free Galerkin: out of memory");
   for (size_t c = 0; c < nc; c++) {
     TRY(v->create(be, r->nd, VOX_DOUBLE, &r->d_f[c]));
     TRY(v->create(be, r->nd, VOX_DOUBLE, &r->d_u[c]));
+    TRY(vox_ksp_history_create(be, r->nd, r->opt->solver.start_history, &r->d_history[c]));
     TRY(v->upload(be, &r->d_f[c], r->f + c * r->nd));
   }
   return VOX_OK;
@@ -518,10 +525,18 @@ static const vox_ksp_ops device_kept_ops = {.product = dcg_product,
                                             .direction = dcg_kept_direction,
                                             .kept_step = dcg_kept_step};
 
+/* y = K x on the backend (vox_ksp_apply) */
+static vox_status device_apply(void *self, const vox_vec *x, vox_vec *y) {
+  efg_run *r = self;
+  return r->dev->apply(r->be, r->device, x, y);
+}
+
 /* K u = f of load case lc by the one CG loop with the run's preconditioner
- * on the backend (block Jacobi, the patches or the multigrid), from the
- * case's last solution, as vox_efg_cg_pc on the host. */
-static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
+ * on the backend (block Jacobi, the patches or the multigrid), as
+ * vox_efg_cg_pc on the host: with `history` from the energy-best mix of
+ * the case's last solution and its earlier ones (ksp.h), else from the
+ * last solution (or where a broken solve left off). */
+static vox_status device_solve(efg_run *r, int lc, int history, vox_solve_result *result) {
   vox_backend *be = r->be;
   const vox_vector_ops *v = be->ops->vec;
   const vox_vec *f = &r->d_f[lc];
@@ -534,8 +549,13 @@ static vox_status device_solve(efg_run *r, int lc, vox_solve_result *result) {
     result->reason = VOX_CONVERGED_ZERO_RHS;
     return v->set(be, u, 0);
   }
-  TRY(r->dev->apply(be, r->device, u, &r->d_r)); /* r = f - K u */
-  TRY(v->axpby(be, &r->d_r, 1, f, -1));
+  vox_ksp_history *h = &r->d_history[lc];
+  if (history && h->capacity > 0) {
+    TRY(vox_ksp_history_start(be, device_apply, r, f, u, h, &r->d_r, &r->d_q, &r->d_p));
+  } else {
+    TRY(r->dev->apply(be, r->device, u, &r->d_r)); /* r = f - K u */
+    TRY(v->axpby(be, &r->d_r, 1, f, -1));
+  }
   TRY(v->dot(be, &r->d_r, &r->d_r, &rr));
   device_cg c = {.r = r, .x = u};
   const int kept = v->cg_begin && v->cg_step && v->cg_direction;
@@ -580,7 +600,7 @@ static int broken(const vox_solve_result *result) {
 static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
   const int before = result->iterations;
   if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
-  TRY(device_solve(r, lc, result));
+  TRY(device_solve(r, lc, 0, result));
   result->iterations += before;
   return VOX_OK;
 }
@@ -595,7 +615,7 @@ static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
  * in single precision (the multigrid's or schwarz's), in double for the
  * rest of the run. */
 static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
-  TRY(device_solve(r, lc, result));
+  TRY(device_solve(r, lc, 1, result));
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (kind != VOX_EFG_PC_MG && kind != VOX_EFG_PC_SCHWARZ) return VOX_OK;
   if (broken(result) && kind == VOX_EFG_PC_MG && r->mg_kept) {

@@ -195,23 +195,20 @@ static void gram_solve(double *G, const double *g, int n, double *c) {
   }
 }
 
-/* x <- the best start in span{x, history} and r = b - A x (the work
- * vectors r, q and p hold the basis's products on the way; z is not
- * touched, so b may live there: fem.c's loads by turns); the guess
- * becomes the history's newest solution. */
-static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec *b, vox_vec *x,
-                                vox_ksp_history *h, vox_ksp_work *w) {
+vox_status vox_ksp_history_start(vox_backend *be, vox_ksp_apply apply, void *self,
+                                 const vox_vec *b, vox_vec *x, vox_ksp_history *h, vox_vec *r,
+                                 vox_vec *q, vox_vec *p) {
   const vox_backend_ops *o = be->ops;
   /* the basis: x, then the history from the newest; their products in r,
    * q and p (free before the iterations) */
   enum { N = VOX_KSP_HISTORY_MAX + 1 };
   const int n = 1 + h->count;
   const vox_vec *v[N] = {x};
-  vox_vec *av[N] = {&w->r, &w->q, &w->p};
+  vox_vec *av[N] = {r, q, p};
   for (int i = 1; i < n; i++) v[i] = &h->v[(h->newest + i - 1) % h->capacity];
   double G[N * N], g[N], c[N] = {0};
   for (int j = 0; j < n; j++) {
-    TRY(o->op->apply(be, op, v[j], av[j], 0));
+    TRY(apply(self, v[j], av[j]));
     TRY(o->vec->dot(be, b, v[j], &g[j]));
     for (int i = 0; i <= j; i++) {
       TRY(o->vec->dot(be, v[i], av[j], &G[i * n + j]));
@@ -221,19 +218,30 @@ static vox_status history_start(vox_backend *be, vox_operator *op, const vox_vec
   gram_solve(G, g, n, c);
   /* r <- sum c_i A v_i (A v_2 in p read first), then p <- sum c_i v_i,
    * then r <- b - r */
-  TRY(o->vec->axpby(be, &w->r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
-  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, &w->r, c[i], av[i]));
-  TRY(o->vec->copy(be, &w->p, x));
-  TRY(o->vec->axpby(be, &w->p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
-  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, &w->p, c[i], v[i]));
-  TRY(o->vec->xpay(be, &w->r, -1, b));
+  TRY(o->vec->axpby(be, r, n > 1 ? c[1] : 0, av[n > 1], c[0]));
+  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, r, c[i], av[i]));
+  TRY(o->vec->copy(be, p, x));
+  TRY(o->vec->axpby(be, p, n > 1 ? c[1] : 0, v[n > 1], c[0]));
+  for (int i = 2; i < n; i++) TRY(o->vec->axpy(be, p, c[i], v[i]));
+  TRY(o->vec->xpay(be, r, -1, b));
   /* the guess becomes the newest solution of the history, in the slot of
    * the oldest once it is full; then x <- the start */
   const int slot = (h->newest + h->capacity - 1) % h->capacity; /* free, or the oldest */
   TRY(o->vec->copy(be, &h->v[slot], x));
   h->newest = slot;
   if (h->count < h->capacity) h->count++;
-  return o->vec->copy(be, x, &w->p);
+  return o->vec->copy(be, x, p);
+}
+
+/* vox_ksp_apply of a box operator */
+typedef struct operator_apply {
+  vox_backend *be;
+  vox_operator *op;
+} operator_apply;
+
+static vox_status apply_operator(void *self, const vox_vec *x, vox_vec *y) {
+  const operator_apply *a = self;
+  return a->be->ops->op->apply(a->be, a->op, x, y, 0);
 }
 
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
@@ -250,7 +258,8 @@ vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, co
     return VOX_OK;
   }
   if (history && history->capacity > 0) {
-    TRY(history_start(be, op, b, x, history, w));
+    operator_apply a = {be, op};
+    TRY(vox_ksp_history_start(be, apply_operator, &a, b, x, history, &w->r, &w->q, &w->p));
   } else {                                          /* r <- b - A x */
     TRY(o->op->apply(be, op, x, &w->r, 0));
     TRY(o->vec->xpay(be, &w->r, -1, b));

@@ -79,6 +79,18 @@ void vox_ksp_history_layout(size_t n, int capacity, vox_ksp_history *h, vox_layo
 vox_status vox_ksp_history_create(vox_backend *be, size_t n, int capacity, vox_ksp_history *h);
 void vox_ksp_history_destroy(vox_backend *be, vox_ksp_history *h);
 
+/* y = A x for vox_ksp_history_start */
+typedef vox_status (*vox_ksp_apply)(void *self, const vox_vec *x, vox_vec *y);
+
+/* x <- the best start in span{x, history} (the Galerkin projection above,
+ * A x by apply) and r = b - A x, for a solver whose operator is not a
+ * vox_operator (the EFG stiffness); the work vectors r, q and p (n each)
+ * hold the basis's products on the way, b may be none of them; the
+ * guess x becomes the history's newest solution. */
+vox_status vox_ksp_history_start(vox_backend *be, vox_ksp_apply apply, void *self,
+                                 const vox_vec *b, vox_vec *x, vox_ksp_history *h, vox_vec *r,
+                                 vox_vec *q, vox_vec *p);
+
 /* Solves A x = b, A = op (with fixed dofs eliminated), preconditioned by
  * pc (on backend vectors), from x, or where `history` holds solutions
  * (NULL: none) from the best start in span{x, history}; the initial guess

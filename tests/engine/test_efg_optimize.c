@@ -223,6 +223,32 @@ static void test_kept(vox_context *ctx, vox_backend *be) {
   }
 }
 
+/* Each solve started from the energy-best mix of the last solution and
+ * the earlier ones (solver.start_history 1 and 2, ksp.h) against from the
+ * last solution as it is (0): the same design, in fewer CG iterations
+ * (a start history that the solves ignored would take as many). */
+static void test_history(vox_context *ctx, vox_backend *be) {
+  enum { RUNS = 3 };
+  double objective[RUNS];
+  int cg[RUNS];
+  for (int run = 0; run < RUNS; run++) {
+    vox_model m;
+    make_cantilever(ctx, &m);
+    vox_optimizer_options o;
+    mg_options(&o);
+    o.solver.start_history = run;
+    vox_optimize_result r;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
+    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
+    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
+    printf("history: %d earlier solutions: compliance %.8f, %d CG iterations\n", run, r.objective,
+           r.total_cg_iterations);
+    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
+    vox_model_free(&m);
+  }
+  CHECK(cg[1] < cg[0] && cg[2] < cg[0]);
+}
+
 /* What a design file needs: the voxel density in [0, 1] whose volume is the
  * fraction, the nodal densities on the domain's nodes, the displacement
  * held at the clamp, the end record. */
@@ -337,6 +363,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "refuse")) test_refuse(ctx, be);
   if (check_wanted(argc, argv, "redo")) test_redo(ctx, be);
   if (check_wanted(argc, argv, "kept")) test_kept(ctx, be);
+  if (check_wanted(argc, argv, "history")) test_history(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();
