@@ -305,6 +305,10 @@ static const cli_option options[] = {
            "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
            "positive definite but weaker as the design moves, and a solve that breaks down "
            "with kept parts is redone with all made afresh"),
+    NUMBER("efg-mg-factor-lag", CLI_INTEGER, "0|1", opt.efg_mg_factor_lag, RANGE(0, 1),
+           "efg, mg: make each design iteration's last-level factor for the next one's solve, "
+           "on a GPU beside this one's, which uses the factor made before (1); or for this "
+           "one's solve, which waits for it (0)"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),

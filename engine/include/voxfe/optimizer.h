@@ -135,6 +135,15 @@ typedef struct vox_optimizer_options {
    * down with it (or with bounds kept by solver.mg_bound_refresh) is
    * redone with all made afresh */
   int efg_mg_refactor;
+  /* VOX_EFG_PC_MG: each design iteration's last-level factor (and on a GPU
+   * its inverse) made for the next design iteration's solve, beside this
+   * one's (1), which meanwhile uses the one made before (at the first
+   * design iteration its own); or made for this one's solve, which waits
+   * for it (0). The lagging factor leaves the V-cycle symmetric positive
+   * definite, one design iteration behind the design; with
+   * efg_mg_refactor N each factor serves the N design iterations after
+   * its own */
+  int efg_mg_factor_lag;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
    * small kernels launched at once), or launched kernel by kernel (0); the
