@@ -317,6 +317,10 @@ static const cli_option options[] = {
            "couplings together, a patch of the supports of it and of its supported grid "
            "neighbours (1; a fifth of the CG iterations measured), or with the voxels' patches "
            "alone (0)"),
+    NUMBER("efg-penalty-patch-weight", CLI_REAL, "W", opt.efg_penalty_patch_weight, FRACTION,
+           "efg: the penalty points' patches' weight in the smoother, in (0, 1] (0.25): their "
+           "overlap near the supports sets the largest eigenvalue that the Chebyshev "
+           "smoothing spans"),
     NUMBER("efg-penalty-relative", CLI_INTEGER, "0|1", opt.efg_penalty_relative, RANGE(0, 1),
            "efg: the supports' springs on components held at 0 follow the material, the "
            "penalty times the SIMP factor of the density at the supported node (1; a support "

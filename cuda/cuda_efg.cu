@@ -87,6 +87,7 @@ struct vox_efg_device {
    * pp_inverse, in double, their answers after the cells' in p_work) */
   size_t n_penalty, penalty_max_dofs;
   int penalty_in_shared; /* the factor's blocks in shared memory (penalty_factor_kernel) */
+  double penalty_weight; /* the inverses' factor (vox_efg_patches' penalty_weight) */
   size_t *pp_start, *pp_block_start, *pp_inverse_start;
   double *pp_inverse;
   int32_t *pp_node;
@@ -422,7 +423,8 @@ static __device__ __forceinline__ void patch_solve(size_t n, const int32_t *__re
  * there too (penalty_max_dofs^2 more; the steps' passes over it cost a
  * third to a half of those over its slot of `inverse`: 1.35 against
  * 2.0 ms a design iteration on the quarter annulus of Lu et al. 2021,
- * patches of up to 126 unknowns), written to its slot at the end. */
+ * patches of up to 126 unknowns), written to its slot at the end; times
+ * `weight` (vox_efg_patches_factor's arithmetic). */
 #define PENALTY_THREADS 1024
 static size_t penalty_factor_shared_bytes(size_t max_dofs, int in_shared) {
   return (2 + (in_shared ? max_dofs : 0)) * max_dofs * sizeof(double);
@@ -440,8 +442,8 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
                           const size_t *__restrict__ block_start,
                           const uint32_t *__restrict__ block,
                           const size_t *__restrict__ inverse_start,
-                          const double *__restrict__ kval, double *__restrict__ inverse,
-                          unsigned long long *failed) {
+                          const double *__restrict__ kval, double weight,
+                          double *__restrict__ inverse, unsigned long long *failed) {
   extern __shared__ double step[];
   double *row_k = step, *col_k = step + max_dofs;
   const unsigned lane = threadIdx.x % 32, row0 = threadIdx.x / 32, rows = blockDim.x / 32;
@@ -473,8 +475,9 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
           a[nd * i + j] = vox_efg_sweep_entry(k, (int)i, (int)j, a[nd * i + j], row_k, col_k);
       __syncthreads();
     }
-    if (IN_SHARED)
-      for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x) slot[e] = a[e];
+    if (IN_SHARED || weight != 1)
+      for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x)
+        slot[e] = weight != 1 ? a[e] * weight : a[e];
     __syncthreads();
   }
 }
@@ -1085,6 +1088,7 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
                      "element-free Galerkin: patches of %zu nodes for %zu field nodes",
                      p->n_nodes, d->n_nodes);
   d->n_patches = p->n;
+  d->penalty_weight = p->penalty_weight;
   TRY(upload(be, d, (void **)&d->p_node, p->node, 8 * p->n * sizeof *p->node,
              "the EFG patches' corners"));
   TRY(upload(be, d, (void **)&d->p_block, p->block, 64 * p->n * sizeof *p->block,
@@ -1216,7 +1220,8 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
     (d->penalty_in_shared ? penalty_factor_kernel<true> : penalty_factor_kernel<false>)
         <<<grid, PENALTY_THREADS, shared, stream>>>(
         d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
-        d->pp_inverse_start, values_of(d, d->k), d->pp_inverse, d->failed + 1);
+        d->pp_inverse_start, values_of(d, d->k), d->penalty_weight, d->pp_inverse,
+        d->failed + 1);
     CUDA_LAUNCHED(be, "the EFG penalty patches' inverses");
   }
   /* the host waits for the stream: what the legacy stream runs after

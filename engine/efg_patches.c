@@ -131,6 +131,7 @@ done:
 vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *pattern,
                                 int penalty_patches, vox_efg_patches *p) {
   memset(p, 0, sizeof *p);
+  p->penalty_weight = 1;
   const vox_efg_nodes *nodes = &efg->nodes;
   const size_t n = efg->n_cells, nn = nodes->n;
   if (vox_bsr_blocks(pattern) >= UINT32_MAX)
@@ -272,6 +273,8 @@ vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, co
                   at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * i + j];
         }
       if (row_k && !vox_efg_sweep_invert((int)n, a, row_k, row_k + most)) failed = q;
+      if (p->penalty_weight != 1)
+        for (size_t e = 0; e < n * n; e++) a[e] *= p->penalty_weight;
     }
     free(row_k);
   }

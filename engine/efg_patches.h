@@ -28,7 +28,10 @@
  * added overlap raises the largest eigenvalue more than they lift the
  * smallest (353 CG iterations in the first solve against 270). Their
  * sizes vary (about 34 nodes at d_max 2 on a flat support), their
- * inverses are dense.
+ * inverses are dense, and weighted (penalty_weight): a supported node
+ * lies in a dozen of them, and at weight 1 their overlap sets the largest
+ * eigenvalue of the smoothed operator, which the multigrid's Chebyshev
+ * interval spans.
  *
  * The patches overlap (an interior node lies in 8), the sum is symmetric
  * positive definite, so CG stays valid. Each cell patch's inverse is dense,
@@ -78,6 +81,7 @@ typedef struct vox_efg_patches {
   size_t *penalty_inverse_start; /* n_penalty + 1: patch q's (3 m_q)^2 inverse from here, after
                                     the cells' inverses */
   size_t penalty_max_dofs;       /* 3 max m_q */
+  double penalty_weight;         /* their inverses' factor w (1 from vox_efg_patches_init) */
   uint32_t *node_penalty_start;  /* n_nodes + 1: node i's slots node_penalty[start[i] ..
                                     start[i + 1]), ascending */
   uint32_t *node_penalty;
@@ -111,7 +115,7 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
 /* inverse (vox_efg_patches_inverse_doubles, row-major) = the patches'
  * blocks of K's values kval (9 per block of the pattern) inverted: the
  * cells' by Cholesky's factorisation and substitution, the penalty
- * points' by vox_efg_sweep_invert. Fails with a message naming the last
+ * points' by vox_efg_sweep_invert, times penalty_weight. Fails with a message naming the last
  * patch whose block is not positive definite: a cell patch by its first
  * corner node, a penalty patch by its penalty point. */
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,

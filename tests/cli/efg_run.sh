@@ -21,7 +21,7 @@ grep -qE "^stages of the design iterations .*: assembly [0-9.]+ s, solve [0-9.]+
   fail "optimize: no line with the stages' seconds in '$(cat "$LOG/out")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
-grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-mg-factor-lag=0 --efg-record=1 --efg-penalty-patches=1 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
+grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-mg-factor-lag=0 --efg-record=1 --efg-penalty-patches=1 --efg-penalty-patch-weight=0.25 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
   fail "design.nc: history lacks the EFG support, penalty and preconditioner"
 # auto: the GPU where this build and the machine have one, else the CPU
 grep -qE -- "--device=(cpu|cuda)" "$LOG/header" || fail "design.nc: --device auto did not become a device"
@@ -75,6 +75,8 @@ expect_usage_error "no Lanczos steps" "--efg-mg-lanczos-steps: expected an integ
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-lanczos-steps 0
 expect_usage_error "no last-level factor" "--efg-mg-refactor: expected an integer in \\[1, 1000000\\], got '0'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-refactor 0
+expect_usage_error "no penalty patches' weight" "--efg-penalty-patch-weight: expected a number in \\(0, 1\\], got '0'" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-penalty-patch-weight 0
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization fem
 finish

@@ -251,6 +251,32 @@ static void test_lag(vox_context *ctx, vox_backend *be) {
   CHECK(cg[1] != cg[0] && cg[2] != cg[1]);
 }
 
+/* The penalty points' patches weighted by 1 and by 0.25 (the default) in
+ * the multigrid's smoother: the same design; the weight reaches the
+ * smoother (other CG counts). */
+static void test_weight(vox_context *ctx, vox_backend *be) {
+  static const double weight[] = {1, 0.25};
+  enum { RUNS = sizeof weight / sizeof weight[0] };
+  double objective[RUNS];
+  int cg[RUNS];
+  for (int run = 0; run < RUNS; run++) {
+    vox_model m;
+    make_cantilever(ctx, &m);
+    vox_optimizer_options o;
+    mg_options(&o);
+    o.efg_penalty_patch_weight = weight[run];
+    vox_optimize_result r;
+    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
+    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
+    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
+    printf("weight: penalty patches at %g: compliance %.8f, %d CG iterations\n", weight[run],
+           r.objective, r.total_cg_iterations);
+    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
+    vox_model_free(&m);
+  }
+  CHECK(cg[1] != cg[0]);
+}
+
 /* Each solve started from the energy-best mix of the last solution and
  * the earlier ones (solver.start_history 1 and 2, ksp.h) against from the
  * last solution as it is (0): the same design, in fewer CG iterations
@@ -368,6 +394,12 @@ static void test_refuse(vox_context *ctx, vox_backend *be) {
   o.efg_mg_refactor = 0;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
   printf("refused: %s\n", vox_context_message(ctx));
+  for (int bad = 0; bad < 2; bad++) { /* the penalty patches' weight outside (0, 1] */
+    options(&o, VOX_DISCRETIZATION_EFG);
+    o.efg_penalty_patch_weight = bad ? 1.5 : 0;
+    CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
+    printf("refused: %s\n", vox_context_message(ctx));
+  }
   options(&o, VOX_DISCRETIZATION_EFG);
   m.objective = VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_UNSUPPORTED);
@@ -393,6 +425,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "kept")) test_kept(ctx, be);
   if (check_wanted(argc, argv, "history")) test_history(ctx, be);
   if (check_wanted(argc, argv, "lag")) test_lag(ctx, be);
+  if (check_wanted(argc, argv, "weight")) test_weight(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -158,6 +158,12 @@ typedef struct vox_optimizer_options {
    * VOX_EFG_PC_SCHWARZ on its own does without them (their overlap costs
    * it more iterations than they save). */
   int efg_penalty_patches;
+  /* The penalty points' patches' share of that smoother: their inverses
+   * weighted by w in (0, 1] (0.25). Their overlap (each supported node in
+   * a dozen of them) puts lambda_max of M K near the supports two to
+   * four times above the cells' patches' elsewhere, and the Chebyshev
+   * interval, which follows lambda_max, then smooths the rest less */
+  double efg_penalty_patch_weight;
   /* The supports' penalty springs on components held at 0 follow the
    * material: alpha times the SIMP factor rho_p^p of the density at each
    * supported node (1, the default: a support next to void material then
