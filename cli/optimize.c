@@ -305,10 +305,6 @@ static const cli_option options[] = {
            "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
            "positive definite but weaker as the design moves, and a solve that breaks down "
            "with kept parts is redone with all made afresh"),
-    NUMBER("efg-mg-factor-lag", CLI_INTEGER, "0|1", opt.efg_mg_factor_lag, RANGE(0, 1),
-           "efg, mg: make each design iteration's last-level factor for the next one's solve, "
-           "on a GPU beside this one's, which uses the factor made before (1); or for this "
-           "one's solve, which waits for it (0)"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),
@@ -318,9 +314,9 @@ static const cli_option options[] = {
            "neighbours (1; a fifth of the CG iterations measured), or with the voxels' patches "
            "alone (0)"),
     NUMBER("efg-penalty-patch-weight", CLI_REAL, "W", opt.efg_penalty_patch_weight, FRACTION,
-           "efg: the penalty points' patches' weight in the smoother, in (0, 1] (0.25): their "
-           "overlap near the supports sets the largest eigenvalue that the Chebyshev "
-           "smoothing spans"),
+           "efg: the penalty points' patches' weight in the smoother, in (0, 1] (1); less "
+           "lowers the largest eigenvalue that the Chebyshev smoothing spans, which their "
+           "overlap near the supports can set, but holds the penalty couplings less"),
     NUMBER("efg-penalty-relative", CLI_INTEGER, "0|1", opt.efg_penalty_relative, RANGE(0, 1),
            "efg: the supports' springs on components held at 0 follow the material, the "
            "penalty times the SIMP factor of the density at the supported node (1; a support "

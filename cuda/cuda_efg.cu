@@ -60,17 +60,7 @@ struct vox_efg_device {
   vox_sparse_matrix *k, *inverse;
   unsigned long long *failed; /* block_jacobi: 1 + the last node whose block is not definite;
                                  patches_factor: 1 + the last patch, then 1 + the last
-                                 penalty patch; mg_setup: 1 + the last coarse node */
-  /* The patches' inverses on a stream of their own beside the multigrid's
-   * Galerkin products (both read K alone), from the event k_ready that
-   * the last mg_setup recorded before them (k_ready_set), else
-   * patches_factor itself; the status words come back through the
-   * page-locked `status`, mg_setup's read by mg_setup_wait
-   * (levels_pending) */
-  cudaStream_t patch_stream;
-  cudaEvent_t k_ready;
-  int k_ready_set, levels_pending;
-  unsigned long long *status;
+                                 penalty patch */
   /* additive Schwarz on the cells' patches (efg_patches.h): 8 corners and
    * 64 block positions a patch, 8 patch corners a node, the inverses (576
    * a patch) and the patches' answers (24 a patch) */
@@ -113,11 +103,6 @@ struct vox_efg_device {
   double *dense_factor, *dense, *dense_work;
   int dense_n, dense_lwork, *dense_info;
   int dense_made; /* a factor and inverse were made (mg_setup may keep them) */
-  /* the inverse a setup with VOX_EFG_FACTOR_NEXT makes for the next one
-   * (allocated at the first), on the factor stream while next_pending;
-   * front_pending: the factor stream is making d->dense itself */
-  double *dense_next;
-  int next_pending, front_pending;
   vox_cuda_efg_oc oc; /* the OC update's tables (cuda_efg_oc.cu) */
   size_t bytes;
 };
@@ -848,15 +833,9 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_start,
                d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
-               d->dense_factor, d->dense, d->dense_work, d->dense_info, d->dense_next};
+               d->dense_factor, d->dense, d->dense_work, d->dense_info};
   const cudaStream_t factor_stream = vox_cuda(be)->factor_stream;
   if (factor_stream) cudaStreamSynchronize(factor_stream); /* nothing left writing */
-  if (d->patch_stream) {
-    cudaStreamSynchronize(d->patch_stream);
-    cudaStreamDestroy(d->patch_stream);
-  }
-  if (d->k_ready) cudaEventDestroy(d->k_ready);
-  if (d->status) cudaFreeHost(d->status);
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++) {
     void *q[] = {d->level_row_start[l], d->level_col[l], d->level_block_row[l],
@@ -987,17 +966,9 @@ static vox_status create_tables(vox_backend *be, vox_efg_device *d, const vox_ef
   TRY(s);
   TRY(vox_cuda_efg_oc_create(be, efg, &d->oc));
   d->bytes += d->oc.bytes;
-  /* three words: block Jacobi's or the cells' patches', the penalty
-   * patches', the coarse levels' */
-  TRY(vox_cuda_alloc(be, (void **)&d->failed, 3 * sizeof *d->failed,
-                     "the EFG factorisations' status words"));
-  CUDA_TRY(be, cudaMallocHost((void **)&d->status, 3 * sizeof *d->status),
-           "the EFG factorisations' status words");
-  CUDA_TRY(be, cudaStreamCreateWithFlags(&d->patch_stream, cudaStreamNonBlocking),
-           "the EFG patches' stream");
-  CUDA_TRY(be, cudaEventCreateWithFlags(&d->k_ready, cudaEventDisableTiming),
-           "the EFG patches' stream");
-  return VOX_OK;
+  /* two words: block Jacobi's or the cells' patches', the penalty patches' */
+  return vox_cuda_alloc(be, (void **)&d->failed, 2 * sizeof *d->failed,
+                        "the EFG factorisations' status words");
 }
 
 static vox_status efg_create(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
@@ -1198,40 +1169,29 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
   if (!d->p_node)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: patches factored before their tables");
-  /* from K as the last mg_setup found it (beside its Galerkin products,
-   * which the legacy stream runs meanwhile), else as it is now */
-  if (!d->k_ready_set) CUDA_TRY(be, cudaEventRecord(d->k_ready, 0), "the patches' stream");
-  d->k_ready_set = 0;
-  const cudaStream_t stream = d->patch_stream;
-  CUDA_TRY(be, cudaStreamWaitEvent(stream, d->k_ready, 0), "the patches' stream");
-  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, 2 * sizeof *d->failed, stream),
-           "the patches' status");
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, 2 * sizeof *d->failed), "the patches' status");
   const size_t blocks = (d->n_patches + PATCH_WARPS - 1) / PATCH_WARPS;
   if (d->single)
-    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS, 0, stream>>>(
+    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
         d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse_single, d->failed);
   else
-    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS, 0, stream>>>(
+    patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
         d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
   CUDA_LAUNCHED(be, "the EFG patches' inverses");
   if (d->n_penalty) {
     const unsigned grid = (unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535);
     const size_t shared = penalty_factor_shared_bytes(d->penalty_max_dofs, d->penalty_in_shared);
     (d->penalty_in_shared ? penalty_factor_kernel<true> : penalty_factor_kernel<false>)
-        <<<grid, PENALTY_THREADS, shared, stream>>>(
+        <<<grid, PENALTY_THREADS, shared>>>(
         d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
         d->pp_inverse_start, values_of(d, d->k), d->penalty_weight, d->pp_inverse,
         d->failed + 1);
     CUDA_LAUNCHED(be, "the EFG penalty patches' inverses");
   }
-  /* the host waits for the stream: what the legacy stream runs after
-   * this return finds the inverses made */
-  CUDA_TRY(be,
-           cudaMemcpyAsync(d->status, d->failed, 2 * sizeof *d->status, cudaMemcpyDeviceToHost,
-                           stream),
+  unsigned long long status[2] = {0, 0};
+  CUDA_TRY(be, cudaMemcpy(status, d->failed, sizeof status, cudaMemcpyDeviceToHost),
            "the patches' status");
-  CUDA_TRY(be, cudaStreamSynchronize(stream), "the patches' status");
-  const unsigned long long failed = d->status[0], penalty_failed = d->status[1];
+  const unsigned long long failed = status[0];
   if (failed) {
     int32_t first = 0;
     CUDA_TRY(be,
@@ -1243,11 +1203,11 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
                      "is not positive definite",
                      (int)first);
   }
-  if (penalty_failed)
+  if (status[1])
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the stiffness block of the patch of penalty point "
                      "%llu is not positive definite",
-                     penalty_failed - 1);
+                     status[1] - 1);
   return VOX_OK;
 }
 
@@ -1396,31 +1356,11 @@ static __global__ void identity_kernel(int n, double *__restrict__ a) {
   VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) a[t] = t / (size_t)n == t % (size_t)n;
 }
 
-/* The factor stream's last inverse done and its factor's status checked. */
-static vox_status dense_wait(vox_backend *be) {
-  const vox_cuda_state *cs = vox_cuda(be);
-  CUDA_TRY(be, cudaEventSynchronize(cs->factor_done), "the multigrid's last level");
-  if (*cs->factor_info != 0)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the multigrid's last level is not positive "
-                     "definite (cuSOLVER potrf: %d)",
-                     *cs->factor_info);
-  return VOX_OK;
-}
-
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_factor factor) {
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
   if (!d->n_levels)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
-  if (d->next_pending) { /* the inverse an earlier setup made for this one, long done */
-    TRY(dense_wait(be));
-    double *t = d->dense;
-    d->dense = d->dense_next, d->dense_next = t;
-    d->next_pending = 0;
-  }
   const int last = d->n_levels - 1;
-  CUDA_TRY(be, cudaEventRecord(d->k_ready, 0), "the patches' stream"); /* K as assembled */
-  d->k_ready_set = 1;
   if (d->k_single) {
     to_float_kernel<<<vox_cuda_grid(9 * d->n_blocks), VOX_CUDA_THREADS>>>(
         9 * d->n_blocks, values_of(d, d->k), d->k_single);
@@ -1441,28 +1381,23 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_facto
         d->level_val[l + 1]);
     CUDA_LAUNCHED(be, "the EFG multigrid's product P^T (A P)");
   }
-  CUDA_TRY(be, cudaMemsetAsync(d->failed + 2, 0, sizeof *d->failed), "the multigrid's status");
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
   for (int l = 1; l < d->n_levels; l++) {
     diagonal_inverse_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
         d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
-        d->level_inverse[l], d->failed + 2);
+        d->level_inverse[l], d->failed);
     CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
   }
-  /* read by mg_setup_wait: the host goes on to the patches' inverses */
-  CUDA_TRY(be,
-           cudaMemcpyAsync(d->status + 2, d->failed + 2, sizeof *d->status,
-                           cudaMemcpyDeviceToHost, 0),
+  unsigned long long failed = 0;
+  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
            "the multigrid's status");
-  d->levels_pending = 1;
-  if (factor == VOX_EFG_FACTOR_KEEP && d->dense_made) return VOX_OK; /* an earlier one's */
-  const int next = factor == VOX_EFG_FACTOR_NEXT && d->dense_made;
-  const size_t n = (size_t)d->dense_n;
-  if (next && !d->dense_next) {
-    TRY(vox_cuda_alloc(be, (void **)&d->dense_next, n * n * sizeof(double) + 8,
-                       "the EFG multigrid's next last-level inverse"));
-    d->bytes += n * n * sizeof(double);
-  }
-  double *const inverse = next ? d->dense_next : d->dense;
+  if (failed)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: a block of the multigrid's coarse levels is not "
+                     "positive definite (node %llu of its level)",
+                     failed - 1);
+  if (!factor && d->dense_made) return VOX_OK; /* the factor and inverse of an earlier setup */
+  d->dense_made = 1;
   const size_t *rs;
   const int32_t *col, *brow;
   const double *val;
@@ -1473,12 +1408,11 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_facto
    * solves, one product with it, made as (L^-1)^T L^-1: L^-1 by
    * vox_cuda_invert_lower's matrix products, then syrk. On the annulus of
    * Lu et al. 2021 (1,452 unknowns) potrs on the identity took 1.2 ms,
-   * in cuSOLVER's blocked triangular solves, and potri 2.5 ms. With
-   * `next` into dense_next, for the next setup, beside this design
-   * iteration's solve. */
+   * in cuSOLVER's blocked triangular solves, and potri 2.5 ms. */
   vox_cuda_state *cs = vox_cuda(be);
   TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending)); /* the stream's one at a time */
   const cudaStream_t stream = cs->factor_stream;
+  const size_t n = (size_t)d->dense_n;
   CUDA_TRY(be, cudaMemsetAsync(d->dense_factor, 0, n * n * sizeof(double)),
            "the multigrid's last level");
   dense_kernel<<<vox_cuda_grid(d->level_blocks[last]), VOX_CUDA_THREADS>>>(
@@ -1494,43 +1428,37 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_facto
            cudaMemcpyAsync(cs->factor_info, d->dense_info, sizeof(int), cudaMemcpyDeviceToHost,
                            stream),
            "the multigrid's factorisation status");
-  identity_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(d->dense_n, inverse);
+  identity_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(d->dense_n, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   /* on a failed factor the products run on garbage, but the wait reports
    * it before anything reads their answers */
   static const double one = 1, zero = 0;
   cublasHandle_t blas = (cublasHandle_t)cs->blas;
-  if (vox_cuda_invert_lower(blas, d->dense_factor, inverse, d->dense_n, d->dense_n) !=
+  if (vox_cuda_invert_lower(blas, d->dense_factor, d->dense, d->dense_n, d->dense_n) !=
           CUBLAS_STATUS_SUCCESS ||
       cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, d->dense_n, d->dense_n, &one,
-                  inverse, d->dense_n, &zero, d->dense_factor,
+                  d->dense, d->dense_n, &zero, d->dense_factor,
                   d->dense_n) != CUBLAS_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: the inverse failed to start");
   symmetric_copy_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(
-      d->dense_n, d->dense_factor, inverse);
+      d->dense_n, d->dense_factor, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   CUDA_TRY(be, cudaEventRecord(cs->factor_done, stream), "the multigrid's last level");
-  d->dense_made = 1;
-  d->next_pending = next, d->front_pending = !next;
   return VOX_OK;
 }
 
-/* The coarse levels' diagonal blocks checked, and the last level's factor
- * and inverse for this setup's cycles done (the host waits: what comes
- * after, the cycles' coarse solves, finds them made) and checked. */
+/* The last level's factor and inverse done (the host waits: what comes
+ * after, the cycles' coarse solves, finds them made) and its status
+ * checked. */
 static vox_status efg_mg_setup_wait(vox_backend *be, vox_efg_device *d) {
-  if (d->levels_pending) {
-    d->levels_pending = 0;
-    CUDA_TRY(be, cudaStreamSynchronize(0), "the multigrid's status");
-    if (d->status[2])
-      return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                       "element-free Galerkin: a block of the multigrid's coarse levels is not "
-                       "positive definite (node %llu of its level)",
-                       d->status[2] - 1);
-  }
-  if (!d->front_pending) return VOX_OK; /* kept, or the one made for the next setup */
-  d->front_pending = 0;
-  return dense_wait(be);
+  const vox_cuda_state *cs = vox_cuda(be);
+  CUDA_TRY(be, cudaEventSynchronize(cs->factor_done), "the multigrid's last level");
+  if (*cs->factor_info != 0)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid's last level is not positive "
+                     "definite (cuSOLVER potrf: %d)",
+                     *cs->factor_info);
+  return VOX_OK;
 }
 
 static vox_status mg_level_vec(vox_backend *be, const vox_efg_device *d, int l, const vox_vec *x) {

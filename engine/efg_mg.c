@@ -148,7 +148,7 @@ static vox_status bound(vox_efg_mg *mg, int l) {
   return VOX_OK;
 }
 
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, vox_efg_factor factor) {
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor) {
   return mg->ops->mg_setup(mg->be, mg->device, factor);
 }
 

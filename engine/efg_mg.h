@@ -48,9 +48,8 @@ vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *o
 void vox_efg_mg_free(vox_efg_mg *mg);
 
 /* The levels for the device's K (after its assembly): the Galerkin
- * products and the last level's factor as `factor` says (ops->mg_setup:
- * this call's, an earlier one's kept, or an earlier one's while this one's
- * is made for the next call); then
+ * products and, with `factor` (or at the first call), the last level's
+ * factor (ops->mg_setup), else the factor of an earlier call kept; then
  * (after the patches' factor) the smoothers' bounds, estimated with
  * `estimate` (or at the first call), else those of an earlier call kept,
  * with the factor finishing beside them where the backend runs it so
@@ -58,7 +57,7 @@ void vox_efg_mg_free(vox_efg_mg *mg);
  * kept factor leaves the V-cycle symmetric positive definite; kept bounds
  * may fall short of the new operator's lambda_max (the caller redoes a
  * solve that breaks down with them). */
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, vox_efg_factor factor);
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor);
 vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate);
 
 /* z = one V-cycle from zero for r. */

@@ -28,13 +28,6 @@
 
 typedef struct vox_efg_device vox_efg_device; /* defined by each backend */
 
-/* The last level's factor of a multigrid setup (mg_setup). */
-typedef enum vox_efg_factor {
-  VOX_EFG_FACTOR_KEEP,
-  VOX_EFG_FACTOR_NOW,
-  VOX_EFG_FACTOR_NEXT
-} vox_efg_factor;
-
 typedef struct vox_efg_ops {
   /* The model's tables and K's pattern (vox_efg_stiffness_pattern; its
    * values are not read) copied to the backend. The model must outlive
@@ -89,22 +82,16 @@ typedef struct vox_efg_ops {
    * values from K (the Galerkin products B = A_l P, A_l+1 = P^T B), the
    * inverses of their diagonal blocks, and the last level's dense Cholesky
    * factor (failing with a message when a block or that level is not
-   * positive definite, here or, where the backend checks later, at
-   * mg_setup_wait). A backend may leave that factor running behind
+   * positive definite). A backend may leave that factor running behind
    * mg_setup's return, beside what follows (the patches' inverses, the
    * smoothers' bounds), until mg_setup_wait (NULL: mg_setup finishes it);
-   * no x = A_last^-1 b before then. `factor` (vox_efg_factor) says which
-   * factor the cycles use: KEEP, that of an earlier mg_setup (its matrix
-   * not made); NOW, this one's; NEXT, an earlier one's until the next
-   * mg_setup, while this one's is made (on a GPU beside the solve, off the
-   * setup's path) for the cycles from the next mg_setup on (at the first
-   * mg_setup, NOW). Whatever it is, mg_setup first takes up a factor that
-   * an earlier NEXT made, or reports its failure.
+   * no x = A_last^-1 b before then; with factor 0 it keeps the last
+   * level's factor of an earlier mg_setup instead (its matrix not made).
    * Then, for level l: y = A_l x (l > 0),
    * z = its inverted diagonal blocks times r (l > 0), rc = P_l^T r,
    * x += P_l xc, and x = A_last^-1 b. */
   vox_status (*mg_create)(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv);
-  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d, vox_efg_factor factor);
+  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d, int factor);
   vox_status (*mg_setup_wait)(vox_backend *be, vox_efg_device *d);
   vox_status (*mg_apply)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x, vox_vec *y);
   vox_status (*mg_jacobi)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,

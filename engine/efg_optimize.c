@@ -581,16 +581,12 @@ static int due(int n, int every) { return every <= 1 || n % every == 0; }
  * first, so that the last one's factor (on a GPU on a stream of its own)
  * runs beside the patches' inverses and the bounds. The factor and the
  * bounds at every efg_mg_refactor-th and solver.mg_bound_refresh-th setup
- * and kept in between, or with `fresh` both made now (a redo); with
- * efg_mg_factor_lag a factor is made for the setups after its own (on a
- * GPU beside this design iteration's solve). */
+ * and kept in between, or with `fresh` both made now (a redo). */
 static vox_status device_mg_setup(efg_run *r, int fresh) {
   const int n = fresh ? 0 : r->mg_setups++;
-  const int estimate = due(n, r->opt->solver.mg_bound_refresh);
-  const vox_efg_factor factor = !due(n, r->opt->efg_mg_refactor)    ? VOX_EFG_FACTOR_KEEP
-                                : fresh || !r->opt->efg_mg_factor_lag ? VOX_EFG_FACTOR_NOW
-                                                                      : VOX_EFG_FACTOR_NEXT;
-  r->mg_kept = factor != VOX_EFG_FACTOR_NOW || !estimate;
+  const int factor = due(n, r->opt->efg_mg_refactor),
+            estimate = due(n, r->opt->solver.mg_bound_refresh);
+  r->mg_kept = !factor || !estimate;
   TRY(vox_efg_mg_setup_levels(&r->mg, factor)); /* waits for its Galerkin products' status */
   TRY(r->dev->patches_factor(r->be, r->device));
   const double b = now();

@@ -29,7 +29,7 @@
  * smallest (353 CG iterations in the first solve against 270). Their
  * sizes vary (about 34 nodes at d_max 2 on a flat support), their
  * inverses are dense, and weighted (penalty_weight): a supported node
- * lies in a dozen of them, and at weight 1 their overlap sets the largest
+ * lies in a dozen of them, and their overlap can set the largest
  * eigenvalue of the smoothed operator, which the multigrid's Chebyshev
  * interval spans.
  *
@@ -115,9 +115,10 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
 /* inverse (vox_efg_patches_inverse_doubles, row-major) = the patches'
  * blocks of K's values kval (9 per block of the pattern) inverted: the
  * cells' by Cholesky's factorisation and substitution, the penalty
- * points' by vox_efg_sweep_invert, times penalty_weight. Fails with a message naming the last
- * patch whose block is not positive definite: a cell patch by its first
- * corner node, a penalty patch by its penalty point. */
+ * points' by vox_efg_sweep_invert, times penalty_weight. Fails with a
+ * message naming the last patch whose block is not positive definite: a
+ * cell patch by its first corner node, a penalty patch by its penalty
+ * point. */
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse);
 

@@ -86,10 +86,9 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_mg_coarse_dofs = 0; /* the backend's choice */
   o->efg_mg_lanczos_steps = 10;
   o->efg_mg_refactor = 1;
-  o->efg_mg_factor_lag = 0;
   o->efg_record = 1;
   o->efg_penalty_patches = 1;
-  o->efg_penalty_patch_weight = 0.25;
+  o->efg_penalty_patch_weight = 1;
   o->efg_penalty_relative = 1;
   o->cell_turned_fields = 1;
   o->efg_sa_aggregate = 3;

@@ -24,14 +24,12 @@ struct vox_efg_device {
   double *patch_inverse, *patch_work;
   /* the multigrid's levels (mg_create): the caller's tables, each coarse
    * level's values and inverted diagonal blocks, B's values per transfer,
-   * the last level's dense Cholesky factor (dense_n unknowns), and the
-   * one a setup with VOX_EFG_FACTOR_NEXT made for the next (next_made) */
+   * the last level's dense Cholesky factor (dense_n unknowns) */
   const vox_efg_levels *levels;
   double *level_val[VOX_EFG_MAX_LEVELS], *level_inverse[VOX_EFG_MAX_LEVELS];
   double *b_val[VOX_EFG_MAX_LEVELS];
-  double *dense, *dense_next;
+  double *dense;
   int dense_n, dense_made; /* dense_made: a factor was made (mg_setup may keep it) */
-  int next_made;
   double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
   double *dv, *oc_work; /* the OC update's volume sensitivities and work (3 a node) */
   uint8_t *design;      /* 1 on a design node */
@@ -52,7 +50,6 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++)
     free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
   free(d->dense);
-  free(d->dense_next);
   free(d->level_tmp);
   free(d->dv);
   free(d->oc_work);
@@ -219,17 +216,12 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   return VOX_OK;
 }
 
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_factor factor) {
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
   const vox_efg_levels *lv = d->levels;
   if (!lv)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
   const int last = lv->n_levels - 1;
-  if (d->next_made) { /* the factor an earlier setup made for this one */
-    double *t = d->dense;
-    d->dense = d->dense_next, d->dense_next = t;
-    d->next_made = 0;
-  }
   for (int l = 0; l < last; l++) {
     const vox_bsr a = level_matrix(d, l);
     vox_efg_galerkin(&lv->transfer[l], &a, a.val, d->b_val[l], d->level_val[l + 1]);
@@ -249,35 +241,26 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, vox_efg_facto
                        "positive definite",
                        l, failed);
   }
-  if (factor == VOX_EFG_FACTOR_KEEP && d->dense_made) return VOX_OK; /* an earlier one */
-  const int next = factor == VOX_EFG_FACTOR_NEXT && d->dense_made;
-  const int n = d->dense_n;
-  if (next && !d->dense_next) {
-    d->dense_next = malloc((size_t)n * (size_t)n * sizeof *d->dense_next);
-    if (!d->dense_next)
-      return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
-                       "element-free Galerkin: out of memory (the multigrid's next factor)");
-  }
-  double *dense = next ? d->dense_next : d->dense;
+  if (!factor && d->dense_made) return VOX_OK; /* the factor of an earlier setup */
+  d->dense_made = 1;
   /* the last level densely, lower triangle in column-major order (the
    * blocks are symmetric) */
   const vox_bsr a = level_matrix(d, last);
-  memset(dense, 0, (size_t)n * (size_t)n * sizeof *dense);
+  const int n = d->dense_n;
+  memset(d->dense, 0, (size_t)n * (size_t)n * sizeof *d->dense);
   for (size_t i = 0; i < a.n_rows; i++)
     for (size_t k = a.row_start[i]; k < a.row_start[i + 1]; k++)
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++)
-          dense[(size_t)(3 * a.col[k] + c) * (size_t)n + 3 * i + (size_t)r] =
+          d->dense[(size_t)(3 * a.col[k] + c) * (size_t)n + 3 * i + (size_t)r] =
               a.val[9 * k + 3 * (size_t)r + (size_t)c];
   int info = 0;
-  dpotrf_("L", &n, dense, &n, &info);
+  dpotrf_("L", &n, d->dense, &n, &info);
   if (info != 0)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid's last level is not positive "
                      "definite (LAPACK dpotrf: %d)",
                      info);
-  d->dense_made = 1;
-  d->next_made = next;
   return VOX_OK;
 }
 

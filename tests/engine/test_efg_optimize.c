@@ -223,35 +223,7 @@ static void test_kept(vox_context *ctx, vox_backend *be) {
   }
 }
 
-/* The last level's factor made for the next design iteration
- * (efg_mg_factor_lag), every design iteration and every other one,
- * against made for its own: the same design; the lagging factor's
- * V-cycles differ (other CG counts), else it was not the one used. */
-static void test_lag(vox_context *ctx, vox_backend *be) {
-  static const int run_lag[] = {0, 1, 1}, run_refactor[] = {1, 1, 2};
-  enum { RUNS = sizeof run_lag / sizeof run_lag[0] };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_model m;
-    make_cantilever(ctx, &m);
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.efg_mg_factor_lag = run_lag[run];
-    o.efg_mg_refactor = run_refactor[run];
-    vox_optimize_result r;
-    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
-    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
-    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
-    printf("lag: factor lag %d, every %d design iterations: compliance %.8f, %d CG iterations\n",
-           run_lag[run], run_refactor[run], r.objective, r.total_cg_iterations);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-    vox_model_free(&m);
-  }
-  CHECK(cg[1] != cg[0] && cg[2] != cg[1]);
-}
-
-/* The penalty points' patches weighted by 1 and by 0.25 (the default) in
+/* The penalty points' patches weighted by 1 (the default) and by 0.25 in
  * the multigrid's smoother: the same design; the weight reaches the
  * smoother (other CG counts). */
 static void test_weight(vox_context *ctx, vox_backend *be) {
@@ -424,7 +396,6 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "redo")) test_redo(ctx, be);
   if (check_wanted(argc, argv, "kept")) test_kept(ctx, be);
   if (check_wanted(argc, argv, "history")) test_history(ctx, be);
-  if (check_wanted(argc, argv, "lag")) test_lag(ctx, be);
   if (check_wanted(argc, argv, "weight")) test_weight(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
