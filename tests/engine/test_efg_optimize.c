@@ -172,6 +172,20 @@ static void mg_options(vox_optimizer_options *o) {
   o->efg_mg_coarse_dofs = 150;
 }
 
+/* A multigrid run of the cantilever with options o (mg_options' and the
+ * caller's changes): all its design iterations done, its compliance and
+ * CG iterations. */
+static void mg_run(vox_context *ctx, vox_backend *be, const vox_optimizer_options *o,
+                   double *objective, int *cg) {
+  vox_model m;
+  make_cantilever(ctx, &m);
+  vox_optimize_result r;
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, o, &r));
+  CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == o->max_iterations);
+  *objective = r.objective, *cg = r.total_cg_iterations;
+  vox_model_free(&m);
+}
+
 /* A V-cycle made indefinite by too few Lanczos steps (1: lambda_max short
  * of the Chebyshev interval's margin, CG breaks down in the first solves)
  * is redone with more steps: the run finishes with the default's design. */
@@ -179,18 +193,12 @@ static void test_redo(vox_context *ctx, vox_backend *be) {
   double objective[2];
   int cg[2];
   for (int run = 0; run < 2; run++) {
-    vox_model m;
-    make_cantilever(ctx, &m);
     vox_optimizer_options o;
     mg_options(&o);
     if (run == 1) o.efg_mg_lanczos_steps = 1;
-    vox_optimize_result r;
-    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
-    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
-    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
+    mg_run(ctx, be, &o, &objective[run], &cg[run]);
     printf("redo: %d Lanczos steps: compliance %.8f, %d CG iterations\n",
-           o.efg_mg_lanczos_steps, r.objective, r.total_cg_iterations);
-    vox_model_free(&m);
+           o.efg_mg_lanczos_steps, objective[run], cg[run]);
   }
   CHECK(fabs(objective[1] - objective[0]) <= 1e-5 * objective[0]);
   CHECK(cg[1] > 0 && cg[0] > 0);
@@ -204,22 +212,17 @@ static void test_kept(vox_context *ctx, vox_backend *be) {
   static const int refresh[][2] = {{1, 1}, {4, 4}, {1, 1000}, {1000, 1}};
   enum { RUNS = sizeof refresh / sizeof refresh[0] };
   double objective[RUNS];
+  int cg[RUNS];
   for (int run = 0; run < RUNS; run++) {
-    vox_model m;
-    make_cantilever(ctx, &m);
     vox_optimizer_options o;
     mg_options(&o);
     o.solver.mg_bound_refresh = refresh[run][0];
     o.efg_mg_refactor = refresh[run][1];
-    vox_optimize_result r;
-    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
-    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
-    objective[run] = r.objective;
+    mg_run(ctx, be, &o, &objective[run], &cg[run]);
     printf("kept: bounds every %d, factor every %d design iterations: compliance %.8f, %d CG "
            "iterations\n",
-           refresh[run][0], refresh[run][1], r.objective, r.total_cg_iterations);
+           refresh[run][0], refresh[run][1], objective[run], cg[run]);
     CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-    vox_model_free(&m);
   }
 }
 
@@ -232,19 +235,13 @@ static void test_weight(vox_context *ctx, vox_backend *be) {
   double objective[RUNS];
   int cg[RUNS];
   for (int run = 0; run < RUNS; run++) {
-    vox_model m;
-    make_cantilever(ctx, &m);
     vox_optimizer_options o;
     mg_options(&o);
     o.efg_penalty_patch_weight = weight[run];
-    vox_optimize_result r;
-    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
-    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
-    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
+    mg_run(ctx, be, &o, &objective[run], &cg[run]);
     printf("weight: penalty patches at %g: compliance %.8f, %d CG iterations\n", weight[run],
-           r.objective, r.total_cg_iterations);
+           objective[run], cg[run]);
     CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-    vox_model_free(&m);
   }
   CHECK(cg[1] != cg[0]);
 }
@@ -258,19 +255,13 @@ static void test_history(vox_context *ctx, vox_backend *be) {
   double objective[RUNS];
   int cg[RUNS];
   for (int run = 0; run < RUNS; run++) {
-    vox_model m;
-    make_cantilever(ctx, &m);
     vox_optimizer_options o;
     mg_options(&o);
     o.solver.start_history = run;
-    vox_optimize_result r;
-    CHECK_OK(ctx, vox_optimize(ctx, be, &m, &o, &r));
-    CHECK(r.reason != VOX_STOP_SOLVER_FAILED && r.iterations == 6);
-    objective[run] = r.objective, cg[run] = r.total_cg_iterations;
-    printf("history: %d earlier solutions: compliance %.8f, %d CG iterations\n", run, r.objective,
-           r.total_cg_iterations);
+    mg_run(ctx, be, &o, &objective[run], &cg[run]);
+    printf("history: %d earlier solutions: compliance %.8f, %d CG iterations\n", run,
+           objective[run], cg[run]);
     CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-    vox_model_free(&m);
   }
   CHECK(cg[1] < cg[0] && cg[2] < cg[0]);
 }
