@@ -73,13 +73,18 @@ struct vox_efg_device {
    * from k_single, K rounded to float after each assembly */
   int single;
   float *p_inverse_single, *k_single;
-  /* the penalty points' patches (efg_patches.h's tables; their inverses in
-   * pp_inverse, in double, their answers after the cells' in p_work) */
-  size_t n_penalty, penalty_max_dofs;
+  /* the dense patches, the 2 x 2 x 2 cells' blocks' then the penalty
+   * points' (efg_patches.h's tables; their inverses in pp_inverse, or in
+   * single precision where the cells' are and the factor's blocks fit in
+   * shared memory in pp_inverse_single; their answers after the cells' in
+   * p_work); `patches` the host's tables, for the messages */
+  const vox_efg_patches *patches;
+  size_t n_penalty, n_block_patches, penalty_max_dofs;
   int penalty_in_shared; /* the factor's blocks in shared memory (penalty_factor_kernel) */
-  double penalty_weight; /* the inverses' factor (vox_efg_patches' penalty_weight) */
+  double penalty_weight; /* the penalty points' inverses' factor (vox_efg_patches') */
   size_t *pp_start, *pp_block_start, *pp_inverse_start;
   double *pp_inverse;
+  float *pp_inverse_single;
   int32_t *pp_node;
   uint32_t *pp_block, *node_pp_start, *node_pp;
   /* the multigrid's levels (efg_levels.h): per level its pattern (level
@@ -401,15 +406,16 @@ static __device__ __forceinline__ void patch_solve(size_t n, const int32_t *__re
   }
 }
 
-/* The penalty points' patches' inverses (vox_efg_patches_factor's
- * arithmetic), a block per patch: the block gathered from K, then
+/* The dense patches' inverses (vox_efg_patches_factor's arithmetic), a
+ * block per patch: the block gathered from K, then
  * Gauss-Jordan's steps in place, each step's row and column in shared
  * memory (2 penalty_max_dofs doubles), and with IN_SHARED the whole block
  * there too (penalty_max_dofs^2 more; the steps' passes over it cost a
  * third to a half of those over its slot of `inverse`: 1.35 against
  * 2.0 ms a design iteration on the quarter annulus of Lu et al. 2021,
- * patches of up to 126 unknowns), written to its slot at the end; times
- * `weight` (vox_efg_patches_factor's arithmetic). */
+ * patches of up to 126 unknowns), written to its slot at the end (in
+ * single precision, U float, only from there); from patch weighted_from on
+ * (the penalty points') times `weight`. */
 #define PENALTY_THREADS 1024
 static size_t penalty_factor_shared_bytes(size_t max_dofs, int in_shared) {
   return (2 + (in_shared ? max_dofs : 0)) * max_dofs * sizeof(double);
@@ -421,22 +427,28 @@ static size_t penalty_factor_shared_bytes(size_t max_dofs, int in_shared) {
  * block in shared memory leaves one patch a multiprocessor (the annulus:
  * 0.60 ms a design iteration against 1.31 ms with 256 threads and an
  * entry's row and column divided out of its index). */
-template <bool IN_SHARED>
+template <bool IN_SHARED, class U>
 static __global__ void __launch_bounds__(PENALTY_THREADS)
     penalty_factor_kernel(size_t n, size_t max_dofs, const size_t *__restrict__ start,
                           const size_t *__restrict__ block_start,
                           const uint32_t *__restrict__ block,
                           const size_t *__restrict__ inverse_start,
-                          const double *__restrict__ kval, double weight,
-                          double *__restrict__ inverse, unsigned long long *failed) {
+                          const double *__restrict__ kval, size_t weighted_from, double weight,
+                          U *__restrict__ inverse, unsigned long long *failed) {
+  static_assert(IN_SHARED || sizeof(U) == sizeof(double), "in place in double only");
   extern __shared__ double step[];
   double *row_k = step, *col_k = step + max_dofs;
   const unsigned lane = threadIdx.x % 32, row0 = threadIdx.x / 32, rows = blockDim.x / 32;
   for (size_t q = blockIdx.x; q < n; q += gridDim.x) {
     const unsigned m = (unsigned)(start[q + 1] - start[q]), nd = 3 * m;
     const uint32_t *b = block + block_start[q];
-    double *slot = inverse + inverse_start[q];
-    double *a = IN_SHARED ? step + 2 * max_dofs : slot;
+    U *slot = inverse + inverse_start[q];
+    double *a;
+    if constexpr (IN_SHARED)
+      a = step + 2 * max_dofs;
+    else
+      a = (double *)slot;
+    const double w = q >= weighted_from ? weight : 1;
     for (unsigned row = row0; row < nd; row += rows)
       for (unsigned col = lane; col < nd; col += 32) {
         const uint32_t at = __ldg(b + m * (row / 3) + col / 3);
@@ -460,9 +472,9 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
           a[nd * i + j] = vox_efg_sweep_entry(k, (int)i, (int)j, a[nd * i + j], row_k, col_k);
       __syncthreads();
     }
-    if (IN_SHARED || weight != 1)
+    if (IN_SHARED || w != 1)
       for (unsigned e = threadIdx.x; e < nd * nd; e += blockDim.x)
-        slot[e] = weight != 1 ? a[e] * weight : a[e];
+        slot[e] = (U)(w != 1 ? a[e] * w : a[e]);
     __syncthreads();
   }
 }
@@ -478,11 +490,12 @@ static __global__ void __launch_bounds__(PENALTY_THREADS)
  * few warps in flight either way.) */
 #define PENALTY_SOLVE_GROUPS 4
 #define PENALTY_SOLVE_THREADS 512
+template <class U>
 static __device__ __forceinline__ void penalty_solve(size_t n, size_t max_dofs,
                                                      const size_t *__restrict__ start,
                                                      const int32_t *__restrict__ node,
                                                      const size_t *__restrict__ inverse_start,
-                                                     const double *__restrict__ inverse,
+                                                     const U *__restrict__ inverse,
                                                      const double *__restrict__ r,
                                                      double *__restrict__ y, size_t block,
                                                      size_t blocks) {
@@ -496,12 +509,12 @@ static __device__ __forceinline__ void penalty_solve(size_t n, size_t max_dofs,
     for (unsigned j = threadIdx.x; j < nd; j += blockDim.x)
       rq[j] = r[3 * (size_t)__ldg(node + first + j / 3) + j % 3];
     __syncthreads();
-    const double *inv = inverse + inverse_start[q];
+    const U *inv = inverse + inverse_start[q];
     const unsigned j0 = group * nd / PENALTY_SOLVE_GROUPS,
                    j1 = (group + 1) * nd / PENALTY_SOLVE_GROUPS;
     for (unsigned i = t; i < nd; i += per) {
       double s = 0;
-      for (unsigned j = j0; j < j1; j++) s += __ldg(inv + (size_t)nd * j + i) * rq[j];
+      for (unsigned j = j0; j < j1; j++) s += (double)__ldg(inv + (size_t)nd * j + i) * rq[j];
       part[max_dofs * group + i] = s;
     }
     __syncthreads();
@@ -518,13 +531,13 @@ static __device__ __forceinline__ void penalty_solve(size_t n, size_t max_dofs,
  * blocks take the penalty patches (few, each a block's work), the rest the
  * cells' (a thread a row), so that the cells' streaming fills the GPU
  * beside the penalty patches instead of after them. */
-template <class T>
+template <class T, class U>
 static __global__ void __launch_bounds__(PENALTY_SOLVE_THREADS)
     patches_solve_kernel(size_t n_patches, const int32_t *__restrict__ node,
                          const T *__restrict__ inverse, size_t n_penalty, size_t max_dofs,
                          const size_t *__restrict__ pp_start, const int32_t *__restrict__ pp_node,
                          const size_t *__restrict__ pp_inverse_start,
-                         const double *__restrict__ pp_inverse, const double *__restrict__ r,
+                         const U *__restrict__ pp_inverse, const double *__restrict__ r,
                          double *__restrict__ y, unsigned penalty_blocks) {
   if (blockIdx.x < penalty_blocks)
     penalty_solve(n_penalty, max_dofs, pp_start, pp_node, pp_inverse_start, pp_inverse, r,
@@ -830,7 +843,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->s_fixed, d->s_scaled,
                d->s_factor, d->block_row, d->mirror, d->failed,
                d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
-               d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_start,
+               d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_inverse_single, d->pp_start,
                d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
                d->dense_factor, d->dense, d->dense_work, d->dense_info};
@@ -1080,10 +1093,8 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
                        "the EFG patches' inverses"));
   TRY(vox_cuda_alloc(be, (void **)&d->p_work, work ? work : 1, "the EFG patches' answers"));
   d->bytes += cell_bytes + work;
+  d->patches = p;
   if (!p->n_penalty) return VOX_OK;
-  TRY(vox_cuda_alloc(be, (void **)&d->pp_inverse, penalty_bytes,
-                     "the EFG penalty patches' inverses"));
-  d->bytes += penalty_bytes;
   const size_t np = p->n_penalty, slots = p->penalty_start[np];
   /* the solve kernel's shared memory: past the default 48 KB by opting
    * in, up to the device's limit (wide supports make large patches) */
@@ -1094,26 +1105,51 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
            "the device's shared memory");
   if (shared > (size_t)most)
     return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "element-free Galerkin: a penalty point's patch of %zu unknowns is too "
-                     "large for the GPU's shared memory (--efg-penalty-patches 0 leaves them out)",
+                     "element-free Galerkin: a dense patch of %zu unknowns is too large for the "
+                     "GPU's shared memory (--efg-penalty-patches 0 leaves the penalty points' out)",
                      p->penalty_max_dofs);
-  /* both precisions' kernels (precision_double may switch) */
+  /* every precision's kernels (precision_double may switch) */
   CUDA_TRY(be,
-           cudaFuncSetAttribute(patches_solve_kernel<float>,
+           cudaFuncSetAttribute(patches_solve_kernel<float, float>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared),
-           "the penalty patches' solve");
+           "the dense patches' solve");
   CUDA_TRY(be,
-           cudaFuncSetAttribute(patches_solve_kernel<double>,
+           cudaFuncSetAttribute(patches_solve_kernel<float, double>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared),
-           "the penalty patches' solve");
+           "the dense patches' solve");
+  CUDA_TRY(be,
+           cudaFuncSetAttribute(patches_solve_kernel<double, double>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared),
+           "the dense patches' solve");
   d->penalty_in_shared = penalty_factor_shared_bytes(p->penalty_max_dofs, 1) <= (size_t)most;
   const size_t factor_shared = penalty_factor_shared_bytes(p->penalty_max_dofs,
                                                            d->penalty_in_shared);
-  CUDA_TRY(be,
-           cudaFuncSetAttribute(d->penalty_in_shared ? penalty_factor_kernel<true>
-                                                     : penalty_factor_kernel<false>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)factor_shared),
-           "the penalty patches' inverses");
+  if (d->penalty_in_shared) {
+    CUDA_TRY(be,
+             cudaFuncSetAttribute(penalty_factor_kernel<true, float>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)factor_shared),
+             "the dense patches' inverses");
+    CUDA_TRY(be,
+             cudaFuncSetAttribute(penalty_factor_kernel<true, double>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)factor_shared),
+             "the dense patches' inverses");
+  } else {
+    CUDA_TRY(be,
+             cudaFuncSetAttribute(penalty_factor_kernel<false, double>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)factor_shared),
+             "the dense patches' inverses");
+  }
+  /* in single precision beside the cells' where made in shared memory */
+  if (d->single && d->penalty_in_shared) {
+    TRY(vox_cuda_alloc(be, (void **)&d->pp_inverse_single, penalty_bytes / 2,
+                       "the EFG dense patches' inverses"));
+    d->bytes += penalty_bytes / 2;
+  } else {
+    TRY(vox_cuda_alloc(be, (void **)&d->pp_inverse, penalty_bytes,
+                       "the EFG dense patches' inverses"));
+    d->bytes += penalty_bytes;
+  }
+  d->n_block_patches = p->n_blocks;
   d->n_penalty = np;
   d->penalty_max_dofs = p->penalty_max_dofs;
   TRY(upload(be, d, (void **)&d->pp_start, p->penalty_start, (np + 1) * sizeof(size_t),
@@ -1152,7 +1188,12 @@ static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_ve
                                                PENALTY_SOLVE_THREADS),
                  grid = penalty_blocks + (cell_blocks ? cell_blocks : 1);
   const size_t shared = (1 + PENALTY_SOLVE_GROUPS) * d->penalty_max_dofs * sizeof(double);
-  if (d->single)
+  if (d->single && d->pp_inverse_single)
+    patches_solve_kernel<<<grid, PENALTY_SOLVE_THREADS, shared, vox_cuda_stream(be)>>>(
+        d->n_patches, d->p_node, d->p_inverse_single, d->n_penalty, d->penalty_max_dofs,
+        d->pp_start, d->pp_node, d->pp_inverse_start, d->pp_inverse_single, r->data, d->p_work,
+        penalty_blocks);
+  else if (d->single)
     patches_solve_kernel<<<grid, PENALTY_SOLVE_THREADS, shared, vox_cuda_stream(be)>>>(
         d->n_patches, d->p_node, d->p_inverse_single, d->n_penalty, d->penalty_max_dofs,
         d->pp_start, d->pp_node, d->pp_inverse_start, d->pp_inverse, r->data, d->p_work,
@@ -1181,12 +1222,20 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
   if (d->n_penalty) {
     const unsigned grid = (unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535);
     const size_t shared = penalty_factor_shared_bytes(d->penalty_max_dofs, d->penalty_in_shared);
-    (d->penalty_in_shared ? penalty_factor_kernel<true> : penalty_factor_kernel<false>)
-        <<<grid, PENALTY_THREADS, shared>>>(
-        d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
-        d->pp_inverse_start, values_of(d, d->k), d->penalty_weight, d->pp_inverse,
-        d->failed + 1);
-    CUDA_LAUNCHED(be, "the EFG penalty patches' inverses");
+    const double *kval = values_of(d, d->k);
+    if (d->pp_inverse_single)
+      penalty_factor_kernel<true, float><<<grid, PENALTY_THREADS, shared>>>(
+          d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
+          d->pp_inverse_start, kval, d->n_block_patches, d->penalty_weight, d->pp_inverse_single,
+          d->failed + 1);
+    else
+      (d->penalty_in_shared ? penalty_factor_kernel<true, double>
+                            : penalty_factor_kernel<false, double>)<<<grid, PENALTY_THREADS,
+                                                                      shared>>>(
+          d->n_penalty, d->penalty_max_dofs, d->pp_start, d->pp_block_start, d->pp_block,
+          d->pp_inverse_start, kval, d->n_block_patches, d->penalty_weight, d->pp_inverse,
+          d->failed + 1);
+    CUDA_LAUNCHED(be, "the EFG dense patches' inverses");
   }
   unsigned long long status[2] = {0, 0};
   CUDA_TRY(be, cudaMemcpy(status, d->failed, sizeof status, cudaMemcpyDeviceToHost),
@@ -1203,12 +1252,7 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
                      "is not positive definite",
                      (int)first);
   }
-  if (status[1])
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the stiffness block of the patch of penalty point "
-                     "%llu is not positive definite",
-                     status[1] - 1);
-  return VOX_OK;
+  return vox_efg_dense_patch_failed(be->ctx, d->patches, (ptrdiff_t)status[1] - 1);
 }
 
 static vox_status efg_precision_double(vox_backend *be, vox_efg_device *d) {
@@ -1221,6 +1265,14 @@ static vox_status efg_precision_double(vox_backend *be, vox_efg_device *d) {
     vox_cuda_free(d->p_inverse_single);
     d->p_inverse_single = NULL;
     d->bytes += cells * sizeof(float);
+  }
+  if (d->pp_inverse_single) {
+    const size_t dense = vox_efg_patches_inverse_doubles(d->patches) - cells;
+    TRY(vox_cuda_alloc(be, (void **)&d->pp_inverse, dense * sizeof(double),
+                       "the EFG dense patches' inverses"));
+    vox_cuda_free(d->pp_inverse_single);
+    d->pp_inverse_single = NULL;
+    d->bytes += dense * sizeof(float);
   }
   if (d->k_single) {
     vox_cuda_free(d->k_single);

@@ -33,9 +33,10 @@ typedef struct vox_efg_ops {
    * values are not read) copied to the backend. The model must outlive
    * the device where the backend reads it in place (the CPU's). With
    * VOX_PRECISION_MIXED a backend may keep what only preconditions in
-   * single precision (the CUDA backend: the cells' patches' inverses and
-   * the multigrid's level 0 residuals, summed in double; CG's products
-   * and the coarse levels stay in double); the CPU's keeps double. */
+   * single precision (the CUDA backend: the cells' and the dense patches'
+   * inverses, those made in shared memory, and the multigrid's level 0
+   * residuals, summed in double; CG's products and the coarse levels stay
+   * in double); the CPU's keeps double. */
   vox_status (*create)(vox_backend *be, const vox_efg_model *efg, const vox_bsr *pattern,
                        vox_precision precision, vox_efg_device **out);
   void (*destroy)(vox_backend *be, vox_efg_device *d);
@@ -63,11 +64,12 @@ typedef struct vox_efg_ops {
   /* y = K x;  z = D^-1 r with D K's diagonal blocks (block_jacobi's). */
   vox_status (*apply)(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y);
   vox_status (*precondition)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
-  /* Additive Schwarz on the cells' patches (efg_patches.h): their tables
-   * copied to the backend once (the patches must outlive the device where
-   * the backend reads them in place), the inverses made from K's values
-   * (vox_efg_patches_factor, its message on failure), z = the patches'
-   * sum for r (vox_efg_patches_apply). */
+  /* Additive Schwarz on the patches (efg_patches.h): their tables copied
+   * to the backend once (the patches must outlive the device: the CPU's
+   * reads them in place, the CUDA backend's messages name their nodes),
+   * the inverses made from K's values (vox_efg_patches_factor, its
+   * message on failure), z = the patches' sum for r
+   * (vox_efg_patches_apply). */
   vox_status (*patches_create)(vox_backend *be, vox_efg_device *d, const vox_efg_patches *p);
   vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d);
   /* Optional (NULL: the backend keeps double throughout): what create's

@@ -227,6 +227,10 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
          "oc), not %s",
          vox_design_update_name(o->update));
 #undef REFUSE
+  if (o->efg_patch_size != 1 && o->efg_patch_size != 2)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg makes patches of 1 or 2 cells a side, not %d",
+                     o->efg_patch_size);
   if (!(o->efg_penalty_patch_weight > 0 && o->efg_penalty_patch_weight <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg weighs its penalty patches by a number in (0, 1], not %g",
@@ -739,7 +743,8 @@ static vox_status run_init(efg_run *r) {
      * they save (efg_patches.h) */
     const int penalty = r->opt->efg_penalty_patches &&
                         r->opt->efg_preconditioner != VOX_EFG_PC_SCHWARZ;
-    TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, penalty, &r->patches));
+    TRY(vox_efg_patches_init(ctx, &r->efg, &r->k, r->opt->efg_patch_size, penalty,
+                             &r->patches));
     r->patches.penalty_weight = r->opt->efg_penalty_patch_weight;
     if (!r->dev) {
       r->patch_inverse = malloc(vox_efg_patches_inverse_bytes(&r->patches) + 1);

@@ -56,84 +56,144 @@ static size_t penalty_patch_nodes(const vox_efg_model *efg, const int32_t *point
   return m;
 }
 
-/* The penalty points' patches of efg on K's pattern (efg_patches.h). */
-static vox_status penalty_patches_init(vox_context *ctx, const vox_efg_model *efg,
-                                       const vox_bsr *pattern, vox_efg_patches *p) {
-  const size_t np = efg->support.n_points, nn = efg->nodes.n;
-  const size_t cap = 7 * efg->nodes.max_support;
+/* What the dense patches' node lists are made from. */
+typedef struct dense_source {
+  const vox_efg_model *efg;
+  const int32_t *point_of_node; /* the penalty point at each field node, or -1 */
+  const uint8_t *held;          /* the nodes of the penalty points' patches (NULL: none) */
+  const int64_t *block;         /* the blocks' patches: block b at grid cell (2 I, 2 J, 2 K),
+                                   b = (K by + J) bx + I */
+  int64_t bx, by;
+  size_t n_blocks;
+} dense_source;
+
+/* Block b's field nodes into list, ascending: the grid nodes of its cells
+ * (27, fewer at an odd grid's last block), less those a penalty point's
+ * patch holds. Returns their number. */
+static size_t block_patch_nodes(const dense_source *src, int64_t b, int32_t *list) {
+  const vox_efg_nodes *nodes = &src->efg->nodes;
+  const int64_t nx = nodes->grid.nx, ny = nodes->grid.ny, nz = nodes->grid.nz;
+  const int64_t i0 = 2 * (b % src->bx), j0 = 2 * (b / src->bx % src->by),
+                k0 = 2 * (b / (src->bx * src->by));
+  size_t m = 0;
+  for (int64_t k = k0; k <= k0 + 2 && k <= nz; k++)
+    for (int64_t j = j0; j <= j0 + 2 && j <= ny; j++)
+      for (int64_t i = i0; i <= i0 + 2 && i <= nx; i++) {
+        const int32_t f = nodes->field[(k * (ny + 1) + j) * (nx + 1) + i];
+        if (f >= 0 && !(src->held && src->held[f])) list[m++] = f;
+      }
+  qsort(list, m, sizeof *list, ascending); /* field nodes need not follow the grid's order */
+  return m;
+}
+
+/* Dense patch q's nodes into list (sorted): a block's, then a penalty
+ * point's. */
+static size_t dense_patch_nodes(const dense_source *src, size_t q, uint8_t *mark, int32_t *list) {
+  if (q < src->n_blocks) return block_patch_nodes(src, src->block[q], list);
+  return penalty_patch_nodes(src->efg, src->point_of_node, q - src->n_blocks, mark, list);
+}
+
+/* The dense patches of efg on K's pattern (efg_patches.h): with size 2
+ * the blocks' (those with a node left), with penalty_patches the penalty
+ * points'. */
+static vox_status dense_patches_init(vox_context *ctx, const vox_efg_model *efg,
+                                     const vox_bsr *pattern, int size, int penalty_patches,
+                                     vox_efg_patches *p) {
+  const vox_efg_nodes *nodes = &efg->nodes;
+  const size_t np = penalty_patches ? efg->support.n_points : 0, nn = nodes->n;
+  const int64_t bx = (nodes->grid.nx + 1) / 2, by = (nodes->grid.ny + 1) / 2,
+                bz = (nodes->grid.nz + 1) / 2, candidates = size == 2 ? bx * by * bz : 0;
+  const size_t cap = 7 * efg->nodes.max_support > 27 ? 7 * efg->nodes.max_support : 27;
+  dense_source src = {.efg = efg, .bx = bx, .by = by};
   int32_t *point_of_node = malloc((nn ? nn : 1) * sizeof *point_of_node);
-  int32_t *list = malloc((cap ? cap : 1) * sizeof *list);
-  uint8_t *mark = calloc(nn ? nn : 1, 1);
-  p->penalty_start = calloc(np + 1, sizeof *p->penalty_start);
-  p->penalty_block_start = calloc(np + 1, sizeof *p->penalty_block_start);
-  p->penalty_inverse_start = calloc(np + 1, sizeof *p->penalty_inverse_start);
-  p->node_penalty_start = calloc(nn + 1, sizeof *p->node_penalty_start);
+  int32_t *list = malloc(cap * sizeof *list);
+  uint8_t *mark = calloc(nn ? nn : 1, 1), *held = NULL;
+  int64_t *block = malloc((size_t)(candidates ? candidates : 1) * sizeof *block);
   vox_status s = VOX_OK;
-  if (!point_of_node || !list || !mark || !p->penalty_start || !p->penalty_block_start ||
-      !p->penalty_inverse_start || !p->node_penalty_start) {
-    s = vox_error(ctx, VOX_ERR_NO_MEMORY,
-                  "element-free Galerkin: out of memory (the penalty points' patches)");
-    goto done;
-  }
+  if (!point_of_node || !list || !mark || !block) goto out_of_memory;
   for (size_t i = 0; i < nn; i++) point_of_node[i] = -1;
   for (size_t q = 0; q < np; q++) point_of_node[efg->support_node[q]] = (int32_t)q;
+  src.point_of_node = point_of_node;
+  if (candidates && np) { /* the union of the penalty patches: every point's support */
+    if (!(held = calloc(nn ? nn : 1, 1))) goto out_of_memory;
+    for (size_t a = 0; a < efg->support.start[efg->support.n_points]; a++)
+      held[efg->support.node[a]] = 1;
+    src.held = held;
+  }
+  for (int64_t b = 0; b < candidates; b++)
+    if (block_patch_nodes(&src, b, list)) block[src.n_blocks++] = b;
+  src.block = block;
+  const size_t n = src.n_blocks + np;
+  if (!n) goto done;
+  p->penalty_start = calloc(n + 1, sizeof *p->penalty_start);
+  p->penalty_block_start = calloc(n + 1, sizeof *p->penalty_block_start);
+  p->penalty_inverse_start = calloc(n + 1, sizeof *p->penalty_inverse_start);
+  p->node_penalty_start = calloc(nn + 1, sizeof *p->node_penalty_start);
+  if (!p->penalty_start || !p->penalty_block_start || !p->penalty_inverse_start ||
+      !p->node_penalty_start)
+    goto out_of_memory;
   /* the sizes, then the lists */
-  for (size_t q = 0; q < np; q++) {
-    const size_t m = penalty_patch_nodes(efg, point_of_node, q, mark, list);
+  for (size_t q = 0; q < n; q++) {
+    const size_t m = dense_patch_nodes(&src, q, mark, list);
     if (3 * m > p->penalty_max_dofs) p->penalty_max_dofs = 3 * m;
     p->penalty_start[q + 1] = p->penalty_start[q] + m;
     p->penalty_block_start[q + 1] = p->penalty_block_start[q] + m * m;
     p->penalty_inverse_start[q + 1] = p->penalty_inverse_start[q] + 9 * m * m;
     for (size_t a = 0; a < m; a++) p->node_penalty_start[list[a] + 1]++;
   }
-  const size_t slots = p->penalty_start[np];
+  const size_t slots = p->penalty_start[n];
   if (slots >= UINT32_MAX) {
     s = vox_error(ctx, VOX_ERR_UNSUPPORTED,
-                  "element-free Galerkin: the penalty points' patches hold too many nodes (%zu)",
-                  slots);
+                  "element-free Galerkin: the dense patches hold too many nodes (%zu)", slots);
     goto done;
   }
   p->penalty_node = malloc((slots ? slots : 1) * sizeof *p->penalty_node);
-  p->penalty_block = malloc((p->penalty_block_start[np] + 1) * sizeof *p->penalty_block);
+  p->penalty_block = malloc((p->penalty_block_start[n] + 1) * sizeof *p->penalty_block);
   p->node_penalty = malloc((slots ? slots : 1) * sizeof *p->node_penalty);
-  if (!p->penalty_node || !p->penalty_block || !p->node_penalty) {
-    s = vox_error(ctx, VOX_ERR_NO_MEMORY,
-                  "element-free Galerkin: out of memory (the penalty points' patches)");
-    goto done;
-  }
+  if (!p->penalty_node || !p->penalty_block || !p->node_penalty) goto out_of_memory;
   for (size_t i = 0; i < nn; i++) p->node_penalty_start[i + 1] += p->node_penalty_start[i];
-  uint32_t *fill = (uint32_t *)point_of_node; /* each node's next slot; point_of_node is done */
-  for (size_t q = 0; q < np; q++) {
-    const size_t m = penalty_patch_nodes(efg, point_of_node, q, mark, list);
+  for (size_t q = 0; q < n; q++) {
+    const size_t m = dense_patch_nodes(&src, q, mark, list);
     memcpy(p->penalty_node + p->penalty_start[q], list, m * sizeof *list);
   }
+  uint32_t *fill = (uint32_t *)point_of_node; /* each node's next slot; point_of_node is done */
   for (size_t i = 0; i < nn; i++) fill[i] = p->node_penalty_start[i];
   for (size_t a = 0; a < slots; a++) p->node_penalty[fill[p->penalty_node[a]]++] = (uint32_t)a;
 #pragma omp parallel for schedule(dynamic)
-  for (ptrdiff_t q = 0; q < (ptrdiff_t)np; q++) {
+  for (ptrdiff_t q = 0; q < (ptrdiff_t)n; q++) {
     const size_t m = p->penalty_start[q + 1] - p->penalty_start[q];
     const int32_t *nd = p->penalty_node + p->penalty_start[q];
-    uint32_t *block = p->penalty_block + p->penalty_block_start[q];
+    uint32_t *pos = p->penalty_block + p->penalty_block_start[q];
     for (size_t a = 0; a < m; a++)
       for (size_t b = 0; b < m; b++) {
         const ptrdiff_t at = vox_bsr_find_block(pattern, nd[a], nd[b]);
-        block[m * a + b] = at < 0 ? VOX_EFG_NO_BLOCK : (uint32_t)at;
+        pos[m * a + b] = at < 0 ? VOX_EFG_NO_BLOCK : (uint32_t)at;
       }
   }
-  p->n_penalty = np;
+  p->n_penalty = n;
+  p->n_blocks = src.n_blocks;
+  goto done;
+out_of_memory:
+  s = vox_error(ctx, VOX_ERR_NO_MEMORY,
+                "element-free Galerkin: out of memory (the dense patches of the smoother)");
 done:
   free(point_of_node);
   free(list);
   free(mark);
+  free(held);
+  free(block);
   return s;
 }
 
 vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *pattern,
-                                int penalty_patches, vox_efg_patches *p) {
+                                int size, int penalty_patches, vox_efg_patches *p) {
   memset(p, 0, sizeof *p);
   p->penalty_weight = 1;
+  if (size != 1 && size != 2)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: patches of %d cells a side (1 or 2)", size);
   const vox_efg_nodes *nodes = &efg->nodes;
-  const size_t n = efg->n_cells, nn = nodes->n;
+  const size_t n = size == 1 ? efg->n_cells : 0, nn = nodes->n;
   if (vox_bsr_blocks(pattern) >= UINT32_MAX)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "element-free Galerkin: the stiffness matrix has too many blocks (%zu) for "
@@ -186,12 +246,9 @@ vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, cons
       while (list[s] >= 0) s++; /* a node is the corner of at most 8 cells */
       list[s] = (int32_t)(8 * c + (size_t)a);
     }
-  if (penalty_patches && efg->support.n_points) {
-    const vox_status s = penalty_patches_init(ctx, efg, pattern, p);
-    if (s != VOX_OK) vox_efg_patches_free(p);
-    return s;
-  }
-  return VOX_OK;
+  const vox_status s = dense_patches_init(ctx, efg, pattern, size, penalty_patches, p);
+  if (s != VOX_OK) vox_efg_patches_free(p);
+  return s;
 }
 
 int vox_efg_sweep_invert(int n, double *a, double *row_k, double *col_k) {
@@ -229,6 +286,19 @@ int vox_efg_patch_invert(double *a, double *inverse) {
     for (int i = 0; i < N; i++) inverse[N * i + c] = x[i];
   }
   return 1;
+}
+
+vox_status vox_efg_dense_patch_failed(vox_context *ctx, const vox_efg_patches *p, ptrdiff_t q) {
+  if (q < 0) return VOX_OK;
+  if ((size_t)q < p->n_blocks)
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the stiffness block of the patch of 2 x 2 x 2 cells "
+                     "at field node %d is not positive definite",
+                     (int)p->penalty_node[p->penalty_start[q]]);
+  return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                   "element-free Galerkin: the stiffness block of the patch of penalty point %td "
+                   "is not positive definite",
+                   q - (ptrdiff_t)p->n_blocks);
 }
 
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
@@ -273,20 +343,15 @@ vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, co
                   at == VOX_EFG_NO_BLOCK ? 0 : kval[9 * (size_t)at + 3 * i + j];
         }
       if (row_k && !vox_efg_sweep_invert((int)n, a, row_k, row_k + most)) failed = q;
-      if (p->penalty_weight != 1)
+      if ((size_t)q >= p->n_blocks && p->penalty_weight != 1)
         for (size_t e = 0; e < n * n; e++) a[e] *= p->penalty_weight;
     }
     free(row_k);
   }
   if (out_of_memory)
     return vox_error(ctx, VOX_ERR_NO_MEMORY,
-                     "element-free Galerkin: out of memory (the penalty points' patches)");
-  if (failed >= 0)
-    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the stiffness block of the patch of penalty point "
-                     "%td is not positive definite",
-                     failed);
-  return VOX_OK;
+                     "element-free Galerkin: out of memory (the dense patches of the smoother)");
+  return vox_efg_dense_patch_failed(ctx, p, failed);
 }
 
 void vox_efg_patches_apply(const vox_efg_patches *p, const double *inverse, const double *r,

@@ -33,6 +33,19 @@
  * eigenvalue of the smoothed operator, which the multigrid's Chebyshev
  * interval spans.
  *
+ * Patches of 2 x 2 x 2 cells (size 2): the 27 nodes of a block of the
+ * grid's even node lines, overlapping their neighbours in one node layer,
+ * instead of the cells' 8. The MLS supports (d_max 2) couple nodes up to
+ * four lines apart, which an 8-node patch holds little of: on the CPU
+ * (Lu et al. 2021's examples at small scale, 20 design iterations) they
+ * took the multigrid's CG counts 45 %, 18 % and 40 % down (annulus,
+ * cantilever, cube) with the penalty points' patches at weight 0.25, for
+ * about a third more bytes a smoothing step. Their nodes that a penalty
+ * point's patch holds are left to those (docs/experiments.md: the two
+ * overlapping near the supports set the Chebyshev interval). They are
+ * dense patches like the penalty points' (sizes vary where nodes are left
+ * out), listed before them and not weighted.
+ *
  * The patches overlap (an interior node lies in 8), the sum is symmetric
  * positive definite, so CG stays valid. Each cell patch's inverse is dense,
  * 24 x 24, from a Cholesky factorisation, a penalty patch's by Gauss-Jordan
@@ -61,18 +74,20 @@ extern "C" {
 
 /* The patches of a model and K's pattern, fixed for the run. */
 typedef struct vox_efg_patches {
-  size_t n;             /* patches: one per background cell */
+  size_t n;             /* the cells' patches: one per background cell (none with size 2) */
   size_t n_nodes;       /* field nodes */
   int32_t *node;        /* 8 per patch: its corners' field nodes, corner a = x + 2 y + 4 z */
   uint32_t *block;      /* 64 per patch: the position of K's block (node[a], node[b]) in the
                            pattern, at 8 a + b */
   int32_t *node_patch;  /* 8 per field node: 8 patch + corner of the patches that hold it, in
                            ascending order, then -1 */
-  /* the penalty points' patches (none without penalty_patches): patch q
-   * holds the m_q field nodes penalty_node[penalty_start[q] ..
-   * penalty_start[q + 1]), ascending; a slot s of that list owns the
-   * answers 3 s .. 3 s + 2 */
-  size_t n_penalty;
+  /* the dense patches, of any node set: the first n_blocks the 2 x 2 x 2
+   * cells' blocks' (size 2), then the penalty points' (none without
+   * penalty_patches). Patch q holds the m_q field nodes
+   * penalty_node[penalty_start[q] .. penalty_start[q + 1]), ascending; a
+   * slot s of that list owns the answers 3 s .. 3 s + 2 */
+  size_t n_penalty; /* all dense patches, the blocks' included */
+  size_t n_blocks;
   size_t *penalty_start;         /* n_penalty + 1 */
   int32_t *penalty_node;
   size_t *penalty_block_start;   /* n_penalty + 1: patch q's m_q^2 block positions from here */
@@ -81,7 +96,8 @@ typedef struct vox_efg_patches {
   size_t *penalty_inverse_start; /* n_penalty + 1: patch q's (3 m_q)^2 inverse from here, after
                                     the cells' inverses */
   size_t penalty_max_dofs;       /* 3 max m_q */
-  double penalty_weight;         /* their inverses' factor w (1 from vox_efg_patches_init) */
+  double penalty_weight;         /* the penalty points' patches' inverses' factor w (1 from
+                                    vox_efg_patches_init; the blocks' are not weighted) */
   uint32_t *node_penalty_start;  /* n_nodes + 1: node i's slots node_penalty[start[i] ..
                                     start[i + 1]), ascending */
   uint32_t *node_penalty;
@@ -89,15 +105,16 @@ typedef struct vox_efg_patches {
 
 #define VOX_EFG_NO_BLOCK UINT32_MAX
 
-/* The patches of efg's background cells on K's pattern, and with
- * penalty_patches those of its penalty points. Fails when K has 2^32
- * blocks or more, or lacks a block of two corners of one cell (not a
- * pattern of vox_efg_stiffness_pattern). */
+/* The patches of efg's background cells (size 1) or of its blocks of
+ * 2 x 2 x 2 cells (size 2) on K's pattern, and with penalty_patches those
+ * of its penalty points. Fails when K has 2^32 blocks or more, or lacks a
+ * block of two corners of one cell (not a pattern of
+ * vox_efg_stiffness_pattern). */
 vox_status vox_efg_patches_init(vox_context *ctx, const vox_efg_model *efg, const vox_bsr *pattern,
-                                int penalty_patches, vox_efg_patches *p);
+                                int size, int penalty_patches, vox_efg_patches *p);
 void vox_efg_patches_free(vox_efg_patches *p);
 
-/* Doubles of one set of inverses: 576 a cell patch, then the penalty
+/* Doubles of one set of inverses: 576 a cell patch, then the dense
  * patches'. */
 static inline size_t vox_efg_patches_inverse_doubles(const vox_efg_patches *p) {
   return p->n * VOX_EFG_PATCH_ENTRIES + (p->n_penalty ? p->penalty_inverse_start[p->n_penalty] : 0);
@@ -107,18 +124,18 @@ static inline size_t vox_efg_patches_inverse_bytes(const vox_efg_patches *p) {
 }
 
 /* Doubles of the answers' work space of vox_efg_patches_apply: 24 a cell
- * patch, then 3 a slot of the penalty patches. */
+ * patch, then 3 a slot of the dense patches. */
 static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
   return p->n * VOX_EFG_PATCH_DOFS + (p->n_penalty ? 3 * p->penalty_start[p->n_penalty] : 0);
 }
 
 /* inverse (vox_efg_patches_inverse_doubles, row-major) = the patches'
  * blocks of K's values kval (9 per block of the pattern) inverted: the
- * cells' by Cholesky's factorisation and substitution, the penalty
- * points' by vox_efg_sweep_invert, times penalty_weight. Fails with a
- * message naming the last patch whose block is not positive definite: a
- * cell patch by its first corner node, a penalty patch by its penalty
- * point. */
+ * cells' by Cholesky's factorisation and substitution, the dense ones by
+ * vox_efg_sweep_invert, the penalty points' times penalty_weight. Fails
+ * with a message naming the last patch whose block is not positive
+ * definite: a cell's or a block's patch by its first node, a penalty
+ * patch by its penalty point. */
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse);
 
@@ -166,8 +183,13 @@ static inline double vox_efg_sweep_entry(int k, int i, int j, double a, const do
  * vox_efg_sweep_entry; 0 when a pivot is not positive. */
 int vox_efg_sweep_invert(int n, double *a, double *row_k, double *col_k);
 
+/* VOX_OK for q < 0, else the message that dense patch q is not positive
+ * definite, naming a block's patch by its first node and a penalty
+ * point's by its point (vox_efg_patches_factor's, and a device's). */
+vox_status vox_efg_dense_patch_failed(vox_context *ctx, const vox_efg_patches *p, ptrdiff_t q);
+
 /* z = sum_c R_c^T inverse_c R_c r (3 per field node each), over the cell
- * patches and the penalty patches; work holds
+ * patches and the dense patches; work holds
  * vox_efg_patches_work_doubles. */
 void vox_efg_patches_apply(const vox_efg_patches *p, const double *inverse, const double *r,
                            double *z, double *work);

@@ -13,9 +13,10 @@
  * multigrid's CG count on a system with voids against block Jacobi's.
  * The supports' springs that follow the material: their sensitivities
  * against finite differences. The shape tables and their per-node lists
- * the same on 1 and 2 threads.
- * Parts: mls, assembly, supports, cantilever, sensitivity, cg, sa_count,
- * design, input, relative_springs, tables. */
+ * the same on 1 and 2 threads. The smoother's patches of 2 x 2 x 2 cells
+ * against their definition and long-double solves.
+ * Parts: mls, assembly, supports, cantilever, sensitivity, cg, mg_bounds,
+ * block_patches, sa_count, design, input, relative_springs, tables. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -826,7 +827,7 @@ static void test_mg_bounds(vox_context *ctx) {
   vox_efg_levels lv;
   vox_efg_patches patches;
   CHECK_OK(ctx, vox_efg_levels_init(ctx, &efg, &k, 60, &lv));
-  CHECK_OK(ctx, vox_efg_patches_init(ctx, &efg, &k, 1, &patches));
+  CHECK_OK(ctx, vox_efg_patches_init(ctx, &efg, &k, 1, 1, &patches));
   CHECK(lv.n_levels >= 3);
   vox_backend *be;
   CHECK_OK(ctx, vox_backend_create(ctx, VOX_DEVICE_CPU, &be));
@@ -866,6 +867,149 @@ static void test_mg_bounds(vox_context *ctx) {
   vox_backend_destroy(be);
   vox_efg_patches_free(&patches);
   vox_efg_levels_free(&lv);
+  vox_bsr_free(&k);
+  free(rho), free(rg), free(sc);
+  vox_efg_model_free(&efg);
+  vox_model_free(&m);
+}
+
+/* ---- the patches of 2 x 2 x 2 cells ------------------------------------------------ */
+
+/* x = a^-1 b for the n x n matrix a (row-major), by Gaussian elimination
+ * in long double with partial pivoting: the reference of a patch's
+ * solve, independent of the patches' Cholesky and Gauss-Jordan. */
+static void dense_solve(int n, const double *a, const double *b, double *x) {
+  long double *m = malloc((size_t)n * (size_t)(n + 1) * sizeof *m);
+#define M(i, j) m[(size_t)(i) * (size_t)(n + 1) + (size_t)(j)]
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) M(i, j) = a[(size_t)n * i + j];
+    M(i, n) = b[i];
+  }
+  for (int k = 0; k < n; k++) {
+    int piv = k;
+    for (int i = k + 1; i < n; i++)
+      if (fabsl(M(i, k)) > fabsl(M(piv, k))) piv = i;
+    for (int j = k; j <= n; j++) {
+      const long double t = M(k, j);
+      M(k, j) = M(piv, j), M(piv, j) = t;
+    }
+    for (int i = k + 1; i < n; i++) {
+      const long double f = M(i, k) / M(k, k);
+      for (int j = k; j <= n; j++) M(i, j) -= f * M(k, j);
+    }
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    long double t = M(i, n);
+    for (int j = i + 1; j < n; j++) t -= M(i, j) * x[j];
+    x[i] = (double)(t / M(i, i));
+  }
+#undef M
+  free(m);
+}
+
+/* Along an axis of n cells, the blocks of 2 x 2 x 2 cells (block I spans
+ * node lines 2I .. 2I + 2) that hold node line c. */
+static int blocks_at(int c, int n) { return c % 2 ? 1 : (c >= 2) + (c < n); }
+
+/* The patches of 2 x 2 x 2 cells (efg_patches.h, size 2) on a clamped
+ * beam with an odd number of cells along x, against their definition:
+ * every field node that no penalty point's support holds lies in as many
+ * blocks' patches as blocks_at gives along each axis, a held node in
+ * none, each patch within one block; and the smoother's sum, with the
+ * penalty points' patches weighted by 0.25, against long-double solves of
+ * each patch's block of K. */
+static void test_block_patches(vox_context *ctx) {
+  const double h[3] = {1, 1.25, 1};
+  vox_model m = box_model(ctx, 7, 4, 3, h, 200000, 0.3);
+  clamp_left(ctx, &m);
+  tip_load(ctx, &m, -1000.0);
+  vox_efg_options o;
+  vox_efg_options_default(&o);
+  vox_efg_model efg;
+  CHECK_OK(ctx, vox_efg_model_create(ctx, &m, &o, &efg));
+  const size_t nn = efg.nodes.n, nd = 3 * nn, ng = efg.gauss.n_points;
+  const vox_efg_shapes *sh = &efg.support;
+  double *rho = malloc(nn * sizeof *rho), *rg = malloc(ng * sizeof *rg),
+         *sc = malloc(ng * sizeof *sc);
+  banded_densities(&efg, 5, o.density_min, 29, rho);
+  vox_efg_gauss_density(&efg, rho, rg);
+  vox_efg_gauss_scale(&efg, rg, sc);
+  vox_bsr k;
+  CHECK_OK(ctx, vox_efg_stiffness_pattern(ctx, &efg, &k));
+  CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, sc, &k));
+  vox_efg_patches p;
+  CHECK_OK(ctx, vox_efg_patches_init(ctx, &efg, &k, 2, 1, &p));
+  p.penalty_weight = 0.25;
+  const int ncell[3] = {efg.nodes.grid.nx, efg.nodes.grid.ny, efg.nodes.grid.nz};
+  printf("block patches: %zu nodes, %zu blocks' patches, %zu penalty points' patches, the "
+         "largest of %zu unknowns\n",
+         nn, p.n_blocks, p.n_penalty - p.n_blocks, p.penalty_max_dofs);
+  CHECK(p.n == 0 && p.n_blocks > 0 && p.n_penalty == p.n_blocks + sh->n_points);
+  uint8_t *held = calloc(nn, 1);
+  int *count = calloc(nn, sizeof *count);
+  for (size_t a = 0; a < sh->start[sh->n_points]; a++) held[sh->node[a]] = 1;
+  int within = 1;
+  for (size_t q = 0; q < p.n_blocks; q++) {
+    int lo[3] = {1 << 30, 1 << 30, 1 << 30}, hi[3] = {-1, -1, -1};
+    for (size_t a = p.penalty_start[q]; a < p.penalty_start[q + 1]; a++) {
+      const int32_t *c = efg.nodes.coord + 3 * (size_t)p.penalty_node[a];
+      count[p.penalty_node[a]]++;
+      for (int x = 0; x < 3; x++) {
+        lo[x] = c[x] < lo[x] ? c[x] : lo[x];
+        hi[x] = c[x] > hi[x] ? c[x] : hi[x];
+      }
+    }
+    for (int x = 0; x < 3; x++) within &= hi[x] - lo[x] <= 2 && (lo[x] % 2 == 0 || hi[x] == lo[x]);
+  }
+  int counts_right = 1;
+  for (size_t i = 0; i < nn; i++) {
+    const int32_t *c = efg.nodes.coord + 3 * i;
+    const int expected = held[i] ? 0
+                                 : blocks_at(c[0], ncell[0]) * blocks_at(c[1], ncell[1]) *
+                                       blocks_at(c[2], ncell[2]);
+    counts_right &= count[i] == expected;
+  }
+  printf("  %-4s  each block's patch within one block of 2 x 2 x 2 cells\n",
+         within ? "ok" : "FAIL");
+  printf("  %-4s  every node in the blocks' patches that hold it, the supports' nodes in none\n",
+         counts_right ? "ok" : "FAIL");
+  CHECK(within && counts_right);
+  /* the smoother's sum against each patch solved on its own */
+  double *inverse = malloc(vox_efg_patches_inverse_bytes(&p)),
+         *work = malloc(vox_efg_patches_work_doubles(&p) * sizeof *work),
+         *r = malloc(nd * sizeof *r),
+         *z = malloc(nd * sizeof *z), *ref = calloc(nd, sizeof *ref);
+  unsigned seed = 11;
+  for (size_t i = 0; i < nd; i++) r[i] = uniform(&seed) - 0.5;
+  CHECK_OK(ctx, vox_efg_patches_factor(ctx, &p, k.val, inverse));
+  vox_efg_patches_apply(&p, inverse, r, z, work);
+  for (size_t q = 0; q < p.n_penalty; q++) {
+    const int32_t *node = p.penalty_node + p.penalty_start[q];
+    const int n = 3 * (int)(p.penalty_start[q + 1] - p.penalty_start[q]);
+    double *a = malloc((size_t)n * n * sizeof *a), *b = malloc(n * sizeof *b),
+           *x = malloc(n * sizeof *x);
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) {
+        const ptrdiff_t at = vox_bsr_find_block(&k, node[i / 3], node[j / 3]);
+        a[(size_t)n * i + j] = at < 0 ? 0 : k.val[9 * (size_t)at + 3 * (i % 3) + j % 3];
+      }
+      b[i] = r[3 * (size_t)node[i / 3] + i % 3];
+    }
+    dense_solve(n, a, b, x);
+    const double w = q < p.n_blocks ? 1 : 0.25;
+    for (int i = 0; i < n; i++) ref[3 * (size_t)node[i / 3] + i % 3] += w * x[i];
+    free(a), free(b), free(x);
+  }
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < nd; i++) {
+    diff = fmax(diff, fabs(z[i] - ref[i]));
+    norm = fmax(norm, fabs(ref[i]));
+  }
+  printf("  %-4s  the patches' sum against long-double solves: |z - ref| / |ref| = %.1e\n",
+         diff <= 1e-9 * norm ? "ok" : "FAIL", diff / norm);
+  CHECK(diff <= 1e-9 * norm);
+  free(inverse), free(work), free(r), free(z), free(ref), free(held), free(count);
+  vox_efg_patches_free(&p);
   vox_bsr_free(&k);
   free(rho), free(rg), free(sc);
   vox_efg_model_free(&efg);
@@ -1192,6 +1336,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "sensitivity")) test_sensitivity(ctx);
   if (check_wanted(argc, argv, "cg")) test_cg(ctx);
   if (check_wanted(argc, argv, "mg_bounds")) test_mg_bounds(ctx);
+  if (check_wanted(argc, argv, "block_patches")) test_block_patches(ctx);
   if (check_wanted(argc, argv, "sa_count")) test_sa_count(ctx);
   if (check_wanted(argc, argv, "design")) test_design(ctx);
   if (check_wanted(argc, argv, "input")) test_input(ctx);

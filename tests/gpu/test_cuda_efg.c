@@ -14,7 +14,9 @@
  *   blocks of K give the identity, the host's sum over the patches equals
  *   one made with each patch solved by Gaussian elimination in long
  *   double, and the backend's equals the host's, each to 1e-9 (patches at
- *   a void's edge are ill-conditioned: that is what they are for);
+ *   a void's edge are ill-conditioned: that is what they are for); the
+ *   patches of 2 x 2 x 2 cells on the backend against the host's, 1e-9,
+ *   and in single precision 1e-5;
  * - the multigrid's levels (efg_levels.h): the host's Galerkin product
  *   against P^T A P made densely from the prolongation's definition, and
  *   the backend's coarse products, block Jacobi, fused Chebyshev steps,
@@ -229,7 +231,7 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
                          vox_efg_patches *patches) {
   const vox_efg_ops *ops = be->ops->efg;
   const size_t nd = 3 * efg->nodes.n;
-  CHECK_OK(ctx, vox_efg_patches_init(ctx, efg, k, 1, patches));
+  CHECK_OK(ctx, vox_efg_patches_init(ctx, efg, k, 1, 1, patches));
   const vox_efg_patches p = *patches;
   CHECK(p.n == efg->n_cells);
   double *inverse = malloc(vox_efg_patches_inverse_bytes(&p)),
@@ -286,6 +288,49 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   free(z);
   free(ref);
   free(hz);
+}
+
+/* The patches of 2 x 2 x 2 cells with the penalty points' at weight 0.5
+ * (efg_patches.h, size 2; their definition is test_efg's) on the backend
+ * against the host's sum, on a device of their own in double (1e-9) and
+ * in mixed precision (their inverses in float: 1e-5). */
+static void test_block_patches(vox_context *ctx, vox_backend *be, const vox_efg_model *efg,
+                               const vox_bsr *k, const vox_vec *d_scale, const double *x) {
+  const vox_efg_ops *ops = be->ops->efg;
+  const size_t nd = 3 * efg->nodes.n;
+  vox_efg_patches p;
+  CHECK_OK(ctx, vox_efg_patches_init(ctx, efg, k, 2, 1, &p));
+  p.penalty_weight = 0.5;
+  CHECK(p.n == 0 && p.n_blocks > 0);
+  double *inverse = malloc(vox_efg_patches_inverse_bytes(&p)),
+         *work = malloc(vox_efg_patches_work_doubles(&p) * sizeof *work),
+         *z = malloc(nd * sizeof *z), *hz = malloc(nd * sizeof *hz);
+  CHECK_OK(ctx, vox_efg_patches_factor(ctx, &p, k->val, inverse));
+  vox_efg_patches_apply(&p, inverse, x, z, work);
+  printf("  block patches: %zu, then %zu penalty points', the largest of %zu unknowns\n",
+         p.n_blocks, p.n_penalty - p.n_blocks, p.penalty_max_dofs);
+  vox_vec d_x, d_z;
+  if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_z)) {
+    for (int mixed = 0; mixed < 2; mixed++) {
+      if (mixed && vox_backend_device(be) == VOX_DEVICE_CPU) break; /* the host keeps double */
+      vox_efg_device *dev = NULL;
+      CHECK_OK(ctx, ops->create(be, efg, k, mixed ? VOX_PRECISION_MIXED : VOX_PRECISION_DOUBLE,
+                                &dev));
+      if (!dev) break;
+      CHECK_OK(ctx, ops->assemble(be, dev, d_scale));
+      CHECK_OK(ctx, ops->patches_create(be, dev, &p));
+      CHECK_OK(ctx, ops->patches_factor(be, dev));
+      CHECK_OK(ctx, ops->patches_apply(be, dev, &d_x, &d_z));
+      download(be, &d_z, hz);
+      compare(mixed ? "block patches' sum in single precision" : "block patches' sum", hz, z,
+              nd, mixed ? 1e-5 : 1e-9);
+      ops->destroy(be, dev);
+    }
+    be->ops->vec->destroy(be, &d_x);
+    be->ops->vec->destroy(be, &d_z);
+  }
+  vox_efg_patches_free(&p);
+  free(inverse), free(work), free(z), free(hz);
 }
 
 /* The multigrid's levels lv (made here, kept by the caller while dev
@@ -522,9 +567,10 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
     be->ops->vec->destroy(be, &d_x1);
     be->ops->vec->destroy(be, &d_y1);
   }
-  /* K in float added, the cells' inverses in float instead of double */
+  /* K in float added, the cells' and the penalty points' patches'
+   * inverses (these made in shared memory) in float instead of double */
   const double more = 4.0 * (9.0 * (double)vox_bsr_blocks(k) -
-                             (double)VOX_EFG_PATCH_ENTRIES * (double)patches->n);
+                             (double)vox_efg_patches_inverse_doubles(patches));
   const double told = (double)ops->bytes(single) - (double)ops->bytes(dev);
   printf("  %-4s  single precision: the device holds %zu bytes against %zu (%+.0f, expected "
          "%+.0f)\n",
@@ -689,6 +735,7 @@ static void test_stages(vox_context *ctx, vox_backend *be) {
   test_levels(ctx, be, dev, &efg, &k, x, &levels);
   test_bounds(ctx, be, dev, &levels);
   test_single(ctx, be, dev, &efg, &k, &d_scale, x, &patches, &levels);
+  test_block_patches(ctx, be, &efg, &k, &d_scale, x);
 
   /* the sensitivities of load case 0's solution */
   CHECK_OK(ctx, vox_efg_load_vector(ctx, &efg, &m, 0, f));

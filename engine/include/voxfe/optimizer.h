@@ -158,6 +158,13 @@ typedef struct vox_optimizer_options {
    * et al. 2021's examples at 0.25: the cube 11 % fewer CG, the quarter
    * annulus 18 % more) */
   double efg_penalty_patch_weight;
+  /* VOX_EFG_PC_MG, VOX_EFG_PC_SCHWARZ and the schwarz smoother of
+   * VOX_EFG_PC_SA: the first level's patches, of each background cell's 8
+   * nodes (1, the default) or of each block of 2 x 2 x 2 cells' 27 nodes
+   * (2), whose nodes in a penalty point's patch are left to those: they
+   * hold more of the MLS supports' coupling (about four node lines wide)
+   * for about a third more bytes a smoothing step (efg_patches.h) */
+  int efg_patch_size;
   /* The supports' penalty springs on components held at 0 follow the
    * material: alpha times the SIMP factor rho_p^p of the density at each
    * supported node (1, the default: a support next to void material then
