@@ -232,13 +232,14 @@ static void format_by_turns(const void *value, char *buf, size_t size) {
 }
 
 #define AT(member) offsetof(settings, member)
-/* Accepted ranges: (a, b] is {a, b, 1, 0}. */
+/* Accepted ranges: (a, b] is {a, b, 1, 0}, (a, b) {a, b, 1, 1}. */
 #define POSITIVE {0, INFINITY, 1, 0}
 #define FRACTION {0, 1, 1, 0}
 #define AT_LEAST(a) {a, INFINITY, 0, 0}
 #define COUNT {1, INT_MAX, 0, 0}
 #define ANY {-INFINITY, INFINITY, 0, 0}
 #define RANGE(a, b) {a, b, 0, 0}
+#define OPEN_FRACTION {0, 1, 1, 1}
 /* A number of the optimizer's, recorded in the history. */
 #define NUMBER(NAME, KIND, ARG, MEMBER, RANGE, HELP)                                    \
   {.name = NAME, .arg = ARG, .kind = KIND, .offset = AT(MEMBER), .range = RANGE,         \
@@ -305,6 +306,10 @@ static const cli_option options[] = {
            "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
            "positive definite but weaker as the design moves, and a solve that breaks down "
            "with kept parts is redone with all made afresh"),
+    NUMBER("efg-mg-chebyshev-lower", CLI_REAL, "L", opt.efg_mg_chebyshev_lower, OPEN_FRACTION,
+           "efg, mg: smooth each level by Chebyshev iteration over [L, 1.1] times the largest "
+           "eigenvalue of its smoothed operator, L in (0, 1) (0.1); a smaller L damps more of "
+           "the spectrum's lower end and less of each eigenvalue"),
     NUMBER("efg-record", CLI_INTEGER, "0|1", opt.efg_record, RANGE(0, 1),
            "efg, mg on a GPU: record the V-cycle once a solve and replay it (1), or launch it "
            "kernel by kernel (0); the same iterates"),

@@ -10,7 +10,7 @@
 _Static_assert(VOX_EFG_MG_MAX_LANCZOS_STEPS <= VOX_LANCZOS_MAX_STEPS,
                "the backends' Lanczos steps hold the most steps");
 
-static const double CHEBYSHEV_UPPER = 1.1, CHEBYSHEV_LOWER = 0.1;
+static const double CHEBYSHEV_UPPER = 1.1;
 
 extern void dstev_(const char *jobz, const int *n, double *d, double *e, double *z,
                    const int *ldz, double *work, int *info);
@@ -37,6 +37,7 @@ vox_status vox_efg_mg_init(vox_efg_mg *mg, vox_backend *be, const vox_efg_ops *o
                      VOX_EFG_MG_MAX_LANCZOS_STEPS);
   mg->be = be, mg->ops = ops, mg->device = device, mg->degree = degree;
   mg->lanczos_steps = lanczos_steps;
+  mg->lower = 0.1;
   mg->n_levels = lv->n_levels;
   const vox_vector_ops *v = be->ops->vec;
   for (int l = 0; l < lv->n_levels; l++) {
@@ -167,7 +168,7 @@ vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate) {
 static vox_status smooth(vox_efg_mg *mg, int l, int warm) {
   vox_vec *x = level_x(mg, l), *r = &mg->r[l], *d = &mg->d[l];
   const vox_vec *b = level_b(mg, l);
-  const double upper = CHEBYSHEV_UPPER * mg->lambda[l], lower = CHEBYSHEV_LOWER * mg->lambda[l];
+  const double upper = CHEBYSHEV_UPPER * mg->lambda[l], lower = mg->lower * mg->lambda[l];
   const double theta = 0.5 * (upper + lower), delta = 0.5 * (upper - lower);
   const double sigma = theta / delta;
   double rho = 1 / sigma, alpha = 1 / theta, beta = 0;

@@ -5,7 +5,8 @@
  * (vox_optimizer_options.efg_preconditioner = VOX_EFG_PC_MG).
  *
  * Each level but the last is smoothed by Chebyshev iteration of degree
- * `degree` on M A over [0.1, 1.1] lambda_max(M A), before and after its
+ * `degree` on M A over [lower, 1.1] lambda_max(M A) (lower 0.1 unless the
+ * caller sets it), before and after its
  * coarse correction, the same polynomial both times, so the cycle is
  * symmetric positive definite and CG stays valid: M is the cells' patches
  * (efg_patches.h) on level 0, where the MLS supports leave nearly singular
@@ -30,6 +31,7 @@ typedef struct vox_efg_mg {
   const vox_efg_ops *ops;
   vox_efg_device *device;
   int n_levels, degree, lanczos_steps;
+  double lower; /* the Chebyshev interval's lower end, a fraction of lambda_max (0.1) */
   double lambda[VOX_EFG_MAX_LEVELS];
   int bounded; /* lambda holds estimates (vox_efg_mg_setup_bounds may keep them) */
   /* per level: the iterate, right-hand side, residual, M times it and the

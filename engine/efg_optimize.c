@@ -227,6 +227,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
          "oc), not %s",
          vox_design_update_name(o->update));
 #undef REFUSE
+  if (!(o->efg_mg_chebyshev_lower > 0 && o->efg_mg_chebyshev_lower < 1))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg smooths over [l, 1.1] lambda_max with l in (0, 1), not "
+                     "%g",
+                     o->efg_mg_chebyshev_lower);
   if (o->efg_patch_size != 1 && o->efg_patch_size != 2)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                      "discretization efg makes patches of 1 or 2 cells a side, not %d",
@@ -413,6 +418,7 @@ static vox_status device_init(efg_run *r) {
     TRY(r->dev->mg_create(be, r->device, &r->levels));
     TRY(vox_efg_mg_init(&r->mg, be, r->dev, r->device, &r->levels, r->opt->efg_sa_degree,
                         r->opt->efg_mg_lanczos_steps));
+    r->mg.lower = r->opt->efg_mg_chebyshev_lower;
   }
   free(r->k.val);
   r->k.val = NULL;

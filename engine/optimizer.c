@@ -90,6 +90,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_penalty_patches = 1;
   o->efg_penalty_patch_weight = 1;
   o->efg_patch_size = 1;
+  o->efg_mg_chebyshev_lower = 0.1;
   o->efg_penalty_relative = 1;
   o->cell_turned_fields = 1;
   o->efg_sa_aggregate = 3;

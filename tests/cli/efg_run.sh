@@ -21,7 +21,7 @@ grep -qE "^stages of the design iterations .*: assembly [0-9.]+ s, solve [0-9.]+
   fail "optimize: no line with the stages' seconds in '$(cat "$LOG/out")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
-grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-record=1 --efg-penalty-patches=1 --efg-patch-size=1 --efg-penalty-patch-weight=1 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
+grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-mg-chebyshev-lower=0.1 --efg-record=1 --efg-penalty-patches=1 --efg-patch-size=1 --efg-penalty-patch-weight=1 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
   fail "design.nc: history lacks the EFG support, penalty and preconditioner"
 # auto: the GPU where this build and the machine have one, else the CPU
 grep -qE -- "--device=(cpu|cuda)" "$LOG/header" || fail "design.nc: --device auto did not become a device"

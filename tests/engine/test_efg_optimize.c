@@ -8,8 +8,8 @@
  * starts from and an FE run drops); and the refusals of what
  * the EFG loop does not support; the multigrid preconditioner's design
  * against block Jacobi's; the multigrid's options (redo, kept, history,
- * weight, patch_size). Parts: cantilever, preconditioner, store, refuse,
- * redo, kept, history, weight, patch_size. */
+ * weight, patch_size, chebyshev). Parts: cantilever, preconditioner,
+ * store, refuse, redo, kept, history, weight, patch_size, chebyshev. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +273,26 @@ static void test_patch_size(vox_context *ctx, vox_backend *be) {
   CHECK(cg[1] != cg[0] && cg[2] < cg[0]);
 }
 
+/* The Chebyshev interval's lower end at 0.1 (the default) and 0.03 of
+ * lambda_max: the same design; the end reaches the smoothing (other CG
+ * counts). */
+static void test_chebyshev(vox_context *ctx, vox_backend *be) {
+  static const double lower[] = {0.1, 0.03};
+  enum { RUNS = sizeof lower / sizeof lower[0] };
+  double objective[RUNS];
+  int cg[RUNS];
+  for (int run = 0; run < RUNS; run++) {
+    vox_optimizer_options o;
+    mg_options(&o);
+    o.efg_mg_chebyshev_lower = lower[run];
+    mg_run(ctx, be, &o, &objective[run], &cg[run]);
+    printf("chebyshev: [%g, 1.1] lambda_max: compliance %.8f, %d CG iterations\n", lower[run],
+           objective[run], cg[run]);
+    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
+  }
+  CHECK(cg[1] != cg[0]);
+}
+
 /* Each solve started from the energy-best mix of the last solution and
  * the earlier ones (solver.start_history 1 and 2, ksp.h) against from the
  * last solution as it is (0): the same design, in fewer CG iterations
@@ -384,6 +404,12 @@ static void test_refuse(vox_context *ctx, vox_backend *be) {
   o.efg_mg_refactor = 0;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
   printf("refused: %s\n", vox_context_message(ctx));
+  for (int bad = 0; bad < 2; bad++) { /* the Chebyshev interval's lower end outside (0, 1) */
+    options(&o, VOX_DISCRETIZATION_EFG);
+    o.efg_mg_chebyshev_lower = bad;
+    CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
+    printf("refused: %s\n", vox_context_message(ctx));
+  }
   options(&o, VOX_DISCRETIZATION_EFG);
   o.efg_patch_size = 3;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
@@ -420,6 +446,7 @@ int main(int argc, char **argv) {
   if (check_wanted(argc, argv, "history")) test_history(ctx, be);
   if (check_wanted(argc, argv, "weight")) test_weight(ctx, be);
   if (check_wanted(argc, argv, "patch_size")) test_patch_size(ctx, be);
+  if (check_wanted(argc, argv, "chebyshev")) test_chebyshev(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

@@ -165,6 +165,10 @@ typedef struct vox_optimizer_options {
    * hold more of the MLS supports' coupling (about four node lines wide)
    * for about a third more bytes a smoothing step (efg_patches.h) */
   int efg_patch_size;
+  /* VOX_EFG_PC_MG: the Chebyshev smoothing's interval [l, 1.1] lambda_max
+   * of each level's M A, l in (0, 1) (0.1): a lower l damps more of the
+   * spectrum's lower end, less of each eigenvalue in it */
+  double efg_mg_chebyshev_lower;
   /* The supports' penalty springs on components held at 0 follow the
    * material: alpha times the SIMP factor rho_p^p of the density at each
    * supported node (1, the default: a support next to void material then
