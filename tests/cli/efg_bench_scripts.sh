@@ -6,7 +6,10 @@
 # printed (checked against a run of the same model made here); without
 # arguments they print their use and exit 2. bench/efg_design.py counts
 # the field nodes and compares designs, with netCDF4 and, where python has
-# it, with h5py alone.
+# it, with h5py alone. bench/efg-kernels.sh prints its use, and refuses
+# without Nsight Compute; bench/ncu_kernels.py reads a log Nsight Compute
+# wrote (2025.3, the EFG cantilever's first design iteration on an H200):
+# its design iteration's launches and microseconds against awk's count.
 . "$(dirname "$0")/lib.sh"
 
 BIN=$(dirname "$OPTIMIZE")
@@ -17,12 +20,29 @@ export DEVICE=cpu SCALE=small PYTHON=$PY
 # begins with "| NAME |"
 column() { grep -m1 "^| $2 |" "$1" | awk -F'|' -v n="$3" '{ gsub(/^ +| +$/, "", $(n + 1)); print $(n + 1) }'; }
 
-for script in efg-table1 efg-dof-sweep efg-vs-fe; do
+for script in efg-table1 efg-dof-sweep efg-vs-fe efg-kernels; do
   bash "$SOURCE_DIR/bench/$script.sh" >"$LOG/usage" 2>&1
   status=$?
   [ $status -eq 2 ] || fail "$script.sh without arguments: exit $status, not 2"
   grep -q "BIN" "$LOG/usage" || fail "$script.sh without arguments: no use printed"
 done
+
+NCU=/nonexistent/ncu bash "$SOURCE_DIR/bench/efg-kernels.sh" "$BIN" >"$LOG/kernels" 2>&1
+status=$?
+[ $status -eq 2 ] && grep -q "no Nsight Compute" "$LOG/kernels" ||
+  fail "efg-kernels.sh without ncu: exit $status: $(cat "$LOG/kernels")"
+xz -dc "$SOURCE_DIR/tests/cli/data/ncu_efg_cantilever.csv.xz" >ncu.csv || fail "the ncu log"
+$PY "$SOURCE_DIR/bench/ncu_kernels.py" ncu.csv assemble_kernel >"$LOG/kernels" ||
+  fail "ncu_kernels.py: exit $?"
+# the launches from the first assembly to the second and their sum in us
+# (the log's durations are in ns)
+expected=$(awk -F'","' '/^"[0-9]/ { n++; if (index($5, "assemble_kernel") == 1) {
+  if (a) { if (!b) b = n } else a = n } v[n] = $15 }
+  END { for (i = a; i < b; i++) { gsub(/[",]/, "", v[i]); s += v[i] }
+        printf "%d %.1f", b - a, s / 1000 }' ncu.csv)
+got="$(column "$LOG/kernels" all 4) $(column "$LOG/kernels" all 5)"
+[ "$got" = "$expected" ] || fail "ncu_kernels.py: launches and us $got, not $expected"
+[ "$(column "$LOG/kernels" assemble_kernel 4)" = 1 ] || fail "ncu_kernels.py: the assembly"
 
 # the table 1 script against a run of its cantilever made here
 bash "$SOURCE_DIR/bench/efg-table1.sh" "$BIN" 1 --threads 2 >"$LOG/table1" 2>"$LOG/table1.err" ||
