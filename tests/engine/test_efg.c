@@ -26,6 +26,7 @@
 #include <cholmod.h>
 
 #include "../check.h"
+#include "../dense_solve_reference.h"
 #include "backend_ops.h"
 #include "efg_assembly.h"
 #include "efg_mg.h"
@@ -875,38 +876,6 @@ static void test_mg_bounds(vox_context *ctx) {
 
 /* ---- the patches of 2 x 2 x 2 cells ------------------------------------------------ */
 
-/* x = a^-1 b for the n x n matrix a (row-major), by Gaussian elimination
- * in long double with partial pivoting: the reference of a patch's
- * solve, independent of the patches' Cholesky and Gauss-Jordan. */
-static void dense_solve(int n, const double *a, const double *b, double *x) {
-  long double *m = malloc((size_t)n * (size_t)(n + 1) * sizeof *m);
-#define M(i, j) m[(size_t)(i) * (size_t)(n + 1) + (size_t)(j)]
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < n; j++) M(i, j) = a[(size_t)n * i + j];
-    M(i, n) = b[i];
-  }
-  for (int k = 0; k < n; k++) {
-    int piv = k;
-    for (int i = k + 1; i < n; i++)
-      if (fabsl(M(i, k)) > fabsl(M(piv, k))) piv = i;
-    for (int j = k; j <= n; j++) {
-      const long double t = M(k, j);
-      M(k, j) = M(piv, j), M(piv, j) = t;
-    }
-    for (int i = k + 1; i < n; i++) {
-      const long double f = M(i, k) / M(k, k);
-      for (int j = k; j <= n; j++) M(i, j) -= f * M(k, j);
-    }
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    long double t = M(i, n);
-    for (int j = i + 1; j < n; j++) t -= M(i, j) * x[j];
-    x[i] = (double)(t / M(i, i));
-  }
-#undef M
-  free(m);
-}
-
 /* Along an axis of n cells, the blocks of 2 x 2 x 2 cells (block I spans
  * node lines 2I .. 2I + 2) that hold node line c. */
 static int blocks_at(int c, int n) { return c % 2 ? 1 : (c >= 2) + (c < n); }
@@ -995,7 +964,7 @@ static void test_block_patches(vox_context *ctx) {
       }
       b[i] = r[3 * (size_t)node[i / 3] + i % 3];
     }
-    dense_solve(n, a, b, x);
+    dense_solve_reference(n, a, b, x);
     const double w = q < p.n_blocks ? 1 : 0.25;
     for (int i = 0; i < n; i++) ref[3 * (size_t)node[i / 3] + i % 3] += w * x[i];
     free(a), free(b), free(x);

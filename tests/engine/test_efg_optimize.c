@@ -187,21 +187,39 @@ static void mg_run(vox_context *ctx, vox_backend *be, const vox_optimizer_option
   vox_model_free(&m);
 }
 
+/* A setting of the runs mg_same_design compares: o for run `run` (from
+ * mg_options'), and what it is for the log. */
+typedef void mg_setting(vox_optimizer_options *o, int run, char *what, size_t size);
+
+/* mg_run once for each of `runs` settings: each run's compliance within
+ * 1e-5 of the first's (the same design), its CG iterations into cg. */
+static void mg_same_design(vox_context *ctx, vox_backend *be, const char *part, int runs,
+                           mg_setting *set, int *cg) {
+  double first = 0;
+  for (int run = 0; run < runs; run++) {
+    vox_optimizer_options o;
+    mg_options(&o);
+    char what[128];
+    set(&o, run, what, sizeof what);
+    double objective;
+    mg_run(ctx, be, &o, &objective, &cg[run]);
+    printf("%s: %s: compliance %.8f, %d CG iterations\n", part, what, objective, cg[run]);
+    if (run == 0) first = objective;
+    CHECK(fabs(objective - first) <= 1e-5 * first);
+  }
+}
+
 /* A V-cycle made indefinite by too few Lanczos steps (1: lambda_max short
  * of the Chebyshev interval's margin, CG breaks down in the first solves)
  * is redone with more steps: the run finishes with the default's design. */
+static void redo_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
+  if (run == 1) o->efg_mg_lanczos_steps = 1;
+  snprintf(what, size, "%d Lanczos steps", o->efg_mg_lanczos_steps);
+}
+
 static void test_redo(vox_context *ctx, vox_backend *be) {
-  double objective[2];
   int cg[2];
-  for (int run = 0; run < 2; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    if (run == 1) o.efg_mg_lanczos_steps = 1;
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("redo: %d Lanczos steps: compliance %.8f, %d CG iterations\n",
-           o.efg_mg_lanczos_steps, objective[run], cg[run]);
-  }
-  CHECK(fabs(objective[1] - objective[0]) <= 1e-5 * objective[0]);
+  mg_same_design(ctx, be, "redo", 2, redo_setting, cg);
   CHECK(cg[1] > 0 && cg[0] > 0);
 }
 
@@ -209,41 +227,30 @@ static void test_redo(vox_context *ctx, vox_backend *be) {
  * iterations (solver.mg_bound_refresh, efg_mg_refactor) against made in
  * every one: the same design, the kept factor of the first iteration
  * alone included (any SPD inverse keeps the V-cycle SPD). */
-static void test_kept(vox_context *ctx, vox_backend *be) {
+static void kept_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
   static const int refresh[][2] = {{1, 1}, {4, 4}, {1, 1000}, {1000, 1}};
-  enum { RUNS = sizeof refresh / sizeof refresh[0] };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.solver.mg_bound_refresh = refresh[run][0];
-    o.efg_mg_refactor = refresh[run][1];
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("kept: bounds every %d, factor every %d design iterations: compliance %.8f, %d CG "
-           "iterations\n",
-           refresh[run][0], refresh[run][1], objective[run], cg[run]);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-  }
+  o->solver.mg_bound_refresh = refresh[run][0];
+  o->efg_mg_refactor = refresh[run][1];
+  snprintf(what, size, "bounds every %d, factor every %d design iterations", refresh[run][0],
+           refresh[run][1]);
+}
+
+static void test_kept(vox_context *ctx, vox_backend *be) {
+  int cg[4];
+  mg_same_design(ctx, be, "kept", 4, kept_setting, cg);
 }
 
 /* The penalty points' patches weighted by 1 (the default) and by 0.25 in
  * the multigrid's smoother: the same design; the weight reaches the
  * smoother (other CG counts). */
+static void weight_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
+  o->efg_penalty_patch_weight = run ? 0.25 : 1;
+  snprintf(what, size, "penalty patches at %g", o->efg_penalty_patch_weight);
+}
+
 static void test_weight(vox_context *ctx, vox_backend *be) {
-  static const double weight[] = {1, 0.25};
-  enum { RUNS = sizeof weight / sizeof weight[0] };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.efg_penalty_patch_weight = weight[run];
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("weight: penalty patches at %g: compliance %.8f, %d CG iterations\n", weight[run],
-           objective[run], cg[run]);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-  }
+  int cg[2];
+  mg_same_design(ctx, be, "weight", 2, weight_setting, cg);
   CHECK(cg[1] != cg[0]);
 }
 
@@ -253,43 +260,30 @@ static void test_weight(vox_context *ctx, vox_backend *be) {
  * 0.25 fewer (measured 93 against 132: the bigger patches hold more of
  * the MLS supports' coupling, efg_patches.h; at weight 1 the penalty
  * points' patches' overlap sets the Chebyshev interval, 139). */
+static void patch_size_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
+  o->efg_patch_size = run ? 2 : 1;
+  o->efg_penalty_patch_weight = run == 2 ? 0.25 : 1;
+  snprintf(what, size, "%d cells a side, penalty patches at %g", o->efg_patch_size,
+           o->efg_penalty_patch_weight);
+}
+
 static void test_patch_size(vox_context *ctx, vox_backend *be) {
-  static const int size[] = {1, 2, 2};
-  static const double weight[] = {1, 1, 0.25};
-  enum { RUNS = sizeof size / sizeof size[0] };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.efg_patch_size = size[run];
-    o.efg_penalty_patch_weight = weight[run];
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("patch size: %d cells a side, penalty patches at %g: compliance %.8f, %d CG "
-           "iterations\n",
-           size[run], weight[run], objective[run], cg[run]);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-  }
+  int cg[3];
+  mg_same_design(ctx, be, "patch size", 3, patch_size_setting, cg);
   CHECK(cg[1] != cg[0] && cg[2] < cg[0]);
 }
 
 /* The Chebyshev interval's lower end at 0.1 (the default) and 0.03 of
  * lambda_max: the same design; the end reaches the smoothing (other CG
  * counts). */
+static void chebyshev_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
+  o->efg_mg_chebyshev_lower = run ? 0.03 : 0.1;
+  snprintf(what, size, "[%g, 1.1] lambda_max", o->efg_mg_chebyshev_lower);
+}
+
 static void test_chebyshev(vox_context *ctx, vox_backend *be) {
-  static const double lower[] = {0.1, 0.03};
-  enum { RUNS = sizeof lower / sizeof lower[0] };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.efg_mg_chebyshev_lower = lower[run];
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("chebyshev: [%g, 1.1] lambda_max: compliance %.8f, %d CG iterations\n", lower[run],
-           objective[run], cg[run]);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-  }
+  int cg[2];
+  mg_same_design(ctx, be, "chebyshev", 2, chebyshev_setting, cg);
   CHECK(cg[1] != cg[0]);
 }
 
@@ -297,19 +291,14 @@ static void test_chebyshev(vox_context *ctx, vox_backend *be) {
  * the earlier ones (solver.start_history 1 and 2, ksp.h) against from the
  * last solution as it is (0): the same design, in fewer CG iterations
  * (a start history that the solves ignored would take as many). */
+static void history_setting(vox_optimizer_options *o, int run, char *what, size_t size) {
+  o->solver.start_history = run;
+  snprintf(what, size, "%d earlier solutions", run);
+}
+
 static void test_history(vox_context *ctx, vox_backend *be) {
-  enum { RUNS = 3 };
-  double objective[RUNS];
-  int cg[RUNS];
-  for (int run = 0; run < RUNS; run++) {
-    vox_optimizer_options o;
-    mg_options(&o);
-    o.solver.start_history = run;
-    mg_run(ctx, be, &o, &objective[run], &cg[run]);
-    printf("history: %d earlier solutions: compliance %.8f, %d CG iterations\n", run,
-           objective[run], cg[run]);
-    CHECK(fabs(objective[run] - objective[0]) <= 1e-5 * objective[0]);
-  }
+  int cg[3];
+  mg_same_design(ctx, be, "history", 3, history_setting, cg);
   CHECK(cg[1] != cg[0] && cg[2] < cg[0]);
 }
 

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../dense_solve_reference.h"
 #include "backend_ops.h"
 #include "efg_assembly.h"
 #include "efg_ops.h"
@@ -134,43 +135,11 @@ static void download(vox_backend *be, const vox_vec *v, double *host) {
 }
 
 /* The stages one by one against the host functions. */
-/* x = a^-1 b for the n x n block a (row-major), by Gaussian elimination
- * with partial pivoting in long double: an algorithm of its own beside the
- * patches' Cholesky factorisation and Gauss-Jordan sweeps. */
-static void patch_solve_reference(int n, const double *a, const double *b, double *x) {
-  long double *m = malloc((size_t)n * (n + 1) * sizeof *m);
-#define M(i, j) m[(size_t)(n + 1) * (i) + (j)]
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < n; j++) M(i, j) = a[(size_t)n * i + j];
-    M(i, n) = b[i];
-  }
-  for (int k = 0; k < n; k++) {
-    int best = k;
-    for (int i = k + 1; i < n; i++)
-      if (fabsl(M(i, k)) > fabsl(M(best, k))) best = i;
-    for (int j = 0; j <= n; j++) {
-      const long double t = M(k, j);
-      M(k, j) = M(best, j), M(best, j) = t;
-    }
-    for (int i = k + 1; i < n; i++) {
-      const long double f = M(i, k) / M(k, k);
-      for (int j = k; j <= n; j++) M(i, j) -= f * M(k, j);
-    }
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    long double t = M(i, n);
-    for (int j = i + 1; j < n; j++) t -= M(i, j) * x[j];
-    x[i] = (double)(t / M(i, i));
-  }
-#undef M
-  free(m);
-}
-
 /* The penalty points' patches of p against their definition, from the
  * nodes' positions: patch q holds exactly the nodes of the supports of
  * penalty point q and of the penalty points one voxel edge away along one
  * axis; and ref += each patch's block of K solved for x's entries there
- * (patch_solve_reference; K's blocks of two nodes that do not couple are
+ * (dense_solve_reference; K's blocks of two nodes that do not couple are
  * zero). */
 static void test_penalty_patches(const vox_efg_model *efg, const vox_bsr *k,
                                  const vox_efg_patches *p, const double *x, double *ref) {
@@ -213,7 +182,7 @@ static void test_penalty_patches(const vox_efg_model *efg, const vox_bsr *k,
       }
       rq[i] = x[3 * (size_t)nd[i / 3] + i % 3];
     }
-    patch_solve_reference(n, a, rq, xs);
+    dense_solve_reference(n, a, rq, xs);
     for (int i = 0; i < n; i++) ref[3 * (size_t)nd[i / 3] + i % 3] += xs[i];
     free(a);
     free(rq);
@@ -263,7 +232,7 @@ static void test_patches(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
         worst_identity = fmax(worst_identity, fabs(t - (i == j)) / (na * ni));
       }
     for (int i = 0; i < N; i++) rc[i] = x[3 * (size_t)p.node[8 * c + i / 3] + i % 3];
-    patch_solve_reference(N, a, rc, xc);
+    dense_solve_reference(N, a, rc, xc);
     for (int i = 0; i < N; i++) ref[3 * (size_t)p.node[8 * c + i / 3] + i % 3] += xc[i];
   }
   printf("  patches: %zu, the largest condition %.1e; |A A^-1 - I| / cond %.1e\n", p.n,
