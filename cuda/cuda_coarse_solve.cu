@@ -50,11 +50,18 @@ void vox_cuda_coarse_solver_free(vox_backend *be) {
 }
 
 /* The stream does not synchronise with the legacy one: the events order
- * the two. */
+ * the two. It has the device's greatest priority: its kernels are small
+ * grids on the setup's longest path, and the block scheduler then runs
+ * their blocks first wherever the wide kernels beside them (the patches'
+ * inverses, the bounds' products) leave an SM free. */
 vox_status vox_cuda_factor_stream_setup(vox_backend *be) {
   vox_cuda_state *cs = vox_cuda(be);
   if (!cs->factor_stream) {
-    CUDA_TRY(be, cudaStreamCreateWithFlags(&cs->factor_stream, cudaStreamNonBlocking),
+    int least = 0, greatest = 0;
+    CUDA_TRY(be, cudaDeviceGetStreamPriorityRange(&least, &greatest),
+             "creating the coarse factorisation's stream");
+    CUDA_TRY(be,
+             cudaStreamCreateWithPriority(&cs->factor_stream, cudaStreamNonBlocking, greatest),
              "creating the coarse factorisation's stream");
     CUDA_TRY(be, cudaEventCreateWithFlags(&cs->factor_ready, cudaEventDisableTiming),
              "creating the coarse factorisation's events");

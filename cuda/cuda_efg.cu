@@ -1408,59 +1408,20 @@ static __global__ void identity_kernel(int n, double *__restrict__ a) {
   VOX_GRID_STRIDE(t, (size_t)n * (size_t)n) a[t] = t / (size_t)n == t % (size_t)n;
 }
 
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
-  if (!d->n_levels)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: the multigrid set up before its levels");
+/* The last level's dense matrix on the legacy stream, then its factor and
+ * inverse on the factor stream, beside what the setup does next (the
+ * patches' inverses, the smoothers' bounds; efg_mg_setup_wait). The
+ * inverse is kept whole for the cycles' solves, one product with it, made
+ * as (L^-1)^T L^-1: L^-1 by vox_cuda_invert_lower's matrix products, then
+ * syrk. On the annulus of Lu et al. 2021 (1,452 unknowns) potrs on the
+ * identity took 1.2 ms, in cuSOLVER's blocked triangular solves, and potri
+ * 2.5 ms. */
+static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
   const int last = d->n_levels - 1;
-  if (d->k_single) {
-    to_float_kernel<<<vox_cuda_grid(9 * d->n_blocks), VOX_CUDA_THREADS>>>(
-        9 * d->n_blocks, values_of(d, d->k), d->k_single);
-    CUDA_LAUNCHED(be, "the EFG multigrid's level 0 in single precision");
-  }
-  for (int l = 0; l < last; l++) {
-    const size_t *rs;
-    const int32_t *col, *brow;
-    const double *val;
-    level_arrays(d, l, &rs, &col, &brow, &val);
-    galerkin_kernel<<<vox_cuda_grid(d->t_b_blocks[l]), VOX_CUDA_THREADS>>>(
-        d->t_b_blocks[l], d->t_b_block_row[l], d->t_b_col[l], d->t_child[l],
-        d->t_child_weight[l], 1, rs, col, val, d->t_b_val[l]);
-    CUDA_LAUNCHED(be, "the EFG multigrid's product A P");
-    galerkin_kernel<<<vox_cuda_grid(d->level_blocks[l + 1]), VOX_CUDA_THREADS>>>(
-        d->level_blocks[l + 1], d->level_block_row[l + 1], d->level_col[l + 1], d->t_child[l],
-        d->t_child_weight[l], 0, d->t_b_row_start[l], d->t_b_col[l], d->t_b_val[l],
-        d->level_val[l + 1]);
-    CUDA_LAUNCHED(be, "the EFG multigrid's product P^T (A P)");
-  }
-  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
-  for (int l = 1; l < d->n_levels; l++) {
-    diagonal_inverse_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
-        d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
-        d->level_inverse[l], d->failed);
-    CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
-  }
-  unsigned long long failed = 0;
-  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
-           "the multigrid's status");
-  if (failed)
-    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "element-free Galerkin: a block of the multigrid's coarse levels is not "
-                     "positive definite (node %llu of its level)",
-                     failed - 1);
-  if (!factor && d->dense_made) return VOX_OK; /* the factor and inverse of an earlier setup */
-  d->dense_made = 1;
   const size_t *rs;
   const int32_t *col, *brow;
   const double *val;
   level_arrays(d, last, &rs, &col, &brow, &val);
-  /* The last level's matrix on this stream; its factor and inverse on the
-   * factor stream, beside the patches' inverses and the smoothers' bounds
-   * (efg_mg_setup_wait). The inverse is kept whole for the cycles'
-   * solves, one product with it, made as (L^-1)^T L^-1: L^-1 by
-   * vox_cuda_invert_lower's matrix products, then syrk. On the annulus of
-   * Lu et al. 2021 (1,452 unknowns) potrs on the identity took 1.2 ms,
-   * in cuSOLVER's blocked triangular solves, and potri 2.5 ms. */
   vox_cuda_state *cs = vox_cuda(be);
   TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending)); /* the stream's one at a time */
   const cudaStream_t stream = cs->factor_stream;
@@ -1496,6 +1457,59 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
       d->dense_n, d->dense_factor, d->dense);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   CUDA_TRY(be, cudaEventRecord(cs->factor_done, stream), "the multigrid's last level");
+  return VOX_OK;
+}
+
+/* The coarse levels' Galerkin products and diagonal blocks, then (with
+ * `factor`, or where none was made yet) the last level's factor launched
+ * at once, on the setup's longest path, before the host reads the levels'
+ * status; level 0's single-precision copy after both. */
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
+  if (!d->n_levels)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: the multigrid set up before its levels");
+  const int last = d->n_levels - 1;
+  for (int l = 0; l < last; l++) {
+    const size_t *rs;
+    const int32_t *col, *brow;
+    const double *val;
+    level_arrays(d, l, &rs, &col, &brow, &val);
+    galerkin_kernel<<<vox_cuda_grid(d->t_b_blocks[l]), VOX_CUDA_THREADS>>>(
+        d->t_b_blocks[l], d->t_b_block_row[l], d->t_b_col[l], d->t_child[l],
+        d->t_child_weight[l], 1, rs, col, val, d->t_b_val[l]);
+    CUDA_LAUNCHED(be, "the EFG multigrid's product A P");
+    galerkin_kernel<<<vox_cuda_grid(d->level_blocks[l + 1]), VOX_CUDA_THREADS>>>(
+        d->level_blocks[l + 1], d->level_block_row[l + 1], d->level_col[l + 1], d->t_child[l],
+        d->t_child_weight[l], 0, d->t_b_row_start[l], d->t_b_col[l], d->t_b_val[l],
+        d->level_val[l + 1]);
+    CUDA_LAUNCHED(be, "the EFG multigrid's product P^T (A P)");
+  }
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
+  for (int l = 1; l < d->n_levels; l++) {
+    diagonal_inverse_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
+        d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
+        d->level_inverse[l], d->failed);
+    CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
+  }
+  /* a factor of levels found wanting below is never read: the error ends
+   * the run */
+  if (factor || !d->dense_made) {
+    TRY(launch_last_level_factor(be, d));
+    d->dense_made = 1;
+  }
+  if (d->k_single) {
+    to_float_kernel<<<vox_cuda_grid(9 * d->n_blocks), VOX_CUDA_THREADS>>>(
+        9 * d->n_blocks, values_of(d, d->k), d->k_single);
+    CUDA_LAUNCHED(be, "the EFG multigrid's level 0 in single precision");
+  }
+  unsigned long long failed = 0;
+  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+           "the multigrid's status");
+  if (failed)
+    return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "element-free Galerkin: a block of the multigrid's coarse levels is not "
+                     "positive definite (node %llu of its level)",
+                     failed - 1);
   return VOX_OK;
 }
 
