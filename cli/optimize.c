@@ -306,6 +306,11 @@ static const cli_option options[] = {
            "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
            "positive definite but weaker as the design moves, and a solve that breaks down "
            "with kept parts is redone with all made afresh"),
+    NUMBER("efg-mg-refactor-drift", CLI_REAL, "T", opt.efg_mg_refactor_drift, AT_LEAST(0),
+           "efg, mg: at those design iterations keep the factor all the same while no "
+           "diagonal entry of the last level has moved by more than the fraction T since it "
+           "was made (0: never); the diagonal's moves bound the kept factor's error from "
+           "inside (on the examples of Lu et al. 2021 within a few per cent)"),
     NUMBER("efg-mg-chebyshev-lower", CLI_REAL, "L", opt.efg_mg_chebyshev_lower, OPEN_FRACTION,
            "efg, mg: smooth each level by Chebyshev iteration over [L, 1.1] times the largest "
            "eigenvalue of its smoothed operator, L in (0, 1) (0.1); a smaller L damps more of "
@@ -827,12 +832,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
              result.final_q, s->opt.q_max);
     if (checkpointer.written) printf("; checkpoint %s", checkpoint_path);
     printf("\n");
-    if (s->opt.discretization == VOX_DISCRETIZATION_EFG)
+    if (s->opt.discretization == VOX_DISCRETIZATION_EFG) {
+      char factors[64] = "";
+      if (s->opt.efg_preconditioner == VOX_EFG_PC_MG)
+        snprintf(factors, sizeof factors, "; the last level factored %d times",
+                 result.efg_mg_factors);
       printf("stages of the design iterations (Lu et al. 2021 table 1): assembly %.3f s, "
              "solve %.3f s (with the preconditioner's setup %.3f s, of it the smoothers' bounds "
-             "%.3f s), sensitivity %.3f s, update %.3f s\n",
+             "%.3f s%s), sensitivity %.3f s, update %.3f s\n",
              result.seconds_assembly, result.seconds_solve, result.seconds_preconditioner,
-             result.seconds_bounds, result.seconds_sensitivity, result.seconds_update);
+             result.seconds_bounds, factors, result.seconds_sensitivity, result.seconds_update);
+    }
   }
   /* a stop the user asked for is not a success: the run is unfinished */
   if (result.reason == VOX_STOP_INTERRUPTED)

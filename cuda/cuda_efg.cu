@@ -106,6 +106,7 @@ struct vox_efg_device {
    * between its events factor_ready and factor_done; the factor's status
    * in the backend's pinned word, read by efg_mg_setup_wait */
   double *dense_factor, *dense, *dense_work;
+  double *dense_diagonal; /* the last level's diagonal when it was factored */
   int dense_n, dense_lwork, *dense_info;
   int dense_made; /* a factor and inverse were made (mg_setup may keep them) */
   vox_cuda_efg_oc oc; /* the OC update's tables (cuda_efg_oc.cu) */
@@ -645,6 +646,33 @@ static __global__ void diagonal_inverse_kernel(size_t n, const size_t *__restric
   }
 }
 
+/* The last level's diagonal kept (diagonal_keep_kernel) when it is
+ * factored, and how far it has moved since (the largest of
+ * vox_efg_diagonal_drift, as bits: the order of non-negative doubles and
+ * NaN's above them; the same maximum whatever the atomics' order). */
+static __global__ void diagonal_keep_kernel(size_t n, const size_t *__restrict__ row_start,
+                                            const int32_t *__restrict__ col,
+                                            const double *__restrict__ val,
+                                            double *__restrict__ ref) {
+  VOX_GRID_STRIDE(i, n) {
+    const ptrdiff_t at = find_block(row_start, col, (int32_t)i, (int32_t)i);
+    for (int c = 0; c < 3; c++) ref[3 * i + c] = at < 0 ? 0 : val[9 * (size_t)at + 4 * c];
+  }
+}
+
+static __global__ void diagonal_drift_kernel(size_t n, const size_t *__restrict__ row_start,
+                                             const int32_t *__restrict__ col,
+                                             const double *__restrict__ val,
+                                             const double *__restrict__ ref,
+                                             unsigned long long *drift) {
+  VOX_GRID_STRIDE(i, n) {
+    const ptrdiff_t at = find_block(row_start, col, (int32_t)i, (int32_t)i);
+    if (at < 0) continue; /* reported by diagonal_inverse_kernel */
+    const double m = vox_efg_diagonal_drift(val + 9 * (size_t)at, ref + 3 * i);
+    atomicMax(drift, (unsigned long long)__double_as_longlong(m));
+  }
+}
+
 /* y = A x for a level's block matrix, a warp per block row; with b, the
  * residual y = b - A x. */
 template <class T>
@@ -846,7 +874,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_inverse_single, d->pp_start,
                d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
-               d->dense_factor, d->dense, d->dense_work, d->dense_info};
+               d->dense_factor, d->dense, d->dense_work, d->dense_info, d->dense_diagonal};
   const cudaStream_t factor_stream = vox_cuda(be)->factor_stream;
   if (factor_stream) cudaStreamSynchronize(factor_stream); /* nothing left writing */
   for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) vox_cuda_free(p[i]);
@@ -1372,7 +1400,9 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
                      "the EFG multigrid's last level"));
   TRY(vox_cuda_alloc(be, (void **)&d->dense, n_dense * n_dense * sizeof(double) + 8,
                      "the EFG multigrid's last level"));
-  d->bytes += 2 * n_dense * n_dense * sizeof(double);
+  TRY(vox_cuda_alloc(be, (void **)&d->dense_diagonal, n_dense * sizeof(double) + 8,
+                     "the EFG multigrid's last level"));
+  d->bytes += (2 * n_dense + 1) * n_dense * sizeof(double);
   TRY(vox_cuda_factor_stream_setup(be));
   int lwork = 0;
   if (cusolverDnDpotrf_bufferSize((cusolverDnHandle_t)vox_cuda(be)->solver,
@@ -1431,6 +1461,9 @@ static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
   dense_kernel<<<vox_cuda_grid(d->level_blocks[last]), VOX_CUDA_THREADS>>>(
       d->level_blocks[last], d->dense_n, brow, col, val, d->dense_factor);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
+  diagonal_keep_kernel<<<vox_cuda_grid(d->level_nodes[last]), VOX_CUDA_THREADS>>>(
+      d->level_nodes[last], rs, col, val, d->dense_diagonal);
+  CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   CUDA_TRY(be, cudaEventRecord(cs->factor_ready, 0), "the multigrid's last level");
   CUDA_TRY(be, cudaStreamWaitEvent(stream, cs->factor_ready, 0), "the multigrid's last level");
   if (cusolverDnDpotrf((cusolverDnHandle_t)cs->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n,
@@ -1463,8 +1496,12 @@ static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
 /* The coarse levels' Galerkin products and diagonal blocks, then (with
  * `factor`, or where none was made yet) the last level's factor launched
  * at once, on the setup's longest path, before the host reads the levels'
- * status; level 0's single-precision copy after both. */
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
+ * status; with drift > 0 after it, and only where the level's diagonal
+ * has moved by more than drift since the kept factor was made. Level 0's
+ * single-precision copy after both. */
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor, double drift,
+                               int *made) {
+  *made = 0;
   if (!d->n_levels)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
@@ -1484,32 +1521,46 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
         d->level_val[l + 1]);
     CUDA_LAUNCHED(be, "the EFG multigrid's product P^T (A P)");
   }
-  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, sizeof *d->failed), "the multigrid's status");
+  /* the status word, then the drift's */
+  CUDA_TRY(be, cudaMemsetAsync(d->failed, 0, 2 * sizeof *d->failed), "the multigrid's status");
   for (int l = 1; l < d->n_levels; l++) {
     diagonal_inverse_kernel<<<vox_cuda_grid(d->level_nodes[l]), VOX_CUDA_THREADS>>>(
         d->level_nodes[l], d->level_row_start[l], d->level_col[l], d->level_val[l],
         d->level_inverse[l], d->failed);
     CUDA_LAUNCHED(be, "the EFG multigrid's diagonal blocks");
   }
+  const int check = d->dense_made && factor && drift > 0;
+  if (check) {
+    diagonal_drift_kernel<<<vox_cuda_grid(d->level_nodes[last]), VOX_CUDA_THREADS>>>(
+        d->level_nodes[last], d->level_row_start[last], d->level_col[last], d->level_val[last],
+        d->dense_diagonal, d->failed + 1);
+    CUDA_LAUNCHED(be, "the EFG multigrid's last level");
+  }
   /* a factor of levels found wanting below is never read: the error ends
    * the run */
-  if (factor || !d->dense_made) {
+  if (!d->dense_made || (factor && !check)) {
     TRY(launch_last_level_factor(be, d));
-    d->dense_made = 1;
+    d->dense_made = *made = 1;
   }
   if (d->k_single) {
     to_float_kernel<<<vox_cuda_grid(9 * d->n_blocks), VOX_CUDA_THREADS>>>(
         9 * d->n_blocks, values_of(d, d->k), d->k_single);
     CUDA_LAUNCHED(be, "the EFG multigrid's level 0 in single precision");
   }
-  unsigned long long failed = 0;
-  CUDA_TRY(be, cudaMemcpy(&failed, d->failed, sizeof failed, cudaMemcpyDeviceToHost),
+  unsigned long long status[2] = {0, 0};
+  CUDA_TRY(be, cudaMemcpy(status, d->failed, sizeof status, cudaMemcpyDeviceToHost),
            "the multigrid's status");
-  if (failed)
+  if (status[0])
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: a block of the multigrid's coarse levels is not "
                      "positive definite (node %llu of its level)",
-                     failed - 1);
+                     status[0] - 1);
+  double moved;
+  memcpy(&moved, &status[1], sizeof moved);
+  if (check && !(moved <= drift)) { /* NaN too */
+    TRY(launch_last_level_factor(be, d));
+    *made = 1;
+  }
   return VOX_OK;
 }
 

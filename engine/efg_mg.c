@@ -149,8 +149,8 @@ static vox_status bound(vox_efg_mg *mg, int l) {
   return VOX_OK;
 }
 
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor) {
-  return mg->ops->mg_setup(mg->be, mg->device, factor);
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor, double drift, int *made) {
+  return mg->ops->mg_setup(mg->be, mg->device, factor, drift, made);
 }
 
 vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate) {

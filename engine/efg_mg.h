@@ -51,7 +51,9 @@ void vox_efg_mg_free(vox_efg_mg *mg);
 
 /* The levels for the device's K (after its assembly): the Galerkin
  * products and, with `factor` (or at the first call), the last level's
- * factor (ops->mg_setup), else the factor of an earlier call kept; then
+ * factor (ops->mg_setup), else the factor of an earlier call kept, also
+ * with `factor` where drift > 0 and the level's diagonal has moved by no
+ * more than drift since it was made (*made: 1 where made now); then
  * (after the patches' factor) the smoothers' bounds, estimated with
  * `estimate` (or at the first call), else those of an earlier call kept,
  * with the factor finishing beside them where the backend runs it so
@@ -59,7 +61,7 @@ void vox_efg_mg_free(vox_efg_mg *mg);
  * kept factor leaves the V-cycle symmetric positive definite; kept bounds
  * may fall short of the new operator's lambda_max (the caller redoes a
  * solve that breaks down with them). */
-vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor);
+vox_status vox_efg_mg_setup_levels(vox_efg_mg *mg, int factor, double drift, int *made);
 vox_status vox_efg_mg_setup_bounds(vox_efg_mg *mg, int estimate);
 
 /* z = one V-cycle from zero for r. */

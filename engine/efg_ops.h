@@ -17,6 +17,8 @@
 #ifndef VOXFE_EFG_OPS_H
 #define VOXFE_EFG_OPS_H
 
+#include <math.h>
+
 #include "efg_levels.h"
 #include "efg_model.h"
 #include "efg_oc.h"
@@ -88,12 +90,17 @@ typedef struct vox_efg_ops {
    * mg_setup's return, beside what follows (the patches' inverses, the
    * smoothers' bounds), until mg_setup_wait (NULL: mg_setup finishes it);
    * no x = A_last^-1 b before then; with factor 0 it keeps the last
-   * level's factor of an earlier mg_setup instead (its matrix not made).
+   * level's factor of an earlier mg_setup instead (its matrix not made),
+   * and with factor 1 too where drift > 0 and no diagonal entry of the
+   * last level has moved by more than drift, relatively, since that
+   * factor was made (vox_efg_diagonal_drift); *made says which (1: made
+   * now).
    * Then, for level l: y = A_l x (l > 0),
    * z = its inverted diagonal blocks times r (l > 0), rc = P_l^T r,
    * x += P_l xc, and x = A_last^-1 b. */
   vox_status (*mg_create)(vox_backend *be, vox_efg_device *d, const vox_efg_levels *lv);
-  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d, int factor);
+  vox_status (*mg_setup)(vox_backend *be, vox_efg_device *d, int factor, double drift,
+                         int *made);
   vox_status (*mg_setup_wait)(vox_backend *be, vox_efg_device *d);
   vox_status (*mg_apply)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *x, vox_vec *y);
   vox_status (*mg_jacobi)(vox_backend *be, vox_efg_device *d, int l, const vox_vec *r,
@@ -161,6 +168,23 @@ static inline int vox_efg_spd3_inverse(const double *a, double *inv) {
   inv[7] = (a[1] * a[6] - a[0] * a[7]) * d;
   inv[8] = (a[0] * a[4] - a[1] * a[3]) * d;
   return 1;
+}
+
+/* How far the diagonal of a 3x3 block (row-major) has moved from ref (its
+ * 3 entries when a factor was made): max |a_cc / ref_c - 1|, on the host
+ * and on a device alike. The diagonal's Rayleigh quotients bound the
+ * spread of the eigenvalues of A_ref^-1 A from inside, and on the EFG
+ * multigrid's last level they came within a few per cent of it. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline double vox_efg_diagonal_drift(const double *a, const double *ref) {
+  double drift = 0;
+  for (int c = 0; c < 3; c++) {
+    const double m = fabs(a[4 * c] / ref[c] - 1);
+    drift = m > drift || m != m ? m : drift; /* NaN wins: remade */
+  }
+  return drift;
 }
 
 #ifdef __cplusplus

@@ -268,6 +268,11 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
                      "discretization efg's multigrid factors its last level at every N-th "
                      "design iteration, N >= 1, not %d",
                      o->efg_mg_refactor);
+  if (!(o->efg_mg_refactor_drift >= 0 && o->efg_mg_refactor_drift < INFINITY))
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "discretization efg's multigrid keeps its last level's factor while the "
+                     "level's diagonal moves by a fraction >= 0, not %g",
+                     o->efg_mg_refactor_drift);
   if (o->efg_sa_degree < 1 || o->efg_sa_aggregate < 0 ||
       !(o->efg_sa_strength >= 0 && o->efg_sa_strength <= 1))
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -336,6 +341,7 @@ typedef struct efg_run {
   vox_efg_device *device;
   int single; /* the device was made with VOX_PRECISION_MIXED and keeps it */
   int mg_setups, mg_kept; /* the multigrid's setups so far; the last kept a part */
+  int mg_factors;         /* the last level's factors made so far */
   int rho_sent;                           /* d_rho holds the design, not r->rho */
   vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
@@ -591,13 +597,19 @@ static int due(int n, int every) { return every <= 1 || n % every == 0; }
  * first, so that the last one's factor (on a GPU on a stream of its own)
  * runs beside the patches' inverses and the bounds. The factor and the
  * bounds at every efg_mg_refactor-th and solver.mg_bound_refresh-th setup
- * and kept in between, or with `fresh` both made now (a redo). */
+ * and kept in between (the factor also while its level's diagonal has
+ * moved by no more than efg_mg_refactor_drift), or with `fresh` both
+ * made now (a redo). */
 static vox_status device_mg_setup(efg_run *r, int fresh) {
   const int n = fresh ? 0 : r->mg_setups++;
   const int factor = due(n, r->opt->efg_mg_refactor),
             estimate = due(n, r->opt->solver.mg_bound_refresh);
-  r->mg_kept = !factor || !estimate;
-  TRY(vox_efg_mg_setup_levels(&r->mg, factor)); /* waits for its Galerkin products' status */
+  int made = 0;
+  /* waits for its Galerkin products' status */
+  TRY(vox_efg_mg_setup_levels(&r->mg, factor, fresh ? 0 : r->opt->efg_mg_refactor_drift,
+                              &made));
+  r->mg_factors += made;
+  r->mg_kept = !made || !estimate;
   TRY(r->dev->patches_factor(r->be, r->device));
   const double b = now();
   TRY(vox_efg_mg_setup_bounds(&r->mg, estimate)); /* waits for the last level's factor */
@@ -1010,6 +1022,7 @@ static vox_status optimize(efg_run *r, vox_optimize_result *result) {
     result->seconds_solve = r->seconds_solve;
     result->seconds_preconditioner = r->seconds_preconditioner;
     result->seconds_bounds = r->seconds_bounds;
+    result->efg_mg_factors = r->mg_factors;
     result->seconds_sensitivity = r->seconds_sensitivity;
     result->iterations = k;
     TRY(append_history(ctx, model, &row));

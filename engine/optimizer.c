@@ -86,6 +86,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_mg_coarse_dofs = 0; /* the backend's choice */
   o->efg_mg_lanczos_steps = 10;
   o->efg_mg_refactor = 1;
+  o->efg_mg_refactor_drift = 0;
   o->efg_record = 1;
   o->efg_penalty_patches = 1;
   o->efg_penalty_patch_weight = 1;

@@ -30,6 +30,7 @@ struct vox_efg_device {
   double *b_val[VOX_EFG_MAX_LEVELS];
   double *dense;
   int dense_n, dense_made; /* dense_made: a factor was made (mg_setup may keep it) */
+  double *dense_diagonal;  /* the last level's diagonal when it was factored */
   double *level_tmp; /* M_l r of a smoothing step: 3 doubles a node of level 0 */
   double *dv, *oc_work; /* the OC update's volume sensitivities and work (3 a node) */
   uint8_t *design;      /* 1 on a design node */
@@ -50,6 +51,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++)
     free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
   free(d->dense);
+  free(d->dense_diagonal);
   free(d->level_tmp);
   free(d->dv);
   free(d->oc_work);
@@ -209,15 +211,32 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   }
   d->dense_n = (int)n_dense;
   d->dense = malloc((n_dense * n_dense + 1) * sizeof *d->dense);
+  d->dense_diagonal = malloc((n_dense + 1) * sizeof *d->dense_diagonal);
   d->level_tmp = malloc((3 * lv->n_nodes[0] + 1) * sizeof *d->level_tmp);
-  if (!ok || !d->dense || !d->level_tmp)
+  if (!ok || !d->dense || !d->dense_diagonal || !d->level_tmp)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (multigrid levels)");
   return VOX_OK;
 }
 
-static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
+/* How far the last level's diagonal has moved since it was factored
+ * (vox_efg_diagonal_drift over its nodes). */
+static double last_level_drift(const vox_efg_device *d) {
+  const vox_bsr a = level_matrix(d, d->levels->n_levels - 1);
+  double drift = 0;
+  for (size_t i = 0; i < a.n_rows; i++) {
+    const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
+    const double m = vox_efg_diagonal_drift(a.val + 9 * (size_t)at, d->dense_diagonal + 3 * i);
+    if (m > drift || m != m) drift = m;
+    if (drift != drift) break; /* NaN: remade */
+  }
+  return drift;
+}
+
+static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor, double drift,
+                               int *made) {
   const vox_efg_levels *lv = d->levels;
+  *made = 0;
   if (!lv)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: the multigrid set up before its levels");
@@ -241,8 +260,10 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
                        "positive definite",
                        l, failed);
   }
-  if (!factor && d->dense_made) return VOX_OK; /* the factor of an earlier setup */
+  if (d->dense_made && (!factor || (drift > 0 && last_level_drift(d) <= drift)))
+    return VOX_OK; /* the factor of an earlier setup */
   d->dense_made = 1;
+  *made = 1;
   /* the last level densely, lower triangle in column-major order (the
    * blocks are symmetric) */
   const vox_bsr a = level_matrix(d, last);
@@ -254,6 +275,11 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor) {
         for (int c = 0; c < 3; c++)
           d->dense[(size_t)(3 * a.col[k] + c) * (size_t)n + 3 * i + (size_t)r] =
               a.val[9 * k + 3 * (size_t)r + (size_t)c];
+  for (size_t i = 0; i < a.n_rows; i++) { /* what later setups' drift is measured from */
+    const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
+    for (int c = 0; c < 3; c++)
+      d->dense_diagonal[3 * i + (size_t)c] = a.val[9 * (size_t)at + 4 * (size_t)c];
+  }
   int info = 0;
   dpotrf_("L", &n, d->dense, &n, &info);
   if (info != 0)

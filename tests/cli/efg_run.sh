@@ -19,9 +19,17 @@ grep -qE "^design\.nc: iteration limit reached .*after 4 iterations: final desig
   fail "optimize: summary is '$(cat "$LOG/out")'"
 grep -qE "^stages of the design iterations .*: assembly [0-9.]+ s, solve [0-9.]+ s .*, sensitivity [0-9.]+ s, update [0-9.]+ s$" "$LOG/out" ||
   fail "optimize: no line with the stages' seconds in '$(cat "$LOG/out")'"
+grep -q "the last level factored 4 times)" "$LOG/out" ||
+  fail "optimize: the multigrid's last level not factored once a design iteration"
+# a drift that no design reaches keeps the first factor
+"$OPTIMIZE" model.nc -o kept.nc --discretization efg --max-iterations 4 --volume-fraction 0.4 \
+  --threads 2 --efg-mg-refactor-drift 1e9 >"$LOG/out-kept" 2>/dev/null ||
+  fail "optimize --efg-mg-refactor-drift 1e9 failed"
+grep -q "the last level factored 1 times)" "$LOG/out-kept" ||
+  fail "optimize --efg-mg-refactor-drift 1e9: '$(tail -n 1 "$LOG/out-kept")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"
-grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-mg-chebyshev-lower=0.1 --efg-record=1 --efg-penalty-patches=1 --efg-patch-size=1 --efg-penalty-patch-weight=1 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
+grep -q -- "--efg-support=2 --efg-penalty=10000 --efg-preconditioner=mg --efg-sa-smoother=schwarz --efg-mg-coarse-dofs=0 --efg-mg-lanczos-steps=10 --efg-mg-refactor=1 --efg-mg-refactor-drift=0 --efg-mg-chebyshev-lower=0.1 --efg-record=1 --efg-penalty-patches=1 --efg-patch-size=1 --efg-penalty-patch-weight=1 --efg-penalty-relative=1 --efg-sa-degree=2 --efg-sa-aggregate=3 --efg-sa-strength=0.2" "$LOG/header" ||
   fail "design.nc: history lacks the EFG support, penalty and preconditioner"
 # auto: the GPU where this build and the machine have one, else the CPU
 grep -qE -- "--device=(cpu|cuda)" "$LOG/header" || fail "design.nc: --device auto did not become a device"
@@ -75,6 +83,8 @@ expect_usage_error "no Lanczos steps" "--efg-mg-lanczos-steps: expected an integ
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-lanczos-steps 0
 expect_usage_error "no last-level factor" "--efg-mg-refactor: expected an integer in \\[1, 1000000\\], got '0'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-refactor 0
+expect_usage_error "a negative drift" "--efg-mg-refactor-drift: expected a number >= 0, got '-1'" \
+  "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-mg-refactor-drift -1
 expect_usage_error "no penalty patches' weight" "--efg-penalty-patch-weight: expected a number in \\(0, 1\\], got '0'" \
   "$OPTIMIZE" model.nc -o bad.nc --discretization efg --efg-penalty-patch-weight 0
 expect_usage_error "an unknown discretization" "discretization: expected fe or efg, got 'fem'" \

@@ -393,6 +393,12 @@ static void test_refuse(vox_context *ctx, vox_backend *be) {
   o.efg_mg_refactor = 0;
   CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
   printf("refused: %s\n", vox_context_message(ctx));
+  for (int bad = 0; bad < 3; bad++) { /* the factor's drift negative, NaN or infinite */
+    options(&o, VOX_DISCRETIZATION_EFG);
+    o.efg_mg_refactor_drift = bad == 0 ? -0.1 : bad == 1 ? NAN : INFINITY;
+    CHECK(vox_optimize(ctx, be, &m, &o, &r) == VOX_ERR_INVALID_ARGUMENT);
+    printf("refused: %s\n", vox_context_message(ctx));
+  }
   for (int bad = 0; bad < 2; bad++) { /* the Chebyshev interval's lower end outside (0, 1) */
     options(&o, VOX_DISCRETIZATION_EFG);
     o.efg_mg_chebyshev_lower = bad;

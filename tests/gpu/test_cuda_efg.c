@@ -360,7 +360,9 @@ static void test_levels(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   }
   /* the backend's operations against the host's */
   CHECK_OK(ctx, ops->mg_create(be, dev, lv));
-  CHECK_OK(ctx, ops->mg_setup(be, dev, 1));
+  int made = 0;
+  CHECK_OK(ctx, ops->mg_setup(be, dev, 1, 0, &made));
+  CHECK(made == 1);
   if (ops->mg_setup_wait) CHECK_OK(ctx, ops->mg_setup_wait(be, dev)); /* the last level's */
   for (int l = 0; l < lv->n_levels; l++) {
     const size_t n = 3 * lv->n_nodes[l];
@@ -499,6 +501,7 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   const vox_efg_ops *ops = be->ops->efg;
   if (vox_backend_device(be) == VOX_DEVICE_CPU) return; /* the host keeps double */
   vox_efg_device *single = NULL;
+  int made = 0;
   CHECK_OK(ctx, ops->create(be, efg, k, VOX_PRECISION_MIXED, &single));
   if (!single) return;
   const size_t nd = 3 * efg->nodes.n;
@@ -510,7 +513,7 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
     CHECK_OK(ctx, ops->assemble(be, single, d_scale));
     CHECK_OK(ctx, ops->patches_create(be, single, patches));
     CHECK_OK(ctx, ops->mg_create(be, single, lv));
-    CHECK_OK(ctx, ops->mg_setup(be, single, 1));
+    CHECK_OK(ctx, ops->mg_setup(be, single, 1, 0, &made));
     CHECK_OK(ctx, ops->patches_factor(be, single));
     CHECK_OK(ctx, ops->mg_setup_wait(be, single));
     for (int pass = 0; pass < 3; pass++) {
@@ -548,7 +551,7 @@ static void test_single(vox_context *ctx, vox_backend *be, vox_efg_device *dev,
   /* back to double: after the next setup the same answers as dev's, to the
    * bit, and the same bytes */
   CHECK_OK(ctx, ops->precision_double(be, single));
-  CHECK_OK(ctx, ops->mg_setup(be, single, 1));
+  CHECK_OK(ctx, ops->mg_setup(be, single, 1, 0, &made));
   CHECK_OK(ctx, ops->patches_factor(be, single));
   CHECK_OK(ctx, ops->mg_setup_wait(be, single));
   if (to_backend(be, x, nd, &d_x) && to_backend(be, NULL, nd, &d_y)) {
@@ -786,14 +789,17 @@ static void design_options(vox_optimizer_options *o, int iterations,
 }
 
 /* Five design iterations on the CPU (host arrays) and on the backend with
- * the preconditioner pc; their CG iterations in *cg. */
+ * the preconditioner pc (and the multigrid's last level kept while its
+ * diagonal moves by no more than drift); their CG iterations in *cg. */
 static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be,
-                             vox_efg_preconditioner pc, double *history, int cg[2]) {
+                             vox_efg_preconditioner pc, double drift, double *history,
+                             int cg[2]) {
   vox_model mc, mg;
   make_cantilever(ctx, &mc);
   make_cantilever(ctx, &mg);
   vox_optimizer_options o;
   design_options(&o, 5, pc);
+  o.efg_mg_refactor_drift = drift;
   o.solver.rtol = 1e-10;
   o.solver.max_iterations = 20000;
   vox_optimize_result rc, rg;
@@ -809,6 +815,13 @@ static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be
          vox_efg_preconditioner_name(pc), rc.iterations, rc.objective, rg.objective,
          vox_backend_name(be), rc.total_cg_iterations, rg.total_cg_iterations);
   cg[0] = rc.total_cg_iterations, cg[1] = rg.total_cg_iterations;
+  if (pc == VOX_EFG_PC_MG) {
+    /* a drift no design reaches keeps the first factor on both; 0 none */
+    printf("  the last level factored %d times (cpu) and %d (%s)\n", rc.efg_mg_factors,
+           rg.efg_mg_factors, vox_backend_name(be));
+    CHECK(rc.efg_mg_factors == rg.efg_mg_factors);
+    CHECK(rc.efg_mg_factors == (drift > 100 ? 1 : drift == 0 ? 5 : rc.efg_mg_factors));
+  }
   for (size_t i = 0; i < 5 && i < mc.n_history; i++) history[i] = mc.history[i].objective;
   CHECK(rc.iterations == 5 && rg.iterations == 5 && mc.n_history == 5 && mg.n_history == 5);
   for (size_t i = 0; i < mc.n_history && i < mg.n_history; i++) {
@@ -836,9 +849,13 @@ static void test_design_with(vox_context *ctx, vox_backend *cpu, vox_backend *be
 static void test_design(vox_context *ctx, vox_backend *cpu, vox_backend *be) {
   double hj[5] = {0}, hs[5] = {0}, hm[5] = {0};
   int cj[2] = {0}, cs[2] = {0}, cm[2] = {0};
-  test_design_with(ctx, cpu, be, VOX_EFG_PC_JACOBI, hj, cj);
-  test_design_with(ctx, cpu, be, VOX_EFG_PC_SCHWARZ, hs, cs);
-  test_design_with(ctx, cpu, be, VOX_EFG_PC_MG, hm, cm);
+  test_design_with(ctx, cpu, be, VOX_EFG_PC_JACOBI, 0, hj, cj);
+  test_design_with(ctx, cpu, be, VOX_EFG_PC_SCHWARZ, 0, hs, cs);
+  test_design_with(ctx, cpu, be, VOX_EFG_PC_MG, 0, hm, cm);
+  double hk[5] = {0};
+  int ck[2] = {0};
+  test_design_with(ctx, cpu, be, VOX_EFG_PC_MG, 1e300, hk, ck); /* the first factor kept */
+  compare("compliances, the first factor kept against made afresh", hk, hm, 5, 1e-8);
   compare("compliances, patches against block Jacobi", hs, hj, 5, 1e-8);
   compare("compliances, multigrid against block Jacobi", hm, hj, 5, 1e-8);
   CHECK(cs[0] < cj[0] && cs[1] < cj[1]);

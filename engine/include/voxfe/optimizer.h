@@ -135,6 +135,12 @@ typedef struct vox_optimizer_options {
    * down with it (or with bounds kept by solver.mg_bound_refresh) is
    * redone with all made afresh */
   int efg_mg_refactor;
+  /* VOX_EFG_PC_MG: at those design iterations, keep the factor all the
+   * same while no diagonal entry of the last level has moved by more than
+   * this fraction since it was made (0: never; the diagonal's ratios bound
+   * the spread of the kept inverse's error from inside, and on the
+   * examples of Lu et al. 2021 came within a few per cent of it) */
+  double efg_mg_refactor_drift;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
    * small kernels launched at once), or launched kernel by kernel (0); the
@@ -355,6 +361,8 @@ typedef struct vox_optimize_result {
    * bounds alone (Lanczos' method, with the last level's factor running
    * beside it on a GPU); 0 on the FE path */
   double seconds_preconditioner, seconds_bounds;
+  /* VOX_EFG_PC_MG: how many times the last level was factored */
+  int efg_mg_factors;
   /* the final design's own state (its solves, and a cell's other strains) */
   double seconds_final;
   /* every solve's of the run: the design iterations' (those before a
