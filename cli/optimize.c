@@ -307,10 +307,11 @@ static const cli_option options[] = {
            "positive definite but weaker as the design moves, and a solve that breaks down "
            "with kept parts is redone with all made afresh"),
     NUMBER("efg-mg-refactor-drift", CLI_REAL, "T", opt.efg_mg_refactor_drift, AT_LEAST(0),
-           "efg, mg: at those design iterations keep the factor all the same while no "
-           "diagonal entry of the last level has moved by more than the fraction T since it "
-           "was made (0: never); the diagonal's moves bound the kept factor's error from "
-           "inside (on the examples of Lu et al. 2021 within a few per cent)"),
+           "efg, mg: at those design iterations keep the last level's factor all the same, "
+           "and at every one each voxel's patch inverse of the first level's smoother, while "
+           "no diagonal entry of theirs has moved by more than the fraction T since it was "
+           "made (0: never); the diagonal's moves bound a kept inverse's error from inside "
+           "(on the last level of the examples of Lu et al. 2021 within a few per cent)"),
     NUMBER("efg-mg-chebyshev-lower", CLI_REAL, "L", opt.efg_mg_chebyshev_lower, OPEN_FRACTION,
            "efg, mg: smooth each level by Chebyshev iteration over [L, 1.1] times the largest "
            "eigenvalue of its smoothed operator, L in (0, 1) (0.1); a smaller L damps more of "

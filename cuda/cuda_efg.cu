@@ -68,6 +68,7 @@ struct vox_efg_device {
   int32_t *p_node, *p_node_patch;
   uint32_t *p_block;
   double *p_inverse, *p_work;
+  double *p_diagonal; /* the cells' patches' diagonals when inverted (24 each) */
   /* in single precision (create's VOX_PRECISION_MIXED) the cells' inverses
    * in p_inverse_single instead, and the multigrid's level 0 residuals
    * from k_single, K rounded to float after each assembly */
@@ -335,12 +336,16 @@ static __global__ void product_kernel(efg_view v, const double *__restrict__ kva
 /* The patches' inverses, a warp per patch (vox_efg_patch_invert's
  * arithmetic): the 24 x 24 block gathered from K into the warp's shared
  * memory, Cholesky's factorisation column by column with a lane per row,
- * then a lane per column of the inverse, substituting forward and back. */
+ * then a lane per column of the inverse, substituting forward and back.
+ * With drift > 0 a patch whose diagonal has moved by no more than drift
+ * from reference's (vox_efg_diagonal_drift, a lane per node) keeps its
+ * inverse; reference takes the diagonal of each one made. */
 #define PATCH_WARPS 4
 template <class T>
 static __global__ void __launch_bounds__(32 * PATCH_WARPS)
     patch_factor_kernel(size_t n, const uint32_t *__restrict__ block,
-                        const double *__restrict__ kval, T *__restrict__ inverse,
+                        const double *__restrict__ kval, double drift,
+                        double *__restrict__ reference, T *__restrict__ inverse,
                         unsigned long long *failed) {
   enum { N = VOX_EFG_PATCH_DOFS };
   __shared__ double tile[PATCH_WARPS][VOX_EFG_PATCH_ENTRIES];
@@ -348,6 +353,14 @@ static __global__ void __launch_bounds__(32 * PATCH_WARPS)
   double *a = tile[warp];
   WARP_STRIDE(c, n) {
     const uint32_t *b = block + 64 * c;
+    double *ref = reference + N * c;
+    const double *diagonal = lane < 8 ? kval + 9 * (size_t)__ldg(b + 9 * lane) : NULL;
+    if (drift > 0) {
+      const double m = lane < 8 ? vox_efg_diagonal_drift(diagonal, ref + 3 * lane) : 0;
+      if (__all_sync(0xffffffffu, m <= drift)) continue; /* kept (NaN is not <=) */
+    }
+    if (lane < 8)
+      for (int i = 0; i < 3; i++) ref[3 * lane + i] = diagonal[4 * i];
     for (unsigned e = lane; e < VOX_EFG_PATCH_ENTRIES; e += 32) {
       const unsigned row = e / N, col = e % N;
       a[e] = kval[9 * (size_t)__ldg(b + 8 * (row / 3) + col / 3) + 3 * (row % 3) + col % 3];
@@ -870,7 +883,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
                d->g_dphi,  d->g_weight, d->g_modulus, d->s_start, d->ns_start, d->ns_entry,
                d->ns_point, d->s_node, d->s_phi, d->s_stiffness, d->s_fixed, d->s_scaled,
                d->s_factor, d->block_row, d->mirror, d->failed,
-               d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work,
+               d->p_node, d->p_node_patch, d->p_block, d->p_inverse, d->p_work, d->p_diagonal,
                d->p_inverse_single, d->k_single, d->pp_inverse, d->pp_inverse_single, d->pp_start,
                d->pp_block_start, d->pp_inverse_start, d->pp_node, d->pp_block,
                d->node_pp_start, d->node_pp,
@@ -1120,7 +1133,11 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
     TRY(vox_cuda_alloc(be, (void **)&d->p_inverse, cell_bytes ? cell_bytes : 1,
                        "the EFG patches' inverses"));
   TRY(vox_cuda_alloc(be, (void **)&d->p_work, work ? work : 1, "the EFG patches' answers"));
-  d->bytes += cell_bytes + work;
+  const size_t diagonal_bytes = VOX_EFG_PATCH_DOFS * p->n * sizeof(double);
+  TRY(vox_cuda_alloc(be, (void **)&d->p_diagonal, diagonal_bytes ? diagonal_bytes : 1,
+                     "the EFG patches' diagonals"));
+  CUDA_TRY(be, cudaMemset(d->p_diagonal, 0, diagonal_bytes), "the EFG patches' diagonals");
+  d->bytes += cell_bytes + work + diagonal_bytes;
   d->patches = p;
   if (!p->n_penalty) return VOX_OK;
   const size_t np = p->n_penalty, slots = p->penalty_start[np];
@@ -1234,7 +1251,7 @@ static vox_status patches_solve(vox_backend *be, vox_efg_device *d, const vox_ve
   return VOX_OK;
 }
 
-static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
+static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d, double drift) {
   if (!d->p_node)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: patches factored before their tables");
@@ -1242,10 +1259,12 @@ static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
   const size_t blocks = (d->n_patches + PATCH_WARPS - 1) / PATCH_WARPS;
   if (d->single)
     patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
-        d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse_single, d->failed);
+        d->n_patches, d->p_block, values_of(d, d->k), drift, d->p_diagonal,
+        d->p_inverse_single, d->failed);
   else
     patch_factor_kernel<<<(unsigned)(blocks ? blocks : 1), 32 * PATCH_WARPS>>>(
-        d->n_patches, d->p_block, values_of(d, d->k), d->p_inverse, d->failed);
+        d->n_patches, d->p_block, values_of(d, d->k), drift, d->p_diagonal, d->p_inverse,
+        d->failed);
   CUDA_LAUNCHED(be, "the EFG patches' inverses");
   if (d->n_penalty) {
     const unsigned grid = (unsigned)(d->n_penalty < 65535 ? d->n_penalty : 65535);
@@ -1308,6 +1327,11 @@ static vox_status efg_precision_double(vox_backend *be, vox_efg_device *d) {
     d->bytes -= 9 * d->n_blocks * sizeof(float);
   }
   d->single = 0;
+  /* every cell's patch made afresh in double by the next factor */
+  if (d->p_diagonal)
+    CUDA_TRY(be,
+             cudaMemset(d->p_diagonal, 0, VOX_EFG_PATCH_DOFS * d->n_patches * sizeof(double)),
+             "the EFG patches' diagonals");
   return VOX_OK;
 }
 

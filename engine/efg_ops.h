@@ -17,8 +17,6 @@
 #ifndef VOXFE_EFG_OPS_H
 #define VOXFE_EFG_OPS_H
 
-#include <math.h>
-
 #include "efg_levels.h"
 #include "efg_model.h"
 #include "efg_oc.h"
@@ -69,15 +67,17 @@ typedef struct vox_efg_ops {
   /* Additive Schwarz on the patches (efg_patches.h): their tables copied
    * to the backend once (the patches must outlive the device: the CPU's
    * reads them in place, the CUDA backend's messages name their nodes),
-   * the inverses made from K's values (vox_efg_patches_factor, its
-   * message on failure), z = the patches' sum for r
-   * (vox_efg_patches_apply). */
+   * the inverses made from K's values (vox_efg_patches_factor_kept, its
+   * message on failure: with drift > 0 a cell's patch keeps its inverse
+   * while its diagonal moves by no more than drift), z = the patches' sum
+   * for r (vox_efg_patches_apply). */
   vox_status (*patches_create)(vox_backend *be, vox_efg_device *d, const vox_efg_patches *p);
-  vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d);
+  vox_status (*patches_factor)(vox_backend *be, vox_efg_device *d, double drift);
   /* Optional (NULL: the backend keeps double throughout): what create's
    * VOX_PRECISION_MIXED kept in single precision goes back to double from
    * the next patches_factor and mg_setup on (their values are remade
-   * there), for a run whose preconditioner broke down in single precision. */
+   * there, every cell's patch whatever the drift), for a run whose
+   * preconditioner broke down in single precision. */
   vox_status (*precision_double)(vox_backend *be, vox_efg_device *d);
   vox_status (*patches_apply)(vox_backend *be, vox_efg_device *d, const vox_vec *r, vox_vec *z);
   /* The geometric multigrid's levels (efg_levels.h, efg_mg.h): their
@@ -168,23 +168,6 @@ static inline int vox_efg_spd3_inverse(const double *a, double *inv) {
   inv[7] = (a[1] * a[6] - a[0] * a[7]) * d;
   inv[8] = (a[0] * a[4] - a[1] * a[3]) * d;
   return 1;
-}
-
-/* How far the diagonal of a 3x3 block (row-major) has moved from ref (its
- * 3 entries when a factor was made): max |a_cc / ref_c - 1|, on the host
- * and on a device alike. The diagonal's Rayleigh quotients bound the
- * spread of the eigenvalues of A_ref^-1 A from inside, and on the EFG
- * multigrid's last level they came within a few per cent of it. */
-#ifdef __CUDACC__
-__host__ __device__
-#endif
-static inline double vox_efg_diagonal_drift(const double *a, const double *ref) {
-  double drift = 0;
-  for (int c = 0; c < 3; c++) {
-    const double m = fabs(a[4 * c] / ref[c] - 1);
-    drift = m > drift || m != m ? m : drift; /* NaN wins: remade */
-  }
-  return drift;
 }
 
 #ifdef __cplusplus

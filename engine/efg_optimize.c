@@ -598,8 +598,8 @@ static int due(int n, int every) { return every <= 1 || n % every == 0; }
  * runs beside the patches' inverses and the bounds. The factor and the
  * bounds at every efg_mg_refactor-th and solver.mg_bound_refresh-th setup
  * and kept in between (the factor also while its level's diagonal has
- * moved by no more than efg_mg_refactor_drift), or with `fresh` both
- * made now (a redo). */
+ * moved by no more than efg_mg_refactor_drift, and each cell's patch
+ * inverse while its own has), or with `fresh` all made now (a redo). */
 static vox_status device_mg_setup(efg_run *r, int fresh) {
   const int n = fresh ? 0 : r->mg_setups++;
   const int factor = due(n, r->opt->efg_mg_refactor),
@@ -610,7 +610,7 @@ static vox_status device_mg_setup(efg_run *r, int fresh) {
                               &made));
   r->mg_factors += made;
   r->mg_kept = !made || !estimate;
-  TRY(r->dev->patches_factor(r->be, r->device));
+  TRY(r->dev->patches_factor(r->be, r->device, fresh ? 0 : r->opt->efg_mg_refactor_drift));
   const double b = now();
   TRY(vox_efg_mg_setup_bounds(&r->mg, estimate)); /* waits for the last level's factor */
   r->seconds_bounds += now() - b;
@@ -666,7 +666,7 @@ static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *resu
     TRY(r->dev->precision_double(r->be, r->device));
     const double t = now();
     TRY(kind == VOX_EFG_PC_MG ? device_mg_setup(r, 1)
-                              : r->dev->patches_factor(r->be, r->device));
+                              : r->dev->patches_factor(r->be, r->device, 0));
     r->seconds_preconditioner += now() - t;
     TRY(redo(r, lc, result));
   }
@@ -820,7 +820,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   if (r->dev && kind == VOX_EFG_PC_MG) {
     TRY(device_mg_setup(r, 0));
   } else if (r->dev && kind == VOX_EFG_PC_SCHWARZ) {
-    TRY(r->dev->patches_factor(r->be, r->device));
+    TRY(r->dev->patches_factor(r->be, r->device, 0));
   } else if (r->dev) {
     TRY(r->dev->block_jacobi(r->be, r->device));
   } else if (kind == VOX_EFG_PC_SA) {

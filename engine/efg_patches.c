@@ -303,11 +303,36 @@ vox_status vox_efg_dense_patch_failed(vox_context *ctx, const vox_efg_patches *p
 
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse) {
+  return vox_efg_patches_factor_kept(ctx, p, kval, 0, NULL, inverse);
+}
+
+/* How far a cell's patch's diagonal blocks (of its 64 in block) have
+ * moved from reference's (vox_efg_diagonal_drift over its 8 nodes; NaN
+ * counts as far). */
+static double patch_drift(const uint32_t *block, const double *kval, const double *reference) {
+  double drift = 0;
+  for (int na = 0; na < 8; na++) {
+    const double m =
+        vox_efg_diagonal_drift(kval + 9 * (size_t)block[9 * na], reference + 3 * na);
+    if (!(m <= drift)) drift = m;
+  }
+  return drift;
+}
+
+vox_status vox_efg_patches_factor_kept(vox_context *ctx, const vox_efg_patches *p,
+                                       const double *kval, double drift, double *reference,
+                                       double *inverse) {
   ptrdiff_t failed = -1;
 #pragma omp parallel for schedule(static) reduction(max : failed)
   for (ptrdiff_t c = 0; c < (ptrdiff_t)p->n; c++) {
-    double a[VOX_EFG_PATCH_ENTRIES];
     const uint32_t *block = p->block + 64 * (size_t)c;
+    if (reference) {
+      double *ref = reference + VOX_EFG_PATCH_DOFS * (size_t)c;
+      if (drift > 0 && patch_drift(block, kval, ref) <= drift) continue; /* kept */
+      for (int na = 0; na < 8; na++)
+        for (int i = 0; i < 3; i++) ref[3 * na + i] = kval[9 * (size_t)block[9 * na] + 4 * i];
+    }
+    double a[VOX_EFG_PATCH_ENTRIES];
     for (int na = 0; na < 8; na++)
       for (int nb = 0; nb < 8; nb++) {
         const double *kb = kval + 9 * (size_t)block[8 * na + nb];

@@ -58,6 +58,8 @@
 #ifndef VOXFE_EFG_PATCHES_H
 #define VOXFE_EFG_PATCHES_H
 
+#include <math.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,6 +131,24 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
   return p->n * VOX_EFG_PATCH_DOFS + (p->n_penalty ? 3 * p->penalty_start[p->n_penalty] : 0);
 }
 
+/* How far the diagonal of a 3x3 block (row-major) has moved from ref (its
+ * 3 entries when an inverse was made; 0: none made, infinitely far): max
+ * |a_cc / ref_c - 1|, on the host and on a device alike. The diagonal's
+ * ratios are Rayleigh quotients of the pencil (A, A_ref), so they bound
+ * the spread of the eigenvalues of A_ref^-1 A from inside; on the EFG
+ * multigrid's last level they came within a few per cent of it. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline double vox_efg_diagonal_drift(const double *a, const double *ref) {
+  double drift = 0;
+  for (int c = 0; c < 3; c++) {
+    const double m = fabs(a[4 * c] / ref[c] - 1);
+    drift = m > drift || m != m ? m : drift; /* NaN wins: remade */
+  }
+  return drift;
+}
+
 /* inverse (vox_efg_patches_inverse_doubles, row-major) = the patches'
  * blocks of K's values kval (9 per block of the pattern) inverted: the
  * cells' by Cholesky's factorisation and substitution, the dense ones by
@@ -138,6 +158,15 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
  * patch by its penalty point. */
 vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, const double *kval,
                                   double *inverse);
+
+/* vox_efg_patches_factor, but where drift > 0 a cell's patch whose 24
+ * diagonal entries have moved by no more than drift (relatively) since
+ * its inverse was made keeps that inverse: reference holds those entries
+ * (24 a cell's patch, 0 before its first inverse), updated where one is
+ * made. The dense patches are made every call. */
+vox_status vox_efg_patches_factor_kept(vox_context *ctx, const vox_efg_patches *p,
+                                       const double *kval, double drift, double *reference,
+                                       double *inverse);
 
 /* Column c of (L L^T)^-1 into x (24 values), L the lower triangle of the
  * factored block l (row-major): L y = e_c, then L^T x = y. The host's

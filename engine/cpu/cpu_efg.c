@@ -22,6 +22,7 @@ struct vox_efg_device {
   vox_bsr inverse; /* its diagonal blocks inverted (block_jacobi) */
   const vox_efg_patches *patches; /* the caller's (patches_create) */
   double *patch_inverse, *patch_work;
+  double *patch_diagonal; /* the cells' patches' diagonals when inverted */
   /* the multigrid's levels (mg_create): the caller's tables, each coarse
    * level's values and inverted diagonal blocks, B's values per transfer,
    * the last level's dense Cholesky factor (dense_n unknowns) */
@@ -48,6 +49,7 @@ static void efg_destroy(vox_backend *be, vox_efg_device *d) {
   vox_bsr_free(&d->inverse);
   free(d->patch_inverse);
   free(d->patch_work);
+  free(d->patch_diagonal);
   for (int l = 0; l < VOX_EFG_MAX_LEVELS; l++)
     free(d->level_val[l]), free(d->level_inverse[l]), free(d->b_val[l]);
   free(d->dense);
@@ -158,17 +160,19 @@ static vox_status efg_patches_create(vox_backend *be, vox_efg_device *d,
   d->patches = p;
   d->patch_inverse = malloc(vox_efg_patches_inverse_bytes(p) + 1);
   d->patch_work = malloc((vox_efg_patches_work_doubles(p) + 1) * sizeof *d->patch_work);
-  if (!d->patch_inverse || !d->patch_work)
+  d->patch_diagonal = calloc(VOX_EFG_PATCH_DOFS * p->n + 1, sizeof *d->patch_diagonal);
+  if (!d->patch_inverse || !d->patch_work || !d->patch_diagonal)
     return vox_error(be->ctx, VOX_ERR_NO_MEMORY,
                      "element-free Galerkin: out of memory (patch preconditioner)");
   return VOX_OK;
 }
 
-static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d) {
+static vox_status efg_patches_factor(vox_backend *be, vox_efg_device *d, double drift) {
   if (!d->patches)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "element-free Galerkin: patches factored before their tables");
-  return vox_efg_patches_factor(be->ctx, d->patches, d->k.val, d->patch_inverse);
+  return vox_efg_patches_factor_kept(be->ctx, d->patches, d->k.val, drift, d->patch_diagonal,
+                                     d->patch_inverse);
 }
 
 static vox_status efg_patches_apply(vox_backend *be, vox_efg_device *d, const vox_vec *r,

@@ -21,11 +21,12 @@ grep -qE "^stages of the design iterations .*: assembly [0-9.]+ s, solve [0-9.]+
   fail "optimize: no line with the stages' seconds in '$(cat "$LOG/out")'"
 grep -q "the last level factored 4 times)" "$LOG/out" ||
   fail "optimize: the multigrid's last level not factored once a design iteration"
-# a drift that no design reaches keeps the first factor
+# a drift that no design reaches keeps the first factor (until a solve that
+# breaks down with it is redone with all made afresh)
 "$OPTIMIZE" model.nc -o kept.nc --discretization efg --max-iterations 4 --volume-fraction 0.4 \
   --threads 2 --efg-mg-refactor-drift 1e9 >"$LOG/out-kept" 2>/dev/null ||
   fail "optimize --efg-mg-refactor-drift 1e9 failed"
-grep -q "the last level factored 1 times)" "$LOG/out-kept" ||
+grep -qE "the last level factored [123] times\)" "$LOG/out-kept" ||
   fail "optimize --efg-mg-refactor-drift 1e9: '$(tail -n 1 "$LOG/out-kept")'"
 ncdump -h design.nc >"$LOG/header" || fail "ncdump cannot read design.nc"
 grep -q -- "--discretization=efg" "$LOG/header" || fail "design.nc: history lacks --discretization=efg"

@@ -841,7 +841,7 @@ static void test_mg_bounds(vox_context *ctx) {
   CHECK_OK(ctx, be->ops->vec->create(be, ng, VOX_DOUBLE, &scale));
   CHECK_OK(ctx, be->ops->vec->upload(be, &scale, sc));
   CHECK_OK(ctx, ops->assemble(be, dev, &scale));
-  CHECK_OK(ctx, ops->patches_factor(be, dev));
+  CHECK_OK(ctx, ops->patches_factor(be, dev, 0));
   /* few steps and the default: the estimate within a per cent below and
    * five above lambda_max, well inside the Chebyshev interval's 10 %
    * margin (the largest Ritz value alone fell 8 % short on level 1 after 5
@@ -910,6 +910,29 @@ static void test_mg_bounds(vox_context *ctx) {
     be->ops->vec->destroy(be, &dx);
     free(b), free(x0), free(x1), free(sc2);
     vox_efg_mg_free(&mg);
+    /* the cells' patches alike: K times 1.05 keeps every inverse with a
+     * drift of 0.1, remakes every one with 0.01 (the supports' springs, not
+     * scaled, move some diagonals by less) */
+    CHECK_OK(ctx, vox_efg_stiffness_assemble(ctx, &efg, sc, &k));
+    const size_t cells = VOX_EFG_PATCH_ENTRIES * patches.n;
+    double *inv = malloc(vox_efg_patches_inverse_bytes(&patches)),
+           *inv0 = malloc(cells * sizeof *inv0),
+           *made_at = calloc(VOX_EFG_PATCH_DOFS * patches.n, sizeof *made_at);
+    CHECK_OK(ctx, vox_efg_patches_factor_kept(ctx, &patches, k.val, 0.1, made_at, inv));
+    memcpy(inv0, inv, cells * sizeof *inv0);
+    for (size_t e = 0; e < 9 * vox_bsr_blocks(&k); e++) k.val[e] *= 1.05;
+    const double drifts[] = {0.1, 0.01};
+    for (int t = 0; t < 2; t++) {
+      CHECK_OK(ctx, vox_efg_patches_factor_kept(ctx, &patches, k.val, drifts[t], made_at, inv));
+      size_t same = 0;
+      for (size_t c = 0; c < patches.n; c++)
+        same += memcmp(inv + VOX_EFG_PATCH_ENTRIES * c, inv0 + VOX_EFG_PATCH_ENTRIES * c,
+                       VOX_EFG_PATCH_ENTRIES * sizeof *inv) == 0;
+      printf("refactor_drift: the cells' patches with drift %g: %zu of %zu inverses kept\n",
+             drifts[t], same, patches.n);
+      CHECK(same == (t == 0 ? patches.n : 0));
+    }
+    free(inv), free(inv0), free(made_at);
   }
   be->ops->vec->destroy(be, &scale);
   ops->destroy(be, dev);

@@ -135,11 +135,13 @@ typedef struct vox_optimizer_options {
    * down with it (or with bounds kept by solver.mg_bound_refresh) is
    * redone with all made afresh */
   int efg_mg_refactor;
-  /* VOX_EFG_PC_MG: at those design iterations, keep the factor all the
-   * same while no diagonal entry of the last level has moved by more than
-   * this fraction since it was made (0: never; the diagonal's ratios bound
-   * the spread of the kept inverse's error from inside, and on the
-   * examples of Lu et al. 2021 came within a few per cent of it) */
+  /* VOX_EFG_PC_MG: at those design iterations keep the last level's
+   * factor all the same, and at every one each cell's patch inverse of the
+   * first level's smoother, while no diagonal entry of theirs has moved by
+   * more than this fraction since it was made (0: never; the diagonal's
+   * ratios bound the spread of the kept inverse's error from inside, and
+   * on the last level of the examples of Lu et al. 2021 came within a few
+   * per cent of it) */
   double efg_mg_refactor_drift;
   /* VOX_EFG_PC_MG on a backend that records (the GPU): the V-cycle
    * recorded once a solve and replayed (1, the default: its few dozen
