@@ -357,7 +357,7 @@ static __global__ void __launch_bounds__(32 * PATCH_WARPS)
     const double *diagonal = lane < 8 ? kval + 9 * (size_t)__ldg(b + 9 * lane) : NULL;
     if (drift > 0) {
       const double m = lane < 8 ? vox_efg_diagonal_drift(diagonal, ref + 3 * lane) : 0;
-      if (__all_sync(0xffffffffu, m <= drift)) continue; /* kept (NaN is not <=) */
+      if (__all_sync(0xffffffffu, m <= drift)) continue; /* kept */
     }
     if (lane < 8)
       for (int i = 0; i < 3; i++) ref[3 * lane + i] = diagonal[4 * i];
@@ -659,20 +659,10 @@ static __global__ void diagonal_inverse_kernel(size_t n, const size_t *__restric
   }
 }
 
-/* The last level's diagonal kept (diagonal_keep_kernel) when it is
- * factored, and how far it has moved since (the largest of
- * vox_efg_diagonal_drift, as bits: the order of non-negative doubles and
- * NaN's above them; the same maximum whatever the atomics' order). */
-static __global__ void diagonal_keep_kernel(size_t n, const size_t *__restrict__ row_start,
-                                            const int32_t *__restrict__ col,
-                                            const double *__restrict__ val,
-                                            double *__restrict__ ref) {
-  VOX_GRID_STRIDE(i, n) {
-    const ptrdiff_t at = find_block(row_start, col, (int32_t)i, (int32_t)i);
-    for (int c = 0; c < 3; c++) ref[3 * i + c] = at < 0 ? 0 : val[9 * (size_t)at + 4 * c];
-  }
-}
-
+/* How far the last level's diagonal has moved since it was factored (the
+ * largest of vox_efg_diagonal_drift against what dense_kernel kept, as
+ * bits: non-negative doubles order as their bits; the same maximum
+ * whatever the atomics' order). */
 static __global__ void diagonal_drift_kernel(size_t n, const size_t *__restrict__ row_start,
                                              const int32_t *__restrict__ col,
                                              const double *__restrict__ val,
@@ -788,13 +778,18 @@ static __global__ void prolong_add_kernel(size_t n_fine, const int32_t *__restri
 
 /* The last level's blocks into its dense matrix (column-major, both
  * triangles: the blocks of a symmetric matrix), a thread a block. */
+/* The last level's blocks into the dense matrix, and its diagonal into
+ * kept (what later setups' drift is measured from). */
 static __global__ void dense_kernel(size_t n_blocks, int n, const int32_t *__restrict__ row,
                                     const int32_t *__restrict__ col,
-                                    const double *__restrict__ val, double *__restrict__ dense) {
+                                    const double *__restrict__ val, double *__restrict__ dense,
+                                    double *__restrict__ kept) {
   VOX_GRID_STRIDE(k, n_blocks) {
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 3; c++)
         dense[(size_t)(3 * col[k] + c) * (size_t)n + 3 * (size_t)row[k] + r] = val[9 * k + 3 * r + c];
+    if (row[k] == col[k])
+      for (int c = 0; c < 3; c++) kept[3 * (size_t)row[k] + c] = val[9 * k + 4 * c];
   }
 }
 
@@ -1483,10 +1478,7 @@ static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
   CUDA_TRY(be, cudaMemsetAsync(d->dense_factor, 0, n * n * sizeof(double)),
            "the multigrid's last level");
   dense_kernel<<<vox_cuda_grid(d->level_blocks[last]), VOX_CUDA_THREADS>>>(
-      d->level_blocks[last], d->dense_n, brow, col, val, d->dense_factor);
-  CUDA_LAUNCHED(be, "the EFG multigrid's last level");
-  diagonal_keep_kernel<<<vox_cuda_grid(d->level_nodes[last]), VOX_CUDA_THREADS>>>(
-      d->level_nodes[last], rs, col, val, d->dense_diagonal);
+      d->level_blocks[last], d->dense_n, brow, col, val, d->dense_factor, d->dense_diagonal);
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   CUDA_TRY(be, cudaEventRecord(cs->factor_ready, 0), "the multigrid's last level");
   CUDA_TRY(be, cudaStreamWaitEvent(stream, cs->factor_ready, 0), "the multigrid's last level");

@@ -307,15 +307,12 @@ vox_status vox_efg_patches_factor(vox_context *ctx, const vox_efg_patches *p, co
 }
 
 /* How far a cell's patch's diagonal blocks (of its 64 in block) have
- * moved from reference's (vox_efg_diagonal_drift over its 8 nodes; NaN
- * counts as far). */
+ * moved from reference's (vox_efg_diagonal_drift over its 8 nodes). */
 static double patch_drift(const uint32_t *block, const double *kval, const double *reference) {
   double drift = 0;
-  for (int na = 0; na < 8; na++) {
-    const double m =
-        vox_efg_diagonal_drift(kval + 9 * (size_t)block[9 * na], reference + 3 * na);
-    if (!(m <= drift)) drift = m;
-  }
+  for (int na = 0; na < 8; na++)
+    drift = fmax(drift,
+                 vox_efg_diagonal_drift(kval + 9 * (size_t)block[9 * na], reference + 3 * na));
   return drift;
 }
 

@@ -132,8 +132,9 @@ static inline size_t vox_efg_patches_work_doubles(const vox_efg_patches *p) {
 }
 
 /* How far the diagonal of a 3x3 block (row-major) has moved from ref (its
- * 3 entries when an inverse was made; 0: none made, infinitely far): max
- * |a_cc / ref_c - 1|, on the host and on a device alike. The diagonal's
+ * 3 entries when an inverse was made; 0: none made): max |a_cc / ref_c -
+ * 1|, +infinity where a ratio is not a number, so that callers take plain
+ * maxima and compare; on the host and on a device alike. The diagonal's
  * ratios are Rayleigh quotients of the pencil (A, A_ref), so they bound
  * the spread of the eigenvalues of A_ref^-1 A from inside; on the EFG
  * multigrid's last level they came within a few per cent of it. */
@@ -144,7 +145,7 @@ static inline double vox_efg_diagonal_drift(const double *a, const double *ref) 
   double drift = 0;
   for (int c = 0; c < 3; c++) {
     const double m = fabs(a[4 * c] / ref[c] - 1);
-    drift = m > drift || m != m ? m : drift; /* NaN wins: remade */
+    if (!(m <= drift)) drift = m == m ? m : INFINITY;
   }
   return drift;
 }

@@ -230,9 +230,8 @@ static double last_level_drift(const vox_efg_device *d) {
   double drift = 0;
   for (size_t i = 0; i < a.n_rows; i++) {
     const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
-    const double m = vox_efg_diagonal_drift(a.val + 9 * (size_t)at, d->dense_diagonal + 3 * i);
-    if (m > drift || m != m) drift = m;
-    if (drift != drift) break; /* NaN: remade */
+    drift =
+        fmax(drift, vox_efg_diagonal_drift(a.val + 9 * (size_t)at, d->dense_diagonal + 3 * i));
   }
   return drift;
 }
@@ -274,16 +273,15 @@ static vox_status efg_mg_setup(vox_backend *be, vox_efg_device *d, int factor, d
   const int n = d->dense_n;
   memset(d->dense, 0, (size_t)n * (size_t)n * sizeof *d->dense);
   for (size_t i = 0; i < a.n_rows; i++)
-    for (size_t k = a.row_start[i]; k < a.row_start[i + 1]; k++)
+    for (size_t k = a.row_start[i]; k < a.row_start[i + 1]; k++) {
       for (int r = 0; r < 3; r++)
         for (int c = 0; c < 3; c++)
           d->dense[(size_t)(3 * a.col[k] + c) * (size_t)n + 3 * i + (size_t)r] =
               a.val[9 * k + 3 * (size_t)r + (size_t)c];
-  for (size_t i = 0; i < a.n_rows; i++) { /* what later setups' drift is measured from */
-    const ptrdiff_t at = vox_bsr_find_block(&a, (int32_t)i, (int32_t)i);
-    for (int c = 0; c < 3; c++)
-      d->dense_diagonal[3 * i + (size_t)c] = a.val[9 * (size_t)at + 4 * (size_t)c];
-  }
+      if ((size_t)a.col[k] == i) /* what later setups' drift is measured from */
+        for (int c = 0; c < 3; c++)
+          d->dense_diagonal[3 * i + (size_t)c] = a.val[9 * k + 4 * (size_t)c];
+    }
   int info = 0;
   dpotrf_("L", &n, d->dense, &n, &info);
   if (info != 0)
