@@ -604,13 +604,13 @@ static vox_status device_mg_setup(efg_run *r, int fresh) {
   const int n = fresh ? 0 : r->mg_setups++;
   const int factor = due(n, r->opt->efg_mg_refactor),
             estimate = due(n, r->opt->solver.mg_bound_refresh);
+  const double drift = fresh ? 0 : r->opt->efg_mg_refactor_drift;
   int made = 0;
-  /* waits for its Galerkin products' status */
-  TRY(vox_efg_mg_setup_levels(&r->mg, factor, fresh ? 0 : r->opt->efg_mg_refactor_drift,
-                              &made));
+  TRY(vox_efg_mg_setup_levels(&r->mg, factor, drift, &made)); /* waits for its status */
   r->mg_factors += made;
-  r->mg_kept = !made || !estimate;
-  TRY(r->dev->patches_factor(r->be, r->device, fresh ? 0 : r->opt->efg_mg_refactor_drift));
+  /* with a drift some patch inverses may be kept too */
+  r->mg_kept = !made || !estimate || drift > 0;
+  TRY(r->dev->patches_factor(r->be, r->device, drift));
   const double b = now();
   TRY(vox_efg_mg_setup_bounds(&r->mg, estimate)); /* waits for the last level's factor */
   r->seconds_bounds += now() - b;
