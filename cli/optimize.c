@@ -310,7 +310,7 @@ static const cli_option options[] = {
            "efg, mg: at those design iterations keep the last level's factor all the same, "
            "and at every one each voxel's patch inverse of the first level's smoother, while "
            "no diagonal entry of theirs has moved by more than the fraction T since it was "
-           "made (0: never); the diagonal's moves bound a kept inverse's error from inside "
+           "made (0.3; 0: never); the diagonal's moves bound a kept inverse's error from inside "
            "(on the last level of the examples of Lu et al. 2021 within a few per cent)"),
     NUMBER("efg-mg-chebyshev-lower", CLI_REAL, "L", opt.efg_mg_chebyshev_lower, OPEN_FRACTION,
            "efg, mg: smooth each level by Chebyshev iteration over [L, 1.1] times the largest "

@@ -138,7 +138,7 @@ typedef struct vox_optimizer_options {
   /* VOX_EFG_PC_MG: at those design iterations keep the last level's
    * factor all the same, and at every one each cell's patch inverse of the
    * first level's smoother, while no diagonal entry of theirs has moved by
-   * more than this fraction since it was made (0: never; the diagonal's
+   * more than this fraction since it was made (0.3; 0: never; the diagonal's
    * ratios bound the spread of the kept inverse's error from inside, and
    * on the last level of the examples of Lu et al. 2021 came within a few
    * per cent of it) */
