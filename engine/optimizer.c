@@ -86,7 +86,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_mg_coarse_dofs = 0; /* the backend's choice */
   o->efg_mg_lanczos_steps = 10;
   o->efg_mg_refactor = 1;
-  /* 0.3: table 1 of Lu et al. 2021's solves 8-15 % shorter on the H200
+  /* 0.3: table 1 of Lu et al. 2021's solves 4-14 % shorter on the H200
    * with the same compliances and CG counts within 2 % (docs/benchmarks.md) */
   o->efg_mg_refactor_drift = 0.3;
   o->efg_record = 1;
