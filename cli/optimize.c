@@ -305,7 +305,8 @@ static const cli_option options[] = {
            "efg, mg: factor the last level (and on a GPU invert it) at every N-th design "
            "iteration and keep it in between (1: every one); a kept one leaves the V-cycle "
            "positive definite but weaker as the design moves, and a solve that breaks down "
-           "with kept parts is redone with all made afresh"),
+           "with kept parts, or takes more than 4 times the most CG iterations of a solve of "
+           "the design iteration before plus 20, goes on with all made afresh"),
     NUMBER("efg-mg-refactor-drift", CLI_REAL, "T", opt.efg_mg_refactor_drift, AT_LEAST(0),
            "efg, mg: at those design iterations keep the last level's factor all the same, "
            "and at every one each voxel's patch inverse of the first level's smoother, while "

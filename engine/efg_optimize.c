@@ -342,6 +342,10 @@ typedef struct efg_run {
   int single; /* the device was made with VOX_PRECISION_MIXED and keeps it */
   int mg_setups, mg_kept; /* the multigrid's setups so far; the last kept a part */
   int mg_factors;         /* the last level's factors made so far */
+  /* the most CG iterations of a solve of this evaluation and of the one
+   * before, a stalled solve's counted from its redo, and where the last
+   * solve stalled (stall_limit) */
+  int cg_most, cg_most_before, stalled_at;
   int rho_sent;                           /* d_rho holds the design, not r->rho */
   vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
@@ -555,8 +559,10 @@ static vox_status device_apply(void *self, const vox_vec *x, vox_vec *y) {
  * on the backend (block Jacobi, the patches or the multigrid), as
  * vox_efg_cg_pc on the host: with `history` from the energy-best mix of
  * the case's last solution and its earlier ones (ksp.h), else from the
- * last solution (or where a broken solve left off). */
-static vox_status device_solve(efg_run *r, int lc, int history, vox_solve_result *result) {
+ * last solution (or where a broken solve left off); at most
+ * `max_iterations` CG iterations. */
+static vox_status device_solve(efg_run *r, int lc, int history, int max_iterations,
+                               vox_solve_result *result) {
   vox_backend *be = r->be;
   const vox_vector_ops *v = be->ops->vec;
   const vox_vec *f = &r->d_f[lc];
@@ -582,8 +588,10 @@ static vox_status device_solve(efg_run *r, int lc, int history, vox_solve_result
   const vox_sparse_ops *o = be->ops->sparse;
   r->vcycles = 0;
   r->record = r->opt->efg_record && o && o->record_begin;
+  vox_solver_options options = r->opt->solver;
+  options.max_iterations = max_iterations;
   const vox_status st = vox_ksp_cg(kept ? &device_kept_ops : &device_cg_ops, &c, rr,
-                                   result->rhs_norm, &r->opt->solver, result);
+                                   result->rhs_norm, &options, result);
   if (r->recording) o->recording_free(be, r->recording);
   r->recording = NULL;
   return st;
@@ -621,14 +629,37 @@ static int broken(const vox_solve_result *result) {
   return result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
 }
 
-/* The solve of load case lc redone after a breakdown, from zero where it
- * left NaN, else from where it stopped; the CG iterations add up. */
+/* The solve of load case lc redone after a breakdown or a stall, from
+ * zero where it left NaN, else from where it stopped, with the CG
+ * iterations left of the run's limit; the iterations add up. */
 static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
   const int before = result->iterations;
   if (result->reason == VOX_DIVERGED_NAN) TRY(r->be->ops->vec->set(r->be, &r->d_u[lc], 0));
-  TRY(device_solve(r, lc, 0, result));
+  const int left = r->opt->solver.max_iterations - before;
+  if (left <= 0) return VOX_OK; /* the limit reached: the solve has failed */
+  TRY(device_solve(r, lc, 0, left, result));
   result->iterations += before;
   return VOX_OK;
+}
+
+/* A multigrid whose parts were kept from earlier design iterations stays
+ * positive definite however far the design has moved from them, so CG
+ * need not break down where it has become weak: it crawls instead (the
+ * cantilever of Lu et al. 2021 at 40 x 20 x 2 voxels, 40 design
+ * iterations, with --efg-mg-refactor-drift 1 took 91,859 CG against 589
+ * with 0, no solve breaking down). Such a solve stops at STALL_FACTOR
+ * times the most CG iterations of a solve of the evaluation before, plus
+ * STALL_SLACK, and goes on from there with all made afresh (0: no limit
+ * below the run's, before the second evaluation and where nothing is
+ * kept). */
+enum { STALL_FACTOR = 4, STALL_SLACK = 20 };
+
+static int stall_limit(const efg_run *r) {
+  const int most = r->opt->solver.max_iterations;
+  if (r->opt->efg_preconditioner != VOX_EFG_PC_MG || !r->mg_kept || r->cg_most_before <= 0)
+    return most;
+  const long long limit = (long long)STALL_FACTOR * r->cg_most_before + STALL_SLACK;
+  return limit < most ? (int)limit : most;
 }
 
 /* device_solve, and where the multigrid's V-cycle turned indefinite (CG
@@ -641,10 +672,14 @@ static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
  * in single precision (the multigrid's or schwarz's), in double for the
  * rest of the run. */
 static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
-  TRY(device_solve(r, lc, 1, result));
+  const int limit = stall_limit(r);
+  TRY(device_solve(r, lc, 1, limit, result));
+  const int stalled = limit < r->opt->solver.max_iterations &&
+                      result->reason == VOX_DIVERGED_MAX_ITERATIONS;
+  r->stalled_at = stalled ? limit : 0;
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (kind != VOX_EFG_PC_MG && kind != VOX_EFG_PC_SCHWARZ) return VOX_OK;
-  if (broken(result) && kind == VOX_EFG_PC_MG && r->mg_kept) {
+  if ((broken(result) || stalled) && kind == VOX_EFG_PC_MG && r->mg_kept) {
     const double t = now();
     TRY(device_mg_setup(r, 1));
     r->seconds_preconditioner += now() - t;
@@ -841,6 +876,8 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
   *c = 0;
   *cg_iterations = 0;
   memset(failed, 0, sizeof *failed);
+  r->cg_most_before = r->cg_most;
+  r->cg_most = 0;
   if (sensitivity && r->dev)
     TRY(r->be->ops->vec->set(r->be, &r->d_dc, 0));
   else if (sensitivity)
@@ -852,6 +889,7 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     vox_solve_result res;
     if (r->dev) {
       TRY(device_solve_redone(r, lc, &res));
+      if (res.iterations - r->stalled_at > r->cg_most) r->cg_most = res.iterations - r->stalled_at;
     } else {
       vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
       if (s == VOX_ERR_NO_MEMORY)

@@ -132,8 +132,9 @@ typedef struct vox_optimizer_options {
    * N-th design iteration and kept in between (1, the default: every one).
    * A kept inverse leaves the V-cycle symmetric positive definite, only a
    * weaker preconditioner as the design moves on; a solve that breaks
-   * down with it (or with bounds kept by solver.mg_bound_refresh) is
-   * redone with all made afresh */
+   * down with it (or with bounds kept by solver.mg_bound_refresh), or
+   * that crawls (more than 4 times the most CG iterations of a solve of
+   * the evaluation before, plus 20), goes on with all made afresh */
   int efg_mg_refactor;
   /* VOX_EFG_PC_MG: at those design iterations keep the last level's
    * factor all the same, and at every one each cell's patch inverse of the
