@@ -649,9 +649,8 @@ static vox_status redo(efg_run *r, int lc, vox_solve_result *result) {
  * iterations, with --efg-mg-refactor-drift 1 took 91,859 CG against 589
  * with 0, no solve breaking down). Such a solve stops at STALL_FACTOR
  * times the most CG iterations of a solve of the evaluation before, plus
- * STALL_SLACK, and goes on from there with all made afresh (0: no limit
- * below the run's, before the second evaluation and where nothing is
- * kept). */
+ * STALL_SLACK, and goes on from there with all made afresh; before the
+ * second evaluation and where nothing is kept, the run's own limit. */
 enum { STALL_FACTOR = 4, STALL_SLACK = 20 };
 
 static int stall_limit(const efg_run *r) {
