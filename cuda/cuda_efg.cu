@@ -777,9 +777,8 @@ static __global__ void prolong_add_kernel(size_t n_fine, const int32_t *__restri
 }
 
 /* The last level's blocks into its dense matrix (column-major, both
- * triangles: the blocks of a symmetric matrix), a thread a block. */
-/* The last level's blocks into the dense matrix, and its diagonal into
- * kept (what later setups' drift is measured from). */
+ * triangles: the blocks of a symmetric matrix), a thread a block, and its
+ * diagonal into kept (what later setups' drift is measured from). */
 static __global__ void dense_kernel(size_t n_blocks, int n, const int32_t *__restrict__ row,
                                     const int32_t *__restrict__ col,
                                     const double *__restrict__ val, double *__restrict__ dense,

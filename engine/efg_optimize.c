@@ -343,9 +343,8 @@ typedef struct efg_run {
   int mg_setups, mg_kept; /* the multigrid's setups so far; the last kept a part */
   int mg_factors;         /* the last level's factors made so far */
   /* the most CG iterations of a solve of this evaluation and of the one
-   * before, a stalled solve's counted from its redo, and where the last
-   * solve stalled (stall_limit) */
-  int cg_most, cg_most_before, stalled_at;
+   * before, a stalled solve's counted from its redo (stall_limit) */
+  int cg_most, cg_most_before;
   int rho_sent;                           /* d_rho holds the design, not r->rho */
   vox_vec d_rho, d_rho_new, d_dc, d_dc_case; /* nn */
   vox_vec d_rho_gauss, d_scale, d_energy; /* ng */
@@ -669,13 +668,15 @@ static int stall_limit(const efg_run *r) {
  * Chebyshev interval's margin), kept for the rest of the run, until it
  * holds or the steps are the most; then, on a device whose patches are
  * in single precision (the multigrid's or schwarz's), in double for the
- * rest of the run. */
-static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result) {
+ * rest of the run. `counted`: the CG iterations the next evaluation's
+ * stall limit goes by (a stalled solve's from its redo on). */
+static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *result,
+                                      int *counted) {
   const int limit = stall_limit(r);
   TRY(device_solve(r, lc, 1, limit, result));
   const int stalled = limit < r->opt->solver.max_iterations &&
                       result->reason == VOX_DIVERGED_MAX_ITERATIONS;
-  r->stalled_at = stalled ? limit : 0;
+  *counted = result->iterations;
   const vox_efg_preconditioner kind = r->opt->efg_preconditioner;
   if (kind != VOX_EFG_PC_MG && kind != VOX_EFG_PC_SCHWARZ) return VOX_OK;
   if ((broken(result) || stalled) && kind == VOX_EFG_PC_MG && r->mg_kept) {
@@ -704,6 +705,7 @@ static vox_status device_solve_redone(efg_run *r, int lc, vox_solve_result *resu
     r->seconds_preconditioner += now() - t;
     TRY(redo(r, lc, result));
   }
+  *counted = result->iterations - (stalled ? limit : 0);
   return VOX_OK;
 }
 
@@ -887,8 +889,9 @@ static vox_status evaluate(efg_run *r, double p, int sensitivity, double *c, int
     const double *f = r->f + (size_t)lc * r->nd;
     vox_solve_result res;
     if (r->dev) {
-      TRY(device_solve_redone(r, lc, &res));
-      if (res.iterations - r->stalled_at > r->cg_most) r->cg_most = res.iterations - r->stalled_at;
+      int counted;
+      TRY(device_solve_redone(r, lc, &res, &counted));
+      if (counted > r->cg_most) r->cg_most = counted;
     } else {
       vox_status s = vox_efg_cg_pc(&r->k, pc, f, u, &r->opt->solver, &res);
       if (s == VOX_ERR_NO_MEMORY)
