@@ -22,11 +22,15 @@
  * fetched entry feeds two FMAs.
  *
  * nbn, one thread per node (seed 001). The same neighbour-major sum for all
- * dpn rows of the node at once (24 partial sums for elasticity), with x, the
- * fixed flags and the moduli read through the read-only cache; no shared
- * memory, no barrier. 27 dpn loads feed 576 FMA (elasticity). The fused
- * smoothing step scales each neighbour's x by the element's modulus first
- * and keeps 3 sums (nbn_scaled_sums), which measured faster there alone.
+ * dpn rows of the node at once (24 partial sums for elasticity): 27 dpn
+ * loads feed 576 FMA (elasticity). The fused smoothing step scales each
+ * neighbour's x by the element's modulus first and keeps 3 sums
+ * (nbn_scaled_sums), which measured faster there alone. Elasticity on a
+ * plain grid runs it staged (nbs_kernel): blocks march along z as dbd's do,
+ * x and the moduli staged plane by plane in shared memory with one barrier
+ * a plane, 1.5 times as fast in double as reading the 27 neighbours through
+ * the read-only cache, which is how nbn_kernel still does conduction and
+ * periodic cells (no shared memory, no barrier). Both give the same bits.
  *
  * ebe, one thread per element (seed 004). The plain 24 x 24 product of the
  * element, scattered into y. The elements run in 8 launches by the parity of
@@ -394,14 +398,12 @@ static __device__ __forceinline__ void nbn_moduli(const double *__restrict__ mod
   }
 }
 
-/* Calls pair(a, b, xw) for each of the node's 27 neighbours (its x in xw,
- * 0 on fixed dofs) and each of the 8 elements a whose corner the node is
- * that has the neighbour as its corner b; a and b are constants after
- * unrolling. */
-template <int DPN, typename R, bool PERIODIC, typename F>
-static __device__ __forceinline__ void nbn_pairs(const double *__restrict__ x,
-                                                 const uint8_t *__restrict__ node_fixed, int full,
-                                                 const grid_dims &g, int i, int j, int k, F pair) {
+/* Calls pair(a, b, xw) for each of the node's 27 neighbours (its x got by
+ * fetch(dx, dy, dz, xw), 0 on fixed dofs) and each of the 8 elements a
+ * whose corner the node is that has the neighbour as its corner b; a and b
+ * are constants after unrolling. */
+template <int DPN, typename R, typename Fetch, typename F>
+static __device__ __forceinline__ void nbn_pairs(Fetch fetch, F pair) {
 #pragma unroll
   for (int dz = -1; dz <= 1; dz++)
 #pragma unroll
@@ -409,7 +411,7 @@ static __device__ __forceinline__ void nbn_pairs(const double *__restrict__ x,
 #pragma unroll
       for (int dx = -1; dx <= 1; dx++) {
         R xw[DPN];
-        nbn_neighbour<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, dx, dy, dz, xw);
+        fetch(dx, dy, dz, xw);
 #pragma unroll
         for (int a = 0; a < 8; a++) {
           const int bx = corner_x(a) + dx, by = corner_y(a) + dy, bz = corner_z(a) + dz;
@@ -421,27 +423,24 @@ static __device__ __forceinline__ void nbn_pairs(const double *__restrict__ x,
 
 /* The node's rows of K x, element by element: the rows of Ke x_e of each
  * of the 8 elements whose corner a the node is (8 DPN partial sums),
- * then summed with their moduli, read after the loop. A void element adds
- * nothing, whatever x holds. */
-template <int DPN, bool MIRROR, typename R, bool PERIODIC>
-static __device__ __forceinline__ void nbn_element_sums(const double *__restrict__ x,
-                                                        const double *__restrict__ moduli,
-                                                        const uint8_t *__restrict__ node_fixed,
-                                                        int full, const grid_dims &g, int i, int j,
-                                                        int k, R v[DPN]) {
+ * then summed with their moduli m (got by moduli_of(m) after the loop, so
+ * that they are not live through it). A void element adds nothing,
+ * whatever x holds. */
+template <int DPN, bool MIRROR, typename R, typename Fetch, typename Moduli>
+static __device__ __forceinline__ void nbn_element_sums(Fetch fetch, Moduli moduli_of, R v[DPN]) {
   R t[8][DPN];
 #pragma unroll
   for (int a = 0; a < 8; a++)
 #pragma unroll
     for (int r = 0; r < DPN; r++) t[a][r] = 0;
-  nbn_pairs<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, [&](int a, int b, const R *xw) {
+  nbn_pairs<DPN, R>(fetch, [&](int a, int b, const R *xw) {
 #pragma unroll
     for (int r = 0; r < DPN; r++)
 #pragma unroll
       for (int d = 0; d < DPN; d++) t[a][r] += ke<DPN, MIRROR, R>(a, r, b, d) * xw[d];
   });
   R m[8];
-  nbn_moduli<R, PERIODIC>(moduli, g, i, j, k, m);
+  moduli_of(m);
 #pragma unroll
   for (int r = 0; r < DPN; r++) {
     v[r] = 0;
@@ -454,17 +453,13 @@ static __device__ __forceinline__ void nbn_element_sums(const double *__restrict
 /* The same rows with each neighbour's x scaled by the element's modulus
  * first (DPN products more for every DPN^2 FMAs, and DPN running sums
  * instead of 8 DPN). A void element adds nothing, whatever x holds. */
-template <int DPN, bool MIRROR, typename R, bool PERIODIC>
-static __device__ __forceinline__ void nbn_scaled_sums(const double *__restrict__ x,
-                                                       const double *__restrict__ moduli,
-                                                       const uint8_t *__restrict__ node_fixed,
-                                                       int full, const grid_dims &g, int i, int j,
-                                                       int k, R v[DPN]) {
+template <int DPN, bool MIRROR, typename R, typename Fetch, typename Moduli>
+static __device__ __forceinline__ void nbn_scaled_sums(Fetch fetch, Moduli moduli_of, R v[DPN]) {
   R m[8];
-  nbn_moduli<R, PERIODIC>(moduli, g, i, j, k, m);
+  moduli_of(m);
 #pragma unroll
   for (int r = 0; r < DPN; r++) v[r] = 0;
-  nbn_pairs<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, [&](int a, int b, const R *xw) {
+  nbn_pairs<DPN, R>(fetch, [&](int a, int b, const R *xw) {
     R sw[DPN];
 #pragma unroll
     for (int d = 0; d < DPN; d++) sw[d] = m[a] != 0 ? m[a] * xw[d] : (R)0;
@@ -507,15 +502,145 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
    * to 18 % slower: docs/experiments.md). Periodic cells keep the CPU's
    * order: their short loose solves follow its designs to 1e-7 only so
    * (gpu_cuda_periodic). */
+  const auto fetch = [&](int dx, int dy, int dz, R *xw) {
+    nbn_neighbour<DPN, R, PERIODIC>(x, node_fixed, full, g, i, j, k, dx, dy, dz, xw);
+  };
+  const auto moduli_of = [&](R *m) { nbn_moduli<R, PERIODIC>(moduli, g, i, j, k, m); };
   R v[DPN];
   if constexpr (MODE == ROW_SMOOTH && !PERIODIC)
-    nbn_scaled_sums<DPN, MIRROR, R, PERIODIC>(x, moduli, node_fixed, full, g, i, j, k, v);
+    nbn_scaled_sums<DPN, MIRROR, R>(fetch, moduli_of, v);
   else
-    nbn_element_sums<DPN, MIRROR, R, PERIODIC>(x, moduli, node_fixed, full, g, i, j, k, v);
+    nbn_element_sums<DPN, MIRROR, R>(fetch, moduli_of, v);
 #pragma unroll
   for (int r = 0; r < DPN; r++)
     row_out<MODE>(node * DPN + r, (own >> r) & 1u ? __ldg(x + node * DPN + r) : (double)v[r], x, y,
                   e);
+}
+
+/* ---- nbn staged: one thread per node, x in shared memory ------------------ */
+
+/* A block owns BX x BY nodes of a plane and marches along z through BZ node
+ * planes, as dbd does; each node plane of x (fixed dofs zeroed, zeros
+ * outside the grid) and each element plane of the moduli is staged once.
+ * One barrier a plane: the ring holds five node planes and four element
+ * planes, so a plane two ahead is staged while slower threads still read
+ * the three before it. */
+template <typename R> struct nbs_tile {
+  static constexpr int BX = 32, BY = 4, BZ = 8, THREADS = BX * BY;
+  static constexpr int ROW = BX + 2, PLANE = (BY + 2) * ROW; /* staged nodes */
+  static constexpr int EROW = BX + 1, EPLANE = (BY + 1) * EROW;
+  static constexpr int XRING = 5, MRING = 4;
+};
+
+/* Blocks an SM should hold, for __launch_bounds__ (0: left to the compiler).
+ * The float product and residual run fastest at 8 (64 registers); the
+ * double kernels need about 84 registers and spill below that, and the float
+ * smoothing step, whose epilogue reads more operands, measured faster left
+ * alone (docs/experiments.md). */
+template <typename R, int MODE> constexpr int nbs_min_blocks() {
+  return sizeof(R) == 4 && MODE != ROW_SMOOTH ? 8 : 0;
+}
+
+/* Node plane k of x into its ring slot (row r of the slot: node row j0 - 1 +
+ * r from node i0 - 1 on) and element plane k - 1 of the moduli into its. */
+template <typename R>
+static __device__ __forceinline__ void nbs_stage(R (*xs)[nbs_tile<R>::PLANE][3],
+                                                 R (*ms)[nbs_tile<R>::EPLANE],
+                                                 const double *__restrict__ x,
+                                                 const double *__restrict__ moduli,
+                                                 const uint8_t *__restrict__ node_fixed, int full,
+                                                 const grid_dims &g, int i0, int j0, int k,
+                                                 int tid) {
+  using T = nbs_tile<R>;
+  R(*xp)[3] = xs[(k + T::XRING) % T::XRING];
+  for (int q = tid; q < T::PLANE; q += T::THREADS) {
+    const int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW;
+    R v[3] = {0, 0, 0};
+    if (k >= 0 && k <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx) {
+      const int64_t w = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+      const unsigned f = full ? 0u : __ldg(node_fixed + w);
+#pragma unroll
+      for (int d = 0; d < 3; d++) {
+        v[d] = (R)__ldg(x + w * 3 + d); /* loaded before the flags are known */
+        if ((f >> d) & 1u) v[d] = 0;
+      }
+    }
+#pragma unroll
+    for (int d = 0; d < 3; d++) xp[q][d] = v[d];
+  }
+  R *mp = ms[(k - 1 + T::MRING) % T::MRING];
+  for (int q = tid; q < T::EPLANE; q += T::THREADS) {
+    const int i = i0 - 1 + q % T::EROW, j = j0 - 1 + q / T::EROW, ke = k - 1;
+    mp[q] = ke >= 0 && ke < g.nz && j >= 0 && j < g.ny && i >= 0 && i < g.nx
+                ? (R)__ldg(moduli + element_index(g, i, j, ke))
+                : (R)0;
+  }
+}
+
+/* The rows of nbn_kernel (elasticity, mirrored Ke, not periodic), the same
+ * sums in the same order, so the same bits. */
+template <typename R, int MODE = ROW_PRODUCT>
+static __global__ void __launch_bounds__(nbs_tile<R>::THREADS, nbs_min_blocks<R, MODE>())
+    nbs_kernel(const double *__restrict__ x, double *__restrict__ y,
+               const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
+               int full, grid_dims g, row_epilogue e = row_epilogue()) {
+  using T = nbs_tile<R>;
+  __shared__ R xs[T::XRING][T::PLANE][3];
+  __shared__ R ms[T::MRING][T::EPLANE];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + T::BX * ty;
+  const int i0 = blockIdx.x * T::BX, j0 = blockIdx.y * T::BY, k0 = blockIdx.z * T::BZ;
+  const int k_end = min(k0 + T::BZ, g.nz + 1);
+  const int i = i0 + tx, j = j0 + ty;
+  const bool inside = i <= g.nx && j <= g.ny;
+  const int centre = (ty + 1) * T::ROW + tx + 1, ecentre = (ty + 1) * T::EROW + tx + 1;
+  for (int k = k0 - 1; k <= k0 + 1; k++)
+    nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k, tid);
+  for (int k = k0; k < k_end; k++) {
+    if (k + 1 < k_end) nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
+    __syncthreads();
+    if (!inside) continue;
+    const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
+    const unsigned own = full ? 0u : __ldg(node_fixed + node);
+    if (own == 7u) { /* every row is the identity */
+#pragma unroll
+      for (int c = 0; c < 3; c++) row_out<MODE>(node * 3 + c, __ldg(x + node * 3 + c), x, y, e);
+      continue;
+    }
+    const R(*xc[3])[3], *mc[2];
+#pragma unroll
+    for (int p = 0; p < 3; p++) xc[p] = xs[(k - 1 + p + T::XRING) % T::XRING] + centre;
+#pragma unroll
+    for (int p = 0; p < 2; p++) mc[p] = ms[(k - 1 + p + T::MRING) % T::MRING] + ecentre;
+    const auto fetch = [&](int dx, int dy, int dz, R *xw) {
+#pragma unroll
+      for (int d = 0; d < 3; d++) xw[d] = xc[dz + 1][dy * T::ROW + dx][d];
+    };
+    const auto moduli_of = [&](R *m) {
+#pragma unroll
+      for (int a = 0; a < 8; a++)
+        m[a] = mc[1 - corner_z(a)][-corner_y(a) * T::EROW - corner_x(a)];
+    };
+    R v[3];
+    if constexpr (MODE == ROW_SMOOTH)
+      nbn_scaled_sums<3, true, R>(fetch, moduli_of, v);
+    else
+      nbn_element_sums<3, true, R>(fetch, moduli_of, v);
+#pragma unroll
+    for (int r = 0; r < 3; r++)
+      row_out<MODE>(node * 3 + r, (own >> r) & 1u ? __ldg(x + node * 3 + r) : (double)v[r], x, y,
+                    e);
+  }
+}
+
+template <typename R, int MODE = ROW_PRODUCT>
+static void launch_nbs(const vox_operator *op, const double *x, double *y, int full,
+                       cudaStream_t stream, const row_epilogue &e = row_epilogue()) {
+  using T = nbs_tile<R>;
+  const grid_dims g = dims_of(op);
+  const dim3 block(T::BX, T::BY),
+      blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX), vox_cuda_blocks((size_t)g.ny + 1, T::BY),
+             vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
+  nbs_kernel<R, MODE><<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
 }
 
 /* ---- ebe: one thread per element, 8 colours ------------------------------- */
@@ -859,6 +984,8 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
     nbn_kernel<DPN, MIRROR, R, ROW_PRODUCT, true>
         <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
             x, y, op->moduli, node_fixed(op), full, g);
+  } else if (op->kernel == VOX_KERNEL_NBN && DPN == 3 && MIRROR) {
+    launch_nbs<R>(op, x, y, full, stream);
   } else if (op->kernel == VOX_KERNEL_NBN) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
@@ -972,11 +1099,9 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
         nbn_kernel<3, true, double, MODE, true><<<blocks, block, 0, stream>>>(
             xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     } else if (single)
-      nbn_kernel<3, true, float, MODE><<<blocks, block, 0, stream>>>(
-          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
+      launch_nbs<float, MODE>(op, xv->data, out->data, full, stream, e);
     else if constexpr (MODE != ROW_SMOOTH)
-      nbn_kernel<3, true, double, MODE><<<blocks, block, 0, stream>>>(
-          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
+      launch_nbs<double, MODE>(op, xv->data, out->data, full, stream, e);
     CUDA_LAUNCHED(be, what);
     return VOX_OK;
   }
