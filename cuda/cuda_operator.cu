@@ -27,10 +27,11 @@
  * neighbour's x by the element's modulus first and keeps 3 sums
  * (nbn_scaled_sums), which measured faster there alone. Elasticity on a
  * plain grid runs it staged (nbs_kernel): blocks march along z as dbd's do,
- * x and the moduli staged plane by plane in shared memory with one barrier
- * a plane, 1.5 times as fast in double as reading the 27 neighbours through
- * the read-only cache, which is how nbn_kernel still does conduction and
- * periodic cells (no shared memory, no barrier). Both give the same bits.
+ * x and the moduli staged plane by plane in shared memory (in double by
+ * asynchronous copies) with one barrier a plane, 1.6 times as fast in double
+ * as reading the 27 neighbours through the read-only cache, which is how
+ * nbn_kernel still does conduction and periodic cells (no shared memory, no
+ * barrier). Both give the same bits.
  *
  * ebe, one thread per element (seed 004). The plain 24 x 24 product of the
  * element, scattered into y. The elements run in 8 launches by the parity of
@@ -82,6 +83,7 @@
 #include <type_traits>
 
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include "cuda_backend.cuh"
 #include "voxfe/element.h"
@@ -521,22 +523,36 @@ static __global__ void __launch_bounds__(NBN_BX *NBN_BY *NBN_BZ)
 
 /* A block owns BX x BY nodes of a plane and marches along z through BZ node
  * planes, as dbd does; each node plane of x (fixed dofs zeroed, zeros
- * outside the grid) and each element plane of the moduli is staged once.
- * One barrier a plane: the ring holds five node planes and four element
- * planes, so a plane two ahead is staged while slower threads still read
- * the three before it. */
+ * outside the grid) and each element plane of the moduli is staged once,
+ * into rings of planes, with one barrier a plane.
+ *
+ * float converts x on the way, so it stages through registers, before the
+ * barrier: a plane two ahead is written while slower threads still read the
+ * three before it, hence rings of five node and four element planes.
+ *
+ * double stages by asynchronous copies (cp.async), issued after the barrier
+ * so that plane k + 2 lands while plane k is computed; the ring slot they
+ * fill was last read before the barrier, so four node and three element
+ * planes do. The copies hold no registers and the block no longer waits
+ * at each barrier for global loads (0.280 against 0.301 ms at 256 x 128 x
+ * 128 on the H200), although ptxas then takes 128 registers (4 blocks an SM
+ * instead of 5; capped at 96 it spills and is slower). Blocks of 16 x 8
+ * waste fewer threads than 32 x 4 on the usual 2^n + 1 nodes of a row; in
+ * float they made the smoothing step slower (docs/experiments.md). */
 template <typename R> struct nbs_tile {
-  static constexpr int BX = 32, BY = 4, BZ = 8, THREADS = BX * BY;
+  static constexpr bool ASYNC = std::is_same<R, double>::value;
+  static constexpr int BX = ASYNC ? 16 : 32, BY = ASYNC ? 8 : 4, BZ = 8;
+  static constexpr int THREADS = BX * BY;
   static constexpr int ROW = BX + 2, PLANE = (BY + 2) * ROW; /* staged nodes */
   static constexpr int EROW = BX + 1, EPLANE = (BY + 1) * EROW;
-  static constexpr int XRING = 5, MRING = 4;
+  static constexpr int XRING = ASYNC ? 4 : 5, MRING = ASYNC ? 3 : 4;
 };
 
 /* Blocks an SM should hold, for __launch_bounds__ (0: left to the compiler).
  * The float product and residual run fastest at 8 (64 registers); the
- * double kernels need about 84 registers and spill below that, and the float
- * smoothing step, whose epilogue reads more operands, measured faster left
- * alone (docs/experiments.md). */
+ * double kernels spill below their 128 registers, and the float smoothing
+ * step, whose epilogue reads more operands, measured faster left alone
+ * (docs/experiments.md). */
 template <typename R, int MODE> constexpr int nbs_min_blocks() {
   return sizeof(R) == 4 && MODE != ROW_SMOOTH ? 8 : 0;
 }
@@ -577,6 +593,53 @@ static __device__ __forceinline__ void nbs_stage(R (*xs)[nbs_tile<R>::PLANE][3],
   }
 }
 
+/* nbs_stage for double, without registers: node plane k of x and element
+ * plane k - 1 of the moduli copied straight into their ring slots by
+ * asynchronous copies (zero-filled outside the grid), committed as one
+ * group, so that the block computes while they land. Returns the fixed
+ * flags of the thread's (at most two) staged nodes, a byte each, for
+ * nbs_zero_fixed once the group has landed. */
+static __device__ __forceinline__ unsigned nbs_stage_async(
+    double (*xs)[nbs_tile<double>::PLANE][3], double (*ms)[nbs_tile<double>::EPLANE],
+    const double *__restrict__ x, const double *__restrict__ moduli,
+    const uint8_t *__restrict__ node_fixed, int full, const grid_dims &g, int i0, int j0, int k,
+    int tid) {
+  using T = nbs_tile<double>;
+  static_assert(T::PLANE <= 2 * T::THREADS && T::EPLANE <= 2 * T::THREADS, "two nodes a thread");
+  double(*xp)[3] = xs[(k + T::XRING) % T::XRING];
+  unsigned flags = 0;
+  for (int q = tid, n = 0; q < T::PLANE; q += T::THREADS, n++) {
+    const int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW;
+    const bool in = k >= 0 && k <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx;
+    const int64_t w = in ? (int64_t)k * g.sz + (int64_t)j * g.sy + i : 0;
+#pragma unroll
+    for (int d = 0; d < 3; d++) __pipeline_memcpy_async(&xp[q][d], x + w * 3 + d, 8, in ? 0 : 8);
+    if (in && !full) flags |= (unsigned)__ldg(node_fixed + w) << (8 * n);
+  }
+  double *mp = ms[(k - 1 + T::MRING) % T::MRING];
+  for (int q = tid; q < T::EPLANE; q += T::THREADS) {
+    const int i = i0 - 1 + q % T::EROW, j = j0 - 1 + q / T::EROW, ke = k - 1;
+    const bool in = ke >= 0 && ke < g.nz && j >= 0 && j < g.ny && i >= 0 && i < g.nx;
+    __pipeline_memcpy_async(mp + q, moduli + (in ? element_index(g, i, j, ke) : 0), 8,
+                            in ? 0 : 8);
+  }
+  __pipeline_commit();
+  return flags;
+}
+
+/* Zeroes the fixed dofs of the thread's staged nodes of node plane k, after
+ * its copies have landed (the barrier that follows shows them to the
+ * block). */
+static __device__ __forceinline__ void nbs_zero_fixed(double (*xs)[nbs_tile<double>::PLANE][3],
+                                                      int k, int tid, unsigned flags) {
+  using T = nbs_tile<double>;
+  double(*xp)[3] = xs[(k + T::XRING) % T::XRING];
+  for (int q = tid; q < T::PLANE && flags; q += T::THREADS, flags >>= 8)
+#pragma unroll
+    for (int d = 0; d < 3; d++)
+      if ((flags >> d) & 1u) xp[q][d] = 0;
+}
+
 /* The rows of nbn_kernel (elasticity, mirrored Ke, not periodic), the same
  * sums in the same order, so the same bits. */
 template <typename R, int MODE = ROW_PRODUCT>
@@ -593,11 +656,31 @@ static __global__ void __launch_bounds__(nbs_tile<R>::THREADS, nbs_min_blocks<R,
   const int i = i0 + tx, j = j0 + ty;
   const bool inside = i <= g.nx && j <= g.ny;
   const int centre = (ty + 1) * T::ROW + tx + 1, ecentre = (ty + 1) * T::EROW + tx + 1;
-  for (int k = k0 - 1; k <= k0 + 1; k++)
-    nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k, tid);
+  /* double: plane k + 2's copies in flight while plane k is computed, its
+   * fixed dofs zeroed once they have landed, before the next barrier */
+  constexpr bool ASYNC = T::ASYNC;
+  unsigned pending = 0; /* the fixed flags of plane k + 1, copies in flight */
+  if constexpr (ASYNC) {
+    const unsigned f0 = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0 - 1, tid);
+    const unsigned f1 = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0, tid);
+    pending = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0 + 1, tid);
+    __pipeline_wait_prior(1);
+    nbs_zero_fixed(xs, k0 - 1, tid, f0);
+    nbs_zero_fixed(xs, k0, tid, f1);
+  } else {
+    for (int k = k0 - 1; k <= k0 + 1; k++)
+      nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k, tid);
+  }
   for (int k = k0; k < k_end; k++) {
-    if (k + 1 < k_end) nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
+    if constexpr (ASYNC) {
+      __pipeline_wait_prior(0);
+      nbs_zero_fixed(xs, k + 1, tid, pending);
+    } else if (k + 1 < k_end)
+      nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
     __syncthreads();
+    if constexpr (ASYNC)
+      if (k + 1 < k_end)
+        pending = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
     if (!inside) continue;
     const int64_t node = (int64_t)k * g.sz + (int64_t)j * g.sy + i;
     const unsigned own = full ? 0u : __ldg(node_fixed + node);
