@@ -550,11 +550,12 @@ template <typename R> struct nbs_tile {
 
 /* Blocks an SM should hold, for __launch_bounds__ (0: left to the compiler).
  * The float product and residual run fastest at 8 (64 registers); the
- * double kernels spill below their 128 registers, and the float smoothing
- * step, whose epilogue reads more operands, measured faster left alone
- * (docs/experiments.md). */
+ * double product and residual spill below their 128 registers; the double
+ * smoothing step, whose epilogue reads more operands, takes 162 left alone
+ * (3 blocks) and runs faster at 4 blocks with a small spill; the float one
+ * measured faster left alone (docs/experiments.md). */
 template <typename R, int MODE> constexpr int nbs_min_blocks() {
-  return sizeof(R) == 4 && MODE != ROW_SMOOTH ? 8 : 0;
+  return sizeof(R) == 4 && MODE != ROW_SMOOTH ? 8 : sizeof(R) == 8 && MODE == ROW_SMOOTH ? 4 : 0;
 }
 
 /* Node plane k of x into its ring slot (row r of the slot: node row j0 - 1 +
@@ -704,7 +705,9 @@ static __global__ void __launch_bounds__(nbs_tile<R>::THREADS, nbs_min_blocks<R,
         m[a] = mc[1 - corner_z(a)][-corner_y(a) * T::EROW - corner_x(a)];
     };
     R v[3];
-    if constexpr (MODE == ROW_SMOOTH)
+    /* the double smoothing step sums as the product does: the same bits as
+     * the product and update in two passes (periodic cells take those) */
+    if constexpr (MODE == ROW_SMOOTH && !T::ASYNC)
       nbn_scaled_sums<3, true, R>(fetch, moduli_of, v);
     else
       nbn_element_sums<3, true, R>(fetch, moduli_of, v);
@@ -1154,9 +1157,9 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
  * no springs: the multigrid's fine level on every voxfe grid but a
  * mechanism's); any other operator stores its product in out (springs
  * included) and finishes in a second pass. Fusing saves a pass over the
- * fine vectors, except for the double smoothing step, which is faster in
- * two passes (the double kernel's registers are its limit already, and the
- * update's operands add to them; docs/experiments.md). */
+ * fine vectors. A periodic cell's double smoothing step takes the two
+ * passes: nbn_kernel's registers are its limit already, and the update's
+ * operands add to them (docs/experiments.md). */
 template <int MODE>
 static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *xv, vox_vec *out,
                               const row_epilogue &e, int flags, const char *what) {
@@ -1170,7 +1173,7 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   /* springs (mechanisms) are added by op->apply's own pass, which the fused
    * kernel would have to follow: such an operator takes the two passes */
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
-      (single || MODE != ROW_SMOOTH)) {
+      (single || MODE != ROW_SMOOTH || !op->grid.periodic)) {
     const grid_dims g = dims_of(op);
     cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
@@ -1183,7 +1186,7 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
             xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
     } else if (single)
       launch_nbs<float, MODE>(op, xv->data, out->data, full, stream, e);
-    else if constexpr (MODE != ROW_SMOOTH)
+    else
       launch_nbs<double, MODE>(op, xv->data, out->data, full, stream, e);
     CUDA_LAUNCHED(be, what);
     return VOX_OK;
