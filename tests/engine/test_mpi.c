@@ -310,8 +310,8 @@ static void optimize(vox_context *ctx, vox_filter_type filter, vox_by_turns turn
 
 /* A bone in the sparse storage solved by one process and over the ranks
  * (both on the CPU, or both on GPUs):
- * the same CG iterations, displacements to 1e-10 of their size (1e-11
- * after three iterations from zero). The preconditioner is the one
+ * the same CG iterations (within one on GPUs), displacements to 1e-10 of
+ * their size (1e-11 after three iterations from zero). The preconditioner is the one
  * process's to the rounding of its sums; the bone's system, worse
  * conditioned than the cantilever's, amplifies that rounding to 1e-13 to
  * 5e-11 (the same difference at a CG tolerance of 1e-14 as at 1e-10, and
@@ -341,6 +341,9 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
   opt.storage = VOX_STORAGE_SPARSE;
   opt.sparse.coarse = coarse;
   const int mixed = precision == VOX_PRECISION_MIXED;
+  /* a GPU's sparse products add with atomics, whose sums round differently
+   * from run to run: in double the CG counts of two solves agree within one */
+  const int atomic_slack = device == VOX_DEVICE_CUDA;
   opt.mg_levels = 3; /* a coarse level between the fine one and the coarsest */
   opt.rtol = 1e-10;
   vox_backend *alone = NULL, *split = NULL;
@@ -374,15 +377,15 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
       if (c > 0 && rank == 0)
         printf("  load case %d: %d CG iterations against %d\n", c + 1, many[c].iterations,
                one[c].iterations);
-      CHECK(abs(many[c].iterations - one[c].iterations) <= (mixed ? 1 + one[c].iterations / 10 : 0));
+      CHECK(abs(many[c].iterations - one[c].iterations) <=
+            (mixed ? 1 + one[c].iterations / 10 : atomic_slack));
       if (round == 0) CHECK(one[c].reason == VOX_CONVERGED_RTOL && many[c].reason == one[c].reason);
     }
   }
   if (split && compression) {
     /* a recorded and replayed V-cycle where the ranks' backend records and
      * the exchanges are device work (GPUs; the rounds above replayed it
-     * too), the same CG iterations as op by op (on a GPU, whose atomic
-     * sums round differently from run to run, within one in double) */
+     * too), the same CG iterations as op by op (within one on a GPU) */
     vox_sparse_stats st;
     vox_solve_result r[2];
     vox_solver_options defaults;
@@ -398,15 +401,16 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     if (rank == 0)
       printf("  replayed V-cycles: %s, %d CG iterations against %d op by op\n",
              vox_mpi_backend_records(split) ? "yes" : "no", r[1].iterations, r[0].iterations);
-    const int slack = mixed ? 1 + r[0].iterations / 10 : device == VOX_DEVICE_CUDA;
+    const int slack = mixed ? 1 + r[0].iterations / 10 : atomic_slack;
     CHECK(abs(r[1].iterations - r[0].iterations) <= slack);
     opt.sparse.record = 1;
 
     /* four levels: level 2 splits too where every boundary divides by 4
      * (and level 3 is the coarsest); the same CG iterations and
      * displacements as one process, as in round 0 (in mixed precision
-     * within 1e-7: 1e-8 to 2e-8 with level 0 alone split, to 5e-8 with
-     * three levels, the float V-cycle's roundings) */
+     * within 2e-7: 1e-8 to 2e-8 with level 0 alone split, 1.6e-8 to 5.5e-8
+     * with three levels on two H200 ranks, the float V-cycle's roundings,
+     * which the GPU's atomic sums vary from run to run) */
     opt.mg_levels = 4;
     memset(u_one, 0, nd * sizeof *u_one);
     memset(u_split, 0, nd * sizeof *u_split);
@@ -422,9 +426,9 @@ static void sparse(vox_context *ctx, int compression, vox_sparse_coarse coarse,
     if (rank == 0)
       printf("  4 levels, %d split: %d CG iterations against %d; max |u - u_one| / max |u| = "
              "%.2e\n", levels, r_many[0].iterations, r_one[0].iterations, diff / umax);
-    CHECK(umax > 0 && diff <= (mixed ? 1e-7 : 1e-10) * umax);
+    CHECK(umax > 0 && diff <= (mixed ? 2e-7 : 1e-10) * umax);
     CHECK(abs(r_many[0].iterations - r_one[0].iterations) <=
-          (mixed ? 1 + r_one[0].iterations / 10 : 0));
+          (mixed ? 1 + r_one[0].iterations / 10 : atomic_slack));
     CHECK(r_many[0].levels == 4 && (ranks == 1 || !by4 || levels == 3));
     opt.mg_levels = 3;
     opt.max_iterations = max_iterations;
