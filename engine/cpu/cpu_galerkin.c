@@ -38,8 +38,10 @@ static vox_status check_nesting(vox_backend *be, const vox_grid *fine, int dpn,
 /* Adds w * block (dpn x dpn, coupling into fine node b = (bi, bj, bk)) to the
  * blocks of coarse row (I, J, K) of the coarse nodes that b interpolates
  * from, each with its interpolation weight. */
-static void spread(int64_t I, int64_t J, int64_t K, int64_t bi, int64_t bj, int64_t bk, double w,
-                   const double *block, int bs, double *row) {
+static inline __attribute__((always_inline)) void spread(int64_t I, int64_t J, int64_t K,
+                                                         int64_t bi, int64_t bj, int64_t bk,
+                                                         double w, const double *block, int bs,
+                                                         double *row) {
   int64_t Pi[2], Pj[2], Pk[2];
   double wi[2], wj[2], wk[2];
   const int ni = vox_cpu_parents(bi, Pi, wi), nj = vox_cpu_parents(bj, Pj, wj),
@@ -324,7 +326,11 @@ static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, d
            * interpolates from */
           const int64_t bi = i + t % 3 - 1, bj = j + (t / 3) % 3 - 1, bk = k + t / 9 - 1;
           if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
-          spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
+          /* elasticity's 3 x 3 blocks with their size known: unrolled */
+          if (bs == 9)
+            spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * 9, 9, out);
+          else
+            spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
         }
       }
 }
