@@ -287,9 +287,12 @@ vox_status vox_cpu_galerkin_operator(vox_backend *be, vox_operator *fine, vox_st
 /* ---- stencil levels: row by row ------------------------------------------- */
 
 /* Coarse row (I, J, K) of R S P for a fine stencil S, summed in double
- * (from float values widened). */
-static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, double *out) {
-  const int bs = st->dpn * st->dpn;
+ * (from float values widened). BS = dpn^2, a constant at the elasticity
+ * call, so that spread's block loop unrolls. */
+static inline __attribute__((always_inline)) void coarse_row(const vox_stencil *st, int64_t I,
+                                                             int64_t J, int64_t K, double *out,
+                                                             const int BS) {
+  const int bs = BS;
   double buffer[27 * MAX_BLOCK]; /* a fine row widened from float */
   const vox_grid *g = &st->grid;
   const int64_t px = g->nx + 1, py = g->ny + 1, pz = g->nz + 1;
@@ -326,11 +329,7 @@ static void coarse_row(const vox_stencil *st, int64_t I, int64_t J, int64_t K, d
            * interpolates from */
           const int64_t bi = i + t % 3 - 1, bj = j + (t / 3) % 3 - 1, bk = k + t / 9 - 1;
           if (bi < 0 || bi >= px || bj < 0 || bj >= py || bk < 0 || bk >= pz) continue;
-          /* elasticity's 3 x 3 blocks with their size known: unrolled */
-          if (bs == 9)
-            spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * 9, 9, out);
-          else
-            spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
+          spread(I, J, K, bi, bj, bk, wa, fine_row + (size_t)t * (size_t)bs, bs, out);
         }
       }
 }
@@ -343,7 +342,10 @@ vox_status vox_cpu_galerkin_stencil(vox_backend *be, vox_stencil *fine, vox_sten
     for (int64_t J = 0; J < cy; J++)
       for (int64_t I = 0; I < cx; I++) {
         double row[27 * MAX_BLOCK];
-        coarse_row(fine, I, J, K, row);
+        if (fine->dpn == 3) /* elasticity's 3 x 3 blocks */
+          coarse_row(fine, I, J, K, row, 9);
+        else
+          coarse_row(fine, I, J, K, row, fine->dpn * fine->dpn);
         store_row(coarse, (size_t)((K * cy + J) * cx + I), row);
       }
   return VOX_OK;
