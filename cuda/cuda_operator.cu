@@ -659,9 +659,8 @@ static __global__ void __launch_bounds__(nbs_tile<R>::THREADS, nbs_min_blocks<R,
   const int centre = (ty + 1) * T::ROW + tx + 1, ecentre = (ty + 1) * T::EROW + tx + 1;
   /* double: plane k + 2's copies in flight while plane k is computed, its
    * fixed dofs zeroed once they have landed, before the next barrier */
-  constexpr bool ASYNC = T::ASYNC;
   unsigned pending = 0; /* the fixed flags of plane k + 1, copies in flight */
-  if constexpr (ASYNC) {
+  if constexpr (T::ASYNC) {
     const unsigned f0 = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0 - 1, tid);
     const unsigned f1 = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0, tid);
     pending = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k0 + 1, tid);
@@ -673,13 +672,13 @@ static __global__ void __launch_bounds__(nbs_tile<R>::THREADS, nbs_min_blocks<R,
       nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k, tid);
   }
   for (int k = k0; k < k_end; k++) {
-    if constexpr (ASYNC) {
+    if constexpr (T::ASYNC) {
       __pipeline_wait_prior(0);
       nbs_zero_fixed(xs, k + 1, tid, pending);
     } else if (k + 1 < k_end)
       nbs_stage<R>(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
     __syncthreads();
-    if constexpr (ASYNC)
+    if constexpr (T::ASYNC)
       if (k + 1 < k_end)
         pending = nbs_stage_async(xs, ms, x, moduli, node_fixed, full, g, i0, j0, k + 2, tid);
     if (!inside) continue;
@@ -1174,20 +1173,23 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
    * kernel would have to follow: such an operator takes the two passes */
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH || !op->grid.periodic)) {
-    const grid_dims g = dims_of(op);
     cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */
-    const dim3 block(NBN_BX, NBN_BY, NBN_BZ), blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
-    if (op->grid.periodic && single)
-      nbn_kernel<3, true, float, MODE, true><<<blocks, block, 0, stream>>>(
-          xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
-    else if (op->grid.periodic) {
-      if constexpr (MODE != ROW_SMOOTH)
+    if (!op->grid.periodic) {
+      if (single)
+        launch_nbs<float, MODE>(op, xv->data, out->data, full, stream, e);
+      else
+        launch_nbs<double, MODE>(op, xv->data, out->data, full, stream, e);
+    } else {
+      const grid_dims g = dims_of(op);
+      const dim3 block(NBN_BX, NBN_BY, NBN_BZ),
+          blocks = cover(g.nx + 1, g.ny + 1, g.nz + 1, block);
+      if (single)
+        nbn_kernel<3, true, float, MODE, true><<<blocks, block, 0, stream>>>(
+            xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
+      else if constexpr (MODE != ROW_SMOOTH)
         nbn_kernel<3, true, double, MODE, true><<<blocks, block, 0, stream>>>(
             xv->data, out->data, op->moduli, node_fixed(op), full, g, e);
-    } else if (single)
-      launch_nbs<float, MODE>(op, xv->data, out->data, full, stream, e);
-    else
-      launch_nbs<double, MODE>(op, xv->data, out->data, full, stream, e);
+    }
     CUDA_LAUNCHED(be, what);
     return VOX_OK;
   }
