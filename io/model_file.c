@@ -299,7 +299,25 @@ typedef struct writer {
   size_t n_bone_nodes;
   const char *tmp; /* the temporary file being written */
   int deflate_fields; /* vox_write_options */
+  int fd;             /* tmp, read-only: the handle writer_kick hands the kernel */
+  size_t slab_bytes;  /* vox_write_options, 0 resolved */
 } writer;
+
+/* Large uncompressed fields go to the file in slabs of about this many
+ * bytes (vox_write_options.slab_bytes), the kernel asked after each to start
+ * writing them to the disk: the disk then works while the next slab is
+ * copied, and the fsync before the rename waits for the last slabs instead
+ * of the whole file (a 1 GB design file: docs/benchmarks.md). */
+#define SLAB_BYTES ((size_t)64 << 20)
+
+/* vox_start_writeback on the writer's own handle. */
+static void writer_kick(const writer *w) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (w->fd >= 0) (void)sync_file_range(w->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+  (void)w;
+#endif
+}
 
 void vox_start_writeback(int ncid) {
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -315,6 +333,55 @@ void vox_start_writeback(int ncid) {
 #else
   (void)ncid;
 #endif
+}
+
+/* Writes a contiguous variable in slabs along its dimension d, the first
+ * whose one index holds at most a slab (or the last): runs of d's indices
+ * for each index of the dimensions before it. */
+static int put_slabs(const writer *w, int varid, int ndims, const size_t *shape, size_t elem,
+                     const char *data) {
+  size_t start[MAX_DIMS], count[MAX_DIMS], inner = elem;
+  for (int k = 0; k < ndims; k++) inner *= shape[k];
+  int d = 0;
+  for (; d < ndims; d++) {
+    inner /= shape[d] ? shape[d] : 1; /* bytes of one index of d */
+    if (inner <= w->slab_bytes || d == ndims - 1) break;
+  }
+  size_t outer = 1;
+  for (int k = 0; k < d; k++) outer *= shape[k];
+  const size_t step = inner >= w->slab_bytes ? 1 : w->slab_bytes / inner;
+  for (int k = d + 1; k < ndims; k++) start[k] = 0, count[k] = shape[k];
+  for (size_t o = 0; o < outer; o++) {
+    size_t q = o; /* o as the indices of the dimensions before d */
+    for (int k = d - 1; k >= 0; k--) start[k] = q % shape[k], count[k] = 1, q /= shape[k];
+    for (size_t i = 0; i < shape[d]; i += step) {
+      start[d] = i;
+      count[d] = shape[d] - i < step ? shape[d] - i : step;
+      int err = nc_put_vara(w->ncid, varid, start, count, data + (o * shape[d] + i) * inner);
+      if (err) return err;
+      writer_kick(w);
+    }
+  }
+  return NC_NOERR;
+}
+
+/* nc_put_var of a whole variable whose values in memory have its own type:
+ * in slabs where it is stored contiguously (a chunked, deflated one in one
+ * call, which its chunk cache wants). */
+static int put_field(const writer *w, int varid, const void *data) {
+  int ndims, dimids[MAX_DIMS], storage;
+  nc_type type;
+  size_t elem, shape[MAX_DIMS];
+  int err = nc_inq_varndims(w->ncid, varid, &ndims);
+  if (!err && (ndims < 1 || ndims > MAX_DIMS)) err = NC_EINVAL;
+  if (!err) err = nc_inq_vardimid(w->ncid, varid, dimids);
+  if (!err) err = nc_inq_vartype(w->ncid, varid, &type);
+  if (!err) err = nc_inq_type(w->ncid, type, NULL, &elem);
+  if (!err) err = nc_inq_var_chunking(w->ncid, varid, &storage, NULL);
+  for (int d = 0; !err && d < ndims; d++) err = nc_inq_dimlen(w->ncid, dimids[d], &shape[d]);
+  if (err) return err;
+  if (storage != NC_CONTIGUOUS) return nc_put_var(w->ncid, varid, data);
+  return put_slabs(w, varid, ndims, shape, elem, data);
 }
 
 /* Every netCDF failure while writing is an I/O error (disk full, quota,
@@ -986,20 +1053,19 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
       (s = put_table(w, ncid, &design_constraint_table, m->design_constraints,
                      (size_t)m->n_design_constraints, v->design_constraint)))
     return s;
-  if (m->intensity) W_TRY(w, nc_put_var_float(ncid, v->intensity, m->intensity), "intensity");
-  if (m->density) W_TRY(w, nc_put_var_double(ncid, v->density, m->density), "density");
+  if (m->intensity) W_TRY(w, put_field(w, v->intensity, m->intensity), "intensity");
+  if (m->density) W_TRY(w, put_field(w, v->density, m->density), "density");
   if (m->n_snapshots > 0) {
     W_TRY(w, nc_put_var_int(ncid, v->snapshot_iteration, m->snapshot_iteration),
           "snapshot_iteration");
-    W_TRY(w, nc_put_var_double(ncid, v->snapshot_density, m->snapshot_density),
-          "density_snapshot");
+    W_TRY(w, put_field(w, v->snapshot_density, m->snapshot_density), "density_snapshot");
   }
   if (m->displacement || m->nodal_density)
     for (int a = 0; a < 3; a++)
       if ((s = put_coord(w, v->node_coord[a], n[a] + 1, g->origin[a], g->voxel_size[a], 0)))
         return s;
   if (m->nodal_density)
-    W_TRY(w, nc_put_var_double(ncid, v->nodal_density, m->nodal_density), "nodal_density");
+    W_TRY(w, put_field(w, v->nodal_density, m->nodal_density), "nodal_density");
   if (m->displacement) {
     if (on_bone_nodes(m)) {
       W_TRY(w, vox_put_indices(ncid, v->bone_node_index, w->bone_nodes, w->n_bone_nodes),
@@ -1030,7 +1096,7 @@ static vox_status put_all(writer *w, const vox_model *m, const var_ids *v,
       if (extra && extra->before_displacement &&
           (s = extra->before_displacement(extra->user, ncid)))
         return s;
-      W_TRY(w, nc_put_var_double(ncid, v->displacement, m->displacement),
+      W_TRY(w, put_field(w, v->displacement, m->displacement),
             m->physics == VOX_PHYSICS_HEAT ? "temperature" : "displacement");
     }
   }
@@ -1129,7 +1195,7 @@ int vox_sync_file(const char *tmp) {
 }
 
 void vox_write_options_default(vox_write_options *options) {
-  *options = (vox_write_options){.deflate_fields = 0};
+  *options = (vox_write_options){.deflate_fields = 0, .slab_bytes = 0};
 }
 
 vox_status vox_model_write(vox_context *ctx, const char *path, const vox_model *model) {
@@ -1153,8 +1219,10 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
   char *tmp = NULL;
   if ((s = vox_create_temp(ctx, path, &tmp))) return s;
 
-  writer w = {ctx, path, -1, NULL, 0, tmp, options->deflate_fields};
+  writer w = {ctx,           path, -1, NULL, 0, tmp, options->deflate_fields, -1,
+              options->slab_bytes ? options->slab_bytes : SLAB_BYTES};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
+  if (!err) w.fd = open(tmp, O_RDONLY); /* -1: no kicks, the fsync does it all */
   if (err) {
     s = write_fail(&w, err, "the file");
   } else {
@@ -1177,6 +1245,7 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
                     strerror(err));
     }
   }
+  if (w.fd >= 0) close(w.fd);
   if (s) unlink(tmp);
   vox_temp_unregister(tmp);
   free(tmp);

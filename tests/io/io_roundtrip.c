@@ -112,12 +112,17 @@ static void check_same(const vox_model *a, const vox_model *b) {
   }
 }
 
-static void roundtrip(vox_context *ctx, const vox_model *model, const char *path) {
+static void roundtrip_with(vox_context *ctx, const vox_model *model, const char *path,
+                           const vox_write_options *options) {
   vox_model back;
-  CHECK_OK(ctx, vox_model_write(ctx, path, model));
+  CHECK_OK(ctx, vox_model_write_with(ctx, path, model, options));
   CHECK_OK(ctx, vox_model_read(ctx, path, &back));
   check_same(model, &back);
   vox_model_free(&back);
+}
+
+static void roundtrip(vox_context *ctx, const vox_model *model, const char *path) {
+  roundtrip_with(ctx, model, path, NULL);
 }
 
 static char *file_bytes(const char *path, size_t *size) {
@@ -173,6 +178,16 @@ static void test_roundtrips(vox_context *ctx, const char *dir) {
   CHECK_OK(ctx, sample_full_model(ctx, &m));
   roundtrip(ctx, &m, path);
   roundtrip(ctx, &m, path); /* over an existing file */
+  /* the fields written in slabs of every kind (the displacement's 2 cases
+   * of 4 x 5 x 6 nodes: one value, one node, runs of nodes, runs of rows,
+   * one layer, one case at a time); the same values back */
+  const size_t slabs[] = {1, 24, 100, 480, 1000, 4000};
+  for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++) {
+    vox_write_options slabbed;
+    vox_write_options_default(&slabbed);
+    slabbed.slab_bytes = slabs[i];
+    roundtrip_with(ctx, &m, path, &slabbed);
+  }
 
   /* The file mode follows the umask, not mkstemp's 0600. */
   mode_t mask = umask(0);

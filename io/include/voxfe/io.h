@@ -53,6 +53,11 @@ typedef struct vox_write_options {
    * on one thread at about 30 MB/s; 0 (the default): stored as they are,
    * written at the disk's speed (docs/file-format.md) */
   int deflate_fields;
+  /* the bytes of each slab in which the large uncompressed fields are
+   * written, the disk asked after each to start on it (0, the default: 64
+   * MiB; a 1 GB design file's fsync then waits for the last slabs only);
+   * the same file whatever the size */
+  size_t slab_bytes;
 } vox_write_options;
 
 void vox_write_options_default(vox_write_options *options);
