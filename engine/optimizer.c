@@ -552,14 +552,20 @@ static void material_roles(const vox_model *model, vox_material_role role[256]) 
     role[model->materials[i].label] = model->materials[i].role;
 }
 
-/* Every element of the model is a design element. */
+/* Every element of the model is a design element: one pass over the
+ * labels on the context's threads (a 512^3 cell's 134 M labels took 0.1 s on
+ * one), which vox_optimize makes once. */
 static int all_design(const vox_model *model) {
   vox_material_role role[256];
   material_roles(model, role);
+  unsigned char other[256]; /* 1: a label that is not a design material's */
+  for (int l = 0; l < 256; l++) other[l] = l == 0 || role[l] != VOX_ROLE_DESIGN;
   const int64_t ne = vox_grid_elements(&model->grid);
-  for (int64_t e = 0; e < ne; e++)
-    if (!model->label[e] || role[model->label[e]] != VOX_ROLE_DESIGN) return 0;
-  return 1;
+  const unsigned char *label = model->label;
+  int64_t others = 0;
+#pragma omp parallel for schedule(static) reduction(+ : others)
+  for (int64_t e = 0; e < ne; e++) others += other[label[e]];
+  return others == 0;
 }
 
 /* The optimizer's vectors per element (layout.h): the design variables,
@@ -596,10 +602,12 @@ void vox_memory_optimizer_solver(const vox_model *model, const vox_optimizer_opt
   out->rtol = vox_optimizer_rtol(opt);
 }
 
-int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt) {
+/* vox_memory_optimizer_vectors with all_design's answer given. */
+static int optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt,
+                             int every_design) {
   vox_layout l;
   vox_layout_init(&l);
-  state_layout(1, opt->filter, all_design(model), NULL, &l);
+  state_layout(1, opt->filter, every_design, NULL, &l);
   vox_constraints_layout(model->design_constraints, model->n_design_constraints, opt->filter,
                          opt->update == VOX_UPDATE_MMA, 1, NULL, &l);
   int count = l.n;
@@ -621,6 +629,10 @@ int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_opt
   return count;
 }
 
+int vox_memory_optimizer_vectors(const vox_model *model, const vox_optimizer_options *opt) {
+  return optimizer_vectors(model, opt, all_design(model));
+}
+
 /* Whether the turn about the cell's diagonal (x -> y -> z) leaves the
  * moduli unchanged at every design iteration: the symmetries reflect6 and
  * rotate3 include it, and keep the design and passive voxels on whole
@@ -635,7 +647,8 @@ static int turn_keeps_cell(const vox_model *model, const vox_optimizer_options *
 
 /* The system, the optimizer's vectors and the objective on the backend. */
 static vox_status state_device(vox_context *ctx, vox_backend *be, const vox_model *model,
-                               const vox_optimizer_options *opt, opt_state *s) {
+                               const vox_optimizer_options *opt, int every_design,
+                               opt_state *s) {
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   if (cell) {
     /* only the strains the objective reads: their fields and solves */
@@ -665,7 +678,7 @@ static vox_status state_device(vox_context *ctx, vox_backend *be, const vox_mode
   s->n_cases = cell ? 0 : s->fem->n_cases;
   vox_layout layout;
   vox_layout_init(&layout);
-  state_layout(ne, opt->filter, all_design(model), s, &layout);
+  state_layout(ne, opt->filter, every_design, s, &layout);
   TRY(vox_layout_create(be, &layout));
   s->x_phys = opt->filter == VOX_FILTER_DENSITY ? &s->own_x_phys : &s->x;
   s->adjoint_gpu = -1;
@@ -681,7 +694,7 @@ static vox_status state_device(vox_context *ctx, vox_backend *be, const vox_mode
 
 /* Design mask, passive densities and the starting design, from the labels. */
 static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model *model,
-                             const vox_optimizer_options *opt, opt_state *s) {
+                             const vox_optimizer_options *opt, int every_design, opt_state *s) {
   const vox_backend_ops *o = be->ops;
   const int cell = opt->cell_objective != VOX_CELL_NONE;
   /* A cell's start (no adjoint: its least density is known now) is made
@@ -692,7 +705,7 @@ static vox_status state_init(vox_context *ctx, vox_backend *be, const vox_model 
     TRY(vox_design_start_begin(ctx, model, opt,
                                opt->density_min != VOX_DENSITY_MIN_AUTO ? opt->density_min : 0, 1,
                                &start));
-  vox_status st = state_device(ctx, be, model, opt, s);
+  vox_status st = state_device(ctx, be, model, opt, every_design, s);
   if (st == VOX_OK && !cell)
     st = vox_design_start_begin(ctx, model, opt, s->rho_min, 0, &start);
   if (st == VOX_OK) st = vox_design_start_end(ctx, &start);
@@ -1214,12 +1227,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int mechanism = model->objective == VOX_OBJECTIVE_OUTPUT_DISPLACEMENT;
   vox_grid planned = model->grid;
   planned.periodic = cell; /* the grid the cell's solver works on */
+  const int every_design = all_design(model);
+  const int vectors = optimizer_vectors(model, opt, every_design); /* per element */
   /* the single-precision cell solver where the double one does not fit
    * (memory_plan.h) */
   if (cell)
     resolved.solver.cell_solver =
         vox_cell_solver_resolve(be, &planned, vox_homog_strain_count(strains), &resolved.solver,
-                                vox_memory_optimizer_vectors(model, opt));
+                                vectors);
   const int dpn = vox_physics_dofs_per_node(model->physics);
   const int n_cases = cell ? vox_homog_strain_count(strains)
                            : (model->n_load_cases > 0 ? model->n_load_cases : 1) + 2 * mechanism;
@@ -1228,13 +1243,13 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
    * (MMA's and the design constraints' stay on the device) */
   vox_layout parked;
   vox_layout_init(&parked);
-  state_layout(1, opt->filter, all_design(model), NULL, &parked);
+  state_layout(1, opt->filter, every_design, NULL, &parked);
   int compliance_limit = 0; /* its value reads a load, which by turns is off the device */
   for (int i = 0; i < model->n_design_constraints; i++)
     compliance_limit |= model->design_constraints[i].kind == VOX_CONSTRAINT_COMPLIANCE;
   const int can_take_turns = !cell && model->objective != VOX_OBJECTIVE_VOLUME &&
                              !compliance_limit &&
-                             vox_memory_optimizer_vectors(model, opt) == parked.n;
+                             vectors == parked.n;
   if (opt->solver.by_turns == VOX_BY_TURNS_ON && !can_take_turns)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED,
                      "by turns takes the OC update of a problem on a bounded grid without "
@@ -1243,15 +1258,15 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   if (!cell)
     resolved.solver.by_turns =
         vox_by_turns_resolve(be, &planned, dpn, n_cases, &resolved.solver,
-                             vox_memory_optimizer_vectors(model, opt), can_take_turns);
+                             vectors, can_take_turns);
   TRY(vox_memory_check(be, &planned, dpn, n_cases, 0, &opt->solver,
-                       vox_memory_optimizer_vectors(model, opt)));
+                       vectors));
   const int volume_objective = !cell && model->objective == VOX_OBJECTIVE_VOLUME;
   const objective_ops *objective = cell               ? &cell_objective
                                    : volume_objective ? &volume_objective_ops
                                                       : &problem_objective;
   opt_state s = {0};
-  vox_status st = state_init(ctx, be, model, opt, &s);
+  vox_status st = state_init(ctx, be, model, opt, every_design, &s);
   const vox_backend_ops *o = be->ops;
   double p = 1, q = 1, previous = 0, compliance = 0;
   int settled = 0; /* design iterations in a row that met the stop tolerances */
