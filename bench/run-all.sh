@@ -9,12 +9,14 @@
 # models, designs and one log per part (OUT_DIR/PART.log). Without PART it runs
 # `gpu` on a machine with nvidia-smi and `cpu` otherwise. Parts:
 #
-#   gpu             cantilever256 cantilever512 clinical perlin cell128 cell512
-#                   cell512-phased seed000 isosurface-gpu mesh-gpu   (about 20 min)
+#   gpu             cantilever256 cantilever512 clinical program-wall perlin cell128
+#                   cell512 cell512-phased seed000 isosurface-gpu mesh-gpu   (about 21 min)
 #   cpu             cpu-cantilever isosurface mesh dicom decimation  (about 30 min on 2 cores)
 #   cantilever256   the 2:1:1 cantilever, 256 x 128 x 128, 100 design iterations, mixed
 #   cantilever512   the same at 512 x 256 x 256, 10 design iterations
 #   clinical        voxfe-analyze on the synthetic HR-pQCT sample, and the batch of 8
+#   program-wall    voxfe-optimize with its files: the cantilever at 512 x 256 x 256
+#                   (10 its) and the bulk-modulus cell at 512^3 (4 its), --timings
 #   perlin          the sparse bone solve of the 550^3 and 160^3 perlin bones to 1e-6
 #   perlin-2gpu     the 550^3 perlin bone on one GPU and on two MPI ranks with a GPU each,
 #                   V- and W-cycles (a machine with two GPUs and mpirun; not in `gpu`)
@@ -58,8 +60,8 @@ design() { # DEVICE
 part() {
   case $1 in
   gpu)
-    for p in cantilever256 cantilever512 clinical perlin cell128 cell512 cell512-phased \
-             seed000 isosurface-gpu mesh-gpu; do
+    for p in cantilever256 cantilever512 clinical program-wall perlin cell128 cell512 \
+             cell512-phased seed000 isosurface-gpu mesh-gpu; do
       part "$p"
     done
     return ;;
@@ -72,6 +74,7 @@ part() {
   cantilever256) "$bench/bench_cuda" cantilever "$cantilever" 256 100 mixed ;;
   cantilever512) "$bench/bench_cuda" cantilever "$cantilever" 512 10 mixed ;;
   clinical) "$root/bench/clinical.sh" "$build" 8 4 ;;
+  program-wall) "$root/bench/program-wall.sh" "$build" "$out/program-wall" 10 4 ;;
   perlin)
     "$bench/bench_sparse" 550 cuda 1e-6
     "$bench/bench_sparse" 160 cuda 1e-6 ;;
