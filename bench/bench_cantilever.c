@@ -5,10 +5,11 @@
  * iterations (seconds per iteration, CG iterations per solve) with each
  * preconditioner: Jacobi and the geometric multigrid V-cycle.
  *
- *   bench_cantilever PROBLEM.yaml NX [ITERATIONS] [THREADS] [jacobi|multigrid|both]
+ *   bench_cantilever PROBLEM.yaml SIZE [ITERATIONS] [THREADS] [jacobi|multigrid|both]
  *
- * The grid is NX x NX/2 x NX/2 unit voxels; the problem file gives the
- * supports and loads (workflows/cantilever/cantilever.yaml). */
+ * The grid is NX x NX/2 x NX/2 unit voxels (SIZE NX), or NXxNYxNZ; the
+ * problem file gives the supports and loads
+ * (workflows/cantilever/cantilever.yaml). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ int main(int argc, char **argv) {
   vox_context_set_threads(ctx, threads);
   vox_model model;
   const char *what;
-  if (bench_cantilever_model(ctx, argv[1], nx, &model, &what)) die(ctx, what);
+  if (bench_cantilever_model(ctx, argv[1], argv[2], &model, &what)) die(ctx, what);
   const vox_grid grid = model.grid;
   vox_backend *be;
   if (vox_backend_create(ctx, VOX_DEVICE_CPU, &be)) die(ctx, "backend");

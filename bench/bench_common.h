@@ -21,13 +21,19 @@ static inline double bench_now(void) {
 /* The grid NX x NX/2 x NX/2 of unit voxels, every voxel label 1, with the
  * supports and loads of the problem file (workflows/cantilever/cantilever.yaml).
  * On failure the message is on the context and *what names the step. */
-static inline vox_status bench_cantilever_model(vox_context *ctx, const char *problem_path, int nx,
-                                                vox_model *model, const char **what) {
+static inline vox_status bench_cantilever_model(vox_context *ctx, const char *problem_path,
+                                                const char *size, vox_model *model,
+                                                const char **what) {
   vox_problem problem;
   vox_status s;
+  /* SIZE: N for the 2:1:1 box N x N/2 x N/2, or NXxNYxNZ voxels */
+  int nx = 0, ny = 0, nz = 0;
+  if (sscanf(size, "%dx%dx%d", &nx, &ny, &nz) != 3) nx = atoi(size), ny = nz = nx / 2;
+  *what = "grid size";
+  if (nx < 2 || ny < 1 || nz < 1) return VOX_ERR_INVALID_ARGUMENT;
   *what = "problem";
   if ((s = vox_problem_read(ctx, problem_path, &problem)) != VOX_OK) return s;
-  vox_grid grid = {.nx = nx, .ny = nx / 2, .nz = nx / 2, .voxel_size = {1, 1, 1}};
+  vox_grid grid = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1, 1}};
   *what = "model";
   if ((s = vox_model_init(ctx, model, &grid)) == VOX_OK) {
     memset(model->label, 1, (size_t)vox_grid_elements(&grid));

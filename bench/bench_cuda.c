@@ -9,9 +9,9 @@
  *     element product; each variant's result against the first one and
  *     against one product on the CPU backend.
  *
- *   bench_cuda cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [KERNEL]
- *     Design iterations of the 2:1:1 cantilever NX x NX/2 x NX/2 of the
- *     problem file (workflows/cantilever/cantilever.yaml) on the GPU with the
+ *   bench_cuda cantilever PROBLEM.yaml SIZE [ITERATIONS] [double|mixed] [KERNEL]
+ *     Design iterations of the 2:1:1 cantilever NX x NX/2 x NX/2 (SIZE NX;
+ *     or SIZE NXxNYxNZ, any box, voxels of 1) of the problem file (workflows/cantilever/cantilever.yaml) on the GPU with the
  *     multigrid preconditioner: E = 1, nu = 0.3, p = 3 from the start,
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
@@ -64,8 +64,8 @@ static const double GiB = 1073741824.0;
 static _Noreturn void usage(const char *prog) {
   fprintf(stderr,
           "usage: %s kernel NX NY NZ [REPS]\n"
-          "       %s cantilever PROBLEM.yaml NX [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
-          "       %s vcycle PROBLEM.yaml NX [double|mixed]\n"
+          "       %s cantilever PROBLEM.yaml SIZE [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
+          "       %s vcycle PROBLEM.yaml SIZE [double|mixed]\n"
           "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
           "settings: --device=cpu|cuda --fp16-levels=auto|on|off --stencil-kernel=auto|row|warp\n"
           "  --smoothing-steps=N --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N\n"
@@ -316,7 +316,7 @@ static int cantilever_mode(int argc, char **argv) {
   vox_context_create(&ctx);
   vox_model model;
   const char *what;
-  if (bench_cantilever_model(ctx, argv[2], nx, &model, &what)) die(ctx, what);
+  if (bench_cantilever_model(ctx, argv[2], argv[3], &model, &what)) die(ctx, what);
   vox_backend *be = cuda_backend(ctx);
   vox_backend_set_kernel(be, kernel);
 
@@ -408,7 +408,6 @@ static int cantilever_mode(int argc, char **argv) {
 /* Where the time of a V-cycle goes (vcycle_parts.h). */
 static int vcycle_mode(int argc, char **argv) {
   if (argc < 4) usage(argv[0]);
-  const int nx = atoi(argv[3]);
   vox_solver_options so;
   vox_solver_options_default(&so);
   so.precision = VOX_PRECISION_DOUBLE;
@@ -417,7 +416,7 @@ static int vcycle_mode(int argc, char **argv) {
   vox_context_create(&ctx);
   vox_model model;
   const char *what;
-  if (bench_cantilever_model(ctx, argv[2], nx, &model, &what)) die(ctx, what);
+  if (bench_cantilever_model(ctx, argv[2], argv[3], &model, &what)) die(ctx, what);
   vox_backend *be = cuda_backend(ctx);
   bench_solver_alternatives(be, &so);
   what = bench_vcycle_parts(ctx, be, &model, &so, 1);

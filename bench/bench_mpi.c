@@ -2,15 +2,15 @@
 /* Where the time of a multigrid cycle goes over MPI ranks
  * (docs/benchmarks.md, "Many GPUs"):
  *
- *   mpirun -np N bench_mpi PROBLEM.yaml NX [double|mixed] [--device=cuda]
+ *   mpirun -np N bench_mpi PROBLEM.yaml SIZE [double|mixed] [--device=cuda]
  *
- * The cantilever NX x NX/2 x NX/2 of the problem file
+ * The cantilever NX x NX/2 x NX/2 (SIZE NX, or NXxNYxNZ) of the problem file
  * (workflows/cantilever/cantilever.yaml) split into slabs over the ranks
  * (vox_mpi_backend_create), each rank's slab on its CPU cores or, with
  * --device=cuda, on the GPU of its rank on the node; then the parts of a
  * cycle timed as `bench_cuda vcycle` times them on one device
  * (vcycle_parts.h), rank 0's clock read after every rank has synchronised.
- * Compare with `bench_cuda vcycle PROBLEM.yaml NX` in the same call.
+ * Compare with `bench_cuda vcycle PROBLEM.yaml SIZE` in the same call.
  * --exchange=auto|nccl|host is vox_mpi_options.exchange, --gather=N|auto
  * vox_mpi_options.gather_nodes, --overlap=auto|on|off vox_mpi_options.overlap; the
  * solver alternatives of bench_cuda (--mg-cycle=C, --smoothing-steps=N, ...)
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   if (argc > 3 && vox_precision_parse(argv[3], &so.precision) != 0) die(ctx, "precision");
   vox_model model;
   const char *what;
-  if (bench_cantilever_model(ctx, argv[1], atoi(argv[2]), &model, &what)) die(ctx, what);
+  if (bench_cantilever_model(ctx, argv[1], argv[2], &model, &what)) die(ctx, what);
   vox_backend_options ranks_backend;
   vox_mpi_options o;
   if ((what = bench_mpi_options(rank, &ranks_backend, &o))) die(ctx, what);
