@@ -78,7 +78,7 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .offset = offsetof(TYPE, SOLVER.mg_coarse_dofs), .range = {0, INT_MAX, 0, 0},                 \
    .flags = CLI_RECORD,                                                                          \
    .help = "with --mg-levels 0, coarsen until a level has at most N unknowns, the coarsest, "   \
-           "solved directly; 0: the device's choice, 6000 on a GPU (a dense factor), 1000 on "   \
+           "solved directly; 0: the device's choice, 2000 on a GPU (a dense factor), 1000 on "   \
            "the CPU (a sparse one, on one core)"},                                               \
   {.name = "mg-cycle", .arg = "C", .kind = CLI_CUSTOM,                                           \
    .offset = offsetof(TYPE, SOLVER.mg_cycle), .flags = CLI_RECORD,                               \

@@ -60,9 +60,12 @@ typedef struct vox_multigrid {
 
 /* The coarsest level's most unknowns where the options do not say
  * (vox_solver_options.mg_coarse_dofs 0) nor the backend
- * (vox_multigrid_ops.coarse_dofs 0): a richer coarsest level makes the
- * cycle much stronger at high stiffness contrasts (docs/benchmarks.md). */
-enum { VOX_MG_COARSE_DOFS = 6000 };
+ * (vox_multigrid_ops.coarse_dofs 0; the GPU's is this): its dense factor,
+ * made again every design iteration, costs n^3 where one more level costs a
+ * few kernels a cycle. At 6000 the factor took 10.5 of the 12 ms that the
+ * bridge of Martinez-Frutos et al. 2017 spent setting the multigrid up each
+ * design iteration on an H200 (docs/benchmarks.md). */
+enum { VOX_MG_COARSE_DOFS = 2000 };
 
 /* The coarsest level's most unknowns for these options on this backend. */
 size_t vox_mg_coarse_dofs(const vox_backend *be, const vox_solver_options *options);
