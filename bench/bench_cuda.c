@@ -539,9 +539,9 @@ static int mma_mode(int argc, char **argv) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   static const char *const settings[] = {
-      "device",    "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
-      "mg-levels", "start-history", "mg-bound-refresh", "host-scalars",         "dual-points",
-      "by-turns",  "stencil-kernel", NULL};
+      "device",         "fp16-levels",   "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
+      "mg-levels",      "mg-coarse-dofs", "start-history",   "mg-bound-refresh",     "host-scalars",
+      "dual-points",    "by-turns",      "stencil-kernel",   NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) usage(argv[0]);
   if (strcmp(argv[1], "kernel") == 0) return kernel_mode(argc, argv);

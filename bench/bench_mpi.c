@@ -43,9 +43,9 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   static const char *const settings[] = {
-      "device",      "exchange",      "smoothing-steps",  "fine-smoothing-steps", "mg-cycle",
-      "mg-levels",   "start-history", "mg-bound-refresh", "host-scalars",         "gather",
-      "overlap",     NULL};
+      "device",    "exchange",       "smoothing-steps", "fine-smoothing-steps", "mg-cycle",
+      "mg-levels", "mg-coarse-dofs", "start-history",   "mg-bound-refresh",     "host-scalars",
+      "gather",    "overlap",        NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 3) {
     if (rank == 0)

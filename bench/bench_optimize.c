@@ -15,7 +15,8 @@
  * --design=FILE it also writes the design file (after the timing);
  * --fine-smoothing-steps=N sets the fine level's smoothing steps (0: as the
  * coarse levels'); --fp16-levels=USE is the backend's option (auto, on,
- * off). */
+ * off); --mg-coarse-dofs=N the coarsest level's most unknowns (0: the
+ * backend's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +33,15 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  static const char *const settings[] = {"design", "fine-smoothing-steps", "fp16-levels",
-                                         "stencil-kernel", NULL};
+  static const char *const settings[] = {
+      "design",         "fine-smoothing-steps", "fp16-levels",
+      "stencil-kernel", "mg-coarse-dofs",       NULL};
   bench_options_take(&argc, argv, settings);
   if (argc != 8 && argc != 11 && argc != 12) {
     fprintf(stderr,
             "usage: %s MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX "
             "ITERATIONS [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]] [--design=FILE] "
-            "[--fine-smoothing-steps=N] [--fp16-levels=auto|on|off]\n",
+            "[--fine-smoothing-steps=N] [--fp16-levels=auto|on|off] [--mg-coarse-dofs=N]\n",
             argv[0]);
     return 2;
   }
@@ -87,6 +89,8 @@ int main(int argc, char **argv) {
   /* the fine level's smoothing steps (0: as the coarse levels') */
   const char *fine_steps = bench_option("fine-smoothing-steps");
   if (fine_steps) opt.solver.fine_smoothing_steps = atoi(fine_steps);
+  const char *coarse_dofs = bench_option("mg-coarse-dofs");
+  if (coarse_dofs) opt.solver.mg_coarse_dofs = atoi(coarse_dofs);
   const vox_grid *g = &model.grid;
   printf("%s: %lldx%lldx%lld, %lld elements, %lld dofs (%s), backend %s\n", argv[1],
          (long long)g->nx, (long long)g->ny, (long long)g->nz, (long long)vox_grid_elements(g),

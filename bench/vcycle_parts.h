@@ -29,8 +29,9 @@ static inline void bench_synchronize(vox_backend *be) {
   })
 
 /* The solver's options that --smoothing-steps=N, --fine-smoothing-steps=N,
- * --mg-cycle=C, --mg-levels=N, --start-history=N, --mg-bound-refresh=N and
- * --host-scalars=1 set (bench_options_take must have taken them). */
+ * --mg-cycle=C, --mg-levels=N, --mg-coarse-dofs=N, --start-history=N,
+ * --mg-bound-refresh=N and --host-scalars=1 set (bench_options_take must
+ * have taken them). */
 static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
   const char *degree = bench_option("smoothing-steps");
   if (degree && atoi(degree) > 0) so->smoothing_steps = atoi(degree);
@@ -43,6 +44,8 @@ static void bench_solver_alternatives(vox_backend *be, vox_solver_options *so) {
   }
   const char *levels = bench_option("mg-levels");
   if (levels) so->mg_levels = atoi(levels);
+  const char *coarse = bench_option("mg-coarse-dofs");
+  if (coarse) so->mg_coarse_dofs = atoi(coarse);
   const char *history = bench_option("start-history");
   if (history) so->start_history = atoi(history);
   const char *refresh = bench_option("mg-bound-refresh");
