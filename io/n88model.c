@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,17 +62,21 @@ static int64_t node_index(const vox_grid *g, int64_t i, int64_t j, int64_t k) {
  * ------------------------------------------------------------------------- */
 
 /* A variable written whole (so without fill): the large ones of integers
- * (node numbers, sets: they shrink several times, shuffled first) and the
- * reactions (zero off the supports; not shuffled: faster and smaller on
- * zeros) deflated, the floating-point ones not: coordinates and a
- * solution's values shrink by about 20 %, and netCDF deflates on one
- * thread (docs/experiments.md). */
+ * (element numbers, materials, sets: they shrink to almost nothing,
+ * shuffled first) and the reactions (zero off the supports; not shuffled:
+ * faster and smaller on zeros) deflated; the floating-point ones not
+ * (coordinates and a solution's values shrink by about 20 %), nor the
+ * elements' node numbers: 4.7 times smaller, but netCDF deflates on one
+ * thread, 0.9 s for a clinical sample's 96 MB, longer than the solve it
+ * runs beside (docs/experiments.md). Numerics88's own files deflate
+ * nothing. */
 static int def_var(int ncid, const char *name, nc_type type, int ndims, const int *dims,
                    size_t rows, int *varid) {
   int err = nc_def_var(ncid, name, type, ndims, dims, varid);
   const int floating = type == NC_FLOAT || type == NC_DOUBLE;
   if (!err) err = nc_def_var_fill(ncid, *varid, NC_NOFILL, NULL);
-  if (!err && rows > 4096 && (!floating || !strcmp(name, "ReactionForce")))
+  if (!err && rows > 4096 && strcmp(name, "NodeNumbers") &&
+      (!floating || !strcmp(name, "ReactionForce")))
     err = nc_def_var_deflate(ncid, *varid, !floating, 1, 1);
   return err;
 }
@@ -132,32 +138,71 @@ static void mesh_free(mesh *me) {
   free(me->element_of);
 }
 
+/* Whether grid node (i, j, k) is a corner of a non-empty voxel. */
+static int node_used(const vox_grid *g, const uint8_t *label, int64_t i, int64_t j, int64_t k) {
+  for (int64_t c = k > 0 ? k - 1 : 0; c <= k && c < g->nz; c++)
+    for (int64_t b = j > 0 ? j - 1 : 0; b <= j && b < g->ny; b++)
+      for (int64_t a = i > 0 ? i - 1 : 0; a <= i && a < g->nx; a++)
+        if (label[(c * g->ny + b) * g->nx + a]) return 1;
+  return 0;
+}
+
+/* The mesh's nodes and elements in grid order, numbered layer by layer on
+ * the threads: each z layer's count, the layers' starts by a prefix sum,
+ * then each layer's numbers from its start (the writer's critical path
+ * beside a clinical sample's solve: 0.3-0.4 s on one thread). */
 static vox_status make_mesh(n88_file *f, const vox_model *m, mesh *me) {
   const vox_grid *g = &m->grid;
-  const int64_t nn = vox_grid_nodes(g), ne = vox_grid_elements(g);
-  me->node_number = calloc((size_t)nn, sizeof *me->node_number);
-  if (!me->node_number) return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
-  for (int64_t k = 0; k < g->nz; k++)
-    for (int64_t j = 0; j < g->ny; j++)
-      for (int64_t i = 0; i < g->nx; i++) {
-        if (!m->label[(k * g->ny + j) * g->nx + i]) continue;
-        me->n_elements++;
-        for (int a = 0; a < 8; a++)
-          me->node_number[node_index(g, i + n88_voxel_corner[a][0], j + n88_voxel_corner[a][1],
-                                     k + n88_voxel_corner[a][2])] = 1;
-      }
-  me->node_of = malloc((size_t)nn * sizeof *me->node_of);
-  me->element_of = malloc((me->n_elements + 1) * sizeof *me->element_of);
-  if (!me->node_of || !me->element_of)
+  const int64_t nn = vox_grid_nodes(g), node_layer = (g->nx + 1) * (g->ny + 1),
+                element_layer = g->nx * g->ny;
+  me->node_number = malloc((size_t)nn * sizeof *me->node_number);
+  int64_t *start = malloc((size_t)(2 * (g->nz + 2)) * sizeof *start);
+  if (!me->node_number || !start) {
+    free(start);
     return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
-  for (int64_t n = 0; n < nn; n++)
-    if (me->node_number[n]) {
-      me->node_of[me->n_nodes] = n;
-      me->node_number[n] = (int64_t)++me->n_nodes;
+  }
+  int64_t *elem_start = start + g->nz + 2; /* [k]: elements before layer k */
+  const uint8_t *label = m->label;
+  /* node layers 0..nz, element layers 0..nz-1: used nodes and elements counted */
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k <= g->nz; k++) {
+    int64_t used = 0, bone = 0;
+    for (int64_t j = 0; j <= g->ny; j++)
+      for (int64_t i = 0; i <= g->nx; i++) {
+        const int u = node_used(g, label, i, j, k);
+        me->node_number[k * node_layer + j * (g->nx + 1) + i] = u;
+        used += u;
+      }
+    if (k < g->nz)
+      for (int64_t e = k * element_layer; e < (k + 1) * element_layer; e++) bone += label[e] != 0;
+    start[k + 1] = used, elem_start[k + 1] = bone;
+  }
+  start[0] = elem_start[0] = 0;
+  for (int64_t k = 0; k <= g->nz; k++) start[k + 1] += start[k];
+  for (int64_t k = 0; k < g->nz; k++) elem_start[k + 1] += elem_start[k];
+  me->n_nodes = (size_t)start[g->nz + 1];
+  me->n_elements = (size_t)elem_start[g->nz];
+  me->node_of = malloc((me->n_nodes + 1) * sizeof *me->node_of);
+  me->element_of = malloc((me->n_elements + 1) * sizeof *me->element_of);
+  if (!me->node_of || !me->element_of) {
+    free(start);
+    return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k <= g->nz; k++) {
+    int64_t next = start[k];
+    for (int64_t n = k * node_layer; n < (k + 1) * node_layer; n++)
+      if (me->node_number[n]) {
+        me->node_of[next] = n;
+        me->node_number[n] = ++next; /* 1-based */
+      }
+    if (k < g->nz) {
+      int64_t c = elem_start[k];
+      for (int64_t e = k * element_layer; e < (k + 1) * element_layer; e++)
+        if (label[e]) me->element_of[c++] = e;
     }
-  size_t c = 0;
-  for (int64_t e = 0; e < ne; e++)
-    if (m->label[e]) me->element_of[c++] = e;
+  }
+  free(start);
   if (me->n_nodes > UINT32_MAX || me->n_elements > UINT32_MAX)
     return vox_error(f->ctx, VOX_ERR_UNSUPPORTED,
                      "%s: more than 2^32 nodes, which n88model numbers cannot hold", f->path);
@@ -174,20 +219,25 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
   /* float, as n88modelgenerator writes them; voxfe's own reading takes the
    * exact grid from the voxfe_grid_* attributes */
   W_TRY(f, def_var(part, "NodeCoordinates", NC_FLOAT, 2, d, me->n_nodes, &v), "NodeCoordinates");
-  double *xyz = malloc(3 * me->n_nodes * sizeof *xyz);
+  float *xyz = malloc((3 * me->n_nodes + 1) * sizeof *xyz);
   unsigned *ids = malloc(8 * (me->n_elements + 1) * sizeof *ids);
   if (!xyz || !ids) {
     free(xyz);
     free(ids);
     return vox_error(f->ctx, VOX_ERR_NO_MEMORY, "%s: out of memory", f->path);
   }
-  for (size_t n = 0; n < me->n_nodes; n++) {
+  /* here and below the arrays made on the threads (netCDF's conversion
+   * from double runs on one) */
+  const ptrdiff_t n_nodes = (ptrdiff_t)me->n_nodes, n_elements = (ptrdiff_t)me->n_elements;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t n = 0; n < n_nodes; n++) {
     const int64_t gn = me->node_of[n];
     const int64_t ijk[3] = {gn % (g->nx + 1), (gn / (g->nx + 1)) % (g->ny + 1),
                             gn / ((g->nx + 1) * (g->ny + 1))};
-    for (int a = 0; a < 3; a++) xyz[3 * n + a] = g->origin[a] + (double)ijk[a] * g->voxel_size[a];
+    for (int a = 0; a < 3; a++)
+      xyz[3 * n + a] = (float)(g->origin[a] + (double)ijk[a] * g->voxel_size[a]);
   }
-  int err = nc_put_var_double(part, v, xyz);
+  int err = nc_put_var_float(part, v, xyz);
   free(xyz);
   if (err) {
     free(ids);
@@ -201,10 +251,12 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
   S_TRY(nc_def_grp(elements, "Hexahedrons", &hexa), "group Hexahedrons");
   S_TRY(nc_def_dim(hexa, "NumberOfElements", me->n_elements, &d[0]), "NumberOfElements");
   S_TRY(nc_def_dim(hexa, "NumberOfNodesPerElement", 8, &d[1]), "NumberOfNodesPerElement");
-  for (size_t e = 0; !s && e < me->n_elements; e++) ids[e] = (unsigned)(e + 1);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < n_elements; e++) ids[e] = (unsigned)(e + 1);
   S_TRY(def_var(hexa, "ElementNumber", NC_UINT, 1, d, me->n_elements, &v), "ElementNumber");
   S_TRY(nc_put_var_uint(hexa, v, ids), "ElementNumber");
-  for (size_t e = 0; !s && e < me->n_elements; e++) {
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < n_elements; e++) {
     const int64_t ge = me->element_of[e];
     const int64_t i = ge % g->nx, j = (ge / g->nx) % g->ny, k = ge / (g->nx * g->ny);
     for (int a = 0; a < 8; a++)
@@ -213,7 +265,8 @@ static vox_status write_part(n88_file *f, const vox_model *m, const mesh *me, in
   }
   S_TRY(def_var(hexa, "NodeNumbers", NC_UINT, 2, d, me->n_elements, &v), "NodeNumbers");
   S_TRY(nc_put_var_uint(hexa, v, ids), "NodeNumbers");
-  for (size_t e = 0; !s && e < me->n_elements; e++) ids[e] = m->label[me->element_of[e]];
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t e = 0; e < n_elements; e++) ids[e] = m->label[me->element_of[e]];
   S_TRY(def_var(hexa, "MaterialID", NC_UINT, 1, d, me->n_elements, &v), "MaterialID");
   S_TRY(nc_put_var_uint(hexa, v, ids), "MaterialID");
   free(ids);
@@ -456,6 +509,36 @@ static vox_status put_mesh_set(n88_file *f, int parent, const mesh *me, const n8
   return put_set(f, parent, set->name, "NumberOfNodes", "NodeNumber", c, buf);
 }
 
+/* The 1-based numbers, in order, of the mesh's nodes or elements whose
+ * grid index (`of`, in a grid of nx x ny along x and y) has coordinate
+ * `plane` along axis a, into `out`; returns their count. On the threads:
+ * each block's count, then each block's numbers from its start. */
+static size_t select_on_plane(const int64_t *of, size_t n, int64_t nx, int64_t ny, int a,
+                              int64_t plane, unsigned *out) {
+  enum { BLOCKS = 256 };
+  size_t start[BLOCKS + 1];
+  start[0] = 0;
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < BLOCKS; b++) {
+    size_t c = 0;
+    for (size_t i = n * (size_t)b / BLOCKS; i < n * (size_t)(b + 1) / BLOCKS; i++) {
+      const int64_t q = of[i], x = a == 0 ? q % nx : a == 1 ? q / nx % ny : q / (nx * ny);
+      c += x == plane;
+    }
+    start[b + 1] = c;
+  }
+  for (int b = 0; b < BLOCKS; b++) start[b + 1] += start[b];
+#pragma omp parallel for schedule(static)
+  for (int b = 0; b < BLOCKS; b++) {
+    size_t c = start[b];
+    for (size_t i = n * (size_t)b / BLOCKS; i < n * (size_t)(b + 1) / BLOCKS; i++) {
+      const int64_t q = of[i], x = a == 0 ? q % nx : a == 1 ? q / nx % ny : q / (nx * ny);
+      if (x == plane) out[c++] = (unsigned)(i + 1);
+    }
+  }
+  return start[BLOCKS];
+}
+
 /* The sets: the extras' (kept), or face_x0 ... face_z1 of the grid's box
  * with the test's axis first (as n88modelgenerator orders them), or none;
  * `node_lists` and `element_lists` get the Problem's post-processing lists. */
@@ -489,22 +572,14 @@ static vox_status write_sets(n88_file *f, const vox_model *m, const mesh *me,
       for (int end = 0; !s && end < 2; end++) {
         char name[24]; /* "face_x0" .. "face_z1"; room for any int, which -O1 cannot rule out */
         snprintf(name, sizeof name, "face_%c%d", "xyz"[a], end);
-        size_t c = 0;
+        size_t c;
         if (pass == 0) {
-          const int64_t plane = end ? n_axis[a] : 0;
-          for (size_t nd = 0; nd < me->n_nodes; nd++) {
-            int64_t ijk[3];
-            grid_ijk(g, me->node_of[nd], ijk);
-            if (ijk[a] == plane) buf[c++] = (unsigned)(nd + 1);
-          }
+          c = select_on_plane(me->node_of, me->n_nodes, g->nx + 1, g->ny + 1, a,
+                              end ? n_axis[a] : 0, buf);
           s = put_set(f, node_sets, name, "NumberOfNodes", "NodeNumber", c, buf);
         } else {
-          const int64_t layer = end ? n_axis[a] - 1 : 0;
-          for (size_t e = 0; e < me->n_elements; e++) {
-            const int64_t ge = me->element_of[e];
-            const int64_t ijk[3] = {ge % g->nx, (ge / g->nx) % g->ny, ge / (g->nx * g->ny)};
-            if (ijk[a] == layer) buf[c++] = (unsigned)(e + 1);
-          }
+          c = select_on_plane(me->element_of, me->n_elements, g->nx, g->ny, a,
+                              end ? n_axis[a] - 1 : 0, buf);
           s = put_set(f, elem_sets, name, "NumberOfElements", "ElementNumber", c, buf);
         }
       }
