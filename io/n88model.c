@@ -659,6 +659,7 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
   if (s) return s;
   int err = nc_sync(f->ncid);
   if (err) return nc_fail(f, VOX_ERR_IO, err, "cannot write the mesh");
+  vox_start_writeback(f->ncid); /* the mesh to the disk while the solver iterates */
   s = wait_for(f, w, HAS_DISPLACEMENT);
   if (s) return s;
   int sols, sol, nodes, elems, d_nodes[2], d_elems[2];
