@@ -1219,8 +1219,13 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
   char *tmp = NULL;
   if ((s = vox_create_temp(ctx, path, &tmp))) return s;
 
-  writer w = {ctx,           path, -1, NULL, 0, tmp, options->deflate_fields, -1,
-              options->slab_bytes ? options->slab_bytes : SLAB_BYTES};
+  writer w = {.ctx = ctx,
+              .path = path,
+              .ncid = -1,
+              .tmp = tmp,
+              .deflate_fields = options->deflate_fields,
+              .fd = -1,
+              .slab_bytes = options->slab_bytes ? options->slab_bytes : SLAB_BYTES};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
   if (!err) w.fd = open(tmp, O_RDONLY); /* -1: no kicks, the fsync does it all */
   if (err) {
