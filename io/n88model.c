@@ -692,9 +692,11 @@ static vox_status write_solution(n88_file *f, n88_writer *w, const mesh *me) {
   /* compact fields (one entry per bone element) are already in the mesh's
    * element order: the non-empty voxels in grid order */
   const int64_t *of = out->fields.elements ? NULL : me->element_of;
-  for (size_t i = 0; !s && i < sizeof ev / sizeof ev[0]; i++)
+  for (size_t i = 0; !s && i < sizeof ev / sizeof ev[0]; i++) {
     s = put_values(f, elems, ev[i].name, NC_FLOAT, ev[i].width > 1 ? 2 : 1, d_elems, ev[i].data,
                    of, me->n_elements, ev[i].width);
+    if (!s) vox_start_writeback(f->ncid); /* to the disk while the next is made */
+  }
   return s;
 }
 

@@ -205,6 +205,7 @@ static vox_status before_displacement(void *user, int ncid) {
   vox_status s = wait_for(w, SOLVING);
   if (s) return s;
   R_TRY(w, nc_sync(ncid), "the model");
+  vox_start_writeback(ncid); /* the model to the disk while the solver iterates */
   return wait_for(w, HAS_DISPLACEMENT);
 }
 
@@ -230,9 +231,11 @@ static vox_status put_analysis(void *user, int ncid) {
       free(buf);
       return nc_fail(w, err, field_names[i]);
     }
+    /* each field to the disk while the next is made, and the last while
+     * the caller computes the statistics */
+    vox_start_writeback(ncid);
   }
   free(buf);
-  vox_start_writeback(ncid); /* while the caller computes the statistics */
   if ((s = wait_for(w, HAS_SUMMARY))) return s;
   return put_summary(w, ncid);
 }
