@@ -292,7 +292,7 @@ static vox_status create(vox_context *ctx, vox_backend *be, const vox_model *mod
     s = vox_layout_create(be, &l);
   }
   STEP(o->vec->upload(be, &fem->e_solid, h.e_solid));
-  STEP(o->vec->upload(be, &fem->moduli, h.e_solid));
+  STEP(o->vec->copy(be, &fem->moduli, &fem->e_solid)); /* on the device: one upload, not two */
   if (fem->has_lift) STEP(o->vec->upload(be, &fem->lift, h.lift));
   for (int c = 0; c < fem->n_cases && s == VOX_OK && !lean; c++) {
     case_forces(model, &h, c, dpn, fem->n_dofs, h.force);
