@@ -18,6 +18,15 @@
 #define SIGMOID_K 15.0
 #define MAX_ORDER 8
 
+/* A row's sums are also built for AVX2 (x86-64-v3), the best clone picked
+ * at load time; this file is compiled without fused multiply-adds
+ * (engine/CMakeLists.txt), so that both clones give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ROW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ROW_CLONES
+#endif
+
 static const char *const names[] = {"uniform", "random", "trigonometric"};
 
 const char *vox_initial_name(vox_initial_kind kind) {
@@ -65,12 +74,46 @@ static void quaternion_rotation(uint64_t seed, double r[3][3]) {
   r[2][0] = 2 * (x * z - w * y), r[2][1] = 2 * (y * z + w * x), r[2][2] = 1 - 2 * (x * x + y * y);
 }
 
-/* y_e = sum_a w_a p_a + sum_{a <= b} w_ab p_a p_b over T_n (6n functions:
- * for each axis i, for k = 1..n, cos then sin of 2 pi k xb_i). xb_i =
- * r_i0 x + r_i1 y + r_i2 z is the x part plus the row's part, so each
- * function is the angle sum of two: the x parts' cosines and sines are
- * tabled once per i, the row's once per row, and an element takes four
- * products a function instead of a sine and a cosine. */
+/* One row of y_e = sum_a w_a p_a + sum_{a <= b} w_ab p_a p_b (the x
+ * parts' cosines and sines cx, sx; the row's cr, sr): each function p_a of
+ * the row first (nb rows of nx in p), then the sums, each step a loop along
+ * the row that the compiler vectorises. Every element takes the same
+ * operations in the same order as one summed alone: sum_a p_a (w_a +
+ * sum_{b >= a} w_ab p_b), nb short chains that overlap. */
+ROW_CLONES static void row_sums(int order, int64_t nx, const double *restrict cx,
+                                const double *restrict sx, const double *cr, const double *sr,
+                                const double *w, double *restrict p, double *restrict q,
+                                double *restrict y) {
+  const int nb = 6 * order;
+  int n = 0;
+  for (int a = 0; a < 3; a++)
+    for (int f = 1; f <= order; f++, n += 2) {
+      const int u = 3 * (f - 1) + a;
+      const double *c = cx + u * nx, *sn = sx + u * nx, cu = cr[u], su = sr[u];
+      double *pc = p + n * nx, *ps = p + (n + 1) * nx;
+      for (int64_t i = 0; i < nx; i++) {
+        pc[i] = c[i] * cu - sn[i] * su; /* cos(x part + row part) */
+        ps[i] = sn[i] * cu + c[i] * su; /* sin */
+      }
+    }
+  for (int64_t i = 0; i < nx; i++) y[i] = 0;
+  int t = nb;
+  for (int a = 0; a < nb; a++) {
+    for (int64_t i = 0; i < nx; i++) q[i] = w[a];
+    for (int b = a; b < nb; b++, t++) {
+      const double wt = w[t], *pb = p + b * nx;
+      for (int64_t i = 0; i < nx; i++) q[i] += wt * pb[i];
+    }
+    const double *pa = p + a * nx;
+    for (int64_t i = 0; i < nx; i++) y[i] += pa[i] * q[i];
+  }
+}
+
+/* y_e over T_n (6n functions: for each axis i, for k = 1..n, cos then sin
+ * of 2 pi k xb_i). xb_i = r_i0 x + r_i1 y + r_i2 z is the x part plus the
+ * row's part, so each function is the angle sum of two: the x parts'
+ * cosines and sines are tabled once per i, the row's once per row, and an
+ * element takes four products a function instead of a sine and a cosine. */
 static vox_status trigonometric_sums(vox_context *ctx, const vox_grid *grid, uint64_t seed,
                                      int order, int nt, double *y) {
   const int nb = 6 * order, nw = nb + nb * (nb + 1) / 2;
@@ -90,40 +133,29 @@ static vox_status trigonometric_sums(vox_context *ctx, const vox_grid *grid, uin
         const double t = two_pi * f * (r[a][0] * ((i + 0.5) / nx - 0.5));
         cx[(3 * (f - 1) + a) * nx + i] = cos(t), sx[(3 * (f - 1) + a) * nx + i] = sin(t);
       }
-#pragma omp parallel for collapse(2) num_threads(nt) schedule(static)
-  for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++) {
-      const double yy = (j + 0.5) / ny - 0.5, zz = (k + 0.5) / nz - 0.5;
-      double cr[3 * MAX_ORDER], sr[3 * MAX_ORDER]; /* the row's parts */
-      for (int f = 1; f <= order; f++)
-        for (int a = 0; a < 3; a++) {
-          const double t = two_pi * f * (r[a][1] * yy + r[a][2] * zz);
-          cr[3 * (f - 1) + a] = cos(t), sr[3 * (f - 1) + a] = sin(t);
-        }
-      for (int64_t i = 0; i < nx; i++) {
-        double p[6 * MAX_ORDER];
-        int n = 0;
-        for (int a = 0; a < 3; a++)
-          for (int f = 1; f <= order; f++) {
-            const int u = 3 * (f - 1) + a;
-            const double c = cx[u * nx + i], s = sx[u * nx + i];
-            p[n++] = c * cr[u] - s * sr[u]; /* cos(x part + row part) */
-            p[n++] = s * cr[u] + c * sr[u]; /* sin */
+  int failed = 0;
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+  {
+    double *p = malloc((size_t)(nb + 1) * (size_t)nx * sizeof *p); /* and q */
+    failed = !p;
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t k = 0; k < nz; k++)
+      for (int64_t j = 0; j < ny; j++) {
+        if (!p) continue;
+        const double yy = (j + 0.5) / ny - 0.5, zz = (k + 0.5) / nz - 0.5;
+        double cr[3 * MAX_ORDER], sr[3 * MAX_ORDER]; /* the row's parts */
+        for (int f = 1; f <= order; f++)
+          for (int a = 0; a < 3; a++) {
+            const double t = two_pi * f * (r[a][1] * yy + r[a][2] * zz);
+            cr[3 * (f - 1) + a] = cos(t), sr[3 * (f - 1) + a] = sin(t);
           }
-        /* sum_a p_a (w_a + sum_{b >= a} w_ab p_b): nb short chains of
-         * additions that overlap, not one of nb (nb + 3) / 2 */
-        double sum = 0;
-        int t = nb;
-        for (int a = 0; a < nb; a++) {
-          double q = w[a];
-          for (int b = a; b < nb; b++) q += w[t++] * p[b];
-          sum += p[a] * q;
-        }
-        y[(k * ny + j) * nx + i] = sum;
+        row_sums(order, nx, cx, sx, cr, sr, w, p, p + nb * nx, y + (k * ny + j) * nx);
       }
-    }
+    free(p);
+  }
   free(cx);
-  return VOX_OK;
+  return failed ? vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory for the initial design")
+                : VOX_OK;
 }
 
 static double sigmoid(double y, double mu, double rho_min, double v_hat) {
