@@ -13,7 +13,8 @@
 #  2. the same sample written as .n88model (bone elements only), and with
 #     the modulus from intensity (--modulus-from-intensity);
 #  3. the batch workflow (workflows/bone/Makefile) on all samples with
-#     make -j JOBS (each job on THREADS OpenMP threads, default all cores
+#     make -j JOBS (3 by default: the fastest batch on one H200 of 1 to 4;
+#     each job on THREADS OpenMP threads, default all cores
 #     over JOBS): the wall time and the samples per hour;
 #  4. with VARIANTS="OPTS;OPTS;..." the one sample again with each set of
 #     solver options (the CG iterations of other smoothing degrees, levels).
@@ -23,7 +24,7 @@
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 samples=${2:-8}
-jobs=${3:-4}
+jobs=${3:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-$(mktemp -d /tmp/voxfe-clinical.XXXXXX)}
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT

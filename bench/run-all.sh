@@ -73,7 +73,7 @@ part() {
   case $1 in
   cantilever256) "$bench/bench_cuda" cantilever "$cantilever" 256 100 mixed ;;
   cantilever512) "$bench/bench_cuda" cantilever "$cantilever" 512 10 mixed ;;
-  clinical) "$root/bench/clinical.sh" "$build" 8 4 ;;
+  clinical) "$root/bench/clinical.sh" "$build" 8 3 ;;
   program-wall) "$root/bench/program-wall.sh" "$build" "$out/program-wall" 10 4 ;;
   perlin)
     "$bench/bench_sparse" 550 cuda 1e-6
