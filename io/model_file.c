@@ -299,7 +299,6 @@ typedef struct writer {
   size_t n_bone_nodes;
   const char *tmp; /* the temporary file being written */
   int deflate_fields; /* vox_write_options */
-  int fd;             /* tmp, read-only: the handle writer_kick hands the kernel */
   size_t slab_bytes;  /* vox_write_options, 0 resolved */
 } writer;
 
@@ -309,15 +308,6 @@ typedef struct writer {
  * copied, and the fsync before the rename waits for the last slabs instead
  * of the whole file (a 1 GB design file: docs/benchmarks.md). */
 #define SLAB_BYTES ((size_t)64 << 20)
-
-/* vox_start_writeback on the writer's own handle. */
-static void writer_kick(const writer *w) {
-#ifdef SYNC_FILE_RANGE_WRITE
-  if (w->fd >= 0) (void)sync_file_range(w->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-#else
-  (void)w;
-#endif
-}
 
 void vox_start_writeback(int ncid) {
 #ifdef SYNC_FILE_RANGE_WRITE
@@ -359,7 +349,7 @@ static int put_slabs(const writer *w, int varid, int ndims, const size_t *shape,
       count[d] = shape[d] - i < step ? shape[d] - i : step;
       int err = nc_put_vara(w->ncid, varid, start, count, data + (o * shape[d] + i) * inner);
       if (err) return err;
-      writer_kick(w);
+      vox_start_writeback(w->ncid);
     }
   }
   return NC_NOERR;
@@ -1224,10 +1214,8 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
               .ncid = -1,
               .tmp = tmp,
               .deflate_fields = options->deflate_fields,
-              .fd = -1,
               .slab_bytes = options->slab_bytes ? options->slab_bytes : SLAB_BYTES};
   int err = nc_create(tmp, NC_CLOBBER | NC_NETCDF4, &w.ncid);
-  if (!err) w.fd = open(tmp, O_RDONLY); /* -1: no kicks, the fsync does it all */
   if (err) {
     s = write_fail(&w, err, "the file");
   } else {
@@ -1250,7 +1238,6 @@ vox_status vox_model_write_extra(vox_context *ctx, const char *path, const vox_m
                     strerror(err));
     }
   }
-  if (w.fd >= 0) close(w.fd);
   if (s) unlink(tmp);
   vox_temp_unregister(tmp);
   free(tmp);
