@@ -13,19 +13,12 @@
 
 #include "backend_ops.h" /* vox_hash_uniform */
 #include "symmetry_group.h"
+#include "target_clones.h" /* row_sums: same bits in both clones (CMakeLists.txt) */
 
 /* seed 003 section 6.2 */
 #define SIGMOID_K 15.0
 #define MAX_ORDER 8
 
-/* A row's sums are also built for AVX2 (x86-64-v3), the best clone picked
- * at load time; this file is compiled without fused multiply-adds
- * (engine/CMakeLists.txt), so that both clones give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ROW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ROW_CLONES
-#endif
 
 static const char *const names[] = {"uniform", "random", "trigonometric"};
 
@@ -80,7 +73,7 @@ static void quaternion_rotation(uint64_t seed, double r[3][3]) {
  * the row that the compiler vectorises. Every element takes the same
  * operations in the same order as one summed alone: sum_a p_a (w_a +
  * sum_{b >= a} w_ab p_b), nb short chains that overlap. */
-ROW_CLONES static void row_sums(int order, int64_t nx, const double *restrict cx,
+HOT_CLONES static void row_sums(int order, int64_t nx, const double *restrict cx,
                                 const double *restrict sx, const double *cr, const double *sr,
                                 const double *w, double *restrict p, double *restrict q,
                                 double *restrict y) {

@@ -69,14 +69,9 @@ static inline int vox_cpu_parents_periodic(int64_t a, int64_t nc, int64_t J[2], 
   return n;
 }
 
-/* Where the compiler supports it, the hot loops are also built for AVX2 and
- * FMA (x86-64-v3) and the best clone is picked at load time: the dense
- * element product runs about twice as fast as with the baseline SSE2. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define HOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define HOT_CLONES
-#endif
+/* HOT_CLONES (target_clones.h): the dense element product runs about twice
+ * as fast as with the baseline SSE2. */
+#include "../target_clones.h"
 
 /* Threads for an OpenMP region of this backend. */
 int vox_cpu_threads(const vox_backend *be);
