@@ -18,7 +18,7 @@ static inline double bench_now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The grid NX x NX/2 x NX/2 of unit voxels, every voxel label 1, with the
+/* The grid of unit voxels SIZE says (NX: NX x NX/2 x NX/2; or NXxNYxNZ), every voxel label 1, with the
  * supports and loads of the problem file (workflows/cantilever/cantilever.yaml).
  * On failure the message is on the context and *what names the step. */
 static inline vox_status bench_cantilever_model(vox_context *ctx, const char *problem_path,

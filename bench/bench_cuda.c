@@ -11,7 +11,8 @@
  *
  *   bench_cuda cantilever PROBLEM.yaml SIZE [ITERATIONS] [double|mixed] [KERNEL]
  *     Design iterations of the 2:1:1 cantilever NX x NX/2 x NX/2 (SIZE NX;
- *     or SIZE NXxNYxNZ, any box, voxels of 1) of the problem file (workflows/cantilever/cantilever.yaml) on the GPU with the
+ *     or SIZE NXxNYxNZ, any box, voxels of 1) of the problem file
+ *     (workflows/cantilever/cantilever.yaml) on the GPU with the
  *     multigrid preconditioner: E = 1, nu = 0.3, p = 3 from the start,
  *     volume fraction 0.12, sensitivity filter R = 1.5 voxels, CG to rtol
  *     1e-5 (warm started). Prints seconds per design iteration, CG
@@ -68,7 +69,7 @@ static _Noreturn void usage(const char *prog) {
           "       %s vcycle PROBLEM.yaml SIZE [double|mixed]\n"
           "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
           "settings: --device=cpu|cuda --fp16-levels=auto|on|off --stencil-kernel=auto|row|warp\n"
-          "  --smoothing-steps=N --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N\n"
+          "  --smoothing-steps=N --fine-smoothing-steps=N --mg-cycle=v|w --mg-levels=N --mg-coarse-dofs=N\n"
           "  --start-history=N --mg-bound-refresh=N --host-scalars=1 --dual-points=K\n",
           prog, prog, prog, prog);
   exit(2);
