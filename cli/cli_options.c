@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Option tables to argp (help text, parsing, usage errors) and to the
- * history line. */
+/* Option tables to argp (parsing, usage errors; the help text is
+ * cli_help.c's) and to the history line. */
 #include "cli_options.h"
 
 #include <argp.h>
@@ -10,18 +10,19 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "cli_help.h"
 #include "voxfe/context.h"
 
-/* Room for the argp tables built from a program's option table. Static, so
- * that the text stays valid while argp prints --help and exits. */
+/* Room for the argp table built from a program's option table and the help
+ * options. */
 #define OPTIONS_MAX 96
-#define DOC_MAX 512
-/* Keys of long-only options: above every character, below ARGP_KEY_ARG. */
+#define HELP_OPTIONS 3
+/* Keys of long-only options: above every character, below ARGP_KEY_ARG;
+ * the help options' after the program's. */
 #define LONG_KEY_BASE 0x100
+#define HELP_KEY_BASE (LONG_KEY_BASE + OPTIONS_MAX)
 
-static struct argp_option argp_options[OPTIONS_MAX + 1];
-static char option_docs[OPTIONS_MAX][DOC_MAX];
-static char program_doc[2 * DOC_MAX];
+static struct argp_option argp_options[OPTIONS_MAX + HELP_OPTIONS + 1];
 
 typedef struct parse_state {
   const cli_program *program;
@@ -58,55 +59,57 @@ static void format_value(const cli_option *o, const void *settings, char *buf, s
   }
 }
 
-static void version(FILE *stream, struct argp_state *state) {
-  fprintf(stream, "%s %s\n", cli_program_name(), vox_version());
-}
-
-/* --help text of one option: its help, then its default or "(required)". */
-static void describe_option(const cli_option *o, const void *settings, char *doc, size_t size) {
+int cli_describe_option(const cli_option *o, const void *settings, char *doc, size_t size) {
   char value[256];
   format_value(o, settings, value, sizeof value);
   const char *shown = o->default_text ? o->default_text : value;
-  if (o->flags & CLI_REQUIRED)
-    snprintf(doc, size, "%s (required)", o->help);
-  else if (!(o->flags & CLI_NO_DEFAULT) && *shown)
-    snprintf(doc, size, "%s (default: %s)", o->help, shown);
-  else
-    snprintf(doc, size, "%s", o->help);
+  if (o->flags & CLI_REQUIRED) return snprintf(doc, size, "%s (required)", o->help);
+  if (!(o->flags & CLI_NO_DEFAULT) && *shown)
+    return snprintf(doc, size, "%s (default: %s)", o->help, shown);
+  return snprintf(doc, size, "%s", o->help);
 }
 
-/* Fills the static argp tables from the program's table. */
-static int build_argp(const cli_program *program, const void *settings, struct argp *argp) {
-  int n = 0;
+/* Fills the static argp table from the program's table and the help
+ * options; argp parses, its help is switched off (ARGP_NO_HELP). */
+static int build_argp(const cli_program *program, struct argp *argp) {
+  int n = 0, m = 0; /* the program's entries, argp's (the headings left out) */
   for (const cli_option *o = program->options; o->kind != CLI_END; o++, n++) {
     if (n == OPTIONS_MAX) {
       cli_error("internal error: more than %d options", OPTIONS_MAX);
       return -1;
     }
-    struct argp_option *a = &argp_options[n];
-    memset(a, 0, sizeof *a);
-    if (o->kind == CLI_HEADING) {
-      a->doc = o->help; /* a NULL name and key 0: argp starts a group */
-      continue;
-    }
-    describe_option(o, settings, option_docs[n], DOC_MAX);
-    a->name = o->name;
-    a->key = option_key(o, n);
-    a->arg = o->kind == CLI_ENABLE || o->kind == CLI_DISABLE ? NULL : o->arg;
-    a->doc = option_docs[n];
+    if (o->kind == CLI_HEADING) continue; /* an argp entry of no name, key and doc ends it */
+    argp_options[m++] = (struct argp_option){
+        .name = o->name,
+        .key = option_key(o, n),
+        .arg = o->kind == CLI_ENABLE || o->kind == CLI_DISABLE ? NULL : o->arg};
   }
-  memset(&argp_options[n], 0, sizeof argp_options[n]);
-
-  snprintf(program_doc, sizeof program_doc,
-           "%s\vExit status: 0 on success, 1 if the run failed, 2 for bad usage or bad "
-           "input.%s%s",
-           program->doc, program->epilogue ? "\n\n" : "",
-           program->epilogue ? program->epilogue : "");
+  for (int i = 0; i < HELP_OPTIONS; i++) {
+    const cli_option *o = &cli_help_options[i];
+    argp_options[m++] =
+        (struct argp_option){.name = o->name, .key = o->key ? o->key : HELP_KEY_BASE + i};
+  }
+  argp_options[m] = (struct argp_option){0};
   memset(argp, 0, sizeof *argp);
   argp->options = argp_options;
-  argp->args_doc = program->args_doc;
-  argp->doc = program_doc;
   return 0;
+}
+
+/* --help, --usage or --version (cli_help_options[which]) printed on stdout;
+ * the exit status: 0, or 1 where stdout could not take it. */
+static int print_help(int which, const parse_state *ps) {
+  const char *name = cli_help_options[which].name;
+  if (!strcmp(name, "help"))
+    cli_print_help(ps->program, ps->settings, stdout);
+  else if (!strcmp(name, "usage"))
+    cli_print_usage(ps->program, stdout);
+  else
+    printf("%s %s\n", cli_program_name(), vox_version());
+  if (fflush(stdout) || ferror(stdout)) {
+    cli_error("--%s: could not write to the standard output", name);
+    return CLI_EXIT_FAILED;
+  }
+  return CLI_EXIT_OK;
 }
 
 /* Stores the text of option `o` in the settings; -1 after a message. */
@@ -179,6 +182,10 @@ static error_t parse_option(int key, char *arg, struct argp_state *state) {
   case ARGP_KEY_END: return check_complete(ps) ? EINVAL : 0;
   default: break;
   }
+  for (int i = 0; i < HELP_OPTIONS; i++) {
+    const int help_key = cli_help_options[i].key ? cli_help_options[i].key : HELP_KEY_BASE + i;
+    if (key == help_key) exit(print_help(i, ps));
+  }
   int index = 0;
   for (const cli_option *o = program->options; o->kind != CLI_END; o++, index++) {
     if (o->kind == CLI_HEADING || option_key(o, index) != key) continue;
@@ -191,18 +198,17 @@ static error_t parse_option(int key, char *arg, struct argp_state *state) {
 
 int cli_parse(const cli_program *program, int argc, char **argv, void *settings) {
   cli_set_program_name(program->name);
-  argp_program_version_hook = version;
   argp_err_exit_status = CLI_EXIT_USAGE;
 
   struct argp argp;
-  if (build_argp(program, settings, &argp)) return CLI_EXIT_USAGE;
+  if (build_argp(program, &argp)) return CLI_EXIT_USAGE;
   argp.parser = parse_option;
 
   /* argp works on a copy: getopt reorders the arguments it is given, and
    * the history must record the command line as typed. The copy's argv[0]
    * is the program's name, so that getopt's messages say "voxfe-optimize:"
    * however the program was started. Static, to stay reachable when argp
-   * exits after --help. */
+   * exits after --help (print_help). */
   static char **args;
   int n = argc > 0 ? argc : 1; /* exec may pass no argv[0] at all */
   free(args);
@@ -214,7 +220,7 @@ int cli_parse(const cli_program *program, int argc, char **argv, void *settings)
   for (int i = 0; i < argc; i++) args[i] = argv[i];
   args[0] = (char *)program->name;
   parse_state ps = {.program = program, .settings = settings};
-  error_t err = argp_parse(&argp, n, args, 0, NULL, &ps);
+  error_t err = argp_parse(&argp, n, args, ARGP_NO_HELP, NULL, &ps);
   return err ? CLI_EXIT_USAGE : 0;
 }
 

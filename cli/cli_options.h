@@ -62,6 +62,10 @@ typedef struct cli_program {
  * --usage and --version exit 0 from here. */
 int cli_parse(const cli_program *program, int argc, char **argv, void *settings);
 
+/* The --help text of one option: its help, then its default (from
+ * `settings`) or "(required)"; its length, as snprintf's. */
+int cli_describe_option(const cli_option *o, const void *settings, char *doc, size_t size);
+
 /* The line a program appends to the output file's history: its command line,
  * quoted so that a shell runs it again, then the resolved value of every
  * CLI_RECORD option, defaults included:

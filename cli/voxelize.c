@@ -268,12 +268,13 @@ static const cli_program program = {
                 "--image PATH --threshold T [-p FILE] -o FILE",
     .doc = "Makes a voxfe model file: a voxel grid with the material, supports and loads "
            "of a problem file.\n\n"
-           "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc\n"
-           "  voxfe-voxelize --mesh bracket.stl --resolution 200 -p bracket.yaml -o model.nc\n"
+           /* one example a paragraph: help2man joins consecutive indented lines */
+           "  voxfe-voxelize --box 48x24x24 --voxel-size 1 -p cantilever.yaml -o model.nc\n\n"
+           "  voxfe-voxelize --mesh bracket.stl --resolution 200 -p bracket.yaml -o model.nc\n\n"
            "  voxfe-voxelize --image scan/ --threshold 400 --threshold-units hu "
-           "--largest-component --crop 2 -p bone.yaml -o model.nc\n"
+           "--largest-component --crop 2 -p bone.yaml -o model.nc\n\n"
            "  voxfe-voxelize --image radius.aim --threshold 320 --threshold-units density "
-           "--youngs-modulus 8748 -o radius.nc   (for voxfe-analyze)",
+           "--youngs-modulus 8748 -o radius.nc # for voxfe-analyze",
     .options = options,
 };
 
