@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Benchmark of the CPU pipeline on the 2:1:1 cantilever (seed 001): the time
+/* Benchmark of the CPU pipeline on the 2:1:1 cantilever (Ratnakar et al. 2021): the time
  * of one matrix-free product K*u, achieved bandwidth and flops against the
  * copy bandwidth measured in the same run, and a fixed number of design
  * iterations (seconds per iteration, CG iterations per solve) with each

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Benchmark of inverse homogenization (seed 003 table 2): bulk-modulus
+/* Benchmark of inverse homogenization (Zhang et al. 2023 table 2): bulk-modulus
  * maximisation of a periodic N^3 cell, E = 1, nu = 0.3, at a volume
  * fraction V, p = 3 from the start, sensitivity filter of 2 voxels, move
- * limit 0.05, damping 0.5 (seed 003 section 6), for ITERATIONS iterations:
+ * limit 0.05, damping 0.5 (Zhang et al. 2023 section 6), for ITERATIONS iterations:
  *
  *   bench_cell N DEVICE VOLUME_FRACTION ITERATIONS [PRECISION]
  *
  * PRECISION: mixed (the default) or double, of the multigrid preconditioner.
  * Settings (--NAME=VALUE anywhere on the command line): --rtol=T sets CG's
  * relative tolerance (default VOX_CELL_RTOL, 1e-2, as voxfe-optimize takes
- * for a cell); --start=seed003 starts from seed 003's trigonometric family
+ * for a cell); --start=zhang2023 starts from Zhang et al. 2023's trigonometric family
  * with reflect6 symmetry instead of the cosine field (cell_problem.h), and
  * --seed=S picks another member of that family (default 1);
  * --filter=density filters the density instead of the sensitivities (seed
@@ -22,15 +22,15 @@
  * which does not say which entries of C^H it reads, so that it solves all
  * six unit strains every design iteration, as before the reduced sets
  * (the same iterates: the baseline of the three normal ones). The
- * optimizer's settings, to compare with seed 003's: --move-limit=M,
+ * optimizer's settings, to compare with Zhang et al. 2023's: --move-limit=M,
  * --filter-radius=R (in voxels), --penalty=P and --q-max=Q (the final
  * exponents; with --continuation=1 reached by the continuation of eq. 11
- * and 12 instead of at once). --stop=seed003 stops as seed 003 section 6
+ * and 12 instead of at once). --stop=zhang2023 stops as Zhang et al. 2023 section 6
  * does, when the objective's relative change stays under 5e-4 in three
  * design iterations in a row (otherwise every iteration runs).
  * The start is the smooth periodic field rho = V + (V/2)(cos 2 pi x +
  * cos 2 pi y + cos 2 pi z) clamped to [0.001, 1] (a uniform start is a
- * stationary point of the problem; seed 003's own starts are its
+ * stationary point of the problem; Zhang et al. 2023's own starts are its
  * trigonometric family, section 6.2). Prints the grid, seconds per
  * iteration (total over iterations; and without the first, which pays the
  * setup), CG iterations, the final C^H's bulk and shear moduli and the
@@ -41,7 +41,7 @@
  * between the iterations' reports) and what the memory plan predicted; before the run the
  * plan item by item. Last, the final
  * design's bulk modulus solved to 1e-10, grey, binarized at 0.5 and
- * binarized at the threshold that keeps the volume fraction V (seed 003
+ * binarized at the threshold that keeps the volume fraction V (Zhang et al. 2023
  * table 2 reports its objectives after binarization; --binary=0 skips these
  * three solves, --binary=volume keeps only the last). */
 #include <math.h>
@@ -79,7 +79,7 @@ static int on_progress(const vox_progress *p, void *user) {
   return 0;
 }
 
-/* The bulk modulus of seed 003 eq. 19 (negated) as the built-in objective
+/* The bulk modulus of Zhang et al. 2023 eq. 19 (negated) as the built-in objective
  * computes it, as an opaque function: all six strains solved. */
 static int bulk_all_strains(void *self, const double c[36], int iteration, double *f,
                             double g[36]) {
@@ -128,13 +128,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: --fp16-levels auto, on or off\n", argv[0]);
     return 2;
   }
-  /* --start=seed003: seed 003's start and symmetry (cell_problem.h) */
+  /* --start=zhang2023: Zhang et al. 2023's start and symmetry (cell_problem.h) */
   const char *start = bench_option("start");
   cell_problem problem;
   if (cell_problem_make(ctx, n, v, start ? start : "cosine", &problem) != 0) return 2;
-  /* --seed: another trigonometric start of seed 003's family (default 1) */
+  /* --seed: another trigonometric start of Zhang et al. 2023's family (default 1) */
   const char *seed = bench_option("seed");
-  if (seed && problem.seed003) problem.initial.seed = strtoul(seed, NULL, 10);
+  if (seed && problem.zhang2023) problem.initial.seed = strtoul(seed, NULL, 10);
   if (vox_backend_create_with(ctx, &backend, &be)) {
     fprintf(stderr, "%s: %s\n", argv[0], vox_context_message(ctx));
     return 1;
@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
   if (q_max) opt.q_max = atof(q_max);
   if (continuation) opt.continuation = atoi(continuation);
   const char *stop = bench_option("stop");
-  if (stop && strcmp(stop, "seed003") == 0) {
+  if (stop && strcmp(stop, "zhang2023") == 0) {
     opt.change_tolerance = 1; /* the objective alone decides */
     opt.objective_tolerance = 5e-4;
     opt.settle_iterations = 3;
@@ -249,13 +249,13 @@ int main(int argc, char **argv) {
            (double)planned / 1e9);
   printf("bulk modulus %.4f, shear modulus %.4f, volume fraction %.4f\n", r.moduli.bulk,
          r.moduli.shear, r.volume_fraction);
-  /* seed 003 table 2's objective: the design binarized at 0.5 (and the grey
+  /* Zhang et al. 2023 table 2's objective: the design binarized at 0.5 (and the grey
    * design's own, solved to 1e-10, against the run's) */
   vox_cell_moduli grey, binary;
   double binary_vf;
   const double tb = now();
   /* --binary=0 skips the binarized moduli, =volume keeps only the last
-   * (seed 003's objective; at 512^3 each costs about a minute) */
+   * (Zhang et al. 2023's objective; at 512^3 each costs about a minute) */
   const char *binary_env = bench_option("binary");
   const int only_volume = binary_env && strcmp(binary_env, "volume") == 0;
   const int want_moduli = !binary_env || only_volume || atoi(binary_env) != 0;
@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
     printf("grey design to 1e-10: bulk modulus %.4f; binarized at 0.5: bulk modulus %.4f, "
            "shear modulus %.4f, volume fraction %.4f (%.1f s)\n",
            grey.bulk, binary.bulk, binary.shear, binary_vf, now() - tb);
-  /* and at the threshold that keeps the target volume, seed 003's */
+  /* and at the threshold that keeps the target volume, Zhang et al. 2023's */
   vox_cell_moduli kept;
   double threshold, kept_vf;
   if (want_moduli && cell_binary_moduli_at_volume(ctx, be, m, m->density, v, opt.penalty,

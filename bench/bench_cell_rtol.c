@@ -5,8 +5,8 @@
  *
  *   bench_cell_rtol N DEVICE ITERATIONS RTOL_REF RTOL...
  *
- * The problem is bench_cell's at V = 0.3 (cell_problem.h; --start=seed003
- * for seed 003's start and symmetry), mixed precision.
+ * The problem is bench_cell's at V = 0.3 (cell_problem.h; --start=zhang2023
+ * for Zhang et al. 2023's start and symmetry), mixed precision.
  *  1. One optimization per tolerance, ITERATIONS iterations (the first at
  *     RTOL_REF is the reference trajectory, every design of it kept): time,
  *     CG iterations, the final design against the reference's final design

@@ -8,7 +8,7 @@
  *
  * The bone: an elliptic cortical shell (32 x 26 mm outside, 1.2 mm thick,
  * the radius and the thickness wavy along the circumference and the slices)
- * around trabecular bone made like seed 004's "perlin" meshes: the union of
+ * around trabecular bone made like Arbenz et al. 2014's "perlin" meshes: the union of
  * two bands |n_i| < w around the zero sets of two coherent (Perlin gradient)
  * noise fields of about 1 mm period -- plate-like sheets that join into one
  * network -- with w chosen from a histogram so that the trabecular bone

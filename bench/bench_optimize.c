@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of a whole optimization of a model file, with the time of each
- * stage (docs/benchmarks.md, seed 000's heat sink):
+ * stage (docs/benchmarks.md, Martinez-Frutos et al. 2017's heat sink):
  *
  *   bench_optimize MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX ITERATIONS
  *                  [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]]
@@ -8,7 +8,7 @@
  * runs vox_optimize on the model (any physics, any objective) with the
  * defaults of voxfe-optimize and these settings (DEVICE: cpu, cuda or auto;
  * ADJOINT_GPU: auto, none or a device index, for mechanisms), and prints
- * the grid, the dofs, the total time and the time of each stage of seed 000's
+ * the grid, the dofs, the total time and the time of each stage of Martinez-Frutos et al. 2017's
  * table 4 (solve, sensitivities, filter, OC update), the CG iterations, the
  * final objective and M_nd. The stage times are those vox_optimize measures,
  * with the backend synchronised before each clock reading. With

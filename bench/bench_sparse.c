@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Benchmark of the sparse (bone-only) solver on a synthetic trabecular bone
- * (docs/benchmarks.md, seed 004's perlin meshes):
+ * (docs/benchmarks.md, Arbenz et al. 2014's perlin meshes):
  *
  *   bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full]
  *

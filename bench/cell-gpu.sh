@@ -4,7 +4,7 @@
 # "GPU: inverse homogenization of a periodic cell"), most wanted first, each
 # step skipped once DEADLINE seconds have passed: the CUDA test of the
 # periodic operator and the cell CLI test, the 25-iteration timing at 128^3
-# for CG tolerances 1e-6, 1e-3 and 1e-2, seed 003's setup run 300 iterations
+# for CG tolerances 1e-6, 1e-3 and 1e-2, Zhang et al. 2023's setup run 300 iterations
 # at 64^3 and 128^3 with the binarized moduli, and the CG-tolerance study at
 # 128^3.   cell-gpu.sh BUILD OUT CLI_TESTS_DIR ROOT [DEADLINE]
 BUILD=${1:?build folder}; OUT=${2:?log folder}; CLI=${3:?cli test scripts}; ROOT=${4:?root}
@@ -27,9 +27,9 @@ run() { # N ITERATIONS RTOL [START]: bench_cell, the per-iteration lines thinned
 for t in 1e-6 1e-3 1e-2; do run 128 25 $t; done > $OUT/timing128.log 2>&1
 cat $OUT/timing128.log
 for n in 64 128; do
-  for t in 1e-2 1e-6 1e-3; do run $n 300 $t seed003; done
-done > $OUT/seed003.log 2>&1
-cat $OUT/seed003.log
+  for t in 1e-2 1e-6 1e-3; do run $n 300 $t zhang2023; done
+done > $OUT/zhang2023.log 2>&1
+cat $OUT/zhang2023.log
 if left "bench_cell_rtol"; then
   timeout $((DEADLINE + 40 - SECONDS)) $B/bench_cell_rtol 128 cuda 20 1e-8 1e-6 1e-3 1e-2 \
     > $OUT/rtol128.log 2>&1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The six fields in half precision on the GPU, in one call: the CUDA tests of
 # the periodic operator and the cell CLI, the 25-iteration timing at 128^3,
-# seed 003's setup run 300 iterations at 64^3 and 128^3 (to compare with the
+# Zhang et al. 2023's setup run 300 iterations at 64^3 and 128^3 (to compare with the
 # double-field runs of docs/benchmarks.md), and the memory at 256^3 and 512^3
 # (CG rtol 1e-2, the cell default).   cell_half_gpu.sh BUILD OUT CLI ROOT [DEADLINE]
 BUILD=${1:?build folder}; OUT=${2:?log folder}; CLI=${3:?cli test scripts}; ROOT=${4:?root}
@@ -25,8 +25,8 @@ run() { # N ITERATIONS START [SETTING...]: bench_cell at 1e-2, the per-iteration
 }
 {
   run 128 25 cosine --binary=0
-  run 128 300 seed003
-  run 64 300 seed003
+  run 128 300 zhang2023
+  run 64 300 zhang2023
   run 256 3 cosine --binary=0
   run 512 2 cosine --binary=0
 } > $OUT/half.log 2>&1

@@ -9,11 +9,11 @@
 
 int cell_problem_make(vox_context *ctx, int n, double v, const char *start, cell_problem *p) {
   memset(p, 0, sizeof *p);
-  if (strcmp(start, "cosine") != 0 && strcmp(start, "seed003") != 0) {
-    fprintf(stderr, "cell start %s: cosine or seed003\n", start);
+  if (strcmp(start, "cosine") != 0 && strcmp(start, "zhang2023") != 0) {
+    fprintf(stderr, "cell start %s: cosine or zhang2023\n", start);
     return -1;
   }
-  p->seed003 = strcmp(start, "seed003") == 0;
+  p->zhang2023 = strcmp(start, "zhang2023") == 0;
   vox_grid g = {.nx = n, .ny = n, .nz = n, .voxel_size = {1.0 / n, 1.0 / n, 1.0 / n}};
   vox_material solid = {.label = 1, .youngs_modulus = 1, .poisson_ratio = 0.3,
                         .role = VOX_ROLE_DESIGN};
@@ -33,7 +33,7 @@ int cell_problem_make(vox_context *ctx, int n, double v, const char *start, cell
   opt->damping = 0.5;
   opt->emin_ratio = 1e-9;
   opt->change_tolerance = 0; /* run every iteration */
-  if (p->seed003) {
+  if (p->zhang2023) {
     vox_initial_design_defaults(&p->initial);
     p->initial.kind = VOX_INITIAL_TRIGONOMETRIC;
     p->initial.volume_fraction = v;

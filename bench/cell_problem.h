@@ -2,14 +2,14 @@
 /* The bulk-modulus problem of the cell benchmarks (bench_cell, bench_cell_rtol):
  * an n^3 periodic cell, E = 1, nu = 0.3, volume fraction V, p = 3 from the
  * start, sensitivity filter of 2 voxels (periodic), move limit 0.05, OC
- * damping 0.5 (seed 003 section 6), every iteration run (no convergence
+ * damping 0.5 (Zhang et al. 2023 section 6), every iteration run (no convergence
  * test). Two starts:
  *   cosine:  rho = V + (V/2)(cos 2 pi x + cos 2 pi y + cos 2 pi z) clamped
  *            to [0.001, 1], no symmetry enforced (the start of the first
  *            H100 rows of docs/benchmarks.md);
- *   seed003: seed 003's own setup (section 6.1, 6.2): its trigonometric
+ *   zhang2023: Zhang et al. 2023's own setup (section 6.1, 6.2): its trigonometric
  *            family with seed 1 and reflect6 symmetry enforced.
- * And the moduli of a design after binarization (seed 003 table 2 reports
+ * And the moduli of a design after binarization (Zhang et al. 2023 table 2 reports
  * its objectives so): rho >= 0.5 solid, the rest void (Emin). */
 #ifndef VOXFE_BENCH_CELL_PROBLEM_H
 #define VOXFE_BENCH_CELL_PROBLEM_H
@@ -20,10 +20,10 @@ typedef struct cell_problem {
   vox_model model;
   vox_optimizer_options opt; /* opt.initial points into this struct: do not move it */
   vox_initial_design initial;
-  int seed003;
+  int zhang2023;
 } cell_problem;
 
-/* start: "cosine" or "seed003". 0, or -1 with a message on stderr. */
+/* start: "cosine" or "zhang2023". 0, or -1 with a message on stderr. */
 int cell_problem_make(vox_context *ctx, int n, double volume_fraction, const char *start,
                       cell_problem *p);
 void cell_problem_free(cell_problem *p);
@@ -38,7 +38,7 @@ int cell_binary_moduli(vox_context *ctx, vox_backend *be, const vox_model *model
 /* The same binarized at the threshold that keeps the volume fraction
  * `target` (the k-th largest density, k = target n; elements tied with it
  * go solid too, so the volume can exceed the target by a tie's count):
- * seed 003's moduli are at its volume fraction, which a threshold of 0.5
+ * Zhang et al. 2023's moduli are at its volume fraction, which a threshold of 0.5
  * need not keep. */
 int cell_binary_moduli_at_volume(vox_context *ctx, vox_backend *be, const vox_model *model,
                                  const double *density, double target, double penalty,

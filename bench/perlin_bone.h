@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A synthetic trabecular bone as in seed 004 ("perlin" meshes): the
+/* A synthetic trabecular bone as in Arbenz et al. 2014 ("perlin" meshes): the
  * intersection of two thresholded coherent-noise fields. Each field is a
  * fractal sum of Ken Perlin's improved gradient noise (2002) over the unit
  * cube; a voxel is bone where both fields lie near zero, |n1| < t and
@@ -75,7 +75,7 @@ static inline double perlin_fractal(const perlin_field *f, double x, double y, d
 
 /* The bone's parameters: frequency 6 and 3 octaves give trabeculae of about
  * a twentieth of the box; the band half-width 0.178 makes about 18% bone
- * (seed 004's perlin1: 30 M elements in 550^3). */
+ * (Arbenz et al. 2014's perlin1: 30 M elements in 550^3). */
 typedef struct perlin_bone {
   perlin_field a, b;
   double frequency;

@@ -10,7 +10,7 @@
 # `gpu` on a machine with nvidia-smi and `cpu` otherwise. Parts:
 #
 #   gpu             cantilever256 cantilever512 clinical program-wall perlin cell128
-#                   cell512 cell512-phased seed000 isosurface-gpu mesh-gpu   (about 21 min)
+#                   cell512 cell512-phased martinez-frutos2017 isosurface-gpu mesh-gpu   (about 21 min)
 #   cpu             cpu-cantilever isosurface mesh dicom decimation  (about 30 min on 2 cores)
 #   cantilever256   the 2:1:1 cantilever, 256 x 128 x 128, 100 design iterations, mixed
 #   cantilever512   the same at 512 x 256 x 256, 10 design iterations
@@ -23,7 +23,7 @@
 #   cell128         the bulk-modulus cell at 128^3, 30 design iterations
 #   cell512         the same at 512^3, 4 design iterations (the solver auto picks)
 #   cell512-phased  512^3 with --cell-solver phased, 250 design iterations (about 4 min)
-#   seed000         the bridge, gripper and heat sink of Martinez-Frutos et al. 2017
+#   martinez-frutos2017         the bridge, gripper and heat sink of Martinez-Frutos et al. 2017
 #   isosurface-gpu  the GPU isosurface of a 512^3 gyroid and an upsampled design
 #   mesh-gpu        the GPU fill of a million-triangle ball at 512^3
 #   cpu-cantilever  the CPU cantilever at 48 x 24 x 24 and 96 x 48 x 48, 20 iterations
@@ -61,7 +61,7 @@ part() {
   case $1 in
   gpu)
     for p in cantilever256 cantilever512 clinical program-wall perlin cell128 cell512 \
-             cell512-phased seed000 isosurface-gpu mesh-gpu; do
+             cell512-phased martinez-frutos2017 isosurface-gpu mesh-gpu; do
       part "$p"
     done
     return ;;
@@ -88,9 +88,9 @@ part() {
   cell128) "$bench/bench_cell" 128 cuda 0.3 30 --binary=0 ;;
   cell512) "$bench/bench_cell" 512 cuda 0.3 4 --binary=0 ;;
   cell512-phased)
-    "$bench/bench_cell" 512 cuda 0.3 250 --cell-solver=phased --start=seed003 --penalty=4 \
+    "$bench/bench_cell" 512 cuda 0.3 250 --cell-solver=phased --start=zhang2023 --penalty=4 \
       --filter-radius=4 --binary=volume ;;
-  seed000) "$root/bench/seed000-benchmarks.sh" "$build" "$out/seed000" cuda ;;
+  martinez-frutos2017) "$root/bench/martinez-frutos2017.sh" "$build" "$out/martinez-frutos2017" cuda ;;
   isosurface-gpu)
     design cuda
     "$bench/bench_isosurface" --device cuda 512 "${THREADS:-16}" 4 "$out/g.stl" 5

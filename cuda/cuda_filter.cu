@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The linear-hat density and sensitivity filters on the device (seed 000
+/* The linear-hat density and sensitivity filters on the device (Martinez-Frutos et al. 2017
  * eq. 3, 4; algorithm 7): w = R - |x_i - x_e| over element centres within R,
  * restricted to non-empty elements.
  *
@@ -14,7 +14,7 @@
  * broadcasts. Larger tables read a global-memory copy of the same layout
  * through the read-only cache.
  *
- * A periodic filter (seed 003 section 6.5) wraps a tap that leaves the grid
+ * A periodic filter (Zhang et al. 2023 section 6.5) wraps a tap that leaves the grid
  * around to the opposite face instead of dropping it, computing the
  * neighbour's index from its wrapped coordinates; elements farther from the
  * faces than the taps reach take the plain filter's path. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Galerkin coarse operators R A P on the device (seed 000 section 4.1), the
+/* Galerkin coarse operators R A P on the device (Martinez-Frutos et al. 2017 section 4.1), the
  * results of engine/cpu/cpu_galerkin.c: 27 blocks per coarse node, of which
  * the 14 not implied by symmetry are computed and stored (cuda_backend.cuh).
  *

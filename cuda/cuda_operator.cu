@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free operator on the device: y = K x with K = sum_e m_e Ke, the
- * one element matrix Ke of unit modulus shared by every voxel (seed 000
- * section 4.1, seed 001, seed 004 section 3). Three kernels compute the same
+ * one element matrix Ke of unit modulus shared by every voxel (Martinez-Frutos et al. 2017
+ * section 4.1, Ratnakar et al. 2021, Arbenz et al. 2014 section 3). Three kernels compute the same
  * product at three granularities; op->kernel picks one, and default_kernel
  * is what VOX_KERNEL_AUTO means.
  *
- * dbd, one thread per dof (seed 000, algorithm 5). A block owns a tile of
+ * dbd, one thread per dof (Martinez-Frutos et al. 2017, algorithm 5). A block owns a tile of
  * BX x BY nodes and marches along z through BZ node planes. Each plane of x
  * (with a one-node halo, fixed dofs already zeroed) and of the moduli is
  * staged once in shared memory, coalesced, into a ring of planes, so each x
@@ -21,7 +21,7 @@
  * thread computes its row for NZ = 2 nodes above one another, so that each
  * fetched entry feeds two FMAs.
  *
- * nbn, one thread per node (seed 001). The same neighbour-major sum for all
+ * nbn, one thread per node (Ratnakar et al. 2021). The same neighbour-major sum for all
  * dpn rows of the node at once (24 partial sums for elasticity): 27 dpn
  * loads feed 576 FMA (elasticity). The fused smoothing step scales each
  * neighbour's x by the element's modulus first and keeps 3 sums
@@ -33,7 +33,7 @@
  * nbn_kernel still does conduction and periodic cells (no shared memory, no
  * barrier). Both give the same bits.
  *
- * ebe, one thread per element (seed 004). The plain 24 x 24 product of the
+ * ebe, one thread per element (Arbenz et al. 2014). The plain 24 x 24 product of the
  * element, scattered into y. The elements run in 8 launches by the parity of
  * (i, j, k), so that no two threads of a launch share a node: the scatter
  * needs no atomics and the sums are deterministic (with a generic Ke, in

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Element-granularity SIMP kernels on the device: moduli from densities,
  * compliance sensitivities, and the optimality-criteria update for one trial
- * Lagrange multiplier (seed 000, eq. 2, 7, 9, 10; algorithms 6 and 8).
+ * Lagrange multiplier (Martinez-Frutos et al. 2017, eq. 2, 7, 9, 10; algorithms 6 and 8).
  *
  * One thread per element, grid-stride. The formulas are those of
  * engine/cpu/cpu_simp.c term for term, so that the two backends differ only

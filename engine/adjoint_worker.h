@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The adjoint problem of a mechanism solved on a second device, in a thread
- * of its own, while the state is solved on the first (seed 000 solves the
+ * of its own, while the state is solved on the first (Martinez-Frutos et al. 2017 solves the
  * two on two K40s). The worker thread owns its backend, the model's FE
  * system there and the adjoint; only the moduli go to it and the adjoint
  * comes back, through the host (private). */

@@ -308,7 +308,7 @@ typedef struct vox_multigrid_ops {
    * cuda/README.md); NULL for none. */
   int (*stencil_mixed_dof_bytes)(const vox_backend *be, const vox_grid *grid);
   /* Geometric multigrid. A stencil is an assembled operator on a grid kept
-   * per node as 27 blocks of dofs_per_node^2 (seed 000 section 4.1): block t
+   * per node as 27 blocks of dofs_per_node^2 (Martinez-Frutos et al. 2017 section 4.1): block t
    * = (dk+1)*9 + (dj+1)*3 + (di+1) couples the node with its neighbour at
    * offset (di, dj, dk). */
   vox_status (*stencil_create)(vox_backend *be, const vox_grid *grid, int dofs_per_node,
@@ -382,7 +382,7 @@ typedef struct vox_design_ops {
                             double emin, vox_vec *moduli);
   vox_status (*simp_sensitivity)(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,
                                  const vox_vec *energy, double p, double emin, vox_vec *dc);
-  /* Optimality-criteria update for one trial multiplier lambda (seed 000
+  /* Optimality-criteria update for one trial multiplier lambda (Martinez-Frutos et al. 2017
    * eq. 9, 10) on design elements (design_e = 1); other elements get
    * passive_e. B_e = max(0, -dc_e) / (lambda dv_e). Design densities stay in
    * [rho_min, 1]: with rho_min > 0 a density the update takes down never
@@ -393,7 +393,7 @@ typedef struct vox_design_ops {
   /* The volume sum_e dv_e rho_new_e(lambda_j) the update above gives for each
    * of n trial multipliers (n <= VOX_OC_LAMBDAS) in one pass, so that the
    * bisection for lambda narrows its bracket n + 1 times per round instead of
-   * twice (seed 000 algorithm 8). rho_new(lambda) is separable:
+   * twice (Martinez-Frutos et al. 2017 algorithm 8). rho_new(lambda) is separable:
    * x B^eta = x (max(0, -dc) / dv)^eta lambda^-eta. The volume is linear in
    * rho, so its gradient dv is also its weight. */
   vox_status (*oc_volumes)(vox_backend *be, const vox_vec *rho, const vox_vec *dc,
@@ -411,7 +411,7 @@ typedef struct vox_design_ops {
   vox_status (*filter_transpose)(vox_backend *be, vox_filter *f, const vox_vec *in, vox_vec *out);
   vox_status (*filter_sensitivity)(vox_backend *be, vox_filter *f, const vox_vec *rho,
                                    const vox_vec *dc, double gamma, vox_vec *out);
-  /* The same filter on a periodic cell (seed 003 section 6.5): taps that
+  /* The same filter on a periodic cell (Zhang et al. 2023 section 6.5): taps that
    * reach past a face wrap around to the opposite one, as if the cell were
    * tiled; the taps are not cut at the grid's size. The other filter_*
    * operations work on it unchanged. */

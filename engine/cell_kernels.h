@@ -96,7 +96,7 @@ VOX_HOST_DEVICE static inline void vox_cell_gather(vox_cell_dims d, const float 
 }
 
 /* ax += m (rows 3a..3a+2 of k) xe and diag += m (their 3 x 3 diagonal
- * block). The product takes xe relative to corner a's values (seed 003
+ * block). The product takes xe relative to corner a's values (Zhang et al. 2023
  * after eq. 15): k annihilates translations, so this is the same product,
  * but one without their cancellation in float. At SIMP's contrasts the
  * void's fields are large and nearly rigid, and their products' rounding

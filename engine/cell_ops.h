@@ -68,7 +68,7 @@ typedef struct vox_cell_ops {
    *                 little of its variation in half precision (a 128^3 cell
    *                 in its 30th design iteration: true residuals of 0.4
    *                 where CG's was 0.004). So z loses them (the null-space
-   *                 projection of seed 003 section 4.2);
+   *                 projection of Zhang et al. 2023 section 4.2);
    *   cg_product:   x = A p, *pq = p.x;
    *   cg_update:    u += alpha p (images too, rounded to half), b -= alpha x,
    *                 *rr = b.b. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The periodic cell problems K u = f of homogenization in single precision
- * with little memory (private), after seed 003's solver: conjugate
+ * with little memory (private), after Zhang et al. 2023's solver: conjugate
  * gradients in float preconditioned by one V-cycle of symmetric 8-colour
  * block Gauss-Seidel smoothing, the two finest levels matrix-free (level 1
  * through the Galerkin sums of its children's element matrices), the load

@@ -288,7 +288,7 @@ vox_status vox_efg_optimize_check(vox_context *ctx, vox_backend *be, const vox_m
 
 /* ---- the loop ------------------------------------------------------------------ */
 
-/* The penalties of the FE path's continuation (optimizer.c: seed 000 eq. 11
+/* The penalties of the FE path's continuation (optimizer.c: Martinez-Frutos et al. 2017 eq. 11
  * and 12) for 1-based iteration k. */
 static void continuation(const vox_optimizer_options *o, int k, double *p, double *q) {
   if (!o->continuation) {

@@ -147,7 +147,7 @@ static vox_status build_host(vox_context *ctx, const vox_model *model, vox_fem *
    * Nothing else is held: the periodic operator is singular with the rigid
    * translations, its loads are orthogonal to them, and CG solves the
    * consistent system; the multigrid holds one node on its coarsest level
-   * only (multigrid.c). Holding the corner here instead (seed 003 section
+   * only (multigrid.c). Holding the corner here instead (Zhang et al. 2023 section
    * 4.2) makes the translations a mode of low but non-zero energy that the
    * coarse levels must not remove: on a solid 16 x 24 x 8 cell, 33 CG
    * iterations to 1e-12 became 42-50 with the projection. */

@@ -111,7 +111,7 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
 /* The same for a right-hand side f (0 on fixed dofs) of the caller. */
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
                              const vox_solver_options *options, vox_solve_result *result);
-/* The adjoint problem of a mechanism, K v = l (seed 000 eq. 8 up to the
+/* The adjoint problem of a mechanism, K v = l (Martinez-Frutos et al. 2017 eq. 8 up to the
  * sign), v = 0 on the fixed dofs; v holds the initial guess. */
 vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_options *options,
                                  vox_solve_result *result);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The taps of the linear-hat filter (seed 000 eq. 3, 4), shared by the
+/* The taps of the linear-hat filter (Martinez-Frutos et al. 2017 eq. 3, 4), shared by the
  * backends (private): every offset (di, dj, dk) between element centres
  * closer than the radius, with its weight R - |d|, in the order dk, dj, di
  * ascending, so that every backend adds them up the same way. */
@@ -28,7 +28,7 @@ typedef struct vox_filter_taps {
  * grid are left out: they never contribute. */
 vox_status vox_filter_taps_make(vox_context *ctx, const vox_grid *grid, double radius,
                                 vox_filter_taps *taps);
-/* The taps of the same filter on a periodic cell (seed 003 section 6.5):
+/* The taps of the same filter on a periodic cell (Zhang et al. 2023 section 6.5):
  * not cut at the grid's size, since a tap past a face wraps around to the
  * opposite one. A radius wider than the cell gives taps that wrap onto the
  * same element more than once, each counted, as on the tiled cell. */

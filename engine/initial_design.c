@@ -15,7 +15,7 @@
 #include "symmetry_group.h"
 #include "target_clones.h" /* row_sums: same bits in both clones (CMakeLists.txt) */
 
-/* seed 003 section 6.2 */
+/* Zhang et al. 2023 section 6.2 */
 #define SIGMOID_K 15.0
 #define MAX_ORDER 8
 

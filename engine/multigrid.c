@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Geometric multigrid V- or W-cycle as a PCG preconditioner (seed 000
- * section 4.1, seed 004 section 3): nested grids of vox_grid_coarsen,
+/* Geometric multigrid V- or W-cycle as a PCG preconditioner (Martinez-Frutos et al. 2017
+ * section 4.1, Arbenz et al. 2014 section 3): nested grids of vox_grid_coarsen,
  * Galerkin coarse operators R A P kept as 27-block stencils, damped Jacobi
  * or Chebyshev smoothing, and a direct solve on the coarsest level. This
  * file decides; the backend computes. Pre- and post-smoothing are the same
@@ -114,7 +114,7 @@ static vox_status make_translations(vox_multigrid *mg) {
 /* The coarsest operator of a periodic hierarchy is singular with the
  * translations (P maps the coarse translations onto the fine ones, which
  * the fine operator annihilates). For its factorisation one node is held
- * (seed 003 section 4.2 holds the corner): its rows and columns become the
+ * (Zhang et al. 2023 section 4.2 holds the corner): its rows and columns become the
  * identity. With the restricted residual orthogonal to the translations,
  * the held system's solution, 0 on the held node, solves the singular one;
  * its identity rows would give back the residual there instead, a spike of

@@ -47,7 +47,7 @@ typedef struct vox_multigrid {
   int cannot_record;
   /* Periodic grids: the rigid translations on the coarsest level's master
    * nodes, one unit vector per component, removed from the restricted
-   * residual before the coarsest solve and from its solution (seed 003
+   * residual before the coarsest solve and from its solution (Zhang et al. 2023
    * section 4.2). */
   int n_translations;
   vox_vec translation[3];

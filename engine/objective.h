@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The objective of a topology optimization on a backend (private): which
  * state (and adjoint) problems it solves, its value, and the element
- * energies from which the SIMP kernels make its sensitivities (seed 000
+ * energies from which the SIMP kernels make its sensitivities (Martinez-Frutos et al. 2017
  * eq. 5 to 8). The optimizer loop (optimizer.c) is written against this and
  * does not know which objective it minimises.
  *

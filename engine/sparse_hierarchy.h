@@ -2,7 +2,7 @@
 /* The levels of the sparse (bone-only) multigrid, built on the host from the
  * voxel labels (private). Level 0 is the model's active elements and the
  * nodes they touch; each coarser level is the voxel image at half the
- * resolution (seed 004 section 3, "rediscretisation"): a coarse element is
+ * resolution (Arbenz et al. 2014 section 3, "rediscretisation"): a coarse element is
  * active when any of its eight children is, with the mean of their moduli
  * (an absent child counts 0), and its element matrix is that of the coarse
  * voxel. With `split` (the solver's default) the levels between the finest

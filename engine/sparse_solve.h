@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Linear elasticity on the bone only (private): the sparse system of
  * sparse_hierarchy.h solved by conjugate gradients preconditioned with a
- * V-cycle of matrix-free rediscretised levels (seed 004). It gives the
+ * V-cycle of matrix-free rediscretised levels (Arbenz et al. 2014). It gives the
  * solution of vox_solve_elasticity's full-box system (same equations, the
  * nodes that touch no material held at zero) with a fraction of its memory
  * on porous models. docs/engine.md ("Sparse storage") has the arithmetic. */

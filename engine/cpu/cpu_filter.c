@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The linear-hat density and sensitivity filters on the CPU (seed 000 eq. 3,
+/* The linear-hat density and sensitivity filters on the CPU (Martinez-Frutos et al. 2017 eq. 3,
  * 4): w = R - |x_i - x_e| over element centres within R, restricted to
  * non-empty elements. The stencil of offsets and weights is built once. A
- * periodic filter (seed 003 section 6.5) wraps the taps that leave the grid
+ * periodic filter (Zhang et al. 2023 section 6.5) wraps the taps that leave the grid
  * around to the opposite face. */
 #include <math.h>
 #include <stdlib.h>

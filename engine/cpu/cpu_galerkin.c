@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Galerkin coarse operators on the CPU (seed 000 section 4.1), R A P.
+/* Galerkin coarse operators on the CPU (Martinez-Frutos et al. 2017 section 4.1), R A P.
  *
  * From the matrix-free level 0, element by element: every fine element lies
  * in one coarse element, and P restricted to it is a fixed map Q_s of its

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Element-granularity SIMP kernels on the CPU: moduli from densities,
  * compliance sensitivities, and the optimality-criteria update for one trial
- * Lagrange multiplier (seed 000, eq. 2, 7, 9, 10). */
+ * Lagrange multiplier (Martinez-Frutos et al. 2017, eq. 2, 7, 9, 10). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>

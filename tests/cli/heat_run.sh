@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Heat conduction end to end: seed 000's heat-sink problem file at 16 mm
+# Heat conduction end to end: Martinez-Frutos et al. 2017's heat-sink problem file at 16 mm
 # voxels, voxelized (physics heat, schema version 2), optimized for a few
 # iterations (temperatures stored, zero on the heat sink), exported to .vti
 # (a temperature array) but refused as .inp; and problem files that mix

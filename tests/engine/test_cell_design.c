@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The optimizer's periodic-cell design options (voxfe/optimizer.h, seed 003
+/* The optimizer's periodic-cell design options (voxfe/optimizer.h, Zhang et al. 2023
  * section 6): symmetry enforcement keeps a symmetric design symmetric to the
  * bit under every group while the same start without it drifts away;
  * initial designs start on the design voxels only, at the volume fraction,
@@ -62,7 +62,7 @@ static double asymmetry(const vox_grid *g, vox_symmetry sym, const double *f) {
 }
 
 /* A trigonometric start under each symmetry, three iterations on a 4^3
- * cell with enforcement: the design is symmetric to the bit (seed 003
+ * cell with enforcement: the design is symmetric to the bit (Zhang et al. 2023
  * section 6.1; without the averages in the loop, rounding leaves 1e-16 to
  * 1e-10 of asymmetry, which this test catches).
  * The same start with no symmetry given is not made symmetric: its design
@@ -189,7 +189,7 @@ static void test_initial(vox_context *ctx, vox_backend *be) {
 
 /* The engine's defaults for a cell (vox_optimize with options as
  * vox_optimizer_options_default leaves them): no design and no start given
- * starts from seed 003's trigonometric family with seed 1 (the same iterates
+ * starts from Zhang et al. 2023's trigonometric family with seed 1 (the same iterates
  * as asking for it; a uniform start would be a stationary point), and the
  * CG tolerance is VOX_CELL_RTOL (1e-6 for a bounded model; a given one
  * stays). */
@@ -371,7 +371,7 @@ static void test_custom_undefined(vox_context *ctx, vox_backend *be) {
 /* A cell is a period of an infinite material, so the optimizer cannot tell
  * where its faces are: a start shifted cyclically by two voxels along x
  * gives the shifted design (to rounding) and the same objective. This
- * needs every step to wrap, the filter's taps too (seed 003 section 6.5):
+ * needs every step to wrap, the filter's taps too (Zhang et al. 2023 section 6.5):
  * with the plain filter, cut at the faces, the two designs differed by
  * 0.018 after three iterations. */
 static void test_shift(vox_context *ctx, vox_backend *be) {

@@ -33,7 +33,7 @@ static double eval(const char *text, const double ch[36], int iteration, double 
 
 #define C(i, j) ch[6 * ((i)-1) + ((j)-1)]
 
-/* Seed 003 eq. 19 and 20: values and their constant gradients. */
+/* Zhang et al. 2023 eq. 19 and 20: values and their constant gradients. */
 static void test_bulk_and_shear(void) {
   double ch[36], g[36];
   sample_ch(ch);
@@ -55,7 +55,7 @@ static void test_bulk_and_shear(void) {
   CHECK_CLOSE(g[1], 3, 0);
 }
 
-/* Seed 003 eq. 21 (with beta^iter) and eq. 22, against the formulas in C
+/* Zhang et al. 2023 eq. 21 (with beta^iter) and eq. 22, against the formulas in C
  * and their gradients against central differences. */
 static void check_against_differences(const char *text, const double ch0[36], int iteration) {
   double ch[36], g[36];

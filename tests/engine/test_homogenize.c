@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Homogenization of periodic cells on the CPU (seed 003): C^H of a solid
+/* Homogenization of periodic cells on the CPU (Zhang et al. 2023): C^H of a solid
  * cell is the material's stiffness matrix; of a laminate, the exact
  * laminate tensor (Voigt along the layers, Reuss across); of random
  * two-phase designs, symmetric positive definite with bulk and shear moduli

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Initial designs (voxfe/initial_design.h): the volume fraction and the
  * bounds of every kind; the trigonometric family against an independent
- * evaluation of seed 003 section 6.2 (the sigmoid's shift recovered from
+ * evaluation of Zhang et al. 2023 section 6.2 (the sigmoid's shift recovered from
  * each element must be one number); seeds that repeat and differ; the
  * symmetric variant; a mask of design voxels; bad parameters. */
 #include <stdint.h>
@@ -24,7 +24,7 @@ static void check_bounds(const double *rho, size_t n, double lo, double hi) {
   CHECK(bad == 0);
 }
 
-/* Seed 003 section 6.2 written out again, from the header's definition:
+/* Zhang et al. 2023 section 6.2 written out again, from the header's definition:
  * quaternion entries then weights drawn in order as 2 vox_hash_uniform. */
 static double reference_sum(const vox_grid *g, uint64_t seed, int n, int64_t i, int64_t j,
                             int64_t k) {

@@ -5,7 +5,7 @@
  *   displacement c F / (1 + c k), c = the block's own flexibility there (a
  *   spring in parallel with the structure);
  * - the output-displacement objective -l.u and its adjoint sensitivities
- *   (seed 000 eq. 6 to 8) against central finite differences on a small
+ *   (Martinez-Frutos et al. 2017 eq. 6 to 8) against central finite differences on a small
  *   grid with springs, where they take both signs;
  * - weighted compliance: the value is sum w_c f_c.u_c of the single cases,
  *   its sensitivities match finite differences, and a second case of weight
@@ -370,7 +370,7 @@ static void test_gripper(vox_context *ctx, vox_backend *be) {
   vox_optimizer_options opt;
   vox_optimizer_options_default(&opt);
   opt.volume_fraction = 0.25;
-  opt.emin_ratio = 1.0 / 3000; /* E_void = 1 MPa, as seed 000's gripper */
+  opt.emin_ratio = 1.0 / 3000; /* E_void = 1 MPa, as Martinez-Frutos et al. 2017's gripper */
   opt.filter_radius = 1.5;
   opt.move_limit = 0.1;
   opt.damping = 0.3;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The periodic filter (seed 003 section 6.5) on the CPU backend against its
+/* The periodic filter (Zhang et al. 2023 section 6.5) on the CPU backend against its
  * definition: on a cell tiled 3 x 3 x 3, the ordinary (cut at the faces)
  * filter of the tiled field, read in the middle cell, is the periodic filter
  * of the cell, as long as the taps reach no further than one cell. Checked

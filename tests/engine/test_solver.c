@@ -190,7 +190,7 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
 /* A cantilever block clamped at x- with a load along its free top edge
  * that is symmetric about the plane y = NY/2, built whole (half = 0) or as
  * the half y <= NY/2 with u_y = 0 on that plane (half = 1), the half
- * carrying half the load (seed 000 solves half and quarter models so). */
+ * carrying half the load (Martinez-Frutos et al. 2017 solves half and quarter models so). */
 static void make_symmetric_block(vox_context *ctx, vox_model *m, int half) {
   enum { NX = 8, NY = 8, NZ = 4 };
   vox_grid g = {.nx = NX, .ny = half ? NY / 2 : NY, .nz = NZ, .voxel_size = {1, 1, 1}};

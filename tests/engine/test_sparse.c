@@ -498,7 +498,7 @@ static void test_moduli(vox_context *ctx, vox_backend *be) {
 }
 
 /* The CG count as the same bone is sampled finer must stay moderate
- * (seed 004: it even falls); printed for docs/engine.md. */
+ * (Arbenz et al. 2014: it even falls); printed for docs/engine.md. */
 static void test_growth(vox_context *ctx, vox_backend *be) {
   const int64_t sizes[] = {16, 32, 48};
   int its[3];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Symmetry enforcement (voxfe/symmetry.h) against a reference built here
  * from geometry alone: each group is generated as 3 x 3 matrices acting on
- * element centres about the cell's centre, by closing seed 003's generators
+ * element centres about the cell's centre, by closing Zhang et al. 2023's generators
  * (the mirrors of reflect3 and reflect6, the quarter turns of rotate3) under
  * composition. For every group and grid:
  *   - the group has the expected order (8, 48, 24);
@@ -53,7 +53,7 @@ static int closure(const mat3 *gen, int n_gen, mat3 *group) {
   return n;
 }
 
-/* Seed 003 section 6.1, in coordinates about the centre. */
+/* Zhang et al. 2023 section 6.1, in coordinates about the centre. */
 static int reference_group(vox_symmetry sym, mat3 *group) {
   const mat3 mx = {{{-1, 0, 0}, {0, 1, 0}, {0, 0, 1}}}, my = {{{1, 0, 0}, {0, -1, 0}, {0, 0, 1}}},
              mz = {{{1, 0, 0}, {0, 1, 0}, {0, 0, -1}}};

@@ -1042,7 +1042,7 @@ int main(int argc, char **argv) {
       cube.voxel_size[0] = cube.voxel_size[1] = cube.voxel_size[2] = 1;
       test_filter(&cube, 1.5, 5 + i, 0);
       test_filter(&cube, 2.5, 7 + i, 0);
-      /* periodic (seed 003 section 6.5): taps wrap around the faces; 4.5
+      /* periodic (Zhang et al. 2023 section 6.5): taps wrap around the faces; 4.5
        * voxels reach across the 1 x 3 x 2 grid several times and, with 401
        * taps, past constant memory */
       test_filter(&cube, 1.5, 15 + i, 1);

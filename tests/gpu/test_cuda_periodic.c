@@ -562,7 +562,7 @@ static void test_optimize(vox_context *ctx, int n, int iterations) {
 }
 
 /* A reflect6 design on the device stays symmetric to the bit (the
- * backend's symmetrize in the loop, seed 003 section 6.1), and it is the
+ * backend's symmetrize in the loop, Zhang et al. 2023 section 6.1), and it is the
  * CPU's design within the solves' tolerance. */
 static void test_symmetric_optimize(vox_context *ctx, int n, int iterations) {
   snprintf(where, sizeof where, "%d^3 cell, reflect6, %d iterations", n, iterations);

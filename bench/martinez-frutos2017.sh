@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Seed 000's three benchmarks at the paper's sizes, one after the other, with
-# the time of each stage (docs/benchmarks.md, "Seed 000's three benchmarks"):
-#   bench/seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE [SETTING...]]
+# Martinez-Frutos et al. 2017's three benchmarks at the paper's sizes, one after the other, with
+# the time of each stage (docs/benchmarks.md, "Martinez-Frutos et al. 2017's three benchmarks"):
+#   bench/martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE [SETTING...]]
 # BUILD_DIR holds cli/ and bench/ (a CUDA build), OUT_DIR receives the model
 # files and the designs (<name>-design.nc). The problem files are read from VOXFE_WORKFLOWS (default: the
 # source tree's workflows/, as <name>/<name>.yaml). The settings are those of the three workflows
@@ -10,8 +10,8 @@
 # each SETTING (bench_optimize's --fine-smoothing-steps=N or
 # --fp16-levels=USE) goes to every run.
 set -euo pipefail
-build=${1:?usage: seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE]}
-out=${2:?usage: seed000-benchmarks.sh BUILD_DIR OUT_DIR [DEVICE]}
+build=${1:?usage: martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE]}
+out=${2:?usage: martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE]}
 device=${3:-cuda}
 settings=("${@:4}")
 workflows=${VOXFE_WORKFLOWS:-$(cd "$(dirname "$0")/.." && pwd)/workflows}
