@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Homogenization of a periodic unit cell (seed 003 section 3.2). For each
+/* Homogenization of a periodic unit cell (Zhang et al. 2023, section 3.2). For each
  * unit macro strain e^i the cell problem K u^i = f^i, f^i = sum_e m_e Ke
  * chi^i (eq. 4, 5), is solved on the periodic grid, and
  *   C^H_ij = 1/|cell| sum_e m_e (chi^i - u^i_e)' Ke (chi^j - u^j_e)   (eq. 7),
@@ -14,7 +14,7 @@
  * sensitivities (eq. 9) need the element products themselves: one pass of
  * op->strain_energy over the fields with the weights of the objective's
  * gradient. chi is the strain applied to element-local corner coordinates
- * (seed 003 after eq. 12): Ke does not see translations, so every element
+ * (Zhang et al. 2023 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@
 #include "optimizer_checkpoint.h"
 #include "voxfe/element.h"
 
-/* Displacement of local corner a under the strain of case s (seed 003 eq.
+/* Displacement of local corner a under the strain of case s (Zhang et al. 2023, eq.
  * 12): unit strain s, or the hydrostatic one (VOX_HYDROSTATIC). */
 static void strain_displacement(int s, const double x[3], double u[3]) {
   u[0] = u[1] = u[2] = 0;

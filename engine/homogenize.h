@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The cell problems of a periodic unit cell (up to six unit strains) on a
  * backend (private), for vox_homogenize and the optimizer's homogenization
- * objectives (seed 003 eq. 4-9). */
+ * objectives (Zhang et al. 2023, eq. 4-9). */
 #ifndef VOXFE_HOMOGENIZE_PRIVATE_H
 #define VOXFE_HOMOGENIZE_PRIVATE_H
 
@@ -11,7 +11,7 @@
 
 /* The load cases of a cell: the six unit strains (Voigt order xx yy zz xy
  * yz zx) and the hydrostatic strain e_h = (1, 1, 1, 0, 0, 0), whose one
- * field gives e_h' C^H e_h = 9 B (the bulk modulus of seed 003 eq. 19) and
+ * field gives e_h' C^H e_h = 9 B (the bulk modulus of Zhang et al. 2023, eq. 19) and
  * its sensitivities: by linearity its field is the sum of the first three,
  * and sum_ij dC_ij/drho over i, j < 3 is the SIMP derivative of its element
  * energy, so the bulk objective solves one case instead of three. */
@@ -111,7 +111,7 @@ int vox_homog_solved_count(const vox_homog *h);
 /* The number of cases in a mask. */
 int vox_homog_strain_count(unsigned strains);
 /* Whether the optimizer stores a cell's fields in half precision: in
- * mixed precision (seed 003's FP32/FP16: the rounding is far below a cell's
+ * mixed precision (Zhang et al. 2023's FP32/FP16: the rounding is far below a cell's
  * CG tolerance, docs/engine.md); the memory plan counts them so. */
 static inline int vox_homog_half_fields(const vox_solver_options *solver) {
   return solver->precision == VOX_PRECISION_MIXED;
@@ -150,7 +150,7 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
 /* Phased: every kept field into host memory (page-locked) until the next
  * solve holds it again; nothing otherwise. */
 vox_status vox_homog_park_fields(vox_homog *h);
-/* C^H in the energy form (seed 003 eq. 7) from the fields of h->strains,
+/* C^H in the energy form (Zhang et al. 2023, eq. 7) from the fields of h->strains,
  * at the fem's current moduli: one pass over the elements; NaN in the
  * entries of strains not solved. */
 vox_status vox_homog_energy_tensor(vox_homog *h, double c[36]);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Topology optimization (seed 000, section 3): modified SIMP, sensitivity
+/* Topology optimization (Martínez-Frutos et al. 2017, section 3): modified SIMP, sensitivity
  * or density filter, optimality-criteria update with a bisection for the
  * volume multiplier, continuation on p and q. The objective is the model's
  * own (objective.c: compliance, or a mechanism's output displacement) or a
- * function of a periodic cell's homogenized tensor (homogenize.c, seed 003);
+ * function of a periodic cell's homogenized tensor (homogenize.c; Zhang et al. 2023);
  * the loop only needs its value and gradient (objective_ops below). The loop
  * is host code that calls backend operations; only scalars come back. */
 #include <math.h>
@@ -372,7 +372,7 @@ static vox_status adjoint_device(vox_context *ctx, vox_backend *be, const vox_mo
 }
 
 /* The filter on the fem's grid: periodic for a cell, whose filter wraps
- * around its faces as if the cell were tiled (seed 003 section 6.5). */
+ * around its faces as if the cell were tiled (Zhang et al. 2023, section 6.5). */
 static vox_status make_filter(vox_backend *be, const vox_optimizer_options *opt, opt_state *s) {
   const vox_backend_ops *o = be->ops;
   return (s->fem->grid.periodic ? o->design->filter_create_periodic : o->design->filter_create)(
@@ -811,14 +811,14 @@ static vox_status problem_evaluate(vox_backend *be, const vox_optimizer_options 
   return analyse(be, opt, s, p, sensitivity, value, cg_iterations, failed);
 }
 
-/* eq. 7 of seed 000, from the energies of the state and adjoint */
+/* eq. 7 of Martínez-Frutos et al. 2017, from the energies of the state and adjoint */
 static vox_status problem_gradient(vox_backend *be, const vox_optimizer_options *opt,
                                    opt_state *s, double p) {
   return be->ops->design->simp_sensitivity(be, s->x_phys, &s->fem->e_solid, &s->energy, p,
                                            opt->emin_ratio, &s->dc);
 }
 
-/* The built-in functions of C^H (seed 003 eq. 19-22), value and gradient:
+/* The built-in functions of C^H (Zhang et al. 2023, eq. 19-22), value and gradient:
  * g on the entries of C^H, g_hydrostatic on e_h' C^H e_h (`hydrostatic`,
  * vox_homog.hydrostatic). */
 static int cell_function(const vox_optimizer_options *opt, double e_material, const double *c,
@@ -955,7 +955,7 @@ static const objective_ops cell_objective = {cell_evaluate, cell_gradient};
  * The volume is linear in the new design variables, with the weights dv
  * (design, or its transpose through the density filter), so the backend
  * evaluates it for VOX_OC_LAMBDAS multipliers, spaced evenly in log(lambda)
- * over the bracket, in one pass (seed 000 algorithm 8): each round shrinks
+ * over the bracket, in one pass (Martínez-Frutos et al. 2017, algorithm 8): each round shrinks
  * the bracket VOX_OC_LAMBDAS + 1 times, and only the volumes cross to the
  * host. */
 static vox_status oc_update(vox_backend *be, const vox_optimizer_options *opt, opt_state *s,
@@ -1184,7 +1184,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   const int cell = options->cell_objective != VOX_CELL_NONE;
   vox_optimizer_options resolved = *options;
   vox_memory_optimizer_solver(model, options, &resolved.solver);
-  /* a cell without a design of its own: seed 003's trigonometric family
+  /* a cell without a design of its own: Zhang et al. 2023's trigonometric family
    * (a uniform density is a stationary point of every cell objective) */
   vox_initial_design cell_start;
   if (cell && !resolved.initial && !model->density) {
@@ -1329,7 +1329,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
       st = o->design->filter_transpose(be, s.filter, &s.dc, &s.energy);
       if (st == VOX_OK) st = o->vec->copy(be, &s.dc, &s.energy);
     }
-    /* the gradient on symmetric designs: its orbit means (seed 003 5.2) */
+    /* the gradient on symmetric designs: its orbit means (Zhang et al. 2023, section 5.2) */
     if (st == VOX_OK && opt->symmetry != VOX_SYMMETRY_NONE)
       st = o->design->symmetrize(be, &s.fem->grid, opt->symmetry, &s.dc);
     if (st == VOX_OK) st = o->synchronize(be);
