@@ -23,7 +23,7 @@
 #   cell128         the bulk-modulus cell at 128^3, 30 design iterations
 #   cell512         the same at 512^3, 4 design iterations (the solver auto picks)
 #   cell512-phased  512^3 with --cell-solver phased, 250 design iterations (about 4 min)
-#   martinez-frutos2017         the bridge, gripper and heat sink of Martinez-Frutos et al. 2017
+#   martinez-frutos2017  the bridge, gripper and heat sink of Martinez-Frutos et al. 2017
 #   isosurface-gpu  the GPU isosurface of a 512^3 gyroid and an upsampled design
 #   mesh-gpu        the GPU fill of a million-triangle ball at 512^3
 #   cpu-cantilever  the CPU cantilever at 48 x 24 x 24 and 96 x 48 x 48, 20 iterations

@@ -29,6 +29,8 @@
 
 #include "voxfe/mesh.h"
 
+#include "probe_child.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const suffixes[] = {".stl", ".obj", ".ply", ".off"};
@@ -53,10 +55,7 @@ static int assimp_survives(const char *path) {
   pid_t pid = fork();
   if (pid < 0) return 1;
   if (pid == 0) {
-    /* the library's own report is not this harness's finding */
-    if (!freopen("/dev/null", "w", stderr)) _exit(0);
-    signal(SIGALRM, SIG_DFL); /* libFuzzer's own handler would catch it */
-    alarm(5);
+    fuzz_probe_child_start(5);
     const struct aiScene *scene =
         aiImportFile(path, aiProcess_ValidateDataStructure | aiProcess_PreTransformVertices |
                                aiProcess_Triangulate | aiProcess_DropNormals |

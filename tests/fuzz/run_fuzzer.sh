@@ -39,7 +39,13 @@ run || {
   # the finding, or else the fuzzer's own last words (a loader's or a
   # sanitizer runtime's refusal to start)
   grep -E "$findings" "$work/log" | head -30 || tail -n 15 "$work/log"
-  cp "$work"/crash-* "$work"/oom-* "$work"/leak-* "$work"/timeout-* "${FUZZ_KEEP:-/nonexistent}" 2>/dev/null || true
+  # the input the fuzzer itself names: a harness's probe child may leave
+  # files of its own in the folder (libFuzzer's malloc limit, inherited
+  # through fork, writes an oom-* for the library's allocation there)
+  if [ -n "${FUZZ_KEEP:-}" ]; then
+    sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/log" |
+      while read -r unit; do cp "$unit" "$FUZZ_KEEP"/ 2>/dev/null || true; done
+  fi
   exit "$status"
 }
 tail -n 3 "$work/log"
