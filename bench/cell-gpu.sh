@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The periodic cell's measurements on the GPU in one call (docs/benchmarks.md,
-# "GPU: inverse homogenization of a periodic cell"), most wanted first, each
+# "Periodic cells"), most wanted first, each
 # step skipped once DEADLINE seconds have passed: the CUDA test of the
 # periodic operator and the cell CLI test, the 25-iteration timing at 128^3
 # for CG tolerances 1e-6, 1e-3 and 1e-2, Zhang et al. 2023's setup run 300 iterations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Martinez-Frutos et al. 2017's three benchmarks at the paper's sizes, one after the other, with
-# the time of each stage (docs/benchmarks.md, "Martinez-Frutos et al. 2017's three benchmarks"):
+# the time of each stage (docs/benchmarks.md, "Martínez-Frutos et al. 2017's three benchmarks"):
 #   bench/martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE [SETTING...]]
 # BUILD_DIR holds cli/ and bench/ (a CUDA build), OUT_DIR receives the model
 # files and the designs (<name>-design.nc). The problem files are read from VOXFE_WORKFLOWS (default: the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The large optimizations through voxfe-optimize as a user runs them, files
-# included (docs/benchmarks.md, "wall"):
+# included (docs/benchmarks.md, the `program-wall` rows):
 #
 #   bench/program-wall.sh BIN_DIR OUT_DIR [CANTILEVER_ITS [CELL_ITS [OPTIONS...]]]
 #
