@@ -751,6 +751,56 @@ static void test_axpy_half(int n) {
   free(a), free(b);
 }
 
+/* The final evaluation's zz started from the hydrostatic field
+ * (cell_zz_from_hydrostatic) on the device, with fields in double, with
+ * the cell solver and phased: the start taken on both backends, C^H the
+ * CPU's and that of the device's run from rest to the solves' tolerance,
+ * and fewer CG iterations in the final evaluation than from rest. */
+static void test_zz_optimize(vox_context *ctx, int n, int iterations) {
+  vox_initial_design init;
+  vox_initial_design_defaults(&init);
+  init.kind = VOX_INITIAL_TRIGONOMETRIC;
+  init.seed = 3;
+  static const char *names[] = {"double", "cell solver", "cell solver phased"};
+  for (int fields = 0; fields < 3; fields++) {
+    snprintf(where, sizeof where, "%d^3 cell, zz from the hydrostatic field, %s, %d iterations",
+             n, names[fields], iterations);
+    vox_optimizer_options opt;
+    cell_options(&opt, VOX_CELL_BULK, n, iterations);
+    opt.initial = &init;
+    opt.continuation = 0;
+    opt.move_limit = 0.002; /* a small last update, as near a run's end */
+    if (fields) {
+      opt.solver.precision = VOX_PRECISION_MIXED;
+      opt.solver.rtol = 1e-3; /* the cell solver's */
+      opt.solver.cell_solver = fields == 1 ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_PHASED;
+    }
+    vox_optimizer_options rest = opt;
+    rest.cell_zz_from_hydrostatic = 0;
+    vox_model mc, mg, mr;
+    memset(&mr, 0, sizeof mr);
+    vox_optimize_result rc, rg, rr;
+    if (optimize_both(ctx, n, 19, &opt, &mc, &mg, &rc, &rg) && cell_model(ctx, &mr, n, 19) &&
+        G_OK("vox_optimize", vox_optimize(ctx, gpu, &mr, &rest, &rr))) {
+      printf("        final evaluation's CG iterations cpu %d cuda %d, from rest %d; bulk "
+             "modulus cuda %.10f, from rest %.10f\n",
+             rc.final_cg_iterations, rg.final_cg_iterations, rr.final_cg_iterations,
+             rg.moduli.bulk, rr.moduli.bulk);
+      if (!rc.cell_zz_derived || !rg.cell_zz_derived || rr.cell_zz_derived)
+        fail_line("zz's start", "cpu %d cuda %d, from rest %d", rc.cell_zz_derived,
+                  rg.cell_zz_derived, rr.cell_zz_derived);
+      if (fields && (!rg.cell_solver || !rc.cell_solver)) fail_line("cell solver", "not used");
+      const double tol = fields ? TOL_MIXED : TOL_SOLVE;
+      report_tensor("C^H, cuda against cpu", rg.tensor, rc.tensor, tol);
+      report_tensor("C^H, cuda against cuda from rest", rg.tensor, rr.tensor, tol);
+      if (rg.final_cg_iterations >= rr.final_cg_iterations)
+        fail_line("CG iterations", "%d with zz from the hydrostatic field against %d from rest",
+                  rg.final_cg_iterations, rr.final_cg_iterations);
+    }
+    vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&mr);
+  }
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -783,6 +833,7 @@ int main(void) {
   test_turn_field(12);
   test_turned_optimize(ctx, 32, 3);
   test_axpy_half(4096);
+  test_zz_optimize(ctx, 16, 10);
 
   vox_backend_destroy(cpu), vox_backend_destroy(gpu);
   vox_context_destroy(cpu_ctx), vox_context_destroy(ctx);
