@@ -484,6 +484,11 @@ static const cli_option options[] = {
            "{xx, yy, zz} and {xy, yz, zx} and take the others' fields as its field turned about "
            "the cell's diagonal, their exact solutions on such a design (1), or solve every "
            "strain (0)"),
+    NUMBER("cell-zz-from-hydrostatic", CLI_INTEGER, "0|1", opt.cell_zz_from_hydrostatic,
+           RANGE(0, 1),
+           "periodic cells whose objective solves the hydrostatic strain (bulk): start the final "
+           "design's zz field from the hydrostatic field less those of xx and yy where that is "
+           "nearer than rest, then solve it to the same tolerance (1), or solve zz from rest (0)"),
     {.name = "cell-solver", .arg = "USE", .kind = CLI_CUSTOM, .offset = AT(opt.solver.cell_solver),
      .flags = CLI_RECORD,
      .help = "periodic cells in mixed precision: solve the fields with the single-precision cell "
@@ -797,6 +802,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     if (result.cell_turned)
       printf("fields of yy, zz, yz and zx: those of xx and xy turned about the cell's diagonal "
              "(--cell-turned-fields)\n");
+    if (result.cell_zz_derived)
+      printf("field of zz at the final design started from the hydrostatic one less those of xx "
+             "and yy (--cell-zz-from-hydrostatic)\n");
     char strains[32]; /* what each design iteration solved */
     printf("strains %s solved per design iteration (what the objective reads), the six unit "
            "strains at the final design\n",

@@ -251,6 +251,7 @@ static vox_status vec_copy(vox_backend *be, vox_vec *dst, const vox_vec *src) {
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  if (y->scalar != VOX_DOUBLE || x->scalar != VOX_DOUBLE) return vox_cuda_vec_axpy_any(be, y, a, x);
   axpy_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
       y->data, a, x->data, y->n);
   CUDA_LAUNCHED(be, "vector axpy");

@@ -325,6 +325,8 @@ vox_status vox_cuda_op_strain_energy_sums(vox_backend *be, vox_operator *op, int
  * double (one kernel each for every precision vox_vec carries) */
 vox_status vox_cuda_vec_set_any(vox_backend *be, vox_vec *v, double a);
 vox_status vox_cuda_vec_convert(vox_backend *be, vox_vec *dst, const vox_vec *src);
+/* y += a x of any precisions (vox_vector_ops.axpy), through doubles */
+vox_status vox_cuda_vec_axpy_any(vox_backend *be, vox_vec *y, double a, const vox_vec *x);
 
 /* cuda_simp.cu */
 vox_status vox_cuda_simp_moduli(vox_backend *be, const vox_vec *rho, const vox_vec *e_solid,

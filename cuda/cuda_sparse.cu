@@ -123,6 +123,18 @@ vox_status vox_cuda_vec_convert(vox_backend *be, vox_vec *dst, const vox_vec *sr
   return VOX_OK;
 }
 
+static __global__ void axpy_any_kernel(size_t n, void *y, int ys, double a, const void *x,
+                                       int xs) {
+  VOX_GRID_STRIDE(i, n) st_any(y, ys, i, ld_any(y, ys, i) + a * ld_any(x, xs, i));
+}
+
+vox_status vox_cuda_vec_axpy_any(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  axpy_any_kernel<<<vox_cuda_grid(y->n), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      y->n, y->raw, y->scalar, a, x->raw, x->scalar);
+  CUDA_LAUNCHED(be, "vector axpy");
+  return VOX_OK;
+}
+
 static __global__ void set_kernel(size_t n, void *x, int xs, double a) {
   VOX_GRID_STRIDE(i, n) st_any(x, xs, i, a);
 }

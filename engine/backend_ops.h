@@ -163,7 +163,10 @@ typedef struct vox_vector_ops {
    * either direction: to half, rounded to the nearest binary16 (ties to
    * even; beyond its range, infinity); to double, exact. */
   vox_status (*copy)(vox_backend *be, vox_vec *dst, const vox_vec *src);
-  vox_status (*axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y += a x */
+  /* y += a x; also of double or half vectors in any mix, computed in double
+   * from the entries widened exactly and rounded to y's precision as copy
+   * rounds (a periodic cell's half fields: homogenize.c) */
+  vox_status (*axpy)(vox_backend *be, vox_vec *y, double a, const vox_vec *x);
   vox_status (*xpay)(vox_backend *be, vox_vec *y, double a, const vox_vec *x); /* y = x + a y */
   /* w = x.*y;  y = a x + b y;  v = 1 ./ v */
   vox_status (*mult)(vox_backend *be, vox_vec *w, const vox_vec *x, const vox_vec *y);

@@ -320,6 +320,12 @@ static const vox_ksp_ops cell_cg_ops = {.product = cell_product,
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
                                  const vox_solver_options *options, vox_vec *u,
                                  vox_solve_result *result) {
+  return vox_cell_solver_solve_guess(cs, kchi, scale2, options, u, result, NULL);
+}
+
+vox_status vox_cell_solver_solve_guess(vox_cell_solver *cs, const double kchi[24], double scale2,
+                                       const vox_solver_options *options, vox_vec *u,
+                                       vox_solve_result *result, int *from_rest) {
   const double zero_ff = VOX_CELL_ZERO_LOAD * VOX_CELL_ZERO_LOAD * scale2;
   vox_backend *be = cs->be;
   const vox_cell_ops *o = be->ops->cell;
@@ -331,10 +337,16 @@ vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], dou
   TRY(o->load_norm(be, cs->cell, &ff));
   result->rhs_norm = sqrt(ff);
   if (ff <= zero_ff) { /* homogenize.c: the exact solution of no load */
+    if (from_rest) *from_rest = 1;
     result->residual_norm = result->rhs_norm;
     result->reason = VOX_CONVERGED_RTOL;
     return o->zero_field(be, cs->cell, u);
   }
   TRY(o->cg_residual(be, cs->cell, u, &rr));
+  if (from_rest) *from_rest = !(rr < ff);
+  if (from_rest && *from_rest) { /* the guess is no nearer than rest: from rest */
+    TRY(o->zero_field(be, cs->cell, u));
+    TRY(o->cg_residual(be, cs->cell, u, &rr));
+  }
   return vox_ksp_cg(&cell_cg_ops, &c, rr, result->rhs_norm, options, result);
 }

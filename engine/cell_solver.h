@@ -67,6 +67,12 @@ vox_status vox_cell_solver_update(vox_cell_solver *cs, const vox_vec *moduli);
 vox_status vox_cell_solver_solve(vox_cell_solver *cs, const double kchi[24], double scale2,
                                  const vox_solver_options *options, vox_vec *u,
                                  vox_solve_result *result);
+/* The same from a guess u that may be farther from the solution than rest:
+ * where its residual is no smaller than the load's, u = 0 first (*from_rest
+ * 1; the one product more then). */
+vox_status vox_cell_solver_solve_guess(vox_cell_solver *cs, const double kchi[24], double scale2,
+                                       const vox_solver_options *options, vox_vec *u,
+                                       vox_solve_result *result, int *from_rest);
 /* Bytes the cell solver of a grid allocates on the backend, 0 where it
  * would not be used. */
 double vox_cell_solver_bytes(const vox_backend *be, const vox_grid *grid);

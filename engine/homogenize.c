@@ -17,6 +17,8 @@
  * (Zhang et al. 2023 after eq. 12): Ke does not see translations, so every element
  * gets the same chi. */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +134,26 @@ vox_status vox_homog_park_fields(vox_homog *h) {
 }
 
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
+  return vox_homog_add_strains_zz(h, strains, 0);
+}
+
+vox_status vox_homog_add_strains_zz(vox_homog *h, unsigned strains, int from_hydrostatic) {
   vox_backend *be = h->fem->be;
-  const unsigned normal = 0x7;
+  const unsigned normal = 0x7, zz = 1u << 2;
+  h->zz_derived = 0;
+  if (from_hydrostatic && (h->solved & VOX_HYDROSTATIC_CASE) &&
+      !(strains & VOX_HYDROSTATIC_CASE) && (strains & zz) && !(h->strains & zz) &&
+      ((h->strains | strains) & normal) == normal && !h->turned && !h->dot_form) {
+    /* the hydrostatic field's storage handed to zz (homogenize.h): nothing
+     * allocated or copied; zz_start makes the start of it */
+    const int st = VOX_HYDROSTATIC;
+    h->u[2] = h->u[st], h->uh[2] = h->uh[st], h->parked[2] = h->parked[st];
+    h->u[st] = h->uh[st] = (vox_vec){0};
+    h->parked[st] = NULL;
+    h->strains = (h->strains & ~(unsigned)VOX_HYDROSTATIC_CASE) | zz;
+    h->solved &= ~(unsigned)VOX_HYDROSTATIC_CASE;
+    h->zz_pending = 1;
+  }
   if ((h->strains & VOX_HYDROSTATIC_CASE) && !(strains & VOX_HYDROSTATIC_CASE) &&
       ((h->strains | strains) & normal) == normal) {
     const int st = VOX_HYDROSTATIC;
@@ -142,6 +162,7 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains) {
     be->ops->host_free(be, h->parked[st]);
     h->parked[st] = NULL;
     h->strains &= ~(unsigned)VOX_HYDROSTATIC_CASE;
+    h->solved &= ~(unsigned)VOX_HYDROSTATIC_CASE;
   }
   const int park = parks_fields(h, h->strains | strains);
   if (park) TRY(fields_hold(h, 0));
@@ -256,17 +277,25 @@ vox_status vox_homog_field(vox_homog *h, int i, vox_vec **u) {
   return be->ops->vec->copy(be, &h->work, &h->uh[i]);
 }
 
-/* mm: sum_e m_e^2, the same for every case. */
+/* mm: sum_e m_e^2, the same for every case. guess: the field is a start
+ * that may be farther from the solution than rest (zz's derived start),
+ * which is then dropped for rest where its residual is no smaller than the
+ * load's (h->zz_derived says which). */
 static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_options *options,
-                             vox_solve_result *r) {
+                             int guess, vox_solve_result *r) {
   vox_fem *fem = h->fem;
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
   double kchi2 = 0; /* |Ke chi_i|^2 */
   for (int q = 0; q < 24; q++) kchi2 += h->kchi[24 * i + q] * h->kchi[24 * i + q];
   const double scale2 = 8 * mm * kchi2;
-  if (h->cell)
-    return vox_cell_solver_solve(h->cell, h->kchi + 24 * i, scale2, options, &h->uh[i], r);
+  if (h->cell) {
+    int from_rest = 1;
+    TRY(vox_cell_solver_solve_guess(h->cell, h->kchi + 24 * i, scale2, options, &h->uh[i], r,
+                                    guess ? &from_rest : NULL));
+    if (guess) h->zz_derived = !from_rest;
+    return VOX_OK;
+  }
   const double zero_ff = ZERO_LOAD * ZERO_LOAD * scale2;
   double ff;
   vox_vec *u;
@@ -278,6 +307,15 @@ static vox_status solve_case(vox_homog *h, int i, double mm, const vox_solver_op
                             .reason = VOX_CONVERGED_RTOL};
     TRY(o->vec->set(be, u, 0));
   } else {
+    if (guess) { /* its residual into CG's r, which the solve overwrites: one product */
+      vox_vec *res = &fem->pcg.r;
+      double rr;
+      TRY(o->op->apply(be, fem->op, u, res, 0));
+      TRY(o->vec->xpay(be, res, -1, &fem->force[0]));
+      TRY(o->vec->dot(be, res, res, &rr));
+      h->zz_derived = rr < ff;
+      if (!h->zz_derived) TRY(o->vec->set(be, u, 0));
+    }
     TRY(vox_fem_solve(fem, 0, u, options, r));
   }
   return h->half_fields ? o->vec->copy(be, &h->uh[i], u) : VOX_OK;
@@ -320,6 +358,42 @@ static vox_status turn_case(vox_homog *h, int a, int i) {
   TRY(field_park(h, i));
   be->ops->vec->destroy(be, &h->uh[a]); /* parked as it was solved, unchanged since */
   return VOX_OK;
+}
+
+/* z - x - y of half-precision bit patterns, rounded after each
+ * difference as two axpys on the backend round (the same bits). */
+static void half_zz_start(uint16_t *z, const uint16_t *x, const uint16_t *y, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t i = 0; i < (ptrdiff_t)n; i++) {
+    _Float16 a, b, c;
+    memcpy(&a, z + i, sizeof a), memcpy(&b, x + i, sizeof b), memcpy(&c, y + i, sizeof c);
+    a = (_Float16)((double)a - (double)b);
+    a = (_Float16)((double)a - (double)c);
+    memcpy(z + i, &a, sizeof a);
+  }
+}
+
+/* zz's start where vox_homog_add_strains_zz left the hydrostatic field in
+ * zz's storage, xx and yy solved: chi_h - chi_xx - chi_yy in its place.
+ * chi_h is not solved again at the current moduli first: by linearity that
+ * solve's residual would be zz's from this start less the residuals of xx
+ * and yy, so it would take the iterations that zz's solve takes from here,
+ * and zz's solve some more after it (docs/experiments.md). */
+static vox_status zz_start(vox_homog *h) {
+  vox_backend *be = h->fem->be;
+  const int zz = 2;
+  h->zz_pending = 0;
+  if (parks_fields(h, h->strains)) {
+    /* phased: the fields wait in host memory between solves, where the
+     * start is made from their bit patterns; the device holds no second
+     * field beside the cell solver (memory_plan.c counts one) */
+    for (int j = 0; j <= zz; j++) TRY(field_park(h, j));
+    half_zz_start(h->parked[zz], h->parked[0], h->parked[1], h->fem->n_dofs);
+    return VOX_OK;
+  }
+  vox_vec *f = h->half_fields ? h->uh : h->u; /* the backend's axpy takes half vectors too */
+  TRY(be->ops->vec->axpy(be, &f[zz], -1, &f[0]));
+  return be->ops->vec->axpy(be, &f[zz], -1, &f[1]);
 }
 
 /* e_h' C^H e_h from the unit strains' entries: sum_ij C_ij over i, j < 3. */
@@ -366,10 +440,14 @@ vox_status vox_homog_solve(vox_homog *h, const vox_solver_options *options, cons
       TRY(turn_case(h, a, i));
       *r = h->last[a];
       r->iterations = 0;
+      h->solved |= 1u << i;
       continue;
     }
+    const int guess = i == 2 && h->zz_pending;
+    if (guess) TRY(zz_start(h));
     TRY(field_hold(h, i));
-    TRY(solve_case(h, i, mm, options, r));
+    TRY(solve_case(h, i, mm, options, guess, r));
+    h->solved |= 1u << i;
     if (parks_fields(h, h->strains)) TRY(field_park(h, i));
     *cg_iterations += r->iterations;
     if (r->reason < 0 && failed->reason > 0) *failed = *r;
@@ -676,6 +754,7 @@ vox_status vox_homog_restore(vox_homog *h, const vox_checkpoint *state) {
       return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
                        "the checkpoint has no cell field %d of %zu values", st, h->fem->n_dofs);
     TRY(field_restore(h, st, a->values));
+    h->solved |= 1u << st; /* a design iteration's solve */
   }
   return VOX_OK;
 }

@@ -73,6 +73,15 @@ typedef struct vox_homog {
    * the exact solutions of their problems where its field is one of its own.
    * Set by the caller (vox_homog_turn_fields); 0 solves every case. */
   int turned;
+  /* The cases whose fields hold a solve (vox_homog_solve's, or a
+   * checkpoint's), not the zero start that vox_homog_add_strains gives. */
+  unsigned solved;
+  /* vox_homog_add_strains_zz left the hydrostatic field in zz's storage,
+   * for the next vox_homog_solve to make zz's start of it; and how that
+   * solve started zz: 1 from chi_h - chi_xx - chi_yy, 0 from rest (not
+   * derived, or the derived start no nearer than rest). */
+  int zz_pending;
+  int zz_derived;
 } vox_homog;
 
 /* Checks the cell and builds the system: model's labels and material, its
@@ -100,6 +109,20 @@ vox_status vox_homog_create_fields(vox_context *ctx, vox_backend *be, const vox_
  * hydrostatic case is dropped (unless `strains` asks for it): its energy
  * is then theirs, and its field is freed before theirs are made. */
 vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
+/* The same, with zz's field started from the hydrostatic one where
+ * `from_hydrostatic` asks and it applies: the hydrostatic case kept and
+ * solved (h->solved: the last design iteration's field, of the design
+ * before the last update), zz not kept and `strains` bringing it and the
+ * other normal strains, no turned fields (zz is then xx turned and solves
+ * nothing) nor the dot-product form (double fields of unit strains only).
+ * The hydrostatic field's storage then becomes zz's (never a seventh
+ * field), the others come from rest, and the next vox_homog_solve, once xx
+ * and yy are solved, makes zz's start in place: by linearity (f_h = f_xx +
+ * f_yy + f_zz) chi_h - chi_xx - chi_yy, whose error is the three fields'
+ * and the design's last change. zz starts from rest instead where that
+ * start's residual is no smaller than the load's (h->zz_derived 0): early
+ * in a run, where the last update changed the moduli much, it is not. */
+vox_status vox_homog_add_strains_zz(vox_homog *h, unsigned strains, int from_hydrostatic);
 /* Whether the kept strains of each orbit under the turn about the
  * diagonal take the first one's field turned (h->turned): only where the
  * caller knows the design to be unchanged by the turn, and where the
@@ -137,7 +160,8 @@ void vox_homog_destroy(vox_homog *h);
  * vox_homog_energy_tensor once the moduli are back). */
 vox_status vox_homog_prepare(vox_homog *h);
 /* At the fem's current moduli (after vox_fem_update): the loads and the
- * solves (warm-started) of h->strains, and C^H (energy form unless
+ * solves (warm-started) of h->strains (zz's from its derived start where
+ * vox_homog_add_strains_zz left one), and C^H (energy form unless
  * h->dot_form, which needs double fields; `ones`, 1 per element, serves the
  * dot-product form; NULL will do for the energy form; c NULL: no C^H, the
  * fem's moduli not read after vox_homog_prepare): the entries C_ij

@@ -96,6 +96,7 @@ void vox_optimizer_options_default(vox_optimizer_options *o) {
   o->efg_mg_chebyshev_lower = 0.1;
   o->efg_penalty_relative = 1;
   o->cell_turned_fields = 1;
+  o->cell_zz_from_hydrostatic = 1;
   o->efg_sa_aggregate = 3;
   o->efg_sa_strength = 0.2;
 }
@@ -269,6 +270,8 @@ static vox_status check_options(vox_context *ctx, const vox_optimizer_options *o
   REQUIRE((unsigned)o->symmetry <= VOX_SYMMETRY_ROTATE3, "unknown symmetry %d", (int)o->symmetry);
   REQUIRE(o->cell_turned_fields == 0 || o->cell_turned_fields == 1,
           "cell_turned_fields %d is not 0 or 1", o->cell_turned_fields);
+  REQUIRE(o->cell_zz_from_hydrostatic == 0 || o->cell_zz_from_hydrostatic == 1,
+          "cell_zz_from_hydrostatic %d is not 0 or 1", o->cell_zz_from_hydrostatic);
   REQUIRE(!o->continuation || (o->continuation_growth_p > 1 && o->continuation_growth_q > 1),
           "continuation growth factors must be > 1");
   REQUIRE(o->adjoint_gpu >= VOX_ADJOINT_GPU_NONE, "adjoint GPU %d is not a device index",
@@ -1428,12 +1431,14 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
 
   /* The final design's own state, so that density, displacement and
    * objective in the file belong together. A cell reports the whole C^H:
-   * the strains its objective did not need are solved now (from rest),
-   * in the room of the loop's vectors that are done with (final_room). */
+   * the strains its objective did not need are solved now (from rest, but
+   * zz from the hydrostatic field where the loop solved one and
+   * cell_zz_from_hydrostatic asks: vox_homog_add_strains_zz), in the room
+   * of the loop's vectors that are done with (final_room). */
   const double final_start = now();
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED && cell) {
     final_room(be, &s);
-    st = vox_homog_add_strains(s.homog, VOX_ALL_STRAINS);
+    st = vox_homog_add_strains_zz(s.homog, VOX_ALL_STRAINS, opt->cell_zz_from_hydrostatic);
   }
   if (st == VOX_OK && result->reason != VOX_STOP_SOLVER_FAILED) {
     int cg;
@@ -1484,6 +1489,7 @@ vox_status vox_optimize(vox_context *ctx, vox_backend *be, vox_model *model,
   result->kkt_residual = s.mma ? vox_mma_design_kkt(s.mma) : s.mma_freed ? s.mma_kkt : -1;
   result->cell_solver = s.homog && s.homog->cell;
   result->cell_turned = s.homog && s.homog->turned;
+  result->cell_zz_derived = s.homog && s.homog->zz_derived;
   result->by_turns = s.turns;
   state_free(be, &s);
   return st;

@@ -90,9 +90,15 @@ static void host_free(vox_backend *be, void *p) {
 }
 
 static vox_status vec_axpy(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {
+  const ptrdiff_t n = (ptrdiff_t)y->n;
+  if (y->scalar != VOX_DOUBLE || x->scalar != VOX_DOUBLE) { /* half fields (homogenize.c) */
+#pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
+    for (ptrdiff_t i = 0; i < n; i++)
+      put_any(y, (size_t)i, get_any(y, (size_t)i) + a * get_any(x, (size_t)i));
+    return VOX_OK;
+  }
   double *restrict yy = y->data;
   const double *restrict xx = x->data;
-  const ptrdiff_t n = (ptrdiff_t)y->n;
 #pragma omp parallel for num_threads(vox_cpu_threads(be)) schedule(static)
   for (ptrdiff_t i = 0; i < n; i++) yy[i] += a * xx[i];
   return VOX_OK;

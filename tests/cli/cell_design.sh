@@ -7,7 +7,9 @@
 # axis swaps, value for value, in the file; --objective custom with the
 # bulk formula gives the bulk objective's numbers; a problem file's `cell:`
 # objective, formula and symmetry are taken unless the options say
-# otherwise; and the refusals, each
+# otherwise; --cell-solver on, off and phased, and zz's start from the
+# hydrostatic field at the final evaluation against its start from rest;
+# and the refusals, each
 # one line with exit status 2 and nothing written: a symmetry the grid
 # cannot have, bad formulas (naming the character), custom without a
 # formula, a formula without custom, a formula undefined at C^H.
@@ -143,6 +145,37 @@ awk -v a="$b_on" -v b="$b_off" 'BEGIN { d = a - b; if (d < 0) d = -d
 ncdump -h cs-on.nc | grep -q -- "--cell-solver=on" || fail "the history does not record --cell-solver"
 expect_usage_error "unknown --cell-solver" "expected auto, off, on or phased, got 'maybe'" \
   "$OPTIMIZE" cell.nc -o out.nc --objective bulk --cell-solver maybe
+
+# --cell-zz-from-hydrostatic: the final evaluation starts zz from the
+# hydrostatic field less those of xx and yy (1, the default), says so and
+# records it, or from rest (0); the same design iterations, C^H the same
+# to its six printed digits (the solves' tolerance is 1e-8), no more CG
+# iterations
+for zz in 0 1; do
+  "$OPTIMIZE" cell16.nc -o zz-$zz.nc --objective bulk --initial trigonometric --max-iterations 3 \
+    --no-continuation --precision double --cg-tol 1e-8 --cell-zz-from-hydrostatic $zz \
+    --device cpu >"$LOG/zz-$zz" 2>"$LOG/err" ||
+    fail "optimize --cell-zz-from-hydrostatic $zz: $(tail -n 2 "$LOG/err")"
+done
+grep -q "^field of zz at the final design started from the hydrostatic one" "$LOG/zz-1" ||
+  fail "--cell-zz-from-hydrostatic 1 does not say zz started from the hydrostatic field"
+grep -q "^field of zz" "$LOG/zz-0" && fail "--cell-zz-from-hydrostatic 0 started zz elsewhere"
+for zz in 0 1; do
+  ncdump -h zz-$zz.nc | grep -q -- "--cell-zz-from-hydrostatic=$zz" ||
+    fail "zz-$zz.nc's history does not record --cell-zz-from-hydrostatic=$zz"
+done
+cmp -s <(densities zz-0.nc) <(densities zz-1.nc) || fail "zz's start changed the design"
+paste <(grep -A6 "C^H" "$LOG/zz-0" | tail -n 6) <(grep -A6 "C^H" "$LOG/zz-1" | tail -n 6) |
+  awk '{ for (i = 1; i <= 6; i++) { d = $i - $(i + 6); if (d < 0) d = -d; if (d > worst) worst = d
+         c = $i < 0 ? -$i : $i; if (c > scale) scale = c } }
+       END { exit !(scale > 0 && worst <= 1e-5 * scale) }' ||
+  fail "C^H with zz from the hydrostatic field is not C^H from rest"
+cg0=$(sed -n 's/.*s, \([0-9]*\) CG iterations$/\1/p' "$LOG/zz-0")
+cg1=$(sed -n 's/.*s, \([0-9]*\) CG iterations$/\1/p' "$LOG/zz-1")
+[ -n "$cg0" ] && [ -n "$cg1" ] && [ "$cg1" -le "$cg0" ] ||
+  fail "CG iterations with zz from the hydrostatic field: $cg1, from rest: $cg0"
+expect_usage_error "--cell-zz-from-hydrostatic 2" "expected an integer in \[0, 1\], got '2'" \
+  "$OPTIMIZE" cell.nc -o out.nc --objective bulk --cell-zz-from-hydrostatic 2
 
 expect_usage_error "rotate3 on a 4x4x8 cell" "symmetry rotate3 needs a cubic cell" \
   "$OPTIMIZE" flat.nc -o out.nc --objective bulk --symmetry rotate3 --device cpu --quiet

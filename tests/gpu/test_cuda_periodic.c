@@ -707,6 +707,100 @@ static void test_phased_optimize(vox_context *ctx, int n, int iterations) {
   vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&mk);
 }
 
+/* The backend's axpy of half vectors (y half, x half or double, and y
+ * double, x half; the cell's final evaluation makes zz's start so): the
+ * CPU's bits. */
+static void test_axpy_half(int n) {
+  snprintf(where, sizeof where, "%d values, axpy of half vectors", n);
+  const vox_scalar ys[3] = {VOX_HALF, VOX_HALF, VOX_DOUBLE},
+                   xs[3] = {VOX_HALF, VOX_DOUBLE, VOX_HALF};
+  double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  uint64_t yc[4096], yg[4096]; /* up to n doubles or halves */
+  uint64_t seed = 23;
+  for (int i = 0; i < n; i++) a[i] = 4 * (uniform(&seed) - 0.5), b[i] = 3 * (uniform(&seed) - 0.5);
+  for (int t = 0; t < 3 && n <= 4096; t++) {
+    vox_backend *be[2] = {cpu, gpu};
+    int ok = 1;
+    for (int k = 0; k < 2 && ok; k++) {
+      const vox_backend_ops *o = be[k]->ops;
+      vox_vec v[4]; /* a, b in double; y, x */
+      memset(v, 0, sizeof v);
+      ok = o->vec->create(be[k], n, VOX_DOUBLE, &v[0]) == VOX_OK &&
+           o->vec->create(be[k], n, VOX_DOUBLE, &v[1]) == VOX_OK &&
+           o->vec->create(be[k], n, ys[t], &v[2]) == VOX_OK &&
+           o->vec->create(be[k], n, xs[t], &v[3]) == VOX_OK &&
+           o->vec->upload(be[k], &v[0], a) == VOX_OK && o->vec->upload(be[k], &v[1], b) == VOX_OK &&
+           o->vec->copy(be[k], &v[2], &v[0]) == VOX_OK &&
+           o->vec->copy(be[k], &v[3], &v[1]) == VOX_OK &&
+           o->vec->axpy(be[k], &v[2], -1, &v[3]) == VOX_OK &&
+           o->vec->axpy(be[k], &v[2], 0.7, &v[3]) == VOX_OK &&
+           o->vec->download(be[k], &v[2], k ? (void *)yg : (void *)yc) == VOX_OK;
+      for (int i = 0; i < 4; i++)
+        if (v[i].raw) o->vec->destroy(be[k], &v[i]);
+    }
+    char check[64];
+    snprintf(check, sizeof check, "axpy, y %s, x %s", ys[t] == VOX_HALF ? "half" : "double",
+             xs[t] == VOX_HALF ? "half" : "double");
+    if (!ok)
+      fail_line(check, "a vector operation failed");
+    else if (memcmp(yc, yg, (size_t)n * (ys[t] == VOX_HALF ? 2 : 8)) == 0)
+      ok_line(check, 0, 0);
+    else
+      fail_line(check, "not the CPU's bits");
+  }
+  free(a), free(b);
+}
+
+/* The final evaluation's zz started from the hydrostatic field
+ * (cell_zz_from_hydrostatic) on the device, with fields in double, with
+ * the cell solver and phased: the start taken on both backends, C^H the
+ * CPU's and that of the device's run from rest to the solves' tolerance,
+ * and fewer CG iterations in the final evaluation than from rest. */
+static void test_zz_optimize(vox_context *ctx, int n, int iterations) {
+  vox_initial_design init;
+  vox_initial_design_defaults(&init);
+  init.kind = VOX_INITIAL_TRIGONOMETRIC;
+  init.seed = 3;
+  static const char *names[] = {"double", "cell solver", "cell solver phased"};
+  for (int fields = 0; fields < 3; fields++) {
+    snprintf(where, sizeof where, "%d^3 cell, zz from the hydrostatic field, %s, %d iterations",
+             n, names[fields], iterations);
+    vox_optimizer_options opt;
+    cell_options(&opt, VOX_CELL_BULK, n, iterations);
+    opt.initial = &init;
+    opt.continuation = 0;
+    opt.move_limit = 0.002; /* a small last update, as near a run's end */
+    if (fields) {
+      opt.solver.precision = VOX_PRECISION_MIXED;
+      opt.solver.rtol = 1e-3; /* the cell solver's */
+      opt.solver.cell_solver = fields == 1 ? VOX_CELL_SOLVER_ON : VOX_CELL_SOLVER_PHASED;
+    }
+    vox_optimizer_options rest = opt;
+    rest.cell_zz_from_hydrostatic = 0;
+    vox_model mc, mg, mr;
+    memset(&mr, 0, sizeof mr);
+    vox_optimize_result rc, rg, rr;
+    if (optimize_both(ctx, n, 19, &opt, &mc, &mg, &rc, &rg) && cell_model(ctx, &mr, n, 19) &&
+        G_OK("vox_optimize", vox_optimize(ctx, gpu, &mr, &rest, &rr))) {
+      printf("        final evaluation's CG iterations cpu %d cuda %d, from rest %d; bulk "
+             "modulus cuda %.10f, from rest %.10f\n",
+             rc.final_cg_iterations, rg.final_cg_iterations, rr.final_cg_iterations,
+             rg.moduli.bulk, rr.moduli.bulk);
+      if (!rc.cell_zz_derived || !rg.cell_zz_derived || rr.cell_zz_derived)
+        fail_line("zz's start", "cpu %d cuda %d, from rest %d", rc.cell_zz_derived,
+                  rg.cell_zz_derived, rr.cell_zz_derived);
+      if (fields && (!rg.cell_solver || !rc.cell_solver)) fail_line("cell solver", "not used");
+      const double tol = fields ? TOL_MIXED : TOL_SOLVE;
+      report_tensor("C^H, cuda against cpu", rg.tensor, rc.tensor, tol);
+      report_tensor("C^H, cuda against cuda from rest", rg.tensor, rr.tensor, tol);
+      if (rg.final_cg_iterations >= rr.final_cg_iterations)
+        fail_line("CG iterations", "%d with zz from the hydrostatic field against %d from rest",
+                  rg.final_cg_iterations, rr.final_cg_iterations);
+    }
+    vox_model_free(&mc), vox_model_free(&mg), vox_model_free(&mr);
+  }
+}
+
 int main(void) {
   vox_context *ctx;
   if (vox_context_create(&ctx) != VOX_OK) return 1;
@@ -738,6 +832,8 @@ int main(void) {
   test_phased_optimize(ctx, 32, 3);
   test_turn_field(12);
   test_turned_optimize(ctx, 32, 3);
+  test_axpy_half(4096);
+  test_zz_optimize(ctx, 16, 10);
 
   vox_backend_destroy(cpu), vox_backend_destroy(gpu);
   vox_context_destroy(cpu_ctx), vox_context_destroy(ctx);

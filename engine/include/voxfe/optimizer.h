@@ -220,6 +220,17 @@ typedef struct vox_optimizer_options {
    * unchanged: a third of the solves where a whole orbit is read, C11 = C22
    * = C33 up to rounding); 0 solves every strain. */
   int cell_turned_fields;
+  /* Periodic cells whose objective solves the hydrostatic strain in the
+   * design iterations (bulk): 1 (the default) starts the final
+   * evaluation's zz field from that field less those of xx and yy, solved
+   * first (by linearity the hydrostatic field is the sum of the three
+   * normal ones), where that start's residual is below the load's (so
+   * after the last design iteration changed the moduli a little: not
+   * while the penalty grows), and zz is solved from there to the same
+   * tolerance; 0 solves zz from rest, the hydrostatic field dropped. The
+   * same memory either way (zz's field takes the hydrostatic one's place);
+   * turned fields (cell_turned_fields) solve no zz of its own. */
+  int cell_zz_from_hydrostatic;
   /* The starting design. NULL: the model's density where it has one (a
    * design to continue), else the volume fraction on every design element,
    * or for a periodic cell Zhang et al. 2023's trigonometric family (seed 1): a
@@ -383,6 +394,9 @@ typedef struct vox_optimize_result {
   int adjoint_gpu;              /* the CUDA device that solved the adjoints; -1: none */
   int cell_solver; /* cell objectives: 1 when the single-precision cell solver solved them */
   int cell_turned; /* cell objectives: 1 when fields were turned (cell_turned_fields) */
+  /* cell objectives: 1 when the final evaluation's zz started from the
+   * hydrostatic field (cell_zz_from_hydrostatic) */
+  int cell_zz_derived;
   int by_turns;    /* 1 when the solver and the design took turns on the device
                       (vox_solver_options.by_turns) */
   /* MMA: the largest entry of the residual of the KKT conditions (Svanberg's
