@@ -120,8 +120,9 @@ vox_status vox_homog_add_strains(vox_homog *h, unsigned strains);
  * and yy are solved, makes zz's start in place: by linearity (f_h = f_xx +
  * f_yy + f_zz) chi_h - chi_xx - chi_yy, whose error is the three fields'
  * and the design's last change. zz starts from rest instead where that
- * start's residual is no smaller than the load's (h->zz_derived 0): early
- * in a run, where the last update changed the moduli much, it is not. */
+ * start's residual is no smaller than the load's (h->zz_derived 0): after
+ * an update that changed the moduli much (each one while continuation
+ * raises the penalty), it is not. */
 vox_status vox_homog_add_strains_zz(vox_homog *h, unsigned strains, int from_hydrostatic);
 /* Whether the kept strains of each orbit under the turn about the
  * diagonal take the first one's field turned (h->turned): only where the

@@ -102,7 +102,8 @@ void vox_memory_plan_items(const vox_backend *be, const vox_grid *grid, int dpn,
    * cell's fields in half precision with one double vector to solve in, in mixed precision:
    * homogenize.h), the filter. A cell's n_cases are the strains its objective solves in the loop;
    * its final evaluation solves all six after freeing the filter and all per-element vectors but 3
-   * (optimizer.c, final_room): the larger of the two phases counts. */
+   * (optimizer.c, final_room): the larger of the two phases counts. (zz's start from the bulk
+   * objective's hydrostatic field takes that field's place: still six, homogenize.h.) */
   const int half = periodic && vox_homog_half_fields(solver);
   const double field = half ? 2.0 * dofs : D * dofs, work = half && !cell_solver ? D * dofs : 0;
   const double state = optimizing * D * elements, filter = (2 * D + 1) * elements;
