@@ -19,6 +19,12 @@ if [ "$kind" = mesh ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
   export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan-assimp.supp"
 fi
+# libfyaml's own leak on escaped quotes likewise (lsan-fyaml.supp), also
+# seen only with full stacks
+if [ "$kind" = problem ]; then
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
+  export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan-fyaml.supp"
+fi
 # libhdf5's own leaks on damaged files likewise (lsan-hdf5.supp)
 if [ "$kind" = model ] || [ "$kind" = n88model ]; then
   export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan-hdf5.supp"
