@@ -125,7 +125,9 @@ vox_status vox_cuda_vec_convert(vox_backend *be, vox_vec *dst, const vox_vec *sr
 
 static __global__ void axpy_any_kernel(size_t n, void *y, int ys, double a, const void *x,
                                        int xs) {
-  VOX_GRID_STRIDE(i, n) st_any(y, ys, i, ld_any(y, ys, i) + a * ld_any(x, xs, i));
+  /* rounded product and sum, no fused multiply-add: the CPU's bits */
+  VOX_GRID_STRIDE(i, n)
+  st_any(y, ys, i, __dadd_rn(ld_any(y, ys, i), __dmul_rn(a, ld_any(x, xs, i))));
 }
 
 vox_status vox_cuda_vec_axpy_any(vox_backend *be, vox_vec *y, double a, const vox_vec *x) {

@@ -792,7 +792,10 @@ static void test_zz_optimize(vox_context *ctx, int n, int iterations) {
       if (fields && (!rg.cell_solver || !rc.cell_solver)) fail_line("cell solver", "not used");
       const double tol = fields ? TOL_MIXED : TOL_SOLVE;
       report_tensor("C^H, cuda against cpu", rg.tensor, rc.tensor, tol);
-      report_tensor("C^H, cuda against cuda from rest", rg.tensor, rr.tensor, tol);
+      /* from rest, zz is another solution to the cell solver's 1e-3: C^H,
+       * an energy, moves by about its square (1.2e-6 on an H100) */
+      report_tensor("C^H, cuda against cuda from rest", rg.tensor, rr.tensor,
+                    fields ? TOL_SINGLE : TOL_SOLVE);
       if (rg.final_cg_iterations >= rr.final_cg_iterations)
         fail_line("CG iterations", "%d with zz from the hydrostatic field against %d from rest",
                   rg.final_cg_iterations, rr.final_cg_iterations);
