@@ -16,6 +16,9 @@
 #     make -j JOBS (3 by default: the fastest batch on one H200 of 1 to 4;
 #     each job on THREADS OpenMP threads, default all cores
 #     over JOBS): the wall time and the samples per hour;
+#     With MPS=1 the batch runs under CUDA's Multi-Process Service
+#     (nvidia-cuda-mps-control, started before and stopped after it), which
+#     lets the jobs' kernels share the GPU at once instead of by time slices.
 #  4. with VARIANTS="OPTS;OPTS;..." the one sample again with each set of
 #     solver options (the CG iterations of other smoothing degrees, levels).
 # Prints times and counts; the result files stay in the scratch folder
@@ -59,11 +62,21 @@ time "$analyze" "$work/tibia1_intensity.nc" -o "$work/ri.nc" --modulus-from-inte
   || echo "intensity run failed: $?"
 
 threads=${THREADS:-$(( $(nproc) / jobs > 0 ? $(nproc) / jobs : 1 ))}
-echo "== batch: workflows/bone, $samples samples, make -j$jobs, $threads threads a job"
+mps=
+if [ "${MPS:-0}" = 1 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY="$work/mps" CUDA_MPS_LOG_DIRECTORY="$work/mps-log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && mps=", under CUDA MPS"
+fi
+echo "== batch: workflows/bone, $samples samples, make -j$jobs, $threads threads a job$mps"
 start=$(date +%s.%N)
 OMP_NUM_THREADS=$threads make -s -C "$here/workflows/bone" SCANS="$work/scans" \
   OUT="$work/batch" VOXFE_BIN="$bin/cli" -j"$jobs" || echo "make failed: $?"
 end=$(date +%s.%N)
+if [ -n "$mps" ]; then
+  echo quit | nvidia-cuda-mps-control
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
 ok=$(($(wc -l <"$work/batch/summary.csv") - 1))
 awk -v s="$start" -v e="$end" -v n="$ok" \
   'BEGIN {t = e - s; printf "batch: %d samples in %.2f s: %.2f s a sample, %.0f samples per hour\n",
