@@ -27,18 +27,18 @@
  * stencil (st->host, st->host_b, st->host_x), made by the first
  * factorisation and kept, so CHOLMOD's symbolic analysis is reused by later
  * factorisations. */
-#include <cublas_v2.h>
-#include <cusolverDn.h>
 #include <stdlib.h>
 
 #include "cuda_backend.cuh"
+#include "cuda_dense_libraries.cuh"
 
 static int dense_fits(const vox_stencil *st) { return st->n_dofs <= VOX_CUDA_DENSE_COARSE_DOFS; }
 
 void vox_cuda_coarse_solver_free(vox_backend *be) {
   vox_cuda_state *cs = vox_cuda(be);
-  if (cs->solver) cusolverDnDestroy((cusolverDnHandle_t)cs->solver);
-  if (cs->blas) cublasDestroy((cublasHandle_t)cs->blas);
+  const vox_cuda_dense_api *dense = vox_cuda_dense(NULL); /* loaded if a handle is */
+  if (cs->solver) dense->solver_destroy((cusolverDnHandle_t)cs->solver);
+  if (cs->blas) dense->blas_destroy((cublasHandle_t)cs->blas);
   if (cs->factor_stream) cudaStreamDestroy(cs->factor_stream);
   if (cs->factor_ready) cudaEventDestroy(cs->factor_ready);
   if (cs->factor_done) cudaEventDestroy(cs->factor_done);
@@ -70,20 +70,24 @@ vox_status vox_cuda_factor_stream_setup(vox_backend *be) {
     CUDA_TRY(be, cudaMallocHost((void **)&cs->factor_info, sizeof(int)),
              "allocating the coarse factorisation's status word");
   }
+  const char *why = NULL;
+  const vox_cuda_dense_api *dense = vox_cuda_dense(&why);
+  if (!dense)
+    return vox_error(be->ctx, VOX_ERR_DEVICE, "the coarsest level's factorisation: %s", why);
   if (!cs->solver) {
     cusolverDnHandle_t h;
-    if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS)
+    if (dense->solver_create(&h) != CUSOLVER_STATUS_SUCCESS)
       return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: creating a handle failed");
     cs->solver = h;
-    if (cusolverDnSetStream(h, cs->factor_stream) != CUSOLVER_STATUS_SUCCESS)
+    if (dense->solver_set_stream(h, cs->factor_stream) != CUSOLVER_STATUS_SUCCESS)
       return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: setting the stream failed");
   }
   if (!cs->blas) {
     cublasHandle_t bh;
-    if (cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS)
+    if (dense->blas_create(&bh) != CUBLAS_STATUS_SUCCESS)
       return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: creating a handle failed");
     cs->blas = bh;
-    if (cublasSetStream(bh, cs->factor_stream) != CUBLAS_STATUS_SUCCESS)
+    if (dense->blas_set_stream(bh, cs->factor_stream) != CUBLAS_STATUS_SUCCESS)
       return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: setting the stream failed");
   }
   return VOX_OK;
@@ -171,8 +175,9 @@ static __global__ void set_diagonal(double *__restrict__ a, int n, double value)
 cublasStatus_t vox_cuda_invert_lower(cublasHandle_t h, const double *L, double *X, int m, int ld) {
   static const double one = 1, minus_one = -1;
   enum { TRSM_BLOCK = 1024 };
+  const vox_cuda_dense_api *dense = vox_cuda_dense(NULL); /* loaded: h was made */
   if (m <= TRSM_BLOCK)
-    return cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+    return dense->trsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                        CUBLAS_DIAG_NON_UNIT, m, m, &one, L, ld, X, ld);
   const int m1 = m / 2, m2 = m - m1;
   const size_t d = (size_t)m1 * (size_t)ld + (size_t)m1; /* offset of the (2,2) block */
@@ -181,10 +186,10 @@ cublasStatus_t vox_cuda_invert_lower(cublasHandle_t h, const double *L, double *
   /* X21 = L21 X11, then X21 = -X22 X21 (cuBLAS's trmm writes to C, and in
    * place when C is B) */
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasDtrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+    s = dense->trmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                     CUBLAS_DIAG_NON_UNIT, m2, m1, &one, X, ld, L + m1, ld, X + m1, ld);
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasDtrmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+    s = dense->trmm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                     CUBLAS_DIAG_NON_UNIT, m2, m1, &minus_one, X + d, ld, X + m1, ld, X + m1, ld);
   return s;
 }
@@ -197,16 +202,18 @@ cublasStatus_t vox_cuda_invert_lower(cublasHandle_t h, const double *L, double *
  * factorisation reports them. */
 extern "C" void vox_cuda_coarse_warm_up(void) {
   enum { N = 512 };
+  const vox_cuda_dense_api *dense = vox_cuda_dense(NULL);
+  if (!dense) return;
   cusolverDnHandle_t h = NULL;
   cublasHandle_t bh = NULL;
   double *a = NULL, *x = NULL, *work = NULL;
   int *info = NULL, lwork = 0;
-  if (cusolverDnCreate(&h) != CUSOLVER_STATUS_SUCCESS ||
-      cublasCreate(&bh) != CUBLAS_STATUS_SUCCESS ||
+  if (dense->solver_create(&h) != CUSOLVER_STATUS_SUCCESS ||
+      dense->blas_create(&bh) != CUBLAS_STATUS_SUCCESS ||
       cudaMalloc((void **)&a, sizeof(double) * N * N) != cudaSuccess ||
       cudaMalloc((void **)&x, sizeof(double) * N * N) != cudaSuccess ||
       cudaMalloc((void **)&info, sizeof(int)) != cudaSuccess ||
-      cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, N, a, N, &lwork) !=
+      dense->potrf_buffer_size(h, CUBLAS_FILL_MODE_LOWER, N, a, N, &lwork) !=
           CUSOLVER_STATUS_SUCCESS ||
       cudaMalloc((void **)&work, sizeof(double) * (lwork > 0 ? lwork : 1)) != cudaSuccess)
     goto done;
@@ -215,13 +222,13 @@ extern "C" void vox_cuda_coarse_warm_up(void) {
   cudaMemset(x, 0, sizeof(double) * N * N);
   set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(a, N, 1.0);
   set_diagonal<<<vox_cuda_blocks(N, 256), 256>>>(x, N, 1.0);
-  cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, N, a, N, work, lwork, info);
+  dense->potrf(h, CUBLAS_FILL_MODE_LOWER, N, a, N, work, lwork, info);
   vox_cuda_invert_lower(bh, a, x, N, N);
   cudaDeviceSynchronize();
 done:
   cudaFree(work), cudaFree(info), cudaFree(x), cudaFree(a);
-  if (bh) cublasDestroy(bh);
-  if (h) cusolverDnDestroy(h);
+  if (bh) dense->blas_destroy(bh);
+  if (h) dense->solver_destroy(h);
   cudaGetLastError();
 }
 
@@ -291,6 +298,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
    * serve one factorisation at a time */
   TRY(vox_cuda_stencil_factor_wait(be, cs->factor_pending));
   TRY(vox_cuda_factor_stream_setup(be));
+  const vox_cuda_dense_api *lib = vox_cuda_dense(NULL); /* loaded by the setup */
   cudaStream_t stream = cs->factor_stream;
   cusolverDnHandle_t h = (cusolverDnHandle_t)cs->solver;
   if (!st->dense_factor) {
@@ -326,7 +334,7 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
   CUDA_LAUNCHED(be, "spreading the coarsest level into a dense matrix");
   int lwork = 0;
   TRY(cusolver_check(
-      be, cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n, &lwork),
+      be, lib->potrf_buffer_size(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n, &lwork),
       "sizing the Cholesky workspace"));
   /* kept with the stencil: freeing it here would wait for the device */
   const size_t work_bytes = (size_t)(lwork > 0 ? lwork : 1) * sizeof(double);
@@ -337,8 +345,8 @@ static vox_status dense_factor(vox_backend *be, vox_stencil *st) {
     st->factor_work_bytes = work_bytes;
   }
   TRY(cusolver_check(be,
-                     cusolverDnDpotrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n,
-                                      (double *)st->factor_work, lwork, st->info),
+                     lib->potrf(h, CUBLAS_FILL_MODE_LOWER, (int)n, dense, (int)n,
+                                (double *)st->factor_work, lwork, st->info),
                      "the coarsest level's Cholesky factorisation"));
   CUDA_TRY(be,
            cudaMemcpyAsync(cs->factor_info, st->info, sizeof(int), cudaMemcpyDeviceToHost, stream),

@@ -26,12 +26,12 @@
  * (product_kernel says why). The tables' indices are 32-bit on the device (the
  * entries of the shape tables, about 270 per node, stay far below 2^32 on
  * any model a GPU holds); create refuses a model past that. */
-#include <cusolverDn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_backend.cuh"
+#include "cuda_dense_libraries.cuh"
 #include "cuda_efg_oc.cuh"
 #include "efg_assembly.h"
 #include "efg_ops.h"
@@ -1423,9 +1423,10 @@ static vox_status efg_mg_create(vox_backend *be, vox_efg_device *d, const vox_ef
   d->bytes += (2 * n_dense + 1) * n_dense * sizeof(double);
   TRY(vox_cuda_factor_stream_setup(be));
   int lwork = 0;
-  if (cusolverDnDpotrf_bufferSize((cusolverDnHandle_t)vox_cuda(be)->solver,
-                                  CUBLAS_FILL_MODE_LOWER, d->dense_n, d->dense_factor, d->dense_n,
-                                  &lwork) != CUSOLVER_STATUS_SUCCESS)
+  if (vox_cuda_dense(NULL)->potrf_buffer_size((cusolverDnHandle_t)vox_cuda(be)->solver,
+                                              CUBLAS_FILL_MODE_LOWER, d->dense_n,
+                                              d->dense_factor, d->dense_n,
+                                              &lwork) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation's workspace");
   d->dense_lwork = lwork;
   TRY(vox_cuda_alloc(be, (void **)&d->dense_work, (size_t)(lwork > 0 ? lwork : 1) * sizeof(double),
@@ -1481,9 +1482,10 @@ static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
   CUDA_LAUNCHED(be, "the EFG multigrid's last level");
   CUDA_TRY(be, cudaEventRecord(cs->factor_ready, 0), "the multigrid's last level");
   CUDA_TRY(be, cudaStreamWaitEvent(stream, cs->factor_ready, 0), "the multigrid's last level");
-  if (cusolverDnDpotrf((cusolverDnHandle_t)cs->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n,
-                       d->dense_factor, d->dense_n, d->dense_work, d->dense_lwork,
-                       d->dense_info) != CUSOLVER_STATUS_SUCCESS)
+  const vox_cuda_dense_api *lib = vox_cuda_dense(NULL); /* loaded by the stream's setup */
+  if (lib->potrf((cusolverDnHandle_t)cs->solver, CUBLAS_FILL_MODE_LOWER, d->dense_n,
+                 d->dense_factor, d->dense_n, d->dense_work, d->dense_lwork,
+                 d->dense_info) != CUSOLVER_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuSOLVER: the factorisation failed to start");
   CUDA_TRY(be,
            cudaMemcpyAsync(cs->factor_info, d->dense_info, sizeof(int), cudaMemcpyDeviceToHost,
@@ -1497,9 +1499,9 @@ static vox_status launch_last_level_factor(vox_backend *be, vox_efg_device *d) {
   cublasHandle_t blas = (cublasHandle_t)cs->blas;
   if (vox_cuda_invert_lower(blas, d->dense_factor, d->dense, d->dense_n, d->dense_n) !=
           CUBLAS_STATUS_SUCCESS ||
-      cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, d->dense_n, d->dense_n, &one,
-                  d->dense, d->dense_n, &zero, d->dense_factor,
-                  d->dense_n) != CUBLAS_STATUS_SUCCESS)
+      lib->syrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, d->dense_n, d->dense_n, &one,
+                d->dense, d->dense_n, &zero, d->dense_factor,
+                d->dense_n) != CUBLAS_STATUS_SUCCESS)
     return vox_error(be->ctx, VOX_ERR_DEVICE, "cuBLAS: the inverse failed to start");
   symmetric_copy_kernel<<<vox_cuda_grid(n * n), VOX_CUDA_THREADS, 0, stream>>>(
       d->dense_n, d->dense_factor, d->dense);
