@@ -121,6 +121,13 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .offset = offsetof(TYPE, SOLVER.sparse.record), .range = {0, 1, 0, 0}, .flags = CLI_RECORD,   \
    .help = "sparse storage: 1 records the V-cycle once and replays it where the GPU can, 0 "     \
            "launches it op by op"},                                                              \
+  {.name = "sparse-rigid-modes", .arg = "0|1", .kind = CLI_INTEGER,                             \
+   .offset = offsetof(TYPE, SOLVER.sparse.rigid_modes), .range = {0, 1, 0, 0},                   \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "sparse storage: 1 adds to the V-cycle the exact correction in the rigid motions "    \
+           "the supports hold only weakly (the uniaxial test's lateral translations and "        \
+           "rotation about the axis, held by pinned nodes), which the multigrid resolves "       \
+           "slowly; 0: the V-cycle alone"},                                                      \
   {.name = "sa-fine-transfer", .arg = "KIND", .kind = CLI_CUSTOM,                                \
    .offset = offsetof(TYPE, SOLVER.sparse.sa_fine_transfer), .flags = CLI_RECORD,                \
    .help = "--sparse-coarse=sa: the fine prolongator applied from the tentative one "            \

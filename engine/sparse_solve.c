@@ -117,6 +117,11 @@ typedef struct sparse_system {
    * V-cycle, 2 on levels 2 and deeper but the coarsest for a W-cycle */
   int *visits;
   double cg_seconds, level_seconds[16];
+  /* the weakly held rigid motions (rigid_modes_setup): n_rigid vectors Z
+   * (zero on the fixed dofs, in z's precision) and (Z' K Z)^-1 */
+  int n_rigid;
+  vox_vec rigid[6];
+  double rigid_inverse[36];
 } sparse_system;
 
 /* The float layout of the V-cycle's products A x (sparse_ops.h; SA's
@@ -160,6 +165,7 @@ static void system_free(sparse_system *s) {
   vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
+  for (int i = 0; i < s->n_rigid; i++) be->ops->vec->destroy(be, &s->rigid[i]);
   if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
   free(s->visits);
@@ -388,10 +394,25 @@ static vox_status cg_update(void *self, double alpha, double *rr) {
   return VOX_OK;
 }
 
+/* z += Z (Z' K Z)^-1 Z' r: the exact correction in the weakly held rigid
+ * motions, added to the V-cycle's z (an additive two-level preconditioner,
+ * symmetric and positive definite as the V-cycle is). */
+static vox_status rigid_correction(sparse_system *s) {
+  double w[6], c[6];
+  for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_dot(s->be, &s->r, &s->rigid[i], &w[i]));
+  for (int i = 0; i < s->n_rigid; i++) {
+    c[i] = 0;
+    for (int j = 0; j < s->n_rigid; j++) c[i] += s->rigid_inverse[6 * i + j] * w[j];
+  }
+  for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_axpy(s->be, &s->z, c[i], &s->rigid[i]));
+  return VOX_OK;
+}
+
 /* The first V-cycle of a solve runs op by op, the later ones replayed. */
 static vox_status cg_precondition(void *self) {
   sparse_system *s = self;
-  return s->vcycles++ ? precondition_replayed(s) : precondition(s);
+  TRY(s->vcycles++ ? precondition_replayed(s) : precondition(s));
+  return s->n_rigid ? rigid_correction(s) : VOX_OK;
 }
 
 static vox_status cg_direction(void *self, double rz_old, double *rz) {
@@ -702,6 +723,127 @@ static vox_status hold_outside(vox_context *ctx, const vox_model *model,
   return VOX_OK;
 }
 
+/* The inverse of the symmetric positive definite k x k matrix a (k <= 6,
+ * rows of 6) into inv by Gauss-Jordan elimination; 0 where a pivot is not
+ * positive. */
+static int invert_small(int k, const double a_in[36], double inv[36]) {
+  double a[36];
+  memcpy(a, a_in, sizeof a);
+  for (int i = 0; i < 36; i++) inv[i] = i % 7 == 0;
+  for (int c = 0; c < k; c++) {
+    const double pivot = a[6 * c + c];
+    if (!(pivot > 0)) return 0;
+    for (int j = 0; j < k; j++) a[6 * c + j] /= pivot, inv[6 * c + j] /= pivot;
+    for (int i = 0; i < k; i++) {
+      if (i == c) continue;
+      const double f = a[6 * i + c];
+      for (int j = 0; j < k; j++) a[6 * i + j] -= f * a[6 * c + j], inv[6 * i + j] -= f * inv[6 * c + j];
+    }
+  }
+  return 1;
+}
+
+/* Rigid motion `mode` (0-2: translation along x, y, z; 3-5: rotation about
+ * x, y, z through the nodes' centroid, in units of the box's longest side)
+ * of level 0's nodes, zero on their fixed dofs, into v (3 a node). */
+static void rigid_mode(const vox_sparse_host_level *f, const double centre[3], int mode,
+                       double *v) {
+  const vox_grid *g = &f->grid;
+  const int64_t px = g->nx + 1, py = g->ny + 1;
+  const double h[3] = {g->voxel_size[0], g->voxel_size[1], g->voxel_size[2]};
+  double length = fmax(fmax(g->nx * h[0], g->ny * h[1]), g->nz * h[2]);
+  if (!(length > 0)) length = 1;
+  const ptrdiff_t nodes = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t m = 0; m < nodes; m++) {
+    const int64_t b = f->node_box[m];
+    const double x[3] = {((double)(b % px) - centre[0]) * h[0] / length,
+                         ((double)(b / px % py) - centre[1]) * h[1] / length,
+                         ((double)(b / (px * py)) - centre[2]) * h[2] / length};
+    double *o = v + 3 * m;
+    o[0] = o[1] = o[2] = 0;
+    if (mode < 3) {
+      o[mode] = 1;
+    } else { /* e_a x x: about x (0, -z, y), about y (z, 0, -x), about z (-y, x, 0) */
+      const int a = mode - 3, p = (a + 1) % 3, q = (a + 2) % 3;
+      o[p] = -x[q];
+      o[q] = x[p];
+    }
+    for (int c = 0; c < 3; c++)
+      if (f->node_fixed[m] >> c & 1) o[c] = 0;
+  }
+}
+
+/* Finds the rigid motions the supports hold only weakly: those whose
+ * Rayleigh quotient z'Kz / z'z (z the motion with the fixed dofs held) is
+ * below a thousandth of the largest of the six. Under the uniaxial test
+ * the plates hold the translation along the axis and the two rotations
+ * about the lateral axes over whole faces, and the pinned nodes alone the
+ * other three, whose quotients are then 1e-4 to 1e-6 of the largest; under
+ * the friction test none is weak. The weak ones become the vectors Z of
+ * rigid_correction, in z's precision, with (Z'KZ)^-1 from the vectors as
+ * stored. u and q are the scratch (the solve sets them afterwards). */
+static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
+                                    const vox_sparse_host_level *f, int mixed) {
+  if (!f->node_box || !f->node_fixed || f->n_nodes == 0) return VOX_OK;
+  vox_backend *be = s->be;
+  vox_sparse_level *op = s->level[0].op;
+  const size_t n = 3 * f->n_nodes;
+  double *v = malloc(n * sizeof *v);
+  if (!v) return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
+  const vox_grid *g = &f->grid;
+  const int64_t px = g->nx + 1, py = g->ny + 1;
+  double c0 = 0, c1 = 0, c2 = 0;
+  const ptrdiff_t nodes = (ptrdiff_t)f->n_nodes;
+#pragma omp parallel for schedule(static) reduction(+ : c0, c1, c2)
+  for (ptrdiff_t m = 0; m < nodes; m++) {
+    const int64_t b = f->node_box[m];
+    c0 += (double)(b % px), c1 += (double)(b / px % py), c2 += (double)(b / (px * py));
+  }
+  const double centre[3] = {c0 / (double)nodes, c1 / (double)nodes, c2 / (double)nodes};
+  vox_status st = VOX_OK;
+  double quotient[6], largest = 0;
+  for (int mode = 0; mode < 6 && st == VOX_OK; mode++) {
+    double zz = 0, zkz = 0;
+    rigid_mode(f, centre, mode, v);
+    st = be->ops->vec->upload(be, &s->u, v);
+    if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
+    if (st == VOX_OK) st = s->o->vec_dot(be, &s->u, &s->u, &zz);
+    if (st == VOX_OK) st = s->o->vec_dot(be, &s->u, &s->q, &zkz);
+    quotient[mode] = zz > 0 ? zkz / zz : INFINITY;
+    if (isfinite(quotient[mode])) largest = fmax(largest, quotient[mode]);
+  }
+  int kept[6], k = 0;
+  for (int mode = 0; mode < 6; mode++)
+    if (quotient[mode] < 1e-3 * largest) kept[k++] = mode;
+  const vox_scalar scalar = mixed ? VOX_FLOAT : VOX_DOUBLE;
+  for (int i = 0; i < k && st == VOX_OK; i++) {
+    rigid_mode(f, centre, kept[i], v);
+    st = be->ops->vec->upload(be, &s->u, v);
+    if (st == VOX_OK) st = vec(s, n, scalar, &s->rigid[i]);
+    if (st == VOX_OK) s->n_rigid = i + 1;
+    if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid[i], 0);
+    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid[i], 1, &s->u);
+  }
+  free(v);
+  double e[36] = {0};
+  for (int i = 0; i < s->n_rigid && st == VOX_OK; i++) {
+    /* K Z_i of the stored (rounded) Z_i */
+    st = be->ops->vec->set(be, &s->u, 0);
+    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->u, 1, &s->rigid[i]);
+    if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
+    for (int j = 0; j <= i && st == VOX_OK; j++) st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
+    for (int j = 0; j < i; j++) e[6 * j + i] = e[6 * i + j];
+  }
+  if (st == VOX_OK && s->n_rigid && !invert_small(s->n_rigid, e, s->rigid_inverse)) {
+    /* (not expected: Z'KZ of independent motions held somewhere is
+     * positive definite) the V-cycle alone */
+    for (int i = 0; i < s->n_rigid; i++) be->ops->vec->destroy(be, &s->rigid[i]);
+    s->n_rigid = 0;
+  }
+  return st;
+}
+
 vox_status vox_sparse_solve_elasticity(vox_context *ctx, vox_backend *be, const vox_model *model,
                                        const vox_solver_options *options, double *displacement,
                                        vox_solve_result *results, vox_sparse_stats *stats) {
@@ -779,6 +921,8 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
    * return read (the SA levels' setup is kept whole) */
   if (st == VOX_OK && !use_sa) vox_sparse_hierarchy_trim(&h);
   const vox_sparse_host_level *f = &h.level[0];
+  if (st == VOX_OK && options->sparse.rigid_modes)
+    st = rigid_modes_setup(ctx, &s, f, options->precision == VOX_PRECISION_MIXED);
   const size_t n = 3 * f->n_nodes;
   /* the results arrive here (and the caller's start is read) or elsewhere
    * (an MPI rank whose rank 0 alone takes them: no box, no host copy) */
