@@ -737,7 +737,10 @@ static int invert_small(int k, const double a_in[36], double inv[36]) {
     for (int i = 0; i < k; i++) {
       if (i == c) continue;
       const double f = a[6 * i + c];
-      for (int j = 0; j < k; j++) a[6 * i + j] -= f * a[6 * c + j], inv[6 * i + j] -= f * inv[6 * c + j];
+      for (int j = 0; j < k; j++) {
+        a[6 * i + j] -= f * a[6 * c + j];
+        inv[6 * i + j] -= f * inv[6 * c + j];
+      }
     }
   }
   return 1;
@@ -818,10 +821,15 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
     if (quotient[mode] < 1e-3 * largest) kept[k++] = mode;
   const vox_scalar scalar = mixed ? VOX_FLOAT : VOX_DOUBLE;
   for (int i = 0; i < k && st == VOX_OK; i++) {
+    /* (not in bytes_needed's count: a device without room for them solves
+     * without the correction) */
+    if (vec(s, n, scalar, &s->rigid[i]) != VOX_OK) {
+      vox_context_clear_error(ctx);
+      break;
+    }
+    s->n_rigid = i + 1;
     rigid_mode(f, centre, kept[i], v);
     st = be->ops->vec->upload(be, &s->u, v);
-    if (st == VOX_OK) st = vec(s, n, scalar, &s->rigid[i]);
-    if (st == VOX_OK) s->n_rigid = i + 1;
     if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid[i], 0);
     if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid[i], 1, &s->u);
   }
@@ -832,7 +840,8 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
     st = be->ops->vec->set(be, &s->u, 0);
     if (st == VOX_OK) st = s->o->vec_axpy(be, &s->u, 1, &s->rigid[i]);
     if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
-    for (int j = 0; j <= i && st == VOX_OK; j++) st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
+    for (int j = 0; j <= i && st == VOX_OK; j++)
+      st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
     for (int j = 0; j < i; j++) e[6 * j + i] = e[6 * i + j];
   }
   if (st == VOX_OK && s->n_rigid && !invert_small(s->n_rigid, e, s->rigid_inverse)) {
