@@ -97,12 +97,14 @@ static void dilate_bone(vox_context *ctx, vox_model *m) {
 
 int main(int argc, char **argv) {
   static const char *const settings[] = {"keep-label", "connectivity", "dilate", "hierarchy",
-                                         "parts", "profile", "coarse", "write", "cycle", NULL};
+                                         "parts", "profile", "coarse", "write", "cycle", "rigid",
+                                         NULL};
   bench_options_take(&argc, argv, settings);
   if (argc < 2) {
     fprintf(stderr, "usage: bench_sparse N|MODEL.nc [cuda|cpu] [RTOL] [SMOOTHING_STEPS] [full] "
                     "[--keep-label=L] [--connectivity=6|26] [--dilate=N] [--hierarchy=1] "
-                    "[--parts=1] [--profile=1] [--coarse=split|box|sa] [--write=MODEL.nc]\n");
+                    "[--parts=1] [--profile=1] [--coarse=split|box|sa] [--write=MODEL.nc] "
+                    "[--cycle=v|w|auto] [--rigid=0|1]\n");
     return 2;
   }
   const int64_t n = strspn(argv[1], "0123456789") == strlen(argv[1]) ? atoll(argv[1]) : 0;
@@ -202,6 +204,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: --cycle=v, w or auto\n", argv[0]);
     return 2;
   }
+  const char *rigid = bench_option("rigid");
+  if (rigid) opt.sparse.rigid_modes = atoi(rigid); /* --sparse-rigid-modes */
   const size_t nd = 3 * (size_t)vox_grid_nodes(&g);
   double *u = vox_host_calloc(nd, sizeof *u); /* in huge pages, as voxfe-analyze's */
   if (!u) die(ctx, "displacements");

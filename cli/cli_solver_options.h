@@ -124,9 +124,9 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
   {.name = "sparse-rigid-modes", .arg = "0|1", .kind = CLI_INTEGER,                             \
    .offset = offsetof(TYPE, SOLVER.sparse.rigid_modes), .range = {0, 1, 0, 0},                   \
    .flags = CLI_RECORD,                                                                          \
-   .help = "sparse storage: 1 adds to the V-cycle the exact correction in the rigid motions "    \
+   .help = "sparse storage: 1 balances the V-cycle with the exact solve in the rigid motions "  \
            "the supports hold only weakly (the uniaxial test's lateral translations and "        \
-           "rotation about the axis, held by pinned nodes), which the multigrid resolves "       \
+           "rotation about the axis, held by pinned nodes), which the multigrid can resolve "    \
            "slowly; 0: the V-cycle alone"},                                                      \
   {.name = "sa-fine-transfer", .arg = "KIND", .kind = CLI_CUSTOM,                                \
    .offset = offsetof(TYPE, SOLVER.sparse.sa_fine_transfer), .flags = CLI_RECORD,                \

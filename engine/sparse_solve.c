@@ -121,6 +121,8 @@ typedef struct sparse_system {
    * (zero on the fixed dofs, in z's precision) and (Z' K Z)^-1 */
   int n_rigid;
   vox_vec rigid[6];
+  vox_vec rigid_k[6]; /* K Z */
+  vox_vec rigid_t;    /* in double precision: the V-cycle's argument */
   double rigid_inverse[36];
 } sparse_system;
 
@@ -165,7 +167,11 @@ static void system_free(sparse_system *s) {
   vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
-  for (int i = 0; i < s->n_rigid; i++) be->ops->vec->destroy(be, &s->rigid[i]);
+  for (int i = 0; i < s->n_rigid; i++) {
+    be->ops->vec->destroy(be, &s->rigid[i]);
+    if (s->rigid_k[i].data) be->ops->vec->destroy(be, &s->rigid_k[i]);
+  }
+  if (s->rigid_t.data) be->ops->vec->destroy(be, &s->rigid_t);
   if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
   free(s->visits);
@@ -365,7 +371,8 @@ static const vox_pc_ops sparse_pc = {.name = "sparse multigrid", .apply = sparse
 /* z = M^-1 r of the CG (r in float in mixed precision). */
 static vox_status precondition(sparse_system *s) {
   const vox_pc pc = {.ops = &sparse_pc, .self = s};
-  return vox_pc_apply(&pc, s->r_single.data ? &s->r_single : &s->r, &s->z);
+  const vox_vec *b = s->rigid_t.data ? &s->rigid_t : s->r_single.data ? &s->r_single : &s->r;
+  return vox_pc_apply(&pc, b, &s->z);
 }
 
 static vox_status precondition_op(void *self) { return precondition(self); }
@@ -394,16 +401,35 @@ static vox_status cg_update(void *self, double alpha, double *rr) {
   return VOX_OK;
 }
 
-/* z += Z (Z' K Z)^-1 Z' r: the exact correction in the weakly held rigid
- * motions, added to the V-cycle's z (an additive two-level preconditioner,
- * symmetric and positive definite as the V-cycle is). */
-static vox_status rigid_correction(sparse_system *s) {
-  double w[6], c[6];
-  for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_dot(s->be, &s->r, &s->rigid[i], &w[i]));
+/* c = (Z'KZ)^-1 w */
+static void rigid_solve(const sparse_system *s, const double *w, double *c) {
   for (int i = 0; i < s->n_rigid; i++) {
     c[i] = 0;
     for (int j = 0; j < s->n_rigid; j++) c[i] += s->rigid_inverse[6 * i + j] * w[j];
   }
+}
+
+/* The balancing form: z = Q r + (I - Q K) B (I - K Q) r with Q = Z (Z'KZ)^-1
+ * Z' and B the V-cycle (Mandel 1993's balancing of the coarse space):
+ * the V-cycle's argument r - K Z c1 (K Z stored), then z = B(...) + Z c2
+ * with c2 from Z'r - (KZ)'z. The weak motions' eigenvalues become 1, the
+ * rest are the V-cycle's on what is K-orthogonal to them. */
+static vox_status rigid_balanced(sparse_system *s) {
+  double w[6], v[6], c[6];
+  for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_dot(s->be, &s->r, &s->rigid[i], &w[i]));
+  rigid_solve(s, w, c);
+  vox_vec *t = s->rigid_t.data ? &s->rigid_t : &s->r_single; /* r_single holds r */
+  if (s->rigid_t.data) {
+    TRY(s->be->ops->vec->set(s->be, t, 0));
+    TRY(s->o->vec_axpy(s->be, t, 1, &s->r));
+  }
+  for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_axpy(s->be, t, -c[i], &s->rigid_k[i]));
+  TRY(s->vcycles++ ? precondition_replayed(s) : precondition(s));
+  for (int i = 0; i < s->n_rigid; i++) {
+    TRY(s->o->vec_dot(s->be, &s->z, &s->rigid_k[i], &v[i]));
+    v[i] = w[i] - v[i];
+  }
+  rigid_solve(s, v, c);
   for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_axpy(s->be, &s->z, c[i], &s->rigid[i]));
   return VOX_OK;
 }
@@ -411,8 +437,8 @@ static vox_status rigid_correction(sparse_system *s) {
 /* The first V-cycle of a solve runs op by op, the later ones replayed. */
 static vox_status cg_precondition(void *self) {
   sparse_system *s = self;
-  TRY(s->vcycles++ ? precondition_replayed(s) : precondition(s));
-  return s->n_rigid ? rigid_correction(s) : VOX_OK;
+  if (s->n_rigid) return rigid_balanced(s);
+  return s->vcycles++ ? precondition_replayed(s) : precondition(s);
 }
 
 static vox_status cg_direction(void *self, double rz_old, double *rz) {
@@ -784,8 +810,9 @@ static void rigid_mode(const vox_sparse_host_level *f, const double centre[3], i
  * about the lateral axes over whole faces, and the pinned nodes alone the
  * other three, whose quotients are then 1e-4 to 1e-6 of the largest; under
  * the friction test none is weak. The weak ones become the vectors Z of
- * rigid_correction, in z's precision, with (Z'KZ)^-1 from the vectors as
- * stored. u and q are the scratch (the solve sets them afterwards). */
+ * rigid_balanced, with K Z, both in z's precision, and (Z'KZ)^-1 from the
+ * vectors as stored. u and q are the scratch (the solve sets them
+ * afterwards). */
 static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
                                     const vox_sparse_host_level *f, int mixed) {
   if (!f->node_box || !f->node_fixed || f->n_nodes == 0) return VOX_OK;
@@ -840,6 +867,11 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
     st = be->ops->vec->set(be, &s->u, 0);
     if (st == VOX_OK) st = s->o->vec_axpy(be, &s->u, 1, &s->rigid[i]);
     if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
+    if (st == VOX_OK) {
+      st = vec(s, n, scalar, &s->rigid_k[i]);
+      if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid_k[i], 0);
+      if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid_k[i], 1, &s->q);
+    }
     for (int j = 0; j <= i && st == VOX_OK; j++)
       st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
     for (int j = 0; j < i; j++) e[6 * j + i] = e[6 * i + j];
@@ -847,9 +879,14 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
   if (st == VOX_OK && s->n_rigid && !invert_small(s->n_rigid, e, s->rigid_inverse)) {
     /* (not expected: Z'KZ of independent motions held somewhere is
      * positive definite) the V-cycle alone */
-    for (int i = 0; i < s->n_rigid; i++) be->ops->vec->destroy(be, &s->rigid[i]);
+    for (int i = 0; i < s->n_rigid; i++) {
+      be->ops->vec->destroy(be, &s->rigid[i]);
+      if (s->rigid_k[i].data) be->ops->vec->destroy(be, &s->rigid_k[i]);
+      s->rigid_k[i] = (vox_vec){0};
+    }
     s->n_rigid = 0;
   }
+  if (st == VOX_OK && s->n_rigid && !mixed) st = vec(s, n, VOX_DOUBLE, &s->rigid_t);
   return st;
 }
 

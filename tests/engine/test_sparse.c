@@ -614,29 +614,35 @@ static void test_w_cycle(vox_context *ctx, vox_backend *be) {
  * the uniaxial test (the lateral translations and the rotation about the
  * axis held by the pinned nodes alone) it takes fewer CG iterations to the
  * same solution; under the friction test, whose plates hold every rigid
- * motion, it keeps none, and the solve is the same to the bit. */
+ * motion, it keeps none, and the solve is the same to the bit. In mixed
+ * and in double precision. */
 static void test_rigid_modes(vox_context *ctx, vox_backend *be) {
   for (int test = VOX_TEST_UNIAXIAL; test <= VOX_TEST_FRICTION; test++) {
     vox_model m;
     make_bone_model(ctx, &m, 36, 7, 0);
     CHECK_OK(ctx, vox_add_compression_test(ctx, &m, (vox_compression_test)test, 2, -0.01, NULL));
     const size_t nd = 3 * (size_t)vox_grid_nodes(&m.grid);
-    double *u[2];
-    vox_solve_result r[2];
+    double *u[3];
+    vox_solve_result r[3];
     vox_sparse_stats stats;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) { /* without, with, with in double precision */
       u[k] = calloc(nd, sizeof *u[k]);
       vox_solver_options opt;
       vox_solver_options_default(&opt);
       opt.rtol = 1e-10;
       opt.storage = VOX_STORAGE_SPARSE;
-      opt.sparse.rigid_modes = k;
+      opt.sparse.rigid_modes = k > 0;
+      if (k == 2) opt.precision = VOX_PRECISION_DOUBLE;
       CHECK_OK(ctx, vox_sparse_solve_elasticity(ctx, be, &m, &opt, u[k], &r[k], &stats));
       CHECK(r[k].reason == VOX_CONVERGED_RTOL);
     }
-    double diff = 0;
-    for (size_t i = 0; i < nd; i++) diff = fmax(diff, fabs(u[1][i] - u[0][i]));
     const double scale = max_abs(u[0], nd);
+    double diff = 0, diff_double = 0;
+    for (size_t i = 0; i < nd; i++) {
+      diff = fmax(diff, fabs(u[1][i] - u[0][i]));
+      diff_double = fmax(diff_double, fabs(u[2][i] - u[0][i]));
+    }
+    CHECK(diff_double <= 1e-6 * scale);
     printf("rigid motions, %s 36^3: CG %d with the correction, %d without, max |du| / max |u| = "
            "%.2e\n",
            vox_compression_test_name((vox_compression_test)test), r[1].iterations,
@@ -647,7 +653,7 @@ static void test_rigid_modes(vox_context *ctx, vox_backend *be) {
     } else {
       CHECK(diff == 0 && r[1].iterations == r[0].iterations);
     }
-    for (int k = 0; k < 2; k++) free(u[k]);
+    for (int k = 0; k < 3; k++) free(u[k]);
     vox_model_free(&m);
   }
 }

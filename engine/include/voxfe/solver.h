@@ -132,12 +132,12 @@ typedef struct vox_sparse_pc_options {
   int profile;
   vox_sa_fine_transfer sa_fine_transfer; /* SA only */
   int sa_point_diagonal; /* SA: smooth the prolongator with the diagonal, not the blocks */
-  /* add to the V-cycle the exact correction in the rigid motions that the
-   * supports hold only weakly (1, the default; 0: the V-cycle alone): the
-   * uniaxial test's plates leave the lateral translations and the rotation
-   * about the axis to a pinned node or two, and the multigrid, whose
-   * coarse levels see those nodes' stiffness otherwise than the fine one
-   * does, resolves such motions slowly (docs/engine.md) */
+  /* balance the V-cycle with the exact solve in the rigid motions that
+   * the supports hold only weakly (1, the default; 0: the V-cycle alone):
+   * the uniaxial test's plates leave the lateral translations and the
+   * rotation about the axis to a pinned node or two, and the multigrid,
+   * whose coarse levels see those nodes' stiffness otherwise than the fine
+   * one does, can resolve such motions slowly (docs/engine.md) */
   int rigid_modes;
 } vox_sparse_pc_options;
 
