@@ -32,7 +32,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->sparse.coarse = VOX_SPARSE_COARSE_SPLIT;
   options->sparse.block_levels = VOX_SPARSE_ALL_LEVELS;
   options->sparse.record = 1;
-  options->sparse.rigid_modes = 1;
+  options->sparse.rigid_modes = 0;
   options->sparse.sa_fine_transfer = VOX_SA_FINE_IMPLICIT;
   options->monitor = NULL;
   options->monitor_data = NULL;

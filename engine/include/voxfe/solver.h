@@ -133,11 +133,13 @@ typedef struct vox_sparse_pc_options {
   vox_sa_fine_transfer sa_fine_transfer; /* SA only */
   int sa_point_diagonal; /* SA: smooth the prolongator with the diagonal, not the blocks */
   /* balance the V-cycle with the exact solve in the rigid motions that
-   * the supports hold only weakly (1, the default; 0: the V-cycle alone):
+   * the supports hold only weakly (1; 0, the default: the V-cycle alone):
    * the uniaxial test's plates leave the lateral translations and the
    * rotation about the axis to a pinned node or two, and the multigrid,
    * whose coarse levels see those nodes' stiffness otherwise than the fine
-   * one does, can resolve such motions slowly (docs/engine.md) */
+   * one does, can resolve such motions slowly; where they do not set the
+   * CG count, their 2 k vector passes an iteration are a loss
+   * (docs/engine.md) */
   int rigid_modes;
 } vox_sparse_pc_options;
 
