@@ -26,13 +26,19 @@ cg() { sed -n 's/.*; \([0-9]*\) CG iterations.*/\1/p' "$1"; }
 "$ANALYZE" bone.nc -o one_sparse_mixed.nc --storage sparse --precision mixed --device cpu \
   --threads 1 >"$LOG/one_sparse_mixed" 2>&1 ||
   { fail "one process, sparse, mixed: $(tail -n 3 "$LOG/one_sparse_mixed")"; finish; }
+"$ANALYZE" bone.nc -o one_sparse_rigid.nc --storage sparse --precision double --device cpu \
+  --threads 1 --sparse-rigid-modes 1 >"$LOG/one_sparse_rigid" 2>&1 ||
+  { fail "one process, sparse, rigid motions: $(tail -n 3 "$LOG/one_sparse_rigid")"; finish; }
 
 # full storage on 2 and 3 ranks, and on 2 in mixed precision; sparse on 2
 # and 3 (11 layers: 4, 4, 3), on 3 in mixed precision, and on 3 with every
-# rank building the hierarchy (rank 0 builds it and sends it by default)
-for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3 sparseevery3; do
+# rank building the hierarchy (rank 0 builds it and sends it by default),
+# and on 3 with the weak rigid motions balanced
+for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3 sparseevery3 sparserigid3; do
   ranks=${run#sparse} one=one storage=full precision=double tolerance=1e-10 hierarchy=root
+  rigid=0
   case $run in
+  sparserigid*) ranks=${run#sparserigid} one=one_sparse_rigid storage=sparse rigid=1 ;;
   sparseevery*) ranks=${run#sparseevery} one=one_sparse storage=sparse hierarchy=every ;;
   mixed*) ranks=${run#mixed} one=one_mixed precision=mixed tolerance=1e-6 ;;
   sparsemixed*)
@@ -43,7 +49,7 @@ for run in 2 3 mixed2 sparse2 sparse3 sparsemixed3 sparseevery3; do
   before=$(listing)
   mpi $ranks "$ANALYZE" --mpi bone.nc -o r$run.nc --summary r$run.json --threads 1 \
     --storage $storage --precision $precision --mpi-hierarchy $hierarchy \
-    >"$LOG/out" 2>"$LOG/err" || { fail "$run: $(tail -n 3 "$LOG/err")"; continue; }
+    --sparse-rigid-modes $rigid >"$LOG/out" 2>"$LOG/err" || { fail "$run: $(tail -n 3 "$LOG/err")"; continue; }
   grep -q "\"solver_storage\": \"$storage\"" r$run.json || fail "$run: not in $storage storage"
   grep -q "$ranks ranks on CPU cores" "$LOG/err" || fail "$ranks ranks: $(head -n 3 "$LOG/err")"
   [ "$(wc -l <"$LOG/out")" -eq 1 ] || fail "$ranks ranks: not one summary line: $(cat "$LOG/out")"
