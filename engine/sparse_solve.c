@@ -150,6 +150,17 @@ static vox_status vec(sparse_system *s, size_t n, vox_scalar single, vox_vec *v)
   return VOX_OK;
 }
 
+/* Drops the rigid motions' vectors: the V-cycle alone. */
+static void rigid_free(sparse_system *s) {
+  vox_vec *v[13] = {&s->rigid_t};
+  for (int i = 0; i < 6; i++) v[1 + i] = &s->rigid[i], v[7 + i] = &s->rigid_k[i];
+  for (int i = 0; i < 13; i++) {
+    if (v[i]->data) s->be->ops->vec->destroy(s->be, v[i]);
+    *v[i] = (vox_vec){0};
+  }
+  s->n_rigid = 0;
+}
+
 static void system_free(sparse_system *s) {
   vox_backend *be = s->be;
   for (int l = 0; s->level && l < s->n_levels; l++) {
@@ -167,11 +178,7 @@ static void system_free(sparse_system *s) {
   vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
-  for (int i = 0; i < s->n_rigid; i++) {
-    be->ops->vec->destroy(be, &s->rigid[i]);
-    if (s->rigid_k[i].data) be->ops->vec->destroy(be, &s->rigid_k[i]);
-  }
-  if (s->rigid_t.data) be->ops->vec->destroy(be, &s->rigid_t);
+  rigid_free(s);
   if (s->coarsest) be->ops->mg->stencil_destroy(be, s->coarsest);
   if (s->recording) s->o->recording_free(be, s->recording);
   free(s->visits);
@@ -418,7 +425,8 @@ static vox_status rigid_balanced(sparse_system *s) {
   double w[6], v[6], c[6];
   for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_dot(s->be, &s->r, &s->rigid[i], &w[i]));
   rigid_solve(s, w, c);
-  vox_vec *t = s->rigid_t.data ? &s->rigid_t : &s->r_single; /* r_single holds r */
+  /* the V-cycle's argument: r_single, which holds r, or else rigid_t */
+  vox_vec *t = s->rigid_t.data ? &s->rigid_t : &s->r_single;
   if (s->rigid_t.data) {
     TRY(s->be->ops->vec->set(s->be, t, 0));
     TRY(s->o->vec_axpy(s->be, t, 1, &s->r));
@@ -812,7 +820,8 @@ static void rigid_mode(const vox_sparse_host_level *f, const double centre[3], i
  * the friction test none is weak. The weak ones become the vectors Z of
  * rigid_balanced, with K Z, both in z's precision, and (Z'KZ)^-1 from the
  * vectors as stored. u and q are the scratch (the solve sets them
- * afterwards). */
+ * afterwards). Its vectors are not in bytes_needed's count: a device
+ * without room for them solves with the V-cycle alone. */
 static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
                                     const vox_sparse_host_level *f, int mixed) {
   if (!f->node_box || !f->node_fixed || f->n_nodes == 0) return VOX_OK;
@@ -847,14 +856,19 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
   for (int mode = 0; mode < 6; mode++)
     if (quotient[mode] < 1e-3 * largest) kept[k++] = mode;
   const vox_scalar scalar = mixed ? VOX_FLOAT : VOX_DOUBLE;
+  /* no room: the V-cycle alone */
+  int room = 1;
+  for (int i = 0; i < k && room; i++)
+    room = vec(s, n, scalar, &s->rigid[i]) == VOX_OK &&
+           vec(s, n, scalar, &s->rigid_k[i]) == VOX_OK;
+  if (room && k && !s->r_single.data) room = vec(s, n, VOX_DOUBLE, &s->rigid_t) == VOX_OK;
+  if (!room) {
+    vox_context_clear_error(ctx);
+    rigid_free(s);
+    k = 0;
+  }
+  s->n_rigid = k;
   for (int i = 0; i < k && st == VOX_OK; i++) {
-    /* (not in bytes_needed's count: a device without room for them solves
-     * without the correction) */
-    if (vec(s, n, scalar, &s->rigid[i]) != VOX_OK) {
-      vox_context_clear_error(ctx);
-      break;
-    }
-    s->n_rigid = i + 1;
     rigid_mode(f, centre, kept[i], v);
     st = be->ops->vec->upload(be, &s->u, v);
     if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid[i], 0);
@@ -867,26 +881,15 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
     st = be->ops->vec->set(be, &s->u, 0);
     if (st == VOX_OK) st = s->o->vec_axpy(be, &s->u, 1, &s->rigid[i]);
     if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
-    if (st == VOX_OK) {
-      st = vec(s, n, scalar, &s->rigid_k[i]);
-      if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid_k[i], 0);
-      if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid_k[i], 1, &s->q);
-    }
+    if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid_k[i], 0);
+    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid_k[i], 1, &s->q);
     for (int j = 0; j <= i && st == VOX_OK; j++)
       st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
     for (int j = 0; j < i; j++) e[6 * j + i] = e[6 * i + j];
   }
-  if (st == VOX_OK && s->n_rigid && !invert_small(s->n_rigid, e, s->rigid_inverse)) {
-    /* (not expected: Z'KZ of independent motions held somewhere is
-     * positive definite) the V-cycle alone */
-    for (int i = 0; i < s->n_rigid; i++) {
-      be->ops->vec->destroy(be, &s->rigid[i]);
-      if (s->rigid_k[i].data) be->ops->vec->destroy(be, &s->rigid_k[i]);
-      s->rigid_k[i] = (vox_vec){0};
-    }
-    s->n_rigid = 0;
-  }
-  if (st == VOX_OK && s->n_rigid && !mixed) st = vec(s, n, VOX_DOUBLE, &s->rigid_t);
+  /* (not expected: Z'KZ of independent motions held somewhere is
+   * positive definite) the V-cycle alone */
+  if (st == VOX_OK && s->n_rigid && !invert_small(s->n_rigid, e, s->rigid_inverse)) rigid_free(s);
   return st;
 }
 
