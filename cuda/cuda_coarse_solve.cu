@@ -36,9 +36,11 @@ static int dense_fits(const vox_stencil *st) { return st->n_dofs <= VOX_CUDA_DEN
 
 void vox_cuda_coarse_solver_free(vox_backend *be) {
   vox_cuda_state *cs = vox_cuda(be);
-  const vox_cuda_dense_api *dense = vox_cuda_dense(NULL); /* loaded if a handle is */
-  if (cs->solver) dense->solver_destroy((cusolverDnHandle_t)cs->solver);
-  if (cs->blas) dense->blas_destroy((cublasHandle_t)cs->blas);
+  if (cs->solver || cs->blas) { /* (the libraries are loaded where a handle is, and only then) */
+    const vox_cuda_dense_api *dense = vox_cuda_dense(NULL);
+    if (cs->solver) dense->solver_destroy((cusolverDnHandle_t)cs->solver);
+    if (cs->blas) dense->blas_destroy((cublasHandle_t)cs->blas);
+  }
   if (cs->factor_stream) cudaStreamDestroy(cs->factor_stream);
   if (cs->factor_ready) cudaEventDestroy(cs->factor_ready);
   if (cs->factor_done) cudaEventDestroy(cs->factor_done);

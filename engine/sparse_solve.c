@@ -408,6 +408,12 @@ static vox_status cg_update(void *self, double alpha, double *rr) {
   return VOX_OK;
 }
 
+/* y = x, the two of any precisions (sparse_ops.h) */
+static vox_status assign(sparse_system *s, vox_vec *y, const vox_vec *x) {
+  TRY(s->be->ops->vec->set(s->be, y, 0));
+  return s->o->vec_axpy(s->be, y, 1, x);
+}
+
 /* c = (Z'KZ)^-1 w */
 static void rigid_solve(const sparse_system *s, const double *w, double *c) {
   for (int i = 0; i < s->n_rigid; i++) {
@@ -427,10 +433,7 @@ static vox_status rigid_balanced(sparse_system *s) {
   rigid_solve(s, w, c);
   /* the V-cycle's argument: r_single, which holds r, or else rigid_t */
   vox_vec *t = s->rigid_t.data ? &s->rigid_t : &s->r_single;
-  if (s->rigid_t.data) {
-    TRY(s->be->ops->vec->set(s->be, t, 0));
-    TRY(s->o->vec_axpy(s->be, t, 1, &s->r));
-  }
+  if (s->rigid_t.data) TRY(s->be->ops->vec->copy(s->be, t, &s->r));
   for (int i = 0; i < s->n_rigid; i++) TRY(s->o->vec_axpy(s->be, t, -c[i], &s->rigid_k[i]));
   TRY(s->vcycles++ ? precondition_replayed(s) : precondition(s));
   for (int i = 0; i < s->n_rigid; i++) {
@@ -871,18 +874,15 @@ static vox_status rigid_modes_setup(vox_context *ctx, sparse_system *s,
   for (int i = 0; i < k && st == VOX_OK; i++) {
     rigid_mode(f, centre, kept[i], v);
     st = be->ops->vec->upload(be, &s->u, v);
-    if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid[i], 0);
-    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid[i], 1, &s->u);
+    if (st == VOX_OK) st = assign(s, &s->rigid[i], &s->u);
   }
   free(v);
   double e[36] = {0};
   for (int i = 0; i < s->n_rigid && st == VOX_OK; i++) {
     /* K Z_i of the stored (rounded) Z_i */
-    st = be->ops->vec->set(be, &s->u, 0);
-    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->u, 1, &s->rigid[i]);
+    st = assign(s, &s->u, &s->rigid[i]);
     if (st == VOX_OK) st = s->o->apply(be, op, &s->u, &s->q, 0);
-    if (st == VOX_OK) st = be->ops->vec->set(be, &s->rigid_k[i], 0);
-    if (st == VOX_OK) st = s->o->vec_axpy(be, &s->rigid_k[i], 1, &s->q);
+    if (st == VOX_OK) st = assign(s, &s->rigid_k[i], &s->q);
     for (int j = 0; j <= i && st == VOX_OK; j++)
       st = s->o->vec_dot(be, &s->rigid[j], &s->q, &e[6 * i + j]);
     for (int j = 0; j < i; j++) e[6 * j + i] = e[6 * i + j];
