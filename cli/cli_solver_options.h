@@ -52,6 +52,15 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
   {.name = "cg-max-iterations", .arg = "N", .kind = CLI_INTEGER,                                 \
    .offset = offsetof(TYPE, SOLVER.max_iterations), .range = {1, INT_MAX, 0, 0},                 \
    .flags = CLI_RECORD, .help = "CG iterations after which a solve has failed"},                 \
+  {.name = "cg-energy-tol", .arg = "E", .kind = CLI_REAL,                                        \
+   .offset = offsetof(TYPE, SOLVER.energy_tol), .range = {0, 1, 0, 1}, .flags = CLI_RECORD,      \
+   .help = "stop CG also where the error's energy, estimated from the last --cg-energy-delay "   \
+           "steps, is at most E times the solution's (the relative error of the compliance; "   \
+           "Strakos and Tichy 2002); 0: the residual alone"},                                    \
+  {.name = "cg-energy-delay", .arg = "D", .kind = CLI_INTEGER,                                   \
+   .offset = offsetof(TYPE, SOLVER.energy_delay), .range = {1, VOX_CG_ENERGY_DELAY_MAX, 0, 0},   \
+   .flags = CLI_RECORD,                                                                          \
+   .help = "CG steps over which --cg-energy-tol estimates the error (more: safer, later)"},     \
   {.name = "preconditioner", .arg = "PC", .kind = CLI_CUSTOM,                                    \
    .offset = offsetof(TYPE, SOLVER.preconditioner), .flags = CLI_RECORD,                         \
    .help = "multigrid (a geometric multigrid V-cycle) or jacobi",                                \

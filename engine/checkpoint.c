@@ -252,6 +252,23 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
                      "the checkpoint's run had mg_coarse_dofs %g, this one has %d: a resumed run "
                      "needs the options of the run that made the checkpoint",
                      had_coarse, opt->solver.mg_coarse_dofs);
+  /* the energy test of the CG; a checkpoint without it is of a run before
+   * the option, which had it off (0). Its delay counts only where it is on. */
+  const vox_checkpoint_array *energy =
+      vox_checkpoint_find(c, OPTION_PREFIX "cg_energy_tolerance");
+  const vox_checkpoint_array *delay = vox_checkpoint_find(c, OPTION_PREFIX "cg_energy_delay");
+  const double had_energy = energy && energy->length == 1 ? energy->values[0] : 0,
+               had_delay = delay && delay->length == 1 ? delay->values[0] : 0;
+  if (had_energy != opt->solver.energy_tol ||
+      (had_energy > 0 && had_delay != opt->solver.energy_delay)) {
+    char had_text[32], has_text[32];
+    return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
+                     "the checkpoint's run had CG energy tolerance %s (delay %g), this one has "
+                     "%s (delay %d): a resumed run needs the options of the run that made the "
+                     "checkpoint",
+                     shortest(had_energy, had_text), had_delay,
+                     shortest(opt->solver.energy_tol, has_text), opt->solver.energy_delay);
+  }
   return VOX_OK;
 }
 
@@ -327,6 +344,12 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
   if (st == VOX_OK)
     st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "mg_coarse_dofs",
                                    opt->solver.mg_coarse_dofs);
+  if (st == VOX_OK)
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_energy_tolerance",
+                                   opt->solver.energy_tol);
+  if (st == VOX_OK)
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_energy_delay",
+                                   opt->solver.energy_delay);
   const struct {
     const char *name;
     double value;

@@ -137,8 +137,11 @@ vox_status vox_efg_cg_pc(const vox_bsr *k, const vox_pc *pc, const double *f, do
   const ptrdiff_t nn = (ptrdiff_t)n;
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t i = 0; i < nn; i++) c.r[i] = f[i] - c.r[i];
-  vox_status s =
-      vox_ksp_cg(&host_cg_ops, &c, vox_dot_fixed(c.r, c.r, n), result->rhs_norm, options, result);
+  /* the start's energy u'(f + r) for the energy test */
+  const double start_energy =
+      options->energy_tol > 0 ? vox_dot_fixed(u, f, n) + vox_dot_fixed(u, c.r, n) : 0;
+  vox_status s = vox_ksp_cg(&host_cg_ops, &c, vox_dot_fixed(c.r, c.r, n), result->rhs_norm,
+                            start_energy, options, result);
   free(work);
   /* a preconditioner's failure (only a hook's error ends the loop) */
   if (s != VOX_OK && s != VOX_ERR_NO_MEMORY) return s;
@@ -582,6 +585,8 @@ static vox_status device_solve(efg_run *r, int lc, int history, int max_iteratio
     TRY(v->axpby(be, &r->d_r, 1, f, -1));
   }
   TRY(v->dot(be, &r->d_r, &r->d_r, &rr));
+  double start_energy = 0;
+  if (r->opt->solver.energy_tol > 0) TRY(vox_ksp_start_energy(be, u, f, &r->d_r, &start_energy));
   device_cg c = {.r = r, .x = u};
   const int kept = v->cg_begin && v->cg_step && v->cg_direction;
   const vox_sparse_ops *o = be->ops->sparse;
@@ -590,7 +595,7 @@ static vox_status device_solve(efg_run *r, int lc, int history, int max_iteratio
   vox_solver_options options = r->opt->solver;
   options.max_iterations = max_iterations;
   const vox_status st = vox_ksp_cg(kept ? &device_kept_ops : &device_cg_ops, &c, rr,
-                                   result->rhs_norm, &options, result);
+                                   result->rhs_norm, start_energy, &options, result);
   if (r->recording) o->recording_free(be, r->recording);
   r->recording = NULL;
   return st;

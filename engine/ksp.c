@@ -10,9 +10,36 @@ static void monitor(const vox_solver_options *options, int k, double rr) {
   if (options->monitor) options->monitor(options->monitor_data, k, sqrt(rr));
 }
 
+/* The energy test's window: the last `delay` steps' alpha_j r_j'z_j, whose
+ * sum estimates |x - x_{k-delay}|_A^2 (ksp.h), and the energy -2 Pi(u_k)
+ * they add up to. */
+typedef struct energy_window {
+  double step[VOX_CG_ENERGY_DELAY_MAX];
+  double energy;
+  int delay;
+} energy_window;
+
+/* Adds step k's alpha r'z; whether the window's sum is at most tol times
+ * the energy (never before `delay` steps). */
+static int energy_converged(energy_window *w, int k, double alpha_rz, double tol) {
+  w->step[k % w->delay] = alpha_rz;
+  w->energy += alpha_rz;
+  if (k + 1 < w->delay) return 0;
+  double sum = 0;
+  for (int j = 0; j < w->delay; j++) sum += w->step[j];
+  return sum <= tol * fabs(w->energy);
+}
+
 vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_norm,
-                      const vox_solver_options *options, vox_solve_result *result) {
+                      double start_energy, const vox_solver_options *options,
+                      vox_solve_result *result) {
   const double target = options->rtol * rhs_norm;
+  const int by_energy = options->energy_tol > 0 && isfinite(start_energy);
+  energy_window window = {.energy = start_energy,
+                          .delay = options->energy_delay < 1 ? 1
+                                   : options->energy_delay > VOX_CG_ENERGY_DELAY_MAX
+                                       ? VOX_CG_ENERGY_DELAY_MAX
+                                       : options->energy_delay};
   double rz = 0, pq;
   result->rhs_norm = rhs_norm;
   result->reason = 0;
@@ -41,6 +68,10 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
     k++;
     monitor(options, k, rr);
     if (sqrt(rr) <= target) break; /* converged: no preconditioner for a next step */
+    if (by_energy && energy_converged(&window, k - 1, rz / pq * rz, options->energy_tol)) {
+      result->reason = VOX_CONVERGED_ENERGY;
+      break;
+    }
     TRY(o->precondition(self));                     /* z <- M^-1 r */
     TRY(o->direction(self, rz, &rz));               /* p <- z + beta p */
   }
@@ -233,6 +264,15 @@ vox_status vox_ksp_history_start(vox_backend *be, vox_ksp_apply apply, void *sel
   return o->vec->copy(be, x, p);
 }
 
+vox_status vox_ksp_start_energy(vox_backend *be, const vox_vec *x, const vox_vec *b,
+                                const vox_vec *r, double *energy) {
+  double xb, xr;
+  TRY(be->ops->vec->dot(be, x, b, &xb));
+  TRY(be->ops->vec->dot(be, x, r, &xr));
+  *energy = xb + xr;
+  return VOX_OK;
+}
+
 /* vox_ksp_apply of a box operator */
 typedef struct operator_apply {
   vox_backend *be;
@@ -245,8 +285,9 @@ static vox_status apply_operator(void *self, const vox_vec *x, vox_vec *y) {
 }
 
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
-                         vox_vec *x, vox_ksp_history *history, const vox_solver_options *options,
-                         vox_ksp_work *w, vox_solve_result *result) {
+                         vox_vec *x, vox_ksp_history *history, double lift_energy,
+                         const vox_solver_options *options, vox_ksp_work *w,
+                         vox_solve_result *result) {
   const vox_backend_ops *o = be->ops;
   double bb, rr;
   memset(result, 0, sizeof *result);
@@ -265,7 +306,11 @@ vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, co
     TRY(o->vec->xpay(be, &w->r, -1, b));
   }
   TRY(o->vec->dot(be, &w->r, &w->r, &rr));
+  double start_energy = 0; /* x'(b + r) - g'Kg, only where the energy test asks */
+  if (options->energy_tol > 0) TRY(vox_ksp_start_energy(be, x, b, &w->r, &start_energy));
+  start_energy -= lift_energy;
   vec_cg c = {.be = be, .op = op, .pc = pc, .x = x, .w = w};
   const int kept = o->vec->cg_begin && o->vec->cg_step && o->vec->cg_direction;
-  return vox_ksp_cg(kept ? &kept_ops : &vec_ops, &c, rr, result->rhs_norm, options, result);
+  return vox_ksp_cg(kept ? &kept_ops : &vec_ops, &c, rr, result->rhs_norm, start_energy, options,
+                    result);
 }

@@ -36,16 +36,35 @@ typedef struct vox_ksp_ops {
 } vox_ksp_ops;
 
 /* CG from an iterate x whose residual r is formed, rr = r.r, to
- * |r| <= options->rtol * rhs_norm or options->max_iterations iterations;
- * result->rhs_norm is set to rhs_norm, iterations, residual_norm and
- * reason from the loop (storage, levels and setup_seconds are left as
- * they are). It stops right after the update that converges: no
- * preconditioner for a step it will not take. A solve that fails to
- * converge returns VOX_OK with its reason; only a hook's failure is an
- * error. options->monitor, where set, sees every iteration's |r|
- * (iteration 0: the start's). */
+ * |r| <= options->rtol * rhs_norm or options->max_iterations iterations,
+ * or, where options->energy_tol > 0 and start_energy is finite, until the
+ * last options->energy_delay steps' sum of alpha_j r_j'z_j is at most
+ * energy_tol times |E_k|, E_k = start_energy + the sum over all steps.
+ * Each step lowers the energy J(x) = x'Ax/2 - b'x by alpha_j r_j'z_j / 2,
+ * so the window's sum is |x - x_(k-delay)|_A^2 (an estimate from below of
+ * the earlier iterate's error) and E_k = -2 Pi(u_k), Pi the potential
+ * energy of the whole field u = g + x (g the lift of prescribed values,
+ * 0 without any): Pi(u) = Pi(g) + J(x). At the solution |E| is the strain
+ * energy u'Ku where only loads (E = u'Ku = f'u, the compliance) or only
+ * prescribed values act (E = -u'Ku): the test bounds the relative error
+ * of that energy (Hestenes and Stiefel 1952; Strakoš and Tichý 2002;
+ * Arioli 2004). start_energy = -2 Pi(u_0) = x_0'(b + r_0) - g'Kg
+ * (vox_ksp_start_energy, and the lift's energy from the solver; 0 from
+ * x_0 = 0 without a lift), NAN where the solver cannot tell (the test is
+ * then off); result->rhs_norm is set to rhs_norm, iterations,
+ * residual_norm and reason from the loop (storage, levels and
+ * setup_seconds are left as they are). It stops right after the update
+ * that converges: no preconditioner for a step it will not take. A solve
+ * that fails to converge returns VOX_OK with its reason; only a hook's
+ * failure is an error. options->monitor, where set, sees every
+ * iteration's |r| (iteration 0: the start's). */
 vox_status vox_ksp_cg(const vox_ksp_ops *ops, void *self, double rr, double rhs_norm,
-                      const vox_solver_options *options, vox_solve_result *result);
+                      double start_energy, const vox_solver_options *options,
+                      vox_solve_result *result);
+
+/* *energy = x'(b + r), the start's -2 J(x) for vox_ksp_cg (r = b - A x). */
+vox_status vox_ksp_start_energy(vox_backend *be, const vox_vec *x, const vox_vec *b,
+                                const vox_vec *r, double *energy);
 
 /* ---- conjugate gradients on backend vectors (the box solver) ---- */
 
@@ -100,9 +119,12 @@ vox_status vox_ksp_history_start(vox_backend *be, vox_ksp_apply apply, void *sel
  * backend's kept-scalar steps (cg_begin, cg_step, cg_direction) are used
  * where it has them: the same iterates, one wait for the host an
  * iteration. b may be the work vector z, which is read as b before it is
- * first written (fem.c lends it to a load that waits in host memory). */
+ * first written (fem.c lends it to a load that waits in host memory).
+ * lift_energy: g'Kg of the lift g of prescribed values that b carries
+ * (b = f - K g), for the energy test (vox_ksp_cg); 0 without one. */
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
-                         vox_vec *x, vox_ksp_history *history, const vox_solver_options *options,
-                         vox_ksp_work *work, vox_solve_result *result);
+                         vox_vec *x, vox_ksp_history *history, double lift_energy,
+                         const vox_solver_options *options, vox_ksp_work *work,
+                         vox_solve_result *result);
 
 #endif

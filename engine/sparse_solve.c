@@ -100,6 +100,7 @@ typedef struct sparse_system {
    * times an iteration), written by CG's update */
   vox_vec r_single;
   vox_solver_options options;
+  double lift_energy;          /* g'Kg of the prescribed values, for the energy test */
   int block_levels;            /* the first block_levels levels smooth by blocks */
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
@@ -477,17 +478,23 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
   vox_backend *be = s->be;
   const vox_sparse_ops *o = s->o;
   vox_sparse_level *op = s->level[0].op;
-  double rr;
+  double rr, wb = 0, wr = 0;
+  /* the start's energy w'(b + r) - g'Kg for the energy test (u holds g on
+   * the fixed dofs, where b and r are zero) */
+  const int by_energy = s->options.energy_tol > 0;
+  if (by_energy) TRY(o->vec_dot(be, &s->u, &s->r, &wb));
   TRY(o->apply(be, op, &s->u, &s->q, 0)); /* r = b - K_ff w (fixed columns ignored) */
   TRY(o->vec_axpy(be, &s->r, -1, &s->q));
   TRY(o->zero_fixed(be, op, &s->r));
   TRY(o->vec_dot(be, &s->r, &s->r, &rr));
+  if (by_energy) TRY(o->vec_dot(be, &s->u, &s->r, &wr));
   if (s->r_single.data) {
     TRY(be->ops->vec->set(be, &s->r_single, 0));
     TRY(o->vec_axpy(be, &s->r_single, 1, &s->r));
   }
   s->vcycles = 0;
-  return vox_ksp_cg(&cg_ops, s, rr, result->rhs_norm, &s->options, result);
+  return vox_ksp_cg(&cg_ops, s, rr, result->rhs_norm, wb + wr - s->lift_energy, &s->options,
+                    result);
 }
 
 /* Factors the coarsest level and learns whether that took: a device may
@@ -1000,6 +1007,9 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     st = s.be->ops->vec->set(be, &s.u, 0);
     if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.u, &s.q, VOX_APPLY_FULL);
+    s.lift_energy = 0; /* g'Kg, for the energy test (ksp.h) */
+    if (st == VOX_OK && s.options.energy_tol > 0)
+      st = s.o->vec_dot(be, &s.u, &s.q, &s.lift_energy);
     if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, &h, c, &f_entries);
     if (st == VOX_OK) st = s.be->ops->vec->set(be, &s.r, 0);
     if (st == VOX_OK)

@@ -2,7 +2,8 @@
 /* The compression test on the CUDA backend against the CPU backend (label
  * gpu): a random porous two-material model, uniaxial along z, solved on both
  * in double and in mixed precision to a tight tolerance; displacements and
- * the top plate's force must agree. Then one larger model on the GPU alone,
+ * the top plate's force must agree, and so must solves that stop by the
+ * energy test on either storage. Then one larger model on the GPU alone,
  * whose time is printed (not checked). Exit 77 (skipped) when this build has
  * no CUDA or the machine no device. */
 #include <math.h>
@@ -88,6 +89,24 @@ int main(void) {
            vox_precision_name(opt.precision), fc, fg, diff, umax, rc.iterations, rg.iterations);
     CHECK(diff <= 1e-8 * umax);
     CHECK(fabs(fg - fc) <= 1e-8 * fabs(fc));
+  }
+  /* the energy test (--cg-energy-tol) on either storage, in double: the
+   * same step on both backends (the box's CG keeps its scalars on the
+   * device), and the force near the tight solve's */
+  for (int st = 0; st < 2; st++) {
+    opt.precision = VOX_PRECISION_DOUBLE;
+    opt.storage = st ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
+    opt.rtol = 1e-12;
+    opt.energy_tol = 1e-8;
+    memset(uc, 0, nd * sizeof *uc), memset(ug, 0, nd * sizeof *ug);
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, cpu, &m, 0, 1, 0, &opt, uc, &rc));
+    CHECK_OK(ctx, vox_solve_elasticity(ctx, gpu, &m, 0, 1, 0, &opt, ug, &rg));
+    const double fe = top_force(ctx, &m, uc), fg = top_force(ctx, &m, ug);
+    printf("%s, energy test 1e-8: force cpu %.12g gpu %.12g N (tight %.12g); CG %d / %d\n",
+           st ? "sparse" : "full box", fe, fg, fc, rc.iterations, rg.iterations);
+    CHECK(rc.reason == VOX_CONVERGED_ENERGY && rg.reason == VOX_CONVERGED_ENERGY);
+    CHECK(abs(rc.iterations - rg.iterations) <= 1);
+    CHECK(fabs(fe - fc) <= 1e-6 * fabs(fc) && fabs(fg - fc) <= 1e-6 * fabs(fc));
   }
   free(uc);
   free(ug);

@@ -2,8 +2,8 @@
 /* The matrix-free PCG solve: a homogeneous bar in uniaxial tension against
  * its analytic stiffness EA/L, the residual really below the tolerance, a
  * prescribed displacement giving the analytic reaction, and a half model
- * with a symmetry plane against the whole, and the start of a solve from a
- * history of earlier solutions. */
+ * with a symmetry plane against the whole, the start of a solve from a
+ * history of earlier solutions, and the CG's energy test. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +173,7 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   vox_solve_result r;
   vox_pc_jacobi jacobi;
   const vox_pc pc = vox_pc_jacobi_make(&jacobi, be, &d);
-  CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, &opt, &work, &r));
+  CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, 0, &opt, &work, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   be->ops->vec->download(be, &x, t);
   for (int64_t kk = 0; kk <= g.nz; kk++)
@@ -336,6 +336,105 @@ static void test_history_start(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* (x - y)'K(x - y) on the backend (t: work). */
+static double energy_of_difference(vox_backend *be, vox_fem *fem, const vox_vec *x,
+                                   const vox_vec *y, vox_vec *d, vox_vec *t) {
+  double e;
+  be->ops->vec->copy(be, d, x);
+  be->ops->vec->axpy(be, d, -1, y);
+  be->ops->op->apply(be, fem->op, d, t, 0);
+  be->ops->vec->dot(be, d, t, &e);
+  return e;
+}
+
+/* The energy test of the CG (--cg-energy-tol): the start's energy
+ * x'(b + r) is -2 J(x) = 2 b'x - x'Kx; a solve stops by it, before the
+ * residual test would, with the true relative energy error |x - x*|_K^2 /
+ * |x*|_K^2 at most the tolerance, from rest and from a warm start, with
+ * Jacobi (slow, many steps) and with the multigrid; a longer delay stops
+ * no earlier; off (0), the residual alone decides. */
+static void test_energy_stop(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_symmetric_block(ctx, &m, 0);
+  vox_fem *fem;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  const size_t n = fem->n_dofs;
+  const vox_vector_ops *v = be->ops->vec;
+  vox_vec x, exact, d, t;
+  v->create(be, n, VOX_DOUBLE, &x), v->create(be, n, VOX_DOUBLE, &exact);
+  v->create(be, n, VOX_DOUBLE, &d), v->create(be, n, VOX_DOUBLE, &t);
+  const vox_vec *b = &fem->force[0];
+  for (int pc = 0; pc < 2; pc++) {
+    vox_solver_options opt;
+    vox_solver_options_default(&opt);
+    opt.preconditioner = pc ? VOX_PC_MULTIGRID : VOX_PC_JACOBI;
+    opt.rtol = 1e-13;
+    vox_solve_result r;
+    v->set(be, &exact, 0);
+    CHECK_OK(ctx, vox_fem_solve(fem, 0, &exact, &opt, &r));
+    CHECK(r.reason == VOX_CONVERGED_RTOL);
+    double energy; /* |x*|_K^2 = b'x* */
+    v->dot(be, b, &exact, &energy);
+    const int full = r.iterations;
+    /* the start's energy against 2 b'x - x'Kx at x = x* / 2 + noise */
+    CHECK_OK(ctx, v->random(be, &x, 5, 0));
+    v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
+    be->ops->op->zero_fixed(be, fem->op, &x);
+    be->ops->op->apply(be, fem->op, &x, &t, 0); /* t = K x, d = b - K x */
+    v->copy(be, &d, b);
+    v->axpy(be, &d, -1, &t);
+    double start, bx, xkx;
+    CHECK_OK(ctx, vox_ksp_start_energy(be, &x, b, &d, &start));
+    v->dot(be, b, &x, &bx), v->dot(be, &x, &t, &xkx);
+    CHECK(fabs(start - (2 * bx - xkx)) <= 1e-12 * energy);
+    opt.rtol = 1e-12; /* the residual test would take about `full` steps */
+    for (int warm = 0; warm < 2; warm++)
+      for (int k = 0; k < 3; k++) {
+        const double tol = k == 0 ? 1e-4 : k == 1 ? 1e-6 : 1e-8;
+        opt.energy_tol = tol;
+        opt.energy_delay = 4;
+        if (warm) { /* x* / 2 plus noise again */
+          CHECK_OK(ctx, v->random(be, &x, 5, 0));
+          v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
+          be->ops->op->zero_fixed(be, fem->op, &x);
+        } else {
+          v->set(be, &x, 0);
+        }
+        CHECK_OK(ctx, vox_fem_solve(fem, 0, &x, &opt, &r));
+        const double error = energy_of_difference(be, fem, &x, &exact, &d, &t) / energy;
+        fprintf(stderr,
+                "energy test, %s, %s, tol %.0e: %d CG (%d to a residual of 1e-13), relative "
+                "energy error %.2e\n",
+                pc ? "multigrid" : "Jacobi", warm ? "warm start" : "from rest", tol, r.iterations,
+                full, error);
+        CHECK(r.reason == VOX_CONVERGED_ENERGY && r.iterations < full);
+        CHECK(error <= tol && error >= 0);
+        /* a longer delay: no earlier, and no worse */
+        const int iterations = r.iterations;
+        opt.energy_delay = 12;
+        if (warm) {
+          CHECK_OK(ctx, v->random(be, &x, 5, 0));
+          v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
+          be->ops->op->zero_fixed(be, fem->op, &x);
+        } else {
+          v->set(be, &x, 0);
+        }
+        CHECK_OK(ctx, vox_fem_solve(fem, 0, &x, &opt, &r));
+        CHECK(r.iterations >= iterations);
+        CHECK(energy_of_difference(be, fem, &x, &exact, &d, &t) / energy <= error * 1.0000001);
+      }
+    /* off: the residual alone */
+    opt.energy_tol = 0;
+    opt.rtol = 1e-6;
+    v->set(be, &x, 0);
+    CHECK_OK(ctx, vox_fem_solve(fem, 0, &x, &opt, &r));
+    CHECK(r.reason == VOX_CONVERGED_RTOL);
+  }
+  v->destroy(be, &x), v->destroy(be, &exact), v->destroy(be, &d), v->destroy(be, &t);
+  vox_fem_destroy(fem);
+  vox_model_free(&m);
+}
+
 int main(void) {
   vox_context *ctx;
   vox_backend *be;
@@ -346,6 +445,7 @@ int main(void) {
   test_conduction(ctx, be);
   test_symmetry_plane(ctx, be);
   test_history_start(ctx, be);
+  test_energy_stop(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

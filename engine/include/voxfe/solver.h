@@ -147,9 +147,20 @@ typedef struct vox_sparse_pc_options {
  * recurrence's residual norm |r|. */
 typedef void (*vox_cg_monitor)(void *data, int iteration, double residual_norm);
 
+enum { VOX_CG_ENERGY_DELAY_MAX = 64 };
+
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
+  /* > 0: stop also when the energy norm of the error, squared, estimated
+   * from the last energy_delay CG steps (the sum of alpha_j r_j'z_j), is
+   * at most energy_tol times the solution's energy, the compliance b'u
+   * (Hestenes and Stiefel 1952; Strakoš and Tichý 2002): a test on what
+   * an analysis reports where the residual plateaus; 0 (the default): the
+   * residual alone. A longer delay estimates more safely and stops later;
+   * 1 to VOX_CG_ENERGY_DELAY_MAX. */
+  double energy_tol;
+  int energy_delay;
   vox_preconditioner preconditioner;
   /* multigrid only */
   int mg_levels;         /* 0: chosen from the grid (mg_coarse_dofs) */
@@ -205,6 +216,7 @@ typedef struct vox_solver_options {
 typedef enum vox_convergence {
   VOX_CONVERGED_RTOL = 1,       /* relative residual below rtol */
   VOX_CONVERGED_ZERO_RHS = 2,   /* b = 0: u = 0 is exact */
+  VOX_CONVERGED_ENERGY = 3,     /* estimated energy error below energy_tol */
   VOX_DIVERGED_MAX_ITERATIONS = -1,
   VOX_DIVERGED_INDEFINITE = -2, /* p'Kp <= 0 or z'r <= 0: singular or not SPD */
   VOX_DIVERGED_NAN = -3
