@@ -55,8 +55,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
   {.name = "cg-energy-tol", .arg = "E", .kind = CLI_REAL,                                        \
    .offset = offsetof(TYPE, SOLVER.energy_tol), .range = {0, 1, 0, 1}, .flags = CLI_RECORD,      \
    .help = "stop CG also where the error's energy, estimated from the last --cg-energy-delay "   \
-           "steps, is at most E times the solution's (the relative error of the compliance; "   \
-           "Strakos and Tichy 2002); 0: the residual alone"},                                    \
+           "steps, is at most E times the solution's strain energy (with loads alone: the "     \
+           "compliance's relative error; Strakos and Tichy 2002); 0: the residual alone"},       \
   {.name = "cg-energy-delay", .arg = "D", .kind = CLI_INTEGER,                                   \
    .offset = offsetof(TYPE, SOLVER.energy_delay), .range = {1, VOX_CG_ENERGY_DELAY_MAX, 0, 0},   \
    .flags = CLI_RECORD,                                                                          \

@@ -154,11 +154,13 @@ typedef struct vox_solver_options {
   int max_iterations;
   /* > 0: stop also when the energy norm of the error, squared, estimated
    * from the last energy_delay CG steps (the sum of alpha_j r_j'z_j), is
-   * at most energy_tol times the solution's energy, the compliance b'u
-   * (Hestenes and Stiefel 1952; Strakoš and Tichý 2002): a test on what
-   * an analysis reports where the residual plateaus; 0 (the default): the
+   * at most energy_tol times the solution's strain energy u'Ku, the lift
+   * of prescribed values included (with loads alone the compliance f'u;
+   * Hestenes and Stiefel 1952; Strakoš and Tichý 2002; engine/ksp.h);
+   * whichever of it and rtol holds first stops. 0 (the default): the
    * residual alone. A longer delay estimates more safely and stops later;
-   * 1 to VOX_CG_ENERGY_DELAY_MAX. */
+   * 1 to VOX_CG_ENERGY_DELAY_MAX. An error that stagnates for more steps
+   * than the delay fools the estimate (docs/engine.md). */
   double energy_tol;
   int energy_delay;
   vox_preconditioner preconditioner;
