@@ -15,7 +15,7 @@
 
 /* Room for the argp table built from a program's option table and the help
  * options. */
-#define OPTIONS_MAX 96
+#define OPTIONS_MAX 128
 #define HELP_OPTIONS 3
 /* Keys of long-only options: above every character, below ARGP_KEY_ARG;
  * the help options' after the program's. */

@@ -54,13 +54,19 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .flags = CLI_RECORD, .help = "CG iterations after which a solve has failed"},                 \
   {.name = "cg-energy-tol", .arg = "E", .kind = CLI_REAL,                                        \
    .offset = offsetof(TYPE, SOLVER.energy_tol), .range = {0, 1, 0, 1}, .flags = CLI_RECORD,      \
-   .help = "stop CG also where the error's energy, estimated from the last --cg-energy-delay "   \
-           "steps, is at most E times the solution's strain energy (with loads alone: the "     \
-           "compliance's relative error; Strakos and Tichy 2002); 0: the residual alone"},       \
-  {.name = "cg-energy-delay", .arg = "D", .kind = CLI_INTEGER,                                   \
-   .offset = offsetof(TYPE, SOLVER.energy_delay), .range = {1, VOX_CG_ENERGY_DELAY_MAX, 0, 0},   \
+   .help = "stop CG also where the error's energy, estimated from the last --cg-window steps, " \
+           "is at most E times the solution's strain energy (with loads alone: the "            \
+           "compliance's relative error; Strakos and Tichy 2002); 0: off"},                      \
+  {.name = "cg-reaction-tol", .arg = "T", .kind = CLI_REAL,                                      \
+   .offset = offsetof(TYPE, SOLVER.reaction_tol), .range = {0, 1, 0, 1}, .flags = CLI_RECORD,    \
+   .help = "stop CG also where the work of the reactions on the prescribed displacements (a "   \
+           "compression test's force times its displacement) changed by at most T of itself "   \
+           "over the last --cg-window steps; 0 (or no prescribed displacements): off"},          \
+  {.name = "cg-window", .arg = "D", .kind = CLI_INTEGER,                                         \
+   .offset = offsetof(TYPE, SOLVER.cg_window), .range = {1, VOX_CG_WINDOW_MAX, 0, 0},            \
    .flags = CLI_RECORD,                                                                          \
-   .help = "CG steps over which --cg-energy-tol estimates the error (more: safer, later)"},     \
+   .help = "CG steps over which --cg-energy-tol and --cg-reaction-tol look back (more: safer, "  \
+           "later)"},                                                                            \
   {.name = "preconditioner", .arg = "PC", .kind = CLI_CUSTOM,                                    \
    .offset = offsetof(TYPE, SOLVER.preconditioner), .flags = CLI_RECORD,                         \
    .help = "multigrid (a geometric multigrid V-cycle) or jacobi",                                \

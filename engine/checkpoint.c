@@ -252,22 +252,27 @@ vox_status vox_loop_check_resume(vox_context *ctx, const vox_model *model,
                      "the checkpoint's run had mg_coarse_dofs %g, this one has %d: a resumed run "
                      "needs the options of the run that made the checkpoint",
                      had_coarse, opt->solver.mg_coarse_dofs);
-  /* the energy test of the CG; a checkpoint without it is of a run before
-   * the option, which had it off (0). Its delay counts only where it is on. */
+  /* the energy and reaction tests of the CG; a checkpoint without them is
+   * of a run before the options, which had them off (0). Their window
+   * counts only where one is on. */
   const vox_checkpoint_array *energy =
       vox_checkpoint_find(c, OPTION_PREFIX "cg_energy_tolerance");
-  const vox_checkpoint_array *delay = vox_checkpoint_find(c, OPTION_PREFIX "cg_energy_delay");
+  const vox_checkpoint_array *reaction =
+      vox_checkpoint_find(c, OPTION_PREFIX "cg_reaction_tolerance");
+  const vox_checkpoint_array *window = vox_checkpoint_find(c, OPTION_PREFIX "cg_window");
   const double had_energy = energy && energy->length == 1 ? energy->values[0] : 0,
-               had_delay = delay && delay->length == 1 ? delay->values[0] : 0;
-  if (had_energy != opt->solver.energy_tol ||
-      (had_energy > 0 && had_delay != opt->solver.energy_delay)) {
-    char had_text[32], has_text[32];
+               had_reaction = reaction && reaction->length == 1 ? reaction->values[0] : 0,
+               had_window = window && window->length == 1 ? window->values[0] : 0;
+  if (had_energy != opt->solver.energy_tol || had_reaction != opt->solver.reaction_tol ||
+      ((had_energy > 0 || had_reaction > 0) && had_window != opt->solver.cg_window)) {
+    char had_e[32], has_e[32], had_r[32], has_r[32];
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT,
-                     "the checkpoint's run had CG energy tolerance %s (delay %g), this one has "
-                     "%s (delay %d): a resumed run needs the options of the run that made the "
-                     "checkpoint",
-                     shortest(had_energy, had_text), had_delay,
-                     shortest(opt->solver.energy_tol, has_text), opt->solver.energy_delay);
+                     "the checkpoint's run had CG energy and reaction tolerances %s and %s "
+                     "(window %g), this one has %s and %s (window %d): a resumed run needs the "
+                     "options of the run that made the checkpoint",
+                     shortest(had_energy, had_e), shortest(had_reaction, had_r), had_window,
+                     shortest(opt->solver.energy_tol, has_e),
+                     shortest(opt->solver.reaction_tol, has_r), opt->solver.cg_window);
   }
   return VOX_OK;
 }
@@ -348,8 +353,11 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
     st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_energy_tolerance",
                                    opt->solver.energy_tol);
   if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_energy_delay",
-                                   opt->solver.energy_delay);
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_reaction_tolerance",
+                                   opt->solver.reaction_tol);
+  if (st == VOX_OK)
+    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_window",
+                                   opt->solver.cg_window);
   const struct {
     const char *name;
     double value;

@@ -394,7 +394,7 @@ static vox_status preconditioner(vox_fem *fem, const vox_solver_options *options
 static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_history *history,
                             const vox_solver_options *options, vox_solve_result *result);
 static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
-                      vox_ksp_history *history, double lift_energy,
+                      vox_ksp_history *history, const vox_ksp_lift *lift,
                       const vox_solver_options *options, vox_solve_result *result);
 static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v);
 
@@ -419,7 +419,7 @@ vox_status vox_fem_solve_with_history(vox_fem *fem, int load_case, vox_vec *u,
     TRY(vox_mg_remove_translations(fem->mg, &fem->force[load_case]));
   }
   if (fem->forces_parked) /* (no prescribed values: vox_fem_park_forces) */
-    return pcg(fem, NULL, load_case, u, history, 0, options, result);
+    return pcg(fem, NULL, load_case, u, history, NULL, options, result);
   return solve_rhs(fem, &fem->force[load_case], u, history, options, result);
 }
 
@@ -475,7 +475,7 @@ static vox_status unpark_force(vox_fem *fem, int c, vox_vec *v) {
  * again before a solve is redone (ksp.h: z is read as b before it is
  * written). */
 static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
-                      vox_ksp_history *history, double lift_energy,
+                      vox_ksp_history *history, const vox_ksp_lift *lift,
                       const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   if (fem->solver_released)
@@ -487,7 +487,7 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
     TRY(unpark_force(fem, parked, &fem->pcg.z));
     b = &fem->pcg.z;
   }
-  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, history, lift_energy, options, &fem->pcg, result));
+  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, history, lift, options, &fem->pcg, result));
   const int broke_down =
       result->reason == VOX_DIVERGED_INDEFINITE || result->reason == VOX_DIVERGED_NAN;
   if (!broke_down || options->preconditioner != VOX_PC_MULTIGRID || !fem->mg) return VOX_OK;
@@ -502,7 +502,7 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
   if (reduced_storage) fem->storage_redos++;
   TRY(preconditioner(fem, options, &jacobi, &pc));
   if (parked >= 0) TRY(unpark_force(fem, parked, &fem->pcg.z));
-  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, NULL, lift_energy, options, &fem->pcg, result));
+  TRY(vox_ksp_solve(be, fem->op, &pc, b, x, NULL, lift, options, &fem->pcg, result));
   result->iterations += before;
   return VOX_OK;
 }
@@ -512,7 +512,7 @@ vox_status vox_fem_solve_adjoint(vox_fem *fem, vox_vec *v, const vox_solver_opti
   if (!fem->output.data)
     return vox_error(fem->be->ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no output dofs");
   /* K v = l with v = 0 on every fixed dof: the adjoint of prescribed values is zero */
-  return pcg(fem, &fem->output, -1, v, NULL, 0, options, result);
+  return pcg(fem, &fem->output, -1, v, NULL, NULL, options, result);
 }
 
 vox_status vox_fem_solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u,
@@ -526,18 +526,19 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_
                             const vox_solver_options *options, vox_solve_result *result) {
   vox_backend *be = fem->be;
   const vox_backend_ops *o = be->ops;
-  if (!fem->has_lift) return pcg(fem, f, -1, u, history, 0, options, result);
+  if (!fem->has_lift) return pcg(fem, f, -1, u, history, NULL, options, result);
 
   /* u = g + w with w = 0 on fixed dofs and K_ff w_f = f_f - (K g)_f */
-  double lift_energy = 0; /* g'Kg, for the energy test (ksp.h) */
+  vox_ksp_lift lift = {.energy = 0, .load = f}; /* g'Kg: for the energy and reaction tests */
   TRY(o->op->apply(be, fem->op, &fem->lift, &fem->rhs, VOX_APPLY_FULL));
-  if (options->energy_tol > 0) TRY(o->vec->dot(be, &fem->lift, &fem->rhs, &lift_energy));
+  if (options->energy_tol > 0 || options->reaction_tol > 0)
+    TRY(o->vec->dot(be, &fem->lift, &fem->rhs, &lift.energy));
   TRY(o->vec->xpay(be, &fem->rhs, -1, f));
   TRY(o->op->zero_fixed(be, fem->op, &fem->rhs));
   TRY(o->vec->copy(be, &fem->correction, u));
   TRY(o->vec->axpy(be, &fem->correction, -1, &fem->lift));
   TRY(o->op->zero_fixed(be, fem->op, &fem->correction));
-  TRY(pcg(fem, &fem->rhs, -1, &fem->correction, NULL, lift_energy, options, result));
+  TRY(pcg(fem, &fem->rhs, -1, &fem->correction, NULL, &lift, options, result));
   TRY(o->vec->copy(be, u, &fem->correction));
   return o->vec->axpy(be, u, 1, &fem->lift);
 }

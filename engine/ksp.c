@@ -14,7 +14,7 @@ static void monitor(const vox_solver_options *options, int k, double rr) {
  * sum estimates |x - x_{k-delay}|_A^2 (ksp.h), and the energy -2 Pi(u_k)
  * they add up to. */
 typedef struct energy_window {
-  double step[VOX_CG_ENERGY_DELAY_MAX];
+  double step[VOX_CG_WINDOW_MAX];
   double energy;
   int delay;
 } energy_window;
@@ -36,15 +36,19 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
   const double target = options->rtol * rhs_norm;
   const int by_energy = options->energy_tol > 0 && isfinite(start_energy);
   energy_window window = {.energy = start_energy,
-                          .delay = options->energy_delay < 1 ? 1
-                                   : options->energy_delay > VOX_CG_ENERGY_DELAY_MAX
-                                       ? VOX_CG_ENERGY_DELAY_MAX
-                                       : options->energy_delay};
+                          .delay = options->cg_window < 1 ? 1
+                                   : options->cg_window > VOX_CG_WINDOW_MAX
+                                       ? VOX_CG_WINDOW_MAX
+                                       : options->cg_window};
+  /* the reactions' work of the last cg_window + 1 iterates, cyclically */
+  const int by_reaction = options->reaction_tol > 0 && o->reaction;
+  double work[VOX_CG_WINDOW_MAX + 1];
   double rz = 0, pq;
   result->rhs_norm = rhs_norm;
   result->reason = 0;
   monitor(options, 0, rr);
   int k = 0;
+  if (by_reaction) TRY(o->reaction(self, &work[0]));
   if (sqrt(rr) > target && options->max_iterations > 0) {
     TRY(o->precondition(self));                     /* z <- M^-1 r */
     TRY(o->direction(self, 0, &rz));                /* p <- z */
@@ -71,6 +75,16 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
     if (by_energy && energy_converged(&window, k - 1, rz / pq * rz, options->energy_tol)) {
       result->reason = VOX_CONVERGED_ENERGY;
       break;
+    }
+    if (by_reaction) {
+      const int slots = window.delay + 1;
+      TRY(o->reaction(self, &work[k % slots]));
+      const double now = work[k % slots], before = work[(k - window.delay) % slots];
+      if (k >= window.delay && now != 0 &&
+          fabs(now - before) <= options->reaction_tol * fabs(now)) {
+        result->reason = VOX_CONVERGED_REACTION;
+        break;
+      }
     }
     TRY(o->precondition(self));                     /* z <- M^-1 r */
     TRY(o->direction(self, rz, &rz));               /* p <- z + beta p */
@@ -136,8 +150,10 @@ typedef struct vec_cg {
   vox_backend *be;
   vox_operator *op;
   const vox_pc *pc;
+  const vox_vec *b;
   vox_vec *x;
   vox_ksp_work *w;
+  const vox_ksp_lift *lift;
 } vec_cg;
 
 static vox_status vec_product(void *self, double *pq) {
@@ -179,6 +195,16 @@ static vox_status kept_direction(void *self, double rz_old, double *rz) {
 static vox_status kept_step(void *self, double *pq, double *rz, double *rr) {
   vec_cg *c = self;
   return c->be->ops->vec->cg_step(c->be, c->x, &c->w->r, &c->w->p, &c->w->q, pq, rz, rr);
+}
+
+/* g'K u = g'Kg + (K g)_f'x with (K g)_f = f - b (ksp.h) */
+static vox_status vec_reaction(void *self, double *work) {
+  vec_cg *c = self;
+  double fx, bx;
+  TRY(c->be->ops->vec->dot(c->be, c->lift->load, c->x, &fx));
+  TRY(c->be->ops->vec->dot(c->be, c->b, c->x, &bx));
+  *work = c->lift->energy + fx - bx;
+  return VOX_OK;
 }
 
 static const vox_ksp_ops vec_ops = {.product = vec_product,
@@ -285,7 +311,7 @@ static vox_status apply_operator(void *self, const vox_vec *x, vox_vec *y) {
 }
 
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
-                         vox_vec *x, vox_ksp_history *history, double lift_energy,
+                         vox_vec *x, vox_ksp_history *history, const vox_ksp_lift *lift,
                          const vox_solver_options *options, vox_ksp_work *w,
                          vox_solve_result *result) {
   const vox_backend_ops *o = be->ops;
@@ -308,9 +334,10 @@ vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, co
   TRY(o->vec->dot(be, &w->r, &w->r, &rr));
   double start_energy = 0; /* x'(b + r) - g'Kg, only where the energy test asks */
   if (options->energy_tol > 0) TRY(vox_ksp_start_energy(be, x, b, &w->r, &start_energy));
-  start_energy -= lift_energy;
-  vec_cg c = {.be = be, .op = op, .pc = pc, .x = x, .w = w};
+  if (lift) start_energy -= lift->energy;
+  vec_cg c = {.be = be, .op = op, .pc = pc, .b = b, .x = x, .w = w, .lift = lift};
   const int kept = o->vec->cg_begin && o->vec->cg_step && o->vec->cg_direction;
-  return vox_ksp_cg(kept ? &kept_ops : &vec_ops, &c, rr, result->rhs_norm, start_energy, options,
-                    result);
+  vox_ksp_ops ops = kept ? kept_ops : vec_ops;
+  if (lift) ops.reaction = vec_reaction;
+  return vox_ksp_cg(&ops, &c, rr, result->rhs_norm, start_energy, options, result);
 }

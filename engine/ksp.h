@@ -33,12 +33,16 @@ typedef struct vox_ksp_ops {
    * With it, product is called with pq NULL and update never, and
    * direction may leave *rz at rz_old (the next step returns the new one). */
   vox_status (*kept_step)(void *self, double *pq, double *rz, double *rr);
+  /* Optional (NULL: the solve has no prescribed values, and the reaction
+   * test is off): *work = g'K u for the whole field u = g + x, the work of
+   * the reactions on the prescribed values g at the current iterate. */
+  vox_status (*reaction)(void *self, double *work);
 } vox_ksp_ops;
 
 /* CG from an iterate x whose residual r is formed, rr = r.r, to
  * |r| <= options->rtol * rhs_norm or options->max_iterations iterations,
  * or, where options->energy_tol > 0 and start_energy is finite, until the
- * last options->energy_delay steps' sum of alpha_j r_j'z_j is at most
+ * last options->cg_window steps' sum of alpha_j r_j'z_j is at most
  * energy_tol times |E_k|, E_k = start_energy + the sum over all steps.
  * Each step lowers the energy J(x) = x'Ax/2 - b'x by alpha_j r_j'z_j / 2,
  * so the window's sum is |x - x_(k-delay)|_A^2 (an estimate from below of
@@ -51,7 +55,9 @@ typedef struct vox_ksp_ops {
  * Arioli 2004). start_energy = -2 Pi(u_0) = x_0'(b + r_0) - g'Kg
  * (vox_ksp_start_energy, and the lift's energy from the solver; 0 from
  * x_0 = 0 without a lift), NAN where the solver cannot tell (the test is
- * then off); result->rhs_norm is set to rhs_norm, iterations,
+ * then off); or, where options->reaction_tol > 0 and ops->reaction is
+ * set, until the reactions' work changed by at most reaction_tol of itself
+ * over the last options->cg_window steps; result->rhs_norm is set to rhs_norm, iterations,
  * residual_norm and reason from the loop (storage, levels and
  * setup_seconds are left as they are). It stops right after the update
  * that converges: no preconditioner for a step it will not take. A solve
@@ -120,10 +126,16 @@ vox_status vox_ksp_history_start(vox_backend *be, vox_ksp_apply apply, void *sel
  * where it has them: the same iterates, one wait for the host an
  * iteration. b may be the work vector z, which is read as b before it is
  * first written (fem.c lends it to a load that waits in host memory).
- * lift_energy: g'Kg of the lift g of prescribed values that b carries
- * (b = f - K g), for the energy test (vox_ksp_cg); 0 without one. */
+ * lift: the prescribed values g that b carries (b = f - K g on the free
+ * dofs, x the correction to g), for the energy and reaction tests
+ * (vox_ksp_cg); NULL without any. */
+typedef struct vox_ksp_lift {
+  double energy;       /* g'Kg */
+  const vox_vec *load; /* f: then (K g)_f = f - b, and g'K u = g'Kg + (f - b)'x */
+} vox_ksp_lift;
+
 vox_status vox_ksp_solve(vox_backend *be, vox_operator *op, const vox_pc *pc, const vox_vec *b,
-                         vox_vec *x, vox_ksp_history *history, double lift_energy,
+                         vox_vec *x, vox_ksp_history *history, const vox_ksp_lift *lift,
                          const vox_solver_options *options, vox_ksp_work *work,
                          vox_solve_result *result);
 

@@ -13,7 +13,8 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->rtol = 1e-8;
   options->max_iterations = 10000;
   options->energy_tol = 0; /* the residual alone */
-  options->energy_delay = 8;
+  options->reaction_tol = 0;
+  options->cg_window = 8;
   options->preconditioner = VOX_PC_MULTIGRID;
   options->mg_levels = 0;
   options->mg_coarse_dofs = 0;
@@ -116,6 +117,7 @@ const char *vox_convergence_string(vox_convergence reason) {
   case VOX_CONVERGED_RTOL: return "converged (relative residual)";
   case VOX_CONVERGED_ZERO_RHS: return "converged (zero right-hand side)";
   case VOX_CONVERGED_ENERGY: return "converged (estimated energy error)";
+  case VOX_CONVERGED_REACTION: return "converged (reactions' work)";
   case VOX_DIVERGED_MAX_ITERATIONS: return "not converged (iteration limit)";
   case VOX_DIVERGED_INDEFINITE: return "not converged (operator not positive definite)";
   case VOX_DIVERGED_NAN: return "not converged (NaN or infinity)";
@@ -161,8 +163,10 @@ vox_status vox_solver_options_check(vox_context *ctx, const vox_solver_options *
   REQUIRE(o->max_iterations >= 1, "the solver needs at least one iteration");
   REQUIRE(o->energy_tol >= 0 && o->energy_tol < 1,
           "energy tolerance %g not in [0, 1) (0: the residual alone)", o->energy_tol);
-  REQUIRE(o->energy_delay >= 1 && o->energy_delay <= VOX_CG_ENERGY_DELAY_MAX,
-          "energy test's delay %d not in 1 to %d", o->energy_delay, (int)VOX_CG_ENERGY_DELAY_MAX);
+  REQUIRE(o->cg_window >= 1 && o->cg_window <= VOX_CG_WINDOW_MAX,
+          "CG tests' window %d not in 1 to %d", o->cg_window, (int)VOX_CG_WINDOW_MAX);
+  REQUIRE(o->reaction_tol >= 0 && o->reaction_tol < 1,
+          "reaction tolerance %g not in [0, 1) (0: off)", o->reaction_tol);
   REQUIRE((unsigned)o->preconditioner <= VOX_PC_MULTIGRID, "unknown preconditioner %d",
           (int)o->preconditioner);
   REQUIRE((unsigned)o->smoother <= VOX_SMOOTHER_CHEBYSHEV, "unknown smoother %d", (int)o->smoother);

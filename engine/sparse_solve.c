@@ -101,6 +101,7 @@ typedef struct sparse_system {
   vox_vec r_single;
   vox_solver_options options;
   double lift_energy;          /* g'Kg of the prescribed values, for the energy test */
+  vox_vec lift_force;          /* (K g)_f, for the reaction test (where it is on) */
   int block_levels;            /* the first block_levels levels smooth by blocks */
   double diagonal_bound, block_bound; /* smoother_bound.h */
   size_t bytes;
@@ -176,7 +177,7 @@ static void system_free(sparse_system *s) {
       if (m[i]) s->o->matrix_destroy(be, m[i]);
   }
   free(s->level);
-  vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single};
+  vox_vec *v[] = {&s->u, &s->r, &s->p, &s->q, &s->z, &s->r_single, &s->lift_force};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i]->data) be->ops->vec->destroy(be, v[i]);
   rigid_free(s);
@@ -467,6 +468,15 @@ static vox_status cg_direction(void *self, double rz_old, double *rz) {
   return VOX_OK;
 }
 
+/* g'K u = g'Kg + (K g)_f'w (u holds g on the fixed dofs, where (K g)_f is
+ * zero) */
+static vox_status cg_reaction(void *self, double *work) {
+  sparse_system *s = self;
+  TRY(s->o->vec_dot(s->be, &s->lift_force, &s->u, work));
+  *work += s->lift_energy;
+  return VOX_OK;
+}
+
 static const vox_ksp_ops cg_ops = {.product = cg_product,
                                    .precondition = cg_precondition,
                                    .update = cg_update,
@@ -493,7 +503,10 @@ static vox_status pcg(sparse_system *s, vox_solve_result *result) {
     TRY(o->vec_axpy(be, &s->r_single, 1, &s->r));
   }
   s->vcycles = 0;
-  return vox_ksp_cg(&cg_ops, s, rr, result->rhs_norm, wb + wr - s->lift_energy, &s->options,
+  vox_ksp_ops ops = cg_ops;
+  if (s->options.reaction_tol > 0 && s->lift_energy != 0 && s->lift_force.data)
+    ops.reaction = cg_reaction;
+  return vox_ksp_cg(&ops, s, rr, result->rhs_norm, wb + wr - s->lift_energy, &s->options,
                     result);
 }
 
@@ -1007,9 +1020,17 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     st = s.be->ops->vec->set(be, &s.u, 0);
     if (st == VOX_OK) st = s.o->vec_scatter(be, &s.u, fixed.n, fixed.index, fixed.value);
     if (st == VOX_OK) st = s.o->apply(be, s.level[0].op, &s.u, &s.q, VOX_APPLY_FULL);
-    s.lift_energy = 0; /* g'Kg, for the energy test (ksp.h) */
-    if (st == VOX_OK && s.options.energy_tol > 0)
+    /* g'Kg and (K g)_f for the energy and reaction tests (ksp.h); the
+     * reaction test is off without prescribed values */
+    s.lift_energy = 0;
+    if (st == VOX_OK && (s.options.energy_tol > 0 || s.options.reaction_tol > 0))
       st = s.o->vec_dot(be, &s.u, &s.q, &s.lift_energy);
+    if (st == VOX_OK && s.options.reaction_tol > 0 && s.lift_energy != 0) {
+      if (!s.lift_force.data) st = vec(&s, s.level[0].n_dofs, VOX_DOUBLE, &s.lift_force);
+      if (st == VOX_OK) st = s.be->ops->vec->set(be, &s.lift_force, 0);
+      if (st == VOX_OK) st = s.o->vec_axpy(be, &s.lift_force, 1, &s.q);
+      if (st == VOX_OK) st = s.o->zero_fixed(be, s.level[0].op, &s.lift_force);
+    }
     if (st == VOX_OK) st = vox_sparse_load_entries(ctx, model, &h, c, &f_entries);
     if (st == VOX_OK) st = s.be->ops->vec->set(be, &s.r, 0);
     if (st == VOX_OK)

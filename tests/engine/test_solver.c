@@ -3,7 +3,7 @@
  * its analytic stiffness EA/L, the residual really below the tolerance, a
  * prescribed displacement giving the analytic reaction, and a half model
  * with a symmetry plane against the whole, the start of a solve from a
- * history of earlier solutions, and the CG's energy test. */
+ * history of earlier solutions, and the CG's energy and reaction tests. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +135,64 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The reaction test on the full box (ksp.h, vox_ksp_lift): the bar pulled
+ * by a prescribed displacement of its end face, solved with Jacobi (many
+ * steps), stops by the reactions' work g'K u settling to 1e-8 over 8
+ * steps, before the residual test would, with the face's reaction within
+ * 1e-6 of EA d / L; without prescribed values the test is off. */
+static void test_reaction_stop(vox_context *ctx, vox_backend *be) {
+  const double E = 500, nu = 0.2, d = 0.01;
+  vox_model m;
+  make_bar(ctx, &m, E, nu);
+  const vox_grid *g = &m.grid;
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++)
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, node(g, g->nx, j, k), 0, d));
+  const size_t nd = 3 * (size_t)vox_grid_nodes(g);
+  double *u = calloc(nd, sizeof *u);
+  vox_solver_options opt;
+  vox_solver_options_default(&opt);
+  opt.preconditioner = VOX_PC_JACOBI;
+  opt.storage = VOX_STORAGE_FULL_BOX;
+  opt.rtol = 1e-12;
+  vox_solve_result r;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r));
+  const int full = r.iterations;
+  opt.reaction_tol = 1e-8;
+  opt.cg_window = 8;
+  memset(u, 0, nd * sizeof *u);
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r));
+  vox_fem *fem;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
+  vox_vec uv, kv;
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
+  be->ops->vec->upload(be, &uv, u);
+  be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
+  double *ku = malloc(nd * sizeof *ku), reaction = 0;
+  be->ops->vec->download(be, &kv, ku);
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++) reaction += ku[3 * node(g, g->nx, j, k)];
+  const double L = g->nx * g->voxel_size[0], area = g->ny * g->voxel_size[1] * g->nz * g->voxel_size[2];
+  fprintf(stderr, "reaction test, full box: %d CG (%d to a residual of 1e-12), reaction %.10g "
+          "against EA d / L %.10g\n", r.iterations, full, reaction, E * area * d / L);
+  CHECK(r.reason == VOX_CONVERGED_REACTION && r.iterations < full);
+  CHECK_CLOSE(reaction, E * area * d / L, 1e-6);
+  /* loads alone: no reactions' work, the residual decides */
+  vox_model bar;
+  make_bar(ctx, &bar, E, nu);
+  CHECK_OK(ctx, vox_model_add_load(ctx, &bar, node(&bar.grid, bar.grid.nx, 1, 1), 0, 0, 1));
+  const size_t nb = 3 * (size_t)vox_grid_nodes(&bar.grid);
+  double *ub = calloc(nb, sizeof *ub);
+  opt.rtol = 1e-8;
+  CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &bar, 0, 1, 0, &opt, ub, &r));
+  CHECK(r.reason == VOX_CONVERGED_RTOL);
+  free(ub), free(ku), free(u);
+  be->ops->vec->destroy(be, &uv), be->ops->vec->destroy(be, &kv);
+  vox_fem_destroy(fem);
+  vox_model_free(&bar), vox_model_free(&m);
+}
+
 /* The operator with one dof per node (heat conduction): a bar held at T = 0
  * on face x- and heated by a total flux Q through face x+ reaches
  * T = Q L / (k A) there, the same at every node of the face. */
@@ -173,7 +231,7 @@ static void test_conduction(vox_context *ctx, vox_backend *be) {
   vox_solve_result r;
   vox_pc_jacobi jacobi;
   const vox_pc pc = vox_pc_jacobi_make(&jacobi, be, &d);
-  CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, 0, &opt, &work, &r));
+  CHECK_OK(ctx, vox_ksp_solve(be, op, &pc, &b, &x, NULL, NULL, &opt, &work, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
   be->ops->vec->download(be, &x, t);
   for (int64_t kk = 0; kk <= g.nz; kk++)
@@ -392,7 +450,7 @@ static void test_energy_stop(vox_context *ctx, vox_backend *be) {
       for (int k = 0; k < 3; k++) {
         const double tol = k == 0 ? 1e-4 : k == 1 ? 1e-6 : 1e-8;
         opt.energy_tol = tol;
-        opt.energy_delay = 4;
+        opt.cg_window = 4;
         if (warm) { /* x* / 2 plus noise again */
           CHECK_OK(ctx, v->random(be, &x, 5, 0));
           v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
@@ -411,7 +469,7 @@ static void test_energy_stop(vox_context *ctx, vox_backend *be) {
         CHECK(error <= tol && error >= 0);
         /* a longer delay: no earlier, and no worse */
         const int iterations = r.iterations;
-        opt.energy_delay = 12;
+        opt.cg_window = 12;
         if (warm) {
           CHECK_OK(ctx, v->random(be, &x, 5, 0));
           v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
@@ -446,6 +504,7 @@ int main(void) {
   test_symmetry_plane(ctx, be);
   test_history_start(ctx, be);
   test_energy_stop(ctx, be);
+  test_reaction_stop(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
   CHECK_DONE();

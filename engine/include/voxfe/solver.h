@@ -147,22 +147,29 @@ typedef struct vox_sparse_pc_options {
  * recurrence's residual norm |r|. */
 typedef void (*vox_cg_monitor)(void *data, int iteration, double residual_norm);
 
-enum { VOX_CG_ENERGY_DELAY_MAX = 64 };
+enum { VOX_CG_WINDOW_MAX = 64 };
 
 typedef struct vox_solver_options {
   double rtol;           /* stop when ||b - K u|| <= rtol * ||b|| */
   int max_iterations;
   /* > 0: stop also when the energy norm of the error, squared, estimated
-   * from the last energy_delay CG steps (the sum of alpha_j r_j'z_j), is
-   * at most energy_tol times the solution's strain energy u'Ku, the lift
-   * of prescribed values included (with loads alone the compliance f'u;
-   * Hestenes and Stiefel 1952; Strakoš and Tichý 2002; engine/ksp.h);
-   * whichever of it and rtol holds first stops. 0 (the default): the
-   * residual alone. A longer delay estimates more safely and stops later;
-   * 1 to VOX_CG_ENERGY_DELAY_MAX. An error that stagnates for more steps
-   * than the delay fools the estimate (docs/engine.md). */
+   * from the last cg_window CG steps (the sum of alpha_j r_j'z_j), is at
+   * most energy_tol times the solution's strain energy u'Ku, the lift of
+   * prescribed values included (with loads alone the compliance f'u;
+   * Hestenes and Stiefel 1952; Strakoš and Tichý 2002; engine/ksp.h).
+   * 0 (the default): off. An error that stagnates for more steps than the
+   * window fools the estimate (docs/engine.md). */
   double energy_tol;
-  int energy_delay;
+  /* > 0: stop also when the work of the reactions on the prescribed
+   * values, g'K u (a compression test's force times its displacement),
+   * changed by at most reaction_tol of itself over the last cg_window
+   * steps: a test on what an analysis reports. 0 (the default), or a
+   * solve without prescribed values: off. */
+  double reaction_tol;
+  /* the steps the energy and reaction tests look back over, 1 to
+   * VOX_CG_WINDOW_MAX; more: safer, later. Whichever of the residual
+   * test and the ones switched on holds first stops a solve. */
+  int cg_window;
   vox_preconditioner preconditioner;
   /* multigrid only */
   int mg_levels;         /* 0: chosen from the grid (mg_coarse_dofs) */
@@ -219,6 +226,7 @@ typedef enum vox_convergence {
   VOX_CONVERGED_RTOL = 1,       /* relative residual below rtol */
   VOX_CONVERGED_ZERO_RHS = 2,   /* b = 0: u = 0 is exact */
   VOX_CONVERGED_ENERGY = 3,     /* estimated energy error below energy_tol */
+  VOX_CONVERGED_REACTION = 4,   /* the reactions' work settled to reaction_tol */
   VOX_DIVERGED_MAX_ITERATIONS = -1,
   VOX_DIVERGED_INDEFINITE = -2, /* p'Kp <= 0 or z'r <= 0: singular or not SPD */
   VOX_DIVERGED_NAN = -3
