@@ -79,9 +79,9 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
     if (by_reaction) {
       const int slots = window.delay + 1;
       TRY(o->reaction(self, &work[k % slots]));
-      const double now = work[k % slots], before = work[(k - window.delay) % slots];
+      const double now = work[k % slots];
       if (k >= window.delay && now != 0 &&
-          fabs(now - before) <= options->reaction_tol * fabs(now)) {
+          fabs(now - work[(k - window.delay) % slots]) <= options->reaction_tol * fabs(now)) {
         result->reason = VOX_CONVERGED_REACTION;
         break;
       }
