@@ -93,15 +93,44 @@ static void test_tension(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m);
 }
 
+/* The bar with its face x+ pulled by a prescribed displacement d. */
+static void make_pulled_bar(vox_context *ctx, vox_model *m, double E, double nu, double d) {
+  make_bar(ctx, m, E, nu);
+  const vox_grid *g = &m->grid;
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++)
+      CHECK_OK(ctx, vox_model_add_constraint(ctx, m, node(g, g->nx, j, k), 0, d));
+}
+
+/* The sum of (K u)_x over face x+, by the full operator. */
+static double face_reaction(vox_context *ctx, vox_backend *be, const vox_model *m,
+                            const double *u) {
+  const vox_grid *g = &m->grid;
+  const size_t nd = 3 * (size_t)vox_grid_nodes(g);
+  vox_fem *fem;
+  CHECK_OK(ctx, vox_fem_create(ctx, be, m, &fem));
+  vox_vec uv, kv;
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
+  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
+  be->ops->vec->upload(be, &uv, u);
+  be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
+  double *ku = malloc(nd * sizeof *ku), reaction = 0;
+  be->ops->vec->download(be, &kv, ku);
+  for (int64_t k = 0; k <= g->nz; k++)
+    for (int64_t j = 0; j <= g->ny; j++) reaction += ku[3 * node(g, g->nx, j, k)];
+  free(ku);
+  be->ops->vec->destroy(be, &uv);
+  be->ops->vec->destroy(be, &kv);
+  vox_fem_destroy(fem);
+  return reaction;
+}
+
 /* Face x+ pulled by a prescribed displacement d: the reaction is EA d / L. */
 static void test_prescribed(vox_context *ctx, vox_backend *be) {
   const double E = 500, nu = 0.2, d = 0.01;
   vox_model m;
-  make_bar(ctx, &m, E, nu);
+  make_pulled_bar(ctx, &m, E, nu, d);
   const vox_grid *g = &m.grid;
-  for (int64_t k = 0; k <= g->nz; k++)
-    for (int64_t j = 0; j <= g->ny; j++)
-      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, node(g, g->nx, j, k), 0, d));
   const size_t nd = 3 * (size_t)vox_grid_nodes(g);
   double *u = calloc(nd, sizeof *u);
   vox_solver_options opt;
@@ -114,23 +143,8 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
   for (int64_t i = 0; i <= g->nx; i++)
     CHECK_CLOSE(u[3 * node(g, i, 2, 1)], d * i * g->voxel_size[0] / L, 1e-9);
   /* the reaction on face x+ from the full operator */
-  vox_fem *fem;
-  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
-  vox_vec uv, kv;
-  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
-  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
-  be->ops->vec->upload(be, &uv, u);
-  be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
-  double *ku = malloc(nd * sizeof *ku), reaction = 0;
-  be->ops->vec->download(be, &kv, ku);
-  for (int64_t k = 0; k <= g->nz; k++)
-    for (int64_t j = 0; j <= g->ny; j++) reaction += ku[3 * node(g, g->nx, j, k)];
   const double area = g->ny * g->voxel_size[1] * g->nz * g->voxel_size[2];
-  CHECK_CLOSE(reaction, E * area * d / L, 1e-9);
-  free(ku);
-  be->ops->vec->destroy(be, &uv);
-  be->ops->vec->destroy(be, &kv);
-  vox_fem_destroy(fem);
+  CHECK_CLOSE(face_reaction(ctx, be, &m, u), E * area * d / L, 1e-9);
   free(u);
   vox_model_free(&m);
 }
@@ -143,11 +157,8 @@ static void test_prescribed(vox_context *ctx, vox_backend *be) {
 static void test_reaction_stop(vox_context *ctx, vox_backend *be) {
   const double E = 500, nu = 0.2, d = 0.01;
   vox_model m;
-  make_bar(ctx, &m, E, nu);
+  make_pulled_bar(ctx, &m, E, nu, d);
   const vox_grid *g = &m.grid;
-  for (int64_t k = 0; k <= g->nz; k++)
-    for (int64_t j = 0; j <= g->ny; j++)
-      CHECK_OK(ctx, vox_model_add_constraint(ctx, &m, node(g, g->nx, j, k), 0, d));
   const size_t nd = 3 * (size_t)vox_grid_nodes(g);
   double *u = calloc(nd, sizeof *u);
   vox_solver_options opt;
@@ -162,18 +173,8 @@ static void test_reaction_stop(vox_context *ctx, vox_backend *be) {
   opt.cg_window = 8;
   memset(u, 0, nd * sizeof *u);
   CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &m, 0, 1, 0, &opt, u, &r));
-  vox_fem *fem;
-  CHECK_OK(ctx, vox_fem_create(ctx, be, &m, &fem));
-  vox_vec uv, kv;
-  be->ops->vec->create(be, nd, VOX_DOUBLE, &uv);
-  be->ops->vec->create(be, nd, VOX_DOUBLE, &kv);
-  be->ops->vec->upload(be, &uv, u);
-  be->ops->op->apply(be, fem->op, &uv, &kv, VOX_APPLY_FULL);
-  double *ku = malloc(nd * sizeof *ku), reaction = 0;
-  be->ops->vec->download(be, &kv, ku);
-  for (int64_t k = 0; k <= g->nz; k++)
-    for (int64_t j = 0; j <= g->ny; j++) reaction += ku[3 * node(g, g->nx, j, k)];
-  const double L = g->nx * g->voxel_size[0], area = g->ny * g->voxel_size[1] * g->nz * g->voxel_size[2];
+  const double reaction = face_reaction(ctx, be, &m, u), L = g->nx * g->voxel_size[0],
+               area = g->ny * g->voxel_size[1] * g->nz * g->voxel_size[2];
   fprintf(stderr, "reaction test, full box: %d CG (%d to a residual of 1e-12), reaction %.10g "
           "against EA d / L %.10g\n", r.iterations, full, reaction, E * area * d / L);
   CHECK(r.reason == VOX_CONVERGED_REACTION && r.iterations < full);
@@ -187,9 +188,7 @@ static void test_reaction_stop(vox_context *ctx, vox_backend *be) {
   opt.rtol = 1e-8;
   CHECK_OK(ctx, vox_solve_elasticity(ctx, be, &bar, 0, 1, 0, &opt, ub, &r));
   CHECK(r.reason == VOX_CONVERGED_RTOL);
-  free(ub), free(ku), free(u);
-  be->ops->vec->destroy(be, &uv), be->ops->vec->destroy(be, &kv);
-  vox_fem_destroy(fem);
+  free(ub), free(u);
   vox_model_free(&bar), vox_model_free(&m);
 }
 
@@ -405,6 +404,15 @@ static double energy_of_difference(vox_backend *be, vox_fem *fem, const vox_vec 
   return e;
 }
 
+/* x = x* / 2 plus noise of 1e-3 |x*|_K / sqrt(n), zero on the fixed dofs:
+ * the same warm start each time. */
+static void warm_guess(vox_context *ctx, vox_backend *be, vox_fem *fem, const vox_vec *exact,
+                       double energy, vox_vec *x) {
+  CHECK_OK(ctx, be->ops->vec->random(be, x, 5, 0));
+  be->ops->vec->axpby(be, x, 0.5, exact, 1e-3 * sqrt(energy / (double)fem->n_dofs));
+  be->ops->op->zero_fixed(be, fem->op, x);
+}
+
 /* The energy test of the CG (--cg-energy-tol): the start's energy
  * x'(b + r) is -2 J(x) = 2 b'x - x'Kx; a solve stops by it, before the
  * residual test would, with the true relative energy error |x - x*|_K^2 /
@@ -435,9 +443,7 @@ static void test_energy_stop(vox_context *ctx, vox_backend *be) {
     v->dot(be, b, &exact, &energy);
     const int full = r.iterations;
     /* the start's energy against 2 b'x - x'Kx at x = x* / 2 + noise */
-    CHECK_OK(ctx, v->random(be, &x, 5, 0));
-    v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
-    be->ops->op->zero_fixed(be, fem->op, &x);
+    warm_guess(ctx, be, fem, &exact, energy, &x);
     be->ops->op->apply(be, fem->op, &x, &t, 0); /* t = K x, d = b - K x */
     v->copy(be, &d, b);
     v->axpy(be, &d, -1, &t);
@@ -451,13 +457,10 @@ static void test_energy_stop(vox_context *ctx, vox_backend *be) {
         const double tol = k == 0 ? 1e-4 : k == 1 ? 1e-6 : 1e-8;
         opt.energy_tol = tol;
         opt.cg_window = 4;
-        if (warm) { /* x* / 2 plus noise again */
-          CHECK_OK(ctx, v->random(be, &x, 5, 0));
-          v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
-          be->ops->op->zero_fixed(be, fem->op, &x);
-        } else {
+        if (warm)
+          warm_guess(ctx, be, fem, &exact, energy, &x);
+        else
           v->set(be, &x, 0);
-        }
         CHECK_OK(ctx, vox_fem_solve(fem, 0, &x, &opt, &r));
         const double error = energy_of_difference(be, fem, &x, &exact, &d, &t) / energy;
         fprintf(stderr,
@@ -470,13 +473,10 @@ static void test_energy_stop(vox_context *ctx, vox_backend *be) {
         /* a longer delay: no earlier, and no worse */
         const int iterations = r.iterations;
         opt.cg_window = 12;
-        if (warm) {
-          CHECK_OK(ctx, v->random(be, &x, 5, 0));
-          v->axpby(be, &x, 0.5, &exact, 1e-3 * sqrt(energy / n));
-          be->ops->op->zero_fixed(be, fem->op, &x);
-        } else {
+        if (warm)
+          warm_guess(ctx, be, fem, &exact, energy, &x);
+        else
           v->set(be, &x, 0);
-        }
         CHECK_OK(ctx, vox_fem_solve(fem, 0, &x, &opt, &r));
         CHECK(r.iterations >= iterations);
         CHECK(energy_of_difference(be, fem, &x, &exact, &d, &t) / energy <= error * 1.0000001);
