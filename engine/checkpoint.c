@@ -343,25 +343,16 @@ vox_status vox_loop_save(vox_backend *be, const vox_model *model, const vox_opti
     snprintf(name, sizeof name, OPTION_PREFIX "%s", v[i].name);
     st = vox_checkpoint_add_scalar(ctx, out, name, v[i].value);
   }
-  if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "sensitivity_floor",
-                                   vox_optimizer_sensitivity_floor(opt));
-  if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "mg_coarse_dofs",
-                                   opt->solver.mg_coarse_dofs);
-  if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_energy_tolerance",
-                                   opt->solver.energy_tol);
-  if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_reaction_tolerance",
-                                   opt->solver.reaction_tol);
-  if (st == VOX_OK)
-    st = vox_checkpoint_add_scalar(ctx, out, OPTION_PREFIX "cg_window",
-                                   opt->solver.cg_window);
+  /* the options read back beside shaping_options', then the loop's state */
   const struct {
     const char *name;
     double value;
-  } scalars[] = {{"iterations_done", loop->iterations},
+  } scalars[] = {{OPTION_PREFIX "sensitivity_floor", vox_optimizer_sensitivity_floor(opt)},
+                 {OPTION_PREFIX "mg_coarse_dofs", opt->solver.mg_coarse_dofs},
+                 {OPTION_PREFIX "cg_energy_tolerance", opt->solver.energy_tol},
+                 {OPTION_PREFIX "cg_reaction_tolerance", opt->solver.reaction_tol},
+                 {OPTION_PREFIX "cg_window", opt->solver.cg_window},
+                 {"iterations_done", loop->iterations},
                  {"first_row", loop->first_row},
                  {"penalty_now", loop->p},
                  {"q_now", loop->q},

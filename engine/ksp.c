@@ -16,17 +16,16 @@ static void monitor(const vox_solver_options *options, int k, double rr) {
 typedef struct energy_window {
   double step[VOX_CG_WINDOW_MAX];
   double energy;
-  int delay;
 } energy_window;
 
-/* Adds step k's alpha r'z; whether the window's sum is at most tol times
- * the energy (never before `delay` steps). */
-static int energy_converged(energy_window *w, int k, double alpha_rz, double tol) {
-  w->step[k % w->delay] = alpha_rz;
+/* Adds step k's alpha r'z; whether the last `delay` steps' sum is at most
+ * tol times the energy (never before `delay` steps). */
+static int energy_converged(energy_window *w, int delay, int k, double alpha_rz, double tol) {
+  w->step[k % delay] = alpha_rz;
   w->energy += alpha_rz;
-  if (k + 1 < w->delay) return 0;
+  if (k + 1 < delay) return 0;
   double sum = 0;
-  for (int j = 0; j < w->delay; j++) sum += w->step[j];
+  for (int j = 0; j < delay; j++) sum += w->step[j];
   return sum <= tol * fabs(w->energy);
 }
 
@@ -34,13 +33,13 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
                       double start_energy, const vox_solver_options *options,
                       vox_solve_result *result) {
   const double target = options->rtol * rhs_norm;
+  /* the steps both tests below look back over */
+  const int delay = options->cg_window < 1                   ? 1
+                    : options->cg_window > VOX_CG_WINDOW_MAX ? VOX_CG_WINDOW_MAX
+                                                             : options->cg_window;
   const int by_energy = options->energy_tol > 0 && isfinite(start_energy);
-  energy_window window = {.energy = start_energy,
-                          .delay = options->cg_window < 1 ? 1
-                                   : options->cg_window > VOX_CG_WINDOW_MAX
-                                       ? VOX_CG_WINDOW_MAX
-                                       : options->cg_window};
-  /* the reactions' work of the last cg_window + 1 iterates, cyclically */
+  energy_window window = {.energy = start_energy};
+  /* the reactions' work of the last delay + 1 iterates, cyclically */
   const int by_reaction = options->reaction_tol > 0 && o->reaction;
   double work[VOX_CG_WINDOW_MAX + 1];
   double rz = 0, pq;
@@ -72,16 +71,15 @@ vox_status vox_ksp_cg(const vox_ksp_ops *o, void *self, double rr, double rhs_no
     k++;
     monitor(options, k, rr);
     if (sqrt(rr) <= target) break; /* converged: no preconditioner for a next step */
-    if (by_energy && energy_converged(&window, k - 1, rz / pq * rz, options->energy_tol)) {
+    if (by_energy && energy_converged(&window, delay, k - 1, rz / pq * rz, options->energy_tol)) {
       result->reason = VOX_CONVERGED_ENERGY;
       break;
     }
     if (by_reaction) {
-      const int slots = window.delay + 1;
-      TRY(o->reaction(self, &work[k % slots]));
-      const double now = work[k % slots];
-      if (k >= window.delay && now != 0 &&
-          fabs(now - work[(k - window.delay) % slots]) <= options->reaction_tol * fabs(now)) {
+      TRY(o->reaction(self, &work[k % (delay + 1)]));
+      const double now = work[k % (delay + 1)];
+      if (k >= delay && now != 0 &&
+          fabs(now - work[(k - delay) % (delay + 1)]) <= options->reaction_tol * fabs(now)) {
         result->reason = VOX_CONVERGED_REACTION;
         break;
       }
