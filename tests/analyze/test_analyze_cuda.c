@@ -3,9 +3,9 @@
  * gpu): a random porous two-material model, uniaxial along z, solved on both
  * in double and in mixed precision to a tight tolerance; displacements and
  * the top plate's force must agree, and so must solves that stop by the
- * energy test on either storage. Then one larger model on the GPU alone,
- * whose time is printed (not checked). Exit 77 (skipped) when this build has
- * no CUDA or the machine no device. */
+ * energy test or the reaction test on either storage. Then one larger model
+ * on the GPU alone, whose time is printed (not checked). Exit 77 (skipped)
+ * when this build has no CUDA or the machine no device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,21 +90,26 @@ int main(void) {
     CHECK(diff <= 1e-8 * umax);
     CHECK(fabs(fg - fc) <= 1e-8 * fabs(fc));
   }
-  /* the energy test (--cg-energy-tol) on either storage, in double: the
-   * same step on both backends (the box's CG keeps its scalars on the
-   * device), and the force near the tight solve's */
-  for (int st = 0; st < 2; st++) {
+  /* the energy test (--cg-energy-tol) and the reaction test
+   * (--cg-reaction-tol) on either storage, in double: the same step on both
+   * backends (the box's CG keeps its scalars on the device), and the force
+   * near the tight solve's */
+  for (int t = 0; t < 4; t++) {
+    const int st = t % 2, reaction = t / 2;
     opt.precision = VOX_PRECISION_DOUBLE;
     opt.storage = st ? VOX_STORAGE_SPARSE : VOX_STORAGE_FULL_BOX;
     opt.rtol = 1e-12;
-    opt.energy_tol = 1e-8;
+    opt.energy_tol = reaction ? 0 : 1e-8;
+    opt.reaction_tol = reaction ? 1e-8 : 0;
     memset(uc, 0, nd * sizeof *uc), memset(ug, 0, nd * sizeof *ug);
     CHECK_OK(ctx, vox_solve_elasticity(ctx, cpu, &m, 0, 1, 0, &opt, uc, &rc));
     CHECK_OK(ctx, vox_solve_elasticity(ctx, gpu, &m, 0, 1, 0, &opt, ug, &rg));
     const double fe = top_force(ctx, &m, uc), fg = top_force(ctx, &m, ug);
-    printf("%s, energy test 1e-8: force cpu %.12g gpu %.12g N (tight %.12g); CG %d / %d\n",
-           st ? "sparse" : "full box", fe, fg, fc, rc.iterations, rg.iterations);
-    CHECK(rc.reason == VOX_CONVERGED_ENERGY && rg.reason == VOX_CONVERGED_ENERGY);
+    printf("%s, %s test 1e-8: force cpu %.12g gpu %.12g N (tight %.12g); CG %d / %d\n",
+           st ? "sparse" : "full box", reaction ? "reaction" : "energy", fe, fg, fc,
+           rc.iterations, rg.iterations);
+    const int reason = reaction ? VOX_CONVERGED_REACTION : VOX_CONVERGED_ENERGY;
+    CHECK(rc.reason == reason && rg.reason == reason);
     CHECK(abs(rc.iterations - rg.iterations) <= 1);
     CHECK(fabs(fe - fc) <= 1e-6 * fabs(fc) && fabs(fg - fc) <= 1e-6 * fabs(fc));
   }
