@@ -41,10 +41,12 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
 
 /* The "Solver:" entries of an option table, for a vox_solver_options at
  * member SOLVER of the settings struct TYPE; CLI_SOLVER_OPTIONS_DEFAULT
- * shows CG_TOL_DEFAULT as --cg-tol's default (one the program resolves). */
+ * shows CG_TOL_DEFAULT and REACTION_TOL_DEFAULT as the defaults of --cg-tol
+ * and --cg-reaction-tol (ones the program resolves; NULL: the values). */
 #define CLI_SOLVER_OPTIONS(TYPE, SOLVER, CG_TOL_HELP)                                            \
-  CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, NULL)
-#define CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, CG_TOL_DEFAULT)                    \
+  CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, NULL, NULL)
+#define CLI_SOLVER_OPTIONS_DEFAULT(TYPE, SOLVER, CG_TOL_HELP, CG_TOL_DEFAULT,                    \
+                                   REACTION_TOL_DEFAULT)                                         \
   {.kind = CLI_HEADING, .help = "Solver:"},                                                      \
   {.name = "cg-tol", .arg = "T", .kind = CLI_REAL, .offset = offsetof(TYPE, SOLVER.rtol),        \
    .range = {0, 1, 1, 0}, .flags = CLI_RECORD, .help = CG_TOL_HELP,                              \
@@ -61,7 +63,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .offset = offsetof(TYPE, SOLVER.reaction_tol), .range = {0, 1, 0, 1}, .flags = CLI_RECORD,    \
    .help = "stop CG also where the work of the reactions on the prescribed displacements (a "   \
            "compression test's force times its displacement) changed by at most T of itself "   \
-           "over the last --cg-window steps; 0 (or no prescribed displacements): off"},          \
+           "over the last --cg-window steps; 0 (or no prescribed displacements): off",           \
+   .default_text = REACTION_TOL_DEFAULT},                                                        \
   {.name = "cg-window", .arg = "D", .kind = CLI_INTEGER,                                         \
    .offset = offsetof(TYPE, SOLVER.cg_window), .range = {1, VOX_CG_WINDOW_MAX, 0, 0},            \
    .flags = CLI_RECORD,                                                                          \

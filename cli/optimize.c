@@ -475,7 +475,8 @@ static const cli_option options[] = {
 
     CLI_SOLVER_OPTIONS_DEFAULT(settings, opt.solver,
                                "relative residual at which a state solve has converged",
-                               "1e-6; for a periodic cell's six solves " VOX_CELL_RTOL_TEXT),
+                               "1e-6; for a periodic cell's six solves " VOX_CELL_RTOL_TEXT,
+                               NULL),
     NUMBER("start-history", CLI_INTEGER, "M", opt.solver.start_history, RANGE(0, 2),
            "earlier states (0 to 2) that with the last one span each state solve's start, "
            "at their energy-minimal combination; 0: the last state as it is"),

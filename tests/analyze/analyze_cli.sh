@@ -149,6 +149,29 @@ assert np.allclose(got, want, rtol=1e-6, atol=1e-7 * np.abs(want).max()), np.abs
 PY
 rm -f porous_r.nc porous_r.vti p.json
 
+# --- the CG's stop: by default the reactions' work on the plates (the
+# residual a backstop at 1e-10) stops the solve near a tight solve's force
+# long before the residual gets there; a --cg-tol given turns it off; a
+# model of loads alone stops at the residual's 1e-6
+$MAKE porous stop.nc 16 16 12 3 || fail "make_model porous (stop)"
+"$ANALYZE" stop.nc -o stop_r.nc --summary stop.json -q || fail "stop: default run"
+"$ANALYZE" stop.nc -o tight_r.nc --summary tight.json -q --cg-tol 1e-11 || fail "stop: tight run"
+/usr/bin/python3 - <<'PY' || fail "stop: the reaction test against a tight solve"
+import json
+s, t = json.load(open("stop.json")), json.load(open("tight.json"))
+assert s["relative_residual"] > 1e-8 and s["cg_iterations"] < t["cg_iterations"], (s, t)
+assert abs(s["reaction_force"] / t["reaction_force"] - 1) < 1e-5, (s["reaction_force"], t["reaction_force"])
+assert abs(s["failure_load"] / t["failure_load"] - 1) < 1e-4, (s["failure_load"], t["failure_load"])
+PY
+ncdump -h stop_r.nc | grep -q -- "--cg-tol=1e-10 .*--cg-reaction-tol=1e-05" ||
+  fail "stop: default history $(ncdump -h stop_r.nc | grep -o -- '--cg-[a-z-]*=[^ ]*')"
+ncdump -h tight_r.nc | grep -q -- "--cg-tol=1e-11 .*--cg-reaction-tol=0 " ||
+  fail "stop: --cg-tol history $(ncdump -h tight_r.nc | grep -o -- '--cg-[a-z-]*=[^ ]*')"
+"$VOXELIZE" --box 8x4x4 --voxel-size 1 -p "$CANTILEVER" -o loads.nc -q || fail "voxelize loads"
+"$ANALYZE" loads.nc -o loads_r.nc --test model -q || fail "loads alone: exit $?"
+ncdump -h loads_r.nc | grep -q -- "--cg-tol=1e-06 " ||
+  fail "loads alone: history $(ncdump -h loads_r.nc | grep -o -- '--cg-[a-z-]*=[^ ]*')"
+
 # --- parallel jobs appending to one table: one header, one whole row each
 for i in 1 2 3 4 5 6; do
   "$ANALYZE" cube.nc -o par$i.nc --summary shared.csv -q --threads 1 &
