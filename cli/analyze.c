@@ -481,10 +481,11 @@ static int on_both_plates(const vox_model *m, int axis) {
 /* The CG's stop (docs/benchmarks.md, "Defaults and why"). By default a
  * solve whose supports prescribe displacements, as every standard test
  * does, stops when the reactions' work on them has changed by at most
- * REACTION_TOL of itself over the last --cg-window steps: the force and
- * the failure load then sit within about 1e-4 of a tight solve's whether
- * the test is along the bone or across it, where a residual test as cheap
- * along it is percent-level off across it. The residual test stays as a
+ * REACTION_TOL of itself over the last --cg-window steps: what the test
+ * reports, the force and the failure load, is then as close to a tight
+ * solve's as at a residual of 1e-6 along a bone, after a third of its CG
+ * iterations, and closer across a long bone, where that residual leaves
+ * the small force percent-level off. The residual test stays as a
  * backstop at 1e-10; without prescribed displacements (a model of loads
  * alone) it decides at 1e-6. A --cg-tol given is the stop asked for: the
  * reaction test is then off unless given too. */
