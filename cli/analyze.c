@@ -974,10 +974,13 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
 #endif
   const double relative = solve.rhs_norm > 0 ? solve.residual_norm / solve.rhs_norm : 0;
   if (solve.reason < 0) {
-    cli_error("%s: %s after %d CG iterations, relative residual %.3g (--cg-tol %g, "
+    char reaction[64] = "";
+    if (s->solver.reaction_tol > 0)
+      snprintf(reaction, sizeof reaction, ", --cg-reaction-tol %g", s->solver.reaction_tol);
+    cli_error("%s: %s after %d CG iterations, relative residual %.3g (--cg-tol %g%s, "
               "--cg-max-iterations %d); %s not written",
               s->input, vox_convergence_string(solve.reason), solve.iterations, relative,
-              s->solver.rtol, s->solver.max_iterations, s->output);
+              s->solver.rtol, reaction, s->solver.max_iterations, s->output);
     status = CLI_EXIT_FAILED;
     goto done;
   }

@@ -315,4 +315,11 @@ status=$?
 grep -q "not converged (iteration limit) after 1 CG iterations.*r.nc not written" "$LOG/out" ||
   fail "unconverged solve: $(cat "$LOG/out")"
 [ "$before" = "$(listing)" ] || fail "unconverged solve: the folder changed: $(listing)"
+# at the default stop the message names the reaction test too
+"$ANALYZE" stop.nc -o r.nc --cg-max-iterations 2 >"$LOG/out" 2>&1
+status=$?
+[ "$status" -eq 1 ] || fail "unconverged default solve: exit status $status, expected 1"
+grep -q "(--cg-tol 1e-10, --cg-reaction-tol 1e-05, --cg-max-iterations 2); r.nc not written" \
+  "$LOG/out" || fail "unconverged default solve: $(cat "$LOG/out")"
+[ "$before" = "$(listing)" ] || fail "unconverged default solve: the folder changed: $(listing)"
 finish
