@@ -15,6 +15,8 @@
 #   cantilever256   the 2:1:1 cantilever, 256 x 128 x 128, 100 design iterations, mixed
 #   cantilever512   the same at 512 x 256 x 256, 10 design iterations
 #   clinical        voxfe-analyze on the synthetic HR-pQCT sample, and the batch of 8
+#   clinical-stop   the default stop's force and failure load against a 1e-9 solve on
+#                   the 8 samples, along and across (about 4 min on an H100; not in `gpu`)
 #   program-wall    voxfe-optimize with its files: the cantilever at 512 x 256 x 256
 #                   (10 its) and the bulk-modulus cell at 512^3 (4 its), --timings
 #   perlin          the sparse bone solve of the 550^3 and 160^3 perlin bones to 1e-6
@@ -74,6 +76,7 @@ part() {
   cantilever256) "$bench/bench_cuda" cantilever "$cantilever" 256 100 mixed ;;
   cantilever512) "$bench/bench_cuda" cantilever "$cantilever" 512 10 mixed ;;
   clinical) "$root/bench/clinical.sh" "$build" 8 3 ;;
+  clinical-stop) "$root/bench/clinical-stop.sh" "$build" 8 ;;
   program-wall) "$root/bench/program-wall.sh" "$build" "$out/program-wall" 10 4 ;;
   perlin)
     "$bench/bench_sparse" 550 cuda 1e-6
