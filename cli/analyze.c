@@ -497,10 +497,7 @@ static void resolve_cg_stop(settings *s, const vox_model *m) {
   if (s->solver.reaction_tol == REACTION_TOL_AUTO)
     s->solver.reaction_tol = residual_given ? 0 : REACTION_TOL;
   if (residual_given) return;
-  int prescribed = 0;
-  for (size_t i = 0; i < m->n_constraints && !prescribed; i++)
-    prescribed = m->constraints[i].value != 0;
-  s->solver.rtol = prescribed && s->solver.reaction_tol > 0 ? 1e-10 : 1e-6;
+  s->solver.rtol = vox_model_prescribes_motion(m) && s->solver.reaction_tol > 0 ? 1e-10 : 1e-6;
 }
 
 /* Reads the input, keeps the largest component and checks the plates; one

@@ -573,6 +573,12 @@ static void rigid_row(const vox_grid *g, int64_t node, int component, const doub
   row[3 + (c + 2) % 3] = -r[(c + 1) % 3]; /* e_{c+2} x r has -r_{c+1} at c */
 }
 
+int vox_model_prescribes_motion(const vox_model *model) {
+  for (size_t i = 0; i < model->n_constraints; i++)
+    if (model->constraints[i].value != 0) return 1;
+  return 0;
+}
+
 vox_status vox_model_check_held(vox_context *ctx, const vox_model *model) {
   const vox_grid *g = &model->grid;
   if (g->periodic) return VOX_OK; /* a cell's rigid motions are the homogenization's business */

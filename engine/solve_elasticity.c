@@ -309,10 +309,9 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
   }
   if (use_density && !model->density)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "the model has no density");
-  int prescribed = 0;
-  for (size_t i = 0; i < model->n_constraints; i++) prescribed |= model->constraints[i].value != 0;
   TRY(vox_memory_check(backend, &model->grid, vox_physics_dofs_per_node(model->physics),
-                       model->n_load_cases > 0 ? model->n_load_cases : 1, prescribed, options, 0));
+                       model->n_load_cases > 0 ? model->n_load_cases : 1,
+                       vox_model_prescribes_motion(model), options, 0));
   vox_fem *fem;
   TRY(vox_fem_create(ctx, backend, model, &fem));
   const vox_backend_ops *o = backend->ops;

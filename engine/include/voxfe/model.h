@@ -370,6 +370,11 @@ vox_status vox_grid_check(vox_context *ctx, const vox_grid *grid);
  * message names the first problem found. */
 vox_status vox_model_validate(vox_context *ctx, const vox_model *model);
 
+/* Whether a support prescribes a non-zero value (a compression test's
+ * plate displacement): the solve then has a lift to carry and reactions
+ * whose work the CG's reaction test watches. */
+int vox_model_prescribes_motion(const vox_model *model);
+
 /* Checks that the supports (prescribed dofs and springs) hold the structure
  * against the six rigid motions, before a solve: otherwise the stiffness
  * matrix is singular and the solver fails deep inside with a message about
