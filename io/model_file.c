@@ -22,6 +22,7 @@
 
 #include <netcdf.h>
 
+#include "chunk_inflate.h"
 #include "netcdf_guard.h"
 #include "voxfe/output_target.h"
 #include "model_writer.h"
@@ -1511,6 +1512,13 @@ static vox_status read_label(reader *r, vox_model *m) {
   int varid;
   vox_status s = find_var(r, r->ncid, "label", WANT_INT, 3, zyx_names, 1, &varid);
   if (s) return s;
+  /* its chunks inflated on all threads where it is stored as voxfe writes
+   * it (most of reading a large model's time); through netCDF otherwise */
+  const size_t shape[3] = {(size_t)m->grid.nz, (size_t)m->grid.ny, (size_t)m->grid.nx};
+  char name[NC_MAX_NAME + 1];
+  if (nc_inq_varname(r->ncid, varid, name) == NC_NOERR &&
+      vox_read_deflated_bytes(r->path, name, 3, shape, m->label))
+    return VOX_OK;
   R_TRY(r, nc_get_var_uchar(r->ncid, varid, m->label), "variable 'label'");
   return VOX_OK;
 }

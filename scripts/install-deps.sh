@@ -11,7 +11,7 @@ packages=(
   # build; help2man makes the man pages from the programs' --help
   build-essential cmake pkg-config help2man
   # libraries of libvoxfe and the programs
-  libnetcdf-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev liblapack-dev libcairo2-dev
+  libnetcdf-dev libhdf5-dev libxml2-dev zlib1g-dev libfyaml-dev libsuitesparse-dev liblapack-dev libcairo2-dev
   # one model on many ranks (VOXFE_MPI): OpenMPI and its mpirun
   libopenmpi-dev openmpi-bin
   # surface meshes for voxfe-voxelize --mesh (STL, OBJ, PLY, OFF, 3MF, ...)
