@@ -343,6 +343,61 @@ static void test_block_inverse(vox_context *ctx, vox_backend *be, int split) {
   vox_model_free(&m);
 }
 
+/* A level's product K x against the element sum done here, straight from
+ * Ke (the descriptor's): on bricks of three edge lengths the backend takes
+ * Ke's reflection modes (eight 3 x 3 blocks), and with a Ke that lacks the
+ * symmetry the dense product; both to rounding. */
+static void test_product_modes(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_bone_model(ctx, &m, 20, 11, 0);
+  m.grid.voxel_size[0] = 1.0, m.grid.voxel_size[1] = 1.3, m.grid.voxel_size[2] = 0.8;
+  vox_sparse_hierarchy h;
+  CHECK_OK(ctx, vox_sparse_hierarchy_build(ctx, &m, 0.3, 0, 0, &h));
+  const vox_sparse_ops *o = be->ops->sparse;
+  for (int l = 0; l < 2; l++)
+    for (int skewed = 0; skewed < 2; skewed++) {
+      vox_sparse_level_desc d = vox_sparse_level_describe(&h, l);
+      double ke[24 * 24];
+      memcpy(ke, d.ke, sizeof ke);
+      if (skewed) /* a coupling between two parities, kept symmetric */
+        ke[1 * 24 + 7] += 0.1 * ke[0], ke[7 * 24 + 1] += 0.1 * ke[0];
+      d.ke = ke;
+      const size_t nn = d.n_nodes, n = 3 * nn;
+      double *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *want = calloc(n, sizeof *want);
+      for (size_t i = 0; i < n; i++) x[i] = sin(0.37 * (double)i) + 0.2 * cos(1.7 * (double)i);
+      for (size_t e = 0; e < d.n_elements; e++) {
+        int32_t node[8];
+        vox_sparse_corners(d.element_nodes, d.element_nodes_x1, e, node);
+        const double mod = d.material ? d.table[d.material[e]] : (double)d.modulus[e];
+        for (int r = 0; r < 24; r++) {
+          double sum = 0;
+          for (int c = 0; c < 24; c++) sum += ke[r * 24 + c] * x[3 * (size_t)node[c / 3] + c % 3];
+          want[3 * (size_t)node[r / 3] + r % 3] += mod * sum;
+        }
+      }
+      vox_sparse_level *lv;
+      vox_vec xv, yv;
+      CHECK_OK(ctx, o->level_create(be, &d, &lv));
+      CHECK_OK(ctx, be->ops->vec->create(be, n, VOX_DOUBLE, &xv));
+      CHECK_OK(ctx, be->ops->vec->create(be, n, VOX_DOUBLE, &yv));
+      CHECK_OK(ctx, upload_doubles(be, &xv, x));
+      CHECK_OK(ctx, o->apply(be, lv, &xv, &yv, VOX_APPLY_FULL));
+      CHECK_OK(ctx, download_doubles(be, &yv, y));
+      double diff = 0;
+      for (size_t i = 0; i < n; i++) diff = fmax(diff, fabs(y[i] - want[i]));
+      const double scale = max_abs(want, n);
+      printf("product of level %d (%zu elements), %s Ke: max |K x - sum| / max |sum| = %.2e\n", l,
+             d.n_elements, skewed ? "a skewed" : "the brick's", diff / scale);
+      CHECK(scale > 0 && diff <= 1e-13 * scale);
+      be->ops->vec->destroy(be, &xv);
+      be->ops->vec->destroy(be, &yv);
+      o->level_destroy(be, lv);
+      free(x), free(y), free(want);
+    }
+  vox_sparse_hierarchy_free(&h);
+  vox_model_free(&m);
+}
+
 /* Forces in two load cases on the top of a bone clamped at the bottom:
  * loads without prescribed values, and a second case. */
 static void test_forces(vox_context *ctx, vox_backend *be, const char *smoother) {
@@ -797,6 +852,7 @@ int main(void) {
   test_split_levels(ctx);
   test_parent_words(ctx);
   test_inclusive_scan();
+  test_product_modes(ctx, be);
   test_entries(ctx, be);
   test_plan(ctx, be);
   test_moduli(ctx, be);
