@@ -145,14 +145,11 @@ int vox_read_deflated_bytes(const char *path, const char *name, int rank, const 
   int done = 0;
   raw_chunk *chunks = NULL;
   hsize_t n = 0;
-  hid_t file = -1, dset = -1;
-  /* netCDF holds the file open already: a second open must ask for the
-   * same closing degree as netCDF's (H5F_CLOSE_SEMI in netCDF-C 4.9; the
-   * library's default for others) */
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (fapl >= 0 && H5Pset_fclose_degree(fapl, H5F_CLOSE_SEMI) >= 0)
-    file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-  if (file < 0) file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t dset = -1;
+  /* netCDF holds the file open already: HDF5 opens it again only with the
+   * same closing degree, netCDF-C 4.9's being the library's default (weak);
+   * where it is not, the open fails and netCDF reads the variable */
+  const hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file >= 0) dset = H5Dopen2(file, name, H5P_DEFAULT);
   hsize_t cdims[MAX_RANK];
   size_t chunk_bytes = 1, expected = 1;
@@ -175,7 +172,6 @@ int vox_read_deflated_bytes(const char *path, const char *name, int rank, const 
   if (space >= 0) H5Sclose(space);
   if (dset >= 0) H5Dclose(dset);
   if (file >= 0) H5Fclose(file);
-  if (fapl >= 0) H5Pclose(fapl);
   H5Eset_auto2(H5E_DEFAULT, report, report_data);
   return done;
 }
