@@ -3,6 +3,7 @@
 #ifndef VOXFE_CPU_H
 #define VOXFE_CPU_H
 
+#include "element_modes.h"
 #include <string.h>
 
 #include "../backend_ops.h"
@@ -16,6 +17,7 @@ struct vox_operator {
   int nloc;                /* 8 * dpn */
   double *ke;              /* nloc x nloc, unit modulus */
   float *ke32;             /* ke rounded to float: the VOX_APPLY_SINGLE product */
+  vox_element_modes modes; /* elasticity's Ke by the brick's reflections (element_modes.h) */
   uint8_t *fixed;          /* per dof */
   size_t n_dofs;
   const double *moduli;    /* per element, set by op->set_moduli */

@@ -29,6 +29,7 @@ vox_status vox_cpu_op_create(vox_backend *be, const vox_operator_desc *desc, vox
   }
   memcpy(op->ke, desc->ke, (size_t)op->nloc * (size_t)op->nloc * sizeof *op->ke);
   for (int e = 0; e < op->nloc * op->nloc; e++) op->ke32[e] = (float)op->ke[e];
+  if (op->nloc == 24) vox_element_modes_set(op->ke, &op->modes);
   if (op->fixed) memcpy(op->fixed, desc->dof_fixed, op->n_dofs);
   if (desc->n_springs > 0) {
     op->spring_dof = malloc(desc->n_springs * sizeof *op->spring_dof);
@@ -128,6 +129,44 @@ apply_row_double(const vox_operator *op, const double *restrict x, double *restr
   }
 }
 
+/* apply_row_double for elasticity by Ke's modes (element_modes.h): the
+ * row's elements of non-zero modulus, VOX_MODE_LANES at a time, gathered
+ * and added to y one by one in row order. */
+static inline __attribute__((always_inline)) void
+apply_row_modes(const vox_operator *op, const double *restrict x, double *restrict y, int full,
+                int64_t j, int64_t k, int ci, int step) {
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
+  const vox_element_modes *modes = &op->modes;
+  enum { LANES = VOX_MODE_LANES };
+  for (int64_t i = ci; i < nx;) {
+    ptrdiff_t node[LANES][8];
+    double m[LANES];
+    vox_mode_lanes v[8][3], w[8][3];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < 3; c++) v[a][c] = (vox_mode_lanes){0};
+    int n = 0;
+    for (; i < nx && n < LANES; i += step) {
+      if (moduli[i] == 0) continue;
+      m[n] = moduli[i];
+      element_nodes(op, i, j, k, node[n]);
+      double xe[24];
+      gather_element(op, x, full, node[n], xe, 24);
+      for (int a = 0; a < 8; a++)
+        for (int c = 0; c < 3; c++) v[modes->corner_mode[a]][c][n] = xe[3 * a + c];
+      n++;
+    }
+    if (n == 0) break;
+    vox_hadamard8(v);
+    vox_mode_blocks(modes, v, w);
+    vox_hadamard8(w);
+    for (int q = 0; q < n; q++)
+      for (int a = 0; a < 8; a++)
+        for (int c = 0; c < 3; c++)
+          y[node[q][a] * 3 + c] += m[q] * w[modes->corner_mode[a]][c][q];
+  }
+}
+
 /* 8 floats, one AVX register (two SSE ones in the baseline build) */
 typedef float float8 __attribute__((vector_size(32)));
 
@@ -181,6 +220,8 @@ apply_row(const vox_operator *op, const double *restrict x, double *restrict y, 
           int64_t j, int64_t k, int ci, int step, const int NLOC, const int SINGLE) {
   if (SINGLE)
     apply_row_single(op, x, y, full, j, k, ci, step, NLOC);
+  else if (NLOC == 24 && op->modes.ok)
+    apply_row_modes(op, x, y, full, j, k, ci, step);
   else
     apply_row_double(op, x, y, full, j, k, ci, step, NLOC);
 }

@@ -12,6 +12,7 @@
 
 #include "../sparse_ops.h"
 #include "cpu.h"
+#include "element_modes.h"
 #include "ordered_sum.h"
 #include "voxfe/element.h"
 
@@ -23,11 +24,7 @@ struct vox_sparse_level {
   float *modulus;
   double ke[24 * 24];
   double ke_t[24 * 24]; /* its transpose: column c of Ke is row c of ke_t */
-  /* Ke in the brick's reflection modes (set_modes): by_modes when Ke has
-   * the symmetry, then the eight 3 x 3 blocks and each corner's mode */
-  int by_modes;
-  double mode_block[8][9];
-  int corner_mode[8];
+  vox_element_modes modes; /* Ke by the brick's reflections (element_modes.h) */
   uint8_t *node_fixed;
   uint32_t *parent;
   /* the interpolation of a fine node at each of the 27 positions in its
@@ -218,50 +215,6 @@ static void level_destroy(vox_backend *be, vox_sparse_level *l) {
   free(l);
 }
 
-/* The element matrix in the modes of the brick's reflections.
- *
- * Corner a at (x, y, z) in {0, 1}^3 has bits b(a) = x + 2y + 4z; mode m
- * (0-7) is the field (-1)^popcount(m & b) over the corners, so one
- * component's eight values x become H x, H the 8 x 8 Walsh-Hadamard matrix
- * (symmetric, H H = 8 I). A brick of one isotropic material is symmetric
- * under the reflection of each axis, which flips mode m along the axes in
- * m and displacement component c along axis c: the pair (m, c) has parity
- * m ^ (1 << c), and Ke couples only pairs of equal parity. Each parity has
- * three pairs (one a component), so H Ke H / 64 is eight 3 x 3 blocks:
- * Ke x = H B (H x) in 72 products and 144 sums of the transforms instead of
- * Ke's 576 products. Kept where the blocks hold Ke to rounding (entries
- * between parities below 1e-13 of Ke's largest), else the dense product. */
-static void set_modes(vox_sparse_level *l) {
-  int bits[8];
-  for (int a = 0; a < 8; a++)
-    bits[a] = vox_hex8_corner[a][0] | vox_hex8_corner[a][1] << 1 | vox_hex8_corner[a][2] << 2;
-  double kmax = 0;
-  for (int i = 0; i < 24 * 24; i++) kmax = fmax(kmax, fabs(l->ke[i]));
-  int ok = kmax > 0;
-  for (int m = 0; m < 8; m++)
-    for (int c = 0; c < 3; c++)
-      for (int n = 0; n < 8; n++)
-        for (int d = 0; d < 3; d++) {
-          double sum = 0;
-          for (int a = 0; a < 8; a++)
-            for (int b = 0; b < 8; b++) {
-              const int sign = (__builtin_popcount((unsigned)(m & bits[a]) ^
-                                                  (unsigned)(n & bits[b]) << 3) & 1) ? -1 : 1;
-              sum += sign * l->ke[(3 * a + c) * 24 + 3 * b + d];
-            }
-          sum /= 64;
-          const int p = m ^ 1 << c, q = n ^ 1 << d;
-          if (p != q) {
-            ok &= fabs(sum) <= 1e-13 * kmax;
-          } else {
-            /* (a rigid translation's rows are sums of Ke's rows: zero) */
-            l->mode_block[p][3 * c + d] = fabs(sum) <= 1e-13 * kmax ? 0 : sum;
-          }
-        }
-  for (int a = 0; a < 8; a++) l->corner_mode[a] = bits[a];
-  l->by_modes = ok;
-}
-
 static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
                                vox_sparse_level **out) {
   vox_sparse_level *l = calloc(1, sizeof *l);
@@ -272,7 +225,7 @@ static vox_status level_create(vox_backend *be, const vox_sparse_level_desc *d,
   memcpy(l->ke, d->ke, sizeof l->ke);
   for (int r = 0; r < 24; r++)
     for (int c = 0; c < 24; c++) l->ke_t[c * 24 + r] = l->ke[r * 24 + c];
-  set_modes(l);
+  vox_element_modes_set(l->ke, &l->modes);
   for (int p = 0; p < 27; p++)
     l->interp[p].n = interpolation((uint32_t)p, l->interp[p].corner, l->interp[p].weight);
   if (d->table) memcpy(l->table, d->table, sizeof l->table);
@@ -373,27 +326,9 @@ product_elements(const vox_sparse_level *l, const void *xv, void *yv, int full, 
   }
 }
 
-/* LANES elements side by side in product_modes: one vector of doubles
- * (GCC's and Clang's vector extension; the baseline clone splits it) */
-enum { LANES = 4 };
-typedef double lanes __attribute__((vector_size(LANES * sizeof(double))));
-
-/* The values of LANES elements by mode, in place: H v (unnormalised). */
-static inline __attribute__((always_inline)) void hadamard8(lanes v[8][3]) {
-  for (int h = 1; h < 8; h <<= 1)
-    for (int i = 0; i < 8; i++)
-      if (!(i & h))
-        for (int c = 0; c < 3; c++) {
-          const lanes a = v[i][c], b = v[i | h][c];
-          v[i][c] = a + b;
-          v[i | h][c] = a - b;
-        }
-}
-
-/* product_elements by Ke's modes (set_modes), LANES elements at a time:
- * gathered one by one, transformed and multiplied side by side, added to
- * y one by one in element order. Each element's values take the same
- * operations in any lane: the same bits as one element at a time. */
+/* product_elements by Ke's modes (element_modes.h), VOX_MODE_LANES
+ * elements at a time: gathered one by one, transformed and multiplied side
+ * by side, added to y one by one in element order. */
 static inline __attribute__((always_inline)) void
 product_modes(const vox_sparse_level *l, const void *xv, void *yv, int full, size_t e0,
               size_t e1, const int XF, const int YF) {
@@ -402,36 +337,34 @@ product_modes(const vox_sparse_level *l, const void *xv, void *yv, int full, siz
   double *restrict yd = yv;
   float *restrict yf = yv;
   const uint8_t *restrict fixed = l->node_fixed;
+  const vox_element_modes *modes = &l->modes;
+  enum { LANES = VOX_MODE_LANES };
   for (size_t e = e0; e < e1; e += LANES) {
     const int n = e1 - e < LANES ? (int)(e1 - e) : LANES;
     int32_t node[LANES][8];
     double m[LANES];
-    lanes v[8][3], w[8][3];
+    vox_mode_lanes v[8][3], w[8][3];
     for (int a = 0; a < 8; a++)
-      for (int c = 0; c < 3; c++) v[a][c] = (lanes){0};
+      for (int c = 0; c < 3; c++) v[a][c] = (vox_mode_lanes){0};
     for (int k = 0; k < n; k++) {
       element_corners(l, e + (size_t)k, node[k]);
       m[k] = element_modulus(l, e + (size_t)k);
       for (int a = 0; a < 8; a++)
         for (int c = 0; c < 3; c++) {
           const size_t i = 3 * (size_t)node[k][a] + (size_t)c;
-          v[l->corner_mode[a]][c][k] = !full && (fixed[node[k][a]] >> c & 1) ? 0.0
+          v[modes->corner_mode[a]][c][k] = !full && (fixed[node[k][a]] >> c & 1) ? 0.0
                                        : XF                                  ? (double)xf[i]
                                                                              : xd[i];
         }
     }
-    hadamard8(v);
-    for (int p = 0; p < 8; p++)
-      for (int r = 0; r < 3; r++) {
-        const double *row = l->mode_block[p] + 3 * r;
-        w[p ^ 1 << r][r] = row[0] * v[p ^ 1][0] + row[1] * v[p ^ 2][1] + row[2] * v[p ^ 4][2];
-      }
-    hadamard8(w);
+    vox_hadamard8(v);
+    vox_mode_blocks(modes, v, w);
+    vox_hadamard8(w);
     for (int k = 0; k < n; k++)
       for (int a = 0; a < 8; a++)
         for (int c = 0; c < 3; c++) {
           const size_t i = 3 * (size_t)node[k][a] + (size_t)c;
-          const double y = w[l->corner_mode[a]][c][k];
+          const double y = w[modes->corner_mode[a]][c][k];
           if (YF)
             yf[i] += (float)(m[k] * y);
           else
@@ -444,7 +377,7 @@ product_modes(const vox_sparse_level *l, const void *xv, void *yv, int full, siz
 #define PRODUCT_KERNEL(suffix, XF, YF)                                                          \
   HOT_CLONES static void product_##suffix(const vox_sparse_level *l, const void *x, void *y,   \
                                           int full, size_t e0, size_t e1) {                    \
-    if (l->by_modes)                                                                           \
+    if (l->modes.ok)                                                                           \
       product_modes(l, x, y, full, e0, e1, XF, YF);                                            \
     else                                                                                       \
       product_elements(l, x, y, full, e0, e1, XF, YF);                                         \

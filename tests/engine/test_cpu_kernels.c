@@ -125,8 +125,8 @@ static void test_stencil(vox_context *ctx, vox_backend *be, int64_t nx, int64_t 
  * double, and in float (VOX_APPLY_SINGLE, as the mixed-precision
  * smoother asks for it) to float's rounding. */
 static void test_element_product(vox_context *ctx, vox_backend *be, int64_t nx, int64_t ny,
-                                 int64_t nz) {
-  const vox_grid g = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1, 1}};
+                                 int64_t nz, const double h[3]) {
+  const vox_grid g = {.nx = nx, .ny = ny, .nz = nz, .voxel_size = {h[0], h[1], h[2]}};
   const size_t nodes = (size_t)vox_grid_nodes(&g), n = 3 * nodes,
                ne = (size_t)vox_grid_elements(&g);
   double ke[24 * 24];
@@ -307,9 +307,12 @@ int main(void) {
     test_stencil(ctx, be, 6, 5, 4, p);
     test_stencil(ctx, be, 1, 3, 2, p); /* no interior node */
   }
-  test_element_product(ctx, be, 9, 4, 3); /* odd: a last element alone */
-  test_element_product(ctx, be, 8, 3, 2);
-  test_element_product(ctx, be, 5, 3, 9); /* slabs of layers, an odd number */
+  /* (the double product by Ke's reflection modes, element_modes.h: cubes
+   * and bricks of three edge lengths) */
+  const double cube[3] = {1, 1, 1}, brick[3] = {1, 1.3, 0.8};
+  test_element_product(ctx, be, 9, 4, 3, cube); /* odd: a last element alone */
+  test_element_product(ctx, be, 8, 3, 2, brick);
+  test_element_product(ctx, be, 5, 3, 9, cube); /* slabs of layers, an odd number */
   test_element_product_periodic(ctx, be);
   test_filter(ctx, be, 11, 9, 8, 2.56, 0);
   test_filter(ctx, be, 11, 9, 8, 2.56, 1);
