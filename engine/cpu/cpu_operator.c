@@ -167,6 +167,46 @@ apply_row_modes(const vox_operator *op, const double *restrict x, double *restri
   }
 }
 
+/* apply_row_modes in float (VOX_APPLY_SINGLE), eight elements a vector:
+ * x_e rounded to float, transformed and multiplied in float, m (Ke x_e)
+ * added to y in double. */
+static inline __attribute__((always_inline)) void
+apply_row_modes_single(const vox_operator *op, const double *restrict x, double *restrict y,
+                       int full, int64_t j, int64_t k, int ci, int step) {
+  const int64_t nx = op->grid.nx, ny = op->grid.ny;
+  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
+  const uint8_t *restrict fixed = op->fixed;
+  const vox_element_modes *modes = &op->modes;
+  enum { LANES = VOX_MODE_LANES_SINGLE };
+  for (int64_t i = ci; i < nx;) {
+    ptrdiff_t node[LANES][8];
+    double m[LANES];
+    vox_mode_lanes_single v[8][3], w[8][3];
+    for (int a = 0; a < 8; a++)
+      for (int c = 0; c < 3; c++) v[a][c] = (vox_mode_lanes_single){0};
+    int n = 0;
+    for (; i < nx && n < LANES; i += step) {
+      if (moduli[i] == 0) continue;
+      m[n] = moduli[i];
+      element_nodes(op, i, j, k, node[n]);
+      for (int a = 0; a < 8; a++)
+        for (int c = 0; c < 3; c++) {
+          const ptrdiff_t dof = node[n][a] * 3 + c;
+          v[modes->corner_mode[a]][c][n] = (full || !fixed[dof]) ? (float)x[dof] : 0.0f;
+        }
+      n++;
+    }
+    if (n == 0) break;
+    vox_hadamard8_single(v);
+    vox_mode_blocks_single(modes, v, w);
+    vox_hadamard8_single(w);
+    for (int q = 0; q < n; q++)
+      for (int a = 0; a < 8; a++)
+        for (int c = 0; c < 3; c++)
+          y[node[q][a] * 3 + c] += m[q] * (double)w[modes->corner_mode[a]][c][q];
+  }
+}
+
 /* 8 floats, one AVX register (two SSE ones in the baseline build) */
 typedef float float8 __attribute__((vector_size(32)));
 
@@ -218,7 +258,9 @@ apply_row_single(const vox_operator *op, const double *restrict x, double *restr
 static inline __attribute__((always_inline)) void
 apply_row(const vox_operator *op, const double *restrict x, double *restrict y, int full,
           int64_t j, int64_t k, int ci, int step, const int NLOC, const int SINGLE) {
-  if (SINGLE)
+  if (SINGLE && NLOC == 24 && op->modes.ok)
+    apply_row_modes_single(op, x, y, full, j, k, ci, step);
+  else if (SINGLE)
     apply_row_single(op, x, y, full, j, k, ci, step, NLOC);
   else if (NLOC == 24 && op->modes.ok)
     apply_row_modes(op, x, y, full, j, k, ci, step);

@@ -24,6 +24,7 @@
 typedef struct vox_element_modes {
   int ok;               /* Ke has the symmetry (to 1e-13 of its largest entry) */
   double block[8][9];   /* by parity p: row r, column c at 3 r + c */
+  float block32[8][9];  /* the same rounded to float (float products) */
   int corner_mode[8];   /* b(a) of corner a */
 } vox_element_modes;
 
@@ -56,6 +57,8 @@ static inline void vox_element_modes_set(const double *ke, vox_element_modes *ou
             out->block[p][3 * c + d] = fabs(sum) <= 1e-13 * kmax ? 0 : sum;
           }
         }
+  for (int p = 0; p < 8; p++)
+    for (int i = 0; i < 9; i++) out->block32[p][i] = (float)out->block[p][i];
   for (int a = 0; a < 8; a++) out->corner_mode[a] = bits[a];
   out->ok = ok;
 }
@@ -83,6 +86,33 @@ vox_mode_blocks(const vox_element_modes *modes, vox_mode_lanes v[8][3], vox_mode
   for (int p = 0; p < 8; p++)
     for (int r = 0; r < 3; r++) {
       const double *row = modes->block[p] + 3 * r;
+      w[p ^ 1 << r][r] = row[0] * v[p ^ 1][0] + row[1] * v[p ^ 2][1] + row[2] * v[p ^ 4][2];
+    }
+}
+
+/* The same in float, VOX_MODE_LANES_SINGLE elements a vector. */
+enum { VOX_MODE_LANES_SINGLE = 8 };
+typedef float vox_mode_lanes_single
+    __attribute__((vector_size(VOX_MODE_LANES_SINGLE * sizeof(float))));
+
+static inline __attribute__((always_inline)) void
+vox_hadamard8_single(vox_mode_lanes_single v[8][3]) {
+  for (int h = 1; h < 8; h <<= 1)
+    for (int i = 0; i < 8; i++)
+      if (!(i & h))
+        for (int c = 0; c < 3; c++) {
+          const vox_mode_lanes_single a = v[i][c], b = v[i | h][c];
+          v[i][c] = a + b;
+          v[i | h][c] = a - b;
+        }
+}
+
+static inline __attribute__((always_inline)) void
+vox_mode_blocks_single(const vox_element_modes *modes, vox_mode_lanes_single v[8][3],
+                       vox_mode_lanes_single w[8][3]) {
+  for (int p = 0; p < 8; p++)
+    for (int r = 0; r < 3; r++) {
+      const float *row = modes->block32[p] + 3 * r;
       w[p ^ 1 << r][r] = row[0] * v[p ^ 1][0] + row[1] * v[p ^ 2][1] + row[2] * v[p ^ 4][2];
     }
 }
