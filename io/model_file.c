@@ -1515,10 +1515,7 @@ static vox_status read_label(reader *r, vox_model *m) {
   /* its chunks inflated on all threads where it is stored as voxfe writes
    * it (most of reading a large model's time); through netCDF otherwise */
   const size_t shape[3] = {(size_t)m->grid.nz, (size_t)m->grid.ny, (size_t)m->grid.nx};
-  char name[NC_MAX_NAME + 1];
-  if (nc_inq_varname(r->ncid, varid, name) == NC_NOERR &&
-      vox_read_deflated_bytes(r->path, name, 3, shape, m->label))
-    return VOX_OK;
+  if (vox_read_deflated_bytes(r->path, "label", 3, shape, m->label)) return VOX_OK;
   R_TRY(r, nc_get_var_uchar(r->ncid, varid, m->label), "variable 'label'");
   return VOX_OK;
 }

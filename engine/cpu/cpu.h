@@ -3,10 +3,10 @@
 #ifndef VOXFE_CPU_H
 #define VOXFE_CPU_H
 
-#include "element_modes.h"
 #include <string.h>
 
 #include "../backend_ops.h"
+#include "element_modes.h"
 #include "../mma_ops.h"
 #include "voxfe/element.h"
 

@@ -130,82 +130,44 @@ apply_row_double(const vox_operator *op, const double *restrict x, double *restr
 }
 
 /* apply_row_double for elasticity by Ke's modes (element_modes.h): the
- * row's elements of non-zero modulus, VOX_MODE_LANES at a time, gathered
- * and added to y one by one in row order. */
-static inline __attribute__((always_inline)) void
-apply_row_modes(const vox_operator *op, const double *restrict x, double *restrict y, int full,
-                int64_t j, int64_t k, int ci, int step) {
-  const int64_t nx = op->grid.nx, ny = op->grid.ny;
-  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
-  const vox_element_modes *modes = &op->modes;
-  enum { LANES = VOX_MODE_LANES };
-  for (int64_t i = ci; i < nx;) {
-    ptrdiff_t node[LANES][8];
-    double m[LANES];
-    vox_mode_lanes v[8][3], w[8][3];
-    for (int a = 0; a < 8; a++)
-      for (int c = 0; c < 3; c++) v[a][c] = (vox_mode_lanes){0};
-    int n = 0;
-    for (; i < nx && n < LANES; i += step) {
-      if (moduli[i] == 0) continue;
-      m[n] = moduli[i];
-      element_nodes(op, i, j, k, node[n]);
-      double xe[24];
-      gather_element(op, x, full, node[n], xe, 24);
-      for (int a = 0; a < 8; a++)
-        for (int c = 0; c < 3; c++) v[modes->corner_mode[a]][c][n] = xe[3 * a + c];
-      n++;
-    }
-    if (n == 0) break;
-    vox_hadamard8(v);
-    vox_mode_blocks(modes, v, w);
-    vox_hadamard8(w);
-    for (int q = 0; q < n; q++)
-      for (int a = 0; a < 8; a++)
-        for (int c = 0; c < 3; c++)
-          y[node[q][a] * 3 + c] += m[q] * w[modes->corner_mode[a]][c][q];
+ * row's elements of non-zero modulus, LANES at a time, gathered and added
+ * to y one by one in row order; MODES the vector type (vox_modes: double,
+ * four a vector; vox_modes_single: x_e rounded to float and multiplied in
+ * float, eight a vector, the VOX_APPLY_SINGLE product), m (Ke x_e) added
+ * to y in double either way. */
+#define APPLY_ROW_MODES(NAME, MODES, T, LANES)                                                  \
+  static inline __attribute__((always_inline)) void NAME(                                      \
+      const vox_operator *op, const double *restrict x, double *restrict y, int full, int64_t j, \
+      int64_t k, int ci, int step) {                                                             \
+    const int64_t nx = op->grid.nx, ny = op->grid.ny;                                            \
+    const double *restrict moduli = op->moduli + (k * ny + j) * nx;                              \
+    const int *corner_mode = op->modes.corner_mode;                                              \
+    for (int64_t i = ci; i < nx;) {                                                              \
+      ptrdiff_t node[LANES][8];                                                                  \
+      double m[LANES];                                                                           \
+      MODES##_lanes v[8][3] = {{{0}}}, w[8][3];                                                  \
+      int n = 0;                                                                                 \
+      for (; i < nx && n < (LANES); i += step) {                                                 \
+        if (moduli[i] == 0) continue;                                                            \
+        m[n] = moduli[i];                                                                        \
+        element_nodes(op, i, j, k, node[n]);                                                     \
+        double xe[24];                                                                           \
+        gather_element(op, x, full, node[n], xe, 24);                                            \
+        for (int a = 0; a < 8; a++)                                                              \
+          for (int c = 0; c < 3; c++) v[corner_mode[a]][c][n] = (T)xe[3 * a + c];                \
+        n++;                                                                                     \
+      }                                                                                          \
+      if (n == 0) break;                                                                         \
+      MODES##_product(&op->modes, v, w);                                                         \
+      for (int q = 0; q < n; q++)                                                                \
+        for (int a = 0; a < 8; a++)                                                              \
+          for (int c = 0; c < 3; c++)                                                            \
+            y[node[q][a] * 3 + c] += m[q] * (double)w[corner_mode[a]][c][q];                     \
+    }                                                                                            \
   }
-}
-
-/* apply_row_modes in float (VOX_APPLY_SINGLE), eight elements a vector:
- * x_e rounded to float, transformed and multiplied in float, m (Ke x_e)
- * added to y in double. */
-static inline __attribute__((always_inline)) void
-apply_row_modes_single(const vox_operator *op, const double *restrict x, double *restrict y,
-                       int full, int64_t j, int64_t k, int ci, int step) {
-  const int64_t nx = op->grid.nx, ny = op->grid.ny;
-  const double *restrict moduli = op->moduli + (k * ny + j) * nx;
-  const uint8_t *restrict fixed = op->fixed;
-  const vox_element_modes *modes = &op->modes;
-  enum { LANES = VOX_MODE_LANES_SINGLE };
-  for (int64_t i = ci; i < nx;) {
-    ptrdiff_t node[LANES][8];
-    double m[LANES];
-    vox_mode_lanes_single v[8][3], w[8][3];
-    for (int a = 0; a < 8; a++)
-      for (int c = 0; c < 3; c++) v[a][c] = (vox_mode_lanes_single){0};
-    int n = 0;
-    for (; i < nx && n < LANES; i += step) {
-      if (moduli[i] == 0) continue;
-      m[n] = moduli[i];
-      element_nodes(op, i, j, k, node[n]);
-      for (int a = 0; a < 8; a++)
-        for (int c = 0; c < 3; c++) {
-          const ptrdiff_t dof = node[n][a] * 3 + c;
-          v[modes->corner_mode[a]][c][n] = (full || !fixed[dof]) ? (float)x[dof] : 0.0f;
-        }
-      n++;
-    }
-    if (n == 0) break;
-    vox_hadamard8_single(v);
-    vox_mode_blocks_single(modes, v, w);
-    vox_hadamard8_single(w);
-    for (int q = 0; q < n; q++)
-      for (int a = 0; a < 8; a++)
-        for (int c = 0; c < 3; c++)
-          y[node[q][a] * 3 + c] += m[q] * (double)w[modes->corner_mode[a]][c][q];
-  }
-}
+APPLY_ROW_MODES(apply_row_modes, vox_modes, double, VOX_MODE_LANES)
+APPLY_ROW_MODES(apply_row_modes_single, vox_modes_single, float, VOX_MODE_LANES_SINGLE)
+#undef APPLY_ROW_MODES
 
 /* 8 floats, one AVX register (two SSE ones in the baseline build) */
 typedef float float8 __attribute__((vector_size(32)));
