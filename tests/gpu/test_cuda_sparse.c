@@ -416,9 +416,14 @@ static void compare_recorded(vox_context *ctx, vox_backend *gpu, vox_backend *cp
     printf("recorded V-cycle, %s, 3 CG iterations: max |du| / max |u| = %.2e against op by op, "
            "%.2e against the CPU\n",
            mixed ? "mixed" : "double", d_ops / scale, d_cpu / scale);
-    /* float smoothing with atomic sums rounds apart from run to run */
+    /* float smoothing with atomic sums rounds apart from run to run. The
+     * CPU's element products take Ke's reflection modes, the GPU's the
+     * dense sums: the products agree to rounding, and this bone's V-cycle
+     * (its coarse solve) amplifies that to 3e-12 in one CG iteration and
+     * 1.5e-10 in three (the CPU's modes against its own dense product,
+     * measured); an op missing from the replay leaves far more. */
     CHECK(scale > 0 && d_ops <= (mixed ? 1e-4 : 1e-11) * scale);
-    if (!mixed) CHECK(d_cpu <= 1e-11 * scale);
+    if (!mixed) CHECK(d_cpu <= 1e-9 * scale);
   }
   for (int k = 0; k < 3; k++) free(u[k]);
 }
