@@ -3,7 +3,7 @@
  *
  *   bench_cuda kernel NX NY NZ [REPS]
  *     The matrix-free K u (elasticity, random moduli, the x- face fixed) in
- *     each variant (dbd, nbn, ebe, and auto, the backend's choice): time per
+ *     each variant (dbd, nbn, ebe, modes, and auto, the backend's choice): time per
  *     product, achieved bandwidth over the minimal bytes and its ratio to the
  *     device copy bandwidth measured in the same run, GFLOP/s of the dense
  *     element product; each variant's result against the first one and
@@ -65,7 +65,7 @@ static const double GiB = 1073741824.0;
 static _Noreturn void usage(const char *prog) {
   fprintf(stderr,
           "usage: %s kernel NX NY NZ [REPS]\n"
-          "       %s cantilever PROBLEM.yaml SIZE [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe]\n"
+          "       %s cantilever PROBLEM.yaml SIZE [ITERATIONS] [double|mixed] [auto|dbd|nbn|ebe|modes]\n"
           "       %s vcycle PROBLEM.yaml SIZE [double|mixed]\n"
           "       %s mma N M [ITERATIONS] [primal-dual|dual|both]\n"
           "settings: --device=cpu|cuda --fp16-levels=auto|on|off --stencil-kernel=auto|row|warp\n"
@@ -216,7 +216,8 @@ static int kernel_mode(int argc, char **argv) {
 
   printf("%-9s %10s %7s %10s %8s %10s  %-14s %-14s\n", "K u", "ms", "reps", "GB/s", "of copy",
          "GFLOP/s", "vs first", "vs cpu");
-  const vox_kernel variants[] = {VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE, VOX_KERNEL_AUTO};
+  const vox_kernel variants[] = {VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE, VOX_KERNEL_MODES,
+                                 VOX_KERNEL_AUTO};
   int have_first = 0, failed = 0;
   for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
     const char *name = vox_kernel_name(variants[v]);

@@ -34,14 +34,15 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   static const char *const settings[] = {
-      "design",         "fine-smoothing-steps", "fp16-levels",
+      "design",         "fine-smoothing-steps", "fp16-levels", "kernel",
       "stencil-kernel", "mg-coarse-dofs",       NULL};
   bench_options_take(&argc, argv, settings);
   if (argc != 8 && argc != 11 && argc != 12) {
     fprintf(stderr,
             "usage: %s MODEL.nc DEVICE VOLUME_FRACTION FILTER_RADIUS EMIN_RATIO Q_MAX "
             "ITERATIONS [DAMPING MOVE_LIMIT CG_TOL [ADJOINT_GPU]] [--design=FILE] "
-            "[--fine-smoothing-steps=N] [--fp16-levels=auto|on|off] [--mg-coarse-dofs=N]\n",
+            "[--fine-smoothing-steps=N] [--fp16-levels=auto|on|off] [--mg-coarse-dofs=N] "
+            "[--kernel=auto|dbd|nbn|ebe|modes]\n",
             argv[0]);
     return 2;
   }
@@ -58,6 +59,12 @@ int main(int argc, char **argv) {
   const char *fp16 = bench_option("fp16-levels");
   if (fp16 && vox_fp16_levels_parse(fp16, &backend.fp16_levels) != 0) {
     fprintf(stderr, "%s: --fp16-levels: expected auto, on or off, got '%s'\n", argv[0], fp16);
+    return 2;
+  }
+  const char *kernel = bench_option("kernel");
+  if (kernel && vox_kernel_parse(kernel, &backend.kernel) != 0) {
+    fprintf(stderr, "%s: --kernel: expected auto, dbd, nbn, ebe or modes, got '%s'\n", argv[0],
+            kernel);
     return 2;
   }
   const char *stencil = bench_option("stencil-kernel");

@@ -7,8 +7,8 @@
 # files and the designs (<name>-design.nc). The problem files are read from VOXFE_WORKFLOWS (default: the
 # source tree's workflows/, as <name>/<name>.yaml). The settings are those of the three workflows
 # (workflows/bridge, workflows/gripper, workflows/heatsink) at full size;
-# each SETTING (bench_optimize's --fine-smoothing-steps=N or
-# --fp16-levels=USE) goes to every run.
+# each SETTING (bench_optimize's --fine-smoothing-steps=N, --fp16-levels=USE or
+# --kernel=K) goes to every run.
 set -euo pipefail
 build=${1:?usage: martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE]}
 out=${2:?usage: martinez-frutos2017.sh BUILD_DIR OUT_DIR [DEVICE]}

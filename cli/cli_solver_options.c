@@ -59,7 +59,7 @@ void cli_format_precision(const void *value, char *buf, size_t size) {
 
 int cli_parse_kernel(const char *what, const char *text, void *value) {
   if (vox_kernel_parse(text, value) != 0) {
-    cli_error("%s: expected auto, dbd, nbn or ebe, got '%s'", what, text);
+    cli_error("%s: expected auto, dbd, nbn, ebe or modes, got '%s'", what, text);
     return -1;
   }
   return 0;

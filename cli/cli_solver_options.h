@@ -167,7 +167,8 @@ void cli_format_sparse_degrees(const void *value, char *buf, size_t size);
    .parse = cli_parse_device, .format = cli_format_device},                                      \
   {.name = "kernel", .arg = "K", .kind = CLI_CUSTOM, .offset = offsetof(TYPE, BACKEND.kernel),   \
    .flags = CLI_RECORD,                                                                          \
-   .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element) or auto",           \
+   .help = "GPU K u kernel: dbd (per dof), nbn (per node), ebe (per element), modes (element "  \
+           "products by the brick's reflection modes, summed into the nodes) or auto",           \
    .parse = cli_parse_kernel, .format = cli_format_kernel},                                      \
   {.name = "fp16-levels", .arg = "USE", .kind = CLI_CUSTOM,                                      \
    .offset = offsetof(TYPE, BACKEND.fp16_levels), .flags = CLI_RECORD,                           \

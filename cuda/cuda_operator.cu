@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The matrix-free operator on the device: y = K x with K = sum_e m_e Ke, the
  * one element matrix Ke of unit modulus shared by every voxel (Martinez-Frutos et al. 2017
- * section 4.1, Ratnakar et al. 2021, Arbenz et al. 2014 section 3). Three kernels compute the same
- * product at three granularities; op->kernel picks one, and default_kernel
- * is what VOX_KERNEL_AUTO means.
+ * section 4.1, Ratnakar et al. 2021, Arbenz et al. 2014 section 3). Four kernels compute the same
+ * product, three of them by Ke's dense rows at three granularities and one
+ * by the brick's reflection modes (modes, below ebe's); op->kernel picks
+ * one, and default_kernel is what VOX_KERNEL_AUTO means.
  *
  * dbd, one thread per dof (Martinez-Frutos et al. 2017, algorithm 5). A block owns a tile of
  * BX x BY nodes and marches along z through BZ node planes. Each plane of x
@@ -39,6 +40,12 @@
  * needs no atomics and the sums are deterministic (with a generic Ke, in
  * the CPU backend's order). Each launch reads x and updates y on every node:
  * ebe moves 8 times the data of the others.
+ *
+ * modes, one thread per column of elements: each element's product by the
+ * modes of the brick's reflections (element_modes.h), 72 products and the
+ * transforms' sums instead of 576 products, the forces summed into the
+ * nodes by shuffles and shared memory (mbs_kernel). Elasticity with a
+ * mirror-symmetric Ke on a plain grid; any other operator takes nbn.
  *
  * Constant memory. The double-precision product is compute-bound, and what
  * bounds it first is the SM's immediate constant cache: it holds far less
@@ -86,11 +93,12 @@
 #include <cuda_pipeline.h>
 
 #include "cuda_backend.cuh"
+#include "element_modes.h"
 #include "voxfe/element.h"
 
 /* The variant VOX_KERNEL_AUTO selects, by the dofs per node: the fastest
  * measured for each (docs/benchmarks.md). */
-static vox_kernel default_kernel(int dpn) { return dpn == 3 ? VOX_KERNEL_NBN : VOX_KERNEL_DBD; }
+static vox_kernel default_kernel(int dpn) { return dpn == 3 ? VOX_KERNEL_MODES : VOX_KERNEL_DBD; }
 
 /* The element matrix of the operator last applied, nloc x nloc row-major,
  * and the same rounded to float for the single-precision products
@@ -728,6 +736,235 @@ static void launch_nbs(const vox_operator *op, const double *x, double *y, int f
   nbs_kernel<R, MODE><<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
 }
 
+/* ---- modes: element forces by the brick's reflection modes ---------------- */
+
+/* The element products in the modes of the brick's reflections
+ * (element_modes.h): Ke x_e = H B H x_e, the transforms' sums and 72
+ * products an element instead of the 576 of the dense rows, so that the
+ * product no longer waits on the FP64 units. Elasticity with the mirrored
+ * Ke on a plain grid, as nbs.
+ *
+ * A thread owns a column of elements and a block EX x EY columns, marching
+ * along z through the elements below and inside its BZ node planes; the
+ * block's nodes are the (EX - 1) x (EY - 1) shared by four of its columns
+ * (the outer columns are computed by two blocks). Each node plane of x
+ * (fixed dofs zeroed, zeros outside the grid) is staged once in shared
+ * memory, by asynchronous copies two planes ahead, and each element's
+ * modulus and each node's fixed flags are loaded a step before they are
+ * used: a thread's step has too few instructions to hide a load issued in
+ * it. At element plane k a thread reads the four corners of the
+ * element's top face (node plane k + 1) and turns them into the face's
+ * modes; the bottom face's modes are those of the element below, kept in
+ * registers, and the two give the element's eight modes (sum and
+ * difference). B and the modulus act on them, the inverse transform gives
+ * the eight corners' forces, and the four bottom ones plus the four top
+ * ones of the element below are the column's forces on node plane k. The
+ * warp's lanes are the columns of one row, so the forces on nodes shared
+ * along x are summed by a shuffle; those shared along y go through shared
+ * memory (two slots, one barrier a plane), where each node sums its two
+ * halves. Every sum has one order: the same bits from run to run, though
+ * not nbs's (another rounding of the same product). */
+static __constant__ double c_modes[8 * 9];
+static __constant__ float c_modes32[8 * 9];
+
+template <typename R> static __device__ __forceinline__ R mode_block(int l);
+template <> __device__ __forceinline__ double mode_block<double>(int l) { return c_modes[l]; }
+template <> __device__ __forceinline__ float mode_block<float>(int l) { return c_modes32[l]; }
+
+template <typename R> struct mbs_tile {
+  /* element columns of a block (EX a warp) and node planes; double takes
+   * 128 registers at 2 blocks an SM, float 128 threads a block */
+  static constexpr bool DOUBLE = std::is_same<R, double>::value;
+  static constexpr int EX = 32, EY = DOUBLE ? 8 : 4, BZ = 16, MIN_BLOCKS = DOUBLE ? 2 : 0;
+  static constexpr int THREADS = EX * EY;
+  static constexpr int BX = EX - 1, BY = EY - 1; /* the block's nodes in a plane */
+  static constexpr int ROW = EX + 1, PLANE = ROW * (EY + 1); /* staged nodes */
+  static constexpr int STAGED = (PLANE + THREADS - 1) / THREADS; /* a thread's */
+  static_assert(STAGED <= 4, "a byte of fixed flags per staged node in 32 bits");
+};
+
+/* Node plane k of x (zeros outside the grid) copied asynchronously into
+ * xp by component, as one committed group (empty past the block's planes:
+ * the groups stay one a plane). Node q of the plane is (i0 - 1 + q % ROW,
+ * j0 - 1 + q / ROW). Returns the fixed flags of the thread's staged nodes,
+ * a byte each, for mbs_zero_fixed once the group has landed. */
+template <typename R>
+static __device__ __forceinline__ unsigned mbs_stage(double (*xp)[mbs_tile<R>::PLANE],
+                                                     const double *__restrict__ x,
+                                                     const uint8_t *__restrict__ node_fixed,
+                                                     int full, const grid_dims &g, int i0, int j0,
+                                                     int k, bool wanted, int tid) {
+  using T = mbs_tile<R>;
+  unsigned flags = 0;
+  if (wanted)
+#pragma unroll
+    for (int n = 0; n < T::STAGED; n++) {
+      const int q = tid + n * T::THREADS;
+      if (q >= T::PLANE) break;
+      const int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW;
+      const bool in = k >= 0 && k <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx;
+      const int64_t w = in ? (int64_t)k * g.sz + (int64_t)j * g.sy + i : 0;
+#pragma unroll
+      for (int d = 0; d < 3; d++) __pipeline_memcpy_async(&xp[d][q], x + w * 3 + d, 8, in ? 0 : 8);
+      if (in && !full) flags |= (unsigned)__ldg(node_fixed + w) << (8 * n);
+    }
+  __pipeline_commit();
+  return flags;
+}
+
+/* Zeroes the fixed dofs of the thread's staged nodes of a plane, after its
+ * copies have landed (the barrier that follows shows them to the block). */
+template <typename R>
+static __device__ __forceinline__ void mbs_zero_fixed(double (*xp)[mbs_tile<R>::PLANE],
+                                                      unsigned flags, int tid) {
+  using T = mbs_tile<R>;
+  for (int q = tid; q < T::PLANE && flags; q += T::THREADS, flags >>= 8)
+#pragma unroll
+    for (int d = 0; d < 3; d++)
+      if ((flags >> d) & 1u) xp[d][q] = 0;
+}
+
+/* The modes of the four corners of a face, f[x + 2y] (H of order 4). */
+template <typename R> static __device__ __forceinline__ void face_modes(R (*f)[3]) {
+#pragma unroll
+  for (int d = 0; d < 3; d++) {
+    const R s0 = f[0][d] + f[1][d], d0 = f[0][d] - f[1][d];
+    const R s1 = f[2][d] + f[3][d], d1 = f[2][d] - f[3][d];
+    f[0][d] = s0 + s1, f[1][d] = d0 + d1, f[2][d] = s0 - s1, f[3][d] = d0 - d1;
+  }
+}
+
+template <typename R, int MODE = ROW_PRODUCT>
+static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_BLOCKS)
+    mbs_kernel(const double *__restrict__ x, double *__restrict__ y,
+               const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
+               int full, grid_dims g, row_epilogue e = row_epilogue()) {
+  using T = mbs_tile<R>;
+  /* node planes in a ring of three (plane k in slot (k + 3) % 3): a plane
+   * is copied two steps before it is read */
+  __shared__ double xs[3][3][T::PLANE];
+  __shared__ R fs[2][6][T::THREADS]; /* a column's forces, summed along x */
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + T::EX * ty;
+  const int i0 = blockIdx.x * T::BX, j0 = blockIdx.y * T::BY, k0 = blockIdx.z * T::BZ;
+  const int k_end = min(k0 + T::BZ, g.nz + 1); /* node planes k0 .. k_end - 1 */
+  const int ie = i0 - 1 + tx, je = j0 - 1 + ty; /* the thread's column */
+  const bool column = ie >= 0 && ie < g.nx && je >= 0 && je < g.ny;
+  const bool owner = tx < T::BX && ty < T::BY && ie + 1 <= g.nx && je + 1 <= g.ny;
+  const int corner0 = ty * T::ROW + tx; /* its top face's corner (0, 0) */
+  const auto slot = [&](int kn) { return xs[(kn + 3) % 3]; };
+  const auto face = [&](int kn, R(*f)[3]) { /* the modes of the face on node plane kn */
+    const double(*xp)[T::PLANE] = slot(kn);
+#pragma unroll
+    for (int b = 0; b < 4; b++)
+#pragma unroll
+      for (int d = 0; d < 3; d++) f[b][d] = (R)xp[d][corner0 + (b >> 1) * T::ROW + (b & 1)];
+    face_modes(f);
+  };
+  const auto modulus = [&](int k) {
+    return column && k >= 0 && k < g.nz ? (R)__ldg(moduli + element_index(g, ie, je, k)) : (R)0;
+  };
+  const unsigned f0 = mbs_stage<R>(slot(k0 - 1), x, node_fixed, full, g, i0, j0, k0 - 1, true, tid);
+  const unsigned f1 = mbs_stage<R>(slot(k0), x, node_fixed, full, g, i0, j0, k0, true, tid);
+  unsigned pending = mbs_stage<R>(slot(k0 + 1), x, node_fixed, full, g, i0, j0, k0 + 1,
+                                  k0 + 1 <= k_end, tid); /* plane k + 2's flags */
+  R m_next = modulus(k0 - 1);
+  __pipeline_wait_prior(1);
+  mbs_zero_fixed<R>(slot(k0 - 1), f0, tid);
+  mbs_zero_fixed<R>(slot(k0), f1, tid);
+  __syncthreads();
+  R below[4][3]; /* the modes of the element's bottom face */
+  face(k0 - 1, below);
+  __syncthreads(); /* node plane k0 - 1's slot is refilled next */
+  R carry[4][3]; /* the top corners' forces of the element below */
+#pragma unroll
+  for (int b = 0; b < 4; b++)
+#pragma unroll
+    for (int d = 0; d < 3; d++) carry[b][d] = 0;
+  for (int k = k0 - 1; k < k_end; k++) { /* element plane k */
+    const unsigned staged = mbs_stage<R>(slot(k + 3), x, node_fixed, full, g, i0, j0, k + 3,
+                                         k + 3 <= k_end, tid);
+    const R m = m_next;
+    m_next = modulus(k + 1);
+    const int64_t node = (int64_t)k * g.sz + (int64_t)(je + 1) * g.sy + ie + 1;
+    const unsigned own = owner && k >= k0 && !full ? __ldg(node_fixed + node) : 0u;
+    R top[4][3], v[8][3];
+    face(k + 1, top);
+#pragma unroll
+    for (int b = 0; b < 4; b++)
+#pragma unroll
+      for (int d = 0; d < 3; d++) {
+        v[b][d] = below[b][d] + top[b][d], v[b + 4][d] = below[b][d] - top[b][d];
+        below[b][d] = top[b][d];
+      }
+    R force[4][3]; /* on node plane k, corner x + 2y */
+    if (m != 0) { /* a void element adds nothing, whatever x holds */
+#pragma unroll
+      for (int p = 0; p < 8; p++) { /* B by parity, in place */
+        const R z0 = m * v[p ^ 1][0], z1 = m * v[p ^ 2][1], z2 = m * v[p ^ 4][2];
+#pragma unroll
+        for (int r = 0; r < 3; r++)
+          v[p ^ (1 << r)][r] = mode_block<R>(9 * p + 3 * r) * z0 +
+                               mode_block<R>(9 * p + 3 * r + 1) * z1 +
+                               mode_block<R>(9 * p + 3 * r + 2) * z2;
+      }
+#pragma unroll
+      for (int b = 0; b < 4; b++)
+#pragma unroll
+        for (int d = 0; d < 3; d++) {
+          const R lo = v[b][d] + v[b + 4][d], hi = v[b][d] - v[b + 4][d];
+          force[b][d] = lo, top[b][d] = hi;
+        }
+      face_modes(force); /* the corners (B carries H's scaling) */
+      face_modes(top);
+#pragma unroll
+      for (int b = 0; b < 4; b++)
+#pragma unroll
+        for (int d = 0; d < 3; d++) {
+          force[b][d] += carry[b][d];
+          carry[b][d] = top[b][d];
+        }
+    } else {
+#pragma unroll
+      for (int b = 0; b < 4; b++)
+#pragma unroll
+        for (int d = 0; d < 3; d++) force[b][d] = carry[b][d], carry[b][d] = 0;
+    }
+    if (k >= k0) { /* node plane k is the block's: sum along x, then y */
+      R(*fp)[T::THREADS] = fs[k & 1];
+#pragma unroll
+      for (int d = 0; d < 3; d++) {
+        const R right0 = __shfl_down_sync(0xffffffffu, force[0][d], 1);
+        const R right1 = __shfl_down_sync(0xffffffffu, force[2][d], 1);
+        fp[d][tid] = force[1][d] + right0;
+        fp[3 + d][tid] = force[3][d] + right1;
+      }
+    }
+    __pipeline_wait_prior(1); /* node plane k + 2 has landed */
+    mbs_zero_fixed<R>(slot(k + 2), pending, tid);
+    pending = staged;
+    __syncthreads();
+    if (k < k0 || !owner) continue;
+    const R(*fp)[T::THREADS] = fs[k & 1];
+#pragma unroll
+    for (int r = 0; r < 3; r++) {
+      const R sum = fp[3 + r][tid] + fp[r][tid + T::EX];
+      row_out<MODE>(node * 3 + r, (own >> r) & 1u ? __ldg(x + node * 3 + r) : (double)sum, x, y,
+                    e);
+    }
+  }
+}
+
+template <typename R, int MODE = ROW_PRODUCT>
+static void launch_mbs(const vox_operator *op, const double *x, double *y, int full,
+                       cudaStream_t stream, const row_epilogue &e = row_epilogue()) {
+  using T = mbs_tile<R>;
+  const grid_dims g = dims_of(op);
+  const dim3 block(T::EX, T::EY),
+      blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX), vox_cuda_blocks((size_t)g.ny + 1, T::BY),
+             vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
+  mbs_kernel<R, MODE><<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
+}
+
 /* ---- ebe: one thread per element, 8 colours ------------------------------- */
 
 /* ye = Ke xe for one element. Generic: row by row, each row summed over the
@@ -936,6 +1173,18 @@ static vox_status load_ke(vox_backend *be, const vox_operator *op, bool *mirrore
              "loading the single-precision element matrix into constant memory");
     ke_loaded = op;
     ke_loaded_mirrored = mirror_symmetric(op);
+    if (ke_loaded_mirrored) {
+      /* the modes' blocks: mirror symmetry to 1e-14 of the largest entry
+       * keeps the couplings across parities below element_modes.h's 1e-13 */
+      vox_element_modes modes;
+      vox_element_modes_set(op->ke_host, &modes);
+      CUDA_TRY(be, cudaMemcpyToSymbolAsync(c_modes, modes.block, sizeof modes.block, 0,
+                                           cudaMemcpyHostToDevice),
+               "loading the element matrix's modes into constant memory");
+      CUDA_TRY(be, cudaMemcpyToSymbolAsync(c_modes32, modes.block32, sizeof modes.block32, 0,
+                                           cudaMemcpyHostToDevice),
+               "loading the element matrix's modes into constant memory");
+    }
   }
   *mirrored = ke_loaded_mirrored;
   return VOX_OK;
@@ -964,7 +1213,8 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
   const vox_kernel kernel = be->kernel != VOX_KERNEL_AUTO ? be->kernel
                             : grid->periodic              ? VOX_KERNEL_NBN
                                                           : default_kernel(desc->dofs_per_node);
-  if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE)
+  if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE &&
+      kernel != VOX_KERNEL_MODES)
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT, "operator: unknown kernel %d",
                      (int)kernel);
   /* only nbn wraps its indices (the PERIODIC instances); the multigrid
@@ -973,7 +1223,7 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
     return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
                      "operator: periodic cells run on the CUDA backend with the nbn kernel only "
                      "(--kernel nbn or auto), not %s",
-                     kernel == VOX_KERNEL_DBD ? "dbd" : "ebe");
+                     vox_kernel_name(kernel));
   if (grid->periodic && (grid->nx % 2 || grid->ny % 2 || grid->nz % 2))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
                      "operator: a periodic grid of %lld x %lld x %lld elements (even sizes "
@@ -1069,9 +1319,11 @@ static void launch_apply(const vox_operator *op, const double *x, double *y, int
     nbn_kernel<DPN, MIRROR, R, ROW_PRODUCT, true>
         <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
             x, y, op->moduli, node_fixed(op), full, g);
+  } else if (op->kernel == VOX_KERNEL_MODES && DPN == 3 && MIRROR) {
+    launch_mbs<R>(op, x, y, full, stream);
   } else if (op->kernel == VOX_KERNEL_NBN && DPN == 3 && MIRROR) {
     launch_nbs<R>(op, x, y, full, stream);
-  } else if (op->kernel == VOX_KERNEL_NBN) {
+  } else if (op->kernel == VOX_KERNEL_NBN || op->kernel == VOX_KERNEL_MODES) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
         x, y, op->moduli, node_fixed(op), full, g);
@@ -1140,9 +1392,10 @@ vox_status vox_cuda_op_apply(vox_backend *be, vox_operator *op, const vox_vec *x
     else
       launch_apply<3, false, double>(op, x, y, full, stream);
   }
-  CUDA_LAUNCHED(be, op->kernel == VOX_KERNEL_NBN   ? "the node-by-node K u kernel"
-                    : op->kernel == VOX_KERNEL_EBE ? "the element-by-element K u kernel"
-                                                   : "the dof-by-dof K u kernel");
+  CUDA_LAUNCHED(be, op->kernel == VOX_KERNEL_NBN     ? "the node-by-node K u kernel"
+                    : op->kernel == VOX_KERNEL_EBE   ? "the element-by-element K u kernel"
+                    : op->kernel == VOX_KERNEL_MODES ? "the reflection modes' K u kernel"
+                                                     : "the dof-by-dof K u kernel");
   if (op->kernel == VOX_KERNEL_EBE && !full) {
     fixed_rows_kernel<<<flat_blocks(op->n_dofs), THREADS, 0, stream>>>(x, y, op->fixed, op->n_dofs);
     CUDA_LAUNCHED(be, "the fixed rows of K u");
@@ -1171,6 +1424,15 @@ static vox_status fused_apply(vox_backend *be, vox_operator *op, const vox_vec *
   const bool single = (flags & VOX_APPLY_SINGLE) != 0;
   /* springs (mechanisms) are added by op->apply's own pass, which the fused
    * kernel would have to follow: such an operator takes the two passes */
+  if (op->kernel == VOX_KERNEL_MODES && op->dpn == 3 && mirrored && op->n_springs == 0) {
+    cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */
+    if (single)
+      launch_mbs<float, MODE>(op, xv->data, out->data, full, stream, e);
+    else
+      launch_mbs<double, MODE>(op, xv->data, out->data, full, stream, e);
+    CUDA_LAUNCHED(be, what);
+    return VOX_OK;
+  }
   if (op->kernel == VOX_KERNEL_NBN && op->dpn == 3 && mirrored && op->n_springs == 0 &&
       (single || MODE != ROW_SMOOTH || !op->grid.periodic)) {
     cudaStream_t stream = vox_cuda_stream(be); /* a recorded multigrid cycle's */

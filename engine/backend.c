@@ -58,10 +58,10 @@ vox_status vox_backend_create_with(vox_context *ctx, const vox_backend_options *
     o = *options;
   else
     vox_backend_options_default(&o);
-  if ((unsigned)o.fp16_levels > VOX_FP16_LEVELS_ON || (unsigned)o.kernel > VOX_KERNEL_EBE)
+  if ((unsigned)o.fp16_levels > VOX_FP16_LEVELS_ON || (unsigned)o.kernel > VOX_KERNEL_MODES)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "backend options: unknown %s %d",
-                     (unsigned)o.kernel > VOX_KERNEL_EBE ? "kernel" : "fp16_levels",
-                     (unsigned)o.kernel > VOX_KERNEL_EBE ? (int)o.kernel : (int)o.fp16_levels);
+                     (unsigned)o.kernel > VOX_KERNEL_MODES ? "kernel" : "fp16_levels",
+                     (unsigned)o.kernel > VOX_KERNEL_MODES ? (int)o.kernel : (int)o.fp16_levels);
   if ((unsigned)o.stencil_kernel > VOX_STENCIL_KERNEL_WARP)
     return vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "backend options: unknown stencil_kernel %d",
                      (int)o.stencil_kernel);
@@ -175,14 +175,14 @@ void vox_backend_set_kernel(vox_backend *backend, vox_kernel kernel) { backend->
 
 vox_kernel vox_backend_kernel(const vox_backend *backend) { return backend->kernel; }
 
-static const char *const kernel_names[] = {"auto", "dbd", "nbn", "ebe"};
+static const char *const kernel_names[] = {"auto", "dbd", "nbn", "ebe", "modes"};
 
 const char *vox_kernel_name(vox_kernel kernel) {
-  return (unsigned)kernel < 4 ? kernel_names[kernel] : "unknown";
+  return (unsigned)kernel <= VOX_KERNEL_MODES ? kernel_names[kernel] : "unknown";
 }
 
 int vox_kernel_parse(const char *text, vox_kernel *kernel) {
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i <= VOX_KERNEL_MODES; i++)
     if (strcmp(text, kernel_names[i]) == 0) {
       *kernel = (vox_kernel)i;
       return 0;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../backend_ops.h"
-#include "element_modes.h"
+#include "mode_product.h"
 #include "../mma_ops.h"
 #include "voxfe/element.h"
 

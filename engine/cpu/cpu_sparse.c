@@ -12,7 +12,7 @@
 
 #include "../sparse_ops.h"
 #include "cpu.h"
-#include "element_modes.h"
+#include "mode_product.h"
 #include "ordered_sum.h"
 #include "voxfe/element.h"
 

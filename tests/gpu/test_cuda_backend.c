@@ -285,7 +285,8 @@ static void test_operator(const vox_grid *grid, int dpn, uint64_t seed, int spri
       !C_OK("op_set_moduli", c->op->set_moduli(cpu, cop, &mod.c)))
     goto done;
 
-  const vox_kernel kernels[] = {VOX_KERNEL_AUTO, VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE};
+  const vox_kernel kernels[] = {VOX_KERNEL_AUTO, VOX_KERNEL_DBD, VOX_KERNEL_NBN, VOX_KERNEL_EBE,
+                                VOX_KERNEL_MODES};
   for (size_t kv = 0; kv < sizeof kernels / sizeof kernels[0]; kv++) {
     const char *kn = vox_kernel_name(kernels[kv]);
     char check[96];

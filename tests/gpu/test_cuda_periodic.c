@@ -225,7 +225,7 @@ static void test_refusals(void) {
   }
   const vox_operator_desc desc = {
       .grid = p.grid, .dofs_per_node = 3, .ke = p.ke, .dof_fixed = p.fixed};
-  const vox_kernel refused[] = {VOX_KERNEL_DBD, VOX_KERNEL_EBE};
+  const vox_kernel refused[] = {VOX_KERNEL_DBD, VOX_KERNEL_EBE, VOX_KERNEL_MODES};
   for (int i = 0; i < 2; i++) {
     vox_operator *op = NULL;
     vox_backend_set_kernel(gpu, refused[i]);

@@ -24,15 +24,19 @@ typedef struct vox_backend vox_backend;
 /* The fine-level matrix-free K u of the CUDA backend (Martinez-Frutos et
  * al. 2017, Ratnakar et al. 2021, Arbenz et al. 2014): one thread per
  * degree of freedom with the element data staged in shared memory (dbd),
- * one thread per node (nbn), or one thread per element with the element
- * product scattered in 8 colours (ebe). AUTO is the fastest
- * for the dofs per node (docs/benchmarks.md). The CPU backend has one
- * element-by-element kernel and takes any value. */
+ * one thread per node (nbn), one thread per element with the element
+ * product scattered in 8 colours (ebe), or one thread per column of
+ * elements with the element products by the brick's reflection modes,
+ * summed into the nodes (modes; elasticity on a brick's Ke, any other
+ * operator takes nbn). AUTO is the fastest for the dofs per node
+ * (docs/benchmarks.md). The CPU backend has one element-by-element kernel
+ * and takes any value. */
 typedef enum vox_kernel {
   VOX_KERNEL_AUTO = 0,
   VOX_KERNEL_DBD = 1,
   VOX_KERNEL_NBN = 2,
-  VOX_KERNEL_EBE = 3
+  VOX_KERNEL_EBE = 3,
+  VOX_KERNEL_MODES = 4
 } vox_kernel;
 
 /* FP16 storage of the smoothed coarse multigrid levels in MIXED precision
