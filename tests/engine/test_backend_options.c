@@ -44,6 +44,15 @@ static void test_defaults_and_names(void) {
   vox_stencil_kernel k = VOX_STENCIL_KERNEL_WARP;
   CHECK(vox_stencil_kernel_parse("warps", &k) == -1 && k == VOX_STENCIL_KERNEL_WARP);
   CHECK(strcmp(vox_stencil_kernel_name((vox_stencil_kernel)3), "unknown") == 0);
+  static const char *const products[] = {"auto", "dbd", "nbn", "ebe", "modes"};
+  for (int i = 0; i < 5; i++) {
+    vox_kernel p = (vox_kernel)-1;
+    CHECK(vox_kernel_parse(products[i], &p) == 0 && p == (vox_kernel)i);
+    CHECK(strcmp(vox_kernel_name(p), products[i]) == 0);
+  }
+  vox_kernel p = VOX_KERNEL_MODES;
+  CHECK(vox_kernel_parse("mode", &p) == -1 && p == VOX_KERNEL_MODES);
+  CHECK(strcmp(vox_kernel_name((vox_kernel)5), "unknown") == 0);
 }
 
 static void test_create_with(vox_context *ctx) {
@@ -103,7 +112,7 @@ static void test_refused(vox_context *ctx) {
   CHECK(strstr(vox_context_message(ctx), "fp16_levels") != NULL);
   vox_backend_options_default(&o);
   o.device = VOX_DEVICE_CPU;
-  o.kernel = (vox_kernel)4;
+  o.kernel = (vox_kernel)(VOX_KERNEL_MODES + 1);
   CHECK(vox_backend_create_with(ctx, &o, &be) == VOX_ERR_INVALID_ARGUMENT);
   CHECK(strstr(vox_context_message(ctx), "kernel") != NULL);
   vox_backend_options_default(&o);
