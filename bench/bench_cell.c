@@ -17,7 +17,7 @@
  * of the final design (cell_fp16.c); --mg-cycle=v|w and --mg-levels=N set
  * the multigrid's cycle and level count; --cell-solver=USE is
  * voxfe-optimize's --cell-solver (auto, off, on, phased; unset: auto);
- * --fp16-levels=USE the backend's option (auto, on, off);
+ * --fp16-levels=USE the backend's option (auto, on, off); --kernel=K its K u kernel;
  * --all-strains=1 gives the optimizer the bulk modulus as a C function,
  * which does not say which entries of C^H it reads, so that it solves all
  * six unit strains every design iteration, as before the reduced sets
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
   static const char *const settings[] = {
       "start",   "seed",   "rtol",     "filter",    "move-limit",  "filter-radius",
       "penalty", "q-max",  "continuation", "stop",  "mg-cycle",    "mg-levels",
-      "cell-solver", "all-strains", "binary", "fp16-check", "fp16-levels", NULL};
+      "cell-solver", "all-strains", "binary", "fp16-check", "fp16-levels", "kernel", NULL};
   bench_options_take(&argc, argv, settings);
   if (argc != 5 && argc != 6) {
     fprintf(stderr,
@@ -129,6 +129,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   /* --start=zhang2023: Zhang et al. 2023's start and symmetry (cell_problem.h) */
+  const char *kernel = bench_option("kernel");
+  if (kernel && vox_kernel_parse(kernel, &backend.kernel) != 0) {
+    fprintf(stderr, "%s: --kernel auto, dbd, nbn, ebe or modes\n", argv[0]);
+    return 2;
+  }
   const char *start = bench_option("start");
   cell_problem problem;
   if (cell_problem_make(ctx, n, v, start ? start : "cosine", &problem) != 0) return 2;

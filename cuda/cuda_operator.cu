@@ -45,7 +45,7 @@
  * modes of the brick's reflections (element_modes.h), 72 products and the
  * transforms' sums instead of 576 products, the forces summed into the
  * nodes by shuffles and shared memory (mbs_kernel). Elasticity with a
- * mirror-symmetric Ke on a plain grid; any other operator takes nbn.
+ * mirror-symmetric Ke, periodic or not; any other operator takes nbn.
  *
  * Constant memory. The double-precision product is compute-bound, and what
  * bounds it first is the SM's immediate constant cache: it holds far less
@@ -742,7 +742,8 @@ static void launch_nbs(const vox_operator *op, const double *x, double *y, int f
  * (element_modes.h): Ke x_e = H B H x_e, the transforms' sums and 72
  * products an element instead of the 576 of the dense rows, so that the
  * product no longer waits on the FP64 units. Elasticity with the mirrored
- * Ke on a plain grid, as nbs.
+ * Ke, on a plain grid or a periodic one (PERIODIC: the block's reach wraps
+ * as nbn's neighbours do, node_on_axis).
  *
  * A thread owns a column of elements and a block EX x EY columns, marching
  * along z through the elements below and inside its BZ node planes; the
@@ -783,12 +784,29 @@ template <typename R> struct mbs_tile {
   static_assert(STAGED <= 4, "a byte of fixed flags per staged node in 32 bits");
 };
 
+/* A block's node or element coordinate a along an axis of n elements as
+ * the grid stores it, or false past the grid. On a periodic grid the one
+ * before the first is the last master, and node n, the image of node 0,
+ * takes its master's values (as wrap_master). */
+template <bool PERIODIC> static __device__ __forceinline__ bool node_on_axis(int &a, int n) {
+  if (!PERIODIC) return a >= 0 && a <= n;
+  if (a < -1 || a > n) return false;
+  a = a < 0 ? n - 1 : a == n ? 0 : a;
+  return true;
+}
+template <bool PERIODIC> static __device__ __forceinline__ bool element_on_axis(int &a, int n) {
+  if (!PERIODIC) return a >= 0 && a < n;
+  if (a < -1 || a >= n) return false;
+  a = a < 0 ? n - 1 : a;
+  return true;
+}
+
 /* Node plane k of x (zeros outside the grid) copied asynchronously into
  * xp by component, as one committed group (empty past the block's planes:
  * the groups stay one a plane). Node q of the plane is (i0 - 1 + q % ROW,
  * j0 - 1 + q / ROW). Returns the fixed flags of the thread's staged nodes,
  * a byte each, for mbs_zero_fixed once the group has landed. */
-template <typename R>
+template <typename R, bool PERIODIC>
 static __device__ __forceinline__ unsigned mbs_stage(double (*xp)[mbs_tile<R>::PLANE],
                                                      const double *__restrict__ x,
                                                      const uint8_t *__restrict__ node_fixed,
@@ -801,9 +819,10 @@ static __device__ __forceinline__ unsigned mbs_stage(double (*xp)[mbs_tile<R>::P
     for (int n = 0; n < T::STAGED; n++) {
       const int q = tid + n * T::THREADS;
       if (q >= T::PLANE) break;
-      const int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW;
-      const bool in = k >= 0 && k <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx;
-      const int64_t w = in ? (int64_t)k * g.sz + (int64_t)j * g.sy + i : 0;
+      int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW, kk = k;
+      const bool in = node_on_axis<PERIODIC>(kk, g.nz) && node_on_axis<PERIODIC>(j, g.ny) &&
+                      node_on_axis<PERIODIC>(i, g.nx);
+      const int64_t w = in ? (int64_t)kk * g.sz + (int64_t)j * g.sy + i : 0;
 #pragma unroll
       for (int d = 0; d < 3; d++) __pipeline_memcpy_async(&xp[d][q], x + w * 3 + d, 8, in ? 0 : 8);
       if (in && !full) flags |= (unsigned)__ldg(node_fixed + w) << (8 * n);
@@ -834,7 +853,7 @@ template <typename R> static __device__ __forceinline__ void face_modes(R (*f)[3
   }
 }
 
-template <typename R, int MODE = ROW_PRODUCT>
+template <typename R, int MODE = ROW_PRODUCT, bool PERIODIC = false>
 static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_BLOCKS)
     mbs_kernel(const double *__restrict__ x, double *__restrict__ y,
                const double *__restrict__ moduli, const uint8_t *__restrict__ node_fixed,
@@ -848,7 +867,8 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
   const int i0 = blockIdx.x * T::BX, j0 = blockIdx.y * T::BY, k0 = blockIdx.z * T::BZ;
   const int k_end = min(k0 + T::BZ, g.nz + 1); /* node planes k0 .. k_end - 1 */
   const int ie = i0 - 1 + tx, je = j0 - 1 + ty; /* the thread's column */
-  const bool column = ie >= 0 && ie < g.nx && je >= 0 && je < g.ny;
+  int ce = ie, cj = je; /* as the grid stores it */
+  const bool column = element_on_axis<PERIODIC>(ce, g.nx) && element_on_axis<PERIODIC>(cj, g.ny);
   const bool owner = tx < T::BX && ty < T::BY && ie + 1 <= g.nx && je + 1 <= g.ny;
   const int corner0 = ty * T::ROW + tx; /* its top face's corner (0, 0) */
   const auto slot = [&](int kn) { return xs[(kn + 3) % 3]; };
@@ -861,11 +881,13 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
     face_modes(f);
   };
   const auto modulus = [&](int k) {
-    return column && k >= 0 && k < g.nz ? (R)__ldg(moduli + element_index(g, ie, je, k)) : (R)0;
+    return column && element_on_axis<PERIODIC>(k, g.nz)
+               ? (R)__ldg(moduli + element_index(g, ce, cj, k))
+               : (R)0;
   };
-  const unsigned f0 = mbs_stage<R>(slot(k0 - 1), x, node_fixed, full, g, i0, j0, k0 - 1, true, tid);
-  const unsigned f1 = mbs_stage<R>(slot(k0), x, node_fixed, full, g, i0, j0, k0, true, tid);
-  unsigned pending = mbs_stage<R>(slot(k0 + 1), x, node_fixed, full, g, i0, j0, k0 + 1,
+  const unsigned f0 = mbs_stage<R, PERIODIC>(slot(k0 - 1), x, node_fixed, full, g, i0, j0, k0 - 1, true, tid);
+  const unsigned f1 = mbs_stage<R, PERIODIC>(slot(k0), x, node_fixed, full, g, i0, j0, k0, true, tid);
+  unsigned pending = mbs_stage<R, PERIODIC>(slot(k0 + 1), x, node_fixed, full, g, i0, j0, k0 + 1,
                                   k0 + 1 <= k_end, tid); /* plane k + 2's flags */
   R m_next = modulus(k0 - 1);
   __pipeline_wait_prior(1);
@@ -881,7 +903,7 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
 #pragma unroll
     for (int d = 0; d < 3; d++) carry[b][d] = 0;
   for (int k = k0 - 1; k < k_end; k++) { /* element plane k */
-    const unsigned staged = mbs_stage<R>(slot(k + 3), x, node_fixed, full, g, i0, j0, k + 3,
+    const unsigned staged = mbs_stage<R, PERIODIC>(slot(k + 3), x, node_fixed, full, g, i0, j0, k + 3,
                                          k + 3 <= k_end, tid);
     const R m = m_next;
     m_next = modulus(k + 1);
@@ -944,6 +966,14 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
     pending = staged;
     __syncthreads();
     if (k < k0 || !owner) continue;
+    if (PERIODIC && (ie + 1 == g.nx || je + 1 == g.ny || k == g.nz)) {
+      /* an image: no element reaches it (they wrap to its master), so its
+       * rows are x where fixed and 0 otherwise, as on the CPU */
+#pragma unroll
+      for (int r = 0; r < 3; r++)
+        row_out<MODE>(node * 3 + r, (own >> r) & 1u ? __ldg(x + node * 3 + r) : 0.0, x, y, e);
+      continue;
+    }
     const R(*fp)[T::THREADS] = fs[k & 1];
 #pragma unroll
     for (int r = 0; r < 3; r++) {
@@ -962,7 +992,11 @@ static void launch_mbs(const vox_operator *op, const double *x, double *y, int f
   const dim3 block(T::EX, T::EY),
       blocks(vox_cuda_blocks((size_t)g.nx + 1, T::BX), vox_cuda_blocks((size_t)g.ny + 1, T::BY),
              vox_cuda_blocks((size_t)g.nz + 1, T::BZ));
-  mbs_kernel<R, MODE><<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
+  if (op->grid.periodic)
+    mbs_kernel<R, MODE, true>
+        <<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
+  else
+    mbs_kernel<R, MODE><<<blocks, block, 0, stream>>>(x, y, op->moduli, node_fixed(op), full, g, e);
 }
 
 /* ---- ebe: one thread per element, 8 colours ------------------------------- */
@@ -1209,9 +1243,9 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
                      "operator: a grid of %lld x %lld x %lld elements is outside what the CUDA "
                      "kernels take (1 .. 65534 along y and z)",
                      (long long)grid->nx, (long long)grid->ny, (long long)grid->nz);
-  /* auto on a periodic grid: nbn, the one kernel that wraps */
+  /* auto on a periodic grid: the kernels that wrap, modes for elasticity */
   const vox_kernel kernel = be->kernel != VOX_KERNEL_AUTO ? be->kernel
-                            : grid->periodic              ? VOX_KERNEL_NBN
+                            : grid->periodic && dpn == 1  ? VOX_KERNEL_NBN
                                                           : default_kernel(desc->dofs_per_node);
   if (kernel != VOX_KERNEL_DBD && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_EBE &&
       kernel != VOX_KERNEL_MODES)
@@ -1219,10 +1253,10 @@ vox_status vox_cuda_op_create(vox_backend *be, const vox_operator_desc *desc, vo
                      (int)kernel);
   /* only nbn wraps its indices (the PERIODIC instances); the multigrid
    * levels of a periodic grid keep even sizes (vox_mg_levels_for) */
-  if (grid->periodic && kernel != VOX_KERNEL_NBN)
+  if (grid->periodic && kernel != VOX_KERNEL_NBN && kernel != VOX_KERNEL_MODES)
     return vox_error(be->ctx, VOX_ERR_UNSUPPORTED,
-                     "operator: periodic cells run on the CUDA backend with the nbn kernel only "
-                     "(--kernel nbn or auto), not %s",
+                     "operator: periodic cells run on the CUDA backend with the nbn or modes "
+                     "kernel only (--kernel nbn, modes or auto), not %s",
                      vox_kernel_name(kernel));
   if (grid->periodic && (grid->nx % 2 || grid->ny % 2 || grid->nz % 2))
     return vox_error(be->ctx, VOX_ERR_INVALID_ARGUMENT,
@@ -1314,16 +1348,17 @@ template <int DPN, bool MIRROR, typename R>
 static void launch_apply(const vox_operator *op, const double *x, double *y, int full,
                          cudaStream_t stream) {
   const grid_dims g = dims_of(op);
-  if (op->kernel == VOX_KERNEL_NBN && op->grid.periodic) {
+  const bool by_node = op->kernel == VOX_KERNEL_NBN || op->kernel == VOX_KERNEL_MODES;
+  if (op->kernel == VOX_KERNEL_MODES && DPN == 3 && MIRROR) {
+    launch_mbs<R>(op, x, y, full, stream);
+  } else if (by_node && op->grid.periodic) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R, ROW_PRODUCT, true>
         <<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
             x, y, op->moduli, node_fixed(op), full, g);
-  } else if (op->kernel == VOX_KERNEL_MODES && DPN == 3 && MIRROR) {
-    launch_mbs<R>(op, x, y, full, stream);
   } else if (op->kernel == VOX_KERNEL_NBN && DPN == 3 && MIRROR) {
     launch_nbs<R>(op, x, y, full, stream);
-  } else if (op->kernel == VOX_KERNEL_NBN || op->kernel == VOX_KERNEL_MODES) {
+  } else if (by_node) {
     const dim3 block(NBN_BX, NBN_BY, NBN_BZ);
     nbn_kernel<DPN, MIRROR, R><<<cover(g.nx + 1, g.ny + 1, g.nz + 1, block), block, 0, stream>>>(
         x, y, op->moduli, node_fixed(op), full, g);

@@ -54,8 +54,8 @@ static int problem_make(problem *p, int64_t nx, int64_t ny, int64_t nz, int dpn,
                         uint64_t seed) {
   memset(p, 0, sizeof *p);
   p->grid = (vox_grid){.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1.25, 0.8}, .periodic = 1};
-  snprintf(where, sizeof where, "%lldx%lldx%lld dpn=%d%s", (long long)nx, (long long)ny,
-           (long long)nz, dpn, held_masters ? " held" : "");
+  snprintf(where, sizeof where, "%lldx%lldx%lld dpn=%d%s kernel %s", (long long)nx, (long long)ny,
+           (long long)nz, dpn, held_masters ? " held" : "", vox_kernel_name(vox_backend_kernel(gpu)));
   p->dpn = dpn;
   p->n_dofs = (size_t)vox_grid_nodes(&p->grid) * (size_t)dpn;
   p->n_elements = (size_t)vox_grid_elements(&p->grid);
@@ -225,7 +225,7 @@ static void test_refusals(void) {
   }
   const vox_operator_desc desc = {
       .grid = p.grid, .dofs_per_node = 3, .ke = p.ke, .dof_fixed = p.fixed};
-  const vox_kernel refused[] = {VOX_KERNEL_DBD, VOX_KERNEL_EBE, VOX_KERNEL_MODES};
+  const vox_kernel refused[] = {VOX_KERNEL_DBD, VOX_KERNEL_EBE};
   for (int i = 0; i < 2; i++) {
     vox_operator *op = NULL;
     vox_backend_set_kernel(gpu, refused[i]);
@@ -821,6 +821,12 @@ int main(void) {
   test_operator(10, 2, 6, 3, 0, 2); /* an axis of 2 elements: two offsets, one node */
   test_operator(8, 6, 4, 3, 1, 3);
   test_operator(8, 6, 4, 1, 0, 4);
+  test_operator(40, 16, 34, 3, 1, 10); /* the modes kernel's blocks on every axis */
+  vox_backend_set_kernel(gpu, VOX_KERNEL_NBN); /* auto takes modes for elasticity */
+  test_operator(8, 6, 4, 3, 0, 1);
+  test_operator(10, 2, 6, 3, 0, 2);
+  test_operator(40, 16, 34, 3, 1, 10);
+  vox_backend_set_kernel(gpu, VOX_KERNEL_AUTO);
   if (strcmp(vox_backend_name(gpu), "cpu") != 0) test_refusals();
   test_stencils(16, 8, 12, 3, VOX_PRECISION_DOUBLE, 5);
   test_stencils(16, 8, 12, 3, VOX_PRECISION_MIXED, 6);
