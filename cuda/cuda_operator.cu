@@ -820,8 +820,12 @@ static __device__ __forceinline__ unsigned mbs_stage(double (*xp)[mbs_tile<R>::P
       const int q = tid + n * T::THREADS;
       if (q >= T::PLANE) break;
       int i = i0 - 1 + q % T::ROW, j = j0 - 1 + q / T::ROW, kk = k;
-      const bool in = node_on_axis<PERIODIC>(kk, g.nz) && node_on_axis<PERIODIC>(j, g.ny) &&
-                      node_on_axis<PERIODIC>(i, g.nx);
+      /* (the plain grid's test written out: through node_on_axis, ptxas
+       * took 8 more registers for the float kernel, 9 % slower) */
+      const bool in = PERIODIC ? node_on_axis<PERIODIC>(kk, g.nz) &&
+                                     node_on_axis<PERIODIC>(j, g.ny) &&
+                                     node_on_axis<PERIODIC>(i, g.nx)
+                               : k >= 0 && k <= g.nz && j >= 0 && j <= g.ny && i >= 0 && i <= g.nx;
       const int64_t w = in ? (int64_t)kk * g.sz + (int64_t)j * g.sy + i : 0;
 #pragma unroll
       for (int d = 0; d < 3; d++) __pipeline_memcpy_async(&xp[d][q], x + w * 3 + d, 8, in ? 0 : 8);
@@ -868,7 +872,9 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
   const int k_end = min(k0 + T::BZ, g.nz + 1); /* node planes k0 .. k_end - 1 */
   const int ie = i0 - 1 + tx, je = j0 - 1 + ty; /* the thread's column */
   int ce = ie, cj = je; /* as the grid stores it */
-  const bool column = element_on_axis<PERIODIC>(ce, g.nx) && element_on_axis<PERIODIC>(cj, g.ny);
+  const bool column = PERIODIC ? element_on_axis<PERIODIC>(ce, g.nx) &&
+                                     element_on_axis<PERIODIC>(cj, g.ny)
+                               : ie >= 0 && ie < g.nx && je >= 0 && je < g.ny;
   const bool owner = tx < T::BX && ty < T::BY && ie + 1 <= g.nx && je + 1 <= g.ny;
   const int corner0 = ty * T::ROW + tx; /* its top face's corner (0, 0) */
   const auto slot = [&](int kn) { return xs[(kn + 3) % 3]; };
@@ -881,14 +887,17 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
     face_modes(f);
   };
   const auto modulus = [&](int k) {
+    if (!PERIODIC)
+      return column && k >= 0 && k < g.nz ? (R)__ldg(moduli + element_index(g, ie, je, k)) : (R)0;
     return column && element_on_axis<PERIODIC>(k, g.nz)
                ? (R)__ldg(moduli + element_index(g, ce, cj, k))
                : (R)0;
   };
-  const unsigned f0 = mbs_stage<R, PERIODIC>(slot(k0 - 1), x, node_fixed, full, g, i0, j0, k0 - 1, true, tid);
-  const unsigned f1 = mbs_stage<R, PERIODIC>(slot(k0), x, node_fixed, full, g, i0, j0, k0, true, tid);
-  unsigned pending = mbs_stage<R, PERIODIC>(slot(k0 + 1), x, node_fixed, full, g, i0, j0, k0 + 1,
-                                  k0 + 1 <= k_end, tid); /* plane k + 2's flags */
+  const auto stage = [&](int kn, bool wanted) { /* node plane kn, its fixed flags returned */
+    return mbs_stage<R, PERIODIC>(slot(kn), x, node_fixed, full, g, i0, j0, kn, wanted, tid);
+  };
+  const unsigned f0 = stage(k0 - 1, true), f1 = stage(k0, true);
+  unsigned pending = stage(k0 + 1, k0 + 1 <= k_end); /* plane k + 2's flags */
   R m_next = modulus(k0 - 1);
   __pipeline_wait_prior(1);
   mbs_zero_fixed<R>(slot(k0 - 1), f0, tid);
@@ -903,8 +912,7 @@ static __global__ void __launch_bounds__(mbs_tile<R>::THREADS, mbs_tile<R>::MIN_
 #pragma unroll
     for (int d = 0; d < 3; d++) carry[b][d] = 0;
   for (int k = k0 - 1; k < k_end; k++) { /* element plane k */
-    const unsigned staged = mbs_stage<R, PERIODIC>(slot(k + 3), x, node_fixed, full, g, i0, j0, k + 3,
-                                         k + 3 <= k_end, tid);
+    const unsigned staged = stage(k + 3, k + 3 <= k_end);
     const R m = m_next;
     m_next = modulus(k + 1);
     const int64_t node = (int64_t)k * g.sz + (int64_t)(je + 1) * g.sy + ie + 1;

@@ -54,8 +54,9 @@ static int problem_make(problem *p, int64_t nx, int64_t ny, int64_t nz, int dpn,
                         uint64_t seed) {
   memset(p, 0, sizeof *p);
   p->grid = (vox_grid){.nx = nx, .ny = ny, .nz = nz, .voxel_size = {1, 1.25, 0.8}, .periodic = 1};
-  snprintf(where, sizeof where, "%lldx%lldx%lld dpn=%d%s kernel %s", (long long)nx, (long long)ny,
-           (long long)nz, dpn, held_masters ? " held" : "", vox_kernel_name(vox_backend_kernel(gpu)));
+  snprintf(where, sizeof where, "%lldx%lldx%lld dpn=%d%s kernel %s", (long long)nx,
+           (long long)ny, (long long)nz, dpn, held_masters ? " held" : "",
+           vox_kernel_name(vox_backend_kernel(gpu)));
   p->dpn = dpn;
   p->n_dofs = (size_t)vox_grid_nodes(&p->grid) * (size_t)dpn;
   p->n_elements = (size_t)vox_grid_elements(&p->grid);
