@@ -756,6 +756,7 @@ static vox_multigrid_ops make_mg_ops(void) {
   o.stencil_upload = vox_cuda_stencil_upload;
   o.stencil_download = vox_cuda_stencil_download;
   o.stencil_values = vox_cuda_stencil_values;
+  o.stencil_value_runs = VOX_CUDA_STENCIL_SLOTS; /* slot by slot */
   o.stencil_apply = vox_cuda_stencil_apply;
   o.stencil_smooth = vox_cuda_stencil_smooth;
   o.stencil_residual = vox_cuda_stencil_residual;

@@ -225,11 +225,23 @@ static vox_status vox_cuda_finish_rows(vox_backend *be, const vox_vec *x, vox_ve
  * cuda_galerkin.cu). The operators are symmetric (Galerkin products of a
  * symmetric one), so only the centre block and the 13 blocks towards the
  * neighbours later in the node order are stored: block t = 13..26 in slot
- * t - 13, value[((n*14 + t-13)*dpn + r)*dpn + c], while block t < 13 of node
- * n is the transpose of block 26 - t of its neighbour n + offset(t). That
- * halves the bytes of every coarse product and of the Galerkin output. The
- * coarsest level keeps a CPU copy for the direct solve (cuda_coarse_solve.cu). */
+ * t - 13, while block t < 13 of node n is the transpose of block 26 - t of
+ * its neighbour n + offset(t). That halves the bytes of every coarse product
+ * and of the Galerkin output. The values lie slot by slot, each slot's
+ * blocks in node order, value[(((t-13)*n_nodes + n)*dpn + r)*dpn + c]
+ * (vox_cuda_stencil_block): a warp's threads on consecutive nodes read one
+ * block of each, own or a neighbour's transposed, from a few adjacent
+ * cache lines instead of one line per node. The coarsest level keeps a CPU
+ * copy for the direct solve (cuda_coarse_solve.cu). */
 enum { VOX_CUDA_STENCIL_SLOTS = 14, VOX_CUDA_STENCIL_CENTRE = 13 };
+
+/* The first value of block `slot` (t - 13) of node n, of a level of n_nodes
+ * nodes with bs = dpn^2 values a block. */
+static __host__ __device__ __forceinline__ size_t vox_cuda_stencil_block(size_t n, int slot,
+                                                                         size_t n_nodes,
+                                                                         int bs) {
+  return ((size_t)slot * n_nodes + n) * (size_t)bs;
+}
 /* vox_stencil_kernel AUTO: a warp a node below this many nodes of a level
  * (cuda_stencil.cu, stencil_warp_kernel), a thread a row from it on */
 enum { VOX_CUDA_STENCIL_WARP_NODES = 1 << 13 };
@@ -243,16 +255,18 @@ static __device__ __forceinline__ double vox_cuda_widen(__half v) {
 }
 
 /* Entry (r, c) of block t of node n, whose neighbour at offset t is m (both
- * inside the grid), from the half storage `a` (double or float; FP16
- * values are read by the product kernels only, cuda_stencil.cu). */
+ * inside the grid), from the half storage `a` of a level of n_nodes nodes
+ * (double or float; FP16 values are read by the product kernels only,
+ * cuda_stencil.cu). */
 template <int DPN, class V>
 static __device__ __forceinline__ double vox_cuda_stencil_entry(const V *__restrict__ a, size_t n,
-                                                                size_t m, int t, int r, int c) {
+                                                                size_t m, size_t n_nodes, int t,
+                                                                int r, int c) {
   constexpr int BS = DPN * DPN;
   return t >= VOX_CUDA_STENCIL_CENTRE
-             ? (double)a[(n * VOX_CUDA_STENCIL_SLOTS + (t - VOX_CUDA_STENCIL_CENTRE)) * BS +
+             ? (double)a[vox_cuda_stencil_block(n, t - VOX_CUDA_STENCIL_CENTRE, n_nodes, BS) +
                          r * DPN + c]
-             : (double)a[(m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS +
+             : (double)a[vox_cuda_stencil_block(m, VOX_CUDA_STENCIL_CENTRE - t, n_nodes, BS) +
                          c * DPN + r];
 }
 

@@ -226,8 +226,12 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
   __syncthreads();
 
   /* phase 2 */
+  /* consecutive threads on one slot's blocks of consecutive nodes, which
+   * lie side by side in the storage (vox_cuda_stencil_block) */
+  const size_t n_coarse = (size_t)(qx * qy * (cn[2] + 1));
   for (int idx = threadIdx.x; idx < nodes * S::HALF; idx += S::THREADS) {
-    const int g = idx / S::HALF, e = idx - g * S::HALF;
+    const int slot = idx / (nodes * S::BS), g = idx / S::BS % nodes, ee = idx % S::BS;
+    const int e = slot * S::BS + ee; /* of the node's 14 blocks */
     const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
     const int t[3] = {T % 3 - 1, T / 3 % 3 - 1, T / 9 - 1};
     const int64_t P[3] = {I0 + g, J, K};
@@ -280,7 +284,8 @@ static __global__ void __launch_bounds__(op_shape<DPN>::THREADS)
       const int q = vox_cuda_corner_index(ox + t[0], oy + t[1], oz + t[2]);
       acc += s_kc[g][(DPN * p + rr) * S::NLOC + DPN * q + cc];
     }
-    value[(size_t)((K * qy + J) * qx + I0) * S::HALF + idx] = (VC)acc;
+    value[vox_cuda_stencil_block((size_t)((K * qy + J) * qx + I0 + g), slot, n_coarse, S::BS) +
+          ee] = (VC)acc;
   }
 }
 
@@ -320,8 +325,9 @@ static __global__ void __launch_bounds__(256)
   const size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (idx >= n_values) return;
   const int64_t cn[3] = {nx / 2, ny / 2, nz / 2}; /* coarse elements */
-  const size_t node = idx / S::HALF;
-  const int e = (int)(idx - node * S::HALF);
+  /* value idx of the slot-by-slot storage: node, and e of its 14 blocks */
+  const size_t n_nodes = n_values / S::HALF, node = idx / S::BS % n_nodes;
+  const int e = (int)(idx / (n_nodes * S::BS) * S::BS + idx % S::BS);
   int64_t P[3];
   vox_cuda_node_coords(node, cn[0] + 1, cn[1] + 1, cn[2] + 1, P[0], P[1], P[2]);
   const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
@@ -437,6 +443,7 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
                                                     int T, int64_t fx, int64_t fy, int64_t fz,
                                                     int64_t cx, int64_t cy, int64_t cz) {
   constexpr int BS = DPN * DPN;
+  const size_t fine_nodes = (size_t)(fx * fy * fz);
   const int64_t J[3] = {I[0] + T % 3 - 1, I[1] + T / 3 % 3 - 1, I[2] + T / 9 - 1};
   double acc[BS];
 #pragma unroll
@@ -483,7 +490,8 @@ static __device__ __forceinline__ void coarse_block(const VF *__restrict__ fine,
                              : (size_t)((bk * fy + bj) * fx + bi);
 #pragma unroll
                 for (int e = 0; e < BS; e++)
-                  acc[e] += wt * vox_cuda_stencil_entry<DPN>(fine, a, b, t, e / DPN, e % DPN);
+                  acc[e] += wt * vox_cuda_stencil_entry<DPN>(fine, a, b, fine_nodes, t, e / DPN,
+                                                             e % DPN);
               }
             }
           }
@@ -524,8 +532,7 @@ static __global__ void __launch_bounds__(STENCIL_WARPS * 32)
   for (int b = 0; b < 5; b++) {
     const int T = warp_blocks[warp][b];
     if (T < 0) break;
-    VC *out = coarse + (n * VOX_CUDA_STENCIL_SLOTS + (size_t)(T - VOX_CUDA_STENCIL_CENTRE)) *
-                           DPN * DPN;
+    VC *out = coarse + vox_cuda_stencil_block(n, T - VOX_CUDA_STENCIL_CENTRE, n_coarse, DPN * DPN);
     if (image) {
       for (int e = 0; e < DPN * DPN; e++)
         out[e] = (VC)(T == VOX_CUDA_STENCIL_CENTRE && e % (DPN + 1) == 0 ? 1 : 0);

@@ -128,7 +128,7 @@ static __global__ void pack_scale_kernel(const float *__restrict__ a, float *__r
   VOX_GRID_STRIDE(dof, n_dofs) {
     const size_t n = dof / DPN;
     const int r = (int)(dof - n * DPN);
-    const float d = a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r];
+    const float d = a[n * DPN * DPN + r * DPN + r]; /* slot 0 comes first */
     scale[dof] = d > 0 && d < INFINITY ? sqrtf(d) * 0.015625f : 1.0f;
   }
 }
@@ -139,7 +139,7 @@ static __global__ void pack_scale_kernel(const float *__restrict__ a, float *__r
 template <int DPN>
 static __global__ void symmetrize_centre_kernel(float *__restrict__ a, size_t n_nodes) {
   VOX_GRID_STRIDE(n, n_nodes) {
-    float *b = a + n * VOX_CUDA_STENCIL_SLOTS * DPN * DPN; /* slot 0 */
+    float *b = a + n * DPN * DPN; /* slot 0 comes first */
 #pragma unroll
     for (int r = 1; r < DPN; r++)
 #pragma unroll
@@ -189,17 +189,18 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
                                                     size_t v, int64_t px, int64_t py,
                                                     int64_t pz) {
   constexpr int BS = DPN * DPN;
-  const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
-  const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
-  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / BS % VOX_CUDA_STENCIL_SLOTS);
+  const size_t n_nodes = (size_t)(px * py * pz), n = v / BS % n_nodes;
+  const int e = (int)(v % BS), r = e / DPN, c = e % DPN, slot = (int)(v / (n_nodes * BS));
+  const int t = VOX_CUDA_STENCIL_CENTRE + slot;
   const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
   const double value = a[v];
   if (m < 0) return __float2half_rn(0.0f);
-  /* the centre block holds (r, c) and (c, r), made equal: the same draw
-   * rounds them alike, or the stored operator would not be symmetric (the
-   * other blocks are stored once) */
-  const size_t key =
-      t == VOX_CUDA_STENCIL_CENTRE && r > c ? v - (size_t)(e - (c * DPN + r)) : v;
+  /* the draw's key: the value's place node by node, (n 14 + slot) bs + e,
+   * whatever the storage's order; the centre block holds (r, c) and (c, r),
+   * made equal: the same draw rounds them alike, or the stored operator
+   * would not be symmetric (the other blocks are stored once) */
+  const size_t at = (n * VOX_CUDA_STENCIL_SLOTS + (size_t)slot) * BS;
+  const size_t key = at + (size_t)(t == VOX_CUDA_STENCIL_CENTRE && r > c ? c * DPN + r : e);
   return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), key);
 }
 
@@ -248,9 +249,9 @@ static __device__ __forceinline__ float unpack_value(const __half *h, const floa
                                                      size_t v, int64_t px, int64_t py,
                                                      int64_t pz) {
   constexpr int BS = DPN * DPN;
-  const size_t n = v / (VOX_CUDA_STENCIL_SLOTS * BS);
+  const size_t n_nodes = (size_t)(px * py * pz), n = v / BS % n_nodes;
   const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
-  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / BS % VOX_CUDA_STENCIL_SLOTS);
+  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / (n_nodes * BS));
   const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
   if (m < 0) return 0.0f;
   return (float)((double)__half2float(h[v]) * (double)s[n * DPN + r] * (double)s[m * DPN + c]);
@@ -410,25 +411,29 @@ void vox_cuda_stencil_destroy(vox_backend *be, vox_stencil *st) {
 }
 
 /* Upload: blocks 13..26 of each node of the host's 27, converted to the
- * storage type, a bounded number of nodes at a time. */
+ * storage type and laid slot by slot, a bounded number of nodes of one slot
+ * at a time. */
 template <class V>
 static vox_status upload_as(vox_backend *be, vox_stencil *st, V *dst, const double *host) {
-  const size_t bs = (size_t)(st->dpn * st->dpn), per_node = VOX_CUDA_STENCIL_SLOTS * bs;
-  const size_t chunk_nodes = CONVERT_CHUNK / per_node + 1;
-  V *buf = (V *)malloc(chunk_nodes * per_node * sizeof *buf);
+  const int bs = st->dpn * st->dpn;
+  const size_t chunk_nodes = CONVERT_CHUNK / (size_t)bs + 1;
+  V *buf = (V *)malloc(chunk_nodes * (size_t)bs * sizeof *buf);
   if (!buf) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status s = VOX_OK;
-  for (size_t n0 = 0; n0 < st->n_nodes && s == VOX_OK; n0 += chunk_nodes) {
-    const size_t nodes = st->n_nodes - n0 < chunk_nodes ? st->n_nodes - n0 : chunk_nodes;
-    for (size_t n = 0; n < nodes; n++)
-      for (size_t e = 0; e < per_node; e++)
-        buf[n * per_node + e] = (V)host[((n0 + n) * 27 + VOX_CUDA_STENCIL_CENTRE) * bs + e];
-    /* from pageable memory cudaMemcpy returns once buf has been read, so the
-     * buffer can be refilled at once */
-    s = vox_cuda_check(be, cudaMemcpy(dst + n0 * per_node, buf, nodes * per_node * sizeof *buf,
-                                      cudaMemcpyHostToDevice),
-                       "uploading a stencil");
-  }
+  for (int slot = 0; slot < VOX_CUDA_STENCIL_SLOTS; slot++)
+    for (size_t n0 = 0; n0 < st->n_nodes && s == VOX_OK; n0 += chunk_nodes) {
+      const size_t nodes = st->n_nodes - n0 < chunk_nodes ? st->n_nodes - n0 : chunk_nodes;
+      for (size_t n = 0; n < nodes; n++)
+        for (int e = 0; e < bs; e++)
+          buf[n * bs + e] =
+              (V)host[((n0 + n) * 27 + VOX_CUDA_STENCIL_CENTRE + slot) * (size_t)bs + e];
+      /* from pageable memory cudaMemcpy returns once buf has been read, so
+       * the buffer can be refilled at once */
+      s = vox_cuda_check(be,
+                         cudaMemcpy(dst + vox_cuda_stencil_block(n0, slot, st->n_nodes, bs), buf,
+                                    nodes * bs * sizeof *buf, cudaMemcpyHostToDevice),
+                         "uploading a stencil");
+    }
   free(buf);
   return s;
 }
@@ -494,7 +499,7 @@ static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *s
       const bool inside =
           !image && ii >= 0 && ii < px && jj >= 0 && jj < py && kk >= 0 && kk < pz;
       if (t >= VOX_CUDA_STENCIL_CENTRE) {
-        const V *own = half + (node * VOX_CUDA_STENCIL_SLOTS + (size_t)(t - 13)) * bs;
+        const V *own = half + vox_cuda_stencil_block(node, t - 13, st->n_nodes, (int)bs);
         /* the column's node: the neighbour, or the node itself (centre) */
         const size_t m = t == VOX_CUDA_STENCIL_CENTRE ? node
                          : inside                     ? (size_t)((kk * py + jj) * px + ii)
@@ -504,7 +509,7 @@ static vox_status download_as(vox_backend *be, const vox_stencil *st, const V *s
                    (scale ? (double)scale[node * dpn + e / dpn] * scale[m * dpn + e % dpn] : 1.0);
       } else if (inside) {
         const size_t m = (size_t)((kk * py + jj) * px + ii);
-        const V *theirs = half + (m * VOX_CUDA_STENCIL_SLOTS + (size_t)(13 - t)) * bs;
+        const V *theirs = half + vox_cuda_stencil_block(m, 13 - t, st->n_nodes, (int)bs);
         for (int r = 0; r < dpn; r++)
           for (int c = 0; c < dpn; c++)
             out[r * dpn + c] =
@@ -532,15 +537,15 @@ vox_status vox_cuda_stencil_download(vox_backend *be, const vox_stencil *st, dou
  * each of node n's 27 blocks against the neighbour's dofs, in t order.
  * Blocks reaching outside the grid are skipped (they are zero).
  *
- * The stored half of a node's row (blocks 13..26) is 14 dpn^2 contiguous
- * values, so a thread reading its own row would make a warp touch 32 rows
- * far apart at each load: the block first copies the rows of its nodes into
- * shared memory with consecutive threads on consecutive values (one
- * contiguous run for the whole thread block), then each thread reads its row
- * from there. Blocks 0..12 are column r of the neighbours' stored blocks
- * 26 - t, read directly: the neighbours before a node in the sweep were read
- * a moment ago by their own thread blocks and mostly come from the L2
- * cache, which is where the halved storage saves its DRAM bytes. */
+ * The storage is slot by slot (vox_cuda_stencil_block), so at each block t
+ * a warp's threads, on about eleven consecutive nodes, read that block of
+ * each of them: their own (t >= 13) or, transposed, the neighbours' block
+ * 26 - t (t < 13), either way adjacent in memory, a few cache lines a load.
+ * (Node by node, a warp's load touched one line per node, and the level-1
+ * product was bound by the first-level cache's sectors.) The neighbours'
+ * blocks were read a moment ago by their own thread blocks and mostly come
+ * from the L2 cache, which is where the halved storage saves its DRAM
+ * bytes. */
 template <int DPN> struct apply_shape {
   static constexpr int NB = DPN == 1 ? 128 : 32;
   static constexpr int THREADS = NB * DPN;
@@ -551,27 +556,15 @@ static __global__ void __launch_bounds__(NB * DPN)
     stencil_apply_kernel(const V *__restrict__ a, const float *__restrict__ scale,
                          const double *__restrict__ x, double *__restrict__ y, int64_t px,
                          int64_t py, int64_t pz, size_t n_nodes, row_epilogue e) {
-  constexpr int BS = DPN * DPN, ROW = VOX_CUDA_STENCIL_SLOTS * BS;
+  constexpr int BS = DPN * DPN;
   /* FP16 values are A_hat: y = S (A_hat (S x)) with the per-dof scales */
   constexpr bool SCALED = std::is_same<V, __half>::value;
-  __shared__ V s_a[NB * ROW];
-  const size_t first = (size_t)blockIdx.x * NB;
-  const int nodes = n_nodes - first < (size_t)NB ? (int)(n_nodes - first) : NB;
-  const int local = threadIdx.x / DPN, r = threadIdx.x - local * DPN;
-  if constexpr (SCALED) { /* ROW is even: copied two values (one 32-bit word) at a time */
-    const uint32_t *src = reinterpret_cast<const uint32_t *>(a + first * ROW);
-    uint32_t *dst = reinterpret_cast<uint32_t *>(s_a);
-    for (int idx = threadIdx.x; idx < nodes * ROW / 2; idx += NB * DPN) dst[idx] = src[idx];
-  } else {
-    for (int idx = threadIdx.x; idx < nodes * ROW; idx += NB * DPN)
-      s_a[idx] = a[first * ROW + idx];
-  }
-  __syncthreads();
-  if (local >= nodes) return;
-  const size_t n = first + local;
+  const size_t dof = (size_t)blockIdx.x * (NB * DPN) + threadIdx.x;
+  if (dof >= n_nodes * DPN) return;
+  const size_t n = dof / DPN;
+  const int r = (int)(dof - n * DPN);
   int64_t i, j, k;
   vox_cuda_node_coords(n, px, py, pz, i, j, k);
-  const V *row = s_a + local * ROW + r * DPN; /* row r of slot 0 (the centre) */
   /* a periodic grid's images have identity rows (their centre block) */
   const bool image = PERIODIC && (i == px - 1 || j == py - 1 || k == pz - 1);
   double s = 0;
@@ -592,11 +585,12 @@ static __global__ void __launch_bounds__(NB * DPN)
     for (int c = 0; c < DPN; c++)
       sx[c] = SCALED ? xm[c] * (double)__ldg(scale + m * DPN + c) : xm[c];
     if (t >= VOX_CUDA_STENCIL_CENTRE) {
+      const V *row =
+          a + vox_cuda_stencil_block(n, t - VOX_CUDA_STENCIL_CENTRE, n_nodes, BS) + r * DPN;
 #pragma unroll
-      for (int c = 0; c < DPN; c++)
-        s += vox_cuda_widen(row[(t - VOX_CUDA_STENCIL_CENTRE) * BS + c]) * sx[c];
+      for (int c = 0; c < DPN; c++) s += vox_cuda_widen(row[c]) * sx[c];
     } else {
-      const V *col = a + (m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS + r;
+      const V *col = a + vox_cuda_stencil_block(m, VOX_CUDA_STENCIL_CENTRE - t, n_nodes, BS) + r;
 #pragma unroll
       for (int c = 0; c < DPN; c++) s += vox_cuda_widen(col[c * DPN]) * sx[c];
     }
@@ -647,13 +641,13 @@ static __global__ void __launch_bounds__(WARP_NODES * 32)
     for (int c = 0; c < DPN; c++)
       sx[c] = SCALED ? x[m * DPN + c] * (double)__ldg(scale + m * DPN + c) : x[m * DPN + c];
     if (t >= VOX_CUDA_STENCIL_CENTRE) {
-      const V *blk = a + (n * VOX_CUDA_STENCIL_SLOTS + (t - VOX_CUDA_STENCIL_CENTRE)) * BS;
+      const V *blk = a + vox_cuda_stencil_block(n, t - VOX_CUDA_STENCIL_CENTRE, n_nodes, BS);
 #pragma unroll
       for (int r = 0; r < DPN; r++)
 #pragma unroll
         for (int c = 0; c < DPN; c++) s[r] += vox_cuda_widen(blk[r * DPN + c]) * sx[c];
     } else {
-      const V *blk = a + (m * VOX_CUDA_STENCIL_SLOTS + (VOX_CUDA_STENCIL_CENTRE - t)) * BS;
+      const V *blk = a + vox_cuda_stencil_block(m, VOX_CUDA_STENCIL_CENTRE - t, n_nodes, BS);
 #pragma unroll
       for (int r = 0; r < DPN; r++)
 #pragma unroll
@@ -683,7 +677,7 @@ static __global__ void __launch_bounds__(THREADS)
   if (dof >= n_dofs) return;
   const size_t n = dof / DPN;
   const int r = (int)(dof - n * DPN);
-  const double v = vox_cuda_widen(a[(n * VOX_CUDA_STENCIL_SLOTS * DPN + r) * DPN + r]); /* slot 0 */
+  const double v = vox_cuda_widen(a[n * DPN * DPN + r * DPN + r]); /* slot 0 comes first */
   d[dof] = std::is_same<V, __half>::value ? v * (double)scale[dof] * (double)scale[dof] : v;
 }
 

@@ -330,13 +330,15 @@ typedef struct vox_multigrid_ops {
   vox_status (*stencil_upload)(vox_backend *be, vox_stencil *st, const double *host);
   vox_status (*stencil_download)(vox_backend *be, const vox_stencil *st, double *host);
   /* Optional (NULL: none): the stored values themselves, a vector of the
-   * backend (VOX_DOUBLE or VOX_FLOAT as the stencil stores them) node by
-   * node in the grid's order, the same number of values a node on every
-   * grid, to read or to overwrite in place (the MPI backend sums the
-   * slabs' parts of a level into the whole level where they live). A
-   * level kept below float (FP16) is widened first; values written are
-   * the level's new operator. */
+   * backend (VOX_DOUBLE or VOX_FLOAT as the stencil stores them) in
+   * stencil_value_runs runs (0 counts as 1), each run all the grid's nodes
+   * in order with the same number of values a node on every grid (the CPU:
+   * one run of whole nodes; CUDA: a run per stored block), to read or to
+   * overwrite in place (the MPI backend sums the slabs' parts of a level
+   * into the whole level where they live). A level kept below float
+   * (FP16) is widened first; values written are the level's new operator. */
   vox_status (*stencil_values)(vox_backend *be, vox_stencil *st, vox_vec *values);
+  int stencil_value_runs;
   vox_status (*stencil_apply)(vox_backend *be, vox_stencil *st, const vox_vec *x, vox_vec *y);
   /* The fused steps of op->smooth and op->residual with y = A x of the
    * stencil (the coarse levels' smoothing and residual). */

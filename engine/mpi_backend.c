@@ -988,13 +988,21 @@ static vox_status sum_slabs(vox_backend *be, const layout *slabs, vox_stencil *p
   vox_vec from, to;
   TRY(mg->stencil_values(IN(be), part, &from));
   TRY(mg->stencil_values(IN(be), whole, &to));
-  const size_t per_node = from.n / (slabs->local_n / (size_t)m->dpn);
+  /* the slab's nodes are a range of the whole's in each run of values */
+  const size_t runs = mg->stencil_value_runs > 1 ? (size_t)mg->stencil_value_runs : 1;
+  const size_t part_nodes = slabs->local_n / (size_t)m->dpn,
+               whole_nodes = slabs->global_n / (size_t)m->dpn;
+  const size_t per_node = from.n / runs / part_nodes;
   const size_t bytes = vox_scalar_bytes(to.scalar);
-  vox_vec at = to;
-  at.raw = (char *)to.raw + slabs->offset / (size_t)m->dpn * per_node * bytes;
-  at.n = from.n;
   TRY(C(be)->vec->set(IN(be), &to, 0));
-  TRY(C(be)->vec->copy(IN(be), &at, &from));
+  for (size_t q = 0; q < runs; q++) {
+    vox_vec at = to, run = from;
+    at.raw = (char *)to.raw +
+             (q * whole_nodes + slabs->offset / (size_t)m->dpn) * per_node * bytes;
+    run.raw = (char *)from.raw + q * part_nodes * per_node * bytes;
+    at.n = run.n = part_nodes * per_node;
+    TRY(C(be)->vec->copy(IN(be), &at, &run));
+  }
   if (!m->host) return vox_mpi_halo_allreduce_sum(m->halo, &to);
   const MPI_Datatype type = to.scalar == VOX_DOUBLE ? MPI_DOUBLE : MPI_FLOAT;
   for (size_t done = 0; done < to.n;) {
