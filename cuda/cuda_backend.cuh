@@ -242,6 +242,15 @@ static __host__ __device__ __forceinline__ size_t vox_cuda_stencil_block(size_t 
                                                                          int bs) {
   return ((size_t)slot * n_nodes + n) * (size_t)bs;
 }
+/* The inverse: value v's node n, slot and entry e of its block. */
+struct vox_cuda_stencil_place {
+  size_t n;
+  int slot, e;
+};
+static __host__ __device__ __forceinline__ vox_cuda_stencil_place
+vox_cuda_stencil_place_of(size_t v, size_t n_nodes, int bs) {
+  return {v / (size_t)bs % n_nodes, (int)(v / (n_nodes * (size_t)bs)), (int)(v % (size_t)bs)};
+}
 /* vox_stencil_kernel AUTO: a warp a node below this many nodes of a level
  * (cuda_stencil.cu, stencil_warp_kernel), a thread a row from it on */
 enum { VOX_CUDA_STENCIL_WARP_NODES = 1 << 13 };

@@ -251,10 +251,9 @@ static __global__ void stencil_to_dense(const V *__restrict__ value, int dpn, in
   const int bs = dpn * dpn;
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
        k < n_nodes * VOX_CUDA_STENCIL_SLOTS * bs; k += (int64_t)gridDim.x * blockDim.x) {
-    /* value k of the slot-by-slot storage (vox_cuda_stencil_block) */
-    const int64_t n = k / bs % n_nodes;
-    const int t = VOX_CUDA_STENCIL_CENTRE + (int)(k / (n_nodes * bs)), e = (int)(k % bs),
-              r = e / dpn, c = e % dpn;
+    const vox_cuda_stencil_place at = vox_cuda_stencil_place_of((size_t)k, (size_t)n_nodes, bs);
+    const int64_t n = (int64_t)at.n;
+    const int t = VOX_CUDA_STENCIL_CENTRE + at.slot, r = at.e / dpn, c = at.e % dpn;
     const int64_t i = n % px, j = n / px % py, kk = n / (px * py);
     const int64_t ii = i + t % 3 - 1, jj = j + t / 3 % 3 - 1, k2 = kk + t / 9 - 1;
     if (ii < 0 || ii >= px || jj < 0 || jj >= py || k2 < 0 || k2 >= pz) continue;
@@ -277,10 +276,9 @@ static __global__ void stencil_to_dense_periodic(const V *__restrict__ value, in
   const int bs = dpn * dpn;
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
        k < n_nodes * VOX_CUDA_STENCIL_SLOTS * bs; k += (int64_t)gridDim.x * blockDim.x) {
-    /* value k of the slot-by-slot storage (vox_cuda_stencil_block) */
-    const int64_t n = k / bs % n_nodes;
-    const int t = VOX_CUDA_STENCIL_CENTRE + (int)(k / (n_nodes * bs)), e = (int)(k % bs),
-              r = e / dpn, c = e % dpn;
+    const vox_cuda_stencil_place at = vox_cuda_stencil_place_of((size_t)k, (size_t)n_nodes, bs);
+    const int64_t n = (int64_t)at.n;
+    const int t = VOX_CUDA_STENCIL_CENTRE + at.slot, r = at.e / dpn, c = at.e % dpn;
     const int64_t i = n % px, j = n / px % py, kk = n / (px * py);
     const bool image = i == px - 1 || j == py - 1 || kk == pz - 1;
     if (image && t != VOX_CUDA_STENCIL_CENTRE) continue;

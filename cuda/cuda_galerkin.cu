@@ -325,9 +325,9 @@ static __global__ void __launch_bounds__(256)
   const size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (idx >= n_values) return;
   const int64_t cn[3] = {nx / 2, ny / 2, nz / 2}; /* coarse elements */
-  /* value idx of the slot-by-slot storage: node, and e of its 14 blocks */
-  const size_t n_nodes = n_values / S::HALF, node = idx / S::BS % n_nodes;
-  const int e = (int)(idx / (n_nodes * S::BS) * S::BS + idx % S::BS);
+  const vox_cuda_stencil_place at = vox_cuda_stencil_place_of(idx, n_values / S::HALF, S::BS);
+  const size_t node = at.n;
+  const int e = at.slot * S::BS + at.e; /* of the node's 14 blocks */
   int64_t P[3];
   vox_cuda_node_coords(node, cn[0] + 1, cn[1] + 1, cn[2] + 1, P[0], P[1], P[2]);
   const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;

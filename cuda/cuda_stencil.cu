@@ -189,8 +189,9 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
                                                     size_t v, int64_t px, int64_t py,
                                                     int64_t pz) {
   constexpr int BS = DPN * DPN;
-  const size_t n_nodes = (size_t)(px * py * pz), n = v / BS % n_nodes;
-  const int e = (int)(v % BS), r = e / DPN, c = e % DPN, slot = (int)(v / (n_nodes * BS));
+  const vox_cuda_stencil_place at = vox_cuda_stencil_place_of(v, (size_t)(px * py * pz), BS);
+  const size_t n = at.n;
+  const int e = at.e, r = e / DPN, c = e % DPN, slot = at.slot;
   const int t = VOX_CUDA_STENCIL_CENTRE + slot;
   const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
   const double value = a[v];
@@ -199,8 +200,8 @@ static __device__ __forceinline__ __half pack_value(const float *a, const float 
    * whatever the storage's order; the centre block holds (r, c) and (c, r),
    * made equal: the same draw rounds them alike, or the stored operator
    * would not be symmetric (the other blocks are stored once) */
-  const size_t at = (n * VOX_CUDA_STENCIL_SLOTS + (size_t)slot) * BS;
-  const size_t key = at + (size_t)(t == VOX_CUDA_STENCIL_CENTRE && r > c ? c * DPN + r : e);
+  const size_t key = (n * VOX_CUDA_STENCIL_SLOTS + (size_t)slot) * BS +
+                     (size_t)(t == VOX_CUDA_STENCIL_CENTRE && r > c ? c * DPN + r : e);
   return round_half((float)(value / ((double)s[n * DPN + r] * (double)s[m * DPN + c])), key);
 }
 
@@ -249,9 +250,9 @@ static __device__ __forceinline__ float unpack_value(const __half *h, const floa
                                                      size_t v, int64_t px, int64_t py,
                                                      int64_t pz) {
   constexpr int BS = DPN * DPN;
-  const size_t n_nodes = (size_t)(px * py * pz), n = v / BS % n_nodes;
-  const int e = (int)(v % BS), r = e / DPN, c = e % DPN;
-  const int t = VOX_CUDA_STENCIL_CENTRE + (int)(v / (n_nodes * BS));
+  const vox_cuda_stencil_place at = vox_cuda_stencil_place_of(v, (size_t)(px * py * pz), BS);
+  const size_t n = at.n;
+  const int r = at.e / DPN, c = at.e % DPN, t = VOX_CUDA_STENCIL_CENTRE + at.slot;
   const int64_t m = pack_neighbour<PERIODIC>(n, t, px, py, pz);
   if (m < 0) return 0.0f;
   return (float)((double)__half2float(h[v]) * (double)s[n * DPN + r] * (double)s[m * DPN + c]);
@@ -420,7 +421,7 @@ static vox_status upload_as(vox_backend *be, vox_stencil *st, V *dst, const doub
   V *buf = (V *)malloc(chunk_nodes * (size_t)bs * sizeof *buf);
   if (!buf) return vox_error(be->ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status s = VOX_OK;
-  for (int slot = 0; slot < VOX_CUDA_STENCIL_SLOTS; slot++)
+  for (int slot = 0; slot < VOX_CUDA_STENCIL_SLOTS && s == VOX_OK; slot++)
     for (size_t n0 = 0; n0 < st->n_nodes && s == VOX_OK; n0 += chunk_nodes) {
       const size_t nodes = st->n_nodes - n0 < chunk_nodes ? st->n_nodes - n0 : chunk_nodes;
       for (size_t n = 0; n < nodes; n++)
