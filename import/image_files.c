@@ -37,15 +37,19 @@ vox_status image_file_size(vox_context *ctx, const char *path, uint64_t *size) {
 
 vox_status image_checked_size(vox_context *ctx, const char *path, const int64_t n[3], size_t elem,
                               size_t *bytes) {
-  /* 2^40 voxels is far beyond any scanner and keeps the products exact */
-  const int64_t limit = (int64_t)1 << 40;
+  /* 2^40 voxels is far beyond any scanner; the count is checked before
+   * each product, since two axes of up to 2^40 each can wrap 64 bits (to 0:
+   * an empty allocation for a huge image) */
+  const uint64_t limit = (uint64_t)1 << 40;
   for (int a = 0; a < 3; a++)
-    if (n[a] < 1 || n[a] > limit)
+    if (n[a] < 1 || (uint64_t)n[a] > limit)
       return vox_error(ctx, VOX_ERR_FORMAT, "%s: image size %lldx%lldx%lld is invalid", path,
                        (long long)n[0], (long long)n[1], (long long)n[2]);
-  uint64_t count = (uint64_t)n[0] * (uint64_t)n[1];
-  if (count > (uint64_t)limit || (count *= (uint64_t)n[2]) > (uint64_t)limit ||
-      count > SIZE_MAX / elem)
+  uint64_t count = (uint64_t)n[0];
+  int fits = 1;
+  for (int a = 1; a < 3 && fits; a++)
+    if ((fits = (uint64_t)n[a] <= limit / count)) count *= (uint64_t)n[a];
+  if (!fits || count > SIZE_MAX / elem)
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: image size %lldx%lldx%lld is too large", path,
                      (long long)n[0], (long long)n[1], (long long)n[2]);
   *bytes = (size_t)count * elem;

@@ -48,7 +48,7 @@ static uint64_t load_le(const unsigned char *p, int size, int swap) {
  * dim[0] beyond 7 makes it write out of bounds. The header is checked here
  * first (gzread reads plain and gzip files alike). */
 static vox_status check_header(vox_context *ctx, const char *path) {
-  unsigned char h[540];
+  unsigned char h[544]; /* a NIfTI-2 header and its extension flag */
   gzFile z = gzopen(path, "rb");
   if (!z) return vox_error(ctx, VOX_ERR_IO, "%s: cannot open", path);
   int got = gzread(z, h, sizeof h);
@@ -92,6 +92,14 @@ static vox_status check_header(vox_context *ctx, const char *path) {
     if (esize < 16 || esize % 16 || at + esize > vox_offset) {
       status =
           vox_error(ctx, VOX_ERR_FORMAT, "%s: a corrupt NIfTI extension (size %d)", path, esize);
+      break;
+    }
+    /* and in the file: a vox_offset far past its end otherwise lets a
+     * small file ask nifticlib for gigabytes (found by the fuzzer) */
+    unsigned char last;
+    if (gzseek(z, (z_off_t)(at + esize - 1), SEEK_SET) < 0 || gzread(z, &last, 1) != 1) {
+      status = vox_error(ctx, VOX_ERR_FORMAT,
+                         "%s: truncated (a NIfTI extension of %d bytes past the end)", path, esize);
       break;
     }
     at += esize;

@@ -388,6 +388,14 @@ def case_nifti():
             check_grid(m, (0.5, 0.6, 0.7), (-3.0, 4.0, 12.5), name)
             check(close(m["intensity"], vol * 2.0 + 10.0, 1e-3), f"{name}: scaling not applied")
             check_labels(m, (vol * 2.0 + 10.0 >= 500).astype(np.uint8), name)
+    # a NIfTI-2 extension that runs to a voxel offset far past the file's end
+    # (found by the fuzzer): one line, not a gigabyte asked of nifticlib
+    raw = bytearray(open("two.nii", "rb").read())
+    raw[168:176] = struct.pack("<q", 1 << 30)  # vox_offset
+    raw[540] = 1  # extensions follow
+    raw[544:552] = struct.pack("<ii", (1 << 30) - 1024, 0)
+    open("ext.nii", "wb").write(raw)
+    expect_bad(["--image", "ext.nii", "--threshold", "500"], ["ext.nii", "extension"])
     # micrometre units
     img = nib.Nifti1Image(data_xyz, np.diag([50.0, 50.0, 50.0, 1.0]))
     img.header.set_xyzt_units("micron")
@@ -634,6 +642,11 @@ def case_aim():
     write_aim("nocal.aim", (7, 6, 5), 0x00020002, vol.tobytes(), (0.1, 0.1, 0.1))
     expect_bad(["--image", "nocal.aim", "--threshold", "0", "--threshold-units", "density"],
                ["nocal.aim", "calibration"])
+    # two axes whose product wraps 64 bits to 0 (found by the fuzzer): refused,
+    # not an empty allocation that the voxels then overrun
+    write_aim("wrap.aim", (1 << 32, 1 << 32, 1), 0x00020002, bytes(64), (0.1, 0.1, 0.1),
+              v030=True)
+    expect_bad(["--image", "wrap.aim", "--threshold", "0"], ["wrap.aim", "too large"])
 
 
 def case_aim_nifti_fixture():
