@@ -45,11 +45,10 @@ vox_status image_checked_size(vox_context *ctx, const char *path, const int64_t 
     if (n[a] < 1 || (uint64_t)n[a] > limit)
       return vox_error(ctx, VOX_ERR_FORMAT, "%s: image size %lldx%lldx%lld is invalid", path,
                        (long long)n[0], (long long)n[1], (long long)n[2]);
-  uint64_t count = (uint64_t)n[0];
-  int fits = 1;
-  for (int a = 1; a < 3 && fits; a++)
-    if ((fits = (uint64_t)n[a] <= limit / count)) count *= (uint64_t)n[a];
-  if (!fits || count > SIZE_MAX / elem)
+  uint64_t count = 1;
+  int a = 0;
+  while (a < 3 && (uint64_t)n[a] <= limit / count) count *= (uint64_t)n[a++];
+  if (a < 3 || count > SIZE_MAX / elem)
     return vox_error(ctx, VOX_ERR_FORMAT, "%s: image size %lldx%lldx%lld is too large", path,
                      (long long)n[0], (long long)n[1], (long long)n[2]);
   *bytes = (size_t)count * elem;
