@@ -23,7 +23,7 @@
  * pattern uploaded once, the values written here in place), and so do the
  * inverses of its diagonal blocks, which block Jacobi applies by that
  * table's BSR product; K's own product is a warp per block row
- * (product_kernel says why). The tables' indices are 32-bit on the device (the
+ * (level_product_kernel says why). The tables' indices are 32-bit on the device (the
  * entries of the shape tables, about 270 per node, stay far below 2^32 on
  * any model a GPU holds); create refuses a model past that. */
 #include <stdint.h>
@@ -305,31 +305,6 @@ static __global__ void support_sensitivity_kernel(efg_view v, const double *__re
     for (uint32_t k = v.ns_start[i]; k < v.ns_start[i + 1]; k++)
       s += v.s_phi[v.ns_entry[k]] * g[v.ns_point[k]];
     dc[i] -= s;
-  }
-}
-
-/* y = K x, a warp per block row: the lanes take the row's blocks in turn
- * (a run of 72-byte blocks read together) and the warp sums the row's three
- * values by shuffles. K's rows are long (about 90 to 270 blocks) and few (a
- * node each): the sparse table's product, a thread per scalar row, would
- * leave a GPU a few warps per multiprocessor on the paper's 16,605 nodes,
- * each walking its row alone. */
-static __global__ void product_kernel(efg_view v, const double *__restrict__ kval,
-                                      const double *__restrict__ x, double *__restrict__ y) {
-  const unsigned lane = threadIdx.x % 32;
-  WARP_STRIDE(i, v.n_nodes) {
-    double s0 = 0, s1 = 0, s2 = 0;
-    for (size_t k = v.row_start[i] + lane; k < v.row_start[i + 1]; k += 32) {
-      const double *a = kval + 9 * k, *xc = x + 3 * (size_t)v.col[k];
-      const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
-      s0 += __ldg(a) * x0 + __ldg(a + 1) * x1 + __ldg(a + 2) * x2;
-      s1 += __ldg(a + 3) * x0 + __ldg(a + 4) * x1 + __ldg(a + 5) * x2;
-      s2 += __ldg(a + 6) * x0 + __ldg(a + 7) * x1 + __ldg(a + 8) * x2;
-    }
-    s0 = vox_cuda_warp_sum(s0);
-    s1 = vox_cuda_warp_sum(s1);
-    s2 = vox_cuda_warp_sum(s2);
-    if (lane == 0) y[3 * i] = s0, y[3 * i + 1] = s1, y[3 * i + 2] = s2;
   }
 }
 
@@ -676,11 +651,21 @@ static __global__ void diagonal_drift_kernel(size_t n, const size_t *__restrict_
   }
 }
 
-/* y = A x for a level's block matrix, a warp per block row; with b, the
- * residual y = b - A x. */
+/* y = A x for a symmetric block matrix, a warp per block row; with b, the
+ * residual y = b - A x. The lanes take the row's blocks in turn (a run of
+ * blocks read together) and the warp sums the row's three values by
+ * shuffles: the rows are long (about 90 to 270 blocks on K) and few (a node
+ * each), so the sparse table's product, a thread per scalar row, would leave
+ * a GPU a few warps per multiprocessor on the paper's 16,605 nodes, each
+ * walking its row alone. With mirror (K's and level 0's: the index of K_ji
+ * for each block K_ij), a block below the diagonal is read as its mirror
+ * transposed, the same numbers: the mirror lies in a row a little before
+ * this one, read lately and still in the L2 cache, so the lower half's bytes
+ * stop coming from DRAM, which bounds this product. */
 template <class T>
 static __global__ void level_product_kernel(size_t n, const size_t *__restrict__ row_start,
                                             const int32_t *__restrict__ col,
+                                            const uint32_t *__restrict__ mirror,
                                             const T *__restrict__ val,
                                             const double *__restrict__ x,
                                             const double *__restrict__ b, double *__restrict__ y) {
@@ -688,12 +673,20 @@ static __global__ void level_product_kernel(size_t n, const size_t *__restrict__
   WARP_STRIDE(i, n) {
     double s0 = 0, s1 = 0, s2 = 0;
     for (size_t k = row_start[i] + lane; k < row_start[i + 1]; k += 32) {
-      const T *a = val + 9 * k;
-      const double *xc = x + 3 * (size_t)col[k];
+      const int32_t j = __ldg(col + k);
+      const double *xc = x + 3 * (size_t)j;
       const double x0 = __ldg(xc), x1 = __ldg(xc + 1), x2 = __ldg(xc + 2);
-      s0 += (double)__ldg(a) * x0 + (double)__ldg(a + 1) * x1 + (double)__ldg(a + 2) * x2;
-      s1 += (double)__ldg(a + 3) * x0 + (double)__ldg(a + 4) * x1 + (double)__ldg(a + 5) * x2;
-      s2 += (double)__ldg(a + 6) * x0 + (double)__ldg(a + 7) * x1 + (double)__ldg(a + 8) * x2;
+      if (mirror && (size_t)j < i) {
+        const T *a = val + 9 * (size_t)__ldg(mirror + k);
+        s0 += (double)__ldg(a) * x0 + (double)__ldg(a + 3) * x1 + (double)__ldg(a + 6) * x2;
+        s1 += (double)__ldg(a + 1) * x0 + (double)__ldg(a + 4) * x1 + (double)__ldg(a + 7) * x2;
+        s2 += (double)__ldg(a + 2) * x0 + (double)__ldg(a + 5) * x1 + (double)__ldg(a + 8) * x2;
+      } else {
+        const T *a = val + 9 * k;
+        s0 += (double)__ldg(a) * x0 + (double)__ldg(a + 1) * x1 + (double)__ldg(a + 2) * x2;
+        s1 += (double)__ldg(a + 3) * x0 + (double)__ldg(a + 4) * x1 + (double)__ldg(a + 5) * x2;
+        s2 += (double)__ldg(a + 6) * x0 + (double)__ldg(a + 7) * x1 + (double)__ldg(a + 8) * x2;
+      }
     }
     s0 = vox_cuda_warp_sum(s0);
     s1 = vox_cuda_warp_sum(s1);
@@ -1084,8 +1077,9 @@ static vox_status efg_block_jacobi(vox_backend *be, vox_efg_device *d) {
 static vox_status efg_apply(vox_backend *be, vox_efg_device *d, const vox_vec *x, vox_vec *y) {
   TRY(check_vec(be, x, 3 * d->n_nodes, "x of K x"));
   TRY(check_vec(be, y, 3 * d->n_nodes, "y of K x"));
-  product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(view_of(d), values_of(d, d->k),
-                                                                x->data, y->data);
+  const efg_view v = view_of(d);
+  level_product_kernel<<<warp_grid(d->n_nodes), VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
+      d->n_nodes, v.row_start, v.col, d->mirror, values_of(d, d->k), x->data, NULL, y->data);
   CUDA_LAUNCHED(be, "the EFG stiffness product");
   return VOX_OK;
 }
@@ -1613,13 +1607,14 @@ static vox_status level_product(vox_backend *be, vox_efg_device *d, int l, const
   const double *val;
   level_arrays(d, l, &rs, &col, &brow, &val);
   const unsigned grid = warp_grid(d->level_nodes[l]);
+  const uint32_t *mirror = l == 0 ? d->mirror : NULL; /* the coarse levels' are not made */
   if (l == 0 && d->k_single)
     level_product_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->level_nodes[l], rs, col, (const float *)d->k_single, x->data, b ? b->data : NULL,
-        y->data);
+        d->level_nodes[l], rs, col, mirror, (const float *)d->k_single, x->data,
+        b ? b->data : NULL, y->data);
   else
     level_product_kernel<<<grid, VOX_CUDA_THREADS, 0, vox_cuda_stream(be)>>>(
-        d->level_nodes[l], rs, col, val, x->data, b ? b->data : NULL, y->data);
+        d->level_nodes[l], rs, col, mirror, val, x->data, b ? b->data : NULL, y->data);
   CUDA_LAUNCHED(be, b ? "the EFG multigrid's residual" : "the EFG multigrid's product");
   return VOX_OK;
 }

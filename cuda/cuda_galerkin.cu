@@ -326,11 +326,10 @@ static __global__ void __launch_bounds__(256)
   if (idx >= n_values) return;
   const int64_t cn[3] = {nx / 2, ny / 2, nz / 2}; /* coarse elements */
   const vox_cuda_stencil_place at = vox_cuda_stencil_place_of(idx, n_values / S::HALF, S::BS);
-  const size_t node = at.n;
-  const int e = at.slot * S::BS + at.e; /* of the node's 14 blocks */
   int64_t P[3];
-  vox_cuda_node_coords(node, cn[0] + 1, cn[1] + 1, cn[2] + 1, P[0], P[1], P[2]);
-  const int T = VOX_CUDA_STENCIL_CENTRE + e / S::BS, rr = e % S::BS / DPN, cc = e % DPN;
+  vox_cuda_node_coords(at.n, cn[0] + 1, cn[1] + 1, cn[2] + 1, P[0], P[1], P[2]);
+  /* the slot's neighbour (of the node's 14 blocks) and the entry's row and column */
+  const int T = VOX_CUDA_STENCIL_CENTRE + at.slot, rr = at.e / DPN, cc = at.e % DPN;
   if (P[0] == cn[0] || P[1] == cn[1] || P[2] == cn[2]) {
     value[idx] = (VC)(T == VOX_CUDA_STENCIL_CENTRE && rr == cc ? 1 : 0);
     return;
