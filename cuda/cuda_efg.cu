@@ -123,7 +123,7 @@ struct vox_efg_device {
 
 /* What the kernels read, by value. */
 struct efg_view {
-  size_t n_nodes, n_points, n_blocks;
+  size_t n_nodes, n_points;
   double lambda, mu;
   const uint32_t *g_start, *ng_start, *ng_entry, *ng_point;
   const int32_t *g_node;
@@ -131,21 +131,21 @@ struct efg_view {
   const uint32_t *s_start, *ns_start, *ns_entry, *ns_point;
   const int32_t *s_node;
   const double *s_phi, *s_stiffness;
-  const int32_t *block_row, *col;
+  const int32_t *col;
   const uint32_t *mirror;
   const size_t *row_start;
 };
 
 static efg_view view_of(const vox_efg_device *d) {
   efg_view v;
-  v.n_nodes = d->n_nodes, v.n_points = d->n_points, v.n_blocks = d->n_blocks;
+  v.n_nodes = d->n_nodes, v.n_points = d->n_points;
   v.lambda = d->lambda, v.mu = d->mu;
   v.g_start = d->g_start, v.ng_start = d->ng_start, v.ng_entry = d->ng_entry;
   v.ng_point = d->ng_point, v.g_node = d->g_node, v.g_phi = d->g_phi, v.g_dphi = d->g_dphi;
   v.g_weight = d->g_weight, v.g_modulus = d->g_modulus;
   v.s_start = d->s_start, v.ns_start = d->ns_start, v.ns_entry = d->ns_entry;
   v.ns_point = d->ns_point, v.s_node = d->s_node, v.s_phi = d->s_phi;
-  v.s_stiffness = d->s_stiffness, v.block_row = d->block_row, v.mirror = d->mirror;
+  v.s_stiffness = d->s_stiffness, v.mirror = d->mirror;
   double *val;
   vox_cuda_matrix_arrays(d->k, &v.row_start, &v.col, &val);
   return v;
