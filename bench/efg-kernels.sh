@@ -62,4 +62,4 @@ commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo "?")
 echo "EFG $example of Lu et al. 2021, design iteration $iterations of $iterations, commit" \
   "$commit${*:+, options: $*}: Nsight Compute's gpu__time_duration.sum"
 echo
-"$python" "$here/bench/ncu_kernels.py" "$work/ncu.csv" assemble_kernel
+"$python" "$here/bench/ncu_kernels.py" "$work/ncu.csv" assemble_rows_kernel

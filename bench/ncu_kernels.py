@@ -6,7 +6,7 @@
 
 NCU.csv: `ncu --csv --metrics gpu__time_duration.sum ...`'s log, one row a
 kernel launch in launch order. MARK: part of the name of the kernel that
-opens each design iteration (the EFG loop's assembly: assemble_kernel).
+opens each design iteration (the EFG loop's assembly: assemble_rows_kernel).
 Prints a markdown table of the last whole design iteration (from the
 second-last launch of MARK to the last): per kernel and launch shape its
 launches, its microseconds in all and a launch, largest first, and the
