@@ -79,6 +79,7 @@ case $scale in paper | small) ;; *) echo "$0: SCALE: expected paper or small, go
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$here/bench/efg-run.sh"
+efg_warm_up "$device" "$@"
 
 # the sizes: their DoF, the grid (voxels, voxel size) and their GPU
 # seconds in all (table 2; "-": none); the last is the 1.1 M DoF run

@@ -2,8 +2,8 @@
 # shellcheck shell=bash disable=SC2154,SC2034 # bin, work: the caller's; run_*: for the caller
 # One voxfe-optimize run and the numbers of its output, for the element-free
 # Galerkin bench scripts (efg-table1.sh, efg-dof-sweep.sh, efg-vs-fe.sh),
-# which source this file after setting bin (the programs' folder) and work
-# (a scratch folder).
+# which source this file after setting bin (the programs' folder), work
+# (a scratch folder) and here (the checkout's root).
 #
 #   efg_run NAME LIMIT MODEL OPTIONS...
 #
@@ -33,6 +33,22 @@
 #   run_setup       run_optimize less run_stages: setup and final evaluation
 #   run_total       seconds of the whole program: reading the model, starting
 #                   the device, the optimization, writing the design
+
+#   efg_warm_up DEVICE OPTIONS...
+#
+# runs two design iterations of a small EFG cantilever on DEVICE first and
+# keeps nothing of it: the first program on a fresh GPU machine took twice
+# the time of the same run after it (docs/experiments.md).
+efg_warm_up() {
+  local device=$1
+  shift
+  if "$bin/voxfe-voxelize" --box 20x10x2 --voxel-size 5,5,2 \
+    -p "$here/workflows/efg_cantilever/efg_cantilever.yaml" -o "$work/warm_up_model.nc" -q; then
+    "$bin/voxfe-optimize" "$work/warm_up_model.nc" -o "$work/warm_up.nc" --discretization efg \
+      --volume-fraction 0.4 --max-iterations 2 --device "$device" -q "$@" > /dev/null 2>&1 || true
+  fi
+  rm -f "$work/warm_up_model.nc" "$work/warm_up.nc"
+}
 
 efg_run() {
   local name=$1 limit=$2 model=$3

@@ -65,6 +65,7 @@ case $scale in paper | small) ;; *) echo "$0: SCALE: expected paper or small, go
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source "$here/bench/efg-run.sh"
+efg_warm_up "$device" "$@"
 
 # the models: the workflows' grids (small: coarser ones of the same shapes)
 flows=$here/workflows
