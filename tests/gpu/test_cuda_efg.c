@@ -890,7 +890,6 @@ static void test_recorded(vox_context *ctx, vox_backend *be) {
   vox_model_free(&m[1]);
 }
 
-/* What the backend path refuses: the host's smoothed aggregation. */
 /* The row assembly's tables follow the supports' reach (the box of grid
  * offsets two supports span, 2 reach + 1 lines an axis, and the longest
  * row): K against the host's assembly at other radii, on the cantilever's
@@ -935,6 +934,7 @@ static void test_assembly_supports(vox_context *ctx, vox_backend *be) {
   }
 }
 
+/* What the backend path refuses: the host's smoothed aggregation. */
 static void test_refuse(vox_context *ctx, vox_backend *be) {
   if (vox_backend_device(be) == VOX_DEVICE_CPU) return;
   vox_model m;
