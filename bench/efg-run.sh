@@ -42,12 +42,13 @@
 efg_warm_up() {
   local device=$1
   shift
-  if "$bin/voxfe-voxelize" --box 20x10x2 --voxel-size 5,5,2 \
-    -p "$here/workflows/efg_cantilever/efg_cantilever.yaml" -o "$work/warm_up_model.nc" -q; then
-    "$bin/voxfe-optimize" "$work/warm_up_model.nc" -o "$work/warm_up.nc" --discretization efg \
-      --volume-fraction 0.4 --max-iterations 2 --device "$device" -q "$@" > /dev/null 2>&1 || true
-  fi
-  rm -f "$work/warm_up_model.nc" "$work/warm_up.nc"
+  run_ok=0 run_error="the model was not made"
+  "$bin/voxfe-voxelize" --box 20x10x1 --voxel-size 5,5,4 \
+    -p "$here/workflows/efg_cantilever/efg_cantilever.yaml" -o "$work/warm_up_model.nc" -q &&
+    efg_run warm_up 0 "$work/warm_up_model.nc" --discretization efg --volume-fraction 0.4 \
+      --max-iterations 2 --device "$device" "$@"
+  [ "$run_ok" = 1 ] || echo "$0: the warm-up run failed ($run_error)" >&2
+  rm -f "$work/warm_up_model.nc" "$work/warm_up.nc" "$work/warm_up.out" "$work/warm_up.err"
 }
 
 efg_run() {
