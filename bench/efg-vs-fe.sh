@@ -19,8 +19,9 @@
 # Both runs: volume 0.4, SIMP p = 3 from the first iteration, OC with move
 # 0.2 and damping 0.5, CG to 1e-5, the FE path's stopping rule (largest
 # density change <= 0.01, relative compliance change <= 1e-3). Each keeps
-# its own discretization's ways: EFG a density per node, no filter, block
-# Jacobi PCG (the paper's); FE a density per voxel, the sensitivity filter
+# its own discretization's ways: EFG a density per node, no filter,
+# multigrid PCG (voxfe's default; block Jacobi, the paper's, with
+# EFG_PRECONDITIONER=jacobi); FE a density per voxel, the sensitivity filter
 # of 1.5 voxel edges (without it FE designs checkerboard), geometric
 # multigrid PCG.
 #
@@ -43,6 +44,8 @@
 #   TIME_LIMIT   seconds after which a run is stopped at the end of its
 #                design iteration and its design so far evaluated (default
 #                240; 0: none)
+#   EFG_PRECONDITIONER  the EFG run's --efg-preconditioner (default mg,
+#                voxfe's; jacobi: the paper's block Jacobi)
 #   PYTHON       the python that compares the designs (default python3;
 #                needs numpy with netCDF4 or h5py, else that line is left out)
 #
@@ -57,6 +60,7 @@ bin=$1 iterations=100
 shift
 if [ $# -ge 1 ] && [[ $1 != -* ]]; then iterations=$1; shift; fi
 device=${DEVICE:-cuda} scale=${SCALE:-paper} limit=${TIME_LIMIT:-240} python=${PYTHON:-python3}
+efg_preconditioner=${EFG_PRECONDITIONER:-mg}
 here=$(cd "$(dirname "$0")/.." && pwd)
 [ -x "$bin/voxfe-optimize" ] || { echo "$0: no voxfe-optimize in $bin" >&2; exit 2; }
 [[ $iterations =~ ^[1-9][0-9]*$ ]] || { echo "$0: ITERATIONS: expected a positive integer, got '$iterations'" >&2; exit 2; }
@@ -82,8 +86,9 @@ common=(--volume-fraction 0.4 --penalty 3 --no-continuation --cg-tol 1e-5
   --max-iterations "$iterations" --device "$device")
 for kind in efg fe; do
   if [ $kind = efg ]; then
-    label="EFG (block Jacobi PCG, no filter)"
-    efg_run efg "$limit" "$work/model.nc" --discretization efg --efg-preconditioner jacobi \
+    label="EFG (PCG with --efg-preconditioner $efg_preconditioner, no filter)"
+    efg_run efg "$limit" "$work/model.nc" --discretization efg \
+      --efg-preconditioner "$efg_preconditioner" \
       --cg-max-iterations 1000000 "${common[@]}" "$@"
   else
     label="FE (multigrid PCG, sensitivity filter)"
