@@ -483,6 +483,12 @@ static vox_status pcg(vox_fem *fem, const vox_vec *b, int parked, vox_vec *x,
   vox_pc_jacobi jacobi;
   vox_pc pc;
   TRY(preconditioner(fem, options, &jacobi, &pc));
+  /* The start is 0 on the fixed dofs: there the operator's rows are the
+   * identity and the preconditioner's correction is zero, so CG would keep
+   * other values, and their residual, for good (the solve stalls and
+   * breaks down). A design file's displacement from the element-free
+   * Galerkin method, whose supports are penalty springs, holds some. */
+  TRY(be->ops->op->zero_fixed(be, fem->op, x));
   if (parked >= 0) {
     TRY(unpark_force(fem, parked, &fem->pcg.z));
     b = &fem->pcg.z;

@@ -5,7 +5,8 @@
  * update of a short optimization, and the same iterates whether the solves
  * start from earlier solutions and keep earlier smoother bounds or not;
  * and MMA's sensitivity filter floor: no density jumps from 0 and the
- * dual method's CG iterations those of the primal-dual one. */
+ * dual method's CG iterations those of the primal-dual one; and a stored
+ * displacement's values on the supports left out of the state's start. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,40 @@ static void test_mma_sensitivity_floor(vox_context *ctx, vox_backend *be) {
   CHECK(jumps[1] <= 10 && cg[1] <= 1.05 * cg[2]); /* 4 jumps, 299 */
 }
 
+/* A design's stored displacement as the state's start: values on the
+ * fixed dofs (a file's displacement from the element-free Galerkin
+ * method's penalty supports holds some) must not stay in the solution:
+ * the same compliance, to the CG's tolerance, as from the stored solution
+ * itself, and zero on the fixed dofs. */
+static void test_start_off_the_supports(vox_context *ctx, vox_backend *be) {
+  vox_model m;
+  make_cantilever(ctx, &m, 8);
+  vox_optimizer_options opt;
+  vox_optimizer_options_default(&opt);
+  opt.volume_fraction = 0.4;
+  opt.max_iterations = 3;
+  opt.solver.rtol = 1e-10;
+  vox_optimize_result r, again, moved;
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &r));
+  opt.max_iterations = 0;
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &again));
+  const size_t n_dofs = 3 * (size_t)vox_grid_nodes(&m.grid);
+  double largest = 0;
+  for (size_t d = 0; d < n_dofs; d++) largest = fmax(largest, fabs(m.displacement[d]));
+  for (size_t i = 0; i < m.n_constraints; i++)
+    for (int c = 0; c < m.n_load_cases; c++)
+      m.displacement[c * n_dofs + 3 * (size_t)m.constraints[i].node +
+                     m.constraints[i].component] = 1e-2 * largest * (i % 2 ? 1 : -1);
+  CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &moved));
+  CHECK(moved.reason == VOX_STOP_EVALUATED);
+  CHECK_CLOSE(moved.objective, again.objective, 1e-8 * again.objective);
+  for (size_t i = 0; i < m.n_constraints; i++)
+    for (int c = 0; c < m.n_load_cases; c++)
+      CHECK(m.displacement[c * n_dofs + 3 * (size_t)m.constraints[i].node +
+                           m.constraints[i].component] == 0);
+  vox_model_free(&m);
+}
+
 static void test_bad_options(vox_context *ctx, vox_backend *be) {
   vox_model m;
   make_cantilever(ctx, &m, 4);
@@ -379,6 +414,7 @@ int main(void) {
   test_reuse_same_iterates(ctx, be);
   test_settle_iterations(ctx, be);
   test_mma_sensitivity_floor(ctx, be);
+  test_start_off_the_supports(ctx, be);
   test_bad_options(ctx, be);
   vox_backend_destroy(be);
   vox_context_destroy(ctx);
