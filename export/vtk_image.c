@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* vox_write_vti: the whole voxel grid as VTK ImageData (.vti), with the
  * model's fields (vtkx_fields_init): cell data label and density, point data
- * displacement and force per load case and the fixed components, field data
+ * displacement and force per load case, an element-free Galerkin design's
+ * nodal density and the fixed components, field data
  * units and title; an analysis result's element fields and reactions
  * besides.
  *

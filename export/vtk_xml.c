@@ -857,9 +857,9 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
   const int n_element_fields = result && result->fields.elements ? 5 : 0;
   size_t n_names = (size_t)n_disp + (size_t)n_force;
   d->names = calloc(n_names + 1, sizeof *d->names);
-  d->dense = calloc((size_t)n_disp + 2, sizeof *d->dense);
+  d->dense = calloc((size_t)n_disp + 3, sizeof *d->dense);
   d->sparse = calloc((size_t)n_force + 1, sizeof *d->sparse);
-  f->arrays = calloc(2 + n_names + 2 + 2 + (size_t)n_element_fields + extra, sizeof *f->arrays);
+  f->arrays = calloc(2 + n_names + 3 + 2 + (size_t)n_element_fields + extra, sizeof *f->arrays);
   if (!d->names || !d->dense || !d->sparse || !f->arrays)
     return vox_error(ctx, VOX_ERR_NO_MEMORY, "out of memory");
   vox_status status = gather_conditions(ctx, path, model, fixed ? reaction : NULL, d);
@@ -886,6 +886,12 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
                           .tuples = n_points,
                           .fill = heat ? fill_dense_scalar : fill_dense_vector,
                           .source = &d->dense[c], .noisy = 1};
+  }
+  if (model->nodal_density) { /* an element-free Galerkin design's own variables */
+    d->dense[n_disp + 2] = (dense_field){.map = node_of_point, .values = model->nodal_density};
+    a[n++] = (vtkx_array){.name = "nodal_density", .type = VTKX_FLOAT32, .components = 1,
+                          .tuples = n_points, .fill = fill_dense_scalar,
+                          .source = &d->dense[n_disp + 2]};
   }
   for (int c = 0; c < n_force; c++) {
     char *name = d->names[n_disp + c];
@@ -948,7 +954,7 @@ vox_status vtkx_fields_init(vox_context *ctx, const char *path, const vox_model 
     if (strncmp(name, "displacement_", 13) == 0) unit = "mm";
     else if (strncmp(name, "temperature_", 12) == 0) unit = "K";
     else if (strncmp(name, "force_", 6) == 0) unit = "N";
-    else if (strcmp(name, "density") == 0) unit = "1";
+    else if (strcmp(name, "density") == 0 || strcmp(name, "nodal_density") == 0) unit = "1";
     else if (strcmp(name, "reaction") == 0) unit = "N";
     else if (strcmp(name, "strain") == 0 || strcmp(name, "effective_strain") == 0) unit = "1";
     else if (strcmp(name, "stress") == 0 || strcmp(name, "von_mises") == 0) unit = "MPa";

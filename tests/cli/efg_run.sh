@@ -66,6 +66,38 @@ for out in design.vti design.vtu design.stl; do
   [ -s $out ] || fail "export: $out is empty"
 done
 head -c 400 design.vti | grep -q '<VTKFile type="ImageData"' || fail "design.vti is not ImageData"
+# the nodal densities as a point array of the .vti and .vtu, as VTK reads them
+/usr/bin/python3 - design.nc design.vti design.vtu >"$LOG/py" 2>&1 <<'PY' ||
+import sys
+import netCDF4
+import numpy as np
+import vtk
+from vtk.util.numpy_support import vtk_to_numpy
+nodal = np.asarray(netCDF4.Dataset(sys.argv[1])["nodal_density"][:]).ravel()
+for path, reader in ((sys.argv[2], vtk.vtkXMLImageDataReader()),
+                     (sys.argv[3], vtk.vtkXMLUnstructuredGridReader())):
+    reader.SetFileName(path)
+    reader.Update()
+    out = reader.GetOutput()
+    got = out.GetPointData().GetArray("nodal_density")
+    assert got is not None, path + ": no nodal_density"
+    got = vtk_to_numpy(got)
+    if path.endswith(".vti"):
+        assert np.abs(got - nodal).max() < 1e-7, np.abs(got - nodal).max()
+    else:  # the kept voxels' points: VTK's coordinates back to grid nodes
+        pts = vtk_to_numpy(out.GetPoints().GetData())
+        o, h = np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])
+        ijk = np.rint((pts - o) / h).astype(int)
+        want = nodal[(ijk[:, 2] * 5 + ijk[:, 1]) * 9 + ijk[:, 0]]
+        assert np.abs(got - want).max() < 1e-7, np.abs(got - want).max()
+    units = out.GetFieldData().GetAbstractArray("units")
+    assert "nodal_density: 1" in [units.GetValue(i) for i in range(units.GetNumberOfValues())]
+PY
+  fail "design.vti/.vtu nodal_density: $(tail -n 3 "$LOG/py")"
+# the EFG design under FE to a tight tolerance: the stored displacement
+# (penalty supports: not exactly 0 at the clamp) is only the start
+"$OPTIMIZE" design.nc -o under_fe.nc --discretization fe --max-iterations 0 --cg-tol 1e-10 \
+  --threads 2 >"$LOG/out" 2>&1 || fail "the EFG design under FE: $(tail -n 1 "$LOG/out")"
 head -c 80 design.stl | grep -qiE "^solid|." || fail "design.stl is empty"
 
 # what the EFG loop does not take: one line, exit status 2, no output
