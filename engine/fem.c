@@ -542,8 +542,7 @@ static vox_status solve_rhs(vox_fem *fem, const vox_vec *f, vox_vec *u, vox_ksp_
   TRY(o->vec->xpay(be, &fem->rhs, -1, f));
   TRY(o->op->zero_fixed(be, fem->op, &fem->rhs));
   TRY(o->vec->copy(be, &fem->correction, u));
-  TRY(o->vec->axpy(be, &fem->correction, -1, &fem->lift));
-  TRY(o->op->zero_fixed(be, fem->op, &fem->correction));
+  TRY(o->vec->axpy(be, &fem->correction, -1, &fem->lift)); /* pcg zeroes its fixed dofs */
   TRY(pcg(fem, &fem->rhs, -1, &fem->correction, NULL, &lift, options, result));
   TRY(o->vec->copy(be, u, &fem->correction));
   return o->vec->axpy(be, u, 1, &fem->lift);

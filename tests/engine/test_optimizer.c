@@ -354,6 +354,13 @@ static void test_mma_sensitivity_floor(vox_context *ctx, vox_backend *be) {
   CHECK(jumps[1] <= 10 && cg[1] <= 1.05 * cg[2]); /* 4 jumps, 299 */
 }
 
+/* Load case c's displacement at model constraint i. */
+static double *at_constraint(vox_model *m, size_t i, int c) {
+  const size_t n_dofs = 3 * (size_t)vox_grid_nodes(&m->grid);
+  return m->displacement + (size_t)c * n_dofs + 3 * (size_t)m->constraints[i].node +
+         m->constraints[i].component;
+}
+
 /* A design's stored displacement as the state's start: values on the
  * fixed dofs (a file's displacement from the element-free Galerkin
  * method's penalty supports holds some) must not stay in the solution:
@@ -376,15 +383,12 @@ static void test_start_off_the_supports(vox_context *ctx, vox_backend *be) {
   for (size_t d = 0; d < n_dofs; d++) largest = fmax(largest, fabs(m.displacement[d]));
   for (size_t i = 0; i < m.n_constraints; i++)
     for (int c = 0; c < m.n_load_cases; c++)
-      m.displacement[c * n_dofs + 3 * (size_t)m.constraints[i].node +
-                     m.constraints[i].component] = 1e-2 * largest * (i % 2 ? 1 : -1);
+      *at_constraint(&m, i, c) = 1e-2 * largest * (i % 2 ? 1 : -1);
   CHECK_OK(ctx, vox_optimize(ctx, be, &m, &opt, &moved));
   CHECK(moved.reason == VOX_STOP_EVALUATED);
   CHECK_CLOSE(moved.objective, again.objective, 1e-8 * again.objective);
   for (size_t i = 0; i < m.n_constraints; i++)
-    for (int c = 0; c < m.n_load_cases; c++)
-      CHECK(m.displacement[c * n_dofs + 3 * (size_t)m.constraints[i].node +
-                           m.constraints[i].component] == 0);
+    for (int c = 0; c < m.n_load_cases; c++) CHECK(*at_constraint(&m, i, c) == 0);
   vox_model_free(&m);
 }
 
