@@ -48,7 +48,7 @@ efg_warm_up() {
     efg_run warm_up 0 "$work/warm_up_model.nc" --discretization efg --volume-fraction 0.4 \
       --max-iterations 2 --device "$device" "$@"
   [ "$run_ok" = 1 ] || echo "$0: the warm-up run failed ($run_error)" >&2
-  rm -f "$work/warm_up_model.nc" "$work/warm_up.nc" "$work/warm_up.out" "$work/warm_up.err"
+  rm -f "$work"/warm_up*
 }
 
 efg_run() {
