@@ -73,7 +73,7 @@ import netCDF4
 import numpy as np
 import vtk
 from vtk.util.numpy_support import vtk_to_numpy
-nodal = np.asarray(netCDF4.Dataset(sys.argv[1])["nodal_density"][:]).ravel()
+nodal = np.asarray(netCDF4.Dataset(sys.argv[1])["nodal_density"][:])  # (z, y, x)
 for path, reader in ((sys.argv[2], vtk.vtkXMLImageDataReader()),
                      (sys.argv[3], vtk.vtkXMLUnstructuredGridReader())):
     reader.SetFileName(path)
@@ -83,13 +83,11 @@ for path, reader in ((sys.argv[2], vtk.vtkXMLImageDataReader()),
     assert got is not None, path + ": no nodal_density"
     got = vtk_to_numpy(got)
     if path.endswith(".vti"):
-        assert np.abs(got - nodal).max() < 1e-7, np.abs(got - nodal).max()
-    else:  # the kept voxels' points: VTK's coordinates back to grid nodes
-        pts = vtk_to_numpy(out.GetPoints().GetData())
-        o, h = np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0])
-        ijk = np.rint((pts - o) / h).astype(int)
-        want = nodal[(ijk[:, 2] * 5 + ijk[:, 1]) * 9 + ijk[:, 0]]
-        assert np.abs(got - want).max() < 1e-7, np.abs(got - want).max()
+        want = nodal.ravel()
+    else:  # the kept voxels' points: 1 mm voxels from the origin, so x, y, z are the node's i, j, k
+        i, j, k = np.rint(vtk_to_numpy(out.GetPoints().GetData())).astype(int).T
+        want = nodal[k, j, i]
+    assert np.abs(got - want).max() < 1e-7, (path, np.abs(got - want).max())
     units = out.GetFieldData().GetAbstractArray("units")
     assert "nodal_density: 1" in [units.GetValue(i) for i in range(units.GetNumberOfValues())]
 PY
