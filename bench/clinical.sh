@@ -16,6 +16,8 @@
 #     make -j JOBS (3 by default: the fastest batch on one H200 of 1 to 4;
 #     each job on THREADS OpenMP threads, default all cores
 #     over JOBS): the wall time and the samples per hour;
+#     The jobs' solves take turns on the GPU (the workflow's DEVICE_LOCK;
+#     DEVICE_LOCK= in the environment lets them solve side by side).
 #     With MPS=1 the batch runs under CUDA's Multi-Process Service
 #     (nvidia-cuda-mps-control, started before and stopped after it), which
 #     lets the jobs' kernels share the GPU at once instead of by time slices.

@@ -4,6 +4,7 @@
  * writes the result file (displacement, reactions, element fields, summary)
  * and, on request, the summary as JSON or as a CSV row. Nothing is written
  * unless the run succeeds. */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -11,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli_common.h"
+#include "cli_device_lock.h"
 #include "cli_files.h"
 #include "cli_mpi.h"
 #include "cli_options.h"
@@ -59,6 +62,7 @@ typedef struct settings {
   int threads;
   int quiet;
   int timings;
+  const char *device_lock; /* --device-lock: a batch's solves take turns on the GPU */
   int mpi;      /* --mpi */
   int mpi_exchange; /* vox_mpi_exchange (voxfe/mpi.h, in MPI builds) */
   int mpi_gather_nodes; /* vox_mpi_options.gather_nodes, -1 auto */
@@ -306,6 +310,12 @@ static const cli_option options[] = {
      .parse = parse_storage, .format = format_storage},
     CLI_SPARSE_OPTIONS(settings, solver),
     CLI_EXECUTION_OPTIONS(settings, backend, threads, quiet),
+    {.name = "device-lock", .arg = "FILE", .kind = CLI_STRING, .offset = AT(device_lock),
+     .flags = CLI_RECORD | CLI_NO_DEFAULT,
+     .help = "on a GPU, without --mpi: hold a lock on FILE (made empty where missing, never "
+             "written) through the solve, so that the jobs of a batch that name the same FILE "
+             "solve one at a time while the others read, prepare, compute fields and write "
+             "(workflows/bone does so)"},
 #ifdef VOXFE_HAVE_MPI
     {.name = "mpi", .kind = CLI_ENABLE, .offset = AT(mpi), .flags = CLI_RECORD,
      .help = "split the model over the MPI ranks the program runs on (mpirun -np N "
@@ -414,6 +424,8 @@ typedef struct run_state {
   vox_result_writer *writer;      /* the result file, written beside the fields */
   vox_n88model_writer *n88;       /* or the .n88model file, likewise */
   vox_n88model_extras *extras;    /* an n88model input's names and sets, for --test model */
+  int lock;                       /* --device-lock's file, -1 for none */
+  double lock_wait;               /* seconds waited for it, -1 where not taken */
 } run_state;
 
 /* How an .n88model result names its groups and sets: the input's with
@@ -457,6 +469,7 @@ static void free_state(run_state *r) {
   vox_model_free(&r->model);
   free(r->u), free(r->reaction), free(r->strain), free(r->stress), free(r->sed), free(r->vm);
   free(r->eff), free(r->bone_elements), free(r->bone), free(r->plate_dofs), free(r->history);
+  if (r->lock >= 0) close(r->lock); /* and with it the lock, where still held */
   free(r->moduli);
   vox_n88model_extras_free(r->extras);
 }
@@ -722,7 +735,7 @@ static const char *device_name(const vox_backend *backend) {
 }
 
 static int run(vox_context *ctx, settings *s, int argc, char **argv) {
-  run_state r = {0};
+  run_state r = {.lock = -1, .lock_wait = -1};
   summary sum = {0};
   vox_model *m = &r.model;
 #ifdef VOXFE_HAVE_MPI
@@ -742,6 +755,10 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   r.warm_up = vox_device_warm_up_start(s->backend.device,
                                        cli_warm_up_device(s->mpi, s->backend.device_index));
   int status = prepare(ctx, s, &r, &sum);
+  /* the lock file made once the input has passed its checks */
+  if (!status && s->device_lock && !s->mpi && s->backend.device != VOX_DEVICE_CPU &&
+      (r.lock = cli_device_lock_open(s->device_lock, s->input, s->output)) < 0)
+    status = CLI_EXIT_USAGE;
   if (status) goto done;
   vox_context_set_threads(ctx, s->threads);
 
@@ -939,11 +956,17 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
   if (!s->quiet && progress.mode != CLI_PROGRESS_QUIET)
     fprintf(stderr, "%s: solving %zu elements, %zu dofs on %s\n", s->input, bone, 3 * nn,
             device_name(r.backend));
+  /* the device taken in turns from here to the solve's end (--device-lock) */
+  if (r.lock >= 0 && vox_backend_device(r.backend) == VOX_DEVICE_CUDA &&
+      (r.lock_wait = cli_device_lock_take(r.lock)) < 0)
+    cli_error("%s: no lock on this file system (%s); solving without taking turns",
+              s->device_lock, strerror(errno));
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   vox_context_set_progress(ctx, on_solve_progress, &r);
   vox_solve_result solve = {0};
   vs = vox_solve_elasticity_planned(ctx, r.backend, m, r.moduli, r.plan, &s->solver, r.u, &solve);
+  if (r.lock_wait >= 0) cli_device_lock_give(r.lock);
   vox_solve_plan_free(r.plan);
   r.plan = NULL;
   vox_context_set_progress(ctx, NULL, NULL);
@@ -1050,6 +1073,9 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
             s->input, r.read_done, r.prepare_done - r.read_done,
             solve_done - solve_seconds - r.prepare_done, solve_seconds,
             fields_done - solve_done, cli_seconds_since(&t0) - fields_done, cli_seconds_since(&t0));
+    if (r.lock_wait >= 0)
+      fprintf(stderr, "%s: waited %.3f s of the setup for the device lock %s\n", s->input,
+              r.lock_wait, s->device_lock);
     if (solve.storage == VOX_STORAGE_SPARSE)
       fprintf(stderr, "%s: solver: sparse storage, %d levels, setup %.3f s, %d CG iterations\n",
               s->input, solve.levels, solve.setup_seconds, solve.iterations);

@@ -29,6 +29,9 @@ grep -q "^ok: good" "$LOG/out" || fail "the good sample is not reported ok: $(ca
 [ "$(wc -l <results/summary.csv)" -eq 2 ] || fail "summary.csv: $(cat results/summary.csv)"
 head -n 1 results/summary.csv | grep -q "^sample,test,axis," || fail "summary.csv has no header"
 sed -n 2p results/summary.csv | grep -q "^good,uniaxial,z," || fail "summary.csv: no row of good"
+# the jobs' solves take turns on a GPU through OUT's lock file (on the CPU it is not taken)
+ncdump -h results/samples/good.nc | grep -q -- "--device-lock=results/device.lock" ||
+  fail "the history lacks the batch's device lock: $(ncdump -h results/samples/good.nc | grep -- --device)"
 ls results/samples | grep -qE '^bad\.(nc|json|csv|done)$' && fail "outputs of the bad sample left"
 ls -A results results/samples | grep -q tmp && fail "temporary files left: $(ls -A results/samples)"
 grep -q "^FAILED: bad" results/failed.txt || fail "failed.txt does not list bad"
