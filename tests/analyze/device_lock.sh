@@ -6,17 +6,18 @@
 # option is recorded in the history line; a run on the CPU does not wait
 # for a lock another process holds. With CUDA (argument "cuda"; exit 77
 # without a device): a run waits for the lock a process holds, says how
-# long with --timings, and gives the same result as a run without it.
+# long with --timings, and gives the force of a run without it.
 #
 # usage: device_lock.sh VOXELIZE OPTIMIZE EXPORT SOURCE_DIR ANALYZE [cuda]
 source "$(dirname "$0")/../cli/lib.sh"
 ANALYZE=$(realpath "$1")
 DEVICE=${2:-cpu}
 MAKE="/usr/bin/python3 $SOURCE_DIR/tests/analyze/make_model.py"
-$MAKE cube cube.nc 4 4 4 || { fail "make_model cube"; finish; }
 
 if [ "$DEVICE" = cuda ]; then
-  "$ANALYZE" cube.nc -o plain.nc -q --device cuda 2>"$LOG/err"
+  # neither ncdump nor Python's netCDF module, which the GPU machines may lack
+  make_model block.nc 6x3x3 || finish
+  "$ANALYZE" block.nc -o plain.nc -q --device cuda --summary plain.json 2>"$LOG/err"
   status=$?
   if [ "$status" -ne 0 ] && grep -Eq "no CUDA device|without CUDA" "$LOG/err"; then
     echo "skipped: $(cat "$LOG/err")"
@@ -27,26 +28,27 @@ if [ "$DEVICE" = cuda ]; then
   (flock 9 && sleep 3) 9>gpu.lock >/dev/null 2>&1 &
   holder=$!
   sleep 0.5
-  "$ANALYZE" cube.nc -o locked.nc --device cuda --device-lock gpu.lock --timings \
-    >"$LOG/out" 2>"$LOG/err" || fail "locked run: $(cat "$LOG/err")"
+  "$ANALYZE" block.nc -o locked.nc --device cuda --device-lock gpu.lock --timings \
+    --summary locked.json >"$LOG/out" 2>"$LOG/err" || fail "locked run: $(cat "$LOG/err")"
   wait "$holder"
   waited=$(sed -n 's/.*waited \([0-9.]*\) s of the setup for the device lock gpu.lock$/\1/p' \
     "$LOG/err")
   [ -n "$waited" ] || fail "--timings does not say the wait: $(cat "$LOG/err")"
   awk -v w="${waited:-0}" 'BEGIN {exit !(w >= 2 && w < 60)}' ||
     fail "waited $waited s for a lock held 2.5 s more"
-  /usr/bin/python3 - <<'PY' || fail "the locked run's result differs"
-import netCDF4, numpy as np
-with netCDF4.Dataset("plain.nc") as a, netCDF4.Dataset("locked.nc") as b:
-    assert np.array_equal(a["displacement"][:], b["displacement"][:])
-PY
+  force() { sed -n 's/.*"reaction_force": *\([-0-9][-0-9.eE+]*\).*/\1/p' "$1" | head -n 1; }
+  a=$(force plain.json) b=$(force locked.json)
+  awk -v a="$a" -v b="$b" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-9 * (a < 0 ? -a : a))}' ||
+    fail "the locked run's force $b against $a"
   # free again: no wait to speak of
-  "$ANALYZE" cube.nc -o again.nc --device cuda --device-lock gpu.lock --timings \
+  "$ANALYZE" block.nc -o again.nc --device cuda --device-lock gpu.lock --timings \
     >"$LOG/out" 2>"$LOG/err" || fail "second locked run: $(cat "$LOG/err")"
   waited=$(sed -n 's/.*waited \([0-9.]*\) s of the setup.*/\1/p' "$LOG/err")
   awk -v w="${waited:-99}" 'BEGIN {exit !(w < 1)}' || fail "waited $waited s for a free lock"
   finish
 fi
+
+$MAKE cube cube.nc 4 4 4 || { fail "make_model cube"; finish; }
 
 # --- a run with a lock file: made empty, recorded, and one that exists is kept as it is
 "$ANALYZE" cube.nc -o result.nc -q --device-lock made.lock || fail "run with --device-lock"
