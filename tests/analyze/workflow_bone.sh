@@ -44,6 +44,12 @@ make -n VOXFE_BIN="$(dirname "$ANALYZE")" ANALYZE_OPTIONS="--device cpu --thread
   >"$LOG/plan" 2>&1
 grep -q "scans/good.nc" "$LOG/plan" && fail "a second make redoes the good sample"
 grep -q "scans/bad.nc" "$LOG/plan" || fail "a second make does not retry the bad sample"
+grep -q -- "--device-lock results/device.lock" "$LOG/plan" || fail "the plan lacks the lock"
+# DEVICE_LOCK= lets the jobs solve side by side
+make -n VOXFE_BIN="$(dirname "$ANALYZE")" ANALYZE_OPTIONS="--device cpu --threads 1" \
+  DEVICE_LOCK= >"$LOG/plan" 2>&1
+grep -q "scans/bad.nc" "$LOG/plan" && grep -q -- "--device-lock" "$LOG/plan" &&
+  fail "DEVICE_LOCK= still passes a lock: $(grep -- --device-lock "$LOG/plan")"
 
 make clean >/dev/null 2>&1 || fail "make clean"
 [ -z "$(ls -A results 2>/dev/null)" ] || fail "make clean left: $(ls -A results)"
