@@ -12,8 +12,7 @@
 #include "cli_common.h"
 #include "voxfe/io.h"
 
-/* 1 if both paths exist and are the same file (through links too). */
-static int same_file(const char *a, const char *b) {
+int cli_same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
@@ -21,7 +20,7 @@ static int same_file(const char *a, const char *b) {
 
 int cli_check_output(const char *output, const char *const *inputs, int n_inputs) {
   for (int i = 0; i < n_inputs; i++) {
-    if (inputs[i] && (strcmp(output, inputs[i]) == 0 || same_file(output, inputs[i]))) {
+    if (inputs[i] && (strcmp(output, inputs[i]) == 0 || cli_same_file(output, inputs[i]))) {
       cli_error("-o %s: is the input file %s; refusing to overwrite an input", output,
                 inputs[i]);
       return CLI_EXIT_USAGE;

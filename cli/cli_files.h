@@ -15,6 +15,9 @@
  * Nothing is created. Returns 0, or CLI_EXIT_USAGE after one line. */
 int cli_check_output(const char *output, const char *const *inputs, int n_inputs);
 
+/* 1 if both paths exist and are the same file (through links too). */
+int cli_same_file(const char *a, const char *b);
+
 /* The extension of `path`'s file name including the dot (".vti"), or "". */
 const char *cli_extension(const char *path);
 
