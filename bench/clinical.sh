@@ -13,8 +13,9 @@
 #  2. the same sample written as .n88model (bone elements only), and with
 #     the modulus from intensity (--modulus-from-intensity);
 #  3. the batch workflow (workflows/bone/Makefile) on all samples with
-#     make -j JOBS (3 by default: the fastest batch on one H200 of 1 to 4;
-#     each job on THREADS OpenMP threads, default all cores
+#     make -j JOBS (5 by default: with the solves taking turns, -j5 with
+#     3 threads a job was the fastest of -j5 and -j6 on an H100 with 16
+#     cores; each job on THREADS OpenMP threads, default all cores
 #     over JOBS): the wall time and the samples per hour;
 #     The jobs' solves take turns on the GPU (the workflow's DEVICE_LOCK;
 #     DEVICE_LOCK= in the environment lets them solve side by side).
@@ -29,7 +30,7 @@
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 samples=${2:-8}
-jobs=${3:-3}
+jobs=${3:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${WORK:-$(mktemp -d /tmp/voxfe-clinical.XXXXXX)}
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
