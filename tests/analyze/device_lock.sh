@@ -38,7 +38,8 @@ if [ "$DEVICE" = cuda ]; then
     fail "waited $waited s for a lock held 2.5 s more"
   force() { sed -n 's/.*"reaction_force": *\([-0-9][-0-9.eE+]*\).*/\1/p' "$1" | head -n 1; }
   a=$(force plain.json) b=$(force locked.json)
-  awk -v a="$a" -v b="$b" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= 1e-9 * (a < 0 ? -a : a))}' ||
+  awk -v a="$a" -v b="$b" 'function abs(x) {return x < 0 ? -x : x}
+    BEGIN {exit !(a != "" && abs(a - b) <= 1e-9 * abs(a))}' ||
     fail "the locked run's force $b against $a"
   # free again: no wait to speak of
   "$ANALYZE" block.nc -o again.nc --device cuda --device-lock gpu.lock --timings \
