@@ -799,6 +799,7 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     goto done;
   }
   resolve_cg_stop(s, m);
+  s->solver.zero_start = 1; /* r.u, allocated below, is not cleared */
   size_t pinned = 0;
   if (s->test == TEST_MODEL && s->pin && (vs = vox_hold_rigid_motions(ctx, m, &pinned))) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
@@ -841,20 +842,14 @@ static int run(vox_context *ctx, settings *s, int argc, char **argv) {
     status = cli_fail(ctx, vs, CLI_RUNNING);
     goto done;
   }
-  /* the box's displacement (340 MB on a clinical sample) zeroed here on all
-   * threads, in huge pages: calloc's untouched pages would be read first by
-   * the solver (its initial guess) and written after, each 4 KiB page
-   * mapped to the zero page, then copied on write with a TLB flush on every
-   * thread of the process */
   /* (the results are rank 0's alone: the other ranks of --mpi take part
    * in the solve and hold none of them) */
-  if (root) r.u = vox_alloc_buffer(3 * nn * sizeof *r.u);
-  if (r.u) {
-    const ptrdiff_t n_u = (ptrdiff_t)(3 * nn);
-#pragma omp parallel for schedule(static)
-    for (ptrdiff_t i = 0; i < n_u; i++) r.u[i] = 0;
-  }
   if (root) {
+    /* the box's displacement (340 MB on a clinical sample) left as it is
+     * allocated, not cleared on the setup's path: the solve starts from
+     * zero without reading it (zero_start), and the sparse storage's solve
+     * clears it beside its iterations */
+    r.u = vox_alloc_buffer(3 * nn * sizeof *r.u);
     r.reaction = vox_alloc_buffer(3 * nn * sizeof *r.reaction);
     r.strain = vox_alloc_buffer(6 * bone * sizeof *r.strain);
     r.stress = vox_alloc_buffer(6 * bone * sizeof *r.stress);

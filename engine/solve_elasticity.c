@@ -27,6 +27,7 @@ void vox_solver_options_default(vox_solver_options *options) {
   options->mg_cycle = VOX_MG_CYCLE_AUTO; /* solver.h */
   options->mg_record = 1;
   options->start_history = 0;          /* one solve: no history (the optimizer sets it) */
+  options->zero_start = 0;
   options->mg_bound_refresh = 1;
   options->cell_solver = VOX_CELL_SOLVER_AUTO;
   options->by_turns = VOX_BY_TURNS_AUTO;
@@ -332,8 +333,9 @@ static vox_status solve(vox_context *ctx, vox_backend *backend, const vox_model 
     s = vox_error(ctx, VOX_ERR_INVALID_ARGUMENT, "no array for the displacements");
   for (int c = 0; c < fem->n_cases && s == VOX_OK; c++) {
     double *uc = displacement ? displacement + (size_t)c * fem->n_dofs : NULL;
-    s = place == VOX_RESULTS_EVERY_PROCESS ? o->vec->upload(backend, &u, uc)
-                                           : o->vec->set(backend, &u, 0);
+    s = place == VOX_RESULTS_EVERY_PROCESS && !options->zero_start
+            ? o->vec->upload(backend, &u, uc)
+            : o->vec->set(backend, &u, 0);
     if (s == VOX_OK) s = vox_fem_solve(fem, c, &u, options, &results[c]);
     results[c].storage = VOX_STORAGE_FULL_BOX;
     results[c].levels = 0;

@@ -1042,9 +1042,9 @@ vox_status vox_sparse_solve_elasticity_with(vox_context *ctx, vox_backend *be,
     if (st == VOX_OK) st = s.o->vec_dot(be, &s.r, &s.r, &bb);
     res->rhs_norm = sqrt(bb);
     /* u: the initial guess on the free dofs, g on the fixed ones (the
-     * guess uploaded only where it is not zero) */
+     * guess uploaded only where it is not zero; none with zero_start) */
     int guess = 0;
-    if (st == VOX_OK && bb != 0 && place == VOX_RESULTS_EVERY_PROCESS) {
+    if (st == VOX_OK && bb != 0 && place == VOX_RESULTS_EVERY_PROCESS && !options->zero_start) {
       const ptrdiff_t nodes = (ptrdiff_t)f->n_nodes;
 #pragma omp parallel for schedule(static) reduction(| : guess)
       for (ptrdiff_t m = 0; m < nodes; m++)

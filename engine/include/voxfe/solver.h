@@ -197,6 +197,12 @@ typedef struct vox_solver_options {
    * space each solve starts from, at the energy-minimal combination; 0: the
    * last solution as it is. One fine-level vector and one product each. */
   int start_history;
+  /* 1: each solve starts from zero whatever the displacement array holds
+   * on entry, which need not be initialised (a caller that starts from
+   * zero, as voxfe-analyze does, saves clearing a box of displacements:
+   * the sparse storage's solve clears it beside the iterations); 0 (the
+   * default): the array is the initial guess */
+  int zero_start;
   /* multigrid: the coarse levels' smoother bounds (16 Lanczos steps each;
    * the EFG multigrid: every level's, efg_mg_lanczos_steps each) are
    * estimated at every N-th setup and kept in between; 1 (or 0): at every
