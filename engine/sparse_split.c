@@ -7,7 +7,11 @@
  *
  *  1. pieces: the fine elements are joined where they share a fine node
  *     and lie in one coarse cell; the sets are the pieces, numbered in the
- *     order of their cells, then of their first element;
+ *     order of their cells, then of their first element. From level 0
+ *     every non-empty cell is one piece (its elements all hold the fine
+ *     node at its centre), and its voxels, a bit each, are all the joins
+ *     below need to know: no union-find over the elements, and no table of
+ *     each fine node's elements (32 bytes a node);
  *  2. copies: every piece has eight slots, one per corner; where two pieces
  *     share a fine node, the slots of the corners their cells have in
  *     common and whose interpolation reaches that node are joined; the sets
@@ -49,7 +53,10 @@ typedef struct split {
   const double *table;
   const vox_sparse_host_level *f;
   vox_sparse_host_level *c;
-  int32_t *node_elem;   /* per fine node and corner: an element that has it there, or -1 */
+  int32_t *node_elem;   /* per fine node and corner: an element that has it there, or -1
+                         * (not from level 0) */
+  uint8_t *cell_voxels; /* from level 0: per coarse cell, bit x + 2y + 4z set where its
+                         * fine voxel (x, y, z) is an element */
   int64_t *cell_of;     /* per fine element: its coarse cell (box index) */
   int64_t *elem_set;    /* union-find over the fine elements (pieces) */
   int32_t *piece_of;    /* per fine element */
@@ -59,7 +66,87 @@ typedef struct split {
   int32_t *slot_copy;   /* per slot: its copy */
 } split;
 
-/* 1. The pieces: fine elements joined through shared nodes within a cell. */
+/* Pieces numbered per coarse layer, whose pieces come from fine layers
+ * 2k and 2k + 1 only: a thread a layer. */
+#define FINE_RANGE(kc)                                                                   \
+  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
+
+/* The coarse elements' arrays for `total` pieces. */
+static vox_status allocate_pieces(vox_context *ctx, vox_sparse_host_level *c, size_t total) {
+  c->n_elements = total;
+  if (total > INT32_MAX)
+    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
+  c->element_box = vox_host_malloc((total ? total : 1) * sizeof *c->element_box);
+  c->modulus = vox_host_calloc(total ? total : 1, sizeof *c->modulus);
+  if (!c->element_box || !c->modulus) return no_memory(ctx, "coarse elements");
+  return VOX_OK;
+}
+
+/* Each layer's count of pieces (layer_pieces[k]) into its first piece,
+ * layer_pieces[cnz] the total. */
+static size_t layer_starts(size_t *layer_pieces, int64_t cnz) {
+  size_t total = 0;
+  for (int64_t kc = 0; kc <= cnz; kc++) {
+    const size_t n = kc < cnz ? layer_pieces[kc] : 0;
+    layer_pieces[kc] = total;
+    total += n;
+  }
+  return total;
+}
+
+/* 1, from level 0: the cells' voxels, then a piece for each cell that has
+ * any, its modulus summed in element order (as the general pass below). */
+static vox_status cell_pieces(vox_context *ctx, split *sp) {
+  const vox_sparse_host_level *f = sp->f;
+  vox_sparse_host_level *c = sp->c;
+  const vox_grid *cg = &c->grid;
+  const int64_t cnx = cg->nx, cnz = cg->nz, plane = cnx * cg->ny;
+  const int64_t fnx = f->grid.nx, fplane = fnx * f->grid.ny;
+  const size_t *els = f->element_layer_start;
+  size_t *layer_pieces = calloc((size_t)cnz + 1, sizeof *layer_pieces);
+  if (!layer_pieces) return no_memory(ctx, "pieces");
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t kc = 0; kc < cnz; kc++) {
+    uint8_t *voxels = sp->cell_voxels + kc * plane;
+    for (int64_t k = 2 * kc; k < 2 * kc + 2 && k < f->grid.nz; k++)
+      for (size_t e = els[k]; e < els[k + 1]; e++) {
+        const int64_t r = f->element_box[e] - k * fplane, j = r / fnx, i = r - j * fnx;
+        const int bit = (int)((i & 1) + 2 * (j & 1) + 4 * (k & 1));
+        voxels[(j >> 1) * cnx + (i >> 1)] |= (uint8_t)(1u << bit);
+      }
+    size_t n = 0;
+    for (int64_t q = 0; q < plane; q++) n += voxels[q] != 0;
+    layer_pieces[kc] = n;
+  }
+  const size_t total = layer_starts(layer_pieces, cnz);
+  vox_status s = allocate_pieces(ctx, c, total);
+  if (s) {
+    free(layer_pieces);
+    return s;
+  }
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t kc = 0; kc < cnz; kc++) {
+    const uint8_t *voxels = sp->cell_voxels + kc * plane;
+    size_t p = layer_pieces[kc];
+    for (int64_t q = 0; q < plane; q++) {
+      sp->cell_piece[kc * plane + q] = p;
+      if (voxels[q]) c->element_box[p++] = kc * plane + q;
+    }
+    FINE_RANGE(kc);
+    for (size_t e = e0; e < e1; e++) {
+      const int64_t b = f->element_box[e], k = b / fplane, r = b - k * fplane, j = r / fnx;
+      const size_t piece = sp->cell_piece[kc * plane + (j >> 1) * cnx + ((r - j * fnx) >> 1)];
+      sp->piece_of[e] = (int32_t)piece;
+      c->modulus[piece] += (float)(fine_modulus(f, sp->table, e) / 8);
+    }
+  }
+  sp->cell_piece[cnz * plane] = total;
+  free(layer_pieces);
+  return VOX_OK;
+}
+
+/* 1. The pieces of a level with copies: fine elements joined through
+ * shared nodes within a cell. */
 static vox_status find_pieces(vox_context *ctx, split *sp) {
   const vox_sparse_host_level *f = sp->f;
   vox_sparse_host_level *c = sp->c;
@@ -67,9 +154,6 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements, nfn = (ptrdiff_t)f->n_nodes;
   const int64_t cnz = cg->nz, plane = cg->nx * cg->ny;
   const size_t *els = f->element_layer_start;
-#define FINE_RANGE(kc)                                                                   \
-  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
-  const int copies = f->element_nodes_x1 != NULL;
   int failed = 0;
   /* each fine element's coarse cell, a fine layer a thread (one division
    * an element: the box index less its layer's start) */
@@ -80,32 +164,8 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
       const int64_t r = f->element_box[e] - k * fplane, j = r / fnx, i = r - j * fnx;
       sp->cell_of[e] = ((k / 2) * cg->ny + j / 2) * cg->nx + i / 2;
     }
-  if (!copies) {
-    /* a level without copies (level 0): the elements of a cell all hold
-     * the fine node at its centre, so each cell is one piece, its set
-     * rooted at its first element */
-#pragma omp parallel
-    {
-      int64_t *first = malloc((size_t)plane * sizeof *first);
-      if (!first) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t kc = 0; kc < cnz; kc++) {
-        if (!first) continue;
-        FINE_RANGE(kc);
-        for (int64_t q = 0; q < plane; q++) first[q] = -1;
-        for (size_t e = e0; e < e1; e++) {
-          const int64_t q = sp->cell_of[e] - kc * plane;
-          if (first[q] < 0) first[q] = (int64_t)e;
-          sp->elem_set[e] = first[q];
-        }
-      }
-      free(first);
-    }
-    if (failed) return no_memory(ctx, "pieces");
-  } else {
 #pragma omp parallel for schedule(dynamic, 16384)
-    for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
-  }
+  for (ptrdiff_t e = 0; e < nfe; e++) sp->elem_set[e] = e;
   /* an element at each node's corner; two at one (the copies of a coarse
    * level's node) lie in one fine cell and share the node: joined */
 #pragma omp parallel for schedule(dynamic, 16384)
@@ -115,16 +175,14 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     for (int a = 0; a < 8; a++) {
       int32_t *at = &sp->node_elem[8 * (size_t)node[a] + (size_t)a];
       int32_t expected = -1;
-      if (!copies) /* then no other element has the node at this corner */
-        *at = (int32_t)e;
-      else if (!__atomic_compare_exchange_n(at, &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
+      if (!__atomic_compare_exchange_n(at, &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED))
         vox_uf_unite(sp->elem_set, e, expected);
     }
   }
   /* the elements at one node in one coarse cell */
 #pragma omp parallel for schedule(dynamic, 16384)
-  for (ptrdiff_t m = 0; m < (copies ? nfn : 0); m++) {
+  for (ptrdiff_t m = 0; m < nfn; m++) {
     int64_t cell[8];
     const int32_t *at = sp->node_elem + 8 * m;
     for (int a = 0; a < 8; a++) {
@@ -149,22 +207,11 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     for (size_t e = e0; e < e1; e++) n += vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e;
     layer_pieces[kc] = n;
   }
-  size_t total = 0;
-  for (int64_t kc = 0; kc <= cnz; kc++) {
-    const size_t n = kc < cnz ? layer_pieces[kc] : 0;
-    layer_pieces[kc] = total;
-    total += n;
-  }
-  c->n_elements = total;
-  if (total > INT32_MAX) {
+  const size_t total = layer_starts(layer_pieces, cnz);
+  vox_status s = allocate_pieces(ctx, c, total);
+  if (s) {
     free(layer_pieces);
-    return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
-  }
-  c->element_box = vox_host_malloc((total ? total : 1) * sizeof *c->element_box);
-  c->modulus = vox_host_calloc(total ? total : 1, sizeof *c->modulus);
-  if (!c->element_box || !c->modulus) {
-    free(layer_pieces);
-    return no_memory(ctx, "coarse elements");
+    return s;
   }
 #pragma omp parallel
   {
@@ -200,16 +247,17 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     }
     free(count);
   }
-#undef FINE_RANGE
   sp->cell_piece[cnz * plane] = total;
   free(layer_pieces);
   return failed ? no_memory(ctx, "pieces") : VOX_OK;
 }
+#undef FINE_RANGE
 
-/* The joins at fine node m, at box position fijk (join_slots). */
-static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
-  int32_t piece[8];
-  int64_t cell[8][3];
+/* The distinct pieces at fine node m, at box position fijk, and their
+ * cells, from the elements at its corners (each corner's element starts at
+ * the node less the corner); returns how many. */
+static int pieces_at_node(const split *sp, size_t m, const int64_t fijk[3], int32_t piece[8],
+                          int64_t cell[8][3]) {
   int n = 0;
   const int32_t *at = sp->node_elem + 8 * m;
   for (int a = 0; a < 8; a++) {
@@ -220,10 +268,55 @@ static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
     for (int b = 0; b < n; b++) seen |= piece[b] == p;
     if (seen) continue;
     piece[n] = p;
-    /* the element with the node at corner a starts at the node less a */
     for (int x = 0; x < 3; x++) cell[n][x] = (fijk[x] - vox_hex8_corner[a][x]) >> 1;
     n++;
   }
+  return n;
+}
+
+/* The same from level 0, from the cells' voxels: a cell's elements are
+ * one piece. Per axis the node lies inside a cell (an odd position: both
+ * of its voxels along the axis touch the node) or between two (even: the
+ * lower cell's upper voxel and the upper cell's lower one), so each cell
+ * around it is tested once, by a mask of its voxels that touch the node. */
+static int pieces_at_node_of_cells(const split *sp, const int64_t fijk[3], int32_t piece[8],
+                                   int64_t cell[8][3]) {
+  /* the voxels (bit x + 2y + 4z) whose coordinate along an axis is 0, or 1 */
+  static const uint8_t lower[3] = {0x55, 0x33, 0x0f}, upper[3] = {0xaa, 0xcc, 0xf0};
+  const vox_grid *cg = &sp->c->grid;
+  const int64_t cn[3] = {cg->nx, cg->ny, cg->nz};
+  int64_t at[3][2];
+  uint8_t touch[3][2];
+  int count[3];
+  for (int x = 0; x < 3; x++) {
+    const int64_t v = fijk[x];
+    count[x] = 0;
+    if (v & 1) {
+      at[x][0] = v >> 1, touch[x][0] = 0xff, count[x] = 1;
+      continue;
+    }
+    if (v > 0) at[x][count[x]] = (v >> 1) - 1, touch[x][count[x]++] = upper[x];
+    if ((v >> 1) < cn[x]) at[x][count[x]] = v >> 1, touch[x][count[x]++] = lower[x];
+  }
+  int n = 0;
+  for (int z = 0; z < count[2]; z++)
+    for (int y = 0; y < count[1]; y++)
+      for (int x = 0; x < count[0]; x++) {
+        const int64_t q = (at[2][z] * cn[1] + at[1][y]) * cn[0] + at[0][x];
+        if (!(sp->cell_voxels[q] & touch[0][x] & touch[1][y] & touch[2][z])) continue;
+        piece[n] = (int32_t)sp->cell_piece[q];
+        cell[n][0] = at[0][x], cell[n][1] = at[1][y], cell[n][2] = at[2][z];
+        n++;
+      }
+  return n;
+}
+
+/* The joins at fine node m, at box position fijk (join_slots). */
+static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
+  int32_t piece[8];
+  int64_t cell[8][3];
+  const int n = sp->cell_voxels ? pieces_at_node_of_cells(sp, fijk, piece, cell)
+                                : pieces_at_node(sp, m, fijk, piece, cell);
   if (n < 2) return;
   /* each coarse node that reaches this one (per axis the one on it, or
    * the two around it), and the pieces here whose cells have it as a
@@ -438,22 +531,29 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   split sp = {.table = table, .f = f, .c = c};
   const size_t ncell = (size_t)vox_grid_elements(&c->grid);
   const size_t nbox = (size_t)vox_grid_nodes(&c->grid);
-  sp.node_elem = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
-  sp.elem_set = vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.elem_set);
-  sp.cell_of = vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.cell_of);
-  sp.piece_of =
-      vox_host_malloc((f->n_elements ? f->n_elements : 1) * sizeof *sp.piece_of);
+  const size_t nfe = f->n_elements ? f->n_elements : 1;
+  const int copies = f->element_nodes_x1 != NULL; /* not level 0 */
+  if (copies) {
+    sp.node_elem = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
+    sp.elem_set = vox_host_malloc(nfe * sizeof *sp.elem_set);
+    sp.cell_of = vox_host_malloc(nfe * sizeof *sp.cell_of);
+  } else {
+    sp.cell_voxels = vox_host_calloc(ncell ? ncell : 1, 1);
+  }
+  sp.piece_of = vox_host_malloc(nfe * sizeof *sp.piece_of);
   sp.cell_piece = vox_host_malloc((ncell + 1) * sizeof *sp.cell_piece);
   sp.node_start = vox_host_calloc(nbox + 1, sizeof *sp.node_start);
   vox_status s = VOX_OK;
-  if (!sp.node_elem || !sp.elem_set || !sp.cell_of || !sp.piece_of || !sp.cell_piece ||
-      !sp.node_start)
+  if ((copies ? !sp.node_elem || !sp.elem_set || !sp.cell_of : !sp.cell_voxels) ||
+      !sp.piece_of || !sp.cell_piece || !sp.node_start)
     s = no_memory(ctx, "coarse pieces");
-  if (s == VOX_OK) {
+  if (s == VOX_OK && copies) {
     const ptrdiff_t n_at = 8 * (ptrdiff_t)f->n_nodes;
 #pragma omp parallel for schedule(dynamic, 16384)
     for (ptrdiff_t i = 0; i < n_at; i++) sp.node_elem[i] = -1;
     s = find_pieces(ctx, &sp);
+  } else if (s == VOX_OK) {
+    s = cell_pieces(ctx, &sp);
   }
   vox_host_free(sp.elem_set), vox_host_free(sp.cell_of);
   sp.elem_set = NULL, sp.cell_of = NULL;
@@ -473,7 +573,8 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     s = number_copies(ctx, &sp, (int)(8 * most));
   }
   if (s == VOX_OK) s = finish_level(ctx, &sp, f);
-  vox_host_free(sp.node_elem), vox_host_free(sp.piece_of), vox_host_free(sp.cell_piece);
-  vox_host_free(sp.node_start), vox_host_free(sp.slot_set), vox_host_free(sp.slot_copy);
+  vox_host_free(sp.node_elem), vox_host_free(sp.cell_voxels), vox_host_free(sp.piece_of);
+  vox_host_free(sp.cell_piece), vox_host_free(sp.node_start), vox_host_free(sp.slot_set);
+  vox_host_free(sp.slot_copy);
   return s;
 }

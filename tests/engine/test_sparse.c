@@ -161,6 +161,58 @@ static size_t parents_not_largest(const vox_sparse_hierarchy *h) {
   return bad;
 }
 
+/* Level 1's copies of each coarse box node, straight from the labels, one
+ * node at a time: its cells that hold bone are joined where both have a
+ * voxel at one of the 27 fine nodes it reaches (its own and the fine nodes
+ * around it); the copies are the groups. Whether `c` (level 1 of `m`'s
+ * split hierarchy) has that many copies of every box node, in box order. */
+static size_t copies_not_from_labels(const vox_model *m, const vox_sparse_host_level *c) {
+  const int64_t nx = m->grid.nx, ny = m->grid.ny, nz = m->grid.nz;
+  const int64_t cnx = c->grid.nx, cny = c->grid.ny, cnz = c->grid.nz;
+  const int64_t cpx = cnx + 1, cpy = cny + 1, cpz = cnz + 1;
+  size_t bad = 0, q = 0;
+  for (int64_t K = 0; K < cpz; K++)
+    for (int64_t J = 0; J < cpy; J++)
+      for (int64_t I = 0; I < cpx; I++) {
+        /* the (up to) eight cells around the node; at[a][n]: cell a has a
+         * bone voxel at the reached fine node n (3 x 3 x 3 around it) */
+        int group[8], has[8] = {0}, at[8][27] = {{0}};
+        for (int a = 0; a < 8; a++) {
+          group[a] = a;
+          const int64_t ci = I - 1 + (a & 1), cj = J - 1 + (a >> 1 & 1), ck = K - 1 + (a >> 2);
+          for (int v = 0; v < 8; v++) {
+            const int64_t i = 2 * ci + (v & 1), j = 2 * cj + (v >> 1 & 1), k = 2 * ck + (v >> 2);
+            if (i < 0 || j < 0 || k < 0 || i >= nx || j >= ny || k >= nz) continue;
+            if (!m->label[(k * ny + j) * nx + i]) continue;
+            has[a] = 1;
+            for (int corner = 0; corner < 8; corner++) {
+              const int64_t di = i + (corner & 1) - 2 * I, dj = j + (corner >> 1 & 1) - 2 * J,
+                            dk = k + (corner >> 2) - 2 * K;
+              if (llabs(di) <= 1 && llabs(dj) <= 1 && llabs(dk) <= 1)
+                at[a][(dk + 1) * 9 + (dj + 1) * 3 + di + 1] = 1;
+            }
+          }
+        }
+        for (int n = 0; n < 27; n++)
+          for (int a = 0; a < 8; a++)
+            for (int b = 0; b < a; b++)
+              if (at[a][n] && at[b][n]) { /* join a's group and b's */
+                const int from = group[a], to = group[b];
+                for (int g = 0; g < 8; g++)
+                  if (group[g] == from) group[g] = to;
+              }
+        int copies = 0;
+        for (int a = 0; a < 8; a++) {
+          int first = has[a];
+          for (int b = 0; b < a && first; b++) first = !(has[b] && group[b] == group[a]);
+          copies += first;
+        }
+        const int64_t box = (K * cpy + J) * cpx + I;
+        for (int i = 0; i < copies; i++, q++) bad += q >= c->n_nodes || c->node_box[q] != box;
+      }
+  return bad + (q != c->n_nodes);
+}
+
 /* The levels that follow the bone's connectivity (sparse_split.h) on a
  * porous bone with a compression test, level by level against the fine
  * level: the interpolation is one function on every fine element (all its
@@ -168,7 +220,8 @@ static size_t parents_not_largest(const vox_sparse_hierarchy *h) {
  * name the same copy of that node, at that node's box position, and the
  * parent words put the node where it is); copies and pieces in box order;
  * the coarse moduli sum to the fine ones over 8; the fixed dofs of a fine
- * node fix the copies it interpolates from; and the bone's separate
+ * node fix the copies it interpolates from; level 1's copies those of
+ * each box node counted from the labels alone; and the bone's separate
  * struts make copies, more nodes on level 1 than the plain coarse image. */
 static void test_split_levels(vox_context *ctx) {
   vox_model m;
@@ -189,6 +242,9 @@ static void test_split_levels(vox_context *ctx) {
   printf("split levels: parents not the largest offered: %zu (plain levels %zu)\n",
          split_elsewhere, box_elsewhere);
   CHECK(split_elsewhere == 0 && box_elsewhere == 0);
+  const size_t not_from_labels = copies_not_from_labels(&m, &h.level[1]);
+  printf("split levels: level 1's copies against the labels: %zu wrong\n", not_from_labels);
+  CHECK(not_from_labels == 0);
   size_t checked = 0, bad = 0;
   for (int l = 0; l + 1 < h.n_levels; l++) {
     const vox_sparse_host_level *f = &h.level[l], *c = &h.level[l + 1];
