@@ -59,7 +59,7 @@ typedef struct split {
                          * fine voxel (x, y, z) is an element */
   int64_t *cell_of;     /* per fine element: its coarse cell (box index) */
   int64_t *elem_set;    /* union-find over the fine elements (pieces) */
-  int32_t *piece_of;    /* per fine element */
+  int32_t *piece_of;    /* per fine element (not from level 0) */
   size_t *cell_piece;   /* per coarse cell + 1: its first piece */
   int64_t *slot_set;    /* union-find over the pieces' corners, 8 a piece */
   size_t *node_start;   /* per coarse box node + 1: its first copy */
@@ -136,7 +136,6 @@ static vox_status cell_pieces(vox_context *ctx, split *sp) {
     for (size_t e = e0; e < e1; e++) {
       const int64_t b = f->element_box[e], k = b / fplane, r = b - k * fplane, j = r / fnx;
       const size_t piece = sp->cell_piece[kc * plane + (j >> 1) * cnx + ((r - j * fnx) >> 1)];
-      sp->piece_of[e] = (int32_t)piece;
       c->modulus[piece] += (float)(fine_modulus(f, sp->table, e) / 8);
     }
   }
@@ -483,19 +482,42 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   for (int64_t k = 0; k <= cnz + 1; k++)
     c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
   /* parents: the piece of any element at the node (all give its copies),
-   * the same on every run (vox_sparse_parent_offer) */
-  const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
+   * the same on every run (vox_sparse_parent_offer: the largest word);
+   * from level 0 a node at a time from the cells around it, else offered
+   * by the elements */
+  if (sp->cell_voxels) {
+    const int64_t ppx = f->grid.nx + 1, pplane = ppx * (f->grid.ny + 1);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t K = 0; K <= f->grid.nz; K++)
+      for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
+        const int64_t r = f->node_box[m] - K * pplane, J = r / ppx;
+        const int64_t fijk[3] = {r - J * ppx, J, K};
+        int32_t piece[8];
+        int64_t cell[8][3];
+        const int n = pieces_at_node_of_cells(sp, fijk, piece, cell);
+        uint64_t word = 0;
+        for (int i = 0; i < n; i++) {
+          const int pos = (int)((fijk[0] - 2 * cell[i][0]) + 3 * (fijk[1] - 2 * cell[i][1]) +
+                                9 * (fijk[2] - 2 * cell[i][2]));
+          const uint64_t w = vox_sparse_parent_wide((uint64_t)piece[i], pos);
+          if (w > word) word = w;
+        }
+        f->parent[m] = word;
+      }
+  } else {
+    const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
-  for (ptrdiff_t e = 0; e < nfe; e++) {
-    int32_t node[8];
-    vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
-    int64_t ijk[3];
-    box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
-    for (int a = 0; a < 8; a++) {
-      int pos = 0;
-      for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
-      vox_sparse_parent_offer(&f->parent[node[a]],
-                              vox_sparse_parent_wide((uint64_t)sp->piece_of[e], pos));
+    for (ptrdiff_t e = 0; e < nfe; e++) {
+      int32_t node[8];
+      vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
+      int64_t ijk[3];
+      box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
+      for (int a = 0; a < 8; a++) {
+        int pos = 0;
+        for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
+        vox_sparse_parent_offer(&f->parent[node[a]],
+                                vox_sparse_parent_wide((uint64_t)sp->piece_of[e], pos));
+      }
     }
   }
   /* fixed components: those of the candidates (sparse_hierarchy.h) among
@@ -537,15 +559,16 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     sp.node_elem = vox_host_malloc((f->n_nodes ? f->n_nodes : 1) * 8 * sizeof *sp.node_elem);
     sp.elem_set = vox_host_malloc(nfe * sizeof *sp.elem_set);
     sp.cell_of = vox_host_malloc(nfe * sizeof *sp.cell_of);
+    sp.piece_of = vox_host_malloc(nfe * sizeof *sp.piece_of);
   } else {
     sp.cell_voxels = vox_host_calloc(ncell ? ncell : 1, 1);
   }
-  sp.piece_of = vox_host_malloc(nfe * sizeof *sp.piece_of);
   sp.cell_piece = vox_host_malloc((ncell + 1) * sizeof *sp.cell_piece);
   sp.node_start = vox_host_calloc(nbox + 1, sizeof *sp.node_start);
   vox_status s = VOX_OK;
-  if ((copies ? !sp.node_elem || !sp.elem_set || !sp.cell_of : !sp.cell_voxels) ||
-      !sp.piece_of || !sp.cell_piece || !sp.node_start)
+  if ((copies ? !sp.node_elem || !sp.elem_set || !sp.cell_of || !sp.piece_of
+              : !sp.cell_voxels) ||
+      !sp.cell_piece || !sp.node_start)
     s = no_memory(ctx, "coarse pieces");
   if (s == VOX_OK && copies) {
     const ptrdiff_t n_at = 8 * (ptrdiff_t)f->n_nodes;
