@@ -175,7 +175,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
       int32_t *at = &sp->node_elem[8 * (size_t)node[a] + (size_t)a];
       int32_t expected = -1;
       if (!__atomic_compare_exchange_n(at, &expected, (int32_t)e, 0, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED))
+                                       __ATOMIC_RELAXED))
         vox_uf_unite(sp->elem_set, e, expected);
     }
   }
