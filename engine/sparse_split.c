@@ -18,7 +18,8 @@
  *     of slots of one box node are its copies, numbered in box order, then
  *     in the order of their first slot;
  *  3. the pieces become the coarse elements, their slots' copies their
- *     corners; the fine nodes learn their parents, the copies their fixed
+ *     corners; the fine nodes learn their parents (level 0's already in
+ *     2, from the pieces found at each node), the copies their fixed
  *     components. */
 #include "sparse_split.h"
 
@@ -66,13 +67,18 @@ typedef struct split {
   int32_t *slot_copy;   /* per slot: its copy */
 } split;
 
-/* Pieces numbered per coarse layer, whose pieces come from fine layers
- * 2k and 2k + 1 only: a thread a layer. */
-#define FINE_RANGE(kc)                                                                   \
-  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
-
-/* The coarse elements' arrays for `total` pieces. */
-static vox_status allocate_pieces(vox_context *ctx, vox_sparse_host_level *c, size_t total) {
+/* Pieces are numbered per coarse layer (a thread a layer), whose pieces
+ * come from fine layers 2k and 2k + 1 only: each layer's count
+ * (layer_pieces[k]) becomes its first piece, layer_pieces[cnz] the total,
+ * and the coarse elements' arrays are allocated for them. */
+static vox_status allocate_pieces(vox_context *ctx, vox_sparse_host_level *c,
+                                  size_t *layer_pieces, int64_t cnz) {
+  size_t total = 0;
+  for (int64_t kc = 0; kc <= cnz; kc++) {
+    const size_t n = kc < cnz ? layer_pieces[kc] : 0;
+    layer_pieces[kc] = total;
+    total += n;
+  }
   c->n_elements = total;
   if (total > INT32_MAX)
     return vox_error(ctx, VOX_ERR_UNSUPPORTED, "too many coarse elements for the sparse system");
@@ -80,18 +86,6 @@ static vox_status allocate_pieces(vox_context *ctx, vox_sparse_host_level *c, si
   c->modulus = vox_host_calloc(total ? total : 1, sizeof *c->modulus);
   if (!c->element_box || !c->modulus) return no_memory(ctx, "coarse elements");
   return VOX_OK;
-}
-
-/* Each layer's count of pieces (layer_pieces[k]) into its first piece,
- * layer_pieces[cnz] the total. */
-static size_t layer_starts(size_t *layer_pieces, int64_t cnz) {
-  size_t total = 0;
-  for (int64_t kc = 0; kc <= cnz; kc++) {
-    const size_t n = kc < cnz ? layer_pieces[kc] : 0;
-    layer_pieces[kc] = total;
-    total += n;
-  }
-  return total;
 }
 
 /* 1, from level 0: the cells' voxels, then a piece for each cell that has
@@ -118,8 +112,7 @@ static vox_status cell_pieces(vox_context *ctx, split *sp) {
     for (int64_t q = 0; q < plane; q++) n += voxels[q] != 0;
     layer_pieces[kc] = n;
   }
-  const size_t total = layer_starts(layer_pieces, cnz);
-  vox_status s = allocate_pieces(ctx, c, total);
+  vox_status s = allocate_pieces(ctx, c, layer_pieces, cnz);
   if (s) {
     free(layer_pieces);
     return s;
@@ -132,14 +125,14 @@ static vox_status cell_pieces(vox_context *ctx, split *sp) {
       sp->cell_piece[kc * plane + q] = p;
       if (voxels[q]) c->element_box[p++] = kc * plane + q;
     }
-    FINE_RANGE(kc);
-    for (size_t e = e0; e < e1; e++) {
-      const int64_t b = f->element_box[e], k = b / fplane, r = b - k * fplane, j = r / fnx;
-      const size_t piece = sp->cell_piece[kc * plane + (j >> 1) * cnx + ((r - j * fnx) >> 1)];
-      c->modulus[piece] += (float)(fine_modulus(f, sp->table, e) / 8);
-    }
+    for (int64_t k = 2 * kc; k < 2 * kc + 2 && k < f->grid.nz; k++)
+      for (size_t e = els[k]; e < els[k + 1]; e++) {
+        const int64_t r = f->element_box[e] - k * fplane, j = r / fnx, i = r - j * fnx;
+        const size_t piece = sp->cell_piece[kc * plane + (j >> 1) * cnx + (i >> 1)];
+        c->modulus[piece] += (float)(fine_modulus(f, sp->table, e) / 8);
+      }
   }
-  sp->cell_piece[cnz * plane] = total;
+  sp->cell_piece[cnz * plane] = c->n_elements;
   free(layer_pieces);
   return VOX_OK;
 }
@@ -153,6 +146,8 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
   const ptrdiff_t nfe = (ptrdiff_t)f->n_elements, nfn = (ptrdiff_t)f->n_nodes;
   const int64_t cnz = cg->nz, plane = cg->nx * cg->ny;
   const size_t *els = f->element_layer_start;
+#define FINE_RANGE(kc)                                                                   \
+  const size_t e0 = els[2 * (kc)], e1 = els[2 * (kc) + 2 < f->grid.nz ? 2 * (kc) + 2 : f->grid.nz]
   int failed = 0;
   /* each fine element's coarse cell, a fine layer a thread (one division
    * an element: the box index less its layer's start) */
@@ -206,8 +201,7 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     for (size_t e = e0; e < e1; e++) n += vox_uf_find(sp->elem_set, (int64_t)e) == (int64_t)e;
     layer_pieces[kc] = n;
   }
-  const size_t total = layer_starts(layer_pieces, cnz);
-  vox_status s = allocate_pieces(ctx, c, total);
+  vox_status s = allocate_pieces(ctx, c, layer_pieces, cnz);
   if (s) {
     free(layer_pieces);
     return s;
@@ -246,11 +240,11 @@ static vox_status find_pieces(vox_context *ctx, split *sp) {
     }
     free(count);
   }
-  sp->cell_piece[cnz * plane] = total;
+#undef FINE_RANGE
+  sp->cell_piece[cnz * plane] = c->n_elements;
   free(layer_pieces);
   return failed ? no_memory(ctx, "pieces") : VOX_OK;
 }
-#undef FINE_RANGE
 
 /* The distinct pieces at fine node m, at box position fijk, and their
  * cells, from the elements at its corners (each corner's element starts at
@@ -310,12 +304,33 @@ static int pieces_at_node_of_cells(const split *sp, const int64_t fijk[3], int32
   return n;
 }
 
-/* The joins at fine node m, at box position fijk (join_slots). */
+/* Of the pieces at a node, the largest word the elements there would
+ * offer (vox_sparse_parent_offer): its piece, the node's position in it. */
+static uint64_t largest_parent(const int64_t fijk[3], const int32_t piece[8],
+                               const int64_t cell[8][3], int n) {
+  uint64_t word = 0;
+  for (int i = 0; i < n; i++) {
+    const int pos = (int)((fijk[0] - 2 * cell[i][0]) + 3 * (fijk[1] - 2 * cell[i][1]) +
+                          9 * (fijk[2] - 2 * cell[i][2]));
+    const uint64_t w = vox_sparse_parent_wide((uint64_t)piece[i], pos);
+    if (w > word) word = w;
+  }
+  return word;
+}
+
+/* The joins at fine node m, at box position fijk (join_slots); from level
+ * 0 also the node's parent word, from the same pieces (finish_level has
+ * the elements offer theirs on the other levels). */
 static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
   int32_t piece[8];
   int64_t cell[8][3];
-  const int n = sp->cell_voxels ? pieces_at_node_of_cells(sp, fijk, piece, cell)
-                                : pieces_at_node(sp, m, fijk, piece, cell);
+  int n;
+  if (sp->cell_voxels) {
+    n = pieces_at_node_of_cells(sp, fijk, piece, cell);
+    sp->f->parent[m] = largest_parent(fijk, piece, cell, n);
+  } else {
+    n = pieces_at_node(sp, m, fijk, piece, cell);
+  }
   if (n < 2) return;
   /* each coarse node that reaches this one (per axis the one on it, or
    * the two around it), and the pieces here whose cells have it as a
@@ -467,10 +482,8 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   c->element_layer_start =
       vox_host_malloc((size_t)(cnz + 1) * sizeof *c->element_layer_start);
   c->node_layer_start = vox_host_malloc((size_t)(cnz + 2) * sizeof *c->node_layer_start);
-  /* zeros, as the offers below need (a fresh mapping's, not written) */
-  f->parent = vox_host_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *f->parent);
   if (!c->element_nodes || !c->element_nodes_x1 || !c->element_layer_start ||
-      !c->node_layer_start || !f->parent)
+      !c->node_layer_start)
     return no_memory(ctx, "coarse elements");
 #pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t p = 0; p < np; p++)
@@ -481,43 +494,21 @@ static vox_status finish_level(vox_context *ctx, split *sp, vox_sparse_host_leve
   for (int64_t k = 0; k <= cnz; k++) c->element_layer_start[k] = sp->cell_piece[k * cnx * cny];
   for (int64_t k = 0; k <= cnz + 1; k++)
     c->node_layer_start[k] = sp->node_start[k * (cnx + 1) * (cny + 1)];
-  /* parents: the piece of any element at the node (all give its copies),
-   * the same on every run (vox_sparse_parent_offer: the largest word);
-   * from level 0 a node at a time from the cells around it, else offered
-   * by the elements */
-  if (sp->cell_voxels) {
-    const int64_t ppx = f->grid.nx + 1, pplane = ppx * (f->grid.ny + 1);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t K = 0; K <= f->grid.nz; K++)
-      for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
-        const int64_t r = f->node_box[m] - K * pplane, J = r / ppx;
-        const int64_t fijk[3] = {r - J * ppx, J, K};
-        int32_t piece[8];
-        int64_t cell[8][3];
-        const int n = pieces_at_node_of_cells(sp, fijk, piece, cell);
-        uint64_t word = 0;
-        for (int i = 0; i < n; i++) {
-          const int pos = (int)((fijk[0] - 2 * cell[i][0]) + 3 * (fijk[1] - 2 * cell[i][1]) +
-                                9 * (fijk[2] - 2 * cell[i][2]));
-          const uint64_t w = vox_sparse_parent_wide((uint64_t)piece[i], pos);
-          if (w > word) word = w;
-        }
-        f->parent[m] = word;
-      }
-  } else {
-    const ptrdiff_t nfe = (ptrdiff_t)f->n_elements;
+  /* parents, except from level 0 (join_at_node): the piece of any element
+   * at the node (all give its copies), the same on every run
+   * (vox_sparse_parent_offer: the largest word) */
+  const ptrdiff_t nfe = sp->cell_voxels ? 0 : (ptrdiff_t)f->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
-    for (ptrdiff_t e = 0; e < nfe; e++) {
-      int32_t node[8];
-      vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
-      int64_t ijk[3];
-      box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
-      for (int a = 0; a < 8; a++) {
-        int pos = 0;
-        for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
-        vox_sparse_parent_offer(&f->parent[node[a]],
-                                vox_sparse_parent_wide((uint64_t)sp->piece_of[e], pos));
-      }
+  for (ptrdiff_t e = 0; e < nfe; e++) {
+    int32_t node[8];
+    vox_sparse_corners(f->element_nodes, f->element_nodes_x1, (size_t)e, node);
+    int64_t ijk[3];
+    box_ijk(f->element_box[e], f->grid.nx, f->grid.ny, ijk);
+    for (int a = 0; a < 8; a++) {
+      int pos = 0;
+      for (int x = 2; x >= 0; x--) pos = 3 * pos + (int)(ijk[x] % 2) + vox_hex8_corner[a][x];
+      vox_sparse_parent_offer(&f->parent[node[a]],
+                              vox_sparse_parent_wide((uint64_t)sp->piece_of[e], pos));
     }
   }
   /* fixed components: those of the candidates (sparse_hierarchy.h) among
@@ -583,7 +574,9 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   if (s == VOX_OK) {
     sp.slot_set = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
     sp.slot_copy = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
-    if (!sp.slot_set || !sp.slot_copy) s = no_memory(ctx, "coarse copies");
+    /* zeros, as the offers need (a fresh mapping's, not written) */
+    f->parent = vox_host_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *f->parent);
+    if (!sp.slot_set || !sp.slot_copy || !f->parent) s = no_memory(ctx, "coarse copies");
   }
   if (s == VOX_OK) {
     join_slots(&sp);
