@@ -16,11 +16,13 @@
  *     share a fine node, the slots of the corners their cells have in
  *     common and whose interpolation reaches that node are joined; the sets
  *     of slots of one box node are its copies, numbered in box order, then
- *     in the order of their first slot;
+ *     in the order of their first slot. From level 0 the sets are found
+ *     per coarse node among its at most eight slots, from the 27 fine
+ *     nodes each cell's voxels touch around it: no union-find over all
+ *     slots;
  *  3. the pieces become the coarse elements, their slots' copies their
- *     corners; the fine nodes learn their parents (level 0's already in
- *     2, from the pieces found at each node), the copies their fixed
- *     components. */
+ *     corners; the fine nodes learn their parents (level 0's from the
+ *     cells' voxels at each node), the copies their fixed components. */
 #include "sparse_split.h"
 
 #include <stdlib.h>
@@ -65,6 +67,7 @@ typedef struct split {
   int64_t *slot_set;    /* union-find over the pieces' corners, 8 a piece */
   size_t *node_start;   /* per coarse box node + 1: its first copy */
   int32_t *slot_copy;   /* per slot: its copy */
+  uint32_t (*reach)[256]; /* from level 0: reach_masks */
 } split;
 
 /* Pieces are numbered per coarse layer (a thread a layer), whose pieces
@@ -267,13 +270,16 @@ static int pieces_at_node(const split *sp, size_t m, const int64_t fijk[3], int3
   return n;
 }
 
-/* The same from level 0, from the cells' voxels: a cell's elements are
- * one piece. Per axis the node lies inside a cell (an odd position: both
- * of its voxels along the axis touch the node) or between two (even: the
- * lower cell's upper voxel and the upper cell's lower one), so each cell
- * around it is tested once, by a mask of its voxels that touch the node. */
-static int pieces_at_node_of_cells(const split *sp, const int64_t fijk[3], int32_t piece[8],
-                                   int64_t cell[8][3]) {
+/* From level 0, the parent word of the fine node at box position fijk:
+ * of the pieces at it, the largest word the elements there would offer
+ * (vox_sparse_parent_offer), which is the last cell's in box order whose
+ * voxels touch the node, since a cell's elements are one piece and pieces
+ * are numbered in the order of their cells. Per axis the node lies inside
+ * a cell (an odd position: both of its voxels along the axis touch the
+ * node) or between two (even: the lower cell's upper voxel and the upper
+ * cell's lower one), so each cell around it is tested by a mask of its
+ * voxels that touch the node. */
+static uint64_t parent_of_cells(const split *sp, const int64_t fijk[3]) {
   /* the voxels (bit x + 2y + 4z) whose coordinate along an axis is 0, or 1 */
   static const uint8_t lower[3] = {0x55, 0x33, 0x0f}, upper[3] = {0xaa, 0xcc, 0xf0};
   const vox_grid *cg = &sp->c->grid;
@@ -291,46 +297,23 @@ static int pieces_at_node_of_cells(const split *sp, const int64_t fijk[3], int32
     if (v > 0) at[x][count[x]] = (v >> 1) - 1, touch[x][count[x]++] = upper[x];
     if ((v >> 1) < cn[x]) at[x][count[x]] = v >> 1, touch[x][count[x]++] = lower[x];
   }
-  int n = 0;
-  for (int z = 0; z < count[2]; z++)
-    for (int y = 0; y < count[1]; y++)
-      for (int x = 0; x < count[0]; x++) {
+  for (int z = count[2] - 1; z >= 0; z--)
+    for (int y = count[1] - 1; y >= 0; y--)
+      for (int x = count[0] - 1; x >= 0; x--) {
         const int64_t q = (at[2][z] * cn[1] + at[1][y]) * cn[0] + at[0][x];
         if (!(sp->cell_voxels[q] & touch[0][x] & touch[1][y] & touch[2][z])) continue;
-        piece[n] = (int32_t)sp->cell_piece[q];
-        cell[n][0] = at[0][x], cell[n][1] = at[1][y], cell[n][2] = at[2][z];
-        n++;
+        const int pos = (int)((fijk[0] - 2 * at[0][x]) + 3 * (fijk[1] - 2 * at[1][y]) +
+                              9 * (fijk[2] - 2 * at[2][z]));
+        return vox_sparse_parent_wide((uint64_t)sp->cell_piece[q], pos);
       }
-  return n;
+  return 0; /* not reached: a node of level 0 touches a voxel */
 }
 
-/* Of the pieces at a node, the largest word the elements there would
- * offer (vox_sparse_parent_offer): its piece, the node's position in it. */
-static uint64_t largest_parent(const int64_t fijk[3], const int32_t piece[8],
-                               const int64_t cell[8][3], int n) {
-  uint64_t word = 0;
-  for (int i = 0; i < n; i++) {
-    const int pos = (int)((fijk[0] - 2 * cell[i][0]) + 3 * (fijk[1] - 2 * cell[i][1]) +
-                          9 * (fijk[2] - 2 * cell[i][2]));
-    const uint64_t w = vox_sparse_parent_wide((uint64_t)piece[i], pos);
-    if (w > word) word = w;
-  }
-  return word;
-}
-
-/* The joins at fine node m, at box position fijk (join_slots); from level
- * 0 also the node's parent word, from the same pieces (finish_level has
- * the elements offer theirs on the other levels). */
+/* The joins at fine node m, at box position fijk (join_slots). */
 static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
   int32_t piece[8];
   int64_t cell[8][3];
-  int n;
-  if (sp->cell_voxels) {
-    n = pieces_at_node_of_cells(sp, fijk, piece, cell);
-    sp->f->parent[m] = largest_parent(fijk, piece, cell, n);
-  } else {
-    n = pieces_at_node(sp, m, fijk, piece, cell);
-  }
+  const int n = pieces_at_node(sp, m, fijk, piece, cell);
   if (n < 2) return;
   /* each coarse node that reaches this one (per axis the one on it, or
    * the two around it), and the pieces here whose cells have it as a
@@ -374,6 +357,20 @@ static void join_slots(split *sp) {
     }
 }
 
+/* From level 0, the fine nodes' parent words (parent_of_cells), a node
+ * layer a thread. */
+static void parents_of_cells(split *sp) {
+  const vox_sparse_host_level *f = sp->f;
+  const int64_t px = f->grid.nx + 1, pplane = px * (f->grid.ny + 1);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t K = 0; K <= f->grid.nz; K++)
+    for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
+      const int64_t r = f->node_box[m] - K * pplane, J = r / px;
+      const int64_t fijk[3] = {r - J * px, J, K};
+      f->parent[m] = parent_of_cells(sp, fijk);
+    }
+}
+
 /* The slots of coarse box node (I, J, K): each piece of the (up to) eight
  * cells around it, at the corner the node is of its cell. Returns how many. */
 static int node_slots(const split *sp, int64_t I, int64_t J, int64_t K, int64_t *out, int max) {
@@ -403,6 +400,79 @@ static int node_copies(int64_t *slot_set, const int64_t *slot, int n, int64_t *r
     rank[i] = k;
   }
   return copies;
+}
+
+/* From level 0, for a cell at corner (x, y, z) of a coarse node (bits 0,
+ * 1 and 2 of `corner`) and its voxels: the bit dx + 3 dy + 9 dz set where
+ * a voxel touches the fine node 2 (I, J, K) + (dx, dy, dz) - 1, one of the
+ * 27 the coarse node reaches (a cell below the node along an axis, corner
+ * 1, holds fine planes 2I - 1 and 2I; one above, corner 0, 2I and 2I + 1). */
+static void reach_masks(uint32_t mask[8][256]) {
+  /* the voxels (bit x + 2y + 4z) whose coordinate along an axis is 0, or 1 */
+  static const uint8_t lower[3] = {0x55, 0x33, 0x0f}, upper[3] = {0xaa, 0xcc, 0xf0};
+  for (int corner = 0; corner < 8; corner++) {
+    uint8_t touch[3][3];
+    for (int a = 0; a < 3; a++) {
+      const int below = (corner >> a) & 1;
+      touch[a][0] = below ? 0xff : 0;
+      touch[a][1] = below ? upper[a] : lower[a];
+      touch[a][2] = below ? 0 : 0xff;
+    }
+    for (int v = 0; v < 256; v++) {
+      uint32_t m = 0;
+      for (int d = 0; d < 27; d++)
+        if (v & touch[0][d % 3] & touch[1][(d / 3) % 3] & touch[2][d / 9]) m |= 1u << d;
+      mask[corner][v] = m;
+    }
+  }
+}
+
+/* The same from level 0, where a cell's elements are one piece: the slots
+ * of the cells around coarse node (I, J, K), in node_slots' order, and
+ * their copies without a union-find over all slots. join_at_node joins two
+ * of the node's slots where both cells' voxels touch a fine node the node
+ * reaches (reach_masks), so the copies are the sets these joins make
+ * among at most eight slots. Returns how many slots, their ranks in
+ * `rank`, the copies in `copies`. */
+static int cell_node_copies(const split *sp, int64_t I, int64_t J, int64_t K, int64_t *slot,
+                            int *rank, int *copies) {
+  const vox_grid *cg = &sp->c->grid;
+  uint32_t reach[8];
+  int n = 0;
+  for (int z = 1; z >= 0; z--)
+    for (int y = 1; y >= 0; y--)
+      for (int x = 1; x >= 0; x--) {
+        const int64_t ci = I - x, cj = J - y, ck = K - z; /* the node is corner (x, y, z) */
+        if (ci < 0 || cj < 0 || ck < 0 || ci >= cg->nx || cj >= cg->ny || ck >= cg->nz) continue;
+        const int64_t cell = (ck * cg->ny + cj) * cg->nx + ci;
+        const uint8_t voxels = sp->cell_voxels[cell];
+        if (!voxels) continue;
+        slot[n] = 8 * (int64_t)sp->cell_piece[cell] + corner_index(x, y, z);
+        reach[n++] = sp->reach[x + 2 * y + 4 * z][voxels];
+      }
+  /* each set's first slot its root, which the copies rank by */
+  int root[8];
+  for (int i = 0; i < n; i++) {
+    root[i] = i;
+    for (int j = 0; j < i; j++) {
+      if (!(reach[i] & reach[j])) continue;
+      int ri = i, rj = j;
+      while (root[ri] != ri) ri = root[ri];
+      while (root[rj] != rj) rj = root[rj];
+      if (ri < rj)
+        root[rj] = ri;
+      else
+        root[ri] = rj;
+    }
+  }
+  int count = 0;
+  for (int i = 0; i < n; i++) {
+    int r = i;
+    while (root[r] != r) r = root[r];
+    rank[i] = r == i ? count++ : rank[r];
+  }
+  *copies = count;
+  return n;
 }
 
 /* The copies' starts from their counts (node_start[N + 1]: N's), and the
@@ -442,9 +512,14 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
       if (!slot || !root || !rank) continue;
       for (int64_t J = 0; J < py; J++)
         for (int64_t I = 0; I < px; I++) {
-          const int n = node_slots(sp, I, J, K, slot, max_slots);
-          sp->node_start[(K * py + J) * px + I + 1] =
-              (size_t)node_copies(sp->slot_set, slot, n, root, rank);
+          int n, copies;
+          if (sp->cell_voxels) {
+            n = cell_node_copies(sp, I, J, K, slot, rank, &copies);
+          } else {
+            n = node_slots(sp, I, J, K, slot, max_slots);
+            copies = node_copies(sp->slot_set, slot, n, root, rank);
+          }
+          sp->node_start[(K * py + J) * px + I + 1] = (size_t)copies;
           for (int i = 0; i < n; i++) sp->slot_copy[slot[i]] = rank[i];
         }
     }
@@ -553,12 +628,14 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
     sp.piece_of = vox_host_malloc(nfe * sizeof *sp.piece_of);
   } else {
     sp.cell_voxels = vox_host_calloc(ncell ? ncell : 1, 1);
+    sp.reach = malloc(8 * sizeof *sp.reach);
+    if (sp.reach) reach_masks(sp.reach);
   }
   sp.cell_piece = vox_host_malloc((ncell + 1) * sizeof *sp.cell_piece);
   sp.node_start = vox_host_calloc(nbox + 1, sizeof *sp.node_start);
   vox_status s = VOX_OK;
   if ((copies ? !sp.node_elem || !sp.elem_set || !sp.cell_of || !sp.piece_of
-              : !sp.cell_voxels) ||
+              : !sp.cell_voxels || !sp.reach) ||
       !sp.cell_piece || !sp.node_start)
     s = no_memory(ctx, "coarse pieces");
   if (s == VOX_OK && copies) {
@@ -572,14 +649,18 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   vox_host_free(sp.elem_set), vox_host_free(sp.cell_of);
   sp.elem_set = NULL, sp.cell_of = NULL;
   if (s == VOX_OK) {
-    sp.slot_set = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
+    if (copies) sp.slot_set = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_set);
     sp.slot_copy = vox_host_malloc((8 * c->n_elements + 1) * sizeof *sp.slot_copy);
     /* zeros, as the offers need (a fresh mapping's, not written) */
     f->parent = vox_host_calloc(f->n_nodes ? f->n_nodes : 1, sizeof *f->parent);
-    if (!sp.slot_set || !sp.slot_copy || !f->parent) s = no_memory(ctx, "coarse copies");
+    if ((copies && !sp.slot_set) || !sp.slot_copy || !f->parent)
+      s = no_memory(ctx, "coarse copies");
   }
   if (s == VOX_OK) {
-    join_slots(&sp);
+    if (copies)
+      join_slots(&sp);
+    else
+      parents_of_cells(&sp);
     size_t most = 1;
     const ptrdiff_t cells = (ptrdiff_t)ncell;
 #pragma omp parallel for schedule(static) reduction(max : most)
@@ -591,6 +672,6 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
   if (s == VOX_OK) s = finish_level(ctx, &sp, f);
   vox_host_free(sp.node_elem), vox_host_free(sp.cell_voxels), vox_host_free(sp.piece_of);
   vox_host_free(sp.cell_piece), vox_host_free(sp.node_start), vox_host_free(sp.slot_set);
-  vox_host_free(sp.slot_copy);
+  vox_host_free(sp.slot_copy), free(sp.reach);
   return s;
 }
