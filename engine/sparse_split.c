@@ -432,44 +432,47 @@ static void reach_masks(uint32_t mask[8][256]) {
  * their copies without a union-find over all slots. join_at_node joins two
  * of the node's slots where both cells' voxels touch a fine node the node
  * reaches (reach_masks), so the copies are the sets these joins make
- * among at most eight slots. Returns how many slots, their ranks in
- * `rank`, the copies in `copies`. */
-static int cell_node_copies(const split *sp, int64_t I, int64_t J, int64_t K, int64_t *slot,
+ * among at most eight slots. `row`: the first cell of the rows (J - y,
+ * K - z) for (y, z) = (1, 1), (0, 1), (1, 0), (0, 0), or -1 outside the
+ * box. Returns how many slots, their ranks in `rank`, the copies in
+ * `copies`. */
+static int cell_node_copies(const split *sp, const int64_t row[4], int64_t I, int64_t *slot,
                             int *rank, int *copies) {
-  const vox_grid *cg = &sp->c->grid;
+  const int64_t nx = sp->c->grid.nx;
   uint32_t reach[8];
   int n = 0;
-  for (int z = 1; z >= 0; z--)
-    for (int y = 1; y >= 0; y--)
-      for (int x = 1; x >= 0; x--) {
-        const int64_t ci = I - x, cj = J - y, ck = K - z; /* the node is corner (x, y, z) */
-        if (ci < 0 || cj < 0 || ck < 0 || ci >= cg->nx || cj >= cg->ny || ck >= cg->nz) continue;
-        const int64_t cell = (ck * cg->ny + cj) * cg->nx + ci;
-        const uint8_t voxels = sp->cell_voxels[cell];
-        if (!voxels) continue;
-        slot[n] = 8 * (int64_t)sp->cell_piece[cell] + corner_index(x, y, z);
-        reach[n++] = sp->reach[x + 2 * y + 4 * z][voxels];
-      }
-  /* each set's first slot its root, which the copies rank by */
-  int root[8];
-  for (int i = 0; i < n; i++) {
-    root[i] = i;
-    for (int j = 0; j < i; j++) {
-      if (!(reach[i] & reach[j])) continue;
-      int ri = i, rj = j;
-      while (root[ri] != ri) ri = root[ri];
-      while (root[rj] != rj) rj = root[rj];
-      if (ri < rj)
-        root[rj] = ri;
-      else
-        root[ri] = rj;
+  for (int r = 0; r < 4; r++) {
+    if (row[r] < 0) continue;
+    const int y = 1 - (r & 1), z = 1 - (r >> 1);
+    for (int x = 1; x >= 0; x--) {
+      const int64_t ci = I - x; /* the node is corner (x, y, z) */
+      if (ci < 0 || ci >= nx) continue;
+      const uint8_t voxels = sp->cell_voxels[row[r] + ci];
+      if (!voxels) continue;
+      slot[n] = 8 * (int64_t)sp->cell_piece[row[r] + ci] + corner_index(x, y, z);
+      reach[n++] = sp->reach[x + 2 * y + 4 * z][voxels];
     }
   }
-  int count = 0;
+  /* the sets as bit masks of the slots: each grown from its first slot
+   * through the slots that share a reached fine node, ranked in the order
+   * of their first slots */
+  unsigned meets[8];
   for (int i = 0; i < n; i++) {
-    int r = i;
-    while (root[r] != r) r = root[r];
-    rank[i] = r == i ? count++ : rank[r];
+    meets[i] = 1u << i;
+    for (int j = 0; j < i; j++)
+      if (reach[i] & reach[j]) meets[i] |= 1u << j, meets[j] |= 1u << i;
+  }
+  unsigned left = (1u << n) - 1;
+  int count = 0;
+  while (left) {
+    unsigned set = left & -left, grown = set;
+    do {
+      set = grown;
+      for (unsigned b = set; b; b &= b - 1) grown |= meets[__builtin_ctz(b)];
+    } while (grown != set);
+    for (unsigned b = set; b; b &= b - 1) rank[__builtin_ctz(b)] = count;
+    count++;
+    left &= ~set;
   }
   *copies = count;
   return n;
@@ -510,11 +513,16 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
 #pragma omp for schedule(dynamic, 1)
     for (int64_t K = 0; K < pz; K++) {
       if (!slot || !root || !rank) continue;
-      for (int64_t J = 0; J < py; J++)
+      for (int64_t J = 0; J < py; J++) {
+        int64_t row[4];
+        for (int r = 0; r < 4; r++) {
+          const int64_t cj = J - 1 + (r & 1), ck = K - 1 + (r >> 1);
+          row[r] = cj < 0 || ck < 0 || cj >= ny || ck >= nz ? -1 : (ck * ny + cj) * nx;
+        }
         for (int64_t I = 0; I < px; I++) {
           int n, copies;
           if (sp->cell_voxels) {
-            n = cell_node_copies(sp, I, J, K, slot, rank, &copies);
+            n = cell_node_copies(sp, row, I, slot, rank, &copies);
           } else {
             n = node_slots(sp, I, J, K, slot, max_slots);
             copies = node_copies(sp->slot_set, slot, n, root, rank);
@@ -522,6 +530,7 @@ static vox_status number_copies(vox_context *ctx, split *sp, int max_slots) {
           sp->node_start[(K * py + J) * px + I + 1] = (size_t)copies;
           for (int i = 0; i < n; i++) sp->slot_copy[slot[i]] = rank[i];
         }
+      }
     }
     free(slot), free(root), free(rank);
   }
