@@ -77,14 +77,13 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   const vox_grid *g = &l->grid;
   const int64_t nx = g->nx, ny = g->ny, nz = g->nz, px = nx + 1, py = ny + 1, pz = nz + 1;
   const int64_t nb = px * py * pz;
-  int32_t *map = vox_host_malloc((size_t)nb * sizeof *map);
+  /* zeros, no node marked yet: a large block is a fresh mapping, which
+   * reads as zeros without a pass over it */
+  int32_t *map = vox_host_calloc((size_t)nb, sizeof *map);
   if (!map) return no_memory(ctx, "node map");
   *box_to_node = map;
-  const int32_t mark = full_box ? 0 : -1;
-#pragma omp parallel for schedule(dynamic, 16384)
-  for (int64_t n = 0; n < nb; n++) map[n] = mark;
   /* the elements of each layer counted, and their nodes marked (benign
-   * races: every writer writes 0) */
+   * races: every writer writes 1) */
   l->node_layer_start = vox_host_malloc((size_t)(pz + 1) * sizeof *l->node_layer_start);
   l->element_layer_start =
       vox_host_malloc((size_t)(nz + 1) * sizeof *l->element_layer_start);
@@ -100,7 +99,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
         c++;
         for (int a = 0; a < 8; a++)
           map[((k + vox_hex8_corner[a][2]) * py + j + vox_hex8_corner[a][1]) * px + i +
-              vox_hex8_corner[a][0]] = 0;
+              vox_hex8_corner[a][0]] = 1;
       }
     count[k] = c;
   }
@@ -110,7 +109,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t k = 0; k < pz; k++) {
     size_t c = 0;
-    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++) c += map[m] == 0;
+    for (int64_t m = k * px * py; m < (k + 1) * px * py; m++) c += full_box || map[m];
     node_count[k] = c;
   }
   size_t nn = 0, ne = 0;
@@ -131,7 +130,7 @@ static vox_status number_level(vox_context *ctx, vox_sparse_host_level *l, const
   for (int64_t k = 0; k < pz; k++) {
     int32_t next = (int32_t)l->node_layer_start[k];
     for (int64_t m = k * px * py; m < (k + 1) * px * py; m++)
-      if (map[m] == 0) map[m] = next++;
+      map[m] = full_box || map[m] ? next++ : -1;
   }
   l->n_nodes = nn;
   l->n_elements = ne;
