@@ -44,6 +44,10 @@ static inline int corner_index(int x, int y, int z) {
   return t[x + 2 * y + 4 * z];
 }
 
+/* Of a cell's eight voxels (bit x + 2y + 4z), those whose coordinate
+ * along axis a is 0 (voxels_lower[a]) or 1 (voxels_upper[a]). */
+static const uint8_t voxels_lower[3] = {0x55, 0x33, 0x0f}, voxels_upper[3] = {0xaa, 0xcc, 0xf0};
+
 static inline void box_ijk(int64_t b, int64_t nx, int64_t ny, int64_t ijk[3]) {
   ijk[0] = b % nx, ijk[1] = (b / nx) % ny, ijk[2] = b / (nx * ny);
 }
@@ -280,8 +284,6 @@ static int pieces_at_node(const split *sp, size_t m, const int64_t fijk[3], int3
  * cell's lower one), so each cell around it is tested by a mask of its
  * voxels that touch the node. */
 static uint64_t parent_of_cells(const split *sp, const int64_t fijk[3]) {
-  /* the voxels (bit x + 2y + 4z) whose coordinate along an axis is 0, or 1 */
-  static const uint8_t lower[3] = {0x55, 0x33, 0x0f}, upper[3] = {0xaa, 0xcc, 0xf0};
   const vox_grid *cg = &sp->c->grid;
   const int64_t cn[3] = {cg->nx, cg->ny, cg->nz};
   int64_t at[3][2];
@@ -294,8 +296,8 @@ static uint64_t parent_of_cells(const split *sp, const int64_t fijk[3]) {
       at[x][0] = v >> 1, touch[x][0] = 0xff, count[x] = 1;
       continue;
     }
-    if (v > 0) at[x][count[x]] = (v >> 1) - 1, touch[x][count[x]++] = upper[x];
-    if ((v >> 1) < cn[x]) at[x][count[x]] = v >> 1, touch[x][count[x]++] = lower[x];
+    if (v > 0) at[x][count[x]] = (v >> 1) - 1, touch[x][count[x]++] = voxels_upper[x];
+    if ((v >> 1) < cn[x]) at[x][count[x]] = v >> 1, touch[x][count[x]++] = voxels_lower[x];
   }
   for (int z = count[2] - 1; z >= 0; z--)
     for (int y = count[1] - 1; y >= 0; y--)
@@ -309,7 +311,7 @@ static uint64_t parent_of_cells(const split *sp, const int64_t fijk[3]) {
   return 0; /* not reached: a node of level 0 touches a voxel */
 }
 
-/* The joins at fine node m, at box position fijk (join_slots). */
+/* The joins at fine node m, at box position fijk (fine_node_pass). */
 static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
   int32_t piece[8];
   int64_t cell[8][3];
@@ -340,10 +342,13 @@ static void join_at_node(split *sp, size_t m, const int64_t fijk[3]) {
  * corners that reach the node joined. Distinct pieces at a node lie in
  * distinct cells (two in one cell would be one piece), and the node's
  * elements at its corners name them all: two elements at one corner of a
- * node lie in one piece. */
-static void join_slots(split *sp) {
+ * node lie in one piece. From level 0 there is nothing to join
+ * (cell_node_copies), and the same pass over the fine nodes gives their
+ * parent words (parent_of_cells) instead. */
+static void fine_node_pass(split *sp) {
   const vox_sparse_host_level *f = sp->f;
-  const ptrdiff_t slots = 8 * (ptrdiff_t)sp->c->n_elements;
+  const int from_cells = sp->cell_voxels != NULL;
+  const ptrdiff_t slots = from_cells ? 0 : 8 * (ptrdiff_t)sp->c->n_elements;
 #pragma omp parallel for schedule(dynamic, 16384)
   for (ptrdiff_t q = 0; q < slots; q++) sp->slot_set[q] = q;
   /* a node layer a thread: the box position by one division a node */
@@ -353,21 +358,10 @@ static void join_slots(split *sp) {
     for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
       const int64_t r = f->node_box[m] - K * pplane, J = r / px;
       const int64_t fijk[3] = {r - J * px, J, K};
-      join_at_node(sp, m, fijk);
-    }
-}
-
-/* From level 0, the fine nodes' parent words (parent_of_cells), a node
- * layer a thread. */
-static void parents_of_cells(split *sp) {
-  const vox_sparse_host_level *f = sp->f;
-  const int64_t px = f->grid.nx + 1, pplane = px * (f->grid.ny + 1);
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t K = 0; K <= f->grid.nz; K++)
-    for (size_t m = f->node_layer_start[K]; m < f->node_layer_start[K + 1]; m++) {
-      const int64_t r = f->node_box[m] - K * pplane, J = r / px;
-      const int64_t fijk[3] = {r - J * px, J, K};
-      f->parent[m] = parent_of_cells(sp, fijk);
+      if (from_cells)
+        f->parent[m] = parent_of_cells(sp, fijk);
+      else
+        join_at_node(sp, m, fijk);
     }
 }
 
@@ -408,14 +402,12 @@ static int node_copies(int64_t *slot_set, const int64_t *slot, int n, int64_t *r
  * 27 the coarse node reaches (a cell below the node along an axis, corner
  * 1, holds fine planes 2I - 1 and 2I; one above, corner 0, 2I and 2I + 1). */
 static void reach_masks(uint32_t mask[8][256]) {
-  /* the voxels (bit x + 2y + 4z) whose coordinate along an axis is 0, or 1 */
-  static const uint8_t lower[3] = {0x55, 0x33, 0x0f}, upper[3] = {0xaa, 0xcc, 0xf0};
   for (int corner = 0; corner < 8; corner++) {
     uint8_t touch[3][3];
     for (int a = 0; a < 3; a++) {
       const int below = (corner >> a) & 1;
       touch[a][0] = below ? 0xff : 0;
-      touch[a][1] = below ? upper[a] : lower[a];
+      touch[a][1] = below ? voxels_upper[a] : voxels_lower[a];
       touch[a][2] = below ? 0 : 0xff;
     }
     for (int v = 0; v < 256; v++) {
@@ -666,10 +658,7 @@ vox_status vox_sparse_split_coarsen(vox_context *ctx, const double table[256],
       s = no_memory(ctx, "coarse copies");
   }
   if (s == VOX_OK) {
-    if (copies)
-      join_slots(&sp);
-    else
-      parents_of_cells(&sp);
+    fine_node_pass(&sp);
     size_t most = 1;
     const ptrdiff_t cells = (ptrdiff_t)ncell;
 #pragma omp parallel for schedule(static) reduction(max : most)
